@@ -1,0 +1,132 @@
+# gma: build, test, benchmark.
+#
+#   make            CPU build: bin/gmatrain bin/gmaeval bin/gmadata bin/gmabench + build/libgma.a
+#   make test       set-up if needed, build, run every Check suite under tests/
+#   make quickstart set-up if needed, build, train and evaluate configs/quickstart.json
+#   make bench      build and run bin/gmabench (tables to stdout, JSON to runs/bench.json)
+#   make cuda       the same binaries with the CUDA backend (nvcc + cuBLAS)
+#   make deps       install the Debian packages (scripts/setup.sh)
+#
+# Sources are found by wildcard: every src/**/*.c except src/cli/ and src/ops/cuda/
+# goes into the library (compiled twice: float32 build/f32, float64 build/f64 for
+# gradient checks); every src/cli/X.c becomes bin/X; every tests/test_X.c becomes a
+# Check suite linked against the float32 library, every tests/test64_X.c against the
+# float64 one.
+
+CC      ?= cc
+ifeq ($(CC),cc)
+CC      := gcc
+endif
+OPT     ?= -O3 -march=native
+CFLAGS  ?= $(OPT) -g
+CFLAGS  += -std=c11 -D_GNU_SOURCE -Wall -Wextra -Wno-unused-parameter -fopenmp -MMD -MP -Isrc
+PKGS    := libcjson libcurl zlib
+PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
+PKG_LIBS   := $(shell pkg-config --libs $(PKGS) 2>/dev/null)
+BLAS_CFLAGS := $(shell pkg-config --cflags openblas 2>/dev/null)
+BLAS_LIBS   := $(shell pkg-config --libs openblas 2>/dev/null || echo -lopenblas)
+CHECK_LIBS  := $(shell pkg-config --libs check 2>/dev/null || echo -lcheck -lsubunit -lrt -lm)
+CFLAGS  += $(PKG_CFLAGS) $(BLAS_CFLAGS)
+LDLIBS  := $(PKG_LIBS) $(BLAS_LIBS) -fopenmp -lm -lpthread
+
+LIB_SRC := $(shell find src -name '*.c' -not -path 'src/cli/*' -not -path 'src/ops/cuda/*' | sort)
+CLI_SRC := $(sort $(wildcard src/cli/*.c))
+BINS    := $(patsubst src/cli/%.c,bin/%,$(CLI_SRC))
+OBJ32   := $(patsubst src/%.c,build/f32/%.o,$(LIB_SRC))
+OBJ64   := $(patsubst src/%.c,build/f64/%.o,$(LIB_SRC))
+TEST_SRC   := $(sort $(wildcard tests/test_*.c))
+TEST64_SRC := $(sort $(wildcard tests/test64_*.c))
+TESTUTIL   := tests/testutil.c
+TESTS      := $(patsubst tests/%.c,build/tests/%,$(TEST_SRC) $(TEST64_SRC))
+
+# CUDA (make cuda): found from nvcc on PATH, CUDA_HOME or /usr/local/cuda.
+CUDA_HOME ?= $(or $(patsubst %/bin/nvcc,%,$(shell command -v nvcc 2>/dev/null)),/usr/local/cuda)
+NVCC      ?= $(CUDA_HOME)/bin/nvcc
+CUDA_SRC  := $(sort $(wildcard src/ops/cuda/*.cu))
+CUDA_OBJ  := $(patsubst src/%.cu,build/cuda/%.o,$(CUDA_SRC))
+CUDA_ARCH ?= -gencode arch=compute_90,code=sm_90 -gencode arch=compute_90,code=compute_90
+NVCCFLAGS ?= -O3 -std=c++17 $(CUDA_ARCH) -Isrc -Xcompiler -fPIC
+
+.PHONY: all test quickstart bench deps cuda clean probe check-deps
+all: check-deps $(BINS) build/libgma.a
+
+check-deps:
+	@scripts/setup.sh --check >/dev/null 2>&1 || { echo "missing dependencies: running scripts/setup.sh"; scripts/setup.sh; }
+
+deps:
+	scripts/setup.sh
+
+probe:
+	@echo "CC: $$($(CC) --version | head -1)"
+	@echo "BLAS: $(BLAS_LIBS)"
+	@echo "OpenMP: -fopenmp"
+	@if [ -x "$(NVCC)" ]; then echo "nvcc: $(NVCC)"; else echo "nvcc: not found (make cuda unavailable)"; fi
+	@if command -v mpicc >/dev/null 2>&1; then echo "MPI: $$(command -v mpicc)"; else echo "MPI: not found"; fi
+
+build/libgma.a: $(OBJ32)
+	@mkdir -p $(@D)
+	ar rcs $@ $^
+
+build/libgma64.a: $(OBJ64)
+	@mkdir -p $(@D)
+	ar rcs $@ $^
+
+build/f32/%.o: src/%.c
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) -c $< -o $@
+
+build/f64/%.o: src/%.c
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) -DGMA_DOUBLE -c $< -o $@
+
+bin/%: src/cli/%.c build/libgma.a
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) $< build/libgma.a $(LDLIBS) -o $@
+
+build/tests/test_%: tests/test_%.c $(TESTUTIL) build/libgma.a
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) -Itests $< $(TESTUTIL) build/libgma.a $(LDLIBS) $(CHECK_LIBS) -o $@
+
+build/tests/test64_%: tests/test64_%.c $(TESTUTIL) build/libgma64.a
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) -DGMA_DOUBLE -Itests $< $(TESTUTIL) build/libgma64.a $(LDLIBS) $(CHECK_LIBS) -o $@
+
+test: check-deps $(BINS) $(TESTS)
+	@scripts/run_tests.sh $(TESTS)
+
+quickstart: check-deps $(BINS)
+	scripts/quickstart.sh
+
+bench: check-deps bin/gmabench
+	bin/gmabench all --json runs/bench.json
+
+# ---- CUDA build: same binaries, CUDA backend linked in (GMA_CUDA) ----
+build/cuda/%.o: src/%.cu
+	@mkdir -p $(@D)
+	$(NVCC) $(NVCCFLAGS) -c $< -o $@
+
+cuda:
+	@[ -x "$(NVCC)" ] || { echo "make cuda: nvcc not found (set CUDA_HOME or put nvcc on PATH)"; exit 1; }
+	$(MAKE) CFLAGS_EXTRA=-DGMA_CUDA BUILD_CUDA=1 cuda-bins
+
+ifeq ($(BUILD_CUDA),1)
+CFLAGS += -DGMA_CUDA -I$(CUDA_HOME)/include
+LDLIBS += $(CUDA_OBJ) -L$(CUDA_HOME)/lib64 -lcublas -lcudart -lstdc++ -Wl,-rpath,$(CUDA_HOME)/lib64
+OBJ32 := $(patsubst src/%.c,build/cuda-host/%.o,$(LIB_SRC))
+build/cuda-host/%.o: src/%.c
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) -c $< -o $@
+build/libgma-cuda.a: $(OBJ32)
+	@mkdir -p $(@D)
+	ar rcs $@ $^
+bin/cuda/%: src/cli/%.c build/libgma-cuda.a $(CUDA_OBJ)
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) $< build/libgma-cuda.a $(LDLIBS) -o $@
+cuda-bins: $(patsubst src/cli/%.c,bin/cuda/%,$(CLI_SRC))
+	@for b in $^; do cp $$b bin/; done; echo "CUDA binaries installed in bin/"
+endif
+
+clean:
+	rm -rf build bin
+
+-include $(shell find build -name '*.d' 2>/dev/null)

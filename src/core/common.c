@@ -1,0 +1,163 @@
+/* common.c: error messages, checked allocation, clock and small file helpers. */
+#define _GNU_SOURCE
+#include "common.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <libgen.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+static _Thread_local char g_err[1024];
+
+int gma_errorf(const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(g_err, sizeof g_err, fmt, ap);
+    va_end(ap);
+    return -1;
+}
+
+int gma_error_prefix(const char *fmt, ...) {
+    char pre[512], old[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(pre, sizeof pre, fmt, ap);
+    va_end(ap);
+    snprintf(old, sizeof old, "%s", g_err);
+    snprintf(g_err, sizeof g_err, "%s: %s", pre, old);
+    return -1;
+}
+
+const char *gma_error(void) { return g_err; }
+void gma_error_clear(void) { g_err[0] = 0; }
+
+static void oom(size_t n, const char *file, int line) {
+    fprintf(stderr, "gma: out of memory allocating %zu bytes at %s:%d\n", n, file, line);
+    abort();
+}
+
+void *gma_xmalloc_at(size_t n, const char *file, int line) {
+    void *p = malloc(n ? n : 1);
+    if (!p) oom(n, file, line);
+    return p;
+}
+
+void *gma_xcalloc_at(size_t n, size_t sz, const char *file, int line) {
+    void *p = calloc(n ? n : 1, sz ? sz : 1);
+    if (!p) oom(n * sz, file, line);
+    return p;
+}
+
+void *gma_xrealloc_at(void *q, size_t n, const char *file, int line) {
+    void *p = realloc(q, n ? n : 1);
+    if (!p) oom(n, file, line);
+    return p;
+}
+
+char *gma_xstrdup_at(const char *s, const char *file, int line) {
+    size_t n = strlen(s) + 1;
+    char *p = gma_xmalloc_at(n, file, line);
+    memcpy(p, s, n);
+    return p;
+}
+
+double gma_now(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+char *gma_read_file(const char *path, size_t *len_out) {
+    FILE *f = fopen(path, "rb");
+    if (!f) {
+        gma_errorf("%s: cannot open: %s", path, strerror(errno));
+        return NULL;
+    }
+    size_t cap = 1 << 16, len = 0;
+    char *buf = xmalloc(cap);
+    for (;;) {
+        if (len + 1 >= cap) buf = xrealloc(buf, cap *= 2);
+        size_t got = fread(buf + len, 1, cap - len - 1, f);
+        len += got;
+        if (got == 0) break;
+    }
+    int bad = ferror(f);
+    fclose(f);
+    if (bad) {
+        free(buf);
+        gma_errorf("%s: read error", path);
+        return NULL;
+    }
+    buf[len] = 0;
+    if (len_out) *len_out = len;
+    return buf;
+}
+
+static void fsync_dir_of(const char *path) {
+    char *tmp = xstrdup(path);
+    int fd = open(dirname(tmp), O_RDONLY | O_DIRECTORY);
+    if (fd >= 0) {
+        fsync(fd);
+        close(fd);
+    }
+    free(tmp);
+}
+
+int gma_write_file_atomic(const char *path, const void *data, size_t len) {
+    char tmp[4096];
+    snprintf(tmp, sizeof tmp, "%s.tmp.%d", path, (int)getpid());
+    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    if (fd < 0) return gma_errorf("%s: cannot create: %s", tmp, strerror(errno));
+    const char *p = data;
+    size_t left = len;
+    while (left > 0) {
+        ssize_t w = write(fd, p, left);
+        if (w < 0) {
+            if (errno == EINTR) continue;
+            int e = errno;
+            close(fd);
+            unlink(tmp);
+            return gma_errorf("%s: write failed: %s", tmp, strerror(e));
+        }
+        p += w;
+        left -= (size_t)w;
+    }
+    if (fsync(fd) != 0 || close(fd) != 0) {
+        int e = errno;
+        unlink(tmp);
+        return gma_errorf("%s: fsync/close failed: %s", tmp, strerror(e));
+    }
+    if (rename(tmp, path) != 0) {
+        int e = errno;
+        unlink(tmp);
+        return gma_errorf("%s: rename failed: %s", path, strerror(e));
+    }
+    fsync_dir_of(path);
+    return 0;
+}
+
+int gma_mkdirs(const char *path) {
+    char buf[4096];
+    snprintf(buf, sizeof buf, "%s", path);
+    for (char *p = buf + 1; *p; p++) {
+        if (*p == '/') {
+            *p = 0;
+            if (mkdir(buf, 0755) != 0 && errno != EEXIST)
+                return gma_errorf("%s: cannot create directory: %s", buf, strerror(errno));
+            *p = '/';
+        }
+    }
+    if (mkdir(buf, 0755) != 0 && errno != EEXIST)
+        return gma_errorf("%s: cannot create directory: %s", buf, strerror(errno));
+    return 0;
+}
+
+int gma_path_exists(const char *path) {
+    struct stat st;
+    return stat(path, &st) == 0;
+}

@@ -1,0 +1,63 @@
+/* common.h: the real type, error reporting and small helpers shared by every module.
+ *
+ * The library is compiled twice: with `real` = float (the product) and, with
+ * -DGMA_DOUBLE, with `real` = double (for gradient checks against central finite
+ * differences). Code that must hold either precision uses `real`; file formats are
+ * always float32.
+ *
+ * Errors: library functions never exit the process on bad input. They record one
+ * line with gma_errorf() and return a negative value (or NULL); the command line
+ * prints gma_error() and exits non-zero.
+ */
+#ifndef GMA_COMMON_H
+#define GMA_COMMON_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <math.h>
+
+#ifdef GMA_DOUBLE
+typedef double real;
+#define REAL_NAME "float64"
+#else
+typedef float real;
+#define REAL_NAME "float32"
+#endif
+
+#define GMA_VERSION "0.1.0"
+
+/* Record the current error (printf-style, one line, no trailing newline). Returns -1. */
+int gma_errorf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* Prefix the current error with more context ("while X: <old message>"). Returns -1. */
+int gma_error_prefix(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* The last recorded error message ("" if none). Thread-local. */
+const char *gma_error(void);
+void gma_error_clear(void);
+
+/* Allocation that reports file:line on failure and aborts: out of memory is not user input. */
+void *gma_xmalloc_at(size_t n, const char *file, int line);
+void *gma_xcalloc_at(size_t n, size_t sz, const char *file, int line);
+void *gma_xrealloc_at(void *p, size_t n, const char *file, int line);
+char *gma_xstrdup_at(const char *s, const char *file, int line);
+#define xmalloc(n) gma_xmalloc_at((n), __FILE__, __LINE__)
+#define xcalloc(n, s) gma_xcalloc_at((n), (s), __FILE__, __LINE__)
+#define xrealloc(p, n) gma_xrealloc_at((p), (n), __FILE__, __LINE__)
+#define xstrdup(s) gma_xstrdup_at((s), __FILE__, __LINE__)
+
+/* Wall clock in seconds (monotonic). */
+double gma_now(void);
+
+/* Read a whole file into a NUL-terminated buffer. Returns NULL and sets the error. */
+char *gma_read_file(const char *path, size_t *len_out);
+/* Write bytes to path atomically: path.tmp, fsync, rename, fsync the directory.
+ * On failure the previous file at path is untouched. */
+int gma_write_file_atomic(const char *path, const void *data, size_t len);
+/* mkdir -p. */
+int gma_mkdirs(const char *path);
+int gma_path_exists(const char *path);
+
+#define GMA_MIN(a, b) ((a) < (b) ? (a) : (b))
+#define GMA_MAX(a, b) ((a) > (b) ? (a) : (b))
+
+#endif

@@ -1,0 +1,71 @@
+/* testutil.c: temporary directories, small files and command runs for the suites. */
+#include "testutil.h"
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <sys/wait.h>
+
+static char g_dir[512];
+
+static void cleanup(void) {
+    if (g_dir[0] && getpid() > 0) {
+        char cmd[600];
+        snprintf(cmd, sizeof cmd, "rm -rf '%s'", g_dir);
+        if (system(cmd)) {}
+    }
+}
+
+const char *tu_tmpdir(void) {
+    if (!g_dir[0]) {
+        const char *t = getenv("TMPDIR");
+        snprintf(g_dir, sizeof g_dir, "%s/gmatest.XXXXXX", t && *t ? t : "/tmp");
+        if (!mkdtemp(g_dir)) { perror("mkdtemp"); abort(); }
+        atexit(cleanup);
+    }
+    return g_dir;
+}
+
+const char *tu_path(const char *name) {
+    static char bufs[8][1024];
+    static int k;
+    char *b = bufs[k++ & 7];
+    snprintf(b, 1024, "%s/%s", tu_tmpdir(), name);
+    return b;
+}
+
+void tu_write(const char *path, const char *text) {
+    FILE *f = fopen(path, "wb");
+    if (!f) { perror(path); abort(); }
+    fputs(text, f);
+    fclose(f);
+}
+
+int tu_run(const char *cmd, char *out, size_t cap) {
+    char full[4096];
+    snprintf(full, sizeof full, "%s 2>&1", cmd);
+    FILE *p = popen(full, "r");
+    if (!p) return -1;
+    size_t n = 0;
+    char tmp[4096];
+    size_t got;
+    while ((got = fread(tmp, 1, sizeof tmp, p)) > 0) {
+        if (out && n + 1 < cap) {
+            size_t c = GMA_MIN(got, cap - 1 - n);
+            memcpy(out + n, tmp, c);
+            n += c;
+        }
+    }
+    if (out) out[n] = 0;
+    int st = pclose(p);
+    return WIFEXITED(st) ? WEXITSTATUS(st) : 255;
+}
+
+double tu_max_rel_err(const double *a, const double *b, size_t n, double floor_abs) {
+    double worst = 0;
+    for (size_t i = 0; i < n; i++) {
+        double den = fmax(floor_abs, fmax(fabs(a[i]), fabs(b[i])));
+        double e = fabs(a[i] - b[i]) / den;
+        if (e > worst) worst = e;
+    }
+    return worst;
+}

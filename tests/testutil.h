@@ -1,0 +1,32 @@
+/* testutil.h: helpers shared by the Check suites.
+ *
+ * Each tests/test_X.c (float32 library) or tests/test64_X.c (float64 library) defines
+ * `Suite *make_suite(void)` and ends with GMA_TEST_MAIN(). Fixtures are built by the
+ * tests in a fresh temporary directory (tu_tmpdir), never read from ../shared.
+ */
+#ifndef GMA_TESTUTIL_H
+#define GMA_TESTUTIL_H
+#include <check.h>
+#include "core/common.h"
+
+/* A fresh directory under $TMPDIR (or /tmp), removed at exit. Returns its path. */
+const char *tu_tmpdir(void);
+/* Join tu_tmpdir() and name into a static rotating buffer. */
+const char *tu_path(const char *name);
+/* Write a text file (creating it). */
+void tu_write(const char *path, const char *text);
+/* Run a shell command, return its exit status (0..255) and capture up to cap-1 bytes of
+ * stdout+stderr into out (may be NULL). */
+int tu_run(const char *cmd, char *out, size_t cap);
+/* Max relative error between two arrays: max |a-b| / max(1e-12, max(|a|,|b|)) per element. */
+double tu_max_rel_err(const double *a, const double *b, size_t n, double floor_abs);
+
+#define GMA_TEST_MAIN()                                              \
+    int main(void) {                                                 \
+        SRunner *sr = srunner_create(make_suite());                  \
+        srunner_run_all(sr, CK_NORMAL);                              \
+        int nf = srunner_ntests_failed(sr);                          \
+        srunner_free(sr);                                            \
+        return nf == 0 ? 0 : 1;                                      \
+    }
+#endif
