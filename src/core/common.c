@@ -1,5 +1,4 @@
 /* common.c: error messages, checked allocation, clock and small file helpers. */
-#define _GNU_SOURCE
 #include "common.h"
 
 #include <errno.h>
