@@ -23,8 +23,17 @@ CFLAGS  += -std=c11 -D_GNU_SOURCE -Wall -Wextra -Wno-unused-parameter -Wno-forma
 PKGS    := libcjson libcurl zlib
 PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 PKG_LIBS   := $(shell pkg-config --libs $(PKGS) 2>/dev/null)
+# OpenBLAS: prefer Debian's OpenMP build (it runs single-threaded when called inside our
+# own OpenMP regions instead of oversubscribing the cores), else whatever pkg-config finds.
+MULTIARCH   := $(shell $(CC) -print-multiarch 2>/dev/null)
+OPENBLAS_OMP := /usr/lib/$(MULTIARCH)/openblas-openmp
+ifneq ($(wildcard $(OPENBLAS_OMP)/libopenblas.so),)
+BLAS_CFLAGS := -I/usr/include/$(MULTIARCH)/openblas-openmp
+BLAS_LIBS   := -L$(OPENBLAS_OMP) -Wl,-rpath,$(OPENBLAS_OMP) -lopenblas
+else
 BLAS_CFLAGS := $(shell pkg-config --cflags openblas 2>/dev/null)
 BLAS_LIBS   := $(shell pkg-config --libs openblas 2>/dev/null || echo -lopenblas)
+endif
 CHECK_LIBS  := $(shell pkg-config --libs check 2>/dev/null || echo -lcheck -lsubunit -lrt -lm)
 CFLAGS  += $(PKG_CFLAGS) $(BLAS_CFLAGS)
 LDLIBS  := $(PKG_LIBS) $(BLAS_LIBS) -fopenmp -lm -lpthread
@@ -83,13 +92,21 @@ bin/%: src/cli/%.c build/libgma.a
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) $< build/libgma.a $(LDLIBS) -o $@
 
-build/tests/test_%: tests/test_%.c $(TESTUTIL) build/libgma.a
+build/tests/testutil32.o: tests/testutil.c
 	@mkdir -p $(@D)
-	$(CC) $(CFLAGS) -Itests $< $(TESTUTIL) build/libgma.a $(LDLIBS) $(CHECK_LIBS) -o $@
+	$(CC) $(CFLAGS) -Itests -c $< -o $@
 
-build/tests/test64_%: tests/test64_%.c $(TESTUTIL) build/libgma64.a
+build/tests/testutil64.o: tests/testutil.c
 	@mkdir -p $(@D)
-	$(CC) $(CFLAGS) -DGMA_DOUBLE -Itests $< $(TESTUTIL) build/libgma64.a $(LDLIBS) $(CHECK_LIBS) -o $@
+	$(CC) $(CFLAGS) -DGMA_DOUBLE -Itests -c $< -o $@
+
+build/tests/test_%: tests/test_%.c build/tests/testutil32.o build/libgma.a
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) -Itests $< build/tests/testutil32.o build/libgma.a $(LDLIBS) $(CHECK_LIBS) -o $@
+
+build/tests/test64_%: tests/test64_%.c build/tests/testutil64.o build/libgma64.a
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) -DGMA_DOUBLE -Itests $< build/tests/testutil64.o build/libgma64.a $(LDLIBS) $(CHECK_LIBS) -o $@
 
 test: check-deps $(BINS) $(TESTS)
 	@scripts/run_tests.sh $(TESTS)

@@ -3,7 +3,7 @@
 #   scripts/setup.sh           install what is missing
 #   scripts/setup.sh --check   exit 0 if everything is present, 1 otherwise (installs nothing)
 set -euo pipefail
-PKGS=(build-essential pkg-config libcjson-dev libcurl4-openssl-dev zlib1g-dev check libopenblas-dev)
+PKGS=(build-essential pkg-config libcjson-dev libcurl4-openssl-dev zlib1g-dev check libopenblas-dev libopenblas-openmp-dev)
 missing=()
 for p in "${PKGS[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -1,0 +1,224 @@
+/* model.c: build, allocate, forward and backward of the decoder language model. */
+#include "model/model.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "nn/linear.h"
+
+int model_build(Model *m, const Config *c) {
+    memset(m, 0, sizeof *m);
+    m->cfg = *c;
+    const ModelCfg *mc = &c->model;
+    if (mc->vocab_size <= 0) return gma_errorf("key model.vocab_size: not set and not given by the data");
+    m->V = mc->vocab_size;
+    m->D = mc->d_model;
+    m->L = mc->n_layers;
+    m->H = mc->n_heads;
+    m->F = cfg_d_ff(c);
+    m->Nmax = mc->max_seq_len;
+    m->causal = cfg_causal(c);
+    m->mlp = mc->mlp;
+    double std = mc->init_std, ostd = std / sqrt(2.0 * m->L);
+    ParamTable *pt = &m->pt;
+    m->wte = pt_add2(pt, "tok_emb.weight", m->V, m->D, INIT_NORMAL, std, GROUP_EMBED);
+    m->wpe = strcmp(mc->pos, "none") ? pt_add2(pt, "pos_emb.weight", m->Nmax, m->D, INIT_NORMAL, std, GROUP_EMBED) : -1;
+    m->blocks = xcalloc(m->L, sizeof(Block));
+    char name[128], pre[64];
+    for (int l = 0; l < m->L; l++) {
+        Block *b = &m->blocks[l];
+        snprintf(pre, sizeof pre, "blocks.%d", l);
+#define NM(s) (snprintf(name, sizeof name, "%s.%s", pre, s), name)
+        b->ln1w = pt_add1(pt, NM("ln1.weight"), m->D, INIT_ONE, 0, GROUP_NORM);
+        b->ln1b = pt_add1(pt, NM("ln1.bias"), m->D, INIT_ZERO, 0, GROUP_BIAS);
+        const MixerVT *vt = mixer_find(cfg_layer_mixer(c, l));
+        if (!vt) return gma_errorf("key model.mixer: unknown mixer \"%s\"", cfg_layer_mixer(c, l));
+        snprintf(name, sizeof name, "%s.mixer", pre);
+        b->mixer = vt->create(c, l, pt, name);
+        if (!b->mixer) return -1;
+        b->ln2w = b->ln2b = b->fcw = b->fcb = b->projw = b->projb = -1;
+        if (m->mlp) {
+            b->ln2w = pt_add1(pt, NM("ln2.weight"), m->D, INIT_ONE, 0, GROUP_NORM);
+            b->ln2b = pt_add1(pt, NM("ln2.bias"), m->D, INIT_ZERO, 0, GROUP_BIAS);
+            b->fcw = pt_add2(pt, NM("mlp.fc.weight"), m->F, m->D, INIT_NORMAL, std, GROUP_WEIGHT);
+            b->fcb = pt_add1(pt, NM("mlp.fc.bias"), m->F, INIT_ZERO, 0, GROUP_BIAS);
+            b->projw = pt_add2(pt, NM("mlp.proj.weight"), m->D, m->F, INIT_NORMAL, ostd, GROUP_WEIGHT);
+            b->projb = pt_add1(pt, NM("mlp.proj.bias"), m->D, INIT_ZERO, 0, GROUP_BIAS);
+        }
+#undef NM
+    }
+    m->lnfw = pt_add1(pt, "ln_f.weight", m->D, INIT_ONE, 0, GROUP_NORM);
+    m->lnfb = pt_add1(pt, "ln_f.bias", m->D, INIT_ZERO, 0, GROUP_BIAS);
+    return 0;
+}
+
+void model_alloc(Model *m, int Bmax, int Nmax) {
+    size_t P = m->pt.total;
+    m->params = g_ops->alloc(P * sizeof(real));
+    m->grads = g_ops->alloc(P * sizeof(real));
+    m->m = g_ops->alloc(P * sizeof(real));
+    m->v = g_ops->alloc(P * sizeof(real));
+    m->Bmax = Bmax;
+    m->Nmax_act = Nmax;
+    size_t R = (size_t)Bmax * Nmax, D = m->D, F = m->F;
+    /* plan: sizes first, then one allocation carved in the same order */
+    size_t total = (m->L + 1) * R * D + 2 * R + R * D + R * (size_t)m->V + 2 * R; /* resid, lnf stats, lnf, logits, loss, valid */
+    size_t scratch = 0;
+    for (int l = 0; l < m->L; l++) {
+        Mixer *mx = m->blocks[l].mixer;
+        total += 4 * R * D + 4 * R + 2 * R * F + mx->vt->act_size(mx, Bmax, Nmax);
+        scratch = GMA_MAX(scratch, mx->vt->scratch_size(mx, Bmax, Nmax));
+    }
+    total += 2 * R * D + R * F + scratch; /* dresid, dtmp, dfc, scratch */
+    m->act_bytes = total * sizeof(real);
+    real *p = m->actmem = g_ops->alloc(total * sizeof(real));
+#define TAKE(n) (p += (n), p - (n))
+    m->resid = xcalloc(m->L + 1, sizeof(real *));
+    for (int l = 0; l <= m->L; l++) m->resid[l] = TAKE(R * D);
+    m->lnf = TAKE(R * D);
+    m->lnf_mean = TAKE(R);
+    m->lnf_rstd = TAKE(R);
+    m->logits = TAKE(R * m->V);
+    m->loss_rows = TAKE(R);
+    m->valid_rows = TAKE(R);
+    for (int l = 0; l < m->L; l++) {
+        Block *b = &m->blocks[l];
+        b->ln1 = TAKE(R * D);
+        b->ln1_mean = TAKE(R);
+        b->ln1_rstd = TAKE(R);
+        b->mix = TAKE(R * D);
+        b->mid = TAKE(R * D);
+        b->ln2 = TAKE(R * D);
+        b->ln2_mean = TAKE(R);
+        b->ln2_rstd = TAKE(R);
+        b->fc = TAKE(R * F);
+        b->gelu = TAKE(R * F);
+        b->act = TAKE(b->mixer->vt->act_size(b->mixer, Bmax, Nmax));
+    }
+    m->dresid = TAKE(R * D);
+    m->dtmp = TAKE(R * D);
+    m->dfc = TAKE(R * F);
+    m->scratch = TAKE(scratch);
+#undef TAKE
+    m->tok = g_ops->alloc(R * sizeof(int32_t));
+    m->tgt = g_ops->alloc(R * sizeof(int32_t));
+    m->pred_host = xcalloc(R, sizeof(int32_t));
+}
+
+void model_init_params(Model *m, uint64_t seed) {
+    Rng rng;
+    rng_seed(&rng, seed);
+    real *host = xcalloc(m->pt.total, sizeof(real));
+    pt_init(&m->pt, host, &rng);
+    for (int l = 0; l < m->L; l++) {
+        Mixer *mx = m->blocks[l].mixer;
+        if (mx->vt->init) mx->vt->init(mx, host, &rng);
+    }
+    g_ops->to_device(m->params, host, m->pt.total * sizeof(real));
+    free(host);
+}
+
+void model_free(Model *m) {
+    for (int l = 0; l < m->L; l++) m->blocks[l].mixer->vt->destroy(m->blocks[l].mixer);
+    free(m->blocks);
+    if (m->params) {
+        g_ops->free(m->params);
+        g_ops->free(m->grads);
+        g_ops->free(m->m);
+        g_ops->free(m->v);
+        g_ops->free(m->actmem);
+        g_ops->free(m->tok);
+        g_ops->free(m->tgt);
+    }
+    free(m->resid);
+    free(m->pred_host);
+    pt_free(&m->pt);
+    memset(m, 0, sizeof *m);
+}
+
+size_t model_param_count(const Model *m) { return pt_count_trained(&m->pt); }
+
+void model_zero_grad(Model *m) { g_ops->zero(m->grads, m->pt.total * sizeof(real)); }
+
+#define PP(i) PT_PTR(m->params, &m->pt, (i))
+#define GG(i) PT_PTR(m->grads, &m->pt, (i))
+
+int model_forward(Model *m, const int32_t *tok, const int32_t *tgt, int B, int N, const uint8_t *keymask,
+                  int want_acc, LossStats *st, int training, long step) {
+    if (B > m->Bmax || N > m->Nmax_act) return gma_errorf("batch %dx%d exceeds the planned %dx%d", B, N, m->Bmax, m->Nmax_act);
+    if (N > m->Nmax) return gma_errorf("sequence length %d is longer than model.max_seq_len = %d", N, m->Nmax);
+    for (size_t i = 0; i < (size_t)B * N; i++)
+        if (tok[i] < 0 || tok[i] >= m->V)
+            return gma_errorf("token id %d at position %zu is outside the vocabulary [0, %d)", tok[i], i, m->V);
+    m->B = B;
+    m->N = N;
+    m->keymask = keymask;
+    int R = B * N, D = m->D, F = m->F;
+    g_ops->to_device(m->tok, tok, sizeof(int32_t) * R);
+    g_ops->to_device(m->tgt, tgt, sizeof(int32_t) * R);
+    g_ops->embed_forward(m->resid[0], m->tok, PP(m->wte), m->wpe >= 0 ? PP(m->wpe) : NULL, B, N, D);
+    MixerCtx ctx = {.B = B, .N = N, .causal = m->causal, .keymask = keymask, .training = training, .step = step};
+    for (int l = 0; l < m->L; l++) {
+        Block *b = &m->blocks[l];
+        g_ops->layernorm_forward(b->ln1, b->ln1_mean, b->ln1_rstd, m->resid[l], PP(b->ln1w), PP(b->ln1b), R, D);
+        b->mixer->vt->forward(b->mixer, &ctx, b->mix, b->ln1, m->params, b->act, m->scratch);
+        real *out = m->mlp ? b->mid : m->resid[l + 1];
+        g_ops->add(out, m->resid[l], b->mix, (size_t)R * D);
+        if (m->mlp) {
+            g_ops->layernorm_forward(b->ln2, b->ln2_mean, b->ln2_rstd, b->mid, PP(b->ln2w), PP(b->ln2b), R, D);
+            linear_forward(b->fc, b->ln2, PP(b->fcw), PP(b->fcb), R, D, F);
+            g_ops->gelu_forward(b->gelu, b->fc, (size_t)R * F);
+            linear_forward(m->resid[l + 1], b->gelu, PP(b->projw), PP(b->projb), R, F, D);
+            g_ops->axpy(m->resid[l + 1], 1, b->mid, (size_t)R * D);
+        }
+    }
+    g_ops->layernorm_forward(m->lnf, m->lnf_mean, m->lnf_rstd, m->resid[m->L], PP(m->lnfw), PP(m->lnfb), R, D);
+    g_ops->matmul(m->logits, m->lnf, PP(m->wte), R, m->V, D, 0, 1, 1, 0);
+    g_ops->xent_forward(m->loss_rows, m->valid_rows, m->logits, m->tgt, R, m->V);
+    st->loss_sum = g_ops->sum(m->loss_rows, R);
+    st->count = g_ops->sum(m->valid_rows, R);
+    st->correct = 0;
+    if (want_acc) {
+        g_ops->argmax_rows(m->tok, m->logits, R, m->V); /* reuse the token buffer */
+        g_ops->to_host(m->pred_host, m->tok, sizeof(int32_t) * R);
+        g_ops->to_device(m->tok, tok, sizeof(int32_t) * R);
+        for (int i = 0; i < R; i++) st->correct += tgt[i] >= 0 && m->pred_host[i] == tgt[i];
+    }
+    return 0;
+}
+
+void model_backward(Model *m, double loss_scale) {
+    int B = m->B, N = m->N, R = B * N, D = m->D, F = m->F;
+    double count = g_ops->sum(m->valid_rows, R);
+    if (count <= 0) return;
+    g_ops->xent_backward(m->logits, m->tgt, R, m->V, (real)(loss_scale / count));
+    /* logits = lnf wte^T */
+    g_ops->matmul(m->dtmp, m->logits, PP(m->wte), R, D, m->V, 0, 0, 1, 0);
+    g_ops->matmul(GG(m->wte), m->logits, m->lnf, m->V, D, R, 1, 0, 1, 1);
+    g_ops->zero(m->dresid, sizeof(real) * (size_t)R * D);
+    g_ops->layernorm_backward(m->dresid, GG(m->lnfw), GG(m->lnfb), m->dtmp, m->resid[m->L], PP(m->lnfw), m->lnf_mean,
+                              m->lnf_rstd, R, D);
+    MixerCtx ctx = {.B = B, .N = N, .causal = m->causal, .keymask = m->keymask, .training = 1};
+    for (int l = m->L - 1; l >= 0; l--) {
+        Block *b = &m->blocks[l];
+        if (m->mlp) {
+            /* resid[l+1] = mid + proj(gelu(fc(ln2(mid)))) */
+            g_ops->zero(m->dfc, sizeof(real) * (size_t)R * F);
+            real *dgelu = m->dfc;
+            linear_backward(dgelu, GG(b->projw), GG(b->projb), m->dresid, b->gelu, PP(b->projw), R, F, D);
+            /* gelu backward needs a separate output: reuse the gelu activation buffer */
+            g_ops->zero(b->gelu, sizeof(real) * (size_t)R * F);
+            g_ops->gelu_backward(b->gelu, dgelu, b->fc, (size_t)R * F);
+            g_ops->zero(m->dtmp, sizeof(real) * (size_t)R * D);
+            linear_backward(m->dtmp, GG(b->fcw), GG(b->fcb), b->gelu, b->ln2, PP(b->fcw), R, D, F);
+            g_ops->layernorm_backward(m->dresid, GG(b->ln2w), GG(b->ln2b), m->dtmp, b->mid, PP(b->ln2w), b->ln2_mean,
+                                      b->ln2_rstd, R, D);
+        }
+        /* mid = resid[l] + mixer(ln1(resid[l])) */
+        g_ops->zero(m->dtmp, sizeof(real) * (size_t)R * D);
+        b->mixer->vt->backward(b->mixer, &ctx, m->dtmp, m->dresid, b->ln1, m->params, m->grads, b->act, m->scratch);
+        g_ops->layernorm_backward(m->dresid, GG(b->ln1w), GG(b->ln1b), m->dtmp, m->resid[l], PP(b->ln1w), b->ln1_mean,
+                                  b->ln1_rstd, R, D);
+    }
+    g_ops->embed_backward(GG(m->wte), m->wpe >= 0 ? GG(m->wpe) : NULL, m->dresid, m->tok, B, N, D);
+}

@@ -1,0 +1,94 @@
+/* mixer.c: the registry of sequence mixers and the Q/K/V/O projections that the
+ * attention-style mixers share. */
+#include "nn/mixers/mixer.h"
+
+#include <string.h>
+
+#include "nn/linear.h"
+
+extern const MixerVT mixer_gma, mixer_sdpa;
+
+static const MixerVT *const g_mixers[] = {&mixer_gma, &mixer_sdpa};
+#define N_MIXERS (int)(sizeof g_mixers / sizeof g_mixers[0])
+
+const MixerVT *mixer_find(const char *name) {
+    for (int i = 0; i < N_MIXERS; i++)
+        if (!strcmp(g_mixers[i]->name, name)) return g_mixers[i];
+    return NULL;
+}
+
+const char *mixer_names(void) {
+    static char buf[256];
+    if (!buf[0]) {
+        for (int i = 0; i < N_MIXERS; i++) {
+            if (i) strcat(buf, "|");
+            strcat(buf, g_mixers[i]->name);
+        }
+    }
+    return buf;
+}
+
+Mixer *mixer_new(const MixerVT *vt, const Config *c, ParamTable *pt) {
+    Mixer *m = xcalloc(1, sizeof *m);
+    m->vt = vt;
+    m->pt = pt;
+    m->D = c->model.d_model;
+    m->H = c->model.n_heads;
+    m->d = m->D / m->H;
+    return m;
+}
+
+void attn_proj_add(Mixer *m, const Config *c, ParamTable *pt, const char *prefix) {
+    static const char *nm[] = {"q", "k", "v", "o"};
+    int D = m->D;
+    double std = c->model.init_std, ostd = std / sqrt(2.0 * c->model.n_layers);
+    char name[128];
+    for (int i = 0; i < 4; i++) {
+        snprintf(name, sizeof name, "%s.%s.weight", prefix, nm[i]);
+        m->p[2 * i] = pt_add2(pt, name, D, D, INIT_NORMAL, i == 3 ? ostd : std, GROUP_WEIGHT);
+        snprintf(name, sizeof name, "%s.%s.bias", prefix, nm[i]);
+        m->p[2 * i + 1] = pt_add1(pt, name, D, INIT_ZERO, 0, GROUP_BIAS);
+    }
+}
+
+void attn_proj_qkv(const Mixer *m, const real *params, const real *h, real *qh, real *kh, real *vh, real *tmp, int B,
+                   int N) {
+    int R = B * N, D = m->D;
+    real *outs[3] = {qh, kh, vh};
+    for (int i = 0; i < 3; i++) {
+        linear_forward(tmp, h, MP(m, params, 2 * i), MP(m, params, 2 * i + 1), R, D, D);
+        g_ops->split_heads(outs[i], tmp, B, N, m->H, m->d);
+    }
+}
+
+void attn_proj_out(const Mixer *m, const real *params, real *y, const real *oh, real *tmp, int B, int N) {
+    g_ops->merge_heads(tmp, oh, B, N, m->H, m->d);
+    linear_forward(y, tmp, MP(m, params, AP_WO), MP(m, params, AP_BO), B * N, m->D, m->D);
+}
+
+void attn_proj_out_backward(const Mixer *m, const real *params, real *grads, real *doh, const real *dy, const real *oh,
+                            real *tmp, real *tmp2, int B, int N) {
+    int R = B * N, D = m->D;
+    g_ops->merge_heads(tmp, oh, B, N, m->H, m->d);
+    g_ops->zero(tmp2, sizeof(real) * (size_t)R * D);
+    linear_backward(tmp2, MP(m, grads, AP_WO), MP(m, grads, AP_BO), dy, tmp, MP(m, params, AP_WO), R, D, D);
+    g_ops->split_heads(doh, tmp2, B, N, m->H, m->d);
+}
+
+void attn_proj_qkv_backward(const Mixer *m, const real *params, real *grads, real *dh, const real *h, const real *dqh,
+                            const real *dkh, const real *dvh, real *tmp, int B, int N) {
+    int R = B * N, D = m->D;
+    const real *ds[3] = {dqh, dkh, dvh};
+    for (int i = 0; i < 3; i++) {
+        g_ops->merge_heads(tmp, ds[i], B, N, m->H, m->d);
+        linear_backward(dh, MP(m, grads, 2 * i), MP(m, grads, 2 * i + 1), tmp, h, MP(m, params, 2 * i), R, D, D);
+    }
+}
+
+void mask_rows(real *x, const uint8_t *keymask, int B, int H, int N, int W) {
+    if (!keymask) return;
+    for (int b = 0; b < B; b++)
+        for (int n = 0; n < N; n++)
+            if (!keymask[b * N + n])
+                for (int h = 0; h < H; h++) g_ops->zero(x + (((size_t)b * H + h) * N + n) * W, sizeof(real) * W);
+}

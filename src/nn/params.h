@@ -1,0 +1,44 @@
+/* params.h: the parameter table. Every tensor of a model has a row here: a stable dotted
+ * name (GMA_SPEC 7), a shape, an initialisation rule, an optimiser group and an offset into
+ * the one contiguous buffer of parameters (the same offsets index the gradient and the
+ * optimiser moments). Initialisation, weight-decay masks, checkpoints and gradient checks
+ * are all driven by this table. */
+#ifndef GMA_PARAMS_H
+#define GMA_PARAMS_H
+#include <stddef.h>
+
+#include "core/common.h"
+#include "core/rng.h"
+
+typedef enum { INIT_ZERO, INIT_ONE, INIT_NORMAL, INIT_CONST } InitKind;
+/* Groups decide weight decay (config train.decay_*); BUFFER tensors are state, not trained. */
+typedef enum { GROUP_WEIGHT, GROUP_BIAS, GROUP_NORM, GROUP_EMBED, GROUP_MIXTURE, GROUP_BUFFER } ParamGroup;
+
+typedef struct ParamInfo {
+    char name[96];
+    int ndim;
+    int shape[4];
+    size_t numel, offset;
+    InitKind init;
+    double init_a; /* std for NORMAL, value for CONST */
+    ParamGroup group;
+} ParamInfo;
+
+typedef struct ParamTable {
+    ParamInfo *t;
+    int n, cap;
+    size_t total; /* reals */
+} ParamTable;
+
+/* Add a tensor; returns its index. Offsets are aligned to 16 reals. */
+int pt_add(ParamTable *pt, const char *name, int ndim, const int *shape, InitKind init, double a, ParamGroup g);
+int pt_add2(ParamTable *pt, const char *name, int d0, int d1, InitKind init, double a, ParamGroup g);
+int pt_add1(ParamTable *pt, const char *name, int d0, InitKind init, double a, ParamGroup g);
+int pt_find(const ParamTable *pt, const char *name);
+void pt_free(ParamTable *pt);
+/* Initialise host memory `params` from the table with draws from rng in table order. */
+void pt_init(const ParamTable *pt, real *params, Rng *rng);
+/* Trained (non-buffer) element count. */
+size_t pt_count_trained(const ParamTable *pt);
+#define PT_PTR(base, pt, idx) ((base) + (pt)->t[(idx)].offset)
+#endif

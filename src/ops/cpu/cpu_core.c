@@ -1,0 +1,199 @@
+/* cpu_core.c: the CPU backend's memory, matrix products (OpenBLAS), elementwise ops and
+ * reductions, and the GmaOps table that gathers every CPU op. Reductions sum fixed blocks
+ * in a fixed order so results do not depend on thread scheduling. */
+#include <cblas.h>
+#include <omp.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ops/cpu/cpu.h"
+
+#ifdef GMA_DOUBLE
+#define GEMM cblas_dgemm
+#else
+#define GEMM cblas_sgemm
+#endif
+
+static void *cpu_alloc(size_t bytes) {
+    void *p = NULL;
+    if (posix_memalign(&p, 64, bytes ? bytes : 64) != 0) {
+        fprintf(stderr, "gma: out of host memory allocating %zu bytes\n", bytes);
+        abort();
+    }
+    memset(p, 0, bytes);
+    return p;
+}
+static void cpu_free(void *p) { free(p); }
+static void cpu_zero(void *p, size_t bytes) { memset(p, 0, bytes); }
+static void cpu_copy(void *dst, const void *src, size_t bytes) { memmove(dst, src, bytes); }
+
+void cpu_matmul(real *C, const real *A, const real *B, int M, int N, int K, int ta, int tb, real alpha, real beta) {
+    if (M == 0 || N == 0) return;
+    if (K == 0) {
+        for (size_t i = 0; i < (size_t)M * N; i++) C[i] *= beta;
+        return;
+    }
+    GEMM(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, M, N, K, alpha, A, ta ? M : K, B,
+         tb ? K : N, beta, C, N);
+}
+
+static void cpu_matmul_strided(real *C, const real *A, const real *B, int M, int N, int K, int ta, int tb, real alpha,
+                               real beta, int batch, size_t sA, size_t sB, size_t sC) {
+    if (batch >= 2 * omp_get_max_threads() || (size_t)M * N * K < 262144) {
+#pragma omp parallel for schedule(static)
+        for (int i = 0; i < batch; i++) cpu_matmul(C + i * sC, A + i * sA, B + i * sB, M, N, K, ta, tb, alpha, beta);
+    } else {
+        for (int i = 0; i < batch; i++) cpu_matmul(C + i * sC, A + i * sA, B + i * sB, M, N, K, ta, tb, alpha, beta);
+    }
+}
+
+static void cpu_bias_forward(real *out, const real *bias, int R, int C) {
+#pragma omp parallel for schedule(static)
+    for (int r = 0; r < R; r++)
+        for (int c = 0; c < C; c++) out[(size_t)r * C + c] += bias[c];
+}
+
+static void cpu_bias_backward(real *dbias, const real *dout, int R, int C) {
+#pragma omp parallel for schedule(static)
+    for (int c = 0; c < C; c++) {
+        double s = 0;
+        for (int r = 0; r < R; r++) s += dout[(size_t)r * C + c];
+        dbias[c] += (real)s;
+    }
+}
+
+static void cpu_add(real *out, const real *a, const real *b, size_t n) {
+#pragma omp parallel for schedule(static)
+    for (size_t i = 0; i < n; i++) out[i] = a[i] + b[i];
+}
+static void cpu_axpy(real *y, real alpha, const real *x, size_t n) {
+#pragma omp parallel for schedule(static)
+    for (size_t i = 0; i < n; i++) y[i] += alpha * x[i];
+}
+static void cpu_scale(real *x, real s, size_t n) {
+#pragma omp parallel for schedule(static)
+    for (size_t i = 0; i < n; i++) x[i] *= s;
+}
+
+#define RBLOCKS 64
+static double block_reduce(const real *x, size_t n, int sq) {
+    double part[RBLOCKS];
+    size_t per = (n + RBLOCKS - 1) / RBLOCKS;
+#pragma omp parallel for schedule(static)
+    for (int b = 0; b < RBLOCKS; b++) {
+        size_t lo = b * per, hi = GMA_MIN(n, lo + per);
+        double s = 0;
+        for (size_t i = lo; i < hi; i++) s += sq ? (double)x[i] * x[i] : (double)x[i];
+        part[b] = s;
+    }
+    double s = 0;
+    for (int b = 0; b < RBLOCKS; b++) s += part[b];
+    return s;
+}
+static double cpu_sumsq(const real *x, size_t n) { return block_reduce(x, n, 1); }
+static double cpu_sum(const real *x, size_t n) { return block_reduce(x, n, 0); }
+static int cpu_nonfinite(const real *x, size_t n) {
+    int bad = 0;
+#pragma omp parallel for schedule(static) reduction(| : bad)
+    for (size_t i = 0; i < n; i++) bad |= !isfinite(x[i]);
+    return bad;
+}
+
+static void cpu_adamw(real *p, const real *g, real *m, real *v, size_t n, real lr, real b1, real b2, real eps, real wd,
+                      real bc1, real bc2) {
+#pragma omp parallel for schedule(static)
+    for (size_t i = 0; i < n; i++) {
+        real mi = m[i] = b1 * m[i] + (1 - b1) * g[i];
+        real vi = v[i] = b2 * v[i] + (1 - b2) * g[i] * g[i];
+        real mh = mi / bc1, vh = vi / bc2;
+        p[i] -= lr * (mh / (sqrt(vh) + eps) + wd * p[i]);
+    }
+}
+
+static void cpu_sgd(real *p, const real *g, real *mom, size_t n, real lr, real momentum, real wd) {
+#pragma omp parallel for schedule(static)
+    for (size_t i = 0; i < n; i++) {
+        real gi = g[i] + wd * p[i];
+        if (momentum > 0) gi = mom[i] = momentum * mom[i] + gi;
+        p[i] -= lr * gi;
+    }
+}
+
+const GmaOps gma_ops_cpu = {
+    .name = "cpu",
+    .alloc = cpu_alloc,
+    .free = cpu_free,
+    .zero = cpu_zero,
+    .to_device = cpu_copy,
+    .to_host = cpu_copy,
+    .copy = cpu_copy,
+    .matmul = cpu_matmul,
+    .matmul_strided = cpu_matmul_strided,
+    .bias_forward = cpu_bias_forward,
+    .bias_backward = cpu_bias_backward,
+    .add = cpu_add,
+    .axpy = cpu_axpy,
+    .scale = cpu_scale,
+    .sumsq = cpu_sumsq,
+    .sum = cpu_sum,
+    .nonfinite = cpu_nonfinite,
+    .gelu_forward = cpu_gelu_forward,
+    .gelu_backward = cpu_gelu_backward,
+    .layernorm_forward = cpu_layernorm_forward,
+    .layernorm_backward = cpu_layernorm_backward,
+    .embed_forward = cpu_embed_forward,
+    .embed_backward = cpu_embed_backward,
+    .xent_forward = cpu_xent_forward,
+    .xent_backward = cpu_xent_backward,
+    .argmax_rows = cpu_argmax_rows,
+    .split_heads = cpu_split_heads,
+    .merge_heads = cpu_merge_heads,
+    .softmax_rows = cpu_softmax_rows,
+    .softmax_rows_backward = cpu_softmax_rows_backward,
+    .linmix_forward = cpu_linmix_forward,
+    .linmix_backward = cpu_linmix_backward,
+    .gma_route_forward = cpu_gma_route_forward,
+    .gma_route_backward = cpu_gma_route_backward,
+    .adamw = cpu_adamw,
+    .sgd = cpu_sgd,
+};
+
+const GmaOps *g_ops = &gma_ops_cpu;
+
+#ifdef GMA_CUDA
+int cuda_ops_init(const GmaOps **out); /* src/ops/cuda: 0, or -1 with gma_error set */
+#endif
+
+int ops_select(const char *device) {
+    if (!strcmp(device, "cpu")) {
+        g_ops = &gma_ops_cpu;
+        return 0;
+    }
+    if (!strcmp(device, "cuda")) {
+#ifdef GMA_CUDA
+        return cuda_ops_init(&g_ops);
+#else
+        return gma_errorf("device \"cuda\": this binary was built without CUDA (build with `make cuda`)");
+#endif
+    }
+    return gma_errorf("unknown device \"%s\" (cpu or cuda)", device);
+}
+
+void openblas_set_num_threads(int);
+void ops_set_threads(int n) {
+    if (n > 0) {
+        omp_set_num_threads(n);
+        openblas_set_num_threads(n);
+    }
+}
+
+real *cpu_workspace(int slot, size_t n) {
+    static _Thread_local real *buf[4];
+    static _Thread_local size_t cap[4];
+    if (n > cap[slot]) {
+        free(buf[slot]);
+        buf[slot] = xmalloc(n * sizeof(real));
+        cap[slot] = n;
+    }
+    return buf[slot];
+}

@@ -1,0 +1,156 @@
+/* cpu_linmix.c: the normalised linear mixing core (GMA_SPEC 3.1) on the CPU, shared by
+ * GMA, the Linear Transformer and Performer.
+ *
+ * Per head, with feature rows phq_i, phk_j (width F) and values v_j (width d):
+ *   out_i = (phq_i^T S) / (phq_i . z + eps),  S = sum_j phk_j v_j^T,  z = sum_j phk_j
+ * with sums over all j (bidirectional) or j <= i (causal). The causal form runs in chunks
+ * of C rows: inside a chunk a masked C x C product, across chunks a running (S, z). The
+ * state at the start of each chunk is saved ([ceil(N/C)] x (F*d + F) per head), so the
+ * backward pass walks the chunks in reverse without recomputing the scan. No N x N matrix
+ * and no per-position F x d state is ever formed. Heads run in parallel (OpenMP); BLAS
+ * calls inside run single-threaded. Per-thread work buffers are cached across calls. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "ops/cpu/cpu.h"
+
+#define workspace(n) cpu_workspace(0, (n))
+
+static size_t n_chunks(int N, int causal, int chunk) { return causal ? (size_t)(N + chunk - 1) / chunk : 1; }
+
+/* zero A[i][j] for j > i (keep the causal lower triangle, diagonal included) */
+static void mask_upper(real *A, int L) {
+    for (int i = 0; i < L; i++)
+        for (int j = i + 1; j < L; j++) A[(size_t)i * L + j] = 0;
+}
+
+static void colsum_acc(real *z, const real *X, int R, int F) {
+    for (int r = 0; r < R; r++)
+        for (int f = 0; f < F; f++) z[f] += X[(size_t)r * F + f];
+}
+
+void cpu_linmix_forward(real *out, real *den, real *state, const real *phq, const real *phk, const real *v, int BH,
+                        int N, int F, int d, int causal, int chunk, real eps) {
+    size_t nc = n_chunks(N, causal, chunk), st = (size_t)F * d + F;
+#pragma omp parallel for schedule(static)
+    for (int h = 0; h < BH; h++) {
+        const real *q = phq + (size_t)h * N * F, *k = phk + (size_t)h * N * F, *vv = v + (size_t)h * N * d;
+        real *o = out + (size_t)h * N * d, *dn = den + (size_t)h * N;
+        real *S = state + (size_t)h * nc * st; /* slot 0 */
+        if (!causal) {
+            real *z = S + (size_t)F * d;
+            cpu_matmul(S, k, vv, F, d, N, 1, 0, 1, 0); /* S = phk^T V */
+            memset(z, 0, sizeof(real) * F);
+            colsum_acc(z, k, N, F);
+            cpu_matmul(o, q, S, N, d, F, 0, 0, 1, 0);
+            for (int i = 0; i < N; i++) {
+                double s = eps;
+                for (int f = 0; f < F; f++) s += q[(size_t)i * F + f] * z[f];
+                dn[i] = (real)s;
+                real inv = (real)(1.0 / s);
+                for (int e = 0; e < d; e++) o[(size_t)i * d + e] *= inv;
+            }
+            continue;
+        }
+        real *A = workspace((size_t)chunk * chunk);
+        memset(S, 0, sizeof(real) * st);
+        for (size_t c = 0; c < nc; c++) {
+            int c0 = (int)c * chunk, L = GMA_MIN(chunk, N - c0);
+            real *Sc = state + ((size_t)h * nc + c) * st, *zc = Sc + (size_t)F * d;
+            if (c > 0) { /* running state = previous state + previous chunk */
+                real *Sp = Sc - st, *zp = Sp + (size_t)F * d;
+                int p0 = c0 - chunk;
+                memcpy(Sc, Sp, sizeof(real) * st);
+                cpu_matmul(Sc, k + (size_t)p0 * F, vv + (size_t)p0 * d, F, d, chunk, 1, 0, 1, 1);
+                colsum_acc(zc, k + (size_t)p0 * F, chunk, F);
+                (void)zp;
+            }
+            const real *qc = q + (size_t)c0 * F, *kc = k + (size_t)c0 * F, *vc = vv + (size_t)c0 * d;
+            real *oc = o + (size_t)c0 * d;
+            cpu_matmul(A, qc, kc, L, L, F, 0, 1, 1, 0);
+            mask_upper(A, L);
+            cpu_matmul(oc, qc, Sc, L, d, F, 0, 0, 1, 0);
+            cpu_matmul(oc, A, vc, L, d, L, 0, 0, 1, 1);
+            for (int i = 0; i < L; i++) {
+                double s = eps;
+                for (int f = 0; f < F; f++) s += qc[(size_t)i * F + f] * zc[f];
+                for (int j = 0; j <= i; j++) s += A[(size_t)i * L + j];
+                dn[c0 + i] = (real)s;
+                real inv = (real)(1.0 / s);
+                for (int e = 0; e < d; e++) oc[(size_t)i * d + e] *= inv;
+            }
+        }
+    }
+}
+
+void cpu_linmix_backward(real *dphq, real *dphk, real *dv, const real *dout, const real *out, const real *den,
+                         const real *state, const real *phq, const real *phk, const real *v, int BH, int N, int F,
+                         int d, int causal, int chunk) {
+    size_t nc = n_chunks(N, causal, chunk), st = (size_t)F * d + F;
+    int C = causal ? chunk : N;
+#pragma omp parallel for schedule(static)
+    for (int h = 0; h < BH; h++) {
+        const real *q = phq + (size_t)h * N * F, *k = phk + (size_t)h * N * F, *vv = v + (size_t)h * N * d;
+        const real *o = out + (size_t)h * N * d, *dn = den + (size_t)h * N, *go = dout + (size_t)h * N * d;
+        real *gq = dphq + (size_t)h * N * F, *gk = dphk + (size_t)h * N * F, *gv = dv + (size_t)h * N * d;
+        size_t need = st /* dS_run,dz_run */ + (size_t)C * d /* dnum */ + C /* dden */;
+        if (causal) need += 2 * (size_t)C * C; /* A, dA */
+        real *w = workspace(need);
+        real *dS = w, *dz = w + (size_t)F * d, *dnum = w + st, *dden = dnum + (size_t)C * d;
+        real *A = dden + C, *dA = A + (size_t)C * C;
+        memset(dS, 0, sizeof(real) * st);
+        for (size_t cc = nc; cc-- > 0;) {
+            int c0 = (int)cc * C, L = GMA_MIN(C, N - c0);
+            const real *Sp = state + ((size_t)h * nc + cc) * st, *zp = Sp + (size_t)F * d;
+            const real *qc = q + (size_t)c0 * F, *kc = k + (size_t)c0 * F, *vc = vv + (size_t)c0 * d;
+            real *gqc = gq + (size_t)c0 * F, *gkc = gk + (size_t)c0 * F, *gvc = gv + (size_t)c0 * d;
+            for (int i = 0; i < L; i++) {
+                real inv = 1 / dn[c0 + i];
+                double s = 0;
+                for (int e = 0; e < d; e++) {
+                    real g = go[(size_t)(c0 + i) * d + e];
+                    dnum[(size_t)i * d + e] = g * inv;
+                    s += g * o[(size_t)(c0 + i) * d + e];
+                }
+                dden[i] = (real)(-s * inv);
+            }
+            if (causal && cc + 1 < nc) {
+                /* later chunks read S_after = S_prev + phk_c^T V_c */
+                cpu_matmul(gkc, vc, dS, L, F, d, 0, 1, 1, 1); /* dphk += V dS^T */
+                for (int j = 0; j < L; j++)
+                    for (int f = 0; f < F; f++) gkc[(size_t)j * F + f] += dz[f];
+                cpu_matmul(gvc, kc, dS, L, d, F, 0, 0, 1, 1); /* dV += phk dS */
+            }
+            /* through phq_i^T S_prev and phq_i . z_prev */
+            cpu_matmul(gqc, dnum, Sp, L, F, d, 0, 1, 1, 1);
+            for (int i = 0; i < L; i++)
+                for (int f = 0; f < F; f++) gqc[(size_t)i * F + f] += dden[i] * zp[f];
+            if (causal) {
+                /* the masked in-chunk product A = phq phk^T */
+                cpu_matmul(A, qc, kc, L, L, F, 0, 1, 1, 0);
+                mask_upper(A, L);
+                cpu_matmul(dA, dnum, vc, L, L, d, 0, 1, 1, 0);
+                for (int i = 0; i < L; i++)
+                    for (int j = 0; j < L; j++) dA[(size_t)i * L + j] += dden[i];
+                mask_upper(dA, L);
+                cpu_matmul(gqc, dA, kc, L, F, L, 0, 0, 1, 1);
+                cpu_matmul(gkc, dA, qc, L, F, L, 1, 0, 1, 1);
+                cpu_matmul(gvc, A, dnum, L, d, L, 1, 0, 1, 1);
+                /* this chunk's queries read S_prev: its gradient joins the running one */
+                cpu_matmul(dS, qc, dnum, F, d, L, 1, 0, 1, 1);
+                for (int i = 0; i < L; i++)
+                    for (int f = 0; f < F; f++) dz[f] += qc[(size_t)i * F + f] * dden[i];
+            } else {
+                /* bidirectional: S = phk^T V, z = colsum phk over all N */
+                cpu_matmul(dS, qc, dnum, F, d, L, 1, 0, 1, 0);
+                memset(dz, 0, sizeof(real) * F);
+                for (int i = 0; i < L; i++)
+                    for (int f = 0; f < F; f++) dz[f] += qc[(size_t)i * F + f] * dden[i];
+                cpu_matmul(gkc, vc, dS, L, F, d, 0, 1, 1, 1);
+                for (int j = 0; j < L; j++)
+                    for (int f = 0; f < F; f++) gkc[(size_t)j * F + f] += dz[f];
+                cpu_matmul(gvc, kc, dS, L, d, F, 0, 0, 1, 1);
+            }
+        }
+    }
+}

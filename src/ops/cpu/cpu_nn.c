@@ -1,0 +1,206 @@
+/* cpu_nn.c: CPU kernels of the dense layers: GELU, LayerNorm, embeddings, cross-entropy,
+ * head split/merge and row softmax. Loops are OpenMP over independent rows or columns, so
+ * results do not depend on the number of threads. */
+#include <string.h>
+
+#include "ops/cpu/cpu.h"
+
+#define GELU_K 0.7978845608028654 /* sqrt(2/pi) */
+
+void cpu_gelu_forward(real *out, const real *x, size_t n) {
+#pragma omp parallel for schedule(static)
+    for (size_t i = 0; i < n; i++) {
+        real u = x[i];
+        out[i] = (real)0.5 * u * (1 + tanh(GELU_K * (u + (real)0.044715 * u * u * u)));
+    }
+}
+
+void cpu_gelu_backward(real *dx, const real *dout, const real *x, size_t n) {
+#pragma omp parallel for schedule(static)
+    for (size_t i = 0; i < n; i++) {
+        real u = x[i];
+        real a = GELU_K * (u + (real)0.044715 * u * u * u);
+        real t = tanh(a);
+        real sech2 = 1 - t * t;
+        real g = (real)0.5 * (1 + t) + (real)0.5 * u * sech2 * GELU_K * (1 + 3 * (real)0.044715 * u * u);
+        dx[i] += dout[i] * g;
+    }
+}
+
+void cpu_layernorm_forward(real *out, real *mean, real *rstd, const real *x, const real *w, const real *b, int R, int C) {
+#pragma omp parallel for schedule(static)
+    for (int r = 0; r < R; r++) {
+        const real *xr = x + (size_t)r * C;
+        real *o = out + (size_t)r * C;
+        double m = 0;
+        for (int c = 0; c < C; c++) m += xr[c];
+        m /= C;
+        double v = 0;
+        for (int c = 0; c < C; c++) v += (xr[c] - m) * (xr[c] - m);
+        v /= C;
+        real s = (real)(1.0 / sqrt(v + 1e-5));
+        for (int c = 0; c < C; c++) o[c] = (real)((xr[c] - m) * s) * w[c] + b[c];
+        mean[r] = (real)m;
+        rstd[r] = s;
+    }
+}
+
+void cpu_layernorm_backward(real *dx, real *dw, real *db, const real *dout, const real *x, const real *w,
+                            const real *mean, const real *rstd, int R, int C) {
+#pragma omp parallel for schedule(static)
+    for (int r = 0; r < R; r++) {
+        const real *xr = x + (size_t)r * C, *dr = dout + (size_t)r * C;
+        real *dxr = dx + (size_t)r * C;
+        real m = mean[r], s = rstd[r];
+        double a = 0, bsum = 0; /* mean(dnorm), mean(dnorm * norm) */
+        for (int c = 0; c < C; c++) {
+            real n = (xr[c] - m) * s;
+            real dn = dr[c] * w[c];
+            a += dn;
+            bsum += dn * n;
+        }
+        a /= C;
+        bsum /= C;
+        for (int c = 0; c < C; c++) {
+            real n = (xr[c] - m) * s;
+            real dn = dr[c] * w[c];
+            dxr[c] += s * (dn - (real)a - n * (real)bsum);
+        }
+    }
+#pragma omp parallel for schedule(static)
+    for (int c = 0; c < C; c++) {
+        double gw = 0, gb = 0;
+        for (int r = 0; r < R; r++) {
+            real n = (x[(size_t)r * C + c] - mean[r]) * rstd[r];
+            gw += dout[(size_t)r * C + c] * n;
+            gb += dout[(size_t)r * C + c];
+        }
+        dw[c] += (real)gw;
+        db[c] += (real)gb;
+    }
+}
+
+void cpu_embed_forward(real *out, const int32_t *tok, const real *wte, const real *wpe, int B, int T, int C) {
+#pragma omp parallel for collapse(2) schedule(static)
+    for (int b = 0; b < B; b++)
+        for (int t = 0; t < T; t++) {
+            real *o = out + ((size_t)b * T + t) * C;
+            const real *e = wte + (size_t)tok[b * T + t] * C;
+            if (wpe) {
+                const real *p = wpe + (size_t)t * C;
+                for (int c = 0; c < C; c++) o[c] = e[c] + p[c];
+            } else {
+                memcpy(o, e, sizeof(real) * C);
+            }
+        }
+}
+
+void cpu_embed_backward(real *dwte, real *dwpe, const real *dout, const int32_t *tok, int B, int T, int C) {
+    /* parallel over channels: every thread owns a slice of columns, so no two threads
+     * write the same element and the order of additions is fixed */
+#pragma omp parallel for schedule(static)
+    for (int c = 0; c < C; c++) {
+        for (int b = 0; b < B; b++)
+            for (int t = 0; t < T; t++) {
+                real g = dout[((size_t)b * T + t) * C + c];
+                dwte[(size_t)tok[b * T + t] * C + c] += g;
+                if (dwpe) dwpe[(size_t)t * C + c] += g;
+            }
+    }
+}
+
+void cpu_xent_forward(real *loss, real *valid, const real *logits, const int32_t *target, int R, int V) {
+#pragma omp parallel for schedule(static)
+    for (int r = 0; r < R; r++) {
+        if (target[r] < 0) {
+            loss[r] = 0;
+            valid[r] = 0;
+            continue;
+        }
+        const real *l = logits + (size_t)r * V;
+        real mx = -INFINITY;
+        for (int i = 0; i < V; i++) mx = l[i] > mx ? l[i] : mx;
+        double s = 0;
+        for (int i = 0; i < V; i++) s += exp(l[i] - mx);
+        loss[r] = (real)(log(s) + mx - l[target[r]]);
+        valid[r] = 1;
+    }
+}
+
+void cpu_xent_backward(real *dl, const int32_t *target, int R, int V, real scale) {
+#pragma omp parallel for schedule(static)
+    for (int r = 0; r < R; r++) {
+        real *l = dl + (size_t)r * V;
+        if (target[r] < 0) {
+            memset(l, 0, sizeof(real) * V);
+            continue;
+        }
+        real mx = -INFINITY;
+        for (int i = 0; i < V; i++) mx = l[i] > mx ? l[i] : mx;
+        double s = 0;
+        for (int i = 0; i < V; i++) s += exp(l[i] - mx);
+        real inv = (real)(1.0 / s);
+        for (int i = 0; i < V; i++) l[i] = exp(l[i] - mx) * inv * scale;
+        l[target[r]] -= scale;
+    }
+}
+
+void cpu_argmax_rows(int32_t *out, const real *x, int R, int V) {
+#pragma omp parallel for schedule(static)
+    for (int r = 0; r < R; r++) {
+        const real *l = x + (size_t)r * V;
+        int best = 0;
+        for (int i = 1; i < V; i++)
+            if (l[i] > l[best]) best = i;
+        out[r] = best;
+    }
+}
+
+void cpu_split_heads(real *xh, const real *x, int B, int N, int H, int d) {
+#pragma omp parallel for collapse(2) schedule(static)
+    for (int b = 0; b < B; b++)
+        for (int h = 0; h < H; h++)
+            for (int n = 0; n < N; n++)
+                memcpy(xh + (((size_t)b * H + h) * N + n) * d, x + ((size_t)b * N + n) * H * d + (size_t)h * d,
+                       sizeof(real) * d);
+}
+
+void cpu_merge_heads(real *x, const real *xh, int B, int N, int H, int d) {
+#pragma omp parallel for collapse(2) schedule(static)
+    for (int b = 0; b < B; b++)
+        for (int h = 0; h < H; h++)
+            for (int n = 0; n < N; n++)
+                memcpy(x + ((size_t)b * N + n) * H * d + (size_t)h * d, xh + (((size_t)b * H + h) * N + n) * d,
+                       sizeof(real) * d);
+}
+
+void cpu_softmax_rows(real *x, int R, int C, real scale, const real *colbias) {
+#pragma omp parallel for schedule(static)
+    for (int r = 0; r < R; r++) {
+        real *row = x + (size_t)r * C;
+        real mx = -INFINITY;
+        for (int c = 0; c < C; c++) {
+            row[c] = row[c] * scale + (colbias ? colbias[c] : 0);
+            if (row[c] > mx) mx = row[c];
+        }
+        if (mx == -INFINITY) {
+            memset(row, 0, sizeof(real) * C);
+            continue;
+        }
+        double s = 0;
+        for (int c = 0; c < C; c++) s += (row[c] = exp(row[c] - mx));
+        real inv = (real)(1.0 / s);
+        for (int c = 0; c < C; c++) row[c] *= inv;
+    }
+}
+
+void cpu_softmax_rows_backward(real *dy, const real *y, int R, int C) {
+#pragma omp parallel for schedule(static)
+    for (int r = 0; r < R; r++) {
+        real *g = dy + (size_t)r * C;
+        const real *p = y + (size_t)r * C;
+        double dot = 0;
+        for (int c = 0; c < C; c++) dot += g[c] * p[c];
+        for (int c = 0; c < C; c++) g[c] = p[c] * (g[c] - (real)dot);
+    }
+}

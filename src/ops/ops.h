@@ -1,0 +1,110 @@
+/* ops.h: the backend-neutral op layer. Layers and the model call only these; a backend
+ * (cpu/ here, cuda/ with `make cuda`) fills one GmaOps table. Pointers passed to ops
+ * live in the backend's memory (host for cpu, device for cuda); only alloc/copy cross.
+ *
+ * Conventions (llm.c style): outputs first, then inputs, then weights, then sizes.
+ * Backward ops ACCUMULATE into their gradient outputs (+=); the caller zeroes gradients
+ * once per step. Matrices are row-major. Linear weights are [out, in] (y = x W^T + b).
+ *
+ * Shapes: R rows (B*N), C channels, V vocabulary, BH batch*heads, N sequence, F feature
+ * width, d head width, Kc components.
+ */
+#ifndef GMA_OPS_H
+#define GMA_OPS_H
+#include <stddef.h>
+#include <stdint.h>
+
+#include "core/common.h"
+
+typedef struct GmaOps {
+    const char *name;
+    /* memory */
+    void *(*alloc)(size_t bytes);                 /* zero-filled */
+    void (*free)(void *p);
+    void (*zero)(void *p, size_t bytes);
+    void (*to_device)(void *dst, const void *host_src, size_t bytes);
+    void (*to_host)(void *host_dst, const void *src, size_t bytes);
+    void (*copy)(void *dst, const void *src, size_t bytes);
+
+    /* C[M,N] = alpha op(A) op(B) + beta C; op(A) is [M,K], op(B) is [K,N]; ta/tb transpose */
+    void (*matmul)(real *C, const real *A, const real *B, int M, int N, int K, int ta, int tb, real alpha, real beta);
+    /* the same for `batch` independent products at the given element strides */
+    void (*matmul_strided)(real *C, const real *A, const real *B, int M, int N, int K, int ta, int tb, real alpha,
+                           real beta, int batch, size_t sA, size_t sB, size_t sC);
+    /* out[r,:] += bias ; dbias += sum_r dout[r,:] */
+    void (*bias_forward)(real *out, const real *bias, int R, int C);
+    void (*bias_backward)(real *dbias, const real *dout, int R, int C);
+
+    /* elementwise: out = a + b ; y += alpha x ; x *= s */
+    void (*add)(real *out, const real *a, const real *b, size_t n);
+    void (*axpy)(real *y, real alpha, const real *x, size_t n);
+    void (*scale)(real *x, real s, size_t n);
+    /* sum of squares and sum, returned to the host in double */
+    double (*sumsq)(const real *x, size_t n);
+    double (*sum)(const real *x, size_t n);
+    /* 1 if any element is NaN or Inf */
+    int (*nonfinite)(const real *x, size_t n);
+
+    /* GELU (tanh form): out = gelu(x) ; dx += dout * gelu'(x) */
+    void (*gelu_forward)(real *out, const real *x, size_t n);
+    void (*gelu_backward)(real *dx, const real *dout, const real *x, size_t n);
+
+    /* LayerNorm over the last dim C; mean, rstd [R] saved */
+    void (*layernorm_forward)(real *out, real *mean, real *rstd, const real *x, const real *w, const real *b, int R, int C);
+    void (*layernorm_backward)(real *dx, real *dw, real *db, const real *dout, const real *x, const real *w,
+                               const real *mean, const real *rstd, int R, int C);
+
+    /* out[b,t,:] = wte[tok[b,t],:] + (wpe ? wpe[t,:] : 0) ; backward scatters into dwte, dwpe */
+    void (*embed_forward)(real *out, const int32_t *tok, const real *wte, const real *wpe, int B, int T, int C);
+    void (*embed_backward)(real *dwte, real *dwpe, const real *dout, const int32_t *tok, int B, int T, int C);
+
+    /* Cross-entropy over rows of logits: loss[r] = -log softmax(logits[r])[target[r]], 0 where
+     * target < 0; also writes 1/0 into valid[r]. Backward overwrites logits with
+     * scale * (softmax - onehot) (0 rows where target < 0). */
+    void (*xent_forward)(real *loss, real *valid, const real *logits, const int32_t *target, int R, int V);
+    void (*xent_backward)(real *dlogits_inplace, const int32_t *target, int R, int V, real scale);
+    /* argmax per row (for accuracy), into host-visible int32 out */
+    void (*argmax_rows)(int32_t *out, const real *x, int R, int V);
+
+    /* heads: x [B,N,H*d] <-> xh [B,H,N,d] ; merge accumulates nothing (plain copy) */
+    void (*split_heads)(real *xh, const real *x, int B, int N, int H, int d);
+    void (*merge_heads)(real *x, const real *xh, int B, int N, int H, int d);
+
+    /* Row softmax in place with scale and optional additive per-column bias [C]; rows that are
+     * entirely -inf become 0. backward: dx = y * (dy - <dy,y>) (overwrites dy with dx) */
+    void (*softmax_rows)(real *x, int R, int C, real scale, const real *colbias);
+    void (*softmax_rows_backward)(real *dy_inplace, const real *y, int R, int C);
+
+    /* Normalised linear mixing core (GMA_SPEC 3.1) for BH independent heads.
+     * phq, phk [BH,N,F] (padded keys already zero), v [BH,N,d] -> out [BH,N,d], den [BH,N].
+     * causal: chunked scan with chunk C; state [BH, ceil(N/C), F*d + F] saved for backward. */
+    void (*linmix_forward)(real *out, real *den, real *state, const real *phq, const real *phk, const real *v, int BH,
+                           int N, int F, int d, int causal, int chunk, real eps);
+    void (*linmix_backward)(real *dphq, real *dphk, real *dv, const real *dout, const real *out, const real *den,
+                            const real *state, const real *phq, const real *phk, const real *v, int BH, int N, int F,
+                            int d, int causal, int chunk);
+
+    /* GMA Gaussian routing (GMA_SPEC 3.2), fused log-density + softmax, for BH heads of R rows:
+     * x [B,H,N,d] rows, per-head params mu, var_raw [H,Kc,d], prior [H,Kc]; gamma [B,H,N,Kc].
+     * shared: one parameter set (index 0) for every head. */
+    void (*gma_route_forward)(real *gamma, const real *x, const real *mu, const real *var_raw, const real *prior,
+                              int B, int H, int N, int d, int Kc, real tau, real var_floor, int shared);
+    void (*gma_route_backward)(real *dx, real *dmu, real *dvar_raw, real *dprior, const real *dgamma,
+                               const real *gamma, const real *x, const real *mu, const real *var_raw,
+                               const real *prior, int B, int H, int N, int d, int Kc, real tau, real var_floor,
+                               int shared);
+
+    /* optimiser: one tensor at a time */
+    void (*adamw)(real *p, const real *g, real *m, real *v, size_t n, real lr, real b1, real b2, real eps, real wd,
+                  real bc1, real bc2);
+    void (*sgd)(real *p, const real *g, real *mom, size_t n, real lr, real momentum, real wd);
+} GmaOps;
+
+/* The active backend; selected once at start-up. */
+extern const GmaOps *g_ops;
+extern const GmaOps gma_ops_cpu;
+/* Select "cpu" or "cuda"; refuses cuda in a build without it or without a usable GPU. */
+int ops_select(const char *device);
+/* Threads for OpenMP and BLAS (0 = all cores). */
+void ops_set_threads(int n);
+#endif

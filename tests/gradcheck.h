@@ -1,0 +1,62 @@
+/* gradcheck.h: central finite differences in double precision (tests linked against the
+ * float64 library). Every element of every checked tensor is perturbed by +-h; the
+ * analytic gradient must match with relative error below GC_TOL, where
+ * rel = |analytic - numeric| / max(|analytic|, |numeric|, GC_FLOOR * max_i |analytic_i|):
+ * elements whose gradient is tiny next to the tensor's largest are judged against it, and
+ * an absolute difference below GC_ABS_TOL (the rounding noise of the difference quotient,
+ * about 1e-16 |loss| / h) counts as agreement. */
+#ifndef GMA_GRADCHECK_H
+#define GMA_GRADCHECK_H
+#include <check.h>
+#include <stdlib.h>
+
+#include "core/common.h"
+#include "core/rng.h"
+
+#define GC_H 1e-5
+#define GC_TOL 1e-6
+#define GC_FLOOR 1e-3
+#define GC_ABS_TOL 1e-9
+
+typedef double (*gc_loss_fn)(void *ctx);
+static double gc_last_abs; /* largest |analytic - numeric| of the last gc_check */
+
+/* Max relative error of analytic gradient g for parameters x[0..n) of loss f. */
+static inline double gc_check(gc_loss_fn f, void *ctx, real *x, const real *g, size_t n) {
+    double worst = 0, gmax = 1e-12;
+    gc_last_abs = 0;
+    for (size_t i = 0; i < n; i++) gmax = fmax(gmax, fabs(g[i]));
+    for (size_t i = 0; i < n; i++) {
+        real s = x[i];
+        x[i] = s + GC_H;
+        double lp = f(ctx);
+        x[i] = s - GC_H;
+        double lm = f(ctx);
+        x[i] = s;
+        double num = (lp - lm) / (2 * GC_H);
+        double den = fmax(GC_FLOOR * gmax, fmax(fabs(num), fabs(g[i])));
+        gc_last_abs = fmax(gc_last_abs, fabs(num - g[i]));
+        double e = fabs(num - g[i]) < GC_ABS_TOL ? 0 : fabs(num - g[i]) / den;
+        if (e > worst) worst = e;
+        if (getenv("GC_VERBOSE") && e > GC_TOL) printf("  element %zu: analytic %.10g numeric %.10g\n", i, (double)g[i], num);
+    }
+    return worst;
+}
+
+static inline void gc_fill(real *x, size_t n, Rng *r, double scale) {
+    for (size_t i = 0; i < n; i++) x[i] = (real)(scale * rng_normal(r));
+}
+
+static inline double gc_dot(const real *a, const real *b, size_t n) {
+    double s = 0;
+    for (size_t i = 0; i < n; i++) s += a[i] * b[i];
+    return s;
+}
+
+#define GC_ASSERT(name, err)                                                            \
+    do {                                                                                \
+        double e_ = (err);                                                              \
+        printf("gradcheck %-40s max rel err %.2e  max abs err %.2e\n", name, e_, gc_last_abs);                         \
+        ck_assert_msg(e_ < GC_TOL, "%s: max relative error %.3e >= %.1e", name, e_, GC_TOL); \
+    } while (0)
+#endif
