@@ -43,7 +43,7 @@ static const CfgKey g_schema[] = {
     {"model.d_ff", T_INT, O(model.d_ff), 0, "0", 0, 1048576, NULL, "MLP hidden width (0 = 4 D)."},
     {"model.max_seq_len", T_INT, O(model.max_seq_len), 0, "256", 1, 16777216, NULL, "Longest sequence N_max (size of pos_emb)."},
     {"model.mixer", T_MIXERS, O(model.mixer), 0, "gma", 0, 0, NULL,
-     "Sequence mixer: one name for every layer or a list with one per layer (gma, sdpa, ...)."},
+     "Sequence mixer: one name for every layer or a list with one per layer (gma, sdpa, sdpa_ref, linear, performer, linformer, mamba, auto)."},
     {"model.causal", T_INT, O(model.causal), 0, "-1", -1, 1, NULL, "1 causal, 0 bidirectional, -1 by task (lm causal, classify not)."},
     {"model.pos", T_STR, O(model.pos), S(model.pos), "learned", 0, 0, "learned|none", "Position embedding."},
     {"model.mlp", T_BOOL, O(model.mlp), 0, "true", 0, 0, NULL, "Include the MLP in each block."},
@@ -74,6 +74,16 @@ static const CfgKey g_schema[] = {
     {"gma.util_min_share", T_REAL, O(gma.util_min_share), 0, "0.02", 0, 1, NULL, "A component is dead below this share of 1/Kc."},
     {"gma.patience", T_INT, O(gma.patience), 0, "3", 1, 1000000, NULL, "Checks a component must stay dead before an alert."},
     {"gma.norm_growth_max", T_REAL, O(gma.norm_growth_max), 0, "10", 1, 1e9, NULL, "EMA memory norm alert factor over its start."},
+
+    {"performer.features", T_INT, O(performer.features), 0, "0", 0, 65536, NULL, "Performer: random features m per head (0 = 2 d)."},
+    {"performer.redraw", T_INT, O(performer.redraw), 0, "0", 0, 1000000000, NULL,
+     "Performer: redraw the random features every this many training steps (0 = never); the draw is saved in checkpoints."},
+    {"linformer.k", T_INT, O(linformer.k), 0, "256", 1, 16777216, NULL, "Linformer: projected length k of keys and values (<= model.max_seq_len)."},
+    {"mamba.d_state", T_INT, O(mamba.d_state), 0, "16", 1, 1024, NULL, "Mamba: state size S per channel."},
+    {"mamba.expand", T_INT, O(mamba.expand), 0, "2", 1, 64, NULL, "Mamba: inner width = expand * d_model."},
+    {"mamba.d_conv", T_INT, O(mamba.d_conv), 0, "4", 1, 64, NULL, "Mamba: kernel of the causal depthwise convolution."},
+    {"mamba.dt_rank", T_INT, O(mamba.dt_rank), 0, "0", 0, 65536, NULL, "Mamba: rank of the dt projection (0 = ceil(d_model / 16))."},
+    {"mamba.chunk", T_INT, O(mamba.chunk), 0, "64", 1, 65536, NULL, "Mamba: steps between saved scan states (memory/recompute trade-off)."},
 
     {"train.steps", T_INT, O(train.steps), 0, "1000", 0, 1000000000, NULL, "Optimiser steps."},
     {"train.batch_size", T_INT, O(train.batch_size), 0, "8", 1, 1000000, NULL, "Sequences per micro-batch B."},
@@ -327,9 +337,9 @@ int cfg_validate(const Config *c) {
     for (int l = 0; l < m->n_layers; l++) {
         const MixerVT *vt = mixer_find(cfg_layer_mixer(c, l));
         if (causal && !vt->causal_ok)
-            return gma_errorf("key model.mixer: mixer \"%s\" (layer %d) cannot run causally", vt->name, l);
+            return gma_errorf("key model.mixer: mixer \"%s\" (layer %d) cannot run causally (the model is causal: model.causal or model.task \"lm\"); use a causal mixer", vt->name, l);
         if (!causal && !vt->bidir_ok)
-            return gma_errorf("key model.mixer: mixer \"%s\" (layer %d) cannot run bidirectionally", vt->name, l);
+            return gma_errorf("key model.mixer: mixer \"%s\" (layer %d) cannot run bidirectionally (model.causal or model.task \"classify\")", vt->name, l);
         if (vt->validate && vt->validate(c) != 0) return -1;
     }
     if (!strcmp(c->data.source, "shards") && !c->data.path[0])

@@ -35,6 +35,24 @@ typedef struct GmaCfg {
     double norm_growth_max;
 } GmaCfg;
 
+/* Baseline mixers (GMA_SPEC 3.5). */
+typedef struct PerformerCfg {
+    int features;           /* m random features (0 = 2 d) */
+    int redraw;             /* redraw omega every this many training steps (0 = never) */
+} PerformerCfg;
+
+typedef struct LinformerCfg {
+    int k;                  /* projected sequence length */
+} LinformerCfg;
+
+typedef struct MambaCfg {
+    int d_state;            /* S */
+    int expand;             /* E: inner width E D */
+    int d_conv;             /* causal conv kernel */
+    int dt_rank;            /* 0 = ceil(D / 16) */
+    int chunk;              /* scan checkpoint interval */
+} MambaCfg;
+
 typedef struct ModelCfg {
     char task[16];          /* lm | classify */
     int vocab_size;         /* 0 = from the data */
@@ -78,6 +96,9 @@ typedef struct Config {
     char out_dir[CFG_STR];
     ModelCfg model;
     GmaCfg gma;
+    PerformerCfg performer;
+    LinformerCfg linformer;
+    MambaCfg mamba;
     TrainCfg train;
     DataCfg data;
 } Config;

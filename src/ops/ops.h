@@ -98,6 +98,64 @@ typedef struct GmaOps {
     void (*adamw)(real *p, const real *g, real *m, real *v, size_t n, real lr, real b1, real b2, real eps, real wd,
                   real bc1, real bc2);
     void (*sgd)(real *p, const real *g, real *mom, size_t n, real lr, real momentum, real wd);
+
+    /* baselines */
+    /* Elementwise maps: out = f(x) ; dx += dout * f'(x). elu1(x) = elu(x) + 1 (Linear
+     * Transformer feature map); silu(x) = x sigmoid(x); softplus(x) = log(1 + e^x). */
+    void (*elu1_forward)(real *out, const real *x, size_t n);
+    void (*elu1_backward)(real *dx, const real *dout, const real *x, size_t n);
+    void (*silu_forward)(real *out, const real *x, size_t n);
+    void (*silu_backward)(real *dx, const real *dout, const real *x, size_t n);
+    void (*softplus_forward)(real *out, const real *x, size_t n);
+    void (*softplus_backward)(real *dx, const real *dout, const real *x, size_t n);
+    /* Gate: out = y * silu(z) ; dy += dout * silu(z), dz += dout * y * silu'(z) */
+    void (*gate_silu_forward)(real *out, const real *y, const real *z, size_t n);
+    void (*gate_silu_backward)(real *dy, real *dz, const real *dout, const real *y, const real *z, size_t n);
+    /* Largest element, returned to the host in double (-inf for n = 0). */
+    double (*maxval)(const real *x, size_t n);
+
+    /* Tiled softmax attention (online softmax, GMA_SPEC 3.5 `sdpa`), no N x N buffer.
+     * q, k, v, out [B,H,N,d]; lse [B,H,N] log-sum-exp of each row's scaled scores (saved
+     * for backward; -inf for a row with no visible key, whose output is 0); kbias [B,N]
+     * additive key bias (0 visible, -inf padding) or NULL. Scores = scale q k^T, causal
+     * hides j > i. Backward recomputes the score tiles and accumulates dq, dk, dv. */
+    void (*attn_forward)(real *out, real *lse, const real *q, const real *k, const real *v, const real *kbias, int B,
+                         int H, int N, int d, int causal, real scale);
+    void (*attn_backward)(real *dq, real *dk, real *dv, const real *dout, const real *out, const real *lse,
+                          const real *q, const real *k, const real *v, const real *kbias, int B, int H, int N, int d,
+                          int causal, real scale);
+
+    /* Performer FAVOR+ (GMA_SPEC 3.5 `performer`). Exponents for m random features:
+     * e [B,H,N,m] = (x omega_h^T) / d^(1/4) - |x|^2 / (2 sqrt d), x [B,H,N,d], omega [H,m,d]
+     * (a buffer: no gradient). Backward: dx += de omega / d^(1/4) - rowsum(de) x / sqrt(d). */
+    void (*favor_logits_forward)(real *e, const real *x, const real *omega, int B, int H, int N, int d, int m);
+    void (*favor_logits_backward)(real *dx, const real *de, const real *x, const real *omega, int B, int H, int N,
+                                  int d, int m);
+    /* Features from exponents, R rows of m: phi = scale * exp(e - c) with c the row max
+     * (rowmax != NULL: the argmax column of each row is written there as a real) or the
+     * given constant c (rowmax == NULL). Backward: de += dphi * phi, and with rowmax, the
+     * dependence of c on e: de[r, argmax] -= sum_f dphi phi. */
+    void (*favor_exp_forward)(real *phi, real *rowmax, const real *e, int R, int m, real c, real scale);
+    void (*favor_exp_backward)(real *de, const real *dphi, const real *phi, const real *rowmax, int R, int m);
+
+    /* Mamba (GMA_SPEC 3.5 `mamba`). Causal depthwise convolution over time, x, out [B,N,C],
+     * w [C,K], b [C]: out[t,c] = b[c] + sum_k w[c,k] x[t-K+1+k, c] (x before 0 is 0).
+     * Backward accumulates dx, dw, db. */
+    void (*conv1d_causal_forward)(real *out, const real *x, const real *w, const real *b, int B, int N, int C, int K);
+    void (*conv1d_causal_backward)(real *dx, real *dw, real *db, const real *dout, const real *x, const real *w, int B,
+                                   int N, int C, int K);
+    /* Selective scan over E channels with S states, u, dt, y [B,N,E], Bm, Cm [B,N,S],
+     * A_log [E,S] (A = -exp(A_log)), Dskip [E]:
+     *   h_t = exp(dt_t A) h_{t-1} + dt_t Bm_t u_t ;  y_t = Cm_t . h_t + Dskip u_t  (h_{-1} = 0)
+     * hck [B, ceil(N/chunk), E, S]: the state at the start of each chunk, saved for the
+     * backward pass, which walks the chunks in reverse recomputing the states within a chunk
+     * (memory O(N E / chunk * S), time linear in N). Backward accumulates du, ddt, dBm, dCm,
+     * dA_log, dDskip. */
+    void (*scan_forward)(real *y, real *hck, const real *u, const real *dt, const real *Bm, const real *Cm,
+                         const real *A_log, const real *Dskip, int B, int N, int E, int S, int chunk);
+    void (*scan_backward)(real *du, real *ddt, real *dBm, real *dCm, real *dA_log, real *dDskip, const real *dy,
+                          const real *hck, const real *u, const real *dt, const real *Bm, const real *Cm,
+                          const real *A_log, const real *Dskip, int B, int N, int E, int S, int chunk);
 } GmaOps;
 
 /* The active backend; selected once at start-up. */

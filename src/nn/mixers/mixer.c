@@ -2,13 +2,16 @@
  * attention-style mixers share. */
 #include "nn/mixers/mixer.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 #include "nn/linear.h"
 
-extern const MixerVT mixer_gma, mixer_sdpa;
+extern const MixerVT mixer_gma, mixer_sdpa, mixer_sdpa_ref, mixer_linear, mixer_performer, mixer_linformer, mixer_mamba,
+    mixer_auto;
 
-static const MixerVT *const g_mixers[] = {&mixer_gma, &mixer_sdpa};
+static const MixerVT *const g_mixers[] = {&mixer_gma,       &mixer_sdpa,      &mixer_sdpa_ref, &mixer_linear,
+                                          &mixer_performer, &mixer_linformer, &mixer_mamba,    &mixer_auto};
 #define N_MIXERS (int)(sizeof g_mixers / sizeof g_mixers[0])
 
 const MixerVT *mixer_find(const char *name) {
@@ -91,4 +94,12 @@ void mask_rows(real *x, const uint8_t *keymask, int B, int H, int N, int W) {
         for (int n = 0; n < N; n++)
             if (!keymask[b * N + n])
                 for (int h = 0; h < H; h++) g_ops->zero(x + (((size_t)b * H + h) * N + n) * W, sizeof(real) * W);
+}
+
+void key_bias(real *kbias, const uint8_t *keymask, int B, int N) {
+    size_t n = (size_t)B * N;
+    real *host = xmalloc(n * sizeof(real));
+    for (size_t i = 0; i < n; i++) host[i] = (keymask && !keymask[i]) ? -INFINITY : 0;
+    g_ops->to_device(kbias, host, n * sizeof(real));
+    free(host);
 }

@@ -52,6 +52,8 @@ struct Mixer {
 const MixerVT *mixer_find(const char *name);
 /* "gma|sdpa|..." */
 const char *mixer_names(void);
+/* mixer "auto": the name of the path ("sdpa" or "gma") it takes for N tokens */
+const char *mixer_auto_choice(const Mixer *m, int N);
 /* Create with the common fields set (D, H, d, pt). */
 Mixer *mixer_new(const MixerVT *vt, const Config *c, ParamTable *pt);
 #define MP(m, base, i) ((base) + (m)->pt->t[(m)->p[i]].offset)
@@ -71,6 +73,8 @@ void attn_proj_out_backward(const Mixer *m, const real *params, real *grads, rea
 /* backward of attn_proj_qkv: dh += ...; grads of Wq..bv. dqh/dkh/dvh [B,H,N,d]; tmp [B*N*D] */
 void attn_proj_qkv_backward(const Mixer *m, const real *params, real *grads, real *dh, const real *h, const real *dqh,
                             const real *dkh, const real *dvh, real *tmp, int B, int N);
+/* kbias [B,N] in backend memory: 0 for a real key, -inf for padding (all 0 when keymask NULL) */
+void key_bias(real *kbias, const uint8_t *keymask, int B, int N);
 /* zero rows [B,H,N,W] whose key is padding (keymask 0); no-op when keymask is NULL */
 void mask_rows(real *x, const uint8_t *keymask, int B, int H, int N, int W);
 #endif

@@ -1,11 +1,14 @@
-/* sdpa.c: plain softmax attention (GMA_SPEC 3.5, `mixer: "sdpa"`), the reference
- * baseline: per head P = softmax(Q K^T / sqrt(d) + mask), O = P V, with the N x N matrix P
- * stored for the backward pass. Causal and bidirectional; key padding masked with -inf.
+/* sdpa.c: softmax attention, the optimised version that models use (GMA_SPEC 3.5,
+ * `mixer: "sdpa"`): per head O = softmax(Q K^T / sqrt(d) + mask) V computed by the tiled
+ * online-softmax op (g_ops->attn_forward), which never forms the N x N matrix; the
+ * backward op recomputes the score tiles from Q, K and the saved row log-sum-exp. Causal
+ * and bidirectional; padded keys get a -inf bias. Memory O(N d) per head. The plain
+ * version that stores P is registered as `sdpa_ref` (sdpa_ref.c) and is the test reference.
+ * Parameters: PREFIX.{q,k,v,o}.{weight,bias}.
  *
- * act:     qh, kh, vh, oh [B,H,N,d] ; P [B,H,N,N]
- * scratch: two [B*N*D] buffers + dP [B,H,N,N] + dq, dk, dv [B,H,N,d] */
+ * act:     qh, kh, vh, oh [B,H,N,d]; lse [B,H,N]; kbias [B,N]
+ * scratch: two [B*N*D] buffers, dq, dk, dv [B,H,N,d] */
 #include <stdlib.h>
-#include <string.h>
 
 #include "nn/mixers/mixer.h"
 
@@ -17,57 +20,34 @@ static Mixer *sdpa_create(const Config *c, int layer, ParamTable *pt, const char
 }
 
 static size_t sdpa_act(const Mixer *m, int B, int N) {
-    return 4 * (size_t)B * N * m->D + (size_t)B * m->H * N * N;
+    return 4 * (size_t)B * N * m->D + (size_t)B * m->H * N + (size_t)B * N;
 }
-static size_t sdpa_scratch(const Mixer *m, int B, int N) {
-    return 5 * (size_t)B * N * m->D + (size_t)B * m->H * N * N;
-}
-
-/* scores -> masked scores (host loop over the mask; -inf where the key is hidden) */
-static void apply_mask(real *S, const MixerCtx *c, int H) {
-    int B = c->B, N = c->N;
-    if (!c->causal && !c->keymask) return;
-#pragma omp parallel for collapse(2) schedule(static)
-    for (int bh = 0; bh < B * H; bh++)
-        for (int i = 0; i < N; i++) {
-            int b = bh / H;
-            real *row = S + ((size_t)bh * N + i) * N;
-            for (int j = 0; j < N; j++)
-                if ((c->causal && j > i) || (c->keymask && !c->keymask[b * N + j])) row[j] = -INFINITY;
-        }
-}
+static size_t sdpa_scratch(const Mixer *m, int B, int N) { return 5 * (size_t)B * N * m->D; }
 
 static void sdpa_forward(Mixer *m, const MixerCtx *c, real *y, const real *h, const real *params, real *act,
                          real *scratch) {
     int B = c->B, N = c->N, H = m->H, d = m->d;
     size_t hs = (size_t)B * N * m->D;
-    real *qh = act, *kh = qh + hs, *vh = kh + hs, *oh = vh + hs, *P = oh + hs;
+    real *qh = act, *kh = qh + hs, *vh = kh + hs, *oh = vh + hs, *lse = oh + hs, *kb = lse + (size_t)B * H * N;
     attn_proj_qkv(m, params, h, qh, kh, vh, scratch, B, N);
-    g_ops->matmul_strided(P, qh, kh, N, N, d, 0, 1, 1, 0, B * H, (size_t)N * d, (size_t)N * d, (size_t)N * N);
-    apply_mask(P, c, H);
-    g_ops->softmax_rows(P, B * H * N, N, (real)(1.0 / sqrt((double)d)), NULL);
-    g_ops->matmul_strided(oh, P, vh, N, d, N, 0, 0, 1, 0, B * H, (size_t)N * N, (size_t)N * d, (size_t)N * d);
+    if (c->keymask) key_bias(kb, c->keymask, B, N);
+    g_ops->attn_forward(oh, lse, qh, kh, vh, c->keymask ? kb : NULL, B, H, N, d, c->causal,
+                        (real)(1.0 / sqrt((double)d)));
     attn_proj_out(m, params, y, oh, scratch, B, N);
 }
 
 static void sdpa_backward(Mixer *m, const MixerCtx *c, real *dh, const real *dy, const real *h, const real *params,
                           real *grads, real *act, real *scratch) {
     int B = c->B, N = c->N, H = m->H, d = m->d;
-    size_t hs = (size_t)B * N * m->D, nn = (size_t)B * H * N * N;
-    real *qh = act, *kh = qh + hs, *vh = kh + hs, *oh = vh + hs, *P = oh + hs;
-    real *t1 = scratch, *t2 = t1 + hs, *dq = t2 + hs, *dk = dq + hs, *dv = dk + hs, *dP = dv + hs;
-    real *doh = t1; /* reuses t1 after the projection backward */
-    attn_proj_out_backward(m, params, grads, dq, dy, oh, t1, t2, B, N); /* dq holds doh for now */
+    size_t hs = (size_t)B * N * m->D;
+    real *qh = act, *kh = qh + hs, *vh = kh + hs, *oh = vh + hs, *lse = oh + hs, *kb = lse + (size_t)B * H * N;
+    real *t1 = scratch, *t2 = t1 + hs, *dq = t2 + hs, *dk = dq + hs, *dv = dk + hs;
+    real *doh = t1;
+    attn_proj_out_backward(m, params, grads, dq, dy, oh, t1, t2, B, N);
     g_ops->copy(doh, dq, sizeof(real) * hs);
-    real sc = (real)(1.0 / sqrt((double)d));
-    size_t sNd = (size_t)N * d, sNN = (size_t)N * N;
-    /* dP = dO V^T ; dV = P^T dO */
-    g_ops->matmul_strided(dP, doh, vh, N, N, d, 0, 1, 1, 0, B * H, sNd, sNd, sNN);
-    g_ops->matmul_strided(dv, P, doh, N, d, N, 1, 0, 1, 0, B * H, sNN, sNd, sNd);
-    g_ops->softmax_rows_backward(dP, P, B * H * N, N); /* dS (before the 1/sqrt(d) scale) */
-    g_ops->matmul_strided(dq, dP, kh, N, d, N, 0, 0, sc, 0, B * H, sNN, sNd, sNd);
-    g_ops->matmul_strided(dk, dP, qh, N, d, N, 1, 0, sc, 0, B * H, sNN, sNd, sNd);
-    (void)nn;
+    g_ops->zero(dq, sizeof(real) * 3 * hs);
+    g_ops->attn_backward(dq, dk, dv, doh, oh, lse, qh, kh, vh, c->keymask ? kb : NULL, B, H, N, d, c->causal,
+                         (real)(1.0 / sqrt((double)d)));
     attn_proj_qkv_backward(m, params, grads, dh, h, dq, dk, dv, t2, B, N);
 }
 

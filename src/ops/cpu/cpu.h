@@ -31,4 +31,32 @@ void cpu_gma_route_forward(real *gamma, const real *x, const real *mu, const rea
 void cpu_gma_route_backward(real *dx, real *dmu, real *dvar_raw, real *dprior, const real *dgamma, const real *gamma,
                             const real *x, const real *mu, const real *var_raw, const real *prior, int B, int H, int N,
                             int d, int Kc, real tau, real var_floor, int shared);
+/* baselines */
+void cpu_elu1_forward(real *out, const real *x, size_t n);
+void cpu_elu1_backward(real *dx, const real *dout, const real *x, size_t n);
+void cpu_silu_forward(real *out, const real *x, size_t n);
+void cpu_silu_backward(real *dx, const real *dout, const real *x, size_t n);
+void cpu_softplus_forward(real *out, const real *x, size_t n);
+void cpu_softplus_backward(real *dx, const real *dout, const real *x, size_t n);
+void cpu_gate_silu_forward(real *out, const real *y, const real *z, size_t n);
+void cpu_gate_silu_backward(real *dy, real *dz, const real *dout, const real *y, const real *z, size_t n);
+double cpu_maxval(const real *x, size_t n);
+void cpu_attn_forward(real *out, real *lse, const real *q, const real *k, const real *v, const real *kbias, int B,
+                      int H, int N, int d, int causal, real scale);
+void cpu_attn_backward(real *dq, real *dk, real *dv, const real *dout, const real *out, const real *lse, const real *q,
+                       const real *k, const real *v, const real *kbias, int B, int H, int N, int d, int causal,
+                       real scale);
+void cpu_favor_logits_forward(real *e, const real *x, const real *omega, int B, int H, int N, int d, int m);
+void cpu_favor_logits_backward(real *dx, const real *de, const real *x, const real *omega, int B, int H, int N, int d,
+                               int m);
+void cpu_favor_exp_forward(real *phi, real *rowmax, const real *e, int R, int m, real c, real scale);
+void cpu_favor_exp_backward(real *de, const real *dphi, const real *phi, const real *rowmax, int R, int m);
+void cpu_conv1d_causal_forward(real *out, const real *x, const real *w, const real *b, int B, int N, int C, int K);
+void cpu_conv1d_causal_backward(real *dx, real *dw, real *db, const real *dout, const real *x, const real *w, int B,
+                                int N, int C, int K);
+void cpu_scan_forward(real *y, real *hck, const real *u, const real *dt, const real *Bm, const real *Cm,
+                      const real *A_log, const real *Dskip, int B, int N, int E, int S, int chunk);
+void cpu_scan_backward(real *du, real *ddt, real *dBm, real *dCm, real *dA_log, real *dDskip, const real *dy,
+                       const real *hck, const real *u, const real *dt, const real *Bm, const real *Cm,
+                       const real *A_log, const real *Dskip, int B, int N, int E, int S, int chunk);
 #endif

@@ -156,6 +156,26 @@ const GmaOps gma_ops_cpu = {
     .gma_route_backward = cpu_gma_route_backward,
     .adamw = cpu_adamw,
     .sgd = cpu_sgd,
+    /* baselines */
+    .elu1_forward = cpu_elu1_forward,
+    .elu1_backward = cpu_elu1_backward,
+    .silu_forward = cpu_silu_forward,
+    .silu_backward = cpu_silu_backward,
+    .softplus_forward = cpu_softplus_forward,
+    .softplus_backward = cpu_softplus_backward,
+    .gate_silu_forward = cpu_gate_silu_forward,
+    .gate_silu_backward = cpu_gate_silu_backward,
+    .maxval = cpu_maxval,
+    .attn_forward = cpu_attn_forward,
+    .attn_backward = cpu_attn_backward,
+    .favor_logits_forward = cpu_favor_logits_forward,
+    .favor_logits_backward = cpu_favor_logits_backward,
+    .favor_exp_forward = cpu_favor_exp_forward,
+    .favor_exp_backward = cpu_favor_exp_backward,
+    .conv1d_causal_forward = cpu_conv1d_causal_forward,
+    .conv1d_causal_backward = cpu_conv1d_causal_backward,
+    .scan_forward = cpu_scan_forward,
+    .scan_backward = cpu_scan_backward,
 };
 
 const GmaOps *g_ops = &gma_ops_cpu;

@@ -1,0 +1,169 @@
+/* mamba.c: the Mamba-1 selective state-space block (Gu & Dao 2023; GMA_SPEC 3.5,
+ * `mixer: "mamba"`), causal only. With inner width E = expand D, S states, kernel K and
+ * dt rank Rk (rows r = (b, t), R = B N):
+ *   x, z = h Win[:E]^T, h Win[E:]^T                           [R,E] each (no bias)
+ *   u    = silu(conv1d_causal(x) + conv.bias)                   depthwise, kernel K
+ *   dt_low, Bm, Cm = u Wx[:Rk]^T, u Wx[Rk:Rk+S]^T, u Wx[Rk+S:]^T [R,Rk], [R,S], [R,S]
+ *   dt   = softplus(dt_low Wdt^T + bdt)                         [R,E]
+ *   A    = -exp(A_log)                                          [E,S]
+ *   h_t  = exp(dt_t A) h_{t-1} + dt_t Bm_t u_t, ys_t = Cm_t . h_t + D u_t  (selective scan)
+ *   y    = (ys * silu(z)) Wout^T                                [R,D]
+ * The backward pass is hand-written: the reverse (adjoint) scan in g_ops->scan_backward
+ * with states recomputed from checkpoints every mamba.chunk steps, then the gate, the
+ * softplus, the projections, the SiLU and the causal convolution.
+ * Init (as the reference implementation): A_log[c,s] = log(s+1); D = 1; dt_proj.bias =
+ * softplus^-1(dt) with dt log-uniform in [1e-3, 1e-1]; dt_proj.weight ~ N(0, 1/(3 Rk));
+ * conv.weight ~ N(0, 1/(3K)); in_proj, x_proj ~ N(0, init_std^2); out_proj scaled by
+ * 1/sqrt(2L). The keymask is not used: the block is causal, so right padding (the only
+ * padding a causal model sees) cannot reach earlier positions.
+ * Parameters: PREFIX.mamba.{in_proj.weight [2E,D], conv.weight [E,K], conv.bias [E],
+ * x_proj.weight [Rk+2S,E], dt_proj.weight [E,Rk], dt_proj.bias [E], A_log [E,S], D [E],
+ * out_proj.weight [D,E]}.
+ *
+ * act:     x, z, xc, u, dtr, dt, ys, g [R,E]; dtl [R,Rk]; Bm, Cm [R,S]; hck [B,ceil(N/chunk),E,S]
+ * scratch: 8 [R,E] buffers; [R,Rk]; 2 [R,S] */
+#include <stdlib.h>
+
+#include "nn/linear.h"
+#include "nn/mixers/mixer.h"
+
+const MixerVT mixer_mamba;
+enum { P_IN, P_CONVW, P_CONVB, P_XPROJ, P_DTW, P_DTB, P_ALOG, P_D, P_OUT };
+typedef struct MbPriv { int E, S, K, Rk, chunk; } MbPriv;
+
+static Mixer *mb_create(const Config *c, int layer, ParamTable *pt, const char *prefix) {
+    Mixer *m = mixer_new(&mixer_mamba, c, pt);
+    MbPriv *p = xcalloc(1, sizeof *p);
+    int D = m->D;
+    p->E = c->mamba.expand * D;
+    p->S = c->mamba.d_state;
+    p->K = c->mamba.d_conv;
+    p->Rk = c->mamba.dt_rank > 0 ? c->mamba.dt_rank : (D + 15) / 16;
+    p->chunk = c->mamba.chunk;
+    m->priv = p;
+    double std = c->model.init_std, ostd = std / sqrt(2.0 * c->model.n_layers);
+    char name[128];
+#define NM(s) (snprintf(name, sizeof name, "%s.mamba.%s", prefix, s), name)
+    m->p[P_IN] = pt_add2(pt, NM("in_proj.weight"), 2 * p->E, D, INIT_NORMAL, std, GROUP_WEIGHT);
+    m->p[P_CONVW] = pt_add2(pt, NM("conv.weight"), p->E, p->K, INIT_NORMAL, 1 / sqrt(3.0 * p->K), GROUP_WEIGHT);
+    m->p[P_CONVB] = pt_add1(pt, NM("conv.bias"), p->E, INIT_ZERO, 0, GROUP_BIAS);
+    m->p[P_XPROJ] = pt_add2(pt, NM("x_proj.weight"), p->Rk + 2 * p->S, p->E, INIT_NORMAL, std, GROUP_WEIGHT);
+    m->p[P_DTW] = pt_add2(pt, NM("dt_proj.weight"), p->E, p->Rk, INIT_NORMAL, 1 / sqrt(3.0 * p->Rk), GROUP_WEIGHT);
+    m->p[P_DTB] = pt_add1(pt, NM("dt_proj.bias"), p->E, INIT_ZERO, 0, GROUP_BIAS);
+    m->p[P_ALOG] = pt_add2(pt, NM("A_log"), p->E, p->S, INIT_ZERO, 0, GROUP_MIXTURE);
+    m->p[P_D] = pt_add1(pt, NM("D"), p->E, INIT_ONE, 0, GROUP_MIXTURE);
+    m->p[P_OUT] = pt_add2(pt, NM("out_proj.weight"), D, p->E, INIT_NORMAL, ostd, GROUP_WEIGHT);
+#undef NM
+    return m;
+}
+
+static void mb_init(Mixer *m, real *params, Rng *rng) {
+    const MbPriv *p = m->priv;
+    real *alog = MP(m, params, P_ALOG), *bdt = MP(m, params, P_DTB);
+    for (int c = 0; c < p->E; c++)
+        for (int s = 0; s < p->S; s++) alog[(size_t)c * p->S + s] = (real)log(s + 1.0);
+    for (int c = 0; c < p->E; c++) {
+        double dt = exp(log(1e-3) + rng_uniform(rng) * (log(1e-1) - log(1e-3)));
+        dt = GMA_MAX(dt, 1e-4);
+        bdt[c] = (real)(dt + log(-expm1(-dt))); /* softplus^-1 */
+    }
+}
+
+static size_t n_ck(const Mixer *m, int N) { return (size_t)(N + ((const MbPriv *)m->priv)->chunk - 1) / ((const MbPriv *)m->priv)->chunk; }
+static size_t mb_act(const Mixer *m, int B, int N) {
+    const MbPriv *p = m->priv;
+    size_t R = (size_t)B * N;
+    return 8 * R * p->E + R * p->Rk + 2 * R * p->S + (size_t)B * n_ck(m, N) * p->E * p->S;
+}
+static size_t mb_scratch(const Mixer *m, int B, int N) {
+    const MbPriv *p = m->priv;
+    size_t R = (size_t)B * N;
+    return 8 * R * p->E + R * p->Rk + 2 * R * p->S;
+}
+
+typedef struct Acts { real *x, *z, *xc, *u, *dtr, *dt, *ys, *g, *dtl, *Bm, *Cm, *hck; } Acts;
+static Acts carve(const Mixer *m, int B, int N, real *act) {
+    const MbPriv *p = m->priv;
+    size_t R = (size_t)B * N, RE = R * p->E;
+    Acts a;
+    a.x = act;
+    a.z = a.x + RE;
+    a.xc = a.z + RE;
+    a.u = a.xc + RE;
+    a.dtr = a.u + RE;
+    a.dt = a.dtr + RE;
+    a.ys = a.dt + RE;
+    a.g = a.ys + RE;
+    a.dtl = a.g + RE;
+    a.Bm = a.dtl + R * p->Rk;
+    a.Cm = a.Bm + R * p->S;
+    a.hck = a.Cm + R * p->S;
+    return a;
+}
+
+static void mb_forward(Mixer *m, const MixerCtx *c, real *y, const real *h, const real *params, real *act,
+                       real *scratch) {
+    const MbPriv *p = m->priv;
+    int B = c->B, N = c->N, D = m->D, E = p->E, S = p->S, Rk = p->Rk, R = B * N;
+    size_t RE = (size_t)R * E;
+    Acts a = carve(m, B, N, act);
+    const real *Win = MP(m, params, P_IN), *Wx = MP(m, params, P_XPROJ);
+    linear_forward(a.x, h, Win, NULL, R, D, E);
+    linear_forward(a.z, h, Win + (size_t)E * D, NULL, R, D, E);
+    g_ops->conv1d_causal_forward(a.xc, a.x, MP(m, params, P_CONVW), MP(m, params, P_CONVB), B, N, E, p->K);
+    g_ops->silu_forward(a.u, a.xc, RE);
+    linear_forward(a.dtl, a.u, Wx, NULL, R, E, Rk);
+    linear_forward(a.Bm, a.u, Wx + (size_t)Rk * E, NULL, R, E, S);
+    linear_forward(a.Cm, a.u, Wx + (size_t)(Rk + S) * E, NULL, R, E, S);
+    linear_forward(a.dtr, a.dtl, MP(m, params, P_DTW), MP(m, params, P_DTB), R, Rk, E);
+    g_ops->softplus_forward(a.dt, a.dtr, RE);
+    g_ops->scan_forward(a.ys, a.hck, a.u, a.dt, a.Bm, a.Cm, MP(m, params, P_ALOG), MP(m, params, P_D), B, N, E, S,
+                        p->chunk);
+    g_ops->gate_silu_forward(a.g, a.ys, a.z, RE);
+    linear_forward(y, a.g, MP(m, params, P_OUT), NULL, R, E, D);
+}
+
+static void mb_backward(Mixer *m, const MixerCtx *c, real *dh, const real *dy, const real *h, const real *params,
+                        real *grads, real *act, real *scratch) {
+    const MbPriv *p = m->priv;
+    int B = c->B, N = c->N, D = m->D, E = p->E, S = p->S, Rk = p->Rk, R = B * N;
+    size_t RE = (size_t)R * E;
+    Acts a = carve(m, B, N, act);
+    real *dg = scratch, *dys = dg + RE, *dz = dys + RE, *du = dz + RE, *ddt = du + RE, *ddtr = ddt + RE,
+         *dxc = ddtr + RE, *dx = dxc + RE, *ddtl = dx + RE, *dBm = ddtl + (size_t)R * Rk, *dCm = dBm + (size_t)R * S;
+    g_ops->zero(scratch, sizeof(real) * mb_scratch(m, B, N));
+    const real *Win = MP(m, params, P_IN), *Wx = MP(m, params, P_XPROJ);
+    real *gWin = MP(m, grads, P_IN), *gWx = MP(m, grads, P_XPROJ);
+    linear_backward(dg, MP(m, grads, P_OUT), NULL, dy, a.g, MP(m, params, P_OUT), R, E, D);
+    g_ops->gate_silu_backward(dys, dz, dg, a.ys, a.z, RE);
+    g_ops->scan_backward(du, ddt, dBm, dCm, MP(m, grads, P_ALOG), MP(m, grads, P_D), dys, a.hck, a.u, a.dt, a.Bm,
+                         a.Cm, MP(m, params, P_ALOG), MP(m, params, P_D), B, N, E, S, p->chunk);
+    g_ops->softplus_backward(ddtr, ddt, a.dtr, RE);
+    linear_backward(ddtl, MP(m, grads, P_DTW), MP(m, grads, P_DTB), ddtr, a.dtl, MP(m, params, P_DTW), R, Rk, E);
+    linear_backward(du, gWx, NULL, ddtl, a.u, Wx, R, E, Rk);
+    linear_backward(du, gWx + (size_t)Rk * E, NULL, dBm, a.u, Wx + (size_t)Rk * E, R, E, S);
+    linear_backward(du, gWx + (size_t)(Rk + S) * E, NULL, dCm, a.u, Wx + (size_t)(Rk + S) * E, R, E, S);
+    g_ops->silu_backward(dxc, du, a.xc, RE);
+    g_ops->conv1d_causal_backward(dx, MP(m, grads, P_CONVW), MP(m, grads, P_CONVB), dxc, a.x, MP(m, params, P_CONVW),
+                                  B, N, E, p->K);
+    linear_backward(dh, gWin, NULL, dx, h, Win, R, D, E);
+    linear_backward(dh, gWin + (size_t)E * D, NULL, dz, h, Win + (size_t)E * D, R, D, E);
+}
+
+static void mb_destroy(Mixer *m) {
+    free(m->priv);
+    free(m);
+}
+
+const MixerVT mixer_mamba = {
+    .name = "mamba",
+    .causal_ok = 1,
+    .bidir_ok = 0,
+    .create = mb_create,
+    .init = mb_init,
+    .act_size = mb_act,
+    .scratch_size = mb_scratch,
+    .forward = mb_forward,
+    .backward = mb_backward,
+    .destroy = mb_destroy,
+};

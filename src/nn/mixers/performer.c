@@ -1,0 +1,204 @@
+/* performer.c: Performer with FAVOR+ positive orthogonal random features (Choromanski et
+ * al. 2021; GMA_SPEC 3.5, `mixer: "performer"`). Per head, with m random features
+ * omega [m,d] and x' = x / d^(1/4):
+ *   phi(x) = exp(omega x' - |x'|^2/2 - c) / sqrt(m),  then the shared core (3.1).
+ * Stabiliser c: for queries the row maximum of the exponent (a per-row factor, which the
+ * core's normalisation cancels; the backward pass differentiates through the argmax, so
+ * gradients stay exact with eps > 0); for keys the global maximum over every real
+ * (non-padded) key, feature, head and batch row, with the core's eps scaled by exp(-c) so
+ * that c cancels exactly: O is the unstabilised FAVOR+ output. (The key maximum spans the
+ * whole sequence; in causal mode a later key can therefore change an earlier output only
+ * through floating-point rounding, never through the mathematics.)
+ *
+ * omega: rows drawn N(0, I) and orthogonalised in blocks of d (Gram-Schmidt), each row then
+ * rescaled to the norm of an independent N(0, I_d) vector. The draw is a pure function of
+ * (config seed, layer, draw index): draw index 0 at initialisation and, when
+ * performer.redraw = R > 0, index step / R during training, redrawn on the first
+ * training forward of each new index. It lives in the parameter table as the buffer
+ * PREFIX.performer.omega [H,m,d] (not trained, saved in checkpoints).
+ * Parameters: PREFIX.{q,k,v,o}.{weight,bias}, PREFIX.performer.omega (buffer).
+ *
+ * act:     qh, kh, vh, oh [B,H,N,d]; fq, fk [B,H,N,m]; argmax, den [B,H,N]; chunk states
+ * scratch: two [B*N*D] buffers, dq, dk, dv [B,H,N,d]; dfq, dfk, e [B,H,N,m] */
+#include <stdlib.h>
+#include <string.h>
+
+#include "nn/mixers/mixer.h"
+
+const MixerVT mixer_performer;
+enum { P_OMEGA = AP_N };
+
+typedef struct PerfPriv {
+    int m, redraw, chunk, layer;
+    uint64_t seed;
+    long drawn; /* draw index of the omega now in the parameters */
+    real eps;
+} PerfPriv;
+
+static Mixer *perf_create(const Config *c, int layer, ParamTable *pt, const char *prefix) {
+    Mixer *m = mixer_new(&mixer_performer, c, pt);
+    PerfPriv *p = xcalloc(1, sizeof *p);
+    p->m = c->performer.features > 0 ? c->performer.features : 2 * m->d;
+    p->redraw = c->performer.redraw;
+    p->chunk = c->gma.chunk;
+    p->eps = (real)c->gma.eps;
+    p->layer = layer;
+    p->seed = (uint64_t)c->seed;
+    m->priv = p;
+    attn_proj_add(m, c, pt, prefix);
+    char name[128];
+    int s3[3] = {m->H, p->m, m->d};
+    snprintf(name, sizeof name, "%s.performer.omega", prefix);
+    m->p[P_OMEGA] = pt_add(pt, name, 3, s3, INIT_ZERO, 0, GROUP_BUFFER);
+    return m;
+}
+
+/* omega [H,m,d] on the host for draw index idx */
+static void draw_omega(real *om, const Mixer *mx, long idx) {
+    const PerfPriv *p = mx->priv;
+    int d = mx->d, m = p->m;
+    double *blk = xmalloc(sizeof(double) * d * d);
+    for (int h = 0; h < mx->H; h++) {
+        Rng r;
+        rng_seed2(&r, p->seed, ((uint64_t)(p->layer + 1) << 48) ^ ((uint64_t)idx << 16) ^ (uint64_t)h ^ 0x5eedf00dULL);
+        for (int r0 = 0; r0 < m; r0 += d) {
+            int nr = GMA_MIN(d, m - r0);
+            for (int i = 0; i < d * d; i++) blk[i] = rng_normal(&r);
+            for (int i = 0; i < d; i++) { /* Gram-Schmidt on the rows */
+                double *ri = blk + (size_t)i * d;
+                for (int j = 0; j < i; j++) {
+                    double *rj = blk + (size_t)j * d, dot = 0;
+                    for (int e = 0; e < d; e++) dot += ri[e] * rj[e];
+                    for (int e = 0; e < d; e++) ri[e] -= dot * rj[e];
+                }
+                double nn = 0;
+                for (int e = 0; e < d; e++) nn += ri[e] * ri[e];
+                nn = 1 / sqrt(nn);
+                for (int e = 0; e < d; e++) ri[e] *= nn;
+            }
+            for (int i = 0; i < nr; i++) {
+                double len = 0;
+                for (int e = 0; e < d; e++) {
+                    double g = rng_normal(&r);
+                    len += g * g;
+                }
+                len = sqrt(len);
+                for (int e = 0; e < d; e++)
+                    om[((size_t)h * m + r0 + i) * d + e] = (real)(len * blk[(size_t)i * d + e]);
+            }
+        }
+    }
+    free(blk);
+}
+
+static void perf_init(Mixer *m, real *params, Rng *rng) {
+    PerfPriv *p = m->priv;
+    draw_omega(MP(m, params, P_OMEGA), m, 0);
+    p->drawn = 0;
+}
+
+static size_t n_state(const Mixer *m, int B, int N) {
+    const PerfPriv *p = m->priv;
+    size_t nc = GMA_MAX((size_t)(N + p->chunk - 1) / p->chunk, 1);
+    return (size_t)B * m->H * nc * ((size_t)p->m * m->d + p->m);
+}
+static size_t gsz(const Mixer *m, int B, int N) { return (size_t)B * m->H * N * ((const PerfPriv *)m->priv)->m; }
+static size_t perf_act(const Mixer *m, int B, int N) {
+    return 4 * (size_t)B * N * m->D + 2 * gsz(m, B, N) + 2 * (size_t)B * m->H * N + n_state(m, B, N);
+}
+static size_t perf_scratch(const Mixer *m, int B, int N) { return 5 * (size_t)B * N * m->D + 3 * gsz(m, B, N); }
+
+typedef struct Acts { real *qh, *kh, *vh, *oh, *fq, *fk, *amax, *den, *state; } Acts;
+static Acts carve(const Mixer *m, int B, int N, real *act) {
+    size_t hs = (size_t)B * N * m->D, gs = gsz(m, B, N), rs = (size_t)B * m->H * N;
+    Acts a;
+    a.qh = act;
+    a.kh = a.qh + hs;
+    a.vh = a.kh + hs;
+    a.oh = a.vh + hs;
+    a.fq = a.oh + hs;
+    a.fk = a.fq + gs;
+    a.amax = a.fk + gs;
+    a.den = a.amax + rs;
+    a.state = a.den + rs;
+    return a;
+}
+
+static void maybe_redraw(Mixer *m, const MixerCtx *c, const real *params) {
+    PerfPriv *p = m->priv;
+    if (!c->training || p->redraw <= 0) return;
+    long idx = c->step / p->redraw;
+    if (idx == p->drawn) return;
+    size_t n = (size_t)m->H * p->m * m->d;
+    real *host = xmalloc(n * sizeof(real));
+    draw_omega(host, m, idx);
+    /* omega is a buffer in the parameter memory: state of the mixer, not a trained value */
+    g_ops->to_device((real *)MP(m, params, P_OMEGA), host, n * sizeof(real));
+    free(host);
+    p->drawn = idx;
+}
+
+static void perf_forward(Mixer *m, const MixerCtx *c, real *y, const real *h, const real *params, real *act,
+                         real *scratch) {
+    PerfPriv *p = m->priv;
+    int B = c->B, N = c->N, H = m->H, d = m->d, F = p->m, R = B * H * N;
+    size_t hs = (size_t)B * N * m->D;
+    maybe_redraw(m, c, params);
+    Acts a = carve(m, B, N, act);
+    const real *om = MP(m, params, P_OMEGA);
+    real *e = scratch + 2 * hs, sc = (real)(1.0 / sqrt((double)F));
+    attn_proj_qkv(m, params, h, a.qh, a.kh, a.vh, scratch, B, N);
+    g_ops->favor_logits_forward(e, a.qh, om, B, H, N, d, F);
+    g_ops->favor_exp_forward(a.fq, a.amax, e, R, F, 0, sc);
+    g_ops->favor_logits_forward(e, a.kh, om, B, H, N, d, F);
+    mask_rows(e, c->keymask, B, H, N, F);
+    double cmax = g_ops->maxval(e, (size_t)R * F);
+    g_ops->favor_exp_forward(a.fk, NULL, e, R, F, (real)cmax, sc);
+    mask_rows(a.fk, c->keymask, B, H, N, F);
+    g_ops->linmix_forward(a.oh, a.den, a.state, a.fq, a.fk, a.vh, B * H, N, F, d, c->causal, p->chunk,
+                          (real)(p->eps * exp(-cmax)));
+    attn_proj_out(m, params, y, a.oh, scratch, B, N);
+}
+
+static void perf_backward(Mixer *m, const MixerCtx *c, real *dh, const real *dy, const real *h, const real *params,
+                          real *grads, real *act, real *scratch) {
+    PerfPriv *p = m->priv;
+    int B = c->B, N = c->N, H = m->H, d = m->d, F = p->m, R = B * H * N;
+    size_t hs = (size_t)B * N * m->D, gs = gsz(m, B, N);
+    Acts a = carve(m, B, N, act);
+    const real *om = MP(m, params, P_OMEGA);
+    real *t1 = scratch, *t2 = t1 + hs, *dq = t2 + hs, *dk = dq + hs, *dv = dk + hs;
+    real *dfq = dv + hs, *dfk = dfq + gs, *e = dfk + gs;
+    real *doh = t1;
+    attn_proj_out_backward(m, params, grads, dq, dy, a.oh, t1, t2, B, N);
+    g_ops->copy(doh, dq, sizeof(real) * hs);
+    g_ops->zero(dq, sizeof(real) * 3 * hs);
+    g_ops->zero(dfq, sizeof(real) * 3 * gs);
+    g_ops->linmix_backward(dfq, dfk, dv, doh, a.oh, a.den, a.state, a.fq, a.fk, a.vh, B * H, N, F, d, c->causal,
+                           p->chunk);
+    mask_rows(dfk, c->keymask, B, H, N, F);
+    g_ops->favor_exp_backward(e, dfq, a.fq, a.amax, R, F);
+    g_ops->favor_logits_backward(dq, e, a.qh, om, B, H, N, d, F);
+    g_ops->zero(e, sizeof(real) * gs);
+    g_ops->favor_exp_backward(e, dfk, a.fk, NULL, R, F); /* key stabiliser cancels exactly: no gradient */
+    g_ops->favor_logits_backward(dk, e, a.kh, om, B, H, N, d, F);
+    attn_proj_qkv_backward(m, params, grads, dh, h, dq, dk, dv, t2, B, N);
+}
+
+static void perf_destroy(Mixer *m) {
+    free(m->priv);
+    free(m);
+}
+
+const MixerVT mixer_performer = {
+    .name = "performer",
+    .causal_ok = 1,
+    .bidir_ok = 1,
+    .create = perf_create,
+    .init = perf_init,
+    .act_size = perf_act,
+    .scratch_size = perf_scratch,
+    .forward = perf_forward,
+    .backward = perf_backward,
+    .destroy = perf_destroy,
+};

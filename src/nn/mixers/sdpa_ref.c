@@ -1,0 +1,86 @@
+/* sdpa_ref.c: plain softmax attention (GMA_SPEC 3.5, `mixer: "sdpa_ref"`), the readable
+ * reference that the tiled `sdpa` (sdpa.c) is tested against: per head P = softmax(Q K^T / sqrt(d) + mask), O = P V, with the N x N matrix P
+ * stored for the backward pass. Causal and bidirectional; key padding masked with -inf.
+ *
+ * act:     qh, kh, vh, oh [B,H,N,d] ; P [B,H,N,N]
+ * scratch: two [B*N*D] buffers + dP [B,H,N,N] + dq, dk, dv [B,H,N,d] */
+#include <stdlib.h>
+#include <string.h>
+
+#include "nn/mixers/mixer.h"
+
+const MixerVT mixer_sdpa_ref;
+static Mixer *ref_create(const Config *c, int layer, ParamTable *pt, const char *prefix) {
+    Mixer *m = mixer_new(&mixer_sdpa_ref, c, pt);
+    attn_proj_add(m, c, pt, prefix);
+    return m;
+}
+
+static size_t ref_act(const Mixer *m, int B, int N) {
+    return 4 * (size_t)B * N * m->D + (size_t)B * m->H * N * N;
+}
+static size_t ref_scratch(const Mixer *m, int B, int N) {
+    return 5 * (size_t)B * N * m->D + (size_t)B * m->H * N * N;
+}
+
+/* scores -> masked scores (host loop over the mask; -inf where the key is hidden) */
+static void apply_mask(real *S, const MixerCtx *c, int H) {
+    int B = c->B, N = c->N;
+    if (!c->causal && !c->keymask) return;
+#pragma omp parallel for collapse(2) schedule(static)
+    for (int bh = 0; bh < B * H; bh++)
+        for (int i = 0; i < N; i++) {
+            int b = bh / H;
+            real *row = S + ((size_t)bh * N + i) * N;
+            for (int j = 0; j < N; j++)
+                if ((c->causal && j > i) || (c->keymask && !c->keymask[b * N + j])) row[j] = -INFINITY;
+        }
+}
+
+static void ref_forward(Mixer *m, const MixerCtx *c, real *y, const real *h, const real *params, real *act,
+                         real *scratch) {
+    int B = c->B, N = c->N, H = m->H, d = m->d;
+    size_t hs = (size_t)B * N * m->D;
+    real *qh = act, *kh = qh + hs, *vh = kh + hs, *oh = vh + hs, *P = oh + hs;
+    attn_proj_qkv(m, params, h, qh, kh, vh, scratch, B, N);
+    g_ops->matmul_strided(P, qh, kh, N, N, d, 0, 1, 1, 0, B * H, (size_t)N * d, (size_t)N * d, (size_t)N * N);
+    apply_mask(P, c, H);
+    g_ops->softmax_rows(P, B * H * N, N, (real)(1.0 / sqrt((double)d)), NULL);
+    g_ops->matmul_strided(oh, P, vh, N, d, N, 0, 0, 1, 0, B * H, (size_t)N * N, (size_t)N * d, (size_t)N * d);
+    attn_proj_out(m, params, y, oh, scratch, B, N);
+}
+
+static void ref_backward(Mixer *m, const MixerCtx *c, real *dh, const real *dy, const real *h, const real *params,
+                          real *grads, real *act, real *scratch) {
+    int B = c->B, N = c->N, H = m->H, d = m->d;
+    size_t hs = (size_t)B * N * m->D, nn = (size_t)B * H * N * N;
+    real *qh = act, *kh = qh + hs, *vh = kh + hs, *oh = vh + hs, *P = oh + hs;
+    real *t1 = scratch, *t2 = t1 + hs, *dq = t2 + hs, *dk = dq + hs, *dv = dk + hs, *dP = dv + hs;
+    real *doh = t1; /* reuses t1 after the projection backward */
+    attn_proj_out_backward(m, params, grads, dq, dy, oh, t1, t2, B, N); /* dq holds doh for now */
+    g_ops->copy(doh, dq, sizeof(real) * hs);
+    real sc = (real)(1.0 / sqrt((double)d));
+    size_t sNd = (size_t)N * d, sNN = (size_t)N * N;
+    /* dP = dO V^T ; dV = P^T dO */
+    g_ops->matmul_strided(dP, doh, vh, N, N, d, 0, 1, 1, 0, B * H, sNd, sNd, sNN);
+    g_ops->matmul_strided(dv, P, doh, N, d, N, 1, 0, 1, 0, B * H, sNN, sNd, sNd);
+    g_ops->softmax_rows_backward(dP, P, B * H * N, N); /* dS (before the 1/sqrt(d) scale) */
+    g_ops->matmul_strided(dq, dP, kh, N, d, N, 0, 0, sc, 0, B * H, sNN, sNd, sNd);
+    g_ops->matmul_strided(dk, dP, qh, N, d, N, 1, 0, sc, 0, B * H, sNN, sNd, sNd);
+    (void)nn;
+    attn_proj_qkv_backward(m, params, grads, dh, h, dq, dk, dv, t2, B, N);
+}
+
+static void ref_destroy(Mixer *m) { free(m); }
+
+const MixerVT mixer_sdpa_ref = {
+    .name = "sdpa_ref",
+    .causal_ok = 1,
+    .bidir_ok = 1,
+    .create = ref_create,
+    .act_size = ref_act,
+    .scratch_size = ref_scratch,
+    .forward = ref_forward,
+    .backward = ref_backward,
+    .destroy = ref_destroy,
+};

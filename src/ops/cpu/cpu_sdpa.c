@@ -1,0 +1,160 @@
+/* cpu_sdpa.c: tiled softmax attention on the CPU (GMA_SPEC 3.5, the optimised `sdpa`).
+ *
+ * Forward (FlashAttention-style online softmax): for each head and tile of TQ query rows,
+ * walk the key tiles of TK columns (only up to the diagonal when causal), keeping per row
+ * the running max m, the running sum l and the unnormalised output; at the end
+ * out = acc / l and lse = m + log l is saved. Only TQ x TK scores exist at a time, so the
+ * extra memory is O(N d) (out, lse) instead of O(N^2).
+ *
+ * Backward recomputes each score tile from q, k and lse: P = exp(scale q k^T + bias - lse),
+ * dP = dO V^T, dS = P (dP - rowsum(dO * O)), dV += P^T dO, dK += scale dS^T Q,
+ * dQ += scale dS K. With at least as many heads as threads each thread owns whole heads
+ * (one pass); otherwise the key tiles (dK, dV) and the query tiles (dQ) are two parallel
+ * passes, so no two threads write the same rows. Every sum runs in a fixed order.
+ *
+ * Shapes: q, k, v, out [B,H,N,d]; lse [B,H,N]; kbias [B,N]. */
+#include <omp.h>
+#include <string.h>
+
+#include "ops/cpu/cpu.h"
+
+#define TQ 64
+#define TK 64
+
+void cpu_attn_forward(real *out, real *lse, const real *q, const real *k, const real *v, const real *kbias, int B,
+                      int H, int N, int d, int causal, real scale) {
+    int nq = (N + TQ - 1) / TQ;
+#pragma omp parallel for collapse(2) schedule(dynamic)
+    for (int bh = 0; bh < B * H; bh++)
+        for (int qt = 0; qt < nq; qt++) {
+            int b = bh / H, i0 = qt * TQ, Lq = GMA_MIN(TQ, N - i0);
+            const real *qi = q + ((size_t)bh * N + i0) * d, *kh = k + (size_t)bh * N * d, *vh = v + (size_t)bh * N * d;
+            const real *kb = kbias ? kbias + (size_t)b * N : NULL;
+            real *S = cpu_workspace(0, (size_t)TQ * TK + (size_t)TQ * d + 2 * TQ);
+            real *acc = S + (size_t)TQ * TK, *mrow = acc + (size_t)TQ * d, *lrow = mrow + TQ;
+            memset(acc, 0, sizeof(real) * (size_t)Lq * d);
+            for (int r = 0; r < Lq; r++) mrow[r] = -INFINITY, lrow[r] = 0;
+            int jend = causal ? i0 + Lq : N;
+            for (int j0 = 0; j0 < jend; j0 += TK) {
+                int Lk = GMA_MIN(TK, jend - j0);
+                cpu_matmul(S, qi, kh + (size_t)j0 * d, Lq, Lk, d, 0, 1, scale, 0);
+                for (int r = 0; r < Lq; r++) {
+                    real *row = S + (size_t)r * Lk;
+                    int i = i0 + r;
+                    real mx = -INFINITY;
+                    for (int c = 0; c < Lk; c++) {
+                        real s = row[c] + (kb ? kb[j0 + c] : 0);
+                        if (causal && j0 + c > i) s = -INFINITY;
+                        row[c] = s;
+                        if (s > mx) mx = s;
+                    }
+                    real mnew = GMA_MAX(mrow[r], mx);
+                    if (mnew == -INFINITY) {
+                        memset(row, 0, sizeof(real) * Lk);
+                        continue;
+                    }
+                    real alpha = exp(mrow[r] - mnew), sum = 0;
+                    for (int c = 0; c < Lk; c++) sum += (row[c] = exp(row[c] - mnew));
+                    lrow[r] = lrow[r] * alpha + sum;
+                    mrow[r] = mnew;
+                    if (alpha != 1)
+                        for (int e = 0; e < d; e++) acc[(size_t)r * d + e] *= alpha;
+                }
+                cpu_matmul(acc, S, vh + (size_t)j0 * d, Lq, d, Lk, 0, 0, 1, 1);
+            }
+            real *o = out + ((size_t)bh * N + i0) * d, *ls = lse + (size_t)bh * N + i0;
+            for (int r = 0; r < Lq; r++) {
+                if (lrow[r] == 0) {
+                    memset(o + (size_t)r * d, 0, sizeof(real) * d);
+                    ls[r] = -INFINITY;
+                    continue;
+                }
+                real inv = 1 / lrow[r];
+                for (int e = 0; e < d; e++) o[(size_t)r * d + e] = acc[(size_t)r * d + e] * inv;
+                ls[r] = mrow[r] + log(lrow[r]);
+            }
+        }
+}
+
+/* P and dS of one (query tile, key tile) pair into S and dP (both [Lq, Lk]). */
+static void tile_grads(real *S, real *dP, real *Drow, const real *qi, const real *kj, const real *vj, const real *doi,
+                       const real *oi, const real *lsi, const real *kb, int i0, int j0, int Lq, int Lk, int d,
+                       int causal, real scale) {
+    cpu_matmul(S, qi, kj, Lq, Lk, d, 0, 1, scale, 0);
+    cpu_matmul(dP, doi, vj, Lq, Lk, d, 0, 1, 1, 0);
+    for (int r = 0; r < Lq; r++) {
+        double s = 0;
+        for (int e = 0; e < d; e++) s += doi[(size_t)r * d + e] * oi[(size_t)r * d + e];
+        Drow[r] = (real)s;
+    }
+    for (int r = 0; r < Lq; r++) {
+        real *row = S + (size_t)r * Lk, *drow = dP + (size_t)r * Lk;
+        int i = i0 + r;
+        for (int c = 0; c < Lk; c++) {
+            real p = 0;
+            if (lsi[r] != -INFINITY && !(causal && j0 + c > i)) {
+                real sb = row[c] + (kb ? kb[j0 + c] : 0);
+                if (sb != -INFINITY) p = exp(sb - lsi[r]);
+            }
+            row[c] = p;
+            drow[c] = p * (drow[c] - Drow[r]);
+        }
+    }
+}
+
+/* dK, dV of key tile kt of head bh (and dQ of every query tile when dq != NULL). */
+static void kv_tile(real *dq, real *dk, real *dv, const real *dout, const real *out, const real *lse, const real *q,
+                    const real *k, const real *v, const real *kbias, int bh, int kt, int H, int N, int d, int causal,
+                    real scale) {
+    int b = bh / H, j0 = kt * TK, Lk = GMA_MIN(TK, N - j0);
+    size_t base = (size_t)bh * N * d;
+    const real *kj = k + base + (size_t)j0 * d, *vj = v + base + (size_t)j0 * d;
+    real *dkj = dk + base + (size_t)j0 * d, *dvj = dv + base + (size_t)j0 * d;
+    const real *kb = kbias ? kbias + (size_t)b * N : NULL;
+    real *S = cpu_workspace(0, 2 * (size_t)TQ * TK + TQ), *dP = S + (size_t)TQ * TK, *Drow = dP + (size_t)TQ * TK;
+    for (int i0 = causal ? (j0 / TQ) * TQ : 0; i0 < N; i0 += TQ) {
+        int Lq = GMA_MIN(TQ, N - i0);
+        size_t qo = base + (size_t)i0 * d;
+        tile_grads(S, dP, Drow, q + qo, kj, vj, dout + qo, out + qo, lse + (size_t)bh * N + i0, kb, i0, j0, Lq, Lk, d,
+                   causal, scale);
+        cpu_matmul(dvj, S, dout + qo, Lk, d, Lq, 1, 0, 1, 1);
+        cpu_matmul(dkj, dP, q + qo, Lk, d, Lq, 1, 0, scale, 1);
+        if (dq) cpu_matmul(dq + qo, dP, kj, Lq, d, Lk, 0, 0, scale, 1);
+    }
+}
+
+static void q_tile(real *dq, const real *dout, const real *out, const real *lse, const real *q, const real *k,
+                   const real *v, const real *kbias, int bh, int qt, int H, int N, int d, int causal, real scale) {
+    int b = bh / H, i0 = qt * TQ, Lq = GMA_MIN(TQ, N - i0);
+    size_t base = (size_t)bh * N * d, qo = base + (size_t)i0 * d;
+    const real *kb = kbias ? kbias + (size_t)b * N : NULL;
+    real *S = cpu_workspace(0, 2 * (size_t)TQ * TK + TQ), *dP = S + (size_t)TQ * TK, *Drow = dP + (size_t)TQ * TK;
+    int jend = causal ? i0 + Lq : N;
+    for (int j0 = 0; j0 < jend; j0 += TK) {
+        int Lk = GMA_MIN(TK, jend - j0);
+        const real *kj = k + base + (size_t)j0 * d;
+        tile_grads(S, dP, Drow, q + qo, kj, v + base + (size_t)j0 * d, dout + qo, out + qo, lse + (size_t)bh * N + i0,
+                   kb, i0, j0, Lq, Lk, d, causal, scale);
+        cpu_matmul(dq + qo, dP, kj, Lq, d, Lk, 0, 0, scale, 1);
+    }
+}
+
+void cpu_attn_backward(real *dq, real *dk, real *dv, const real *dout, const real *out, const real *lse, const real *q,
+                       const real *k, const real *v, const real *kbias, int B, int H, int N, int d, int causal,
+                       real scale) {
+    int BH = B * H, nk = (N + TK - 1) / TK, nq = (N + TQ - 1) / TQ;
+    if (BH >= omp_get_max_threads()) {
+#pragma omp parallel for schedule(dynamic)
+        for (int bh = 0; bh < BH; bh++)
+            for (int kt = 0; kt < nk; kt++)
+                kv_tile(dq, dk, dv, dout, out, lse, q, k, v, kbias, bh, kt, H, N, d, causal, scale);
+        return;
+    }
+#pragma omp parallel for collapse(2) schedule(dynamic)
+    for (int bh = 0; bh < BH; bh++)
+        for (int kt = 0; kt < nk; kt++)
+            kv_tile(NULL, dk, dv, dout, out, lse, q, k, v, kbias, bh, kt, H, N, d, causal, scale);
+#pragma omp parallel for collapse(2) schedule(dynamic)
+    for (int bh = 0; bh < BH; bh++)
+        for (int qt = 0; qt < nq; qt++) q_tile(dq, dout, out, lse, q, k, v, kbias, bh, qt, H, N, d, causal, scale);
+}
