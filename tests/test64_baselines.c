@@ -1,0 +1,430 @@
+/* test64_baselines.c: finite-difference gradient checks (float64 build) of the baseline
+ * mixers (GMA_SPEC 3.5): sdpa_ref, linear, performer (causal and bidirectional, with and
+ * without key padding), linformer (bidirectional, with padding), mamba (causal, two scan
+ * chunks and two channel groups), auto (both paths); every parameter element and the
+ * input. Also: the tiled sdpa against sdpa_ref over several tiles (forward and every
+ * gradient, one-pass and two-pass backward), causality of each causal mixer inside a
+ * model, 2-layer models with mixer lists ("sdpa,linear", "mamba" without MLP,
+ * "performer,linformer" bidirectional, "auto,gma"), the Performer redraw schedule and the
+ * config checks that refuse bad mixer settings naming the key. */
+#include <string.h>
+
+#include "gradcheck.h"
+#include "model/model.h"
+#include "ops/ops.h"
+#include "testutil.h"
+
+static Config tiny_config(const char *mixer) {
+    Config c;
+    cfg_defaults(&c);
+    c.model.vocab_size = 11;
+    c.model.d_model = 8;
+    c.model.n_heads = 2;
+    c.model.n_layers = 2;
+    c.model.d_ff = 12;
+    c.model.max_seq_len = 8;
+    c.train.seq_len = 8;
+    c.data.recall_pairs = 2;
+    c.model.init_std = 0.3;
+    c.gma.n_components = 3;
+    c.gma.chunk = 3;
+    c.performer.features = 5; /* d = 4: one full orthogonal block and a partial one */
+    c.linformer.k = 5;
+    c.mamba.d_state = 3;
+    c.mamba.expand = 5;       /* E = 40: two scan channel groups */
+    c.mamba.d_conv = 3;
+    c.mamba.chunk = 3;        /* N = 7: three scan chunks, the last partial */
+    snprintf(c.model.mixer[0], sizeof c.model.mixer[0], "%s", mixer);
+    c.model.n_mixer = 1;
+    return c;
+}
+
+/* ---------------- one mixer layer ---------------- */
+typedef struct {
+    Mixer *m;
+    ParamTable pt;
+    real *params, *grads, *act, *scratch, *h, *y, *r;
+    MixerCtx ctx;
+    size_t n;
+} MixCtx;
+
+static double mix_loss(void *p) {
+    MixCtx *c = p;
+    c->m->vt->forward(c->m, &c->ctx, c->y, c->h, c->params, c->act, c->scratch);
+    return gc_dot(c->y, c->r, c->n);
+}
+
+static void mix_setup(MixCtx *c, const Config *cfg, const char *name, int B, int N, int causal, const uint8_t *mask,
+                      uint64_t seed) {
+    memset(c, 0, sizeof *c);
+    int D = cfg->model.d_model;
+    c->m = mixer_find(name)->create(cfg, 0, &c->pt, "blocks.0.mixer");
+    ck_assert_msg(c->m != NULL, "%s", gma_error());
+    Rng rng;
+    rng_seed(&rng, seed);
+    c->params = xcalloc(c->pt.total, sizeof(real));
+    c->grads = xcalloc(c->pt.total, sizeof(real));
+    pt_init(&c->pt, c->params, &rng);
+    if (c->m->vt->init) c->m->vt->init(c->m, c->params, &rng);
+    c->act = xcalloc(c->m->vt->act_size(c->m, B, N), sizeof(real));
+    c->scratch = xcalloc(c->m->vt->scratch_size(c->m, B, N), sizeof(real));
+    c->n = (size_t)B * N * D;
+    c->h = xcalloc(c->n, sizeof(real));
+    c->y = xcalloc(c->n, sizeof(real));
+    c->r = xcalloc(c->n, sizeof(real));
+    gc_fill(c->h, c->n, &rng, 1);
+    gc_fill(c->r, c->n, &rng, 1);
+    c->ctx = (MixerCtx){.B = B, .N = N, .causal = causal, .keymask = mask, .training = 1};
+}
+
+static void mix_free(MixCtx *c) {
+    c->m->vt->destroy(c->m);
+    pt_free(&c->pt);
+    free(c->params), free(c->grads), free(c->act), free(c->scratch), free(c->h), free(c->y), free(c->r);
+}
+
+static void mixer_case_cfg(const Config *cfg, const char *name, int causal, int padded) {
+    MixCtx c;
+    int B = 2, N = 7, D = cfg->model.d_model;
+    static uint8_t mask[14] = {1, 1, 1, 1, 1, 0, 0, 1, 1, 1, 1, 1, 1, 1}; /* sequence 0: 2 pad tokens at the end */
+    mix_setup(&c, cfg, name, B, N, causal, padded ? mask : NULL, 42 + causal + 2 * padded);
+    mix_loss(&c);
+    real *dh = xcalloc(c.n, sizeof(real));
+    c.m->vt->backward(c.m, &c.ctx, dh, c.r, c.h, c.params, c.grads, c.act, c.scratch);
+    char nm[160];
+    snprintf(nm, sizeof nm, "%s %s%s dh", name, causal ? "causal" : "bidir", padded ? " padded" : "");
+    GC_ASSERT(nm, gc_check(mix_loss, &c, c.h, dh, c.n));
+    for (int i = 0; i < c.pt.n; i++) {
+        ParamInfo *p = &c.pt.t[i];
+        if (p->group == GROUP_BUFFER) continue; /* not trained (performer omega) */
+        snprintf(nm, sizeof nm, "%s %s%s %s", name, causal ? "causal" : "bidir", padded ? " padded" : "", p->name + 15);
+        GC_ASSERT(nm, gc_check(mix_loss, &c, c.params + p->offset, c.grads + p->offset, p->numel));
+    }
+    /* accumulate contract: a second backward doubles the gradients */
+    real *g1 = xcalloc(c.pt.total, sizeof(real));
+    memcpy(g1, c.grads, c.pt.total * sizeof(real));
+    mix_loss(&c);
+    c.m->vt->backward(c.m, &c.ctx, dh, c.r, c.h, c.params, c.grads, c.act, c.scratch);
+    for (size_t i = 0; i < c.pt.total; i++) ck_assert(fabs(c.grads[i] - 2 * g1[i]) <= 1e-12 * (1 + fabs(g1[i])));
+    free(g1);
+    if (padded) { /* a change at a padded position leaves other positions' outputs unchanged */
+        mix_loss(&c);
+        real *y0 = xcalloc(c.n, sizeof(real));
+        memcpy(y0, c.y, c.n * sizeof(real));
+        for (int e = 0; e < D; e++) c.h[5 * D + e] += 3;
+        mix_loss(&c);
+        for (int n = 0; n < B * N; n++)
+            if (n != 5)
+                for (int e = 0; e < D; e++)
+                    ck_assert_msg(fabs(c.y[n * D + e] - y0[n * D + e]) < 1e-12, "%s: padding leaked into row %d", name, n);
+        free(y0);
+    }
+    free(dh);
+    mix_free(&c);
+}
+static void mixer_case(const char *name, int causal, int padded) {
+    Config cfg = tiny_config(name);
+    mixer_case_cfg(&cfg, name, causal, padded);
+}
+
+#define MIXER_TESTS(nm, name)                                              \
+    START_TEST(test_##nm##_causal) { mixer_case(name, 1, 0); }             \
+    END_TEST                                                               \
+    START_TEST(test_##nm##_bidir) { mixer_case(name, 0, 0); }              \
+    END_TEST                                                               \
+    START_TEST(test_##nm##_causal_padded) { mixer_case(name, 1, 1); }      \
+    END_TEST                                                               \
+    START_TEST(test_##nm##_bidir_padded) { mixer_case(name, 0, 1); }       \
+    END_TEST
+MIXER_TESTS(sdpa_ref, "sdpa_ref")
+MIXER_TESTS(linear, "linear")
+MIXER_TESTS(performer, "performer")
+START_TEST(test_linformer_bidir) { mixer_case("linformer", 0, 0); }
+END_TEST
+START_TEST(test_linformer_bidir_padded) { mixer_case("linformer", 0, 1); }
+END_TEST
+START_TEST(test_mamba_causal) { mixer_case("mamba", 1, 0); }
+END_TEST
+START_TEST(test_auto_both_paths) {
+    Config cfg = tiny_config("auto");
+    cfg.model.auto_threshold = 8; /* N = 7 < 8: sdpa */
+    MixCtx c;
+    mix_setup(&c, &cfg, "auto", 2, 7, 1, NULL, 5);
+    ck_assert_str_eq(mixer_auto_choice(c.m, 7), "sdpa");
+    ck_assert_str_eq(mixer_auto_choice(c.m, 8), "gma");
+    ck_assert_int_ge(pt_find(&c.pt, "blocks.0.mixer.gma.mu"), 0);
+    ck_assert_int_ge(pt_find(&c.pt, "blocks.0.mixer.q.weight"), 0);
+    /* the sdpa path equals a sdpa layer with the same projections */
+    MixCtx s;
+    mix_setup(&s, &cfg, "sdpa", 2, 7, 1, NULL, 5);
+    for (int i = 0; i < AP_N; i++)
+        memcpy(s.params + s.pt.t[i].offset, c.params + c.pt.t[c.m->p[i]].offset, s.pt.t[i].numel * sizeof(real));
+    memcpy(s.h, c.h, c.n * sizeof(real));
+    mix_loss(&c);
+    mix_loss(&s);
+    for (size_t i = 0; i < c.n; i++) ck_assert(c.y[i] == s.y[i]);
+    mix_free(&s);
+    mix_free(&c);
+    mixer_case_cfg(&cfg, "auto", 1, 1);
+    cfg.model.auto_threshold = 4; /* N = 7 >= 4: gma */
+    mixer_case_cfg(&cfg, "auto", 1, 1);
+    mixer_case_cfg(&cfg, "auto", 0, 0);
+}
+END_TEST
+
+/* ---------------- tiled sdpa against sdpa_ref over several tiles ---------------- */
+static void tiled_case(int B, int H, int N, int causal, int padded, int threads) {
+    Config cfg = tiny_config("sdpa");
+    cfg.model.n_heads = H;
+    cfg.model.d_model = 4 * H;
+    cfg.model.max_seq_len = N;
+    uint8_t *mask = NULL;
+    if (padded) {
+        mask = xcalloc((size_t)B * N, 1);
+        for (int i = 0; i < B * N; i++) mask[i] = (i % N) < N - 1 - 13 * (i / N) || (i % N) == 3 ? 1 : 0;
+    }
+    ops_set_threads(threads);
+    MixCtx a, b;
+    mix_setup(&a, &cfg, "sdpa", B, N, causal, mask, 9);
+    mix_setup(&b, &cfg, "sdpa_ref", B, N, causal, mask, 9);
+    mix_loss(&a);
+    mix_loss(&b);
+    double ey = 0, ym = 0;
+    for (size_t i = 0; i < a.n; i++) ey = fmax(ey, fabs(a.y[i] - b.y[i])), ym = fmax(ym, fabs(b.y[i]));
+    real *da = xcalloc(a.n, sizeof(real)), *db = xcalloc(a.n, sizeof(real));
+    a.m->vt->backward(a.m, &a.ctx, da, a.r, a.h, a.params, a.grads, a.act, a.scratch);
+    b.m->vt->backward(b.m, &b.ctx, db, b.r, b.h, b.params, b.grads, b.act, b.scratch);
+    double eg = 0, gm = 0;
+    for (size_t i = 0; i < a.n; i++) eg = fmax(eg, fabs(da[i] - db[i])), gm = fmax(gm, fabs(db[i]));
+    for (size_t i = 0; i < a.pt.total; i++) eg = fmax(eg, fabs(a.grads[i] - b.grads[i])), gm = fmax(gm, fabs(b.grads[i]));
+    printf("tiled sdpa vs sdpa_ref B=%d H=%d N=%d %s%s threads=%d: max |dy| %.2e (of %.2e), max |dgrad| %.2e (of %.2e)\n",
+           B, H, N, causal ? "causal" : "bidir", padded ? " padded" : "", threads, ey, ym, eg, gm);
+    ck_assert(ey < 1e-12 * ym);
+    ck_assert(eg < 1e-12 * gm);
+    free(da), free(db), free(mask);
+    mix_free(&a);
+    mix_free(&b);
+    ops_set_threads(2);
+}
+START_TEST(test_tiled_vs_ref) {
+    tiled_case(2, 2, 150, 1, 0, 1); /* one-pass backward */
+    tiled_case(2, 2, 150, 0, 1, 1);
+    tiled_case(1, 1, 150, 1, 1, 2); /* two-pass backward */
+    tiled_case(1, 2, 130, 0, 0, 4);
+}
+END_TEST
+
+/* ---------------- whole models ---------------- */
+typedef struct {
+    Model m;
+    int32_t tok[14], tgt[14];
+    int B, N;
+} ModCtx;
+
+static double model_loss(void *p) {
+    ModCtx *c = p;
+    LossStats st;
+    ck_assert_int_eq(model_forward(&c->m, c->tok, c->tgt, c->B, c->N, NULL, 0, &st, 1, 0), 0);
+    return st.loss_sum / st.count;
+}
+
+static void model_case(const char *mixers, const char *extra, const char *extra2) {
+    Config cfg = tiny_config("gma");
+    ck_assert_int_eq(cfg_set(&cfg, mixers), 0);
+    if (extra) ck_assert_int_eq(cfg_set(&cfg, extra), 0);
+    if (extra2) ck_assert_int_eq(cfg_set(&cfg, extra2), 0);
+    ck_assert_msg(cfg_validate(&cfg) == 0, "%s", gma_error());
+    ModCtx c;
+    memset(&c, 0, sizeof c);
+    c.B = 2;
+    c.N = 7;
+    ck_assert_int_eq(model_build(&c.m, &cfg), 0);
+    model_alloc(&c.m, c.B, c.N);
+    model_init_params(&c.m, 7);
+    Rng rng;
+    rng_seed(&rng, 3);
+    for (int i = 0; i < 14; i++) {
+        c.tok[i] = (int32_t)rng_below(&rng, 11);
+        c.tgt[i] = (i % 5 == 2) ? -1 : (int32_t)rng_below(&rng, 11);
+    }
+    model_loss(&c);
+    model_zero_grad(&c.m);
+    model_backward(&c.m, 1.0);
+    real *g = xcalloc(c.m.pt.total, sizeof(real));
+    memcpy(g, c.m.grads, c.m.pt.total * sizeof(real));
+    double worst = 0, worst_abs = 0;
+    for (int i = 0; i < c.m.pt.n; i++) {
+        ParamInfo *p = &c.m.pt.t[i];
+        if (p->group == GROUP_BUFFER) continue;
+        double e = gc_check(model_loss, &c, c.m.params + p->offset, g + p->offset, p->numel);
+        ck_assert_msg(e < GC_TOL, "%s: %s max relative error %.3e", mixers, p->name, e);
+        worst = fmax(worst, e);
+        worst_abs = fmax(worst_abs, gc_last_abs);
+    }
+    gc_last_abs = worst_abs;
+    char nm[128];
+    snprintf(nm, sizeof nm, "2-layer model %s%s%s (%d tensors)", mixers + 12, extra ? " " : "", extra ? extra : "",
+             c.m.pt.n);
+    GC_ASSERT(nm, worst);
+    free(g);
+    model_free(&c.m);
+}
+START_TEST(test_model_sdpa_linear) { model_case("model.mixer=sdpa,linear", NULL, NULL); }
+END_TEST
+START_TEST(test_model_mamba_nomlp) { model_case("model.mixer=mamba", "model.mlp=false", NULL); }
+END_TEST
+START_TEST(test_model_performer_linformer) { model_case("model.mixer=performer,linformer", "model.causal=0", NULL); }
+END_TEST
+START_TEST(test_model_auto_gma) { model_case("model.mixer=auto,gma", "model.auto_threshold=4", NULL); }
+END_TEST
+
+/* ---------------- causality inside a model ---------------- */
+static void causal_case(const char *mixer, double tol) {
+    Config cfg = tiny_config(mixer);
+    if (!strcmp(mixer, "mamba")) cfg.model.mlp = 0;
+    ck_assert_msg(cfg_validate(&cfg) == 0, "%s", gma_error());
+    Model m;
+    ck_assert_int_eq(model_build(&m, &cfg), 0);
+    int B = 1, N = 8;
+    model_alloc(&m, B, N);
+    model_init_params(&m, 11);
+    int32_t tok[8] = {1, 5, 2, 7, 3, 9, 4, 6}, tgt[8] = {5, 2, 7, 3, 9, 4, 6, 1};
+    LossStats st;
+    ck_assert_int_eq(model_forward(&m, tok, tgt, B, N, NULL, 0, &st, 0, 0), 0);
+    size_t R = (size_t)B * N;
+    real *logit0 = xcalloc(R * m.V, sizeof(real));
+    memcpy(logit0, m.logits, R * m.V * sizeof(real));
+    tok[6] = 10; /* change a future token */
+    ck_assert_int_eq(model_forward(&m, tok, tgt, B, N, NULL, 0, &st, 0, 0), 0);
+    double worst = 0;
+    for (int i = 0; i < 6; i++)
+        for (int v = 0; v < m.V; v++) worst = fmax(worst, fabs(m.logits[i * m.V + v] - logit0[i * m.V + v]));
+    printf("causality %-10s max change of earlier logits %.2e\n", mixer, worst);
+    ck_assert_msg(worst <= tol, "%s: earlier logits changed by %.3e", mixer, worst);
+    int changed = 0;
+    for (int v = 0; v < m.V; v++) changed |= m.logits[6 * m.V + v] != logit0[6 * m.V + v];
+    ck_assert_msg(changed, "position 6 must see its own token");
+    free(logit0);
+    model_free(&m);
+}
+START_TEST(test_causal_baselines) {
+    causal_case("sdpa", 0);
+    causal_case("sdpa_ref", 0);
+    causal_case("linear", 0);
+    causal_case("mamba", 0);
+    causal_case("auto", 0);
+    causal_case("performer", 1e-13); /* the key stabiliser cancels exactly; only rounding remains */
+}
+END_TEST
+
+/* ---------------- performer redraw schedule ---------------- */
+START_TEST(test_performer_redraw) {
+    Config cfg = tiny_config("performer");
+    cfg.performer.redraw = 2;
+    MixCtx c;
+    mix_setup(&c, &cfg, "performer", 1, 7, 1, NULL, 1);
+    int io = pt_find(&c.pt, "blocks.0.mixer.performer.omega");
+    ck_assert_int_ge(io, 0);
+    ck_assert_int_eq(c.pt.t[io].group, GROUP_BUFFER);
+    ck_assert_int_eq(c.pt.t[io].numel, 2 * 5 * 4);
+    size_t n = c.pt.t[io].numel;
+    real *om = c.params + c.pt.t[io].offset, o0[40], o2[40];
+    memcpy(o0, om, sizeof o0);
+    /* orthogonal rows within a block of d */
+    for (int i = 0; i < 4; i++)
+        for (int j = 0; j < i; j++) ck_assert(fabs(gc_dot(om + i * 4, om + j * 4, 4)) < 1e-12);
+    c.ctx.step = 1;
+    mix_loss(&c);
+    ck_assert(memcmp(om, o0, n * sizeof(real)) == 0);
+    c.ctx.step = 2;
+    mix_loss(&c);
+    ck_assert(memcmp(om, o0, n * sizeof(real)) != 0);
+    memcpy(o2, om, sizeof o2);
+    c.ctx.step = 3;
+    mix_loss(&c);
+    ck_assert(memcmp(om, o2, n * sizeof(real)) == 0);
+    c.ctx.step = 4;
+    c.ctx.training = 0; /* evaluation never redraws */
+    mix_loss(&c);
+    ck_assert(memcmp(om, o2, n * sizeof(real)) == 0);
+    /* resume: a fresh mixer at step 3 draws the same features (a pure function of seed, layer, step / redraw) */
+    MixCtx d;
+    mix_setup(&d, &cfg, "performer", 1, 7, 1, NULL, 99);
+    d.ctx.step = 3;
+    mix_loss(&d);
+    ck_assert(memcmp(d.params + d.pt.t[io].offset, o2, n * sizeof(real)) == 0);
+    /* omega is not counted as a trained parameter */
+    size_t trained = 0;
+    for (int i = 0; i < c.pt.n; i++)
+        if (c.pt.t[i].group != GROUP_BUFFER) trained += c.pt.t[i].numel;
+    ck_assert_uint_eq(pt_count_trained(&c.pt), trained);
+    mix_free(&d);
+    mix_free(&c);
+}
+END_TEST
+
+/* ---------------- config refusals ---------------- */
+static void refused(const char *json, const char *key) {
+    Config c;
+    cfg_defaults(&c);
+    int rc = cfg_load_text(&c, json, "test.json");
+    if (rc == 0) rc = cfg_validate(&c);
+    ck_assert_msg(rc != 0, "accepted: %s", json);
+    ck_assert_msg(strstr(gma_error(), key) != NULL, "message \"%s\" does not name %s", gma_error(), key);
+    printf("refused %-70s -> %s\n", json, gma_error());
+}
+START_TEST(test_config_refusals) {
+    refused("{\"model\": {\"mixer\": \"flash\"}}", "model.mixer");
+    refused("{\"model\": {\"mixer\": [\"sdpa\", \"nope\"]}}", "model.mixer");
+    refused("{\"model\": {\"mixer\": \"linformer\"}}", "model.mixer"); /* lm: causal */
+    refused("{\"model\": {\"mixer\": [\"sdpa\",\"linformer\",\"gma\",\"gma\"], \"causal\": 1}}", "model.mixer");
+    refused("{\"model\": {\"mixer\": \"mamba\", \"task\": \"classify\"}}", "model.mixer");
+    refused("{\"model\": {\"mixer\": \"linformer\", \"causal\": 0, \"max_seq_len\": 128}, \"train\": {\"seq_len\": 128}}",
+            "linformer.k");
+    refused("{\"model\": {\"d_model\": 100, \"n_heads\": 3}}", "model.d_model");
+    refused("{\"mamba\": {\"d_state\": 0}}", "mamba.d_state");
+    Config c;
+    cfg_defaults(&c);
+    ck_assert_int_eq(cfg_load_text(&c, "{\"model\": {\"mixer\": [\"sdpa\",\"gma\",\"gma\",\"gma\"]}}", "t"), 0);
+    ck_assert_int_eq(cfg_validate(&c), 0);
+    ck_assert_int_eq(cfg_load_text(&c, "{\"model\": {\"mixer\": \"linformer\", \"causal\": 0}, \"linformer\": {\"k\": 64}}", "t"), 0);
+    ck_assert_msg(cfg_validate(&c) == 0, "%s", gma_error());
+}
+END_TEST
+
+Suite *make_suite(void) {
+    Suite *s = suite_create("baseline mixers (float64 gradient checks)");
+    TCase *tc = tcase_create("mixers");
+    tcase_set_timeout(tc, 300);
+    tcase_add_test(tc, test_sdpa_ref_causal);
+    tcase_add_test(tc, test_sdpa_ref_bidir);
+    tcase_add_test(tc, test_sdpa_ref_causal_padded);
+    tcase_add_test(tc, test_sdpa_ref_bidir_padded);
+    tcase_add_test(tc, test_linear_causal);
+    tcase_add_test(tc, test_linear_bidir);
+    tcase_add_test(tc, test_linear_causal_padded);
+    tcase_add_test(tc, test_linear_bidir_padded);
+    tcase_add_test(tc, test_performer_causal);
+    tcase_add_test(tc, test_performer_bidir);
+    tcase_add_test(tc, test_performer_causal_padded);
+    tcase_add_test(tc, test_performer_bidir_padded);
+    tcase_add_test(tc, test_linformer_bidir);
+    tcase_add_test(tc, test_linformer_bidir_padded);
+    tcase_add_test(tc, test_mamba_causal);
+    tcase_add_test(tc, test_auto_both_paths);
+    tcase_add_test(tc, test_tiled_vs_ref);
+    suite_add_tcase(s, tc);
+    TCase *tm = tcase_create("models");
+    tcase_set_timeout(tm, 300);
+    tcase_add_test(tm, test_model_sdpa_linear);
+    tcase_add_test(tm, test_model_mamba_nomlp);
+    tcase_add_test(tm, test_model_performer_linformer);
+    tcase_add_test(tm, test_model_auto_gma);
+    tcase_add_test(tm, test_causal_baselines);
+    tcase_add_test(tm, test_performer_redraw);
+    tcase_add_test(tm, test_config_refusals);
+    suite_add_tcase(s, tm);
+    return s;
+}
+
+GMA_TEST_MAIN()

@@ -1,0 +1,158 @@
+/* test_baselines.c: float32 checks of the baseline mixers: the tiled sdpa agrees with the
+ * plain sdpa_ref to float32 rounding (forward, input and parameter gradients; causal,
+ * bidirectional, padded, several tiles, one- and two-pass backward), and every baseline
+ * config in configs/ loads, validates and builds; the parameter counts are printed beside
+ * the GMA reference setting (d_model 512, 8 layers, 8 heads, N 512, Kc 256, GPT-2
+ * vocabulary), which is how docs/baselines.md's counts are produced:
+ *     make build/tests/test_baselines && build/tests/test_baselines | grep params */
+#include <glob.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "model/model.h"
+#include "testutil.h"
+
+typedef struct {
+    Mixer *m;
+    ParamTable pt;
+    real *params, *grads, *act, *scratch, *h, *y, *dh;
+} One;
+
+static void one_run(One *o, const Config *cfg, const char *name, int B, int N, int causal, const uint8_t *mask,
+                    const real *h, const real *r) {
+    memset(o, 0, sizeof *o);
+    o->m = mixer_find(name)->create(cfg, 0, &o->pt, "blocks.0.mixer");
+    Rng rng;
+    rng_seed(&rng, 5);
+    o->params = xcalloc(o->pt.total, sizeof(real));
+    o->grads = xcalloc(o->pt.total, sizeof(real));
+    pt_init(&o->pt, o->params, &rng);
+    o->act = xcalloc(o->m->vt->act_size(o->m, B, N), sizeof(real));
+    o->scratch = xcalloc(o->m->vt->scratch_size(o->m, B, N), sizeof(real));
+    size_t n = (size_t)B * N * cfg->model.d_model;
+    o->y = xcalloc(n, sizeof(real));
+    o->dh = xcalloc(n, sizeof(real));
+    MixerCtx ctx = {.B = B, .N = N, .causal = causal, .keymask = mask, .training = 1};
+    o->m->vt->forward(o->m, &ctx, o->y, h, o->params, o->act, o->scratch);
+    o->m->vt->backward(o->m, &ctx, o->dh, r, h, o->params, o->grads, o->act, o->scratch);
+}
+static void one_free(One *o) {
+    o->m->vt->destroy(o->m);
+    pt_free(&o->pt);
+    free(o->params), free(o->grads), free(o->act), free(o->scratch), free(o->y), free(o->dh);
+}
+/* max |a - b| / max(max |b|, floor) */
+static double rel(const real *a, const real *b, size_t n, double floor) {
+    double e = 0, mx = floor;
+    for (size_t i = 0; i < n; i++) e = fmax(e, fabs((double)a[i] - b[i])), mx = fmax(mx, fabs((double)b[i]));
+    return e / mx;
+}
+
+static void agree_case(int B, int H, int d, int N, int causal, int padded, int threads) {
+    Config cfg;
+    cfg_defaults(&cfg);
+    cfg.model.n_heads = H;
+    cfg.model.d_model = H * d;
+    cfg.model.init_std = 0.2;
+    size_t n = (size_t)B * N * H * d;
+    real *h = xcalloc(n, sizeof(real)), *r = xcalloc(n, sizeof(real));
+    Rng rng;
+    rng_seed(&rng, 17);
+    for (size_t i = 0; i < n; i++) h[i] = (real)rng_normal(&rng), r[i] = (real)rng_normal(&rng);
+    uint8_t *mask = NULL;
+    if (padded) {
+        mask = xcalloc((size_t)B * N, 1);
+        for (int i = 0; i < B * N; i++) mask[i] = (i % N) < N - 37 * (1 + i / N);
+    }
+    ops_set_threads(threads);
+    One a, b;
+    one_run(&a, &cfg, "sdpa", B, N, causal, mask, h, r);
+    one_run(&b, &cfg, "sdpa_ref", B, N, causal, mask, h, r);
+    double ey = rel(a.y, b.y, n, 1e-30), edh = rel(a.dh, b.dh, n, 1e-30), eg = 0, gmax = 0;
+    for (size_t i = 0; i < a.pt.total; i++) gmax = fmax(gmax, fabs(b.grads[i]));
+    /* each tensor against its own largest gradient; k.bias has a zero gradient in exact
+     * arithmetic (softmax is shift invariant), so its rounding noise is judged against the
+     * largest gradient of the layer */
+    for (int i = 0; i < a.pt.n; i++) {
+        const ParamInfo *p = &a.pt.t[i];
+        double fl = strstr(p->name, "k.bias") ? gmax : 1e-30;
+        double e = rel(a.grads + p->offset, b.grads + p->offset, p->numel, fl);
+        if (getenv("VERBOSE")) printf("  %s %.2e\n", p->name, e);
+        eg = fmax(eg, e);
+    }
+    printf("float32 tiled sdpa vs sdpa_ref B=%d H=%d d=%d N=%d %s%s threads=%d: rel err y %.2e, dh %.2e, grads %.2e\n",
+           B, H, d, N, causal ? "causal" : "bidir", padded ? " padded" : "", threads, ey, edh, eg);
+    ck_assert_msg(ey < 2e-6 && edh < 2e-5 && eg < 2e-5, "tiled sdpa disagrees with sdpa_ref beyond float32 rounding");
+    one_free(&a);
+    one_free(&b);
+    free(h), free(r), free(mask);
+    ops_set_threads(2);
+}
+
+START_TEST(test_tiled_agrees_float32) {
+    agree_case(2, 4, 16, 300, 1, 0, 1);
+    agree_case(2, 4, 16, 300, 0, 1, 2);
+    agree_case(1, 2, 32, 257, 1, 1, 4);
+    agree_case(1, 1, 64, 200, 0, 0, 2);
+}
+END_TEST
+
+static size_t count_params(const Config *c0, int *ok) {
+    Config c = *c0;
+    if (c.model.vocab_size == 0) c.model.vocab_size = 50257; /* the GPT-2 vocabulary of the shards */
+    Model m;
+    *ok = model_build(&m, &c) == 0;
+    size_t n = *ok ? model_param_count(&m) : 0;
+    if (*ok) model_free(&m);
+    return n;
+}
+
+START_TEST(test_configs_build) {
+    Config g;
+    cfg_defaults(&g);
+    ck_assert_int_eq(cfg_load_text(&g,
+                                   "{\"model\": {\"vocab_size\": 50257, \"d_model\": 512, \"n_layers\": 8, \"n_heads\": 8,"
+                                   " \"max_seq_len\": 512, \"mixer\": \"gma\"}, \"gma\": {\"n_components\": 256},"
+                                   " \"train\": {\"seq_len\": 512}}",
+                                   "gma reference"),
+                     0);
+    int ok;
+    size_t ngma = count_params(&g, &ok);
+    size_t emb = (size_t)50257 * 512 + 512 * 512;
+    printf("params %-32s %11zu  (non-embedding %zu)\n", "gma reference (k256)", ngma, ngma - emb);
+    glob_t gl;
+    ck_assert_int_eq(glob("configs/*_*.json", 0, NULL, &gl), 0);
+    int seen = 0;
+    for (size_t i = 0; i < gl.gl_pathc; i++) {
+        const char *path = gl.gl_pathv[i];
+        if (!strstr(path, "wikitext103_") && !strstr(path, "small_")) continue;
+        if (strstr(path, "_gma")) continue; /* the GMA configs are the lead's */
+        Config c;
+        cfg_defaults(&c);
+        ck_assert_msg(cfg_load_file(&c, path) == 0, "%s", gma_error());
+        ck_assert_msg(cfg_validate(&c) == 0, "%s: %s", path, gma_error());
+        size_t n = count_params(&c, &ok);
+        ck_assert_msg(ok, "%s: %s", path, gma_error());
+        size_t e = (size_t)50257 * c.model.d_model + (size_t)c.model.max_seq_len * c.model.d_model;
+        printf("params %-32s %11zu  (non-embedding %zu)%s\n", path + 8, n, n - e,
+               c.model.vocab_size == 0 ? "  [vocab from data; counted with 50257]" : "");
+        if (strstr(path, "wikitext103_"))
+            ck_assert_msg(fabs((double)n / ngma - 1) < 0.1, "%s: %zu parameters, gma %zu", path, n, ngma);
+        seen++;
+    }
+    globfree(&gl);
+    ck_assert_int_ge(seen, 8);
+}
+END_TEST
+
+Suite *make_suite(void) {
+    Suite *s = suite_create("baseline mixers (float32)");
+    TCase *tc = tcase_create("baselines");
+    tcase_set_timeout(tc, 120);
+    tcase_add_test(tc, test_tiled_agrees_float32);
+    tcase_add_test(tc, test_configs_build);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+GMA_TEST_MAIN()
