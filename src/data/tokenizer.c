@@ -292,16 +292,21 @@ int tokenizer_encode(Tokenizer *t, const char *text, size_t len, uint32_t **ids,
 }
 
 static int ascii_graph(unsigned char c) { return c > ' ' && c < 0x7f; }
+static int ascii_space(unsigned char c) { return c == ' ' || (c >= '\t' && c <= '\r'); }
 
-/* 1 if encoding text[0,p) and text[p,len) separately gives the ids of the whole. */
+/* 1 if encoding text[0,p) and text[p,len) separately gives the ids of the whole.
+ * Word: after any newline. GPT-2 pre-tokeniser (no look-behind, one look-ahead for
+ * whitespace): (a) after a lone "\n" that follows a visible character and precedes one:
+ * "x\n|y" is "x","\n","y" either way; (b) before the last character of a whitespace run
+ * of two or more that precedes a visible character: the run minus its last character is
+ * one piece both when followed by more text (\s+(?!\S)) and at the end of the text. */
 static int safe_cut(const Tokenizer *t, const char *s, size_t p, size_t len) {
     if (p == 0 || p >= len) return p == len;
     if (t->kind == TOK_BYTES) return 1;
-    if (s[p - 1] != '\n') return 0;
-    if (t->kind == TOK_WORD) return 1;
-    if (p < 2 || !ascii_graph((unsigned char)s[p - 2])) return 0;
-    if (ascii_graph((unsigned char)s[p])) return 1;
-    return s[p] == ' ' && p + 1 < len && ascii_graph((unsigned char)s[p + 1]);
+    const unsigned char *u = (const unsigned char *)s;
+    if (t->kind == TOK_WORD) return u[p - 1] == '\n';
+    if (u[p - 1] == '\n' && p >= 2 && ascii_graph(u[p - 2]) && ascii_graph(u[p])) return 1;
+    return ascii_space(u[p - 1]) && ascii_space(u[p]) && p + 1 < len && ascii_graph(u[p + 1]);
 }
 
 /* The last safe cut in (lo, hi], or 0 if none. */
@@ -380,7 +385,7 @@ int tokenizer_encode_file(Tokenizer *t, const char *path, int n_threads, tokeniz
             have += k;
         }
         /* a block ends at its last safe cut; the rest waits for more text */
-        size_t use = eof ? have : find_cut(t, buf, have > block ? have - block : 0, have - 1, have + 1);
+        size_t use = eof ? have : have < 2 ? 0 : find_cut(t, buf, have > block ? have - block : 0, have - 1, have);
         if (use == 0 && !eof) continue; /* no safe cut yet: read more */
         uint32_t *ids;
         size_t n;
@@ -437,3 +442,5 @@ int tokenizer_decode(Tokenizer *t, const uint32_t *ids, size_t n, char **text, s
     *len = o;
     return 0;
 }
+
+Tokenizer *tokenizer_from_bpe(BpeModel *m, const char *spec) { return bpe_tokenizer(m, TOK_BPE, spec); }
