@@ -376,7 +376,83 @@ static inline long merge_rank(const BpeModel *m, const unsigned char *p, size_t 
     return m->rank[id];
 }
 
+/* Long pieces: the same rule (lowest rank, then leftmost) with a heap of candidate pairs
+ * and parts linked by their start offsets, O(n log n) instead of O(n^2). */
+size_t bpe_long_piece = 128;
+
+typedef struct Cand {
+    long rank;
+    size_t ls, le, re; /* left part [ls, le), right part [le, re) */
+} Cand;
+
+static int cand_before(const Cand *a, const Cand *b) { return a->rank != b->rank ? a->rank < b->rank : a->ls < b->ls; }
+
+static void cand_push(Cand *h, size_t *n, Cand c) {
+    size_t i = (*n)++;
+    h[i] = c;
+    while (i > 0 && cand_before(&h[i], &h[(i - 1) / 2])) {
+        Cand t = h[i];
+        h[i] = h[(i - 1) / 2];
+        h[(i - 1) / 2] = t;
+        i = (i - 1) / 2;
+    }
+}
+
+static Cand cand_pop(Cand *h, size_t *n) {
+    Cand top = h[0];
+    h[0] = h[--(*n)];
+    size_t i = 0;
+    for (;;) {
+        size_t l = 2 * i + 1, r = l + 1, m = i;
+        if (l < *n && cand_before(&h[l], &h[m])) m = l;
+        if (r < *n && cand_before(&h[r], &h[m])) m = r;
+        if (m == i) break;
+        Cand t = h[i];
+        h[i] = h[m];
+        h[m] = t;
+        i = m;
+    }
+    return top;
+}
+
+static long merge_rank(const BpeModel *m, const unsigned char *p, size_t len);
+
+static void encode_long(const BpeModel *m, const unsigned char *p, size_t len, IdVec *out) {
+    size_t *end = xmalloc((len + 1) * sizeof *end), *prev = xmalloc((len + 1) * sizeof *prev);
+    Cand *h = xmalloc((3 * len + 4) * sizeof *h);
+    size_t nh = 0;
+    for (size_t i = 0; i < len; i++) end[i] = i + 1, prev[i] = i ? i - 1 : SIZE_MAX;
+    for (size_t i = 0; i + 1 < len; i++) {
+        long r = merge_rank(m, p + i, 2);
+        if (r >= 0) cand_push(h, &nh, (Cand){r, i, i + 1, i + 2});
+    }
+    while (nh > 0) {
+        Cand c = cand_pop(h, &nh);
+        if (end[c.ls] != c.le || c.le >= len || end[c.le] != c.re) continue; /* stale */
+        end[c.ls] = c.re;
+        end[c.le] = 0; /* dead */
+        if (c.re < len) prev[c.re] = c.ls;
+        if (prev[c.ls] != SIZE_MAX) {
+            size_t l = prev[c.ls];
+            long r = merge_rank(m, p + l, c.re - l);
+            if (r >= 0) cand_push(h, &nh, (Cand){r, l, c.ls, c.re});
+        }
+        if (c.re < len) {
+            long r = merge_rank(m, p + c.ls, end[c.re] - c.ls);
+            if (r >= 0) cand_push(h, &nh, (Cand){r, c.ls, c.re, end[c.re]});
+        }
+    }
+    for (size_t i = 0; i < len; i = end[i]) idvec_push(out, (uint32_t)bpe_lookup(m, (const char *)p + i, end[i] - i));
+    free(end);
+    free(prev);
+    free(h);
+}
+
 void bpe_encode_piece(const BpeModel *m, BpeCache *c, const unsigned char *p, size_t len, IdVec *out) {
+    if (len > bpe_long_piece) {
+        encode_long(m, p, len, out);
+        return;
+    }
     if (len == 1) {
         idvec_push(out, m->byte_id[p[0]]);
         return;

@@ -44,6 +44,8 @@ long bpe_lookup(const BpeModel *m, const char *s, size_t len);
 void bpe_encode(const BpeModel *m, BpeCache *c, const char *text, size_t len, IdVec *out);
 /* Apply merges to one piece (no pre-tokenisation). */
 void bpe_encode_piece(const BpeModel *m, BpeCache *c, const unsigned char *p, size_t len, IdVec *out);
+/* Pieces longer than this use the O(n log n) heap merge (tests lower or raise it). */
+extern size_t bpe_long_piece;
 /* The GPT-2 byte <-> printable code point mapping. */
 void bpe_byte_to_unicode(uint32_t table[256]);
 #endif
