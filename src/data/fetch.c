@@ -267,10 +267,13 @@ int fetch_dataset(const char *name, const char *dest, const char *url_override, 
         char path[2200], url[2200];
         snprintf(path, sizeof path, "%s/%s", dir, f->file);
         if (url_override) {
-            size_t ul = strlen(url_override);
-            if (ul && url_override[ul - 1] == '/') snprintf(url, sizeof url, "%s%s", url_override, f->file);
-            else if (d->n_files > 1) snprintf(url, sizeof url, "%s/%s", url_override, f->file);
-            else snprintf(url, sizeof url, "%s", url_override);
+            char base[2100];
+            int bare = url_override[0] == '/' || strncmp(url_override, "./", 2) == 0; /* a local path */
+            snprintf(base, sizeof base, "%s%s", bare ? "file://" : "", url_override);
+            size_t ul = strlen(base);
+            if (ul && base[ul - 1] == '/') snprintf(url, sizeof url, "%s%s", base, f->file);
+            else if (d->n_files > 1) snprintf(url, sizeof url, "%s/%s", base, f->file);
+            else snprintf(url, sizeof url, "%s", base);
         } else {
             snprintf(url, sizeof url, "%s", f->url);
         }
@@ -283,8 +286,13 @@ int fetch_dataset(const char *name, const char *dest, const char *url_override, 
         }
         if (!have && fetch_url(url, path, f->kind, f->digest, o) != 0) return -1;
         if (d->extract) {
+            /* a marker records a complete extraction of this verified archive */
+            char mark[2300];
+            snprintf(mark, sizeof mark, "%s/.%s.extracted", dir, f->file);
+            if (have && gma_path_exists(mark)) continue;
             if (o->progress) fprintf(stderr, "gmadata: extracting %s into %s\n", path, dir);
             if (archive_extract(path, dir) != 0) return -1;
+            if (gma_write_file_atomic(mark, "ok\n", 3) != 0) return -1;
         }
     }
     return 0;
