@@ -626,6 +626,72 @@ START_TEST(t_retrieval) {
 }
 END_TEST
 
+
+START_TEST(t_retrieval_bytes_literal) {
+    /* the LRA release writes texts as Python bytes literals (repr of bytes) */
+    const char *dir = tu_path("aan_lit");
+    mkdirs(dir);
+    char p[1200];
+    snprintf(p, sizeof p, "%s/new_aan_pairs.test.tsv", dir);
+    tu_write(p, "1\ta\tb\tb'it\\'s \"q\"\\tx\\n\\x00\\xff\\\\ end'\tb\"only ' single\"\n"
+                "0\ta\tb\tb'\\101\\7z \\q'\tplain 'text'\n");
+    ClsDataset d;
+    ck_assert_msg(clsdata_load(&d, "retrieval", dir, "test", NULL) == 0, "%s", gma_error());
+    ck_assert_int_eq(d.n, 2);
+    size_t n;
+    const uint32_t *t = clsdata_seq(&d, 0, 0, &n);
+    const char want[] = "it's \"q\"\tx\n\0\xff\\ end";
+    ck_assert_uint_eq(n, sizeof want - 1);
+    for (size_t k = 0; k < n; k++) ck_assert_uint_eq(t[k], (uint32_t)(uint8_t)want[k] + 1);
+    ck_assert_str_eq(seq_str(&d, 0, 1), "only ' single");
+    ck_assert_str_eq(seq_str(&d, 1, 0), "A\az \\q");
+    ck_assert_str_eq(seq_str(&d, 1, 1), "plain 'text'");
+    clsdata_free(&d);
+    tu_write(p, "1\ta\tb\tb'bad \\x4'\tb''\n");
+    ck_assert_int_eq(clsdata_load(&d, "retrieval", dir, "test", NULL), -1);
+    assert_error_has("new_aan_pairs.test.tsv:1: text1: malformed \\x escape");
+}
+END_TEST
+
+START_TEST(t_release_archive) {
+    /* listops and retrieval files read straight from an archive in the release layout */
+    const char *root = tu_path("release");
+    char p[1400], cmd[3000], arc[1200];
+    snprintf(p, sizeof p, "%s/lra_release/lra_release/listops-1000", root);
+    mkdirs(p);
+    snprintf(p, sizeof p, "%s/lra_release/lra_release/listops-1000/basic_test.tsv", root);
+    tu_write(p, "Source\tTarget\n( ( ( [SM 4 ) 8 ) ] )\t2\n( ( ( [MIN 4 ) 8 ) ] )\t4\n");
+    snprintf(p, sizeof p, "%s/lra_release/lra_release/tsv_data", root);
+    mkdirs(p);
+    snprintf(p, sizeof p, "%s/lra_release/lra_release/tsv_data/new_aan_pairs.eval.tsv", root);
+    tu_write(p, "1\ta\tb\tb'x'\tb'yz'\n");
+    snprintf(arc, sizeof arc, "%s/lra_release.gz", tu_tmpdir());
+    snprintf(cmd, sizeof cmd, "cd '%s' && tar czf '%s' lra_release", root, arc);
+    run_ok(cmd);
+    ClsDataset d;
+    ck_assert_msg(clsdata_load(&d, "listops", arc, "test", NULL) == 0, "%s", gma_error());
+    ck_assert_int_eq(d.n, 2);
+    ck_assert_int_eq(d.label[0], 2);
+    ck_assert_int_eq(d.label[1], 4);
+    clsdata_free(&d);
+    ck_assert_msg(clsdata_load(&d, "retrieval", arc, "valid", NULL) == 0, "%s", gma_error());
+    ck_assert_int_eq(d.n, 1);
+    ck_assert_str_eq(seq_str(&d, 0, 1), "yz");
+    clsdata_free(&d);
+    ck_assert_int_eq(clsdata_load(&d, "listops", arc, "train", NULL), -1);
+    assert_error_has("lra_release.gz: archive has no entry named basic_train.tsv");
+    /* an error inside an archive entry names the entry and the line */
+    snprintf(p, sizeof p, "%s/lra_release/lra_release/listops-1000/basic_test.tsv", root);
+    tu_write(p, "Source\tTarget\n( ( ( [SM 4 ) 8 ) ] )\t2\n( ( ( [MIN 4 ) 8 ) ] )\n");
+    snprintf(arc, sizeof arc, "%s/lra_release2.tar.gz", tu_tmpdir());
+    snprintf(cmd, sizeof cmd, "cd '%s' && tar czf '%s' lra_release", root, arc);
+    run_ok(cmd);
+    ck_assert_int_eq(clsdata_load(&d, "listops", arc, "test", NULL), -1);
+    assert_error_has("entry lra_release/lra_release/listops-1000/basic_test.tsv:3: malformed line");
+}
+END_TEST
+
+
 /* ---------------------------------------------------------------- generic */
 
 static void gz_write(const char *path, const char *text) {
@@ -758,6 +824,26 @@ START_TEST(t_generic_jsonl) {
 }
 END_TEST
 
+START_TEST(t_corrupt_gzip) {
+    const char *dir = tu_path("gen_corrupt");
+    mkdirs(dir);
+    char p[1200];
+    snprintf(p, sizeof p, "%s/train.tsv.gz", dir);
+    /* a gzip stream cut short */
+    static char text[200000];
+    for (size_t i = 0; i + 1 < sizeof text; i++) text[i] = (i % 97 == 96) ? '\n' : (char)('a' + (i * 7919) % 26);
+    for (size_t i = 0; i + 1 < sizeof text; i += 97) text[i] = '1', text[i + 1] = '\t';
+    gz_write(p, text);
+    size_t n;
+    char *all = gma_read_file(p, &n);
+    write_bytes(p, all, n / 2);
+    free(all);
+    ClsDataset d;
+    ck_assert_int_eq(clsdata_load(&d, "tsv", dir, "train", NULL), -1);
+    assert_error_has("train.tsv.gz");
+}
+END_TEST
+
 START_TEST(t_task_table) {
     ck_assert_uint_eq(clsdata_task_vocab("text"), 257);
     ck_assert_uint_eq(clsdata_task_vocab("retrieval"), 257);
@@ -795,6 +881,9 @@ Suite *make_suite(void) {
     suite_add_tcase(s, c);
     c = tcase_create("tsv_jsonl");
     tcase_add_test(c, t_retrieval);
+    tcase_add_test(c, t_retrieval_bytes_literal);
+    tcase_add_test(c, t_release_archive);
+    tcase_add_test(c, t_corrupt_gzip);
     tcase_add_test(c, t_generic_tsv);
     tcase_add_test(c, t_generic_jsonl);
     tcase_add_test(c, t_task_table);

@@ -252,11 +252,11 @@ done:
 static long gz_read_fn(void *src, void *buf, size_t n) {
     gzFile f = src;
     int r = gzread(f, buf, (unsigned)GMA_MIN(n, (size_t)1 << 30));
-    if (r < 0) {
-        int errnum;
-        const char *msg = gzerror(f, &errnum);
-        return gma_errorf("read error: %s", msg ? msg : "unknown");
-    }
+    int errnum = Z_OK;
+    const char *msg = r <= 0 ? gzerror(f, &errnum) : NULL;
+    if (r < 0 || (r == 0 && errnum != Z_OK)) /* Z_BUF_ERROR at the end: stream cut short */
+        return gma_errorf("read error: %s", errnum == Z_BUF_ERROR ? "gzip stream cut short"
+                                                                  : msg && *msg ? msg : "unknown");
     return r;
 }
 
