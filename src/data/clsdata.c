@@ -60,6 +60,7 @@ int clsdata_load(ClsDataset *d, const char *task, const char *path, const char *
         return gma_errorf("unknown classification task '%s' (listops, text, retrieval, image, "
                           "jsonl, tsv)", task ? task : "(null)");
     if (cls_split_index(split) < 0) return -1;
+    if (!path || !*path) return gma_errorf("%s: no data path given", task);
     ClsOptions o = opt ? *opt : clsdata_default_options();
     if (o.max_len <= 0) o.max_len = t->max_len;
     if (o.n_classes < 0) return gma_errorf("%s: n_classes %d is negative", task, o.n_classes);
