@@ -269,6 +269,11 @@ START_TEST(t_listops_files) {
     ck_assert_int_eq(lra_generate_main(4, bad3), 2);
     char *bad4[] = {"generate", "listops", "--out", (char *)dir, "--bogus", "1", NULL};
     ck_assert_int_eq(lra_generate_main(6, bad4), 2);
+    /* only ten distinct one-digit expressions exist: refused, not an endless loop */
+    char *tiny[] = {"generate", "listops", "--out", (char *)dir, "--train", "30", "--min-len", "0",
+                    "--max-len", "2", NULL};
+    ck_assert_int_eq(lra_generate_main(10, tiny), 1);
+    assert_error_has("no new expression");
 }
 END_TEST
 

@@ -252,10 +252,11 @@ static int gen_tree(ListopsGen *g, int depth, uint32_t *buf, size_t *n, size_t l
 
 size_t listops_gen_next(ListopsGen *g, uint32_t *buf, size_t cap) {
     size_t limit = GMA_MIN((size_t)g->opt.max_len - 1, cap);
-    for (;;) {
+    for (long draw = 0; draw < LISTOPS_MAX_DRAWS; draw++) {
         size_t n = 0;
         if (gen_tree(g, 1, buf, &n, limit) == 0 && n > (size_t)g->opt.min_len) return n;
     }
+    return 0;
 }
 
 /* ---------------------------------------------------------------- files */
@@ -319,9 +320,18 @@ int listops_generate(const char *out_dir, const ListopsGenOptions *o) {
         setvbuf(f, NULL, _IOFBF, 1 << 20);
         fputs("Source\tTarget\n", f);
         for (int i = 0; i < counts[s]; i++) {
-            size_t n;
-            do n = listops_gen_next(&g, tok, cap);
-            while (!hashset_add(&seen, cls_hash(tok, n * sizeof *tok)));
+            size_t n = 0;
+            for (long dup = 0; dup < 1000; dup++) {
+                n = listops_gen_next(&g, tok, cap);
+                if (n == 0 || hashset_add(&seen, cls_hash(tok, n * sizeof *tok))) break;
+                n = 0;
+            }
+            if (n == 0) {
+                rc = gma_errorf("listops generate: no new expression with %d < tokens < %d found after "
+                                "many draws (%d examples written to %s so far): widen the length range",
+                                o->min_len, o->max_len, i, SPLIT_FILES[s]);
+                break;
+            }
             int v = listops_eval(tok, n, NULL);
             long sl = listops_to_string(tok, n, str, scap);
             if (v < 0 || sl < 0) {

@@ -59,7 +59,8 @@ typedef struct ListopsGen {
 
 void listops_gen_init(ListopsGen *g, const ListopsGenOptions *o);
 /* Draw trees until one has min_len < tokens < max_len; writes it to buf (cap >= max_len)
- * and returns its length. */
+ * and returns its length, or 0 when LISTOPS_MAX_DRAWS draws in a row failed. */
+#define LISTOPS_MAX_DRAWS 10000000L
 size_t listops_gen_next(ListopsGen *g, uint32_t *buf, size_t cap);
 
 /* Generate the three splits into out_dir/basic_{train,val,test}.tsv (header
