@@ -135,59 +135,58 @@ out:
 
 /* ---------------------------------------------------------------- LRA string form */
 
-typedef struct StrOut {
-    char *p;
-    size_t len, cap;
-    int overflow;
-} StrOut;
-
-static void put(StrOut *o, const char *s) {
-    size_t n = strlen(s);
-    if (o->len + n + 1 > o->cap) { o->overflow = 1; return; }
-    memcpy(o->p + o->len, s, n);
-    o->len += n;
-    o->p[o->len] = 0;
-}
-
-/* Emit the expression starting at tok[*i] (validated input), LRA's to_string. */
-static void emit(const uint32_t *tok, size_t n, size_t *i, StrOut *o) {
-    uint32_t t = tok[(*i)++];
-    if (t >= LISTOPS_DIGIT0) {
-        char d[2] = {(char)('0' + (t - LISTOPS_DIGIT0)), 0};
-        put(o, d);
-        return;
-    }
-    /* count the direct arguments */
-    int k = 0, level = 0;
-    for (size_t j = *i; j < n; j++) {
-        uint32_t u = tok[j];
-        if (u == LISTOPS_END) {
-            if (level == 0) break;
-            level--;
-        } else {
-            if (level == 0) k++;
-            if (u <= LISTOPS_SM) level++;
-        }
-    }
-    for (int a = 0; a <= k; a++) put(o, "( ");
-    put(o, OP_NAMES[t]);
-    for (int a = 0; a < k; a++) {
-        put(o, " ");
-        emit(tok, n, i, o);
-        put(o, " )");
-    }
-    (*i)++; /* ']' */
-    put(o, " ] )");
-}
-
+/* One pass to count each operator's arguments, one to write LRA's to_string: an
+ * operator with k arguments is "( " x (k+1), "[OP", then " ARG )" per argument and
+ * " ] )"; e.g. [MAX 2 9 ] -> "( ( ( [MAX 2 ) 9 ) ] )". */
 long listops_to_string(const uint32_t *tok, size_t n, char *out, size_t cap) {
     if (cap == 0) return -1;
     if (listops_eval(tok, n, NULL) < 0) return -1;
-    StrOut o = {out, 0, cap, 0};
+    uint32_t *nargs = xmalloc((n ? n : 1) * sizeof *nargs), *stack = xmalloc((n ? n : 1) * sizeof *stack);
+    size_t sp = 0, len = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (tok[i] == LISTOPS_END) {
+            sp--;
+            continue;
+        }
+        if (sp > 0) nargs[stack[sp - 1]]++;
+        if (tok[i] <= LISTOPS_SM) {
+            nargs[i] = 0;
+            stack[sp++] = (uint32_t)i;
+        }
+    }
+#define PUT(str, l)                                     \
+    do {                                                \
+        if (len + (l) + 1 > cap) goto overflow;         \
+        memcpy(out + len, (str), (l));                  \
+        len += (l);                                     \
+    } while (0)
+    sp = 0;
+    for (size_t i = 0; i < n; i++) {
+        uint32_t t = tok[i];
+        if (t == LISTOPS_END) {
+            PUT(" ] )", 4);
+            if (--sp > 0) PUT(" )", 2);
+        } else if (t <= LISTOPS_SM) {
+            if (sp > 0) PUT(" ", 1);
+            for (uint32_t a = 0; a <= nargs[i]; a++) PUT("( ", 2);
+            PUT(OP_NAMES[t], strlen(OP_NAMES[t]));
+            sp++;
+        } else {
+            char d[4] = {' ', (char)('0' + (t - LISTOPS_DIGIT0)), ' ', ')'};
+            if (sp > 0) PUT(d, 4);
+            else PUT(d + 1, 1);
+        }
+    }
+#undef PUT
+    out[len] = 0;
+    free(nargs);
+    free(stack);
+    return (long)len;
+overflow:
     out[0] = 0;
-    size_t i = 0;
-    emit(tok, n, &i, &o);
-    return o.overflow ? -1 : (long)o.len;
+    free(nargs);
+    free(stack);
+    return -1;
 }
 
 /* ---------------------------------------------------------------- generator */
