@@ -13,7 +13,8 @@
  *     matrix shapes replayed alone in the same run, and the share of the step spent outside
  *     matrix products.
  *   gmabench all [--json FILE]: both with their defaults.
- * Common: --json FILE, --device cpu|cuda, --threads N. */
+ * Common: --json FILE, --device cpu|cuda, --threads N, --set key=value (any config key,
+ * e.g. performer.features=64 or linformer.k=128; repeatable). */
 #include <cjson/cJSON.h>
 #include <stdlib.h>
 #include <string.h>
@@ -33,6 +34,8 @@ typedef struct Opts {
     double max_seconds, max_mem_gib;
     const char *json, *device;
     int threads;
+    const char *sets[16]; /* --set key=value, applied to every benchmarked config */
+    int n_sets;
 } Opts;
 
 static int parse_list(const char *s, int *out, int cap) {
@@ -84,6 +87,8 @@ static Config bench_config(const Opts *o, const char *mixer, int N) {
     c.model.causal = o->causal;
     snprintf(c.model.mixer[0], sizeof c.model.mixer[0], "%s", mixer);
     c.model.n_mixer = 1;
+    for (int i = 0; i < o->n_sets; i++)
+        if (cfg_set(&c, o->sets[i]) != 0) fprintf(stderr, "gmabench: %s\n", gma_error());
     return c;
 }
 
@@ -187,7 +192,9 @@ static void bench_mixers(const Opts *o, cJSON *out) {
             double est = estimate_bytes(o, names[k], N);
             MixResult r = {0};
             const char *why = NULL;
-            if (est > o->max_mem_gib * 1073741824.0) why = "skipped: memory";
+            const MixerVT *vt = mixer_find(names[k]);
+            if (o->causal ? !vt->causal_ok : !vt->bidir_ok) why = o->causal ? "n/a: not causal" : "n/a: causal only";
+            else if (est > o->max_mem_gib * 1073741824.0) why = "skipped: memory";
             else if (last_time[k] * 4.5 > o->max_seconds) why = "skipped: time";
             else r = run_mixer_point(o, names[k], N);
             if (!why && !r.ok) why = "failed";
@@ -357,7 +364,7 @@ static void bench_model(const Opts *o, cJSON *out) {
 static void usage(FILE *f) {
     fprintf(f, "usage: gmabench mixer|model|all [options]   (see the comment at the top of src/cli/gmabench.c)\n"
                "  --mixers a,b  --seq 512,1K,...  --D --H --Kc --B --bidir --repeat --max-seconds --max-mem-gib\n"
-               "  --L --V --T --steps  --json FILE  --device cpu|cuda  --threads N\n");
+               "  --L --V --T --steps  --json FILE  --device cpu|cuda  --threads N  --set key=value (repeatable)\n");
 }
 
 int main(int argc, char **argv) {
@@ -405,6 +412,7 @@ int main(int argc, char **argv) {
         else if (!strcmp(a, "--json") && nx) o.json = argv[++i];
         else if (!strcmp(a, "--device") && nx) o.device = argv[++i];
         else if (!strcmp(a, "--threads") && nx) o.threads = atoi(argv[++i]);
+        else if (!strcmp(a, "--set") && nx && o.n_sets < 16) o.sets[o.n_sets++] = argv[++i];
         else {
             fprintf(stderr, "gmabench: unknown or incomplete option \"%s\"\n", a);
             return 2;
