@@ -17,10 +17,11 @@
 #include <string.h>
 
 #include "ops/cpu/cpu.h"
+#include "ops/cpu/cpu_exp.h"
 
 #define SCAN_CW 32
 
-static inline real sigm(real x) { return 1 / (1 + exp(-x)); }
+static inline real sigm(real x) { return 1 / (1 + rexp(-x)); }
 
 void cpu_silu_forward(real *out, const real *x, size_t n) {
 #pragma omp parallel for schedule(static)
@@ -102,7 +103,7 @@ void cpu_scan_forward(real *y, real *hck, const real *u, const real *dt, const r
     for (int b = 0; b < B; b++)
         for (int g = 0; g < G; g++) {
             int c0 = g * SCAN_CW, cw = GMA_MIN(SCAN_CW, E - c0);
-            real *h = cpu_workspace(1, 2 * (size_t)cw * S), *A = h + (size_t)cw * S;
+            real *h = cpu_workspace(1, 2 * (size_t)cw * S + S), *A = h + (size_t)cw * S, *ea = A + (size_t)cw * S;
             for (int i = 0; i < cw * S; i++) A[i] = -exp(A_log[(size_t)c0 * S + i]), h[i] = 0;
             for (int t = 0; t < N; t++) {
                 if (t % chunk == 0)
@@ -114,8 +115,9 @@ void cpu_scan_forward(real *y, real *hck, const real *u, const real *dt, const r
                     real dtc = dtt[c], xb = dtc * ut[c], acc = 0;
                     real *hc = h + (size_t)c * S;
                     const real *Ac = A + (size_t)c * S;
+                    vexp_mul(ea, Ac, dtc, S);
                     for (int s = 0; s < S; s++) {
-                        real hs = exp(dtc * Ac[s]) * hc[s] + xb * Bt[s];
+                        real hs = ea[s] * hc[s] + xb * Bt[s];
                         hc[s] = hs;
                         acc += Ct[s] * hs;
                     }
@@ -146,8 +148,9 @@ void cpu_scan_backward(real *du, real *ddt, real *dBm, real *dCm, real *dA_log, 
         for (int g = 0; g < G; g++) {
             int c0 = g * SCAN_CW, cw = GMA_MIN(SCAN_CW, E - c0);
             size_t cs = (size_t)cw * S;
-            real *hbuf = cpu_workspace(1, (size_t)(chunk + 1) * cs + 2 * cs), *A = hbuf + (size_t)(chunk + 1) * cs;
-            real *dh = A + cs;
+            /* hbuf: states h_{t0-1} .. h_{t0+L-1}; abuf: exp(dt A) of each step of the chunk */
+            real *hbuf = cpu_workspace(1, (size_t)(2 * chunk + 1) * cs + 2 * cs), *abuf = hbuf + (size_t)(chunk + 1) * cs;
+            real *A = abuf + (size_t)chunk * cs, *dh = A + cs;
             for (size_t i = 0; i < cs; i++) A[i] = -exp(A_log[(size_t)c0 * S + i]), dh[i] = 0;
             real *dBg = dBp + (size_t)g * nbs, *dCg = dCp + (size_t)g * nbs;
             real *dAb = dAp + ((size_t)b * E + c0) * S, *dDb = dDp + (size_t)b * E + c0;
@@ -158,11 +161,11 @@ void cpu_scan_backward(real *du, real *ddt, real *dBm, real *dCm, real *dA_log, 
                     size_t row = (size_t)b * N + t0 + l;
                     const real *ut = u + row * E + c0, *dtt = dt + row * E + c0, *Bt = Bm + row * S;
                     const real *hp = hbuf + (size_t)l * cs;
-                    real *hn = hbuf + (size_t)(l + 1) * cs;
+                    real *hn = hbuf + (size_t)(l + 1) * cs, *al = abuf + (size_t)l * cs;
                     for (int c = 0; c < cw; c++) {
-                        real dtc = dtt[c], xb = dtc * ut[c];
-                        for (int s = 0; s < S; s++)
-                            hn[(size_t)c * S + s] = exp(dtc * A[(size_t)c * S + s]) * hp[(size_t)c * S + s] + xb * Bt[s];
+                        real dtc = dtt[c], xb = dtc * ut[c], *ac = al + (size_t)c * S;
+                        vexp_mul(ac, A + (size_t)c * S, dtc, S);
+                        for (int s = 0; s < S; s++) hn[(size_t)c * S + s] = ac[s] * hp[(size_t)c * S + s] + xb * Bt[s];
                     }
                 }
                 for (int l = L - 1; l >= 0; l--) {
@@ -176,11 +179,12 @@ void cpu_scan_backward(real *du, real *ddt, real *dBm, real *dCm, real *dA_log, 
                         real du_acc = gc * Dskip[c0 + c], ddt_acc = 0;
                         dDb[c] += gc * x;
                         const real *Ac = A + (size_t)c * S, *hpc = hp + (size_t)c * S, *hnc = hn + (size_t)c * S;
+                        const real *ac = abuf + (size_t)l * cs + (size_t)c * S;
                         real *dhc = dh + (size_t)c * S, *dAc = dAb + (size_t)c * S;
                         for (int s = 0; s < S; s++) {
                             dCt[s] += gc * hnc[s];
                             real dhs = dhc[s] + gc * Ct[s];
-                            real a = exp(dtc * Ac[s]);
+                            real a = ac[s];
                             ddt_acc += dhs * (hpc[s] * a * Ac[s] + Bt[s] * x);
                             dAc[s] += dhs * hpc[s] * a * dtc;
                             dBt[s] += dhs * dtc * x;
