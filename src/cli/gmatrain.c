@@ -92,6 +92,14 @@ int main(int argc, char **argv) {
     char run_dir[2048];
     if (out) snprintf(run_dir, sizeof run_dir, "%s", out);
     else if (cfg.out_dir[0]) snprintf(run_dir, sizeof run_dir, "%s", cfg.out_dir);
+    else if (resume) { /* continue in the run the checkpoint belongs to */
+        char dir[2048];
+        if (ckpt_resolve(resume, dir, sizeof dir) != 0) return fail(2);
+        char *slash = strrchr(dir, '/');
+        if (slash) *slash = 0;
+        else snprintf(dir, sizeof dir, ".");
+        snprintf(run_dir, sizeof run_dir, "%s", dir);
+    }
     else snprintf(run_dir, sizeof run_dir, "runs/%s", cfg.name);
     char probe[2100];
     snprintf(probe, sizeof probe, "%s/latest", run_dir);
