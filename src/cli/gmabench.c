@@ -371,7 +371,7 @@ int main(int argc, char **argv) {
         fprintf(stderr, "gmabench: unknown benchmark \"%s\" (mixer, model or all)\n", what);
         return 2;
     }
-    Opts o = {.D = 256, .H = 4, .Kc = 64, .B = 1, .causal = 1, .repeat = 3, .L = 4, .V = 8192, .T = 256, .steps = 5,
+    Opts o = {.D = 256, .H = 4, .Kc = 64, .B = 0, .causal = 1, .repeat = 3, .L = 4, .V = 8192, .T = 256, .steps = 5,
               .max_seconds = 60, .max_mem_gib = 12, .threads = -1};
     snprintf(o.mixers, sizeof o.mixers, "gma,sdpa");
     int mixers_set = 0;
@@ -437,8 +437,13 @@ int main(int argc, char **argv) {
     cJSON *out = cJSON_CreateObject();
     cJSON_AddStringToObject(out, "backend", g_ops->name);
     cJSON_AddNumberToObject(out, "cores", (double)ncpu);
-    if (!strcmp(what, "mixer") || !strcmp(what, "all")) bench_mixers(&o, out);
+    int B_given = o.B;
+    if (!strcmp(what, "mixer") || !strcmp(what, "all")) {
+        o.B = B_given ? B_given : 1;
+        bench_mixers(&o, out);
+    }
     if (!strcmp(what, "model") || !strcmp(what, "all")) {
+        o.B = B_given ? B_given : 4;
         g_ops = &g_prof;
         bench_model(&o, out);
         g_ops = g_inner;

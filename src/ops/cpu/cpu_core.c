@@ -106,7 +106,7 @@ static void cpu_adamw(real *p, const real *g, real *m, real *v, size_t n, real l
         real mi = m[i] = b1 * m[i] + (1 - b1) * g[i];
         real vi = v[i] = b2 * v[i] + (1 - b2) * g[i] * g[i];
         real mh = mi / bc1, vh = vi / bc2;
-        p[i] -= lr * (mh / (sqrt(vh) + eps) + wd * p[i]);
+        p[i] -= lr * (mh / (rsqrt_(vh) + eps) + wd * p[i]);
     }
 }
 
