@@ -95,8 +95,8 @@ build/f64/%.o: src/%.c
 	$(CC) $(CFLAGS) -DGMA_DOUBLE -c $< -o $@
 
 bin/%: src/cli/%.c build/libgma.a
-	@mkdir -p $(@D)
-	$(CC) $(CFLAGS) $< build/libgma.a $(LDLIBS) -o $@
+	@mkdir -p $(@D) build/cli
+	$(CC) $(CFLAGS) -MF build/cli/$*.d $< build/libgma.a $(LDLIBS) -o $@
 
 build/tests/testutil32.o: tests/testutil.c
 	@mkdir -p $(@D)

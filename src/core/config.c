@@ -107,7 +107,7 @@ static const CfgKey g_schema[] = {
      "recall: the embedded associative-recall generator; shards: token shards in data.path."},
     {"data.path", T_STR, O(data.path), S(data.path), "", 0, 0, NULL, "Directory with train.bin/valid.bin/test.bin (+ meta.json)."},
     {"data.recall_vocab", T_INT, O(data.recall_vocab), 0, "64", 8, 1000000, NULL, "Recall task: vocabulary (half keys, half values, minus 2 specials)."},
-    {"data.recall_pairs", T_INT, O(data.recall_pairs), 0, "8", 1, 1000000, NULL, "Recall task: key-value pairs per sequence."},
+    {"data.recall_pairs", T_INT, O(data.recall_pairs), 0, "8", 1, 4096, NULL, "Recall task: key-value pairs per sequence."},
     {"data.recall_queries", T_INT, O(data.recall_queries), 0, "0", 0, 1000000, NULL, "Recall task: queried keys (0 = as many as fit)."},
     {"data.recall_valid", T_INT, O(data.recall_valid), 0, "256", 1, 100000000, NULL, "Recall task: validation sequences."},
     {"data.recall_test", T_INT, O(data.recall_test), 0, "256", 1, 100000000, NULL, "Recall task: test sequences."},

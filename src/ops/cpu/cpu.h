@@ -3,6 +3,9 @@
 #define GMA_OPS_CPU_H
 #include "ops/ops.h"
 
+/* Run a loop in parallel only when it has enough elements to repay the fork/join. */
+#define PAR_WORTH(work) ((work) >= 32768)
+
 /* A per-thread work buffer (slots 0..3), grown on demand and kept for later calls. */
 real *cpu_workspace(int slot, size_t n);
 

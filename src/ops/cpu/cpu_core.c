@@ -40,7 +40,7 @@ void cpu_matmul(real *C, const real *A, const real *B, int M, int N, int K, int 
 static void cpu_matmul_strided(real *C, const real *A, const real *B, int M, int N, int K, int ta, int tb, real alpha,
                                real beta, int batch, size_t sA, size_t sB, size_t sC) {
     if (batch >= 2 * omp_get_max_threads() || (size_t)M * N * K < 262144) {
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (PAR_WORTH((size_t)batch * M * N * K / 8))
         for (int i = 0; i < batch; i++) cpu_matmul(C + i * sC, A + i * sA, B + i * sB, M, N, K, ta, tb, alpha, beta);
     } else {
         for (int i = 0; i < batch; i++) cpu_matmul(C + i * sC, A + i * sA, B + i * sB, M, N, K, ta, tb, alpha, beta);
@@ -48,13 +48,13 @@ static void cpu_matmul_strided(real *C, const real *A, const real *B, int M, int
 }
 
 static void cpu_bias_forward(real *out, const real *bias, int R, int C) {
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (PAR_WORTH((size_t)R * (size_t)C))
     for (int r = 0; r < R; r++)
         for (int c = 0; c < C; c++) out[(size_t)r * C + c] += bias[c];
 }
 
 static void cpu_bias_backward(real *dbias, const real *dout, int R, int C) {
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (PAR_WORTH((size_t)R * (size_t)C))
     for (int c = 0; c < C; c++) {
         double s = 0;
         for (int r = 0; r < R; r++) s += dout[(size_t)r * C + c];
@@ -63,15 +63,15 @@ static void cpu_bias_backward(real *dbias, const real *dout, int R, int C) {
 }
 
 static void cpu_add(real *out, const real *a, const real *b, size_t n) {
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (PAR_WORTH((size_t)n))
     for (size_t i = 0; i < n; i++) out[i] = a[i] + b[i];
 }
 static void cpu_axpy(real *y, real alpha, const real *x, size_t n) {
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (PAR_WORTH((size_t)n))
     for (size_t i = 0; i < n; i++) y[i] += alpha * x[i];
 }
 static void cpu_scale(real *x, real s, size_t n) {
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (PAR_WORTH((size_t)n))
     for (size_t i = 0; i < n; i++) x[i] *= s;
 }
 
@@ -79,7 +79,7 @@ static void cpu_scale(real *x, real s, size_t n) {
 static double block_reduce(const real *x, size_t n, int sq) {
     double part[RBLOCKS];
     size_t per = (n + RBLOCKS - 1) / RBLOCKS;
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (PAR_WORTH((size_t)n))
     for (int b = 0; b < RBLOCKS; b++) {
         size_t lo = b * per, hi = GMA_MIN(n, lo + per);
         double s = 0;
@@ -94,14 +94,14 @@ static double cpu_sumsq(const real *x, size_t n) { return block_reduce(x, n, 1);
 static double cpu_sum(const real *x, size_t n) { return block_reduce(x, n, 0); }
 static int cpu_nonfinite(const real *x, size_t n) {
     int bad = 0;
-#pragma omp parallel for schedule(static) reduction(| : bad)
+#pragma omp parallel for schedule(static) reduction(| : bad) if (PAR_WORTH(n))
     for (size_t i = 0; i < n; i++) bad |= !isfinite(x[i]);
     return bad;
 }
 
 static void cpu_adamw(real *p, const real *g, real *m, real *v, size_t n, real lr, real b1, real b2, real eps, real wd,
                       real bc1, real bc2) {
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (PAR_WORTH((size_t)n))
     for (size_t i = 0; i < n; i++) {
         real mi = m[i] = b1 * m[i] + (1 - b1) * g[i];
         real vi = v[i] = b2 * v[i] + (1 - b2) * g[i] * g[i];
@@ -111,7 +111,7 @@ static void cpu_adamw(real *p, const real *g, real *m, real *v, size_t n, real l
 }
 
 static void cpu_sgd(real *p, const real *g, real *mom, size_t n, real lr, real momentum, real wd) {
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (PAR_WORTH((size_t)n))
     for (size_t i = 0; i < n; i++) {
         real gi = g[i] + wd * p[i];
         if (momentum > 0) gi = mom[i] = momentum * mom[i] + gi;

@@ -45,7 +45,7 @@ void cpu_gma_route_forward(real *gamma, const real *x, const real *mu, const rea
     real *pre = cpu_workspace(1, (size_t)Hp * Kc * (2 * d + 1));
     real *P = pre, *M = P + (size_t)Hp * Kc * d, *cst = M + (size_t)Hp * Kc * d;
     prep(P, M, cst, mu, var_raw, prior, Hp, d, Kc, var_floor);
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (PAR_WORTH((size_t)B * (size_t)H * (size_t)N * (size_t)Kc * (size_t)d))
     for (int bh = 0; bh < B * H; bh++) {
         int hp = shared ? 0 : bh % H;
         const real *xb = x + (size_t)bh * N * d;
@@ -79,7 +79,7 @@ void cpu_gma_route_backward(real *dx, real *dmu, real *dvar_raw, real *dprior, c
     real *P = pre, *M = P + (size_t)Hp * Kc * d, *cst = M + (size_t)Hp * Kc * d;
     real *acc = pre + (size_t)Hp * per;
     prep(P, M, cst, mu, var_raw, prior, Hp, d, Kc, var_floor);
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (PAR_WORTH((size_t)B * (size_t)H * (size_t)N * (size_t)Kc * (size_t)d))
     for (int bh = 0; bh < B * H; bh++) {
         int hp = shared ? 0 : bh % H;
         const real *xb = x + (size_t)bh * N * d, *g = gamma + (size_t)bh * N * Kc, *dg = dgamma + (size_t)bh * N * Kc;
@@ -106,7 +106,7 @@ void cpu_gma_route_backward(real *dx, real *dmu, real *dvar_raw, real *dprior, c
             for (int k = 0; k < Kc; k++) dc[k] += dl[(size_t)i * Kc + k];
     }
     /* reduce the pairs of each parameter set in a fixed order, then chain to mu, var_raw, prior */
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (PAR_WORTH((size_t)B * (size_t)H * (size_t)N * (size_t)Kc * (size_t)d))
     for (int hp = 0; hp < Hp; hp++) {
         real *dP = cpu_workspace(0, per), *dM = dP + (size_t)Kc * d, *dc = dM + (size_t)Kc * d;
         memset(dP, 0, sizeof(real) * per);

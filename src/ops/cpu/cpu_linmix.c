@@ -32,7 +32,7 @@ static void colsum_acc(real *z, const real *X, int R, int F) {
 void cpu_linmix_forward(real *out, real *den, real *state, const real *phq, const real *phk, const real *v, int BH,
                         int N, int F, int d, int causal, int chunk, real eps) {
     size_t nc = n_chunks(N, causal, chunk), st = (size_t)F * d + F;
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (PAR_WORTH((size_t)BH * (size_t)N * (size_t)F * (size_t)d))
     for (int h = 0; h < BH; h++) {
         const real *q = phq + (size_t)h * N * F, *k = phk + (size_t)h * N * F, *vv = v + (size_t)h * N * d;
         real *o = out + (size_t)h * N * d, *dn = den + (size_t)h * N;
@@ -88,7 +88,7 @@ void cpu_linmix_backward(real *dphq, real *dphk, real *dv, const real *dout, con
                          int d, int causal, int chunk) {
     size_t nc = n_chunks(N, causal, chunk), st = (size_t)F * d + F;
     int C = causal ? chunk : N;
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (PAR_WORTH((size_t)BH * (size_t)N * (size_t)F * (size_t)d))
     for (int h = 0; h < BH; h++) {
         const real *q = phq + (size_t)h * N * F, *k = phk + (size_t)h * N * F, *vv = v + (size_t)h * N * d;
         const real *o = out + (size_t)h * N * d, *dn = den + (size_t)h * N, *go = dout + (size_t)h * N * d;

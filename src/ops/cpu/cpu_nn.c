@@ -8,7 +8,7 @@
 #define GELU_K 0.7978845608028654 /* sqrt(2/pi) */
 
 void cpu_gelu_forward(real *out, const real *x, size_t n) {
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (PAR_WORTH((size_t)n))
     for (size_t i = 0; i < n; i++) {
         real u = x[i];
         out[i] = (real)0.5 * u * (1 + tanh(GELU_K * (u + (real)0.044715 * u * u * u)));
@@ -16,7 +16,7 @@ void cpu_gelu_forward(real *out, const real *x, size_t n) {
 }
 
 void cpu_gelu_backward(real *dx, const real *dout, const real *x, size_t n) {
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (PAR_WORTH((size_t)n))
     for (size_t i = 0; i < n; i++) {
         real u = x[i];
         real a = GELU_K * (u + (real)0.044715 * u * u * u);
@@ -28,7 +28,7 @@ void cpu_gelu_backward(real *dx, const real *dout, const real *x, size_t n) {
 }
 
 void cpu_layernorm_forward(real *out, real *mean, real *rstd, const real *x, const real *w, const real *b, int R, int C) {
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (PAR_WORTH((size_t)R * (size_t)C))
     for (int r = 0; r < R; r++) {
         const real *xr = x + (size_t)r * C;
         real *o = out + (size_t)r * C;
@@ -47,7 +47,7 @@ void cpu_layernorm_forward(real *out, real *mean, real *rstd, const real *x, con
 
 void cpu_layernorm_backward(real *dx, real *dw, real *db, const real *dout, const real *x, const real *w,
                             const real *mean, const real *rstd, int R, int C) {
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (PAR_WORTH((size_t)R * (size_t)C))
     for (int r = 0; r < R; r++) {
         const real *xr = x + (size_t)r * C, *dr = dout + (size_t)r * C;
         real *dxr = dx + (size_t)r * C;
@@ -67,7 +67,7 @@ void cpu_layernorm_backward(real *dx, real *dw, real *db, const real *dout, cons
             dxr[c] += s * (dn - (real)a - n * (real)bsum);
         }
     }
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (PAR_WORTH((size_t)R * (size_t)C))
     for (int c = 0; c < C; c++) {
         double gw = 0, gb = 0;
         for (int r = 0; r < R; r++) {
@@ -81,7 +81,7 @@ void cpu_layernorm_backward(real *dx, real *dw, real *db, const real *dout, cons
 }
 
 void cpu_embed_forward(real *out, const int32_t *tok, const real *wte, const real *wpe, int B, int T, int C) {
-#pragma omp parallel for collapse(2) schedule(static)
+#pragma omp parallel for collapse(2) schedule(static) if (PAR_WORTH((size_t)B * T * C))
     for (int b = 0; b < B; b++)
         for (int t = 0; t < T; t++) {
             real *o = out + ((size_t)b * T + t) * C;
@@ -98,7 +98,7 @@ void cpu_embed_forward(real *out, const int32_t *tok, const real *wte, const rea
 void cpu_embed_backward(real *dwte, real *dwpe, const real *dout, const int32_t *tok, int B, int T, int C) {
     /* parallel over channels: every thread owns a slice of columns, so no two threads
      * write the same element and the order of additions is fixed */
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (PAR_WORTH((size_t)B * (size_t)T * (size_t)C))
     for (int c = 0; c < C; c++) {
         for (int b = 0; b < B; b++)
             for (int t = 0; t < T; t++) {
@@ -110,7 +110,7 @@ void cpu_embed_backward(real *dwte, real *dwpe, const real *dout, const int32_t 
 }
 
 void cpu_xent_forward(real *loss, real *valid, const real *logits, const int32_t *target, int R, int V) {
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (PAR_WORTH((size_t)R * (size_t)V))
     for (int r = 0; r < R; r++) {
         if (target[r] < 0) {
             loss[r] = 0;
@@ -128,7 +128,7 @@ void cpu_xent_forward(real *loss, real *valid, const real *logits, const int32_t
 }
 
 void cpu_xent_backward(real *dl, const int32_t *target, int R, int V, real scale) {
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (PAR_WORTH((size_t)R * (size_t)V))
     for (int r = 0; r < R; r++) {
         real *l = dl + (size_t)r * V;
         if (target[r] < 0) {
@@ -146,7 +146,7 @@ void cpu_xent_backward(real *dl, const int32_t *target, int R, int V, real scale
 }
 
 void cpu_argmax_rows(int32_t *out, const real *x, int R, int V) {
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (PAR_WORTH((size_t)R * (size_t)V))
     for (int r = 0; r < R; r++) {
         const real *l = x + (size_t)r * V;
         int best = 0;
@@ -157,7 +157,7 @@ void cpu_argmax_rows(int32_t *out, const real *x, int R, int V) {
 }
 
 void cpu_split_heads(real *xh, const real *x, int B, int N, int H, int d) {
-#pragma omp parallel for collapse(2) schedule(static)
+#pragma omp parallel for collapse(2) schedule(static) if (PAR_WORTH((size_t)B * N * H * d))
     for (int b = 0; b < B; b++)
         for (int h = 0; h < H; h++)
             for (int n = 0; n < N; n++)
@@ -166,7 +166,7 @@ void cpu_split_heads(real *xh, const real *x, int B, int N, int H, int d) {
 }
 
 void cpu_merge_heads(real *x, const real *xh, int B, int N, int H, int d) {
-#pragma omp parallel for collapse(2) schedule(static)
+#pragma omp parallel for collapse(2) schedule(static) if (PAR_WORTH((size_t)B * N * H * d))
     for (int b = 0; b < B; b++)
         for (int h = 0; h < H; h++)
             for (int n = 0; n < N; n++)
@@ -175,7 +175,7 @@ void cpu_merge_heads(real *x, const real *xh, int B, int N, int H, int d) {
 }
 
 void cpu_softmax_rows(real *x, int R, int C, real scale, const real *colbias) {
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (PAR_WORTH((size_t)R * (size_t)C))
     for (int r = 0; r < R; r++) {
         real *row = x + (size_t)r * C;
         real mx = -INFINITY;
@@ -195,7 +195,7 @@ void cpu_softmax_rows(real *x, int R, int C, real scale, const real *colbias) {
 }
 
 void cpu_softmax_rows_backward(real *dy, const real *y, int R, int C) {
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (PAR_WORTH((size_t)R * (size_t)C))
     for (int r = 0; r < R; r++) {
         real *g = dy + (size_t)r * C;
         const real *p = y + (size_t)r * C;

@@ -1,0 +1,110 @@
+/* gmatrain.c: command line of the trainer: parse arguments, resolve the configuration,
+ * choose the run directory and backend, then hand over to trainer_run(). */
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "core/config.h"
+#include "model/checkpoint.h"
+#include "ops/ops.h"
+#include "train/trainer.h"
+
+static void usage(FILE *f) {
+    fprintf(f,
+            "usage: gmatrain --config FILE [--set key=value ...] [--resume [DIR]] [--out DIR]\n"
+            "                [--device cpu|cuda] [--threads N] [--quiet]\n"
+            "       gmatrain --resume DIR [--set key=value ...]   (config taken from the checkpoint)\n"
+            "       gmatrain --config-reference                    (Markdown table of every config key)\n"
+            "Trains the model a JSON config describes; writes RUN/config.json, metrics.jsonl,\n"
+            "checkpoints (RUN/ckpt_<step>, RUN/latest) and summary.json. RUN = --out, else\n"
+            "out_dir, else runs/<name>. Exit codes: 0 done, 1 error, 2 bad input,\n"
+            "3 stopped on non-finite losses, 130 interrupted (checkpoint written).\n");
+}
+
+static int fail(int code) {
+    fprintf(stderr, "gmatrain: %s\n", gma_error());
+    return code;
+}
+
+int main(int argc, char **argv) {
+    const char *config = NULL, *out = NULL, *device = NULL, *resume = NULL;
+    const char *sets[256];
+    int n_sets = 0, want_resume = 0, quiet = 0, threads = -1;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        int has_next = i + 1 < argc;
+        if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+            usage(stdout);
+            return 0;
+        } else if (!strcmp(a, "--config-reference")) {
+            cfg_print_reference(stdout);
+            return 0;
+        } else if (!strcmp(a, "--config") && has_next) config = argv[++i];
+        else if (!strcmp(a, "--set") && has_next) {
+            if (n_sets == 256) {
+                fprintf(stderr, "gmatrain: too many --set options\n");
+                return 2;
+            }
+            sets[n_sets++] = argv[++i];
+        } else if (!strcmp(a, "--out") && has_next) out = argv[++i];
+        else if (!strcmp(a, "--device") && has_next) device = argv[++i];
+        else if (!strcmp(a, "--threads") && has_next) {
+            char *end;
+            threads = (int)strtol(argv[++i], &end, 10);
+            if (*end || threads < 0) {
+                fprintf(stderr, "gmatrain: --threads: \"%s\" is not a non-negative integer\n", argv[i]);
+                return 2;
+            }
+        } else if (!strcmp(a, "--quiet")) quiet = 1;
+        else if (!strcmp(a, "--resume")) {
+            want_resume = 1;
+            if (has_next && strncmp(argv[i + 1], "--", 2)) resume = argv[++i];
+        } else {
+            fprintf(stderr, "gmatrain: unknown or incomplete option \"%s\" (see --help)\n", a);
+            return 2;
+        }
+    }
+    if (!config && !resume) {
+        usage(stderr);
+        return 2;
+    }
+    Config cfg;
+    cfg_defaults(&cfg);
+    char ckdir[2048] = "";
+    if (config) {
+        if (cfg_load_file(&cfg, config) != 0) return fail(2);
+    } else {
+        if (ckpt_resolve(resume, ckdir, sizeof ckdir) != 0 || ckpt_read_config(ckdir, &cfg) != 0) return fail(2);
+    }
+    for (int i = 0; i < n_sets; i++)
+        if (cfg_set(&cfg, sets[i]) != 0) return fail(2);
+    if (device) {
+        char s[64];
+        snprintf(s, sizeof s, "device=%s", device);
+        if (cfg_set(&cfg, s) != 0) return fail(2);
+    }
+    if (threads >= 0) cfg.threads = threads;
+    if (cfg_validate(&cfg) != 0) {
+        fprintf(stderr, "gmatrain: %s: %s\n", config ? config : ckdir, gma_error());
+        return 2;
+    }
+    char run_dir[2048];
+    if (out) snprintf(run_dir, sizeof run_dir, "%s", out);
+    else if (cfg.out_dir[0]) snprintf(run_dir, sizeof run_dir, "%s", cfg.out_dir);
+    else snprintf(run_dir, sizeof run_dir, "runs/%s", cfg.name);
+    char probe[2100];
+    snprintf(probe, sizeof probe, "%s/latest", run_dir);
+    if (!want_resume && (gma_path_exists(probe) || access(probe, F_OK) == 0)) {
+        fprintf(stderr,
+                "gmatrain: %s already holds checkpoints; pass --resume to continue it, or --out / name for a new run\n",
+                run_dir);
+        return 2;
+    }
+    if (want_resume && !resume) resume = run_dir;
+    if (ops_select(cfg.device) != 0) return fail(2);
+    ops_set_threads(cfg.threads);
+    TrainerOptions o = {.run_dir = run_dir, .resume_dir = resume, .progress_tty = isatty(2), .quiet = quiet};
+    int rc = trainer_run(&cfg, &o);
+    if (rc != 0 && rc != 130) return fail(rc);
+    return rc;
+}

@@ -1,0 +1,157 @@
+/* lmdata.c: training and evaluation batches from the recall task or token shards. */
+#include "data/lmdata.h"
+
+#include <cjson/cJSON.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/common.h"
+
+static const char *g_split_names[3] = {"train", "valid", "test"};
+
+int lmdata_split_index(const char *name) {
+    for (int i = 0; i < 3; i++)
+        if (!strcmp(name, g_split_names[i])) return i;
+    if (!strcmp(name, "val") || !strcmp(name, "validation")) return SPLIT_VALID;
+    return -1;
+}
+
+static void read_meta(LmData *d, const char *dir) {
+    char path[2100];
+    snprintf(path, sizeof path, "%s/meta.json", dir);
+    char *text = gma_read_file(path, NULL);
+    if (!text) {
+        gma_error_clear();
+        return;
+    }
+    cJSON *j = cJSON_Parse(text);
+    free(text);
+    const cJSON *splits = cJSON_GetObjectItemCaseSensitive(j, "splits");
+    for (int s = 0; s < 3 && splits; s++) {
+        const cJSON *e = cJSON_GetObjectItemCaseSensitive(splits, g_split_names[s]);
+        const cJSON *w = cJSON_GetObjectItemCaseSensitive(e, "words");
+        if (cJSON_IsNumber(w)) d->words[s] = w->valuedouble;
+    }
+    cJSON_Delete(j);
+}
+
+int lmdata_open(LmData *d, const Config *c) {
+    memset(d, 0, sizeof *d);
+    d->eval_stride = c->data.eval_stride;
+    if (!strcmp(c->data.source, "recall")) {
+        d->is_recall = 1;
+        if (recall_init(&d->recall, c->data.recall_vocab, c->data.recall_pairs, c->data.recall_queries, c->train.seq_len,
+                        (uint64_t)c->seed) != 0)
+            return -1;
+        d->vocab = (uint32_t)c->data.recall_vocab;
+        d->n_recall[SPLIT_TRAIN] = 0; /* unbounded stream */
+        d->n_recall[SPLIT_VALID] = c->data.recall_valid;
+        d->n_recall[SPLIT_TEST] = c->data.recall_test;
+        d->have[0] = d->have[1] = d->have[2] = 1;
+        return 0;
+    }
+    for (int s = 0; s < 3; s++) {
+        char path[2100];
+        snprintf(path, sizeof path, "%s/%s.bin", c->data.path, g_split_names[s]);
+        if (!gma_path_exists(path)) {
+            if (s == SPLIT_TRAIN) return gma_errorf("%s: missing (key data.path names a directory with train.bin)", path);
+            continue;
+        }
+        if (shard_open(&d->shard[s], path, 1) != 0) {
+            lmdata_close(d);
+            return -1;
+        }
+        d->have[s] = 1;
+        if (d->shard[s].count < 2) {
+            lmdata_close(d);
+            return gma_errorf("%s: only %llu tokens", path, (unsigned long long)d->shard[s].count);
+        }
+        d->vocab = GMA_MAX(d->vocab, d->shard[s].vocab);
+    }
+    read_meta(d, c->data.path);
+    return 0;
+}
+
+int lmdata_open_file(LmData *d, const char *path) {
+    memset(d, 0, sizeof *d);
+    if (shard_open(&d->shard[SPLIT_TEST], path, 1) != 0) return -1;
+    d->have[SPLIT_TEST] = 1;
+    d->vocab = d->shard[SPLIT_TEST].vocab;
+    return 0;
+}
+
+void lmdata_close(LmData *d) {
+    for (int s = 0; s < 3; s++)
+        if (d->have[s] && !d->is_recall) shard_close(&d->shard[s]);
+    memset(d, 0, sizeof *d);
+}
+
+void lmdata_train_batch(const LmData *d, Rng *rng, uint64_t batch_index, int B, int N, int32_t *tok, int32_t *tgt) {
+    if (d->is_recall) {
+        for (int b = 0; b < B; b++) recall_example(&d->recall, SPLIT_TRAIN, batch_index * B + b, tok + b * N, tgt + b * N);
+        return;
+    }
+    const TokenShard *s = &d->shard[SPLIT_TRAIN];
+    for (int b = 0; b < B; b++) {
+        uint64_t span = s->count > (uint64_t)N + 1 ? s->count - N - 1 : 0;
+        uint64_t start = span ? rng_below(rng, span + 1) : 0;
+        for (int i = 0; i < N; i++) {
+            uint64_t p = start + i;
+            int ok = p + 1 < s->count;
+            tok[b * N + i] = ok ? (int32_t)shard_get(s, p) : 0;
+            tgt[b * N + i] = ok ? (int32_t)shard_get(s, p + 1) : -1;
+        }
+    }
+}
+
+/* shards: window w starts at w*S (S = stride or N) and, past the first, scores only
+ * positions >= N-S (the new tokens) */
+long lmdata_eval_windows(const LmData *d, int s, int N) {
+    if (d->is_recall) return d->n_recall[s];
+    uint64_t T = d->shard[s].count - 1; /* scored targets */
+    int S = d->eval_stride > 0 && d->eval_stride < N ? d->eval_stride : N;
+    if (T <= (uint64_t)N) return 1;
+    return 1 + (long)((T - N + S - 1) / S);
+}
+
+int lmdata_eval_batch(const LmData *d, int s, long b, int B, int N, int32_t *tok, int32_t *tgt) {
+    long total = lmdata_eval_windows(d, s, N);
+    int filled = 0;
+    for (int r = 0; r < B; r++) {
+        long w = b * B + r;
+        int32_t *tk = tok + (size_t)r * N, *tg = tgt + (size_t)r * N;
+        for (int i = 0; i < N; i++) tk[i] = 0, tg[i] = -1;
+        if (w >= total) continue;
+        filled++;
+        if (d->is_recall) {
+            recall_example(&d->recall, s, (uint64_t)w, tk, tg);
+            continue;
+        }
+        const TokenShard *sh = &d->shard[s];
+        int S = d->eval_stride > 0 && d->eval_stride < N ? d->eval_stride : N;
+        uint64_t T = sh->count - 1;
+        uint64_t start;
+        int first_scored;
+        if (w == 0) {
+            start = 0;
+            first_scored = 0;
+        } else {
+            /* window w covers targets [N + (w-1) S, N + w S) clipped to T; it starts N before its end */
+            uint64_t end = GMA_MIN((uint64_t)N + (uint64_t)w * S, T);
+            uint64_t new_from = (uint64_t)N + (uint64_t)(w - 1) * S;
+            start = end > (uint64_t)N ? end - N : 0;
+            first_scored = (int)(new_from - start);
+            if (S == N) { /* plain non-overlapping windows: the last one is partial, not shifted back */
+                start = (uint64_t)w * N;
+                first_scored = 0;
+            }
+        }
+        for (int i = 0; i < N; i++) {
+            uint64_t p = start + i;
+            if (p >= T) break;
+            tk[i] = (int32_t)shard_get(sh, p);
+            if (i >= first_scored) tg[i] = (int32_t)shard_get(sh, p + 1);
+        }
+    }
+    return filled;
+}

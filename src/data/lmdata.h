@@ -1,0 +1,44 @@
+/* lmdata.h: the language-model data a run trains and evaluates on: either the embedded
+ * recall task or token shards DIR/{train,valid,test}.bin (+ DIR/meta.json).
+ *
+ * Training batches: recall examples by index (step-determined), or random windows of
+ * N+1 tokens drawn from the train shard with the given RNG. Evaluation walks a split in
+ * order: windows of N inputs without overlap (stride 0; the last window is partial and
+ * padded), or sliding windows advanced by S tokens that score only their last S targets
+ * (every token is scored once, with up to N-S tokens of context). */
+#ifndef GMA_LMDATA_H
+#define GMA_LMDATA_H
+#include <stdint.h>
+
+#include "core/config.h"
+#include "core/rng.h"
+#include "data/recall.h"
+#include "data/shard.h"
+
+enum { SPLIT_TRAIN, SPLIT_VALID, SPLIT_TEST };
+
+typedef struct LmData {
+    int is_recall;
+    RecallTask recall;
+    int n_recall[3];
+    TokenShard shard[3];
+    int have[3];
+    uint32_t vocab;
+    double words[3];  /* words of the source text (meta.json), 0 = unknown */
+    int eval_stride;
+} LmData;
+
+/* Open the data a config names (train split required; valid/test optional for shards). */
+int lmdata_open(LmData *d, const Config *c);
+/* Open a single shard file as the evaluation split (for gmaeval --data FILE). */
+int lmdata_open_file(LmData *d, const char *path);
+void lmdata_close(LmData *d);
+int lmdata_split_index(const char *name); /* "train" | "valid" | "test" -> index or -1 */
+/* Fill tok/tgt [B,N] for training micro-batch `batch_index` (recall) or from rng (shards). */
+void lmdata_train_batch(const LmData *d, Rng *rng, uint64_t batch_index, int B, int N, int32_t *tok, int32_t *tgt);
+/* Fill the `b`-th evaluation batch of split s; returns the number of sequences filled
+ * (0 at the end; unfilled rows are padding with targets -1). */
+int lmdata_eval_batch(const LmData *d, int s, long b, int B, int N, int32_t *tok, int32_t *tgt);
+/* Number of evaluation windows of split s at length N. */
+long lmdata_eval_windows(const LmData *d, int s, int N);
+#endif

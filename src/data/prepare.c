@@ -1,0 +1,178 @@
+/* prepare.c: `gmadata prepare`: find a corpus's train/valid/test text, build or load the
+ * tokenizer (word vocabularies come from the training split only), stream each split
+ * through the parallel encoder into a token shard (written to a temporary name and
+ * renamed when complete), and write <out>/meta.json with the tokenizer, vocabulary size
+ * and, per split, the token count, the source's word count and SHA-256.
+ */
+#include "data/prepare.h"
+
+#include <cjson/cJSON.h>
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/common.h"
+#include "data/digest.h"
+#include "data/shard.h"
+#include "data/tokenizer.h"
+
+static const char *SPLITS[3] = {"train", "valid", "test"};
+
+int prepare_count_file(const char *path, TextCounts *c, char *hex) {
+    FILE *f = fopen(path, "rb");
+    if (!f) return gma_errorf("%s: cannot open: %s", path, strerror(errno));
+    memset(c, 0, sizeof *c);
+    Digest d;
+    digest_init(&d, DIGEST_SHA256);
+    static __thread unsigned char buf[1 << 16];
+    size_t k;
+    int in_word = 0, line_open = 0;
+    while ((k = fread(buf, 1, sizeof buf, f)) > 0) {
+        digest_update(&d, buf, k);
+        c->bytes += k;
+        for (size_t i = 0; i < k; i++) {
+            unsigned char ch = buf[i];
+            int sp = ch == ' ' || ch == '\t' || ch == '\r' || ch == '\v' || ch == '\f' || ch == '\n';
+            if (!sp && !in_word) c->words++;
+            in_word = !sp;
+            if (ch == '\n') c->lines++, line_open = 0;
+            else line_open = 1;
+        }
+    }
+    int bad = ferror(f);
+    fclose(f);
+    if (bad) return gma_errorf("%s: read failed", path);
+    if (line_open) c->lines++;
+    c->words += c->lines;
+    digest_final_hex(&d, hex);
+    return 0;
+}
+
+int prepare_find_splits(const char *source, const char *data_dir, char paths[3][2048], char *name, size_t cap) {
+    const char *base = strrchr(source, '/');
+    char dir[2048];
+    int wt = strncmp(source, "wikitext-", 9) == 0 && !strchr(source, '/');
+    if (wt) snprintf(dir, sizeof dir, "%s/%s", data_dir, source);
+    else snprintf(dir, sizeof dir, "%s", source);
+    size_t dl = strlen(dir);
+    while (dl > 1 && dir[dl - 1] == '/') dir[--dl] = 0;
+    base = strrchr(dir, '/');
+    snprintf(name, cap, "%s", base ? base + 1 : dir);
+    const char *pattern[3] = {"%s/%s.txt", "%s/wiki.%s.tokens", "%s/wiki.%s.raw"};
+    for (int p = 0; p < 3; p++) {
+        int ok = 1;
+        for (int s = 0; s < 3; s++) {
+            snprintf(paths[s], 2048, pattern[p], dir, SPLITS[s]);
+            if (!gma_path_exists(paths[s])) ok = 0;
+        }
+        if (ok) return 0;
+    }
+    if (wt && !gma_path_exists(dir))
+        return gma_errorf("%s: not found; run `gmadata fetch %s --dest %s` first", dir, source, data_dir);
+    return gma_errorf("%s: no train/valid/test split here (want train.txt valid.txt test.txt, or wiki.{train,valid,test}.tokens|.raw)",
+                      dir);
+}
+
+typedef struct SinkCtx {
+    ShardWriter *w;
+    uint64_t tokens, unk;
+    long unk_id;
+} SinkCtx;
+
+static int sink(void *ctx, const uint32_t *ids, size_t n) {
+    SinkCtx *s = ctx;
+    s->tokens += n;
+    if (s->unk_id >= 0)
+        for (size_t i = 0; i < n; i++) s->unk += ids[i] == (uint32_t)s->unk_id;
+    return shard_writer_append(s->w, ids, n);
+}
+
+int prepare_run(const PrepareOptions *o) {
+    char paths[3][2048], name[512], out[2048], vocab_dir[2048];
+    const char *data_dir = o->data_dir ? o->data_dir : "data";
+    if (prepare_find_splits(o->source, data_dir, paths, name, sizeof name) != 0) return -1;
+    if (o->out_dir) snprintf(out, sizeof out, "%s", o->out_dir);
+    else snprintf(out, sizeof out, "%s/%s-%s", data_dir, name, o->tokenizer);
+    for (char *p = out + strlen(data_dir) + 1; !o->out_dir && *p; p++)
+        if (*p == ':' || *p == '/') *p = '_';
+    snprintf(vocab_dir, sizeof vocab_dir, "%s", o->vocab_dir ? o->vocab_dir : "");
+    if (!o->vocab_dir) snprintf(vocab_dir, sizeof vocab_dir, "%s/gpt2", data_dir);
+    if (gma_mkdirs(out) != 0) return -1;
+    Tokenizer *tok;
+    char spec[2200];
+    if (strcmp(o->tokenizer, "word") == 0) {
+        if (o->verbose) fprintf(stderr, "gmadata: building the word vocabulary from %s\n", paths[0]);
+        tok = tokenizer_word_build(paths[0]);
+        if (!tok || tokenizer_save(tok, out) != 0) {
+            tokenizer_free(tok);
+            return -1;
+        }
+        snprintf(spec, sizeof spec, "word:%s/vocab.txt", out);
+    } else {
+        tok = tokenizer_load(o->tokenizer, vocab_dir);
+        if (!tok) return -1;
+        snprintf(spec, sizeof spec, "%s", tokenizer_spec(tok));
+    }
+    uint32_t vocab = tokenizer_vocab_size(tok);
+    cJSON *root = cJSON_CreateObject();
+    cJSON_AddStringToObject(root, "tokenizer", spec);
+    cJSON_AddNumberToObject(root, "vocab_size", vocab);
+    cJSON_AddStringToObject(root, "source", name);
+    cJSON *splits = cJSON_AddObjectToObject(root, "splits");
+    int rc = 0;
+    for (int s = 0; s < 3 && !rc; s++) {
+        TextCounts tc;
+        char hex[65], shard[2200], file[64];
+        if (prepare_count_file(paths[s], &tc, hex) != 0) {
+            rc = -1;
+            break;
+        }
+        snprintf(file, sizeof file, "%s.bin", SPLITS[s]);
+        snprintf(shard, sizeof shard, "%s/%s", out, file);
+        SinkCtx sc = {shard_writer_open(shard, vocab, 0), 0, 0, tokenizer_unk_id(tok)};
+        if (!sc.w) {
+            rc = -1;
+            break;
+        }
+        double t0 = gma_now();
+        uint64_t nbytes = 0;
+        if (tokenizer_encode_file(tok, paths[s], o->threads, sink, &sc, &nbytes) != 0) {
+            gma_error_prefix("while preparing %s", shard);
+            shard_writer_abort(sc.w);
+            rc = -1;
+            break;
+        }
+        if (shard_writer_commit(sc.w) != 0) {
+            rc = -1;
+            break;
+        }
+        double dt = gma_now() - t0;
+        if (o->verbose)
+            fprintf(stderr, "gmadata: %s: %llu tokens from %llu bytes (%llu words) in %.1f s, %.1f MB/s\n", shard,
+                    (unsigned long long)sc.tokens, (unsigned long long)nbytes, (unsigned long long)tc.words, dt,
+                    nbytes / 1e6 / GMA_MAX(dt, 1e-9));
+        cJSON *js = cJSON_AddObjectToObject(splits, SPLITS[s]);
+        cJSON_AddStringToObject(js, "file", file);
+        cJSON_AddNumberToObject(js, "tokens", (double)sc.tokens);
+        cJSON_AddNumberToObject(js, "words", (double)tc.words);
+        cJSON_AddNumberToObject(js, "lines", (double)tc.lines);
+        cJSON_AddNumberToObject(js, "bytes", (double)tc.bytes);
+        cJSON_AddStringToObject(js, "sha256", hex);
+        cJSON_AddStringToObject(js, "source", paths[s]);
+        if (sc.unk_id >= 0) cJSON_AddNumberToObject(js, "unk", (double)sc.unk);
+    }
+    if (!rc) {
+        char *txt = cJSON_Print(root);
+        char meta[2200];
+        snprintf(meta, sizeof meta, "%s/meta.json", out);
+        size_t tl = strlen(txt);
+        txt = realloc(txt, tl + 2);
+        txt[tl] = '\n';
+        rc = gma_write_file_atomic(meta, txt, tl + 1);
+        free(txt);
+        if (!rc && o->verbose) fprintf(stderr, "gmadata: wrote %s\n", meta);
+    }
+    cJSON_Delete(root);
+    tokenizer_free(tok);
+    return rc;
+}

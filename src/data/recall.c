@@ -1,0 +1,72 @@
+/* recall.c: the multi-query associative recall generator (see recall.h). */
+#include "data/recall.h"
+
+#include <string.h>
+
+#include "core/common.h"
+#include "core/rng.h"
+
+int recall_init(RecallTask *t, int vocab, int pairs, int queries, int seq_len, uint64_t seed) {
+    int K = (vocab - 2) / 2;
+    if (pairs > K) return gma_errorf("key data.recall_pairs: %d pairs need %d distinct keys, vocabulary %d has %d", pairs, pairs, vocab, K);
+    int fit = (seq_len - 2 * pairs - 1) / 2;
+    if (fit < 1) return gma_errorf("key train.seq_len: %d leaves no room for a query after %d pairs", seq_len, pairs);
+    if (queries == 0) queries = GMA_MIN(pairs, fit);
+    if (queries > fit) return gma_errorf("key data.recall_queries: %d queries do not fit in %d tokens", queries, seq_len);
+    t->vocab = vocab;
+    t->pairs = pairs;
+    t->queries = queries;
+    t->seq_len = seq_len;
+    t->seed = seed;
+    return 0;
+}
+
+void recall_example(const RecallTask *t, int split, uint64_t index, int32_t *tok, int32_t *tgt) {
+    Rng r;
+    rng_seed2(&r, t->seed ^ 0x5245434c4cULL, ((uint64_t)split << 48) ^ index);
+    int K = (t->vocab - 2) / 2, NV = t->vocab - 2 - K, N = t->seq_len, P = t->pairs;
+    int keys[4096], vals[4096], perm[4096];
+    /* distinct keys: partial Fisher-Yates over [0, K) using a sparse swap table */
+    int pool_n = K;
+    static _Thread_local int pool[1 << 16];
+    int use_pool = K <= (1 << 16);
+    if (use_pool)
+        for (int i = 0; i < K; i++) pool[i] = i;
+    for (int i = 0; i < P; i++) {
+        if (use_pool) {
+            int j = i + (int)rng_below(&r, (uint64_t)(pool_n - i));
+            int tmp = pool[i];
+            pool[i] = pool[j];
+            pool[j] = tmp;
+            keys[i] = pool[i];
+        } else { /* rejection for huge vocabularies */
+            int ok;
+            do {
+                keys[i] = (int)rng_below(&r, (uint64_t)K);
+                ok = 1;
+                for (int j = 0; j < i; j++) ok &= keys[j] != keys[i];
+            } while (!ok);
+        }
+        vals[i] = (int)rng_below(&r, (uint64_t)NV);
+    }
+    for (int i = 0; i < N; i++) tok[i] = 0, tgt[i] = -1;
+    int pos = 0;
+    for (int i = 0; i < P; i++) {
+        tok[pos++] = 2 + keys[i];
+        tok[pos++] = 2 + K + vals[i];
+    }
+    tok[pos++] = 1;
+    for (int i = 0; i < P; i++) perm[i] = i;
+    for (int i = 0; i < t->queries; i++) {
+        int j = i + (int)rng_below(&r, (uint64_t)(P - i));
+        int tmp = perm[i];
+        perm[i] = perm[j];
+        perm[j] = tmp;
+        int q = perm[i];
+        tok[pos] = 2 + keys[q];
+        tgt[pos] = 2 + K + vals[q];
+        pos++;
+        tok[pos++] = 2 + K + vals[q];
+    }
+    /* next-token targets elsewhere are not scored: the task is the recall */
+}

@@ -1,0 +1,248 @@
+/* checkpoint.c: save and load checkpoints (see checkpoint.h). */
+#include "model/checkpoint.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "core/safetensors.h"
+
+#define CKPT_FORMAT "gma-ckpt-1"
+
+static int write_tensors(const char *path, const ParamTable *pt, const real *host, const char *prefix, int trained_only,
+                         const char *const *mk, const char *const *mv, int nm) {
+    StTensor *t = xcalloc(pt->n, sizeof(StTensor));
+    char **names = xcalloc(pt->n, sizeof(char *));
+    int n = 0;
+    for (int i = 0; i < pt->n; i++) {
+        const ParamInfo *p = &pt->t[i];
+        if (trained_only && p->group == GROUP_BUFFER) continue;
+        size_t len = strlen(prefix) + strlen(p->name) + 1;
+        names[n] = xmalloc(len);
+        snprintf(names[n], len, "%s%s", prefix, p->name);
+        t[n].name = names[n];
+        t[n].ndim = p->ndim;
+        for (int d = 0; d < p->ndim; d++) t[n].shape[d] = p->shape[d];
+        t[n].data = host + p->offset;
+        n++;
+    }
+    int rc = st_write(path, t, n, mk, mv, nm);
+    for (int i = 0; i < n; i++) free(names[i]);
+    free(names);
+    free(t);
+    return rc;
+}
+
+static int prune(const char *run_dir, int keep) {
+    DIR *d = opendir(run_dir);
+    if (!d) return 0;
+    long steps[4096];
+    int n = 0;
+    struct dirent *e;
+    while ((e = readdir(d)) && n < 4096) {
+        long s;
+        char tail;
+        if (sscanf(e->d_name, "ckpt_%ld%c", &s, &tail) == 1) steps[n++] = s;
+    }
+    closedir(d);
+    for (int i = 0; i < n; i++) /* sort descending */
+        for (int j = i + 1; j < n; j++)
+            if (steps[j] > steps[i]) {
+                long t = steps[i];
+                steps[i] = steps[j];
+                steps[j] = t;
+            }
+    for (int i = keep; i < n; i++) {
+        char p[2048];
+        const char *files[] = {"model.safetensors", "optim.safetensors"};
+        for (int f = 0; f < 2; f++) {
+            snprintf(p, sizeof p, "%s/ckpt_%08ld/%s", run_dir, steps[i], files[f]);
+            unlink(p);
+        }
+        snprintf(p, sizeof p, "%s/ckpt_%08ld", run_dir, steps[i]);
+        rmdir(p);
+    }
+    return 0;
+}
+
+int ckpt_save(const Model *m, const TrainState *ts, const char *run_dir, int keep, const char *tag) {
+    size_t P = m->pt.total;
+    real *host = xmalloc(P * sizeof(real));
+    g_ops->to_host(host, m->params, P * sizeof(real));
+    for (int i = 0; i < m->pt.n; i++) {
+        const ParamInfo *p = &m->pt.t[i];
+        for (size_t j = 0; j < p->numel; j++)
+            if (!isfinite(host[p->offset + j])) {
+                free(host);
+                return gma_errorf("refusing to checkpoint: tensor %s holds a non-finite value", p->name);
+            }
+    }
+    char dir[2048], name[64], path[2100];
+    if (tag) snprintf(name, sizeof name, "%s", tag);
+    else snprintf(name, sizeof name, "ckpt_%08ld", ts->step);
+    snprintf(dir, sizeof dir, "%s/%s", run_dir, name);
+    if (gma_mkdirs(dir) != 0) {
+        free(host);
+        return -1;
+    }
+    char *cfg = cfg_to_json(&m->cfg);
+    char step[32], rng[65], tok[64], best[64];
+    snprintf(step, sizeof step, "%ld", ts->step);
+    rng_to_hex(&ts->rng, rng);
+    snprintf(tok, sizeof tok, "%.17g", ts->tokens_seen);
+    snprintf(best, sizeof best, "%.17g", ts->best_valid);
+    const char *mk[] = {"format", "config", "step", "rng", "tokens_seen", "best_valid", "precision"};
+    const char *mv[] = {CKPT_FORMAT, cfg, step, rng, tok, best, REAL_NAME};
+    snprintf(path, sizeof path, "%s/model.safetensors", dir);
+    int rc = write_tensors(path, &m->pt, host, "", 0, mk, mv, 7);
+    free(cfg);
+    if (!rc) {
+        real *mom = xmalloc(2 * P * sizeof(real));
+        g_ops->to_host(mom, m->m, P * sizeof(real));
+        g_ops->to_host(mom + P, m->v, P * sizeof(real));
+        const char *ok[] = {"format", "step"};
+        const char *ov[] = {CKPT_FORMAT, step};
+        /* one file holding m.<name> then v.<name> */
+        ParamTable two = {0};
+        for (int pass = 0; pass < 2; pass++)
+            for (int i = 0; i < m->pt.n; i++) {
+                const ParamInfo *p = &m->pt.t[i];
+                if (p->group == GROUP_BUFFER) continue;
+                char nm[128];
+                snprintf(nm, sizeof nm, "%s.%s", pass ? "v" : "m", p->name);
+                int idx = pt_add(&two, nm, p->ndim, p->shape, INIT_ZERO, 0, p->group);
+                two.t[idx].offset = p->offset + (pass ? P : 0);
+            }
+        snprintf(path, sizeof path, "%s/optim.safetensors", dir);
+        rc = write_tensors(path, &two, mom, "", 0, ok, ov, 2);
+        pt_free(&two);
+        free(mom);
+    }
+    free(host);
+    if (rc) return rc;
+    if (!tag) {
+        char link[2100], tmp[2200];
+        snprintf(link, sizeof link, "%s/latest", run_dir);
+        snprintf(tmp, sizeof tmp, "%s/latest.tmp.%d", run_dir, (int)getpid());
+        unlink(tmp);
+        if (symlink(name, tmp) != 0 || rename(tmp, link) != 0)
+            return gma_errorf("%s: cannot update the latest link: %s", link, strerror(errno));
+        prune(run_dir, keep);
+    }
+    return 0;
+}
+
+int ckpt_resolve(const char *path, char *out, size_t cap) {
+    struct stat st;
+    if (stat(path, &st) != 0) return gma_errorf("%s: no such checkpoint: %s", path, strerror(errno));
+    char buf[2048];
+    if (S_ISREG(st.st_mode)) { /* model.safetensors */
+        snprintf(buf, sizeof buf, "%s", path);
+        char *slash = strrchr(buf, '/');
+        if (slash) *slash = 0;
+        else snprintf(buf, sizeof buf, ".");
+        snprintf(out, cap, "%s", buf);
+        return 0;
+    }
+    snprintf(buf, sizeof buf, "%s/model.safetensors", path);
+    if (gma_path_exists(buf)) {
+        snprintf(out, cap, "%s", path);
+        return 0;
+    }
+    snprintf(buf, sizeof buf, "%s/latest/model.safetensors", path);
+    if (gma_path_exists(buf)) {
+        snprintf(out, cap, "%s/latest", path);
+        return 0;
+    }
+    return gma_errorf("%s: not a checkpoint (no model.safetensors here or under latest/)", path);
+}
+
+int ckpt_read_config(const char *dir, Config *c) {
+    char path[2100];
+    snprintf(path, sizeof path, "%s/model.safetensors", dir);
+    StFile f;
+    if (st_open(&f, path) != 0) return -1;
+    const char *js = st_meta(&f, "config"), *fmt = st_meta(&f, "format");
+    int rc = 0;
+    if (!fmt || strcmp(fmt, CKPT_FORMAT)) rc = gma_errorf("%s: not a gma checkpoint (metadata format is missing or unknown)", path);
+    else if (!js) rc = gma_errorf("%s: metadata has no config", path);
+    else {
+        cfg_defaults(c);
+        rc = cfg_load_text(c, js, path);
+    }
+    st_close(&f);
+    return rc;
+}
+
+static int load_into(const ParamTable *pt, real *host, const StFile *f, const char *prefix, int trained_only,
+                     size_t base) {
+    int expected = 0;
+    for (int i = 0; i < pt->n; i++) {
+        const ParamInfo *p = &pt->t[i];
+        if (trained_only && p->group == GROUP_BUFFER) continue;
+        expected++;
+        char nm[128];
+        snprintf(nm, sizeof nm, "%s%s", prefix, p->name);
+        const StEntry *e = st_find(f, nm);
+        if (!e) return gma_errorf("%s: tensor %s is missing (checkpoint from another config?)", f->path, nm);
+        int same = e->ndim == p->ndim;
+        for (int d = 0; same && d < p->ndim; d++) same = e->shape[d] == p->shape[d];
+        if (!same) {
+            char a[64] = "", b[64] = "";
+            for (int d = 0; d < e->ndim; d++) snprintf(a + strlen(a), sizeof a - strlen(a), "%s%lld", d ? "," : "", (long long)e->shape[d]);
+            for (int d = 0; d < p->ndim; d++) snprintf(b + strlen(b), sizeof b - strlen(b), "%s%d", d ? "," : "", p->shape[d]);
+            return gma_errorf("%s: tensor %s has shape [%s], this model expects [%s]", f->path, nm, a, b);
+        }
+        st_read_tensor(e, host + base + p->offset);
+    }
+    return 0;
+}
+
+int ckpt_load(Model *m, TrainState *ts, const char *dir) {
+    size_t P = m->pt.total;
+    char path[2100];
+    snprintf(path, sizeof path, "%s/model.safetensors", dir);
+    StFile f;
+    if (st_open(&f, path) != 0) return -1;
+    real *host = xcalloc(2 * P, sizeof(real));
+    int rc = load_into(&m->pt, host, &f, "", 0, 0);
+    if (!rc && f.n != m->pt.n) { /* a tensor the model does not have */
+        for (int i = 0; i < f.n; i++)
+            if (pt_find(&m->pt, f.e[i].name) < 0) {
+                rc = gma_errorf("%s: tensor %s is not part of this model", path, f.e[i].name);
+                break;
+            }
+    }
+    if (!rc && ts) {
+        const char *s = st_meta(&f, "step"), *r = st_meta(&f, "rng"), *t = st_meta(&f, "tokens_seen"),
+                   *b = st_meta(&f, "best_valid");
+        if (!s || !r || rng_from_hex(&ts->rng, r) != 0) rc = gma_errorf("%s: metadata step or rng is missing or malformed", path);
+        else {
+            ts->step = atol(s);
+            ts->tokens_seen = t ? atof(t) : 0;
+            ts->best_valid = b ? strtod(b, NULL) : INFINITY;
+        }
+    }
+    if (!rc) g_ops->to_device(m->params, host, P * sizeof(real));
+    st_close(&f);
+    if (!rc && ts) {
+        snprintf(path, sizeof path, "%s/optim.safetensors", dir);
+        StFile o;
+        if (st_open(&o, path) != 0) rc = -1;
+        else {
+            memset(host, 0, 2 * P * sizeof(real));
+            rc = load_into(&m->pt, host, &o, "m.", 1, 0);
+            if (!rc) rc = load_into(&m->pt, host, &o, "v.", 1, P);
+            st_close(&o);
+            if (!rc) {
+                g_ops->to_device(m->m, host, P * sizeof(real));
+                g_ops->to_device(m->v, host + P, P * sizeof(real));
+            }
+        }
+    }
+    free(host);
+    return rc;
+}

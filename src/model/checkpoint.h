@@ -1,0 +1,32 @@
+/* checkpoint.h: checkpoints as safetensors (GMA_SPEC 7).
+ *
+ * A checkpoint is a directory RUN/ckpt_<step>/ with model.safetensors (every tensor of
+ * the parameter table by name, buffers included; __metadata__: format, config (resolved
+ * JSON), step, rng, tokens_seen) and optim.safetensors (AdamW/SGD moments m.<name>,
+ * v.<name>; __metadata__: step). Files are written to temporary names, fsynced and
+ * renamed; RUN/latest (a symbolic link) is switched only after both are complete, so an
+ * interrupted save leaves the previous checkpoint intact. */
+#ifndef GMA_CHECKPOINT_H
+#define GMA_CHECKPOINT_H
+#include "core/rng.h"
+#include "model/model.h"
+
+typedef struct TrainState {
+    long step;          /* optimiser steps completed */
+    Rng rng;            /* trainer RNG */
+    double tokens_seen;
+    double best_valid;  /* best validation loss so far (INFINITY = none) */
+} TrainState;
+
+/* Save to run_dir/ckpt_<step>/ (or to run_dir/<tag> when tag is non-NULL, e.g. "best"),
+ * point run_dir/latest at it (unless tag), keep the newest `keep` periodic checkpoints. */
+int ckpt_save(const Model *m, const TrainState *ts, const char *run_dir, int keep, const char *tag);
+/* Resolve PATH (a checkpoint dir, a run dir with `latest`, or a model.safetensors file) to
+ * the checkpoint directory. Returns 0 and fills out. */
+int ckpt_resolve(const char *path, char *out, size_t cap);
+/* Read the resolved config stored in a checkpoint directory. */
+int ckpt_read_config(const char *dir, Config *c);
+/* Load parameters (and, when ts is non-NULL, optimiser moments and train state). Shapes
+ * are checked against the model's table; a mismatch names the tensor. */
+int ckpt_load(Model *m, TrainState *ts, const char *dir);
+#endif

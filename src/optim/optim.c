@@ -1,0 +1,57 @@
+/* optim.c: schedules, clipping and the AdamW / SGD update (see optim.h). */
+#include "optim/optim.h"
+
+#include <string.h>
+
+double optim_lr(const TrainCfg *t, long step) {
+    if (t->warmup > 0 && step < t->warmup) return t->lr * (double)(step + 1) / t->warmup;
+    if (!strcmp(t->schedule, "constant")) return t->lr;
+    long span = t->steps - t->warmup;
+    double p = span > 0 ? (double)(step - t->warmup) / span : 1.0;
+    if (p > 1) p = 1;
+    double lo = t->lr * t->min_lr_ratio;
+    if (!strcmp(t->schedule, "linear")) return t->lr + (lo - t->lr) * p;
+    return lo + 0.5 * (t->lr - lo) * (1 + cos(M_PI * p));
+}
+
+double optim_decay_for(const TrainCfg *t, ParamGroup g) {
+    switch (g) {
+    case GROUP_WEIGHT: return t->weight_decay;
+    case GROUP_BIAS: return t->decay_biases ? t->weight_decay : 0;
+    case GROUP_NORM: return t->decay_norms ? t->weight_decay : 0;
+    case GROUP_EMBED: return t->decay_embeddings ? t->weight_decay : 0;
+    case GROUP_MIXTURE: return t->decay_mixture ? t->weight_decay : 0;
+    case GROUP_BUFFER: return 0;
+    }
+    return 0;
+}
+
+double optim_grad_norm(const Model *m) {
+    double s = 0;
+    for (int i = 0; i < m->pt.n; i++) {
+        const ParamInfo *p = &m->pt.t[i];
+        if (p->group == GROUP_BUFFER) continue;
+        s += g_ops->sumsq(m->grads + p->offset, p->numel);
+    }
+    return sqrt(s);
+}
+
+double optim_step(Model *m, const TrainCfg *t, long step, double lr, double grad_norm) {
+    double clip = 1;
+    if (t->grad_clip > 0 && grad_norm > t->grad_clip) clip = t->grad_clip / (grad_norm + 1e-12);
+    int adam = !strcmp(t->optimizer, "adamw");
+    real bc1 = (real)(1 - pow(t->beta1, (double)step)), bc2 = (real)(1 - pow(t->beta2, (double)step));
+    for (int i = 0; i < m->pt.n; i++) {
+        const ParamInfo *p = &m->pt.t[i];
+        if (p->group == GROUP_BUFFER) continue;
+        real *g = m->grads + p->offset;
+        if (clip != 1) g_ops->scale(g, (real)clip, p->numel);
+        real wd = (real)optim_decay_for(t, p->group);
+        if (adam)
+            g_ops->adamw(m->params + p->offset, g, m->m + p->offset, m->v + p->offset, p->numel, (real)lr,
+                         (real)t->beta1, (real)t->beta2, (real)t->adam_eps, wd, bc1, bc2);
+        else
+            g_ops->sgd(m->params + p->offset, g, m->m + p->offset, p->numel, (real)lr, (real)t->momentum, wd);
+    }
+    return clip;
+}

@@ -1,0 +1,19 @@
+/* optim.h: learning-rate schedules, global-norm clipping and the optimiser step (AdamW
+ * with decoupled weight decay, or SGD with momentum), one loop over the parameter table. */
+#ifndef GMA_OPTIM_H
+#define GMA_OPTIM_H
+#include "core/config.h"
+#include "model/model.h"
+
+/* Learning rate for optimiser step `step` (0-based): linear warmup from lr/warmup to lr
+ * over `warmup` steps, then cosine / linear decay to lr * min_lr_ratio at train.steps, or
+ * constant. */
+double optim_lr(const TrainCfg *t, long step);
+/* Weight decay applied to a tensor of this group under this config. */
+double optim_decay_for(const TrainCfg *t, ParamGroup g);
+/* Global L2 norm of the trained gradients. */
+double optim_grad_norm(const Model *m);
+/* Clip (when grad_clip > 0 and norm > clip), then update. `step` is 1-based for bias
+ * correction. Returns the clip factor applied (1 = none). */
+double optim_step(Model *m, const TrainCfg *t, long step, double lr, double grad_norm);
+#endif

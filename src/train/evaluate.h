@@ -1,0 +1,19 @@
+/* evaluate.h: loss, perplexity and accuracy of a model over an evaluation split. */
+#ifndef GMA_EVALUATE_H
+#define GMA_EVALUATE_H
+#include "data/lmdata.h"
+#include "model/model.h"
+
+typedef struct EvalResult {
+    double loss;      /* mean NLL per scored token (nats) */
+    double ppl;       /* exp(loss) */
+    double acc;       /* share of scored tokens predicted exactly (argmax) */
+    double tokens;    /* scored tokens */
+    double words;     /* words of the source (0 = unknown) */
+    double word_ppl;  /* exp(total NLL / words) when words are known, else 0 */
+    long windows;
+} EvalResult;
+
+/* Evaluate split s with batches of B x N; max_batches 0 = the whole split. */
+int evaluate(Model *m, const LmData *d, int s, int B, int N, long max_batches, EvalResult *r);
+#endif

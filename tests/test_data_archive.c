@@ -1,0 +1,336 @@
+/* test_data_archive.c: the streaming archive reader on archives the test builds itself:
+ * tar, tar.gz (zlib gzip), plain .gz, zip with stored and deflated entries; path-escape
+ * entries are refused, truncated and corrupt archives name the entry and offset. */
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <zlib.h>
+
+#include "data/archive.h"
+#include "testutil.h"
+
+/* ---- builders ---- */
+typedef struct Buf {
+    unsigned char *p;
+    size_t n, cap;
+} Buf;
+static void put(Buf *b, const void *d, size_t n) {
+    if (b->n + n > b->cap) b->p = xrealloc(b->p, b->cap = (b->n + n) * 2 + 64);
+    memcpy(b->p + b->n, d, n);
+    b->n += n;
+}
+static void put16(Buf *b, unsigned v) { unsigned char x[2] = {(unsigned char)v, (unsigned char)(v >> 8)}; put(b, x, 2); }
+static void put32(Buf *b, unsigned long v) { put16(b, v & 0xffff); put16(b, (v >> 16) & 0xffff); }
+
+static void tar_add(Buf *b, const char *name, const char *data, size_t n, char type) {
+    unsigned char h[512] = {0};
+    snprintf((char *)h, 100, "%s", name);
+    snprintf((char *)h + 100, 8, "%07o", 0644);
+    snprintf((char *)h + 124, 12, "%011zo", n);
+    h[156] = (unsigned char)type;
+    memcpy(h + 257, "ustar", 6);
+    memcpy(h + 263, "00", 2);
+    memset(h + 148, ' ', 8);
+    unsigned sum = 0;
+    for (int i = 0; i < 512; i++) sum += h[i];
+    snprintf((char *)h + 148, 8, "%06o", sum);
+    put(b, h, 512);
+    put(b, data, n);
+    static const char zero[512];
+    put(b, zero, (512 - n % 512) % 512);
+}
+static void tar_end(Buf *b) {
+    static const char zero[1024];
+    put(b, zero, 1024);
+}
+
+static void write_buf(const char *path, const Buf *b, size_t n) {
+    FILE *f = fopen(path, "wb");
+    fwrite(b->p, 1, n, f);
+    fclose(f);
+}
+
+static void write_gz(const char *path, const Buf *b) {
+    gzFile g = gzopen(path, "wb9");
+    gzwrite(g, b->p, (unsigned)b->n);
+    gzclose(g);
+}
+
+typedef struct ZipEnt {
+    const char *name, *data;
+    size_t n;
+    int deflate;
+} ZipEnt;
+
+/* A zip with the given entries; corrupt_crc flips the stored CRC of the last entry. */
+static void zip_build(Buf *b, const ZipEnt *e, int ne, int corrupt_crc) {
+    unsigned long off[16], crc[16], csz[16];
+    for (int i = 0; i < ne; i++) {
+        off[i] = (unsigned long)b->n;
+        crc[i] = crc32(0, (const Bytef *)e[i].data, (uInt)e[i].n);
+        if (corrupt_crc && i == ne - 1) crc[i] ^= 1;
+        unsigned char *comp = xmalloc(e[i].n * 2 + 64);
+        size_t cn = e[i].n;
+        if (e[i].deflate) {
+            z_stream z = {0};
+            deflateInit2(&z, 9, Z_DEFLATED, -15, 8, Z_DEFAULT_STRATEGY);
+            z.next_in = (Bytef *)e[i].data;
+            z.avail_in = (uInt)e[i].n;
+            z.next_out = comp;
+            z.avail_out = (uInt)(e[i].n * 2 + 64);
+            deflate(&z, Z_FINISH);
+            cn = z.total_out;
+            deflateEnd(&z);
+        } else {
+            memcpy(comp, e[i].data, e[i].n);
+        }
+        csz[i] = (unsigned long)cn;
+        put32(b, 0x04034b50);
+        put16(b, 20), put16(b, 0), put16(b, e[i].deflate ? 8 : 0), put16(b, 0), put16(b, 0);
+        put32(b, crc[i]), put32(b, cn), put32(b, e[i].n);
+        put16(b, (unsigned)strlen(e[i].name)), put16(b, 0);
+        put(b, e[i].name, strlen(e[i].name));
+        put(b, comp, cn);
+        free(comp);
+    }
+    size_t cd = b->n;
+    for (int i = 0; i < ne; i++) {
+        put32(b, 0x02014b50);
+        put16(b, 20), put16(b, 20), put16(b, 0), put16(b, e[i].deflate ? 8 : 0), put16(b, 0), put16(b, 0);
+        put32(b, crc[i]), put32(b, csz[i]), put32(b, e[i].n);
+        put16(b, (unsigned)strlen(e[i].name)), put16(b, 0), put16(b, 0), put16(b, 0), put16(b, 0);
+        put32(b, 0), put32(b, off[i]);
+        put(b, e[i].name, strlen(e[i].name));
+    }
+    size_t cdn = b->n - cd;
+    put32(b, 0x06054b50);
+    put16(b, 0), put16(b, 0), put16(b, (unsigned)ne), put16(b, (unsigned)ne);
+    put32(b, cdn), put32(b, cd), put16(b, 0);
+}
+
+static char *big_text(size_t n) {
+    char *s = xmalloc(n + 1);
+    unsigned x = 12345;
+    for (size_t i = 0; i < n; i++) {
+        x = x * 1103515245u + 12345u;
+        s[i] = "abcdefgh \n"[(x >> 16) % 10];
+    }
+    s[n] = 0;
+    return s;
+}
+
+/* Visitor that concatenates "name:size:content-crc;" for every entry. */
+typedef struct Seen {
+    char log[4096];
+    int stop_after;
+    int count;
+} Seen;
+static int visit(void *ctx, const ArchiveEntry *e, ArchiveReader *r) {
+    Seen *s = ctx;
+    unsigned long crc = crc32(0, NULL, 0);
+    char buf[1000];
+    long k;
+    size_t total = 0;
+    while ((k = archive_read(r, buf, sizeof buf)) > 0) crc = crc32(crc, (Bytef *)buf, (uInt)k), total += (size_t)k;
+    if (k < 0) return -1;
+    char line[300];
+    snprintf(line, sizeof line, "%s:%zu:%s:%08lx;", e->name, total, e->is_dir ? "d" : "f", crc);
+    strcat(s->log, line);
+    s->count++;
+    return s->stop_after && s->count >= s->stop_after ? 1 : 0;
+}
+
+static const char *read_back(const char *path) {
+    static char buf[1 << 20];
+    FILE *f = fopen(path, "rb");
+    if (!f) return NULL;
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    buf[n] = 0;
+    fclose(f);
+    return buf;
+}
+
+START_TEST(test_tar_and_tgz_roundtrip) {
+    char *big = big_text(300000);
+    Buf b = {0};
+    tar_add(&b, "corpus/", "", 0, '5');
+    tar_add(&b, "corpus/a.txt", "hello\n", 6, '0');
+    tar_add(&b, "corpus/big.txt", big, 300000, '0');
+    tar_end(&b);
+    write_buf(tu_path("t.tar"), &b, b.n);
+    write_gz(tu_path("t.tar.gz"), &b);
+    const char *names[2] = {"t.tar", "t.tar.gz"};
+    for (int i = 0; i < 2; i++) {
+        Seen s = {0};
+        ck_assert_int_eq(archive_walk(tu_path(names[i]), visit, &s), 0);
+        ck_assert_int_eq(s.count, 3);
+        ck_assert_ptr_nonnull(strstr(s.log, "corpus/a.txt:6:f:"));
+        ck_assert_ptr_nonnull(strstr(s.log, "corpus/big.txt:300000:f:"));
+        char dest[256];
+        snprintf(dest, sizeof dest, "%s/x%d", tu_tmpdir(), i);
+        ck_assert_int_eq(archive_extract(tu_path(names[i]), dest), 0);
+        char p[300];
+        snprintf(p, sizeof p, "%s/corpus/big.txt", dest);
+        ck_assert_str_eq(read_back(p), big);
+        snprintf(p, sizeof p, "%s/corpus/a.txt", dest);
+        ck_assert_str_eq(read_back(p), "hello\n");
+    }
+    /* early stop: only the first entry is visited */
+    Seen s = {.stop_after = 1};
+    ck_assert_int_eq(archive_walk(tu_path("t.tar.gz"), visit, &s), 0);
+    ck_assert_int_eq(s.count, 1);
+    free(big);
+    free(b.p);
+}
+END_TEST
+
+START_TEST(test_zip_stored_and_deflated) {
+    char *big = big_text(200000);
+    ZipEnt e[3] = {{"d/", "", 0, 0}, {"d/stored.txt", "stored bytes", 12, 0}, {"d/deflated.txt", big, 200000, 1}};
+    Buf b = {0};
+    zip_build(&b, e, 3, 0);
+    write_buf(tu_path("t.zip"), &b, b.n);
+    Seen s = {0};
+    ck_assert_int_eq(archive_walk(tu_path("t.zip"), visit, &s), 0);
+    ck_assert_int_eq(s.count, 3);
+    ck_assert_ptr_nonnull(strstr(s.log, "d/:0:d:"));
+    ck_assert_ptr_nonnull(strstr(s.log, "d/stored.txt:12:f:"));
+    ck_assert_ptr_nonnull(strstr(s.log, "d/deflated.txt:200000:f:"));
+    char dest[256], p[300];
+    snprintf(dest, sizeof dest, "%s/zx", tu_tmpdir());
+    ck_assert_int_eq(archive_extract(tu_path("t.zip"), dest), 0);
+    snprintf(p, sizeof p, "%s/d/deflated.txt", dest);
+    ck_assert_str_eq(read_back(p), big);
+    snprintf(p, sizeof p, "%s/d/stored.txt", dest);
+    ck_assert_str_eq(read_back(p), "stored bytes");
+    free(big);
+    free(b.p);
+}
+END_TEST
+
+START_TEST(test_plain_gz_is_one_entry) {
+    Buf b = {0};
+    put(&b, "just some text\n", 15);
+    write_gz(tu_path("notes.txt.gz"), &b);
+    Seen s = {0};
+    ck_assert_int_eq(archive_walk(tu_path("notes.txt.gz"), visit, &s), 0);
+    ck_assert_int_eq(s.count, 1);
+    ck_assert_ptr_nonnull(strstr(s.log, "notes.txt:15:f:"));
+    free(b.p);
+}
+END_TEST
+
+START_TEST(test_path_escape_refused) {
+    ck_assert(!archive_path_is_safe("../evil"));
+    ck_assert(!archive_path_is_safe("a/../../evil"));
+    ck_assert(!archive_path_is_safe("/etc/passwd"));
+    ck_assert(!archive_path_is_safe(""));
+    ck_assert(archive_path_is_safe("a/b..c/d"));
+    ck_assert(archive_path_is_safe("./a"));
+    Buf b = {0};
+    tar_add(&b, "ok.txt", "fine", 4, '0');
+    tar_add(&b, "../escape.txt", "bad", 3, '0');
+    tar_end(&b);
+    write_buf(tu_path("evil.tar"), &b, b.n);
+    char dest[256], p[300];
+    snprintf(dest, sizeof dest, "%s/ev/inner", tu_tmpdir());
+    ck_assert_int_eq(archive_extract(tu_path("evil.tar"), dest), -1);
+    ck_assert_ptr_nonnull(strstr(gma_error(), "../escape.txt"));
+    ck_assert_ptr_nonnull(strstr(gma_error(), "escapes"));
+    ck_assert_ptr_nonnull(strstr(gma_error(), "offset 1024"));
+    snprintf(p, sizeof p, "%s/ev/escape.txt", tu_tmpdir());
+    ck_assert(!gma_path_exists(p));
+    free(b.p);
+    ZipEnt e[1] = {{"/abs/evil.txt", "x", 1, 0}};
+    Buf z = {0};
+    zip_build(&z, e, 1, 0);
+    write_buf(tu_path("evil.zip"), &z, z.n);
+    ck_assert_int_eq(archive_extract(tu_path("evil.zip"), dest), -1);
+    ck_assert_ptr_nonnull(strstr(gma_error(), "/abs/evil.txt"));
+    free(z.p);
+}
+END_TEST
+
+START_TEST(test_truncated_and_corrupt) {
+    char *big = big_text(100000);
+    Buf b = {0};
+    tar_add(&b, "first.txt", "one", 3, '0');
+    tar_add(&b, "second.txt", big, 100000, '0');
+    tar_end(&b);
+    /* tar cut inside the second entry's data */
+    write_buf(tu_path("cut.tar"), &b, 1024 + 512 + 5000);
+    Seen s = {0};
+    ck_assert_int_eq(archive_walk(tu_path("cut.tar"), visit, &s), -1);
+    ck_assert_ptr_nonnull(strstr(gma_error(), "cut.tar"));
+    ck_assert_ptr_nonnull(strstr(gma_error(), "second.txt"));
+    ck_assert_ptr_nonnull(strstr(gma_error(), "offset 1024"));
+    /* tar.gz cut in the middle of the compressed stream */
+    write_gz(tu_path("full.tgz"), &b);
+    size_t len;
+    char *gz = gma_read_file(tu_path("full.tgz"), &len);
+    Buf g = {(unsigned char *)gz, len, len};
+    write_buf(tu_path("cut.tgz"), &g, len / 2);
+    char dest[256];
+    snprintf(dest, sizeof dest, "%s/cutx", tu_tmpdir());
+    ck_assert_int_eq(archive_extract(tu_path("cut.tgz"), dest), -1);
+    ck_assert_ptr_nonnull(strstr(gma_error(), "second.txt"));
+    ck_assert_ptr_nonnull(strstr(gma_error(), "truncated"));
+    /* nothing half-written under the final name */
+    char p[300];
+    snprintf(p, sizeof p, "%s/second.txt", dest);
+    ck_assert(!gma_path_exists(p));
+    free(gz);
+    /* zip: truncated (no central directory) and a CRC mismatch */
+    ZipEnt e[2] = {{"a.txt", "alpha", 5, 0}, {"b.txt", big, 100000, 1}};
+    Buf z = {0};
+    zip_build(&z, e, 2, 0);
+    write_buf(tu_path("cut.zip"), &z, z.n - 30);
+    ck_assert_int_eq(archive_walk(tu_path("cut.zip"), visit, &s), -1);
+    ck_assert_ptr_nonnull(strstr(gma_error(), "cut.zip"));
+    Buf z2 = {0};
+    zip_build(&z2, e, 2, 1);
+    write_buf(tu_path("crc.zip"), &z2, z2.n);
+    memset(&s, 0, sizeof s);
+    ck_assert_int_eq(archive_walk(tu_path("crc.zip"), visit, &s), -1);
+    ck_assert_ptr_nonnull(strstr(gma_error(), "b.txt"));
+    ck_assert_ptr_nonnull(strstr(gma_error(), "CRC"));
+    /* garbage */
+    tu_write(tu_path("junk.bin"), "this is not an archive at all, not even close................");
+    ck_assert_int_eq(archive_walk(tu_path("junk.bin"), visit, &s), -1);
+    ck_assert_ptr_nonnull(strstr(gma_error(), "not a recognised archive"));
+    free(big);
+    free(b.p);
+    free(z.p);
+    free(z2.p);
+}
+END_TEST
+
+START_TEST(test_cli_extract_errors) {
+    char out[2048], cmd[1024];
+    snprintf(cmd, sizeof cmd, "bin/gmadata extract %s --dest %s/clix", tu_path("cut.tar"), tu_tmpdir());
+    Buf b = {0};
+    tar_add(&b, "x.txt", "0123456789", 10, '0');
+    write_buf(tu_path("cut.tar"), &b, 512 + 4);
+    int rc = tu_run(cmd, out, sizeof out);
+    ck_assert_int_ne(rc, 0);
+    ck_assert_msg(strncmp(out, "gmadata: ", 9) == 0 && strchr(out, '\n') == out + strlen(out) - 1, "one line: %s", out);
+    ck_assert_ptr_nonnull(strstr(out, "x.txt"));
+    free(b.p);
+}
+END_TEST
+
+Suite *make_suite(void) {
+    Suite *s = suite_create("data_archive");
+    TCase *tc = tcase_create("archive");
+    tcase_set_timeout(tc, 30);
+    tcase_add_test(tc, test_tar_and_tgz_roundtrip);
+    tcase_add_test(tc, test_zip_stored_and_deflated);
+    tcase_add_test(tc, test_plain_gz_is_one_entry);
+    tcase_add_test(tc, test_path_escape_refused);
+    tcase_add_test(tc, test_truncated_and_corrupt);
+    tcase_add_test(tc, test_cli_extract_errors);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+GMA_TEST_MAIN()

@@ -1,0 +1,200 @@
+/* test_data_prepare.c: `prepare` on a small WikiText-format fixture written by the test
+ * (headings, @-@ and @,@, <unk>, blank lines) and on a train/valid/test.txt corpus: shards,
+ * meta.json (tokenizer, vocabulary, tokens, words, sha256), word-level <unk> mapping, and
+ * failures that leave no half-written shard or sidecar. */
+#include <cjson/cJSON.h>
+#include <dirent.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "data/prepare.h"
+#include "data/shard.h"
+#include "data/tokenizer.h"
+#include "testutil.h"
+
+static const char *TRAIN =
+    " \n = Valkyria Chronicles III = \n \n Senj\xc5\x8d no Valkyria 3 : <unk> Chronicles is a tactical role @-@ playing "
+    "game . \n \n = = Gameplay = = \n \n It sold 1 @,@ 000 copies in 2 @.@ 5 weeks . \n";
+static const char *VALID = " \n = Robert Boulter = \n \n Robert is an English actor . \n";
+static const char *TEST = " \n = = Career = = \n \n The game is a new role @-@ playing game . \n";
+
+static void write_wikitext(const char *root) {
+    char dir[600], p[700];
+    snprintf(dir, sizeof dir, "%s/wikitext-2", root);
+    gma_mkdirs(dir);
+    snprintf(p, sizeof p, "%s/wiki.train.tokens", dir);
+    tu_write(p, TRAIN);
+    snprintf(p, sizeof p, "%s/wiki.valid.tokens", dir);
+    tu_write(p, VALID);
+    snprintf(p, sizeof p, "%s/wiki.test.tokens", dir);
+    tu_write(p, TEST);
+}
+
+static cJSON *load_meta(const char *out) {
+    char p[700];
+    snprintf(p, sizeof p, "%s/meta.json", out);
+    size_t len;
+    char *txt = gma_read_file(p, &len);
+    ck_assert_msg(txt != NULL, "%s", gma_error());
+    cJSON *j = cJSON_Parse(txt);
+    free(txt);
+    ck_assert_ptr_nonnull(j);
+    return j;
+}
+
+static double split_num(cJSON *meta, const char *split, const char *key) {
+    cJSON *s = cJSON_GetObjectItem(cJSON_GetObjectItem(meta, "splits"), split);
+    ck_assert_ptr_nonnull(s);
+    return cJSON_GetObjectItem(s, key)->valuedouble;
+}
+
+START_TEST(test_prepare_wikitext_word) {
+    const char *root = tu_path("data");
+    write_wikitext(root);
+    const char *out = tu_path("out-word");
+    PrepareOptions o = {"wikitext-2", "word", NULL, root, out, 2, 0};
+    ck_assert_msg(prepare_run(&o) == 0, "%s", gma_error());
+    cJSON *meta = load_meta(out);
+    char spec[700];
+    snprintf(spec, sizeof spec, "word:%s/vocab.txt", out);
+    ck_assert_str_eq(cJSON_GetObjectItem(meta, "tokenizer")->valuestring, spec);
+    int V = cJSON_GetObjectItem(meta, "vocab_size")->valueint;
+    /* valid: " \n = Robert Boulter = \n \n Robert is an English actor . \n" = 4 lines, 10 words */
+    ck_assert_int_eq((int)split_num(meta, "valid", "words"), 10 + 4);
+    ck_assert_int_eq((int)split_num(meta, "valid", "tokens"), 14);
+    ck_assert_str_eq(cJSON_GetObjectItem(cJSON_GetObjectItem(cJSON_GetObjectItem(meta, "splits"), "train"), "file")->valuestring,
+                     "train.bin");
+    ck_assert_int_eq(strlen(cJSON_GetObjectItem(cJSON_GetObjectItem(cJSON_GetObjectItem(meta, "splits"), "train"), "sha256")->valuestring), 64);
+    /* the shard: ids < vocab, <unk> for unseen words, <eos> at each line end */
+    char p[700];
+    snprintf(p, sizeof p, "%s/valid.bin", out);
+    TokenShard s;
+    ck_assert_int_eq(shard_open(&s, p, 1), 0);
+    ck_assert_int_eq((int)s.count, 14);
+    ck_assert_int_eq((int)s.vocab, V);
+    Tokenizer *t = tokenizer_load(spec, NULL);
+    ck_assert_ptr_nonnull(t);
+    long unk = tokenizer_unk_id(t), eos = tokenizer_token_id(t, "<eos>");
+    ck_assert_int_eq(shard_get(&s, 0), eos);                       /* " \n" */
+    ck_assert_int_eq(shard_get(&s, 1), tokenizer_token_id(t, "=")); /* heading */
+    ck_assert_int_eq(shard_get(&s, 2), unk);                       /* Robert: not in train */
+    ck_assert_int_ge(tokenizer_token_id(t, "@-@"), 0);
+    ck_assert_int_ge(tokenizer_token_id(t, "Senj\xc5\x8d"), 0);
+    shard_close(&s);
+    /* test split: "role @-@ playing game" are known words */
+    snprintf(p, sizeof p, "%s/test.bin", out);
+    ck_assert_int_eq(shard_open(&s, p, 1), 0);
+    int unks = 0;
+    for (uint64_t i = 0; i < s.count; i++) unks += shard_get(&s, i) == (uint32_t)unk;
+    ck_assert_int_eq(unks, 3); /* Career, The, new */
+    shard_close(&s);
+    tokenizer_free(t);
+    cJSON_Delete(meta);
+}
+END_TEST
+
+START_TEST(test_prepare_text_corpus_bytes_and_bpe) {
+    const char *dir = tu_path("corpus");
+    gma_mkdirs(dir);
+    char p[700];
+    const char *text[3] = {TRAIN, VALID, TEST}, *names[3] = {"train", "valid", "test"};
+    for (int i = 0; i < 3; i++) {
+        snprintf(p, sizeof p, "%s/%s.txt", dir, names[i]);
+        tu_write(p, text[i]);
+    }
+    const char *out = tu_path("out-bytes");
+    PrepareOptions o = {dir, "bytes", NULL, tu_path("nodata"), out, 2, 0};
+    ck_assert_msg(prepare_run(&o) == 0, "%s", gma_error());
+    cJSON *meta = load_meta(out);
+    ck_assert_str_eq(cJSON_GetObjectItem(meta, "tokenizer")->valuestring, "bytes");
+    ck_assert_int_eq(cJSON_GetObjectItem(meta, "vocab_size")->valueint, 256);
+    ck_assert_int_eq((int)split_num(meta, "train", "tokens"), (int)strlen(TRAIN));
+    cJSON_Delete(meta);
+    /* train a BPE with the CLI, then prepare with it */
+    char cmd[2048], outbuf[4096];
+    snprintf(cmd, sizeof cmd,
+             "bin/gmadata train-tokenizer --vocab-size 300 --out %s/tok --quiet %s/train.txt && "
+             "bin/gmadata prepare %s --tokenizer bpe:%s/tok --out %s/out-bpe --quiet",
+             tu_tmpdir(), dir, dir, tu_tmpdir(), tu_tmpdir());
+    ck_assert_msg(tu_run(cmd, outbuf, sizeof outbuf) == 0, "%s", outbuf);
+    meta = load_meta(tu_path("out-bpe"));
+    ck_assert_int_eq(cJSON_GetObjectItem(meta, "vocab_size")->valueint, 300);
+    ck_assert_int_lt((int)split_num(meta, "train", "tokens"), (int)strlen(TRAIN));
+    cJSON_Delete(meta);
+}
+END_TEST
+
+static int count_tmp(const char *dir) {
+    DIR *d = opendir(dir);
+    if (!d) return 0;
+    int n = 0;
+    struct dirent *e;
+    while ((e = readdir(d)))
+        if (strstr(e->d_name, ".tmp")) n++;
+    closedir(d);
+    return n;
+}
+
+START_TEST(test_prepare_errors) {
+    const char *root = tu_path("data2");
+    gma_mkdirs(root);
+    PrepareOptions o = {"wikitext-103", "word", NULL, root, tu_path("o1"), 1, 0};
+    ck_assert_int_eq(prepare_run(&o), -1);
+    ck_assert_ptr_nonnull(strstr(gma_error(), "gmadata fetch wikitext-103"));
+    /* a corpus without a test split */
+    const char *dir = tu_path("partial");
+    gma_mkdirs(dir);
+    char p[700];
+    snprintf(p, sizeof p, "%s/train.txt", dir);
+    tu_write(p, "a b\n");
+    PrepareOptions o2 = {dir, "bytes", NULL, root, tu_path("o2"), 1, 0};
+    ck_assert_int_eq(prepare_run(&o2), -1);
+    ck_assert_ptr_nonnull(strstr(gma_error(), "partial"));
+    /* the test split unreadable (a directory): no sidecar, no temporary or partial shard */
+    snprintf(p, sizeof p, "%s/valid.txt", dir);
+    tu_write(p, "c d\n");
+    snprintf(p, sizeof p, "%s/test.txt", dir);
+    mkdir(p, 0755);
+    const char *out = tu_path("o3");
+    PrepareOptions o3 = {dir, "bytes", NULL, root, out, 1, 0};
+    ck_assert_int_eq(prepare_run(&o3), -1);
+    ck_assert_ptr_nonnull(strstr(gma_error(), "test.txt"));
+    snprintf(p, sizeof p, "%s/test.bin", out);
+    ck_assert(!gma_path_exists(p));
+    snprintf(p, sizeof p, "%s/meta.json", out);
+    ck_assert(!gma_path_exists(p));
+    ck_assert_int_eq(count_tmp(out), 0);
+    /* CLI: one line, non-zero exit */
+    char cmd[1024], buf[2048];
+    snprintf(cmd, sizeof cmd, "bin/gmadata prepare %s --tokenizer bpe:%s/none --out %s/o4", dir, tu_tmpdir(), tu_tmpdir());
+    ck_assert_int_ne(tu_run(cmd, buf, sizeof buf), 0);
+    ck_assert_msg(strncmp(buf, "gmadata: ", 9) == 0 && strchr(buf, '\n') == buf + strlen(buf) - 1, "%s", buf);
+    ck_assert_ptr_nonnull(strstr(buf, "encoder.json"));
+}
+END_TEST
+
+START_TEST(test_count_words) {
+    tu_write(tu_path("c.txt"), " a b \n\n c");
+    TextCounts c;
+    char hex[65];
+    ck_assert_int_eq(prepare_count_file(tu_path("c.txt"), &c, hex), 0);
+    ck_assert_int_eq((int)c.lines, 3);
+    ck_assert_int_eq((int)c.words, 3 + 3);
+    ck_assert_int_eq((int)c.bytes, 9);
+}
+END_TEST
+
+Suite *make_suite(void) {
+    Suite *s = suite_create("data_prepare");
+    TCase *tc = tcase_create("prepare");
+    tcase_set_timeout(tc, 60);
+    tcase_add_test(tc, test_prepare_wikitext_word);
+    tcase_add_test(tc, test_prepare_text_corpus_bytes_and_bpe);
+    tcase_add_test(tc, test_prepare_errors);
+    tcase_add_test(tc, test_count_words);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+GMA_TEST_MAIN()
