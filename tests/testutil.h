@@ -22,7 +22,9 @@ int tu_run(const char *cmd, char *out, size_t cap);
 double tu_max_rel_err(const double *a, const double *b, size_t n, double floor_abs);
 
 #define GMA_TEST_MAIN()                                              \
-    int main(void) {                                                 \
+    int main(int argc, char **argv) {                                \
+        (void)argc;                                                  \
+        gma_openmp_env(argv);                                        \
         SRunner *sr = srunner_create(make_suite());                  \
         srunner_run_all(sr, CK_NORMAL);                              \
         int nf = srunner_ntests_failed(sr);                          \

@@ -27,6 +27,7 @@ static int fail(int code) {
 }
 
 int main(int argc, char **argv) {
+    gma_openmp_env(argv);
     const char *config = NULL, *out = NULL, *device = NULL, *resume = NULL;
     const char *sets[256];
     int n_sets = 0, want_resume = 0, quiet = 0, threads = -1;

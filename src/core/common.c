@@ -160,3 +160,15 @@ int gma_path_exists(const char *path) {
     struct stat st;
     return stat(path, &st) == 0;
 }
+
+/* OpenMP threads that spin for long after a parallel region steal the core from the other
+ * thread when the machine is shared (a 2-core laptop, CI running builds): steps then take
+ * 10-50x longer. libgomp reads its settings when the program loads, so when the user has
+ * set neither OMP_WAIT_POLICY nor GOMP_SPINCOUNT we set a short spin and re-execute. */
+void gma_openmp_env(char **argv) {
+    if (getenv("OMP_WAIT_POLICY") || getenv("GOMP_SPINCOUNT") || getenv("GMA_NO_REEXEC")) return;
+    setenv("GOMP_SPINCOUNT", "1000", 1);
+    setenv("GMA_NO_REEXEC", "1", 1);
+    execv("/proc/self/exe", argv);
+    /* exec failed: carry on with the defaults */
+}

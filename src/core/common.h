@@ -57,6 +57,10 @@ int gma_write_file_atomic(const char *path, const void *data, size_t len);
 int gma_mkdirs(const char *path);
 int gma_path_exists(const char *path);
 
+/* Call first in main(): sets a short OpenMP spin (unless the user chose one) and
+ * re-executes the program so libgomp sees it. See common.c. */
+void gma_openmp_env(char **argv);
+
 #define GMA_MIN(a, b) ((a) < (b) ? (a) : (b))
 #define GMA_MAX(a, b) ((a) > (b) ? (a) : (b))
 

@@ -235,7 +235,8 @@ static int set_text(Config *c, const CfgKey *k, const char *v, const char *src) 
         snprintf(buf, sizeof buf, "%s", v);
         const char *names[CFG_MAX_LAYERS];
         int n = 0;
-        for (char *tok = strtok(buf, ","); tok && n < CFG_MAX_LAYERS; tok = strtok(NULL, ",")) names[n++] = tok;
+        char *save = NULL;
+        for (char *tok = strtok_r(buf, ",", &save); tok && n < CFG_MAX_LAYERS; tok = strtok_r(NULL, ",", &save)) names[n++] = tok;
         return set_mixers_list(c, names, n, src);
     }
     }

@@ -29,7 +29,8 @@ static int fault_nan(long step) {
     if (!s) return 0;
     char buf[512];
     snprintf(buf, sizeof buf, "%s", s);
-    for (char *t = strtok(buf, ","); t; t = strtok(NULL, ","))
+    char *sv = NULL;
+    for (char *t = strtok_r(buf, ",", &sv); t; t = strtok_r(NULL, ",", &sv))
         if (atol(t) == step) return 1;
     return 0;
 }

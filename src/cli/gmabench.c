@@ -1,0 +1,453 @@
+/* gmabench.c: speed and memory benchmarks, printed as tables with ratios measured side by
+ * side in the same run (tests never assert timings).
+ *
+ *   gmabench mixer [--mixers gma,sdpa] [--seq 512,1024,...] [--D 256] [--H 4] [--Kc 64]
+ *                  [--B 1] [--bidir] [--repeat 3] [--max-seconds 60] [--max-mem-gib 12]
+ *     one mixer layer, forward + backward: median time (min-max over repeats) and peak
+ *     extra memory (resident high-water mark above the layer's parameters, measured in a
+ *     forked child per point), with the ratio against the first mixer listed.
+ *   gmabench model [--mixers gma,sdpa] [--L 4] [--D 256] [--H 4] [--V 8192] [--B 4] [--T 256]
+ *                  [--steps 5] [--Kc 64]
+ *     whole-model training steps (forward, backward, AdamW): tokens/s, achieved GFLOP/s
+ *     of the step's matrix products, the GFLOP/s the same BLAS reaches on exactly those
+ *     matrix shapes replayed alone in the same run, and the share of the step spent outside
+ *     matrix products.
+ *   gmabench all [--json FILE]: both with their defaults.
+ * Common: --json FILE, --device cpu|cuda, --threads N. */
+#include <cjson/cJSON.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "core/config.h"
+#include "model/model.h"
+#include "nn/mixers/mixer.h"
+#include "ops/ops.h"
+#include "optim/optim.h"
+
+typedef struct Opts {
+    char mixers[512];
+    int seq[32], n_seq;
+    int D, H, Kc, B, causal, repeat, L, V, T, steps;
+    double max_seconds, max_mem_gib;
+    const char *json, *device;
+    int threads;
+} Opts;
+
+static int parse_list(const char *s, int *out, int cap) {
+    int n = 0;
+    char buf[512];
+    snprintf(buf, sizeof buf, "%s", s);
+    char *sv = NULL;
+    for (char *t = strtok_r(buf, ",", &sv); t && n < cap; t = strtok_r(NULL, ",", &sv)) {
+        char *end;
+        long v = strtol(t, &end, 10);
+        if (*end == 'K' || *end == 'k') v *= 1024, end++;
+        if (*end || v <= 0) return -1;
+        out[n++] = (int)v;
+    }
+    return n;
+}
+
+static double vmhwm_bytes(void) {
+    FILE *f = fopen("/proc/self/status", "r");
+    if (!f) return 0;
+    char line[256];
+    double kb = 0;
+    while (fgets(line, sizeof line, f))
+        if (!strncmp(line, "VmHWM:", 6)) kb = atof(line + 6);
+    fclose(f);
+    return kb * 1024;
+}
+static double vmrss_bytes(void) {
+    FILE *f = fopen("/proc/self/status", "r");
+    if (!f) return 0;
+    char line[256];
+    double kb = 0;
+    while (fgets(line, sizeof line, f))
+        if (!strncmp(line, "VmRSS:", 6)) kb = atof(line + 6);
+    fclose(f);
+    return kb * 1024;
+}
+
+static Config bench_config(const Opts *o, const char *mixer, int N) {
+    Config c;
+    cfg_defaults(&c);
+    c.model.d_model = o->D;
+    c.model.n_heads = o->H;
+    c.model.n_layers = o->L;
+    c.model.max_seq_len = N;
+    c.train.seq_len = N;
+    c.model.vocab_size = o->V;
+    c.gma.n_components = o->Kc;
+    c.model.causal = o->causal;
+    snprintf(c.model.mixer[0], sizeof c.model.mixer[0], "%s", mixer);
+    c.model.n_mixer = 1;
+    return c;
+}
+
+static int cmp_d(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+/* ---------------- one mixer layer, measured in a child process ---------------- */
+typedef struct MixResult { double med, lo, hi, peak; int ok; } MixResult;
+
+static void mixer_child(const Opts *o, const char *name, int N, int fd) {
+    MixResult r = {0};
+    Config c = bench_config(o, name, N);
+    const MixerVT *vt = mixer_find(name);
+    ParamTable pt = {0};
+    Mixer *m = vt->create(&c, 0, &pt, "blocks.0.mixer");
+    real *params = g_ops->alloc(pt.total * sizeof(real)), *grads = g_ops->alloc(pt.total * sizeof(real));
+    Rng rng;
+    rng_seed(&rng, 1);
+    real *host = xcalloc(pt.total, sizeof(real));
+    pt_init(&pt, host, &rng);
+    if (vt->init) vt->init(m, host, &rng);
+    g_ops->to_device(params, host, pt.total * sizeof(real));
+    free(host);
+    size_t n = (size_t)o->B * N * o->D;
+    real *hh = xmalloc(n * sizeof(real));
+    for (size_t i = 0; i < n; i++) hh[i] = (real)rng_normal(&rng);
+    real *h = g_ops->alloc(n * sizeof(real)), *y = g_ops->alloc(n * sizeof(real)), *dh = g_ops->alloc(n * sizeof(real));
+    g_ops->to_device(h, hh, n * sizeof(real));
+    g_ops->to_device(y, hh, n * sizeof(real)); /* used as dy */
+    free(hh);
+    double base = vmrss_bytes();
+    real *act = g_ops->alloc(vt->act_size(m, o->B, N) * sizeof(real));
+    real *scratch = g_ops->alloc(vt->scratch_size(m, o->B, N) * sizeof(real));
+    real *dy = g_ops->alloc(n * sizeof(real));
+    MixerCtx ctx = {.B = o->B, .N = N, .causal = o->causal, .training = 1};
+    double t[64];
+    int R = GMA_MIN(o->repeat, 64);
+    for (int i = -1; i < R; i++) {
+        double t0 = gma_now();
+        vt->forward(m, &ctx, y, h, params, act, scratch);
+        vt->backward(m, &ctx, dh, dy, h, params, grads, act, scratch);
+        if (i >= 0) t[i] = gma_now() - t0;
+    }
+    qsort(t, R, sizeof(double), cmp_d);
+    r.med = t[R / 2];
+    r.lo = t[0];
+    r.hi = t[R - 1];
+    r.peak = vmhwm_bytes() - base;
+    r.ok = 1;
+    if (write(fd, &r, sizeof r) != sizeof r) _exit(1);
+    _exit(0);
+}
+
+static MixResult run_mixer_point(const Opts *o, const char *name, int N) {
+    MixResult r = {0};
+    int p[2];
+    if (pipe(p) != 0) return r;
+    fflush(stdout);
+    pid_t pid = fork();
+    if (pid == 0) {
+        close(p[0]);
+        mixer_child(o, name, N, p[1]);
+    }
+    close(p[1]);
+    if (read(p[0], &r, sizeof r) != sizeof r) r.ok = 0;
+    close(p[0]);
+    int st;
+    waitpid(pid, &st, 0);
+    return r;
+}
+
+static double estimate_bytes(const Opts *o, const char *name, int N) {
+    Config c = bench_config(o, name, N);
+    const MixerVT *vt = mixer_find(name);
+    ParamTable pt = {0};
+    Mixer *m = vt->create(&c, 0, &pt, "x");
+    double b = (double)(vt->act_size(m, o->B, N) + vt->scratch_size(m, o->B, N)) * sizeof(real);
+    vt->destroy(m);
+    pt_free(&pt);
+    return b;
+}
+
+static void bench_mixers(const Opts *o, cJSON *out) {
+    char names[16][32];
+    int nm = 0;
+    char buf[512];
+    snprintf(buf, sizeof buf, "%s", o->mixers);
+    char *sv = NULL;
+    for (char *t = strtok_r(buf, ",", &sv); t && nm < 16; t = strtok_r(NULL, ",", &sv)) snprintf(names[nm++], 32, "%s", t);
+    printf("\n## mixer layer, forward+backward (%s, D=%d, H=%d, Kc=%d, B=%d, %s, %d repeats, %s)\n",
+           o->causal ? "causal" : "bidirectional", o->D, o->H, o->Kc, o->B, g_ops->name, o->repeat, REAL_NAME);
+    printf("%-10s %7s %12s %20s %14s %12s\n", "mixer", "N", "time ms", "min-max ms", "peak MiB", "time/first");
+    cJSON *arr = cJSON_AddArrayToObject(out, "mixer");
+    double first[32] = {0};
+    double last_time[16] = {0};
+    for (int s = 0; s < o->n_seq; s++) {
+        int N = o->seq[s];
+        for (int k = 0; k < nm; k++) {
+            double est = estimate_bytes(o, names[k], N);
+            MixResult r = {0};
+            const char *why = NULL;
+            if (est > o->max_mem_gib * 1073741824.0) why = "skipped: memory";
+            else if (last_time[k] * 4.5 > o->max_seconds) why = "skipped: time";
+            else r = run_mixer_point(o, names[k], N);
+            if (!why && !r.ok) why = "failed";
+            cJSON *row = cJSON_CreateObject();
+            cJSON_AddStringToObject(row, "mixer", names[k]);
+            cJSON_AddNumberToObject(row, "N", N);
+            if (why) {
+                printf("%-10s %7d %12s %20s %14.1f %12s  (planned %.1f MiB)\n", names[k], N, "-", why, 0.0, "-", est / 1048576);
+                cJSON_AddStringToObject(row, "skipped", why);
+                cJSON_AddNumberToObject(row, "planned_bytes", est);
+                last_time[k] = 1e30;
+            } else {
+                if (k == 0) first[s] = r.med;
+                char mm[64], ratio[32] = "-";
+                snprintf(mm, sizeof mm, "%.2f-%.2f", r.lo * 1e3, r.hi * 1e3);
+                if (first[s] > 0) snprintf(ratio, sizeof ratio, "%.3f", r.med / first[s]);
+                printf("%-10s %7d %12.2f %20s %14.1f %12s\n", names[k], N, r.med * 1e3, mm, r.peak / 1048576, ratio);
+                cJSON_AddNumberToObject(row, "ms", r.med * 1e3);
+                cJSON_AddNumberToObject(row, "ms_min", r.lo * 1e3);
+                cJSON_AddNumberToObject(row, "ms_max", r.hi * 1e3);
+                cJSON_AddNumberToObject(row, "peak_bytes", r.peak);
+                cJSON_AddNumberToObject(row, "planned_bytes", est);
+                if (first[s] > 0) cJSON_AddNumberToObject(row, "ratio_to_first", r.med / first[s]);
+                last_time[k] = r.med * o->repeat;
+            }
+            fflush(stdout);
+            cJSON_AddItemToArray(arr, row);
+        }
+    }
+}
+
+/* ---------------- whole-model training step with matmul accounting ---------------- */
+typedef struct Shape { int M, N, K, ta, tb, batch; long count; } Shape;
+static Shape g_shapes[512];
+static int g_nshapes;
+static double g_mm_time, g_mm_flops;
+static const GmaOps *g_inner;
+static GmaOps g_prof;
+
+static void note_shape(int M, int N, int K, int ta, int tb, int batch) {
+    for (int i = 0; i < g_nshapes; i++) {
+        Shape *s = &g_shapes[i];
+        if (s->M == M && s->N == N && s->K == K && s->ta == ta && s->tb == tb && s->batch == batch) {
+            s->count++;
+            return;
+        }
+    }
+    if (g_nshapes < 512) g_shapes[g_nshapes++] = (Shape){M, N, K, ta, tb, batch, 1};
+}
+static void prof_matmul(real *C, const real *A, const real *B, int M, int N, int K, int ta, int tb, real al, real be) {
+    double t0 = gma_now();
+    g_inner->matmul(C, A, B, M, N, K, ta, tb, al, be);
+    g_mm_time += gma_now() - t0;
+    g_mm_flops += 2.0 * M * N * K;
+    note_shape(M, N, K, ta, tb, 1);
+}
+static void prof_matmul_strided(real *C, const real *A, const real *B, int M, int N, int K, int ta, int tb, real al,
+                                real be, int batch, size_t sA, size_t sB, size_t sC) {
+    double t0 = gma_now();
+    g_inner->matmul_strided(C, A, B, M, N, K, ta, tb, al, be, batch, sA, sB, sC);
+    g_mm_time += gma_now() - t0;
+    g_mm_flops += 2.0 * M * N * K * batch;
+    note_shape(M, N, K, ta, tb, batch);
+}
+
+/* time the recorded shapes alone: seconds for one step's worth of calls */
+static double replay_shapes(void) {
+    double total = 0;
+    for (int i = 0; i < g_nshapes; i++) {
+        Shape *s = &g_shapes[i];
+        size_t a = (size_t)s->M * s->K * s->batch, b = (size_t)s->K * s->N * s->batch, c = (size_t)s->M * s->N * s->batch;
+        real *A = g_inner->alloc(a * sizeof(real)), *Bm = g_inner->alloc(b * sizeof(real)), *C = g_inner->alloc(c * sizeof(real));
+        int reps = 3;
+        double best = 1e30;
+        for (int r = 0; r < reps + 1; r++) {
+            double t0 = gma_now();
+            if (s->batch == 1) g_inner->matmul(C, A, Bm, s->M, s->N, s->K, s->ta, s->tb, 1, 0);
+            else
+                g_inner->matmul_strided(C, A, Bm, s->M, s->N, s->K, s->ta, s->tb, 1, 0, s->batch, (size_t)s->M * s->K,
+                                        (size_t)s->K * s->N, (size_t)s->M * s->N);
+            double dt = gma_now() - t0;
+            if (r > 0 && dt < best) best = dt;
+        }
+        total += best * s->count;
+        g_inner->free(A);
+        g_inner->free(Bm);
+        g_inner->free(C);
+    }
+    return total;
+}
+
+static void bench_model(const Opts *o, cJSON *out) {
+    char buf[512];
+    snprintf(buf, sizeof buf, "%s", o->mixers);
+    printf("\n## whole-model training step (L=%d, D=%d, H=%d, V=%d, B=%d, T=%d, Kc=%d, %s, %d steps, %s)\n", o->L, o->D,
+           o->H, o->V, o->B, o->T, o->Kc, g_ops->name, o->steps, REAL_NAME);
+    printf("%-10s %10s %10s %12s %12s %12s %10s %12s\n", "mixer", "params", "step ms", "tokens/s", "step GF/s",
+           "BLAS GF/s", "ratio", "non-GEMM %");
+    cJSON *arr = cJSON_AddArrayToObject(out, "model");
+    char *sv = NULL;
+    for (char *t = strtok_r(buf, ",", &sv); t; t = strtok_r(NULL, ",", &sv)) {
+        Opts oo = *o;
+        oo.causal = 1;
+        Config c = bench_config(&oo, t, o->T);
+        Model m;
+        if (model_build(&m, &c) != 0) {
+            printf("%-10s %s\n", t, gma_error());
+            continue;
+        }
+        model_alloc(&m, o->B, o->T);
+        model_init_params(&m, 1);
+        int32_t *tok = xmalloc(sizeof(int32_t) * o->B * o->T), *tgt = xmalloc(sizeof(int32_t) * o->B * o->T);
+        Rng rng;
+        rng_seed(&rng, 2);
+        for (int i = 0; i < o->B * o->T; i++) tok[i] = (int32_t)rng_below(&rng, o->V), tgt[i] = (int32_t)rng_below(&rng, o->V);
+        double times[64];
+        int S = GMA_MIN(o->steps, 64);
+        g_nshapes = 0;
+        double flops_step = 0, mm_step = 0;
+        for (int s = -1; s < S; s++) {
+            g_mm_time = g_mm_flops = 0;
+            if (s == 0) g_nshapes = 0; /* record the shapes of one step */
+            double t0 = gma_now();
+            LossStats st;
+            model_zero_grad(&m);
+            model_forward(&m, tok, tgt, o->B, o->T, NULL, 0, &st, 1, s);
+            model_backward(&m, 1.0);
+            double gn = optim_grad_norm(&m);
+            optim_step(&m, &c.train, s + 2, 1e-4, gn);
+            double dt = gma_now() - t0;
+            if (s >= 0) {
+                times[s] = dt;
+                flops_step = g_mm_flops;
+                mm_step += g_mm_time;
+            }
+            if (s == 0) {
+                /* stop recording after the first measured step */
+            }
+        }
+        qsort(times, S, sizeof(double), cmp_d);
+        double med = times[S / 2];
+        mm_step /= S;
+        double blas_time = replay_shapes();
+        double gf = flops_step / med / 1e9, blas_gf = flops_step / blas_time / 1e9;
+        double outside = 1 - mm_step / med;
+        printf("%-10s %10zu %10.1f %12.0f %12.2f %12.2f %10.3f %11.1f%%\n", t, model_param_count(&m), med * 1e3,
+               o->B * o->T / med, gf, blas_gf, gf / blas_gf, 100 * outside);
+        cJSON *row = cJSON_CreateObject();
+        cJSON_AddStringToObject(row, "mixer", t);
+        cJSON_AddNumberToObject(row, "params", (double)model_param_count(&m));
+        cJSON_AddNumberToObject(row, "step_ms", med * 1e3);
+        cJSON_AddNumberToObject(row, "step_ms_min", times[0] * 1e3);
+        cJSON_AddNumberToObject(row, "step_ms_max", times[S - 1] * 1e3);
+        cJSON_AddNumberToObject(row, "tokens_per_s", o->B * o->T / med);
+        cJSON_AddNumberToObject(row, "gemm_gflop_per_step", flops_step / 1e9);
+        cJSON_AddNumberToObject(row, "achieved_gflops", gf);
+        cJSON_AddNumberToObject(row, "blas_gflops_same_shapes", blas_gf);
+        cJSON_AddNumberToObject(row, "share_outside_gemm", outside);
+        cJSON_AddItemToArray(arr, row);
+        fflush(stdout);
+        free(tok);
+        free(tgt);
+        model_free(&m);
+    }
+}
+
+static void usage(FILE *f) {
+    fprintf(f, "usage: gmabench mixer|model|all [options]   (see the comment at the top of src/cli/gmabench.c)\n"
+               "  --mixers a,b  --seq 512,1K,...  --D --H --Kc --B --bidir --repeat --max-seconds --max-mem-gib\n"
+               "  --L --V --T --steps  --json FILE  --device cpu|cuda  --threads N\n");
+}
+
+int main(int argc, char **argv) {
+    gma_openmp_env(argv);
+    if (argc < 2 || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
+        usage(argc < 2 ? stderr : stdout);
+        return argc < 2 ? 2 : 0;
+    }
+    const char *what = argv[1];
+    if (strcmp(what, "mixer") && strcmp(what, "model") && strcmp(what, "all")) {
+        fprintf(stderr, "gmabench: unknown benchmark \"%s\" (mixer, model or all)\n", what);
+        return 2;
+    }
+    Opts o = {.D = 256, .H = 4, .Kc = 64, .B = 1, .causal = 1, .repeat = 3, .L = 4, .V = 8192, .T = 256, .steps = 5,
+              .max_seconds = 60, .max_mem_gib = 12, .threads = -1};
+    snprintf(o.mixers, sizeof o.mixers, "gma,sdpa");
+    int mixers_set = 0;
+    o.n_seq = parse_list("512,1024,2048,4096,8192,16384", o.seq, 32);
+    for (int i = 2; i < argc; i++) {
+        const char *a = argv[i];
+        int nx = i + 1 < argc;
+#define INTOPT(flag, field)                                                                \
+    else if (!strcmp(a, flag) && nx) {                                                     \
+        char *e;                                                                           \
+        o.field = (int)strtol(argv[++i], &e, 10);                                          \
+        if (*e || o.field <= 0) {                                                          \
+            fprintf(stderr, "gmabench: %s: \"%s\" is not a positive integer\n", flag, argv[i]); \
+            return 2;                                                                      \
+        }                                                                                  \
+    }
+        if (!strcmp(a, "--mixers") && nx) {
+            snprintf(o.mixers, sizeof o.mixers, "%s", argv[++i]);
+            mixers_set = 1;
+        } else if (!strcmp(a, "--seq") && nx) {
+            if ((o.n_seq = parse_list(argv[++i], o.seq, 32)) <= 0) {
+                fprintf(stderr, "gmabench: --seq: bad list \"%s\"\n", argv[i]);
+                return 2;
+            }
+        }
+        INTOPT("--D", D) INTOPT("--H", H) INTOPT("--Kc", Kc) INTOPT("--B", B) INTOPT("--repeat", repeat)
+        INTOPT("--L", L) INTOPT("--V", V) INTOPT("--T", T) INTOPT("--steps", steps)
+        else if (!strcmp(a, "--bidir")) o.causal = 0;
+        else if (!strcmp(a, "--max-seconds") && nx) o.max_seconds = atof(argv[++i]);
+        else if (!strcmp(a, "--max-mem-gib") && nx) o.max_mem_gib = atof(argv[++i]);
+        else if (!strcmp(a, "--json") && nx) o.json = argv[++i];
+        else if (!strcmp(a, "--device") && nx) o.device = argv[++i];
+        else if (!strcmp(a, "--threads") && nx) o.threads = atoi(argv[++i]);
+        else {
+            fprintf(stderr, "gmabench: unknown or incomplete option \"%s\"\n", a);
+            return 2;
+        }
+    }
+    (void)mixers_set;
+    char buf[512];
+    snprintf(buf, sizeof buf, "%s", o.mixers);
+    char *sv = NULL;
+    for (char *t = strtok_r(buf, ",", &sv); t; t = strtok_r(NULL, ",", &sv))
+        if (!mixer_find(t)) {
+            fprintf(stderr, "gmabench: --mixers: unknown mixer \"%s\" (known: %s)\n", t, mixer_names());
+            return 2;
+        }
+    if (o.D % o.H) {
+        fprintf(stderr, "gmabench: --D %d is not divisible by --H %d\n", o.D, o.H);
+        return 2;
+    }
+    if (ops_select(o.device ? o.device : "cpu") != 0) {
+        fprintf(stderr, "gmabench: %s\n", gma_error());
+        return 2;
+    }
+    if (o.threads >= 0) ops_set_threads(o.threads);
+    g_inner = g_ops;
+    g_prof = *g_ops;
+    g_prof.matmul = prof_matmul;
+    g_prof.matmul_strided = prof_matmul_strided;
+    long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+    printf("# gmabench %s | backend %s | %ld cores | %s\n", GMA_VERSION, g_ops->name, ncpu, REAL_NAME);
+    cJSON *out = cJSON_CreateObject();
+    cJSON_AddStringToObject(out, "backend", g_ops->name);
+    cJSON_AddNumberToObject(out, "cores", (double)ncpu);
+    if (!strcmp(what, "mixer") || !strcmp(what, "all")) bench_mixers(&o, out);
+    if (!strcmp(what, "model") || !strcmp(what, "all")) {
+        g_ops = &g_prof;
+        bench_model(&o, out);
+        g_ops = g_inner;
+    }
+    if (o.json) {
+        char *s = cJSON_Print(out);
+        if (gma_write_file_atomic(o.json, s, strlen(s)) != 0) fprintf(stderr, "gmabench: %s\n", gma_error());
+        free(s);
+    }
+    cJSON_Delete(out);
+    return 0;
+}

@@ -1,0 +1,59 @@
+/* clsdata.h: the in-memory classification dataset every LRA task and the generic
+ * JSONL/TSV classification data load into.
+ *
+ * A dataset is n examples of n_seq token sequences each (1, or 2 for retrieval) and one
+ * label. All tokens sit in one array; off[] holds n*n_seq+1 offsets into it, so example
+ * i, sequence s is tok[off[i*n_seq+s] .. off[i*n_seq+s+1]). Token id 0 is padding in
+ * every task and never occurs in a loaded sequence. See docs/lra.md for each task's
+ * file layout, vocabulary and split rule.
+ */
+#ifndef GMA_CLSDATA_H
+#define GMA_CLSDATA_H
+#include <stddef.h>
+#include <stdint.h>
+
+typedef struct ClsDataset {
+    int n;            /* examples */
+    int n_seq;        /* 1, or 2 for two-sequence tasks (retrieval) */
+    int n_classes;
+    uint32_t vocab;   /* token ids are < vocab; id 0 is reserved for padding in every task */
+    uint32_t *tok;    /* all sequences' tokens concatenated */
+    uint64_t *off;    /* n*n_seq + 1 offsets into tok */
+    int32_t *label;   /* n labels in [0, n_classes) */
+    long truncated;   /* how many sequences were truncated to max_len */
+} ClsDataset;
+
+typedef struct ClsOptions {
+    int max_len;       /* tokens per sequence; <= 0: the task's default (docs/lra.md) */
+    int truncate;      /* 1: truncate to max_len and count; 0: refuse an over-long example */
+    int n_classes;     /* generic data: number of classes, 0 = infer; ignored by LRA tasks */
+    int strip_headers; /* generic data: drop everything before the first empty line (mail) */
+} ClsOptions;
+
+/* The options used when clsdata_load gets NULL: task default max_len, truncate, infer
+ * classes, keep headers. */
+ClsOptions clsdata_default_options(void);
+
+/* Load one split of a task into d (which is overwritten; free it with clsdata_free).
+ *   task:  "listops" | "text" | "retrieval" | "image" | "jsonl" | "tsv"
+ *   path:  a directory, archive or file as docs/lra.md documents for each task
+ *   split: "train" | "valid" | "test"
+ * Returns 0, or -1 with one error line (naming file and line, or archive entry and
+ * offset) in gma_error(); on error d is left empty. */
+int clsdata_load(ClsDataset *d, const char *task, const char *path, const char *split,
+                 const ClsOptions *opt);
+void clsdata_free(ClsDataset *d);
+
+/* The fixed vocabulary size of a task (0 for an unknown task). */
+uint32_t clsdata_task_vocab(const char *task);
+/* The default max_len of a task (0 for an unknown task). */
+int clsdata_task_max_len(const char *task);
+
+/* Sequence s of example i and its length. */
+static inline const uint32_t *clsdata_seq(const ClsDataset *d, int i, int s, size_t *len) {
+    uint64_t a = d->off[(size_t)i * d->n_seq + s], b = d->off[(size_t)i * d->n_seq + s + 1];
+    *len = (size_t)(b - a);
+    return d->tok + a;
+}
+
+#endif
