@@ -110,14 +110,26 @@ echo "$runs checks, $fails failed. Full output: $LOG" >> "$SUM"
 
 if [ $BENCH = 1 ]; then
   if [ -x bin/gmabench ] && bin/gmabench --help 2>&1 | grep -q -- '--device'; then
-    echo "== gmabench (cuda)"
+    echo "== gmabench --device cuda"
     SEQS=1024,2048,4096,8192,16384,32768,65536; [ $QUICK = 1 ] && SEQS=1024,4096,16384
-    bin/gmabench mixer --device cuda --seq "$SEQS" --json "$OUT/bench_mixer.json" 2>&1 | tee "$OUT/bench_mixer.txt"
-    if [ -f configs/wikitext103_gma_k256.json ]; then
-      bin/gmabench model --device cuda --config configs/wikitext103_gma_k256.json --json "$OUT/bench_model.json" 2>&1 |
-        tee "$OUT/bench_model.txt"
+    BMIX=sdpa; for m in gma linear performer; do echo " $MIXERS " | grep -q " $m " && BMIX="$BMIX,$m"; done
+    bin/gmabench mixer --device cuda --mixers "$BMIX" --seq "$SEQS" --max-mem-gib 100 --json "$OUT/bench_mixer.json" 2>&1 |
+      tee "$OUT/bench_mixer.txt"
+    # whole model: the WikiText-103 GMA config's shape when the config exists
+    CFG=configs/wikitext103_gma_k256.json; MARGS="--Kc 256"
+    if [ -f "$CFG" ]; then
+      j() { grep -o "\"$1\": *[0-9]*" "$CFG" | head -1 | grep -o '[0-9]*$'; }
+      for kv in "L n_layers" "D d_model" "H n_heads" "V vocab_size" "T seq_len" "B batch_size" "Kc n_components"; do
+        set -- $kv; v=$(j "$2"); [ -n "$v" ] && [ "$v" != 0 ] && MARGS="$MARGS --$1 $v"
+      done
+    else
+      echo "note: $CFG not found: whole-model bench with gmabench defaults and Kc 256" | tee -a "$SUM"
     fi
-    { echo; echo "## gmabench --device cuda"; echo; echo '```'; cat "$OUT"/bench_*.txt 2>/dev/null; echo '```'; } >> "$SUM"
+    for p in fp32 tf32 bf16; do
+      bin/gmabench model --device cuda --precision $p --mixers gma,sdpa $MARGS --steps 5 \
+        --json "$OUT/bench_model_$p.json" 2>&1 | tee "$OUT/bench_model_$p.txt"
+    done
+    { echo; echo "## gmabench --device cuda ($GPU)"; echo; echo '```'; cat "$OUT"/bench_*.txt 2>/dev/null; echo '```'; } >> "$SUM"
   else
     echo "gpu_check: bin/gmabench with --device not available: benchmarks skipped" | tee -a "$SUM"
   fi
