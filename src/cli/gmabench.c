@@ -13,7 +13,10 @@
  *     matrix shapes replayed alone in the same run, and the share of the step spent outside
  *     matrix products.
  *   gmabench all [--json FILE]: both with their defaults.
- * Common: --json FILE, --device cpu|cuda, --threads N. */
+ * Common: --json FILE, --device cpu|cuda, --precision fp32|tf32|bf16 (cuda), --threads N.
+ * On cuda, timings wait for the GPU (ops_sync) and memory is the backend's device memory
+ * high-water mark (ops_mem_stats); mixer points run in-process (a CUDA context does not
+ * survive fork). */
 #include <cjson/cJSON.h>
 #include <stdlib.h>
 #include <string.h>
@@ -31,7 +34,7 @@ typedef struct Opts {
     int seq[32], n_seq;
     int D, H, Kc, B, causal, repeat, L, V, T, steps;
     double max_seconds, max_mem_gib;
-    const char *json, *device;
+    const char *json, *device, *precision;
     int threads;
 } Opts;
 
@@ -95,7 +98,9 @@ static int cmp_d(const void *a, const void *b) {
 /* ---------------- one mixer layer, measured in a child process ---------------- */
 typedef struct MixResult { double med, lo, hi, peak; int ok; } MixResult;
 
-static void mixer_child(const Opts *o, const char *name, int N, int fd) {
+static int on_device(void) { return strcmp(g_ops->name, "cpu") != 0; }
+
+static MixResult mixer_measure(const Opts *o, const char *name, int N) {
     MixResult r = {0};
     Config c = bench_config(o, name, N);
     const MixerVT *vt = mixer_find(name);
@@ -116,7 +121,11 @@ static void mixer_child(const Opts *o, const char *name, int N, int fd) {
     g_ops->to_device(h, hh, n * sizeof(real));
     g_ops->to_device(y, hh, n * sizeof(real)); /* used as dy */
     free(hh);
-    double base = vmrss_bytes();
+    size_t dev_now, dev_peak;
+    ops_sync();
+    ops_mem_reset_peak();
+    ops_mem_stats(&dev_now, &dev_peak);
+    double base = on_device() ? (double)dev_now : vmrss_bytes();
     real *act = g_ops->alloc(vt->act_size(m, o->B, N) * sizeof(real));
     real *scratch = g_ops->alloc(vt->scratch_size(m, o->B, N) * sizeof(real));
     real *dy = g_ops->alloc(n * sizeof(real));
@@ -124,22 +133,35 @@ static void mixer_child(const Opts *o, const char *name, int N, int fd) {
     double t[64];
     int R = GMA_MIN(o->repeat, 64);
     for (int i = -1; i < R; i++) {
+        ops_sync();
         double t0 = gma_now();
         vt->forward(m, &ctx, y, h, params, act, scratch);
         vt->backward(m, &ctx, dh, dy, h, params, grads, act, scratch);
+        ops_sync();
         if (i >= 0) t[i] = gma_now() - t0;
     }
     qsort(t, R, sizeof(double), cmp_d);
     r.med = t[R / 2];
     r.lo = t[0];
     r.hi = t[R - 1];
-    r.peak = vmhwm_bytes() - base;
+    ops_mem_stats(&dev_now, &dev_peak);
+    r.peak = (on_device() ? (double)dev_peak : vmhwm_bytes()) - base;
     r.ok = 1;
+    real *bufs[] = {params, grads, h, y, dh, act, scratch, dy};
+    for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) g_ops->free(bufs[i]);
+    vt->destroy(m);
+    pt_free(&pt);
+    return r;
+}
+
+static void mixer_child(const Opts *o, const char *name, int N, int fd) {
+    MixResult r = mixer_measure(o, name, N);
     if (write(fd, &r, sizeof r) != sizeof r) _exit(1);
     _exit(0);
 }
 
 static MixResult run_mixer_point(const Opts *o, const char *name, int N) {
+    if (on_device()) return mixer_measure(o, name, N);
     MixResult r = {0};
     int p[2];
     if (pipe(p) != 0) return r;
@@ -238,16 +260,20 @@ static void note_shape(int M, int N, int K, int ta, int tb, int batch) {
     if (g_nshapes < 512) g_shapes[g_nshapes++] = (Shape){M, N, K, ta, tb, batch, 1};
 }
 static void prof_matmul(real *C, const real *A, const real *B, int M, int N, int K, int ta, int tb, real al, real be) {
+    ops_sync();
     double t0 = gma_now();
     g_inner->matmul(C, A, B, M, N, K, ta, tb, al, be);
+    ops_sync();
     g_mm_time += gma_now() - t0;
     g_mm_flops += 2.0 * M * N * K;
     note_shape(M, N, K, ta, tb, 1);
 }
 static void prof_matmul_strided(real *C, const real *A, const real *B, int M, int N, int K, int ta, int tb, real al,
                                 real be, int batch, size_t sA, size_t sB, size_t sC) {
+    ops_sync();
     double t0 = gma_now();
     g_inner->matmul_strided(C, A, B, M, N, K, ta, tb, al, be, batch, sA, sB, sC);
+    ops_sync();
     g_mm_time += gma_now() - t0;
     g_mm_flops += 2.0 * M * N * K * batch;
     note_shape(M, N, K, ta, tb, batch);
@@ -263,11 +289,13 @@ static double replay_shapes(void) {
         int reps = 3;
         double best = 1e30;
         for (int r = 0; r < reps + 1; r++) {
+            ops_sync();
             double t0 = gma_now();
             if (s->batch == 1) g_inner->matmul(C, A, Bm, s->M, s->N, s->K, s->ta, s->tb, 1, 0);
             else
                 g_inner->matmul_strided(C, A, Bm, s->M, s->N, s->K, s->ta, s->tb, 1, 0, s->batch, (size_t)s->M * s->K,
                                         (size_t)s->K * s->N, (size_t)s->M * s->N);
+            ops_sync();
             double dt = gma_now() - t0;
             if (r > 0 && dt < best) best = dt;
         }
@@ -310,6 +338,7 @@ static void bench_model(const Opts *o, cJSON *out) {
         for (int s = -1; s < S; s++) {
             g_mm_time = g_mm_flops = 0;
             if (s == 0) g_nshapes = 0; /* record the shapes of one step */
+            ops_sync();
             double t0 = gma_now();
             LossStats st;
             model_zero_grad(&m);
@@ -317,6 +346,7 @@ static void bench_model(const Opts *o, cJSON *out) {
             model_backward(&m, 1.0);
             double gn = optim_grad_norm(&m);
             optim_step(&m, &c.train, s + 2, 1e-4, gn);
+            ops_sync();
             double dt = gma_now() - t0;
             if (s >= 0) {
                 times[s] = dt;
@@ -357,7 +387,7 @@ static void bench_model(const Opts *o, cJSON *out) {
 static void usage(FILE *f) {
     fprintf(f, "usage: gmabench mixer|model|all [options]   (see the comment at the top of src/cli/gmabench.c)\n"
                "  --mixers a,b  --seq 512,1K,...  --D --H --Kc --B --bidir --repeat --max-seconds --max-mem-gib\n"
-               "  --L --V --T --steps  --json FILE  --device cpu|cuda  --threads N\n");
+               "  --L --V --T --steps  --json FILE  --device cpu|cuda  --precision fp32|tf32|bf16  --threads N\n");
 }
 
 int main(int argc, char **argv) {
@@ -404,6 +434,7 @@ int main(int argc, char **argv) {
         else if (!strcmp(a, "--max-mem-gib") && nx) o.max_mem_gib = atof(argv[++i]);
         else if (!strcmp(a, "--json") && nx) o.json = argv[++i];
         else if (!strcmp(a, "--device") && nx) o.device = argv[++i];
+        else if (!strcmp(a, "--precision") && nx) o.precision = argv[++i];
         else if (!strcmp(a, "--threads") && nx) o.threads = atoi(argv[++i]);
         else {
             fprintf(stderr, "gmabench: unknown or incomplete option \"%s\"\n", a);
@@ -423,7 +454,7 @@ int main(int argc, char **argv) {
         fprintf(stderr, "gmabench: --D %d is not divisible by --H %d\n", o.D, o.H);
         return 2;
     }
-    if (ops_select(o.device ? o.device : "cpu") != 0) {
+    if (ops_select(o.device ? o.device : "cpu") != 0 || ops_set_precision(o.precision ? o.precision : "fp32") != 0) {
         fprintf(stderr, "gmabench: %s\n", gma_error());
         return 2;
     }
@@ -433,9 +464,12 @@ int main(int argc, char **argv) {
     g_prof.matmul = prof_matmul;
     g_prof.matmul_strided = prof_matmul_strided;
     long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
-    printf("# gmabench %s | backend %s | %ld cores | %s\n", GMA_VERSION, g_ops->name, ncpu, REAL_NAME);
+    printf("# gmabench %s | backend %s (%s, precision %s) | %ld cores | %s\n", GMA_VERSION, g_ops->name,
+           ops_device_name(), o.precision ? o.precision : "fp32", ncpu, REAL_NAME);
     cJSON *out = cJSON_CreateObject();
     cJSON_AddStringToObject(out, "backend", g_ops->name);
+    cJSON_AddStringToObject(out, "device_name", ops_device_name());
+    cJSON_AddStringToObject(out, "precision", o.precision ? o.precision : "fp32");
     cJSON_AddNumberToObject(out, "cores", (double)ncpu);
     int B_given = o.B;
     if (!strcmp(what, "mixer") || !strcmp(what, "all")) {

@@ -1,5 +1,5 @@
 /* cpu_nn.c: CPU kernels of the dense layers: GELU, LayerNorm, embeddings, cross-entropy,
- * head split/merge and row softmax. Loops are OpenMP over independent rows or columns, so
+ * head split/merge, row softmax and the attention score mask. Loops are OpenMP over independent rows or columns, so
  * results do not depend on the number of threads. */
 #include <string.h>
 
@@ -203,4 +203,16 @@ void cpu_softmax_rows_backward(real *dy, const real *y, int R, int C) {
         for (int c = 0; c < C; c++) dot += g[c] * p[c];
         for (int c = 0; c < C; c++) g[c] = p[c] * (g[c] - (real)dot);
     }
+}
+
+void cpu_attn_mask(real *S, const uint8_t *keymask, int B, int H, int N, int causal) {
+    if (!causal && !keymask) return;
+#pragma omp parallel for collapse(2) schedule(static)
+    for (int bh = 0; bh < B * H; bh++)
+        for (int i = 0; i < N; i++) {
+            int b = bh / H;
+            real *row = S + ((size_t)bh * N + i) * N;
+            for (int j = 0; j < N; j++)
+                if ((causal && j > i) || (keymask && !keymask[b * N + j])) row[j] = -INFINITY;
+        }
 }
