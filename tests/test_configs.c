@@ -1,6 +1,8 @@
-/* test_configs.c: every shipped configs/*.json loads with no unknown key and passes the
+/* test_configs.c: every JSON file shipped under configs/ loads with no unknown key and passes the
  * cross-field validation (run from the repository root). */
 #include <glob.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "core/config.h"
@@ -21,10 +23,24 @@ START_TEST(test_all_configs_validate) {
 }
 END_TEST
 
+/* the README's configuration reference is the schema's own (scripts/config_reference.sh) */
+START_TEST(test_readme_reference_current) {
+    char *readme = gma_read_file("README.md", NULL);
+    ck_assert_ptr_nonnull(readme);
+    char buf[1 << 16];
+    FILE *f = fmemopen(buf, sizeof buf, "w");
+    cfg_print_reference(f);
+    fclose(f);
+    ck_assert_msg(strstr(readme, buf) != NULL, "README.md's configuration reference is out of date: run scripts/config_reference.sh");
+    free(readme);
+}
+END_TEST
+
 Suite *make_suite(void) {
     Suite *s = suite_create("configs");
     TCase *tc = tcase_create("configs");
     tcase_add_test(tc, test_all_configs_validate);
+    tcase_add_test(tc, test_readme_reference_current);
     suite_add_tcase(s, tc);
     return s;
 }

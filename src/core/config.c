@@ -65,7 +65,7 @@ static const CfgKey g_schema[] = {
     {"gma.shared_components", T_BOOL, O(gma.shared_components), 0, "false", 0, 0, NULL, "One set of components for all heads."},
     {"gma.init", T_STR, O(gma.init), S(gma.init), "default", 0, 0, "default|kmeans|orthogonal", "Initialisation of the components."},
     {"gma.init_mean_scale", T_REAL, O(gma.init_mean_scale), 0, "0", 0, 1e6, NULL,
-     "Std of the initial means (0 = the default rule 0.5*sqrt(2 ln(Kc+1)/d)... see README)."},
+     "Std of the initial means (0 = (2 d)^(-1/4): soft initial responsibilities, see README)."},
     {"gma.memory", T_STR, O(gma.memory), S(gma.memory), "none", 0, 0, "none|ema", "Value memory: from the sequence, or an EMA buffer."},
     {"gma.ema_decay", T_REAL, O(gma.ema_decay), 0, "0", 0, 0.999999999, NULL, "EMA decay alpha in (0,1) (0 = 1 - 1/(B N))."},
     {"gma.div_weight", T_REAL, O(gma.div_weight), 0, "0", 0, 1e6, NULL, "Weight of the diversity loss (0 = off)."},
