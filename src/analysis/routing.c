@@ -304,7 +304,13 @@ void ra_report(const RouteAnalysis *ra, const int *layer_index, const char *cons
             fprintf(f, "  k=%-4d %5.1f%%:", k, 100 * cnt[k] / ra->n);
             int nt = top_tokens(ra, 0, 0, k, 8, tp, work, touched);
             for (int i = 0; i < nt; i++) {
-                if (tok_text && tok_text[tp[i].tok]) fprintf(f, " \"%s\"(%ld)", tok_text[tp[i].tok], tp[i].count);
+                if (tok_text && tok_text[tp[i].tok]) {
+                    fprintf(f, " \"");
+                    for (const char *c = tok_text[tp[i].tok]; *c; c++)
+                        if ((unsigned char)*c < 0x20) fprintf(f, "\\x%02x", (unsigned char)*c);
+                        else fputc(*c, f);
+                    fprintf(f, "\"(%ld)", tp[i].count);
+                }
                 else fprintf(f, " #%d(%ld)", tp[i].tok, tp[i].count);
             }
             fprintf(f, "\n");
