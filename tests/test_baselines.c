@@ -206,6 +206,39 @@ START_TEST(test_checkpoint_roundtrip) {
 }
 END_TEST
 
+/* A backend may lack the baseline ops: it passes ops_check_table, the mixers that need
+ * them refuse naming the op, and sdpa falls back to the plain sdpa_ref. */
+START_TEST(test_backend_without_baseline_ops) {
+    GmaOps partial = gma_ops_cpu;
+    partial.name = "partial";
+    partial.elu1_forward = NULL;
+    partial.attn_forward = NULL;
+    partial.scan_backward = NULL;
+    ck_assert_msg(ops_check_table(&partial) == 0, "%s", gma_error());
+    const GmaOps *saved = g_ops;
+    g_ops = &partial;
+    Config c;
+    cfg_defaults(&c);
+    ParamTable pt = {0};
+    ck_assert_ptr_null(mixer_find("linear")->create(&c, 0, &pt, "x"));
+    ck_assert_msg(strstr(gma_error(), "elu1_forward") && strstr(gma_error(), "model.mixer"), "%s", gma_error());
+    ck_assert_ptr_null(mixer_find("mamba")->create(&c, 0, &pt, "y"));
+    ck_assert_msg(strstr(gma_error(), "scan_backward"), "%s", gma_error());
+    Mixer *m = mixer_find("sdpa")->create(&c, 0, &pt, "z");
+    ck_assert_ptr_nonnull(m);
+    ck_assert_str_eq(m->vt->name, "sdpa_ref");
+    m->vt->destroy(m);
+    m = mixer_find("performer")->create(&c, 0, &pt, "w");
+    ck_assert_ptr_nonnull(m);
+    m->vt->destroy(m);
+    pt_free(&pt);
+    g_ops = saved;
+    GmaOps broken = gma_ops_cpu;
+    broken.linmix_forward = NULL; /* a required op is still required */
+    ck_assert_int_ne(ops_check_table(&broken), 0);
+}
+END_TEST
+
 Suite *make_suite(void) {
     Suite *s = suite_create("baseline mixers (float32)");
     TCase *tc = tcase_create("baselines");
@@ -213,6 +246,7 @@ Suite *make_suite(void) {
     tcase_add_test(tc, test_tiled_agrees_float32);
     tcase_add_test(tc, test_configs_build);
     tcase_add_test(tc, test_checkpoint_roundtrip);
+    tcase_add_test(tc, test_backend_without_baseline_ops);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -13,9 +13,8 @@
 #include "data/fetch.h"
 #include "data/prepare.h"
 #include "data/shard.h"
+#include "data/lra_cli.h"
 #include "data/tokenizer.h"
-
-int lra_generate_main(int argc, char **argv) __attribute__((weak));
 
 static const char *USAGE =
     "usage: gmadata COMMAND ...\n"
@@ -353,10 +352,6 @@ int main(int argc, char **argv) {
     }
     const char *cmd = argv[1];
     if (strcmp(cmd, "generate") == 0) {
-        if (!lra_generate_main) {
-            fprintf(stderr, "gmadata generate: not built\n");
-            return 2;
-        }
         return lra_generate_main(argc - 1, argv + 1);
     }
     Args a;

@@ -92,6 +92,14 @@ int main(int argc, char **argv) {
     char run_dir[2048];
     if (out) snprintf(run_dir, sizeof run_dir, "%s", out);
     else if (cfg.out_dir[0]) snprintf(run_dir, sizeof run_dir, "%s", cfg.out_dir);
+    else if (resume) { /* continue in the run the checkpoint belongs to */
+        char dir[2048];
+        if (ckpt_resolve(resume, dir, sizeof dir) != 0) return fail(2);
+        char *slash = strrchr(dir, '/');
+        if (slash) *slash = 0;
+        else snprintf(dir, sizeof dir, ".");
+        snprintf(run_dir, sizeof run_dir, "%s", dir);
+    }
     else snprintf(run_dir, sizeof run_dir, "runs/%s", cfg.name);
     char probe[2100];
     snprintf(probe, sizeof probe, "%s/latest", run_dir);
@@ -102,7 +110,7 @@ int main(int argc, char **argv) {
         return 2;
     }
     if (want_resume && !resume) resume = run_dir;
-    if (ops_select(cfg.device) != 0) return fail(2);
+    if (ops_select(cfg.device) != 0 || ops_set_precision(cfg.precision) != 0) return fail(2);
     ops_set_threads(cfg.threads);
     TrainerOptions o = {.run_dir = run_dir, .resume_dir = resume, .progress_tty = isatty(2), .quiet = quiet};
     int rc = trainer_run(&cfg, &o);

@@ -198,7 +198,8 @@ void model_backward(Model *m, double loss_scale) {
     g_ops->zero(m->dresid, sizeof(real) * (size_t)R * D);
     g_ops->layernorm_backward(m->dresid, GG(m->lnfw), GG(m->lnfb), m->dtmp, m->resid[m->L], PP(m->lnfw), m->lnf_mean,
                               m->lnf_rstd, R, D);
-    MixerCtx ctx = {.B = B, .N = N, .causal = m->causal, .keymask = m->keymask, .training = 1};
+    MixerCtx ctx = {.B = B, .N = N, .causal = m->causal, .keymask = m->keymask, .training = 1,
+                    .div_scale = m->cfg.gma.div_weight * loss_scale};
     for (int l = m->L - 1; l >= 0; l--) {
         Block *b = &m->blocks[l];
         if (m->mlp) {
@@ -221,4 +222,49 @@ void model_backward(Model *m, double loss_scale) {
                                   b->ln1_rstd, R, D);
     }
     g_ops->embed_backward(GG(m->wte), m->wpe >= 0 ? GG(m->wpe) : NULL, m->dresid, m->tok, B, N, D);
+}
+
+/* ---------------- GMA routing health ---------------- */
+int model_gma_layers(const Model *m) {
+    int n = 0;
+    for (int l = 0; l < m->L; l++) n += m->blocks[l].mixer->vt->health != NULL;
+    return n;
+}
+
+double model_div_loss(const Model *m) {
+    double s = 0;
+    for (int l = 0; l < m->L; l++) {
+        const Mixer *mx = m->blocks[l].mixer;
+        if (mx->vt->health) s += mx->vt->health->div_value(mx);
+    }
+    return s;
+}
+
+void model_update_buffers(Model *m) {
+    MixerCtx ctx = {.B = m->B, .N = m->N, .causal = m->causal, .keymask = m->keymask, .training = 1};
+    for (int l = 0; l < m->L; l++) {
+        Mixer *mx = m->blocks[l].mixer;
+        if (mx->vt->health) mx->vt->health->update_buffers(mx, &ctx, m->params, m->blocks[l].act);
+    }
+}
+
+int model_wants_kmeans(const Model *m) {
+    for (int l = 0; l < m->L; l++) {
+        const Mixer *mx = m->blocks[l].mixer;
+        if (mx->vt->health && mx->vt->health->wants_kmeans(mx)) return 1;
+    }
+    return 0;
+}
+
+int model_kmeans_init(Model *m, const int32_t *tok, const int32_t *tgt, int B, int N, const uint8_t *keymask,
+                      Rng *rng) {
+    for (int l = 0; l < m->L; l++) {
+        Mixer *mx = m->blocks[l].mixer;
+        if (!mx->vt->health || !mx->vt->health->wants_kmeans(mx)) continue;
+        LossStats st;
+        if (model_forward(m, tok, tgt, B, N, keymask, 0, &st, 0, 0) != 0) return -1;
+        MixerCtx ctx = {.B = B, .N = N, .causal = m->causal, .keymask = keymask, .training = 0};
+        if (mx->vt->health->kmeans_init(mx, &ctx, m->params, m->blocks[l].act, rng) != 0) return -1;
+    }
+    return 0;
 }

@@ -20,6 +20,7 @@
 #include "model/model.h"
 #include "optim/optim.h"
 #include "train/evaluate.h"
+#include "train/health.h"
 
 static volatile sig_atomic_t g_stop;
 static void on_signal(int sig) { g_stop = sig; }
@@ -128,6 +129,11 @@ int trainer_run(const Config *cfg_in, const TrainerOptions *o) {
     g_stop = 0;
 
     int32_t *tok = xmalloc(sizeof(int32_t) * B * N), *tgt = xmalloc(sizeof(int32_t) * B * N);
+    HealthMon hm;
+    health_init(&hm, &m);
+    int gma_layers = model_gma_layers(&m), div_on = cfg.gma.div_weight > 0;
+    int fresh = ts.step == 0 && !o->resume_dir;
+    double win_div = 0;
     double t_start = gma_now(), train_time = 0, win_loss = 0, win_tokens = 0;
     int win_n = 0, bad_row = 0, rc = TRAIN_OK;
     long step0 = ts.step;
@@ -136,7 +142,7 @@ int trainer_run(const Config *cfg_in, const TrainerOptions *o) {
         long step = ts.step;
         double t0 = gma_now();
         model_zero_grad(&m);
-        double loss = 0, count_tok = 0;
+        double loss = 0, count_tok = 0, div = 0;
         int bad = 0;
         for (int a = 0; a < tc->grad_accum; a++) {
             lmdata_train_batch(&data, &ts.rng, (uint64_t)step * tc->grad_accum + a, B, N, tok, tgt);
@@ -145,6 +151,19 @@ int trainer_run(const Config *cfg_in, const TrainerOptions *o) {
                 rc = TRAIN_BAD_INPUT;
                 goto done;
             }
+            if (fresh && a == 0 && model_wants_kmeans(&m)) {
+                /* k-means on this first batch's query rows (GMA_SPEC 5), then redo the forward */
+                Rng krng;
+                rng_seed2(&krng, (uint64_t)cfg.seed, 0x6b6d65616e73ULL);
+                if (model_kmeans_init(&m, tok, tgt, B, N, NULL, &krng) != 0 ||
+                    model_forward(&m, tok, tgt, B, N, NULL, 0, &st, 1, step) != 0) {
+                    rc = TRAIN_ERROR;
+                    goto done;
+                }
+                if (!o->quiet) fprintf(stderr, "gmatrain: k-means initialisation of the GMA routing/memory done\n");
+            }
+            fresh = 0;
+            if (gma_layers && !hm.have_norm0) health_baseline(&hm, &m);
             double l = st.count > 0 ? st.loss_sum / st.count : 0;
             if (fault_nan(step)) l = NAN;
             if (!isfinite(l)) {
@@ -153,8 +172,10 @@ int trainer_run(const Config *cfg_in, const TrainerOptions *o) {
                 break;
             }
             loss += l / tc->grad_accum;
+            if (div_on) div += model_div_loss(&m) / tc->grad_accum;
             count_tok += (double)B * N;
             model_backward(&m, 1.0 / tc->grad_accum);
+            model_update_buffers(&m);
         }
         double gn = bad ? NAN : optim_grad_norm(&m);
         if (!isfinite(gn)) bad = 1;
@@ -180,6 +201,7 @@ int trainer_run(const Config *cfg_in, const TrainerOptions *o) {
             optim_step(&m, tc, step + 1, lr, gn);
             last_loss = loss;
             win_loss += loss;
+            win_div += div;
             win_n++;
         }
         ts.step = step + 1;
@@ -193,6 +215,7 @@ int trainer_run(const Config *cfg_in, const TrainerOptions *o) {
             cJSON *row = cJSON_CreateObject();
             cJSON_AddNumberToObject(row, "step", (double)ts.step);
             cJSON_AddNumberToObject(row, "loss", win_n ? win_loss / win_n : NAN);
+            if (div_on) cJSON_AddNumberToObject(row, "div_loss", win_n ? win_div / win_n : NAN);
             cJSON_AddNumberToObject(row, "lr", lr);
             cJSON_AddNumberToObject(row, "grad_norm", gn);
             cJSON_AddNumberToObject(row, "tokens_per_s", tps);
@@ -207,8 +230,20 @@ int trainer_run(const Config *cfg_in, const TrainerOptions *o) {
                         o->progress_tty ? "   " : "\n");
             }
             win_loss = 0;
+            win_div = 0;
             win_n = 0;
             win_tokens = 0;
+        }
+        if (gma_layers && !bad && cfg.gma.monitor_every > 0 && ts.step % cfg.gma.monitor_every == 0 &&
+            health_check(&hm, &m, ts.step, mf, o->quiet, (uint64_t)cfg.seed)) {
+            if (ckpt_save(&m, &ts, o->run_dir, tc->keep_checkpoints, NULL) != 0) {
+                rc = TRAIN_ERROR;
+                goto done;
+            }
+            gma_errorf("stopping at step %ld: routing collapse alert (gma.on_collapse \"stop\"); checkpoint written to %s/latest",
+                       ts.step, o->run_dir);
+            rc = TRAIN_COLLAPSE;
+            goto done;
         }
         if (tc->eval_every > 0 && ts.step % tc->eval_every == 0 && ts.step < tc->steps && data.have[SPLIT_VALID]) {
             EvalResult r;
@@ -270,6 +305,7 @@ int trainer_run(const Config *cfg_in, const TrainerOptions *o) {
         free(st);
     }
 done:
+    health_free(&hm);
     fclose(mf);
     free(tok);
     free(tgt);

@@ -14,7 +14,7 @@
 
 #include "nn/mixers/mixer.h"
 
-extern const MixerVT mixer_gma, mixer_sdpa;
+extern const MixerVT mixer_gma, mixer_sdpa, mixer_sdpa_ref;
 const MixerVT mixer_auto;
 
 typedef struct AutoPriv {
@@ -31,7 +31,8 @@ static Mixer *auto_create(const Config *c, int layer, ParamTable *pt, const char
         free(m);
         return NULL;
     }
-    p->sdpa = mixer_new(&mixer_sdpa, c, pt);
+    /* the tiled path, or the plain one on a backend without the tiled ops (as `sdpa` does) */
+    p->sdpa = mixer_new(g_ops->attn_forward && g_ops->attn_backward ? &mixer_sdpa : &mixer_sdpa_ref, c, pt);
     for (int i = 0; i < AP_N; i++) p->sdpa->p[i] = m->p[i] = p->gma->p[i];
     p->threshold = c->model.auto_threshold;
     m->priv = p;

@@ -15,6 +15,7 @@ const MixerVT mixer_linear;
 typedef struct LinPriv { int chunk; real eps; } LinPriv;
 
 static Mixer *lin_create(const Config *c, int layer, ParamTable *pt, const char *prefix) {
+    if (NEED_OP("linear", elu1_forward) || NEED_OP("linear", elu1_backward)) return NULL;
     Mixer *m = mixer_new(&mixer_linear, c, pt);
     LinPriv *p = xcalloc(1, sizeof *p);
     p->chunk = c->gma.chunk;

@@ -32,6 +32,11 @@ enum { P_IN, P_CONVW, P_CONVB, P_XPROJ, P_DTW, P_DTB, P_ALOG, P_D, P_OUT };
 typedef struct MbPriv { int E, S, K, Rk, chunk; } MbPriv;
 
 static Mixer *mb_create(const Config *c, int layer, ParamTable *pt, const char *prefix) {
+    if (NEED_OP("mamba", silu_forward) || NEED_OP("mamba", silu_backward) || NEED_OP("mamba", softplus_forward) ||
+        NEED_OP("mamba", softplus_backward) || NEED_OP("mamba", gate_silu_forward) ||
+        NEED_OP("mamba", gate_silu_backward) || NEED_OP("mamba", conv1d_causal_forward) ||
+        NEED_OP("mamba", conv1d_causal_backward) || NEED_OP("mamba", scan_forward) || NEED_OP("mamba", scan_backward))
+        return NULL;
     Mixer *m = mixer_new(&mixer_mamba, c, pt);
     MbPriv *p = xcalloc(1, sizeof *p);
     int D = m->D;

@@ -103,3 +103,9 @@ void key_bias(real *kbias, const uint8_t *keymask, int B, int N) {
     g_ops->to_device(kbias, host, n * sizeof(real));
     free(host);
 }
+
+int mixer_need(const char *mixer, int present, const char *op) {
+    if (present) return 0;
+    return gma_errorf("key model.mixer: mixer \"%s\" needs op %s, which backend %s does not implement", mixer, op,
+                      g_ops->name);
+}

@@ -36,6 +36,10 @@ typedef struct PerfPriv {
 } PerfPriv;
 
 static Mixer *perf_create(const Config *c, int layer, ParamTable *pt, const char *prefix) {
+    if (NEED_OP("performer", favor_logits_forward) || NEED_OP("performer", favor_logits_backward) ||
+        NEED_OP("performer", favor_exp_forward) || NEED_OP("performer", favor_exp_backward) ||
+        NEED_OP("performer", maxval))
+        return NULL;
     Mixer *m = mixer_new(&mixer_performer, c, pt);
     PerfPriv *p = xcalloc(1, sizeof *p);
     p->m = c->performer.features > 0 ? c->performer.features : 2 * m->d;

@@ -3,7 +3,8 @@
  * online-softmax op (g_ops->attn_forward), which never forms the N x N matrix; the
  * backward op recomputes the score tiles from Q, K and the saved row log-sum-exp. Causal
  * and bidirectional; padded keys get a -inf bias. Memory O(N d) per head. The plain
- * version that stores P is registered as `sdpa_ref` (sdpa_ref.c) and is the test reference.
+ * version that stores P is registered as `sdpa_ref` (sdpa_ref.c) and is the test reference;
+ * on a backend that lacks attn_forward/attn_backward, `sdpa` creates that plain version.
  * Parameters: PREFIX.{q,k,v,o}.{weight,bias}.
  *
  * act:     qh, kh, vh, oh [B,H,N,d]; lse [B,H,N]; kbias [B,N]
@@ -12,8 +13,11 @@
 
 #include "nn/mixers/mixer.h"
 
+extern const MixerVT mixer_sdpa_ref;
 const MixerVT mixer_sdpa;
 static Mixer *sdpa_create(const Config *c, int layer, ParamTable *pt, const char *prefix) {
+    /* a backend without the tiled ops runs the plain version (same parameters, O(N^2) memory) */
+    if (!g_ops->attn_forward || !g_ops->attn_backward) return mixer_sdpa_ref.create(c, layer, pt, prefix);
     Mixer *m = mixer_new(&mixer_sdpa, c, pt);
     attn_proj_add(m, c, pt, prefix);
     return m;

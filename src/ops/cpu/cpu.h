@@ -24,6 +24,7 @@ void cpu_split_heads(real *xh, const real *x, int B, int N, int H, int d);
 void cpu_merge_heads(real *x, const real *xh, int B, int N, int H, int d);
 void cpu_softmax_rows(real *x, int R, int C, real scale, const real *colbias);
 void cpu_softmax_rows_backward(real *dy, const real *y, int R, int C);
+void cpu_attn_mask(real *S, const uint8_t *keymask, int B, int H, int N, int causal);
 void cpu_linmix_forward(real *out, real *den, real *state, const real *phq, const real *phk, const real *v, int BH,
                         int N, int F, int d, int causal, int chunk, real eps);
 void cpu_linmix_backward(real *dphq, real *dphk, real *dv, const real *dout, const real *out, const real *den,
@@ -34,6 +35,9 @@ void cpu_gma_route_forward(real *gamma, const real *x, const real *mu, const rea
 void cpu_gma_route_backward(real *dx, real *dmu, real *dvar_raw, real *dprior, const real *dgamma, const real *gamma,
                             const real *x, const real *mu, const real *var_raw, const real *prior, int B, int H, int N,
                             int d, int Kc, real tau, real var_floor, int shared);
+double cpu_gma_div_forward(const real *gamma, const uint8_t *rowmask, int B, int H, int N, int Kc, int mode);
+void cpu_gma_div_backward(real *dgamma, const real *gamma, const uint8_t *rowmask, int B, int H, int N, int Kc, int mode,
+                          real scale);
 /* baselines */
 void cpu_elu1_forward(real *out, const real *x, size_t n);
 void cpu_elu1_backward(real *dx, const real *dout, const real *x, size_t n);

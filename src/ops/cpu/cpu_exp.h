@@ -4,7 +4,7 @@
  * that eight lanes run at once; exactly 0 below -87 (so -inf masks give 0), NaN stays NaN.
  * float64:
  * libm's exp (the gradient checks).
- *   rexp(x)               one value
+ *   vexp1(x)              one value
  *   vexp_sub(y, x, m, n)  y[i] = exp(x[i] - m), returns sum y (y may alias x)
  *   vexp_mul(y, x, s, n)  y[i] = exp(s x[i]) */
 #ifndef GMA_CPU_EXP_H
@@ -15,7 +15,7 @@
 #include "core/common.h"
 
 #ifdef GMA_DOUBLE
-static inline real rexp(real x) { return exp(x); }
+static inline real vexp1(real x) { return exp(x); }
 static inline double vexp_sub(real *y, const real *x, real m, int n) {
     double s = 0;
     for (int i = 0; i < n; i++) s += (y[i] = exp(x[i] - m));
@@ -27,7 +27,7 @@ static inline void vexp_mul(real *y, const real *x, real sc, int n) {
 #else
 typedef float v8f __attribute__((vector_size(32)));
 typedef int32_t v8i __attribute__((vector_size(32)));
-static inline float rexp(float x) {
+static inline float vexp1(float x) {
     if (x < -87.0f) return 0.0f; /* NaN falls through and stays NaN */
     float xc = x > 88.0f ? 88.0f : x;
     float n = (float)(int32_t)(xc * 1.44269504088896341f + 128.5f) - 128.0f;
@@ -73,7 +73,7 @@ static inline double vexp_sub(real *y, const real *x, real m, int n) {
     }
     double s = 0;
     for (int j = 0; j < 8; j++) s += acc[j];
-    for (; i < n; i++) s += (y[i] = rexp(x[i] - m));
+    for (; i < n; i++) s += (y[i] = vexp1(x[i] - m));
     return s;
 }
 static inline void vexp_mul(real *y, const real *x, real sc, int n) {
@@ -84,7 +84,7 @@ static inline void vexp_mul(real *y, const real *x, real sc, int n) {
         v = vexp8(v * sc);
         memcpy(y + i, &v, sizeof v);
     }
-    for (; i < n; i++) y[i] = rexp(sc * x[i]);
+    for (; i < n; i++) y[i] = vexp1(sc * x[i]);
 }
 #endif
 #endif

@@ -21,7 +21,7 @@
 
 #define SCAN_CW 32
 
-static inline real sigm(real x) { return 1 / (1 + rexp(-x)); }
+static inline real sigm(real x) { return 1 / (1 + vexp1(-x)); }
 
 void cpu_silu_forward(real *out, const real *x, size_t n) {
 #pragma omp parallel for schedule(static)
@@ -36,7 +36,7 @@ void cpu_silu_backward(real *dx, const real *dout, const real *x, size_t n) {
 }
 void cpu_softplus_forward(real *out, const real *x, size_t n) {
 #pragma omp parallel for schedule(static)
-    for (size_t i = 0; i < n; i++) out[i] = x[i] > 20 ? x[i] : log1p(exp(x[i]));
+    for (size_t i = 0; i < n; i++) out[i] = x[i] > 20 ? x[i] : rlog1p(rexp(x[i]));
 }
 void cpu_softplus_backward(real *dx, const real *dout, const real *x, size_t n) {
 #pragma omp parallel for schedule(static)
@@ -104,7 +104,7 @@ void cpu_scan_forward(real *y, real *hck, const real *u, const real *dt, const r
         for (int g = 0; g < G; g++) {
             int c0 = g * SCAN_CW, cw = GMA_MIN(SCAN_CW, E - c0);
             real *h = cpu_workspace(1, 2 * (size_t)cw * S + S), *A = h + (size_t)cw * S, *ea = A + (size_t)cw * S;
-            for (int i = 0; i < cw * S; i++) A[i] = -exp(A_log[(size_t)c0 * S + i]), h[i] = 0;
+            for (int i = 0; i < cw * S; i++) A[i] = -rexp(A_log[(size_t)c0 * S + i]), h[i] = 0;
             for (int t = 0; t < N; t++) {
                 if (t % chunk == 0)
                     memcpy(hck + (((size_t)b * nck + t / chunk) * E + c0) * S, h, sizeof(real) * cw * S);
@@ -151,7 +151,7 @@ void cpu_scan_backward(real *du, real *ddt, real *dBm, real *dCm, real *dA_log, 
             /* hbuf: states h_{t0-1} .. h_{t0+L-1}; abuf: exp(dt A) of each step of the chunk */
             real *hbuf = cpu_workspace(1, (size_t)(2 * chunk + 1) * cs + 2 * cs), *abuf = hbuf + (size_t)(chunk + 1) * cs;
             real *A = abuf + (size_t)chunk * cs, *dh = A + cs;
-            for (size_t i = 0; i < cs; i++) A[i] = -exp(A_log[(size_t)c0 * S + i]), dh[i] = 0;
+            for (size_t i = 0; i < cs; i++) A[i] = -rexp(A_log[(size_t)c0 * S + i]), dh[i] = 0;
             real *dBg = dBp + (size_t)g * nbs, *dCg = dCp + (size_t)g * nbs;
             real *dAb = dAp + ((size_t)b * E + c0) * S, *dDb = dDp + (size_t)b * E + c0;
             for (int ck = nck - 1; ck >= 0; ck--) {
@@ -212,7 +212,7 @@ void cpu_scan_backward(real *du, real *ddt, real *dBm, real *dCm, real *dA_log, 
         for (int s = 0; s < S; s++) {
             real sa = 0;
             for (int b = 0; b < B; b++) sa += dAp[((size_t)b * E + c) * S + s];
-            dA_log[(size_t)c * S + s] += sa * -exp(A_log[(size_t)c * S + s]);
+            dA_log[(size_t)c * S + s] += sa * -rexp(A_log[(size_t)c * S + s]);
         }
     }
 }

@@ -1,7 +1,7 @@
 /* cpu_performer.c: Performer FAVOR+ positive random features on the CPU (GMA_SPEC 3.5
  * `performer`). For a head's rows x [N,d] and random features omega [m,d]:
  *   e = (x omega^T) / d^(1/4) - |x|^2 / (2 sqrt d)     (favor_logits)
- *   phi = scale * exp(e - c)                            (favor_exp)
+ *   phi = scale * rexp(e - c)                            (favor_exp)
  * with c the row maximum (queries; its argmax is kept so that the backward pass can
  * differentiate through it) or a constant (keys). omega is a buffer, not trained. */
 #include <string.h>
@@ -53,7 +53,7 @@ void cpu_favor_exp_forward(real *phi, real *rowmax, const real *e, int R, int m,
             cr = er[am];
             rowmax[r] = (real)am;
         }
-        for (int f = 0; f < m; f++) pr[f] = scale * exp(er[f] - cr);
+        for (int f = 0; f < m; f++) pr[f] = scale * rexp(er[f] - cr);
     }
 }
 

@@ -58,7 +58,7 @@ void cpu_attn_forward(real *out, real *lse, const real *q, const real *k, const 
                         memset(row, 0, sizeof(real) * Lk);
                         continue;
                     }
-                    real alpha = rexp(mrow[r] - mnew), sum = (real)vexp_sub(row, row, mnew, Lk);
+                    real alpha = vexp1(mrow[r] - mnew), sum = (real)vexp_sub(row, row, mnew, Lk);
                     lrow[r] = lrow[r] * alpha + sum;
                     mrow[r] = mnew;
                     if (alpha != 1)

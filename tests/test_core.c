@@ -1,0 +1,244 @@
+/* test_core.c: configuration (validation messages, overrides, resolved JSON), safetensors,
+ * token shards, the recall generator, evaluation windows and learning-rate schedules. */
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "core/config.h"
+#include "core/safetensors.h"
+#include "data/lmdata.h"
+#include "data/recall.h"
+#include "data/shard.h"
+#include "optim/optim.h"
+#include "testutil.h"
+
+static int load_text(Config *c, const char *js) {
+    cfg_defaults(c);
+    return cfg_load_text(c, js, "test.json");
+}
+
+START_TEST(test_config_errors) {
+    Config c;
+    ck_assert_int_eq(load_text(&c, "{\"model\": {\"d_model\": 64, \"n_heads\": 4}}"), 0);
+    ck_assert_int_eq(c.model.d_model, 64);
+    ck_assert_int_ne(load_text(&c, "{\"model\": {\"d_modle\": 64}}"), 0);
+    ck_assert_str_eq(gma_error(), "test.json: unknown key model.d_modle");
+    ck_assert_int_ne(load_text(&c, "{\"train\": {\"lr\": \"fast\"}}"), 0);
+    ck_assert_str_eq(gma_error(), "test.json: key train.lr: expected a number");
+    ck_assert_int_ne(load_text(&c, "{\"train\": {\"steps\": -3}}"), 0);
+    ck_assert_ptr_nonnull(strstr(gma_error(), "key train.steps: -3 is out of range"));
+    ck_assert_int_ne(load_text(&c, "{\"train\": {\"steps\": 2.5}}"), 0);
+    ck_assert_ptr_nonnull(strstr(gma_error(), "expected an integer"));
+    ck_assert_int_ne(load_text(&c, "{\n  \"seed\": 1,\n  \"model\": {\"mixer\": gma}\n}"), 0);
+    ck_assert_str_eq(gma_error(), "test.json: malformed JSON at line 3, column 22");
+    ck_assert_int_ne(load_text(&c, "{\"model\": {\"mixer\": \"flash\"}}"), 0);
+    ck_assert_ptr_nonnull(strstr(gma_error(), "key model.mixer: unknown mixer \"flash\""));
+    ck_assert_int_ne(load_text(&c, "{\"train\": {\"schedule\": \"step\"}}"), 0);
+    ck_assert_ptr_nonnull(strstr(gma_error(), "key train.schedule: \"step\" is not one of cosine|linear|constant"));
+    ck_assert_int_ne(load_text(&c, "[1, 2]"), 0);
+    /* cross-field checks */
+    ck_assert_int_eq(load_text(&c, "{\"model\": {\"d_model\": 65, \"n_heads\": 4}}"), 0);
+    ck_assert_int_ne(cfg_validate(&c), 0);
+    ck_assert_ptr_nonnull(strstr(gma_error(), "key model.d_model: 65 is not divisible"));
+    ck_assert_int_eq(load_text(&c, "{\"model\": {\"max_seq_len\": 64}, \"train\": {\"seq_len\": 128}}"), 0);
+    ck_assert_int_ne(cfg_validate(&c), 0);
+    ck_assert_ptr_nonnull(strstr(gma_error(), "key train.seq_len: 128 is longer than model.max_seq_len = 64"));
+    ck_assert_int_eq(load_text(&c, "{\"model\": {\"n_layers\": 3, \"mixer\": [\"gma\", \"sdpa\"]}}"), 0);
+    ck_assert_int_ne(cfg_validate(&c), 0);
+    ck_assert_ptr_nonnull(strstr(gma_error(), "key model.mixer: 2 names for 3 layers"));
+}
+END_TEST
+
+START_TEST(test_config_set_and_roundtrip) {
+    Config c, d;
+    cfg_defaults(&c);
+    ck_assert_int_eq(cfg_set(&c, "train.lr=0.01"), 0);
+    ck_assert(c.train.lr == 0.01);
+    ck_assert_int_eq(cfg_set(&c, "model.mixer=sdpa,gma,gma,gma"), 0);
+    ck_assert_int_eq(c.model.n_mixer, 4);
+    ck_assert_str_eq(cfg_layer_mixer(&c, 0), "sdpa");
+    ck_assert_int_eq(cfg_set(&c, "model.mlp=false"), 0);
+    ck_assert_int_eq(c.model.mlp, 0);
+    ck_assert_int_ne(cfg_set(&c, "model.mlp=maybe"), 0);
+    ck_assert_int_ne(cfg_set(&c, "nope=1"), 0);
+    ck_assert_str_eq(gma_error(), "--set: unknown key nope");
+    ck_assert_int_ne(cfg_set(&c, "train.lr"), 0);
+    char *js = cfg_to_json(&c);
+    ck_assert_int_eq(load_text(&d, js), 0);
+    free(js);
+    ck_assert_int_eq(memcmp(&c, &d, sizeof c), 0);
+}
+END_TEST
+
+START_TEST(test_safetensors_roundtrip) {
+    real a[6] = {1, -2, 3.5f, 4, 5, 6}, b[3] = {7, 8, 9};
+    StTensor t[2] = {{"x.weight", 2, {2, 3}, a}, {"x.bias", 1, {3}, b}};
+    const char *mk[] = {"step"}, *mv[] = {"12"};
+    const char *path = tu_path("t.safetensors");
+    ck_assert_int_eq(st_write(path, t, 2, mk, mv, 1), 0);
+    StFile f;
+    ck_assert_msg(st_open(&f, path) == 0, "%s", gma_error());
+    ck_assert_int_eq(f.n, 2);
+    ck_assert_str_eq(st_meta(&f, "step"), "12");
+    const StEntry *e = st_find(&f, "x.weight");
+    ck_assert_ptr_nonnull(e);
+    ck_assert_int_eq(e->shape[0], 2);
+    ck_assert_int_eq(e->shape[1], 3);
+    real back[6];
+    st_read_tensor(e, back);
+    ck_assert_int_eq(memcmp(back, a, sizeof a), 0);
+    st_close(&f);
+    /* truncate: the data no longer fits the offsets */
+    size_t len;
+    char *bytes = gma_read_file(path, &len);
+    const char *cut = tu_path("cut.safetensors");
+    FILE *o = fopen(cut, "wb");
+    fwrite(bytes, 1, len - 5, o);
+    fclose(o);
+    ck_assert_int_ne(st_open(&f, cut), 0);
+    ck_assert_ptr_nonnull(strstr(gma_error(), "data_offsets"));
+    /* garbage header length */
+    o = fopen(cut, "wb");
+    fwrite("\xff\xff\xff\xff\xff\xff\x00\x00{}", 1, 10, o);
+    fclose(o);
+    ck_assert_int_ne(st_open(&f, cut), 0);
+    ck_assert_ptr_nonnull(strstr(gma_error(), "header length"));
+    free(bytes);
+}
+END_TEST
+
+START_TEST(test_shard) {
+    uint32_t tok[5] = {1, 2, 3, 4, 0};
+    const char *p = tu_path("s.bin");
+    ck_assert_int_eq(shard_write(p, tok, 5, 10), 0);
+    TokenShard s;
+    ck_assert_int_eq(shard_open(&s, p, 1), 0);
+    ck_assert_int_eq(s.width, 2);
+    ck_assert_int_eq(s.count, 5);
+    ck_assert_int_eq(shard_get(&s, 3), 4);
+    shard_close(&s);
+    /* token outside the vocabulary is refused by the writer */
+    uint32_t bad[2] = {1, 11};
+    ck_assert_int_ne(shard_write(tu_path("bad.bin"), bad, 2, 10), 0);
+    ck_assert(!gma_path_exists(tu_path("bad.bin")));
+    /* truncated */
+    size_t len;
+    char *bytes = gma_read_file(p, &len);
+    FILE *o = fopen(tu_path("trunc.bin"), "wb");
+    fwrite(bytes, 1, len - 1, o);
+    fclose(o);
+    ck_assert_int_ne(shard_open(&s, tu_path("trunc.bin"), 1), 0);
+    ck_assert_ptr_nonnull(strstr(gma_error(), "truncated"));
+    /* foreign file */
+    tu_write(tu_path("foreign.bin"), "this is not a shard at all, it is text....");
+    ck_assert_int_ne(shard_open(&s, tu_path("foreign.bin"), 1), 0);
+    ck_assert_ptr_nonnull(strstr(gma_error(), "bad magic at offset 0"));
+    free(bytes);
+}
+END_TEST
+
+START_TEST(test_recall) {
+    RecallTask t;
+    ck_assert_int_eq(recall_init(&t, 40, 5, 0, 24, 7), 0);
+    ck_assert_int_eq(t.queries, 5);
+    int32_t tok[24], tgt[24], tok2[24], tgt2[24];
+    recall_example(&t, 1, 3, tok, tgt);
+    recall_example(&t, 1, 3, tok2, tgt2);
+    ck_assert_int_eq(memcmp(tok, tok2, sizeof tok), 0);
+    recall_example(&t, 2, 3, tok2, tgt2);
+    ck_assert_int_ne(memcmp(tok, tok2, sizeof tok), 0); /* another split, another example */
+    int K = 19, scored = 0;
+    ck_assert_int_eq(tok[10], 1); /* separator after 5 pairs */
+    for (int i = 0; i < 24; i++) {
+        if (tgt[i] < 0) continue;
+        scored++;
+        ck_assert(tok[i] >= 2 && tok[i] < 2 + K);       /* a key */
+        ck_assert_int_eq(tgt[i], tok[i + 1]);           /* its value follows */
+        int found = 0;
+        for (int p = 0; p < 10; p += 2) found |= tok[p] == tok[i] && tok[p + 1] == tgt[i];
+        ck_assert_msg(found, "query %d does not match a stored pair", i);
+    }
+    ck_assert_int_eq(scored, 5);
+    ck_assert_int_ne(recall_init(&t, 10, 9, 0, 64, 1), 0); /* more pairs than keys */
+}
+END_TEST
+
+START_TEST(test_eval_windows) {
+    /* every target of a split is scored exactly once, with and without a stride */
+    uint32_t tok[103];
+    for (int i = 0; i < 103; i++) tok[i] = (uint32_t)(i % 50);
+    const char *dir = tu_tmpdir();
+    char p[1024];
+    snprintf(p, sizeof p, "%s/train.bin", dir);
+    ck_assert_int_eq(shard_write(p, tok, 103, 50), 0);
+    snprintf(p, sizeof p, "%s/valid.bin", dir);
+    ck_assert_int_eq(shard_write(p, tok, 103, 50), 0);
+    Config c;
+    cfg_defaults(&c);
+    snprintf(c.data.source, sizeof c.data.source, "shards");
+    snprintf(c.data.path, sizeof c.data.path, "%s", dir);
+    for (int stride = 0; stride <= 7; stride += 7) {
+        c.data.eval_stride = stride;
+        LmData d;
+        ck_assert_msg(lmdata_open(&d, &c) == 0, "%s", gma_error());
+        int N = 16, B = 3, hits[103] = {0};
+        int32_t tk[48], tg[48];
+        for (long b = 0; lmdata_eval_batch(&d, SPLIT_VALID, b, B, N, tk, tg) > 0; b++)
+            for (int r = 0; r < B * N; r++)
+                if (tg[r] >= 0) {
+                    /* the scored target is the token after the input token */
+                    ck_assert_int_eq(tg[r], (tk[r] + 1) % 50 == 0 && tk[r] == 49 ? 0 : tk[r] + 1);
+                    hits[0]++;
+                }
+        ck_assert_int_eq(hits[0], 102);
+        lmdata_close(&d);
+    }
+}
+END_TEST
+
+START_TEST(test_schedule) {
+    TrainCfg t;
+    Config c;
+    cfg_defaults(&c);
+    t = c.train;
+    t.lr = 1;
+    t.warmup = 10;
+    t.steps = 110;
+    t.min_lr_ratio = 0.1;
+    ck_assert(fabs(optim_lr(&t, 0) - 0.1) < 1e-12);
+    ck_assert(fabs(optim_lr(&t, 9) - 1.0) < 1e-12);
+    ck_assert(fabs(optim_lr(&t, 10) - 1.0) < 1e-12);
+    ck_assert(fabs(optim_lr(&t, 60) - 0.55) < 1e-12); /* cosine midpoint */
+    ck_assert(fabs(optim_lr(&t, 110) - 0.1) < 1e-12);
+    snprintf(t.schedule, sizeof t.schedule, "linear");
+    ck_assert(fabs(optim_lr(&t, 60) - 0.55) < 1e-12);
+    ck_assert(fabs(optim_lr(&t, 35) - 0.775) < 1e-12);
+    snprintf(t.schedule, sizeof t.schedule, "constant");
+    ck_assert(fabs(optim_lr(&t, 100) - 1.0) < 1e-12);
+    /* decay groups */
+    t.weight_decay = 0.1;
+    ck_assert(optim_decay_for(&t, GROUP_WEIGHT) == 0.1);
+    ck_assert(optim_decay_for(&t, GROUP_BIAS) == 0);
+    ck_assert(optim_decay_for(&t, GROUP_NORM) == 0);
+    ck_assert(optim_decay_for(&t, GROUP_EMBED) == 0);
+    ck_assert(optim_decay_for(&t, GROUP_MIXTURE) == 0);
+    t.decay_mixture = 1;
+    ck_assert(optim_decay_for(&t, GROUP_MIXTURE) == 0.1);
+}
+END_TEST
+
+Suite *make_suite(void) {
+    Suite *s = suite_create("core");
+    TCase *tc = tcase_create("core");
+    tcase_add_test(tc, test_config_errors);
+    tcase_add_test(tc, test_config_set_and_roundtrip);
+    tcase_add_test(tc, test_safetensors_roundtrip);
+    tcase_add_test(tc, test_shard);
+    tcase_add_test(tc, test_recall);
+    tcase_add_test(tc, test_eval_windows);
+    tcase_add_test(tc, test_schedule);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+GMA_TEST_MAIN()

@@ -1,0 +1,260 @@
+/* test_train.c: the trainer end to end through bin/gmatrain and bin/gmaeval (run from the
+ * repository root): exact resume, non-finite losses, interruption, bad input that must
+ * leave existing runs untouched, evaluation output, and a tiny run that learns. */
+#include <signal.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <fcntl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "core/safetensors.h"
+#include "testutil.h"
+
+static const char *TINY =
+    "{\"name\": \"tiny\", \"seed\": 5,\n"
+    " \"model\": {\"d_model\": 16, \"n_layers\": 2, \"n_heads\": 2, \"max_seq_len\": 24, \"mixer\": [\"gma\", \"sdpa\"]},\n"
+    " \"gma\": {\"n_components\": 4, \"chunk\": 5},\n"
+    " \"train\": {\"steps\": 8, \"batch_size\": 4, \"seq_len\": 24, \"lr\": 0.01, \"warmup\": 0, \"schedule\": \"constant\",\n"
+    "           \"grad_accum\": 2, \"eval_every\": 0, \"eval_batches\": 2, \"log_every\": 2, \"checkpoint_every\": 0},\n"
+    " \"data\": {\"recall_vocab\": 20, \"recall_pairs\": 4, \"recall_valid\": 16, \"recall_test\": 16}}\n";
+
+static char g_out[65536];
+
+static int run(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static int run(const char *fmt, ...) {
+    char cmd[4096];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(cmd, sizeof cmd, fmt, ap);
+    va_end(ap);
+    return tu_run(cmd, g_out, sizeof g_out);
+}
+
+/* byte-compare every tensor of two safetensors files */
+static void same_tensors(const char *a, const char *b) {
+    StFile fa, fb;
+    ck_assert_msg(st_open(&fa, a) == 0, "%s", gma_error());
+    ck_assert_msg(st_open(&fb, b) == 0, "%s", gma_error());
+    ck_assert_int_eq(fa.n, fb.n);
+    for (int i = 0; i < fa.n; i++) {
+        const StEntry *e = st_find(&fb, fa.e[i].name);
+        ck_assert_ptr_nonnull(e);
+        ck_assert_int_eq(e->numel, fa.e[i].numel);
+        ck_assert_msg(memcmp(e->data, fa.e[i].data, 4 * e->numel) == 0, "tensor %s differs", e->name);
+    }
+    st_close(&fa);
+    st_close(&fb);
+}
+
+START_TEST(test_resume_is_exact) {
+    tu_write(tu_path("tiny.json"), TINY);
+    ck_assert_msg(run("./bin/gmatrain --config %s --out %s --quiet", tu_path("tiny.json"), tu_path("full")) == 0, "%s", g_out);
+    ck_assert_msg(run("./bin/gmatrain --config %s --out %s --quiet --set train.steps=4", tu_path("tiny.json"), tu_path("half")) == 0,
+                  "%s", g_out);
+    ck_assert_msg(run("./bin/gmatrain --resume %s --quiet --set train.steps=8", tu_path("half")) == 0, "%s", g_out);
+    char a[1024], b[1024];
+    snprintf(a, sizeof a, "%s/latest/model.safetensors", tu_path("full"));
+    snprintf(b, sizeof b, "%s/latest/model.safetensors", tu_path("half"));
+    same_tensors(a, b);
+    snprintf(a, sizeof a, "%s/latest/optim.safetensors", tu_path("full"));
+    snprintf(b, sizeof b, "%s/latest/optim.safetensors", tu_path("half"));
+    same_tensors(a, b);
+    /* run outputs */
+    char p[1024];
+    const char *files[] = {"config.json", "metrics.jsonl", "summary.json"};
+    for (int i = 0; i < 3; i++) {
+        snprintf(p, sizeof p, "%s/%s", tu_path("full"), files[i]);
+        ck_assert_msg(gma_path_exists(p), "missing %s", p);
+    }
+    snprintf(p, sizeof p, "%s/metrics.jsonl", tu_path("full"));
+    char *m = gma_read_file(p, NULL);
+    ck_assert_ptr_nonnull(strstr(m, "\"tokens_per_s\""));
+    ck_assert_ptr_nonnull(strstr(m, "\"split\":\"test\""));
+    free(m);
+    /* a fresh run into a directory with checkpoints is refused and changes nothing */
+    snprintf(p, sizeof p, "%s/latest/model.safetensors", tu_path("full"));
+    size_t len0, len1;
+    char *before = gma_read_file(p, &len0);
+    ck_assert_int_eq(run("./bin/gmatrain --config %s --out %s --quiet", tu_path("tiny.json"), tu_path("full")), 2);
+    ck_assert_ptr_nonnull(strstr(g_out, "already holds checkpoints"));
+    char *after = gma_read_file(p, &len1);
+    ck_assert(len0 == len1 && memcmp(before, after, len0) == 0);
+    free(before);
+    free(after);
+}
+END_TEST
+
+START_TEST(test_checkpoint_mismatch) {
+    tu_write(tu_path("tiny.json"), TINY);
+    ck_assert_msg(run("./bin/gmatrain --config %s --out %s --quiet --set train.steps=2", tu_path("tiny.json"), tu_path("a")) == 0,
+                  "%s", g_out);
+    /* resume with a wider model: refused naming the tensor */
+    ck_assert_int_eq(run("./bin/gmatrain --config %s --resume %s --quiet --set model.d_model=32 --out %s",
+                         tu_path("tiny.json"), tu_path("a"), tu_path("b")),
+                     2);
+    ck_assert_msg(strstr(g_out, "tensor tok_emb.weight has shape [20,16], this model expects [20,32]"), "%s", g_out);
+    /* gmaeval on it works and writes JSON */
+    ck_assert_msg(run("./bin/gmaeval --checkpoint %s --data test --json %s", tu_path("a"), tu_path("e.json")) == 0, "%s", g_out);
+    char *js = gma_read_file(tu_path("e.json"), NULL);
+    ck_assert_ptr_nonnull(strstr(js, "\"ppl\""));
+    ck_assert_ptr_nonnull(strstr(js, "\"acc\""));
+    free(js);
+    /* gmaeval: a foreign file as data, a too-long sequence, a missing checkpoint */
+    tu_write(tu_path("junk.bin"), "definitely not a token shard, just some text in a file");
+    ck_assert_int_eq(run("./bin/gmaeval --checkpoint %s --data %s", tu_path("a"), tu_path("junk.bin")), 2);
+    ck_assert_ptr_nonnull(strstr(g_out, "bad magic at offset 0"));
+    ck_assert_int_eq(run("./bin/gmaeval --checkpoint %s --data test --seq-len 500", tu_path("a")), 2);
+    ck_assert_ptr_nonnull(strstr(g_out, "longer than the model's max_seq_len"));
+    ck_assert_int_ne(run("./bin/gmaeval --checkpoint %s/nothing --data test", tu_path("a")), 0);
+}
+END_TEST
+
+START_TEST(test_bad_configs) {
+    tu_write(tu_path("tiny.json"), TINY);
+    ck_assert_int_eq(run("./bin/gmatrain --config %s/missing.json", tu_tmpdir()), 2);
+    ck_assert_ptr_nonnull(strstr(g_out, "cannot open"));
+    tu_write(tu_path("broken.json"), "{\n \"train\": {\"steps\": 3,}\n}\n");
+    ck_assert_int_eq(run("./bin/gmatrain --config %s", tu_path("broken.json")), 2);
+    ck_assert_msg(strstr(g_out, "malformed JSON at line 2"), "%s", g_out);
+    tu_write(tu_path("mixer.json"), "{\"model\": {\"mixer\": \"lstm\"}}");
+    ck_assert_int_eq(run("./bin/gmatrain --config %s", tu_path("mixer.json")), 2);
+    ck_assert_ptr_nonnull(strstr(g_out, "unknown mixer \"lstm\""));
+    ck_assert_int_eq(run("./bin/gmatrain --config %s --set train.seq_len=9999 --out %s", tu_path("tiny.json"), tu_path("x")), 2);
+    ck_assert_ptr_nonnull(strstr(g_out, "longer than model.max_seq_len"));
+    ck_assert_int_eq(run("./bin/gmatrain --config %s --bogus", tu_path("tiny.json")), 2);
+    ck_assert(!gma_path_exists(tu_path("x")));
+    /* shards that are truncated */
+    char dir[1024];
+    snprintf(dir, sizeof dir, "%s/shards", tu_tmpdir());
+    gma_mkdirs(dir);
+    char p[1100];
+    snprintf(p, sizeof p, "%s/train.bin", dir);
+    tu_write(p, "GMATOKS");
+    ck_assert_int_eq(run("./bin/gmatrain --config %s --set data.source=shards --set data.path=%s --out %s",
+                         tu_path("tiny.json"), dir, tu_path("y")),
+                     2);
+    ck_assert_msg(strstr(g_out, "train.bin: not a token shard"), "%s", g_out);
+}
+END_TEST
+
+START_TEST(test_nonfinite_refused) {
+    tu_write(tu_path("tiny.json"), TINY);
+    /* one NaN step: refused, training goes on, checkpoint is finite */
+    setenv("GMA_FAULT_NAN_STEPS", "3", 1);
+    ck_assert_msg(run("./bin/gmatrain --config %s --out %s --quiet", tu_path("tiny.json"), tu_path("n1")) == 0, "%s", g_out);
+    char p[1024];
+    snprintf(p, sizeof p, "%s/metrics.jsonl", tu_path("n1"));
+    char *m = gma_read_file(p, NULL);
+    ck_assert_ptr_nonnull(strstr(m, "\"event\":\"nonfinite\""));
+    free(m);
+    /* too many in a row: exit 3, the last checkpoint (step 2) is kept */
+    setenv("GMA_FAULT_NAN_STEPS", "2,3,4", 1);
+    ck_assert_int_eq(run("./bin/gmatrain --config %s --out %s --quiet --set train.checkpoint_every=2 --set train.max_bad_steps=3",
+                         tu_path("tiny.json"), tu_path("n2")),
+                     3);
+    unsetenv("GMA_FAULT_NAN_STEPS");
+    ck_assert_ptr_nonnull(strstr(g_out, "non-finite steps in a row"));
+    snprintf(p, sizeof p, "%s/latest/model.safetensors", tu_path("n2"));
+    StFile f;
+    ck_assert_msg(st_open(&f, p) == 0, "%s", gma_error());
+    long saved = atol(st_meta(&f, "step"));
+    ck_assert(saved == 2 || saved == 4); /* the bad steps changed no parameter */
+    st_close(&f);
+}
+END_TEST
+
+START_TEST(test_sigint_checkpoints) {
+    tu_write(tu_path("tiny.json"), TINY);
+    char outdir[1024];
+    snprintf(outdir, sizeof outdir, "%s", tu_path("sig"));
+    pid_t pid = fork();
+    if (pid == 0) {
+        int fd = open("/dev/null", O_WRONLY);
+        dup2(fd, 1);
+        dup2(fd, 2);
+        execl("./bin/gmatrain", "gmatrain", "--config", tu_path("tiny.json"), "--out", outdir, "--quiet", "--set",
+              "train.steps=1000000", (char *)NULL);
+        _exit(127);
+    }
+    /* wait for training to be under way, then interrupt it */
+    char cfgp[1100];
+    snprintf(cfgp, sizeof cfgp, "%s/metrics.jsonl", outdir);
+    for (int i = 0; i < 200 && !gma_path_exists(cfgp); i++) usleep(50000);
+    usleep(300000);
+    ck_assert_int_eq(kill(pid, SIGINT), 0);
+    int st;
+    waitpid(pid, &st, 0);
+    ck_assert(WIFEXITED(st));
+    ck_assert_int_eq(WEXITSTATUS(st), 130);
+    char p[1024];
+    snprintf(p, sizeof p, "%s/latest/model.safetensors", tu_path("sig"));
+    StFile f;
+    ck_assert_msg(st_open(&f, p) == 0, "%s", gma_error());
+    long step = atol(st_meta(&f, "step"));
+    ck_assert(step > 0);
+    st_close(&f);
+    /* and it resumes from there */
+    ck_assert_msg(run("./bin/gmatrain --resume %s --quiet --set train.steps=%ld", tu_path("sig"), step + 2) == 0, "%s", g_out);
+}
+END_TEST
+
+START_TEST(test_sgd_and_schedules) {
+    /* SGD with momentum and the linear schedule train; the loss falls */
+    tu_write(tu_path("tiny.json"), TINY);
+    ck_assert_msg(run("./bin/gmatrain --config %s --out %s --quiet --set train.optimizer=sgd --set train.momentum=0.9 "
+                      "--set train.lr=0.5 --set train.schedule=linear --set train.warmup=2 --set train.steps=40 "
+                      "--set train.log_every=20",
+                      tu_path("tiny.json"), tu_path("sgd")) == 0,
+                  "%s", g_out);
+    char p[1024];
+    snprintf(p, sizeof p, "%s/metrics.jsonl", tu_path("sgd"));
+    char *m = gma_read_file(p, NULL);
+    const char *a = strstr(m, "\"loss\":"), *b = a ? strstr(a + 1, "\"loss\":") : NULL;
+    ck_assert(a && b);
+    double l20 = atof(a + 7), l40 = atof(b + 7);
+    ck_assert_msg(l40 < l20, "loss %g -> %g", l20, l40);
+    free(m);
+}
+END_TEST
+
+START_TEST(test_learns_recall) {
+    /* a small GMA model must beat chance (1/9) on an easy recall task */
+    const char *cfg =
+        "{\"name\": \"learn\", \"seed\": 3,\n"
+        " \"model\": {\"d_model\": 32, \"n_layers\": 2, \"n_heads\": 2, \"max_seq_len\": 16, \"mixer\": \"gma\"},\n"
+        " \"gma\": {\"n_components\": 16, \"chunk\": 8},\n"
+        " \"train\": {\"steps\": 300, \"batch_size\": 16, \"seq_len\": 16, \"lr\": 0.003, \"warmup\": 20,\n"
+        "           \"eval_every\": 0, \"log_every\": 50, \"checkpoint_every\": 0, \"weight_decay\": 0},\n"
+        " \"data\": {\"recall_vocab\": 20, \"recall_pairs\": 3, \"recall_valid\": 128, \"recall_test\": 128}}\n";
+    tu_write(tu_path("learn.json"), cfg);
+    ck_assert_msg(run("./bin/gmatrain --config %s --out %s --quiet", tu_path("learn.json"), tu_path("learn")) == 0, "%s", g_out);
+    ck_assert_msg(run("./bin/gmaeval --checkpoint %s --data test --json %s", tu_path("learn"), tu_path("l.json")) == 0, "%s",
+                  g_out);
+    char *js = gma_read_file(tu_path("l.json"), NULL);
+    const char *a = strstr(js, "\"acc\":");
+    ck_assert_ptr_nonnull(a);
+    double acc = atof(a + 6);
+    printf("recall accuracy after 300 steps: %.3f (chance 0.111)\n", acc);
+    ck_assert_msg(acc > 0.3, "accuracy %.3f", acc);
+    free(js);
+}
+END_TEST
+
+Suite *make_suite(void) {
+    Suite *s = suite_create("train");
+    TCase *tc = tcase_create("train");
+    tcase_set_timeout(tc, 300);
+    tcase_add_test(tc, test_resume_is_exact);
+    tcase_add_test(tc, test_checkpoint_mismatch);
+    tcase_add_test(tc, test_bad_configs);
+    tcase_add_test(tc, test_nonfinite_refused);
+    tcase_add_test(tc, test_sigint_checkpoints);
+    tcase_add_test(tc, test_sgd_and_schedules);
+    tcase_add_test(tc, test_learns_recall);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+GMA_TEST_MAIN()
