@@ -1,6 +1,6 @@
 /* cpu_sdpa.c: tiled softmax attention on the CPU (GMA_SPEC 3.5, the optimised `sdpa`).
  *
- * Forward (FlashAttention-style online softmax): for each head and tile of TQ query rows,
+ * Forward (FlashAttention-style online softmax): for each head and tile of TQ (128) query rows,
  * walk the key tiles of TK columns (only up to the diagonal when causal), keeping per row
  * the running max m, the running sum l and the unnormalised output; at the end
  * out = acc / l and lse = m + log l is saved. Only TQ x TK scores exist at a time, so the
@@ -20,10 +20,10 @@
 #include "ops/cpu/cpu_exp.h"
 
 #ifndef TQ
-#define TQ 64
+#define TQ 128
 #endif
 #ifndef TK
-#define TK 64
+#define TK 128
 #endif
 
 void cpu_attn_forward(real *out, real *lse, const real *q, const real *k, const real *v, const real *kbias, int B,
