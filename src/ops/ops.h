@@ -98,6 +98,12 @@ typedef struct GmaOps {
     void (*adamw)(real *p, const real *g, real *m, real *v, size_t n, real lr, real b1, real b2, real eps, real wd,
                   real bc1, real bc2);
     void (*sgd)(real *p, const real *g, real *mom, size_t n, real lr, real momentum, real wd);
+
+    /* classifier */
+    /* Two-sequence interaction features (GMA_SPEC 2): u, v [B,D] -> out [B,4D] rows
+     * [u, v, u*v, u-v]; backward accumulates du, dv from dout [B,4D]. */
+    void (*pair_features_forward)(real *out, const real *u, const real *v, int B, int D);
+    void (*pair_features_backward)(real *du, real *dv, const real *dout, const real *u, const real *v, int B, int D);
 } GmaOps;
 
 /* The active backend; selected once at start-up. */

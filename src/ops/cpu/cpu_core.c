@@ -156,6 +156,8 @@ const GmaOps gma_ops_cpu = {
     .gma_route_backward = cpu_gma_route_backward,
     .adamw = cpu_adamw,
     .sgd = cpu_sgd,
+    .pair_features_forward = cpu_pair_features_forward,
+    .pair_features_backward = cpu_pair_features_backward,
 };
 
 const GmaOps *g_ops = &gma_ops_cpu;
