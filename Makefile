@@ -48,13 +48,19 @@ TEST64_SRC := $(sort $(wildcard tests/test64_*.c))
 TESTUTIL   := tests/testutil.c
 TESTS      := $(patsubst tests/%.c,build/tests/%,$(TEST_SRC) $(TEST64_SRC))
 
-# CUDA (make cuda): found from nvcc on PATH, CUDA_HOME or /usr/local/cuda.
-CUDA_HOME ?= $(or $(patsubst %/bin/nvcc,%,$(shell command -v nvcc 2>/dev/null)),/usr/local/cuda)
+# CUDA (make cuda): nvcc from CUDA_HOME, else nvcc on PATH, else /usr/local/cuda. The GPU
+# code is sm_90 (H100/H200) plus compute_90 PTX that the driver compiles for newer GPUs;
+# other GPUs: make cuda CUDA_ARCH="-gencode arch=compute_80,code=sm_80". NO_CUDA=1 turns
+# `make cuda` off. No GPU is needed to build.
+NVCC_PATH := $(shell command -v nvcc 2>/dev/null)
+CUDA_HOME ?= $(or $(patsubst %/bin/nvcc,%,$(NVCC_PATH)),/usr/local/cuda)
 NVCC      ?= $(CUDA_HOME)/bin/nvcc
 CUDA_SRC  := $(sort $(wildcard src/ops/cuda/*.cu))
 CUDA_OBJ  := $(patsubst src/%.cu,build/cuda/%.o,$(CUDA_SRC))
 CUDA_ARCH ?= -gencode arch=compute_90,code=sm_90 -gencode arch=compute_90,code=compute_90
-NVCCFLAGS ?= -O3 -std=c++17 $(CUDA_ARCH) -Isrc -Xcompiler -fPIC
+NVCCFLAGS ?= -O3 -lineinfo -std=c++17 -Xcompiler -fPIC,-Wall,-Wextra,-Wno-unused-parameter
+NVCCFLAGS += $(CUDA_ARCH) -Isrc -MMD -MP
+CUDA_LIBDIR := $(firstword $(wildcard $(CUDA_HOME)/lib64 $(CUDA_HOME)/lib $(CUDA_HOME)/targets/x86_64-linux/lib))
 
 .PHONY: all test quickstart bench deps cuda clean probe check-deps
 all: check-deps $(BINS) build/libgma.a
@@ -69,7 +75,7 @@ probe:
 	@echo "CC: $$($(CC) --version | head -1)"
 	@echo "BLAS: $(BLAS_LIBS)"
 	@echo "OpenMP: -fopenmp"
-	@if [ -x "$(NVCC)" ]; then echo "nvcc: $(NVCC)"; else echo "nvcc: not found (make cuda unavailable)"; fi
+	@if [ -x "$(NVCC)" ]; then echo "nvcc: $(NVCC) (make cuda available, arch $(CUDA_ARCH))"; else echo "nvcc: not found (make cuda unavailable)"; fi
 	@if command -v mpicc >/dev/null 2>&1; then echo "MPI: $$(command -v mpicc)"; else echo "MPI: not found"; fi
 
 build/libgma.a: $(OBJ32)
@@ -118,29 +124,37 @@ bench: check-deps bin/gmabench
 	bin/gmabench all --json runs/bench.json
 
 # ---- CUDA build: same binaries, CUDA backend linked in (GMA_CUDA) ----
+# Host C sources are rebuilt with -DGMA_CUDA into build/cuda-host, the .cu files into
+# build/cuda; binaries go to bin/cuda/ and are then copied over bin/.
 build/cuda/%.o: src/%.cu
 	@mkdir -p $(@D)
 	$(NVCC) $(NVCCFLAGS) -c $< -o $@
 
 cuda:
+ifeq ($(NO_CUDA),1)
+	@echo "make cuda: NO_CUDA=1 given"; exit 1
+else
 	@[ -x "$(NVCC)" ] || { echo "make cuda: nvcc not found (set CUDA_HOME or put nvcc on PATH)"; exit 1; }
-	$(MAKE) CFLAGS_EXTRA=-DGMA_CUDA BUILD_CUDA=1 cuda-bins
+	@echo "nvcc: $(NVCC) ($$($(NVCC) --version | tail -1)); arch: $(CUDA_ARCH)"
+	$(MAKE) BUILD_CUDA=1 cuda-bins
+endif
 
 ifeq ($(BUILD_CUDA),1)
 CFLAGS += -DGMA_CUDA -I$(CUDA_HOME)/include
-LDLIBS += $(CUDA_OBJ) -L$(CUDA_HOME)/lib64 -lcublas -lcudart -lstdc++ -Wl,-rpath,$(CUDA_HOME)/lib64
-OBJ32 := $(patsubst src/%.c,build/cuda-host/%.o,$(LIB_SRC))
+CUDA_LDLIBS := -L$(CUDA_LIBDIR) -Wl,-rpath,$(CUDA_LIBDIR) -lcublas -lcudart -lstdc++
+OBJCUDAHOST := $(patsubst src/%.c,build/cuda-host/%.o,$(LIB_SRC))
 build/cuda-host/%.o: src/%.c
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) -c $< -o $@
-build/libgma-cuda.a: $(OBJ32)
+build/libgma-cuda.a: $(OBJCUDAHOST) $(CUDA_OBJ)
 	@mkdir -p $(@D)
+	rm -f $@
 	ar rcs $@ $^
-bin/cuda/%: src/cli/%.c build/libgma-cuda.a $(CUDA_OBJ)
+bin/cuda/%: src/cli/%.c build/libgma-cuda.a
 	@mkdir -p $(@D)
-	$(CC) $(CFLAGS) $< build/libgma-cuda.a $(LDLIBS) -o $@
-cuda-bins: $(patsubst src/cli/%.c,bin/cuda/%,$(CLI_SRC))
-	@for b in $^; do cp $$b bin/; done; echo "CUDA binaries installed in bin/"
+	$(CC) $(CFLAGS) $< build/libgma-cuda.a $(LDLIBS) $(CUDA_LDLIBS) -o $@
+cuda-bins: $(patsubst src/cli/%.c,bin/cuda/%,$(CLI_SRC)) build/libgma-cuda.a
+	@for b in $(patsubst src/cli/%.c,bin/cuda/%,$(CLI_SRC)); do cp $$b bin/; done; echo "CUDA binaries installed in bin/ (and bin/cuda/)"
 endif
 
 clean:

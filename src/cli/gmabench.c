@@ -13,7 +13,10 @@
  *     matrix shapes replayed alone in the same run, and the share of the step spent outside
  *     matrix products.
  *   gmabench all [--json FILE]: both with their defaults.
- * Common: --json FILE, --device cpu|cuda, --threads N. */
+ * Common: --json FILE, --device cpu|cuda, --precision fp32|tf32|bf16 (cuda), --threads N.
+ * On cuda, timings wait for the GPU (ops_sync) and memory is the backend's device memory
+ * high-water mark (ops_mem_stats); mixer points run in-process (a CUDA context does not
+ * survive fork). */
 #include <cjson/cJSON.h>
 #include <stdlib.h>
 #include <string.h>
@@ -31,7 +34,7 @@ typedef struct Opts {
     int seq[32], n_seq;
     int D, H, Kc, B, causal, repeat, L, V, T, steps;
     double max_seconds, max_mem_gib;
-    const char *json, *device;
+    const char *json, *device, *precision;
     int threads;
 } Opts;
 
@@ -95,7 +98,9 @@ static int cmp_d(const void *a, const void *b) {
 /* ---------------- one mixer layer, measured in a child process ---------------- */
 typedef struct MixResult { double med, lo, hi, peak; int ok; } MixResult;
 
-static void mixer_child(const Opts *o, const char *name, int N, int fd) {
+static int on_device(void) { return strcmp(g_ops->name, "cpu") != 0; }
+
+static MixResult mixer_measure(const Opts *o, const char *name, int N) {
     MixResult r = {0};
     Config c = bench_config(o, name, N);
     const MixerVT *vt = mixer_find(name);
@@ -116,7 +121,11 @@ static void mixer_child(const Opts *o, const char *name, int N, int fd) {
     g_ops->to_device(h, hh, n * sizeof(real));
     g_ops->to_device(y, hh, n * sizeof(real)); /* used as dy */
     free(hh);
-    double base = vmrss_bytes();
+    size_t dev_now, dev_peak;
+    ops_sync();
+    ops_mem_reset_peak();
+    ops_mem_stats(&dev_now, &dev_peak);
+    double base = on_device() ? (double)dev_now : vmrss_bytes();
     real *act = g_ops->alloc(vt->act_size(m, o->B, N) * sizeof(real));
     real *scratch = g_ops->alloc(vt->scratch_size(m, o->B, N) * sizeof(real));
     real *dy = g_ops->alloc(n * sizeof(real));
@@ -124,22 +133,35 @@ static void mixer_child(const Opts *o, const char *name, int N, int fd) {
     double t[64];
     int R = GMA_MIN(o->repeat, 64);
     for (int i = -1; i < R; i++) {
+        ops_sync();
         double t0 = gma_now();
         vt->forward(m, &ctx, y, h, params, act, scratch);
         vt->backward(m, &ctx, dh, dy, h, params, grads, act, scratch);
+        ops_sync();
         if (i >= 0) t[i] = gma_now() - t0;
     }
     qsort(t, R, sizeof(double), cmp_d);
     r.med = t[R / 2];
     r.lo = t[0];
     r.hi = t[R - 1];
-    r.peak = vmhwm_bytes() - base;
+    ops_mem_stats(&dev_now, &dev_peak);
+    r.peak = (on_device() ? (double)dev_peak : vmhwm_bytes()) - base;
     r.ok = 1;
+    real *bufs[] = {params, grads, h, y, dh, act, scratch, dy};
+    for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) g_ops->free(bufs[i]);
+    vt->destroy(m);
+    pt_free(&pt);
+    return r;
+}
+
+static void mixer_child(const Opts *o, const char *name, int N, int fd) {
+    MixResult r = mixer_measure(o, name, N);
     if (write(fd, &r, sizeof r) != sizeof r) _exit(1);
     _exit(0);
 }
 
 static MixResult run_mixer_point(const Opts *o, const char *name, int N) {
+    if (on_device()) return mixer_measure(o, name, N);
     MixResult r = {0};
     int p[2];
     if (pipe(p) != 0) return r;
@@ -222,12 +244,13 @@ static void bench_mixers(const Opts *o, cJSON *out) {
 /* ---------------- whole-model training step with matmul accounting ---------------- */
 typedef struct Shape { int M, N, K, ta, tb, batch; long count; } Shape;
 static Shape g_shapes[512];
-static int g_nshapes;
+static int g_nshapes, g_recording;
 static double g_mm_time, g_mm_flops;
 static const GmaOps *g_inner;
 static GmaOps g_prof;
 
 static void note_shape(int M, int N, int K, int ta, int tb, int batch) {
+    if (!g_recording) return;
     for (int i = 0; i < g_nshapes; i++) {
         Shape *s = &g_shapes[i];
         if (s->M == M && s->N == N && s->K == K && s->ta == ta && s->tb == tb && s->batch == batch) {
@@ -238,16 +261,20 @@ static void note_shape(int M, int N, int K, int ta, int tb, int batch) {
     if (g_nshapes < 512) g_shapes[g_nshapes++] = (Shape){M, N, K, ta, tb, batch, 1};
 }
 static void prof_matmul(real *C, const real *A, const real *B, int M, int N, int K, int ta, int tb, real al, real be) {
+    ops_sync();
     double t0 = gma_now();
     g_inner->matmul(C, A, B, M, N, K, ta, tb, al, be);
+    ops_sync();
     g_mm_time += gma_now() - t0;
     g_mm_flops += 2.0 * M * N * K;
     note_shape(M, N, K, ta, tb, 1);
 }
 static void prof_matmul_strided(real *C, const real *A, const real *B, int M, int N, int K, int ta, int tb, real al,
                                 real be, int batch, size_t sA, size_t sB, size_t sC) {
+    ops_sync();
     double t0 = gma_now();
     g_inner->matmul_strided(C, A, B, M, N, K, ta, tb, al, be, batch, sA, sB, sC);
+    ops_sync();
     g_mm_time += gma_now() - t0;
     g_mm_flops += 2.0 * M * N * K * batch;
     note_shape(M, N, K, ta, tb, batch);
@@ -263,11 +290,13 @@ static double replay_shapes(void) {
         int reps = 3;
         double best = 1e30;
         for (int r = 0; r < reps + 1; r++) {
+            ops_sync();
             double t0 = gma_now();
             if (s->batch == 1) g_inner->matmul(C, A, Bm, s->M, s->N, s->K, s->ta, s->tb, 1, 0);
             else
                 g_inner->matmul_strided(C, A, Bm, s->M, s->N, s->K, s->ta, s->tb, 1, 0, s->batch, (size_t)s->M * s->K,
                                         (size_t)s->K * s->N, (size_t)s->M * s->N);
+            ops_sync();
             double dt = gma_now() - t0;
             if (r > 0 && dt < best) best = dt;
         }
@@ -284,8 +313,8 @@ static void bench_model(const Opts *o, cJSON *out) {
     snprintf(buf, sizeof buf, "%s", o->mixers);
     printf("\n## whole-model training step (L=%d, D=%d, H=%d, V=%d, B=%d, T=%d, Kc=%d, %s, %d steps, %s)\n", o->L, o->D,
            o->H, o->V, o->B, o->T, o->Kc, g_ops->name, o->steps, REAL_NAME);
-    printf("%-10s %10s %10s %12s %12s %12s %10s %12s\n", "mixer", "params", "step ms", "tokens/s", "step GF/s",
-           "BLAS GF/s", "ratio", "non-GEMM %");
+    printf("%-10s %10s %10s %12s %12s %12s %12s %10s %12s\n", "mixer", "params", "step ms", "tokens/s", "step GF/s",
+           "GEMM GF/s", "BLAS GF/s", "ratio", "non-GEMM %");
     cJSON *arr = cJSON_AddArrayToObject(out, "model");
     char *sv = NULL;
     for (char *t = strtok_r(buf, ",", &sv); t; t = strtok_r(NULL, ",", &sv)) {
@@ -309,7 +338,9 @@ static void bench_model(const Opts *o, cJSON *out) {
         double flops_step = 0, mm_step = 0;
         for (int s = -1; s < S; s++) {
             g_mm_time = g_mm_flops = 0;
-            if (s == 0) g_nshapes = 0; /* record the shapes of one step */
+            g_recording = s == 0; /* record the shapes of one step */
+            if (s == 0) g_nshapes = 0;
+            ops_sync();
             double t0 = gma_now();
             LossStats st;
             model_zero_grad(&m);
@@ -317,24 +348,23 @@ static void bench_model(const Opts *o, cJSON *out) {
             model_backward(&m, 1.0);
             double gn = optim_grad_norm(&m);
             optim_step(&m, &c.train, s + 2, 1e-4, gn);
+            ops_sync();
             double dt = gma_now() - t0;
             if (s >= 0) {
                 times[s] = dt;
                 flops_step = g_mm_flops;
                 mm_step += g_mm_time;
             }
-            if (s == 0) {
-                /* stop recording after the first measured step */
-            }
         }
+        g_recording = 0;
         qsort(times, S, sizeof(double), cmp_d);
         double med = times[S / 2];
         mm_step /= S;
         double blas_time = replay_shapes();
         double gf = flops_step / med / 1e9, blas_gf = flops_step / blas_time / 1e9;
         double outside = 1 - mm_step / med;
-        printf("%-10s %10zu %10.1f %12.0f %12.2f %12.2f %10.3f %11.1f%%\n", t, model_param_count(&m), med * 1e3,
-               o->B * o->T / med, gf, blas_gf, gf / blas_gf, 100 * outside);
+        printf("%-10s %10zu %10.1f %12.0f %12.2f %12.2f %12.2f %10.3f %11.1f%%\n", t, model_param_count(&m), med * 1e3,
+               o->B * o->T / med, gf, flops_step / mm_step / 1e9, blas_gf, gf / blas_gf, 100 * outside);
         cJSON *row = cJSON_CreateObject();
         cJSON_AddStringToObject(row, "mixer", t);
         cJSON_AddNumberToObject(row, "params", (double)model_param_count(&m));
@@ -344,6 +374,7 @@ static void bench_model(const Opts *o, cJSON *out) {
         cJSON_AddNumberToObject(row, "tokens_per_s", o->B * o->T / med);
         cJSON_AddNumberToObject(row, "gemm_gflop_per_step", flops_step / 1e9);
         cJSON_AddNumberToObject(row, "achieved_gflops", gf);
+        cJSON_AddNumberToObject(row, "gemm_gflops_in_step", flops_step / mm_step / 1e9);
         cJSON_AddNumberToObject(row, "blas_gflops_same_shapes", blas_gf);
         cJSON_AddNumberToObject(row, "share_outside_gemm", outside);
         cJSON_AddItemToArray(arr, row);
@@ -357,7 +388,7 @@ static void bench_model(const Opts *o, cJSON *out) {
 static void usage(FILE *f) {
     fprintf(f, "usage: gmabench mixer|model|all [options]   (see the comment at the top of src/cli/gmabench.c)\n"
                "  --mixers a,b  --seq 512,1K,...  --D --H --Kc --B --bidir --repeat --max-seconds --max-mem-gib\n"
-               "  --L --V --T --steps  --json FILE  --device cpu|cuda  --threads N\n");
+               "  --L --V --T --steps  --json FILE  --device cpu|cuda  --precision fp32|tf32|bf16  --threads N\n");
 }
 
 int main(int argc, char **argv) {
@@ -371,7 +402,7 @@ int main(int argc, char **argv) {
         fprintf(stderr, "gmabench: unknown benchmark \"%s\" (mixer, model or all)\n", what);
         return 2;
     }
-    Opts o = {.D = 256, .H = 4, .Kc = 64, .B = 1, .causal = 1, .repeat = 3, .L = 4, .V = 8192, .T = 256, .steps = 5,
+    Opts o = {.D = 256, .H = 4, .Kc = 64, .B = 0, .causal = 1, .repeat = 3, .L = 4, .V = 8192, .T = 256, .steps = 5,
               .max_seconds = 60, .max_mem_gib = 12, .threads = -1};
     snprintf(o.mixers, sizeof o.mixers, "gma,sdpa");
     int mixers_set = 0;
@@ -404,6 +435,7 @@ int main(int argc, char **argv) {
         else if (!strcmp(a, "--max-mem-gib") && nx) o.max_mem_gib = atof(argv[++i]);
         else if (!strcmp(a, "--json") && nx) o.json = argv[++i];
         else if (!strcmp(a, "--device") && nx) o.device = argv[++i];
+        else if (!strcmp(a, "--precision") && nx) o.precision = argv[++i];
         else if (!strcmp(a, "--threads") && nx) o.threads = atoi(argv[++i]);
         else {
             fprintf(stderr, "gmabench: unknown or incomplete option \"%s\"\n", a);
@@ -423,7 +455,7 @@ int main(int argc, char **argv) {
         fprintf(stderr, "gmabench: --D %d is not divisible by --H %d\n", o.D, o.H);
         return 2;
     }
-    if (ops_select(o.device ? o.device : "cpu") != 0) {
+    if (ops_select(o.device ? o.device : "cpu") != 0 || ops_set_precision(o.precision ? o.precision : "fp32") != 0) {
         fprintf(stderr, "gmabench: %s\n", gma_error());
         return 2;
     }
@@ -433,12 +465,20 @@ int main(int argc, char **argv) {
     g_prof.matmul = prof_matmul;
     g_prof.matmul_strided = prof_matmul_strided;
     long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
-    printf("# gmabench %s | backend %s | %ld cores | %s\n", GMA_VERSION, g_ops->name, ncpu, REAL_NAME);
+    printf("# gmabench %s | backend %s (%s, precision %s) | %ld cores | %s\n", GMA_VERSION, g_ops->name,
+           ops_device_name(), o.precision ? o.precision : "fp32", ncpu, REAL_NAME);
     cJSON *out = cJSON_CreateObject();
     cJSON_AddStringToObject(out, "backend", g_ops->name);
+    cJSON_AddStringToObject(out, "device_name", ops_device_name());
+    cJSON_AddStringToObject(out, "precision", o.precision ? o.precision : "fp32");
     cJSON_AddNumberToObject(out, "cores", (double)ncpu);
-    if (!strcmp(what, "mixer") || !strcmp(what, "all")) bench_mixers(&o, out);
+    int B_given = o.B;
+    if (!strcmp(what, "mixer") || !strcmp(what, "all")) {
+        o.B = B_given ? B_given : 1;
+        bench_mixers(&o, out);
+    }
     if (!strcmp(what, "model") || !strcmp(what, "all")) {
+        o.B = B_given ? B_given : 4;
         g_ops = &g_prof;
         bench_model(&o, out);
         g_ops = g_inner;

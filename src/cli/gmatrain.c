@@ -110,7 +110,7 @@ int main(int argc, char **argv) {
         return 2;
     }
     if (want_resume && !resume) resume = run_dir;
-    if (ops_select(cfg.device) != 0) return fail(2);
+    if (ops_select(cfg.device) != 0 || ops_set_precision(cfg.precision) != 0) return fail(2);
     ops_set_threads(cfg.threads);
     TrainerOptions o = {.run_dir = run_dir, .resume_dir = resume, .progress_tty = isatty(2), .quiet = quiet};
     int rc = trainer_run(&cfg, &o);

@@ -20,9 +20,20 @@
 #ifdef GMA_DOUBLE
 typedef double real;
 #define REAL_NAME "float64"
+#define rexp exp
+#define rlog log
+#define rtanh tanh
+#define rsqrt_ sqrt
+#define rlog1p log1p
 #else
 typedef float real;
 #define REAL_NAME "float32"
+/* float versions of the transcendental functions (the double ones cost 2-3x more) */
+#define rexp expf
+#define rlog logf
+#define rtanh tanhf
+#define rsqrt_ sqrtf
+#define rlog1p log1pf
 #endif
 
 #define GMA_VERSION "0.1.0"

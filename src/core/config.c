@@ -32,6 +32,8 @@ static const CfgKey g_schema[] = {
     {"name", T_STR, O(name), S(name), "run", 0, 0, NULL, "Run name: outputs go to runs/<name>/ (or out_dir)."},
     {"seed", T_INT, O(seed), 0, "1337", 0, 2147483647, NULL, "Seed for initialisation, data order and generated data."},
     {"device", T_STR, O(device), S(device), "cpu", 0, 0, "cpu|cuda", "Backend that runs the ops."},
+    {"precision", T_STR, O(precision), S(precision), "fp32", 0, 0, "fp32|tf32|bf16",
+     "Matrix products: fp32; tf32 (tensor cores, cuda); bf16 (bf16 operands, fp32 accumulation and master weights, cuda)."},
     {"threads", T_INT, O(threads), 0, "0", 0, 1024, NULL, "OpenMP/BLAS threads (0 = all cores)."},
     {"out_dir", T_STR, O(out_dir), S(out_dir), "", 0, 0, NULL, "Run directory (empty = runs/<name>)."},
 
@@ -65,7 +67,7 @@ static const CfgKey g_schema[] = {
     {"gma.shared_components", T_BOOL, O(gma.shared_components), 0, "false", 0, 0, NULL, "One set of components for all heads."},
     {"gma.init", T_STR, O(gma.init), S(gma.init), "default", 0, 0, "default|kmeans|orthogonal", "Initialisation of the components."},
     {"gma.init_mean_scale", T_REAL, O(gma.init_mean_scale), 0, "0", 0, 1e6, NULL,
-     "Std of the initial means (0 = the default rule 0.5*sqrt(2 ln(Kc+1)/d)... see README)."},
+     "Std of the initial means (0 = (2 d)^(-1/4): soft initial responsibilities, see README)."},
     {"gma.memory", T_STR, O(gma.memory), S(gma.memory), "none", 0, 0, "none|ema", "Value memory: from the sequence, or an EMA buffer."},
     {"gma.ema_decay", T_REAL, O(gma.ema_decay), 0, "0", 0, 0.999999999, NULL, "EMA decay alpha in (0,1) (0 = 1 - 1/(B N))."},
     {"gma.div_weight", T_REAL, O(gma.div_weight), 0, "0", 0, 1e6, NULL, "Weight of the diversity loss (0 = off)."},
@@ -355,6 +357,8 @@ int cfg_validate(const Config *c) {
                               slot ? " plus the CLS slot" : "", c->train.seq_len);
         if (slot && c->train.seq_len < 2) return gma_errorf("key train.seq_len: needs at least 2 with model.pooling \"cls\"");
     }
+    if (strcmp(c->precision, "fp32") && strcmp(c->device, "cuda"))
+        return gma_errorf("key precision: %s needs device cuda (the %s backend runs fp32)", c->precision, c->device);
     if (!strcmp(c->data.source, "shards") && !c->data.path[0])
         return gma_errorf("key data.path: required when data.source is \"shards\"");
     if (!strcmp(c->data.source, "recall")) {

@@ -74,6 +74,9 @@ typedef struct GmaOps {
      * entirely -inf become 0. backward: dx = y * (dy - <dy,y>) (overwrites dy with dx) */
     void (*softmax_rows)(real *x, int R, int C, real scale, const real *colbias);
     void (*softmax_rows_backward)(real *dy_inplace, const real *y, int R, int C);
+    /* Attention score mask in place: S [B,H,N,N] gets -inf where (causal and j > i) or key j of
+     * batch b is padding. keymask [B,N] is HOST memory (1 = token, 0 = padding) or NULL. */
+    void (*attn_mask)(real *S, const uint8_t *keymask, int B, int H, int N, int causal);
 
     /* Normalised linear mixing core (GMA_SPEC 3.1) for BH independent heads.
      * phq, phk [BH,N,F] (padded keys already zero), v [BH,N,d] -> out [BH,N,d], den [BH,N].
@@ -109,8 +112,23 @@ typedef struct GmaOps {
 /* The active backend; selected once at start-up. */
 extern const GmaOps *g_ops;
 extern const GmaOps gma_ops_cpu;
-/* Select "cpu" or "cuda"; refuses cuda in a build without it or without a usable GPU. */
+/* Select "cpu" or "cuda"; refuses cuda in a build without it or without a usable GPU, and
+ * refuses a backend whose table has a missing (NULL) op, naming it. */
 int ops_select(const char *device);
+/* 0 when every member of the table is set, else -1 with an error naming the first missing op. */
+int ops_check_table(const GmaOps *ops);
+/* Precision of the active backend's matrix products: "fp32" (every backend), "tf32" or
+ * "bf16" (cuda only; bf16 keeps fp32 master weights and fp32 accumulation). Call after
+ * ops_select. Returns -1 with a message for a precision the backend cannot run. */
+int ops_set_precision(const char *precision);
+/* Wait until every queued op of the active backend has finished (for timing). */
+void ops_sync(void);
+/* The device name ("cpu", or the GPU's name) of the active backend. */
+const char *ops_device_name(void);
+/* Backend memory held through alloc (and backend work buffers): now and the peak since the
+ * last ops_mem_reset_peak. Host memory of the cpu backend is not counted (0). */
+void ops_mem_stats(size_t *in_use, size_t *peak);
+void ops_mem_reset_peak(void);
 /* Threads for OpenMP and BLAS (0 = all cores). */
 void ops_set_threads(int n);
 #endif

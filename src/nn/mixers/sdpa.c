@@ -23,20 +23,6 @@ static size_t sdpa_scratch(const Mixer *m, int B, int N) {
     return 5 * (size_t)B * N * m->D + (size_t)B * m->H * N * N;
 }
 
-/* scores -> masked scores (host loop over the mask; -inf where the key is hidden) */
-static void apply_mask(real *S, const MixerCtx *c, int H) {
-    int B = c->B, N = c->N;
-    if (!c->causal && !c->keymask) return;
-#pragma omp parallel for collapse(2) schedule(static)
-    for (int bh = 0; bh < B * H; bh++)
-        for (int i = 0; i < N; i++) {
-            int b = bh / H;
-            real *row = S + ((size_t)bh * N + i) * N;
-            for (int j = 0; j < N; j++)
-                if ((c->causal && j > i) || (c->keymask && !c->keymask[b * N + j])) row[j] = -INFINITY;
-        }
-}
-
 static void sdpa_forward(Mixer *m, const MixerCtx *c, real *y, const real *h, const real *params, real *act,
                          real *scratch) {
     int B = c->B, N = c->N, H = m->H, d = m->d;
@@ -44,7 +30,7 @@ static void sdpa_forward(Mixer *m, const MixerCtx *c, real *y, const real *h, co
     real *qh = act, *kh = qh + hs, *vh = kh + hs, *oh = vh + hs, *P = oh + hs;
     attn_proj_qkv(m, params, h, qh, kh, vh, scratch, B, N);
     g_ops->matmul_strided(P, qh, kh, N, N, d, 0, 1, 1, 0, B * H, (size_t)N * d, (size_t)N * d, (size_t)N * N);
-    apply_mask(P, c, H);
+    g_ops->attn_mask(P, c->keymask, B, H, N, c->causal);
     g_ops->softmax_rows(P, B * H * N, N, (real)(1.0 / sqrt((double)d)), NULL);
     g_ops->matmul_strided(oh, P, vh, N, d, N, 0, 0, 1, 0, B * H, (size_t)N * N, (size_t)N * d, (size_t)N * d);
     attn_proj_out(m, params, y, oh, scratch, B, N);

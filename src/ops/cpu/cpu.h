@@ -24,6 +24,7 @@ void cpu_split_heads(real *xh, const real *x, int B, int N, int H, int d);
 void cpu_merge_heads(real *x, const real *xh, int B, int N, int H, int d);
 void cpu_softmax_rows(real *x, int R, int C, real scale, const real *colbias);
 void cpu_softmax_rows_backward(real *dy, const real *y, int R, int C);
+void cpu_attn_mask(real *S, const uint8_t *keymask, int B, int H, int N, int causal);
 void cpu_linmix_forward(real *out, real *den, real *state, const real *phq, const real *phk, const real *v, int BH,
                         int N, int F, int d, int causal, int chunk, real eps);
 void cpu_linmix_backward(real *dphq, real *dphk, real *dv, const real *dout, const real *out, const real *den,

@@ -106,7 +106,7 @@ static void cpu_adamw(real *p, const real *g, real *m, real *v, size_t n, real l
         real mi = m[i] = b1 * m[i] + (1 - b1) * g[i];
         real vi = v[i] = b2 * v[i] + (1 - b2) * g[i] * g[i];
         real mh = mi / bc1, vh = vi / bc2;
-        p[i] -= lr * (mh / (sqrt(vh) + eps) + wd * p[i]);
+        p[i] -= lr * (mh / (rsqrt_(vh) + eps) + wd * p[i]);
     }
 }
 
@@ -150,6 +150,7 @@ const GmaOps gma_ops_cpu = {
     .merge_heads = cpu_merge_heads,
     .softmax_rows = cpu_softmax_rows,
     .softmax_rows_backward = cpu_softmax_rows_backward,
+    .attn_mask = cpu_attn_mask,
     .linmix_forward = cpu_linmix_forward,
     .linmix_backward = cpu_linmix_backward,
     .gma_route_forward = cpu_gma_route_forward,
@@ -163,7 +164,14 @@ const GmaOps gma_ops_cpu = {
 const GmaOps *g_ops = &gma_ops_cpu;
 
 #ifdef GMA_CUDA
-int cuda_ops_init(const GmaOps **out); /* src/ops/cuda: 0, or -1 with gma_error set */
+/* src/ops/cuda (cuda_core.cu) */
+int cuda_ops_init(const GmaOps **out); /* 0, or -1 with gma_error set */
+int cuda_set_precision(const char *precision);
+void cuda_sync(void);
+const char *cuda_device_name(void);
+void cuda_mem_stats(size_t *in_use, size_t *peak);
+void cuda_mem_reset_peak(void);
+#define ON_CUDA() (g_ops != &gma_ops_cpu)
 #endif
 
 int ops_select(const char *device) {
@@ -173,12 +181,52 @@ int ops_select(const char *device) {
     }
     if (!strcmp(device, "cuda")) {
 #ifdef GMA_CUDA
-        return cuda_ops_init(&g_ops);
+        const GmaOps *ops = NULL;
+        if (cuda_ops_init(&ops) != 0) return -1;
+        if (ops_check_table(ops) != 0) return gma_error_prefix("device \"cuda\"");
+        g_ops = ops;
+        return 0;
 #else
         return gma_errorf("device \"cuda\": this binary was built without CUDA (build with `make cuda`)");
 #endif
     }
     return gma_errorf("unknown device \"%s\" (cpu or cuda)", device);
+}
+
+int ops_set_precision(const char *precision) {
+    if (strcmp(precision, "fp32") && strcmp(precision, "tf32") && strcmp(precision, "bf16"))
+        return gma_errorf("precision \"%s\": expected fp32, tf32 or bf16", precision);
+#ifdef GMA_CUDA
+    if (ON_CUDA()) return cuda_set_precision(precision);
+#endif
+    if (strcmp(precision, "fp32")) return gma_errorf("precision %s needs device cuda (the cpu backend runs fp32)", precision);
+    return 0;
+}
+
+void ops_sync(void) {
+#ifdef GMA_CUDA
+    if (ON_CUDA()) cuda_sync();
+#endif
+}
+
+const char *ops_device_name(void) {
+#ifdef GMA_CUDA
+    if (ON_CUDA()) return cuda_device_name();
+#endif
+    return "cpu";
+}
+
+void ops_mem_stats(size_t *in_use, size_t *peak) {
+    *in_use = *peak = 0;
+#ifdef GMA_CUDA
+    if (ON_CUDA()) cuda_mem_stats(in_use, peak);
+#endif
+}
+
+void ops_mem_reset_peak(void) {
+#ifdef GMA_CUDA
+    if (ON_CUDA()) cuda_mem_reset_peak();
+#endif
 }
 
 void openblas_set_num_threads(int);

@@ -11,8 +11,8 @@
 
 #include "ops/cpu/cpu.h"
 
-static inline real softplus(real s) { return s > 20 ? s : log1p(exp(s)); }
-static inline real sigmoid(real s) { return 1 / (1 + exp(-s)); }
+static inline real softplus(real s) { return s > 20 ? s : rlog1p(rexp(s)); }
+static inline real sigmoid(real s) { return 1 / (1 + rexp(-s)); }
 
 /* P, M [Hp,Kc,d], cst [Hp,Kc] for the Hp parameter sets */
 static void prep(real *P, real *M, real *cst, const real *mu, const real *var_raw, const real *prior, int Hp, int d,
@@ -22,7 +22,7 @@ static void prep(real *P, real *M, real *cst, const real *mu, const real *var_ra
         real mx = -INFINITY;
         for (int k = 0; k < Kc; k++) mx = a[k] > mx ? a[k] : mx;
         double s = 0;
-        for (int k = 0; k < Kc; k++) s += exp(a[k] - mx);
+        for (int k = 0; k < Kc; k++) s += rexp(a[k] - mx);
         real lse = mx + (real)log(s);
         for (int k = 0; k < Kc; k++) {
             size_t o = ((size_t)h * Kc + k) * d;
@@ -63,7 +63,7 @@ void cpu_gma_route_forward(real *gamma, const real *x, const real *mu, const rea
                 mx = row[k] > mx ? row[k] : mx;
             }
             double s = 0;
-            for (int k = 0; k < Kc; k++) s += (row[k] = exp(row[k] - mx));
+            for (int k = 0; k < Kc; k++) s += (row[k] = rexp(row[k] - mx));
             real inv = (real)(1.0 / s);
             for (int k = 0; k < Kc; k++) row[k] *= inv;
         }
@@ -119,9 +119,9 @@ void cpu_gma_route_backward(real *dx, real *dmu, real *dvar_raw, real *dprior, c
         real mx = -INFINITY;
         for (int k = 0; k < Kc; k++) mx = a[k] > mx ? a[k] : mx;
         double s = 0, sdc = 0;
-        for (int k = 0; k < Kc; k++) s += exp(a[k] - mx), sdc += dc[k];
+        for (int k = 0; k < Kc; k++) s += rexp(a[k] - mx), sdc += dc[k];
         for (int k = 0; k < Kc; k++) {
-            real pk = (real)(exp(a[k] - mx) / s);
+            real pk = (real)(rexp(a[k] - mx) / s);
             dprior[(size_t)hp * Kc + k] += dc[k] - pk * (real)sdc;
             for (int e = 0; e < d; e++) {
                 size_t o = ((size_t)hp * Kc + k) * d + e, ko = (size_t)k * d + e;

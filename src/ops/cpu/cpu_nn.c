@@ -1,17 +1,17 @@
 /* cpu_nn.c: CPU kernels of the dense layers: GELU, LayerNorm, embeddings, cross-entropy,
- * head split/merge and row softmax. Loops are OpenMP over independent rows or columns, so
+ * head split/merge, row softmax and the attention score mask. Loops are OpenMP over independent rows or columns, so
  * results do not depend on the number of threads. */
 #include <string.h>
 
 #include "ops/cpu/cpu.h"
 
-#define GELU_K 0.7978845608028654 /* sqrt(2/pi) */
+#define GELU_K ((real)0.7978845608028654) /* sqrt(2/pi) */
 
 void cpu_gelu_forward(real *out, const real *x, size_t n) {
 #pragma omp parallel for schedule(static) if (PAR_WORTH((size_t)n))
     for (size_t i = 0; i < n; i++) {
         real u = x[i];
-        out[i] = (real)0.5 * u * (1 + tanh(GELU_K * (u + (real)0.044715 * u * u * u)));
+        out[i] = (real)0.5 * u * (1 + rtanh(GELU_K * (u + (real)0.044715 * u * u * u)));
     }
 }
 
@@ -20,7 +20,7 @@ void cpu_gelu_backward(real *dx, const real *dout, const real *x, size_t n) {
     for (size_t i = 0; i < n; i++) {
         real u = x[i];
         real a = GELU_K * (u + (real)0.044715 * u * u * u);
-        real t = tanh(a);
+        real t = rtanh(a);
         real sech2 = 1 - t * t;
         real g = (real)0.5 * (1 + t) + (real)0.5 * u * sech2 * GELU_K * (1 + 3 * (real)0.044715 * u * u);
         dx[i] += dout[i] * g;
@@ -121,7 +121,7 @@ void cpu_xent_forward(real *loss, real *valid, const real *logits, const int32_t
         real mx = -INFINITY;
         for (int i = 0; i < V; i++) mx = l[i] > mx ? l[i] : mx;
         double s = 0;
-        for (int i = 0; i < V; i++) s += exp(l[i] - mx);
+        for (int i = 0; i < V; i++) s += rexp(l[i] - mx);
         loss[r] = (real)(log(s) + mx - l[target[r]]);
         valid[r] = 1;
     }
@@ -138,9 +138,9 @@ void cpu_xent_backward(real *dl, const int32_t *target, int R, int V, real scale
         real mx = -INFINITY;
         for (int i = 0; i < V; i++) mx = l[i] > mx ? l[i] : mx;
         double s = 0;
-        for (int i = 0; i < V; i++) s += exp(l[i] - mx);
+        for (int i = 0; i < V; i++) s += rexp(l[i] - mx);
         real inv = (real)(1.0 / s);
-        for (int i = 0; i < V; i++) l[i] = exp(l[i] - mx) * inv * scale;
+        for (int i = 0; i < V; i++) l[i] = rexp(l[i] - mx) * inv * scale;
         l[target[r]] -= scale;
     }
 }
@@ -188,7 +188,7 @@ void cpu_softmax_rows(real *x, int R, int C, real scale, const real *colbias) {
             continue;
         }
         double s = 0;
-        for (int c = 0; c < C; c++) s += (row[c] = exp(row[c] - mx));
+        for (int c = 0; c < C; c++) s += (row[c] = rexp(row[c] - mx));
         real inv = (real)(1.0 / s);
         for (int c = 0; c < C; c++) row[c] *= inv;
     }
@@ -203,4 +203,16 @@ void cpu_softmax_rows_backward(real *dy, const real *y, int R, int C) {
         for (int c = 0; c < C; c++) dot += g[c] * p[c];
         for (int c = 0; c < C; c++) g[c] = p[c] * (g[c] - (real)dot);
     }
+}
+
+void cpu_attn_mask(real *S, const uint8_t *keymask, int B, int H, int N, int causal) {
+    if (!causal && !keymask) return;
+#pragma omp parallel for collapse(2) schedule(static)
+    for (int bh = 0; bh < B * H; bh++)
+        for (int i = 0; i < N; i++) {
+            int b = bh / H;
+            real *row = S + ((size_t)bh * N + i) * N;
+            for (int j = 0; j < N; j++)
+                if ((causal && j > i) || (keymask && !keymask[b * N + j])) row[j] = -INFINITY;
+        }
 }

@@ -1,0 +1,139 @@
+#!/usr/bin/env bash
+# gpu_check.sh: check the CUDA backend against the CPU backend on a machine with an NVIDIA
+# GPU, then benchmark it. Needs nvcc (or binaries already built by `make cuda`) and a GPU.
+#
+#   scripts/gpu_check.sh [--quick] [--no-build] [--no-bench] [--sanitize] [--out DIR]
+#
+# 1. make cuda (unless --no-build).
+# 2. For every mixer (bin/gmacheck --list-mixers), causal and bidirectional, and every
+#    precision (fp32, tf32, bf16): bin/gmacheck runs a few training steps on the CPU and on
+#    the GPU from the same initial parameters and batch and compares the losses and every
+#    gradient (relative error; bounds: fp32 1e-4, tf32 1e-2, bf16 5e-2 -- see docs/cuda.md).
+#    GMA also runs with a sequence that is a multiple of the chunk, a single chunk, and
+#    shared components. Kernel launches are synchronised (GMA_CUDA_SYNC=1) so a fault names
+#    its kernel.
+# 3. --sanitize: one GMA and one sdpa check under compute-sanitizer memcheck.
+# 4. Benchmarks (unless --no-bench), if bin/gmabench takes --device: the mixer table and
+#    the whole-model throughput of configs/wikitext103_gma_k256.json.
+# Everything is logged under DIR (default runs/gpu_check/); DIR/summary.md holds the table.
+# Exit status: 0 all checks within bounds, 1 some check failed, 2 no usable GPU/build.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+QUICK=0; BUILD=1; BENCH=1; SAN=0; OUT=runs/gpu_check
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --quick) QUICK=1 ;;
+    --no-build) BUILD=0 ;;
+    --no-bench) BENCH=0 ;;
+    --sanitize) SAN=1 ;;
+    --out) OUT="$2"; shift ;;
+    *) echo "usage: $0 [--quick] [--no-build] [--no-bench] [--sanitize] [--out DIR]" >&2; exit 2 ;;
+  esac
+  shift
+done
+mkdir -p "$OUT"
+LOG="$OUT/checks.log"; SUM="$OUT/summary.md"; : > "$LOG"
+
+if [ $BUILD = 1 ]; then
+  echo "== make cuda"
+  make -j"$(nproc)" cuda > "$OUT/build.log" 2>&1 || { tail -30 "$OUT/build.log"; echo "gpu_check: make cuda failed (see $OUT/build.log)"; exit 2; }
+fi
+[ -x bin/gmacheck ] || { echo "gpu_check: bin/gmacheck missing (run make cuda)"; exit 2; }
+
+GPU=$(nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>/dev/null | head -1)
+echo "GPU: ${GPU:-unknown (nvidia-smi not found)}"
+probe=$(bin/gmacheck --device cuda --steps 1 --batch 1 --seq 16 --quiet 2>&1); rc=$?
+if [ $rc = 2 ]; then echo "$probe"; echo "gpu_check: the CUDA backend cannot run here"; exit 2; fi
+
+{
+  echo "# gpu_check $(date -u +%Y-%m-%dT%H:%M:%SZ)"
+  echo
+  echo "GPU: ${GPU:-unknown}; commit $(git rev-parse --short HEAD 2>/dev/null || echo '?')"
+  echo
+  echo "| mixer | mode | case | precision | max loss rel err | max grad rel err (tensor) | bound | result |"
+  echo "|---|---|---|---|---|---|---|---|"
+} > "$SUM"
+
+fails=0; runs=0
+check() { # mixer causal case precision [extra args...]
+  local m=$1 c=$2 cs=$3 p=$4; shift 4
+  local mode=causal; [ "$c" = 0 ] && mode=bidirectional
+  echo "-- $m $mode $cs $p" | tee -a "$LOG"
+  local out rc
+  out=$(GMA_CUDA_SYNC=1 bin/gmacheck --device cuda --precision "$p" --set model.mixer="$m" --set model.causal="$c" \
+        --steps 3 --quiet "$@" 2>&1); rc=$?
+  echo "$out" >> "$LOG"
+  if [ $rc = 3 ]; then echo "   skipped: $(echo "$out" | tail -1)"; return; fi
+  runs=$((runs + 1))
+  local last; last=$(echo "$out" | grep '^gmacheck: \(PASS\|FAIL\)' | tail -1)
+  if [ -z "$last" ]; then
+    fails=$((fails + 1)); echo "   ERROR (rc $rc): $(echo "$out" | tail -2 | tr '\n' ' ')"
+    echo "| $m | $mode | $cs | $p | - | - | - | ERROR rc $rc |" >> "$SUM"; return
+  fi
+  echo "   $last"
+  local res le ge gt bd
+  res=$(echo "$last" | sed -E 's/^gmacheck: (PASS|FAIL).*/\1/')
+  le=$(echo "$last" | sed -E 's/.*max loss rel err ([^,]+),.*/\1/')
+  ge=$(echo "$last" | sed -E 's/.*max grad rel err ([^ ]+) \(([^)]*)\).*/\1 (\2)/')
+  bd=$(echo "$last" | sed -E 's/.*bound ([^ ]+)$/\1/')
+  [ "$res" = PASS ] || fails=$((fails + 1))
+  echo "| $m | $mode | $cs | $p | $le | $ge | $bd | $res |" >> "$SUM"
+}
+
+MIXERS=$(bin/gmacheck --list-mixers | tr '|' ' ')
+PRECS="fp32 tf32 bf16"; [ $QUICK = 1 ] && PRECS="fp32"
+for p in $PRECS; do
+  for m in $MIXERS; do
+    for c in 1 0; do
+      check "$m" "$c" "N=200" "$p" --seq 200
+    done
+  done
+  # GMA's chunked scan: N a multiple of the chunk, one chunk only, shared components, long N
+  check gma 1 "N=256" "$p" --seq 256
+  check gma 1 "N=48 (one chunk)" "$p" --seq 48
+  check gma 1 "shared, chunk 32" "$p" --seq 200 --set gma.shared_components=true --set gma.chunk=32
+  [ $QUICK = 1 ] || check gma 1 "N=2048, Kc=128" "$p" --seq 2048 --batch 2 --set gma.n_components=128 --set model.n_layers=1
+done
+
+if [ $SAN = 1 ] && command -v compute-sanitizer >/dev/null 2>&1; then
+  for m in gma sdpa; do
+    echo "== compute-sanitizer memcheck: $m" | tee -a "$LOG"
+    compute-sanitizer --tool memcheck --error-exitcode 9 bin/gmacheck --device cuda --set model.mixer=$m \
+      --steps 1 --batch 2 --seq 100 --quiet >> "$LOG" 2>&1
+    rc=$?; [ $rc = 0 ] || { fails=$((fails + 1)); echo "   memcheck $m: rc $rc (see $LOG)"; }
+    echo "   memcheck $m: rc $rc"
+  done
+fi
+
+echo >> "$SUM"
+echo "$runs checks, $fails failed. Full output: $LOG" >> "$SUM"
+
+if [ $BENCH = 1 ]; then
+  if [ -x bin/gmabench ] && bin/gmabench --help 2>&1 | grep -q -- '--device'; then
+    echo "== gmabench --device cuda"
+    SEQS=1024,2048,4096,8192,16384,32768,65536; [ $QUICK = 1 ] && SEQS=1024,4096,16384
+    BMIX=sdpa; for m in gma linear performer; do echo " $MIXERS " | grep -q " $m " && BMIX="$BMIX,$m"; done
+    bin/gmabench mixer --device cuda --mixers "$BMIX" --seq "$SEQS" --max-mem-gib 100 --json "$OUT/bench_mixer.json" 2>&1 |
+      tee "$OUT/bench_mixer.txt"
+    # whole model: the WikiText-103 GMA config's shape when the config exists
+    CFG=configs/wikitext103_gma_k256.json; MARGS="--Kc 256"
+    if [ -f "$CFG" ]; then
+      j() { grep -o "\"$1\": *[0-9]*" "$CFG" | head -1 | grep -o '[0-9]*$'; }
+      for kv in "L n_layers" "D d_model" "H n_heads" "V vocab_size" "T seq_len" "B batch_size" "Kc n_components"; do
+        set -- $kv; v=$(j "$2"); [ -n "$v" ] && [ "$v" != 0 ] && MARGS="$MARGS --$1 $v"
+      done
+    else
+      echo "note: $CFG not found: whole-model bench with gmabench defaults and Kc 256" | tee -a "$SUM"
+    fi
+    for p in fp32 tf32 bf16; do
+      bin/gmabench model --device cuda --precision $p --mixers gma,sdpa $MARGS --steps 5 \
+        --json "$OUT/bench_model_$p.json" 2>&1 | tee "$OUT/bench_model_$p.txt"
+    done
+    { echo; echo "## gmabench --device cuda ($GPU)"; echo; echo '```'; cat "$OUT"/bench_*.txt 2>/dev/null; echo '```'; } >> "$SUM"
+  else
+    echo "gpu_check: bin/gmabench with --device not available: benchmarks skipped" | tee -a "$SUM"
+  fi
+fi
+
+cat "$SUM"
+[ $fails = 0 ]

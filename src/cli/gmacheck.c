@@ -1,0 +1,208 @@
+/* gmacheck.c: compare a backend against the CPU backend on one model and batch.
+ *
+ *   gmacheck [--config FILE] [--set key=value]... [--device cuda] [--precision fp32|tf32|bf16]
+ *            [--steps S] [--batch B] [--seq N] [--tol X] [--quiet]
+ *   gmacheck --list-mixers
+ *
+ * Builds the model of the config twice, on the CPU backend and on --device, from the same
+ * initial parameters (drawn once on the host and copied), feeds both the same random
+ * batch, and for S steps compares the loss and every parameter's gradient, then takes
+ * the same AdamW step on both. Relative error of a tensor: |g_dev - g_cpu|_2 /
+ * max(|g_cpu|_2, 1e-3 |g_cpu(all tensors)|_2) (the floor keeps tensors whose exact
+ * gradient is zero, e.g. key biases of softmax attention, from dividing noise by noise).
+ * Exit status: 0 within the bound (default 1e-4 for fp32, 1e-2 tf32, 5e-2 bf16; --tol sets
+ * it), 1 above it, 2 when a backend cannot be used, 3 when the config is refused. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/config.h"
+#include "model/model.h"
+#include "ops/ops.h"
+
+static void usage(void) {
+    fprintf(stderr,
+            "usage: gmacheck [--config FILE] [--set key=value]... [--device cuda|cpu] [--precision fp32|tf32|bf16]\n"
+            "                [--steps S] [--batch B] [--seq N] [--tol X] [--quiet]\n"
+            "       gmacheck --list-mixers\n");
+}
+
+static double norm2(const real *x, size_t n) {
+    double s = 0;
+    for (size_t i = 0; i < n; i++) s += (double)x[i] * x[i];
+    return sqrt(s);
+}
+static double diff2(const real *a, const real *b, size_t n) {
+    double s = 0;
+    for (size_t i = 0; i < n; i++) {
+        double d = (double)a[i] - b[i];
+        s += d * d;
+    }
+    return sqrt(s);
+}
+
+/* forward + backward of one model on the active backend; returns the mean loss */
+static double loss_and_grads(Model *m, const int32_t *tok, const int32_t *tgt, int B, int N, long step) {
+    LossStats st;
+    model_zero_grad(m);
+    if (model_forward(m, tok, tgt, B, N, NULL, 0, &st, 1, step) != 0) {
+        fprintf(stderr, "gmacheck: forward: %s\n", gma_error());
+        exit(2);
+    }
+    model_backward(m, 1.0);
+    return st.count > 0 ? st.loss_sum / st.count : 0;
+}
+
+static void adamw_step(Model *m, const Config *c, int t) {
+    const TrainCfg *tc = &c->train;
+    real bc1 = (real)(1 - pow(tc->beta1, t)), bc2 = (real)(1 - pow(tc->beta2, t));
+    g_ops->adamw(m->params, m->grads, m->m, m->v, m->pt.total, (real)tc->lr, (real)tc->beta1, (real)tc->beta2,
+                 (real)tc->adam_eps, (real)tc->weight_decay, bc1, bc2);
+}
+
+int main(int argc, char **argv) {
+    Config c;
+    cfg_defaults(&c);
+    /* a small model that still exercises every path: ragged last chunk, several heads */
+    c.model.vocab_size = 512;
+    c.model.d_model = 128;
+    c.model.n_heads = 4;
+    c.model.n_layers = 2;
+    c.model.max_seq_len = 256;
+    c.train.seq_len = 200;
+    c.gma.n_components = 32;
+    c.train.lr = 1e-3;
+    const char *device = NULL, *precision = NULL;
+    int steps = 3, B = 4, N = 0, quiet = 0;
+    double tol = -1;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        int more = i + 1 < argc;
+        if (!strcmp(a, "--list-mixers")) {
+            printf("%s\n", mixer_names());
+            return 0;
+        } else if (!strcmp(a, "--config") && more) {
+            if (cfg_load_file(&c, argv[++i]) != 0) {
+                fprintf(stderr, "gmacheck: %s\n", gma_error());
+                return 3;
+            }
+        } else if (!strcmp(a, "--set") && more) {
+            if (cfg_set(&c, argv[++i]) != 0) {
+                fprintf(stderr, "gmacheck: %s\n", gma_error());
+                return 3;
+            }
+        } else if (!strcmp(a, "--device") && more) device = argv[++i];
+        else if (!strcmp(a, "--precision") && more) precision = argv[++i];
+        else if (!strcmp(a, "--steps") && more) steps = atoi(argv[++i]);
+        else if (!strcmp(a, "--batch") && more) B = atoi(argv[++i]);
+        else if (!strcmp(a, "--seq") && more) N = atoi(argv[++i]);
+        else if (!strcmp(a, "--tol") && more) tol = atof(argv[++i]);
+        else if (!strcmp(a, "--quiet")) quiet = 1;
+        else {
+            usage();
+            return 3;
+        }
+    }
+    if (!device) device = strcmp(c.device, "cpu") ? c.device : "cuda";
+    if (precision) snprintf(c.precision, sizeof c.precision, "%s", precision);
+    snprintf(c.device, sizeof c.device, "%s", device);
+    if (N <= 0) N = c.train.seq_len;
+    if (N > c.model.max_seq_len) c.model.max_seq_len = N;
+    c.train.seq_len = N;
+    if (steps < 1 || B < 1) {
+        usage();
+        return 3;
+    }
+    if (c.model.vocab_size <= 0) c.model.vocab_size = 512;
+    if (!strcmp(c.data.source, "recall") && N < 2 * c.data.recall_pairs + 2) c.data.recall_pairs = (N - 2) / 2;
+    if (cfg_validate(&c) != 0) {
+        fprintf(stderr, "gmacheck: %s\n", gma_error());
+        return 3;
+    }
+    if (tol < 0) tol = !strcmp(c.precision, "fp32") ? 1e-4 : !strcmp(c.precision, "tf32") ? 1e-2 : 5e-2;
+    ops_set_threads(c.threads);
+
+    /* the reference on the CPU backend */
+    const GmaOps *cpu = &gma_ops_cpu;
+    g_ops = cpu;
+    Model ma, mb;
+    if (model_build(&ma, &c) != 0) {
+        fprintf(stderr, "gmacheck: %s\n", gma_error());
+        return 3;
+    }
+    model_alloc(&ma, B, N);
+    model_init_params(&ma, (uint64_t)c.seed);
+
+    /* the device under test */
+    if (ops_select(device) != 0 || ops_set_precision(c.precision) != 0) {
+        fprintf(stderr, "gmacheck: %s\n", gma_error());
+        return 2;
+    }
+    const GmaOps *dev = g_ops;
+    if (model_build(&mb, &c) != 0) {
+        fprintf(stderr, "gmacheck: %s\n", gma_error());
+        return 3;
+    }
+    model_alloc(&mb, B, N);
+    size_t P = ma.pt.total;
+    dev->to_device(mb.params, ma.params, P * sizeof(real));
+
+    /* one batch: random tokens, targets = the next token */
+    Rng rng;
+    rng_seed2(&rng, (uint64_t)c.seed, 77);
+    int32_t *seq = xcalloc((size_t)B * (N + 1), sizeof(int32_t));
+    int32_t *tok = xcalloc((size_t)B * N, sizeof(int32_t)), *tgt = xcalloc((size_t)B * N, sizeof(int32_t));
+    for (size_t i = 0; i < (size_t)B * (N + 1); i++) seq[i] = (int32_t)rng_below(&rng, (uint64_t)c.model.vocab_size);
+    for (int b = 0; b < B; b++)
+        for (int t = 0; t < N; t++) {
+            tok[b * N + t] = seq[b * (N + 1) + t];
+            tgt[b * N + t] = seq[b * (N + 1) + t + 1];
+        }
+
+    real *gb = xcalloc(P, sizeof(real));
+    printf("gmacheck: mixer %s, %s, cpu vs %s (%s), precision %s, B=%d N=%d D=%d L=%d H=%d, %zu parameters, bound %.1e\n",
+           c.model.mixer[0], cfg_causal(&c) ? "causal" : "bidirectional", device, ops_device_name(), c.precision, B, N,
+           c.model.d_model, c.model.n_layers, c.model.n_heads, model_param_count(&ma), tol);
+    double worst_loss = 0, worst_grad = 0;
+    const char *worst_name = "";
+    for (int s = 0; s < steps; s++) {
+        g_ops = cpu;
+        double la = loss_and_grads(&ma, tok, tgt, B, N, s);
+        g_ops = dev;
+        double lb = loss_and_grads(&mb, tok, tgt, B, N, s);
+        dev->to_host(gb, mb.grads, P * sizeof(real));
+        double lrel = fabs(lb - la) / GMA_MAX(fabs(la), 1e-12);
+        double gnorm = norm2(ma.grads, P), floor_ = 1e-3 * gnorm, step_worst = 0;
+        const char *step_name = "";
+        int bad_nan = 0;
+        for (int i = 0; i < ma.pt.n; i++) {
+            const ParamInfo *pi = &ma.pt.t[i];
+            const real *ga = ma.grads + pi->offset, *gd = gb + pi->offset;
+            double na = norm2(ga, pi->numel), e = diff2(ga, gd, pi->numel) / GMA_MAX(na, GMA_MAX(floor_, 1e-30));
+            if (e != e) bad_nan = 1, e = INFINITY;
+            if (!quiet && s == 0) printf("  grad %-40s |g_cpu| %.3e  rel err %.2e\n", pi->name, na, e);
+            if (e > step_worst) step_worst = e, step_name = pi->name;
+        }
+        printf("step %d: loss cpu %.7f %s %.7f rel err %.2e; worst grad rel err %.2e (%s)%s\n", s, la, device, lb,
+               lrel, step_worst, step_name, bad_nan ? " NaN" : "");
+        if (lrel > worst_loss || lrel != lrel) worst_loss = lrel != lrel ? INFINITY : lrel;
+        if (step_worst > worst_grad) worst_grad = step_worst, worst_name = step_name;
+        g_ops = cpu;
+        adamw_step(&ma, &c, s + 1);
+        g_ops = dev;
+        adamw_step(&mb, &c, s + 1);
+    }
+    int ok = worst_loss <= tol && worst_grad <= tol;
+    printf("gmacheck: %s: mixer %s %s precision %s: max loss rel err %.2e, max grad rel err %.2e (%s), bound %.1e\n",
+           ok ? "PASS" : "FAIL", c.model.mixer[0], cfg_causal(&c) ? "causal" : "bidirectional", c.precision,
+           worst_loss, worst_grad, worst_name, tol);
+    g_ops = dev;
+    model_free(&mb);
+    g_ops = cpu;
+    model_free(&ma);
+    free(gb);
+    free(seq);
+    free(tok);
+    free(tgt);
+    return ok ? 0 : 1;
+}
