@@ -8,7 +8,6 @@
 set -u
 here=$(cd "$(dirname "$0")/.." && pwd)
 ref=${1:-$here/../shared/data/gpt2}
-[ -d "$ref" ] || ref=/work/shared/data/gpt2
 bin=$here/bin/gmadata
 [ -x "$bin" ] || { echo "check_gpt2: build first (make)"; exit 2; }
 [ -f "$ref/encoder.json" ] || { echo "check_gpt2: no encoder.json in $ref"; exit 2; }

@@ -10,7 +10,6 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 SPAM_DIR=${SPAM_DIR:-../shared/data/spam}
-[ -d "$SPAM_DIR" ] || SPAM_DIR=/work/shared/data/spam
 [ -f build/libgma.a ] || { echo "check_lra_data: build/libgma.a missing: run make first"; exit 1; }
 mkdir -p build/scripts
 cat > build/scripts/check_lra_data.c <<'C'

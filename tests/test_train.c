@@ -200,6 +200,25 @@ START_TEST(test_sigint_checkpoints) {
 }
 END_TEST
 
+START_TEST(test_sgd_and_schedules) {
+    /* SGD with momentum and the linear schedule train; the loss falls */
+    tu_write(tu_path("tiny.json"), TINY);
+    ck_assert_msg(run("./bin/gmatrain --config %s --out %s --quiet --set train.optimizer=sgd --set train.momentum=0.9 "
+                      "--set train.lr=0.5 --set train.schedule=linear --set train.warmup=2 --set train.steps=40 "
+                      "--set train.log_every=20",
+                      tu_path("tiny.json"), tu_path("sgd")) == 0,
+                  "%s", g_out);
+    char p[1024];
+    snprintf(p, sizeof p, "%s/metrics.jsonl", tu_path("sgd"));
+    char *m = gma_read_file(p, NULL);
+    const char *a = strstr(m, "\"loss\":"), *b = a ? strstr(a + 1, "\"loss\":") : NULL;
+    ck_assert(a && b);
+    double l20 = atof(a + 7), l40 = atof(b + 7);
+    ck_assert_msg(l40 < l20, "loss %g -> %g", l20, l40);
+    free(m);
+}
+END_TEST
+
 START_TEST(test_learns_recall) {
     /* a small GMA model must beat chance (1/9) on an easy recall task */
     const char *cfg =
@@ -232,6 +251,7 @@ Suite *make_suite(void) {
     tcase_add_test(tc, test_bad_configs);
     tcase_add_test(tc, test_nonfinite_refused);
     tcase_add_test(tc, test_sigint_checkpoints);
+    tcase_add_test(tc, test_sgd_and_schedules);
     tcase_add_test(tc, test_learns_recall);
     suite_add_tcase(s, tc);
     return s;

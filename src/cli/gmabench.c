@@ -53,23 +53,15 @@ static int parse_list(const char *s, int *out, int cap) {
     return n;
 }
 
-static double vmhwm_bytes(void) {
+/* a "VmHWM:" / "VmRSS:" line of /proc/self/status, in bytes */
+static double proc_status_bytes(const char *key) {
     FILE *f = fopen("/proc/self/status", "r");
     if (!f) return 0;
     char line[256];
     double kb = 0;
+    size_t n = strlen(key);
     while (fgets(line, sizeof line, f))
-        if (!strncmp(line, "VmHWM:", 6)) kb = atof(line + 6);
-    fclose(f);
-    return kb * 1024;
-}
-static double vmrss_bytes(void) {
-    FILE *f = fopen("/proc/self/status", "r");
-    if (!f) return 0;
-    char line[256];
-    double kb = 0;
-    while (fgets(line, sizeof line, f))
-        if (!strncmp(line, "VmRSS:", 6)) kb = atof(line + 6);
+        if (!strncmp(line, key, n)) kb = atof(line + n);
     fclose(f);
     return kb * 1024;
 }
@@ -125,7 +117,7 @@ static MixResult mixer_measure(const Opts *o, const char *name, int N) {
     ops_sync();
     ops_mem_reset_peak();
     ops_mem_stats(&dev_now, &dev_peak);
-    double base = on_device() ? (double)dev_now : vmrss_bytes();
+    double base = on_device() ? (double)dev_now : proc_status_bytes("VmRSS:");
     real *act = g_ops->alloc(vt->act_size(m, o->B, N) * sizeof(real));
     real *scratch = g_ops->alloc(vt->scratch_size(m, o->B, N) * sizeof(real));
     real *dy = g_ops->alloc(n * sizeof(real));
@@ -145,7 +137,7 @@ static MixResult mixer_measure(const Opts *o, const char *name, int N) {
     r.lo = t[0];
     r.hi = t[R - 1];
     ops_mem_stats(&dev_now, &dev_peak);
-    r.peak = (on_device() ? (double)dev_peak : vmhwm_bytes()) - base;
+    r.peak = (on_device() ? (double)dev_peak : proc_status_bytes("VmHWM:")) - base;
     r.ok = 1;
     real *bufs[] = {params, grads, h, y, dh, act, scratch, dy};
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) g_ops->free(bufs[i]);

@@ -191,28 +191,8 @@ overflow:
 
 /* ---------------------------------------------------------------- generator */
 
-static uint64_t splitmix64(uint64_t *x) {
-    uint64_t z = (*x += 0x9e3779b97f4a7c15ull);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-}
-
-static inline uint64_t rotl(uint64_t x, int k) { return (x << k) | (x >> (64 - k)); }
-
-static uint64_t xoshiro_next(uint64_t s[4]) {
-    uint64_t r = rotl(s[1] * 5, 7) * 9, t = s[1] << 17;
-    s[2] ^= s[0];
-    s[3] ^= s[1];
-    s[1] ^= s[2];
-    s[0] ^= s[3];
-    s[2] ^= t;
-    s[3] = rotl(s[3], 45);
-    return r;
-}
-
-static double rand_unit(ListopsGen *g) { return (double)(xoshiro_next(g->s) >> 11) * 0x1.0p-53; }
-static uint32_t rand_below(ListopsGen *g, uint32_t n) { return (uint32_t)(xoshiro_next(g->s) % n); }
+static double rand_unit(ListopsGen *g) { return rng_uniform(&g->rng); }
+static uint32_t rand_below(ListopsGen *g, uint32_t n) { return (uint32_t)rng_below(&g->rng, n); }
 
 void listops_gen_defaults(ListopsGenOptions *o) {
     o->n_train = 96000;
@@ -227,8 +207,7 @@ void listops_gen_defaults(ListopsGenOptions *o) {
 
 void listops_gen_init(ListopsGen *g, const ListopsGenOptions *o) {
     g->opt = *o;
-    uint64_t x = o->seed ^ 0x4c4953544f5053ull; /* "LISTOPS" */
-    for (int i = 0; i < 4; i++) g->s[i] = splitmix64(&x);
+    rng_seed(&g->rng, o->seed ^ 0x4c4953544f5053ull); /* "LISTOPS" */
 }
 
 /* LRA's generate_tree, writing tokens; abandons (returns -1) once the tree reaches

@@ -16,6 +16,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "core/rng.h"
+
 enum {
     LISTOPS_PAD = 0,
     LISTOPS_MIN = 1,
@@ -53,7 +55,7 @@ long listops_to_string(const uint32_t *tok, size_t n, char *out, size_t cap);
 
 /* The seeded generator. One example at a time: */
 typedef struct ListopsGen {
-    uint64_t s[4];  /* xoshiro256** state */
+    Rng rng;        /* the project's xoshiro256** generator */
     ListopsGenOptions opt;
 } ListopsGen;
 
