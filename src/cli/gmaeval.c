@@ -14,12 +14,19 @@
 #include "ops/ops.h"
 #include "train/cls_task.h"
 #include "train/evaluate.h"
+#include "analysis/routing.h"
+#include "data/tokenizer.h"
 
 static void usage(FILE *f) {
     fprintf(f, "usage: gmaeval --checkpoint PATH --data SPLIT|FILE [--seq-len N] [--batch B] [--stride S]\n"
                "               [--json OUT] [--device cpu|cuda] [--threads N]\n"
+               "               [--analyze] [--analyze-json FILE] [--dump-responsibilities FILE]\n"
                "PATH: a checkpoint directory, a run directory (its latest checkpoint) or a model.safetensors.\n"
-               "SPLIT: train, valid or test of the data the checkpoint was trained on; FILE: a token shard.\n");
+               "SPLIT: train, valid or test of the data the checkpoint was trained on; FILE: a token shard.\n"
+               "--analyze: routing analysis of the GMA layers (docs/routing.md): JSON to --analyze-json FILE (default\n"
+               "  beside --json as X.analysis.json, else analysis.json), a readable report (stdout and FILE's .txt),\n"
+               "  PNG plots in FILE's _plots/ directory through gnuplot when installed.\n"
+               "--dump-responsibilities FILE: raw query responsibilities, binary layout in docs/analysis.md.\n");
 }
 
 static int fail(int code) {
@@ -78,9 +85,224 @@ static int eval_classifier(Config *cfg, const char *dir, const char *data, int B
     return 0;
 }
 
+/* ---------------- routing analysis (GMA_SPEC 6) ---------------- */
+static const char *const RECALL_CATS[4] = {"pad", "separator", "key", "value"};
+static const char *const TEXT_CATS[N_TEXT_CATS] = {"number", "punctuation", "function_word", "capitalised", "other"};
+
+/* token texts from the tokenizer named by DATA/meta.json; NULL when there is none */
+static char **token_texts(const Config *cfg, int V) {
+    if (!cfg->data.path[0]) return NULL;
+    char p[2100];
+    snprintf(p, sizeof p, "%s/meta.json", cfg->data.path);
+    char *js = gma_read_file(p, NULL);
+    if (!js) return NULL;
+    cJSON *o = cJSON_Parse(js);
+    free(js);
+    const cJSON *t = o ? cJSON_GetObjectItemCaseSensitive(o, "tokenizer") : NULL;
+    Tokenizer *tk = NULL;
+    if (cJSON_IsString(t)) {
+        const char *dirs[2] = {cfg->data.path, "data/gpt2"};
+        for (int i = 0; i < 2 && !tk; i++) tk = tokenizer_load(t->valuestring, dirs[i]);
+    }
+    cJSON_Delete(o);
+    if (!tk) return NULL;
+    char **text = xcalloc(V, sizeof(char *));
+    uint32_t tv = tokenizer_vocab_size(tk);
+    for (int i = 0; i < V && (uint32_t)i < tv; i++) {
+        uint32_t id = (uint32_t)i;
+        size_t len;
+        if (tokenizer_decode(tk, &id, 1, &text[i], &len) != 0) text[i] = NULL;
+    }
+    tokenizer_free(tk);
+    return text;
+}
+
+static void stem_of(char *out, size_t cap, const char *path) {
+    snprintf(out, cap, "%s", path);
+    size_t n = strlen(out);
+    if (n > 5 && !strcmp(out + n - 5, ".json")) out[n - 5] = 0;
+}
+
+static int write_plots(const char *dir, const RouteAnalysis *ra, const int *layer_index, const float *heat, int N) {
+    if (gma_mkdirs(dir) != 0) return -1;
+    char p[2300];
+    snprintf(p, sizeof p, "%s/utilisation.dat", dir);
+    FILE *f = fopen(p, "w");
+    if (!f) return gma_errorf("%s: cannot open for writing", p);
+    fprintf(f, "# rank, then per GMA layer the head-averaged share of its rank-th busiest component\n");
+    double *sh = xcalloc((size_t)ra->L * ra->Kc, sizeof(double));
+    for (int l = 0; l < ra->L; l++) {
+        for (int h = 0; h < ra->H; h++) {
+            double *c = ra->counts + ((size_t)l * ra->H + h) * ra->Kc, *tmp = xmalloc(sizeof(double) * ra->Kc);
+            memcpy(tmp, c, sizeof(double) * ra->Kc);
+            for (int i = 0; i < ra->Kc; i++) /* sort descending */
+                for (int j = i + 1; j < ra->Kc; j++)
+                    if (tmp[j] > tmp[i]) { double t = tmp[i]; tmp[i] = tmp[j]; tmp[j] = t; }
+            for (int k = 0; k < ra->Kc; k++) sh[(size_t)l * ra->Kc + k] += ra->n ? tmp[k] / ra->n / ra->H : 0;
+            free(tmp);
+        }
+    }
+    for (int k = 0; k < ra->Kc; k++) {
+        fprintf(f, "%d", k);
+        for (int l = 0; l < ra->L; l++) fprintf(f, " %.6g", sh[(size_t)l * ra->Kc + k]);
+        fprintf(f, "\n");
+    }
+    fclose(f);
+    free(sh);
+    snprintf(p, sizeof p, "%s/heatmap.dat", dir);
+    f = fopen(p, "w");
+    if (!f) return gma_errorf("%s: cannot open for writing", p);
+    for (int n = 0; n < N; n++) {
+        for (int k = 0; k < ra->Kc; k++) fprintf(f, "%s%.5g", k ? " " : "", heat[(size_t)n * ra->Kc + k]);
+        fprintf(f, "\n");
+    }
+    fclose(f);
+    snprintf(p, sizeof p, "%s/plots.gp", dir);
+    f = fopen(p, "w");
+    if (!f) return gma_errorf("%s: cannot open for writing", p);
+    fprintf(f, "set terminal png size 900,500\nset output 'utilisation.png'\n"
+               "set title 'Component utilisation (components sorted by share, head average)'\n"
+               "set xlabel 'component rank'\nset ylabel 'share of tokens (argmax)'\nset style fill solid 0.6\nset key top right\n"
+               "plot ");
+    for (int l = 0; l < ra->L; l++)
+        fprintf(f, "%s'utilisation.dat' using 1:%d with boxes title 'layer %d'", l ? ", " : "", l + 2, layer_index[l]);
+    fprintf(f, "\nset terminal png size 900,700\nset output 'heatmap.png'\n"
+               "set title 'Query responsibilities, layer %d head 0, first evaluation window'\n"
+               "set xlabel 'component k'\nset ylabel 'position'\nunset key\nset yrange [*:*] reverse\n"
+               "plot 'heatmap.dat' matrix with image\n", layer_index[0]);
+    fclose(f);
+    if (system("command -v gnuplot >/dev/null 2>&1") != 0) {
+        printf("gnuplot not found: plots skipped (apt-get install gnuplot-nox); data and script in %s\n", dir);
+        return 0;
+    }
+    char cmd[2400];
+    snprintf(cmd, sizeof cmd, "cd '%s' && gnuplot plots.gp", dir);
+    if (system(cmd) != 0) return gma_errorf("%s: gnuplot failed", p);
+    printf("plots: %s/utilisation.png %s/heatmap.png\n", dir, dir);
+    return 0;
+}
+
+static int put_at(FILE *f, long off, const void *p, size_t n) {
+    if (fseek(f, off, SEEK_SET) != 0 || fwrite(p, 1, n, f) != n) return -1;
+    return 0;
+}
+
+static int run_analysis(Model *m, const Config *cfg, const LmData *d, int split, int B, int N, int analyze,
+                        const char *ajson, const char *json, const char *dump) {
+    int L = model_gma_layers(m), H = m->H, Kc = 0, *li = xcalloc(L, sizeof(int)), nl = 0;
+    for (int l = 0; l < m->L; l++) {
+        Mixer *mx = m->blocks[l].mixer;
+        if (!mx->vt->health) continue;
+        li[nl++] = l;
+        Kc = mx->vt->health->n_components(mx);
+    }
+    int V = m->V, *cat = xcalloc(V, sizeof(int)), ncat;
+    char **text = NULL;
+    const char *const *names;
+    if (d->is_recall) {
+        int K = (cfg->data.recall_vocab - 2) / 2;
+        for (int i = 0; i < V; i++) cat[i] = i == 0 ? 0 : i == 1 ? 1 : i < 2 + K ? 2 : 3;
+        ncat = 4, names = RECALL_CATS;
+    } else {
+        text = token_texts(cfg, V);
+        if (!text) fprintf(stderr, "gmaeval: --analyze: no tokenizer named by %s/meta.json: every token counts as \"other\"\n", cfg->data.path);
+        for (int i = 0; i < V; i++) cat[i] = text ? token_category(text[i]) : CAT_OTHER;
+        ncat = N_TEXT_CATS, names = TEXT_CATS;
+    }
+    RouteAnalysis ra;
+    ra_init(&ra, L, H, Kc, V, ncat, names);
+    long W = lmdata_eval_windows(d, split, N);
+    FILE *df = NULL;
+    long hdr = 8 + 6 * 4 + 4L * L, tokoff = hdr, goff = hdr + 4L * W * N;
+    if (dump) {
+        df = fopen(dump, "wb");
+        if (!df) return (fprintf(stderr, "gmaeval: %s: cannot open for writing\n", dump), 1);
+        uint32_t h6[6] = {1, (uint32_t)L, (uint32_t)W, (uint32_t)H, (uint32_t)N, (uint32_t)Kc};
+        int32_t *lidx = xmalloc(sizeof(int32_t) * L);
+        for (int i = 0; i < L; i++) lidx[i] = li[i];
+        put_at(df, 0, "GMARESP1", 8);
+        put_at(df, 8, h6, sizeof h6);
+        put_at(df, 32, lidx, sizeof(int32_t) * L);
+        free(lidx);
+    }
+    int32_t *tok = xmalloc(sizeof(int32_t) * B * N), *tgt = xmalloc(sizeof(int32_t) * B * N);
+    uint8_t *score = xmalloc((size_t)B * N);
+    size_t gs = (size_t)B * H * N * Kc;
+    float *g = xmalloc(sizeof(float) * gs), *heat = xcalloc((size_t)N * Kc, sizeof(float));
+    long nb = (W + B - 1) / B, w0 = 0;
+    int rc = 0;
+    for (long b = 0; b < nb; b++) {
+        int filled = lmdata_eval_batch(d, split, b, B, N, tok, tgt);
+        if (!filled) break;
+        LossStats st;
+        if (model_forward(m, tok, tgt, B, N, NULL, 0, &st, 0, 0) != 0) {
+            rc = fail(1);
+            break;
+        }
+        /* shards: the scored positions; recall (only query keys are scored): every non-pad input */
+        for (long i = 0; i < (long)B * N; i++)
+            score[i] = i < (long)filled * N && (d->is_recall ? tok[i] != 0 : tgt[i] >= 0);
+        for (int s = 0; s < L; s++) {
+            Mixer *mx = m->blocks[li[s]].mixer;
+            const real *gq = mx->vt->health->query_resp(mx, m->blocks[li[s]].act, B, N);
+            g_ops->to_host(g, gq, sizeof(float) * gs);
+            ra_add(&ra, s, g, tok, score, B, N, cat);
+            if (b == 0 && s == 0) memcpy(heat, g, sizeof(float) * N * Kc); /* window 0, head 0 */
+            if (df)
+                for (int i = 0; i < filled && w0 + i < W; i++)
+                    put_at(df, goff + 4L * (((long)s * W + w0 + i) * H * N * Kc), g + (size_t)i * H * N * Kc,
+                           sizeof(float) * H * N * Kc);
+        }
+        if (df)
+            for (int i = 0; i < filled && w0 + i < W; i++) put_at(df, tokoff + 4L * (w0 + i) * N, tok + (size_t)i * N, 4L * N);
+        ra_next_batch(&ra, tok, score, B, N);
+        w0 += filled;
+    }
+    if (df) {
+        if (fclose(df) != 0) rc = (fprintf(stderr, "gmaeval: %s: write failed\n", dump), 1);
+        else printf("responsibilities: %s (%d layers x %ld windows x %d heads x %d x %d float32)\n", dump, L, W, H, N, Kc);
+    }
+    if (!rc && analyze) {
+        char stem[2048], p[2200];
+        if (ajson) stem_of(stem, sizeof stem, ajson);
+        else if (json) {
+            stem_of(stem, sizeof stem, json);
+            strncat(stem, ".analysis", sizeof stem - strlen(stem) - 1);
+        } else snprintf(stem, sizeof stem, "analysis");
+        char *js = ra_json(&ra, li, (const char *const *)text, 10);
+        snprintf(p, sizeof p, "%s.json", stem);
+        if (ajson) snprintf(p, sizeof p, "%s", ajson);
+        if (gma_write_file_atomic(p, js, strlen(js)) != 0) rc = fail(1);
+        free(js);
+        ra_report(&ra, li, (const char *const *)text, stdout);
+        printf("analysis: %s\n", p);
+        snprintf(p, sizeof p, "%s.txt", stem);
+        FILE *f = fopen(p, "w");
+        if (f) {
+            ra_report(&ra, li, (const char *const *)text, f);
+            fclose(f);
+        }
+        snprintf(p, sizeof p, "%s_plots", stem);
+        if (!rc && write_plots(p, &ra, li, heat, N) != 0) rc = fail(1);
+    }
+    if (text)
+        for (int i = 0; i < V; i++) free(text[i]);
+    free(text);
+    free(cat);
+    free(li);
+    free(tok);
+    free(tgt);
+    free(score);
+    free(g);
+    free(heat);
+    ra_free(&ra);
+    return rc;
+}
+
 int main(int argc, char **argv) {
     gma_openmp_env(argv);
-    const char *ckpt = NULL, *data = NULL, *json = NULL, *device = NULL;
+    const char *ckpt = NULL, *data = NULL, *json = NULL, *device = NULL, *ajson = NULL, *dump = NULL;
+    int analyze = 0;
     long seq_len = 0, batch = 0, stride = -1, threads = -1;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
@@ -91,6 +313,9 @@ int main(int argc, char **argv) {
         } else if (!strcmp(a, "--checkpoint") && nx) ckpt = argv[++i];
         else if (!strcmp(a, "--data") && nx) data = argv[++i];
         else if (!strcmp(a, "--json") && nx) json = argv[++i];
+        else if (!strcmp(a, "--analyze")) analyze = 1;
+        else if (!strcmp(a, "--analyze-json") && nx) ajson = argv[++i], analyze = 1;
+        else if (!strcmp(a, "--dump-responsibilities") && nx) dump = argv[++i];
         else if (!strcmp(a, "--device") && nx) device = argv[++i];
         else if (!strcmp(a, "--seq-len") && nx) seq_len = parse_int(a, argv[++i], 1);
         else if (!strcmp(a, "--batch") && nx) batch = parse_int(a, argv[++i], 1);
@@ -137,6 +362,10 @@ int main(int argc, char **argv) {
     if (model_build(&m, &cfg) != 0) return fail(2);
     model_alloc(&m, B, N);
     if (ckpt_load(&m, NULL, dir) != 0) return fail(2);
+    if ((analyze || dump) && model_gma_layers(&m) == 0) {
+        fprintf(stderr, "gmaeval: %s: the model has no gma layer\n", analyze ? "--analyze" : "--dump-responsibilities");
+        return 2;
+    }
     double t0 = gma_now();
     EvalResult r;
     if (evaluate(&m, &d, split, B, N, 0, &r) != 0) return fail(1);
@@ -166,6 +395,10 @@ int main(int argc, char **argv) {
         int rc = gma_write_file_atomic(json, s, strlen(s));
         free(s);
         if (rc) return fail(1);
+    }
+    if (analyze || dump) {
+        int rc = run_analysis(&m, &cfg, &d, split, B, N, analyze, ajson, json, dump);
+        if (rc) return rc;
     }
     model_free(&m);
     lmdata_close(&d);

@@ -321,7 +321,8 @@ static void backward_cls(Model *m, double loss_scale) {
     cls_head_backward(&m->head, m->dpooled, m->grads, m->logits, m->head_act, m->pooled, m->params, m->head_scratch, B);
     g_ops->zero(m->dtmp, sizeof(real) * R * D);
     pool_backward(m->dtmp, m->dpooled, m->pool_w, S, Nt, D);
-    MixerCtx ctx = {.B = S, .N = Nt, .causal = m->causal, .keymask = m->mask_host, .training = 1};
+    MixerCtx ctx = {.B = S, .N = Nt, .causal = m->causal, .keymask = m->mask_host, .training = 1,
+                    .div_scale = m->cfg.gma.div_weight * loss_scale};
     blocks_backward(m, &ctx);
     if (m->pool_cls)
         for (int r = 0; r < S; r++) {
@@ -345,7 +346,65 @@ void model_backward(Model *m, double loss_scale) {
     /* logits = lnf wte^T */
     g_ops->matmul(m->dtmp, m->logits, PP(m->wte), R, D, m->V, 0, 0, 1, 0);
     g_ops->matmul(GG(m->wte), m->logits, m->lnf, m->V, D, R, 1, 0, 1, 1);
-    MixerCtx ctx = {.B = B, .N = N, .causal = m->causal, .keymask = m->keymask, .training = 1};
+    MixerCtx ctx = {.B = B, .N = N, .causal = m->causal, .keymask = m->keymask, .training = 1,
+                    .div_scale = m->cfg.gma.div_weight * loss_scale};
     blocks_backward(m, &ctx);
     g_ops->embed_backward(GG(m->wte), m->wpe >= 0 ? GG(m->wpe) : NULL, m->dresid, m->tok, B, N, D);
+}
+
+/* ---------------- GMA routing health ---------------- */
+int model_gma_layers(const Model *m) {
+    int n = 0;
+    for (int l = 0; l < m->L; l++) n += m->blocks[l].mixer->vt->health != NULL;
+    return n;
+}
+
+double model_div_loss(const Model *m) {
+    double s = 0;
+    for (int l = 0; l < m->L; l++) {
+        const Mixer *mx = m->blocks[l].mixer;
+        if (mx->vt->health) s += mx->vt->health->div_value(mx);
+    }
+    return s;
+}
+
+void model_update_buffers(Model *m) {
+    MixerCtx ctx = {.B = m->B, .N = m->N, .causal = m->causal, .keymask = m->keymask, .training = 1};
+    for (int l = 0; l < m->L; l++) {
+        Mixer *mx = m->blocks[l].mixer;
+        if (mx->vt->health) mx->vt->health->update_buffers(mx, &ctx, m->params, m->blocks[l].act);
+    }
+}
+
+int model_wants_kmeans(const Model *m) {
+    for (int l = 0; l < m->L; l++) {
+        const Mixer *mx = m->blocks[l].mixer;
+        if (mx->vt->health && mx->vt->health->wants_kmeans(mx)) return 1;
+    }
+    return 0;
+}
+
+int model_kmeans_init(Model *m, const int32_t *tok, const int32_t *tgt, int B, int N, const uint8_t *keymask,
+                      Rng *rng) {
+    for (int l = 0; l < m->L; l++) {
+        Mixer *mx = m->blocks[l].mixer;
+        if (!mx->vt->health || !mx->vt->health->wants_kmeans(mx)) continue;
+        LossStats st;
+        if (model_forward(m, tok, tgt, B, N, keymask, 0, &st, 0, 0) != 0) return -1;
+        MixerCtx ctx = {.B = B, .N = N, .causal = m->causal, .keymask = keymask, .training = 0};
+        if (mx->vt->health->kmeans_init(mx, &ctx, m->params, m->blocks[l].act, rng) != 0) return -1;
+    }
+    return 0;
+}
+
+int model_kmeans_init_cls(Model *m, const int32_t *tok, const int32_t *labels, int B, int N, Rng *rng) {
+    for (int l = 0; l < m->L; l++) {
+        Mixer *mx = m->blocks[l].mixer;
+        if (!mx->vt->health || !mx->vt->health->wants_kmeans(mx)) continue;
+        LossStats st;
+        if (model_forward_cls(m, tok, NULL, labels, B, N, &st, 0, 0) != 0) return -1;
+        MixerCtx ctx = {.B = m->B, .N = m->N, .causal = m->causal, .keymask = m->mask_host, .training = 0};
+        if (mx->vt->health->kmeans_init(mx, &ctx, m->params, m->blocks[l].act, rng) != 0) return -1;
+    }
+    return 0;
 }

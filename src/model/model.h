@@ -84,5 +84,22 @@ int model_forward_cls(Model *m, const int32_t *tok, const uint8_t *keymask, cons
  * into m->grads. */
 void model_backward(Model *m, double loss_scale);
 void model_zero_grad(Model *m);
+
+/* ---- GMA routing health (GMA_SPEC 3.4, 4, 5); no-ops for models without GMA layers ---- */
+/* Number of layers whose mixer has routing-health hooks (GMA). */
+int model_gma_layers(const Model *m);
+/* Sum over GMA layers of the diversity loss of the last training forward (unweighted). The
+ * backward adds gma.div_weight * loss_scale * its gradient. */
+double model_div_loss(const Model *m);
+/* After model_backward of a training micro-batch: update buffers (EMA memory). */
+void model_update_buffers(Model *m);
+/* 1 when some layer wants k-means initialisation after the first training forward. */
+int model_wants_kmeans(const Model *m);
+/* k-means initialisation layer by layer on the batch tok [B,N]: forward, initialise layer l
+ * from its query rows, forward again for layer l+1... Deterministic under rng. */
+int model_kmeans_init(Model *m, const int32_t *tok, const int32_t *tgt, int B, int N, const uint8_t *keymask,
+                      Rng *rng);
+/* The same for a classifier batch (tok, labels as model_forward_cls; tok != 0 is real). */
+int model_kmeans_init_cls(Model *m, const int32_t *tok, const int32_t *labels, int B, int N, Rng *rng);
 size_t model_param_count(const Model *m);
 #endif

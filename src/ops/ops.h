@@ -102,6 +102,16 @@ typedef struct GmaOps {
                   real bc1, real bc2);
     void (*sgd)(real *p, const real *g, real *mom, size_t n, real lr, real momentum, real wd);
 
+    /* gma health */
+    /* Diversity loss (GMA_SPEC 4) of responsibilities gamma [B,H,N,Kc], summed over heads:
+     *   mode 0 (token): sum_h -sum_k mean_t log(gamma_htk + 1e-9)
+     *   mode 1 (batch): sum_h -sum_k log(mean_t gamma_htk + 1e-9)
+     * t runs over the (batch, position) rows with rowmask[b,n] != 0 (rowmask: host [B,N],
+     * NULL = all rows). Backward: dgamma += scale * dL/dgamma (masked rows untouched). */
+    double (*gma_div_forward)(const real *gamma, const uint8_t *rowmask, int B, int H, int N, int Kc, int mode);
+    void (*gma_div_backward)(real *dgamma, const real *gamma, const uint8_t *rowmask, int B, int H, int N, int Kc,
+                             int mode, real scale);
+
     /* classifier */
     /* Two-sequence interaction features (GMA_SPEC 2): u, v [B,D] -> out [B,4D] rows
      * [u, v, u*v, u-v]; backward accumulates du, dv from dout [B,4D]. */

@@ -20,7 +20,7 @@ static const OpName OPS_NAMES[] = {
     OP(gelu_forward), OP(gelu_backward), OP(layernorm_forward), OP(layernorm_backward), OP(embed_forward),
     OP(embed_backward), OP(xent_forward), OP(xent_backward), OP(argmax_rows), OP(split_heads), OP(merge_heads),
     OP(softmax_rows), OP(softmax_rows_backward), OP(attn_mask), OP(linmix_forward), OP(linmix_backward),
-    OP(gma_route_forward), OP(gma_route_backward), OP(adamw), OP(sgd),
+    OP(gma_route_forward), OP(gma_route_backward), OP(adamw), OP(sgd), OP(gma_div_forward), OP(gma_div_backward),
     OP(pair_features_forward), OP(pair_features_backward),
 };
 #undef OP

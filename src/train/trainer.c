@@ -26,6 +26,7 @@
 #include "optim/optim.h"
 #include "train/cls_task.h"
 #include "train/evaluate.h"
+#include "train/health.h"
 
 static volatile sig_atomic_t g_stop;
 static void on_signal(int sig) { g_stop = sig; }
@@ -64,10 +65,14 @@ struct Task {
     int classify;
     /* draw training micro-batch k and run the training forward; *tokens: tokens in it */
     int (*train_forward)(Task *t, Model *m, Rng *rng, long k, long step, LossStats *st, double *tokens);
+    /* k-means initialisation (GMA_SPEC 5) on the batch of the last train_forward, then
+     * that training forward again (st refilled) */
+    int (*kmeans)(Task *t, Model *m, Rng *krng, long step, LossStats *st);
     /* evaluate split s (max_batches 0 = all) */
     int (*eval)(Task *t, Model *m, int s, long max_batches, EvalResult *r);
     void (*close)(Task *t);
     int B, N;
+    int cls_N; /* padded length of the last classifier batch */
     int32_t *tok, *tgt;
     LmData lm;
     ClsTask cls;
@@ -76,6 +81,10 @@ struct Task {
 static int lm_train_forward(Task *t, Model *m, Rng *rng, long k, long step, LossStats *st, double *tokens) {
     lmdata_train_batch(&t->lm, rng, (uint64_t)k, t->B, t->N, t->tok, t->tgt);
     *tokens = (double)t->B * t->N;
+    return model_forward(m, t->tok, t->tgt, t->B, t->N, NULL, 0, st, 1, step);
+}
+static int lm_kmeans(Task *t, Model *m, Rng *krng, long step, LossStats *st) {
+    if (model_kmeans_init(m, t->tok, t->tgt, t->B, t->N, NULL, krng) != 0) return -1;
     return model_forward(m, t->tok, t->tgt, t->B, t->N, NULL, 0, st, 1, step);
 }
 static int lm_eval(Task *t, Model *m, int s, long max_batches, EvalResult *r) {
@@ -88,9 +97,13 @@ static void lm_close(Task *t) {
 }
 
 static int cls_train_forward(Task *t, Model *m, Rng *rng, long k, long step, LossStats *st, double *tokens) {
-    int N = clstask_train_batch(&t->cls, k);
+    int N = t->cls_N = clstask_train_batch(&t->cls, k);
     *tokens = (double)t->B * t->cls.n_seq * N;
     return model_forward_cls(m, t->cls.tok, NULL, t->cls.lab, t->B, N, st, 1, step);
+}
+static int cls_kmeans(Task *t, Model *m, Rng *krng, long step, LossStats *st) {
+    if (model_kmeans_init_cls(m, t->cls.tok, t->cls.lab, t->B, t->cls_N, krng) != 0) return -1;
+    return model_forward_cls(m, t->cls.tok, NULL, t->cls.lab, t->B, t->cls_N, st, 1, step);
 }
 static int cls_eval(Task *t, Model *m, int s, long max_batches, EvalResult *r) {
     ClsEval e;
@@ -116,6 +129,7 @@ static int task_open(Task *t, Config *cfg, int quiet) {
         t->classify = t->report_acc = 1;
         for (int s = 0; s < 3; s++) t->have[s] = c->have[s];
         t->train_forward = cls_train_forward;
+        t->kmeans = cls_kmeans;
         t->eval = cls_eval;
         t->close = cls_close;
         t->N = c->max_len;
@@ -138,6 +152,7 @@ static int task_open(Task *t, Config *cfg, int quiet) {
     t->report_acc = t->lm.is_recall;
     for (int s = 0; s < 3; s++) t->have[s] = t->lm.have[s];
     t->train_forward = lm_train_forward;
+    t->kmeans = lm_kmeans;
     t->eval = lm_eval;
     t->close = lm_close;
     if (cfg->model.vocab_size == 0) cfg->model.vocab_size = (int)t->lm.vocab;
@@ -242,6 +257,11 @@ int trainer_run(const Config *cfg_in, const TrainerOptions *o) {
     sigaction(SIGTERM, &sa, NULL);
     g_stop = 0;
 
+    HealthMon hm;
+    health_init(&hm, &m);
+    int gma_layers = model_gma_layers(&m), div_on = cfg.gma.div_weight > 0;
+    int fresh = ts.step == 0 && !o->resume_dir;
+    double win_div = 0;
     double t_start = gma_now(), train_time = 0, win_loss = 0, win_tokens = 0, tokens0 = ts.tokens_seen;
     int win_n = 0, bad_row = 0, rc = TRAIN_OK;
     long step0 = ts.step;
@@ -250,7 +270,7 @@ int trainer_run(const Config *cfg_in, const TrainerOptions *o) {
         long step = ts.step;
         double t0 = gma_now();
         model_zero_grad(&m);
-        double loss = 0, count_tok = 0;
+        double loss = 0, count_tok = 0, div = 0;
         int bad = 0;
         for (int a = 0; a < tc->grad_accum; a++) {
             LossStats st;
@@ -259,6 +279,18 @@ int trainer_run(const Config *cfg_in, const TrainerOptions *o) {
                 rc = TRAIN_BAD_INPUT;
                 goto done;
             }
+            if (fresh && a == 0 && model_wants_kmeans(&m)) {
+                /* k-means on this first batch's query rows (GMA_SPEC 5), then redo the forward */
+                Rng krng;
+                rng_seed2(&krng, (uint64_t)cfg.seed, 0x6b6d65616e73ULL);
+                if (task.kmeans(&task, &m, &krng, step, &st) != 0) {
+                    rc = TRAIN_ERROR;
+                    goto done;
+                }
+                if (!o->quiet) fprintf(stderr, "gmatrain: k-means initialisation of the GMA routing/memory done\n");
+            }
+            fresh = 0;
+            if (gma_layers && !hm.have_norm0) health_baseline(&hm, &m);
             double l = st.count > 0 ? st.loss_sum / st.count : 0;
             if (fault_nan(step)) l = NAN;
             if (!isfinite(l)) {
@@ -267,8 +299,10 @@ int trainer_run(const Config *cfg_in, const TrainerOptions *o) {
                 break;
             }
             loss += l / tc->grad_accum;
+            if (div_on) div += model_div_loss(&m) / tc->grad_accum;
             count_tok += ntok;
             model_backward(&m, 1.0 / tc->grad_accum);
+            model_update_buffers(&m);
         }
         double gn = bad ? NAN : optim_grad_norm(&m);
         if (!isfinite(gn)) bad = 1;
@@ -294,6 +328,7 @@ int trainer_run(const Config *cfg_in, const TrainerOptions *o) {
             optim_step(&m, tc, step + 1, lr, gn);
             last_loss = loss;
             win_loss += loss;
+            win_div += div;
             win_n++;
         }
         ts.step = step + 1;
@@ -306,6 +341,7 @@ int trainer_run(const Config *cfg_in, const TrainerOptions *o) {
             cJSON *row = cJSON_CreateObject();
             cJSON_AddNumberToObject(row, "step", (double)ts.step);
             cJSON_AddNumberToObject(row, "loss", win_n ? win_loss / win_n : NAN);
+            if (div_on) cJSON_AddNumberToObject(row, "div_loss", win_n ? win_div / win_n : NAN);
             cJSON_AddNumberToObject(row, "lr", lr);
             cJSON_AddNumberToObject(row, "grad_norm", gn);
             cJSON_AddNumberToObject(row, "tokens_per_s", tps);
@@ -320,8 +356,20 @@ int trainer_run(const Config *cfg_in, const TrainerOptions *o) {
                         o->progress_tty ? "   " : "\n");
             }
             win_loss = 0;
+            win_div = 0;
             win_n = 0;
             win_tokens = 0;
+        }
+        if (gma_layers && !bad && cfg.gma.monitor_every > 0 && ts.step % cfg.gma.monitor_every == 0 &&
+            health_check(&hm, &m, ts.step, mf, o->quiet, (uint64_t)cfg.seed)) {
+            if (ckpt_save(&m, &ts, o->run_dir, tc->keep_checkpoints, NULL) != 0) {
+                rc = TRAIN_ERROR;
+                goto done;
+            }
+            gma_errorf("stopping at step %ld: routing collapse alert (gma.on_collapse \"stop\"); checkpoint written to %s/latest",
+                       ts.step, o->run_dir);
+            rc = TRAIN_COLLAPSE;
+            goto done;
         }
         if (tc->eval_every > 0 && ts.step % tc->eval_every == 0 && ts.step < tc->steps && task.have[SPLIT_VALID]) {
             EvalResult r;
@@ -417,6 +465,7 @@ int trainer_run(const Config *cfg_in, const TrainerOptions *o) {
         free(st);
     }
 done:
+    health_free(&hm);
     fclose(mf);
     model_free(&m);
     task.close(&task);

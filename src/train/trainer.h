@@ -12,7 +12,7 @@ typedef struct TrainerOptions {
 } TrainerOptions;
 
 /* Exit codes of trainer_run (and gmatrain). */
-enum { TRAIN_OK = 0, TRAIN_ERROR = 1, TRAIN_BAD_INPUT = 2, TRAIN_NONFINITE = 3, TRAIN_INTERRUPTED = 130 };
+enum { TRAIN_OK = 0, TRAIN_ERROR = 1, TRAIN_BAD_INPUT = 2, TRAIN_NONFINITE = 3, TRAIN_COLLAPSE = 4, TRAIN_INTERRUPTED = 130 };
 
 /* Run training to cfg->train.steps. Errors are reported through gma_error(). */
 int trainer_run(const Config *cfg, const TrainerOptions *o);

@@ -1,30 +1,74 @@
-/* gma.c: Gaussian Mixture Attention (GMA_SPEC 3.2, `mixer: "gma"`). Queries and keys are
- * routed through Kc Gaussian components per head; the responsibilities are the feature
- * maps of the normalised linear mixing core (3.1), so a layer costs O(N Kc d):
+/* gma.c: Gaussian Mixture Attention (GMA_SPEC 3.2-3.4, 4, 5; `mixer: "gma"`). Queries and
+ * keys are routed to Kc components per head; the responsibilities are the feature maps of
+ * the normalised linear mixing core (3.1), so a layer costs O(N Kc d):
  *   gamma_q = route(Q), gamma_k = route(K) (padded keys: zero rows),
- *   O = linmix(gamma_q, gamma_k, V), y = O Wo^T + bo.
- * Parameters (per head unless gma.shared_components): mu [H,Kc,d], var_raw [H,Kc,d],
- * prior_logits [H,Kc] under PREFIX.gma.*.
+ *   O = linmix(gamma_q, gamma_k, V)            (gma.memory "none")
+ *   O_i = sum_k gamma_k(q_i) M_k               (gma.memory "ema": M a buffer, see below)
+ *   y = O Wo^T + bo.
  *
- * Default initialisation: var_raw so that sigma2 = 1, prior 0, mu ~ N(0, s^2) with
- * s = gma.init_mean_scale or, when 0, s = (2 d)^(-1/4): the spread of -|mu_k|^2/2 across
- * components then has std 1/2 nat, so initial responsibilities are soft, not one-hot.
+ * Routing (`gma.routing`):
+ *   gaussian (default): mu [Hp,Kc,d], var_raw [Hp,Kc,d], prior_logits [Hp,Kc] under
+ *     PREFIX.gma.*; the fused op gma_route_* (GMA_SPEC 3.2).
+ *   softmax: router.weight W [Hp,Kc,d], router.bias b [Hp,Kc] under PREFIX.gma.router.*;
+ *     gamma(x) = softmax((W x + b) / tau), the same W for queries and keys, built from
+ *     matmul_strided + bias + softmax_rows (and their backward).
+ *   Hp = 1 with gma.shared_components, else H.
+ *
+ * EMA memory (`gma.memory: "ema"`, GMA_SPEC 3.4): PREFIX.gma.memory [H,Kc,d] is a
+ * GROUP_BUFFER tensor (saved in checkpoints, never trained). After the backward of each
+ * training micro-batch (update_buffers) M <- alpha M + (1 - alpha) mean_t gamma(k_t) v_t^T
+ * over the non-padded (batch, position) rows; alpha = gma.ema_decay or 1 - 1/(B N).
+ * Evaluation never updates M. The output does not depend on this sequence's values, so no
+ * gradient reaches Wk, bk, Wv, bv through M (K still gets the diversity-loss gradient); M
+ * is seeded by k-means on the first training batch's query rows.
+ *
+ * Diversity loss (GMA_SPEC 4): when gma.div_weight > 0, every training forward computes
+ *   L_div(layer) = 1/(2H) sum_h [ L(gamma_q[h]) + L(gamma_k[h]) ]
+ * (L the token or batch form of ops.h gma_div_forward over non-padded rows); backward adds
+ * ctx->div_scale * dL_div/dgamma before the routing backward.
+ *
+ * Default initialisation (gaussian): var_raw so that sigma2 = 1, prior 0, mu ~ N(0, s^2)
+ * with s = gma.init_mean_scale or, when 0, s = (2 d)^(-1/4): the spread of -|mu_k|^2/2
+ * across components then has std 1/2 nat, so initial responsibilities are soft, not one-hot.
+ * Softmax routing: W ~ N(0, s^2) with s = gma.init_mean_scale or 1/sqrt(d), b = 0;
+ * gma.init "orthogonal" draws W with orthonormal rows (Kc <= d) or columns (Kc > d).
+ * gma.init "kmeans": centroids c_k of the first batch's query rows set mu_k = c_k
+ * (gaussian) or W_k = c_k, b_k = -|c_k|^2/2 (softmax: then argmax_k gamma_k(x) is the
+ * nearest centroid, as in the k-means partition).
  *
  * act:     qh, kh, vh, oh [B,H,N,d]; gq, gk [B,H,N,Kc]; den [B,H,N]; chunk states
  * scratch: two [B*N*D] buffers, dq, dk, dv [B,H,N,d], dgq, dgk [B,H,N,Kc] */
 #include <stdlib.h>
 #include <string.h>
 
+#include "nn/kmeans.h"
 #include "nn/mixers/mixer.h"
 
 const MixerVT mixer_gma;
-enum { P_MU = AP_N, P_VAR, P_PRIOR };
+enum { P_MU = AP_N, P_VAR, P_PRIOR, P_RW, P_RB, P_MEM };
+
+#define KMEANS_SAMPLE 4096
+#define KMEANS_ITERS 10
 
 typedef struct GmaPriv {
-    int Kc, chunk, shared;
+    int Kc, chunk, shared, Hp;
+    int softmax, ema, kmeans;
     real tau, var_floor, eps;
-    double mean_scale;
+    double mean_scale, ema_decay, var0;
+    int div_on, div_mode;
+    double div_last;
+    int orthogonal;
 } GmaPriv;
+
+static int gma_validate(const Config *c) {
+    const GmaCfg *g = &c->gma;
+    if (!strcmp(g->init, "orthogonal") && strcmp(g->routing, "softmax"))
+        return gma_errorf("key gma.init: \"orthogonal\" needs gma.routing \"softmax\" (it draws the router rows)");
+    if (!strcmp(g->memory, "ema") && g->ema_decay != 0 && !(g->ema_decay > 0 && g->ema_decay < 1))
+        return gma_errorf("key gma.ema_decay: %g is outside (0, 1)", g->ema_decay);
+    if (g->div_weight < 0) return gma_errorf("key gma.div_weight: %g is negative", g->div_weight);
+    return 0;
+}
 
 static Mixer *gma_create(const Config *c, int layer, ParamTable *pt, const char *prefix) {
     Mixer *m = mixer_new(&mixer_gma, c, pt);
@@ -32,37 +76,89 @@ static Mixer *gma_create(const Config *c, int layer, ParamTable *pt, const char 
     g->Kc = c->gma.n_components;
     g->chunk = c->gma.chunk;
     g->shared = c->gma.shared_components;
+    g->Hp = g->shared ? 1 : m->H;
     g->tau = (real)c->gma.temperature;
     g->var_floor = (real)c->gma.var_floor;
     g->eps = (real)c->gma.eps;
-    g->mean_scale = c->gma.init_mean_scale > 0 ? c->gma.init_mean_scale : pow(2.0 * m->d, -0.25);
+    g->softmax = !strcmp(c->gma.routing, "softmax");
+    g->ema = !strcmp(c->gma.memory, "ema");
+    g->kmeans = !strcmp(c->gma.init, "kmeans");
+    g->orthogonal = !strcmp(c->gma.init, "orthogonal");
+    g->ema_decay = c->gma.ema_decay;
+    g->div_on = c->gma.div_weight > 0;
+    g->div_mode = !strcmp(c->gma.div_mode, "batch");
+    if (g->softmax)
+        g->mean_scale = c->gma.init_mean_scale > 0 ? c->gma.init_mean_scale : 1 / sqrt((double)m->d);
+    else
+        g->mean_scale = c->gma.init_mean_scale > 0 ? c->gma.init_mean_scale : pow(2.0 * m->d, -0.25);
     m->priv = g;
+    for (int i = P_MU; i <= P_MEM; i++) m->p[i] = -1;
     attn_proj_add(m, c, pt, prefix);
-    int Hp = g->shared ? 1 : m->H;
-    int s3[3] = {Hp, g->Kc, m->d};
+    int s3[3] = {g->Hp, g->Kc, m->d};
     char name[128];
-    /* softplus(v) + floor = 1  <=>  v = log(exp(1 - floor) - 1) */
-    double v0 = log(expm1(1.0 - c->gma.var_floor));
-    snprintf(name, sizeof name, "%s.gma.mu", prefix);
-    m->p[P_MU] = pt_add(pt, name, 3, s3, INIT_NORMAL, g->mean_scale, GROUP_MIXTURE);
-    snprintf(name, sizeof name, "%s.gma.var_raw", prefix);
-    m->p[P_VAR] = pt_add(pt, name, 3, s3, INIT_CONST, v0, GROUP_MIXTURE);
-    snprintf(name, sizeof name, "%s.gma.prior_logits", prefix);
-    m->p[P_PRIOR] = pt_add2(pt, name, Hp, g->Kc, INIT_ZERO, 0, GROUP_MIXTURE);
+    if (g->softmax) {
+        snprintf(name, sizeof name, "%s.gma.router.weight", prefix);
+        m->p[P_RW] = pt_add(pt, name, 3, s3, INIT_NORMAL, g->mean_scale, GROUP_MIXTURE);
+        snprintf(name, sizeof name, "%s.gma.router.bias", prefix);
+        m->p[P_RB] = pt_add2(pt, name, g->Hp, g->Kc, INIT_ZERO, 0, GROUP_MIXTURE);
+    } else {
+        /* softplus(v) + floor = 1  <=>  v = log(exp(1 - floor) - 1) */
+        g->var0 = log(expm1(1.0 - c->gma.var_floor));
+        snprintf(name, sizeof name, "%s.gma.mu", prefix);
+        m->p[P_MU] = pt_add(pt, name, 3, s3, INIT_NORMAL, g->mean_scale, GROUP_MIXTURE);
+        snprintf(name, sizeof name, "%s.gma.var_raw", prefix);
+        m->p[P_VAR] = pt_add(pt, name, 3, s3, INIT_CONST, g->var0, GROUP_MIXTURE);
+        snprintf(name, sizeof name, "%s.gma.prior_logits", prefix);
+        m->p[P_PRIOR] = pt_add2(pt, name, g->Hp, g->Kc, INIT_ZERO, 0, GROUP_MIXTURE);
+    }
+    if (g->ema) {
+        int sm[3] = {m->H, g->Kc, m->d};
+        snprintf(name, sizeof name, "%s.gma.memory", prefix);
+        m->p[P_MEM] = pt_add(pt, name, 3, sm, INIT_NORMAL, c->model.init_std, GROUP_BUFFER);
+    }
+    (void)layer;
     return m;
 }
 
-static size_t n_state(const Mixer *m, int B, int N, int causal_chunks) {
+/* gma.init "orthogonal": rows (Kc <= d) or columns (Kc > d) of each head's W orthonormal,
+ * by modified Gram-Schmidt on the normal draws already in place. */
+static void gma_init(Mixer *m, real *params, Rng *rng) {
+    GmaPriv *g = m->priv;
+    (void)rng;
+    if (!g->softmax || !g->orthogonal) return;
+    int Kc = g->Kc, d = m->d;
+    for (int h = 0; h < g->Hp; h++) {
+        real *W = MP(m, params, P_RW) + (size_t)h * Kc * d;
+        int rows = Kc <= d; /* orthonormalise rows (vectors of length d) or columns (length Kc) */
+        int nv = rows ? Kc : d, len = rows ? d : Kc;
+        size_t sv = rows ? (size_t)d : 1, se = rows ? 1 : (size_t)d; /* stride between vectors, elements */
+        for (int i = 0; i < nv; i++) {
+            real *vi = W + i * sv;
+            for (int j = 0; j < i; j++) {
+                real *vj = W + j * sv;
+                double dot = 0;
+                for (int e = 0; e < len; e++) dot += (double)vi[e * se] * vj[e * se];
+                for (int e = 0; e < len; e++) vi[e * se] -= (real)(dot * vj[e * se]);
+            }
+            double nn = 0;
+            for (int e = 0; e < len; e++) nn += (double)vi[e * se] * vi[e * se];
+            nn = sqrt(nn);
+            for (int e = 0; e < len; e++) vi[e * se] = nn > 0 ? (real)(vi[e * se] / nn) : 0;
+        }
+    }
+}
+
+static size_t n_state(const Mixer *m, int B, int N) {
     const GmaPriv *g = m->priv;
     size_t nc = (size_t)(N + g->chunk - 1) / g->chunk;
-    if (!causal_chunks) nc = GMA_MAX(nc, 1);
+    nc = GMA_MAX(nc, 1);
     return (size_t)B * m->H * nc * ((size_t)g->Kc * m->d + g->Kc);
 }
 
 static size_t gma_act(const Mixer *m, int B, int N) {
     const GmaPriv *g = m->priv;
     size_t hs = (size_t)B * N * m->D, gs = (size_t)B * m->H * N * g->Kc;
-    return 4 * hs + 2 * gs + (size_t)B * m->H * N + n_state(m, B, N, 1);
+    return 4 * hs + 2 * gs + (size_t)B * m->H * N + (g->ema ? 0 : n_state(m, B, N));
 }
 
 static size_t gma_scratch(const Mixer *m, int B, int N) {
@@ -72,8 +168,9 @@ static size_t gma_scratch(const Mixer *m, int B, int N) {
 }
 
 typedef struct Acts { real *qh, *kh, *vh, *oh, *gq, *gk, *den, *state; } Acts;
-static Acts carve(const Mixer *m, int B, int N, real *act) {
+static Acts carve(const Mixer *m, int B, int N, const real *act_c) {
     const GmaPriv *g = m->priv;
+    real *act = (real *)act_c;
     size_t hs = (size_t)B * N * m->D, gs = (size_t)B * m->H * N * g->Kc;
     Acts a;
     a.qh = act;
@@ -87,25 +184,85 @@ static Acts carve(const Mixer *m, int B, int N, real *act) {
     return a;
 }
 
+/* ---- routing: gamma [B,H,N,Kc] from rows x [B,H,N,d] ---- */
+static void route_forward(const Mixer *m, const real *params, real *gamma, const real *x, int B, int N) {
+    const GmaPriv *g = m->priv;
+    int H = m->H, d = m->d, Kc = g->Kc;
+    if (!g->softmax) {
+        g_ops->gma_route_forward(gamma, x, MP(m, params, P_MU), MP(m, params, P_VAR), MP(m, params, P_PRIOR), B, H, N,
+                                 d, Kc, g->tau, g->var_floor, g->shared);
+        return;
+    }
+    const real *W = MP(m, params, P_RW), *bias = MP(m, params, P_RB);
+    size_t sW = g->shared ? 0 : (size_t)Kc * d;
+    for (int b = 0; b < B; b++)
+        g_ops->matmul_strided(gamma + (size_t)b * H * N * Kc, x + (size_t)b * H * N * d, W, N, Kc, d, 0, 1, 1, 0, H,
+                              (size_t)N * d, sW, (size_t)N * Kc);
+    for (int bh = 0; bh < B * H; bh++)
+        g_ops->bias_forward(gamma + (size_t)bh * N * Kc, bias + (g->shared ? 0 : (size_t)(bh % H) * Kc), N, Kc);
+    g_ops->softmax_rows(gamma, B * H * N, Kc, 1 / g->tau, NULL);
+}
+
+/* dx += ..., parameter gradients += ...; dgamma is overwritten (softmax routing) */
+static void route_backward(const Mixer *m, const real *params, real *grads, real *dx, real *dgamma, const real *gamma,
+                           const real *x, int B, int N) {
+    const GmaPriv *g = m->priv;
+    int H = m->H, d = m->d, Kc = g->Kc;
+    if (!g->softmax) {
+        g_ops->gma_route_backward(dx, MP(m, grads, P_MU), MP(m, grads, P_VAR), MP(m, grads, P_PRIOR), dgamma, gamma, x,
+                                  MP(m, params, P_MU), MP(m, params, P_VAR), MP(m, params, P_PRIOR), B, H, N, d, Kc,
+                                  g->tau, g->var_floor, g->shared);
+        return;
+    }
+    const real *W = MP(m, params, P_RW);
+    real *dW = MP(m, grads, P_RW), *db = MP(m, grads, P_RB);
+    g_ops->softmax_rows_backward(dgamma, gamma, B * H * N, Kc);
+    if (g->tau != 1) g_ops->scale(dgamma, 1 / g->tau, (size_t)B * H * N * Kc);
+    size_t sW = g->shared ? 0 : (size_t)Kc * d;
+    for (int b = 0; b < B; b++) {
+        const real *dl = dgamma + (size_t)b * H * N * Kc, *xb = x + (size_t)b * H * N * d;
+        g_ops->matmul_strided(dx + (size_t)b * H * N * d, dl, W, N, d, Kc, 0, 0, 1, 1, H, (size_t)N * Kc, sW,
+                              (size_t)N * d);
+        if (!g->shared)
+            g_ops->matmul_strided(dW, dl, xb, Kc, d, N, 1, 0, 1, 1, H, (size_t)N * Kc, (size_t)N * d, (size_t)Kc * d);
+        else
+            for (int h = 0; h < H; h++)
+                g_ops->matmul(dW, dl + (size_t)h * N * Kc, xb + (size_t)h * N * d, Kc, d, N, 1, 0, 1, 1);
+    }
+    for (int bh = 0; bh < B * H; bh++)
+        g_ops->bias_backward(db + (g->shared ? 0 : (size_t)(bh % H) * Kc), dgamma + (size_t)bh * N * Kc, N, Kc);
+}
+
 static void gma_forward(Mixer *m, const MixerCtx *c, real *y, const real *h, const real *params, real *act,
                         real *scratch) {
-    const GmaPriv *g = m->priv;
-    int B = c->B, N = c->N, H = m->H, d = m->d;
+    GmaPriv *g = m->priv;
+    int B = c->B, N = c->N, H = m->H, d = m->d, Kc = g->Kc;
     Acts a = carve(m, B, N, act);
     attn_proj_qkv(m, params, h, a.qh, a.kh, a.vh, scratch, B, N);
-    const real *mu = MP(m, params, P_MU), *vr = MP(m, params, P_VAR), *pr = MP(m, params, P_PRIOR);
-    g_ops->gma_route_forward(a.gq, a.qh, mu, vr, pr, B, H, N, d, g->Kc, g->tau, g->var_floor, g->shared);
-    g_ops->gma_route_forward(a.gk, a.kh, mu, vr, pr, B, H, N, d, g->Kc, g->tau, g->var_floor, g->shared);
-    mask_rows(a.gk, c->keymask, B, H, N, g->Kc);
-    g_ops->linmix_forward(a.oh, a.den, a.state, a.gq, a.gk, a.vh, B * H, N, g->Kc, d, c->causal, g->chunk, g->eps);
+    route_forward(m, params, a.gq, a.qh, B, N);
+    route_forward(m, params, a.gk, a.kh, B, N);
+    mask_rows(a.gk, c->keymask, B, H, N, Kc);
+    if (g->ema) {
+        const real *M = MP(m, params, P_MEM);
+        for (int b = 0; b < B; b++)
+            g_ops->matmul_strided(a.oh + (size_t)b * H * N * d, a.gq + (size_t)b * H * N * Kc, M, N, d, Kc, 0, 0, 1, 0,
+                                  H, (size_t)N * Kc, (size_t)Kc * d, (size_t)N * d);
+    } else {
+        g_ops->linmix_forward(a.oh, a.den, a.state, a.gq, a.gk, a.vh, B * H, N, Kc, d, c->causal, g->chunk, g->eps);
+    }
+    g->div_last = 0;
+    if (g->div_on && c->training)
+        g->div_last = (g_ops->gma_div_forward(a.gq, c->keymask, B, H, N, Kc, g->div_mode) +
+                       g_ops->gma_div_forward(a.gk, c->keymask, B, H, N, Kc, g->div_mode)) /
+                      (2.0 * H);
     attn_proj_out(m, params, y, a.oh, scratch, B, N);
 }
 
 static void gma_backward(Mixer *m, const MixerCtx *c, real *dh, const real *dy, const real *h, const real *params,
                          real *grads, real *act, real *scratch) {
     const GmaPriv *g = m->priv;
-    int B = c->B, N = c->N, H = m->H, d = m->d;
-    size_t hs = (size_t)B * N * m->D, gs = (size_t)B * H * N * g->Kc;
+    int B = c->B, N = c->N, H = m->H, d = m->d, Kc = g->Kc;
+    size_t hs = (size_t)B * N * m->D, gs = (size_t)B * H * N * Kc;
     Acts a = carve(m, B, N, act);
     real *t1 = scratch, *t2 = t1 + hs, *dq = t2 + hs, *dk = dq + hs, *dv = dk + hs, *dgq = dv + hs, *dgk = dgq + gs;
     real *doh = t1;
@@ -113,16 +270,24 @@ static void gma_backward(Mixer *m, const MixerCtx *c, real *dh, const real *dy, 
     g_ops->copy(doh, dq, sizeof(real) * hs);
     g_ops->zero(dgq, sizeof(real) * 2 * gs);
     g_ops->zero(dv, sizeof(real) * hs);
-    g_ops->linmix_backward(dgq, dgk, dv, doh, a.oh, a.den, a.state, a.gq, a.gk, a.vh, B * H, N, g->Kc, d, c->causal,
-                           g->chunk);
-    mask_rows(dgk, c->keymask, B, H, N, g->Kc);
+    if (g->ema) { /* dgamma_q = dO M^T ; nothing reaches K, V or M */
+        const real *M = MP(m, params, P_MEM);
+        for (int b = 0; b < B; b++)
+            g_ops->matmul_strided(dgq + (size_t)b * H * N * Kc, doh + (size_t)b * H * N * d, M, N, Kc, d, 0, 1, 1, 1, H,
+                                  (size_t)N * d, (size_t)Kc * d, (size_t)N * Kc);
+    } else {
+        g_ops->linmix_backward(dgq, dgk, dv, doh, a.oh, a.den, a.state, a.gq, a.gk, a.vh, B * H, N, Kc, d, c->causal,
+                               g->chunk);
+        mask_rows(dgk, c->keymask, B, H, N, Kc);
+    }
+    if (g->div_on && c->div_scale != 0) {
+        real s = (real)(c->div_scale / (2.0 * H));
+        g_ops->gma_div_backward(dgq, a.gq, c->keymask, B, H, N, Kc, g->div_mode, s);
+        g_ops->gma_div_backward(dgk, a.gk, c->keymask, B, H, N, Kc, g->div_mode, s);
+    }
     g_ops->zero(dq, sizeof(real) * 2 * hs);
-    const real *mu = MP(m, params, P_MU), *vr = MP(m, params, P_VAR), *pr = MP(m, params, P_PRIOR);
-    real *dmu = MP(m, grads, P_MU), *dvr = MP(m, grads, P_VAR), *dpr = MP(m, grads, P_PRIOR);
-    g_ops->gma_route_backward(dq, dmu, dvr, dpr, dgq, a.gq, a.qh, mu, vr, pr, B, H, N, d, g->Kc, g->tau, g->var_floor,
-                              g->shared);
-    g_ops->gma_route_backward(dk, dmu, dvr, dpr, dgk, a.gk, a.kh, mu, vr, pr, B, H, N, d, g->Kc, g->tau,
-                              g->var_floor, g->shared);
+    route_backward(m, params, grads, dq, dgq, a.gq, a.qh, B, N);
+    route_backward(m, params, grads, dk, dgk, a.gk, a.kh, B, N);
     attn_proj_qkv_backward(m, params, grads, dh, h, dq, dk, dv, t2, B, N);
 }
 
@@ -131,14 +296,283 @@ static void gma_destroy(Mixer *m) {
     free(m);
 }
 
+/* ================= routing-health hooks ================= */
+static int h_ncomp(const Mixer *m) { return ((const GmaPriv *)m->priv)->Kc; }
+static int h_has_memory(const Mixer *m) { return ((const GmaPriv *)m->priv)->ema; }
+static int h_wants_kmeans(const Mixer *m) {
+    const GmaPriv *g = m->priv;
+    return g->kmeans || g->ema;
+}
+static double h_div_value(const Mixer *m) { return ((const GmaPriv *)m->priv)->div_last; }
+static const real *h_query_resp(const Mixer *m, const real *act, int B, int N) { return carve(m, B, N, act).gq; }
+
+static long valid_rows(const MixerCtx *c) {
+    if (!c->keymask) return (long)c->B * c->N;
+    long t = 0;
+    for (long i = 0; i < (long)c->B * c->N; i++) t += c->keymask[i] != 0;
+    return t;
+}
+
+static void h_update_buffers(Mixer *m, const MixerCtx *c, real *params, const real *act) {
+    const GmaPriv *g = m->priv;
+    if (!g->ema) return;
+    int B = c->B, N = c->N, H = m->H, d = m->d, Kc = g->Kc;
+    long T = valid_rows(c);
+    if (T == 0) return;
+    double alpha = g->ema_decay > 0 ? g->ema_decay : 1.0 - 1.0 / ((double)B * N);
+    Acts a = carve(m, B, N, act);
+    real *M = MP(m, params, P_MEM);
+    g_ops->scale(M, (real)alpha, (size_t)H * Kc * d);
+    /* padded key rows of gk are zero, so they add nothing */
+    for (int b = 0; b < B; b++)
+        g_ops->matmul_strided(M, a.gk + (size_t)b * H * N * Kc, a.vh + (size_t)b * H * N * d, Kc, d, N, 1, 0,
+                              (real)((1 - alpha) / T), 1, H, (size_t)N * Kc, (size_t)N * d, (size_t)Kc * d);
+}
+
+/* host copy of the non-padded query rows of head h (all heads when h < 0): X [n,d] */
+static real *gather_rows(const Mixer *m, const MixerCtx *c, const real *qhost, int h, int *n_out) {
+    int B = c->B, N = c->N, H = m->H, d = m->d;
+    real *X = xmalloc(sizeof(real) * (size_t)B * N * H * d);
+    int n = 0;
+    for (int hh = 0; hh < H; hh++) {
+        if (h >= 0 && hh != h) continue;
+        for (int b = 0; b < B; b++)
+            for (int i = 0; i < N; i++) {
+                if (c->keymask && !c->keymask[(size_t)b * N + i]) continue;
+                memcpy(X + (size_t)n * d, qhost + (((size_t)b * H + hh) * N + i) * d, sizeof(real) * d);
+                n++;
+            }
+    }
+    *n_out = n;
+    return X;
+}
+
+/* subsample to at most KMEANS_SAMPLE rows (partial Fisher-Yates, in place) */
+static int subsample(real *X, int n, int d, Rng *rng) {
+    if (n <= KMEANS_SAMPLE) return n;
+    real *tmp = xmalloc(sizeof(real) * d);
+    for (int i = 0; i < KMEANS_SAMPLE; i++) {
+        int j = i + (int)rng_below(rng, (uint64_t)(n - i));
+        memcpy(tmp, X + (size_t)i * d, sizeof(real) * d);
+        memcpy(X + (size_t)i * d, X + (size_t)j * d, sizeof(real) * d);
+        memcpy(X + (size_t)j * d, tmp, sizeof(real) * d);
+    }
+    free(tmp);
+    return KMEANS_SAMPLE;
+}
+
+/* write host rows into a slice of a backend tensor */
+static void put(real *dst_backend, const real *host, size_t n) { g_ops->to_device(dst_backend, host, sizeof(real) * n); }
+
+static void set_routing_from_centres(const Mixer *m, real *params, int hp, const real *C) {
+    const GmaPriv *g = m->priv;
+    int Kc = g->Kc, d = m->d;
+    if (!g->softmax) {
+        put(MP(m, params, P_MU) + (size_t)hp * Kc * d, C, (size_t)Kc * d);
+        return;
+    }
+    real *b = xmalloc(sizeof(real) * Kc);
+    for (int k = 0; k < Kc; k++) {
+        double s = 0;
+        for (int e = 0; e < d; e++) s += (double)C[(size_t)k * d + e] * C[(size_t)k * d + e];
+        b[k] = (real)(-0.5 * s);
+    }
+    put(MP(m, params, P_RW) + (size_t)hp * Kc * d, C, (size_t)Kc * d);
+    put(MP(m, params, P_RB) + (size_t)hp * Kc, b, Kc);
+    free(b);
+}
+
+static int h_kmeans_init(Mixer *m, const MixerCtx *c, real *params, const real *act, Rng *rng) {
+    const GmaPriv *g = m->priv;
+    int B = c->B, N = c->N, H = m->H, d = m->d, Kc = g->Kc;
+    Acts a = carve(m, B, N, act);
+    size_t hs = (size_t)B * N * m->D;
+    real *q = xmalloc(sizeof(real) * hs);
+    g_ops->to_host(q, a.qh, sizeof(real) * hs);
+    real *C = xmalloc(sizeof(real) * (size_t)Kc * d);
+    for (int h = -1; h < H; h++) {
+        if (h < 0 && !(g->shared && g->kmeans)) continue; /* pooled run only for shared components */
+        int n;
+        real *X = gather_rows(m, c, q, h, &n);
+        n = subsample(X, n, d, rng);
+        if (n > 0) {
+            kmeans_fit(X, n, d, Kc, KMEANS_ITERS, C, rng);
+            if (g->kmeans && h >= 0 && !g->shared) set_routing_from_centres(m, params, h, C);
+            if (g->kmeans && h < 0) set_routing_from_centres(m, params, 0, C);
+            if (g->ema && h >= 0) put(MP(m, params, P_MEM) + (size_t)h * Kc * d, C, (size_t)Kc * d);
+        }
+        free(X);
+    }
+    free(C);
+    free(q);
+    return 0;
+}
+
+static double h_route_stats(const Mixer *m, const MixerCtx *c, const real *params, const real *act, double *entropy,
+                            double *counts, double *mem_norm) {
+    const GmaPriv *g = m->priv;
+    int B = c->B, N = c->N, H = m->H, d = m->d, Kc = g->Kc;
+    Acts a = carve(m, B, N, act);
+    size_t gs = (size_t)B * H * N * Kc;
+    real *gq = xmalloc(sizeof(real) * gs);
+    g_ops->to_host(gq, a.gq, sizeof(real) * gs);
+    double rows = 0;
+    for (int h = 0; h < H; h++) {
+        double ent = 0;
+        double *cnt = counts + (size_t)h * Kc;
+        memset(cnt, 0, sizeof(double) * Kc);
+        rows = 0;
+        for (int b = 0; b < B; b++)
+            for (int i = 0; i < N; i++) {
+                if (c->keymask && !c->keymask[(size_t)b * N + i]) continue;
+                const real *r = gq + (((size_t)b * H + h) * N + i) * Kc;
+                int best = 0;
+                for (int k = 0; k < Kc; k++) {
+                    if (r[k] > 0) ent -= r[k] * log((double)r[k]);
+                    if (r[k] > r[best]) best = k;
+                }
+                cnt[best] += 1;
+                rows += 1;
+            }
+        entropy[h] = rows > 0 ? ent / rows : 0;
+    }
+    free(gq);
+    if (g->ema && mem_norm)
+        for (int h = 0; h < H; h++)
+            mem_norm[h] = sqrt(g_ops->sumsq(MP(m, params, P_MEM) + (size_t)h * Kc * d, (size_t)Kc * d));
+    return rows;
+}
+
+static void zero_slice(real *base_backend, size_t off, size_t n) {
+    if (base_backend) g_ops->zero(base_backend + off, sizeof(real) * n);
+}
+
+static int h_reinit(Mixer *m, const MixerCtx *c, real *params, real *mom1, real *mom2, const real *act, int head,
+                    const int *dead, Rng *rng) {
+    const GmaPriv *g = m->priv;
+    int B = c->B, N = c->N, H = m->H, d = m->d, Kc = g->Kc, hp = g->shared ? 0 : head;
+    Acts a = carve(m, B, N, act);
+    size_t hs = (size_t)B * N * m->D, gs = (size_t)B * H * N * Kc;
+    real *q = xmalloc(sizeof(real) * hs), *gq = xmalloc(sizeof(real) * gs);
+    g_ops->to_host(q, a.qh, sizeof(real) * hs);
+    g_ops->to_host(gq, a.gq, sizeof(real) * gs);
+    /* rows of this head, their argmax, and the centroids of the live components' rows */
+    int n = 0;
+    real *X = gather_rows(m, c, q, head, &n);
+    int *arg = xmalloc(sizeof(int) * (n ? n : 1));
+    {
+        int t = 0;
+        for (int b = 0; b < B; b++)
+            for (int i = 0; i < N; i++) {
+                if (c->keymask && !c->keymask[(size_t)b * N + i]) continue;
+                const real *r = gq + (((size_t)b * H + head) * N + i) * Kc;
+                int best = 0;
+                for (int k = 1; k < Kc; k++)
+                    if (r[k] > r[best]) best = k;
+                arg[t++] = best;
+            }
+    }
+    real *C = xcalloc((size_t)(Kc + 1) * d, sizeof(real));
+    double *cnt = xcalloc(Kc, sizeof(double));
+    int nc = 0;
+    for (int k = 0; k < Kc; k++) {
+        if (dead[k]) continue;
+        double num = 0;
+        real *ck = C + (size_t)nc * d;
+        for (int t = 0; t < n; t++)
+            if (arg[t] == k) {
+                num++;
+                for (int e = 0; e < d; e++) ck[e] += X[(size_t)t * d + e];
+            }
+        if (num > 0) {
+            for (int e = 0; e < d; e++) ck[e] = (real)(ck[e] / num);
+            nc++;
+        } else
+            memset(ck, 0, sizeof(real) * d);
+    }
+    /* current routing parameters of this head (host) for the live statistics */
+    size_t P3 = (size_t)Kc * d;
+    real *w = xmalloc(sizeof(real) * P3), *bias = xmalloc(sizeof(real) * Kc);
+    int p3 = g->softmax ? P_RW : P_MU, p1 = g->softmax ? P_RB : P_PRIOR;
+    g_ops->to_host(w, MP(m, params, p3) + (size_t)hp * P3, sizeof(real) * P3);
+    g_ops->to_host(bias, MP(m, params, p1) + (size_t)hp * Kc, sizeof(real) * Kc);
+    double live_b = 0, live_norm = 0, nlive = 0;
+    for (int k = 0; k < Kc; k++)
+        if (!dead[k]) {
+            double s = 0;
+            for (int e = 0; e < d; e++) s += (double)w[(size_t)k * d + e] * w[(size_t)k * d + e];
+            live_norm += sqrt(s);
+            live_b = nlive == 0 ? bias[k] : fmax(live_b, bias[k]);
+            nlive++;
+        }
+    if (nlive > 0) live_norm /= nlive;
+    int done = 0;
+    for (int k = 0; k < Kc && n > 0; k++) {
+        if (!dead[k]) continue;
+        int t = kmeans_pp_pick(X, n, d, C, nc, rng);
+        const real *x = X + (size_t)t * d;
+        memcpy(C + (size_t)nc * d, x, sizeof(real) * d); /* later picks keep away from it */
+        if (nc < Kc) nc++;
+        real *wk = w + (size_t)k * d;
+        if (!g->softmax) { /* mu_k = x, sigma2_k = 1, prior_k = the largest live prior logit */
+            memcpy(wk, x, sizeof(real) * d);
+            real v0 = (real)g->var0;
+            real *vr = xmalloc(sizeof(real) * d);
+            for (int e = 0; e < d; e++) vr[e] = v0;
+            put(MP(m, params, P_VAR) + (size_t)hp * P3 + (size_t)k * d, vr, d);
+            free(vr);
+        } else { /* W_k along x with the live rows' mean norm, b_k = the largest live bias */
+            double s = 0;
+            for (int e = 0; e < d; e++) s += (double)x[e] * x[e];
+            double sc = s > 0 && live_norm > 0 ? live_norm / sqrt(s) : 1;
+            for (int e = 0; e < d; e++) wk[e] = (real)(x[e] * sc);
+        }
+        bias[k] = nlive > 0 ? (real)live_b : 0;
+        size_t o3 = m->pt->t[m->p[p3]].offset + (size_t)hp * P3 + (size_t)k * d;
+        size_t o1 = m->pt->t[m->p[p1]].offset + (size_t)hp * Kc + k;
+        zero_slice(mom1, o3, d), zero_slice(mom2, o3, d), zero_slice(mom1, o1, 1), zero_slice(mom2, o1, 1);
+        if (!g->softmax) {
+            size_t ov = m->pt->t[m->p[P_VAR]].offset + (size_t)hp * P3 + (size_t)k * d;
+            zero_slice(mom1, ov, d), zero_slice(mom2, ov, d);
+        }
+        done++;
+    }
+    put(MP(m, params, p3) + (size_t)hp * P3, w, P3);
+    put(MP(m, params, p1) + (size_t)hp * Kc, bias, Kc);
+    free(w);
+    free(bias);
+    free(C);
+    free(cnt);
+    free(arg);
+    free(X);
+    free(q);
+    free(gq);
+    return done;
+}
+
+static const MixerHealth gma_health = {
+    .n_components = h_ncomp,
+    .has_memory = h_has_memory,
+    .wants_kmeans = h_wants_kmeans,
+    .div_value = h_div_value,
+    .query_resp = h_query_resp,
+    .update_buffers = h_update_buffers,
+    .kmeans_init = h_kmeans_init,
+    .route_stats = h_route_stats,
+    .reinit = h_reinit,
+};
+
 const MixerVT mixer_gma = {
     .name = "gma",
     .causal_ok = 1,
     .bidir_ok = 1,
+    .validate = gma_validate,
     .create = gma_create,
+    .init = gma_init,
     .act_size = gma_act,
     .scratch_size = gma_scratch,
     .forward = gma_forward,
     .backward = gma_backward,
     .destroy = gma_destroy,
+    .health = &gma_health,
 };

@@ -18,9 +18,44 @@ typedef struct MixerCtx {
     const uint8_t *keymask; /* [B,N] 1 = real token, 0 = padding; NULL = no padding (host memory) */
     int training;
     long step;
+    /* backward only: weight x loss scale of the GMA diversity loss (GMA_SPEC 4); 0 = none.
+     * A mixer with a diversity term adds div_scale * dL_div/d(its inputs) to its gradients. */
+    double div_scale;
 } MixerCtx;
 
 typedef struct Mixer Mixer;
+
+/* Optional routing-health hooks (GMA_SPEC 3.4, 4, 5, 6), implemented by the GMA mixer and
+ * NULL for every other mixer. The model and the trainer call them between steps, never
+ * inside a forward/backward pair; `act` is the mixer's activation block of the last
+ * forward (B x N), `params` the parameter buffer (backend memory). Host arrays are marked. */
+typedef struct MixerHealth {
+    /* components Kc per head */
+    int (*n_components)(const Mixer *m);
+    /* 1 when the mixer keeps an EMA memory buffer (GMA_SPEC 3.4) */
+    int (*has_memory)(const Mixer *m);
+    /* 1 when this run's first training forward must be followed by kmeans_init */
+    int (*wants_kmeans)(const Mixer *m);
+    /* diversity loss of the last training forward (unweighted; 0 when off) */
+    double (*div_value)(const Mixer *m);
+    /* query responsibilities [B,H,N,Kc] of the last forward (backend memory, inside act) */
+    const real *(*query_resp)(const Mixer *m, const real *act, int B, int N);
+    /* after the backward of a training micro-batch: update buffers (EMA memory) */
+    void (*update_buffers)(Mixer *m, const MixerCtx *c, real *params, const real *act);
+    /* k-means++ and Lloyd on the last forward's query rows; sets the routing parameters
+     * (gma.init "kmeans") and/or the memory (memory "ema"). Returns 0. */
+    int (*kmeans_init)(Mixer *m, const MixerCtx *c, real *params, const real *act, Rng *rng);
+    /* monitoring of the last forward's query responsibilities: entropy[H] (mean nats),
+     * counts[H*Kc] (argmax counts), mem_norm[H] (|M_h|, only when has_memory); host arrays.
+     * Returns the number of rows counted per head. */
+    double (*route_stats)(const Mixer *m, const MixerCtx *c, const real *params, const real *act, double *entropy,
+                          double *counts, double *mem_norm);
+    /* re-seed the components k of head h with dead[k] != 0 from the last forward's query
+     * rows (k-means++ style distance sampling) and zero their optimiser moments mom1/mom2
+     * (same offsets as params). Returns the number re-seeded. */
+    int (*reinit)(Mixer *m, const MixerCtx *c, real *params, real *mom1, real *mom2, const real *act, int head,
+                  const int *dead, Rng *rng);
+} MixerHealth;
 
 typedef struct MixerVT {
     const char *name;
@@ -37,6 +72,8 @@ typedef struct MixerVT {
     void (*backward)(Mixer *m, const MixerCtx *c, real *dh, const real *dy, const real *h, const real *params,
                      real *grads, real *act, real *scratch);
     void (*destroy)(Mixer *m);
+    /* optional: routing-health hooks (GMA only; NULL elsewhere) */
+    const MixerHealth *health;
 } MixerVT;
 
 #define MIXER_MAX_PARAMS 24

@@ -35,6 +35,9 @@ void cpu_gma_route_forward(real *gamma, const real *x, const real *mu, const rea
 void cpu_gma_route_backward(real *dx, real *dmu, real *dvar_raw, real *dprior, const real *dgamma, const real *gamma,
                             const real *x, const real *mu, const real *var_raw, const real *prior, int B, int H, int N,
                             int d, int Kc, real tau, real var_floor, int shared);
+double cpu_gma_div_forward(const real *gamma, const uint8_t *rowmask, int B, int H, int N, int Kc, int mode);
+void cpu_gma_div_backward(real *dgamma, const real *gamma, const uint8_t *rowmask, int B, int H, int N, int Kc, int mode,
+                          real scale);
 void cpu_pair_features_forward(real *out, const real *u, const real *v, int B, int D);
 void cpu_pair_features_backward(real *du, real *dv, const real *dout, const real *u, const real *v, int B, int D);
 #endif

@@ -157,6 +157,9 @@ const GmaOps gma_ops_cpu = {
     .gma_route_backward = cpu_gma_route_backward,
     .adamw = cpu_adamw,
     .sgd = cpu_sgd,
+    /* gma health */
+    .gma_div_forward = cpu_gma_div_forward,
+    .gma_div_backward = cpu_gma_div_backward,
     .pair_features_forward = cpu_pair_features_forward,
     .pair_features_backward = cpu_pair_features_backward,
 };

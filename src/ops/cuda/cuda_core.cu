@@ -330,6 +330,9 @@ void cuda_merge_heads(real *x, const real *xh, int B, int N, int H, int d);
 void cuda_softmax_rows(real *x, int R, int C, real scale, const real *colbias);
 void cuda_softmax_rows_backward(real *dy, const real *y, int R, int C);
 void cuda_attn_mask(real *S, const uint8_t *keymask, int B, int H, int N, int causal);
+double cuda_gma_div_forward(const real *gamma, const uint8_t *rowmask, int B, int H, int N, int Kc, int mode);
+void cuda_gma_div_backward(real *dgamma, const real *gamma, const uint8_t *rowmask, int B, int H, int N, int Kc, int mode,
+                           real scale);
 /* cuda_linmix.cu */
 void cuda_linmix_forward(real *out, real *den, real *state, const real *phq, const real *phk, const real *v, int BH,
                          int N, int F, int d, int causal, int chunk, real eps);
@@ -387,6 +390,9 @@ static GmaOps make_table(void) {
     t.gma_route_backward = cuda_gma_route_backward;
     t.adamw = cu_adamw;
     t.sgd = cu_sgd;
+    /* gma health */
+    t.gma_div_forward = cuda_gma_div_forward;
+    t.gma_div_backward = cuda_gma_div_backward;
     t.pair_features_forward = cuda_pair_features_forward;
     t.pair_features_backward = cuda_pair_features_backward;
     return t;

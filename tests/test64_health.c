@@ -1,0 +1,207 @@
+/* test64_health.c: finite-difference gradient checks (float64 build) of GMA's second design
+ * and of the diversity loss: softmax routing (causal, bidirectional, padded, shared,
+ * orthogonal init), the EMA-memory variant (gradient through gamma_q only), the diversity
+ * loss in token and batch form on both routings, and a whole 2-layer model with the
+ * diversity loss in its objective. */
+#include <string.h>
+
+#include "gradcheck.h"
+#include "model/model.h"
+#include "testutil.h"
+
+static Config tiny_config(void) {
+    Config c;
+    cfg_defaults(&c);
+    c.model.vocab_size = 11;
+    c.model.d_model = 8;
+    c.model.n_heads = 2;
+    c.model.n_layers = 2;
+    c.model.d_ff = 12;
+    c.model.max_seq_len = 8;
+    c.train.seq_len = 8;
+    c.data.recall_pairs = 2;
+    c.model.init_std = 0.3;
+    c.gma.n_components = 3;
+    c.gma.chunk = 3;
+    return c;
+}
+
+typedef struct {
+    Mixer *m;
+    ParamTable pt;
+    real *params, *grads, *act, *scratch, *h, *y, *r;
+    MixerCtx ctx;
+    size_t n;
+    double w; /* diversity weight */
+} MixCtx;
+
+static double mix_loss(void *p) {
+    MixCtx *c = p;
+    c->m->vt->forward(c->m, &c->ctx, c->y, c->h, c->params, c->act, c->scratch);
+    double l = gc_dot(c->y, c->r, c->n);
+    if (c->w != 0) l += c->w * c->m->vt->health->div_value(c->m);
+    return l;
+}
+
+/* sets: "a.b=v;c.d=w" config assignments */
+static void mixer_case(const char *label, const char *sets, int causal, int padded) {
+    Config cfg = tiny_config();
+    char buf[512];
+    snprintf(buf, sizeof buf, "%s", sets);
+    char *sv = NULL;
+    for (char *t = strtok_r(buf, ";", &sv); t; t = strtok_r(NULL, ";", &sv)) ck_assert_msg(cfg_set(&cfg, t) == 0, "%s", gma_error());
+    ck_assert_msg(cfg_validate(&cfg) == 0, "%s", gma_error());
+    MixCtx c;
+    memset(&c, 0, sizeof c);
+    int B = 2, N = 7, D = cfg.model.d_model;
+    c.m = mixer_find("gma")->create(&cfg, 0, &c.pt, "blocks.0.mixer");
+    Rng rng;
+    rng_seed(&rng, 42 + causal + 2 * padded);
+    c.params = xcalloc(c.pt.total, sizeof(real));
+    c.grads = xcalloc(c.pt.total, sizeof(real));
+    pt_init(&c.pt, c.params, &rng);
+    if (c.m->vt->init) c.m->vt->init(c.m, c.params, &rng);
+    /* give the biases and router something to do */
+    for (int i = 0; i < c.pt.n; i++)
+        if (strstr(c.pt.t[i].name, "router.bias") || strstr(c.pt.t[i].name, "prior_logits"))
+            gc_fill(c.params + c.pt.t[i].offset, c.pt.t[i].numel, &rng, 0.5);
+    c.act = xcalloc(c.m->vt->act_size(c.m, B, N), sizeof(real));
+    c.scratch = xcalloc(c.m->vt->scratch_size(c.m, B, N), sizeof(real));
+    c.n = (size_t)B * N * D;
+    c.h = xcalloc(c.n, sizeof(real));
+    c.y = xcalloc(c.n, sizeof(real));
+    c.r = xcalloc(c.n, sizeof(real));
+    gc_fill(c.h, c.n, &rng, 1);
+    gc_fill(c.r, c.n, &rng, 1);
+    c.w = cfg.gma.div_weight;
+    static uint8_t mask[14] = {1, 1, 1, 1, 1, 0, 0, 1, 1, 1, 1, 1, 1, 1};
+    c.ctx = (MixerCtx){.B = B, .N = N, .causal = causal, .keymask = padded ? mask : NULL, .training = 1, .div_scale = c.w};
+    mix_loss(&c);
+    real *dh = xcalloc(c.n, sizeof(real));
+    c.m->vt->backward(c.m, &c.ctx, dh, c.r, c.h, c.params, c.grads, c.act, c.scratch);
+    char nm[160];
+    snprintf(nm, sizeof nm, "%s dh", label);
+    GC_ASSERT(nm, gc_check(mix_loss, &c, c.h, dh, c.n));
+    for (int i = 0; i < c.pt.n; i++) {
+        ParamInfo *p = &c.pt.t[i];
+        if (p->group == GROUP_BUFFER) { /* no gradient into the memory */
+            for (size_t j = 0; j < p->numel; j++) ck_assert(c.grads[p->offset + j] == 0);
+            continue;
+        }
+        snprintf(nm, sizeof nm, "%s %s", label, p->name + 15);
+        GC_ASSERT(nm, gc_check(mix_loss, &c, c.params + p->offset, c.grads + p->offset, p->numel));
+    }
+    free(dh);
+    free(c.params), free(c.grads), free(c.act), free(c.scratch), free(c.h), free(c.y), free(c.r);
+    c.m->vt->destroy(c.m);
+    pt_free(&c.pt);
+}
+
+START_TEST(test_softmax_causal) { mixer_case("softmax causal", "gma.routing=softmax", 1, 0); }
+END_TEST
+START_TEST(test_softmax_bidir_padded) { mixer_case("softmax bidir padded", "gma.routing=softmax;gma.temperature=0.7", 0, 1); }
+END_TEST
+START_TEST(test_softmax_shared_orth) {
+    mixer_case("softmax shared orthogonal", "gma.routing=softmax;gma.shared_components=true;gma.init=orthogonal", 1, 1);
+}
+END_TEST
+START_TEST(test_ema_causal) { mixer_case("ema gaussian causal", "gma.memory=ema", 1, 0); }
+END_TEST
+START_TEST(test_ema_softmax_div) {
+    mixer_case("ema softmax div-batch padded", "gma.memory=ema;gma.routing=softmax;gma.div_weight=0.3;gma.div_mode=batch", 0, 1);
+}
+END_TEST
+START_TEST(test_div_token_gaussian) { mixer_case("div-token gaussian causal", "gma.div_weight=0.2", 1, 0); }
+END_TEST
+START_TEST(test_div_batch_gaussian) {
+    mixer_case("div-batch gaussian padded", "gma.div_weight=0.5;gma.div_mode=batch", 0, 1);
+}
+END_TEST
+START_TEST(test_div_token_softmax) {
+    mixer_case("div-token softmax padded", "gma.routing=softmax;gma.div_weight=0.2", 1, 1);
+}
+END_TEST
+
+/* ---------------- whole model with the diversity loss ---------------- */
+typedef struct {
+    Model m;
+    int32_t tok[14], tgt[14];
+    double w;
+} ModCtx;
+
+static double model_loss(void *p) {
+    ModCtx *c = p;
+    LossStats st;
+    ck_assert_int_eq(model_forward(&c->m, c->tok, c->tgt, 2, 7, NULL, 0, &st, 1, 0), 0);
+    return st.loss_sum / st.count + c->w * model_div_loss(&c->m);
+}
+
+static void model_case(const char *sets) {
+    Config cfg = tiny_config();
+    char buf[512];
+    snprintf(buf, sizeof buf, "%s", sets);
+    char *sv = NULL;
+    for (char *t = strtok_r(buf, ";", &sv); t; t = strtok_r(NULL, ";", &sv)) ck_assert_msg(cfg_set(&cfg, t) == 0, "%s", gma_error());
+    ck_assert_msg(cfg_validate(&cfg) == 0, "%s", gma_error());
+    ModCtx c;
+    memset(&c, 0, sizeof c);
+    c.w = cfg.gma.div_weight;
+    ck_assert_int_eq(model_build(&c.m, &cfg), 0);
+    model_alloc(&c.m, 2, 7);
+    model_init_params(&c.m, 7);
+    Rng rng;
+    rng_seed(&rng, 3);
+    for (int i = 0; i < 14; i++) {
+        c.tok[i] = (int32_t)rng_below(&rng, 11);
+        c.tgt[i] = (i % 5 == 2) ? -1 : (int32_t)rng_below(&rng, 11);
+    }
+    model_loss(&c);
+    ck_assert(model_div_loss(&c.m) > 0);
+    model_zero_grad(&c.m);
+    model_backward(&c.m, 1.0);
+    real *g = xcalloc(c.m.pt.total, sizeof(real));
+    memcpy(g, c.m.grads, c.m.pt.total * sizeof(real));
+    double worst = 0, worst_abs = 0;
+    for (int i = 0; i < c.m.pt.n; i++) {
+        ParamInfo *p = &c.m.pt.t[i];
+        if (p->group == GROUP_BUFFER) continue;
+        double e = gc_check(model_loss, &c, c.m.params + p->offset, g + p->offset, p->numel);
+        ck_assert_msg(e < GC_TOL, "%s: %s max relative error %.3e", sets, p->name, e);
+        worst = fmax(worst, e);
+        worst_abs = fmax(worst_abs, gc_last_abs);
+    }
+    gc_last_abs = worst_abs;
+    char nm[160];
+    snprintf(nm, sizeof nm, "2-layer model %s", sets);
+    GC_ASSERT(nm, worst);
+    free(g);
+    model_free(&c.m);
+}
+
+START_TEST(test_model_softmax_div) { model_case("gma.routing=softmax;gma.div_weight=0.1"); }
+END_TEST
+START_TEST(test_model_gaussian_div_batch) { model_case("model.mixer=sdpa,gma;gma.div_weight=0.1;gma.div_mode=batch"); }
+END_TEST
+
+Suite *make_suite(void) {
+    Suite *s = suite_create("GMA second design and diversity loss (float64 gradient checks)");
+    TCase *tc = tcase_create("mixer");
+    tcase_set_timeout(tc, 300);
+    tcase_add_test(tc, test_softmax_causal);
+    tcase_add_test(tc, test_softmax_bidir_padded);
+    tcase_add_test(tc, test_softmax_shared_orth);
+    tcase_add_test(tc, test_ema_causal);
+    tcase_add_test(tc, test_ema_softmax_div);
+    tcase_add_test(tc, test_div_token_gaussian);
+    tcase_add_test(tc, test_div_batch_gaussian);
+    tcase_add_test(tc, test_div_token_softmax);
+    suite_add_tcase(s, tc);
+    TCase *tm = tcase_create("model");
+    tcase_set_timeout(tm, 300);
+    tcase_add_test(tm, test_model_softmax_div);
+    tcase_add_test(tm, test_model_gaussian_div_batch);
+    suite_add_tcase(s, tm);
+    return s;
+}
+
+GMA_TEST_MAIN()
