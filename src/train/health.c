@@ -4,6 +4,7 @@
 #include <cjson/cJSON.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 void health_init(HealthMon *h, const Model *m) {
     memset(h, 0, sizeof *h);
@@ -107,7 +108,7 @@ int health_check(HealthMon *hm, Model *m, long step, FILE *mf, int quiet, uint64
             if (ent[h] < g->entropy_min) {
                 emit(mf, alert_row(step, l, h, "entropy", ent[h], g->entropy_min, warn_action));
                 if (!quiet)
-                    fprintf(stderr, "\nrouting alert step %ld layer %d head %d: entropy %.3f nats < %.3f\n", step, l, h, ent[h],
+                    fprintf(stderr, "%srouting alert step %ld layer %d head %d: entropy %.3f nats < %.3f\n", isatty(2) ? "\n" : "", step, l, h, ent[h],
                             g->entropy_min);
                 hm->alerts++;
                 stop |= want_stop;
@@ -127,7 +128,7 @@ int health_check(HealthMon *hm, Model *m, long step, FILE *mf, int quiet, uint64
                 }
                 emit(mf, a);
                 if (!quiet)
-                    fprintf(stderr, "\nrouting alert step %ld layer %d head %d: %d of %d components under %.2g%% of a balanced share for %d checks%s\n",
+                    fprintf(stderr, "%srouting alert step %ld layer %d head %d: %d of %d components under %.2g%% of a balanced share for %d checks%s\n", isatty(2) ? "\n" : "",
                             step, l, h, ndead, Kc, 100 * g->util_min_share, g->patience,
                             reinit ? " (re-seeded)" : "");
                 hm->alerts++;
@@ -137,7 +138,7 @@ int health_check(HealthMon *hm, Model *m, long step, FILE *mf, int quiet, uint64
             if (mem && n0 > 0 && norm[h] > g->norm_growth_max * n0) {
                 emit(mf, alert_row(step, l, h, "memory_norm", norm[h], g->norm_growth_max * n0, warn_action));
                 if (!quiet)
-                    fprintf(stderr, "\nrouting alert step %ld layer %d head %d: memory norm %.3g > %.3g x its start %.3g\n", step,
+                    fprintf(stderr, "%srouting alert step %ld layer %d head %d: memory norm %.3g > %.3g x its start %.3g\n", isatty(2) ? "\n" : "", step,
                             l, h, norm[h], g->norm_growth_max, n0);
                 hm->alerts++;
                 stop |= want_stop;
