@@ -181,6 +181,59 @@ START_TEST(test_bad_input) {
 }
 END_TEST
 
+/* two-sequence task through the retrieval loader: label 1 when the two texts are equal */
+static void write_pairs(const char *path, int n, uint64_t seed) {
+    Rng r;
+    rng_seed(&r, seed);
+    FILE *f = fopen(path, "w");
+    ck_assert_ptr_nonnull(f);
+    fprintf(f, "label\tid1\tid2\ttext1\ttext2\n");
+    for (int i = 0; i < n; i++) {
+        char a[16], b[16];
+        int la = 4 + (int)rng_below(&r, 8), lb = 4 + (int)rng_below(&r, 8), lab = (int)rng_below(&r, 2);
+        for (int k = 0; k < la; k++) a[k] = (char)('a' + rng_below(&r, 6));
+        a[la] = 0;
+        for (int k = 0; k < lb; k++) b[k] = (char)('a' + rng_below(&r, 6));
+        b[lb] = 0;
+        fprintf(f, "%d\tp%d\tq%d\tb'%s'\tb'%s'\n", lab, i, i, a, lab ? a : b);
+    }
+    fclose(f);
+}
+
+START_TEST(test_two_sequences) {
+    char p[1024];
+    mkdir(tu_path("pairs"), 0755);
+    static const char *files[3] = {"train", "eval", "test"};
+    for (int i = 0; i < 3; i++) {
+        snprintf(p, sizeof p, "%s/new_aan_pairs.%s.tsv", tu_path("pairs"), files[i]);
+        write_pairs(p, i ? 200 : 800, 10 + i);
+    }
+    char cfg[4096];
+    snprintf(cfg, sizeof cfg, CFG, tu_path("pairs"));
+    tu_write(tu_path("pairs.json"), cfg);
+    ck_assert_msg(run("./bin/gmatrain --config %s --out %s --quiet --set data.task=retrieval --set train.steps=200 "
+                      "--set train.eval_every=50 --set model.pooling=cls --set data.max_len=16 --set train.seq_len=17",
+                      tu_path("pairs.json"), tu_path("prun")) == 0,
+                  "%s", g_out);
+    snprintf(p, sizeof p, "%s/summary.json", tu_path("prun"));
+    char *sum = gma_read_file(p, NULL);
+    for (char *q = sum, *w = sum;; q++) {
+        if (*q != '\t' && *q != '\n' && *q != ' ') *w++ = *q;
+        if (!*q) break;
+    }
+    double test = json_number(sum, "test_acc_at_best");
+    printf("pairs: test acc at best %.3f\n", test);
+    ck_assert_msg(test >= 0.75, "two-sequence task not learned: %.3f (chance 0.5)", test);
+    free(sum);
+    snprintf(p, sizeof p, "%s/best/model.safetensors", tu_path("prun"));
+    StFile f;
+    ck_assert_msg(st_open(&f, p) == 0, "%s", gma_error());
+    ck_assert_ptr_nonnull(st_find(&f, "head.mlp.fc.weight"));
+    ck_assert_ptr_nonnull(st_find(&f, "cls_token"));
+    st_close(&f);
+}
+END_TEST
+
 Suite *make_suite(void) {
     Suite *s = suite_create("classifier training end to end");
     TCase *tc = tcase_create("cls_train");
@@ -188,6 +241,7 @@ Suite *make_suite(void) {
     tcase_add_test(tc, test_learns_and_keeps_best);
     tcase_add_test(tc, test_resume_exact);
     tcase_add_test(tc, test_bad_input);
+    tcase_add_test(tc, test_two_sequences);
     suite_add_tcase(s, tc);
     return s;
 }
