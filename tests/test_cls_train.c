@@ -12,17 +12,6 @@
 #include "core/safetensors.h"
 #include "testutil.h"
 
-static char g_out[65536];
-
-static int run(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static int run(const char *fmt, ...) {
-    char cmd[4096];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(cmd, sizeof cmd, fmt, ap);
-    va_end(ap);
-    return tu_run(cmd, g_out, sizeof g_out);
-}
 
 /* n lines "label<TAB>text": texts of 6..20 letters a..h, half of them with one 'z' */
 static void write_split(const char *path, int n, uint64_t seed) {
