@@ -9,22 +9,7 @@
 #include "model/model.h"
 #include "testutil.h"
 
-static Config tiny_config(void) {
-    Config c;
-    cfg_defaults(&c);
-    c.model.vocab_size = 11;
-    c.model.d_model = 8;
-    c.model.n_heads = 2;
-    c.model.n_layers = 2;
-    c.model.d_ff = 12;
-    c.model.max_seq_len = 8;
-    c.train.seq_len = 8;
-    c.data.recall_pairs = 2;
-    c.model.init_std = 0.3;
-    c.gma.n_components = 3;
-    c.gma.chunk = 3;
-    return c;
-}
+static Config tiny_config(void) { return tu_tiny_config("gma"); }
 
 typedef struct {
     Mixer *m;

@@ -8,24 +8,7 @@
 #include "model/model.h"
 #include "testutil.h"
 
-static Config tiny_config(const char *mixer) {
-    Config c;
-    cfg_defaults(&c);
-    c.model.vocab_size = 11;
-    c.model.d_model = 8;
-    c.model.n_heads = 2;
-    c.model.n_layers = 2;
-    c.model.d_ff = 12;
-    c.model.max_seq_len = 8;
-    c.train.seq_len = 8;
-    c.data.recall_pairs = 2;
-    c.model.init_std = 0.3; /* large enough that every path carries gradient */
-    c.gma.n_components = 3;
-    c.gma.chunk = 3;
-    snprintf(c.model.mixer[0], sizeof c.model.mixer[0], "%s", mixer);
-    c.model.n_mixer = 1;
-    return c;
-}
+#define tiny_config tu_tiny_config
 
 /* ---------------- one mixer layer ---------------- */
 typedef struct {

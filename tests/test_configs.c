@@ -36,11 +36,48 @@ START_TEST(test_readme_reference_current) {
 }
 END_TEST
 
+/* the LRA configs: every task with gma and sdpa, the reference hyper-parameters of the issue */
+START_TEST(test_lra_configs) {
+    static const char *tasks[] = {"listops", "text", "retrieval", "image"}, *mixers[] = {"gma", "sdpa"};
+    for (int t = 0; t < 4; t++)
+        for (int x = 0; x < 2; x++) {
+            char path[256];
+            snprintf(path, sizeof path, "configs/lra_%s_%s.json", tasks[t], mixers[x]);
+            Config c;
+            cfg_defaults(&c);
+            ck_assert_msg(cfg_load_file(&c, path) == 0, "%s", gma_error());
+            ck_assert_msg(cfg_validate(&c) == 0, "%s: %s", path, gma_error());
+            ck_assert_str_eq(c.model.task, "classify");
+            ck_assert_str_eq(c.data.source, "cls");
+            ck_assert_str_eq(c.data.task, tasks[t]);
+            ck_assert_str_eq(c.model.mixer[0], mixers[x]);
+            ck_assert_int_eq(cfg_causal(&c), 0);
+            if (t == 0) { /* ListOps: 4 layers, width 512, 8 heads, MLP 1024, length 2000, batch 32, 5000 steps */
+                ck_assert_int_eq(c.model.n_layers, 4);
+                ck_assert_int_eq(c.model.d_model, 512);
+                ck_assert_int_eq(c.model.n_heads, 8);
+                ck_assert_int_eq(c.model.d_ff, 1024);
+                ck_assert_int_eq(c.data.max_len, 2000);
+                ck_assert_int_eq(c.train.batch_size, 32);
+                ck_assert_int_eq(c.train.steps, 5000);
+                ck_assert_int_eq(c.model.n_classes, 10);
+            }
+            if (t == 1) { /* Text: 4 layers, width 256, 4 heads, MLP 1024 */
+                ck_assert_int_eq(c.model.n_layers, 4);
+                ck_assert_int_eq(c.model.d_model, 256);
+                ck_assert_int_eq(c.model.n_heads, 4);
+                ck_assert_int_eq(c.model.d_ff, 1024);
+            }
+        }
+}
+END_TEST
+
 Suite *make_suite(void) {
     Suite *s = suite_create("configs");
     TCase *tc = tcase_create("configs");
     tcase_add_test(tc, test_all_configs_validate);
     tcase_add_test(tc, test_readme_reference_current);
+    tcase_add_test(tc, test_lra_configs);
     suite_add_tcase(s, tc);
     return s;
 }

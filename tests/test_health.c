@@ -249,16 +249,6 @@ START_TEST(test_collapse_reinit_unit) {
 END_TEST
 
 /* ---------------- end to end through bin/ ---------------- */
-static char g_out[65536];
-static int run(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static int run(const char *fmt, ...) {
-    char cmd[4096];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(cmd, sizeof cmd, fmt, ap);
-    va_end(ap);
-    return tu_run(cmd, g_out, sizeof g_out);
-}
 
 static const char *COLLAPSE =
     "{\"name\": \"c\", \"seed\": 5,\n"

@@ -20,17 +20,6 @@ static const char *TINY =
     "           \"grad_accum\": 2, \"eval_every\": 0, \"eval_batches\": 2, \"log_every\": 2, \"checkpoint_every\": 0},\n"
     " \"data\": {\"recall_vocab\": 20, \"recall_pairs\": 4, \"recall_valid\": 16, \"recall_test\": 16}}\n";
 
-static char g_out[65536];
-
-static int run(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static int run(const char *fmt, ...) {
-    char cmd[4096];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(cmd, sizeof cmd, fmt, ap);
-    va_end(ap);
-    return tu_run(cmd, g_out, sizeof g_out);
-}
 
 /* byte-compare every tensor of two safetensors files */
 static void same_tensors(const char *a, const char *b) {

@@ -1,5 +1,8 @@
 /* testutil.c: temporary directories, small files and command runs for the suites. */
 #include "testutil.h"
+
+#include "core/config.h"
+#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -68,4 +71,34 @@ double tu_max_rel_err(const double *a, const double *b, size_t n, double floor_a
         if (e > worst) worst = e;
     }
     return worst;
+}
+
+char g_out[65536];
+
+int run(const char *fmt, ...) {
+    char cmd[4096];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(cmd, sizeof cmd, fmt, ap);
+    va_end(ap);
+    return tu_run(cmd, g_out, sizeof g_out);
+}
+
+Config tu_tiny_config(const char *mixer) {
+    Config c;
+    cfg_defaults(&c);
+    c.model.vocab_size = 11;
+    c.model.d_model = 8;
+    c.model.n_heads = 2;
+    c.model.n_layers = 2;
+    c.model.d_ff = 12;
+    c.model.max_seq_len = 8;
+    c.train.seq_len = 8;
+    c.data.recall_pairs = 2;
+    c.model.init_std = 0.3; /* large enough that every path carries gradient */
+    c.gma.n_components = 3;
+    c.gma.chunk = 3;
+    snprintf(c.model.mixer[0], sizeof c.model.mixer[0], "%s", mixer);
+    c.model.n_mixer = 1;
+    return c;
 }

@@ -8,6 +8,7 @@
 #define GMA_TESTUTIL_H
 #include <check.h>
 #include "core/common.h"
+#include "core/config.h"
 
 /* A fresh directory under $TMPDIR (or /tmp), removed at exit. Returns its path. */
 const char *tu_tmpdir(void);
@@ -18,6 +19,11 @@ void tu_write(const char *path, const char *text);
 /* Run a shell command, return its exit status (0..255) and capture up to cap-1 bytes of
  * stdout+stderr into out (may be NULL). */
 int tu_run(const char *cmd, char *out, size_t cap);
+/* tu_run of a printf-formatted command; output (up to 64 KiB) lands in g_out. */
+extern char g_out[65536];
+int run(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* A tiny model config (V 11, D 8, H 2, L 2, d_ff 12, N 8, Kc 3, chunk 3) for gradient checks. */
+Config tu_tiny_config(const char *mixer);
 /* Max relative error between two arrays: max |a-b| / max(1e-12, max(|a|,|b|)) per element. */
 double tu_max_rel_err(const double *a, const double *b, size_t n, double floor_abs);
 

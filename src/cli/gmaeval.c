@@ -1,6 +1,8 @@
 /* gmaeval.c: evaluate a checkpoint on a held-out split or a token shard file: loss,
  * token-level perplexity, accuracy (argmax; the recall task's figure of merit), word-level
- * perplexity when the data's meta.json gives the word count; printed and written as JSON. */
+ * perplexity when the data's meta.json gives the word count; printed and written as JSON.
+ * A classifier checkpoint (model.task "classify", e.g. RUN/best) is evaluated on a split
+ * of its classification data: loss and accuracy over the examples. */
 #include <cjson/cJSON.h>
 #include <stdlib.h>
 #include <string.h>
@@ -10,6 +12,7 @@
 #include "model/checkpoint.h"
 #include "model/model.h"
 #include "ops/ops.h"
+#include "train/cls_task.h"
 #include "train/evaluate.h"
 #include "analysis/routing.h"
 #include "data/tokenizer.h"
@@ -39,6 +42,47 @@ static long parse_int(const char *opt, const char *v, long lo) {
         exit(2);
     }
     return x;
+}
+
+/* Classifier checkpoints: loss and accuracy on a split of the data the run trained on. */
+static int eval_classifier(Config *cfg, const char *dir, const char *data, int B, const char *json) {
+    int split = lmdata_split_index(data);
+    if (split < 0) {
+        fprintf(stderr, "gmaeval: --data %s: a classifier is evaluated on train, valid or test of its %s data (%s)\n", data,
+                cfg->data.task, cfg->data.path);
+        return 2;
+    }
+    ClsTask t;
+    if (clstask_open(&t, cfg, 1u << split, B, stderr) != 0) return fail(2);
+    Model m;
+    if (model_build(&m, cfg) != 0) return fail(2);
+    model_alloc(&m, B, t.max_len);
+    if (ckpt_load(&m, NULL, dir) != 0) return fail(2);
+    double t0 = gma_now();
+    ClsEval r;
+    if (clstask_evaluate(&t, &m, split, 0, &r) != 0) return fail(1);
+    double dt = gma_now() - t0;
+    printf("checkpoint %s\ndata %s (%s %s) | examples %ld | loss %.4f | acc %.4f | %.1f s\n", dir, data, cfg->data.task,
+           cfg->data.path, r.examples, r.loss, r.acc, dt);
+    if (json) {
+        cJSON *o = cJSON_CreateObject();
+        cJSON_AddStringToObject(o, "checkpoint", dir);
+        cJSON_AddStringToObject(o, "data", data);
+        cJSON_AddStringToObject(o, "task", cfg->data.task);
+        cJSON_AddStringToObject(o, "path", cfg->data.path);
+        cJSON_AddNumberToObject(o, "examples", (double)r.examples);
+        cJSON_AddNumberToObject(o, "loss", r.loss);
+        cJSON_AddNumberToObject(o, "acc", r.acc);
+        cJSON_AddNumberToObject(o, "seconds", dt);
+        char *s = cJSON_Print(o);
+        cJSON_Delete(o);
+        int rc = gma_write_file_atomic(json, s, strlen(s));
+        free(s);
+        if (rc) return fail(1);
+    }
+    model_free(&m);
+    clstask_close(&t);
+    return 0;
 }
 
 /* ---------------- routing analysis (GMA_SPEC 6) ---------------- */
@@ -300,6 +344,7 @@ int main(int argc, char **argv) {
     cfg.train.seq_len = N;
     if (ops_select(cfg.device) != 0) return fail(2);
     ops_set_threads(cfg.threads);
+    if (!strcmp(cfg.model.task, "classify")) return eval_classifier(&cfg, dir, data, B, json);
     LmData d;
     int split = lmdata_split_index(data);
     if (split >= 0) {

@@ -55,6 +55,8 @@ static const CfgKey g_schema[] = {
      "mixer \"auto\": sequences shorter than this use sdpa, others gma."},
     {"model.pooling", T_STR, O(model.pooling), S(model.pooling), "mean", 0, 0, "mean|cls", "Classifier pooling."},
     {"model.n_classes", T_INT, O(model.n_classes), 0, "2", 2, 100000, NULL, "Classes of the classifier head."},
+    {"model.n_seq", T_INT, O(model.n_seq), 0, "0", 0, 2, NULL,
+     "Classifier: sequences per example, 1 or 2 (two-sequence head, retrieval); 0 = from the data."},
 
     {"gma.n_components", T_INT, O(gma.n_components), 0, "64", 1, 65536, NULL, "Components per head Kc."},
     {"gma.routing", T_STR, O(gma.routing), S(gma.routing), "gaussian", 0, 0, "gaussian|softmax", "Routing of queries and keys."},
@@ -113,8 +115,9 @@ static const CfgKey g_schema[] = {
     {"train.keep_checkpoints", T_INT, O(train.keep_checkpoints), 0, "2", 1, 1000000, NULL, "Periodic checkpoints kept."},
     {"train.max_bad_steps", T_INT, O(train.max_bad_steps), 0, "5", 1, 1000000, NULL, "Stop after this many NaN/Inf losses in a row."},
 
-    {"data.source", T_STR, O(data.source), S(data.source), "recall", 0, 0, "recall|shards",
-     "recall: the embedded associative-recall generator; shards: token shards in data.path."},
+    {"data.source", T_STR, O(data.source), S(data.source), "recall", 0, 0, "recall|shards|cls",
+     "recall: the embedded associative-recall generator; shards: token shards in data.path; cls: a classification "
+     "task (data.task) for model.task \"classify\"."},
     {"data.path", T_STR, O(data.path), S(data.path), "", 0, 0, NULL, "Directory with train.bin/valid.bin/test.bin (+ meta.json)."},
     {"data.recall_vocab", T_INT, O(data.recall_vocab), 0, "64", 8, 1000000, NULL, "Recall task: vocabulary (half keys, half values, minus 2 specials)."},
     {"data.recall_pairs", T_INT, O(data.recall_pairs), 0, "8", 1, 4096, NULL, "Recall task: key-value pairs per sequence."},
@@ -123,6 +126,14 @@ static const CfgKey g_schema[] = {
     {"data.recall_test", T_INT, O(data.recall_test), 0, "256", 1, 100000000, NULL, "Recall task: test sequences."},
     {"data.eval_stride", T_INT, O(data.eval_stride), 0, "0", 0, 16777216, NULL,
      "Evaluation on shards: 0 = windows without overlap; S = sliding windows advanced by S, scoring only the last S tokens."},
+    {"data.task", T_STR, O(data.task), S(data.task), "listops", 0, 0, "listops|text|retrieval|image|jsonl|tsv",
+     "Classification task (data.source \"cls\"); data.path as docs/lra.md gives for each."},
+    {"data.max_len", T_INT, O(data.max_len), 0, "0", 0, 16777216, NULL,
+     "Classification: tokens per sequence (0 = train.seq_len, less 1 with model.pooling \"cls\")."},
+    {"data.truncate", T_BOOL, O(data.truncate), 0, "true", 0, 0, NULL,
+     "Classification: truncate longer sequences to data.max_len with a counted warning (false = refuse the data)."},
+    {"data.strip_headers", T_BOOL, O(data.strip_headers), 0, "false", 0, 0, NULL,
+     "Generic classification data: drop everything up to the first empty line (mail headers)."},
 };
 #define N_SCHEMA (sizeof g_schema / sizeof g_schema[0])
 
@@ -344,6 +355,17 @@ int cfg_validate(const Config *c) {
         if (!causal && !vt->bidir_ok)
             return gma_errorf("key model.mixer: mixer \"%s\" (layer %d) cannot run bidirectionally (model.causal or model.task \"classify\")", vt->name, l);
         if (vt->validate && vt->validate(c) != 0) return -1;
+    }
+    int classify = !strcmp(m->task, "classify"), cls_data = !strcmp(c->data.source, "cls");
+    if (classify && !cls_data) return gma_errorf("key data.source: model.task \"classify\" needs data.source \"cls\"");
+    if (!classify && cls_data) return gma_errorf("key model.task: data.source \"cls\" needs model.task \"classify\"");
+    if (cls_data && !c->data.path[0]) return gma_errorf("key data.path: required when data.source is \"cls\"");
+    if (classify) {
+        int slot = !strcmp(m->pooling, "cls");
+        if (c->data.max_len + slot > c->train.seq_len)
+            return gma_errorf("key data.max_len: %d%s does not fit train.seq_len = %d", c->data.max_len,
+                              slot ? " plus the CLS slot" : "", c->train.seq_len);
+        if (slot && c->train.seq_len < 2) return gma_errorf("key train.seq_len: needs at least 2 with model.pooling \"cls\"");
     }
     if (strcmp(c->precision, "fp32") && strcmp(c->device, "cuda"))
         return gma_errorf("key precision: %s needs device cuda (the %s backend runs fp32)", c->precision, c->device);

@@ -66,6 +66,7 @@ typedef struct ModelCfg {
     int auto_threshold;
     char pooling[16];       /* mean | cls (classify) */
     int n_classes;
+    int n_seq;              /* classify: sequences per example (1, 2); 0 = from the data */
 } ModelCfg;
 
 typedef struct TrainCfg {
@@ -81,11 +82,15 @@ typedef struct TrainCfg {
 } TrainCfg;
 
 typedef struct DataCfg {
-    char source[16];        /* recall | shards */
+    char source[16];        /* recall | shards | cls */
     char path[CFG_STR];
     int recall_vocab, recall_pairs, recall_queries;
     int recall_valid, recall_test;
     int eval_stride;
+    char task[16];          /* cls: listops | text | retrieval | image | jsonl | tsv */
+    int max_len;            /* cls: tokens per sequence (0 = train.seq_len, less the CLS slot) */
+    int truncate;           /* cls: 1 truncate longer sequences (counted), 0 refuse */
+    int strip_headers;      /* cls generic data: drop mail headers */
 } DataCfg;
 
 typedef struct Config {

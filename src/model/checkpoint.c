@@ -89,15 +89,17 @@ int ckpt_save(const Model *m, const TrainState *ts, const char *run_dir, int kee
         return -1;
     }
     char *cfg = cfg_to_json(&m->cfg);
-    char step[32], rng[65], tok[64], best[64];
+    char step[32], rng[65], tok[64], best[64], bacc[64], bstep[32];
     snprintf(step, sizeof step, "%ld", ts->step);
     rng_to_hex(&ts->rng, rng);
     snprintf(tok, sizeof tok, "%.17g", ts->tokens_seen);
     snprintf(best, sizeof best, "%.17g", ts->best_valid);
-    const char *mk[] = {"format", "config", "step", "rng", "tokens_seen", "best_valid", "precision"};
-    const char *mv[] = {CKPT_FORMAT, cfg, step, rng, tok, best, REAL_NAME};
+    snprintf(bacc, sizeof bacc, "%.17g", ts->best_acc);
+    snprintf(bstep, sizeof bstep, "%ld", ts->best_step);
+    const char *mk[] = {"format", "config", "step", "rng", "tokens_seen", "best_valid", "precision", "best_valid_acc", "best_step"};
+    const char *mv[] = {CKPT_FORMAT, cfg, step, rng, tok, best, REAL_NAME, bacc, bstep};
     snprintf(path, sizeof path, "%s/model.safetensors", dir);
-    int rc = write_tensors(path, &m->pt, host, "", 0, mk, mv, 7);
+    int rc = write_tensors(path, &m->pt, host, "", 0, mk, mv, 9);
     free(cfg);
     if (!rc) {
         real *mom = xmalloc(2 * P * sizeof(real));
@@ -224,6 +226,9 @@ int ckpt_load(Model *m, TrainState *ts, const char *dir) {
             ts->step = atol(s);
             ts->tokens_seen = t ? atof(t) : 0;
             ts->best_valid = b ? strtod(b, NULL) : INFINITY;
+            const char *ba = st_meta(&f, "best_valid_acc"), *bs = st_meta(&f, "best_step");
+            ts->best_acc = ba ? strtod(ba, NULL) : -1;
+            ts->best_step = bs ? atol(bs) : -1;
         }
     }
     if (!rc) g_ops->to_device(m->params, host, P * sizeof(real));

@@ -16,6 +16,8 @@ typedef struct TrainState {
     Rng rng;            /* trainer RNG */
     double tokens_seen;
     double best_valid;  /* best validation loss so far (INFINITY = none) */
+    double best_acc;    /* classifier: best validation accuracy so far (-1 = none) */
+    long best_step;     /* classifier: step of the RUN/best checkpoint (-1 = none) */
 } TrainState;
 
 /* Save to run_dir/ckpt_<step>/ (or to run_dir/<tag> when tag is non-NULL, e.g. "best"),

@@ -1,10 +1,12 @@
-/* model.c: build, allocate, forward and backward of the decoder language model. */
+/* model.c: build, allocate, forward and backward of the decoder language model and of
+ * the encoder classifier (same embeddings and blocks; see model.h). */
 #include "model/model.h"
 
 #include <stdlib.h>
 #include <string.h>
 
 #include "nn/linear.h"
+#include "nn/pool.h"
 
 int model_build(Model *m, const Config *c) {
     memset(m, 0, sizeof *m);
@@ -49,6 +51,15 @@ int model_build(Model *m, const Config *c) {
     }
     m->lnfw = pt_add1(pt, "ln_f.weight", m->D, INIT_ONE, 0, GROUP_NORM);
     m->lnfb = pt_add1(pt, "ln_f.bias", m->D, INIT_ZERO, 0, GROUP_BIAS);
+    m->cls_tok = -1;
+    if (!strcmp(mc->task, "classify")) {
+        m->classify = 1;
+        m->pool_cls = !strcmp(mc->pooling, "cls");
+        m->n_seq = mc->n_seq > 0 ? mc->n_seq : 1;
+        m->C = mc->n_classes;
+        if (m->pool_cls) m->cls_tok = pt_add1(pt, "cls_token", m->D, INIT_NORMAL, std, GROUP_EMBED);
+        cls_head_add(&m->head, pt, m->D, m->F, m->C, m->n_seq == 2, std);
+    }
     return 0;
 }
 
@@ -60,16 +71,22 @@ void model_alloc(Model *m, int Bmax, int Nmax) {
     m->v = g_ops->alloc(P * sizeof(real));
     m->Bmax = Bmax;
     m->Nmax_act = Nmax;
-    size_t R = (size_t)Bmax * Nmax, D = m->D, F = m->F;
+    /* the backbone runs S sequences of Nt positions; the classifier has Bmax*n_seq
+     * sequences with the CLS slot, and logits only per example */
+    int S = m->classify ? Bmax * m->n_seq : Bmax, Nt = Nmax + m->pool_cls;
+    size_t R = (size_t)S * Nt, D = m->D, F = m->F;
+    size_t LR = m->classify ? (size_t)Bmax : R, LV = m->classify ? (size_t)m->C : (size_t)m->V;
     /* plan: sizes first, then one allocation carved in the same order */
-    size_t total = (m->L + 1) * R * D + 2 * R + R * D + R * (size_t)m->V + 2 * R; /* resid, lnf stats, lnf, logits, loss, valid */
+    size_t total = (m->L + 1) * R * D + 2 * R + R * D + LR * LV + 2 * LR; /* resid, lnf stats, lnf, logits, loss, valid */
     size_t scratch = 0;
     for (int l = 0; l < m->L; l++) {
         Mixer *mx = m->blocks[l].mixer;
-        total += 4 * R * D + 4 * R + 2 * R * F + mx->vt->act_size(mx, Bmax, Nmax);
-        scratch = GMA_MAX(scratch, mx->vt->scratch_size(mx, Bmax, Nmax));
+        total += 4 * R * D + 4 * R + 2 * R * F + mx->vt->act_size(mx, S, Nt);
+        scratch = GMA_MAX(scratch, mx->vt->scratch_size(mx, S, Nt));
     }
     total += 2 * R * D + R * F + scratch; /* dresid, dtmp, dfc, scratch */
+    size_t head_act = m->classify ? cls_head_act_size(&m->head, Bmax) : 0;
+    if (m->classify) total += R + 2 * (size_t)S * D + 2 * head_act; /* pool_w, pooled, dpooled, head act + scratch */
     m->act_bytes = total * sizeof(real);
     real *p = m->actmem = g_ops->alloc(total * sizeof(real));
 #define TAKE(n) (p += (n), p - (n))
@@ -78,9 +95,9 @@ void model_alloc(Model *m, int Bmax, int Nmax) {
     m->lnf = TAKE(R * D);
     m->lnf_mean = TAKE(R);
     m->lnf_rstd = TAKE(R);
-    m->logits = TAKE(R * m->V);
-    m->loss_rows = TAKE(R);
-    m->valid_rows = TAKE(R);
+    m->logits = TAKE(LR * LV);
+    m->loss_rows = TAKE(LR);
+    m->valid_rows = TAKE(LR);
     for (int l = 0; l < m->L; l++) {
         Block *b = &m->blocks[l];
         b->ln1 = TAKE(R * D);
@@ -93,12 +110,23 @@ void model_alloc(Model *m, int Bmax, int Nmax) {
         b->ln2_rstd = TAKE(R);
         b->fc = TAKE(R * F);
         b->gelu = TAKE(R * F);
-        b->act = TAKE(b->mixer->vt->act_size(b->mixer, Bmax, Nmax));
+        b->act = TAKE(b->mixer->vt->act_size(b->mixer, S, Nt));
     }
     m->dresid = TAKE(R * D);
     m->dtmp = TAKE(R * D);
     m->dfc = TAKE(R * F);
     m->scratch = TAKE(scratch);
+    if (m->classify) {
+        m->pool_w = TAKE(R);
+        m->pooled = TAKE((size_t)S * D);
+        m->dpooled = TAKE((size_t)S * D);
+        m->head_act = TAKE(head_act);
+        m->head_scratch = TAKE(head_act);
+        m->pred = g_ops->alloc(Bmax * sizeof(int32_t));
+        m->pool_w_host = xcalloc(R, sizeof(real));
+        m->mask_host = xcalloc(R, 1);
+        m->tok_host = xcalloc(R, sizeof(int32_t));
+    }
 #undef TAKE
     m->tok = g_ops->alloc(R * sizeof(int32_t));
     m->tgt = g_ops->alloc(R * sizeof(int32_t));
@@ -129,7 +157,11 @@ void model_free(Model *m) {
         g_ops->free(m->actmem);
         g_ops->free(m->tok);
         g_ops->free(m->tgt);
+        if (m->pred) g_ops->free(m->pred);
     }
+    free(m->pool_w_host);
+    free(m->mask_host);
+    free(m->tok_host);
     free(m->resid);
     free(m->pred_host);
     pt_free(&m->pt);
@@ -143,25 +175,13 @@ void model_zero_grad(Model *m) { g_ops->zero(m->grads, m->pt.total * sizeof(real
 #define PP(i) PT_PTR(m->params, &m->pt, (i))
 #define GG(i) PT_PTR(m->grads, &m->pt, (i))
 
-int model_forward(Model *m, const int32_t *tok, const int32_t *tgt, int B, int N, const uint8_t *keymask,
-                  int want_acc, LossStats *st, int training, long step) {
-    if (B > m->Bmax || N > m->Nmax_act) return gma_errorf("batch %dx%d exceeds the planned %dx%d", B, N, m->Bmax, m->Nmax_act);
-    if (N > m->Nmax) return gma_errorf("sequence length %d is longer than model.max_seq_len = %d", N, m->Nmax);
-    for (size_t i = 0; i < (size_t)B * N; i++)
-        if (tok[i] < 0 || tok[i] >= m->V)
-            return gma_errorf("token id %d at position %zu is outside the vocabulary [0, %d)", tok[i], i, m->V);
-    m->B = B;
-    m->N = N;
-    m->keymask = keymask;
-    int R = B * N, D = m->D, F = m->F;
-    g_ops->to_device(m->tok, tok, sizeof(int32_t) * R);
-    g_ops->to_device(m->tgt, tgt, sizeof(int32_t) * R);
-    g_ops->embed_forward(m->resid[0], m->tok, PP(m->wte), m->wpe >= 0 ? PP(m->wpe) : NULL, B, N, D);
-    MixerCtx ctx = {.B = B, .N = N, .causal = m->causal, .keymask = keymask, .training = training, .step = step};
+/* resid[0] (embedded, R = B*N rows) -> lnf through the blocks and ln_f */
+static void blocks_forward(Model *m, const MixerCtx *ctx) {
+    int R = ctx->B * ctx->N, D = m->D, F = m->F;
     for (int l = 0; l < m->L; l++) {
         Block *b = &m->blocks[l];
         g_ops->layernorm_forward(b->ln1, b->ln1_mean, b->ln1_rstd, m->resid[l], PP(b->ln1w), PP(b->ln1b), R, D);
-        b->mixer->vt->forward(b->mixer, &ctx, b->mix, b->ln1, m->params, b->act, m->scratch);
+        b->mixer->vt->forward(b->mixer, ctx, b->mix, b->ln1, m->params, b->act, m->scratch);
         real *out = m->mlp ? b->mid : m->resid[l + 1];
         g_ops->add(out, m->resid[l], b->mix, (size_t)R * D);
         if (m->mlp) {
@@ -173,33 +193,14 @@ int model_forward(Model *m, const int32_t *tok, const int32_t *tgt, int B, int N
         }
     }
     g_ops->layernorm_forward(m->lnf, m->lnf_mean, m->lnf_rstd, m->resid[m->L], PP(m->lnfw), PP(m->lnfb), R, D);
-    g_ops->matmul(m->logits, m->lnf, PP(m->wte), R, m->V, D, 0, 1, 1, 0);
-    g_ops->xent_forward(m->loss_rows, m->valid_rows, m->logits, m->tgt, R, m->V);
-    st->loss_sum = g_ops->sum(m->loss_rows, R);
-    st->count = g_ops->sum(m->valid_rows, R);
-    st->correct = 0;
-    if (want_acc) {
-        g_ops->argmax_rows(m->tok, m->logits, R, m->V); /* reuse the token buffer */
-        g_ops->to_host(m->pred_host, m->tok, sizeof(int32_t) * R);
-        g_ops->to_device(m->tok, tok, sizeof(int32_t) * R);
-        for (int i = 0; i < R; i++) st->correct += tgt[i] >= 0 && m->pred_host[i] == tgt[i];
-    }
-    return 0;
 }
 
-void model_backward(Model *m, double loss_scale) {
-    int B = m->B, N = m->N, R = B * N, D = m->D, F = m->F;
-    double count = g_ops->sum(m->valid_rows, R);
-    if (count <= 0) return;
-    g_ops->xent_backward(m->logits, m->tgt, R, m->V, (real)(loss_scale / count));
-    /* logits = lnf wte^T */
-    g_ops->matmul(m->dtmp, m->logits, PP(m->wte), R, D, m->V, 0, 0, 1, 0);
-    g_ops->matmul(GG(m->wte), m->logits, m->lnf, m->V, D, R, 1, 0, 1, 1);
+/* d lnf in m->dtmp -> d resid[0] in m->dresid (overwritten), parameter gradients accumulated */
+static void blocks_backward(Model *m, const MixerCtx *ctx) {
+    int R = ctx->B * ctx->N, D = m->D, F = m->F;
     g_ops->zero(m->dresid, sizeof(real) * (size_t)R * D);
     g_ops->layernorm_backward(m->dresid, GG(m->lnfw), GG(m->lnfb), m->dtmp, m->resid[m->L], PP(m->lnfw), m->lnf_mean,
                               m->lnf_rstd, R, D);
-    MixerCtx ctx = {.B = B, .N = N, .causal = m->causal, .keymask = m->keymask, .training = 1,
-                    .div_scale = m->cfg.gma.div_weight * loss_scale};
     for (int l = m->L - 1; l >= 0; l--) {
         Block *b = &m->blocks[l];
         if (m->mlp) {
@@ -217,10 +218,137 @@ void model_backward(Model *m, double loss_scale) {
         }
         /* mid = resid[l] + mixer(ln1(resid[l])) */
         g_ops->zero(m->dtmp, sizeof(real) * (size_t)R * D);
-        b->mixer->vt->backward(b->mixer, &ctx, m->dtmp, m->dresid, b->ln1, m->params, m->grads, b->act, m->scratch);
+        b->mixer->vt->backward(b->mixer, ctx, m->dtmp, m->dresid, b->ln1, m->params, m->grads, b->act, m->scratch);
         g_ops->layernorm_backward(m->dresid, GG(b->ln1w), GG(b->ln1b), m->dtmp, m->resid[l], PP(b->ln1w), b->ln1_mean,
                                   b->ln1_rstd, R, D);
     }
+}
+
+int model_forward(Model *m, const int32_t *tok, const int32_t *tgt, int B, int N, const uint8_t *keymask,
+                  int want_acc, LossStats *st, int training, long step) {
+    if (m->classify) return gma_errorf("model_forward: this model is a classifier (use model_forward_cls)");
+    if (B > m->Bmax || N > m->Nmax_act) return gma_errorf("batch %dx%d exceeds the planned %dx%d", B, N, m->Bmax, m->Nmax_act);
+    if (N > m->Nmax) return gma_errorf("sequence length %d is longer than model.max_seq_len = %d", N, m->Nmax);
+    for (size_t i = 0; i < (size_t)B * N; i++)
+        if (tok[i] < 0 || tok[i] >= m->V)
+            return gma_errorf("token id %d at position %zu is outside the vocabulary [0, %d)", tok[i], i, m->V);
+    m->B = B;
+    m->N = N;
+    m->keymask = keymask;
+    int R = B * N, D = m->D;
+    g_ops->to_device(m->tok, tok, sizeof(int32_t) * R);
+    g_ops->to_device(m->tgt, tgt, sizeof(int32_t) * R);
+    g_ops->embed_forward(m->resid[0], m->tok, PP(m->wte), m->wpe >= 0 ? PP(m->wpe) : NULL, B, N, D);
+    MixerCtx ctx = {.B = B, .N = N, .causal = m->causal, .keymask = keymask, .training = training, .step = step};
+    blocks_forward(m, &ctx);
+    g_ops->matmul(m->logits, m->lnf, PP(m->wte), R, m->V, D, 0, 1, 1, 0);
+    g_ops->xent_forward(m->loss_rows, m->valid_rows, m->logits, m->tgt, R, m->V);
+    st->loss_sum = g_ops->sum(m->loss_rows, R);
+    st->count = g_ops->sum(m->valid_rows, R);
+    st->correct = 0;
+    if (want_acc) {
+        g_ops->argmax_rows(m->tok, m->logits, R, m->V); /* reuse the token buffer */
+        g_ops->to_host(m->pred_host, m->tok, sizeof(int32_t) * R);
+        g_ops->to_device(m->tok, tok, sizeof(int32_t) * R);
+        for (int i = 0; i < R; i++) st->correct += tgt[i] >= 0 && m->pred_host[i] == tgt[i];
+    }
+    return 0;
+}
+
+int model_forward_cls(Model *m, const int32_t *tok, const uint8_t *keymask, const int32_t *labels, int B, int N,
+                      LossStats *st, int training, long step) {
+    if (!m->classify) return gma_errorf("model_forward_cls: this model is a language model (model.task \"lm\")");
+    if (B > m->Bmax || N > m->Nmax_act)
+        return gma_errorf("batch of %d examples x %d tokens exceeds the planned %dx%d", B, N, m->Bmax, m->Nmax_act);
+    int Nt = N + m->pool_cls, S = B * m->n_seq, D = m->D;
+    if (Nt > m->Nmax)
+        return gma_errorf("sequence length %d%s is longer than model.max_seq_len = %d", N,
+                          m->pool_cls ? " plus the CLS slot" : "", m->Nmax);
+    for (int b = 0; b < B; b++)
+        if (labels[b] < 0 || labels[b] >= m->C)
+            return gma_errorf("label %d of example %d is outside the classes [0, %d)", labels[b], b, m->C);
+    /* tokens and key mask with the CLS slot (token 0, real) in front */
+    for (int r = 0; r < S; r++) {
+        int32_t *t_r = m->tok_host + (size_t)r * Nt;
+        uint8_t *k_r = m->mask_host + (size_t)r * Nt;
+        if (m->pool_cls) {
+            t_r[0] = 0;
+            k_r[0] = 1;
+        }
+        for (int n = 0; n < N; n++) {
+            int32_t t = tok[(size_t)r * N + n];
+            if (t < 0 || t >= m->V)
+                return gma_errorf("token id %d at sequence %d position %d is outside the vocabulary [0, %d)", t, r, n, m->V);
+            t_r[m->pool_cls + n] = t;
+            k_r[m->pool_cls + n] = keymask ? keymask[(size_t)r * N + n] != 0 : t != 0;
+        }
+    }
+    m->B = S;
+    m->N = Nt;
+    m->n_ex = B;
+    m->keymask = m->mask_host;
+    size_t R = (size_t)S * Nt;
+    g_ops->to_device(m->tok, m->tok_host, sizeof(int32_t) * R);
+    g_ops->to_device(m->tgt, labels, sizeof(int32_t) * B);
+    g_ops->embed_forward(m->resid[0], m->tok, PP(m->wte), m->wpe >= 0 ? PP(m->wpe) : NULL, S, Nt, D);
+    if (m->pool_cls) /* position 0: cls_token + pos_emb[0] */
+        for (int r = 0; r < S; r++) {
+            real *row = m->resid[0] + (size_t)r * Nt * D;
+            g_ops->copy(row, PP(m->cls_tok), sizeof(real) * D);
+            if (m->wpe >= 0) g_ops->axpy(row, 1, PP(m->wpe), D);
+        }
+    MixerCtx ctx = {.B = S, .N = Nt, .causal = m->causal, .keymask = m->mask_host, .training = training, .step = step};
+    blocks_forward(m, &ctx);
+    pool_weights(m->pool_w_host, m->mask_host, S, Nt, m->pool_cls ? POOL_CLS : POOL_MEAN);
+    g_ops->to_device(m->pool_w, m->pool_w_host, sizeof(real) * R);
+    pool_forward(m->pooled, m->lnf, m->pool_w, S, Nt, D);
+    cls_head_forward(&m->head, m->logits, m->head_act, m->pooled, m->params, B);
+    g_ops->xent_forward(m->loss_rows, m->valid_rows, m->logits, m->tgt, B, m->C);
+    st->loss_sum = g_ops->sum(m->loss_rows, B);
+    st->count = B;
+    g_ops->argmax_rows(m->pred, m->logits, B, m->C);
+    g_ops->to_host(m->pred_host, m->pred, sizeof(int32_t) * B);
+    st->correct = 0;
+    for (int b = 0; b < B; b++) st->correct += m->pred_host[b] == labels[b];
+    return 0;
+}
+
+static void backward_cls(Model *m, double loss_scale) {
+    int B = m->n_ex, S = m->B, Nt = m->N, D = m->D;
+    size_t R = (size_t)S * Nt;
+    g_ops->xent_backward(m->logits, m->tgt, B, m->C, (real)(loss_scale / B));
+    g_ops->zero(m->dpooled, sizeof(real) * (size_t)S * D);
+    cls_head_backward(&m->head, m->dpooled, m->grads, m->logits, m->head_act, m->pooled, m->params, m->head_scratch, B);
+    g_ops->zero(m->dtmp, sizeof(real) * R * D);
+    pool_backward(m->dtmp, m->dpooled, m->pool_w, S, Nt, D);
+    MixerCtx ctx = {.B = S, .N = Nt, .causal = m->causal, .keymask = m->mask_host, .training = 1,
+                    .div_scale = m->cfg.gma.div_weight * loss_scale};
+    blocks_backward(m, &ctx);
+    if (m->pool_cls)
+        for (int r = 0; r < S; r++) {
+            real *row = m->dresid + (size_t)r * Nt * D;
+            g_ops->axpy(GG(m->cls_tok), 1, row, D);
+            if (m->wpe >= 0) g_ops->axpy(GG(m->wpe), 1, row, D);
+            g_ops->zero(row, sizeof(real) * D); /* keep the slot's token 0 out of tok_emb */
+        }
+    g_ops->embed_backward(GG(m->wte), m->wpe >= 0 ? GG(m->wpe) : NULL, m->dresid, m->tok, S, Nt, D);
+}
+
+void model_backward(Model *m, double loss_scale) {
+    if (m->classify) {
+        backward_cls(m, loss_scale);
+        return;
+    }
+    int B = m->B, N = m->N, R = B * N, D = m->D;
+    double count = g_ops->sum(m->valid_rows, R);
+    if (count <= 0) return;
+    g_ops->xent_backward(m->logits, m->tgt, R, m->V, (real)(loss_scale / count));
+    /* logits = lnf wte^T */
+    g_ops->matmul(m->dtmp, m->logits, PP(m->wte), R, D, m->V, 0, 0, 1, 0);
+    g_ops->matmul(GG(m->wte), m->logits, m->lnf, m->V, D, R, 1, 0, 1, 1);
+    MixerCtx ctx = {.B = B, .N = N, .causal = m->causal, .keymask = m->keymask, .training = 1,
+                    .div_scale = m->cfg.gma.div_weight * loss_scale};
+    blocks_backward(m, &ctx);
     g_ops->embed_backward(GG(m->wte), m->wpe >= 0 ? GG(m->wpe) : NULL, m->dresid, m->tok, B, N, D);
 }
 
@@ -264,6 +392,18 @@ int model_kmeans_init(Model *m, const int32_t *tok, const int32_t *tgt, int B, i
         LossStats st;
         if (model_forward(m, tok, tgt, B, N, keymask, 0, &st, 0, 0) != 0) return -1;
         MixerCtx ctx = {.B = B, .N = N, .causal = m->causal, .keymask = keymask, .training = 0};
+        if (mx->vt->health->kmeans_init(mx, &ctx, m->params, m->blocks[l].act, rng) != 0) return -1;
+    }
+    return 0;
+}
+
+int model_kmeans_init_cls(Model *m, const int32_t *tok, const int32_t *labels, int B, int N, Rng *rng) {
+    for (int l = 0; l < m->L; l++) {
+        Mixer *mx = m->blocks[l].mixer;
+        if (!mx->vt->health || !mx->vt->health->wants_kmeans(mx)) continue;
+        LossStats st;
+        if (model_forward_cls(m, tok, NULL, labels, B, N, &st, 0, 0) != 0) return -1;
+        MixerCtx ctx = {.B = m->B, .N = m->N, .causal = m->causal, .keymask = m->mask_host, .training = 0};
         if (mx->vt->health->kmeans_init(mx, &ctx, m->params, m->blocks[l].act, rng) != 0) return -1;
     }
     return 0;

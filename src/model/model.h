@@ -1,6 +1,10 @@
 /* model.h: the GPT-style decoder language model (GMA_SPEC 1) built from a config: token and
  * position embeddings, L blocks of (LN1, mixer, residual, LN2, MLP, residual), final LN and
- * the tied output projection with cross-entropy. Parameters, gradients and optimiser
+ * the tied output projection with cross-entropy. With model.task "classify" the same
+ * blocks form the encoder classifier (GMA_SPEC 2): bidirectional mixers with a key-padding
+ * mask, pooling (mean over real positions, or a learned CLS slot prepended at position
+ * 0, which takes one of max_seq_len), no LM head but head.* (nn/cls_head.h), and for
+ * two-sequence tasks one shared encoder over both sequences. Parameters, gradients and optimiser
  * moments are four contiguous buffers indexed by one ParamTable; activations are planned
  * for (B_max, N_max) once, so a training step does not allocate.
  *
@@ -11,6 +15,7 @@
 
 #include "core/config.h"
 #include "core/rng.h"
+#include "nn/cls_head.h"
 #include "nn/mixers/mixer.h"
 #include "nn/params.h"
 
@@ -37,11 +42,23 @@ typedef struct Model {
     size_t act_bytes;        /* planned activation + scratch memory */
     int B, N;                /* shape of the last forward */
     const uint8_t *keymask;  /* host, [B,N] or NULL */
+    /* classifier (task "classify"); B above counts sequences (examples * n_seq) there */
+    int classify, pool_cls, n_seq, C; /* C classes; pool_cls: CLS slot at position 0 */
+    int cls_tok;             /* param index of cls_token [D] (-1 without cls pooling) */
+    ClsHead head;
+    int n_ex;                /* examples in the last classifier forward */
+    real *pool_w, *pooled, *dpooled, *head_act, *head_scratch; /* [S,Nt], [S,D], [S,D], head */
+    int32_t *pred;           /* backend [Bmax] argmax */
+    real *pool_w_host;       /* host [S,Nt] */
+    uint8_t *mask_host;      /* host [S,Nt] key mask including the CLS slot */
+    int32_t *tok_host;       /* host [S,Nt] tokens including the CLS slot */
 } Model;
 
 /* Build the parameter table and mixers from a validated config (vocab_size must be set). */
 int model_build(Model *m, const Config *c);
-/* Allocate parameters, gradients, moments and activations for batches up to Bmax x Nmax. */
+/* Allocate parameters, gradients, moments and activations for batches up to Bmax x Nmax.
+ * Classifier: Bmax examples (of n_seq sequences each) of up to Nmax tokens, not counting
+ * the CLS slot (Nmax + 1 must then fit model.max_seq_len). */
 void model_alloc(Model *m, int Bmax, int Nmax);
 /* Initialise parameters from the seed (host draw in table order, then copied to the backend). */
 void model_init_params(Model *m, uint64_t seed);
@@ -56,7 +73,15 @@ typedef struct LossStats {
 /* Forward: tokens and targets [B,N] host arrays (target -1 = not scored). Fills stats. */
 int model_forward(Model *m, const int32_t *tok, const int32_t *tgt, int B, int N, const uint8_t *keymask,
                   int want_acc, LossStats *st, int training, long step);
-/* Backward after model_forward: accumulates d(loss_scale * mean loss) into m->grads. */
+/* Classifier forward (task "classify"): tok [B*n_seq, N] host, sequence s of example b at
+ * row s*B + b (all first sequences, then all second ones), padded with 0; keymask [B*n_seq,
+ * N] (1 = real) or NULL to take tok != 0 as real; labels [B] in [0, n_classes). st gets the
+ * summed loss over the B examples, count B and correct (argmax == label). The logits stay
+ * in m->logits [B, n_classes]. */
+int model_forward_cls(Model *m, const int32_t *tok, const uint8_t *keymask, const int32_t *labels, int B, int N,
+                      LossStats *st, int training, long step);
+/* Backward after model_forward or model_forward_cls: accumulates d(loss_scale * mean loss)
+ * into m->grads. */
 void model_backward(Model *m, double loss_scale);
 void model_zero_grad(Model *m);
 
@@ -74,5 +99,7 @@ int model_wants_kmeans(const Model *m);
  * from its query rows, forward again for layer l+1... Deterministic under rng. */
 int model_kmeans_init(Model *m, const int32_t *tok, const int32_t *tgt, int B, int N, const uint8_t *keymask,
                       Rng *rng);
+/* The same for a classifier batch (tok, labels as model_forward_cls; tok != 0 is real). */
+int model_kmeans_init_cls(Model *m, const int32_t *tok, const int32_t *labels, int B, int N, Rng *rng);
 size_t model_param_count(const Model *m);
 #endif

@@ -112,6 +112,12 @@ typedef struct GmaOps {
     void (*gma_div_backward)(real *dgamma, const real *gamma, const uint8_t *rowmask, int B, int H, int N, int Kc,
                              int mode, real scale);
 
+    /* classifier */
+    /* Two-sequence interaction features (GMA_SPEC 2): u, v [B,D] -> out [B,4D] rows
+     * [u, v, u*v, u-v]; backward accumulates du, dv from dout [B,4D]. */
+    void (*pair_features_forward)(real *out, const real *u, const real *v, int B, int D);
+    void (*pair_features_backward)(real *du, real *dv, const real *dout, const real *u, const real *v, int B, int D);
+
     /* baselines: optional for a backend (ops_check_table skips them); the mixers that
      * need them refuse to be created without them, naming the op, and `sdpa` falls back to
      * the plain sdpa_ref path without attn_forward/attn_backward. */

@@ -26,6 +26,7 @@ static const OpName OPS_NAMES[] = {
     OP(embed_backward), OP(xent_forward), OP(xent_backward), OP(argmax_rows), OP(split_heads), OP(merge_heads),
     OP(softmax_rows), OP(softmax_rows_backward), OP(attn_mask), OP(linmix_forward), OP(linmix_backward),
     OP(gma_route_forward), OP(gma_route_backward), OP(adamw), OP(sgd), OP(gma_div_forward), OP(gma_div_backward),
+    OP(pair_features_forward), OP(pair_features_backward),
 };
 #define FIRST_OPTIONAL offsetof(GmaOps, elu1_forward)
 #undef OP

@@ -6,7 +6,12 @@
  * checkpoint); otherwise clip and update. Periodically: metrics.jsonl rows, validation,
  * checkpoints. SIGINT/SIGTERM finish the current step, write a checkpoint and return
  * TRAIN_INTERRUPTED. Testing hook: GMA_FAULT_NAN_STEPS="3,4" forces a NaN loss at those
- * (0-based) steps. */
+ * (0-based) steps.
+ *
+ * What differs between a language model and a classifier (data, batches, forward, eval)
+ * sits behind the small Task interface below; the loop, the optimiser, logging and
+ * checkpoints are shared. A classifier additionally keeps the best-validation-accuracy
+ * checkpoint under RUN/best and reports the test split from it at the end (as LRA). */
 #include "train/trainer.h"
 
 #include <cjson/cJSON.h>
@@ -19,6 +24,7 @@
 #include "model/checkpoint.h"
 #include "model/model.h"
 #include "optim/optim.h"
+#include "train/cls_task.h"
 #include "train/evaluate.h"
 #include "train/health.h"
 
@@ -51,16 +57,134 @@ static void metrics_row(FILE *f, cJSON *row) {
     cJSON_Delete(row);
 }
 
-static cJSON *eval_row(long step, const char *split, const EvalResult *r, int recall) {
+/* ---------------- tasks: what differs between LM and classifier training ---------------- */
+typedef struct Task Task;
+struct Task {
+    int have[3];
+    int report_acc; /* accuracy is a figure of merit (recall, classifiers) */
+    int classify;
+    /* draw training micro-batch k and run the training forward; *tokens: tokens in it */
+    int (*train_forward)(Task *t, Model *m, Rng *rng, long k, long step, LossStats *st, double *tokens);
+    /* k-means initialisation (GMA_SPEC 5) on the batch of the last train_forward, then
+     * that training forward again (st refilled) */
+    int (*kmeans)(Task *t, Model *m, Rng *krng, long step, LossStats *st);
+    /* evaluate split s (max_batches 0 = all) */
+    int (*eval)(Task *t, Model *m, int s, long max_batches, EvalResult *r);
+    void (*close)(Task *t);
+    int B, N;
+    int cls_N; /* padded length of the last classifier batch */
+    int32_t *tok, *tgt;
+    LmData lm;
+    ClsTask cls;
+};
+
+static int lm_train_forward(Task *t, Model *m, Rng *rng, long k, long step, LossStats *st, double *tokens) {
+    lmdata_train_batch(&t->lm, rng, (uint64_t)k, t->B, t->N, t->tok, t->tgt);
+    *tokens = (double)t->B * t->N;
+    return model_forward(m, t->tok, t->tgt, t->B, t->N, NULL, 0, st, 1, step);
+}
+static int lm_kmeans(Task *t, Model *m, Rng *krng, long step, LossStats *st) {
+    if (model_kmeans_init(m, t->tok, t->tgt, t->B, t->N, NULL, krng) != 0) return -1;
+    return model_forward(m, t->tok, t->tgt, t->B, t->N, NULL, 0, st, 1, step);
+}
+static int lm_eval(Task *t, Model *m, int s, long max_batches, EvalResult *r) {
+    return evaluate(m, &t->lm, s, t->B, t->N, max_batches, r);
+}
+static void lm_close(Task *t) {
+    free(t->tok);
+    free(t->tgt);
+    lmdata_close(&t->lm);
+}
+
+static int cls_train_forward(Task *t, Model *m, Rng *rng, long k, long step, LossStats *st, double *tokens) {
+    int N = t->cls_N = clstask_train_batch(&t->cls, k);
+    *tokens = (double)t->B * t->cls.n_seq * N;
+    return model_forward_cls(m, t->cls.tok, NULL, t->cls.lab, t->B, N, st, 1, step);
+}
+static int cls_kmeans(Task *t, Model *m, Rng *krng, long step, LossStats *st) {
+    if (model_kmeans_init_cls(m, t->cls.tok, t->cls.lab, t->B, t->cls_N, krng) != 0) return -1;
+    return model_forward_cls(m, t->cls.tok, NULL, t->cls.lab, t->B, t->cls_N, st, 1, step);
+}
+static int cls_eval(Task *t, Model *m, int s, long max_batches, EvalResult *r) {
+    ClsEval e;
+    memset(r, 0, sizeof *r);
+    if (clstask_evaluate(&t->cls, m, s, max_batches, &e) != 0) return -1;
+    r->loss = e.loss;
+    r->ppl = exp(e.loss);
+    r->acc = e.acc;
+    r->tokens = (double)e.examples; /* examples, for classifiers */
+    r->windows = e.examples;
+    return 0;
+}
+static void cls_close(Task *t) { clstask_close(&t->cls); }
+
+/* Open the data of cfg (and fill the model keys the data decides: vocabulary, n_seq). */
+static int task_open(Task *t, Config *cfg, int quiet) {
+    memset(t, 0, sizeof *t);
+    t->B = cfg->train.batch_size;
+    t->N = cfg->train.seq_len;
+    if (!strcmp(cfg->data.source, "cls")) {
+        if (clstask_open(&t->cls, cfg, 7u, t->B, quiet ? NULL : stderr) != 0) return -1;
+        ClsTask *c = &t->cls;
+        t->classify = t->report_acc = 1;
+        for (int s = 0; s < 3; s++) t->have[s] = c->have[s];
+        t->train_forward = cls_train_forward;
+        t->kmeans = cls_kmeans;
+        t->eval = cls_eval;
+        t->close = cls_close;
+        t->N = c->max_len;
+        cfg->data.max_len = c->max_len; /* resolved, for gmaeval */
+        if (cfg->model.vocab_size == 0) cfg->model.vocab_size = (int)c->vocab;
+        if (cfg->model.n_seq == 0) cfg->model.n_seq = c->n_seq;
+        int e = 0;
+        if ((uint32_t)cfg->model.vocab_size < c->vocab)
+            e = gma_errorf("key model.vocab_size: %d is smaller than the data's vocabulary %u", cfg->model.vocab_size, c->vocab);
+        else if (cfg->model.n_seq != c->n_seq)
+            e = gma_errorf("key model.n_seq: %d, but the %s data has %d sequences per example", cfg->model.n_seq,
+                           cfg->data.task, c->n_seq);
+        else if (c->n_classes > cfg->model.n_classes)
+            e = gma_errorf("key model.n_classes: %d, but the %s data has labels up to %d", cfg->model.n_classes,
+                           cfg->data.task, c->n_classes - 1);
+        if (e) clstask_close(c);
+        return e;
+    }
+    if (lmdata_open(&t->lm, cfg) != 0) return -1;
+    t->report_acc = t->lm.is_recall;
+    for (int s = 0; s < 3; s++) t->have[s] = t->lm.have[s];
+    t->train_forward = lm_train_forward;
+    t->kmeans = lm_kmeans;
+    t->eval = lm_eval;
+    t->close = lm_close;
+    if (cfg->model.vocab_size == 0) cfg->model.vocab_size = (int)t->lm.vocab;
+    if ((uint32_t)cfg->model.vocab_size < t->lm.vocab) {
+        lmdata_close(&t->lm);
+        return gma_errorf("key model.vocab_size: %d is smaller than the data's vocabulary %u", cfg->model.vocab_size,
+                          t->lm.vocab);
+    }
+    t->tok = xmalloc(sizeof(int32_t) * t->B * t->N);
+    t->tgt = xmalloc(sizeof(int32_t) * t->B * t->N);
+    return 0;
+}
+
+static cJSON *eval_row(long step, const char *split, const EvalResult *r, const Task *t) {
     cJSON *o = cJSON_CreateObject();
     cJSON_AddNumberToObject(o, "step", (double)step);
     cJSON_AddStringToObject(o, "split", split);
     cJSON_AddNumberToObject(o, "loss", r->loss);
-    cJSON_AddNumberToObject(o, "ppl", r->ppl);
-    if (recall) cJSON_AddNumberToObject(o, "acc", r->acc);
+    if (!t->classify) cJSON_AddNumberToObject(o, "ppl", r->ppl);
+    if (t->report_acc) cJSON_AddNumberToObject(o, "acc", r->acc);
     if (r->word_ppl > 0) cJSON_AddNumberToObject(o, "word_ppl", r->word_ppl);
-    cJSON_AddNumberToObject(o, "tokens", r->tokens);
+    cJSON_AddNumberToObject(o, t->classify ? "examples" : "tokens", r->tokens);
     return o;
+}
+
+static void print_eval(const char *what, const char *split, long step, const EvalResult *r, const Task *t, int nl) {
+    if (t->classify)
+        fprintf(stderr, "%s%s step %ld | %s loss %.4f | acc %.4f | %.0f examples\n", nl ? "\n" : "", what, step, split,
+                r->loss, r->acc, r->tokens);
+    else
+        fprintf(stderr, "%s%s step %ld | %s loss %.4f | ppl %.3f%s%.4f\n", nl ? "\n" : "", what, step, split, r->loss,
+                r->ppl, t->report_acc ? " | acc " : "", t->report_acc ? r->acc : 0.0);
 }
 
 static int write_json_file(const char *dir, const char *name, const char *text) {
@@ -69,39 +193,44 @@ static int write_json_file(const char *dir, const char *name, const char *text) 
     return gma_write_file_atomic(path, text, strlen(text));
 }
 
+/* Classifier: after a validation accuracy `acc` at the current state, keep RUN/best when
+ * it improves on the best so far. */
+static int keep_best(const Model *m, TrainState *ts, const char *run_dir, double acc, int quiet) {
+    if (!(acc > ts->best_acc)) return 0;
+    ts->best_acc = acc;
+    ts->best_step = ts->step;
+    if (ckpt_save(m, ts, run_dir, 1, "best") != 0) return -1;
+    if (!quiet) fprintf(stderr, "best valid acc %.4f at step %ld: saved %s/best\n", acc, ts->step, run_dir);
+    return 0;
+}
+
 int trainer_run(const Config *cfg_in, const TrainerOptions *o) {
     Config cfg = *cfg_in;
     const TrainCfg *tc = &cfg.train;
-    LmData data;
-    if (lmdata_open(&data, &cfg) != 0) return TRAIN_BAD_INPUT;
-    if (cfg.model.vocab_size == 0) cfg.model.vocab_size = (int)data.vocab;
-    if ((uint32_t)cfg.model.vocab_size < data.vocab) {
-        lmdata_close(&data);
-        gma_errorf("key model.vocab_size: %d is smaller than the data's vocabulary %u", cfg.model.vocab_size, data.vocab);
-        return TRAIN_BAD_INPUT;
-    }
+    Task task;
+    if (task_open(&task, &cfg, o->quiet) != 0) return TRAIN_BAD_INPUT;
     Model m;
     if (model_build(&m, &cfg) != 0) {
-        lmdata_close(&data);
+        task.close(&task);
         return TRAIN_BAD_INPUT;
     }
-    int B = tc->batch_size, N = tc->seq_len;
+    int B = tc->batch_size, N = task.N;
     model_alloc(&m, B, N);
     model_init_params(&m, (uint64_t)cfg.seed);
-    TrainState ts = {.step = 0, .tokens_seen = 0, .best_valid = INFINITY};
+    TrainState ts = {.step = 0, .tokens_seen = 0, .best_valid = INFINITY, .best_acc = -1, .best_step = -1};
     rng_seed2(&ts.rng, (uint64_t)cfg.seed, 0x747261696eULL);
     if (o->resume_dir) {
         char dir[2048];
         if (ckpt_resolve(o->resume_dir, dir, sizeof dir) != 0 || ckpt_load(&m, &ts, dir) != 0) {
             model_free(&m);
-            lmdata_close(&data);
+            task.close(&task);
             return TRAIN_BAD_INPUT;
         }
         if (!o->quiet) fprintf(stderr, "resumed from %s at step %ld\n", dir, ts.step);
     }
     if (gma_mkdirs(o->run_dir) != 0) {
         model_free(&m);
-        lmdata_close(&data);
+        task.close(&task);
         return TRAIN_ERROR;
     }
     char *js = cfg_to_json(&cfg);
@@ -112,7 +241,7 @@ int trainer_run(const Config *cfg_in, const TrainerOptions *o) {
     FILE *mf = fopen(mpath, o->resume_dir ? "a" : "w");
     if (!mf) {
         model_free(&m);
-        lmdata_close(&data);
+        task.close(&task);
         gma_errorf("%s: cannot open for writing", mpath);
         return TRAIN_ERROR;
     }
@@ -128,13 +257,12 @@ int trainer_run(const Config *cfg_in, const TrainerOptions *o) {
     sigaction(SIGTERM, &sa, NULL);
     g_stop = 0;
 
-    int32_t *tok = xmalloc(sizeof(int32_t) * B * N), *tgt = xmalloc(sizeof(int32_t) * B * N);
     HealthMon hm;
     health_init(&hm, &m);
     int gma_layers = model_gma_layers(&m), div_on = cfg.gma.div_weight > 0;
     int fresh = ts.step == 0 && !o->resume_dir;
     double win_div = 0;
-    double t_start = gma_now(), train_time = 0, win_loss = 0, win_tokens = 0;
+    double t_start = gma_now(), train_time = 0, win_loss = 0, win_tokens = 0, tokens0 = ts.tokens_seen;
     int win_n = 0, bad_row = 0, rc = TRAIN_OK;
     long step0 = ts.step;
     double last_loss = NAN;
@@ -145,9 +273,9 @@ int trainer_run(const Config *cfg_in, const TrainerOptions *o) {
         double loss = 0, count_tok = 0, div = 0;
         int bad = 0;
         for (int a = 0; a < tc->grad_accum; a++) {
-            lmdata_train_batch(&data, &ts.rng, (uint64_t)step * tc->grad_accum + a, B, N, tok, tgt);
             LossStats st;
-            if (model_forward(&m, tok, tgt, B, N, NULL, 0, &st, 1, step) != 0) {
+            double ntok = 0;
+            if (task.train_forward(&task, &m, &ts.rng, step * tc->grad_accum + a, step, &st, &ntok) != 0) {
                 rc = TRAIN_BAD_INPUT;
                 goto done;
             }
@@ -155,8 +283,7 @@ int trainer_run(const Config *cfg_in, const TrainerOptions *o) {
                 /* k-means on this first batch's query rows (GMA_SPEC 5), then redo the forward */
                 Rng krng;
                 rng_seed2(&krng, (uint64_t)cfg.seed, 0x6b6d65616e73ULL);
-                if (model_kmeans_init(&m, tok, tgt, B, N, NULL, &krng) != 0 ||
-                    model_forward(&m, tok, tgt, B, N, NULL, 0, &st, 1, step) != 0) {
+                if (task.kmeans(&task, &m, &krng, step, &st) != 0) {
                     rc = TRAIN_ERROR;
                     goto done;
                 }
@@ -173,7 +300,7 @@ int trainer_run(const Config *cfg_in, const TrainerOptions *o) {
             }
             loss += l / tc->grad_accum;
             if (div_on) div += model_div_loss(&m) / tc->grad_accum;
-            count_tok += (double)B * N;
+            count_tok += ntok;
             model_backward(&m, 1.0 / tc->grad_accum);
             model_update_buffers(&m);
         }
@@ -210,8 +337,7 @@ int trainer_run(const Config *cfg_in, const TrainerOptions *o) {
         train_time += dt;
         win_tokens += count_tok;
         if (ts.step % tc->log_every == 0 || ts.step == tc->steps) {
-            double tps = train_time > 0 ? ts.tokens_seen / train_time : 0;
-            if (step0 > 0) tps = train_time > 0 ? (ts.tokens_seen - (double)step0 * B * N * tc->grad_accum) / train_time : 0;
+            double tps = train_time > 0 ? (ts.tokens_seen - tokens0) / train_time : 0;
             cJSON *row = cJSON_CreateObject();
             cJSON_AddNumberToObject(row, "step", (double)ts.step);
             cJSON_AddNumberToObject(row, "loss", win_n ? win_loss / win_n : NAN);
@@ -245,14 +371,16 @@ int trainer_run(const Config *cfg_in, const TrainerOptions *o) {
             rc = TRAIN_COLLAPSE;
             goto done;
         }
-        if (tc->eval_every > 0 && ts.step % tc->eval_every == 0 && ts.step < tc->steps && data.have[SPLIT_VALID]) {
+        if (tc->eval_every > 0 && ts.step % tc->eval_every == 0 && ts.step < tc->steps && task.have[SPLIT_VALID]) {
             EvalResult r;
-            if (evaluate(&m, &data, SPLIT_VALID, B, N, tc->eval_batches, &r) == 0) {
-                metrics_row(mf, eval_row(ts.step, "valid", &r, data.is_recall));
-                if (!o->quiet)
-                    fprintf(stderr, "%seval step %ld | valid loss %.4f | ppl %.3f%s%.4f\n", o->progress_tty ? "\n" : "",
-                            ts.step, r.loss, r.ppl, data.is_recall ? " | acc " : "", data.is_recall ? r.acc : 0.0);
+            if (task.eval(&task, &m, SPLIT_VALID, tc->eval_batches, &r) == 0) {
+                metrics_row(mf, eval_row(ts.step, "valid", &r, &task));
+                if (!o->quiet) print_eval("eval", "valid", ts.step, &r, &task, o->progress_tty);
                 if (r.loss < ts.best_valid) ts.best_valid = r.loss;
+                if (task.classify && keep_best(&m, &ts, o->run_dir, r.acc, o->quiet) != 0) {
+                    rc = TRAIN_ERROR;
+                    goto done;
+                }
             }
         }
         if (tc->checkpoint_every > 0 && ts.step % tc->checkpoint_every == 0 && ts.step < tc->steps) {
@@ -274,30 +402,62 @@ int trainer_run(const Config *cfg_in, const TrainerOptions *o) {
         goto done;
     }
     {
-        if (ckpt_save(&m, &ts, o->run_dir, tc->keep_checkpoints, NULL) != 0) {
+        static const char *nm[3] = {"train", "valid", "test"};
+        cJSON *sum = cJSON_CreateObject();
+        EvalResult fin[3];
+        int have_fin[3] = {0, 0, 0};
+        /* the final model on valid and test (whole splits) */
+        for (int s = SPLIT_VALID; s <= SPLIT_TEST; s++) {
+            if (!task.have[s]) continue;
+            if (task.eval(&task, &m, s, 0, &fin[s]) != 0) continue;
+            have_fin[s] = 1;
+        }
+        /* a classifier keeps the best validation accuracy, the final model included */
+        if (task.classify && have_fin[SPLIT_VALID] && keep_best(&m, &ts, o->run_dir, fin[SPLIT_VALID].acc, o->quiet) != 0) {
             rc = TRAIN_ERROR;
+            cJSON_Delete(sum);
             goto done;
         }
-        cJSON *sum = cJSON_CreateObject();
+        if (ckpt_save(&m, &ts, o->run_dir, tc->keep_checkpoints, NULL) != 0) {
+            rc = TRAIN_ERROR;
+            cJSON_Delete(sum);
+            goto done;
+        }
         cJSON_AddStringToObject(sum, "name", cfg.name);
         cJSON_AddNumberToObject(sum, "steps", (double)ts.step);
         cJSON_AddNumberToObject(sum, "parameters", (double)model_param_count(&m));
         cJSON_AddNumberToObject(sum, "final_train_loss", last_loss);
         cJSON_AddNumberToObject(sum, "tokens_seen", ts.tokens_seen);
         cJSON_AddNumberToObject(sum, "train_seconds", train_time);
-        cJSON_AddNumberToObject(sum, "tokens_per_s",
-                                train_time > 0 ? (ts.tokens_seen - (double)step0 * B * N * tc->grad_accum) / train_time : 0);
+        cJSON_AddNumberToObject(sum, "tokens_per_s", train_time > 0 ? (ts.tokens_seen - tokens0) / train_time : 0);
         cJSON_AddStringToObject(sum, "device", g_ops->name);
-        static const char *nm[3] = {"train", "valid", "test"};
         for (int s = SPLIT_VALID; s <= SPLIT_TEST; s++) {
-            if (!data.have[s]) continue;
+            if (!have_fin[s]) continue;
+            metrics_row(mf, eval_row(ts.step, nm[s], &fin[s], &task));
+            cJSON_AddItemToObject(sum, nm[s], eval_row(ts.step, nm[s], &fin[s], &task));
+            if (!o->quiet) print_eval("final", nm[s], ts.step, &fin[s], &task, 0);
+        }
+        if (task.classify) {
+            /* LRA's number: test accuracy of the best-validation checkpoint */
+            char best[2100];
+            snprintf(best, sizeof best, "%s/best", o->run_dir);
             EvalResult r;
-            if (evaluate(&m, &data, s, B, N, 0, &r) != 0) continue;
-            metrics_row(mf, eval_row(ts.step, nm[s], &r, data.is_recall));
-            cJSON_AddItemToObject(sum, nm[s], eval_row(ts.step, nm[s], &r, data.is_recall));
-            if (!o->quiet)
-                fprintf(stderr, "final %s | loss %.4f | ppl %.3f%s%.4f | %.0f tokens%s\n", nm[s], r.loss, r.ppl,
-                        data.is_recall ? " | acc " : "", data.is_recall ? r.acc : 0.0, r.tokens, "");
+            int have_best = ts.best_step >= 0 && gma_path_exists(best);
+            if (have_best && task.have[SPLIT_TEST] && ckpt_load(&m, NULL, best) == 0 &&
+                task.eval(&task, &m, SPLIT_TEST, 0, &r) == 0) {
+                cJSON *row = eval_row(ts.best_step, "test", &r, &task);
+                cJSON_AddStringToObject(row, "checkpoint", "best");
+                metrics_row(mf, row);
+                cJSON_AddNumberToObject(sum, "test_acc_at_best", r.acc);
+                cJSON_AddNumberToObject(sum, "test_loss_at_best", r.loss);
+                if (!o->quiet)
+                    fprintf(stderr, "best (step %ld, valid acc %.4f) | test loss %.4f | test acc %.4f\n", ts.best_step,
+                            ts.best_acc, r.loss, r.acc);
+            }
+            if (have_best) {
+                cJSON_AddNumberToObject(sum, "best_valid_acc", ts.best_acc);
+                cJSON_AddNumberToObject(sum, "best_step", (double)ts.best_step);
+            }
         }
         char *st = cJSON_Print(sum);
         cJSON_Delete(sum);
@@ -307,10 +467,8 @@ int trainer_run(const Config *cfg_in, const TrainerOptions *o) {
 done:
     health_free(&hm);
     fclose(mf);
-    free(tok);
-    free(tgt);
     model_free(&m);
-    lmdata_close(&data);
+    task.close(&task);
     signal(SIGINT, SIG_DFL);
     signal(SIGTERM, SIG_DFL);
     return rc;

@@ -38,6 +38,8 @@ void cpu_gma_route_backward(real *dx, real *dmu, real *dvar_raw, real *dprior, c
 double cpu_gma_div_forward(const real *gamma, const uint8_t *rowmask, int B, int H, int N, int Kc, int mode);
 void cpu_gma_div_backward(real *dgamma, const real *gamma, const uint8_t *rowmask, int B, int H, int N, int Kc, int mode,
                           real scale);
+void cpu_pair_features_forward(real *out, const real *u, const real *v, int B, int D);
+void cpu_pair_features_backward(real *du, real *dv, const real *dout, const real *u, const real *v, int B, int D);
 /* baselines */
 void cpu_elu1_forward(real *out, const real *x, size_t n);
 void cpu_elu1_backward(real *dx, const real *dout, const real *x, size_t n);

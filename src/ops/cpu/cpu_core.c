@@ -53,11 +53,27 @@ static void cpu_bias_forward(real *out, const real *bias, int R, int C) {
         for (int c = 0; c < C; c++) out[(size_t)r * C + c] += bias[c];
 }
 
+/* Column sums of a row-major [R, C] matrix, streaming rows: fixed blocks of rows sum
+ * into their own partial rows (in parallel), then the partials are added in block order,
+ * so the result does not depend on the number of threads. */
+#define CS_BLOCKS 32
 static void cpu_bias_backward(real *dbias, const real *dout, int R, int C) {
+    int nb = R >= 4 * CS_BLOCKS ? CS_BLOCKS : 1;
+    double *part = (double *)cpu_workspace(2, sizeof(double) / sizeof(real) * (size_t)nb * C);
+    int per = (R + nb - 1) / nb;
 #pragma omp parallel for schedule(static) if (PAR_WORTH((size_t)R * (size_t)C))
+    for (int b = 0; b < nb; b++) {
+        double *acc = part + (size_t)b * C;
+        for (int c = 0; c < C; c++) acc[c] = 0;
+        int r1 = GMA_MIN(R, (b + 1) * per);
+        for (int r = b * per; r < r1; r++) {
+            const real *row = dout + (size_t)r * C;
+            for (int c = 0; c < C; c++) acc[c] += row[c];
+        }
+    }
     for (int c = 0; c < C; c++) {
         double s = 0;
-        for (int r = 0; r < R; r++) s += dout[(size_t)r * C + c];
+        for (int b = 0; b < nb; b++) s += part[(size_t)b * C + c];
         dbias[c] += (real)s;
     }
 }
@@ -160,6 +176,8 @@ const GmaOps gma_ops_cpu = {
     /* gma health */
     .gma_div_forward = cpu_gma_div_forward,
     .gma_div_backward = cpu_gma_div_backward,
+    .pair_features_forward = cpu_pair_features_forward,
+    .pair_features_backward = cpu_pair_features_backward,
     /* baselines */
     .elu1_forward = cpu_elu1_forward,
     .elu1_backward = cpu_elu1_backward,

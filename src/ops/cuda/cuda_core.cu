@@ -346,6 +346,10 @@ void cuda_gma_route_backward(real *dx, real *dmu, real *dvar_raw, real *dprior, 
                              const real *gamma, const real *x, const real *mu, const real *var_raw, const real *prior,
                              int B, int H, int N, int d, int Kc, real tau, real var_floor, int shared);
 
+/* cuda_cls.cu */
+void cuda_pair_features_forward(real *out, const real *u, const real *v, int B, int D);
+void cuda_pair_features_backward(real *du, real *dv, const real *dout, const real *u, const real *v, int B, int D);
+
 static GmaOps make_table(void) {
     GmaOps t;
     memset(&t, 0, sizeof t);
@@ -389,6 +393,8 @@ static GmaOps make_table(void) {
     /* gma health */
     t.gma_div_forward = cuda_gma_div_forward;
     t.gma_div_backward = cuda_gma_div_backward;
+    t.pair_features_forward = cuda_pair_features_forward;
+    t.pair_features_backward = cuda_pair_features_backward;
     return t;
 }
 static GmaOps g_table;

@@ -1,0 +1,130 @@
+/* cls_task.c: classification batches and evaluation (see cls_task.h). */
+#include "train/cls_task.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+static const char *const g_split_name[3] = {"train", "valid", "test"};
+
+int clstask_max_len(const Config *c) {
+    if (c->data.max_len > 0) return c->data.max_len;
+    return c->train.seq_len - !strcmp(c->model.pooling, "cls");
+}
+
+int clstask_open(ClsTask *t, const Config *c, unsigned splits, int B, FILE *warn) {
+    memset(t, 0, sizeof *t);
+    t->max_len = clstask_max_len(c);
+    if (t->max_len < 1) return gma_errorf("key data.max_len: no room for tokens (train.seq_len %d)", c->train.seq_len);
+    ClsOptions o = clsdata_default_options();
+    o.max_len = t->max_len;
+    o.truncate = c->data.truncate;
+    o.strip_headers = c->data.strip_headers;
+    int generic = !strcmp(c->data.task, "jsonl") || !strcmp(c->data.task, "tsv");
+    o.n_classes = generic ? c->model.n_classes : 0;
+    for (int s = 0; s < 3; s++) {
+        if (!(splits & (1u << s))) continue;
+        if (clsdata_load(&t->split[s], c->data.task, c->data.path, g_split_name[s], &o) != 0) {
+            clstask_close(t);
+            return -1;
+        }
+        t->have[s] = 1;
+        ClsDataset *d = &t->split[s];
+        if (d->n == 0) {
+            clstask_close(t);
+            return gma_errorf("%s: the %s split holds no examples", c->data.path, g_split_name[s]);
+        }
+        if (t->n_seq && (d->n_seq != t->n_seq || d->vocab != t->vocab)) {
+            clstask_close(t);
+            return gma_errorf("%s: the %s split disagrees with the others in sequences per example or vocabulary",
+                              c->data.path, g_split_name[s]);
+        }
+        t->n_seq = d->n_seq;
+        t->vocab = d->vocab;
+        t->n_classes = GMA_MAX(t->n_classes, d->n_classes);
+        if (d->truncated && warn)
+            fprintf(warn, "warning: %ld of %d %s sequences truncated to data.max_len = %d tokens\n", d->truncated,
+                    d->n * d->n_seq, g_split_name[s], t->max_len);
+    }
+    t->seed = (uint64_t)c->seed;
+    t->B = B;
+    t->perm_epoch = -1;
+    t->idx = xcalloc(B, sizeof(int));
+    t->tok = xcalloc((size_t)B * (t->n_seq ? t->n_seq : 1) * t->max_len, sizeof(int32_t));
+    t->lab = xcalloc(B, sizeof(int32_t));
+    return 0;
+}
+
+void clstask_close(ClsTask *t) {
+    for (int s = 0; s < 3; s++)
+        if (t->have[s]) clsdata_free(&t->split[s]);
+    free(t->perm);
+    free(t->idx);
+    free(t->tok);
+    free(t->lab);
+    memset(t, 0, sizeof *t);
+}
+
+int clstask_fill(ClsTask *t, int s, const int *idx, int nb) {
+    const ClsDataset *d = &t->split[s];
+    int N = 1;
+    for (int b = 0; b < nb; b++)
+        for (int q = 0; q < d->n_seq; q++) {
+            size_t len;
+            clsdata_seq(d, idx[b], q, &len);
+            if ((int)len > N) N = (int)len;
+        }
+    if (N > t->max_len) N = t->max_len; /* loaders already cut to max_len */
+    for (int q = 0; q < d->n_seq; q++)
+        for (int b = 0; b < nb; b++) {
+            size_t len;
+            const uint32_t *src = clsdata_seq(d, idx[b], q, &len);
+            int32_t *row = t->tok + ((size_t)q * nb + b) * N;
+            for (int n = 0; n < N; n++) row[n] = (size_t)n < len ? (int32_t)src[n] : 0;
+        }
+    for (int b = 0; b < nb; b++) t->lab[b] = d->label[idx[b]];
+    return N;
+}
+
+int clstask_train_batch(ClsTask *t, long k) {
+    const ClsDataset *d = &t->split[SPLIT_TRAIN];
+    int n = d->n;
+    if (!t->perm) t->perm = xcalloc(n, sizeof(int));
+    for (int b = 0; b < t->B; b++) {
+        long pos = k * (long)t->B + b, epoch = pos / n;
+        if (epoch != t->perm_epoch) { /* Fisher-Yates from (seed, epoch) */
+            Rng r;
+            rng_seed2(&r, t->seed, 0x636c732d6f726465ULL ^ (uint64_t)epoch);
+            for (int i = 0; i < n; i++) t->perm[i] = i;
+            for (int i = n - 1; i > 0; i--) {
+                int j = (int)rng_below(&r, (uint64_t)i + 1), tmp = t->perm[i];
+                t->perm[i] = t->perm[j];
+                t->perm[j] = tmp;
+            }
+            t->perm_epoch = epoch;
+        }
+        t->idx[b] = t->perm[pos % n];
+    }
+    return clstask_fill(t, SPLIT_TRAIN, t->idx, t->B);
+}
+
+int clstask_evaluate(ClsTask *t, Model *m, int s, long max_batches, ClsEval *r) {
+    memset(r, 0, sizeof *r);
+    if (!t->have[s]) return gma_errorf("no %s split in this data", g_split_name[s]);
+    const ClsDataset *d = &t->split[s];
+    double nll = 0, correct = 0;
+    long nb = (d->n + t->B - 1) / t->B;
+    if (max_batches > 0 && max_batches < nb) nb = max_batches;
+    for (long k = 0; k < nb; k++) {
+        int first = (int)(k * t->B), cnt = GMA_MIN(t->B, d->n - first);
+        for (int b = 0; b < cnt; b++) t->idx[b] = first + b;
+        int N = clstask_fill(t, s, t->idx, cnt);
+        LossStats st;
+        if (model_forward_cls(m, t->tok, NULL, t->lab, cnt, N, &st, 0, 0) != 0) return -1;
+        nll += st.loss_sum;
+        correct += st.correct;
+        r->examples += cnt;
+    }
+    r->loss = r->examples ? nll / r->examples : 0;
+    r->acc = r->examples ? correct / r->examples : 0;
+    return 0;
+}

@@ -1,0 +1,48 @@
+/* cls_task.h: classification data for the trainer and gmaeval: the splits of a ClsDataset
+ * task (data.source "cls"), batches padded with 0 to the longest sequence of the batch,
+ * the training order (a permutation per epoch derived from (seed, epoch), so micro-batch
+ * k is a pure function of k and resume is exact), and evaluation (loss and accuracy). */
+#ifndef GMA_CLS_TASK_H
+#define GMA_CLS_TASK_H
+#include <stdio.h>
+
+#include "core/config.h"
+#include "data/clsdata.h"
+#include "data/lmdata.h"
+#include "model/model.h"
+
+typedef struct ClsTask {
+    ClsDataset split[3];
+    int have[3];
+    int n_seq, n_classes, max_len;
+    uint32_t vocab;
+    uint64_t seed;
+    int B;           /* examples per batch (buffers) */
+    int *perm;       /* training order of epoch perm_epoch */
+    long perm_epoch;
+    int *idx;        /* [B] examples of the current batch */
+    int32_t *tok;    /* [B*n_seq*max_len] */
+    int32_t *lab;    /* [B] */
+} ClsTask;
+
+typedef struct ClsEval {
+    double loss;     /* mean cross-entropy per example */
+    double acc;      /* share of examples classified correctly */
+    long examples;
+} ClsEval;
+
+/* The sequence length a config allows: data.max_len, or train.seq_len less the CLS slot. */
+int clstask_max_len(const Config *c);
+/* Load the splits in `splits` (bit 1 << SPLIT_*) of the config's task; each one asked for
+ * must exist and hold examples. Truncation counts
+ * are reported as one warning line each on `warn` (NULL = silent). B: examples per batch. */
+int clstask_open(ClsTask *t, const Config *c, unsigned splits, int B, FILE *warn);
+void clstask_close(ClsTask *t);
+/* Fill t->tok/t->lab with training micro-batch k (B examples in the epoch order);
+ * returns the padded length N. */
+int clstask_train_batch(ClsTask *t, long k);
+/* Fill t->tok/t->lab with examples idx[0..nb) of split s; returns the padded length N. */
+int clstask_fill(ClsTask *t, int s, const int *idx, int nb);
+/* Evaluate split s in order (max_batches 0 = all). */
+int clstask_evaluate(ClsTask *t, Model *m, int s, long max_batches, ClsEval *r);
+#endif

@@ -1,0 +1,309 @@
+/* test64_cls.c: finite-difference gradient checks (float64 build) of the encoder
+ * classifier: mean pooling over a padded batch, CLS pooling, the linear head, the
+ * two-sequence head, and whole 2-layer classifiers (bidirectional gma and sdpa, padded
+ * batches, mean and cls pooling, one and two sequences) on every parameter element;
+ * the accumulate contract of the pooling; padding invariance of the logits. */
+#include <string.h>
+
+#include "gradcheck.h"
+#include "model/model.h"
+#include "nn/cls_head.h"
+#include "nn/pool.h"
+#include "testutil.h"
+
+/* ---------------- pooling ---------------- */
+enum { PR = 3, PN = 5, PD = 4 };
+typedef struct {
+    real x[PR * PN * PD], w[PR * PN], out[PR * PD], r[PR * PD];
+} PoolCtx;
+
+static double pool_loss(void *p) {
+    PoolCtx *c = p;
+    pool_forward(c->out, c->x, c->w, PR, PN, PD);
+    return gc_dot(c->out, c->r, PR * PD);
+}
+
+static void pool_case(PoolKind kind, const char *name) {
+    static const uint8_t mask[PR * PN] = {1, 1, 1, 0, 0, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0};
+    PoolCtx c;
+    Rng rng;
+    rng_seed(&rng, 5 + kind);
+    gc_fill(c.x, PR * PN * PD, &rng, 1);
+    gc_fill(c.r, PR * PD, &rng, 1);
+    pool_weights(c.w, mask, PR, PN, kind);
+    pool_loss(&c);
+    real dx[PR * PN * PD] = {0}, dx2[PR * PN * PD] = {0};
+    pool_backward(dx, c.r, c.w, PR, PN, PD);
+    GC_ASSERT(name, gc_check(pool_loss, &c, c.x, dx, PR * PN * PD));
+    /* accumulate: twice = double */
+    pool_backward(dx2, c.r, c.w, PR, PN, PD);
+    pool_backward(dx2, c.r, c.w, PR, PN, PD);
+    for (int i = 0; i < PR * PN * PD; i++) ck_assert(fabs(dx2[i] - 2 * dx[i]) < 1e-12);
+    /* padded positions get no gradient (mean) ; only position 0 (cls) */
+    for (int r = 0; r < PR; r++)
+        for (int n = 0; n < PN; n++)
+            for (int e = 0; e < PD; e++) {
+                int live = kind == POOL_CLS ? n == 0 : mask[r * PN + n];
+                if (!live) ck_assert(dx[(r * PN + n) * PD + e] == 0);
+            }
+    /* the mean is the mean */
+    if (kind == POOL_MEAN)
+        for (int e = 0; e < PD; e++) {
+            double s = (c.x[(5 + 0) * PD + e] + c.x[(5 + 1) * PD + e] + c.x[(5 + 2) * PD + e] + c.x[(5 + 3) * PD + e] +
+                        c.x[(5 + 4) * PD + e]) / 5;
+            ck_assert(fabs(c.out[PD + e] - s) < 1e-12);
+            ck_assert(fabs(c.out[2 * PD + e] - c.x[(10) * PD + e]) < 1e-12);
+        }
+}
+START_TEST(test_pool_mean) { pool_case(POOL_MEAN, "mean pooling (padded) dx"); }
+END_TEST
+START_TEST(test_pool_cls) { pool_case(POOL_CLS, "cls pooling dx"); }
+END_TEST
+
+/* ---------------- heads ---------------- */
+typedef struct {
+    ClsHead h;
+    ParamTable pt;
+    real *params, *grads, *act, *scratch, *pooled, *logits, *r;
+    int B;
+} HeadCtx;
+
+static double head_loss(void *p) {
+    HeadCtx *c = p;
+    cls_head_forward(&c->h, c->logits, c->act, c->pooled, c->params, c->B);
+    return gc_dot(c->logits, c->r, (size_t)c->B * c->h.C);
+}
+
+static void head_case(int pair) {
+    HeadCtx c;
+    memset(&c, 0, sizeof c);
+    int D = 4, Dh = 6, C = 3;
+    c.B = 3;
+    cls_head_add(&c.h, &c.pt, D, Dh, C, pair, 0.5);
+    Rng rng;
+    rng_seed(&rng, 17 + pair);
+    c.params = xcalloc(c.pt.total, sizeof(real));
+    c.grads = xcalloc(c.pt.total, sizeof(real));
+    pt_init(&c.pt, c.params, &rng);
+    for (int i = 0; i < c.pt.n; i++) /* non-zero biases too */
+        gc_fill(c.params + c.pt.t[i].offset, c.pt.t[i].numel, &rng, 0.5);
+    size_t np = (size_t)c.B * (pair ? 2 : 1) * D;
+    c.pooled = xcalloc(np, sizeof(real));
+    gc_fill(c.pooled, np, &rng, 1);
+    c.logits = xcalloc((size_t)c.B * C, sizeof(real));
+    c.r = xcalloc((size_t)c.B * C, sizeof(real));
+    gc_fill(c.r, (size_t)c.B * C, &rng, 1);
+    size_t na = cls_head_act_size(&c.h, c.B);
+    c.act = xcalloc(na + 1, sizeof(real));
+    c.scratch = xcalloc(na + 1, sizeof(real));
+    head_loss(&c);
+    real *dp = xcalloc(np, sizeof(real));
+    cls_head_backward(&c.h, dp, c.grads, c.r, c.act, c.pooled, c.params, c.scratch, c.B);
+    char nm[96];
+    snprintf(nm, sizeof nm, "%s head d pooled", pair ? "two-sequence" : "linear");
+    GC_ASSERT(nm, gc_check(head_loss, &c, c.pooled, dp, np));
+    for (int i = 0; i < c.pt.n; i++) {
+        snprintf(nm, sizeof nm, "%s head %s", pair ? "two-sequence" : "linear", c.pt.t[i].name);
+        GC_ASSERT(nm, gc_check(head_loss, &c, c.params + c.pt.t[i].offset, c.grads + c.pt.t[i].offset, c.pt.t[i].numel));
+    }
+    free(dp);
+    free(c.params), free(c.grads), free(c.act), free(c.scratch), free(c.pooled), free(c.logits), free(c.r);
+    pt_free(&c.pt);
+}
+START_TEST(test_head_linear) { head_case(0); }
+END_TEST
+START_TEST(test_head_pair) { head_case(1); }
+END_TEST
+
+/* ---------------- whole classifier ---------------- */
+static Config cls_config(const char *mixer, const char *pooling, int n_seq) {
+    Config c;
+    cfg_defaults(&c);
+    snprintf(c.model.task, sizeof c.model.task, "classify");
+    snprintf(c.data.source, sizeof c.data.source, "cls");
+    snprintf(c.data.path, sizeof c.data.path, "unused");
+    snprintf(c.model.pooling, sizeof c.model.pooling, "%s", pooling);
+    c.model.vocab_size = 9;
+    c.model.n_classes = 3;
+    c.model.n_seq = n_seq;
+    c.model.d_model = 8;
+    c.model.n_heads = 2;
+    c.model.n_layers = 2;
+    c.model.d_ff = 12;
+    c.model.max_seq_len = 8;
+    c.train.seq_len = 8;
+    c.model.init_std = 0.3;
+    c.gma.n_components = 3;
+    snprintf(c.model.mixer[0], sizeof c.model.mixer[0], "%s", mixer);
+    c.model.n_mixer = 1;
+    return c;
+}
+
+enum { CB = 2, CN = 6 };
+typedef struct {
+    Model m;
+    int32_t tok[2 * CB * CN], lab[CB];
+    int n_seq;
+} ModCtx;
+
+static double cls_loss(void *p) {
+    ModCtx *c = p;
+    LossStats st;
+    ck_assert_msg(model_forward_cls(&c->m, c->tok, NULL, c->lab, CB, CN, &st, 1, 0) == 0, "%s", gma_error());
+    return st.loss_sum / st.count;
+}
+
+/* padded batch: every sequence of example 0 ends in padding */
+static void fill_batch(ModCtx *c, uint64_t seed) {
+    Rng rng;
+    rng_seed(&rng, seed);
+    for (int r = 0; r < c->n_seq * CB; r++)
+        for (int n = 0; n < CN; n++) {
+            int pad = (r % CB == 0 && n >= CN - 2 - r / CB) ;
+            c->tok[r * CN + n] = pad ? 0 : 1 + (int32_t)rng_below(&rng, 8);
+        }
+    for (int b = 0; b < CB; b++) c->lab[b] = (int32_t)rng_below(&rng, 3);
+}
+
+static void model_case(const char *mixer, const char *pooling, int n_seq) {
+    Config cfg = cls_config(mixer, pooling, n_seq);
+    ck_assert_msg(cfg_validate(&cfg) == 0, "%s", gma_error());
+    ModCtx c;
+    memset(&c, 0, sizeof c);
+    c.n_seq = n_seq;
+    ck_assert_int_eq(model_build(&c.m, &cfg), 0);
+    ck_assert_int_eq(c.m.causal, 0);
+    model_alloc(&c.m, CB, CN);
+    model_init_params(&c.m, 7);
+    /* non-zero biases, so that every path is exercised */
+    Rng rng;
+    rng_seed(&rng, 99);
+    for (int i = 0; i < c.m.pt.n; i++)
+        if (c.m.pt.t[i].group == GROUP_BIAS) gc_fill(c.m.params + c.m.pt.t[i].offset, c.m.pt.t[i].numel, &rng, 0.2);
+    fill_batch(&c, 3);
+    cls_loss(&c);
+    model_zero_grad(&c.m);
+    model_backward(&c.m, 1.0);
+    real *g = xcalloc(c.m.pt.total, sizeof(real));
+    memcpy(g, c.m.grads, c.m.pt.total * sizeof(real));
+    double worst = 0, worst_abs = 0;
+    for (int i = 0; i < c.m.pt.n; i++) {
+        ParamInfo *p = &c.m.pt.t[i];
+        double e = gc_check(cls_loss, &c, c.m.params + p->offset, g + p->offset, p->numel);
+        if (e > 1e-7) printf("  %-36s %.2e\n", p->name, e);
+        ck_assert_msg(e < GC_TOL, "%s %s: %s max relative error %.3e", mixer, pooling, p->name, e);
+        worst = fmax(worst, e);
+        worst_abs = fmax(worst_abs, gc_last_abs);
+    }
+    ck_assert_int_ge(pt_find(&c.m.pt, "head.weight"), 0);
+    ck_assert_int_eq(pt_find(&c.m.pt, "cls_token") >= 0, !strcmp(pooling, "cls"));
+    ck_assert_int_eq(pt_find(&c.m.pt, "head.mlp.fc.weight") >= 0, n_seq == 2);
+    gc_last_abs = worst_abs;
+    char nm[96];
+    snprintf(nm, sizeof nm, "2-layer classifier %s %s n_seq %d (%d tensors)", mixer, pooling, n_seq, c.m.pt.n);
+    GC_ASSERT(nm, worst);
+    free(g);
+    model_free(&c.m);
+}
+
+START_TEST(test_cls_gma_mean) { model_case("gma", "mean", 1); }
+END_TEST
+START_TEST(test_cls_gma_cls) { model_case("gma", "cls", 1); }
+END_TEST
+START_TEST(test_cls_gma_pair) { model_case("gma", "mean", 2); }
+END_TEST
+START_TEST(test_cls_gma_pair_cls) { model_case("gma", "cls", 2); }
+END_TEST
+START_TEST(test_cls_sdpa_mean) { model_case("sdpa", "mean", 1); }
+END_TEST
+START_TEST(test_cls_sdpa_cls) { model_case("sdpa", "cls", 1); }
+END_TEST
+
+/* ---------------- padding invariance ---------------- */
+static void pad_case(const char *mixer, const char *pooling, int n_seq) {
+    Config cfg = cls_config(mixer, pooling, n_seq);
+    ModCtx c;
+    memset(&c, 0, sizeof c);
+    c.n_seq = n_seq;
+    ck_assert_int_eq(model_build(&c.m, &cfg), 0);
+    model_alloc(&c.m, CB, CN);
+    model_init_params(&c.m, 8);
+    fill_batch(&c, 4);
+    uint8_t mask[2 * CB * CN];
+    for (int i = 0; i < n_seq * CB * CN; i++) mask[i] = c.tok[i] != 0;
+    LossStats st;
+    ck_assert_int_eq(model_forward_cls(&c.m, c.tok, mask, c.lab, CB, CN, &st, 0, 0), 0);
+    real l0[CB * 3];
+    memcpy(l0, c.m.logits, sizeof l0);
+    /* the same batch padded to a longer length gives the same logits */
+    int changed = 0;
+    for (int i = 0; i < n_seq * CB * CN; i++)
+        if (!mask[i]) c.tok[i] = 5, changed++;
+    ck_assert_int_gt(changed, 0);
+    ck_assert_int_eq(model_forward_cls(&c.m, c.tok, mask, c.lab, CB, CN, &st, 0, 0), 0);
+    for (int i = 0; i < CB * 3; i++) ck_assert_msg(c.m.logits[i] == l0[i], "logit %d changed with a padded token", i);
+    /* a real token does change them */
+    c.tok[CN - 1 + CN] = c.tok[CN - 1 + CN] == 1 ? 2 : 1; /* last token of example 1 (unpadded) */
+    ck_assert_int_eq(model_forward_cls(&c.m, c.tok, mask, c.lab, CB, CN, &st, 0, 0), 0);
+    ck_assert(c.m.logits[3] != l0[3] || c.m.logits[4] != l0[4] || c.m.logits[5] != l0[5]);
+    /* shorter padding: example 0 alone, cut to its real length, scores the same */
+    model_free(&c.m);
+}
+START_TEST(test_pad_gma) {
+    pad_case("gma", "mean", 1);
+    pad_case("gma", "cls", 1);
+    pad_case("gma", "mean", 2);
+}
+END_TEST
+START_TEST(test_pad_sdpa) {
+    pad_case("sdpa", "mean", 1);
+    pad_case("sdpa", "cls", 2);
+}
+END_TEST
+
+/* trimming the padding off (a batch of one padded example vs. its unpadded form) */
+START_TEST(test_trim_padding) {
+    Config cfg = cls_config("gma", "mean", 1);
+    Model m;
+    ck_assert_int_eq(model_build(&m, &cfg), 0);
+    model_alloc(&m, 1, CN);
+    model_init_params(&m, 9);
+    int32_t tok[CN] = {3, 1, 4, 1, 0, 0}, lab[1] = {2};
+    LossStats st;
+    ck_assert_int_eq(model_forward_cls(&m, tok, NULL, lab, 1, CN, &st, 0, 0), 0);
+    real a[3];
+    memcpy(a, m.logits, sizeof a);
+    ck_assert_int_eq(model_forward_cls(&m, tok, NULL, lab, 1, 4, &st, 0, 0), 0);
+    for (int i = 0; i < 3; i++) ck_assert_msg(fabs(m.logits[i] - a[i]) < 1e-12, "%g vs %g", m.logits[i], a[i]);
+    /* a label outside the classes is refused */
+    lab[0] = 3;
+    ck_assert_int_ne(model_forward_cls(&m, tok, NULL, lab, 1, 4, &st, 0, 0), 0);
+    ck_assert_ptr_nonnull(strstr(gma_error(), "outside the classes"));
+    model_free(&m);
+}
+END_TEST
+
+Suite *make_suite(void) {
+    Suite *s = suite_create("encoder classifier (float64 gradient checks)");
+    TCase *tl = tcase_create("layers");
+    tcase_add_test(tl, test_pool_mean);
+    tcase_add_test(tl, test_pool_cls);
+    tcase_add_test(tl, test_head_linear);
+    tcase_add_test(tl, test_head_pair);
+    suite_add_tcase(s, tl);
+    TCase *tm = tcase_create("model");
+    tcase_set_timeout(tm, 300);
+    tcase_add_test(tm, test_cls_gma_mean);
+    tcase_add_test(tm, test_cls_gma_cls);
+    tcase_add_test(tm, test_cls_gma_pair);
+    tcase_add_test(tm, test_cls_gma_pair_cls);
+    tcase_add_test(tm, test_cls_sdpa_mean);
+    tcase_add_test(tm, test_cls_sdpa_cls);
+    tcase_add_test(tm, test_pad_gma);
+    tcase_add_test(tm, test_pad_sdpa);
+    tcase_add_test(tm, test_trim_padding);
+    suite_add_tcase(s, tm);
+    return s;
+}
+
+GMA_TEST_MAIN()

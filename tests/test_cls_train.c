@@ -1,0 +1,238 @@
+/* test_cls_train.c: the encoder classifier end to end through bin/gmatrain and bin/gmaeval
+ * (run from the repository root): a tiny generated TSV task (label 1 when the text holds
+ * the byte 'z') that must be learned well above chance, the best-validation checkpoint and
+ * its test accuracy, gmaeval on it, exact resume of the shuffled order, and bad input (a
+ * label outside the classes, an over-long sequence with truncation off, a malformed line). */
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "core/rng.h"
+#include "core/safetensors.h"
+#include "testutil.h"
+
+
+/* n lines "label<TAB>text": texts of 6..20 letters a..h, half of them with one 'z' */
+static void write_split(const char *path, int n, uint64_t seed) {
+    Rng r;
+    rng_seed(&r, seed);
+    FILE *f = fopen(path, "w");
+    ck_assert_ptr_nonnull(f);
+    for (int i = 0; i < n; i++) {
+        int len = 6 + (int)rng_below(&r, 15), lab = (int)rng_below(&r, 2), at = (int)rng_below(&r, len);
+        char text[32];
+        for (int k = 0; k < len; k++) text[k] = (char)('a' + rng_below(&r, 8));
+        if (lab) text[at] = 'z';
+        text[len] = 0;
+        fprintf(f, "%d\t%s\n", lab, text);
+    }
+    fclose(f);
+}
+
+static const char *CFG =
+    "{\"name\": \"zfind\", \"seed\": 3, \"threads\": 2,\n"
+    " \"model\": {\"task\": \"classify\", \"pooling\": \"mean\", \"n_classes\": 2, \"d_model\": 32, \"n_layers\": 1,\n"
+    "           \"n_heads\": 2, \"d_ff\": 64, \"max_seq_len\": 24, \"mixer\": \"gma\"},\n"
+    " \"gma\": {\"n_components\": 4},\n"
+    " \"train\": {\"steps\": 120, \"batch_size\": 16, \"seq_len\": 24, \"lr\": 0.003, \"warmup\": 10, \"schedule\": \"constant\",\n"
+    "           \"weight_decay\": 0, \"eval_every\": 40, \"eval_batches\": 0, \"log_every\": 20, \"checkpoint_every\": 0},\n"
+    " \"data\": {\"source\": \"cls\", \"task\": \"tsv\", \"path\": \"%s\"}}\n";
+
+static void make_data(void) {
+    char p[1024];
+    snprintf(p, sizeof p, "%s", tu_path("zdata"));
+    mkdir(p, 0755);
+    snprintf(p, sizeof p, "%s/train.tsv", tu_path("zdata"));
+    write_split(p, 600, 1);
+    snprintf(p, sizeof p, "%s/valid.tsv", tu_path("zdata"));
+    write_split(p, 200, 2);
+    snprintf(p, sizeof p, "%s/test.tsv", tu_path("zdata"));
+    write_split(p, 200, 3);
+    char cfg[4096];
+    snprintf(cfg, sizeof cfg, CFG, tu_path("zdata"));
+    tu_write(tu_path("z.json"), cfg);
+}
+
+static double json_number(const char *text, const char *key) {
+    char k[128];
+    snprintf(k, sizeof k, "\"%s\":", key);
+    const char *p = strstr(text, k);
+    ck_assert_msg(p != NULL, "no %s in %s", key, text);
+    return strtod(p + strlen(k), NULL);
+}
+
+START_TEST(test_learns_and_keeps_best) {
+    make_data();
+    ck_assert_msg(run("./bin/gmatrain --config %s --out %s --quiet", tu_path("z.json"), tu_path("run")) == 0, "%s", g_out);
+    char p[1024];
+    snprintf(p, sizeof p, "%s/best/model.safetensors", tu_path("run"));
+    ck_assert_msg(gma_path_exists(p), "no best checkpoint");
+    snprintf(p, sizeof p, "%s/summary.json", tu_path("run"));
+    char *sum = gma_read_file(p, NULL);
+    ck_assert_ptr_nonnull(sum);
+    char *flat = sum; /* cJSON_Print puts a tab after the colon */
+    for (char *q = flat, *w = flat;; q++) {
+        if (*q != '\t' && *q != '\n' && *q != ' ') *w++ = *q;
+        if (!*q) break;
+    }
+    double best = json_number(flat, "best_valid_acc"), test = json_number(flat, "test_acc_at_best");
+    printf("zfind: best valid acc %.3f, test acc at best %.3f\n", best, test);
+    ck_assert_msg(best >= 0.8 && test >= 0.8, "did not learn: valid %.3f test %.3f (chance 0.5)", best, test);
+    free(sum);
+    /* metrics rows: valid with acc, test from the best checkpoint */
+    snprintf(p, sizeof p, "%s/metrics.jsonl", tu_path("run"));
+    char *m = gma_read_file(p, NULL);
+    ck_assert_ptr_nonnull(strstr(m, "\"split\":\"valid\",\"loss\""));
+    ck_assert_ptr_nonnull(strstr(m, "\"acc\""));
+    ck_assert_ptr_nonnull(strstr(m, "\"checkpoint\":\"best\""));
+    free(m);
+    /* gmaeval on the best checkpoint gives the same test accuracy */
+    snprintf(p, sizeof p, "%s/best", tu_path("run"));
+    ck_assert_msg(run("./bin/gmaeval --checkpoint %s --data test --json %s", p, tu_path("e.json")) == 0, "%s", g_out);
+    ck_assert_msg(strstr(g_out, "examples 200") && strstr(g_out, "| acc "), "%s", g_out);
+    char *js = gma_read_file(tu_path("e.json"), NULL);
+    for (char *q = js, *w = js;; q++) {
+        if (*q != '\t' && *q != '\n' && *q != ' ') *w++ = *q;
+        if (!*q) break;
+    }
+    ck_assert(fabs(json_number(js, "acc") - test) < 1e-9);
+    json_number(js, "loss");
+    free(js);
+    /* a shard file is not classification data */
+    ck_assert_int_eq(run("./bin/gmaeval --checkpoint %s --data %s/test.tsv", p, tu_path("zdata")), 2);
+}
+END_TEST
+
+/* byte-compare every tensor of two safetensors files */
+static void same_tensors(const char *a, const char *b) {
+    StFile fa, fb;
+    ck_assert_msg(st_open(&fa, a) == 0, "%s", gma_error());
+    ck_assert_msg(st_open(&fb, b) == 0, "%s", gma_error());
+    ck_assert_int_eq(fa.n, fb.n);
+    for (int i = 0; i < fa.n; i++) {
+        const StEntry *e = st_find(&fb, fa.e[i].name);
+        ck_assert_ptr_nonnull(e);
+        ck_assert_msg(memcmp(e->data, fa.e[i].data, 4 * e->numel) == 0, "tensor %s differs", e->name);
+    }
+    st_close(&fa);
+    st_close(&fb);
+}
+
+START_TEST(test_resume_exact) {
+    make_data();
+    /* 600 examples / 16 = 37.5 batches an epoch: 50 steps cross an epoch boundary */
+    const char *s = "--set train.steps=50 --set train.eval_every=0 --set model.pooling=cls --set train.seq_len=24 --set data.max_len=23";
+    ck_assert_msg(run("./bin/gmatrain --config %s --out %s --quiet %s", tu_path("z.json"), tu_path("full"), s) == 0, "%s", g_out);
+    ck_assert_msg(run("./bin/gmatrain --config %s --out %s --quiet %s --set train.steps=20", tu_path("z.json"), tu_path("half"), s) == 0,
+                  "%s", g_out);
+    ck_assert_msg(run("./bin/gmatrain --resume %s --quiet --set train.steps=50", tu_path("half")) == 0, "%s", g_out);
+    char a[1024], b[1024];
+    snprintf(a, sizeof a, "%s/latest/model.safetensors", tu_path("full"));
+    snprintf(b, sizeof b, "%s/latest/model.safetensors", tu_path("half"));
+    same_tensors(a, b);
+}
+END_TEST
+
+START_TEST(test_bad_input) {
+    make_data();
+    char p[1024];
+    /* a label outside the classes: file and line */
+    snprintf(p, sizeof p, "%s/valid.tsv", tu_path("zdata"));
+    FILE *f = fopen(p, "a");
+    fprintf(f, "2\tabc\n");
+    fclose(f);
+    ck_assert_int_eq(run("./bin/gmatrain --config %s --out %s --quiet", tu_path("z.json"), tu_path("bad1")), 2);
+    ck_assert_msg(strstr(g_out, "valid.tsv:201"), "%s", g_out);
+    /* a malformed line */
+    write_split(p, 200, 2);
+    f = fopen(p, "a");
+    fprintf(f, "no tab on this line\n");
+    fclose(f);
+    ck_assert_int_eq(run("./bin/gmatrain --config %s --out %s --quiet", tu_path("z.json"), tu_path("bad2")), 2);
+    ck_assert_msg(strstr(g_out, "valid.tsv:201"), "%s", g_out);
+    write_split(p, 200, 2);
+    /* over-long sequences: refused with truncation off, counted with a warning otherwise */
+    ck_assert_int_eq(run("./bin/gmatrain --config %s --out %s --quiet --set data.truncate=false --set data.max_len=10",
+                         tu_path("z.json"), tu_path("bad3")),
+                     2);
+    ck_assert_msg(strstr(g_out, "train.tsv"), "%s", g_out);
+    ck_assert_msg(run("./bin/gmatrain --config %s --out %s --set train.steps=2 --set data.max_len=10", tu_path("z.json"),
+                      tu_path("trunc")) == 0, "%s", g_out);
+    ck_assert_msg(strstr(g_out, "warning: ") && strstr(g_out, "train sequences truncated to data.max_len = 10"), "%s", g_out);
+    /* a missing folder */
+    ck_assert_int_eq(run("./bin/gmatrain --config %s --out %s --quiet --set data.path=%s/nothing", tu_path("z.json"),
+                         tu_path("bad4"), tu_tmpdir()),
+                     2);
+    /* classify without classification data, and too few classes for the data */
+    ck_assert_int_eq(run("./bin/gmatrain --config %s --out %s --quiet --set data.source=recall", tu_path("z.json"), tu_path("bad5")), 2);
+    ck_assert_msg(strstr(g_out, "data.source"), "%s", g_out);
+}
+END_TEST
+
+/* two-sequence task through the retrieval loader: label 1 when the two texts are equal */
+static void write_pairs(const char *path, int n, uint64_t seed) {
+    Rng r;
+    rng_seed(&r, seed);
+    FILE *f = fopen(path, "w");
+    ck_assert_ptr_nonnull(f);
+    fprintf(f, "label\tid1\tid2\ttext1\ttext2\n");
+    for (int i = 0; i < n; i++) {
+        char a[16], b[16];
+        int la = 4 + (int)rng_below(&r, 8), lb = 4 + (int)rng_below(&r, 8), lab = (int)rng_below(&r, 2);
+        for (int k = 0; k < la; k++) a[k] = (char)('a' + rng_below(&r, 6));
+        a[la] = 0;
+        for (int k = 0; k < lb; k++) b[k] = (char)('a' + rng_below(&r, 6));
+        b[lb] = 0;
+        fprintf(f, "%d\tp%d\tq%d\tb'%s'\tb'%s'\n", lab, i, i, a, lab ? a : b);
+    }
+    fclose(f);
+}
+
+START_TEST(test_two_sequences) {
+    char p[1024];
+    mkdir(tu_path("pairs"), 0755);
+    static const char *files[3] = {"train", "eval", "test"};
+    for (int i = 0; i < 3; i++) {
+        snprintf(p, sizeof p, "%s/new_aan_pairs.%s.tsv", tu_path("pairs"), files[i]);
+        write_pairs(p, i ? 200 : 800, 10 + i);
+    }
+    char cfg[4096];
+    snprintf(cfg, sizeof cfg, CFG, tu_path("pairs"));
+    tu_write(tu_path("pairs.json"), cfg);
+    ck_assert_msg(run("./bin/gmatrain --config %s --out %s --quiet --set data.task=retrieval --set train.steps=200 "
+                      "--set train.eval_every=50 --set model.pooling=cls --set data.max_len=16 --set train.seq_len=17",
+                      tu_path("pairs.json"), tu_path("prun")) == 0,
+                  "%s", g_out);
+    snprintf(p, sizeof p, "%s/summary.json", tu_path("prun"));
+    char *sum = gma_read_file(p, NULL);
+    for (char *q = sum, *w = sum;; q++) {
+        if (*q != '\t' && *q != '\n' && *q != ' ') *w++ = *q;
+        if (!*q) break;
+    }
+    double test = json_number(sum, "test_acc_at_best");
+    printf("pairs: test acc at best %.3f\n", test);
+    ck_assert_msg(test >= 0.75, "two-sequence task not learned: %.3f (chance 0.5)", test);
+    free(sum);
+    snprintf(p, sizeof p, "%s/best/model.safetensors", tu_path("prun"));
+    StFile f;
+    ck_assert_msg(st_open(&f, p) == 0, "%s", gma_error());
+    ck_assert_ptr_nonnull(st_find(&f, "head.mlp.fc.weight"));
+    ck_assert_ptr_nonnull(st_find(&f, "cls_token"));
+    st_close(&f);
+}
+END_TEST
+
+Suite *make_suite(void) {
+    Suite *s = suite_create("classifier training end to end");
+    TCase *tc = tcase_create("cls_train");
+    tcase_set_timeout(tc, 120);
+    tcase_add_test(tc, test_learns_and_keeps_best);
+    tcase_add_test(tc, test_resume_exact);
+    tcase_add_test(tc, test_bad_input);
+    tcase_add_test(tc, test_two_sequences);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+GMA_TEST_MAIN()
