@@ -134,6 +134,8 @@ static Config cls_config(const char *mixer, const char *pooling, int n_seq) {
     c.train.seq_len = 8;
     c.model.init_std = 0.3;
     c.gma.n_components = 3;
+    c.linformer.k = 5;          /* baselines: k < N_max = 8 */
+    c.performer.features = 5;
     snprintf(c.model.mixer[0], sizeof c.model.mixer[0], "%s", mixer);
     c.model.n_mixer = 1;
     return c;
@@ -189,6 +191,7 @@ static void model_case(const char *mixer, const char *pooling, int n_seq) {
     double worst = 0, worst_abs = 0;
     for (int i = 0; i < c.m.pt.n; i++) {
         ParamInfo *p = &c.m.pt.t[i];
+        if (p->group == GROUP_BUFFER) continue; /* state, not trained (performer omega) */
         double e = gc_check(cls_loss, &c, c.m.params + p->offset, g + p->offset, p->numel);
         if (e > 1e-7) printf("  %-36s %.2e\n", p->name, e);
         ck_assert_msg(e < GC_TOL, "%s %s: %s max relative error %.3e", mixer, pooling, p->name, e);
@@ -217,6 +220,14 @@ END_TEST
 START_TEST(test_cls_sdpa_mean) { model_case("sdpa", "mean", 1); }
 END_TEST
 START_TEST(test_cls_sdpa_cls) { model_case("sdpa", "cls", 1); }
+END_TEST
+/* the bidirectional baselines inside the classifier (padded batches, mean and CLS pooling) */
+START_TEST(test_cls_baselines) {
+    model_case("linformer", "mean", 1);
+    model_case("linformer", "cls", 2);
+    model_case("linear", "cls", 1);
+    model_case("performer", "mean", 2);
+}
 END_TEST
 
 /* ---------------- padding invariance ---------------- */
@@ -260,6 +271,13 @@ START_TEST(test_pad_sdpa) {
     pad_case("sdpa", "cls", 2);
 }
 END_TEST
+START_TEST(test_pad_baselines) {
+    pad_case("linformer", "mean", 1);
+    pad_case("linformer", "cls", 2);
+    pad_case("linear", "mean", 2);
+    pad_case("performer", "cls", 1);
+}
+END_TEST
 
 /* trimming the padding off (a batch of one padded example vs. its unpadded form) */
 START_TEST(test_trim_padding) {
@@ -299,8 +317,10 @@ Suite *make_suite(void) {
     tcase_add_test(tm, test_cls_gma_pair_cls);
     tcase_add_test(tm, test_cls_sdpa_mean);
     tcase_add_test(tm, test_cls_sdpa_cls);
+    tcase_add_test(tm, test_cls_baselines);
     tcase_add_test(tm, test_pad_gma);
     tcase_add_test(tm, test_pad_sdpa);
+    tcase_add_test(tm, test_pad_baselines);
     tcase_add_test(tm, test_trim_padding);
     suite_add_tcase(s, tm);
     return s;
