@@ -124,6 +124,7 @@ static void mixer_case_cfg(const Config *cfg, const char *name, int causal, int 
 }
 static void mixer_case(const char *name, int causal, int padded) {
     Config cfg = tiny_config(name);
+    cfg.model.causal = causal;
     mixer_case_cfg(&cfg, name, causal, padded);
 }
 

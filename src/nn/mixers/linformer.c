@@ -29,6 +29,8 @@ static int lf_validate(const Config *c) {
 
 static Mixer *lf_create(const Config *c, int layer, ParamTable *pt, const char *prefix) {
     if (lf_validate(c) != 0) return NULL;
+    if (cfg_causal(c)) /* also for callers that build without cfg_validate */
+        return gma_errorf("key model.mixer: mixer \"linformer\" (layer %d) cannot run causally", layer), NULL;
     Mixer *m = mixer_new(&mixer_linformer, c, pt);
     LfPriv *p = xcalloc(1, sizeof *p);
     p->k = c->linformer.k;

@@ -37,6 +37,8 @@ static Mixer *mb_create(const Config *c, int layer, ParamTable *pt, const char *
         NEED_OP("mamba", gate_silu_backward) || NEED_OP("mamba", conv1d_causal_forward) ||
         NEED_OP("mamba", conv1d_causal_backward) || NEED_OP("mamba", scan_forward) || NEED_OP("mamba", scan_backward))
         return NULL;
+    if (!cfg_causal(c)) /* also for callers that build without cfg_validate */
+        return gma_errorf("key model.mixer: mixer \"mamba\" (layer %d) cannot run bidirectionally", layer), NULL;
     Mixer *m = mixer_new(&mixer_mamba, c, pt);
     MbPriv *p = xcalloc(1, sizeof *p);
     int D = m->D;
