@@ -13,8 +13,8 @@
  * softplus, the projections, the SiLU and the causal convolution.
  * Init (as the reference implementation): A_log[c,s] = log(s+1); D = 1; dt_proj.bias =
  * softplus^-1(dt) with dt log-uniform in [1e-3, 1e-1]; dt_proj.weight ~ N(0, 1/(3 Rk));
- * conv.weight ~ N(0, 1/(3K)); in_proj, x_proj ~ N(0, init_std^2); out_proj scaled by
- * 1/sqrt(2L). The keymask is not used: the block is causal, so right padding (the only
+ * conv.weight ~ N(0, 1/(3K)); in_proj, x_proj ~ N(0, 1/(3 fan_in)) (PyTorch's default
+ * linear init, which the reference keeps); out_proj the same scaled by 1/sqrt(L). The keymask is not used: the block is causal, so right padding (the only
  * padding a causal model sees) cannot reach earlier positions.
  * Parameters: PREFIX.mamba.{in_proj.weight [2E,D], conv.weight [E,K], conv.bias [E],
  * x_proj.weight [Rk+2S,E], dt_proj.weight [E,Rk], dt_proj.bias [E], A_log [E,S], D [E],
@@ -48,18 +48,20 @@ static Mixer *mb_create(const Config *c, int layer, ParamTable *pt, const char *
     p->Rk = c->mamba.dt_rank > 0 ? c->mamba.dt_rank : (D + 15) / 16;
     p->chunk = c->mamba.chunk;
     m->priv = p;
-    double std = c->model.init_std, ostd = std / sqrt(2.0 * c->model.n_layers);
+    /* the reference's PyTorch defaults: kaiming-uniform linears, std 1/sqrt(3 fan_in);
+     * out_proj further scaled by 1/sqrt(n_layers) */
+    double sin = 1 / sqrt(3.0 * D), sx = 1 / sqrt(3.0 * p->E), sout = sx / sqrt((double)c->model.n_layers);
     char name[128];
 #define NM(s) (snprintf(name, sizeof name, "%s.mamba.%s", prefix, s), name)
-    m->p[P_IN] = pt_add2(pt, NM("in_proj.weight"), 2 * p->E, D, INIT_NORMAL, std, GROUP_WEIGHT);
+    m->p[P_IN] = pt_add2(pt, NM("in_proj.weight"), 2 * p->E, D, INIT_NORMAL, sin, GROUP_WEIGHT);
     m->p[P_CONVW] = pt_add2(pt, NM("conv.weight"), p->E, p->K, INIT_NORMAL, 1 / sqrt(3.0 * p->K), GROUP_WEIGHT);
     m->p[P_CONVB] = pt_add1(pt, NM("conv.bias"), p->E, INIT_ZERO, 0, GROUP_BIAS);
-    m->p[P_XPROJ] = pt_add2(pt, NM("x_proj.weight"), p->Rk + 2 * p->S, p->E, INIT_NORMAL, std, GROUP_WEIGHT);
+    m->p[P_XPROJ] = pt_add2(pt, NM("x_proj.weight"), p->Rk + 2 * p->S, p->E, INIT_NORMAL, sx, GROUP_WEIGHT);
     m->p[P_DTW] = pt_add2(pt, NM("dt_proj.weight"), p->E, p->Rk, INIT_NORMAL, 1 / sqrt(3.0 * p->Rk), GROUP_WEIGHT);
     m->p[P_DTB] = pt_add1(pt, NM("dt_proj.bias"), p->E, INIT_ZERO, 0, GROUP_BIAS);
     m->p[P_ALOG] = pt_add2(pt, NM("A_log"), p->E, p->S, INIT_ZERO, 0, GROUP_MIXTURE);
     m->p[P_D] = pt_add1(pt, NM("D"), p->E, INIT_ONE, 0, GROUP_MIXTURE);
-    m->p[P_OUT] = pt_add2(pt, NM("out_proj.weight"), D, p->E, INIT_NORMAL, ostd, GROUP_WEIGHT);
+    m->p[P_OUT] = pt_add2(pt, NM("out_proj.weight"), D, p->E, INIT_NORMAL, sout, GROUP_WEIGHT);
 #undef NM
     return m;
 }
