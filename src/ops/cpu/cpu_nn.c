@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "ops/cpu/cpu.h"
+#include "ops/cpu/cpu_exp.h"
 
 #define GELU_K ((real)0.7978845608028654) /* sqrt(2/pi) */
 
@@ -124,8 +125,7 @@ void cpu_xent_forward(real *loss, real *valid, const real *logits, const int32_t
         const real *l = logits + (size_t)r * V;
         real mx = -INFINITY;
         for (int i = 0; i < V; i++) mx = l[i] > mx ? l[i] : mx;
-        double s = 0;
-        for (int i = 0; i < V; i++) s += rexp(l[i] - mx);
+        double s = vexp_sub(cpu_workspace(0, (size_t)V), l, mx, V);
         loss[r] = (real)(log(s) + mx - l[target[r]]);
         valid[r] = 1;
     }
@@ -141,10 +141,9 @@ void cpu_xent_backward(real *dl, const int32_t *target, int R, int V, real scale
         }
         real mx = -INFINITY;
         for (int i = 0; i < V; i++) mx = l[i] > mx ? l[i] : mx;
-        double s = 0;
-        for (int i = 0; i < V; i++) s += rexp(l[i] - mx);
-        real inv = (real)(1.0 / s);
-        for (int i = 0; i < V; i++) l[i] = rexp(l[i] - mx) * inv * scale;
+        double s = vexp_sub(l, l, mx, V);
+        real inv = (real)(1.0 / s) * scale;
+        for (int i = 0; i < V; i++) l[i] *= inv;
         l[target[r]] -= scale;
     }
 }
