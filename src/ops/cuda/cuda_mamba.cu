@@ -8,7 +8,8 @@
  *
  * Selective scan: parallel over (batch row, channel, state), sequential over time. A
  * channel's S states sit on a group of G lanes of one warp (G = the power of two >= S,
- * at most 32; a lane holds ceil(S/G) <= SCAN_SL states in registers), so y_t = Cm_t . h_t
+ * at most 32; a lane holds SL = ceil(S/G) states: registers for SL 1 and 4, local
+ * memory for SL 32, i.e. S up to 1024, the config's limit), so y_t = Cm_t . h_t
  * is a fixed shuffle tree within the group. The backward pass walks the chunks in
  * reverse: it recomputes the chunk's states from its checkpoint into a work buffer
  * [B, E, chunk+1, S] (each lane reads back only what it wrote), then runs the adjoint
@@ -23,7 +24,7 @@
 #define WS_HBUF 1   /* scan backward: recomputed chunk states */
 #define WS_DBC 2    /* scan backward: dBm, dCm partials per channel block */
 #define WS_DAD 3    /* scan backward: dA_log, dDskip partials per batch row */
-#define SCAN_SL 4   /* states per lane: S <= 32 * SCAN_SL */
+#define SCAN_SL_MAX 32 /* states per lane: S <= 32 * SCAN_SL_MAX */
 #define SCAN_TPB 256
 
 /* ---------------------------------------------------------------- conv1d */
@@ -125,9 +126,9 @@ static int scan_group(int S) {
     return G;
 }
 static void scan_check(int S) {
-    if (S > 32 * SCAN_SL) {
+    if (S > 32 * SCAN_SL_MAX) {
         char msg[128];
-        snprintf(msg, sizeof msg, "d_state %d: the CUDA selective scan supports at most %d states", S, 32 * SCAN_SL);
+        snprintf(msg, sizeof msg, "d_state %d: the CUDA selective scan supports at most %d states", S, 32 * SCAN_SL_MAX);
         cuda_fail(__FILE__, __LINE__, "scan", msg);
     }
 }
@@ -139,6 +140,7 @@ __device__ __forceinline__ float group_sum(float v, int G) {
 
 /* grid: (channel blocks, B); a block's lanes are grouped G per channel: channel
  * c = blockIdx.x * CPB + threadIdx.x / G, states s = threadIdx.x % G + G*j (j < SCAN_SL). */
+template <int SCAN_SL>
 __global__ void k_scan_fwd(float *y, float *hck, const float *u, const float *dt, const float *Bm, const float *Cm,
                            const float *A_log, const float *Dskip, int N, int E, int S, int chunk, int G) {
     int CPB = blockDim.x / G, lc = threadIdx.x / G, sl = threadIdx.x % G;
@@ -180,14 +182,18 @@ void cuda_scan_forward(real *y, real *hck, const real *u, const real *dt, const 
                        const real *A_log, const real *Dskip, int B, int N, int E, int S, int chunk) {
     if (B <= 0 || N <= 0 || E <= 0 || S <= 0) return;
     scan_check(S);
-    int G = scan_group(S), CPB = SCAN_TPB / G;
-    k_scan_fwd<<<dim3((E + CPB - 1) / CPB, B), SCAN_TPB>>>(y, hck, u, dt, Bm, Cm, A_log, Dskip, N, E, S, chunk, G);
+    int G = scan_group(S), CPB = SCAN_TPB / G, SL = (S + G - 1) / G;
+    dim3 grid((E + CPB - 1) / CPB, B);
+    if (SL <= 1) k_scan_fwd<1><<<grid, SCAN_TPB>>>(y, hck, u, dt, Bm, Cm, A_log, Dskip, N, E, S, chunk, G);
+    else if (SL <= 4) k_scan_fwd<4><<<grid, SCAN_TPB>>>(y, hck, u, dt, Bm, Cm, A_log, Dskip, N, E, S, chunk, G);
+    else k_scan_fwd<SCAN_SL_MAX><<<grid, SCAN_TPB>>>(y, hck, u, dt, Bm, Cm, A_log, Dskip, N, E, S, chunk, G);
     KERNEL_CHECK("k_scan_fwd");
 }
 
 /* hbuf [B, E, chunk+1, S]; dBC [nblk, 2, B*N, S] (dBm then dCm partials of channel block);
  * dAD [B, E*S + E] (dA partial, w.r.t. A, then dDskip partial). Dynamic shared memory:
  * 2 * CPB * S floats. */
+template <int SCAN_SL>
 __global__ void k_scan_bwd(float *du, float *ddt, float *dBC, float *dAD, float *hbuf, const float *dy,
                            const float *hck, const float *u, const float *dt, const float *Bm, const float *Cm,
                            const float *A_log, const float *Dskip, int B, int N, int E, int S, int chunk, int G) {
@@ -308,14 +314,24 @@ void cuda_scan_backward(real *du, real *ddt, real *dBm, real *dCm, real *dA_log,
                         const real *A_log, const real *Dskip, int B, int N, int E, int S, int chunk) {
     if (B <= 0 || N <= 0 || E <= 0 || S <= 0) return;
     scan_check(S);
-    int G = scan_group(S), CPB = SCAN_TPB / G, nblk = (E + CPB - 1) / CPB;
+    int G = scan_group(S), CPB = SCAN_TPB / G, nblk = (E + CPB - 1) / CPB, SL = (S + G - 1) / G;
     size_t nbs = (size_t)B * N * S;
     float *hbuf = ws_f(WS_HBUF, (size_t)B * E * (chunk + 1) * S);
     float *dBC = ws_f(WS_DBC, (size_t)nblk * 2 * nbs);
     float *dAD = ws_f(WS_DAD, (size_t)B * ((size_t)E * S + E));
     size_t shm = 2 * (size_t)CPB * S * sizeof(float);
-    k_scan_bwd<<<dim3(nblk, B), SCAN_TPB, shm>>>(du, ddt, dBC, dAD, hbuf, dy, hck, u, dt, Bm, Cm, A_log, Dskip, B, N, E,
-                                                 S, chunk, G);
+    dim3 grid(nblk, B);
+#define SCAN_BWD(sl)                                                                                                   \
+    do {                                                                                                               \
+        if (shm > 48 * 1024)                                                                                           \
+            CUDA_CHECK(cudaFuncSetAttribute(k_scan_bwd<sl>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)shm));  \
+        k_scan_bwd<sl><<<grid, SCAN_TPB, shm>>>(du, ddt, dBC, dAD, hbuf, dy, hck, u, dt, Bm, Cm, A_log, Dskip, B, N, E, \
+                                                S, chunk, G);                                                          \
+    } while (0)
+    if (SL <= 1) SCAN_BWD(1);
+    else if (SL <= 4) SCAN_BWD(4);
+    else SCAN_BWD(SCAN_SL_MAX);
+#undef SCAN_BWD
     KERNEL_CHECK("k_scan_bwd");
     k_scan_sum_bc<<<grid_for(nbs), TPB>>>(dBm, dCm, dBC, nblk, nbs);
     KERNEL_CHECK("k_scan_sum_bc");
