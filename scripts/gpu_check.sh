@@ -12,7 +12,13 @@
 #    GMA also runs with a sequence that is a multiple of the chunk, a single chunk, and
 #    shared components. Kernel launches are synchronised (GMA_CUDA_SYNC=1) so a fault names
 #    its kernel.
-# 3. --sanitize: one GMA and one sdpa check under compute-sanitizer memcheck.
+#    The baseline mixers' kernels (src/ops/cuda/cuda_sdpa.cu, cuda_mamba.cu,
+#    cuda_baselines.cu) get extra shapes: tiled sdpa at head widths 64, 128 and 256 (the
+#    widest needs the shared-memory opt-in) and N = 2048, mamba with d_state 64 and 200
+#    (the register and local-memory scan variants) and a short scan chunk, performer with
+#    an odd feature count; and each baseline check runs twice in fp32 and must print the
+#    same numbers (no atomics: results repeat bit for bit).
+# 3. --sanitize: every mixer (in a direction it supports) under compute-sanitizer memcheck.
 # 4. Benchmarks (unless --no-bench), if bin/gmabench takes --device: the mixer table and
 #    the whole-model throughput of configs/wikitext103_gma_k256.json.
 # Everything is logged under DIR (default runs/gpu_check/); DIR/summary.md holds the table.
@@ -93,13 +99,38 @@ for p in $PRECS; do
   check gma 1 "N=48 (one chunk)" "$p" --seq 48
   check gma 1 "shared, chunk 32" "$p" --seq 200 --set gma.shared_components=true --set gma.chunk=32
   [ $QUICK = 1 ] || check gma 1 "N=2048, Kc=128" "$p" --seq 2048 --batch 2 --set gma.n_components=128 --set model.n_layers=1
+  # baselines: other head widths, state sizes, chunks and feature counts
+  for c in 1 0; do
+    check sdpa "$c" "d=64" "$p" --seq 200 --set model.n_heads=2
+    check sdpa "$c" "d=128, N=300" "$p" --seq 300 --set model.n_heads=1 --set model.max_seq_len=512
+    check sdpa "$c" "d=256" "$p" --seq 100 --batch 2 --set model.d_model=256 --set model.n_heads=1
+    check performer "$c" "m=37" "$p" --seq 200 --set performer.features=37
+  done
+  check mamba 1 "d_state 64, chunk 16" "$p" --seq 200 --set mamba.d_state=64 --set mamba.chunk=16
+  check mamba 1 "d_state 200, chunk 7" "$p" --seq 50 --batch 2 --set mamba.d_state=200 --set mamba.chunk=7
+  check mamba 1 "N=64 = chunk" "$p" --seq 64
+  [ $QUICK = 1 ] || check sdpa 1 "N=2048" "$p" --seq 2048 --batch 2 --set model.n_layers=1 --set model.max_seq_len=2048
+done
+
+# determinism: the same check twice prints the same numbers (fp32)
+for m in $MIXERS; do
+  case "$m" in gma|sdpa_ref) continue ;; esac
+  for c in 1 0; do
+    a=$(GMA_CUDA_SYNC=1 bin/gmacheck --device cuda --set model.mixer="$m" --set model.causal="$c" --steps 2 2>&1); ra=$?
+    [ $ra = 3 ] && continue
+    b=$(GMA_CUDA_SYNC=1 bin/gmacheck --device cuda --set model.mixer="$m" --set model.causal="$c" --steps 2 2>&1)
+    runs=$((runs + 1))
+    if [ "$a" = "$b" ]; then echo "-- repeat $m causal=$c: identical" | tee -a "$LOG"
+    else fails=$((fails + 1)); echo "-- repeat $m causal=$c: DIFFERS" | tee -a "$LOG"; echo "| $m | causal=$c | repeat | fp32 | - | - | - | DIFFERS |" >> "$SUM"; fi
+  done
 done
 
 if [ $SAN = 1 ] && command -v compute-sanitizer >/dev/null 2>&1; then
-  for m in gma sdpa; do
+  for m in $MIXERS; do
     echo "== compute-sanitizer memcheck: $m" | tee -a "$LOG"
+    cz=1; bin/gmacheck --device cpu --set model.mixer=$m --steps 1 --batch 1 --seq 16 --quiet >/dev/null 2>&1 || cz=0
     compute-sanitizer --tool memcheck --error-exitcode 9 bin/gmacheck --device cuda --set model.mixer=$m \
-      --steps 1 --batch 2 --seq 100 --quiet >> "$LOG" 2>&1
+      --set model.causal=$cz --steps 1 --batch 2 --seq 100 --quiet >> "$LOG" 2>&1
     rc=$?; [ $rc = 0 ] || { fails=$((fails + 1)); echo "   memcheck $m: rc $rc (see $LOG)"; }
     echo "   memcheck $m: rc $rc"
   done

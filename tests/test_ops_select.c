@@ -31,9 +31,31 @@ START_TEST(test_table_check_names_missing_op) {
     ck_assert_msg(strstr(gma_error(), "gma_route_backward") && strstr(gma_error(), "partial"), "message: %s",
                   gma_error());
     GmaOps u = gma_ops_cpu;
-    /* the last required op (the baseline ops after it are optional: test_baselines.c) */
+    /* the op before the baselines, and every baseline op, are required and named */
     memset((char *)&u + offsetof(GmaOps, elu1_forward) - sizeof(void (*)(void)), 0, sizeof(void (*)(void)));
     ck_assert_int_eq(ops_check_table(&u), -1);
+    static const struct {
+        const char *name;
+        size_t off;
+    } base[] = {
+#define B_(m) {#m, offsetof(GmaOps, m)}
+        B_(elu1_forward), B_(elu1_backward), B_(silu_forward), B_(silu_backward), B_(softplus_forward),
+        B_(softplus_backward), B_(gate_silu_forward), B_(gate_silu_backward), B_(maxval), B_(attn_forward),
+        B_(attn_backward), B_(favor_logits_forward), B_(favor_logits_backward), B_(favor_exp_forward),
+        B_(favor_exp_backward), B_(conv1d_causal_forward), B_(conv1d_causal_backward), B_(scan_forward),
+        B_(scan_backward),
+#undef B_
+    };
+    for (size_t i = 0; i < sizeof base / sizeof base[0]; i++) {
+        GmaOps v = gma_ops_cpu;
+        v.name = "partial";
+        memset((char *)&v + base[i].off, 0, sizeof(void (*)(void)));
+        ck_assert_int_eq(ops_check_table(&v), -1);
+        ck_assert_msg(strstr(gma_error(), base[i].name) && strstr(gma_error(), "partial"), "%s: %s", base[i].name,
+                      gma_error());
+    }
+    /* the last member of the table is the last op checked */
+    ck_assert_uint_eq(offsetof(GmaOps, scan_backward) + sizeof(void (*)(void)), sizeof(GmaOps));
 }
 END_TEST
 

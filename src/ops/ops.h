@@ -118,9 +118,10 @@ typedef struct GmaOps {
     void (*pair_features_forward)(real *out, const real *u, const real *v, int B, int D);
     void (*pair_features_backward)(real *du, real *dv, const real *dout, const real *u, const real *v, int B, int D);
 
-    /* baselines: optional for a backend (ops_check_table skips them); the mixers that
-     * need them refuse to be created without them, naming the op, and `sdpa` falls back to
-     * the plain sdpa_ref path without attn_forward/attn_backward. */
+    /* baselines (required like every op: ops_check_table names a missing one). The mixers
+     * that need them still refuse to be created without them, naming the op, and `sdpa`
+     * falls back to the plain sdpa_ref path without attn_forward/attn_backward, for a
+     * table installed in g_ops without ops_check_table. */
     /* Elementwise maps: out = f(x) ; dx += dout * f'(x). elu1(x) = elu(x) + 1 (Linear
      * Transformer feature map); silu(x) = x sigmoid(x); softplus(x) = log(1 + e^x). */
     void (*elu1_forward)(real *out, const real *x, size_t n);
@@ -185,8 +186,8 @@ extern const GmaOps gma_ops_cpu;
 /* Select "cpu" or "cuda"; refuses cuda in a build without it or without a usable GPU, and
  * refuses a backend whose table has a missing (NULL) op, naming it. */
 int ops_select(const char *device);
-/* 0 when every required member of the table is set, else -1 with an error naming the first
- * missing op. The baseline ops (from elu1_forward on) are optional: mixers check them. */
+/* 0 when every member of the table is set, else -1 with an error naming the first missing
+ * op (the baseline ops from elu1_forward on included). */
 int ops_check_table(const GmaOps *ops);
 /* Precision of the active backend's matrix products: "fp32" (every backend), "tf32" or
  * "bf16" (cuda only; bf16 keeps fp32 master weights and fp32 accumulation). Call after

@@ -4,10 +4,11 @@
  * Slots are walked by position, so an op added to ops.h and not to OPS_NAMES below is
  * still checked (reported by its slot number).
  *
- * The ops after the "baselines" comment in ops.h (elu1_forward on) are optional: a backend
- * may leave them NULL, and each baseline mixer checks the ops it needs when it is created
- * (NEED_OP in nn/mixers/mixer.h), so a backend without them still runs GMA and refuses only those mixers
- * with a message naming the op. */
+ * Every op is required, the baseline mixers' ops (elu1_forward on) included: both the cpu
+ * and the cuda backend implement them all. The mixers still check the ops they need when
+ * they are created (NEED_OP in nn/mixers/mixer.h) -- a guard for code that installs a table
+ * in g_ops without ops_select -- and `sdpa` still falls back to sdpa_ref without
+ * attn_forward/attn_backward. */
 #include <stddef.h>
 #include <string.h>
 
@@ -26,9 +27,13 @@ static const OpName OPS_NAMES[] = {
     OP(embed_backward), OP(xent_forward), OP(xent_backward), OP(argmax_rows), OP(split_heads), OP(merge_heads),
     OP(softmax_rows), OP(softmax_rows_backward), OP(attn_mask), OP(linmix_forward), OP(linmix_backward),
     OP(gma_route_forward), OP(gma_route_backward), OP(adamw), OP(sgd), OP(gma_div_forward), OP(gma_div_backward),
-    OP(pair_features_forward), OP(pair_features_backward),
+    OP(pair_features_forward), OP(pair_features_backward), OP(elu1_forward), OP(elu1_backward), OP(silu_forward),
+    OP(silu_backward), OP(softplus_forward), OP(softplus_backward), OP(gate_silu_forward), OP(gate_silu_backward),
+    OP(maxval), OP(attn_forward), OP(attn_backward), OP(favor_logits_forward), OP(favor_logits_backward),
+    OP(favor_exp_forward), OP(favor_exp_backward), OP(conv1d_causal_forward), OP(conv1d_causal_backward),
+    OP(scan_forward), OP(scan_backward),
 };
-#define FIRST_OPTIONAL offsetof(GmaOps, elu1_forward)
+#define END_OF_TABLE sizeof(GmaOps)
 #undef OP
 #define N_NAMES (sizeof OPS_NAMES / sizeof OPS_NAMES[0])
 
@@ -36,7 +41,7 @@ int ops_check_table(const GmaOps *ops) {
     const char *tname = ops->name ? ops->name : "(unnamed)";
     /* every member after `name` is a function pointer */
     size_t first = offsetof(GmaOps, alloc), slot = sizeof(void (*)(void));
-    for (size_t off = first; off + slot <= FIRST_OPTIONAL; off += slot) {
+    for (size_t off = first; off + slot <= END_OF_TABLE; off += slot) {
         void (*fn)(void);
         memcpy(&fn, (const char *)ops + off, slot);
         if (fn) continue;

@@ -89,8 +89,8 @@ struct Mixer {
 const MixerVT *mixer_find(const char *name);
 /* "gma|sdpa|..." */
 const char *mixer_names(void);
-/* The baseline ops are optional in a backend (ops_check.c): a mixer checks the ones it needs
- * when created. NEED_OP(mixer, op) is 0 when the active backend has g_ops->op, else -1 with
+/* Every backend selected by ops_select has the baseline ops (ops_check.c); a mixer still
+ * checks the ones it needs when created, for a table installed in g_ops directly. NEED_OP(mixer, op) is 0 when the active backend has g_ops->op, else -1 with
  * "key model.mixer: mixer MIXER needs op OP, which backend B does not implement". */
 int mixer_need(const char *mixer, int present, const char *op);
 #define NEED_OP(mixer, op) mixer_need(mixer, g_ops->op != NULL, #op)

@@ -350,6 +350,37 @@ void cuda_gma_route_backward(real *dx, real *dmu, real *dvar_raw, real *dprior, 
 void cuda_pair_features_forward(real *out, const real *u, const real *v, int B, int D);
 void cuda_pair_features_backward(real *du, real *dv, const real *dout, const real *u, const real *v, int B, int D);
 
+/* cuda_baselines.cu */
+void cuda_elu1_forward(real *out, const real *x, size_t n);
+void cuda_elu1_backward(real *dx, const real *dout, const real *x, size_t n);
+void cuda_silu_forward(real *out, const real *x, size_t n);
+void cuda_silu_backward(real *dx, const real *dout, const real *x, size_t n);
+void cuda_softplus_forward(real *out, const real *x, size_t n);
+void cuda_softplus_backward(real *dx, const real *dout, const real *x, size_t n);
+void cuda_gate_silu_forward(real *out, const real *y, const real *z, size_t n);
+void cuda_gate_silu_backward(real *dy, real *dz, const real *dout, const real *y, const real *z, size_t n);
+double cuda_maxval(const real *x, size_t n);
+void cuda_favor_logits_forward(real *e, const real *x, const real *omega, int B, int H, int N, int d, int m);
+void cuda_favor_logits_backward(real *dx, const real *de, const real *x, const real *omega, int B, int H, int N, int d,
+                                int m);
+void cuda_favor_exp_forward(real *phi, real *rowmax, const real *e, int R, int m, real c, real scale);
+void cuda_favor_exp_backward(real *de, const real *dphi, const real *phi, const real *rowmax, int R, int m);
+/* cuda_sdpa.cu */
+void cuda_attn_forward(real *out, real *lse, const real *q, const real *k, const real *v, const real *kbias, int B,
+                       int H, int N, int d, int causal, real scale);
+void cuda_attn_backward(real *dq, real *dk, real *dv, const real *dout, const real *out, const real *lse,
+                        const real *q, const real *k, const real *v, const real *kbias, int B, int H, int N, int d,
+                        int causal, real scale);
+/* cuda_mamba.cu */
+void cuda_conv1d_causal_forward(real *out, const real *x, const real *w, const real *b, int B, int N, int C, int K);
+void cuda_conv1d_causal_backward(real *dx, real *dw, real *db, const real *dout, const real *x, const real *w, int B,
+                                 int N, int C, int K);
+void cuda_scan_forward(real *y, real *hck, const real *u, const real *dt, const real *Bm, const real *Cm,
+                       const real *A_log, const real *Dskip, int B, int N, int E, int S, int chunk);
+void cuda_scan_backward(real *du, real *ddt, real *dBm, real *dCm, real *dA_log, real *dDskip, const real *dy,
+                        const real *hck, const real *u, const real *dt, const real *Bm, const real *Cm,
+                        const real *A_log, const real *Dskip, int B, int N, int E, int S, int chunk);
+
 static GmaOps make_table(void) {
     GmaOps t;
     memset(&t, 0, sizeof t);
@@ -395,6 +426,26 @@ static GmaOps make_table(void) {
     t.gma_div_backward = cuda_gma_div_backward;
     t.pair_features_forward = cuda_pair_features_forward;
     t.pair_features_backward = cuda_pair_features_backward;
+    /* baselines */
+    t.elu1_forward = cuda_elu1_forward;
+    t.elu1_backward = cuda_elu1_backward;
+    t.silu_forward = cuda_silu_forward;
+    t.silu_backward = cuda_silu_backward;
+    t.softplus_forward = cuda_softplus_forward;
+    t.softplus_backward = cuda_softplus_backward;
+    t.gate_silu_forward = cuda_gate_silu_forward;
+    t.gate_silu_backward = cuda_gate_silu_backward;
+    t.maxval = cuda_maxval;
+    t.attn_forward = cuda_attn_forward;
+    t.attn_backward = cuda_attn_backward;
+    t.favor_logits_forward = cuda_favor_logits_forward;
+    t.favor_logits_backward = cuda_favor_logits_backward;
+    t.favor_exp_forward = cuda_favor_exp_forward;
+    t.favor_exp_backward = cuda_favor_exp_backward;
+    t.conv1d_causal_forward = cuda_conv1d_causal_forward;
+    t.conv1d_causal_backward = cuda_conv1d_causal_backward;
+    t.scan_forward = cuda_scan_forward;
+    t.scan_backward = cuda_scan_backward;
     return t;
 }
 static GmaOps g_table;

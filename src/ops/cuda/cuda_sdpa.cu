@@ -1,0 +1,341 @@
+/* cuda_sdpa.cu: tiled softmax attention (online softmax, FlashAttention-style) on the GPU,
+ * twin of ops/cpu/cpu_sdpa.c: q, k, v, out [B,H,N,d], lse [B,H,N] (-inf and a zero output
+ * for a row that sees no key), kbias [B,N] additive key bias or NULL, causal hides j > i.
+ * No N x N buffer exists; extra memory is O(B H N).
+ *
+ * Forward: one block per (batch*head, tile of AT_Q = 32 query rows), 8 warps, each warp
+ * owning 4 of the tile's rows. Key/value tiles of AT_K = 32 rows are streamed through
+ * shared memory (rows padded to d+1 floats, so lane j reading key j is free of bank
+ * conflicts); lane j computes the score of key j, the warp keeps each row's running max
+ * and sum, and lane e holds output columns e, e+32, ... of the unnormalised output in
+ * registers (d <= 32 * AT_DT_MAX). At the end out = acc / l and lse = m + log l.
+ *
+ * Backward (no atomics, every sum in a fixed order): D = rowsum(dO * O) first; then
+ *   dQ pass: per (head, query tile) as the forward, recomputing P = exp(s - lse) and
+ *            dS = P (dO V^T - D) tile by tile, dQ += scale dS K;
+ *   dK/dV pass: per (head, key tile of 32 rows), each warp owning 4 keys, streaming the
+ *            query tiles (q, dO, lse, D) through shared memory: dV += P^T dO,
+ *            dK += scale dS^T Q.
+ * Each output row has exactly one writer, so results repeat bit for bit.
+ *
+ * Head width: d <= 256 (AT_DT_MAX = 8 registers per lane per row); a larger d stops with
+ * a message. */
+#include <stdio.h>
+
+#include "ops/cuda/cuda_common.cuh"
+
+#define AT_Q 32 /* rows per block (queries in forward/dQ, keys in dK/dV) */
+#define AT_K 32 /* streamed tile rows = warp width */
+#define AT_WARPS 8
+#define AT_RPW (AT_Q / AT_WARPS) /* rows per warp */
+#define AT_DT_MAX 8
+#define WS_ATT_D 4 /* D = rowsum(dO * O) [B*H*N] */
+
+static void at_check(int d) {
+    if (d > 32 * AT_DT_MAX) {
+        char msg[128];
+        snprintf(msg, sizeof msg, "head width d = %d: the CUDA attention kernels support d <= %d", d, 32 * AT_DT_MAX);
+        cuda_fail(__FILE__, __LINE__, "attn", msg);
+    }
+}
+
+/* load rows [j0, j0+L) of a [N,d] matrix into sh (row stride ld), zero rows past L */
+__device__ __forceinline__ void load_tile(float *sh, int ld, const float *src, int j0, int L, int d) {
+    for (int i = threadIdx.x; i < AT_K * d; i += blockDim.x) {
+        int r = i / d, e = i % d;
+        sh[r * ld + e] = r < L ? src[(size_t)(j0 + r) * d + e] : 0.f;
+    }
+}
+
+/* ---------------------------------------------------------------- forward */
+/* shared: Q [AT_Q][d], K [AT_K][d+1], V [AT_K][d+1] */
+template <int DT>
+__global__ void __launch_bounds__(AT_WARPS * 32) k_attn_fwd(float *out, float *lse, const float *q, const float *k,
+                                                             const float *v, const float *kbias, int H, int N, int d,
+                                                             int causal, float scale) {
+    extern __shared__ float sm[];
+    float *Qs = sm, *Ks = Qs + AT_Q * d, *Vs = Ks + AT_K * (d + 1);
+    int bh = blockIdx.y, b = bh / H, i0 = blockIdx.x * AT_Q, Lq = min(AT_Q, N - i0);
+    int w = threadIdx.x >> 5, lane = threadIdx.x & 31, ld = d + 1;
+    size_t base = (size_t)bh * N * d;
+    const float *kb = kbias ? kbias + (size_t)b * N : NULL;
+    for (int i = threadIdx.x; i < AT_Q * d; i += blockDim.x) {
+        int r = i / d;
+        Qs[i] = r < Lq ? q[base + (size_t)i0 * d + i] : 0.f;
+    }
+    float acc[AT_RPW][DT], m[AT_RPW], l[AT_RPW];
+#pragma unroll
+    for (int rr = 0; rr < AT_RPW; rr++) {
+        m[rr] = -INFINITY, l[rr] = 0;
+#pragma unroll
+        for (int t = 0; t < DT; t++) acc[rr][t] = 0;
+    }
+    int jend = causal ? i0 + Lq : N;
+    for (int j0 = 0; j0 < jend; j0 += AT_K) {
+        int Lk = min(AT_K, jend - j0);
+        __syncthreads(); /* the previous tile is no longer read */
+        load_tile(Ks, ld, k + base, j0, Lk, d);
+        load_tile(Vs, ld, v + base, j0, Lk, d);
+        __syncthreads();
+        int j = j0 + lane;
+        float kbj = lane < Lk ? (kb ? kb[j] : 0.f) : -INFINITY;
+#pragma unroll
+        for (int rr = 0; rr < AT_RPW; rr++) {
+            int r = w * AT_RPW + rr, i = i0 + r;
+            if (r >= Lq) continue; /* warp-uniform */
+            const float *qr = Qs + r * d, *kr = Ks + lane * ld;
+            float s = 0;
+            for (int e = 0; e < d; e++) s += qr[e] * kr[e];
+            s = s * scale + kbj;
+            if (causal && j > i) s = -INFINITY;
+            float mnew = fmaxf(m[rr], warp_max(s));
+            if (mnew == -INFINITY) continue; /* nothing visible yet (warp-uniform) */
+            float alpha = expf(m[rr] - mnew), p = expf(s - mnew);
+            l[rr] = l[rr] * alpha + warp_sum(p);
+            m[rr] = mnew;
+#pragma unroll
+            for (int t = 0; t < DT; t++) acc[rr][t] *= alpha;
+            for (int jj = 0; jj < Lk; jj++) {
+                float pj = __shfl_sync(0xffffffffu, p, jj);
+                const float *vr = Vs + jj * ld;
+#pragma unroll
+                for (int t = 0; t < DT; t++) {
+                    int e = lane + 32 * t;
+                    if (e < d) acc[rr][t] += pj * vr[e];
+                }
+            }
+        }
+    }
+#pragma unroll
+    for (int rr = 0; rr < AT_RPW; rr++) {
+        int r = w * AT_RPW + rr;
+        if (r >= Lq) continue;
+        size_t row = (size_t)bh * N + i0 + r;
+        float inv = l[rr] > 0 ? 1.f / l[rr] : 0.f;
+#pragma unroll
+        for (int t = 0; t < DT; t++) {
+            int e = lane + 32 * t;
+            if (e < d) out[row * d + e] = acc[rr][t] * inv;
+        }
+        if (lane == 0) lse[row] = l[rr] > 0 ? m[rr] + logf(l[rr]) : -INFINITY;
+    }
+}
+
+/* ---------------------------------------------------------------- backward */
+/* D[row] = sum_e dout[row, e] out[row, e]; one warp per row */
+__global__ void k_attn_drow(float *D, const float *dout, const float *out, size_t R, int d) {
+    size_t row = (size_t)blockIdx.x * (blockDim.x / 32) + threadIdx.x / 32;
+    int lane = threadIdx.x & 31;
+    if (row >= R) return;
+    float s = 0;
+    for (int e = lane; e < d; e += 32) s += dout[row * d + e] * out[row * d + e];
+    s = warp_sum(s);
+    if (lane == 0) D[row] = s;
+}
+
+/* dQ: per (bh, query tile). shared: Q [AT_Q][d], dO [AT_Q][d], K, V [AT_K][d+1] */
+template <int DT>
+__global__ void __launch_bounds__(AT_WARPS * 32) k_attn_bwd_dq(float *dq, const float *dout, const float *lse,
+                                                                const float *Drow, const float *q, const float *k,
+                                                                const float *v, const float *kbias, int H, int N,
+                                                                int d, int causal, float scale) {
+    extern __shared__ float sm[];
+    float *Qs = sm, *dOs = Qs + AT_Q * d, *Ks = dOs + AT_Q * d, *Vs = Ks + AT_K * (d + 1);
+    int bh = blockIdx.y, b = bh / H, i0 = blockIdx.x * AT_Q, Lq = min(AT_Q, N - i0);
+    int w = threadIdx.x >> 5, lane = threadIdx.x & 31, ld = d + 1;
+    size_t base = (size_t)bh * N * d;
+    const float *kb = kbias ? kbias + (size_t)b * N : NULL;
+    for (int i = threadIdx.x; i < AT_Q * d; i += blockDim.x) {
+        int r = i / d;
+        Qs[i] = r < Lq ? q[base + (size_t)i0 * d + i] : 0.f;
+        dOs[i] = r < Lq ? dout[base + (size_t)i0 * d + i] : 0.f;
+    }
+    float acc[AT_RPW][DT], ls[AT_RPW], Dr[AT_RPW];
+#pragma unroll
+    for (int rr = 0; rr < AT_RPW; rr++) {
+        int r = w * AT_RPW + rr;
+        size_t row = (size_t)bh * N + i0 + r;
+        ls[rr] = r < Lq ? lse[row] : -INFINITY;
+        Dr[rr] = r < Lq ? Drow[row] : 0.f;
+#pragma unroll
+        for (int t = 0; t < DT; t++) acc[rr][t] = 0;
+    }
+    int jend = causal ? i0 + Lq : N;
+    for (int j0 = 0; j0 < jend; j0 += AT_K) {
+        int Lk = min(AT_K, jend - j0);
+        __syncthreads();
+        load_tile(Ks, ld, k + base, j0, Lk, d);
+        load_tile(Vs, ld, v + base, j0, Lk, d);
+        __syncthreads();
+        int j = j0 + lane;
+        float kbj = lane < Lk ? (kb ? kb[j] : 0.f) : -INFINITY;
+#pragma unroll
+        for (int rr = 0; rr < AT_RPW; rr++) {
+            int r = w * AT_RPW + rr, i = i0 + r;
+            if (r >= Lq || ls[rr] == -INFINITY) continue; /* warp-uniform; P = 0 */
+            const float *qr = Qs + r * d, *gr = dOs + r * d, *kr = Ks + lane * ld, *vr = Vs + lane * ld;
+            float s = 0, dp = 0;
+            for (int e = 0; e < d; e++) s += qr[e] * kr[e], dp += gr[e] * vr[e];
+            s = s * scale + kbj;
+            if (causal && j > i) s = -INFINITY;
+            float p = expf(s - ls[rr]), ds = p * (dp - Dr[rr]);
+            for (int jj = 0; jj < Lk; jj++) {
+                float dsj = __shfl_sync(0xffffffffu, ds, jj);
+                const float *kj = Ks + jj * ld;
+#pragma unroll
+                for (int t = 0; t < DT; t++) {
+                    int e = lane + 32 * t;
+                    if (e < d) acc[rr][t] += dsj * kj[e];
+                }
+            }
+        }
+    }
+#pragma unroll
+    for (int rr = 0; rr < AT_RPW; rr++) {
+        int r = w * AT_RPW + rr;
+        if (r >= Lq) continue;
+        size_t row = (size_t)bh * N + i0 + r;
+#pragma unroll
+        for (int t = 0; t < DT; t++) {
+            int e = lane + 32 * t;
+            if (e < d) dq[row * d + e] += scale * acc[rr][t];
+        }
+    }
+}
+
+/* dK, dV: per (bh, key tile of AT_Q keys); warps own keys, lanes index the streamed
+ * queries. shared: K [AT_Q][d], V [AT_Q][d], Q, dO [AT_K][d+1], lse, D [AT_K] */
+template <int DT>
+__global__ void __launch_bounds__(AT_WARPS * 32) k_attn_bwd_dkv(float *dk, float *dv, const float *dout,
+                                                                 const float *lse, const float *Drow, const float *q,
+                                                                 const float *k, const float *v, const float *kbias,
+                                                                 int H, int N, int d, int causal, float scale) {
+    extern __shared__ float sm[];
+    float *Ksh = sm, *Vsh = Ksh + AT_Q * d, *Qs = Vsh + AT_Q * d, *dOs = Qs + AT_K * (d + 1);
+    float *lss = dOs + AT_K * (d + 1), *Ds = lss + AT_K;
+    int bh = blockIdx.y, b = bh / H, j0 = blockIdx.x * AT_Q, Lk = min(AT_Q, N - j0);
+    int w = threadIdx.x >> 5, lane = threadIdx.x & 31, ld = d + 1;
+    size_t base = (size_t)bh * N * d;
+    for (int i = threadIdx.x; i < AT_Q * d; i += blockDim.x) {
+        int r = i / d;
+        Ksh[i] = r < Lk ? k[base + (size_t)j0 * d + i] : 0.f;
+        Vsh[i] = r < Lk ? v[base + (size_t)j0 * d + i] : 0.f;
+    }
+    float adk[AT_RPW][DT], adv[AT_RPW][DT], kbr[AT_RPW];
+#pragma unroll
+    for (int rr = 0; rr < AT_RPW; rr++) {
+        int r = w * AT_RPW + rr;
+        kbr[rr] = r < Lk ? (kbias ? kbias[(size_t)b * N + j0 + r] : 0.f) : -INFINITY;
+#pragma unroll
+        for (int t = 0; t < DT; t++) adk[rr][t] = 0, adv[rr][t] = 0;
+    }
+    /* causal: query rows i >= j0 only (earlier rows see none of these keys) */
+    for (int q0 = causal ? j0 : 0; q0 < N; q0 += AT_K) {
+        int Lq = min(AT_K, N - q0);
+        __syncthreads();
+        load_tile(Qs, ld, q + base, q0, Lq, d);
+        load_tile(dOs, ld, dout + base, q0, Lq, d);
+        if (threadIdx.x < AT_K) {
+            int r = threadIdx.x;
+            lss[r] = r < Lq ? lse[(size_t)bh * N + q0 + r] : -INFINITY;
+            Ds[r] = r < Lq ? Drow[(size_t)bh * N + q0 + r] : 0.f;
+        }
+        __syncthreads();
+        int i = q0 + lane;
+        float li = lss[lane], Di = Ds[lane];
+#pragma unroll
+        for (int rr = 0; rr < AT_RPW; rr++) {
+            int r = w * AT_RPW + rr, j = j0 + r;
+            if (r >= Lk || kbr[rr] == -INFINITY) continue; /* warp-uniform: a hidden key gets no gradient */
+            const float *kr = Ksh + r * d, *vr = Vsh + r * d, *qi = Qs + lane * ld, *gi = dOs + lane * ld;
+            float s = 0, dp = 0;
+            for (int e = 0; e < d; e++) s += qi[e] * kr[e], dp += gi[e] * vr[e];
+            s = s * scale + kbr[rr];
+            float p = (lane < Lq && li != -INFINITY && !(causal && j > i)) ? expf(s - li) : 0.f;
+            float ds = p * (dp - Di);
+            for (int ii = 0; ii < Lq; ii++) {
+                float pi = __shfl_sync(0xffffffffu, p, ii), dsi = __shfl_sync(0xffffffffu, ds, ii);
+                const float *qrow = Qs + ii * ld, *grow = dOs + ii * ld;
+#pragma unroll
+                for (int t = 0; t < DT; t++) {
+                    int e = lane + 32 * t;
+                    if (e < d) adv[rr][t] += pi * grow[e], adk[rr][t] += dsi * qrow[e];
+                }
+            }
+        }
+    }
+#pragma unroll
+    for (int rr = 0; rr < AT_RPW; rr++) {
+        int r = w * AT_RPW + rr;
+        if (r >= Lk) continue;
+        size_t row = (size_t)bh * N + j0 + r;
+#pragma unroll
+        for (int t = 0; t < DT; t++) {
+            int e = lane + 32 * t;
+            if (e < d) dv[row * d + e] += adv[rr][t], dk[row * d + e] += scale * adk[rr][t];
+        }
+    }
+}
+
+/* ---------------------------------------------------------------- launch */
+static size_t shm_fwd(int d) { return ((size_t)AT_Q * d + 2 * (size_t)AT_K * (d + 1)) * sizeof(float); }
+static size_t shm_dq(int d) { return (2 * (size_t)AT_Q * d + 2 * (size_t)AT_K * (d + 1)) * sizeof(float); }
+static size_t shm_dkv(int d) { return (2 * (size_t)AT_Q * d + 2 * (size_t)AT_K * (d + 1) + 2 * AT_K) * sizeof(float); }
+
+/* kernels needing more than the default 48 KiB of shared memory must opt in (once) */
+template <class K> static void allow_shm(K kern, size_t bytes) {
+    if (bytes > 48 * 1024) CUDA_CHECK(cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)bytes));
+}
+
+template <int DT>
+static void fwd_t(real *out, real *lse, const real *q, const real *k, const real *v, const real *kbias, int BH, int H,
+                  int N, int d, int causal, real scale) {
+    size_t shm = shm_fwd(d);
+    allow_shm(k_attn_fwd<DT>, shm);
+    k_attn_fwd<DT><<<dim3((N + AT_Q - 1) / AT_Q, BH), AT_WARPS * 32, shm>>>(out, lse, q, k, v, kbias, H, N, d, causal,
+                                                                            scale);
+    KERNEL_CHECK("k_attn_fwd");
+}
+
+template <int DT>
+static void bwd_t(real *dq, real *dk, real *dv, const real *dout, const real *lse, const real *D, const real *q,
+                  const real *k, const real *v, const real *kbias, int BH, int H, int N, int d, int causal,
+                  real scale) {
+    size_t s1 = shm_dq(d), s2 = shm_dkv(d);
+    allow_shm(k_attn_bwd_dq<DT>, s1);
+    allow_shm(k_attn_bwd_dkv<DT>, s2);
+    dim3 grid((N + AT_Q - 1) / AT_Q, BH);
+    k_attn_bwd_dq<DT><<<grid, AT_WARPS * 32, s1>>>(dq, dout, lse, D, q, k, v, kbias, H, N, d, causal, scale);
+    KERNEL_CHECK("k_attn_bwd_dq");
+    k_attn_bwd_dkv<DT><<<grid, AT_WARPS * 32, s2>>>(dk, dv, dout, lse, D, q, k, v, kbias, H, N, d, causal, scale);
+    KERNEL_CHECK("k_attn_bwd_dkv");
+}
+
+void cuda_attn_forward(real *out, real *lse, const real *q, const real *k, const real *v, const real *kbias, int B,
+                       int H, int N, int d, int causal, real scale) {
+    int BH = B * H;
+    if (BH <= 0 || N <= 0 || d <= 0) return;
+    at_check(d);
+    int dt = (d + 31) / 32;
+    if (dt <= 1) fwd_t<1>(out, lse, q, k, v, kbias, BH, H, N, d, causal, scale);
+    else if (dt <= 2) fwd_t<2>(out, lse, q, k, v, kbias, BH, H, N, d, causal, scale);
+    else if (dt <= 4) fwd_t<4>(out, lse, q, k, v, kbias, BH, H, N, d, causal, scale);
+    else fwd_t<8>(out, lse, q, k, v, kbias, BH, H, N, d, causal, scale);
+}
+
+void cuda_attn_backward(real *dq, real *dk, real *dv, const real *dout, const real *out, const real *lse,
+                        const real *q, const real *k, const real *v, const real *kbias, int B, int H, int N, int d,
+                        int causal, real scale) {
+    int BH = B * H;
+    if (BH <= 0 || N <= 0 || d <= 0) return;
+    at_check(d);
+    size_t R = (size_t)BH * N;
+    float *D = ws_f(WS_ATT_D, R);
+    k_attn_drow<<<(unsigned)((R + 7) / 8), 256>>>(D, dout, out, R, d);
+    KERNEL_CHECK("k_attn_drow");
+    int dt = (d + 31) / 32;
+    if (dt <= 1) bwd_t<1>(dq, dk, dv, dout, lse, D, q, k, v, kbias, BH, H, N, d, causal, scale);
+    else if (dt <= 2) bwd_t<2>(dq, dk, dv, dout, lse, D, q, k, v, kbias, BH, H, N, d, causal, scale);
+    else if (dt <= 4) bwd_t<4>(dq, dk, dv, dout, lse, D, q, k, v, kbias, BH, H, N, d, causal, scale);
+    else bwd_t<8>(dq, dk, dv, dout, lse, D, q, k, v, kbias, BH, H, N, d, causal, scale);
+}

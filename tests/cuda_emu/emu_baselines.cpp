@@ -1,0 +1,149 @@
+/* emu_baselines.cpp: the baseline ops' CUDA kernels (src/ops/cuda/cuda_{baselines,mamba,
+ * sdpa}.cu, rewritten by launch2call.py and run under the CPU emulation of
+ * ops/cuda/cuda_common.cuh in this folder) against their CPU twins (build/libgma.a):
+ * elementwise maps, maxval, FAVOR+, causal conv1d, selective scan (register, S > 32 and
+ * local-memory variants, ragged chunks) and tiled attention (causal and bidirectional,
+ * padded keys with fully hidden rows, head widths 16 ... 256). Relative L2 error bound
+ * 1e-4 per tensor. Run by scripts/cuda_emu_check.sh. */
+#include "ops/cuda/cuda_common.cuh"
+extern "C" {
+#include "ops/cpu/cpu.h"
+}
+#include <random>
+thread_local uint3e threadIdx, blockIdx;
+thread_local dim3 blockDim, gridDim;
+EmuBlock *g_blk;
+void cuda_fail(const char *file, int line, const char *call, const char *msg) { fprintf(stderr, "FAIL %s:%d %s %s\n", file, line, call, msg); exit(1); }
+static void *g_ws[16]; static size_t g_cap[16];
+void *cuda_ws(int slot, size_t bytes) { if (bytes > g_cap[slot]) { free(g_ws[slot]); g_ws[slot] = calloc(1, bytes + 64); g_cap[slot] = bytes; } return g_ws[slot]; }
+void cuda_gemm(float *C, const float *A, const float *B, int M, int N, int K, int ta, int tb, float alpha, float beta) {
+    for (int i = 0; i < M; i++) for (int j = 0; j < N; j++) { double s = 0;
+        for (int k = 0; k < K; k++) s += (double)(ta ? A[k * M + i] : A[i * K + k]) * (tb ? B[j * K + k] : B[k * N + j]);
+        C[i * N + j] = (float)(alpha * s + (beta == 0 ? 0 : beta * C[i * N + j])); }
+}
+void cuda_gemm_strided(float *C, const float *A, const float *B, int M, int N, int K, int ta, int tb, float alpha, float beta, int batch, long long sA, long long sB, long long sC) {
+    for (int b = 0; b < batch; b++) cuda_gemm(C + b * sC, A + b * sA, B + b * sB, M, N, K, ta, tb, alpha, beta);
+}
+void cuda_elu1_forward(real *out, const real *x, size_t n); void cuda_elu1_backward(real *dx, const real *dout, const real *x, size_t n);
+void cuda_silu_forward(real *out, const real *x, size_t n); void cuda_silu_backward(real *dx, const real *dout, const real *x, size_t n);
+void cuda_softplus_forward(real *out, const real *x, size_t n); void cuda_softplus_backward(real *dx, const real *dout, const real *x, size_t n);
+void cuda_gate_silu_forward(real *out, const real *y, const real *z, size_t n);
+void cuda_gate_silu_backward(real *dy, real *dz, const real *dout, const real *y, const real *z, size_t n);
+double cuda_maxval(const real *x, size_t n);
+void cuda_favor_logits_forward(real *e, const real *x, const real *omega, int B, int H, int N, int d, int m);
+void cuda_favor_logits_backward(real *dx, const real *de, const real *x, const real *omega, int B, int H, int N, int d, int m);
+void cuda_favor_exp_forward(real *phi, real *rowmax, const real *e, int R, int m, real c, real scale);
+void cuda_favor_exp_backward(real *de, const real *dphi, const real *phi, const real *rowmax, int R, int m);
+void cuda_attn_forward(real *out, real *lse, const real *q, const real *k, const real *v, const real *kbias, int B, int H, int N, int d, int causal, real scale);
+void cuda_attn_backward(real *dq, real *dk, real *dv, const real *dout, const real *out, const real *lse, const real *q, const real *k, const real *v, const real *kbias, int B, int H, int N, int d, int causal, real scale);
+void cuda_conv1d_causal_forward(real *out, const real *x, const real *w, const real *b, int B, int N, int C, int K);
+void cuda_conv1d_causal_backward(real *dx, real *dw, real *db, const real *dout, const real *x, const real *w, int B, int N, int C, int K);
+void cuda_scan_forward(real *y, real *hck, const real *u, const real *dt, const real *Bm, const real *Cm, const real *A_log, const real *Dskip, int B, int N, int E, int S, int chunk);
+void cuda_scan_backward(real *du, real *ddt, real *dBm, real *dCm, real *dA_log, real *dDskip, const real *dy, const real *hck, const real *u, const real *dt, const real *Bm, const real *Cm, const real *A_log, const real *Dskip, int B, int N, int E, int S, int chunk);
+
+static std::mt19937 rng(1);
+typedef std::vector<float> V;
+static V rnd(size_t n, float a = 1, float off = 0) { std::uniform_real_distribution<float> u(-a, a); V v(n); for (auto &x : v) x = u(rng) + off; return v; }
+static int nfail = 0;
+static void cmp(const char *name, const V &a, const V &b, double tol = 1e-4) {
+    double num = 0, den = 0, mx = 0;
+    for (size_t i = 0; i < a.size(); i++) {
+        if (std::isinf(a[i]) && std::isinf(b[i]) && (a[i] > 0) == (b[i] > 0)) continue;
+        double d = (double)a[i] - b[i]; num += d * d; den += (double)b[i] * b[i]; mx = fmax(mx, fabs(d)); }
+    double rel = sqrt(num / (den > 0 ? den : 1));
+    bool ok = rel < tol && std::isfinite(rel);
+    if (!ok) nfail++;
+    printf("%-40s rel %.2e maxabs %.2e %s\n", name, rel, mx, ok ? "ok" : "FAIL");
+}
+#define BOTH(name, call_cpu, call_cuda) do { call_cpu; call_cuda; } while (0)
+
+static void t_elem() {
+    size_t n = 1000; V x = rnd(n, 5), z = rnd(n, 5), g = rnd(n);
+    V a(n), b(n);
+    cpu_elu1_forward(a.data(), x.data(), n); cuda_elu1_forward(b.data(), x.data(), n); cmp("elu1 fwd", b, a);
+    a = rnd(n); b = a; cpu_elu1_backward(a.data(), g.data(), x.data(), n); cuda_elu1_backward(b.data(), g.data(), x.data(), n); cmp("elu1 bwd", b, a);
+    cpu_silu_forward(a.data(), x.data(), n); cuda_silu_forward(b.data(), x.data(), n); cmp("silu fwd", b, a);
+    a = rnd(n); b = a; cpu_silu_backward(a.data(), g.data(), x.data(), n); cuda_silu_backward(b.data(), g.data(), x.data(), n); cmp("silu bwd", b, a);
+    V xs = rnd(n, 30); cpu_softplus_forward(a.data(), xs.data(), n); cuda_softplus_forward(b.data(), xs.data(), n); cmp("softplus fwd", b, a);
+    a = rnd(n); b = a; cpu_softplus_backward(a.data(), g.data(), xs.data(), n); cuda_softplus_backward(b.data(), g.data(), xs.data(), n); cmp("softplus bwd", b, a);
+    cpu_gate_silu_forward(a.data(), x.data(), z.data(), n); cuda_gate_silu_forward(b.data(), x.data(), z.data(), n); cmp("gate fwd", b, a);
+    V a2 = rnd(n), b2 = a2; a = rnd(n); b = a;
+    cpu_gate_silu_backward(a.data(), a2.data(), g.data(), x.data(), z.data(), n); cuda_gate_silu_backward(b.data(), b2.data(), g.data(), x.data(), z.data(), n);
+    cmp("gate bwd dy", b, a); cmp("gate bwd dz", b2, a2);
+    V big = rnd(100000, 3); big[77777] = 9.5f;
+    double m1 = cpu_maxval(big.data(), big.size()), m2 = cuda_maxval(big.data(), big.size());
+    printf("maxval %g %g %s\n", m1, m2, m1 == m2 ? "ok" : "FAIL"); if (m1 != m2) nfail++;
+}
+static void t_favor(int B, int H, int N, int d, int m) {
+    V x = rnd((size_t)B * H * N * d), om = rnd((size_t)H * m * d, 1.5f);
+    V e1((size_t)B * H * N * m), e2 = e1;
+    cpu_favor_logits_forward(e1.data(), x.data(), om.data(), B, H, N, d, m);
+    cuda_favor_logits_forward(e2.data(), x.data(), om.data(), B, H, N, d, m); cmp("favor_logits fwd", e2, e1);
+    V de = rnd(e1.size()), dx1 = rnd(x.size()), dx2 = dx1;
+    cpu_favor_logits_backward(dx1.data(), de.data(), x.data(), om.data(), B, H, N, d, m);
+    cuda_favor_logits_backward(dx2.data(), de.data(), x.data(), om.data(), B, H, N, d, m); cmp("favor_logits bwd", dx2, dx1);
+    int R = B * H * N; e1[5] = e1[7] = 10; // a tie: first index wins
+    for (int withmax = 0; withmax < 2; withmax++) {
+        V p1(e1.size()), p2(e1.size()), rm1(R), rm2(R);
+        cpu_favor_exp_forward(p1.data(), withmax ? rm1.data() : NULL, e1.data(), R, m, 0.3f, 0.7f);
+        cuda_favor_exp_forward(p2.data(), withmax ? rm2.data() : NULL, e1.data(), R, m, 0.3f, 0.7f);
+        cmp(withmax ? "favor_exp fwd rowmax" : "favor_exp fwd", p2, p1);
+        if (withmax) cmp("favor_exp argmax", rm2, rm1, 1e-12);
+        V dp = rnd(p1.size()), d1 = rnd(p1.size()), d2 = d1;
+        cpu_favor_exp_backward(d1.data(), dp.data(), p1.data(), withmax ? rm1.data() : NULL, R, m);
+        cuda_favor_exp_backward(d2.data(), dp.data(), p1.data(), withmax ? rm1.data() : NULL, R, m);
+        cmp("favor_exp bwd", d2, d1);
+    }
+}
+static void t_conv(int B, int N, int C, int K) {
+    V x = rnd((size_t)B * N * C), w = rnd((size_t)C * K), b = rnd(C), o1(x.size()), o2(x.size());
+    cpu_conv1d_causal_forward(o1.data(), x.data(), w.data(), b.data(), B, N, C, K);
+    cuda_conv1d_causal_forward(o2.data(), x.data(), w.data(), b.data(), B, N, C, K); cmp("conv fwd", o2, o1);
+    V g = rnd(x.size()), dx1 = rnd(x.size()), dx2 = dx1, dw1 = rnd(w.size()), dw2 = dw1, db1 = rnd(C), db2 = db1;
+    cpu_conv1d_causal_backward(dx1.data(), dw1.data(), db1.data(), g.data(), x.data(), w.data(), B, N, C, K);
+    cuda_conv1d_causal_backward(dx2.data(), dw2.data(), db2.data(), g.data(), x.data(), w.data(), B, N, C, K);
+    cmp("conv dx", dx2, dx1); cmp("conv dw", dw2, dw1); cmp("conv db", db2, db1);
+}
+static void t_scan(int B, int N, int E, int S, int chunk) {
+    printf("scan B%d N%d E%d S%d chunk%d\n", B, N, E, S, chunk);
+    V u = rnd((size_t)B * N * E), dt = rnd(u.size(), 0.2f, 0.25f), Bm = rnd((size_t)B * N * S), Cm = rnd(Bm.size());
+    V Al = rnd((size_t)E * S, 1, 0.5f), D = rnd(E);
+    int nck = (N + chunk - 1) / chunk;
+    V y1(u.size()), y2(u.size()), h1((size_t)B * nck * E * S), h2(h1.size());
+    cpu_scan_forward(y1.data(), h1.data(), u.data(), dt.data(), Bm.data(), Cm.data(), Al.data(), D.data(), B, N, E, S, chunk);
+    cuda_scan_forward(y2.data(), h2.data(), u.data(), dt.data(), Bm.data(), Cm.data(), Al.data(), D.data(), B, N, E, S, chunk);
+    cmp("scan y", y2, y1); cmp("scan hck", h2, h1);
+    V dy = rnd(u.size()), du1 = rnd(u.size()), du2 = du1, ddt1 = rnd(u.size()), ddt2 = ddt1, dB1 = rnd(Bm.size()), dB2 = dB1,
+      dC1 = rnd(Bm.size()), dC2 = dC1, dA1 = rnd(Al.size()), dA2 = dA1, dD1 = rnd(E), dD2 = dD1;
+    cpu_scan_backward(du1.data(), ddt1.data(), dB1.data(), dC1.data(), dA1.data(), dD1.data(), dy.data(), h1.data(), u.data(), dt.data(), Bm.data(), Cm.data(), Al.data(), D.data(), B, N, E, S, chunk);
+    cuda_scan_backward(du2.data(), ddt2.data(), dB2.data(), dC2.data(), dA2.data(), dD2.data(), dy.data(), h1.data(), u.data(), dt.data(), Bm.data(), Cm.data(), Al.data(), D.data(), B, N, E, S, chunk);
+    cmp("scan du", du2, du1); cmp("scan ddt", ddt2, ddt1); cmp("scan dBm", dB2, dB1); cmp("scan dCm", dC2, dC1); cmp("scan dA_log", dA2, dA1); cmp("scan dD", dD2, dD1);
+}
+static void t_attn(int B, int H, int N, int d, int causal, int pad) {
+    printf("attn B%d H%d N%d d%d causal%d pad%d\n", B, H, N, d, causal, pad);
+    size_t n = (size_t)B * H * N * d; V q = rnd(n, 2), k = rnd(n, 2), v = rnd(n);
+    V kb((size_t)B * N, 0.f);
+    if (pad) for (int b = 0; b < B; b++) for (int j = 0; j < N; j++) if (j % 5 == 3 || (b == 1 && j < 40)) kb[b * N + j] = -INFINITY;
+    float sc = 1 / sqrtf((float)d);
+    V o1(n), o2(n), l1((size_t)B * H * N), l2(l1.size());
+    cpu_attn_forward(o1.data(), l1.data(), q.data(), k.data(), v.data(), pad ? kb.data() : NULL, B, H, N, d, causal, sc);
+    cuda_attn_forward(o2.data(), l2.data(), q.data(), k.data(), v.data(), pad ? kb.data() : NULL, B, H, N, d, causal, sc);
+    cmp("attn out", o2, o1); cmp("attn lse", l2, l1);
+    V g = rnd(n), dq1 = rnd(n), dq2 = dq1, dk1 = rnd(n), dk2 = dk1, dv1 = rnd(n), dv2 = dv1;
+    cpu_attn_backward(dq1.data(), dk1.data(), dv1.data(), g.data(), o1.data(), l1.data(), q.data(), k.data(), v.data(), pad ? kb.data() : NULL, B, H, N, d, causal, sc);
+    cuda_attn_backward(dq2.data(), dk2.data(), dv2.data(), g.data(), o1.data(), l1.data(), q.data(), k.data(), v.data(), pad ? kb.data() : NULL, B, H, N, d, causal, sc);
+    cmp("attn dq", dq2, dq1); cmp("attn dk", dk2, dk1); cmp("attn dv", dv2, dv1);
+}
+int main(int argc, char **argv) {
+    const char *w = argc > 1 ? argv[1] : "all";
+    if (!strcmp(w, "all") || !strcmp(w, "elem")) t_elem();
+    if (!strcmp(w, "all") || !strcmp(w, "favor")) { t_favor(2, 3, 37, 16, 20); t_favor(1, 2, 10, 8, 45); }
+    if (!strcmp(w, "all") || !strcmp(w, "conv")) { t_conv(2, 300, 40, 4); t_conv(1, 5, 3, 7); }
+    if (!strcmp(w, "all") || !strcmp(w, "scan")) { t_scan(2, 70, 40, 16, 16); t_scan(2, 30, 20, 5, 7); t_scan(1, 20, 10, 48, 64); t_scan(1, 9, 9, 200, 4); }
+    if (!strcmp(w, "all") || !strcmp(w, "attn")) {
+        t_attn(2, 2, 70, 16, 1, 0); t_attn(2, 2, 70, 16, 0, 0); t_attn(2, 1, 100, 40, 1, 1); t_attn(2, 1, 100, 40, 0, 1);
+        t_attn(1, 1, 33, 64, 1, 0); t_attn(1, 1, 40, 130, 0, 0); t_attn(1, 1, 20, 256, 1, 0);
+    }
+    printf("%d failures\n", nfail);
+    return nfail != 0;
+}
