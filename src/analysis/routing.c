@@ -266,6 +266,21 @@ char *ra_json(const RouteAnalysis *ra, const int *layer_index, const char *const
     return s;
 }
 
+/* A token's text for the report: control bytes, and bytes of a token that is not valid
+ * UTF-8 on its own (a piece of a multi-byte character), as \xNN. */
+static void print_token(FILE *f, const char *t) {
+    int valid = 1;
+    for (const unsigned char *c = (const unsigned char *)t; *c && valid;) {
+        int n = *c < 0x80 ? 0 : (*c & 0xe0) == 0xc0 ? 1 : (*c & 0xf0) == 0xe0 ? 2 : (*c & 0xf8) == 0xf0 ? 3 : -1;
+        if (n < 0) valid = 0;
+        c++;
+        for (int k = 0; k < n && valid; k++, c++) valid = (*c & 0xc0) == 0x80;
+    }
+    for (const unsigned char *c = (const unsigned char *)t; *c; c++)
+        if (*c < 0x20 || (*c >= 0x80 && !valid)) fprintf(f, "\\x%02x", *c);
+        else fputc(*c, f);
+}
+
 void ra_report(const RouteAnalysis *ra, const int *layer_index, const char *const *tok_text, FILE *f) {
     double pu, pe, pn;
     ra_pooled(ra, &pu, &pe, &pn);
@@ -306,9 +321,7 @@ void ra_report(const RouteAnalysis *ra, const int *layer_index, const char *cons
             for (int i = 0; i < nt; i++) {
                 if (tok_text && tok_text[tp[i].tok]) {
                     fprintf(f, " \"");
-                    for (const char *c = tok_text[tp[i].tok]; *c; c++)
-                        if ((unsigned char)*c < 0x20) fprintf(f, "\\x%02x", (unsigned char)*c);
-                        else fputc(*c, f);
+                    print_token(f, tok_text[tp[i].tok]);
                     fprintf(f, "\"(%ld)", tp[i].count);
                 }
                 else fprintf(f, " #%d(%ld)", tp[i].tok, tp[i].count);
