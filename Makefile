@@ -6,6 +6,7 @@
 #   make bench      build and run bin/gmabench (tables to stdout, JSON to runs/bench.json)
 #   make cuda       the same binaries with the CUDA backend (nvcc + cuBLAS)
 #   make deps       install the Debian packages (scripts/setup.sh)
+#   make install    copy bin/* to $(PREFIX)/bin (PREFIX=/usr/local, DESTDIR honoured)
 #
 # Sources are found by wildcard: every src/**/*.c except src/cli/ and src/ops/cuda/
 # goes into the library (compiled twice: float32 build/f32, float64 build/f64 for
@@ -62,7 +63,7 @@ NVCCFLAGS ?= -O3 -lineinfo -std=c++17 -Xcompiler -fPIC,-Wall,-Wextra,-Wno-unused
 NVCCFLAGS += $(CUDA_ARCH) -Isrc -MMD -MP
 CUDA_LIBDIR := $(firstword $(wildcard $(CUDA_HOME)/lib64 $(CUDA_HOME)/lib $(CUDA_HOME)/targets/x86_64-linux/lib))
 
-.PHONY: all test quickstart bench deps cuda clean probe check-deps
+.PHONY: all test quickstart bench deps cuda clean probe check-deps install
 all: check-deps $(BINS) build/libgma.a
 
 check-deps:
@@ -156,6 +157,11 @@ bin/cuda/%: src/cli/%.c build/libgma-cuda.a
 cuda-bins: $(patsubst src/cli/%.c,bin/cuda/%,$(CLI_SRC)) build/libgma-cuda.a
 	@for b in $(patsubst src/cli/%.c,bin/cuda/%,$(CLI_SRC)); do cp $$b bin/; done; echo "CUDA binaries installed in bin/ (and bin/cuda/)"
 endif
+
+PREFIX ?= /usr/local
+install: all
+	install -d $(DESTDIR)$(PREFIX)/bin
+	install -m 755 $(BINS) $(DESTDIR)$(PREFIX)/bin/
 
 clean:
 	rm -rf build bin
