@@ -7,6 +7,8 @@
 #   make cuda       the same binaries with the CUDA backend (nvcc + cuBLAS)
 #   make deps       install the Debian packages (scripts/setup.sh)
 #   make install    copy bin/* to $(PREFIX)/bin (PREFIX=/usr/local, DESTDIR honoured)
+#   make asan       clean, then build and test with AddressSanitizer + UBSan (-O1); leak checks
+#                   off (libgomp's are not ours); run `make clean` before the next normal build
 #
 # Sources are found by wildcard: every src/**/*.c except src/cli/ and src/ops/cuda/
 # goes into the library (compiled twice: float32 build/f32, float64 build/f64 for
@@ -63,7 +65,7 @@ NVCCFLAGS ?= -O3 -lineinfo -std=c++17 -Xcompiler -fPIC,-Wall,-Wextra,-Wno-unused
 NVCCFLAGS += $(CUDA_ARCH) -Isrc -MMD -MP
 CUDA_LIBDIR := $(firstword $(wildcard $(CUDA_HOME)/lib64 $(CUDA_HOME)/lib $(CUDA_HOME)/targets/x86_64-linux/lib))
 
-.PHONY: all test quickstart bench deps cuda clean probe check-deps install
+.PHONY: all test quickstart bench deps cuda clean probe check-deps install asan
 all: check-deps $(BINS) build/libgma.a
 
 check-deps:
@@ -120,6 +122,11 @@ test: check-deps $(BINS) $(TESTS)
 
 quickstart: check-deps $(BINS)
 	scripts/quickstart.sh
+
+asan:
+	$(MAKE) clean
+	ASAN_OPTIONS=detect_leaks=0 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+	  $(MAKE) OPT="-O1 -fsanitize=address,undefined -fno-omit-frame-pointer" test
 
 bench: check-deps bin/gmabench
 	bin/gmabench all --json runs/bench.json

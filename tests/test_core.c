@@ -63,6 +63,9 @@ START_TEST(test_config_set_and_roundtrip) {
     ck_assert_int_ne(cfg_set(&c, "nope=1"), 0);
     ck_assert_str_eq(gma_error(), "--set: unknown key nope");
     ck_assert_int_ne(cfg_set(&c, "train.lr"), 0);
+    ck_assert_int_ne(cfg_set(&c, "train.lr=nan"), 0); /* NaN passed the range check */
+    ck_assert_ptr_nonnull(strstr(gma_error(), "out of range"));
+    ck_assert(c.train.lr == 0.01);
     char *js = cfg_to_json(&c);
     ck_assert_int_eq(load_text(&d, js), 0);
     free(js);
@@ -107,6 +110,42 @@ START_TEST(test_safetensors_roundtrip) {
 }
 END_TEST
 
+/* a safetensors file with the given JSON header and n zero data bytes */
+static const char *raw_st(const char *header, size_t n) {
+    const char *path = tu_path("raw.safetensors");
+    FILE *o = fopen(path, "wb");
+    uint64_t hl = strlen(header);
+    for (int i = 0; i < 8; i++) fputc((int)(hl >> (8 * i)) & 0xff, o);
+    fwrite(header, 1, hl, o);
+    for (size_t i = 0; i < n; i++) fputc(0, o);
+    fclose(o);
+    return path;
+}
+
+/* hostile headers are refused with one line, no overflow, no crash (found under ASan/UBSan) */
+START_TEST(test_safetensors_hostile) {
+    static const struct { const char *header, *msg; } cases[] = {
+        {"{\"__metadata__\": [\"a\"], \"x\": {\"dtype\": \"F32\", \"shape\": [2], \"data_offsets\": [0, 8]}}", "not an object"},
+        {"{\"__metadata__\": {\"a\": \"b\"}, \"__metadata__\": {\"c\": \"d\", \"e\": \"f\"}}", "given twice"},
+        {"{\"x\": {\"dtype\": \"F32\", \"shape\": [4611686018427387904], \"data_offsets\": [0, 0]}}", "bad shape"},
+        {"{\"x\": {\"dtype\": \"F32\", \"shape\": [4294967296, 4294967296], \"data_offsets\": [0, 0]}}", "bad shape"},
+        {"{\"x\": {\"dtype\": \"F32\", \"shape\": [1e300], \"data_offsets\": [0, 8]}}", "bad shape"},
+        {"{\"x\": {\"dtype\": \"F32\", \"shape\": [0.5], \"data_offsets\": [0, 8]}}", "bad shape"},
+        {"{\"x\": {\"dtype\": \"F32\", \"shape\": [2], \"data_offsets\": [\"0\", \"8\"]}}", "data_offsets"},
+        {"{\"x\": {\"dtype\": \"F16\", \"shape\": [2], \"data_offsets\": [0, 8]}}", "dtype F16"},
+        {"{\"x\\ny\": {\"dtype\": \"F32\", \"shape\": [2], \"data_offsets\": [0, 8]}}", "control character"},
+    };
+    StFile f;
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        ck_assert_msg(st_open(&f, raw_st(cases[i].header, 8)) != 0, "case %zu accepted", i);
+        ck_assert_msg(strstr(gma_error(), cases[i].msg) && !strchr(gma_error(), '\n'), "case %zu: %s", i, gma_error());
+    }
+    ck_assert_msg(st_open(&f, raw_st("{\"x\": {\"dtype\": \"F32\", \"shape\": [2], \"data_offsets\": [0, 8]}}", 8)) == 0, "%s",
+                  gma_error());
+    st_close(&f);
+}
+END_TEST
+
 START_TEST(test_shard) {
     uint32_t tok[5] = {1, 2, 3, 4, 0};
     const char *p = tu_path("s.bin");
@@ -133,6 +172,17 @@ START_TEST(test_shard) {
     tu_write(tu_path("foreign.bin"), "this is not a shard at all, it is text....");
     ck_assert_int_ne(shard_open(&s, tu_path("foreign.bin"), 1), 0);
     ck_assert_ptr_nonnull(strstr(gma_error(), "bad magic at offset 0"));
+    /* a token count whose byte size wraps around 2^64 to the header alone */
+    for (int width = 2; width <= 4; width += 2) {
+        uint8_t h[32] = "GMATOKS";
+        h[8] = 1, h[12] = (uint8_t)width, h[24] = 10;
+        h[23] = width == 2 ? 0x80 : 0x40; /* 2^63 x 2 or 2^62 x 4 bytes = 0 mod 2^64 */
+        o = fopen(tu_path("wrap.bin"), "wb");
+        fwrite(h, 1, 32, o);
+        fclose(o);
+        ck_assert_int_ne(shard_open(&s, tu_path("wrap.bin"), 1), 0);
+        ck_assert_msg(strstr(gma_error(), "offset 16"), "%s", gma_error());
+    }
     free(bytes);
 }
 END_TEST
@@ -233,6 +283,7 @@ Suite *make_suite(void) {
     tcase_add_test(tc, test_config_errors);
     tcase_add_test(tc, test_config_set_and_roundtrip);
     tcase_add_test(tc, test_safetensors_roundtrip);
+    tcase_add_test(tc, test_safetensors_hostile);
     tcase_add_test(tc, test_shard);
     tcase_add_test(tc, test_recall);
     tcase_add_test(tc, test_eval_windows);

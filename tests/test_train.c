@@ -97,6 +97,36 @@ START_TEST(test_checkpoint_mismatch) {
     ck_assert_int_eq(run("./bin/gmaeval --checkpoint %s --data test --seq-len 500", tu_path("a")), 2);
     ck_assert_ptr_nonnull(strstr(g_out, "longer than the model's max_seq_len"));
     ck_assert_int_ne(run("./bin/gmaeval --checkpoint %s/nothing --data test", tu_path("a")), 0);
+    /* options out of range: one line, exit 2 */
+    ck_assert_int_eq(run("./bin/gmaeval --checkpoint %s --data test --stride 25", tu_path("a")), 2);
+    ck_assert_msg(strstr(g_out, "--stride 25 is larger than the window length 24"), "%s", g_out);
+    ck_assert_int_eq(run("./bin/gmaeval --checkpoint %s --data test --batch 99999999999", tu_path("a")), 2);
+    ck_assert_msg(strstr(g_out, "--batch: \"99999999999\" is not an integer"), "%s", g_out);
+    ck_assert_int_eq(run("./bin/gmaeval --data test"), 2);
+    ck_assert_msg(strstr(g_out, "--checkpoint is required") && !strstr(g_out, "usage"), "%s", g_out);
+    /* a batch that cannot fit in memory: refused before allocating (was an abort) */
+    ck_assert_int_eq(run("./bin/gmaeval --checkpoint %s --data test --batch 2000000000", tu_path("a")), 2);
+    ck_assert_msg(strstr(g_out, "more than the") && strstr(g_out, "GiB of memory"), "%s", g_out);
+    /* a checkpoint holding a NaN weight is refused naming the tensor */
+    size_t len;
+    char ck[1100], *bytes;
+    snprintf(ck, sizeof ck, "%s/latest/model.safetensors", tu_path("a"));
+    bytes = gma_read_file(ck, &len);
+    ck_assert_ptr_nonnull(bytes);
+    StFile f;
+    ck_assert_int_eq(st_open(&f, ck), 0);
+    const StEntry *e = st_find(&f, "ln_f.weight");
+    size_t at = (size_t)((const char *)e->data - (const char *)f.map);
+    st_close(&f);
+    memcpy(bytes + at, "\x00\x00\xc0\x7f", 4); /* float NaN */
+    char nd[1100];
+    snprintf(nd, sizeof nd, "%s/nan", tu_tmpdir());
+    gma_mkdirs(nd);
+    snprintf(ck, sizeof ck, "%s/model.safetensors", nd);
+    ck_assert_int_eq(gma_write_file_atomic(ck, bytes, len), 0);
+    free(bytes);
+    ck_assert_int_eq(run("./bin/gmaeval --checkpoint %s --data test", nd), 2);
+    ck_assert_msg(strstr(g_out, "tensor ln_f.weight holds a non-finite value at element 0"), "%s", g_out);
 }
 END_TEST
 
@@ -113,6 +143,17 @@ START_TEST(test_bad_configs) {
     ck_assert_int_eq(run("./bin/gmatrain --config %s --set train.seq_len=9999 --out %s", tu_path("tiny.json"), tu_path("x")), 2);
     ck_assert_ptr_nonnull(strstr(g_out, "longer than model.max_seq_len"));
     ck_assert_int_eq(run("./bin/gmatrain --config %s --bogus", tu_path("tiny.json")), 2);
+    ck_assert_int_eq(run("./bin/gmatrain --config %s --threads 99999999999 --out %s", tu_path("tiny.json"), tu_path("x")), 2);
+    ck_assert_msg(strstr(g_out, "is not an integer in [0, 1024]"), "%s", g_out);
+    ck_assert_int_eq(run("./bin/gmatrain --config %s --set train.lr=nan --out %s", tu_path("tiny.json"), tu_path("x")), 2);
+    /* a configuration in range whose model cannot fit in memory: refused, not aborted */
+    ck_assert_int_eq(run("./bin/gmatrain --config %s --set model.d_model=65536 --set model.n_heads=1 --set train.batch_size=1000000 "
+                         "--out %s",
+                         tu_path("tiny.json"), tu_path("x")),
+                     2);
+    ck_assert_msg(strstr(g_out, "GiB of memory of this machine"), "%s", g_out);
+    ck_assert_int_eq(run("./bin/gmatrain"), 2);
+    ck_assert_msg(strstr(g_out, "is required") && !strstr(g_out, "usage"), "%s", g_out);
     ck_assert(!gma_path_exists(tu_path("x")));
     /* shards that are truncated */
     char dir[1024];

@@ -108,7 +108,8 @@ static void grow(RouteAnalysis *ra, long need) {
     long nc = ra->cap ? ra->cap : 4096;
     while (nc < need) nc *= 2;
     uint16_t *na = xcalloc((size_t)ra->L * ra->H * nc, sizeof(uint16_t));
-    for (long s = 0; s < (long)ra->L * ra->H; s++) memcpy(na + s * nc, ra->assign + s * ra->cap, sizeof(uint16_t) * ra->n);
+    if (ra->assign)
+        for (long s = 0; s < (long)ra->L * ra->H; s++) memcpy(na + s * nc, ra->assign + s * ra->cap, sizeof(uint16_t) * ra->n);
     free(ra->assign);
     ra->assign = na;
     ra->tok = xrealloc(ra->tok, sizeof(int32_t) * nc);

@@ -19,6 +19,8 @@
  * high-water mark (ops_mem_stats); mixer points run in-process (a CUDA context does not
  * survive fork). */
 #include <cjson/cJSON.h>
+#include <errno.h>
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
@@ -48,9 +50,11 @@ static int parse_list(const char *s, int *out, int cap) {
     char *sv = NULL;
     for (char *t = strtok_r(buf, ",", &sv); t && n < cap; t = strtok_r(NULL, ",", &sv)) {
         char *end;
+        errno = 0;
         long v = strtol(t, &end, 10);
+        if (errno || end == t || v <= 0 || v > (1L << 24)) return -1; /* up to the max_seq_len range */
         if (*end == 'K' || *end == 'k') v *= 1024, end++;
-        if (*end || v <= 0) return -1;
+        if (*end || v > (1L << 24)) return -1;
         out[n++] = (int)v;
     }
     return n;
@@ -334,6 +338,11 @@ static void bench_model(const Opts *o, cJSON *out) {
             printf("%-10s %s\n", t, gma_error());
             continue;
         }
+        if (model_check_memory(&m, o->B, o->T) != 0) {
+            printf("%-10s skipped: %s\n", t, gma_error());
+            model_free(&m);
+            continue;
+        }
         model_alloc(&m, o->B, o->T);
         model_init_params(&m, 1);
         int32_t *tok = xmalloc(sizeof(int32_t) * o->B * o->T), *tgt = xmalloc(sizeof(int32_t) * o->B * o->T);
@@ -422,8 +431,10 @@ int main(int argc, char **argv) {
 #define INTOPT(flag, field)                                                                \
     else if (!strcmp(a, flag) && nx) {                                                     \
         char *e;                                                                           \
-        o.field = (int)strtol(argv[++i], &e, 10);                                          \
-        if (*e || o.field <= 0) {                                                          \
+        errno = 0;                                                                         \
+        long x_ = strtol(argv[++i], &e, 10);                                               \
+        o.field = (int)x_;                                                                 \
+        if (e == argv[i] || *e || errno || x_ <= 0 || x_ > INT_MAX) {                      \
             fprintf(stderr, "gmabench: %s: \"%s\" is not a positive integer\n", flag, argv[i]); \
             return 2;                                                                      \
         }                                                                                  \
@@ -445,7 +456,16 @@ int main(int argc, char **argv) {
         else if (!strcmp(a, "--json") && nx) o.json = argv[++i];
         else if (!strcmp(a, "--device") && nx) o.device = argv[++i];
         else if (!strcmp(a, "--precision") && nx) o.precision = argv[++i];
-        else if (!strcmp(a, "--threads") && nx) o.threads = atoi(argv[++i]);
+        else if (!strcmp(a, "--threads") && nx) {
+            char *e;
+            errno = 0;
+            long x = strtol(argv[++i], &e, 10);
+            if (e == argv[i] || *e || errno || x < 0 || x > 1024) {
+                fprintf(stderr, "gmabench: --threads: \"%s\" is not an integer in [0, 1024]\n", argv[i]);
+                return 2;
+            }
+            o.threads = (int)x;
+        }
         else if (!strcmp(a, "--set") && nx && o.n_sets < 16) o.sets[o.n_sets++] = argv[++i];
         else {
             fprintf(stderr, "gmabench: unknown or incomplete option \"%s\"\n", a);
@@ -456,11 +476,24 @@ int main(int argc, char **argv) {
     char buf[512];
     snprintf(buf, sizeof buf, "%s", o.mixers);
     char *sv = NULL;
-    for (char *t = strtok_r(buf, ",", &sv); t; t = strtok_r(NULL, ",", &sv))
+    int n_mixers = 0;
+    for (char *t = strtok_r(buf, ",", &sv); t; t = strtok_r(NULL, ",", &sv), n_mixers++)
         if (!mixer_find(t)) {
             fprintf(stderr, "gmabench: --mixers: unknown mixer \"%s\" (known: %s)\n", t, mixer_names());
             return 2;
         }
+    for (int i = 0; i < o.n_sets; i++) { /* refuse a bad --set before any benchmark runs */
+        Config c;
+        cfg_defaults(&c);
+        if (cfg_set(&c, o.sets[i]) != 0) {
+            fprintf(stderr, "gmabench: %s\n", gma_error());
+            return 2;
+        }
+    }
+    if (n_mixers == 0) {
+        fprintf(stderr, "gmabench: --mixers: empty list \"%s\"\n", o.mixers);
+        return 2;
+    }
     if (o.D % o.H) {
         fprintf(stderr, "gmabench: --D %d is not divisible by --H %d\n", o.D, o.H);
         return 2;
@@ -495,8 +528,13 @@ int main(int argc, char **argv) {
     }
     if (o.json) {
         char *s = cJSON_Print(out);
-        if (gma_write_file_atomic(o.json, s, strlen(s)) != 0) fprintf(stderr, "gmabench: %s\n", gma_error());
+        int rc = gma_write_file_atomic(o.json, s, strlen(s));
+        if (rc != 0) fprintf(stderr, "gmabench: %s\n", gma_error());
         free(s);
+        if (rc != 0) {
+            cJSON_Delete(out);
+            return 1;
+        }
     }
     cJSON_Delete(out);
     return 0;

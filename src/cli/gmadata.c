@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <omp.h>
 #include <stdio.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -73,7 +74,9 @@ static int parse(int argc, char **argv, Args *a) {
             if (!v) return usage_error("missing value after", s);
             char *end;
             double x = strtod(v, &end);
-            if (*end || x < 0) return usage_error("not a non-negative number:", v);
+            /* finite, in int range, whole except --mb (no undefined double-to-int conversion) */
+            if (end == v || *end || !(x >= 0 && x <= 2147483647.0) || (s[2] != 'm' && x != floor(x)))
+                return usage_error(s[2] == 'm' ? "not a non-negative number:" : "not a non-negative integer:", v);
             if (s[2] == 't') a->threads = (int)x;
             else if (s[2] == 'r') a->retries = (int)x;
             else if (s[2] == 'v') a->vocab_size = (long)x;
@@ -365,6 +368,6 @@ int main(int argc, char **argv) {
     if (strcmp(cmd, "stats") == 0) return cmd_stats(&a);
     if (strcmp(cmd, "train-tokenizer") == 0) return cmd_train(&a);
     if (strcmp(cmd, "bench-tokenizer") == 0) return cmd_bench(&a);
-    fprintf(stderr, "gmadata: unknown command '%s'\n%s", cmd, USAGE);
+    fprintf(stderr, "gmadata: unknown command '%s' (see gmadata --help)\n", cmd);
     return 2;
 }

@@ -4,6 +4,8 @@
  * A classifier checkpoint (model.task "classify", e.g. RUN/best) is evaluated on a split
  * of its classification data: loss and accuracy over the examples. */
 #include <cjson/cJSON.h>
+#include <errno.h>
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -36,9 +38,10 @@ static int fail(int code) {
 
 static long parse_int(const char *opt, const char *v, long lo) {
     char *end;
+    errno = 0;
     long x = strtol(v, &end, 10);
-    if (*end || x < lo) {
-        fprintf(stderr, "gmaeval: %s: \"%s\" is not an integer >= %ld\n", opt, v, lo);
+    if (end == v || *end || errno || x < lo || x > INT_MAX) {
+        fprintf(stderr, "gmaeval: %s: \"%s\" is not an integer in [%ld, %d]\n", opt, v, lo, INT_MAX);
         exit(2);
     }
     return x;
@@ -56,6 +59,7 @@ static int eval_classifier(Config *cfg, const char *dir, const char *data, int B
     if (clstask_open(&t, cfg, 1u << split, B, stderr) != 0) return fail(2);
     Model m;
     if (model_build(&m, cfg) != 0) return fail(2);
+    if (model_check_memory(&m, B, t.max_len) != 0) return fail(2);
     model_alloc(&m, B, t.max_len);
     if (ckpt_load(&m, NULL, dir) != 0) return fail(2);
     double t0 = gma_now();
@@ -327,7 +331,7 @@ int main(int argc, char **argv) {
         }
     }
     if (!ckpt || !data) {
-        usage(stderr);
+        fprintf(stderr, "gmaeval: %s is required (see --help)\n", !ckpt ? "--checkpoint" : "--data");
         return 2;
     }
     char dir[2048];
@@ -340,6 +344,10 @@ int main(int argc, char **argv) {
         return 2;
     }
     int N = seq_len ? (int)seq_len : cfg.train.seq_len, B = batch ? (int)batch : cfg.train.batch_size;
+    if (stride > N) { /* a window of N tokens cannot score the last S > N of them */
+        fprintf(stderr, "gmaeval: --stride %ld is larger than the window length %d (--seq-len)\n", stride, N);
+        return 2;
+    }
     if (stride >= 0) cfg.data.eval_stride = (int)stride;
     cfg.train.seq_len = N;
     if (ops_select(cfg.device) != 0) return fail(2);
@@ -360,6 +368,10 @@ int main(int argc, char **argv) {
     }
     Model m;
     if (model_build(&m, &cfg) != 0) return fail(2);
+    if (model_check_memory(&m, B, N) != 0) {
+        gma_error_prefix("%s", dir);
+        return fail(2);
+    }
     model_alloc(&m, B, N);
     if (ckpt_load(&m, NULL, dir) != 0) return fail(2);
     if ((analyze || dump) && model_gma_layers(&m) == 0) {

@@ -1,5 +1,6 @@
 /* gmatrain.c: command line of the trainer: parse arguments, resolve the configuration,
  * choose the run directory and backend, then hand over to trainer_run(). */
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -51,9 +52,12 @@ int main(int argc, char **argv) {
         else if (!strcmp(a, "--device") && has_next) device = argv[++i];
         else if (!strcmp(a, "--threads") && has_next) {
             char *end;
-            threads = (int)strtol(argv[++i], &end, 10);
-            if (*end || threads < 0) {
-                fprintf(stderr, "gmatrain: --threads: \"%s\" is not a non-negative integer\n", argv[i]);
+            const char *v = argv[++i];
+            errno = 0;
+            long t = strtol(v, &end, 10);
+            threads = (int)t;
+            if (end == v || *end || errno || t < 0 || t > 1024) { /* the range of the threads key */
+                fprintf(stderr, "gmatrain: --threads: \"%s\" is not an integer in [0, 1024]\n", v);
                 return 2;
             }
         } else if (!strcmp(a, "--quiet")) quiet = 1;
@@ -66,7 +70,7 @@ int main(int argc, char **argv) {
         }
     }
     if (!config && !resume) {
-        usage(stderr);
+        fprintf(stderr, "gmatrain: --config FILE or --resume DIR is required (see --help)\n");
         return 2;
     }
     Config cfg;

@@ -173,7 +173,8 @@ static int set_str(Config *c, const CfgKey *k, const char *v, const char *src) {
 
 static int set_num(Config *c, const CfgKey *k, double v, const char *src) {
     if (k->type == T_INT && v != floor(v)) return gma_errorf("%s: key %s: expected an integer, got %g", src, k->key, v);
-    if (v < k->lo || v > k->hi) return gma_errorf("%s: key %s: %g is out of range [%g, %g]", src, k->key, v, k->lo, k->hi);
+    if (!(v >= k->lo && v <= k->hi)) /* NaN fails too */
+        return gma_errorf("%s: key %s: %g is out of range [%g, %g]", src, k->key, v, k->lo, k->hi);
     if (k->type == T_INT)
         *(int *)((char *)c + k->off) = (int)v;
     else

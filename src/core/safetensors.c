@@ -4,6 +4,7 @@
 #include <cjson/cJSON.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -123,6 +124,10 @@ int st_open(StFile *f, const char *path) {
     const cJSON *it;
     cJSON_ArrayForEach(it, h) {
         if (!strcmp(it->string, "__metadata__")) {
+            if (!cJSON_IsObject(it) || f->mkeys) {
+                rc = gma_errorf("%s: __metadata__ is %s (offset 8)", path, f->mkeys ? "given twice" : "not an object");
+                break;
+            }
             int nm = cJSON_GetArraySize(it);
             f->mkeys = xcalloc(nm + 1, sizeof(char *));
             f->mvals = xcalloc(nm + 1, sizeof(char *));
@@ -138,6 +143,12 @@ int st_open(StFile *f, const char *path) {
             if (rc) break;
             continue;
         }
+        for (const char *c = it->string; *c; c++)
+            if ((unsigned char)*c < 0x20) {
+                rc = gma_errorf("%s: tensor %d of the header has a name with a control character", path, f->n + 1);
+                break;
+            }
+        if (rc) break;
         const cJSON *dt = cJSON_GetObjectItemCaseSensitive(it, "dtype");
         const cJSON *sh = cJSON_GetObjectItemCaseSensitive(it, "shape");
         const cJSON *of = cJSON_GetObjectItemCaseSensitive(it, "data_offsets");
@@ -158,16 +169,22 @@ int st_open(StFile *f, const char *path) {
         e->numel = 1;
         for (int d = 0; d < e->ndim; d++) {
             const cJSON *x = cJSON_GetArrayItem(sh, d);
-            if (!cJSON_IsNumber(x) || x->valuedouble < 0) {
-                rc = gma_errorf("%s: tensor %s: bad shape", path, it->string);
+            /* every dimension an integer and the element count within the data bytes (no overflow) */
+            if (!cJSON_IsNumber(x) || !(x->valuedouble >= 0 && x->valuedouble <= (double)dlen) ||
+                x->valuedouble != floor(x->valuedouble) ||
+                (x->valuedouble > 0 && (double)e->numel > (double)dlen / 4 / x->valuedouble)) {
+                rc = gma_errorf("%s: tensor %s: bad shape (dimension %d is not an integer that fits the %zu data bytes)", path,
+                                it->string, d, dlen);
                 break;
             }
             e->shape[d] = (int64_t)x->valuedouble;
             e->numel *= (size_t)e->shape[d];
         }
         if (rc) break;
-        double b = cJSON_GetArrayItem(of, 0)->valuedouble, en = cJSON_GetArrayItem(of, 1)->valuedouble;
-        if (b < 0 || en < b || en > (double)dlen || (size_t)(en - b) != e->numel * 4) {
+        const cJSON *ob = cJSON_GetArrayItem(of, 0), *oe = cJSON_GetArrayItem(of, 1);
+        double b = cJSON_IsNumber(ob) ? ob->valuedouble : -1, en = cJSON_IsNumber(oe) ? oe->valuedouble : -1;
+        if (!(b >= 0) || !(en >= b) || en > (double)dlen || b != floor(b) || en != floor(en) ||
+            (size_t)(en - b) != e->numel * 4) {
             rc = gma_errorf("%s: tensor %s: data_offsets [%.0f, %.0f] do not fit its shape or the %zu data bytes", path,
                             it->string, b, en, dlen);
             break;

@@ -47,7 +47,7 @@ int shard_open(TokenShard *s, const char *path, int check_ids) {
         s->count = rd64(h + 16);
         s->vocab = rd32(h + 24);
         uint64_t want = SHARD_HEADER_BYTES + s->count * (uint64_t)s->width;
-        if (want != len)
+        if (s->count > (len - SHARD_HEADER_BYTES) / (uint64_t)s->width || want != len) /* no wrap-around */
             rc = gma_errorf("%s: truncated or padded shard: header (offset 16) says %llu tokens = %llu bytes, file has %zu",
                             path, (unsigned long long)s->count, (unsigned long long)want, len);
         else if (s->vocab == 0)

@@ -198,7 +198,11 @@ static int load_into(const ParamTable *pt, real *host, const StFile *f, const ch
             for (int d = 0; d < p->ndim; d++) snprintf(b + strlen(b), sizeof b - strlen(b), "%s%d", d ? "," : "", p->shape[d]);
             return gma_errorf("%s: tensor %s has shape [%s], this model expects [%s]", f->path, nm, a, b);
         }
-        st_read_tensor(e, host + base + p->offset);
+        real *dst = host + base + p->offset;
+        st_read_tensor(e, dst);
+        for (size_t j = 0; j < p->numel; j++)
+            if (!isfinite(dst[j]))
+                return gma_errorf("%s: tensor %s holds a non-finite value at element %zu", f->path, nm, j);
     }
     return 0;
 }

@@ -4,6 +4,7 @@
 
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "nn/linear.h"
 #include "nn/pool.h"
@@ -63,20 +64,13 @@ int model_build(Model *m, const Config *c) {
     return 0;
 }
 
-void model_alloc(Model *m, int Bmax, int Nmax) {
-    size_t P = m->pt.total;
-    m->params = g_ops->alloc(P * sizeof(real));
-    m->grads = g_ops->alloc(P * sizeof(real));
-    m->m = g_ops->alloc(P * sizeof(real));
-    m->v = g_ops->alloc(P * sizeof(real));
-    m->Bmax = Bmax;
-    m->Nmax_act = Nmax;
+/* Activation plan in reals (model_alloc carves one allocation in this order). */
+static size_t plan_total(const Model *m, int Bmax, int Nmax) {
     /* the backbone runs S sequences of Nt positions; the classifier has Bmax*n_seq
      * sequences with the CLS slot, and logits only per example */
     int S = m->classify ? Bmax * m->n_seq : Bmax, Nt = Nmax + m->pool_cls;
     size_t R = (size_t)S * Nt, D = m->D, F = m->F;
     size_t LR = m->classify ? (size_t)Bmax : R, LV = m->classify ? (size_t)m->C : (size_t)m->V;
-    /* plan: sizes first, then one allocation carved in the same order */
     size_t total = (m->L + 1) * R * D + 2 * R + R * D + LR * LV + 2 * LR; /* resid, lnf stats, lnf, logits, loss, valid */
     size_t scratch = 0;
     for (int l = 0; l < m->L; l++) {
@@ -87,6 +81,39 @@ void model_alloc(Model *m, int Bmax, int Nmax) {
     total += 2 * R * D + R * F + scratch; /* dresid, dtmp, dfc, scratch */
     size_t head_act = m->classify ? cls_head_act_size(&m->head, Bmax) : 0;
     if (m->classify) total += R + 2 * (size_t)S * D + 2 * head_act; /* pool_w, pooled, dpooled, head act + scratch */
+    return total;
+}
+
+int model_check_memory(const Model *m, int Bmax, int Nmax) {
+    /* rough size in double first: the size_t plan could wrap for absurd shapes */
+    double R = (double)Bmax * (m->classify ? m->n_seq : 1) * (Nmax + m->pool_cls);
+    double rough = 4.0 * (double)m->pt.total + R * ((double)m->L * (6.0 * m->D + 2.0 * m->F) + (double)m->V);
+    double need = rough > 1e18 ? rough : (4.0 * (double)m->pt.total + (double)plan_total(m, Bmax, Nmax)) * sizeof(real);
+    if (strcmp(g_ops->name, "cpu") != 0) return 0; /* device memory: the backend reports its own failure */
+    long pages = sysconf(_SC_PHYS_PAGES), psz = sysconf(_SC_PAGESIZE);
+    double have = pages > 0 && psz > 0 ? (double)pages * (double)psz : 0;
+    if (have > 0 && need > have)
+        return gma_errorf("the model with batch %d x %d needs %.1f GiB (parameters, gradients, optimiser moments, activations), "
+                          "more than the %.1f GiB of memory of this machine",
+                          Bmax, Nmax, need / 1073741824.0, have / 1073741824.0);
+    return 0;
+}
+
+void model_alloc(Model *m, int Bmax, int Nmax) {
+    size_t P = m->pt.total;
+    m->params = g_ops->alloc(P * sizeof(real));
+    m->grads = g_ops->alloc(P * sizeof(real));
+    m->m = g_ops->alloc(P * sizeof(real));
+    m->v = g_ops->alloc(P * sizeof(real));
+    m->Bmax = Bmax;
+    m->Nmax_act = Nmax;
+    int S = m->classify ? Bmax * m->n_seq : Bmax, Nt = Nmax + m->pool_cls;
+    size_t R = (size_t)S * Nt, D = m->D, F = m->F;
+    size_t LR = m->classify ? (size_t)Bmax : R, LV = m->classify ? (size_t)m->C : (size_t)m->V;
+    /* plan: sizes first (plan_total), then one allocation carved in the same order */
+    size_t total = plan_total(m, Bmax, Nmax);
+    size_t head_act = m->classify ? cls_head_act_size(&m->head, Bmax) : 0, scratch = 0;
+    for (int l = 0; l < m->L; l++) scratch = GMA_MAX(scratch, m->blocks[l].mixer->vt->scratch_size(m->blocks[l].mixer, S, Nt));
     m->act_bytes = total * sizeof(real);
     real *p = m->actmem = g_ops->alloc(total * sizeof(real));
 #define TAKE(n) (p += (n), p - (n))

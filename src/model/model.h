@@ -59,6 +59,9 @@ int model_build(Model *m, const Config *c);
 /* Allocate parameters, gradients, moments and activations for batches up to Bmax x Nmax.
  * Classifier: Bmax examples (of n_seq sequences each) of up to Nmax tokens, not counting
  * the CLS slot (Nmax + 1 must then fit model.max_seq_len). */
+/* 0, or an error (gma_error) when parameters, gradients, moments and activations for Bmax x Nmax
+ * would not fit the machine's memory (CPU backend); call before model_alloc on user-given sizes. */
+int model_check_memory(const Model *m, int Bmax, int Nmax);
 void model_alloc(Model *m, int Bmax, int Nmax);
 /* Initialise parameters from the seed (host draw in table order, then copied to the backend). */
 void model_init_params(Model *m, uint64_t seed);

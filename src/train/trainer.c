@@ -157,9 +157,10 @@ static int task_open(Task *t, Config *cfg, int quiet) {
     t->close = lm_close;
     if (cfg->model.vocab_size == 0) cfg->model.vocab_size = (int)t->lm.vocab;
     if ((uint32_t)cfg->model.vocab_size < t->lm.vocab) {
+        int e = gma_errorf("key model.vocab_size: %d is smaller than the data's vocabulary %u", cfg->model.vocab_size,
+                           t->lm.vocab); /* before lmdata_close clears t->lm */
         lmdata_close(&t->lm);
-        return gma_errorf("key model.vocab_size: %d is smaller than the data's vocabulary %u", cfg->model.vocab_size,
-                          t->lm.vocab);
+        return e;
     }
     t->tok = xmalloc(sizeof(int32_t) * t->B * t->N);
     t->tgt = xmalloc(sizeof(int32_t) * t->B * t->N);
@@ -215,6 +216,11 @@ int trainer_run(const Config *cfg_in, const TrainerOptions *o) {
         return TRAIN_BAD_INPUT;
     }
     int B = tc->batch_size, N = task.N;
+    if (model_check_memory(&m, B, N) != 0) {
+        model_free(&m);
+        task.close(&task);
+        return TRAIN_BAD_INPUT;
+    }
     model_alloc(&m, B, N);
     model_init_params(&m, (uint64_t)cfg.seed);
     TrainState ts = {.step = 0, .tokens_seen = 0, .best_valid = INFINITY, .best_acc = -1, .best_step = -1};
