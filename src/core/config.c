@@ -370,6 +370,8 @@ int cfg_validate(const Config *c) {
     }
     if (strcmp(c->precision, "fp32") && strcmp(c->device, "cuda"))
         return gma_errorf("key precision: %s needs device cuda (the %s backend runs fp32)", c->precision, c->device);
+    if (c->data.eval_stride > c->train.seq_len)
+        return gma_errorf("key data.eval_stride: %d is larger than train.seq_len = %d", c->data.eval_stride, c->train.seq_len);
     if (!strcmp(c->data.source, "shards") && !c->data.path[0])
         return gma_errorf("key data.path: required when data.source is \"shards\"");
     if (!strcmp(c->data.source, "recall")) {
