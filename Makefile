@@ -25,7 +25,7 @@ CFLAGS  ?= $(OPT) -g
 CFLAGS  += -std=c11 -D_GNU_SOURCE -Wall -Wextra -Wno-unused-parameter -Wno-format-truncation -fopenmp -MMD -MP -Isrc
 PKGS    := libcjson libcurl zlib
 PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
-PKG_LIBS   := $(shell pkg-config --libs $(PKGS) 2>/dev/null)
+PKG_LIBS   := $(or $(shell pkg-config --libs $(PKGS) 2>/dev/null),-lcjson -lcurl -lz)
 # OpenBLAS: prefer Debian's OpenMP build (it runs single-threaded when called inside our
 # own OpenMP regions instead of oversubscribing the cores), else whatever pkg-config finds.
 MULTIARCH   := $(shell $(CC) -print-multiarch 2>/dev/null)
@@ -65,8 +65,12 @@ NVCCFLAGS ?= -O3 -lineinfo -std=c++17 -Xcompiler -fPIC,-Wall,-Wextra,-Wno-unused
 NVCCFLAGS += $(CUDA_ARCH) -Isrc -MMD -MP
 CUDA_LIBDIR := $(firstword $(wildcard $(CUDA_HOME)/lib64 $(CUDA_HOME)/lib $(CUDA_HOME)/targets/x86_64-linux/lib))
 
-.PHONY: all test quickstart bench deps cuda clean probe check-deps install asan
-all: check-deps $(BINS) build/libgma.a
+.PHONY: all binaries test run-tests quickstart bench deps cuda clean probe check-deps install asan
+# The entry targets first make sure the Debian packages are there, then build in a second
+# make, so that the pkg-config / BLAS probes above see what setup.sh just installed.
+all: check-deps
+	@$(MAKE) --no-print-directory binaries
+binaries: $(BINS) build/libgma.a
 
 check-deps:
 	@scripts/setup.sh --check >/dev/null 2>&1 || { echo "missing dependencies: running scripts/setup.sh"; scripts/setup.sh; }
@@ -117,10 +121,13 @@ build/tests/test64_%: tests/test64_%.c build/tests/testutil64.o build/libgma64.a
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) -DGMA_DOUBLE -Itests $< build/tests/testutil64.o build/libgma64.a $(LDLIBS) $(CHECK_LIBS) -o $@
 
-test: check-deps $(BINS) $(TESTS)
+test: check-deps
+	@$(MAKE) --no-print-directory run-tests
+run-tests: $(BINS) $(TESTS)
 	@scripts/run_tests.sh $(TESTS)
 
-quickstart: check-deps $(BINS)
+quickstart: check-deps
+	@$(MAKE) --no-print-directory binaries
 	scripts/quickstart.sh
 
 asan:
@@ -128,7 +135,8 @@ asan:
 	ASAN_OPTIONS=detect_leaks=0 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
 	  $(MAKE) OPT="-O1 -fsanitize=address,undefined -fno-omit-frame-pointer" test
 
-bench: check-deps bin/gmabench
+bench: check-deps
+	@$(MAKE) --no-print-directory bin/gmabench
 	bin/gmabench all --json runs/bench.json
 
 # ---- CUDA build: same binaries, CUDA backend linked in (GMA_CUDA) ----
