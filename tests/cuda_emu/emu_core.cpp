@@ -250,12 +250,14 @@ int main(int argc, char **argv) {
         t_basic(); t_ln(37, 70); t_ln(300, 33); t_embed(2, 9, 150, 200, 1); t_embed(3, 5, 20, 7, 0);
         t_xent(12, 1000); t_xent(7, 30); t_heads(2, 7, 3, 5); t_softmax(9, 300, 1); t_softmax(6, 40, 0); t_softmax(5, 6, 1);
         t_mask(2, 2, 13); t_cls(5, 70); t_opt();
+        t_ln(5, 7); t_xent(3, 1); t_softmax(4, 1, 0); t_embed(1, 1, 1, 1, 1); /* degenerate widths */
     }
     if (ON("linmix")) {
         t_linmix(3, 20, 8, 6, 0, 0); t_linmix(3, 24, 8, 6, 1, 8); t_linmix(2, 23, 7, 5, 1, 8);
         t_linmix(2, 10, 4, 3, 1, 16); t_linmix(2, 37, 34, 33, 1, 5); t_linmix(1, 5, 3, 2, 1, 1);
+        t_linmix(2, 1, 3, 2, 1, 4); t_linmix(2, 1, 3, 2, 0, 0); /* N = 1 */
     }
-    if (ON("route")) { t_route(2, 3, 11, 8, 4, 0); t_route(2, 3, 11, 8, 4, 1); t_route(1, 2, 9, 40, 37, 0); t_route(2, 2, 5, 3, 70, 1); }
+    if (ON("route")) { t_route(2, 3, 11, 8, 4, 0); t_route(2, 3, 11, 8, 4, 1); t_route(1, 2, 9, 40, 37, 0); t_route(2, 2, 5, 3, 70, 1); t_route(1, 1, 1, 1, 1, 0); }
     if (ON("div")) { t_div(2, 3, 13, 5); t_div(1, 2, 300, 3); }
     printf("%d checks, %d failures, worst fp32 relative error %.2e (bound 1e-4), %d cuBLAS GEMM calls\n", ncheck, nfail, worst, g_emu_gemm_calls);
     return nfail != 0;
