@@ -3,7 +3,7 @@
  * blocks run one after another (so `__shared__` is `static`); __syncthreads is a block
  * barrier and warp shuffles go through a per-warp buffer and barrier. It does not model
  * the GPU's memory limits, occupancy, timing or launch-configuration limits, and cuBLAS
- * is a naive double-accumulating loop. A pass here is evidence, not a GPU result. */
+ * is a naive double-accumulating loop (emu_cuda.h: the runtime and cuBLAS shims). A pass here is evidence, not a GPU result. */
 #pragma once
 #include <barrier>
 #include <cmath>
@@ -29,15 +29,19 @@ extern thread_local dim3 blockDim, gridDim;
 using std::min; using std::max;
 inline int min(int a, int b) { return a < b ? a : b; }
 inline int max(int a, int b) { return a > b ? a : b; }
-typedef int cudaError_t;
-#define cudaSuccess 0
-#define cudaMemcpyDeviceToHost 2
-#define cudaFuncAttributeMaxDynamicSharedMemorySize 0
-inline int cudaMemcpy(void *d, const void *s, size_t n, int) { memcpy(d, s, n); return 0; }
-template <class K> inline int cudaFuncSetAttribute(K, int, int) { return 0; }
+#include "emu_cuda.h"
 void cuda_fail(const char *file, int line, const char *call, const char *msg);
-#define CUDA_CHECK(call) do { if ((call) != 0) cuda_fail(__FILE__, __LINE__, #call, "err"); } while (0)
+const char *cublas_status_name(cublasStatus_t s);
+extern int g_cuda_sync_launches;
+#define CUDA_CHECK(call) do { cudaError_t err_ = (call); if (err_ != cudaSuccess) cuda_fail(__FILE__, __LINE__, #call, cudaGetErrorString(err_)); } while (0)
+#define CUBLAS_CHECK(call) do { cublasStatus_t st_ = (call); if (st_ != CUBLAS_STATUS_SUCCESS) cuda_fail(__FILE__, __LINE__, #call, cublas_status_name(st_)); } while (0)
 #define KERNEL_CHECK(name) do { } while (0)
+extern cublasHandle_t g_cublas;
+enum CudaPrecision { PREC_FP32, PREC_TF32, PREC_BF16 };
+extern int g_cuda_prec;
+#define CUDA_WS_SLOTS 12
+#define WS_COLSUM 9
+void cuda_colsum_acc(float *out, const float *X, int R, int C);
 void *cuda_ws(int slot, size_t bytes);
 static inline float *ws_f(int slot, size_t n) { return (float *)cuda_ws(slot, n * sizeof(float)); }
 void cuda_gemm(float *C, const float *A, const float *B, int M, int N, int K, int ta, int tb, float alpha, float beta);
@@ -50,6 +54,7 @@ static inline int grid_for(size_t n, int tpb = TPB) { size_t g = (n + tpb - 1) /
 struct EmuBlock { std::barrier<> *bar; std::vector<std::barrier<> *> wbar; std::vector<long long> xbuf; void *dyn; };
 extern EmuBlock *g_blk;
 inline void __syncthreads() { g_blk->bar->arrive_and_wait(); }
+inline void __syncwarp(unsigned = 0xffffffffu) { g_blk->wbar[threadIdx.x >> 5]->arrive_and_wait(); }
 template <class T> inline T emu_shfl(T v, int src_of_lane_fn_xor, int mode) {
     int lane = threadIdx.x & 31, w = threadIdx.x >> 5;
     long long raw = 0; memcpy(&raw, &v, sizeof v);
@@ -74,24 +79,37 @@ inline float block_max(float v, float *sh) {
     v = warp_max(v); __syncthreads(); if (lane == 0) sh[w] = v; __syncthreads();
     float t = -INFINITY; for (int i = 0; i < nw; i++) t = fmaxf(t, sh[i]); return t;
 }
+/* One std::thread per CUDA thread of a block, kept for all the blocks of a launch (blocks run
+ * one after another): between blocks the threads meet at a launch barrier and thread 0
+ * makes fresh block and warp barriers (a thread that returns early drops out of them). */
 template <class K, class... A> void emu_launch(K kern, dim3 grid, dim3 block, size_t shm, A... args) {
-    int nt = block.x * block.y * block.z;
+    int nt = block.x * block.y * block.z, nw = (nt + 31) / 32;
     std::vector<char> dyn(shm + 16);
-    for (unsigned by = 0; by < grid.y; by++)
-        for (unsigned bx = 0; bx < grid.x; bx++) {
-            EmuBlock b; std::barrier<> bar(nt); b.bar = &bar; b.xbuf.assign(nt, 0); b.dyn = dyn.data();
-            std::vector<std::barrier<> *> wb; for (int w = 0; w < (nt + 31) / 32; w++) wb.push_back(new std::barrier<>(32));
-            b.wbar = wb; g_blk = &b;
-            std::vector<std::thread> th;
-            for (int t = 0; t < nt; t++)
-                th.emplace_back([&, t]() {
-                    threadIdx.x = t % block.x; threadIdx.y = (t / block.x) % block.y; threadIdx.z = 0;
-                    // flat id for shuffles: kernels here use 1-D blocks except k_conv_bwd_part (no shuffles)
-                    blockIdx.x = bx; blockIdx.y = by; blockDim = block; gridDim = grid;
-                    kern(args...);
-                    bar.arrive_and_drop(); wb[t / 32]->arrive_and_drop();
-                });
-            for (auto &x : th) x.join();
-            for (auto p : wb) delete p;
-        }
+    std::barrier<> launch(nt);
+    EmuBlock b; b.bar = nullptr; b.xbuf.assign(nt, 0); b.dyn = dyn.data(); b.wbar.assign(nw, nullptr);
+    auto fresh = [&]() {
+        delete b.bar; b.bar = new std::barrier<>(nt);
+        for (int w = 0; w < nw; w++) { delete b.wbar[w]; b.wbar[w] = new std::barrier<>(32); }
+        memset(dyn.data(), 0xff, dyn.size()); // NaN: a read of unwritten dynamic shared memory shows
+        g_blk = &b;
+    };
+    std::vector<std::thread> th;
+    for (int t = 0; t < nt; t++)
+        th.emplace_back([&, t]() {
+            threadIdx.x = t % block.x; threadIdx.y = (t / block.x) % block.y; threadIdx.z = t / (block.x * block.y);
+            blockDim = block; gridDim = grid;
+            // flat id for shuffles: 2-D blocks here use no shuffles (k_conv_bwd_part, the column sums)
+            for (unsigned bz = 0; bz < grid.z; bz++)
+                for (unsigned by = 0; by < grid.y; by++)
+                    for (unsigned bx = 0; bx < grid.x; bx++) {
+                        launch.arrive_and_wait();
+                        if (t == 0) fresh();
+                        launch.arrive_and_wait();
+                        blockIdx.x = bx; blockIdx.y = by; blockIdx.z = bz;
+                        kern(args...);
+                        b.bar->arrive_and_drop(); b.wbar[t / 32]->arrive_and_drop();
+                    }
+        });
+    for (auto &x : th) x.join();
+    delete b.bar; for (auto p : b.wbar) delete p;
 }

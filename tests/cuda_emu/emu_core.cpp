@@ -1,0 +1,264 @@
+/* emu_core.cpp: the rest of the CUDA backend under the CPU emulation: every .cu file of
+ * src/ops/cuda rewritten by launch2call.py, with cuda_core.cu's own start-up, memory,
+ * cuBLAS GEMM wrappers, reductions and optimisers running on the runtime and cuBLAS shims
+ * of emu_cuda.h. The CUDA op table comes from cuda_ops_init (as on a GPU) and every op not
+ * checked by emu_baselines is compared with its twin in gma_ops_cpu (build/libgma.a):
+ * memory ops, matmul (both transposes, alpha/beta, K = 0, tf32 and bf16 modes), strided
+ * matmul, bias, add/axpy/scale, sum/sumsq/nonfinite, GELU, LayerNorm, embeddings, cross-
+ * entropy, argmax, head split/merge, row softmax, attention mask, linmix (bidirectional and
+ * causal; chunks that divide N, that do not, and one chunk), GMA routing (per-head and
+ * shared, Kc over 32), the diversity loss, pair features, AdamW and SGD. Bound: relative L2
+ * error 1e-4 per tensor in fp32 (tf32 2e-3, bf16 1e-2 against the fp32 CPU product);
+ * integer outputs and the copy ops must match exactly. Run by scripts/cuda_emu_check.sh. */
+#include "ops/cuda/cuda_common.cuh"
+extern "C" {
+#include "ops/cpu/cpu.h"
+}
+#include <random>
+thread_local uint3e threadIdx, blockIdx;
+thread_local dim3 blockDim, gridDim;
+EmuBlock *g_blk;
+int g_emu_gemm_calls;
+extern "C" int cuda_ops_init(const GmaOps **out);
+extern "C" int cuda_set_precision(const char *precision);
+extern "C" void cuda_mem_stats(size_t *in_use, size_t *peak);
+
+static const GmaOps *CU, *CP = &gma_ops_cpu;
+static std::mt19937 rng(7);
+typedef std::vector<float> V;
+typedef std::vector<int32_t> VI;
+static V rnd(size_t n, float a = 1, float off = 0) { std::uniform_real_distribution<float> u(-a, a); V v(n); for (auto &x : v) x = u(rng) + off; return v; }
+static int nfail = 0, ncheck = 0;
+static double worst = 0;
+static void cmp(const char *name, const V &a, const V &b, double tol = 1e-4) {
+    double num = 0, den = 0, mx = 0; bool same = a.size() == b.size();
+    for (size_t i = 0; same && i < a.size(); i++) {
+        if (std::isinf(a[i]) || std::isinf(b[i])) { if (a[i] != b[i]) same = false; continue; }
+        double d = (double)a[i] - b[i]; num += d * d; den += (double)b[i] * b[i]; mx = fmax(mx, fabs(d)); }
+    double rel = sqrt(num / (den > 0 ? den : 1));
+    bool ok = same && rel < tol && std::isfinite(rel);
+    ncheck++; if (!ok) nfail++;
+    if (tol <= 1e-4 && rel > worst) worst = rel;
+    printf("%-44s rel %.2e maxabs %.2e %s\n", name, rel, mx, ok ? "ok" : "FAIL");
+}
+static void cmpi(const char *name, const VI &a, const VI &b) {
+    size_t bad = 0; for (size_t i = 0; i < a.size(); i++) bad += a[i] != b[i];
+    ncheck++; if (bad) nfail++;
+    printf("%-44s %zu of %zu differ %s\n", name, bad, a.size(), bad ? "FAIL" : "ok");
+}
+static void cmpd(const char *name, double a, double b, double tol = 1e-6) {
+    double rel = fabs(a - b) / fmax(fabs(b), 1e-30); bool ok = rel < tol || a == b;
+    ncheck++; if (!ok) nfail++;
+    if (rel > worst && tol <= 1e-4) worst = rel;
+    printf("%-44s %.10g vs %.10g rel %.1e %s\n", name, a, b, rel, ok ? "ok" : "FAIL");
+}
+#define F(v) (v).data()
+
+static void t_mem() {
+    size_t n = 1000; V h = rnd(n), back(n, 7.f);
+    float *d = (float *)CU->alloc(n * sizeof(float)), *e = (float *)CU->alloc(n * sizeof(float));
+    CU->to_host(F(back), d, n * sizeof(float));
+    cmp("alloc zero-filled", back, V(n, 0.f), 1e-30);
+    CU->to_device(d, F(h), n * sizeof(float)); CU->copy(e, d, n * sizeof(float)); CU->to_host(F(back), e, n * sizeof(float));
+    cmp("to_device / copy / to_host", back, h, 1e-30);
+    CU->zero(e + 10, 20 * sizeof(float)); CU->to_host(F(back), e, n * sizeof(float));
+    for (int i = 10; i < 30; i++) h[i] = 0;
+    cmp("zero (a slice)", back, h, 1e-30);
+    size_t use = 0, peak = 0; cuda_mem_stats(&use, &peak);
+    CU->free(d); CU->free(e); CU->free(NULL);
+    size_t use2 = 0; cuda_mem_stats(&use2, &peak);
+    printf("%-44s in use %zu -> %zu bytes %s\n", "mem stats track alloc/free", use, use2, use - use2 == 2 * n * sizeof(float) ? "ok" : "FAIL");
+    ncheck++; if (use - use2 != 2 * n * sizeof(float)) nfail++;
+}
+static void t_matmul(const char *prec, double tol) {
+    char nm[96];
+    int dims[][3] = {{17, 23, 31}, {1, 40, 7}, {33, 1, 65}, {5, 6, 0}};
+    for (auto &D : dims) for (int ta = 0; ta < 2; ta++) for (int tb = 0; tb < 2; tb++) {
+        int M = D[0], N = D[1], K = D[2];
+        V A = rnd((size_t)M * K), B = rnd((size_t)K * N), C1 = rnd((size_t)M * N), C2 = C1;
+        float al = 0.7f, be = (ta + tb) == 1 ? 0.f : -1.3f;
+        CP->matmul(F(C1), F(A), F(B), M, N, K, ta, tb, al, be); CU->matmul(F(C2), F(A), F(B), M, N, K, ta, tb, al, be);
+        snprintf(nm, sizeof nm, "matmul %s M%d N%d K%d ta%d tb%d beta%g", prec, M, N, K, ta, tb, be); cmp(nm, C2, C1, tol);
+    }
+    for (int ta = 0; ta < 2; ta++) for (int tb = 0; tb < 2; tb++) {
+        int M = 9, N = 13, K = 11, bt = 3; size_t sA = M * K + 5, sB = K * N + 2, sC = M * N + 3;
+        V A = rnd(bt * sA), B = rnd(bt * sB), C1 = rnd(bt * sC), C2 = C1;
+        CP->matmul_strided(F(C1), F(A), F(B), M, N, K, ta, tb, 1.1f, 0.5f, bt, sA, sB, sC);
+        CU->matmul_strided(F(C2), F(A), F(B), M, N, K, ta, tb, 1.1f, 0.5f, bt, sA, sB, sC);
+        snprintf(nm, sizeof nm, "matmul_strided %s ta%d tb%d batch%d", prec, ta, tb, bt); cmp(nm, C2, C1, tol);
+    }
+    { /* shared B (stride 0) */
+        int M = 6, N = 5, K = 4, bt = 4; V A = rnd(bt * M * K), B = rnd(K * N), C1(bt * M * N), C2(C1.size());
+        CP->matmul_strided(F(C1), F(A), F(B), M, N, K, 0, 0, 1, 0, bt, M * K, 0, M * N);
+        CU->matmul_strided(F(C2), F(A), F(B), M, N, K, 0, 0, 1, 0, bt, M * K, 0, M * N);
+        snprintf(nm, sizeof nm, "matmul_strided %s sB=0", prec); cmp(nm, C2, C1, tol);
+    }
+}
+static void t_basic() {
+    int R = 70, C = 45; size_t n = (size_t)R * C;
+    V x = rnd(n, 3), y = rnd(n), b = rnd(C), o1 = rnd(n), o2 = o1;
+    CP->bias_forward(F(o1), F(b), R, C); CU->bias_forward(F(o2), F(b), R, C); cmp("bias_forward", o2, o1);
+    V db1 = rnd(C), db2 = db1; CP->bias_backward(F(db1), F(x), R, C); CU->bias_backward(F(db2), F(x), R, C); cmp("bias_backward", db2, db1);
+    { int R2 = 600, C2 = 33; V X = rnd((size_t)R2 * C2), d1 = rnd(C2), d2 = d1;
+      CP->bias_backward(F(d1), F(X), R2, C2); CU->bias_backward(F(d2), F(X), R2, C2); cmp("bias_backward R600 (3 row blocks)", d2, d1); }
+    CP->add(F(o1), F(x), F(y), n); CU->add(F(o2), F(x), F(y), n); cmp("add", o2, o1);
+    o2 = o1; CP->axpy(F(o1), -0.3f, F(x), n); CU->axpy(F(o2), -0.3f, F(x), n); cmp("axpy", o2, o1);
+    o2 = o1; CP->scale(F(o1), 1.7f, n); CU->scale(F(o2), 1.7f, n); cmp("scale", o2, o1);
+    V big = rnd(50000, 2, 0.1f);
+    cmpd("sum", CU->sum(F(big), big.size()), CP->sum(F(big), big.size()), 1e-9);
+    cmpd("sumsq", CU->sumsq(F(big), big.size()), CP->sumsq(F(big), big.size()), 1e-9);
+    int nf1 = CP->nonfinite(F(big), big.size()), nf2 = CU->nonfinite(F(big), big.size());
+    big[31234] = NAN; int nf3 = CP->nonfinite(F(big), big.size()), nf4 = CU->nonfinite(F(big), big.size());
+    big[31234] = 1; big[49999] = -INFINITY; int nf5 = CU->nonfinite(F(big), big.size());
+    cmpi("nonfinite (finite, nan, -inf)", VI{nf2, nf4, nf5}, VI{nf1, nf3, 1});
+    V g = rnd(n); CP->gelu_forward(F(o1), F(x), n); CU->gelu_forward(F(o2), F(x), n); cmp("gelu fwd", o2, o1);
+    o1 = rnd(n); o2 = o1; CP->gelu_backward(F(o1), F(g), F(x), n); CU->gelu_backward(F(o2), F(g), F(x), n); cmp("gelu bwd", o2, o1);
+}
+static void t_ln(int R, int C) {
+    char nm[64]; size_t n = (size_t)R * C;
+    V x = rnd(n, 2, 0.5f), w = rnd(C, 1, 1), b = rnd(C), o1(n), o2(n), m1(R), m2(R), r1(R), r2(R);
+    CP->layernorm_forward(F(o1), F(m1), F(r1), F(x), F(w), F(b), R, C); CU->layernorm_forward(F(o2), F(m2), F(r2), F(x), F(w), F(b), R, C);
+    snprintf(nm, sizeof nm, "layernorm fwd R%d C%d out", R, C); cmp(nm, o2, o1);
+    cmp("layernorm fwd mean", m2, m1); cmp("layernorm fwd rstd", r2, r1);
+    V g = rnd(n), dx1 = rnd(n), dx2 = dx1, dw1 = rnd(C), dw2 = dw1, db1 = rnd(C), db2 = db1;
+    CP->layernorm_backward(F(dx1), F(dw1), F(db1), F(g), F(x), F(w), F(m1), F(r1), R, C);
+    CU->layernorm_backward(F(dx2), F(dw2), F(db2), F(g), F(x), F(w), F(m1), F(r1), R, C);
+    cmp("layernorm bwd dx", dx2, dx1); cmp("layernorm bwd dw", dw2, dw1); cmp("layernorm bwd db", db2, db1);
+}
+static void t_embed(int B, int T, int C, int Vv, int pos) {
+    char nm[64]; VI tok(B * T); std::uniform_int_distribution<int> u(0, Vv - 1); for (auto &t : tok) t = u(rng);
+    tok[0] = tok[1] = tok[B * T - 1]; /* repeats */
+    V wte = rnd((size_t)Vv * C), wpe = rnd((size_t)T * C), o1((size_t)B * T * C), o2(o1.size());
+    CP->embed_forward(F(o1), F(tok), F(wte), pos ? F(wpe) : NULL, B, T, C);
+    CU->embed_forward(F(o2), F(tok), F(wte), pos ? F(wpe) : NULL, B, T, C);
+    snprintf(nm, sizeof nm, "embed fwd B%d T%d C%d V%d pos%d", B, T, C, Vv, pos); cmp(nm, o2, o1);
+    V g = rnd(o1.size()), dte1 = rnd(wte.size()), dte2 = dte1, dpe1 = rnd(wpe.size()), dpe2 = dpe1;
+    CP->embed_backward(F(dte1), pos ? F(dpe1) : NULL, F(g), F(tok), B, T, C);
+    CU->embed_backward(F(dte2), pos ? F(dpe2) : NULL, F(g), F(tok), B, T, C);
+    cmp("embed bwd dwte", dte2, dte1); if (pos) cmp("embed bwd dwpe", dpe2, dpe1);
+}
+static void t_xent(int R, int Vv) {
+    char nm[64]; V l = rnd((size_t)R * Vv, 4); VI tg(R); std::uniform_int_distribution<int> u(0, Vv - 1);
+    for (int r = 0; r < R; r++) tg[r] = r % 5 == 2 ? -1 : u(rng);
+    V L1(R), L2(R), v1(R), v2(R);
+    CP->xent_forward(F(L1), F(v1), F(l), F(tg), R, Vv); CU->xent_forward(F(L2), F(v2), F(l), F(tg), R, Vv);
+    snprintf(nm, sizeof nm, "xent fwd R%d V%d loss", R, Vv); cmp(nm, L2, L1); cmp("xent fwd valid", v2, v1, 1e-30);
+    V d1 = l, d2 = l; CP->xent_backward(F(d1), F(tg), R, Vv, 0.37f); CU->xent_backward(F(d2), F(tg), R, Vv, 0.37f);
+    cmp("xent bwd", d2, d1);
+    V a = l; for (int r = 0; r < R; r++) { if (r % 3 == 0) a[(size_t)r * Vv + Vv - 1] = a[(size_t)r * Vv + 1] = 9; /* tie: first wins */
+        if (r == 4) for (int i = 0; i < Vv; i++) a[(size_t)r * Vv + i] = -INFINITY; }
+    VI i1(R), i2(R); CP->argmax_rows(F(i1), F(a), R, Vv); CU->argmax_rows(F(i2), F(a), R, Vv);
+    snprintf(nm, sizeof nm, "argmax_rows R%d V%d (ties, -inf row)", R, Vv); cmpi(nm, i2, i1);
+}
+static void t_heads(int B, int N, int H, int d) {
+    size_t n = (size_t)B * N * H * d; V x = rnd(n), h1(n), h2(n), m1(n), m2(n);
+    CP->split_heads(F(h1), F(x), B, N, H, d); CU->split_heads(F(h2), F(x), B, N, H, d); cmp("split_heads", h2, h1, 1e-30);
+    CP->merge_heads(F(m1), F(h1), B, N, H, d); CU->merge_heads(F(m2), F(h1), B, N, H, d); cmp("merge_heads", m2, m1, 1e-30);
+}
+static void t_softmax(int R, int C, int bias) {
+    char nm[64]; V x = rnd((size_t)R * C, 3), cb = rnd(C);
+    if (bias) { cb[0] = -INFINITY; cb[C / 2] = -INFINITY; }
+    V a = x, b = x;
+    if (bias && C <= 8) cb.assign(C, -INFINITY); /* fully masked rows */
+    CP->softmax_rows(F(a), R, C, 0.6f, bias ? F(cb) : NULL); CU->softmax_rows(F(b), R, C, 0.6f, bias ? F(cb) : NULL);
+    snprintf(nm, sizeof nm, "softmax_rows R%d C%d colbias%d", R, C, bias); cmp(nm, b, a);
+    V g = rnd(x.size()), g1 = g, g2 = g; CP->softmax_rows_backward(F(g1), F(a), R, C); CU->softmax_rows_backward(F(g2), F(a), R, C);
+    cmp("softmax_rows bwd", g2, g1);
+}
+static void t_mask(int B, int H, int N) {
+    char nm[64]; std::vector<uint8_t> km(B * N); for (int i = 0; i < B * N; i++) km[i] = (i * 7) % 5 != 0;
+    for (int causal = 0; causal < 2; causal++) for (int usekm = 0; usekm < 2; usekm++) {
+        V S = rnd((size_t)B * H * N * N), a = S, b = S;
+        CP->attn_mask(F(a), usekm ? km.data() : NULL, B, H, N, causal); CU->attn_mask(F(b), usekm ? km.data() : NULL, B, H, N, causal);
+        snprintf(nm, sizeof nm, "attn_mask B%d H%d N%d causal%d keymask%d", B, H, N, causal, usekm); cmp(nm, b, a, 1e-30);
+    }
+}
+static void t_linmix(int BH, int N, int F_, int d, int causal, int chunk) {
+    printf("linmix BH%d N%d F%d d%d causal%d chunk%d\n", BH, N, F_, d, causal, chunk);
+    V q = rnd((size_t)BH * N * F_, 0.5f, 0.6f), k = rnd(q.size(), 0.5f, 0.6f), v = rnd((size_t)BH * N * d);
+    for (int i = 0; i < F_; i++) k[(size_t)(N - 1) * F_ + i] = 0; /* a padded key */
+    int nc = causal ? (N + chunk - 1) / chunk : 1; size_t st = (size_t)F_ * d + F_;
+    V o1((size_t)BH * N * d), o2(o1.size()), dn1((size_t)BH * N), dn2(dn1.size()), s1((size_t)BH * nc * st), s2(s1.size());
+    CP->linmix_forward(F(o1), F(dn1), F(s1), F(q), F(k), F(v), BH, N, F_, d, causal, chunk, 1e-6f);
+    CU->linmix_forward(F(o2), F(dn2), F(s2), F(q), F(k), F(v), BH, N, F_, d, causal, chunk, 1e-6f);
+    cmp("linmix out", o2, o1); cmp("linmix den", dn2, dn1); cmp("linmix state", s2, s1);
+    V g = rnd(o1.size()), dq1 = rnd(q.size()), dq2 = dq1, dk1 = rnd(k.size()), dk2 = dk1, dv1 = rnd(v.size()), dv2 = dv1;
+    CP->linmix_backward(F(dq1), F(dk1), F(dv1), F(g), F(o1), F(dn1), F(s1), F(q), F(k), F(v), BH, N, F_, d, causal, chunk);
+    CU->linmix_backward(F(dq2), F(dk2), F(dv2), F(g), F(o1), F(dn1), F(s1), F(q), F(k), F(v), BH, N, F_, d, causal, chunk);
+    cmp("linmix dphq", dq2, dq1); cmp("linmix dphk", dk2, dk1); cmp("linmix dv", dv2, dv1);
+}
+static void t_route(int B, int H, int N, int d, int Kc, int shared) {
+    printf("gma_route B%d H%d N%d d%d Kc%d shared%d\n", B, H, N, d, Kc, shared);
+    int Hp = shared ? 1 : H; float tau = 0.8f, vf = 0.05f;
+    V x = rnd((size_t)B * H * N * d), mu = rnd((size_t)Hp * Kc * d), vr = rnd(mu.size(), 1.5f), pr = rnd((size_t)Hp * Kc);
+    if (Kc > 3) vr[3] = 25.f; /* softplus linear branch */
+    V g1((size_t)B * H * N * Kc), g2(g1.size());
+    CP->gma_route_forward(F(g1), F(x), F(mu), F(vr), F(pr), B, H, N, d, Kc, tau, vf, shared);
+    CU->gma_route_forward(F(g2), F(x), F(mu), F(vr), F(pr), B, H, N, d, Kc, tau, vf, shared);
+    cmp("gma_route gamma", g2, g1);
+    V dg = rnd(g1.size()), dx1 = rnd(x.size()), dx2 = dx1, dm1 = rnd(mu.size()), dm2 = dm1, dv1 = rnd(mu.size()), dv2 = dv1, dp1 = rnd(pr.size()), dp2 = dp1;
+    CP->gma_route_backward(F(dx1), F(dm1), F(dv1), F(dp1), F(dg), F(g1), F(x), F(mu), F(vr), F(pr), B, H, N, d, Kc, tau, vf, shared);
+    CU->gma_route_backward(F(dx2), F(dm2), F(dv2), F(dp2), F(dg), F(g1), F(x), F(mu), F(vr), F(pr), B, H, N, d, Kc, tau, vf, shared);
+    cmp("gma_route dx", dx2, dx1); cmp("gma_route dmu", dm2, dm1); cmp("gma_route dvar_raw", dv2, dv1); cmp("gma_route dprior", dp2, dp1);
+}
+static void t_div(int B, int H, int N, int Kc) {
+    char nm[80]; V g = rnd((size_t)B * H * N * Kc, 0.45f, 0.5f); std::vector<uint8_t> m(B * N);
+    for (int i = 0; i < B * N; i++) m[i] = i % 4 != 1;
+    for (int mode = 0; mode < 2; mode++) for (int um = 0; um < 2; um++) {
+        const uint8_t *mk = um ? m.data() : NULL;
+        snprintf(nm, sizeof nm, "gma_div fwd mode%d mask%d", mode, um);
+        cmpd(nm, CU->gma_div_forward(F(g), mk, B, H, N, Kc, mode), CP->gma_div_forward(F(g), mk, B, H, N, Kc, mode), 1e-6);
+        V d1 = rnd(g.size()), d2 = d1; CP->gma_div_backward(F(d1), F(g), mk, B, H, N, Kc, mode, 0.3f); CU->gma_div_backward(F(d2), F(g), mk, B, H, N, Kc, mode, 0.3f);
+        snprintf(nm, sizeof nm, "gma_div bwd mode%d mask%d", mode, um); cmp(nm, d2, d1);
+    }
+}
+static void t_cls(int B, int D) {
+    V u = rnd((size_t)B * D), v = rnd(u.size()), o1((size_t)B * 4 * D), o2(o1.size());
+    CP->pair_features_forward(F(o1), F(u), F(v), B, D); CU->pair_features_forward(F(o2), F(u), F(v), B, D); cmp("pair_features fwd", o2, o1);
+    V g = rnd(o1.size()), du1 = rnd(u.size()), du2 = du1, dv1 = rnd(u.size()), dv2 = dv1;
+    CP->pair_features_backward(F(du1), F(dv1), F(g), F(u), F(v), B, D); CU->pair_features_backward(F(du2), F(dv2), F(g), F(u), F(v), B, D);
+    cmp("pair_features bwd du", du2, du1); cmp("pair_features bwd dv", dv2, dv1);
+}
+static void t_opt() {
+    size_t n = 3000; V p = rnd(n), g = rnd(n), m = rnd(n, 0.1f), v = rnd(n, 0.01f, 0.011f);
+    V p1 = p, p2 = p, m1 = m, m2 = m, v1 = v, v2 = v;
+    for (int s = 1; s <= 3; s++) {
+        float bc1 = 1 - powf(0.9f, s), bc2 = 1 - powf(0.999f, s);
+        CP->adamw(F(p1), F(g), F(m1), F(v1), n, 1e-2f, 0.9f, 0.999f, 1e-8f, 0.1f, bc1, bc2);
+        CU->adamw(F(p2), F(g), F(m2), F(v2), n, 1e-2f, 0.9f, 0.999f, 1e-8f, 0.1f, bc1, bc2);
+    }
+    cmp("adamw p (3 steps)", p2, p1); cmp("adamw m", m2, m1); cmp("adamw v", v2, v1);
+    for (int mom = 0; mom < 2; mom++) {
+        V q1 = p, q2 = p, b1 = m, b2 = m;
+        for (int s = 0; s < 3; s++) { CP->sgd(F(q1), F(g), F(b1), n, 0.05f, mom ? 0.9f : 0.f, 0.01f); CU->sgd(F(q2), F(g), F(b2), n, 0.05f, mom ? 0.9f : 0.f, 0.01f); }
+        cmp(mom ? "sgd p (momentum 0.9)" : "sgd p (no momentum)", q2, q1); if (mom) cmp("sgd momentum buffer", b2, b1);
+    }
+}
+int main(int argc, char **argv) {
+    const char *w = argc > 1 ? argv[1] : "all";
+#define ON(x) (!strcmp(w, "all") || !strcmp(w, "core") || !strcmp(w, x))
+    if (cuda_ops_init(&CU) != 0 || ops_check_table(CU) != 0) { fprintf(stderr, "cuda_ops_init/ops_check_table: %s\n", gma_error()); return 2; }
+    printf("device %s, table %s\n", "emu", CU->name);
+    if (ON("mem")) t_mem();
+    if (ON("matmul")) {
+        t_matmul("fp32", 1e-4);
+        cuda_set_precision("tf32"); t_matmul("tf32", 2e-3);
+        cuda_set_precision("bf16"); t_matmul("bf16", 1e-2);
+        cuda_set_precision("fp32");
+    }
+    if (ON("nn")) {
+        t_basic(); t_ln(37, 70); t_ln(300, 33); t_embed(2, 9, 150, 200, 1); t_embed(3, 5, 20, 7, 0);
+        t_xent(12, 1000); t_xent(7, 30); t_heads(2, 7, 3, 5); t_softmax(9, 300, 1); t_softmax(6, 40, 0); t_softmax(5, 6, 1);
+        t_mask(2, 2, 13); t_cls(5, 70); t_opt();
+        t_ln(5, 7); t_xent(3, 1); t_softmax(4, 1, 0); t_embed(1, 1, 1, 1, 1); /* degenerate widths */
+    }
+    if (ON("linmix")) {
+        t_linmix(3, 20, 8, 6, 0, 0); t_linmix(3, 24, 8, 6, 1, 8); t_linmix(2, 23, 7, 5, 1, 8);
+        t_linmix(2, 10, 4, 3, 1, 16); t_linmix(2, 37, 34, 33, 1, 5); t_linmix(1, 5, 3, 2, 1, 1);
+        t_linmix(2, 1, 3, 2, 1, 4); t_linmix(2, 1, 3, 2, 0, 0); /* N = 1 */
+    }
+    if (ON("route")) { t_route(2, 3, 11, 8, 4, 0); t_route(2, 3, 11, 8, 4, 1); t_route(1, 2, 9, 40, 37, 0); t_route(2, 2, 5, 3, 70, 1); t_route(1, 1, 1, 1, 1, 0); }
+    if (ON("div")) { t_div(2, 3, 13, 5); t_div(1, 2, 300, 3); }
+    printf("%d checks, %d failures, worst fp32 relative error %.2e (bound 1e-4), %d cuBLAS GEMM calls\n", ncheck, nfail, worst, g_emu_gemm_calls);
+    return nfail != 0;
+}
