@@ -3,7 +3,7 @@
 #   make            CPU build: bin/gmatrain bin/gmaeval bin/gmadata bin/gmabench + build/libgma.a
 #   make test       set-up if needed, build, run every Check suite under tests/
 #   make quickstart set-up if needed, build, train and evaluate configs/quickstart.json
-#   make bench      build and run bin/gmabench (tables to stdout, JSON to runs/bench.json)
+#   make bench      build and run bin/gmabench for every causal mixer (tables, runs/bench.json)
 #   make cuda       the same binaries with the CUDA backend (nvcc + cuBLAS)
 #   make deps       install the Debian packages (scripts/setup.sh)
 #   make install    copy bin/* to $(PREFIX)/bin (PREFIX=/usr/local, DESTDIR honoured)
@@ -137,7 +137,7 @@ asan:
 
 bench: check-deps
 	@$(MAKE) --no-print-directory bin/gmabench
-	bin/gmabench all --json runs/bench.json
+	bin/gmabench all --mixers gma,sdpa,sdpa_ref,linear,performer,mamba --json runs/bench.json
 
 # ---- CUDA build: same binaries, CUDA backend linked in (GMA_CUDA) ----
 # Host C sources are rebuilt with -DGMA_CUDA into build/cuda-host, the .cu files into
