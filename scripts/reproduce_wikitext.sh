@@ -1,0 +1,59 @@
+#!/usr/bin/env bash
+# reproduce_wikitext.sh: the language-model table. Trains configs/wikitext103_<mixer>.json for
+# each mixer, evaluates the final checkpoint on the test split (token- and word-level
+# perplexity) and prints one table (also written to runs/wikitext-<profile>-<stamp>.txt).
+#
+#   scripts/reproduce_wikitext.sh [--profile paper|small] [--data DIR] [--mixers "gma_k256 sdpa ..."]
+#                                 [--steps N] [--device cpu|cuda]
+#   --profile paper  the configurations as they are (GPU-scale: 8 layers, d_model 512, N 512)
+#   --profile small  the same configurations shrunk for a CPU (2 layers, d_model 128, N 128,
+#                    300 steps, Kc 32, 64 Performer features): a smoke run of the pipeline
+#   --data DIR       token shards to use (default data/wikitext-103-gpt2; fetched with
+#                    `gmadata fetch wikitext-103 && gmadata fetch gpt2` and prepared when missing)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+profile=paper; data=data/wikitext-103-gpt2; device=""; steps=""
+mixers="gma_k256 sdpa linear performer mamba hybrid"
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --profile) profile="$2"; shift 2;;
+    --data) data="$2"; shift 2;;
+    --mixers) mixers="$2"; shift 2;;
+    --steps) steps="$2"; shift 2;;
+    --device) device="--device $2"; shift 2;;
+    *) echo "usage: $0 [--profile paper|small] [--data DIR] [--mixers LIST] [--steps N] [--device D]" >&2; exit 2;;
+  esac
+done
+case "$profile" in paper|small) ;; *) echo "$0: --profile must be paper or small" >&2; exit 2;; esac
+make -s binaries
+if [ ! -f "$data/meta.json" ]; then
+  if [ "$data" != data/wikitext-103-gpt2 ]; then echo "$0: $data/meta.json missing" >&2; exit 2; fi
+  bin/gmadata fetch wikitext-103
+  bin/gmadata fetch gpt2
+  bin/gmadata prepare wikitext-103 --tokenizer gpt2 --out "$data"
+fi
+stamp=$(date +%Y%m%d-%H%M%S)
+table="runs/wikitext-$profile-$stamp.txt"
+mkdir -p runs
+printf "%-10s %12s %10s %10s %12s %12s\n" mixer params valid_ppl test_ppl test_wppl tokens/s > "$table"
+get() { grep "\"$2\"" "$1" | head -1 | sed -E 's/.*:[[:space:]]*([0-9.eE+-]+).*/\1/'; }
+for m in $mixers; do
+  cfg="configs/wikitext103_$m.json"
+  [ -f "$cfg" ] || { echo "$0: no $cfg" >&2; exit 2; }
+  sets=(--set "data.path=$data" --set model.vocab_size=0)
+  if [ "$profile" = small ]; then
+    sets+=(--set model.d_model=128 --set model.n_layers=2 --set model.n_heads=4 --set model.max_seq_len=128
+           --set train.seq_len=128 --set train.batch_size=8 --set train.grad_accum=1 --set train.steps=300
+           --set train.warmup=30 --set train.eval_every=0 --set train.eval_batches=20 --set train.checkpoint_every=0
+           --set gma.n_components=32 --set performer.features=64 --set data.eval_stride=64)
+    [ "$m" = hybrid ] && sets+=(--set model.mixer=sdpa,gma)
+  fi
+  [ -n "$steps" ] && sets+=(--set "train.steps=$steps")
+  out="runs/wikitext_${m}-$profile-$stamp"
+  bin/gmatrain --config "$cfg" --out "$out" "${sets[@]}" $device --quiet
+  bin/gmaeval --checkpoint "$out" --data test --json "$out/test.json" $device > /dev/null
+  printf "%-10s %12s %10.3f %10.3f %12.3f %12.0f\n" "$m" "$(get "$out/summary.json" parameters)" \
+    "$(get "$out/summary.json" ppl)" "$(get "$out/test.json" ppl)" "$(get "$out/test.json" word_ppl)" \
+    "$(get "$out/summary.json" tokens_per_s)" >> "$table"
+done
+cat "$table"
