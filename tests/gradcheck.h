@@ -12,6 +12,7 @@
 
 #include "core/common.h"
 #include "core/rng.h"
+#include "nn/params.h"
 
 #define GC_H 1e-5
 #define GC_TOL 1e-6
@@ -51,6 +52,26 @@ static inline double gc_dot(const real *a, const real *b, size_t n) {
     double s = 0;
     for (size_t i = 0; i < n; i++) s += a[i] * b[i];
     return s;
+}
+
+/* Check every trained tensor of a parameter table (buffers are state, not trained): the
+ * analytic gradient g (a copy taken before checking) against central differences of f
+ * over params. Asserts each tensor below GC_TOL naming it; returns the worst relative error
+ * and leaves the worst absolute difference over all tensors in gc_last_abs. */
+static inline double gc_check_table(const ParamTable *pt, real *params, const real *g, gc_loss_fn f, void *ctx,
+                                    const char *label) {
+    double worst = 0, worst_abs = 0;
+    for (int i = 0; i < pt->n; i++) {
+        const ParamInfo *p = &pt->t[i];
+        if (p->group == GROUP_BUFFER) continue;
+        double e = gc_check(f, ctx, params + p->offset, g + p->offset, p->numel);
+        if (e > 1e-7) printf("  %-36s %.2e\n", p->name, e);
+        ck_assert_msg(e < GC_TOL, "%s: %s max relative error %.3e", label, p->name, e);
+        worst = fmax(worst, e);
+        worst_abs = fmax(worst_abs, gc_last_abs);
+    }
+    gc_last_abs = worst_abs;
+    return worst;
 }
 
 #define GC_ASSERT(name, err)                                                            \

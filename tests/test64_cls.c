@@ -188,20 +188,10 @@ static void model_case(const char *mixer, const char *pooling, int n_seq) {
     model_backward(&c.m, 1.0);
     real *g = xcalloc(c.m.pt.total, sizeof(real));
     memcpy(g, c.m.grads, c.m.pt.total * sizeof(real));
-    double worst = 0, worst_abs = 0;
-    for (int i = 0; i < c.m.pt.n; i++) {
-        ParamInfo *p = &c.m.pt.t[i];
-        if (p->group == GROUP_BUFFER) continue; /* state, not trained (performer omega) */
-        double e = gc_check(cls_loss, &c, c.m.params + p->offset, g + p->offset, p->numel);
-        if (e > 1e-7) printf("  %-36s %.2e\n", p->name, e);
-        ck_assert_msg(e < GC_TOL, "%s %s: %s max relative error %.3e", mixer, pooling, p->name, e);
-        worst = fmax(worst, e);
-        worst_abs = fmax(worst_abs, gc_last_abs);
-    }
+    double worst = gc_check_table(&c.m.pt, c.m.params, g, cls_loss, &c, mixer);
     ck_assert_int_ge(pt_find(&c.m.pt, "head.weight"), 0);
     ck_assert_int_eq(pt_find(&c.m.pt, "cls_token") >= 0, !strcmp(pooling, "cls"));
     ck_assert_int_eq(pt_find(&c.m.pt, "head.mlp.fc.weight") >= 0, n_seq == 2);
-    gc_last_abs = worst_abs;
     char nm[96];
     snprintf(nm, sizeof nm, "2-layer classifier %s %s n_seq %d (%d tensors)", mixer, pooling, n_seq, c.m.pt.n);
     GC_ASSERT(nm, worst);

@@ -126,16 +126,7 @@ static void model_case(const char *mixers) {
     model_backward(&c.m, 1.0);
     real *g = xcalloc(c.m.pt.total, sizeof(real));
     memcpy(g, c.m.grads, c.m.pt.total * sizeof(real));
-    double worst = 0, worst_abs = 0;
-    for (int i = 0; i < c.m.pt.n; i++) {
-        ParamInfo *p = &c.m.pt.t[i];
-        double e = gc_check(model_loss, &c, c.m.params + p->offset, g + p->offset, p->numel);
-        if (e > 1e-7) printf("  %-36s %.2e\n", p->name, e);
-        ck_assert_msg(e < GC_TOL, "%s: %s max relative error %.3e", mixers, p->name, e);
-        worst = fmax(worst, e);
-        worst_abs = fmax(worst_abs, gc_last_abs);
-    }
-    gc_last_abs = worst_abs;
+    double worst = gc_check_table(&c.m.pt, c.m.params, g, model_loss, &c, mixers);
     char nm[96];
     snprintf(nm, sizeof nm, "2-layer model %s (%d tensors)", mixers + 12, c.m.pt.n);
     GC_ASSERT(nm, worst);
