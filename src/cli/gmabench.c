@@ -423,7 +423,6 @@ int main(int argc, char **argv) {
     Opts o = {.D = 256, .H = 4, .Kc = 64, .B = 0, .causal = 1, .repeat = 3, .L = 4, .V = 8192, .T = 256, .steps = 5,
               .max_seconds = 60, .max_mem_gib = 12, .threads = -1};
     snprintf(o.mixers, sizeof o.mixers, "gma,sdpa");
-    int mixers_set = 0;
     o.n_seq = parse_list("512,1024,2048,4096,8192,16384", o.seq, 32);
     for (int i = 2; i < argc; i++) {
         const char *a = argv[i];
@@ -441,7 +440,6 @@ int main(int argc, char **argv) {
     }
         if (!strcmp(a, "--mixers") && nx) {
             snprintf(o.mixers, sizeof o.mixers, "%s", argv[++i]);
-            mixers_set = 1;
         } else if (!strcmp(a, "--seq") && nx) {
             if ((o.n_seq = parse_list(argv[++i], o.seq, 32)) <= 0) {
                 fprintf(stderr, "gmabench: --seq: bad list \"%s\"\n", argv[i]);
@@ -472,7 +470,6 @@ int main(int argc, char **argv) {
             return 2;
         }
     }
-    (void)mixers_set;
     char buf[512];
     snprintf(buf, sizeof buf, "%s", o.mixers);
     char *sv = NULL;

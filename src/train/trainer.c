@@ -268,7 +268,7 @@ int trainer_run(const Config *cfg_in, const TrainerOptions *o) {
     int gma_layers = model_gma_layers(&m), div_on = cfg.gma.div_weight > 0;
     int fresh = ts.step == 0 && !o->resume_dir;
     double win_div = 0;
-    double t_start = gma_now(), train_time = 0, win_loss = 0, win_tokens = 0, tokens0 = ts.tokens_seen;
+    double t_start = gma_now(), train_time = 0, win_loss = 0, tokens0 = ts.tokens_seen;
     int win_n = 0, bad_row = 0, rc = TRAIN_OK;
     long step0 = ts.step;
     double last_loss = NAN;
@@ -341,7 +341,6 @@ int trainer_run(const Config *cfg_in, const TrainerOptions *o) {
         ts.tokens_seen += count_tok;
         double dt = gma_now() - t0;
         train_time += dt;
-        win_tokens += count_tok;
         if (ts.step % tc->log_every == 0 || ts.step == tc->steps) {
             double tps = train_time > 0 ? (ts.tokens_seen - tokens0) / train_time : 0;
             cJSON *row = cJSON_CreateObject();
@@ -364,7 +363,6 @@ int trainer_run(const Config *cfg_in, const TrainerOptions *o) {
             win_loss = 0;
             win_div = 0;
             win_n = 0;
-            win_tokens = 0;
         }
         if (gma_layers && !bad && cfg.gma.monitor_every > 0 && ts.step % cfg.gma.monitor_every == 0 &&
             health_check(&hm, &m, ts.step, mf, o->quiet, (uint64_t)cfg.seed)) {

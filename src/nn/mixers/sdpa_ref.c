@@ -40,7 +40,7 @@ static void ref_forward(Mixer *m, const MixerCtx *c, real *y, const real *h, con
 static void ref_backward(Mixer *m, const MixerCtx *c, real *dh, const real *dy, const real *h, const real *params,
                           real *grads, real *act, real *scratch) {
     int B = c->B, N = c->N, H = m->H, d = m->d;
-    size_t hs = (size_t)B * N * m->D, nn = (size_t)B * H * N * N;
+    size_t hs = (size_t)B * N * m->D;
     real *qh = act, *kh = qh + hs, *vh = kh + hs, *oh = vh + hs, *P = oh + hs;
     real *t1 = scratch, *t2 = t1 + hs, *dq = t2 + hs, *dk = dq + hs, *dv = dk + hs, *dP = dv + hs;
     real *doh = t1; /* reuses t1 after the projection backward */
@@ -54,7 +54,6 @@ static void ref_backward(Mixer *m, const MixerCtx *c, real *dh, const real *dy, 
     g_ops->softmax_rows_backward(dP, P, B * H * N, N); /* dS (before the 1/sqrt(d) scale) */
     g_ops->matmul_strided(dq, dP, kh, N, d, N, 0, 0, sc, 0, B * H, sNN, sNd, sNd);
     g_ops->matmul_strided(dk, dP, qh, N, d, N, 1, 0, sc, 0, B * H, sNN, sNd, sNd);
-    (void)nn;
     attn_proj_qkv_backward(m, params, grads, dh, h, dq, dk, dv, t2, B, N);
 }
 

@@ -58,12 +58,11 @@ void cpu_linmix_forward(real *out, real *den, real *state, const real *phq, cons
             int c0 = (int)c * chunk, L = GMA_MIN(chunk, N - c0);
             real *Sc = state + ((size_t)h * nc + c) * st, *zc = Sc + (size_t)F * d;
             if (c > 0) { /* running state = previous state + previous chunk */
-                real *Sp = Sc - st, *zp = Sp + (size_t)F * d;
+                real *Sp = Sc - st;
                 int p0 = c0 - chunk;
                 memcpy(Sc, Sp, sizeof(real) * st);
                 cpu_matmul(Sc, k + (size_t)p0 * F, vv + (size_t)p0 * d, F, d, chunk, 1, 0, 1, 1);
                 colsum_acc(zc, k + (size_t)p0 * F, chunk, F);
-                (void)zp;
             }
             const real *qc = q + (size_t)c0 * F, *kc = k + (size_t)c0 * F, *vc = vv + (size_t)c0 * d;
             real *oc = o + (size_t)c0 * d;
