@@ -20,13 +20,36 @@ CU=(cuda_core cuda_nn cuda_linmix cuda_gma_route cuda_gma_div cuda_cls cuda_base
 for f in "${CU[@]}"; do
   python3 tests/cuda_emu/launch2call.py src/ops/cuda/$f.cu "$O/$f.cpp"
 done
-LIBS=$(make -s -f - print-ldlibs <<'MK' 2>/dev/null || true
+# model: the CLI binaries (gmacheck, gmatrain, gmaeval) linked with the emulated backend,
+# with device memory kept apart from the host (EMU_DEVICE_MEMORY in emu_cuda.h), then
+# whole models on `--device cuda` against the CPU backend.
+model_checks() {
+  local M=$O/model; mkdir -p "$M"
+  local CFL; CFL="$(mkvar CFLAGS)"
+  gcc $CFL -DGMA_CUDA -c src/ops/cpu/cpu_core.c -o "$M/cpu_core_cuda.o"
+  cp build/libgma.a "$M/libgma-emu.a"; ar d "$M/libgma-emu.a" cpu_core.o; ar r "$M/libgma-emu.a" "$M/cpu_core_cuda.o" 2>/dev/null
+  local pids=() f b
+  for f in "${CU[@]}"; do
+    g++ -O2 -g -std=c++20 -w -DEMU_DEVICE_MEMORY -Itests/cuda_emu -Isrc -c "$O/$f.cpp" -o "$M/$f.o" & pids+=($!)
+    [ ${#pids[@]} -ge "$(nproc)" ] && { wait "${pids[0]}"; pids=("${pids[@]:1}"); }
+  done
+  for p in "${pids[@]}"; do wait "$p"; done
+  for b in gmacheck gmatrain gmaeval; do
+    gcc $CFL -c src/cli/$b.c -o "$M/$b.o"
+    g++ -rdynamic "$M/$b.o" "$M"/cuda_*.o "$M/libgma-emu.a" $LIBS -lpthread -o "$M/$b"
+  done
+  echo "emulated binaries: $M/{gmacheck,gmatrain,gmaeval}"
+  bash scripts/gpu_check.sh --bin "$M" --no-build --no-bench --out runs/cuda_emu_model "$@"
+}
+mkvar() { make -s -f - print-var V="$1" <<'MK' 2>/dev/null || true
 include Makefile
-print-ldlibs: ; @echo $(LDLIBS)
+print-var: ; @echo $($(V))
 MK
-)
+}
+LIBS=$(mkvar LDLIBS)
 LIBS=${LIBS:--fopenmp -lopenblas -lm -lpthread}
 W=${1:-all}
+if [ "$W" = model ]; then model_checks "${@:2}"; exit $?; fi
 case $W in all|elem|favor|conv|scan|attn) base=1 ;; *) base=0 ;; esac
 case $W in all|core|mem|matmul|nn|linmix|route|div) core=1 ;; *) core=0 ;; esac
 if [ $base = 0 ] && [ $core = 0 ]; then echo "cuda_emu_check.sh: unknown part '$W'" >&2; exit 2; fi

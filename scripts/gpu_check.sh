@@ -3,6 +3,12 @@
 # GPU, then benchmark it. Needs nvcc (or binaries already built by `make cuda`) and a GPU.
 #
 #   scripts/gpu_check.sh [--quick] [--no-build] [--no-bench] [--sanitize] [--out DIR]
+#                        [--bin DIR] [--precisions "fp32 tf32 bf16"] [--mixers "gma sdpa ..."]
+#                        [--extra "ARGS"]
+#
+# --bin DIR takes gmacheck from DIR instead of bin/ (scripts/cuda_emu_check.sh model runs
+# these checks on binaries linked with the CPU emulation of the CUDA backend). --extra
+# appends ARGS to every gmacheck call (e.g. "--batch 1" to make the emulated runs shorter).
 #
 # 1. make cuda (unless --no-build).
 # 2. For every mixer (bin/gmacheck --list-mixers), causal and bidirectional, and every
@@ -25,7 +31,7 @@
 # Exit status: 0 all checks within bounds, 1 some check failed, 2 no usable GPU/build.
 set -uo pipefail
 cd "$(dirname "$0")/.."
-QUICK=0; BUILD=1; BENCH=1; SAN=0; OUT=runs/gpu_check
+QUICK=0; BUILD=1; BENCH=1; SAN=0; OUT=runs/gpu_check; BIN=bin; PRECS=""; ONLY=""; EXTRA=""
 while [ $# -gt 0 ]; do
   case "$1" in
     --quick) QUICK=1 ;;
@@ -33,7 +39,11 @@ while [ $# -gt 0 ]; do
     --no-bench) BENCH=0 ;;
     --sanitize) SAN=1 ;;
     --out) OUT="$2"; shift ;;
-    *) echo "usage: $0 [--quick] [--no-build] [--no-bench] [--sanitize] [--out DIR]" >&2; exit 2 ;;
+    --bin) BIN="$2"; shift ;;
+    --precisions) PRECS="$2"; shift ;;
+    --mixers) ONLY="$2"; shift ;;
+    --extra) EXTRA="$2"; shift ;;
+    *) echo "usage: $0 [--quick] [--no-build] [--no-bench] [--sanitize] [--out DIR] [--bin DIR] [--precisions P] [--mixers M]" >&2; exit 2 ;;
   esac
   shift
 done
@@ -44,11 +54,11 @@ if [ $BUILD = 1 ]; then
   echo "== make cuda"
   make -j"$(nproc)" cuda > "$OUT/build.log" 2>&1 || { tail -30 "$OUT/build.log"; echo "gpu_check: make cuda failed (see $OUT/build.log)"; exit 2; }
 fi
-[ -x bin/gmacheck ] || { echo "gpu_check: bin/gmacheck missing (run make cuda)"; exit 2; }
+[ -x "$BIN/gmacheck" ] || { echo "gpu_check: $BIN/gmacheck missing (run make cuda)"; exit 2; }
 
 GPU=$(nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>/dev/null | head -1)
 echo "GPU: ${GPU:-unknown (nvidia-smi not found)}"
-probe=$(bin/gmacheck --device cuda --steps 1 --batch 1 --seq 16 --quiet 2>&1); rc=$?
+probe=$($BIN/gmacheck --device cuda --steps 1 --batch 1 --seq 16 --quiet 2>&1); rc=$?
 if [ $rc = 2 ]; then echo "$probe"; echo "gpu_check: the CUDA backend cannot run here"; exit 2; fi
 
 {
@@ -66,8 +76,8 @@ check() { # mixer causal case precision [extra args...]
   local mode=causal; [ "$c" = 0 ] && mode=bidirectional
   echo "-- $m $mode $cs $p" | tee -a "$LOG"
   local out rc
-  out=$(GMA_CUDA_SYNC=1 bin/gmacheck --device cuda --precision "$p" --set model.mixer="$m" --set model.causal="$c" \
-        --steps 3 --quiet "$@" 2>&1); rc=$?
+  out=$(GMA_CUDA_SYNC=1 $BIN/gmacheck --device cuda --precision "$p" --set model.mixer="$m" --set model.causal="$c" \
+        --steps 3 --quiet "$@" $EXTRA 2>&1); rc=$?
   echo "$out" >> "$LOG"
   if [ $rc = 3 ]; then echo "   skipped: $(echo "$out" | tail -1)"; return; fi
   runs=$((runs + 1))
@@ -86,8 +96,9 @@ check() { # mixer causal case precision [extra args...]
   echo "| $m | $mode | $cs | $p | $le | $ge | $bd | $res |" >> "$SUM"
 }
 
-MIXERS=$(bin/gmacheck --list-mixers | tr '|' ' ')
-PRECS="fp32 tf32 bf16"; [ $QUICK = 1 ] && PRECS="fp32"
+MIXERS=$($BIN/gmacheck --list-mixers | tr '|' ' ')
+[ -n "$ONLY" ] && MIXERS="$ONLY"
+if [ -z "$PRECS" ]; then PRECS="fp32 tf32 bf16"; [ $QUICK = 1 ] && PRECS="fp32"; fi
 for p in $PRECS; do
   for m in $MIXERS; do
     for c in 1 0; do
@@ -116,9 +127,9 @@ done
 for m in $MIXERS; do
   case "$m" in gma|sdpa_ref) continue ;; esac
   for c in 1 0; do
-    a=$(GMA_CUDA_SYNC=1 bin/gmacheck --device cuda --set model.mixer="$m" --set model.causal="$c" --steps 2 2>&1); ra=$?
+    a=$(GMA_CUDA_SYNC=1 $BIN/gmacheck --device cuda --set model.mixer="$m" --set model.causal="$c" --steps 2 2>&1); ra=$?
     [ $ra = 3 ] && continue
-    b=$(GMA_CUDA_SYNC=1 bin/gmacheck --device cuda --set model.mixer="$m" --set model.causal="$c" --steps 2 2>&1)
+    b=$(GMA_CUDA_SYNC=1 $BIN/gmacheck --device cuda --set model.mixer="$m" --set model.causal="$c" --steps 2 2>&1)
     runs=$((runs + 1))
     if [ "$a" = "$b" ]; then echo "-- repeat $m causal=$c: identical" | tee -a "$LOG"
     else fails=$((fails + 1)); echo "-- repeat $m causal=$c: DIFFERS" | tee -a "$LOG"; echo "| $m | causal=$c | repeat | fp32 | - | - | - | DIFFERS |" >> "$SUM"; fi
@@ -128,8 +139,8 @@ done
 if [ $SAN = 1 ] && command -v compute-sanitizer >/dev/null 2>&1; then
   for m in $MIXERS; do
     echo "== compute-sanitizer memcheck: $m" | tee -a "$LOG"
-    cz=1; bin/gmacheck --device cpu --set model.mixer=$m --steps 1 --batch 1 --seq 16 --quiet >/dev/null 2>&1 || cz=0
-    compute-sanitizer --tool memcheck --error-exitcode 9 bin/gmacheck --device cuda --set model.mixer=$m \
+    cz=1; $BIN/gmacheck --device cpu --set model.mixer=$m --steps 1 --batch 1 --seq 16 --quiet >/dev/null 2>&1 || cz=0
+    compute-sanitizer --tool memcheck --error-exitcode 9 $BIN/gmacheck --device cuda --set model.mixer=$m \
       --set model.causal=$cz --steps 1 --batch 2 --seq 100 --quiet >> "$LOG" 2>&1
     rc=$?; [ $rc = 0 ] || { fails=$((fails + 1)); echo "   memcheck $m: rc $rc (see $LOG)"; }
     echo "   memcheck $m: rc $rc"

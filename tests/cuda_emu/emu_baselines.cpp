@@ -10,9 +10,6 @@ extern "C" {
 #include "ops/cpu/cpu.h"
 }
 #include <random>
-thread_local uint3e threadIdx, blockIdx;
-thread_local dim3 blockDim, gridDim;
-EmuBlock *g_blk;
 void cuda_fail(const char *file, int line, const char *call, const char *msg) { fprintf(stderr, "FAIL %s:%d %s %s\n", file, line, call, msg); exit(1); }
 static void *g_ws[16]; static size_t g_cap[16];
 void *cuda_ws(int slot, size_t bytes) { if (bytes > g_cap[slot]) { free(g_ws[slot]); g_ws[slot] = calloc(1, bytes + 64); g_cap[slot] = bytes; } return g_ws[slot]; }

@@ -15,10 +15,6 @@ extern "C" {
 #include "ops/cpu/cpu.h"
 }
 #include <random>
-thread_local uint3e threadIdx, blockIdx;
-thread_local dim3 blockDim, gridDim;
-EmuBlock *g_blk;
-int g_emu_gemm_calls;
 extern "C" int cuda_ops_init(const GmaOps **out);
 extern "C" int cuda_set_precision(const char *precision);
 extern "C" void cuda_mem_stats(size_t *in_use, size_t *peak);

@@ -5,13 +5,27 @@
  * honours transposes, leading dimensions, alpha/beta (beta == 0 overwrites C, as cuBLAS),
  * strides and batch; the tf32 math mode and bf16 operands round the operands as the GPU
  * does (tf32: 10 mantissa bits, bf16: 7, round to nearest even). Streams are the default
- * stream only. */
+ * stream only.
+ *
+ * With EMU_DEVICE_MEMORY defined (the emulated CLI binaries; emu_core and emu_baselines hand
+ * host arrays straight to the ops, so they run without it), "device" memory
+ * is kept apart from the host: each cudaMalloc is its own mapping, placed so that it ends
+ * (to 256 bytes) against a guard page, and it is readable only while a kernel, a cuBLAS
+ * call or a cudaMemcpy/cudaMemset runs. Host code that reads or writes device memory, a
+ * kernel that runs past the end of an allocation, a kernel argument or cuBLAS operand that
+ * is not device memory, and a copy whose direction or extent does not match its pointers
+ * all stop the program with one line naming the kernel or call (and a backtrace): the
+ * faults that a CPU emulation would otherwise hide because every pointer is a host pointer.
+ * Launch configurations are checked against the CUDA limits (1024 threads a block,
+ * 65535 blocks in y and z, 48 KiB of dynamic shared memory unless the kernel opted in with
+ * cudaFuncSetAttribute, at most 227 KiB). */
 #pragma once
 #include <cmath>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <stddef.h>
+#include <map>
 
 /* ---- runtime ---- */
 typedef int cudaError_t;
@@ -21,6 +35,120 @@ enum cudaMemcpyKind { cudaMemcpyHostToHost = 0, cudaMemcpyHostToDevice = 1, cuda
 typedef void *cudaStream_t;
 #define cudaFuncAttributeMaxDynamicSharedMemorySize 0
 struct cudaDeviceProp { char name[256]; int major, minor; size_t totalGlobalMem; int multiProcessorCount; };
+#ifdef EMU_DEVICE_MEMORY
+#include <execinfo.h>
+#include <stdarg.h>
+#include <map>
+#include <signal.h>
+#include <stdio.h>
+#include <sys/mman.h>
+#include <unistd.h>
+struct EmuAlloc { char *map; size_t span; char *p; size_t n; }; /* span: data pages; guard page after */
+inline std::map<uintptr_t, EmuAlloc> g_emu_allocs; /* by user pointer */
+inline int g_emu_access;                            /* > 0 while device code runs */
+inline const char *g_emu_what = "host code";        /* the kernel or call that runs */
+[[noreturn]] inline void emu_die(const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    fprintf(stderr, "emu: ");
+    vfprintf(stderr, fmt, ap);
+    fprintf(stderr, "\n");
+    va_end(ap);
+    void *bt[48];
+    int n = backtrace(bt, 48);
+    backtrace_symbols_fd(bt, n, 2);
+    _exit(98);
+}
+inline const EmuAlloc *emu_find(const void *q) { /* the allocation holding q, one past its end included */
+    uintptr_t u = (uintptr_t)q;
+    auto it = g_emu_allocs.upper_bound(u);
+    if (it == g_emu_allocs.begin()) return nullptr;
+    --it;
+    return u <= it->first + it->second.n ? &it->second : nullptr;
+}
+inline void emu_protect_all(int prot) {
+    for (auto &kv : g_emu_allocs) mprotect(kv.second.map, kv.second.span, prot);
+}
+inline void emu_segv(int, siginfo_t *si, void *) {
+    uintptr_t a = (uintptr_t)si->si_addr;
+    for (auto &kv : g_emu_allocs) {
+        const EmuAlloc &e = kv.second;
+        uintptr_t m = (uintptr_t)e.map;
+        if (a >= m + e.span && a < m + e.span + 4096)
+            emu_die("%s: out-of-bounds access %zu bytes past the end of a %zu-byte device allocation", g_emu_what,
+                    a - (uintptr_t)e.p - e.n, e.n);
+        if (a >= m && a < m + e.span && !g_emu_access)
+            emu_die("%s touched device memory (byte %zu of a %zu-byte allocation) outside a kernel or copy", g_emu_what,
+                    a - (uintptr_t)e.p, e.n);
+    }
+    signal(SIGSEGV, SIG_DFL); /* not ours: fault again, as usual */
+}
+struct EmuDevScope { /* device memory readable while this lives */
+    const char *prev;
+    explicit EmuDevScope(const char *what) : prev(g_emu_what) {
+        g_emu_what = what;
+        if (g_emu_access++ == 0) emu_protect_all(PROT_READ | PROT_WRITE);
+    }
+    ~EmuDevScope() {
+        if (--g_emu_access == 0) emu_protect_all(PROT_NONE);
+        g_emu_what = prev;
+    }
+};
+inline void emu_need_dev(const void *q, size_t bytes, const char *what, const char *arg) {
+    if (!q) return;
+    const EmuAlloc *e = emu_find(q);
+    if (!e) emu_die("%s: %s (%p) is not device memory", what, arg, q);
+    if ((const char *)q + bytes > e->p + e->n)
+        emu_die("%s: %s extends %zu bytes past the end of a %zu-byte device allocation", what, arg,
+                (size_t)((const char *)q + bytes - (e->p + e->n)), e->n);
+}
+inline void emu_need_host(const void *q, const char *what) {
+    if (q && emu_find(q)) emu_die("%s: a host pointer was expected, got device memory", what);
+}
+inline cudaError_t cudaMalloc(void **p, size_t n) {
+    static bool handler;
+    if (!handler) {
+        struct sigaction sa; memset(&sa, 0, sizeof sa);
+        sa.sa_sigaction = emu_segv; sa.sa_flags = SA_SIGINFO;
+        sigaction(SIGSEGV, &sa, nullptr);
+        handler = true;
+    }
+    size_t n256 = ((n ? n : 1) + 255) / 256 * 256, span = (n256 + 4095) / 4096 * 4096;
+    void *m = mmap(nullptr, span + 4096, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (m == MAP_FAILED) { *p = nullptr; return cudaErrorMemoryAllocation; }
+    if (g_emu_access) mprotect(m, span, PROT_READ | PROT_WRITE);
+    char *u = (char *)m + span - n256;
+    g_emu_allocs[(uintptr_t)u] = EmuAlloc{(char *)m, span, u, n};
+    *p = u;
+    return cudaSuccess;
+}
+template <class T> inline cudaError_t cudaMalloc(T **p, size_t n) { return cudaMalloc((void **)p, n); }
+inline cudaError_t cudaMallocHost(void **p, size_t n) { *p = malloc(n ? n : 1); return *p ? cudaSuccess : cudaErrorMemoryAllocation; }
+template <class T> inline cudaError_t cudaMallocHost(T **p, size_t n) { return cudaMallocHost((void **)p, n); }
+inline cudaError_t cudaFree(void *p) {
+    if (!p) return cudaSuccess;
+    auto it = g_emu_allocs.find((uintptr_t)p);
+    if (it == g_emu_allocs.end()) emu_die("cudaFree: %p is not the start of a device allocation", p);
+    munmap(it->second.map, it->second.span + 4096);
+    g_emu_allocs.erase(it);
+    return cudaSuccess;
+}
+inline cudaError_t cudaFreeHost(void *p) { emu_need_host(p, "cudaFreeHost"); free(p); return cudaSuccess; }
+inline cudaError_t cudaMemset(void *p, int v, size_t n) {
+    emu_need_dev(p, n, "cudaMemset", "the destination");
+    EmuDevScope g("cudaMemset");
+    memset(p, v, n);
+    return cudaSuccess;
+}
+inline cudaError_t cudaMemcpy(void *d, const void *s, size_t n, int k) {
+    if (!n) return cudaSuccess;
+    if (k == 1 || k == 3) emu_need_dev(d, n, "cudaMemcpy", "the destination"); else if (k == 2) emu_need_host(d, "cudaMemcpy (device to host) destination");
+    if (k == 2 || k == 3) emu_need_dev(s, n, "cudaMemcpy", "the source"); else if (k == 1) emu_need_host(s, "cudaMemcpy (host to device) source");
+    EmuDevScope g("cudaMemcpy");
+    if (d != s) memmove(d, s, n);
+    return cudaSuccess;
+}
+#else
 inline cudaError_t cudaMalloc(void **p, size_t n) { *p = malloc(n ? n : 1); return *p ? cudaSuccess : cudaErrorMemoryAllocation; }
 template <class T> inline cudaError_t cudaMalloc(T **p, size_t n) { return cudaMalloc((void **)p, n); }
 inline cudaError_t cudaMallocHost(void **p, size_t n) { return cudaMalloc(p, n); }
@@ -28,8 +156,11 @@ template <class T> inline cudaError_t cudaMallocHost(T **p, size_t n) { return c
 inline cudaError_t cudaFree(void *p) { free(p); return cudaSuccess; }
 inline cudaError_t cudaFreeHost(void *p) { free(p); return cudaSuccess; }
 inline cudaError_t cudaMemset(void *p, int v, size_t n) { memset(p, v, n); return cudaSuccess; }
-inline cudaError_t cudaMemsetAsync(void *p, int v, size_t n, cudaStream_t = 0) { memset(p, v, n); return cudaSuccess; }
 inline cudaError_t cudaMemcpy(void *d, const void *s, size_t n, int) { if (n && d != s) memmove(d, s, n); return cudaSuccess; }
+struct EmuDevScope { explicit EmuDevScope(const char *) {} };
+inline void emu_need_dev(const void *, size_t, const char *, const char *) {}
+#endif
+inline cudaError_t cudaMemsetAsync(void *p, int v, size_t n, cudaStream_t = 0) { return cudaMemset(p, v, n); }
 inline cudaError_t cudaMemcpyAsync(void *d, const void *s, size_t n, int k, cudaStream_t = 0) { return cudaMemcpy(d, s, n, k); }
 inline cudaError_t cudaGetLastError() { return cudaSuccess; }
 inline cudaError_t cudaPeekAtLastError() { return cudaSuccess; }
@@ -45,7 +176,13 @@ inline cudaError_t cudaGetDeviceProperties(cudaDeviceProp *p, int) {
     memset(p, 0, sizeof *p); strcpy(p->name, "emu"); p->major = 9; p->minor = 0; p->totalGlobalMem = (size_t)1 << 34;
     p->multiProcessorCount = 4; return cudaSuccess;
 }
-template <class K> inline cudaError_t cudaFuncSetAttribute(K, int, int) { return cudaSuccess; }
+/* the dynamic shared memory a kernel opted into (emu_launch checks launches against it) */
+inline std::map<void *, int> g_emu_shm_optin;
+template <class K> inline cudaError_t cudaFuncSetAttribute(K k, int attr, int v) {
+    if (attr != cudaFuncAttributeMaxDynamicSharedMemorySize || v < 0 || v > 227 * 1024) return 1; /* cudaErrorInvalidValue */
+    g_emu_shm_optin[(void *)k] = v;
+    return cudaSuccess;
+}
 
 /* ---- bf16 (cuda_bf16.h) ---- */
 struct __nv_bfloat16 { uint16_t bits; };
@@ -70,7 +207,7 @@ typedef enum { CUBLAS_COMPUTE_32F = 68, CUBLAS_COMPUTE_32F_FAST_TF32 = 77 } cubl
 typedef enum { CUBLAS_GEMM_DEFAULT = -1 } cublasGemmAlgo_t;
 struct EmuCublas { int math; int live; };
 typedef EmuCublas *cublasHandle_t;
-extern int g_emu_gemm_calls; /* cuBLAS GEMM calls so far (the drivers report it) */
+inline int g_emu_gemm_calls; /* cuBLAS GEMM calls so far (the drivers report it) */
 inline cublasStatus_t cublasCreate(cublasHandle_t *h) { *h = new EmuCublas{CUBLAS_DEFAULT_MATH, 1}; return CUBLAS_STATUS_SUCCESS; }
 inline cublasStatus_t cublasDestroy(cublasHandle_t h) { if (!h || !h->live) return CUBLAS_STATUS_NOT_INITIALIZED; h->live = 0; delete h; return CUBLAS_STATUS_SUCCESS; }
 inline cublasStatus_t cublasSetMathMode(cublasHandle_t h, cublasMath_t m) { if (!h) return CUBLAS_STATUS_NOT_INITIALIZED; h->math = m; return CUBLAS_STATUS_SUCCESS; }
@@ -86,6 +223,10 @@ inline cublasStatus_t emu_gemm(cublasHandle_t h, cublasOperation_t oa, cublasOpe
     if (lda < (oa == CUBLAS_OP_N ? (m > 1 ? m : 1) : (k > 1 ? k : 1)) || ldb < (ob == CUBLAS_OP_N ? (k > 1 ? k : 1) : (n > 1 ? n : 1)) ||
         ldc < (m > 1 ? m : 1)) return CUBLAS_STATUS_INVALID_VALUE;
     g_emu_gemm_calls++;
+    emu_need_dev(A, sizeof(TA), "cuBLAS GEMM", "operand A");
+    emu_need_dev(B, sizeof(TB), "cuBLAS GEMM", "operand B");
+    emu_need_dev(C, sizeof(float), "cuBLAS GEMM", "output C");
+    EmuDevScope guard("cuBLAS GEMM");
     for (int b = 0; b < batch; b++) {
         const TA *Ab = A + b * sA; const TB *Bb = B + b * sB; float *Cb = C + b * sC;
         for (int j = 0; j < n; j++)

@@ -19,8 +19,8 @@ extern "C" {
 }
 struct uint3e { unsigned x = 0, y = 0, z = 0; };
 struct dim3 { unsigned x, y, z; dim3(unsigned a = 1, unsigned b = 1, unsigned c = 1) : x(a), y(b), z(c) {} };
-extern thread_local uint3e threadIdx, blockIdx;
-extern thread_local dim3 blockDim, gridDim;
+inline thread_local uint3e threadIdx, blockIdx;
+inline thread_local dim3 blockDim, gridDim;
 #define __global__
 #define __device__
 #define __forceinline__ inline
@@ -52,7 +52,7 @@ static inline int grid_for(size_t n, int tpb = TPB) { size_t g = (n + tpb - 1) /
 #define GRID_STRIDE(i, n) for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < (n); i += (size_t)blockDim.x * gridDim.x)
 // sync primitives
 struct EmuBlock { std::barrier<> *bar; std::vector<std::barrier<> *> wbar; std::vector<long long> xbuf; void *dyn; };
-extern EmuBlock *g_blk;
+inline EmuBlock *g_blk;
 inline void __syncthreads() { g_blk->bar->arrive_and_wait(); }
 inline void __syncwarp(unsigned = 0xffffffffu) { g_blk->wbar[threadIdx.x >> 5]->arrive_and_wait(); }
 template <class T> inline T emu_shfl(T v, int src_of_lane_fn_xor, int mode) {
@@ -79,11 +79,37 @@ inline float block_max(float v, float *sh) {
     v = warp_max(v); __syncthreads(); if (lane == 0) sh[w] = v; __syncthreads();
     float t = -INFINITY; for (int i = 0; i < nw; i++) t = fmaxf(t, sh[i]); return t;
 }
+/* The launch configuration against the CUDA limits, and (EMU_DEVICE_MEMORY) every pointer
+ * argument against the device allocations. */
+template <class T> inline void emu_check_arg(const char *name, int i, const T &) {}
+template <class T> inline void emu_check_arg(const char *name, int i, T *p) {
+    char what[160];
+    snprintf(what, sizeof what, "kernel %s", name);
+    char arg[32];
+    snprintf(arg, sizeof arg, "argument %d", i);
+    emu_need_dev((const void *)p, 0, what, arg);
+}
+inline void emu_launch_fail(const char *name, const char *why, unsigned a, unsigned b, unsigned c) {
+    fprintf(stderr, "emu: kernel %s: invalid launch: %s (%u, %u, %u)\n", name, why, a, b, c);
+    exit(98);
+}
 /* One std::thread per CUDA thread of a block, kept for all the blocks of a launch (blocks run
  * one after another): between blocks the threads meet at a launch barrier and thread 0
  * makes fresh block and warp barriers (a thread that returns early drops out of them). */
-template <class K, class... A> void emu_launch(K kern, dim3 grid, dim3 block, size_t shm, A... args) {
+template <class K, class... A> void emu_launch(K kern, const char *name, dim3 grid, dim3 block, size_t shm, A... args) {
     int nt = block.x * block.y * block.z, nw = (nt + 31) / 32;
+    if (!block.x || !block.y || !block.z || block.x > 1024 || block.y > 1024 || block.z > 64 || nt > 1024)
+        emu_launch_fail(name, "block", block.x, block.y, block.z);
+    if (!grid.x || !grid.y || !grid.z || grid.x > 2147483647u || grid.y > 65535 || grid.z > 65535)
+        emu_launch_fail(name, "grid", grid.x, grid.y, grid.z);
+    if (shm > 48 * 1024) {
+        auto it = g_emu_shm_optin.find((void *)kern);
+        if (it == g_emu_shm_optin.end() || (size_t)it->second < shm)
+            emu_launch_fail(name, "dynamic shared memory over 48 KiB without cudaFuncSetAttribute (bytes, opted-in, -)",
+                            (unsigned)shm, it == g_emu_shm_optin.end() ? 0u : (unsigned)it->second, 0);
+    }
+    { int i = 0; (emu_check_arg(name, i++, args), ...); }
+    EmuDevScope guard(name);
     std::vector<char> dyn(shm + 16);
     std::barrier<> launch(nt);
     EmuBlock b; b.bar = nullptr; b.xbuf.assign(nt, 0); b.dyn = dyn.data(); b.wbar.assign(nw, nullptr);
