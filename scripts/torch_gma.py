@@ -6,8 +6,10 @@ written in PyTorch eager mode, the reference that issue 7's throughput target is
       loads a gma checkpoint (RUN, RUN/ckpt_N or a model.safetensors), writes B*N+1 random
       token ids as a token shard, runs bin/gmaeval on that shard (B windows of N tokens,
       --stride 0) and this model's forward on the same B x N tokens and targets, and compares
-      the two mean losses; exit 1 when the relative difference exceeds --tol. The model's
-      config is the checkpoint's; --config/--set override it on the torch side only.
+      the two mean losses and, with GMA layers, every query responsibility (gmaeval
+      --dump-responsibilities); exit 1 when the relative loss difference or the largest
+      responsibility difference exceeds --tol. The model's config is the checkpoint's;
+      --config/--set override it on the torch side only (gmaeval reads the checkpoint's).
   torch_gma.py --bench --config FILE [--set k=v ...] [--device cuda] [--dtype fp32|tf32|bf16]
                [--batch B] [--seq N] [--steps S] [--warmup W] [--repeat R] [--json FILE]
       times training steps (forward, backward, clipping as train.grad_clip, torch AdamW).
@@ -157,6 +159,7 @@ class Mixer(nn.Module):
             self.gma.mu = nn.Parameter(torch.zeros(Hp, Kc, self.d))
             self.gma.var_raw = nn.Parameter(torch.zeros(Hp, Kc, self.d))
             self.gma.prior_logits = nn.Parameter(torch.zeros(Hp, Kc))
+            self.keep_resp, self.resp = False, None  # --check: keep the query responsibilities
 
     def route(self, x):
         """responsibilities [..., H, N, Kc] of rows x [..., H, N, d]: softmax_k(l_k(x) / tau) with
@@ -189,6 +192,7 @@ class Mixer(nn.Module):
             with torch.autocast(h.device.type, enabled=False):
                 x = qkv.to(self.gma.mu.dtype)
                 g = self.route(x[:2])  # queries and keys together: [2,B,H,N,Kc]
+                self.resp = g[0].detach() if self.keep_resp else None
                 o = linmix(g[0], g[1], x[2], self.causal, self.chunk, self.eps)
         return self.o(o.transpose(1, 2).reshape(B, N, D))
 
@@ -293,6 +297,20 @@ def read_safetensors(path):
     return out, meta
 
 
+def read_resp_dump(path):
+    """gmaeval --dump-responsibilities (docs/analysis.md): layer indices, tokens [W,N] and
+    query responsibilities [L,W,H,N,Kc]"""
+    with open(path, "rb") as f:
+        raw = bytearray(f.read())
+    if raw[:8] != b"GMARESP1":
+        raise InputError(f"{path}: not a responsibilities dump")
+    _, L, W, H, N, Kc = struct.unpack_from("<6I", raw, 8)
+    layers = list(struct.unpack_from(f"<{L}i", raw, 32))
+    tok = torch.frombuffer(raw, dtype=torch.int32, count=W * N, offset=32 + 4 * L).reshape(W, N)
+    g = torch.frombuffer(raw, dtype=torch.float32, count=L * W * H * N * Kc, offset=32 + 4 * L + 4 * W * N)
+    return layers, tok.clone(), g.reshape(L, W, H, N, Kc).clone()
+
+
 def write_shard(path, ids, vocab):
     """gma token shard (src/data/shard.h): 32-byte header, then u16 or u32 ids"""
     width = 2 if vocab <= 65536 else 4
@@ -324,37 +342,61 @@ def run_check(args):
     if not os.access(gmaeval, os.X_OK):
         raise InputError(f"{gmaeval}: not found: run make (or pass --gmaeval PATH)")
     with tempfile.TemporaryDirectory(prefix="torch_gma.") as tmp:
-        shard, out = os.path.join(tmp, "batch.bin"), os.path.join(tmp, "eval.json")
+        shard, out, dump = (os.path.join(tmp, f) for f in ("batch.bin", "eval.json", "resp.bin"))
         write_shard(shard, ids.tolist(), V)
         # B*N+1 tokens with --stride 0: window w = tokens [wN, wN+N), targets shifted by one
         cmd = [gmaeval, "--checkpoint", os.path.dirname(path), "--data", shard, "--seq-len", str(N), "--batch", str(B),
                "--stride", "0", "--json", out, "--device", args.device]
         cmd += ["--threads", str(args.threads)] if args.threads else []
+        gma_layers = [i for i, m in enumerate(cfg["mixers"]) if m == "gma"]
+        cmd += ["--dump-responsibilities", dump] if gma_layers else []  # per element, not only the mean
         r = subprocess.run(cmd, capture_output=True, text=True)
         if r.returncode != 0:
             print(f"torch_gma: gmaeval failed (exit {r.returncode}): {r.stderr.strip()}", file=sys.stderr)
             return 2 if r.returncode == 2 else 1
         with open(out) as f:
             ev = json.load(f)
+        resp = read_resp_dump(dump) if gma_layers else None
     if ev["windows"] != B or ev["tokens"] != B * N:
         print(f"torch_gma: gmaeval scored {ev['windows']} windows / {ev['tokens']} tokens, not {B} / {B * N}")
         return 1
+    for i in gma_layers:
+        model.blocks[i].mixer.keep_resp = True
     with torch.no_grad():
         tok, tgt = ids[:-1].view(B, N).to(dev), ids[1:].view(B, N).to(dev)
         loss = model(tok, tgt).item()
     rel = abs(loss - ev["loss"]) / abs(ev["loss"])
-    ok = rel <= args.tol
+    rdiff = None  # max |gamma_torch - gamma_gma| over every GMA layer, window, head, position, component
+    if resp:
+        layers, rtok, g = resp
+        if layers != gma_layers or not torch.equal(rtok, ids[:-1].view(B, N).to(torch.int32)):
+            print(f"torch_gma: the responsibilities dump has layers {layers} and other tokens (expected {gma_layers})")
+            return 1
+        rdiff = max((model.blocks[i].mixer.resp.cpu().double() - g[j].double()).abs().max().item()
+                    for j, i in enumerate(gma_layers))
+    ok = rel <= args.tol and (rdiff is None or rdiff <= args.tol)
     print(f"check {path} | mixers {','.join(sorted(set(cfg['mixers'])))} | B={B} N={N} | gma loss {ev['loss']:.8f} | "
-          f"torch {str(dtype)[6:]} loss {loss:.8f} | rel diff {rel:.2e} | tol {args.tol:g} | "
-          f"{'ok' if ok else 'MISMATCH'}")
+          f"torch {str(dtype)[6:]} loss {loss:.8f} | rel diff {rel:.2e}"
+          + ("" if rdiff is None else f" | responsibilities max abs diff {rdiff:.2e}")
+          + f" | tol {args.tol:g} | {'ok' if ok else 'MISMATCH'}")
     write_json(args.json, {"checkpoint": path, "mixers": cfg["mixers"], "batch": B, "seq": N, "gma_loss": ev["loss"],
-                           "torch_loss": loss, "torch_dtype": str(dtype), "rel_diff": rel, "tol": args.tol, "ok": ok})
+                           "torch_loss": loss, "torch_dtype": str(dtype), "rel_diff": rel, "resp_max_abs_diff": rdiff,
+                           "tol": args.tol, "ok": ok})
     return 0 if ok else 1
 
 
-def pick_device(name):
+def pick_device(name, dtype="fp32"):
+    """the device; on cuda fp32 products stay IEEE fp32 unless dtype is tf32"""
     if name == "cuda" and not torch.cuda.is_available():
         raise InputError("--device cuda: torch sees no CUDA device")
+    if name == "cuda":
+        mm = torch.backends.cuda.matmul  # torch >= 2.9 has a new switch; do not mix it with the old one
+        if hasattr(mm, "fp32_precision"):
+            mm.fp32_precision = "tf32" if dtype == "tf32" else "ieee"
+        else:
+            mm.allow_tf32 = dtype == "tf32"
+    elif dtype == "tf32":
+        raise InputError("--dtype tf32 is a CUDA tensor-core mode (use --device cuda)")
     return torch.device(name)
 
 
@@ -397,16 +439,10 @@ def run_bench(args):
                          "gma.div_weight 0")
     if N > cfg["model.max_seq_len"] and cfg["model.pos"] == "learned":
         raise InputError(f"--seq {N} is longer than model.max_seq_len {cfg['model.max_seq_len']}")
-    dev = pick_device(args.device)
+    dev = pick_device(args.device, args.dtype)
     torch.manual_seed(args.seed)
     if args.threads:
         torch.set_num_threads(args.threads)
-    if dev.type == "cuda":  # fp32 products stay IEEE fp32 unless --dtype tf32 (torch >= 2.9 has a new switch)
-        mm = torch.backends.cuda.matmul
-        if hasattr(mm, "fp32_precision"):
-            mm.fp32_precision = "tf32" if args.dtype == "tf32" else "ieee"
-        else:
-            mm.allow_tf32 = args.dtype == "tf32"
     model = GPT(cfg, V)
     init_like_gma(model, cfg)
     model = model.to(dev).train()
