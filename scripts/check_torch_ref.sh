@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # check_torch_ref.sh: check the PyTorch eager reference scripts/torch_gma.py against gma on
-# the CPU (about 40 s on 2 cores).
+# the CPU (about 30 s on 2 cores).
 #
 #   scripts/check_torch_ref.sh          (PYTHON=python3 by default: a Python with torch)
 #

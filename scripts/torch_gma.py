@@ -456,12 +456,12 @@ def run_bench(args):
                             **({"fused": True} if fused else {}))
     params = [p for ps in groups.values() for p in ps]
     tok, tgt = torch.randint(0, V, (B, N), device=dev), torch.randint(0, V, (B, N), device=dev)
-    amp = torch.autocast(dev.type, dtype=torch.bfloat16, enabled=args.dtype == "bf16")
+    bf16 = args.dtype == "bf16"  # autocast: bf16 products, fp32 master weights, gradients and moments
     sync = torch.cuda.synchronize if dev.type == "cuda" else (lambda: None)
 
     def step():
         opt.zero_grad(set_to_none=True)
-        with amp:
+        with torch.autocast(dev.type, dtype=torch.bfloat16, enabled=bf16):
             loss = model(tok, tgt)
         loss.backward()
         if cfg["train.grad_clip"] > 0:
@@ -497,7 +497,8 @@ def run_bench(args):
           f"d_ff={cfg['d_ff'] if cfg['model.mlp'] else 0} mixers {mix} (Kc={cfg['gma.n_components']}, chunk "
           f"{cfg['gma.chunk']}) | {r['params']:,} parameters")
     print(f"# FLOPs per step: {flops / 1e9:.3f} GFLOP = 6 B N (L (4 D^2 + 2 D d_ff) + V D), the matrix products that "
-          "gmabench model counts (its step GF/s column; the mixers' internal products are not counted)")
+          "gmabench model counts (its step GF/s column; the mixers' internal products are not counted); "
+          "MFU = step GF/s / --peak-tflops")
     print(f"# gma on the same shapes: {gmabench_line(cfg, V, B, N, args)}")
     print(f"{'mixers':<10} {'step ms':>9} {'min-max ms':>15} {'tokens/s':>11} {'min-max tokens/s':>19} "
           f"{'step GF/s':>10} {'MFU':>7} {'peak MiB':>9}")
