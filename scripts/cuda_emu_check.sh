@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # cuda_emu_check.sh: run the CUDA backend's kernels on the CPU under an emulation of the
-# CUDA execution model (tests/cuda_emu/: one thread per CUDA thread, barriers for
+# CUDA execution model (tests/cuda_emu/: each CUDA thread a fiber, barriers for
 # __syncthreads, __syncwarp and warp shuffles; emu_cuda.h: the CUDA runtime and cuBLAS as
-# CPU shims) and compare every op with the CPU backend. Needs g++ with C++20 (std::barrier)
-# and the CPU build (make); no GPU and no nvcc. This checks kernel logic (indexing, tiling,
+# CPU shims) and compare every op with the CPU backend. Needs g++ with C++20 and the CPU
+# build (make); no GPU and no nvcc. This checks kernel logic (indexing, tiling,
 # masking, reductions, saved layouts, GEMM operand order), not GPU behaviour:
 # scripts/gpu_check.sh on a GPU is still the real check.
 #
@@ -11,7 +11,17 @@
 # stand-in GEMM) and emu_core (every .cu file of src/ops/cuda, cuda_core.cu included, the
 # op table from cuda_ops_init, cuBLAS through the shims).
 #
-#   scripts/cuda_emu_check.sh [all | elem|favor|conv|scan|attn | core|mem|matmul|nn|linmix|route|div]
+# emu_selftest checks the emulation itself: divergent barriers, launches outside the CUDA
+# limits, host code touching device memory, host pointers given to kernels, kernels
+# running past an allocation and mismatched copies must each stop it.
+#
+# model: the CLI binaries (gmacheck, gmatrain, gmaeval) linked with the emulated backend
+# and run through scripts/gpu_check.sh --bin (every mixer and precision on whole models,
+# CPU against "cuda", and a checkpoint trained on "cuda" evaluated and resumed on the CPU);
+# extra arguments go to gpu_check.sh (e.g. --precisions fp32 --extra "--batch 1").
+#
+#   scripts/cuda_emu_check.sh [all | self | elem|favor|conv|scan|attn | core|mem|matmul|nn|linmix|route|div]
+#   scripts/cuda_emu_check.sh model [gpu_check.sh options]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 make -s build/libgma.a
@@ -20,9 +30,7 @@ CU=(cuda_core cuda_nn cuda_linmix cuda_gma_route cuda_gma_div cuda_cls cuda_base
 for f in "${CU[@]}"; do
   python3 tests/cuda_emu/launch2call.py src/ops/cuda/$f.cu "$O/$f.cpp"
 done
-# model: the CLI binaries (gmacheck, gmatrain, gmaeval) linked with the emulated backend,
-# with device memory kept apart from the host (EMU_DEVICE_MEMORY in emu_cuda.h), then
-# whole models on `--device cuda` against the CPU backend.
+# model part: device memory kept apart from the host (EMU_DEVICE_MEMORY in emu_cuda.h)
 model_checks() {
   local M=$O/model; mkdir -p "$M"
   local CFL; CFL="$(mkvar CFLAGS)"
@@ -52,9 +60,13 @@ W=${1:-all}
 if [ "$W" = model ]; then model_checks "${@:2}"; exit $?; fi
 case $W in all|elem|favor|conv|scan|attn) base=1 ;; *) base=0 ;; esac
 case $W in all|core|mem|matmul|nn|linmix|route|div) core=1 ;; *) core=0 ;; esac
-if [ $base = 0 ] && [ $core = 0 ]; then echo "cuda_emu_check.sh: unknown part '$W'" >&2; exit 2; fi
+case $W in all|self) self=1 ;; *) self=0 ;; esac
+if [ $base = 0 ] && [ $core = 0 ] && [ $self = 0 ]; then echo "cuda_emu_check.sh: unknown part '$W'" >&2; exit 2; fi
 GXX="g++ -O1 -std=c++20 -w -Itests/cuda_emu -Isrc"
 pids=()
+if [ $self = 1 ]; then
+  $GXX -g -rdynamic -DEMU_DEVICE_MEMORY tests/cuda_emu/emu_selftest.cpp -o "$O/emu_selftest" & pids+=($!)
+fi
 if [ $base = 1 ]; then
   $GXX tests/cuda_emu/emu_baselines.cpp "$O"/cuda_baselines.cpp "$O"/cuda_mamba.cpp "$O"/cuda_sdpa.cpp \
     build/libgma.a $LIBS -lpthread -o "$O/emu_baselines" & pids+=($!)
@@ -65,6 +77,16 @@ if [ $core = 1 ]; then
 fi
 for p in "${pids[@]}"; do wait "$p"; done
 rc=0
+if [ $self = 1 ]; then # the emulation itself: correct code passes, each planted fault stops it
+  echo "== emu_selftest"; bad=0
+  for i in $(seq 0 11); do
+    r=0; "$O/emu_selftest" $i > "$O/selftest.out" 2>&1 || r=$?
+    want=98; [ $i = 0 ] && want=0
+    [ $r = $want ] || { bad=$((bad + 1)); echo "selftest $i: exit $r, expected $want"; cat "$O/selftest.out"; }
+    [ $i = 0 ] || echo "selftest $i: $(grep -m1 '^emu:' "$O/selftest.out")"
+  done
+  echo "$bad of 12 selftest cases wrong"; [ $bad = 0 ] || rc=1
+fi
 if [ $base = 1 ]; then echo "== emu_baselines"; "$O/emu_baselines" "$W" || rc=1; fi
 if [ $core = 1 ]; then echo "== emu_core"; "$O/emu_core" "$( [ $W = all ] && echo all || echo $W )" || rc=1; fi
 exit $rc

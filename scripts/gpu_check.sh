@@ -123,6 +123,32 @@ for p in $PRECS; do
   [ $QUICK = 1 ] || check sdpa 1 "N=2048" "$p" --seq 2048 --batch 2 --set model.n_layers=1 --set model.max_seq_len=2048
 done
 
+# checkpoints cross devices: a few steps on the GPU, that checkpoint evaluated on both
+# backends (test loss within 1e-4), then resumed on the CPU
+xdev_check() {
+  local X="$OUT/xdev" la lb rel res
+  rm -rf "$X"
+  echo "-- checkpoint: trained on cuda, evaluated on cuda and cpu, resumed on cpu" | tee -a "$LOG"
+  local S=(--set train.steps=4 --set train.checkpoint_every=4 --set train.eval_every=0 --set train.batch_size=2
+           --set data.recall_valid=8 --set data.recall_test=8)
+  runs=$((runs + 1))
+  if $BIN/gmatrain --config configs/quickstart.json --out "$X/run" --device cuda "${S[@]}" --quiet >> "$LOG" 2>&1 &&
+     $BIN/gmaeval --checkpoint "$X/run" --data test --batch 2 --device cuda --json "$X/cuda.json" >> "$LOG" 2>&1 &&
+     $BIN/gmaeval --checkpoint "$X/run" --data test --batch 2 --device cpu --json "$X/cpu.json" >> "$LOG" 2>&1 &&
+     $BIN/gmatrain --resume "$X/run" --set train.steps=6 --device cpu --quiet >> "$LOG" 2>&1 && [ -d "$X/run/ckpt_00000006" ]; then
+    jl() { grep -o '"loss":[[:space:]]*[-0-9.eE+]*' "$1" | grep -o '[-0-9.eE+]*$'; }
+    la=$(jl "$X/cuda.json"); lb=$(jl "$X/cpu.json")
+    rel=$(awk -v a="$la" -v b="$lb" 'BEGIN { d = a - b; if (d < 0) d = -d; printf "%.2e", d / (b < 0 ? -b : b) }')
+    res=$(awk -v r="$rel" 'BEGIN { print (r < 1e-4) ? "PASS" : "FAIL" }')
+  else
+    rel=-; res=ERROR
+  fi
+  echo "   checkpoint: test loss cuda ${la:-?} cpu ${lb:-?} rel err $rel: $res"
+  [ "$res" = PASS ] || fails=$((fails + 1))
+  echo "| checkpoint | cuda -> cpu | test loss, then resume on cpu | fp32 | $rel | - | 1.0e-04 | $res |" >> "$SUM"
+}
+xdev_check
+
 # determinism: the same check twice prints the same numbers (fp32)
 for m in $MIXERS; do
   case "$m" in gma|sdpa_ref) continue ;; esac
@@ -137,7 +163,12 @@ for m in $MIXERS; do
 done
 
 if [ $SAN = 1 ] && command -v compute-sanitizer >/dev/null 2>&1; then
-  for m in $MIXERS; do
+  # a sanitizer that cannot attach to this device (some virtualised machines) is a note, not a failure
+  if compute-sanitizer --tool memcheck $BIN/gmacheck --device cuda --steps 1 --batch 1 --seq 16 --quiet 2>&1 |
+     grep -q "Device not supported\|Error: Target application\|LibraryNotLoaded"; then
+    echo "note: compute-sanitizer cannot run on this device: memcheck skipped" | tee -a "$SUM"; MIXERS_SAN=""
+  else MIXERS_SAN=$MIXERS; fi
+  for m in $MIXERS_SAN; do
     echo "== compute-sanitizer memcheck: $m" | tee -a "$LOG"
     cz=1; $BIN/gmacheck --device cpu --set model.mixer=$m --steps 1 --batch 1 --seq 16 --quiet >/dev/null 2>&1 || cz=0
     compute-sanitizer --tool memcheck --error-exitcode 9 $BIN/gmacheck --device cuda --set model.mixer=$m \
@@ -171,6 +202,19 @@ if [ $BENCH = 1 ]; then
       bin/gmabench model --device cuda --precision $p --mixers gma,sdpa $MARGS --steps 5 \
         --json "$OUT/bench_model_$p.json" 2>&1 | tee "$OUT/bench_model_$p.txt"
     done
+    # the same model in PyTorch eager mode (scripts/torch_gma.py), when this python3 has torch and a GPU
+    if python3 -c 'import sys, torch; sys.exit(0 if torch.cuda.is_available() else 1)' 2>/dev/null; then
+      echo "== PyTorch eager reference: self-check against gmaeval, then the same benchmark"
+      PYTHON=python3 bash scripts/check_torch_ref.sh > "$OUT/torch_check.txt" 2>&1 ||
+        { fails=$((fails + 1)); echo "torch reference check FAILED (see $OUT/torch_check.txt)" | tee -a "$SUM"; }
+      tail -3 "$OUT/torch_check.txt"
+      for p in fp32 tf32 bf16; do
+        python3 scripts/torch_gma.py --bench --config "$CFG" --device cuda --dtype $p --steps 5 --warmup 2 --repeat 3 \
+          --json "$OUT/torch_model_$p.json" 2>&1 | tee "$OUT/bench_torch_$p.txt"
+      done
+    else
+      echo "note: python3 with torch and CUDA not found: no PyTorch eager comparison" | tee -a "$SUM"
+    fi
     { echo; echo "## gmabench --device cuda ($GPU)"; echo; echo '```'; cat "$OUT"/bench_*.txt 2>/dev/null; echo '```'; } >> "$SUM"
   else
     echo "gpu_check: bin/gmabench with --device not available: benchmarks skipped" | tee -a "$SUM"

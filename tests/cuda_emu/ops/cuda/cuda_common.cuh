@@ -1,16 +1,19 @@
 /* CPU emulation of src/ops/cuda/cuda_common.cuh, for checking kernel LOGIC on a machine
- * without a GPU (scripts/cuda_emu_check.sh). Every CUDA thread of a block is a std::thread;
- * blocks run one after another (so `__shared__` is `static`); __syncthreads is a block
- * barrier and warp shuffles go through a per-warp buffer and barrier. It does not model
- * the GPU's memory limits, occupancy, timing or launch-configuration limits, and cuBLAS
- * is a naive double-accumulating loop (emu_cuda.h: the runtime and cuBLAS shims). A pass here is evidence, not a GPU result. */
+ * without a GPU (scripts/cuda_emu_check.sh). Every CUDA thread of a block is a fiber
+ * (ucontext) run by the launching thread; blocks run one after another (so `__shared__` is
+ * `static`); __syncthreads is a block barrier and warp shuffles go through a per-warp
+ * buffer and barrier. Divergent barriers (a deadlock, a __syncthreads after some threads
+ * returned, a full-mask shuffle or __syncwarp with returned lanes) and launches outside the
+ * CUDA limits stop the program. It does not model the GPU's memory model (every thread sees
+ * every write at once), occupancy or timing, and cuBLAS is a naive double-accumulating loop
+ * (emu_cuda.h: the runtime and cuBLAS shims). A pass here is evidence, not a GPU result. */
 #pragma once
-#include <barrier>
+#include <functional>
+#include <ucontext.h>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <thread>
 #include <vector>
 #include <stddef.h>
 #include <stdint.h>
@@ -50,19 +53,72 @@ void cuda_gemm_strided(float *C, const float *A, const float *B, int M, int N, i
 #define TPB 256
 static inline int grid_for(size_t n, int tpb = TPB) { size_t g = (n + tpb - 1) / tpb; if (g > 64) g = 64; return (int)(g ? g : 1); }
 #define GRID_STRIDE(i, n) for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < (n); i += (size_t)blockDim.x * gridDim.x)
-// sync primitives
-struct EmuBlock { std::barrier<> *bar; std::vector<std::barrier<> *> wbar; std::vector<long long> xbuf; void *dyn; };
+// sync primitives: the threads of a block are fibers run by one host thread; a barrier
+// parks the fiber that arrives until the last one of its group arrives. On x86-64 a fiber
+// switch saves the callee-saved registers and swaps stacks (no system call, unlike
+// swapcontext, which saves the signal mask); elsewhere (or with EMU_UCONTEXT) ucontext.
+#if defined(__x86_64__) && !defined(EMU_UCONTEXT)
+extern "C" void emu_switch(void **save_sp, void *to_sp);
+__asm__(".text\n.weak emu_switch\n.type emu_switch,@function\nemu_switch:\n"
+        "pushq %rbp\npushq %rbx\npushq %r12\npushq %r13\npushq %r14\npushq %r15\n"
+        "movq %rsp, (%rdi)\nmovq %rsi, %rsp\n"
+        "popq %r15\npopq %r14\npopq %r13\npopq %r12\npopq %rbx\npopq %rbp\nret\n");
+struct EmuCtx { void *sp; };
+inline void emu_ctx_make(EmuCtx &c, char *stack, size_t n, void (*fn)()) {
+    void **s = (void **)(((uintptr_t)(stack + n)) & ~(uintptr_t)15);
+    *--s = nullptr;       /* fn's return address: fn never returns */
+    *--s = (void *)fn;    /* where emu_switch's ret goes */
+    for (int i = 0; i < 6; i++) *--s = nullptr; /* rbp rbx r12-r15 */
+    c.sp = s;
+}
+inline void emu_ctx_swap(EmuCtx &from, EmuCtx &to) { emu_switch(&from.sp, to.sp); }
+#else
+struct EmuCtx { ucontext_t uc; };
+inline void emu_ctx_make(EmuCtx &c, char *stack, size_t n, void (*fn)()) {
+    getcontext(&c.uc); c.uc.uc_stack.ss_sp = stack; c.uc.uc_stack.ss_size = n; c.uc.uc_link = nullptr;
+    makecontext(&c.uc, fn, 0);
+}
+inline void emu_ctx_swap(EmuCtx &from, EmuCtx &to) { swapcontext(&from.uc, &to.uc); }
+#endif
+struct EmuBar { int expected = 0, arrived = 0; unsigned gen = 0; };
+struct EmuFiber { EmuCtx ctx; uint3e tid; int flat, state; EmuBar *wait_on; unsigned wait_gen; };
+enum { EMU_RUNNABLE, EMU_WAITING, EMU_DONE };
+struct EmuBlock {
+    EmuBar bar; std::vector<EmuBar> wbar; std::vector<int> wexited; std::vector<long long> xbuf; void *dyn;
+    std::vector<EmuFiber> f; EmuCtx sched; int cur = 0, exited = 0; const char *kernel = "";
+};
 inline EmuBlock *g_blk;
-inline void __syncthreads() { g_blk->bar->arrive_and_wait(); }
-inline void __syncwarp(unsigned = 0xffffffffu) { g_blk->wbar[threadIdx.x >> 5]->arrive_and_wait(); }
+[[noreturn]] inline void emu_kernel_fail(const char *why) {
+    EmuFiber &f = g_blk->f[g_blk->cur];
+    fprintf(stderr, "emu: kernel %s, block (%u,%u,%u) thread (%u,%u,%u): %s\n", g_blk->kernel, blockIdx.x, blockIdx.y,
+            blockIdx.z, f.tid.x, f.tid.y, f.tid.z, why);
+    exit(98);
+}
+inline void emu_arrive(EmuBar &b) {
+    if (++b.arrived == b.expected) { b.arrived = 0; b.gen++; return; } /* the last one releases the others */
+    EmuFiber &f = g_blk->f[g_blk->cur];
+    f.state = EMU_WAITING; f.wait_on = &b; f.wait_gen = b.gen;
+    emu_ctx_swap(f.ctx, g_blk->sched);
+}
+inline void __syncthreads() {
+    if (g_blk->exited) emu_kernel_fail("__syncthreads after threads of the block returned (divergent barrier)");
+    emu_arrive(g_blk->bar);
+}
+inline int emu_warp() { return g_blk->f[g_blk->cur].flat >> 5; }
+inline void __syncwarp(unsigned = 0xffffffffu) {
+    if (g_blk->wexited[emu_warp()]) emu_kernel_fail("__syncwarp (full mask) after lanes of the warp returned");
+    emu_arrive(g_blk->wbar[emu_warp()]);
+}
 template <class T> inline T emu_shfl(T v, int src_of_lane_fn_xor, int mode) {
-    int lane = threadIdx.x & 31, w = threadIdx.x >> 5;
+    int flat = g_blk->f[g_blk->cur].flat, lane = flat & 31, w = flat >> 5;
+    if (g_blk->wexited[w]) emu_kernel_fail("warp shuffle (full mask) after lanes of the warp returned");
+    if ((size_t)(w * 32 + 32) > g_blk->xbuf.size()) emu_kernel_fail("warp shuffle in a partial warp");
     long long raw = 0; memcpy(&raw, &v, sizeof v);
-    g_blk->xbuf[threadIdx.x] = raw;
-    g_blk->wbar[w]->arrive_and_wait();
+    g_blk->xbuf[flat] = raw;
+    emu_arrive(g_blk->wbar[w]);
     int src = mode ? (lane ^ src_of_lane_fn_xor) : src_of_lane_fn_xor;
-    long long r = g_blk->xbuf[w * 32 + src];
-    g_blk->wbar[w]->arrive_and_wait();
+    long long r = g_blk->xbuf[w * 32 + (src & 31)];
+    emu_arrive(g_blk->wbar[w]);
     T out; memcpy(&out, &r, sizeof out); return out;
 }
 template <class T> inline T __shfl_xor_sync(unsigned, T v, int o) { return emu_shfl(v, o, 1); }
@@ -93,9 +149,24 @@ inline void emu_launch_fail(const char *name, const char *why, unsigned a, unsig
     fprintf(stderr, "emu: kernel %s: invalid launch: %s (%u, %u, %u)\n", name, why, a, b, c);
     exit(98);
 }
-/* One std::thread per CUDA thread of a block, kept for all the blocks of a launch (blocks run
- * one after another): between blocks the threads meet at a launch barrier and thread 0
- * makes fresh block and warp barriers (a thread that returns early drops out of them). */
+/* The threads of a block are fibers run round-robin by the calling thread; a fiber runs until
+ * it reaches a barrier or returns. Blocks run one after another. A round in which no fiber
+ * can move is a deadlock (threads wait at different barriers) and stops the program. */
+inline std::function<void()> *g_emu_body;
+inline void emu_fiber_main() { /* never returns: switches back to the scheduler for good */
+    (*g_emu_body)();
+    EmuBlock &b = *g_blk;
+    EmuFiber &f = b.f[b.cur];
+    f.state = EMU_DONE;
+    b.exited++; b.wexited[f.flat >> 5]++;
+    EmuBar *bars[2] = {&b.bar, &b.wbar[f.flat >> 5]};
+    for (EmuBar *x : bars) { /* a returned thread no longer counts */
+        if (x->arrived) emu_kernel_fail("returned while other threads wait at a barrier (divergent barrier)");
+        x->expected--;
+    }
+    emu_ctx_swap(f.ctx, b.sched);
+    abort();
+}
 template <class K, class... A> void emu_launch(K kern, const char *name, dim3 grid, dim3 block, size_t shm, A... args) {
     int nt = block.x * block.y * block.z, nw = (nt + 31) / 32;
     if (!block.x || !block.y || !block.z || block.x > 1024 || block.y > 1024 || block.z > 64 || nt > 1024)
@@ -110,32 +181,48 @@ template <class K, class... A> void emu_launch(K kern, const char *name, dim3 gr
     }
     { int i = 0; (emu_check_arg(name, i++, args), ...); }
     EmuDevScope guard(name);
+    static const size_t STACK = 256 << 10;
+    static std::vector<char *> stacks;
+    while ((int)stacks.size() < nt) stacks.push_back((char *)malloc(STACK));
     std::vector<char> dyn(shm + 16);
-    std::barrier<> launch(nt);
-    EmuBlock b; b.bar = nullptr; b.xbuf.assign(nt, 0); b.dyn = dyn.data(); b.wbar.assign(nw, nullptr);
-    auto fresh = [&]() {
-        delete b.bar; b.bar = new std::barrier<>(nt);
-        for (int w = 0; w < nw; w++) { delete b.wbar[w]; b.wbar[w] = new std::barrier<>(32); }
-        memset(dyn.data(), 0xff, dyn.size()); // NaN: a read of unwritten dynamic shared memory shows
-        g_blk = &b;
-    };
-    std::vector<std::thread> th;
-    for (int t = 0; t < nt; t++)
-        th.emplace_back([&, t]() {
-            threadIdx.x = t % block.x; threadIdx.y = (t / block.x) % block.y; threadIdx.z = t / (block.x * block.y);
-            blockDim = block; gridDim = grid;
-            // flat id for shuffles: 2-D blocks here use no shuffles (k_conv_bwd_part, the column sums)
-            for (unsigned bz = 0; bz < grid.z; bz++)
-                for (unsigned by = 0; by < grid.y; by++)
-                    for (unsigned bx = 0; bx < grid.x; bx++) {
-                        launch.arrive_and_wait();
-                        if (t == 0) fresh();
-                        launch.arrive_and_wait();
-                        blockIdx.x = bx; blockIdx.y = by; blockIdx.z = bz;
-                        kern(args...);
-                        b.bar->arrive_and_drop(); b.wbar[t / 32]->arrive_and_drop();
+    std::function<void()> body = [&]() { kern(args...); };
+    g_emu_body = &body;
+    EmuBlock b; b.kernel = name; b.dyn = dyn.data(); b.f.resize(nt); b.xbuf.assign(nt, 0);
+    g_blk = &b;
+    blockDim = block; gridDim = grid;
+    for (unsigned bz = 0; bz < grid.z; bz++)
+        for (unsigned by = 0; by < grid.y; by++)
+            for (unsigned bx = 0; bx < grid.x; bx++) {
+                blockIdx.x = bx; blockIdx.y = by; blockIdx.z = bz;
+                b.bar = EmuBar{nt, 0, 0}; b.wbar.assign(nw, EmuBar{}); b.wexited.assign(nw, 0); b.exited = 0;
+                for (int w = 0; w < nw; w++) b.wbar[w].expected = std::min(32, nt - 32 * w);
+                memset(dyn.data(), 0xff, dyn.size()); /* NaN: a read of unwritten dynamic shared memory shows */
+                for (int t = 0; t < nt; t++) {
+                    EmuFiber &f = b.f[t];
+                    f.flat = t; f.state = EMU_RUNNABLE;
+                    f.tid.x = t % block.x; f.tid.y = (t / block.x) % block.y; f.tid.z = t / (block.x * block.y);
+                    emu_ctx_make(f.ctx, stacks[t], STACK, emu_fiber_main);
+                }
+                for (int done = 0; done < nt;) {
+                    bool moved = false;
+                    done = 0;
+                    for (int t = 0; t < nt; t++) {
+                        EmuFiber &f = b.f[t];
+                        if (f.state == EMU_DONE) { done++; continue; }
+                        if (f.state == EMU_WAITING) {
+                            if (f.wait_on->gen == f.wait_gen) continue;
+                            f.state = EMU_RUNNABLE;
+                        }
+                        b.cur = t; threadIdx = f.tid; moved = true;
+                        emu_ctx_swap(b.sched, f.ctx);
                     }
-        });
-    for (auto &x : th) x.join();
-    delete b.bar; for (auto p : b.wbar) delete p;
+                    if (!moved && done < nt) {
+                        b.cur = 0;
+                        for (int t = 0; t < nt; t++) if (b.f[t].state == EMU_WAITING) { b.cur = t; break; }
+                        threadIdx = b.f[b.cur].tid;
+                        emu_kernel_fail("deadlock: threads of the block wait at different barriers");
+                    }
+                }
+            }
+    g_blk = nullptr;
 }
