@@ -16,7 +16,8 @@
 #    the GPU from the same initial parameters and batch and compares the losses and every
 #    gradient (relative error; bounds: fp32 1e-4, tf32 1e-2, bf16 5e-2 -- see docs/cuda.md).
 #    GMA also runs with a sequence that is a multiple of the chunk, a single chunk, and
-#    shared components. Kernel launches are synchronised (GMA_CUDA_SYNC=1) so a fault names
+#    shared components; every bidirectional mixer also as a classifier with padded rows
+#    (the key-padding paths), and GMA with cls pooling and the two-sequence head. Kernel launches are synchronised (GMA_CUDA_SYNC=1) so a fault names
 #    its kernel.
 #    The baseline mixers' kernels (src/ops/cuda/cuda_sdpa.cu, cuda_mamba.cu,
 #    cuda_baselines.cu) get extra shapes: tiled sdpa at head widths 64, 128 and 256 (the
@@ -66,8 +67,8 @@ if [ $rc = 2 ]; then echo "$probe"; echo "gpu_check: the CUDA backend cannot run
   echo
   echo "GPU: ${GPU:-unknown}; commit $(git rev-parse --short HEAD 2>/dev/null || echo '?')"
   echo
-  echo "| mixer | mode | case | precision | max loss rel err | max grad rel err (tensor) | bound | result |"
-  echo "|---|---|---|---|---|---|---|---|"
+  echo "| mixer | mode | case | precision | max loss rel err | max grad rel err (tensor) | bound | result | AdamW update rel err (not bounded) |"
+  echo "|---|---|---|---|---|---|---|---|---|"
 } > "$SUM"
 
 fails=0; runs=0
@@ -84,16 +85,17 @@ check() { # mixer causal case precision [extra args...]
   local last; last=$(echo "$out" | grep '^gmacheck: \(PASS\|FAIL\)' | tail -1)
   if [ -z "$last" ]; then
     fails=$((fails + 1)); echo "   ERROR (rc $rc): $(echo "$out" | tail -2 | tr '\n' ' ')"
-    echo "| $m | $mode | $cs | $p | - | - | - | ERROR rc $rc |" >> "$SUM"; return
+    echo "| $m | $mode | $cs | $p | - | - | - | ERROR rc $rc | - |" >> "$SUM"; return
   fi
   echo "   $last"
-  local res le ge gt bd
+  local res le ge bd ue
   res=$(echo "$last" | sed -E 's/^gmacheck: (PASS|FAIL).*/\1/')
   le=$(echo "$last" | sed -E 's/.*max loss rel err ([^,]+),.*/\1/')
   ge=$(echo "$last" | sed -E 's/.*max grad rel err ([^ ]+) \(([^)]*)\).*/\1 (\2)/')
-  bd=$(echo "$last" | sed -E 's/.*bound ([^ ]+)$/\1/')
+  bd=$(echo "$last" | sed -E 's/.*bound ([^;]+);.*/\1/')
+  ue=$(echo "$last" | sed -E 's/.*max update rel err ([^ ]+)$/\1/')
   [ "$res" = PASS ] || fails=$((fails + 1))
-  echo "| $m | $mode | $cs | $p | $le | $ge | $bd | $res |" >> "$SUM"
+  echo "| $m | $mode | $cs | $p | $le | $ge | $bd | $res | $ue |" >> "$SUM"
 }
 
 MIXERS=$($BIN/gmacheck --list-mixers | tr '|' ' ')
@@ -121,6 +123,13 @@ for p in $PRECS; do
   check mamba 1 "d_state 200, chunk 7" "$p" --seq 50 --batch 2 --set mamba.d_state=200 --set mamba.chunk=7
   check mamba 1 "N=64 = chunk" "$p" --seq 64
   [ $QUICK = 1 ] || check sdpa 1 "N=2048" "$p" --seq 2048 --batch 2 --set model.n_layers=1 --set model.max_seq_len=2048
+  # classifiers: padded rows (the key-padding paths), cls pooling, the two-sequence head
+  for m in $MIXERS; do
+    case "$m" in mamba) continue ;; esac
+    check "$m" 0 "classifier, padded" "$p" --seq 100 --set model.task=classify --set model.n_classes=5
+  done
+  check gma 0 "classifier, cls pool, 2 seqs" "$p" --seq 60 --set model.task=classify --set model.pooling=cls \
+    --set model.n_seq=2 --set model.n_classes=3
 done
 
 # checkpoints cross devices: a few steps on the GPU, that checkpoint evaluated on both
@@ -145,7 +154,7 @@ xdev_check() {
   fi
   echo "   checkpoint: test loss cuda ${la:-?} cpu ${lb:-?} rel err $rel: $res"
   [ "$res" = PASS ] || fails=$((fails + 1))
-  echo "| checkpoint | cuda -> cpu | test loss, then resume on cpu | fp32 | $rel | - | 1.0e-04 | $res |" >> "$SUM"
+  echo "| checkpoint | cuda -> cpu | test loss, then resume on cpu | fp32 | $rel | - | 1.0e-04 | $res | - |" >> "$SUM"
 }
 xdev_check
 
@@ -158,7 +167,7 @@ for m in $MIXERS; do
     b=$(GMA_CUDA_SYNC=1 $BIN/gmacheck --device cuda --set model.mixer="$m" --set model.causal="$c" --steps 2 2>&1)
     runs=$((runs + 1))
     if [ "$a" = "$b" ]; then echo "-- repeat $m causal=$c: identical" | tee -a "$LOG"
-    else fails=$((fails + 1)); echo "-- repeat $m causal=$c: DIFFERS" | tee -a "$LOG"; echo "| $m | causal=$c | repeat | fp32 | - | - | - | DIFFERS |" >> "$SUM"; fi
+    else fails=$((fails + 1)); echo "-- repeat $m causal=$c: DIFFERS" | tee -a "$LOG"; echo "| $m | causal=$c | repeat | fp32 | - | - | - | DIFFERS | - |" >> "$SUM"; fi
   done
 done
 

@@ -101,6 +101,11 @@ START_TEST(test_gmacheck_cli) {
                 "--set model.causal=0",
                 out, sizeof out);
     ck_assert_msg(rc == 0 && strstr(out, "PASS"), "rc %d: %s", rc, out);
+    /* a two-sequence classifier with padded rows */
+    rc = tu_run("bin/gmacheck --device cpu --steps 1 --batch 2 --seq 30 --quiet --set model.task=classify "
+                "--set model.n_seq=2 --set model.n_classes=3 --set model.pooling=cls",
+                out, sizeof out);
+    ck_assert_msg(rc == 0 && strstr(out, "PASS") && strstr(out, "classifier (padded rows)"), "rc %d: %s", rc, out);
     /* no usable cuda here (CPU build, or a CUDA build on a machine without a GPU) */
     rc = tu_run("bin/gmacheck --device cuda --steps 1 --batch 1 --seq 16 --quiet", out, sizeof out);
     if (rc != 0) {

@@ -6,8 +6,13 @@
  *
  * Builds the model of the config twice, on the CPU backend and on --device, from the same
  * initial parameters (drawn once on the host and copied), feeds both the same random
- * batch, and for S steps compares the loss and every parameter's gradient, then takes
- * the same AdamW step on both. Relative error of a tensor: |g_dev - g_cpu|_2 /
+ * batch (a classifier config, model.task "classify", gets random rows of random lengths
+ * with padding and random labels), and for S steps compares the loss and every
+ * parameter's gradient, then takes the same AdamW step on both and reports how far the
+ * updates differ. Every step starts both backends from the CPU's parameters and AdamW
+ * moments, so the errors measure one step's arithmetic, not two trajectories drifting apart
+ * (an element with a near-zero gradient can step the other way under AdamW, and the runs
+ * would then diverge for reasons unrelated to the backend). Relative error of a tensor: |g_dev - g_cpu|_2 /
  * max(|g_cpu|_2, 1e-3 |g_cpu(all tensors)|_2) (the floor keeps tensors whose exact
  * gradient is zero, e.g. key biases of softmax attention, from dividing noise by noise).
  * Exit status: 0 within the bound (default 1e-4 for fp32, 1e-2 tf32, 5e-2 bf16; --tol sets
@@ -41,11 +46,15 @@ static double diff2(const real *a, const real *b, size_t n) {
     return sqrt(s);
 }
 
-/* forward + backward of one model on the active backend; returns the mean loss */
-static double loss_and_grads(Model *m, const int32_t *tok, const int32_t *tgt, int B, int N, long step) {
+/* forward + backward of one model on the active backend; returns the mean loss. A
+ * classifier (labels != NULL) reads tok/mask as [n_seq*B, N] and labels [B]. */
+static double loss_and_grads(Model *m, const int32_t *tok, const int32_t *tgt, const uint8_t *mask, const int32_t *labels,
+                             int B, int N, long step) {
     LossStats st;
     model_zero_grad(m);
-    if (model_forward(m, tok, tgt, B, N, NULL, 0, &st, 1, step) != 0) {
+    int rc = labels ? model_forward_cls(m, tok, mask, labels, B, N, &st, 1, step)
+                    : model_forward(m, tok, tgt, B, N, NULL, 0, &st, 1, step);
+    if (rc != 0) {
         fprintf(stderr, "gmacheck: forward: %s\n", gma_error());
         exit(2);
     }
@@ -114,6 +123,11 @@ int main(int argc, char **argv) {
         return 3;
     }
     if (c.model.vocab_size <= 0) c.model.vocab_size = 512;
+    int classify = !strcmp(c.model.task, "classify");
+    if (classify && !strcmp(c.data.source, "recall")) { /* no data is read: a random padded batch */
+        snprintf(c.data.source, sizeof c.data.source, "cls");
+        if (!c.data.path[0]) snprintf(c.data.path, sizeof c.data.path, "(gmacheck: random batch)");
+    }
     if (!strcmp(c.data.source, "recall") && N < 2 * c.data.recall_pairs + 2) c.data.recall_pairs = (N - 2) / 2;
     if (cfg_validate(&c) != 0) {
         fprintf(stderr, "gmacheck: %s\n", gma_error());
@@ -147,29 +161,45 @@ int main(int argc, char **argv) {
     size_t P = ma.pt.total;
     dev->to_device(mb.params, ma.params, P * sizeof(real));
 
-    /* one batch: random tokens, targets = the next token */
+    /* one batch: random tokens, targets = the next token; a classifier gets rows of random
+     * lengths (at least one real token, the rest padding) and random labels */
     Rng rng;
     rng_seed2(&rng, (uint64_t)c.seed, 77);
-    int32_t *seq = xcalloc((size_t)B * (N + 1), sizeof(int32_t));
-    int32_t *tok = xcalloc((size_t)B * N, sizeof(int32_t)), *tgt = xcalloc((size_t)B * N, sizeof(int32_t));
-    for (size_t i = 0; i < (size_t)B * (N + 1); i++) seq[i] = (int32_t)rng_below(&rng, (uint64_t)c.model.vocab_size);
-    for (int b = 0; b < B; b++)
+    int R = classify ? B * mb.n_seq : B;
+    int32_t *seq = xcalloc((size_t)R * (N + 1), sizeof(int32_t));
+    int32_t *tok = xcalloc((size_t)R * N, sizeof(int32_t)), *tgt = xcalloc((size_t)R * N, sizeof(int32_t));
+    uint8_t *mask = xcalloc((size_t)R * N, 1);
+    int32_t *labels = classify ? xcalloc((size_t)B, sizeof(int32_t)) : NULL;
+    for (size_t i = 0; i < (size_t)R * (N + 1); i++) seq[i] = 1 + (int32_t)rng_below(&rng, (uint64_t)c.model.vocab_size - 1);
+    for (int b = 0; b < R; b++) {
+        int len = classify ? 1 + (int)rng_below(&rng, (uint64_t)N) : N;
+        if (classify && b == 0) len = N; /* one row without padding */
         for (int t = 0; t < N; t++) {
-            tok[b * N + t] = seq[b * (N + 1) + t];
+            tok[b * N + t] = t < len ? seq[b * (N + 1) + t] : 0;
             tgt[b * N + t] = seq[b * (N + 1) + t + 1];
+            mask[b * N + t] = t < len;
         }
+    }
+    for (int b = 0; classify && b < B; b++) labels[b] = (int32_t)rng_below(&rng, (uint64_t)c.model.n_classes);
 
     real *gb = xcalloc(P, sizeof(real));
-    printf("gmacheck: mixer %s, %s, cpu vs %s (%s), precision %s, B=%d N=%d D=%d L=%d H=%d, %zu parameters, bound %.1e\n",
-           c.model.mixer[0], cfg_causal(&c) ? "causal" : "bidirectional", device, ops_device_name(), c.precision, B, N,
+    printf("gmacheck: mixer %s, %s%s, cpu vs %s (%s), precision %s, B=%d N=%d D=%d L=%d H=%d, %zu parameters, bound %.1e\n",
+           c.model.mixer[0], cfg_causal(&c) ? "causal" : "bidirectional", classify ? " classifier (padded rows)" : "", device, ops_device_name(), c.precision, B, N,
            c.model.d_model, c.model.n_layers, c.model.n_heads, model_param_count(&ma), tol);
     double worst_loss = 0, worst_grad = 0;
     const char *worst_name = "";
+    real *p0 = xcalloc(P, sizeof(real)), *st = xcalloc(P, sizeof(real));
+    double worst_upd = 0;
     for (int s = 0; s < steps; s++) {
+        /* both backends start the step from the CPU's parameters and moments */
+        dev->to_device(mb.params, ma.params, P * sizeof(real));
+        dev->to_device(mb.m, ma.m, P * sizeof(real));
+        dev->to_device(mb.v, ma.v, P * sizeof(real));
+        memcpy(p0, ma.params, P * sizeof(real));
         g_ops = cpu;
-        double la = loss_and_grads(&ma, tok, tgt, B, N, s);
+        double la = loss_and_grads(&ma, tok, tgt, mask, labels, B, N, s);
         g_ops = dev;
-        double lb = loss_and_grads(&mb, tok, tgt, B, N, s);
+        double lb = loss_and_grads(&mb, tok, tgt, mask, labels, B, N, s);
         dev->to_host(gb, mb.grads, P * sizeof(real));
         double lrel = fabs(lb - la) / GMA_MAX(fabs(la), 1e-12);
         double gnorm = norm2(ma.grads, P), floor_ = 1e-3 * gnorm, step_worst = 0;
@@ -183,19 +213,32 @@ int main(int argc, char **argv) {
             if (!quiet && s == 0) printf("  grad %-40s |g_cpu| %.3e  rel err %.2e\n", pi->name, na, e);
             if (e > step_worst) step_worst = e, step_name = pi->name;
         }
-        printf("step %d: loss cpu %.7f %s %.7f rel err %.2e; worst grad rel err %.2e (%s)%s\n", s, la, device, lb,
-               lrel, step_worst, step_name, bad_nan ? " NaN" : "");
         if (lrel > worst_loss || lrel != lrel) worst_loss = lrel != lrel ? INFINITY : lrel;
         if (step_worst > worst_grad) worst_grad = step_worst, worst_name = step_name;
         g_ops = cpu;
         adamw_step(&ma, &c, s + 1);
         g_ops = dev;
         adamw_step(&mb, &c, s + 1);
+        /* the AdamW updates compared over all parameters (reported, not bounded: an element
+         * whose gradient is near zero may take the opposite sign step) */
+        dev->to_host(st, mb.params, P * sizeof(real));
+        double un = 0, ud = 0;
+        for (size_t i = 0; i < P; i++) {
+            double ua = (double)ma.params[i] - p0[i], ub = (double)st[i] - p0[i];
+            un += ua * ua, ud += (ub - ua) * (ub - ua);
+        }
+        double urel = sqrt(ud) / GMA_MAX(sqrt(un), 1e-30);
+        if (urel > worst_upd || urel != urel) worst_upd = urel != urel ? INFINITY : urel;
+        printf("step %d: loss cpu %.7f %s %.7f rel err %.2e; worst grad rel err %.2e (%s); update rel err %.2e%s\n", s,
+               la, device, lb, lrel, step_worst, step_name, urel, bad_nan ? " NaN" : "");
     }
+    free(p0);
+    free(st);
     int ok = worst_loss <= tol && worst_grad <= tol;
-    printf("gmacheck: %s: mixer %s %s precision %s: max loss rel err %.2e, max grad rel err %.2e (%s), bound %.1e\n",
+    printf("gmacheck: %s: mixer %s %s precision %s: max loss rel err %.2e, max grad rel err %.2e (%s), bound %.1e; "
+           "max update rel err %.2e\n",
            ok ? "PASS" : "FAIL", c.model.mixer[0], cfg_causal(&c) ? "causal" : "bidirectional", c.precision,
-           worst_loss, worst_grad, worst_name, tol);
+           worst_loss, worst_grad, worst_name, tol, worst_upd);
     g_ops = dev;
     model_free(&mb);
     g_ops = cpu;
@@ -204,5 +247,7 @@ int main(int argc, char **argv) {
     free(seq);
     free(tok);
     free(tgt);
+    free(mask);
+    free(labels);
     return ok ? 0 : 1;
 }

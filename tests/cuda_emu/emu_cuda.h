@@ -1,9 +1,9 @@
 /* emu_cuda.h: CPU shims for the CUDA runtime and cuBLAS calls of src/ops/cuda (used through
  * the emulated ops/cuda/cuda_common.cuh in this folder). "Device" memory is host memory, so
  * every copy is a memcpy and every call is synchronous; there is one fake device ("emu",
- * compute capability 9.0). cuBLAS is a plain column-major GEMM accumulating in double that
- * honours transposes, leading dimensions, alpha/beta (beta == 0 overwrites C, as cuBLAS),
- * strides and batch; the tf32 math mode and bf16 operands round the operands as the GPU
+ * compute capability 9.0). cuBLAS is a column-major GEMM accumulating in double (through
+ * the host BLAS's dgemm) that honours transposes, leading dimensions, alpha/beta (beta == 0
+ * overwrites C, as cuBLAS), strides and batch; the tf32 math mode and bf16 operands round the operands as the GPU
  * does (tf32: 10 mantissa bits, bf16: 7, round to nearest even). Streams are the default
  * stream only.
  *
@@ -25,7 +25,9 @@
 #include <cstdlib>
 #include <cstring>
 #include <stddef.h>
+#include <algorithm>
 #include <map>
+#include <vector>
 
 /* ---- runtime ---- */
 typedef int cudaError_t;
@@ -206,6 +208,8 @@ typedef enum { CUDA_R_32F = 0, CUDA_R_16F = 2, CUDA_R_16BF = 14 } cudaDataType;
 typedef enum { CUBLAS_COMPUTE_32F = 68, CUBLAS_COMPUTE_32F_FAST_TF32 = 77 } cublasComputeType_t;
 typedef enum { CUBLAS_GEMM_DEFAULT = -1 } cublasGemmAlgo_t;
 struct EmuCublas { int math; int live; };
+extern "C" void cblas_dgemm(int order, int ta, int tb, int m, int n, int k, double alpha, const double *a, int lda,
+                            const double *b, int ldb, double beta, double *c, int ldc); /* the host BLAS (OpenBLAS) */
 typedef EmuCublas *cublasHandle_t;
 inline int g_emu_gemm_calls; /* cuBLAS GEMM calls so far (the drivers report it) */
 inline cublasStatus_t cublasCreate(cublasHandle_t *h) { *h = new EmuCublas{CUBLAS_DEFAULT_MATH, 1}; return CUBLAS_STATUS_SUCCESS; }
@@ -227,19 +231,27 @@ inline cublasStatus_t emu_gemm(cublasHandle_t h, cublasOperation_t oa, cublasOpe
     emu_need_dev(B, sizeof(TB), "cuBLAS GEMM", "operand B");
     emu_need_dev(C, sizeof(float), "cuBLAS GEMM", "output C");
     EmuDevScope guard("cuBLAS GEMM");
+    /* operands read (and rounded) into op-applied double matrices, then a double GEMM
+     * through the host BLAS: the same numbers as a plain double-accumulating loop, faster */
+    std::vector<double> a((size_t)m * k), bm((size_t)k * n), c((size_t)m * n);
     for (int b = 0; b < batch; b++) {
         const TA *Ab = A + b * sA; const TB *Bb = B + b * sB; float *Cb = C + b * sC;
+        for (int p = 0; p < k; p++)
+            for (int i = 0; i < m; i++) {
+                float x = rd(oa == CUBLAS_OP_N ? Ab[i + (size_t)p * lda] : Ab[p + (size_t)i * lda]);
+                a[i + (size_t)p * m] = mbits < 23 ? emu_round_bits(x, mbits) : x;
+            }
+        for (int j = 0; j < n; j++)
+            for (int p = 0; p < k; p++) {
+                float x = rdb(ob == CUBLAS_OP_N ? Bb[p + (size_t)j * ldb] : Bb[j + (size_t)p * ldb]);
+                bm[p + (size_t)j * k] = mbits < 23 ? emu_round_bits(x, mbits) : x;
+            }
+        if (k > 0) cblas_dgemm(102 /* col-major */, 111, 111, m, n, k, 1.0, a.data(), m > 1 ? m : 1, bm.data(), k, 0.0, c.data(), m > 1 ? m : 1);
+        else std::fill(c.begin(), c.end(), 0.0);
         for (int j = 0; j < n; j++)
             for (int i = 0; i < m; i++) {
-                double s = 0;
-                for (int p = 0; p < k; p++) {
-                    float a = rd(oa == CUBLAS_OP_N ? Ab[i + (size_t)p * lda] : Ab[p + (size_t)i * lda]);
-                    float bb = rdb(ob == CUBLAS_OP_N ? Bb[p + (size_t)j * ldb] : Bb[j + (size_t)p * ldb]);
-                    if (mbits < 23) a = emu_round_bits(a, mbits), bb = emu_round_bits(bb, mbits);
-                    s += (double)a * bb;
-                }
-                float &c = Cb[i + (size_t)j * ldc];
-                c = (float)(alpha * s + (beta == 0 ? 0.0 : (double)beta * c));
+                float &o = Cb[i + (size_t)j * ldc];
+                o = (float)(alpha * c[i + (size_t)j * m] + (beta == 0 ? 0.0 : (double)beta * o));
             }
     }
     return CUBLAS_STATUS_SUCCESS;
