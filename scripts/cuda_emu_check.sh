@@ -47,7 +47,24 @@ model_checks() {
     g++ -rdynamic "$M/$b.o" "$M"/cuda_*.o "$M/libgma-emu.a" $LIBS -lpthread -o "$M/$b"
   done
   echo "emulated binaries: $M/{gmacheck,gmatrain,gmaeval}"
-  bash scripts/gpu_check.sh --bin "$M" --no-build --no-bench --out runs/cuda_emu_model "$@"
+  local rc=0 m c a b ra
+  bash scripts/gpu_check.sh --bin "$M" --no-build --no-bench --out runs/cuda_emu_model "$@" || rc=1
+  # the device's bits must not depend on the order of blocks and threads (no atomics)
+  echo "== block and thread order (EMU_REVERSE=1 against the normal order, fp32)"
+  for m in $("$M/gmacheck" --list-mixers | tr '|' ' '); do
+    for c in 1 0 classify; do
+      local args=(--device cuda --set model.mixer="$m" --steps 2 --batch 2 --seq 100 --quiet --digest)
+      if [ $c = classify ]; then args+=(--set model.task=classify --set model.n_classes=3); else args+=(--set model.causal=$c); fi
+      ra=0; a=$("$M/gmacheck" "${args[@]}" 2>&1) || ra=$?
+      [ $ra = 3 ] && continue
+      b=$(EMU_REVERSE=1 "$M/gmacheck" "${args[@]}" 2>&1) || true
+      local lbl=causal; [ $c = 0 ] && lbl=bidirectional; [ $c = classify ] && lbl=classifier
+      if [ $ra = 0 ] && [ "$(echo "$a" | grep digest)" = "$(echo "$b" | grep digest)" ]; then
+        echo "order $m $lbl: same bits"
+      else echo "order $m $lbl: DIFFERS (or failed, rc $ra)"; echo "$a"; echo "$b"; rc=1; fi
+    done
+  done
+  return $rc
 }
 mkvar() { make -s -f - print-var V="$1" <<'MK' 2>/dev/null || true
 include Makefile
@@ -85,8 +102,17 @@ if [ $self = 1 ]; then # the emulation itself: correct code passes, each planted
     [ $r = $want ] || { bad=$((bad + 1)); echo "selftest $i: exit $r, expected $want"; cat "$O/selftest.out"; }
     [ $i = 0 ] || echo "selftest $i: $(grep -m1 '^emu:' "$O/selftest.out")"
   done
-  echo "$bad of 12 selftest cases wrong"; [ $bad = 0 ] || rc=1
+  # thread and block order: correct code prints the same either way, the planted race not
+  a=$("$O/emu_selftest" 0); b=$(EMU_REVERSE=1 "$O/emu_selftest" 0)
+  [ "$a" = "$b" ] || { bad=$((bad + 1)); echo "selftest 0: differs in reverse order"; }
+  a=$("$O/emu_selftest" 12); b=$(EMU_REVERSE=1 "$O/emu_selftest" 12)
+  if [ "$a" != "$b" ]; then echo "selftest 12 (planted race): forward and reverse orders differ, as they must"
+  else bad=$((bad + 1)); echo "selftest 12: the planted race gave the same result in both orders"; fi
+  echo "$bad of 14 selftest cases wrong"; [ $bad = 0 ] || rc=1
 fi
-if [ $base = 1 ]; then echo "== emu_baselines"; "$O/emu_baselines" "$W" || rc=1; fi
-if [ $core = 1 ]; then echo "== emu_core"; "$O/emu_core" "$( [ $W = all ] && echo all || echo $W )" || rc=1; fi
+# each driver twice: blocks and threads in order, then in reverse order (EMU_REVERSE)
+for r in 0 1; do
+  if [ $base = 1 ]; then echo "== emu_baselines (reverse order $r)"; EMU_REVERSE=$r "$O/emu_baselines" "$W" || rc=1; fi
+  if [ $core = 1 ]; then echo "== emu_core (reverse order $r)"; EMU_REVERSE=$r "$O/emu_core" "$( [ $W = all ] && echo all || echo $W )" || rc=1; fi
+done
 exit $rc

@@ -1,7 +1,7 @@
 /* gmacheck.c: compare a backend against the CPU backend on one model and batch.
  *
  *   gmacheck [--config FILE] [--set key=value]... [--device cuda] [--precision fp32|tf32|bf16]
- *            [--steps S] [--batch B] [--seq N] [--tol X] [--quiet]
+ *            [--steps S] [--batch B] [--seq N] [--tol X] [--quiet] [--digest]
  *   gmacheck --list-mixers
  *
  * Builds the model of the config twice, on the CPU backend and on --device, from the same
@@ -15,6 +15,8 @@
  * would then diverge for reasons unrelated to the backend). Relative error of a tensor: |g_dev - g_cpu|_2 /
  * max(|g_cpu|_2, 1e-3 |g_cpu(all tensors)|_2) (the floor keeps tensors whose exact
  * gradient is zero, e.g. key biases of softmax attention, from dividing noise by noise).
+ * --digest prints a hash of the device's loss and gradient bits per step (two runs that
+ * print the same digests computed the same bits).
  * Exit status: 0 within the bound (default 1e-4 for fp32, 1e-2 tf32, 5e-2 bf16; --tol sets
  * it), 1 above it, 2 when a backend cannot be used, 3 when the config is refused. */
 #include <stdio.h>
@@ -28,7 +30,7 @@
 static void usage(void) {
     fprintf(stderr,
             "usage: gmacheck [--config FILE] [--set key=value]... [--device cuda|cpu] [--precision fp32|tf32|bf16]\n"
-            "                [--steps S] [--batch B] [--seq N] [--tol X] [--quiet]\n"
+            "                [--steps S] [--batch B] [--seq N] [--tol X] [--quiet] [--digest]\n"
             "       gmacheck --list-mixers\n");
 }
 
@@ -82,7 +84,7 @@ int main(int argc, char **argv) {
     c.gma.n_components = 32;
     c.train.lr = 1e-3;
     const char *device = NULL, *precision = NULL;
-    int steps = 3, B = 4, N = 0, quiet = 0;
+    int steps = 3, B = 4, N = 0, quiet = 0, digest = 0;
     double tol = -1;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
@@ -107,6 +109,7 @@ int main(int argc, char **argv) {
         else if (!strcmp(a, "--seq") && more) N = atoi(argv[++i]);
         else if (!strcmp(a, "--tol") && more) tol = atof(argv[++i]);
         else if (!strcmp(a, "--quiet")) quiet = 1;
+        else if (!strcmp(a, "--digest")) digest = 1;
         else {
             usage();
             return 3;
@@ -212,6 +215,14 @@ int main(int argc, char **argv) {
             if (e != e) bad_nan = 1, e = INFINITY;
             if (!quiet && s == 0) printf("  grad %-40s |g_cpu| %.3e  rel err %.2e\n", pi->name, na, e);
             if (e > step_worst) step_worst = e, step_name = pi->name;
+        }
+        if (digest) { /* FNV-1a of the device's loss and gradient bits: equal digests, equal bits */
+            uint64_t h = 1469598103934665603ull;
+            const unsigned char *bytes = (const unsigned char *)gb;
+            for (size_t i = 0; i < P * sizeof(real); i++) h = (h ^ bytes[i]) * 1099511628211ull;
+            bytes = (const unsigned char *)&lb;
+            for (size_t i = 0; i < sizeof lb; i++) h = (h ^ bytes[i]) * 1099511628211ull;
+            printf("step %d: %s digest %016llx\n", s, device, (unsigned long long)h);
         }
         if (lrel > worst_loss || lrel != lrel) worst_loss = lrel != lrel ? INFINITY : lrel;
         if (step_worst > worst_grad) worst_grad = step_worst, worst_name = step_name;

@@ -209,7 +209,9 @@ static int run_analysis(Model *m, const Config *cfg, const LmData *d, int split,
         ncat = 4, names = RECALL_CATS;
     } else {
         text = token_texts(cfg, V);
-        if (!text) fprintf(stderr, "gmaeval: --analyze: no tokenizer named by %s/meta.json: every token counts as \"other\"\n", cfg->data.path);
+        if (!text && analyze) /* the categories only matter to the analysis, not to a dump */
+            fprintf(stderr, "gmaeval: --analyze: no tokenizer named by %s/meta.json: every token counts as \"other\"\n",
+                    cfg->data.path);
         for (int i = 0; i < V; i++) cat[i] = text ? token_category(text[i]) : CAT_OTHER;
         ncat = N_TEXT_CATS, names = TEXT_CATS;
     }

@@ -1,6 +1,8 @@
 /* emu_selftest.cpp: the emulation must stop on what a GPU would not forgive. Each case is
  * run as `emu_selftest N`; case 0 is correct code and must pass, every other case must stop
- * with exit status 98 (scripts/cuda_emu_check.sh checks both). Built with EMU_DEVICE_MEMORY. */
+ * with exit status 98 (scripts/cuda_emu_check.sh checks both). Case 12 plants a race (a
+ * shared-memory read with no barrier after the write): it prints a different sum when run
+ * with EMU_REVERSE=1, while case 0 prints the same. Built with EMU_DEVICE_MEMORY. */
 #include "ops/cuda/cuda_common.cuh"
 
 __global__ void k_ok(float *x) { float v = warp_sum(1.0f); __syncthreads(); x[threadIdx.x] = v; }
@@ -8,6 +10,11 @@ __global__ void k_ret_then_sync(float *x) { if (threadIdx.x < 16) return; __sync
 __global__ void k_sync_in_branch(float *x) { if (threadIdx.x < 16) __syncthreads(); x[threadIdx.x] = 1; }
 __global__ void k_shfl_partial(float *x) { if (threadIdx.x >= 20) return; x[threadIdx.x] = warp_sum(1.0f); }
 __global__ void k_past_end(float *x, int n) { x[n + 300 + threadIdx.x] = 1; }
+__global__ void k_race(float *x) { /* reads a neighbour's shared slot with no barrier between */
+    __shared__ float sh[64];
+    sh[threadIdx.x] = (float)threadIdx.x + 1;
+    x[threadIdx.x] = sh[(threadIdx.x + 1) % 64];
+}
 
 int main(int argc, char **argv) {
     int w = argc > 1 ? atoi(argv[1]) : 0;
@@ -30,6 +37,11 @@ int main(int argc, char **argv) {
     case 9: emu_launch(k_past_end, "k_past_end", dim3(1), dim3(32), 0, d, 64); break; /* past the end */
     case 10: cudaMemcpy(d, host, sizeof host, cudaMemcpyDeviceToHost); break; /* direction swapped */
     case 11: cudaMemcpy(d, host, 2 * sizeof host, cudaMemcpyHostToDevice); break; /* too long */
+    case 12:
+        emu_launch(k_race, "k_race", dim3(1), dim3(64), 0, d);
+        cudaMemcpy(host, d, sizeof host, cudaMemcpyDeviceToHost);
+        { float t = 0; for (float v : host) t += v; printf("selftest 12: sum %g\n", t); }
+        return 0;
     default: return 2;
     }
     printf("selftest %d: not stopped\n", w);

@@ -190,39 +190,45 @@ template <class K, class... A> void emu_launch(K kern, const char *name, dim3 gr
     EmuBlock b; b.kernel = name; b.dyn = dyn.data(); b.f.resize(nt); b.xbuf.assign(nt, 0);
     g_blk = &b;
     blockDim = block; gridDim = grid;
-    for (unsigned bz = 0; bz < grid.z; bz++)
-        for (unsigned by = 0; by < grid.y; by++)
-            for (unsigned bx = 0; bx < grid.x; bx++) {
-                blockIdx.x = bx; blockIdx.y = by; blockIdx.z = bz;
-                b.bar = EmuBar{nt, 0, 0}; b.wbar.assign(nw, EmuBar{}); b.wexited.assign(nw, 0); b.exited = 0;
-                for (int w = 0; w < nw; w++) b.wbar[w].expected = std::min(32, nt - 32 * w);
-                memset(dyn.data(), 0xff, dyn.size()); /* NaN: a read of unwritten dynamic shared memory shows */
-                for (int t = 0; t < nt; t++) {
-                    EmuFiber &f = b.f[t];
-                    f.flat = t; f.state = EMU_RUNNABLE;
-                    f.tid.x = t % block.x; f.tid.y = (t / block.x) % block.y; f.tid.z = t / (block.x * block.y);
-                    emu_ctx_make(f.ctx, stacks[t], STACK, emu_fiber_main);
+    /* EMU_REVERSE=1 runs the blocks, and the threads of each block, in the opposite order: a
+     * kernel without races (there are no atomics) gives the same bits either way */
+    static const bool rev = getenv("EMU_REVERSE") && strcmp(getenv("EMU_REVERSE"), "0");
+    size_t nb = (size_t)grid.x * grid.y * grid.z;
+    for (size_t li = 0; li < nb; li++) {
+        size_t l = rev ? nb - 1 - li : li;
+        blockIdx.x = (unsigned)(l % grid.x);
+        blockIdx.y = (unsigned)(l / grid.x % grid.y);
+        blockIdx.z = (unsigned)(l / ((size_t)grid.x * grid.y));
+        b.bar = EmuBar{nt, 0, 0}; b.wbar.assign(nw, EmuBar{}); b.wexited.assign(nw, 0); b.exited = 0;
+        for (int w = 0; w < nw; w++) b.wbar[w].expected = std::min(32, nt - 32 * w);
+        memset(dyn.data(), 0xff, dyn.size()); /* NaN: a read of unwritten dynamic shared memory shows */
+        for (int t = 0; t < nt; t++) {
+            EmuFiber &f = b.f[t];
+            f.flat = t; f.state = EMU_RUNNABLE;
+            f.tid.x = t % block.x; f.tid.y = (t / block.x) % block.y; f.tid.z = t / (block.x * block.y);
+            emu_ctx_make(f.ctx, stacks[t], STACK, emu_fiber_main);
+        }
+        for (int done = 0; done < nt;) {
+            bool moved = false;
+            done = 0;
+            for (int u = 0; u < nt; u++) {
+                int t = rev ? nt - 1 - u : u;
+                EmuFiber &f = b.f[t];
+                if (f.state == EMU_DONE) { done++; continue; }
+                if (f.state == EMU_WAITING) {
+                    if (f.wait_on->gen == f.wait_gen) continue;
+                    f.state = EMU_RUNNABLE;
                 }
-                for (int done = 0; done < nt;) {
-                    bool moved = false;
-                    done = 0;
-                    for (int t = 0; t < nt; t++) {
-                        EmuFiber &f = b.f[t];
-                        if (f.state == EMU_DONE) { done++; continue; }
-                        if (f.state == EMU_WAITING) {
-                            if (f.wait_on->gen == f.wait_gen) continue;
-                            f.state = EMU_RUNNABLE;
-                        }
-                        b.cur = t; threadIdx = f.tid; moved = true;
-                        emu_ctx_swap(b.sched, f.ctx);
-                    }
-                    if (!moved && done < nt) {
-                        b.cur = 0;
-                        for (int t = 0; t < nt; t++) if (b.f[t].state == EMU_WAITING) { b.cur = t; break; }
-                        threadIdx = b.f[b.cur].tid;
-                        emu_kernel_fail("deadlock: threads of the block wait at different barriers");
-                    }
-                }
+                b.cur = t; threadIdx = f.tid; moved = true;
+                emu_ctx_swap(b.sched, f.ctx);
             }
+            if (!moved && done < nt) {
+                b.cur = 0;
+                for (int t = 0; t < nt; t++) if (b.f[t].state == EMU_WAITING) { b.cur = t; break; }
+                threadIdx = b.f[b.cur].tid;
+                emu_kernel_fail("deadlock: threads of the block wait at different barriers");
+            }
+        }
+    }
     g_blk = nullptr;
 }
