@@ -27,8 +27,9 @@ cd "$(dirname "$0")/.."
 make -s build/libgma.a
 O=build/cuda_emu; mkdir -p "$O"
 CU=(cuda_core cuda_nn cuda_linmix cuda_gma_route cuda_gma_div cuda_cls cuda_baselines cuda_mamba cuda_sdpa)
+gcc -O2 -std=c11 tests/cuda_emu/launch2call.c -o "$O/launch2call"
 for f in "${CU[@]}"; do
-  python3 tests/cuda_emu/launch2call.py src/ops/cuda/$f.cu "$O/$f.cpp"
+  "$O/launch2call" src/ops/cuda/$f.cu "$O/$f.cpp"
 done
 # model part: device memory kept apart from the host (EMU_DEVICE_MEMORY in emu_cuda.h)
 model_checks() {

@@ -1,5 +1,5 @@
 /* emu_baselines.cpp: the baseline ops' CUDA kernels (src/ops/cuda/cuda_{baselines,mamba,
- * sdpa}.cu, rewritten by launch2call.py and run under the CPU emulation of
+ * sdpa}.cu, rewritten by launch2call.c and run under the CPU emulation of
  * ops/cuda/cuda_common.cuh in this folder) against their CPU twins (build/libgma.a):
  * elementwise maps, maxval, FAVOR+, causal conv1d, selective scan (register, S > 32 and
  * local-memory variants, ragged chunks) and tiled attention (causal and bidirectional,

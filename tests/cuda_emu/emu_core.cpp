@@ -1,5 +1,5 @@
 /* emu_core.cpp: the rest of the CUDA backend under the CPU emulation: every .cu file of
- * src/ops/cuda rewritten by launch2call.py, with cuda_core.cu's own start-up, memory,
+ * src/ops/cuda rewritten by launch2call.c, with cuda_core.cu's own start-up, memory,
  * cuBLAS GEMM wrappers, reductions and optimisers running on the runtime and cuBLAS shims
  * of emu_cuda.h. The CUDA op table comes from cuda_ops_init (as on a GPU) and every op not
  * checked by emu_baselines is compared with its twin in gma_ops_cpu (build/libgma.a):

@@ -1,0 +1,33 @@
+/* test_cuda_emu.c: the CUDA backend's kernels under the CPU emulation of CUDA
+ * (scripts/cuda_emu_check.sh all, docs/cuda.md): the emulation's self-test (planted
+ * divergent barriers, bad launches, host access to device memory, overruns, a race), then
+ * every CUDA op against its CPU twin, with blocks and threads in order and in reverse
+ * order. This is how the suite keeps the kernels' logic checked on machines without a GPU;
+ * it needs g++ (C++20), which the build packages bring. */
+#include <string.h>
+
+#include "testutil.h"
+
+START_TEST(test_emulated_kernels_match_cpu) {
+    static char out[1 << 20];
+    int rc = tu_run("bash scripts/cuda_emu_check.sh all", out, sizeof out);
+    ck_assert_msg(rc == 0, "cuda_emu_check.sh all: rc %d\n%s", rc, out + (strlen(out) > 4000 ? strlen(out) - 4000 : 0));
+    ck_assert_msg(strstr(out, "0 of 14 selftest cases wrong"), "self-test: %s", out);
+    /* both drivers, both orders: 99 baseline checks and 228 core checks each time */
+    const char *p = out;
+    int core = 0;
+    while ((p = strstr(p, "228 checks, 0 failures"))) core++, p++;
+    ck_assert_int_eq(core, 2);
+}
+END_TEST
+
+Suite *make_suite(void) {
+    Suite *s = suite_create("cuda_emu");
+    TCase *tc = tcase_create("emulation");
+    tcase_set_timeout(tc, 600);
+    tcase_add_test(tc, test_emulated_kernels_match_cpu);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+GMA_TEST_MAIN()
