@@ -25,6 +25,8 @@
 #    (the register and local-memory scan variants) and a short scan chunk, performer with
 #    an odd feature count; and each baseline check runs twice in fp32 and must print the
 #    same numbers (no atomics: results repeat bit for bit).
+#    Without --quick: the quickstart model trained 1000 steps on the CPU and on the GPU in
+#    each precision, test loss and accuracy side by side (the accuracy cost of a run).
 # 3. --sanitize: every mixer (in a direction it supports) under compute-sanitizer memcheck.
 # 4. Benchmarks (unless --no-bench), if bin/gmabench takes --device: the mixer table and
 #    the whole-model throughput of configs/wikitext103_gma_k256.json.
@@ -157,6 +159,27 @@ xdev_check() {
   echo "| checkpoint | cuda -> cpu | test loss, then resume on cpu | fp32 | $rel | - | 1.0e-04 | $res | - |" >> "$SUM"
 }
 xdev_check
+
+# the accuracy cost of each precision on a whole training run: the quickstart model trained
+# on the GPU in fp32, tf32 and bf16 (same seed and data), test loss and accuracy beside the
+# CPU's (not bounded: a record for docs/cuda.md)
+prec_runs() {
+  local p X="$OUT/prec" st
+  rm -rf "$X"; echo "-- precision on a training run (configs/quickstart.json, 1000 steps)" | tee -a "$LOG"
+  { echo; echo "| quickstart, 1000 steps | test loss | test acc |"; echo "|---|---|---|"; } >> "$SUM"
+  for p in cpu fp32 tf32 bf16; do
+    local dev=cuda prec=$p; [ $p = cpu ] && dev=cpu prec=fp32
+    st=(--set train.steps=1000 --set train.eval_every=0 --set train.checkpoint_every=1000 --set precision=$prec)
+    if $BIN/gmatrain --config configs/quickstart.json --out "$X/$p" --device $dev "${st[@]}" --quiet >> "$LOG" 2>&1; then
+      local t; t=$(grep '"split":"test"' "$X/$p/metrics.jsonl" | tail -1)
+      local l a; l=$(echo "$t" | grep -o '"loss":[-0-9.eE+]*' | cut -d: -f2); a=$(echo "$t" | grep -o '"acc":[-0-9.eE+]*' | cut -d: -f2)
+      echo "   $dev $prec: test loss $l acc $a"; echo "| $dev $prec | $l | $a |" >> "$SUM"
+    else
+      fails=$((fails + 1)); echo "   $dev $prec: gmatrain failed (see $LOG)"; echo "| $dev $prec | ERROR | - |" >> "$SUM"
+    fi
+  done
+}
+[ $QUICK = 1 ] || prec_runs
 
 # determinism: the same check twice prints the same numbers (fp32)
 for m in $MIXERS; do
