@@ -634,6 +634,9 @@ int trainer_run(const Config *cfg_in, const TrainerOptions *o) {
         free(st);
     }
 done:
+    /* every way here is taken by all ranks together (a rank-local error ends the job in
+     * fatal()); wait for rank 0's last writes before any rank leaves */
+    dist_barrier();
     health_free(&hm);
     if (mf) fclose(mf);
     model_free(&m);
