@@ -31,7 +31,7 @@ static const char *skip_reason(void) {
     do {                                                                      \
         const char *why_ = skip_reason();                                     \
         if (why_) {                                                           \
-            printf("test_mpi: %s SKIPPED: %s\n", __func__, why_);             \
+            printf("test_mpi: %.*s SKIPPED: %s\n", (int)strlen(__func__) - 3, __func__, why_);             \
             fflush(stdout);                                                   \
             return;                                                           \
         }                                                                     \
