@@ -30,7 +30,7 @@ static void usage(FILE *f) {
 /* The message is in gma_error(); main prints it (on one rank). */
 static int fail(int code) { return code; }
 
-static int run_main(int argc, char **argv, int *printed_usage);
+static int run_main(int argc, char **argv, int *done);
 
 int main(int argc, char **argv) {
     gma_openmp_env(argv);
