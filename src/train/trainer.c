@@ -444,6 +444,9 @@ int trainer_run(const Config *cfg_in, const TrainerOptions *o) {
             count_tok = sc[3];
             stop_all = sc[4] > 0;
             if (!bad) dist_sum_real_backend(m.grads, m.pt.total);
+            /* a rank whose loss was not finite skipped its remaining micro-batches and their
+             * draws: give every rank rank 0's data RNG so the global batches stay the same */
+            else dist_bcast(&ts.rng, sizeof ts.rng, 0);
             sync_buffers(&m);
         }
         double gn = bad ? NAN : optim_grad_norm(&m);
