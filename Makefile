@@ -5,6 +5,7 @@
 #   make quickstart set-up if needed, build, train and evaluate configs/quickstart.json
 #   make bench      build and run bin/gmabench for every causal mixer (tables, runs/bench.json)
 #   make cuda       the same binaries with the CUDA backend (nvcc + cuBLAS)
+#   make mpi        the same binaries with MPI data-parallel training (mpicc), in bin/mpi/
 #   make deps       install the Debian packages (scripts/setup.sh)
 #   make install    copy bin/* to $(PREFIX)/bin (PREFIX=/usr/local, DESTDIR honoured)
 #   make asan       clean, then build and test with AddressSanitizer + UBSan (-O1); leak checks
@@ -65,7 +66,7 @@ NVCCFLAGS ?= -O3 -lineinfo -std=c++17 -Xcompiler -fPIC,-Wall,-Wextra,-Wno-unused
 NVCCFLAGS += $(CUDA_ARCH) -Isrc -MMD -MP
 CUDA_LIBDIR := $(firstword $(wildcard $(CUDA_HOME)/lib64 $(CUDA_HOME)/lib $(CUDA_HOME)/targets/x86_64-linux/lib))
 
-.PHONY: all binaries test run-tests quickstart bench deps cuda clean probe check-deps install asan
+.PHONY: all binaries test run-tests quickstart bench deps cuda mpi mpi-if-available clean probe check-deps install asan
 # The entry targets first make sure the Debian packages are there, then build in a second
 # make, so that the pkg-config / BLAS probes above see what setup.sh just installed.
 all: check-deps
@@ -122,6 +123,7 @@ build/tests/test64_%: tests/test64_%.c build/tests/testutil64.o build/libgma64.a
 	$(CC) $(CFLAGS) -DGMA_DOUBLE -Itests $< build/tests/testutil64.o build/libgma64.a $(LDLIBS) $(CHECK_LIBS) -o $@
 
 test: check-deps
+	@$(MAKE) --no-print-directory mpi-if-available
 	@$(MAKE) --no-print-directory run-tests
 run-tests: $(BINS) $(TESTS)
 	@scripts/run_tests.sh $(TESTS)
@@ -172,6 +174,42 @@ bin/cuda/%: src/cli/%.c build/libgma-cuda.a
 cuda-bins: $(patsubst src/cli/%.c,bin/cuda/%,$(CLI_SRC)) build/libgma-cuda.a
 	@for b in $(patsubst src/cli/%.c,bin/cuda/%,$(CLI_SRC)); do cp $$b bin/; done; echo "CUDA binaries installed in bin/ (and bin/cuda/)"
 endif
+
+# ---- MPI build: same binaries, data-parallel training over MPI (GMA_MPI) ----
+# Only src/train/dist.c depends on GMA_MPI (dist.h says so), so the MPI library is the
+# float32 objects with dist.o rebuilt by mpicc into build/mpi-f32; the programs are
+# compiled and linked by mpicc into bin/mpi/ (bin/ keeps the plain ones). `make test`
+# builds them when mpicc is on PATH, so tests/test_mpi.c runs; otherwise it is skipped.
+MPICC     ?= mpicc
+MPI_SRC   := src/train/dist.c
+OBJMPI    := $(filter-out $(patsubst src/%.c,build/f32/%.o,$(MPI_SRC)),$(OBJ32)) \
+             $(patsubst src/%.c,build/mpi-f32/%.o,$(MPI_SRC))
+MPI_BINS  := $(patsubst src/cli/%.c,bin/mpi/%,$(CLI_SRC))
+
+mpi:
+	@command -v $(MPICC) >/dev/null 2>&1 || { echo "make mpi: $(MPICC) not found on PATH (Debian: apt-get install openmpi-bin libopenmpi-dev, or set MPICC)"; exit 1; }
+	@echo "mpicc: $$(command -v $(MPICC)) ($$($(MPICC) --showme:version 2>/dev/null || $(MPICC) --version | head -1))"
+	@$(MAKE) --no-print-directory mpi-bins
+	@echo "MPI binaries in bin/mpi/ (run: mpirun -np R bin/mpi/gmatrain ..., see docs/distributed.md)"
+
+mpi-if-available:
+	@if command -v $(MPICC) >/dev/null 2>&1; then $(MAKE) --no-print-directory mpi-bins; \
+	 else echo "make test: $(MPICC) not found, so bin/mpi/ is not built and the MPI test will be skipped"; fi
+
+mpi-bins: $(MPI_BINS) build/libgma-mpi.a
+
+build/mpi-f32/%.o: src/%.c
+	@mkdir -p $(@D)
+	$(MPICC) $(CFLAGS) -DGMA_MPI -c $< -o $@
+
+build/libgma-mpi.a: $(OBJMPI)
+	@mkdir -p $(@D)
+	rm -f $@
+	ar rcs $@ $^
+
+bin/mpi/%: src/cli/%.c build/libgma-mpi.a
+	@mkdir -p $(@D) build/mpi-cli
+	$(MPICC) $(CFLAGS) -DGMA_MPI -MF build/mpi-cli/$*.d $< build/libgma-mpi.a $(LDLIBS) -o $@
 
 PREFIX ?= /usr/local
 install: all

@@ -1,20 +1,35 @@
 #!/usr/bin/env bash
 # setup.sh: install the Debian packages gma needs (run as root or with sudo).
-#   scripts/setup.sh           install what is missing
-#   scripts/setup.sh --check   exit 0 if everything is present, 1 otherwise (installs nothing)
+#   scripts/setup.sh           install what is missing (required, then optional)
+#   scripts/setup.sh --check   exit 0 if every required package is present, 1 otherwise (installs nothing)
+# Optional packages (MPI, for make mpi and its test) are installed when setup.sh runs but
+# are not required: a machine without them builds and tests everything else, and
+# tests/test_mpi.c says it is skipped.
 set -euo pipefail
 PKGS=(build-essential pkg-config libcjson-dev libcurl4-openssl-dev zlib1g-dev check libopenblas-dev libopenblas-openmp-dev)
-missing=()
-for p in "${PKGS[@]}"; do
-  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
-done
+OPTIONAL=(openmpi-bin libopenmpi-dev)
+missing_of() {
+  local p
+  for p in "$@"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || echo "$p"
+  done
+}
+mapfile -t missing < <(missing_of "${PKGS[@]}")
+mapfile -t missing_opt < <(missing_of "${OPTIONAL[@]}")
 if [ "${1:-}" = "--check" ]; then
   [ ${#missing[@]} -eq 0 ] && exit 0
   echo "missing: ${missing[*]}"; exit 1
 fi
-if [ ${#missing[@]} -eq 0 ]; then echo "setup: all packages present"; exit 0; fi
+if [ ${#missing[@]} -eq 0 ] && [ ${#missing_opt[@]} -eq 0 ]; then echo "setup: all packages present"; exit 0; fi
 SUDO=""
 if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
-echo "setup: installing ${missing[*]}"
 $SUDO apt-get update -qq
-DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "setup: installing ${missing[*]}"
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
+fi
+if [ ${#missing_opt[@]} -gt 0 ]; then
+  echo "setup: installing optional ${missing_opt[*]} (MPI: make mpi, data-parallel training)"
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing_opt[@]}" ||
+    echo "setup: could not install ${missing_opt[*]}; everything but make mpi works without them"
+fi

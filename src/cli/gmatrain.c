@@ -1,5 +1,7 @@
 /* gmatrain.c: command line of the trainer: parse arguments, resolve the configuration,
- * choose the run directory and backend, then hand over to trainer_run(). */
+ * choose the run directory and backend, then hand over to trainer_run(). In the MPI build
+ * (make mpi; `mpirun -np R bin/mpi/gmatrain ...`) every rank runs this; the ranks agree on
+ * any start-up error (dist_agree) and one of them prints it (docs/distributed.md). */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -8,6 +10,7 @@
 #include "core/config.h"
 #include "model/checkpoint.h"
 #include "ops/ops.h"
+#include "train/dist.h"
 #include "train/trainer.h"
 
 static void usage(FILE *f) {
@@ -19,16 +22,36 @@ static void usage(FILE *f) {
             "Trains the model a JSON config describes; writes RUN/config.json, metrics.jsonl,\n"
             "checkpoints (RUN/ckpt_<step>, RUN/latest) and summary.json. RUN = --out, else\n"
             "out_dir, else runs/<name>. Exit codes: 0 done, 1 error, 2 bad input,\n"
-            "3 stopped on non-finite losses, 130 interrupted (checkpoint written).\n");
+            "3 stopped on non-finite losses, 130 interrupted (checkpoint written).\n"
+            "Data parallel (MPI build, make mpi): mpirun -np R bin/mpi/gmatrain ... trains with\n"
+            "train.batch_size per rank (global batch R x batch_size); see docs/distributed.md.\n");
 }
 
-static int fail(int code) {
-    fprintf(stderr, "gmatrain: %s\n", gma_error());
-    return code;
-}
+/* The message is in gma_error(); main prints it (on one rank). */
+static int fail(int code) { return code; }
+
+static int run_main(int argc, char **argv, int *done);
 
 int main(int argc, char **argv) {
     gma_openmp_env(argv);
+    if (dist_init(&argc, &argv) != 0) {
+        fprintf(stderr, "gmatrain: %s\n", gma_error());
+        return 1;
+    }
+    int done = 0, rc = run_main(argc, argv, &done);
+    /* start-up errors may differ between ranks (a file one node cannot read): agree on
+     * them so no rank goes on alone; training errors are agreed inside trainer_run or end
+     * the job there (dist_abort) */
+    if (!done) rc = dist_agree(rc);
+    if (rc != 0 && rc != 130 && dist_reports()) fprintf(stderr, "gmatrain: %s\n", gma_error());
+    dist_finalize();
+    return rc;
+}
+
+/* Parse, resolve and train. *done = 1 when nothing was left to agree on (--help, or
+ * trainer_run returned, which agrees by itself). */
+static int run_main(int argc, char **argv, int *done) {
+    int lead = dist_rank() == 0;
     const char *config = NULL, *out = NULL, *device = NULL, *resume = NULL;
     const char *sets[256];
     int n_sets = 0, want_resume = 0, quiet = 0, threads = -1;
@@ -36,17 +59,16 @@ int main(int argc, char **argv) {
         const char *a = argv[i];
         int has_next = i + 1 < argc;
         if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
-            usage(stdout);
+            if (lead) usage(stdout);
+            *done = 1;
             return 0;
         } else if (!strcmp(a, "--config-reference")) {
-            cfg_print_reference(stdout);
+            if (lead) cfg_print_reference(stdout);
+            *done = 1;
             return 0;
         } else if (!strcmp(a, "--config") && has_next) config = argv[++i];
         else if (!strcmp(a, "--set") && has_next) {
-            if (n_sets == 256) {
-                fprintf(stderr, "gmatrain: too many --set options\n");
-                return 2;
-            }
+            if (n_sets == 256) return gma_errorf("too many --set options"), 2;
             sets[n_sets++] = argv[++i];
         } else if (!strcmp(a, "--out") && has_next) out = argv[++i];
         else if (!strcmp(a, "--device") && has_next) device = argv[++i];
@@ -56,23 +78,16 @@ int main(int argc, char **argv) {
             errno = 0;
             long t = strtol(v, &end, 10);
             threads = (int)t;
-            if (end == v || *end || errno || t < 0 || t > 1024) { /* the range of the threads key */
-                fprintf(stderr, "gmatrain: --threads: \"%s\" is not an integer in [0, 1024]\n", v);
-                return 2;
-            }
+            if (end == v || *end || errno || t < 0 || t > 1024) /* the range of the threads key */
+                return gma_errorf("--threads: \"%s\" is not an integer in [0, 1024]", v), 2;
         } else if (!strcmp(a, "--quiet")) quiet = 1;
         else if (!strcmp(a, "--resume")) {
             want_resume = 1;
             if (has_next && strncmp(argv[i + 1], "--", 2)) resume = argv[++i];
-        } else {
-            fprintf(stderr, "gmatrain: unknown or incomplete option \"%s\" (see --help)\n", a);
-            return 2;
-        }
+        } else
+            return gma_errorf("unknown or incomplete option \"%s\" (see --help)", a), 2;
     }
-    if (!config && !resume) {
-        fprintf(stderr, "gmatrain: --config FILE or --resume DIR is required (see --help)\n");
-        return 2;
-    }
+    if (!config && !resume) return gma_errorf("--config FILE or --resume DIR is required (see --help)"), 2;
     Config cfg;
     cfg_defaults(&cfg);
     char ckdir[2048] = "";
@@ -89,10 +104,7 @@ int main(int argc, char **argv) {
         if (cfg_set(&cfg, s) != 0) return fail(2);
     }
     if (threads >= 0) cfg.threads = threads;
-    if (cfg_validate(&cfg) != 0) {
-        fprintf(stderr, "gmatrain: %s: %s\n", config ? config : ckdir, gma_error());
-        return 2;
-    }
+    if (cfg_validate(&cfg) != 0) return gma_error_prefix("%s", config ? config : ckdir), 2;
     char run_dir[2048];
     if (out) snprintf(run_dir, sizeof run_dir, "%s", out);
     else if (cfg.out_dir[0]) snprintf(run_dir, sizeof run_dir, "%s", cfg.out_dir);
@@ -107,17 +119,17 @@ int main(int argc, char **argv) {
     else snprintf(run_dir, sizeof run_dir, "runs/%s", cfg.name);
     char probe[2100];
     snprintf(probe, sizeof probe, "%s/latest", run_dir);
-    if (!want_resume && (gma_path_exists(probe) || access(probe, F_OK) == 0)) {
-        fprintf(stderr,
-                "gmatrain: %s already holds checkpoints; pass --resume to continue it, or --out / name for a new run\n",
-                run_dir);
-        return 2;
-    }
+    if (!want_resume && (gma_path_exists(probe) || access(probe, F_OK) == 0))
+        return gma_errorf("%s already holds checkpoints; pass --resume to continue it, or --out / name for a new run",
+                          run_dir),
+               2;
     if (want_resume && !resume) resume = run_dir;
     if (ops_select(cfg.device) != 0 || ops_set_precision(cfg.precision) != 0) return fail(2);
     ops_set_threads(cfg.threads);
+    /* every rank got here: go on only if all did */
+    int rc = dist_agree(0);
+    *done = 1;
+    if (rc) return rc;
     TrainerOptions o = {.run_dir = run_dir, .resume_dir = resume, .progress_tty = isatty(2), .quiet = quiet};
-    int rc = trainer_run(&cfg, &o);
-    if (rc != 0 && rc != 130) return fail(rc);
-    return rc;
+    return trainer_run(&cfg, &o);
 }

@@ -87,19 +87,28 @@ void lmdata_close(LmData *d) {
 }
 
 void lmdata_train_batch(const LmData *d, Rng *rng, uint64_t batch_index, int B, int N, int32_t *tok, int32_t *tgt) {
+    lmdata_train_batch_part(d, rng, batch_index, B, 0, B, N, tok, tgt);
+}
+
+void lmdata_train_batch_part(const LmData *d, Rng *rng, uint64_t batch_index, int B_global, int first, int B, int N,
+                             int32_t *tok, int32_t *tgt) {
     if (d->is_recall) {
-        for (int b = 0; b < B; b++) recall_example(&d->recall, SPLIT_TRAIN, batch_index * B + b, tok + b * N, tgt + b * N);
+        for (int b = 0; b < B; b++)
+            recall_example(&d->recall, SPLIT_TRAIN, batch_index * B_global + first + b, tok + (size_t)b * N,
+                           tgt + (size_t)b * N);
         return;
     }
     const TokenShard *s = &d->shard[SPLIT_TRAIN];
-    for (int b = 0; b < B; b++) {
+    for (int g = 0; g < B_global; g++) {
         uint64_t span = s->count > (uint64_t)N + 1 ? s->count - N - 1 : 0;
-        uint64_t start = span ? rng_below(rng, span + 1) : 0;
+        uint64_t start = span ? rng_below(rng, span + 1) : 0; /* drawn for every row of the global batch */
+        int b = g - first;
+        if (b < 0 || b >= B) continue;
         for (int i = 0; i < N; i++) {
             uint64_t p = start + i;
             int ok = p + 1 < s->count;
-            tok[b * N + i] = ok ? (int32_t)shard_get(s, p) : 0;
-            tgt[b * N + i] = ok ? (int32_t)shard_get(s, p + 1) : -1;
+            tok[(size_t)b * N + i] = ok ? (int32_t)shard_get(s, p) : 0;
+            tgt[(size_t)b * N + i] = ok ? (int32_t)shard_get(s, p + 1) : -1;
         }
     }
 }

@@ -36,6 +36,11 @@ void lmdata_close(LmData *d);
 int lmdata_split_index(const char *name); /* "train" | "valid" | "test" -> index or -1 */
 /* Fill tok/tgt [B,N] for training micro-batch `batch_index` (recall) or from rng (shards). */
 void lmdata_train_batch(const LmData *d, Rng *rng, uint64_t batch_index, int B, int N, int32_t *tok, int32_t *tgt);
+/* Rows [first, first+B) of the training micro-batch of B_global rows that
+ * lmdata_train_batch(d, rng, batch_index, B_global, ...) would draw (data-parallel ranks
+ * each take their slice of one global batch); the rng advances as for the whole batch. */
+void lmdata_train_batch_part(const LmData *d, Rng *rng, uint64_t batch_index, int B_global, int first, int B, int N,
+                             int32_t *tok, int32_t *tgt);
 /* Fill the `b`-th evaluation batch of split s; returns the number of sequences filled
  * (0 at the end; unfilled rows are padding with targets -1). */
 int lmdata_eval_batch(const LmData *d, int s, long b, int B, int N, int32_t *tok, int32_t *tgt);

@@ -4,6 +4,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "train/dist.h"
+
 static const char *const g_split_name[3] = {"train", "valid", "test"};
 
 int clstask_max_len(const Config *c) {
@@ -85,12 +87,14 @@ int clstask_fill(ClsTask *t, int s, const int *idx, int nb) {
     return N;
 }
 
-int clstask_train_batch(ClsTask *t, long k) {
+int clstask_train_batch(ClsTask *t, long k) { return clstask_train_batch_part(t, k, t->B, 0); }
+
+int clstask_train_batch_part(ClsTask *t, long k, int B_global, int first) {
     const ClsDataset *d = &t->split[SPLIT_TRAIN];
     int n = d->n;
     if (!t->perm) t->perm = xcalloc(n, sizeof(int));
     for (int b = 0; b < t->B; b++) {
-        long pos = k * (long)t->B + b, epoch = pos / n;
+        long pos = k * (long)B_global + first + b, epoch = pos / n;
         if (epoch != t->perm_epoch) { /* Fisher-Yates from (seed, epoch) */
             Rng r;
             rng_seed2(&r, t->seed, 0x636c732d6f726465ULL ^ (uint64_t)epoch);
@@ -114,16 +118,40 @@ int clstask_evaluate(ClsTask *t, Model *m, int s, long max_batches, ClsEval *r) 
     double nll = 0, correct = 0;
     long nb = (d->n + t->B - 1) / t->B;
     if (max_batches > 0 && max_batches < nb) nb = max_batches;
+    /* data-parallel (dist.h): batches shared out over ranks, sums added in batch order */
+    int R = dist_size(), rank = dist_rank(), rc = 0;
+    double *per = R > 1 ? xcalloc((size_t)nb * 3 + 1, sizeof(double)) : NULL;
     for (long k = 0; k < nb; k++) {
+        if (R > 1 && k % R != rank) continue;
         int first = (int)(k * t->B), cnt = GMA_MIN(t->B, d->n - first);
         for (int b = 0; b < cnt; b++) t->idx[b] = first + b;
         int N = clstask_fill(t, s, t->idx, cnt);
         LossStats st;
-        if (model_forward_cls(m, t->tok, NULL, t->lab, cnt, N, &st, 0, 0) != 0) return -1;
+        if (model_forward_cls(m, t->tok, NULL, t->lab, cnt, N, &st, 0, 0) != 0) {
+            rc = -1;
+            break;
+        }
+        if (per) {
+            double *e = per + (size_t)k * 3;
+            e[0] = st.loss_sum, e[1] = st.correct, e[2] = cnt;
+            continue;
+        }
         nll += st.loss_sum;
         correct += st.correct;
         r->examples += cnt;
     }
+    if (per) {
+        per[(size_t)nb * 3] = rc != 0;
+        dist_sum_double(per, (size_t)nb * 3 + 1);
+        if (per[(size_t)nb * 3] != 0 && rc == 0) rc = gma_errorf("evaluation failed on another rank");
+        for (long k = 0; k < nb; k++) {
+            nll += per[(size_t)k * 3];
+            correct += per[(size_t)k * 3 + 1];
+            r->examples += (long)per[(size_t)k * 3 + 2];
+        }
+        free(per);
+    }
+    if (rc) return -1;
     r->loss = r->examples ? nll / r->examples : 0;
     r->acc = r->examples ? correct / r->examples : 0;
     return 0;

@@ -41,8 +41,12 @@ void clstask_close(ClsTask *t);
 /* Fill t->tok/t->lab with training micro-batch k (B examples in the epoch order);
  * returns the padded length N. */
 int clstask_train_batch(ClsTask *t, long k);
+/* Examples [first, first+B) of training micro-batch k of B_global examples (a
+ * data-parallel rank's slice; B = t->B). clstask_train_batch(t, k) is (k, B, 0). */
+int clstask_train_batch_part(ClsTask *t, long k, int B_global, int first);
 /* Fill t->tok/t->lab with examples idx[0..nb) of split s; returns the padded length N. */
 int clstask_fill(ClsTask *t, int s, const int *idx, int nb);
-/* Evaluate split s in order (max_batches 0 = all). */
+/* Evaluate split s in order (max_batches 0 = all). Under data-parallel training every
+ * rank calls it and the batches are shared out (dist.h); the result is the same. */
 int clstask_evaluate(ClsTask *t, Model *m, int s, long max_batches, ClsEval *r);
 #endif

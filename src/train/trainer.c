@@ -11,7 +11,15 @@
  * What differs between a language model and a classifier (data, batches, forward, eval)
  * sits behind the small Task interface below; the loop, the optimiser, logging and
  * checkpoints are shared. A classifier additionally keeps the best-validation-accuracy
- * checkpoint under RUN/best and reports the test split from it at the end (as LRA). */
+ * checkpoint under RUN/best and reports the test split from it at the end (as LRA).
+ *
+ * Data parallel (dist.h, docs/distributed.md): with R ranks every rank draws the same
+ * global micro-batch of R x batch_size and trains on its slice; after the micro-batches
+ * the gradients (scaled by 1/R in the backward) and the loss statistics are summed over
+ * ranks, so clipping and the update are the same on every rank. Rank 0 alone writes
+ * logs, metrics, checkpoints and the summary; evaluation is shared out over ranks; a
+ * signal on any rank stops all of them at the same step. With R = 1 every extra step
+ * below is skipped and the run is what it was without MPI. */
 #include "train/trainer.h"
 
 #include <cjson/cJSON.h>
@@ -25,6 +33,7 @@
 #include "model/model.h"
 #include "optim/optim.h"
 #include "train/cls_task.h"
+#include "train/dist.h"
 #include "train/evaluate.h"
 #include "train/health.h"
 
@@ -50,6 +59,10 @@ static void fmt_eta(char *out, size_t cap, double s) {
 }
 
 static void metrics_row(FILE *f, cJSON *row) {
+    if (!f) { /* ranks other than 0 keep no metrics */
+        cJSON_Delete(row);
+        return;
+    }
     char *s = cJSON_PrintUnformatted(row);
     fprintf(f, "%s\n", s);
     fflush(f);
@@ -65,13 +78,15 @@ struct Task {
     int classify;
     /* draw training micro-batch k and run the training forward; *tokens: tokens in it */
     int (*train_forward)(Task *t, Model *m, Rng *rng, long k, long step, LossStats *st, double *tokens);
-    /* k-means initialisation (GMA_SPEC 5) on the batch of the last train_forward, then
-     * that training forward again (st refilled) */
-    int (*kmeans)(Task *t, Model *m, Rng *krng, long step, LossStats *st);
+    /* k-means initialisation (GMA_SPEC 5) on the batch of the last train_forward */
+    int (*kmeans)(Task *t, Model *m, Rng *krng);
+    /* the training forward of the last train_forward's batch again (st refilled) */
+    int (*reforward)(Task *t, Model *m, long step, LossStats *st);
     /* evaluate split s (max_batches 0 = all) */
     int (*eval)(Task *t, Model *m, int s, long max_batches, EvalResult *r);
     void (*close)(Task *t);
     int B, N;
+    int B_global, first; /* data parallel: this rank's rows [first, first+B) of B_global */
     int cls_N; /* padded length of the last classifier batch */
     int32_t *tok, *tgt;
     LmData lm;
@@ -79,12 +94,12 @@ struct Task {
 };
 
 static int lm_train_forward(Task *t, Model *m, Rng *rng, long k, long step, LossStats *st, double *tokens) {
-    lmdata_train_batch(&t->lm, rng, (uint64_t)k, t->B, t->N, t->tok, t->tgt);
+    lmdata_train_batch_part(&t->lm, rng, (uint64_t)k, t->B_global, t->first, t->B, t->N, t->tok, t->tgt);
     *tokens = (double)t->B * t->N;
     return model_forward(m, t->tok, t->tgt, t->B, t->N, NULL, 0, st, 1, step);
 }
-static int lm_kmeans(Task *t, Model *m, Rng *krng, long step, LossStats *st) {
-    if (model_kmeans_init(m, t->tok, t->tgt, t->B, t->N, NULL, krng) != 0) return -1;
+static int lm_kmeans(Task *t, Model *m, Rng *krng) { return model_kmeans_init(m, t->tok, t->tgt, t->B, t->N, NULL, krng); }
+static int lm_reforward(Task *t, Model *m, long step, LossStats *st) {
     return model_forward(m, t->tok, t->tgt, t->B, t->N, NULL, 0, st, 1, step);
 }
 static int lm_eval(Task *t, Model *m, int s, long max_batches, EvalResult *r) {
@@ -97,12 +112,14 @@ static void lm_close(Task *t) {
 }
 
 static int cls_train_forward(Task *t, Model *m, Rng *rng, long k, long step, LossStats *st, double *tokens) {
-    int N = t->cls_N = clstask_train_batch(&t->cls, k);
+    int N = t->cls_N = clstask_train_batch_part(&t->cls, k, t->B_global, t->first);
     *tokens = (double)t->B * t->cls.n_seq * N;
     return model_forward_cls(m, t->cls.tok, NULL, t->cls.lab, t->B, N, st, 1, step);
 }
-static int cls_kmeans(Task *t, Model *m, Rng *krng, long step, LossStats *st) {
-    if (model_kmeans_init_cls(m, t->cls.tok, t->cls.lab, t->B, t->cls_N, krng) != 0) return -1;
+static int cls_kmeans(Task *t, Model *m, Rng *krng) {
+    return model_kmeans_init_cls(m, t->cls.tok, t->cls.lab, t->B, t->cls_N, krng);
+}
+static int cls_reforward(Task *t, Model *m, long step, LossStats *st) {
     return model_forward_cls(m, t->cls.tok, NULL, t->cls.lab, t->B, t->cls_N, st, 1, step);
 }
 static int cls_eval(Task *t, Model *m, int s, long max_batches, EvalResult *r) {
@@ -123,6 +140,8 @@ static int task_open(Task *t, Config *cfg, int quiet) {
     memset(t, 0, sizeof *t);
     t->B = cfg->train.batch_size;
     t->N = cfg->train.seq_len;
+    t->B_global = t->B * dist_size();
+    t->first = t->B * dist_rank();
     if (!strcmp(cfg->data.source, "cls")) {
         if (clstask_open(&t->cls, cfg, 7u, t->B, quiet ? NULL : stderr) != 0) return -1;
         ClsTask *c = &t->cls;
@@ -130,6 +149,7 @@ static int task_open(Task *t, Config *cfg, int quiet) {
         for (int s = 0; s < 3; s++) t->have[s] = c->have[s];
         t->train_forward = cls_train_forward;
         t->kmeans = cls_kmeans;
+        t->reforward = cls_reforward;
         t->eval = cls_eval;
         t->close = cls_close;
         t->N = c->max_len;
@@ -153,6 +173,7 @@ static int task_open(Task *t, Config *cfg, int quiet) {
     for (int s = 0; s < 3; s++) t->have[s] = t->lm.have[s];
     t->train_forward = lm_train_forward;
     t->kmeans = lm_kmeans;
+    t->reforward = lm_reforward;
     t->eval = lm_eval;
     t->close = lm_close;
     if (cfg->model.vocab_size == 0) cfg->model.vocab_size = (int)t->lm.vocab;
@@ -193,6 +214,73 @@ static int write_json_file(const char *dir, const char *name, const char *text) 
     snprintf(path, sizeof path, "%s/%s", dir, name);
     return gma_write_file_atomic(path, text, strlen(text));
 }
+/* ---------------- data parallel (dist.h); each a no-op or the old behaviour with one rank ---------------- */
+
+/* An error on one rank in the middle of training, while the others wait in a collective:
+ * print it and end the whole job. With one rank the code is returned as before. */
+static int fatal(int rc) {
+    if (dist_size() == 1) return rc;
+    fprintf(stderr, "gmatrain: rank %d: %s\n", dist_rank(), gma_error());
+    dist_abort(rc);
+}
+
+/* 64-bit hash of the parameters (buffers included) of this rank */
+static uint64_t params_hash(const Model *m) {
+    size_t n = m->pt.total * sizeof(real), w = n / 8;
+    unsigned char *host = xmalloc(n + 8);
+    g_ops->to_host(host, m->params, n);
+    memset(host + n, 0, 8);
+    uint64_t h = 0xcbf29ce484222325ULL;
+    for (size_t i = 0; i < w + 1; i++) {
+        uint64_t x;
+        memcpy(&x, host + 8 * i, 8);
+        h = (h ^ x) * 0x100000001b3ULL;
+        h ^= h >> 29;
+    }
+    free(host);
+    return h;
+}
+
+/* Checkpoint (rank 0 writes). With several ranks, first check that every rank holds the
+ * same parameters bit for bit: the replicas are meant to be identical, and a checkpoint
+ * would otherwise describe rank 0 only. */
+static int save_ckpt(const Model *m, const TrainState *ts, const char *run_dir, int keep, const char *tag) {
+    if (dist_size() > 1 && !dist_same_u64(params_hash(m))) {
+        if (dist_rank() == 0)
+            fprintf(stderr, "gmatrain: the ranks' parameters differ at step %ld (replicas diverged); stopping\n",
+                    ts->step);
+        dist_abort(TRAIN_ERROR);
+    }
+    if (dist_rank() != 0) return 0;
+    if (ckpt_save(m, ts, run_dir, keep, tag) != 0) return fatal(TRAIN_ERROR);
+    return 0;
+}
+
+/* Buffers that training updates on each rank from its own batch (GMA EMA memory,
+ * `<layer>.mixer.gma.memory`) are averaged over ranks after every step, so the replicas
+ * stay identical. Other buffers (Performer features) are the same everywhere already. */
+static void sync_buffers(Model *m) {
+    int R = dist_size();
+    if (R == 1) return;
+    for (int i = 0; i < m->pt.n; i++) {
+        const ParamInfo *p = &m->pt.t[i];
+        size_t len = strlen(p->name), sl = strlen(".gma.memory");
+        if (p->group != GROUP_BUFFER || len < sl || strcmp(p->name + len - sl, ".gma.memory")) continue;
+        dist_sum_real_backend(m->params + p->offset, p->numel);
+        g_ops->scale(m->params + p->offset, (real)(1.0 / R), p->numel);
+    }
+}
+
+/* Every rank takes rank 0's parameters (buffers included) and, when `moments`, its
+ * optimiser moments. */
+static void bcast_model(Model *m, int moments) {
+    if (dist_size() == 1) return;
+    dist_bcast_real_backend(m->params, m->pt.total, 0);
+    if (moments) {
+        dist_bcast_real_backend(m->m, m->pt.total, 0);
+        dist_bcast_real_backend(m->v, m->pt.total, 0);
+    }
+}
 
 /* Classifier: after a validation accuracy `acc` at the current state, keep RUN/best when
  * it improves on the best so far. */
@@ -200,7 +288,7 @@ static int keep_best(const Model *m, TrainState *ts, const char *run_dir, double
     if (!(acc > ts->best_acc)) return 0;
     ts->best_acc = acc;
     ts->best_step = ts->step;
-    if (ckpt_save(m, ts, run_dir, 1, "best") != 0) return -1;
+    if (save_ckpt(m, ts, run_dir, 1, "best") != 0) return -1;
     if (!quiet) fprintf(stderr, "best valid acc %.4f at step %ld: saved %s/best\n", acc, ts->step, run_dir);
     return 0;
 }
@@ -208,18 +296,29 @@ static int keep_best(const Model *m, TrainState *ts, const char *run_dir, double
 int trainer_run(const Config *cfg_in, const TrainerOptions *o) {
     Config cfg = *cfg_in;
     const TrainCfg *tc = &cfg.train;
+    /* R ranks; rank 0 leads (writes and prints), the others are quiet */
+    int R = dist_size(), lead = dist_rank() == 0, quiet = o->quiet || !lead;
+    /* start-up: every failure is agreed on by all ranks (dist_agree), so none is left
+     * waiting in a collective and one rank reports it */
     Task task;
-    if (task_open(&task, &cfg, o->quiet) != 0) return TRAIN_BAD_INPUT;
+    int ok = task_open(&task, &cfg, quiet) == 0;
+    int rc = dist_agree(ok ? 0 : TRAIN_BAD_INPUT);
+    if (rc) {
+        if (ok) task.close(&task);
+        return rc;
+    }
     Model m;
-    if (model_build(&m, &cfg) != 0) {
+    ok = model_build(&m, &cfg) == 0;
+    if ((rc = dist_agree(ok ? 0 : TRAIN_BAD_INPUT)) != 0) {
+        if (ok) model_free(&m);
         task.close(&task);
-        return TRAIN_BAD_INPUT;
+        return rc;
     }
     int B = tc->batch_size, N = task.N;
-    if (model_check_memory(&m, B, N) != 0) {
+    if ((rc = dist_agree(model_check_memory(&m, B, N) != 0 ? TRAIN_BAD_INPUT : 0)) != 0) {
         model_free(&m);
         task.close(&task);
-        return TRAIN_BAD_INPUT;
+        return rc;
     }
     model_alloc(&m, B, N);
     model_init_params(&m, (uint64_t)cfg.seed);
@@ -227,34 +326,48 @@ int trainer_run(const Config *cfg_in, const TrainerOptions *o) {
     rng_seed2(&ts.rng, (uint64_t)cfg.seed, 0x747261696eULL);
     if (o->resume_dir) {
         char dir[2048];
-        if (ckpt_resolve(o->resume_dir, dir, sizeof dir) != 0 || ckpt_load(&m, &ts, dir) != 0) {
+        ok = ckpt_resolve(o->resume_dir, dir, sizeof dir) == 0 && ckpt_load(&m, &ts, dir) == 0;
+        if ((rc = dist_agree(ok ? 0 : TRAIN_BAD_INPUT)) != 0) {
             model_free(&m);
             task.close(&task);
-            return TRAIN_BAD_INPUT;
+            return rc;
         }
-        if (!o->quiet) fprintf(stderr, "resumed from %s at step %ld\n", dir, ts.step);
+        if (!quiet) fprintf(stderr, "resumed from %s at step %ld\n", dir, ts.step);
     }
-    if (gma_mkdirs(o->run_dir) != 0) {
-        model_free(&m);
-        task.close(&task);
-        return TRAIN_ERROR;
-    }
-    char *js = cfg_to_json(&cfg);
-    write_json_file(o->run_dir, "config.json", js);
-    free(js);
+    /* the replicas start from rank 0's parameters, moments and state (the same already,
+     * from the seed or the checkpoint: this makes sure) */
+    bcast_model(&m, 1);
+    dist_bcast(&ts, sizeof ts, 0);
+    FILE *mf = NULL;
     char mpath[2100];
     snprintf(mpath, sizeof mpath, "%s/metrics.jsonl", o->run_dir);
-    FILE *mf = fopen(mpath, o->resume_dir ? "a" : "w");
-    if (!mf) {
+    rc = 0;
+    if (lead) {
+        if (gma_mkdirs(o->run_dir) != 0) rc = TRAIN_ERROR;
+        else {
+            char *js = cfg_to_json(&cfg);
+            write_json_file(o->run_dir, "config.json", js);
+            free(js);
+            mf = fopen(mpath, o->resume_dir ? "a" : "w");
+            if (!mf) {
+                gma_errorf("%s: cannot open for writing", mpath);
+                rc = TRAIN_ERROR;
+            }
+        }
+    }
+    if ((rc = dist_agree(rc)) != 0) {
+        if (mf) fclose(mf);
         model_free(&m);
         task.close(&task);
-        gma_errorf("%s: cannot open for writing", mpath);
-        return TRAIN_ERROR;
+        return rc;
     }
-    if (!o->quiet)
-        fprintf(stderr, "gmatrain: %s | %zu parameters | mixers %s%s | B=%d N=%d accum=%d | %s | activations %.1f MiB\n",
+    if (!quiet) {
+        char ranks[96] = "";
+        if (R > 1) snprintf(ranks, sizeof ranks, " | %d ranks, global batch %d", R, B * R);
+        fprintf(stderr, "gmatrain: %s | %zu parameters | mixers %s%s | B=%d N=%d accum=%d%s | %s | activations %.1f MiB\n",
                 cfg.name, model_param_count(&m), cfg.model.mixer[0], cfg.model.n_mixer > 1 ? ",..." : "", B, N,
-                tc->grad_accum, g_ops->name, m.act_bytes / 1048576.0);
+                tc->grad_accum, ranks, g_ops->name, m.act_bytes / 1048576.0);
+    }
 
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);
@@ -262,6 +375,8 @@ int trainer_run(const Config *cfg_in, const TrainerOptions *o) {
     sigaction(SIGINT, &sa, NULL);
     sigaction(SIGTERM, &sa, NULL);
     g_stop = 0;
+    int stop_all = 0; /* R > 1: a signal reached some rank (agreed at each step) */
+#define STOPPING (R > 1 ? stop_all : g_stop)
 
     HealthMon hm;
     health_init(&hm, &m);
@@ -269,10 +384,11 @@ int trainer_run(const Config *cfg_in, const TrainerOptions *o) {
     int fresh = ts.step == 0 && !o->resume_dir;
     double win_div = 0;
     double t_start = gma_now(), train_time = 0, win_loss = 0, tokens0 = ts.tokens_seen;
-    int win_n = 0, bad_row = 0, rc = TRAIN_OK;
+    int win_n = 0, bad_row = 0;
+    rc = TRAIN_OK;
     long step0 = ts.step;
     double last_loss = NAN;
-    while (ts.step < tc->steps && !g_stop) {
+    while (ts.step < tc->steps && !STOPPING) {
         long step = ts.step;
         double t0 = gma_now();
         model_zero_grad(&m);
@@ -282,18 +398,24 @@ int trainer_run(const Config *cfg_in, const TrainerOptions *o) {
             LossStats st;
             double ntok = 0;
             if (task.train_forward(&task, &m, &ts.rng, step * tc->grad_accum + a, step, &st, &ntok) != 0) {
-                rc = TRAIN_BAD_INPUT;
+                rc = fatal(TRAIN_BAD_INPUT);
                 goto done;
             }
             if (fresh && a == 0 && model_wants_kmeans(&m)) {
-                /* k-means on this first batch's query rows (GMA_SPEC 5), then redo the forward */
+                /* k-means on this first batch's query rows (GMA_SPEC 5), then redo the forward;
+                 * with several ranks on rank 0's slice, then copied to every rank */
                 Rng krng;
                 rng_seed2(&krng, (uint64_t)cfg.seed, 0x6b6d65616e73ULL);
-                if (task.kmeans(&task, &m, &krng, step, &st) != 0) {
-                    rc = TRAIN_ERROR;
+                if ((lead && task.kmeans(&task, &m, &krng) != 0)) {
+                    rc = fatal(TRAIN_ERROR);
                     goto done;
                 }
-                if (!o->quiet) fprintf(stderr, "gmatrain: k-means initialisation of the GMA routing/memory done\n");
+                bcast_model(&m, 0);
+                if (task.reforward(&task, &m, step, &st) != 0) {
+                    rc = fatal(TRAIN_ERROR);
+                    goto done;
+                }
+                if (!quiet) fprintf(stderr, "gmatrain: k-means initialisation of the GMA routing/memory done\n");
             }
             fresh = 0;
             if (gma_layers && !hm.have_norm0) health_baseline(&hm, &m);
@@ -307,10 +429,29 @@ int trainer_run(const Config *cfg_in, const TrainerOptions *o) {
             loss += l / tc->grad_accum;
             if (div_on) div += model_div_loss(&m) / tc->grad_accum;
             count_tok += ntok;
-            model_backward(&m, 1.0 / tc->grad_accum);
+            /* with R ranks each backward carries 1/R, so the sum over ranks is the mean */
+            model_backward(&m, 1.0 / ((double)tc->grad_accum * R));
             model_update_buffers(&m);
         }
+        if (R > 1) {
+            /* the step's scalars in one reduction (the loss becomes the mean over ranks,
+             * tokens the global count); the gradients only when every rank is finite */
+            double sc[5] = {bad, loss, div, count_tok, g_stop != 0};
+            dist_sum_double(sc, 5);
+            bad = sc[0] > 0;
+            loss = sc[1] / R;
+            div = sc[2] / R;
+            count_tok = sc[3];
+            stop_all = sc[4] > 0;
+            if (!bad) dist_sum_real_backend(m.grads, m.pt.total);
+            /* a rank whose loss was not finite skipped its remaining micro-batches and their
+             * draws: give every rank rank 0's data RNG so the global batches stay the same */
+            else dist_bcast(&ts.rng, sizeof ts.rng, 0);
+            sync_buffers(&m);
+        }
         double gn = bad ? NAN : optim_grad_norm(&m);
+        /* rank 0's norm everywhere: the clip factor must not depend on a rank's thread count */
+        if (R > 1) dist_bcast(&gn, sizeof gn, 0);
         if (!isfinite(gn)) bad = 1;
         double lr = optim_lr(tc, step);
         if (bad) {
@@ -321,8 +462,9 @@ int trainer_run(const Config *cfg_in, const TrainerOptions *o) {
             cJSON_AddStringToObject(row, "what", isfinite(loss) ? "grad_norm" : "loss");
             cJSON_AddNumberToObject(row, "in_a_row", bad_row);
             metrics_row(mf, row);
-            fprintf(stderr, "%sstep %ld: non-finite %s, update refused (%d in a row)\n", o->progress_tty ? "\n" : "", step,
-                    isfinite(loss) ? "gradient norm" : "loss", bad_row);
+            if (lead)
+                fprintf(stderr, "%sstep %ld: non-finite %s, update refused (%d in a row)\n", o->progress_tty ? "\n" : "",
+                        step, isfinite(loss) ? "gradient norm" : "loss", bad_row);
             if (bad_row >= tc->max_bad_steps) {
                 gma_errorf("stopping: %d non-finite steps in a row (train.max_bad_steps); the last checkpoint is kept",
                            bad_row);
@@ -352,7 +494,7 @@ int trainer_run(const Config *cfg_in, const TrainerOptions *o) {
             cJSON_AddNumberToObject(row, "tokens_per_s", tps);
             cJSON_AddNumberToObject(row, "elapsed_s", gma_now() - t_start);
             metrics_row(mf, row);
-            if (!o->quiet) {
+            if (!quiet) {
                 char eta[32];
                 double per = train_time / (double)(ts.step - step0);
                 fmt_eta(eta, sizeof eta, per * (double)(tc->steps - ts.step));
@@ -364,47 +506,63 @@ int trainer_run(const Config *cfg_in, const TrainerOptions *o) {
             win_div = 0;
             win_n = 0;
         }
-        if (gma_layers && !bad && cfg.gma.monitor_every > 0 && ts.step % cfg.gma.monitor_every == 0 &&
-            health_check(&hm, &m, ts.step, mf, o->quiet, (uint64_t)cfg.seed)) {
-            if (ckpt_save(&m, &ts, o->run_dir, tc->keep_checkpoints, NULL) != 0) {
-                rc = TRAIN_ERROR;
+        if (gma_layers && !bad && cfg.gma.monitor_every > 0 && ts.step % cfg.gma.monitor_every == 0) {
+            /* rank 0 checks (on its slice's routing) and decides for all */
+            int collapse = lead ? health_check(&hm, &m, ts.step, mf, o->quiet, (uint64_t)cfg.seed) : 0;
+            if (R > 1) {
+                dist_bcast(&collapse, sizeof collapse, 0);
+                if (!strcmp(cfg.gma.on_collapse, "reinit")) bcast_model(&m, 1); /* rank 0 may have re-seeded */
+            }
+            if (collapse) {
+                if (save_ckpt(&m, &ts, o->run_dir, tc->keep_checkpoints, NULL) != 0) {
+                    rc = TRAIN_ERROR;
+                    goto done;
+                }
+                gma_errorf("stopping at step %ld: routing collapse alert (gma.on_collapse \"stop\"); checkpoint written to %s/latest",
+                           ts.step, o->run_dir);
+                rc = TRAIN_COLLAPSE;
                 goto done;
             }
-            gma_errorf("stopping at step %ld: routing collapse alert (gma.on_collapse \"stop\"); checkpoint written to %s/latest",
-                       ts.step, o->run_dir);
-            rc = TRAIN_COLLAPSE;
-            goto done;
         }
         if (tc->eval_every > 0 && ts.step % tc->eval_every == 0 && ts.step < tc->steps && task.have[SPLIT_VALID]) {
             EvalResult r;
             if (task.eval(&task, &m, SPLIT_VALID, tc->eval_batches, &r) == 0) {
                 metrics_row(mf, eval_row(ts.step, "valid", &r, &task));
-                if (!o->quiet) print_eval("eval", "valid", ts.step, &r, &task, o->progress_tty);
+                if (!quiet) print_eval("eval", "valid", ts.step, &r, &task, o->progress_tty);
                 if (r.loss < ts.best_valid) ts.best_valid = r.loss;
-                if (task.classify && keep_best(&m, &ts, o->run_dir, r.acc, o->quiet) != 0) {
+                if (task.classify && keep_best(&m, &ts, o->run_dir, r.acc, quiet) != 0) {
                     rc = TRAIN_ERROR;
                     goto done;
                 }
             }
         }
         if (tc->checkpoint_every > 0 && ts.step % tc->checkpoint_every == 0 && ts.step < tc->steps) {
-            if (ckpt_save(&m, &ts, o->run_dir, tc->keep_checkpoints, NULL) != 0) {
+            if (save_ckpt(&m, &ts, o->run_dir, tc->keep_checkpoints, NULL) != 0) {
                 rc = TRAIN_ERROR;
                 goto done;
             }
         }
     }
-    if (o->progress_tty && !o->quiet) fprintf(stderr, "\n");
-    if (g_stop) {
-        if (ckpt_save(&m, &ts, o->run_dir, tc->keep_checkpoints, NULL) != 0) {
+    if (o->progress_tty && !quiet) fprintf(stderr, "\n");
+    if (STOPPING) {
+        if (save_ckpt(&m, &ts, o->run_dir, tc->keep_checkpoints, NULL) != 0) {
             rc = TRAIN_ERROR;
             goto done;
         }
-        fprintf(stderr, "gmatrain: interrupted by signal %d at step %ld; checkpoint written to %s/latest (resume with --resume)\n",
-                (int)g_stop, ts.step, o->run_dir);
+        if (lead) {
+            if (g_stop)
+                fprintf(stderr,
+                        "gmatrain: interrupted by signal %d at step %ld; checkpoint written to %s/latest (resume with --resume)\n",
+                        (int)g_stop, ts.step, o->run_dir);
+            else
+                fprintf(stderr,
+                        "gmatrain: interrupted by a signal to another rank at step %ld; checkpoint written to %s/latest (resume with --resume)\n",
+                        ts.step, o->run_dir);
+        }
         rc = TRAIN_INTERRUPTED;
         goto done;
     }
+#undef STOPPING
     {
         static const char *nm[3] = {"train", "valid", "test"};
         cJSON *sum = cJSON_CreateObject();
@@ -417,12 +575,12 @@ int trainer_run(const Config *cfg_in, const TrainerOptions *o) {
             have_fin[s] = 1;
         }
         /* a classifier keeps the best validation accuracy, the final model included */
-        if (task.classify && have_fin[SPLIT_VALID] && keep_best(&m, &ts, o->run_dir, fin[SPLIT_VALID].acc, o->quiet) != 0) {
+        if (task.classify && have_fin[SPLIT_VALID] && keep_best(&m, &ts, o->run_dir, fin[SPLIT_VALID].acc, quiet) != 0) {
             rc = TRAIN_ERROR;
             cJSON_Delete(sum);
             goto done;
         }
-        if (ckpt_save(&m, &ts, o->run_dir, tc->keep_checkpoints, NULL) != 0) {
+        if (save_ckpt(&m, &ts, o->run_dir, tc->keep_checkpoints, NULL) != 0) {
             rc = TRAIN_ERROR;
             cJSON_Delete(sum);
             goto done;
@@ -435,28 +593,38 @@ int trainer_run(const Config *cfg_in, const TrainerOptions *o) {
         cJSON_AddNumberToObject(sum, "train_seconds", train_time);
         cJSON_AddNumberToObject(sum, "tokens_per_s", train_time > 0 ? (ts.tokens_seen - tokens0) / train_time : 0);
         cJSON_AddStringToObject(sum, "device", g_ops->name);
+        if (R > 1) {
+            cJSON_AddNumberToObject(sum, "ranks", R);
+            cJSON_AddNumberToObject(sum, "global_batch_size", (double)B * R);
+        }
         for (int s = SPLIT_VALID; s <= SPLIT_TEST; s++) {
             if (!have_fin[s]) continue;
             metrics_row(mf, eval_row(ts.step, nm[s], &fin[s], &task));
             cJSON_AddItemToObject(sum, nm[s], eval_row(ts.step, nm[s], &fin[s], &task));
-            if (!o->quiet) print_eval("final", nm[s], ts.step, &fin[s], &task, 0);
+            if (!quiet) print_eval("final", nm[s], ts.step, &fin[s], &task, 0);
         }
         if (task.classify) {
-            /* LRA's number: test accuracy of the best-validation checkpoint */
+            /* LRA's number: test accuracy of the best-validation checkpoint (rank 0 reads it
+             * and hands its parameters to the others) */
             char best[2100];
             snprintf(best, sizeof best, "%s/best", o->run_dir);
             EvalResult r;
-            int have_best = ts.best_step >= 0 && gma_path_exists(best);
-            if (have_best && task.have[SPLIT_TEST] && ckpt_load(&m, NULL, best) == 0 &&
-                task.eval(&task, &m, SPLIT_TEST, 0, &r) == 0) {
-                cJSON *row = eval_row(ts.best_step, "test", &r, &task);
-                cJSON_AddStringToObject(row, "checkpoint", "best");
-                metrics_row(mf, row);
-                cJSON_AddNumberToObject(sum, "test_acc_at_best", r.acc);
-                cJSON_AddNumberToObject(sum, "test_loss_at_best", r.loss);
-                if (!o->quiet)
-                    fprintf(stderr, "best (step %ld, valid acc %.4f) | test loss %.4f | test acc %.4f\n", ts.best_step,
-                            ts.best_acc, r.loss, r.acc);
+            int have_best = lead && ts.best_step >= 0 && gma_path_exists(best);
+            dist_bcast(&have_best, sizeof have_best, 0);
+            if (have_best && task.have[SPLIT_TEST]) {
+                int loaded = lead ? ckpt_load(&m, NULL, best) == 0 : 1;
+                dist_bcast(&loaded, sizeof loaded, 0);
+                if (loaded) bcast_model(&m, 0);
+                if (loaded && task.eval(&task, &m, SPLIT_TEST, 0, &r) == 0) {
+                    cJSON *row = eval_row(ts.best_step, "test", &r, &task);
+                    cJSON_AddStringToObject(row, "checkpoint", "best");
+                    metrics_row(mf, row);
+                    cJSON_AddNumberToObject(sum, "test_acc_at_best", r.acc);
+                    cJSON_AddNumberToObject(sum, "test_loss_at_best", r.loss);
+                    if (!quiet)
+                        fprintf(stderr, "best (step %ld, valid acc %.4f) | test loss %.4f | test acc %.4f\n", ts.best_step,
+                                ts.best_acc, r.loss, r.acc);
+                }
             }
             if (have_best) {
                 cJSON_AddNumberToObject(sum, "best_valid_acc", ts.best_acc);
@@ -465,12 +633,15 @@ int trainer_run(const Config *cfg_in, const TrainerOptions *o) {
         }
         char *st = cJSON_Print(sum);
         cJSON_Delete(sum);
-        write_json_file(o->run_dir, "summary.json", st);
+        if (lead) write_json_file(o->run_dir, "summary.json", st);
         free(st);
     }
 done:
+    /* every way here is taken by all ranks together (a rank-local error ends the job in
+     * fatal()); wait for rank 0's last writes before any rank leaves */
+    dist_barrier();
     health_free(&hm);
-    fclose(mf);
+    if (mf) fclose(mf);
     model_free(&m);
     task.close(&task);
     signal(SIGINT, SIG_DFL);

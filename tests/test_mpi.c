@@ -1,0 +1,227 @@
+/* test_mpi.c: data-parallel training through mpirun and bin/mpi/gmatrain (make mpi;
+ * `make test` builds it when mpicc is on PATH). Run from the repository root.
+ *
+ * Two ranks with batch b must compute what one process with batch 2b computes (per-step
+ * losses and gradient norms to 1e-5 relative, up to summation order), rank 0 alone writes
+ * the run, a resumed two-rank run continues byte for byte, a signal to one rank stops both
+ * with a checkpoint, and bad input gives one line and exit code 2 without a hang. Every
+ * test is skipped, saying why, when mpirun or bin/mpi/gmatrain is missing. */
+#include <cjson/cJSON.h>
+#include <dirent.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "testutil.h"
+
+/* small and quick: the embedded recall task of configs/quickstart.json */
+static const char *SMALL =
+    "--threads 1 --quiet --set train.steps=10 --set train.log_every=1 --set train.eval_every=0 "
+    "--set train.checkpoint_every=5 --set train.keep_checkpoints=5 --set data.recall_valid=48 --set data.recall_test=48";
+
+static const char *skip_reason(void) {
+    if (access("bin/mpi/gmatrain", X_OK) != 0) return "bin/mpi/gmatrain is not built (make mpi needs mpicc)";
+    if (tu_run("command -v mpirun", NULL, 0) != 0) return "mpirun is not on PATH";
+    return NULL;
+}
+
+#define SKIP_WITHOUT_MPI()                                                    \
+    do {                                                                      \
+        const char *why_ = skip_reason();                                     \
+        if (why_) {                                                           \
+            printf("test_mpi: %.*s SKIPPED: %s\n", (int)strlen(__func__) - 3, __func__, why_);             \
+            fflush(stdout);                                                   \
+            return;                                                           \
+        }                                                                     \
+    } while (0)
+
+/* "mpirun -np R" with the flags a 2-core CI container needs (root, oversubscription);
+ * `timed`: one thread per rank and a time limit, so a hang fails instead of blocking */
+static const char *mpirun_cmd(int np, int timed) {
+    static char buf[256];
+    snprintf(buf, sizeof buf, "%smpirun --oversubscribe%s -np %d", timed ? "OMP_NUM_THREADS=1 timeout 120 " : "",
+             geteuid() == 0 ? " --allow-run-as-root" : "", np);
+    return buf;
+}
+#define mpirun(np) mpirun_cmd(np, 1)
+
+typedef struct Rows {
+    int n;
+    double loss[64], gnorm[64];
+    double test_loss;
+} Rows;
+
+/* training rows (step, loss, grad_norm) and the final test loss of RUN/metrics.jsonl */
+static Rows read_metrics(const char *run) {
+    Rows r = {.n = 0, .test_loss = NAN};
+    char p[1100];
+    snprintf(p, sizeof p, "%s/metrics.jsonl", run);
+    FILE *f = fopen(p, "r");
+    ck_assert_msg(f != NULL, "%s: missing", p);
+    char line[4096];
+    while (fgets(line, sizeof line, f)) {
+        cJSON *j = cJSON_Parse(line);
+        ck_assert_msg(j != NULL, "%s: not JSON: %s", p, line);
+        const cJSON *split = cJSON_GetObjectItem(j, "split"), *loss = cJSON_GetObjectItem(j, "loss");
+        if (split && !strcmp(split->valuestring, "test")) r.test_loss = loss->valuedouble;
+        else if (!split && !cJSON_GetObjectItem(j, "event") && loss && r.n < 64) {
+            ck_assert_int_eq((int)cJSON_GetObjectItem(j, "step")->valuedouble, r.n + 1);
+            r.loss[r.n] = loss->valuedouble;
+            r.gnorm[r.n] = cJSON_GetObjectItem(j, "grad_norm")->valuedouble;
+            r.n++;
+        }
+        cJSON_Delete(j);
+    }
+    fclose(f);
+    return r;
+}
+
+/* the sorted entries of a directory, space-separated */
+static void list_dir(const char *dir, char *out, size_t cap) {
+    struct dirent **e;
+    int n = scandir(dir, &e, NULL, alphasort);
+    ck_assert_msg(n >= 0, "%s: cannot list", dir);
+    out[0] = 0;
+    for (int i = 0; i < n; i++) {
+        if (e[i]->d_name[0] != '.') snprintf(out + strlen(out), cap - strlen(out), "%s ", e[i]->d_name);
+        free(e[i]);
+    }
+    free(e);
+}
+
+START_TEST(test_two_ranks_equal_one_with_twice_the_batch) {
+    SKIP_WITHOUT_MPI();
+    ck_assert_msg(run("%s bin/mpi/gmatrain --config configs/quickstart.json --out %s %s --set train.batch_size=4",
+                      mpirun(2), tu_path("r2"), SMALL) == 0,
+                  "%s", g_out);
+    ck_assert_msg(run("OMP_NUM_THREADS=1 bin/gmatrain --config configs/quickstart.json --out %s %s --set train.batch_size=8",
+                      tu_path("r1"), SMALL) == 0,
+                  "%s", g_out);
+    Rows a = read_metrics(tu_path("r1")), b = read_metrics(tu_path("r2"));
+    ck_assert_int_eq(a.n, 10);
+    ck_assert_int_eq(b.n, 10); /* one rank logged: not 20 rows */
+    double worst = 0;
+    for (int i = 0; i < 10; i++) {
+        double el = fabs(a.loss[i] - b.loss[i]) / fabs(a.loss[i]), eg = fabs(a.gnorm[i] - b.gnorm[i]) / fabs(a.gnorm[i]);
+        ck_assert_msg(el < 1e-5 && eg < 1e-5, "step %d: loss %.9g vs %.9g, grad_norm %.9g vs %.9g", i + 1, a.loss[i],
+                      b.loss[i], a.gnorm[i], b.gnorm[i]);
+        worst = fmax(worst, fmax(el, eg));
+    }
+    /* the final whole-split evaluation, shared out over the two ranks */
+    ck_assert_msg(isfinite(b.test_loss) && fabs(a.test_loss - b.test_loss) < 1e-5 * a.test_loss, "test loss %.9g vs %.9g",
+                  a.test_loss, b.test_loss);
+    printf("test_mpi: 2 ranks x batch 4 vs 1 process x batch 8: worst relative difference %.2e over 10 steps\n", worst);
+    /* one set of outputs, the same files as the single process wrote */
+    char l1[1024], l2[1024];
+    list_dir(tu_path("r1"), l1, sizeof l1);
+    list_dir(tu_path("r2"), l2, sizeof l2);
+    ck_assert_str_eq(l2, "ckpt_00000005 ckpt_00000010 config.json latest metrics.jsonl summary.json ");
+    ck_assert_str_eq(l1, l2);
+    char p[1100];
+    snprintf(p, sizeof p, "%s/summary.json", tu_path("r2"));
+    char *sum = gma_read_file(p, NULL);
+    ck_assert_ptr_nonnull(sum);
+    ck_assert_msg(strstr(sum, "\"ranks\":\t2") && strstr(sum, "\"global_batch_size\":\t8"), "%s", sum);
+    free(sum);
+
+    /* resume: 5 steps, then on to 10, on two ranks, gives the straight run's bytes */
+    ck_assert_msg(run("%s bin/mpi/gmatrain --config configs/quickstart.json --out %s %s --set train.batch_size=4 "
+                      "--set train.steps=5",
+                      mpirun(2), tu_path("h2"), SMALL) == 0,
+                  "%s", g_out);
+    ck_assert_msg(run("%s bin/mpi/gmatrain --resume %s %s --set train.batch_size=4", mpirun(2), tu_path("h2"), SMALL) == 0,
+                  "%s", g_out);
+    Rows h = read_metrics(tu_path("h2"));
+    ck_assert_int_eq(h.n, 10);
+    for (int i = 0; i < 10; i++) ck_assert_msg(h.loss[i] == b.loss[i], "resumed step %d: %.17g vs %.17g", i + 1, h.loss[i], b.loss[i]);
+    ck_assert_int_eq(run("cmp %s/ckpt_00000010/model.safetensors %s/ckpt_00000010/model.safetensors", tu_path("h2"),
+                         tu_path("r2")),
+                     0);
+}
+END_TEST
+
+START_TEST(test_bad_input_one_line) {
+    SKIP_WITHOUT_MPI();
+    /* every rank refuses the config: exit 2, one line from gmatrain, nothing written */
+    ck_assert_int_eq(run("%s bin/mpi/gmatrain --config configs/quickstart.json --out %s --set train.batch_size=0",
+                         mpirun(2), tu_path("bad")),
+                     2);
+    const char *first = strstr(g_out, "gmatrain: ");
+    ck_assert_msg(first && strstr(first, "train.batch_size") && !strstr(first + 1, "gmatrain: "), "%s", g_out);
+    ck_assert(!gma_path_exists(tu_path("bad")));
+    /* an error on rank 0 only (it alone creates the run directory): all ranks stop, exit 1 */
+    tu_write(tu_path("file"), "a file, not a directory\n");
+    char out[1100];
+    snprintf(out, sizeof out, "%s/run", tu_path("file"));
+    ck_assert_int_eq(run("%s bin/mpi/gmatrain --config configs/quickstart.json --out %s %s", mpirun(2), out,
+                         SMALL),
+                     1);
+    first = strstr(g_out, "gmatrain: ");
+    ck_assert_msg(first && !strstr(first + 1, "gmatrain: "), "%s", g_out);
+}
+END_TEST
+
+START_TEST(test_signal_to_one_rank_stops_all) {
+    SKIP_WITHOUT_MPI();
+    char log[1100], cmd[4096];
+    snprintf(log, sizeof log, "%s/sig.log", tu_tmpdir());
+    snprintf(cmd, sizeof cmd,
+             "exec %s bin/mpi/gmatrain --config configs/quickstart.json --out %s --threads 1 --quiet "
+             "--set train.steps=100000 --set train.log_every=1 --set train.eval_every=0 > %s 2>&1",
+             mpirun_cmd(2, 0), tu_path("sig"), log);
+    pid_t pid = fork();
+    ck_assert(pid >= 0);
+    if (pid == 0) {
+        setenv("OMP_NUM_THREADS", "1", 1);
+        execl("/bin/sh", "sh", "-c", cmd, (char *)NULL);
+        _exit(127);
+    }
+    /* wait until it trains, then SIGTERM the last child of mpirun (one rank) */
+    char metrics[1100], children[1100];
+    snprintf(metrics, sizeof metrics, "%s/metrics.jsonl", tu_path("sig"));
+    snprintf(children, sizeof children, "/proc/%d/task/%d/children", (int)pid, (int)pid);
+    int rank_pid = 0;
+    for (int t = 0; t < 600 && !rank_pid; t++) {
+        usleep(50000);
+        FILE *m = fopen(metrics, "r");
+        if (!m) continue;
+        int lines = 0, c;
+        while ((c = fgetc(m)) != EOF) lines += c == '\n';
+        fclose(m);
+        if (lines < 3) continue;
+        FILE *f = fopen(children, "r");
+        if (!f) continue;
+        int a = 0, b = 0;
+        if (fscanf(f, "%d %d", &a, &b) == 2) rank_pid = b;
+        fclose(f);
+    }
+    ck_assert_msg(rank_pid > 0, "no rank process found under mpirun %d", (int)pid);
+    kill(rank_pid, SIGTERM);
+    int st = 0;
+    alarm(60);
+    ck_assert(waitpid(pid, &st, 0) == pid);
+    alarm(0);
+    char *text = gma_read_file(log, NULL);
+    ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 130, "status %d: %s", st, text ? text : "");
+    ck_assert_msg(text && strstr(text, "interrupted by a signal to another rank"), "%s", text ? text : "");
+    free(text);
+    char latest[1100];
+    snprintf(latest, sizeof latest, "%s/latest/optim.safetensors", tu_path("sig"));
+    ck_assert_msg(gma_path_exists(latest), "no checkpoint after the signal");
+}
+END_TEST
+
+Suite *make_suite(void) {
+    Suite *s = suite_create("mpi");
+    TCase *tc = tcase_create("mpi");
+    tcase_set_timeout(tc, 120);
+    tcase_add_test(tc, test_two_ranks_equal_one_with_twice_the_batch);
+    tcase_add_test(tc, test_bad_input_one_line);
+    tcase_add_test(tc, test_signal_to_one_rank_stops_all);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+GMA_TEST_MAIN()
