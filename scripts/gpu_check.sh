@@ -230,8 +230,11 @@ if [ $BENCH = 1 ]; then
     else
       echo "note: $CFG not found: whole-model bench with gmabench defaults and Kc 256" | tee -a "$SUM"
     fi
+    # model FLOP utilisation against the datasheet's dense peak, for the H100/H200 SXM only
+    peak() { case "$GPU" in *H100*SXM*|*H200*) case $1 in fp32) echo 67 ;; tf32) echo 495 ;; bf16) echo 989 ;; esac ;; esac; }
     for p in fp32 tf32 bf16; do
-      bin/gmabench model --device cuda --precision $p --mixers gma,sdpa $MARGS --steps 5 \
+      PK=$(peak $p); PKA=(); [ -n "$PK" ] && PKA=(--peak-tflops "$PK")
+      bin/gmabench model --device cuda --precision $p --mixers gma,sdpa $MARGS --steps 5 "${PKA[@]}" \
         --json "$OUT/bench_model_$p.json" 2>&1 | tee "$OUT/bench_model_$p.txt"
     done
     # the same model in PyTorch eager mode (scripts/torch_gma.py), when this python3 has torch and a GPU
@@ -241,7 +244,8 @@ if [ $BENCH = 1 ]; then
         { fails=$((fails + 1)); echo "torch reference check FAILED (see $OUT/torch_check.txt)" | tee -a "$SUM"; }
       tail -3 "$OUT/torch_check.txt"
       for p in fp32 tf32 bf16; do
-        python3 scripts/torch_gma.py --bench --config "$CFG" --device cuda --dtype $p --steps 5 --warmup 2 --repeat 3 \
+        PK=$(peak $p); PKA=(); [ -n "$PK" ] && PKA=(--peak-tflops "$PK")
+        python3 scripts/torch_gma.py --bench --config "$CFG" --device cuda --dtype $p --steps 5 --warmup 2 --repeat 3 "${PKA[@]}" \
           --json "$OUT/torch_model_$p.json" 2>&1 | tee "$OUT/bench_torch_$p.txt"
       done
     else

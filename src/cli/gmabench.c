@@ -7,12 +7,14 @@
  *     extra memory (resident high-water mark above the layer's parameters, measured in a
  *     forked child per point), with the ratio against the first mixer listed.
  *   gmabench model [--mixers gma,sdpa] [--L 4] [--D 256] [--H 4] [--V 8192] [--B 4] [--T 256]
- *                  [--steps 5] [--Kc 64]
+ *                  [--steps 5] [--Kc 64] [--peak-tflops X]
  *     whole-model training steps (forward, backward, AdamW): tokens/s, achieved GFLOP/s
  *     of the step's matrix products, the GFLOP/s the same BLAS reaches on exactly those
  *     matrix shapes replayed alone in the same run, and the share of the step spent outside
  *     matrix products (measured in one extra step with the device synchronised around each
- *     product; the timed steps run unhindered).
+ *     product; the timed steps run unhindered). --peak-tflops X adds the model FLOP
+ *     utilisation: step GF/s (the step's counted matrix-product FLOPs over its time) over
+ *     the device's peak X TFLOP/s for the precision (the caller's figure, not guessed).
  *   gmabench all [--json FILE]: both with their defaults.
  * Common: --json FILE, --device cpu|cuda, --precision fp32|tf32|bf16 (cuda), --threads N,
  * --set key=value (any config key, e.g. performer.features=64 or linformer.k=128; repeatable).
@@ -37,7 +39,7 @@ typedef struct Opts {
     char mixers[512];
     int seq[32], n_seq;
     int D, H, Kc, B, causal, repeat, L, V, T, steps;
-    double max_seconds, max_mem_gib;
+    double max_seconds, max_mem_gib, peak_tflops;
     const char *json, *device, *precision;
     int threads;
     const char *sets[16]; /* --set key=value, applied to every benchmarked config */
@@ -326,8 +328,8 @@ static void bench_model(const Opts *o, cJSON *out) {
     snprintf(buf, sizeof buf, "%s", o->mixers);
     printf("\n## whole-model training step (L=%d, D=%d, H=%d, V=%d, B=%d, T=%d, Kc=%d, %s, %d steps, %s)\n", o->L, o->D,
            o->H, o->V, o->B, o->T, o->Kc, g_ops->name, o->steps, REAL_NAME);
-    printf("%-10s %10s %10s %12s %12s %12s %12s %10s %12s\n", "mixer", "params", "step ms", "tokens/s", "step GF/s",
-           "GEMM GF/s", "BLAS GF/s", "ratio", "non-GEMM %");
+    printf("%-10s %10s %10s %12s %12s %12s %12s %10s %12s%s\n", "mixer", "params", "step ms", "tokens/s", "step GF/s",
+           "GEMM GF/s", "BLAS GF/s", "ratio", "non-GEMM %", o->peak_tflops > 0 ? "      MFU %" : "");
     cJSON *arr = cJSON_AddArrayToObject(out, "model");
     char *sv = NULL;
     for (char *t = strtok_r(buf, ",", &sv); t; t = strtok_r(NULL, ",", &sv)) {
@@ -378,8 +380,10 @@ static void bench_model(const Opts *o, cJSON *out) {
         double blas_time = replay_shapes();
         double gf = flops_step / med / 1e9, blas_gf = flops_step / blas_time / 1e9;
         double outside = 1 - mm_step / med;
-        printf("%-10s %10zu %10.1f %12.0f %12.2f %12.2f %12.2f %10.3f %11.1f%%\n", t, model_param_count(&m), med * 1e3,
+        printf("%-10s %10zu %10.1f %12.0f %12.2f %12.2f %12.2f %10.3f %11.1f%%", t, model_param_count(&m), med * 1e3,
                o->B * o->T / med, gf, flops_step / mm_step / 1e9, blas_gf, gf / blas_gf, 100 * outside);
+        if (o->peak_tflops > 0) printf(" %11.2f%%", 100 * gf / (o->peak_tflops * 1e3));
+        printf("\n");
         cJSON *row = cJSON_CreateObject();
         cJSON_AddStringToObject(row, "mixer", t);
         cJSON_AddNumberToObject(row, "params", (double)model_param_count(&m));
@@ -392,6 +396,10 @@ static void bench_model(const Opts *o, cJSON *out) {
         cJSON_AddNumberToObject(row, "gemm_gflops_in_step", flops_step / mm_step / 1e9);
         cJSON_AddNumberToObject(row, "blas_gflops_same_shapes", blas_gf);
         cJSON_AddNumberToObject(row, "share_outside_gemm", outside);
+        if (o->peak_tflops > 0) {
+            cJSON_AddNumberToObject(row, "peak_tflops", o->peak_tflops);
+            cJSON_AddNumberToObject(row, "mfu", gf / (o->peak_tflops * 1e3));
+        }
         cJSON_AddItemToArray(arr, row);
         fflush(stdout);
         free(tok);
@@ -449,6 +457,14 @@ int main(int argc, char **argv) {
         else if (!strcmp(a, "--bidir")) o.causal = 0;
         else if (!strcmp(a, "--max-seconds") && nx) o.max_seconds = atof(argv[++i]);
         else if (!strcmp(a, "--max-mem-gib") && nx) o.max_mem_gib = atof(argv[++i]);
+        else if (!strcmp(a, "--peak-tflops") && nx) {
+            char *e;
+            o.peak_tflops = strtod(argv[++i], &e);
+            if (e == argv[i] || *e || !(o.peak_tflops > 0) || o.peak_tflops > 1e6) {
+                fprintf(stderr, "gmabench: --peak-tflops: \"%s\" is not a positive number\n", argv[i]);
+                return 2;
+            }
+        }
         else if (!strcmp(a, "--json") && nx) o.json = argv[++i];
         else if (!strcmp(a, "--device") && nx) o.device = argv[++i];
         else if (!strcmp(a, "--precision") && nx) o.precision = argv[++i];
