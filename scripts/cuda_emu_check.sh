@@ -74,6 +74,8 @@ MK
 }
 LIBS=$(mkvar LDLIBS)
 LIBS=${LIBS:--fopenmp -lopenblas -lm -lpthread}
+# a sanitizer build of the library (make asan) needs its runtime at link time
+LIBS="$LIBS $(mkvar OPT | grep -o -- '-fsanitize=[^ ]*' || true)"
 W=${1:-all}
 if [ "$W" = model ]; then model_checks "${@:2}"; exit $?; fi
 case $W in all|elem|favor|conv|scan|attn) base=1 ;; *) base=0 ;; esac
