@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """torch_gma.py: the gma decoder language model (GMA_SPEC sections 1, 3.1, 3.2, 3.5 sdpa)
-written in PyTorch eager mode, the reference that issue 7's throughput target is set against.
+written in PyTorch eager mode, the reference that the GPU throughput target is set against.
 
   torch_gma.py --check CKPT [--batch B] [--seq N] [--tol 1e-4] [--device cpu|cuda] [--double]
       loads a gma checkpoint (RUN, RUN/ckpt_N or a model.safetensors), writes B*N+1 random

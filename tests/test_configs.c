@@ -36,7 +36,7 @@ START_TEST(test_readme_reference_current) {
 }
 END_TEST
 
-/* the LRA configs: every task with gma and sdpa, the reference hyper-parameters of the issue */
+/* the LRA configs: every task with gma and sdpa, the reference hyper-parameters (docs/lra.md) */
 START_TEST(test_lra_configs) {
     static const char *tasks[] = {"listops", "text", "retrieval", "image"}, *mixers[] = {"gma", "sdpa"};
     for (int t = 0; t < 4; t++)
