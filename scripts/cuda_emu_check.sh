@@ -85,7 +85,8 @@ if [ $base = 0 ] && [ $core = 0 ] && [ $self = 0 ]; then echo "cuda_emu_check.sh
 GXX="g++ -O1 -std=c++20 -w -Itests/cuda_emu -Isrc"
 pids=()
 if [ $self = 1 ]; then
-  $GXX -g -rdynamic -DEMU_DEVICE_MEMORY tests/cuda_emu/emu_selftest.cpp -o "$O/emu_selftest" & pids+=($!)
+  "$O/launch2call" tests/cuda_emu/emu_selftest.cpp "$O/emu_selftest.cpp"
+  $GXX -g -rdynamic -DEMU_DEVICE_MEMORY "$O/emu_selftest.cpp" -o "$O/emu_selftest" & pids+=($!)
 fi
 if [ $base = 1 ]; then
   $GXX tests/cuda_emu/emu_baselines.cpp "$O"/cuda_baselines.cpp "$O"/cuda_mamba.cpp "$O"/cuda_sdpa.cpp \
@@ -111,7 +112,10 @@ if [ $self = 1 ]; then # the emulation itself: correct code passes, each planted
   a=$("$O/emu_selftest" 12); b=$(EMU_REVERSE=1 "$O/emu_selftest" 12)
   if [ "$a" != "$b" ]; then echo "selftest 12 (planted race): forward and reverse orders differ, as they must"
   else bad=$((bad + 1)); echo "selftest 12: the planted race gave the same result in both orders"; fi
-  echo "$bad of 14 selftest cases wrong"; [ $bad = 0 ] || rc=1
+  a=$("$O/emu_selftest" 13)
+  if echo "$a" | grep -q nan; then echo "selftest 13 (stale shared memory from another block): read as NaN"
+  else bad=$((bad + 1)); echo "selftest 13: shared memory written by another block was readable: $a"; fi
+  echo "$bad of 15 selftest cases wrong"; [ $bad = 0 ] || rc=1
 fi
 # each driver twice: blocks and threads in order, then in reverse order (EMU_REVERSE)
 for r in 0 1; do

@@ -2,7 +2,9 @@
  * run as `emu_selftest N`; case 0 is correct code and must pass, every other case must stop
  * with exit status 98 (scripts/cuda_emu_check.sh checks both). Case 12 plants a race (a
  * shared-memory read with no barrier after the write): it prints a different sum when run
- * with EMU_REVERSE=1, while case 0 prints the same. Built with EMU_DEVICE_MEMORY. */
+ * with EMU_REVERSE=1, while case 0 prints the same. Case 13 reads in block 1 the shared
+ * memory only block 0 wrote: it must print nan (each block's shared memory starts as NaN).
+ * Rewritten by launch2call (its __shared__ declarations) and built with EMU_DEVICE_MEMORY. */
 #include "ops/cuda/cuda_common.cuh"
 
 __global__ void k_ok(float *x) { float v = warp_sum(1.0f); __syncthreads(); x[threadIdx.x] = v; }
@@ -13,7 +15,14 @@ __global__ void k_past_end(float *x, int n) { x[n + 300 + threadIdx.x] = 1; }
 __global__ void k_race(float *x) { /* reads a neighbour's shared slot with no barrier between */
     __shared__ float sh[64];
     sh[threadIdx.x] = (float)threadIdx.x + 1;
-    x[threadIdx.x] = sh[(threadIdx.x + 1) % 64];
+    float v = sh[(threadIdx.x + 1) % 64];
+    x[threadIdx.x] = v == v ? v : 0; /* 0 where the neighbour had not written yet */
+}
+__global__ void k_stale_shared(float *x) { /* block 1 reads shared memory only block 0 wrote */
+    __shared__ float sh[32];
+    if (blockIdx.x == 0) sh[threadIdx.x] = 1;
+    __syncthreads();
+    x[blockIdx.x * 32 + threadIdx.x] = sh[threadIdx.x];
 }
 
 int main(int argc, char **argv) {
@@ -41,6 +50,11 @@ int main(int argc, char **argv) {
         emu_launch(k_race, "k_race", dim3(1), dim3(64), 0, d);
         cudaMemcpy(host, d, sizeof host, cudaMemcpyDeviceToHost);
         { float t = 0; for (float v : host) t += v; printf("selftest 12: sum %g\n", t); }
+        return 0;
+    case 13:
+        emu_launch(k_stale_shared, "k_stale_shared", dim3(2), dim3(32), 0, d);
+        cudaMemcpy(host, d, sizeof host, cudaMemcpyDeviceToHost);
+        { float t = 0; for (float v : host) t += v; printf("selftest 13: sum %g\n", t); }
         return 0;
     default: return 2;
     }

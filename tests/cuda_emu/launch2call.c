@@ -5,7 +5,9 @@
  * `kern<<<grid, block[, shm]>>>(args)` (kern an identifier, optionally with one template
  * argument, `k<S>`) becomes `emu_launch(kern, "kern", dim3(grid), dim3(block),
  * (size_t)(shm), args)`; every dynamic shared-memory declaration `extern __shared__ T name[];`
- * points at the block's buffer (`T *name = (T *)g_blk->dyn;`); `NULL` becomes `nullptr` (a
+ * points at the block's buffer (`T *name = (T *)g_blk->dyn;`); every static one
+ * (`__shared__ T a[D]...;`) becomes a reference into the block's own poisoned shared memory
+ * (emu_shared in cuda_common.cuh); `NULL` becomes `nullptr` (a
  * NULL kernel argument must convert to the parameter's pointer type). */
 #include <ctype.h>
 #include <stdio.h>
@@ -47,6 +49,42 @@ static void put_config(FILE *o, const char *s, size_t n) {
             part[2]);
 }
 
+/* `__shared__ T a[D1][D2], b[D];` (at s + *i) becomes, per name, `static char a_key; T (&a)[D1][D2]
+ * = *(T (*)[D1][D2])emu_shared(&a_key, sizeof(T[D1][D2]));`: the block's own memory, poisoned
+ * at the start of every block (a read of what this block did not write shows). Returns 0
+ * when the text is not of that form. */
+static int static_shared(FILE *o, const char *s, size_t n, size_t *i, size_t *out) {
+    size_t p = *i + 11, t0 = p;
+    while (p < n && ident((unsigned char)s[p])) p++;
+    size_t tlen = p - t0;
+    if (!tlen) return 0;
+    fwrite(s + *out, 1, *i - *out, o);
+    for (;;) {
+        while (p < n && s[p] == ' ') p++;
+        size_t n0 = p;
+        while (p < n && ident((unsigned char)s[p])) p++;
+        size_t nlen = p - n0, d0 = p;
+        if (!nlen) return 0;
+        while (p < n && s[p] == '[') {
+            while (p < n && s[p] != ']') p++;
+            p++;
+        }
+        size_t dlen = p - d0;
+        if (!dlen) return 0;
+        fprintf(o, "static char %.*s_key; %.*s (&%.*s)%.*s = *(%.*s (*)%.*s)emu_shared(&%.*s_key, sizeof(%.*s%.*s));",
+                (int)nlen, s + n0, (int)tlen, s + t0, (int)nlen, s + n0, (int)dlen, s + d0, (int)tlen, s + t0, (int)dlen,
+                s + d0, (int)nlen, s + n0, (int)tlen, s + t0, (int)dlen, s + d0);
+        while (p < n && s[p] == ' ') p++;
+        if (p < n && s[p] == ';') break;
+        if (p >= n || s[p] != ',') return 0;
+        p++;
+        fputc(' ', o);
+    }
+    *i = *out = p + 1;
+    (*i)--;
+    return 1;
+}
+
 int main(int argc, char **argv) {
     if (argc != 3) {
         fprintf(stderr, "usage: launch2call IN.cu OUT.cpp\n");
@@ -66,7 +104,15 @@ int main(int argc, char **argv) {
     size_t out = 0; /* s[out..] not yet written */
     const char *ext = "extern __shared__ ";
     for (size_t i = 0; i < n; i++) {
-        if (!strncmp(s + i, "<<<", 3)) { /* a launch: find the kernel name before it */
+        if (!strncmp(s + i, "/*", 2)) { /* comments and strings are copied as they are */
+            char *e = strstr(s + i + 2, "*/");
+            i = e ? (size_t)(e - s) + 1 : n;
+        } else if (!strncmp(s + i, "//", 2)) {
+            while (i < n && s[i] != '\n') i++;
+        } else if (s[i] == '"' && (i == 0 || s[i - 1] != '\'')) {
+            for (i++; i < n && s[i] != '"'; i++)
+                if (s[i] == '\\') i++;
+        } else if (!strncmp(s + i, "<<<", 3)) { /* a launch: find the kernel name before it */
             size_t b = i;
             if (b > 0 && s[b - 1] == '>') {
                 b--;
@@ -84,6 +130,10 @@ int main(int argc, char **argv) {
             put_config(o, s + i + 3, (size_t)(close - (s + i + 3)));
             i = out = (size_t)(close - s) + 4;
             i--;
+        } else if (!strncmp(s + i, "__shared__ ", 11) && (i == 0 || !ident((unsigned char)s[i - 1])) &&
+                   !static_shared(o, s, n, &i, &out)) {
+            fprintf(stderr, "launch2call: %s: cannot parse the __shared__ declaration at byte %zu\n", argv[1], i);
+            return 1;
         } else if (!strncmp(s + i, ext, strlen(ext))) { /* extern __shared__ T name[]; */
             char type[64], name[64];
             int used = 0;

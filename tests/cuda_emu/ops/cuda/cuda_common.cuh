@@ -1,12 +1,14 @@
 /* CPU emulation of src/ops/cuda/cuda_common.cuh, for checking kernel LOGIC on a machine
- * without a GPU (scripts/cuda_emu_check.sh). Every CUDA thread of a block is a fiber
- * (ucontext) run by the launching thread; blocks run one after another (so `__shared__` is
- * `static`); __syncthreads is a block barrier and warp shuffles go through a per-warp
- * buffer and barrier. Divergent barriers (a deadlock, a __syncthreads after some threads
- * returned, a full-mask shuffle or __syncwarp with returned lanes) and launches outside the
- * CUDA limits stop the program. It does not model the GPU's memory model (every thread sees
- * every write at once), occupancy or timing, and cuBLAS is a naive double-accumulating loop
- * (emu_cuda.h: the runtime and cuBLAS shims). A pass here is evidence, not a GPU result. */
+ * without a GPU (scripts/cuda_emu_check.sh). Every CUDA thread of a block is a fiber run by
+ * the launching thread; blocks run one after another; __syncthreads is a block barrier and
+ * warp shuffles go through a per-warp buffer and barrier; shared memory, static (rewritten
+ * by launch2call.c; a `__shared__` left in code it did not rewrite is plain `static`) and
+ * dynamic, is the block's own and starts as NaN in every block. Divergent barriers (a
+ * deadlock, a __syncthreads after some threads returned, a full-mask shuffle or __syncwarp
+ * with returned lanes) and launches outside the CUDA limits stop the program. It does not
+ * model the GPU's memory model (every thread sees every write at once), occupancy or
+ * timing, and cuBLAS is a double-accumulating GEMM (emu_cuda.h: the runtime and cuBLAS
+ * shims). A pass here is evidence, not a GPU result. */
 #pragma once
 #include <functional>
 #include <ucontext.h>
@@ -86,13 +88,28 @@ enum { EMU_RUNNABLE, EMU_WAITING, EMU_DONE };
 struct EmuBlock {
     EmuBar bar; std::vector<EmuBar> wbar; std::vector<int> wexited; std::vector<long long> xbuf; void *dyn;
     std::vector<EmuFiber> f; EmuCtx sched; int cur = 0, exited = 0; const char *kernel = "";
+    std::vector<std::pair<const void *, size_t>> sslots; char *sarena = nullptr; size_t sused = 0; /* static __shared__ */
 };
 inline EmuBlock *g_blk;
+enum { EMU_STATIC_SHARED = 48 * 1024 };
+/* the block's memory for the static __shared__ declaration `key` (launch2call rewrites each
+ * one into a call): the same bytes for every thread of the block, NaN-poisoned when the
+ * block starts, so a read of shared memory this block did not write shows */
+inline void *emu_shared(const void *key, size_t bytes);
 [[noreturn]] inline void emu_kernel_fail(const char *why) {
     EmuFiber &f = g_blk->f[g_blk->cur];
     fprintf(stderr, "emu: kernel %s, block (%u,%u,%u) thread (%u,%u,%u): %s\n", g_blk->kernel, blockIdx.x, blockIdx.y,
             blockIdx.z, f.tid.x, f.tid.y, f.tid.z, why);
     exit(98);
+}
+inline void *emu_shared(const void *key, size_t bytes) {
+    EmuBlock &b = *g_blk;
+    for (auto &sl : b.sslots) if (sl.first == key) return b.sarena + sl.second;
+    size_t off = (b.sused + 15) & ~(size_t)15;
+    if (off + bytes > EMU_STATIC_SHARED) emu_kernel_fail("static __shared__ memory over 48 KiB");
+    b.sslots.push_back({key, off});
+    b.sused = off + bytes;
+    return b.sarena + off;
 }
 inline void emu_arrive(EmuBar &b) {
     if (++b.arrived == b.expected) { b.arrived = 0; b.gen++; return; } /* the last one releases the others */
@@ -184,10 +201,10 @@ template <class K, class... A> void emu_launch(K kern, const char *name, dim3 gr
     static const size_t STACK = 256 << 10;
     static std::vector<char *> stacks;
     while ((int)stacks.size() < nt) stacks.push_back((char *)malloc(STACK));
-    std::vector<char> dyn(shm + 16);
+    std::vector<char> dyn(shm + 16), sarena(EMU_STATIC_SHARED + 16, (char)0xff);
     std::function<void()> body = [&]() { kern(args...); };
     g_emu_body = &body;
-    EmuBlock b; b.kernel = name; b.dyn = dyn.data(); b.f.resize(nt); b.xbuf.assign(nt, 0);
+    EmuBlock b; b.kernel = name; b.dyn = dyn.data(); b.f.resize(nt); b.xbuf.assign(nt, 0); b.sarena = sarena.data();
     g_blk = &b;
     blockDim = block; gridDim = grid;
     /* EMU_REVERSE=1 runs the blocks, and the threads of each block, in the opposite order: a
@@ -201,7 +218,9 @@ template <class K, class... A> void emu_launch(K kern, const char *name, dim3 gr
         blockIdx.z = (unsigned)(l / ((size_t)grid.x * grid.y));
         b.bar = EmuBar{nt, 0, 0}; b.wbar.assign(nw, EmuBar{}); b.wexited.assign(nw, 0); b.exited = 0;
         for (int w = 0; w < nw; w++) b.wbar[w].expected = std::min(32, nt - 32 * w);
-        memset(dyn.data(), 0xff, dyn.size()); /* NaN: a read of unwritten dynamic shared memory shows */
+        memset(dyn.data(), 0xff, dyn.size()); /* NaN: a read of unwritten shared memory shows */
+        memset(b.sarena, 0xff, b.sused);
+        b.sslots.clear(); b.sused = 0;
         for (int t = 0; t < nt; t++) {
             EmuFiber &f = b.f[t];
             f.flat = t; f.state = EMU_RUNNABLE;
