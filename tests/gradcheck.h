@@ -9,9 +9,11 @@
 #define GMA_GRADCHECK_H
 #include <check.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "core/common.h"
 #include "core/rng.h"
+#include "model/model.h"
 #include "nn/params.h"
 
 #define GC_H 1e-5
@@ -80,4 +82,48 @@ static inline double gc_check_table(const ParamTable *pt, real *params, const re
         printf("gradcheck %-40s max rel err %.2e  max abs err %.2e\n", name, e_, gc_last_abs);                         \
         ck_assert_msg(e_ < GC_TOL, "%s: max relative error %.3e >= %.1e", name, e_, GC_TOL); \
     } while (0)
+
+/* ---- whole language models: the config's model on one fixed batch (B 2, N 7, tokens from
+ * seed 3, every fifth target ignored); loss = mean cross-entropy + gma.div_weight x the
+ * diversity loss ---- */
+typedef struct GcModel {
+    Model m;
+    int32_t tok[14], tgt[14];
+    double w;
+} GcModel;
+
+static inline double gc_model_loss(void *p) {
+    GcModel *c = p;
+    LossStats st;
+    ck_assert_int_eq(model_forward(&c->m, c->tok, c->tgt, 2, 7, NULL, 0, &st, 1, 0), 0);
+    return st.loss_sum / st.count + (c->w != 0 ? c->w * model_div_loss(&c->m) : 0);
+}
+
+static inline void gc_model_setup(GcModel *c, const Config *cfg) {
+    memset(c, 0, sizeof *c);
+    c->w = cfg->gma.div_weight;
+    ck_assert_int_eq(model_build(&c->m, cfg), 0);
+    model_alloc(&c->m, 2, 7);
+    model_init_params(&c->m, 7);
+    Rng rng;
+    rng_seed(&rng, 3);
+    for (int i = 0; i < 14; i++) {
+        c->tok[i] = (int32_t)rng_below(&rng, 11);
+        c->tgt[i] = (i % 5 == 2) ? -1 : (int32_t)rng_below(&rng, 11);
+    }
+}
+
+/* forward, backward, every trained parameter against central differences (GC_ASSERT under
+ * name), then the model is freed */
+static inline void gc_model_check(GcModel *c, const char *label, const char *name) {
+    gc_model_loss(c);
+    model_zero_grad(&c->m);
+    model_backward(&c->m, 1.0);
+    real *g = xcalloc(c->m.pt.total, sizeof(real));
+    memcpy(g, c->m.grads, c->m.pt.total * sizeof(real));
+    double worst = gc_check_table(&c->m.pt, c->m.params, g, gc_model_loss, c, label);
+    GC_ASSERT(name, worst);
+    free(g);
+    model_free(&c->m);
+}
 #endif

@@ -15,27 +15,13 @@
 #include "testutil.h"
 
 static Config tiny_config(const char *mixer) {
-    Config c;
-    cfg_defaults(&c);
-    c.model.vocab_size = 11;
-    c.model.d_model = 8;
-    c.model.n_heads = 2;
-    c.model.n_layers = 2;
-    c.model.d_ff = 12;
-    c.model.max_seq_len = 8;
-    c.train.seq_len = 8;
-    c.data.recall_pairs = 2;
-    c.model.init_std = 0.3;
-    c.gma.n_components = 3;
-    c.gma.chunk = 3;
+    Config c = tu_tiny_config(mixer);
     c.performer.features = 5; /* d = 4: one full orthogonal block and a partial one */
     c.linformer.k = 5;
     c.mamba.d_state = 3;
     c.mamba.expand = 5;       /* E = 40: two scan channel groups */
     c.mamba.d_conv = 3;
     c.mamba.chunk = 3;        /* N = 7: three scan chunks, the last partial */
-    snprintf(c.model.mixer[0], sizeof c.model.mixer[0], "%s", mixer);
-    c.model.n_mixer = 1;
     return c;
 }
 
@@ -216,51 +202,20 @@ START_TEST(test_tiled_vs_ref) {
 END_TEST
 
 /* ---------------- whole models ---------------- */
-typedef struct {
-    Model m;
-    int32_t tok[14], tgt[14];
-    int B, N;
-} ModCtx;
-
-static double model_loss(void *p) {
-    ModCtx *c = p;
-    LossStats st;
-    ck_assert_int_eq(model_forward(&c->m, c->tok, c->tgt, c->B, c->N, NULL, 0, &st, 1, 0), 0);
-    return st.loss_sum / st.count;
-}
-
 static void model_case(const char *mixers, const char *extra, const char *extra2) {
     Config cfg = tiny_config("gma");
     ck_assert_int_eq(cfg_set(&cfg, mixers), 0);
     if (extra) ck_assert_int_eq(cfg_set(&cfg, extra), 0);
     if (extra2) ck_assert_int_eq(cfg_set(&cfg, extra2), 0);
     ck_assert_msg(cfg_validate(&cfg) == 0, "%s", gma_error());
-    ModCtx c;
-    memset(&c, 0, sizeof c);
-    c.B = 2;
-    c.N = 7;
-    ck_assert_int_eq(model_build(&c.m, &cfg), 0);
-    model_alloc(&c.m, c.B, c.N);
-    model_init_params(&c.m, 7);
-    Rng rng;
-    rng_seed(&rng, 3);
-    for (int i = 0; i < 14; i++) {
-        c.tok[i] = (int32_t)rng_below(&rng, 11);
-        c.tgt[i] = (i % 5 == 2) ? -1 : (int32_t)rng_below(&rng, 11);
-    }
-    model_loss(&c);
-    model_zero_grad(&c.m);
-    model_backward(&c.m, 1.0);
-    real *g = xcalloc(c.m.pt.total, sizeof(real));
-    memcpy(g, c.m.grads, c.m.pt.total * sizeof(real));
-    double worst = gc_check_table(&c.m.pt, c.m.params, g, model_loss, &c, mixers);
+    GcModel c;
+    gc_model_setup(&c, &cfg);
     char nm[128];
     snprintf(nm, sizeof nm, "2-layer model %s%s%s (%d tensors)", mixers + 12, extra ? " " : "", extra ? extra : "",
              c.m.pt.n);
-    GC_ASSERT(nm, worst);
-    free(g);
-    model_free(&c.m);
+    gc_model_check(&c, mixers, nm);
 }
+
 START_TEST(test_model_sdpa_linear) { model_case("model.mixer=sdpa,linear", NULL, NULL); }
 END_TEST
 START_TEST(test_model_mamba_nomlp) { model_case("model.mixer=mamba", "model.mlp=false", NULL); }

@@ -31,11 +31,7 @@ static double mix_loss(void *p) {
 /* sets: "a.b=v;c.d=w" config assignments */
 static void mixer_case(const char *label, const char *sets, int causal, int padded) {
     Config cfg = tiny_config();
-    char buf[512];
-    snprintf(buf, sizeof buf, "%s", sets);
-    char *sv = NULL;
-    for (char *t = strtok_r(buf, ";", &sv); t; t = strtok_r(NULL, ";", &sv)) ck_assert_msg(cfg_set(&cfg, t) == 0, "%s", gma_error());
-    ck_assert_msg(cfg_validate(&cfg) == 0, "%s", gma_error());
+    tu_apply_sets(&cfg, sets);
     MixCtx c;
     memset(&c, 0, sizeof c);
     int B = 2, N = 7, D = cfg.model.d_model;
@@ -108,50 +104,16 @@ START_TEST(test_div_token_softmax) {
 END_TEST
 
 /* ---------------- whole model with the diversity loss ---------------- */
-typedef struct {
-    Model m;
-    int32_t tok[14], tgt[14];
-    double w;
-} ModCtx;
-
-static double model_loss(void *p) {
-    ModCtx *c = p;
-    LossStats st;
-    ck_assert_int_eq(model_forward(&c->m, c->tok, c->tgt, 2, 7, NULL, 0, &st, 1, 0), 0);
-    return st.loss_sum / st.count + c->w * model_div_loss(&c->m);
-}
-
 static void model_case(const char *sets) {
     Config cfg = tiny_config();
-    char buf[512];
-    snprintf(buf, sizeof buf, "%s", sets);
-    char *sv = NULL;
-    for (char *t = strtok_r(buf, ";", &sv); t; t = strtok_r(NULL, ";", &sv)) ck_assert_msg(cfg_set(&cfg, t) == 0, "%s", gma_error());
-    ck_assert_msg(cfg_validate(&cfg) == 0, "%s", gma_error());
-    ModCtx c;
-    memset(&c, 0, sizeof c);
-    c.w = cfg.gma.div_weight;
-    ck_assert_int_eq(model_build(&c.m, &cfg), 0);
-    model_alloc(&c.m, 2, 7);
-    model_init_params(&c.m, 7);
-    Rng rng;
-    rng_seed(&rng, 3);
-    for (int i = 0; i < 14; i++) {
-        c.tok[i] = (int32_t)rng_below(&rng, 11);
-        c.tgt[i] = (i % 5 == 2) ? -1 : (int32_t)rng_below(&rng, 11);
-    }
-    model_loss(&c);
+    tu_apply_sets(&cfg, sets);
+    GcModel c;
+    gc_model_setup(&c, &cfg);
+    gc_model_loss(&c);
     ck_assert(model_div_loss(&c.m) > 0);
-    model_zero_grad(&c.m);
-    model_backward(&c.m, 1.0);
-    real *g = xcalloc(c.m.pt.total, sizeof(real));
-    memcpy(g, c.m.grads, c.m.pt.total * sizeof(real));
-    double worst = gc_check_table(&c.m.pt, c.m.params, g, model_loss, &c, sets);
     char nm[160];
     snprintf(nm, sizeof nm, "2-layer model %s", sets);
-    GC_ASSERT(nm, worst);
-    free(g);
-    model_free(&c.m);
+    gc_model_check(&c, sets, nm);
 }
 
 START_TEST(test_model_softmax_div) { model_case("gma.routing=softmax;gma.div_weight=0.1"); }

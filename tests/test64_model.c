@@ -91,47 +91,15 @@ START_TEST(test_gma_causal_padded) { mixer_case("gma", 1, 1); }
 END_TEST
 
 /* ---------------- whole model ---------------- */
-typedef struct {
-    Model m;
-    int32_t tok[14], tgt[14];
-    int B, N;
-} ModCtx;
-
-static double model_loss(void *p) {
-    ModCtx *c = p;
-    LossStats st;
-    ck_assert_int_eq(model_forward(&c->m, c->tok, c->tgt, c->B, c->N, NULL, 0, &st, 1, 0), 0);
-    return st.loss_sum / st.count;
-}
-
 static void model_case(const char *mixers) {
     Config cfg = tiny_config("gma");
     ck_assert_int_eq(cfg_set(&cfg, mixers), 0);
     ck_assert_msg(cfg_validate(&cfg) == 0, "%s", gma_error());
-    ModCtx c;
-    memset(&c, 0, sizeof c);
-    c.B = 2;
-    c.N = 7;
-    ck_assert_int_eq(model_build(&c.m, &cfg), 0);
-    model_alloc(&c.m, c.B, c.N);
-    model_init_params(&c.m, 7);
-    Rng rng;
-    rng_seed(&rng, 3);
-    for (int i = 0; i < 14; i++) {
-        c.tok[i] = (int32_t)rng_below(&rng, 11);
-        c.tgt[i] = (i % 5 == 2) ? -1 : (int32_t)rng_below(&rng, 11);
-    }
-    model_loss(&c);
-    model_zero_grad(&c.m);
-    model_backward(&c.m, 1.0);
-    real *g = xcalloc(c.m.pt.total, sizeof(real));
-    memcpy(g, c.m.grads, c.m.pt.total * sizeof(real));
-    double worst = gc_check_table(&c.m.pt, c.m.params, g, model_loss, &c, mixers);
+    GcModel c;
+    gc_model_setup(&c, &cfg);
     char nm[96];
     snprintf(nm, sizeof nm, "2-layer model %s (%d tensors)", mixers + 12, c.m.pt.n);
-    GC_ASSERT(nm, worst);
-    free(g);
-    model_free(&c.m);
+    gc_model_check(&c, mixers, nm);
 }
 
 START_TEST(test_model_gma) { model_case("model.mixer=gma"); }

@@ -14,23 +14,10 @@
 #include "testutil.h"
 
 static Config small_cfg(const char *sets) {
-    Config c;
-    cfg_defaults(&c);
-    c.model.vocab_size = 11;
-    c.model.d_model = 8;
-    c.model.n_heads = 2;
+    Config c = tu_tiny_config("gma");
     c.model.n_layers = 1;
-    c.model.max_seq_len = 8;
-    c.train.seq_len = 8;
-    c.data.recall_pairs = 2;
-    c.model.init_std = 0.3;
-    c.gma.n_components = 3;
-    c.gma.chunk = 3;
-    char buf[512];
-    snprintf(buf, sizeof buf, "%s", sets);
-    char *sv = NULL;
-    for (char *t = strtok_r(buf, ";", &sv); t; t = strtok_r(NULL, ";", &sv)) ck_assert_msg(cfg_set(&c, t) == 0, "%s", gma_error());
-    ck_assert_msg(cfg_validate(&c) == 0, "%s", gma_error());
+    c.model.d_ff = 0; /* the default, 4 D */
+    tu_apply_sets(&c, sets);
     return c;
 }
 

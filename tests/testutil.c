@@ -102,3 +102,11 @@ Config tu_tiny_config(const char *mixer) {
     c.model.n_mixer = 1;
     return c;
 }
+
+void tu_apply_sets(Config *c, const char *sets) {
+    char buf[512];
+    snprintf(buf, sizeof buf, "%s", sets);
+    char *sv = NULL;
+    for (char *t = strtok_r(buf, ";", &sv); t; t = strtok_r(NULL, ";", &sv)) ck_assert_msg(cfg_set(c, t) == 0, "%s", gma_error());
+    ck_assert_msg(cfg_validate(c) == 0, "%s", gma_error());
+}

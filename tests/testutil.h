@@ -24,6 +24,8 @@ extern char g_out[65536];
 int run(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* A tiny model config (V 11, D 8, H 2, L 2, d_ff 12, N 8, Kc 3, chunk 3) for gradient checks. */
 Config tu_tiny_config(const char *mixer);
+/* Apply "a.b=v;c.d=w" config assignments to c, then validate it (asserting both). */
+void tu_apply_sets(Config *c, const char *sets);
 /* Max relative error between two arrays: max |a-b| / max(1e-12, max(|a|,|b|)) per element. */
 double tu_max_rel_err(const double *a, const double *b, size_t n, double floor_abs);
 
