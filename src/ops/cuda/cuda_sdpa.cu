@@ -47,6 +47,24 @@ __device__ __forceinline__ void load_tile(float *sh, int ld, const float *src, i
     }
 }
 
+/* a lane's share of a head-width row in registers: acc[t] holds column lane + 32 t */
+template <int DT> __device__ __forceinline__ void lane_axpy(float (&acc)[DT], float a, const float *row, int lane, int d) {
+#pragma unroll
+    for (int t = 0; t < DT; t++) {
+        int e = lane + 32 * t;
+        if (e < d) acc[t] += a * row[e];
+    }
+}
+/* row = s acc (add = 0) or row += s acc (add = 1), this lane's columns */
+template <int DT>
+__device__ __forceinline__ void lane_put(float *row, const float (&acc)[DT], float s, int add, int lane, int d) {
+#pragma unroll
+    for (int t = 0; t < DT; t++) {
+        int e = lane + 32 * t;
+        if (e < d) row[e] = (add ? row[e] : 0.f) + s * acc[t];
+    }
+}
+
 /* ---------------------------------------------------------------- forward */
 /* shared: Q [AT_Q][d], K [AT_K][d+1], V [AT_K][d+1] */
 template <int DT>
@@ -97,12 +115,7 @@ __global__ void __launch_bounds__(AT_WARPS * 32) k_attn_fwd(float *out, float *l
             for (int t = 0; t < DT; t++) acc[rr][t] *= alpha;
             for (int jj = 0; jj < Lk; jj++) {
                 float pj = __shfl_sync(0xffffffffu, p, jj);
-                const float *vr = Vs + jj * ld;
-#pragma unroll
-                for (int t = 0; t < DT; t++) {
-                    int e = lane + 32 * t;
-                    if (e < d) acc[rr][t] += pj * vr[e];
-                }
+                lane_axpy(acc[rr], pj, Vs + jj * ld, lane, d);
             }
         }
     }
@@ -111,12 +124,7 @@ __global__ void __launch_bounds__(AT_WARPS * 32) k_attn_fwd(float *out, float *l
         int r = w * AT_RPW + rr;
         if (r >= Lq) continue;
         size_t row = (size_t)bh * N + i0 + r;
-        float inv = l[rr] > 0 ? 1.f / l[rr] : 0.f;
-#pragma unroll
-        for (int t = 0; t < DT; t++) {
-            int e = lane + 32 * t;
-            if (e < d) out[row * d + e] = acc[rr][t] * inv;
-        }
+        lane_put(out + row * d, acc[rr], l[rr] > 0 ? 1.f / l[rr] : 0.f, 0, lane, d);
         if (lane == 0) lse[row] = l[rr] > 0 ? m[rr] + logf(l[rr]) : -INFINITY;
     }
 }
@@ -181,12 +189,7 @@ __global__ void __launch_bounds__(AT_WARPS * 32) k_attn_bwd_dq(float *dq, const 
             float p = expf(s - ls[rr]), ds = p * (dp - Dr[rr]);
             for (int jj = 0; jj < Lk; jj++) {
                 float dsj = __shfl_sync(0xffffffffu, ds, jj);
-                const float *kj = Ks + jj * ld;
-#pragma unroll
-                for (int t = 0; t < DT; t++) {
-                    int e = lane + 32 * t;
-                    if (e < d) acc[rr][t] += dsj * kj[e];
-                }
+                lane_axpy(acc[rr], dsj, Ks + jj * ld, lane, d);
             }
         }
     }
@@ -195,11 +198,7 @@ __global__ void __launch_bounds__(AT_WARPS * 32) k_attn_bwd_dq(float *dq, const 
         int r = w * AT_RPW + rr;
         if (r >= Lq) continue;
         size_t row = (size_t)bh * N + i0 + r;
-#pragma unroll
-        for (int t = 0; t < DT; t++) {
-            int e = lane + 32 * t;
-            if (e < d) dq[row * d + e] += scale * acc[rr][t];
-        }
+        lane_put(dq + row * d, acc[rr], scale, 1, lane, d);
     }
 }
 
@@ -255,12 +254,8 @@ __global__ void __launch_bounds__(AT_WARPS * 32) k_attn_bwd_dkv(float *dk, float
             float ds = p * (dp - Di);
             for (int ii = 0; ii < Lq; ii++) {
                 float pi = __shfl_sync(0xffffffffu, p, ii), dsi = __shfl_sync(0xffffffffu, ds, ii);
-                const float *qrow = Qs + ii * ld, *grow = dOs + ii * ld;
-#pragma unroll
-                for (int t = 0; t < DT; t++) {
-                    int e = lane + 32 * t;
-                    if (e < d) adv[rr][t] += pi * grow[e], adk[rr][t] += dsi * qrow[e];
-                }
+                lane_axpy(adv[rr], pi, dOs + ii * ld, lane, d);
+                lane_axpy(adk[rr], dsi, Qs + ii * ld, lane, d);
             }
         }
     }
@@ -269,11 +264,8 @@ __global__ void __launch_bounds__(AT_WARPS * 32) k_attn_bwd_dkv(float *dk, float
         int r = w * AT_RPW + rr;
         if (r >= Lk) continue;
         size_t row = (size_t)bh * N + j0 + r;
-#pragma unroll
-        for (int t = 0; t < DT; t++) {
-            int e = lane + 32 * t;
-            if (e < d) dv[row * d + e] += adv[rr][t], dk[row * d + e] += scale * adk[rr][t];
-        }
+        lane_put(dv + row * d, adv[rr], 1.f, 1, lane, d);
+        lane_put(dk + row * d, adk[rr], scale, 1, lane, d);
     }
 }
 
