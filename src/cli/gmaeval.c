@@ -31,6 +31,15 @@ static void usage(FILE *f) {
                "--dump-responsibilities FILE: raw query responsibilities, binary layout in docs/analysis.md.\n");
 }
 
+/* print o to path (written atomically) and free it; 0, or -1 with gma_error set */
+static int write_json(const char *path, cJSON *o) {
+    char *s = cJSON_Print(o);
+    cJSON_Delete(o);
+    int rc = gma_write_file_atomic(path, s, strlen(s));
+    free(s);
+    return rc;
+}
+
 static int fail(int code) {
     fprintf(stderr, "gmaeval: %s\n", gma_error());
     return code;
@@ -78,11 +87,7 @@ static int eval_classifier(Config *cfg, const char *dir, const char *data, int B
         cJSON_AddNumberToObject(o, "loss", r.loss);
         cJSON_AddNumberToObject(o, "acc", r.acc);
         cJSON_AddNumberToObject(o, "seconds", dt);
-        char *s = cJSON_Print(o);
-        cJSON_Delete(o);
-        int rc = gma_write_file_atomic(json, s, strlen(s));
-        free(s);
-        if (rc) return fail(1);
+        if (write_json(json, o)) return fail(1);
     }
     model_free(&m);
     clstask_close(&t);
@@ -404,11 +409,7 @@ int main(int argc, char **argv) {
             cJSON_AddNumberToObject(o, "word_ppl", r.word_ppl);
         }
         cJSON_AddNumberToObject(o, "seconds", dt);
-        char *s = cJSON_Print(o);
-        cJSON_Delete(o);
-        int rc = gma_write_file_atomic(json, s, strlen(s));
-        free(s);
-        if (rc) return fail(1);
+        if (write_json(json, o)) return fail(1);
     }
     if (analyze || dump) {
         int rc = run_analysis(&m, &cfg, &d, split, B, N, analyze, ajson, json, dump);
