@@ -22,10 +22,40 @@ static void write_bytes(const char *path, const void *p, size_t n) {
 
 static void mkdirs(const char *path) { ck_assert_int_eq(gma_mkdirs(path), 0); }
 
+/* tu_path(name), created: the folder of one test's files. */
+static const char *fresh_dir(const char *name) {
+    const char *dir = tu_path(name);
+    mkdirs(dir);
+    return dir;
+}
+
+/* dir/name in p (1200 bytes); returns p. */
+static char *join(char *p, const char *dir, const char *name) {
+    snprintf(p, 1200, "%s/%s", dir, name);
+    return p;
+}
+
+/* Write text to root/rel, creating the folders on the way. */
+static void write_tree(const char *root, const char *rel, const char *text) {
+    char p[1200], dir[1200];
+    join(p, root, rel);
+    snprintf(dir, sizeof dir, "%s", p);
+    *strrchr(dir, '/') = 0;
+    mkdirs(dir);
+    tu_write(p, text);
+}
+
 static void run_ok(const char *cmd) {
     char out[2048];
     int rc = tu_run(cmd, out, sizeof out);
     ck_assert_msg(rc == 0, "%s: %s", cmd, out);
+}
+
+/* The tar.gz archive arc of folder top inside root. */
+static void tar_gz(const char *root, const char *top, const char *arc) {
+    char cmd[3000];
+    snprintf(cmd, sizeof cmd, "cd '%s' && tar czf '%s' %s", root, arc, top);
+    run_ok(cmd);
 }
 
 /* Tokenize and evaluate a Source string. */
@@ -57,9 +87,26 @@ static void assert_error_has(const char *what) {
     ck_assert_msg(strstr(gma_error(), what) != NULL, "error '%s' does not name '%s'", gma_error(), what);
 }
 
-/* Every dataset invariant: offsets, token range, labels. */
-static void check_dataset(const ClsDataset *d) {
-    ck_assert_int_ge(d->n, 0);
+static void load_ok(ClsDataset *d, const char *task, const char *path, const char *split, const ClsOptions *o) {
+    ck_assert_msg(clsdata_load(d, task, path, split, o) == 0, "%s %s: %s", task, split, gma_error());
+}
+
+/* Loading fails with an error that names err1 and, when not NULL, err2. */
+static void load_fails(const char *task, const char *path, const char *split, const ClsOptions *o, const char *err1,
+                       const char *err2) {
+    ClsDataset d;
+    ck_assert_int_eq(clsdata_load(&d, task, path, split, o), -1);
+    assert_error_has(err1);
+    if (err2) assert_error_has(err2);
+}
+
+/* The shape (n examples of n_seq sequences, n_classes, vocab) and every dataset
+ * invariant: offsets, token range, labels. */
+static void check_dataset(const ClsDataset *d, int n, int n_seq, int n_classes, uint32_t vocab) {
+    ck_assert_int_eq(d->n, n);
+    ck_assert_int_eq(d->n_seq, n_seq);
+    ck_assert_int_eq(d->n_classes, n_classes);
+    ck_assert_uint_eq(d->vocab, vocab);
     ck_assert_uint_eq(d->off[0], 0);
     for (int i = 0; i < d->n * d->n_seq; i++) ck_assert_uint_le(d->off[i], d->off[i + 1]);
     for (uint64_t k = 0; k < d->off[(size_t)d->n * d->n_seq]; k++) {
@@ -221,15 +268,13 @@ START_TEST(t_listops_files) {
                     "--test", "5", "--seed", "3", "--min-len", "60", "--max-len", "300", NULL};
     ck_assert_int_eq(lra_generate_main(16, argv), 0);
     char p[1200];
-    snprintf(p, sizeof p, "%s/basic_train.tsv", dir);
-    char *first = read_all(p);
+    char *first = read_all(join(p, dir, "basic_train.tsv"));
     ck_assert_int_eq(strncmp(first, "Source\tTarget\n( ", 16), 0);
     /* same seed, same bytes */
     const char *dir2 = tu_path("listops_gen2");
     argv[3] = (char *)dir2;
     ck_assert_int_eq(lra_generate_main(16, argv), 0);
-    snprintf(p, sizeof p, "%s/basic_train.tsv", dir2);
-    char *second = read_all(p);
+    char *second = read_all(join(p, dir2, "basic_train.tsv"));
     ck_assert_str_eq(first, second);
     free(first);
     free(second);
@@ -240,13 +285,9 @@ START_TEST(t_listops_files) {
     int nh = 0;
     for (int s = 0; s < 3; s++) {
         ClsDataset d;
-        ck_assert_msg(clsdata_load(&d, "listops", dir, splits[s], NULL) == 0, "%s", gma_error());
-        ck_assert_int_eq(d.n, want[s]);
-        ck_assert_int_eq(d.n_seq, 1);
-        ck_assert_int_eq(d.n_classes, 10);
-        ck_assert_uint_eq(d.vocab, 16);
+        load_ok(&d, "listops", dir, splits[s], NULL);
+        check_dataset(&d, want[s], 1, 10, 16);
         ck_assert_int_eq(d.truncated, 0);
-        check_dataset(&d);
         for (int i = 0; i < d.n; i++) {
             size_t n;
             const uint32_t *t = clsdata_seq(&d, i, 0, &n);
@@ -279,16 +320,14 @@ END_TEST
 
 START_TEST(t_listops_official_format) {
     /* CRLF line ends as Python's csv module writes them, Target column first */
-    const char *dir = tu_path("listops_crlf");
-    mkdirs(dir);
+    const char *dir = fresh_dir("listops_crlf");
     char p[1200];
-    snprintf(p, sizeof p, "%s/basic_test.tsv", dir);
-    tu_write(p, "Target\tSource\r\n"
+    tu_write(join(p, dir, "basic_test.tsv"), "Target\tSource\r\n"
                 "9\t( ( ( ( [MAX 2 ) 9 ) ( ( ( [MED 5 ) 7 ) ] ) ) ] )\r\n"
                 "\r\n"
                 "4\t( ( ( ( [SM 9 ) 8 ) 7 ) ] )\r\n");
     ClsDataset d;
-    ck_assert_msg(clsdata_load(&d, "listops", dir, "test", NULL) == 0, "%s", gma_error());
+    load_ok(&d, "listops", dir, "test", NULL);
     ck_assert_int_eq(d.n, 2);
     ck_assert_int_eq(d.label[0], 9);
     ck_assert_int_eq(d.label[1], 4);
@@ -301,7 +340,7 @@ START_TEST(t_listops_official_format) {
     /* truncation: counted with truncate = 1, refused with truncate = 0 */
     ClsOptions o = clsdata_default_options();
     o.max_len = 6;
-    ck_assert_int_eq(clsdata_load(&d, "listops", dir, "test", &o), 0);
+    load_ok(&d, "listops", dir, "test", &o);
     ck_assert_int_eq(d.truncated, 1);
     t = clsdata_seq(&d, 0, 0, &n);
     ck_assert_uint_eq(n, 6);
@@ -316,11 +355,9 @@ START_TEST(t_listops_official_format) {
 END_TEST
 
 START_TEST(t_listops_bad) {
-    const char *dir = tu_path("listops_bad");
-    mkdirs(dir);
+    const char *dir = fresh_dir("listops_bad");
     char p[1200];
-    snprintf(p, sizeof p, "%s/basic_train.tsv", dir);
-    ClsDataset d;
+    join(p, dir, "basic_train.tsv");
     struct { const char *text, *err1, *err2; } cases[] = {
         {"Source\tTarget\n[MAX 1 2 ]\t2\n[MAX 1 2 ]\t2\textra\n", "basic_train.tsv:3", "3 TAB-separated fields"},
         {"Source\tTarget\n[MAX 1 2 ]\t12\n", "basic_train.tsv:2", "not a value 0..9"},
@@ -332,65 +369,43 @@ START_TEST(t_listops_bad) {
     };
     for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
         tu_write(p, cases[c].text);
-        ck_assert_int_eq(clsdata_load(&d, "listops", dir, "train", NULL), -1);
-        assert_error_has(cases[c].err1);
-        assert_error_has(cases[c].err2);
+        load_fails("listops", dir, "train", NULL, cases[c].err1, cases[c].err2);
     }
-    ck_assert_int_eq(clsdata_load(&d, "listops", dir, "valid", NULL), -1);
-    assert_error_has("basic_val.tsv");
-    ck_assert_int_eq(clsdata_load(&d, "listops", dir, "dev", NULL), -1);
-    assert_error_has("unknown split 'dev'");
-    ck_assert_int_eq(clsdata_load(&d, "pathfinder", dir, "train", NULL), -1);
-    assert_error_has("unknown classification task 'pathfinder'");
-    ck_assert_int_eq(clsdata_load(&d, "listops", tu_path("nowhere"), "train", NULL), -1);
-    assert_error_has("nowhere");
+    load_fails("listops", dir, "valid", NULL, "basic_val.tsv", NULL);
+    load_fails("listops", dir, "dev", NULL, "unknown split 'dev'", NULL);
+    load_fails("pathfinder", dir, "train", NULL, "unknown classification task 'pathfinder'", NULL);
+    load_fails("listops", tu_path("nowhere"), "train", NULL, "nowhere", NULL);
 }
 END_TEST
 
 /* ---------------------------------------------------------------- IMDB text */
 
-static void write_review(const char *root, const char *rel, const char *text) {
-    char p[1200];
-    snprintf(p, sizeof p, "%s/%s", root, rel);
-    char dir[1200];
-    snprintf(dir, sizeof dir, "%s", p);
-    *strrchr(dir, '/') = 0;
-    mkdirs(dir);
-    tu_write(p, text);
-}
-
 static const char *imdb_archive(void) {
     static char path[1200];
     if (path[0]) return path;
     const char *root = tu_path("imdb");
-    write_review(root, "aclImdb/README", "readme");
-    write_review(root, "aclImdb/imdb.vocab", "the\nand\n");
-    write_review(root, "aclImdb/train/labeledBow.feat", "0 0:1\n");
-    write_review(root, "aclImdb/train/urls_pos.txt", "http://x\n");
-    write_review(root, "aclImdb/train/pos/0_9.txt", "Great film.");
-    write_review(root, "aclImdb/train/pos/1_7.txt", "Loved it <br /> a lot");
-    write_review(root, "aclImdb/train/pos/950_8.txt", "valid pos");
-    write_review(root, "aclImdb/train/neg/3_2.txt", "Dull.\xff");
-    write_review(root, "aclImdb/train/neg/1905_1.txt", "valid neg");
-    write_review(root, "aclImdb/train/unsup/0_0.txt", "unlabelled");
-    write_review(root, "aclImdb/test/pos/0_10.txt", "test pos");
-    write_review(root, "aclImdb/test/neg/1_3.txt", "test neg, a longer review");
-    snprintf(path, sizeof path, "%s/aclImdb_v1.tar.gz", tu_tmpdir());
-    char cmd[2600];
-    snprintf(cmd, sizeof cmd, "cd '%s' && tar czf '%s' aclImdb", root, path);
-    run_ok(cmd);
+    write_tree(root, "aclImdb/README", "readme");
+    write_tree(root, "aclImdb/imdb.vocab", "the\nand\n");
+    write_tree(root, "aclImdb/train/labeledBow.feat", "0 0:1\n");
+    write_tree(root, "aclImdb/train/urls_pos.txt", "http://x\n");
+    write_tree(root, "aclImdb/train/pos/0_9.txt", "Great film.");
+    write_tree(root, "aclImdb/train/pos/1_7.txt", "Loved it <br /> a lot");
+    write_tree(root, "aclImdb/train/pos/950_8.txt", "valid pos");
+    write_tree(root, "aclImdb/train/neg/3_2.txt", "Dull.\xff");
+    write_tree(root, "aclImdb/train/neg/1905_1.txt", "valid neg");
+    write_tree(root, "aclImdb/train/unsup/0_0.txt", "unlabelled");
+    write_tree(root, "aclImdb/test/pos/0_10.txt", "test pos");
+    write_tree(root, "aclImdb/test/neg/1_3.txt", "test neg, a longer review");
+    join(path, tu_tmpdir(), "aclImdb_v1.tar.gz");
+    tar_gz(root, "aclImdb", path);
     return path;
 }
 
 START_TEST(t_text_imdb) {
     const char *arc = imdb_archive();
     ClsDataset d;
-    ck_assert_msg(clsdata_load(&d, "text", arc, "train", NULL) == 0, "%s", gma_error());
-    ck_assert_int_eq(d.n, 3);
-    ck_assert_int_eq(d.n_seq, 1);
-    ck_assert_int_eq(d.n_classes, 2);
-    ck_assert_uint_eq(d.vocab, 257);
-    check_dataset(&d);
+    load_ok(&d, "text", arc, "train", NULL);
+    check_dataset(&d, 3, 1, 2, 257);
     int i = find_seq(&d, "Great film.");
     ck_assert_int_ge(i, 0);
     ck_assert_int_eq(d.label[i], 1);
@@ -407,7 +422,7 @@ START_TEST(t_text_imdb) {
     ck_assert_uint_eq(t[5], 256); /* byte 0xff */
     clsdata_free(&d);
 
-    ck_assert_int_eq(clsdata_load(&d, "text", arc, "valid", NULL), 0);
+    load_ok(&d, "text", arc, "valid", NULL);
     ck_assert_int_eq(d.n, 2);
     ck_assert_int_eq(d.label[find_seq(&d, "valid pos")], 1);
     ck_assert_int_eq(d.label[find_seq(&d, "valid neg")], 0);
@@ -415,43 +430,32 @@ START_TEST(t_text_imdb) {
 
     ClsOptions o = clsdata_default_options();
     o.max_len = 10;
-    ck_assert_int_eq(clsdata_load(&d, "text", arc, "test", &o), 0);
+    load_ok(&d, "text", arc, "test", &o);
     ck_assert_int_eq(d.n, 2);
     ck_assert_int_eq(d.truncated, 1);
     ck_assert_int_eq(d.label[find_seq(&d, "test pos")], 1);
     ck_assert_int_eq(d.label[find_seq(&d, "test neg, ")], 0);
     clsdata_free(&d);
     o.truncate = 0;
-    ck_assert_int_eq(clsdata_load(&d, "text", arc, "test", &o), -1);
-    assert_error_has("aclImdb/test/neg/1_3.txt");
-    assert_error_has("longer than max_len 10");
+    load_fails("text", arc, "test", &o, "aclImdb/test/neg/1_3.txt", "longer than max_len 10");
 }
 END_TEST
 
 START_TEST(t_text_bad_archive) {
-    ClsDataset d;
     const char *root = tu_path("notimdb");
-    write_review(root, "reviews/train/pos/0_9.txt", "wrong layout");
-    char arc[1200], cmd[2600];
-    snprintf(arc, sizeof arc, "%s/notimdb.tar.gz", tu_tmpdir());
-    snprintf(cmd, sizeof cmd, "cd '%s' && tar czf '%s' reviews", root, arc);
-    run_ok(cmd);
-    ck_assert_int_eq(clsdata_load(&d, "text", arc, "train", NULL), -1);
-    assert_error_has("notimdb.tar.gz");
-    assert_error_has("no entries aclImdb/train/neg/*.txt");
+    write_tree(root, "reviews/train/pos/0_9.txt", "wrong layout");
+    char arc[1200];
+    tar_gz(root, "reviews", join(arc, tu_tmpdir(), "notimdb.tar.gz"));
+    load_fails("text", arc, "train", NULL, "notimdb.tar.gz", "no entries aclImdb/train/neg/*.txt");
     /* only pos present */
     const char *root2 = tu_path("halfimdb");
-    write_review(root2, "aclImdb/test/pos/0_9.txt", "only pos");
-    snprintf(arc, sizeof arc, "%s/halfimdb.tar.gz", tu_tmpdir());
-    snprintf(cmd, sizeof cmd, "cd '%s' && tar czf '%s' aclImdb", root2, arc);
-    run_ok(cmd);
-    ck_assert_int_eq(clsdata_load(&d, "text", arc, "test", NULL), -1);
-    assert_error_has("aclImdb/test/neg");
+    write_tree(root2, "aclImdb/test/pos/0_9.txt", "only pos");
+    tar_gz(root2, "aclImdb", join(arc, tu_tmpdir(), "halfimdb.tar.gz"));
+    load_fails("text", arc, "test", NULL, "aclImdb/test/neg", NULL);
     /* not an archive at all */
     const char *junk = tu_path("junk.tar.gz");
     tu_write(junk, "this is not an archive\n");
-    ck_assert_int_eq(clsdata_load(&d, "text", junk, "test", NULL), -1);
-    assert_error_has("junk.tar.gz");
+    load_fails("text", junk, "test", NULL, "junk.tar.gz", NULL);
 }
 END_TEST
 
@@ -473,13 +477,12 @@ static void cifar_batch(const char *dir, const char *name, int nrec, int label0,
         cifar_record(buf + (size_t)r * REC, r == bad_label_at ? 10 : (label0 + r) % 10, rgb, 255);
     }
     char p[1200];
-    snprintf(p, sizeof p, "%s/%s", dir, name);
-    write_bytes(p, buf, (size_t)nrec * REC);
+    write_bytes(join(p, dir, name), buf, (size_t)nrec * REC);
     free(buf);
 }
 
 static void cifar_archive(const char *name, int nbatches, int bad_label_batch, int short_batch, char *out) {
-    char root[1200], dir[1300], cmd[2800];
+    char root[1200], dir[1300];
     snprintf(root, sizeof root, "%s/%s.d", tu_tmpdir(), name);
     snprintf(dir, sizeof dir, "%s/cifar-10-batches-bin", root);
     mkdirs(dir);
@@ -490,26 +493,20 @@ static void cifar_archive(const char *name, int nbatches, int bad_label_batch, i
     }
     cifar_batch(dir, "test_batch.bin", 3, 0, -1);
     if (short_batch) {
-        char p[1400];
-        snprintf(p, sizeof p, "%s/test_batch.bin", dir);
+        char p[1200];
         uint8_t junk[100] = {0};
-        write_bytes(p, junk, sizeof junk);
+        write_bytes(join(p, dir, "test_batch.bin"), junk, sizeof junk);
     }
     tu_write(tu_path("batches.meta.txt"), "airplane\n");
-    snprintf(out, 1200, "%s/%s", tu_tmpdir(), name);
-    snprintf(cmd, sizeof cmd, "cd '%s' && tar czf '%s' cifar-10-batches-bin", root, out);
-    run_ok(cmd);
+    tar_gz(root, "cifar-10-batches-bin", join(out, tu_tmpdir(), name));
 }
 
 START_TEST(t_image_cifar) {
     char arc[1200];
     cifar_archive("cifar-10-binary.tar.gz", 5, 0, 0, arc);
     ClsDataset d;
-    ck_assert_msg(clsdata_load(&d, "image", arc, "train", NULL) == 0, "%s", gma_error());
-    ck_assert_int_eq(d.n, 4 * 2 + 2); /* batches 1-4 and the first half of batch 5 */
-    ck_assert_int_eq(d.n_classes, 10);
-    ck_assert_uint_eq(d.vocab, 257);
-    check_dataset(&d);
+    load_ok(&d, "image", arc, "train", NULL);
+    check_dataset(&d, 4 * 2 + 2, 1, 10, 257); /* batches 1-4 and the first half of batch 5 */
     for (int i = 0; i < d.n; i++) {
         size_t n;
         clsdata_seq(&d, i, 0, &n);
@@ -532,7 +529,7 @@ START_TEST(t_image_cifar) {
     ck_assert_uint_eq(t[0], 76 + 1);
     clsdata_free(&d);
 
-    ck_assert_int_eq(clsdata_load(&d, "image", arc, "valid", NULL), 0);
+    load_ok(&d, "image", arc, "valid", NULL);
     ck_assert_int_eq(d.n, 2); /* second half of batch 5: records 2, 3 */
     ck_assert_int_eq(d.label[0], 7);
     ck_assert_int_eq(d.label[1], 8);
@@ -540,7 +537,7 @@ START_TEST(t_image_cifar) {
     ck_assert_uint_eq(t[5], 54 + 1);
     clsdata_free(&d);
 
-    ck_assert_int_eq(clsdata_load(&d, "image", arc, "test", NULL), 0);
+    load_ok(&d, "image", arc, "test", NULL);
     ck_assert_int_eq(d.n, 3);
     ck_assert_int_eq(d.label[2], 2);
     /* R 20 G 40 B 60: 5.98 + 23.48 + 6.84 = 36.3 -> 36 */
@@ -554,41 +551,28 @@ START_TEST(t_image_bad) {
     char arc[1200];
     ClsDataset d;
     cifar_archive("cifar_missing.tar.gz", 3, 0, 0, arc);
-    ck_assert_int_eq(clsdata_load(&d, "image", arc, "train", NULL), -1);
-    assert_error_has("cifar_missing.tar.gz");
-    assert_error_has("data_batch_4.bin cifar-10-batches-bin/data_batch_5.bin");
-    ck_assert_int_eq(clsdata_load(&d, "image", arc, "test", NULL), 0); /* the test batch is there */
+    load_fails("image", arc, "train", NULL, "cifar_missing.tar.gz", "data_batch_4.bin cifar-10-batches-bin/data_batch_5.bin");
+    load_ok(&d, "image", arc, "test", NULL); /* the test batch is there */
     clsdata_free(&d);
     cifar_archive("cifar_badlabel.tar.gz", 5, 2, 0, arc);
-    ck_assert_int_eq(clsdata_load(&d, "image", arc, "train", NULL), -1);
-    assert_error_has("data_batch_2.bin, record 1 (byte 3073)");
-    assert_error_has("label 10 outside");
+    load_fails("image", arc, "train", NULL, "data_batch_2.bin, record 1 (byte 3073)", "label 10 outside");
     cifar_archive("cifar_short.tar.gz", 5, 0, 1, arc);
-    ck_assert_int_eq(clsdata_load(&d, "image", arc, "test", NULL), -1);
-    assert_error_has("test_batch.bin");
-    assert_error_has("not a whole number");
+    load_fails("image", arc, "test", NULL, "test_batch.bin", "not a whole number");
 }
 END_TEST
 
 /* ---------------------------------------------------------------- AAN retrieval */
 
 START_TEST(t_retrieval) {
-    const char *dir = tu_path("aan");
-    mkdirs(dir);
+    const char *dir = fresh_dir("aan");
     char p[1200];
-    snprintf(p, sizeof p, "%s/new_aan_pairs.train.tsv", dir);
-    tu_write(p, "1\taan/P01\taan/P02\tfirst doc\tsecond\n"
+    tu_write(join(p, dir, "new_aan_pairs.train.tsv"), "1\taan/P01\taan/P02\tfirst doc\tsecond\n"
                 "0.0\taan/P03\taan/P04\tabc\t\n"
                 "1.0\taan/P05\taan/P06\tlonger document text here\txy\n");
-    snprintf(p, sizeof p, "%s/new_aan_pairs.eval.tsv", dir);
-    tu_write(p, "label\tid1\tid2\ttext1\ttext2\n0\ta\tb\tq\tr\n");
+    tu_write(join(p, dir, "new_aan_pairs.eval.tsv"), "label\tid1\tid2\ttext1\ttext2\n0\ta\tb\tq\tr\n");
     ClsDataset d;
-    ck_assert_msg(clsdata_load(&d, "retrieval", dir, "train", NULL) == 0, "%s", gma_error());
-    ck_assert_int_eq(d.n, 3);
-    ck_assert_int_eq(d.n_seq, 2);
-    ck_assert_int_eq(d.n_classes, 2);
-    ck_assert_uint_eq(d.vocab, 257);
-    check_dataset(&d);
+    load_ok(&d, "retrieval", dir, "train", NULL);
+    check_dataset(&d, 3, 2, 2, 257);
     ck_assert_str_eq(seq_str(&d, 0, 0), "first doc");
     ck_assert_str_eq(seq_str(&d, 0, 1), "second");
     ck_assert_str_eq(seq_str(&d, 1, 1), "");
@@ -600,48 +584,38 @@ START_TEST(t_retrieval) {
     clsdata_free(&d);
     ClsOptions o = clsdata_default_options();
     o.max_len = 5;
-    ck_assert_int_eq(clsdata_load(&d, "retrieval", dir, "train", &o), 0);
+    load_ok(&d, "retrieval", dir, "train", &o);
     ck_assert_int_eq(d.truncated, 3); /* "first doc", "second", "longer..." */
     ck_assert_str_eq(seq_str(&d, 2, 0), "longe");
     clsdata_free(&d);
-    ck_assert_int_eq(clsdata_load(&d, "retrieval", dir, "valid", NULL), 0); /* header skipped */
+    load_ok(&d, "retrieval", dir, "valid", NULL); /* header skipped */
     ck_assert_int_eq(d.n, 1);
     clsdata_free(&d);
-    ck_assert_int_eq(clsdata_load(&d, "retrieval", dir, "test", NULL), -1);
-    assert_error_has("new_aan_pairs.test.tsv");
+    load_fails("retrieval", dir, "test", NULL, "new_aan_pairs.test.tsv", NULL);
     /* bad lines */
-    snprintf(p, sizeof p, "%s/new_aan_pairs.train.tsv", dir);
+    join(p, dir, "new_aan_pairs.train.tsv");
     tu_write(p, "1\ta\tb\tx\ty\n0\ta\tb\tonly four\n");
-    ck_assert_int_eq(clsdata_load(&d, "retrieval", dir, "train", NULL), -1);
-    assert_error_has("new_aan_pairs.train.tsv:2");
-    assert_error_has("4 TAB-separated fields, expected 5");
+    load_fails("retrieval", dir, "train", NULL, "new_aan_pairs.train.tsv:2", "4 TAB-separated fields, expected 5");
     tu_write(p, "1\ta\tb\tx\ty\n\n2\ta\tb\tx\ty\n");
-    ck_assert_int_eq(clsdata_load(&d, "retrieval", dir, "train", NULL), -1);
-    assert_error_has("new_aan_pairs.train.tsv:3");
-    assert_error_has("label 2 outside the 2 classes");
+    load_fails("retrieval", dir, "train", NULL, "new_aan_pairs.train.tsv:3", "label 2 outside the 2 classes");
     tu_write(p, "yes\ta\tb\tx\ty\n");
-    ck_assert_int_eq(clsdata_load(&d, "retrieval", dir, "train", NULL), -1);
-    assert_error_has("new_aan_pairs.train.tsv:1");
+    load_fails("retrieval", dir, "train", NULL, "new_aan_pairs.train.tsv:1", NULL);
     o.max_len = 1;
     o.truncate = 0;
     tu_write(p, "1\ta\tb\tx\ty\n1\ta\tb\tx\tyy\n");
-    ck_assert_int_eq(clsdata_load(&d, "retrieval", dir, "train", &o), -1);
-    assert_error_has("new_aan_pairs.train.tsv:2");
-    assert_error_has("longer than max_len 1");
+    load_fails("retrieval", dir, "train", &o, "new_aan_pairs.train.tsv:2", "longer than max_len 1");
 }
 END_TEST
 
 
 START_TEST(t_retrieval_bytes_literal) {
     /* the LRA release writes texts as Python bytes literals (repr of bytes) */
-    const char *dir = tu_path("aan_lit");
-    mkdirs(dir);
+    const char *dir = fresh_dir("aan_lit");
     char p[1200];
-    snprintf(p, sizeof p, "%s/new_aan_pairs.test.tsv", dir);
-    tu_write(p, "1\ta\tb\tb'it\\'s \"q\"\\tx\\n\\x00\\xff\\\\ end'\tb\"only ' single\"\n"
+    tu_write(join(p, dir, "new_aan_pairs.test.tsv"), "1\ta\tb\tb'it\\'s \"q\"\\tx\\n\\x00\\xff\\\\ end'\tb\"only ' single\"\n"
                 "0\ta\tb\tb'\\101\\7z \\q'\tplain 'text'\n");
     ClsDataset d;
-    ck_assert_msg(clsdata_load(&d, "retrieval", dir, "test", NULL) == 0, "%s", gma_error());
+    load_ok(&d, "retrieval", dir, "test", NULL);
     ck_assert_int_eq(d.n, 2);
     size_t n;
     const uint32_t *t = clsdata_seq(&d, 0, 0, &n);
@@ -653,46 +627,35 @@ START_TEST(t_retrieval_bytes_literal) {
     ck_assert_str_eq(seq_str(&d, 1, 1), "plain 'text'");
     clsdata_free(&d);
     tu_write(p, "1\ta\tb\tb'bad \\x4'\tb''\n");
-    ck_assert_int_eq(clsdata_load(&d, "retrieval", dir, "test", NULL), -1);
-    assert_error_has("new_aan_pairs.test.tsv:1: text1: malformed \\x escape");
+    load_fails("retrieval", dir, "test", NULL, "new_aan_pairs.test.tsv:1: text1: malformed \\x escape", NULL);
 }
 END_TEST
 
 START_TEST(t_release_archive) {
     /* listops and retrieval files read straight from an archive in the release layout */
     const char *root = tu_path("release");
-    char p[1400], cmd[3000], arc[1200];
-    snprintf(p, sizeof p, "%s/lra_release/lra_release/listops-1000", root);
-    mkdirs(p);
-    snprintf(p, sizeof p, "%s/lra_release/lra_release/listops-1000/basic_test.tsv", root);
-    tu_write(p, "Source\tTarget\n( ( ( [SM 4 ) 8 ) ] )\t2\n( ( ( [MIN 4 ) 8 ) ] )\t4\n");
-    snprintf(p, sizeof p, "%s/lra_release/lra_release/tsv_data", root);
-    mkdirs(p);
-    snprintf(p, sizeof p, "%s/lra_release/lra_release/tsv_data/new_aan_pairs.eval.tsv", root);
-    tu_write(p, "1\ta\tb\tb'x'\tb'yz'\n");
-    snprintf(arc, sizeof arc, "%s/lra_release.gz", tu_tmpdir());
-    snprintf(cmd, sizeof cmd, "cd '%s' && tar czf '%s' lra_release", root, arc);
-    run_ok(cmd);
+    char arc[1200];
+    write_tree(root, "lra_release/lra_release/listops-1000/basic_test.tsv",
+               "Source\tTarget\n( ( ( [SM 4 ) 8 ) ] )\t2\n( ( ( [MIN 4 ) 8 ) ] )\t4\n");
+    write_tree(root, "lra_release/lra_release/tsv_data/new_aan_pairs.eval.tsv", "1\ta\tb\tb'x'\tb'yz'\n");
+    tar_gz(root, "lra_release", join(arc, tu_tmpdir(), "lra_release.gz"));
     ClsDataset d;
-    ck_assert_msg(clsdata_load(&d, "listops", arc, "test", NULL) == 0, "%s", gma_error());
+    load_ok(&d, "listops", arc, "test", NULL);
     ck_assert_int_eq(d.n, 2);
     ck_assert_int_eq(d.label[0], 2);
     ck_assert_int_eq(d.label[1], 4);
     clsdata_free(&d);
-    ck_assert_msg(clsdata_load(&d, "retrieval", arc, "valid", NULL) == 0, "%s", gma_error());
+    load_ok(&d, "retrieval", arc, "valid", NULL);
     ck_assert_int_eq(d.n, 1);
     ck_assert_str_eq(seq_str(&d, 0, 1), "yz");
     clsdata_free(&d);
-    ck_assert_int_eq(clsdata_load(&d, "listops", arc, "train", NULL), -1);
-    assert_error_has("lra_release.gz: archive has no entry named basic_train.tsv");
+    load_fails("listops", arc, "train", NULL, "lra_release.gz: archive has no entry named basic_train.tsv", NULL);
     /* an error inside an archive entry names the entry and the line */
-    snprintf(p, sizeof p, "%s/lra_release/lra_release/listops-1000/basic_test.tsv", root);
-    tu_write(p, "Source\tTarget\n( ( ( [SM 4 ) 8 ) ] )\t2\n( ( ( [MIN 4 ) 8 ) ] )\n");
-    snprintf(arc, sizeof arc, "%s/lra_release2.tar.gz", tu_tmpdir());
-    snprintf(cmd, sizeof cmd, "cd '%s' && tar czf '%s' lra_release", root, arc);
-    run_ok(cmd);
-    ck_assert_int_eq(clsdata_load(&d, "listops", arc, "test", NULL), -1);
-    assert_error_has("entry lra_release/lra_release/listops-1000/basic_test.tsv:3: malformed line");
+    write_tree(root, "lra_release/lra_release/listops-1000/basic_test.tsv",
+               "Source\tTarget\n( ( ( [SM 4 ) 8 ) ] )\t2\n( ( ( [MIN 4 ) 8 ) ] )\n");
+    tar_gz(root, "lra_release", join(arc, tu_tmpdir(), "lra_release2.tar.gz"));
+    load_fails("listops", arc, "test", NULL, "entry lra_release/lra_release/listops-1000/basic_test.tsv:3: malformed line",
+               NULL);
 }
 END_TEST
 
@@ -707,112 +670,89 @@ static void gz_write(const char *path, const char *text) {
 }
 
 START_TEST(t_generic_tsv) {
-    const char *dir = tu_path("gen_tsv");
-    mkdirs(dir);
+    const char *dir = fresh_dir("gen_tsv");
     char p[1200];
-    snprintf(p, sizeof p, "%s/train.tsv.gz", dir);
-    gz_write(p, "1\tspam-2/0001\tFrom: x\\nSubject: hi\\n\\nbody\\twith\\\\tab\\r\n"
+    gz_write(join(p, dir, "train.tsv.gz"), "1\tspam-2/0001\tFrom: x\\nSubject: hi\\n\\nbody\\twith\\\\tab\\r\n"
                 "0\teasy-ham-1/0002\tno header here\n"
                 "0\ttwo fields\n");
-    snprintf(p, sizeof p, "%s/valid.tsv", dir);
-    tu_write(p, "1\tv/1\tSubject: a\\r\\n\\r\\nbody2\n");
-    snprintf(p, sizeof p, "%s/test.tsv", dir);
-    tu_write(p, "0\tt/1\tx\n");
+    tu_write(join(p, dir, "valid.tsv"), "1\tv/1\tSubject: a\\r\\n\\r\\nbody2\n");
+    tu_write(join(p, dir, "test.tsv"), "0\tt/1\tx\n");
     ClsDataset d;
-    ck_assert_msg(clsdata_load(&d, "tsv", dir, "train", NULL) == 0, "%s", gma_error());
-    ck_assert_int_eq(d.n, 3);
-    ck_assert_int_eq(d.n_classes, 2);
-    ck_assert_uint_eq(d.vocab, 257);
-    check_dataset(&d);
+    load_ok(&d, "tsv", dir, "train", NULL);
+    check_dataset(&d, 3, 1, 2, 257);
     ck_assert_str_eq(seq_str(&d, 0, 0), "From: x\nSubject: hi\n\nbody\twith\\tab\r");
     ck_assert_str_eq(seq_str(&d, 2, 0), "two fields");
     ck_assert_int_eq(d.label[0], 1);
     clsdata_free(&d);
     ClsOptions o = clsdata_default_options();
     o.strip_headers = 1;
-    ck_assert_int_eq(clsdata_load(&d, "tsv", dir, "train", &o), 0);
+    load_ok(&d, "tsv", dir, "train", &o);
     ck_assert_str_eq(seq_str(&d, 0, 0), "body\twith\\tab\r");
     ck_assert_str_eq(seq_str(&d, 1, 0), "no header here"); /* no empty line: kept */
     clsdata_free(&d);
-    ck_assert_int_eq(clsdata_load(&d, "tsv", dir, "valid", &o), 0);
+    load_ok(&d, "tsv", dir, "valid", &o);
     ck_assert_str_eq(seq_str(&d, 0, 0), "body2");
     ck_assert_int_eq(d.n_classes, 2); /* inferred from all splits */
     clsdata_free(&d);
     /* one file directly */
-    ck_assert_int_eq(clsdata_load(&d, "tsv", p, "test", NULL), 0);
+    load_ok(&d, "tsv", p, "test", NULL);
     ck_assert_int_eq(d.n, 1);
     ck_assert_int_eq(d.n_classes, 1); /* inferred from this one file (class 0 only): pass n_classes */
     clsdata_free(&d);
     /* bad input */
     o = clsdata_default_options();
     o.n_classes = 2;
-    tu_write(p, "0\tx\n1\ty\n2\tz\n");
-    ck_assert_int_eq(clsdata_load(&d, "tsv", dir, "test", &o), -1);
-    assert_error_has("test.tsv:3");
-    assert_error_has("label 2 outside the 2 classes");
-    tu_write(p, "0\tx\nno tab on this line\n");
-    ck_assert_int_eq(clsdata_load(&d, "tsv", dir, "test", &o), -1);
-    assert_error_has("test.tsv:2: malformed line");
-    tu_write(p, "0\tx\n1\tid\ttext\textra\n");
-    ck_assert_int_eq(clsdata_load(&d, "tsv", dir, "test", &o), -1);
-    assert_error_has("test.tsv:2: malformed line: 4");
-    tu_write(p, "0\tbad \\q escape\n");
-    ck_assert_int_eq(clsdata_load(&d, "tsv", dir, "test", &o), -1);
-    assert_error_has("test.tsv:1: bad escape at byte 4");
-    tu_write(p, "0\ttrailing \\\n");
-    ck_assert_int_eq(clsdata_load(&d, "tsv", dir, "test", &o), -1);
-    assert_error_has("bad escape");
-    tu_write(p, "0\tx\nham\ty\n");
-    ck_assert_int_eq(clsdata_load(&d, "tsv", dir, "test", &o), -1);
-    assert_error_has("test.tsv:2: label is a name but");
+    struct { const char *text, *err1, *err2; } cases[] = {
+        {"0\tx\n1\ty\n2\tz\n", "test.tsv:3", "label 2 outside the 2 classes"},
+        {"0\tx\nno tab on this line\n", "test.tsv:2: malformed line", NULL},
+        {"0\tx\n1\tid\ttext\textra\n", "test.tsv:2: malformed line: 4", NULL},
+        {"0\tbad \\q escape\n", "test.tsv:1: bad escape at byte 4", NULL},
+        {"0\ttrailing \\\n", "bad escape", NULL},
+        {"0\tx\nham\ty\n", "test.tsv:2: label is a name but", NULL},
+    };
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        tu_write(p, cases[c].text);
+        load_fails("tsv", dir, "test", &o, cases[c].err1, cases[c].err2);
+    }
     o.max_len = 3;
     o.truncate = 0;
     tu_write(p, "0\txyz\n1\twxyz\n");
-    ck_assert_int_eq(clsdata_load(&d, "tsv", dir, "test", &o), -1);
-    assert_error_has("test.tsv:2: sequence of 4 tokens is longer than max_len 3");
-    ck_assert_int_eq(clsdata_load(&d, "tsv", tu_path("gen_none"), "test", &o), -1);
-    assert_error_has("gen_none");
+    load_fails("tsv", dir, "test", &o, "test.tsv:2: sequence of 4 tokens is longer than max_len 3", NULL);
+    load_fails("tsv", tu_path("gen_none"), "test", &o, "gen_none", NULL);
 }
 END_TEST
 
 START_TEST(t_generic_jsonl) {
-    const char *dir = tu_path("gen_jsonl");
-    mkdirs(dir);
+    const char *dir = fresh_dir("gen_jsonl");
     char p[1200];
-    snprintf(p, sizeof p, "%s/train.jsonl", dir);
-    tu_write(p, "{\"text\": \"good \\u00e9\\n\", \"label\": \"pos\"}\n"
+    tu_write(join(p, dir, "train.jsonl"), "{\"text\": \"good \\u00e9\\n\", \"label\": \"pos\"}\n"
                 "{\"label\": \"neg\", \"text\": \"bad\"}\n"
                 "\n"
                 "{\"text\": \"meh\", \"label\": \"neutral\", \"extra\": 1}\n");
-    snprintf(p, sizeof p, "%s/valid.jsonl.gz", dir);
-    gz_write(p, "{\"text\": \"v\", \"label\": \"pos\"}\n");
+    gz_write(join(p, dir, "valid.jsonl.gz"), "{\"text\": \"v\", \"label\": \"pos\"}\n");
     ClsDataset d;
-    ck_assert_msg(clsdata_load(&d, "jsonl", dir, "train", NULL) == 0, "%s", gma_error());
-    ck_assert_int_eq(d.n, 3);
-    ck_assert_int_eq(d.n_classes, 3);
-    check_dataset(&d);
+    load_ok(&d, "jsonl", dir, "train", NULL);
+    check_dataset(&d, 3, 1, 3, 257);
     /* names in byte order: neg 0, neutral 1, pos 2 */
     ck_assert_int_eq(d.label[0], 2);
     ck_assert_int_eq(d.label[1], 0);
     ck_assert_int_eq(d.label[2], 1);
     ck_assert_str_eq(seq_str(&d, 0, 0), "good \xc3\xa9\n");
     clsdata_free(&d);
-    ck_assert_int_eq(clsdata_load(&d, "jsonl", dir, "valid", NULL), 0);
+    load_ok(&d, "jsonl", dir, "valid", NULL);
     ck_assert_int_eq(d.n, 1);
     ck_assert_int_eq(d.n_classes, 3);
     ck_assert_int_eq(d.label[0], 2); /* same class as in train */
     clsdata_free(&d);
     /* numbers */
-    snprintf(p, sizeof p, "%s/test.jsonl", dir);
-    tu_write(p, "{\"text\": \"a\", \"label\": 0}\n{\"text\": \"b\", \"label\": 4}\n");
-    ck_assert_int_eq(clsdata_load(&d, "jsonl", p, "test", NULL), 0);
+    tu_write(join(p, dir, "test.jsonl"), "{\"text\": \"a\", \"label\": 0}\n{\"text\": \"b\", \"label\": 4}\n");
+    load_ok(&d, "jsonl", p, "test", NULL);
     ck_assert_int_eq(d.n_classes, 5);
     ck_assert_int_eq(d.label[1], 4);
     clsdata_free(&d);
     ClsOptions o = clsdata_default_options();
     o.n_classes = 3;
-    ck_assert_int_eq(clsdata_load(&d, "jsonl", p, "test", &o), -1);
-    assert_error_has("test.jsonl:2: label 4 outside the 3 classes");
+    load_fails("jsonl", p, "test", &o, "test.jsonl:2: label 4 outside the 3 classes", NULL);
     struct { const char *text, *err; } cases[] = {
         {"{\"text\": \"a\", \"label\": 0}\n{\"text\": \"a\", \"label\": 0\n", "test.jsonl:2: malformed JSON"},
         {"{\"text\": 5, \"label\": 0}\n", "test.jsonl:1: expected an object"},
@@ -823,17 +763,15 @@ START_TEST(t_generic_jsonl) {
     };
     for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
         tu_write(p, cases[c].text);
-        ck_assert_int_eq(clsdata_load(&d, "jsonl", p, "test", NULL), -1);
-        assert_error_has(cases[c].err);
+        load_fails("jsonl", p, "test", NULL, cases[c].err, NULL);
     }
 }
 END_TEST
 
 START_TEST(t_corrupt_gzip) {
-    const char *dir = tu_path("gen_corrupt");
-    mkdirs(dir);
+    const char *dir = fresh_dir("gen_corrupt");
     char p[1200];
-    snprintf(p, sizeof p, "%s/train.tsv.gz", dir);
+    join(p, dir, "train.tsv.gz");
     /* a gzip stream cut short */
     static char text[200000];
     for (size_t i = 0; i + 1 < sizeof text; i++) text[i] = (i % 97 == 96) ? '\n' : (char)('a' + (i * 7919) % 26);
@@ -843,9 +781,7 @@ START_TEST(t_corrupt_gzip) {
     char *all = gma_read_file(p, &n);
     write_bytes(p, all, n / 2);
     free(all);
-    ClsDataset d;
-    ck_assert_int_eq(clsdata_load(&d, "tsv", dir, "train", NULL), -1);
-    assert_error_has("train.tsv.gz");
+    load_fails("tsv", dir, "train", NULL, "train.tsv.gz", NULL);
 }
 END_TEST
 
