@@ -25,107 +25,16 @@ static Config tiny_config(const char *mixer) {
     return c;
 }
 
-/* ---------------- one mixer layer ---------------- */
-typedef struct {
-    Mixer *m;
-    ParamTable pt;
-    real *params, *grads, *act, *scratch, *h, *y, *r;
-    MixerCtx ctx;
-    size_t n;
-} MixCtx;
-
-static double mix_loss(void *p) {
-    MixCtx *c = p;
-    c->m->vt->forward(c->m, &c->ctx, c->y, c->h, c->params, c->act, c->scratch);
-    return gc_dot(c->y, c->r, c->n);
-}
-
-static void mix_setup(MixCtx *c, const Config *cfg, const char *name, int B, int N, int causal, const uint8_t *mask,
-                      uint64_t seed) {
-    memset(c, 0, sizeof *c);
-    int D = cfg->model.d_model;
-    c->m = mixer_find(name)->create(cfg, 0, &c->pt, "blocks.0.mixer");
-    ck_assert_msg(c->m != NULL, "%s", gma_error());
-    Rng rng;
-    rng_seed(&rng, seed);
-    c->params = xcalloc(c->pt.total, sizeof(real));
-    c->grads = xcalloc(c->pt.total, sizeof(real));
-    pt_init(&c->pt, c->params, &rng);
-    if (c->m->vt->init) c->m->vt->init(c->m, c->params, &rng);
-    c->act = xcalloc(c->m->vt->act_size(c->m, B, N), sizeof(real));
-    c->scratch = xcalloc(c->m->vt->scratch_size(c->m, B, N), sizeof(real));
-    c->n = (size_t)B * N * D;
-    c->h = xcalloc(c->n, sizeof(real));
-    c->y = xcalloc(c->n, sizeof(real));
-    c->r = xcalloc(c->n, sizeof(real));
-    gc_fill(c->h, c->n, &rng, 1);
-    gc_fill(c->r, c->n, &rng, 1);
-    c->ctx = (MixerCtx){.B = B, .N = N, .causal = causal, .keymask = mask, .training = 1};
-}
-
-static void mix_free(MixCtx *c) {
-    c->m->vt->destroy(c->m);
-    pt_free(&c->pt);
-    free(c->params), free(c->grads), free(c->act), free(c->scratch), free(c->h), free(c->y), free(c->r);
-}
-
-static void mixer_case_cfg(const Config *cfg, const char *name, int causal, int padded) {
-    MixCtx c;
-    int B = 2, N = 7, D = cfg->model.d_model;
-    static uint8_t mask[14] = {1, 1, 1, 1, 1, 0, 0, 1, 1, 1, 1, 1, 1, 1}; /* sequence 0: 2 pad tokens at the end */
-    mix_setup(&c, cfg, name, B, N, causal, padded ? mask : NULL, 42 + causal + 2 * padded);
-    mix_loss(&c);
-    real *dh = xcalloc(c.n, sizeof(real));
-    c.m->vt->backward(c.m, &c.ctx, dh, c.r, c.h, c.params, c.grads, c.act, c.scratch);
-    char nm[160];
-    snprintf(nm, sizeof nm, "%s %s%s dh", name, causal ? "causal" : "bidir", padded ? " padded" : "");
-    GC_ASSERT(nm, gc_check(mix_loss, &c, c.h, dh, c.n));
-    for (int i = 0; i < c.pt.n; i++) {
-        ParamInfo *p = &c.pt.t[i];
-        if (p->group == GROUP_BUFFER) continue; /* not trained (performer omega) */
-        snprintf(nm, sizeof nm, "%s %s%s %s", name, causal ? "causal" : "bidir", padded ? " padded" : "", p->name + 15);
-        GC_ASSERT(nm, gc_check(mix_loss, &c, c.params + p->offset, c.grads + p->offset, p->numel));
-    }
-    /* accumulate contract: a second backward doubles the gradients */
-    real *g1 = xcalloc(c.pt.total, sizeof(real));
-    memcpy(g1, c.grads, c.pt.total * sizeof(real));
-    mix_loss(&c);
-    c.m->vt->backward(c.m, &c.ctx, dh, c.r, c.h, c.params, c.grads, c.act, c.scratch);
-    for (size_t i = 0; i < c.pt.total; i++) ck_assert(fabs(c.grads[i] - 2 * g1[i]) <= 1e-12 * (1 + fabs(g1[i])));
-    free(g1);
-    if (padded) { /* a change at a padded position leaves other positions' outputs unchanged */
-        mix_loss(&c);
-        real *y0 = xcalloc(c.n, sizeof(real));
-        memcpy(y0, c.y, c.n * sizeof(real));
-        for (int e = 0; e < D; e++) c.h[5 * D + e] += 3;
-        mix_loss(&c);
-        for (int n = 0; n < B * N; n++)
-            if (n != 5)
-                for (int e = 0; e < D; e++)
-                    ck_assert_msg(fabs(c.y[n * D + e] - y0[n * D + e]) < 1e-12, "%s: padding leaked into row %d", name, n);
-        free(y0);
-    }
-    free(dh);
-    mix_free(&c);
-}
+/* ---------------- one mixer layer (gradcheck.h gc_mixer_case) ---------------- */
 static void mixer_case(const char *name, int causal, int padded) {
     Config cfg = tiny_config(name);
     cfg.model.causal = causal;
-    mixer_case_cfg(&cfg, name, causal, padded);
+    gc_mixer_case(&cfg, name, causal, padded);
 }
 
-#define MIXER_TESTS(nm, name)                                              \
-    START_TEST(test_##nm##_causal) { mixer_case(name, 1, 0); }             \
-    END_TEST                                                               \
-    START_TEST(test_##nm##_bidir) { mixer_case(name, 0, 0); }              \
-    END_TEST                                                               \
-    START_TEST(test_##nm##_causal_padded) { mixer_case(name, 1, 1); }      \
-    END_TEST                                                               \
-    START_TEST(test_##nm##_bidir_padded) { mixer_case(name, 0, 1); }       \
-    END_TEST
-MIXER_TESTS(sdpa_ref, "sdpa_ref")
-MIXER_TESTS(linear, "linear")
-MIXER_TESTS(performer, "performer")
+GC_MIXER_TESTS(sdpa_ref, "sdpa_ref")
+GC_MIXER_TESTS(linear, "linear")
+GC_MIXER_TESTS(performer, "performer")
 START_TEST(test_linformer_bidir) { mixer_case("linformer", 0, 0); }
 END_TEST
 START_TEST(test_linformer_bidir_padded) { mixer_case("linformer", 0, 1); }
@@ -135,27 +44,27 @@ END_TEST
 START_TEST(test_auto_both_paths) {
     Config cfg = tiny_config("auto");
     cfg.model.auto_threshold = 8; /* N = 7 < 8: sdpa */
-    MixCtx c;
-    mix_setup(&c, &cfg, "auto", 2, 7, 1, NULL, 5);
+    GcMix c;
+    gc_mix_setup(&c, &cfg, "auto", 2, 7, 1, NULL, 5);
     ck_assert_str_eq(mixer_auto_choice(c.m, 7), "sdpa");
     ck_assert_str_eq(mixer_auto_choice(c.m, 8), "gma");
     ck_assert_int_ge(pt_find(&c.pt, "blocks.0.mixer.gma.mu"), 0);
     ck_assert_int_ge(pt_find(&c.pt, "blocks.0.mixer.q.weight"), 0);
     /* the sdpa path equals a sdpa layer with the same projections */
-    MixCtx s;
-    mix_setup(&s, &cfg, "sdpa", 2, 7, 1, NULL, 5);
+    GcMix s;
+    gc_mix_setup(&s, &cfg, "sdpa", 2, 7, 1, NULL, 5);
     for (int i = 0; i < AP_N; i++)
         memcpy(s.params + s.pt.t[i].offset, c.params + c.pt.t[c.m->p[i]].offset, s.pt.t[i].numel * sizeof(real));
     memcpy(s.h, c.h, c.n * sizeof(real));
-    mix_loss(&c);
-    mix_loss(&s);
+    gc_mix_loss(&c);
+    gc_mix_loss(&s);
     for (size_t i = 0; i < c.n; i++) ck_assert(c.y[i] == s.y[i]);
-    mix_free(&s);
-    mix_free(&c);
-    mixer_case_cfg(&cfg, "auto", 1, 1);
+    gc_mix_free(&s);
+    gc_mix_free(&c);
+    gc_mixer_case(&cfg, "auto", 1, 1);
     cfg.model.auto_threshold = 4; /* N = 7 >= 4: gma */
-    mixer_case_cfg(&cfg, "auto", 1, 1);
-    mixer_case_cfg(&cfg, "auto", 0, 0);
+    gc_mixer_case(&cfg, "auto", 1, 1);
+    gc_mixer_case(&cfg, "auto", 0, 0);
 }
 END_TEST
 
@@ -171,11 +80,11 @@ static void tiled_case(int B, int H, int N, int causal, int padded, int threads)
         for (int i = 0; i < B * N; i++) mask[i] = (i % N) < N - 1 - 13 * (i / N) || (i % N) == 3 ? 1 : 0;
     }
     ops_set_threads(threads);
-    MixCtx a, b;
-    mix_setup(&a, &cfg, "sdpa", B, N, causal, mask, 9);
-    mix_setup(&b, &cfg, "sdpa_ref", B, N, causal, mask, 9);
-    mix_loss(&a);
-    mix_loss(&b);
+    GcMix a, b;
+    gc_mix_setup(&a, &cfg, "sdpa", B, N, causal, mask, 9);
+    gc_mix_setup(&b, &cfg, "sdpa_ref", B, N, causal, mask, 9);
+    gc_mix_loss(&a);
+    gc_mix_loss(&b);
     double ey = 0, ym = 0;
     for (size_t i = 0; i < a.n; i++) ey = fmax(ey, fabs(a.y[i] - b.y[i])), ym = fmax(ym, fabs(b.y[i]));
     real *da = xcalloc(a.n, sizeof(real)), *db = xcalloc(a.n, sizeof(real));
@@ -189,8 +98,8 @@ static void tiled_case(int B, int H, int N, int causal, int padded, int threads)
     ck_assert(ey < 1e-12 * ym);
     ck_assert(eg < 1e-12 * gm);
     free(da), free(db), free(mask);
-    mix_free(&a);
-    mix_free(&b);
+    gc_mix_free(&a);
+    gc_mix_free(&b);
     ops_set_threads(2);
 }
 START_TEST(test_tiled_vs_ref) {
@@ -230,29 +139,7 @@ static void causal_case(const char *mixer, double tol) {
     Config cfg = tiny_config(mixer);
     if (!strcmp(mixer, "mamba")) cfg.model.mlp = 0;
     ck_assert_msg(cfg_validate(&cfg) == 0, "%s", gma_error());
-    Model m;
-    ck_assert_int_eq(model_build(&m, &cfg), 0);
-    int B = 1, N = 8;
-    model_alloc(&m, B, N);
-    model_init_params(&m, 11);
-    int32_t tok[8] = {1, 5, 2, 7, 3, 9, 4, 6}, tgt[8] = {5, 2, 7, 3, 9, 4, 6, 1};
-    LossStats st;
-    ck_assert_int_eq(model_forward(&m, tok, tgt, B, N, NULL, 0, &st, 0, 0), 0);
-    size_t R = (size_t)B * N;
-    real *logit0 = xcalloc(R * m.V, sizeof(real));
-    memcpy(logit0, m.logits, R * m.V * sizeof(real));
-    tok[6] = 10; /* change a future token */
-    ck_assert_int_eq(model_forward(&m, tok, tgt, B, N, NULL, 0, &st, 0, 0), 0);
-    double worst = 0;
-    for (int i = 0; i < 6; i++)
-        for (int v = 0; v < m.V; v++) worst = fmax(worst, fabs(m.logits[i * m.V + v] - logit0[i * m.V + v]));
-    printf("causality %-10s max change of earlier logits %.2e\n", mixer, worst);
-    ck_assert_msg(worst <= tol, "%s: earlier logits changed by %.3e", mixer, worst);
-    int changed = 0;
-    for (int v = 0; v < m.V; v++) changed |= m.logits[6 * m.V + v] != logit0[6 * m.V + v];
-    ck_assert_msg(changed, "position 6 must see its own token");
-    free(logit0);
-    model_free(&m);
+    gc_causal_case(&cfg, mixer, tol);
 }
 START_TEST(test_causal_baselines) {
     causal_case("sdpa", 0);
@@ -268,8 +155,8 @@ END_TEST
 START_TEST(test_performer_redraw) {
     Config cfg = tiny_config("performer");
     cfg.performer.redraw = 2;
-    MixCtx c;
-    mix_setup(&c, &cfg, "performer", 1, 7, 1, NULL, 1);
+    GcMix c;
+    gc_mix_setup(&c, &cfg, "performer", 1, 7, 1, NULL, 1);
     int io = pt_find(&c.pt, "blocks.0.mixer.performer.omega");
     ck_assert_int_ge(io, 0);
     ck_assert_int_eq(c.pt.t[io].group, GROUP_BUFFER);
@@ -281,32 +168,32 @@ START_TEST(test_performer_redraw) {
     for (int i = 0; i < 4; i++)
         for (int j = 0; j < i; j++) ck_assert(fabs(gc_dot(om + i * 4, om + j * 4, 4)) < 1e-12);
     c.ctx.step = 1;
-    mix_loss(&c);
+    gc_mix_loss(&c);
     ck_assert(memcmp(om, o0, n * sizeof(real)) == 0);
     c.ctx.step = 2;
-    mix_loss(&c);
+    gc_mix_loss(&c);
     ck_assert(memcmp(om, o0, n * sizeof(real)) != 0);
     memcpy(o2, om, sizeof o2);
     c.ctx.step = 3;
-    mix_loss(&c);
+    gc_mix_loss(&c);
     ck_assert(memcmp(om, o2, n * sizeof(real)) == 0);
     c.ctx.step = 4;
     c.ctx.training = 0; /* evaluation never redraws */
-    mix_loss(&c);
+    gc_mix_loss(&c);
     ck_assert(memcmp(om, o2, n * sizeof(real)) == 0);
     /* resume: a fresh mixer at step 3 draws the same features (a pure function of seed, layer, step / redraw) */
-    MixCtx d;
-    mix_setup(&d, &cfg, "performer", 1, 7, 1, NULL, 99);
+    GcMix d;
+    gc_mix_setup(&d, &cfg, "performer", 1, 7, 1, NULL, 99);
     d.ctx.step = 3;
-    mix_loss(&d);
+    gc_mix_loss(&d);
     ck_assert(memcmp(d.params + d.pt.t[io].offset, o2, n * sizeof(real)) == 0);
     /* omega is not counted as a trained parameter */
     size_t trained = 0;
     for (int i = 0; i < c.pt.n; i++)
         if (c.pt.t[i].group != GROUP_BUFFER) trained += c.pt.t[i].numel;
     ck_assert_uint_eq(pt_count_trained(&c.pt), trained);
-    mix_free(&d);
-    mix_free(&c);
+    gc_mix_free(&d);
+    gc_mix_free(&c);
 }
 END_TEST
 

@@ -11,71 +11,22 @@
 
 static Config tiny_config(void) { return tu_tiny_config("gma"); }
 
-typedef struct {
-    Mixer *m;
-    ParamTable pt;
-    real *params, *grads, *act, *scratch, *h, *y, *r;
-    MixerCtx ctx;
-    size_t n;
-    double w; /* diversity weight */
-} MixCtx;
-
-static double mix_loss(void *p) {
-    MixCtx *c = p;
-    c->m->vt->forward(c->m, &c->ctx, c->y, c->h, c->params, c->act, c->scratch);
-    double l = gc_dot(c->y, c->r, c->n);
-    if (c->w != 0) l += c->w * c->m->vt->health->div_value(c->m);
-    return l;
-}
-
 /* sets: "a.b=v;c.d=w" config assignments */
 static void mixer_case(const char *label, const char *sets, int causal, int padded) {
     Config cfg = tiny_config();
     tu_apply_sets(&cfg, sets);
-    MixCtx c;
-    memset(&c, 0, sizeof c);
-    int B = 2, N = 7, D = cfg.model.d_model;
-    c.m = mixer_find("gma")->create(&cfg, 0, &c.pt, "blocks.0.mixer");
+    GcMix c;
     Rng rng;
     rng_seed(&rng, 42 + causal + 2 * padded);
-    c.params = xcalloc(c.pt.total, sizeof(real));
-    c.grads = xcalloc(c.pt.total, sizeof(real));
-    pt_init(&c.pt, c.params, &rng);
-    if (c.m->vt->init) c.m->vt->init(c.m, c.params, &rng);
+    gc_mix_create(&c, &cfg, "gma", &rng);
     /* give the biases and router something to do */
     for (int i = 0; i < c.pt.n; i++)
         if (strstr(c.pt.t[i].name, "router.bias") || strstr(c.pt.t[i].name, "prior_logits"))
             gc_fill(c.params + c.pt.t[i].offset, c.pt.t[i].numel, &rng, 0.5);
-    c.act = xcalloc(c.m->vt->act_size(c.m, B, N), sizeof(real));
-    c.scratch = xcalloc(c.m->vt->scratch_size(c.m, B, N), sizeof(real));
-    c.n = (size_t)B * N * D;
-    c.h = xcalloc(c.n, sizeof(real));
-    c.y = xcalloc(c.n, sizeof(real));
-    c.r = xcalloc(c.n, sizeof(real));
-    gc_fill(c.h, c.n, &rng, 1);
-    gc_fill(c.r, c.n, &rng, 1);
-    c.w = cfg.gma.div_weight;
-    static uint8_t mask[14] = {1, 1, 1, 1, 1, 0, 0, 1, 1, 1, 1, 1, 1, 1};
-    c.ctx = (MixerCtx){.B = B, .N = N, .causal = causal, .keymask = padded ? mask : NULL, .training = 1, .div_scale = c.w};
-    mix_loss(&c);
-    real *dh = xcalloc(c.n, sizeof(real));
-    c.m->vt->backward(c.m, &c.ctx, dh, c.r, c.h, c.params, c.grads, c.act, c.scratch);
-    char nm[160];
-    snprintf(nm, sizeof nm, "%s dh", label);
-    GC_ASSERT(nm, gc_check(mix_loss, &c, c.h, dh, c.n));
-    for (int i = 0; i < c.pt.n; i++) {
-        ParamInfo *p = &c.pt.t[i];
-        if (p->group == GROUP_BUFFER) { /* no gradient into the memory */
-            for (size_t j = 0; j < p->numel; j++) ck_assert(c.grads[p->offset + j] == 0);
-            continue;
-        }
-        snprintf(nm, sizeof nm, "%s %s", label, p->name + 15);
-        GC_ASSERT(nm, gc_check(mix_loss, &c, c.params + p->offset, c.grads + p->offset, p->numel));
-    }
-    free(dh);
-    free(c.params), free(c.grads), free(c.act), free(c.scratch), free(c.h), free(c.y), free(c.r);
-    c.m->vt->destroy(c.m);
-    pt_free(&c.pt);
+    gc_mix_batch(&c, 2, 7, causal, padded ? gc_pad_mask : NULL, &rng);
+    c.w = c.ctx.div_scale = cfg.gma.div_weight;
+    free(gc_mix_check(&c, label)); /* buffers (the EMA memory) get no gradient */
+    gc_mix_free(&c);
 }
 
 START_TEST(test_softmax_causal) { mixer_case("softmax causal", "gma.routing=softmax", 1, 0); }
