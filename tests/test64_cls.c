@@ -88,24 +88,20 @@ static void head_case(int pair) {
     for (int i = 0; i < c.pt.n; i++) /* non-zero biases too */
         gc_fill(c.params + c.pt.t[i].offset, c.pt.t[i].numel, &rng, 0.5);
     size_t np = (size_t)c.B * (pair ? 2 : 1) * D;
-    c.pooled = xcalloc(np, sizeof(real));
-    gc_fill(c.pooled, np, &rng, 1);
+    c.pooled = gc_random(np, &rng, 1);
     c.logits = xcalloc((size_t)c.B * C, sizeof(real));
-    c.r = xcalloc((size_t)c.B * C, sizeof(real));
-    gc_fill(c.r, (size_t)c.B * C, &rng, 1);
+    c.r = gc_random((size_t)c.B * C, &rng, 1);
     size_t na = cls_head_act_size(&c.h, c.B);
     c.act = xcalloc(na + 1, sizeof(real));
     c.scratch = xcalloc(na + 1, sizeof(real));
     head_loss(&c);
     real *dp = xcalloc(np, sizeof(real));
     cls_head_backward(&c.h, dp, c.grads, c.r, c.act, c.pooled, c.params, c.scratch, c.B);
-    char nm[96];
-    snprintf(nm, sizeof nm, "%s head d pooled", pair ? "two-sequence" : "linear");
-    GC_ASSERT(nm, gc_check(head_loss, &c, c.pooled, dp, np));
-    for (int i = 0; i < c.pt.n; i++) {
-        snprintf(nm, sizeof nm, "%s head %s", pair ? "two-sequence" : "linear", c.pt.t[i].name);
-        GC_ASSERT(nm, gc_check(head_loss, &c, c.params + c.pt.t[i].offset, c.grads + c.pt.t[i].offset, c.pt.t[i].numel));
-    }
+    const char *label = pair ? "two-sequence head" : "linear head";
+    gc_assert_grad(label, "d pooled", head_loss, &c, c.pooled, dp, np);
+    for (int i = 0; i < c.pt.n; i++)
+        gc_assert_grad(label, c.pt.t[i].name, head_loss, &c, c.params + c.pt.t[i].offset, c.grads + c.pt.t[i].offset,
+                       c.pt.t[i].numel);
     free(dp);
     free(c.params), free(c.grads), free(c.act), free(c.scratch), free(c.pooled), free(c.logits), free(c.r);
     pt_free(&c.pt);
@@ -116,9 +112,9 @@ START_TEST(test_head_pair) { head_case(1); }
 END_TEST
 
 /* ---------------- whole classifier ---------------- */
+/* tu_tiny_config as a classifier (its gma.chunk only splits causal scans: unused here) */
 static Config cls_config(const char *mixer, const char *pooling, int n_seq) {
-    Config c;
-    cfg_defaults(&c);
+    Config c = tu_tiny_config(mixer);
     snprintf(c.model.task, sizeof c.model.task, "classify");
     snprintf(c.data.source, sizeof c.data.source, "cls");
     snprintf(c.data.path, sizeof c.data.path, "unused");
@@ -126,18 +122,8 @@ static Config cls_config(const char *mixer, const char *pooling, int n_seq) {
     c.model.vocab_size = 9;
     c.model.n_classes = 3;
     c.model.n_seq = n_seq;
-    c.model.d_model = 8;
-    c.model.n_heads = 2;
-    c.model.n_layers = 2;
-    c.model.d_ff = 12;
-    c.model.max_seq_len = 8;
-    c.train.seq_len = 8;
-    c.model.init_std = 0.3;
-    c.gma.n_components = 3;
     c.linformer.k = 5;          /* baselines: k < N_max = 8 */
     c.performer.features = 5;
-    snprintf(c.model.mixer[0], sizeof c.model.mixer[0], "%s", mixer);
-    c.model.n_mixer = 1;
     return c;
 }
 
@@ -183,19 +169,13 @@ static void model_case(const char *mixer, const char *pooling, int n_seq) {
     for (int i = 0; i < c.m.pt.n; i++)
         if (c.m.pt.t[i].group == GROUP_BIAS) gc_fill(c.m.params + c.m.pt.t[i].offset, c.m.pt.t[i].numel, &rng, 0.2);
     fill_batch(&c, 3);
-    cls_loss(&c);
-    model_zero_grad(&c.m);
-    model_backward(&c.m, 1.0);
-    real *g = xcalloc(c.m.pt.total, sizeof(real));
-    memcpy(g, c.m.grads, c.m.pt.total * sizeof(real));
-    double worst = gc_check_table(&c.m.pt, c.m.params, g, cls_loss, &c, mixer);
+    double worst = gc_model_grads(&c.m, cls_loss, &c, mixer);
     ck_assert_int_ge(pt_find(&c.m.pt, "head.weight"), 0);
     ck_assert_int_eq(pt_find(&c.m.pt, "cls_token") >= 0, !strcmp(pooling, "cls"));
     ck_assert_int_eq(pt_find(&c.m.pt, "head.mlp.fc.weight") >= 0, n_seq == 2);
     char nm[96];
     snprintf(nm, sizeof nm, "2-layer classifier %s %s n_seq %d (%d tensors)", mixer, pooling, n_seq, c.m.pt.n);
     GC_ASSERT(nm, worst);
-    free(g);
     model_free(&c.m);
 }
 

@@ -24,15 +24,11 @@ START_TEST(test_linear) {
     Rng rng;
     rng_seed(&rng, 1);
     LinCtx c = {.R = 5, .I = 4, .O = 3};
-    c.x = xcalloc(20, sizeof(real));
-    c.W = xcalloc(12, sizeof(real));
-    c.b = xcalloc(3, sizeof(real));
+    c.x = gc_random(20, &rng, 1);
+    c.W = gc_random(12, &rng, 1);
+    c.b = gc_random(3, &rng, 1);
     c.out = xcalloc(15, sizeof(real));
-    c.r = xcalloc(15, sizeof(real));
-    gc_fill(c.x, 20, &rng, 1);
-    gc_fill(c.W, 12, &rng, 1);
-    gc_fill(c.b, 3, &rng, 1);
-    gc_fill(c.r, 15, &rng, 1);
+    c.r = gc_random(15, &rng, 1);
     real dx[20] = {0}, dW[12] = {0}, db[3] = {0};
     lin_loss(&c);
     linear_backward(dx, dW, db, c.r, c.x, c.W, c.R, c.I, c.O);
@@ -62,17 +58,13 @@ START_TEST(test_layernorm) {
     rng_seed(&rng, 2);
     int R = 4, C = 7;
     LnCtx c = {.R = R, .C = C};
-    c.x = xcalloc(R * C, sizeof(real));
-    c.w = xcalloc(C, sizeof(real));
-    c.b = xcalloc(C, sizeof(real));
+    c.x = gc_random(R * C, &rng, 2);
+    c.w = gc_random(C, &rng, 1);
+    c.b = gc_random(C, &rng, 1);
     c.out = xcalloc(R * C, sizeof(real));
-    c.r = xcalloc(R * C, sizeof(real));
+    c.r = gc_random(R * C, &rng, 1);
     c.mean = xcalloc(R, sizeof(real));
     c.rstd = xcalloc(R, sizeof(real));
-    gc_fill(c.x, R * C, &rng, 2);
-    gc_fill(c.w, C, &rng, 1);
-    gc_fill(c.b, C, &rng, 1);
-    gc_fill(c.r, R * C, &rng, 1);
     real dx[28] = {0}, dw[7] = {0}, db[7] = {0};
     ln_loss(&c);
     g_ops->layernorm_backward(dx, dw, db, c.r, c.x, c.w, c.mean, c.rstd, R, C);
@@ -100,11 +92,9 @@ START_TEST(test_gelu) {
     Rng rng;
     rng_seed(&rng, 3);
     GeluCtx c = {.n = 40};
-    c.x = xcalloc(40, sizeof(real));
+    c.x = gc_random(40, &rng, 2);
     c.out = xcalloc(40, sizeof(real));
-    c.r = xcalloc(40, sizeof(real));
-    gc_fill(c.x, 40, &rng, 2);
-    gc_fill(c.r, 40, &rng, 1);
+    c.r = gc_random(40, &rng, 1);
     real dx[40] = {0};
     g_ops->gelu_backward(dx, c.r, c.x, 40);
     GC_ASSERT("gelu dx", gc_check(gelu_loss, &c, c.x, dx, 40));
@@ -126,13 +116,10 @@ START_TEST(test_embedding) {
     Rng rng;
     rng_seed(&rng, 4);
     EmbCtx c = {.B = 2, .T = 3, .C = 4, .V = 5, .tok = {1, 4, 1, 0, 2, 4}};
-    c.wte = xcalloc(20, sizeof(real));
-    c.wpe = xcalloc(12, sizeof(real));
+    c.wte = gc_random(20, &rng, 1);
+    c.wpe = gc_random(12, &rng, 1);
     c.out = xcalloc(24, sizeof(real));
-    c.r = xcalloc(24, sizeof(real));
-    gc_fill(c.wte, 20, &rng, 1);
-    gc_fill(c.wpe, 12, &rng, 1);
-    gc_fill(c.r, 24, &rng, 1);
+    c.r = gc_random(24, &rng, 1);
     real dwte[20] = {0}, dwpe[12] = {0};
     g_ops->embed_backward(dwte, dwpe, c.r, c.tok, 2, 3, 4);
     GC_ASSERT("embedding dwte", gc_check(emb_loss, &c, c.wte, dwte, 20));
@@ -155,10 +142,9 @@ START_TEST(test_xent) {
     Rng rng;
     rng_seed(&rng, 5);
     XeCtx c = {.R = 5, .V = 6, .tgt = {2, -1, 0, 5, 3}};
-    c.logits = xcalloc(30, sizeof(real));
+    c.logits = gc_random(30, &rng, 2);
     c.loss = xcalloc(5, sizeof(real));
     c.valid = xcalloc(5, sizeof(real));
-    gc_fill(c.logits, 30, &rng, 2);
     double l = xe_loss(&c);
     ck_assert(l > 0);
     real g[30];
@@ -184,11 +170,9 @@ START_TEST(test_softmax_rows) {
     Rng rng;
     rng_seed(&rng, 6);
     SmCtx c = {.R = 3, .C = 5};
-    c.x = xcalloc(15, sizeof(real));
+    c.x = gc_random(15, &rng, 1);
     c.y = xcalloc(15, sizeof(real));
-    c.r = xcalloc(15, sizeof(real));
-    gc_fill(c.x, 15, &rng, 1);
-    gc_fill(c.r, 15, &rng, 1);
+    c.r = gc_random(15, &rng, 1);
     sm_loss(&c);
     real g[15];
     memcpy(g, c.r, sizeof g);
@@ -216,24 +200,18 @@ static void linmix_case(int causal, int chunk, const char *label) {
     size_t nf = (size_t)c.BH * c.N * c.F, nd = (size_t)c.BH * c.N * c.d;
     c.q = xcalloc(nf, sizeof(real));
     c.k = xcalloc(nf, sizeof(real));
-    c.v = xcalloc(nd, sizeof(real));
+    for (size_t i = 0; i < nf; i++) c.q[i] = (real)(0.1 + rng_uniform(&rng)), c.k[i] = (real)(0.1 + rng_uniform(&rng));
+    c.v = gc_random(nd, &rng, 1);
     c.out = xcalloc(nd, sizeof(real));
-    c.r = xcalloc(nd, sizeof(real));
+    c.r = gc_random(nd, &rng, 1);
     c.den = xcalloc(c.BH * c.N, sizeof(real));
     c.state = xcalloc((size_t)c.BH * c.N * (c.F * c.d + c.F), sizeof(real));
-    for (size_t i = 0; i < nf; i++) c.q[i] = (real)(0.1 + rng_uniform(&rng)), c.k[i] = (real)(0.1 + rng_uniform(&rng));
-    gc_fill(c.v, nd, &rng, 1);
-    gc_fill(c.r, nd, &rng, 1);
     real *dq = xcalloc(nf, sizeof(real)), *dk = xcalloc(nf, sizeof(real)), *dv = xcalloc(nd, sizeof(real));
     lm_loss(&c);
     g_ops->linmix_backward(dq, dk, dv, c.r, c.out, c.den, c.state, c.q, c.k, c.v, c.BH, c.N, c.F, c.d, causal, chunk);
-    char nm[64];
-    snprintf(nm, sizeof nm, "linmix %s dphq", label);
-    GC_ASSERT(nm, gc_check(lm_loss, &c, c.q, dq, nf));
-    snprintf(nm, sizeof nm, "linmix %s dphk", label);
-    GC_ASSERT(nm, gc_check(lm_loss, &c, c.k, dk, nf));
-    snprintf(nm, sizeof nm, "linmix %s dv", label);
-    GC_ASSERT(nm, gc_check(lm_loss, &c, c.v, dv, nd));
+    gc_assert_grad(label, "dphq", lm_loss, &c, c.q, dq, nf);
+    gc_assert_grad(label, "dphk", lm_loss, &c, c.k, dk, nf);
+    gc_assert_grad(label, "dv", lm_loss, &c, c.v, dv, nd);
     lm_loss(&c); /* outputs at the unperturbed inputs */
     if (causal) { /* causal output i must not depend on v_j, j > i: compare with the quadratic form */
         for (int h = 0; h < c.BH; h++)
@@ -250,11 +228,11 @@ static void linmix_case(int causal, int chunk, const char *label) {
             }
     }
 }
-START_TEST(test_linmix_bidir) { linmix_case(0, 64, "bidirectional"); }
+START_TEST(test_linmix_bidir) { linmix_case(0, 64, "linmix bidirectional"); }
 END_TEST
-START_TEST(test_linmix_causal) { linmix_case(1, 3, "causal chunk 3"); }
+START_TEST(test_linmix_causal) { linmix_case(1, 3, "linmix causal chunk 3"); }
 END_TEST
-START_TEST(test_linmix_causal_one_chunk) { linmix_case(1, 64, "causal chunk 64"); }
+START_TEST(test_linmix_causal_one_chunk) { linmix_case(1, 64, "linmix causal chunk 64"); }
 END_TEST
 
 /* ---------------- GMA routing ---------------- */
@@ -274,17 +252,12 @@ static void route_case(int shared) {
     RtCtx c = {.B = 2, .H = 2, .N = 3, .d = 4, .Kc = 3, .shared = shared};
     int Hp = shared ? 1 : c.H;
     size_t nx = (size_t)c.B * c.H * c.N * c.d, np = (size_t)Hp * c.Kc * c.d, ng = (size_t)c.B * c.H * c.N * c.Kc;
-    c.x = xcalloc(nx, sizeof(real));
-    c.mu = xcalloc(np, sizeof(real));
-    c.var = xcalloc(np, sizeof(real));
-    c.prior = xcalloc(Hp * c.Kc, sizeof(real));
+    c.x = gc_random(nx, &rng, 1);
+    c.mu = gc_random(np, &rng, 1);
+    c.var = gc_random(np, &rng, 0.5);
+    c.prior = gc_random(Hp * c.Kc, &rng, 0.5);
     c.gamma = xcalloc(ng, sizeof(real));
-    c.r = xcalloc(ng, sizeof(real));
-    gc_fill(c.x, nx, &rng, 1);
-    gc_fill(c.mu, np, &rng, 1);
-    gc_fill(c.var, np, &rng, 0.5);
-    gc_fill(c.prior, Hp * c.Kc, &rng, 0.5);
-    gc_fill(c.r, ng, &rng, 1);
+    c.r = gc_random(ng, &rng, 1);
     rt_loss(&c);
     for (int i = 0; i < c.B * c.H * c.N; i++) { /* responsibilities sum to one */
         double s = 0;
@@ -296,15 +269,10 @@ static void route_case(int shared) {
     g_ops->gma_route_backward(dx, dmu, dvar, dpr, c.r, c.gamma, c.x, c.mu, c.var, c.prior, c.B, c.H, c.N, c.d, c.Kc,
                               0.8, 1e-4, shared);
     const char *s = shared ? "gma route shared" : "gma route";
-    char nm[64];
-    snprintf(nm, sizeof nm, "%s dx", s);
-    GC_ASSERT(nm, gc_check(rt_loss, &c, c.x, dx, nx));
-    snprintf(nm, sizeof nm, "%s dmu", s);
-    GC_ASSERT(nm, gc_check(rt_loss, &c, c.mu, dmu, np));
-    snprintf(nm, sizeof nm, "%s dvar_raw", s);
-    GC_ASSERT(nm, gc_check(rt_loss, &c, c.var, dvar, np));
-    snprintf(nm, sizeof nm, "%s dprior", s);
-    GC_ASSERT(nm, gc_check(rt_loss, &c, c.prior, dpr, Hp * c.Kc));
+    gc_assert_grad(s, "dx", rt_loss, &c, c.x, dx, nx);
+    gc_assert_grad(s, "dmu", rt_loss, &c, c.mu, dmu, np);
+    gc_assert_grad(s, "dvar_raw", rt_loss, &c, c.var, dvar, np);
+    gc_assert_grad(s, "dprior", rt_loss, &c, c.prior, dpr, Hp * c.Kc);
     rt_loss(&c);
     /* the spec's formula, written out for one row */
     int h = 1 % Hp, row = 1 * c.N + 2; /* batch 0, head 1, position 2 */
