@@ -104,21 +104,6 @@ START_TEST(test_learns_and_keeps_best) {
 }
 END_TEST
 
-/* byte-compare every tensor of two safetensors files */
-static void same_tensors(const char *a, const char *b) {
-    StFile fa, fb;
-    ck_assert_msg(st_open(&fa, a) == 0, "%s", gma_error());
-    ck_assert_msg(st_open(&fb, b) == 0, "%s", gma_error());
-    ck_assert_int_eq(fa.n, fb.n);
-    for (int i = 0; i < fa.n; i++) {
-        const StEntry *e = st_find(&fb, fa.e[i].name);
-        ck_assert_ptr_nonnull(e);
-        ck_assert_msg(memcmp(e->data, fa.e[i].data, 4 * e->numel) == 0, "tensor %s differs", e->name);
-    }
-    st_close(&fa);
-    st_close(&fb);
-}
-
 START_TEST(test_resume_exact) {
     make_data();
     /* 600 examples / 16 = 37.5 batches an epoch: 50 steps cross an epoch boundary */
@@ -127,10 +112,7 @@ START_TEST(test_resume_exact) {
     ck_assert_msg(run("./bin/gmatrain --config %s --out %s --quiet %s --set train.steps=20", tu_path("z.json"), tu_path("half"), s) == 0,
                   "%s", g_out);
     ck_assert_msg(run("./bin/gmatrain --resume %s --quiet --set train.steps=50", tu_path("half")) == 0, "%s", g_out);
-    char a[1024], b[1024];
-    snprintf(a, sizeof a, "%s/latest/model.safetensors", tu_path("full"));
-    snprintf(b, sizeof b, "%s/latest/model.safetensors", tu_path("half"));
-    same_tensors(a, b);
+    tu_same_tensors(tu_path("full"), tu_path("half"), "latest/model.safetensors");
 }
 END_TEST
 

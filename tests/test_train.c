@@ -21,35 +21,14 @@ static const char *TINY =
     " \"data\": {\"recall_vocab\": 20, \"recall_pairs\": 4, \"recall_valid\": 16, \"recall_test\": 16}}\n";
 
 
-/* byte-compare every tensor of two safetensors files */
-static void same_tensors(const char *a, const char *b) {
-    StFile fa, fb;
-    ck_assert_msg(st_open(&fa, a) == 0, "%s", gma_error());
-    ck_assert_msg(st_open(&fb, b) == 0, "%s", gma_error());
-    ck_assert_int_eq(fa.n, fb.n);
-    for (int i = 0; i < fa.n; i++) {
-        const StEntry *e = st_find(&fb, fa.e[i].name);
-        ck_assert_ptr_nonnull(e);
-        ck_assert_int_eq(e->numel, fa.e[i].numel);
-        ck_assert_msg(memcmp(e->data, fa.e[i].data, 4 * e->numel) == 0, "tensor %s differs", e->name);
-    }
-    st_close(&fa);
-    st_close(&fb);
-}
-
 START_TEST(test_resume_is_exact) {
     tu_write(tu_path("tiny.json"), TINY);
     ck_assert_msg(run("./bin/gmatrain --config %s --out %s --quiet", tu_path("tiny.json"), tu_path("full")) == 0, "%s", g_out);
     ck_assert_msg(run("./bin/gmatrain --config %s --out %s --quiet --set train.steps=4", tu_path("tiny.json"), tu_path("half")) == 0,
                   "%s", g_out);
     ck_assert_msg(run("./bin/gmatrain --resume %s --quiet --set train.steps=8", tu_path("half")) == 0, "%s", g_out);
-    char a[1024], b[1024];
-    snprintf(a, sizeof a, "%s/latest/model.safetensors", tu_path("full"));
-    snprintf(b, sizeof b, "%s/latest/model.safetensors", tu_path("half"));
-    same_tensors(a, b);
-    snprintf(a, sizeof a, "%s/latest/optim.safetensors", tu_path("full"));
-    snprintf(b, sizeof b, "%s/latest/optim.safetensors", tu_path("half"));
-    same_tensors(a, b);
+    tu_same_tensors(tu_path("full"), tu_path("half"), "latest/model.safetensors");
+    tu_same_tensors(tu_path("full"), tu_path("half"), "latest/optim.safetensors");
     /* run outputs */
     char p[1024];
     const char *files[] = {"config.json", "metrics.jsonl", "summary.json"};

@@ -2,6 +2,7 @@
 #include "testutil.h"
 
 #include "core/config.h"
+#include "core/safetensors.h"
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -82,6 +83,24 @@ int run(const char *fmt, ...) {
     vsnprintf(cmd, sizeof cmd, fmt, ap);
     va_end(ap);
     return tu_run(cmd, g_out, sizeof g_out);
+}
+
+void tu_same_tensors(const char *run_a, const char *run_b, const char *rel) {
+    char a[1200], b[1200];
+    snprintf(a, sizeof a, "%s/%s", run_a, rel);
+    snprintf(b, sizeof b, "%s/%s", run_b, rel);
+    StFile fa, fb;
+    ck_assert_msg(st_open(&fa, a) == 0, "%s", gma_error());
+    ck_assert_msg(st_open(&fb, b) == 0, "%s", gma_error());
+    ck_assert_int_eq(fa.n, fb.n);
+    for (int i = 0; i < fa.n; i++) {
+        const StEntry *e = st_find(&fb, fa.e[i].name);
+        ck_assert_ptr_nonnull(e);
+        ck_assert_int_eq(e->numel, fa.e[i].numel);
+        ck_assert_msg(memcmp(e->data, fa.e[i].data, 4 * e->numel) == 0, "tensor %s differs", e->name);
+    }
+    st_close(&fa);
+    st_close(&fb);
 }
 
 Config tu_tiny_config(const char *mixer) {

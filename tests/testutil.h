@@ -22,6 +22,9 @@ int tu_run(const char *cmd, char *out, size_t cap);
 /* tu_run of a printf-formatted command; output (up to 64 KiB) lands in g_out. */
 extern char g_out[65536];
 int run(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* Byte-compare every tensor of the safetensors file rel (e.g. "latest/model.safetensors")
+ * in the run folders run_a and run_b: the same names, sizes and bits. */
+void tu_same_tensors(const char *run_a, const char *run_b, const char *rel);
 /* A tiny model config (V 11, D 8, H 2, L 2, d_ff 12, N 8, Kc 3, chunk 3) for gradient checks. */
 Config tu_tiny_config(const char *mixer);
 /* Apply "a.b=v;c.d=w" config assignments to c, then validate it (asserting both). */
