@@ -72,6 +72,24 @@ static void expect_ids(Tokenizer *t, const char *s, size_t len, const uint32_t *
     free(back);
     free(ids);
 }
+/* t saved to the folder tu_path(name), then loaded by the spec "<kind>:<folder><file>":
+ * the same vocabulary size */
+static Tokenizer *save_and_load(const Tokenizer *t, const char *kind, const char *name, const char *file) {
+    ck_assert_int_eq(tokenizer_save(t, tu_path(name)), 0);
+    char spec[600];
+    snprintf(spec, sizeof spec, "%s:%s%s", kind, tu_path(name), file);
+    Tokenizer *t2 = tokenizer_load(spec, NULL);
+    ck_assert_msg(t2 != NULL, "%s: %s", spec, gma_error());
+    ck_assert_uint_eq(tokenizer_vocab_size(t2), tokenizer_vocab_size(t));
+    return t2;
+}
+
+/* tokenizer_load(spec, dir) is refused with an error that names what */
+static void load_fails(const char *spec, const char *dir, const char *what) {
+    ck_assert_ptr_null(tokenizer_load(spec, dir));
+    ck_assert_msg(strstr(gma_error(), what) != NULL, "error '%s' does not name '%s'", gma_error(), what);
+}
+
 #define EXPECT(t, s, ...)                                                        \
     do {                                                                         \
         const uint32_t w_[] = {__VA_ARGS__};                                     \
@@ -219,20 +237,15 @@ START_TEST(test_word_tokenizer) {
     ck_assert_uint_eq(ids[1], 12);
     free(ids);
     /* save / load */
-    ck_assert_int_eq(tokenizer_save(t, tu_path("wv")), 0);
-    char spec[600];
-    snprintf(spec, sizeof spec, "word:%s/vocab.txt", tu_path("wv"));
-    Tokenizer *t2 = tokenizer_load(spec, NULL);
-    ck_assert_ptr_nonnull(t2);
-    ck_assert_uint_eq(tokenizer_vocab_size(t2), 13);
+    Tokenizer *t2 = save_and_load(t, "word", "wv", "/vocab.txt");
     ck_assert_int_eq(tokenizer_token_id(t2, "mat"), 6);
     tokenizer_free(t2);
     tokenizer_free(t);
     /* a broken vocabulary line names the file and line */
     tu_write(tu_path("badvocab.txt"), "a\nb c\n");
+    char spec[600];
     snprintf(spec, sizeof spec, "word:%s", tu_path("badvocab.txt"));
-    ck_assert_ptr_null(tokenizer_load(spec, NULL));
-    ck_assert_ptr_nonnull(strstr(gma_error(), "badvocab.txt:2:"));
+    load_fails(spec, NULL, "badvocab.txt:2:");
 }
 END_TEST
 
@@ -249,18 +262,14 @@ START_TEST(test_broken_bpe_files) {
     char *enc = gma_read_file(src, &len);
     gma_write_file_atomic(p, enc, len);
     tu_write(q, "#version: 0.2\nh e\nbroken\n");
-    ck_assert_ptr_null(tokenizer_load("gpt2", dir));
-    ck_assert_ptr_nonnull(strstr(gma_error(), "vocab.bpe:3:"));
+    load_fails("gpt2", dir, "vocab.bpe:3:");
     tu_write(q, "#version: 0.2\nh e\nq z\n");
-    ck_assert_ptr_null(tokenizer_load("gpt2", dir));
-    ck_assert_ptr_nonnull(strstr(gma_error(), "vocab.bpe:3:"));
+    load_fails("gpt2", dir, "vocab.bpe:3:");
     tu_write(p, "{\"a\": 0, \"b\": ");
-    ck_assert_ptr_null(tokenizer_load("gpt2", dir));
-    ck_assert_ptr_nonnull(strstr(gma_error(), "encoder.json"));
+    load_fails("gpt2", dir, "encoder.json");
     ck_assert_ptr_nonnull(strstr(gma_error(), "byte"));
     free(enc);
-    ck_assert_ptr_null(tokenizer_load("nonsense", NULL));
-    ck_assert_ptr_nonnull(strstr(gma_error(), "unknown tokenizer"));
+    load_fails("nonsense", NULL, "unknown tokenizer");
 }
 END_TEST
 
@@ -272,12 +281,7 @@ START_TEST(test_bpe_train_roundtrip) {
     ck_assert_uint_eq(tokenizer_vocab_size(t), 400);
     ck_assert_int_ge(tokenizer_token_id(t, " the"), 256);
     ck_assert_int_eq(tokenizer_token_id(t, "<|endoftext|>"), 399);
-    ck_assert_int_eq(tokenizer_save(t, tu_path("trained")), 0);
-    char spec[600];
-    snprintf(spec, sizeof spec, "bpe:%s", tu_path("trained"));
-    Tokenizer *t2 = tokenizer_load(spec, NULL);
-    ck_assert_ptr_nonnull(t2);
-    ck_assert_uint_eq(tokenizer_vocab_size(t2), 400);
+    Tokenizer *t2 = save_and_load(t, "bpe", "trained", "");
     uint32_t *a, *b;
     size_t na, nb;
     size_t len = strlen(s);
