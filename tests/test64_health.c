@@ -29,29 +29,22 @@ static void mixer_case(const char *label, const char *sets, int causal, int padd
     gc_mix_free(&c);
 }
 
-START_TEST(test_softmax_causal) { mixer_case("softmax causal", "gma.routing=softmax", 1, 0); }
-END_TEST
-START_TEST(test_softmax_bidir_padded) { mixer_case("softmax bidir padded", "gma.routing=softmax;gma.temperature=0.7", 0, 1); }
-END_TEST
-START_TEST(test_softmax_shared_orth) {
-    mixer_case("softmax shared orthogonal", "gma.routing=softmax;gma.shared_components=true;gma.init=orthogonal", 1, 1);
-}
-END_TEST
-START_TEST(test_ema_causal) { mixer_case("ema gaussian causal", "gma.memory=ema", 1, 0); }
-END_TEST
-START_TEST(test_ema_softmax_div) {
-    mixer_case("ema softmax div-batch padded", "gma.memory=ema;gma.routing=softmax;gma.div_weight=0.3;gma.div_mode=batch", 0, 1);
-}
-END_TEST
-START_TEST(test_div_token_gaussian) { mixer_case("div-token gaussian causal", "gma.div_weight=0.2", 1, 0); }
-END_TEST
-START_TEST(test_div_batch_gaussian) {
-    mixer_case("div-batch gaussian padded", "gma.div_weight=0.5;gma.div_mode=batch", 0, 1);
-}
-END_TEST
-START_TEST(test_div_token_softmax) {
-    mixer_case("div-token softmax padded", "gma.routing=softmax;gma.div_weight=0.2", 1, 1);
-}
+static const struct {
+    const char *label, *sets;
+    int causal, padded;
+} mixer_cases[] = {
+    {"softmax causal", "gma.routing=softmax", 1, 0},
+    {"softmax bidir padded", "gma.routing=softmax;gma.temperature=0.7", 0, 1},
+    {"softmax shared orthogonal", "gma.routing=softmax;gma.shared_components=true;gma.init=orthogonal", 1, 1},
+    {"ema gaussian causal", "gma.memory=ema", 1, 0},
+    {"ema softmax div-batch padded", "gma.memory=ema;gma.routing=softmax;gma.div_weight=0.3;gma.div_mode=batch", 0, 1},
+    {"div-token gaussian causal", "gma.div_weight=0.2", 1, 0},
+    {"div-batch gaussian padded", "gma.div_weight=0.5;gma.div_mode=batch", 0, 1},
+    {"div-token softmax padded", "gma.routing=softmax;gma.div_weight=0.2", 1, 1},
+};
+enum { N_MIXER_CASES = sizeof mixer_cases / sizeof mixer_cases[0] };
+/* one Check loop test per row (_i: the row) */
+START_TEST(test_mixer) { mixer_case(mixer_cases[_i].label, mixer_cases[_i].sets, mixer_cases[_i].causal, mixer_cases[_i].padded); }
 END_TEST
 
 /* ---------------- whole model with the diversity loss ---------------- */
@@ -76,14 +69,7 @@ Suite *make_suite(void) {
     Suite *s = suite_create("GMA second design and diversity loss (float64 gradient checks)");
     TCase *tc = tcase_create("mixer");
     tcase_set_timeout(tc, 300);
-    tcase_add_test(tc, test_softmax_causal);
-    tcase_add_test(tc, test_softmax_bidir_padded);
-    tcase_add_test(tc, test_softmax_shared_orth);
-    tcase_add_test(tc, test_ema_causal);
-    tcase_add_test(tc, test_ema_softmax_div);
-    tcase_add_test(tc, test_div_token_gaussian);
-    tcase_add_test(tc, test_div_batch_gaussian);
-    tcase_add_test(tc, test_div_token_softmax);
+    tcase_add_loop_test(tc, test_mixer, 0, N_MIXER_CASES);
     suite_add_tcase(s, tc);
     TCase *tm = tcase_create("model");
     tcase_set_timeout(tm, 300);
