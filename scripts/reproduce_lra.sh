@@ -18,17 +18,9 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 profile=paper; tasks="listops text retrieval image"; mixers="gma sdpa linear performer linformer"
 steps=""; device=""
-while [ $# -gt 0 ]; do
-  case "$1" in
-    --profile) profile="$2"; shift 2;;
-    --tasks) tasks="$2"; shift 2;;
-    --mixers) mixers="$2"; shift 2;;
-    --steps) steps="$2"; shift 2;;
-    --device) device="--device $2"; shift 2;;
-    *) echo "usage: $0 [--profile paper|small] [--tasks LIST] [--mixers LIST] [--steps N] [--device D]" >&2; exit 2;;
-  esac
-done
-case "$profile" in paper|small) ;; *) echo "$0: --profile must be paper or small" >&2; exit 2;; esac
+. scripts/lib_reproduce.sh
+extra_option() { case "$1" in --tasks) tasks="$2";; *) return 1;; esac; }
+parse_options "[--profile paper|small] [--tasks LIST] [--mixers LIST] [--steps N] [--device D]" "$@"
 make -s binaries
 declare -A ref=(
   [sdpa:listops]=36.37 [sdpa:text]=64.27 [sdpa:retrieval]=57.46 [sdpa:image]=42.44
@@ -39,7 +31,6 @@ stamp=$(date +%Y%m%d-%H%M%S)
 table="runs/lra-$profile-$stamp.txt"
 mkdir -p runs
 printf "%-10s %-10s %10s %12s %14s\n" task mixer best_valid test_acc "LRA paper" > "$table"
-get() { grep "\"$2\"" "$1" | head -1 | sed -E 's/.*:[[:space:]]*([0-9.eE+-]+).*/\1/'; }
 for t in $tasks; do
   case "$t" in
     listops) need=data/listops/basic_test.tsv

@@ -6,6 +6,7 @@
 #   scripts/reproduce_small.sh [--steps N] [--mixers "gma sdpa hybrid"]
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. scripts/lib_reproduce.sh
 SOTU=${SOTU:-../shared/data/sotu}
 steps=""; mixers="gma sdpa hybrid"
 while [ $# -gt 0 ]; do
@@ -25,7 +26,6 @@ for m in $mixers; do
   bin/gmatrain --config "configs/small_$m.json" --out "$out" $steps --quiet
   bin/gmaeval --checkpoint "$out" --data test --json "$out/test.json" > /dev/null
   bin/gmaeval --checkpoint "$out" --data valid --json "$out/valid.json" > /dev/null
-  get() { grep "\"$2\"" "$1" | head -1 | sed -E 's/.*:[[:space:]]*([0-9.eE+-]+).*/\1/'; }
   printf "%-8s %10.3f %10.3f %10.3f %10s %12.0f\n" "$m" "$(get $out/valid.json ppl)" "$(get $out/test.json ppl)" \
     "$(get $out/test.json word_ppl)" "$(get $out/summary.json parameters)" "$(get $out/summary.json tokens_per_s)" >> "runs/small-$stamp.txt"
 done

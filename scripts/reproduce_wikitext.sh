@@ -14,17 +14,9 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 profile=paper; data=data/wikitext-103-gpt2; device=""; steps=""
 mixers="gma_k256 sdpa linear performer mamba hybrid"
-while [ $# -gt 0 ]; do
-  case "$1" in
-    --profile) profile="$2"; shift 2;;
-    --data) data="$2"; shift 2;;
-    --mixers) mixers="$2"; shift 2;;
-    --steps) steps="$2"; shift 2;;
-    --device) device="--device $2"; shift 2;;
-    *) echo "usage: $0 [--profile paper|small] [--data DIR] [--mixers LIST] [--steps N] [--device D]" >&2; exit 2;;
-  esac
-done
-case "$profile" in paper|small) ;; *) echo "$0: --profile must be paper or small" >&2; exit 2;; esac
+. scripts/lib_reproduce.sh
+extra_option() { case "$1" in --data) data="$2";; *) return 1;; esac; }
+parse_options "[--profile paper|small] [--data DIR] [--mixers LIST] [--steps N] [--device D]" "$@"
 make -s binaries
 if [ ! -f "$data/meta.json" ]; then
   if [ "$data" != data/wikitext-103-gpt2 ]; then echo "$0: $data/meta.json missing" >&2; exit 2; fi
@@ -36,7 +28,6 @@ stamp=$(date +%Y%m%d-%H%M%S)
 table="runs/wikitext-$profile-$stamp.txt"
 mkdir -p runs
 printf "%-10s %12s %10s %10s %12s %12s\n" mixer params valid_ppl test_ppl test_wppl tokens/s > "$table"
-get() { grep "\"$2\"" "$1" | head -1 | sed -E 's/.*:[[:space:]]*([0-9.eE+-]+).*/\1/'; }
 for m in $mixers; do
   cfg="configs/wikitext103_$m.json"
   [ -f "$cfg" ] || { echo "$0: no $cfg" >&2; exit 2; }

@@ -1,0 +1,25 @@
+# lib_reproduce.sh: what the reproduce_*.sh scripts share; sourced (from the repository
+# root) after their defaults are set.
+
+# get FILE KEY: the number after the first "KEY": in the JSON file FILE
+get() { grep "\"$2\"" "$1" | head -1 | sed -E 's/.*:[[:space:]]*([0-9.eE+-]+).*/\1/'; }
+
+# parse_options USAGE "$@": --profile paper|small, --mixers LIST, --steps N and --device D
+# into profile, mixers, steps and device ("--device D"); any other option goes to the
+# script's own extra_option "$@" (which sets its variable, or returns 1 for an unknown
+# option: the usage line and exit 2). Every option takes a value.
+parse_options() {
+  local usage="$1"
+  shift
+  while [ $# -gt 0 ]; do
+    case "$1" in
+      --profile) profile="$2";;
+      --mixers) mixers="$2";;
+      --steps) steps="$2";;
+      --device) device="--device $2";;
+      *) extra_option "$@" || { echo "usage: $0 $usage" >&2; exit 2; };;
+    esac
+    shift 2
+  done
+  case "$profile" in paper|small) ;; *) echo "$0: --profile must be paper or small" >&2; exit 2;; esac
+}
