@@ -39,12 +39,42 @@ static void at_check(int d) {
     }
 }
 
-/* load rows [j0, j0+L) of a [N,d] matrix into sh (row stride ld), zero rows past L */
-__device__ __forceinline__ void load_tile(float *sh, int ld, const float *src, int j0, int L, int d) {
-    for (int i = threadIdx.x; i < AT_K * d; i += blockDim.x) {
+/* load rows [j0, j0+L) of a [N,d] matrix into a tile of `rows` rows in sh (row stride ld:
+ * d for a block's own rows, d + 1 for a streamed tile), zero rows past L */
+__device__ __forceinline__ void load_tile(float *sh, int rows, int ld, const float *src, int j0, int L, int d) {
+    for (int i = threadIdx.x; i < rows * d; i += blockDim.x) {
         int r = i / d, e = i % d;
         sh[r * ld + e] = r < L ? src[(size_t)(j0 + r) * d + e] : 0.f;
     }
+}
+
+/* the next key/value tile (rows [j0, j0+L)) into Ks, Vs, between two barriers: the
+ * previous tile is no longer read before, the new one is complete after */
+__device__ __forceinline__ void stream_kv(float *Ks, float *Vs, int ld, const float *k, const float *v, int j0, int L,
+                                          int d) {
+    __syncthreads();
+    load_tile(Ks, AT_K, ld, k, j0, L, d);
+    load_tile(Vs, AT_K, ld, v, j0, L, d);
+    __syncthreads();
+}
+
+/* additive bias of key j: kb[j] (0 without kb) when the key exists, else -inf */
+__device__ __forceinline__ float kbias_at(const float *kb, int j, int exists) {
+    return exists ? (kb ? kb[j] : 0.f) : -INFINITY;
+}
+
+/* s = a . b and t = c . g over d columns (one pass, two independent sums) */
+__device__ __forceinline__ void dot2(float &s, float &t, const float *a, const float *b, const float *c, const float *g,
+                                     int d) {
+    s = 0, t = 0;
+    for (int e = 0; e < d; e++) s += a[e] * b[e], t += c[e] * g[e];
+}
+
+/* score of query i and key j from their dot product qk: scale qk + key bias, -inf where
+ * causal hides j > i */
+__device__ __forceinline__ float attn_score(float qk, float scale, float kbj, int causal, int i, int j) {
+    float s = qk * scale + kbj;
+    return causal && j > i ? -INFINITY : s;
 }
 
 /* a lane's share of a head-width row in registers: acc[t] holds column lane + 32 t */
@@ -77,10 +107,7 @@ __global__ void __launch_bounds__(AT_WARPS * 32) k_attn_fwd(float *out, float *l
     int w = threadIdx.x >> 5, lane = threadIdx.x & 31, ld = d + 1;
     size_t base = (size_t)bh * N * d;
     const float *kb = kbias ? kbias + (size_t)b * N : NULL;
-    for (int i = threadIdx.x; i < AT_Q * d; i += blockDim.x) {
-        int r = i / d;
-        Qs[i] = r < Lq ? q[base + (size_t)i0 * d + i] : 0.f;
-    }
+    load_tile(Qs, AT_Q, d, q + base, i0, Lq, d);
     float acc[AT_RPW][DT], m[AT_RPW], l[AT_RPW];
 #pragma unroll
     for (int rr = 0; rr < AT_RPW; rr++) {
@@ -90,22 +117,17 @@ __global__ void __launch_bounds__(AT_WARPS * 32) k_attn_fwd(float *out, float *l
     }
     int jend = causal ? i0 + Lq : N;
     for (int j0 = 0; j0 < jend; j0 += AT_K) {
-        int Lk = min(AT_K, jend - j0);
-        __syncthreads(); /* the previous tile is no longer read */
-        load_tile(Ks, ld, k + base, j0, Lk, d);
-        load_tile(Vs, ld, v + base, j0, Lk, d);
-        __syncthreads();
-        int j = j0 + lane;
-        float kbj = lane < Lk ? (kb ? kb[j] : 0.f) : -INFINITY;
+        int Lk = min(AT_K, jend - j0), j = j0 + lane;
+        stream_kv(Ks, Vs, ld, k + base, v + base, j0, Lk, d);
+        float kbj = kbias_at(kb, j, lane < Lk);
 #pragma unroll
         for (int rr = 0; rr < AT_RPW; rr++) {
             int r = w * AT_RPW + rr, i = i0 + r;
             if (r >= Lq) continue; /* warp-uniform */
             const float *qr = Qs + r * d, *kr = Ks + lane * ld;
-            float s = 0;
-            for (int e = 0; e < d; e++) s += qr[e] * kr[e];
-            s = s * scale + kbj;
-            if (causal && j > i) s = -INFINITY;
+            float qk = 0;
+            for (int e = 0; e < d; e++) qk += qr[e] * kr[e];
+            float s = attn_score(qk, scale, kbj, causal, i, j);
             float mnew = fmaxf(m[rr], warp_max(s));
             if (mnew == -INFINITY) continue; /* nothing visible yet (warp-uniform) */
             float alpha = expf(m[rr] - mnew), p = expf(s - mnew);
@@ -153,11 +175,8 @@ __global__ void __launch_bounds__(AT_WARPS * 32) k_attn_bwd_dq(float *dq, const 
     int w = threadIdx.x >> 5, lane = threadIdx.x & 31, ld = d + 1;
     size_t base = (size_t)bh * N * d;
     const float *kb = kbias ? kbias + (size_t)b * N : NULL;
-    for (int i = threadIdx.x; i < AT_Q * d; i += blockDim.x) {
-        int r = i / d;
-        Qs[i] = r < Lq ? q[base + (size_t)i0 * d + i] : 0.f;
-        dOs[i] = r < Lq ? dout[base + (size_t)i0 * d + i] : 0.f;
-    }
+    load_tile(Qs, AT_Q, d, q + base, i0, Lq, d);
+    load_tile(dOs, AT_Q, d, dout + base, i0, Lq, d);
     float acc[AT_RPW][DT], ls[AT_RPW], Dr[AT_RPW];
 #pragma unroll
     for (int rr = 0; rr < AT_RPW; rr++) {
@@ -170,22 +189,16 @@ __global__ void __launch_bounds__(AT_WARPS * 32) k_attn_bwd_dq(float *dq, const 
     }
     int jend = causal ? i0 + Lq : N;
     for (int j0 = 0; j0 < jend; j0 += AT_K) {
-        int Lk = min(AT_K, jend - j0);
-        __syncthreads();
-        load_tile(Ks, ld, k + base, j0, Lk, d);
-        load_tile(Vs, ld, v + base, j0, Lk, d);
-        __syncthreads();
-        int j = j0 + lane;
-        float kbj = lane < Lk ? (kb ? kb[j] : 0.f) : -INFINITY;
+        int Lk = min(AT_K, jend - j0), j = j0 + lane;
+        stream_kv(Ks, Vs, ld, k + base, v + base, j0, Lk, d);
+        float kbj = kbias_at(kb, j, lane < Lk);
 #pragma unroll
         for (int rr = 0; rr < AT_RPW; rr++) {
             int r = w * AT_RPW + rr, i = i0 + r;
             if (r >= Lq || ls[rr] == -INFINITY) continue; /* warp-uniform; P = 0 */
-            const float *qr = Qs + r * d, *gr = dOs + r * d, *kr = Ks + lane * ld, *vr = Vs + lane * ld;
-            float s = 0, dp = 0;
-            for (int e = 0; e < d; e++) s += qr[e] * kr[e], dp += gr[e] * vr[e];
-            s = s * scale + kbj;
-            if (causal && j > i) s = -INFINITY;
+            float qk, dp;
+            dot2(qk, dp, Qs + r * d, Ks + lane * ld, dOs + r * d, Vs + lane * ld, d);
+            float s = attn_score(qk, scale, kbj, causal, i, j);
             float p = expf(s - ls[rr]), ds = p * (dp - Dr[rr]);
             for (int jj = 0; jj < Lk; jj++) {
                 float dsj = __shfl_sync(0xffffffffu, ds, jj);
@@ -215,16 +228,14 @@ __global__ void __launch_bounds__(AT_WARPS * 32) k_attn_bwd_dkv(float *dk, float
     int bh = blockIdx.y, b = bh / H, j0 = blockIdx.x * AT_Q, Lk = min(AT_Q, N - j0);
     int w = threadIdx.x >> 5, lane = threadIdx.x & 31, ld = d + 1;
     size_t base = (size_t)bh * N * d;
-    for (int i = threadIdx.x; i < AT_Q * d; i += blockDim.x) {
-        int r = i / d;
-        Ksh[i] = r < Lk ? k[base + (size_t)j0 * d + i] : 0.f;
-        Vsh[i] = r < Lk ? v[base + (size_t)j0 * d + i] : 0.f;
-    }
+    const float *kb = kbias ? kbias + (size_t)b * N : NULL;
+    load_tile(Ksh, AT_Q, d, k + base, j0, Lk, d);
+    load_tile(Vsh, AT_Q, d, v + base, j0, Lk, d);
     float adk[AT_RPW][DT], adv[AT_RPW][DT], kbr[AT_RPW];
 #pragma unroll
     for (int rr = 0; rr < AT_RPW; rr++) {
         int r = w * AT_RPW + rr;
-        kbr[rr] = r < Lk ? (kbias ? kbias[(size_t)b * N + j0 + r] : 0.f) : -INFINITY;
+        kbr[rr] = kbias_at(kb, j0 + r, r < Lk);
 #pragma unroll
         for (int t = 0; t < DT; t++) adk[rr][t] = 0, adv[rr][t] = 0;
     }
@@ -232,8 +243,8 @@ __global__ void __launch_bounds__(AT_WARPS * 32) k_attn_bwd_dkv(float *dk, float
     for (int q0 = causal ? j0 : 0; q0 < N; q0 += AT_K) {
         int Lq = min(AT_K, N - q0);
         __syncthreads();
-        load_tile(Qs, ld, q + base, q0, Lq, d);
-        load_tile(dOs, ld, dout + base, q0, Lq, d);
+        load_tile(Qs, AT_K, ld, q + base, q0, Lq, d);
+        load_tile(dOs, AT_K, ld, dout + base, q0, Lq, d);
         if (threadIdx.x < AT_K) {
             int r = threadIdx.x;
             lss[r] = r < Lq ? lse[(size_t)bh * N + q0 + r] : -INFINITY;
@@ -246,9 +257,8 @@ __global__ void __launch_bounds__(AT_WARPS * 32) k_attn_bwd_dkv(float *dk, float
         for (int rr = 0; rr < AT_RPW; rr++) {
             int r = w * AT_RPW + rr, j = j0 + r;
             if (r >= Lk || kbr[rr] == -INFINITY) continue; /* warp-uniform: a hidden key gets no gradient */
-            const float *kr = Ksh + r * d, *vr = Vsh + r * d, *qi = Qs + lane * ld, *gi = dOs + lane * ld;
-            float s = 0, dp = 0;
-            for (int e = 0; e < d; e++) s += qi[e] * kr[e], dp += gi[e] * vr[e];
+            float s, dp;
+            dot2(s, dp, Qs + lane * ld, Ksh + r * d, dOs + lane * ld, Vsh + r * d, d);
             s = s * scale + kbr[rr];
             float p = (lane < Lq && li != -INFINITY && !(causal && j > i)) ? expf(s - li) : 0.f;
             float ds = p * (dp - Di);
