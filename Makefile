@@ -6,6 +6,7 @@
 #   make bench      build and run bin/gmabench for every causal mixer (tables, runs/bench.json)
 #   make cuda       the same binaries with the CUDA backend (nvcc + cuBLAS)
 #   make mpi        the same binaries with MPI data-parallel training (mpicc), in bin/mpi/
+#   make cuda-mpi   CUDA backend + MPI (+ NCCL when found) in bin/cuda-mpi/: data-parallel on GPUs
 #   make deps       install the Debian packages (scripts/setup.sh)
 #   make install    copy bin/* to $(PREFIX)/bin (PREFIX=/usr/local, DESTDIR honoured)
 #   make asan       clean, then build and test with AddressSanitizer + UBSan (-O1); leak checks
@@ -66,7 +67,7 @@ NVCCFLAGS ?= -O3 -lineinfo -std=c++17 -Xcompiler -fPIC,-Wall,-Wextra,-Wno-unused
 NVCCFLAGS += $(CUDA_ARCH) -Isrc -MMD -MP
 CUDA_LIBDIR := $(firstword $(wildcard $(CUDA_HOME)/lib64 $(CUDA_HOME)/lib $(CUDA_HOME)/targets/x86_64-linux/lib))
 
-.PHONY: all binaries test run-tests quickstart bench deps cuda mpi mpi-if-available clean probe check-deps install asan
+.PHONY: all binaries test run-tests quickstart bench deps cuda cuda-mpi mpi mpi-if-available clean probe check-deps install asan
 # The entry targets first make sure the Debian packages are there, then build in a second
 # make, so that the pkg-config / BLAS probes above see what setup.sh just installed.
 all: check-deps
@@ -173,6 +174,53 @@ bin/cuda/%: src/cli/%.c build/libgma-cuda.a
 	$(CC) $(CFLAGS) $< build/libgma-cuda.a $(LDLIBS) $(CUDA_LDLIBS) -o $@
 cuda-bins: $(patsubst src/cli/%.c,bin/cuda/%,$(CLI_SRC)) build/libgma-cuda.a
 	@for b in $(patsubst src/cli/%.c,bin/cuda/%,$(CLI_SRC)); do cp $$b bin/; done; echo "CUDA binaries installed in bin/ (and bin/cuda/)"
+
+# CUDA + MPI: the CUDA objects, with dist.c rebuilt by mpicc (-DGMA_MPI) and, when NCCL is
+# found (nccl.h and libnccl under NCCL_HOME, default CUDA_HOME, or the system dirs; NO_NCCL=1
+# turns it off), -DGMA_NCCL with src/ops/cuda/cuda_nccl.cu recompiled to carry the NCCL calls.
+NCCL_HOME ?= $(CUDA_HOME)
+NCCL_H    := $(firstword $(wildcard $(NCCL_HOME)/include/nccl.h /usr/include/nccl.h))
+NCCL_SO   := $(firstword $(wildcard $(NCCL_HOME)/lib64/libnccl.so $(NCCL_HOME)/lib/libnccl.so \
+               $(NCCL_HOME)/targets/x86_64-linux/lib/libnccl.so /usr/lib/$(MULTIARCH)/libnccl.so))
+ifneq ($(NO_NCCL),1)
+ifneq ($(and $(NCCL_H),$(NCCL_SO)),)
+WITH_NCCL := 1
+endif
+endif
+ifeq ($(WITH_NCCL),1)
+CMPI_NOTE  := NCCL $(NCCL_SO), or by MPI through host memory where ranks share a GPU
+else
+CMPI_NOTE  := MPI through host memory: NCCL not found or NO_NCCL=1
+endif
+CMPI_DEFS  := -DGMA_MPI $(if $(WITH_NCCL),-DGMA_NCCL -I$(dir $(NCCL_H)))
+ifeq ($(WITH_NCCL),1)
+CMPI_LIBS  := -L$(dir $(NCCL_SO)) -Wl,-rpath,$(dir $(NCCL_SO)) -lnccl
+endif
+CMPI_OBJ   := $(filter-out build/cuda-host/train/dist.o build/cuda/ops/cuda/cuda_nccl.o,$(OBJCUDAHOST) $(CUDA_OBJ)) \
+              build/cuda-mpi/train/dist.o build/cuda-mpi/ops/cuda/cuda_nccl.o
+build/cuda-mpi/train/dist.o: src/train/dist.c
+	@mkdir -p $(@D)
+	$(MPICC) $(CFLAGS) $(CMPI_DEFS) -c $< -o $@
+build/cuda-mpi/ops/cuda/cuda_nccl.o: src/ops/cuda/cuda_nccl.cu
+	@mkdir -p $(@D)
+	$(NVCC) $(NVCCFLAGS) $(CMPI_DEFS) -c $< -o $@
+build/libgma-cuda-mpi.a: $(CMPI_OBJ)
+	rm -f $@
+	ar rcs $@ $^
+bin/cuda-mpi/%: src/cli/%.c build/libgma-cuda-mpi.a
+	@mkdir -p $(@D) build/cuda-mpi/cli
+	$(MPICC) $(CFLAGS) -DGMA_MPI -MF build/cuda-mpi/cli/$*.d $< build/libgma-cuda-mpi.a $(LDLIBS) $(CUDA_LDLIBS) $(CMPI_LIBS) -o $@
+cuda-mpi-bins: $(patsubst src/cli/%.c,bin/cuda-mpi/%,$(CLI_SRC))
+	@echo "CUDA + MPI binaries in bin/cuda-mpi/ (device buffers all-reduced by $(CMPI_NOTE)); see docs/distributed.md"
+endif
+
+cuda-mpi:
+ifeq ($(NO_CUDA),1)
+	@echo "make cuda-mpi: NO_CUDA=1 given"; exit 1
+else
+	@[ -x "$(NVCC)" ] || { echo "make cuda-mpi: nvcc not found (set CUDA_HOME or put nvcc on PATH)"; exit 1; }
+	@command -v $(MPICC) >/dev/null 2>&1 || { echo "make cuda-mpi: $(MPICC) not found on PATH (Debian: apt-get install openmpi-bin libopenmpi-dev, or set MPICC)"; exit 1; }
+	$(MAKE) --no-print-directory BUILD_CUDA=1 cuda-mpi-bins
 endif
 
 # ---- MPI build: same binaries, data-parallel training over MPI (GMA_MPI) ----

@@ -22,32 +22,47 @@
 #
 #   scripts/cuda_emu_check.sh [all | self | elem|favor|conv|scan|attn | core|mem|matmul|nn|linmix|route|div]
 #   scripts/cuda_emu_check.sh model [gpu_check.sh options]
+#   scripts/cuda_emu_check.sh mpi [full]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 make -s build/libgma.a
 O=build/cuda_emu; mkdir -p "$O"
-CU=(cuda_core cuda_nn cuda_linmix cuda_gma_route cuda_gma_div cuda_cls cuda_baselines cuda_mamba cuda_sdpa)
+CU=(cuda_core cuda_nn cuda_linmix cuda_gma_route cuda_gma_div cuda_cls cuda_baselines cuda_mamba cuda_sdpa cuda_nccl)
 gcc -O2 -std=c11 tests/cuda_emu/launch2call.c -o "$O/launch2call"
 for f in "${CU[@]}"; do
   "$O/launch2call" src/ops/cuda/$f.cu "$O/$f.cpp"
 done
-# model part: device memory kept apart from the host (EMU_DEVICE_MEMORY in emu_cuda.h)
-model_checks() {
-  local M=$O/model; mkdir -p "$M"
+# The CLI binaries linked with the emulated backend, device memory kept apart from the host
+# (EMU_DEVICE_MEMORY in emu_cuda.h), into $1. With $2 = mpi: the `make cuda-mpi` build
+# (dist.c with GMA_MPI and GMA_NCCL, cuda_nccl.cu over the MPI-backed nccl.h of
+# tests/cuda_emu), only gmatrain.
+build_model() {
+  local M=$1 mpi=${2:-}; mkdir -p "$M"
   local CFL; CFL="$(mkvar CFLAGS)"
-  gcc $CFL -DGMA_CUDA -c src/ops/cpu/cpu_core.c -o "$M/cpu_core_cuda.o"
-  cp build/libgma.a "$M/libgma-emu.a"; ar d "$M/libgma-emu.a" cpu_core.o; ar r "$M/libgma-emu.a" "$M/cpu_core_cuda.o" 2>/dev/null
+  local MPIC="" MPIL="" DEFS="" bins="gmacheck gmatrain gmaeval"
+  if [ "$mpi" = mpi ]; then
+    MPIC="$(mpicc --showme:compile)"; MPIL="$(mpicc --showme:link)"; DEFS="-DGMA_MPI -DGMA_NCCL"; bins=gmatrain
+  fi
+  gcc $CFL -DGMA_CUDA -c src/ops/cpu/cpu_core.c -o "$M/cpu_core.o"
+  cp build/libgma.a "$M/libgma-emu.a"; ar r "$M/libgma-emu.a" "$M/cpu_core.o" 2>/dev/null
+  if [ "$mpi" = mpi ]; then
+    gcc $CFL $MPIC $DEFS -c src/train/dist.c -o "$M/dist.o"; ar r "$M/libgma-emu.a" "$M/dist.o" 2>/dev/null
+  fi
   local pids=() f b
   for f in "${CU[@]}"; do
-    g++ -O2 -g -std=c++20 -w -DEMU_DEVICE_MEMORY -Itests/cuda_emu -Isrc -c "$O/$f.cpp" -o "$M/$f.o" & pids+=($!)
+    g++ -O2 -g -std=c++20 -w -DEMU_DEVICE_MEMORY $DEFS $MPIC -Itests/cuda_emu -Isrc -c "$O/$f.cpp" -o "$M/$f.o" & pids+=($!)
     [ ${#pids[@]} -ge "$(nproc)" ] && { wait "${pids[0]}"; pids=("${pids[@]:1}"); }
   done
   for p in "${pids[@]}"; do wait "$p"; done
-  for b in gmacheck gmatrain gmaeval; do
+  for b in $bins; do
     gcc $CFL -c src/cli/$b.c -o "$M/$b.o"
-    g++ -rdynamic "$M/$b.o" "$M"/cuda_*.o "$M/libgma-emu.a" $LIBS -lpthread -o "$M/$b"
+    g++ -rdynamic "$M/$b.o" "$M"/cuda_*.o "$M/libgma-emu.a" $LIBS $MPIL -lpthread -o "$M/$b"
   done
-  echo "emulated binaries: $M/{gmacheck,gmatrain,gmaeval}"
+  echo "emulated binaries: $M/{${bins// /,}}"
+}
+model_checks() {
+  local M=$O/model
+  build_model "$M"
   local rc=0 m c a b ra
   bash scripts/gpu_check.sh --bin "$M" --no-build --no-bench --out runs/cuda_emu_model "$@" || rc=1
   # the device's bits must not depend on the order of blocks and threads (no atomics)
@@ -67,6 +82,29 @@ model_checks() {
   done
   return $rc
 }
+# mpi: data-parallel training on the emulated `make cuda-mpi` gmatrain (--device cuda),
+# once per way the gradients can travel: NCCL (EMU_DEVICES=2: a GPU per rank), MPI through
+# host memory because both ranks share one GPU (EMU_DEVICES=1), and, in full mode, because
+# GMA_NCCL=0. Quick mode (`make test`): scripts/check_data_parallel.sh, 2 ranks x batch 2
+# against one process x batch 4 for 3 steps, per-step losses and gradient norms to 1e-5
+# relative, and the transport named in summary.json. Full mode (`mpi full`): tests/test_mpi.c on those binaries (10 steps,
+# exact resume, bad input, a signal to one rank), about 8 minutes.
+mpi_checks() {
+  command -v mpicc >/dev/null && command -v mpirun >/dev/null || { echo "cuda_emu_check.sh mpi: needs mpicc and mpirun" >&2; return 2; }
+  local M=$O/cuda-mpi rc=0 w env want
+  build_model "$M" mpi
+  if [ "${1:-quick}" = full ]; then
+    make -s build/tests/test_mpi
+    for w in "EMU_DEVICES=2|NCCL" "EMU_DEVICES=2 GMA_NCCL=0|MPI through host memory" "EMU_DEVICES=1|MPI through host memory"; do
+      echo "== test_mpi on the emulated CUDA backend: ${w%%|*} (all-reduce by ${w#*|})"
+      env ${w%%|*} GMA_TEST_MPI_BIN="$M/gmatrain" GMA_TEST_BIN="$M/gmatrain" GMA_TEST_ARGS="--device cuda" \
+        GMA_TEST_ALLREDUCE="${w#*|}" CK_TIMEOUT_MULTIPLIER=5 build/tests/test_mpi || rc=1
+    done
+    return $rc
+  fi
+  bash scripts/check_data_parallel.sh --bin "$M/gmatrain" --device cuda --out "$O/mpi-runs" \
+    --way "EMU_DEVICES=2|NCCL" --way "EMU_DEVICES=1|MPI through host memory"
+}
 mkvar() { make -s -f - print-var V="$1" <<'MK' 2>/dev/null || true
 include Makefile
 print-var: ; @echo $($(V))
@@ -78,6 +116,7 @@ LIBS=${LIBS:--fopenmp -lopenblas -lm -lpthread}
 LIBS="$LIBS $(mkvar OPT | grep -o -- '-fsanitize=[^ ]*' || true)"
 W=${1:-all}
 if [ "$W" = model ]; then model_checks "${@:2}"; exit $?; fi
+if [ "$W" = mpi ]; then mpi_checks "${@:2}"; exit $?; fi
 case $W in all|elem|favor|conv|scan|attn) base=1 ;; *) base=0 ;; esac
 case $W in all|core|mem|matmul|nn|linmix|route|div) core=1 ;; *) core=0 ;; esac
 case $W in all|self) self=1 ;; *) self=0 ;; esac

@@ -27,6 +27,9 @@
 #    same numbers (no atomics: results repeat bit for bit).
 #    Without --quick: the quickstart model trained 1000 steps on the CPU and on the GPU in
 #    each precision, test loss and accuracy side by side (the accuracy cost of a run).
+#    A checkpoint trained on the GPU evaluated on both backends and resumed on the CPU; with
+#    mpicc and mpirun, data-parallel training (make cuda-mpi) on 2 ranks against one
+#    process (scripts/check_data_parallel.sh).
 # 3. --sanitize: every mixer (in a direction it supports) under compute-sanitizer memcheck.
 # 4. Benchmarks (unless --no-bench), if bin/gmabench takes --device: the mixer table and
 #    the whole-model throughput of configs/wikitext103_gma_k256.json.
@@ -159,6 +162,30 @@ xdev_check() {
   echo "| checkpoint | cuda -> cpu | test loss, then resume on cpu | fp32 | $rel | - | 1.0e-04 | $res | - |" >> "$SUM"
 }
 xdev_check
+
+# data-parallel on the GPU(s): bin/cuda-mpi/gmatrain (make cuda-mpi, when mpicc and mpirun
+# are here) on 2 ranks against one process with twice the batch. The ranks take GPU
+# (local rank mod GPU count): with one GPU they share it and the gradients go through host
+# memory; with two or more, through NCCL. Then the same with GMA_NCCL=0.
+dp_check() {
+  local D="$OUT/data_parallel" line
+  if ! command -v mpicc >/dev/null 2>&1 || ! command -v mpirun >/dev/null 2>&1; then
+    echo "note: mpicc/mpirun not found: no data-parallel check on the GPU" | tee -a "$SUM"; return
+  fi
+  if [ $BUILD = 1 ]; then
+    make -j"$(nproc)" cuda-mpi > "$OUT/build_cuda_mpi.log" 2>&1 ||
+      { fails=$((fails + 1)); echo "make cuda-mpi FAILED (see $OUT/build_cuda_mpi.log)" | tee -a "$SUM"; return; }
+  fi
+  [ -x bin/cuda-mpi/gmatrain ] || { echo "note: bin/cuda-mpi/gmatrain not built: no data-parallel check" | tee -a "$SUM"; return; }
+  echo "-- data-parallel: bin/cuda-mpi/gmatrain, 2 ranks vs 1 process" | tee -a "$LOG"
+  runs=$((runs + 1))
+  bash scripts/check_data_parallel.sh --bin bin/cuda-mpi/gmatrain --device cuda --out "$D" --steps 5 \
+    --way "|" --way "GMA_NCCL=0|MPI through host memory" > "$D.txt" 2>&1 || fails=$((fails + 1))
+  cat "$D.txt" | tee -a "$LOG"
+  while read -r line; do echo "| data-parallel | 2 ranks vs 1 | $line | fp32 | - | - | 1.0e-05 | - | - |" >> "$SUM"; done \
+    < <(grep "all-reduce by" "$D.txt")
+}
+[ "$BIN" = bin ] && dp_check
 
 # the accuracy cost of each precision on a whole training run: the quickstart model trained
 # on the GPU in fp32, tf32 and bf16 (same seed and data), test loss and accuracy beside the

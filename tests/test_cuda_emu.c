@@ -3,7 +3,10 @@
  * divergent barriers, bad launches, host access to device memory, overruns, a race), then
  * every CUDA op against its CPU twin, with blocks and threads in order and in reverse
  * order. This is how the suite keeps the kernels' logic checked on machines without a GPU;
- * it needs g++ (C++20), which the build packages bring. */
+ * it needs g++ (C++20), which the build packages bring. Then data-parallel training on the
+ * emulated `make cuda-mpi` build (scripts/cuda_emu_check.sh mpi): gradients all-reduced by
+ * NCCL between two emulated GPUs, and through host memory when two ranks share one, each
+ * matching one process with twice the batch (skipped without mpicc and mpirun). */
 #include <string.h>
 
 #include "testutil.h"
@@ -21,11 +24,29 @@ START_TEST(test_emulated_kernels_match_cpu) {
 }
 END_TEST
 
+START_TEST(test_emulated_cuda_data_parallel) {
+    if (tu_run("command -v mpicc && command -v mpirun", NULL, 0) != 0) {
+        printf("test_cuda_emu: data_parallel SKIPPED: mpicc or mpirun is not on PATH\n");
+        return;
+    }
+    static char out[1 << 18];
+    int rc = tu_run("bash scripts/cuda_emu_check.sh mpi", out, sizeof out);
+    ck_assert_msg(rc == 0, "cuda_emu_check.sh mpi: rc %d\n%s", rc, out + (strlen(out) > 4000 ? strlen(out) - 4000 : 0));
+    ck_assert_msg(strstr(out, "EMU_DEVICES=2: all-reduce by NCCL") && strstr(out, "EMU_DEVICES=1: all-reduce by MPI through host memory"),
+                  "%s", out);
+    const char *p = out;
+    int ok = 0;
+    while ((p = strstr(p, "over 3 steps: ok"))) ok++, p++;
+    ck_assert_int_eq(ok, 2);
+}
+END_TEST
+
 Suite *make_suite(void) {
     Suite *s = suite_create("cuda_emu");
     TCase *tc = tcase_create("emulation");
     tcase_set_timeout(tc, 600);
     tcase_add_test(tc, test_emulated_kernels_match_cpu);
+    tcase_add_test(tc, test_emulated_cuda_data_parallel);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -5,7 +5,13 @@
  * losses and gradient norms to 1e-5 relative, up to summation order), rank 0 alone writes
  * the run, a resumed two-rank run continues byte for byte, a signal to one rank stops both
  * with a checkpoint, and bad input gives one line and exit code 2 without a hang. Every
- * test is skipped, saying why, when mpirun or bin/mpi/gmatrain is missing. */
+ * test is skipped, saying why, when mpirun or bin/mpi/gmatrain is missing.
+ *
+ * The environment can point it at another build (scripts/cuda_emu_check.sh mpi does, for
+ * the emulated `make cuda-mpi` binaries): GMA_TEST_MPI_BIN, the ranks' gmatrain (default
+ * bin/mpi/gmatrain); GMA_TEST_BIN, the one-process gmatrain (default bin/gmatrain);
+ * GMA_TEST_ARGS, arguments added to every run (e.g. --device cuda); GMA_TEST_ALLREDUCE,
+ * the transport summary.json must name (default "MPI"). */
 #include <cjson/cJSON.h>
 #include <dirent.h>
 #include <signal.h>
@@ -21,8 +27,18 @@ static const char *SMALL =
     "--threads 1 --quiet --set train.steps=10 --set train.log_every=1 --set train.eval_every=0 "
     "--set train.checkpoint_every=5 --set train.keep_checkpoints=5 --set data.recall_valid=48 --set data.recall_test=48";
 
+static const char *env_or(const char *name, const char *dflt) {
+    const char *v = getenv(name);
+    return v && *v ? v : dflt;
+}
+#define MPI_BIN env_or("GMA_TEST_MPI_BIN", "bin/mpi/gmatrain")
+#define ONE_BIN env_or("GMA_TEST_BIN", "bin/gmatrain")
+#define ARGS env_or("GMA_TEST_ARGS", "")
+
 static const char *skip_reason(void) {
-    if (access("bin/mpi/gmatrain", X_OK) != 0) return "bin/mpi/gmatrain is not built (make mpi needs mpicc)";
+    static char why[300];
+    snprintf(why, sizeof why, "%s is not built (make mpi needs mpicc)", MPI_BIN);
+    if (access(MPI_BIN, X_OK) != 0) return why;
     if (tu_run("command -v mpirun", NULL, 0) != 0) return "mpirun is not on PATH";
     return NULL;
 }
@@ -43,6 +59,9 @@ static const char *mpirun_cmd(int np, int timed) {
     static char buf[256];
     snprintf(buf, sizeof buf, "%smpirun --oversubscribe%s -np %d", timed ? "OMP_NUM_THREADS=1 timeout 120 " : "",
              geteuid() == 0 ? " --allow-run-as-root" : "", np);
+    if (timed && getenv("CK_TIMEOUT_MULTIPLIER")) /* a slower build (the CUDA emulation) gets longer */
+        snprintf(buf, sizeof buf, "OMP_NUM_THREADS=1 timeout %d mpirun --oversubscribe%s -np %d",
+                 120 * atoi(getenv("CK_TIMEOUT_MULTIPLIER")), geteuid() == 0 ? " --allow-run-as-root" : "", np);
     return buf;
 }
 #define mpirun(np) mpirun_cmd(np, 1)
@@ -93,11 +112,11 @@ static void list_dir(const char *dir, char *out, size_t cap) {
 
 START_TEST(test_two_ranks_equal_one_with_twice_the_batch) {
     SKIP_WITHOUT_MPI();
-    ck_assert_msg(run("%s bin/mpi/gmatrain --config configs/quickstart.json --out %s %s --set train.batch_size=4",
-                      mpirun(2), tu_path("r2"), SMALL) == 0,
+    ck_assert_msg(run("%s %s --config configs/quickstart.json --out %s %s %s --set train.batch_size=4",
+                      mpirun(2), MPI_BIN, tu_path("r2"), SMALL, ARGS) == 0,
                   "%s", g_out);
-    ck_assert_msg(run("OMP_NUM_THREADS=1 bin/gmatrain --config configs/quickstart.json --out %s %s --set train.batch_size=8",
-                      tu_path("r1"), SMALL) == 0,
+    ck_assert_msg(run("OMP_NUM_THREADS=1 %s --config configs/quickstart.json --out %s %s %s --set train.batch_size=8",
+                      ONE_BIN, tu_path("r1"), SMALL, ARGS) == 0,
                   "%s", g_out);
     Rows a = read_metrics(tu_path("r1")), b = read_metrics(tu_path("r2"));
     ck_assert_int_eq(a.n, 10);
@@ -124,14 +143,17 @@ START_TEST(test_two_ranks_equal_one_with_twice_the_batch) {
     char *sum = gma_read_file(p, NULL);
     ck_assert_ptr_nonnull(sum);
     ck_assert_msg(strstr(sum, "\"ranks\":\t2") && strstr(sum, "\"global_batch_size\":\t8"), "%s", sum);
+    char want[200];
+    snprintf(want, sizeof want, "\"allreduce\":\t\"%s\"", env_or("GMA_TEST_ALLREDUCE", "MPI"));
+    ck_assert_msg(strstr(sum, want), "%s: expected %s", sum, want);
     free(sum);
 
     /* resume: 5 steps, then on to 10, on two ranks, gives the straight run's bytes */
-    ck_assert_msg(run("%s bin/mpi/gmatrain --config configs/quickstart.json --out %s %s --set train.batch_size=4 "
+    ck_assert_msg(run("%s %s --config configs/quickstart.json --out %s %s %s --set train.batch_size=4 "
                       "--set train.steps=5",
-                      mpirun(2), tu_path("h2"), SMALL) == 0,
+                      mpirun(2), MPI_BIN, tu_path("h2"), SMALL, ARGS) == 0,
                   "%s", g_out);
-    ck_assert_msg(run("%s bin/mpi/gmatrain --resume %s %s --set train.batch_size=4", mpirun(2), tu_path("h2"), SMALL) == 0,
+    ck_assert_msg(run("%s %s --resume %s %s %s --set train.batch_size=4", mpirun(2), MPI_BIN, tu_path("h2"), SMALL, ARGS) == 0,
                   "%s", g_out);
     Rows h = read_metrics(tu_path("h2"));
     ck_assert_int_eq(h.n, 10);
@@ -145,8 +167,8 @@ END_TEST
 START_TEST(test_bad_input_one_line) {
     SKIP_WITHOUT_MPI();
     /* every rank refuses the config: exit 2, one line from gmatrain, nothing written */
-    ck_assert_int_eq(run("%s bin/mpi/gmatrain --config configs/quickstart.json --out %s --set train.batch_size=0",
-                         mpirun(2), tu_path("bad")),
+    ck_assert_int_eq(run("%s %s --config configs/quickstart.json --out %s %s --set train.batch_size=0",
+                         mpirun(2), MPI_BIN, tu_path("bad"), ARGS),
                      2);
     const char *first = strstr(g_out, "gmatrain: ");
     ck_assert_msg(first && strstr(first, "train.batch_size") && !strstr(first + 1, "gmatrain: "), "%s", g_out);
@@ -155,8 +177,7 @@ START_TEST(test_bad_input_one_line) {
     tu_write(tu_path("file"), "a file, not a directory\n");
     char out[1100];
     snprintf(out, sizeof out, "%s/run", tu_path("file"));
-    ck_assert_int_eq(run("%s bin/mpi/gmatrain --config configs/quickstart.json --out %s %s", mpirun(2), out,
-                         SMALL),
+    ck_assert_int_eq(run("%s %s --config configs/quickstart.json --out %s %s %s", mpirun(2), MPI_BIN, out, SMALL, ARGS),
                      1);
     first = strstr(g_out, "gmatrain: ");
     ck_assert_msg(first && !strstr(first + 1, "gmatrain: "), "%s", g_out);
@@ -168,9 +189,9 @@ START_TEST(test_signal_to_one_rank_stops_all) {
     char log[1100], cmd[4096];
     snprintf(log, sizeof log, "%s/sig.log", tu_tmpdir());
     snprintf(cmd, sizeof cmd,
-             "exec %s bin/mpi/gmatrain --config configs/quickstart.json --out %s --threads 1 --quiet "
+             "exec %s %s --config configs/quickstart.json --out %s --threads 1 --quiet %s "
              "--set train.steps=100000 --set train.log_every=1 --set train.eval_every=0 > %s 2>&1",
-             mpirun_cmd(2, 0), tu_path("sig"), log);
+             mpirun_cmd(2, 0), MPI_BIN, tu_path("sig"), ARGS, log);
     pid_t pid = fork();
     ck_assert(pid >= 0);
     if (pid == 0) {

@@ -1,5 +1,5 @@
 /* dist.c: MPI wrappers for data-parallel training (see dist.h). The only file that
- * tests GMA_MPI. */
+ * tests GMA_MPI (and GMA_NCCL, the NCCL path for CUDA buffers of `make cuda-mpi`). */
 #include "train/dist.h"
 
 #include <stdio.h>
@@ -10,9 +10,17 @@
 
 #ifdef GMA_MPI
 #include <mpi.h>
+#include <unistd.h>
+#endif
+#ifdef GMA_NCCL
+#include "ops/cuda/cuda_nccl.h"
 #endif
 
 static int g_rank = 0, g_size = 1, g_started = 0, g_reporter = 0;
+static int g_local_rank = 0, g_local_size = 1; /* among the ranks of this machine */
+/* how buffers in backend memory are reduced, decided at the first such call */
+enum { VIA_UNSET, VIA_MPI, VIA_HOST, VIA_NCCL };
+static int g_via = VIA_UNSET;
 static real *g_stage;      /* host staging buffer for backend memory */
 static size_t g_stage_cap; /* in reals */
 
@@ -29,6 +37,8 @@ int dist_enabled(void) {
 
 int dist_rank(void) { return g_rank; }
 int dist_size(void) { return g_size; }
+int dist_local_rank(void) { return g_local_rank; }
+int dist_local_size(void) { return g_local_size; }
 int dist_reports(void) { return g_rank == g_reporter; }
 
 #ifdef GMA_MPI
@@ -47,6 +57,11 @@ int dist_init(int *argc, char ***argv) {
     MPI_Comm_size(MPI_COMM_WORLD, &g_size);
     /* errors in MPI calls end the job rather than return codes nobody checks */
     MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_ARE_FATAL);
+    MPI_Comm local;
+    MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, g_rank, MPI_INFO_NULL, &local);
+    MPI_Comm_rank(local, &g_local_rank);
+    MPI_Comm_size(local, &g_local_size);
+    MPI_Comm_free(&local);
     return 0;
 }
 
@@ -54,6 +69,10 @@ void dist_finalize(void) {
     free(g_stage);
     g_stage = NULL;
     g_stage_cap = 0;
+#ifdef GMA_NCCL
+    if (g_via == VIA_NCCL) cuda_nccl_finalize();
+#endif
+    g_via = VIA_UNSET;
     if (!g_started) return;
     int fin = 0;
     MPI_Finalized(&fin);
@@ -133,9 +152,75 @@ int dist_same_u64(uint64_t v) { return (void)v, 1; }
 void dist_bcast(void *buf, size_t bytes, int root) { (void)buf, (void)bytes, (void)root; }
 #endif
 
+#ifdef GMA_NCCL
+/* a failure inside a collective leaves the other ranks waiting: end them all */
+_Noreturn static void nccl_fatal(void) {
+    fprintf(stderr, "gma: rank %d: %s\n", g_rank, gma_error());
+    dist_abort(1);
+}
+
+/* NCCL needs one GPU per rank: VIA_NCCL when every rank has its own (and GMA_NCCL is not
+ * 0), after building the communicator; else VIA_HOST, with the reason on rank 0 */
+static int choose_nccl(void) {
+    const char *env = getenv("GMA_NCCL");
+    if (env && !strcmp(env, "0")) {
+        if (g_rank == 0) fprintf(stderr, "gma: GMA_NCCL=0: device buffers are summed by MPI through host memory\n");
+        return VIA_HOST;
+    }
+    enum { KEY = 192 };
+    char key[KEY] = "", bus[64] = "";
+    if (cuda_nccl_device_key(bus, sizeof bus) != 0) nccl_fatal();
+    char host[100] = "";
+    gethostname(host, sizeof host - 1);
+    snprintf(key, sizeof key, "%s GPU %s", host, bus);
+    char *all = xmalloc((size_t)KEY * g_size);
+    MPI_Allgather(key, KEY, MPI_CHAR, all, KEY, MPI_CHAR, MPI_COMM_WORLD);
+    int a = -1, b = -1;
+    for (int i = 0; i < g_size && a < 0; i++)
+        for (int j = i + 1; j < g_size; j++)
+            if (!strncmp(all + (size_t)i * KEY, all + (size_t)j * KEY, KEY)) {
+                a = i, b = j;
+                break;
+            }
+    if (a >= 0) {
+        if (g_rank == 0)
+            fprintf(stderr, "gma: ranks %d and %d share %s: device buffers are summed by MPI through host memory "
+                            "(NCCL needs one GPU per rank)\n", a, b, all + (size_t)a * KEY);
+        free(all);
+        return VIA_HOST;
+    }
+    free(all);
+    size_t idn = cuda_nccl_id_bytes();
+    char *id = xcalloc(1, idn);
+    int bad = g_rank == 0 && cuda_nccl_get_id(id) != 0;
+    if (dist_max_int(bad)) { /* rank 0 could not make an id: nobody joins */
+        if (bad) nccl_fatal();
+        dist_abort(1);
+    }
+    dist_bcast(id, idn, 0);
+    if (cuda_nccl_init(id, g_size, g_rank) != 0) nccl_fatal();
+    free(id);
+    return VIA_NCCL;
+}
+#endif
+
+/* all ranks call this at the same point (from a collective), with the same backend */
+static void choose_via(void) {
+    if (g_via != VIA_UNSET) return;
+    g_via = g_ops == &gma_ops_cpu ? VIA_MPI : VIA_HOST;
+#ifdef GMA_NCCL
+    if (g_via == VIA_HOST && g_size > 1) g_via = choose_nccl();
+#endif
+}
+
+const char *dist_transport(void) {
+    choose_via();
+    return g_via == VIA_NCCL ? "NCCL" : g_via == VIA_HOST ? "MPI through host memory" : "MPI";
+}
+
 /* host view of a backend buffer: itself on the CPU backend, else a staging copy */
 static real *stage_in(real *x, size_t n) {
-    if (g_ops == &gma_ops_cpu) return x;
+    if (g_via == VIA_MPI) return x;
     if (n > g_stage_cap) {
         g_stage = xrealloc(g_stage, n * sizeof(real));
         g_stage_cap = n;
@@ -149,6 +234,13 @@ static void stage_out(real *x, const real *h, size_t n) {
 
 void dist_sum_real_backend(real *x, size_t n) {
     if (g_size == 1) return;
+    choose_via();
+#ifdef GMA_NCCL
+    if (g_via == VIA_NCCL) {
+        if (cuda_nccl_sum(x, n) != 0) nccl_fatal();
+        return;
+    }
+#endif
     real *h = stage_in(x, n);
     dist_sum_real(h, n);
     stage_out(x, h, n);
@@ -156,6 +248,13 @@ void dist_sum_real_backend(real *x, size_t n) {
 
 void dist_bcast_real_backend(real *x, size_t n, int root) {
     if (g_size == 1) return;
+    choose_via();
+#ifdef GMA_NCCL
+    if (g_via == VIA_NCCL) {
+        if (cuda_nccl_bcast(x, n, root) != 0) nccl_fatal();
+        return;
+    }
+#endif
     real *h = stage_in(x, n);
     dist_bcast(h, n * sizeof(real), root);
     stage_out(x, h, n);

@@ -1,6 +1,6 @@
 /* dist.h: data-parallel training across processes (docs/distributed.md).
  *
- * Built with -DGMA_MPI (make mpi), these wrap MPI on MPI_COMM_WORLD; otherwise (the
+ * Built with -DGMA_MPI (make mpi, make cuda-mpi), these wrap MPI on MPI_COMM_WORLD; otherwise (the
  * default build, and any program that never calls dist_init) they are single-process
  * no-ops: rank 0 of 1, reductions leave the buffer as it is. Only src/train/dist.c may
  * test GMA_MPI, so the rest of the library is the same object code in both builds.
@@ -8,7 +8,8 @@
  * Every function here except dist_rank/dist_size/dist_abort/dist_enabled is collective:
  * all ranks must call it, in the same order, with the same sizes. Buffers are host
  * memory unless the name says _backend (those stage through the host when the active
- * backend's memory is not host memory, e.g. CUDA). */
+ * backend's memory is not host memory, e.g. CUDA), or go through NCCL in a `make cuda-mpi`
+ * build with NCCL (GMA_NCCL) when every rank has a GPU of its own. */
 #ifndef GMA_DIST_H
 #define GMA_DIST_H
 #include <stddef.h>
@@ -24,6 +25,10 @@ int dist_init(int *argc, char ***argv);
 void dist_finalize(void);
 int dist_rank(void); /* 0 when not initialised */
 int dist_size(void); /* 1 when not initialised */
+/* rank and number of ranks on this machine (MPI_COMM_TYPE_SHARED): the CUDA backend takes
+ * GPU dist_local_rank() mod the GPU count unless GMA_CUDA_DEVICE says otherwise */
+int dist_local_rank(void);
+int dist_local_size(void);
 /* Terminate every rank with this exit code (MPI_Abort); exit(code) in a single process. */
 _Noreturn void dist_abort(int code);
 void dist_barrier(void);
@@ -42,6 +47,9 @@ void dist_bcast(void *buf, size_t bytes, int root);
 /* The same on buffers in the active backend's memory (n reals). */
 void dist_sum_real_backend(real *x, size_t n);
 void dist_bcast_real_backend(real *x, size_t n, int root);
+/* How the two above move data: "MPI" (CPU backend), "MPI through host memory" or "NCCL".
+ * Collective the first time (it may set up NCCL): call it where all ranks do. */
+const char *dist_transport(void);
 
 /* Collective agreement on a status (0 = fine, > 0 an exit code whose message is in
  * gma_error()): returns the largest status over ranks. When some rank failed, the

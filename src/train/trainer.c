@@ -362,8 +362,8 @@ int trainer_run(const Config *cfg_in, const TrainerOptions *o) {
         return rc;
     }
     if (!quiet) {
-        char ranks[96] = "";
-        if (R > 1) snprintf(ranks, sizeof ranks, " | %d ranks, global batch %d", R, B * R);
+        char ranks[160] = "";
+        if (R > 1) snprintf(ranks, sizeof ranks, " | %d ranks, global batch %d, all-reduce by %s", R, B * R, dist_transport());
         fprintf(stderr, "gmatrain: %s | %zu parameters | mixers %s%s | B=%d N=%d accum=%d%s | %s | activations %.1f MiB\n",
                 cfg.name, model_param_count(&m), cfg.model.mixer[0], cfg.model.n_mixer > 1 ? ",..." : "", B, N,
                 tc->grad_accum, ranks, g_ops->name, m.act_bytes / 1048576.0);
@@ -596,6 +596,7 @@ int trainer_run(const Config *cfg_in, const TrainerOptions *o) {
         if (R > 1) {
             cJSON_AddNumberToObject(sum, "ranks", R);
             cJSON_AddNumberToObject(sum, "global_batch_size", (double)B * R);
+            cJSON_AddStringToObject(sum, "allreduce", dist_transport());
         }
         for (int s = SPLIT_VALID; s <= SPLIT_TEST; s++) {
             if (!have_fin[s]) continue;

@@ -24,6 +24,7 @@
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <cstdio>
 #include <stddef.h>
 #include <algorithm>
 #include <map>
@@ -171,9 +172,18 @@ inline cudaError_t cudaStreamSynchronize(cudaStream_t) { return cudaSuccess; }
 inline const char *cudaGetErrorString(cudaError_t e) { return e ? "emulated error" : "no error"; }
 inline const char *cudaGetErrorName(cudaError_t e) { return e ? "cudaErrorEmu" : "cudaSuccess"; }
 inline cudaError_t cudaMemGetInfo(size_t *fr, size_t *tot) { *fr = *tot = (size_t)1 << 34; return cudaSuccess; }
-inline cudaError_t cudaGetDeviceCount(int *n) { *n = 1; return cudaSuccess; }
-inline cudaError_t cudaSetDevice(int d) { return d == 0 ? cudaSuccess : 1; }
-inline cudaError_t cudaGetDevice(int *d) { *d = 0; return cudaSuccess; }
+/* EMU_DEVICES=n pretends to have n devices (default 1), each with its own PCI bus id; they
+ * share the emulated memory, which is per process anyway */
+inline int g_emu_dev;
+inline int emu_devices() { const char *e = getenv("EMU_DEVICES"); int n = e && *e ? atoi(e) : 1; return n > 0 ? n : 1; }
+inline cudaError_t cudaGetDeviceCount(int *n) { *n = emu_devices(); return cudaSuccess; }
+inline cudaError_t cudaSetDevice(int d) { if (d < 0 || d >= emu_devices()) return 101; /* cudaErrorInvalidDevice */ g_emu_dev = d; return cudaSuccess; }
+inline cudaError_t cudaGetDevice(int *d) { *d = g_emu_dev; return cudaSuccess; }
+inline cudaError_t cudaDeviceGetPCIBusId(char *s, int len, int d) {
+    if (d < 0 || d >= emu_devices()) return 101;
+    snprintf(s, (size_t)len, "00000000:%02X:00.0", 0x10 + d);
+    return cudaSuccess;
+}
 inline cudaError_t cudaGetDeviceProperties(cudaDeviceProp *p, int) {
     memset(p, 0, sizeof *p); strcpy(p->name, "emu"); p->major = 9; p->minor = 0; p->totalGlobalMem = (size_t)1 << 34;
     p->multiProcessorCount = 4; return cudaSuccess;

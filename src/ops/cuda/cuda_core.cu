@@ -15,6 +15,7 @@
 #include <unordered_map>
 
 #include "ops/cuda/cuda_common.cuh"
+extern "C" int dist_local_rank(void); /* train/dist.h (a C11 header) */
 
 /* ---------------------------------------------------------------- errors */
 int g_cuda_sync_launches = 0;
@@ -467,7 +468,8 @@ extern "C" int cuda_ops_init(const GmaOps **out) {
             return gma_errorf("device \"cuda\": no usable GPU (%s: %s)", cudaGetErrorName(e), cudaGetErrorString(e));
         }
         if (n <= 0) return gma_errorf("device \"cuda\": no CUDA GPU on this machine");
-        int dev = 0;
+        /* one GPU per rank of this machine (data-parallel runs), unless told */
+        int dev = dist_local_rank() % n;
         const char *env = getenv("GMA_CUDA_DEVICE");
         if (env && *env) dev = atoi(env);
         if (dev < 0 || dev >= n) return gma_errorf("GMA_CUDA_DEVICE=%s: this machine has %d CUDA GPU(s)", env, n);
