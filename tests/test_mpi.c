@@ -164,6 +164,69 @@ START_TEST(test_two_ranks_equal_one_with_twice_the_batch) {
 }
 END_TEST
 
+/* the "routing" rows of RUN/metrics.jsonl, as "step layer head active util_min util_max"
+ * lines (exact) and their entropies */
+static int read_routing(const char *run, char lines[][128], double *ent, int cap) {
+    char p[1100], line[4096];
+    snprintf(p, sizeof p, "%s/metrics.jsonl", run);
+    FILE *f = fopen(p, "r");
+    ck_assert_msg(f != NULL, "%s: missing", p);
+    int n = 0;
+    while (fgets(line, sizeof line, f) && n < cap) {
+        cJSON *j = cJSON_Parse(line);
+        const cJSON *ev = cJSON_GetObjectItem(j, "event");
+        if (ev && !strcmp(ev->valuestring, "routing")) {
+#define NUM(k) cJSON_GetObjectItem(j, k)->valuedouble
+            snprintf(lines[n], 128, "%g %g %g %g %.17g %.17g", NUM("step"), NUM("layer"), NUM("head"), NUM("active"),
+                     NUM("util_min"), NUM("util_max"));
+            ent[n++] = NUM("entropy");
+#undef NUM
+        }
+        cJSON_Delete(j);
+    }
+    fclose(f);
+    return n;
+}
+
+/* k-means initialisation and the routing monitor see the whole global batch: 2 ranks fit
+ * and report what one process with twice the batch does (Gaussian and softmax routing) */
+START_TEST(test_kmeans_and_monitor_use_the_global_batch) {
+    SKIP_WITHOUT_MPI();
+    const char *variants[2] = {"--set gma.init=kmeans", "--set gma.init=kmeans --set gma.routing=softmax"};
+    for (int v = 0; v < 2; v++) {
+        char a[64], b[64];
+        snprintf(a, sizeof a, "k1_%d", v);
+        snprintf(b, sizeof b, "k2_%d", v);
+        const char *S = "--set gma.monitor_every=2 --set train.steps=6";
+        ck_assert_msg(run("%s %s --config configs/quickstart.json --out %s %s %s %s %s --set train.batch_size=4", mpirun(2),
+                          MPI_BIN, tu_path(b), SMALL, S, variants[v], ARGS) == 0,
+                      "%s", g_out);
+        ck_assert_msg(run("OMP_NUM_THREADS=1 %s --config configs/quickstart.json --out %s %s %s %s %s --set train.batch_size=8",
+                          ONE_BIN, tu_path(a), SMALL, S, variants[v], ARGS) == 0,
+                      "%s", g_out);
+        Rows r1 = read_metrics(tu_path(a)), r2 = read_metrics(tu_path(b));
+        ck_assert_int_eq(r1.n, 6);
+        ck_assert_int_eq(r2.n, 6);
+        double worst = 0;
+        for (int i = 0; i < 6; i++) worst = fmax(worst, fabs(r1.loss[i] - r2.loss[i]) / fabs(r1.loss[i]));
+        ck_assert_msg(worst < 1e-6, "%s: loss differs by %.2e", variants[v], worst);
+        static char l1[64][128], l2[64][128];
+        double e1[64], e2[64];
+        int n1 = read_routing(tu_path(a), l1, e1, 64), n2 = read_routing(tu_path(b), l2, e2, 64);
+        ck_assert_int_eq(n1, 12); /* steps 2, 4, 6 x 2 layers x 2 heads */
+        ck_assert_int_eq(n2, n1);
+        double went = 0;
+        for (int i = 0; i < n1; i++) {
+            ck_assert_str_eq(l2[i], l1[i]);
+            went = fmax(went, fabs(e1[i] - e2[i]) / e1[i]);
+        }
+        ck_assert_msg(went < 1e-6, "%s: entropy differs by %.2e", variants[v], went);
+        printf("test_mpi: %s, 2 ranks vs 1 process: loss to %.1e, routing entropy to %.1e, usage identical\n", variants[v],
+               worst, went);
+    }
+}
+END_TEST
+
 START_TEST(test_bad_input_one_line) {
     SKIP_WITHOUT_MPI();
     /* every rank refuses the config: exit 2, one line from gmatrain, nothing written */
@@ -239,6 +302,7 @@ Suite *make_suite(void) {
     TCase *tc = tcase_create("mpi");
     tcase_set_timeout(tc, 120);
     tcase_add_test(tc, test_two_ranks_equal_one_with_twice_the_batch);
+    tcase_add_test(tc, test_kmeans_and_monitor_use_the_global_batch);
     tcase_add_test(tc, test_bad_input_one_line);
     tcase_add_test(tc, test_signal_to_one_rank_stops_all);
     suite_add_tcase(s, tc);

@@ -41,6 +41,14 @@ int dist_local_rank(void) { return g_local_rank; }
 int dist_local_size(void) { return g_local_size; }
 int dist_reports(void) { return g_rank == g_reporter; }
 
+/* a one-process allgather */
+static real *copy_rows(const real *x, int n, int d, int *n_all) {
+    *n_all = n;
+    real *y = xmalloc(sizeof(real) * ((size_t)n * d + 1));
+    memcpy(y, x, sizeof(real) * (size_t)n * d);
+    return y;
+}
+
 #ifdef GMA_MPI
 static MPI_Datatype real_type(void) { return sizeof(real) == sizeof(double) ? MPI_DOUBLE : MPI_FLOAT; }
 
@@ -126,6 +134,23 @@ void dist_bcast(void *buf, size_t bytes, int root) {
     for (size_t o = 0; o < bytes; o += DIST_CHUNK)
         MPI_Bcast((char *)buf + o, (int)GMA_MIN(DIST_CHUNK, bytes - o), MPI_BYTE, root, MPI_COMM_WORLD);
 }
+
+real *dist_allgather_rows(const real *x, int n, int d, int *n_all) {
+    if (g_size == 1) return copy_rows(x, n, d, n_all);
+    int *cnt = xmalloc(sizeof(int) * g_size), *off = xmalloc(sizeof(int) * g_size), tot = 0;
+    MPI_Allgather(&n, 1, MPI_INT, cnt, 1, MPI_INT, MPI_COMM_WORLD);
+    for (int r = 0; r < g_size; r++) off[r] = tot, tot += cnt[r];
+    MPI_Datatype row; /* counts in rows, so they stay ints */
+    MPI_Type_contiguous(d, real_type(), &row);
+    MPI_Type_commit(&row);
+    real *y = xmalloc(sizeof(real) * ((size_t)tot * d + 1));
+    MPI_Allgatherv(x, n, row, y, cnt, off, row, MPI_COMM_WORLD);
+    MPI_Type_free(&row);
+    free(cnt);
+    free(off);
+    *n_all = tot;
+    return y;
+}
 #else
 int dist_init(int *argc, char ***argv) {
     (void)argc;
@@ -150,6 +175,7 @@ int dist_max_int(int v) { return v; }
 int dist_min_int(int v) { return v; }
 int dist_same_u64(uint64_t v) { return (void)v, 1; }
 void dist_bcast(void *buf, size_t bytes, int root) { (void)buf, (void)bytes, (void)root; }
+real *dist_allgather_rows(const real *x, int n, int d, int *n_all) { return copy_rows(x, n, d, n_all); }
 #endif
 
 #ifdef GMA_NCCL

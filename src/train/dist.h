@@ -43,6 +43,9 @@ int dist_min_int(int v);
 int dist_same_u64(uint64_t v);
 /* Copy root's bytes to every rank. */
 void dist_bcast(void *buf, size_t bytes, int root);
+/* The n rows of d reals (host memory) of every rank, rank 0's first, in a new buffer on
+ * every rank; *n_all is their number (a copy of x in one process). */
+real *dist_allgather_rows(const real *x, int n, int d, int *n_all);
 
 /* The same on buffers in the active backend's memory (n reals). */
 void dist_sum_real_backend(real *x, size_t n);

@@ -1,6 +1,8 @@
 /* health.c: routing-health monitoring, alerts and collapse repair (see health.h). */
 #include "train/health.h"
 
+#include "train/dist.h"
+
 #include <cjson/cJSON.h>
 #include <stdlib.h>
 #include <string.h>
@@ -76,6 +78,13 @@ int health_check(HealthMon *hm, Model *m, long step, FILE *mf, int quiet, uint64
         if (!hh) continue;
         int Kc = hh->n_components(mx), mem = hh->has_memory(mx);
         double rows = hh->route_stats(mx, &c, m->params, m->blocks[l].act, ent, cnt, norm);
+        if (dist_size() > 1) { /* over the global batch: entropy sums, counts and rows of all ranks */
+            for (int h = 0; h < H; h++) ent[h] *= rows;
+            dist_sum_double(ent, H);
+            dist_sum_double(cnt, (size_t)H * Kc);
+            dist_sum_double(&rows, 1);
+            for (int h = 0; h < H; h++) ent[h] = rows > 0 ? ent[h] / rows : 0;
+        }
         for (int h = 0; h < H; h++) {
             const double *ck = cnt + (size_t)h * Kc;
             double umin = 1, umax = 0;

@@ -403,10 +403,11 @@ int trainer_run(const Config *cfg_in, const TrainerOptions *o) {
             }
             if (fresh && a == 0 && model_wants_kmeans(&m)) {
                 /* k-means on this first batch's query rows (GMA_SPEC 5), then redo the forward;
-                 * with several ranks on rank 0's slice, then copied to every rank */
+                 * with several ranks every rank fits the rows of all (gathered in the order of
+                 * the global batch) with the same seed, and rank 0's result is copied anyway */
                 Rng krng;
                 rng_seed2(&krng, (uint64_t)cfg.seed, 0x6b6d65616e73ULL);
-                if ((lead && task.kmeans(&task, &m, &krng) != 0)) {
+                if (task.kmeans(&task, &m, &krng) != 0) {
                     rc = fatal(TRAIN_ERROR);
                     goto done;
                 }
@@ -507,8 +508,9 @@ int trainer_run(const Config *cfg_in, const TrainerOptions *o) {
             win_n = 0;
         }
         if (gma_layers && !bad && cfg.gma.monitor_every > 0 && ts.step % cfg.gma.monitor_every == 0) {
-            /* rank 0 checks (on its slice's routing) and decides for all */
-            int collapse = lead ? health_check(&hm, &m, ts.step, mf, o->quiet, (uint64_t)cfg.seed) : 0;
+            /* every rank checks the routing statistics summed over ranks (the same numbers);
+             * rank 0 logs and prints, and its decision and parameters stand for all */
+            int collapse = health_check(&hm, &m, ts.step, lead ? mf : NULL, quiet, (uint64_t)cfg.seed);
             if (R > 1) {
                 dist_bcast(&collapse, sizeof collapse, 0);
                 if (!strcmp(cfg.gma.on_collapse, "reinit")) bcast_model(&m, 1); /* rank 0 may have re-seeded */

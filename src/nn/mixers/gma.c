@@ -42,6 +42,7 @@
 #include <string.h>
 
 #include "nn/kmeans.h"
+#include "train/dist.h"
 #include "nn/mixers/mixer.h"
 
 const MixerVT mixer_gma;
@@ -332,17 +333,25 @@ static void h_update_buffers(Mixer *m, const MixerCtx *c, real *params, const re
 /* host copy of the non-padded query rows of head h (all heads when h < 0): X [n,d] */
 static real *gather_rows(const Mixer *m, const MixerCtx *c, const real *qhost, int h, int *n_out) {
     int B = c->B, N = c->N, H = m->H, d = m->d;
-    real *X = xmalloc(sizeof(real) * (size_t)B * N * H * d);
+    real *X = xmalloc(sizeof(real) * (size_t)B * N * H * d * dist_size() + 1), *mine = xmalloc(sizeof(real) * (size_t)B * N * d + 1);
     int n = 0;
     for (int hh = 0; hh < H; hh++) {
         if (h >= 0 && hh != h) continue;
+        int k = 0, got;
         for (int b = 0; b < B; b++)
             for (int i = 0; i < N; i++) {
                 if (c->keymask && !c->keymask[(size_t)b * N + i]) continue;
-                memcpy(X + (size_t)n * d, qhost + (((size_t)b * H + hh) * N + i) * d, sizeof(real) * d);
-                n++;
+                memcpy(mine + (size_t)k * d, qhost + (((size_t)b * H + hh) * N + i) * d, sizeof(real) * d);
+                k++;
             }
+        /* data-parallel: every rank's rows of this head, in rank order (the order of the
+         * global batch), so all ranks fit what one process with the whole batch fits */
+        real *all = dist_allgather_rows(mine, k, d, &got);
+        memcpy(X + (size_t)n * d, all, sizeof(real) * (size_t)got * d);
+        n += got;
+        free(all);
     }
+    free(mine);
     *n_out = n;
     return X;
 }

@@ -226,7 +226,7 @@ int ops_select(const char *device) {
         g_ops = ops;
         return 0;
 #else
-        return gma_errorf("device \"cuda\": this binary was built without CUDA (build with `make cuda`)");
+        return gma_errorf("device \"cuda\": this binary was built without CUDA (build with `make cuda`, or `make cuda-mpi` for data-parallel runs)");
 #endif
     }
     return gma_errorf("unknown device \"%s\" (cpu or cuda)", device);
