@@ -240,8 +240,12 @@ static void choose_via(void) {
 }
 
 const char *dist_transport(void) {
-    choose_via();
-    return g_via == VIA_NCCL ? "NCCL" : g_via == VIA_HOST ? "MPI through host memory" : "MPI";
+    switch (g_via) {
+    case VIA_NCCL: return "NCCL";
+    case VIA_HOST: return "MPI through host memory";
+    case VIA_MPI: return "MPI";
+    default: return "not chosen yet";
+    }
 }
 
 /* host view of a backend buffer: itself on the CPU backend, else a staging copy */

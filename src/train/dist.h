@@ -50,8 +50,9 @@ real *dist_allgather_rows(const real *x, int n, int d, int *n_all);
 /* The same on buffers in the active backend's memory (n reals). */
 void dist_sum_real_backend(real *x, size_t n);
 void dist_bcast_real_backend(real *x, size_t n, int root);
-/* How the two above move data: "MPI" (CPU backend), "MPI through host memory" or "NCCL".
- * Collective the first time (it may set up NCCL): call it where all ranks do. */
+/* How the two above move data: "MPI" (CPU backend), "MPI through host memory" or "NCCL",
+ * chosen (collectively, setting up NCCL) at the first call of either; before that
+ * "not chosen yet". Not collective. */
 const char *dist_transport(void);
 
 /* Collective agreement on a status (0 = fine, > 0 an exit code whose message is in
