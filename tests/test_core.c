@@ -17,6 +17,21 @@ static int load_text(Config *c, const char *js) {
     return cfg_load_text(c, js, "test.json");
 }
 
+/* gma_hash: deterministic, and every byte counts (whole words and the tail) */
+START_TEST(test_hash_every_byte_counts) {
+    unsigned char b[13];
+    for (int i = 0; i < 13; i++) b[i] = (unsigned char)(7 * i + 1);
+    uint64_t h = gma_hash(b, sizeof b, GMA_HASH_SEED);
+    ck_assert(h == gma_hash(b, sizeof b, GMA_HASH_SEED));
+    ck_assert(h != gma_hash(b, 12, GMA_HASH_SEED));
+    for (int i = 0; i < 13; i++) {
+        b[i] ^= 0x10;
+        ck_assert_msg(gma_hash(b, sizeof b, GMA_HASH_SEED) != h, "byte %d does not change the hash", i);
+        b[i] ^= 0x10;
+    }
+}
+END_TEST
+
 START_TEST(test_config_errors) {
     Config c;
     ck_assert_int_eq(load_text(&c, "{\"model\": {\"d_model\": 64, \"n_heads\": 4}}"), 0);
@@ -280,6 +295,7 @@ END_TEST
 Suite *make_suite(void) {
     Suite *s = suite_create("core");
     TCase *tc = tcase_create("core");
+    tcase_add_test(tc, test_hash_every_byte_counts);
     tcase_add_test(tc, test_config_errors);
     tcase_add_test(tc, test_config_set_and_roundtrip);
     tcase_add_test(tc, test_safetensors_roundtrip);

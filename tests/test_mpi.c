@@ -236,6 +236,15 @@ START_TEST(test_bad_input_one_line) {
     const char *first = strstr(g_out, "gmatrain: ");
     ck_assert_msg(first && strstr(first, "train.batch_size") && !strstr(first + 1, "gmatrain: "), "%s", g_out);
     ck_assert(!gma_path_exists(tu_path("bad")));
+    /* replicas that differ at a checkpoint: all ranks stop, exit 1, one line, no checkpoint */
+    ck_assert_int_eq(run("GMA_FAULT_DIVERGE_RANK=1 %s %s --config configs/quickstart.json --out %s %s %s", mpirun(2),
+                         MPI_BIN, tu_path("div"), SMALL, ARGS),
+                     1);
+    first = strstr(g_out, "gmatrain: ");
+    ck_assert_msg(first && strstr(first, "replicas diverged") && !strstr(first + 1, "gmatrain: "), "%s", g_out);
+    char latest[1100];
+    snprintf(latest, sizeof latest, "%s/latest", tu_path("div"));
+    ck_assert_msg(!gma_path_exists(latest), "a checkpoint was written from diverged replicas");
     /* an error on rank 0 only (it alone creates the run directory): all ranks stop, exit 1 */
     tu_write(tu_path("file"), "a file, not a directory\n");
     char out[1100];

@@ -216,12 +216,8 @@ int main(int argc, char **argv) {
             if (!quiet && s == 0) printf("  grad %-40s |g_cpu| %.3e  rel err %.2e\n", pi->name, na, e);
             if (e > step_worst) step_worst = e, step_name = pi->name;
         }
-        if (digest) { /* FNV-1a of the device's loss and gradient bits: equal digests, equal bits */
-            uint64_t h = 1469598103934665603ull;
-            const unsigned char *bytes = (const unsigned char *)gb;
-            for (size_t i = 0; i < P * sizeof(real); i++) h = (h ^ bytes[i]) * 1099511628211ull;
-            bytes = (const unsigned char *)&lb;
-            for (size_t i = 0; i < sizeof lb; i++) h = (h ^ bytes[i]) * 1099511628211ull;
+        if (digest) { /* a hash of the device's loss and gradient bits: equal digests, equal bits */
+            uint64_t h = gma_hash(&lb, sizeof lb, gma_hash(gb, P * sizeof(real), GMA_HASH_SEED));
             printf("step %d: %s digest %016llx\n", s, device, (unsigned long long)h);
         }
         if (lrel > worst_loss || lrel != lrel) worst_loss = lrel != lrel ? INFINITY : lrel;

@@ -65,6 +65,19 @@ char *gma_xstrdup_at(const char *s, const char *file, int line) {
     return p;
 }
 
+uint64_t gma_hash(const void *p, size_t n, uint64_t h) {
+    const unsigned char *b = p;
+    size_t i = 0;
+    for (; i + 8 <= n; i += 8) { /* a word at a time (FNV-style multiply, then a shift mix) */
+        uint64_t x;
+        memcpy(&x, b + i, 8);
+        h = (h ^ x) * 0x100000001b3ULL;
+        h ^= h >> 29;
+    }
+    for (; i < n; i++) h = (h ^ b[i]) * 0x100000001b3ULL;
+    return h;
+}
+
 double gma_now(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);

@@ -59,6 +59,11 @@ char *gma_xstrdup_at(const char *s, const char *file, int line);
 /* Wall clock in seconds (monotonic). */
 double gma_now(void);
 
+/* A 64-bit hash of n bytes, continuing from h (start with GMA_HASH_SEED): equal bytes give
+ * equal hashes (replica checks, bit-for-bit comparisons); not for anything persistent. */
+#define GMA_HASH_SEED 0xcbf29ce484222325ULL
+uint64_t gma_hash(const void *p, size_t n, uint64_t h);
+
 /* Read a whole file into a NUL-terminated buffer. Returns NULL and sets the error. */
 char *gma_read_file(const char *path, size_t *len_out);
 /* Write bytes to path atomically: path.tmp, fsync, rename, fsync the directory.
