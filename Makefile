@@ -1,6 +1,7 @@
 # gma: build, test, benchmark.
 #
-#   make            CPU build: bin/gmatrain bin/gmaeval bin/gmadata bin/gmabench + build/libgma.a
+#   make            CPU build: bin/gmatrain bin/gmaeval bin/gmasample bin/gmadata bin/gmabench bin/gmacheck
+#                   + build/libgma.a
 #   make test       set-up if needed, build, run every Check suite under tests/
 #   make quickstart set-up if needed, build, train and evaluate configs/quickstart.json
 #   make bench      build and run bin/gmabench for every causal mixer (tables, runs/bench.json)

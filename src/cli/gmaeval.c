@@ -46,10 +46,8 @@ static int fail(int code) {
 }
 
 static long parse_int(const char *opt, const char *v, long lo) {
-    char *end;
-    errno = 0;
-    long x = strtol(v, &end, 10);
-    if (end == v || *end || errno || x < lo || x > INT_MAX) {
+    long x;
+    if (gma_parse_long(v, lo, INT_MAX, &x) != 0) {
         fprintf(stderr, "gmaeval: %s: \"%s\" is not an integer in [%ld, %d]\n", opt, v, lo, INT_MAX);
         exit(2);
     }
@@ -101,19 +99,7 @@ static const char *const TEXT_CATS[N_TEXT_CATS] = {"number", "punctuation", "fun
 /* token texts from the tokenizer named by DATA/meta.json; NULL when there is none */
 static char **token_texts(const Config *cfg, int V) {
     if (!cfg->data.path[0]) return NULL;
-    char p[2100];
-    snprintf(p, sizeof p, "%s/meta.json", cfg->data.path);
-    char *js = gma_read_file(p, NULL);
-    if (!js) return NULL;
-    cJSON *o = cJSON_Parse(js);
-    free(js);
-    const cJSON *t = o ? cJSON_GetObjectItemCaseSensitive(o, "tokenizer") : NULL;
-    Tokenizer *tk = NULL;
-    if (cJSON_IsString(t)) {
-        const char *dirs[2] = {cfg->data.path, "data/gpt2"};
-        for (int i = 0; i < 2 && !tk; i++) tk = tokenizer_load(t->valuestring, dirs[i]);
-    }
-    cJSON_Delete(o);
+    Tokenizer *tk = lmdata_tokenizer(cfg->data.path);
     if (!tk) return NULL;
     char **text = xcalloc(V, sizeof(char *));
     uint32_t tv = tokenizer_vocab_size(tk);

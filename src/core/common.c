@@ -65,6 +65,24 @@ char *gma_xstrdup_at(const char *s, const char *file, int line) {
     return p;
 }
 
+int gma_parse_long(const char *s, long lo, long hi, long *out) {
+    char *end;
+    errno = 0;
+    long x = strtol(s, &end, 10);
+    if (end == s || *end || errno || x < lo || x > hi) return -1;
+    *out = x;
+    return 0;
+}
+
+int gma_parse_double(const char *s, double lo, double hi, double *out) {
+    char *end;
+    errno = 0;
+    double x = strtod(s, &end);
+    if (end == s || *end || errno || !isfinite(x) || x < lo || x > hi) return -1;
+    *out = x;
+    return 0;
+}
+
 uint64_t gma_hash(const void *p, size_t n, uint64_t h) {
     const unsigned char *b = p;
     size_t i = 0;

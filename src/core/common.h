@@ -59,6 +59,10 @@ char *gma_xstrdup_at(const char *s, const char *file, int line);
 /* Wall clock in seconds (monotonic). */
 double gma_now(void);
 
+/* Command-line numbers: the whole of s as a number in [lo, hi] (finite); 0, or -1. */
+int gma_parse_long(const char *s, long lo, long hi, long *out);
+int gma_parse_double(const char *s, double lo, double hi, double *out);
+
 /* A 64-bit hash of n bytes, continuing from h (start with GMA_HASH_SEED): equal bytes give
  * equal hashes (replica checks, bit-for-bit comparisons); not for anything persistent. */
 #define GMA_HASH_SEED 0xcbf29ce484222325ULL

@@ -35,6 +35,25 @@ static void read_meta(LmData *d, const char *dir) {
     cJSON_Delete(j);
 }
 
+Tokenizer *lmdata_tokenizer(const char *dir) {
+    char path[2100];
+    snprintf(path, sizeof path, "%s/meta.json", dir);
+    char *text = gma_read_file(path, NULL);
+    if (!text) return NULL;
+    cJSON *j = cJSON_Parse(text);
+    free(text);
+    const cJSON *t = j ? cJSON_GetObjectItemCaseSensitive(j, "tokenizer") : NULL;
+    Tokenizer *tk = NULL;
+    if (!cJSON_IsString(t)) gma_errorf("%s: no \"tokenizer\" string", path);
+    else {
+        const char *dirs[2] = {dir, "data/gpt2"};
+        for (int i = 0; i < 2 && !tk; i++) tk = tokenizer_load(t->valuestring, dirs[i]);
+        if (!tk) gma_error_prefix("%s: tokenizer \"%s\"", path, t->valuestring);
+    }
+    cJSON_Delete(j);
+    return tk;
+}
+
 int lmdata_open(LmData *d, const Config *c) {
     memset(d, 0, sizeof *d);
     d->eval_stride = c->data.eval_stride;

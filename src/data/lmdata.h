@@ -14,6 +14,7 @@
 #include "core/rng.h"
 #include "data/recall.h"
 #include "data/shard.h"
+#include "data/tokenizer.h"
 
 enum { SPLIT_TRAIN, SPLIT_VALID, SPLIT_TEST };
 
@@ -46,4 +47,7 @@ void lmdata_train_batch_part(const LmData *d, Rng *rng, uint64_t batch_index, in
 int lmdata_eval_batch(const LmData *d, int s, long b, int B, int N, int32_t *tok, int32_t *tgt);
 /* Number of evaluation windows of split s at length N. */
 long lmdata_eval_windows(const LmData *d, int s, int N);
+/* The tokenizer DIR/meta.json names (gmadata prepare writes it), its files looked up in
+ * DIR, then in data/gpt2; NULL with gma_error when there is none. */
+Tokenizer *lmdata_tokenizer(const char *dir);
 #endif

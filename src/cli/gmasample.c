@@ -1,0 +1,301 @@
+/* gmasample.c: generate text from a language-model checkpoint (model/generate.h): a
+ * prompt (text through the tokenizer the training data was prepared with, or token ids),
+ * continued token by token with temperature, top-k and top-p sampling, printed as it comes
+ * and optionally written as JSON. */
+#include <cjson/cJSON.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/config.h"
+#include "data/lmdata.h"
+#include "data/tokenizer.h"
+#include "data/unicode.h"
+#include "model/checkpoint.h"
+#include "model/generate.h"
+#include "model/model.h"
+#include "ops/ops.h"
+
+static void usage(FILE *f) {
+    fprintf(f, "usage: gmasample --checkpoint PATH [--prompt TEXT | --prompt-file FILE | --prompt-ids \"ID ...\"]\n"
+               "                 [--tokens N] [--temperature T] [--top-k K] [--top-p P] [--seed S] [--samples M]\n"
+               "                 [--tokenizer SPEC [--vocab DIR]] [--json OUT] [--device cpu|cuda] [--threads N]\n"
+               "PATH: a checkpoint directory, a run directory (its latest checkpoint) or a model.safetensors.\n"
+               "The text is encoded and decoded with the tokenizer named in the training data's meta.json\n"
+               "(gmadata prepare), or --tokenizer (gpt2, bpe:DIR, word:FILE, bytes). Without a tokenizer (the\n"
+               "recall task) prompts are --prompt-ids and the output is ids. Without a prompt, generation starts\n"
+               "from <|endoftext|> or <eos> when the tokenizer has one.\n"
+               "--tokens N new tokens per sample (default 128); --temperature T (default 1; 0 = greedy);\n"
+               "--top-k K (default 0 = all); --top-p P in (0, 1] (default 1); --seed S (default 1337);\n"
+               "--samples M (default 1), sample m drawn with the stream (S, m).\n");
+}
+
+static int fail(int code) {
+    fprintf(stderr, "gmasample: %s\n", gma_error());
+    return code;
+}
+
+typedef struct Out {
+    Tokenizer *tk;
+    int32_t *ids; /* prompt + new tokens */
+    int n;
+    size_t printed; /* bytes of the decoded continuation already printed */
+} Out;
+
+/* decode ids[from, n) (the ids are checked against the tokenizer by tokenizer_decode) */
+static char *decode(Tokenizer *tk, const int32_t *ids, int n, size_t *len) {
+    uint32_t *u = xmalloc(sizeof(uint32_t) * ((size_t)n + 1));
+    for (int i = 0; i < n; i++) u[i] = (uint32_t)ids[i];
+    char *text = NULL;
+    if (tokenizer_decode(tk, u, (size_t)n, &text, len) != 0) text = NULL;
+    free(u);
+    return text;
+}
+
+/* text for JSON: invalid UTF-8 bytes (a byte-level model may emit any) become U+FFFD */
+static char *valid_utf8(const char *t, size_t n) {
+    char *o = xmalloc(3 * n + 1), *q = o;
+    for (size_t i = 0; i < n;) {
+        int32_t cp;
+        size_t k = utf8_decode((const unsigned char *)t + i, n - i, &cp);
+        if (cp < 0 || (cp == 0 && k == 1)) memcpy(q, "\xEF\xBF\xBD", 3), q += 3;
+        else memcpy(q, t + i, k), q += k;
+        i += k;
+    }
+    *q = 0;
+    return o;
+}
+
+/* print what the new token adds: the decoded continuation grows (byte-level tokens may end
+ * inside a UTF-8 character; the terminal joins the bytes), or the id */
+static int emit(void *ctx, int32_t token) {
+    Out *o = ctx;
+    o->ids[o->n++] = token;
+    if (!o->tk) {
+        printf(" %d", token);
+    } else {
+        size_t len;
+        char *text = decode(o->tk, o->ids, o->n, &len);
+        if (!text) return -1;
+        if (len > o->printed) fwrite(text + o->printed, 1, len - o->printed, stdout);
+        o->printed = len > o->printed ? len : o->printed;
+        free(text);
+    }
+    fflush(stdout);
+    return 0;
+}
+
+/* the prompt as ids: text through the tokenizer, --prompt-ids, or the start token */
+static int32_t *prompt_ids(Tokenizer *tk, const char *text, size_t text_len, const char *ids, int *np) {
+    int32_t *p = NULL;
+    *np = 0;
+    if (ids) {
+        const char *s = ids;
+        size_t cap = strlen(ids) / 2 + 2;
+        p = xmalloc(sizeof(int32_t) * cap);
+        while (*s) {
+            while (*s == ' ' || *s == ',' || *s == '\t') s++;
+            if (!*s) break;
+            char *end;
+            long v = strtol(s, &end, 10);
+            if (end == s || v < 0 || v > INT32_MAX) {
+                free(p);
+                gma_errorf("--prompt-ids: \"%.20s\" at offset %ld is not a token id", s, (long)(s - ids));
+                return NULL;
+            }
+            p[(*np)++] = (int32_t)v;
+            s = end;
+        }
+    } else if (text && text_len > 0) {
+        if (!tk) {
+            gma_errorf("--prompt: this checkpoint's data has no tokenizer (meta.json); give --prompt-ids or --tokenizer");
+            return NULL;
+        }
+        uint32_t *u;
+        size_t n;
+        if (tokenizer_encode(tk, text, text_len, &u, &n) != 0) return NULL;
+        p = xmalloc(sizeof(int32_t) * (n + 1));
+        for (size_t i = 0; i < n; i++) p[i] = (int32_t)u[i];
+        *np = (int)n;
+        free(u);
+    } else {
+        long start = -1;
+        if (tk) start = tokenizer_token_id(tk, "<|endoftext|>");
+        if (tk && start < 0) start = tokenizer_token_id(tk, "<eos>");
+        if (start < 0) {
+            gma_errorf("a prompt is required (--prompt, --prompt-file or --prompt-ids): %s", tk ? "the tokenizer has no <|endoftext|> or <eos> to start from" : "there is no tokenizer");
+            return NULL;
+        }
+        p = xmalloc(sizeof(int32_t));
+        p[0] = (int32_t)start;
+        *np = 1;
+    }
+    if (*np == 0) {
+        free(p);
+        gma_errorf("the prompt is empty");
+        return NULL;
+    }
+    return p;
+}
+
+int main(int argc, char **argv) {
+    gma_openmp_env(argv);
+    const char *ckpt = NULL, *prompt = NULL, *pfile = NULL, *pids = NULL, *json = NULL, *device = NULL, *tkspec = NULL,
+               *vocab = "data/gpt2";
+    long tokens = 128, top_k = 0, seed = 1337, samples = 1, threads = -1;
+    double temperature = 1, top_p = 1;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+        int bad = 0;
+        if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+            usage(stdout);
+            return 0;
+        }
+        if (!v) bad = 1;
+        else if (!strcmp(a, "--checkpoint")) ckpt = v;
+        else if (!strcmp(a, "--prompt")) prompt = v;
+        else if (!strcmp(a, "--prompt-file")) pfile = v;
+        else if (!strcmp(a, "--prompt-ids")) pids = v;
+        else if (!strcmp(a, "--json")) json = v;
+        else if (!strcmp(a, "--device")) device = v;
+        else if (!strcmp(a, "--tokenizer")) tkspec = v;
+        else if (!strcmp(a, "--vocab")) vocab = v;
+        else if (!strcmp(a, "--tokens")) bad = gma_parse_long(v, 1, INT_MAX / 2, &tokens) ? 2 : 0;
+        else if (!strcmp(a, "--top-k")) bad = gma_parse_long(v, 0, INT_MAX, &top_k) ? 2 : 0;
+        else if (!strcmp(a, "--seed")) bad = gma_parse_long(v, 0, LONG_MAX, &seed) ? 2 : 0;
+        else if (!strcmp(a, "--samples")) bad = gma_parse_long(v, 1, 100000, &samples) ? 2 : 0;
+        else if (!strcmp(a, "--threads")) bad = gma_parse_long(v, 0, 1024, &threads) ? 2 : 0;
+        else if (!strcmp(a, "--temperature")) bad = gma_parse_double(v, 0, 1e6, &temperature) ? 2 : 0;
+        else if (!strcmp(a, "--top-p")) bad = gma_parse_double(v, 1e-9, 1, &top_p) ? 2 : 0;
+        else bad = 1;
+        if (bad == 1) {
+            fprintf(stderr, "gmasample: unknown or incomplete option \"%s\" (see --help)\n", a);
+            return 2;
+        }
+        if (bad == 2) {
+            fprintf(stderr, "gmasample: %s: \"%s\" is out of range or not a number (see --help)\n", a, v);
+            return 2;
+        }
+        i++;
+    }
+    if (!ckpt) {
+        fprintf(stderr, "gmasample: --checkpoint is required (see --help)\n");
+        return 2;
+    }
+    if (!!prompt + !!pfile + !!pids > 1) {
+        fprintf(stderr, "gmasample: give one of --prompt, --prompt-file and --prompt-ids\n");
+        return 2;
+    }
+    char dir[2048];
+    Config cfg;
+    if (ckpt_resolve(ckpt, dir, sizeof dir) != 0 || ckpt_read_config(dir, &cfg) != 0) return fail(2);
+    if (device) snprintf(cfg.device, sizeof cfg.device, "%s", device);
+    if (threads >= 0) cfg.threads = (int)threads;
+    if (!strcmp(cfg.model.task, "classify")) {
+        fprintf(stderr, "gmasample: %s: a classifier checkpoint does not generate text\n", dir);
+        return 2;
+    }
+    if (!cfg.model.causal) {
+        fprintf(stderr, "gmasample: %s: the model is bidirectional (model.causal false) and cannot generate text\n", dir);
+        return 2;
+    }
+    Tokenizer *tk = NULL;
+    if (tkspec) {
+        if (!(tk = tokenizer_load(tkspec, vocab))) return fail(2);
+    } else if (cfg.data.path[0] && strcmp(cfg.data.source, "recall")) {
+        if (!(tk = lmdata_tokenizer(cfg.data.path)) && (prompt || pfile)) return fail(2);
+    }
+    if (tk && tokenizer_vocab_size(tk) > (uint32_t)cfg.model.vocab_size) {
+        fprintf(stderr, "gmasample: the tokenizer's vocabulary (%u) is larger than the model's (%d)\n",
+                tokenizer_vocab_size(tk), cfg.model.vocab_size);
+        return 2;
+    }
+    size_t text_len = prompt ? strlen(prompt) : 0;
+    char *ftext = NULL;
+    if (pfile && !(ftext = gma_read_file(pfile, &text_len))) return fail(2);
+    int np;
+    int32_t *p = prompt_ids(tk, pfile ? ftext : prompt, text_len, pids, &np);
+    if (!p) return fail(2);
+    for (int i = 0; i < np; i++)
+        if (p[i] >= cfg.model.vocab_size) {
+            fprintf(stderr, "gmasample: prompt token %d (position %d) is outside the model's vocabulary [0, %d)\n", p[i], i,
+                    cfg.model.vocab_size);
+            return 2;
+        }
+    if (ops_select(cfg.device) != 0) return fail(2);
+    ops_set_threads(cfg.threads);
+    Model m;
+    int W = cfg.model.max_seq_len;
+    if (model_build(&m, &cfg) != 0) return fail(2);
+    if (model_check_memory(&m, 1, W) != 0) return fail(2);
+    model_alloc(&m, 1, W);
+    if (ckpt_load(&m, NULL, dir) != 0) return fail(2);
+    SampleOpts so = {.temperature = temperature, .top_k = (int)top_k, .top_p = top_p};
+    fprintf(stderr, "gmasample: %s | %s | prompt %d tokens | %ld new | temperature %g top-k %ld top-p %g seed %ld\n", dir,
+            tk ? tokenizer_spec(tk) : "token ids", np, tokens, temperature, top_k, top_p, seed);
+    cJSON *root = cJSON_CreateObject(), *arr = NULL;
+    cJSON_AddStringToObject(root, "checkpoint", dir);
+    cJSON_AddNumberToObject(root, "temperature", temperature);
+    cJSON_AddNumberToObject(root, "top_k", (double)top_k);
+    cJSON_AddNumberToObject(root, "top_p", top_p);
+    cJSON_AddNumberToObject(root, "seed", (double)seed);
+    cJSON_AddItemToObject(root, "prompt_ids", cJSON_CreateIntArray(p, np));
+    arr = cJSON_AddArrayToObject(root, "samples");
+    int rc = 0;
+    double t0 = gma_now();
+    for (long s = 0; s < samples && rc == 0; s++) {
+        Out o = {.tk = tk, .ids = xmalloc(sizeof(int32_t) * (size_t)(np + tokens)), .n = np};
+        memcpy(o.ids, p, sizeof(int32_t) * (size_t)np);
+        if (s > 0) printf("\n----\n");
+        if (tk) { /* the prompt as the tokenizer gives it back, then the continuation */
+            size_t len;
+            char *text = decode(tk, o.ids, np, &len);
+            if (!text) rc = -1;
+            else fwrite(text, 1, len, stdout), o.printed = len, free(text);
+        } else {
+            for (int i = 0; i < np; i++) printf(i ? " %d" : "%d", p[i]);
+        }
+        fflush(stdout);
+        Rng rng;
+        rng_seed2(&rng, (uint64_t)seed, (uint64_t)s);
+        if (rc == 0) rc = model_generate(&m, p, np, (int)tokens, &so, &rng, emit, &o);
+        cJSON *e = cJSON_CreateObject();
+        cJSON_AddItemToObject(e, "ids", cJSON_CreateIntArray(o.ids + np, o.n - np));
+        if (tk && rc == 0) {
+            size_t len;
+            char *text = decode(tk, o.ids + np, o.n - np, &len);
+            if (text) {
+                char *u = valid_utf8(text, len);
+                cJSON_AddStringToObject(e, "text", u);
+                free(u);
+            }
+            free(text);
+        }
+        cJSON_AddItemToArray(arr, e);
+        free(o.ids);
+    }
+    printf("\n");
+    double dt = gma_now() - t0;
+    if (rc != 0) {
+        cJSON_Delete(root);
+        return fail(1);
+    }
+    fprintf(stderr, "gmasample: %ld x %ld tokens in %.2f s (%.1f tokens/s)\n", samples, tokens, dt,
+            dt > 0 ? (double)(samples * tokens) / dt : 0);
+    cJSON_AddNumberToObject(root, "tokens_per_s", dt > 0 ? (double)(samples * tokens) / dt : 0);
+    if (json) {
+        char *js = cJSON_Print(root);
+        int w = gma_write_file_atomic(json, js, strlen(js));
+        free(js);
+        if (w != 0) {
+            cJSON_Delete(root);
+            return fail(1);
+        }
+    }
+    cJSON_Delete(root);
+    free(p);
+    free(ftext);
+    tokenizer_free(tk);
+    model_free(&m);
+    return 0;
+}

@@ -1,0 +1,74 @@
+/* generate.c: sampling from a causal language model (see generate.h). */
+#include "model/generate.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ops/ops.h"
+
+static const real *g_sort_logits; /* qsort has no context argument */
+static int by_logit(const void *a, const void *b) {
+    int i = *(const int *)a, j = *(const int *)b;
+    real x = g_sort_logits[i], y = g_sort_logits[j];
+    if (x != y) return x > y ? -1 : 1;
+    return (i > j) - (i < j);
+}
+
+int sample_token(const real *logits, int V, const SampleOpts *o, Rng *rng, int *order, double *prob) {
+    if (!(o->temperature > 0)) {
+        int best = 0;
+        for (int i = 1; i < V; i++)
+            if (logits[i] > logits[best]) best = i;
+        return best;
+    }
+    for (int i = 0; i < V; i++) order[i] = i;
+    g_sort_logits = logits;
+    qsort(order, (size_t)V, sizeof(int), by_logit);
+    int keep = o->top_k > 0 && o->top_k < V ? o->top_k : V;
+    double mx = logits[order[0]], z = 0;
+    for (int r = 0; r < keep; r++) z += prob[r] = exp(((double)logits[order[r]] - mx) / o->temperature);
+    if (o->top_p < 1) { /* the fewest leading candidates whose share reaches top_p */
+        double acc = 0;
+        int r = 0;
+        while (r < keep && acc < o->top_p * z) acc += prob[r++];
+        keep = r > 0 ? r : 1;
+        z = acc > 0 ? acc : prob[0];
+    }
+    double u = rng_uniform(rng) * z, acc = 0;
+    for (int r = 0; r < keep; r++)
+        if ((acc += prob[r]) > u) return order[r];
+    return order[keep - 1]; /* u within rounding of z */
+}
+
+int model_generate(Model *m, const int32_t *prompt, int np, int n_new, const SampleOpts *o, Rng *rng, generate_fn emit,
+                   void *ctx) {
+    if (m->classify) return gma_errorf("this model is a classifier: it does not generate text");
+    if (!m->causal) return gma_errorf("this model is bidirectional (model.causal false): it cannot generate text");
+    if (np < 1) return gma_errorf("generation needs a prompt of at least one token");
+    int W = m->Nmax < m->Nmax_act ? m->Nmax : m->Nmax_act, V = m->V, rc = 0;
+    int total = np + n_new;
+    int32_t *seq = xmalloc(sizeof(int32_t) * (size_t)total), *tgt = xmalloc(sizeof(int32_t) * (size_t)W);
+    real *row = xmalloc(sizeof(real) * (size_t)V);
+    int *order = xmalloc(sizeof(int) * (size_t)V);
+    double *prob = xmalloc(sizeof(double) * (size_t)V);
+    memcpy(seq, prompt, sizeof(int32_t) * (size_t)np);
+    for (int i = 0; i < W; i++) tgt[i] = -1;
+    for (int t = np; t < total && rc == 0; t++) {
+        int n = t < W ? t : W; /* the context: the last n tokens */
+        LossStats st;
+        if (model_forward(m, seq + t - n, tgt, 1, n, NULL, 0, &st, 0, 0) != 0) {
+            rc = -1;
+            break;
+        }
+        g_ops->to_host(row, m->logits + (size_t)(n - 1) * V, sizeof(real) * (size_t)V);
+        seq[t] = sample_token(row, V, o, rng, order, prob);
+        if (emit) rc = emit(ctx, seq[t]);
+    }
+    free(seq);
+    free(tgt);
+    free(row);
+    free(order);
+    free(prob);
+    return rc;
+}

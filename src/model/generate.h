@@ -1,0 +1,32 @@
+/* generate.h: sampling from a causal language model (bin/gmasample).
+ *
+ * Each new token costs one forward pass over the context (the last model.max_seq_len
+ * tokens, batch 1), as llm.c samples: no key/value cache or recurrent state is kept, so
+ * the numbers are exactly those of model_forward. The next token is drawn from the last
+ * position's logits with a temperature, then top-k and top-p (nucleus) truncation. */
+#ifndef GMA_GENERATE_H
+#define GMA_GENERATE_H
+#include <stdint.h>
+
+#include "core/rng.h"
+#include "model/model.h"
+
+typedef struct SampleOpts {
+    double temperature; /* <= 0: greedy (argmax, the lowest id among ties) */
+    int top_k;          /* keep the k most likely tokens (0 = all) */
+    double top_p;       /* then the fewest most likely tokens whose probability reaches p (1 = all) */
+} SampleOpts;
+
+/* One token from logits[V] (host). `order` is scratch for V ints, `prob` for V doubles.
+ * Candidates are ranked by logit, ties by id, so a draw depends on the rng alone. */
+int sample_token(const real *logits, int V, const SampleOpts *o, Rng *rng, int *order, double *prob);
+
+/* Called with each new token; a non-zero return stops generation (returned as is). */
+typedef int (*generate_fn)(void *ctx, int32_t token);
+
+/* Append n_new tokens to the np-token prompt (np >= 1; ids checked by model_forward),
+ * calling emit for each. The model must be causal and allocated for batch 1 and its
+ * max_seq_len. Returns 0, emit's non-zero value, or -1 with gma_error set. */
+int model_generate(Model *m, const int32_t *prompt, int np, int n_new, const SampleOpts *o, Rng *rng, generate_fn emit,
+                   void *ctx);
+#endif
