@@ -329,9 +329,7 @@ int main(int argc, char **argv) {
     }
     char dir[2048];
     Config cfg;
-    if (ckpt_resolve(ckpt, dir, sizeof dir) != 0 || ckpt_read_config(dir, &cfg) != 0) return fail(2);
-    if (device) snprintf(cfg.device, sizeof cfg.device, "%s", device);
-    if (threads >= 0) cfg.threads = (int)threads;
+    if (ckpt_open_config(ckpt, device, threads, dir, sizeof dir, &cfg) != 0) return fail(2);
     if (seq_len > cfg.model.max_seq_len) {
         fprintf(stderr, "gmaeval: --seq-len %ld is longer than the model's max_seq_len %d\n", seq_len, cfg.model.max_seq_len);
         return 2;

@@ -162,6 +162,13 @@ int ckpt_resolve(const char *path, char *out, size_t cap) {
     return gma_errorf("%s: not a checkpoint (no model.safetensors here or under latest/)", path);
 }
 
+int ckpt_open_config(const char *path, const char *device, long threads, char *dir, size_t cap, Config *c) {
+    if (ckpt_resolve(path, dir, cap) != 0 || ckpt_read_config(dir, c) != 0) return -1;
+    if (device) snprintf(c->device, sizeof c->device, "%s", device);
+    if (threads >= 0) c->threads = (int)threads;
+    return 0;
+}
+
 int ckpt_read_config(const char *dir, Config *c) {
     char path[2100];
     snprintf(path, sizeof path, "%s/model.safetensors", dir);

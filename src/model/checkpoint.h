@@ -28,6 +28,9 @@ int ckpt_save(const Model *m, const TrainState *ts, const char *run_dir, int kee
 int ckpt_resolve(const char *path, char *out, size_t cap);
 /* Read the resolved config stored in a checkpoint directory. */
 int ckpt_read_config(const char *dir, Config *c);
+/* ckpt_resolve + ckpt_read_config, then the command line's --device (when non-NULL) and
+ * --threads (when >= 0) over the stored config: what gmaeval and gmasample start with. */
+int ckpt_open_config(const char *path, const char *device, long threads, char *dir, size_t cap, Config *c);
 /* Load parameters (and, when ts is non-NULL, optimiser moments and train state). Shapes
  * are checked against the model's table; a mismatch names the tensor. */
 int ckpt_load(Model *m, TrainState *ts, const char *dir);
