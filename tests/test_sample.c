@@ -79,7 +79,8 @@ static const char *trained_run(void) {
     ck_assert_msg(run("bin/gmatrain --config configs/quickstart.json --out %s --quiet --threads 1 --set data.source=shards "
                       "--set data.path=%s/shards --set model.vocab_size=256 --set model.n_layers=1 --set model.max_seq_len=32 "
                       "--set train.seq_len=32 --set train.batch_size=8 --set train.steps=150 --set train.lr=0.01 "
-                      "--set train.warmup=10 --set train.eval_every=0 --set train.checkpoint_every=150",
+                      "--set train.warmup=10 --set train.eval_every=0 --set train.checkpoint_every=150 "
+                      "--set train.sample_every=75 --set train.sample_prompt=3456 --set train.sample_tokens=8",
                       run_dir, tu_tmpdir()) == 0,
                   "%s", g_out);
     return run_dir;
@@ -172,6 +173,44 @@ START_TEST(test_generate_is_forward_per_token) {
 }
 END_TEST
 
+/* train.sample_every: rows in metrics.jsonl at steps 75 and 150, decoded by the data's
+ * tokenizer; by step 150 the model continues the digits */
+START_TEST(test_samples_while_training) {
+    const char *r = trained_run();
+    char p[1100], line[4096];
+    snprintf(p, sizeof p, "%s/metrics.jsonl", r);
+    FILE *f = fopen(p, "r");
+    ck_assert_ptr_nonnull(f);
+    int n = 0;
+    while (fgets(line, sizeof line, f)) {
+        if (!strstr(line, "\"event\":\"sample\"")) continue;
+        cJSON *j = cJSON_Parse(line);
+        ck_assert_int_eq((int)cJSON_GetObjectItem(j, "step")->valuedouble, 75 * (n + 1));
+        ck_assert_str_eq(cJSON_GetObjectItem(j, "prompt")->valuestring, "3456");
+        const char *t = cJSON_GetObjectItem(j, "text")->valuestring;
+        ck_assert_int_eq((int)strlen(t), 8);
+        if (n == 1) ck_assert_msg(!strcmp(t, "78901234"), "sample at step 150: %s", t);
+        cJSON_Delete(j);
+        n++;
+    }
+    fclose(f);
+    ck_assert_int_eq(n, 2);
+    /* refused: a text prompt without a tokenizer (the recall task), samples from a classifier
+     * or a bidirectional model */
+    const char *bad[3][2] = {{"--set train.sample_every=1 --set train.sample_prompt=hello", "train.sample_prompt"},
+                             {"--set train.sample_every=1 --set model.causal=0", "train.sample_every"},
+                             {"--set train.sample_every=-1", "train.sample_every"}};
+    for (int i = 0; i < 3; i++) {
+        ck_assert_int_eq(run("bin/gmatrain --config configs/quickstart.json --out %s/bad%d --quiet --set train.steps=2 %s",
+                             tu_tmpdir(), i, bad[i][0]),
+                         2);
+        ck_assert_msg(strstr(g_out, bad[i][1]), "%s: %s", bad[i][0], g_out);
+        snprintf(p, sizeof p, "%s/bad%d", tu_tmpdir(), i);
+        ck_assert_msg(!gma_path_exists(p), "%s: the run directory was created", bad[i][0]);
+    }
+}
+END_TEST
+
 START_TEST(test_gmasample_bad_input) {
     const char *r = trained_run();
     struct {
@@ -213,6 +252,7 @@ Suite *make_suite(void) {
     tcase_add_test(tc, test_sampler_distribution);
     tcase_add_test(tc, test_gmasample_continues_the_pattern);
     tcase_add_test(tc, test_generate_is_forward_per_token);
+    tcase_add_test(tc, test_samples_while_training);
     tcase_add_test(tc, test_gmasample_bad_input);
     suite_add_tcase(s, tc);
     return s;

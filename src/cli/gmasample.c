@@ -52,20 +52,6 @@ static char *decode(Tokenizer *tk, const int32_t *ids, int n, size_t *len) {
     return text;
 }
 
-/* text for JSON: invalid UTF-8 bytes (a byte-level model may emit any) become U+FFFD */
-static char *valid_utf8(const char *t, size_t n) {
-    char *o = xmalloc(3 * n + 1), *q = o;
-    for (size_t i = 0; i < n;) {
-        int32_t cp;
-        size_t k = utf8_decode((const unsigned char *)t + i, n - i, &cp);
-        if (cp < 0 || (cp == 0 && k == 1)) memcpy(q, "\xEF\xBF\xBD", 3), q += 3;
-        else memcpy(q, t + i, k), q += k;
-        i += k;
-    }
-    *q = 0;
-    return o;
-}
-
 /* print what the new token adds: the decoded continuation grows (byte-level tokens may end
  * inside a UTF-8 character; the terminal joins the bytes), or the id */
 static int emit(void *ctx, int32_t token) {
@@ -263,7 +249,7 @@ int main(int argc, char **argv) {
             size_t len;
             char *text = decode(tk, o.ids + np, o.n - np, &len);
             if (text) {
-                char *u = valid_utf8(text, len);
+                char *u = utf8_sanitize(text, len);
                 cJSON_AddStringToObject(e, "text", u);
                 free(u);
             }

@@ -114,6 +114,11 @@ static const CfgKey g_schema[] = {
     {"train.checkpoint_every", T_INT, O(train.checkpoint_every), 0, "500", 0, 1000000000, NULL, "Checkpoint period (0 = only at the end)."},
     {"train.keep_checkpoints", T_INT, O(train.keep_checkpoints), 0, "2", 1, 1000000, NULL, "Periodic checkpoints kept."},
     {"train.max_bad_steps", T_INT, O(train.max_bad_steps), 0, "5", 1, 1000000, NULL, "Stop after this many NaN/Inf losses in a row."},
+    {"train.sample_every", T_INT, O(train.sample_every), 0, "0", 0, 1000000000, NULL,
+     "Language models: generate a sample every this many steps (0 = never), printed and logged to metrics.jsonl."},
+    {"train.sample_tokens", T_INT, O(train.sample_tokens), 0, "64", 1, 100000, NULL, "New tokens per training-time sample."},
+    {"train.sample_prompt", T_STR, O(train.sample_prompt), S(train.sample_prompt), "", 0, 0, NULL,
+     "Prompt of the training-time samples: text for the data's tokenizer (empty = its <|endoftext|> or <eos>, else token 0)."},
 
     {"data.source", T_STR, O(data.source), S(data.source), "recall", 0, 0, "recall|shards|cls",
      "recall: the embedded associative-recall generator; shards: token shards in data.path; cls: a classification "
@@ -368,6 +373,8 @@ int cfg_validate(const Config *c) {
                               slot ? " plus the CLS slot" : "", c->train.seq_len);
         if (slot && c->train.seq_len < 2) return gma_errorf("key train.seq_len: needs at least 2 with model.pooling \"cls\"");
     }
+    if (c->train.sample_every > 0 && (classify || !causal))
+        return gma_errorf("key train.sample_every: only causal language models generate samples (model.task \"lm\", model.causal true)");
     if (strcmp(c->precision, "fp32") && strcmp(c->device, "cuda"))
         return gma_errorf("key precision: %s needs device cuda (the %s backend runs fp32)", c->precision, c->device);
     if (c->data.eval_stride > c->train.seq_len)

@@ -3,6 +3,10 @@
  * expression, so it needs no regex engine and runs in one pass. */
 #include "data/unicode.h"
 
+#include <string.h>
+
+#include "core/common.h"
+
 extern const uint32_t unicode_letter_ranges[][2];
 extern const size_t unicode_letter_ranges_len;
 extern const uint32_t unicode_number_ranges[][2];
@@ -31,6 +35,19 @@ size_t utf8_decode(const unsigned char *p, size_t n, int32_t *cp) {
 bad:
     *cp = -1;
     return 1;
+}
+
+char *utf8_sanitize(const char *t, size_t n) {
+    char *o = xmalloc(3 * n + 1), *q = o;
+    for (size_t i = 0; i < n;) {
+        int32_t cp;
+        size_t k = utf8_decode((const unsigned char *)t + i, n - i, &cp);
+        if (cp <= 0) memcpy(q, "\xEF\xBF\xBD", 3), q += 3;
+        else memcpy(q, t + i, k), q += k;
+        i += k;
+    }
+    *q = 0;
+    return o;
 }
 
 static int in_ranges(const uint32_t (*r)[2], size_t n, uint32_t cp) {

@@ -36,6 +36,7 @@
 #include "train/dist.h"
 #include "train/evaluate.h"
 #include "train/health.h"
+#include "train/train_sample.h"
 
 static volatile sig_atomic_t g_stop;
 static void on_signal(int sig) { g_stop = sig; }
@@ -333,6 +334,16 @@ int trainer_run(const Config *cfg_in, const TrainerOptions *o) {
      * from the seed or the checkpoint: this makes sure) */
     bcast_model(&m, 1);
     dist_bcast(&ts, sizeof ts, 0);
+    /* text samples while training (language models): the prompt must encode before the
+     * run directory is touched */
+    TrainSampler smp;
+    memset(&smp, 0, sizeof smp);
+    if (tc->sample_every > 0 && (rc = dist_agree(train_sampler_init(&smp, &cfg, quiet ? NULL : stderr) != 0 ? TRAIN_BAD_INPUT : 0)) != 0) {
+        train_sampler_free(&smp);
+        model_free(&m);
+        task.close(&task);
+        return rc;
+    }
     FILE *mf = NULL;
     char mpath[2100];
     snprintf(mpath, sizeof mpath, "%s/metrics.jsonl", o->run_dir);
@@ -533,6 +544,13 @@ int trainer_run(const Config *cfg_in, const TrainerOptions *o) {
                 }
             }
         }
+        if (tc->sample_every > 0 && ts.step % tc->sample_every == 0 && lead) {
+            if (o->progress_tty && !quiet) fprintf(stderr, "\n");
+            if (train_sampler_run(&smp, &m, ts.step, mf, quiet ? NULL : stderr) != 0) {
+                rc = fatal(TRAIN_ERROR);
+                goto done;
+            }
+        }
         if (tc->checkpoint_every > 0 && ts.step % tc->checkpoint_every == 0 && ts.step < tc->steps) {
             if (save_ckpt(&m, &ts, o->run_dir, tc->keep_checkpoints, NULL) != 0) {
                 rc = TRAIN_ERROR;
@@ -639,6 +657,7 @@ done:
      * fatal()); wait for rank 0's last writes before any rank leaves */
     dist_barrier();
     health_free(&hm);
+    train_sampler_free(&smp);
     if (mf) fclose(mf);
     model_free(&m);
     task.close(&task);

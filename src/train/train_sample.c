@@ -1,0 +1,113 @@
+/* train_sample.c: text samples during training (see train_sample.h). */
+#include "train/train_sample.h"
+
+#include <cjson/cJSON.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "data/lmdata.h"
+#include "data/unicode.h"
+#include "model/generate.h"
+
+int train_sampler_init(TrainSampler *s, const Config *c, FILE *log) {
+    memset(s, 0, sizeof *s);
+    s->n_new = c->train.sample_tokens;
+    s->seed = (uint64_t)c->seed;
+    if (!strcmp(c->data.source, "shards") && c->data.path[0]) {
+        s->tk = lmdata_tokenizer(c->data.path);
+        if (!s->tk && log) fprintf(log, "gmatrain: train.sample_every: %s; samples are token ids\n", gma_error());
+    }
+    const char *p = c->train.sample_prompt;
+    if (p[0]) {
+        if (!s->tk) return gma_errorf("key train.sample_prompt: text needs the data's tokenizer (data.path/meta.json)");
+        uint32_t *u;
+        size_t n;
+        if (tokenizer_encode(s->tk, p, strlen(p), &u, &n) != 0) return -1;
+        s->prompt = xmalloc(sizeof(int32_t) * (n + 1));
+        for (size_t i = 0; i < n; i++) s->prompt[i] = (int32_t)u[i];
+        s->np = (int)n;
+        free(u);
+    }
+    if (s->np == 0) { /* the tokenizer's start token, else token 0 */
+        long start = s->tk ? tokenizer_token_id(s->tk, "<|endoftext|>") : -1;
+        if (start < 0 && s->tk) start = tokenizer_token_id(s->tk, "<eos>");
+        free(s->prompt);
+        s->prompt = xmalloc(sizeof(int32_t));
+        s->prompt[0] = (int32_t)(start < 0 ? 0 : start);
+        s->np = 1;
+    }
+    if (s->tk && tokenizer_vocab_size(s->tk) > (uint32_t)c->model.vocab_size)
+        return gma_errorf("key train.sample_every: the data's tokenizer has %u tokens, the model %d",
+                          tokenizer_vocab_size(s->tk), c->model.vocab_size);
+    return 0;
+}
+
+typedef struct Ids {
+    int32_t *v;
+    int n;
+} Ids;
+static int collect(void *ctx, int32_t t) {
+    Ids *ids = ctx;
+    ids->v[ids->n++] = t;
+    return 0;
+}
+
+int train_sampler_run(TrainSampler *s, Model *m, long step, FILE *mf, FILE *out) {
+    Ids ids = {xmalloc(sizeof(int32_t) * ((size_t)s->n_new + 1)), 0};
+    SampleOpts so = {.temperature = 1, .top_k = 0, .top_p = 1};
+    Rng rng;
+    rng_seed2(&rng, s->seed, 0x73616d706c65ULL ^ ((uint64_t)step << 20));
+    if (model_generate(m, s->prompt, s->np, s->n_new, &so, &rng, collect, &ids) != 0) {
+        free(ids.v);
+        return -1;
+    }
+    cJSON *row = cJSON_CreateObject();
+    cJSON_AddNumberToObject(row, "step", (double)step);
+    cJSON_AddStringToObject(row, "event", "sample");
+    char *ptext = NULL, *text = NULL;
+    size_t plen = 0, len = 0;
+    if (s->tk) {
+        uint32_t *u = xmalloc(sizeof(uint32_t) * ((size_t)s->np + ids.n + 1));
+        for (int i = 0; i < s->np; i++) u[i] = (uint32_t)s->prompt[i];
+        for (int i = 0; i < ids.n; i++) u[s->np + i] = (uint32_t)ids.v[i];
+        if (tokenizer_decode(s->tk, u, (size_t)s->np, &ptext, &plen) != 0 ||
+            tokenizer_decode(s->tk, u + s->np, (size_t)ids.n, &text, &len) != 0) {
+            free(u);
+            free(ids.v);
+            cJSON_Delete(row);
+            return -1;
+        }
+        free(u);
+        char *pj = utf8_sanitize(ptext, plen), *tj = utf8_sanitize(text, len);
+        cJSON_AddStringToObject(row, "prompt", pj);
+        cJSON_AddStringToObject(row, "text", tj);
+        if (out) fprintf(out, "sample at step %ld: %s%s\n", step, pj, tj);
+        free(pj);
+        free(tj);
+    } else {
+        cJSON_AddItemToObject(row, "prompt", cJSON_CreateIntArray(s->prompt, s->np));
+        cJSON_AddItemToObject(row, "ids", cJSON_CreateIntArray(ids.v, ids.n));
+        if (out) {
+            fprintf(out, "sample at step %ld:", step);
+            for (int i = 0; i < s->np + ids.n; i++) fprintf(out, " %d", i < s->np ? s->prompt[i] : ids.v[i - s->np]);
+            fprintf(out, "\n");
+        }
+    }
+    free(ptext);
+    free(text);
+    free(ids.v);
+    if (mf) {
+        char *js = cJSON_PrintUnformatted(row);
+        fprintf(mf, "%s\n", js);
+        fflush(mf);
+        free(js);
+    }
+    cJSON_Delete(row);
+    return 0;
+}
+
+void train_sampler_free(TrainSampler *s) {
+    tokenizer_free(s->tk);
+    free(s->prompt);
+    memset(s, 0, sizeof *s);
+}
