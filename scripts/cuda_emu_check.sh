@@ -15,7 +15,7 @@
 # limits, host code touching device memory, host pointers given to kernels, kernels
 # running past an allocation and mismatched copies must each stop it.
 #
-# model: the CLI binaries (gmacheck, gmatrain, gmaeval) linked with the emulated backend
+# model: the CLI binaries (gmacheck, gmatrain, gmaeval, gmasample) linked with the emulated backend
 # and run through scripts/gpu_check.sh --bin (every mixer and precision on whole models,
 # CPU against "cuda", and a checkpoint trained on "cuda" evaluated and resumed on the CPU);
 # extra arguments go to gpu_check.sh (e.g. --precisions fp32 --extra "--batch 1").
@@ -39,7 +39,7 @@ done
 build_model() {
   local M=$1 mpi=${2:-}; mkdir -p "$M"
   local CFL; CFL="$(mkvar CFLAGS)"
-  local MPIC="" MPIL="" DEFS="" bins="gmacheck gmatrain gmaeval"
+  local MPIC="" MPIL="" DEFS="" bins="gmacheck gmatrain gmaeval gmasample"
   if [ "$mpi" = mpi ]; then
     MPIC="$(mpicc --showme:compile)"; MPIL="$(mpicc --showme:link)"; DEFS="-DGMA_MPI -DGMA_NCCL"; bins=gmatrain
   fi

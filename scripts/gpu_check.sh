@@ -160,6 +160,16 @@ xdev_check() {
   echo "   checkpoint: test loss cuda ${la:-?} cpu ${lb:-?} rel err $rel: $res"
   [ "$res" = PASS ] || fails=$((fails + 1))
   echo "| checkpoint | cuda -> cpu | test loss, then resume on cpu | fp32 | $rel | - | 1.0e-04 | $res | - |" >> "$SUM"
+  # generation from that checkpoint: greedy tokens on the GPU and on the CPU (the same
+  # unless two logits tie to within rounding, which a trained model makes unlikely)
+  if [ -x "$BIN/gmasample" ]; then
+    runs=$((runs + 1))
+    local ga gb G=(--checkpoint "$X/run" --prompt-ids "1 2 3 4" --tokens 24 --temperature 0)
+    ga=$($BIN/gmasample "${G[@]}" --device cuda 2>>"$LOG"); gb=$($BIN/gmasample "${G[@]}" --device cpu 2>>"$LOG")
+    if [ -n "$ga" ] && [ "$ga" = "$gb" ]; then res=PASS; else res=FAIL; fails=$((fails + 1)); fi
+    echo "   gmasample greedy, cuda vs cpu: $res (cuda: $ga | cpu: $gb)" | tee -a "$LOG"
+    echo "| gmasample | cuda vs cpu | greedy tokens from the checkpoint | fp32 | - | - | same ids | $res | - |" >> "$SUM"
+  fi
 }
 xdev_check
 
