@@ -32,14 +32,14 @@ START_TEST(test_sampler_distribution) {
         SampleOpts o;
         double w[4];
     } cases[] = {
-        {{1, 0, 1}, {0.4, 0.3, 0.2, 0.1}},
-        {{0.5, 0, 1}, {0.16 / 0.30, 0.09 / 0.30, 0.04 / 0.30, 0.01 / 0.30}}, /* p^2, renormalised */
-        {{1, 2, 1}, {0.4 / 0.7, 0.3 / 0.7, 0, 0}},
-        {{1, 0, 0.65}, {0.4 / 0.7, 0.3 / 0.7, 0, 0}},   /* 0.4 < 0.65 <= 0.7: two tokens */
-        {{1, 0, 0.75}, {0.4 / 0.9, 0.3 / 0.9, 0.2 / 0.9, 0}},
-        {{1, 3, 0.5}, {0.4 / 0.7, 0.3 / 0.7, 0, 0}},    /* top-k first, then top-p of what is left */
-        {{1, 1, 1}, {1, 0, 0, 0}},
-        {{0, 0, 1}, {1, 0, 0, 0}},                      /* greedy */
+        {{1, 0, 1, 0}, {0.4, 0.3, 0.2, 0.1}},
+        {{0.5, 0, 1, 0}, {0.16 / 0.30, 0.09 / 0.30, 0.04 / 0.30, 0.01 / 0.30}}, /* p^2, renormalised */
+        {{1, 2, 1, 0}, {0.4 / 0.7, 0.3 / 0.7, 0, 0}},
+        {{1, 0, 0.65, 0}, {0.4 / 0.7, 0.3 / 0.7, 0, 0}},   /* 0.4 < 0.65 <= 0.7: two tokens */
+        {{1, 0, 0.75, 0}, {0.4 / 0.9, 0.3 / 0.9, 0.2 / 0.9, 0}},
+        {{1, 3, 0.5, 0}, {0.4 / 0.7, 0.3 / 0.7, 0, 0}},    /* top-k first, then top-p of what is left */
+        {{1, 1, 1, 0}, {1, 0, 0, 0}},
+        {{0, 0, 1, 0}, {1, 0, 0, 0}},                      /* greedy */
     };
     for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
         draw_freq(p, 4, &cases[c].o, n, f);
@@ -55,7 +55,7 @@ START_TEST(test_sampler_distribution) {
     double prob[3];
     Rng rng;
     rng_seed(&rng, 1);
-    SampleOpts g = {0, 0, 1}, k1 = {1, 1, 1};
+    SampleOpts g = {0, 0, 1, 0}, k1 = {1, 1, 1, 0};
     ck_assert_int_eq(sample_token(tie, 3, &g, &rng, order, prob), 1);
     ck_assert_int_eq(sample_token(tie, 3, &k1, &rng, order, prob), 1);
 }
@@ -152,7 +152,7 @@ START_TEST(test_generate_is_forward_per_token) {
     ck_assert_int_eq(ckpt_load(&m, NULL, dir), 0);
     int32_t seq[64] = {'7', '1', '7'}, tgt[64];
     for (int i = 0; i < 64; i++) tgt[i] = -1;
-    SampleOpts g = {0, 0, 1};
+    SampleOpts g = {0, 0, 1, 1}; /* the full forward every token: what the loop below checks */
     Rng rng;
     rng_seed(&rng, 1);
     g_ngot = 0;
@@ -211,6 +211,72 @@ START_TEST(test_samples_while_training) {
 }
 END_TEST
 
+/* incremental decoding (model_decode_step) gives the logits of one full causal forward,
+ * position by position, for every mixer with a decode step; the others say so */
+START_TEST(test_decode_matches_forward) {
+    const char *cases[][2] = {
+        {"gma", ""},
+        {"gma", "gma.routing=softmax"},
+        {"gma", "gma.memory=ema"},
+        {"gma", "gma.shared_components=true;gma.n_components=5"},
+        {"linear", ""},
+        {"sdpa", ""},
+        {"sdpa_ref", ""},
+        {"gma", "model.mixer=sdpa,gma;model.pos=none"},
+        {"gma", "model.mlp=false"},
+    };
+    ck_assert_int_eq(ops_select("cpu"), 0);
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        Config cfg = tu_tiny_config(cases[c][0]);
+        cfg.model.vocab_size = 23;
+        cfg.model.max_seq_len = cfg.train.seq_len = 12;
+        if (cases[c][1][0]) tu_apply_sets(&cfg, cases[c][1]);
+        else ck_assert_int_eq(cfg_validate(&cfg), 0);
+        Model m;
+        ck_assert_int_eq(model_build(&m, &cfg), 0);
+        int T = 12, V = 23;
+        model_alloc(&m, 1, T);
+        model_init_params(&m, 100 + c);
+        ck_assert_msg(model_can_decode(&m), "%s %s: cannot decode", cases[c][0], cases[c][1]);
+        int32_t tok[12], tgt[12];
+        Rng rng;
+        rng_seed(&rng, 7 + c);
+        for (int i = 0; i < T; i++) tok[i] = (int32_t)rng_below(&rng, (uint64_t)V), tgt[i] = -1;
+        LossStats st;
+        ck_assert_int_eq(model_forward(&m, tok, tgt, 1, T, NULL, 0, &st, 0, 0), 0);
+        real full[12 * 23], step[23];
+        memcpy(full, m.logits, sizeof full);
+        DecodeState ds;
+        ck_assert_int_eq(model_decode_begin(&m, &ds), 0);
+        double worst = 0;
+        for (int i = 0; i < T; i++) {
+            ck_assert_int_eq(model_decode_step(&m, &ds, tok[i]), 0);
+            memcpy(step, m.logits, sizeof step);
+            double mx = 0, e = 0;
+            for (int v = 0; v < V; v++) mx = fmax(mx, fabs(full[i * V + v])), e = fmax(e, fabs(step[v] - full[i * V + v]));
+            worst = fmax(worst, e / fmax(mx, 1e-6));
+        }
+        ck_assert_int_ne(model_decode_step(&m, &ds, tok[0]), 0); /* past the window */
+        model_decode_end(&m, &ds);
+        ck_assert_msg(worst < 1e-5, "%s %s: decode logits differ by %.2e", cases[c][0], cases[c][1], worst);
+        printf("decode %-8s %-44s max rel err %.1e over %d positions\n", cases[c][0], cases[c][1], worst, T);
+        model_free(&m);
+    }
+    const char *no[] = {"performer", "mamba"};
+    for (int i = 0; i < 2; i++) {
+        Config cfg = tu_tiny_config(no[i]);
+        ck_assert_int_eq(cfg_validate(&cfg), 0);
+        Model m;
+        ck_assert_int_eq(model_build(&m, &cfg), 0);
+        model_alloc(&m, 1, 8);
+        ck_assert(!model_can_decode(&m));
+        DecodeState ds;
+        ck_assert_int_ne(model_decode_begin(&m, &ds), 0);
+        model_free(&m);
+    }
+}
+END_TEST
+
 START_TEST(test_gmasample_bad_input) {
     const char *r = trained_run();
     struct {
@@ -253,6 +319,7 @@ Suite *make_suite(void) {
     tcase_add_test(tc, test_gmasample_continues_the_pattern);
     tcase_add_test(tc, test_generate_is_forward_per_token);
     tcase_add_test(tc, test_samples_while_training);
+    tcase_add_test(tc, test_decode_matches_forward);
     tcase_add_test(tc, test_gmasample_bad_input);
     suite_add_tcase(s, tc);
     return s;

@@ -15,7 +15,13 @@
  *     product; the timed steps run unhindered). --peak-tflops X adds the model FLOP
  *     utilisation: step GF/s (the step's counted matrix-product FLOPs over its time) over
  *     the device's peak X TFLOP/s for the precision (the caller's figure, not guessed).
- *   gmabench all [--json FILE]: both with their defaults.
+ *   gmabench decode [--mixers gma,sdpa] [--L 4] [--D 256] [--H 4] [--V 8192] [--T 256] [--Kc 64]
+ *                   [--repeat 3]
+ *     generation at batch 1: a random prompt of T/2 tokens continued by T/2 greedy tokens,
+ *     tokens/s with incremental decoding (model_decode_step) and with a full forward per
+ *     token (model_generate's no_cache), and their ratio; mixers without a decode step
+ *     (performer, mamba) get the full-forward figure only.
+ *   gmabench all [--json FILE]: mixer and model with their defaults.
  * Common: --json FILE, --device cpu|cuda, --precision fp32|tf32|bf16 (cuda), --threads N,
  * --set key=value (any config key, e.g. performer.features=64 or linformer.k=128; repeatable).
  * On cuda, timings wait for the GPU (ops_sync) and memory is the backend's device memory
@@ -30,6 +36,7 @@
 #include <unistd.h>
 
 #include "core/config.h"
+#include "model/generate.h"
 #include "model/model.h"
 #include "nn/mixers/mixer.h"
 #include "ops/ops.h"
@@ -323,6 +330,26 @@ static double replay_shapes(void) {
     return total;
 }
 
+/* the causal language model of the bench shape with mixer t, allocated for B x T and
+ * initialised; on failure the mixer's row says why and -1 is returned */
+static int causal_model(const Opts *o, const char *t, int B, Model *m) {
+    Opts oo = *o;
+    oo.causal = 1;
+    Config c = bench_config(&oo, t, o->T);
+    if (model_build(m, &c) != 0) {
+        printf("%-10s %s\n", t, gma_error());
+        return -1;
+    }
+    if (model_check_memory(m, B, o->T) != 0) {
+        printf("%-10s skipped: %s\n", t, gma_error());
+        model_free(m);
+        return -1;
+    }
+    model_alloc(m, B, o->T);
+    model_init_params(m, 1);
+    return 0;
+}
+
 static void bench_model(const Opts *o, cJSON *out) {
     char buf[512];
     snprintf(buf, sizeof buf, "%s", o->mixers);
@@ -333,21 +360,8 @@ static void bench_model(const Opts *o, cJSON *out) {
     cJSON *arr = cJSON_AddArrayToObject(out, "model");
     char *sv = NULL;
     for (char *t = strtok_r(buf, ",", &sv); t; t = strtok_r(NULL, ",", &sv)) {
-        Opts oo = *o;
-        oo.causal = 1;
-        Config c = bench_config(&oo, t, o->T);
         Model m;
-        if (model_build(&m, &c) != 0) {
-            printf("%-10s %s\n", t, gma_error());
-            continue;
-        }
-        if (model_check_memory(&m, o->B, o->T) != 0) {
-            printf("%-10s skipped: %s\n", t, gma_error());
-            model_free(&m);
-            continue;
-        }
-        model_alloc(&m, o->B, o->T);
-        model_init_params(&m, 1);
+        if (causal_model(o, t, o->B, &m) != 0) continue;
         int32_t *tok = xmalloc(sizeof(int32_t) * o->B * o->T), *tgt = xmalloc(sizeof(int32_t) * o->B * o->T);
         Rng rng;
         rng_seed(&rng, 2);
@@ -368,7 +382,7 @@ static void bench_model(const Opts *o, cJSON *out) {
             model_forward(&m, tok, tgt, o->B, o->T, NULL, 0, &st, 1, s + 2);
             model_backward(&m, 1.0);
             double gn = optim_grad_norm(&m);
-            optim_step(&m, &c.train, s + 3, 1e-4, gn);
+            optim_step(&m, &m.cfg.train, s + 3, 1e-4, gn);
             ops_sync();
             double dt = gma_now() - t0;
             if (s == -1) mm_step = g_mm_time;
@@ -408,8 +422,57 @@ static void bench_model(const Opts *o, cJSON *out) {
     }
 }
 
+/* Generation (model/generate.h): a random prompt of T/2 tokens continued greedily by T/2
+ * tokens, with incremental decoding and with a full forward per token, side by side. */
+static void bench_decode(const Opts *o, cJSON *out) {
+    char buf[512];
+    snprintf(buf, sizeof buf, "%s", o->mixers);
+    int np = o->T / 2, nn = o->T - np;
+    printf("\n## generation, batch 1 (L=%d, D=%d, H=%d, V=%d, Kc=%d, prompt %d + %d new tokens, %s, median of %d)\n", o->L,
+           o->D, o->H, o->V, o->Kc, np, nn, g_ops->name, o->repeat);
+    printf("%-10s %16s %16s %10s\n", "mixer", "incremental tok/s", "full fwd tok/s", "ratio");
+    cJSON *arr = cJSON_AddArrayToObject(out, "decode");
+    char *sv = NULL;
+    for (char *t = strtok_r(buf, ",", &sv); t; t = strtok_r(NULL, ",", &sv)) {
+        Model m;
+        if (causal_model(o, t, 1, &m) != 0) continue;
+        int32_t *prompt = xmalloc(sizeof(int32_t) * (size_t)np);
+        Rng rng;
+        rng_seed(&rng, 3);
+        for (int i = 0; i < np; i++) prompt[i] = (int32_t)rng_below(&rng, (uint64_t)o->V);
+        double tps[2] = {0, 0};
+        for (int mode = 0; mode < 2; mode++) {
+            if (mode == 0 && !model_can_decode(&m)) continue;
+            SampleOpts so = {.temperature = 0, .top_k = 0, .top_p = 1, .no_cache = mode};
+            double *ts = xmalloc(sizeof(double) * (size_t)o->repeat);
+            for (int r = 0; r < o->repeat; r++) {
+                double t0 = gma_now();
+                if (model_generate(&m, prompt, np, nn, &so, &rng, NULL, NULL) != 0) fprintf(stderr, "gmabench: %s\n", gma_error());
+                ops_sync();
+                ts[r] = gma_now() - t0;
+            }
+            qsort(ts, (size_t)o->repeat, sizeof(double), cmp_d);
+            tps[mode] = nn / ts[o->repeat / 2];
+            free(ts);
+        }
+        char inc[32] = "no decode step", ratio[32] = "-";
+        if (tps[0] > 0) snprintf(inc, sizeof inc, "%.1f", tps[0]), snprintf(ratio, sizeof ratio, "%.2f", tps[0] / tps[1]);
+        printf("%-10s %16s %16.1f %10s\n", t, inc, tps[1], ratio);
+        fflush(stdout);
+        cJSON *row = cJSON_CreateObject();
+        cJSON_AddStringToObject(row, "mixer", t);
+        cJSON_AddNumberToObject(row, "prompt", np);
+        cJSON_AddNumberToObject(row, "new_tokens", nn);
+        if (tps[0] > 0) cJSON_AddNumberToObject(row, "incremental_tokens_per_s", tps[0]);
+        cJSON_AddNumberToObject(row, "full_forward_tokens_per_s", tps[1]);
+        cJSON_AddItemToArray(arr, row);
+        free(prompt);
+        model_free(&m);
+    }
+}
+
 static void usage(FILE *f) {
-    fprintf(f, "usage: gmabench mixer|model|all [options]   (see the comment at the top of src/cli/gmabench.c)\n"
+    fprintf(f, "usage: gmabench mixer|model|decode|all [options]   (see the comment at the top of src/cli/gmabench.c)\n"
                "  --mixers a,b  --seq 512,1K,...  --D --H --Kc --B --bidir --repeat --max-seconds --max-mem-gib\n"
                "  --L --V --T --steps  --json FILE  --device cpu|cuda  --precision fp32|tf32|bf16  --threads N\n"
                "  --set key=value (repeatable)\n");
@@ -422,8 +485,8 @@ int main(int argc, char **argv) {
         return argc < 2 ? 2 : 0;
     }
     const char *what = argv[1];
-    if (strcmp(what, "mixer") && strcmp(what, "model") && strcmp(what, "all")) {
-        fprintf(stderr, "gmabench: unknown benchmark \"%s\" (mixer, model or all)\n", what);
+    if (strcmp(what, "mixer") && strcmp(what, "model") && strcmp(what, "decode") && strcmp(what, "all")) {
+        fprintf(stderr, "gmabench: unknown benchmark \"%s\" (mixer, model, decode or all)\n", what);
         return 2;
     }
     Opts o = {.D = 256, .H = 4, .Kc = 64, .B = 0, .causal = 1, .repeat = 3, .L = 4, .V = 8192, .T = 256, .steps = 5,
@@ -537,6 +600,7 @@ int main(int argc, char **argv) {
         bench_model(&o, out);
         g_ops = g_inner;
     }
+    if (!strcmp(what, "decode")) bench_decode(&o, out);
     if (o.json) {
         char *s = cJSON_Print(out);
         int rc = gma_write_file_atomic(o.json, s, strlen(s));

@@ -19,7 +19,7 @@
 static void usage(FILE *f) {
     fprintf(f, "usage: gmasample --checkpoint PATH [--prompt TEXT | --prompt-file FILE | --prompt-ids \"ID ...\"]\n"
                "                 [--tokens N] [--temperature T] [--top-k K] [--top-p P] [--seed S] [--samples M]\n"
-               "                 [--tokenizer SPEC [--vocab DIR]] [--json OUT] [--device cpu|cuda] [--threads N]\n"
+               "                 [--tokenizer SPEC [--vocab DIR]] [--json OUT] [--device cpu|cuda] [--threads N] [--no-cache]\n"
                "PATH: a checkpoint directory, a run directory (its latest checkpoint) or a model.safetensors.\n"
                "The text is encoded and decoded with the tokenizer named in the training data's meta.json\n"
                "(gmadata prepare), or --tokenizer (gpt2, bpe:DIR, word:FILE, bytes). Without a tokenizer (the\n"
@@ -27,7 +27,9 @@ static void usage(FILE *f) {
                "from <|endoftext|> or <eos> when the tokenizer has one.\n"
                "--tokens N new tokens per sample (default 128); --temperature T (default 1; 0 = greedy);\n"
                "--top-k K (default 0 = all); --top-p P in (0, 1] (default 1); --seed S (default 1337);\n"
-               "--samples M (default 1), sample m drawn with the stream (S, m).\n");
+               "--samples M (default 1), sample m drawn with the stream (S, m).\n"
+               "Decoding is incremental (one step per token on each mixer's state: gma, linear, sdpa) while the\n"
+               "sequence fits model.max_seq_len; otherwise, and with --no-cache, one full forward per token.\n");
 }
 
 static int fail(int code) {
@@ -130,12 +132,17 @@ int main(int argc, char **argv) {
                *vocab = "data/gpt2";
     long tokens = 128, top_k = 0, seed = 1337, samples = 1, threads = -1;
     double temperature = 1, top_p = 1;
+    int no_cache = 0;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         int bad = 0;
         if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
             usage(stdout);
             return 0;
+        }
+        if (!strcmp(a, "--no-cache")) {
+            no_cache = 1;
+            continue;
         }
         if (!v) bad = 1;
         else if (!strcmp(a, "--checkpoint")) ckpt = v;
@@ -214,9 +221,10 @@ int main(int argc, char **argv) {
     if (model_check_memory(&m, 1, W) != 0) return fail(2);
     model_alloc(&m, 1, W);
     if (ckpt_load(&m, NULL, dir) != 0) return fail(2);
-    SampleOpts so = {.temperature = temperature, .top_k = (int)top_k, .top_p = top_p};
-    fprintf(stderr, "gmasample: %s | %s | prompt %d tokens | %ld new | temperature %g top-k %ld top-p %g seed %ld\n", dir,
-            tk ? tokenizer_spec(tk) : "token ids", np, tokens, temperature, top_k, top_p, seed);
+    SampleOpts so = {.temperature = temperature, .top_k = (int)top_k, .top_p = top_p, .no_cache = no_cache};
+    fprintf(stderr, "gmasample: %s | %s | prompt %d tokens | %ld new | temperature %g top-k %ld top-p %g seed %ld | %s\n",
+            dir, tk ? tokenizer_spec(tk) : "token ids", np, tokens, temperature, top_k, top_p, seed,
+            !no_cache && model_can_decode(&m) ? "incremental decoding" : "a full forward per token");
     cJSON *root = cJSON_CreateObject(), *arr = NULL;
     cJSON_AddStringToObject(root, "checkpoint", dir);
     cJSON_AddNumberToObject(root, "temperature", temperature);

@@ -54,17 +54,26 @@ int model_generate(Model *m, const int32_t *prompt, int np, int n_new, const Sam
     double *prob = xmalloc(sizeof(double) * (size_t)V);
     memcpy(seq, prompt, sizeof(int32_t) * (size_t)np);
     for (int i = 0; i < W; i++) tgt[i] = -1;
+    DecodeState ds = {0};
+    int cache = !o->no_cache && np <= W && model_can_decode(m) && model_decode_begin(m, &ds) == 0;
     for (int t = np; t < total && rc == 0; t++) {
         int n = t < W ? t : W; /* the context: the last n tokens */
-        LossStats st;
-        if (model_forward(m, seq + t - n, tgt, 1, n, NULL, 0, &st, 0, 0) != 0) {
-            rc = -1;
-            break;
+        if (cache && t <= ds.W) { /* tokens 0..t-1 into the state, one step each */
+            while (ds.pos < t && rc == 0) rc = model_decode_step(m, &ds, seq[ds.pos]);
+            if (rc) break;
+            g_ops->to_host(row, m->logits, sizeof(real) * (size_t)V);
+        } else {
+            LossStats st;
+            if (model_forward(m, seq + t - n, tgt, 1, n, NULL, 0, &st, 0, 0) != 0) {
+                rc = -1;
+                break;
+            }
+            g_ops->to_host(row, m->logits + (size_t)(n - 1) * V, sizeof(real) * (size_t)V);
         }
-        g_ops->to_host(row, m->logits + (size_t)(n - 1) * V, sizeof(real) * (size_t)V);
         seq[t] = sample_token(row, V, o, rng, order, prob);
         if (emit) rc = emit(ctx, seq[t]);
     }
+    if (cache) model_decode_end(m, &ds);
     free(seq);
     free(tgt);
     free(row);

@@ -1,9 +1,12 @@
 /* generate.h: sampling from a causal language model (bin/gmasample).
  *
- * Each new token costs one forward pass over the context (the last model.max_seq_len
- * tokens, batch 1), as llm.c samples: no key/value cache or recurrent state is kept, so
- * the numbers are exactly those of model_forward. The next token is drawn from the last
- * position's logits with a temperature, then top-k and top-p (nucleus) truncation. */
+ * While the sequence fits the window (model.max_seq_len) and every mixer has a decode
+ * step (gma, linear, sdpa: model_can_decode), each token is one incremental step
+ * (model_decode_step: the linear core's state, or a key/value cache). Otherwise, and past
+ * the window, each new token costs one forward pass over the context (the last
+ * max_seq_len tokens, batch 1), as llm.c samples. Both give the logits of model_forward
+ * (the incremental path up to float32 summation order). The next token is drawn from the
+ * last position's logits with a temperature, then top-k and top-p (nucleus) truncation. */
 #ifndef GMA_GENERATE_H
 #define GMA_GENERATE_H
 #include <stdint.h>
@@ -15,6 +18,7 @@ typedef struct SampleOpts {
     double temperature; /* <= 0: greedy (argmax, the lowest id among ties) */
     int top_k;          /* keep the k most likely tokens (0 = all) */
     double top_p;       /* then the fewest most likely tokens whose probability reaches p (1 = all) */
+    int no_cache;       /* 1: a full forward per token even where incremental decoding works */
 } SampleOpts;
 
 /* One token from logits[V] (host). `order` is scratch for V ints, `prob` for V doubles.

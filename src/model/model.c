@@ -203,12 +203,17 @@ void model_zero_grad(Model *m) { g_ops->zero(m->grads, m->pt.total * sizeof(real
 #define GG(i) PT_PTR(m->grads, &m->pt, (i))
 
 /* resid[0] (embedded, R = B*N rows) -> lnf through the blocks and ln_f */
-static void blocks_forward(Model *m, const MixerCtx *ctx) {
+/* the blocks over resid[0]; with `dec` (incremental decoding, B = N = 1) each mixer takes
+ * one step on its state instead of a forward over the sequence */
+static void blocks_forward_dec(Model *m, const MixerCtx *ctx, const DecodeState *dec) {
     int R = ctx->B * ctx->N, D = m->D, F = m->F;
     for (int l = 0; l < m->L; l++) {
         Block *b = &m->blocks[l];
         g_ops->layernorm_forward(b->ln1, b->ln1_mean, b->ln1_rstd, m->resid[l], PP(b->ln1w), PP(b->ln1b), R, D);
-        b->mixer->vt->forward(b->mixer, ctx, b->mix, b->ln1, m->params, b->act, m->scratch);
+        if (dec)
+            b->mixer->vt->decode(b->mixer, b->mix, b->ln1, m->params, dec->layer[l], dec->pos, dec->W, b->act, m->scratch);
+        else
+            b->mixer->vt->forward(b->mixer, ctx, b->mix, b->ln1, m->params, b->act, m->scratch);
         real *out = m->mlp ? b->mid : m->resid[l + 1];
         g_ops->add(out, m->resid[l], b->mix, (size_t)R * D);
         if (m->mlp) {
@@ -221,6 +226,8 @@ static void blocks_forward(Model *m, const MixerCtx *ctx) {
     }
     g_ops->layernorm_forward(m->lnf, m->lnf_mean, m->lnf_rstd, m->resid[m->L], PP(m->lnfw), PP(m->lnfb), R, D);
 }
+
+static void blocks_forward(Model *m, const MixerCtx *ctx) { blocks_forward_dec(m, ctx, NULL); }
 
 /* d lnf in m->dtmp -> d resid[0] in m->dresid (overwritten), parameter gradients accumulated */
 static void blocks_backward(Model *m, const MixerCtx *ctx) {
@@ -434,4 +441,48 @@ int model_kmeans_init_cls(Model *m, const int32_t *tok, const int32_t *labels, i
         if (mx->vt->health->kmeans_init(mx, &ctx, m->params, m->blocks[l].act, rng) != 0) return -1;
     }
     return 0;
+}
+
+/* ---- incremental decoding ---- */
+int model_can_decode(const Model *m) {
+    if (m->classify || !m->causal) return 0;
+    for (int l = 0; l < m->L; l++)
+        if (!m->blocks[l].mixer->vt->decode) return 0;
+    return 1;
+}
+
+int model_decode_begin(Model *m, DecodeState *s) {
+    memset(s, 0, sizeof *s);
+    if (!model_can_decode(m)) return gma_errorf("this model's mixers cannot decode incrementally");
+    s->W = m->Nmax < m->Nmax_act ? m->Nmax : m->Nmax_act;
+    s->layer = xcalloc((size_t)m->L, sizeof(real *));
+    size_t total = 0, *n = xcalloc((size_t)m->L, sizeof(size_t));
+    for (int l = 0; l < m->L; l++) total += n[l] = m->blocks[l].mixer->vt->decode_state(m->blocks[l].mixer, s->W);
+    s->buf = g_ops->alloc(sizeof(real) * (total + 1)); /* zero-filled */
+    for (int l = 0, off = 0; l < m->L; off += (int)n[l], l++) s->layer[l] = s->buf + off;
+    free(n);
+    return 0;
+}
+
+int model_decode_step(Model *m, DecodeState *s, int32_t token) {
+    if (s->pos >= s->W) return gma_errorf("incremental decoding: position %d is past the window of %d", s->pos, s->W);
+    if (token < 0 || token >= m->V) return gma_errorf("token id %d is outside the vocabulary [0, %d)", token, m->V);
+    int D = m->D;
+    m->B = m->N = 1;
+    m->keymask = NULL;
+    g_ops->to_device(m->tok, &token, sizeof(int32_t));
+    /* the position embedding of row pos: the op adds row 0 of the table it is given */
+    g_ops->embed_forward(m->resid[0], m->tok, PP(m->wte), m->wpe >= 0 ? PP(m->wpe) + (size_t)s->pos * D : NULL, 1, 1, D);
+    MixerCtx ctx = {.B = 1, .N = 1, .causal = 1, .keymask = NULL, .training = 0, .step = 0};
+    blocks_forward_dec(m, &ctx, s);
+    g_ops->matmul(m->logits, m->lnf, PP(m->wte), 1, m->V, D, 0, 1, 1, 0);
+    s->pos++;
+    return 0;
+}
+
+void model_decode_end(Model *m, DecodeState *s) {
+    (void)m;
+    if (s->buf) g_ops->free(s->buf);
+    free(s->layer);
+    memset(s, 0, sizeof *s);
 }

@@ -105,4 +105,22 @@ int model_kmeans_init(Model *m, const int32_t *tok, const int32_t *tgt, int B, i
 /* The same for a classifier batch (tok, labels as model_forward_cls; tok != 0 is real). */
 int model_kmeans_init_cls(Model *m, const int32_t *tok, const int32_t *labels, int B, int N, Rng *rng);
 size_t model_param_count(const Model *m);
+
+/* ---- incremental decoding (causal language models, batch 1; model/generate.h) ----
+ * Each mixer keeps a state across tokens (GMA and linear: the linear core's S and z;
+ * sdpa: a key/value cache), so a token costs one step instead of a forward over the
+ * whole context. Position pos uses position embedding pos, as model_forward does for a
+ * sequence that starts at 0. */
+typedef struct DecodeState {
+    real *buf;    /* every layer's state (backend memory) */
+    real **layer; /* per layer, into buf */
+    int pos, W;   /* next position; positions 0..W-1 fit (model.max_seq_len, the planned N) */
+} DecodeState;
+/* 1 when the model is a causal LM whose every mixer has a decode step (gma, linear, sdpa,
+ * sdpa_ref; not performer, mamba, linformer or auto) */
+int model_can_decode(const Model *m);
+int model_decode_begin(Model *m, DecodeState *s);
+/* feed the token at position s->pos: its logits [V] are left in m->logits (backend) */
+int model_decode_step(Model *m, DecodeState *s, int32_t token);
+void model_decode_end(Model *m, DecodeState *s);
 #endif

@@ -259,6 +259,29 @@ static void gma_forward(Mixer *m, const MixerCtx *c, real *y, const real *h, con
     attn_proj_out(m, params, y, a.oh, scratch, B, N);
 }
 
+/* incremental decoding: the routing of one token, then the linear core's state step, or a
+ * read of the EMA memory (which keeps no state across tokens) */
+static size_t gma_dstate(const Mixer *m, int Nmax) {
+    const GmaPriv *g = m->priv;
+    return g->ema ? 0 : linmix_decode_state(m->H, g->Kc, m->d);
+}
+static void gma_decode(Mixer *m, real *y, const real *h, const real *params, real *state, int pos, int Nmax, real *act,
+                       real *scratch) {
+    const GmaPriv *g = m->priv;
+    int H = m->H, d = m->d, Kc = g->Kc;
+    Acts a = carve(m, 1, 1, act);
+    attn_proj_qkv(m, params, h, a.qh, a.kh, a.vh, scratch, 1, 1);
+    route_forward(m, params, a.gq, a.qh, 1, 1);
+    if (g->ema) {
+        g_ops->matmul_strided(a.oh, a.gq, MP(m, params, P_MEM), 1, d, Kc, 0, 0, 1, 0, H, (size_t)Kc, (size_t)Kc * d,
+                              (size_t)d);
+    } else {
+        route_forward(m, params, a.gk, a.kh, 1, 1);
+        linmix_decode(a.oh, state, a.gq, a.gk, a.vh, H, Kc, d, g->eps);
+    }
+    attn_proj_out(m, params, y, a.oh, scratch, 1, 1);
+}
+
 static void gma_backward(Mixer *m, const MixerCtx *c, real *dh, const real *dy, const real *h, const real *params,
                          real *grads, real *act, real *scratch) {
     const GmaPriv *g = m->priv;
@@ -582,6 +605,8 @@ const MixerVT mixer_gma = {
     .scratch_size = gma_scratch,
     .forward = gma_forward,
     .backward = gma_backward,
+    .decode_state = gma_dstate,
+    .decode = gma_decode,
     .destroy = gma_destroy,
     .health = &gma_health,
 };

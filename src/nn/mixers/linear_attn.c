@@ -57,6 +57,19 @@ static void lin_forward(Mixer *m, const MixerCtx *c, real *y, const real *h, con
     attn_proj_out(m, params, y, a.oh, scratch, B, N);
 }
 
+static size_t lin_dstate(const Mixer *m, int Nmax) { return linmix_decode_state(m->H, m->d, m->d); }
+static void lin_decode(Mixer *m, real *y, const real *h, const real *params, real *state, int pos, int Nmax, real *act,
+                       real *scratch) {
+    const LinPriv *p = m->priv;
+    size_t hs = (size_t)m->D;
+    Acts a = carve(m, 1, 1, act);
+    attn_proj_qkv(m, params, h, a.qh, a.kh, a.vh, scratch, 1, 1);
+    g_ops->elu1_forward(a.fq, a.qh, hs);
+    g_ops->elu1_forward(a.fk, a.kh, hs);
+    linmix_decode(a.oh, state, a.fq, a.fk, a.vh, m->H, m->d, m->d, p->eps);
+    attn_proj_out(m, params, y, a.oh, scratch, 1, 1);
+}
+
 static void lin_backward(Mixer *m, const MixerCtx *c, real *dh, const real *dy, const real *h, const real *params,
                          real *grads, real *act, real *scratch) {
     const LinPriv *p = m->priv;
@@ -90,5 +103,7 @@ const MixerVT mixer_linear = {
     .scratch_size = lin_scratch,
     .forward = lin_forward,
     .backward = lin_backward,
+    .decode_state = lin_dstate,
+    .decode = lin_decode,
     .destroy = lin_destroy,
 };

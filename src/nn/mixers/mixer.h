@@ -72,6 +72,14 @@ typedef struct MixerVT {
     void (*backward)(Mixer *m, const MixerCtx *c, real *dh, const real *dy, const real *h, const real *params,
                      real *grads, real *act, real *scratch);
     void (*destroy)(Mixer *m);
+    /* optional: incremental causal decoding (model_decode_step), batch 1, one token at a
+     * time. decode_state: reals of state kept across tokens for positions 0..Nmax-1
+     * (backend memory, zeroed before position 0). decode: y [1,D] for the token at `pos`
+     * (< Nmax) from h [1,D], updating the state; act and scratch are the mixer's blocks
+     * for B = N = 1. */
+    size_t (*decode_state)(const Mixer *m, int Nmax);
+    void (*decode)(Mixer *m, real *y, const real *h, const real *params, real *state, int pos, int Nmax, real *act,
+                   real *scratch);
     /* optional: routing-health hooks (GMA only; NULL elsewhere) */
     const MixerHealth *health;
 } MixerVT;
@@ -115,6 +123,21 @@ void attn_proj_out_backward(const Mixer *m, const real *params, real *grads, rea
 /* backward of attn_proj_qkv: dh += ...; grads of Wq..bv. dqh/dkh/dvh [B,H,N,d]; tmp [B*N*D] */
 void attn_proj_qkv_backward(const Mixer *m, const real *params, real *grads, real *dh, const real *h, const real *dqh,
                             const real *dkh, const real *dvh, real *tmp, int B, int N);
+/* ---- incremental decoding (decode.c), batch 1, heads in the [1,H,1,x] layout ---- */
+/* the normalised linear core (GMA_SPEC 3.1) one token on: per head S += phk^T v, z += phk,
+ * oh = phq S / (phq . z + eps). state: S [H,F,d], z [H,F], then [H] scratch. */
+size_t linmix_decode_state(int H, int F, int d);
+void linmix_decode(real *oh, real *state, const real *phq, const real *phk, const real *vh, int H, int F, int d,
+                   real eps);
+/* causal softmax attention of the token at pos over a key/value cache: state K, V
+ * [H,Nmax,d], then [H,Nmax] scores */
+size_t attn_decode_state(int H, int Nmax, int d);
+void attn_decode(real *oh, real *state, const real *qh, const real *kh, const real *vh, int H, int d, int Nmax, int pos);
+/* the decode hooks of sdpa and sdpa_ref (projections + attn_decode; act: qh, kh, vh, oh) */
+size_t attn_mixer_decode_state(const Mixer *m, int Nmax);
+void attn_mixer_decode(Mixer *m, real *y, const real *h, const real *params, real *state, int pos, int Nmax, real *act,
+                       real *scratch);
+
 /* kbias [B,N] in backend memory: 0 for a real key, -inf for padding (all 0 when keymask NULL) */
 void key_bias(real *kbias, const uint8_t *keymask, int B, int N);
 /* zero rows [B,H,N,W] whose key is padding (keymask 0); no-op when keymask is NULL */

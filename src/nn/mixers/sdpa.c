@@ -66,5 +66,7 @@ const MixerVT mixer_sdpa = {
     .scratch_size = sdpa_scratch,
     .forward = sdpa_forward,
     .backward = sdpa_backward,
+    .decode_state = attn_mixer_decode_state,
+    .decode = attn_mixer_decode,
     .destroy = sdpa_destroy,
 };

@@ -68,5 +68,7 @@ const MixerVT mixer_sdpa_ref = {
     .scratch_size = ref_scratch,
     .forward = ref_forward,
     .backward = ref_backward,
+    .decode_state = attn_mixer_decode_state,
+    .decode = attn_mixer_decode,
     .destroy = ref_destroy,
 };
