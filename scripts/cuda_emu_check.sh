@@ -23,6 +23,7 @@
 #   scripts/cuda_emu_check.sh [all | self | elem|favor|conv|scan|attn | core|mem|matmul|nn|linmix|route|div]
 #   scripts/cuda_emu_check.sh model [gpu_check.sh options]
 #   scripts/cuda_emu_check.sh mpi [full]
+#   scripts/cuda_emu_check.sh build     (only the emulated CLI binaries, in build/cuda_emu/model)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 make -s build/libgma.a
@@ -35,13 +36,13 @@ done
 # The CLI binaries linked with the emulated backend, device memory kept apart from the host
 # (EMU_DEVICE_MEMORY in emu_cuda.h), into $1. With $2 = mpi: the `make cuda-mpi` build
 # (dist.c with GMA_MPI and GMA_NCCL, cuda_nccl.cu over the MPI-backed nccl.h of
-# tests/cuda_emu), only gmatrain.
+# tests/cuda_emu), only gmatrain and gmasample.
 build_model() {
   local M=$1 mpi=${2:-}; mkdir -p "$M"
   local CFL; CFL="$(mkvar CFLAGS)"
   local MPIC="" MPIL="" DEFS="" bins="gmacheck gmatrain gmaeval gmasample"
   if [ "$mpi" = mpi ]; then
-    MPIC="$(mpicc --showme:compile)"; MPIL="$(mpicc --showme:link)"; DEFS="-DGMA_MPI -DGMA_NCCL"; bins=gmatrain
+    MPIC="$(mpicc --showme:compile)"; MPIL="$(mpicc --showme:link)"; DEFS="-DGMA_MPI -DGMA_NCCL"; bins="gmatrain gmasample"
   fi
   gcc $CFL -DGMA_CUDA -c src/ops/cpu/cpu_core.c -o "$M/cpu_core.o"
   cp build/libgma.a "$M/libgma-emu.a"; ar r "$M/libgma-emu.a" "$M/cpu_core.o" 2>/dev/null
@@ -91,7 +92,7 @@ model_checks() {
 # exact resume, bad input, a signal to one rank), about 8 minutes.
 mpi_checks() {
   command -v mpicc >/dev/null && command -v mpirun >/dev/null || { echo "cuda_emu_check.sh mpi: needs mpicc and mpirun" >&2; return 2; }
-  local M=$O/cuda-mpi rc=0 w env want
+  local M=$O/cuda-mpi rc=0 w
   build_model "$M" mpi
   if [ "${1:-quick}" = full ]; then
     make -s build/tests/test_mpi
@@ -103,7 +104,28 @@ mpi_checks() {
     return $rc
   fi
   bash scripts/check_data_parallel.sh --bin "$M/gmatrain" --device cuda --out "$O/mpi-runs" \
-    --way "EMU_DEVICES=2|NCCL" --way "EMU_DEVICES=1|MPI through host memory"
+    --way "EMU_DEVICES=2|NCCL" --way "EMU_DEVICES=1|MPI through host memory" || rc=1
+  decode_checks "$M" || rc=1
+  return $rc
+}
+# generation on the emulated device: 30 tokens sampled (temperature 1, one seed) with
+# incremental decoding (model_decode_step) against bin/gmasample on the CPU with a full
+# forward per token, from small checkpoints of three mixers trained on the CPU
+decode_checks() {
+  local M=$1 rc=0 mx d a b G
+  make -s bin/gmatrain bin/gmasample
+  for mx in gma sdpa linear; do
+    d=$O/decode-$mx; rm -rf "$d"
+    bin/gmatrain --config configs/quickstart.json --out "$d" --set model.mixer=$mx --set train.steps=20 \
+      --set train.eval_every=0 --set data.recall_valid=4 --set data.recall_test=4 --threads 1 --quiet || { rc=1; continue; }
+    G=(--checkpoint "$d" --prompt-ids "1 2 3 4" --tokens 30 --temperature 1 --seed 5)
+    a=$("$M/gmasample" "${G[@]}" --device cuda 2> "$d.err") || true
+    b=$(bin/gmasample "${G[@]}" --no-cache 2>/dev/null) || true
+    if [ -n "$b" ] && [ "$a" = "$b" ] && grep -q "incremental decoding" "$d.err"; then
+      echo "decode $mx: incremental on the emulated GPU = full forward on the CPU, 30 sampled tokens"
+    else echo "decode $mx: DIFFERS"; echo "$a"; echo "$b"; cat "$d.err"; rc=1; fi
+  done
+  return $rc
 }
 mkvar() { make -s -f - print-var V="$1" <<'MK' 2>/dev/null || true
 include Makefile
@@ -117,6 +139,7 @@ LIBS="$LIBS $(mkvar OPT | grep -o -- '-fsanitize=[^ ]*' || true)"
 W=${1:-all}
 if [ "$W" = model ]; then model_checks "${@:2}"; exit $?; fi
 if [ "$W" = mpi ]; then mpi_checks "${@:2}"; exit $?; fi
+if [ "$W" = build ]; then build_model "$O/model"; exit $?; fi
 case $W in all|elem|favor|conv|scan|attn) base=1 ;; *) base=0 ;; esac
 case $W in all|core|mem|matmul|nn|linmix|route|div) core=1 ;; *) core=0 ;; esac
 case $W in all|self) self=1 ;; *) self=0 ;; esac

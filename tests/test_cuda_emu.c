@@ -6,7 +6,9 @@
  * it needs g++ (C++20), which the build packages bring. Then data-parallel training on the
  * emulated `make cuda-mpi` build (scripts/cuda_emu_check.sh mpi): gradients all-reduced by
  * NCCL between two emulated GPUs, and through host memory when two ranks share one, each
- * matching one process with twice the batch (skipped without mpicc and mpirun). */
+ * matching one process with twice the batch; and generation with incremental decoding on
+ * the emulated GPU drawing the tokens a full forward per token draws on the CPU (gma, sdpa,
+ * linear). Skipped without mpicc and mpirun. */
 #include <string.h>
 
 #include "testutil.h"
@@ -24,9 +26,9 @@ START_TEST(test_emulated_kernels_match_cpu) {
 }
 END_TEST
 
-START_TEST(test_emulated_cuda_data_parallel) {
+START_TEST(test_emulated_cuda_programs) {
     if (tu_run("command -v mpicc && command -v mpirun", NULL, 0) != 0) {
-        printf("test_cuda_emu: data_parallel SKIPPED: mpicc or mpirun is not on PATH\n");
+        printf("test_cuda_emu: programs SKIPPED: mpicc or mpirun is not on PATH\n");
         return;
     }
     static char out[1 << 18];
@@ -38,6 +40,12 @@ START_TEST(test_emulated_cuda_data_parallel) {
     int ok = 0;
     while ((p = strstr(p, "over 3 steps: ok"))) ok++, p++;
     ck_assert_int_eq(ok, 2);
+    for (int i = 0; i < 3; i++) {
+        char want[128];
+        snprintf(want, sizeof want, "decode %s: incremental on the emulated GPU = full forward on the CPU",
+                 (const char *[]){"gma", "sdpa", "linear"}[i]);
+        ck_assert_msg(strstr(out, want), "%s", out);
+    }
 }
 END_TEST
 
@@ -46,7 +54,7 @@ Suite *make_suite(void) {
     TCase *tc = tcase_create("emulation");
     tcase_set_timeout(tc, 600);
     tcase_add_test(tc, test_emulated_kernels_match_cpu);
-    tcase_add_test(tc, test_emulated_cuda_data_parallel);
+    tcase_add_test(tc, test_emulated_cuda_programs);
     suite_add_tcase(s, tc);
     return s;
 }
