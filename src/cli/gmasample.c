@@ -153,7 +153,7 @@ int main(int argc, char **argv) {
         else if (!strcmp(a, "--device")) device = v;
         else if (!strcmp(a, "--tokenizer")) tkspec = v;
         else if (!strcmp(a, "--vocab")) vocab = v;
-        else if (!strcmp(a, "--tokens")) bad = gma_parse_long(v, 1, INT_MAX / 2, &tokens) ? 2 : 0;
+        else if (!strcmp(a, "--tokens")) bad = gma_parse_long(v, 1, 1 << 24, &tokens) ? 2 : 0;
         else if (!strcmp(a, "--top-k")) bad = gma_parse_long(v, 0, INT_MAX, &top_k) ? 2 : 0;
         else if (!strcmp(a, "--seed")) bad = gma_parse_long(v, 0, LONG_MAX, &seed) ? 2 : 0;
         else if (!strcmp(a, "--samples")) bad = gma_parse_long(v, 1, 100000, &samples) ? 2 : 0;
@@ -221,7 +221,8 @@ int main(int argc, char **argv) {
     if (model_check_memory(&m, 1, W) != 0) return fail(2);
     model_alloc(&m, 1, W);
     if (ckpt_load(&m, NULL, dir) != 0) return fail(2);
-    SampleOpts so = {.temperature = temperature, .top_k = (int)top_k, .top_p = top_p, .no_cache = no_cache};
+    SampleOpts so = {.temperature = temperature, .top_k = (int)top_k, .top_p = top_p, .no_cache = no_cache,
+                     .vocab_limit = tk ? (int)tokenizer_vocab_size(tk) : 0};
     fprintf(stderr, "gmasample: %s | %s | prompt %d tokens | %ld new | temperature %g top-k %ld top-p %g seed %ld | %s\n",
             dir, tk ? tokenizer_spec(tk) : "token ids", np, tokens, temperature, top_k, top_p, seed,
             !no_cache && model_can_decode(&m) ? "incremental decoding" : "a full forward per token");

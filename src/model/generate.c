@@ -16,6 +16,7 @@ static int by_logit(const void *a, const void *b) {
 }
 
 int sample_token(const real *logits, int V, const SampleOpts *o, Rng *rng, int *order, double *prob) {
+    if (o->vocab_limit > 0 && o->vocab_limit < V) V = o->vocab_limit;
     if (!(o->temperature > 0)) {
         int best = 0;
         for (int i = 1; i < V; i++)

@@ -19,6 +19,7 @@ typedef struct SampleOpts {
     int top_k;          /* keep the k most likely tokens (0 = all) */
     double top_p;       /* then the fewest most likely tokens whose probability reaches p (1 = all) */
     int no_cache;       /* 1: a full forward per token even where incremental decoding works */
+    int vocab_limit;    /* > 0: draw only ids below it (a tokenizer smaller than the model's vocabulary) */
 } SampleOpts;
 
 /* One token from logits[V] (host). `order` is scratch for V ints, `prob` for V doubles.

@@ -54,7 +54,7 @@ static int collect(void *ctx, int32_t t) {
 
 int train_sampler_run(TrainSampler *s, Model *m, long step, FILE *mf, FILE *out) {
     Ids ids = {xmalloc(sizeof(int32_t) * ((size_t)s->n_new + 1)), 0};
-    SampleOpts so = {.temperature = 1, .top_k = 0, .top_p = 1};
+    SampleOpts so = {.temperature = 1, .top_k = 0, .top_p = 1, .vocab_limit = s->tk ? (int)tokenizer_vocab_size(s->tk) : 0};
     Rng rng;
     rng_seed2(&rng, s->seed, 0x73616d706c65ULL ^ ((uint64_t)step << 20));
     if (model_generate(m, s->prompt, s->np, s->n_new, &so, &rng, collect, &ids) != 0) {
