@@ -39,12 +39,45 @@ static void prep(real *P, real *M, real *cst, const real *mu, const real *var_ra
     }
 }
 
+/* prep's results for the last PREP_CACHE parameter sets (a set per GMA layer). Incremental
+ * decoding routes one token at a time, and recomputing P, M and cst (a softplus and a log
+ * per entry) would cost more than the routing itself. An entry is reused only when a hash
+ * of mu, var_raw, prior, the sizes and var_floor matches, so an in-place update of the
+ * parameters (an optimiser step, a finite-difference probe) makes it miss. */
+#define PREP_CACHE 32
+typedef struct PrepEntry {
+    uint64_t key;
+    size_t n, cap;
+    real *buf;
+} PrepEntry;
+static PrepEntry g_prep[PREP_CACHE];
+static int g_prep_next;
+
+static const real *prep_cached(const real *mu, const real *var_raw, const real *prior, int Hp, int d, int Kc,
+                               real var_floor) {
+    size_t nkd = (size_t)Hp * Kc * d, n = 2 * nkd + (size_t)Hp * Kc;
+    int dims[3] = {Hp, d, Kc};
+    uint64_t h = gma_hash(mu, sizeof(real) * nkd, GMA_HASH_SEED);
+    h = gma_hash(var_raw, sizeof(real) * nkd, h);
+    h = gma_hash(prior, sizeof(real) * (size_t)Hp * Kc, h);
+    h = gma_hash(dims, sizeof dims, h);
+    h = gma_hash(&var_floor, sizeof var_floor, h);
+    for (int i = 0; i < PREP_CACHE; i++)
+        if (g_prep[i].buf && g_prep[i].key == h && g_prep[i].n == n) return g_prep[i].buf;
+    PrepEntry *e = &g_prep[g_prep_next];
+    g_prep_next = (g_prep_next + 1) % PREP_CACHE;
+    if (e->cap < n) e->buf = xrealloc(e->buf, sizeof(real) * n), e->cap = n;
+    e->n = n;
+    e->key = h;
+    prep(e->buf, e->buf + nkd, e->buf + 2 * nkd, mu, var_raw, prior, Hp, d, Kc, var_floor);
+    return e->buf;
+}
+
 void cpu_gma_route_forward(real *gamma, const real *x, const real *mu, const real *var_raw, const real *prior, int B,
                            int H, int N, int d, int Kc, real tau, real var_floor, int shared) {
     int Hp = shared ? 1 : H;
-    real *pre = cpu_workspace(1, (size_t)Hp * Kc * (2 * d + 1));
-    real *P = pre, *M = P + (size_t)Hp * Kc * d, *cst = M + (size_t)Hp * Kc * d;
-    prep(P, M, cst, mu, var_raw, prior, Hp, d, Kc, var_floor);
+    const real *P = prep_cached(mu, var_raw, prior, Hp, d, Kc, var_floor), *M = P + (size_t)Hp * Kc * d,
+               *cst = M + (size_t)Hp * Kc * d;
 #pragma omp parallel for schedule(static) if (PAR_WORTH((size_t)B * (size_t)H * (size_t)N * (size_t)Kc * (size_t)d))
     for (int bh = 0; bh < B * H; bh++) {
         int hp = shared ? 0 : bh % H;
@@ -75,10 +108,8 @@ void cpu_gma_route_backward(real *dx, real *dmu, real *dvar_raw, real *dprior, c
                             int d, int Kc, real tau, real var_floor, int shared) {
     int Hp = shared ? 1 : H;
     size_t per = (size_t)Kc * (2 * d + 1); /* dP, dM, dcst of one (batch, head) pair */
-    real *pre = cpu_workspace(1, (size_t)Hp * per + (size_t)B * H * per);
-    real *P = pre, *M = P + (size_t)Hp * Kc * d, *cst = M + (size_t)Hp * Kc * d;
-    real *acc = pre + (size_t)Hp * per;
-    prep(P, M, cst, mu, var_raw, prior, Hp, d, Kc, var_floor);
+    real *acc = cpu_workspace(1, (size_t)B * H * per);
+    const real *P = prep_cached(mu, var_raw, prior, Hp, d, Kc, var_floor), *M = P + (size_t)Hp * Kc * d;
 #pragma omp parallel for schedule(static) if (PAR_WORTH((size_t)B * (size_t)H * (size_t)N * (size_t)Kc * (size_t)d))
     for (int bh = 0; bh < B * H; bh++) {
         int hp = shared ? 0 : bh % H;
