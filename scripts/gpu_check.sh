@@ -31,8 +31,9 @@
 #    mpicc and mpirun, data-parallel training (make cuda-mpi) on 2 ranks against one
 #    process (scripts/check_data_parallel.sh).
 # 3. --sanitize: every mixer (in a direction it supports) under compute-sanitizer memcheck.
-# 4. Benchmarks (unless --no-bench), if bin/gmabench takes --device: the mixer table and
-#    the whole-model throughput of configs/wikitext103_gma_k256.json.
+# 4. Benchmarks (unless --no-bench), if bin/gmabench takes --device: the mixer table, the
+#    whole-model throughput of configs/wikitext103_gma_k256.json and its generation speed
+#    (gmabench decode, incremental against a full forward per token).
 # Everything is logged under DIR (default runs/gpu_check/); DIR/summary.md holds the table.
 # Exit status: 0 all checks within bounds, 1 some check failed, 2 no usable GPU/build.
 set -uo pipefail
@@ -275,6 +276,9 @@ if [ $BENCH = 1 ]; then
       bin/gmabench model --device cuda --precision $p --mixers gma,sdpa $MARGS --steps 5 "${PKA[@]}" \
         --json "$OUT/bench_model_$p.json" 2>&1 | tee "$OUT/bench_model_$p.txt"
     done
+    # generation at batch 1: incremental decoding against a full forward per token
+    bin/gmabench decode --device cuda --mixers gma,sdpa,linear $MARGS --T 1024 --repeat 1 \
+      --json "$OUT/bench_decode.json" 2>&1 | tee "$OUT/bench_decode.txt"
     # the same model in PyTorch eager mode (scripts/torch_gma.py), when this python3 has torch and a GPU
     if python3 -c 'import sys, torch; sys.exit(0 if torch.cuda.is_available() else 1)' 2>/dev/null; then
       echo "== PyTorch eager reference: self-check against gmaeval, then the same benchmark"
