@@ -498,14 +498,12 @@ int main(int argc, char **argv) {
         int nx = i + 1 < argc;
 #define INTOPT(flag, field)                                                                \
     else if (!strcmp(a, flag) && nx) {                                                     \
-        char *e;                                                                           \
-        errno = 0;                                                                         \
-        long x_ = strtol(argv[++i], &e, 10);                                               \
-        o.field = (int)x_;                                                                 \
-        if (e == argv[i] || *e || errno || x_ <= 0 || x_ > INT_MAX) {                      \
+        long x_;                                                                           \
+        if (gma_parse_long(argv[++i], 1, INT_MAX, &x_) != 0) {                             \
             fprintf(stderr, "gmabench: %s: \"%s\" is not a positive integer\n", flag, argv[i]); \
             return 2;                                                                      \
         }                                                                                  \
+        o.field = (int)x_;                                                                 \
     }
         if (!strcmp(a, "--mixers") && nx) {
             snprintf(o.mixers, sizeof o.mixers, "%s", argv[++i]);
@@ -521,9 +519,7 @@ int main(int argc, char **argv) {
         else if (!strcmp(a, "--max-seconds") && nx) o.max_seconds = atof(argv[++i]);
         else if (!strcmp(a, "--max-mem-gib") && nx) o.max_mem_gib = atof(argv[++i]);
         else if (!strcmp(a, "--peak-tflops") && nx) {
-            char *e;
-            o.peak_tflops = strtod(argv[++i], &e);
-            if (e == argv[i] || *e || !(o.peak_tflops > 0) || o.peak_tflops > 1e6) {
+            if (gma_parse_double(argv[++i], 1e-12, 1e6, &o.peak_tflops) != 0) {
                 fprintf(stderr, "gmabench: --peak-tflops: \"%s\" is not a positive number\n", argv[i]);
                 return 2;
             }
@@ -532,10 +528,8 @@ int main(int argc, char **argv) {
         else if (!strcmp(a, "--device") && nx) o.device = argv[++i];
         else if (!strcmp(a, "--precision") && nx) o.precision = argv[++i];
         else if (!strcmp(a, "--threads") && nx) {
-            char *e;
-            errno = 0;
-            long x = strtol(argv[++i], &e, 10);
-            if (e == argv[i] || *e || errno || x < 0 || x > 1024) {
+            long x;
+            if (gma_parse_long(argv[++i], 0, 1024, &x) != 0) {
                 fprintf(stderr, "gmabench: --threads: \"%s\" is not an integer in [0, 1024]\n", argv[i]);
                 return 2;
             }

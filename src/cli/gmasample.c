@@ -44,16 +44,6 @@ typedef struct Out {
     size_t printed; /* bytes of the decoded continuation already printed */
 } Out;
 
-/* decode ids[from, n) (the ids are checked against the tokenizer by tokenizer_decode) */
-static char *decode(Tokenizer *tk, const int32_t *ids, int n, size_t *len) {
-    uint32_t *u = xmalloc(sizeof(uint32_t) * ((size_t)n + 1));
-    for (int i = 0; i < n; i++) u[i] = (uint32_t)ids[i];
-    char *text = NULL;
-    if (tokenizer_decode(tk, u, (size_t)n, &text, len) != 0) text = NULL;
-    free(u);
-    return text;
-}
-
 /* print what the new token adds: the decoded continuation grows (byte-level tokens may end
  * inside a UTF-8 character; the terminal joins the bytes), or the id */
 static int emit(void *ctx, int32_t token) {
@@ -63,7 +53,7 @@ static int emit(void *ctx, int32_t token) {
         printf(" %d", token);
     } else {
         size_t len;
-        char *text = decode(o->tk, o->ids, o->n, &len);
+        char *text = tokenizer_decode_i32(o->tk, o->ids, (size_t)o->n, &len);
         if (!text) return -1;
         if (len > o->printed) fwrite(text + o->printed, 1, len - o->printed, stdout);
         o->printed = len > o->printed ? len : o->printed;
@@ -99,17 +89,9 @@ static int32_t *prompt_ids(Tokenizer *tk, const char *text, size_t text_len, con
             gma_errorf("--prompt: this checkpoint's data has no tokenizer (meta.json); give --prompt-ids or --tokenizer");
             return NULL;
         }
-        uint32_t *u;
-        size_t n;
-        if (tokenizer_encode(tk, text, text_len, &u, &n) != 0) return NULL;
-        p = xmalloc(sizeof(int32_t) * (n + 1));
-        for (size_t i = 0; i < n; i++) p[i] = (int32_t)u[i];
-        *np = (int)n;
-        free(u);
+        if (tokenizer_encode_i32(tk, text, text_len, &p, np) != 0) return NULL;
     } else {
-        long start = -1;
-        if (tk) start = tokenizer_token_id(tk, "<|endoftext|>");
-        if (tk && start < 0) start = tokenizer_token_id(tk, "<eos>");
+        long start = tokenizer_start_id(tk);
         if (start < 0) {
             gma_errorf("a prompt is required (--prompt, --prompt-file or --prompt-ids): %s", tk ? "the tokenizer has no <|endoftext|> or <eos> to start from" : "there is no tokenizer");
             return NULL;
@@ -242,7 +224,7 @@ int main(int argc, char **argv) {
         if (s > 0) printf("\n----\n");
         if (tk) { /* the prompt as the tokenizer gives it back, then the continuation */
             size_t len;
-            char *text = decode(tk, o.ids, np, &len);
+            char *text = tokenizer_decode_i32(tk, o.ids, (size_t)np, &len);
             if (!text) rc = -1;
             else fwrite(text, 1, len, stdout), o.printed = len, free(text);
         } else {
@@ -256,7 +238,7 @@ int main(int argc, char **argv) {
         cJSON_AddItemToObject(e, "ids", cJSON_CreateIntArray(o.ids + np, o.n - np));
         if (tk && rc == 0) {
             size_t len;
-            char *text = decode(tk, o.ids + np, o.n - np, &len);
+            char *text = tokenizer_decode_i32(tk, o.ids + np, (size_t)(o.n - np), &len);
             if (text) {
                 char *u = utf8_sanitize(text, len);
                 cJSON_AddStringToObject(e, "text", u);

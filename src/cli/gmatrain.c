@@ -27,9 +27,6 @@ static void usage(FILE *f) {
             "train.batch_size per rank (global batch R x batch_size); see docs/distributed.md.\n");
 }
 
-/* The message is in gma_error(); main prints it (on one rank). */
-static int fail(int code) { return code; }
-
 static int run_main(int argc, char **argv, int *done);
 
 int main(int argc, char **argv) {
@@ -49,7 +46,8 @@ int main(int argc, char **argv) {
 }
 
 /* Parse, resolve and train. *done = 1 when nothing was left to agree on (--help, or
- * trainer_run returned, which agrees by itself). */
+ * trainer_run returned, which agrees by itself). An error returns its exit code with the
+ * message in gma_error(); main prints it on one rank. */
 static int run_main(int argc, char **argv, int *done) {
     int lead = dist_rank() == 0;
     const char *config = NULL, *out = NULL, *device = NULL, *resume = NULL;
@@ -73,13 +71,11 @@ static int run_main(int argc, char **argv, int *done) {
         } else if (!strcmp(a, "--out") && has_next) out = argv[++i];
         else if (!strcmp(a, "--device") && has_next) device = argv[++i];
         else if (!strcmp(a, "--threads") && has_next) {
-            char *end;
             const char *v = argv[++i];
-            errno = 0;
-            long t = strtol(v, &end, 10);
-            threads = (int)t;
-            if (end == v || *end || errno || t < 0 || t > 1024) /* the range of the threads key */
+            long t;
+            if (gma_parse_long(v, 0, 1024, &t) != 0) /* the range of the threads key */
                 return gma_errorf("--threads: \"%s\" is not an integer in [0, 1024]", v), 2;
+            threads = (int)t;
         } else if (!strcmp(a, "--quiet")) quiet = 1;
         else if (!strcmp(a, "--resume")) {
             want_resume = 1;
@@ -92,16 +88,16 @@ static int run_main(int argc, char **argv, int *done) {
     cfg_defaults(&cfg);
     char ckdir[2048] = "";
     if (config) {
-        if (cfg_load_file(&cfg, config) != 0) return fail(2);
+        if (cfg_load_file(&cfg, config) != 0) return 2;
     } else {
-        if (ckpt_resolve(resume, ckdir, sizeof ckdir) != 0 || ckpt_read_config(ckdir, &cfg) != 0) return fail(2);
+        if (ckpt_resolve(resume, ckdir, sizeof ckdir) != 0 || ckpt_read_config(ckdir, &cfg) != 0) return 2;
     }
     for (int i = 0; i < n_sets; i++)
-        if (cfg_set(&cfg, sets[i]) != 0) return fail(2);
+        if (cfg_set(&cfg, sets[i]) != 0) return 2;
     if (device) {
         char s[64];
         snprintf(s, sizeof s, "device=%s", device);
-        if (cfg_set(&cfg, s) != 0) return fail(2);
+        if (cfg_set(&cfg, s) != 0) return 2;
     }
     if (threads >= 0) cfg.threads = threads;
     if (cfg_validate(&cfg) != 0) return gma_error_prefix("%s", config ? config : ckdir), 2;
@@ -110,7 +106,7 @@ static int run_main(int argc, char **argv, int *done) {
     else if (cfg.out_dir[0]) snprintf(run_dir, sizeof run_dir, "%s", cfg.out_dir);
     else if (resume) { /* continue in the run the checkpoint belongs to */
         char dir[2048];
-        if (ckpt_resolve(resume, dir, sizeof dir) != 0) return fail(2);
+        if (ckpt_resolve(resume, dir, sizeof dir) != 0) return 2;
         char *slash = strrchr(dir, '/');
         if (slash) *slash = 0;
         else snprintf(dir, sizeof dir, ".");
@@ -124,7 +120,7 @@ static int run_main(int argc, char **argv, int *done) {
                           run_dir),
                2;
     if (want_resume && !resume) resume = run_dir;
-    if (ops_select(cfg.device) != 0 || ops_set_precision(cfg.precision) != 0) return fail(2);
+    if (ops_select(cfg.device) != 0 || ops_set_precision(cfg.precision) != 0) return 2;
     ops_set_threads(cfg.threads);
     /* every rank got here: go on only if all did */
     int rc = dist_agree(0);

@@ -247,6 +247,32 @@ long tokenizer_token_id(const Tokenizer *t, const char *s) {
 
 long tokenizer_unk_id(const Tokenizer *t) { return t->kind == TOK_WORD ? (long)t->wv->unk : -1; }
 
+long tokenizer_start_id(const Tokenizer *t) {
+    if (!t) return -1;
+    long id = tokenizer_token_id(t, "<|endoftext|>");
+    return id >= 0 ? id : tokenizer_token_id(t, "<eos>");
+}
+
+int tokenizer_encode_i32(Tokenizer *t, const char *text, size_t len, int32_t **ids, int *n) {
+    uint32_t *u;
+    size_t k;
+    if (tokenizer_encode(t, text, len, &u, &k) != 0) return -1;
+    *ids = xmalloc(sizeof(int32_t) * (k + 1));
+    for (size_t i = 0; i < k; i++) (*ids)[i] = (int32_t)u[i];
+    *n = (int)k;
+    free(u);
+    return 0;
+}
+
+char *tokenizer_decode_i32(Tokenizer *t, const int32_t *ids, size_t n, size_t *len) {
+    uint32_t *u = xmalloc(sizeof(uint32_t) * (n + 1));
+    for (size_t i = 0; i < n; i++) u[i] = (uint32_t)ids[i];
+    char *text = NULL;
+    if (tokenizer_decode(t, u, n, &text, len) != 0) text = NULL;
+    free(u);
+    return text;
+}
+
 int tokenizer_save(const Tokenizer *t, const char *dir) {
     if (t->kind == TOK_GPT2 || t->kind == TOK_BPE) return bpe_save(t->bpe, dir);
     if (t->kind == TOK_BYTES) return 0;

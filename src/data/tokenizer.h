@@ -42,6 +42,14 @@ int tokenizer_save(const Tokenizer *tok, const char *dir);
 long tokenizer_token_id(const Tokenizer *tok, const char *s);
 /* Id of <unk> for word tokenizers, -1 otherwise. */
 long tokenizer_unk_id(const Tokenizer *tok);
+/* The token generation starts from without a prompt: <|endoftext|>, else <eos>, else -1
+ * (also for tok NULL). */
+long tokenizer_start_id(const Tokenizer *tok);
+/* The same as encode/decode with int32 ids, the model's type: *ids allocated (free() it),
+ * *n its length; decode returns the NUL-terminated text (free() it) or NULL with gma_error
+ * for an id outside the vocabulary. */
+int tokenizer_encode_i32(Tokenizer *tok, const char *text, size_t len, int32_t **ids, int *n);
+char *tokenizer_decode_i32(Tokenizer *tok, const int32_t *ids, size_t n, size_t *len);
 
 /* Streaming encode of a whole file: calls sink with each block of ids in order.
  * Blocks are cut at safe boundaries so the result equals encoding the whole file. */

@@ -459,7 +459,8 @@ int model_decode_begin(Model *m, DecodeState *s) {
     size_t total = 0, *n = xcalloc((size_t)m->L, sizeof(size_t));
     for (int l = 0; l < m->L; l++) total += n[l] = m->blocks[l].mixer->vt->decode_state(m->blocks[l].mixer, s->W);
     s->buf = g_ops->alloc(sizeof(real) * (total + 1)); /* zero-filled */
-    for (int l = 0, off = 0; l < m->L; off += (int)n[l], l++) s->layer[l] = s->buf + off;
+    size_t off = 0;
+    for (int l = 0; l < m->L; off += n[l], l++) s->layer[l] = s->buf + off;
     free(n);
     return 0;
 }

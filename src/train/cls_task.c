@@ -118,11 +118,12 @@ int clstask_evaluate(ClsTask *t, Model *m, int s, long max_batches, ClsEval *r) 
     double nll = 0, correct = 0;
     long nb = (d->n + t->B - 1) / t->B;
     if (max_batches > 0 && max_batches < nb) nb = max_batches;
-    /* data-parallel (dist.h): batches shared out over ranks, sums added in batch order */
-    int R = dist_size(), rank = dist_rank(), rc = 0;
-    double *per = R > 1 ? xcalloc((size_t)nb * 3 + 1, sizeof(double)) : NULL;
+    /* per-batch sums (loss, correct, examples), added up in batch order; with R
+     * data-parallel ranks rank r evaluates batches r, r+R, ... and the tables are summed */
+    double *per = xcalloc((size_t)nb * 3 + 1, sizeof(double));
+    int rc = 0;
     for (long k = 0; k < nb; k++) {
-        if (R > 1 && k % R != rank) continue;
+        if (!dist_owns(k)) continue;
         int first = (int)(k * t->B), cnt = GMA_MIN(t->B, d->n - first);
         for (int b = 0; b < cnt; b++) t->idx[b] = first + b;
         int N = clstask_fill(t, s, t->idx, cnt);
@@ -131,26 +132,16 @@ int clstask_evaluate(ClsTask *t, Model *m, int s, long max_batches, ClsEval *r) 
             rc = -1;
             break;
         }
-        if (per) {
-            double *e = per + (size_t)k * 3;
-            e[0] = st.loss_sum, e[1] = st.correct, e[2] = cnt;
-            continue;
-        }
-        nll += st.loss_sum;
-        correct += st.correct;
-        r->examples += cnt;
+        double *e = per + (size_t)k * 3;
+        e[0] = st.loss_sum, e[1] = st.correct, e[2] = cnt;
     }
-    if (per) {
-        per[(size_t)nb * 3] = rc != 0;
-        dist_sum_double(per, (size_t)nb * 3 + 1);
-        if (per[(size_t)nb * 3] != 0 && rc == 0) rc = gma_errorf("evaluation failed on another rank");
-        for (long k = 0; k < nb; k++) {
-            nll += per[(size_t)k * 3];
-            correct += per[(size_t)k * 3 + 1];
-            r->examples += (long)per[(size_t)k * 3 + 2];
-        }
-        free(per);
+    if (dist_sum_table(per, (size_t)nb * 3, rc != 0) && rc == 0) rc = gma_errorf("evaluation failed on another rank");
+    for (long k = 0; k < nb; k++) {
+        nll += per[(size_t)k * 3];
+        correct += per[(size_t)k * 3 + 1];
+        r->examples += (long)per[(size_t)k * 3 + 2];
     }
+    free(per);
     if (rc) return -1;
     r->loss = r->examples ? nll / r->examples : 0;
     r->acc = r->examples ? correct / r->examples : 0;

@@ -248,6 +248,13 @@ const char *dist_transport(void) {
     }
 }
 
+int dist_owns(long k) { return k % g_size == g_rank; }
+
+int dist_sum_table(double *table, size_t n, int failed) {
+    dist_sum_double(table, n);
+    return dist_max_int(failed != 0);
+}
+
 /* host view of a backend buffer: itself on the CPU backend, else a staging copy */
 static real *stage_in(real *x, size_t n) {
     if (g_via == VIA_MPI) return x;

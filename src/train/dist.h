@@ -36,6 +36,12 @@ void dist_barrier(void);
 /* In-place sums over ranks. */
 void dist_sum_real(real *x, size_t n);
 void dist_sum_double(double *x, size_t n);
+/* A loop shared out over ranks: item k belongs to rank k mod R (every item with one rank). */
+int dist_owns(long k);
+/* Each rank fills the rows of a zeroed table [n] that its items own; this sums the tables
+ * over ranks in place (so the caller adds rows up in item order, as one process does) and
+ * returns 1 when `failed` is set on any rank. */
+int dist_sum_table(double *table, size_t n, int failed);
 /* Largest / smallest value over ranks. */
 int dist_max_int(int v);
 int dist_min_int(int v);

@@ -13,42 +13,30 @@ int evaluate(Model *m, const LmData *d, int s, int B, int N, long max_batches, E
     double nll = 0, count = 0, correct = 0;
     long nb = (lmdata_eval_windows(d, s, N) + B - 1) / B;
     if (max_batches > 0 && max_batches < nb) nb = max_batches;
-    /* data-parallel (dist.h): rank r evaluates batches r, r+R, ...; the per-batch sums are
-     * then summed over ranks into one table and added up in batch order, as one process does */
-    int R = dist_size(), rank = dist_rank();
-    double *per = R > 1 ? xcalloc((size_t)nb * 4 + 1, sizeof(double)) : NULL;
+    /* per-batch sums (loss, count, correct, windows), added up in batch order; with R
+     * data-parallel ranks rank r evaluates batches r, r+R, ... and the tables are summed */
+    double *per = xcalloc((size_t)nb * 4 + 1, sizeof(double));
     int rc = 0;
     for (long b = 0; b < nb; b++) {
-        if (R > 1 && b % R != rank) continue;
+        if (!dist_owns(b)) continue;
         int filled = lmdata_eval_batch(d, s, b, B, N, tok, tgt);
         if (!filled) break;
         LossStats st;
         if ((rc = model_forward(m, tok, tgt, B, N, NULL, 1, &st, 0, 0)) != 0) break;
-        if (per) {
-            double *e = per + (size_t)b * 4;
-            e[0] = st.loss_sum, e[1] = st.count, e[2] = st.correct, e[3] = filled;
-            continue;
-        }
-        nll += st.loss_sum;
-        count += st.count;
-        correct += st.correct;
-        r->windows += filled;
+        double *e = per + (size_t)b * 4;
+        e[0] = st.loss_sum, e[1] = st.count, e[2] = st.correct, e[3] = filled;
     }
     free(tok);
     free(tgt);
-    if (per) {
-        per[(size_t)nb * 4] = rc != 0;
-        dist_sum_double(per, (size_t)nb * 4 + 1);
-        if (per[(size_t)nb * 4] != 0 && rc == 0) rc = gma_errorf("evaluation failed on another rank");
-        for (long b = 0; b < nb; b++) {
-            const double *e = per + (size_t)b * 4;
-            nll += e[0];
-            count += e[1];
-            correct += e[2];
-            r->windows += (long)e[3];
-        }
-        free(per);
+    if (dist_sum_table(per, (size_t)nb * 4, rc != 0) && rc == 0) rc = gma_errorf("evaluation failed on another rank");
+    for (long b = 0; b < nb; b++) {
+        const double *e = per + (size_t)b * 4;
+        nll += e[0];
+        count += e[1];
+        correct += e[2];
+        r->windows += (long)e[3];
     }
+    free(per);
     if (rc) return rc;
     r->tokens = count;
     r->loss = count > 0 ? nll / count : 0;

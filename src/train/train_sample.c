@@ -20,17 +20,10 @@ int train_sampler_init(TrainSampler *s, const Config *c, FILE *log) {
     const char *p = c->train.sample_prompt;
     if (p[0]) {
         if (!s->tk) return gma_errorf("key train.sample_prompt: text needs the data's tokenizer (data.path/meta.json)");
-        uint32_t *u;
-        size_t n;
-        if (tokenizer_encode(s->tk, p, strlen(p), &u, &n) != 0) return -1;
-        s->prompt = xmalloc(sizeof(int32_t) * (n + 1));
-        for (size_t i = 0; i < n; i++) s->prompt[i] = (int32_t)u[i];
-        s->np = (int)n;
-        free(u);
+        if (tokenizer_encode_i32(s->tk, p, strlen(p), &s->prompt, &s->np) != 0) return -1;
     }
     if (s->np == 0) { /* the tokenizer's start token, else token 0 */
-        long start = s->tk ? tokenizer_token_id(s->tk, "<|endoftext|>") : -1;
-        if (start < 0 && s->tk) start = tokenizer_token_id(s->tk, "<eos>");
+        long start = tokenizer_start_id(s->tk);
         free(s->prompt);
         s->prompt = xmalloc(sizeof(int32_t));
         s->prompt[0] = (int32_t)(start < 0 ? 0 : start);
@@ -67,17 +60,14 @@ int train_sampler_run(TrainSampler *s, Model *m, long step, FILE *mf, FILE *out)
     char *ptext = NULL, *text = NULL;
     size_t plen = 0, len = 0;
     if (s->tk) {
-        uint32_t *u = xmalloc(sizeof(uint32_t) * ((size_t)s->np + ids.n + 1));
-        for (int i = 0; i < s->np; i++) u[i] = (uint32_t)s->prompt[i];
-        for (int i = 0; i < ids.n; i++) u[s->np + i] = (uint32_t)ids.v[i];
-        if (tokenizer_decode(s->tk, u, (size_t)s->np, &ptext, &plen) != 0 ||
-            tokenizer_decode(s->tk, u + s->np, (size_t)ids.n, &text, &len) != 0) {
-            free(u);
+        ptext = tokenizer_decode_i32(s->tk, s->prompt, (size_t)s->np, &plen);
+        text = ptext ? tokenizer_decode_i32(s->tk, ids.v, (size_t)ids.n, &len) : NULL;
+        if (!text) {
+            free(ptext);
             free(ids.v);
             cJSON_Delete(row);
             return -1;
         }
-        free(u);
         char *pj = utf8_sanitize(ptext, plen), *tj = utf8_sanitize(text, len);
         cJSON_AddStringToObject(row, "prompt", pj);
         cJSON_AddStringToObject(row, "text", tj);

@@ -516,10 +516,13 @@ int trainer_run(const Config *cfg_in, const TrainerOptions *o) {
         if (gma_layers && !bad && cfg.gma.monitor_every > 0 && ts.step % cfg.gma.monitor_every == 0) {
             /* every rank checks the routing statistics summed over ranks (the same numbers);
              * rank 0 logs and prints, and its decision and parameters stand for all */
+            long alerts0 = hm.alerts;
             int collapse = health_check(&hm, &m, ts.step, lead ? mf : NULL, quiet, (uint64_t)cfg.seed);
             if (R > 1) {
                 dist_bcast(&collapse, sizeof collapse, 0);
-                if (!strcmp(cfg.gma.on_collapse, "reinit")) bcast_model(&m, 1); /* rank 0 may have re-seeded */
+                /* after a re-seed (an alert with on_collapse "reinit"), rank 0's parameters and
+                 * moments; the alert count is the same on every rank */
+                if (hm.alerts != alerts0 && !strcmp(cfg.gma.on_collapse, "reinit")) bcast_model(&m, 1);
             }
             if (collapse) {
                 if (save_ckpt(&m, &ts, o->run_dir, tc->keep_checkpoints, NULL) != 0) {
