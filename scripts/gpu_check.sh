@@ -50,7 +50,7 @@ while [ $# -gt 0 ]; do
     --precisions) PRECS="$2"; shift ;;
     --mixers) ONLY="$2"; shift ;;
     --extra) EXTRA="$2"; shift ;;
-    *) echo "usage: $0 [--quick] [--no-build] [--no-bench] [--sanitize] [--out DIR] [--bin DIR] [--precisions P] [--mixers M]" >&2; exit 2 ;;
+    *) echo "usage: $0 [--quick] [--no-build] [--no-bench] [--sanitize] [--out DIR] [--bin DIR] [--precisions P] [--mixers M] [--extra ARGS]" >&2; exit 2 ;;
   esac
   shift
 done
