@@ -15,8 +15,8 @@ mkdir -p build/scripts
 cat > build/scripts/check_lra_data.c <<'C'
 /* check_lra_data.c: written by scripts/check_lra_data.sh; prints one summary line. */
 #include "core/common.h"
-#include "data/clsdata.h"
-#include "data/lra_cli.h"
+#include "data/cls/clsdata.h"
+#include "cli/args/lra_generate.h"
 #include <stdlib.h>
 #include <string.h>
 int main(int argc, char **argv) {

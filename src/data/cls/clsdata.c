@@ -3,9 +3,9 @@
  * TAB splitting, the TSV escape decoder and label parsing. The task loaders themselves
  * live in lra_listops.c, lra_text.c, lra_retrieval.c, lra_image.c and cls_generic.c.
  */
-#include "data/clsdata.h"
-#include "data/cls_internal.h"
-#include "data/archive.h"
+#include "data/cls/clsdata.h"
+#include "data/cls/cls_internal.h"
+#include "data/fetch/archive.h"
 #include "core/common.h"
 
 #include <errno.h>

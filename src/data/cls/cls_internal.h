@@ -7,7 +7,7 @@
 #define GMA_CLS_INTERNAL_H
 #include <stddef.h>
 #include <stdint.h>
-#include "data/clsdata.h"
+#include "data/cls/clsdata.h"
 
 /* ---- builder: appends examples to a ClsDataset ---- */
 typedef struct ClsBuilder {
