@@ -5,7 +5,9 @@
  * loader of basic_{train,val,test}.tsv (generated here or the official release).
  */
 #include "data/cls/lra_listops.h"
-#include "data/cls/cls_internal.h"
+#include "data/cls/cls_loaders.h"
+#include "data/cls/cls_build.h"
+#include "data/cls/cls_lines.h"
 #include "core/common.h"
 
 #include <errno.h>
