@@ -15,9 +15,11 @@
 #
 # Sources are found by wildcard: every src/**/*.c except src/cli/ and src/ops/cuda/
 # goes into the library (compiled twice: float32 build/f32, float64 build/f64 for
-# gradient checks); every src/cli/X.c becomes bin/X; every tests/test_X.c becomes a
-# Check suite linked against the float32 library, every tests/test64_X.c against the
-# float64 one.
+# gradient checks); every src/cli/X.c becomes bin/X; src/cli/args/*.c (command-line
+# parsing the programs share, not programs themselves) goes into build/libgmacli.a,
+# linked into every program before the library; every tests/test_X.c becomes a Check
+# suite linked against libgmacli.a and the float32 library, every tests/test64_X.c
+# against the float64 one.
 
 CC      ?= cc
 ifeq ($(CC),cc)
@@ -46,6 +48,7 @@ LDLIBS  := $(PKG_LIBS) $(BLAS_LIBS) -fopenmp -lm -lpthread
 
 LIB_SRC := $(shell find src -name '*.c' -not -path 'src/cli/*' -not -path 'src/ops/cuda/*' | sort)
 CLI_SRC := $(sort $(wildcard src/cli/*.c))
+CLI_ARGS_SRC := $(sort $(wildcard src/cli/args/*.c))
 BINS    := $(patsubst src/cli/%.c,bin/%,$(CLI_SRC))
 OBJ32   := $(patsubst src/%.c,build/f32/%.o,$(LIB_SRC))
 OBJ64   := $(patsubst src/%.c,build/f64/%.o,$(LIB_SRC))
@@ -96,6 +99,11 @@ build/libgma64.a: $(OBJ64)
 	@mkdir -p $(@D)
 	ar rcs $@ $^
 
+build/libgmacli.a: $(patsubst src/%.c,build/f32/%.o,$(CLI_ARGS_SRC))
+	@mkdir -p $(@D)
+	rm -f $@
+	ar rcs $@ $^
+
 build/f32/%.o: src/%.c
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) -c $< -o $@
@@ -104,9 +112,9 @@ build/f64/%.o: src/%.c
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) -DGMA_DOUBLE -c $< -o $@
 
-bin/%: src/cli/%.c build/libgma.a
+bin/%: src/cli/%.c build/libgmacli.a build/libgma.a
 	@mkdir -p $(@D) build/cli
-	$(CC) $(CFLAGS) -MF build/cli/$*.d $< build/libgma.a $(LDLIBS) -o $@
+	$(CC) $(CFLAGS) -MF build/cli/$*.d $< build/libgmacli.a build/libgma.a $(LDLIBS) -o $@
 
 build/tests/testutil32.o: tests/testutil.c
 	@mkdir -p $(@D)
@@ -116,9 +124,9 @@ build/tests/testutil64.o: tests/testutil.c
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) -DGMA_DOUBLE -Itests -c $< -o $@
 
-build/tests/test_%: tests/test_%.c build/tests/testutil32.o build/libgma.a
+build/tests/test_%: tests/test_%.c build/tests/testutil32.o build/libgmacli.a build/libgma.a
 	@mkdir -p $(@D)
-	$(CC) $(CFLAGS) -Itests $< build/tests/testutil32.o build/libgma.a $(LDLIBS) $(CHECK_LIBS) -o $@
+	$(CC) $(CFLAGS) -Itests $< build/tests/testutil32.o build/libgmacli.a build/libgma.a $(LDLIBS) $(CHECK_LIBS) -o $@
 
 build/tests/test64_%: tests/test64_%.c build/tests/testutil64.o build/libgma64.a
 	@mkdir -p $(@D)
@@ -170,9 +178,13 @@ build/libgma-cuda.a: $(OBJCUDAHOST) $(CUDA_OBJ)
 	@mkdir -p $(@D)
 	rm -f $@
 	ar rcs $@ $^
-bin/cuda/%: src/cli/%.c build/libgma-cuda.a
+build/libgmacli-cuda.a: $(patsubst src/%.c,build/cuda-host/%.o,$(CLI_ARGS_SRC))
 	@mkdir -p $(@D)
-	$(CC) $(CFLAGS) $< build/libgma-cuda.a $(LDLIBS) $(CUDA_LDLIBS) -o $@
+	rm -f $@
+	ar rcs $@ $^
+bin/cuda/%: src/cli/%.c build/libgmacli-cuda.a build/libgma-cuda.a
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) $< build/libgmacli-cuda.a build/libgma-cuda.a $(LDLIBS) $(CUDA_LDLIBS) -o $@
 cuda-bins: $(patsubst src/cli/%.c,bin/cuda/%,$(CLI_SRC)) build/libgma-cuda.a
 	@for b in $(patsubst src/cli/%.c,bin/cuda/%,$(CLI_SRC)); do cp $$b bin/; done; echo "CUDA binaries installed in bin/ (and bin/cuda/)"
 
@@ -208,9 +220,9 @@ build/cuda-mpi/ops/cuda/cuda_nccl.o: src/ops/cuda/cuda_nccl.cu
 build/libgma-cuda-mpi.a: $(CMPI_OBJ)
 	rm -f $@
 	ar rcs $@ $^
-bin/cuda-mpi/%: src/cli/%.c build/libgma-cuda-mpi.a
+bin/cuda-mpi/%: src/cli/%.c build/libgmacli-cuda.a build/libgma-cuda-mpi.a
 	@mkdir -p $(@D) build/cuda-mpi/cli
-	$(MPICC) $(CFLAGS) -DGMA_MPI -MF build/cuda-mpi/cli/$*.d $< build/libgma-cuda-mpi.a $(LDLIBS) $(CUDA_LDLIBS) $(CMPI_LIBS) -o $@
+	$(MPICC) $(CFLAGS) -DGMA_MPI -MF build/cuda-mpi/cli/$*.d $< build/libgmacli-cuda.a build/libgma-cuda-mpi.a $(LDLIBS) $(CUDA_LDLIBS) $(CMPI_LIBS) -o $@
 cuda-mpi-bins: $(patsubst src/cli/%.c,bin/cuda-mpi/%,$(CLI_SRC))
 	@echo "CUDA + MPI binaries in bin/cuda-mpi/ (device buffers all-reduced by $(CMPI_NOTE)); see docs/distributed.md"
 endif
@@ -256,9 +268,9 @@ build/libgma-mpi.a: $(OBJMPI)
 	rm -f $@
 	ar rcs $@ $^
 
-bin/mpi/%: src/cli/%.c build/libgma-mpi.a
+bin/mpi/%: src/cli/%.c build/libgmacli.a build/libgma-mpi.a
 	@mkdir -p $(@D) build/mpi-cli
-	$(MPICC) $(CFLAGS) -DGMA_MPI -MF build/mpi-cli/$*.d $< build/libgma-mpi.a $(LDLIBS) -o $@
+	$(MPICC) $(CFLAGS) -DGMA_MPI -MF build/mpi-cli/$*.d $< build/libgmacli.a build/libgma-mpi.a $(LDLIBS) -o $@
 
 PREFIX ?= /usr/local
 install: all

@@ -6,17 +6,19 @@
 # shared/data/README.md (train 4836 = 3320 ham + 1516 spam, valid and test 605 = 415 +
 # 190) and the number of messages longer than 4096 bytes (truncated at max_len 4096:
 # 1798 / 205 / 222). Then generates a small ListOps set through lra_generate_main and
-# loads it back. Needs `make` first (links build/libgma.a). Exits non-zero on a mismatch.
+# loads it back. Needs `make` first (links build/libgmacli.a and build/libgma.a). Exits non-zero on a mismatch.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 SPAM_DIR=${SPAM_DIR:-../shared/data/spam}
-[ -f build/libgma.a ] || { echo "check_lra_data: build/libgma.a missing: run make first"; exit 1; }
+for lib in build/libgmacli.a build/libgma.a; do
+  [ -f $lib ] || { echo "check_lra_data: $lib missing: run make first"; exit 1; }
+done
 mkdir -p build/scripts
 cat > build/scripts/check_lra_data.c <<'C'
 /* check_lra_data.c: written by scripts/check_lra_data.sh; prints one summary line. */
 #include "core/common.h"
-#include "data/clsdata.h"
-#include "data/lra_cli.h"
+#include "data/cls/clsdata.h"
+#include "cli/args/lra_generate.h"
 #include <stdlib.h>
 #include <string.h>
 int main(int argc, char **argv) {
@@ -42,7 +44,7 @@ int main(int argc, char **argv) {
 }
 C
 CC=${CC:-gcc}
-$CC -O2 -std=c11 -D_GNU_SOURCE -Isrc build/scripts/check_lra_data.c build/libgma.a \
+$CC -O2 -std=c11 -D_GNU_SOURCE -Isrc build/scripts/check_lra_data.c build/libgmacli.a build/libgma.a \
     $(pkg-config --libs libcjson zlib 2>/dev/null || echo -lcjson -lz) -fopenmp -lm -o build/scripts/check_lra_data
 bin=build/scripts/check_lra_data
 fail=0

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""gen_unicode_tables.py: write src/data/unicode_tables.c, the \\p{L} and \\p{N} code point
+"""gen_unicode_tables.py: write src/data/text/unicode_tables.c, the \\p{L} and \\p{N} code point
 ranges the GPT-2 pre-tokeniser needs, from Python's unicodedata (standard library)."""
 import sys, unicodedata
 

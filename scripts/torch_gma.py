@@ -312,7 +312,7 @@ def read_resp_dump(path):
 
 
 def write_shard(path, ids, vocab):
-    """gma token shard (src/data/shard.h): 32-byte header, then u16 or u32 ids"""
+    """gma token shard (src/data/lm/shard.h): 32-byte header, then u16 or u32 ids"""
     width = 2 if vocab <= 65536 else 4
     head = b"GMATOKS\0" + struct.pack("<IIQII", 1, width, len(ids), vocab, 0)
     with open(path, "wb") as f:

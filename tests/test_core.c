@@ -6,9 +6,9 @@
 
 #include "core/config.h"
 #include "core/safetensors.h"
-#include "data/lmdata.h"
-#include "data/recall.h"
-#include "data/shard.h"
+#include "data/lm/lmdata.h"
+#include "data/lm/recall.h"
+#include "data/lm/shard.h"
 #include "optim/optim.h"
 #include "testutil.h"
 

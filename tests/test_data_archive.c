@@ -6,7 +6,7 @@
 #include <unistd.h>
 #include <zlib.h>
 
-#include "data/archive.h"
+#include "data/fetch/archive.h"
 #include "testutil.h"
 
 /* ---- builders ---- */

@@ -11,8 +11,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "data/digest.h"
-#include "data/fetch.h"
+#include "data/fetch/digest.h"
+#include "data/fetch/fetch.h"
 #include "testutil.h"
 
 #define BODY_LEN 300000

@@ -8,9 +8,9 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "data/prepare.h"
-#include "data/shard.h"
-#include "data/tokenizer.h"
+#include "data/lm/prepare.h"
+#include "data/lm/shard.h"
+#include "data/text/tokenizer.h"
 #include "testutil.h"
 
 static const char *TRAIN =

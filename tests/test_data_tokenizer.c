@@ -4,10 +4,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "data/bpe.h"
-#include "data/digest.h"
-#include "data/tokenizer.h"
-#include "data/unicode.h"
+#include "data/text/bpe.h"
+#include "data/fetch/digest.h"
+#include "data/text/tokenizer.h"
+#include "data/text/unicode.h"
 #include "testutil.h"
 
 /* Pieces of s joined with '|'. */

@@ -3,9 +3,9 @@
  * AAN retrieval TSV; generic JSONL/TSV; and every kind of bad input.
  */
 #include "testutil.h"
-#include "data/clsdata.h"
-#include "data/lra_listops.h"
-#include "data/lra_cli.h"
+#include "data/cls/clsdata.h"
+#include "data/cls/lra_listops.h"
+#include "cli/args/lra_generate.h"
 
 #include <stdlib.h>
 #include <string.h>

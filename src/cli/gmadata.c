@@ -10,12 +10,12 @@
 #include <unistd.h>
 
 #include "core/common.h"
-#include "data/archive.h"
-#include "data/fetch.h"
-#include "data/prepare.h"
-#include "data/shard.h"
-#include "data/lra_cli.h"
-#include "data/tokenizer.h"
+#include "data/fetch/archive.h"
+#include "data/fetch/fetch.h"
+#include "data/lm/prepare.h"
+#include "data/lm/shard.h"
+#include "cli/args/lra_generate.h"
+#include "data/text/tokenizer.h"
 
 static const char *USAGE =
     "usage: gmadata COMMAND ...\n"

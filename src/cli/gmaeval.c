@@ -10,14 +10,14 @@
 #include <string.h>
 
 #include "core/config.h"
-#include "data/lmdata.h"
+#include "data/lm/lmdata.h"
 #include "model/checkpoint.h"
 #include "model/model.h"
 #include "ops/ops.h"
 #include "train/cls_task.h"
 #include "train/evaluate.h"
 #include "analysis/routing.h"
-#include "data/tokenizer.h"
+#include "data/text/tokenizer.h"
 
 static void usage(FILE *f) {
     fprintf(f, "usage: gmaeval --checkpoint PATH --data SPLIT|FILE [--seq-len N] [--batch B] [--stride S]\n"

@@ -8,9 +8,9 @@
 #include <string.h>
 
 #include "core/config.h"
-#include "data/lmdata.h"
-#include "data/tokenizer.h"
-#include "data/unicode.h"
+#include "data/lm/lmdata.h"
+#include "data/text/tokenizer.h"
+#include "data/text/unicode.h"
 #include "model/checkpoint.h"
 #include "model/generate.h"
 #include "model/model.h"

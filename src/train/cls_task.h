@@ -7,8 +7,8 @@
 #include <stdio.h>
 
 #include "core/config.h"
-#include "data/clsdata.h"
-#include "data/lmdata.h"
+#include "data/cls/clsdata.h"
+#include "data/lm/lmdata.h"
 #include "model/model.h"
 
 typedef struct ClsTask {

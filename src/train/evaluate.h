@@ -1,7 +1,7 @@
 /* evaluate.h: loss, perplexity and accuracy of a model over an evaluation split. */
 #ifndef GMA_EVALUATE_H
 #define GMA_EVALUATE_H
-#include "data/lmdata.h"
+#include "data/lm/lmdata.h"
 #include "model/model.h"
 
 typedef struct EvalResult {

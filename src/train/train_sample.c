@@ -5,8 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "data/lmdata.h"
-#include "data/unicode.h"
+#include "data/lm/lmdata.h"
+#include "data/text/unicode.h"
 #include "model/generate.h"
 
 int train_sampler_init(TrainSampler *s, const Config *c, FILE *log) {

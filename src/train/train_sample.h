@@ -8,7 +8,7 @@
 #include <stdio.h>
 
 #include "core/config.h"
-#include "data/tokenizer.h"
+#include "data/text/tokenizer.h"
 #include "model/model.h"
 
 typedef struct TrainSampler {

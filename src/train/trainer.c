@@ -28,7 +28,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "data/lmdata.h"
+#include "data/lm/lmdata.h"
 #include "model/checkpoint.h"
 #include "model/model.h"
 #include "optim/optim.h"

@@ -5,7 +5,9 @@
  * field is decoded to its bytes, any other field is taken as is. Both documents are
  * byte-level (byte + 1), each truncated to max_len (default 4000), n_seq = 2.
  */
-#include "data/cls_internal.h"
+#include "data/cls/cls_loaders.h"
+#include "data/cls/cls_build.h"
+#include "data/cls/cls_lines.h"
 #include "core/common.h"
 
 #include <string.h>

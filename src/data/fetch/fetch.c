@@ -6,7 +6,7 @@
  * back-off; 4xx answers are final. After the transfer the file's digest is checked
  * against the one published for it; only a matching file is renamed to its final name.
  */
-#include "data/fetch.h"
+#include "data/fetch/fetch.h"
 
 #include <curl/curl.h>
 #include <errno.h>
@@ -17,7 +17,7 @@
 #include <unistd.h>
 
 #include "core/common.h"
-#include "data/archive.h"
+#include "data/fetch/archive.h"
 
 static const FetchDataset REGISTRY[] = {
     {"wikitext-103", "", 1, 1,

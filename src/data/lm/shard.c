@@ -1,5 +1,5 @@
 /* shard.c: read token shards with mmap and write them atomically (format in shard.h). */
-#include "data/shard.h"
+#include "data/lm/shard.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -4,8 +4,9 @@
  * reviews of train whose ID mod 1000 is >= 900 (1,200 per class) are held out as valid,
  * so that model selection never sees the test set. See docs/lra.md.
  */
-#include "data/cls_internal.h"
-#include "data/archive.h"
+#include "data/cls/cls_loaders.h"
+#include "data/cls/cls_build.h"
+#include "data/fetch/archive.h"
 #include "core/common.h"
 
 #include <stdlib.h>

@@ -1,8 +1,8 @@
-/* lra_cli.c: `gmadata generate listops ...`: argument parsing and wiring of the ListOps
+/* lra_generate.c: `gmadata generate listops ...`: argument parsing and wiring of the ListOps
  * generator (lra_listops.c). Prints one line on error and returns non-zero.
  */
-#include "data/lra_cli.h"
-#include "data/lra_listops.h"
+#include "cli/args/lra_generate.h"
+#include "data/cls/lra_listops.h"
 #include "core/common.h"
 
 #include <errno.h>

@@ -1,6 +1,6 @@
-/* lra_cli.h: the command-line entry points of the LRA data side, called by gmadata. */
-#ifndef GMA_LRA_CLI_H
-#define GMA_LRA_CLI_H
+/* lra_generate.h: `gmadata generate`, the command line of the LRA data generators. */
+#ifndef GMA_CLI_LRA_GENERATE_H
+#define GMA_CLI_LRA_GENERATE_H
 
 /* gmadata generate listops --out DIR [--train N --valid N --test N --seed S
  *                                      --min-len 500 --max-len 2000 --max-depth 10 --max-args 10]

@@ -6,7 +6,7 @@
  * raw deflate through zlib) with a CRC-32 check at the end. Memory use is bounded by
  * fixed buffers whatever the archive's size.
  */
-#include "data/archive.h"
+#include "data/fetch/archive.h"
 
 #include <errno.h>
 #include <stdlib.h>

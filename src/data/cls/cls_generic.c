@@ -8,7 +8,9 @@
  * (so train, valid and test agree). With n_classes 0 the number of classes is inferred
  * the same way (1 + the largest class number in any split file). Tokens are byte + 1.
  */
-#include "data/cls_internal.h"
+#include "data/cls/cls_loaders.h"
+#include "data/cls/cls_build.h"
+#include "data/cls/cls_lines.h"
 #include "core/common.h"
 
 #include <cjson/cJSON.h>

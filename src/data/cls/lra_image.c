@@ -6,8 +6,9 @@
  * data_batch_5 (45,000), valid = the second half of data_batch_5 (5,000), test =
  * test_batch (10,000); records keep their file order.
  */
-#include "data/cls_internal.h"
-#include "data/archive.h"
+#include "data/cls/cls_loaders.h"
+#include "data/cls/cls_build.h"
+#include "data/fetch/archive.h"
 #include "core/common.h"
 
 #include <stdlib.h>

@@ -1,5 +1,5 @@
 /* lmdata.c: training and evaluation batches from the recall task or token shards. */
-#include "data/lmdata.h"
+#include "data/lm/lmdata.h"
 
 #include <cjson/cJSON.h>
 #include <stdlib.h>

@@ -12,9 +12,9 @@
 
 #include "core/config.h"
 #include "core/rng.h"
-#include "data/recall.h"
-#include "data/shard.h"
-#include "data/tokenizer.h"
+#include "data/lm/recall.h"
+#include "data/lm/shard.h"
+#include "data/text/tokenizer.h"
 
 enum { SPLIT_TRAIN, SPLIT_VALID, SPLIT_TEST };
 

@@ -4,7 +4,7 @@
  * renamed when complete), and write <out>/meta.json with the tokenizer, vocabulary size
  * and, per split, the token count, the source's word count and SHA-256.
  */
-#include "data/prepare.h"
+#include "data/lm/prepare.h"
 
 #include <cjson/cJSON.h>
 #include <errno.h>
@@ -12,9 +12,9 @@
 #include <string.h>
 
 #include "core/common.h"
-#include "data/digest.h"
-#include "data/shard.h"
-#include "data/tokenizer.h"
+#include "data/fetch/digest.h"
+#include "data/lm/shard.h"
+#include "data/text/tokenizer.h"
 
 static const char *SPLITS[3] = {"train", "valid", "test"};
 

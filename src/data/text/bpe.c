@@ -7,7 +7,7 @@
  * adjacent pair whose concatenated bytes has the lowest merge rank, leftmost first.
  * Short pieces are memoised in a direct-mapped per-thread cache.
  */
-#include "data/bpe.h"
+#include "data/text/bpe.h"
 
 #include <cjson/cJSON.h>
 #include <errno.h>
@@ -15,7 +15,7 @@
 #include <string.h>
 
 #include "core/common.h"
-#include "data/unicode.h"
+#include "data/text/unicode.h"
 
 void idvec_push(IdVec *a, uint32_t x) {
     if (a->n == a->cap) {

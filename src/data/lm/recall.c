@@ -1,5 +1,5 @@
 /* recall.c: the multi-query associative recall generator (see recall.h). */
-#include "data/recall.h"
+#include "data/lm/recall.h"
 
 #include <string.h>
 

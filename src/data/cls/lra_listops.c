@@ -4,8 +4,10 @@
  * kept when min_len < tokens < max_len, no duplicates), the LRA TSV writer and the
  * loader of basic_{train,val,test}.tsv (generated here or the official release).
  */
-#include "data/lra_listops.h"
-#include "data/cls_internal.h"
+#include "data/cls/lra_listops.h"
+#include "data/cls/cls_loaders.h"
+#include "data/cls/cls_build.h"
+#include "data/cls/cls_lines.h"
 #include "core/common.h"
 
 #include <errno.h>

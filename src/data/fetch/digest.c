@@ -1,7 +1,7 @@
 /* digest.c: SHA-256 (FIPS 180-4) and MD5 (RFC 1321) written from their specifications,
  * streaming over 64-byte blocks, used to verify downloads and to record the digest of
  * every source file in a prepared dataset's sidecar. */
-#include "data/digest.h"
+#include "data/fetch/digest.h"
 
 #include <errno.h>
 #include <string.h>

@@ -11,9 +11,9 @@
 #include <string.h>
 
 #include "core/common.h"
-#include "data/bpe.h"
-#include "data/tokenizer.h"
-#include "data/unicode.h"
+#include "data/text/bpe.h"
+#include "data/text/tokenizer.h"
+#include "data/text/unicode.h"
 
 typedef struct Word {
     uint32_t *sym;

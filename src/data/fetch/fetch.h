@@ -2,7 +2,7 @@
  * digest check) and the registry of canonical locations and published digests. */
 #ifndef GMA_FETCH_H
 #define GMA_FETCH_H
-#include "data/digest.h"
+#include "data/fetch/digest.h"
 
 typedef struct FetchFile {
     const char *file;       /* name under the destination */

@@ -4,7 +4,7 @@
  * tokenizer starts a fresh token regardless of context (after a newline, see
  * safe_cut()), so the ids equal those of a single sequential pass.
  */
-#include "data/tokenizer.h"
+#include "data/text/tokenizer.h"
 
 #include <errno.h>
 #include <omp.h>
@@ -12,7 +12,7 @@
 #include <string.h>
 
 #include "core/common.h"
-#include "data/bpe.h"
+#include "data/text/bpe.h"
 
 typedef struct WordVocab {
     uint32_t n, cap;

@@ -1,7 +1,7 @@
 /* unicode.c: UTF-8 decoding, Unicode letter/number/space classes (tables generated into
  * unicode_tables.c) and the GPT-2 pre-tokeniser written by hand from its regular
  * expression, so it needs no regex engine and runs in one pass. */
-#include "data/unicode.h"
+#include "data/text/unicode.h"
 
 #include <string.h>
 
