@@ -5,7 +5,7 @@
 #   make test       set-up if needed, build, run every Check suite under tests/
 #   make quickstart set-up if needed, build, train and evaluate configs/quickstart.json
 #   make bench      build and run bin/gmabench for every causal mixer (tables, runs/bench.json)
-#   make cuda       the same binaries with the CUDA backend (nvcc + cuBLAS)
+#   make cuda       the same binaries with the CUDA backend (nvcc + cuBLAS), in bin/cuda/
 #   make mpi        the same binaries with MPI data-parallel training (mpicc), in bin/mpi/
 #   make cuda-mpi   CUDA backend + MPI (+ NCCL when found) in bin/cuda-mpi/: data-parallel on GPUs
 #   make deps       install the Debian packages (scripts/setup.sh)
@@ -151,9 +151,11 @@ bench: check-deps
 	@$(MAKE) --no-print-directory bin/gmabench
 	bin/gmabench all --mixers gma,sdpa,sdpa_ref,linear,performer,mamba --json runs/bench.json
 
-# ---- CUDA build: same binaries, CUDA backend linked in (GMA_CUDA) ----
-# Host C sources are rebuilt with -DGMA_CUDA into build/cuda-host, the .cu files into
-# build/cuda; binaries go to bin/cuda/ and are then copied over bin/.
+# ---- CUDA build: the same programs with the CUDA backend linked in, in bin/cuda/ ----
+# Only src/ops/ops.c knows the CUDA backend (GMA_CUDA: ops_select reaches cuda_ops_init),
+# so the CUDA library is the float32 objects with ops.o rebuilt into build/cuda-host, plus
+# the .cu files compiled by nvcc into build/cuda. The programs go to bin/cuda/ and bin/
+# keeps the CPU ones, so `make cuda && make` leaves both.
 build/cuda/%.o: src/%.cu
 	@mkdir -p $(@D)
 	$(NVCC) $(NVCCFLAGS) -c $< -o $@
@@ -164,29 +166,24 @@ ifeq ($(NO_CUDA),1)
 else
 	@[ -x "$(NVCC)" ] || { echo "make cuda: nvcc not found (set CUDA_HOME or put nvcc on PATH)"; exit 1; }
 	@echo "nvcc: $(NVCC) ($$($(NVCC) --version | tail -1)); arch: $(CUDA_ARCH)"
-	$(MAKE) BUILD_CUDA=1 cuda-bins
+	$(MAKE) --no-print-directory BUILD_CUDA=1 cuda-bins
 endif
 
 ifeq ($(BUILD_CUDA),1)
-CFLAGS += -DGMA_CUDA -I$(CUDA_HOME)/include
 CUDA_LDLIBS := -L$(CUDA_LIBDIR) -Wl,-rpath,$(CUDA_LIBDIR) -lcublas -lcudart -lstdc++
-OBJCUDAHOST := $(patsubst src/%.c,build/cuda-host/%.o,$(LIB_SRC))
+OBJCUDAHOST := $(filter-out build/f32/ops/ops.o,$(OBJ32)) build/cuda-host/ops/ops.o
 build/cuda-host/%.o: src/%.c
 	@mkdir -p $(@D)
-	$(CC) $(CFLAGS) -c $< -o $@
+	$(CC) $(CFLAGS) -DGMA_CUDA -c $< -o $@
 build/libgma-cuda.a: $(OBJCUDAHOST) $(CUDA_OBJ)
 	@mkdir -p $(@D)
 	rm -f $@
 	ar rcs $@ $^
-build/libgmacli-cuda.a: $(patsubst src/%.c,build/cuda-host/%.o,$(CLI_ARGS_SRC))
-	@mkdir -p $(@D)
-	rm -f $@
-	ar rcs $@ $^
-bin/cuda/%: src/cli/%.c build/libgmacli-cuda.a build/libgma-cuda.a
-	@mkdir -p $(@D)
-	$(CC) $(CFLAGS) $< build/libgmacli-cuda.a build/libgma-cuda.a $(LDLIBS) $(CUDA_LDLIBS) -o $@
+bin/cuda/%: src/cli/%.c build/libgmacli.a build/libgma-cuda.a
+	@mkdir -p $(@D) build/cuda-cli
+	$(CC) $(CFLAGS) -MF build/cuda-cli/$*.d $< build/libgmacli.a build/libgma-cuda.a $(LDLIBS) $(CUDA_LDLIBS) -o $@
 cuda-bins: $(patsubst src/cli/%.c,bin/cuda/%,$(CLI_SRC)) build/libgma-cuda.a
-	@for b in $(patsubst src/cli/%.c,bin/cuda/%,$(CLI_SRC)); do cp $$b bin/; done; echo "CUDA binaries installed in bin/ (and bin/cuda/)"
+	@echo "CUDA binaries in bin/cuda/ (bin/ keeps the CPU ones); see docs/cuda.md"
 
 # CUDA + MPI: the CUDA objects, with dist.c rebuilt by mpicc (-DGMA_MPI) and, when NCCL is
 # found (nccl.h and libnccl under NCCL_HOME, default CUDA_HOME, or the system dirs; NO_NCCL=1
@@ -209,7 +206,7 @@ CMPI_DEFS  := -DGMA_MPI $(if $(WITH_NCCL),-DGMA_NCCL -I$(dir $(NCCL_H)))
 ifeq ($(WITH_NCCL),1)
 CMPI_LIBS  := -L$(dir $(NCCL_SO)) -Wl,-rpath,$(dir $(NCCL_SO)) -lnccl
 endif
-CMPI_OBJ   := $(filter-out build/cuda-host/train/dist.o build/cuda/ops/cuda/cuda_nccl.o,$(OBJCUDAHOST) $(CUDA_OBJ)) \
+CMPI_OBJ   := $(filter-out build/f32/train/dist.o build/cuda/ops/cuda/cuda_nccl.o,$(OBJCUDAHOST) $(CUDA_OBJ)) \
               build/cuda-mpi/train/dist.o build/cuda-mpi/ops/cuda/cuda_nccl.o
 build/cuda-mpi/train/dist.o: src/train/dist.c
 	@mkdir -p $(@D)
@@ -220,9 +217,9 @@ build/cuda-mpi/ops/cuda/cuda_nccl.o: src/ops/cuda/cuda_nccl.cu
 build/libgma-cuda-mpi.a: $(CMPI_OBJ)
 	rm -f $@
 	ar rcs $@ $^
-bin/cuda-mpi/%: src/cli/%.c build/libgmacli-cuda.a build/libgma-cuda-mpi.a
+bin/cuda-mpi/%: src/cli/%.c build/libgmacli.a build/libgma-cuda-mpi.a
 	@mkdir -p $(@D) build/cuda-mpi/cli
-	$(MPICC) $(CFLAGS) -DGMA_MPI -MF build/cuda-mpi/cli/$*.d $< build/libgmacli-cuda.a build/libgma-cuda-mpi.a $(LDLIBS) $(CUDA_LDLIBS) $(CMPI_LIBS) -o $@
+	$(MPICC) $(CFLAGS) -DGMA_MPI -MF build/cuda-mpi/cli/$*.d $< build/libgmacli.a build/libgma-cuda-mpi.a $(LDLIBS) $(CUDA_LDLIBS) $(CMPI_LIBS) -o $@
 cuda-mpi-bins: $(patsubst src/cli/%.c,bin/cuda-mpi/%,$(CLI_SRC))
 	@echo "CUDA + MPI binaries in bin/cuda-mpi/ (device buffers all-reduced by $(CMPI_NOTE)); see docs/distributed.md"
 endif

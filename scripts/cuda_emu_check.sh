@@ -8,17 +8,19 @@
 # scripts/gpu_check.sh on a GPU is still the real check.
 #
 # Two drivers: emu_baselines (cuda_{baselines,mamba,sdpa}.cu against their twins, with a
-# stand-in GEMM) and emu_core (every .cu file of src/ops/cuda, cuda_core.cu included, the
-# op table from cuda_ops_init, cuBLAS through the shims).
+# stand-in GEMM) and emu_core (every .cu file of src/ops/cuda, found by wildcard,
+# cuda_core.cu included, the op table from cuda_ops_init, cuBLAS through the shims).
 #
 # emu_selftest checks the emulation itself: divergent barriers, launches outside the CUDA
 # limits, host code touching device memory, host pointers given to kernels, kernels
 # running past an allocation and mismatched copies must each stop it.
 #
-# model: the CLI binaries (gmacheck, gmatrain, gmaeval, gmasample) linked with the emulated backend
-# and run through scripts/gpu_check.sh --bin (every mixer and precision on whole models,
-# CPU against "cuda", and a checkpoint trained on "cuda" evaluated and resumed on the CPU);
-# extra arguments go to gpu_check.sh (e.g. --precisions fp32 --extra "--batch 1").
+# model: the CLI binaries (gmacheck, gmatrain, gmaeval, gmasample, gmabench) linked with the
+# emulated backend and run through scripts/gpu_check.sh --bin (every mixer and precision on
+# whole models, CPU against "cuda", and a checkpoint trained on "cuda" evaluated and resumed
+# on the CPU); extra arguments go to gpu_check.sh (e.g. --precisions fp32 --extra "--batch 1").
+# Both `model` and `mpi` also run the CUDA build as on a machine without a GPU
+# (cpu_table_checks).
 #
 #   scripts/cuda_emu_check.sh [all | self | elem|favor|conv|scan|attn | core|mem|matmul|nn|linmix|route|div]
 #   scripts/cuda_emu_check.sh model [gpu_check.sh options]
@@ -28,24 +30,25 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 make -s build/libgma.a
 O=build/cuda_emu; mkdir -p "$O"
-CU=(cuda_core cuda_nn cuda_linmix cuda_gma_route cuda_gma_div cuda_cls cuda_baselines cuda_mamba cuda_sdpa cuda_nccl)
+CU=(); for f in src/ops/cuda/*.cu; do f=${f##*/}; CU+=("${f%.cu}"); done
 gcc -O2 -std=c11 tests/cuda_emu/launch2call.c -o "$O/launch2call"
 for f in "${CU[@]}"; do
   "$O/launch2call" src/ops/cuda/$f.cu "$O/$f.cpp"
 done
 # The CLI binaries linked with the emulated backend, device memory kept apart from the host
-# (EMU_DEVICE_MEMORY in emu_cuda.h), into $1. With $2 = mpi: the `make cuda-mpi` build
-# (dist.c with GMA_MPI and GMA_NCCL, cuda_nccl.cu over the MPI-backed nccl.h of
-# tests/cuda_emu), only gmatrain and gmasample.
+# (EMU_DEVICE_MEMORY in emu_cuda.h), into $1: build/libgma.a with ops.o rebuilt with
+# GMA_CUDA (as `make cuda` does). With $2 = mpi: the `make cuda-mpi` build (dist.c with
+# GMA_MPI and GMA_NCCL, cuda_nccl.cu over the MPI-backed nccl.h of tests/cuda_emu), only
+# gmatrain, gmasample and gmabench.
 build_model() {
   local M=$1 mpi=${2:-}; mkdir -p "$M"
   local CFL; CFL="$(mkvar CFLAGS)"
-  local MPIC="" MPIL="" DEFS="" bins="gmacheck gmatrain gmaeval gmasample"
+  local MPIC="" MPIL="" DEFS="" bins="gmacheck gmatrain gmaeval gmasample gmabench"
   if [ "$mpi" = mpi ]; then
-    MPIC="$(mpicc --showme:compile)"; MPIL="$(mpicc --showme:link)"; DEFS="-DGMA_MPI -DGMA_NCCL"; bins="gmatrain gmasample"
+    MPIC="$(mpicc --showme:compile)"; MPIL="$(mpicc --showme:link)"; DEFS="-DGMA_MPI -DGMA_NCCL"; bins="gmatrain gmasample gmabench"
   fi
-  gcc $CFL -DGMA_CUDA -c src/ops/cpu/cpu_core.c -o "$M/cpu_core.o"
-  cp build/libgma.a "$M/libgma-emu.a"; ar r "$M/libgma-emu.a" "$M/cpu_core.o" 2>/dev/null
+  gcc $CFL -DGMA_CUDA -c src/ops/ops.c -o "$M/ops.o"
+  cp build/libgma.a "$M/libgma-emu.a"; ar r "$M/libgma-emu.a" "$M/ops.o" 2>/dev/null
   if [ "$mpi" = mpi ]; then
     gcc $CFL $MPIC $DEFS -c src/train/dist.c -o "$M/dist.o"; ar r "$M/libgma-emu.a" "$M/dist.o" 2>/dev/null
   fi
@@ -66,6 +69,7 @@ model_checks() {
   build_model "$M"
   local rc=0 m c a b ra
   bash scripts/gpu_check.sh --bin "$M" --no-build --no-bench --out runs/cuda_emu_model "$@" || rc=1
+  cpu_table_checks "$M" || rc=1
   # the device's bits must not depend on the order of blocks and threads (no atomics)
   echo "== block and thread order (EMU_REVERSE=1 against the normal order, fp32)"
   for m in $("$M/gmacheck" --list-mixers | tr '|' ' '); do
@@ -106,6 +110,23 @@ mpi_checks() {
   bash scripts/check_data_parallel.sh --bin "$M/gmatrain" --device cuda --out "$O/mpi-runs" \
     --way "EMU_DEVICES=2|NCCL" --way "EMU_DEVICES=1|MPI through host memory" || rc=1
   decode_checks "$M" || rc=1
+  cpu_table_checks "$M" || rc=1
+  return $rc
+}
+# a CUDA build on a machine without a GPU (EMU_DEVICES=0: no driver) runs --device cpu:
+# gmabench model swaps g_ops for a profiling copy of the cpu table, whose ops_sync must
+# reach the cpu backend, not the GPU; and --device cuda is refused with the driver's error
+cpu_table_checks() {
+  local M=$1 rc=0 out r=0
+  out=$(EMU_DEVICES=0 "$M/gmabench" model --device cpu --mixers gma --L 1 --D 32 --H 2 --V 64 --T 32 --B 2 \
+    --steps 1 --Kc 4 --threads 1 2>&1) || r=$?
+  if [ $r = 0 ] && echo "$out" | grep -q "^gma "; then
+    echo "no GPU: gmabench model --device cpu runs on the profiling table (backend cpu)"
+  else echo "no GPU: gmabench model --device cpu FAILED (rc $r)"; echo "$out"; rc=1; fi
+  r=0; out=$(EMU_DEVICES=0 "$M/gmabench" model --device cuda --steps 1 2>&1) || r=$?
+  if [ $r = 2 ] && echo "$out" | grep -q "no usable GPU (cudaErrorInsufficientDriver"; then
+    echo "no GPU: gmabench model --device cuda refused: $out"
+  else echo "no GPU: gmabench model --device cuda: rc $r, expected 2 and the driver's error"; echo "$out"; rc=1; fi
   return $rc
 }
 # generation on the emulated device: 30 tokens sampled (temperature 1, one seed) with

@@ -1,18 +1,20 @@
 #!/usr/bin/env bash
 # gpu_check.sh: check the CUDA backend against the CPU backend on a machine with an NVIDIA
-# GPU, then benchmark it. Needs nvcc (or binaries already built by `make cuda`) and a GPU.
+# GPU, then benchmark it. Needs nvcc (or binaries already built by `make cuda` in bin/cuda/)
+# and a GPU.
 #
 #   scripts/gpu_check.sh [--quick] [--no-build] [--no-bench] [--sanitize] [--out DIR]
 #                        [--bin DIR] [--precisions "fp32 tf32 bf16"] [--mixers "gma sdpa ..."]
 #                        [--extra "ARGS"]
 #
-# --bin DIR takes gmacheck from DIR instead of bin/ (scripts/cuda_emu_check.sh model runs
-# these checks on binaries linked with the CPU emulation of the CUDA backend). --extra
+# --bin DIR takes the programs from DIR instead of bin/cuda/, where `make cuda` puts them
+# (scripts/cuda_emu_check.sh model runs these checks on binaries linked with the CPU
+# emulation of the CUDA backend). --extra
 # appends ARGS to every gmacheck call (e.g. "--batch 1" to make the emulated runs shorter).
 #
-# 1. make cuda (unless --no-build).
-# 2. For every mixer (bin/gmacheck --list-mixers), causal and bidirectional, and every
-#    precision (fp32, tf32, bf16): bin/gmacheck runs a few training steps on the CPU and on
+# 1. make cuda (unless --no-build): bin/cuda/*.
+# 2. For every mixer (gmacheck --list-mixers), causal and bidirectional, and every
+#    precision (fp32, tf32, bf16): gmacheck runs a few training steps on the CPU and on
 #    the GPU from the same initial parameters and batch and compares the losses and every
 #    gradient (relative error; bounds: fp32 1e-4, tf32 1e-2, bf16 5e-2 -- see docs/cuda.md).
 #    GMA also runs with a sequence that is a multiple of the chunk, a single chunk, and
@@ -31,14 +33,14 @@
 #    mpicc and mpirun, data-parallel training (make cuda-mpi) on 2 ranks against one
 #    process (scripts/check_data_parallel.sh).
 # 3. --sanitize: every mixer (in a direction it supports) under compute-sanitizer memcheck.
-# 4. Benchmarks (unless --no-bench), if bin/gmabench takes --device: the mixer table, the
+# 4. Benchmarks (unless --no-bench), if gmabench takes --device: the mixer table, the
 #    whole-model throughput of configs/wikitext103_gma_k256.json and its generation speed
 #    (gmabench decode, incremental against a full forward per token).
 # Everything is logged under DIR (default runs/gpu_check/); DIR/summary.md holds the table.
 # Exit status: 0 all checks within bounds, 1 some check failed, 2 no usable GPU/build.
 set -uo pipefail
 cd "$(dirname "$0")/.."
-QUICK=0; BUILD=1; BENCH=1; SAN=0; OUT=runs/gpu_check; BIN=bin; PRECS=""; ONLY=""; EXTRA=""
+QUICK=0; BUILD=1; BENCH=1; SAN=0; OUT=runs/gpu_check; BIN=bin/cuda; PRECS=""; ONLY=""; EXTRA=""
 while [ $# -gt 0 ]; do
   case "$1" in
     --quick) QUICK=1 ;;
@@ -197,7 +199,7 @@ dp_check() {
   while read -r line; do echo "| data-parallel | 2 ranks vs 1 | $line | fp32 | - | - | 1.0e-05 | - | - |" >> "$SUM"; done \
     < <(grep "all-reduce by" "$D.txt")
 }
-[ "$BIN" = bin ] && dp_check
+[ "$BIN" = bin/cuda ] && dp_check
 
 # the accuracy cost of each precision on a whole training run: the quickstart model trained
 # on the GPU in fp32, tf32 and bf16 (same seed and data), test loss and accuracy beside the
@@ -253,11 +255,11 @@ echo >> "$SUM"
 echo "$runs checks, $fails failed. Full output: $LOG" >> "$SUM"
 
 if [ $BENCH = 1 ]; then
-  if [ -x bin/gmabench ] && bin/gmabench --help 2>&1 | grep -q -- '--device'; then
+  if [ -x "$BIN/gmabench" ] && "$BIN/gmabench" --help 2>&1 | grep -q -- '--device'; then
     echo "== gmabench --device cuda"
     SEQS=1024,2048,4096,8192,16384,32768,65536; [ $QUICK = 1 ] && SEQS=1024,4096,16384
     BMIX=sdpa; for m in gma linear performer; do echo " $MIXERS " | grep -q " $m " && BMIX="$BMIX,$m"; done
-    bin/gmabench mixer --device cuda --mixers "$BMIX" --seq "$SEQS" --max-mem-gib 100 --json "$OUT/bench_mixer.json" 2>&1 |
+    "$BIN/gmabench" mixer --device cuda --mixers "$BMIX" --seq "$SEQS" --max-mem-gib 100 --json "$OUT/bench_mixer.json" 2>&1 |
       tee "$OUT/bench_mixer.txt"
     # whole model: the WikiText-103 GMA config's shape when the config exists
     CFG=configs/wikitext103_gma_k256.json; MARGS="--Kc 256"
@@ -273,11 +275,11 @@ if [ $BENCH = 1 ]; then
     peak() { case "$GPU" in *H100*SXM*|*H200*) case $1 in fp32) echo 67 ;; tf32) echo 495 ;; bf16) echo 989 ;; esac ;; esac; }
     for p in fp32 tf32 bf16; do
       PK=$(peak $p); PKA=(); [ -n "$PK" ] && PKA=(--peak-tflops "$PK")
-      bin/gmabench model --device cuda --precision $p --mixers gma,sdpa $MARGS --steps 5 "${PKA[@]}" \
+      "$BIN/gmabench" model --device cuda --precision $p --mixers gma,sdpa $MARGS --steps 5 "${PKA[@]}" \
         --json "$OUT/bench_model_$p.json" 2>&1 | tee "$OUT/bench_model_$p.txt"
     done
     # generation at batch 1: incremental decoding against a full forward per token
-    bin/gmabench decode --device cuda --mixers gma,sdpa,linear $MARGS --T 1024 --repeat 1 \
+    "$BIN/gmabench" decode --device cuda --mixers gma,sdpa,linear $MARGS --T 1024 --repeat 1 \
       --json "$OUT/bench_decode.json" 2>&1 | tee "$OUT/bench_decode.txt"
     # the same model in PyTorch eager mode (scripts/torch_gma.py), when this python3 has torch and a GPU
     if python3 -c 'import sys, torch; sys.exit(0 if torch.cuda.is_available() else 1)' 2>/dev/null; then
@@ -295,7 +297,7 @@ if [ $BENCH = 1 ]; then
     fi
     { echo; echo "## gmabench --device cuda ($GPU)"; echo; echo '```'; cat "$OUT"/bench_*.txt 2>/dev/null; echo '```'; } >> "$SUM"
   else
-    echo "gpu_check: bin/gmabench with --device not available: benchmarks skipped" | tee -a "$SUM"
+    echo "gpu_check: $BIN/gmabench with --device not available: benchmarks skipped" | tee -a "$SUM"
   fi
 fi
 

@@ -5,9 +5,12 @@
 get() { grep "\"$2\"" "$1" | head -1 | sed -E 's/.*:[[:space:]]*([0-9.eE+-]+).*/\1/'; }
 
 # parse_options USAGE "$@": --profile paper|small, --mixers LIST, --steps N and --device D
-# into profile, mixers, steps and device ("--device D"); any other option goes to the
+# into profile, mixers, steps and device ("--device D"), and BIN, where the programs that
+# train and evaluate are (bin, or bin/cuda for --device cuda: `make cuda` puts its
+# programs there); any other option goes to the
 # script's own extra_option "$@" (which sets its variable, or returns 1 for an unknown
 # option: the usage line and exit 2). Every option takes a value.
+BIN=bin
 parse_options() {
   local usage="$1"
   shift
@@ -16,7 +19,7 @@ parse_options() {
       --profile) profile="$2";;
       --mixers) mixers="$2";;
       --steps) steps="$2";;
-      --device) device="--device $2";;
+      --device) device="--device $2"; if [ "$2" = cuda ]; then BIN=bin/cuda; else BIN=bin; fi;;
       *) extra_option "$@" || { echo "usage: $0 $usage" >&2; exit 2; };;
     esac
     shift 2

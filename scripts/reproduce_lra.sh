@@ -53,8 +53,8 @@ for t in $tasks; do
     fi
     [ -n "$steps" ] && sets+=(--set "train.steps=$steps")
     out="runs/lra_${t}_${m}-$profile-$stamp"
-    bin/gmatrain --config "$cfg" --out "$out" "${sets[@]}" $device --quiet
-    bin/gmaeval --checkpoint "$out/best" --data test --json "$out/test_best.json" $device > /dev/null
+    $BIN/gmatrain --config "$cfg" --out "$out" "${sets[@]}" $device --quiet
+    $BIN/gmaeval --checkpoint "$out/best" --data test --json "$out/test_best.json" $device > /dev/null
     printf "%-10s %-10s %10.4f %12.4f %14s\n" "$t" "$m" "$(get "$out/summary.json" best_valid_acc)" \
       "$(get "$out/test_best.json" acc)" "${ref[$m:$t]:--}" >> "$table"
   done

@@ -41,8 +41,8 @@ for m in $mixers; do
   fi
   [ -n "$steps" ] && sets+=(--set "train.steps=$steps")
   out="runs/wikitext_${m}-$profile-$stamp"
-  bin/gmatrain --config "$cfg" --out "$out" "${sets[@]}" $device --quiet
-  bin/gmaeval --checkpoint "$out" --data test --json "$out/test.json" $device > /dev/null
+  $BIN/gmatrain --config "$cfg" --out "$out" "${sets[@]}" $device --quiet
+  $BIN/gmaeval --checkpoint "$out" --data test --json "$out/test.json" $device > /dev/null
   printf "%-10s %12s %10.3f %10.3f %12.3f %12.0f\n" "$m" "$(get "$out/summary.json" parameters)" \
     "$(get "$out/summary.json" ppl)" "$(get "$out/test.json" ppl)" "$(get "$out/test.json" word_ppl)" \
     "$(get "$out/summary.json" tokens_per_s)" >> "$table"

@@ -338,7 +338,8 @@ def run_check(args):
     dtype, dev = torch.float64 if args.double else torch.float32, pick_device(args.device)
     model = model.to(device=dev, dtype=dtype).eval()
     ids = torch.randint(0, V, (B * N + 1,), generator=torch.Generator().manual_seed(args.seed))
-    gmaeval = args.gmaeval or os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "bin", "gmaeval")
+    bindir = os.path.join("bin", "cuda") if args.device == "cuda" else "bin"  # `make cuda` builds bin/cuda/
+    gmaeval = args.gmaeval or os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", bindir, "gmaeval")
     if not os.access(gmaeval, os.X_OK):
         raise InputError(f"{gmaeval}: not found: run make (or pass --gmaeval PATH)")
     with tempfile.TemporaryDirectory(prefix="torch_gma.") as tmp:
@@ -424,7 +425,8 @@ def gmabench_line(cfg, V, B, N, args):
                    ("model.d_ff", "model.pos", "model.mlp", "gma.chunk", "gma.eps", "gma.temperature", "gma.var_floor",
                     "gma.shared_components", "train.grad_clip") if cfg[k] != DEFAULTS[k]
                    and (cfg["mixers"][0] == "gma" or not k.startswith("gma.")))
-    return (f"bin/gmabench model --device {args.device} --precision {args.dtype} --mixers {cfg['mixers'][0]} "
+    gmabench = "bin/cuda/gmabench" if args.device == "cuda" else "bin/gmabench"
+    return (f"{gmabench} model --device {args.device} --precision {args.dtype} --mixers {cfg['mixers'][0]} "
             f"--L {cfg['model.n_layers']} --D {cfg['model.d_model']} --H {cfg['model.n_heads']} --V {V} --B {B} "
             f"--T {N} --Kc {cfg['gma.n_components']} --steps {args.steps}{sets}")
 
@@ -544,7 +546,8 @@ def main():
     ap.add_argument("--peak-tflops", type=float, default=0, help="device peak for the MFU column (not guessed)")
     ap.add_argument("--tol", type=float, default=1e-4)
     ap.add_argument("--double", action="store_true", help="--check: run the torch side in float64")
-    ap.add_argument("--gmaeval", help="default: bin/gmaeval beside this script's scripts/ directory")
+    ap.add_argument("--gmaeval", help="default: bin/gmaeval (bin/cuda/gmaeval for --device cuda) beside this script's "
+                    "scripts/ directory")
     ap.add_argument("--json", metavar="FILE")
     args = ap.parse_args()
     try:

@@ -8,7 +8,9 @@
  * NCCL between two emulated GPUs, and through host memory when two ranks share one, each
  * matching one process with twice the batch; and generation with incremental decoding on
  * the emulated GPU drawing the tokens a full forward per token draws on the CPU (gma, sdpa,
- * linear). Skipped without mpicc and mpirun. */
+ * linear); and that build as on a machine without a GPU driver (EMU_DEVICES=0), where
+ * `gmabench model --device cpu` must run and `--device cuda` be refused. Skipped without
+ * mpicc and mpirun. */
 #include <string.h>
 
 #include "testutil.h"
@@ -46,6 +48,11 @@ START_TEST(test_emulated_cuda_programs) {
                  (const char *[]){"gma", "sdpa", "linear"}[i]);
         ck_assert_msg(strstr(out, want), "%s", out);
     }
+    /* the CUDA build on a machine without a GPU driver: --device cpu through gmabench's
+     * profiling table stays on the cpu backend, --device cuda is refused with the driver's
+     * error */
+    ck_assert_msg(strstr(out, "no GPU: gmabench model --device cpu runs on the profiling table (backend cpu)"), "%s", out);
+    ck_assert_msg(strstr(out, "no GPU: gmabench model --device cuda refused: "), "%s", out);
 }
 END_TEST
 

@@ -1,6 +1,9 @@
 /* test_ops_select.c: backend selection without a GPU. The CPU build must refuse device
  * "cuda" with a message that says how to get it (`make cuda`); an incomplete op table is
- * refused naming the missing op; precisions other than fp32 need device cuda; the CPU
+ * refused naming the missing op, for every op of the op list; a table that wraps the cpu
+ * one (gmabench's profiling table) reaches the cpu backend through ops_sync,
+ * ops_device_name, ops_mem_stats and ops_set_precision; precisions other than fp32 need
+ * device cuda; the CPU
  * attention mask op; and bin/gmacheck (backend vs CPU comparison) runs cpu against cpu and
  * refuses cuda cleanly when it cannot run it. */
 #include <stddef.h>
@@ -24,38 +27,67 @@ END_TEST
 
 START_TEST(test_table_check_names_missing_op) {
     ck_assert_int_eq(ops_check_table(&gma_ops_cpu), 0);
-    GmaOps t = gma_ops_cpu;
-    t.name = "partial";
-    t.gma_route_backward = NULL;
-    ck_assert_int_eq(ops_check_table(&t), -1);
-    ck_assert_msg(strstr(gma_error(), "gma_route_backward") && strstr(gma_error(), "partial"), "message: %s",
-                  gma_error());
-    GmaOps u = gma_ops_cpu;
-    /* the op before the baselines, and every baseline op, are required and named */
-    memset((char *)&u + offsetof(GmaOps, elu1_forward) - sizeof(void (*)(void)), 0, sizeof(void (*)(void)));
-    ck_assert_int_eq(ops_check_table(&u), -1);
-    static const struct {
-        const char *name;
-        size_t off;
-    } base[] = {
-#define B_(m) {#m, offsetof(GmaOps, m)}
-        B_(elu1_forward), B_(elu1_backward), B_(silu_forward), B_(silu_backward), B_(softplus_forward),
-        B_(softplus_backward), B_(gate_silu_forward), B_(gate_silu_backward), B_(maxval), B_(attn_forward),
-        B_(attn_backward), B_(favor_logits_forward), B_(favor_logits_backward), B_(favor_exp_forward),
-        B_(favor_exp_backward), B_(conv1d_causal_forward), B_(conv1d_causal_backward), B_(scan_forward),
-        B_(scan_backward),
-#undef B_
-    };
-    for (size_t i = 0; i < sizeof base / sizeof base[0]; i++) {
-        GmaOps v = gma_ops_cpu;
-        v.name = "partial";
-        memset((char *)&v + base[i].off, 0, sizeof(void (*)(void)));
-        ck_assert_int_eq(ops_check_table(&v), -1);
-        ck_assert_msg(strstr(gma_error(), base[i].name) && strstr(gma_error(), "partial"), "%s: %s", base[i].name,
-                      gma_error());
+    /* every op of the op list is required and named when missing (the baselines included) */
+    int n = 0;
+    char want[64];
+    size_t wl, el;
+#define CLEAR_ONE(ret, op, params)                                                                      \
+    {                                                                                                   \
+        GmaOps v = gma_ops_cpu;                                                                         \
+        v.name = "partial";                                                                             \
+        v.op = NULL;                                                                                    \
+        ck_assert_int_eq(ops_check_table(&v), -1);                                                      \
+        snprintf(want, sizeof want, "backend partial does not implement op %s", #op);                    \
+        wl = strlen(want), el = strlen(gma_error());                                                    \
+        ck_assert_msg(el >= wl && !strcmp(gma_error() + el - wl, want), "%s: %s", #op, gma_error());    \
+        n++;                                                                                            \
     }
-    /* the last member of the table is the last op checked */
-    ck_assert_uint_eq(offsetof(GmaOps, scan_backward) + sizeof(void (*)(void)), sizeof(GmaOps));
+    GMA_OPS(CLEAR_ONE)
+#undef CLEAR_ONE
+    ck_assert_int_ge(n, 64);
+    /* and the list is the whole table: the name, then one pointer per op */
+    ck_assert_uint_eq(offsetof(GmaOps, alloc) + (size_t)n * sizeof(void (*)(void)), sizeof(GmaOps));
+}
+END_TEST
+
+/* gmabench's profiling table: a copy of the active table with matmul wrapped */
+static int g_wrapped_calls;
+static void counting_matmul(real *C, const real *A, const real *B, int M, int N, int K, int ta, int tb, real al,
+                            real be) {
+    g_wrapped_calls++;
+    gma_ops_cpu.matmul(C, A, B, M, N, K, ta, tb, al, be);
+}
+static const char *other_name(void) { return "other"; }
+
+START_TEST(test_wrapped_table_reaches_its_backend) {
+    /* A table installed in g_ops that wraps the cpu one is still the cpu backend to the ops_*
+     * calls (a `make cuda` build mistook it for the GPU and synchronised a device it did not
+     * have): they go through the active table's hooks, which the copy carries. */
+    ck_assert_int_eq(ops_select("cpu"), 0);
+    const GmaOps *saved = g_ops;
+    GmaOps prof = *g_ops;
+    prof.name = "cpu (profiled)";
+    prof.matmul = counting_matmul;
+    g_ops = &prof;
+    ck_assert_int_eq(ops_check_table(g_ops), 0);
+    ops_sync();
+    ck_assert_str_eq(ops_device_name(), "cpu");
+    size_t use = 1, peak = 1;
+    ops_mem_reset_peak();
+    ops_mem_stats(&use, &peak);
+    ck_assert(use == 0 && peak == 0);
+    ck_assert_int_eq(ops_set_precision("fp32"), 0);
+    ck_assert_int_eq(ops_set_precision("tf32"), -1);
+    ck_assert_msg(strstr(gma_error(), "needs device cuda") != NULL, "message: %s", gma_error());
+    real a[4] = {1, 2, 3, 4}, c[4] = {0};
+    g_ops->matmul(c, a, a, 2, 2, 2, 0, 0, 1, 0);
+    ck_assert_int_eq(g_wrapped_calls, 1);
+    ck_assert(c[0] == 7 && c[3] == 22);
+    /* the hooks asked are the active table's own */
+    prof.device_name = other_name;
+    ck_assert_str_eq(ops_device_name(), "other");
+    g_ops = saved;
+    ck_assert_str_eq(ops_device_name(), "cpu");
 }
 END_TEST
 
@@ -122,6 +154,7 @@ Suite *make_suite(void) {
     tcase_set_timeout(tc, 60);
     tcase_add_test(tc, test_cuda_refused_in_cpu_build);
     tcase_add_test(tc, test_table_check_names_missing_op);
+    tcase_add_test(tc, test_wrapped_table_reaches_its_backend);
     tcase_add_test(tc, test_precision_needs_cuda);
     tcase_add_test(tc, test_attn_mask_cpu);
     tcase_add_test(tc, test_gmacheck_cli);

@@ -1,6 +1,8 @@
 /* ops.h: the backend-neutral op layer. Layers and the model call only these; a backend
- * (cpu/ here, cuda/ with `make cuda`) fills one GmaOps table. Pointers passed to ops
- * live in the backend's memory (host for cpu, device for cuda); only alloc/copy cross.
+ * (cpu/ here, cuda/ with `make cuda`) fills one GmaOps table, whose members come from the
+ * op list GMA_OPS below; ops.c holds the active table and the dispatch to the backends.
+ * Pointers passed to ops live in the backend's memory (host for cpu, device for cuda);
+ * only alloc/copy cross.
  *
  * Conventions (llm.c style): outputs first, then inputs, then weights, then sizes.
  * Backward ops ACCUMULATE into their gradient outputs (+=); the caller zeroes gradients
@@ -16,184 +18,189 @@
 
 #include "core/common.h"
 
+/* The op list, written once: X(return type, op, (parameters)) for every op. It generates
+ * the GmaOps members, the names ops_check_table verifies (ops_check.c), and each backend's
+ * prototypes and table: cpu_<op> (cpu/cpu.h, cpu/cpu_core.c) and cuda_<op> (cuda/cuda.h,
+ * cuda/cuda_core.cu). Adding an op is a line here plus its cpu_ and cuda_ functions. */
+#define GMA_OPS(X) \
+    /* memory */                                                                                                       \
+    X(void *, alloc, (size_t bytes)) /* zero-filled */                                                                 \
+    X(void, free, (void *p))                                                                                           \
+    X(void, zero, (void *p, size_t bytes))                                                                             \
+    X(void, to_device, (void *dst, const void *host_src, size_t bytes))                                                \
+    X(void, to_host, (void *host_dst, const void *src, size_t bytes))                                                  \
+    X(void, copy, (void *dst, const void *src, size_t bytes))                                                          \
+    /* the backend itself, behind ops_set_precision, ops_sync, ops_device_name, ops_mem_stats                          \
+     * and ops_mem_reset_peak below (a table that wraps another copies these from it) */                               \
+    X(int, set_precision, (const char *precision))                                                                     \
+    X(void, sync, (void))                                                                                              \
+    X(const char *, device_name, (void))                                                                               \
+    X(void, mem_stats, (size_t *in_use, size_t *peak))                                                                 \
+    X(void, mem_reset_peak, (void))                                                                                    \
+    /* C[M,N] = alpha op(A) op(B) + beta C; op(A) is [M,K], op(B) is [K,N]; ta/tb transpose */                         \
+    X(void, matmul, (real *C, const real *A, const real *B, int M, int N, int K, int ta, int tb, real alpha,           \
+        real beta))                                                                                                    \
+    /* the same for `batch` independent products at the given element strides */                                       \
+    X(void, matmul_strided, (real *C, const real *A, const real *B, int M, int N, int K, int ta, int tb,               \
+        real alpha, real beta, int batch, size_t sA, size_t sB, size_t sC))                                            \
+    /* out[r,:] += bias ; dbias += sum_r dout[r,:] */                                                                  \
+    X(void, bias_forward, (real *out, const real *bias, int R, int C))                                                 \
+    X(void, bias_backward, (real *dbias, const real *dout, int R, int C))                                              \
+    /* elementwise: out = a + b ; y += alpha x ; x *= s */                                                             \
+    X(void, add, (real *out, const real *a, const real *b, size_t n))                                                  \
+    X(void, axpy, (real *y, real alpha, const real *x, size_t n))                                                      \
+    X(void, scale, (real *x, real s, size_t n))                                                                        \
+    /* sum of squares and sum, returned to the host in double */                                                       \
+    X(double, sumsq, (const real *x, size_t n))                                                                        \
+    X(double, sum, (const real *x, size_t n))                                                                          \
+    /* 1 if any element is NaN or Inf */                                                                               \
+    X(int, nonfinite, (const real *x, size_t n))                                                                       \
+    /* GELU (tanh form): out = gelu(x) ; dx += dout * gelu'(x) */                                                      \
+    X(void, gelu_forward, (real *out, const real *x, size_t n))                                                        \
+    X(void, gelu_backward, (real *dx, const real *dout, const real *x, size_t n))                                      \
+    /* LayerNorm over the last dim C; mean, rstd [R] saved */                                                          \
+    X(void, layernorm_forward, (real *out, real *mean, real *rstd, const real *x, const real *w, const real *b,        \
+        int R, int C))                                                                                                 \
+    X(void, layernorm_backward, (real *dx, real *dw, real *db, const real *dout, const real *x, const real *w,         \
+        const real *mean, const real *rstd, int R, int C))                                                             \
+    /* out[b,t,:] = wte[tok[b,t],:] + (wpe ? wpe[t,:] : 0) ; backward scatters into dwte, dwpe */                      \
+    X(void, embed_forward, (real *out, const int32_t *tok, const real *wte, const real *wpe, int B, int T, int C))     \
+    X(void, embed_backward, (real *dwte, real *dwpe, const real *dout, const int32_t *tok, int B, int T, int C))       \
+    /* Cross-entropy over rows of logits: loss[r] = -log softmax(logits[r])[target[r]], 0 where                        \
+     * target < 0; also writes 1/0 into valid[r]. Backward overwrites logits with                                      \
+     * scale * (softmax - onehot) (0 rows where target < 0). */                                                        \
+    X(void, xent_forward, (real *loss, real *valid, const real *logits, const int32_t *target, int R, int V))          \
+    X(void, xent_backward, (real *dlogits_inplace, const int32_t *target, int R, int V, real scale))                   \
+    /* argmax per row (for accuracy), into host-visible int32 out */                                                   \
+    X(void, argmax_rows, (int32_t *out, const real *x, int R, int V))                                                  \
+    /* heads: x [B,N,H*d] <-> xh [B,H,N,d] ; merge accumulates nothing (plain copy) */                                 \
+    X(void, split_heads, (real *xh, const real *x, int B, int N, int H, int d))                                        \
+    X(void, merge_heads, (real *x, const real *xh, int B, int N, int H, int d))                                        \
+    /* Row softmax in place with scale and optional additive per-column bias [C]; rows that are                        \
+     * entirely -inf become 0. backward: dx = y * (dy - <dy,y>) (overwrites dy with dx) */                             \
+    X(void, softmax_rows, (real *x, int R, int C, real scale, const real *colbias))                                    \
+    X(void, softmax_rows_backward, (real *dy_inplace, const real *y, int R, int C))                                    \
+    /* Attention score mask in place: S [B,H,N,N] gets -inf where (causal and j > i) or key j of                       \
+     * batch b is padding. keymask [B,N] is HOST memory (1 = token, 0 = padding) or NULL. */                           \
+    X(void, attn_mask, (real *S, const uint8_t *keymask, int B, int H, int N, int causal))                             \
+    /* Normalised linear mixing core (GMA_SPEC 3.1) for BH independent heads.                                          \
+     * phq, phk [BH,N,F] (padded keys already zero), v [BH,N,d] -> out [BH,N,d], den [BH,N].                           \
+     * causal: chunked scan with chunk C; state [BH, ceil(N/C), F*d + F] saved for backward. */                        \
+    X(void, linmix_forward, (real *out, real *den, real *state, const real *phq, const real *phk, const real *v,       \
+        int BH, int N, int F, int d, int causal, int chunk, real eps))                                                 \
+    X(void, linmix_backward, (real *dphq, real *dphk, real *dv, const real *dout, const real *out,                     \
+        const real *den, const real *state, const real *phq, const real *phk, const real *v, int BH, int N, int F,     \
+        int d, int causal, int chunk))                                                                                 \
+    /* GMA Gaussian routing (GMA_SPEC 3.2), fused log-density + softmax, for BH heads of R rows:                       \
+     * x [B,H,N,d] rows, per-head params mu, var_raw [H,Kc,d], prior [H,Kc]; gamma [B,H,N,Kc].                         \
+     * shared: one parameter set (index 0) for every head. */                                                          \
+    X(void, gma_route_forward, (real *gamma, const real *x, const real *mu, const real *var_raw,                       \
+        const real *prior, int B, int H, int N, int d, int Kc, real tau, real var_floor, int shared))                  \
+    X(void, gma_route_backward, (real *dx, real *dmu, real *dvar_raw, real *dprior, const real *dgamma,                \
+        const real *gamma, const real *x, const real *mu, const real *var_raw, const real *prior, int B, int H,        \
+        int N, int d, int Kc, real tau, real var_floor, int shared))                                                   \
+    /* optimiser: one tensor at a time */                                                                              \
+    X(void, adamw, (real *p, const real *g, real *m, real *v, size_t n, real lr, real b1, real b2, real eps,           \
+        real wd, real bc1, real bc2))                                                                                  \
+    X(void, sgd, (real *p, const real *g, real *mom, size_t n, real lr, real momentum, real wd))                       \
+    /* gma health */                                                                                                   \
+    /* Diversity loss (GMA_SPEC 4) of responsibilities gamma [B,H,N,Kc], summed over heads:                            \
+     *   mode 0 (token): sum_h -sum_k mean_t log(gamma_htk + 1e-9)                                                     \
+     *   mode 1 (batch): sum_h -sum_k log(mean_t gamma_htk + 1e-9)                                                     \
+     * t runs over the (batch, position) rows with rowmask[b,n] != 0 (rowmask: host [B,N],                             \
+     * NULL = all rows). Backward: dgamma += scale * dL/dgamma (masked rows untouched). */                             \
+    X(double, gma_div_forward, (const real *gamma, const uint8_t *rowmask, int B, int H, int N, int Kc, int mode))     \
+    X(void, gma_div_backward, (real *dgamma, const real *gamma, const uint8_t *rowmask, int B, int H, int N,           \
+        int Kc, int mode, real scale))                                                                                 \
+    /* classifier */                                                                                                   \
+    /* Two-sequence interaction features (GMA_SPEC 2): u, v [B,D] -> out [B,4D] rows                                   \
+     * [u, v, u*v, u-v]; backward accumulates du, dv from dout [B,4D]. */                                              \
+    X(void, pair_features_forward, (real *out, const real *u, const real *v, int B, int D))                            \
+    X(void, pair_features_backward, (real *du, real *dv, const real *dout, const real *u, const real *v, int B,        \
+        int D))                                                                                                        \
+    /* baselines (required like every op: ops_check_table names a missing one). The mixers                             \
+     * that need them still refuse to be created without them, naming the op, and `sdpa`                               \
+     * falls back to the plain sdpa_ref path without attn_forward/attn_backward, for a                                 \
+     * table installed in g_ops without ops_check_table. */                                                            \
+    /* Elementwise maps: out = f(x) ; dx += dout * f'(x). elu1(x) = elu(x) + 1 (Linear                                 \
+     * Transformer feature map); silu(x) = x sigmoid(x); softplus(x) = log(1 + e^x). */                                \
+    X(void, elu1_forward, (real *out, const real *x, size_t n))                                                        \
+    X(void, elu1_backward, (real *dx, const real *dout, const real *x, size_t n))                                      \
+    X(void, silu_forward, (real *out, const real *x, size_t n))                                                        \
+    X(void, silu_backward, (real *dx, const real *dout, const real *x, size_t n))                                      \
+    X(void, softplus_forward, (real *out, const real *x, size_t n))                                                    \
+    X(void, softplus_backward, (real *dx, const real *dout, const real *x, size_t n))                                  \
+    /* Gate: out = y * silu(z) ; dy += dout * silu(z), dz += dout * y * silu'(z) */                                    \
+    X(void, gate_silu_forward, (real *out, const real *y, const real *z, size_t n))                                    \
+    X(void, gate_silu_backward, (real *dy, real *dz, const real *dout, const real *y, const real *z, size_t n))        \
+    /* Largest element, returned to the host in double (-inf for n = 0). */                                            \
+    X(double, maxval, (const real *x, size_t n))                                                                       \
+    /* Tiled softmax attention (online softmax, GMA_SPEC 3.5 `sdpa`), no N x N buffer.                                 \
+     * q, k, v, out [B,H,N,d]; lse [B,H,N] log-sum-exp of each row's scaled scores (saved                              \
+     * for backward; -inf for a row with no visible key, whose output is 0); kbias [B,N]                               \
+     * additive key bias (0 visible, -inf padding) or NULL. Scores = scale q k^T, causal                               \
+     * hides j > i. Backward recomputes the score tiles and accumulates dq, dk, dv. */                                 \
+    X(void, attn_forward, (real *out, real *lse, const real *q, const real *k, const real *v, const real *kbias,       \
+        int B, int H, int N, int d, int causal, real scale))                                                           \
+    X(void, attn_backward, (real *dq, real *dk, real *dv, const real *dout, const real *out, const real *lse,          \
+        const real *q, const real *k, const real *v, const real *kbias, int B, int H, int N, int d, int causal,        \
+        real scale))                                                                                                   \
+    /* Performer FAVOR+ (GMA_SPEC 3.5 `performer`). Exponents for m random features:                                   \
+     * e [B,H,N,m] = (x omega_h^T) / d^(1/4) - |x|^2 / (2 sqrt d), x [B,H,N,d], omega [H,m,d]                          \
+     * (a buffer: no gradient). Backward: dx += de omega / d^(1/4) - rowsum(de) x / sqrt(d). */                        \
+    X(void, favor_logits_forward, (real *e, const real *x, const real *omega, int B, int H, int N, int d, int m))      \
+    X(void, favor_logits_backward, (real *dx, const real *de, const real *x, const real *omega, int B, int H,          \
+        int N, int d, int m))                                                                                          \
+    /* Features from exponents, R rows of m: phi = scale * exp(e - c) with c the row max                               \
+     * (rowmax != NULL: the argmax column of each row is written there as a real) or the                               \
+     * given constant c (rowmax == NULL). Backward: de += dphi * phi, and with rowmax, the                             \
+     * dependence of c on e: de[r, argmax] -= sum_f dphi phi. */                                                       \
+    X(void, favor_exp_forward, (real *phi, real *rowmax, const real *e, int R, int m, real c, real scale))             \
+    X(void, favor_exp_backward, (real *de, const real *dphi, const real *phi, const real *rowmax, int R, int m))       \
+    /* Mamba (GMA_SPEC 3.5 `mamba`). Causal depthwise convolution over time, x, out [B,N,C],                           \
+     * w [C,K], b [C]: out[t,c] = b[c] + sum_k w[c,k] x[t-K+1+k, c] (x before 0 is 0).                                 \
+     * Backward accumulates dx, dw, db. */                                                                             \
+    X(void, conv1d_causal_forward, (real *out, const real *x, const real *w, const real *b, int B, int N, int C,       \
+        int K))                                                                                                        \
+    X(void, conv1d_causal_backward, (real *dx, real *dw, real *db, const real *dout, const real *x, const real *w,     \
+        int B, int N, int C, int K))                                                                                   \
+    /* Selective scan over E channels with S states, u, dt, y [B,N,E], Bm, Cm [B,N,S],                                 \
+     * A_log [E,S] (A = -exp(A_log)), Dskip [E]:                                                                       \
+     *   h_t = exp(dt_t A) h_{t-1} + dt_t Bm_t u_t ;  y_t = Cm_t . h_t + Dskip u_t  (h_{-1} = 0)                       \
+     * hck [B, ceil(N/chunk), E, S]: the state at the start of each chunk, saved for the                               \
+     * backward pass, which walks the chunks in reverse recomputing the states within a chunk                          \
+     * (memory O(N E / chunk * S), time linear in N). Backward accumulates du, ddt, dBm, dCm,                          \
+     * dA_log, dDskip. */                                                                                              \
+    X(void, scan_forward, (real *y, real *hck, const real *u, const real *dt, const real *Bm, const real *Cm,          \
+        const real *A_log, const real *Dskip, int B, int N, int E, int S, int chunk))                                  \
+    X(void, scan_backward, (real *du, real *ddt, real *dBm, real *dCm, real *dA_log, real *dDskip, const real *dy,     \
+        const real *hck, const real *u, const real *dt, const real *Bm, const real *Cm, const real *A_log,             \
+        const real *Dskip, int B, int N, int E, int S, int chunk))
+
 typedef struct GmaOps {
     const char *name;
-    /* memory */
-    void *(*alloc)(size_t bytes);                 /* zero-filled */
-    void (*free)(void *p);
-    void (*zero)(void *p, size_t bytes);
-    void (*to_device)(void *dst, const void *host_src, size_t bytes);
-    void (*to_host)(void *host_dst, const void *src, size_t bytes);
-    void (*copy)(void *dst, const void *src, size_t bytes);
-
-    /* C[M,N] = alpha op(A) op(B) + beta C; op(A) is [M,K], op(B) is [K,N]; ta/tb transpose */
-    void (*matmul)(real *C, const real *A, const real *B, int M, int N, int K, int ta, int tb, real alpha, real beta);
-    /* the same for `batch` independent products at the given element strides */
-    void (*matmul_strided)(real *C, const real *A, const real *B, int M, int N, int K, int ta, int tb, real alpha,
-                           real beta, int batch, size_t sA, size_t sB, size_t sC);
-    /* out[r,:] += bias ; dbias += sum_r dout[r,:] */
-    void (*bias_forward)(real *out, const real *bias, int R, int C);
-    void (*bias_backward)(real *dbias, const real *dout, int R, int C);
-
-    /* elementwise: out = a + b ; y += alpha x ; x *= s */
-    void (*add)(real *out, const real *a, const real *b, size_t n);
-    void (*axpy)(real *y, real alpha, const real *x, size_t n);
-    void (*scale)(real *x, real s, size_t n);
-    /* sum of squares and sum, returned to the host in double */
-    double (*sumsq)(const real *x, size_t n);
-    double (*sum)(const real *x, size_t n);
-    /* 1 if any element is NaN or Inf */
-    int (*nonfinite)(const real *x, size_t n);
-
-    /* GELU (tanh form): out = gelu(x) ; dx += dout * gelu'(x) */
-    void (*gelu_forward)(real *out, const real *x, size_t n);
-    void (*gelu_backward)(real *dx, const real *dout, const real *x, size_t n);
-
-    /* LayerNorm over the last dim C; mean, rstd [R] saved */
-    void (*layernorm_forward)(real *out, real *mean, real *rstd, const real *x, const real *w, const real *b, int R, int C);
-    void (*layernorm_backward)(real *dx, real *dw, real *db, const real *dout, const real *x, const real *w,
-                               const real *mean, const real *rstd, int R, int C);
-
-    /* out[b,t,:] = wte[tok[b,t],:] + (wpe ? wpe[t,:] : 0) ; backward scatters into dwte, dwpe */
-    void (*embed_forward)(real *out, const int32_t *tok, const real *wte, const real *wpe, int B, int T, int C);
-    void (*embed_backward)(real *dwte, real *dwpe, const real *dout, const int32_t *tok, int B, int T, int C);
-
-    /* Cross-entropy over rows of logits: loss[r] = -log softmax(logits[r])[target[r]], 0 where
-     * target < 0; also writes 1/0 into valid[r]. Backward overwrites logits with
-     * scale * (softmax - onehot) (0 rows where target < 0). */
-    void (*xent_forward)(real *loss, real *valid, const real *logits, const int32_t *target, int R, int V);
-    void (*xent_backward)(real *dlogits_inplace, const int32_t *target, int R, int V, real scale);
-    /* argmax per row (for accuracy), into host-visible int32 out */
-    void (*argmax_rows)(int32_t *out, const real *x, int R, int V);
-
-    /* heads: x [B,N,H*d] <-> xh [B,H,N,d] ; merge accumulates nothing (plain copy) */
-    void (*split_heads)(real *xh, const real *x, int B, int N, int H, int d);
-    void (*merge_heads)(real *x, const real *xh, int B, int N, int H, int d);
-
-    /* Row softmax in place with scale and optional additive per-column bias [C]; rows that are
-     * entirely -inf become 0. backward: dx = y * (dy - <dy,y>) (overwrites dy with dx) */
-    void (*softmax_rows)(real *x, int R, int C, real scale, const real *colbias);
-    void (*softmax_rows_backward)(real *dy_inplace, const real *y, int R, int C);
-    /* Attention score mask in place: S [B,H,N,N] gets -inf where (causal and j > i) or key j of
-     * batch b is padding. keymask [B,N] is HOST memory (1 = token, 0 = padding) or NULL. */
-    void (*attn_mask)(real *S, const uint8_t *keymask, int B, int H, int N, int causal);
-
-    /* Normalised linear mixing core (GMA_SPEC 3.1) for BH independent heads.
-     * phq, phk [BH,N,F] (padded keys already zero), v [BH,N,d] -> out [BH,N,d], den [BH,N].
-     * causal: chunked scan with chunk C; state [BH, ceil(N/C), F*d + F] saved for backward. */
-    void (*linmix_forward)(real *out, real *den, real *state, const real *phq, const real *phk, const real *v, int BH,
-                           int N, int F, int d, int causal, int chunk, real eps);
-    void (*linmix_backward)(real *dphq, real *dphk, real *dv, const real *dout, const real *out, const real *den,
-                            const real *state, const real *phq, const real *phk, const real *v, int BH, int N, int F,
-                            int d, int causal, int chunk);
-
-    /* GMA Gaussian routing (GMA_SPEC 3.2), fused log-density + softmax, for BH heads of R rows:
-     * x [B,H,N,d] rows, per-head params mu, var_raw [H,Kc,d], prior [H,Kc]; gamma [B,H,N,Kc].
-     * shared: one parameter set (index 0) for every head. */
-    void (*gma_route_forward)(real *gamma, const real *x, const real *mu, const real *var_raw, const real *prior,
-                              int B, int H, int N, int d, int Kc, real tau, real var_floor, int shared);
-    void (*gma_route_backward)(real *dx, real *dmu, real *dvar_raw, real *dprior, const real *dgamma,
-                               const real *gamma, const real *x, const real *mu, const real *var_raw,
-                               const real *prior, int B, int H, int N, int d, int Kc, real tau, real var_floor,
-                               int shared);
-
-    /* optimiser: one tensor at a time */
-    void (*adamw)(real *p, const real *g, real *m, real *v, size_t n, real lr, real b1, real b2, real eps, real wd,
-                  real bc1, real bc2);
-    void (*sgd)(real *p, const real *g, real *mom, size_t n, real lr, real momentum, real wd);
-
-    /* gma health */
-    /* Diversity loss (GMA_SPEC 4) of responsibilities gamma [B,H,N,Kc], summed over heads:
-     *   mode 0 (token): sum_h -sum_k mean_t log(gamma_htk + 1e-9)
-     *   mode 1 (batch): sum_h -sum_k log(mean_t gamma_htk + 1e-9)
-     * t runs over the (batch, position) rows with rowmask[b,n] != 0 (rowmask: host [B,N],
-     * NULL = all rows). Backward: dgamma += scale * dL/dgamma (masked rows untouched). */
-    double (*gma_div_forward)(const real *gamma, const uint8_t *rowmask, int B, int H, int N, int Kc, int mode);
-    void (*gma_div_backward)(real *dgamma, const real *gamma, const uint8_t *rowmask, int B, int H, int N, int Kc,
-                             int mode, real scale);
-
-    /* classifier */
-    /* Two-sequence interaction features (GMA_SPEC 2): u, v [B,D] -> out [B,4D] rows
-     * [u, v, u*v, u-v]; backward accumulates du, dv from dout [B,4D]. */
-    void (*pair_features_forward)(real *out, const real *u, const real *v, int B, int D);
-    void (*pair_features_backward)(real *du, real *dv, const real *dout, const real *u, const real *v, int B, int D);
-
-    /* baselines (required like every op: ops_check_table names a missing one). The mixers
-     * that need them still refuse to be created without them, naming the op, and `sdpa`
-     * falls back to the plain sdpa_ref path without attn_forward/attn_backward, for a
-     * table installed in g_ops without ops_check_table. */
-    /* Elementwise maps: out = f(x) ; dx += dout * f'(x). elu1(x) = elu(x) + 1 (Linear
-     * Transformer feature map); silu(x) = x sigmoid(x); softplus(x) = log(1 + e^x). */
-    void (*elu1_forward)(real *out, const real *x, size_t n);
-    void (*elu1_backward)(real *dx, const real *dout, const real *x, size_t n);
-    void (*silu_forward)(real *out, const real *x, size_t n);
-    void (*silu_backward)(real *dx, const real *dout, const real *x, size_t n);
-    void (*softplus_forward)(real *out, const real *x, size_t n);
-    void (*softplus_backward)(real *dx, const real *dout, const real *x, size_t n);
-    /* Gate: out = y * silu(z) ; dy += dout * silu(z), dz += dout * y * silu'(z) */
-    void (*gate_silu_forward)(real *out, const real *y, const real *z, size_t n);
-    void (*gate_silu_backward)(real *dy, real *dz, const real *dout, const real *y, const real *z, size_t n);
-    /* Largest element, returned to the host in double (-inf for n = 0). */
-    double (*maxval)(const real *x, size_t n);
-
-    /* Tiled softmax attention (online softmax, GMA_SPEC 3.5 `sdpa`), no N x N buffer.
-     * q, k, v, out [B,H,N,d]; lse [B,H,N] log-sum-exp of each row's scaled scores (saved
-     * for backward; -inf for a row with no visible key, whose output is 0); kbias [B,N]
-     * additive key bias (0 visible, -inf padding) or NULL. Scores = scale q k^T, causal
-     * hides j > i. Backward recomputes the score tiles and accumulates dq, dk, dv. */
-    void (*attn_forward)(real *out, real *lse, const real *q, const real *k, const real *v, const real *kbias, int B,
-                         int H, int N, int d, int causal, real scale);
-    void (*attn_backward)(real *dq, real *dk, real *dv, const real *dout, const real *out, const real *lse,
-                          const real *q, const real *k, const real *v, const real *kbias, int B, int H, int N, int d,
-                          int causal, real scale);
-
-    /* Performer FAVOR+ (GMA_SPEC 3.5 `performer`). Exponents for m random features:
-     * e [B,H,N,m] = (x omega_h^T) / d^(1/4) - |x|^2 / (2 sqrt d), x [B,H,N,d], omega [H,m,d]
-     * (a buffer: no gradient). Backward: dx += de omega / d^(1/4) - rowsum(de) x / sqrt(d). */
-    void (*favor_logits_forward)(real *e, const real *x, const real *omega, int B, int H, int N, int d, int m);
-    void (*favor_logits_backward)(real *dx, const real *de, const real *x, const real *omega, int B, int H, int N,
-                                  int d, int m);
-    /* Features from exponents, R rows of m: phi = scale * exp(e - c) with c the row max
-     * (rowmax != NULL: the argmax column of each row is written there as a real) or the
-     * given constant c (rowmax == NULL). Backward: de += dphi * phi, and with rowmax, the
-     * dependence of c on e: de[r, argmax] -= sum_f dphi phi. */
-    void (*favor_exp_forward)(real *phi, real *rowmax, const real *e, int R, int m, real c, real scale);
-    void (*favor_exp_backward)(real *de, const real *dphi, const real *phi, const real *rowmax, int R, int m);
-
-    /* Mamba (GMA_SPEC 3.5 `mamba`). Causal depthwise convolution over time, x, out [B,N,C],
-     * w [C,K], b [C]: out[t,c] = b[c] + sum_k w[c,k] x[t-K+1+k, c] (x before 0 is 0).
-     * Backward accumulates dx, dw, db. */
-    void (*conv1d_causal_forward)(real *out, const real *x, const real *w, const real *b, int B, int N, int C, int K);
-    void (*conv1d_causal_backward)(real *dx, real *dw, real *db, const real *dout, const real *x, const real *w, int B,
-                                   int N, int C, int K);
-    /* Selective scan over E channels with S states, u, dt, y [B,N,E], Bm, Cm [B,N,S],
-     * A_log [E,S] (A = -exp(A_log)), Dskip [E]:
-     *   h_t = exp(dt_t A) h_{t-1} + dt_t Bm_t u_t ;  y_t = Cm_t . h_t + Dskip u_t  (h_{-1} = 0)
-     * hck [B, ceil(N/chunk), E, S]: the state at the start of each chunk, saved for the
-     * backward pass, which walks the chunks in reverse recomputing the states within a chunk
-     * (memory O(N E / chunk * S), time linear in N). Backward accumulates du, ddt, dBm, dCm,
-     * dA_log, dDskip. */
-    void (*scan_forward)(real *y, real *hck, const real *u, const real *dt, const real *Bm, const real *Cm,
-                         const real *A_log, const real *Dskip, int B, int N, int E, int S, int chunk);
-    void (*scan_backward)(real *du, real *ddt, real *dBm, real *dCm, real *dA_log, real *dDskip, const real *dy,
-                          const real *hck, const real *u, const real *dt, const real *Bm, const real *Cm,
-                          const real *A_log, const real *Dskip, int B, int N, int E, int S, int chunk);
+#define GMA_OP_MEMBER(ret, op, params) ret(*op) params;
+    GMA_OPS(GMA_OP_MEMBER)
+#undef GMA_OP_MEMBER
 } GmaOps;
 
-/* The active backend; selected once at start-up. */
+/* The active backend (ops.c); selected once at start-up, the cpu table until then. A
+ * program may install a table of its own that wraps the active one (gmabench's profiling
+ * table): the ops_* calls below go through g_ops, so they reach the wrapped backend. */
 extern const GmaOps *g_ops;
-extern const GmaOps gma_ops_cpu;
+extern const GmaOps gma_ops_cpu; /* cpu/cpu_core.c */
 /* Select "cpu" or "cuda"; refuses cuda in a build without it or without a usable GPU, and
  * refuses a backend whose table has a missing (NULL) op, naming it. */
 int ops_select(const char *device);
-/* 0 when every member of the table is set, else -1 with an error naming the first missing
- * op (the baseline ops from elu1_forward on included). */
+/* 0 when every op of GMA_OPS is set in the table, else -1 with an error naming the first
+ * missing one (ops_check.c). */
 int ops_check_table(const GmaOps *ops);
 /* Precision of the active backend's matrix products: "fp32" (every backend), "tf32" or
  * "bf16" (cuda only; bf16 keeps fp32 master weights and fp32 accumulation). Call after
  * ops_select. Returns -1 with a message for a precision the backend cannot run. */
 int ops_set_precision(const char *precision);
-/* Wait until every queued op of the active backend has finished (for timing). */
+/* Wait until every queued op of the active backend has finished (for timing). These four
+ * call the active table's sync, device_name, mem_stats and mem_reset_peak. */
 void ops_sync(void);
 /* The device name ("cpu", or the GPU's name) of the active backend. */
 const char *ops_device_name(void);
@@ -201,6 +208,6 @@ const char *ops_device_name(void);
  * last ops_mem_reset_peak. Host memory of the cpu backend is not counted (0). */
 void ops_mem_stats(size_t *in_use, size_t *peak);
 void ops_mem_reset_peak(void);
-/* Threads for OpenMP and BLAS (0 = all cores). */
+/* Threads for OpenMP and BLAS (0 = all cores; cpu/cpu_core.c). */
 void ops_set_threads(int n);
 #endif

@@ -21,22 +21,7 @@ void cuda_gemm(float *C, const float *A, const float *B, int M, int N, int K, in
 void cuda_gemm_strided(float *C, const float *A, const float *B, int M, int N, int K, int ta, int tb, float alpha, float beta, int batch, long long sA, long long sB, long long sC) {
     for (int b = 0; b < batch; b++) cuda_gemm(C + b * sC, A + b * sA, B + b * sB, M, N, K, ta, tb, alpha, beta);
 }
-void cuda_elu1_forward(real *out, const real *x, size_t n); void cuda_elu1_backward(real *dx, const real *dout, const real *x, size_t n);
-void cuda_silu_forward(real *out, const real *x, size_t n); void cuda_silu_backward(real *dx, const real *dout, const real *x, size_t n);
-void cuda_softplus_forward(real *out, const real *x, size_t n); void cuda_softplus_backward(real *dx, const real *dout, const real *x, size_t n);
-void cuda_gate_silu_forward(real *out, const real *y, const real *z, size_t n);
-void cuda_gate_silu_backward(real *dy, real *dz, const real *dout, const real *y, const real *z, size_t n);
-double cuda_maxval(const real *x, size_t n);
-void cuda_favor_logits_forward(real *e, const real *x, const real *omega, int B, int H, int N, int d, int m);
-void cuda_favor_logits_backward(real *dx, const real *de, const real *x, const real *omega, int B, int H, int N, int d, int m);
-void cuda_favor_exp_forward(real *phi, real *rowmax, const real *e, int R, int m, real c, real scale);
-void cuda_favor_exp_backward(real *de, const real *dphi, const real *phi, const real *rowmax, int R, int m);
-void cuda_attn_forward(real *out, real *lse, const real *q, const real *k, const real *v, const real *kbias, int B, int H, int N, int d, int causal, real scale);
-void cuda_attn_backward(real *dq, real *dk, real *dv, const real *dout, const real *out, const real *lse, const real *q, const real *k, const real *v, const real *kbias, int B, int H, int N, int d, int causal, real scale);
-void cuda_conv1d_causal_forward(real *out, const real *x, const real *w, const real *b, int B, int N, int C, int K);
-void cuda_conv1d_causal_backward(real *dx, real *dw, real *db, const real *dout, const real *x, const real *w, int B, int N, int C, int K);
-void cuda_scan_forward(real *y, real *hck, const real *u, const real *dt, const real *Bm, const real *Cm, const real *A_log, const real *Dskip, int B, int N, int E, int S, int chunk);
-void cuda_scan_backward(real *du, real *ddt, real *dBm, real *dCm, real *dA_log, real *dDskip, const real *dy, const real *hck, const real *u, const real *dt, const real *Bm, const real *Cm, const real *A_log, const real *Dskip, int B, int N, int E, int S, int chunk);
+/* the cuda_<op> prototypes: ops/cuda/cuda.h (through cuda_common.cuh) */
 
 static std::mt19937 rng(1);
 typedef std::vector<float> V;

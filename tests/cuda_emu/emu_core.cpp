@@ -15,9 +15,6 @@ extern "C" {
 #include "ops/cpu/cpu.h"
 }
 #include <random>
-extern "C" int cuda_ops_init(const GmaOps **out);
-extern "C" int cuda_set_precision(const char *precision);
-extern "C" void cuda_mem_stats(size_t *in_use, size_t *peak);
 
 static const GmaOps *CU, *CP = &gma_ops_cpu;
 static std::mt19937 rng(7);
@@ -60,9 +57,9 @@ static void t_mem() {
     CU->zero(e + 10, 20 * sizeof(float)); CU->to_host(F(back), e, n * sizeof(float));
     for (int i = 10; i < 30; i++) h[i] = 0;
     cmp("zero (a slice)", back, h, 1e-30);
-    size_t use = 0, peak = 0; cuda_mem_stats(&use, &peak);
+    size_t use = 0, peak = 0; CU->mem_stats(&use, &peak);
     CU->free(d); CU->free(e); CU->free(NULL);
-    size_t use2 = 0; cuda_mem_stats(&use2, &peak);
+    size_t use2 = 0; CU->mem_stats(&use2, &peak);
     printf("%-44s in use %zu -> %zu bytes %s\n", "mem stats track alloc/free", use, use2, use - use2 == 2 * n * sizeof(float) ? "ok" : "FAIL");
     ncheck++; if (use - use2 != 2 * n * sizeof(float)) nfail++;
 }
@@ -238,9 +235,9 @@ int main(int argc, char **argv) {
     if (ON("mem")) t_mem();
     if (ON("matmul")) {
         t_matmul("fp32", 1e-4);
-        cuda_set_precision("tf32"); t_matmul("tf32", 2e-3);
-        cuda_set_precision("bf16"); t_matmul("bf16", 1e-2);
-        cuda_set_precision("fp32");
+        CU->set_precision("tf32"); t_matmul("tf32", 2e-3);
+        CU->set_precision("bf16"); t_matmul("bf16", 1e-2);
+        CU->set_precision("fp32");
     }
     if (ON("nn")) {
         t_basic(); t_ln(37, 70); t_ln(300, 33); t_embed(2, 9, 150, 200, 1); t_embed(3, 5, 20, 7, 0);

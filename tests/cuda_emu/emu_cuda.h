@@ -167,16 +167,23 @@ inline cudaError_t cudaMemsetAsync(void *p, int v, size_t n, cudaStream_t = 0) {
 inline cudaError_t cudaMemcpyAsync(void *d, const void *s, size_t n, int k, cudaStream_t = 0) { return cudaMemcpy(d, s, n, k); }
 inline cudaError_t cudaGetLastError() { return cudaSuccess; }
 inline cudaError_t cudaPeekAtLastError() { return cudaSuccess; }
-inline cudaError_t cudaDeviceSynchronize() { return cudaSuccess; }
 inline cudaError_t cudaStreamSynchronize(cudaStream_t) { return cudaSuccess; }
-inline const char *cudaGetErrorString(cudaError_t e) { return e ? "emulated error" : "no error"; }
-inline const char *cudaGetErrorName(cudaError_t e) { return e ? "cudaErrorEmu" : "cudaSuccess"; }
 inline cudaError_t cudaMemGetInfo(size_t *fr, size_t *tot) { *fr = *tot = (size_t)1 << 34; return cudaSuccess; }
 /* EMU_DEVICES=n pretends to have n devices (default 1), each with its own PCI bus id; they
- * share the emulated memory, which is per process anyway */
+ * share the emulated memory, which is per process anyway. EMU_DEVICES=0 is a machine with
+ * the CUDA runtime but no GPU driver: cudaGetDeviceCount and cudaDeviceSynchronize fail
+ * as they do there (cudaErrorInsufficientDriver). */
+#define EMU_NO_DRIVER ((cudaError_t)35) /* cudaErrorInsufficientDriver */
 inline int g_emu_dev;
-inline int emu_devices() { const char *e = getenv("EMU_DEVICES"); int n = e && *e ? atoi(e) : 1; return n > 0 ? n : 1; }
-inline cudaError_t cudaGetDeviceCount(int *n) { *n = emu_devices(); return cudaSuccess; }
+inline int emu_devices() { const char *e = getenv("EMU_DEVICES"); int n = e && *e ? atoi(e) : 1; return n > 0 ? n : 0; }
+inline cudaError_t cudaGetDeviceCount(int *n) { *n = emu_devices(); return *n ? cudaSuccess : EMU_NO_DRIVER; }
+inline cudaError_t cudaDeviceSynchronize() { return emu_devices() ? cudaSuccess : EMU_NO_DRIVER; }
+inline const char *cudaGetErrorString(cudaError_t e) {
+    return e == EMU_NO_DRIVER ? "CUDA driver version is insufficient for CUDA runtime version" : e ? "emulated error" : "no error";
+}
+inline const char *cudaGetErrorName(cudaError_t e) {
+    return e == EMU_NO_DRIVER ? "cudaErrorInsufficientDriver" : e ? "cudaErrorEmu" : "cudaSuccess";
+}
 inline cudaError_t cudaSetDevice(int d) { if (d < 0 || d >= emu_devices()) return 101; /* cudaErrorInvalidDevice */ g_emu_dev = d; return cudaSuccess; }
 inline cudaError_t cudaGetDevice(int *d) { *d = g_emu_dev; return cudaSuccess; }
 inline cudaError_t cudaDeviceGetPCIBusId(char *s, int len, int d) {

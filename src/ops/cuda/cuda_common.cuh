@@ -19,9 +19,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-extern "C" {
-#include "ops/ops.h"
-}
+#include "ops/cuda/cuda.h"
 
 /* ---- checked calls ---- */
 void cuda_fail(const char *file, int line, const char *call, const char *msg);

@@ -1,7 +1,9 @@
 /* cuda_core.cu: the CUDA backend's start-up (device checks, cuBLAS), memory, matrix
  * products (fp32, tf32 or bf16 through cuBLAS, row-major by swapping operands),
- * elementwise ops, deterministic reductions, the optimisers, and the GmaOps table that
- * gathers every CUDA op (ops/ops.h has the contracts; ops/cpu/ the reference twins).
+ * elementwise ops, deterministic reductions, the optimisers, the backend hooks (precision,
+ * sync, device name, memory statistics), and the GmaOps table that gathers every CUDA op,
+ * generated from GMA_OPS (ops/ops.h has the contracts, ops/cuda/cuda.h the prototypes,
+ * ops/cpu/ the reference twins).
  *
  * Everything runs on the default stream, so ops are ordered without extra synchronisation;
  * reductions that return a value to the host wait for the stream. Memory comes from
@@ -63,7 +65,7 @@ static void untrack(void *p) {
     g_sizes->erase(it);
 }
 
-static void *cu_alloc(size_t bytes) {
+void *cuda_alloc(size_t bytes) {
     void *p = NULL;
     size_t n = bytes ? bytes : 256;
     cudaError_t e = cudaMalloc(&p, n);
@@ -79,21 +81,21 @@ static void *cu_alloc(size_t bytes) {
     track(p, n);
     return p;
 }
-static void cu_free(void *p) {
+void cuda_free(void *p) {
     if (!p) return;
     untrack(p);
     CUDA_CHECK(cudaFree(p));
 }
-static void cu_zero(void *p, size_t bytes) {
+void cuda_zero(void *p, size_t bytes) {
     if (bytes) CUDA_CHECK(cudaMemsetAsync(p, 0, bytes, 0));
 }
-static void cu_to_device(void *dst, const void *src, size_t bytes) {
+void cuda_to_device(void *dst, const void *src, size_t bytes) {
     if (bytes) CUDA_CHECK(cudaMemcpy(dst, src, bytes, cudaMemcpyHostToDevice));
 }
-static void cu_to_host(void *dst, const void *src, size_t bytes) {
+void cuda_to_host(void *dst, const void *src, size_t bytes) {
     if (bytes) CUDA_CHECK(cudaMemcpy(dst, src, bytes, cudaMemcpyDeviceToHost));
 }
-static void cu_copy(void *dst, const void *src, size_t bytes) {
+void cuda_copy(void *dst, const void *src, size_t bytes) {
     if (bytes && dst != src) CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, 0));
 }
 
@@ -101,9 +103,9 @@ static void *g_ws[CUDA_WS_SLOTS];
 static size_t g_ws_cap[CUDA_WS_SLOTS];
 void *cuda_ws(int slot, size_t bytes) {
     if (bytes > g_ws_cap[slot]) {
-        if (g_ws[slot]) cu_free(g_ws[slot]); /* cudaFree waits for pending work */
+        if (g_ws[slot]) cuda_free(g_ws[slot]); /* cudaFree waits for pending work */
         size_t cap = bytes + bytes / 4 + 256;
-        g_ws[slot] = cu_alloc(cap);
+        g_ws[slot] = cuda_alloc(cap);
         g_ws_cap[slot] = cap;
     }
     return g_ws[slot];
@@ -155,15 +157,15 @@ static void gemm_bf16(float *C, const float *A, const float *B, int M, int N, in
                                             CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
 }
 
-static void cu_matmul(real *C, const real *A, const real *B, int M, int N, int K, int ta, int tb, real alpha,
-                      real beta) {
+void cuda_matmul(real *C, const real *A, const real *B, int M, int N, int K, int ta, int tb, real alpha,
+                 real beta) {
     if (g_cuda_prec == PREC_BF16 && M > 0 && N > 0 && K > 0)
         return gemm_bf16(C, A, B, M, N, K, ta, tb, alpha, beta, 1, 0, 0, 0);
     cuda_gemm(C, A, B, M, N, K, ta, tb, alpha, beta);
 }
 
-static void cu_matmul_strided(real *C, const real *A, const real *B, int M, int N, int K, int ta, int tb, real alpha,
-                              real beta, int batch, size_t sA, size_t sB, size_t sC) {
+void cuda_matmul_strided(real *C, const real *A, const real *B, int M, int N, int K, int ta, int tb, real alpha,
+                         real beta, int batch, size_t sA, size_t sB, size_t sC) {
     if (g_cuda_prec == PREC_BF16 && M > 0 && N > 0 && K > 0 && batch > 0)
         return gemm_bf16(C, A, B, M, N, K, ta, tb, alpha, beta, batch, (long long)sA, (long long)sB, (long long)sC);
     cuda_gemm_strided(C, A, B, M, N, K, ta, tb, alpha, beta, batch, (long long)sA, (long long)sB, (long long)sC);
@@ -178,27 +180,27 @@ __global__ void k_bias_fwd(float *out, const float *bias, size_t R, int C) {
 }
 
 static void scale_or_zero(float *C, size_t n, float beta) {
-    if (beta == 0) return cu_zero(C, n * sizeof(float));
+    if (beta == 0) return cuda_zero(C, n * sizeof(float));
     if (beta == 1) return;
     k_scale<<<grid_for(n), TPB>>>(C, beta, n);
     KERNEL_CHECK("k_scale");
 }
-static void cu_add(real *out, const real *a, const real *b, size_t n) {
+void cuda_add(real *out, const real *a, const real *b, size_t n) {
     if (!n) return;
     k_add<<<grid_for(n), TPB>>>(out, a, b, n);
     KERNEL_CHECK("k_add");
 }
-static void cu_axpy(real *y, real alpha, const real *x, size_t n) {
+void cuda_axpy(real *y, real alpha, const real *x, size_t n) {
     if (!n) return;
     k_axpy<<<grid_for(n), TPB>>>(y, alpha, x, n);
     KERNEL_CHECK("k_axpy");
 }
-static void cu_scale(real *x, real s, size_t n) {
+void cuda_scale(real *x, real s, size_t n) {
     if (!n) return;
     k_scale<<<grid_for(n), TPB>>>(x, s, n);
     KERNEL_CHECK("k_scale");
 }
-static void cu_bias_forward(real *out, const real *bias, int R, int C) {
+void cuda_bias_forward(real *out, const real *bias, int R, int C) {
     size_t n = (size_t)R * C;
     if (!n) return;
     k_bias_fwd<<<grid_for(n), TPB>>>(out, bias, (size_t)R, C);
@@ -241,7 +243,7 @@ void cuda_colsum_acc(float *out, const float *X, int R, int C) {
     k_colsum_final<<<grid_for(C), TPB>>>(out, part, nrb, C);
     KERNEL_CHECK("k_colsum_final");
 }
-static void cu_bias_backward(real *dbias, const real *dout, int R, int C) { cuda_colsum_acc(dbias, dout, R, C); }
+void cuda_bias_backward(real *dbias, const real *dout, int R, int C) { cuda_colsum_acc(dbias, dout, R, C); }
 
 /* ---------------------------------------------------------------- reductions to the host */
 #define RED_BLOCKS 512
@@ -267,13 +269,13 @@ static double reduce(const float *x, size_t n, int sq) {
     for (int b = 0; b < RED_BLOCKS; b++) s += g_red_host[b];
     return s;
 }
-static double cu_sumsq(const real *x, size_t n) { return reduce(x, n, 1); }
-static double cu_sum(const real *x, size_t n) { return reduce(x, n, 0); }
+double cuda_sumsq(const real *x, size_t n) { return reduce(x, n, 1); }
+double cuda_sum(const real *x, size_t n) { return reduce(x, n, 0); }
 
 __global__ void k_nonfinite(int *flag, const float *x, size_t n) {
     GRID_STRIDE(i, n) if (!isfinite(x[i])) *flag = 1; /* every writer stores 1: no race on the value */
 }
-static int cu_nonfinite(const real *x, size_t n) {
+int cuda_nonfinite(const real *x, size_t n) {
     if (!n) return 0;
     int h = 0;
     CUDA_CHECK(cudaMemsetAsync(g_flag_dev, 0, sizeof(int), 0));
@@ -294,8 +296,8 @@ __global__ void k_adamw(float *p, const float *g, float *m, float *v, size_t n, 
         p[i] -= lr * (mh / (sqrtf(vh) + eps) + wd * p[i]);
     }
 }
-static void cu_adamw(real *p, const real *g, real *m, real *v, size_t n, real lr, real b1, real b2, real eps, real wd,
-                     real bc1, real bc2) {
+void cuda_adamw(real *p, const real *g, real *m, real *v, size_t n, real lr, real b1, real b2, real eps, real wd,
+                real bc1, real bc2) {
     if (!n) return;
     k_adamw<<<grid_for(n), TPB>>>(p, g, m, v, n, lr, b1, b2, eps, wd, bc1, bc2);
     KERNEL_CHECK("k_adamw");
@@ -307,146 +309,20 @@ __global__ void k_sgd(float *p, const float *g, float *mom, size_t n, float lr, 
         p[i] -= lr * gi;
     }
 }
-static void cu_sgd(real *p, const real *g, real *mom, size_t n, real lr, real momentum, real wd) {
+void cuda_sgd(real *p, const real *g, real *mom, size_t n, real lr, real momentum, real wd) {
     if (!n) return;
     k_sgd<<<grid_for(n), TPB>>>(p, g, mom, n, lr, momentum, wd);
     KERNEL_CHECK("k_sgd");
 }
 
 /* ---------------------------------------------------------------- the table */
-/* cuda_nn.cu */
-void cuda_gelu_forward(real *out, const real *x, size_t n);
-void cuda_gelu_backward(real *dx, const real *dout, const real *x, size_t n);
-void cuda_layernorm_forward(real *out, real *mean, real *rstd, const real *x, const real *w, const real *b, int R,
-                            int C);
-void cuda_layernorm_backward(real *dx, real *dw, real *db, const real *dout, const real *x, const real *w,
-                             const real *mean, const real *rstd, int R, int C);
-void cuda_embed_forward(real *out, const int32_t *tok, const real *wte, const real *wpe, int B, int T, int C);
-void cuda_embed_backward(real *dwte, real *dwpe, const real *dout, const int32_t *tok, int B, int T, int C);
-void cuda_xent_forward(real *loss, real *valid, const real *logits, const int32_t *target, int R, int V);
-void cuda_xent_backward(real *dlogits, const int32_t *target, int R, int V, real scale);
-void cuda_argmax_rows(int32_t *out, const real *x, int R, int V);
-void cuda_split_heads(real *xh, const real *x, int B, int N, int H, int d);
-void cuda_merge_heads(real *x, const real *xh, int B, int N, int H, int d);
-void cuda_softmax_rows(real *x, int R, int C, real scale, const real *colbias);
-void cuda_softmax_rows_backward(real *dy, const real *y, int R, int C);
-void cuda_attn_mask(real *S, const uint8_t *keymask, int B, int H, int N, int causal);
-double cuda_gma_div_forward(const real *gamma, const uint8_t *rowmask, int B, int H, int N, int Kc, int mode);
-void cuda_gma_div_backward(real *dgamma, const real *gamma, const uint8_t *rowmask, int B, int H, int N, int Kc, int mode,
-                           real scale);
-/* cuda_linmix.cu */
-void cuda_linmix_forward(real *out, real *den, real *state, const real *phq, const real *phk, const real *v, int BH,
-                         int N, int F, int d, int causal, int chunk, real eps);
-void cuda_linmix_backward(real *dphq, real *dphk, real *dv, const real *dout, const real *out, const real *den,
-                          const real *state, const real *phq, const real *phk, const real *v, int BH, int N, int F,
-                          int d, int causal, int chunk);
-/* cuda_gma_route.cu */
-void cuda_gma_route_forward(real *gamma, const real *x, const real *mu, const real *var_raw, const real *prior, int B,
-                            int H, int N, int d, int Kc, real tau, real var_floor, int shared);
-void cuda_gma_route_backward(real *dx, real *dmu, real *dvar_raw, real *dprior, const real *dgamma,
-                             const real *gamma, const real *x, const real *mu, const real *var_raw, const real *prior,
-                             int B, int H, int N, int d, int Kc, real tau, real var_floor, int shared);
-
-/* cuda_cls.cu */
-void cuda_pair_features_forward(real *out, const real *u, const real *v, int B, int D);
-void cuda_pair_features_backward(real *du, real *dv, const real *dout, const real *u, const real *v, int B, int D);
-
-/* cuda_baselines.cu */
-void cuda_elu1_forward(real *out, const real *x, size_t n);
-void cuda_elu1_backward(real *dx, const real *dout, const real *x, size_t n);
-void cuda_silu_forward(real *out, const real *x, size_t n);
-void cuda_silu_backward(real *dx, const real *dout, const real *x, size_t n);
-void cuda_softplus_forward(real *out, const real *x, size_t n);
-void cuda_softplus_backward(real *dx, const real *dout, const real *x, size_t n);
-void cuda_gate_silu_forward(real *out, const real *y, const real *z, size_t n);
-void cuda_gate_silu_backward(real *dy, real *dz, const real *dout, const real *y, const real *z, size_t n);
-double cuda_maxval(const real *x, size_t n);
-void cuda_favor_logits_forward(real *e, const real *x, const real *omega, int B, int H, int N, int d, int m);
-void cuda_favor_logits_backward(real *dx, const real *de, const real *x, const real *omega, int B, int H, int N, int d,
-                                int m);
-void cuda_favor_exp_forward(real *phi, real *rowmax, const real *e, int R, int m, real c, real scale);
-void cuda_favor_exp_backward(real *de, const real *dphi, const real *phi, const real *rowmax, int R, int m);
-/* cuda_sdpa.cu */
-void cuda_attn_forward(real *out, real *lse, const real *q, const real *k, const real *v, const real *kbias, int B,
-                       int H, int N, int d, int causal, real scale);
-void cuda_attn_backward(real *dq, real *dk, real *dv, const real *dout, const real *out, const real *lse,
-                        const real *q, const real *k, const real *v, const real *kbias, int B, int H, int N, int d,
-                        int causal, real scale);
-/* cuda_mamba.cu */
-void cuda_conv1d_causal_forward(real *out, const real *x, const real *w, const real *b, int B, int N, int C, int K);
-void cuda_conv1d_causal_backward(real *dx, real *dw, real *db, const real *dout, const real *x, const real *w, int B,
-                                 int N, int C, int K);
-void cuda_scan_forward(real *y, real *hck, const real *u, const real *dt, const real *Bm, const real *Cm,
-                       const real *A_log, const real *Dskip, int B, int N, int E, int S, int chunk);
-void cuda_scan_backward(real *du, real *ddt, real *dBm, real *dCm, real *dA_log, real *dDskip, const real *dy,
-                        const real *hck, const real *u, const real *dt, const real *Bm, const real *Cm,
-                        const real *A_log, const real *Dskip, int B, int N, int E, int S, int chunk);
-
 static GmaOps make_table(void) {
     GmaOps t;
     memset(&t, 0, sizeof t);
     t.name = "cuda";
-    t.alloc = cu_alloc;
-    t.free = cu_free;
-    t.zero = cu_zero;
-    t.to_device = cu_to_device;
-    t.to_host = cu_to_host;
-    t.copy = cu_copy;
-    t.matmul = cu_matmul;
-    t.matmul_strided = cu_matmul_strided;
-    t.bias_forward = cu_bias_forward;
-    t.bias_backward = cu_bias_backward;
-    t.add = cu_add;
-    t.axpy = cu_axpy;
-    t.scale = cu_scale;
-    t.sumsq = cu_sumsq;
-    t.sum = cu_sum;
-    t.nonfinite = cu_nonfinite;
-    t.gelu_forward = cuda_gelu_forward;
-    t.gelu_backward = cuda_gelu_backward;
-    t.layernorm_forward = cuda_layernorm_forward;
-    t.layernorm_backward = cuda_layernorm_backward;
-    t.embed_forward = cuda_embed_forward;
-    t.embed_backward = cuda_embed_backward;
-    t.xent_forward = cuda_xent_forward;
-    t.xent_backward = cuda_xent_backward;
-    t.argmax_rows = cuda_argmax_rows;
-    t.split_heads = cuda_split_heads;
-    t.merge_heads = cuda_merge_heads;
-    t.softmax_rows = cuda_softmax_rows;
-    t.softmax_rows_backward = cuda_softmax_rows_backward;
-    t.attn_mask = cuda_attn_mask;
-    t.linmix_forward = cuda_linmix_forward;
-    t.linmix_backward = cuda_linmix_backward;
-    t.gma_route_forward = cuda_gma_route_forward;
-    t.gma_route_backward = cuda_gma_route_backward;
-    t.adamw = cu_adamw;
-    t.sgd = cu_sgd;
-    /* gma health */
-    t.gma_div_forward = cuda_gma_div_forward;
-    t.gma_div_backward = cuda_gma_div_backward;
-    t.pair_features_forward = cuda_pair_features_forward;
-    t.pair_features_backward = cuda_pair_features_backward;
-    /* baselines */
-    t.elu1_forward = cuda_elu1_forward;
-    t.elu1_backward = cuda_elu1_backward;
-    t.silu_forward = cuda_silu_forward;
-    t.silu_backward = cuda_silu_backward;
-    t.softplus_forward = cuda_softplus_forward;
-    t.softplus_backward = cuda_softplus_backward;
-    t.gate_silu_forward = cuda_gate_silu_forward;
-    t.gate_silu_backward = cuda_gate_silu_backward;
-    t.maxval = cuda_maxval;
-    t.attn_forward = cuda_attn_forward;
-    t.attn_backward = cuda_attn_backward;
-    t.favor_logits_forward = cuda_favor_logits_forward;
-    t.favor_logits_backward = cuda_favor_logits_backward;
-    t.favor_exp_forward = cuda_favor_exp_forward;
-    t.favor_exp_backward = cuda_favor_exp_backward;
-    t.conv1d_causal_forward = cuda_conv1d_causal_forward;
-    t.conv1d_causal_backward = cuda_conv1d_causal_backward;
-    t.scan_forward = cuda_scan_forward;
-    t.scan_backward = cuda_scan_backward;
+#define GMA_CUDA_OP(ret, op, params) t.op = cuda_##op;
+    GMA_OPS(GMA_CUDA_OP)
+#undef GMA_CUDA_OP
     return t;
 }
 static GmaOps g_table;
@@ -456,8 +332,7 @@ __global__ void k_probe(int *x) {
     if (x) *x = 1;
 }
 
-/* Find and set up the GPU: 0 with *out set, or -1 with a one-line error (no GPU, a driver
- * problem, or a GPU this build has no code for). Idempotent. */
+/* ops/cuda/cuda.h */
 extern "C" int cuda_ops_init(const GmaOps **out) {
     static int inited = 0;
     if (!inited) {
@@ -494,8 +369,8 @@ extern "C" int cuda_ops_init(const GmaOps **out) {
         CUBLAS_CHECK(cublasSetMathMode(g_cublas, CUBLAS_DEFAULT_MATH));
         const char *sy = getenv("GMA_CUDA_SYNC");
         g_cuda_sync_launches = sy && *sy && strcmp(sy, "0");
-        g_red_dev = (double *)cu_alloc(RED_BLOCKS * sizeof(double));
-        g_flag_dev = (int *)cu_alloc(sizeof(int));
+        g_red_dev = (double *)cuda_alloc(RED_BLOCKS * sizeof(double));
+        g_flag_dev = (int *)cuda_alloc(sizeof(int));
         CUDA_CHECK(cudaMallocHost(&g_red_host, RED_BLOCKS * sizeof(double)));
         g_table = make_table();
         inited = 1;
@@ -504,7 +379,7 @@ extern "C" int cuda_ops_init(const GmaOps **out) {
     return 0;
 }
 
-extern "C" int cuda_set_precision(const char *precision) {
+int cuda_set_precision(const char *precision) {
     if (!strcmp(precision, "fp32")) g_cuda_prec = PREC_FP32;
     else if (!strcmp(precision, "tf32")) g_cuda_prec = PREC_TF32;
     else if (!strcmp(precision, "bf16")) g_cuda_prec = PREC_BF16;
@@ -513,10 +388,10 @@ extern "C" int cuda_set_precision(const char *precision) {
     return 0;
 }
 
-extern "C" void cuda_sync(void) { CUDA_CHECK(cudaDeviceSynchronize()); }
-extern "C" const char *cuda_device_name(void) { return g_dev_name; }
-extern "C" void cuda_mem_stats(size_t *in_use, size_t *peak) {
+void cuda_sync(void) { CUDA_CHECK(cudaDeviceSynchronize()); }
+const char *cuda_device_name(void) { return g_dev_name; }
+void cuda_mem_stats(size_t *in_use, size_t *peak) {
     *in_use = g_in_use;
     *peak = g_peak;
 }
-extern "C" void cuda_mem_reset_peak(void) { g_peak = g_in_use; }
+void cuda_mem_reset_peak(void) { g_peak = g_in_use; }

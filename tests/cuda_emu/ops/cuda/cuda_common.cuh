@@ -19,9 +19,7 @@
 #include <vector>
 #include <stddef.h>
 #include <stdint.h>
-extern "C" {
-#include "ops/ops.h"
-}
+#include "ops/cuda/cuda.h"
 struct uint3e { unsigned x = 0, y = 0, z = 0; };
 struct dim3 { unsigned x, y, z; dim3(unsigned a = 1, unsigned b = 1, unsigned c = 1) : x(a), y(b), z(c) {} };
 inline thread_local uint3e threadIdx, blockIdx;
