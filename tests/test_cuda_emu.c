@@ -8,7 +8,7 @@
  * NCCL between two emulated GPUs, and through host memory when two ranks share one, each
  * matching one process with twice the batch; and generation with incremental decoding on
  * the emulated GPU drawing the tokens a full forward per token draws on the CPU (gma, sdpa,
- * linear). Skipped without mpicc and mpirun. */
+ * linear). Skipped without mpicc and mpirun, on a "SKIP: " line (scripts/run_tests.sh). */
 #include <string.h>
 
 #include "testutil.h"
@@ -28,7 +28,8 @@ END_TEST
 
 START_TEST(test_emulated_cuda_programs) {
     if (tu_run("command -v mpicc && command -v mpirun", NULL, 0) != 0) {
-        printf("test_cuda_emu: programs SKIPPED: mpicc or mpirun is not on PATH\n");
+        printf("SKIP: test_cuda_emu: emulated_cuda_programs: mpicc or mpirun is not on PATH\n");
+        fflush(stdout);
         return;
     }
     static char out[1 << 18];
