@@ -138,6 +138,12 @@ test: check-deps
 run-tests: $(BINS) $(TESTS)
 	@scripts/run_tests.sh $(TESTS)
 
+# the layer order of src/ from its #include lines (scripts/check_layers.sh): prints the
+# include graph between rooms and fails on an upward include or an include cycle
+.PHONY: layers
+layers:
+	@scripts/check_layers.sh src
+
 quickstart: check-deps
 	@$(MAKE) --no-print-directory binaries
 	scripts/quickstart.sh

@@ -10,7 +10,7 @@
  * the emulated GPU drawing the tokens a full forward per token draws on the CPU (gma, sdpa,
  * linear); and that build as on a machine without a GPU driver (EMU_DEVICES=0), where
  * `gmabench model --device cpu` must run and `--device cuda` be refused. Skipped without
- * mpicc and mpirun. */
+ * mpicc and mpirun, on a "SKIP: " line (scripts/run_tests.sh). */
 #include <string.h>
 
 #include "testutil.h"
@@ -30,7 +30,8 @@ END_TEST
 
 START_TEST(test_emulated_cuda_programs) {
     if (tu_run("command -v mpicc && command -v mpirun", NULL, 0) != 0) {
-        printf("test_cuda_emu: programs SKIPPED: mpicc or mpirun is not on PATH\n");
+        printf("SKIP: test_cuda_emu: emulated_cuda_programs: mpicc or mpirun is not on PATH\n");
+        fflush(stdout);
         return;
     }
     static char out[1 << 18];

@@ -1,7 +1,11 @@
 /* test_data_fetch.c: downloads against file:// URLs and a tiny HTTP/1.0 server the test
  * forks on 127.0.0.1 (Range support; one path drops the connection mid-body, one answers
  * 503 once, one is 404): full download, interrupted-and-resumed, resumed .part, digest
- * mismatch, 404, unreachable host, unknown dataset, and the one-line CLI errors. */
+ * mismatch, 404, unreachable host, unknown dataset, the one-line CLI errors, and archive
+ * data sets fetched from that server: a .tar.gz made here with tar(1) is served as the LRA
+ * release (no published digest: downloaded, then extracted, and the extracted files are
+ * compared with the originals) and as the IMDB archive (its published MD5 does not match:
+ * refused, nothing extracted, nothing left). */
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <signal.h>
@@ -20,6 +24,10 @@ static unsigned char body[BODY_LEN];
 static char body_sha[65];
 static pid_t server_pid;
 static int server_port;
+/* the archive served at ARCH_PATHS (make_archive), NULL until made */
+static unsigned char *arch;
+static size_t arch_len;
+static const char *const ARCH_PATHS[] = {"/lra_release.gz", "/aclImdb_v1.tar.gz"};
 
 static void make_body(void) {
     unsigned x = 99;
@@ -73,19 +81,23 @@ static void serve(int ls, const char *logpath) {
                      nf ? "404 Not Found" : "503 Service Unavailable");
             send_all(fd, hdr, strlen(hdr));
         } else {
+            const unsigned char *data = body;
+            long len = BODY_LEN;
+            for (int i = 0; i < 2; i++)
+                if (arch && strcmp(path, ARCH_PATHS[i]) == 0) data = arch, len = (long)arch_len;
             int drop = strcmp(path, "/drop.bin") == 0 && !dropped;
-            if (from > BODY_LEN) from = BODY_LEN;
+            if (from > len) from = len;
             if (from > 0)
                 snprintf(hdr, sizeof hdr,
-                         "HTTP/1.0 206 Partial Content\r\nContent-Length: %ld\r\nContent-Range: bytes %ld-%d/%d\r\n\r\n",
-                         BODY_LEN - from, from, BODY_LEN - 1, BODY_LEN);
-            else snprintf(hdr, sizeof hdr, "HTTP/1.0 200 OK\r\nContent-Length: %d\r\nAccept-Ranges: bytes\r\n\r\n", BODY_LEN);
+                         "HTTP/1.0 206 Partial Content\r\nContent-Length: %ld\r\nContent-Range: bytes %ld-%ld/%ld\r\n\r\n",
+                         len - from, from, len - 1, len);
+            else snprintf(hdr, sizeof hdr, "HTTP/1.0 200 OK\r\nContent-Length: %ld\r\nAccept-Ranges: bytes\r\n\r\n", len);
             send_all(fd, hdr, strlen(hdr));
             if (drop) {
                 dropped = 1;
-                send_all(fd, body, BODY_LEN / 2);
+                send_all(fd, data, (size_t)len / 2);
             } else {
-                send_all(fd, body + from, (size_t)(BODY_LEN - from));
+                send_all(fd, data + from, (size_t)(len - from));
             }
         }
         shutdown(fd, SHUT_RDWR);
@@ -290,8 +302,93 @@ START_TEST(test_cli_fetch_errors) {
     ck_assert_ptr_nonnull(strstr(out, "SHA-256 mismatch"));
     snprintf(p, sizeof p, "%s/dl/gpt2/encoder.json", tu_tmpdir());
     ck_assert(!gma_path_exists(p));
-    /* an archive data set from a local mirror file: fetched, verified (skipped: wrong digest) */
+    /* no data set named: a usage error */
     ck_assert_int_ne(tu_run("bin/gmadata fetch", out, sizeof out), 0);
+}
+END_TEST
+
+/* the files of the archive: name under the archive's top directory, contents */
+static const char *const ARCH_FILES[][2] = {
+    {"lra_release/listops/basic_test.tsv", "Source\tTarget\n( [MAX 2 9 ] )\t9\n( [MIN 4 1 ] )\t1\n"},
+    {"lra_release/README.txt", "a small stand-in for the LRA release\n"},
+};
+
+/* a .tar.gz of ARCH_FILES made by tar(1) under tmp/arch_src, loaded into arch; its SHA-256 */
+static void make_archive(char sha[65]) {
+    char p[700], cmd[2000];
+    for (int i = 0; i < 2; i++) {
+        snprintf(p, sizeof p, "%s/arch_src/%s", tu_tmpdir(), ARCH_FILES[i][0]);
+        *strrchr(p, '/') = 0;
+        ck_assert_int_eq(gma_mkdirs(p), 0);
+        snprintf(p, sizeof p, "%s/arch_src/%s", tu_tmpdir(), ARCH_FILES[i][0]);
+        tu_write(p, ARCH_FILES[i][1]);
+    }
+    snprintf(cmd, sizeof cmd, "tar -czf %s/made.tar.gz -C %s/arch_src lra_release", tu_tmpdir(), tu_tmpdir());
+    char out[1024];
+    ck_assert_msg(tu_run(cmd, out, sizeof out) == 0, "%s: %s", cmd, out);
+    snprintf(p, sizeof p, "%s/made.tar.gz", tu_tmpdir());
+    arch = (unsigned char *)gma_read_file(p, &arch_len);
+    ck_assert_ptr_nonnull(arch);
+    ck_assert_int_gt(arch_len, 100);
+    ck_assert_int_eq(arch[0], 0x1f); /* gzip magic */
+    ck_assert_int_eq(digest_file(p, DIGEST_SHA256, sha), 0);
+}
+
+static int file_is(const char *path, const char *text) {
+    size_t len;
+    char *d = gma_read_file(path, &len);
+    int ok = d && len == strlen(text) && memcmp(d, text, len) == 0;
+    free(d);
+    return ok;
+}
+
+static int count_in(const char *hay, const char *needle) {
+    int n = 0;
+    for (const char *p = hay; (p = strstr(p, needle)); p++) n++;
+    return n;
+}
+
+START_TEST(test_http_archive_fetched_and_extracted) {
+    char sha[65], got[65], p[800], out[4096], cmd[2000];
+    make_archive(sha);
+    start_server();
+    FetchOptions o = quick();
+    /* LRA (no published digest): downloaded, kept with a warning, extracted into DEST */
+    const char *dest = tu_path("lra_dl");
+    ck_assert_msg(fetch_dataset("lra", dest, url("/lra_release.gz"), &o) == 0, "%s", gma_error());
+    snprintf(p, sizeof p, "%s/lra_release.gz", dest);
+    ck_assert_int_eq(digest_file(p, DIGEST_SHA256, got), 0);
+    ck_assert_str_eq(got, sha); /* the archive arrived whole */
+    for (int i = 0; i < 2; i++) {
+        snprintf(p, sizeof p, "%s/%s", dest, ARCH_FILES[i][0]);
+        ck_assert_msg(file_is(p, ARCH_FILES[i][1]), "%s: not extracted or not the archived bytes", p);
+    }
+    snprintf(p, sizeof p, "%s/.lra_release.gz.extracted", dest);
+    ck_assert(gma_path_exists(p));
+    /* a second fetch finds the archive and the extraction complete: no request */
+    ck_assert_int_eq(fetch_dataset("lra", dest, url("/lra_release.gz"), &o), 0);
+    ck_assert_int_eq(count_in(server_log(), "/lra_release.gz from="), 1);
+    /* the same through the CLI, into another directory */
+    snprintf(cmd, sizeof cmd, "bin/gmadata fetch lra --url %s --dest %s/lra_cli --quiet --retries 0", url("/lra_release.gz"),
+             tu_tmpdir());
+    ck_assert_msg(tu_run(cmd, out, sizeof out) == 0, "%s: %s", cmd, out);
+    ck_assert_ptr_nonnull(strstr(out, "no digest was ever published for lra_release.gz"));
+    snprintf(p, sizeof p, "%s/lra_cli/%s", tu_tmpdir(), ARCH_FILES[0][0]);
+    ck_assert_msg(file_is(p, ARCH_FILES[0][1]), "%s", p);
+    /* IMDB: the archive does not match the published MD5: refused, nothing extracted */
+    snprintf(cmd, sizeof cmd, "bin/gmadata fetch imdb --url %s --dest %s/imdb_dl --quiet --retries 0",
+             url("/aclImdb_v1.tar.gz"), tu_tmpdir());
+    ck_assert_int_ne(tu_run(cmd, out, sizeof out), 0);
+    ck_assert_msg(strstr(out, "MD5 mismatch") && strstr(out, "aclImdb_v1.tar.gz"), "%s", out);
+    ck_assert_int_eq(count_in(out, "\n"), 1);
+    snprintf(p, sizeof p, "%s/imdb_dl/aclImdb_v1.tar.gz", tu_tmpdir());
+    ck_assert(!gma_path_exists(p));
+    snprintf(p, sizeof p, "%s/imdb_dl/lra_release", tu_tmpdir());
+    ck_assert(!gma_path_exists(p));
+    ck_assert_int_eq(count_in(server_log(), "/aclImdb_v1.tar.gz from=0"), 1);
+    stop_server();
+    free(arch);
+    arch = NULL;
 }
 END_TEST
 
@@ -305,6 +402,7 @@ Suite *make_suite(void) {
     tcase_add_test(tc, test_file_urls);
     tcase_add_test(tc, test_unreachable_and_unknown);
     tcase_add_test(tc, test_cli_fetch_errors);
+    tcase_add_test(tc, test_http_archive_fetched_and_extracted);
     suite_add_tcase(s, tc);
     return s;
 }

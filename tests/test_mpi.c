@@ -5,7 +5,8 @@
  * losses and gradient norms to 1e-5 relative, up to summation order), rank 0 alone writes
  * the run, a resumed two-rank run continues byte for byte, a signal to one rank stops both
  * with a checkpoint, and bad input gives one line and exit code 2 without a hang. Every
- * test is skipped, saying why, when mpirun or bin/mpi/gmatrain is missing.
+ * test is skipped, saying why on a "SKIP: " line (counted by scripts/run_tests.sh), when
+ * mpirun or bin/mpi/gmatrain is missing.
  *
  * The environment can point it at another build (scripts/cuda_emu_check.sh mpi does, for
  * the emulated `make cuda-mpi` binaries): GMA_TEST_MPI_BIN, the ranks' gmatrain (default
@@ -47,7 +48,7 @@ static const char *skip_reason(void) {
     do {                                                                      \
         const char *why_ = skip_reason();                                     \
         if (why_) {                                                           \
-            printf("test_mpi: %.*s SKIPPED: %s\n", (int)strlen(__func__) - 3, __func__, why_);             \
+            printf("SKIP: test_mpi: %.*s: %s\n", (int)strlen(__func__) - 3, __func__, why_);            \
             fflush(stdout);                                                   \
             return;                                                           \
         }                                                                     \
