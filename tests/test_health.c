@@ -53,7 +53,7 @@ static void sums_to_one(const char *sets) {
     one_make(&o, &c, B, N, 9);
     one_fwd(&o);
     const real *g = o.m->vt->health->query_resp(o.m, o.act, B, N);
-    int Kc = c.gma.n_components;
+    int Kc = (int)cfg_num(&c, "gma.n_components");
     for (int pass = 0; pass < 2; pass++, g += (size_t)B * 2 * N * Kc) /* gq, then gk right after it */
         for (int r = 0; r < B * 2 * N; r++) {
             double s = 0;
