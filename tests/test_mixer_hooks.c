@@ -1,7 +1,8 @@
 /* test_mixer_hooks.c: what the mixers declare through their vtables (run from the
  * repository root): the configuration sections they register (every key reachable by
  * JSON, --set and cfg_num, the resolved JSON with the same keys), the per-mixer
- * validation, the auxiliary loss and rank-averaged buffers the model collects, gmacheck
+ * validation, the auxiliary loss and rank-averaged buffers the model collects, auto's
+ * incremental decoding through its children, gmacheck
  * stepping with the trainer's optimiser (buffers untouched), and gmabench validating its
  * --set values. */
 #include <stdlib.h>
@@ -10,6 +11,7 @@
 #include <cjson/cJSON.h>
 
 #include "model/model.h"
+#include "ops/ops.h"
 #include "testutil.h"
 
 /* every registered section is in the resolved JSON, and reloading it gives the same values */
@@ -80,6 +82,52 @@ START_TEST(test_aux_loss_and_buffers) {
 }
 END_TEST
 
+/* auto decodes incrementally through the child every prefix of the window takes (sdpa:
+ * threshold past the window; GMA: threshold 1): each token gets the logits of a full
+ * forward over the tokens so far. A threshold inside the window falls back to forwards. */
+static double auto_decode_case(int threshold) {
+    Config c = tu_tiny_config("auto");
+    c.model.auto_threshold = threshold;
+    Model m;
+    ck_assert_int_eq(model_build(&m, &c), 0);
+    model_alloc(&m, 1, 8);
+    model_init_params(&m, 2);
+    double worst = -1;
+    if (threshold > 1 && threshold <= 8) {
+        ck_assert_int_eq(model_can_decode(&m), 0);
+        model_free(&m);
+        return worst;
+    }
+    ck_assert_int_eq(model_can_decode(&m), 1);
+    int32_t tok[8] = {3, 1, 4, 1, 5, 9, 2, 6}, tgt[8] = {0};
+    real full[11], step[11];
+    DecodeState ds;
+    ck_assert_int_eq(model_decode_begin(&m, &ds), 0);
+    for (int n = 1; n <= 8; n++) {
+        LossStats st;
+        ck_assert_int_eq(model_forward(&m, tok, tgt, 1, n, NULL, 0, &st, 0, 0), 0);
+        g_ops->to_host(full, m.logits + (size_t)(n - 1) * 11, sizeof full);
+        ck_assert_int_eq(model_decode_step(&m, &ds, tok[n - 1]), 0);
+        g_ops->to_host(step, m.logits, sizeof step);
+        for (int v = 0; v < 11; v++) {
+            double e = fabs((double)full[v] - step[v]) / fmax(1e-3, fabs((double)full[v]));
+            ck_assert_msg(e < 1e-5, "threshold %d position %d token %d: %g vs %g", threshold, n - 1, v, (double)full[v],
+                          (double)step[v]);
+            worst = fmax(worst, e);
+        }
+    }
+    model_decode_end(&m, &ds);
+    model_free(&m);
+    return worst;
+}
+
+START_TEST(test_auto_decodes_like_the_forward) {
+    double es = auto_decode_case(100), eg = auto_decode_case(1);
+    auto_decode_case(4);
+    printf("auto decode vs forward over 8 positions: sdpa path %.1e, gma path %.1e; threshold 4 falls back\n", es, eg);
+}
+END_TEST
+
 /* gmacheck takes the trainer's step: no buffer (EMA memory, Performer features) moves */
 START_TEST(test_gmacheck_keeps_buffers) {
     const char *sets[] = {"--set model.mixer=performer", "--set gma.memory=ema"};
@@ -109,6 +157,7 @@ Suite *make_suite(void) {
     tcase_set_timeout(tc, 120);
     tcase_add_test(tc, test_sections_round_trip);
     tcase_add_test(tc, test_aux_loss_and_buffers);
+    tcase_add_test(tc, test_auto_decodes_like_the_forward);
     tcase_add_test(tc, test_gmacheck_keeps_buffers);
     tcase_add_test(tc, test_gmabench_validates_set);
     suite_add_tcase(s, tc);

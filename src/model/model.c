@@ -480,8 +480,11 @@ int model_kmeans_init_cls(Model *m, const int32_t *tok, const int32_t *labels, i
 /* ---- incremental decoding ---- */
 int model_can_decode(const Model *m) {
     if (m->classify || !m->causal) return 0;
-    for (int l = 0; l < m->L; l++)
-        if (!m->blocks[l].mixer->vt->decode) return 0;
+    int W = m->Nmax < m->Nmax_act ? m->Nmax : m->Nmax_act; /* the window of model_decode_begin */
+    for (int l = 0; l < m->L; l++) {
+        const Mixer *mx = m->blocks[l].mixer;
+        if (!mx->vt->decode || (mx->vt->can_decode && !mx->vt->can_decode(mx, W))) return 0;
+    }
     return 1;
 }
 

@@ -129,8 +129,9 @@ typedef struct DecodeState {
     real **layer; /* per layer, into buf */
     int pos, W;   /* next position; positions 0..W-1 fit (model.max_seq_len, the planned N) */
 } DecodeState;
-/* 1 when the model is a causal LM whose every mixer has a decode step (gma, linear, sdpa,
- * sdpa_ref; not performer, mamba, linformer or auto) */
+/* 1 when the model is a causal LM whose every mixer has a decode step for the window
+ * (gma, linear, sdpa, sdpa_ref; auto when its threshold is not inside the window; not
+ * performer, mamba or linformer) */
 int model_can_decode(const Model *m);
 int model_decode_begin(Model *m, DecodeState *s);
 /* feed the token at position s->pos: its logits [V] are left in m->logits (backend) */

@@ -15,9 +15,12 @@
  * the auxiliary loss, the buffers the ranks average and the routing-health hooks are
  * GMA's and act on the last forward only when it took the GMA path (the sdpa path keeps
  * no responsibilities: route_stats then reports nothing, the EMA memory is neither
- * seeded nor updated from it, and the diversity loss is 0). Incremental decoding keeps
- * both children's states and answers each token with the path a full forward over the
- * tokens so far would take (sdpa while pos + 1 < model.auto_threshold, GMA after). */
+ * seeded nor updated from it, and the diversity loss is 0). Incremental decoding is the
+ * decode step of the one child that a full forward over any prefix of the window takes:
+ * sdpa when the whole window is shorter than model.auto_threshold, GMA when the threshold
+ * is 1. A threshold inside the window cannot be decoded incrementally (a full forward past
+ * it recomputes every earlier position, in every layer, through GMA), so can_decode says
+ * no and generation falls back to full forwards. */
 #include <stdlib.h>
 
 #include "nn/mixers/mixer.h"
@@ -150,17 +153,19 @@ static const MixerHealth auto_health = {
     .reinit = ah_reinit,
 };
 
-/* decoding: the GMA state, then the sdpa cache (only needed while sdpa can still answer) */
-static size_t auto_dstate(const Mixer *m, int Nmax) {
+/* decoding a window of Nmax tokens: the path every prefix takes, when it is one path */
+static int auto_can_decode(const Mixer *m, int Nmax) {
     const AutoPriv *p = m->priv;
-    return p->gma->vt->decode_state(p->gma, Nmax) + p->sdpa->vt->decode_state(p->sdpa, Nmax);
+    return p->threshold <= 1 || Nmax < p->threshold;
+}
+static size_t auto_dstate(const Mixer *m, int Nmax) {
+    Mixer *s = pick(m, Nmax);
+    return s->vt->decode_state(s, Nmax);
 }
 static void auto_decode(Mixer *m, real *y, const real *h, const real *params, real *state, int pos, int Nmax, real *act,
                         real *scratch) {
-    AutoPriv *p = m->priv;
-    real *sg = state, *ss = state + p->gma->vt->decode_state(p->gma, Nmax);
-    p->gma->vt->decode(p->gma, y, h, params, sg, pos, Nmax, act, scratch);
-    if (pos + 1 < p->threshold) p->sdpa->vt->decode(p->sdpa, y, h, params, ss, pos, Nmax, act, scratch);
+    Mixer *s = pick(m, Nmax);
+    s->vt->decode(s, y, h, params, state, pos, Nmax, act, scratch);
 }
 
 const MixerVT mixer_auto = {
@@ -175,6 +180,7 @@ const MixerVT mixer_auto = {
     .forward = auto_forward,
     .backward = auto_backward,
     .destroy = auto_destroy,
+    .can_decode = auto_can_decode,
     .decode_state = auto_dstate,
     .decode = auto_decode,
     .aux_loss = auto_aux_loss,

@@ -109,6 +109,10 @@ typedef struct MixerVT {
      * (< Nmax) from h [1,D], updating the state; act and scratch are the mixer's blocks
      * for B = N = 1. */
     size_t (*decode_state)(const Mixer *m, int Nmax);
+    /* optional (with decode): 0 when the decode step cannot give the full forward's
+     * outputs for a window of Nmax tokens (auto with its threshold inside the window);
+     * NULL = it always can */
+    int (*can_decode)(const Mixer *m, int Nmax);
     void (*decode)(Mixer *m, real *y, const real *h, const real *params, real *state, int pos, int Nmax, real *act,
                    real *scratch);
     /* optional: the auxiliary loss of the last training forward (unweighted; 0 when off)
