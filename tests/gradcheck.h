@@ -107,7 +107,7 @@ typedef struct GcMix {
     real *params, *grads, *act, *scratch, *h, *y, *r;
     MixerCtx ctx;
     size_t n;
-    double w; /* diversity weight; 0: none */
+    double w; /* diversity weight (the mixer's aux_loss weight; ctx.aux_scale 1); 0: none */
 } GcMix;
 
 /* the padded cases' key mask for B 2, N 7: sequence 0 ends in 2 pad tokens */
@@ -117,7 +117,11 @@ static inline double gc_mix_loss(void *p) {
     GcMix *c = p;
     c->m->vt->forward(c->m, &c->ctx, c->y, c->h, c->params, c->act, c->scratch);
     double l = gc_dot(c->y, c->r, c->n);
-    if (c->w != 0) l += c->w * c->m->vt->health->div_value(c->m);
+    if (c->w != 0) { /* the auxiliary loss with the weight the mixer declares */
+        double wt = 0, v = c->m->vt->aux_loss(c->m, &wt);
+        ck_assert(wt == c->w);
+        l += wt * v;
+    }
     return l;
 }
 
@@ -234,12 +238,14 @@ static inline double gc_model_loss(void *p) {
     GcModel *c = p;
     LossStats st;
     ck_assert_int_eq(model_forward(&c->m, c->tok, c->tgt, 2, 7, NULL, 0, &st, 1, 0), 0);
-    return st.loss_sum / st.count + (c->w != 0 ? c->w * model_div_loss(&c->m) : 0);
+    double weighted = 0;
+    model_aux_loss(&c->m, &weighted);
+    return st.loss_sum / st.count + (c->w != 0 ? weighted : 0);
 }
 
 static inline void gc_model_setup(GcModel *c, const Config *cfg) {
     memset(c, 0, sizeof *c);
-    c->w = cfg->gma.div_weight;
+    c->w = cfg_num(cfg, "gma.div_weight");
     ck_assert_int_eq(model_build(&c->m, cfg), 0);
     model_alloc(&c->m, 2, 7);
     model_init_params(&c->m, 7);

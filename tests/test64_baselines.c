@@ -16,12 +16,12 @@
 
 static Config tiny_config(const char *mixer) {
     Config c = tu_tiny_config(mixer);
-    c.performer.features = 5; /* d = 4: one full orthogonal block and a partial one */
-    c.linformer.k = 5;
-    c.mamba.d_state = 3;
-    c.mamba.expand = 5;       /* E = 40: two scan channel groups */
-    c.mamba.d_conv = 3;
-    c.mamba.chunk = 3;        /* N = 7: three scan chunks, the last partial */
+    ck_assert(cfg_set(&c, "performer.features=5") == 0); /* d = 4: one full orthogonal block and a partial one */
+    ck_assert(cfg_set(&c, "linformer.k=5") == 0);
+    ck_assert(cfg_set(&c, "mamba.d_state=3") == 0);
+    ck_assert(cfg_set(&c, "mamba.expand=5") == 0);       /* E = 40: two scan channel groups */
+    ck_assert(cfg_set(&c, "mamba.d_conv=3") == 0);
+    ck_assert(cfg_set(&c, "mamba.chunk=3") == 0);        /* N = 7: three scan chunks, the last partial */
     return c;
 }
 
@@ -154,7 +154,7 @@ END_TEST
 /* ---------------- performer redraw schedule ---------------- */
 START_TEST(test_performer_redraw) {
     Config cfg = tiny_config("performer");
-    cfg.performer.redraw = 2;
+    ck_assert(cfg_set(&cfg, "performer.redraw=2") == 0);
     GcMix c;
     gc_mix_setup(&c, &cfg, "performer", 1, 7, 1, NULL, 1);
     int io = pt_find(&c.pt, "blocks.0.mixer.performer.omega");

@@ -122,8 +122,8 @@ static Config cls_config(const char *mixer, const char *pooling, int n_seq) {
     c.model.vocab_size = 9;
     c.model.n_classes = 3;
     c.model.n_seq = n_seq;
-    c.linformer.k = 5;          /* baselines: k < N_max = 8 */
-    c.performer.features = 5;
+    ck_assert(cfg_set(&c, "linformer.k=5") == 0); /* baselines: k < N_max = 8 */
+    ck_assert(cfg_set(&c, "performer.features=5") == 0);
     return c;
 }
 

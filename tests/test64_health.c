@@ -24,7 +24,8 @@ static void mixer_case(const char *label, const char *sets, int causal, int padd
         if (strstr(c.pt.t[i].name, "router.bias") || strstr(c.pt.t[i].name, "prior_logits"))
             gc_fill(c.params + c.pt.t[i].offset, c.pt.t[i].numel, &rng, 0.5);
     gc_mix_batch(&c, 2, 7, causal, padded ? gc_pad_mask : NULL, &rng);
-    c.w = c.ctx.div_scale = cfg.gma.div_weight;
+    c.w = cfg_num(&cfg, "gma.div_weight");
+    c.ctx.aux_scale = c.w != 0 ? 1 : 0;
     free(gc_mix_check(&c, label)); /* buffers (the EMA memory) get no gradient */
     gc_mix_free(&c);
 }
@@ -54,7 +55,7 @@ static void model_case(const char *sets) {
     GcModel c;
     gc_model_setup(&c, &cfg);
     gc_model_loss(&c);
-    ck_assert(model_div_loss(&c.m) > 0);
+    ck_assert(model_aux_loss(&c.m, NULL) > 0);
     char nm[160];
     snprintf(nm, sizeof nm, "2-layer model %s", sets);
     gc_model_check(&c, sets, nm);

@@ -158,8 +158,8 @@ static void ckpt_case(const char *mixers, const char *extra, const char *const *
     c.model.max_seq_len = 16;
     c.train.seq_len = 16;
     c.data.recall_pairs = 2;
-    c.linformer.k = 8;
-    c.performer.redraw = 3;
+    ck_assert(cfg_set(&c, "linformer.k=8") == 0);
+    ck_assert(cfg_set(&c, "performer.redraw=3") == 0);
     ck_assert_int_eq(cfg_set(&c, mixers), 0);
     if (extra) ck_assert_int_eq(cfg_set(&c, extra), 0);
     ck_assert_msg(cfg_validate(&c) == 0, "%s", gma_error());

@@ -12,6 +12,7 @@
 #include "model/model.h"
 #include "nn/kmeans.h"
 #include "testutil.h"
+#include "train/health.h"
 
 static Config small_cfg(const char *sets) {
     Config c = tu_tiny_config("gma");
@@ -53,7 +54,7 @@ static void sums_to_one(const char *sets) {
     one_make(&o, &c, B, N, 9);
     one_fwd(&o);
     const real *g = o.m->vt->health->query_resp(o.m, o.act, B, N);
-    int Kc = c.gma.n_components;
+    int Kc = (int)cfg_num(&c, "gma.n_components");
     for (int pass = 0; pass < 2; pass++, g += (size_t)B * 2 * N * Kc) /* gq, then gk right after it */
         for (int r = 0; r < B * 2 * N; r++) {
             double s = 0;
@@ -235,6 +236,73 @@ START_TEST(test_collapse_reinit_unit) {
 }
 END_TEST
 
+/* mixer "auto" forwards GMA's hooks: monitored, k-means wanted, the EMA memory updated and
+ * averaged over ranks, gma.* validated, when its layer runs the GMA path; nothing from the
+ * sdpa path */
+START_TEST(test_auto_forwards_hooks) {
+    Config c = small_cfg("model.mixer=auto;model.auto_threshold=1;gma.memory=ema");
+    Model m;
+    ck_assert_int_eq(model_build(&m, &c), 0);
+    model_alloc(&m, 2, 8);
+    model_init_params(&m, 3);
+    ck_assert_int_eq(model_gma_layers(&m), 1);
+    MixerMonitor mon;
+    ck_assert_int_eq(model_monitor(&m, &mon), 1);
+    ck_assert_int_eq(mon.every, 100);
+    ck_assert_int_eq(model_wants_kmeans(&m), 1);
+    int im = pt_find(&m.pt, "blocks.0.mixer.gma.memory");
+    ck_assert_int_ge(im, 0);
+    ck_assert_int_eq(model_rank_averaged(&m, im), 1);
+    ck_assert_int_eq(model_rank_averaged(&m, pt_find(&m.pt, "blocks.0.mixer.gma.mu")), 0);
+    int32_t tok[16], tgt[16];
+    for (int i = 0; i < 16; i++) tok[i] = (int32_t)(i % 11), tgt[i] = (int32_t)((i + 1) % 11);
+    size_t n = m.pt.t[im].numel;
+    real *mem0 = xmalloc(n * sizeof(real));
+    memcpy(mem0, m.params + m.pt.t[im].offset, n * sizeof(real));
+    LossStats st;
+    ck_assert_int_eq(model_forward(&m, tok, tgt, 2, 8, NULL, 0, &st, 1, 0), 0);
+    model_backward(&m, 1.0);
+    model_update_buffers(&m);
+    ck_assert_msg(memcmp(mem0, m.params + m.pt.t[im].offset, n * sizeof(real)) != 0, "the EMA memory was not updated");
+    HealthMon hm;
+    health_init(&hm, &m);
+    char buf[8192] = "";
+    FILE *f = fmemopen(buf, sizeof buf, "w");
+    health_check(&hm, &m, 1, f, 1, 1);
+    fclose(f);
+    ck_assert_msg(strstr(buf, "\"event\":\"routing\"") && strstr(buf, "\"mem_norm\":") && !strstr(buf, "\"mem_norm\":null"), "%s", buf);
+    health_free(&hm);
+    model_free(&m);
+    free(mem0);
+    /* the sdpa path (N < threshold) keeps no responsibilities: nothing updated or reported */
+    c = small_cfg("model.mixer=auto;model.auto_threshold=100;gma.memory=ema");
+    ck_assert_int_eq(model_build(&m, &c), 0);
+    model_alloc(&m, 2, 8);
+    model_init_params(&m, 3);
+    im = pt_find(&m.pt, "blocks.0.mixer.gma.memory");
+    mem0 = xmalloc(n * sizeof(real));
+    memcpy(mem0, m.params + m.pt.t[im].offset, n * sizeof(real));
+    ck_assert_int_eq(model_forward(&m, tok, tgt, 2, 8, NULL, 0, &st, 1, 0), 0);
+    model_backward(&m, 1.0);
+    model_update_buffers(&m);
+    ck_assert(memcmp(mem0, m.params + m.pt.t[im].offset, n * sizeof(real)) == 0);
+    health_init(&hm, &m);
+    buf[0] = 0;
+    f = fmemopen(buf, sizeof buf, "w");
+    health_check(&hm, &m, 1, f, 1, 1);
+    fclose(f);
+    ck_assert_msg(!strstr(buf, "\"event\":\"routing\""), "%s", buf);
+    health_free(&hm);
+    model_free(&m);
+    free(mem0);
+    /* gma.* is validated for auto layers too */
+    c = small_cfg("model.mixer=auto");
+    ck_assert(cfg_set(&c, "gma.init=orthogonal") == 0);
+    ck_assert_int_ne(cfg_validate(&c), 0);
+    ck_assert_ptr_nonnull(strstr(gma_error(), "key gma.init"));
+}
+END_TEST
+
 /* ---------------- end to end through bin/ ---------------- */
 
 static const char *COLLAPSE =
@@ -286,6 +354,23 @@ START_TEST(test_collapse_end_to_end) {
     ck_assert_ptr_nonnull(strstr(g_out, "routing collapse alert"));
     snprintf(p, sizeof p, "%s/latest/model.safetensors", tu_path("st"));
     ck_assert(gma_path_exists(p));
+}
+END_TEST
+
+/* an auto model on its GMA path: routing rows with the memory norm, k-means seeding */
+START_TEST(test_auto_end_to_end) {
+    tu_write(tu_path("c.json"), COLLAPSE);
+    ck_assert_msg(run("./bin/gmatrain --config %s --out %s --set model.mixer=auto --set model.auto_threshold=1 "
+                      "--set gma.memory=ema",
+                      tu_path("c.json"), tu_path("auto")) == 0,
+                  "%s", g_out);
+    ck_assert_msg(strstr(g_out, "k-means initialisation"), "%s", g_out);
+    char p[1024];
+    snprintf(p, sizeof p, "%s/metrics.jsonl", tu_path("auto"));
+    char *m = gma_read_file(p, NULL);
+    ck_assert_ptr_nonnull(strstr(m, "\"step\":5,\"event\":\"routing\",\"layer\":0"));
+    ck_assert_ptr_null(strstr(m, "\"mem_norm\":null"));
+    free(m);
 }
 END_TEST
 
@@ -366,10 +451,12 @@ Suite *make_suite(void) {
     tcase_add_test(tc, test_nmi_tables);
     tcase_add_test(tc, test_token_categories);
     tcase_add_test(tc, test_collapse_reinit_unit);
+    tcase_add_test(tc, test_auto_forwards_hooks);
     suite_add_tcase(s, tc);
     TCase *te = tcase_create("end to end");
     tcase_set_timeout(te, 120);
     tcase_add_test(te, test_collapse_end_to_end);
+    tcase_add_test(te, test_auto_end_to_end);
     tcase_add_test(te, test_bad_input);
     tcase_add_test(te, test_analyze_tiny_model);
     suite_add_tcase(s, te);

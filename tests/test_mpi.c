@@ -4,7 +4,8 @@
  * Two ranks with batch b must compute what one process with batch 2b computes (per-step
  * losses and gradient norms to 1e-5 relative, up to summation order), rank 0 alone writes
  * the run, a resumed two-rank run continues byte for byte, a signal to one rank stops both
- * with a checkpoint, and bad input gives one line and exit code 2 without a hang. Every
+ * with a checkpoint, re-seeding collapsed components (gma.on_collapse "reinit") sees the
+ * global batch, and bad input gives one line and exit code 2 without a hang. Every
  * test is skipped, saying why on a "SKIP: " line (counted by scripts/run_tests.sh), when
  * mpirun or bin/mpi/gmatrain is missing.
  *
@@ -228,6 +229,52 @@ START_TEST(test_kmeans_and_monitor_use_the_global_batch) {
 }
 END_TEST
 
+/* gma.on_collapse "reinit" with 2 ranks re-seeds from the gathered rows of both ranks with
+ * the argmax of every gathered row (not only this rank's): the run matches one process with
+ * twice the batch. MALLOC_PERTURB_ fills fresh allocations with garbage, so rows whose
+ * argmax were left unset could not pass by reading zeros. */
+static const char *COLLAPSE =
+    "{\"name\": \"c\", \"seed\": 5,\n"
+    " \"model\": {\"d_model\": 16, \"n_layers\": 1, \"n_heads\": 2, \"max_seq_len\": 16, \"mixer\": \"gma\"},\n"
+    " \"gma\": {\"n_components\": 8, \"chunk\": 8, \"monitor_every\": 5, \"patience\": 2, \"init_mean_scale\": 1e-12,\n"
+    "          \"on_collapse\": \"reinit\"},\n"
+    " \"train\": {\"steps\": 20, \"seq_len\": 16, \"lr\": 0.003, \"warmup\": 0, \"eval_every\": 0,\n"
+    "           \"log_every\": 1, \"checkpoint_every\": 0},\n"
+    " \"data\": {\"recall_vocab\": 20, \"recall_pairs\": 3, \"recall_valid\": 16, \"recall_test\": 16}}\n";
+
+START_TEST(test_reinit_uses_the_global_batch) {
+    SKIP_WITHOUT_MPI();
+    tu_write(tu_path("collapse.json"), COLLAPSE);
+    ck_assert_msg(run("MALLOC_PERTURB_=165 %s %s --config %s --out %s --threads 1 --quiet %s --set train.batch_size=4",
+                      mpirun(2), MPI_BIN, tu_path("collapse.json"), tu_path("re2"), ARGS) == 0,
+                  "%s", g_out);
+    ck_assert_msg(run("OMP_NUM_THREADS=1 %s --config %s --out %s --threads 1 --quiet %s --set train.batch_size=8", ONE_BIN,
+                      tu_path("collapse.json"), tu_path("re1"), ARGS) == 0,
+                  "%s", g_out);
+    char p[1100];
+    snprintf(p, sizeof p, "%s/metrics.jsonl", tu_path("re2"));
+    char *m = gma_read_file(p, NULL);
+    ck_assert_msg(m && strstr(m, "\"reseeded\":"), "no re-seed in %s", p);
+    free(m);
+    Rows r1 = read_metrics(tu_path("re1")), r2 = read_metrics(tu_path("re2"));
+    ck_assert_int_eq(r1.n, 20);
+    ck_assert_int_eq(r2.n, 20);
+    double worst = 0;
+    for (int i = 0; i < 20; i++) {
+        double e = fabs(r1.loss[i] - r2.loss[i]) / fabs(r1.loss[i]);
+        ck_assert_msg(e < 1e-5, "step %d: loss %.9g vs %.9g", i + 1, r1.loss[i], r2.loss[i]);
+        worst = fmax(worst, e);
+    }
+    static char l1[64][128], l2[64][128];
+    double e1[64], e2[64];
+    int n1 = read_routing(tu_path("re1"), l1, e1, 64), n2 = read_routing(tu_path("re2"), l2, e2, 64);
+    ck_assert_int_eq(n1, 8); /* steps 5, 10, 15, 20 x 2 heads */
+    ck_assert_int_eq(n2, n1);
+    for (int i = 0; i < n1; i++) ck_assert_str_eq(l2[i], l1[i]);
+    printf("test_mpi: on_collapse reinit, 2 ranks vs 1 process: loss to %.1e over 20 steps, usage identical\n", worst);
+}
+END_TEST
+
 START_TEST(test_bad_input_one_line) {
     SKIP_WITHOUT_MPI();
     /* every rank refuses the config: exit 2, one line from gmatrain, nothing written */
@@ -313,6 +360,7 @@ Suite *make_suite(void) {
     tcase_set_timeout(tc, 120);
     tcase_add_test(tc, test_two_ranks_equal_one_with_twice_the_batch);
     tcase_add_test(tc, test_kmeans_and_monitor_use_the_global_batch);
+    tcase_add_test(tc, test_reinit_uses_the_global_batch);
     tcase_add_test(tc, test_bad_input_one_line);
     tcase_add_test(tc, test_signal_to_one_rank_stops_all);
     suite_add_tcase(s, tc);

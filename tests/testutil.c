@@ -115,8 +115,8 @@ Config tu_tiny_config(const char *mixer) {
     c.train.seq_len = 8;
     c.data.recall_pairs = 2;
     c.model.init_std = 0.3; /* large enough that every path carries gradient */
-    c.gma.n_components = 3;
-    c.gma.chunk = 3;
+    ck_assert(cfg_set(&c, "gma.n_components=3") == 0);
+    ck_assert(cfg_set(&c, "gma.chunk=3") == 0);
     snprintf(c.model.mixer[0], sizeof c.model.mixer[0], "%s", mixer);
     c.model.n_mixer = 1;
     return c;

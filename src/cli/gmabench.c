@@ -92,7 +92,9 @@ static Config bench_config(const Opts *o, const char *mixer, int N) {
     c.model.max_seq_len = N;
     c.train.seq_len = N;
     c.model.vocab_size = o->V;
-    c.gma.n_components = o->Kc;
+    char kc[48];
+    snprintf(kc, sizeof kc, "gma.n_components=%d", o->Kc);
+    if (cfg_set(&c, kc) != 0) fprintf(stderr, "gmabench: --Kc: %s\n", gma_error());
     c.model.causal = o->causal;
     snprintf(c.model.mixer[0], sizeof c.model.mixer[0], "%s", mixer);
     c.model.n_mixer = 1;
@@ -480,6 +482,7 @@ static void usage(FILE *f) {
 
 int main(int argc, char **argv) {
     gma_openmp_env(argv);
+    mixer_register_all();
     if (argc < 2 || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
         usage(argc < 2 ? stderr : stdout);
         return argc < 2 ? 2 : 0;
@@ -557,6 +560,23 @@ int main(int argc, char **argv) {
             fprintf(stderr, "gmabench: %s\n", gma_error());
             return 2;
         }
+    }
+    if (o.n_sets > 0) { /* ... and --set values that make a benchmarked config invalid */
+        char mb[512];
+        snprintf(mb, sizeof mb, "%s", o.mixers);
+        char *sm = NULL;
+        for (char *t = strtok_r(mb, ",", &sm); t; t = strtok_r(NULL, ",", &sm))
+            for (int s = 0; s <= o.n_seq; s++) {
+                Opts bare = o;
+                bare.n_sets = 0;
+                int N = s < o.n_seq ? o.seq[s] : o.T;
+                Config with = bench_config(&o, t, N), without = bench_config(&bare, t, N);
+                if (cfg_validate(&with) != 0 && cfg_validate(&without) == 0) {
+                    cfg_validate(&with);
+                    fprintf(stderr, "gmabench: --set: mixer %s, N = %d: %s\n", t, N, gma_error());
+                    return 2;
+                }
+            }
     }
     if (n_mixers == 0) {
         fprintf(stderr, "gmabench: --mixers: empty list \"%s\"\n", o.mixers);

@@ -8,8 +8,9 @@
  * initial parameters (drawn once on the host and copied), feeds both the same random
  * batch (a classifier config, model.task "classify", gets random rows of random lengths
  * with padding and random labels), and for S steps compares the loss and every
- * parameter's gradient, then takes the same AdamW step on both and reports how far the
- * updates differ. Every step starts both backends from the CPU's parameters and AdamW
+ * parameter's gradient, then takes the trainer's optimiser step (optim_step: train.optimizer
+ * with its weight-decay groups and clipping; buffers untouched) on both and reports how far
+ * the updates differ. Every step starts both backends from the CPU's parameters and AdamW
  * moments, so the errors measure one step's arithmetic, not two trajectories drifting apart
  * (an element with a near-zero gradient can step the other way under AdamW, and the runs
  * would then diverge for reasons unrelated to the backend). Relative error of a tensor: |g_dev - g_cpu|_2 /
@@ -25,7 +26,9 @@
 
 #include "core/config.h"
 #include "model/model.h"
+#include "nn/mixers/mixer.h"
 #include "ops/ops.h"
+#include "optim/optim.h"
 
 static void usage(void) {
     fprintf(stderr,
@@ -64,15 +67,26 @@ static double loss_and_grads(Model *m, const int32_t *tok, const int32_t *tgt, c
     return st.count > 0 ? st.loss_sum / st.count : 0;
 }
 
-static void adamw_step(Model *m, const Config *c, int t) {
-    const TrainCfg *tc = &c->train;
-    real bc1 = (real)(1 - pow(tc->beta1, t)), bc2 = (real)(1 - pow(tc->beta2, t));
-    g_ops->adamw(m->params, m->grads, m->m, m->v, m->pt.total, (real)tc->lr, (real)tc->beta1, (real)tc->beta2,
-                 (real)tc->adam_eps, (real)tc->weight_decay, bc1, bc2);
+/* the trainer's step at the peak learning rate; returns the number of buffer tensors the
+ * step changed (it must change none: EMA memory, Performer features) */
+static int train_step(Model *m, const Config *c, int t, real *before) {
+    g_ops->to_host(before, m->params, m->pt.total * sizeof(real));
+    optim_step(m, &c->train, t, c->train.lr, optim_grad_norm(m));
+    real *after = xmalloc(m->pt.total * sizeof(real) + 1);
+    g_ops->to_host(after, m->params, m->pt.total * sizeof(real));
+    int changed = 0;
+    for (int i = 0; i < m->pt.n; i++) {
+        const ParamInfo *pi = &m->pt.t[i];
+        if (pi->group == GROUP_BUFFER && memcmp(before + pi->offset, after + pi->offset, pi->numel * sizeof(real)))
+            changed++;
+    }
+    free(after);
+    return changed;
 }
 
 int main(int argc, char **argv) {
     Config c;
+    mixer_register_all();
     cfg_defaults(&c);
     /* a small model that still exercises every path: ragged last chunk, several heads */
     c.model.vocab_size = 512;
@@ -81,7 +95,7 @@ int main(int argc, char **argv) {
     c.model.n_layers = 2;
     c.model.max_seq_len = 256;
     c.train.seq_len = 200;
-    c.gma.n_components = 32;
+    cfg_set(&c, "gma.n_components=32");
     c.train.lr = 1e-3;
     const char *device = NULL, *precision = NULL;
     int steps = 3, B = 4, N = 0, quiet = 0, digest = 0;
@@ -193,6 +207,8 @@ int main(int argc, char **argv) {
     const char *worst_name = "";
     real *p0 = xcalloc(P, sizeof(real)), *st = xcalloc(P, sizeof(real));
     double worst_upd = 0;
+    int buf_changed = 0, n_buf = 0;
+    for (int i = 0; i < ma.pt.n; i++) n_buf += ma.pt.t[i].group == GROUP_BUFFER;
     for (int s = 0; s < steps; s++) {
         /* both backends start the step from the CPU's parameters and moments */
         dev->to_device(mb.params, ma.params, P * sizeof(real));
@@ -223,9 +239,9 @@ int main(int argc, char **argv) {
         if (lrel > worst_loss || lrel != lrel) worst_loss = lrel != lrel ? INFINITY : lrel;
         if (step_worst > worst_grad) worst_grad = step_worst, worst_name = step_name;
         g_ops = cpu;
-        adamw_step(&ma, &c, s + 1);
+        buf_changed += train_step(&ma, &c, s + 1, st);
         g_ops = dev;
-        adamw_step(&mb, &c, s + 1);
+        buf_changed += train_step(&mb, &c, s + 1, st);
         /* the AdamW updates compared over all parameters (reported, not bounded: an element
          * whose gradient is near zero may take the opposite sign step) */
         dev->to_host(st, mb.params, P * sizeof(real));
@@ -241,7 +257,8 @@ int main(int argc, char **argv) {
     }
     free(p0);
     free(st);
-    int ok = worst_loss <= tol && worst_grad <= tol;
+    printf("gmacheck: %d buffer tensors, %s by the optimiser steps\n", n_buf, buf_changed ? "CHANGED" : "unchanged");
+    int ok = worst_loss <= tol && worst_grad <= tol && buf_changed == 0;
     printf("gmacheck: %s: mixer %s %s precision %s: max loss rel err %.2e, max grad rel err %.2e (%s), bound %.1e; "
            "max update rel err %.2e\n",
            ok ? "PASS" : "FAIL", c.model.mixer[0], cfg_causal(&c) ? "causal" : "bidirectional", c.precision,

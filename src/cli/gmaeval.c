@@ -242,6 +242,7 @@ static int run_analysis(Model *m, const Config *cfg, const LmData *d, int split,
         for (int s = 0; s < L; s++) {
             Mixer *mx = m->blocks[li[s]].mixer;
             const real *gq = mx->vt->health->query_resp(mx, m->blocks[li[s]].act, B, N);
+            if (!gq) continue; /* auto on its sdpa path: no responsibilities */
             g_ops->to_host(g, gq, sizeof(float) * gs);
             ra_add(&ra, s, g, tok, score, B, N, cat);
             if (b == 0 && s == 0) memcpy(heat, g, sizeof(float) * N * Kc); /* window 0, head 0 */

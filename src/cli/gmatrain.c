@@ -9,6 +9,7 @@
 
 #include "core/config.h"
 #include "model/checkpoint.h"
+#include "nn/mixers/mixer.h"
 #include "ops/ops.h"
 #include "train/dist.h"
 #include "train/trainer.h"
@@ -50,6 +51,7 @@ int main(int argc, char **argv) {
  * message in gma_error(); main prints it on one rank. */
 static int run_main(int argc, char **argv, int *done) {
     int lead = dist_rank() == 0;
+    mixer_register_all();
     const char *config = NULL, *out = NULL, *device = NULL, *resume = NULL;
     const char *sets[256];
     int n_sets = 0, want_resume = 0, quiet = 0, threads = -1;

@@ -1,5 +1,6 @@
-/* config.c: the configuration schema (one row per key), JSON loading with validation,
- * `--set` overrides, the resolved JSON dump and the Markdown reference. */
+/* config.c: the generic configuration schema (one row per key), the registered mixer
+ * sections, JSON loading with validation, `--set` overrides, the resolved JSON dump and
+ * the Markdown reference. */
 #include "core/config.h"
 
 #include <cjson/cJSON.h>
@@ -9,151 +10,199 @@
 #include <string.h>
 
 #include "core/common.h"
-#include "nn/mixers/mixer.h"
-
-typedef enum { T_INT, T_REAL, T_BOOL, T_STR, T_MIXERS } CfgType;
-
-typedef struct CfgKey {
-    const char *key;    /* dotted path */
-    CfgType type;
-    size_t off;         /* offset in Config */
-    size_t size;        /* for strings */
-    const char *def;    /* default, as text */
-    double lo, hi;      /* numeric range (inclusive) */
-    const char *choices;/* "a|b|c" for strings, NULL = free text */
-    const char *doc;
-} CfgKey;
 
 #define O(f) offsetof(Config, f)
 #define S(f) sizeof(((Config *)0)->f)
 #define BIG 1e18
 
-static const CfgKey g_schema[] = {
-    {"name", T_STR, O(name), S(name), "run", 0, 0, NULL, "Run name: outputs go to runs/<name>/ (or out_dir)."},
-    {"seed", T_INT, O(seed), 0, "1337", 0, 2147483647, NULL, "Seed for initialisation, data order and generated data."},
-    {"device", T_STR, O(device), S(device), "cpu", 0, 0, "cpu|cuda", "Backend that runs the ops."},
-    {"precision", T_STR, O(precision), S(precision), "fp32", 0, 0, "fp32|tf32|bf16",
+/* the generic keys before the mixer sections (top level, model.*) */
+static const CfgKey g_head[] = {
+    {"name", CFGT_STR, O(name), S(name), "run", 0, 0, NULL, "Run name: outputs go to runs/<name>/ (or out_dir)."},
+    {"seed", CFGT_INT, O(seed), 0, "1337", 0, 2147483647, NULL, "Seed for initialisation, data order and generated data."},
+    {"device", CFGT_STR, O(device), S(device), "cpu", 0, 0, "cpu|cuda", "Backend that runs the ops."},
+    {"precision", CFGT_STR, O(precision), S(precision), "fp32", 0, 0, "fp32|tf32|bf16",
      "Matrix products: fp32; tf32 (tensor cores, cuda); bf16 (bf16 operands, fp32 accumulation and master weights, cuda)."},
-    {"threads", T_INT, O(threads), 0, "0", 0, 1024, NULL, "OpenMP/BLAS threads (0 = all cores)."},
-    {"out_dir", T_STR, O(out_dir), S(out_dir), "", 0, 0, NULL, "Run directory (empty = runs/<name>)."},
+    {"threads", CFGT_INT, O(threads), 0, "0", 0, 1024, NULL, "OpenMP/BLAS threads (0 = all cores)."},
+    {"out_dir", CFGT_STR, O(out_dir), S(out_dir), "", 0, 0, NULL, "Run directory (empty = runs/<name>)."},
 
-    {"model.task", T_STR, O(model.task), S(model.task), "lm", 0, 0, "lm|classify", "Decoder language model or encoder classifier."},
-    {"model.vocab_size", T_INT, O(model.vocab_size), 0, "0", 0, 16777216, NULL, "Vocabulary size V (0 = from the data)."},
-    {"model.d_model", T_INT, O(model.d_model), 0, "256", 1, 65536, NULL, "Model width D."},
-    {"model.n_layers", T_INT, O(model.n_layers), 0, "4", 1, CFG_MAX_LAYERS, NULL, "Number of blocks L."},
-    {"model.n_heads", T_INT, O(model.n_heads), 0, "4", 1, 1024, NULL, "Heads H (D must be divisible by H)."},
-    {"model.d_ff", T_INT, O(model.d_ff), 0, "0", 0, 1048576, NULL, "MLP hidden width (0 = 4 D)."},
-    {"model.max_seq_len", T_INT, O(model.max_seq_len), 0, "256", 1, 16777216, NULL, "Longest sequence N_max (size of pos_emb)."},
-    {"model.mixer", T_MIXERS, O(model.mixer), 0, "gma", 0, 0, NULL,
-     "Sequence mixer: one name for every layer or a list with one per layer (gma, sdpa, sdpa_ref, linear, performer, linformer, mamba, auto)."},
-    {"model.causal", T_INT, O(model.causal), 0, "-1", -1, 1, NULL, "1 causal, 0 bidirectional, -1 by task (lm causal, classify not)."},
-    {"model.pos", T_STR, O(model.pos), S(model.pos), "learned", 0, 0, "learned|none", "Position embedding."},
-    {"model.mlp", T_BOOL, O(model.mlp), 0, "true", 0, 0, NULL, "Include the MLP in each block."},
-    {"model.init_std", T_REAL, O(model.init_std), 0, "0.02", 0, 10, NULL,
+    {"model.task", CFGT_STR, O(model.task), S(model.task), "lm", 0, 0, "lm|classify", "Decoder language model or encoder classifier."},
+    {"model.vocab_size", CFGT_INT, O(model.vocab_size), 0, "0", 0, 16777216, NULL, "Vocabulary size V (0 = from the data)."},
+    {"model.d_model", CFGT_INT, O(model.d_model), 0, "256", 1, 65536, NULL, "Model width D."},
+    {"model.n_layers", CFGT_INT, O(model.n_layers), 0, "4", 1, CFG_MAX_LAYERS, NULL, "Number of blocks L."},
+    {"model.n_heads", CFGT_INT, O(model.n_heads), 0, "4", 1, 1024, NULL, "Heads H (D must be divisible by H)."},
+    {"model.d_ff", CFGT_INT, O(model.d_ff), 0, "0", 0, 1048576, NULL, "MLP hidden width (0 = 4 D)."},
+    {"model.max_seq_len", CFGT_INT, O(model.max_seq_len), 0, "256", 1, 16777216, NULL, "Longest sequence N_max (size of pos_emb)."},
+    {"model.mixer", CFGT_MIXERS, O(model.mixer), 0, "gma", 0, 0, NULL,
+     "Sequence mixer: one name for every layer or a list with one per layer"},
+    {"model.causal", CFGT_INT, O(model.causal), 0, "-1", -1, 1, NULL, "1 causal, 0 bidirectional, -1 by task (lm causal, classify not)."},
+    {"model.pos", CFGT_STR, O(model.pos), S(model.pos), "learned", 0, 0, "learned|none", "Position embedding."},
+    {"model.mlp", CFGT_BOOL, O(model.mlp), 0, "true", 0, 0, NULL, "Include the MLP in each block."},
+    {"model.init_std", CFGT_REAL, O(model.init_std), 0, "0.02", 0, 10, NULL,
      "Std of normal initialisation of linear and embedding weights (output projections scaled by 1/sqrt(2L))."},
-    {"model.auto_threshold", T_INT, O(model.auto_threshold), 0, "1024", 1, 16777216, NULL,
+    {"model.auto_threshold", CFGT_INT, O(model.auto_threshold), 0, "1024", 1, 16777216, NULL,
      "mixer \"auto\": sequences shorter than this use sdpa, others gma."},
-    {"model.pooling", T_STR, O(model.pooling), S(model.pooling), "mean", 0, 0, "mean|cls", "Classifier pooling."},
-    {"model.n_classes", T_INT, O(model.n_classes), 0, "2", 2, 100000, NULL, "Classes of the classifier head."},
-    {"model.n_seq", T_INT, O(model.n_seq), 0, "0", 0, 2, NULL,
+    {"model.pooling", CFGT_STR, O(model.pooling), S(model.pooling), "mean", 0, 0, "mean|cls", "Classifier pooling."},
+    {"model.n_classes", CFGT_INT, O(model.n_classes), 0, "2", 2, 100000, NULL, "Classes of the classifier head."},
+    {"model.n_seq", CFGT_INT, O(model.n_seq), 0, "0", 0, 2, NULL,
      "Classifier: sequences per example, 1 or 2 (two-sequence head, retrieval); 0 = from the data."},
+};
 
-    {"gma.n_components", T_INT, O(gma.n_components), 0, "64", 1, 65536, NULL, "Components per head Kc."},
-    {"gma.routing", T_STR, O(gma.routing), S(gma.routing), "gaussian", 0, 0, "gaussian|softmax", "Routing of queries and keys."},
-    {"gma.temperature", T_REAL, O(gma.temperature), 0, "1", 1e-6, 1e6, NULL, "Responsibility temperature tau (fixed)."},
-    {"gma.var_floor", T_REAL, O(gma.var_floor), 0, "0.0001", 0, 1e6, NULL, "Added to softplus(var_raw)."},
-    {"gma.eps", T_REAL, O(gma.eps), 0, "1e-06", 0, 1, NULL, "Denominator epsilon of the normalised mixing core."},
-    {"gma.chunk", T_INT, O(gma.chunk), 0, "64", 1, 65536, NULL, "Chunk length C of the causal scan."},
-    {"gma.shared_components", T_BOOL, O(gma.shared_components), 0, "false", 0, 0, NULL, "One set of components for all heads."},
-    {"gma.init", T_STR, O(gma.init), S(gma.init), "default", 0, 0, "default|kmeans|orthogonal", "Initialisation of the components."},
-    {"gma.init_mean_scale", T_REAL, O(gma.init_mean_scale), 0, "0", 0, 1e6, NULL,
-     "Std of the initial means (0 = (2 d)^(-1/4): soft initial responsibilities, see README)."},
-    {"gma.memory", T_STR, O(gma.memory), S(gma.memory), "none", 0, 0, "none|ema", "Value memory: from the sequence, or an EMA buffer."},
-    {"gma.ema_decay", T_REAL, O(gma.ema_decay), 0, "0", 0, 0.999999999, NULL, "EMA decay alpha in (0,1) (0 = 1 - 1/(B N))."},
-    {"gma.div_weight", T_REAL, O(gma.div_weight), 0, "0", 0, 1e6, NULL, "Weight of the diversity loss (0 = off)."},
-    {"gma.div_mode", T_STR, O(gma.div_mode), S(gma.div_mode), "token", 0, 0, "token|batch", "Diversity loss form."},
-    {"gma.monitor_every", T_INT, O(gma.monitor_every), 0, "100", 0, 1000000000, NULL, "Routing health check period in steps (0 = off)."},
-    {"gma.on_collapse", T_STR, O(gma.on_collapse), S(gma.on_collapse), "warn", 0, 0, "warn|reinit|stop", "Action on a collapse alert."},
-    {"gma.entropy_min", T_REAL, O(gma.entropy_min), 0, "1.5", 0, 1e6, NULL, "Alert when mean responsibility entropy (nats) is below."},
-    {"gma.util_min_share", T_REAL, O(gma.util_min_share), 0, "0.02", 0, 1, NULL, "A component is dead below this share of 1/Kc."},
-    {"gma.patience", T_INT, O(gma.patience), 0, "3", 1, 1000000, NULL, "Checks a component must stay dead before an alert."},
-    {"gma.norm_growth_max", T_REAL, O(gma.norm_growth_max), 0, "10", 1, 1e9, NULL, "EMA memory norm alert factor over its start."},
+/* the generic keys after the mixer sections (train.*, data.*) */
+static const CfgKey g_tail[] = {
 
-    {"performer.features", T_INT, O(performer.features), 0, "0", 0, 65536, NULL, "Performer: random features m per head (0 = 2 d)."},
-    {"performer.redraw", T_INT, O(performer.redraw), 0, "0", 0, 1000000000, NULL,
-     "Performer: redraw the random features every this many training steps (0 = never); the draw is saved in checkpoints."},
-    {"linformer.k", T_INT, O(linformer.k), 0, "256", 1, 16777216, NULL, "Linformer: projected length k of keys and values (<= model.max_seq_len)."},
-    {"mamba.d_state", T_INT, O(mamba.d_state), 0, "16", 1, 1024, NULL, "Mamba: state size S per channel."},
-    {"mamba.expand", T_INT, O(mamba.expand), 0, "2", 1, 64, NULL, "Mamba: inner width = expand * d_model."},
-    {"mamba.d_conv", T_INT, O(mamba.d_conv), 0, "4", 1, 64, NULL, "Mamba: kernel of the causal depthwise convolution."},
-    {"mamba.dt_rank", T_INT, O(mamba.dt_rank), 0, "0", 0, 65536, NULL, "Mamba: rank of the dt projection (0 = ceil(d_model / 16))."},
-    {"mamba.chunk", T_INT, O(mamba.chunk), 0, "64", 1, 65536, NULL, "Mamba: steps between saved scan states (memory/recompute trade-off)."},
-
-    {"train.steps", T_INT, O(train.steps), 0, "1000", 0, 1000000000, NULL, "Optimiser steps."},
-    {"train.batch_size", T_INT, O(train.batch_size), 0, "8", 1, 1000000, NULL, "Sequences per micro-batch B."},
-    {"train.seq_len", T_INT, O(train.seq_len), 0, "256", 1, 16777216, NULL, "Training window N (<= model.max_seq_len)."},
-    {"train.grad_accum", T_INT, O(train.grad_accum), 0, "1", 1, 1000000, NULL, "Micro-batches per optimiser step."},
-    {"train.optimizer", T_STR, O(train.optimizer), S(train.optimizer), "adamw", 0, 0, "adamw|sgd", "Optimiser."},
-    {"train.lr", T_REAL, O(train.lr), 0, "0.0003", 0, 1e3, NULL, "Peak learning rate."},
-    {"train.min_lr_ratio", T_REAL, O(train.min_lr_ratio), 0, "0.1", 0, 1, NULL, "Final learning rate as a share of lr (cosine, linear)."},
-    {"train.warmup", T_INT, O(train.warmup), 0, "100", 0, 1000000000, NULL, "Linear warmup steps."},
-    {"train.schedule", T_STR, O(train.schedule), S(train.schedule), "cosine", 0, 0, "cosine|linear|constant", "Learning-rate schedule after warmup."},
-    {"train.beta1", T_REAL, O(train.beta1), 0, "0.9", 0, 0.999999, NULL, "AdamW beta1."},
-    {"train.beta2", T_REAL, O(train.beta2), 0, "0.95", 0, 0.999999999, NULL, "AdamW beta2."},
-    {"train.adam_eps", T_REAL, O(train.adam_eps), 0, "1e-08", 0, 1, NULL, "AdamW epsilon."},
-    {"train.weight_decay", T_REAL, O(train.weight_decay), 0, "0.1", 0, 100, NULL, "Decoupled weight decay (AdamW) or L2 (SGD)."},
-    {"train.momentum", T_REAL, O(train.momentum), 0, "0", 0, 0.999999, NULL, "SGD momentum."},
-    {"train.decay_embeddings", T_BOOL, O(train.decay_embeddings), 0, "false", 0, 0, NULL, "Apply weight decay to embeddings."},
-    {"train.decay_norms", T_BOOL, O(train.decay_norms), 0, "false", 0, 0, NULL, "Apply weight decay to LayerNorm weights."},
-    {"train.decay_biases", T_BOOL, O(train.decay_biases), 0, "false", 0, 0, NULL, "Apply weight decay to biases."},
-    {"train.decay_mixture", T_BOOL, O(train.decay_mixture), 0, "false", 0, 0, NULL, "Apply weight decay to GMA mixture parameters."},
-    {"train.grad_clip", T_REAL, O(train.grad_clip), 0, "1", 0, 1e9, NULL, "Clip the global gradient norm to this (0 = off)."},
-    {"train.eval_every", T_INT, O(train.eval_every), 0, "100", 0, 1000000000, NULL, "Validation period in steps (0 = only at the end)."},
-    {"train.eval_batches", T_INT, O(train.eval_batches), 0, "20", 0, 1000000000, NULL, "Validation batches (0 = the whole split)."},
-    {"train.log_every", T_INT, O(train.log_every), 0, "10", 1, 1000000000, NULL, "metrics.jsonl / progress period in steps."},
-    {"train.checkpoint_every", T_INT, O(train.checkpoint_every), 0, "500", 0, 1000000000, NULL, "Checkpoint period (0 = only at the end)."},
-    {"train.keep_checkpoints", T_INT, O(train.keep_checkpoints), 0, "2", 1, 1000000, NULL, "Periodic checkpoints kept."},
-    {"train.max_bad_steps", T_INT, O(train.max_bad_steps), 0, "5", 1, 1000000, NULL, "Stop after this many NaN/Inf losses in a row."},
-    {"train.sample_every", T_INT, O(train.sample_every), 0, "0", 0, 1000000000, NULL,
+    {"train.steps", CFGT_INT, O(train.steps), 0, "1000", 0, 1000000000, NULL, "Optimiser steps."},
+    {"train.batch_size", CFGT_INT, O(train.batch_size), 0, "8", 1, 1000000, NULL, "Sequences per micro-batch B."},
+    {"train.seq_len", CFGT_INT, O(train.seq_len), 0, "256", 1, 16777216, NULL, "Training window N (<= model.max_seq_len)."},
+    {"train.grad_accum", CFGT_INT, O(train.grad_accum), 0, "1", 1, 1000000, NULL, "Micro-batches per optimiser step."},
+    {"train.optimizer", CFGT_STR, O(train.optimizer), S(train.optimizer), "adamw", 0, 0, "adamw|sgd", "Optimiser."},
+    {"train.lr", CFGT_REAL, O(train.lr), 0, "0.0003", 0, 1e3, NULL, "Peak learning rate."},
+    {"train.min_lr_ratio", CFGT_REAL, O(train.min_lr_ratio), 0, "0.1", 0, 1, NULL, "Final learning rate as a share of lr (cosine, linear)."},
+    {"train.warmup", CFGT_INT, O(train.warmup), 0, "100", 0, 1000000000, NULL, "Linear warmup steps."},
+    {"train.schedule", CFGT_STR, O(train.schedule), S(train.schedule), "cosine", 0, 0, "cosine|linear|constant", "Learning-rate schedule after warmup."},
+    {"train.beta1", CFGT_REAL, O(train.beta1), 0, "0.9", 0, 0.999999, NULL, "AdamW beta1."},
+    {"train.beta2", CFGT_REAL, O(train.beta2), 0, "0.95", 0, 0.999999999, NULL, "AdamW beta2."},
+    {"train.adam_eps", CFGT_REAL, O(train.adam_eps), 0, "1e-08", 0, 1, NULL, "AdamW epsilon."},
+    {"train.weight_decay", CFGT_REAL, O(train.weight_decay), 0, "0.1", 0, 100, NULL, "Decoupled weight decay (AdamW) or L2 (SGD)."},
+    {"train.momentum", CFGT_REAL, O(train.momentum), 0, "0", 0, 0.999999, NULL, "SGD momentum."},
+    {"train.decay_embeddings", CFGT_BOOL, O(train.decay_embeddings), 0, "false", 0, 0, NULL, "Apply weight decay to embeddings."},
+    {"train.decay_norms", CFGT_BOOL, O(train.decay_norms), 0, "false", 0, 0, NULL, "Apply weight decay to LayerNorm weights."},
+    {"train.decay_biases", CFGT_BOOL, O(train.decay_biases), 0, "false", 0, 0, NULL, "Apply weight decay to biases."},
+    {"train.decay_mixture", CFGT_BOOL, O(train.decay_mixture), 0, "false", 0, 0, NULL, "Apply weight decay to GMA mixture parameters."},
+    {"train.grad_clip", CFGT_REAL, O(train.grad_clip), 0, "1", 0, 1e9, NULL, "Clip the global gradient norm to this (0 = off)."},
+    {"train.eval_every", CFGT_INT, O(train.eval_every), 0, "100", 0, 1000000000, NULL, "Validation period in steps (0 = only at the end)."},
+    {"train.eval_batches", CFGT_INT, O(train.eval_batches), 0, "20", 0, 1000000000, NULL, "Validation batches (0 = the whole split)."},
+    {"train.log_every", CFGT_INT, O(train.log_every), 0, "10", 1, 1000000000, NULL, "metrics.jsonl / progress period in steps."},
+    {"train.checkpoint_every", CFGT_INT, O(train.checkpoint_every), 0, "500", 0, 1000000000, NULL, "Checkpoint period (0 = only at the end)."},
+    {"train.keep_checkpoints", CFGT_INT, O(train.keep_checkpoints), 0, "2", 1, 1000000, NULL, "Periodic checkpoints kept."},
+    {"train.max_bad_steps", CFGT_INT, O(train.max_bad_steps), 0, "5", 1, 1000000, NULL, "Stop after this many NaN/Inf losses in a row."},
+    {"train.sample_every", CFGT_INT, O(train.sample_every), 0, "0", 0, 1000000000, NULL,
      "Language models: generate a sample every this many steps (0 = never), printed and logged to metrics.jsonl."},
-    {"train.sample_tokens", T_INT, O(train.sample_tokens), 0, "64", 1, 100000, NULL, "New tokens per training-time sample."},
-    {"train.sample_prompt", T_STR, O(train.sample_prompt), S(train.sample_prompt), "", 0, 0, NULL,
+    {"train.sample_tokens", CFGT_INT, O(train.sample_tokens), 0, "64", 1, 100000, NULL, "New tokens per training-time sample."},
+    {"train.sample_prompt", CFGT_STR, O(train.sample_prompt), S(train.sample_prompt), "", 0, 0, NULL,
      "Prompt of the training-time samples: text for the data's tokenizer (empty = its <|endoftext|> or <eos>, else token 0)."},
 
-    {"data.source", T_STR, O(data.source), S(data.source), "recall", 0, 0, "recall|shards|cls",
+    {"data.source", CFGT_STR, O(data.source), S(data.source), "recall", 0, 0, "recall|shards|cls",
      "recall: the embedded associative-recall generator; shards: token shards in data.path; cls: a classification "
      "task (data.task) for model.task \"classify\"."},
-    {"data.path", T_STR, O(data.path), S(data.path), "", 0, 0, NULL, "Directory with train.bin/valid.bin/test.bin (+ meta.json)."},
-    {"data.recall_vocab", T_INT, O(data.recall_vocab), 0, "64", 8, 1000000, NULL, "Recall task: vocabulary (half keys, half values, minus 2 specials)."},
-    {"data.recall_pairs", T_INT, O(data.recall_pairs), 0, "8", 1, 4096, NULL, "Recall task: key-value pairs per sequence."},
-    {"data.recall_queries", T_INT, O(data.recall_queries), 0, "0", 0, 1000000, NULL, "Recall task: queried keys (0 = as many as fit)."},
-    {"data.recall_valid", T_INT, O(data.recall_valid), 0, "256", 1, 100000000, NULL, "Recall task: validation sequences."},
-    {"data.recall_test", T_INT, O(data.recall_test), 0, "256", 1, 100000000, NULL, "Recall task: test sequences."},
-    {"data.eval_stride", T_INT, O(data.eval_stride), 0, "0", 0, 16777216, NULL,
+    {"data.path", CFGT_STR, O(data.path), S(data.path), "", 0, 0, NULL, "Directory with train.bin/valid.bin/test.bin (+ meta.json)."},
+    {"data.recall_vocab", CFGT_INT, O(data.recall_vocab), 0, "64", 8, 1000000, NULL, "Recall task: vocabulary (half keys, half values, minus 2 specials)."},
+    {"data.recall_pairs", CFGT_INT, O(data.recall_pairs), 0, "8", 1, 4096, NULL, "Recall task: key-value pairs per sequence."},
+    {"data.recall_queries", CFGT_INT, O(data.recall_queries), 0, "0", 0, 1000000, NULL, "Recall task: queried keys (0 = as many as fit)."},
+    {"data.recall_valid", CFGT_INT, O(data.recall_valid), 0, "256", 1, 100000000, NULL, "Recall task: validation sequences."},
+    {"data.recall_test", CFGT_INT, O(data.recall_test), 0, "256", 1, 100000000, NULL, "Recall task: test sequences."},
+    {"data.eval_stride", CFGT_INT, O(data.eval_stride), 0, "0", 0, 16777216, NULL,
      "Evaluation on shards: 0 = windows without overlap; S = sliding windows advanced by S, scoring only the last S tokens."},
-    {"data.task", T_STR, O(data.task), S(data.task), "listops", 0, 0, "listops|text|retrieval|image|jsonl|tsv",
+    {"data.task", CFGT_STR, O(data.task), S(data.task), "listops", 0, 0, "listops|text|retrieval|image|jsonl|tsv",
      "Classification task (data.source \"cls\"); data.path as docs/lra.md gives for each."},
-    {"data.max_len", T_INT, O(data.max_len), 0, "0", 0, 16777216, NULL,
+    {"data.max_len", CFGT_INT, O(data.max_len), 0, "0", 0, 16777216, NULL,
      "Classification: tokens per sequence (0 = train.seq_len, less 1 with model.pooling \"cls\")."},
-    {"data.truncate", T_BOOL, O(data.truncate), 0, "true", 0, 0, NULL,
+    {"data.truncate", CFGT_BOOL, O(data.truncate), 0, "true", 0, 0, NULL,
      "Classification: truncate longer sequences to data.max_len with a counted warning (false = refuse the data)."},
-    {"data.strip_headers", T_BOOL, O(data.strip_headers), 0, "false", 0, 0, NULL,
+    {"data.strip_headers", CFGT_BOOL, O(data.strip_headers), 0, "false", 0, 0, NULL,
      "Generic classification data: drop everything up to the first empty line (mail headers)."},
 };
-#define N_SCHEMA (sizeof g_schema / sizeof g_schema[0])
+#define N_HEAD (sizeof g_head / sizeof g_head[0])
+#define N_TAIL (sizeof g_tail / sizeof g_tail[0])
 
-static const CfgKey *find_key(const char *key) {
-    for (size_t i = 0; i < N_SCHEMA; i++)
-        if (strcmp(g_schema[i].key, key) == 0) return &g_schema[i];
-    return NULL;
+static const CfgRegistry *g_reg;
+
+void cfg_register(const CfgRegistry *r) {
+    if (r->n_sections > CFG_MAX_SECTIONS) {
+        fprintf(stderr, "gma: %d configuration sections, more than CFG_MAX_SECTIONS = %d\n", r->n_sections, CFG_MAX_SECTIONS);
+        abort();
+    }
+    for (int i = 0; i < r->n_sections; i++)
+        if (r->sections[i]->size > CFG_SECTION_BYTES) {
+            fprintf(stderr, "gma: configuration section %s needs %zu bytes, more than CFG_SECTION_BYTES = %d\n",
+                    r->sections[i]->name, r->sections[i]->size, CFG_SECTION_BYTES);
+            abort();
+        }
+    g_reg = r;
+}
+
+static const CfgRegistry *reg(void) {
+    if (!g_reg) {
+        fprintf(stderr, "gma: the configuration is used before the mixer registry is installed (mixer_register_all)\n");
+        abort();
+    }
+    return g_reg;
+}
+
+static int section_index(const char *name) {
+    const CfgRegistry *r = reg();
+    for (int i = 0; i < r->n_sections; i++)
+        if (!strcmp(r->sections[i]->name, name)) return i;
+    return -1;
+}
+
+const void *cfg_section(const Config *c, const char *name) {
+    int i = section_index(name);
+    return i < 0 ? NULL : c->section[i];
+}
+
+void *cfg_section_mut(Config *c, const char *name) {
+    int i = section_index(name);
+    return i < 0 ? NULL : c->section[i];
+}
+
+/* A key resolved to its row and where its struct starts in Config. */
+typedef struct Key {
+    const CfgKey *k;
+    size_t base;    /* 0 for generic keys, the section's storage for section keys */
+    char full[128]; /* dotted path */
+} Key;
+
+static void key_of_section(Key *out, int si, int j) {
+    const CfgSection *s = reg()->sections[si];
+    out->k = &s->keys[j];
+    out->base = offsetof(Config, section) + (size_t)si * CFG_SECTION_BYTES;
+    snprintf(out->full, sizeof out->full, "%s.%s", s->name, s->keys[j].key);
+}
+
+static void key_generic(Key *out, const CfgKey *k) {
+    out->k = k;
+    out->base = 0;
+    snprintf(out->full, sizeof out->full, "%s", k->key);
+}
+
+/* Every key in reference order: the head, the sections, the tail. */
+static size_t n_keys(void) {
+    size_t n = N_HEAD + N_TAIL;
+    for (int i = 0; i < reg()->n_sections; i++) n += (size_t)reg()->sections[i]->n_keys;
+    return n;
+}
+
+static void key_at(size_t i, Key *out) {
+    if (i < N_HEAD) return key_generic(out, &g_head[i]);
+    i -= N_HEAD;
+    for (int s = 0; s < reg()->n_sections; s++) {
+        size_t n = (size_t)reg()->sections[s]->n_keys;
+        if (i < n) return key_of_section(out, s, (int)i);
+        i -= n;
+    }
+    key_generic(out, &g_tail[i]);
+}
+
+static int find_key(const char *key, Key *out) {
+    for (size_t i = 0, n = n_keys(); i < n; i++) {
+        key_at(i, out);
+        if (!strcmp(out->full, key)) return 1;
+    }
+    return 0;
 }
 
 static int is_prefix_of_some_key(const char *prefix) {
     size_t n = strlen(prefix);
-    for (size_t i = 0; i < N_SCHEMA; i++)
-        if (strncmp(g_schema[i].key, prefix, n) == 0 && g_schema[i].key[n] == '.') return 1;
+    Key k;
+    for (size_t i = 0, nk = n_keys(); i < nk; i++) {
+        key_at(i, &k);
+        if (strncmp(k.full, prefix, n) == 0 && k.full[n] == '.') return 1;
+    }
     return 0;
 }
+
+#define AT(cfg, key) ((char *)(cfg) + (key)->base + (key)->k->off)
+#define AT_C(cfg, key) ((const char *)(cfg) + (key)->base + (key)->k->off)
 
 static int in_choices(const char *v, const char *choices) {
     size_t n = strlen(v);
@@ -168,30 +217,31 @@ static int in_choices(const char *v, const char *choices) {
     return 0;
 }
 
-static int set_str(Config *c, const CfgKey *k, const char *v, const char *src) {
-    if (k->choices && !in_choices(v, k->choices))
-        return gma_errorf("%s: key %s: \"%s\" is not one of %s", src, k->key, v, k->choices);
-    if (strlen(v) >= k->size) return gma_errorf("%s: key %s: value longer than %zu characters", src, k->key, k->size - 1);
-    snprintf((char *)c + k->off, k->size, "%s", v);
+static int set_str(Config *c, const Key *k, const char *v, const char *src) {
+    if (k->k->choices && !in_choices(v, k->k->choices))
+        return gma_errorf("%s: key %s: \"%s\" is not one of %s", src, k->full, v, k->k->choices);
+    if (strlen(v) >= k->k->size)
+        return gma_errorf("%s: key %s: value longer than %zu characters", src, k->full, k->k->size - 1);
+    snprintf(AT(c, k), k->k->size, "%s", v);
     return 0;
 }
 
-static int set_num(Config *c, const CfgKey *k, double v, const char *src) {
-    if (k->type == T_INT && v != floor(v)) return gma_errorf("%s: key %s: expected an integer, got %g", src, k->key, v);
-    if (!(v >= k->lo && v <= k->hi)) /* NaN fails too */
-        return gma_errorf("%s: key %s: %g is out of range [%g, %g]", src, k->key, v, k->lo, k->hi);
-    if (k->type == T_INT)
-        *(int *)((char *)c + k->off) = (int)v;
+static int set_num(Config *c, const Key *k, double v, const char *src) {
+    if (k->k->type == CFGT_INT && v != floor(v)) return gma_errorf("%s: key %s: expected an integer, got %g", src, k->full, v);
+    if (!(v >= k->k->lo && v <= k->k->hi)) /* NaN fails too */
+        return gma_errorf("%s: key %s: %g is out of range [%g, %g]", src, k->full, v, k->k->lo, k->k->hi);
+    if (k->k->type == CFGT_INT)
+        *(int *)AT(c, k) = (int)v;
     else
-        *(double *)((char *)c + k->off) = v;
+        *(double *)AT(c, k) = v;
     return 0;
 }
 
 static int set_mixers_list(Config *c, const char **names, int n, const char *src) {
     if (n < 1 || n > CFG_MAX_LAYERS) return gma_errorf("%s: key model.mixer: expected 1 to %d names", src, CFG_MAX_LAYERS);
     for (int i = 0; i < n; i++) {
-        if (!mixer_find(names[i]))
-            return gma_errorf("%s: key model.mixer: unknown mixer \"%s\" (known: %s)", src, names[i], mixer_names());
+        if (!in_choices(names[i], reg()->mixers) || strlen(names[i]) >= sizeof c->model.mixer[i])
+            return gma_errorf("%s: key model.mixer: unknown mixer \"%s\" (known: %s)", src, names[i], reg()->mixers);
         snprintf(c->model.mixer[i], sizeof c->model.mixer[i], "%s", names[i]);
     }
     c->model.n_mixer = n;
@@ -199,20 +249,20 @@ static int set_mixers_list(Config *c, const char **names, int n, const char *src
 }
 
 /* Set key from a cJSON value. */
-static int set_json(Config *c, const CfgKey *k, const cJSON *v, const char *src) {
-    switch (k->type) {
-    case T_INT:
-    case T_REAL:
-        if (!cJSON_IsNumber(v)) return gma_errorf("%s: key %s: expected a number", src, k->key);
+static int set_json(Config *c, const Key *k, const cJSON *v, const char *src) {
+    switch (k->k->type) {
+    case CFGT_INT:
+    case CFGT_REAL:
+        if (!cJSON_IsNumber(v)) return gma_errorf("%s: key %s: expected a number", src, k->full);
         return set_num(c, k, v->valuedouble, src);
-    case T_BOOL:
-        if (!cJSON_IsBool(v)) return gma_errorf("%s: key %s: expected true or false", src, k->key);
-        *(int *)((char *)c + k->off) = cJSON_IsTrue(v) ? 1 : 0;
+    case CFGT_BOOL:
+        if (!cJSON_IsBool(v)) return gma_errorf("%s: key %s: expected true or false", src, k->full);
+        *(int *)AT(c, k) = cJSON_IsTrue(v) ? 1 : 0;
         return 0;
-    case T_STR:
-        if (!cJSON_IsString(v)) return gma_errorf("%s: key %s: expected a string", src, k->key);
+    case CFGT_STR:
+        if (!cJSON_IsString(v)) return gma_errorf("%s: key %s: expected a string", src, k->full);
         return set_str(c, k, v->valuestring, src);
-    case T_MIXERS: {
+    case CFGT_MIXERS: {
         if (cJSON_IsString(v)) {
             const char *one = v->valuestring;
             return set_mixers_list(c, &one, 1, src);
@@ -233,24 +283,24 @@ static int set_json(Config *c, const CfgKey *k, const cJSON *v, const char *src)
 }
 
 /* Set key from command-line text. */
-static int set_text(Config *c, const CfgKey *k, const char *v, const char *src) {
+static int set_text(Config *c, const Key *k, const char *v, const char *src) {
     char *end;
-    switch (k->type) {
-    case T_INT:
-    case T_REAL: {
+    switch (k->k->type) {
+    case CFGT_INT:
+    case CFGT_REAL: {
         errno = 0;
         double d = strtod(v, &end);
-        if (end == v || *end || errno) return gma_errorf("%s: key %s: \"%s\" is not a number", src, k->key, v);
+        if (end == v || *end || errno) return gma_errorf("%s: key %s: \"%s\" is not a number", src, k->full, v);
         return set_num(c, k, d, src);
     }
-    case T_BOOL:
-        if (!strcmp(v, "true") || !strcmp(v, "1")) *(int *)((char *)c + k->off) = 1;
-        else if (!strcmp(v, "false") || !strcmp(v, "0")) *(int *)((char *)c + k->off) = 0;
-        else return gma_errorf("%s: key %s: expected true or false, got \"%s\"", src, k->key, v);
+    case CFGT_BOOL:
+        if (!strcmp(v, "true") || !strcmp(v, "1")) *(int *)AT(c, k) = 1;
+        else if (!strcmp(v, "false") || !strcmp(v, "0")) *(int *)AT(c, k) = 0;
+        else return gma_errorf("%s: key %s: expected true or false, got \"%s\"", src, k->full, v);
         return 0;
-    case T_STR:
+    case CFGT_STR:
         return set_str(c, k, v, src);
-    case T_MIXERS: {
+    case CFGT_MIXERS: {
         if (v[0] == '[') {
             cJSON *j = cJSON_Parse(v);
             if (!j) return gma_errorf("%s: key model.mixer: malformed list %s", src, v);
@@ -272,11 +322,23 @@ static int set_text(Config *c, const CfgKey *k, const char *v, const char *src) 
 
 void cfg_defaults(Config *c) {
     memset(c, 0, sizeof *c);
-    for (size_t i = 0; i < N_SCHEMA; i++)
-        if (set_text(c, &g_schema[i], g_schema[i].def, "defaults") != 0) {
-            fprintf(stderr, "gma: bad schema default for %s: %s\n", g_schema[i].key, gma_error());
+    Key k;
+    for (size_t i = 0, n = n_keys(); i < n; i++) {
+        key_at(i, &k);
+        if (set_text(c, &k, k.k->def, "defaults") != 0) {
+            fprintf(stderr, "gma: bad schema default for %s: %s\n", k.full, gma_error());
             abort();
         }
+    }
+}
+
+double cfg_num(const Config *c, const char *key) {
+    Key k;
+    if (!find_key(key, &k) || k.k->type == CFGT_STR || k.k->type == CFGT_MIXERS) {
+        fprintf(stderr, "gma: cfg_num: %s is not a numeric configuration key\n", key);
+        abort();
+    }
+    return k.k->type == CFGT_REAL ? *(const double *)AT_C(c, &k) : *(const int *)AT_C(c, &k);
 }
 
 static int apply_object(Config *c, const cJSON *obj, const char *prefix, const char *src) {
@@ -285,9 +347,9 @@ static int apply_object(Config *c, const cJSON *obj, const char *prefix, const c
         char key[256];
         if (prefix[0]) snprintf(key, sizeof key, "%s.%s", prefix, it->string);
         else snprintf(key, sizeof key, "%s", it->string);
-        const CfgKey *k = find_key(key);
-        if (k) {
-            if (set_json(c, k, it, src) != 0) return -1;
+        Key k;
+        if (find_key(key, &k)) {
+            if (set_json(c, &k, it, src) != 0) return -1;
         } else if (cJSON_IsObject(it) && is_prefix_of_some_key(key)) {
             if (apply_object(c, it, key, src) != 0) return -1;
         } else {
@@ -329,9 +391,9 @@ int cfg_set(Config *c, const char *a) {
     if (!eq) return gma_errorf("--set %s: expected key=value", a);
     char key[256];
     snprintf(key, sizeof key, "%.*s", (int)(eq - a), a);
-    const CfgKey *k = find_key(key);
-    if (!k) return gma_errorf("--set: unknown key %s", key);
-    return set_text(c, k, eq + 1, "--set");
+    Key k;
+    if (!find_key(key, &k)) return gma_errorf("--set: unknown key %s", key);
+    return set_text(c, &k, eq + 1, "--set");
 }
 
 const char *cfg_layer_mixer(const Config *c, int l) {
@@ -354,14 +416,7 @@ int cfg_validate(const Config *c) {
     if (c->train.seq_len > m->max_seq_len)
         return gma_errorf("key train.seq_len: %d is longer than model.max_seq_len = %d", c->train.seq_len, m->max_seq_len);
     int causal = cfg_causal(c);
-    for (int l = 0; l < m->n_layers; l++) {
-        const MixerVT *vt = mixer_find(cfg_layer_mixer(c, l));
-        if (causal && !vt->causal_ok)
-            return gma_errorf("key model.mixer: mixer \"%s\" (layer %d) cannot run causally (the model is causal: model.causal or model.task \"lm\"); use a causal mixer", vt->name, l);
-        if (!causal && !vt->bidir_ok)
-            return gma_errorf("key model.mixer: mixer \"%s\" (layer %d) cannot run bidirectionally (model.causal or model.task \"classify\")", vt->name, l);
-        if (vt->validate && vt->validate(c) != 0) return -1;
-    }
+    if (reg()->validate && reg()->validate(c) != 0) return -1;
     int classify = !strcmp(m->task, "classify"), cls_data = !strcmp(c->data.source, "cls");
     if (classify && !cls_data) return gma_errorf("key data.source: model.task \"classify\" needs data.source \"cls\"");
     if (!classify && cls_data) return gma_errorf("key model.task: data.source \"cls\" needs model.task \"classify\"");
@@ -389,19 +444,19 @@ int cfg_validate(const Config *c) {
         if (c->data.recall_vocab < 2 * c->data.recall_pairs + 2)
             return gma_errorf("key data.recall_vocab: %d is too small for %d distinct keys", c->data.recall_vocab, c->data.recall_pairs);
     }
-    if (!strcmp(c->gma.memory, "ema") && c->gma.ema_decay != 0 && !(c->gma.ema_decay > 0 && c->gma.ema_decay < 1))
-        return gma_errorf("key gma.ema_decay: must be in (0, 1)");
     return 0;
 }
 
 char *cfg_to_json(const Config *c) {
     cJSON *root = cJSON_CreateObject();
-    for (size_t i = 0; i < N_SCHEMA; i++) {
-        const CfgKey *k = &g_schema[i];
+    Key key;
+    for (size_t i = 0, nk = n_keys(); i < nk; i++) {
+        key_at(i, &key);
+        const CfgKey *k = key.k;
         /* walk/create the parent objects */
         cJSON *parent = root;
         char path[256];
-        snprintf(path, sizeof path, "%s", k->key);
+        snprintf(path, sizeof path, "%s", key.full);
         char *leaf = path, *dot;
         while ((dot = strchr(leaf, '.'))) {
             *dot = 0;
@@ -410,13 +465,13 @@ char *cfg_to_json(const Config *c) {
             parent = child;
             leaf = dot + 1;
         }
-        const char *p = (const char *)c + k->off;
+        const char *p = AT_C(c, &key);
         switch (k->type) {
-        case T_INT: cJSON_AddNumberToObject(parent, leaf, *(const int *)p); break;
-        case T_REAL: cJSON_AddNumberToObject(parent, leaf, *(const double *)p); break;
-        case T_BOOL: cJSON_AddBoolToObject(parent, leaf, *(const int *)p); break;
-        case T_STR: cJSON_AddStringToObject(parent, leaf, p); break;
-        case T_MIXERS:
+        case CFGT_INT: cJSON_AddNumberToObject(parent, leaf, *(const int *)p); break;
+        case CFGT_REAL: cJSON_AddNumberToObject(parent, leaf, *(const double *)p); break;
+        case CFGT_BOOL: cJSON_AddBoolToObject(parent, leaf, *(const int *)p); break;
+        case CFGT_STR: cJSON_AddStringToObject(parent, leaf, p); break;
+        case CFGT_MIXERS:
             if (c->model.n_mixer == 1) cJSON_AddStringToObject(parent, leaf, c->model.mixer[0]);
             else {
                 cJSON *arr = cJSON_AddArrayToObject(parent, leaf);
@@ -433,14 +488,24 @@ char *cfg_to_json(const Config *c) {
 void cfg_print_reference(FILE *f) {
     fprintf(f, "| key | type | default | allowed | meaning |\n|---|---|---|---|---|\n");
     static const char *tn[] = {"int", "number", "bool", "string", "string or list"};
-    for (size_t i = 0; i < N_SCHEMA; i++) {
-        const CfgKey *k = &g_schema[i];
-        char allowed[128] = "";
+    Key key;
+    for (size_t i = 0, nk = n_keys(); i < nk; i++) {
+        key_at(i, &key);
+        const CfgKey *k = key.k;
+        char allowed[256] = "", doc[512];
+        snprintf(doc, sizeof doc, "%s", k->doc);
         if (k->choices) snprintf(allowed, sizeof allowed, "%s", k->choices);
-        else if (k->type == T_INT || k->type == T_REAL) snprintf(allowed, sizeof allowed, "[%g, %g]", k->lo, k->hi);
-        else if (k->type == T_MIXERS) snprintf(allowed, sizeof allowed, "%s", mixer_names());
+        else if (k->type == CFGT_INT || k->type == CFGT_REAL) snprintf(allowed, sizeof allowed, "[%g, %g]", k->lo, k->hi);
+        else if (k->type == CFGT_MIXERS) { /* the registered names, also listed in the meaning */
+            snprintf(allowed, sizeof allowed, "%s", reg()->mixers);
+            size_t n = strlen(doc);
+            n += (size_t)snprintf(doc + n, sizeof doc - n, " (");
+            for (const char *q = reg()->mixers; *q && n + 3 < sizeof doc; q++)
+                n += (size_t)snprintf(doc + n, sizeof doc - n, *q == '|' ? ", " : "%c", *q);
+            snprintf(doc + n, sizeof doc - n, ").");
+        }
         for (char *q = allowed; *q; q++)
             if (*q == '|') *q = ',';
-        fprintf(f, "| `%s` | %s | `%s` | %s | %s |\n", k->key, tn[k->type], k->def, allowed, k->doc);
+        fprintf(f, "| `%s` | %s | `%s` | %s | %s |\n", key.full, tn[k->type], k->def, allowed, doc);
     }
 }

@@ -1,57 +1,48 @@
 /* config.h: the run configuration, its schema, JSON loading and validation.
  *
- * One table (config.c, g_schema) lists every key with its type, default, range or
- * allowed values and meaning. It drives defaults, validation of JSON files and of
- * `--set a.b=value` overrides, the resolved config written beside each run, and the
- * configuration reference in the README (`gmatrain --config-reference`).
+ * Every key has one schema row (CfgKey): type, default, range or allowed values and
+ * meaning. The generic keys (top level, model.*, train.*, data.*) are config.c's table;
+ * the keys of a mixer (gma.*, performer.*, ...) are a CfgSection that the mixer declares
+ * in its own file, with offsets into its own struct, stored inside Config (so Config stays
+ * copyable by value) and read with cfg_section. The nn registry installs the sections, the
+ * mixer names and the mixers' validation with cfg_register (mixer_register_all) before
+ * the first cfg_defaults; core itself knows no mixer. The rows drive defaults, validation
+ * of JSON files and of `--set a.b=value` overrides, the resolved config written beside
+ * each run, and the configuration reference in the README (`gmatrain --config-reference`).
  */
 #ifndef GMA_CONFIG_H
 #define GMA_CONFIG_H
+#include <stddef.h> /* offsetof for the schema rows */
 #include <stdint.h>
 #include <stdio.h>
 
 #define CFG_MAX_LAYERS 64
 #define CFG_STR 256
+#define CFG_MAX_SECTIONS 8     /* mixer sections (gma, performer, ...) */
+#define CFG_SECTION_BYTES 512  /* storage of one section's struct */
 
-typedef struct GmaCfg {
-    int n_components;       /* Kc */
-    char routing[16];       /* gaussian | softmax */
-    double temperature;
-    double var_floor;
-    double eps;
-    int chunk;
-    int shared_components;
-    char init[16];          /* default | kmeans | orthogonal */
-    double init_mean_scale;
-    char memory[16];        /* none | ema */
-    double ema_decay;       /* 0 = 1 - 1/(B N) */
-    double div_weight;
-    char div_mode[16];      /* token | batch */
-    int monitor_every;
-    char on_collapse[16];   /* warn | reinit | stop */
-    double entropy_min;
-    double util_min_share;
-    int patience;
-    double norm_growth_max;
-} GmaCfg;
+typedef enum { CFGT_INT, CFGT_REAL, CFGT_BOOL, CFGT_STR, CFGT_MIXERS } CfgType;
 
-/* Baseline mixers (GMA_SPEC 3.5). */
-typedef struct PerformerCfg {
-    int features;           /* m random features (0 = 2 d) */
-    int redraw;             /* redraw omega every this many training steps (0 = never) */
-} PerformerCfg;
+/* One key. In a section, `key` is the name after "SECTION." and `off` an offset into the
+ * section's struct; in config.c's table, the dotted path and an offset into Config. */
+typedef struct CfgKey {
+    const char *key;
+    CfgType type;       /* CFGT_INT: int, CFGT_REAL: double, CFGT_BOOL: int 0/1, CFGT_STR: char[size] */
+    size_t off;
+    size_t size;        /* for strings: the array size */
+    const char *def;    /* default, as text */
+    double lo, hi;      /* numeric range (inclusive) */
+    const char *choices;/* "a|b|c" for strings, NULL = free text */
+    const char *doc;
+} CfgKey;
 
-typedef struct LinformerCfg {
-    int k;                  /* projected sequence length */
-} LinformerCfg;
-
-typedef struct MambaCfg {
-    int d_state;            /* S */
-    int expand;             /* E: inner width E D */
-    int d_conv;             /* causal conv kernel */
-    int dt_rank;            /* 0 = ceil(D / 16) */
-    int chunk;              /* scan checkpoint interval */
-} MambaCfg;
+/* The keys NAME.* of one mixer, over a struct of `size` bytes (<= CFG_SECTION_BYTES). */
+typedef struct CfgSection {
+    const char *name;
+    size_t size;
+    const CfgKey *keys;
+    int n_keys;
+} CfgSection;
 
 typedef struct ModelCfg {
     char task[16];          /* lm | classify */
@@ -103,13 +94,28 @@ typedef struct Config {
     int threads;
     char out_dir[CFG_STR];
     ModelCfg model;
-    GmaCfg gma;
-    PerformerCfg performer;
-    LinformerCfg linformer;
-    MambaCfg mamba;
     TrainCfg train;
     DataCfg data;
+    /* the registered sections' structs, in registration order (cfg_section) */
+    _Alignas(16) unsigned char section[CFG_MAX_SECTIONS][CFG_SECTION_BYTES];
 } Config;
+
+/* What the mixer registry tells the configuration (cfg_register). */
+typedef struct CfgRegistry {
+    const char *mixers;                /* "gma|sdpa|...": the names model.mixer accepts */
+    const CfgSection *const *sections; /* the mixers' sections, in the reference's order */
+    int n_sections;
+    int (*validate)(const Config *c);  /* the layers' mixers against the model and their own keys */
+} CfgRegistry;
+
+/* Install the registry (the last call wins; the pointers must outlive every Config). */
+void cfg_register(const CfgRegistry *r);
+/* The struct of section `name` ("gma") inside c, NULL when no such section is registered. */
+const void *cfg_section(const Config *c, const char *name);
+void *cfg_section_mut(Config *c, const char *name);
+/* The value of a numeric or boolean key ("gma.chunk") as a double; aborts on an unknown
+ * or non-numeric key (a programming error). */
+double cfg_num(const Config *c, const char *key);
 
 /* Fill every field with its default. */
 void cfg_defaults(Config *c);
@@ -120,7 +126,8 @@ int cfg_load_file(Config *c, const char *path);
 int cfg_load_text(Config *c, const char *text, const char *source);
 /* Apply one "a.b=value" override. */
 int cfg_set(Config *c, const char *assignment);
-/* Cross-field checks after loading (D % H, mixer names, lengths...). */
+/* Cross-field checks after loading (D % H, lengths...), then the registry's validate
+ * (each layer's mixer and its section). */
 int cfg_validate(const Config *c);
 /* The resolved configuration as a JSON string (caller frees). */
 char *cfg_to_json(const Config *c);

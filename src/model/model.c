@@ -356,7 +356,7 @@ static void backward_cls(Model *m, double loss_scale) {
     g_ops->zero(m->dtmp, sizeof(real) * R * D);
     pool_backward(m->dtmp, m->dpooled, m->pool_w, S, Nt, D);
     MixerCtx ctx = {.B = S, .N = Nt, .causal = m->causal, .keymask = m->mask_host, .training = 1,
-                    .div_scale = m->cfg.gma.div_weight * loss_scale};
+                    .aux_scale = loss_scale};
     blocks_backward(m, &ctx);
     if (m->pool_cls)
         for (int r = 0; r < S; r++) {
@@ -381,25 +381,57 @@ void model_backward(Model *m, double loss_scale) {
     g_ops->matmul(m->dtmp, m->logits, PP(m->wte), R, D, m->V, 0, 0, 1, 0);
     g_ops->matmul(GG(m->wte), m->logits, m->lnf, m->V, D, R, 1, 0, 1, 1);
     MixerCtx ctx = {.B = B, .N = N, .causal = m->causal, .keymask = m->keymask, .training = 1,
-                    .div_scale = m->cfg.gma.div_weight * loss_scale};
+                    .aux_scale = loss_scale};
     blocks_backward(m, &ctx);
     g_ops->embed_backward(GG(m->wte), m->wpe >= 0 ? GG(m->wpe) : NULL, m->dresid, m->tok, B, N, D);
 }
 
-/* ---------------- GMA routing health ---------------- */
+/* ---------------- what the mixers declare: auxiliary losses, buffers, routing health ---------------- */
 int model_gma_layers(const Model *m) {
     int n = 0;
     for (int l = 0; l < m->L; l++) n += m->blocks[l].mixer->vt->health != NULL;
     return n;
 }
 
-double model_div_loss(const Model *m) {
-    double s = 0;
+int model_monitor(const Model *m, MixerMonitor *out) {
+    int n = 0;
+    memset(out, 0, sizeof *out);
     for (int l = 0; l < m->L; l++) {
         const Mixer *mx = m->blocks[l].mixer;
-        if (mx->vt->health) s += mx->vt->health->div_value(mx);
+        if (!mx->vt->health) continue;
+        if (n++ == 0) mx->vt->health->monitor(mx, out);
     }
+    return n;
+}
+
+int model_aux_on(const Model *m) {
+    for (int l = 0; l < m->L; l++) {
+        const Mixer *mx = m->blocks[l].mixer;
+        double w = 0;
+        if (mx->vt->aux_loss) mx->vt->aux_loss(mx, &w);
+        if (w > 0) return 1;
+    }
+    return 0;
+}
+
+double model_aux_loss(const Model *m, double *weighted) {
+    double s = 0, sw = 0;
+    for (int l = 0; l < m->L; l++) {
+        const Mixer *mx = m->blocks[l].mixer;
+        if (!mx->vt->aux_loss) continue;
+        double w = 0, v = mx->vt->aux_loss(mx, &w);
+        if (w > 0) s += v, sw += w * v;
+    }
+    if (weighted) *weighted = sw;
     return s;
+}
+
+int model_rank_averaged(const Model *m, int tensor) {
+    for (int l = 0; l < m->L; l++) {
+        const Mixer *mx = m->blocks[l].mixer;
+        if (mx->vt->rank_averaged && mx->vt->rank_averaged(mx, tensor)) return 1;
+    }
+    return 0;
 }
 
 void model_update_buffers(Model *m) {
@@ -425,7 +457,8 @@ int model_kmeans_init(Model *m, const int32_t *tok, const int32_t *tgt, int B, i
         if (!mx->vt->health || !mx->vt->health->wants_kmeans(mx)) continue;
         LossStats st;
         if (model_forward(m, tok, tgt, B, N, keymask, 0, &st, 0, 0) != 0) return -1;
-        MixerCtx ctx = {.B = B, .N = N, .causal = m->causal, .keymask = keymask, .training = 0};
+        MixerCtx ctx = {.B = B, .N = N, .causal = m->causal, .keymask = keymask, .training = 0,
+                        .gather = m->gather, .gather_ctx = m->gather_ctx};
         if (mx->vt->health->kmeans_init(mx, &ctx, m->params, m->blocks[l].act, rng) != 0) return -1;
     }
     return 0;
@@ -437,7 +470,8 @@ int model_kmeans_init_cls(Model *m, const int32_t *tok, const int32_t *labels, i
         if (!mx->vt->health || !mx->vt->health->wants_kmeans(mx)) continue;
         LossStats st;
         if (model_forward_cls(m, tok, NULL, labels, B, N, &st, 0, 0) != 0) return -1;
-        MixerCtx ctx = {.B = m->B, .N = m->N, .causal = m->causal, .keymask = m->mask_host, .training = 0};
+        MixerCtx ctx = {.B = m->B, .N = m->N, .causal = m->causal, .keymask = m->mask_host, .training = 0,
+                        .gather = m->gather, .gather_ctx = m->gather_ctx};
         if (mx->vt->health->kmeans_init(mx, &ctx, m->params, m->blocks[l].act, rng) != 0) return -1;
     }
     return 0;
@@ -446,8 +480,11 @@ int model_kmeans_init_cls(Model *m, const int32_t *tok, const int32_t *labels, i
 /* ---- incremental decoding ---- */
 int model_can_decode(const Model *m) {
     if (m->classify || !m->causal) return 0;
-    for (int l = 0; l < m->L; l++)
-        if (!m->blocks[l].mixer->vt->decode) return 0;
+    int W = m->Nmax < m->Nmax_act ? m->Nmax : m->Nmax_act; /* the window of model_decode_begin */
+    for (int l = 0; l < m->L; l++) {
+        const Mixer *mx = m->blocks[l].mixer;
+        if (!mx->vt->decode || (mx->vt->can_decode && !mx->vt->can_decode(mx, W))) return 0;
+    }
     return 1;
 }
 

@@ -52,6 +52,10 @@ typedef struct Model {
     real *pool_w_host;       /* host [S,Nt] */
     uint8_t *mask_host;      /* host [S,Nt] key mask including the CLS slot */
     int32_t *tok_host;       /* host [S,Nt] tokens including the CLS slot */
+    /* rows of every data-parallel rank for k-means and re-seeding (set by the training
+     * layer; NULL = this process's rows), passed to the mixers in MixerCtx */
+    MixerGatherFn gather;
+    void *gather_ctx;
 } Model;
 
 /* Build the parameter table and mixers from a validated config (vocab_size must be set). */
@@ -89,11 +93,20 @@ void model_backward(Model *m, double loss_scale);
 void model_zero_grad(Model *m);
 
 /* ---- GMA routing health (GMA_SPEC 3.4, 4, 5); no-ops for models without GMA layers ---- */
-/* Number of layers whose mixer has routing-health hooks (GMA). */
+/* Number of layers whose mixer has routing-health hooks (GMA, auto). */
 int model_gma_layers(const Model *m);
-/* Sum over GMA layers of the diversity loss of the last training forward (unweighted). The
- * backward adds gma.div_weight * loss_scale * its gradient. */
-double model_div_loss(const Model *m);
+/* The same count; out gets the routing monitor's settings of the first such layer (all
+ * zero when there is none: every = 0, monitoring off). */
+int model_monitor(const Model *m, MixerMonitor *out);
+/* 1 when some layer's mixer has an auxiliary loss with a weight > 0 (GMA: gma.div_weight). */
+int model_aux_on(const Model *m);
+/* Sum over layers of the auxiliary losses of the last training forward, unweighted (the
+ * metrics' div_loss); *weighted (may be NULL) gets the sum of weight x loss, the term the
+ * backward differentiates (model_backward passes loss_scale to the mixers as aux_scale). */
+double model_aux_loss(const Model *m, double *weighted);
+/* 1 when tensor (index into m->pt) is a buffer the data-parallel ranks average after every
+ * step (each rank updates it from its own batch: GMA's EMA memory). */
+int model_rank_averaged(const Model *m, int tensor);
 /* After model_backward of a training micro-batch: update buffers (EMA memory). */
 void model_update_buffers(Model *m);
 /* 1 when some layer wants k-means initialisation after the first training forward. */
@@ -116,8 +129,9 @@ typedef struct DecodeState {
     real **layer; /* per layer, into buf */
     int pos, W;   /* next position; positions 0..W-1 fit (model.max_seq_len, the planned N) */
 } DecodeState;
-/* 1 when the model is a causal LM whose every mixer has a decode step (gma, linear, sdpa,
- * sdpa_ref; not performer, mamba, linformer or auto) */
+/* 1 when the model is a causal LM whose every mixer has a decode step for the window
+ * (gma, linear, sdpa, sdpa_ref; auto when its threshold is not inside the window; not
+ * performer, mamba or linformer) */
 int model_can_decode(const Model *m);
 int model_decode_begin(Model *m, DecodeState *s);
 /* feed the token at position s->pos: its logits [V] are left in m->logits (backend) */

@@ -52,6 +52,9 @@ void dist_bcast(void *buf, size_t bytes, int root);
 /* The n rows of d reals (host memory) of every rank, rank 0's first, in a new buffer on
  * every rank; *n_all is their number (a copy of x in one process). */
 real *dist_allgather_rows(const real *x, int n, int d, int *n_all);
+/* The same with the signature of a mixer's gather callback (MixerGatherFn in
+ * nn/mixers/mixer.h; ctx unused): the trainer sets Model.gather to it. */
+real *dist_gather_rows_cb(const real *x, int n, int d, int *n_all, void *ctx);
 
 /* The same on buffers in the active backend's memory (n reals). */
 void dist_sum_real_backend(real *x, size_t n);

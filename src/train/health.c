@@ -34,7 +34,8 @@ void health_baseline(HealthMon *h, Model *m) {
     for (int l = 0; l < m->L; l++) {
         Mixer *mx = m->blocks[l].mixer;
         if (!mx->vt->health || !mx->vt->health->has_memory(mx)) continue;
-        MixerCtx c = {.B = m->B, .N = m->N, .causal = m->causal, .keymask = m->keymask};
+        MixerCtx c = {.B = m->B, .N = m->N, .causal = m->causal, .keymask = m->keymask, .gather = m->gather,
+                      .gather_ctx = m->gather_ctx};
         mx->vt->health->route_stats(mx, &c, m->params, m->blocks[l].act, ent, cnt, h->norm0 + (size_t)l * h->H);
     }
     free(ent);
@@ -65,19 +66,23 @@ static cJSON *alert_row(long step, int l, int h, const char *kind, double value,
 }
 
 int health_check(HealthMon *hm, Model *m, long step, FILE *mf, int quiet, uint64_t seed) {
-    const GmaCfg *g = &m->cfg.gma;
-    int stop = 0, reinit = !strcmp(g->on_collapse, "reinit"), want_stop = !strcmp(g->on_collapse, "stop");
+    int stop = 0;
     int H = m->H, Kmax = GMA_MAX(hm->Kc, 1);
     double *ent = xcalloc(H, sizeof(double)), *cnt = xcalloc((size_t)H * Kmax, sizeof(double));
     double *norm = xcalloc(H, sizeof(double));
     int *dead = xcalloc(Kmax, sizeof(int));
-    MixerCtx c = {.B = m->B, .N = m->N, .causal = m->causal, .keymask = m->keymask};
+    MixerCtx c = {.B = m->B, .N = m->N, .causal = m->causal, .keymask = m->keymask, .gather = m->gather,
+                  .gather_ctx = m->gather_ctx};
     for (int l = 0; l < m->L; l++) {
         Mixer *mx = m->blocks[l].mixer;
         const MixerHealth *hh = mx->vt->health;
         if (!hh) continue;
+        MixerMonitor mon, *g = &mon; /* the settings, as the mixer declares them */
+        hh->monitor(mx, &mon);
+        int reinit = mon.reinit, want_stop = mon.stop;
         int Kc = hh->n_components(mx), mem = hh->has_memory(mx);
         double rows = hh->route_stats(mx, &c, m->params, m->blocks[l].act, ent, cnt, norm);
+        if (rows < 0) continue; /* no responsibilities in the last forward (auto on its sdpa path) */
         if (dist_size() > 1) { /* over the global batch: entropy sums, counts and rows of all ranks */
             for (int h = 0; h < H; h++) ent[h] *= rows;
             dist_sum_double(ent, H);

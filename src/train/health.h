@@ -6,7 +6,8 @@
  * gma.patience checks in a row; |M_h| > gma.norm_growth_max x its value at the start of
  * this process's training (after k-means, or at resume). gma.on_collapse: warn (print and
  * log), reinit (re-seed the dead components, see MixerHealth.reinit; entropy and memory
- * alerts are only warned about) or stop (the caller checkpoints and exits). */
+ * alerts are only warned about) or stop (the caller checkpoints and exits). The settings
+ * come from each layer's mixer (MixerHealth.monitor, model_monitor), never from Config. */
 #ifndef GMA_HEALTH_H
 #define GMA_HEALTH_H
 #include <stdio.h>

@@ -252,16 +252,16 @@ static int save_ckpt(const Model *m, const TrainState *ts, const char *run_dir, 
     return 0;
 }
 
-/* Buffers that training updates on each rank from its own batch (GMA EMA memory,
- * `<layer>.mixer.gma.memory`) are averaged over ranks after every step, so the replicas
- * stay identical. Other buffers (Performer features) are the same everywhere already. */
+/* Buffers that training updates on each rank from its own batch (those the mixers declare:
+ * model_rank_averaged, e.g. GMA's EMA memory) are averaged over ranks after every step, so
+ * the replicas stay identical. Other buffers (Performer features) are the same everywhere
+ * already. */
 static void sync_buffers(Model *m) {
     int R = dist_size();
     if (R == 1) return;
     for (int i = 0; i < m->pt.n; i++) {
         const ParamInfo *p = &m->pt.t[i];
-        size_t len = strlen(p->name), sl = strlen(".gma.memory");
-        if (p->group != GROUP_BUFFER || len < sl || strcmp(p->name + len - sl, ".gma.memory")) continue;
+        if (!model_rank_averaged(m, i)) continue;
         dist_sum_real_backend(m->params + p->offset, p->numel);
         g_ops->scale(m->params + p->offset, (real)(1.0 / R), p->numel);
     }
@@ -317,6 +317,7 @@ int trainer_run(const Config *cfg_in, const TrainerOptions *o) {
         return rc;
     }
     model_alloc(&m, B, N);
+    m.gather = dist_gather_rows_cb; /* k-means and re-seeding fit the rows of every rank */
     model_init_params(&m, (uint64_t)cfg.seed);
     TrainState ts = {.step = 0, .tokens_seen = 0, .best_valid = INFINITY, .best_acc = -1, .best_step = -1};
     rng_seed2(&ts.rng, (uint64_t)cfg.seed, 0x747261696eULL);
@@ -386,7 +387,8 @@ int trainer_run(const Config *cfg_in, const TrainerOptions *o) {
 
     HealthMon hm;
     health_init(&hm, &m);
-    int gma_layers = model_gma_layers(&m), div_on = cfg.gma.div_weight > 0;
+    MixerMonitor mon;
+    int gma_layers = model_monitor(&m, &mon), div_on = model_aux_on(&m);
     int fresh = ts.step == 0 && !o->resume_dir;
     double win_div = 0;
     double t_start = gma_now(), train_time = 0, win_loss = 0, tokens0 = ts.tokens_seen;
@@ -434,7 +436,7 @@ int trainer_run(const Config *cfg_in, const TrainerOptions *o) {
                 break;
             }
             loss += l / tc->grad_accum;
-            if (div_on) div += model_div_loss(&m) / tc->grad_accum;
+            if (div_on) div += model_aux_loss(&m, NULL) / tc->grad_accum;
             count_tok += ntok;
             /* with R ranks each backward carries 1/R, so the sum over ranks is the mean */
             model_backward(&m, 1.0 / ((double)tc->grad_accum * R));
@@ -513,7 +515,7 @@ int trainer_run(const Config *cfg_in, const TrainerOptions *o) {
             win_div = 0;
             win_n = 0;
         }
-        if (gma_layers && !bad && cfg.gma.monitor_every > 0 && ts.step % cfg.gma.monitor_every == 0) {
+        if (gma_layers && !bad && mon.every > 0 && ts.step % mon.every == 0) {
             /* every rank checks the routing statistics summed over ranks (the same numbers);
              * rank 0 logs and prints, and its decision and parameters stand for all */
             long alerts0 = hm.alerts;
@@ -522,7 +524,7 @@ int trainer_run(const Config *cfg_in, const TrainerOptions *o) {
                 dist_bcast(&collapse, sizeof collapse, 0);
                 /* after a re-seed (an alert with on_collapse "reinit"), rank 0's parameters and
                  * moments; the alert count is the same on every rank */
-                if (hm.alerts != alerts0 && !strcmp(cfg.gma.on_collapse, "reinit")) bcast_model(&m, 1);
+                if (hm.alerts != alerts0 && mon.reinit) bcast_model(&m, 1);
             }
             if (collapse) {
                 if (save_ckpt(&m, &ts, o->run_dir, tc->keep_checkpoints, NULL) != 0) {

@@ -9,7 +9,18 @@
  * copies would leave one path at its initial values whenever training runs at a single
  * length), and an auto checkpoint loads into a gma model and back.
  *
- * act / scratch: the larger of the two paths' needs (only one runs per call). */
+ * act / scratch: the larger of the two paths' needs (only one runs per call).
+ *
+ * Every optional hook forwards to the children: validation and the gma.* keys are GMA's;
+ * the auxiliary loss, the buffers the ranks average and the routing-health hooks are
+ * GMA's and act on the last forward only when it took the GMA path (the sdpa path keeps
+ * no responsibilities: route_stats then reports nothing, the EMA memory is neither
+ * seeded nor updated from it, and the diversity loss is 0). Incremental decoding is the
+ * decode step of the one child that a full forward over any prefix of the window takes:
+ * sdpa when the whole window is shorter than model.auto_threshold, GMA when the threshold
+ * is 1. A threshold inside the window cannot be decoded incrementally (a full forward past
+ * it recomputes every earlier position, in every layer, through GMA), so can_decode says
+ * no and generation falls back to full forwards. */
 #include <stdlib.h>
 
 #include "nn/mixers/mixer.h"
@@ -19,6 +30,7 @@ const MixerVT mixer_auto;
 
 typedef struct AutoPriv {
     Mixer *gma, *sdpa;
+    Mixer *last; /* the path of the last forward (NULL before the first) */
     int threshold;
 } AutoPriv;
 
@@ -59,6 +71,7 @@ static size_t auto_scratch(const Mixer *m, int B, int N) {
 static void auto_forward(Mixer *m, const MixerCtx *c, real *y, const real *h, const real *params, real *act,
                          real *scratch) {
     Mixer *s = pick(m, c->N);
+    ((AutoPriv *)m->priv)->last = s;
     s->vt->forward(s, c, y, h, params, act, scratch);
 }
 static void auto_backward(Mixer *m, const MixerCtx *c, real *dh, const real *dy, const real *h, const real *params,
@@ -77,10 +90,89 @@ static void auto_destroy(Mixer *m) {
 /* The name the layer uses for a sequence of N tokens (for logs and tests). */
 const char *mixer_auto_choice(const Mixer *m, int N) { return pick(m, N)->vt->name; }
 
+/* ---- hooks forwarded to the children ---- */
+static int auto_validate(const Config *c) {
+    if (mixer_gma.validate && mixer_gma.validate(c) != 0) return -1;
+    return mixer_sdpa.validate ? mixer_sdpa.validate(c) : 0;
+}
+
+/* the GMA child when the last forward ran it, else NULL */
+static Mixer *gma_ran(const Mixer *m) {
+    const AutoPriv *p = m->priv;
+    return p->last == p->gma ? p->gma : NULL;
+}
+
+static double auto_aux_loss(const Mixer *m, double *weight) {
+    const AutoPriv *p = m->priv;
+    double v = p->gma->vt->aux_loss(p->gma, weight);
+    return gma_ran(m) ? v : 0;
+}
+static int auto_rank_averaged(const Mixer *m, int tensor) {
+    const AutoPriv *p = m->priv;
+    return p->gma->vt->rank_averaged(p->gma, tensor);
+}
+
+#define GH(m) (((const AutoPriv *)(m)->priv)->gma->vt->health)
+static int ah_ncomp(const Mixer *m) { return GH(m)->n_components(((const AutoPriv *)m->priv)->gma); }
+static void ah_monitor(const Mixer *m, MixerMonitor *out) { GH(m)->monitor(((const AutoPriv *)m->priv)->gma, out); }
+static int ah_has_memory(const Mixer *m) { return GH(m)->has_memory(((const AutoPriv *)m->priv)->gma); }
+static int ah_wants_kmeans(const Mixer *m) { return GH(m)->wants_kmeans(((const AutoPriv *)m->priv)->gma); }
+static const real *ah_query_resp(const Mixer *m, const real *act, int B, int N) {
+    Mixer *g = gma_ran(m);
+    return g ? GH(m)->query_resp(g, act, B, N) : NULL;
+}
+static void ah_update_buffers(Mixer *m, const MixerCtx *c, real *params, const real *act) {
+    Mixer *g = gma_ran(m);
+    if (g) GH(m)->update_buffers(g, c, params, act);
+}
+static int ah_kmeans_init(Mixer *m, const MixerCtx *c, real *params, const real *act, Rng *rng) {
+    Mixer *g = gma_ran(m);
+    return g ? GH(m)->kmeans_init(g, c, params, act, rng) : 0;
+}
+static double ah_route_stats(const Mixer *m, const MixerCtx *c, const real *params, const real *act, double *entropy,
+                             double *counts, double *mem_norm) {
+    Mixer *g = gma_ran(m);
+    return g ? GH(m)->route_stats(g, c, params, act, entropy, counts, mem_norm) : -1;
+}
+static int ah_reinit(Mixer *m, const MixerCtx *c, real *params, real *mom1, real *mom2, const real *act, int head,
+                     const int *dead, Rng *rng) {
+    Mixer *g = gma_ran(m);
+    return g ? GH(m)->reinit(g, c, params, mom1, mom2, act, head, dead, rng) : 0;
+}
+#undef GH
+
+static const MixerHealth auto_health = {
+    .n_components = ah_ncomp,
+    .monitor = ah_monitor,
+    .has_memory = ah_has_memory,
+    .wants_kmeans = ah_wants_kmeans,
+    .query_resp = ah_query_resp,
+    .update_buffers = ah_update_buffers,
+    .kmeans_init = ah_kmeans_init,
+    .route_stats = ah_route_stats,
+    .reinit = ah_reinit,
+};
+
+/* decoding a window of Nmax tokens: the path every prefix takes, when it is one path */
+static int auto_can_decode(const Mixer *m, int Nmax) {
+    const AutoPriv *p = m->priv;
+    return p->threshold <= 1 || Nmax < p->threshold;
+}
+static size_t auto_dstate(const Mixer *m, int Nmax) {
+    Mixer *s = pick(m, Nmax);
+    return s->vt->decode_state(s, Nmax);
+}
+static void auto_decode(Mixer *m, real *y, const real *h, const real *params, real *state, int pos, int Nmax, real *act,
+                        real *scratch) {
+    Mixer *s = pick(m, Nmax);
+    s->vt->decode(s, y, h, params, state, pos, Nmax, act, scratch);
+}
+
 const MixerVT mixer_auto = {
     .name = "auto",
     .causal_ok = 1,
     .bidir_ok = 1,
+    .validate = auto_validate,
     .create = auto_create,
     .init = auto_init,
     .act_size = auto_act,
@@ -88,4 +180,10 @@ const MixerVT mixer_auto = {
     .forward = auto_forward,
     .backward = auto_backward,
     .destroy = auto_destroy,
+    .can_decode = auto_can_decode,
+    .decode_state = auto_dstate,
+    .decode = auto_decode,
+    .aux_loss = auto_aux_loss,
+    .rank_averaged = auto_rank_averaged,
+    .health = &auto_health,
 };

@@ -25,7 +25,8 @@
  * Diversity loss (GMA_SPEC 4): when gma.div_weight > 0, every training forward computes
  *   L_div(layer) = 1/(2H) sum_h [ L(gamma_q[h]) + L(gamma_k[h]) ]
  * (L the token or batch form of ops.h gma_div_forward over non-padded rows); backward adds
- * ctx->div_scale * dL_div/dgamma before the routing backward.
+ * gma.div_weight * ctx->aux_scale * dL_div/dgamma before the routing backward (aux_loss
+ * reports L_div and its weight to the model).
  *
  * Default initialisation (gaussian): var_raw so that sigma2 = 1, prior 0, mu ~ N(0, s^2)
  * with s = gma.init_mean_scale or, when 0, s = (2 d)^(-1/4): the spread of -|mu_k|^2/2
@@ -42,7 +43,6 @@
 #include <string.h>
 
 #include "nn/kmeans.h"
-#include "train/dist.h"
 #include "nn/mixers/mixer.h"
 
 const MixerVT mixer_gma;
@@ -51,18 +51,71 @@ enum { P_MU = AP_N, P_VAR, P_PRIOR, P_RW, P_RB, P_MEM };
 #define KMEANS_SAMPLE 4096
 #define KMEANS_ITERS 10
 
+/* the keys gma.* */
+typedef struct GmaCfg {
+    int n_components;       /* Kc */
+    char routing[16];       /* gaussian | softmax */
+    double temperature;
+    double var_floor;
+    double eps;
+    int chunk;
+    int shared_components;
+    char init[16];          /* default | kmeans | orthogonal */
+    double init_mean_scale;
+    char memory[16];        /* none | ema */
+    double ema_decay;       /* 0 = 1 - 1/(B N) */
+    double div_weight;
+    char div_mode[16];      /* token | batch */
+    int monitor_every;
+    char on_collapse[16];   /* warn | reinit | stop */
+    double entropy_min;
+    double util_min_share;
+    int patience;
+    double norm_growth_max;
+} GmaCfg;
+
+#define O(f) offsetof(GmaCfg, f)
+#define S(f) sizeof(((GmaCfg *)0)->f)
+static const CfgKey gma_keys[] = {
+    {"n_components", CFGT_INT, O(n_components), 0, "64", 1, 65536, NULL, "Components per head Kc."},
+    {"routing", CFGT_STR, O(routing), S(routing), "gaussian", 0, 0, "gaussian|softmax", "Routing of queries and keys."},
+    {"temperature", CFGT_REAL, O(temperature), 0, "1", 1e-6, 1e6, NULL, "Responsibility temperature tau (fixed)."},
+    {"var_floor", CFGT_REAL, O(var_floor), 0, "0.0001", 0, 1e6, NULL, "Added to softplus(var_raw)."},
+    {"eps", CFGT_REAL, O(eps), 0, "1e-06", 0, 1, NULL, "Denominator epsilon of the normalised mixing core."},
+    {"chunk", CFGT_INT, O(chunk), 0, "64", 1, 65536, NULL, "Chunk length C of the causal scan."},
+    {"shared_components", CFGT_BOOL, O(shared_components), 0, "false", 0, 0, NULL, "One set of components for all heads."},
+    {"init", CFGT_STR, O(init), S(init), "default", 0, 0, "default|kmeans|orthogonal", "Initialisation of the components."},
+    {"init_mean_scale", CFGT_REAL, O(init_mean_scale), 0, "0", 0, 1e6, NULL,
+     "Std of the initial means (0 = (2 d)^(-1/4): soft initial responsibilities, see README)."},
+    {"memory", CFGT_STR, O(memory), S(memory), "none", 0, 0, "none|ema", "Value memory: from the sequence, or an EMA buffer."},
+    {"ema_decay", CFGT_REAL, O(ema_decay), 0, "0", 0, 0.999999999, NULL, "EMA decay alpha in (0,1) (0 = 1 - 1/(B N))."},
+    {"div_weight", CFGT_REAL, O(div_weight), 0, "0", 0, 1e6, NULL, "Weight of the diversity loss (0 = off)."},
+    {"div_mode", CFGT_STR, O(div_mode), S(div_mode), "token", 0, 0, "token|batch", "Diversity loss form."},
+    {"monitor_every", CFGT_INT, O(monitor_every), 0, "100", 0, 1000000000, NULL, "Routing health check period in steps (0 = off)."},
+    {"on_collapse", CFGT_STR, O(on_collapse), S(on_collapse), "warn", 0, 0, "warn|reinit|stop", "Action on a collapse alert."},
+    {"entropy_min", CFGT_REAL, O(entropy_min), 0, "1.5", 0, 1e6, NULL, "Alert when mean responsibility entropy (nats) is below."},
+    {"util_min_share", CFGT_REAL, O(util_min_share), 0, "0.02", 0, 1, NULL, "A component is dead below this share of 1/Kc."},
+    {"patience", CFGT_INT, O(patience), 0, "3", 1, 1000000, NULL, "Checks a component must stay dead before an alert."},
+    {"norm_growth_max", CFGT_REAL, O(norm_growth_max), 0, "10", 1, 1e9, NULL, "EMA memory norm alert factor over its start."},
+};
+#undef O
+#undef S
+static const CfgSection gma_section = {"gma", sizeof(GmaCfg), gma_keys, (int)(sizeof gma_keys / sizeof gma_keys[0])};
+static const GmaCfg *gcfg(const Config *c) { return cfg_section(c, "gma"); }
+
 typedef struct GmaPriv {
     int Kc, chunk, shared, Hp;
     int softmax, ema, kmeans;
     real tau, var_floor, eps;
     double mean_scale, ema_decay, var0;
     int div_on, div_mode;
-    double div_last;
+    double div_weight, div_last;
     int orthogonal;
+    MixerMonitor mon;
 } GmaPriv;
 
 static int gma_validate(const Config *c) {
-    const GmaCfg *g = &c->gma;
+    const GmaCfg *g = gcfg(c);
     if (!strcmp(g->init, "orthogonal") && strcmp(g->routing, "softmax"))
         return gma_errorf("key gma.init: \"orthogonal\" needs gma.routing \"softmax\" (it draws the router rows)");
     if (!strcmp(g->memory, "ema") && g->ema_decay != 0 && !(g->ema_decay > 0 && g->ema_decay < 1))
@@ -74,24 +127,33 @@ static int gma_validate(const Config *c) {
 static Mixer *gma_create(const Config *c, int layer, ParamTable *pt, const char *prefix) {
     Mixer *m = mixer_new(&mixer_gma, c, pt);
     GmaPriv *g = xcalloc(1, sizeof *g);
-    g->Kc = c->gma.n_components;
-    g->chunk = c->gma.chunk;
-    g->shared = c->gma.shared_components;
+    const GmaCfg *gc = gcfg(c);
+    g->Kc = gc->n_components;
+    g->chunk = gc->chunk;
+    g->shared = gc->shared_components;
     g->Hp = g->shared ? 1 : m->H;
-    g->tau = (real)c->gma.temperature;
-    g->var_floor = (real)c->gma.var_floor;
-    g->eps = (real)c->gma.eps;
-    g->softmax = !strcmp(c->gma.routing, "softmax");
-    g->ema = !strcmp(c->gma.memory, "ema");
-    g->kmeans = !strcmp(c->gma.init, "kmeans");
-    g->orthogonal = !strcmp(c->gma.init, "orthogonal");
-    g->ema_decay = c->gma.ema_decay;
-    g->div_on = c->gma.div_weight > 0;
-    g->div_mode = !strcmp(c->gma.div_mode, "batch");
+    g->tau = (real)gc->temperature;
+    g->var_floor = (real)gc->var_floor;
+    g->eps = (real)gc->eps;
+    g->softmax = !strcmp(gc->routing, "softmax");
+    g->ema = !strcmp(gc->memory, "ema");
+    g->kmeans = !strcmp(gc->init, "kmeans");
+    g->orthogonal = !strcmp(gc->init, "orthogonal");
+    g->ema_decay = gc->ema_decay;
+    g->div_weight = gc->div_weight;
+    g->div_on = gc->div_weight > 0;
+    g->mon = (MixerMonitor){.every = gc->monitor_every,
+                            .reinit = !strcmp(gc->on_collapse, "reinit"),
+                            .stop = !strcmp(gc->on_collapse, "stop"),
+                            .entropy_min = gc->entropy_min,
+                            .util_min_share = gc->util_min_share,
+                            .patience = gc->patience,
+                            .norm_growth_max = gc->norm_growth_max};
+    g->div_mode = !strcmp(gc->div_mode, "batch");
     if (g->softmax)
-        g->mean_scale = c->gma.init_mean_scale > 0 ? c->gma.init_mean_scale : 1 / sqrt((double)m->d);
+        g->mean_scale = gc->init_mean_scale > 0 ? gc->init_mean_scale : 1 / sqrt((double)m->d);
     else
-        g->mean_scale = c->gma.init_mean_scale > 0 ? c->gma.init_mean_scale : pow(2.0 * m->d, -0.25);
+        g->mean_scale = gc->init_mean_scale > 0 ? gc->init_mean_scale : pow(2.0 * m->d, -0.25);
     m->priv = g;
     for (int i = P_MU; i <= P_MEM; i++) m->p[i] = -1;
     attn_proj_add(m, c, pt, prefix);
@@ -104,7 +166,7 @@ static Mixer *gma_create(const Config *c, int layer, ParamTable *pt, const char 
         m->p[P_RB] = pt_add2(pt, name, g->Hp, g->Kc, INIT_ZERO, 0, GROUP_MIXTURE);
     } else {
         /* softplus(v) + floor = 1  <=>  v = log(exp(1 - floor) - 1) */
-        g->var0 = log(expm1(1.0 - c->gma.var_floor));
+        g->var0 = log(expm1(1.0 - gc->var_floor));
         snprintf(name, sizeof name, "%s.gma.mu", prefix);
         m->p[P_MU] = pt_add(pt, name, 3, s3, INIT_NORMAL, g->mean_scale, GROUP_MIXTURE);
         snprintf(name, sizeof name, "%s.gma.var_raw", prefix);
@@ -304,8 +366,8 @@ static void gma_backward(Mixer *m, const MixerCtx *c, real *dh, const real *dy, 
                                g->chunk);
         mask_rows(dgk, c->keymask, B, H, N, Kc);
     }
-    if (g->div_on && c->div_scale != 0) {
-        real s = (real)(c->div_scale / (2.0 * H));
+    if (g->div_on && c->aux_scale != 0) {
+        real s = (real)(g->div_weight * c->aux_scale / (2.0 * H));
         g_ops->gma_div_backward(dgq, a.gq, c->keymask, B, H, N, Kc, g->div_mode, s);
         g_ops->gma_div_backward(dgk, a.gk, c->keymask, B, H, N, Kc, g->div_mode, s);
     }
@@ -320,6 +382,18 @@ static void gma_destroy(Mixer *m) {
     free(m);
 }
 
+/* the diversity loss (docs/model.md §4) of the last training forward and gma.div_weight */
+static double gma_aux_loss(const Mixer *m, double *weight) {
+    const GmaPriv *g = m->priv;
+    *weight = g->div_weight;
+    return g->div_last;
+}
+
+/* the EMA memory: each rank updates it from its own batch, the ranks average it */
+static int gma_rank_averaged(const Mixer *m, int tensor) {
+    return ((const GmaPriv *)m->priv)->ema && tensor == m->p[P_MEM];
+}
+
 /* ================= routing-health hooks ================= */
 static int h_ncomp(const Mixer *m) { return ((const GmaPriv *)m->priv)->Kc; }
 static int h_has_memory(const Mixer *m) { return ((const GmaPriv *)m->priv)->ema; }
@@ -327,7 +401,7 @@ static int h_wants_kmeans(const Mixer *m) {
     const GmaPriv *g = m->priv;
     return g->kmeans || g->ema;
 }
-static double h_div_value(const Mixer *m) { return ((const GmaPriv *)m->priv)->div_last; }
+static void h_monitor(const Mixer *m, MixerMonitor *out) { *out = ((const GmaPriv *)m->priv)->mon; }
 static const real *h_query_resp(const Mixer *m, const real *act, int B, int N) { return carve(m, B, N, act).gq; }
 
 static long valid_rows(const MixerCtx *c) {
@@ -353,10 +427,19 @@ static void h_update_buffers(Mixer *m, const MixerCtx *c, real *params, const re
                               (real)((1 - alpha) / T), 1, H, (size_t)N * Kc, (size_t)N * d, (size_t)Kc * d);
 }
 
+/* the rows of every rank (ctx->gather), or a copy of this process's */
+static real *all_rows(const MixerCtx *c, const real *x, int n, int d, int *n_all) {
+    if (c->gather) return c->gather(x, n, d, n_all, c->gather_ctx);
+    real *y = xmalloc(sizeof(real) * (size_t)n * d + 1);
+    memcpy(y, x, sizeof(real) * (size_t)n * d);
+    *n_all = n;
+    return y;
+}
+
 /* host copy of the non-padded query rows of head h (all heads when h < 0): X [n,d] */
 static real *gather_rows(const Mixer *m, const MixerCtx *c, const real *qhost, int h, int *n_out) {
     int B = c->B, N = c->N, H = m->H, d = m->d;
-    real *X = xmalloc(sizeof(real) * (size_t)B * N * H * d * dist_size() + 1), *mine = xmalloc(sizeof(real) * (size_t)B * N * d + 1);
+    real *X = NULL, *mine = xmalloc(sizeof(real) * (size_t)B * N * d + 1);
     int n = 0;
     for (int hh = 0; hh < H; hh++) {
         if (h >= 0 && hh != h) continue;
@@ -369,7 +452,8 @@ static real *gather_rows(const Mixer *m, const MixerCtx *c, const real *qhost, i
             }
         /* data-parallel: every rank's rows of this head, in rank order (the order of the
          * global batch), so all ranks fit what one process with the whole batch fits */
-        real *all = dist_allgather_rows(mine, k, d, &got);
+        real *all = all_rows(c, mine, k, d, &got);
+        X = xrealloc(X, sizeof(real) * ((size_t)n + got) * d + 1);
         memcpy(X + (size_t)n * d, all, sizeof(real) * (size_t)got * d);
         n += got;
         free(all);
@@ -489,10 +573,13 @@ static int h_reinit(Mixer *m, const MixerCtx *c, real *params, real *mom1, real 
     g_ops->to_host(q, a.qh, sizeof(real) * hs);
     g_ops->to_host(gq, a.gq, sizeof(real) * gs);
     /* rows of this head, their argmax, and the centroids of the live components' rows */
-    int n = 0;
+    int n = 0, n_arg = 0;
     real *X = gather_rows(m, c, q, head, &n);
     int *arg = xmalloc(sizeof(int) * (n ? n : 1));
     {
+        /* this rank's argmax per row, then every rank's in the order of X's rows (a rank's
+         * own count alone would leave the other ranks' entries unset) */
+        real *mine = xmalloc(sizeof(real) * (size_t)B * N + 1);
         int t = 0;
         for (int b = 0; b < B; b++)
             for (int i = 0; i < N; i++) {
@@ -501,8 +588,16 @@ static int h_reinit(Mixer *m, const MixerCtx *c, real *params, real *mom1, real 
                 int best = 0;
                 for (int k = 1; k < Kc; k++)
                     if (r[k] > r[best]) best = k;
-                arg[t++] = best;
+                mine[t++] = (real)best;
             }
+        real *all = all_rows(c, mine, t, 1, &n_arg);
+        if (n_arg != n) {
+            fprintf(stderr, "gma: reinit: %d gathered argmax rows for %d query rows\n", n_arg, n);
+            abort();
+        }
+        for (int r = 0; r < n; r++) arg[r] = (int)all[r];
+        free(all);
+        free(mine);
     }
     real *C = xcalloc((size_t)(Kc + 1) * d, sizeof(real));
     double *cnt = xcalloc(Kc, sizeof(double));
@@ -586,7 +681,7 @@ static const MixerHealth gma_health = {
     .n_components = h_ncomp,
     .has_memory = h_has_memory,
     .wants_kmeans = h_wants_kmeans,
-    .div_value = h_div_value,
+    .monitor = h_monitor,
     .query_resp = h_query_resp,
     .update_buffers = h_update_buffers,
     .kmeans_init = h_kmeans_init,
@@ -598,6 +693,7 @@ const MixerVT mixer_gma = {
     .name = "gma",
     .causal_ok = 1,
     .bidir_ok = 1,
+    .config = &gma_section,
     .validate = gma_validate,
     .create = gma_create,
     .init = gma_init,
@@ -608,5 +704,7 @@ const MixerVT mixer_gma = {
     .decode_state = gma_dstate,
     .decode = gma_decode,
     .destroy = gma_destroy,
+    .aux_loss = gma_aux_loss,
+    .rank_averaged = gma_rank_averaged,
     .health = &gma_health,
 };

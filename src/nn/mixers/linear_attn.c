@@ -18,8 +18,8 @@ static Mixer *lin_create(const Config *c, int layer, ParamTable *pt, const char 
     if (NEED_OP("linear", elu1_forward) || NEED_OP("linear", elu1_backward)) return NULL;
     Mixer *m = mixer_new(&mixer_linear, c, pt);
     LinPriv *p = xcalloc(1, sizeof *p);
-    p->chunk = c->gma.chunk;
-    p->eps = (real)c->gma.eps;
+    p->chunk = (int)cfg_num(c, "gma.chunk");
+    p->eps = (real)cfg_num(c, "gma.eps");
     m->priv = p;
     attn_proj_add(m, c, pt, prefix);
     return m;

@@ -20,9 +20,21 @@ const MixerVT mixer_linformer;
 enum { P_E = AP_N, P_F };
 typedef struct LfPriv { int k, Nmax; } LfPriv;
 
+/* the keys linformer.* */
+typedef struct LinformerCfg {
+    int k; /* projected sequence length */
+} LinformerCfg;
+#define O(f) offsetof(LinformerCfg, f)
+static const CfgKey lf_keys[] = {
+    {"k", CFGT_INT, O(k), 0, "256", 1, 16777216, NULL, "Linformer: projected length k of keys and values (<= model.max_seq_len)."},
+};
+#undef O
+static const CfgSection lf_section = {"linformer", sizeof(LinformerCfg), lf_keys, (int)(sizeof lf_keys / sizeof lf_keys[0])};
+static const LinformerCfg *lcfg(const Config *c) { return cfg_section(c, "linformer"); }
+
 static int lf_validate(const Config *c) {
-    if (c->linformer.k > c->model.max_seq_len)
-        return gma_errorf("key linformer.k: %d is larger than model.max_seq_len = %d", c->linformer.k,
+    if (lcfg(c)->k > c->model.max_seq_len)
+        return gma_errorf("key linformer.k: %d is larger than model.max_seq_len = %d", lcfg(c)->k,
                           c->model.max_seq_len);
     return 0;
 }
@@ -33,7 +45,7 @@ static Mixer *lf_create(const Config *c, int layer, ParamTable *pt, const char *
         return gma_errorf("key model.mixer: mixer \"linformer\" (layer %d) cannot run causally", layer), NULL;
     Mixer *m = mixer_new(&mixer_linformer, c, pt);
     LfPriv *p = xcalloc(1, sizeof *p);
-    p->k = c->linformer.k;
+    p->k = lcfg(c)->k;
     p->Nmax = c->model.max_seq_len;
     m->priv = p;
     attn_proj_add(m, c, pt, prefix);
@@ -141,6 +153,7 @@ static void lf_destroy(Mixer *m) {
 
 const MixerVT mixer_linformer = {
     .name = "linformer",
+    .config = &lf_section,
     .causal_ok = 0,
     .bidir_ok = 1,
     .validate = lf_validate,

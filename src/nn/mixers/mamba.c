@@ -31,6 +31,25 @@ const MixerVT mixer_mamba;
 enum { P_IN, P_CONVW, P_CONVB, P_XPROJ, P_DTW, P_DTB, P_ALOG, P_D, P_OUT };
 typedef struct MbPriv { int E, S, K, Rk, chunk; } MbPriv;
 
+/* the keys mamba.* */
+typedef struct MambaCfg {
+    int d_state; /* S */
+    int expand;  /* E: inner width E D */
+    int d_conv;  /* causal conv kernel */
+    int dt_rank; /* 0 = ceil(D / 16) */
+    int chunk;   /* scan checkpoint interval */
+} MambaCfg;
+#define O(f) offsetof(MambaCfg, f)
+static const CfgKey mb_keys[] = {
+    {"d_state", CFGT_INT, O(d_state), 0, "16", 1, 1024, NULL, "Mamba: state size S per channel."},
+    {"expand", CFGT_INT, O(expand), 0, "2", 1, 64, NULL, "Mamba: inner width = expand * d_model."},
+    {"d_conv", CFGT_INT, O(d_conv), 0, "4", 1, 64, NULL, "Mamba: kernel of the causal depthwise convolution."},
+    {"dt_rank", CFGT_INT, O(dt_rank), 0, "0", 0, 65536, NULL, "Mamba: rank of the dt projection (0 = ceil(d_model / 16))."},
+    {"chunk", CFGT_INT, O(chunk), 0, "64", 1, 65536, NULL, "Mamba: steps between saved scan states (memory/recompute trade-off)."},
+};
+#undef O
+static const CfgSection mb_section = {"mamba", sizeof(MambaCfg), mb_keys, (int)(sizeof mb_keys / sizeof mb_keys[0])};
+
 static Mixer *mb_create(const Config *c, int layer, ParamTable *pt, const char *prefix) {
     if (NEED_OP("mamba", silu_forward) || NEED_OP("mamba", silu_backward) || NEED_OP("mamba", softplus_forward) ||
         NEED_OP("mamba", softplus_backward) || NEED_OP("mamba", gate_silu_forward) ||
@@ -42,11 +61,12 @@ static Mixer *mb_create(const Config *c, int layer, ParamTable *pt, const char *
     Mixer *m = mixer_new(&mixer_mamba, c, pt);
     MbPriv *p = xcalloc(1, sizeof *p);
     int D = m->D;
-    p->E = c->mamba.expand * D;
-    p->S = c->mamba.d_state;
-    p->K = c->mamba.d_conv;
-    p->Rk = c->mamba.dt_rank > 0 ? c->mamba.dt_rank : (D + 15) / 16;
-    p->chunk = c->mamba.chunk;
+    const MambaCfg *mc = cfg_section(c, "mamba");
+    p->E = mc->expand * D;
+    p->S = mc->d_state;
+    p->K = mc->d_conv;
+    p->Rk = mc->dt_rank > 0 ? mc->dt_rank : (D + 15) / 16;
+    p->chunk = mc->chunk;
     m->priv = p;
     /* the reference's PyTorch defaults: kaiming-uniform linears, std 1/sqrt(3 fan_in);
      * out_proj further scaled by 1/sqrt(n_layers) */
@@ -166,6 +186,7 @@ static void mb_destroy(Mixer *m) {
 
 const MixerVT mixer_mamba = {
     .name = "mamba",
+    .config = &mb_section,
     .causal_ok = 1,
     .bidir_ok = 0,
     .create = mb_create,

@@ -1,5 +1,6 @@
-/* mixer.c: the registry of sequence mixers and the Q/K/V/O projections that the
- * attention-style mixers share. */
+/* mixer.c: the registry of sequence mixers (one line per mixer: g_mixers), what it
+ * installs in the configuration (names, sections, validation), and the Q/K/V/O
+ * projections that the attention-style mixers share. */
 #include "nn/mixers/mixer.h"
 
 #include <stdlib.h>
@@ -7,11 +8,15 @@
 
 #include "nn/linear.h"
 
-extern const MixerVT mixer_gma, mixer_sdpa, mixer_sdpa_ref, mixer_linear, mixer_performer, mixer_linformer, mixer_mamba,
-    mixer_auto;
+/* The registry, in the order of the configuration reference: one line per mixer. */
+#define MIXERS(X) X(gma) X(sdpa) X(sdpa_ref) X(linear) X(performer) X(linformer) X(mamba) X(auto)
 
-static const MixerVT *const g_mixers[] = {&mixer_gma,       &mixer_sdpa,      &mixer_sdpa_ref, &mixer_linear,
-                                          &mixer_performer, &mixer_linformer, &mixer_mamba,    &mixer_auto};
+#define DECLARE(n) extern const MixerVT mixer_##n;
+MIXERS(DECLARE)
+#undef DECLARE
+#define ENTRY(n) &mixer_##n,
+static const MixerVT *const g_mixers[] = {MIXERS(ENTRY)};
+#undef ENTRY
 #define N_MIXERS (int)(sizeof g_mixers / sizeof g_mixers[0])
 
 const MixerVT *mixer_find(const char *name) {
@@ -29,6 +34,33 @@ const char *mixer_names(void) {
         }
     }
     return buf;
+}
+
+/* cfg_validate's checks of the layers' mixers: direction, then each mixer's own keys */
+static int validate_layers(const Config *c) {
+    int causal = cfg_causal(c);
+    for (int l = 0; l < c->model.n_layers; l++) {
+        const MixerVT *vt = mixer_find(cfg_layer_mixer(c, l));
+        if (!vt) return gma_errorf("key model.mixer: unknown mixer \"%s\" (known: %s)", cfg_layer_mixer(c, l), mixer_names());
+        if (causal && !vt->causal_ok)
+            return gma_errorf("key model.mixer: mixer \"%s\" (layer %d) cannot run causally (the model is causal: model.causal or model.task \"lm\"); use a causal mixer", vt->name, l);
+        if (!causal && !vt->bidir_ok)
+            return gma_errorf("key model.mixer: mixer \"%s\" (layer %d) cannot run bidirectionally (model.causal or model.task \"classify\")", vt->name, l);
+        if (vt->validate && vt->validate(c) != 0) return -1;
+    }
+    return 0;
+}
+
+void mixer_register_all(void) {
+    static const CfgSection *sections[N_MIXERS];
+    static CfgRegistry reg;
+    if (!reg.mixers) {
+        int n = 0;
+        for (int i = 0; i < N_MIXERS; i++)
+            if (g_mixers[i]->config) sections[n++] = g_mixers[i]->config;
+        reg = (CfgRegistry){.mixers = mixer_names(), .sections = sections, .n_sections = n, .validate = validate_layers};
+    }
+    cfg_register(&reg);
 }
 
 Mixer *mixer_new(const MixerVT *vt, const Config *c, ParamTable *pt) {

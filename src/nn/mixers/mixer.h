@@ -2,7 +2,14 @@
  * the baselines). A mixer maps h [B,N,D] to y [B,N,D]. It registers its parameters in the
  * model's table when created, says how many reals it keeps between forward and backward
  * (act) and how many it needs only during a call (scratch), and accumulates gradients into
- * the gradient buffer (same offsets as the parameters). */
+ * the gradient buffer (same offsets as the parameters).
+ *
+ * Everything else the rest of the program needs to know about a mixer is declared by its
+ * vtable: its configuration keys (a CfgSection with defaults, ranges and docs), their
+ * validation, an auxiliary loss with its weight, which buffers the data-parallel ranks
+ * average, routing-health hooks with the monitor's settings, and an incremental decode
+ * step. A new mixer is one file with one `const MixerVT` and one line in mixer.c's
+ * registry (docs/adding_a_mixer.md). */
 #ifndef GMA_MIXER_H
 #define GMA_MIXER_H
 #include <stdint.h>
@@ -12,32 +19,52 @@
 #include "nn/params.h"
 #include "ops/ops.h"
 
+/* The n rows of d reals (host memory) of every data-parallel rank, rank 0's first, in a
+ * new buffer (caller frees); *n_all their number. Set by the training layer (the mixers
+ * sit below it); NULL in a MixerCtx means this process's rows only. */
+typedef real *(*MixerGatherFn)(const real *x, int n, int d, int *n_all, void *ctx);
+
 typedef struct MixerCtx {
     int B, N;
     int causal;
     const uint8_t *keymask; /* [B,N] 1 = real token, 0 = padding; NULL = no padding (host memory) */
     int training;
     long step;
-    /* backward only: weight x loss scale of the GMA diversity loss (GMA_SPEC 4); 0 = none.
-     * A mixer with a diversity term adds div_scale * dL_div/d(its inputs) to its gradients. */
-    double div_scale;
+    /* backward only: the scale of the loss (loss_scale of model_backward); 0 = no auxiliary
+     * loss. A mixer with an auxiliary loss (aux_loss) adds its weight x aux_scale x
+     * d aux/d(its inputs) to its gradients (GMA: the diversity loss, docs/model.md §4). */
+    double aux_scale;
+    /* rows of all ranks for k-means and re-seeding (NULL: this process's rows) */
+    MixerGatherFn gather;
+    void *gather_ctx;
 } MixerCtx;
+
+/* The routing monitor's settings of a mixer with health hooks (GMA: gma.monitor_every,
+ * gma.on_collapse, gma.entropy_min, ...; docs/routing.md). */
+typedef struct MixerMonitor {
+    int every;             /* check period in steps (0 = off) */
+    int reinit, stop;      /* on a collapse alert: re-seed dead components / stop the run */
+    double entropy_min;    /* alert below this mean responsibility entropy (nats) */
+    double util_min_share; /* a component is dead below this share of 1/Kc */
+    int patience;          /* checks a component must stay dead before an alert */
+    double norm_growth_max;/* memory norm alert factor over its start */
+} MixerMonitor;
 
 typedef struct Mixer Mixer;
 
-/* Optional routing-health hooks (GMA_SPEC 3.4, 4, 5, 6), implemented by the GMA mixer and
- * NULL for every other mixer. The model and the trainer call them between steps, never
+/* Optional routing-health hooks (GMA_SPEC 3.4, 4, 5, 6), implemented by the GMA mixer
+ * (and forwarded by auto) and NULL for every other mixer. The model and the trainer call them between steps, never
  * inside a forward/backward pair; `act` is the mixer's activation block of the last
  * forward (B x N), `params` the parameter buffer (backend memory). Host arrays are marked. */
 typedef struct MixerHealth {
     /* components Kc per head */
     int (*n_components)(const Mixer *m);
+    /* the monitor's settings (the same for every layer of a run) */
+    void (*monitor)(const Mixer *m, MixerMonitor *out);
     /* 1 when the mixer keeps an EMA memory buffer (GMA_SPEC 3.4) */
     int (*has_memory)(const Mixer *m);
     /* 1 when this run's first training forward must be followed by kmeans_init */
     int (*wants_kmeans)(const Mixer *m);
-    /* diversity loss of the last training forward (unweighted; 0 when off) */
-    double (*div_value)(const Mixer *m);
     /* query responsibilities [B,H,N,Kc] of the last forward (backend memory, inside act) */
     const real *(*query_resp)(const Mixer *m, const real *act, int B, int N);
     /* after the backward of a training micro-batch: update buffers (EMA memory) */
@@ -47,7 +74,8 @@ typedef struct MixerHealth {
     int (*kmeans_init)(Mixer *m, const MixerCtx *c, real *params, const real *act, Rng *rng);
     /* monitoring of the last forward's query responsibilities: entropy[H] (mean nats),
      * counts[H*Kc] (argmax counts), mem_norm[H] (|M_h|, only when has_memory); host arrays.
-     * Returns the number of rows counted per head. */
+     * Returns the number of rows counted per head, or -1 when the last forward kept no
+     * responsibilities (auto on its sdpa path): then there is nothing to report. */
     double (*route_stats)(const Mixer *m, const MixerCtx *c, const real *params, const real *act, double *entropy,
                           double *counts, double *mem_norm);
     /* re-seed the components k of head h with dead[k] != 0 from the last forward's query
@@ -60,7 +88,10 @@ typedef struct MixerHealth {
 typedef struct MixerVT {
     const char *name;
     int causal_ok, bidir_ok;
-    /* optional: check the mixer's own config keys; error names the key */
+    /* optional: the mixer's configuration keys NAME.* (read with cfg_section) */
+    const CfgSection *config;
+    /* optional: check the mixer's own config keys against each other and the model, run
+     * by cfg_validate when some layer uses the mixer; the error names the key */
     int (*validate)(const Config *c);
     /* register parameters under prefix (e.g. "blocks.3.mixer") */
     Mixer *(*create)(const Config *c, int layer, ParamTable *pt, const char *prefix);
@@ -78,9 +109,21 @@ typedef struct MixerVT {
      * (< Nmax) from h [1,D], updating the state; act and scratch are the mixer's blocks
      * for B = N = 1. */
     size_t (*decode_state)(const Mixer *m, int Nmax);
+    /* optional (with decode): 0 when the decode step cannot give the full forward's
+     * outputs for a window of Nmax tokens (auto with its threshold inside the window);
+     * NULL = it always can */
+    int (*can_decode)(const Mixer *m, int Nmax);
     void (*decode)(Mixer *m, real *y, const real *h, const real *params, real *state, int pos, int Nmax, real *act,
                    real *scratch);
-    /* optional: routing-health hooks (GMA only; NULL elsewhere) */
+    /* optional: the auxiliary loss of the last training forward (unweighted; 0 when off)
+     * and, in *weight, the weight it enters the objective with (0 = off). The backward adds
+     * weight x ctx->aux_scale x its gradient (MixerCtx.aux_scale). */
+    double (*aux_loss)(const Mixer *m, double *weight);
+    /* optional: 1 when parameter `tensor` (index into the table) is a buffer that each
+     * data-parallel rank updates from its own batch, so the ranks average it after every
+     * step (GMA's EMA memory); other buffers must be the same on every rank already */
+    int (*rank_averaged)(const Mixer *m, int tensor);
+    /* optional: routing-health hooks (GMA; NULL elsewhere) */
     const MixerHealth *health;
 } MixerVT;
 
@@ -93,10 +136,14 @@ struct Mixer {
     void *priv;
 };
 
-/* Registry */
+/* Registry (mixer.c: one line per mixer) */
 const MixerVT *mixer_find(const char *name);
 /* "gma|sdpa|..." */
 const char *mixer_names(void);
+/* Install the mixers' names, configuration sections and validation in core/config
+ * (cfg_register). Every program and test calls it before its first cfg_defaults;
+ * calling it again is harmless. */
+void mixer_register_all(void);
 /* Every backend selected by ops_select has the baseline ops (ops_check.c); a mixer still
  * checks the ones it needs when created, for a table installed in g_ops directly. NEED_OP(mixer, op) is 0 when the active backend has g_ops->op, else -1 with
  * "key model.mixer: mixer MIXER needs op OP, which backend B does not implement". */
@@ -108,7 +155,7 @@ const char *mixer_auto_choice(const Mixer *m, int N);
 Mixer *mixer_new(const MixerVT *vt, const Config *c, ParamTable *pt);
 #define MP(m, base, i) ((base) + (m)->pt->t[(m)->p[i]].offset)
 
-/* ---- shared Q, K, V, O projections of the attention-style mixers (attn_proj.c) ---- */
+/* ---- shared Q, K, V, O projections of the attention-style mixers (mixer.c) ---- */
 enum { AP_WQ, AP_BQ, AP_WK, AP_BK, AP_WV, AP_BV, AP_WO, AP_BO, AP_N };
 /* Registers prefix.{q,k,v,o}.{weight,bias} into m->p[0..7]. */
 void attn_proj_add(Mixer *m, const Config *c, ParamTable *pt, const char *prefix);

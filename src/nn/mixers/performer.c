@@ -28,6 +28,21 @@
 const MixerVT mixer_performer;
 enum { P_OMEGA = AP_N };
 
+/* the keys performer.* */
+typedef struct PerformerCfg {
+    int features; /* m random features (0 = 2 d) */
+    int redraw;   /* redraw omega every this many training steps (0 = never) */
+} PerformerCfg;
+#define O(f) offsetof(PerformerCfg, f)
+static const CfgKey perf_keys[] = {
+    {"features", CFGT_INT, O(features), 0, "0", 0, 65536, NULL, "Performer: random features m per head (0 = 2 d)."},
+    {"redraw", CFGT_INT, O(redraw), 0, "0", 0, 1000000000, NULL,
+     "Performer: redraw the random features every this many training steps (0 = never); the draw is saved in checkpoints."},
+};
+#undef O
+static const CfgSection perf_section = {"performer", sizeof(PerformerCfg), perf_keys,
+                                        (int)(sizeof perf_keys / sizeof perf_keys[0])};
+
 typedef struct PerfPriv {
     int m, redraw, chunk, layer;
     uint64_t seed;
@@ -42,10 +57,11 @@ static Mixer *perf_create(const Config *c, int layer, ParamTable *pt, const char
         return NULL;
     Mixer *m = mixer_new(&mixer_performer, c, pt);
     PerfPriv *p = xcalloc(1, sizeof *p);
-    p->m = c->performer.features > 0 ? c->performer.features : 2 * m->d;
-    p->redraw = c->performer.redraw;
-    p->chunk = c->gma.chunk;
-    p->eps = (real)c->gma.eps;
+    const PerformerCfg *pc = cfg_section(c, "performer");
+    p->m = pc->features > 0 ? pc->features : 2 * m->d;
+    p->redraw = pc->redraw;
+    p->chunk = (int)cfg_num(c, "gma.chunk"); /* the linear core's scan, as GMA's */
+    p->eps = (real)cfg_num(c, "gma.eps");
     p->layer = layer;
     p->seed = (uint64_t)c->seed;
     m->priv = p;
@@ -196,6 +212,7 @@ static void perf_destroy(Mixer *m) {
 
 const MixerVT mixer_performer = {
     .name = "performer",
+    .config = &perf_section,
     .causal_ok = 1,
     .bidir_ok = 1,
     .create = perf_create,
