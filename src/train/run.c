@@ -51,7 +51,7 @@ static int fault_nan(long step) {
 
 /* The data, then the model for it; every failure is agreed on by all ranks, so none is
  * left waiting in a collective and one rank reports it. */
-static int open_model(Run *r) {
+static int open_data_and_model(Run *r) {
     r->task_opened = task_open(&r->task, &r->cfg, r->quiet) == 0;
     int rc = dist_agree(r->task_opened ? 0 : TRAIN_BAD_INPUT);
     if (rc) return rc;
@@ -131,7 +131,7 @@ int run_open(Run *r, const Config *cfg, const TrainerOptions *o) {
     r->lead = dist_rank() == 0;
     r->quiet = o->quiet || !r->lead;
     int rc;
-    if ((rc = open_model(r)) || (rc = open_state(r)) || (rc = open_sampler(r)) || (rc = open_outputs(r))) return rc;
+    if ((rc = open_data_and_model(r)) || (rc = open_state(r)) || (rc = open_sampler(r)) || (rc = open_outputs(r))) return rc;
     if (!r->quiet) print_banner(r);
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);
