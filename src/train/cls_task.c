@@ -5,6 +5,8 @@
 #include <string.h>
 
 #include "train/dist.h"
+#include "train/run_dist.h"
+#include "train/trainer.h"
 
 static const char *const g_split_name[3] = {"train", "valid", "test"};
 
@@ -146,4 +148,29 @@ int clstask_evaluate(ClsTask *t, Model *m, int s, long max_batches, ClsEval *r) 
     r->loss = r->examples ? nll / r->examples : 0;
     r->acc = r->examples ? correct / r->examples : 0;
     return 0;
+}
+
+int clstask_keep_best(const Model *m, TrainState *ts, const char *run_dir, double acc, int quiet) {
+    if (!(acc > ts->best_acc)) return 0;
+    ts->best_acc = acc;
+    ts->best_step = ts->step;
+    if (run_save_ckpt(m, ts, run_dir, 1, "best") != 0) return TRAIN_ERROR;
+    if (!quiet) fprintf(stderr, "best valid acc %.4f at step %ld: saved %s/best\n", acc, ts->step, run_dir);
+    return 0;
+}
+
+int clstask_test_at_best(ClsTask *t, Model *m, const TrainState *ts, const char *run_dir, int *have_best, ClsEval *r) {
+    char best[2100];
+    snprintf(best, sizeof best, "%s/best", run_dir);
+    int lead = dist_rank() == 0;
+    *have_best = lead && ts->best_step >= 0 && gma_path_exists(best);
+    dist_bcast(have_best, sizeof *have_best, 0);
+    if (!*have_best || !t->have[SPLIT_TEST]) return 0;
+    int loaded = lead ? ckpt_load(m, NULL, best) == 0 : 1;
+    dist_bcast(&loaded, sizeof loaded, 0);
+    if (!loaded) return lead ? -1 : gma_errorf("%s: rank 0 cannot load it", best); /* ckpt_load named the file */
+    run_bcast_model(m, 0);
+    if (clstask_evaluate(t, m, SPLIT_TEST, 0, r) != 0)
+        return gma_error_prefix("test evaluation of the best checkpoint %s", best);
+    return 1;
 }

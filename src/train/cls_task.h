@@ -9,6 +9,7 @@
 #include "core/config.h"
 #include "data/cls/clsdata.h"
 #include "data/lm/lmdata.h"
+#include "model/checkpoint.h"
 #include "model/model.h"
 
 typedef struct ClsTask {
@@ -49,4 +50,18 @@ int clstask_fill(ClsTask *t, int s, const int *idx, int nb);
 /* Evaluate split s in order (max_batches 0 = all). Under data-parallel training every
  * rank calls it and the batches are shared out (dist.h); the result is the same. */
 int clstask_evaluate(ClsTask *t, Model *m, int s, long max_batches, ClsEval *r);
+
+/* LRA model selection while training (docs/lra.md): the checkpoint with the best
+ * validation accuracy is kept as RUN/best, and the number LRA reports is the test
+ * accuracy of that checkpoint. Both are collective under data-parallel training. */
+/* After a validation accuracy `acc` at ts->step: when it beats ts->best_acc, record it
+ * in ts and write RUN/best (rank 0 writes; a line on stderr unless quiet). 0, or
+ * TRAIN_ERROR. */
+int clstask_keep_best(const Model *m, TrainState *ts, const char *run_dir, double acc, int quiet);
+/* At the end of training: *have_best is 1 when this run kept RUN/best (rank 0's answer,
+ * on every rank). Then, when the data has a test split, the best checkpoint is loaded
+ * into m (rank 0 reads it, every rank takes its parameters) and the test split is
+ * evaluated into *r: returns 1. Returns 0 when there is nothing to evaluate, -1 with
+ * gma_error when the checkpoint cannot be loaded or the evaluation fails. */
+int clstask_test_at_best(ClsTask *t, Model *m, const TrainState *ts, const char *run_dir, int *have_best, ClsEval *r);
 #endif

@@ -14,6 +14,8 @@ typedef struct TrainerOptions {
 /* Exit codes of trainer_run (and gmatrain). */
 enum { TRAIN_OK = 0, TRAIN_ERROR = 1, TRAIN_BAD_INPUT = 2, TRAIN_NONFINITE = 3, TRAIN_COLLAPSE = 4, TRAIN_INTERRUPTED = 130 };
 
-/* Run training to cfg->train.steps. Errors are reported through gma_error(). */
+/* Run training to cfg->train.steps, then evaluate the final model and write the summary.
+ * Errors are reported through gma_error(); a final evaluation or a run file (config.json,
+ * summary.json) that fails is an error (TRAIN_ERROR). The stages: run.h. */
 int trainer_run(const Config *cfg, const TrainerOptions *o);
 #endif

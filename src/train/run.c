@@ -1,0 +1,487 @@
+/* run.c: the stages of a training run (see run.h).
+ *
+ * A step: zero gradients; for each micro-batch draw a batch, forward, backward with
+ * scale 1/grad_accum; global gradient norm; a non-finite loss or norm refuses the update
+ * (logged; the run stops after train.max_bad_steps in a row, leaving the last good
+ * checkpoint); otherwise clip and update. SIGINT/SIGTERM finish the current step, write
+ * a checkpoint and end with TRAIN_INTERRUPTED. A classifier also keeps the checkpoint of
+ * the best validation accuracy and reports the test split from it (cls_task.h).
+ *
+ * Data parallel (dist.h, docs/distributed.md): with R ranks every rank draws the same
+ * global micro-batch of R x batch_size and trains on its slice; after the micro-batches
+ * the gradients (scaled by 1/R in the backward) and the loss statistics are summed over
+ * ranks, so clipping and the update are the same on every rank. Rank 0 alone writes
+ * logs, metrics, checkpoints and the summary; evaluation is shared out over ranks; a
+ * signal on any rank stops all of them at the same step. With R = 1 every extra step
+ * is skipped and the run is what it is without MPI.
+ *
+ * Testing hooks: GMA_FAULT_NAN_STEPS="3,4" forces a NaN loss at those (0-based) steps;
+ * GMA_FAULT_FINAL_EVAL=valid|test makes the final evaluation of that split fail. */
+#include "train/run.h"
+
+#include <cjson/cJSON.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "optim/optim.h"
+#include "train/dist.h"
+#include "train/run_dist.h"
+#include "train/run_log.h"
+
+static const char *const g_split[3] = {"train", "valid", "test"};
+
+static volatile sig_atomic_t g_stop;
+static void on_signal(int sig) { g_stop = sig; }
+
+static int stopping(const Run *r) { return r->R > 1 ? r->stop_all : g_stop != 0; }
+
+static int fault_nan(long step) {
+    const char *s = getenv("GMA_FAULT_NAN_STEPS");
+    if (!s) return 0;
+    char buf[512];
+    snprintf(buf, sizeof buf, "%s", s);
+    char *sv = NULL;
+    for (char *t = strtok_r(buf, ",", &sv); t; t = strtok_r(NULL, ",", &sv))
+        if (atol(t) == step) return 1;
+    return 0;
+}
+
+/* ---------------- open ---------------- */
+
+/* The data, then the model for it; every failure is agreed on by all ranks, so none is
+ * left waiting in a collective and one rank reports it. */
+static int open_data_and_model(Run *r) {
+    r->task_opened = task_open(&r->task, &r->cfg, r->quiet) == 0;
+    int rc = dist_agree(r->task_opened ? 0 : TRAIN_BAD_INPUT);
+    if (rc) return rc;
+    r->model_built = model_build(&r->m, &r->cfg) == 0;
+    if ((rc = dist_agree(r->model_built ? 0 : TRAIN_BAD_INPUT)) != 0) return rc;
+    int B = r->cfg.train.batch_size, N = r->task.N;
+    if ((rc = dist_agree(model_check_memory(&r->m, B, N) != 0 ? TRAIN_BAD_INPUT : 0)) != 0) return rc;
+    model_alloc(&r->m, B, N);
+    r->m.gather = dist_gather_rows_cb; /* k-means and re-seeding fit the rows of every rank */
+    model_init_params(&r->m, (uint64_t)r->cfg.seed);
+    return 0;
+}
+
+/* The training state, fresh from the seed or from the checkpoint to resume; then every
+ * replica starts from rank 0's parameters, moments and state (the same already: this
+ * makes sure). */
+static int open_state(Run *r) {
+    TrainState *ts = &r->ts;
+    *ts = (TrainState){.step = 0, .tokens_seen = 0, .best_valid = INFINITY, .best_acc = -1, .best_step = -1};
+    rng_seed2(&ts->rng, (uint64_t)r->cfg.seed, 0x747261696eULL);
+    if (r->o.resume_dir) {
+        char dir[2048];
+        int ok = ckpt_resolve(r->o.resume_dir, dir, sizeof dir) == 0 && ckpt_load(&r->m, ts, dir) == 0;
+        int rc = dist_agree(ok ? 0 : TRAIN_BAD_INPUT);
+        if (rc) return rc;
+        if (!r->quiet) fprintf(stderr, "resumed from %s at step %ld\n", dir, ts->step);
+    }
+    run_bcast_model(&r->m, 1);
+    dist_bcast(ts, sizeof *ts, 0);
+    return 0;
+}
+
+/* Text samples while training (language models): the prompt must encode before the run
+ * directory is touched. */
+static int open_sampler(Run *r) {
+    if (r->cfg.train.sample_every <= 0) return 0;
+    int ok = train_sampler_init(&r->smp, &r->cfg, r->quiet ? NULL : stderr) == 0;
+    return dist_agree(ok ? 0 : TRAIN_BAD_INPUT);
+}
+
+/* Rank 0 creates the run directory and writes config.json, then opens metrics.jsonl
+ * (appending on resume). A config.json that cannot be written stops the run before
+ * metrics.jsonl is touched. */
+static int open_outputs(Run *r) {
+    if (!r->lead) return dist_agree(0);
+    const char *dir = r->o.run_dir;
+    int rc = 0;
+    if (gma_mkdirs(dir) != 0) rc = TRAIN_ERROR;
+    else {
+        char *js = cfg_to_json(&r->cfg);
+        if (run_write_json(dir, "config.json", js) != 0) rc = TRAIN_ERROR;
+        free(js);
+    }
+    char mpath[2100];
+    snprintf(mpath, sizeof mpath, "%s/metrics.jsonl", dir);
+    if (rc == 0 && !(r->mf = fopen(mpath, r->o.resume_dir ? "a" : "w"))) {
+        gma_errorf("%s: cannot open for writing", mpath);
+        rc = TRAIN_ERROR;
+    }
+    return dist_agree(rc);
+}
+
+static void print_banner(const Run *r) {
+    const Config *c = &r->cfg;
+    int B = c->train.batch_size, R = r->R;
+    char ranks[160] = "";
+    if (R > 1) snprintf(ranks, sizeof ranks, " | %d ranks, global batch %d, all-reduce by %s", R, B * R, dist_transport());
+    fprintf(stderr, "gmatrain: %s | %zu parameters | mixers %s%s | B=%d N=%d accum=%d%s | %s | activations %.1f MiB\n",
+            c->name, model_param_count(&r->m), c->model.mixer[0], c->model.n_mixer > 1 ? ",..." : "", B, r->task.N,
+            c->train.grad_accum, ranks, g_ops->name, r->m.act_bytes / 1048576.0);
+}
+
+int run_open(Run *r, const Config *cfg, const TrainerOptions *o) {
+    memset(r, 0, sizeof *r);
+    r->cfg = *cfg;
+    r->o = *o;
+    r->R = dist_size();
+    r->lead = dist_rank() == 0;
+    r->quiet = o->quiet || !r->lead;
+    int rc;
+    if ((rc = open_data_and_model(r)) || (rc = open_state(r)) || (rc = open_sampler(r)) || (rc = open_outputs(r))) return rc;
+    if (!r->quiet) print_banner(r);
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_signal;
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
+    r->signals_set = 1;
+    g_stop = 0;
+    health_init(&r->hm, &r->m);
+    r->gma_layers = model_monitor(&r->m, &r->mon);
+    r->div_on = model_aux_on(&r->m);
+    r->fresh = r->ts.step == 0 && !o->resume_dir;
+    r->t_start = gma_now();
+    r->tokens0 = r->ts.tokens_seen;
+    r->step0 = r->ts.step;
+    r->last_loss = NAN;
+    return TRAIN_OK;
+}
+
+int run_training(const Run *r) { return r->ts.step < r->cfg.train.steps && !stopping(r); }
+
+/* ---------------- step ---------------- */
+
+/* k-means on the first batch's query rows (docs/model.md §5), then the forward again;
+ * with several ranks every rank fits the rows of all (gathered in the order of the
+ * global batch) with the same seed, and rank 0's result is copied anyway. */
+static int kmeans_init(Run *r, LossStats *st) {
+    Rng krng;
+    rng_seed2(&krng, (uint64_t)r->cfg.seed, 0x6b6d65616e73ULL);
+    if (r->task.kmeans(&r->task, &r->m, &krng) != 0) return run_fatal(TRAIN_ERROR);
+    run_bcast_model(&r->m, 0);
+    if (r->task.reforward(&r->task, &r->m, r->cur.step, st) != 0) return run_fatal(TRAIN_ERROR);
+    if (!r->quiet) fprintf(stderr, "gmatrain: k-means initialisation of the GMA routing/memory done\n");
+    return 0;
+}
+
+/* The micro-batches of this rank: forward, backward, buffer updates; a non-finite loss
+ * marks the step bad and skips the rest. */
+static int step_micro_batches(Run *r) {
+    const TrainCfg *tc = &r->cfg.train;
+    RunStep *s = &r->cur;
+    for (int a = 0; a < tc->grad_accum; a++) {
+        LossStats st;
+        double ntok = 0;
+        if (r->task.train_forward(&r->task, &r->m, &r->ts.rng, s->step * tc->grad_accum + a, s->step, &st, &ntok) != 0)
+            return run_fatal(TRAIN_BAD_INPUT);
+        if (r->fresh && a == 0 && model_wants_kmeans(&r->m)) {
+            int rc = kmeans_init(r, &st);
+            if (rc) return rc;
+        }
+        r->fresh = 0;
+        if (r->gma_layers && !r->hm.have_norm0) health_baseline(&r->hm, &r->m);
+        double l = st.count > 0 ? st.loss_sum / st.count : 0;
+        if (fault_nan(s->step)) l = NAN;
+        if (!isfinite(l)) {
+            s->bad = 1;
+            s->loss = l;
+            break;
+        }
+        s->loss += l / tc->grad_accum;
+        if (r->div_on) s->div += model_aux_loss(&r->m, NULL) / tc->grad_accum;
+        s->tokens += ntok;
+        /* with R ranks each backward carries 1/R, so the sum over ranks is the mean */
+        model_backward(&r->m, 1.0 / ((double)tc->grad_accum * r->R));
+        model_update_buffers(&r->m);
+    }
+    return 0;
+}
+
+/* R > 1: the step's scalars in one reduction (the loss becomes the mean over ranks,
+ * tokens the global count); the gradients only when every rank is finite. */
+static void step_all_reduce(Run *r) {
+    RunStep *s = &r->cur;
+    int R = r->R;
+    if (R == 1) return;
+    double sc[5] = {s->bad, s->loss, s->div, s->tokens, g_stop != 0};
+    dist_sum_double(sc, 5);
+    s->bad = sc[0] > 0;
+    s->loss = sc[1] / R;
+    s->div = sc[2] / R;
+    s->tokens = sc[3];
+    r->stop_all = sc[4] > 0;
+    if (!s->bad) dist_sum_real_backend(r->m.grads, r->m.pt.total);
+    /* a rank whose loss was not finite skipped its remaining micro-batches and their
+     * draws: give every rank rank 0's data RNG so the global batches stay the same */
+    else dist_bcast(&r->ts.rng, sizeof r->ts.rng, 0);
+    sync_buffers(&r->m);
+}
+
+/* A refused update: logged; too many in a row stop the run. */
+static int step_refuse(Run *r) {
+    const RunStep *s = &r->cur;
+    r->bad_row++;
+    const char *what = isfinite(s->loss) ? "grad_norm" : "loss";
+    cJSON *row = cJSON_CreateObject();
+    cJSON_AddNumberToObject(row, "step", (double)s->step);
+    cJSON_AddStringToObject(row, "event", "nonfinite");
+    cJSON_AddStringToObject(row, "what", what);
+    cJSON_AddNumberToObject(row, "in_a_row", r->bad_row);
+    run_metrics_row(r->mf, row);
+    if (r->lead)
+        fprintf(stderr, "%sstep %ld: non-finite %s, update refused (%d in a row)\n", r->o.progress_tty ? "\n" : "", s->step,
+                isfinite(s->loss) ? "gradient norm" : "loss", r->bad_row);
+    if (r->bad_row >= r->cfg.train.max_bad_steps) {
+        gma_errorf("stopping: %d non-finite steps in a row (train.max_bad_steps); the last checkpoint is kept", r->bad_row);
+        return TRAIN_NONFINITE;
+    }
+    return 0;
+}
+
+int run_step(Run *r) {
+    const TrainCfg *tc = &r->cfg.train;
+    RunStep *s = &r->cur;
+    *s = (RunStep){.step = r->ts.step};
+    double t0 = gma_now();
+    model_zero_grad(&r->m);
+    int rc = step_micro_batches(r);
+    if (rc) return rc;
+    step_all_reduce(r);
+    s->gn = s->bad ? NAN : optim_grad_norm(&r->m);
+    /* rank 0's norm everywhere: the clip factor must not depend on a rank's thread count */
+    if (r->R > 1) dist_bcast(&s->gn, sizeof s->gn, 0);
+    if (!isfinite(s->gn)) s->bad = 1;
+    s->lr = optim_lr(tc, s->step);
+    if (s->bad) {
+        if ((rc = step_refuse(r)) != 0) return rc;
+    } else {
+        r->bad_row = 0;
+        optim_step(&r->m, tc, s->step + 1, s->lr, s->gn);
+        r->last_loss = s->loss;
+        r->win_loss += s->loss;
+        r->win_div += s->div;
+        r->win_n++;
+    }
+    r->ts.step = s->step + 1;
+    r->ts.tokens_seen += s->tokens;
+    r->train_time += gma_now() - t0;
+    return 0;
+}
+
+/* ---------------- periodic ---------------- */
+
+/* The metrics row of the log window and the progress line. */
+static void log_window(Run *r) {
+    const TrainCfg *tc = &r->cfg.train;
+    const TrainState *ts = &r->ts;
+    double tps = r->train_time > 0 ? (ts->tokens_seen - r->tokens0) / r->train_time : 0;
+    double loss = r->win_n ? r->win_loss / r->win_n : NAN;
+    cJSON *row = cJSON_CreateObject();
+    cJSON_AddNumberToObject(row, "step", (double)ts->step);
+    cJSON_AddNumberToObject(row, "loss", loss);
+    if (r->div_on) cJSON_AddNumberToObject(row, "div_loss", r->win_n ? r->win_div / r->win_n : NAN);
+    cJSON_AddNumberToObject(row, "lr", r->cur.lr);
+    cJSON_AddNumberToObject(row, "grad_norm", r->cur.gn);
+    cJSON_AddNumberToObject(row, "tokens_per_s", tps);
+    cJSON_AddNumberToObject(row, "elapsed_s", gma_now() - r->t_start);
+    run_metrics_row(r->mf, row);
+    if (!r->quiet) {
+        char eta[32];
+        double per = r->train_time / (double)(ts->step - r->step0);
+        run_fmt_eta(eta, sizeof eta, per * (double)(tc->steps - ts->step));
+        fprintf(stderr, "%sstep %6ld/%d | loss %.4f | lr %.2e | gnorm %.3f | %.0f tok/s | ETA %s%s",
+                r->o.progress_tty ? "\r" : "", ts->step, tc->steps, loss, r->cur.lr, r->cur.gn, tps, eta,
+                r->o.progress_tty ? "   " : "\n");
+    }
+    r->win_loss = 0;
+    r->win_div = 0;
+    r->win_n = 0;
+}
+
+/* The routing-health check (health.h). Every rank checks the routing statistics summed
+ * over ranks (the same numbers); rank 0 logs and prints, and its decision and
+ * parameters stand for all. */
+static int run_monitor(Run *r) {
+    long alerts0 = r->hm.alerts;
+    int collapse = health_check(&r->hm, &r->m, r->ts.step, r->lead ? r->mf : NULL, r->quiet, (uint64_t)r->cfg.seed);
+    if (r->R > 1) {
+        dist_bcast(&collapse, sizeof collapse, 0);
+        /* after a re-seed (an alert with on_collapse "reinit"), rank 0's parameters and
+         * moments; the alert count is the same on every rank */
+        if (r->hm.alerts != alerts0 && r->mon.reinit) run_bcast_model(&r->m, 1);
+    }
+    if (collapse) {
+        if (run_save_ckpt(&r->m, &r->ts, r->o.run_dir, r->cfg.train.keep_checkpoints, NULL) != 0) return TRAIN_ERROR;
+        gma_errorf("stopping at step %ld: routing collapse alert (gma.on_collapse \"stop\"); checkpoint written to %s/latest",
+                   r->ts.step, r->o.run_dir);
+        return TRAIN_COLLAPSE;
+    }
+    return 0;
+}
+
+/* Validation on train.eval_batches batches (a classifier keeps RUN/best). An evaluation
+ * that fails here is skipped; the final one (run_finish) is not. */
+static int validate(Run *r) {
+    EvalResult e;
+    if (r->task.eval(&r->task, &r->m, SPLIT_VALID, r->cfg.train.eval_batches, &e) != 0) return 0;
+    run_metrics_row(r->mf, run_eval_row(r->ts.step, "valid", &e, &r->task));
+    if (!r->quiet) run_print_eval("eval", "valid", r->ts.step, &e, &r->task, r->o.progress_tty);
+    if (e.loss < r->ts.best_valid) r->ts.best_valid = e.loss;
+    if (r->task.classify) return clstask_keep_best(&r->m, &r->ts, r->o.run_dir, e.acc, r->quiet);
+    return 0;
+}
+
+static int sample(Run *r) {
+    if (r->o.progress_tty && !r->quiet) fprintf(stderr, "\n");
+    if (train_sampler_run(&r->smp, &r->m, r->ts.step, r->mf, r->quiet ? NULL : stderr) != 0) return run_fatal(TRAIN_ERROR);
+    return 0;
+}
+
+static int due(long step, int every) { return every > 0 && step % every == 0; }
+
+int run_periodic(Run *r) {
+    const TrainCfg *tc = &r->cfg.train;
+    long step = r->ts.step;
+    int rc = 0, last = step == tc->steps;
+    if (due(step, tc->log_every) || last) log_window(r);
+    if (r->gma_layers && !r->cur.bad && due(step, r->mon.every) && (rc = run_monitor(r)) != 0) return rc;
+    if (due(step, tc->eval_every) && !last && r->task.have[SPLIT_VALID] && (rc = validate(r)) != 0) return rc;
+    if (due(step, tc->sample_every) && r->lead && (rc = sample(r)) != 0) return rc;
+    if (due(step, tc->checkpoint_every) && !last)
+        return run_save_ckpt(&r->m, &r->ts, r->o.run_dir, tc->keep_checkpoints, NULL);
+    return 0;
+}
+
+/* ---------------- finish ---------------- */
+
+static int finish_interrupted(Run *r) {
+    if (run_save_ckpt(&r->m, &r->ts, r->o.run_dir, r->cfg.train.keep_checkpoints, NULL) != 0) return TRAIN_ERROR;
+    if (r->lead) {
+        if (g_stop)
+            fprintf(stderr, "gmatrain: interrupted by signal %d at step %ld; checkpoint written to %s/latest (resume with --resume)\n",
+                    (int)g_stop, r->ts.step, r->o.run_dir);
+        else
+            fprintf(stderr,
+                    "gmatrain: interrupted by a signal to another rank at step %ld; checkpoint written to %s/latest (resume with --resume)\n",
+                    r->ts.step, r->o.run_dir);
+    }
+    return TRAIN_INTERRUPTED;
+}
+
+static int fault_final_eval(int s) {
+    const char *f = getenv("GMA_FAULT_FINAL_EVAL");
+    if (!f || strcmp(f, g_split[s])) return 0;
+    return gma_errorf("fault injected by GMA_FAULT_FINAL_EVAL");
+}
+
+/* The final model on the valid and test splits (whole); have[s] for each that was
+ * evaluated. Returns the first split whose evaluation failed (gma_error), or -1. */
+static int final_eval(Run *r, EvalResult fin[3], int have[3]) {
+    for (int s = SPLIT_VALID; s <= SPLIT_TEST; s++) {
+        if (!r->task.have[s]) continue;
+        if (r->task.eval(&r->task, &r->m, s, 0, &fin[s]) != 0 || fault_final_eval(s)) return s;
+        have[s] = 1;
+    }
+    return -1;
+}
+
+static cJSON *summary_head(const Run *r) {
+    const TrainState *ts = &r->ts;
+    cJSON *sum = cJSON_CreateObject();
+    cJSON_AddStringToObject(sum, "name", r->cfg.name);
+    cJSON_AddNumberToObject(sum, "steps", (double)ts->step);
+    cJSON_AddNumberToObject(sum, "parameters", (double)model_param_count(&r->m));
+    cJSON_AddNumberToObject(sum, "final_train_loss", r->last_loss);
+    cJSON_AddNumberToObject(sum, "tokens_seen", ts->tokens_seen);
+    cJSON_AddNumberToObject(sum, "train_seconds", r->train_time);
+    cJSON_AddNumberToObject(sum, "tokens_per_s", r->train_time > 0 ? (ts->tokens_seen - r->tokens0) / r->train_time : 0);
+    cJSON_AddStringToObject(sum, "device", g_ops->name);
+    if (r->R > 1) {
+        cJSON_AddNumberToObject(sum, "ranks", r->R);
+        cJSON_AddNumberToObject(sum, "global_batch_size", (double)r->cfg.train.batch_size * r->R);
+        cJSON_AddStringToObject(sum, "allreduce", dist_transport());
+    }
+    return sum;
+}
+
+/* A classifier's test split from its best-validation checkpoint (cls_task.h), into the
+ * metrics and the summary. */
+static int finish_best(Run *r, cJSON *sum) {
+    const TrainState *ts = &r->ts;
+    int have_best;
+    ClsEval ce;
+    int got = clstask_test_at_best(&r->task.cls, &r->m, ts, r->o.run_dir, &have_best, &ce);
+    if (got < 0) return TRAIN_ERROR;
+    if (got) {
+        EvalResult e;
+        task_cls_result(&ce, &e);
+        cJSON *row = run_eval_row(ts->best_step, "test", &e, &r->task);
+        cJSON_AddStringToObject(row, "checkpoint", "best");
+        run_metrics_row(r->mf, row);
+        cJSON_AddNumberToObject(sum, "test_acc_at_best", e.acc);
+        cJSON_AddNumberToObject(sum, "test_loss_at_best", e.loss);
+        if (!r->quiet)
+            fprintf(stderr, "best (step %ld, valid acc %.4f) | test loss %.4f | test acc %.4f\n", ts->best_step, ts->best_acc,
+                    e.loss, e.acc);
+    }
+    if (have_best) {
+        cJSON_AddNumberToObject(sum, "best_valid_acc", ts->best_acc);
+        cJSON_AddNumberToObject(sum, "best_step", (double)ts->best_step);
+    }
+    return 0;
+}
+
+int run_finish(Run *r) {
+    if (r->o.progress_tty && !r->quiet) fprintf(stderr, "\n");
+    if (stopping(r)) return finish_interrupted(r);
+    EvalResult fin[3];
+    int have[3] = {0, 0, 0};
+    int failed = final_eval(r, fin, have);
+    char why[1024] = "";
+    if (failed >= 0) snprintf(why, sizeof why, "%s", gma_error());
+    /* a classifier keeps the best validation accuracy, the final model included */
+    if (r->task.classify && have[SPLIT_VALID] && clstask_keep_best(&r->m, &r->ts, r->o.run_dir, fin[SPLIT_VALID].acc, r->quiet))
+        return TRAIN_ERROR;
+    /* the trained model is kept even when its evaluation failed */
+    if (run_save_ckpt(&r->m, &r->ts, r->o.run_dir, r->cfg.train.keep_checkpoints, NULL) != 0) return TRAIN_ERROR;
+    if (failed >= 0) {
+        gma_errorf("final evaluation of the %s split failed: %s; checkpoint written to %s/latest, no summary.json",
+                   g_split[failed], why, r->o.run_dir);
+        return TRAIN_ERROR;
+    }
+    cJSON *sum = summary_head(r);
+    for (int s = SPLIT_VALID; s <= SPLIT_TEST; s++) {
+        if (!have[s]) continue;
+        run_metrics_row(r->mf, run_eval_row(r->ts.step, g_split[s], &fin[s], &r->task));
+        cJSON_AddItemToObject(sum, g_split[s], run_eval_row(r->ts.step, g_split[s], &fin[s], &r->task));
+        if (!r->quiet) run_print_eval("final", g_split[s], r->ts.step, &fin[s], &r->task, 0);
+    }
+    int rc = r->task.classify ? finish_best(r, sum) : 0;
+    char *text = rc ? NULL : cJSON_Print(sum);
+    cJSON_Delete(sum);
+    if (text && r->lead && run_write_json(r->o.run_dir, "summary.json", text) != 0) rc = TRAIN_ERROR;
+    free(text);
+    return rc;
+}
+
+/* ---------------- close ---------------- */
+
+void run_close(Run *r) {
+    /* every way here is taken by all ranks together (a rank-local error ends the job in
+     * run_fatal); wait for rank 0's last writes before any rank leaves */
+    dist_barrier();
+    health_free(&r->hm);
+    train_sampler_free(&r->smp);
+    if (r->mf) fclose(r->mf);
+    if (r->model_built) model_free(&r->m);
+    if (r->task_opened) r->task.close(&r->task);
+    if (r->signals_set) {
+        signal(SIGINT, SIG_DFL);
+        signal(SIGTERM, SIG_DFL);
+    }
+}

@@ -1,0 +1,64 @@
+/* run.h: one training run as an object, taken through its stages by trainer_run():
+ *
+ *   run_open      data, model (fresh or resumed), text sampler, run directory
+ *                 (config.json, metrics.jsonl), signal handlers
+ *   run_step      one optimiser step: micro-batches, all-reduce, non-finite guard, update
+ *   run_periodic  what falls due after a step: log row, routing monitor, validation,
+ *                 text sample, checkpoint
+ *   run_finish    interrupted: checkpoint; else final evaluation, checkpoint, summary.json
+ *   run_close     the one cleanup path, from whatever stage the run reached
+ *
+ * Each stage returns 0 or an exit code of trainer.h with the message in gma_error();
+ * after a code only run_close follows. Every stage is entered by all data-parallel ranks
+ * together: a failure is agreed on (dist_agree) or ends the job (run_fatal). */
+#ifndef GMA_RUN_H
+#define GMA_RUN_H
+#include <stdio.h>
+
+#include "model/checkpoint.h"
+#include "train/health.h"
+#include "train/run_task.h"
+#include "train/train_sample.h"
+#include "train/trainer.h"
+
+/* The step being taken (run_step) and read by run_periodic. */
+typedef struct RunStep {
+    long step;     /* optimiser steps completed before it */
+    double loss;   /* mean training loss (over micro-batches and ranks) */
+    double div;    /* mean diversity loss (gma.div_weight > 0) */
+    double tokens; /* tokens of the global batch */
+    double gn, lr; /* gradient norm before clipping, learning rate */
+    int bad;       /* update refused (non-finite loss or norm) */
+} RunStep;
+
+typedef struct Run {
+    Config cfg;          /* resolved (the data fills vocabulary and lengths) */
+    TrainerOptions o;
+    int R, lead, quiet;  /* ranks; rank 0 leads (writes and prints), the others are quiet */
+    Task task;
+    Model m;
+    TrainState ts;
+    TrainSampler smp;
+    HealthMon hm;
+    FILE *mf;            /* metrics.jsonl (rank 0 only) */
+    int task_opened, model_built, signals_set;
+    MixerMonitor mon; /* the routing monitor's settings (model_monitor) */
+    int gma_layers, div_on;
+    int fresh;           /* no step taken yet in a fresh run: k-means pending */
+    int stop_all;        /* R > 1: a signal reached some rank (agreed at each step) */
+    int bad_row;         /* refused updates in a row */
+    RunStep cur;
+    long step0;          /* step at open */
+    double t_start, train_time, tokens0, last_loss;
+    double win_loss, win_div; /* sums over the good steps of the log window */
+    int win_n;
+} Run;
+
+int run_open(Run *r, const Config *cfg, const TrainerOptions *o);
+/* 1 while steps remain and no signal asked the run to stop. */
+int run_training(const Run *r);
+int run_step(Run *r);
+int run_periodic(Run *r);
+int run_finish(Run *r);
+void run_close(Run *r);
+#endif

@@ -1,0 +1,51 @@
+/* run_log.c: metrics rows, evaluation lines and run files (see run_log.h). */
+#include "train/run_log.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+void run_metrics_row(FILE *f, cJSON *row) {
+    if (!f) {
+        cJSON_Delete(row);
+        return;
+    }
+    char *s = cJSON_PrintUnformatted(row);
+    fprintf(f, "%s\n", s);
+    fflush(f);
+    free(s);
+    cJSON_Delete(row);
+}
+
+cJSON *run_eval_row(long step, const char *split, const EvalResult *r, const Task *t) {
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddNumberToObject(o, "step", (double)step);
+    cJSON_AddStringToObject(o, "split", split);
+    cJSON_AddNumberToObject(o, "loss", r->loss);
+    if (!t->classify) cJSON_AddNumberToObject(o, "ppl", r->ppl);
+    if (t->report_acc) cJSON_AddNumberToObject(o, "acc", r->acc);
+    if (r->word_ppl > 0) cJSON_AddNumberToObject(o, "word_ppl", r->word_ppl);
+    cJSON_AddNumberToObject(o, t->classify ? "examples" : "tokens", r->tokens);
+    return o;
+}
+
+void run_print_eval(const char *what, const char *split, long step, const EvalResult *r, const Task *t, int nl) {
+    if (t->classify)
+        fprintf(stderr, "%s%s step %ld | %s loss %.4f | acc %.4f | %.0f examples\n", nl ? "\n" : "", what, step, split,
+                r->loss, r->acc, r->tokens);
+    else
+        fprintf(stderr, "%s%s step %ld | %s loss %.4f | ppl %.3f%s%.4f\n", nl ? "\n" : "", what, step, split, r->loss,
+                r->ppl, t->report_acc ? " | acc " : "", t->report_acc ? r->acc : 0.0);
+}
+
+void run_fmt_eta(char *out, size_t cap, double s) {
+    if (s < 0 || !isfinite(s)) s = 0;
+    long t = (long)s;
+    if (t >= 3600) snprintf(out, cap, "%ldh%02ldm", t / 3600, (t / 60) % 60);
+    else snprintf(out, cap, "%ldm%02lds", t / 60, t % 60);
+}
+
+int run_write_json(const char *dir, const char *name, const char *text) {
+    char path[2100];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    return gma_write_file_atomic(path, text, strlen(text));
+}

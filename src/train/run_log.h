@@ -1,0 +1,22 @@
+/* run_log.h: what a training run writes about itself: metrics.jsonl rows, evaluation
+ * lines on stderr, the ETA of the progress line, JSON files in the run directory. */
+#ifndef GMA_RUN_LOG_H
+#define GMA_RUN_LOG_H
+#include <cjson/cJSON.h>
+#include <stdio.h>
+
+#include "train/run_task.h"
+
+/* Append row as one line to the metrics file f and free it; f NULL (ranks other than
+ * 0 keep no metrics): only free it. */
+void run_metrics_row(FILE *f, cJSON *row);
+/* The metrics row of an evaluation of `split` at `step` (keys depend on the task). */
+cJSON *run_eval_row(long step, const char *split, const EvalResult *r, const Task *t);
+/* "<what> step S | <split> loss ..." on stderr; nl: start on a new line (after the
+ * progress line of a terminal). */
+void run_print_eval(const char *what, const char *split, long step, const EvalResult *r, const Task *t, int nl);
+/* s seconds as "1h05m" or "3m07s". */
+void run_fmt_eta(char *out, size_t cap, double s);
+/* Write dir/name atomically. 0, or -1 with gma_error naming the file. */
+int run_write_json(const char *dir, const char *name, const char *text);
+#endif

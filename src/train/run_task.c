@@ -1,0 +1,111 @@
+/* run_task.c: the language-model and classifier tasks of a run (see run_task.h). */
+#include "train/run_task.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "train/dist.h"
+
+static int lm_train_forward(Task *t, Model *m, Rng *rng, long k, long step, LossStats *st, double *tokens) {
+    lmdata_train_batch_part(&t->lm, rng, (uint64_t)k, t->B_global, t->first, t->B, t->N, t->tok, t->tgt);
+    *tokens = (double)t->B * t->N;
+    return model_forward(m, t->tok, t->tgt, t->B, t->N, NULL, 0, st, 1, step);
+}
+static int lm_kmeans(Task *t, Model *m, Rng *krng) { return model_kmeans_init(m, t->tok, t->tgt, t->B, t->N, NULL, krng); }
+static int lm_reforward(Task *t, Model *m, long step, LossStats *st) {
+    return model_forward(m, t->tok, t->tgt, t->B, t->N, NULL, 0, st, 1, step);
+}
+static int lm_eval(Task *t, Model *m, int s, long max_batches, EvalResult *r) {
+    return evaluate(m, &t->lm, s, t->B, t->N, max_batches, r);
+}
+static void lm_close(Task *t) {
+    free(t->tok);
+    free(t->tgt);
+    lmdata_close(&t->lm);
+}
+
+static int cls_train_forward(Task *t, Model *m, Rng *rng, long k, long step, LossStats *st, double *tokens) {
+    int N = t->cls_N = clstask_train_batch_part(&t->cls, k, t->B_global, t->first);
+    *tokens = (double)t->B * t->cls.n_seq * N;
+    return model_forward_cls(m, t->cls.tok, NULL, t->cls.lab, t->B, N, st, 1, step);
+}
+static int cls_kmeans(Task *t, Model *m, Rng *krng) {
+    return model_kmeans_init_cls(m, t->cls.tok, t->cls.lab, t->B, t->cls_N, krng);
+}
+static int cls_reforward(Task *t, Model *m, long step, LossStats *st) {
+    return model_forward_cls(m, t->cls.tok, NULL, t->cls.lab, t->B, t->cls_N, st, 1, step);
+}
+void task_cls_result(const ClsEval *e, EvalResult *r) {
+    memset(r, 0, sizeof *r);
+    r->loss = e->loss;
+    r->ppl = exp(e->loss);
+    r->acc = e->acc;
+    r->tokens = (double)e->examples; /* examples, for classifiers */
+    r->windows = e->examples;
+}
+static int cls_eval(Task *t, Model *m, int s, long max_batches, EvalResult *r) {
+    ClsEval e;
+    memset(r, 0, sizeof *r);
+    if (clstask_evaluate(&t->cls, m, s, max_batches, &e) != 0) return -1;
+    task_cls_result(&e, r);
+    return 0;
+}
+static void cls_close(Task *t) { clstask_close(&t->cls); }
+
+static int cls_open(Task *t, Config *cfg, int quiet) {
+    if (clstask_open(&t->cls, cfg, 7u, t->B, quiet ? NULL : stderr) != 0) return -1;
+    ClsTask *c = &t->cls;
+    t->classify = t->report_acc = 1;
+    for (int s = 0; s < 3; s++) t->have[s] = c->have[s];
+    t->train_forward = cls_train_forward;
+    t->kmeans = cls_kmeans;
+    t->reforward = cls_reforward;
+    t->eval = cls_eval;
+    t->close = cls_close;
+    t->N = c->max_len;
+    cfg->data.max_len = c->max_len; /* resolved, for gmaeval */
+    if (cfg->model.vocab_size == 0) cfg->model.vocab_size = (int)c->vocab;
+    if (cfg->model.n_seq == 0) cfg->model.n_seq = c->n_seq;
+    int e = 0;
+    if ((uint32_t)cfg->model.vocab_size < c->vocab)
+        e = gma_errorf("key model.vocab_size: %d is smaller than the data's vocabulary %u", cfg->model.vocab_size, c->vocab);
+    else if (cfg->model.n_seq != c->n_seq)
+        e = gma_errorf("key model.n_seq: %d, but the %s data has %d sequences per example", cfg->model.n_seq,
+                       cfg->data.task, c->n_seq);
+    else if (c->n_classes > cfg->model.n_classes)
+        e = gma_errorf("key model.n_classes: %d, but the %s data has labels up to %d", cfg->model.n_classes,
+                       cfg->data.task, c->n_classes - 1);
+    if (e) clstask_close(c);
+    return e;
+}
+
+static int lm_open(Task *t, Config *cfg) {
+    if (lmdata_open(&t->lm, cfg) != 0) return -1;
+    t->report_acc = t->lm.is_recall;
+    for (int s = 0; s < 3; s++) t->have[s] = t->lm.have[s];
+    t->train_forward = lm_train_forward;
+    t->kmeans = lm_kmeans;
+    t->reforward = lm_reforward;
+    t->eval = lm_eval;
+    t->close = lm_close;
+    if (cfg->model.vocab_size == 0) cfg->model.vocab_size = (int)t->lm.vocab;
+    if ((uint32_t)cfg->model.vocab_size < t->lm.vocab) {
+        int e = gma_errorf("key model.vocab_size: %d is smaller than the data's vocabulary %u", cfg->model.vocab_size,
+                           t->lm.vocab); /* before lmdata_close clears t->lm */
+        lmdata_close(&t->lm);
+        return e;
+    }
+    t->tok = xmalloc(sizeof(int32_t) * t->B * t->N);
+    t->tgt = xmalloc(sizeof(int32_t) * t->B * t->N);
+    return 0;
+}
+
+int task_open(Task *t, Config *cfg, int quiet) {
+    memset(t, 0, sizeof *t);
+    t->B = cfg->train.batch_size;
+    t->N = cfg->train.seq_len;
+    t->B_global = t->B * dist_size();
+    t->first = t->B * dist_rank();
+    if (!strcmp(cfg->data.source, "cls")) return cls_open(t, cfg, quiet);
+    return lm_open(t, cfg);
+}
