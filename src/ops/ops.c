@@ -6,9 +6,6 @@
 #include <string.h>
 
 #include "ops/ops.h"
-#ifdef GMA_CUDA
-#include "ops/cuda/cuda.h"
-#endif
 
 const GmaOps *g_ops = &gma_ops_cpu;
 

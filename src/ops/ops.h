@@ -189,6 +189,10 @@ typedef struct GmaOps {
  * table): the ops_* calls below go through g_ops, so they reach the wrapped backend. */
 extern const GmaOps *g_ops;
 extern const GmaOps gma_ops_cpu; /* cpu/cpu_core.c */
+/* The CUDA backend's entry point (cuda/cuda_core.cu, linked in GMA_CUDA builds only): find
+ * and set up the GPU; 0 with *out set to the CUDA op table, or -1 with a one-line error (no
+ * GPU, a driver problem, or a GPU this build has no code for). Idempotent. */
+int cuda_ops_init(const GmaOps **out);
 /* Select "cpu" or "cuda"; refuses cuda in a build without it or without a usable GPU, and
  * refuses a backend whose table has a missing (NULL) op, naming it. */
 int ops_select(const char *device);

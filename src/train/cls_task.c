@@ -6,7 +6,7 @@
 
 #include "train/dist.h"
 #include "train/run_dist.h"
-#include "train/trainer.h"
+#include "train/train_opts.h"
 
 static const char *const g_split_name[3] = {"train", "valid", "test"};
 

@@ -19,7 +19,7 @@
 #include "train/health.h"
 #include "train/run_task.h"
 #include "train/train_sample.h"
-#include "train/trainer.h"
+#include "train/train_opts.h"
 
 /* The step being taken (run_step) and read by run_periodic. */
 typedef struct RunStep {

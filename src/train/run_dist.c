@@ -5,7 +5,7 @@
 #include <string.h>
 
 #include "train/dist.h"
-#include "train/trainer.h"
+#include "train/train_opts.h"
 
 int run_fatal(int rc) {
     if (dist_size() == 1) return rc;

@@ -1,13 +1,13 @@
 /* cls_build.h: the dataset builder the classification loaders (lra_*.c, cls_generic.c)
  * append their examples through, the split-name check and a stable hash for hold-outs.
- * Not meant for modules outside src/data/cls/; it depends on clsdata.h only (the
+ * Not meant for modules outside src/data/cls/; it depends on cls_types.h only (the
  * ClsDataset type), never on the loaders or the dispatcher.
  */
 #ifndef GMA_CLS_BUILD_H
 #define GMA_CLS_BUILD_H
 #include <stddef.h>
 #include <stdint.h>
-#include "data/cls/clsdata.h"
+#include "data/cls/cls_types.h"
 
 typedef struct ClsBuilder {
     ClsDataset *d;

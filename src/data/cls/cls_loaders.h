@@ -4,7 +4,7 @@
  */
 #ifndef GMA_CLS_LOADERS_H
 #define GMA_CLS_LOADERS_H
-#include "data/cls/clsdata.h"
+#include "data/cls/cls_types.h"
 
 int lra_listops_load(ClsDataset *d, const char *path, const char *split, const ClsOptions *opt);
 int lra_text_load(ClsDataset *d, const char *path, const char *split, const ClsOptions *opt);

@@ -9,26 +9,7 @@
  */
 #ifndef GMA_CLSDATA_H
 #define GMA_CLSDATA_H
-#include <stddef.h>
-#include <stdint.h>
-
-typedef struct ClsDataset {
-    int n;            /* examples */
-    int n_seq;        /* 1, or 2 for two-sequence tasks (retrieval) */
-    int n_classes;
-    uint32_t vocab;   /* token ids are < vocab; id 0 is reserved for padding in every task */
-    uint32_t *tok;    /* all sequences' tokens concatenated */
-    uint64_t *off;    /* n*n_seq + 1 offsets into tok */
-    int32_t *label;   /* n labels in [0, n_classes) */
-    long truncated;   /* how many sequences were truncated to max_len */
-} ClsDataset;
-
-typedef struct ClsOptions {
-    int max_len;       /* tokens per sequence; <= 0: the task's default (docs/lra.md) */
-    int truncate;      /* 1: truncate to max_len and count; 0: refuse an over-long example */
-    int n_classes;     /* generic data: number of classes, 0 = infer; ignored by LRA tasks */
-    int strip_headers; /* generic data: drop everything before the first empty line (mail) */
-} ClsOptions;
+#include "data/cls/cls_types.h"
 
 /* The options used when clsdata_load gets NULL: task default max_len, truncate, infer
  * classes, keep headers. */
@@ -48,12 +29,5 @@ void clsdata_free(ClsDataset *d);
 uint32_t clsdata_task_vocab(const char *task);
 /* The default max_len of a task (0 for an unknown task). */
 int clsdata_task_max_len(const char *task);
-
-/* Sequence s of example i and its length. */
-static inline const uint32_t *clsdata_seq(const ClsDataset *d, int i, int s, size_t *len) {
-    uint64_t a = d->off[(size_t)i * d->n_seq + s], b = d->off[(size_t)i * d->n_seq + s + 1];
-    *len = (size_t)(b - a);
-    return d->tok + a;
-}
 
 #endif

@@ -1,5 +1,5 @@
 /* cuda.h: the CUDA backend (the .cu files of src/ops/cuda, `make cuda`). ops.c reaches it through
- * cuda_ops_init alone; the backend's own files see cuda_<op> for every op of GMA_OPS
+ * cuda_ops_init alone (declared in ops/ops.h); the backend's own files see cuda_<op> for every op of GMA_OPS
  * (ops/ops.h), the functions cuda_core.cu gathers into its GmaOps table. Each cuda_<op>
  * lives in the file named for its kind: cuda_core.cu (memory, the backend hooks, matrix
  * products, elementwise ops, reductions, the optimisers), cuda_nn.cu (GELU, LayerNorm,
@@ -13,9 +13,7 @@ extern "C" {
 #endif
 #include "ops/ops.h"
 
-/* Find and set up the GPU: 0 with *out set to the CUDA op table, or -1 with a one-line
- * error (no GPU, a driver problem, or a GPU this build has no code for). Idempotent. */
-int cuda_ops_init(const GmaOps **out);
+/* cuda_ops_init, the entry point ops.c calls, is declared in ops/ops.h. */
 #ifdef __cplusplus
 }
 
