@@ -95,6 +95,12 @@ int lmdata_open_file(LmData *d, const char *path) {
     memset(d, 0, sizeof *d);
     if (shard_open(&d->shard[SPLIT_TEST], path, 1) != 0) return -1;
     d->have[SPLIT_TEST] = 1;
+    if (d->shard[SPLIT_TEST].count < 2) { /* evaluation scores token i+1 from token i: it needs two */
+        uint64_t n = d->shard[SPLIT_TEST].count;
+        lmdata_close(d);
+        return gma_errorf("%s: only %llu tokens at offset %d (evaluation needs at least 2)", path, (unsigned long long)n,
+                          SHARD_HEADER_BYTES);
+    }
     d->vocab = d->shard[SPLIT_TEST].vocab;
     return 0;
 }

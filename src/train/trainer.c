@@ -329,6 +329,7 @@ int trainer_run(const Config *cfg_in, const TrainerOptions *o) {
             return rc;
         }
         if (!quiet) fprintf(stderr, "resumed from %s at step %ld\n", dir, ts.step);
+        if (lead) ckpt_clean_run(o->run_dir); /* what a killed or failed save left behind */
     }
     /* the replicas start from rank 0's parameters, moments and state (the same already,
      * from the seed or the checkpoint: this makes sure) */
