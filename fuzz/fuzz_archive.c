@@ -7,6 +7,7 @@
 #include <ftw.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "data/archive.h"
 #include "fuzz_util.h"
@@ -26,7 +27,9 @@ static int check_one(const char *p, const struct stat *st, int flag, struct FTW 
     if (!inside && strcmp(p, fz_dir()) && strcmp(p, g_input)) fz_fail("extraction wrote %s, outside %s", p, g_dest);
     if (flag == FTW_SL || S_ISLNK(st->st_mode)) fz_fail("extraction created a link %s", p);
     if (!S_ISREG(st->st_mode) && !S_ISDIR(st->st_mode)) fz_fail("extraction created %s, neither file nor directory", p);
-    if (strstr(p + dl, ".tmp.")) fz_fail("extraction left a temporary file %s", p);
+    char suffix[32];
+    size_t sl = (size_t)snprintf(suffix, sizeof suffix, ".tmp.%d", (int)getpid()), pl = strlen(p);
+    if (pl > sl && !strcmp(p + pl - sl, suffix)) fz_fail("extraction left a temporary file %s", p);
     return 0;
 }
 
