@@ -10,6 +10,8 @@
 #   make cuda-mpi   CUDA backend + MPI (+ NCCL when found) in bin/cuda-mpi/: data-parallel on GPUs
 #   make deps       install the Debian packages (scripts/setup.sh)
 #   make install    copy bin/* to $(PREFIX)/bin (PREFIX=/usr/local, DESTDIR honoured)
+#   make fuzz       libFuzzer targets fuzz/fuzz_*.c (clang, ASan + UBSan) in build/fuzz/
+#   make fuzz-smoke each target a few seconds over its seed corpus (part of make test; skipped without clang)
 #   make asan       clean, then build and test with AddressSanitizer + UBSan (-O1); leak checks
 #                   off (libgomp's are not ours); run `make clean` before the next normal build
 #
@@ -127,6 +129,7 @@ build/tests/test64_%: tests/test64_%.c build/tests/testutil64.o build/libgma64.a
 test: check-deps
 	@$(MAKE) --no-print-directory mpi-if-available
 	@$(MAKE) --no-print-directory run-tests
+	@$(MAKE) --no-print-directory fuzz-smoke
 run-tests: $(BINS) $(TESTS)
 	@scripts/run_tests.sh $(TESTS)
 

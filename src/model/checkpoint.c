@@ -72,7 +72,7 @@ static int ckpt_complete(const char *dir) {
 
 /* Keep the newest `keep` complete periodic checkpoints; remove older ones, incomplete
  * ckpt_N/ directories (a save that was killed or ran out of disk) other than the one
- * `latest` names, and leftover temporary files in the others. */
+ * `latest` names, and leftover temporary files (NAME.tmp.PID) in the others and in run_dir. */
 static int prune(const char *run_dir, int keep) {
     DIR *d = opendir(run_dir);
     if (!d) return 0;
@@ -86,9 +86,10 @@ static int prune(const char *run_dir, int keep) {
     while ((e = readdir(d)) && n < 4096) {
         long s;
         char tail;
-        if (!strncmp(e->d_name, "latest.tmp.", 11)) { /* a link switch that was cut short */
+        if (strstr(e->d_name, ".tmp.")) { /* latest.tmp.PID, config.json.tmp.PID, ...: a write cut short */
+            struct stat st;
             snprintf(p, sizeof p, "%s/%s", run_dir, e->d_name);
-            unlink(p);
+            if (lstat(p, &st) == 0 && !S_ISDIR(st.st_mode)) unlink(p);
         }
         if (sscanf(e->d_name, "ckpt_%ld%c", &s, &tail) != 1) continue;
         snprintf(p, sizeof p, "%s/%s", run_dir, e->d_name);
