@@ -10,6 +10,8 @@
 #   make cuda-mpi   CUDA backend + MPI (+ NCCL when found) in bin/cuda-mpi/: data-parallel on GPUs
 #   make deps       install the Debian packages (scripts/setup.sh)
 #   make install    copy bin/* to $(PREFIX)/bin (PREFIX=/usr/local, DESTDIR honoured)
+#   make fuzz       libFuzzer targets fuzz/fuzz_*.c (clang, ASan + UBSan) in build/fuzz/
+#   make fuzz-smoke each target a few seconds over its seed corpus (part of make test; skipped without clang)
 #   make asan       clean, then build and test with AddressSanitizer + UBSan (-O1); leak checks
 #                   off (libgomp's are not ours); run `make clean` before the next normal build
 #
@@ -135,6 +137,7 @@ build/tests/test64_%: tests/test64_%.c build/tests/testutil64.o build/libgma64.a
 test: check-deps
 	@$(MAKE) --no-print-directory mpi-if-available
 	@$(MAKE) --no-print-directory run-tests
+	@$(MAKE) --no-print-directory fuzz-smoke
 run-tests: $(BINS) $(TESTS)
 	@scripts/run_tests.sh $(TESTS)
 
@@ -274,6 +277,53 @@ build/libgma-mpi.a: $(OBJMPI)
 bin/mpi/%: src/cli/%.c build/libgmacli.a build/libgma-mpi.a
 	@mkdir -p $(@D) build/mpi-cli
 	$(MPICC) $(CFLAGS) -DGMA_MPI -MF build/mpi-cli/$*.d $< build/libgmacli.a build/libgma-mpi.a $(LDLIBS) -o $@
+
+# ---- fuzzing (make fuzz, make fuzz-smoke): libFuzzer targets fuzz/fuzz_*.c ----
+# The library is compiled again by clang with ASan + UBSan and fuzzer coverage into
+# build/fuzz/obj (OpenMP through clang's libomp: -fopenmp as in the normal build); each
+# fuzz/fuzz_X.c links against it into build/fuzz/fuzz_X. Seed corpora are written by
+# build/fuzz/fuzz_seeds (the normal library) into build/fuzz/corpus/X/. fuzz-smoke runs
+# every target FUZZ_SECONDS over its corpus and closes with "fuzz-smoke: N targets, N
+# crashes" (non-zero exit on a crash); without a clang that links a libFuzzer program it
+# prints "fuzz-smoke: skipped (no clang with libFuzzer)" and succeeds.
+FUZZ_CC      ?= clang
+FUZZ_SECONDS ?= 3
+FUZZ_SAN     := -fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer
+FUZZ_CFLAGS  := -O1 -g $(FUZZ_SAN) -std=c11 -D_GNU_SOURCE -Wall -Wextra -Wno-unused-parameter -Wno-psabi -Wno-pass-failed -fopenmp -Isrc \
+                $(PKG_CFLAGS) $(BLAS_CFLAGS)
+FUZZ_SRC     := $(filter-out fuzz/fuzz_util.c fuzz/fuzz_seeds.c,$(sort $(wildcard fuzz/fuzz_*.c)))
+FUZZ_NAMES   := $(patsubst fuzz/fuzz_%.c,%,$(FUZZ_SRC))
+FUZZ_BINS    := $(patsubst %,build/fuzz/fuzz_%,$(FUZZ_NAMES))
+FUZZ_OBJ     := $(patsubst src/%.c,build/fuzz/obj/%.o,$(LIB_SRC))
+FUZZ_OK      := $(shell printf 'int LLVMFuzzerTestOneInput(const char *d, unsigned long n) { return 0; }' | \
+                  $(FUZZ_CC) -x c -fsanitize=fuzzer,address,undefined -fopenmp - -o /dev/null >/dev/null 2>&1 && echo 1)
+.PHONY: fuzz fuzz-seeds fuzz-smoke
+build/fuzz/obj/%.o: src/%.c
+	@mkdir -p $(@D)
+	$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer-no-link -MMD -MP -c $< -o $@
+build/fuzz/libgma-fuzz.a: $(FUZZ_OBJ)
+	rm -f $@
+	ar rcs $@ $^
+build/fuzz/fuzz_%: fuzz/fuzz_%.c fuzz/fuzz_util.c fuzz/fuzz_util.h build/fuzz/libgma-fuzz.a
+	$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer -Ifuzz $< fuzz/fuzz_util.c build/fuzz/libgma-fuzz.a $(LDLIBS) -o $@
+build/fuzz/fuzz_seeds: fuzz/fuzz_seeds.c build/libgma.a
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) $< build/libgma.a $(LDLIBS) -o $@
+fuzz-seeds: build/fuzz/fuzz_seeds
+	@rm -rf build/fuzz/corpus && build/fuzz/fuzz_seeds build/fuzz/corpus && mkdir -p build/fuzz/corpus/config && \
+	 cp configs/*.json build/fuzz/corpus/config/
+ifeq ($(FUZZ_OK),1)
+fuzz: $(FUZZ_BINS) build/fuzz/fuzz_seeds
+	@echo "fuzz targets: $(FUZZ_BINS)"
+fuzz-smoke: fuzz
+	@$(MAKE) --no-print-directory fuzz-seeds >/dev/null
+	@scripts/fuzz_smoke.sh $(FUZZ_SECONDS) $(FUZZ_NAMES)
+else
+fuzz:
+	@echo "make fuzz: $(FUZZ_CC) cannot link a libFuzzer program (Debian: apt-get install clang libomp-dev)"; exit 1
+fuzz-smoke:
+	@echo "fuzz-smoke: skipped (no clang with libFuzzer)"
+endif
 
 PREFIX ?= /usr/local
 install: all

@@ -84,6 +84,17 @@ static int train_step(Model *m, const Config *c, int t, real *before) {
     return changed;
 }
 
+/* A count flag's value: the whole text an integer in [1, hi]; else one line, -1. */
+static int parse_count(const char *flag, const char *text, long hi, int *out) {
+    long v;
+    if (gma_parse_long(text, 1, hi, &v) != 0) {
+        fprintf(stderr, "gmacheck: %s \"%s\": expected an integer in [1, %ld]\n", flag, text, hi);
+        return -1;
+    }
+    *out = (int)v;
+    return 0;
+}
+
 int main(int argc, char **argv) {
     Config c;
     mixer_register_all();
@@ -118,10 +129,19 @@ int main(int argc, char **argv) {
             }
         } else if (!strcmp(a, "--device") && more) device = argv[++i];
         else if (!strcmp(a, "--precision") && more) precision = argv[++i];
-        else if (!strcmp(a, "--steps") && more) steps = atoi(argv[++i]);
-        else if (!strcmp(a, "--batch") && more) B = atoi(argv[++i]);
-        else if (!strcmp(a, "--seq") && more) N = atoi(argv[++i]);
-        else if (!strcmp(a, "--tol") && more) tol = atof(argv[++i]);
+        /* the ranges of train.steps (at least 1), train.batch_size and model.max_seq_len */
+        else if (!strcmp(a, "--steps") && more) {
+            if (parse_count(a, argv[++i], 1000000000L, &steps) != 0) return 3;
+        } else if (!strcmp(a, "--batch") && more) {
+            if (parse_count(a, argv[++i], 1000000L, &B) != 0) return 3;
+        } else if (!strcmp(a, "--seq") && more) {
+            if (parse_count(a, argv[++i], 16777216L, &N) != 0) return 3;
+        } else if (!strcmp(a, "--tol") && more) {
+            if (gma_parse_double(argv[++i], 0, 1e6, &tol) != 0) {
+                fprintf(stderr, "gmacheck: --tol \"%s\": expected a number in [0, 1e6]\n", argv[i]);
+                return 3;
+            }
+        }
         else if (!strcmp(a, "--quiet")) quiet = 1;
         else if (!strcmp(a, "--digest")) digest = 1;
         else {
@@ -158,6 +178,10 @@ int main(int argc, char **argv) {
     g_ops = cpu;
     Model ma, mb;
     if (model_build(&ma, &c) != 0) {
+        fprintf(stderr, "gmacheck: %s\n", gma_error());
+        return 3;
+    }
+    if (model_check_memory(&ma, B, N) != 0) { /* on the CPU reference: it holds the same model */
         fprintf(stderr, "gmacheck: %s\n", gma_error());
         return 3;
     }

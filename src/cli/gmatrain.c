@@ -99,10 +99,10 @@ static int run_main(int argc, char **argv, int *done) {
     if (device) {
         char s[64];
         snprintf(s, sizeof s, "device=%s", device);
-        if (cfg_set(&cfg, s) != 0) return 2;
+        if (cfg_set_from(&cfg, s, "--device") != 0) return 2;
     }
     if (threads >= 0) cfg.threads = threads;
-    if (cfg_validate(&cfg) != 0) return gma_error_prefix("%s", config ? config : ckdir), 2;
+    if (cfg_validate(&cfg) != 0) return cfg_blame(config ? config : ckdir, sets, n_sets), 2;
     char run_dir[2048];
     if (out) snprintf(run_dir, sizeof run_dir, "%s", out);
     else if (cfg.out_dir[0]) snprintf(run_dir, sizeof run_dir, "%s", cfg.out_dir);

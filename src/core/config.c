@@ -282,6 +282,27 @@ static int set_json(Config *c, const Key *k, const cJSON *v, const char *src) {
     return -1;
 }
 
+/* v is a number as JSON writes one: -?(0|[1-9][0-9]*)(.[0-9]+)?([eE][+-]?[0-9]+)? (no hex,
+ * inf, nan, leading '+' or spaces, which strtod would take). */
+static int is_json_number(const char *v) {
+    const char *p = v;
+    if (*p == '-') p++;
+    if (*p == '0') p++;
+    else if (*p >= '1' && *p <= '9') while (*p >= '0' && *p <= '9') p++;
+    else return 0;
+    if (*p == '.') {
+        if (!(*++p >= '0' && *p <= '9')) return 0;
+        while (*p >= '0' && *p <= '9') p++;
+    }
+    if (*p == 'e' || *p == 'E') {
+        p++;
+        if (*p == '+' || *p == '-') p++;
+        if (!(*p >= '0' && *p <= '9')) return 0;
+        while (*p >= '0' && *p <= '9') p++;
+    }
+    return *p == 0;
+}
+
 /* Set key from command-line text. */
 static int set_text(Config *c, const Key *k, const char *v, const char *src) {
     char *end;
@@ -290,7 +311,8 @@ static int set_text(Config *c, const Key *k, const char *v, const char *src) {
     case CFGT_REAL: {
         errno = 0;
         double d = strtod(v, &end);
-        if (end == v || *end || errno) return gma_errorf("%s: key %s: \"%s\" is not a number", src, k->full, v);
+        if (!is_json_number(v) || end == v || *end || errno)
+            return gma_errorf("%s: key %s: \"%s\" is not a number", src, k->full, v);
         return set_num(c, k, d, src);
     }
     case CFGT_BOOL:
@@ -341,12 +363,21 @@ double cfg_num(const Config *c, const char *key) {
     return k.k->type == CFGT_REAL ? *(const double *)AT_C(c, &k) : *(const int *)AT_C(c, &k);
 }
 
+/* 1 if an earlier member of the same object has its name (JSON allows repeats; a config
+ * that gives a key twice is refused rather than one of the values silently winning). */
+static int repeated_member(const cJSON *obj, const cJSON *it) {
+    for (const cJSON *e = obj->child; e && e != it; e = e->next)
+        if (!strcmp(e->string, it->string)) return 1;
+    return 0;
+}
+
 static int apply_object(Config *c, const cJSON *obj, const char *prefix, const char *src) {
     const cJSON *it;
     cJSON_ArrayForEach(it, obj) {
         char key[256];
         if (prefix[0]) snprintf(key, sizeof key, "%s.%s", prefix, it->string);
         else snprintf(key, sizeof key, "%s", it->string);
+        if (repeated_member(obj, it)) return gma_errorf("%s: key %s is given twice", src, key);
         Key k;
         if (find_key(key, &k)) {
             if (set_json(c, &k, it, src) != 0) return -1;
@@ -386,14 +417,43 @@ int cfg_load_file(Config *c, const char *path) {
     return rc;
 }
 
-int cfg_set(Config *c, const char *a) {
+int cfg_set(Config *c, const char *a) { return cfg_set_from(c, a, "--set"); }
+
+int cfg_set_from(Config *c, const char *a, const char *src) {
     const char *eq = strchr(a, '=');
-    if (!eq) return gma_errorf("--set %s: expected key=value", a);
+    if (!eq) return gma_errorf("%s %s: expected key=value", src, a);
     char key[256];
     snprintf(key, sizeof key, "%.*s", (int)(eq - a), a);
     Key k;
-    if (!find_key(key, &k)) return gma_errorf("--set: unknown key %s", key);
-    return set_text(c, &k, eq + 1, "--set");
+    if (!find_key(key, &k)) return gma_errorf("%s: unknown key %s", src, key);
+    return set_text(c, &k, eq + 1, src);
+}
+
+void cfg_blame(const char *file, const char *const *sets, int n_sets) {
+    const char *msg = gma_error();
+    for (int i = n_sets - 1; i >= 0; i--) {
+        const char *eq = strchr(sets[i], '=');
+        size_t kl = eq ? (size_t)(eq - sets[i]) : strlen(sets[i]);
+        for (const char *p = strstr(msg, " "); kl && p; p = strstr(p + 1, " ")) {
+            /* the key as a whole word of the message: " model.d_model:" but not " model.d_model_x" */
+            char after = p[1 + kl];
+            if (!strncmp(p + 1, sets[i], kl) && !(after == '.' || after == '_' || (after >= 'a' && after <= 'z'))) {
+                gma_error_prefix("--set %s", sets[i]);
+                return;
+            }
+        }
+    }
+    gma_error_prefix("%s", file);
+}
+
+/* The run name is one path component under runs/: not empty, no '/', not "." or "..". */
+static int check_run_name(const char *name) {
+    if (!name[0] || strchr(name, '/') || !strcmp(name, ".") || !strcmp(name, ".."))
+        return gma_errorf("key name: \"%s\" is not a plain name (outputs go to runs/<name>/: no '/', not empty, \".\" or \"..\")",
+                          name);
+    for (const char *p = name; *p; p++)
+        if ((unsigned char)*p < 0x20) return gma_errorf("key name: control character at position %d", (int)(p - name));
+    return 0;
 }
 
 const char *cfg_layer_mixer(const Config *c, int l) {
@@ -409,6 +469,7 @@ int cfg_d_ff(const Config *c) { return c->model.d_ff > 0 ? c->model.d_ff : 4 * c
 
 int cfg_validate(const Config *c) {
     const ModelCfg *m = &c->model;
+    if (check_run_name(c->name) != 0) return -1;
     if (m->d_model % m->n_heads)
         return gma_errorf("key model.d_model: %d is not divisible by model.n_heads = %d", m->d_model, m->n_heads);
     if (m->n_mixer != 1 && m->n_mixer != m->n_layers)

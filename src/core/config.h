@@ -126,6 +126,11 @@ int cfg_load_file(Config *c, const char *path);
 int cfg_load_text(Config *c, const char *text, const char *source);
 /* Apply one "a.b=value" override. */
 int cfg_set(Config *c, const char *assignment);
+/* The same, naming src (e.g. "--device") instead of "--set" in messages. */
+int cfg_set_from(Config *c, const char *assignment, const char *src);
+/* After a cfg_validate failure: prefix the message with the "--set key=value" whose key it
+ * names (the last such override), else with file (the config's source). */
+void cfg_blame(const char *file, const char *const *sets, int n_sets);
 /* Cross-field checks after loading (D % H, lengths...), then the registry's validate
  * (each layer's mixer and its section). */
 int cfg_validate(const Config *c);

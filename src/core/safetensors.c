@@ -137,6 +137,10 @@ int st_open(StFile *f, const char *path) {
                     rc = gma_errorf("%s: metadata value %s is not a string", path, m->string);
                     break;
                 }
+                if (st_meta(f, m->string)) { /* JSON lets a key repeat: which one counts would be a guess */
+                    rc = gma_errorf("%s: metadata key %s is given twice (offset 8)", path, m->string);
+                    break;
+                }
                 f->mkeys[f->n_meta] = xstrdup(m->string);
                 f->mvals[f->n_meta++] = xstrdup(m->valuestring);
             }
@@ -149,6 +153,10 @@ int st_open(StFile *f, const char *path) {
                 break;
             }
         if (rc) break;
+        if (st_find(f, it->string)) {
+            rc = gma_errorf("%s: tensor %s is given twice in the header (offset 8)", path, it->string);
+            break;
+        }
         const cJSON *dt = cJSON_GetObjectItemCaseSensitive(it, "dtype");
         const cJSON *sh = cJSON_GetObjectItemCaseSensitive(it, "shape");
         const cJSON *of = cJSON_GetObjectItemCaseSensitive(it, "data_offsets");

@@ -36,16 +36,67 @@ static int write_tensors(const char *path, const ParamTable *pt, const real *hos
     return rc;
 }
 
+/* Remove dir/NAME.tmp.PID files (writes a killed or failed process left behind); with
+ * whole != 0 the files named in `files` too and then the directory itself. */
+static const char *const g_ckpt_files[] = {"model.safetensors", "optim.safetensors"};
+static void clear_dir(const char *dir, int whole) {
+    DIR *d = opendir(dir);
+    if (d) {
+        struct dirent *e;
+        char p[2400];
+        while ((e = readdir(d)))
+            if (strstr(e->d_name, ".tmp.")) {
+                snprintf(p, sizeof p, "%s/%s", dir, e->d_name);
+                unlink(p);
+            }
+        closedir(d);
+    }
+    if (!whole) return;
+    char p[2400];
+    for (int f = 0; f < 2; f++) {
+        snprintf(p, sizeof p, "%s/%s", dir, g_ckpt_files[f]);
+        unlink(p);
+    }
+    rmdir(dir);
+}
+
+/* A checkpoint directory holds both files under their final names. */
+static int ckpt_complete(const char *dir) {
+    char p[2400];
+    for (int f = 0; f < 2; f++) {
+        snprintf(p, sizeof p, "%s/%s", dir, g_ckpt_files[f]);
+        if (!gma_path_exists(p)) return 0;
+    }
+    return 1;
+}
+
+/* Keep the newest `keep` complete periodic checkpoints; remove older ones, incomplete
+ * ckpt_N/ directories (a save that was killed or ran out of disk) other than the one
+ * `latest` names, and leftover temporary files (NAME.tmp.PID) in the others and in run_dir. */
 static int prune(const char *run_dir, int keep) {
     DIR *d = opendir(run_dir);
     if (!d) return 0;
     long steps[4096];
     int n = 0;
+    char latest[2100] = "", p[2400];
+    snprintf(p, sizeof p, "%s/latest", run_dir);
+    ssize_t ll = readlink(p, latest, sizeof latest - 1);
+    latest[ll > 0 ? ll : 0] = 0;
     struct dirent *e;
     while ((e = readdir(d)) && n < 4096) {
         long s;
         char tail;
-        if (sscanf(e->d_name, "ckpt_%ld%c", &s, &tail) == 1) steps[n++] = s;
+        if (strstr(e->d_name, ".tmp.")) { /* latest.tmp.PID, config.json.tmp.PID, ...: a write cut short */
+            struct stat st;
+            snprintf(p, sizeof p, "%s/%s", run_dir, e->d_name);
+            if (lstat(p, &st) == 0 && !S_ISDIR(st.st_mode)) unlink(p);
+        }
+        if (sscanf(e->d_name, "ckpt_%ld%c", &s, &tail) != 1) continue;
+        snprintf(p, sizeof p, "%s/%s", run_dir, e->d_name);
+        int is_latest = !strcmp(e->d_name, latest);
+        clear_dir(p, 0);
+        if (!is_latest && !ckpt_complete(p)) clear_dir(p, 1);
+        else steps[n++] = s;
     }
     closedir(d);
     for (int i = 0; i < n; i++) /* sort descending */
@@ -56,16 +107,16 @@ static int prune(const char *run_dir, int keep) {
                 steps[j] = t;
             }
     for (int i = keep; i < n; i++) {
-        char p[2048];
-        const char *files[] = {"model.safetensors", "optim.safetensors"};
-        for (int f = 0; f < 2; f++) {
-            snprintf(p, sizeof p, "%s/ckpt_%08ld/%s", run_dir, steps[i], files[f]);
-            unlink(p);
-        }
         snprintf(p, sizeof p, "%s/ckpt_%08ld", run_dir, steps[i]);
-        rmdir(p);
+        if (strcmp(p + strlen(run_dir) + 1, latest)) clear_dir(p, 1);
     }
     return 0;
+}
+
+void ckpt_clean_run(const char *run_dir) {
+    char p[2100];
+    snprintf(p, sizeof p, "%s/latest", run_dir);
+    if (access(p, F_OK) == 0) prune(run_dir, 1 << 30);
 }
 
 int ckpt_save(const Model *m, const TrainState *ts, const char *run_dir, int keep, const char *tag) {
@@ -84,6 +135,7 @@ int ckpt_save(const Model *m, const TrainState *ts, const char *run_dir, int kee
     if (tag) snprintf(name, sizeof name, "%s", tag);
     else snprintf(name, sizeof name, "ckpt_%08ld", ts->step);
     snprintf(dir, sizeof dir, "%s/%s", run_dir, name);
+    int fresh = !gma_path_exists(dir); /* a failed save removes what it created, never a previous checkpoint */
     if (gma_mkdirs(dir) != 0) {
         free(host);
         return -1;
@@ -124,7 +176,10 @@ int ckpt_save(const Model *m, const TrainState *ts, const char *run_dir, int kee
         free(mom);
     }
     free(host);
-    if (rc) return rc;
+    if (rc) {
+        clear_dir(dir, fresh);
+        return rc;
+    }
     if (!tag) {
         char link[2100], tmp[2200];
         snprintf(link, sizeof link, "%s/latest", run_dir);
@@ -215,6 +270,36 @@ static int load_into(const ParamTable *pt, real *host, const StFile *f, const ch
     return 0;
 }
 
+/* The training state of the metadata, each value checked in full (docs/model.md §7): the
+ * step an integer in [0, 1e9] (the range of train.steps), tokens_seen finite and >= 0,
+ * best_valid a loss (>= 0, or inf for none), best_valid_acc -1 or in [0, 1], best_step
+ * -1 or a step. Absent optional values take their defaults. */
+static int read_train_state(TrainState *ts, const char *path, const char *s, const char *t, const char *b,
+                            const char *ba, const char *bs) {
+    double x;
+    if (gma_parse_long(s, 0, 1000000000L, &ts->step) != 0)
+        return gma_errorf("%s: metadata step \"%s\" is not an integer in [0, 1e9]", path, s);
+    ts->tokens_seen = 0;
+    if (t && gma_parse_double(t, 0, 1e300, &ts->tokens_seen) != 0)
+        return gma_errorf("%s: metadata tokens_seen \"%s\" is not a finite number >= 0", path, t);
+    ts->best_valid = INFINITY;
+    if (b && strcmp(b, "inf")) {
+        if (gma_parse_double(b, 0, 1e300, &x) != 0)
+            return gma_errorf("%s: metadata best_valid \"%s\" is not a loss (a number >= 0 or inf)", path, b);
+        ts->best_valid = x;
+    }
+    ts->best_acc = -1;
+    if (ba && strcmp(ba, "-1")) {
+        if (gma_parse_double(ba, 0, 1, &x) != 0)
+            return gma_errorf("%s: metadata best_valid_acc \"%s\" is not -1 or an accuracy in [0, 1]", path, ba);
+        ts->best_acc = x;
+    }
+    ts->best_step = -1;
+    if (bs && gma_parse_long(bs, -1, 1000000000L, &ts->best_step) != 0)
+        return gma_errorf("%s: metadata best_step \"%s\" is not -1 or a step", path, bs);
+    return 0;
+}
+
 int ckpt_load(Model *m, TrainState *ts, const char *dir) {
     size_t P = m->pt.total;
     char path[2100];
@@ -233,15 +318,9 @@ int ckpt_load(Model *m, TrainState *ts, const char *dir) {
     if (!rc && ts) {
         const char *s = st_meta(&f, "step"), *r = st_meta(&f, "rng"), *t = st_meta(&f, "tokens_seen"),
                    *b = st_meta(&f, "best_valid");
+        const char *ba = st_meta(&f, "best_valid_acc"), *bs = st_meta(&f, "best_step");
         if (!s || !r || rng_from_hex(&ts->rng, r) != 0) rc = gma_errorf("%s: metadata step or rng is missing or malformed", path);
-        else {
-            ts->step = atol(s);
-            ts->tokens_seen = t ? atof(t) : 0;
-            ts->best_valid = b ? strtod(b, NULL) : INFINITY;
-            const char *ba = st_meta(&f, "best_valid_acc"), *bs = st_meta(&f, "best_step");
-            ts->best_acc = ba ? strtod(ba, NULL) : -1;
-            ts->best_step = bs ? atol(bs) : -1;
-        }
+        else rc = read_train_state(ts, path, s, t, b, ba, bs);
     }
     if (!rc) g_ops->to_device(m->params, host, P * sizeof(real));
     st_close(&f);

@@ -23,6 +23,10 @@ typedef struct TrainState {
 /* Save to run_dir/ckpt_<step>/ (or to run_dir/<tag> when tag is non-NULL, e.g. "best"),
  * point run_dir/latest at it (unless tag), keep the newest `keep` periodic checkpoints. */
 int ckpt_save(const Model *m, const TrainState *ts, const char *run_dir, int keep, const char *tag);
+/* Remove what interrupted or failed saves left in run_dir (incomplete ckpt_N/ directories,
+ * *.tmp.PID files); checkpoints that are complete stay. ckpt_save does it after each save;
+ * a resumed run calls it before its first step. */
+void ckpt_clean_run(const char *run_dir);
 /* Resolve PATH (a checkpoint dir, a run dir with `latest`, or a model.safetensors file) to
  * the checkpoint directory. Returns 0 and fills out. */
 int ckpt_resolve(const char *path, char *out, size_t cap);

@@ -78,6 +78,7 @@ static int open_state(Run *r) {
         int rc = dist_agree(ok ? 0 : TRAIN_BAD_INPUT);
         if (rc) return rc;
         if (!r->quiet) fprintf(stderr, "resumed from %s at step %ld\n", dir, ts->step);
+        if (r->lead) ckpt_clean_run(r->o.run_dir); /* what a killed or failed save left behind */
     }
     run_bcast_model(&r->m, 1);
     dist_bcast(ts, sizeof *ts, 0);

@@ -302,11 +302,17 @@ static int walk_tar(ArchiveReader *r, archive_visit_fn fn, void *ctx) {
             if (type == 'L') {
                 long_name = meta;
             } else { /* pax: records "LEN key=value\n" */
-                char *p = meta;
+                char *p = meta, *meta_end = meta + strlen(meta);
                 while (*p) {
                     char *sp = strchr(p, ' ');
                     long len = strtol(p, NULL, 10);
-                    if (!sp || len <= 0 || len > (long)strlen(p)) break;
+                    if (!sp || len <= 0 || len > (long)(meta_end - p)) break;
+                    /* "LEN key=value\n": the stated length must cover the prefix, '=' and '\n' */
+                    if (sp + 1 >= p + len || p[len - 1] != '\n' ||
+                        (strncmp(sp + 1, "path=", 5) == 0 && sp + 6 > p + len - 1)) {
+                        rc = entry_error(r, "malformed pax header record (its length does not cover its key)");
+                        break;
+                    }
                     if (strncmp(sp + 1, "path=", 5) == 0) {
                         free(long_name);
                         long_name = xmalloc((size_t)len);
@@ -317,6 +323,7 @@ static int walk_tar(ArchiveReader *r, archive_visit_fn fn, void *ctx) {
                     p += len;
                 }
                 free(meta);
+                if (rc) break;
             }
             continue;
         }

@@ -54,6 +54,14 @@ Tokenizer *lmdata_tokenizer(const char *dir) {
     return tk;
 }
 
+/* Ids go to the model as int32 and index a vocabulary of at most 2^24 (model.vocab_size):
+ * a larger stated vocabulary could carry ids that turn negative. */
+static int shard_vocab_too_big(const TokenShard *s) {
+    if (s->vocab <= (1u << 24)) return 0;
+    return gma_errorf("%s: vocabulary %u at offset 24 is larger than %u (the range of model.vocab_size)", s->path, s->vocab,
+                      1u << 24);
+}
+
 int lmdata_open(LmData *d, const Config *c) {
     memset(d, 0, sizeof *d);
     d->eval_stride = c->data.eval_stride;
@@ -85,6 +93,10 @@ int lmdata_open(LmData *d, const Config *c) {
             lmdata_close(d);
             return gma_errorf("%s: only %llu tokens", path, (unsigned long long)d->shard[s].count);
         }
+        if (shard_vocab_too_big(&d->shard[s])) {
+            lmdata_close(d);
+            return -1;
+        }
         d->vocab = GMA_MAX(d->vocab, d->shard[s].vocab);
     }
     read_meta(d, c->data.path);
@@ -95,6 +107,16 @@ int lmdata_open_file(LmData *d, const char *path) {
     memset(d, 0, sizeof *d);
     if (shard_open(&d->shard[SPLIT_TEST], path, 1) != 0) return -1;
     d->have[SPLIT_TEST] = 1;
+    if (d->shard[SPLIT_TEST].count < 2) { /* evaluation scores token i+1 from token i: it needs two */
+        uint64_t n = d->shard[SPLIT_TEST].count;
+        lmdata_close(d);
+        return gma_errorf("%s: only %llu tokens at offset %d (evaluation needs at least 2)", path, (unsigned long long)n,
+                          SHARD_HEADER_BYTES);
+    }
+    if (shard_vocab_too_big(&d->shard[SPLIT_TEST])) {
+        lmdata_close(d);
+        return -1;
+    }
     d->vocab = d->shard[SPLIT_TEST].vocab;
     return 0;
 }

@@ -168,6 +168,10 @@ BpeModel *bpe_load(const char *enc_path, const char *merges_path) {
     cJSON_ArrayForEach(it, root) {
         uint32_t id = (uint32_t)it->valuedouble;
         size_t sl = strlen(it->string);
+        if (sl == 0) { /* no bytes: not a token (and nothing to copy) */
+            bad = gma_errorf("%s: token with id %u: the key is empty", enc_path, id);
+            break;
+        }
         long bl = sl < sizeof buf ? decode_printable(it->string, sl, cp_to_byte, buf) : -1;
         if (seen[id]) {
             bad = gma_errorf("%s: token \"%s\": id %u used twice", enc_path, it->string, id);
