@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""torch_gma.py: the gma decoder language model (GMA_SPEC sections 1, 3.1, 3.2, 3.5 sdpa)
+"""torch_gma.py: the gma decoder language model (docs/model.md §1, §3.1, §3.2, §3.5 sdpa)
 written in PyTorch eager mode, the reference that the GPU throughput target is set against.
 
   torch_gma.py --check CKPT [--batch B] [--seq N] [--tol 1e-4] [--device cpu|cuda] [--double]
@@ -113,7 +113,7 @@ def resolve_config(base, config_file, sets):
 
 # ---------------------------------------------------------------- the model
 def linmix(phq, phk, v, causal, C, eps):
-    """GMA_SPEC 3.1: O_i = phq_i^T S / (phq_i . z + eps), S = sum_j phk_j v_j^T, z = sum_j phk_j
+    """docs/model.md §3.1: O_i = phq_i^T S / (phq_i . z + eps), S = sum_j phk_j v_j^T, z = sum_j phk_j
     over j <= i (causal) or all j. phq, phk [..., N, F] >= 0, v [..., N, d] -> [..., N, d].
     v gets a column of ones, so numerator and denominator come out of the same products.
     Causal: chunks of C rows; inside a chunk the masked C x C product, across chunks the
@@ -214,7 +214,7 @@ class Block(nn.Module):
 
 
 class GPT(nn.Module):
-    """GMA_SPEC 1: tok (+ learned pos) embedding, pre-LN blocks, ln_f, tied logits, mean CE"""
+    """docs/model.md §1: tok (+ learned pos) embedding, pre-LN blocks, ln_f, tied logits, mean CE"""
 
     def __init__(self, cfg, V):
         super().__init__()

@@ -1,5 +1,5 @@
 /* test64_baselines.c: finite-difference gradient checks (float64 build) of the baseline
- * mixers (GMA_SPEC 3.5): sdpa_ref, linear, performer (causal and bidirectional, with and
+ * mixers (docs/model.md §3.5): sdpa_ref, linear, performer (causal and bidirectional, with and
  * without key padding), linformer (bidirectional, with padding), mamba (causal, two scan
  * chunks and two channel groups), auto (both paths); every parameter element and the
  * input. Also: the tiled sdpa against sdpa_ref over several tiles (forward and every

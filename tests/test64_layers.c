@@ -274,7 +274,7 @@ static void route_case(int shared) {
     gc_assert_grad(s, "dvar_raw", rt_loss, &c, c.var, dvar, np);
     gc_assert_grad(s, "dprior", rt_loss, &c, c.prior, dpr, Hp * c.Kc);
     rt_loss(&c);
-    /* the spec's formula, written out for one row */
+    /* the formula of docs/model.md §3.2, written out for one row */
     int h = 1 % Hp, row = 1 * c.N + 2; /* batch 0, head 1, position 2 */
     double l[3], mx = -1e300, lse_a = 0;
     for (int k = 0; k < c.Kc; k++) lse_a += exp(c.prior[h * c.Kc + k]);

@@ -1,4 +1,4 @@
-/* routing.h: routing analysis of a trained GMA model (GMA_SPEC 6, gmaeval --analyze).
+/* routing.h: routing analysis of a trained GMA model (docs/model.md §6, gmaeval --analyze).
  *
  * Over the scored positions of an evaluation set, per GMA layer and head: the hard
  * assignment a_i = argmax_k gamma_k(q_i); used components #{k : count_k > 0} of Kc; the

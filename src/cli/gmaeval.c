@@ -92,7 +92,7 @@ static int eval_classifier(Config *cfg, const char *dir, const char *data, int B
     return 0;
 }
 
-/* ---------------- routing analysis (GMA_SPEC 6) ---------------- */
+/* ---------------- routing analysis (docs/model.md §6) ---------------- */
 static const char *const RECALL_CATS[4] = {"pad", "separator", "key", "value"};
 static const char *const TEXT_CATS[N_TEXT_CATS] = {"number", "punctuation", "function_word", "capitalised", "other"};
 

@@ -1,4 +1,4 @@
-/* checkpoint.h: checkpoints as safetensors (GMA_SPEC 7).
+/* checkpoint.h: checkpoints as safetensors (docs/model.md §7).
  *
  * A checkpoint is a directory RUN/ckpt_<step>/ with model.safetensors (every tensor of
  * the parameter table by name, buffers included; __metadata__: format, config (resolved

@@ -1,7 +1,7 @@
-/* model.h: the GPT-style decoder language model (GMA_SPEC 1) built from a config: token and
+/* model.h: the GPT-style decoder language model (docs/model.md §1) built from a config: token and
  * position embeddings, L blocks of (LN1, mixer, residual, LN2, MLP, residual), final LN and
  * the tied output projection with cross-entropy. With model.task "classify" the same
- * blocks form the encoder classifier (GMA_SPEC 2): bidirectional mixers with a key-padding
+ * blocks form the encoder classifier (docs/model.md §2): bidirectional mixers with a key-padding
  * mask, pooling (mean over real positions, or a learned CLS slot prepended at position
  * 0, which takes one of max_seq_len), no LM head but head.* (nn/cls_head.h), and for
  * two-sequence tasks one shared encoder over both sequences. Parameters, gradients and optimiser
@@ -92,7 +92,7 @@ int model_forward_cls(Model *m, const int32_t *tok, const uint8_t *keymask, cons
 void model_backward(Model *m, double loss_scale);
 void model_zero_grad(Model *m);
 
-/* ---- GMA routing health (GMA_SPEC 3.4, 4, 5); no-ops for models without GMA layers ---- */
+/* ---- GMA routing health (docs/model.md §3.4, §4, §5); no-ops for models without GMA layers ---- */
 /* Number of layers whose mixer has routing-health hooks (GMA, auto). */
 int model_gma_layers(const Model *m);
 /* The same count; out gets the routing monitor's settings of the first such layer (all

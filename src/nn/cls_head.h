@@ -1,4 +1,4 @@
-/* cls_head.h: the classifier heads of the encoder (GMA_SPEC 2), parameters under head.*.
+/* cls_head.h: the classifier heads of the encoder (docs/model.md §2), parameters under head.*.
  *
  * Single sequence: logits = pooled head.weight^T + head.bias, head.weight [C,D].
  * Two sequences (retrieval): pooled holds u (rows 0..B-1) then v (rows B..2B-1);

@@ -1,4 +1,4 @@
-/* kmeans.h: k-means for GMA initialisation and re-seeding (GMA_SPEC 5), on host arrays of
+/* kmeans.h: k-means for GMA initialisation and re-seeding (docs/model.md §5), on host arrays of
  * n rows of width d. Seeding is k-means++ (first centre uniform, each next one drawn with
  * probability proportional to the squared distance to the nearest centre so far); Lloyd
  * iterations then alternate assignment and centroid update (an emptied cluster keeps its

@@ -1,5 +1,5 @@
 /* params.h: the parameter table. Every tensor of a model has a row here: a stable dotted
- * name (GMA_SPEC 7), a shape, an initialisation rule, an optimiser group and an offset into
+ * name (docs/model.md §7), a shape, an initialisation rule, an optimiser group and an offset into
  * the one contiguous buffer of parameters (the same offsets index the gradient and the
  * optimiser moments). Initialisation, weight-decay masks, checkpoints and gradient checks
  * are all driven by this table. */

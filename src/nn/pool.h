@@ -1,4 +1,4 @@
-/* pool.h: sequence pooling of the encoder classifier (GMA_SPEC 2). Both poolings are one
+/* pool.h: sequence pooling of the encoder classifier (docs/model.md §2). Both poolings are one
  * weighted sum over positions, out[r,:] = sum_n w[r,n] x[r,n,:], with the weights made on
  * the host from the key mask: `mean` puts 1/count on every real position (0 on padding;
  * an all-padding row pools to 0), `cls` puts 1 on position 0 (the prepended CLS slot).

@@ -1,4 +1,4 @@
-/* health.h: routing-health monitoring during training (GMA_SPEC 5). Every
+/* health.h: routing-health monitoring during training (docs/model.md §5). Every
  * gma.monitor_every steps, per GMA layer and head, from the last training forward's query
  * responsibilities: mean entropy (nats), utilisation u_k (share of rows whose argmax is k:
  * min, max, active = #{k : u_k > 0}) and, for the EMA variant, the memory norm |M_h|.

@@ -1,8 +1,8 @@
-/* auto.c: `mixer: "auto"` (GMA_SPEC 3.6): a layer that holds both SDPA and GMA and picks
+/* auto.c: `mixer: "auto"` (docs/model.md §3.6): a layer that holds both SDPA and GMA and picks
  * per call by sequence length: tiled softmax attention (sdpa) when N < model.auto_threshold,
  * GMA otherwise.
  *
- * Parameter sharing (a choice the spec leaves open): SDPA's parameters are exactly the
+ * Parameter sharing (a choice of the code, docs/model.md §3.6): SDPA's parameters are exactly the
  * Q/K/V/O projections, so the two paths share them and the layer's tensors are those of a
  * gma layer: PREFIX.{q,k,v,o}.{weight,bias} and PREFIX.gma.{mu,var_raw,prior_logits}.
  * Training at any length therefore trains the projections both paths use (separate

@@ -1,4 +1,4 @@
-/* gma.c: Gaussian Mixture Attention (GMA_SPEC 3.2-3.4, 4, 5; `mixer: "gma"`). Queries and
+/* gma.c: Gaussian Mixture Attention (docs/model.md §3.2-§3.4, §4, §5; `mixer: "gma"`). Queries and
  * keys are routed to Kc components per head; the responsibilities are the feature maps of
  * the normalised linear mixing core (3.1), so a layer costs O(N Kc d):
  *   gamma_q = route(Q), gamma_k = route(K) (padded keys: zero rows),
@@ -8,13 +8,13 @@
  *
  * Routing (`gma.routing`):
  *   gaussian (default): mu [Hp,Kc,d], var_raw [Hp,Kc,d], prior_logits [Hp,Kc] under
- *     PREFIX.gma.*; the fused op gma_route_* (GMA_SPEC 3.2).
+ *     PREFIX.gma.*; the fused op gma_route_* (docs/model.md §3.2).
  *   softmax: router.weight W [Hp,Kc,d], router.bias b [Hp,Kc] under PREFIX.gma.router.*;
  *     gamma(x) = softmax((W x + b) / tau), the same W for queries and keys, built from
  *     matmul_strided + bias + softmax_rows (and their backward).
  *   Hp = 1 with gma.shared_components, else H.
  *
- * EMA memory (`gma.memory: "ema"`, GMA_SPEC 3.4): PREFIX.gma.memory [H,Kc,d] is a
+ * EMA memory (`gma.memory: "ema"`, docs/model.md §3.4): PREFIX.gma.memory [H,Kc,d] is a
  * GROUP_BUFFER tensor (saved in checkpoints, never trained). After the backward of each
  * training micro-batch (update_buffers) M <- alpha M + (1 - alpha) mean_t gamma(k_t) v_t^T
  * over the non-padded (batch, position) rows; alpha = gma.ema_decay or 1 - 1/(B N).
@@ -22,7 +22,7 @@
  * gradient reaches Wk, bk, Wv, bv through M (K still gets the diversity-loss gradient); M
  * is seeded by k-means on the first training batch's query rows.
  *
- * Diversity loss (GMA_SPEC 4): when gma.div_weight > 0, every training forward computes
+ * Diversity loss (docs/model.md §4): when gma.div_weight > 0, every training forward computes
  *   L_div(layer) = 1/(2H) sum_h [ L(gamma_q[h]) + L(gamma_k[h]) ]
  * (L the token or batch form of ops.h gma_div_forward over non-padded rows); backward adds
  * gma.div_weight * ctx->aux_scale * dL_div/dgamma before the routing backward (aux_loss

@@ -1,4 +1,4 @@
-/* linear_attn.c: the Linear Transformer (Katharopoulos et al. 2020; GMA_SPEC 3.5,
+/* linear_attn.c: the Linear Transformer (Katharopoulos et al. 2020; docs/model.md §3.5,
  * `mixer: "linear"`): per head phi(x) = elu(x) + 1 applied to the rows of Q and K (feature
  * width F = d), then the shared normalised linear-mixing core (3.1) with the same chunked
  * causal scan as GMA (chunk = gma.chunk, eps = gma.eps):

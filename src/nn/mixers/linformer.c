@@ -1,4 +1,4 @@
-/* linformer.c: Linformer (Wang et al. 2020; GMA_SPEC 3.5, `mixer: "linformer"`),
+/* linformer.c: Linformer (Wang et al. 2020; docs/model.md §3.5, `mixer: "linformer"`),
  * bidirectional only. Keys and values are projected along the sequence axis by learned
  * E, F [k, N_max] (one pair per layer, shared by the heads), using their first N columns
  * for a sequence of N tokens:

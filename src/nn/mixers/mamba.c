@@ -1,4 +1,4 @@
-/* mamba.c: the Mamba-1 selective state-space block (Gu & Dao 2023; GMA_SPEC 3.5,
+/* mamba.c: the Mamba-1 selective state-space block (Gu & Dao 2023; docs/model.md §3.5,
  * `mixer: "mamba"`), causal only. With inner width E = expand D, S states, kernel K and
  * dt rank Rk (rows r = (b, t), R = B N):
  *   x, z = h Win[:E]^T, h Win[E:]^T                           [R,E] each (no bias)

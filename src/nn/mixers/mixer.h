@@ -52,7 +52,7 @@ typedef struct MixerMonitor {
 
 typedef struct Mixer Mixer;
 
-/* Optional routing-health hooks (GMA_SPEC 3.4, 4, 5, 6), implemented by the GMA mixer
+/* Optional routing-health hooks (docs/model.md §3.4, §4, §5, §6), implemented by the GMA mixer
  * (and forwarded by auto) and NULL for every other mixer. The model and the trainer call them between steps, never
  * inside a forward/backward pair; `act` is the mixer's activation block of the last
  * forward (B x N), `params` the parameter buffer (backend memory). Host arrays are marked. */
@@ -61,7 +61,7 @@ typedef struct MixerHealth {
     int (*n_components)(const Mixer *m);
     /* the monitor's settings (the same for every layer of a run) */
     void (*monitor)(const Mixer *m, MixerMonitor *out);
-    /* 1 when the mixer keeps an EMA memory buffer (GMA_SPEC 3.4) */
+    /* 1 when the mixer keeps an EMA memory buffer (docs/model.md §3.4) */
     int (*has_memory)(const Mixer *m);
     /* 1 when this run's first training forward must be followed by kmeans_init */
     int (*wants_kmeans)(const Mixer *m);
@@ -171,7 +171,7 @@ void attn_proj_out_backward(const Mixer *m, const real *params, real *grads, rea
 void attn_proj_qkv_backward(const Mixer *m, const real *params, real *grads, real *dh, const real *h, const real *dqh,
                             const real *dkh, const real *dvh, real *tmp, int B, int N);
 /* ---- incremental decoding (decode.c), batch 1, heads in the [1,H,1,x] layout ---- */
-/* the normalised linear core (GMA_SPEC 3.1) one token on: per head S += phk^T v, z += phk,
+/* the normalised linear core (docs/model.md §3.1) one token on: per head S += phk^T v, z += phk,
  * oh = phq S / (phq . z + eps). state: S [H,F,d], z [H,F], then [H] scratch. */
 size_t linmix_decode_state(int H, int F, int d);
 void linmix_decode(real *oh, real *state, const real *phq, const real *phk, const real *vh, int H, int F, int d,

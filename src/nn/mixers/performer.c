@@ -1,5 +1,5 @@
 /* performer.c: Performer with FAVOR+ positive orthogonal random features (Choromanski et
- * al. 2021; GMA_SPEC 3.5, `mixer: "performer"`). Per head, with m random features
+ * al. 2021; docs/model.md §3.5, `mixer: "performer"`). Per head, with m random features
  * omega [m,d] and x' = x / d^(1/4):
  *   phi(x) = exp(omega x' - |x'|^2/2 - c) / sqrt(m),  then the shared core (3.1).
  * Stabiliser c: for queries the row maximum of the exponent (a per-row factor, which the

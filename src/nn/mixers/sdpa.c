@@ -1,4 +1,4 @@
-/* sdpa.c: softmax attention, the optimised version that models use (GMA_SPEC 3.5,
+/* sdpa.c: softmax attention, the optimised version that models use (docs/model.md §3.5,
  * `mixer: "sdpa"`): per head O = softmax(Q K^T / sqrt(d) + mask) V computed by the tiled
  * online-softmax op (g_ops->attn_forward), which never forms the N x N matrix; the
  * backward op recomputes the score tiles from Q, K and the saved row log-sum-exp. Causal

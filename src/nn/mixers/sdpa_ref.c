@@ -1,4 +1,4 @@
-/* sdpa_ref.c: plain softmax attention (GMA_SPEC 3.5, `mixer: "sdpa_ref"`), the readable
+/* sdpa_ref.c: plain softmax attention (docs/model.md §3.5, `mixer: "sdpa_ref"`), the readable
  * reference that the tiled `sdpa` (sdpa.c) is tested against: per head
  * P = softmax(Q K^T / sqrt(d) + mask), O = P V, with the N x N matrix P
  * stored for the backward pass. Causal and bidirectional; key padding masked with -inf.

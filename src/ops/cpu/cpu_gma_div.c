@@ -1,4 +1,4 @@
-/* cpu_gma_div.c: the GMA diversity loss (GMA_SPEC 4) on the CPU and its gradient.
+/* cpu_gma_div.c: the GMA diversity loss (docs/model.md §4) on the CPU and its gradient.
  *
  * For each head h, over the T rows t = (b, n) with rowmask[b,n] != 0:
  *   token: L_h = -sum_k (1/T) sum_t log(g_tk + 1e-9)     dL/dg_tk = -1 / (T (g_tk + 1e-9))

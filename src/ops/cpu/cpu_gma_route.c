@@ -1,4 +1,4 @@
-/* cpu_gma_route.c: GMA Gaussian routing (GMA_SPEC 3.2) on the CPU: the fused
+/* cpu_gma_route.c: GMA Gaussian routing (docs/model.md §3.2) on the CPU: the fused
  * log-density + softmax and its backward.
  *
  * Per head, with sigma2 = softplus(var_raw) + var_floor, P = 1/sigma2, M = mu P and

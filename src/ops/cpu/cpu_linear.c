@@ -1,4 +1,4 @@
-/* cpu_linear.c: the Linear Transformer's feature map on the CPU (GMA_SPEC 3.5 `linear`):
+/* cpu_linear.c: the Linear Transformer's feature map on the CPU (docs/model.md §3.5 `linear`):
  * phi(x) = elu(x) + 1 = x + 1 for x > 0, rexp(x) otherwise (always positive), and its
  * derivative 1 for x > 0, rexp(x) otherwise. The mixing itself is the shared core
  * (cpu_linmix.c). */

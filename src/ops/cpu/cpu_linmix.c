@@ -1,4 +1,4 @@
-/* cpu_linmix.c: the normalised linear mixing core (GMA_SPEC 3.1) on the CPU, shared by
+/* cpu_linmix.c: the normalised linear mixing core (docs/model.md §3.1) on the CPU, shared by
  * GMA, the Linear Transformer and Performer.
  *
  * Per head, with feature rows phq_i, phk_j (width F) and values v_j (width d):

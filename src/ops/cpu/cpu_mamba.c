@@ -1,4 +1,4 @@
-/* cpu_mamba.c: the Mamba block's kernels on the CPU (GMA_SPEC 3.5 `mamba`): SiLU,
+/* cpu_mamba.c: the Mamba block's kernels on the CPU (docs/model.md §3.5 `mamba`): SiLU,
  * softplus, the SiLU gate, the causal depthwise convolution and the selective scan.
  *
  * Selective scan, per batch row b and channel c with S states:

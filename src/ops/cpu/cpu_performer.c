@@ -1,4 +1,4 @@
-/* cpu_performer.c: Performer FAVOR+ positive random features on the CPU (GMA_SPEC 3.5
+/* cpu_performer.c: Performer FAVOR+ positive random features on the CPU (docs/model.md §3.5
  * `performer`). For a head's rows x [N,d] and random features omega [m,d]:
  *   e = (x omega^T) / d^(1/4) - |x|^2 / (2 sqrt d)     (favor_logits)
  *   phi = scale * rexp(e - c)                            (favor_exp)

@@ -1,4 +1,4 @@
-/* cpu_sdpa.c: tiled softmax attention on the CPU (GMA_SPEC 3.5, the optimised `sdpa`).
+/* cpu_sdpa.c: tiled softmax attention on the CPU (docs/model.md §3.5, the optimised `sdpa`).
  *
  * Forward (FlashAttention-style online softmax): for each head and tile of TQ (128) query rows,
  * walk the key tiles of TK columns (only up to the diagonal when causal), keeping per row

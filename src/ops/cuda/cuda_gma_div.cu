@@ -1,4 +1,4 @@
-/* cuda_gma_div.cu: the GMA diversity loss (GMA_SPEC 4) on the GPU, same contract as
+/* cuda_gma_div.cu: the GMA diversity loss (docs/model.md §4) on the GPU, same contract as
  * cpu_gma_div.c (see ops.h gma_div_forward): one block per (head, component) sums its
  * column over the unmasked rows in a fixed order (deterministic); the host adds the H*Kc
  * partial losses in index order. The row mask arrives in host memory and is copied. */

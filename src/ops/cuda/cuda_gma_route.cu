@@ -1,4 +1,4 @@
-/* cuda_gma_route.cu: GMA Gaussian routing (GMA_SPEC 3.2) on the GPU, twin of
+/* cuda_gma_route.cu: GMA Gaussian routing (docs/model.md §3.2) on the GPU, twin of
  * ops/cpu/cpu_gma_route.c.
  *
  * Per parameter set (head, or one when shared): sigma2 = softplus(var_raw) + var_floor,

@@ -1,4 +1,4 @@
-/* cuda_linmix.cu: the normalised linear mixing core (GMA_SPEC 3.1) on the GPU, twin of
+/* cuda_linmix.cu: the normalised linear mixing core (docs/model.md §3.1) on the GPU, twin of
  * ops/cpu/cpu_linmix.c, with the same saved state layout ([BH, nc, F*d + F], the (S, z)
  * at the START of each chunk; one slot holding the full (S, z) when bidirectional), so
  * the backward pass and the CPU backend read it the same way.
