@@ -438,7 +438,8 @@ static int distractor(Gen *g, Snake *s) {
     return 1;
 }
 
-/* Draw a contour's skeleton (its paddles and the gaps between them) into the map. */
+/* Draw a contour's skeleton (its paddles and the gaps between them) into the map; a
+ * distractor's only where no target contour is. */
 static void skeleton(uint8_t *map, int R, const Snake *s, uint8_t id) {
     double prev_y = s->seg[0][0], prev_x = s->seg[0][1];
     for (int k = 0; k < s->n; k++)
@@ -446,11 +447,16 @@ static void skeleton(uint8_t *map, int R, const Snake *s, uint8_t id) {
             double ay = part ? s->seg[k][0] : prev_y, ax = part ? s->seg[k][1] : prev_x;
             double by = part ? s->seg[k][2] : s->seg[k][0], bx = part ? s->seg[k][3] : s->seg[k][1];
             double len = hypot(by - ay, bx - ax);
-            int steps = (int)ceil(len * 8) + 1;
+            int steps = (int)ceil(len * 8) + 1, ly = 0, lx = 0;
             for (int i = 0; i <= steps; i++) {
                 double u = (double)i / steps;
                 int y = (int)floor(ay + u * (by - ay) + 0.5), x = (int)floor(ax + u * (bx - ax) + 0.5);
-                if (y >= 0 && y < R && x >= 0 && x < R) map[y * R + x] = id;
+                /* 4-connected: a diagonal step also marks the pixel beside it */
+                if (i && y != ly && x != lx && ly >= 0 && ly < R && x >= 0 && x < R && (id != PF_DISTRACTOR || !map[ly * R + x]))
+                    map[ly * R + x] = id;
+                if (y >= 0 && y < R && x >= 0 && x < R && (id != PF_DISTRACTOR || !map[y * R + x])) map[y * R + x] = id;
+                ly = y;
+                lx = x;
             }
             prev_y = s->seg[k][2];
             prev_x = s->seg[k][3];

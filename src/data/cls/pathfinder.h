@@ -45,8 +45,8 @@ enum { PF_NONE = 0, PF_TARGET_A = 1, PF_TARGET_B = 2, PF_DISTRACTOR = 3 };
 typedef struct PathfinderImage {
     int res;
     uint8_t *pix;       /* res*res gray bytes, as written to the PNG */
-    uint8_t *contour;   /* res*res: the skeleton of every contour (paddles and the gaps between
-                         * consecutive paddles), PF_TARGET_A/B or PF_DISTRACTOR; for checks */
+    uint8_t *contour;   /* res*res: the 4-connected skeleton of every contour (paddles and the gaps
+                         * between consecutive paddles), PF_TARGET_A/B or PF_DISTRACTOR; for checks */
     int label;          /* 1: both markers on target A (or both on B); 0: one on each */
     int marker[2][2];   /* (row, col) of the origin marker and of the terminal marker */
     int margin;         /* the paddle margin drawn for this image */
