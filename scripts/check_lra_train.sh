@@ -2,7 +2,7 @@
 # check_lra_train.sh: train a small classifier profile on CPU and report the test accuracy
 # of its best-validation checkpoint, checked again with gmaeval.
 #
-#   scripts/check_lra_train.sh [spam|listops] [extra gmatrain options, e.g. --set train.steps=100]
+#   scripts/check_lra_train.sh [spam|listops|pathfinder] [extra gmatrain options, e.g. --set train.steps=100]
 #
 # spam (default): configs/small_spam_gma.json, the generic TSV loader on the SpamAssassin
 #   corpus in data/spam (a link to ../shared/data/spam, or $SPAM_DIR, is made when
@@ -10,6 +10,9 @@
 # listops: configs/small_lra_listops_gma.json on a small generated ListOps set in
 #   data/listops_small (generated when missing: 2000/200/200 expressions of 20-256 tokens,
 #   depth <= 6); must beat the most frequent value's share (0.25 is a generous bound).
+# pathfinder: configs/small_lra_pathfinder_gma.json on easy Pathfinder-32 in
+#   data/pathfinder32_small (generated when missing: 20000 images, seed 0, split 16000 /
+#   2000 / 2000 as the release does); must beat chance (0.5).
 # Needs `make` first. Prints one summary line; exits non-zero when training fails or the
 # accuracy is not above the bound.
 set -euo pipefail
@@ -26,7 +29,11 @@ listops)
     [ -f data/listops_small/basic_test.tsv ] || bin/gmadata generate listops --out data/listops_small --train 2000 \
         --valid 200 --test 200 --min-len 20 --max-len 256 --max-depth 6
     config=configs/small_lra_listops_gma.json bound=0.25 ;;
-*) echo "check_lra_train: unknown profile $what (spam or listops)"; exit 2 ;;
+pathfinder)
+    [ -f data/pathfinder32_small/curv_baseline/metadata/19.npy ] || bin/gmadata generate pathfinder \
+        --out data/pathfinder32_small --res 32 --difficulty easy --n 20000 --seed 0
+    config=configs/small_lra_pathfinder_gma.json bound=0.5 ;;
+*) echo "check_lra_train: unknown profile $what (spam, listops or pathfinder)"; exit 2 ;;
 esac
 RUN=${RUN:-runs/check_lra_train_$what}
 rm -rf "$RUN"

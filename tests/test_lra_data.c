@@ -373,7 +373,7 @@ START_TEST(t_listops_bad) {
     }
     load_fails("listops", dir, "valid", NULL, "basic_val.tsv", NULL);
     load_fails("listops", dir, "dev", NULL, "unknown split 'dev'", NULL);
-    load_fails("pathfinder", dir, "train", NULL, "unknown classification task 'pathfinder'", NULL);
+    load_fails("pathx", dir, "train", NULL, "unknown classification task 'pathx'", NULL);
     load_fails("listops", tu_path("nowhere"), "train", NULL, "nowhere", NULL);
 }
 END_TEST

@@ -92,7 +92,7 @@ static const CfgKey g_tail[] = {
     {"data.recall_test", CFGT_INT, O(data.recall_test), 0, "256", 1, 100000000, NULL, "Recall task: test sequences."},
     {"data.eval_stride", CFGT_INT, O(data.eval_stride), 0, "0", 0, 16777216, NULL,
      "Evaluation on shards: 0 = windows without overlap; S = sliding windows advanced by S, scoring only the last S tokens."},
-    {"data.task", CFGT_STR, O(data.task), S(data.task), "listops", 0, 0, "listops|text|retrieval|image|jsonl|tsv",
+    {"data.task", CFGT_STR, O(data.task), S(data.task), "listops", 0, 0, "listops|text|retrieval|image|pathfinder|jsonl|tsv",
      "Classification task (data.source \"cls\"); data.path as docs/lra.md gives for each."},
     {"data.max_len", CFGT_INT, O(data.max_len), 0, "0", 0, 16777216, NULL,
      "Classification: tokens per sequence (0 = train.seq_len, less 1 with model.pooling \"cls\")."},

@@ -2,6 +2,7 @@
  * generator (lra_listops.c). Prints one line on error and returns non-zero.
  */
 #include "cli/args/lra_generate.h"
+#include "cli/args/pathfinder_generate.h"
 #include "data/cls/lra_listops.h"
 #include "core/common.h"
 
@@ -13,7 +14,9 @@ static const char USAGE[] =
     "usage: gmadata generate listops --out DIR [--train N] [--valid N] [--test N] [--seed S]\n"
     "                                [--min-len N] [--max-len N] [--max-depth N] [--max-args N]\n"
     "  defaults: --train 96000 --valid 2000 --test 2000 --seed 0 --min-len 500 --max-len 2000\n"
-    "            --max-depth 10 --max-args 10; writes DIR/basic_{train,val,test}.tsv\n";
+    "            --max-depth 10 --max-args 10; writes DIR/basic_{train,val,test}.tsv\n"
+    "       gmadata generate pathfinder --out DIR --res 32|64|128|256 --difficulty easy|intermediate|hard\n"
+    "                                   --n N [--seed S] [--per-batch K]   (see generate pathfinder --help)\n";
 
 static int parse_long(const char *flag, const char *s, long lo, long hi, long *out) {
     char *end;
@@ -32,8 +35,9 @@ int lra_generate_main(int argc, char **argv) {
         fputs(USAGE, argc < 2 ? stderr : stdout);
         return argc < 2 ? 2 : 0;
     }
+    if (strcmp(argv[1], "pathfinder") == 0) return pathfinder_generate_main(argc, argv);
     if (strcmp(argv[1], "listops") != 0) {
-        fprintf(stderr, "gmadata generate: unknown generator '%s' (available: listops)\n", argv[1]);
+        fprintf(stderr, "gmadata generate: unknown generator '%s' (available: listops, pathfinder)\n", argv[1]);
         return 2;
     }
     ListopsGenOptions o;

@@ -10,6 +10,7 @@ int lra_listops_load(ClsDataset *d, const char *path, const char *split, const C
 int lra_text_load(ClsDataset *d, const char *path, const char *split, const ClsOptions *opt);
 int lra_retrieval_load(ClsDataset *d, const char *path, const char *split, const ClsOptions *opt);
 int lra_image_load(ClsDataset *d, const char *path, const char *split, const ClsOptions *opt);
+int lra_pathfinder_load(ClsDataset *d, const char *path, const char *split, const ClsOptions *opt);
 /* format: "jsonl" or "tsv" */
 int cls_generic_load(ClsDataset *d, const char *format, const char *path, const char *split,
                      const ClsOptions *opt);

@@ -1,6 +1,6 @@
 /* clsdata.c: the classification dataset: the task table, dispatch of clsdata_load to the
  * task loaders (cls_loaders.h: lra_listops.c, lra_text.c, lra_retrieval.c, lra_image.c,
- * cls_generic.c) and clsdata_free. The loaders build through cls_build.h and read
+ * lra_pathfinder.c, cls_generic.c) and clsdata_free. The loaders build through cls_build.h and read
  * through cls_lines.h; none of them calls back into this file.
  */
 #include "data/cls/clsdata.h"
@@ -24,6 +24,7 @@ static const TaskInfo TASKS[] = {
     {"text", 257, 4096},     /* byte + 1 */
     {"retrieval", 257, 4000},
     {"image", 257, 1024},    /* grayscale intensity + 1, 32x32 */
+    {"pathfinder", 257, 1024}, /* pixel + 1, 32x32 (Path-X: data.max_len 16384) */
     {"jsonl", 257, 4096},
     {"tsv", 257, 4096},
 };
@@ -55,7 +56,7 @@ int clsdata_load(ClsDataset *d, const char *task, const char *path, const char *
     const TaskInfo *t = task_find(task);
     if (!t)
         return gma_errorf("unknown classification task '%s' (listops, text, retrieval, image, "
-                          "jsonl, tsv)", task ? task : "(null)");
+                          "pathfinder, jsonl, tsv)", task ? task : "(null)");
     if (cls_split_index(split) < 0) return -1;
     if (!path || !*path) return gma_errorf("%s: no data path given", task);
     ClsOptions o = opt ? *opt : clsdata_default_options();
@@ -66,6 +67,7 @@ int clsdata_load(ClsDataset *d, const char *task, const char *path, const char *
     else if (strcmp(task, "text") == 0) rc = lra_text_load(d, path, split, &o);
     else if (strcmp(task, "retrieval") == 0) rc = lra_retrieval_load(d, path, split, &o);
     else if (strcmp(task, "image") == 0) rc = lra_image_load(d, path, split, &o);
+    else if (strcmp(task, "pathfinder") == 0) rc = lra_pathfinder_load(d, path, split, &o);
     else rc = cls_generic_load(d, task, path, split, &o);
     if (rc < 0) clsdata_free(d);
     return rc;

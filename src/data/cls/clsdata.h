@@ -16,7 +16,7 @@
 ClsOptions clsdata_default_options(void);
 
 /* Load one split of a task into d (which is overwritten; free it with clsdata_free).
- *   task:  "listops" | "text" | "retrieval" | "image" | "jsonl" | "tsv"
+ *   task:  "listops" | "text" | "retrieval" | "image" | "pathfinder" | "jsonl" | "tsv"
  *   path:  a directory, archive or file as docs/lra.md documents for each task
  *   split: "train" | "valid" | "test"
  * Returns 0, or -1 with one error line (naming file and line, or archive entry and
