@@ -137,9 +137,10 @@ build/tests/test64_%: tests/test64_%.c build/tests/testutil64.o build/libgma64.a
 test: check-deps
 	@$(MAKE) --no-print-directory mpi-if-available
 	@$(MAKE) --no-print-directory run-tests
-	@$(MAKE) --no-print-directory fuzz-smoke
+# every Check suite, then the layer order of src/ and fuzz-smoke, counted in one closing line
 run-tests: $(BINS) $(TESTS)
-	@scripts/run_tests.sh $(TESTS)
+	@scripts/run_tests.sh $(TESTS) -- "layers=scripts/check_layers.sh src" \
+	  "fuzz-smoke=$(MAKE) --no-print-directory fuzz-smoke"
 
 # the layer order of src/ from its #include lines (scripts/check_layers.sh): prints the
 # include graph between rooms and fails on an upward include or an include cycle
@@ -285,7 +286,7 @@ bin/mpi/%: src/cli/%.c build/libgmacli.a build/libgma-mpi.a
 # build/fuzz/fuzz_seeds (the normal library) into build/fuzz/corpus/X/. fuzz-smoke runs
 # every target FUZZ_SECONDS over its corpus and closes with "fuzz-smoke: N targets, N
 # crashes" (non-zero exit on a crash); without a clang that links a libFuzzer program it
-# prints "fuzz-smoke: skipped (no clang with libFuzzer)" and succeeds.
+# prints "SKIP: fuzz-smoke: ..." and succeeds (counted as skipped by run_tests.sh).
 FUZZ_CC      ?= clang
 FUZZ_SECONDS ?= 3
 FUZZ_SAN     := -fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer
@@ -322,7 +323,7 @@ else
 fuzz:
 	@echo "make fuzz: $(FUZZ_CC) cannot link a libFuzzer program (Debian: apt-get install clang libomp-dev)"; exit 1
 fuzz-smoke:
-	@echo "fuzz-smoke: skipped (no clang with libFuzzer)"
+	@echo "SKIP: fuzz-smoke: $(FUZZ_CC) cannot link a libFuzzer program (Debian: apt-get install clang libomp-dev)"
 endif
 
 PREFIX ?= /usr/local

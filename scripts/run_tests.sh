@@ -7,9 +7,19 @@
 # after printing one line that starts with "SKIP: " and gives the reason. Each such line
 # moves one check of that suite from passed to skipped. A suite binary that does not
 # print Check's summary line, or exits non-zero, counts as one more failure.
+#
+# After "--", each argument NAME=COMMAND is a check run by bash that is not a Check suite
+# (the layer check, fuzz-smoke): it counts as one check, passed when COMMAND exits 0,
+# skipped when it exits 0 after a "SKIP: " line, failed otherwise; a COMMAND that closes
+# with "NAME: N targets, N crashes" counts one check per target instead.
 set -u
-pass=0; fail=0; skip=0; bad_bins=()
-for t in "$@"; do
+pass=0; fail=0; skip=0; bad_bins=(); cmds=()
+suites=()
+while [ $# -gt 0 ]; do
+  if [ "$1" = "--" ]; then shift; cmds=("$@"); break; fi
+  suites+=("$1"); shift
+done
+for t in "${suites[@]}"; do
   echo "== $t"
   out=$("$t" 2>&1); rc=$?
   echo "$out" | grep -v '^$'
@@ -24,6 +34,21 @@ for t in "$@"; do
     pass=$((pass + ok - s)); fail=$((fail + f + e)); skip=$((skip + s))
   fi
   if [ $rc -ne 0 ] || [ -z "$line" ]; then bad_bins+=("$t"); [ -z "$line" ] && fail=$((fail + 1)); fi
+done
+for c in "${cmds[@]}"; do
+  name=${c%%=*}; cmd=${c#*=}
+  echo "== $name"
+  out=$(bash -c "$cmd" 2>&1); rc=$?
+  echo "$out" | grep -v '^$'
+  tl=$(echo "$out" | grep -E "^$name: [0-9]+ targets, [0-9]+ crashes$" | tail -1)
+  if [ $rc -eq 0 ] && echo "$out" | grep -q '^SKIP: '; then skip=$((skip + 1))
+  elif [ -n "$tl" ]; then
+    n=$(echo "$tl" | sed -E 's/.*: ([0-9]+) targets.*/\1/'); k=$(echo "$tl" | sed -E 's/.*, ([0-9]+) crashes/\1/')
+    pass=$((pass + n - k)); fail=$((fail + k))
+    [ $rc -ne 0 ] && [ "$k" -eq 0 ] && fail=$((fail + 1))
+    [ $rc -ne 0 ] && bad_bins+=("$name")
+  elif [ $rc -eq 0 ]; then pass=$((pass + 1))
+  else fail=$((fail + 1)); bad_bins+=("$name"); fi
 done
 echo
 if [ ${#bad_bins[@]} -gt 0 ]; then echo "failing suites: ${bad_bins[*]}"; fi
