@@ -95,10 +95,12 @@ probe:
 
 build/libgma.a: $(OBJ32)
 	@mkdir -p $(@D)
+	rm -f $@
 	ar rcs $@ $^
 
 build/libgma64.a: $(OBJ64)
 	@mkdir -p $(@D)
+	rm -f $@
 	ar rcs $@ $^
 
 build/libgmacli.a: $(patsubst src/%.c,build/f32/%.o,$(CLI_ARGS_SRC))

@@ -9,6 +9,22 @@
 
 const GmaOps *g_ops = &gma_ops_cpu;
 
+/* A backend's table must be complete: every op of the op list GMA_OPS (ops.h) is checked,
+ * so an op added there is checked without further edits, and the first missing (NULL) one
+ * is named: a backend that lags behind ops.h is refused at selection instead of crashing
+ * mid-step. Every op is required, the baseline mixers' included: both the cpu and the
+ * cuda backend implement them all. The mixers still check the ops they need when they are
+ * created (NEED_OP in nn/mixers/mixer.h), a guard for code that installs a table in g_ops
+ * without ops_select, and `sdpa` still falls back to sdpa_ref without attn_forward. */
+int ops_check_table(const GmaOps *ops) {
+    const char *tname = ops->name ? ops->name : "(unnamed)";
+#define GMA_OP_CHECK(ret, op, params) \
+    if (!ops->op) return gma_errorf("backend %s does not implement op %s", tname, #op);
+    GMA_OPS(GMA_OP_CHECK)
+#undef GMA_OP_CHECK
+    return 0;
+}
+
 int ops_select(const char *device) {
     if (!strcmp(device, "cpu")) {
         g_ops = &gma_ops_cpu;

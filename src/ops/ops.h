@@ -19,7 +19,7 @@
 #include "core/common.h"
 
 /* The op list, written once: X(return type, op, (parameters)) for every op. It generates
- * the GmaOps members, the names ops_check_table verifies (ops_check.c), and each backend's
+ * the GmaOps members, the names ops_check_table verifies (ops.c), and each backend's
  * prototypes and table: cpu_<op> (cpu/cpu.h, cpu/cpu_core.c) and cuda_<op> (cuda/cuda.h,
  * cuda/cuda_core.cu). Adding an op is a line here plus its cpu_ and cuda_ functions. */
 #define GMA_OPS(X) \
@@ -197,7 +197,7 @@ int cuda_ops_init(const GmaOps **out);
  * refuses a backend whose table has a missing (NULL) op, naming it. */
 int ops_select(const char *device);
 /* 0 when every op of GMA_OPS is set in the table, else -1 with an error naming the first
- * missing one (ops_check.c). */
+ * missing one (ops.c). */
 int ops_check_table(const GmaOps *ops);
 /* Precision of the active backend's matrix products: "fp32" (every backend), "tf32" or
  * "bf16" (cuda only; bf16 keeps fp32 master weights and fp32 accumulation). Call after

@@ -144,7 +144,7 @@ const char *mixer_names(void);
  * (cfg_register). Every program and test calls it before its first cfg_defaults;
  * calling it again is harmless. */
 void mixer_register_all(void);
-/* Every backend selected by ops_select has the baseline ops (ops_check.c); a mixer still
+/* Every backend selected by ops_select has the baseline ops (ops_check_table, ops.c); a mixer still
  * checks the ones it needs when created, for a table installed in g_ops directly. NEED_OP(mixer, op) is 0 when the active backend has g_ops->op, else -1 with
  * "key model.mixer: mixer MIXER needs op OP, which backend B does not implement". */
 int mixer_need(const char *mixer, int present, const char *op);
