@@ -4,7 +4,7 @@
 #
 #   scripts/check_torch_ref.sh          (PYTHON=python3 by default: a Python with torch)
 #
-# 1. The config defaults the script uses equal g_schema's (bin/gmatrain --config-reference).
+# 1. The config defaults the script uses equal the C programs' (bin/gmatrain --config-reference).
 # 2. bin/gmatrain trains three tiny causal models for 300 steps on the embedded recall task
 #    (configs/quickstart.json): gma with non-default eps, temperature, var_floor and d_ff;
 #    sdpa; and a [sdpa, gma] hybrid with shared components, no position embedding, no MLP

@@ -14,7 +14,7 @@ written in PyTorch eager mode, the reference that the GPU throughput target is s
                [--batch B] [--seq N] [--steps S] [--warmup W] [--repeat R] [--json FILE]
       times training steps (forward, backward, clipping as train.grad_clip, torch AdamW).
   torch_gma.py --check-defaults REF   REF = output of `bin/gmatrain --config-reference` ('-' =
-      stdin): every default this script uses must equal g_schema's.
+      stdin): every default this script uses must equal the C programs' (gmatrain --config-reference).
 Needs torch (1.13 or 2.x) and the standard library only. Exit: 0 ok, 1 mismatch or failure,
 2 bad input (one line on stderr)."""
 import argparse, inspect, json, math, os, statistics, struct, subprocess, sys, tempfile, time
@@ -23,7 +23,9 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-# Every config key this script reads, with the default of src/core/config.c (g_schema).
+# Every config key this script reads, with the default the C programs give it
+# (src/core/config.c for the generic keys; each mixer's own file for its section,
+# e.g. gma_keys in src/nn/mixers/gma.c).
 DEFAULTS = {
     "seed": 1337, "model.task": "lm", "model.vocab_size": 0, "model.d_model": 256, "model.n_layers": 4,
     "model.n_heads": 4, "model.d_ff": 0, "model.max_seq_len": 256, "model.mixer": "gma", "model.causal": -1,
