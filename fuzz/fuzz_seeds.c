@@ -11,6 +11,7 @@
 #include "core/config.h"
 #include "nn/mixers/mixer.h"
 #include "data/cls/lra_listops.h"
+#include "data/cls/png.h"
 #include "data/lm/shard.h"
 #include "data/text/tokenizer.h"
 #include "model/checkpoint.h"
@@ -277,6 +278,25 @@ static void cls_seeds(void) {
     seed("cls", "generic.tsv", tsv, sizeof tsv - 1);
 }
 
+/* ---- grayscale PNGs as the Pathfinder generator writes them ---- */
+static void png_seeds(void) {
+    static const int sides[3][2] = {{1, 1}, {7, 3}, {32, 32}};
+    for (int k = 0; k < 3; k++) {
+        int w = sides[k][0], h = sides[k][1];
+        uint8_t pix[32 * 32], *enc = NULL;
+        size_t n = 0;
+        for (int i = 0; i < w * h; i++) pix[i] = (uint8_t)(i * 37 + k);
+        if (png_encode_gray8(pix, w, h, &enc, &n) != 0) {
+            fprintf(stderr, "fuzz_seeds: %s\n", gma_error());
+            exit(1);
+        }
+        char name[32];
+        snprintf(name, sizeof name, "gray_%dx%d.png", w, h);
+        seed("png", name, enc, n);
+        free(enc);
+    }
+}
+
 int main(int argc, char **argv) {
     if (argc != 2) {
         fprintf(stderr, "usage: fuzz_seeds OUT_DIR\n");
@@ -295,6 +315,7 @@ int main(int argc, char **argv) {
     shard_seed("empty.bin", t, 0, 50);
     tokenizer_seeds();
     cls_seeds();
+    png_seeds();
     static const char cfg[] = "{\"name\": \"fz\", \"model\": {\"d_model\": 16, \"mixer\": [\"gma\", \"sdpa\"], \"n_layers\": 2},"
                               " \"train\": {\"lr\": 1e-3}}\0model.d_model=3\0train.batch_size=0x10\0device=cuda";
     seed("config", "sets.bin", cfg, sizeof cfg - 1);
