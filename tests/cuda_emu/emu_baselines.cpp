@@ -108,12 +108,12 @@ static void t_attn(int B, int H, int N, int d, int causal, int pad) {
     if (pad) for (int b = 0; b < B; b++) for (int j = 0; j < N; j++) if (j % 5 == 3 || (b == 1 && j < 40)) kb[b * N + j] = -INFINITY;
     float sc = 1 / sqrtf((float)d);
     V o1(n), o2(n), l1((size_t)B * H * N), l2(l1.size());
-    cpu_attn_forward(o1.data(), l1.data(), q.data(), k.data(), v.data(), pad ? kb.data() : NULL, B, H, N, d, causal, sc);
-    cuda_attn_forward(o2.data(), l2.data(), q.data(), k.data(), v.data(), pad ? kb.data() : NULL, B, H, N, d, causal, sc);
+    cpu_attn_forward(o1.data(), l1.data(), q.data(), k.data(), v.data(), pad ? kb.data() : NULL, B, H, N, d, causal, sc, NULL);
+    cuda_attn_forward(o2.data(), l2.data(), q.data(), k.data(), v.data(), pad ? kb.data() : NULL, B, H, N, d, causal, sc, NULL);
     cmp("attn out", o2, o1); cmp("attn lse", l2, l1);
     V g = rnd(n), dq1 = rnd(n), dq2 = dq1, dk1 = rnd(n), dk2 = dk1, dv1 = rnd(n), dv2 = dv1;
-    cpu_attn_backward(dq1.data(), dk1.data(), dv1.data(), g.data(), o1.data(), l1.data(), q.data(), k.data(), v.data(), pad ? kb.data() : NULL, B, H, N, d, causal, sc);
-    cuda_attn_backward(dq2.data(), dk2.data(), dv2.data(), g.data(), o1.data(), l1.data(), q.data(), k.data(), v.data(), pad ? kb.data() : NULL, B, H, N, d, causal, sc);
+    cpu_attn_backward(dq1.data(), dk1.data(), dv1.data(), g.data(), o1.data(), l1.data(), q.data(), k.data(), v.data(), pad ? kb.data() : NULL, B, H, N, d, causal, sc, NULL);
+    cuda_attn_backward(dq2.data(), dk2.data(), dv2.data(), g.data(), o1.data(), l1.data(), q.data(), k.data(), v.data(), pad ? kb.data() : NULL, B, H, N, d, causal, sc, NULL);
     cmp("attn dq", dq2, dq1); cmp("attn dk", dk2, dk1); cmp("attn dv", dv2, dv1);
 }
 int main(int argc, char **argv) {
