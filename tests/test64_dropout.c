@@ -1,4 +1,4 @@
-/* test64_dropout.c: float64 gradient checks with dropout on (docs/model.md §7). The mask
+/* test64_dropout.c: float64 gradient checks with dropout on (docs/model.md §8). The mask
  * is a pure function of (seed, step, micro-batch, layer, site, element), so every forward
  * of a check draws the same one: the finite differences see a fixed mask. Whole models
  * with every site on (embedding sum, attention probabilities of the tiled sdpa and of

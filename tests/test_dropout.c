@@ -1,4 +1,4 @@
-/* test_dropout.c: the dropout mask and where it acts (docs/model.md §7): the kept fraction
+/* test_dropout.c: the dropout mask and where it acts (docs/model.md §8): the kept fraction
  * and the preserved expectation; the same bits at 1 and 2 threads; a rank's slice of the
  * global batch draws the mask of those sequences of one process; the tiled sdpa and
  * sdpa_ref drop the same attention probabilities; evaluation and incremental decoding
@@ -61,6 +61,20 @@ START_TEST(test_threads_and_slices) {
     ops_set_threads(2);
     g_ops->dropout(y2, x, S, per, &g);
     ck_assert(memcmp(y1, y2, n * sizeof(real)) == 0);
+    /* and every element as the mask's definition gives it (the vectorised path included) */
+    for (int sq = 0; sq < S; sq++)
+        for (int i = 0; i < per; i++) {
+            size_t j = (size_t)sq * per + i;
+            ck_assert_msg(y1[j] == (real)(x[j] * (real)gma_drop_mult(&g, (uint64_t)sq * per + i)), "element %zu", j);
+        }
+    /* group indices whose low 32 bits wrap inside one vector of 8 groups: sequence `first`
+     * of 999 elements starts just below group 2^32 */
+    GmaDrop gw = g;
+    gw.seg_local = 1;
+    gw.first = (int64_t)((((uint64_t)1 << 32) - 5) * 4 / 999);
+    g_ops->dropout(y1, x, 1, 999, &gw);
+    for (int i = 0; i < 999; i++)
+        ck_assert_msg(y1[i] == (real)(x[i] * (real)gma_drop_mult(&gw, (uint64_t)gw.first * 999 + i)), "wrap, element %d", i);
     /* two-sequence examples, 3 of them in one process: segments [0,3) and [3,6); rank 1 of 3
      * ranks of one example each holds global sequences 1 and 4 */
     GmaDrop whole = make_drop(0.3, 3, 3, 0);

@@ -192,7 +192,7 @@ static int read_routing(const char *run, char lines[][128], double *ent, int cap
 
 /* k-means initialisation and the routing monitor see the whole global batch: 2 ranks fit
  * and report what one process with twice the batch does (Gaussian and softmax routing) */
-/* dropout (docs/model.md §7): each rank draws the masks of its slice of the global batch,
+/* dropout (docs/model.md §8): each rank draws the masks of its slice of the global batch,
  * so 2 ranks x 4 sequences train as 1 process x 8; a mask drawn from the local index
  * would make the ranks' second halves differ from the single process's */
 START_TEST(test_two_ranks_equal_one_with_dropout) {

@@ -51,7 +51,7 @@ START_TEST(test_resume_is_exact) {
     ck_assert(len0 == len1 && memcmp(before, after, len0) == 0);
     free(before);
     free(after);
-    /* with dropout on every site (docs/model.md §7) the resumed run continues the exact
+    /* with dropout on every site (docs/model.md §8) the resumed run continues the exact
      * trajectory too, and 1 or 2 threads give the same bits */
     const char *drop = "--set model.mixer=sdpa --set model.dropout=0.2 --set model.attn_dropout=0.2 "
                        "--set model.mlp_hidden_dropout=0.2";

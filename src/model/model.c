@@ -9,7 +9,7 @@
 #include "nn/linear.h"
 #include "nn/pool.h"
 
-/* ---- dropout (docs/model.md §7) ---- */
+/* ---- dropout (docs/model.md §8) ---- */
 void model_set_dropout_batch(Model *m, long micro, int64_t first, int64_t global) {
     m->drop_micro = micro;
     m->drop_first = first;

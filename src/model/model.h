@@ -56,7 +56,7 @@ typedef struct Model {
      * layer; NULL = this process's rows), passed to the mixers in MixerCtx */
     MixerGatherFn gather;
     void *gather_ctx;
-    /* dropout (docs/model.md §7): drop_live while a training forward with a rate > 0 and
+    /* dropout (docs/model.md §8): drop_live while a training forward with a rate > 0 and
      * its backward run; the mask's key comes from the seed, drop_step, the micro-batch
      * and this process's slice of the global batch (model_set_dropout_batch) */
     int drop_live;
@@ -96,7 +96,7 @@ int model_forward_cls(Model *m, const int32_t *tok, const uint8_t *keymask, cons
 /* Backward after model_forward or model_forward_cls: accumulates d(loss_scale * mean loss)
  * into m->grads. */
 void model_backward(Model *m, double loss_scale);
-/* Where the next training forwards sit for the dropout masks (docs/model.md §7): micro-
+/* Where the next training forwards sit for the dropout masks (docs/model.md §8): micro-
  * batch `micro` of the step (0-based), this process's sequences starting at global
  * sequence `first` of a global batch of `global` sequences (examples for a classifier;
  * 0 = this process's batch is the whole batch). Evaluation forwards never drop. */

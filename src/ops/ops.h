@@ -56,7 +56,7 @@
     X(double, sum, (const real *x, size_t n))                                                                          \
     /* 1 if any element is NaN or Inf */                                                                               \
     X(int, nonfinite, (const real *x, size_t n))                                                                       \
-    /* Inverted dropout (docs/model.md §7) of S sequences of per_seq elements: y = x * m / (1 - p)                     \
+    /* Inverted dropout (docs/model.md §8) of S sequences of per_seq elements: y = x * m / (1 - p)                     \
      * with the mask m of ops/dropout.h for `drop` (host memory); y may be x. The backward                             \
      * of a dropout site is the same op on the gradient. */                                                            \
     X(void, dropout, (real *y, const real *x, int S, size_t per_seq, const GmaDrop *drop))                             \
@@ -146,7 +146,7 @@
      * additive key bias (0 visible, -inf padding) or NULL. Scores = scale q k^T, causal                               \
      * hides j > i. Backward recomputes the score tiles and accumulates dq, dk, dv.                                    \
      * drop (host memory, NULL = none): attention dropout on the probabilities [B,H,N,N]                               \
-     * (docs/model.md §7): out = (P * mask / (1 - p)) V, lse of the undropped P; the                                   \
+     * (docs/model.md §8): out = (P * mask / (1 - p)) V, lse of the undropped P; the                                   \
      * backward regenerates the same mask tile by tile (nothing N x N is stored). */                                   \
     X(void, attn_forward, (real *out, real *lse, const real *q, const real *k, const real *v, const real *kbias,       \
         int B, int H, int N, int d, int causal, real scale, const GmaDrop *drop))                                      \

@@ -105,7 +105,7 @@ static void lf_forward(Mixer *m, const MixerCtx *c, real *y, const real *h, cons
     g_ops->matmul_strided(a.P, a.qh, a.Kp, N, k, d, 0, 1, 1, 0, BH, Nd, kd, Nk);
     g_ops->softmax_rows(a.P, BH * N, k, (real)(1.0 / sqrt((double)d)), NULL);
     const real *Pv = a.P;
-    if (c->attn_drop) { /* attention dropout on the N x k probabilities (docs/model.md §7) */
+    if (c->attn_drop) { /* attention dropout on the N x k probabilities (docs/model.md §8) */
         real *Pd = scratch + 5 * (size_t)B * N * m->D;
         g_ops->dropout(Pd, a.P, B, (size_t)H * N * k, c->attn_drop);
         Pv = Pd;

@@ -3,7 +3,7 @@
  * online-softmax op (g_ops->attn_forward), which never forms the N x N matrix; the
  * backward op recomputes the score tiles from Q, K and the saved row log-sum-exp. Causal
  * and bidirectional; padded keys get a -inf bias. Memory O(N d) per head, with attention
- * dropout too (the ops regenerate the mask in the backward pass, docs/model.md §7). The plain
+ * dropout too (the ops regenerate the mask in the backward pass, docs/model.md §8). The plain
  * version that stores P is registered as `sdpa_ref` (sdpa_ref.c) and is the test reference;
  * on a backend that lacks attn_forward/attn_backward, `sdpa` creates that plain version.
  * Parameters: PREFIX.{q,k,v,o}.{weight,bias}.

@@ -2,7 +2,7 @@
  * reference that the tiled `sdpa` (sdpa.c) is tested against: per head
  * P = softmax(Q K^T / sqrt(d) + mask), O = P V, with the N x N matrix P
  * stored for the backward pass. Causal and bidirectional; key padding masked with -inf.
- * Attention dropout (docs/model.md §7): O = drop(P) V; drop(P) lives in the scratch dP
+ * Attention dropout (docs/model.md §8): O = drop(P) V; drop(P) lives in the scratch dP
  * block during the forward and is regenerated (same mask) in the backward.
  *
  * act:     qh, kh, vh, oh [B,H,N,d] ; P [B,H,N,N]

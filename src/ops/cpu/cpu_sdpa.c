@@ -26,7 +26,7 @@
 #define TK 128
 #endif
 
-/* attention dropout of row i, columns j0..j0+Lk-1 of head bh (docs/model.md §7): row *= mask / (1 - p).
+/* attention dropout of row i, columns j0..j0+Lk-1 of head bh (docs/model.md §8): row *= mask / (1 - p).
  * With mul != NULL the multipliers go there instead and row is left alone. */
 static void drop_row(real *row, real *mul, const GmaDrop *g, int bh, int H, int N, int i, int j0, int Lk) {
     uint64_t e0 = ((uint64_t)gma_drop_seq(g, bh / H) * H + (uint64_t)(bh % H)) * N * N + (uint64_t)i * N + j0;
@@ -123,7 +123,7 @@ static void tile_grads(real *S, real *dP, real *Drow, const real *qi, const real
         if (causal)
             for (int c = GMA_MAX(0, i - j0 + 1); c < Lk; c++) row[c] = -INFINITY;
         vexp_sub(row, row, l, Lk);
-        if (drop) { /* dS = P (mask dP' - D), and S becomes the dropped P for dV (docs/model.md §7) */
+        if (drop) { /* dS = P (mask dP' - D), and S becomes the dropped P for dV (docs/model.md §8) */
             real *mul = Drow + Lq;
             drop_row(row, mul, drop, bh, H, N, i, j0, Lk);
             for (int c = 0; c < Lk; c++) {

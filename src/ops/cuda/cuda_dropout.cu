@@ -1,5 +1,5 @@
 /* cuda_dropout.cu: inverted dropout on the GPU, twin of ops/cpu/cpu_dropout.c: the mask of
- * ops/dropout.h (docs/model.md §7), one thread per element, so both backends keep the
+ * ops/dropout.h (docs/model.md §8), one thread per element, so both backends keep the
  * same elements. */
 #include "ops/cuda/cuda_common.cuh"
 

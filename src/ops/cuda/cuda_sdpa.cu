@@ -18,7 +18,7 @@
  *            dK += scale dS^T Q.
  * Each output row has exactly one writer, so results repeat bit for bit.
  *
- * Attention dropout (drop != NULL, docs/model.md §7): the lane that computes the probability
+ * Attention dropout (drop != NULL, docs/model.md §8): the lane that computes the probability
  * of key j also computes its mask multiplier from ops/dropout.h (the CPU's bits), so the
  * forward accumulates P * mask / (1 - p) into the output while l sums the undropped P; the
  * backward regenerates the multipliers: dS = P (mask dP' - D), dV += (P mask)^T dO.
