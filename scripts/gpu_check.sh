@@ -128,6 +128,12 @@ for p in $PRECS; do
     check performer "$c" "m=37" "$p" --seq 200 --set performer.features=37
   done
   check mamba 1 "d_state 64, chunk 16" "$p" --seq 200 --set mamba.d_state=64 --set mamba.chunk=16
+  # dropout (docs/model.md §8): both backends draw the same masks, training steps agree
+  for c in 1 0; do
+    check sdpa "$c" "dropout 0.1, attn 0.1, hidden 0.1" "$p" --seq 200 --set model.dropout=0.1 \
+      --set model.attn_dropout=0.1 --set model.mlp_hidden_dropout=0.1
+  done
+  check gma 1 "dropout 0.2" "$p" --seq 100 --set model.dropout=0.2 --set model.mlp_hidden_dropout=0.2
   check mamba 1 "d_state 200, chunk 7" "$p" --seq 50 --batch 2 --set mamba.d_state=200 --set mamba.chunk=7
   check mamba 1 "N=64 = chunk" "$p" --seq 64
   [ $QUICK = 1 ] || check sdpa 1 "N=2048" "$p" --seq 2048 --batch 2 --set model.n_layers=1 --set model.max_seq_len=2048

@@ -192,6 +192,33 @@ static int read_routing(const char *run, char lines[][128], double *ent, int cap
 
 /* k-means initialisation and the routing monitor see the whole global batch: 2 ranks fit
  * and report what one process with twice the batch does (Gaussian and softmax routing) */
+/* dropout (docs/model.md §8): each rank draws the masks of its slice of the global batch,
+ * so 2 ranks x 4 sequences train as 1 process x 8; a mask drawn from the local index
+ * would make the ranks' second halves differ from the single process's */
+START_TEST(test_two_ranks_equal_one_with_dropout) {
+    SKIP_WITHOUT_MPI();
+    const char *drop = "--set model.mixer=sdpa --set model.dropout=0.2 --set model.attn_dropout=0.2 "
+                       "--set model.mlp_hidden_dropout=0.2";
+    ck_assert_msg(run("%s %s --config configs/quickstart.json --out %s %s %s %s --set train.batch_size=4", mpirun(2),
+                      MPI_BIN, tu_path("d2"), SMALL, ARGS, drop) == 0,
+                  "%s", g_out);
+    ck_assert_msg(run("OMP_NUM_THREADS=1 %s --config configs/quickstart.json --out %s %s %s %s --set train.batch_size=8",
+                      ONE_BIN, tu_path("d1"), SMALL, ARGS, drop) == 0,
+                  "%s", g_out);
+    Rows a = read_metrics(tu_path("d1")), b = read_metrics(tu_path("d2"));
+    ck_assert_int_eq(a.n, 10);
+    ck_assert_int_eq(b.n, 10);
+    double worst = 0;
+    for (int i = 0; i < 10; i++) {
+        double el = fabs(a.loss[i] - b.loss[i]) / fabs(a.loss[i]), eg = fabs(a.gnorm[i] - b.gnorm[i]) / fabs(a.gnorm[i]);
+        ck_assert_msg(el < 1e-5 && eg < 1e-5, "dropout, step %d: loss %.9g vs %.9g, grad_norm %.9g vs %.9g", i + 1,
+                      a.loss[i], b.loss[i], a.gnorm[i], b.gnorm[i]);
+        worst = fmax(worst, fmax(el, eg));
+    }
+    printf("test_mpi: dropout 0.2, 2 ranks x 4 vs 1 x 8: worst relative difference %.2e over 10 steps\n", worst);
+}
+END_TEST
+
 START_TEST(test_kmeans_and_monitor_use_the_global_batch) {
     SKIP_WITHOUT_MPI();
     const char *variants[2] = {"--set gma.init=kmeans", "--set gma.init=kmeans --set gma.routing=softmax"};
@@ -359,6 +386,7 @@ Suite *make_suite(void) {
     TCase *tc = tcase_create("mpi");
     tcase_set_timeout(tc, 120);
     tcase_add_test(tc, test_two_ranks_equal_one_with_twice_the_batch);
+    tcase_add_test(tc, test_two_ranks_equal_one_with_dropout);
     tcase_add_test(tc, test_kmeans_and_monitor_use_the_global_batch);
     tcase_add_test(tc, test_reinit_uses_the_global_batch);
     tcase_add_test(tc, test_bad_input_one_line);

@@ -333,11 +333,16 @@ static double replay_shapes(void) {
 }
 
 /* the causal language model of the bench shape with mixer t, allocated for B x T and
- * initialised; on failure the mixer's row says why and -1 is returned */
-static int causal_model(const Opts *o, const char *t, int B, Model *m) {
+ * initialised; drop > 0: model.dropout and, where the mixer has it, model.attn_dropout at
+ * that rate (docs/model.md §8). On failure the mixer's row says why and -1 is returned */
+static int causal_model(const Opts *o, const char *t, int B, Model *m, double drop) {
     Opts oo = *o;
     oo.causal = 1;
     Config c = bench_config(&oo, t, o->T);
+    if (drop > 0) {
+        c.model.dropout = drop;
+        if (mixer_find(t) && mixer_find(t)->attn_dropout_ok) c.model.attn_dropout = drop;
+    }
     if (model_build(m, &c) != 0) {
         printf("%-10s %s\n", t, gma_error());
         return -1;
@@ -362,65 +367,77 @@ static void bench_model(const Opts *o, cJSON *out) {
     cJSON *arr = cJSON_AddArrayToObject(out, "model");
     char *sv = NULL;
     for (char *t = strtok_r(buf, ",", &sv); t; t = strtok_r(NULL, ",", &sv)) {
-        Model m;
-        if (causal_model(o, t, o->B, &m) != 0) continue;
-        int32_t *tok = xmalloc(sizeof(int32_t) * o->B * o->T), *tgt = xmalloc(sizeof(int32_t) * o->B * o->T);
-        Rng rng;
-        rng_seed(&rng, 2);
-        for (int i = 0; i < o->B * o->T; i++) tok[i] = (int32_t)rng_below(&rng, o->V), tgt[i] = (int32_t)rng_below(&rng, o->V);
-        double times[64];
-        int S = GMA_MIN(o->steps, 64);
-        g_nshapes = 0;
-        double flops_step = 0, mm_step = 0;
-        /* step -2 warms up, step -1 records the shapes and the time inside the products,
-         * steps 0 .. S-1 are timed */
-        for (int s = -2; s < S; s++) {
-            g_mm_time = g_mm_flops = 0;
-            g_recording = s == -1;
-            ops_sync();
-            double t0 = gma_now();
-            LossStats st;
-            model_zero_grad(&m);
-            model_forward(&m, tok, tgt, o->B, o->T, NULL, 0, &st, 1, s + 2);
-            model_backward(&m, 1.0);
-            double gn = optim_grad_norm(&m);
-            optim_step(&m, &m.cfg.train, s + 3, 1e-4, gn);
-            ops_sync();
-            double dt = gma_now() - t0;
-            if (s == -1) mm_step = g_mm_time;
-            if (s >= 0) times[s] = dt, flops_step = g_mm_flops;
+        double base_ms = 0;
+        /* each mixer without dropout, then with dropout 0.1 in the same run */
+        for (int dk = 0; dk < 2; dk++) {
+            double drop = dk ? 0.1 : 0;
+            Model m;
+            if (causal_model(o, t, o->B, &m, drop) != 0) continue;
+            char label[40];
+            snprintf(label, sizeof label, dk ? "%s+d0.1" : "%s", t);
+            int32_t *tok = xmalloc(sizeof(int32_t) * o->B * o->T), *tgt = xmalloc(sizeof(int32_t) * o->B * o->T);
+            Rng rng;
+            rng_seed(&rng, 2);
+            for (int i = 0; i < o->B * o->T; i++) tok[i] = (int32_t)rng_below(&rng, o->V), tgt[i] = (int32_t)rng_below(&rng, o->V);
+            double times[64];
+            int S = GMA_MIN(o->steps, 64);
+            g_nshapes = 0;
+            double flops_step = 0, mm_step = 0;
+            /* step -2 warms up, step -1 records the shapes and the time inside the products,
+             * steps 0 .. S-1 are timed */
+            for (int s = -2; s < S; s++) {
+                g_mm_time = g_mm_flops = 0;
+                g_recording = s == -1;
+                ops_sync();
+                double t0 = gma_now();
+                LossStats st;
+                model_zero_grad(&m);
+                model_forward(&m, tok, tgt, o->B, o->T, NULL, 0, &st, 1, s + 2);
+                model_backward(&m, 1.0);
+                double gn = optim_grad_norm(&m);
+                optim_step(&m, &m.cfg.train, s + 3, 1e-4, gn);
+                ops_sync();
+                double dt = gma_now() - t0;
+                if (s == -1) mm_step = g_mm_time;
+                if (s >= 0) times[s] = dt, flops_step = g_mm_flops;
+            }
+            g_recording = 0;
+            qsort(times, S, sizeof(double), cmp_d);
+            double med = times[S / 2];
+            double blas_time = replay_shapes();
+            double gf = flops_step / med / 1e9, blas_gf = flops_step / blas_time / 1e9;
+            double outside = 1 - mm_step / med;
+            printf("%-10s %10zu %10.1f %12.0f %12.2f %12.2f %12.2f %10.3f %11.1f%%", label, model_param_count(&m), med * 1e3,
+                   o->B * o->T / med, gf, flops_step / mm_step / 1e9, blas_gf, gf / blas_gf, 100 * outside);
+            if (o->peak_tflops > 0) printf(" %11.2f%%", 100 * gf / (o->peak_tflops * 1e3));
+            if (dk && base_ms > 0) printf("  (dropout 0.1 / 0: %.3f)", med * 1e3 / base_ms);
+            printf("\n");
+            cJSON *row = cJSON_CreateObject();
+            cJSON_AddStringToObject(row, "mixer", t);
+            cJSON_AddNumberToObject(row, "dropout", drop);
+            cJSON_AddNumberToObject(row, "attn_dropout", m.cfg.model.attn_dropout);
+            if (dk && base_ms > 0) cJSON_AddNumberToObject(row, "step_ms_vs_no_dropout", med * 1e3 / base_ms);
+            if (!dk) base_ms = med * 1e3;
+            cJSON_AddNumberToObject(row, "params", (double)model_param_count(&m));
+            cJSON_AddNumberToObject(row, "step_ms", med * 1e3);
+            cJSON_AddNumberToObject(row, "step_ms_min", times[0] * 1e3);
+            cJSON_AddNumberToObject(row, "step_ms_max", times[S - 1] * 1e3);
+            cJSON_AddNumberToObject(row, "tokens_per_s", o->B * o->T / med);
+            cJSON_AddNumberToObject(row, "gemm_gflop_per_step", flops_step / 1e9);
+            cJSON_AddNumberToObject(row, "achieved_gflops", gf);
+            cJSON_AddNumberToObject(row, "gemm_gflops_in_step", flops_step / mm_step / 1e9);
+            cJSON_AddNumberToObject(row, "blas_gflops_same_shapes", blas_gf);
+            cJSON_AddNumberToObject(row, "share_outside_gemm", outside);
+            if (o->peak_tflops > 0) {
+                cJSON_AddNumberToObject(row, "peak_tflops", o->peak_tflops);
+                cJSON_AddNumberToObject(row, "mfu", gf / (o->peak_tflops * 1e3));
+            }
+            cJSON_AddItemToArray(arr, row);
+            fflush(stdout);
+            free(tok);
+            free(tgt);
+            model_free(&m);
         }
-        g_recording = 0;
-        qsort(times, S, sizeof(double), cmp_d);
-        double med = times[S / 2];
-        double blas_time = replay_shapes();
-        double gf = flops_step / med / 1e9, blas_gf = flops_step / blas_time / 1e9;
-        double outside = 1 - mm_step / med;
-        printf("%-10s %10zu %10.1f %12.0f %12.2f %12.2f %12.2f %10.3f %11.1f%%", t, model_param_count(&m), med * 1e3,
-               o->B * o->T / med, gf, flops_step / mm_step / 1e9, blas_gf, gf / blas_gf, 100 * outside);
-        if (o->peak_tflops > 0) printf(" %11.2f%%", 100 * gf / (o->peak_tflops * 1e3));
-        printf("\n");
-        cJSON *row = cJSON_CreateObject();
-        cJSON_AddStringToObject(row, "mixer", t);
-        cJSON_AddNumberToObject(row, "params", (double)model_param_count(&m));
-        cJSON_AddNumberToObject(row, "step_ms", med * 1e3);
-        cJSON_AddNumberToObject(row, "step_ms_min", times[0] * 1e3);
-        cJSON_AddNumberToObject(row, "step_ms_max", times[S - 1] * 1e3);
-        cJSON_AddNumberToObject(row, "tokens_per_s", o->B * o->T / med);
-        cJSON_AddNumberToObject(row, "gemm_gflop_per_step", flops_step / 1e9);
-        cJSON_AddNumberToObject(row, "achieved_gflops", gf);
-        cJSON_AddNumberToObject(row, "gemm_gflops_in_step", flops_step / mm_step / 1e9);
-        cJSON_AddNumberToObject(row, "blas_gflops_same_shapes", blas_gf);
-        cJSON_AddNumberToObject(row, "share_outside_gemm", outside);
-        if (o->peak_tflops > 0) {
-            cJSON_AddNumberToObject(row, "peak_tflops", o->peak_tflops);
-            cJSON_AddNumberToObject(row, "mfu", gf / (o->peak_tflops * 1e3));
-        }
-        cJSON_AddItemToArray(arr, row);
-        fflush(stdout);
-        free(tok);
-        free(tgt);
-        model_free(&m);
     }
 }
 
@@ -437,7 +454,7 @@ static void bench_decode(const Opts *o, cJSON *out) {
     char *sv = NULL;
     for (char *t = strtok_r(buf, ",", &sv); t; t = strtok_r(NULL, ",", &sv)) {
         Model m;
-        if (causal_model(o, t, 1, &m) != 0) continue;
+        if (causal_model(o, t, 1, &m, 0) != 0) continue;
         int32_t *prompt = xmalloc(sizeof(int32_t) * (size_t)np);
         Rng rng;
         rng_seed(&rng, 3);

@@ -45,6 +45,12 @@ static const CfgKey g_head[] = {
     {"model.n_classes", CFGT_INT, O(model.n_classes), 0, "2", 2, 100000, NULL, "Classes of the classifier head."},
     {"model.n_seq", CFGT_INT, O(model.n_seq), 0, "0", 0, 2, NULL,
      "Classifier: sequences per example, 1 or 2 (two-sequence head, retrieval); 0 = from the data."},
+    {"model.dropout", CFGT_REAL, O(model.dropout), 0, "0", 0, 0.95, NULL,
+     "Dropout rate after the embedding sum and on each mixer's and MLP's output before the residual add (training only; 0 = off)."},
+    {"model.attn_dropout", CFGT_REAL, O(model.attn_dropout), 0, "0", 0, 0.95, NULL,
+     "Dropout rate on the attention probabilities of sdpa, sdpa_ref and linformer (training only; refused for the other mixers)."},
+    {"model.mlp_hidden_dropout", CFGT_REAL, O(model.mlp_hidden_dropout), 0, "0", 0, 0.95, NULL,
+     "Dropout rate on the MLP hidden activation after GELU, as the LRA release's MlpBlock (training only)."},
 };
 
 /* the generic keys after the mixer sections (train.*, data.*) */

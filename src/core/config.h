@@ -58,6 +58,9 @@ typedef struct ModelCfg {
     char pooling[16];       /* mean | cls (classify) */
     int n_classes;
     int n_seq;              /* classify: sequences per example (1, 2); 0 = from the data */
+    double dropout;         /* embedding sum, mixer and MLP outputs (docs/model.md §8) */
+    double attn_dropout;    /* attention probabilities (sdpa, sdpa_ref, linformer) */
+    double mlp_hidden_dropout; /* MLP hidden activation after GELU (the LRA release's MlpBlock) */
 } ModelCfg;
 
 typedef struct TrainCfg {

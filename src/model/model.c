@@ -9,6 +9,40 @@
 #include "nn/linear.h"
 #include "nn/pool.h"
 
+/* ---- dropout (docs/model.md §8) ---- */
+void model_set_dropout_batch(Model *m, long micro, int64_t first, int64_t global) {
+    m->drop_micro = micro;
+    m->drop_first = first;
+    m->drop_global = global;
+}
+
+/* the mask of `site` in `layer` for rate p, in *g; NULL (nothing drawn) outside a training
+ * forward/backward or at p = 0 */
+static const GmaDrop *site_drop(const Model *m, GmaDrop *g, int layer, int site, double p) {
+    if (!m->drop_live || p <= 0) return NULL;
+    uint64_t seed = (uint64_t)(uint32_t)m->cfg.seed;
+    int seg = m->classify ? m->n_ex : m->B; /* sequences per segment: the examples of one of the n_seq */
+    *g = (GmaDrop){.key = {(uint32_t)seed, (uint32_t)(seed >> 32)},
+                   .c2 = (uint32_t)m->drop_step,
+                   .c3 = ((uint32_t)m->drop_micro << 16) | ((uint32_t)layer & 0xfffu) << 4 | (uint32_t)site,
+                   .keep_below = gma_drop_threshold(p),
+                   .scale = 1.0 / (1.0 - p),
+                   .seg_local = seg,
+                   .seg_global = m->drop_global > 0 ? m->drop_global : seg,
+                   .first = m->drop_first};
+    return g;
+}
+static void drop_start(Model *m, int training, long step) {
+    const ModelCfg *mc = &m->cfg.model;
+    m->drop_live = training && (mc->dropout > 0 || mc->attn_dropout > 0 || mc->mlp_hidden_dropout > 0);
+    m->drop_step = step;
+}
+/* x [B*N, W] in place (forward and backward are the same op) */
+static void drop_site(const Model *m, real *x, int layer, int site, double p, int B, int N, int W) {
+    GmaDrop g;
+    if (site_drop(m, &g, layer, site, p)) g_ops->dropout(x, x, B, (size_t)N * W, &g);
+}
+
 int model_build(Model *m, const Config *c) {
     memset(m, 0, sizeof *m);
     m->cfg = *c;
@@ -206,21 +240,30 @@ void model_zero_grad(Model *m) { g_ops->zero(m->grads, m->pt.total * sizeof(real
 /* the blocks over resid[0]; with `dec` (incremental decoding, B = N = 1) each mixer takes
  * one step on its state instead of a forward over the sequence */
 static void blocks_forward_dec(Model *m, const MixerCtx *ctx, const DecodeState *dec) {
+    const ModelCfg *mc = &m->cfg.model;
+    if (!dec) drop_site(m, m->resid[0], 0, GMA_DROP_EMBED, mc->dropout, ctx->B, ctx->N, m->D);
     int R = ctx->B * ctx->N, D = m->D, F = m->F;
     for (int l = 0; l < m->L; l++) {
         Block *b = &m->blocks[l];
         g_ops->layernorm_forward(b->ln1, b->ln1_mean, b->ln1_rstd, m->resid[l], PP(b->ln1w), PP(b->ln1b), R, D);
         if (dec)
             b->mixer->vt->decode(b->mixer, b->mix, b->ln1, m->params, dec->layer[l], dec->pos, dec->W, b->act, m->scratch);
-        else
-            b->mixer->vt->forward(b->mixer, ctx, b->mix, b->ln1, m->params, b->act, m->scratch);
+        else {
+            GmaDrop ga;
+            MixerCtx lc = *ctx;
+            lc.attn_drop = site_drop(m, &ga, l, GMA_DROP_ATTN, mc->attn_dropout);
+            b->mixer->vt->forward(b->mixer, &lc, b->mix, b->ln1, m->params, b->act, m->scratch);
+            drop_site(m, b->mix, l, GMA_DROP_MIXER, mc->dropout, ctx->B, ctx->N, m->D);
+        }
         real *out = m->mlp ? b->mid : m->resid[l + 1];
         g_ops->add(out, m->resid[l], b->mix, (size_t)R * D);
         if (m->mlp) {
             g_ops->layernorm_forward(b->ln2, b->ln2_mean, b->ln2_rstd, b->mid, PP(b->ln2w), PP(b->ln2b), R, D);
             linear_forward(b->fc, b->ln2, PP(b->fcw), PP(b->fcb), R, D, F);
             g_ops->gelu_forward(b->gelu, b->fc, (size_t)R * F);
+            drop_site(m, b->gelu, l, GMA_DROP_MLP_HIDDEN, mc->mlp_hidden_dropout, ctx->B, ctx->N, F);
             linear_forward(m->resid[l + 1], b->gelu, PP(b->projw), PP(b->projb), R, F, D);
+            drop_site(m, m->resid[l + 1], l, GMA_DROP_MLP, mc->dropout, ctx->B, ctx->N, D);
             g_ops->axpy(m->resid[l + 1], 1, b->mid, (size_t)R * D);
         }
     }
@@ -232,6 +275,8 @@ static void blocks_forward(Model *m, const MixerCtx *ctx) { blocks_forward_dec(m
 /* d lnf in m->dtmp -> d resid[0] in m->dresid (overwritten), parameter gradients accumulated */
 static void blocks_backward(Model *m, const MixerCtx *ctx) {
     int R = ctx->B * ctx->N, D = m->D, F = m->F;
+    const ModelCfg *mc = &m->cfg.model;
+    GmaDrop gd;
     g_ops->zero(m->dresid, sizeof(real) * (size_t)R * D);
     g_ops->layernorm_backward(m->dresid, GG(m->lnfw), GG(m->lnfb), m->dtmp, m->resid[m->L], PP(m->lnfw), m->lnf_mean,
                               m->lnf_rstd, R, D);
@@ -240,8 +285,13 @@ static void blocks_backward(Model *m, const MixerCtx *ctx) {
         if (m->mlp) {
             /* resid[l+1] = mid + proj(gelu(fc(ln2(mid)))) */
             g_ops->zero(m->dfc, sizeof(real) * (size_t)R * F);
-            real *dgelu = m->dfc;
-            linear_backward(dgelu, GG(b->projw), GG(b->projb), m->dresid, b->gelu, PP(b->projw), R, F, D);
+            real *dgelu = m->dfc, *dout = m->dresid;
+            if (site_drop(m, &gd, l, GMA_DROP_MLP, mc->dropout)) { /* the MLP output's mask, in dtmp */
+                g_ops->dropout(m->dtmp, m->dresid, ctx->B, (size_t)ctx->N * D, &gd);
+                dout = m->dtmp;
+            }
+            linear_backward(dgelu, GG(b->projw), GG(b->projb), dout, b->gelu, PP(b->projw), R, F, D);
+            drop_site(m, dgelu, l, GMA_DROP_MLP_HIDDEN, mc->mlp_hidden_dropout, ctx->B, ctx->N, F);
             /* gelu backward needs a separate output: reuse the gelu activation buffer */
             g_ops->zero(b->gelu, sizeof(real) * (size_t)R * F);
             g_ops->gelu_backward(b->gelu, dgelu, b->fc, (size_t)R * F);
@@ -252,10 +302,19 @@ static void blocks_backward(Model *m, const MixerCtx *ctx) {
         }
         /* mid = resid[l] + mixer(ln1(resid[l])) */
         g_ops->zero(m->dtmp, sizeof(real) * (size_t)R * D);
-        b->mixer->vt->backward(b->mixer, ctx, m->dtmp, m->dresid, b->ln1, m->params, m->grads, b->act, m->scratch);
+        const real *dmix = m->dresid;
+        if (site_drop(m, &gd, l, GMA_DROP_MIXER, mc->dropout)) { /* b->mix is free in the backward */
+            g_ops->dropout(b->mix, m->dresid, ctx->B, (size_t)ctx->N * D, &gd);
+            dmix = b->mix;
+        }
+        GmaDrop ga;
+        MixerCtx lc = *ctx;
+        lc.attn_drop = site_drop(m, &ga, l, GMA_DROP_ATTN, mc->attn_dropout);
+        b->mixer->vt->backward(b->mixer, &lc, m->dtmp, dmix, b->ln1, m->params, m->grads, b->act, m->scratch);
         g_ops->layernorm_backward(m->dresid, GG(b->ln1w), GG(b->ln1b), m->dtmp, m->resid[l], PP(b->ln1w), b->ln1_mean,
                                   b->ln1_rstd, R, D);
     }
+    drop_site(m, m->dresid, 0, GMA_DROP_EMBED, mc->dropout, ctx->B, ctx->N, D);
 }
 
 int model_forward(Model *m, const int32_t *tok, const int32_t *tgt, int B, int N, const uint8_t *keymask,
@@ -269,6 +328,7 @@ int model_forward(Model *m, const int32_t *tok, const int32_t *tgt, int B, int N
     m->B = B;
     m->N = N;
     m->keymask = keymask;
+    drop_start(m, training, step);
     int R = B * N, D = m->D;
     g_ops->to_device(m->tok, tok, sizeof(int32_t) * R);
     g_ops->to_device(m->tgt, tgt, sizeof(int32_t) * R);
@@ -321,6 +381,7 @@ int model_forward_cls(Model *m, const int32_t *tok, const uint8_t *keymask, cons
     m->N = Nt;
     m->n_ex = B;
     m->keymask = m->mask_host;
+    drop_start(m, training, step);
     size_t R = (size_t)S * Nt;
     g_ops->to_device(m->tok, m->tok_host, sizeof(int32_t) * R);
     g_ops->to_device(m->tgt, labels, sizeof(int32_t) * B);
@@ -508,6 +569,7 @@ int model_decode_step(Model *m, DecodeState *s, int32_t token) {
     int D = m->D;
     m->B = m->N = 1;
     m->keymask = NULL;
+    m->drop_live = 0; /* decoding never drops */
     g_ops->to_device(m->tok, &token, sizeof(int32_t));
     /* the position embedding of row pos: the op adds row 0 of the table it is given */
     g_ops->embed_forward(m->resid[0], m->tok, PP(m->wte), m->wpe >= 0 ? PP(m->wpe) + (size_t)s->pos * D : NULL, 1, 1, D);

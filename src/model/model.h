@@ -56,6 +56,12 @@ typedef struct Model {
      * layer; NULL = this process's rows), passed to the mixers in MixerCtx */
     MixerGatherFn gather;
     void *gather_ctx;
+    /* dropout (docs/model.md §8): drop_live while a training forward with a rate > 0 and
+     * its backward run; the mask's key comes from the seed, drop_step, the micro-batch
+     * and this process's slice of the global batch (model_set_dropout_batch) */
+    int drop_live;
+    long drop_step, drop_micro;
+    int64_t drop_first, drop_global; /* drop_global 0: the batch is the whole global batch */
 } Model;
 
 /* Build the parameter table and mixers from a validated config (vocab_size must be set). */
@@ -90,6 +96,11 @@ int model_forward_cls(Model *m, const int32_t *tok, const uint8_t *keymask, cons
 /* Backward after model_forward or model_forward_cls: accumulates d(loss_scale * mean loss)
  * into m->grads. */
 void model_backward(Model *m, double loss_scale);
+/* Where the next training forwards sit for the dropout masks (docs/model.md §8): micro-
+ * batch `micro` of the step (0-based), this process's sequences starting at global
+ * sequence `first` of a global batch of `global` sequences (examples for a classifier;
+ * 0 = this process's batch is the whole batch). Evaluation forwards never drop. */
+void model_set_dropout_batch(Model *m, long micro, int64_t first, int64_t global);
 void model_zero_grad(Model *m);
 
 /* ---- GMA routing health (docs/model.md §3.4, §4, §5); no-ops for models without GMA layers ---- */

@@ -17,6 +17,7 @@
 #include <stdint.h>
 
 #include "core/common.h"
+#include "ops/dropout.h"
 
 /* The op list, written once: X(return type, op, (parameters)) for every op. It generates
  * the GmaOps members, the names ops_check_table verifies (ops.c), and each backend's
@@ -55,6 +56,10 @@
     X(double, sum, (const real *x, size_t n))                                                                          \
     /* 1 if any element is NaN or Inf */                                                                               \
     X(int, nonfinite, (const real *x, size_t n))                                                                       \
+    /* Inverted dropout (docs/model.md §8) of S sequences of per_seq elements: y = x * m / (1 - p)                     \
+     * with the mask m of ops/dropout.h for `drop` (host memory); y may be x. The backward                             \
+     * of a dropout site is the same op on the gradient. */                                                            \
+    X(void, dropout, (real *y, const real *x, int S, size_t per_seq, const GmaDrop *drop))                             \
     /* GELU (tanh form): out = gelu(x) ; dx += dout * gelu'(x) */                                                      \
     X(void, gelu_forward, (real *out, const real *x, size_t n))                                                        \
     X(void, gelu_backward, (real *dx, const real *dout, const real *x, size_t n))                                      \
@@ -139,12 +144,15 @@
      * q, k, v, out [B,H,N,d]; lse [B,H,N] log-sum-exp of each row's scaled scores (saved                              \
      * for backward; -inf for a row with no visible key, whose output is 0); kbias [B,N]                               \
      * additive key bias (0 visible, -inf padding) or NULL. Scores = scale q k^T, causal                               \
-     * hides j > i. Backward recomputes the score tiles and accumulates dq, dk, dv. */                                 \
+     * hides j > i. Backward recomputes the score tiles and accumulates dq, dk, dv.                                    \
+     * drop (host memory, NULL = none): attention dropout on the probabilities [B,H,N,N]                               \
+     * (docs/model.md §8): out = (P * mask / (1 - p)) V, lse of the undropped P; the                                   \
+     * backward regenerates the same mask tile by tile (nothing N x N is stored). */                                   \
     X(void, attn_forward, (real *out, real *lse, const real *q, const real *k, const real *v, const real *kbias,       \
-        int B, int H, int N, int d, int causal, real scale))                                                           \
+        int B, int H, int N, int d, int causal, real scale, const GmaDrop *drop))                                      \
     X(void, attn_backward, (real *dq, real *dk, real *dv, const real *dout, const real *out, const real *lse,          \
         const real *q, const real *k, const real *v, const real *kbias, int B, int H, int N, int d, int causal,        \
-        real scale))                                                                                                   \
+        real scale, const GmaDrop *drop))                                                                              \
     /* Performer FAVOR+ (docs/model.md §3.5 `performer`). Exponents for m random features:                                   \
      * e [B,H,N,m] = (x omega_h^T) / d^(1/4) - |x|^2 / (2 sqrt d), x [B,H,N,d], omega [H,m,d]                          \
      * (a buffer: no gradient). Backward: dx += de omega / d^(1/4) - rowsum(de) x / sqrt(d). */                        \

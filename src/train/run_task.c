@@ -9,6 +9,7 @@
 static int lm_train_forward(Task *t, Model *m, Rng *rng, long k, long step, LossStats *st, double *tokens) {
     lmdata_train_batch_part(&t->lm, rng, (uint64_t)k, t->B_global, t->first, t->B, t->N, t->tok, t->tgt);
     *tokens = (double)t->B * t->N;
+    model_set_dropout_batch(m, k, t->first, t->B_global);
     return model_forward(m, t->tok, t->tgt, t->B, t->N, NULL, 0, st, 1, step);
 }
 static int lm_kmeans(Task *t, Model *m, Rng *krng) { return model_kmeans_init(m, t->tok, t->tgt, t->B, t->N, NULL, krng); }
@@ -27,6 +28,7 @@ static void lm_close(Task *t) {
 static int cls_train_forward(Task *t, Model *m, Rng *rng, long k, long step, LossStats *st, double *tokens) {
     int N = t->cls_N = clstask_train_batch_part(&t->cls, k, t->B_global, t->first);
     *tokens = (double)t->B * t->cls.n_seq * N;
+    model_set_dropout_batch(m, k, t->first, t->B_global);
     return model_forward_cls(m, t->cls.tok, NULL, t->cls.lab, t->B, N, st, 1, step);
 }
 static int cls_kmeans(Task *t, Model *m, Rng *krng) {

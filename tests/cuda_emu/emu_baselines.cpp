@@ -101,19 +101,22 @@ static void t_scan(int B, int N, int E, int S, int chunk) {
     cuda_scan_backward(du2.data(), ddt2.data(), dB2.data(), dC2.data(), dA2.data(), dD2.data(), dy.data(), h1.data(), u.data(), dt.data(), Bm.data(), Cm.data(), Al.data(), D.data(), B, N, E, S, chunk);
     cmp("scan du", du2, du1); cmp("scan ddt", ddt2, ddt1); cmp("scan dBm", dB2, dB1); cmp("scan dCm", dC2, dC1); cmp("scan dA_log", dA2, dA1); cmp("scan dD", dD2, dD1);
 }
-static void t_attn(int B, int H, int N, int d, int causal, int pad) {
-    printf("attn B%d H%d N%d d%d causal%d pad%d\n", B, H, N, d, causal, pad);
+static void t_attn(int B, int H, int N, int d, int causal, int pad, double p = 0) {
+    printf("attn B%d H%d N%d d%d causal%d pad%d dropout%g\n", B, H, N, d, causal, pad, p);
+    /* attention dropout: both backends draw the mask of ops/dropout.h; a slice of a larger batch */
+    GmaDrop dg = {{1337u, 0u}, 5u, (2u << 16) | (1u << 4) | GMA_DROP_ATTN, gma_drop_threshold(p), 1.0 / (1.0 - p), B, 3 * (int64_t)B, 1};
+    const GmaDrop *drop = p > 0 ? &dg : NULL;
     size_t n = (size_t)B * H * N * d; V q = rnd(n, 2), k = rnd(n, 2), v = rnd(n);
     V kb((size_t)B * N, 0.f);
     if (pad) for (int b = 0; b < B; b++) for (int j = 0; j < N; j++) if (j % 5 == 3 || (b == 1 && j < 40)) kb[b * N + j] = -INFINITY;
     float sc = 1 / sqrtf((float)d);
     V o1(n), o2(n), l1((size_t)B * H * N), l2(l1.size());
-    cpu_attn_forward(o1.data(), l1.data(), q.data(), k.data(), v.data(), pad ? kb.data() : NULL, B, H, N, d, causal, sc);
-    cuda_attn_forward(o2.data(), l2.data(), q.data(), k.data(), v.data(), pad ? kb.data() : NULL, B, H, N, d, causal, sc);
+    cpu_attn_forward(o1.data(), l1.data(), q.data(), k.data(), v.data(), pad ? kb.data() : NULL, B, H, N, d, causal, sc, drop);
+    cuda_attn_forward(o2.data(), l2.data(), q.data(), k.data(), v.data(), pad ? kb.data() : NULL, B, H, N, d, causal, sc, drop);
     cmp("attn out", o2, o1); cmp("attn lse", l2, l1);
     V g = rnd(n), dq1 = rnd(n), dq2 = dq1, dk1 = rnd(n), dk2 = dk1, dv1 = rnd(n), dv2 = dv1;
-    cpu_attn_backward(dq1.data(), dk1.data(), dv1.data(), g.data(), o1.data(), l1.data(), q.data(), k.data(), v.data(), pad ? kb.data() : NULL, B, H, N, d, causal, sc);
-    cuda_attn_backward(dq2.data(), dk2.data(), dv2.data(), g.data(), o1.data(), l1.data(), q.data(), k.data(), v.data(), pad ? kb.data() : NULL, B, H, N, d, causal, sc);
+    cpu_attn_backward(dq1.data(), dk1.data(), dv1.data(), g.data(), o1.data(), l1.data(), q.data(), k.data(), v.data(), pad ? kb.data() : NULL, B, H, N, d, causal, sc, drop);
+    cuda_attn_backward(dq2.data(), dk2.data(), dv2.data(), g.data(), o1.data(), l1.data(), q.data(), k.data(), v.data(), pad ? kb.data() : NULL, B, H, N, d, causal, sc, drop);
     cmp("attn dq", dq2, dq1); cmp("attn dk", dk2, dk1); cmp("attn dv", dv2, dv1);
 }
 int main(int argc, char **argv) {
@@ -125,6 +128,7 @@ int main(int argc, char **argv) {
     if (!strcmp(w, "all") || !strcmp(w, "attn")) {
         t_attn(2, 2, 70, 16, 1, 0); t_attn(2, 2, 70, 16, 0, 0); t_attn(2, 1, 100, 40, 1, 1); t_attn(2, 1, 100, 40, 0, 1);
         t_attn(1, 1, 33, 64, 1, 0); t_attn(1, 1, 40, 130, 0, 0); t_attn(1, 1, 20, 256, 1, 0);
+        t_attn(2, 2, 70, 16, 1, 0, 0.1); t_attn(2, 1, 100, 40, 0, 1, 0.3); t_attn(1, 1, 40, 130, 1, 0, 0.5);
     }
     printf("%d failures\n", nfail);
     return nfail != 0;

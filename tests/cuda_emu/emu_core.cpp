@@ -106,6 +106,11 @@ static void t_basic() {
     cmpi("nonfinite (finite, nan, -inf)", VI{nf2, nf4, nf5}, VI{nf1, nf3, 1});
     V g = rnd(n); CP->gelu_forward(F(o1), F(x), n); CU->gelu_forward(F(o2), F(x), n); cmp("gelu fwd", o2, o1);
     o1 = rnd(n); o2 = o1; CP->gelu_backward(F(o1), F(g), F(x), n); CU->gelu_backward(F(o2), F(g), F(x), n); cmp("gelu bwd", o2, o1);
+    /* dropout: the same mask on both backends (a rank's slice of two segments, n = 2 * 3 * 37 rows) */
+    if (n % 6 == 0) {
+        GmaDrop dg = {{7u, 9u}, 11u, (3u << 16) | (2u << 4) | GMA_DROP_MIXER, gma_drop_threshold(0.2), 1.0 / 0.8, 3, 6, 3};
+        CP->dropout(F(o1), F(x), 6, n / 6, &dg); CU->dropout(F(o2), F(x), 6, n / 6, &dg); cmp("dropout", o2, o1);
+    }
 }
 static void t_ln(int R, int C) {
     char nm[64]; size_t n = (size_t)R * C;

@@ -693,6 +693,7 @@ const MixerVT mixer_gma = {
     .name = "gma",
     .causal_ok = 1,
     .bidir_ok = 1,
+    .attn_dropout_why = "mixes through Gaussian routing and a normalised linear core: it has no attention probabilities to drop",
     .config = &gma_section,
     .validate = gma_validate,
     .create = gma_create,

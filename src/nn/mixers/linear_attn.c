@@ -98,6 +98,7 @@ const MixerVT mixer_linear = {
     .name = "linear",
     .causal_ok = 1,
     .bidir_ok = 1,
+    .attn_dropout_why = "has no attention probabilities to drop (the LRA release's Linear Transformer applies no attention dropout)",
     .create = lin_create,
     .act_size = lin_act,
     .scratch_size = lin_scratch,

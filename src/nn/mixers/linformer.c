@@ -104,7 +104,13 @@ static void lf_forward(Mixer *m, const MixerCtx *c, real *y, const real *h, cons
     g_ops->matmul_strided(a.Vp, a.Fn, a.vh, k, d, N, 0, 0, 1, 0, BH, 0, Nd, kd);
     g_ops->matmul_strided(a.P, a.qh, a.Kp, N, k, d, 0, 1, 1, 0, BH, Nd, kd, Nk);
     g_ops->softmax_rows(a.P, BH * N, k, (real)(1.0 / sqrt((double)d)), NULL);
-    g_ops->matmul_strided(a.oh, a.P, a.Vp, N, d, k, 0, 0, 1, 0, BH, Nk, kd, Nd);
+    const real *Pv = a.P;
+    if (c->attn_drop) { /* attention dropout on the N x k probabilities (docs/model.md §8) */
+        real *Pd = scratch + 5 * (size_t)B * N * m->D;
+        g_ops->dropout(Pd, a.P, B, (size_t)H * N * k, c->attn_drop);
+        Pv = Pd;
+    }
+    g_ops->matmul_strided(a.oh, Pv, a.Vp, N, d, k, 0, 0, 1, 0, BH, Nk, kd, Nd);
     attn_proj_out(m, params, y, a.oh, scratch, B, N);
 }
 
@@ -122,8 +128,15 @@ static void lf_backward(Mixer *m, const MixerCtx *c, real *dh, const real *dy, c
     attn_proj_out_backward(m, params, grads, dq, dy, a.oh, t1, t2, B, N);
     g_ops->copy(doh, dq, sizeof(real) * hs);
     /* O = P V' */
-    g_ops->matmul_strided(dP, doh, a.Vp, N, k, d, 0, 1, 1, 0, BH, Nd, kd, Nk);
-    g_ops->matmul_strided(dVp, a.P, doh, k, d, N, 1, 0, 1, 0, BH, Nk, Nd, kd);
+    if (c->attn_drop) { /* O = drop(P) V': dV' = drop(P)^T dO, dP = drop(dO V'^T) */
+        g_ops->dropout(dP, a.P, B, (size_t)H * N * k, c->attn_drop);
+        g_ops->matmul_strided(dVp, dP, doh, k, d, N, 1, 0, 1, 0, BH, Nk, Nd, kd);
+        g_ops->matmul_strided(dP, doh, a.Vp, N, k, d, 0, 1, 1, 0, BH, Nd, kd, Nk);
+        g_ops->dropout(dP, dP, B, (size_t)H * N * k, c->attn_drop);
+    } else {
+        g_ops->matmul_strided(dP, doh, a.Vp, N, k, d, 0, 1, 1, 0, BH, Nd, kd, Nk);
+        g_ops->matmul_strided(dVp, a.P, doh, k, d, N, 1, 0, 1, 0, BH, Nk, Nd, kd);
+    }
     g_ops->softmax_rows_backward(dP, a.P, BH * N, k);
     /* S = sc Q K'^T */
     g_ops->matmul_strided(dq, dP, a.Kp, N, d, k, 0, 0, sc, 0, BH, Nk, kd, Nd);
@@ -156,6 +169,7 @@ const MixerVT mixer_linformer = {
     .config = &lf_section,
     .causal_ok = 0,
     .bidir_ok = 1,
+    .attn_dropout_ok = 1,
     .validate = lf_validate,
     .create = lf_create,
     .act_size = lf_act,

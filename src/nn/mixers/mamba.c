@@ -189,6 +189,7 @@ const MixerVT mixer_mamba = {
     .config = &mb_section,
     .causal_ok = 1,
     .bidir_ok = 0,
+    .attn_dropout_why = "is a state-space model: it has no attention probabilities to drop",
     .create = mb_create,
     .init = mb_init,
     .act_size = mb_act,

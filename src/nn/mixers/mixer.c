@@ -46,6 +46,10 @@ static int validate_layers(const Config *c) {
             return gma_errorf("key model.mixer: mixer \"%s\" (layer %d) cannot run causally (the model is causal: model.causal or model.task \"lm\"); use a causal mixer", vt->name, l);
         if (!causal && !vt->bidir_ok)
             return gma_errorf("key model.mixer: mixer \"%s\" (layer %d) cannot run bidirectionally (model.causal or model.task \"classify\")", vt->name, l);
+        if (c->model.attn_dropout > 0 && !vt->attn_dropout_ok)
+            return gma_errorf("key model.attn_dropout: %g, but mixer \"%s\" (layer %d) %s; set it to 0 (model.dropout still applies)",
+                              c->model.attn_dropout, vt->name, l,
+                              vt->attn_dropout_why ? vt->attn_dropout_why : "has no attention probabilities to drop");
         if (vt->validate && vt->validate(c) != 0) return -1;
     }
     return 0;

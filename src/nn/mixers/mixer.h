@@ -34,6 +34,9 @@ typedef struct MixerCtx {
      * loss. A mixer with an auxiliary loss (aux_loss) adds its weight x aux_scale x
      * d aux/d(its inputs) to its gradients (GMA: the diversity loss, docs/model.md §4). */
     double aux_scale;
+    /* attention dropout of this layer (host memory; NULL = none: evaluation, decoding,
+     * rate 0), set by the model for training forwards and their backward (docs/model.md §8) */
+    const GmaDrop *attn_drop;
     /* rows of all ranks for k-means and re-seeding (NULL: this process's rows) */
     MixerGatherFn gather;
     void *gather_ctx;
@@ -88,6 +91,10 @@ typedef struct MixerHealth {
 typedef struct MixerVT {
     const char *name;
     int causal_ok, bidir_ok;
+    /* 1 when the mixer applies model.attn_dropout (MixerCtx.attn_drop); else validation
+     * refuses attn_dropout > 0 with attn_dropout_why (docs/model.md §8) */
+    int attn_dropout_ok;
+    const char *attn_dropout_why;
     /* optional: the mixer's configuration keys NAME.* (read with cfg_section) */
     const CfgSection *config;
     /* optional: check the mixer's own config keys against each other and the model, run

@@ -215,6 +215,7 @@ const MixerVT mixer_performer = {
     .config = &perf_section,
     .causal_ok = 1,
     .bidir_ok = 1,
+    .attn_dropout_why = "has no attention probabilities to drop (the LRA release's Performer accepts the rate and never applies it)",
     .create = perf_create,
     .init = perf_init,
     .act_size = perf_act,

@@ -2,7 +2,8 @@
  * `mixer: "sdpa"`): per head O = softmax(Q K^T / sqrt(d) + mask) V computed by the tiled
  * online-softmax op (g_ops->attn_forward), which never forms the N x N matrix; the
  * backward op recomputes the score tiles from Q, K and the saved row log-sum-exp. Causal
- * and bidirectional; padded keys get a -inf bias. Memory O(N d) per head. The plain
+ * and bidirectional; padded keys get a -inf bias. Memory O(N d) per head, with attention
+ * dropout too (the ops regenerate the mask in the backward pass, docs/model.md §8). The plain
  * version that stores P is registered as `sdpa_ref` (sdpa_ref.c) and is the test reference;
  * on a backend that lacks attn_forward/attn_backward, `sdpa` creates that plain version.
  * Parameters: PREFIX.{q,k,v,o}.{weight,bias}.
@@ -36,7 +37,7 @@ static void sdpa_forward(Mixer *m, const MixerCtx *c, real *y, const real *h, co
     attn_proj_qkv(m, params, h, qh, kh, vh, scratch, B, N);
     if (c->keymask) key_bias(kb, c->keymask, B, N);
     g_ops->attn_forward(oh, lse, qh, kh, vh, c->keymask ? kb : NULL, B, H, N, d, c->causal,
-                        (real)(1.0 / sqrt((double)d)));
+                        (real)(1.0 / sqrt((double)d)), c->attn_drop);
     attn_proj_out(m, params, y, oh, scratch, B, N);
 }
 
@@ -51,7 +52,7 @@ static void sdpa_backward(Mixer *m, const MixerCtx *c, real *dh, const real *dy,
     g_ops->copy(doh, dq, sizeof(real) * hs);
     g_ops->zero(dq, sizeof(real) * 3 * hs);
     g_ops->attn_backward(dq, dk, dv, doh, oh, lse, qh, kh, vh, c->keymask ? kb : NULL, B, H, N, d, c->causal,
-                         (real)(1.0 / sqrt((double)d)));
+                         (real)(1.0 / sqrt((double)d)), c->attn_drop);
     attn_proj_qkv_backward(m, params, grads, dh, h, dq, dk, dv, t2, B, N);
 }
 
@@ -61,6 +62,7 @@ const MixerVT mixer_sdpa = {
     .name = "sdpa",
     .causal_ok = 1,
     .bidir_ok = 1,
+    .attn_dropout_ok = 1,
     .create = sdpa_create,
     .act_size = sdpa_act,
     .scratch_size = sdpa_scratch,

@@ -2,6 +2,8 @@
  * reference that the tiled `sdpa` (sdpa.c) is tested against: per head
  * P = softmax(Q K^T / sqrt(d) + mask), O = P V, with the N x N matrix P
  * stored for the backward pass. Causal and bidirectional; key padding masked with -inf.
+ * Attention dropout (docs/model.md §8): O = drop(P) V; drop(P) lives in the scratch dP
+ * block during the forward and is regenerated (same mask) in the backward.
  *
  * act:     qh, kh, vh, oh [B,H,N,d] ; P [B,H,N,N]
  * scratch: two [B*N*D] buffers + dP [B,H,N,N] + dq, dk, dv [B,H,N,d] */
@@ -33,7 +35,13 @@ static void ref_forward(Mixer *m, const MixerCtx *c, real *y, const real *h, con
     g_ops->matmul_strided(P, qh, kh, N, N, d, 0, 1, 1, 0, B * H, (size_t)N * d, (size_t)N * d, (size_t)N * N);
     g_ops->attn_mask(P, c->keymask, B, H, N, c->causal);
     g_ops->softmax_rows(P, B * H * N, N, (real)(1.0 / sqrt((double)d)), NULL);
-    g_ops->matmul_strided(oh, P, vh, N, d, N, 0, 0, 1, 0, B * H, (size_t)N * N, (size_t)N * d, (size_t)N * d);
+    const real *Pv = P;
+    if (c->attn_drop) {
+        real *Pd = scratch + 5 * hs;
+        g_ops->dropout(Pd, P, B, (size_t)H * N * N, c->attn_drop);
+        Pv = Pd;
+    }
+    g_ops->matmul_strided(oh, Pv, vh, N, d, N, 0, 0, 1, 0, B * H, (size_t)N * N, (size_t)N * d, (size_t)N * d);
     attn_proj_out(m, params, y, oh, scratch, B, N);
 }
 
@@ -49,8 +57,15 @@ static void ref_backward(Mixer *m, const MixerCtx *c, real *dh, const real *dy, 
     real sc = (real)(1.0 / sqrt((double)d));
     size_t sNd = (size_t)N * d, sNN = (size_t)N * N;
     /* dP = dO V^T ; dV = P^T dO */
-    g_ops->matmul_strided(dP, doh, vh, N, N, d, 0, 1, 1, 0, B * H, sNd, sNd, sNN);
-    g_ops->matmul_strided(dv, P, doh, N, d, N, 1, 0, 1, 0, B * H, sNN, sNd, sNd);
+    if (c->attn_drop) { /* O = drop(P) V: dV = drop(P)^T dO, dP = drop(dO V^T) */
+        g_ops->dropout(dP, P, B, (size_t)H * N * N, c->attn_drop);
+        g_ops->matmul_strided(dv, dP, doh, N, d, N, 1, 0, 1, 0, B * H, sNN, sNd, sNd);
+        g_ops->matmul_strided(dP, doh, vh, N, N, d, 0, 1, 1, 0, B * H, sNd, sNd, sNN);
+        g_ops->dropout(dP, dP, B, (size_t)H * N * N, c->attn_drop);
+    } else {
+        g_ops->matmul_strided(dP, doh, vh, N, N, d, 0, 1, 1, 0, B * H, sNd, sNd, sNN);
+        g_ops->matmul_strided(dv, P, doh, N, d, N, 1, 0, 1, 0, B * H, sNN, sNd, sNd);
+    }
     g_ops->softmax_rows_backward(dP, P, B * H * N, N); /* dS (before the 1/sqrt(d) scale) */
     g_ops->matmul_strided(dq, dP, kh, N, d, N, 0, 0, sc, 0, B * H, sNN, sNd, sNd);
     g_ops->matmul_strided(dk, dP, qh, N, d, N, 1, 0, sc, 0, B * H, sNN, sNd, sNd);
@@ -63,6 +78,7 @@ const MixerVT mixer_sdpa_ref = {
     .name = "sdpa_ref",
     .causal_ok = 1,
     .bidir_ok = 1,
+    .attn_dropout_ok = 1,
     .create = ref_create,
     .act_size = ref_act,
     .scratch_size = ref_scratch,

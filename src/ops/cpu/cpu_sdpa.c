@@ -26,8 +26,26 @@
 #define TK 128
 #endif
 
+/* attention dropout of row i, columns j0..j0+Lk-1 of head bh (docs/model.md §8): row *= mask / (1 - p).
+ * With mul != NULL the multipliers go there instead and row is left alone. */
+static void drop_row(real *row, real *mul, const GmaDrop *g, int bh, int H, int N, int i, int j0, int Lk) {
+    uint64_t e0 = ((uint64_t)gma_drop_seq(g, bh / H) * H + (uint64_t)(bh % H)) * N * N + (uint64_t)i * N + j0;
+    real sc = (real)g->scale;
+    int c = 0;
+    while (c < Lk) {
+        uint64_t e = e0 + c;
+        uint32_t w[4];
+        gma_drop_words(w, g, e >> 2);
+        for (unsigned t = (unsigned)(e & 3); t < 4 && c < Lk; t++, c++) {
+            real mk = w[t] < g->keep_below ? sc : 0;
+            if (mul) mul[c] = mk;
+            else row[c] *= mk;
+        }
+    }
+}
+
 void cpu_attn_forward(real *out, real *lse, const real *q, const real *k, const real *v, const real *kbias, int B,
-                      int H, int N, int d, int causal, real scale) {
+                      int H, int N, int d, int causal, real scale, const GmaDrop *drop) {
     int nq = (N + TQ - 1) / TQ;
 #pragma omp parallel for collapse(2) schedule(dynamic)
     for (int bh = 0; bh < B * H; bh++)
@@ -63,6 +81,7 @@ void cpu_attn_forward(real *out, real *lse, const real *q, const real *k, const 
                     mrow[r] = mnew;
                     if (alpha != 1)
                         for (int e = 0; e < d; e++) acc[(size_t)r * d + e] *= alpha;
+                    if (drop) drop_row(row, NULL, drop, bh, H, N, i, j0, Lk); /* after the sum: l is undropped */
                 }
                 cpu_matmul(acc, S, vh + (size_t)j0 * d, Lq, d, Lk, 0, 0, 1, 1);
             }
@@ -83,7 +102,7 @@ void cpu_attn_forward(real *out, real *lse, const real *q, const real *k, const 
 /* P and dS of one (query tile, key tile) pair into S and dP (both [Lq, Lk]). */
 static void tile_grads(real *S, real *dP, real *Drow, const real *qi, const real *kj, const real *vj, const real *doi,
                        const real *oi, const real *lsi, const real *kb, int i0, int j0, int Lq, int Lk, int d,
-                       int causal, real scale) {
+                       int causal, real scale, const GmaDrop *drop, int bh, int H, int N) {
     cpu_matmul(S, qi, kj, Lq, Lk, d, 0, 1, scale, 0);
     cpu_matmul(dP, doi, vj, Lq, Lk, d, 0, 1, 1, 0);
     for (int r = 0; r < Lq; r++) {
@@ -104,6 +123,15 @@ static void tile_grads(real *S, real *dP, real *Drow, const real *qi, const real
         if (causal)
             for (int c = GMA_MAX(0, i - j0 + 1); c < Lk; c++) row[c] = -INFINITY;
         vexp_sub(row, row, l, Lk);
+        if (drop) { /* dS = P (mask dP' - D), and S becomes the dropped P for dV (docs/model.md §8) */
+            real *mul = Drow + Lq;
+            drop_row(row, mul, drop, bh, H, N, i, j0, Lk);
+            for (int c = 0; c < Lk; c++) {
+                drow[c] = row[c] * (mul[c] * drow[c] - D);
+                row[c] *= mul[c];
+            }
+            continue;
+        }
         for (int c = 0; c < Lk; c++) drow[c] = row[c] * (drow[c] - D);
     }
 }
@@ -111,18 +139,18 @@ static void tile_grads(real *S, real *dP, real *Drow, const real *qi, const real
 /* dK, dV of key tile kt of head bh (and dQ of every query tile when dq != NULL). */
 static void kv_tile(real *dq, real *dk, real *dv, const real *dout, const real *out, const real *lse, const real *q,
                     const real *k, const real *v, const real *kbias, int bh, int kt, int H, int N, int d, int causal,
-                    real scale) {
+                    real scale, const GmaDrop *drop) {
     int b = bh / H, j0 = kt * TK, Lk = GMA_MIN(TK, N - j0);
     size_t base = (size_t)bh * N * d;
     const real *kj = k + base + (size_t)j0 * d, *vj = v + base + (size_t)j0 * d;
     real *dkj = dk + base + (size_t)j0 * d, *dvj = dv + base + (size_t)j0 * d;
     const real *kb = kbias ? kbias + (size_t)b * N : NULL;
-    real *S = cpu_workspace(0, 2 * (size_t)TQ * TK + TQ), *dP = S + (size_t)TQ * TK, *Drow = dP + (size_t)TQ * TK;
+    real *S = cpu_workspace(0, 2 * (size_t)TQ * TK + TQ + TK), *dP = S + (size_t)TQ * TK, *Drow = dP + (size_t)TQ * TK;
     for (int i0 = causal ? (j0 / TQ) * TQ : 0; i0 < N; i0 += TQ) {
         int Lq = GMA_MIN(TQ, N - i0);
         size_t qo = base + (size_t)i0 * d;
         tile_grads(S, dP, Drow, q + qo, kj, vj, dout + qo, out + qo, lse + (size_t)bh * N + i0, kb, i0, j0, Lq, Lk, d,
-                   causal, scale);
+                   causal, scale, drop, bh, H, N);
         cpu_matmul(dvj, S, dout + qo, Lk, d, Lq, 1, 0, 1, 1);
         cpu_matmul(dkj, dP, q + qo, Lk, d, Lq, 1, 0, scale, 1);
         if (dq) cpu_matmul(dq + qo, dP, kj, Lq, d, Lk, 0, 0, scale, 1);
@@ -130,37 +158,38 @@ static void kv_tile(real *dq, real *dk, real *dv, const real *dout, const real *
 }
 
 static void q_tile(real *dq, const real *dout, const real *out, const real *lse, const real *q, const real *k,
-                   const real *v, const real *kbias, int bh, int qt, int H, int N, int d, int causal, real scale) {
+                   const real *v, const real *kbias, int bh, int qt, int H, int N, int d, int causal, real scale,
+                   const GmaDrop *drop) {
     int b = bh / H, i0 = qt * TQ, Lq = GMA_MIN(TQ, N - i0);
     size_t base = (size_t)bh * N * d, qo = base + (size_t)i0 * d;
     const real *kb = kbias ? kbias + (size_t)b * N : NULL;
-    real *S = cpu_workspace(0, 2 * (size_t)TQ * TK + TQ), *dP = S + (size_t)TQ * TK, *Drow = dP + (size_t)TQ * TK;
+    real *S = cpu_workspace(0, 2 * (size_t)TQ * TK + TQ + TK), *dP = S + (size_t)TQ * TK, *Drow = dP + (size_t)TQ * TK;
     int jend = causal ? i0 + Lq : N;
     for (int j0 = 0; j0 < jend; j0 += TK) {
         int Lk = GMA_MIN(TK, jend - j0);
         const real *kj = k + base + (size_t)j0 * d;
         tile_grads(S, dP, Drow, q + qo, kj, v + base + (size_t)j0 * d, dout + qo, out + qo, lse + (size_t)bh * N + i0,
-                   kb, i0, j0, Lq, Lk, d, causal, scale);
+                   kb, i0, j0, Lq, Lk, d, causal, scale, drop, bh, H, N);
         cpu_matmul(dq + qo, dP, kj, Lq, d, Lk, 0, 0, scale, 1);
     }
 }
 
 void cpu_attn_backward(real *dq, real *dk, real *dv, const real *dout, const real *out, const real *lse, const real *q,
                        const real *k, const real *v, const real *kbias, int B, int H, int N, int d, int causal,
-                       real scale) {
+                       real scale, const GmaDrop *drop) {
     int BH = B * H, nk = (N + TK - 1) / TK, nq = (N + TQ - 1) / TQ;
     if (BH >= omp_get_max_threads()) {
 #pragma omp parallel for schedule(dynamic)
         for (int bh = 0; bh < BH; bh++)
             for (int kt = 0; kt < nk; kt++)
-                kv_tile(dq, dk, dv, dout, out, lse, q, k, v, kbias, bh, kt, H, N, d, causal, scale);
+                kv_tile(dq, dk, dv, dout, out, lse, q, k, v, kbias, bh, kt, H, N, d, causal, scale, drop);
         return;
     }
 #pragma omp parallel for collapse(2) schedule(dynamic)
     for (int bh = 0; bh < BH; bh++)
         for (int kt = 0; kt < nk; kt++)
-            kv_tile(NULL, dk, dv, dout, out, lse, q, k, v, kbias, bh, kt, H, N, d, causal, scale);
+            kv_tile(NULL, dk, dv, dout, out, lse, q, k, v, kbias, bh, kt, H, N, d, causal, scale, drop);
 #pragma omp parallel for collapse(2) schedule(dynamic)
     for (int bh = 0; bh < BH; bh++)
-        for (int qt = 0; qt < nq; qt++) q_tile(dq, dout, out, lse, q, k, v, kbias, bh, qt, H, N, d, causal, scale);
+        for (int qt = 0; qt < nq; qt++) q_tile(dq, dout, out, lse, q, k, v, kbias, bh, qt, H, N, d, causal, scale, drop);
 }

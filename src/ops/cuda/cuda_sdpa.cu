@@ -18,6 +18,11 @@
  *            dK += scale dS^T Q.
  * Each output row has exactly one writer, so results repeat bit for bit.
  *
+ * Attention dropout (drop != NULL, docs/model.md §8): the lane that computes the probability
+ * of key j also computes its mask multiplier from ops/dropout.h (the CPU's bits), so the
+ * forward accumulates P * mask / (1 - p) into the output while l sums the undropped P; the
+ * backward regenerates the multipliers: dS = P (mask dP' - D), dV += (P mask)^T dO.
+ *
  * Head width: d <= 256 (AT_DT_MAX = 8 registers per lane per row); a larger d stops with
  * a message. */
 #include <stdio.h>
@@ -77,6 +82,13 @@ __device__ __forceinline__ float attn_score(float qk, float scale, float kbj, in
     return causal && j > i ? -INFINITY : s;
 }
 
+/* the dropout multiplier of probability (bh, i, j), 1 without dropout */
+__device__ __forceinline__ float drop_mul(const GmaDrop &g, int on, int bh, int H, int N, int i, int j) {
+    if (!on) return 1.f;
+    uint64_t e = ((uint64_t)gma_drop_seq(&g, bh / H) * H + (uint64_t)(bh % H)) * N * N + (uint64_t)i * N + j;
+    return (float)gma_drop_mult(&g, e);
+}
+
 /* a lane's share of a head-width row in registers: acc[t] holds column lane + 32 t */
 template <int DT> __device__ __forceinline__ void lane_axpy(float (&acc)[DT], float a, const float *row, int lane, int d) {
 #pragma unroll
@@ -100,7 +112,7 @@ __device__ __forceinline__ void lane_put(float *row, const float (&acc)[DT], flo
 template <int DT>
 __global__ void __launch_bounds__(AT_WARPS * 32) k_attn_fwd(float *out, float *lse, const float *q, const float *k,
                                                              const float *v, const float *kbias, int H, int N, int d,
-                                                             int causal, float scale) {
+                                                             int causal, float scale, GmaDrop dg, int don) {
     extern __shared__ float sm[];
     float *Qs = sm, *Ks = Qs + AT_Q * d, *Vs = Ks + AT_K * (d + 1);
     int bh = blockIdx.y, b = bh / H, i0 = blockIdx.x * AT_Q, Lq = min(AT_Q, N - i0);
@@ -135,6 +147,7 @@ __global__ void __launch_bounds__(AT_WARPS * 32) k_attn_fwd(float *out, float *l
             m[rr] = mnew;
 #pragma unroll
             for (int t = 0; t < DT; t++) acc[rr][t] *= alpha;
+            if (don && lane < Lk) p *= drop_mul(dg, don, bh, H, N, i, j);
             for (int jj = 0; jj < Lk; jj++) {
                 float pj = __shfl_sync(0xffffffffu, p, jj);
                 lane_axpy(acc[rr], pj, Vs + jj * ld, lane, d);
@@ -168,7 +181,7 @@ template <int DT>
 __global__ void __launch_bounds__(AT_WARPS * 32) k_attn_bwd_dq(float *dq, const float *dout, const float *lse,
                                                                 const float *Drow, const float *q, const float *k,
                                                                 const float *v, const float *kbias, int H, int N,
-                                                                int d, int causal, float scale) {
+                                                                int d, int causal, float scale, GmaDrop dg, int don) {
     extern __shared__ float sm[];
     float *Qs = sm, *dOs = Qs + AT_Q * d, *Ks = dOs + AT_Q * d, *Vs = Ks + AT_K * (d + 1);
     int bh = blockIdx.y, b = bh / H, i0 = blockIdx.x * AT_Q, Lq = min(AT_Q, N - i0);
@@ -199,7 +212,8 @@ __global__ void __launch_bounds__(AT_WARPS * 32) k_attn_bwd_dq(float *dq, const 
             float qk, dp;
             dot2(qk, dp, Qs + r * d, Ks + lane * ld, dOs + r * d, Vs + lane * ld, d);
             float s = attn_score(qk, scale, kbj, causal, i, j);
-            float p = expf(s - ls[rr]), ds = p * (dp - Dr[rr]);
+            float mk = don && lane < Lk ? drop_mul(dg, don, bh, H, N, i, j) : 1.f;
+            float p = expf(s - ls[rr]), ds = p * (mk * dp - Dr[rr]);
             for (int jj = 0; jj < Lk; jj++) {
                 float dsj = __shfl_sync(0xffffffffu, ds, jj);
                 lane_axpy(acc[rr], dsj, Ks + jj * ld, lane, d);
@@ -221,7 +235,8 @@ template <int DT>
 __global__ void __launch_bounds__(AT_WARPS * 32) k_attn_bwd_dkv(float *dk, float *dv, const float *dout,
                                                                  const float *lse, const float *Drow, const float *q,
                                                                  const float *k, const float *v, const float *kbias,
-                                                                 int H, int N, int d, int causal, float scale) {
+                                                                 int H, int N, int d, int causal, float scale,
+                                                                 GmaDrop dg, int don) {
     extern __shared__ float sm[];
     float *Ksh = sm, *Vsh = Ksh + AT_Q * d, *Qs = Vsh + AT_Q * d, *dOs = Qs + AT_K * (d + 1);
     float *lss = dOs + AT_K * (d + 1), *Ds = lss + AT_K;
@@ -261,7 +276,9 @@ __global__ void __launch_bounds__(AT_WARPS * 32) k_attn_bwd_dkv(float *dk, float
             dot2(s, dp, Qs + lane * ld, Ksh + r * d, dOs + lane * ld, Vsh + r * d, d);
             s = s * scale + kbr[rr];
             float p = (lane < Lq && li != -INFINITY && !(causal && j > i)) ? expf(s - li) : 0.f;
-            float ds = p * (dp - Di);
+            float mk = don && p != 0.f ? drop_mul(dg, don, bh, H, N, i, j) : 1.f;
+            float ds = p * (mk * dp - Di);
+            p *= mk;
             for (int ii = 0; ii < Lq; ii++) {
                 float pi = __shfl_sync(0xffffffffu, p, ii), dsi = __shfl_sync(0xffffffffu, ds, ii);
                 lane_axpy(adv[rr], pi, dOs + ii * ld, lane, d);
@@ -291,44 +308,48 @@ template <class K> static void allow_shm(K kern, size_t bytes) {
 
 template <int DT>
 static void fwd_t(real *out, real *lse, const real *q, const real *k, const real *v, const real *kbias, int BH, int H,
-                  int N, int d, int causal, real scale) {
+                  int N, int d, int causal, real scale, const GmaDrop &dg, int don) {
     size_t shm = shm_fwd(d);
     allow_shm(k_attn_fwd<DT>, shm);
     k_attn_fwd<DT><<<dim3((N + AT_Q - 1) / AT_Q, BH), AT_WARPS * 32, shm>>>(out, lse, q, k, v, kbias, H, N, d, causal,
-                                                                            scale);
+                                                                            scale, dg, don);
     KERNEL_CHECK("k_attn_fwd");
 }
 
 template <int DT>
 static void bwd_t(real *dq, real *dk, real *dv, const real *dout, const real *lse, const real *D, const real *q,
                   const real *k, const real *v, const real *kbias, int BH, int H, int N, int d, int causal,
-                  real scale) {
+                  real scale, const GmaDrop &dg, int don) {
     size_t s1 = shm_dq(d), s2 = shm_dkv(d);
     allow_shm(k_attn_bwd_dq<DT>, s1);
     allow_shm(k_attn_bwd_dkv<DT>, s2);
     dim3 grid((N + AT_Q - 1) / AT_Q, BH);
-    k_attn_bwd_dq<DT><<<grid, AT_WARPS * 32, s1>>>(dq, dout, lse, D, q, k, v, kbias, H, N, d, causal, scale);
+    k_attn_bwd_dq<DT><<<grid, AT_WARPS * 32, s1>>>(dq, dout, lse, D, q, k, v, kbias, H, N, d, causal, scale, dg, don);
     KERNEL_CHECK("k_attn_bwd_dq");
-    k_attn_bwd_dkv<DT><<<grid, AT_WARPS * 32, s2>>>(dk, dv, dout, lse, D, q, k, v, kbias, H, N, d, causal, scale);
+    k_attn_bwd_dkv<DT><<<grid, AT_WARPS * 32, s2>>>(dk, dv, dout, lse, D, q, k, v, kbias, H, N, d, causal, scale, dg, don);
     KERNEL_CHECK("k_attn_bwd_dkv");
 }
 
 void cuda_attn_forward(real *out, real *lse, const real *q, const real *k, const real *v, const real *kbias, int B,
-                       int H, int N, int d, int causal, real scale) {
+                       int H, int N, int d, int causal, real scale, const GmaDrop *drop) {
     int BH = B * H;
+    GmaDrop dg = drop ? *drop : GmaDrop{};
+    int don = drop != NULL;
     if (BH <= 0 || N <= 0 || d <= 0) return;
     at_check(d);
     int dt = (d + 31) / 32;
-    if (dt <= 1) fwd_t<1>(out, lse, q, k, v, kbias, BH, H, N, d, causal, scale);
-    else if (dt <= 2) fwd_t<2>(out, lse, q, k, v, kbias, BH, H, N, d, causal, scale);
-    else if (dt <= 4) fwd_t<4>(out, lse, q, k, v, kbias, BH, H, N, d, causal, scale);
-    else fwd_t<8>(out, lse, q, k, v, kbias, BH, H, N, d, causal, scale);
+    if (dt <= 1) fwd_t<1>(out, lse, q, k, v, kbias, BH, H, N, d, causal, scale, dg, don);
+    else if (dt <= 2) fwd_t<2>(out, lse, q, k, v, kbias, BH, H, N, d, causal, scale, dg, don);
+    else if (dt <= 4) fwd_t<4>(out, lse, q, k, v, kbias, BH, H, N, d, causal, scale, dg, don);
+    else fwd_t<8>(out, lse, q, k, v, kbias, BH, H, N, d, causal, scale, dg, don);
 }
 
 void cuda_attn_backward(real *dq, real *dk, real *dv, const real *dout, const real *out, const real *lse,
                         const real *q, const real *k, const real *v, const real *kbias, int B, int H, int N, int d,
-                        int causal, real scale) {
+                        int causal, real scale, const GmaDrop *drop) {
     int BH = B * H;
+    GmaDrop dg = drop ? *drop : GmaDrop{};
+    int don = drop != NULL;
     if (BH <= 0 || N <= 0 || d <= 0) return;
     at_check(d);
     size_t R = (size_t)BH * N;
@@ -336,8 +357,8 @@ void cuda_attn_backward(real *dq, real *dk, real *dv, const real *dout, const re
     k_attn_drow<<<(unsigned)((R + 7) / 8), 256>>>(D, dout, out, R, d);
     KERNEL_CHECK("k_attn_drow");
     int dt = (d + 31) / 32;
-    if (dt <= 1) bwd_t<1>(dq, dk, dv, dout, lse, D, q, k, v, kbias, BH, H, N, d, causal, scale);
-    else if (dt <= 2) bwd_t<2>(dq, dk, dv, dout, lse, D, q, k, v, kbias, BH, H, N, d, causal, scale);
-    else if (dt <= 4) bwd_t<4>(dq, dk, dv, dout, lse, D, q, k, v, kbias, BH, H, N, d, causal, scale);
-    else bwd_t<8>(dq, dk, dv, dout, lse, D, q, k, v, kbias, BH, H, N, d, causal, scale);
+    if (dt <= 1) bwd_t<1>(dq, dk, dv, dout, lse, D, q, k, v, kbias, BH, H, N, d, causal, scale, dg, don);
+    else if (dt <= 2) bwd_t<2>(dq, dk, dv, dout, lse, D, q, k, v, kbias, BH, H, N, d, causal, scale, dg, don);
+    else if (dt <= 4) bwd_t<4>(dq, dk, dv, dout, lse, D, q, k, v, kbias, BH, H, N, d, causal, scale, dg, don);
+    else bwd_t<8>(dq, dk, dv, dout, lse, D, q, k, v, kbias, BH, H, N, d, causal, scale, dg, don);
 }

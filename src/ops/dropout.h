@@ -1,0 +1,85 @@
+/* dropout.h: the dropout mask (docs/model.md §8), one definition for the CPU and CUDA
+ * backends, so that both, any thread count, a resumed run and R data-parallel ranks draw
+ * the same bits.
+ *
+ * Element e of a dropout site is kept iff word(e) < keep_below = round((1 - p) 2^32), and
+ * a kept element is scaled by 1 / (1 - p) (inverted dropout). word(e) is word e mod 4 of
+ *   Philox-4x32-10(counter = (e/4 low 32 bits, e/4 high 32 bits, step, micro << 16 | layer << 4 | site),
+ *                  key = (seed low 32 bits, seed high 32 bits)),
+ * one Philox call giving four consecutive elements. e indexes the site's tensor over the
+ * GLOBAL batch: local sequence s of a tensor with `per_seq` elements per sequence has
+ * element index gseq(s) * per_seq + (index inside the sequence), where
+ *   gseq(s) = (s / seg_local) * seg_global + first + s mod seg_local
+ * (a batch is n_seq segments of seg_local sequences, all first sequences of the examples,
+ * then all second ones; data-parallel rank r holds sequences [first, first + seg_local) of
+ * each segment of seg_global). Header-only, plain C11 and CUDA. */
+#ifndef GMA_DROPOUT_H
+#define GMA_DROPOUT_H
+#include <stdint.h>
+
+#include "ops/philox.h"
+
+/* dropout sites (the low 4 bits of counter word 3) */
+enum { GMA_DROP_EMBED = 0, GMA_DROP_MIXER = 1, GMA_DROP_MLP_HIDDEN = 2, GMA_DROP_MLP = 3, GMA_DROP_ATTN = 4,
+       GMA_DROP_HEAD = 5 };
+
+typedef struct GmaDrop {
+    uint32_t key[2];     /* the run's seed */
+    uint32_t c2, c3;     /* step; micro-batch << 16 | layer << 4 | site */
+    uint32_t keep_below; /* keep iff word < keep_below */
+    double scale;        /* 1 / (1 - p) */
+    int seg_local;       /* local sequences per segment (> 0) */
+    int64_t seg_global;  /* global sequences per segment */
+    int64_t first;       /* this process's first sequence in each segment */
+} GmaDrop;
+
+/* keep_below for rate p in (0, 1) */
+GMA_PHILOX_FN uint32_t gma_drop_threshold(double p) {
+    double t = (1.0 - p) * 4294967296.0 + 0.5;
+    return t >= 4294967295.0 ? 4294967295u : t <= 0 ? 0u : (uint32_t)t;
+}
+
+/* the global sequence index of local sequence s */
+GMA_PHILOX_FN int64_t gma_drop_seq(const GmaDrop *g, int64_t s) {
+    return (s / g->seg_local) * g->seg_global + g->first + s % g->seg_local;
+}
+
+/* the four words of element group e / 4 */
+GMA_PHILOX_FN void gma_drop_words(uint32_t w[4], const GmaDrop *g, uint64_t group) {
+    uint32_t c[4] = {(uint32_t)group, (uint32_t)(group >> 32), g->c2, g->c3};
+    philox4x32_10(w, c, g->key);
+}
+
+/* the words of the 8 consecutive groups g0 .. g0+7 (w[k][lane] = word k of group g0 + lane),
+ * the same bits as gma_drop_words, written lane-parallel so that the CPU compiler
+ * vectorises the ten rounds */
+#define GMA_DROP_LANES 8
+GMA_PHILOX_FN void gma_drop_words8(uint32_t w[4][GMA_DROP_LANES], const GmaDrop *g, uint64_t g0) {
+    uint32_t x0[GMA_DROP_LANES], x1[GMA_DROP_LANES], x2[GMA_DROP_LANES], x3[GMA_DROP_LANES];
+    for (int l = 0; l < GMA_DROP_LANES; l++) {
+        uint64_t grp = g0 + (uint64_t)l;
+        x0[l] = (uint32_t)grp, x1[l] = (uint32_t)(grp >> 32), x2[l] = g->c2, x3[l] = g->c3;
+    }
+    uint32_t k0 = g->key[0], k1 = g->key[1];
+    for (int r = 0; r < 10; r++) {
+        for (int l = 0; l < GMA_DROP_LANES; l++) {
+            uint64_t p0 = (uint64_t)0xD2511F53u * x0[l], p1 = (uint64_t)0xCD9E8D57u * x2[l];
+            uint32_t y0 = (uint32_t)(p1 >> 32) ^ x1[l] ^ k0, y2 = (uint32_t)(p0 >> 32) ^ x3[l] ^ k1;
+            x1[l] = (uint32_t)p1;
+            x3[l] = (uint32_t)p0;
+            x0[l] = y0;
+            x2[l] = y2;
+        }
+        k0 += 0x9E3779B9u;
+        k1 += 0xBB67AE85u;
+    }
+    for (int l = 0; l < GMA_DROP_LANES; l++) w[0][l] = x0[l], w[1][l] = x1[l], w[2][l] = x2[l], w[3][l] = x3[l];
+}
+
+/* the multiplier of element e: scale when kept, else 0 */
+GMA_PHILOX_FN double gma_drop_mult(const GmaDrop *g, uint64_t e) {
+    uint32_t w[4];
+    gma_drop_words(w, g, e >> 2);
+    return w[e & 3] < g->keep_below ? g->scale : 0.0;
+}
+#endif
