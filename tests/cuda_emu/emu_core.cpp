@@ -106,6 +106,8 @@ static void t_basic() {
     cmpi("nonfinite (finite, nan, -inf)", VI{nf2, nf4, nf5}, VI{nf1, nf3, 1});
     V g = rnd(n); CP->gelu_forward(F(o1), F(x), n); CU->gelu_forward(F(o2), F(x), n); cmp("gelu fwd", o2, o1);
     o1 = rnd(n); o2 = o1; CP->gelu_backward(F(o1), F(g), F(x), n); CU->gelu_backward(F(o2), F(g), F(x), n); cmp("gelu bwd", o2, o1);
+    CP->relu_forward(F(o1), F(x), n); CU->relu_forward(F(o2), F(x), n); cmp("relu fwd", o2, o1);
+    o1 = rnd(n); o2 = o1; CP->relu_backward(F(o1), F(g), F(x), n); CU->relu_backward(F(o2), F(g), F(x), n); cmp("relu bwd", o2, o1);
 }
 static void t_ln(int R, int C) {
     char nm[64]; size_t n = (size_t)R * C;
