@@ -62,7 +62,7 @@ static const CfgKey g_head[] = {
      "Std of the normal initialisation of cls_token (-1 = model.init_std, 0 = zeros)."},
     {"model.dense_init", CFGT_STR, O(model.dense_init), S(model.dense_init), "normal", 0, 0, "normal|xavier_uniform",
      "Initialisation of the blocks' dense weights (attention projections, MLP): normal(init_std) (output projections "
-     "scaled by 1/sqrt(2L)), or xavier_uniform U(-a, a), a = sqrt(6 / (fan_in + fan_out)) (docs/model.md §7)."},
+     "scaled by 1/sqrt(2L)), or xavier_uniform U(-a, a), a = sqrt(6 / (fan_in + fan_out)) (docs/model.md §1)."},
     {"model.head_init", CFGT_STR, O(model.head_init), S(model.head_init), "normal", 0, 0, "normal|xavier_uniform|lecun_normal",
      "Initialisation of the classifier head's weights: normal(init_std), xavier_uniform, or lecun_normal N(0, 1/fan_in)."},
 };
@@ -79,7 +79,7 @@ static const CfgKey g_tail[] = {
     {"train.min_lr_ratio", CFGT_REAL, O(train.min_lr_ratio), 0, "0.1", 0, 1, NULL, "Final learning rate as a share of lr (cosine, linear)."},
     {"train.warmup", CFGT_INT, O(train.warmup), 0, "100", 0, 1000000000, NULL, "Linear warmup steps."},
     {"train.schedule", CFGT_STR, O(train.schedule), S(train.schedule), "cosine", 0, 0, "cosine|linear|constant|rsqrt",
-     "Learning-rate schedule after warmup; rsqrt: lr * sqrt(warmup / step) (docs/model.md §6)."},
+     "Learning-rate schedule after warmup; rsqrt: lr * sqrt(warmup / step) (docs/model.md §1)."},
     {"train.decay_steps", CFGT_INT, O(train.decay_steps), 0, "0", 0, 1000000000, NULL,
      "cosine, linear: steps over which the rate decays after warmup, then stays at its floor (0 = train.steps - train.warmup)."},
     {"train.report", CFGT_STR, O(train.report), S(train.report), "best", 0, 0, "best|last",

@@ -24,7 +24,7 @@ int model_build(Model *m, const Config *c) {
     m->mlp = mc->mlp;
     double std = mc->init_std, ostd = std / sqrt(2.0 * m->L);
     ParamTable *pt = &m->pt;
-    /* initialisation options (docs/model.md §7): tok_emb std, the blocks' dense weights */
+    /* initialisation options (docs/model.md §1): tok_emb std, the blocks' dense weights */
     double estd = mc->embed_std >= 0 ? mc->embed_std : std;
     InitKind dense = !strcmp(mc->dense_init, "xavier_uniform") ? INIT_XAVIER_UNIFORM : INIT_NORMAL;
     m->wte = pt_add2(pt, "tok_emb.weight", m->V, m->D, INIT_NORMAL, estd, GROUP_EMBED);
