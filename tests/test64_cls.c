@@ -74,14 +74,18 @@ static double head_loss(void *p) {
     return gc_dot(c->logits, c->r, (size_t)c->B * c->h.C);
 }
 
-static void head_case(int pair) {
+/* nh hidden layers of widths 6 and 5, ReLU or GELU */
+static void head_case(int pair, int nh, int relu, const char *label) {
     HeadCtx c;
     memset(&c, 0, sizeof c);
-    int D = 4, Dh = 6, C = 3;
+    int D = 4, C = 3;
     c.B = 3;
-    cls_head_add(&c.h, &c.pt, D, Dh, C, pair, 0.5);
+    ClsHeadSpec spec = {.nh = nh, .Dh = {6, 5}, .relu = relu, .init = INIT_NORMAL, .std = 0.5};
+    cls_head_add(&c.h, &c.pt, D, C, pair, &spec);
+    ck_assert_int_eq(pt_find(&c.pt, "head.mlp.fc.weight") >= 0, nh >= 1);
+    ck_assert_int_eq(pt_find(&c.pt, "head.mlp.fc2.weight") >= 0, nh >= 2);
     Rng rng;
-    rng_seed(&rng, 17 + pair);
+    rng_seed(&rng, 17 + pair + 2 * nh + 8 * relu);
     c.params = xcalloc(c.pt.total, sizeof(real));
     c.grads = xcalloc(c.pt.total, sizeof(real));
     pt_init(&c.pt, c.params, &rng);
@@ -97,7 +101,11 @@ static void head_case(int pair) {
     head_loss(&c);
     real *dp = xcalloc(np, sizeof(real));
     cls_head_backward(&c.h, dp, c.grads, c.r, c.act, c.pooled, c.params, c.scratch, c.B);
-    const char *label = pair ? "two-sequence head" : "linear head";
+    if (nh) { /* the hidden activation is the activation of its pre-activation */
+        real *hid = cls_head_hidden(&c.h, c.act, nh - 1, c.B), *pre = hid - (size_t)c.B * c.h.Dh[nh - 1];
+        for (int i = 0; i < c.B * c.h.Dh[nh - 1]; i++)
+            if (relu) ck_assert(hid[i] == (pre[i] > 0 ? pre[i] : 0));
+    }
     gc_assert_grad(label, "d pooled", head_loss, &c, c.pooled, dp, np);
     for (int i = 0; i < c.pt.n; i++)
         gc_assert_grad(label, c.pt.t[i].name, head_loss, &c, c.params + c.pt.t[i].offset, c.grads + c.pt.t[i].offset,
@@ -106,9 +114,17 @@ static void head_case(int pair) {
     free(c.params), free(c.grads), free(c.act), free(c.scratch), free(c.pooled), free(c.logits), free(c.r);
     pt_free(&c.pt);
 }
-START_TEST(test_head_linear) { head_case(0); }
+START_TEST(test_head_linear) { head_case(0, 0, 0, "linear head"); }
 END_TEST
-START_TEST(test_head_pair) { head_case(1); }
+START_TEST(test_head_pair) { head_case(1, 1, 0, "two-sequence head, one GELU layer"); }
+END_TEST
+/* LRA's heads: Dense(mlp_dim), ReLU, Dense(classes); two sequences with two ReLU layers */
+START_TEST(test_head_mlp_relu) {
+    head_case(0, 1, 1, "MLP head, one ReLU layer");
+    head_case(0, 2, 0, "MLP head, two GELU layers");
+    head_case(1, 2, 1, "two-sequence head, two ReLU layers");
+    head_case(1, 0, 0, "two-sequence head, no hidden layer");
+}
 END_TEST
 
 /* ---------------- whole classifier ---------------- */
@@ -153,9 +169,10 @@ static void fill_batch(ModCtx *c, uint64_t seed) {
     for (int b = 0; b < CB; b++) c->lab[b] = (int32_t)rng_below(&rng, 3);
 }
 
-static void model_case(const char *mixer, const char *pooling, int n_seq) {
+/* sets: "key=value;..." applied over the classifier config */
+static void model_case_sets(const char *mixer, const char *pooling, int n_seq, const char *sets) {
     Config cfg = cls_config(mixer, pooling, n_seq);
-    ck_assert_msg(cfg_validate(&cfg) == 0, "%s", gma_error());
+    tu_apply_sets(&cfg, sets);
     ModCtx c;
     memset(&c, 0, sizeof c);
     c.n_seq = n_seq;
@@ -172,12 +189,48 @@ static void model_case(const char *mixer, const char *pooling, int n_seq) {
     double worst = gc_model_grads(&c.m, cls_loss, &c, mixer);
     ck_assert_int_ge(pt_find(&c.m.pt, "head.weight"), 0);
     ck_assert_int_eq(pt_find(&c.m.pt, "cls_token") >= 0, !strcmp(pooling, "cls"));
-    ck_assert_int_eq(pt_find(&c.m.pt, "head.mlp.fc.weight") >= 0, n_seq == 2);
-    char nm[96];
-    snprintf(nm, sizeof nm, "2-layer classifier %s %s n_seq %d (%d tensors)", mixer, pooling, n_seq, c.m.pt.n);
+    int hidden = cfg.model.head_hidden >= 0 ? cfg.model.head_hidden > 0 : n_seq == 2;
+    ck_assert_int_eq(pt_find(&c.m.pt, "head.mlp.fc.weight") >= 0, hidden);
+    ck_assert_int_eq(pt_find(&c.m.pt, "pos_emb.weight") >= 0, !strcmp(cfg.model.pos, "learned"));
+    ck_assert_int_eq(pt_find(&c.m.pt, "blocks.0.mixer.q.bias") >= 0, cfg.model.attn_bias);
+    char nm[160];
+    snprintf(nm, sizeof nm, "2-layer classifier %s %s n_seq %d %s(%d tensors)", mixer, pooling, n_seq,
+             sets[0] ? "LRA settings " : "", c.m.pt.n);
     GC_ASSERT(nm, worst);
     model_free(&c.m);
 }
+
+static void model_case(const char *mixer, const char *pooling, int n_seq) { model_case_sets(mixer, pooling, n_seq, ""); }
+
+/* the release's model settings: sinusoidal positions, projections without bias, q/k/v
+ * width 6 != D = 8, a ReLU MLP head (two layers for two sequences), xavier_uniform dense
+ * weights, the CLS token starting at zero */
+#define LRA_SETS "model.pos=sinusoidal;model.attn_bias=false;model.qkv_dim=6;model.head_hidden=5;model.head_act=relu;" \
+                 "model.dense_init=xavier_uniform;model.head_init=lecun_normal;model.embed_std=1;model.cls_std=0"
+START_TEST(test_cls_lra_settings) {
+    model_case_sets("sdpa", "cls", 1, LRA_SETS);
+    model_case_sets("gma", "cls", 1, LRA_SETS);
+    model_case_sets("sdpa", "cls", 2, LRA_SETS ";model.head_hidden2=3");
+    model_case_sets("linformer", "cls", 1, LRA_SETS);
+    model_case_sets("performer", "mean", 1, LRA_SETS);
+    model_case_sets("linear", "cls", 1, LRA_SETS);
+}
+END_TEST
+
+/* the fixed table: sin at even columns, cos at odd ones, frequencies 10000^(-2i/D) */
+START_TEST(test_pos_sinusoidal) {
+    enum { N = 5, D = 6 };
+    real pe[N * D];
+    pos_sinusoidal(pe, N, D);
+    for (int n = 0; n < N; n++)
+        for (int i = 0; i < D / 2; i++) {
+            double w = pow(10000.0, -2.0 * i / D);
+            ck_assert(fabs(pe[n * D + 2 * i] - sin(n * w)) < 1e-12);
+            ck_assert(fabs(pe[n * D + 2 * i + 1] - cos(n * w)) < 1e-12);
+        }
+    ck_assert(fabs(pe[3 * D + 0] - sin(3.0)) < 1e-12);
+}
+END_TEST
 
 START_TEST(test_cls_gma_mean) { model_case("gma", "mean", 1); }
 END_TEST
@@ -278,6 +331,8 @@ Suite *make_suite(void) {
     tcase_add_test(tl, test_pool_cls);
     tcase_add_test(tl, test_head_linear);
     tcase_add_test(tl, test_head_pair);
+    tcase_add_test(tl, test_head_mlp_relu);
+    tcase_add_test(tl, test_pos_sinusoidal);
     suite_add_tcase(s, tl);
     TCase *tm = tcase_create("model");
     tcase_set_timeout(tm, 300);
@@ -288,6 +343,7 @@ Suite *make_suite(void) {
     tcase_add_test(tm, test_cls_sdpa_mean);
     tcase_add_test(tm, test_cls_sdpa_cls);
     tcase_add_test(tm, test_cls_baselines);
+    tcase_add_test(tm, test_cls_lra_settings);
     tcase_add_test(tm, test_pad_gma);
     tcase_add_test(tm, test_pad_sdpa);
     tcase_add_test(tm, test_pad_baselines);

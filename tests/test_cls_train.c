@@ -79,6 +79,8 @@ START_TEST(test_learns_and_keeps_best) {
     double best = json_number(flat, "best_valid_acc"), test = json_number(flat, "test_acc_at_best");
     printf("zfind: best valid acc %.3f, test acc at best %.3f\n", best, test);
     ck_assert_msg(best >= 0.8 && test >= 0.8, "did not learn: valid %.3f test %.3f (chance 0.5)", best, test);
+    ck_assert_ptr_nonnull(strstr(flat, "\"report\":\"best\""));
+    ck_assert(json_number(flat, "reported_test_acc") == test);
     free(sum);
     /* metrics rows: valid with acc, test from the best checkpoint */
     snprintf(p, sizeof p, "%s/metrics.jsonl", tu_path("run"));
@@ -101,6 +103,39 @@ START_TEST(test_learns_and_keeps_best) {
     free(js);
     /* a shard file is not classification data */
     ck_assert_int_eq(run("./bin/gmaeval --checkpoint %s --data %s/test.tsv", p, tu_path("zdata")), 2);
+}
+END_TEST
+
+/* the release's settings on the same task: learned CLS token, sinusoidal positions, no
+ * projection biases, q/k/v width 16 != 32, ReLU MLP head, rsqrt schedule, weight decay
+ * on every tensor, no clipping; train.report "last" reports the final model's test split */
+START_TEST(test_release_settings_report_last) {
+    make_data();
+    ck_assert_msg(run("./bin/gmatrain --config %s --out %s --quiet --set model.pooling=cls --set data.max_len=23 "
+                      "--set model.pos=sinusoidal --set model.attn_bias=false --set model.qkv_dim=16 "
+                      "--set model.head_hidden=64 --set model.head_act=relu --set model.dense_init=xavier_uniform "
+                      "--set model.embed_std=1 --set model.cls_std=0 --set train.schedule=rsqrt --set train.weight_decay=0.01 "
+                      "--set train.decay_embeddings=true --set train.decay_norms=true --set train.decay_biases=true "
+                      "--set train.grad_clip=0 --set train.report=last --set model.mixer=sdpa",
+                      tu_path("z.json"), tu_path("lrun")) == 0,
+                  "%s", g_out);
+    char p[1024];
+    snprintf(p, sizeof p, "%s/summary.json", tu_path("lrun"));
+    char *sum = gma_read_file(p, NULL);
+    ck_assert_ptr_nonnull(sum);
+    for (char *q = sum, *w = sum;; q++) {
+        if (*q != '\t' && *q != '\n' && *q != ' ') *w++ = *q;
+        if (!*q) break;
+    }
+    const char *fin = strstr(sum, "\"test\":{");
+    ck_assert_ptr_nonnull(fin);
+    double last = json_number(fin, "acc"), reported = json_number(sum, "reported_test_acc");
+    printf("zfind, release settings: test acc of the last model %.3f\n", last);
+    ck_assert_ptr_nonnull(strstr(sum, "\"report\":\"last\""));
+    ck_assert(reported == last);
+    ck_assert_msg(last >= 0.8, "did not learn with the release settings: %.3f (chance 0.5)", last);
+    ck_assert_int_eq((int)json_number(sum, "reported_step"), 120);
+    free(sum);
 }
 END_TEST
 
@@ -210,6 +245,7 @@ Suite *make_suite(void) {
     TCase *tc = tcase_create("cls_train");
     tcase_set_timeout(tc, 120);
     tcase_add_test(tc, test_learns_and_keeps_best);
+    tcase_add_test(tc, test_release_settings_report_last);
     tcase_add_test(tc, test_resume_exact);
     tcase_add_test(tc, test_bad_input);
     tcase_add_test(tc, test_two_sequences);

@@ -36,11 +36,13 @@ START_TEST(test_readme_reference_current) {
 }
 END_TEST
 
-/* the LRA configs: every task with gma and sdpa, the reference hyper-parameters (docs/lra.md) */
+/* the LRA configs: every task and mixer, the release's settings (docs/lra.md's table) */
 START_TEST(test_lra_configs) {
-    static const char *tasks[] = {"listops", "text", "retrieval", "image"}, *mixers[] = {"gma", "sdpa"};
+    static const char *tasks[] = {"listops", "text", "retrieval", "image"},
+                      *mixers[] = {"gma", "sdpa", "linear", "performer", "linformer"};
+    static const int eval_every[] = {50, 100, 100, 175}, len[] = {2000, 1000, 4000, 1024};
     for (int t = 0; t < 4; t++)
-        for (int x = 0; x < 2; x++) {
+        for (int x = 0; x < 5; x++) {
             char path[256];
             snprintf(path, sizeof path, "configs/lra_%s_%s.json", tasks[t], mixers[x]);
             Config c;
@@ -52,15 +54,45 @@ START_TEST(test_lra_configs) {
             ck_assert_str_eq(c.data.task, tasks[t]);
             ck_assert_str_eq(c.model.mixer[0], mixers[x]);
             ck_assert_int_eq(cfg_causal(&c), 0);
+            /* every task: learned CLS token with its slot, MLP head with ReLU, projections
+             * without bias, AdamW 0.9/0.98/1e-9 decaying every tensor, no clipping, the
+             * release's evaluation period, the last checkpoint reported */
+            ck_assert_str_eq(c.model.pooling, "cls");
+            ck_assert_int_eq(c.data.max_len, len[t]);
+            ck_assert_int_eq(c.train.seq_len, len[t] + 1);
+            ck_assert_str_eq(c.model.head_act, "relu");
+            ck_assert_int_eq(c.model.head_hidden, c.model.d_ff);
+            ck_assert_int_eq(c.model.head_hidden2, t == 2 ? c.model.d_ff / 2 : 0);
+            ck_assert_int_eq(c.model.attn_bias, 0);
+            ck_assert_str_eq(c.model.pos, t == 3 ? "learned" : "sinusoidal");
+            ck_assert_str_eq(c.model.dense_init, "xavier_uniform");
+            ck_assert(c.model.embed_std == 1.0 && c.model.cls_std == 0);
+            ck_assert(c.train.beta1 == 0.9 && c.train.beta2 == 0.98 && c.train.adam_eps == 1e-9);
+            ck_assert(c.train.decay_embeddings && c.train.decay_norms && c.train.decay_biases && c.train.decay_mixture);
+            ck_assert(c.train.grad_clip == 0);
+            ck_assert_int_eq(c.train.eval_every, eval_every[t]);
+            ck_assert_str_eq(c.train.report, "last");
+            ck_assert_str_eq(c.train.schedule, t == 3 ? "cosine" : "rsqrt");
+            if (t < 3) ck_assert(fabs(c.train.lr - 0.05 / sqrt(c.train.warmup)) < 1e-9);
+            if (!strcmp(mixers[x], "linformer")) ck_assert_int_eq((int)cfg_num(&c, "linformer.k"), 16);
+            if (!strcmp(mixers[x], "performer")) ck_assert_int_eq((int)cfg_num(&c, "performer.features"), t == 0 ? 2 : 256);
             if (t == 0) { /* ListOps: 4 layers, width 512, 8 heads, MLP 1024, length 2000, batch 32, 5000 steps */
                 ck_assert_int_eq(c.model.n_layers, 4);
                 ck_assert_int_eq(c.model.d_model, 512);
                 ck_assert_int_eq(c.model.n_heads, 8);
                 ck_assert_int_eq(c.model.d_ff, 1024);
-                ck_assert_int_eq(c.data.max_len, 2000);
                 ck_assert_int_eq(c.train.batch_size, 32);
                 ck_assert_int_eq(c.train.steps, 5000);
                 ck_assert_int_eq(c.model.n_classes, 10);
+            }
+            if (t == 3) { /* Image: 1 layer, width 128, 8 heads, q/k/v 64, MLP 128, cosine to zero */
+                ck_assert_int_eq(c.model.n_layers, 1);
+                ck_assert_int_eq(c.model.d_model, 128);
+                ck_assert_int_eq(c.model.n_heads, 8);
+                ck_assert_int_eq(cfg_qkv_dim(&c), 64);
+                ck_assert_int_eq(c.model.d_ff, 128);
+                ck_assert(c.train.min_lr_ratio == 0 && c.train.decay_steps == 35000 && c.train.warmup == 175);
+                ck_assert(c.train.weight_decay == 0);
             }
             if (t == 1) { /* Text: 4 layers, width 256, 4 heads, MLP 1024 */
                 ck_assert_int_eq(c.model.n_layers, 4);

@@ -280,6 +280,22 @@ START_TEST(test_schedule) {
     ck_assert(fabs(optim_lr(&t, 35) - 0.775) < 1e-12);
     snprintf(t.schedule, sizeof t.schedule, "constant");
     ck_assert(fabs(optim_lr(&t, 100) - 1.0) < 1e-12);
+    /* rsqrt after warmup: lr sqrt(warmup / (step + 1)); LRA's constant * linear_warmup *
+     * rsqrt_decay with the same peak */
+    snprintf(t.schedule, sizeof t.schedule, "rsqrt");
+    ck_assert(fabs(optim_lr(&t, 4) - 0.5) < 1e-12);
+    ck_assert(fabs(optim_lr(&t, 9) - 1.0) < 1e-12);
+    ck_assert(fabs(optim_lr(&t, 39) - 0.5) < 1e-12);
+    ck_assert(fabs(optim_lr(&t, 1000) - sqrt(10.0 / 1001)) < 1e-12);
+    /* cosine to zero over decay_steps (LRA's steps_per_cycle), then the floor */
+    snprintf(t.schedule, sizeof t.schedule, "cosine");
+    t.min_lr_ratio = 0;
+    t.decay_steps = 200;
+    ck_assert(fabs(optim_lr(&t, 110) - 0.5) < 1e-12);
+    ck_assert(fabs(optim_lr(&t, 210) - 0.0) < 1e-12);
+    ck_assert(fabs(optim_lr(&t, 500) - 0.0) < 1e-12);
+    t.decay_steps = 0;
+    ck_assert(fabs(optim_lr(&t, 60) - 0.5) < 1e-12);
     /* decay groups */
     t.weight_decay = 0.1;
     ck_assert(optim_decay_for(&t, GROUP_WEIGHT) == 0.1);

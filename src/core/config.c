@@ -35,7 +35,8 @@ static const CfgKey g_head[] = {
     {"model.mixer", CFGT_MIXERS, O(model.mixer), 0, "gma", 0, 0, NULL,
      "Sequence mixer: one name for every layer or a list with one per layer"},
     {"model.causal", CFGT_INT, O(model.causal), 0, "-1", -1, 1, NULL, "1 causal, 0 bidirectional, -1 by task (lm causal, classify not)."},
-    {"model.pos", CFGT_STR, O(model.pos), S(model.pos), "learned", 0, 0, "learned|none", "Position embedding."},
+    {"model.pos", CFGT_STR, O(model.pos), S(model.pos), "learned", 0, 0, "learned|sinusoidal|none",
+     "Position embedding: learned table, fixed sinusoidal table (not trained; docs/model.md §1), or none."},
     {"model.mlp", CFGT_BOOL, O(model.mlp), 0, "true", 0, 0, NULL, "Include the MLP in each block."},
     {"model.init_std", CFGT_REAL, O(model.init_std), 0, "0.02", 0, 10, NULL,
      "Std of normal initialisation of linear and embedding weights (output projections scaled by 1/sqrt(2L))."},
@@ -51,6 +52,25 @@ static const CfgKey g_head[] = {
      "Dropout rate on the attention probabilities of sdpa, sdpa_ref and linformer (training only; refused for the other mixers)."},
     {"model.mlp_hidden_dropout", CFGT_REAL, O(model.mlp_hidden_dropout), 0, "0", 0, 0.95, NULL,
      "Dropout rate on the MLP hidden activation after GELU, as the LRA release's MlpBlock (training only)."},
+    {"model.attn_bias", CFGT_BOOL, O(model.attn_bias), 0, "true", 0, 0, NULL,
+     "Biases on the attention projections q, k, v and o (false: none, as LRA)."},
+    {"model.qkv_dim", CFGT_INT, O(model.qkv_dim), 0, "0", 0, 65536, NULL,
+     "Width of the q/k/v projections, split over the heads (0 = d_model; must be divisible by model.n_heads)."},
+    {"model.head_hidden", CFGT_INT, O(model.head_hidden), 0, "-1", -1, 1048576, NULL,
+     "Classifier head: width of its first hidden layer (0 = none; -1 = none for one sequence, model.d_ff for two)."},
+    {"model.head_hidden2", CFGT_INT, O(model.head_hidden2), 0, "0", 0, 1048576, NULL,
+     "Classifier head: width of a second hidden layer (0 = none; needs model.head_hidden > 0)."},
+    {"model.head_act", CFGT_STR, O(model.head_act), S(model.head_act), "gelu", 0, 0, "gelu|relu",
+     "Classifier head: activation of its hidden layers."},
+    {"model.embed_std", CFGT_REAL, O(model.embed_std), 0, "-1", -1, 100, NULL,
+     "Std of the normal initialisation of tok_emb (-1 = model.init_std)."},
+    {"model.cls_std", CFGT_REAL, O(model.cls_std), 0, "-1", -1, 100, NULL,
+     "Std of the normal initialisation of cls_token (-1 = model.init_std, 0 = zeros)."},
+    {"model.dense_init", CFGT_STR, O(model.dense_init), S(model.dense_init), "normal", 0, 0, "normal|xavier_uniform",
+     "Initialisation of the blocks' dense weights (attention projections, MLP): normal(init_std) (output projections "
+     "scaled by 1/sqrt(2L)), or xavier_uniform U(-a, a), a = sqrt(6 / (fan_in + fan_out)) (docs/model.md §1)."},
+    {"model.head_init", CFGT_STR, O(model.head_init), S(model.head_init), "normal", 0, 0, "normal|xavier_uniform|lecun_normal",
+     "Initialisation of the classifier head's weights: normal(init_std), xavier_uniform, or lecun_normal N(0, 1/fan_in)."},
 };
 
 /* the generic keys after the mixer sections (train.*, data.*) */
@@ -64,7 +84,12 @@ static const CfgKey g_tail[] = {
     {"train.lr", CFGT_REAL, O(train.lr), 0, "0.0003", 0, 1e3, NULL, "Peak learning rate."},
     {"train.min_lr_ratio", CFGT_REAL, O(train.min_lr_ratio), 0, "0.1", 0, 1, NULL, "Final learning rate as a share of lr (cosine, linear)."},
     {"train.warmup", CFGT_INT, O(train.warmup), 0, "100", 0, 1000000000, NULL, "Linear warmup steps."},
-    {"train.schedule", CFGT_STR, O(train.schedule), S(train.schedule), "cosine", 0, 0, "cosine|linear|constant", "Learning-rate schedule after warmup."},
+    {"train.schedule", CFGT_STR, O(train.schedule), S(train.schedule), "cosine", 0, 0, "cosine|linear|constant|rsqrt",
+     "Learning-rate schedule after warmup; rsqrt: lr * sqrt(warmup / step) (docs/model.md §1)."},
+    {"train.decay_steps", CFGT_INT, O(train.decay_steps), 0, "0", 0, 1000000000, NULL,
+     "cosine, linear: steps over which the rate decays after warmup, then stays at its floor (0 = train.steps - train.warmup)."},
+    {"train.report", CFGT_STR, O(train.report), S(train.report), "best", 0, 0, "best|last",
+     "Classifier: the test accuracy summary.json reports (reported_test_acc): of the best-validation checkpoint, or of the last."},
     {"train.beta1", CFGT_REAL, O(train.beta1), 0, "0.9", 0, 0.999999, NULL, "AdamW beta1."},
     {"train.beta2", CFGT_REAL, O(train.beta2), 0, "0.95", 0, 0.999999999, NULL, "AdamW beta2."},
     {"train.adam_eps", CFGT_REAL, O(train.adam_eps), 0, "1e-08", 0, 1, NULL, "AdamW epsilon."},
@@ -473,11 +498,17 @@ int cfg_causal(const Config *c) {
 
 int cfg_d_ff(const Config *c) { return c->model.d_ff > 0 ? c->model.d_ff : 4 * c->model.d_model; }
 
+int cfg_qkv_dim(const Config *c) { return c->model.qkv_dim > 0 ? c->model.qkv_dim : c->model.d_model; }
+
 int cfg_validate(const Config *c) {
     const ModelCfg *m = &c->model;
     if (check_run_name(c->name) != 0) return -1;
     if (m->d_model % m->n_heads)
         return gma_errorf("key model.d_model: %d is not divisible by model.n_heads = %d", m->d_model, m->n_heads);
+    if (cfg_qkv_dim(c) % m->n_heads)
+        return gma_errorf("key model.qkv_dim: %d is not divisible by model.n_heads = %d", cfg_qkv_dim(c), m->n_heads);
+    if (m->head_hidden2 > 0 && m->head_hidden <= 0)
+        return gma_errorf("key model.head_hidden2: a second hidden layer needs model.head_hidden > 0");
     if (m->n_mixer != 1 && m->n_mixer != m->n_layers)
         return gma_errorf("key model.mixer: %d names for %d layers (give one name or one per layer)", m->n_mixer, m->n_layers);
     if (c->train.seq_len > m->max_seq_len)

@@ -51,7 +51,7 @@ typedef struct ModelCfg {
     char mixer[CFG_MAX_LAYERS][16];
     int n_mixer;            /* 1 = same for all layers, else n_layers */
     int causal;             /* -1 = by task (lm causal, classify bidirectional) */
-    char pos[16];           /* learned | none */
+    char pos[16];           /* learned | sinusoidal | none */
     int mlp;
     double init_std;
     int auto_threshold;
@@ -61,6 +61,14 @@ typedef struct ModelCfg {
     double dropout;         /* embedding sum, mixer and MLP outputs (docs/model.md §8) */
     double attn_dropout;    /* attention probabilities (sdpa, sdpa_ref, linformer) */
     double mlp_hidden_dropout; /* MLP hidden activation after GELU (the LRA release's MlpBlock) */
+    int attn_bias;          /* biases on the attention projections (q, k, v, o) */
+    int qkv_dim;            /* width of the q/k/v projections (0 = d_model) */
+    int head_hidden, head_hidden2; /* classifier head hidden widths (-1 = by task, 0 = none) */
+    char head_act[16];      /* gelu | relu: activation of the head's hidden layers */
+    double embed_std;       /* tok_emb init std (< 0 = init_std) */
+    double cls_std;         /* cls_token init std (< 0 = init_std, 0 = zeros) */
+    char dense_init[16];    /* normal | xavier_uniform: blocks' dense weights */
+    char head_init[16];     /* normal | xavier_uniform | lecun_normal: head weights */
 } ModelCfg;
 
 typedef struct TrainCfg {
@@ -68,7 +76,9 @@ typedef struct TrainCfg {
     char optimizer[16];     /* adamw | sgd */
     double lr, min_lr_ratio;
     int warmup;
-    char schedule[16];      /* cosine | linear | constant */
+    char schedule[16];      /* cosine | linear | constant | rsqrt */
+    int decay_steps;        /* cosine / linear: steps of the decay after warmup (0 = steps - warmup) */
+    char report[8];         /* best | last: the checkpoint whose test accuracy a classifier reports */
     double beta1, beta2, adam_eps, weight_decay, momentum;
     int decay_embeddings, decay_norms, decay_biases, decay_mixture;
     double grad_clip;
@@ -146,4 +156,6 @@ const char *cfg_layer_mixer(const Config *c, int l);
 /* Whether the mixers are causal (resolving -1 by task). */
 int cfg_causal(const Config *c);
 int cfg_d_ff(const Config *c);
+/* Width of the q/k/v projections (model.qkv_dim, 0 = d_model). */
+int cfg_qkv_dim(const Config *c);
 #endif

@@ -58,8 +58,11 @@ int model_build(Model *m, const Config *c) {
     m->mlp = mc->mlp;
     double std = mc->init_std, ostd = std / sqrt(2.0 * m->L);
     ParamTable *pt = &m->pt;
-    m->wte = pt_add2(pt, "tok_emb.weight", m->V, m->D, INIT_NORMAL, std, GROUP_EMBED);
-    m->wpe = strcmp(mc->pos, "none") ? pt_add2(pt, "pos_emb.weight", m->Nmax, m->D, INIT_NORMAL, std, GROUP_EMBED) : -1;
+    /* initialisation options (docs/model.md §1): tok_emb std, the blocks' dense weights */
+    double estd = mc->embed_std >= 0 ? mc->embed_std : std;
+    InitKind dense = !strcmp(mc->dense_init, "xavier_uniform") ? INIT_XAVIER_UNIFORM : INIT_NORMAL;
+    m->wte = pt_add2(pt, "tok_emb.weight", m->V, m->D, INIT_NORMAL, estd, GROUP_EMBED);
+    m->wpe = !strcmp(mc->pos, "learned") ? pt_add2(pt, "pos_emb.weight", m->Nmax, m->D, INIT_NORMAL, std, GROUP_EMBED) : -1;
     m->blocks = xcalloc(m->L, sizeof(Block));
     char name[128], pre[64];
     for (int l = 0; l < m->L; l++) {
@@ -77,9 +80,9 @@ int model_build(Model *m, const Config *c) {
         if (m->mlp) {
             b->ln2w = pt_add1(pt, NM("ln2.weight"), m->D, INIT_ONE, 0, GROUP_NORM);
             b->ln2b = pt_add1(pt, NM("ln2.bias"), m->D, INIT_ZERO, 0, GROUP_BIAS);
-            b->fcw = pt_add2(pt, NM("mlp.fc.weight"), m->F, m->D, INIT_NORMAL, std, GROUP_WEIGHT);
+            b->fcw = pt_add2(pt, NM("mlp.fc.weight"), m->F, m->D, dense, std, GROUP_WEIGHT);
             b->fcb = pt_add1(pt, NM("mlp.fc.bias"), m->F, INIT_ZERO, 0, GROUP_BIAS);
-            b->projw = pt_add2(pt, NM("mlp.proj.weight"), m->D, m->F, INIT_NORMAL, ostd, GROUP_WEIGHT);
+            b->projw = pt_add2(pt, NM("mlp.proj.weight"), m->D, m->F, dense, ostd, GROUP_WEIGHT);
             b->projb = pt_add1(pt, NM("mlp.proj.bias"), m->D, INIT_ZERO, 0, GROUP_BIAS);
         }
 #undef NM
@@ -92,8 +95,15 @@ int model_build(Model *m, const Config *c) {
         m->pool_cls = !strcmp(mc->pooling, "cls");
         m->n_seq = mc->n_seq > 0 ? mc->n_seq : 1;
         m->C = mc->n_classes;
-        if (m->pool_cls) m->cls_tok = pt_add1(pt, "cls_token", m->D, INIT_NORMAL, std, GROUP_EMBED);
-        cls_head_add(&m->head, pt, m->D, m->F, m->C, m->n_seq == 2, std);
+        double cstd = mc->cls_std >= 0 ? mc->cls_std : std;
+        if (m->pool_cls) m->cls_tok = pt_add1(pt, "cls_token", m->D, cstd > 0 ? INIT_NORMAL : INIT_ZERO, cstd, GROUP_EMBED);
+        ClsHeadSpec hs = {.relu = !strcmp(mc->head_act, "relu"), .std = std,
+                          .init = !strcmp(mc->head_init, "xavier_uniform") ? INIT_XAVIER_UNIFORM
+                                  : !strcmp(mc->head_init, "lecun_normal") ? INIT_LECUN_NORMAL : INIT_NORMAL};
+        int h1 = mc->head_hidden >= 0 ? mc->head_hidden : m->n_seq == 2 ? m->F : 0;
+        if (h1 > 0) hs.Dh[hs.nh++] = h1;
+        if (h1 > 0 && mc->head_hidden2 > 0) hs.Dh[hs.nh++] = mc->head_hidden2;
+        cls_head_add(&m->head, pt, m->D, m->C, m->n_seq == 2, &hs);
     }
     return 0;
 }
@@ -192,6 +202,22 @@ void model_alloc(Model *m, int Bmax, int Nmax) {
     m->tok = g_ops->alloc(R * sizeof(int32_t));
     m->tgt = g_ops->alloc(R * sizeof(int32_t));
     m->pred_host = xcalloc(R, sizeof(int32_t));
+    if (!strcmp(m->cfg.model.pos, "sinusoidal")) {
+        real *host = xcalloc((size_t)m->Nmax * D, sizeof(real));
+        pos_sinusoidal(host, m->Nmax, m->D);
+        m->pos_fixed = g_ops->alloc((size_t)m->Nmax * D * sizeof(real));
+        g_ops->to_device(m->pos_fixed, host, (size_t)m->Nmax * D * sizeof(real));
+        free(host);
+    }
+}
+
+void pos_sinusoidal(real *pe, int N, int D) {
+    /* docs/model.md §1: column 2i holds sin(n w_i), column 2i+1 cos(n w_i), w_i = 10000^(-2i/D) */
+    for (int n = 0; n < N; n++)
+        for (int j = 0; j < D; j++) {
+            double w = exp(-(double)(j / 2 * 2) * log(10000.0) / D), a = (double)n * w;
+            pe[(size_t)n * D + j] = (real)(j % 2 ? cos(a) : sin(a));
+        }
 }
 
 void model_init_params(Model *m, uint64_t seed) {
@@ -220,6 +246,7 @@ void model_free(Model *m) {
         g_ops->free(m->tgt);
         if (m->pred) g_ops->free(m->pred);
     }
+    if (m->pos_fixed) g_ops->free(m->pos_fixed);
     free(m->pool_w_host);
     free(m->mask_host);
     free(m->tok_host);
@@ -235,6 +262,11 @@ void model_zero_grad(Model *m) { g_ops->zero(m->grads, m->pt.total * sizeof(real
 
 #define PP(i) PT_PTR(m->params, &m->pt, (i))
 #define GG(i) PT_PTR(m->grads, &m->pt, (i))
+
+/* The position table the embedding adds (learned pos_emb, the fixed sinusoidal table, or
+ * none) and where its gradient goes (NULL unless learned). */
+static real *pos_table(const Model *m) { return m->wpe >= 0 ? PP(m->wpe) : m->pos_fixed; }
+static real *pos_grad(const Model *m) { return m->wpe >= 0 ? GG(m->wpe) : NULL; }
 
 /* resid[0] (embedded, R = B*N rows) -> lnf through the blocks and ln_f */
 /* the blocks over resid[0]; with `dec` (incremental decoding, B = N = 1) each mixer takes
@@ -332,7 +364,7 @@ int model_forward(Model *m, const int32_t *tok, const int32_t *tgt, int B, int N
     int R = B * N, D = m->D;
     g_ops->to_device(m->tok, tok, sizeof(int32_t) * R);
     g_ops->to_device(m->tgt, tgt, sizeof(int32_t) * R);
-    g_ops->embed_forward(m->resid[0], m->tok, PP(m->wte), m->wpe >= 0 ? PP(m->wpe) : NULL, B, N, D);
+    g_ops->embed_forward(m->resid[0], m->tok, PP(m->wte), pos_table(m), B, N, D);
     MixerCtx ctx = {.B = B, .N = N, .causal = m->causal, .keymask = keymask, .training = training, .step = step};
     blocks_forward(m, &ctx);
     g_ops->matmul(m->logits, m->lnf, PP(m->wte), R, m->V, D, 0, 1, 1, 0);
@@ -385,12 +417,12 @@ int model_forward_cls(Model *m, const int32_t *tok, const uint8_t *keymask, cons
     size_t R = (size_t)S * Nt;
     g_ops->to_device(m->tok, m->tok_host, sizeof(int32_t) * R);
     g_ops->to_device(m->tgt, labels, sizeof(int32_t) * B);
-    g_ops->embed_forward(m->resid[0], m->tok, PP(m->wte), m->wpe >= 0 ? PP(m->wpe) : NULL, S, Nt, D);
+    g_ops->embed_forward(m->resid[0], m->tok, PP(m->wte), pos_table(m), S, Nt, D);
     if (m->pool_cls) /* position 0: cls_token + pos_emb[0] */
         for (int r = 0; r < S; r++) {
             real *row = m->resid[0] + (size_t)r * Nt * D;
             g_ops->copy(row, PP(m->cls_tok), sizeof(real) * D);
-            if (m->wpe >= 0) g_ops->axpy(row, 1, PP(m->wpe), D);
+            if (pos_table(m)) g_ops->axpy(row, 1, pos_table(m), D);
         }
     MixerCtx ctx = {.B = S, .N = Nt, .causal = m->causal, .keymask = m->mask_host, .training = training, .step = step};
     blocks_forward(m, &ctx);
@@ -426,7 +458,7 @@ static void backward_cls(Model *m, double loss_scale) {
             if (m->wpe >= 0) g_ops->axpy(GG(m->wpe), 1, row, D);
             g_ops->zero(row, sizeof(real) * D); /* keep the slot's token 0 out of tok_emb */
         }
-    g_ops->embed_backward(GG(m->wte), m->wpe >= 0 ? GG(m->wpe) : NULL, m->dresid, m->tok, S, Nt, D);
+    g_ops->embed_backward(GG(m->wte), pos_grad(m), m->dresid, m->tok, S, Nt, D);
 }
 
 void model_backward(Model *m, double loss_scale) {
@@ -444,7 +476,7 @@ void model_backward(Model *m, double loss_scale) {
     MixerCtx ctx = {.B = B, .N = N, .causal = m->causal, .keymask = m->keymask, .training = 1,
                     .aux_scale = loss_scale};
     blocks_backward(m, &ctx);
-    g_ops->embed_backward(GG(m->wte), m->wpe >= 0 ? GG(m->wpe) : NULL, m->dresid, m->tok, B, N, D);
+    g_ops->embed_backward(GG(m->wte), pos_grad(m), m->dresid, m->tok, B, N, D);
 }
 
 /* ---------------- what the mixers declare: auxiliary losses, buffers, routing health ---------------- */
@@ -572,7 +604,7 @@ int model_decode_step(Model *m, DecodeState *s, int32_t token) {
     m->drop_live = 0; /* decoding never drops */
     g_ops->to_device(m->tok, &token, sizeof(int32_t));
     /* the position embedding of row pos: the op adds row 0 of the table it is given */
-    g_ops->embed_forward(m->resid[0], m->tok, PP(m->wte), m->wpe >= 0 ? PP(m->wpe) + (size_t)s->pos * D : NULL, 1, 1, D);
+    g_ops->embed_forward(m->resid[0], m->tok, PP(m->wte), pos_table(m) ? pos_table(m) + (size_t)s->pos * D : NULL, 1, 1, D);
     MixerCtx ctx = {.B = 1, .N = 1, .causal = 1, .keymask = NULL, .training = 0, .step = 0};
     blocks_forward_dec(m, &ctx, s);
     g_ops->matmul(m->logits, m->lnf, PP(m->wte), 1, m->V, D, 0, 1, 1, 0);

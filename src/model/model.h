@@ -30,7 +30,8 @@ typedef struct Model {
     Config cfg;
     int V, D, L, H, F, Nmax, causal, mlp;
     ParamTable pt;
-    int wte, wpe, lnfw, lnfb; /* param indices (wpe -1 with pos "none") */
+    int wte, wpe, lnfw, lnfb; /* param indices (wpe -1 unless pos "learned") */
+    real *pos_fixed;          /* backend [Nmax, D]: the fixed table of pos "sinusoidal", else NULL */
     Block *blocks;
     real *params, *grads, *m, *v; /* backend memory, pt.total reals each */
     /* activations, planned for Bmax x Nmax */
@@ -76,6 +77,8 @@ void model_alloc(Model *m, int Bmax, int Nmax);
 /* Initialise parameters from the seed (host draw in table order, then copied to the backend). */
 void model_init_params(Model *m, uint64_t seed);
 void model_free(Model *m);
+/* The fixed sinusoidal position table pe [N, D] (docs/model.md §1), host memory. */
+void pos_sinusoidal(real *pe, int N, int D);
 
 typedef struct LossStats {
     double loss_sum; /* summed NLL over scored positions */

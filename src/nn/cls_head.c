@@ -1,55 +1,98 @@
-/* cls_head.c: linear and two-sequence classifier heads (see cls_head.h). */
+/* cls_head.c: the classifier heads, pooled or pair features through up to two hidden
+ * layers to the logits (see cls_head.h). */
 #include "nn/cls_head.h"
+
+#include <string.h>
 
 #include "nn/linear.h"
 
-void cls_head_add(ClsHead *h, ParamTable *pt, int D, int Dh, int C, int pair, double std) {
+void cls_head_add(ClsHead *h, ParamTable *pt, int D, int C, int pair, const ClsHeadSpec *spec) {
+    static const char *nm[CLS_HEAD_MAX_HIDDEN][2] = {{"head.mlp.fc.weight", "head.mlp.fc.bias"},
+                                                     {"head.mlp.fc2.weight", "head.mlp.fc2.bias"}};
+    memset(h, 0, sizeof *h);
     h->pair = pair;
     h->D = D;
-    h->Dh = pair ? Dh : D;
+    h->Din = pair ? 4 * D : D;
     h->C = C;
-    h->fcw = h->fcb = -1;
-    h->o_fcw = h->o_fcb = 0;
-    if (pair) {
-        h->fcw = pt_add2(pt, "head.mlp.fc.weight", Dh, 4 * D, INIT_NORMAL, std, GROUP_WEIGHT);
-        h->fcb = pt_add1(pt, "head.mlp.fc.bias", Dh, INIT_ZERO, 0, GROUP_BIAS);
-        h->o_fcw = pt->t[h->fcw].offset;
-        h->o_fcb = pt->t[h->fcb].offset;
+    h->nh = spec->nh;
+    h->relu = spec->relu;
+    int in = h->Din;
+    for (int k = 0; k < CLS_HEAD_MAX_HIDDEN; k++) h->fcw[k] = h->fcb[k] = -1;
+    for (int k = 0; k < h->nh; k++) {
+        h->Dh[k] = spec->Dh[k];
+        h->fcw[k] = pt_add2(pt, nm[k][0], h->Dh[k], in, spec->init, spec->std, GROUP_WEIGHT);
+        h->fcb[k] = pt_add1(pt, nm[k][1], h->Dh[k], INIT_ZERO, 0, GROUP_BIAS);
+        h->o_fcw[k] = pt->t[h->fcw[k]].offset;
+        h->o_fcb[k] = pt->t[h->fcb[k]].offset;
+        in = h->Dh[k];
     }
-    h->w = pt_add2(pt, "head.weight", C, h->Dh, INIT_NORMAL, std, GROUP_WEIGHT);
+    h->w = pt_add2(pt, "head.weight", C, in, spec->init, spec->std, GROUP_WEIGHT);
     h->b = pt_add1(pt, "head.bias", C, INIT_ZERO, 0, GROUP_BIAS);
     h->o_w = pt->t[h->w].offset;
     h->o_b = pt->t[h->b].offset;
 }
 
-size_t cls_head_act_size(const ClsHead *h, int B) { return h->pair ? (size_t)B * (4 * h->D + 2 * h->Dh) : 0; }
+/* act layout: f [B,Din] (pair only), then per hidden layer pre [B,Dh], hid [B,Dh] */
+size_t cls_head_act_size(const ClsHead *h, int B) {
+    size_t n = h->pair ? (size_t)B * h->Din : 0;
+    for (int k = 0; k < h->nh; k++) n += 2 * (size_t)B * h->Dh[k];
+    return n;
+}
 
-/* act layout (pair): f [B,4D], pre [B,Dh], hid [B,Dh] */
+static real *pre_of(const ClsHead *h, real *act, int k, int B) {
+    real *p = act + (h->pair ? (size_t)B * h->Din : 0);
+    for (int j = 0; j < k; j++) p += 2 * (size_t)B * h->Dh[j];
+    return p;
+}
+
+real *cls_head_hidden(const ClsHead *h, real *act, int k, int B) { return pre_of(h, act, k, B) + (size_t)B * h->Dh[k]; }
+
 void cls_head_forward(const ClsHead *h, real *logits, real *act, const real *pooled, const real *params, int B) {
-    if (!h->pair) {
-        linear_forward(logits, pooled, params + h->o_w, params + h->o_b, B, h->D, h->C);
-        return;
+    const real *x = pooled;
+    if (h->pair) {
+        g_ops->pair_features_forward(act, pooled, pooled + (size_t)B * h->D, B, h->D);
+        x = act;
     }
-    int D = h->D, Dh = h->Dh;
-    real *f = act, *pre = f + (size_t)B * 4 * D, *hid = pre + (size_t)B * Dh;
-    g_ops->pair_features_forward(f, pooled, pooled + (size_t)B * D, B, D);
-    linear_forward(pre, f, params + h->o_fcw, params + h->o_fcb, B, 4 * D, Dh);
-    g_ops->gelu_forward(hid, pre, (size_t)B * Dh);
-    linear_forward(logits, hid, params + h->o_w, params + h->o_b, B, Dh, h->C);
+    int in = h->Din;
+    for (int k = 0; k < h->nh; k++) {
+        real *pre = pre_of(h, act, k, B), *hid = pre + (size_t)B * h->Dh[k];
+        size_t n = (size_t)B * h->Dh[k];
+        linear_forward(pre, x, params + h->o_fcw[k], params + h->o_fcb[k], B, in, h->Dh[k]);
+        if (h->relu) g_ops->relu_forward(hid, pre, n);
+        else g_ops->gelu_forward(hid, pre, n);
+        x = hid;
+        in = h->Dh[k];
+    }
+    linear_forward(logits, x, params + h->o_w, params + h->o_b, B, in, h->C);
 }
 
 void cls_head_backward(const ClsHead *h, real *dpooled, real *grads, const real *dlogits, real *act,
                        const real *pooled, const real *params, real *scratch, int B) {
-    if (!h->pair) {
+    size_t total = cls_head_act_size(h, B);
+    if (!total) { /* one sequence, no hidden layer: the linear head on pooled */
         linear_backward(dpooled, grads + h->o_w, grads + h->o_b, dlogits, pooled, params + h->o_w, B, h->D, h->C);
         return;
     }
-    int D = h->D, Dh = h->Dh;
-    real *f = act, *pre = f + (size_t)B * 4 * D, *hid = pre + (size_t)B * Dh;
-    real *df = scratch, *dpre = df + (size_t)B * 4 * D, *dhid = dpre + (size_t)B * Dh;
-    g_ops->zero(scratch, sizeof(real) * cls_head_act_size(h, B));
-    linear_backward(dhid, grads + h->o_w, grads + h->o_b, dlogits, hid, params + h->o_w, B, Dh, h->C);
-    g_ops->gelu_backward(dpre, dhid, pre, (size_t)B * Dh);
-    linear_backward(df, grads + h->o_fcw, grads + h->o_fcb, dpre, f, params + h->o_fcw, B, 4 * D, Dh);
-    g_ops->pair_features_backward(dpooled, dpooled + (size_t)B * D, df, pooled, pooled + (size_t)B * D, B, D);
+    /* scratch mirrors act: df, then per layer dpre, dhid */
+    g_ops->zero(scratch, sizeof(real) * total);
+    const real *f = h->pair ? act : pooled;
+    real *df = h->pair ? scratch : dpooled;
+    int last = h->nh - 1;
+    const real *xin = last >= 0 ? cls_head_hidden(h, act, last, B) : f;
+    real *dxin = last >= 0 ? scratch + (cls_head_hidden(h, act, last, B) - act) : df;
+    int in = last >= 0 ? h->Dh[last] : h->Din;
+    linear_backward(dxin, grads + h->o_w, grads + h->o_b, dlogits, xin, params + h->o_w, B, in, h->C);
+    for (int k = last; k >= 0; k--) {
+        real *pre = pre_of(h, act, k, B);
+        real *dpre = scratch + (pre - act), *dhid = dpre + (size_t)B * h->Dh[k];
+        size_t n = (size_t)B * h->Dh[k];
+        if (h->relu) g_ops->relu_backward(dpre, dhid, pre, n);
+        else g_ops->gelu_backward(dpre, dhid, pre, n);
+        const real *x = k > 0 ? cls_head_hidden(h, act, k - 1, B) : f;
+        real *dx = k > 0 ? scratch + (cls_head_hidden(h, act, k - 1, B) - act) : df;
+        int kin = k > 0 ? h->Dh[k - 1] : h->Din;
+        linear_backward(dx, grads + h->o_fcw[k], grads + h->o_fcb[k], dpre, x, params + h->o_fcw[k], B, kin, h->Dh[k]);
+    }
+    if (h->pair)
+        g_ops->pair_features_backward(dpooled, dpooled + (size_t)B * h->D, df, pooled, pooled + (size_t)B * h->D, B, h->D);
 }

@@ -50,12 +50,16 @@ void pt_init(const ParamTable *pt, real *params, Rng *rng) {
     for (int i = 0; i < pt->n; i++) {
         const ParamInfo *p = &pt->t[i];
         real *x = params + p->offset;
+        double fan_out = p->shape[0], fan_in = p->ndim > 1 ? (double)(p->numel / (size_t)p->shape[0]) : 1;
+        double xa = sqrt(6.0 / (fan_in + fan_out)), ls = 1 / sqrt(fan_in);
         for (size_t j = 0; j < p->numel; j++) {
             switch (p->init) {
             case INIT_ZERO: x[j] = 0; break;
             case INIT_ONE: x[j] = 1; break;
             case INIT_CONST: x[j] = (real)p->init_a; break;
             case INIT_NORMAL: x[j] = (real)(p->init_a * rng_normal(rng)); break;
+            case INIT_XAVIER_UNIFORM: x[j] = (real)(xa * (2 * rng_uniform(rng) - 1)); break;
+            case INIT_LECUN_NORMAL: x[j] = (real)(ls * rng_normal(rng)); break;
             }
         }
     }

@@ -63,6 +63,9 @@
     /* GELU (tanh form): out = gelu(x) ; dx += dout * gelu'(x) */                                                      \
     X(void, gelu_forward, (real *out, const real *x, size_t n))                                                        \
     X(void, gelu_backward, (real *dx, const real *dout, const real *x, size_t n))                                      \
+    /* ReLU: out = max(x, 0) ; dx += dout * [x > 0] (the classifier head, docs/model.md §2) */                         \
+    X(void, relu_forward, (real *out, const real *x, size_t n))                                                        \
+    X(void, relu_backward, (real *dx, const real *dout, const real *x, size_t n))                                      \
     /* LayerNorm over the last dim C; mean, rstd [R] saved */                                                          \
     X(void, layernorm_forward, (real *out, real *mean, real *rstd, const real *x, const real *w, const real *b,        \
         int R, int C))                                                                                                 \

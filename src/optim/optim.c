@@ -6,7 +6,10 @@
 double optim_lr(const TrainCfg *t, long step) {
     if (t->warmup > 0 && step < t->warmup) return t->lr * (double)(step + 1) / t->warmup;
     if (!strcmp(t->schedule, "constant")) return t->lr;
-    long span = t->steps - t->warmup;
+    /* rsqrt (docs/model.md §1): lr sqrt(warmup / (step + 1)) after warmup, the 1-based step
+     * that the warmup uses; with no warmup, lr / sqrt(step + 1) */
+    if (!strcmp(t->schedule, "rsqrt")) return t->lr * sqrt((double)(t->warmup > 0 ? t->warmup : 1) / (double)(step + 1));
+    long span = t->decay_steps > 0 ? t->decay_steps : t->steps - t->warmup;
     double p = span > 0 ? (double)(step - t->warmup) / span : 1.0;
     if (p > 1) p = 1;
     double lo = t->lr * t->min_lr_ratio;

@@ -6,8 +6,9 @@
 #include "model/model.h"
 
 /* Learning rate for optimiser step `step` (0-based): linear warmup from lr/warmup to lr
- * over `warmup` steps, then cosine / linear decay to lr * min_lr_ratio at train.steps, or
- * constant. */
+ * over `warmup` steps, then cosine / linear decay to lr * min_lr_ratio over decay_steps
+ * (0 = until train.steps; the floor afterwards), constant, or rsqrt: lr sqrt(warmup /
+ * (step + 1)) (docs/model.md §1). */
 double optim_lr(const TrainCfg *t, long step);
 /* Weight decay applied to a tensor of this group under this config. */
 double optim_decay_for(const TrainCfg *t, ParamGroup g);

@@ -437,6 +437,20 @@ static int finish_best(Run *r, cJSON *sum) {
     return 0;
 }
 
+/* The test accuracy a classifier reports (train.report): of RUN/best or of the final model
+ * (LRA reports the last one), as summary.json's report, reported_test_acc, reported_step. */
+static void report_test(const Run *r, cJSON *sum, const EvalResult *fin_test) {
+    int last = !strcmp(r->cfg.train.report, "last");
+    const cJSON *at_best = cJSON_GetObjectItemCaseSensitive(sum, "test_acc_at_best");
+    double acc = last ? fin_test->acc : at_best ? at_best->valuedouble : NAN;
+    if (isnan(acc)) return; /* no best checkpoint was scored */
+    cJSON_AddStringToObject(sum, "report", last ? "last" : "best");
+    cJSON_AddNumberToObject(sum, "reported_test_acc", acc);
+    cJSON_AddNumberToObject(sum, "reported_step", (double)(last ? r->ts.step : r->ts.best_step));
+    if (!r->quiet) fprintf(stderr, "reported (%s checkpoint, step %ld) | test acc %.4f\n", last ? "last" : "best",
+                           last ? r->ts.step : r->ts.best_step, acc);
+}
+
 int run_finish(Run *r) {
     if (r->o.progress_tty && !r->quiet) fprintf(stderr, "\n");
     if (stopping(r)) return finish_interrupted(r);
@@ -463,6 +477,7 @@ int run_finish(Run *r) {
         if (!r->quiet) run_print_eval("final", g_split[s], r->ts.step, &fin[s], &r->task, 0);
     }
     int rc = r->task.classify ? finish_best(r, sum) : 0;
+    if (!rc && r->task.classify && have[SPLIT_TEST]) report_test(r, sum, &fin[SPLIT_TEST]);
     char *text = rc ? NULL : cJSON_Print(sum);
     cJSON_Delete(sum);
     if (text && r->lead && run_write_json(r->o.run_dir, "summary.json", text) != 0) rc = TRAIN_ERROR;

@@ -111,6 +111,8 @@ static void t_basic() {
         GmaDrop dg = {{7u, 9u}, 11u, (3u << 16) | (2u << 4) | GMA_DROP_MIXER, gma_drop_threshold(0.2), 1.0 / 0.8, 3, 6, 3};
         CP->dropout(F(o1), F(x), 6, n / 6, &dg); CU->dropout(F(o2), F(x), 6, n / 6, &dg); cmp("dropout", o2, o1);
     }
+    CP->relu_forward(F(o1), F(x), n); CU->relu_forward(F(o2), F(x), n); cmp("relu fwd", o2, o1);
+    o1 = rnd(n); o2 = o1; CP->relu_backward(F(o1), F(g), F(x), n); CU->relu_backward(F(o2), F(g), F(x), n); cmp("relu bwd", o2, o1);
 }
 static void t_ln(int R, int C) {
     char nm[64]; size_t n = (size_t)R * C;

@@ -60,7 +60,7 @@ static Mixer *mb_create(const Config *c, int layer, ParamTable *pt, const char *
         return gma_errorf("key model.mixer: mixer \"mamba\" (layer %d) cannot run bidirectionally", layer), NULL;
     Mixer *m = mixer_new(&mixer_mamba, c, pt);
     MbPriv *p = xcalloc(1, sizeof *p);
-    int D = m->D;
+    int D = m->Dm;
     const MambaCfg *mc = cfg_section(c, "mamba");
     p->E = mc->expand * D;
     p->S = mc->d_state;
@@ -133,7 +133,7 @@ static Acts carve(const Mixer *m, int B, int N, real *act) {
 static void mb_forward(Mixer *m, const MixerCtx *c, real *y, const real *h, const real *params, real *act,
                        real *scratch) {
     const MbPriv *p = m->priv;
-    int B = c->B, N = c->N, D = m->D, E = p->E, S = p->S, Rk = p->Rk, R = B * N;
+    int B = c->B, N = c->N, D = m->Dm, E = p->E, S = p->S, Rk = p->Rk, R = B * N;
     size_t RE = (size_t)R * E;
     Acts a = carve(m, B, N, act);
     const real *Win = MP(m, params, P_IN), *Wx = MP(m, params, P_XPROJ);
@@ -155,7 +155,7 @@ static void mb_forward(Mixer *m, const MixerCtx *c, real *y, const real *h, cons
 static void mb_backward(Mixer *m, const MixerCtx *c, real *dh, const real *dy, const real *h, const real *params,
                         real *grads, real *act, real *scratch) {
     const MbPriv *p = m->priv;
-    int B = c->B, N = c->N, D = m->D, E = p->E, S = p->S, Rk = p->Rk, R = B * N;
+    int B = c->B, N = c->N, D = m->Dm, E = p->E, S = p->S, Rk = p->Rk, R = B * N;
     size_t RE = (size_t)R * E;
     Acts a = carve(m, B, N, act);
     real *dg = scratch, *dys = dg + RE, *dz = dys + RE, *du = dz + RE, *ddt = du + RE, *ddtr = ddt + RE,

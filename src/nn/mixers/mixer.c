@@ -71,7 +71,8 @@ Mixer *mixer_new(const MixerVT *vt, const Config *c, ParamTable *pt) {
     Mixer *m = xcalloc(1, sizeof *m);
     m->vt = vt;
     m->pt = pt;
-    m->D = c->model.d_model;
+    m->Dm = c->model.d_model;
+    m->D = cfg_qkv_dim(c);
     m->H = c->model.n_heads;
     m->d = m->D / m->H;
     return m;
@@ -79,48 +80,54 @@ Mixer *mixer_new(const MixerVT *vt, const Config *c, ParamTable *pt) {
 
 void attn_proj_add(Mixer *m, const Config *c, ParamTable *pt, const char *prefix) {
     static const char *nm[] = {"q", "k", "v", "o"};
-    int D = m->D;
+    int E = m->D, Dm = m->Dm, xavier = !strcmp(c->model.dense_init, "xavier_uniform");
     double std = c->model.init_std, ostd = std / sqrt(2.0 * c->model.n_layers);
     char name[128];
     for (int i = 0; i < 4; i++) {
         snprintf(name, sizeof name, "%s.%s.weight", prefix, nm[i]);
-        m->p[2 * i] = pt_add2(pt, name, D, D, INIT_NORMAL, i == 3 ? ostd : std, GROUP_WEIGHT);
+        /* q, k, v: [E, Dm]; o: [Dm, E] */
+        m->p[2 * i] = pt_add2(pt, name, i == 3 ? Dm : E, i == 3 ? E : Dm, xavier ? INIT_XAVIER_UNIFORM : INIT_NORMAL,
+                              i == 3 ? ostd : std, GROUP_WEIGHT);
         snprintf(name, sizeof name, "%s.%s.bias", prefix, nm[i]);
-        m->p[2 * i + 1] = pt_add1(pt, name, D, INIT_ZERO, 0, GROUP_BIAS);
+        m->p[2 * i + 1] = c->model.attn_bias ? pt_add1(pt, name, i == 3 ? Dm : E, INIT_ZERO, 0, GROUP_BIAS) : -1;
     }
 }
 
+/* a projection's bias, NULL without (model.attn_bias false) */
+static real *proj_bias(const Mixer *m, const real *base, int i) { return m->p[i] >= 0 ? (real *)MP(m, base, i) : NULL; }
+
 void attn_proj_qkv(const Mixer *m, const real *params, const real *h, real *qh, real *kh, real *vh, real *tmp, int B,
                    int N) {
-    int R = B * N, D = m->D;
+    int R = B * N;
     real *outs[3] = {qh, kh, vh};
     for (int i = 0; i < 3; i++) {
-        linear_forward(tmp, h, MP(m, params, 2 * i), MP(m, params, 2 * i + 1), R, D, D);
+        linear_forward(tmp, h, MP(m, params, 2 * i), proj_bias(m, params, 2 * i + 1), R, m->Dm, m->D);
         g_ops->split_heads(outs[i], tmp, B, N, m->H, m->d);
     }
 }
 
 void attn_proj_out(const Mixer *m, const real *params, real *y, const real *oh, real *tmp, int B, int N) {
     g_ops->merge_heads(tmp, oh, B, N, m->H, m->d);
-    linear_forward(y, tmp, MP(m, params, AP_WO), MP(m, params, AP_BO), B * N, m->D, m->D);
+    linear_forward(y, tmp, MP(m, params, AP_WO), proj_bias(m, params, AP_BO), B * N, m->D, m->Dm);
 }
 
 void attn_proj_out_backward(const Mixer *m, const real *params, real *grads, real *doh, const real *dy, const real *oh,
                             real *tmp, real *tmp2, int B, int N) {
-    int R = B * N, D = m->D;
+    int R = B * N;
     g_ops->merge_heads(tmp, oh, B, N, m->H, m->d);
-    g_ops->zero(tmp2, sizeof(real) * (size_t)R * D);
-    linear_backward(tmp2, MP(m, grads, AP_WO), MP(m, grads, AP_BO), dy, tmp, MP(m, params, AP_WO), R, D, D);
+    g_ops->zero(tmp2, sizeof(real) * (size_t)R * m->D);
+    linear_backward(tmp2, MP(m, grads, AP_WO), proj_bias(m, grads, AP_BO), dy, tmp, MP(m, params, AP_WO), R, m->D, m->Dm);
     g_ops->split_heads(doh, tmp2, B, N, m->H, m->d);
 }
 
 void attn_proj_qkv_backward(const Mixer *m, const real *params, real *grads, real *dh, const real *h, const real *dqh,
                             const real *dkh, const real *dvh, real *tmp, int B, int N) {
-    int R = B * N, D = m->D;
+    int R = B * N;
     const real *ds[3] = {dqh, dkh, dvh};
     for (int i = 0; i < 3; i++) {
         g_ops->merge_heads(tmp, ds[i], B, N, m->H, m->d);
-        linear_backward(dh, MP(m, grads, 2 * i), MP(m, grads, 2 * i + 1), tmp, h, MP(m, params, 2 * i), R, D, D);
+        linear_backward(dh, MP(m, grads, 2 * i), proj_bias(m, grads, 2 * i + 1), tmp, h, MP(m, params, 2 * i), R, m->Dm,
+                        m->D);
     }
 }
 

@@ -138,7 +138,8 @@ typedef struct MixerVT {
 struct Mixer {
     const MixerVT *vt;
     const ParamTable *pt;
-    int D, H, d;
+    int D, H, d;  /* D: width of the q/k/v projections (model.qkv_dim, = d_model by default), d = D / H */
+    int Dm;       /* model width d_model: the input h and the output y are [B,N,Dm] */
     int p[MIXER_MAX_PARAMS]; /* indices into pt */
     void *priv;
 };
@@ -164,7 +165,8 @@ Mixer *mixer_new(const MixerVT *vt, const Config *c, ParamTable *pt);
 
 /* ---- shared Q, K, V, O projections of the attention-style mixers (mixer.c) ---- */
 enum { AP_WQ, AP_BQ, AP_WK, AP_BK, AP_WV, AP_BV, AP_WO, AP_BO, AP_N };
-/* Registers prefix.{q,k,v,o}.{weight,bias} into m->p[0..7]. */
+/* Registers prefix.{q,k,v,o}.{weight,bias} into m->p[0..7]: q, k, v weights [D, Dm], o
+ * [Dm, D]; the biases only with model.attn_bias (else their index is -1). */
 void attn_proj_add(Mixer *m, const Config *c, ParamTable *pt, const char *prefix);
 /* q, k, v [B,H,N,d] from h [B,N,D]; tmp [B*N*D] scratch */
 void attn_proj_qkv(const Mixer *m, const real *params, const real *h, real *qh, real *kh, real *vh, real *tmp, int B,

@@ -1,4 +1,4 @@
-/* cpu_nn.c: CPU kernels of the dense layers: GELU, LayerNorm, embeddings, cross-entropy,
+/* cpu_nn.c: CPU kernels of the dense layers: GELU, ReLU, LayerNorm, embeddings, cross-entropy,
  * head split/merge, row softmax and the attention score mask. Loops are OpenMP over independent rows or columns, so
  * results do not depend on the number of threads. */
 #include <string.h>
@@ -30,6 +30,17 @@ void cpu_gelu_backward(real *dx, const real *dout, const real *x, size_t n) {
         real g = (real)0.5 * (1 + t) + (real)0.5 * u * sech2 * GELU_K * (1 + 3 * (real)0.044715 * u * u);
         dx[i] += dout[i] * g;
     }
+}
+
+void cpu_relu_forward(real *out, const real *x, size_t n) {
+#pragma omp parallel for schedule(static) if (PAR_WORTH((size_t)n))
+    for (size_t i = 0; i < n; i++) out[i] = x[i] > 0 ? x[i] : 0;
+}
+
+void cpu_relu_backward(real *dx, const real *dout, const real *x, size_t n) {
+#pragma omp parallel for schedule(static) if (PAR_WORTH((size_t)n))
+    for (size_t i = 0; i < n; i++)
+        if (x[i] > 0) dx[i] += dout[i];
 }
 
 void cpu_layernorm_forward(real *out, real *mean, real *rstd, const real *x, const real *w, const real *b, int R, int C) {

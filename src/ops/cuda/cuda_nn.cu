@@ -1,4 +1,4 @@
-/* cuda_nn.cu: CUDA kernels of the dense layers, twins of ops/cpu/cpu_nn.c: GELU,
+/* cuda_nn.cu: CUDA kernels of the dense layers, twins of ops/cpu/cpu_nn.c: GELU, ReLU,
  * LayerNorm, embeddings, fused softmax + cross-entropy, argmax, head split/merge, row
  * softmax and the attention score mask. Every reduction has a fixed order (shuffle trees,
  * fixed row blocks), so results are the same bits run after run; no atomics. */
@@ -32,6 +32,26 @@ void cuda_gelu_backward(real *dx, const real *dout, const real *x, size_t n) {
     if (!n) return;
     k_gelu_bwd<<<grid_for(n), TPB>>>(dx, dout, x, n);
     KERNEL_CHECK("k_gelu_bwd");
+}
+
+/* ---------------------------------------------------------------- ReLU */
+__global__ void k_relu_fwd(float *out, const float *x, size_t n) {
+    GRID_STRIDE(i, n) { out[i] = x[i] > 0.f ? x[i] : 0.f; }
+}
+__global__ void k_relu_bwd(float *dx, const float *dout, const float *x, size_t n) {
+    GRID_STRIDE(i, n) {
+        if (x[i] > 0.f) dx[i] += dout[i];
+    }
+}
+void cuda_relu_forward(real *out, const real *x, size_t n) {
+    if (!n) return;
+    k_relu_fwd<<<grid_for(n), TPB>>>(out, x, n);
+    KERNEL_CHECK("k_relu_fwd");
+}
+void cuda_relu_backward(real *dx, const real *dout, const real *x, size_t n) {
+    if (!n) return;
+    k_relu_bwd<<<grid_for(n), TPB>>>(dx, dout, x, n);
+    KERNEL_CHECK("k_relu_bwd");
 }
 
 /* ---------------------------------------------------------------- LayerNorm */
