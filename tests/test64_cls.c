@@ -70,7 +70,7 @@ typedef struct {
 
 static double head_loss(void *p) {
     HeadCtx *c = p;
-    cls_head_forward(&c->h, c->logits, c->act, c->pooled, c->params, c->B);
+    cls_head_forward(&c->h, c->logits, c->act, c->pooled, c->params, c->B, NULL);
     return gc_dot(c->logits, c->r, (size_t)c->B * c->h.C);
 }
 
@@ -100,7 +100,7 @@ static void head_case(int pair, int nh, int relu, const char *label) {
     c.scratch = xcalloc(na + 1, sizeof(real));
     head_loss(&c);
     real *dp = xcalloc(np, sizeof(real));
-    cls_head_backward(&c.h, dp, c.grads, c.r, c.act, c.pooled, c.params, c.scratch, c.B);
+    cls_head_backward(&c.h, dp, c.grads, c.r, c.act, c.pooled, c.params, c.scratch, c.B, NULL);
     if (nh) { /* the hidden activation is the activation of its pre-activation */
         real *hid = cls_head_hidden(&c.h, c.act, nh - 1, c.B), *pre = hid - (size_t)c.B * c.h.Dh[nh - 1];
         for (int i = 0; i < c.B * c.h.Dh[nh - 1]; i++)
@@ -214,6 +214,30 @@ START_TEST(test_cls_lra_settings) {
     model_case_sets("linformer", "cls", 1, LRA_SETS);
     model_case_sets("performer", "mean", 1, LRA_SETS);
     model_case_sets("linear", "cls", 1, LRA_SETS);
+}
+END_TEST
+
+/* dropout on the head's hidden activations (model.head_dropout), both hidden layers, with
+ * the residual sites on too: a fixed mask per check, and the head's mask acts alone */
+START_TEST(test_cls_head_dropout) {
+    model_case_sets("sdpa", "cls", 2, LRA_SETS ";model.head_hidden2=3;model.head_dropout=0.4;model.dropout=0.2");
+    model_case_sets("gma", "mean", 1, LRA_SETS ";model.head_dropout=0.4");
+    Config cfg = cls_config("gma", "mean", 1);
+    tu_apply_sets(&cfg, LRA_SETS ";model.head_dropout=0.5");
+    ModCtx c;
+    memset(&c, 0, sizeof c);
+    c.n_seq = 1;
+    ck_assert_int_eq(model_build(&c.m, &cfg), 0);
+    model_alloc(&c.m, CB, CN);
+    model_init_params(&c.m, 7);
+    fill_batch(&c, 3);
+    LossStats tr, ev, tr2;
+    ck_assert_int_eq(model_forward_cls(&c.m, c.tok, NULL, c.lab, CB, CN, &tr, 1, 0), 0);
+    ck_assert_int_eq(model_forward_cls(&c.m, c.tok, NULL, c.lab, CB, CN, &ev, 0, 0), 0);
+    ck_assert_int_eq(model_forward_cls(&c.m, c.tok, NULL, c.lab, CB, CN, &tr2, 1, 0), 0);
+    ck_assert_msg(fabs(tr.loss_sum - ev.loss_sum) > 1e-9, "head dropout changed nothing");
+    ck_assert_msg(tr.loss_sum == tr2.loss_sum, "the same step drew another mask");
+    model_free(&c.m);
 }
 END_TEST
 
@@ -344,6 +368,7 @@ Suite *make_suite(void) {
     tcase_add_test(tm, test_cls_sdpa_cls);
     tcase_add_test(tm, test_cls_baselines);
     tcase_add_test(tm, test_cls_lra_settings);
+    tcase_add_test(tm, test_cls_head_dropout);
     tcase_add_test(tm, test_pad_gma);
     tcase_add_test(tm, test_pad_sdpa);
     tcase_add_test(tm, test_pad_baselines);

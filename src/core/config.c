@@ -52,6 +52,8 @@ static const CfgKey g_head[] = {
      "Dropout rate on the attention probabilities of sdpa, sdpa_ref and linformer (training only; refused for the other mixers)."},
     {"model.mlp_hidden_dropout", CFGT_REAL, O(model.mlp_hidden_dropout), 0, "0", 0, 0.95, NULL,
      "Dropout rate on the MLP hidden activation after GELU, as the LRA release's MlpBlock (training only)."},
+    {"model.head_dropout", CFGT_REAL, O(model.head_dropout), 0, "0", 0, 0.95, NULL,
+     "Dropout rate on the classifier head's hidden activations (training only; the LRA release's head has none)."},
     {"model.attn_bias", CFGT_BOOL, O(model.attn_bias), 0, "true", 0, 0, NULL,
      "Biases on the attention projections q, k, v and o (false: none, as LRA)."},
     {"model.qkv_dim", CFGT_INT, O(model.qkv_dim), 0, "0", 0, 65536, NULL,

@@ -61,6 +61,7 @@ typedef struct ModelCfg {
     double dropout;         /* embedding sum, mixer and MLP outputs (docs/model.md §8) */
     double attn_dropout;    /* attention probabilities (sdpa, sdpa_ref, linformer) */
     double mlp_hidden_dropout; /* MLP hidden activation after GELU (the LRA release's MlpBlock) */
+    double head_dropout;    /* classifier head's hidden activations (the LRA release: none) */
     int attn_bias;          /* biases on the attention projections (q, k, v, o) */
     int qkv_dim;            /* width of the q/k/v projections (0 = d_model) */
     int head_hidden, head_hidden2; /* classifier head hidden widths (-1 = by task, 0 = none) */

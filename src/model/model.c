@@ -34,7 +34,8 @@ static const GmaDrop *site_drop(const Model *m, GmaDrop *g, int layer, int site,
 }
 static void drop_start(Model *m, int training, long step) {
     const ModelCfg *mc = &m->cfg.model;
-    m->drop_live = training && (mc->dropout > 0 || mc->attn_dropout > 0 || mc->mlp_hidden_dropout > 0);
+    m->drop_live = training && (mc->dropout > 0 || mc->attn_dropout > 0 || mc->mlp_hidden_dropout > 0 ||
+                                (m->classify && mc->head_dropout > 0));
     m->drop_step = step;
 }
 /* x [B*N, W] in place (forward and backward are the same op) */
@@ -429,7 +430,9 @@ int model_forward_cls(Model *m, const int32_t *tok, const uint8_t *keymask, cons
     pool_weights(m->pool_w_host, m->mask_host, S, Nt, m->pool_cls ? POOL_CLS : POOL_MEAN);
     g_ops->to_device(m->pool_w, m->pool_w_host, sizeof(real) * R);
     pool_forward(m->pooled, m->lnf, m->pool_w, S, Nt, D);
-    cls_head_forward(&m->head, m->logits, m->head_act, m->pooled, m->params, B);
+    GmaDrop gh;
+    cls_head_forward(&m->head, m->logits, m->head_act, m->pooled, m->params, B,
+                     site_drop(m, &gh, 0, GMA_DROP_HEAD, m->cfg.model.head_dropout));
     g_ops->xent_forward(m->loss_rows, m->valid_rows, m->logits, m->tgt, B, m->C);
     st->loss_sum = g_ops->sum(m->loss_rows, B);
     st->count = B;
@@ -445,7 +448,9 @@ static void backward_cls(Model *m, double loss_scale) {
     size_t R = (size_t)S * Nt;
     g_ops->xent_backward(m->logits, m->tgt, B, m->C, (real)(loss_scale / B));
     g_ops->zero(m->dpooled, sizeof(real) * (size_t)S * D);
-    cls_head_backward(&m->head, m->dpooled, m->grads, m->logits, m->head_act, m->pooled, m->params, m->head_scratch, B);
+    GmaDrop gh;
+    cls_head_backward(&m->head, m->dpooled, m->grads, m->logits, m->head_act, m->pooled, m->params, m->head_scratch, B,
+                      site_drop(m, &gh, 0, GMA_DROP_HEAD, m->cfg.model.head_dropout));
     g_ops->zero(m->dtmp, sizeof(real) * R * D);
     pool_backward(m->dtmp, m->dpooled, m->pool_w, S, Nt, D);
     MixerCtx ctx = {.B = S, .N = Nt, .causal = m->causal, .keymask = m->mask_host, .training = 1,

@@ -47,7 +47,16 @@ static real *pre_of(const ClsHead *h, real *act, int k, int B) {
 
 real *cls_head_hidden(const ClsHead *h, real *act, int k, int B) { return pre_of(h, act, k, B) + (size_t)B * h->Dh[k]; }
 
-void cls_head_forward(const ClsHead *h, real *logits, real *act, const real *pooled, const real *params, int B) {
+/* the mask of hidden layer k: drop's key with layer k in counter word 3 (bits 4..15) */
+static void drop_hidden(real *x, const GmaDrop *drop, int k, int B, int W) {
+    if (!drop) return;
+    GmaDrop g = *drop;
+    g.c3 = (g.c3 & ~(0xfffu << 4)) | ((uint32_t)k & 0xfffu) << 4;
+    g_ops->dropout(x, x, B, (size_t)W, &g);
+}
+
+void cls_head_forward(const ClsHead *h, real *logits, real *act, const real *pooled, const real *params, int B,
+                      const GmaDrop *drop) {
     const real *x = pooled;
     if (h->pair) {
         g_ops->pair_features_forward(act, pooled, pooled + (size_t)B * h->D, B, h->D);
@@ -60,6 +69,7 @@ void cls_head_forward(const ClsHead *h, real *logits, real *act, const real *poo
         linear_forward(pre, x, params + h->o_fcw[k], params + h->o_fcb[k], B, in, h->Dh[k]);
         if (h->relu) g_ops->relu_forward(hid, pre, n);
         else g_ops->gelu_forward(hid, pre, n);
+        drop_hidden(hid, drop, k, B, h->Dh[k]); /* act keeps the dropped activation: the next layer's input */
         x = hid;
         in = h->Dh[k];
     }
@@ -67,7 +77,7 @@ void cls_head_forward(const ClsHead *h, real *logits, real *act, const real *poo
 }
 
 void cls_head_backward(const ClsHead *h, real *dpooled, real *grads, const real *dlogits, real *act,
-                       const real *pooled, const real *params, real *scratch, int B) {
+                       const real *pooled, const real *params, real *scratch, int B, const GmaDrop *drop) {
     size_t total = cls_head_act_size(h, B);
     if (!total) { /* one sequence, no hidden layer: the linear head on pooled */
         linear_backward(dpooled, grads + h->o_w, grads + h->o_b, dlogits, pooled, params + h->o_w, B, h->D, h->C);
@@ -86,6 +96,7 @@ void cls_head_backward(const ClsHead *h, real *dpooled, real *grads, const real 
         real *pre = pre_of(h, act, k, B);
         real *dpre = scratch + (pre - act), *dhid = dpre + (size_t)B * h->Dh[k];
         size_t n = (size_t)B * h->Dh[k];
+        drop_hidden(dhid, drop, k, B, h->Dh[k]); /* through the mask first, then the activation */
         if (h->relu) g_ops->relu_backward(dpre, dhid, pre, n);
         else g_ops->gelu_backward(dpre, dhid, pre, n);
         const real *x = k > 0 ? cls_head_hidden(h, act, k - 1, B) : f;

@@ -46,10 +46,14 @@ size_t cls_head_act_size(const ClsHead *h, int B);
 /* The activation of hidden layer k [B, Dh[k]] inside act (after cls_head_forward); its
  * pre-activation is the [B, Dh[k]] block just before it. */
 real *cls_head_hidden(const ClsHead *h, real *act, int k, int B);
-/* logits [B,C] from pooled [B,D] (or [2B,D] for pair); act as sized above. */
-void cls_head_forward(const ClsHead *h, real *logits, real *act, const real *pooled, const real *params, int B);
+/* logits [B,C] from pooled [B,D] (or [2B,D] for pair); act as sized above. drop (NULL =
+ * none): dropout on every hidden activation after its activation function (model.head_dropout,
+ * docs/model.md §8), hidden layer k drawing the mask of layer k of drop's site; the backward
+ * takes the same drop and applies the same masks to the gradients. */
+void cls_head_forward(const ClsHead *h, real *logits, real *act, const real *pooled, const real *params, int B,
+                      const GmaDrop *drop);
 /* dpooled (same shape as pooled) += ..., grads += ...; dlogits [B,C]; scratch of
  * cls_head_act_size reals (may be NULL when that is 0). */
 void cls_head_backward(const ClsHead *h, real *dpooled, real *grads, const real *dlogits, real *act,
-                       const real *pooled, const real *params, real *scratch, int B);
+                       const real *pooled, const real *params, real *scratch, int B, const GmaDrop *drop);
 #endif
