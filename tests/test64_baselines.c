@@ -6,7 +6,10 @@
  * gradient, one-pass and two-pass backward), causality of each causal mixer inside a
  * model, 2-layer models with mixer lists ("sdpa,linear", "mamba" without MLP,
  * "performer,linformer" bidirectional, "auto,gma"), the Performer redraw schedule and the
- * config checks that refuse bad mixer settings naming the key. */
+ * config checks that refuse bad mixer settings naming the key. The LRA release's variants:
+ * performer.kernel "relu" (gradient checks in both modes with and without padding, its
+ * features against a direct evaluation) and linformer.shared_kv (gradient checks, one
+ * projection tensor, the same output as separate E, F set equal). */
 #include <string.h>
 
 #include "gradcheck.h"
@@ -35,9 +38,132 @@ static void mixer_case(const char *name, int causal, int padded) {
 GC_MIXER_TESTS(sdpa_ref, "sdpa_ref")
 GC_MIXER_TESTS(linear, "linear")
 GC_MIXER_TESTS(performer, "performer")
+
+/* performer.kernel "relu": phi = relu(x) + 0.001 on the d channels, no omega */
+static Config relu_config(void) {
+    Config c = tiny_config("performer");
+    ck_assert(cfg_set(&c, "performer.kernel=relu") == 0);
+    ck_assert(cfg_set(&c, "performer.features=0") == 0);
+    return c;
+}
+static void relu_case(int causal, int padded) {
+    Config cfg = relu_config();
+    cfg.model.causal = causal;
+    gc_mixer_case(&cfg, "performer", causal, padded);
+}
+START_TEST(test_performer_relu_causal) { relu_case(1, 0); }
+END_TEST
+START_TEST(test_performer_relu_bidir) { relu_case(0, 0); }
+END_TEST
+START_TEST(test_performer_relu_causal_padded) { relu_case(1, 1); }
+END_TEST
+START_TEST(test_performer_relu_bidir_padded) { relu_case(0, 1); }
+END_TEST
+
+/* the relu kernel's mixed values, from the projected q, k, v the layer saved (act starts
+ * with qh, kh, vh, oh [B,H,N,d]), against a direct evaluation of
+ * o_n = sum_j phi(q_n).phi(k_j) v_j / (sum_j phi(q_n).phi(k_j) + eps), phi = relu + 0.001,
+ * over the visible keys j (j <= n when causal; padded keys skipped) */
+static void relu_direct_case(int causal) {
+    Config cfg = relu_config();
+    cfg.model.causal = causal;
+    GcMix c;
+    int B = 2, N = 7;
+    gc_mix_setup(&c, &cfg, "performer", B, N, causal, gc_pad_mask, 3);
+    ck_assert_int_lt(pt_find(&c.pt, "blocks.0.mixer.performer.omega"), 0); /* no random features */
+    gc_mix_loss(&c);
+    int H = c.m->H, d = c.m->d;
+    size_t hs = (size_t)B * N * c.m->D;
+    const real *qh = c.act, *kh = qh + hs, *vh = kh + hs, *oh = vh + hs;
+    double eps = cfg_num(&cfg, "gma.eps"), err = 0, mx = 0;
+    for (int b = 0; b < B; b++)
+        for (int hh = 0; hh < H; hh++) {
+            size_t o = ((size_t)b * H + hh) * N * d;
+            for (int n = 0; n < N; n++) {
+                double num[64] = {0}, den = eps;
+                for (int j = 0; j < N; j++) {
+                    if (!gc_pad_mask[b * N + j] || (causal && j > n)) continue;
+                    double w = 0;
+                    for (int i = 0; i < d; i++)
+                        w += (fmax(qh[o + n * d + i], 0) + 0.001) * (fmax(kh[o + j * d + i], 0) + 0.001);
+                    den += w;
+                    for (int i = 0; i < d; i++) num[i] += w * vh[o + j * d + i];
+                }
+                for (int i = 0; i < d; i++) {
+                    err = fmax(err, fabs(oh[o + n * d + i] - num[i] / den));
+                    mx = fmax(mx, fabs(num[i] / den));
+                }
+            }
+        }
+    printf("performer relu %s: direct evaluation max |dO| %.2e (of %.2e)\n", causal ? "causal" : "bidir", err, mx);
+    ck_assert(mx > 0);
+    ck_assert(err < 1e-12 * mx);
+    gc_mix_free(&c);
+}
+START_TEST(test_performer_relu_direct) {
+    relu_direct_case(0);
+    relu_direct_case(1);
+}
+END_TEST
 START_TEST(test_linformer_bidir) { mixer_case("linformer", 0, 0); }
 END_TEST
 START_TEST(test_linformer_bidir_padded) { mixer_case("linformer", 0, 1); }
+END_TEST
+
+/* linformer.shared_kv: one projection E for keys and values */
+static void shared_case(int padded) {
+    Config cfg = tiny_config("linformer");
+    cfg.model.causal = 0;
+    ck_assert(cfg_set(&cfg, "linformer.shared_kv=true") == 0);
+    gc_mixer_case(&cfg, "linformer", 0, padded);
+}
+START_TEST(test_linformer_shared_bidir) { shared_case(0); }
+END_TEST
+START_TEST(test_linformer_shared_bidir_padded) { shared_case(1); }
+END_TEST
+/* the shared layer has E and no F, and computes what the two-projection layer computes
+ * with F set to E */
+START_TEST(test_linformer_shared_equals_tied) {
+    Config cfg = tiny_config("linformer"), cs;
+    cfg.model.causal = 0;
+    cs = cfg;
+    ck_assert(cfg_set(&cs, "linformer.shared_kv=true") == 0);
+    GcMix a, b;
+    gc_mix_setup(&a, &cs, "linformer", 2, 7, 0, gc_pad_mask, 11);
+    gc_mix_setup(&b, &cfg, "linformer", 2, 7, 0, gc_pad_mask, 11);
+    int ae = pt_find(&a.pt, "blocks.0.mixer.linformer.E");
+    ck_assert_int_ge(ae, 0);
+    ck_assert_int_lt(pt_find(&a.pt, "blocks.0.mixer.linformer.F"), 0);
+    ck_assert_int_eq(a.pt.n + 1, b.pt.n);
+    for (int i = 0; i < a.pt.n; i++) { /* the same names in the same order: copy every tensor */
+        int j = pt_find(&b.pt, a.pt.t[i].name);
+        ck_assert_int_ge(j, 0);
+        memcpy(b.params + b.pt.t[j].offset, a.params + a.pt.t[i].offset, a.pt.t[i].numel * sizeof(real));
+    }
+    int bf = pt_find(&b.pt, "blocks.0.mixer.linformer.F");
+    memcpy(b.params + b.pt.t[bf].offset, a.params + a.pt.t[ae].offset, a.pt.t[ae].numel * sizeof(real));
+    memcpy(b.h, a.h, a.n * sizeof(real));
+    memcpy(b.r, a.r, a.n * sizeof(real));
+    gc_mix_loss(&a);
+    gc_mix_loss(&b);
+    for (size_t i = 0; i < a.n; i++) ck_assert(a.y[i] == b.y[i]);
+    memset(a.grads, 0, a.pt.total * sizeof(real));
+    memset(b.grads, 0, b.pt.total * sizeof(real));
+    /* and E's gradient is the sum of the tied layer's E and F gradients */
+    real *da = xcalloc(a.n, sizeof(real)), *db = xcalloc(a.n, sizeof(real));
+    a.m->vt->backward(a.m, &a.ctx, da, a.r, a.h, a.params, a.grads, a.act, a.scratch);
+    b.m->vt->backward(b.m, &b.ctx, db, b.r, b.h, b.params, b.grads, b.act, b.scratch);
+    const real *ga = a.grads + a.pt.t[ae].offset, *ge = b.grads + b.pt.t[pt_find(&b.pt, "blocks.0.mixer.linformer.E")].offset,
+               *gf = b.grads + b.pt.t[bf].offset;
+    double err = 0, mx = 0;
+    for (size_t i = 0; i < a.pt.t[ae].numel; i++) err = fmax(err, fabs(ga[i] - ge[i] - gf[i])), mx = fmax(mx, fabs(ga[i]));
+    printf("linformer shared_kv vs tied E = F: max |dE| %.2e (of %.2e)\n", err, mx);
+    ck_assert(mx > 0);
+    ck_assert(err < 1e-12 * mx);
+    free(da), free(db);
+    gc_mix_free(&a);
+    gc_mix_free(&b);
+}
 END_TEST
 START_TEST(test_mamba_causal) { mixer_case("mamba", 1, 0); }
 END_TEST
@@ -131,6 +257,16 @@ START_TEST(test_model_mamba_nomlp) { model_case("model.mixer=mamba", "model.mlp=
 END_TEST
 START_TEST(test_model_performer_linformer) { model_case("model.mixer=performer,linformer", "model.causal=0", NULL); }
 END_TEST
+START_TEST(test_model_lra_variants) {
+    model_case("model.mixer=performer,linformer", "model.causal=0", "linformer.shared_kv=true");
+    Config cfg = relu_config();
+    ck_assert_int_eq(cfg_set(&cfg, "model.mixer=sdpa,performer"), 0);
+    ck_assert_msg(cfg_validate(&cfg) == 0, "%s", gma_error());
+    GcModel c;
+    gc_model_setup(&c, &cfg);
+    gc_model_check(&c, "sdpa,performer", "2-layer model sdpa,performer (relu kernel)");
+}
+END_TEST
 START_TEST(test_model_auto_gma) { model_case("model.mixer=auto,gma", "model.auto_threshold=4", NULL); }
 END_TEST
 
@@ -148,6 +284,9 @@ START_TEST(test_causal_baselines) {
     causal_case("mamba", 0);
     causal_case("auto", 0);
     causal_case("performer", 1e-13); /* the key stabiliser cancels exactly; only rounding remains */
+    Config cfg = relu_config();
+    ck_assert_msg(cfg_validate(&cfg) == 0, "%s", gma_error());
+    gc_causal_case(&cfg, "performer", 0);
 }
 END_TEST
 
@@ -217,6 +356,11 @@ START_TEST(test_config_refusals) {
             "linformer.k");
     refused("{\"model\": {\"d_model\": 100, \"n_heads\": 3}}", "model.d_model");
     refused("{\"mamba\": {\"d_state\": 0}}", "mamba.d_state");
+    refused("{\"model\": {\"mixer\": \"performer\"}, \"performer\": {\"kernel\": \"cosine\"}}", "performer.kernel");
+    refused("{\"model\": {\"mixer\": \"performer\"}, \"performer\": {\"kernel\": \"relu\", \"features\": 256}}",
+            "performer.features");
+    refused("{\"model\": {\"mixer\": \"performer\"}, \"performer\": {\"kernel\": \"relu\", \"redraw\": 1}}",
+            "performer.redraw");
     Config c;
     cfg_defaults(&c);
     ck_assert_int_eq(cfg_load_text(&c, "{\"model\": {\"mixer\": [\"sdpa\",\"gma\",\"gma\",\"gma\"]}}", "t"), 0);
@@ -244,6 +388,14 @@ Suite *make_suite(void) {
     tcase_add_test(tc, test_performer_bidir_padded);
     tcase_add_test(tc, test_linformer_bidir);
     tcase_add_test(tc, test_linformer_bidir_padded);
+    tcase_add_test(tc, test_performer_relu_causal);
+    tcase_add_test(tc, test_performer_relu_bidir);
+    tcase_add_test(tc, test_performer_relu_causal_padded);
+    tcase_add_test(tc, test_performer_relu_bidir_padded);
+    tcase_add_test(tc, test_performer_relu_direct);
+    tcase_add_test(tc, test_linformer_shared_bidir);
+    tcase_add_test(tc, test_linformer_shared_bidir_padded);
+    tcase_add_test(tc, test_linformer_shared_equals_tied);
     tcase_add_test(tc, test_mamba_causal);
     tcase_add_test(tc, test_auto_both_paths);
     tcase_add_test(tc, test_tiled_vs_ref);
@@ -253,6 +405,7 @@ Suite *make_suite(void) {
     tcase_add_test(tm, test_model_sdpa_linear);
     tcase_add_test(tm, test_model_mamba_nomlp);
     tcase_add_test(tm, test_model_performer_linformer);
+    tcase_add_test(tm, test_model_lra_variants);
     tcase_add_test(tm, test_model_auto_gma);
     tcase_add_test(tm, test_causal_baselines);
     tcase_add_test(tm, test_performer_redraw);

@@ -168,6 +168,10 @@
      * dependence of c on e: de[r, argmax] -= sum_f dphi phi. */                                                       \
     X(void, favor_exp_forward, (real *phi, real *rowmax, const real *e, int R, int m, real c, real scale))             \
     X(void, favor_exp_backward, (real *de, const real *dphi, const real *phi, const real *rowmax, int R, int m))       \
+    /* Performer generalized ReLU kernel with deterministic features (docs/model.md §3.5                               \
+     * `performer.kernel: "relu"`): phi = max(x, 0) + eps, elementwise over x [B,H,N,d] (F = d,                        \
+     * no projection). Its backward is relu_backward: dphi/dx = [x > 0], independent of eps. */                        \
+    X(void, favor_relu_forward, (real *phi, const real *x, size_t n, real eps))                                        \
     /* Mamba (docs/model.md §3.5 `mamba`). Causal depthwise convolution over time, x, out [B,N,C],                           \
      * w [C,K], b [C]: out[t,c] = b[c] + sum_k w[c,k] x[t-K+1+k, c] (x before 0 is 0).                                 \
      * Backward accumulates dx, dw, db. */                                                                             \

@@ -1,7 +1,7 @@
 /* emu_baselines.cpp: the baseline ops' CUDA kernels (src/ops/cuda/cuda_{baselines,mamba,
  * sdpa}.cu, rewritten by launch2call.c and run under the CPU emulation of
  * ops/cuda/cuda_common.cuh in this folder) against their CPU twins (build/libgma.a):
- * elementwise maps, maxval, FAVOR+, causal conv1d, selective scan (register, S > 32 and
+ * elementwise maps, maxval, FAVOR+ (and the ReLU kernel's features), causal conv1d, selective scan (register, S > 32 and
  * local-memory variants, ragged chunks) and tiled attention (causal and bidirectional,
  * padded keys with fully hidden rows, head widths 16 ... 256). Relative L2 error bound
  * 1e-4 per tensor. Run by scripts/cuda_emu_check.sh. */
@@ -55,6 +55,9 @@ static void t_elem() {
     V big = rnd(100000, 3); big[77777] = 9.5f;
     double m1 = cpu_maxval(big.data(), big.size()), m2 = cuda_maxval(big.data(), big.size());
     printf("maxval %g %g %s\n", m1, m2, m1 == m2 ? "ok" : "FAIL"); if (m1 != m2) nfail++;
+    /* the Performer ReLU kernel's features: exactly max(x, 0) + eps on both */
+    cpu_favor_relu_forward(a.data(), x.data(), n, 1e-3f); cuda_favor_relu_forward(b.data(), x.data(), n, 1e-3f);
+    cmp("favor_relu fwd", b, a, 1e-7);
 }
 static void t_favor(int B, int H, int N, int d, int m) {
     V x = rnd((size_t)B * H * N * d), om = rnd((size_t)H * m * d, 1.5f);

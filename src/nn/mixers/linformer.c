@@ -9,6 +9,11 @@
  * exceed model.max_seq_len (validate). Init: E, F ~ N(0, 1/N_max).
  * Parameters: PREFIX.{q,k,v,o}.{weight,bias}, PREFIX.linformer.E, PREFIX.linformer.F.
  *
+ * linformer.shared_kv: one projection E for keys and values, K' = E[:, :N] K and
+ * V' = E[:, :N] V, as the LRA release's single `lr_kernel` [max_len, k] (its transpose;
+ * lra_benchmarks/models/linformer/linformer_attention.py:140-144). Then there is no
+ * PREFIX.linformer.F, and E's gradient is the sum of the key and value paths'.
+ *
  * act:     qh, kh, vh, oh [B,H,N,d]; En, Fn [k,N]; Kp, Vp [B,H,k,d]; P [B,H,N,k]
  * scratch: two [B*N*D] buffers, dq, dk, dv [B,H,N,d]; dP [B,H,N,k]; dKp, dVp [B,H,k,d];
  *          dEn, dFn [k,N] */
@@ -18,15 +23,18 @@
 
 const MixerVT mixer_linformer;
 enum { P_E = AP_N, P_F };
-typedef struct LfPriv { int k, Nmax; } LfPriv;
+typedef struct LfPriv { int k, Nmax, shared; } LfPriv;
 
 /* the keys linformer.* */
 typedef struct LinformerCfg {
     int k; /* projected sequence length */
+    int shared_kv; /* one projection E for keys and values (no F) */
 } LinformerCfg;
 #define O(f) offsetof(LinformerCfg, f)
 static const CfgKey lf_keys[] = {
     {"k", CFGT_INT, O(k), 0, "256", 1, 16777216, NULL, "Linformer: projected length k of keys and values (<= model.max_seq_len)."},
+    {"shared_kv", CFGT_BOOL, O(shared_kv), 0, "false", 0, 0, NULL,
+     "Linformer: one projection E for keys and values (the LRA release's lr_kernel), else E for keys and F for values."},
 };
 #undef O
 static const CfgSection lf_section = {"linformer", sizeof(LinformerCfg), lf_keys, (int)(sizeof lf_keys / sizeof lf_keys[0])};
@@ -47,12 +55,17 @@ static Mixer *lf_create(const Config *c, int layer, ParamTable *pt, const char *
     LfPriv *p = xcalloc(1, sizeof *p);
     p->k = lcfg(c)->k;
     p->Nmax = c->model.max_seq_len;
+    p->shared = lcfg(c)->shared_kv;
     m->priv = p;
     attn_proj_add(m, c, pt, prefix);
     char name[128];
     double std = 1.0 / sqrt((double)p->Nmax);
     snprintf(name, sizeof name, "%s.linformer.E", prefix);
     m->p[P_E] = pt_add2(pt, name, p->k, p->Nmax, INIT_NORMAL, std, GROUP_WEIGHT);
+    if (p->shared) {
+        m->p[P_F] = m->p[P_E]; /* values through the same E */
+        return m;
+    }
     snprintf(name, sizeof name, "%s.linformer.F", prefix);
     m->p[P_F] = pt_add2(pt, name, p->k, p->Nmax, INIT_NORMAL, std, GROUP_WEIGHT);
     return m;

@@ -18,6 +18,17 @@
  * PREFIX.performer.omega [H,m,d] (not trained, saved in checkpoints).
  * Parameters: PREFIX.{q,k,v,o}.{weight,bias}, PREFIX.performer.omega (buffer).
  *
+ * performer.kernel "relu": the LRA release's generalized attention with deterministic
+ * features (lra_benchmarks/models/performer/performer_attention.py:263-270, its default
+ * for every task but ListOps): features_type 'deterministic' makes matrix_creator None
+ * (:282-283), so there is no projection and the features are the head's d channels;
+ * normalize_data is False (:293) and generalized_kernel_feature_creator returns
+ * kernel_fn(x) + kernel_epsilon (:185-186) with kernel_fn relu and kernel_epsilon 0.001:
+ *   phi(x) = relu(x) + 0.001 (F = d), then the same renormalised core (3.1).
+ * No random features, so no omega buffer and nothing to redraw (redraw_features False).
+ * The release's denominator stabiliser is 0 there (numerical_stabilizer, :265, used at
+ * :695-696); ours adds gma.eps as every user of the core does.
+ *
  * act:     qh, kh, vh, oh [B,H,N,d]; fq, fk [B,H,N,m]; argmax, den [B,H,N]; chunk states
  * scratch: two [B*N*D] buffers, dq, dk, dv [B,H,N,d]; dfq, dfk, e [B,H,N,m] */
 #include <stdlib.h>
@@ -30,20 +41,41 @@ enum { P_OMEGA = AP_N };
 
 /* the keys performer.* */
 typedef struct PerformerCfg {
+    char kernel[16]; /* softmax | relu */
     int features; /* m random features (0 = 2 d) */
     int redraw;   /* redraw omega every this many training steps (0 = never) */
 } PerformerCfg;
 #define O(f) offsetof(PerformerCfg, f)
+#define S(f) sizeof(((PerformerCfg *)0)->f)
 static const CfgKey perf_keys[] = {
+    {"kernel", CFGT_STR, O(kernel), S(kernel), "softmax", 0, 0, "softmax|relu",
+     "Performer: softmax (FAVOR+ positive random features) or relu (generalized attention, phi = relu(x) + 0.001 on the d channels: deterministic, no random features)."},
     {"features", CFGT_INT, O(features), 0, "0", 0, 65536, NULL, "Performer: random features m per head (0 = 2 d)."},
     {"redraw", CFGT_INT, O(redraw), 0, "0", 0, 1000000000, NULL,
      "Performer: redraw the random features every this many training steps (0 = never); the draw is saved in checkpoints."},
 };
+#undef S
 #undef O
 static const CfgSection perf_section = {"performer", sizeof(PerformerCfg), perf_keys,
                                         (int)(sizeof perf_keys / sizeof perf_keys[0])};
 
+#define RELU_KERNEL_EPS 0.001 /* kernel_epsilon of make_fast_generalized_attention */
+
+static int perf_validate(const Config *c) {
+    const PerformerCfg *pc = cfg_section(c, "performer");
+    if (strcmp(pc->kernel, "relu") != 0) return 0;
+    if (pc->features != 0)
+        return gma_errorf("key performer.features: %d, but the relu kernel's features are the head's d channels "
+                          "(deterministic, no projection): leave it 0",
+                          pc->features);
+    if (pc->redraw != 0)
+        return gma_errorf("key performer.redraw: %d, but the relu kernel has no random features to redraw: leave it 0",
+                          pc->redraw);
+    return 0;
+}
+
 typedef struct PerfPriv {
+    int relu; /* performer.kernel "relu": phi = relu(x) + 0.001, F = d, no omega */
     int m, redraw, chunk, layer;
     uint64_t seed;
     long drawn; /* draw index of the omega now in the parameters */
@@ -51,14 +83,18 @@ typedef struct PerfPriv {
 } PerfPriv;
 
 static Mixer *perf_create(const Config *c, int layer, ParamTable *pt, const char *prefix) {
-    if (NEED_OP("performer", favor_logits_forward) || NEED_OP("performer", favor_logits_backward) ||
-        NEED_OP("performer", favor_exp_forward) || NEED_OP("performer", favor_exp_backward) ||
-        NEED_OP("performer", maxval))
+    const PerformerCfg *pc = cfg_section(c, "performer");
+    int relu = !strcmp(pc->kernel, "relu");
+    if (perf_validate(c) != 0) return NULL; /* also for callers that build without cfg_validate */
+    if (relu ? NEED_OP("performer", favor_relu_forward) || NEED_OP("performer", relu_backward)
+             : NEED_OP("performer", favor_logits_forward) || NEED_OP("performer", favor_logits_backward) ||
+                   NEED_OP("performer", favor_exp_forward) || NEED_OP("performer", favor_exp_backward) ||
+                   NEED_OP("performer", maxval))
         return NULL;
     Mixer *m = mixer_new(&mixer_performer, c, pt);
     PerfPriv *p = xcalloc(1, sizeof *p);
-    const PerformerCfg *pc = cfg_section(c, "performer");
-    p->m = pc->features > 0 ? pc->features : 2 * m->d;
+    p->relu = relu;
+    p->m = relu ? m->d : pc->features > 0 ? pc->features : 2 * m->d;
     p->redraw = pc->redraw;
     p->chunk = (int)cfg_num(c, "gma.chunk"); /* the linear core's scan, as GMA's */
     p->eps = (real)cfg_num(c, "gma.eps");
@@ -66,6 +102,7 @@ static Mixer *perf_create(const Config *c, int layer, ParamTable *pt, const char
     p->seed = (uint64_t)c->seed;
     m->priv = p;
     attn_proj_add(m, c, pt, prefix);
+    if (relu) return m;
     char name[128];
     int s3[3] = {m->H, p->m, m->d};
     snprintf(name, sizeof name, "%s.performer.omega", prefix);
@@ -113,6 +150,7 @@ static void draw_omega(real *om, const Mixer *mx, long idx) {
 
 static void perf_init(Mixer *m, real *params, Rng *rng) {
     PerfPriv *p = m->priv;
+    if (p->relu) return;
     draw_omega(MP(m, params, P_OMEGA), m, 0);
     p->drawn = 0;
 }
@@ -146,7 +184,7 @@ static Acts carve(const Mixer *m, int B, int N, real *act) {
 
 static void maybe_redraw(Mixer *m, const MixerCtx *c, const real *params) {
     PerfPriv *p = m->priv;
-    if (!c->training || p->redraw <= 0) return;
+    if (p->relu || !c->training || p->redraw <= 0) return;
     long idx = c->step / p->redraw;
     if (idx == p->drawn) return;
     size_t n = (size_t)m->H * p->m * m->d;
@@ -165,9 +203,17 @@ static void perf_forward(Mixer *m, const MixerCtx *c, real *y, const real *h, co
     size_t hs = (size_t)B * N * m->D;
     maybe_redraw(m, c, params);
     Acts a = carve(m, B, N, act);
+    attn_proj_qkv(m, params, h, a.qh, a.kh, a.vh, scratch, B, N);
+    if (p->relu) { /* phi = relu(x) + 0.001 on the d channels (F = d) */
+        g_ops->favor_relu_forward(a.fq, a.qh, hs, (real)RELU_KERNEL_EPS);
+        g_ops->favor_relu_forward(a.fk, a.kh, hs, (real)RELU_KERNEL_EPS);
+        mask_rows(a.fk, c->keymask, B, H, N, F);
+        g_ops->linmix_forward(a.oh, a.den, a.state, a.fq, a.fk, a.vh, B * H, N, F, d, c->causal, p->chunk, p->eps);
+        attn_proj_out(m, params, y, a.oh, scratch, B, N);
+        return;
+    }
     const real *om = MP(m, params, P_OMEGA);
     real *e = scratch + 2 * hs, sc = (real)(1.0 / sqrt((double)F));
-    attn_proj_qkv(m, params, h, a.qh, a.kh, a.vh, scratch, B, N);
     g_ops->favor_logits_forward(e, a.qh, om, B, H, N, d, F);
     g_ops->favor_exp_forward(a.fq, a.amax, e, R, F, 0, sc);
     g_ops->favor_logits_forward(e, a.kh, om, B, H, N, d, F);
@@ -186,7 +232,6 @@ static void perf_backward(Mixer *m, const MixerCtx *c, real *dh, const real *dy,
     int B = c->B, N = c->N, H = m->H, d = m->d, F = p->m, R = B * H * N;
     size_t hs = (size_t)B * N * m->D, gs = gsz(m, B, N);
     Acts a = carve(m, B, N, act);
-    const real *om = MP(m, params, P_OMEGA);
     real *t1 = scratch, *t2 = t1 + hs, *dq = t2 + hs, *dk = dq + hs, *dv = dk + hs;
     real *dfq = dv + hs, *dfk = dfq + gs, *e = dfk + gs;
     real *doh = t1;
@@ -197,6 +242,13 @@ static void perf_backward(Mixer *m, const MixerCtx *c, real *dh, const real *dy,
     g_ops->linmix_backward(dfq, dfk, dv, doh, a.oh, a.den, a.state, a.fq, a.fk, a.vh, B * H, N, F, d, c->causal,
                            p->chunk);
     mask_rows(dfk, c->keymask, B, H, N, F);
+    if (p->relu) { /* d phi / dx = [x > 0]; padded keys' dfk rows are zero */
+        g_ops->relu_backward(dq, dfq, a.qh, hs);
+        g_ops->relu_backward(dk, dfk, a.kh, hs);
+        attn_proj_qkv_backward(m, params, grads, dh, h, dq, dk, dv, t2, B, N);
+        return;
+    }
+    const real *om = MP(m, params, P_OMEGA);
     g_ops->favor_exp_backward(e, dfq, a.fq, a.amax, R, F);
     g_ops->favor_logits_backward(dq, e, a.qh, om, B, H, N, d, F);
     g_ops->zero(e, sizeof(real) * gs);
@@ -213,6 +265,7 @@ static void perf_destroy(Mixer *m) {
 const MixerVT mixer_performer = {
     .name = "performer",
     .config = &perf_section,
+    .validate = perf_validate,
     .causal_ok = 1,
     .bidir_ok = 1,
     .attn_dropout_why = "has no attention probabilities to drop (the LRA release's Performer accepts the rate and never applies it)",

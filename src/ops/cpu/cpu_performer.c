@@ -3,7 +3,10 @@
  *   e = (x omega^T) / d^(1/4) - |x|^2 / (2 sqrt d)     (favor_logits)
  *   phi = scale * rexp(e - c)                            (favor_exp)
  * with c the row maximum (queries; its argmax is kept so that the backward pass can
- * differentiate through it) or a constant (keys). omega is a buffer, not trained. */
+ * differentiate through it) or a constant (keys). omega is a buffer, not trained.
+ * The generalized ReLU kernel (performer.kernel "relu") has no projection:
+ *   phi = max(x, 0) + eps                                 (favor_relu)
+ * and its backward pass is relu_backward (cpu_nn.c). */
 #include <string.h>
 
 #include "ops/cpu/cpu.h"
@@ -70,6 +73,11 @@ void cpu_favor_exp_backward(real *de, const real *dphi, const real *phi, const r
         }
         if (rowmax) d[(int)rowmax[r]] -= (real)s;
     }
+}
+
+void cpu_favor_relu_forward(real *phi, const real *x, size_t n, real eps) {
+#pragma omp parallel for schedule(static) if (PAR_WORTH(n))
+    for (size_t i = 0; i < n; i++) phi[i] = (x[i] > 0 ? x[i] : 0) + eps;
 }
 
 double cpu_maxval(const real *x, size_t n) {

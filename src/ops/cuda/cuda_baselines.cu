@@ -1,6 +1,6 @@
 /* cuda_baselines.cu: the baseline mixers' elementwise and Performer ops on the GPU, twins
  * of ops/cpu/cpu_linear.c (elu+1), cpu_mamba.c (silu, softplus, the silu gate) and
- * cpu_performer.c (FAVOR+ exponents and features, maxval). The causal convolution and
+ * cpu_performer.c (FAVOR+ exponents and features, the ReLU kernel's features, maxval). The causal convolution and
  * the selective scan are in cuda_mamba.cu, the tiled attention in cuda_sdpa.cu.
  *
  * Elementwise maps are one thread per element (grid-stride). favor_logits is a
@@ -202,3 +202,10 @@ void cuda_favor_exp_backward(real *de, const real *dphi, const real *phi, const 
     k_favor_exp_bwd<<<(R + 7) / 8, 256>>>(de, dphi, phi, rowmax, R, m);
     KERNEL_CHECK("k_favor_exp_bwd");
 }
+
+/* ---------------------------------------------------------------- Performer ReLU kernel */
+/* phi = max(x, 0) + eps, one thread per element; the backward pass is relu_backward */
+__global__ void k_favor_relu(float *phi, const float *x, size_t n, float eps) {
+    GRID_STRIDE(i, n) phi[i] = (x[i] > 0.f ? x[i] : 0.f) + eps;
+}
+void cuda_favor_relu_forward(real *phi, const real *x, size_t n, real eps) { EW_LAUNCH(k_favor_relu, n, phi, x, n, eps); }
