@@ -225,6 +225,61 @@ START_TEST(test_sigint_checkpoints) {
 }
 END_TEST
 
+/* A token-shard corpus (bytes tokenizer, words counted) in tu_path(name), made once. */
+static const char *text_shards(void) {
+    static int made;
+    const char *dir = tu_path("corpus");
+    if (!made) {
+        gma_mkdirs(dir);
+        static const char *const w[] = {"the", "of", "and", "to", "in", "a", "is", "that", "for", "it", "as", "was"};
+        const char *names[3] = {"train", "valid", "test"};
+        for (int s = 0; s < 3; s++) {
+            char p[1100], text[20000];
+            size_t n = 0;
+            uint64_t x = 7 + s;
+            for (int i = 0; i < (s ? 300 : 2400); i++) {
+                x = x * 6364136223846793005ULL + 1442695040888963407ULL;
+                n += snprintf(text + n, sizeof text - n, "%s%s", w[(x >> 33) % 12], i % 12 == 11 ? "\n" : " ");
+            }
+            snprintf(p, sizeof p, "%s/%s.txt", dir, names[s]);
+            tu_write(p, text);
+        }
+        ck_assert_msg(run("./bin/gmadata prepare %s --tokenizer bytes --out %s/shards --quiet", dir, dir) == 0, "%s", g_out);
+        made = 1;
+    }
+    static char out[1100];
+    snprintf(out, sizeof out, "%s/shards", dir);
+    return out;
+}
+
+/* The evaluation lines label every value: ppl, word ppl when the data counts words, acc
+ * only when it is measured (the recall task). */
+START_TEST(test_eval_lines) {
+    tu_write(tu_path("tiny.json"), TINY);
+    ck_assert_msg(run("./bin/gmatrain --config %s --out %s --set data.source=shards --set data.path=%s "
+                      "--set model.vocab_size=0 --set train.eval_every=4",
+                      tu_path("tiny.json"), tu_path("lm"), text_shards()) == 0, "%s", g_out);
+    const char *e = strstr(g_out, "eval step 4 | valid loss ");
+    ck_assert_msg(e, "%s", g_out);
+    const char *eol = strchr(e, '\n');
+    double loss, ppl;
+    int used = 0;
+    ck_assert_msg(sscanf(e, "eval step 4 | valid loss %lf | ppl %lf%n", &loss, &ppl, &used) == 2 && e + used == eol,
+                  "unlabelled value in \"%.*s\"", (int)(eol - e), e);
+    ck_assert(!strstr(g_out, "acc "));
+    const char *f = strstr(g_out, "final step 8 | test loss ");
+    ck_assert_msg(f, "%s", g_out);
+    double wppl;
+    ck_assert_msg(sscanf(f, "final step 8 | test loss %lf | ppl %lf | word ppl %lf", &loss, &ppl, &wppl) == 3 && wppl > ppl,
+                  "%s", f);
+    /* the recall task measures accuracy */
+    ck_assert_msg(run("./bin/gmatrain --config %s --out %s --set train.eval_every=4", tu_path("tiny.json"), tu_path("rc")) == 0,
+                  "%s", g_out);
+    e = strstr(g_out, "eval step 4 | valid loss ");
+    ck_assert_msg(e && sscanf(e, "eval step 4 | valid loss %lf | ppl %lf | acc %lf", &loss, &ppl, &wppl) == 3, "%s", g_out);
+}
+END_TEST
+
 START_TEST(test_sgd_and_schedules) {
     /* SGD with momentum and the linear schedule train; the loss falls */
     tu_write(tu_path("tiny.json"), TINY);
@@ -276,6 +331,7 @@ Suite *make_suite(void) {
     tcase_add_test(tc, test_bad_configs);
     tcase_add_test(tc, test_nonfinite_refused);
     tcase_add_test(tc, test_sigint_checkpoints);
+    tcase_add_test(tc, test_eval_lines);
     tcase_add_test(tc, test_sgd_and_schedules);
     tcase_add_test(tc, test_learns_recall);
     suite_add_tcase(s, tc);
