@@ -77,6 +77,27 @@ START_TEST(test_exit_codes) {
 }
 END_TEST
 
+/* gmatrain --config NAME finds configs/NAME (and NAME.json); missing shards name the
+ * commands that make them */
+START_TEST(test_config_lookup_and_missing_data) {
+    ck_assert_int_eq(run("./bin/gmatrain --config quickstart --set model.mixer=lstm --out %s", tu_path("q")), 2);
+    ck_assert_msg(strstr(g_out, "unknown mixer \"lstm\"") && !strstr(g_out, "cannot open"), "%s", g_out);
+    ck_assert_int_eq(run("./bin/gmatrain --config quickstart.json --set model.mixer=lstm --out %s", tu_path("q")), 2);
+    ck_assert_msg(strstr(g_out, "unknown mixer \"lstm\""), "%s", g_out);
+    ck_assert_int_eq(run("./bin/gmatrain --config no_such_config.json --out %s", tu_path("q")), 2);
+    ck_assert_msg(strstr(g_out, "no_such_config.json") && strstr(g_out, "cannot open"), "%s", g_out);
+    ck_assert_int_eq(run("./bin/gmatrain --config wikitext_k256.json --set data.path=%s/wikitext-103-gpt2 --out %s",
+                         tu_tmpdir(), tu_path("w")), 2);
+    ck_assert_msg(strstr(g_out, "bin/gmadata fetch wikitext-103 && bin/gmadata fetch gpt2 && "
+                                "bin/gmadata prepare wikitext-103 --tokenizer gpt2 --out "),
+                  "%s", g_out);
+    ck_assert_int_eq(run("./bin/gmatrain --config quickstart --set data.source=shards --set data.path=%s/mine --out %s",
+                         tu_tmpdir(), tu_path("w")), 2);
+    ck_assert_msg(strstr(g_out, "bin/gmadata prepare TEXT_DIR --tokenizer"), "%s", g_out);
+    ck_assert(!gma_path_exists(tu_path("w")) && !gma_path_exists(tu_path("q")));
+}
+END_TEST
+
 START_TEST(test_scripts_and_make_help) {
     /* the reproduce scripts print their whole usage, the environment they read included */
     static const char *const scr[][2] = {{"reproduce_small.sh", "SOTU="}, {"reproduce_lra.sh", "SPAM_DIR="},
@@ -99,6 +120,7 @@ Suite *make_suite(void) {
     tcase_set_timeout(tc, 120);
     tcase_add_test(tc, test_help_and_version);
     tcase_add_test(tc, test_exit_codes);
+    tcase_add_test(tc, test_config_lookup_and_missing_data);
     tcase_add_test(tc, test_scripts_and_make_help);
     suite_add_tcase(s, tc);
     return s;

@@ -35,6 +35,17 @@ static void usage(FILE *f) {
 
 static int run_main(int argc, char **argv, int *done);
 
+/* --config NAME: the file NAME; a bare NAME (no '/') that is not there is looked up in
+ * configs/ as NAME, then NAME.json, so the usage works from the repository root. */
+static const char *find_config(const char *name, char *buf, size_t cap) {
+    if (gma_path_exists(name) || strchr(name, '/')) return name;
+    snprintf(buf, cap, "configs/%s", name);
+    if (gma_path_exists(buf)) return buf;
+    snprintf(buf, cap, "configs/%s.json", name);
+    if (gma_path_exists(buf)) return buf;
+    return name; /* its "cannot open" names what was asked for */
+}
+
 int main(int argc, char **argv) {
     gma_openmp_env(argv);
     if (dist_init(&argc, &argv) != 0) {
@@ -97,7 +108,8 @@ static int run_main(int argc, char **argv, int *done) {
     if (!config && !resume) return gma_errorf("--config FILE or --resume DIR is required (see --help)"), 2;
     Config cfg;
     cfg_defaults(&cfg);
-    char ckdir[2048] = "";
+    char ckdir[2048] = "", cfgbuf[2048];
+    if (config) config = find_config(config, cfgbuf, sizeof cfgbuf);
     if (config) {
         if (cfg_load_file(&cfg, config) != 0) return 2;
     } else {
