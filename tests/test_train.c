@@ -280,6 +280,36 @@ START_TEST(test_eval_lines) {
 }
 END_TEST
 
+/* --resume of a finished run has nothing to do (no evaluation, no new metrics rows); a
+ * train.steps below the checkpoint's step is refused; a changed train.steps is printed
+ * and logged as a schedule change */
+START_TEST(test_resume_finished_and_schedule) {
+    tu_write(tu_path("tiny.json"), TINY);
+    ck_assert_msg(run("./bin/gmatrain --config %s --out %s --quiet --set train.schedule=cosine --set train.steps=6",
+                      tu_path("tiny.json"), tu_path("fin")) == 0, "%s", g_out);
+    char p[1100];
+    snprintf(p, sizeof p, "%s/metrics.jsonl", tu_path("fin"));
+    size_t n0, n1;
+    char *m0 = gma_read_file(p, &n0);
+    ck_assert_msg(run("./bin/gmatrain --resume %s", tu_path("fin")) == 0, "%s", g_out);
+    ck_assert_msg(strstr(g_out, "nothing to do") && !strstr(g_out, "final step"), "%s", g_out);
+    char *m1 = gma_read_file(p, &n1);
+    ck_assert_msg(n0 == n1 && !memcmp(m0, m1, n0), "metrics.jsonl changed");
+    free(m1);
+    ck_assert_int_eq(run("./bin/gmatrain --resume %s --quiet --set train.steps=4", tu_path("fin")), 2);
+    ck_assert_msg(strstr(g_out, "beyond train.steps 4"), "%s", g_out);
+    m1 = gma_read_file(p, &n1);
+    ck_assert(n0 == n1 && !memcmp(m0, m1, n0));
+    free(m1);
+    free(m0);
+    ck_assert_msg(run("./bin/gmatrain --resume %s --quiet --set train.steps=10", tu_path("fin")) == 0, "%s", g_out);
+    ck_assert_msg(strstr(g_out, "train.steps 6 -> 10 on resume at step 6") && strstr(g_out, "lr 0.001 -> 0.00411"), "%s", g_out);
+    m1 = gma_read_file(p, NULL);
+    ck_assert_msg(strstr(m1, "{\"step\":6,\"event\":\"schedule_change\",\"steps_before\":6,\"steps_after\":10"), "%s", m1);
+    free(m1);
+}
+END_TEST
+
 START_TEST(test_sgd_and_schedules) {
     /* SGD with momentum and the linear schedule train; the loss falls */
     tu_write(tu_path("tiny.json"), TINY);
@@ -332,6 +362,7 @@ Suite *make_suite(void) {
     tcase_add_test(tc, test_nonfinite_refused);
     tcase_add_test(tc, test_sigint_checkpoints);
     tcase_add_test(tc, test_eval_lines);
+    tcase_add_test(tc, test_resume_finished_and_schedule);
     tcase_add_test(tc, test_sgd_and_schedules);
     tcase_add_test(tc, test_learns_recall);
     suite_add_tcase(s, tc);

@@ -65,6 +65,43 @@ static int open_data_and_model(Run *r) {
     return 0;
 }
 
+/* What a resume from checkpoint dir at step S means, said before anything is written:
+ * train.steps below S is refused; a finished run (S = train.steps and its summary.json
+ * written) has nothing to do; a train.steps other than the checkpoint's changes the
+ * learning-rate schedule from S on, which is printed here and logged (run_open). Every
+ * rank reads the same checkpoint; rank 0's view of summary.json stands for all. */
+static int resume_check(Run *r, const char *dir) {
+    long step = r->ts.step, steps = r->cfg.train.steps;
+    if (step > steps)
+        return gma_errorf("%s is at step %ld, beyond train.steps %ld: nothing to resume (pass --set train.steps=N "
+                          "with N >= %ld, or --out DIR for a new run)", dir, step, steps, step),
+               TRAIN_BAD_INPUT;
+    char sum[2100];
+    snprintf(sum, sizeof sum, "%s/summary.json", r->o.run_dir);
+    int finished = r->lead && step == steps && gma_path_exists(sum);
+    dist_bcast(&finished, sizeof finished, 0);
+    if (finished) {
+        r->finished = 1;
+        if (r->lead)
+            fprintf(stderr, "gmatrain: %s finished at step %ld (train.steps %ld): nothing to do; its results are in %s "
+                            "(--set train.steps=N to train on)\n", r->o.run_dir, step, steps, sum);
+        return 0;
+    }
+    Config old;
+    cfg_defaults(&old);
+    if (ckpt_read_config(dir, &old) != 0 || old.train.steps == steps) return 0; /* no config: nothing to compare */
+    r->sched_from = old.train.steps;
+    r->lr_from = optim_lr(&old.train, step);
+    r->lr_to = optim_lr(&r->cfg.train, step);
+    if (r->lead)
+        fprintf(stderr, "gmatrain: warning: train.steps %ld -> %ld on resume at step %ld: %s (lr %.3g -> %.3g); logged in "
+                        "metrics.jsonl\n", (long)old.train.steps, steps, step,
+                r->lr_from == r->lr_to ? "the learning rate schedule gives the same rate here" :
+                                         "the learning-rate schedule is stretched from here",
+                r->lr_from, r->lr_to);
+    return 0;
+}
+
 /* The training state, fresh from the seed or from the checkpoint to resume; then every
  * replica starts from rank 0's parameters, moments and state (the same already: this
  * makes sure). */
@@ -78,7 +115,8 @@ static int open_state(Run *r) {
         int rc = dist_agree(ok ? 0 : TRAIN_BAD_INPUT);
         if (rc) return rc;
         if (!r->quiet) fprintf(stderr, "resumed from %s at step %ld\n", dir, ts->step);
-        if (r->lead) ckpt_clean_run(r->o.run_dir); /* what a killed or failed save left behind */
+        if ((rc = resume_check(r, dir)) != 0) return rc;
+        if (r->lead && !r->finished) ckpt_clean_run(r->o.run_dir); /* what a killed or failed save left behind */
     }
     run_bcast_model(&r->m, 1);
     dist_bcast(ts, sizeof *ts, 0);
@@ -133,8 +171,20 @@ int run_open(Run *r, const Config *cfg, const TrainerOptions *o) {
     r->lead = dist_rank() == 0;
     r->quiet = o->quiet || !r->lead;
     int rc;
-    if ((rc = open_data_and_model(r)) || (rc = open_state(r)) || (rc = open_sampler(r)) || (rc = open_outputs(r))) return rc;
-    if (!r->quiet) print_banner(r);
+    if ((rc = open_data_and_model(r)) || (rc = open_state(r)) || (rc = open_sampler(r)) ||
+        (rc = r->finished ? 0 : open_outputs(r)))
+        return rc;
+    if (!r->quiet && !r->finished) print_banner(r);
+    if (r->sched_from) {
+        cJSON *row = cJSON_CreateObject();
+        cJSON_AddNumberToObject(row, "step", (double)r->ts.step);
+        cJSON_AddStringToObject(row, "event", "schedule_change");
+        cJSON_AddNumberToObject(row, "steps_before", (double)r->sched_from);
+        cJSON_AddNumberToObject(row, "steps_after", r->cfg.train.steps);
+        cJSON_AddNumberToObject(row, "lr_before", r->lr_from);
+        cJSON_AddNumberToObject(row, "lr_after", r->lr_to);
+        run_metrics_row(r->mf, row);
+    }
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);
     sa.sa_handler = on_signal;
@@ -452,6 +502,7 @@ static void report_test(const Run *r, cJSON *sum, const EvalResult *fin_test) {
 }
 
 int run_finish(Run *r) {
+    if (r->finished) return 0; /* said in resume_check */
     if (r->o.progress_tty && !r->quiet) fprintf(stderr, "\n");
     if (stopping(r)) return finish_interrupted(r);
     EvalResult fin[3];
