@@ -310,6 +310,35 @@ START_TEST(test_resume_finished_and_schedule) {
 }
 END_TEST
 
+/* Screen output: the routing alerts of a check on one line (the rows per head stay in
+ * metrics.jsonl), a progress line with ETA after step 1, the end-of-run summary */
+START_TEST(test_screen_output) {
+    tu_write(tu_path("tiny.json"), TINY);
+    ck_assert_msg(run("./bin/gmatrain --config %s --out %s --set gma.monitor_every=4 --set gma.entropy_min=100 "
+                      "--set gma.patience=1 --set gma.util_min_share=1 --set train.log_every=100",
+                      tu_path("tiny.json"), tu_path("scr")) == 0, "%s", g_out);
+    int lines = 0;
+    for (const char *p = g_out; (p = strstr(p, "routing alert")); p++) lines++;
+    ck_assert_msg(lines == 2 && strstr(g_out, "routing alert step 4: low entropy in 2;") && !strstr(g_out, "head 0"), "%s", g_out);
+    char pth[1100];
+    snprintf(pth, sizeof pth, "%s/metrics.jsonl", tu_path("scr"));
+    char *m = gma_read_file(pth, NULL);
+    ck_assert(strstr(m, "\"layer\":0,\"head\":1,\"kind\":\"entropy\""));
+    free(m);
+    ck_assert_msg(strstr(g_out, "step      1/8 | loss ") && strstr(g_out, "ETA "), "%s", g_out);
+    ck_assert_msg(strstr(g_out, "gmatrain: done: 8 steps in ") && strstr(g_out, " tok/s") && strstr(g_out, "/latest") &&
+                      strstr(g_out, "/metrics.jsonl") && strstr(g_out, "final test loss "),
+                  "%s", g_out);
+    /* a run whose ETA passes 24 hours says so at step 1 */
+    ck_assert_msg(run("(./bin/gmatrain --config %s --out %s --set train.steps=1000000000 --set train.log_every=1000000 & "
+                      "sleep 2; kill -INT $!; wait $!)",
+                      tu_path("tiny.json"), tu_path("long")) == 130, "%s", g_out);
+    ck_assert_msg(strstr(g_out, "warning: ETA") && strstr(g_out, "more than 24 hours"), "%s", g_out);
+    /* Ctrl-C is acknowledged at once */
+    ck_assert_msg(strstr(g_out, "stopping after this step"), "%s", g_out);
+}
+END_TEST
+
 START_TEST(test_sgd_and_schedules) {
     /* SGD with momentum and the linear schedule train; the loss falls */
     tu_write(tu_path("tiny.json"), TINY);
@@ -363,6 +392,7 @@ Suite *make_suite(void) {
     tcase_add_test(tc, test_sigint_checkpoints);
     tcase_add_test(tc, test_eval_lines);
     tcase_add_test(tc, test_resume_finished_and_schedule);
+    tcase_add_test(tc, test_screen_output);
     tcase_add_test(tc, test_sgd_and_schedules);
     tcase_add_test(tc, test_learns_recall);
     suite_add_tcase(s, tc);

@@ -23,6 +23,7 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "optim/optim.h"
 #include "train/dist.h"
@@ -32,7 +33,12 @@
 static const char *const g_split[3] = {"train", "valid", "test"};
 
 static volatile sig_atomic_t g_stop;
-static void on_signal(int sig) { g_stop = sig; }
+static int g_ack; /* rank 0 acknowledges a signal on stderr */
+static void on_signal(int sig) {
+    static const char msg[] = "\ngmatrain: signal received, stopping after this step (checkpoint follows)\n";
+    if (!g_stop && g_ack) (void)!write(2, msg, sizeof msg - 1); /* async-signal-safe */
+    g_stop = sig;
+}
 
 static int stopping(const Run *r) { return r->R > 1 ? r->stop_all : g_stop != 0; }
 
@@ -192,6 +198,7 @@ int run_open(Run *r, const Config *cfg, const TrainerOptions *o) {
     sigaction(SIGTERM, &sa, NULL);
     r->signals_set = 1;
     g_stop = 0;
+    g_ack = r->lead;
     health_init(&r->hm, &r->m);
     r->gma_layers = model_monitor(&r->m, &r->mon);
     r->div_on = model_aux_on(&r->m);
@@ -326,9 +333,26 @@ int run_step(Run *r) {
 
 /* ---------------- periodic ---------------- */
 
+/* The progress line (step, loss, lr, gradient norm, tokens/s, ETA); after the first step
+ * of the session also a warning when the ETA passes 24 hours. */
+static void progress_line(const Run *r, double loss) {
+    if (r->quiet) return;
+    const TrainCfg *tc = &r->cfg.train;
+    const TrainState *ts = &r->ts;
+    double tps = r->train_time > 0 ? (ts->tokens_seen - r->tokens0) / r->train_time : 0;
+    char eta[32];
+    double per = r->train_time / (double)(ts->step - r->step0), left = per * (double)(tc->steps - ts->step);
+    run_fmt_eta(eta, sizeof eta, left);
+    fprintf(stderr, "%sstep %6ld/%d | loss %.4f | lr %.2e | gnorm %.3f | %.0f tok/s | ETA %s%s",
+            r->o.progress_tty ? "\r" : "", ts->step, tc->steps, loss, r->cur.lr, r->cur.gn, tps, eta,
+            r->o.progress_tty ? "   " : "\n");
+    if (ts->step == r->step0 + 1 && left > 86400)
+        fprintf(stderr, "%sgmatrain: warning: ETA %s, more than 24 hours for %ld steps at %.0f tok/s on %s\n",
+                r->o.progress_tty ? "\n" : "", eta, tc->steps - ts->step, tps, g_ops->name);
+}
+
 /* The metrics row of the log window and the progress line. */
 static void log_window(Run *r) {
-    const TrainCfg *tc = &r->cfg.train;
     const TrainState *ts = &r->ts;
     double tps = r->train_time > 0 ? (ts->tokens_seen - r->tokens0) / r->train_time : 0;
     double loss = r->win_n ? r->win_loss / r->win_n : NAN;
@@ -341,14 +365,7 @@ static void log_window(Run *r) {
     cJSON_AddNumberToObject(row, "tokens_per_s", tps);
     cJSON_AddNumberToObject(row, "elapsed_s", gma_now() - r->t_start);
     run_metrics_row(r->mf, row);
-    if (!r->quiet) {
-        char eta[32];
-        double per = r->train_time / (double)(ts->step - r->step0);
-        run_fmt_eta(eta, sizeof eta, per * (double)(tc->steps - ts->step));
-        fprintf(stderr, "%sstep %6ld/%d | loss %.4f | lr %.2e | gnorm %.3f | %.0f tok/s | ETA %s%s",
-                r->o.progress_tty ? "\r" : "", ts->step, tc->steps, loss, r->cur.lr, r->cur.gn, tps, eta,
-                r->o.progress_tty ? "   " : "\n");
-    }
+    progress_line(r, loss);
     r->win_loss = 0;
     r->win_div = 0;
     r->win_n = 0;
@@ -400,6 +417,7 @@ int run_periodic(Run *r) {
     long step = r->ts.step;
     int rc = 0, last = step == tc->steps;
     if (due(step, tc->log_every) || last) log_window(r);
+    else if (step == r->step0 + 1 && !r->cur.bad) progress_line(r, r->cur.loss); /* the first: speed and ETA at once */
     if (r->gma_layers && !r->cur.bad && due(step, r->mon.every) && (rc = run_monitor(r)) != 0) return rc;
     if (due(step, tc->eval_every) && !last && r->task.have[SPLIT_VALID] && (rc = validate(r)) != 0) return rc;
     if (due(step, tc->sample_every) && r->lead && (rc = sample(r)) != 0) return rc;
@@ -501,6 +519,29 @@ static void report_test(const Run *r, cJSON *sum, const EvalResult *fin_test) {
                            last ? r->ts.step : r->ts.best_step, acc);
 }
 
+/* The end of a run on the screen: steps, time, speed, the best and final results, where
+ * the checkpoint and the logs are. */
+static void print_summary(const Run *r, const EvalResult fin[3], const int have[3]) {
+    const TrainState *ts = &r->ts;
+    double tps = r->train_time > 0 ? (ts->tokens_seen - r->tokens0) / r->train_time : 0;
+    char took[32], res[512] = "";
+    run_fmt_eta(took, sizeof took, gma_now() - r->t_start);
+    int n = 0;
+    if (r->task.classify && ts->best_step >= 0)
+        n += snprintf(res + n, sizeof res - n, " | best valid acc %.4f (step %ld)", ts->best_acc, ts->best_step);
+    else if (isfinite(ts->best_valid))
+        n += snprintf(res + n, sizeof res - n, " | best valid loss %.4f", ts->best_valid);
+    for (int s = SPLIT_VALID; s <= SPLIT_TEST; s++)
+        if (have[s]) {
+            n += snprintf(res + n, sizeof res - n, " | final %s loss %.4f", g_split[s], fin[s].loss);
+            if (r->task.classify || r->task.report_acc) n += snprintf(res + n, sizeof res - n, " acc %.4f", fin[s].acc);
+            else n += snprintf(res + n, sizeof res - n, " ppl %.3f", fin[s].ppl);
+        }
+    fprintf(stderr, "gmatrain: done: %ld steps in %s, %.0f tok/s%s\n", ts->step, took, tps, res);
+    fprintf(stderr, "gmatrain: checkpoint %s/latest | logs %s/metrics.jsonl, %s/summary.json\n", r->o.run_dir,
+            r->o.run_dir, r->o.run_dir);
+}
+
 int run_finish(Run *r) {
     if (r->finished) return 0; /* said in resume_check */
     if (r->o.progress_tty && !r->quiet) fprintf(stderr, "\n");
@@ -533,6 +574,7 @@ int run_finish(Run *r) {
     cJSON_Delete(sum);
     if (text && r->lead && run_write_json(r->o.run_dir, "summary.json", text) != 0) rc = TRAIN_ERROR;
     free(text);
+    if (!rc && !r->quiet) print_summary(r, fin, have);
     return rc;
 }
 
