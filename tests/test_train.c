@@ -302,7 +302,7 @@ START_TEST(test_resume_finished_and_schedule) {
     ck_assert(n0 == n1 && !memcmp(m0, m1, n0));
     free(m1);
     free(m0);
-    ck_assert_msg(run("./bin/gmatrain --resume %s --quiet --set train.steps=10", tu_path("fin")) == 0, "%s", g_out);
+    ck_assert_msg(run("./bin/gmatrain --resume %s --set train.steps=10", tu_path("fin")) == 0, "%s", g_out);
     ck_assert_msg(strstr(g_out, "train.steps 6 -> 10 on resume at step 6") && strstr(g_out, "lr 0.001 -> 0.00411"), "%s", g_out);
     m1 = gma_read_file(p, NULL);
     ck_assert_msg(strstr(m1, "{\"step\":6,\"event\":\"schedule_change\",\"steps_before\":6,\"steps_after\":10"), "%s", m1);

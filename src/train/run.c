@@ -33,10 +33,10 @@
 static const char *const g_split[3] = {"train", "valid", "test"};
 
 static volatile sig_atomic_t g_stop;
-static int g_ack; /* rank 0 acknowledges a signal on stderr */
+static int g_ack; /* rank 0 acknowledges a Ctrl-C on stderr (SIGTERM, as mpirun sends when a job ends, is not) */
 static void on_signal(int sig) {
-    static const char msg[] = "\ngmatrain: signal received, stopping after this step (checkpoint follows)\n";
-    if (!g_stop && g_ack) (void)!write(2, msg, sizeof msg - 1); /* async-signal-safe */
+    static const char msg[] = "\ngmatrain: interrupt received, stopping after this step (checkpoint follows)\n";
+    if (!g_stop && g_ack && sig == SIGINT) (void)!write(2, msg, sizeof msg - 1); /* async-signal-safe */
     g_stop = sig;
 }
 
@@ -71,9 +71,20 @@ static int open_data_and_model(Run *r) {
     return 0;
 }
 
+/* 1 when the summary.json at path was written at step (the run ended there). */
+static int summary_at(const char *path, long step) {
+    char *text = gma_path_exists(path) ? gma_read_file(path, NULL) : NULL;
+    cJSON *j = text ? cJSON_Parse(text) : NULL;
+    const cJSON *n = cJSON_GetObjectItemCaseSensitive(j, "steps");
+    int at = cJSON_IsNumber(n) && (long)n->valuedouble == step; /* a summary of an earlier end does not count */
+    cJSON_Delete(j);
+    free(text);
+    return at;
+}
+
 /* What a resume from checkpoint dir at step S means, said before anything is written:
  * train.steps below S is refused; a finished run (S = train.steps and its summary.json
- * written) has nothing to do; a train.steps other than the checkpoint's changes the
+ * written at S) has nothing to do; a train.steps other than the checkpoint's changes the
  * learning-rate schedule from S on, which is printed here and logged (run_open). Every
  * rank reads the same checkpoint; rank 0's view of summary.json stands for all. */
 static int resume_check(Run *r, const char *dir) {
@@ -84,7 +95,7 @@ static int resume_check(Run *r, const char *dir) {
                TRAIN_BAD_INPUT;
     char sum[2100];
     snprintf(sum, sizeof sum, "%s/summary.json", r->o.run_dir);
-    int finished = r->lead && step == steps && gma_path_exists(sum);
+    int finished = r->lead && step == steps && summary_at(sum, step);
     dist_bcast(&finished, sizeof finished, 0);
     if (finished) {
         r->finished = 1;
@@ -99,7 +110,7 @@ static int resume_check(Run *r, const char *dir) {
     r->sched_from = old.train.steps;
     r->lr_from = optim_lr(&old.train, step);
     r->lr_to = optim_lr(&r->cfg.train, step);
-    if (r->lead)
+    if (!r->quiet) /* and always in metrics.jsonl */
         fprintf(stderr, "gmatrain: warning: train.steps %ld -> %ld on resume at step %ld: %s (lr %.3g -> %.3g); logged in "
                         "metrics.jsonl\n", (long)old.train.steps, steps, step,
                 r->lr_from == r->lr_to ? "the learning rate schedule gives the same rate here" :
