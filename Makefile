@@ -9,6 +9,7 @@
 #   make mpi        the same binaries with MPI data-parallel training (mpicc), in bin/mpi/
 #   make cuda-mpi   CUDA backend + MPI (+ NCCL when found) in bin/cuda-mpi/: data-parallel on GPUs
 #   make deps       install the Debian packages (scripts/setup.sh)
+#   make help       this list of targets
 #   make install    copy bin/* to $(PREFIX)/bin (PREFIX=/usr/local, DESTDIR honoured)
 #   make fuzz       libFuzzer targets fuzz/fuzz_*.c (clang, ASan + UBSan) in build/fuzz/
 #   make fuzz-smoke each target a few seconds over its seed corpus (part of make test; skipped without clang)
@@ -73,7 +74,7 @@ NVCCFLAGS ?= -O3 -lineinfo -std=c++17 -Xcompiler -fPIC,-Wall,-Wextra,-Wno-unused
 NVCCFLAGS += $(CUDA_ARCH) -Isrc -MMD -MP
 CUDA_LIBDIR := $(firstword $(wildcard $(CUDA_HOME)/lib64 $(CUDA_HOME)/lib $(CUDA_HOME)/targets/x86_64-linux/lib))
 
-.PHONY: all binaries test run-tests quickstart bench deps cuda cuda-mpi mpi mpi-if-available clean probe check-deps install asan
+.PHONY: all binaries test run-tests quickstart bench deps cuda cuda-mpi mpi mpi-if-available clean probe check-deps install asan help
 # The entry targets first make sure the Debian packages are there, then build in a second
 # make, so that the pkg-config / BLAS probes above see what setup.sh just installed.
 all: check-deps
@@ -149,6 +150,10 @@ run-tests: $(BINS) $(TESTS)
 .PHONY: layers
 layers:
 	@scripts/check_layers.sh src
+
+# the targets, from the comment at the top of this file
+help:
+	@sed -n '1,/^$$/s/^#   //p' Makefile
 
 quickstart: check-deps
 	@$(MAKE) --no-print-directory binaries

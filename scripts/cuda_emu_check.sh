@@ -60,7 +60,7 @@ build_model() {
   for p in "${pids[@]}"; do wait "$p"; done
   for b in $bins; do
     gcc $CFL -c src/cli/$b.c -o "$M/$b.o"
-    g++ -rdynamic "$M/$b.o" "$M"/cuda_*.o "$M/libgma-emu.a" $LIBS $MPIL -lpthread -o "$M/$b"
+    g++ -rdynamic "$M/$b.o" build/libgmacli.a "$M"/cuda_*.o "$M/libgma-emu.a" $LIBS $MPIL -lpthread -o "$M/$b"
   done
   echo "emulated binaries: $M/{${bins// /,}}"
 }

@@ -7,13 +7,13 @@
 #
 #   scripts/reproduce_lra.sh [--profile paper|small] [--tasks "listops text retrieval image pathfinder"]
 #                            [--mixers "gma sdpa linear performer linformer"] [--steps N] [--device D]
-#                            [--dry-run N]
+#                            [--dry-run N] [--help]
 #   --profile paper  the release's settings at full size (GPU-scale; docs/lra.md gives the cost)
 #   --profile small  2 layers of width 64, sequences of at most 256 tokens, 600 steps, on the
 #                    data this machine has or makes: generated ListOps (2,000 short
 #                    expressions), Pathfinder-32 (configs/lra_pathfinder32_<mixer>.json and its
 #                    data, when present) and a byte-level text task (text: the SpamAssassin TSV
-#                    split in shared/data/spam when IMDB is missing); mixers gma and sdpa unless
+#                    split in SPAM_DIR when IMDB is missing); mixers gma and sdpa unless
 #                    --mixers says otherwise. About 1 minute a run on 2 CPU cores.
 #   --dry-run N      train N steps of each config at its full shape instead, and print peak
 #                    memory (max RSS), seconds per step and the projected time of the full run
@@ -22,10 +22,12 @@
 # data/lra_release/tsv_data (`gmadata fetch lra`); image needs data/cifar-10-binary.tar.gz
 # (the CIFAR-10 binary release, downloaded by hand); pathfinder uses the data.path of its
 # config. A task whose data or config is missing is skipped with a line saying so.
+# Environment: SPAM_DIR=DIR the SpamAssassin TSV split for --profile small's text task
+# (default shared/data/spam). Prints one line as each run starts; the table at the end.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 profile=paper; tasks="listops text retrieval image pathfinder"; mixers=""
-steps=""; device=""; dry=""
+steps=""; device=""; dry=""; SPAM_DIR=${SPAM_DIR:-shared/data/spam}
 . scripts/lib_reproduce.sh
 extra_option() { case "$1" in --tasks) tasks="$2";; --dry-run) dry="$2";; *) return 1;; esac; }
 parse_options "[--profile paper|small] [--tasks LIST] [--mixers LIST] [--steps N] [--device D] [--dry-run N]" "$@"
@@ -65,8 +67,8 @@ for t in $tasks; do
         [ -f "$need" ] || bin/gmadata generate listops --out data/listops
       fi ;;
     text) need=data/aclImdb_v1.tar.gz; hint="bin/gmadata fetch imdb"
-          if [ "$profile" = small ] && [ ! -e "$need" ] && [ -d shared/data/spam ]; then
-            need=shared/data/spam; sets+=(--set data.task=tsv --set data.path=shared/data/spam --set data.strip_headers=true)
+          if [ "$profile" = small ] && [ ! -e "$need" ] && [ -d "$SPAM_DIR" ]; then
+            need=$SPAM_DIR; sets+=(--set data.task=tsv --set "data.path=$SPAM_DIR" --set data.strip_headers=true)
           fi ;;
     retrieval) need=data/lra_release/tsv_data; hint="bin/gmadata fetch lra" ;;
     image) need=data/cifar-10-binary.tar.gz; hint="download the CIFAR-10 binary release to $need" ;;
@@ -91,6 +93,7 @@ for t in $tasks; do
     fi
     [ -n "$steps" ] && run_sets+=(--set "train.steps=$steps")
     out="runs/lra_${t}_${m}-$mode-$stamp"
+    progress "$t" "$m" "$cfg" "$out"
     if [ -n "$dry" ]; then
       full=$(grep '"steps"' "$cfg" | head -1 | sed -E 's/[^0-9]*([0-9]+).*/\1/')
       start=$(date +%s.%N)

@@ -3,7 +3,11 @@
 # corpus (../shared/data/sotu, or SOTU=DIR) with a 4096-token byte-level BPE trained on its
 # train split, trains configs/small_{gma,sdpa,hybrid}.json and prints one table of
 # validation / test perplexity (token and word level) and training speed.
-#   scripts/reproduce_small.sh [--steps N] [--mixers "gma sdpa hybrid"]
+#   scripts/reproduce_small.sh [--steps N] [--mixers "gma sdpa hybrid"] [--help]
+#   --steps N      train.steps of every run (default: the configs')
+#   --mixers LIST  which configs/small_<mixer>.json to train (default "gma sdpa hybrid")
+# Environment: SOTU=DIR the corpus (train.txt, valid.txt, test.txt; default ../shared/data/sotu).
+# Prints one line as each run starts; the table at the end (runs/small-<stamp>.txt).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . scripts/lib_reproduce.sh
@@ -13,7 +17,8 @@ while [ $# -gt 0 ]; do
   case "$1" in
     --steps) steps="--set train.steps=$2"; shift 2;;
     --mixers) mixers="$2"; shift 2;;
-    *) echo "usage: $0 [--steps N] [--mixers LIST]"; exit 2;;
+    --help|-h) script_help; exit 0;;
+    *) echo "usage: $0 [--steps N] [--mixers LIST] [--help]" >&2; exit 2;;
   esac
 done
 make -s
@@ -21,8 +26,10 @@ make -s
 [ -f data/sotu-bpe4k/meta.json ] || bin/gmadata prepare "$SOTU" --tokenizer bpe:data/bpe4k-sotu --out data/sotu-bpe4k
 stamp=$(date +%Y%m%d-%H%M%S)
 printf "%-8s %10s %10s %10s %10s %12s\n" mixer valid_ppl test_ppl test_wppl params tokens/s > "runs/small-$stamp.txt"
+k=0; n=$(echo $mixers | wc -w)
 for m in $mixers; do
   out="runs/small_${m}-$stamp"
+  k=$((k + 1)); progress $k $n "configs/small_$m.json" "$out"
   bin/gmatrain --config "configs/small_$m.json" --out "$out" $steps --quiet
   bin/gmaeval --checkpoint "$out" --data test --json "$out/test.json" > /dev/null
   bin/gmaeval --checkpoint "$out" --data valid --json "$out/valid.json" > /dev/null

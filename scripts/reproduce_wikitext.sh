@@ -4,12 +4,16 @@
 # perplexity) and prints one table (also written to runs/wikitext-<profile>-<stamp>.txt).
 #
 #   scripts/reproduce_wikitext.sh [--profile paper|small] [--data DIR] [--mixers "gma_k256 sdpa ..."]
-#                                 [--steps N] [--device cpu|cuda]
+#                                 [--steps N] [--device cpu|cuda] [--help]
 #   --profile paper  the configurations as they are (GPU-scale: 8 layers, d_model 512, N 512)
 #   --profile small  the same configurations shrunk for a CPU (2 layers, d_model 128, N 128,
 #                    300 steps, Kc 32, 64 Performer features): a smoke run of the pipeline
 #   --data DIR       token shards to use (default data/wikitext-103-gpt2; fetched with
 #                    `gmadata fetch wikitext-103 && gmadata fetch gpt2` and prepared when missing)
+#   --mixers LIST    which configs/wikitext103_<mixer>.json to train
+#                    (default "gma_k256 sdpa linear performer mamba hybrid")
+#   --steps N        train.steps of every run; --device cpu|cuda (cuda: the programs of bin/cuda)
+# Environment: none read. Prints one line as each run starts; the table at the end.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 profile=paper; data=data/wikitext-103-gpt2; device=""; steps=""
@@ -28,6 +32,7 @@ stamp=$(date +%Y%m%d-%H%M%S)
 table="runs/wikitext-$profile-$stamp.txt"
 mkdir -p runs
 printf "%-10s %12s %10s %10s %12s %12s\n" mixer params valid_ppl test_ppl test_wppl tokens/s > "$table"
+k=0; n=$(echo $mixers | wc -w)
 for m in $mixers; do
   cfg="configs/wikitext103_$m.json"
   [ -f "$cfg" ] || { echo "$0: no $cfg" >&2; exit 2; }
@@ -41,6 +46,7 @@ for m in $mixers; do
   fi
   [ -n "$steps" ] && sets+=(--set "train.steps=$steps")
   out="runs/wikitext_${m}-$profile-$stamp"
+  k=$((k + 1)); progress $k $n "$cfg" "$out"
   $BIN/gmatrain --config "$cfg" --out "$out" "${sets[@]}" $device --quiet
   $BIN/gmaeval --checkpoint "$out" --data test --json "$out/test.json" $device > /dev/null
   printf "%-10s %12s %10.3f %10.3f %12.3f %12.0f\n" "$m" "$(get "$out/summary.json" parameters)" \

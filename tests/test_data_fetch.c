@@ -226,6 +226,8 @@ START_TEST(test_http_digest_mismatch_and_404) {
     ck_assert_int_eq(fetch_url(url("/missing"), tu_path("missing.bin"), DIGEST_SHA256, body_sha, &o), -1);
     ck_assert_ptr_nonnull(strstr(gma_error(), "404"));
     ck_assert(!gma_path_exists(tu_path("missing.bin")));
+    part_of(tu_path("missing.bin"), part);
+    ck_assert_msg(!gma_path_exists(part), "an empty %s is left behind", part);
     /* 404 is final: one request only */
     const char *log = server_log();
     ck_assert_ptr_eq(strstr(strstr(log, "/missing") + 1, "/missing"), NULL);
@@ -260,6 +262,8 @@ START_TEST(test_file_urls) {
     snprintf(u, sizeof u, "file://%s/none", tu_tmpdir());
     ck_assert_int_eq(fetch_url(u, tu_path("none.bin"), DIGEST_MD5, NULL, &o), -1);
     ck_assert(!gma_path_exists(tu_path("none.bin")));
+    part_of(tu_path("none.bin"), part);
+    ck_assert_msg(!gma_path_exists(part), "an empty %s is left behind", part);
 }
 END_TEST
 
@@ -279,6 +283,7 @@ START_TEST(test_unreachable_and_unknown) {
     snprintf(u, sizeof u, "http://127.0.0.1:%d/x.bin", ntohs(a.sin_port));
     ck_assert_int_eq(fetch_url(u, tu_path("x.bin"), DIGEST_MD5, NULL, &o), -1);
     ck_assert_ptr_nonnull(strstr(gma_error(), u));
+    ck_assert(!gma_path_exists(tu_path("x.bin.part")));
     ck_assert_ptr_nonnull(strstr(gma_error(), "giving up after 2 attempts"));
     ck_assert_int_eq(fetch_dataset("wikitext-999", tu_tmpdir(), NULL, &o), -1);
     ck_assert_ptr_nonnull(strstr(gma_error(), "unknown dataset 'wikitext-999'"));

@@ -225,6 +225,120 @@ START_TEST(test_sigint_checkpoints) {
 }
 END_TEST
 
+/* A token-shard corpus (bytes tokenizer, words counted) in tu_path(name), made once. */
+static const char *text_shards(void) {
+    static int made;
+    const char *dir = tu_path("corpus");
+    if (!made) {
+        gma_mkdirs(dir);
+        static const char *const w[] = {"the", "of", "and", "to", "in", "a", "is", "that", "for", "it", "as", "was"};
+        const char *names[3] = {"train", "valid", "test"};
+        for (int s = 0; s < 3; s++) {
+            char p[1100], text[20000];
+            size_t n = 0;
+            uint64_t x = 7 + s;
+            for (int i = 0; i < (s ? 300 : 2400); i++) {
+                x = x * 6364136223846793005ULL + 1442695040888963407ULL;
+                n += snprintf(text + n, sizeof text - n, "%s%s", w[(x >> 33) % 12], i % 12 == 11 ? "\n" : " ");
+            }
+            snprintf(p, sizeof p, "%s/%s.txt", dir, names[s]);
+            tu_write(p, text);
+        }
+        ck_assert_msg(run("./bin/gmadata prepare %s --tokenizer bytes --out %s/shards --quiet", dir, dir) == 0, "%s", g_out);
+        made = 1;
+    }
+    static char out[1100];
+    snprintf(out, sizeof out, "%s/shards", dir);
+    return out;
+}
+
+/* The evaluation lines label every value: ppl, word ppl when the data counts words, acc
+ * only when it is measured (the recall task). */
+START_TEST(test_eval_lines) {
+    tu_write(tu_path("tiny.json"), TINY);
+    ck_assert_msg(run("./bin/gmatrain --config %s --out %s --set data.source=shards --set data.path=%s "
+                      "--set model.vocab_size=0 --set train.eval_every=4",
+                      tu_path("tiny.json"), tu_path("lm"), text_shards()) == 0, "%s", g_out);
+    const char *e = strstr(g_out, "eval step 4 | valid loss ");
+    ck_assert_msg(e, "%s", g_out);
+    const char *eol = strchr(e, '\n');
+    double loss, ppl;
+    int used = 0;
+    ck_assert_msg(sscanf(e, "eval step 4 | valid loss %lf | ppl %lf%n", &loss, &ppl, &used) == 2 && e + used == eol,
+                  "unlabelled value in \"%.*s\"", (int)(eol - e), e);
+    ck_assert(!strstr(g_out, "acc "));
+    const char *f = strstr(g_out, "final step 8 | test loss ");
+    ck_assert_msg(f, "%s", g_out);
+    double wppl;
+    ck_assert_msg(sscanf(f, "final step 8 | test loss %lf | ppl %lf | word ppl %lf", &loss, &ppl, &wppl) == 3 && wppl > ppl,
+                  "%s", f);
+    /* the recall task measures accuracy */
+    ck_assert_msg(run("./bin/gmatrain --config %s --out %s --set train.eval_every=4", tu_path("tiny.json"), tu_path("rc")) == 0,
+                  "%s", g_out);
+    e = strstr(g_out, "eval step 4 | valid loss ");
+    ck_assert_msg(e && sscanf(e, "eval step 4 | valid loss %lf | ppl %lf | acc %lf", &loss, &ppl, &wppl) == 3, "%s", g_out);
+}
+END_TEST
+
+/* --resume of a finished run has nothing to do (no evaluation, no new metrics rows); a
+ * train.steps below the checkpoint's step is refused; a changed train.steps is printed
+ * and logged as a schedule change */
+START_TEST(test_resume_finished_and_schedule) {
+    tu_write(tu_path("tiny.json"), TINY);
+    ck_assert_msg(run("./bin/gmatrain --config %s --out %s --quiet --set train.schedule=cosine --set train.steps=6",
+                      tu_path("tiny.json"), tu_path("fin")) == 0, "%s", g_out);
+    char p[1100];
+    snprintf(p, sizeof p, "%s/metrics.jsonl", tu_path("fin"));
+    size_t n0, n1;
+    char *m0 = gma_read_file(p, &n0);
+    ck_assert_msg(run("./bin/gmatrain --resume %s", tu_path("fin")) == 0, "%s", g_out);
+    ck_assert_msg(strstr(g_out, "nothing to do") && !strstr(g_out, "final step"), "%s", g_out);
+    char *m1 = gma_read_file(p, &n1);
+    ck_assert_msg(n0 == n1 && !memcmp(m0, m1, n0), "metrics.jsonl changed");
+    free(m1);
+    ck_assert_int_eq(run("./bin/gmatrain --resume %s --quiet --set train.steps=4", tu_path("fin")), 2);
+    ck_assert_msg(strstr(g_out, "beyond train.steps 4"), "%s", g_out);
+    m1 = gma_read_file(p, &n1);
+    ck_assert(n0 == n1 && !memcmp(m0, m1, n0));
+    free(m1);
+    free(m0);
+    ck_assert_msg(run("./bin/gmatrain --resume %s --set train.steps=10", tu_path("fin")) == 0, "%s", g_out);
+    ck_assert_msg(strstr(g_out, "train.steps 6 -> 10 on resume at step 6") && strstr(g_out, "lr 0.001 -> 0.00411"), "%s", g_out);
+    m1 = gma_read_file(p, NULL);
+    ck_assert_msg(strstr(m1, "{\"step\":6,\"event\":\"schedule_change\",\"steps_before\":6,\"steps_after\":10"), "%s", m1);
+    free(m1);
+}
+END_TEST
+
+/* Screen output: the routing alerts of a check on one line (the rows per head stay in
+ * metrics.jsonl), a progress line with ETA after step 1, the end-of-run summary */
+START_TEST(test_screen_output) {
+    tu_write(tu_path("tiny.json"), TINY);
+    ck_assert_msg(run("./bin/gmatrain --config %s --out %s --set gma.monitor_every=4 --set gma.entropy_min=100 "
+                      "--set gma.patience=1 --set gma.util_min_share=1 --set train.log_every=100",
+                      tu_path("tiny.json"), tu_path("scr")) == 0, "%s", g_out);
+    int lines = 0;
+    for (const char *p = g_out; (p = strstr(p, "routing alert")); p++) lines++;
+    ck_assert_msg(lines == 2 && strstr(g_out, "routing alert step 4: low entropy in 2;") && !strstr(g_out, "head 0"), "%s", g_out);
+    char pth[1100];
+    snprintf(pth, sizeof pth, "%s/metrics.jsonl", tu_path("scr"));
+    char *m = gma_read_file(pth, NULL);
+    ck_assert(strstr(m, "\"layer\":0,\"head\":1,\"kind\":\"entropy\""));
+    free(m);
+    ck_assert_msg(strstr(g_out, "step      1/8 | loss ") && strstr(g_out, "ETA "), "%s", g_out);
+    ck_assert_msg(strstr(g_out, "gmatrain: done: 8 steps in ") && strstr(g_out, " tok/s") && strstr(g_out, "/latest") &&
+                      strstr(g_out, "/metrics.jsonl") && strstr(g_out, "final test loss "),
+                  "%s", g_out);
+    /* a run whose ETA passes 24 hours says so at step 1 */
+    ck_assert_msg(run("(./bin/gmatrain --config %s --out %s --set train.steps=1000000000 --set train.log_every=1000000 & "
+                      "sleep 2; kill -INT $!; wait $!)",
+                      tu_path("tiny.json"), tu_path("long")) == 130, "%s", g_out);
+    ck_assert_msg(strstr(g_out, "warning: ETA") && strstr(g_out, "more than 24 hours"), "%s", g_out);
+    /* Ctrl-C is acknowledged at once */
+    ck_assert_msg(strstr(g_out, "stopping after this step"), "%s", g_out);
+}
+END_TEST
+
 START_TEST(test_sgd_and_schedules) {
     /* SGD with momentum and the linear schedule train; the loss falls */
     tu_write(tu_path("tiny.json"), TINY);
@@ -276,6 +390,9 @@ Suite *make_suite(void) {
     tcase_add_test(tc, test_bad_configs);
     tcase_add_test(tc, test_nonfinite_refused);
     tcase_add_test(tc, test_sigint_checkpoints);
+    tcase_add_test(tc, test_eval_lines);
+    tcase_add_test(tc, test_resume_finished_and_schedule);
+    tcase_add_test(tc, test_screen_output);
     tcase_add_test(tc, test_sgd_and_schedules);
     tcase_add_test(tc, test_learns_recall);
     suite_add_tcase(s, tc);

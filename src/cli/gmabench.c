@@ -35,6 +35,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "cli/args/version.h"
 #include "core/config.h"
 #include "model/generate.h"
 #include "model/model.h"
@@ -491,19 +492,43 @@ static void bench_decode(const Opts *o, cJSON *out) {
 }
 
 static void usage(FILE *f) {
-    fprintf(f, "usage: gmabench mixer|model|decode|all [options]   (see the comment at the top of src/cli/gmabench.c)\n"
-               "  --mixers a,b  --seq 512,1K,...  --D --H --Kc --B --bidir --repeat --max-seconds --max-mem-gib\n"
-               "  --L --V --T --steps  --json FILE  --device cpu|cuda  --precision fp32|tf32|bf16  --threads N\n"
-               "  --set key=value (repeatable)\n");
+    fprintf(f, "usage: gmabench mixer|model|decode|all [options]\n"
+               "       gmabench --help | --version\n"
+               "  mixer   one mixer layer, forward + backward: time and peak memory per sequence length\n"
+               "  model   whole-model training steps: tokens/s, GFLOP/s, share outside matrix products\n"
+               "  decode  generation at batch 1: incremental decoding against a full forward per token\n"
+               "  all     mixer and model with their defaults\n"
+               "options (defaults in brackets):\n"
+               "  --mixers a,b          mixers to compare, the first is the reference [gma,sdpa]\n"
+               "  --seq 512,1K,...      sequence lengths (mixer) [512,...,16384]\n"
+               "  --D N --H N --Kc N    width, heads, GMA components [256, 4, 64]\n"
+               "  --B N                 batch [mixer 1, model 4]\n"
+               "  --bidir               bidirectional instead of causal\n"
+               "  --repeat N            repeats per point (median reported) [3]\n"
+               "  --max-seconds X       time limit of a point: longer ones are skipped [60]\n"
+               "  --max-mem-gib X       memory limit of a point: larger ones are skipped [12]\n"
+               "  --L N --V N --T N     layers, vocabulary, tokens per sequence (model, decode) [4, 8192, 256]\n"
+               "  --steps N             timed training steps (model) [5]\n"
+               "  --peak-tflops X       the device's peak TFLOP/s: adds model FLOP utilisation (model)\n"
+               "  --json FILE           also write the results as JSON\n"
+               "  --device cpu|cuda  --precision fp32|tf32|bf16  --threads N\n"
+               "  --set key=value       any config key (repeatable, up to 16)\n"
+               "Exit codes: 0 done, 1 failure while running, 2 bad input.\n");
 }
 
 int main(int argc, char **argv) {
     gma_openmp_env(argv);
     mixer_register_all();
-    if (argc < 2 || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
-        usage(argc < 2 ? stderr : stdout);
-        return argc < 2 ? 2 : 0;
+    if (cli_version("gmabench", argc, argv)) return 0;
+    if (argc < 2) {
+        usage(stderr);
+        return 2;
     }
+    for (int i = 1; i < argc; i++)
+        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+            usage(stdout);
+            return 0;
+        }
     const char *what = argv[1];
     if (strcmp(what, "mixer") && strcmp(what, "model") && strcmp(what, "decode") && strcmp(what, "all")) {
         fprintf(stderr, "gmabench: unknown benchmark \"%s\" (mixer, model, decode or all)\n", what);

@@ -18,23 +18,30 @@
  * gradient is zero, e.g. key biases of softmax attention, from dividing noise by noise).
  * --digest prints a hash of the device's loss and gradient bits per step (two runs that
  * print the same digests computed the same bits).
- * Exit status: 0 within the bound (default 1e-4 for fp32, 1e-2 tf32, 5e-2 bf16; --tol sets
- * it), 1 above it, 2 when a backend cannot be used, 3 when the config is refused. */
+ * Exit status, as the other programs: 0 within the bound (default 1e-4 for fp32, 1e-2 tf32,
+ * 5e-2 bf16; --tol sets it), 1 above it, 2 bad input (a flag, a refused config, a backend
+ * that cannot be used here). Without arguments it prints its usage and exits 2. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "cli/args/version.h"
 #include "core/config.h"
 #include "model/model.h"
 #include "nn/mixers/mixer.h"
 #include "ops/ops.h"
 #include "optim/optim.h"
 
-static void usage(void) {
-    fprintf(stderr,
-            "usage: gmacheck [--config FILE] [--set key=value]... [--device cuda|cpu] [--precision fp32|tf32|bf16]\n"
+static void usage(FILE *f) {
+    fprintf(f,
+            "usage: gmacheck --device cuda|cpu [--config FILE] [--set key=value]... [--precision fp32|tf32|bf16]\n"
             "                [--steps S] [--batch B] [--seq N] [--tol X] [--quiet] [--digest]\n"
-            "       gmacheck --list-mixers\n");
+            "       gmacheck --list-mixers\n"
+            "       gmacheck --help | --version\n"
+            "Compares the gradients and optimiser updates of a backend (--device; default: the config's\n"
+            "device, else cuda) against the CPU backend on the same model and batch, for S steps [3].\n"
+            "Exit codes: 0 within the bound (--tol; default 1e-4 fp32, 1e-2 tf32, 5e-2 bf16), 1 above it,\n"
+            "2 bad input (flag, config, or a backend that cannot be used here).\n");
 }
 
 static double norm2(const real *x, size_t n) {
@@ -98,6 +105,16 @@ static int parse_count(const char *flag, const char *text, long hi, int *out) {
 int main(int argc, char **argv) {
     Config c;
     mixer_register_all();
+    if (cli_version("gmacheck", argc, argv)) return 0;
+    if (argc < 2) {
+        usage(stderr);
+        return 2;
+    }
+    for (int i = 1; i < argc; i++)
+        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+            usage(stdout);
+            return 0;
+        }
     cfg_defaults(&c);
     /* a small model that still exercises every path: ragged last chunk, several heads */
     c.model.vocab_size = 512;
@@ -120,33 +137,33 @@ int main(int argc, char **argv) {
         } else if (!strcmp(a, "--config") && more) {
             if (cfg_load_file(&c, argv[++i]) != 0) {
                 fprintf(stderr, "gmacheck: %s\n", gma_error());
-                return 3;
+                return 2;
             }
         } else if (!strcmp(a, "--set") && more) {
             if (cfg_set(&c, argv[++i]) != 0) {
                 fprintf(stderr, "gmacheck: %s\n", gma_error());
-                return 3;
+                return 2;
             }
         } else if (!strcmp(a, "--device") && more) device = argv[++i];
         else if (!strcmp(a, "--precision") && more) precision = argv[++i];
         /* the ranges of train.steps (at least 1), train.batch_size and model.max_seq_len */
         else if (!strcmp(a, "--steps") && more) {
-            if (parse_count(a, argv[++i], 1000000000L, &steps) != 0) return 3;
+            if (parse_count(a, argv[++i], 1000000000L, &steps) != 0) return 2;
         } else if (!strcmp(a, "--batch") && more) {
-            if (parse_count(a, argv[++i], 1000000L, &B) != 0) return 3;
+            if (parse_count(a, argv[++i], 1000000L, &B) != 0) return 2;
         } else if (!strcmp(a, "--seq") && more) {
-            if (parse_count(a, argv[++i], 16777216L, &N) != 0) return 3;
+            if (parse_count(a, argv[++i], 16777216L, &N) != 0) return 2;
         } else if (!strcmp(a, "--tol") && more) {
             if (gma_parse_double(argv[++i], 0, 1e6, &tol) != 0) {
                 fprintf(stderr, "gmacheck: --tol \"%s\": expected a number in [0, 1e6]\n", argv[i]);
-                return 3;
+                return 2;
             }
         }
         else if (!strcmp(a, "--quiet")) quiet = 1;
         else if (!strcmp(a, "--digest")) digest = 1;
         else {
-            usage();
-            return 3;
+            fprintf(stderr, "gmacheck: unknown or incomplete option \"%s\" (see --help)\n", a);
+            return 2;
         }
     }
     if (!device) device = strcmp(c.device, "cpu") ? c.device : "cuda";
@@ -156,8 +173,8 @@ int main(int argc, char **argv) {
     if (N > c.model.max_seq_len) c.model.max_seq_len = N;
     c.train.seq_len = N;
     if (steps < 1 || B < 1) {
-        usage();
-        return 3;
+        usage(stderr);
+        return 2;
     }
     if (c.model.vocab_size <= 0) c.model.vocab_size = 512;
     int classify = !strcmp(c.model.task, "classify");
@@ -168,7 +185,7 @@ int main(int argc, char **argv) {
     if (!strcmp(c.data.source, "recall") && N < 2 * c.data.recall_pairs + 2) c.data.recall_pairs = (N - 2) / 2;
     if (cfg_validate(&c) != 0) {
         fprintf(stderr, "gmacheck: %s\n", gma_error());
-        return 3;
+        return 2;
     }
     if (tol < 0) tol = !strcmp(c.precision, "fp32") ? 1e-4 : !strcmp(c.precision, "tf32") ? 1e-2 : 5e-2;
     ops_set_threads(c.threads);
@@ -179,11 +196,11 @@ int main(int argc, char **argv) {
     Model ma, mb;
     if (model_build(&ma, &c) != 0) {
         fprintf(stderr, "gmacheck: %s\n", gma_error());
-        return 3;
+        return 2;
     }
     if (model_check_memory(&ma, B, N) != 0) { /* on the CPU reference: it holds the same model */
         fprintf(stderr, "gmacheck: %s\n", gma_error());
-        return 3;
+        return 2;
     }
     model_alloc(&ma, B, N);
     model_init_params(&ma, (uint64_t)c.seed);
@@ -196,7 +213,7 @@ int main(int argc, char **argv) {
     const GmaOps *dev = g_ops;
     if (model_build(&mb, &c) != 0) {
         fprintf(stderr, "gmacheck: %s\n", gma_error());
-        return 3;
+        return 2;
     }
     model_alloc(&mb, B, N);
     size_t P = ma.pt.total;

@@ -15,6 +15,7 @@
 #include "data/lm/prepare.h"
 #include "data/lm/shard.h"
 #include "cli/args/lra_generate.h"
+#include "cli/args/version.h"
 #include "data/text/tokenizer.h"
 
 static const char *USAGE =
@@ -30,7 +31,29 @@ static const char *USAGE =
     "  train-tokenizer --vocab-size N --out DIR FILE\n"
     "  bench-tokenizer [--tokenizer gpt2] [--vocab DIR] [--threads N] [--mb 64] FILE\n"
     "  generate ...                                        (LRA generators)\n"
-    "Tokenizers: gpt2 (files in --vocab, default data/gpt2), bpe:DIR, word:VOCAB.txt, bytes, bytes:N.\n";
+    "  --help | --version                                  (gmadata COMMAND --help: that command's usage)\n"
+    "Tokenizers: gpt2 (files in --vocab, default data/gpt2), bpe:DIR, word:VOCAB.txt, bytes, bytes:N.\n"
+    "Exit codes: 0 done, 1 a file or download it cannot use, 2 usage error.\n";
+
+/* `gmadata CMD --help`: CMD's lines of USAGE (its own and the indented ones under it) and
+ * the tokenizer line, on stdout. 0, or -1 when USAGE has no such command. */
+static int command_usage(const char *cmd) {
+    size_t n = strlen(cmd);
+    int found = 0, in = 0;
+    for (const char *l = USAGE; *l;) {
+        const char *e = strchr(l, '\n');
+        size_t len = e ? (size_t)(e - l) : strlen(l);
+        if (len > n + 2 && !strncmp(l, "  ", 2) && !strncmp(l + 2, cmd, n) && l[2 + n] == ' ') {
+            printf("usage: gmadata %.*s\n", (int)(len - 2), l + 2);
+            found = in = 1;
+        } else if (in && len > 4 && !strncmp(l, "    ", 4)) printf("%13s%.*s\n", "", (int)len, l); /* under the command */
+        else in = 0;
+        l += len + (e ? 1 : 0);
+    }
+    if (!found) return -1;
+    printf("Tokenizers: gpt2 (files in --vocab, default data/gpt2), bpe:DIR, word:VOCAB.txt, bytes, bytes:N.\n");
+    return 0;
+}
 
 static int fail(void) {
     fprintf(stderr, "gmadata: %s\n", gma_error());
@@ -349,6 +372,7 @@ static int cmd_bench(const Args *a) {
 }
 
 int main(int argc, char **argv) {
+    if (cli_version("gmadata", argc, argv)) return 0;
     if (argc < 2 || strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0) {
         fputs(USAGE, argc < 2 ? stderr : stdout);
         return argc < 2 ? 2 : 0;
@@ -357,6 +381,11 @@ int main(int argc, char **argv) {
     if (strcmp(cmd, "generate") == 0) {
         return lra_generate_main(argc - 1, argv + 1);
     }
+    for (int i = 2; i < argc; i++)
+        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+            if (command_usage(cmd) == 0) return 0;
+            break; /* an unknown command: said below */
+        }
     Args a;
     int prc = parse(argc - 2, argv + 2, &a);
     if (prc) return prc;

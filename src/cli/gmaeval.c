@@ -13,6 +13,7 @@
 #include "data/lm/lmdata.h"
 #include "model/checkpoint.h"
 #include "model/model.h"
+#include "cli/args/version.h"
 #include "ops/ops.h"
 #include "train/cls_task.h"
 #include "train/evaluate.h"
@@ -23,6 +24,7 @@ static void usage(FILE *f) {
     fprintf(f, "usage: gmaeval --checkpoint PATH --data SPLIT|FILE [--seq-len N] [--batch B] [--stride S]\n"
                "               [--json OUT] [--device cpu|cuda] [--threads N]\n"
                "               [--analyze] [--analyze-json FILE] [--dump-responsibilities FILE]\n"
+               "       gmaeval --help | --version\n"
                "PATH: a checkpoint directory, a run directory (its latest checkpoint) or a model.safetensors.\n"
                "SPLIT: train, valid or test of the data the checkpoint was trained on; FILE: a token shard.\n"
                "--analyze: routing analysis of the GMA layers (docs/routing.md): JSON to --analyze-json FILE (default\n"
@@ -299,6 +301,7 @@ static int run_analysis(Model *m, const Config *cfg, const LmData *d, int split,
 
 int main(int argc, char **argv) {
     gma_openmp_env(argv);
+    if (cli_version("gmaeval", argc, argv)) return 0;
     const char *ckpt = NULL, *data = NULL, *json = NULL, *device = NULL, *ajson = NULL, *dump = NULL;
     int analyze = 0;
     long seq_len = 0, batch = 0, stride = -1, threads = -1;

@@ -14,12 +14,14 @@
 #include "model/checkpoint.h"
 #include "model/generate.h"
 #include "model/model.h"
+#include "cli/args/version.h"
 #include "ops/ops.h"
 
 static void usage(FILE *f) {
     fprintf(f, "usage: gmasample --checkpoint PATH [--prompt TEXT | --prompt-file FILE | --prompt-ids \"ID ...\"]\n"
                "                 [--tokens N] [--temperature T] [--top-k K] [--top-p P] [--seed S] [--samples M]\n"
                "                 [--tokenizer SPEC [--vocab DIR]] [--json OUT] [--device cpu|cuda] [--threads N] [--no-cache]\n"
+               "       gmasample --help | --version\n"
                "PATH: a checkpoint directory, a run directory (its latest checkpoint) or a model.safetensors.\n"
                "The text is encoded and decoded with the tokenizer named in the training data's meta.json\n"
                "(gmadata prepare), or --tokenizer (gpt2, bpe:DIR, word:FILE, bytes). Without a tokenizer (the\n"
@@ -110,6 +112,7 @@ static int32_t *prompt_ids(Tokenizer *tk, const char *text, size_t text_len, con
 
 int main(int argc, char **argv) {
     gma_openmp_env(argv);
+    if (cli_version("gmasample", argc, argv)) return 0;
     const char *ckpt = NULL, *prompt = NULL, *pfile = NULL, *pids = NULL, *json = NULL, *device = NULL, *tkspec = NULL,
                *vocab = "data/gpt2";
     long tokens = 128, top_k = 0, seed = 1337, samples = 1, threads = -1;

@@ -7,6 +7,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "cli/args/version.h"
 #include "core/config.h"
 #include "model/checkpoint.h"
 #include "nn/mixers/mixer.h"
@@ -20,15 +21,30 @@ static void usage(FILE *f) {
             "                [--device cpu|cuda] [--threads N] [--quiet]\n"
             "       gmatrain --resume DIR [--set key=value ...]   (config taken from the checkpoint)\n"
             "       gmatrain --config-reference                    (Markdown table of every config key)\n"
+            "       gmatrain --help | --version\n"
             "Trains the model a JSON config describes; writes RUN/config.json, metrics.jsonl,\n"
             "checkpoints (RUN/ckpt_<step>, RUN/latest) and summary.json. RUN = --out, else\n"
-            "out_dir, else runs/<name>. Exit codes: 0 done, 1 error, 2 bad input,\n"
-            "3 stopped on non-finite losses, 130 interrupted (checkpoint written).\n"
+            "out_dir, else runs/<name>. A bare --config NAME not found is looked up in configs/\n"
+            "(NAME or NAME.json).\n"
+            "Exit codes: 0 done (also: --resume of a finished run, nothing to do), 1 error,\n"
+            "2 bad input, 3 stopped on non-finite losses, 4 stopped by a routing-collapse alert\n"
+            "(gma.on_collapse \"stop\"), 130 interrupted (checkpoint written).\n"
             "Data parallel (MPI build, make mpi): mpirun -np R bin/mpi/gmatrain ... trains with\n"
             "train.batch_size per rank (global batch R x batch_size); see docs/distributed.md.\n");
 }
 
 static int run_main(int argc, char **argv, int *done);
+
+/* --config NAME: the file NAME; a bare NAME (no '/') that is not there is looked up in
+ * configs/ as NAME, then NAME.json, so the usage works from the repository root. */
+static const char *find_config(const char *name, char *buf, size_t cap) {
+    if (gma_path_exists(name) || strchr(name, '/')) return name;
+    snprintf(buf, cap, "configs/%s", name);
+    if (gma_path_exists(buf)) return buf;
+    snprintf(buf, cap, "configs/%s.json", name);
+    if (gma_path_exists(buf)) return buf;
+    return name; /* its "cannot open" names what was asked for */
+}
 
 int main(int argc, char **argv) {
     gma_openmp_env(argv);
@@ -52,6 +68,10 @@ int main(int argc, char **argv) {
 static int run_main(int argc, char **argv, int *done) {
     int lead = dist_rank() == 0;
     mixer_register_all();
+    if (cli_version("gmatrain", argc, argv)) {
+        *done = 1;
+        return 0;
+    }
     const char *config = NULL, *out = NULL, *device = NULL, *resume = NULL;
     const char *sets[256];
     int n_sets = 0, want_resume = 0, quiet = 0, threads = -1;
@@ -88,7 +108,8 @@ static int run_main(int argc, char **argv, int *done) {
     if (!config && !resume) return gma_errorf("--config FILE or --resume DIR is required (see --help)"), 2;
     Config cfg;
     cfg_defaults(&cfg);
-    char ckdir[2048] = "";
+    char ckdir[2048] = "", cfgbuf[2048];
+    if (config) config = find_config(config, cfgbuf, sizeof cfgbuf);
     if (config) {
         if (cfg_load_file(&cfg, config) != 0) return 2;
     } else {

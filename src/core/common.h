@@ -36,7 +36,7 @@ typedef float real;
 #define rlog1p log1pf
 #endif
 
-#define GMA_VERSION "0.1.0"
+#define GMA_VERSION "0.4.0"
 
 /* Record the current error (printf-style, one line, no trailing newline). Returns -1. */
 int gma_errorf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));

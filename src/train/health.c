@@ -67,6 +67,9 @@ static cJSON *alert_row(long step, int l, int h, const char *kind, double value,
 
 int health_check(HealthMon *hm, Model *m, long step, FILE *mf, int quiet, uint64_t seed) {
     int stop = 0;
+    /* the screen gets one line per check (the heads of each alert counted); the rows of
+     * metrics.jsonl keep every head's figures */
+    int heads = 0, n_ent = 0, n_dead = 0, n_comp = 0, n_seeded = 0, n_mem = 0;
     int H = m->H, Kmax = GMA_MAX(hm->Kc, 1);
     double *ent = xcalloc(H, sizeof(double)), *cnt = xcalloc((size_t)H * Kmax, sizeof(double));
     double *norm = xcalloc(H, sizeof(double));
@@ -118,12 +121,11 @@ int health_check(HealthMon *hm, Model *m, long step, FILE *mf, int quiet, uint64
             if (mem) cJSON_AddNumberToObject(o, "mem_norm", norm[h]);
             else cJSON_AddNullToObject(o, "mem_norm");
             emit(mf, o);
+            heads++;
             const char *warn_action = want_stop ? "stop" : "warn";
             if (ent[h] < g->entropy_min) {
                 emit(mf, alert_row(step, l, h, "entropy", ent[h], g->entropy_min, warn_action));
-                if (!quiet)
-                    fprintf(stderr, "%srouting alert step %ld layer %d head %d: entropy %.3f nats < %.3f\n", isatty(2) ? "\n" : "", step, l, h, ent[h],
-                            g->entropy_min);
+                n_ent++;
                 hm->alerts++;
                 stop |= want_stop;
             }
@@ -141,19 +143,16 @@ int health_check(HealthMon *hm, Model *m, long step, FILE *mf, int quiet, uint64
                     cJSON_AddNumberToObject(a, "reseeded", done);
                 }
                 emit(mf, a);
-                if (!quiet)
-                    fprintf(stderr, "%srouting alert step %ld layer %d head %d: %d of %d components under %.2g%% of a balanced share for %d checks%s\n", isatty(2) ? "\n" : "",
-                            step, l, h, ndead, Kc, 100 * g->util_min_share, g->patience,
-                            reinit ? " (re-seeded)" : "");
+                n_dead++;
+                n_comp += ndead;
+                n_seeded += done;
                 hm->alerts++;
                 stop |= want_stop;
             }
             double n0 = hm->norm0[(size_t)l * H + h];
             if (mem && n0 > 0 && norm[h] > g->norm_growth_max * n0) {
                 emit(mf, alert_row(step, l, h, "memory_norm", norm[h], g->norm_growth_max * n0, warn_action));
-                if (!quiet)
-                    fprintf(stderr, "%srouting alert step %ld layer %d head %d: memory norm %.3g > %.3g x its start %.3g\n", isatty(2) ? "\n" : "", step,
-                            l, h, norm[h], g->norm_growth_max, n0);
+                n_mem++;
                 hm->alerts++;
                 stop |= want_stop;
             }
@@ -163,5 +162,17 @@ int health_check(HealthMon *hm, Model *m, long step, FILE *mf, int quiet, uint64
     free(cnt);
     free(norm);
     free(dead);
+    if (!quiet && (n_ent || n_dead || n_mem)) {
+        char what[512] = "";
+        int n = 0;
+        if (n_ent) n += snprintf(what + n, sizeof what - n, "low entropy in %d", n_ent);
+        if (n_dead) {
+            n += snprintf(what + n, sizeof what - n, "%s%d unused components in %d", n ? "; " : "", n_comp, n_dead);
+            if (n_seeded) n += snprintf(what + n, sizeof what - n, " (%d re-seeded)", n_seeded);
+        }
+        if (n_mem) snprintf(what + n, sizeof what - n, "%sgrown memory norm in %d", n ? "; " : "", n_mem);
+        fprintf(stderr, "%srouting alert step %ld: %s of %d heads (per head: metrics.jsonl, docs/routing.md)\n", isatty(2) ? "\n" : "",
+                step, what, heads);
+    }
     return stop;
 }

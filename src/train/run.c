@@ -23,6 +23,7 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "optim/optim.h"
 #include "train/dist.h"
@@ -32,7 +33,12 @@
 static const char *const g_split[3] = {"train", "valid", "test"};
 
 static volatile sig_atomic_t g_stop;
-static void on_signal(int sig) { g_stop = sig; }
+static int g_ack; /* rank 0 acknowledges a Ctrl-C on stderr (SIGTERM, as mpirun sends when a job ends, is not) */
+static void on_signal(int sig) {
+    static const char msg[] = "\ngmatrain: interrupt received, stopping after this step (checkpoint follows)\n";
+    if (!g_stop && g_ack && sig == SIGINT) (void)!write(2, msg, sizeof msg - 1); /* async-signal-safe */
+    g_stop = sig;
+}
 
 static int stopping(const Run *r) { return r->R > 1 ? r->stop_all : g_stop != 0; }
 
@@ -65,6 +71,54 @@ static int open_data_and_model(Run *r) {
     return 0;
 }
 
+/* 1 when the summary.json at path was written at step (the run ended there). */
+static int summary_at(const char *path, long step) {
+    char *text = gma_path_exists(path) ? gma_read_file(path, NULL) : NULL;
+    cJSON *j = text ? cJSON_Parse(text) : NULL;
+    const cJSON *n = cJSON_GetObjectItemCaseSensitive(j, "steps");
+    int at = cJSON_IsNumber(n) && (long)n->valuedouble == step; /* a summary of an earlier end does not count */
+    cJSON_Delete(j);
+    free(text);
+    return at;
+}
+
+/* What a resume from checkpoint dir at step S means, said before anything is written:
+ * train.steps below S is refused; a finished run (S = train.steps and its summary.json
+ * written at S) has nothing to do; a train.steps other than the checkpoint's changes the
+ * learning-rate schedule from S on, which is printed here and logged (run_open). Every
+ * rank reads the same checkpoint; rank 0's view of summary.json stands for all. */
+static int resume_check(Run *r, const char *dir) {
+    long step = r->ts.step, steps = r->cfg.train.steps;
+    if (step > steps)
+        return gma_errorf("%s is at step %ld, beyond train.steps %ld: nothing to resume (pass --set train.steps=N "
+                          "with N >= %ld, or --out DIR for a new run)", dir, step, steps, step),
+               TRAIN_BAD_INPUT;
+    char sum[2100];
+    snprintf(sum, sizeof sum, "%s/summary.json", r->o.run_dir);
+    int finished = r->lead && step == steps && summary_at(sum, step);
+    dist_bcast(&finished, sizeof finished, 0);
+    if (finished) {
+        r->finished = 1;
+        if (r->lead)
+            fprintf(stderr, "gmatrain: %s finished at step %ld (train.steps %ld): nothing to do; its results are in %s "
+                            "(--set train.steps=N to train on)\n", r->o.run_dir, step, steps, sum);
+        return 0;
+    }
+    Config old;
+    cfg_defaults(&old);
+    if (ckpt_read_config(dir, &old) != 0 || old.train.steps == steps) return 0; /* no config: nothing to compare */
+    r->sched_from = old.train.steps;
+    r->lr_from = optim_lr(&old.train, step);
+    r->lr_to = optim_lr(&r->cfg.train, step);
+    if (!r->quiet) /* and always in metrics.jsonl */
+        fprintf(stderr, "gmatrain: warning: train.steps %ld -> %ld on resume at step %ld: %s (lr %.3g -> %.3g); logged in "
+                        "metrics.jsonl\n", (long)old.train.steps, steps, step,
+                r->lr_from == r->lr_to ? "the learning rate schedule gives the same rate here" :
+                                         "the learning-rate schedule is stretched from here",
+                r->lr_from, r->lr_to);
+    return 0;
+}
+
 /* The training state, fresh from the seed or from the checkpoint to resume; then every
  * replica starts from rank 0's parameters, moments and state (the same already: this
  * makes sure). */
@@ -78,7 +132,8 @@ static int open_state(Run *r) {
         int rc = dist_agree(ok ? 0 : TRAIN_BAD_INPUT);
         if (rc) return rc;
         if (!r->quiet) fprintf(stderr, "resumed from %s at step %ld\n", dir, ts->step);
-        if (r->lead) ckpt_clean_run(r->o.run_dir); /* what a killed or failed save left behind */
+        if ((rc = resume_check(r, dir)) != 0) return rc;
+        if (r->lead && !r->finished) ckpt_clean_run(r->o.run_dir); /* what a killed or failed save left behind */
     }
     run_bcast_model(&r->m, 1);
     dist_bcast(ts, sizeof *ts, 0);
@@ -133,8 +188,20 @@ int run_open(Run *r, const Config *cfg, const TrainerOptions *o) {
     r->lead = dist_rank() == 0;
     r->quiet = o->quiet || !r->lead;
     int rc;
-    if ((rc = open_data_and_model(r)) || (rc = open_state(r)) || (rc = open_sampler(r)) || (rc = open_outputs(r))) return rc;
-    if (!r->quiet) print_banner(r);
+    if ((rc = open_data_and_model(r)) || (rc = open_state(r)) || (rc = open_sampler(r)) ||
+        (rc = r->finished ? 0 : open_outputs(r)))
+        return rc;
+    if (!r->quiet && !r->finished) print_banner(r);
+    if (r->sched_from) {
+        cJSON *row = cJSON_CreateObject();
+        cJSON_AddNumberToObject(row, "step", (double)r->ts.step);
+        cJSON_AddStringToObject(row, "event", "schedule_change");
+        cJSON_AddNumberToObject(row, "steps_before", (double)r->sched_from);
+        cJSON_AddNumberToObject(row, "steps_after", r->cfg.train.steps);
+        cJSON_AddNumberToObject(row, "lr_before", r->lr_from);
+        cJSON_AddNumberToObject(row, "lr_after", r->lr_to);
+        run_metrics_row(r->mf, row);
+    }
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);
     sa.sa_handler = on_signal;
@@ -142,6 +209,7 @@ int run_open(Run *r, const Config *cfg, const TrainerOptions *o) {
     sigaction(SIGTERM, &sa, NULL);
     r->signals_set = 1;
     g_stop = 0;
+    g_ack = r->lead;
     health_init(&r->hm, &r->m);
     r->gma_layers = model_monitor(&r->m, &r->mon);
     r->div_on = model_aux_on(&r->m);
@@ -276,9 +344,26 @@ int run_step(Run *r) {
 
 /* ---------------- periodic ---------------- */
 
+/* The progress line (step, loss, lr, gradient norm, tokens/s, ETA); after the first step
+ * of the session also a warning when the ETA passes 24 hours. */
+static void progress_line(const Run *r, double loss) {
+    if (r->quiet) return;
+    const TrainCfg *tc = &r->cfg.train;
+    const TrainState *ts = &r->ts;
+    double tps = r->train_time > 0 ? (ts->tokens_seen - r->tokens0) / r->train_time : 0;
+    char eta[32];
+    double per = r->train_time / (double)(ts->step - r->step0), left = per * (double)(tc->steps - ts->step);
+    run_fmt_eta(eta, sizeof eta, left);
+    fprintf(stderr, "%sstep %6ld/%d | loss %.4f | lr %.2e | gnorm %.3f | %.0f tok/s | ETA %s%s",
+            r->o.progress_tty ? "\r" : "", ts->step, tc->steps, loss, r->cur.lr, r->cur.gn, tps, eta,
+            r->o.progress_tty ? "   " : "\n");
+    if (ts->step == r->step0 + 1 && left > 86400)
+        fprintf(stderr, "%sgmatrain: warning: ETA %s, more than 24 hours for %ld steps at %.0f tok/s on %s\n",
+                r->o.progress_tty ? "\n" : "", eta, tc->steps - ts->step, tps, g_ops->name);
+}
+
 /* The metrics row of the log window and the progress line. */
 static void log_window(Run *r) {
-    const TrainCfg *tc = &r->cfg.train;
     const TrainState *ts = &r->ts;
     double tps = r->train_time > 0 ? (ts->tokens_seen - r->tokens0) / r->train_time : 0;
     double loss = r->win_n ? r->win_loss / r->win_n : NAN;
@@ -291,14 +376,7 @@ static void log_window(Run *r) {
     cJSON_AddNumberToObject(row, "tokens_per_s", tps);
     cJSON_AddNumberToObject(row, "elapsed_s", gma_now() - r->t_start);
     run_metrics_row(r->mf, row);
-    if (!r->quiet) {
-        char eta[32];
-        double per = r->train_time / (double)(ts->step - r->step0);
-        run_fmt_eta(eta, sizeof eta, per * (double)(tc->steps - ts->step));
-        fprintf(stderr, "%sstep %6ld/%d | loss %.4f | lr %.2e | gnorm %.3f | %.0f tok/s | ETA %s%s",
-                r->o.progress_tty ? "\r" : "", ts->step, tc->steps, loss, r->cur.lr, r->cur.gn, tps, eta,
-                r->o.progress_tty ? "   " : "\n");
-    }
+    progress_line(r, loss);
     r->win_loss = 0;
     r->win_div = 0;
     r->win_n = 0;
@@ -350,6 +428,7 @@ int run_periodic(Run *r) {
     long step = r->ts.step;
     int rc = 0, last = step == tc->steps;
     if (due(step, tc->log_every) || last) log_window(r);
+    else if (step == r->step0 + 1 && !r->cur.bad) progress_line(r, r->cur.loss); /* the first: speed and ETA at once */
     if (r->gma_layers && !r->cur.bad && due(step, r->mon.every) && (rc = run_monitor(r)) != 0) return rc;
     if (due(step, tc->eval_every) && !last && r->task.have[SPLIT_VALID] && (rc = validate(r)) != 0) return rc;
     if (due(step, tc->sample_every) && r->lead && (rc = sample(r)) != 0) return rc;
@@ -451,7 +530,31 @@ static void report_test(const Run *r, cJSON *sum, const EvalResult *fin_test) {
                            last ? r->ts.step : r->ts.best_step, acc);
 }
 
+/* The end of a run on the screen: steps, time, speed, the best and final results, where
+ * the checkpoint and the logs are. */
+static void print_summary(const Run *r, const EvalResult fin[3], const int have[3]) {
+    const TrainState *ts = &r->ts;
+    double tps = r->train_time > 0 ? (ts->tokens_seen - r->tokens0) / r->train_time : 0;
+    char took[32], res[512] = "";
+    run_fmt_eta(took, sizeof took, gma_now() - r->t_start);
+    int n = 0;
+    if (r->task.classify && ts->best_step >= 0)
+        n += snprintf(res + n, sizeof res - n, " | best valid acc %.4f (step %ld)", ts->best_acc, ts->best_step);
+    else if (isfinite(ts->best_valid))
+        n += snprintf(res + n, sizeof res - n, " | best valid loss %.4f", ts->best_valid);
+    for (int s = SPLIT_VALID; s <= SPLIT_TEST; s++)
+        if (have[s]) {
+            n += snprintf(res + n, sizeof res - n, " | final %s loss %.4f", g_split[s], fin[s].loss);
+            if (r->task.classify || r->task.report_acc) n += snprintf(res + n, sizeof res - n, " acc %.4f", fin[s].acc);
+            else n += snprintf(res + n, sizeof res - n, " ppl %.3f", fin[s].ppl);
+        }
+    fprintf(stderr, "gmatrain: done: %ld steps in %s, %.0f tok/s%s\n", ts->step, took, tps, res);
+    fprintf(stderr, "gmatrain: checkpoint %s/latest | logs %s/metrics.jsonl, %s/summary.json\n", r->o.run_dir,
+            r->o.run_dir, r->o.run_dir);
+}
+
 int run_finish(Run *r) {
+    if (r->finished) return 0; /* said in resume_check */
     if (r->o.progress_tty && !r->quiet) fprintf(stderr, "\n");
     if (stopping(r)) return finish_interrupted(r);
     EvalResult fin[3];
@@ -482,6 +585,7 @@ int run_finish(Run *r) {
     cJSON_Delete(sum);
     if (text && r->lead && run_write_json(r->o.run_dir, "summary.json", text) != 0) rc = TRAIN_ERROR;
     free(text);
+    if (!rc && !r->quiet) print_summary(r, fin, have);
     return rc;
 }
 

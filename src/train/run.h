@@ -52,6 +52,13 @@ typedef struct Run {
     double t_start, train_time, tokens0, last_loss;
     double win_loss, win_div; /* sums over the good steps of the log window */
     int win_n;
+    /* --resume: the run had finished already (summary.json, step = train.steps): nothing
+     * is trained, evaluated or written; sched_from: train.steps of the checkpoint when the
+     * command line changed it (0: unchanged), lr_from/lr_to the rate at the resumed step
+     * under the old and the new schedule */
+    int finished;
+    long sched_from;
+    double lr_from, lr_to;
 } Run;
 
 int run_open(Run *r, const Config *cfg, const TrainerOptions *o);

@@ -29,12 +29,17 @@ cJSON *run_eval_row(long step, const char *split, const EvalResult *r, const Tas
 }
 
 void run_print_eval(const char *what, const char *split, long step, const EvalResult *r, const Task *t, int nl) {
-    if (t->classify)
+    if (t->classify) {
         fprintf(stderr, "%s%s step %ld | %s loss %.4f | acc %.4f | %.0f examples\n", nl ? "\n" : "", what, step, split,
                 r->loss, r->acc, r->tokens);
-    else
-        fprintf(stderr, "%s%s step %ld | %s loss %.4f | ppl %.3f%s%.4f\n", nl ? "\n" : "", what, step, split, r->loss,
-                r->ppl, t->report_acc ? " | acc " : "", t->report_acc ? r->acc : 0.0);
+        return;
+    }
+    /* ppl always; word ppl when the data counts words; acc only when it is measured */
+    char extra[96] = "";
+    int n = 0;
+    if (r->word_ppl > 0) n += snprintf(extra + n, sizeof extra - n, " | word ppl %.3f", r->word_ppl);
+    if (t->report_acc) snprintf(extra + n, sizeof extra - n, " | acc %.4f", r->acc);
+    fprintf(stderr, "%s%s step %ld | %s loss %.4f | ppl %.3f%s\n", nl ? "\n" : "", what, step, split, r->loss, r->ppl, extra);
 }
 
 void run_fmt_eta(char *out, size_t cap, double s) {

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "data/fetch/fetch.h"
 #include "train/dist.h"
 
 static int lm_train_forward(Task *t, Model *m, Rng *rng, long k, long step, LossStats *st, double *tokens) {
@@ -81,8 +82,30 @@ static int cls_open(Task *t, Config *cfg, int quiet) {
     return e;
 }
 
+/* Shards that are not there: the error names the commands that make them. A data.path
+ * whose last part is SOURCE-TOKENIZER (data/wikitext-103-gpt2) with SOURCE a data set
+ * gmadata fetches gives the fetch and prepare lines for it; any other path the prepare
+ * line. Returns -1. */
+static int missing_data_hint(const Config *cfg) {
+    char train[2100];
+    snprintf(train, sizeof train, "%s/train.bin", cfg->data.path);
+    if (gma_path_exists(train)) return -1; /* some other error: as it is */
+    char msg[1024], base[256], src[256] = "";
+    snprintf(msg, sizeof msg, "%s", gma_error());
+    const char *b = strrchr(cfg->data.path, '/');
+    snprintf(base, sizeof base, "%s", b ? b + 1 : cfg->data.path);
+    char *dash = strrchr(base, '-');
+    const char *tok = dash ? dash + 1 : "gpt2";
+    if (dash) snprintf(src, sizeof src, "%.*s", (int)(dash - base), base);
+    if (src[0] && fetch_find(src))
+        return gma_errorf("%s; make it with: bin/gmadata fetch %s%s && bin/gmadata prepare %s --tokenizer %s --out %s", msg, src,
+                          !strcmp(tok, "gpt2") ? " && bin/gmadata fetch gpt2" : "", src, tok, cfg->data.path);
+    return gma_errorf("%s; make it with: bin/gmadata prepare TEXT_DIR --tokenizer gpt2|bpe:DIR|bytes --out %s "
+                      "(see bin/gmadata prepare --help)", msg, cfg->data.path);
+}
+
 static int lm_open(Task *t, Config *cfg) {
-    if (lmdata_open(&t->lm, cfg) != 0) return -1;
+    if (lmdata_open(&t->lm, cfg) != 0) return missing_data_hint(cfg);
     t->report_acc = t->lm.is_recall;
     for (int s = 0; s < 3; s++) t->have[s] = t->lm.have[s];
     t->train_forward = lm_train_forward;

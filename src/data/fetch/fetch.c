@@ -5,6 +5,8 @@
  * (connection refused or dropped, timeouts, 5xx, 429) are retried with exponential
  * back-off; 4xx answers are final. After the transfer the file's digest is checked
  * against the one published for it; only a matching file is renamed to its final name.
+ * A failed download keeps a .part that holds bytes (for a later resume) and removes an
+ * empty one.
  */
 #include "data/fetch/fetch.h"
 
@@ -230,7 +232,10 @@ int fetch_url(const char *url, const char *path, DigestKind kind, const char *di
     }
     if (rc != 0) {
         if (rc == 1) gma_error_prefix("giving up after %d attempts", opt->retries + 1);
-        return -1; /* the .part stays for a later resume */
+        /* a .part with bytes stays for a later resume; an empty one is removed */
+        struct stat st;
+        if (stat(part, &st) == 0 && st.st_size == 0) unlink(part);
+        return -1;
     }
     if (digest) {
         char hex[65];

@@ -1,0 +1,129 @@
+/* test_cli.c: the programs' command lines (run from the repository root): --help on stdout
+ * with exit 0, --version as one line, the same exit codes everywhere, the scripts' usage,
+ * `make help`. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "testutil.h"
+
+static const char *const PROGS[] = {"gmatrain", "gmaeval", "gmasample", "gmadata", "gmabench", "gmacheck"};
+
+/* Run cmd with stdout and stderr kept apart: exit status, stdout into out, stderr into err. */
+static int run_split(const char *cmd, char *out, size_t cap_out, char *err, size_t cap_err) {
+    char full[2048];
+    snprintf(full, sizeof full, "(%s 2>%s)", cmd, tu_path("stderr.txt"));
+    int rc = tu_run(full, out, cap_out);
+    char *e = gma_read_file(tu_path("stderr.txt"), NULL);
+    snprintf(err, cap_err, "%s", e ? e : "");
+    free(e);
+    return rc;
+}
+
+static char g_so[65536], g_se[65536];
+
+START_TEST(test_help_and_version) {
+    char cmd[512];
+    for (int i = 0; i < 6; i++) {
+        snprintf(cmd, sizeof cmd, "./bin/%s --help", PROGS[i]);
+        ck_assert_msg(run_split(cmd, g_so, sizeof g_so, g_se, sizeof g_se) == 0, "%s: %s", cmd, g_se);
+        ck_assert_msg(strncmp(g_so, "usage:", 6) == 0 && g_se[0] == 0, "%s: stdout \"%.80s\" stderr \"%s\"", cmd, g_so, g_se);
+        ck_assert_msg(strstr(g_so, "--version"), "%s does not list --version", cmd);
+        snprintf(cmd, sizeof cmd, "./bin/%s --version", PROGS[i]);
+        ck_assert_msg(run_split(cmd, g_so, sizeof g_so, g_se, sizeof g_se) == 0, "%s: %s", cmd, g_se);
+        char want[128];
+        snprintf(want, sizeof want, "%s gma %s\n", PROGS[i], GMA_VERSION);
+        ck_assert_msg(strcmp(g_so, want) == 0, "%s: \"%s\"", cmd, g_so);
+    }
+    /* the subcommands answer --help too */
+    static const char *const sub[] = {"gmadata prepare", "gmadata fetch", "gmadata encode", "gmadata generate",
+                                      "gmadata generate listops", "gmabench model", "gmabench mixer"};
+    for (int i = 0; i < 7; i++) {
+        snprintf(cmd, sizeof cmd, "./bin/%s --help", sub[i]);
+        ck_assert_msg(run_split(cmd, g_so, sizeof g_so, g_se, sizeof g_se) == 0, "%s: %s", cmd, g_se);
+        ck_assert_msg(strncmp(g_so, "usage:", 6) == 0, "%s: \"%.80s\"", cmd, g_so);
+    }
+    ck_assert_msg(run_split("./bin/gmadata prepare --help", g_so, sizeof g_so, g_se, sizeof g_se) == 0 &&
+                      strstr(g_so, "--tokenizer") && !strstr(g_so, "train-tokenizer"),
+                  "%s", g_so);
+    /* gmabench lists every option it takes; gmatrain every exit code */
+    run_split("./bin/gmabench --help", g_so, sizeof g_so, g_se, sizeof g_se);
+    static const char *const bopt[] = {"--peak-tflops", "--max-seconds", "--max-mem-gib", "--repeat", "--steps", "--set",
+                                       "--bidir", "--json", "--precision", "--threads"};
+    for (int i = 0; i < 10; i++) ck_assert_msg(strstr(g_so, bopt[i]), "gmabench --help lacks %s", bopt[i]);
+    run_split("./bin/gmatrain --help", g_so, sizeof g_so, g_se, sizeof g_se);
+    ck_assert_msg(strstr(g_so, "4 stopped by a routing-collapse alert") && strstr(g_so, "130"), "%s", g_so);
+}
+END_TEST
+
+START_TEST(test_exit_codes) {
+    /* no arguments: the usage on stderr, exit 2, for every program (gmacheck included:
+     * no CUDA message) */
+    char cmd[512];
+    for (int i = 0; i < 6; i++) {
+        snprintf(cmd, sizeof cmd, "./bin/%s", PROGS[i]);
+        ck_assert_msg(run_split(cmd, g_so, sizeof g_so, g_se, sizeof g_se) == 2, "%s", cmd);
+        ck_assert_msg(g_so[0] == 0 && g_se[0], "%s: stdout \"%s\"", cmd, g_so);
+        ck_assert_msg(!strstr(g_se, "CUDA") && !strstr(g_se, "cuda backend"), "%s: %s", cmd, g_se);
+    }
+    /* bad input is 2 everywhere: an unknown option, a config that does not parse */
+    for (int i = 0; i < 6; i++) {
+        snprintf(cmd, sizeof cmd, "./bin/%s %s--no-such-option", PROGS[i],
+                 !strcmp(PROGS[i], "gmadata") ? "fetch " : !strcmp(PROGS[i], "gmabench") ? "model " : "");
+        ck_assert_msg(run_split(cmd, g_so, sizeof g_so, g_se, sizeof g_se) == 2, "%s: %s", cmd, g_se);
+    }
+    tu_write(tu_path("bad.json"), "{\"model\": {\"d_model\": -3}}");
+    ck_assert_int_eq(run("./bin/gmacheck --device cpu --config %s", tu_path("bad.json")), 2);
+    ck_assert_int_eq(run("./bin/gmatrain --config %s", tu_path("bad.json")), 2);
+}
+END_TEST
+
+/* gmatrain --config NAME finds configs/NAME (and NAME.json); missing shards name the
+ * commands that make them */
+START_TEST(test_config_lookup_and_missing_data) {
+    ck_assert_int_eq(run("./bin/gmatrain --config quickstart --set model.mixer=lstm --out %s", tu_path("q")), 2);
+    ck_assert_msg(strstr(g_out, "unknown mixer \"lstm\"") && !strstr(g_out, "cannot open"), "%s", g_out);
+    ck_assert_int_eq(run("./bin/gmatrain --config quickstart.json --set model.mixer=lstm --out %s", tu_path("q")), 2);
+    ck_assert_msg(strstr(g_out, "unknown mixer \"lstm\""), "%s", g_out);
+    ck_assert_int_eq(run("./bin/gmatrain --config no_such_config.json --out %s", tu_path("q")), 2);
+    ck_assert_msg(strstr(g_out, "no_such_config.json") && strstr(g_out, "cannot open"), "%s", g_out);
+    ck_assert_int_eq(run("./bin/gmatrain --config wikitext_k256.json --set data.path=%s/wikitext-103-gpt2 --out %s",
+                         tu_tmpdir(), tu_path("w")), 2);
+    ck_assert_msg(strstr(g_out, "bin/gmadata fetch wikitext-103 && bin/gmadata fetch gpt2 && "
+                                "bin/gmadata prepare wikitext-103 --tokenizer gpt2 --out "),
+                  "%s", g_out);
+    ck_assert_int_eq(run("./bin/gmatrain --config quickstart --set data.source=shards --set data.path=%s/mine --out %s",
+                         tu_tmpdir(), tu_path("w")), 2);
+    ck_assert_msg(strstr(g_out, "bin/gmadata prepare TEXT_DIR --tokenizer"), "%s", g_out);
+    ck_assert(!gma_path_exists(tu_path("w")) && !gma_path_exists(tu_path("q")));
+}
+END_TEST
+
+START_TEST(test_scripts_and_make_help) {
+    /* the reproduce scripts print their whole usage, the environment they read included */
+    static const char *const scr[][2] = {{"reproduce_small.sh", "SOTU="}, {"reproduce_lra.sh", "SPAM_DIR="},
+                                         {"reproduce_wikitext.sh", "--mixers"}};
+    char cmd[512];
+    for (int i = 0; i < 3; i++) {
+        snprintf(cmd, sizeof cmd, "scripts/%s --help", scr[i][0]);
+        ck_assert_msg(run_split(cmd, g_so, sizeof g_so, g_se, sizeof g_se) == 0, "%s: %s", cmd, g_se);
+        ck_assert_msg(strstr(g_so, scr[i][1]) && strstr(g_so, "--steps") && strstr(g_so, "Environment:"), "%s: %s", cmd, g_so);
+    }
+    ck_assert_msg(run_split("make -s --no-print-directory help", g_so, sizeof g_so, g_se, sizeof g_se) == 0, "%s", g_se);
+    static const char *const tg[] = {"make test", "make quickstart", "make cuda", "make mpi", "make install", "make help"};
+    for (int i = 0; i < 6; i++) ck_assert_msg(strstr(g_so, tg[i]), "make help lacks %s:\n%s", tg[i], g_so);
+}
+END_TEST
+
+Suite *make_suite(void) {
+    Suite *s = suite_create("cli");
+    TCase *tc = tcase_create("cli");
+    tcase_set_timeout(tc, 120);
+    tcase_add_test(tc, test_help_and_version);
+    tcase_add_test(tc, test_exit_codes);
+    tcase_add_test(tc, test_config_lookup_and_missing_data);
+    tcase_add_test(tc, test_scripts_and_make_help);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+GMA_TEST_MAIN()
