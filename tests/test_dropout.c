@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "model/model.h"
+#include "ops/cpu/drop_span.h"
 #include "testutil.h"
 
 static GmaDrop make_drop(double p, int seg_local, int64_t seg_global, int64_t first) {
@@ -89,6 +90,53 @@ START_TEST(test_threads_and_slices) {
     ck_assert(memcmp(yr + per, yw + (size_t)4 * per, per * sizeof(real)) == 0);
     ck_assert(memcmp(yr, yw, per * sizeof(real)) != 0); /* and not the local index's mask */
     free(x), free(y1), free(y2), free(xw), free(yw), free(yr);
+}
+END_TEST
+
+/* the CPU's vector words (ops/cpu/drop_span.h: AVX2 where the build has it) equal the
+ * scalar definition word for word: every length 0..300 (the 64-element blocks, their
+ * partial last block and the scalar head and tail) at offsets of each phase in a group,
+ * offsets whose group index crosses 2^32 inside a block (the carry into counter word 1)
+ * and element offsets crossing 2^32 */
+START_TEST(test_vector_words_equal_scalar) {
+    const uint64_t offs[] = {0, 1, 2, 3, 61, ((uint64_t)1 << 32) - 37, ((uint64_t)1 << 34) - 4 * 5 - 2,
+                             ((uint64_t)1 << 34) - 4 * 13, ((uint64_t)1 << 34) + 3, ~(uint64_t)0 - 4 * 300};
+    GmaDrop g = make_drop(0.1, 1, 1, 0);
+    g.key[1] = 0x9e3779b9u;
+    uint32_t v[300], w[300];
+    for (size_t o = 0; o < sizeof offs / sizeof *offs; o++)
+        for (size_t n = 0; n <= 300; n++) {
+            memset(v, 0xa5, sizeof v);
+            drop_span(v, &g, offs[o], n);
+            drop_span_scalar(w, &g, offs[o], n);
+            for (size_t i = 0; i < n; i++)
+                ck_assert_msg(v[i] == w[i], "offset %llu, length %zu: word %zu is %08x, the definition %08x",
+                              (unsigned long long)offs[o], n, i, v[i], w[i]);
+            ck_assert_msg(n == 300 || v[n] == 0xa5a5a5a5u, "offset %llu, length %zu: wrote past the end",
+                          (unsigned long long)offs[o], n);
+        }
+}
+END_TEST
+
+/* sequences longer than the op's chunks, at 1 and 2 threads, against the definition,
+ * x = -1 included: y is x times gma_drop_mult, bit for bit */
+START_TEST(test_long_sequences_every_element) {
+    int S = 3, per = 2 * 1024 + 333;
+    size_t n = (size_t)S * per;
+    real *x = xcalloc(n, sizeof(real)), *y = xcalloc(n, sizeof(real));
+    for (size_t i = 0; i < n; i++) x[i] = (real)((int)(i % 5) - 1);
+    GmaDrop g = make_drop(0.4, S, 7, 3);
+    for (int th = 1; th <= 2; th++) {
+        ops_set_threads(th);
+        g_ops->dropout(y, x, S, per, &g);
+        for (int sq = 0; sq < S; sq++)
+            for (int i = 0; i < per; i++) {
+                size_t j = (size_t)sq * per + i;
+                real want = x[j] * (real)gma_drop_mult(&g, (uint64_t)gma_drop_seq(&g, sq) * per + i);
+                ck_assert_msg(memcmp(&y[j], &want, sizeof(real)) == 0, "%d threads, element %zu", th, j);
+            }
+    }
+    free(x), free(y);
 }
 END_TEST
 
@@ -241,6 +289,8 @@ Suite *make_suite(void) {
     tcase_set_timeout(tc, 120);
     tcase_add_test(tc, test_kept_fraction_and_expectation);
     tcase_add_test(tc, test_threads_and_slices);
+    tcase_add_test(tc, test_vector_words_equal_scalar);
+    tcase_add_test(tc, test_long_sequences_every_element);
     tcase_add_test(tc, test_tiled_equals_reference);
     tcase_add_test(tc, test_eval_and_decode_never_drop);
     tcase_add_test(tc, test_attn_dropout_refused_without_probabilities);

@@ -50,32 +50,6 @@ GMA_PHILOX_FN void gma_drop_words(uint32_t w[4], const GmaDrop *g, uint64_t grou
     philox4x32_10(w, c, g->key);
 }
 
-/* the words of the 8 consecutive groups g0 .. g0+7 (w[k][lane] = word k of group g0 + lane),
- * the same bits as gma_drop_words, written lane-parallel so that the CPU compiler
- * vectorises the ten rounds */
-#define GMA_DROP_LANES 8
-GMA_PHILOX_FN void gma_drop_words8(uint32_t w[4][GMA_DROP_LANES], const GmaDrop *g, uint64_t g0) {
-    uint32_t x0[GMA_DROP_LANES], x1[GMA_DROP_LANES], x2[GMA_DROP_LANES], x3[GMA_DROP_LANES];
-    for (int l = 0; l < GMA_DROP_LANES; l++) {
-        uint64_t grp = g0 + (uint64_t)l;
-        x0[l] = (uint32_t)grp, x1[l] = (uint32_t)(grp >> 32), x2[l] = g->c2, x3[l] = g->c3;
-    }
-    uint32_t k0 = g->key[0], k1 = g->key[1];
-    for (int r = 0; r < 10; r++) {
-        for (int l = 0; l < GMA_DROP_LANES; l++) {
-            uint64_t p0 = (uint64_t)0xD2511F53u * x0[l], p1 = (uint64_t)0xCD9E8D57u * x2[l];
-            uint32_t y0 = (uint32_t)(p1 >> 32) ^ x1[l] ^ k0, y2 = (uint32_t)(p0 >> 32) ^ x3[l] ^ k1;
-            x1[l] = (uint32_t)p1;
-            x3[l] = (uint32_t)p0;
-            x0[l] = y0;
-            x2[l] = y2;
-        }
-        k0 += 0x9E3779B9u;
-        k1 += 0xBB67AE85u;
-    }
-    for (int l = 0; l < GMA_DROP_LANES; l++) w[0][l] = x0[l], w[1][l] = x1[l], w[2][l] = x2[l], w[3][l] = x3[l];
-}
-
 /* the multiplier of element e: scale when kept, else 0 */
 GMA_PHILOX_FN double gma_drop_mult(const GmaDrop *g, uint64_t e) {
     uint32_t w[4];

@@ -18,6 +18,7 @@
 
 #include "ops/cpu/cpu.h"
 #include "ops/cpu/cpu_exp.h"
+#include "ops/cpu/drop_span.h"
 
 #ifndef TQ
 #define TQ 128
@@ -27,20 +28,19 @@
 #endif
 
 /* attention dropout of row i, columns j0..j0+Lk-1 of head bh (docs/model.md §8): row *= mask / (1 - p).
- * With mul != NULL the multipliers go there instead and row is left alone. */
+ * With mul != NULL the multipliers go there instead and row is left alone. The words of the
+ * row come from drop_span (AVX2 Philox where available), TK at a time. */
 static void drop_row(real *row, real *mul, const GmaDrop *g, int bh, int H, int N, int i, int j0, int Lk) {
     uint64_t e0 = ((uint64_t)gma_drop_seq(g, bh / H) * H + (uint64_t)(bh % H)) * N * N + (uint64_t)i * N + j0;
     real sc = (real)g->scale;
-    int c = 0;
-    while (c < Lk) {
-        uint64_t e = e0 + c;
-        uint32_t w[4];
-        gma_drop_words(w, g, e >> 2);
-        for (unsigned t = (unsigned)(e & 3); t < 4 && c < Lk; t++, c++) {
-            real mk = w[t] < g->keep_below ? sc : 0;
-            if (mul) mul[c] = mk;
-            else row[c] *= mk;
-        }
+    uint32_t kb = g->keep_below, w[TK];
+    for (int c0 = 0; c0 < Lk; c0 += TK) { /* Lk <= 0: nothing */
+        int n = GMA_MIN(TK, Lk - c0);
+        drop_span(w, g, e0 + (uint64_t)c0, (size_t)n);
+        if (mul)
+            for (int c = 0; c < n; c++) mul[c0 + c] = w[c] < kb ? sc : 0;
+        else
+            for (int c = 0; c < n; c++) row[c0 + c] *= w[c] < kb ? sc : 0;
     }
 }
 
@@ -81,7 +81,8 @@ void cpu_attn_forward(real *out, real *lse, const real *q, const real *k, const 
                     mrow[r] = mnew;
                     if (alpha != 1)
                         for (int e = 0; e < d; e++) acc[(size_t)r * d + e] *= alpha;
-                    if (drop) drop_row(row, NULL, drop, bh, H, N, i, j0, Lk); /* after the sum: l is undropped */
+                    /* after the sum: l is undropped; a causal row's hidden columns are 0 already */
+                    if (drop) drop_row(row, NULL, drop, bh, H, N, i, j0, causal ? GMA_MIN(Lk, i - j0 + 1) : Lk);
                 }
                 cpu_matmul(acc, S, vh + (size_t)j0 * d, Lq, d, Lk, 0, 0, 1, 1);
             }
