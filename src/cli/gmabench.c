@@ -519,16 +519,8 @@ static void usage(FILE *f) {
 int main(int argc, char **argv) {
     gma_openmp_env(argv);
     mixer_register_all();
-    if (cli_version("gmabench", argc, argv)) return 0;
-    if (argc < 2) {
-        usage(stderr);
-        return 2;
-    }
-    for (int i = 1; i < argc; i++)
-        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
-            usage(stdout);
-            return 0;
-        }
+    int rc = cli_start("gmabench", argc, argv, usage);
+    if (rc >= 0) return rc;
     const char *what = argv[1];
     if (strcmp(what, "mixer") && strcmp(what, "model") && strcmp(what, "decode") && strcmp(what, "all")) {
         fprintf(stderr, "gmabench: unknown benchmark \"%s\" (mixer, model, decode or all)\n", what);

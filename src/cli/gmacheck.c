@@ -105,16 +105,8 @@ static int parse_count(const char *flag, const char *text, long hi, int *out) {
 int main(int argc, char **argv) {
     Config c;
     mixer_register_all();
-    if (cli_version("gmacheck", argc, argv)) return 0;
-    if (argc < 2) {
-        usage(stderr);
-        return 2;
-    }
-    for (int i = 1; i < argc; i++)
-        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
-            usage(stdout);
-            return 0;
-        }
+    int rc = cli_start("gmacheck", argc, argv, usage);
+    if (rc >= 0) return rc;
     cfg_defaults(&c);
     /* a small model that still exercises every path: ragged last chunk, several heads */
     c.model.vocab_size = 512;
