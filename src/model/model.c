@@ -24,7 +24,7 @@ static const GmaDrop *site_drop(const Model *m, GmaDrop *g, int layer, int site,
     int seg = m->classify ? m->n_ex : m->B; /* sequences per segment: the examples of one of the n_seq */
     *g = (GmaDrop){.key = {(uint32_t)seed, (uint32_t)(seed >> 32)},
                    .c2 = (uint32_t)m->drop_step,
-                   .c3 = ((uint32_t)m->drop_micro << 16) | ((uint32_t)layer & 0xfffu) << 4 | (uint32_t)site,
+                   .c3 = gma_drop_c3((uint32_t)m->drop_micro, layer, site),
                    .keep_below = gma_drop_threshold(p),
                    .scale = 1.0 / (1.0 - p),
                    .seg_local = seg,

@@ -51,7 +51,7 @@ real *cls_head_hidden(const ClsHead *h, real *act, int k, int B) { return pre_of
 static void drop_hidden(real *x, const GmaDrop *drop, int k, int B, int W) {
     if (!drop) return;
     GmaDrop g = *drop;
-    g.c3 = (g.c3 & ~(0xfffu << 4)) | ((uint32_t)k & 0xfffu) << 4;
+    g.c3 = gma_drop_c3(g.c3 >> 16, k, (int)(g.c3 & 0xfu));
     g_ops->dropout(x, x, B, (size_t)W, &g);
 }
 

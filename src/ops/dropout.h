@@ -33,6 +33,10 @@ typedef struct GmaDrop {
     int64_t first;       /* this process's first sequence in each segment */
 } GmaDrop;
 
+/* counter word 3: micro-batch << 16 | layer << 4 | site */
+GMA_PHILOX_FN uint32_t gma_drop_c3(uint32_t micro, int layer, int site) {
+    return micro << 16 | ((uint32_t)layer & 0xfffu) << 4 | ((uint32_t)site & 0xfu);
+}
 /* keep_below for rate p in (0, 1) */
 GMA_PHILOX_FN uint32_t gma_drop_threshold(double p) {
     double t = (1.0 - p) * 4294967296.0 + 0.5;

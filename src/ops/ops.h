@@ -23,7 +23,7 @@
  * the GmaOps members, the names ops_check_table verifies (ops.c), and each backend's
  * prototypes and table: cpu_<op> (cpu/cpu.h, cpu/cpu_core.c) and cuda_<op> (cuda/cuda.h,
  * cuda/cuda_core.cu). Adding an op is a line here plus its cpu_ and cuda_ functions. */
-#define GMA_OPS(X) \
+#define GMA_OPS(X)                                                                                                     \
     /* memory */                                                                                                       \
     X(void *, alloc, (size_t bytes)) /* zero-filled */                                                                 \
     X(void, free, (void *p))                                                                                           \
@@ -91,7 +91,7 @@
     /* Attention score mask in place: S [B,H,N,N] gets -inf where (causal and j > i) or key j of                       \
      * batch b is padding. keymask [B,N] is HOST memory (1 = token, 0 = padding) or NULL. */                           \
     X(void, attn_mask, (real *S, const uint8_t *keymask, int B, int H, int N, int causal))                             \
-    /* Normalised linear mixing core (docs/model.md §3.1) for BH independent heads.                                          \
+    /* Normalised linear mixing core (docs/model.md §3.1) for BH independent heads.                                    \
      * phq, phk [BH,N,F] (padded keys already zero), v [BH,N,d] -> out [BH,N,d], den [BH,N].                           \
      * causal: chunked scan with chunk C; state [BH, ceil(N/C), F*d + F] saved for backward. */                        \
     X(void, linmix_forward, (real *out, real *den, real *state, const real *phq, const real *phk, const real *v,       \
@@ -99,7 +99,7 @@
     X(void, linmix_backward, (real *dphq, real *dphk, real *dv, const real *dout, const real *out,                     \
         const real *den, const real *state, const real *phq, const real *phk, const real *v, int BH, int N, int F,     \
         int d, int causal, int chunk))                                                                                 \
-    /* GMA Gaussian routing (docs/model.md §3.2), fused log-density + softmax, for BH heads of R rows:                       \
+    /* GMA Gaussian routing (docs/model.md §3.2), fused log-density + softmax, for BH heads of R rows:                 \
      * x [B,H,N,d] rows, per-head params mu, var_raw [H,Kc,d], prior [H,Kc]; gamma [B,H,N,Kc].                         \
      * shared: one parameter set (index 0) for every head. */                                                          \
     X(void, gma_route_forward, (real *gamma, const real *x, const real *mu, const real *var_raw,                       \
@@ -112,7 +112,7 @@
         real wd, real bc1, real bc2))                                                                                  \
     X(void, sgd, (real *p, const real *g, real *mom, size_t n, real lr, real momentum, real wd))                       \
     /* gma health */                                                                                                   \
-    /* Diversity loss (docs/model.md §4) of responsibilities gamma [B,H,N,Kc], summed over heads:                            \
+    /* Diversity loss (docs/model.md §4) of responsibilities gamma [B,H,N,Kc], summed over heads:                      \
      *   mode 0 (token): sum_h -sum_k mean_t log(gamma_htk + 1e-9)                                                     \
      *   mode 1 (batch): sum_h -sum_k log(mean_t gamma_htk + 1e-9)                                                     \
      * t runs over the (batch, position) rows with rowmask[b,n] != 0 (rowmask: host [B,N],                             \
@@ -121,7 +121,7 @@
     X(void, gma_div_backward, (real *dgamma, const real *gamma, const uint8_t *rowmask, int B, int H, int N,           \
         int Kc, int mode, real scale))                                                                                 \
     /* classifier */                                                                                                   \
-    /* Two-sequence interaction features (docs/model.md §2): u, v [B,D] -> out [B,4D] rows                                   \
+    /* Two-sequence interaction features (docs/model.md §2): u, v [B,D] -> out [B,4D] rows                             \
      * [u, v, u*v, u-v]; backward accumulates du, dv from dout [B,4D]. */                                              \
     X(void, pair_features_forward, (real *out, const real *u, const real *v, int B, int D))                            \
     X(void, pair_features_backward, (real *du, real *dv, const real *dout, const real *u, const real *v, int B,        \
@@ -143,7 +143,7 @@
     X(void, gate_silu_backward, (real *dy, real *dz, const real *dout, const real *y, const real *z, size_t n))        \
     /* Largest element, returned to the host in double (-inf for n = 0). */                                            \
     X(double, maxval, (const real *x, size_t n))                                                                       \
-    /* Tiled softmax attention (online softmax, docs/model.md §3.5 `sdpa`), no N x N buffer.                                 \
+    /* Tiled softmax attention (online softmax, docs/model.md §3.5 `sdpa`), no N x N buffer.                           \
      * q, k, v, out [B,H,N,d]; lse [B,H,N] log-sum-exp of each row's scaled scores (saved                              \
      * for backward; -inf for a row with no visible key, whose output is 0); kbias [B,N]                               \
      * additive key bias (0 visible, -inf padding) or NULL. Scores = scale q k^T, causal                               \
@@ -156,7 +156,7 @@
     X(void, attn_backward, (real *dq, real *dk, real *dv, const real *dout, const real *out, const real *lse,          \
         const real *q, const real *k, const real *v, const real *kbias, int B, int H, int N, int d, int causal,        \
         real scale, const GmaDrop *drop))                                                                              \
-    /* Performer FAVOR+ (docs/model.md §3.5 `performer`). Exponents for m random features:                                   \
+    /* Performer FAVOR+ (docs/model.md §3.5 `performer`). Exponents for m random features:                             \
      * e [B,H,N,m] = (x omega_h^T) / d^(1/4) - |x|^2 / (2 sqrt d), x [B,H,N,d], omega [H,m,d]                          \
      * (a buffer: no gradient). Backward: dx += de omega / d^(1/4) - rowsum(de) x / sqrt(d). */                        \
     X(void, favor_logits_forward, (real *e, const real *x, const real *omega, int B, int H, int N, int d, int m))      \
@@ -172,7 +172,7 @@
      * `performer.kernel: "relu"`): phi = max(x, 0) + eps, elementwise over x [B,H,N,d] (F = d,                        \
      * no projection). Its backward is relu_backward: dphi/dx = [x > 0], independent of eps. */                        \
     X(void, favor_relu_forward, (real *phi, const real *x, size_t n, real eps))                                        \
-    /* Mamba (docs/model.md §3.5 `mamba`). Causal depthwise convolution over time, x, out [B,N,C],                           \
+    /* Mamba (docs/model.md §3.5 `mamba`). Causal depthwise convolution over time, x, out [B,N,C],                     \
      * w [C,K], b [C]: out[t,c] = b[c] + sum_k w[c,k] x[t-K+1+k, c] (x before 0 is 0).                                 \
      * Backward accumulates dx, dw, db. */                                                                             \
     X(void, conv1d_causal_forward, (real *out, const real *x, const real *w, const real *b, int B, int N, int C,       \

@@ -27,6 +27,12 @@ void health_free(HealthMon *h) {
     memset(h, 0, sizeof *h);
 }
 
+/* the context the routing statistics of the last forward are read in */
+static MixerCtx stats_ctx(const Model *m) {
+    return (MixerCtx){.B = m->B, .N = m->N, .causal = m->causal, .keymask = m->keymask, .gather = m->gather,
+                      .gather_ctx = m->gather_ctx};
+}
+
 void health_baseline(HealthMon *h, Model *m) {
     h->have_norm0 = 1;
     int Kc = GMA_MAX(h->Kc, 1);
@@ -34,8 +40,7 @@ void health_baseline(HealthMon *h, Model *m) {
     for (int l = 0; l < m->L; l++) {
         Mixer *mx = m->blocks[l].mixer;
         if (!mx->vt->health || !mx->vt->health->has_memory(mx)) continue;
-        MixerCtx c = {.B = m->B, .N = m->N, .causal = m->causal, .keymask = m->keymask, .gather = m->gather,
-                      .gather_ctx = m->gather_ctx};
+        MixerCtx c = stats_ctx(m);
         mx->vt->health->route_stats(mx, &c, m->params, m->blocks[l].act, ent, cnt, h->norm0 + (size_t)l * h->H);
     }
     free(ent);
@@ -74,8 +79,7 @@ int health_check(HealthMon *hm, Model *m, long step, FILE *mf, int quiet, uint64
     double *ent = xcalloc(H, sizeof(double)), *cnt = xcalloc((size_t)H * Kmax, sizeof(double));
     double *norm = xcalloc(H, sizeof(double));
     int *dead = xcalloc(Kmax, sizeof(int));
-    MixerCtx c = {.B = m->B, .N = m->N, .causal = m->causal, .keymask = m->keymask, .gather = m->gather,
-                  .gather_ctx = m->gather_ctx};
+    MixerCtx c = stats_ctx(m);
     for (int l = 0; l < m->L; l++) {
         Mixer *mx = m->blocks[l].mixer;
         const MixerHealth *hh = mx->vt->health;

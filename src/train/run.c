@@ -42,8 +42,14 @@ static void on_signal(int sig) {
 
 static int stopping(const Run *r) { return r->R > 1 ? r->stop_all : g_stop != 0; }
 
+/* training tokens per second of this run so far (resumed runs count from the resume) */
+static double run_tps(const Run *r) { return r->train_time > 0 ? (r->ts.tokens_seen - r->tokens0) / r->train_time : 0; }
+
+/* testing hook: GMA_FAULT_NAN_STEPS="3,4" forces a NaN loss at those (0-based) steps; the
+ * environment is read once per run */
+static const char *g_fault_nan;
 static int fault_nan(long step) {
-    const char *s = getenv("GMA_FAULT_NAN_STEPS");
+    const char *s = g_fault_nan;
     if (!s) return 0;
     char buf[512];
     snprintf(buf, sizeof buf, "%s", s);
@@ -185,6 +191,7 @@ int run_open(Run *r, const Config *cfg, const TrainerOptions *o) {
     r->cfg = *cfg;
     r->o = *o;
     r->R = dist_size();
+    g_fault_nan = getenv("GMA_FAULT_NAN_STEPS");
     r->lead = dist_rank() == 0;
     r->quiet = o->quiet || !r->lead;
     int rc;
@@ -350,7 +357,7 @@ static void progress_line(const Run *r, double loss) {
     if (r->quiet) return;
     const TrainCfg *tc = &r->cfg.train;
     const TrainState *ts = &r->ts;
-    double tps = r->train_time > 0 ? (ts->tokens_seen - r->tokens0) / r->train_time : 0;
+    double tps = run_tps(r);
     char eta[32];
     double per = r->train_time / (double)(ts->step - r->step0), left = per * (double)(tc->steps - ts->step);
     run_fmt_eta(eta, sizeof eta, left);
@@ -365,7 +372,7 @@ static void progress_line(const Run *r, double loss) {
 /* The metrics row of the log window and the progress line. */
 static void log_window(Run *r) {
     const TrainState *ts = &r->ts;
-    double tps = r->train_time > 0 ? (ts->tokens_seen - r->tokens0) / r->train_time : 0;
+    double tps = run_tps(r);
     double loss = r->win_n ? r->win_loss / r->win_n : NAN;
     cJSON *row = cJSON_CreateObject();
     cJSON_AddNumberToObject(row, "step", (double)ts->step);
@@ -479,7 +486,7 @@ static cJSON *summary_head(const Run *r) {
     cJSON_AddNumberToObject(sum, "final_train_loss", r->last_loss);
     cJSON_AddNumberToObject(sum, "tokens_seen", ts->tokens_seen);
     cJSON_AddNumberToObject(sum, "train_seconds", r->train_time);
-    cJSON_AddNumberToObject(sum, "tokens_per_s", r->train_time > 0 ? (ts->tokens_seen - r->tokens0) / r->train_time : 0);
+    cJSON_AddNumberToObject(sum, "tokens_per_s", run_tps(r));
     cJSON_AddStringToObject(sum, "device", g_ops->name);
     if (r->R > 1) {
         cJSON_AddNumberToObject(sum, "ranks", r->R);
@@ -534,14 +541,16 @@ static void report_test(const Run *r, cJSON *sum, const EvalResult *fin_test) {
  * the checkpoint and the logs are. */
 static void print_summary(const Run *r, const EvalResult fin[3], const int have[3]) {
     const TrainState *ts = &r->ts;
-    double tps = r->train_time > 0 ? (ts->tokens_seen - r->tokens0) / r->train_time : 0;
+    double tps = run_tps(r);
     char took[32], res[512] = "";
     run_fmt_eta(took, sizeof took, gma_now() - r->t_start);
     int n = 0;
     if (r->task.classify && ts->best_step >= 0)
         n += snprintf(res + n, sizeof res - n, " | best valid acc %.4f (step %ld)", ts->best_acc, ts->best_step);
-    else if (isfinite(ts->best_valid))
-        n += snprintf(res + n, sizeof res - n, " | best valid loss %.4f", ts->best_valid);
+    else if (isfinite(ts->best_valid) || have[SPLIT_VALID]) { /* the final evaluation counts too */
+        double best = have[SPLIT_VALID] && !(fin[SPLIT_VALID].loss >= ts->best_valid) ? fin[SPLIT_VALID].loss : ts->best_valid;
+        n += snprintf(res + n, sizeof res - n, " | best valid loss %.4f", best);
+    }
     for (int s = SPLIT_VALID; s <= SPLIT_TEST; s++)
         if (have[s]) {
             n += snprintf(res + n, sizeof res - n, " | final %s loss %.4f", g_split[s], fin[s].loss);
@@ -575,8 +584,9 @@ int run_finish(Run *r) {
     cJSON *sum = summary_head(r);
     for (int s = SPLIT_VALID; s <= SPLIT_TEST; s++) {
         if (!have[s]) continue;
-        run_metrics_row(r->mf, run_eval_row(r->ts.step, g_split[s], &fin[s], &r->task));
-        cJSON_AddItemToObject(sum, g_split[s], run_eval_row(r->ts.step, g_split[s], &fin[s], &r->task));
+        cJSON *row = run_eval_row(r->ts.step, g_split[s], &fin[s], &r->task);
+        cJSON_AddItemToObject(sum, g_split[s], cJSON_Duplicate(row, 1));
+        run_metrics_row(r->mf, row);
         if (!r->quiet) run_print_eval("final", g_split[s], r->ts.step, &fin[s], &r->task, 0);
     }
     int rc = r->task.classify ? finish_best(r, sum) : 0;

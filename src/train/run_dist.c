@@ -48,7 +48,7 @@ void sync_buffers(Model *m) {
     if (R == 1) return;
     for (int i = 0; i < m->pt.n; i++) {
         const ParamInfo *p = &m->pt.t[i];
-        if (!model_rank_averaged(m, i)) continue;
+        if (p->group != GROUP_BUFFER || !model_rank_averaged(m, i)) continue;
         dist_sum_real_backend(m->params + p->offset, p->numel);
         g_ops->scale(m->params + p->offset, (real)(1.0 / R), p->numel);
     }

@@ -18,18 +18,6 @@ static const char USAGE[] =
     "       gmadata generate pathfinder --out DIR --res 32|64|128|256 --difficulty easy|intermediate|hard\n"
     "                                   --n N [--seed S] [--per-batch K]   (see generate pathfinder --help)\n";
 
-static int parse_long(const char *flag, const char *s, long lo, long hi, long *out) {
-    char *end;
-    errno = 0;
-    long v = strtol(s, &end, 10);
-    if (errno || end == s || *end || v < lo || v > hi) {
-        fprintf(stderr, "gmadata generate: %s needs an integer in [%ld, %ld], got '%s'\n", flag, lo, hi, s);
-        return -1;
-    }
-    *out = v;
-    return 0;
-}
-
 int lra_generate_main(int argc, char **argv) {
     if (argc < 2 || strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0) {
         fputs(USAGE, argc < 2 ? stderr : stdout);
@@ -80,7 +68,10 @@ int lra_generate_main(int argc, char **argv) {
             fprintf(stderr, "gmadata generate: unknown option '%s' (see --help)\n", a);
             return 2;
         }
-        if (parse_long(a, v, lo, hi, &x) < 0) return 2;
+        if (gma_parse_long(v, lo, hi, &x) < 0) {
+            fprintf(stderr, "gmadata generate: %s needs an integer in [%ld, %ld], got '%s'\n", a, lo, hi, v);
+            return 2;
+        }
         *ip = (int)x;
     }
     if (!out) {

@@ -153,6 +153,7 @@ int lra_pathfinder_load(ClsDataset *d, const char *path, const char *split, cons
     free(mf);
     /* the release drops examples whose image file is empty */
     size_t kept = 0;
+    int filtered = rc == 0; /* after a failed read_meta the n entries read stay, to be freed below */
     for (size_t i = 0; rc == 0 && i < n; i++) {
         struct stat st;
         if (stat(ex[i].file, &st) != 0) {
@@ -166,7 +167,7 @@ int lra_pathfinder_load(ClsDataset *d, const char *path, const char *split, cons
         }
         ex[kept++] = ex[i];
     }
-    n = kept;
+    if (filtered) n = kept;
     size_t b1 = (n * 80 + 50) / 100, b2 = (n * 90 + 50) / 100;
     size_t lo = s == 0 ? 0 : (s == 1 ? b1 : b2), hi = s == 0 ? b1 : (s == 1 ? b2 : n);
     ClsBuilder b;

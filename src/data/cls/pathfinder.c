@@ -15,7 +15,6 @@
 #include "core/common.h"
 #include "core/rng.h"
 
-#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -486,14 +485,14 @@ static void marker(Gen *g, float *dst, int cy, int cx) {
 int pathfinder_render(const PathfinderParams *p, uint64_t seed, uint64_t index, PathfinderImage *img) {
     memset(img, 0, sizeof *img);
     int L = p->paddle_length;
-    for (int k = 0; k < p->n_margins; k++)
-        if (L + (int)ceil(p->paddle_thickness) + p->paddle_margin[k] > (PADDLE_MAX - 1) / 2 || p->paddle_margin[k] < 0)
-            return gma_errorf("pathfinder: paddle of length %d, thickness %g, margin %d is larger than %d pixels", L,
-                              p->paddle_thickness, p->paddle_margin[k], PADDLE_MAX);
     if (p->res < 8 || p->res > 1024 || p->n_margins < 1 || p->n_margins > 4 || p->contour_length < 1 ||
         p->contour_length > MAX_PADDLES || p->distractor_length < 1 || p->distractor_length > MAX_PADDLES ||
         p->antialias_scale < 1 || p->antialias_scale > 16)
         return gma_errorf("pathfinder: parameters out of range (res %d, contour length %d)", p->res, p->contour_length);
+    for (int k = 0; k < p->n_margins; k++)
+        if (L + (int)ceil(p->paddle_thickness) + p->paddle_margin[k] > (PADDLE_MAX - 1) / 2 || p->paddle_margin[k] < 0)
+            return gma_errorf("pathfinder: paddle of length %d, thickness %g, margin %d is larger than %d pixels", L,
+                              p->paddle_thickness, p->paddle_margin[k], (PADDLE_MAX - 1) / 2);
     Gen g;
     memset(&g, 0, sizeof g);
     g.p = p;

@@ -308,8 +308,7 @@ static int walk_tar(ArchiveReader *r, archive_visit_fn fn, void *ctx) {
                     long len = strtol(p, NULL, 10);
                     if (!sp || len <= 0 || len > (long)(meta_end - p)) break;
                     /* "LEN key=value\n": the stated length must cover the prefix, '=' and '\n' */
-                    if (sp + 1 >= p + len || p[len - 1] != '\n' ||
-                        (strncmp(sp + 1, "path=", 5) == 0 && sp + 6 > p + len - 1)) {
+                    if (sp + 1 >= p + len || p[len - 1] != '\n') {
                         rc = entry_error(r, "malformed pax header record (its length does not cover its key)");
                         break;
                     }
