@@ -314,9 +314,9 @@ build/fuzz/libgma-fuzz.a: $(FUZZ_OBJ)
 	ar rcs $@ $^
 build/fuzz/fuzz_%: fuzz/fuzz_%.c fuzz/fuzz_util.c fuzz/fuzz_util.h build/fuzz/libgma-fuzz.a
 	$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer -Ifuzz $< fuzz/fuzz_util.c build/fuzz/libgma-fuzz.a $(LDLIBS) -o $@
-build/fuzz/fuzz_seeds: fuzz/fuzz_seeds.c build/libgma.a
+build/fuzz/fuzz_seeds: fuzz/fuzz_seeds.c tests/archive_build.h build/libgma.a
 	@mkdir -p $(@D)
-	$(CC) $(CFLAGS) $< build/libgma.a $(LDLIBS) -o $@
+	$(CC) $(CFLAGS) -Itests $< build/libgma.a $(LDLIBS) -o $@
 fuzz-seeds: build/fuzz/fuzz_seeds
 	@rm -rf build/fuzz/corpus && build/fuzz/fuzz_seeds build/fuzz/corpus && mkdir -p build/fuzz/corpus/config && \
 	 cp configs/*.json build/fuzz/corpus/config/

@@ -16,24 +16,11 @@
 #include "data/text/tokenizer.h"
 #include "model/checkpoint.h"
 
+#include "archive_build.h"
+
 static const char *g_out;
 
-typedef struct Buf {
-    unsigned char *p;
-    size_t n, cap;
-} Buf;
-static void put(Buf *b, const void *d, size_t n) {
-    if (b->n + n > b->cap) b->p = xrealloc(b->p, b->cap = 2 * (b->n + n) + 1024);
-    memcpy(b->p + b->n, d, n);
-    b->n += n;
-}
 static void put_str(Buf *b, const char *s) { put(b, s, strlen(s) + 1); } /* with its NUL: a separator */
-static void put16(Buf *b, unsigned v) {
-    unsigned char x[2] = {(unsigned char)v, (unsigned char)(v >> 8)};
-    put(b, x, 2);
-}
-static void put32(Buf *b, unsigned long v) { put16(b, v & 0xffff), put16(b, (v >> 16) & 0xffff); }
-
 static void seed(const char *target, const char *name, const void *d, size_t n) {
     char p[2048];
     snprintf(p, sizeof p, "%s/%s", g_out, target);
@@ -56,73 +43,14 @@ static char *slurp(const char *path, size_t *n) {
 }
 
 /* ---- archives ---- */
-static void tar_add(Buf *b, const char *name, const char *data, size_t n, char type) {
-    unsigned char h[512] = {0};
-    snprintf((char *)h, 100, "%s", name);
-    snprintf((char *)h + 100, 8, "%07o", 0644);
-    snprintf((char *)h + 124, 12, "%011zo", n);
-    h[156] = (unsigned char)type;
-    memcpy(h + 257, "ustar", 6);
-    memcpy(h + 263, "00", 2);
-    memset(h + 148, ' ', 8);
-    unsigned sum = 0;
-    for (int i = 0; i < 512; i++) sum += h[i];
-    snprintf((char *)h + 148, 8, "%06o", sum);
-    put(b, h, 512);
-    put(b, data, n);
-    static const char zero[512];
-    put(b, zero, (512 - n % 512) % 512);
-}
-static void tar_end(Buf *b) {
-    static const char zero[1024];
-    put(b, zero, 1024);
-}
-static Buf gzip_buf(const Buf *in) {
-    Buf out = {0};
-    z_stream z;
-    memset(&z, 0, sizeof z);
-    deflateInit2(&z, 6, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY);
-    out.cap = deflateBound(&z, in->n) + 64;
-    out.p = xmalloc(out.cap);
-    z.next_in = in->p, z.avail_in = (uInt)in->n, z.next_out = out.p, z.avail_out = (uInt)out.cap;
-    deflate(&z, Z_FINISH);
-    out.n = z.total_out;
-    deflateEnd(&z);
-    return out;
-}
 /* A zip with one stored and one deflated entry. */
 static void zip_seed(void) {
-    const char *names[2] = {"dir/stored.txt", "deflated.txt"};
-    const char *data[2] = {"stored bytes\n", "deflated deflated deflated deflated bytes\n"};
-    Buf b = {0}, cd = {0};
-    for (int i = 0; i < 2; i++) {
-        size_t n = strlen(data[i]);
-        unsigned char comp[256];
-        size_t cn = n;
-        if (i == 1) {
-            z_stream z;
-            memset(&z, 0, sizeof z);
-            deflateInit2(&z, 6, Z_DEFLATED, -15, 8, Z_DEFAULT_STRATEGY);
-            z.next_in = (unsigned char *)data[i], z.avail_in = (uInt)n, z.next_out = comp, z.avail_out = sizeof comp;
-            deflate(&z, Z_FINISH);
-            cn = z.total_out;
-            deflateEnd(&z);
-        } else
-            memcpy(comp, data[i], n);
-        unsigned long crc = crc32(0, (const unsigned char *)data[i], (uInt)n), off = b.n;
-        size_t nl = strlen(names[i]);
-        put32(&b, 0x04034b50), put16(&b, 20), put16(&b, 0), put16(&b, i ? 8 : 0), put32(&b, 0), put32(&b, crc);
-        put32(&b, cn), put32(&b, n), put16(&b, (unsigned)nl), put16(&b, 0), put(&b, names[i], nl), put(&b, comp, cn);
-        put32(&cd, 0x02014b50), put16(&cd, 20), put16(&cd, 20), put16(&cd, 0), put16(&cd, i ? 8 : 0), put32(&cd, 0);
-        put32(&cd, crc), put32(&cd, cn), put32(&cd, n), put16(&cd, (unsigned)nl), put16(&cd, 0), put16(&cd, 0);
-        put16(&cd, 0), put16(&cd, 0), put32(&cd, 0), put32(&cd, off), put(&cd, names[i], nl);
-    }
-    unsigned long cd_off = b.n;
-    put(&b, cd.p, cd.n);
-    put32(&b, 0x06054b50), put16(&b, 0), put16(&b, 0), put16(&b, 2), put16(&b, 2), put32(&b, cd.n), put32(&b, cd_off);
-    put16(&b, 0);
+    static const char stored[] = "stored bytes\n", deflated[] = "deflated deflated deflated deflated bytes\n";
+    const ZipEnt e[2] = {{"dir/stored.txt", stored, sizeof stored - 1, 0}, {"deflated.txt", deflated, sizeof deflated - 1, 1}};
+    Buf b = {0};
+    zip_build(&b, e, 2, 0);
     seed("archive", "entries.zip", b.p, b.n);
-    free(b.p), free(cd.p);
+    free(b.p);
 }
 static void archive_seeds(void) {
     Buf t = {0};

@@ -7,42 +7,8 @@
 #include <zlib.h>
 
 #include "data/fetch/archive.h"
+#include "archive_build.h"
 #include "testutil.h"
-
-/* ---- builders ---- */
-typedef struct Buf {
-    unsigned char *p;
-    size_t n, cap;
-} Buf;
-static void put(Buf *b, const void *d, size_t n) {
-    if (b->n + n > b->cap) b->p = xrealloc(b->p, b->cap = (b->n + n) * 2 + 64);
-    memcpy(b->p + b->n, d, n);
-    b->n += n;
-}
-static void put16(Buf *b, unsigned v) { unsigned char x[2] = {(unsigned char)v, (unsigned char)(v >> 8)}; put(b, x, 2); }
-static void put32(Buf *b, unsigned long v) { put16(b, v & 0xffff); put16(b, (v >> 16) & 0xffff); }
-
-static void tar_add(Buf *b, const char *name, const char *data, size_t n, char type) {
-    unsigned char h[512] = {0};
-    snprintf((char *)h, 100, "%s", name);
-    snprintf((char *)h + 100, 8, "%07o", 0644);
-    snprintf((char *)h + 124, 12, "%011zo", n);
-    h[156] = (unsigned char)type;
-    memcpy(h + 257, "ustar", 6);
-    memcpy(h + 263, "00", 2);
-    memset(h + 148, ' ', 8);
-    unsigned sum = 0;
-    for (int i = 0; i < 512; i++) sum += h[i];
-    snprintf((char *)h + 148, 8, "%06o", sum);
-    put(b, h, 512);
-    put(b, data, n);
-    static const char zero[512];
-    put(b, zero, (512 - n % 512) % 512);
-}
-static void tar_end(Buf *b) {
-    static const char zero[1024];
-    put(b, zero, 1024);
-}
 
 static void write_buf(const char *path, const Buf *b, size_t n) {
     FILE *f = fopen(path, "wb");
@@ -54,58 +20,6 @@ static void write_gz(const char *path, const Buf *b) {
     gzFile g = gzopen(path, "wb9");
     gzwrite(g, b->p, (unsigned)b->n);
     gzclose(g);
-}
-
-typedef struct ZipEnt {
-    const char *name, *data;
-    size_t n;
-    int deflate;
-} ZipEnt;
-
-/* A zip with the given entries; corrupt_crc flips the stored CRC of the last entry. */
-static void zip_build(Buf *b, const ZipEnt *e, int ne, int corrupt_crc) {
-    unsigned long off[16], crc[16], csz[16];
-    for (int i = 0; i < ne; i++) {
-        off[i] = (unsigned long)b->n;
-        crc[i] = crc32(0, (const Bytef *)e[i].data, (uInt)e[i].n);
-        if (corrupt_crc && i == ne - 1) crc[i] ^= 1;
-        unsigned char *comp = xmalloc(e[i].n * 2 + 64);
-        size_t cn = e[i].n;
-        if (e[i].deflate) {
-            z_stream z = {0};
-            deflateInit2(&z, 9, Z_DEFLATED, -15, 8, Z_DEFAULT_STRATEGY);
-            z.next_in = (Bytef *)e[i].data;
-            z.avail_in = (uInt)e[i].n;
-            z.next_out = comp;
-            z.avail_out = (uInt)(e[i].n * 2 + 64);
-            deflate(&z, Z_FINISH);
-            cn = z.total_out;
-            deflateEnd(&z);
-        } else {
-            memcpy(comp, e[i].data, e[i].n);
-        }
-        csz[i] = (unsigned long)cn;
-        put32(b, 0x04034b50);
-        put16(b, 20), put16(b, 0), put16(b, e[i].deflate ? 8 : 0), put16(b, 0), put16(b, 0);
-        put32(b, crc[i]), put32(b, cn), put32(b, e[i].n);
-        put16(b, (unsigned)strlen(e[i].name)), put16(b, 0);
-        put(b, e[i].name, strlen(e[i].name));
-        put(b, comp, cn);
-        free(comp);
-    }
-    size_t cd = b->n;
-    for (int i = 0; i < ne; i++) {
-        put32(b, 0x02014b50);
-        put16(b, 20), put16(b, 20), put16(b, 0), put16(b, e[i].deflate ? 8 : 0), put16(b, 0), put16(b, 0);
-        put32(b, crc[i]), put32(b, csz[i]), put32(b, e[i].n);
-        put16(b, (unsigned)strlen(e[i].name)), put16(b, 0), put16(b, 0), put16(b, 0), put16(b, 0);
-        put32(b, 0), put32(b, off[i]);
-        put(b, e[i].name, strlen(e[i].name));
-    }
-    size_t cdn = b->n - cd;
-    put32(b, 0x06054b50);
-    put16(b, 0), put16(b, 0), put16(b, (unsigned)ne), put16(b, (unsigned)ne);
-    put32(b, cdn), put32(b, cd), put16(b, 0);
 }
 
 static char *big_text(size_t n) {

@@ -7,6 +7,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "archive_build.h"
 #include "ckpt_edit.h"
 #include "data/fetch/archive.h"
 #include "data/lm/shard.h"
@@ -19,18 +20,6 @@ static void train_tiny(const char *out, int steps) {
 }
 
 /* 1: "3 path=..." claims 3 bytes, less than its own prefix: refused, not a negative memcpy */
-static void tar_header(unsigned char *h, const char *name, size_t size, char type) {
-    memset(h, 0, 512);
-    snprintf((char *)h, 100, "%s", name);
-    snprintf((char *)h + 100, 8, "%07o", 0644);
-    snprintf((char *)h + 124, 12, "%011zo", size);
-    h[156] = (unsigned char)type;
-    memcpy(h + 257, "ustar", 6);
-    memset(h + 148, ' ', 8);
-    unsigned sum = 0;
-    for (int i = 0; i < 512; i++) sum += h[i];
-    snprintf((char *)h + 148, 8, "%06o", sum);
-}
 START_TEST(test_pax_short_record) {
     static const char *recs[] = {"3 path=AAAAAAAAAAAAAAAAAAAAAAAAAAAAAA\n", "6 path=xyz\n", "12 path=abc\n\n"};
     for (int k = 0; k < 3; k++) {
