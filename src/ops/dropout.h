@@ -48,6 +48,13 @@ GMA_PHILOX_FN int64_t gma_drop_seq(const GmaDrop *g, int64_t s) {
     return (s / g->seg_local) * g->seg_global + g->first + s % g->seg_local;
 }
 
+/* element index of attention probability (i, j) of head h of local sequence s: the site's
+ * tensor is [global sequence, head, N, N] */
+GMA_PHILOX_FN uint64_t gma_drop_attn_index(const GmaDrop *g, int64_t s, int h, int H, int N, int i, int j) {
+    return ((uint64_t)gma_drop_seq(g, s) * (uint64_t)H + (uint64_t)h) * (uint64_t)N * (uint64_t)N + (uint64_t)i * (uint64_t)N +
+           (uint64_t)j;
+}
+
 /* the four words of element group e / 4 */
 GMA_PHILOX_FN void gma_drop_words(uint32_t w[4], const GmaDrop *g, uint64_t group) {
     uint32_t c[4] = {(uint32_t)group, (uint32_t)(group >> 32), g->c2, g->c3};

@@ -31,7 +31,7 @@
  * With mul != NULL the multipliers go there instead and row is left alone. The words of the
  * row come from drop_span (AVX2 Philox where available), TK at a time. */
 static void drop_row(real *row, real *mul, const GmaDrop *g, int bh, int H, int N, int i, int j0, int Lk) {
-    uint64_t e0 = ((uint64_t)gma_drop_seq(g, bh / H) * H + (uint64_t)(bh % H)) * N * N + (uint64_t)i * N + j0;
+    uint64_t e0 = gma_drop_attn_index(g, bh / H, bh % H, H, N, i, j0);
     real sc = (real)g->scale;
     uint32_t kb = g->keep_below, w[TK];
     for (int c0 = 0; c0 < Lk; c0 += TK) { /* Lk <= 0: nothing */

@@ -82,11 +82,9 @@ __device__ __forceinline__ float attn_score(float qk, float scale, float kbj, in
     return causal && j > i ? -INFINITY : s;
 }
 
-/* the dropout multiplier of probability (bh, i, j), 1 without dropout */
-__device__ __forceinline__ float drop_mul(const GmaDrop &g, int on, int bh, int H, int N, int i, int j) {
-    if (!on) return 1.f;
-    uint64_t e = ((uint64_t)gma_drop_seq(&g, bh / H) * H + (uint64_t)(bh % H)) * N * N + (uint64_t)i * N + j;
-    return (float)gma_drop_mult(&g, e);
+/* the dropout multiplier of probability (bh, i, j) */
+__device__ __forceinline__ float drop_mul(const GmaDrop &g, int bh, int H, int N, int i, int j) {
+    return (float)gma_drop_mult(&g, gma_drop_attn_index(&g, bh / H, bh % H, H, N, i, j));
 }
 
 /* a lane's share of a head-width row in registers: acc[t] holds column lane + 32 t */
@@ -147,7 +145,7 @@ __global__ void __launch_bounds__(AT_WARPS * 32) k_attn_fwd(float *out, float *l
             m[rr] = mnew;
 #pragma unroll
             for (int t = 0; t < DT; t++) acc[rr][t] *= alpha;
-            if (don && lane < Lk) p *= drop_mul(dg, don, bh, H, N, i, j);
+            if (don && lane < Lk) p *= drop_mul(dg, bh, H, N, i, j);
             for (int jj = 0; jj < Lk; jj++) {
                 float pj = __shfl_sync(0xffffffffu, p, jj);
                 lane_axpy(acc[rr], pj, Vs + jj * ld, lane, d);
@@ -212,7 +210,7 @@ __global__ void __launch_bounds__(AT_WARPS * 32) k_attn_bwd_dq(float *dq, const 
             float qk, dp;
             dot2(qk, dp, Qs + r * d, Ks + lane * ld, dOs + r * d, Vs + lane * ld, d);
             float s = attn_score(qk, scale, kbj, causal, i, j);
-            float mk = don && lane < Lk ? drop_mul(dg, don, bh, H, N, i, j) : 1.f;
+            float mk = don && lane < Lk ? drop_mul(dg, bh, H, N, i, j) : 1.f;
             float p = expf(s - ls[rr]), ds = p * (mk * dp - Dr[rr]);
             for (int jj = 0; jj < Lk; jj++) {
                 float dsj = __shfl_sync(0xffffffffu, ds, jj);
@@ -276,7 +274,7 @@ __global__ void __launch_bounds__(AT_WARPS * 32) k_attn_bwd_dkv(float *dk, float
             dot2(s, dp, Qs + lane * ld, Ksh + r * d, dOs + lane * ld, Vsh + r * d, d);
             s = s * scale + kbr[rr];
             float p = (lane < Lq && li != -INFINITY && !(causal && j > i)) ? expf(s - li) : 0.f;
-            float mk = don && p != 0.f ? drop_mul(dg, don, bh, H, N, i, j) : 1.f;
+            float mk = don && p != 0.f ? drop_mul(dg, bh, H, N, i, j) : 1.f;
             float ds = p * (mk * dp - Di);
             p *= mk;
             for (int ii = 0; ii < Lq; ii++) {
