@@ -22,6 +22,7 @@
 # run's tokens per step: summary.json tokens_seen / steps, else config.json batch_size x
 # seq_len x grad_accum (one process). Both RUNs and --routing FILEs may be given in one call.
 # Without gnuplot the .dat files and plots.gp are written and the PNGs skipped (exit 0).
+# Environment: GNUPLOT=PROG the gnuplot to run (default gnuplot, looked up on PATH).
 # Bad input (a RUN without metrics.jsonl, an empty file, a malformed line): one line naming
 # the file and line, exit 2.
 set -euo pipefail
@@ -151,7 +152,7 @@ split_metrics() { # FILE TOKENS_PER_STEP TRAIN_DAT VALID_DAT
 }
 
 # analysis JSON -> NAME.routing.dat (rank, mean share over every layer and head of the
-# rank-th busiest component of the head); prints the number of heads
+# rank-th busiest component of the head); prints "L layers x H heads, Kc K"
 routing_shares() { # FILE DAT
   awk -v file="$1" -v dat="$2" '
     function flush(   i, j, t) {
@@ -163,36 +164,41 @@ routing_shares() { # FILE DAT
     }
     {
       line = $0
-      while (match(line, /"(head|share)"[ \t]*:[ \t]*-?[0-9][-+0-9.eE]*/)) {
+      while (match(line, /"(layer|head|share)"[ \t]*:[ \t]*-?[0-9][-+0-9.eE]*/)) {
         tok = substr(line, RSTART, RLENGTH); line = substr(line, RSTART + RLENGTH)
         val = tok; sub(/.*:[ \t]*/, "", val)
-        if (tok ~ /^"head"/) flush()
+        if (tok ~ /^"layer"/) layers++
+        else if (tok ~ /^"head"/) flush()
         else { m++; a[m] = val + 0 }
       }
     }
     END {
       flush()
       if (NR == 0) { printf "%s: empty file\n", file > "/dev/stderr"; exit 2 }
-      if (heads == 0 || kmax == 0) { printf "%s:%d: no \"heads\" with component shares (not a gmaeval --analyze-json file?)\n", file, NR > "/dev/stderr"; exit 2 }
-      print "# rank share (mean over " heads " heads of the rank-th largest component share; " file ")" > dat
+      if (heads == 0 || kmax == 0 || layers == 0) { printf "%s:%d: no \"layers\" with \"heads\" and component shares (not a gmaeval --analyze-json file?)\n", file, NR > "/dev/stderr"; exit 2 }
+      print "# rank share (mean over " layers " layers x " heads / layers " heads of the rank-th largest component share; " file ")" > dat
       for (i = 1; i <= kmax; i++) printf "%d %.6g\n", i - 1, sum[i] / heads > dat
-      print heads
+      print layers " layers x " heads / layers " heads, Kc " kmax
     }' "$1"
 }
 
+# everything is written into a staging directory first and moved into DIR once every input
+# has been read: bad input leaves DIR as it was
+made=""; [ -d "$out" ] || made=1
 mkdir -p "$out"
+stage=$(mktemp -d "$out/.plot_runs.XXXXXX")
+trap 'rm -rf "$stage"; [ -z "$made" ] || rmdir "$out" 2> /dev/null || true' EXIT
 colours=(0x0072b2 0xd55e00 0x009e73 0xcc79a7 0xe69f00 0x56b4e9 0x000000 0xf0e442 0x882255 0x44aa99)
 tl=""; [ -n "$title" ] && tl="$title: "
-gp="$out/plots.gp"
+gp="$stage/plots.gp"
 {
   echo "# written by scripts/plot_runs.sh; cd to this directory and run: gnuplot plots.gp"
   echo "if (strstrt(GPVAL_TERMINALS, 'pngcairo') > 0) { png = 'pngcairo' } else { png = 'png' }"
   echo "set terminal @png size 1000,600 noenhanced"
   echo "set datafile missing '?'"
   echo "set grid"
-  echo "set key outside right top"
 } > "$gp"
-written=("$gp")
+written=(plots.gp)
 
 train_el=(); valid_el=(); ppl_tr=(); ppl_va=(); acc_el=(); any_ppl=0; any_acc=0; i=0
 for r in "${runs[@]+"${runs[@]}"}"; do
@@ -208,9 +214,9 @@ for r in "${runs[@]+"${runs[@]}"}"; do
   fi
   base=$(basename "${r%/}")
   label=$(label_of "$r" "$base"); name=$(file_name "$label")
-  read -r nt nv hp ha < <(split_metrics "$m" "$tps" "$out/$name.train.dat" "$out/$name.valid.dat" || echo FAIL) || true
+  read -r nt nv hp ha < <(split_metrics "$m" "$tps" "$stage/$name.train.dat" "$stage/$name.valid.dat" || echo FAIL) || true
   [ "${nt:-FAIL}" != FAIL ] || exit 2
-  written+=("$out/$name.train.dat" "$out/$name.valid.dat")
+  written+=("$name.train.dat" "$name.valid.dat")
   col=${colours[$((i % ${#colours[@]}))]}; i=$((i + 1))
   q=$(gp_quote "$label")
   tdat=$(gp_quote "$name.train.dat"); vdat=$(gp_quote "$name.valid.dat")
@@ -228,17 +234,18 @@ for r in "${runs[@]+"${runs[@]}"}"; do
 done
 
 pngs=()
-# figure PNG XCOL XLABEL YLABEL TITLE LOGY ELEMENT...: one plot command into plots.gp
+# figure PNG XCOL XLABEL YLABEL TITLE LOGY KEY ELEMENT...: one plot command into plots.gp
+# (KEY: where the legend goes, inside the frame)
 figure() {
-  local png="$1" x="$2" xl="$3" yl="$4" t="$5" logy="$6" e sep="" cmd="plot "
-  shift 6
+  local png="$1" x="$2" xl="$3" yl="$4" t="$5" logy="$6" key="$7" e sep="" cmd="plot "
+  shift 7
   [ $# -gt 0 ] || return 0
   for e in "$@"; do cmd+="$sep${e//using X:/using $x:}"; sep=", \\"$'\n'"     "; done
   {
     echo
     echo "set output '$png'"
     echo "set title $(gp_quote "$tl$t")"
-    echo "set xlabel '$xl'"; echo "set ylabel '$yl'"
+    echo "set xlabel '$xl'"; echo "set ylabel '$yl'"; echo "set key inside $key"
     if [ "$x" = 2 ]; then echo "set format x '%.1s%c'"; else echo "set format x '%g'"; fi
     if [ "$logy" = 1 ]; then echo "set logscale y"; echo "set format y '%g'"; else echo "unset logscale y"; echo "set format y '%g'"; fi
     echo "$cmd"
@@ -250,15 +257,15 @@ legend=("NaN with lines lw 1 lc rgb '#808080' title 'training (thin)'"
 if [ ${#runs[@]} -gt 0 ]; then
   lt=(); [ ${#train_el[@]} -gt 0 ] && [ ${#valid_el[@]} -gt 0 ] && lt=("${legend[@]}")
   all=("${train_el[@]+"${train_el[@]}"}" "${valid_el[@]+"${valid_el[@]}"}" "${lt[@]+"${lt[@]}"}")
-  figure loss_steps.png 1 step loss "training and validation loss" 0 "${all[@]}"
-  figure loss_tokens.png 2 "training tokens" loss "training and validation loss" 0 "${all[@]}"
+  figure loss_steps.png 1 step loss "training and validation loss" 0 "top right" "${all[@]}"
+  figure loss_tokens.png 2 "training tokens" loss "training and validation loss" 0 "top right" "${all[@]}"
   if [ $any_ppl = 1 ]; then
     lt=(); [ ${#ppl_tr[@]} -gt 0 ] && [ ${#ppl_va[@]} -gt 0 ] && lt=("${legend[@]}")
     all=("${ppl_tr[@]+"${ppl_tr[@]}"}" "${ppl_va[@]+"${ppl_va[@]}"}" "${lt[@]+"${lt[@]}"}")
-    figure ppl_steps.png 1 step "perplexity (log)" "validation perplexity and exp(training loss)" 1 "${all[@]}"
-    figure ppl_tokens.png 2 "training tokens" "perplexity (log)" "validation perplexity and exp(training loss)" 1 "${all[@]}"
+    figure ppl_steps.png 1 step "perplexity (log)" "validation perplexity and exp(training loss)" 1 "top right" "${all[@]}"
+    figure ppl_tokens.png 2 "training tokens" "perplexity (log)" "validation perplexity and exp(training loss)" 1 "top right" "${all[@]}"
   fi
-  [ $any_acc = 1 ] && figure acc_steps.png 1 step "validation accuracy" "validation accuracy" 0 "${acc_el[@]}"
+  [ $any_acc = 1 ] && figure acc_steps.png 1 step "validation accuracy" "validation accuracy" 0 "bottom right" "${acc_el[@]}"
 fi
 
 k=0; rel=()
@@ -266,19 +273,20 @@ for f in "${routing[@]+"${routing[@]}"}"; do
   [ -f "$f" ] || die "$f: no such file"
   [ -s "$f" ] || die "$f: empty file"
   label=$(label_of "$f" "$(basename "$(dirname "$(readlink -f "$f")")")"); name=$(file_name "$label")
-  heads=$(routing_shares "$f" "$out/$name.routing.dat") || exit 2
-  written+=("$out/$name.routing.dat")
+  heads=$(routing_shares "$f" "$stage/$name.routing.dat") || exit 2
+  written+=("$name.routing.dat")
   col=${colours[$((k % ${#colours[@]}))]}; k=$((k + 1))
-  rel+=("$(gp_quote "$name.routing.dat") using 1:(\$2 > 0 ? \$2 : NaN) with linespoints lw 2 pt 7 ps 0.6 lc rgb '#$(printf %06x $col)' title $(gp_quote "$label ($heads heads)")")
+  rel+=("$(gp_quote "$name.routing.dat") using 1:(\$2 > 0 ? \$2 : NaN) with linespoints lw 2 pt 7 ps 0.6 lc rgb '#$(printf %06x $col)' title $(gp_quote "$label ($heads)")")
 done
 [ ${#rel[@]} -gt 0 ] && figure utilisation.png 1 "component rank (by share, within each head)" \
-  "share of tokens (log)" "routing utilisation per variant (mean over layers and heads)" 1 "${rel[@]}"
+  "share of tokens (log)" "routing utilisation per variant (mean over layers and heads)" 1 "top right" "${rel[@]}"
 
-for f in "${written[@]}"; do echo "$f"; done
-if ! command -v gnuplot > /dev/null 2>&1; then
+for f in "${written[@]}"; do mv -f "$stage/$f" "$out/$f"; echo "$out/$f"; done
+made=""
+if ! command -v "${GNUPLOT:-gnuplot}" > /dev/null 2>&1; then
   echo "gnuplot not found: plots skipped (apt-get install gnuplot-nox)"
   exit 0
 fi
 [ ${#pngs[@]} -gt 0 ] || exit 0
-(cd "$out" && gnuplot plots.gp) || { echo "$0: gnuplot failed on $gp" >&2; exit 1; }
+(cd "$out" && "${GNUPLOT:-gnuplot}" plots.gp) || { echo "$0: gnuplot failed on $out/plots.gp" >&2; exit 1; }
 for f in "${pngs[@]}"; do echo "$f"; done
