@@ -40,7 +40,7 @@ parse_options() {
 # md_table TXT MD: the whitespace table TXT (a header line, then one row a line) as a
 # Markdown table in MD. The rows set the number of columns: a header with more words than
 # that ("LRA paper") has its last words joined into the last column's name. Columns whose
-# cells are all numbers (or "--") are right-aligned.
+# cells are all numbers (or "-", "--") are right-aligned.
 md_table() {
   awk '{ nf[NR] = NF; for (i = 1; i <= NF; i++) c[NR, i] = $i; if (NR > 1 && NF > w) w = NF }
     END {
@@ -49,7 +49,7 @@ md_table() {
       for (i = 1; i <= w; i++) num[i] = (NR > 1)
       for (r = 2; r <= NR; r++) for (i = 1; i <= w; i++) {
         v = ((r, i) in c) ? c[r, i] : ""
-        if (v !~ /^[-+]?[0-9.]+([eE][-+]?[0-9]+)?%?$/ && v != "--") num[i] = 0
+        if (v !~ /^[-+]?[0-9.]+([eE][-+]?[0-9]+)?%?$/ && v != "--" && v != "-") num[i] = 0
       }
       line = "|"
       for (i = 1; i <= w; i++) {
@@ -70,14 +70,21 @@ md_table() {
 }
 
 # plot_all DIR RUN...: scripts/plot_runs.sh --out DIR on the runs (each RUN a run directory,
-# or NAME=RUN for the legend label NAME); a failure to plot is reported on stderr and does
-# not stop the script (the table is already written). Nothing to do without runs.
+# or NAME=RUN for the legend label NAME), summed up in one line on stdout ("plots: DIR/
+# and the PNG names", or the gnuplot-not-found line); a failure to plot is reported on
+# stderr and does not stop the script (the table is already written). Nothing to do
+# without runs.
 plot_all() {
-  local dir="$1" a args=()
+  local dir="$1" a args=() log
   shift
   [ $# -gt 0 ] || return 0
   for a in "$@"; do
     case "$a" in *=*) args+=(--label "$a" "${a#*=}");; *) args+=("$a");; esac
   done
-  scripts/plot_runs.sh --out "$dir" "${args[@]}" || echo "$0: the plots in $dir failed (scripts/plot_runs.sh)" >&2
+  if log=$(scripts/plot_runs.sh --out "$dir" "${args[@]}"); then
+    if echo "$log" | grep -q '^gnuplot not found'; then echo "$log" | grep '^gnuplot not found'
+    else echo "plots: $dir/ $(echo "$log" | sed -n 's|.*/\([^/]*\.png\)$|\1|p' | paste -sd ' ' -)"; fi
+  else
+    echo "$0: the plots in $dir failed (scripts/plot_runs.sh)" >&2
+  fi
 }

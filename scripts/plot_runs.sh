@@ -288,5 +288,8 @@ if ! command -v "${GNUPLOT:-gnuplot}" > /dev/null 2>&1; then
   exit 0
 fi
 [ ${#pngs[@]} -gt 0 ] || exit 0
-(cd "$out" && "${GNUPLOT:-gnuplot}" plots.gp) || { echo "$0: gnuplot failed on $out/plots.gp" >&2; exit 1; }
+# gnuplot's warnings about a range of one point (a run with one evaluation) are dropped
+(cd "$out" && "${GNUPLOT:-gnuplot}" plots.gp) 2> "$stage/gnuplot.err" ||
+  { cat "$stage/gnuplot.err" >&2; echo "$0: gnuplot failed on $out/plots.gp" >&2; exit 1; }
+grep -v '^Warning: empty [xy] range' "$stage/gnuplot.err" >&2 || true
 for f in "${pngs[@]}"; do echo "$f"; done
