@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # check_plot_runs.sh: the check of scripts/plot_runs.sh and of lib_reproduce.sh's md_table
 # (run by `make test`). Trains two tiny runs of configs/quickstart.json (gma and sdpa, 40
-# steps), analyses the gma one (gmaeval --analyze), plots both with the routing figure and
+# steps), analyses the gma one (gmaeval --analyze: its plots.gp draws the heatmap on a
+# defined palette over [0:1] and one line per layer), plots both with the routing figure and
 # checks: the files it names exist, each .dat has one row per training / validation row of
 # its metrics.jsonl, the PNGs start with the PNG signature; without gnuplot (GNUPLOT=a
 # missing program) the .dat files and plots.gp are written, no PNG, exit 0; a RUN without
@@ -23,6 +24,13 @@ train gma
 train sdpa --set model.mixer=sdpa
 OMP_NUM_THREADS=1 bin/gmaeval --checkpoint "$t/gma" --data valid --analyze \
   --analyze-json "$t/gma/valid.analysis.json" > "$t/analyze.log" 2>&1 || { fail "gmaeval --analyze"; cat "$t/analyze.log"; }
+
+# gmaeval's own figures: a defined palette on [0:1] for the heatmap, one line per layer
+ap="$t/gma/valid.analysis_plots"
+grep -q "^set palette defined" "$ap/plots.gp" && grep -q "^set cbrange \[0:1\]" "$ap/plots.gp" \
+  || fail "$ap/plots.gp: the heatmap has no defined palette on cbrange [0:1]"
+[ "$(grep -o "with linespoints" "$ap/plots.gp" | wc -l)" = 2 ] && ! grep -q "with boxes" "$ap/plots.gp" \
+  || fail "$ap/plots.gp: utilisation is not one line with points per layer (2 layers)"
 
 # rows: the number of training rows (no "split", no "event") or validation rows of a metrics.jsonl
 train_rows() { grep '"loss"' "$1" | grep -v '"split"' | grep -vc '"event"'; }
@@ -47,6 +55,7 @@ grep -q "title 'G'" "$out/plots.gp" || fail "plots.gp: no legend entry for --lab
 pngs="loss_steps loss_tokens ppl_steps ppl_tokens acc_steps utilisation"
 while read -r f; do [ -f "$f" ] || fail "$f printed but not written"; done < <(grep "^$out/" "$t/plot.log")
 if [ $have_gnuplot = 1 ]; then
+  for p in "$ap/utilisation.png" "$ap/heatmap.png"; do png_ok "$p" || fail "$p: missing or not a PNG"; done
   for p in $pngs; do
     png_ok "$out/$p.png" || fail "$p.png: missing or not a PNG"
     grep -qx "$out/$p.png" "$t/plot.log" || fail "$p.png not printed"
