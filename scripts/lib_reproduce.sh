@@ -36,3 +36,55 @@ parse_options() {
   done
   case "$profile" in paper|small) ;; *) echo "$0: --profile must be paper or small" >&2; exit 2;; esac
 }
+
+# md_table TXT MD: the whitespace table TXT (a header line, then one row a line) as a
+# Markdown table in MD. The rows set the number of columns: a header with more words than
+# that ("LRA paper") has its last words joined into the last column's name. Columns whose
+# cells are all numbers (or "-", "--") are right-aligned.
+md_table() {
+  awk '{ nf[NR] = NF; for (i = 1; i <= NF; i++) c[NR, i] = $i; if (NR > 1 && NF > w) w = NF }
+    END {
+      if (NR == 0) exit
+      if (w == 0) w = nf[1]
+      for (i = 1; i <= w; i++) num[i] = (NR > 1)
+      for (r = 2; r <= NR; r++) for (i = 1; i <= w; i++) {
+        v = ((r, i) in c) ? c[r, i] : ""
+        if (v !~ /^[-+]?[0-9.]+([eE][-+]?[0-9]+)?%?$/ && v != "--" && v != "-") num[i] = 0
+      }
+      line = "|"
+      for (i = 1; i <= w; i++) {
+        h = ((1, i) in c) ? c[1, i] : ""
+        if (i == w) for (j = w + 1; j <= nf[1]; j++) h = h " " c[1, j]
+        line = line " " h " |"
+      }
+      print line
+      line = "|"
+      for (i = 1; i <= w; i++) line = line (num[i] ? "---:|" : "---|")
+      print line
+      for (r = 2; r <= NR; r++) {
+        line = "|"
+        for (i = 1; i <= w; i++) line = line " " (((r, i) in c) ? c[r, i] : "") " |"
+        print line
+      }
+    }' "$1" > "$2"
+}
+
+# plot_all DIR RUN...: scripts/plot_runs.sh --out DIR on the runs (each RUN a run directory,
+# or NAME=RUN for the legend label NAME), summed up in one line on stdout ("plots: DIR/
+# and the PNG names", or the gnuplot-not-found line); a failure to plot is reported on
+# stderr and does not stop the script (the table is already written). Nothing to do
+# without runs.
+plot_all() {
+  local dir="$1" a args=() log
+  shift
+  [ $# -gt 0 ] || return 0
+  for a in "$@"; do
+    case "$a" in *=*) args+=(--label "$a" "${a#*=}");; *) args+=("$a");; esac
+  done
+  if log=$(scripts/plot_runs.sh --out "$dir" "${args[@]}"); then
+    if echo "$log" | grep -q '^gnuplot not found'; then echo "$log" | grep '^gnuplot not found'
+    else echo "plots: $dir/ $(echo "$log" | sed -n 's|.*/\([^/]*\.png\)$|\1|p' | paste -sd ' ' -)"; fi
+  else
+    echo "$0: the plots in $dir failed (scripts/plot_runs.sh)" >&2
+  fi
+}

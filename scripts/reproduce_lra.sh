@@ -111,3 +111,12 @@ for t in $tasks; do
   done
 done
 cat "$table"
+# the table as Markdown and the curves of this invocation's runs (scripts/plot_runs.sh)
+stem=${table%.txt}
+md_table "$table" "$stem.md" && echo "Markdown: $stem.md"
+plot_runs=()
+for d in runs/lra_*-"$mode-$stamp"; do
+  [ -f "$d/metrics.jsonl" ] || continue
+  n=${d#runs/lra_}; plot_runs+=("${n%-"$mode-$stamp"}=$d")
+done
+plot_all "${stem}_plots" "${plot_runs[@]+"${plot_runs[@]}"}"

@@ -13,7 +13,9 @@
 #   --mixers LIST    which configs/wikitext103_<mixer>.json to train
 #                    (default "gma_k256 sdpa linear performer mamba hybrid")
 #   --steps N        train.steps of every run; --device cpu|cuda (cuda: the programs of bin/cuda)
-# Environment: none read. Prints one line as each run starts; the table at the end.
+# Environment: none read. Prints one line as each run starts; the table at the end, also
+# as Markdown (runs/wikitext-<profile>-<stamp>.md), and the loss and perplexity curves of
+# the runs (scripts/plot_runs.sh) in runs/wikitext-<profile>-<stamp>_plots/.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 profile=paper; data=data/wikitext-103-gpt2; device=""; steps=""
@@ -54,3 +56,9 @@ for m in $mixers; do
     "$(get "$out/summary.json" tokens_per_s)" >> "$table"
 done
 cat "$table"
+# the table as Markdown and the curves of this invocation's runs (scripts/plot_runs.sh)
+stem=${table%.txt}
+md_table "$table" "$stem.md" && echo "Markdown: $stem.md"
+plot_runs=()
+for m in $mixers; do plot_runs+=("$m=runs/wikitext_${m}-$profile-$stamp"); done
+plot_all "${stem}_plots" "${plot_runs[@]}"

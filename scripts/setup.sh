@@ -2,12 +2,13 @@
 # setup.sh: install the Debian packages gma needs (run as root or with sudo).
 #   scripts/setup.sh           install what is missing (required, then optional)
 #   scripts/setup.sh --check   exit 0 if every required package is present, 1 otherwise (installs nothing)
-# Optional packages (MPI, for make mpi and its test) are installed when setup.sh runs but
-# are not required: a machine without them builds and tests everything else, and
-# tests/test_mpi.c says it is skipped.
+# Optional packages (MPI, for make mpi and its test; gnuplot-nox, for the PNG figures of
+# scripts/plot_runs.sh and gmaeval --analyze) are installed when setup.sh runs but are not
+# required: a machine without them builds and tests everything else, tests/test_mpi.c and
+# scripts/check_plot_runs.sh say what they skipped, and the plots are skipped with a line.
 set -euo pipefail
 PKGS=(build-essential pkg-config libcjson-dev libcurl4-openssl-dev zlib1g-dev check libopenblas-dev libopenblas-openmp-dev)
-OPTIONAL=(openmpi-bin libopenmpi-dev)
+OPTIONAL=(openmpi-bin libopenmpi-dev gnuplot-nox)
 missing_of() {
   local p
   for p in "$@"; do
@@ -29,7 +30,7 @@ if [ ${#missing[@]} -gt 0 ]; then
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
 fi
 if [ ${#missing_opt[@]} -gt 0 ]; then
-  echo "setup: installing optional ${missing_opt[*]} (MPI: make mpi, data-parallel training)"
+  echo "setup: installing optional ${missing_opt[*]} (MPI: make mpi, data-parallel training; gnuplot-nox: PNG plots)"
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing_opt[@]}" ||
-    echo "setup: could not install ${missing_opt[*]}; everything but make mpi works without them"
+    echo "setup: could not install ${missing_opt[*]}; everything but make mpi and the PNG plots works without them"
 fi

@@ -157,16 +157,25 @@ static int write_plots(const char *dir, const RouteAnalysis *ra, const int *laye
     snprintf(p, sizeof p, "%s/plots.gp", dir);
     f = fopen(p, "w");
     if (!f) return gma_errorf("%s: cannot open for writing", p);
-    fprintf(f, "set terminal png size 900,500\nset output 'utilisation.png'\n"
-               "set title 'Component utilisation (components sorted by share, head average)'\n"
-               "set xlabel 'component rank'\nset ylabel 'share of tokens (argmax)'\nset style fill solid 0.6\nset key top right\n"
-               "plot ");
+    /* pngcairo where this gnuplot has it (else libgd's png); a defined palette (viridis)
+     * on cbrange [0:1] for the heatmap; one line with points per layer, log y, so that no
+     * layer's series hides another's */
+    fprintf(f, "if (strstrt(GPVAL_TERMINALS, 'pngcairo') > 0) { png = 'pngcairo' } else { png = 'png' }\n"
+               "set terminal @png size 900,500\nset output 'utilisation.png'\n"
+               "set title 'Component utilisation (components sorted by share, head average; zero shares not drawn)'\n"
+               "set xlabel 'component rank'\nset ylabel 'share of tokens (argmax)'\nset logscale y\nset format y '%%g'\n"
+               "set grid\nset key top right\nset xrange [-0.5:%d]\n"
+               "plot ", ra->Kc);
     for (int l = 0; l < ra->L; l++)
-        fprintf(f, "%s'utilisation.dat' using 1:%d with boxes title 'layer %d'", l ? ", " : "", l + 2, layer_index[l]);
-    fprintf(f, "\nset terminal png size 900,700\nset output 'heatmap.png'\n"
+        fprintf(f, "%s'utilisation.dat' using 1:($%d > 0 ? $%d : NaN) with linespoints lw 2 pt %d ps 0.8 title 'layer %d'",
+                l ? ", " : "", l + 2, l + 2, 4 + 2 * (l % 6), layer_index[l]);
+    fprintf(f, "\nreset\nset terminal @png size 900,700\nset output 'heatmap.png'\n"
                "set title 'Query responsibilities, layer %d head 0, first evaluation window'\n"
-               "set xlabel 'component k'\nset ylabel 'position'\nunset key\nset yrange [*:*] reverse\n"
-               "plot 'heatmap.dat' matrix with image\n", layer_index[0]);
+               "set xlabel 'component k'\nset ylabel 'position'\nunset key\n"
+               "set palette defined (0 '#440154', 0.25 '#3b528b', 0.5 '#21918c', 0.75 '#5ec962', 1 '#fde725')\n"
+               "set cbrange [0:1]\nset cblabel 'responsibility'\n"
+               "set xrange [-0.5:%d.5]\nset yrange [%d.5:-0.5]\n"
+               "plot 'heatmap.dat' matrix with image\n", layer_index[0], ra->Kc - 1, N - 1);
     fclose(f);
     if (system("command -v gnuplot >/dev/null 2>&1") != 0) {
         printf("gnuplot not found: plots skipped (apt-get install gnuplot-nox); data and script in %s\n", dir);
