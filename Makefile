@@ -142,7 +142,7 @@ test: check-deps
 	@$(MAKE) --no-print-directory run-tests
 # every Check suite, then the layer order of src/ and fuzz-smoke, counted in one closing line
 run-tests: $(BINS) $(TESTS)
-	@scripts/run_tests.sh $(TESTS) -- "layers=scripts/check_layers.sh src" \
+	@scripts/run_tests.sh $(TESTS) -- "layers=scripts/check_layers.sh src" "lra-standin=scripts/check_lra_standin.sh" \
 	  "fuzz-smoke=$(MAKE) --no-print-directory fuzz-smoke"
 
 # the layer order of src/ from its #include lines (scripts/check_layers.sh): prints the
