@@ -9,10 +9,13 @@
 # projection, the full run's steps and its projected hours on this machine.
 #
 #   scripts/lra_dry_run.sh [--steps N] [--dry-batch SPEC] [--tasks LIST] [--mixers LIST]
-#                          [--data DIR] [--device D] [--threads T] [--check-linearity] [--help]
+#                          [--data DIR] [--device D] [--threads T] [--set KEY=VALUE ...]
+#                          [--check-linearity] [--from STAMP] [--help]
 #   --steps N         steps per measured point (default 3, at least 2; warmup = N, no
-#                     evaluation); s/step is the mean over steps 2..N (step 1 carries the
-#                     first touch of every buffer)
+#                     evaluation until the end, on the stand-ins' few valid and test
+#                     examples); s/step is the fastest of steps 2..N (step 1 carries the first
+#                     touch of every buffer; on a shared machine the fastest step is the one
+#                     least slowed by other jobs)
 #   --dry-batch SPEC  b: a number for every config, optionally followed by TASK=b overrides,
 #                     e.g. "2,image=16,pathfinder32=32" (default: each config's batch, so
 #                     nothing is projected)
@@ -21,7 +24,11 @@
 #   --mixers LIST     default "gma sdpa linear performer linformer"
 #   --data DIR        the stand-in data (default data/lra_standin, made when missing)
 #   --threads T       --set threads=T (default 2)
+#   --set KEY=VALUE   passed to every run after the dry run's own settings (e.g.
+#                     model.mixer=sdpa_ref)
 #   --check-linearity also measure 4b and print how far it falls from the b-2b line
+#   --from STAMP      train nothing: tabulate the runs of an earlier sweep (runs/lra_*-dry-bB-STAMP
+#                     and their .rss files) with the current arithmetic
 #   --project b s1 r1 s2 r2 B   only print the projection of B from the points (b, s1, r1)
 #                     and (2b, s2, r2): "s/step RSS" (the arithmetic the table uses)
 # Environment: DRY_MEM_GIB (default 14): each run's address space is capped at this many
@@ -44,7 +51,7 @@ fi
 
 steps=3; spec=""; tasks="listops text retrieval image pathfinder32 pathx"
 mixers="gma sdpa linear performer linformer"; data=data/lra_standin; device=""; BIN=bin
-threads=2; lin=0
+threads=2; lin=0; from=""; user_sets=()
 usage="[--steps N] [--dry-batch SPEC] [--tasks LIST] [--mixers LIST] [--data DIR] [--device D] [--threads T] [--check-linearity]"
 while [ $# -gt 0 ]; do
   case "$1" in
@@ -56,6 +63,8 @@ while [ $# -gt 0 ]; do
     --mixers) mixers="$2";;
     --data) data="$2";;
     --threads) threads="$2";;
+    --set) user_sets+=(--set "$2");;
+    --from) from="$2";;
     --device) device="--device $2"; if [ "$2" = cuda ]; then BIN=bin/cuda; else BIN=bin; fi;;
     *) echo "usage: $0 $usage" >&2; exit 2;;
   esac
@@ -75,18 +84,20 @@ for item in ${spec//,/ }; do
   v=${item#*=}
   case "$v" in ''|*[!0-9]*|0) echo "$0: --dry-batch: '$item' is not a positive whole number" >&2; exit 2;; esac
 done
-make -s binaries
-GMADATA=$BIN/gmadata scripts/lra_standin.sh "$data" >&2
+if [ -z "$from" ]; then
+  make -s binaries
+  GMADATA=$BIN/gmadata scripts/lra_standin.sh "$data" >&2
+fi
 mem_kib=$(( ${DRY_MEM_GIB:-14} * 1024 * 1024 ))
 
-stamp=$(date +%Y%m%d-%H%M%S)
-table="runs/lra-dry-$stamp.txt"
+stamp=${from:-$(date +%Y%m%d-%H%M%S)}
+table="runs/lra-dry-$stamp.txt"; [ -n "$from" ] && table="runs/lra-dry-$stamp-retable.txt"
 mkdir -p runs
 hdr="%-12s %-10s %10s %4s %9s %8s %4s %9s %8s %5s %11s %10s %8s %9s"
 printf "$hdr" task mixer params b s/step RSS_MiB 2b s/step RSS_MiB B proj_s/step proj_MiB steps proj_h > "$table"
 [ "$lin" = 1 ] && printf " %4s %9s %8s %7s %7s" 4b s/step RSS_MiB dt_% dRSS_% >> "$table"
 echo >> "$table"
-{ echo "# measured: s/step over steps 2..$steps, max RSS; projected to the config's batch B on the line"
+{ echo "# measured: s/step the fastest of steps 2..$steps, max RSS; projected to the config's batch B on the line"
   echo "# through b and 2b (s/step = slope * B + intercept, likewise RSS); proj_h = proj_s/step * steps"
   [ "$lin" = 1 ] && echo "# 4b: measured, and its distance from the b-2b line in % of the line's value"
 } >> "$table"
@@ -94,11 +105,13 @@ echo >> "$table"
 # measure CFG OUT B SETS...: train at batch B; prints "s/step rss_MiB params", or "fail REASON"
 measure() {
   local cfg=$1 out=$2 b=$3; shift 3
-  rm -rf "$out"
-  if ! ( ulimit -v "$mem_kib"; /usr/bin/time -f "%M" -o "$out.rss" "$BIN/gmatrain" --config "$cfg" --out "$out" \
+  [ -n "$from" ] || rm -rf "$out"
+  if [ -n "$from" ]; then [ -f "$out/summary.json" ] || { echo "fail no $out/summary.json"; return; }
+  elif ! ( ulimit -v "$mem_kib"; /usr/bin/time -f "%M" -o "$out.rss" "$BIN/gmatrain" --config "$cfg" --out "$out" \
            "$@" $device --quiet --set "train.batch_size=$b" --set train.grad_accum=1 --set "train.steps=$steps" \
            --set "train.warmup=$steps" --set train.eval_every=0 --set train.eval_batches=1 \
-           --set train.checkpoint_every=0 --set train.log_every=1 --set "threads=$threads" ) > "$out.log" 2>&1; then
+           --set train.checkpoint_every=0 --set train.log_every=1 --set "threads=$threads" \
+           ${user_sets[@]+"${user_sets[@]}"} ) > "$out.log" 2>&1; then
     local why
     why=$(grep -v '^Command exited\|^Command terminated' "$out.log" | tail -1 | cut -c1-160)
     [ -z "$why" ] && why="killed ($(tail -1 "$out.log"))"
@@ -107,7 +120,9 @@ measure() {
   local s
   s=$(awk -F'"elapsed_s":' -v n="$steps" '/"elapsed_s"/ { split($2, a, /[,}]/); st = $0
         sub(/^.*"step":/, "", st); st += 0; e[st] = a[1] + 0 }
-        END { if (e[n] == "" || e[1] == "") print "nan"; else print (e[n] - e[1]) / (n - 1) }' "$out/metrics.jsonl")
+        END { m = ""; for (k = 2; k <= n; k++) if ((k in e) && ((k - 1) in e) && (m == "" || e[k] - e[k - 1] < m))
+                m = e[k] - e[k - 1]
+              print (m == "" ? "nan" : m) }' "$out/metrics.jsonl")
   awk -v s="$s" -v r="$(cat "$out.rss")" -v p="$(grep '"parameters"' "$out/summary.json" | head -1 |
       sed -E 's/[^0-9]*([0-9]+).*/\1/')" 'BEGIN { printf "%.4f %.1f %d\n", s, r / 1024, p }'
   rm -rf "$out"/ckpt_* "$out"/best
@@ -138,7 +153,7 @@ for t in $tasks; do
     res=()
     for p in "${points[@]}"; do
       out="runs/lra_${t}_${m}-dry-b$p-$stamp"
-      echo "[dry] $cfg at batch $p, $steps steps -> $out" >&2
+      [ -n "$from" ] || echo "[dry] $cfg at batch $p, $steps steps -> $out" >&2
       res+=("$(measure "$cfg" "$out" "$p" --set "data.path=$path")")
     done
     line=$(printf "%-12s %-10s" "$t" "$m")
