@@ -52,8 +52,10 @@ fi
 steps=3; spec=""; tasks="listops text retrieval image pathfinder32 pathx"
 mixers="gma sdpa linear performer linformer"; data=data/lra_standin; device=""; BIN=bin
 threads=2; lin=0; from=""; user_sets=()
-usage="[--steps N] [--dry-batch SPEC] [--tasks LIST] [--mixers LIST] [--data DIR] [--device D] [--threads T] [--check-linearity]"
+usage="[--steps N] [--dry-batch SPEC] [--tasks LIST] [--mixers LIST] [--data DIR] [--device D] [--threads T]
+       [--set KEY=VALUE ...] [--check-linearity] [--from STAMP]"
 while [ $# -gt 0 ]; do
+  case "$1" in --help|-h|--check-linearity) ;; *) [ $# -ge 2 ] || { echo "usage: $0 $usage" >&2; exit 2; };; esac
   case "$1" in
     --help|-h) sed -n '2,/^[^#]/p' "$0" | sed -n 's/^# \{0,1\}//p'; exit 0;;
     --check-linearity) lin=1; shift; continue;;
@@ -68,7 +70,6 @@ while [ $# -gt 0 ]; do
     --device) device="--device $2"; if [ "$2" = cuda ]; then BIN=bin/cuda; else BIN=bin; fi;;
     *) echo "usage: $0 $usage" >&2; exit 2;;
   esac
-  [ $# -ge 2 ] || { echo "usage: $0 $usage" >&2; exit 2; }
   shift 2
 done
 case "$steps" in ''|*[!0-9]*) echo "$0: --steps must be a whole number >= 2" >&2; exit 2;; esac

@@ -32,12 +32,11 @@ cd "$(dirname "$0")/.."
 profile=paper; tasks="listops text retrieval image pathfinder"; mixers=""
 steps=""; device=""; dry=""; SPAM_DIR=${SPAM_DIR:-shared/data/spam}
 . scripts/lib_reproduce.sh
-dry_opts=()
+dry_opts=(); dry_batch=""
 extra_option() { case "$1" in --tasks) tasks="$2"; dry_opts+=(--tasks "$2");; --dry-run) dry="$2";;
-                 --dry-batch) dry_opts+=(--dry-batch "$2");; *) return 1;; esac; }
+                 --dry-batch) dry_batch="$2"; dry_opts+=(--dry-batch "$2");; *) return 1;; esac; }
 parse_options "[--profile paper|small] [--tasks LIST] [--mixers LIST] [--steps N] [--device D] [--dry-run N [--dry-batch SPEC]]" "$@"
-if [ -z "$dry" ] && [ ${#dry_opts[@]} -gt 0 ] && [ "${dry_opts[0]}" = --dry-batch ] || \
-   { [ -z "$dry" ] && [[ " ${dry_opts[*]} " == *" --dry-batch "* ]]; }; then
+if [ -z "$dry" ] && [ -n "$dry_batch" ]; then
   echo "$0: --dry-batch goes with --dry-run" >&2; exit 2
 fi
 if [ -n "$dry" ]; then
