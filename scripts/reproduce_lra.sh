@@ -7,7 +7,7 @@
 #
 #   scripts/reproduce_lra.sh [--profile paper|small] [--tasks "listops text retrieval image pathfinder"]
 #                            [--mixers "gma sdpa linear performer linformer"] [--steps N] [--device D]
-#                            [--dry-run N] [--help]
+#                            [--dry-run N [--dry-batch SPEC]] [--help]
 #   --profile paper  the release's settings at full size (GPU-scale; docs/lra.md gives the cost)
 #   --profile small  2 layers of width 64, sequences of at most 256 tokens, 600 steps, on the
 #                    data this machine has or makes: generated ListOps (2,000 short
@@ -15,8 +15,11 @@
 #                    data, when present) and a byte-level text task (text: the SpamAssassin TSV
 #                    split in SPAM_DIR when IMDB is missing); mixers gma and sdpa unless
 #                    --mixers says otherwise. About 1 minute a run on 2 CPU cores.
-#   --dry-run N      train N steps of each config at its full shape instead, and print peak
-#                    memory (max RSS), seconds per step and the projected time of the full run
+#   --dry-run N      instead, scripts/lra_dry_run.sh --steps N: N steps of each config at its
+#                    full shape on stand-in data (scripts/lra_standin.sh), peak memory (max RSS),
+#                    seconds per step and the projected time of the full run (Path-X included
+#                    unless --tasks says otherwise); --dry-batch SPEC measures at micro-batches b
+#                    and 2b and projects the config's batch (lra_dry_run.sh --help)
 # Data: listops is generated into data/listops when missing (`gmadata generate listops`);
 # text needs data/aclImdb_v1.tar.gz (`gmadata fetch imdb`); retrieval needs
 # data/lra_release/tsv_data (`gmadata fetch lra`); image needs data/cifar-10-binary.tar.gz
@@ -29,8 +32,17 @@ cd "$(dirname "$0")/.."
 profile=paper; tasks="listops text retrieval image pathfinder"; mixers=""
 steps=""; device=""; dry=""; SPAM_DIR=${SPAM_DIR:-shared/data/spam}
 . scripts/lib_reproduce.sh
-extra_option() { case "$1" in --tasks) tasks="$2";; --dry-run) dry="$2";; *) return 1;; esac; }
-parse_options "[--profile paper|small] [--tasks LIST] [--mixers LIST] [--steps N] [--device D] [--dry-run N]" "$@"
+dry_opts=(); dry_batch=""
+extra_option() { case "$1" in --tasks) tasks="$2"; dry_opts+=(--tasks "$2");; --dry-run) dry="$2";;
+                 --dry-batch) dry_batch="$2"; dry_opts+=(--dry-batch "$2");; *) return 1;; esac; }
+parse_options "[--profile paper|small] [--tasks LIST] [--mixers LIST] [--steps N] [--device D] [--dry-run N [--dry-batch SPEC]]" "$@"
+if [ -z "$dry" ] && [ -n "$dry_batch" ]; then
+  echo "$0: --dry-batch goes with --dry-run" >&2; exit 2
+fi
+if [ -n "$dry" ]; then
+  [ -n "$mixers" ] && dry_opts+=(--mixers "$mixers")
+  exec scripts/lra_dry_run.sh --steps "$dry" "${dry_opts[@]}" $device
+fi
 [ -n "$mixers" ] || { [ "$profile" = small ] && mixers="gma sdpa" || mixers="gma sdpa linear performer linformer"; }
 make -s binaries
 # LRA paper (Tay et al. 2021), test accuracy %: ListOps, Text, Retrieval, Image, Pathfinder
@@ -40,24 +52,15 @@ declare -A ref=(
   [performer:listops]=18.01 [performer:text]=65.40 [performer:retrieval]=53.82 [performer:image]=42.77 [performer:pathfinder]=77.05
   [linformer:listops]=35.70 [linformer:text]=53.94 [linformer:retrieval]=52.27 [linformer:image]=38.56 [linformer:pathfinder]=76.34)
 stamp=$(date +%Y%m%d-%H%M%S)
-mode=$profile; [ -n "$dry" ] && mode=dry
+mode=$profile
 table="runs/lra-$mode-$stamp.txt"
 mkdir -p runs
-if [ -n "$dry" ]; then
-  printf "%-10s %-10s %12s %10s %12s %14s\n" task mixer max_rss_MiB s/step full_steps projected_h > "$table"
-else
-  printf "%-10s %-10s %10s %12s %12s %10s\n" task mixer best_valid test_best test_reported "LRA paper" > "$table"
-fi
+printf "%-10s %-10s %10s %12s %12s %10s\n" task mixer best_valid test_best test_reported "LRA paper" > "$table"
 for t in $tasks; do
   cfgtask=$t; sets=(); hint=""
   case "$t" in
     listops)
-      if [ -n "$dry" ]; then # full-length expressions, few of them: the final evaluation stays short
-        need=data/listops_dry/basic_test.tsv
-        [ -f "$need" ] || bin/gmadata generate listops --out data/listops_dry --train 64 --valid 32 --test 32 \
-                            --min-len 1900 --max-len 2000
-        sets+=(--set data.path=data/listops_dry)
-      elif [ "$profile" = small ]; then
+      if [ "$profile" = small ]; then
         need=data/listops_small/basic_test.tsv
         [ -f "$need" ] || bin/gmadata generate listops --out data/listops_small --train 2000 --valid 200 --test 200 \
                             --min-len 20 --max-len 256 --max-depth 6
@@ -81,7 +84,7 @@ for t in $tasks; do
     if [ -z "$need" ]; then need=$(grep '"path"' "$cfg" | head -1 | sed -E 's/.*"path": *"([^"]*)".*/\1/'); hint="see docs/lra.md"; fi
     if [ ! -e "$need" ]; then echo "$t: $need missing, skipped ($hint)"; continue; fi
     run_sets=("${sets[@]}")
-    if [ "$profile" = small ] && [ -z "$dry" ]; then
+    if [ "$profile" = small ]; then
       run_sets+=(--set model.d_model=64 --set model.n_layers=2 --set model.n_heads=2 --set model.d_ff=128
                  --set model.qkv_dim=0 --set model.head_hidden=128 --set model.max_seq_len=257 --set train.seq_len=257
                  --set data.max_len=256 --set train.batch_size=32 --set train.steps=600 --set train.warmup=50
@@ -94,17 +97,6 @@ for t in $tasks; do
     [ -n "$steps" ] && run_sets+=(--set "train.steps=$steps")
     out="runs/lra_${t}_${m}-$mode-$stamp"
     progress "$t" "$m" "$cfg" "$out"
-    if [ -n "$dry" ]; then
-      full=$(grep '"steps"' "$cfg" | head -1 | sed -E 's/[^0-9]*([0-9]+).*/\1/')
-      start=$(date +%s.%N)
-      /usr/bin/time -f "%M" -o "$out.rss" $BIN/gmatrain --config "$cfg" --out "$out" "${run_sets[@]}" $device --quiet \
-        --set "train.steps=$dry" --set train.eval_every=0 --set train.eval_batches=1 --set train.checkpoint_every=0 \
-        --set "train.warmup=$dry" > "$out.log" 2>&1 || { echo "$t $m: dry run failed, see $out.log"; continue; }
-      secs=$(get "$out/summary.json" train_seconds)
-      awk -v t="$t" -v m="$m" -v rss="$(cat "$out.rss")" -v s="$secs" -v n="$dry" -v full="$full" 'BEGIN {
-        printf "%-10s %-10s %12.0f %10.2f %12d %14.1f\n", t, m, rss / 1024, s / n, full, s / n * full / 3600 }' >> "$table"
-      continue
-    fi
     $BIN/gmatrain --config "$cfg" --out "$out" "${run_sets[@]}" $device --quiet
     printf "%-10s %-10s %10.4f %12.4f %12.4f %10s\n" "$t" "$m" "$(get "$out/summary.json" best_valid_acc)" \
       "$(get "$out/summary.json" test_acc_at_best)" "$(get "$out/summary.json" reported_test_acc)" "${ref[$m:$t]:--}" >> "$table"
