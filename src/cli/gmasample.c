@@ -258,6 +258,7 @@ int main(int argc, char **argv) {
         free(o.ids);
     }
     printf("\n");
+    fflush(stdout); /* the text before the timing line on stderr, also when both go to one file */
     double dt = gma_now() - t0;
     if (rc != 0) {
         cJSON_Delete(root);
