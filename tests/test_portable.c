@@ -8,6 +8,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "model/checkpoint.h"
 #include "testutil.h"
 
 static char g_bin[1024];
@@ -84,10 +85,17 @@ START_TEST(test_moved_run_and_data) {
     ck_assert_msg(run("cd %s && %s/gmaeval --checkpoint %s/run --data test", D, bin(), B) == 0, "%s", g_out);
     ck_assert_msg(has("\ntest loss ") && has(" | ppl ") && has(" | word ppl ") && has(" tokens in ") && !has(" | acc "),
                   "labelled values, acc only where it is measured: %s", g_out);
+    /* resumed from elsewhere, the data found beside the run: the checkpoints keep data.path as given */
+    ck_assert_msg(run("cd %s && %s/gmatrain --resume %s/run --quiet --set train.steps=25", D, bin(), B) == 0, "%s", g_out);
+    Config c25;
+    char p25[1200];
+    snprintf(p25, sizeof p25, "%s/run/latest", B);
+    ck_assert_int_eq(ckpt_read_config(p25, &c25), 0);
+    ck_assert_str_eq(c25.data.path, "shards");
     /* now the run and the data apart, evaluated from a third folder */
     ck_assert_int_eq(run("mkdir -p %s/r %s/d && mv %s/run %s/r/run && mv %s/shards %s/d/shards", B, B, B, B, B, B), 0);
     ck_assert_int_eq(run("cd %s && %s/gmaeval --checkpoint %s/r/run --data valid", D, bin(), B), 2);
-    ck_assert_msg(has("--data-path DIR") && has("/orig/shards, shards, ") && !strchr(strchr(g_out, '\n') + 1, '\n'),
+    ck_assert_msg(has("--data-path DIR") && has("/moved/shards, shards, ") && !strchr(strchr(g_out, '\n') + 1, '\n'),
                   "one line naming the paths tried and the flag: %s", g_out);
     ck_assert_msg(run("cd %s && %s/gmaeval --checkpoint %s/r/run --data valid --data-path %s/d/shards", D, bin(), B, B) == 0,
                   "%s", g_out);
@@ -104,15 +112,21 @@ START_TEST(test_moved_run_and_data) {
     /* resume: refused with the override named, then continued with it */
     ck_assert_int_eq(run("cd %s && %s/gmatrain --resume %s/r/run --quiet --set train.steps=30", D, bin(), B), 2);
     ck_assert_msg(has("--set data.path=DIR"), "%s", g_out);
-    ck_assert_msg(run("cd %s && %s/gmatrain --resume %s/r/run --quiet --set train.steps=30 --set data.path=%s/d/hidden", D,
-                      bin(), B, B) == 0,
+    char s2[1200];
+    snprintf(s2, sizeof s2, "%s/d/hidden", B);
+    ck_assert_msg(run("cd %s && %s/gmatrain --resume %s/r/run --quiet --set train.steps=30 --set data.path=%s", D, bin(), B,
+                      s2) == 0,
                   "%s", g_out);
     char p[1200];
     snprintf(p, sizeof p, "%s/r/run/summary.json", B);
     char *s = gma_read_file(p, NULL);
     ck_assert_msg(s && strstr(s, "\"steps\":\t30"), "%s", s ? s : "");
     free(s);
-    /* data.json now records where the data is */
+    /* the checkpoint has the data.path given on resume; data.json records where the data is */
+    Config cfg;
+    snprintf(p, sizeof p, "%s/r/run/latest", B);
+    ck_assert_int_eq(ckpt_read_config(p, &cfg), 0);
+    ck_assert_str_eq(cfg.data.path, s2);
     snprintf(p, sizeof p, "%s/r/run/data.json", B);
     s = gma_read_file(p, NULL);
     ck_assert_msg(s && strstr(s, "/d/hidden\""), "%s", s ? s : "");

@@ -223,6 +223,8 @@ int run_open(Run *r, const Config *cfg, const TrainerOptions *o) {
     snprintf(r->cfg.data.path, sizeof r->cfg.data.path, "%s", g_data_dir);
     if (!(rc = open_data_and_model(r)) && !(rc = open_state(r))) rc = open_sampler(r);
     snprintf(r->cfg.data.path, sizeof r->cfg.data.path, "%s", user);
+    if (r->model_built) /* the model's copy goes into every checkpoint */
+        snprintf(r->m.cfg.data.path, sizeof r->m.cfg.data.path, "%s", user);
     if (rc || (rc = r->finished ? 0 : open_outputs(r))) return rc;
     if (!r->quiet && !r->finished) print_banner(r);
     if (r->sched_from) {
