@@ -19,6 +19,9 @@ Needs torch (1.13 or 2.x) and the standard library only. Exit: 0 ok, 1 mismatch 
 2 bad input (one line on stderr)."""
 import argparse, inspect, json, math, os, statistics, struct, subprocess, sys, tempfile, time
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import read_checkpoint  # noqa: E402  (scripts/read_checkpoint.py: the safetensors header)
+
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
@@ -273,27 +276,23 @@ def gemm_flops_per_step(cfg, V, B, N):
 # ---------------------------------------------------------------- checkpoints and shards
 def resolve_checkpoint(path):
     """as ckpt_resolve: a model.safetensors, a checkpoint directory or a run (its latest)"""
-    for p in (path, os.path.join(path, "model.safetensors"), os.path.join(path, "latest", "model.safetensors")):
-        if os.path.isfile(p):
-            return p
-    raise InputError(f"{path}: no such checkpoint (no model.safetensors here or under latest/)")
+    try:
+        return read_checkpoint.resolve(path)
+    except read_checkpoint.CheckpointError as e:
+        raise InputError(str(e))
 
 
 def read_safetensors(path):
-    """8-byte little-endian header length, JSON header, raw little-endian F32 data"""
-    with open(path, "rb") as f:
-        raw = f.read()
+    """the tensors (F32, as torch tensors) and metadata of a gma checkpoint file; the header
+    is parsed and checked by scripts/read_checkpoint.py (standard library only here)"""
     try:
-        (n,) = struct.unpack_from("<Q", raw, 0)
-        header = json.loads(raw[8:8 + n].decode())
-    except (struct.error, ValueError, UnicodeDecodeError) as e:
-        raise InputError(f"{path}: not a safetensors file ({e})")
-    meta, data, out = header.pop("__metadata__", {}), bytearray(raw[8 + n:]), {}
-    for name, e in header.items():
-        a, b = e["data_offsets"]
-        shape = e["shape"]
-        if e["dtype"] != "F32" or b - a != 4 * math.prod(shape) or b > len(data):
-            raise InputError(f"{path}: tensor {name}: dtype {e['dtype']}, shape {shape}, bytes {a}-{b} do not fit")
+        entries, meta, raw, off = read_checkpoint.read_header(path)
+    except read_checkpoint.CheckpointError as e:
+        raise InputError(str(e))
+    data, out = bytearray(raw[off:]), {}
+    for name, (dtype, shape, a, b) in entries.items():
+        if dtype != "F32":
+            raise InputError(f"{path}: tensor {name}: dtype {dtype}, gma writes F32")
         t = torch.frombuffer(data, dtype=torch.float32, count=(b - a) // 4, offset=a) if b > a else torch.zeros(0)
         out[name] = t.reshape(shape).clone()
     return out, meta

@@ -92,7 +92,7 @@ START_TEST(test_learns_and_keeps_best) {
     /* gmaeval on the best checkpoint gives the same test accuracy */
     snprintf(p, sizeof p, "%s/best", tu_path("run"));
     ck_assert_msg(run("./bin/gmaeval --checkpoint %s --data test --json %s", p, tu_path("e.json")) == 0, "%s", g_out);
-    ck_assert_msg(strstr(g_out, "examples 200") && strstr(g_out, "| acc "), "%s", g_out);
+    ck_assert_msg(strstr(g_out, "\ntest loss ") && strstr(g_out, "| acc ") && strstr(g_out, "| 200 examples |"), "%s", g_out);
     char *js = gma_read_file(tu_path("e.json"), NULL);
     for (char *q = js, *w = js;; q++) {
         if (*q != '\t' && *q != '\n' && *q != ' ') *w++ = *q;

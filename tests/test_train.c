@@ -81,6 +81,10 @@ START_TEST(test_checkpoint_mismatch) {
     ck_assert_msg(strstr(g_out, "tensor tok_emb.weight has shape [20,16], this model expects [20,32]"), "%s", g_out);
     /* gmaeval on it works and writes JSON */
     ck_assert_msg(run("./bin/gmaeval --checkpoint %s --data test --json %s", tu_path("a"), tu_path("e.json")) == 0, "%s", g_out);
+    /* the result line labels each value (the recall task measures acc); the JSON is in the file */
+    ck_assert_msg(strstr(g_out, "\ntest loss ") && strstr(g_out, " | ppl ") && strstr(g_out, " | acc ") &&
+                      strstr(g_out, " tokens in ") && strstr(g_out, " windows | ") && !strchr(g_out, '{'),
+                  "%s", g_out);
     char *js = gma_read_file(tu_path("e.json"), NULL);
     ck_assert_ptr_nonnull(strstr(js, "\"ppl\""));
     ck_assert_ptr_nonnull(strstr(js, "\"acc\""));

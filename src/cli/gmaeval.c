@@ -11,6 +11,7 @@
 
 #include "core/config.h"
 #include "data/lm/lmdata.h"
+#include "data/lm/lmmeta.h"
 #include "model/checkpoint.h"
 #include "model/model.h"
 #include "cli/args/version.h"
@@ -21,12 +22,15 @@
 #include "data/text/tokenizer.h"
 
 static void usage(FILE *f) {
-    fprintf(f, "usage: gmaeval --checkpoint PATH --data SPLIT|FILE [--seq-len N] [--batch B] [--stride S]\n"
+    fprintf(f, "usage: gmaeval --checkpoint PATH --data SPLIT|FILE [--data-path DIR] [--seq-len N] [--batch B] [--stride S]\n"
                "               [--json OUT] [--device cpu|cuda] [--threads N]\n"
                "               [--analyze] [--analyze-json FILE] [--dump-responsibilities FILE]\n"
                "       gmaeval --help | --version\n"
                "PATH: a checkpoint directory, a run directory (its latest checkpoint) or a model.safetensors.\n"
-               "SPLIT: train, valid or test of the data the checkpoint was trained on; FILE: a token shard.\n"
+               "SPLIT: train, valid or test of the data the checkpoint was trained on (that shard alone is read);\n"
+               "  FILE: a token shard. The data directory is looked up at the absolute path the run recorded\n"
+               "  (RUN/data.json), then at data.path from here, then from the run folder's parent and grandparent;\n"
+               "  --data-path DIR gives it where it moved.\n"
                "--analyze: routing analysis of the GMA layers (docs/routing.md): JSON to --analyze-json FILE (default\n"
                "  beside --json as X.analysis.json, else analysis.json), a readable report (stdout and FILE's .txt),\n"
                "  PNG plots in FILE's _plots/ directory through gnuplot when installed.\n"
@@ -40,6 +44,19 @@ static int write_json(const char *path, cJSON *o) {
     int rc = gma_write_file_atomic(path, s, strlen(s));
     free(s);
     return rc;
+}
+
+/* n with thousands separators: 24,378 */
+static const char *fmt_count(char *out, size_t cap, double n) {
+    char d[32];
+    snprintf(d, sizeof d, "%.0f", n);
+    size_t len = strlen(d), o = 0;
+    for (size_t i = 0; i < len && o + 2 < cap; i++) {
+        if (i > 0 && d[i - 1] != '-' && (len - i) % 3 == 0) out[o++] = ',';
+        out[o++] = d[i];
+    }
+    out[o] = 0;
+    return out;
 }
 
 static int fail(int code) {
@@ -75,8 +92,9 @@ static int eval_classifier(Config *cfg, const char *dir, const char *data, int B
     ClsEval r;
     if (clstask_evaluate(&t, &m, split, 0, &r) != 0) return fail(1);
     double dt = gma_now() - t0;
-    printf("checkpoint %s\ndata %s (%s %s) | examples %ld | loss %.4f | acc %.4f | %.1f s\n", dir, data, cfg->data.task,
-           cfg->data.path, r.examples, r.loss, r.acc, dt);
+    char ex[32];
+    printf("checkpoint %s | data %s %s\n%s loss %.4f | acc %.4f | %s examples | %.1f s\n", dir, cfg->data.task,
+           cfg->data.path, data, r.loss, r.acc, fmt_count(ex, sizeof ex, (double)r.examples), dt);
     if (json) {
         cJSON *o = cJSON_CreateObject();
         cJSON_AddStringToObject(o, "checkpoint", dir);
@@ -311,7 +329,7 @@ static int run_analysis(Model *m, const Config *cfg, const LmData *d, int split,
 int main(int argc, char **argv) {
     gma_openmp_env(argv);
     if (cli_version("gmaeval", argc, argv)) return 0;
-    const char *ckpt = NULL, *data = NULL, *json = NULL, *device = NULL, *ajson = NULL, *dump = NULL;
+    const char *ckpt = NULL, *data = NULL, *json = NULL, *device = NULL, *ajson = NULL, *dump = NULL, *data_path = NULL;
     int analyze = 0;
     long seq_len = 0, batch = 0, stride = -1, threads = -1;
     for (int i = 1; i < argc; i++) {
@@ -322,6 +340,7 @@ int main(int argc, char **argv) {
             return 0;
         } else if (!strcmp(a, "--checkpoint") && nx) ckpt = argv[++i];
         else if (!strcmp(a, "--data") && nx) data = argv[++i];
+        else if (!strcmp(a, "--data-path") && nx) data_path = argv[++i];
         else if (!strcmp(a, "--json") && nx) json = argv[++i];
         else if (!strcmp(a, "--analyze")) analyze = 1;
         else if (!strcmp(a, "--analyze-json") && nx) ajson = argv[++i], analyze = 1;
@@ -358,9 +377,18 @@ int main(int argc, char **argv) {
     ops_set_threads(cfg.threads);
     if (!strcmp(cfg.model.task, "classify")) return eval_classifier(&cfg, dir, data, B, json);
     LmData d;
-    int split = lmdata_split_index(data);
+    int split = lmdata_split_index(data), split_file = split < 0;
     if (split >= 0) {
-        if (lmdata_open(&d, &cfg) != 0) return fail(2);
+        /* the data directory, wherever the run and the data went (lmmeta_find_data); only
+         * the split evaluated is opened */
+        if (!strcmp(cfg.data.source, "shards")) {
+            char run[2048], found[CFG_STR];
+            lmmeta_run_dir(dir, run, sizeof run); /* without data.json: the folder above the checkpoint */
+            if (lmmeta_find_data(cfg.data.path, run, data_path, "--data-path DIR", found, sizeof found) != 0)
+                return fail(2);
+            snprintf(cfg.data.path, sizeof cfg.data.path, "%s", found);
+        }
+        if (lmdata_open_splits(&d, &cfg, 1u << split, split) != 0) return fail(2);
     } else {
         if (lmdata_open_file(&d, data) != 0) return fail(2);
         d.eval_stride = cfg.data.eval_stride;
@@ -386,10 +414,15 @@ int main(int argc, char **argv) {
     EvalResult r;
     if (evaluate(&m, &d, split, B, N, 0, &r) != 0) return fail(1);
     double dt = gma_now() - t0;
-    printf("checkpoint %s\ndata %s | windows %ld | tokens %.0f | loss %.4f | ppl %.3f | acc %.4f", dir, data, r.windows,
-           r.tokens, r.loss, r.ppl, r.acc);
-    if (r.word_ppl > 0) printf(" | words %.0f | word ppl %.3f", r.words, r.word_ppl);
-    printf(" | %.1f s\n", dt);
+    /* labelled values: ppl; word ppl when the data counts words; acc where it is the
+     * measure (the recall task); the JSON has them all */
+    char nt[32], nw[32], nwin[32];
+    printf("checkpoint %s | data %s\n", dir, split_file ? data : d.is_recall ? "recall" : cfg.data.path);
+    printf("%s loss %.4f | ppl %.3f", split_file ? "file" : lmdata_split_name(split), r.loss, r.ppl);
+    if (r.word_ppl > 0) printf(" | word ppl %.3f (%s words)", r.word_ppl, fmt_count(nw, sizeof nw, r.words));
+    if (d.is_recall) printf(" | acc %.4f", r.acc);
+    printf(" | %s tokens in %s windows | %.1f s\n", fmt_count(nt, sizeof nt, r.tokens),
+           fmt_count(nwin, sizeof nwin, (double)r.windows), dt);
     if (json) {
         cJSON *o = cJSON_CreateObject();
         cJSON_AddStringToObject(o, "checkpoint", dir);

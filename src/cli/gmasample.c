@@ -8,7 +8,7 @@
 #include <string.h>
 
 #include "core/config.h"
-#include "data/lm/lmdata.h"
+#include "data/lm/lmmeta.h"
 #include "data/text/tokenizer.h"
 #include "data/text/unicode.h"
 #include "model/checkpoint.h"
@@ -23,8 +23,9 @@ static void usage(FILE *f) {
                "                 [--tokenizer SPEC [--vocab DIR]] [--json OUT] [--device cpu|cuda] [--threads N] [--no-cache]\n"
                "       gmasample --help | --version\n"
                "PATH: a checkpoint directory, a run directory (its latest checkpoint) or a model.safetensors.\n"
-               "The text is encoded and decoded with the tokenizer named in the training data's meta.json\n"
-               "(gmadata prepare), or --tokenizer (gpt2, bpe:DIR, word:FILE, bytes). Without a tokenizer (the\n"
+               "The text is encoded and decoded with the tokenizer the run copied (RUN/data.json, RUN/tokenizer/),\n"
+               "else the one the training data's meta.json names (gmadata prepare), or --tokenizer (gpt2,\n"
+               "bpe:DIR, word:FILE, bytes). Without a tokenizer (the\n"
                "recall task) prompts are --prompt-ids and the output is ids. Without a prompt, generation starts\n"
                "from <|endoftext|> or <eos> when the tokenizer has one.\n"
                "--tokens N new tokens per sample (default 128); --temperature T (default 1; 0 = greedy);\n"
@@ -178,8 +179,12 @@ int main(int argc, char **argv) {
     Tokenizer *tk = NULL;
     if (tkspec) {
         if (!(tk = tokenizer_load(tkspec, vocab))) return fail(2);
-    } else if (cfg.data.path[0] && strcmp(cfg.data.source, "recall")) {
-        if (!(tk = lmdata_tokenizer(cfg.data.path)) && (prompt || pfile)) return fail(2);
+    } else if (cfg.data.path[0] && !strcmp(cfg.data.source, "shards")) {
+        /* the run's copy of the tokenizer (RUN/data.json), else the data directory's */
+        char run[2048], found[CFG_STR];
+        lmmeta_run_dir(dir, run, sizeof run);
+        int have_data = lmmeta_find_data(cfg.data.path, run, NULL, "--tokenizer", found, sizeof found) == 0;
+        if (!(tk = lmmeta_ckpt_tokenizer(dir, have_data ? found : NULL)) && (prompt || pfile)) return fail(2);
     }
     if (tk && tokenizer_vocab_size(tk) > (uint32_t)cfg.model.vocab_size) {
         fprintf(stderr, "gmasample: the tokenizer's vocabulary (%u) is larger than the model's (%d)\n",
@@ -253,6 +258,7 @@ int main(int argc, char **argv) {
         free(o.ids);
     }
     printf("\n");
+    fflush(stdout); /* the text before the timing line on stderr, also when both go to one file */
     double dt = gma_now() - t0;
     if (rc != 0) {
         cJSON_Delete(root);

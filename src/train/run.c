@@ -25,6 +25,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "data/lm/lmmeta.h"
 #include "optim/optim.h"
 #include "train/dist.h"
 #include "train/run_dist.h"
@@ -125,6 +126,21 @@ static int resume_check(Run *r, const char *dir) {
     return 0;
 }
 
+/* The data directory a language model on shards opens: data.path as given for a fresh
+ * run; on resume (the run or the data may have moved) the first that exists of
+ * RUN/data.json's absolute path, data.path from here, data.path from the run folder's
+ * parent or grandparent (lmmeta_find_data), unless --set data.path changed it. */
+static char g_data_dir[CFG_STR];
+static int find_data(const Run *r) {
+    const char *p = r->cfg.data.path;
+    snprintf(g_data_dir, sizeof g_data_dir, "%s", p);
+    if (strcmp(r->cfg.data.source, "shards") || !p[0] || !r->o.resume_dir) return 0;
+    char recorded[CFG_STR];
+    lmmeta_run_field(r->o.run_dir, "path", recorded, sizeof recorded);
+    const char *override = recorded[0] && strcmp(recorded, p) ? p : NULL;
+    return lmmeta_find_data(p, r->o.run_dir, override, "--set data.path=DIR", g_data_dir, sizeof g_data_dir);
+}
+
 /* The training state, fresh from the seed or from the checkpoint to resume; then every
  * replica starts from rank 0's parameters, moments and state (the same already: this
  * makes sure). */
@@ -166,6 +182,10 @@ static int open_outputs(Run *r) {
         char *js = cfg_to_json(&r->cfg);
         if (run_write_json(dir, "config.json", js) != 0) rc = TRAIN_ERROR;
         free(js);
+        /* what sampling and evaluation need from any folder: RUN/data.json, RUN/tokenizer/ */
+        if (!rc && !strcmp(r->cfg.data.source, "shards") && r->cfg.data.path[0] &&
+            lmmeta_write_run(dir, r->cfg.data.path, g_data_dir) != 0)
+            rc = TRAIN_ERROR;
     }
     char mpath[2100];
     snprintf(mpath, sizeof mpath, "%s/metrics.jsonl", dir);
@@ -194,10 +214,18 @@ int run_open(Run *r, const Config *cfg, const TrainerOptions *o) {
     g_fault_nan = getenv("GMA_FAULT_NAN_STEPS");
     r->lead = dist_rank() == 0;
     r->quiet = o->quiet || !r->lead;
-    int rc;
-    if ((rc = open_data_and_model(r)) || (rc = open_state(r)) || (rc = open_sampler(r)) ||
-        (rc = r->finished ? 0 : open_outputs(r)))
-        return rc;
+    int rc = dist_agree(find_data(r) != 0 ? TRAIN_BAD_INPUT : 0);
+    if (rc) return rc;
+    /* the data and the sampler's tokenizer from where the data is; config.json, the
+     * checkpoints and data.json keep data.path as given */
+    char user[CFG_STR];
+    snprintf(user, sizeof user, "%s", r->cfg.data.path);
+    snprintf(r->cfg.data.path, sizeof r->cfg.data.path, "%s", g_data_dir);
+    if (!(rc = open_data_and_model(r)) && !(rc = open_state(r))) rc = open_sampler(r);
+    snprintf(r->cfg.data.path, sizeof r->cfg.data.path, "%s", user);
+    if (r->model_built) /* the model's copy goes into every checkpoint */
+        snprintf(r->m.cfg.data.path, sizeof r->m.cfg.data.path, "%s", user);
+    if (rc || (rc = r->finished ? 0 : open_outputs(r))) return rc;
     if (!r->quiet && !r->finished) print_banner(r);
     if (r->sched_from) {
         cJSON *row = cJSON_CreateObject();

@@ -6,8 +6,11 @@
 #include <string.h>
 
 #include "core/common.h"
+#include "data/lm/lmmeta.h"
 
 static const char *g_split_names[3] = {"train", "valid", "test"};
+
+const char *lmdata_split_name(int s) { return s >= 0 && s < 3 ? g_split_names[s] : "?"; }
 
 int lmdata_split_index(const char *name) {
     for (int i = 0; i < 3; i++)
@@ -38,20 +41,7 @@ static void read_meta(LmData *d, const char *dir) {
 Tokenizer *lmdata_tokenizer(const char *dir) {
     char path[2100];
     snprintf(path, sizeof path, "%s/meta.json", dir);
-    char *text = gma_read_file(path, NULL);
-    if (!text) return NULL;
-    cJSON *j = cJSON_Parse(text);
-    free(text);
-    const cJSON *t = j ? cJSON_GetObjectItemCaseSensitive(j, "tokenizer") : NULL;
-    Tokenizer *tk = NULL;
-    if (!cJSON_IsString(t)) gma_errorf("%s: no \"tokenizer\" string", path);
-    else {
-        const char *dirs[2] = {dir, "data/gpt2"};
-        for (int i = 0; i < 2 && !tk; i++) tk = tokenizer_load(t->valuestring, dirs[i]);
-        if (!tk) gma_error_prefix("%s: tokenizer \"%s\"", path, t->valuestring);
-    }
-    cJSON_Delete(j);
-    return tk;
+    return lmmeta_tokenizer(path);
 }
 
 /* Ids go to the model as int32 and index a vocabulary of at most 2^24 (model.vocab_size):
@@ -62,7 +52,9 @@ static int shard_vocab_too_big(const TokenShard *s) {
                       1u << 24);
 }
 
-int lmdata_open(LmData *d, const Config *c) {
+int lmdata_open(LmData *d, const Config *c) { return lmdata_open_splits(d, c, 7, SPLIT_TRAIN); }
+
+int lmdata_open_splits(LmData *d, const Config *c, unsigned mask, int required) {
     memset(d, 0, sizeof *d);
     d->eval_stride = c->data.eval_stride;
     if (!strcmp(c->data.source, "recall")) {
@@ -80,8 +72,10 @@ int lmdata_open(LmData *d, const Config *c) {
     for (int s = 0; s < 3; s++) {
         char path[2100];
         snprintf(path, sizeof path, "%s/%s.bin", c->data.path, g_split_names[s]);
+        if (!(mask & (1u << s))) continue;
         if (!gma_path_exists(path)) {
-            if (s == SPLIT_TRAIN) return gma_errorf("%s: missing (key data.path names a directory with train.bin)", path);
+            if (s == required)
+                return gma_errorf("%s: missing (key data.path names a directory with %s.bin)", path, g_split_names[s]);
             continue;
         }
         if (shard_open(&d->shard[s], path, 1) != 0) {

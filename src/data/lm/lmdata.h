@@ -31,10 +31,14 @@ typedef struct LmData {
 
 /* Open the data a config names (train split required; valid/test optional for shards). */
 int lmdata_open(LmData *d, const Config *c);
+/* The same with only the splits in mask (bit s: split s) opened, split `required` of them
+ * required (gmaeval --data valid opens valid.bin alone). */
+int lmdata_open_splits(LmData *d, const Config *c, unsigned mask, int required);
 /* Open a single shard file as the evaluation split (for gmaeval --data FILE). */
 int lmdata_open_file(LmData *d, const char *path);
 void lmdata_close(LmData *d);
 int lmdata_split_index(const char *name); /* "train" | "valid" | "test" -> index or -1 */
+const char *lmdata_split_name(int s);      /* index -> "train" | "valid" | "test" */
 /* Fill tok/tgt [B,N] for training micro-batch `batch_index` (recall) or from rng (shards). */
 void lmdata_train_batch(const LmData *d, Rng *rng, uint64_t batch_index, int B, int N, int32_t *tok, int32_t *tgt);
 /* Rows [first, first+B) of the training micro-batch of B_global rows that
@@ -47,7 +51,7 @@ void lmdata_train_batch_part(const LmData *d, Rng *rng, uint64_t batch_index, in
 int lmdata_eval_batch(const LmData *d, int s, long b, int B, int N, int32_t *tok, int32_t *tgt);
 /* Number of evaluation windows of split s at length N. */
 long lmdata_eval_windows(const LmData *d, int s, int N);
-/* The tokenizer DIR/meta.json names (gmadata prepare writes it), its files looked up in
- * DIR, then in data/gpt2; NULL with gma_error when there is none. */
+/* The tokenizer DIR/meta.json names (gmadata prepare writes it; lmmeta_tokenizer); NULL
+ * with gma_error when there is none. */
 Tokenizer *lmdata_tokenizer(const char *dir);
 #endif

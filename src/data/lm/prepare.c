@@ -1,8 +1,8 @@
 /* prepare.c: `gmadata prepare`: find a corpus's train/valid/test text, build or load the
  * tokenizer (word vocabularies come from the training split only), stream each split
  * through the parallel encoder into a token shard (written to a temporary name and
- * renamed when complete), and write <out>/meta.json with the tokenizer, vocabulary size
- * and, per split, the token count, the source's word count and SHA-256.
+ * renamed when complete), and write <out>/meta.json with the tokenizer, its files (copied
+ * into <out>, named relative to it), vocabulary size and, per split, the token count, the source's word count and SHA-256.
  */
 #include "data/lm/prepare.h"
 
@@ -13,6 +13,7 @@
 
 #include "core/common.h"
 #include "data/fetch/digest.h"
+#include "data/lm/lmmeta.h"
 #include "data/lm/shard.h"
 #include "data/text/tokenizer.h"
 
@@ -102,11 +103,7 @@ int prepare_run(const PrepareOptions *o) {
     char spec[2200];
     if (strcmp(o->tokenizer, "word") == 0) {
         if (o->verbose) fprintf(stderr, "gmadata: building the word vocabulary from %s\n", paths[0]);
-        tok = tokenizer_word_build(paths[0]);
-        if (!tok || tokenizer_save(tok, out) != 0) {
-            tokenizer_free(tok);
-            return -1;
-        }
+        if (!(tok = tokenizer_word_build(paths[0]))) return -1;
         snprintf(spec, sizeof spec, "word:%s/vocab.txt", out);
     } else {
         tok = tokenizer_load(o->tokenizer, vocab_dir);
@@ -116,6 +113,11 @@ int prepare_run(const PrepareOptions *o) {
     uint32_t vocab = tokenizer_vocab_size(tok);
     cJSON *root = cJSON_CreateObject();
     cJSON_AddStringToObject(root, "tokenizer", spec);
+    if (lmmeta_save_tokenizer(root, tok, out, NULL) != 0) { /* its files travel with the data */
+        cJSON_Delete(root);
+        tokenizer_free(tok);
+        return -1;
+    }
     cJSON_AddNumberToObject(root, "vocab_size", vocab);
     cJSON_AddStringToObject(root, "source", name);
     cJSON *splits = cJSON_AddObjectToObject(root, "splits");
