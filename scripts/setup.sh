@@ -3,12 +3,13 @@
 #   scripts/setup.sh           install what is missing (required, then optional)
 #   scripts/setup.sh --check   exit 0 if every required package is present, 1 otherwise (installs nothing)
 # Optional packages (MPI, for make mpi and its test; gnuplot-nox, for the PNG figures of
-# scripts/plot_runs.sh and gmaeval --analyze) are installed when setup.sh runs but are not
+# scripts/plot_runs.sh and gmaeval --analyze; python3-numpy, for scripts/read_checkpoint.py
+# and its test) are installed when setup.sh runs but are not
 # required: a machine without them builds and tests everything else, tests/test_mpi.c and
 # scripts/check_plot_runs.sh say what they skipped, and the plots are skipped with a line.
 set -euo pipefail
 PKGS=(build-essential pkg-config libcjson-dev libcurl4-openssl-dev zlib1g-dev check libopenblas-dev libopenblas-openmp-dev)
-OPTIONAL=(openmpi-bin libopenmpi-dev gnuplot-nox)
+OPTIONAL=(openmpi-bin libopenmpi-dev gnuplot-nox python3-numpy)
 missing_of() {
   local p
   for p in "$@"; do
@@ -30,7 +31,7 @@ if [ ${#missing[@]} -gt 0 ]; then
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
 fi
 if [ ${#missing_opt[@]} -gt 0 ]; then
-  echo "setup: installing optional ${missing_opt[*]} (MPI: make mpi, data-parallel training; gnuplot-nox: PNG plots)"
+  echo "setup: installing optional ${missing_opt[*]} (MPI: make mpi, data-parallel training; gnuplot-nox: PNG plots; python3-numpy: the Python checkpoint reader's test)"
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing_opt[@]}" ||
     echo "setup: could not install ${missing_opt[*]}; everything but make mpi and the PNG plots works without them"
 fi
