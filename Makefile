@@ -143,7 +143,7 @@ test: check-deps
 # every Check suite, then the layer order of src/ and fuzz-smoke, counted in one closing line
 run-tests: $(BINS) $(TESTS)
 	@scripts/run_tests.sh $(TESTS) -- "layers=scripts/check_layers.sh src" \
-	  "fuzz-smoke=$(MAKE) --no-print-directory fuzz-smoke"
+	  "results=tests/test_results.sh" "fuzz-smoke=$(MAKE) --no-print-directory fuzz-smoke"
 
 # the layer order of src/ from its #include lines (scripts/check_layers.sh): prints the
 # include graph between rooms and fails on an upward include or an include cycle
