@@ -4,10 +4,14 @@
 # One run per variant (seed 1337), each evaluated on the full test split with the routing
 # analysis (gmaeval --analyze-json): used components, usage entropy, NMI (pooled over layers
 # and heads), test perplexity, and the collapse alerts of its metrics.jsonl.
-#   scripts/reproduce_routing.sh [--steps N] [--threads N] [--variants LIST] [--no-results] [--help]
+#   scripts/reproduce_routing.sh [--steps N] [--threads N] [--variants LIST] [--monitor-every N]
+#                                [--no-results] [--help]
 #   --steps N        train.steps of every run (default 150)
 #   --threads N      threads of every run (default 2)
 #   --variants LIST  which of the variants below (default all, in this order)
+#   --monitor-every N  gma.monitor_every of every run (default 25: with the default 100 and
+#                    patience 3 a short run never raises a dead_components alert, and reinit
+#                    never fires)
 #   --no-results     do not rewrite docs/results.md (scripts/write_results.sh) at the end
 # Variants (config keys in README's configuration table):
 #   default              gaussian routing, default init
@@ -24,21 +28,22 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . scripts/lib_reproduce.sh
-steps=150; threads=2; results=1
+steps=150; threads=2; results=1; monitor=25
 all="default kmeans div_token_0.01 div_token_0.1 div_batch_0.01 div_batch_0.1 reinit softmax_orthogonal ema"
 variants=$all
-usage="[--steps N] [--threads N] [--variants LIST] [--no-results] [--help]"
+usage="[--steps N] [--threads N] [--variants LIST] [--monitor-every N] [--no-results] [--help]"
 while [ $# -gt 0 ]; do
   case "$1" in
     --steps) steps="$2"; shift 2;;
     --threads) threads="$2"; shift 2;;
     --variants) variants="$2"; shift 2;;
+    --monitor-every) monitor="$2"; shift 2;;
     --no-results) results=0; shift;;
     --help|-h) script_help; exit 0;;
     *) echo "usage: $0 $usage" >&2; exit 2;;
   esac
 done
-for v in "steps:$steps" "threads:$threads"; do
+for v in "steps:$steps" "threads:$threads" "monitor-every:$monitor"; do
   case "${v#*:}" in ''|*[!0-9]*|0) echo "$0: --${v%%:*} must be a positive integer, not '${v#*:}'" >&2; exit 2;; esac
 done
 # variant_sets NAME: the --set options of variant NAME (empty output and status 1 when unknown)
@@ -63,14 +68,14 @@ scripts/sotu_split.sh data/sotu8
 [ -f data/bpe4k-sotu8/vocab.bpe ] || bin/gmadata train-tokenizer --vocab-size 4096 --out data/bpe4k-sotu8 data/sotu8/train.txt
 [ -f data/sotu8-bpe4k/meta.json ] || bin/gmadata prepare data/sotu8 --tokenizer bpe:data/bpe4k-sotu8 --out data/sotu8-bpe4k
 stamp=$(date +%Y%m%d-%H%M%S)
-cmd="scripts/reproduce_routing.sh --steps $steps --threads $threads --variants \"$variants\""
+cmd="scripts/reproduce_routing.sh --steps $steps --threads $threads --monitor-every $monitor --variants \"$variants\""
 k=0; n=$(echo $variants | wc -w); outs=()
 for v in $variants; do
   out="runs/routing_$v-$stamp"
   k=$((k + 1)); progress $k $n "configs/small_gma.json Kc 128 variant $v" "$out"
   # shellcheck disable=SC2046
   bin/gmatrain --config configs/small_gma.json --out "$out" --set data.path=data/sotu8-bpe4k \
-    --set gma.n_components=128 --set train.steps=$steps --set threads=$threads \
+    --set gma.n_components=128 --set gma.monitor_every=$monitor --set train.steps=$steps --set threads=$threads \
     $(variant_sets "$v") --quiet > "$out.log" 2>&1 || { cat "$out.log" >&2; exit 1; }
   mv "$out.log" "$out/train.log"
   bin/gmaeval --checkpoint "$out" --data test --threads "$threads" --json "$out/test.json" \

@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
 # write_results.sh: the tables and docs/results.md from the JSON files of
 # scripts/reproduce_small.sh and scripts/reproduce_routing.sh (python3, standard library only).
-#   scripts/write_results.sh [--small FILE] [--routing FILE] [--out FILE] [--figures DIR] [--no-plots]
+#   scripts/write_results.sh [--small FILE] [--routing FILE] [--out FILE] [--figures DIR]
+#                            [--note TEXT]... [--no-plots]
 #       docs/results.md (or --out) from runs/small-*.json and runs/routing-*.json (the newest of
 #       each unless given): the tables, which differences exceed the spread, which remedy is
 #       closest to the paper, the commands, date and machine; figures through
-#       scripts/plot_runs.sh (when present) into docs/results/ (or --figures), embedded.
+#       scripts/plot_runs.sh (when present) into docs/results/ (or --figures), embedded;
+#       each --note TEXT a paragraph under "Notes on these runs".
 #   scripts/write_results.sh combine-small PREFIX COMMAND RUN.json...
 #       PREFIX.json, PREFIX.txt, PREFIX.md from the per-run files of reproduce_small.sh.
 #   scripts/write_results.sh combine-routing PREFIX COMMAND VARIANT.json...
@@ -255,13 +257,14 @@ def plots(figdir, small, routing):
     figs = []
     os.makedirs(figdir, exist_ok=True)
     if small:
-        args = []
+        args, runs = [], []
         for m in small["order"]:
             r = sorted(small["mixers"][m]["runs"], key=lambda x: x["seed"])[0]
             if r["run"]:
                 args += ["--label", "%s=%s" % (m, r["run"])]
-        if args:
-            cmd = [tool, "--out", figdir, "--title", "small profile, seed %d" % small["seeds"][0]] + args
+                runs.append(r["run"])
+        if runs:
+            cmd = [tool, "--out", figdir, "--title", "small profile, seed %d" % small["seeds"][0]] + args + runs
             if subprocess.run(cmd, stdout=subprocess.DEVNULL).returncode == 0:
                 for f, t in (("loss_steps", "training and validation loss against steps"),
                              ("loss_tokens", "training and validation loss against tokens"),
@@ -273,10 +276,10 @@ def plots(figdir, small, routing):
         args = []
         for v in routing["variants"]:
             if v["analysis"]:
-                args += ["--label", "%s=%s" % (v["variant"], v["analysis"])]
+                args += ["--routing", v["analysis"], "--label", "%s=%s" % (v["variant"], v["analysis"])]
         if args:
             os.makedirs(rdir, exist_ok=True)
-            cmd = [tool, "--out", rdir, "--routing"] + args
+            cmd = [tool, "--out", rdir] + args
             if subprocess.run(cmd, stdout=subprocess.DEVNULL).returncode == 0 and \
                     os.path.exists(os.path.join(rdir, "utilisation.png")):
                 figs.append(("routing", "routing utilisation per variant (share of tokens per component, sorted)",
@@ -286,7 +289,18 @@ def plots(figdir, small, routing):
 def shell(cmd):
     return " ".join(a if a and all(c.isalnum() or c in "-_./=:," for c in a) else "'%s'" % a for a in cmd)
 
-def results_md(small_path, routing_path, out_path, figdir, do_plots):
+def split_lines(meta_path):
+    """one line per split of the shards' meta.json: speeches, words, tokens"""
+    try:
+        with open(meta_path) as f:
+            meta = json.load(f)
+        sp = meta["splits"]
+        return ["%s: %d speeches, %s words, %s tokens" % (k, (sp[k]["lines"] + 1) // 2,
+                "{:,}".format(sp[k]["words"]), "{:,}".format(sp[k]["tokens"])) for k in ("train", "valid", "test")]
+    except (OSError, ValueError, KeyError, TypeError):
+        return []
+
+def results_md(small_path, routing_path, out_path, figdir, do_plots, notes=()):
     small = load(small_path) if small_path else None
     routing = load(routing_path) if routing_path else None
     if not small and not routing:
@@ -303,7 +317,11 @@ def results_md(small_path, routing_path, out_path, figdir, do_plots):
               "Data: the State of the Union corpus split by `scripts/sotu_split.sh` (the last 8 speeches test,",
               "the 8 before valid, the rest train), a 4096-token byte-level BPE trained on its train split;",
               "configs `configs/small_<mixer>.json` with `train.steps` %d, evaluated on the full valid and test splits." % small["steps"], "",
+              ] + (["Splits (`data/sotu8-bpe4k/meta.json`): " + "; ".join(split_lines("data/sotu8-bpe4k/meta.json")) + ".", ""]
+                   if split_lines("data/sotu8-bpe4k/meta.json") else []) + [
               small_md(small).rstrip(), "",
+              "Training tokens/s is the speed at the time of each run; on a machine shared with other jobs",
+              "it measures the load as much as the mixer.", "",
               "Which differences against gma exceed the spread (%s):" % small["spread_rule"], ""]
         L += ["* " + l for l in verdict_lines(small)]
         L.append("")
@@ -322,6 +340,10 @@ def results_md(small_path, routing_path, out_path, figdir, do_plots):
         for f in figs:
             if f[0] == "routing":
                 L += ["![%s](%s)" % (f[1], rel(f[2])), "", "%s: `%s`" % (f[1][0].upper() + f[1][1:], shell(f[3])), ""]
+    if notes:
+        L += ["## Notes on these runs", ""]
+        for n in notes:
+            L += [n, ""]
     if do_plots and not figs:
         L += ["(No figures: scripts/plot_runs.sh is not there or drew nothing.)", ""]
     write(out_path, "\n".join(L))
@@ -334,23 +356,24 @@ def main(argv):
         (combine_small if argv[0] == "combine-small" else combine_routing)(argv[1], argv[2], argv[3:])
         return
     small = routing = None
-    out, figdir, do_plots = "docs/results.md", "docs/results", True
+    out, figdir, do_plots, notes = "docs/results.md", "docs/results", True, []
     i = 0
     while i < len(argv):
         a = argv[i]
         if a == "--no-plots":
             do_plots = False; i += 1; continue
-        if a not in ("--small", "--routing", "--out", "--figures") or i + 1 >= len(argv):
-            die("usage: %s [--small FILE] [--routing FILE] [--out FILE] [--figures DIR] [--no-plots]" % ME)
+        if a not in ("--small", "--routing", "--out", "--figures", "--note") or i + 1 >= len(argv):
+            die("usage: %s [--small FILE] [--routing FILE] [--out FILE] [--figures DIR] [--note TEXT]... [--no-plots]" % ME)
         v = argv[i + 1]
-        if a == "--small": small = v
+        if a == "--note": notes.append(v)
+        elif a == "--small": small = v
         elif a == "--routing": routing = v
         elif a == "--out": out = v
         else: figdir = v
         i += 2
     small = small or newest("runs/small-*.json")
     routing = routing or newest("runs/routing-*.json")
-    results_md(small, routing, out, figdir, do_plots)
+    results_md(small, routing, out, figdir, do_plots, notes)
 
 main(sys.argv[1:])
 PY
