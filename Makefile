@@ -140,12 +140,12 @@ build/tests/test64_%: tests/test64_%.c build/tests/testutil64.o build/libgma64.a
 test: check-deps
 	@$(MAKE) --no-print-directory mpi-if-available
 	@$(MAKE) --no-print-directory run-tests
-# every Check suite, then the layer order of src/, the plots of scripts/plot_runs.sh, the LRA stand-ins and
-# fuzz-smoke, counted in one closing line
+# every Check suite, then the layer order of src/, the plots of scripts/plot_runs.sh, the LRA
+# stand-ins, the results writer and fuzz-smoke, counted in one closing line
 run-tests: $(BINS) $(TESTS)
 	@scripts/run_tests.sh $(TESTS) -- "layers=scripts/check_layers.sh src" \
 	  "plot-runs=scripts/check_plot_runs.sh" "lra-standin=scripts/check_lra_standin.sh" \
-	  "fuzz-smoke=$(MAKE) --no-print-directory fuzz-smoke"
+	  "results=tests/test_results.sh" "fuzz-smoke=$(MAKE) --no-print-directory fuzz-smoke"
 
 # the layer order of src/ from its #include lines (scripts/check_layers.sh): prints the
 # include graph between rooms and fails on an upward include or an include cycle

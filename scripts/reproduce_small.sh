@@ -1,39 +1,80 @@
 #!/usr/bin/env bash
-# reproduce_small.sh: the small CPU profile on real text. Prepares the State of the Union
-# corpus (../shared/data/sotu, or SOTU=DIR) with a 4096-token byte-level BPE trained on its
-# train split, trains configs/small_{gma,sdpa,hybrid}.json and prints one table of
-# validation / test perplexity (token and word level) and training speed.
-#   scripts/reproduce_small.sh [--steps N] [--mixers "gma sdpa hybrid"] [--help]
-#   --steps N      train.steps of every run (default: the configs')
-#   --mixers LIST  which configs/small_<mixer>.json to train (default "gma sdpa hybrid")
-# Environment: SOTU=DIR the corpus (train.txt, valid.txt, test.txt; default ../shared/data/sotu).
-# Prints one line as each run starts; the table at the end (runs/small-<stamp>.txt).
+# reproduce_small.sh: the small CPU profile on real text, over several seeds. Splits the State
+# of the Union corpus (scripts/sotu_split.sh: the last 8 speeches test, the 8 before valid, the
+# rest train) into data/sotu8, trains a 4096-token byte-level BPE on its train split, writes the
+# shards data/sotu8-bpe4k, trains configs/small_<mixer>.json for every mixer and seed
+# (seed 1337+i, i = 0..N-1) and evaluates each on the full valid and test splits.
+#   scripts/reproduce_small.sh [--seeds N] [--steps N] [--mixers LIST] [--threads N]
+#                              [--remedies] [--gmaeval] [--no-results] [--help]
+#   --seeds N      seeds per mixer (default 1)
+#   --steps N      train.steps of every run (default 150; the configs say 1000: see docs/results.md for why)
+#   --mixers LIST  which configs/small_<mixer>.json (default "gma sdpa hybrid linear performer mamba")
+#   --threads N    threads of every run (default 2)
+#   --remedies     afterwards run scripts/reproduce_routing.sh with the same --steps and --threads
+#   --gmaeval      evaluate with gmaeval --data valid/test --json (default: the closing
+#                  evaluation rows of gmatrain's metrics.jsonl, the same full splits and numbers)
+#   --no-results   do not rewrite docs/results.md (scripts/write_results.sh) at the end
+# Environment: SOTU=DIR the corpus (default ../shared/data/sotu).
+# Writes per run runs/small_<mixer>_s<seed>-<stamp>/ (metrics, checkpoint, valid.json,
+# test.json, run.json) and runs/small-<stamp>.{json,txt,md}: per mixer the per-seed values and
+# mean, sample std, min and max of valid ppl, test ppl, test word ppl, tokens/s, params, and
+# against gma the verdicts of scripts/write_results.sh (ranges of the seeds disjoint, Welch t).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . scripts/lib_reproduce.sh
-SOTU=${SOTU:-../shared/data/sotu}
-steps=""; mixers="gma sdpa hybrid"
+seeds=1; steps=150; mixers="gma sdpa hybrid linear performer mamba"; threads=2
+remedies=0; results=1; gmaeval=0
+usage="[--seeds N] [--steps N] [--mixers LIST] [--threads N] [--remedies] [--gmaeval] [--no-results] [--help]"
 while [ $# -gt 0 ]; do
   case "$1" in
-    --steps) steps="--set train.steps=$2"; shift 2;;
+    --seeds) seeds="$2"; shift 2;;
+    --steps) steps="$2"; shift 2;;
     --mixers) mixers="$2"; shift 2;;
+    --threads) threads="$2"; shift 2;;
+    --remedies) remedies=1; shift;;
+    --no-results) results=0; shift;;
+    --gmaeval) gmaeval=1; shift;;
     --help|-h) script_help; exit 0;;
-    *) echo "usage: $0 [--steps N] [--mixers LIST] [--help]" >&2; exit 2;;
+    *) echo "usage: $0 $usage" >&2; exit 2;;
   esac
 done
-make -s
-[ -f data/bpe4k-sotu/vocab.bpe ] || bin/gmadata train-tokenizer --vocab-size 4096 --out data/bpe4k-sotu "$SOTU/train.txt"
-[ -f data/sotu-bpe4k/meta.json ] || bin/gmadata prepare "$SOTU" --tokenizer bpe:data/bpe4k-sotu --out data/sotu-bpe4k
-stamp=$(date +%Y%m%d-%H%M%S)
-printf "%-8s %10s %10s %10s %10s %12s\n" mixer valid_ppl test_ppl test_wppl params tokens/s > "runs/small-$stamp.txt"
-k=0; n=$(echo $mixers | wc -w)
-for m in $mixers; do
-  out="runs/small_${m}-$stamp"
-  k=$((k + 1)); progress $k $n "configs/small_$m.json" "$out"
-  bin/gmatrain --config "configs/small_$m.json" --out "$out" $steps --quiet
-  bin/gmaeval --checkpoint "$out" --data test --json "$out/test.json" > /dev/null
-  bin/gmaeval --checkpoint "$out" --data valid --json "$out/valid.json" > /dev/null
-  printf "%-8s %10.3f %10.3f %10.3f %10s %12.0f\n" "$m" "$(get $out/valid.json ppl)" "$(get $out/test.json ppl)" \
-    "$(get $out/test.json word_ppl)" "$(get $out/summary.json parameters)" "$(get $out/summary.json tokens_per_s)" >> "runs/small-$stamp.txt"
+for v in "seeds:$seeds" "steps:$steps" "threads:$threads"; do
+  case "${v#*:}" in ''|*[!0-9]*|0) echo "$0: --${v%%:*} must be a positive integer, not '${v#*:}'" >&2; exit 2;; esac
 done
+for m in $mixers; do
+  [ -f "configs/small_$m.json" ] || { echo "$0: configs/small_$m.json: no such config (--mixers)" >&2; exit 2; }
+done
+# jget FILE KEY: the number after the first "KEY": in FILE (one-line JSON rows too)
+jget() { grep -o "\"$2\":[[:space:]]*[0-9.eE+-]*" "$1" | head -n 1 | sed -E 's/.*:[[:space:]]*//'; }
+make -s binaries
+scripts/sotu_split.sh data/sotu8
+[ -f data/bpe4k-sotu8/vocab.bpe ] || bin/gmadata train-tokenizer --vocab-size 4096 --out data/bpe4k-sotu8 data/sotu8/train.txt
+[ -f data/sotu8-bpe4k/meta.json ] || bin/gmadata prepare data/sotu8 --tokenizer bpe:data/bpe4k-sotu8 --out data/sotu8-bpe4k
+stamp=$(date +%Y%m%d-%H%M%S)
+cmd="scripts/reproduce_small.sh --seeds $seeds --steps $steps --threads $threads --mixers \"$mixers\""
+k=0; n=$(( $(echo $mixers | wc -w) * seeds )); runs=()
+for m in $mixers; do
+  for ((i = 0; i < seeds; i++)); do
+    seed=$((1337 + i)); out="runs/small_${m}_s$seed-$stamp"
+    k=$((k + 1)); progress $k $n "configs/small_$m.json seed $seed" "$out"
+    bin/gmatrain --config "configs/small_$m.json" --out "$out" --set data.path=data/sotu8-bpe4k \
+      --set seed=$seed --set train.steps=$steps --set threads=$threads --quiet
+    if [ $gmaeval = 1 ]; then
+      bin/gmaeval --checkpoint "$out" --data valid --threads "$threads" --json "$out/valid.json" > /dev/null
+      bin/gmaeval --checkpoint "$out" --data test --threads "$threads" --json "$out/test.json" > /dev/null
+    else # gmatrain's closing evaluation: the same full splits, the same numbers as gmaeval's
+      for sp in valid test; do grep "\"split\":\"$sp\"" "$out/metrics.jsonl" | tail -n 1 > "$out/$sp.json"; done
+    fi
+    printf '{"mixer": "%s", "seed": %d, "steps": %d, "run": "%s", "valid_ppl": %s, "test_ppl": %s, "test_word_ppl": %s, "tokens_per_s": %s, "params": %s}\n' \
+      "$m" "$seed" "$steps" "$out" "$(jget $out/valid.json ppl)" "$(jget $out/test.json ppl)" \
+      "$(jget $out/test.json word_ppl)" "$(get $out/summary.json tokens_per_s)" \
+      "$(get $out/summary.json parameters)" > "$out/run.json"
+    runs+=("$out/run.json")
+  done
+done
+scripts/write_results.sh combine-small "runs/small-$stamp" "$cmd" "${runs[@]}"
 cat "runs/small-$stamp.txt"
+if [ $remedies = 1 ]; then
+  scripts/reproduce_routing.sh --steps "$steps" --threads "$threads" --no-results
+fi
+if [ $results = 1 ]; then scripts/write_results.sh; fi

@@ -1,0 +1,379 @@
+#!/usr/bin/env bash
+# write_results.sh: the tables and docs/results.md from the JSON files of
+# scripts/reproduce_small.sh and scripts/reproduce_routing.sh (python3, standard library only).
+#   scripts/write_results.sh [--small FILE] [--routing FILE] [--out FILE] [--figures DIR]
+#                            [--note TEXT]... [--no-plots]
+#       docs/results.md (or --out) from runs/small-*.json and runs/routing-*.json (the newest of
+#       each unless given): the tables, which differences exceed the spread, which remedy is
+#       closest to the paper, the commands, date and machine; figures through
+#       scripts/plot_runs.sh (when present) into docs/results/ (or --figures), embedded;
+#       each --note TEXT a paragraph under "Notes on these runs".
+#   scripts/write_results.sh combine-small PREFIX COMMAND RUN.json...
+#       PREFIX.json, PREFIX.txt, PREFIX.md from the per-run files of reproduce_small.sh.
+#   scripts/write_results.sh combine-routing PREFIX COMMAND VARIANT.json...
+#       the same from the per-variant files of reproduce_routing.sh.
+# Statistics: mean, sample standard deviation (n - 1; 0 for one seed), min, max over the seeds.
+# A difference against gma "exceeds the spread" when the two ranges [min, max] over the seeds
+# do not overlap (needs at least 2 seeds on each side); Welch's t = (mean_a - mean_b) /
+# sqrt(s_a^2/n_a + s_b^2/n_b) is reported beside it. Distance to the paper (Kc = 128):
+# sqrt(((used - 104)/128)^2 + (entropy - 0.933)^2 + (nmi - 0.244)^2).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+case "${1:-}" in --help|-h) sed -n '2,/^[^#]/p' "$0" | sed -n 's/^# \{0,1\}//p'; exit 0;; esac
+command -v python3 > /dev/null || { echo "$0: python3 not found (apt-get install python3)" >&2; exit 1; }
+exec python3 - "$@" <<'PY'
+import glob, json, math, os, platform, subprocess, sys, time
+
+PAPER = {"used_components": 104.0, "usage_entropy": 0.933, "nmi": 0.244}
+KC = 128
+METRICS = [("valid_ppl", "valid ppl", 1), ("test_ppl", "test ppl", 1),
+           ("test_word_ppl", "test word ppl", 0), ("tokens_per_s", "tokens/s", 0)]
+ME = "scripts/write_results.sh"
+
+def die(msg):
+    sys.stderr.write(ME + ": " + msg + "\n")
+    sys.exit(1)
+
+def load(path):
+    try:
+        # errors="replace": gmaeval's top_tokens texts may hold a byte-level token that is
+        # only part of a UTF-8 character
+        with open(path, encoding="utf-8", errors="replace") as f:
+            return json.load(f)
+    except OSError as e:
+        die("%s: %s" % (path, e.strerror))
+    except ValueError as e:
+        die("%s: not JSON (%s)" % (path, e))
+
+def number(d, key, path):
+    v = d.get(key)
+    if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
+        die("%s: field '%s' missing or not a finite number" % (path, key))
+    return float(v)
+
+def stats(xs):
+    n = len(xs)
+    mean = sum(xs) / n
+    std = math.sqrt(sum((x - mean) ** 2 for x in xs) / (n - 1)) if n > 1 else 0.0
+    return {"n": n, "mean": mean, "std": std, "min": min(xs), "max": max(xs)}
+
+def compare(a, b):
+    """a against b (stats dicts): difference of means, Welch t, ranges disjoint."""
+    diff = a["mean"] - b["mean"]
+    se = math.sqrt(a["std"] ** 2 / a["n"] + b["std"] ** 2 / b["n"])
+    t = diff / se if se > 0 else None
+    if a["n"] < 2 or b["n"] < 2:
+        verdict = None
+    else:
+        verdict = a["min"] > b["max"] or a["max"] < b["min"]
+    return {"diff": diff, "welch_t": t, "exceeds_spread": verdict}
+
+def write(path, text):
+    tmp = path + ".tmp"
+    with open(tmp, "w") as f:
+        f.write(text)
+    os.replace(tmp, path)
+
+def fmt(x, d):
+    return ("%%.%df" % d) % x
+
+def verdict_word(v):
+    return "n/a (one seed)" if v is None else ("yes" if v else "no")
+
+def combine_small(prefix, command, files):
+    mixers = {}
+    order = []
+    for p in files:
+        r = load(p)
+        m = r.get("mixer")
+        if not isinstance(m, str) or not m:
+            die("%s: field 'mixer' missing" % p)
+        row = {"seed": int(number(r, "seed", p)), "run": r.get("run", "")}
+        for k, _, _ in METRICS + [("params", "", 0), ("steps", "", 0)]:
+            row[k] = number(r, k, p)
+        if m not in mixers:
+            mixers[m] = {"runs": []}
+            order.append(m)
+        mixers[m]["runs"].append(row)
+    for m in order:
+        e = mixers[m]
+        e["params"] = int(e["runs"][0]["params"])
+        e["stats"] = {k: stats([r[k] for r in e["runs"]]) for k, _, _ in METRICS}
+    ref = "gma" if "gma" in mixers else None
+    for m in order:
+        if ref and m != ref:
+            mixers[m]["vs_gma"] = {k: compare(mixers[m]["stats"][k], mixers[ref]["stats"][k])
+                                   for k, _, _ in METRICS}
+    out = {"kind": "small", "command": command, "date": time.strftime("%Y-%m-%d %H:%M:%S"),
+           "steps": int(mixers[order[0]]["runs"][0]["steps"]),
+           "seeds": sorted({r["seed"] for m in order for r in mixers[m]["runs"]}),
+           "order": order, "mixers": mixers,
+           "spread_rule": "a difference exceeds the spread when the ranges [min, max] over the seeds do not overlap; Welch t reported beside it"}
+    write(prefix + ".json", json.dumps(out, indent=1) + "\n")
+    write(prefix + ".txt", small_text(out))
+    write(prefix + ".md", small_md(out))
+
+def small_text(s):
+    lines = ["%-10s %5s %10s %-22s %-22s %-22s %-20s" % ("mixer", "seeds", "params", "valid ppl mean+-std",
+             "test ppl mean+-std", "test word ppl", "tokens/s")]
+    for m in s["order"]:
+        e = s["mixers"][m]
+        st = e["stats"]
+        cell = lambda k, d: "%s +- %s" % (fmt(st[k]["mean"], d), fmt(st[k]["std"], d))
+        lines.append("%-10s %5d %10d %-22s %-22s %-22s %-20s" % (m, st["test_ppl"]["n"], e["params"],
+                     cell("valid_ppl", 1), cell("test_ppl", 1), cell("test_word_ppl", 0), cell("tokens_per_s", 0)))
+    lines.append("")
+    lines += verdict_lines(s)
+    return "\n".join(lines) + "\n"
+
+def verdict_lines(s):
+    out = []
+    for m in s["order"]:
+        v = s["mixers"][m].get("vs_gma")
+        if not v:
+            continue
+        parts = []
+        for k, label, d in METRICS:
+            c = v[k]
+            t = "n/a" if c["welch_t"] is None else "%.2f" % c["welch_t"]
+            parts.append("%s %+.*f (t %s, exceeds spread: %s)" % (label, d, c["diff"], t, verdict_word(c["exceeds_spread"])))
+        out.append("%s - gma: %s" % (m, "; ".join(parts)))
+    return out
+
+def small_md(s):
+    lines = ["| mixer | params | valid ppl | test ppl | test word-level ppl | training tokens/s |",
+             "|---|---:|---:|---:|---:|---:|"]
+    for m in s["order"]:
+        e = s["mixers"][m]
+        st = e["stats"]
+        cell = lambda k, d: "%s ± %s [%s, %s]" % (fmt(st[k]["mean"], d), fmt(st[k]["std"], d),
+                                                  fmt(st[k]["min"], d), fmt(st[k]["max"], d))
+        lines.append("| %s | %s | %s | %s | %s | %s |" % (m, "{:,}".format(e["params"]), cell("valid_ppl", 1),
+                     cell("test_ppl", 1), cell("test_word_ppl", 0), cell("tokens_per_s", 0)))
+    lines.append("")
+    lines.append("Mean ± sample std [min, max] over seeds %s, %d steps each." %
+                 (", ".join(str(x) for x in s["seeds"]), s["steps"]))
+    lines.append("")
+    lines.append("| against gma | valid ppl diff (t) | exceeds? | test ppl diff (t) | exceeds? | tokens/s diff (t) | exceeds? |")
+    lines.append("|---|---:|---|---:|---|---:|---|")
+    for m in s["order"]:
+        v = s["mixers"][m].get("vs_gma")
+        if not v:
+            continue
+        row = [m]
+        for k, d in (("valid_ppl", 1), ("test_ppl", 1), ("tokens_per_s", 0)):
+            c = v[k]
+            t = "n/a" if c["welch_t"] is None else "%.2f" % c["welch_t"]
+            row += ["%+.*f (%s)" % (d, c["diff"], t), verdict_word(c["exceeds_spread"])]
+        lines.append("| " + " | ".join(row) + " |")
+    return "\n".join(lines) + "\n"
+
+def distance(p):
+    return math.sqrt(((p["used_components"] - PAPER["used_components"]) / KC) ** 2 +
+                     (p["usage_entropy"] - PAPER["usage_entropy"]) ** 2 + (p["nmi"] - PAPER["nmi"]) ** 2)
+
+def combine_routing(prefix, command, files):
+    variants = []
+    for p in files:
+        r = load(p)
+        v = {"variant": r.get("variant"), "sets": r.get("sets", ""), "run": r.get("run", ""),
+             "analysis": r.get("analysis", "")}
+        if not isinstance(v["variant"], str) or not v["variant"]:
+            die("%s: field 'variant' missing" % p)
+        for k in ("test_ppl", "collapse_alerts", "reseeded_alerts", "steps"):
+            v[k] = number(r, k, p)
+        a = load(v["analysis"]) if not isinstance(r.get("pooled"), dict) else r
+        pooled = a.get("pooled")
+        if not isinstance(pooled, dict):
+            die("%s: field 'pooled' missing" % (v["analysis"] or p))
+        for k in PAPER:
+            v[k] = number(pooled, k, v["analysis"] or p)
+        v["distance"] = distance(v)
+        variants.append(v)
+    base = next((v for v in variants if v["variant"] == "default"), None)
+    for v in variants:
+        v["ppl_cost_vs_default"] = v["test_ppl"] - base["test_ppl"] if base else None
+    closest = min(variants, key=lambda v: v["distance"])
+    out = {"kind": "routing", "command": command, "date": time.strftime("%Y-%m-%d %H:%M:%S"),
+           "steps": int(variants[0]["steps"]), "n_components": KC, "paper": PAPER,
+           "distance_rule": "sqrt(((used - 104)/128)^2 + (entropy - 0.933)^2 + (nmi - 0.244)^2), pooled over layers and heads",
+           "variants": variants, "closest": closest["variant"]}
+    write(prefix + ".json", json.dumps(out, indent=1) + "\n")
+    write(prefix + ".txt", routing_text(out))
+    write(prefix + ".md", routing_md(out))
+
+def closest_line(r):
+    c = next(v for v in r["variants"] if v["variant"] == r["closest"])
+    s = "Closest to the paper's 104 / 0.933 / 0.244: %s (distance %.3f: %.1f used, entropy %.3f, NMI %.3f)" % (
+        c["variant"], c["distance"], c["used_components"], c["usage_entropy"], c["nmi"])
+    if c["ppl_cost_vs_default"] is not None:
+        s += ", test ppl %.1f, %+.1f against default" % (c["test_ppl"], c["ppl_cost_vs_default"])
+    return s + "."
+
+def routing_text(r):
+    lines = ["%-20s %8s %8s %8s %9s %9s %7s %8s" % ("variant", "used", "entropy", "nmi", "distance",
+             "test_ppl", "alerts", "reseeded")]
+    lines.append("%-20s %8.1f %8.3f %8.3f %9s %9s %7s %8s" % ("paper", PAPER["used_components"],
+                 PAPER["usage_entropy"], PAPER["nmi"], "0", "-", "-", "-"))
+    for v in r["variants"]:
+        lines.append("%-20s %8.1f %8.3f %8.3f %9.3f %9.1f %7d %8d" % (v["variant"], v["used_components"],
+                     v["usage_entropy"], v["nmi"], v["distance"], v["test_ppl"], v["collapse_alerts"],
+                     v["reseeded_alerts"]))
+    return "\n".join(lines) + "\n\n" + closest_line(r) + "\n"
+
+def routing_md(r):
+    lines = ["| variant | config keys | used of 128 | usage entropy | NMI | distance | test ppl | vs default | collapse alerts (reseeded) |",
+             "|---|---|---:|---:|---:|---:|---:|---:|---:|",
+             "| paper (WikiText-103, full training) | | 104 | 0.933 | 0.244 | 0 | | | |"]
+    for v in r["variants"]:
+        cost = "" if v["ppl_cost_vs_default"] is None else "%+.1f" % v["ppl_cost_vs_default"]
+        keys = v["sets"].replace("--set ", "").strip()
+        lines.append("| %s | %s | %.1f | %.3f | %.3f | %.3f | %.1f | %s | %d (%d) |" % (
+            v["variant"], "`%s`" % keys if keys else "", v["used_components"], v["usage_entropy"], v["nmi"],
+            v["distance"], v["test_ppl"], cost, v["collapse_alerts"], v["reseeded_alerts"]))
+    return "\n".join(lines) + "\n\n" + closest_line(r) + "\n"
+
+def newest(pattern):
+    fs = sorted(f for f in glob.glob(pattern) if f.endswith(".json"))
+    return fs[-1] if fs else None
+
+def machine():
+    model, cores = "unknown", str(os.cpu_count() or "?")
+    try:
+        out = subprocess.run(["lscpu"], capture_output=True, text=True).stdout
+        for line in out.splitlines():
+            k, _, v = line.partition(":")
+            if k.strip() == "Model name":
+                model = v.strip()
+    except OSError:
+        pass
+    return "%s, %s cores (lscpu / nproc), %s %s" % (model, cores, platform.system(), platform.machine())
+
+def plots(figdir, small, routing):
+    """figures through scripts/plot_runs.sh, when it exists: [(title, path, command)]"""
+    tool = "scripts/plot_runs.sh"
+    if not os.access(tool, os.X_OK):
+        return []
+    figs = []
+    os.makedirs(figdir, exist_ok=True)
+    if small:
+        args, runs = [], []
+        for m in small["order"]:
+            r = sorted(small["mixers"][m]["runs"], key=lambda x: x["seed"])[0]
+            if r["run"]:
+                args += ["--label", "%s=%s" % (m, r["run"])]
+                runs.append(r["run"])
+        if runs:
+            cmd = [tool, "--out", figdir, "--title", "small profile, seed %d" % small["seeds"][0]] + args + runs
+            if subprocess.run(cmd, stdout=subprocess.DEVNULL).returncode == 0:
+                for f, t in (("loss_steps", "training and validation loss against steps"),
+                             ("loss_tokens", "training and validation loss against tokens"),
+                             ("ppl_steps", "validation perplexity against steps")):
+                    if os.path.exists(os.path.join(figdir, f + ".png")):
+                        figs.append(("small", t, os.path.join(figdir, f + ".png"), cmd))
+    if routing:
+        rdir = os.path.join(figdir, "routing")
+        args = []
+        for v in routing["variants"]:
+            if v["analysis"]:
+                args += ["--routing", v["analysis"], "--label", "%s=%s" % (v["variant"], v["analysis"])]
+        if args:
+            os.makedirs(rdir, exist_ok=True)
+            cmd = [tool, "--out", rdir] + args
+            if subprocess.run(cmd, stdout=subprocess.DEVNULL).returncode == 0 and \
+                    os.path.exists(os.path.join(rdir, "utilisation.png")):
+                figs.append(("routing", "routing utilisation per variant (share of tokens per component, sorted)",
+                             os.path.join(rdir, "utilisation.png"), cmd))
+    return figs
+
+def shell(cmd):
+    return " ".join(a if a and all(c.isalnum() or c in "-_./=:," for c in a) else "'%s'" % a for a in cmd)
+
+def split_lines(meta_path):
+    """one line per split of the shards' meta.json: speeches, words, tokens"""
+    try:
+        with open(meta_path) as f:
+            meta = json.load(f)
+        sp = meta["splits"]
+        return ["%s: %d speeches, %s words, %s tokens" % (k, (sp[k]["lines"] + 1) // 2,
+                "{:,}".format(sp[k]["words"]), "{:,}".format(sp[k]["tokens"])) for k in ("train", "valid", "test")]
+    except (OSError, ValueError, KeyError, TypeError):
+        return []
+
+def results_md(small_path, routing_path, out_path, figdir, do_plots, notes=()):
+    small = load(small_path) if small_path else None
+    routing = load(routing_path) if routing_path else None
+    if not small and not routing:
+        die("no runs/small-*.json or runs/routing-*.json (run scripts/reproduce_small.sh first)")
+    figs = plots(figdir, small, routing) if do_plots else []
+    rel = lambda p: os.path.relpath(p, os.path.dirname(out_path) or ".")
+    L = ["# Results", "",
+         "Written by `scripts/write_results.sh` from the JSON outputs of `scripts/reproduce_small.sh` and",
+         "`scripts/reproduce_routing.sh`; do not edit by hand, rerun the scripts (they call it at the end).", "",
+         "Machine: %s. Written %s." % (machine(), time.strftime("%Y-%m-%d")), ""]
+    if small:
+        L += ["## Small profile over seeds", "",
+              "Command: `%s` (%s; JSON `%s`)." % (small["command"], small["date"], small_path), "",
+              "Data: the State of the Union corpus split by `scripts/sotu_split.sh` (the last 8 speeches test,",
+              "the 8 before valid, the rest train), a 4096-token byte-level BPE trained on its train split;",
+              "configs `configs/small_<mixer>.json` with `train.steps` %d, evaluated on the full valid and test splits." % small["steps"], "",
+              ] + (["Splits (`data/sotu8-bpe4k/meta.json`): " + "; ".join(split_lines("data/sotu8-bpe4k/meta.json")) + ".", ""]
+                   if split_lines("data/sotu8-bpe4k/meta.json") else []) + [
+              small_md(small).rstrip(), "",
+              "Training tokens/s is the speed at the time of each run; on a machine shared with other jobs",
+              "it measures the load as much as the mixer.", "",
+              "Which differences against gma exceed the spread (%s):" % small["spread_rule"], ""]
+        L += ["* " + l for l in verdict_lines(small)]
+        L.append("")
+        for f in figs:
+            if f[0] == "small":
+                L += ["![%s](%s)" % (f[1], rel(f[2])), "", "%s: `%s`" % (f[1][0].upper() + f[1][1:], shell(f[3])), ""]
+    if routing:
+        L += ["## Routing remedies at Kc = 128", "",
+              "Command: `%s` (%s; JSON `%s`); `configs/small_gma.json` with `gma.n_components` 128 and" % (
+                  routing["command"], routing["date"], routing_path),
+              "`train.steps` %d on the same data, seed 1337, one run per variant; figures from" % routing["steps"],
+              "`gmaeval --data test --analyze-json` pooled over layers and heads; collapse alerts are the",
+              "`collapse_alert` rows of each run's metrics.jsonl (docs/routing.md).", "",
+              routing_md(routing).rstrip(), "",
+              "Distance: " + routing["distance_rule"] + ".", ""]
+        for f in figs:
+            if f[0] == "routing":
+                L += ["![%s](%s)" % (f[1], rel(f[2])), "", "%s: `%s`" % (f[1][0].upper() + f[1][1:], shell(f[3])), ""]
+    if notes:
+        L += ["## Notes on these runs", ""]
+        for n in notes:
+            L += [n, ""]
+    if do_plots and not figs:
+        L += ["(No figures: scripts/plot_runs.sh is not there or drew nothing.)", ""]
+    write(out_path, "\n".join(L))
+    print("%s: wrote %s" % (ME, out_path))
+
+def main(argv):
+    if argv and argv[0] in ("combine-small", "combine-routing"):
+        if len(argv) < 4:
+            die("usage: %s %s PREFIX COMMAND FILE.json..." % (ME, argv[0]))
+        (combine_small if argv[0] == "combine-small" else combine_routing)(argv[1], argv[2], argv[3:])
+        return
+    small = routing = None
+    out, figdir, do_plots, notes = "docs/results.md", "docs/results", True, []
+    i = 0
+    while i < len(argv):
+        a = argv[i]
+        if a == "--no-plots":
+            do_plots = False; i += 1; continue
+        if a not in ("--small", "--routing", "--out", "--figures", "--note") or i + 1 >= len(argv):
+            die("usage: %s [--small FILE] [--routing FILE] [--out FILE] [--figures DIR] [--note TEXT]... [--no-plots]" % ME)
+        v = argv[i + 1]
+        if a == "--note": notes.append(v)
+        elif a == "--small": small = v
+        elif a == "--routing": routing = v
+        elif a == "--out": out = v
+        else: figdir = v
+        i += 2
+    small = small or newest("runs/small-*.json")
+    routing = routing or newest("runs/routing-*.json")
+    results_md(small, routing, out, figdir, do_plots, notes)
+
+main(sys.argv[1:])
+PY

@@ -1,0 +1,59 @@
+#!/usr/bin/env bash
+# test_results.sh: scripts/write_results.sh on the fixtures of tests/results/ (known numbers):
+# mean, sample std, Welch t and the "exceeds the spread" verdict of the seed table, the distance
+# to the paper and the closest routing variant, docs/results.md written from both, and bad input
+# refused with one line naming file and field, nothing written. Run from the repository root.
+set -u
+cd "$(dirname "$0")/.."
+command -v python3 > /dev/null || { echo "SKIP: results: python3 not found"; exit 0; }
+fail=0
+tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
+ok() { echo "ok: $1"; }
+bad() { echo "FAIL: $1"; fail=1; }
+# check DESCRIPTION JSONFILE PYTHON-EXPRESSION-ON-d
+check() {
+  if python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); sys.exit(0 if eval(sys.argv[2]) else 1)' "$2" "$3" 2> /dev/null
+  then ok "$1"; else bad "$1 ($3)"; fi
+}
+f=tests/results
+scripts/write_results.sh combine-small "$tmp/small" "cmd small" $f/gma_*.json $f/sdpa_*.json $f/linear_*.json \
+  || bad "combine-small exits 0"
+s=$tmp/small.json
+check "gma mean test ppl 102" $s 'abs(d["mixers"]["gma"]["stats"]["test_ppl"]["mean"] - 102) < 1e-9'
+check "gma sample std 2 (n - 1)" $s 'abs(d["mixers"]["gma"]["stats"]["test_ppl"]["std"] - 2) < 1e-9'
+check "linear std sqrt(13)" $s 'abs(d["mixers"]["linear"]["stats"]["test_ppl"]["std"] - 13 ** 0.5) < 1e-9'
+check "min and max" $s 'd["mixers"]["linear"]["stats"]["test_ppl"]["min"] == 101 and d["mixers"]["linear"]["stats"]["test_ppl"]["max"] == 108'
+check "sdpa - gma test diff 9" $s 'abs(d["mixers"]["sdpa"]["vs_gma"]["test_ppl"]["diff"] - 9) < 1e-9'
+check "sdpa Welch t 9/sqrt(5/3)" $s 'abs(d["mixers"]["sdpa"]["vs_gma"]["test_ppl"]["welch_t"] - 9 / (5 / 3) ** 0.5) < 1e-9'
+check "linear Welch t 2/sqrt(17/3)" $s 'abs(d["mixers"]["linear"]["vs_gma"]["test_ppl"]["welch_t"] - 2 / (17 / 3) ** 0.5) < 1e-9'
+check "sdpa test ranges disjoint: exceeds" $s 'd["mixers"]["sdpa"]["vs_gma"]["test_ppl"]["exceeds_spread"] is True'
+check "linear test ranges overlap: does not exceed" $s 'd["mixers"]["linear"]["vs_gma"]["test_ppl"]["exceeds_spread"] is False'
+check "no comparison of gma with itself" $s '"vs_gma" not in d["mixers"]["gma"]'
+grep -q '^sdpa - gma: .*test ppl +9.0 (t 6.97, exceeds spread: yes)' $tmp/small.txt && ok "text verdict line" || bad "text verdict line"
+grep -q '| gma | 954,112 | 91.0 ± 1.0 \[90.0, 92.0\] | 102.0 ± 2.0 \[100.0, 104.0\]' $tmp/small.md && ok "markdown row" || bad "markdown row"
+scripts/write_results.sh combine-small "$tmp/one" "cmd" $f/gma_1337.json $f/sdpa_1337.json || bad "one seed"
+check "one seed: std 0, no verdict" $tmp/one.json 'd["mixers"]["gma"]["stats"]["test_ppl"]["std"] == 0 and d["mixers"]["sdpa"]["vs_gma"]["test_ppl"]["exceeds_spread"] is None'
+
+scripts/write_results.sh combine-routing "$tmp/routing" "cmd routing" $f/v_default.json $f/v_kmeans.json $f/v_reinit.json \
+  || bad "combine-routing exits 0"
+r=$tmp/routing.json
+check "distance of default" $r 'abs(d["variants"][0]["distance"] - ((48 / 128) ** 2 + 0.433 ** 2 + 0.044 ** 2) ** 0.5) < 1e-9'
+check "distance of kmeans 0.2" $r 'abs(d["variants"][1]["distance"] - 0.2) < 1e-9'
+check "closest is reinit" $r 'd["closest"] == "reinit"'
+check "reinit costs +10 ppl" $r 'abs(d["variants"][2]["ppl_cost_vs_default"] - 10) < 1e-9'
+grep -q '^Closest to .*: reinit (distance 0.148.*+10.0 against default' $tmp/routing.txt && ok "closest line" || bad "closest line"
+
+scripts/write_results.sh --small $s --routing $r --out $tmp/results.md --no-plots > /dev/null || bad "results.md exits 0"
+grep -q '^\* sdpa - gma: ' $tmp/results.md && grep -q 'Closest to .*reinit' $tmp/results.md && grep -q 'Command: `cmd small`' $tmp/results.md \
+  && ok "results.md holds the tables, verdicts and commands" || bad "results.md content"
+
+# bad input: one line naming file and field, non-zero exit, nothing written
+sed 's/"test_ppl": [0-9]*,//' $f/gma_1337.json > $tmp/broken.json
+out=$(scripts/write_results.sh combine-small "$tmp/bad" "cmd" $tmp/broken.json 2>&1); rc=$?
+if [ $rc -ne 0 ] && [ "$(echo "$out" | wc -l)" = 1 ] && echo "$out" | grep -q "broken.json: field 'test_ppl'" && [ ! -e $tmp/bad.json ]
+then ok "missing field refused"; else bad "missing field refused (rc $rc: $out)"; fi
+echo '{"variant": "x",' > $tmp/trunc.json
+out=$(scripts/write_results.sh combine-routing "$tmp/bad" "cmd" $tmp/trunc.json 2>&1); rc=$?
+if [ $rc -ne 0 ] && echo "$out" | grep -q "trunc.json: not JSON" && [ ! -e $tmp/bad.json ]
+then ok "truncated JSON refused"; else bad "truncated JSON refused (rc $rc: $out)"; fi
+exit $fail
