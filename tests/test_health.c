@@ -183,6 +183,30 @@ START_TEST(test_nmi_tables) {
 }
 END_TEST
 
+/* a byte-level token that is half a character ("\xC3") reaches the analysis JSON as U+FFFD:
+ * the file stays valid UTF-8 (strict JSON readers refuse it otherwise) */
+START_TEST(test_analysis_json_utf8) {
+    static const char *cats[1] = {"other"};
+    RouteAnalysis ra;
+    ra_init(&ra, 1, 1, 2, 2, 1, cats);
+    const float gamma[4] = {0.9f, 0.1f, 0.2f, 0.8f};
+    const int32_t tok[2] = {0, 1};
+    const uint8_t score[2] = {1, 1};
+    const int cat[2] = {0, 0};
+    ra_add(&ra, 0, gamma, tok, score, 1, 2, cat);
+    ra_next_batch(&ra, tok, score, 1, 2);
+    const char *text[2] = {"\xC3", "ok"};
+    int layer = 0;
+    char *js = ra_json(&ra, &layer, text, 4);
+    ck_assert_msg(strstr(js, "\"text\":\t\"\xEF\xBF\xBD\"") || strstr(js, "\"text\": \"\xEF\xBF\xBD\"") ||
+                      strstr(js, "\"text\":\"\xEF\xBF\xBD\""), "%s", js);
+    ck_assert(!strstr(js, "\xC3\""));
+    ck_assert(strstr(js, "\"ok\""));
+    free(js);
+    ra_free(&ra);
+}
+END_TEST
+
 START_TEST(test_token_categories) {
     ck_assert_int_eq(token_category(" 1984"), CAT_NUMBER);
     ck_assert_int_eq(token_category("3,000.5"), CAT_NUMBER);
@@ -445,6 +469,7 @@ Suite *make_suite(void) {
     Suite *s = suite_create("GMA routing health");
     TCase *tc = tcase_create("units");
     tcase_add_test(tc, test_resp_sum_one);
+    tcase_add_test(tc, test_analysis_json_utf8);
     tcase_add_test(tc, test_orthogonal_rows);
     tcase_add_test(tc, test_ema_update_by_hand);
     tcase_add_test(tc, test_kmeans_reduces);

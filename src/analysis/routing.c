@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "core/common.h"
+#include "data/text/unicode.h"
 
 static const char *g_text_cats[N_TEXT_CATS] = {"number", "punctuation", "function_word", "capitalised", "other"};
 const char *token_category_name(int c) { return c >= 0 && c < N_TEXT_CATS ? g_text_cats[c] : "?"; }
@@ -245,7 +246,11 @@ char *ra_json(const RouteAnalysis *ra, const int *layer_index, const char *const
                 for (int i = 0; i < nt; i++) {
                     cJSON *t = cJSON_CreateObject();
                     cJSON_AddNumberToObject(t, "id", tp[i].tok);
-                    if (tok_text && tok_text[tp[i].tok]) cJSON_AddStringToObject(t, "text", tok_text[tp[i].tok]);
+                    if (tok_text && tok_text[tp[i].tok]) { /* a byte-level token may be part of a character: JSON needs UTF-8 */
+                        char *u = utf8_sanitize(tok_text[tp[i].tok], strlen(tok_text[tp[i].tok]));
+                        cJSON_AddStringToObject(t, "text", u);
+                        free(u);
+                    }
                     cJSON_AddNumberToObject(t, "count", (double)tp[i].count);
                     cJSON_AddItemToArray(tt, t);
                 }
