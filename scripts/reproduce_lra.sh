@@ -11,10 +11,11 @@
 #   --profile paper  the release's settings at full size (GPU-scale; docs/lra.md gives the cost)
 #   --profile small  2 layers of width 64, sequences of at most 256 tokens, 600 steps, on the
 #                    data this machine has or makes: generated ListOps (2,000 short
-#                    expressions), Pathfinder-32 (configs/lra_pathfinder32_<mixer>.json and its
-#                    data, when present) and a byte-level text task (text: the SpamAssassin TSV
-#                    split in SPAM_DIR when IMDB is missing); mixers gma and sdpa unless
-#                    --mixers says otherwise. About 1 minute a run on 2 CPU cores.
+#                    expressions), a byte-level text task (the SpamAssassin TSV split in
+#                    SPAM_DIR when IMDB is missing) and easy Pathfinder-32 (20,000 images in
+#                    data/pathfinder32_small, generated when missing; all 1,024 pixels, batch
+#                    16); mixers gma and sdpa unless --mixers says otherwise. Minutes a run
+#                    on 2 CPU cores; Pathfinder with sdpa is the longest (docs/lra.md).
 #   --dry-run N      train N steps of each config at its full shape instead, and print peak
 #                    memory (max RSS), seconds per step and the projected time of the full run
 # Data: listops is generated into data/listops when missing (`gmadata generate listops`);
@@ -101,8 +102,9 @@ for t in $tasks; do
                  --set train.checkpoint_every=0 --set threads=2
                  --set gma.n_components=16 --set linformer.k=16 --set performer.features=32)
       [ "$t" = retrieval ] && run_sets+=(--set model.head_hidden2=64)
-      # Pathfinder: the whole 32 x 32 image (1,024 tokens; 256 would keep its top 8 rows) and
-      # the setting of configs/small_lra_pathfinder_gma.json (docs/lra.md, "CPU check")
+      # Pathfinder: the whole 32 x 32 image (1,024 tokens; 256 would keep its top 8 rows), the
+      # config's sinusoidal positions and N(0, 1) embeddings, batch 16, lr 2e-3, no dropout or
+      # weight decay, as configs/small_lra_pathfinder_gma.json (docs/lra.md, "CPU check")
       [ "$t" = pathfinder ] && run_sets+=("${pf_small_sets[@]}")
     fi
     [ -n "$steps" ] && run_sets+=(--set "train.steps=$steps")
