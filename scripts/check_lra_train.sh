@@ -12,7 +12,9 @@
 #   depth <= 6); must beat the most frequent value's share (0.25 is a generous bound).
 # pathfinder: configs/small_lra_pathfinder_gma.json on easy Pathfinder-32 in
 #   data/pathfinder32_small (generated when missing: 20000 images, seed 0, split 16000 /
-#   2000 / 2000 as the release does); must beat chance (0.5).
+#   2000 / 2000 as the release does); gma 2x64, sinusoidal positions and N(0, 1) embeddings
+#   as the release's Pathfinder-32 config, batch 16, lr 2e-3, 1200 steps; must beat chance
+#   (0.5). Measured so far it stays at chance (docs/lra.md, "CPU check").
 # Needs `make` first. Prints one summary line; exits non-zero when training fails or the
 # accuracy is not above the bound.
 set -euo pipefail

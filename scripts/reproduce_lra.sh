@@ -11,10 +11,11 @@
 #   --profile paper  the release's settings at full size (GPU-scale; docs/lra.md gives the cost)
 #   --profile small  2 layers of width 64, sequences of at most 256 tokens, 600 steps, on the
 #                    data this machine has or makes: generated ListOps (2,000 short
-#                    expressions), Pathfinder-32 (configs/lra_pathfinder32_<mixer>.json and its
-#                    data, when present) and a byte-level text task (text: the SpamAssassin TSV
-#                    split in SPAM_DIR when IMDB is missing); mixers gma and sdpa unless
-#                    --mixers says otherwise. About 1 minute a run on 2 CPU cores.
+#                    expressions), a byte-level text task (the SpamAssassin TSV split in
+#                    SPAM_DIR when IMDB is missing) and easy Pathfinder-32 (20,000 images in
+#                    data/pathfinder32_small, generated when missing; all 1,024 pixels, batch
+#                    16); mixers gma and sdpa unless --mixers says otherwise. Minutes a run
+#                    on 2 CPU cores; Pathfinder with sdpa is the longest (docs/lra.md).
 #   --dry-run N      instead, scripts/lra_dry_run.sh --steps N: N steps of each config at its
 #                    full shape on stand-in data (scripts/lra_standin.sh), peak memory (max RSS),
 #                    seconds per step and the projected time of the full run (Path-X included
@@ -51,6 +52,11 @@ declare -A ref=(
   [linear:listops]=16.13 [linear:text]=65.90 [linear:retrieval]=53.09 [linear:image]=42.34 [linear:pathfinder]=75.30
   [performer:listops]=18.01 [performer:text]=65.40 [performer:retrieval]=53.82 [performer:image]=42.77 [performer:pathfinder]=77.05
   [linformer:listops]=35.70 [linformer:text]=53.94 [linformer:retrieval]=52.27 [linformer:image]=38.56 [linformer:pathfinder]=76.34)
+# --profile small, Pathfinder-32 easy: after the common small settings
+pf_small_sets=(--set model.max_seq_len=1024 --set train.seq_len=1024 --set data.max_len=1024 --set data.truncate=false
+               --set model.dropout=0 --set model.mlp_hidden_dropout=0 --set model.attn_dropout=0
+               --set train.batch_size=16 --set train.lr=0.002 --set train.warmup=30 --set train.weight_decay=0
+               --set train.eval_every=200)
 stamp=$(date +%Y%m%d-%H%M%S)
 mode=$profile
 table="runs/lra-$mode-$stamp.txt"
@@ -75,7 +81,13 @@ for t in $tasks; do
           fi ;;
     retrieval) need=data/lra_release/tsv_data; hint="bin/gmadata fetch lra" ;;
     image) need=data/cifar-10-binary.tar.gz; hint="download the CIFAR-10 binary release to $need" ;;
-    pathfinder) cfgtask=pathfinder32; need="" ;;
+    pathfinder) cfgtask=pathfinder32; need=""
+      if [ "$profile" = small ] && [ -z "$dry" ]; then # easy Pathfinder-32, as scripts/check_lra_train.sh pathfinder
+        need=data/pathfinder32_small/curv_baseline
+        [ -f "$need/metadata/19.npy" ] || bin/gmadata generate pathfinder --out data/pathfinder32_small --res 32 \
+                                            --difficulty easy --n 20000 --seed 0
+        sets+=(--set "data.path=$need")
+      fi ;;
     *) echo "$0: unknown task $t" >&2; exit 2;;
   esac
   for m in $mixers; do
@@ -93,6 +105,10 @@ for t in $tasks; do
                  --set train.checkpoint_every=0 --set threads=2
                  --set gma.n_components=16 --set linformer.k=16 --set performer.features=32)
       [ "$t" = retrieval ] && run_sets+=(--set model.head_hidden2=64)
+      # Pathfinder: the whole 32 x 32 image (1,024 tokens; 256 would keep its top 8 rows), the
+      # config's sinusoidal positions and N(0, 1) embeddings, batch 16, lr 2e-3, no dropout or
+      # weight decay, as configs/small_lra_pathfinder_gma.json (docs/lra.md, "CPU check")
+      [ "$t" = pathfinder ] && run_sets+=("${pf_small_sets[@]}")
     fi
     [ -n "$steps" ] && run_sets+=(--set "train.steps=$steps")
     out="runs/lra_${t}_${m}-$mode-$stamp"
