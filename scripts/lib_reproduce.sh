@@ -88,3 +88,22 @@ plot_all() {
     echo "$0: the plots in $dir failed (scripts/plot_runs.sh)" >&2
   fi
 }
+
+# positive_ints NAME:VALUE...: each VALUE a positive integer, else the one line naming the
+# option --NAME and exit 2
+positive_ints() {
+  local v
+  for v in "$@"; do
+    case "${v#*:}" in ''|*[!0-9]*|0) echo "$0: --${v%%:*} must be a positive integer, not '${v#*:}'" >&2; exit 2;; esac
+  done
+}
+
+# prepare_sotu8: the programs, the SOTU split of scripts/sotu_split.sh in data/sotu8, its
+# 4096-token BPE (data/bpe4k-sotu8) and the shards data/sotu8-bpe4k (each step skipped when
+# its output is there): the data of reproduce_small.sh and reproduce_routing.sh
+prepare_sotu8() {
+  make -s binaries
+  scripts/sotu_split.sh data/sotu8
+  [ -f data/bpe4k-sotu8/vocab.bpe ] || bin/gmadata train-tokenizer --vocab-size 4096 --out data/bpe4k-sotu8 data/sotu8/train.txt
+  [ -f data/sotu8-bpe4k/meta.json ] || bin/gmadata prepare data/sotu8 --tokenizer bpe:data/bpe4k-sotu8 --out data/sotu8-bpe4k
+}

@@ -43,9 +43,7 @@ while [ $# -gt 0 ]; do
     *) echo "usage: $0 $usage" >&2; exit 2;;
   esac
 done
-for v in "steps:$steps" "threads:$threads" "monitor-every:$monitor"; do
-  case "${v#*:}" in ''|*[!0-9]*|0) echo "$0: --${v%%:*} must be a positive integer, not '${v#*:}'" >&2; exit 2;; esac
-done
+positive_ints "steps:$steps" "threads:$threads" "monitor-every:$monitor"
 # variant_sets NAME: the --set options of variant NAME (empty output and status 1 when unknown)
 variant_sets() {
   case "$1" in
@@ -63,10 +61,7 @@ variant_sets() {
 for v in $variants; do
   variant_sets "$v" > /dev/null || { echo "$0: --variants: unknown variant '$v' (known: $all)" >&2; exit 2; }
 done
-make -s binaries
-scripts/sotu_split.sh data/sotu8
-[ -f data/bpe4k-sotu8/vocab.bpe ] || bin/gmadata train-tokenizer --vocab-size 4096 --out data/bpe4k-sotu8 data/sotu8/train.txt
-[ -f data/sotu8-bpe4k/meta.json ] || bin/gmadata prepare data/sotu8 --tokenizer bpe:data/bpe4k-sotu8 --out data/sotu8-bpe4k
+prepare_sotu8
 stamp=$(date +%Y%m%d-%H%M%S)
 cmd="scripts/reproduce_routing.sh --steps $steps --threads $threads --monitor-every $monitor --variants \"$variants\""
 k=0; n=$(echo $variants | wc -w); outs=()

@@ -38,18 +38,13 @@ while [ $# -gt 0 ]; do
     *) echo "usage: $0 $usage" >&2; exit 2;;
   esac
 done
-for v in "seeds:$seeds" "steps:$steps" "threads:$threads"; do
-  case "${v#*:}" in ''|*[!0-9]*|0) echo "$0: --${v%%:*} must be a positive integer, not '${v#*:}'" >&2; exit 2;; esac
-done
+positive_ints "seeds:$seeds" "steps:$steps" "threads:$threads"
 for m in $mixers; do
   [ -f "configs/small_$m.json" ] || { echo "$0: configs/small_$m.json: no such config (--mixers)" >&2; exit 2; }
 done
 # jget FILE KEY: the number after the first "KEY": in FILE (one-line JSON rows too)
 jget() { grep -o "\"$2\":[[:space:]]*[0-9.eE+-]*" "$1" | head -n 1 | sed -E 's/.*:[[:space:]]*//'; }
-make -s binaries
-scripts/sotu_split.sh data/sotu8
-[ -f data/bpe4k-sotu8/vocab.bpe ] || bin/gmadata train-tokenizer --vocab-size 4096 --out data/bpe4k-sotu8 data/sotu8/train.txt
-[ -f data/sotu8-bpe4k/meta.json ] || bin/gmadata prepare data/sotu8 --tokenizer bpe:data/bpe4k-sotu8 --out data/sotu8-bpe4k
+prepare_sotu8
 stamp=$(date +%Y%m%d-%H%M%S)
 cmd="scripts/reproduce_small.sh --seeds $seeds --steps $steps --threads $threads --mixers \"$mixers\""
 k=0; n=$(( $(echo $mixers | wc -w) * seeds )); runs=()
