@@ -22,6 +22,9 @@ static const char *g_cases[][2] = {
     {"sdpa_ref", ""},
     {"gma", "model.mixer=sdpa,gma;model.pos=none"},
     {"auto", "model.auto_threshold=100"},
+    {"performer", ""},
+    {"performer", "performer.kernel=relu"},
+    {"mamba", ""},
 };
 
 static void tiny_model(Model *m, size_t c, int W, uint64_t seed) {
@@ -101,7 +104,8 @@ static int keep_1(void *ctx, int32_t t) { return keep_b(ctx, 0, t); }
 /* M = 4 sampled continuations at once are the 4 of separate calls, with the same streams */
 START_TEST(test_generate_batch_is_separate_runs) {
     ck_assert_int_eq(ops_select("cpu"), 0);
-    const char *mixers[][2] = {{"gma", ""}, {"sdpa", ""}, {"performer", ""}};
+    /* auto with threshold 4 inside the window of 12: no decode step, a forward per token */
+    const char *mixers[][2] = {{"gma", ""}, {"mamba", ""}, {"auto", "model.auto_threshold=4"}};
     int news[2] = {7, 14}; /* 3 + 7 fits the window of 12, 3 + 14 slides past it */
     for (int c = 0; c < 3; c++)
         for (int k = 0; k < 2; k++) {
@@ -109,7 +113,8 @@ START_TEST(test_generate_batch_is_separate_runs) {
             cfg.model.vocab_size = 23;
             cfg.model.max_seq_len = cfg.train.seq_len = 12;
             cfg.model.init_std = 1.0; /* spread logits: the draws differ between streams */
-            ck_assert_int_eq(cfg_validate(&cfg), 0);
+            if (mixers[c][1][0]) tu_apply_sets(&cfg, mixers[c][1]);
+            else ck_assert_int_eq(cfg_validate(&cfg), 0);
             Model m;
             ck_assert_int_eq(model_build(&m, &cfg), 0);
             model_alloc(&m, 1, 12);

@@ -23,7 +23,7 @@
  *     limit measured in the same run on the step's own shapes (its weight products
  *     replayed alone: cblas_sgemv at M = 1, the same GEMM at M > 1; CPU only) and the
  *     ratio. --full-forward adds tokens/s with a full forward per token (M = 1). Mixers
- *     without a decode step (performer, mamba) say so.
+ *     without a decode step (auto with its threshold inside the window) say so.
  *   gmabench all [--json FILE]: mixer and model with their defaults.
  * Common: --json FILE, --device cpu|cuda, --precision fp32|tf32|bf16 (cuda), --threads N,
  * --set key=value (any config key, e.g. performer.features=64 or linformer.k=128; repeatable).

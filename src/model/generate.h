@@ -1,7 +1,7 @@
 /* generate.h: sampling from a causal language model (bin/gmasample).
  *
  * While the sequence fits the window (model.max_seq_len) and every mixer has a decode
- * step (gma, linear, sdpa: model_can_decode), each token is one incremental step
+ * step (model_can_decode: every mixer but linformer), each token is one incremental step
  * (of all M sequences at once with model_generate_batch)
  * (model_decode_step: the linear core's state, or a key/value cache). Otherwise, and past
  * the window, each new token costs one forward pass over the context (the last

@@ -134,8 +134,8 @@ int model_kmeans_init_cls(Model *m, const int32_t *tok, const int32_t *labels, i
 size_t model_param_count(const Model *m);
 
 /* ---- incremental decoding (causal language models; model/generate.h) ----
- * Each mixer keeps a state across tokens (GMA and linear: the linear core's S and z;
- * sdpa: a key/value cache), so a token costs one step instead of a forward over the
+ * Each mixer keeps a state across tokens (GMA, linear and performer: the linear core's S
+ * and z; sdpa: a key/value cache; mamba: the convolution window and the scan state), so a token costs one step instead of a forward over the
  * whole context. Position pos uses position embedding pos, as model_forward does for a
  * sequence that starts at 0. A state holds B sequences that stand at the same position:
  * one step feeds one token of each, so the weights are read once for B tokens. */
@@ -146,8 +146,8 @@ typedef struct DecodeState {
     int pos, W, B;      /* next position; positions 0..W-1 fit (model.max_seq_len, the planned N); sequences */
 } DecodeState;
 /* 1 when the model is a causal LM whose every mixer has a decode step for the window
- * (gma, linear, sdpa, sdpa_ref; auto when its threshold is not inside the window; not
- * performer, mamba or linformer) */
+ * (gma, linear, sdpa, sdpa_ref, performer, mamba; auto when its threshold is not inside
+ * the window; not linformer, which is bidirectional) */
 int model_can_decode(const Model *m);
 /* one sequence (model_decode_begin_batch with B = 1) */
 int model_decode_begin(Model *m, DecodeState *s);
