@@ -184,6 +184,34 @@ START_TEST(test_gmasample_batch) {
 }
 END_TEST
 
+/* gmabench decode: a row per mixer and M with tokens/s, the limit measured on the step's
+ * weight products and their ratio (values not asserted: timings), bad --samples refused */
+START_TEST(test_gmabench_decode_rows) {
+    char js[1100];
+    snprintf(js, sizeof js, "%s/bench.json", tu_tmpdir());
+    ck_assert_msg(run("bin/gmabench decode --mixers gma,mamba --L 1 --D 16 --H 2 --V 64 --T 16 --Kc 4 --samples 1,3 "
+                      "--repeat 1 --threads 1 --json %s",
+                      js) == 0,
+                  "%s", g_out);
+    ck_assert_msg(strstr(g_out, "limit tok/s") && strstr(g_out, "ratio"), "%s", g_out);
+    char *x = gma_read_file(js, NULL);
+    ck_assert_ptr_nonnull(x);
+    cJSON *j = cJSON_Parse(x), *rows = cJSON_GetObjectItem(j, "decode");
+    ck_assert_int_eq(cJSON_GetArraySize(rows), 4);
+    for (int i = 0; i < 4; i++) {
+        cJSON *r = cJSON_GetArrayItem(rows, i);
+        ck_assert_int_eq((int)cJSON_GetNumberValue(cJSON_GetObjectItem(r, "samples")), i % 2 ? 3 : 1);
+        const char *keys[] = {"tokens_per_s", "limit_tokens_per_s", "ratio_to_limit"};
+        for (int k = 0; k < 3; k++)
+            ck_assert_msg(cJSON_GetNumberValue(cJSON_GetObjectItem(r, keys[k])) > 0, "row %d lacks %s", i, keys[k]);
+    }
+    cJSON_Delete(j);
+    free(x);
+    ck_assert_int_eq(run("bin/gmabench decode --samples 0"), 2);
+    ck_assert_msg(strstr(g_out, "--samples"), "%s", g_out);
+}
+END_TEST
+
 Suite *make_suite(void) {
     Suite *s = suite_create("decode_batch");
     TCase *tc = tcase_create("decode_batch");
@@ -191,6 +219,7 @@ Suite *make_suite(void) {
     tcase_add_test(tc, test_batch_step_matches_single);
     tcase_add_test(tc, test_generate_batch_is_separate_runs);
     tcase_add_test(tc, test_gmasample_batch);
+    tcase_add_test(tc, test_gmabench_decode_rows);
     suite_add_tcase(s, tc);
     return s;
 }
