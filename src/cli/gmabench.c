@@ -21,8 +21,8 @@
  *     sequences at once (model_generate_batch, one decode step for all M), for each M of
  *     --samples: tokens/s of the generated tokens (median, min-max over repeats), the
  *     limit measured in the same run on the step's own shapes (its weight products
- *     replayed alone: cblas_sgemv at M = 1, the same GEMM at M > 1; CPU only) and the
- *     ratio. --full-forward adds tokens/s with a full forward per token (M = 1). Mixers
+ *     replayed alone, after each repeat as many times as it took steps: cblas_sgemv at
+ *     M = 1, the same GEMM at M > 1; median over repeats; CPU only) and the ratio. --full-forward adds tokens/s with a full forward per token (M = 1). Mixers
  *     without a decode step (auto with its threshold inside the window) say so.
  *   gmabench all [--json FILE]: mixer and model with their defaults.
  * Common: --json FILE, --device cpu|cuda, --precision fp32|tf32|bf16 (cuda), --threads N,
@@ -463,32 +463,30 @@ static void rec_matmul(real *C, const real *A, const real *B, int M, int N, int 
     g_inner->matmul(C, A, B, M, N, K, ta, tb, al, be);
 }
 
-/* seconds of one step's weight products, best of `reps` timings of 20 passes */
-static double replay_weights(int reps) {
+/* seconds of one step's weight products: the mean of `passes` passes after a warm one */
+static double replay_weights(int passes) {
     int maxk = 1, maxn = 1, maxm = 1;
     for (int i = 0; i < g_nwprod; i++)
         maxk = GMA_MAX(maxk, g_wprod[i].K), maxn = GMA_MAX(maxn, g_wprod[i].N), maxm = GMA_MAX(maxm, g_wprod[i].M);
     float *x = xcalloc((size_t)maxm * maxk, sizeof(float)), *y = xcalloc((size_t)maxm * maxn, sizeof(float));
     for (size_t i = 0; i < (size_t)maxm * maxk; i++) x[i] = 1.0f / (float)(1 + i % 7);
-    double best = 1e30;
-    for (int r = 0; r <= reps; r++) {
-        double t0 = gma_now();
-        for (int pass = 0; pass < 20; pass++)
-            for (int i = 0; i < g_nwprod; i++) {
-                const WProd *p = &g_wprod[i];
-                if (p->M == 1) /* y = W x with W [N,K] (tb) or [K,N] */
-                    cblas_sgemv(CblasRowMajor, p->tb ? CblasNoTrans : CblasTrans, p->tb ? p->N : p->K, p->tb ? p->K : p->N,
-                                1, p->W, p->tb ? p->K : p->N, x, 1, 0, y, 1);
-                else
-                    cblas_sgemm(CblasRowMajor, CblasNoTrans, p->tb ? CblasTrans : CblasNoTrans, p->M, p->N, p->K, 1, x, p->K,
-                                p->W, p->tb ? p->K : p->N, 0, y, p->N);
-            }
-        double dt = (gma_now() - t0) / 20;
-        if (r > 0 && dt < best) best = dt; /* pass 0 warms the caches */
+    double t0 = 0;
+    for (int pass = -1; pass < passes; pass++) {
+        if (pass == 0) t0 = gma_now(); /* pass -1 warms the caches */
+        for (int i = 0; i < g_nwprod; i++) {
+            const WProd *p = &g_wprod[i];
+            if (p->M == 1) /* y = W x with W [N,K] (tb) or [K,N] */
+                cblas_sgemv(CblasRowMajor, p->tb ? CblasNoTrans : CblasTrans, p->tb ? p->N : p->K, p->tb ? p->K : p->N, 1,
+                            p->W, p->tb ? p->K : p->N, x, 1, 0, y, 1);
+            else
+                cblas_sgemm(CblasRowMajor, CblasNoTrans, p->tb ? CblasTrans : CblasNoTrans, p->M, p->N, p->K, 1, x, p->K,
+                            p->W, p->tb ? p->K : p->N, 0, y, p->N);
+        }
     }
+    double dt = (gma_now() - t0) / passes;
     free(x);
     free(y);
-    return best;
+    return dt;
 }
 
 typedef struct GenClock { double first; int seen; } GenClock;
@@ -524,30 +522,38 @@ static void bench_decode(const Opts *o, cJSON *out) {
         for (int i = 0; i < np; i++) prompt[i] = (int32_t)rng_below(&rng[0], (uint64_t)o->V);
         for (int k = 0; k < o->n_samples; k++) {
             int M = o->samples[k];
-            double *ts = xmalloc(sizeof(double) * (size_t)o->repeat), lim = 0, full = 0;
+            double *ts = xmalloc(sizeof(double) * (size_t)o->repeat), *ls = xcalloc((size_t)o->repeat, sizeof(double));
+            double lim = 0, full = 0;
             SampleOpts so = {.temperature = 0, .top_k = 0, .top_p = 1};
             int can = model_can_decode(&m);
-            for (int r = 0; r < o->repeat && can; r++) {
-                GenClock gc = {0};
-                if (model_generate_batch(&m, prompt, np, nn, M, &so, rng, gen_tick, &gc) != 0)
-                    fprintf(stderr, "gmabench: %s\n", gma_error());
-                ops_sync();
-                ts[r] = (double)M * (nn - 1) / (gma_now() - gc.first);
-            }
-            if (can && cpu) { /* record one step's weight products, then replay them alone */
+            g_nwprod = 0;
+            if (can && cpu) { /* record one step's weight products */
                 DecodeState ds;
                 int32_t *tok = xcalloc((size_t)M, sizeof(int32_t));
                 if (model_decode_begin_batch(&m, &ds, M) == 0) {
-                    g_wlo = m.params, g_whi = m.params + m.pt.total, g_nwprod = 0;
+                    g_wlo = m.params, g_whi = m.params + m.pt.total;
                     g_prof = *g_inner;
                     g_prof.matmul = rec_matmul;
                     g_ops = &g_prof;
                     model_decode_step_batch(&m, &ds, tok);
                     g_ops = g_inner;
                     model_decode_end(&m, &ds);
-                    lim = M / replay_weights(GMA_MAX(o->repeat, 3));
                 }
                 free(tok);
+            }
+            /* each repeat: the generation, then as many passes of the weight products alone
+             * as it took steps, so that both see the same share of a shared machine */
+            for (int r = 0; r < o->repeat && can; r++) {
+                GenClock gc = {0};
+                if (model_generate_batch(&m, prompt, np, nn, M, &so, rng, gen_tick, &gc) != 0)
+                    fprintf(stderr, "gmabench: %s\n", gma_error());
+                ops_sync();
+                ts[r] = (double)M * (nn - 1) / (gma_now() - gc.first);
+                if (g_nwprod > 0) ls[r] = M / replay_weights(GMA_MAX(nn - 1, 1));
+            }
+            if (g_nwprod > 0 && can) {
+                qsort(ls, (size_t)o->repeat, sizeof(double), cmp_d);
+                lim = ls[o->repeat / 2];
             }
             if (o->full && M == 1) {
                 SampleOpts sf = so;
@@ -557,18 +563,18 @@ static void bench_decode(const Opts *o, cJSON *out) {
                 ops_sync();
                 full = nn / (gma_now() - t0);
             }
-            char tps[32] = "no decode step", mm[48] = "-", ls[32] = "-", ratio[32] = "-", fs[40] = "";
+            char tps[32] = "no decode step", mm[48] = "-", lstr[32] = "-", ratio[32] = "-", fs[40] = "";
             double med = 0;
             if (can) {
                 qsort(ts, (size_t)o->repeat, sizeof(double), cmp_d);
                 med = ts[o->repeat / 2];
                 snprintf(tps, sizeof tps, "%.1f", med);
                 snprintf(mm, sizeof mm, "%.1f-%.1f", ts[0], ts[o->repeat - 1]);
-                if (lim > 0) snprintf(ls, sizeof ls, "%.1f", lim), snprintf(ratio, sizeof ratio, "%.3f", med / lim);
+                if (lim > 0) snprintf(lstr, sizeof lstr, "%.1f", lim), snprintf(ratio, sizeof ratio, "%.3f", med / lim);
             }
             if (o->full && M == 1) snprintf(fs, sizeof fs, "  %15.1f", full);
             else if (o->full) snprintf(fs, sizeof fs, "  %15s", "-");
-            printf("%-10s %5d %12s %20s %14s %8s%s\n", t, M, tps, mm, ls, ratio, fs);
+            printf("%-10s %5d %12s %20s %14s %8s%s\n", t, M, tps, mm, lstr, ratio, fs);
             fflush(stdout);
             cJSON *row = cJSON_CreateObject();
             cJSON_AddStringToObject(row, "mixer", t);
@@ -583,11 +589,14 @@ static void bench_decode(const Opts *o, cJSON *out) {
             }
             if (lim > 0) {
                 cJSON_AddNumberToObject(row, "limit_tokens_per_s", lim);
+                cJSON_AddNumberToObject(row, "limit_tokens_per_s_min", ls[0]);
+                cJSON_AddNumberToObject(row, "limit_tokens_per_s_max", ls[o->repeat - 1]);
                 cJSON_AddNumberToObject(row, "ratio_to_limit", med / lim);
             }
             if (full > 0) cJSON_AddNumberToObject(row, "full_forward_tokens_per_s", full);
             cJSON_AddItemToArray(arr, row);
             free(ts);
+            free(ls);
         }
         free(rng);
         free(prompt);
