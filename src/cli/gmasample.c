@@ -32,8 +32,8 @@ static void usage(FILE *f) {
                "--samples M (default 1), sample m drawn with the stream (S, m); up to max_seq_len samples decode\n"
                "as one batch (one step per position for all of them), printed when the batch is done.\n"
                "Decoding is incremental (one step per token on each mixer's state; not auto with its threshold\n"
-               "inside the window) while the\n"
-               "sequence fits model.max_seq_len; otherwise, and with --no-cache, one full forward per token.\n");
+               "inside the window) while the sequence fits model.max_seq_len; otherwise, and with --no-cache,\n"
+               "one full forward per token.\n");
 }
 
 static int fail(int code) {
