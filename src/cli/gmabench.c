@@ -16,19 +16,24 @@
  *     utilisation: step GF/s (the step's counted matrix-product FLOPs over its time) over
  *     the device's peak X TFLOP/s for the precision (the caller's figure, not guessed).
  *   gmabench decode [--mixers gma,sdpa] [--L 4] [--D 256] [--H 4] [--V 8192] [--T 256] [--Kc 64]
- *                   [--repeat 3]
- *     generation at batch 1: a random prompt of T/2 tokens continued by T/2 greedy tokens,
- *     tokens/s with incremental decoding (model_decode_step) and with a full forward per
- *     token (model_generate's no_cache), and their ratio; mixers without a decode step
- *     (performer, mamba) get the full-forward figure only.
+ *                   [--samples 1,8,64] [--repeat 3] [--full-forward]
+ *     generation: a random prompt of T/2 tokens continued by T/2 greedy tokens in M
+ *     sequences at once (model_generate_batch, one decode step for all M), for each M of
+ *     --samples: tokens/s of the generated tokens (median, min-max over repeats), the
+ *     limit measured in the same run on the step's own shapes (its weight products
+ *     replayed alone, after each repeat as many times as it took steps: cblas_sgemv at
+ *     M = 1, the same GEMM at M > 1; median over repeats; CPU only) and the ratio. --full-forward adds tokens/s with a full forward per token (M = 1). Mixers
+ *     without a decode step (auto with its threshold inside the window) say so.
  *   gmabench all [--json FILE]: mixer and model with their defaults.
  * Common: --json FILE, --device cpu|cuda, --precision fp32|tf32|bf16 (cuda), --threads N,
  * --set key=value (any config key, e.g. performer.features=64 or linformer.k=128; repeatable).
  * On cuda, timings wait for the GPU (ops_sync) and memory is the backend's device memory
  * high-water mark (ops_mem_stats); mixer points run in-process (a CUDA context does not
  * survive fork). */
+#include <cblas.h>
 #include <cjson/cJSON.h>
 #include <errno.h>
+#include <omp.h>
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
@@ -46,6 +51,8 @@
 typedef struct Opts {
     char mixers[512];
     int seq[32], n_seq;
+    int samples[16], n_samples; /* decode: sequences generated at once */
+    int full;                   /* decode: also a full forward per token */
     int D, H, Kc, B, causal, repeat, L, V, T, steps;
     double max_seconds, max_mem_gib, peak_tflops;
     const char *json, *device, *precision;
@@ -442,50 +449,156 @@ static void bench_model(const Opts *o, cJSON *out) {
     }
 }
 
-/* Generation (model/generate.h): a random prompt of T/2 tokens continued greedily by T/2
- * tokens, with incremental decoding and with a full forward per token, side by side. */
+/* ---------------- generation (model/generate.h) ----------------
+ * The weight products of one decode step (the B operand a parameter: projections, MLP,
+ * LM head) are recorded with their matrices; replayed alone on the same BLAS (cblas_sgemv
+ * for one sequence, the step's own GEMM for M) they give the limit a step could reach if
+ * everything else were free. */
+typedef struct WProd { const real *W; int M, N, K, tb; } WProd;
+static WProd g_wprod[256];
+static int g_nwprod;
+static const real *g_wlo, *g_whi;
+static void rec_matmul(real *C, const real *A, const real *B, int M, int N, int K, int ta, int tb, real al, real be) {
+    if (B >= g_wlo && B < g_whi && !ta && g_nwprod < 256) g_wprod[g_nwprod++] = (WProd){B, M, N, K, tb};
+    g_inner->matmul(C, A, B, M, N, K, ta, tb, al, be);
+}
+
+/* seconds of one step's weight products: the mean of `passes` passes after a warm one */
+static double replay_weights(int passes) {
+    int maxk = 1, maxn = 1, maxm = 1;
+    for (int i = 0; i < g_nwprod; i++)
+        maxk = GMA_MAX(maxk, g_wprod[i].K), maxn = GMA_MAX(maxn, g_wprod[i].N), maxm = GMA_MAX(maxm, g_wprod[i].M);
+    float *x = xcalloc((size_t)maxm * maxk, sizeof(float)), *y = xcalloc((size_t)maxm * maxn, sizeof(float));
+    for (size_t i = 0; i < (size_t)maxm * maxk; i++) x[i] = 1.0f / (float)(1 + i % 7);
+    double t0 = 0;
+    for (int pass = -1; pass < passes; pass++) {
+        if (pass == 0) t0 = gma_now(); /* pass -1 warms the caches */
+        for (int i = 0; i < g_nwprod; i++) {
+            const WProd *p = &g_wprod[i];
+            if (p->M == 1) /* y = W x with W [N,K] (tb) or [K,N] */
+                cblas_sgemv(CblasRowMajor, p->tb ? CblasNoTrans : CblasTrans, p->tb ? p->N : p->K, p->tb ? p->K : p->N, 1,
+                            p->W, p->tb ? p->K : p->N, x, 1, 0, y, 1);
+            else
+                cblas_sgemm(CblasRowMajor, CblasNoTrans, p->tb ? CblasTrans : CblasNoTrans, p->M, p->N, p->K, 1, x, p->K,
+                            p->W, p->tb ? p->K : p->N, 0, y, p->N);
+        }
+    }
+    double dt = (gma_now() - t0) / passes;
+    free(x);
+    free(y);
+    return dt;
+}
+
+typedef struct GenClock { double first; int seen; } GenClock;
+static int gen_tick(void *ctx, int b, int32_t token) {
+    (void)token;
+    GenClock *c = ctx;
+    if (!c->seen && b == 0) c->first = gma_now(), c->seen = 1;
+    return 0;
+}
+
+/* A random prompt of T/2 tokens continued greedily by T/2 tokens for M sequences at once:
+ * tokens/s of the generated tokens after the prompt (context T/2 .. T), the limit of the
+ * step's weight products on the same shapes, their ratio; with --full-forward also a full
+ * forward per token (one sequence). */
 static void bench_decode(const Opts *o, cJSON *out) {
     char buf[512];
     snprintf(buf, sizeof buf, "%s", o->mixers);
-    int np = o->T / 2, nn = o->T - np;
-    printf("\n## generation, batch 1 (L=%d, D=%d, H=%d, V=%d, Kc=%d, prompt %d + %d new tokens, %s, median of %d)\n", o->L,
-           o->D, o->H, o->V, o->Kc, np, nn, g_ops->name, o->repeat);
-    printf("%-10s %16s %16s %10s\n", "mixer", "incremental tok/s", "full fwd tok/s", "ratio");
+    int np = o->T / 2, nn = o->T - np, Mmax = 1;
+    for (int i = 0; i < o->n_samples; i++) Mmax = GMA_MAX(Mmax, o->samples[i]);
+    int cpu = !on_device();
+    printf("\n## generation (L=%d, D=%d, H=%d, V=%d, Kc=%d, prompt %d + %d new tokens, %s, %d thread(s), median of %d)\n",
+           o->L, o->D, o->H, o->V, o->Kc, np, nn, g_ops->name, omp_get_max_threads(), o->repeat);
+    printf("%-10s %5s %12s %20s %14s %8s%s\n", "mixer", "M", "tokens/s", "min-max", "limit tok/s", "ratio",
+           o->full ? "  full fwd tok/s" : "");
     cJSON *arr = cJSON_AddArrayToObject(out, "decode");
     char *sv = NULL;
     for (char *t = strtok_r(buf, ",", &sv); t; t = strtok_r(NULL, ",", &sv)) {
         Model m;
-        if (causal_model(o, t, 1, &m, 0) != 0) continue;
+        if (causal_model(o, t, (Mmax + o->T - 1) / o->T, &m, 0) != 0) continue;
         int32_t *prompt = xmalloc(sizeof(int32_t) * (size_t)np);
-        Rng rng;
-        rng_seed(&rng, 3);
-        for (int i = 0; i < np; i++) prompt[i] = (int32_t)rng_below(&rng, (uint64_t)o->V);
-        double tps[2] = {0, 0};
-        for (int mode = 0; mode < 2; mode++) {
-            if (mode == 0 && !model_can_decode(&m)) continue;
-            SampleOpts so = {.temperature = 0, .top_k = 0, .top_p = 1, .no_cache = mode};
-            double *ts = xmalloc(sizeof(double) * (size_t)o->repeat);
-            for (int r = 0; r < o->repeat; r++) {
-                double t0 = gma_now();
-                if (model_generate(&m, prompt, np, nn, &so, &rng, NULL, NULL) != 0) fprintf(stderr, "gmabench: %s\n", gma_error());
-                ops_sync();
-                ts[r] = gma_now() - t0;
+        Rng *rng = xcalloc((size_t)Mmax, sizeof(Rng));
+        rng_seed(&rng[0], 3);
+        for (int i = 0; i < np; i++) prompt[i] = (int32_t)rng_below(&rng[0], (uint64_t)o->V);
+        for (int k = 0; k < o->n_samples; k++) {
+            int M = o->samples[k];
+            double *ts = xmalloc(sizeof(double) * (size_t)o->repeat), *ls = xcalloc((size_t)o->repeat, sizeof(double));
+            double lim = 0, full = 0;
+            SampleOpts so = {.temperature = 0, .top_k = 0, .top_p = 1};
+            int can = model_can_decode(&m);
+            g_nwprod = 0;
+            if (can && cpu) { /* record one step's weight products */
+                DecodeState ds;
+                int32_t *tok = xcalloc((size_t)M, sizeof(int32_t));
+                if (model_decode_begin_batch(&m, &ds, M) == 0) {
+                    g_wlo = m.params, g_whi = m.params + m.pt.total;
+                    g_prof = *g_inner;
+                    g_prof.matmul = rec_matmul;
+                    g_ops = &g_prof;
+                    model_decode_step_batch(&m, &ds, tok);
+                    g_ops = g_inner;
+                    model_decode_end(&m, &ds);
+                }
+                free(tok);
             }
-            qsort(ts, (size_t)o->repeat, sizeof(double), cmp_d);
-            tps[mode] = nn / ts[o->repeat / 2];
+            /* each repeat: the generation, then as many passes of the weight products alone
+             * as it took steps, so that both see the same share of a shared machine */
+            for (int r = 0; r < o->repeat && can; r++) {
+                GenClock gc = {0};
+                if (model_generate_batch(&m, prompt, np, nn, M, &so, rng, gen_tick, &gc) != 0)
+                    fprintf(stderr, "gmabench: %s\n", gma_error());
+                ops_sync();
+                ts[r] = (double)M * (nn - 1) / (gma_now() - gc.first);
+                if (g_nwprod > 0) ls[r] = M / replay_weights(GMA_MAX(nn - 1, 1));
+            }
+            if (g_nwprod > 0 && can) {
+                qsort(ls, (size_t)o->repeat, sizeof(double), cmp_d);
+                lim = ls[o->repeat / 2];
+            }
+            if (o->full && M == 1) {
+                SampleOpts sf = so;
+                sf.no_cache = 1;
+                double t0 = gma_now();
+                if (model_generate(&m, prompt, np, nn, &sf, rng, NULL, NULL) != 0) fprintf(stderr, "gmabench: %s\n", gma_error());
+                ops_sync();
+                full = nn / (gma_now() - t0);
+            }
+            char tps[32] = "no decode step", mm[48] = "-", lstr[32] = "-", ratio[32] = "-", fs[40] = "";
+            double med = 0;
+            if (can) {
+                qsort(ts, (size_t)o->repeat, sizeof(double), cmp_d);
+                med = ts[o->repeat / 2];
+                snprintf(tps, sizeof tps, "%.1f", med);
+                snprintf(mm, sizeof mm, "%.1f-%.1f", ts[0], ts[o->repeat - 1]);
+                if (lim > 0) snprintf(lstr, sizeof lstr, "%.1f", lim), snprintf(ratio, sizeof ratio, "%.3f", med / lim);
+            }
+            if (o->full && M == 1) snprintf(fs, sizeof fs, "  %15.1f", full);
+            else if (o->full) snprintf(fs, sizeof fs, "  %15s", "-");
+            printf("%-10s %5d %12s %20s %14s %8s%s\n", t, M, tps, mm, lstr, ratio, fs);
+            fflush(stdout);
+            cJSON *row = cJSON_CreateObject();
+            cJSON_AddStringToObject(row, "mixer", t);
+            cJSON_AddNumberToObject(row, "samples", M);
+            cJSON_AddNumberToObject(row, "prompt", np);
+            cJSON_AddNumberToObject(row, "new_tokens", nn);
+            cJSON_AddNumberToObject(row, "threads", omp_get_max_threads());
+            if (can) {
+                cJSON_AddNumberToObject(row, "tokens_per_s", med);
+                cJSON_AddNumberToObject(row, "tokens_per_s_min", ts[0]);
+                cJSON_AddNumberToObject(row, "tokens_per_s_max", ts[o->repeat - 1]);
+            }
+            if (lim > 0) {
+                cJSON_AddNumberToObject(row, "limit_tokens_per_s", lim);
+                cJSON_AddNumberToObject(row, "limit_tokens_per_s_min", ls[0]);
+                cJSON_AddNumberToObject(row, "limit_tokens_per_s_max", ls[o->repeat - 1]);
+                cJSON_AddNumberToObject(row, "ratio_to_limit", med / lim);
+            }
+            if (full > 0) cJSON_AddNumberToObject(row, "full_forward_tokens_per_s", full);
+            cJSON_AddItemToArray(arr, row);
             free(ts);
+            free(ls);
         }
-        char inc[32] = "no decode step", ratio[32] = "-";
-        if (tps[0] > 0) snprintf(inc, sizeof inc, "%.1f", tps[0]), snprintf(ratio, sizeof ratio, "%.2f", tps[0] / tps[1]);
-        printf("%-10s %16s %16.1f %10s\n", t, inc, tps[1], ratio);
-        fflush(stdout);
-        cJSON *row = cJSON_CreateObject();
-        cJSON_AddStringToObject(row, "mixer", t);
-        cJSON_AddNumberToObject(row, "prompt", np);
-        cJSON_AddNumberToObject(row, "new_tokens", nn);
-        if (tps[0] > 0) cJSON_AddNumberToObject(row, "incremental_tokens_per_s", tps[0]);
-        cJSON_AddNumberToObject(row, "full_forward_tokens_per_s", tps[1]);
-        cJSON_AddItemToArray(arr, row);
+        free(rng);
         free(prompt);
         model_free(&m);
     }
@@ -496,7 +609,7 @@ static void usage(FILE *f) {
                "       gmabench --help | --version\n"
                "  mixer   one mixer layer, forward + backward: time and peak memory per sequence length\n"
                "  model   whole-model training steps: tokens/s, GFLOP/s, share outside matrix products\n"
-               "  decode  generation at batch 1: incremental decoding against a full forward per token\n"
+               "  decode  generation: incremental decoding of M sequences at once against its measured limit\n"
                "  all     mixer and model with their defaults\n"
                "options (defaults in brackets):\n"
                "  --mixers a,b          mixers to compare, the first is the reference [gma,sdpa]\n"
@@ -509,6 +622,8 @@ static void usage(FILE *f) {
                "  --max-mem-gib X       memory limit of a point: larger ones are skipped [12]\n"
                "  --L N --V N --T N     layers, vocabulary, tokens per sequence (model, decode) [4, 8192, 256]\n"
                "  --steps N             timed training steps (model) [5]\n"
+               "  --samples 1,8,64      sequences generated at once (decode) [1]\n"
+               "  --full-forward        also time a full forward per token (decode, M = 1)\n"
                "  --peak-tflops X       the device's peak TFLOP/s: adds model FLOP utilisation (model)\n"
                "  --json FILE           also write the results as JSON\n"
                "  --device cpu|cuda  --precision fp32|tf32|bf16  --threads N\n"
@@ -530,6 +645,7 @@ int main(int argc, char **argv) {
               .max_seconds = 60, .max_mem_gib = 12, .threads = -1};
     snprintf(o.mixers, sizeof o.mixers, "gma,sdpa");
     o.n_seq = parse_list("512,1024,2048,4096,8192,16384", o.seq, 32);
+    o.n_samples = parse_list("1", o.samples, 16);
     for (int i = 2; i < argc; i++) {
         const char *a = argv[i];
         int nx = i + 1 < argc;
@@ -550,6 +666,13 @@ int main(int argc, char **argv) {
                 return 2;
             }
         }
+        else if (!strcmp(a, "--samples") && nx) {
+            if ((o.n_samples = parse_list(argv[++i], o.samples, 16)) <= 0) {
+                fprintf(stderr, "gmabench: --samples: bad list \"%s\"\n", argv[i]);
+                return 2;
+            }
+        }
+        else if (!strcmp(a, "--full-forward")) o.full = 1;
         INTOPT("--D", D) INTOPT("--H", H) INTOPT("--Kc", Kc) INTOPT("--B", B) INTOPT("--repeat", repeat)
         INTOPT("--L", L) INTOPT("--V", V) INTOPT("--T", T) INTOPT("--steps", steps)
         else if (!strcmp(a, "--bidir")) o.causal = 0;

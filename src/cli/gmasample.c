@@ -30,9 +30,11 @@ static void usage(FILE *f) {
                "from <|endoftext|> or <eos> when the tokenizer has one.\n"
                "--tokens N new tokens per sample (default 128); --temperature T (default 1; 0 = greedy);\n"
                "--top-k K (default 0 = all); --top-p P in (0, 1] (default 1); --seed S (default 1337);\n"
-               "--samples M (default 1), sample m drawn with the stream (S, m).\n"
-               "Decoding is incremental (one step per token on each mixer's state: gma, linear, sdpa) while the\n"
-               "sequence fits model.max_seq_len; otherwise, and with --no-cache, one full forward per token.\n");
+               "--samples M (default 1), sample m drawn with the stream (S, m); up to max_seq_len samples decode\n"
+               "as one batch (one step per position for all of them), printed when the batch is done.\n"
+               "Decoding is incremental (one step per token on each mixer's state; not auto with its threshold\n"
+               "inside the window) while the sequence fits model.max_seq_len; otherwise, and with --no-cache,\n"
+               "one full forward per token.\n");
 }
 
 static int fail(int code) {
@@ -43,17 +45,16 @@ static int fail(int code) {
 typedef struct Out {
     Tokenizer *tk;
     int32_t *ids; /* prompt + new tokens */
-    int n;
-    size_t printed; /* bytes of the decoded continuation already printed */
+    int n, shown; /* ids, ids already printed (without a tokenizer) */
+    size_t printed; /* bytes of the decoded text already printed */
+    int stream;   /* print each token as it comes (one sample at a time) */
 } Out;
 
-/* print what the new token adds: the decoded continuation grows (byte-level tokens may end
- * inside a UTF-8 character; the terminal joins the bytes), or the id */
-static int emit(void *ctx, int32_t token) {
-    Out *o = ctx;
-    o->ids[o->n++] = token;
+/* print what the tokens after the printed part add: the decoded text grows (byte-level
+ * tokens may end inside a UTF-8 character; the terminal joins the bytes), or the ids */
+static int show(Out *o) {
     if (!o->tk) {
-        printf(" %d", token);
+        for (; o->shown < o->n; o->shown++) printf(o->shown ? " %d" : "%d", o->ids[o->shown]);
     } else {
         size_t len;
         char *text = tokenizer_decode_i32(o->tk, o->ids, (size_t)o->n, &len);
@@ -64,6 +65,13 @@ static int emit(void *ctx, int32_t token) {
     }
     fflush(stdout);
     return 0;
+}
+
+/* the new token of sample b of the batch (model_generate_batch) */
+static int emit(void *ctx, int b, int32_t token) {
+    Out *o = (Out *)ctx + b;
+    o->ids[o->n++] = token;
+    return o->stream ? show(o) : 0;
 }
 
 /* the prompt as ids: text through the tokenizer, --prompt-ids, or the start token */
@@ -226,36 +234,50 @@ int main(int argc, char **argv) {
     arr = cJSON_AddArrayToObject(root, "samples");
     int rc = 0;
     double t0 = gma_now();
-    for (long s = 0; s < samples && rc == 0; s++) {
-        Out o = {.tk = tk, .ids = xmalloc(sizeof(int32_t) * (size_t)(np + tokens)), .n = np};
-        memcpy(o.ids, p, sizeof(int32_t) * (size_t)np);
-        if (s > 0) printf("\n----\n");
-        if (tk) { /* the prompt as the tokenizer gives it back, then the continuation */
-            size_t len;
-            char *text = tokenizer_decode_i32(tk, o.ids, (size_t)np, &len);
-            if (!text) rc = -1;
-            else fwrite(text, 1, len, stdout), o.printed = len, free(text);
-        } else {
-            for (int i = 0; i < np; i++) printf(i ? " %d" : "%d", p[i]);
+    /* the samples in batches of up to max_seq_len sequences, one decode step per position
+     * for a whole batch (the rows the model is allocated for); one sample streams */
+    long chunk = samples < W ? samples : W;
+    for (long s0 = 0; s0 < samples && rc == 0; s0 += chunk) {
+        int M = (int)(samples - s0 < chunk ? samples - s0 : chunk);
+        Out *outs = xcalloc((size_t)M, sizeof(Out));
+        Rng *rngs = xcalloc((size_t)M, sizeof(Rng));
+        for (int b = 0; b < M; b++) {
+            outs[b] = (Out){.tk = tk, .ids = xmalloc(sizeof(int32_t) * (size_t)(np + tokens)), .n = np, .stream = M == 1};
+            memcpy(outs[b].ids, p, sizeof(int32_t) * (size_t)np);
+            rng_seed2(&rngs[b], (uint64_t)seed, (uint64_t)(s0 + b));
         }
-        fflush(stdout);
-        Rng rng;
-        rng_seed2(&rng, (uint64_t)seed, (uint64_t)s);
-        if (rc == 0) rc = model_generate(&m, p, np, (int)tokens, &so, &rng, emit, &o);
-        cJSON *e = cJSON_CreateObject();
-        cJSON_AddItemToObject(e, "ids", cJSON_CreateIntArray(o.ids + np, o.n - np));
-        if (tk && rc == 0) {
-            size_t len;
-            char *text = tokenizer_decode_i32(tk, o.ids + np, (size_t)(o.n - np), &len);
-            if (text) {
-                char *u = utf8_sanitize(text, len);
-                cJSON_AddStringToObject(e, "text", u);
-                free(u);
+        if (M == 1) { /* the prompt as the tokenizer gives it back, then the tokens as they come */
+            if (s0 > 0) printf("\n----\n");
+            rc = show(&outs[0]);
+        }
+        if (rc == 0) rc = model_generate_batch(&m, p, np, (int)tokens, M, &so, rngs, emit, outs);
+        for (int b = 0; b < M; b++) {
+            Out *o = &outs[b];
+            if (M > 1 && rc == 0) { /* the whole sample at once */
+                if (s0 + b > 0) printf("\n----\n");
+                int n = o->n;
+                o->n = np;
+                if (show(o) != 0) rc = -1; /* the prompt, then the rest */
+                o->n = n;
+                if (rc == 0 && show(o) != 0) rc = -1;
             }
-            free(text);
+            cJSON *e = cJSON_CreateObject();
+            cJSON_AddItemToObject(e, "ids", cJSON_CreateIntArray(o->ids + np, o->n - np));
+            if (tk && rc == 0) {
+                size_t len;
+                char *text = tokenizer_decode_i32(tk, o->ids + np, (size_t)(o->n - np), &len);
+                if (text) {
+                    char *u = utf8_sanitize(text, len);
+                    cJSON_AddStringToObject(e, "text", u);
+                    free(u);
+                }
+                free(text);
+            }
+            cJSON_AddItemToArray(arr, e);
+            free(o->ids);
         }
-        cJSON_AddItemToArray(arr, e);
-        free(o.ids);
+        free(outs);
+        free(rngs);
     }
     printf("\n");
     fflush(stdout); /* the text before the timing line on stderr, also when both go to one file */

@@ -42,42 +42,64 @@ int sample_token(const real *logits, int V, const SampleOpts *o, Rng *rng, int *
     return order[keep - 1]; /* u within rounding of z */
 }
 
+typedef struct One { generate_fn emit; void *ctx; } One;
+static int emit_one(void *ctx, int b, int32_t token) {
+    (void)b;
+    const One *o = ctx;
+    return o->emit ? o->emit(o->ctx, token) : 0;
+}
+
 int model_generate(Model *m, const int32_t *prompt, int np, int n_new, const SampleOpts *o, Rng *rng, generate_fn emit,
                    void *ctx) {
+    One one = {emit, ctx};
+    return model_generate_batch(m, prompt, np, n_new, 1, o, rng, emit_one, &one);
+}
+
+int model_generate_batch(Model *m, const int32_t *prompt, int np, int n_new, int M, const SampleOpts *o, Rng *rng,
+                         generate_batch_fn emit, void *ctx) {
     if (m->classify) return gma_errorf("this model is a classifier: it does not generate text");
     if (!m->causal) return gma_errorf("this model is bidirectional (model.causal false): it cannot generate text");
     if (np < 1) return gma_errorf("generation needs a prompt of at least one token");
+    if (M < 1) return gma_errorf("generation needs at least one sequence");
     int W = m->Nmax < m->Nmax_act ? m->Nmax : m->Nmax_act, V = m->V, rc = 0;
     int total = np + n_new;
-    int32_t *seq = xmalloc(sizeof(int32_t) * (size_t)total), *tgt = xmalloc(sizeof(int32_t) * (size_t)W);
-    real *row = xmalloc(sizeof(real) * (size_t)V);
+    /* seq: M sequences of `total` tokens */
+    int32_t *seq = xmalloc(sizeof(int32_t) * (size_t)total * M), *tgt = xmalloc(sizeof(int32_t) * (size_t)W);
+    int32_t *col = xmalloc(sizeof(int32_t) * (size_t)M);
+    real *rows = xmalloc(sizeof(real) * (size_t)V * M);
     int *order = xmalloc(sizeof(int) * (size_t)V);
     double *prob = xmalloc(sizeof(double) * (size_t)V);
-    memcpy(seq, prompt, sizeof(int32_t) * (size_t)np);
+    for (int b = 0; b < M; b++) memcpy(seq + (size_t)b * total, prompt, sizeof(int32_t) * (size_t)np);
     for (int i = 0; i < W; i++) tgt[i] = -1;
     DecodeState ds = {0};
-    int cache = !o->no_cache && np <= W && model_can_decode(m) && model_decode_begin(m, &ds) == 0;
+    int cache = !o->no_cache && np <= W && model_can_decode(m) && model_decode_begin_batch(m, &ds, M) == 0;
     for (int t = np; t < total && rc == 0; t++) {
         int n = t < W ? t : W; /* the context: the last n tokens */
-        if (cache && t <= ds.W) { /* tokens 0..t-1 into the state, one step each */
-            while (ds.pos < t && rc == 0) rc = model_decode_step(m, &ds, seq[ds.pos]);
-            if (rc) break;
-            g_ops->to_host(row, m->logits, sizeof(real) * (size_t)V);
-        } else {
-            LossStats st;
-            if (model_forward(m, seq + t - n, tgt, 1, n, NULL, 0, &st, 0, 0) != 0) {
-                rc = -1;
-                break;
+        if (cache && t <= ds.W) { /* tokens 0..t-1 into the states, one step each */
+            while (ds.pos < t && rc == 0) {
+                for (int b = 0; b < M; b++) col[b] = seq[(size_t)b * total + ds.pos];
+                rc = model_decode_step_batch(m, &ds, col);
             }
-            g_ops->to_host(row, m->logits + (size_t)(n - 1) * V, sizeof(real) * (size_t)V);
+            if (rc) break;
+            g_ops->to_host(rows, m->logits, sizeof(real) * (size_t)V * M);
+        } else {
+            for (int b = 0; b < M && rc == 0; b++) {
+                LossStats st;
+                if (model_forward(m, seq + (size_t)b * total + t - n, tgt, 1, n, NULL, 0, &st, 0, 0) != 0) rc = -1;
+                else g_ops->to_host(rows + (size_t)b * V, m->logits + (size_t)(n - 1) * V, sizeof(real) * (size_t)V);
+            }
+            if (rc) break;
         }
-        seq[t] = sample_token(row, V, o, rng, order, prob);
-        if (emit) rc = emit(ctx, seq[t]);
+        for (int b = 0; b < M && rc == 0; b++) {
+            int32_t tok = seq[(size_t)b * total + t] = sample_token(rows + (size_t)b * V, V, o, rng + b, order, prob);
+            if (emit) rc = emit(ctx, b, tok);
+        }
     }
     if (cache) model_decode_end(m, &ds);
     free(seq);
     free(tgt);
-    free(row);
+    free(col);
+    free(rows);
     free(order);
     free(prob);
     return rc;

@@ -1,7 +1,8 @@
 /* generate.h: sampling from a causal language model (bin/gmasample).
  *
  * While the sequence fits the window (model.max_seq_len) and every mixer has a decode
- * step (gma, linear, sdpa: model_can_decode), each token is one incremental step
+ * step (model_can_decode: every mixer but linformer), each token is one incremental step
+ * (of all M sequences at once with model_generate_batch)
  * (model_decode_step: the linear core's state, or a key/value cache). Otherwise, and past
  * the window, each new token costs one forward pass over the context (the last
  * max_seq_len tokens, batch 1), as llm.c samples. Both give the logits of model_forward
@@ -34,4 +35,16 @@ typedef int (*generate_fn)(void *ctx, int32_t token);
  * max_seq_len. Returns 0, emit's non-zero value, or -1 with gma_error set. */
 int model_generate(Model *m, const int32_t *prompt, int np, int n_new, const SampleOpts *o, Rng *rng, generate_fn emit,
                    void *ctx);
+
+/* Called with each new token of sequence b (tokens of one position for b = 0..M-1, then
+ * the next position); a non-zero return stops generation (returned as is). */
+typedef int (*generate_batch_fn)(void *ctx, int b, int32_t token);
+
+/* M continuations of the same prompt at once, sequence b drawn with rng[b]: the same
+ * tokens as M calls of model_generate with those streams (up to float32 summation order
+ * in the logits). While incremental decoding works, one model_decode_step_batch feeds a
+ * token of every sequence (the weights are read once per position for M tokens; M must
+ * fit the rows the model was allocated for); otherwise each sequence takes a forward. */
+int model_generate_batch(Model *m, const int32_t *prompt, int np, int n_new, int M, const SampleOpts *o, Rng *rng,
+                         generate_batch_fn emit, void *ctx);
 #endif

@@ -270,8 +270,8 @@ static real *pos_table(const Model *m) { return m->wpe >= 0 ? PP(m->wpe) : m->po
 static real *pos_grad(const Model *m) { return m->wpe >= 0 ? GG(m->wpe) : NULL; }
 
 /* resid[0] (embedded, R = B*N rows) -> lnf through the blocks and ln_f */
-/* the blocks over resid[0]; with `dec` (incremental decoding, B = N = 1) each mixer takes
- * one step on its state instead of a forward over the sequence */
+/* the blocks over resid[0]; with `dec` (incremental decoding, B sequences of N = 1) each
+ * mixer takes one step on its states instead of a forward over the sequence */
 static void blocks_forward_dec(Model *m, const MixerCtx *ctx, const DecodeState *dec) {
     const ModelCfg *mc = &m->cfg.model;
     if (!dec) drop_site(m, m->resid[0], 0, GMA_DROP_EMBED, mc->dropout, ctx->B, ctx->N, m->D);
@@ -280,7 +280,8 @@ static void blocks_forward_dec(Model *m, const MixerCtx *ctx, const DecodeState 
         Block *b = &m->blocks[l];
         g_ops->layernorm_forward(b->ln1, b->ln1_mean, b->ln1_rstd, m->resid[l], PP(b->ln1w), PP(b->ln1b), R, D);
         if (dec)
-            b->mixer->vt->decode(b->mixer, b->mix, b->ln1, m->params, dec->layer[l], dec->pos, dec->W, b->act, m->scratch);
+            b->mixer->vt->decode(b->mixer, b->mix, b->ln1, m->params, dec->layer[l], dec->B, dec->pos, dec->W, dec->act,
+                                 dec->scratch);
         else {
             GmaDrop ga;
             MixerCtx lc = *ctx;
@@ -586,14 +587,27 @@ int model_can_decode(const Model *m) {
     return 1;
 }
 
-int model_decode_begin(Model *m, DecodeState *s) {
+int model_decode_begin(Model *m, DecodeState *s) { return model_decode_begin_batch(m, s, 1); }
+
+int model_decode_begin_batch(Model *m, DecodeState *s, int B) {
     memset(s, 0, sizeof *s);
     if (!model_can_decode(m)) return gma_errorf("this model's mixers cannot decode incrementally");
+    if (B < 1 || (size_t)B > (size_t)m->Bmax * m->Nmax_act)
+        return gma_errorf("incremental decoding of %d sequences: the model is allocated for %d rows", B,
+                          m->Bmax * m->Nmax_act);
     s->W = m->Nmax < m->Nmax_act ? m->Nmax : m->Nmax_act;
+    s->B = B;
     s->layer = xcalloc((size_t)m->L, sizeof(real *));
-    size_t total = 0, *n = xcalloc((size_t)m->L, sizeof(size_t));
-    for (int l = 0; l < m->L; l++) total += n[l] = m->blocks[l].mixer->vt->decode_state(m->blocks[l].mixer, s->W);
+    size_t total = 0, act = 0, scr = 0, *n = xcalloc((size_t)m->L, sizeof(size_t));
+    for (int l = 0; l < m->L; l++) {
+        const Mixer *mx = m->blocks[l].mixer;
+        total += n[l] = (size_t)B * mx->vt->decode_state(mx, s->W);
+        act = GMA_MAX(act, mx->vt->act_size(mx, B, 1));
+        scr = GMA_MAX(scr, mx->vt->scratch_size(mx, B, 1));
+    }
     s->buf = g_ops->alloc(sizeof(real) * (total + 1)); /* zero-filled */
+    s->act = g_ops->alloc(sizeof(real) * (act + 1));
+    s->scratch = g_ops->alloc(sizeof(real) * (scr + 1));
     size_t off = 0;
     for (int l = 0; l < m->L; off += n[l], l++) s->layer[l] = s->buf + off;
     free(n);
@@ -601,18 +615,27 @@ int model_decode_begin(Model *m, DecodeState *s) {
 }
 
 int model_decode_step(Model *m, DecodeState *s, int32_t token) {
+    if (s->B != 1) return gma_errorf("incremental decoding: model_decode_step feeds one sequence, the state holds %d", s->B);
+    return model_decode_step_batch(m, s, &token);
+}
+
+int model_decode_step_batch(Model *m, DecodeState *s, const int32_t *tokens) {
     if (s->pos >= s->W) return gma_errorf("incremental decoding: position %d is past the window of %d", s->pos, s->W);
-    if (token < 0 || token >= m->V) return gma_errorf("token id %d is outside the vocabulary [0, %d)", token, m->V);
-    int D = m->D;
-    m->B = m->N = 1;
+    int D = m->D, B = s->B;
+    for (int b = 0; b < B; b++)
+        if (tokens[b] < 0 || tokens[b] >= m->V)
+            return gma_errorf("token id %d is outside the vocabulary [0, %d)", tokens[b], m->V);
+    m->B = B;
+    m->N = 1;
     m->keymask = NULL;
     m->drop_live = 0; /* decoding never drops */
-    g_ops->to_device(m->tok, &token, sizeof(int32_t));
-    /* the position embedding of row pos: the op adds row 0 of the table it is given */
-    g_ops->embed_forward(m->resid[0], m->tok, PP(m->wte), pos_table(m) ? pos_table(m) + (size_t)s->pos * D : NULL, 1, 1, D);
-    MixerCtx ctx = {.B = 1, .N = 1, .causal = 1, .keymask = NULL, .training = 0, .step = 0};
+    g_ops->to_device(m->tok, tokens, sizeof(int32_t) * (size_t)B);
+    /* the position embedding of row pos: with N = 1 the op adds row 0 of the table it is
+     * given to every sequence */
+    g_ops->embed_forward(m->resid[0], m->tok, PP(m->wte), pos_table(m) ? pos_table(m) + (size_t)s->pos * D : NULL, B, 1, D);
+    MixerCtx ctx = {.B = B, .N = 1, .causal = 1, .keymask = NULL, .training = 0, .step = 0};
     blocks_forward_dec(m, &ctx, s);
-    g_ops->matmul(m->logits, m->lnf, PP(m->wte), 1, m->V, D, 0, 1, 1, 0);
+    g_ops->matmul(m->logits, m->lnf, PP(m->wte), B, m->V, D, 0, 1, 1, 0);
     s->pos++;
     return 0;
 }
@@ -620,6 +643,8 @@ int model_decode_step(Model *m, DecodeState *s, int32_t token) {
 void model_decode_end(Model *m, DecodeState *s) {
     (void)m;
     if (s->buf) g_ops->free(s->buf);
+    if (s->act) g_ops->free(s->act);
+    if (s->scratch) g_ops->free(s->scratch);
     free(s->layer);
     memset(s, 0, sizeof *s);
 }

@@ -133,22 +133,29 @@ int model_kmeans_init(Model *m, const int32_t *tok, const int32_t *tgt, int B, i
 int model_kmeans_init_cls(Model *m, const int32_t *tok, const int32_t *labels, int B, int N, Rng *rng);
 size_t model_param_count(const Model *m);
 
-/* ---- incremental decoding (causal language models, batch 1; model/generate.h) ----
- * Each mixer keeps a state across tokens (GMA and linear: the linear core's S and z;
- * sdpa: a key/value cache), so a token costs one step instead of a forward over the
+/* ---- incremental decoding (causal language models; model/generate.h) ----
+ * Each mixer keeps a state across tokens (GMA, linear and performer: the linear core's S
+ * and z; sdpa: a key/value cache; mamba: the convolution window and the scan state), so a token costs one step instead of a forward over the
  * whole context. Position pos uses position embedding pos, as model_forward does for a
- * sequence that starts at 0. */
+ * sequence that starts at 0. A state holds B sequences that stand at the same position:
+ * one step feeds one token of each, so the weights are read once for B tokens. */
 typedef struct DecodeState {
-    real *buf;    /* every layer's state (backend memory) */
-    real **layer; /* per layer, into buf */
-    int pos, W;   /* next position; positions 0..W-1 fit (model.max_seq_len, the planned N) */
+    real *buf;          /* every layer's state (backend memory) */
+    real **layer;       /* per layer, into buf: B states of the mixer's decode_state reals */
+    real *act, *scratch; /* the mixers' blocks for B sequences of one token (backend) */
+    int pos, W, B;      /* next position; positions 0..W-1 fit (model.max_seq_len, the planned N); sequences */
 } DecodeState;
 /* 1 when the model is a causal LM whose every mixer has a decode step for the window
- * (gma, linear, sdpa, sdpa_ref; auto when its threshold is not inside the window; not
- * performer, mamba or linformer) */
+ * (gma, linear, sdpa, sdpa_ref, performer, mamba; auto when its threshold is not inside
+ * the window; not linformer, which is bidirectional) */
 int model_can_decode(const Model *m);
+/* one sequence (model_decode_begin_batch with B = 1) */
 int model_decode_begin(Model *m, DecodeState *s);
-/* feed the token at position s->pos: its logits [V] are left in m->logits (backend) */
+/* B sequences, 1 <= B <= the rows the model was allocated for (Bmax x Nmax) */
+int model_decode_begin_batch(Model *m, DecodeState *s, int B);
+/* feed the token at position s->pos (one sequence): its logits [V] are left in m->logits (backend) */
 int model_decode_step(Model *m, DecodeState *s, int32_t token);
+/* feed tokens[b] to sequence b at position s->pos (host ids): logits [B,V] in m->logits */
+int model_decode_step_batch(Model *m, DecodeState *s, const int32_t *tokens);
 void model_decode_end(Model *m, DecodeState *s);
 #endif

@@ -162,10 +162,10 @@ static size_t auto_dstate(const Mixer *m, int Nmax) {
     Mixer *s = pick(m, Nmax);
     return s->vt->decode_state(s, Nmax);
 }
-static void auto_decode(Mixer *m, real *y, const real *h, const real *params, real *state, int pos, int Nmax, real *act,
-                        real *scratch) {
+static void auto_decode(Mixer *m, real *y, const real *h, const real *params, real *state, int B, int pos, int Nmax,
+                        real *act, real *scratch) {
     Mixer *s = pick(m, Nmax);
-    s->vt->decode(s, y, h, params, state, pos, Nmax, act, scratch);
+    s->vt->decode(s, y, h, params, state, B, pos, Nmax, act, scratch);
 }
 
 const MixerVT mixer_auto = {

@@ -40,11 +40,14 @@ void attn_decode(real *oh, real *state, const real *qh, const real *kh, const re
 
 size_t attn_mixer_decode_state(const Mixer *m, int Nmax) { return attn_decode_state(m->H, Nmax, m->d); }
 
-void attn_mixer_decode(Mixer *m, real *y, const real *h, const real *params, real *state, int pos, int Nmax, real *act,
-                       real *scratch) {
-    size_t hs = (size_t)m->D;
+void attn_mixer_decode(Mixer *m, real *y, const real *h, const real *params, real *state, int B, int pos, int Nmax,
+                       real *act, real *scratch) {
+    size_t hs = (size_t)B * m->D, ss = attn_decode_state(m->H, Nmax, m->d);
     real *qh = act, *kh = qh + hs, *vh = kh + hs, *oh = vh + hs;
-    attn_proj_qkv(m, params, h, qh, kh, vh, scratch, 1, 1);
-    attn_decode(oh, state, qh, kh, vh, m->H, m->d, Nmax, pos);
-    attn_proj_out(m, params, y, oh, scratch, 1, 1);
+    attn_proj_qkv(m, params, h, qh, kh, vh, scratch, B, 1);
+    for (int b = 0; b < B; b++) {
+        size_t o = (size_t)b * m->D;
+        attn_decode(oh + o, state + b * ss, qh + o, kh + o, vh + o, m->H, m->d, Nmax, pos);
+    }
+    attn_proj_out(m, params, y, oh, scratch, B, 1);
 }

@@ -327,21 +327,24 @@ static size_t gma_dstate(const Mixer *m, int Nmax) {
     const GmaPriv *g = m->priv;
     return g->ema ? 0 : linmix_decode_state(m->H, g->Kc, m->d);
 }
-static void gma_decode(Mixer *m, real *y, const real *h, const real *params, real *state, int pos, int Nmax, real *act,
-                       real *scratch) {
+static void gma_decode(Mixer *m, real *y, const real *h, const real *params, real *state, int B, int pos, int Nmax,
+                       real *act, real *scratch) {
     const GmaPriv *g = m->priv;
     int H = m->H, d = m->d, Kc = g->Kc;
-    Acts a = carve(m, 1, 1, act);
-    attn_proj_qkv(m, params, h, a.qh, a.kh, a.vh, scratch, 1, 1);
-    route_forward(m, params, a.gq, a.qh, 1, 1);
+    size_t hs = (size_t)m->D, gs = (size_t)H * Kc, ss = gma_dstate(m, Nmax);
+    Acts a = carve(m, B, 1, act);
+    attn_proj_qkv(m, params, h, a.qh, a.kh, a.vh, scratch, B, 1);
+    route_forward(m, params, a.gq, a.qh, B, 1);
     if (g->ema) {
-        g_ops->matmul_strided(a.oh, a.gq, MP(m, params, P_MEM), 1, d, Kc, 0, 0, 1, 0, H, (size_t)Kc, (size_t)Kc * d,
-                              (size_t)d);
+        for (int b = 0; b < B; b++)
+            g_ops->matmul_strided(a.oh + b * hs, a.gq + b * gs, MP(m, params, P_MEM), 1, d, Kc, 0, 0, 1, 0, H, (size_t)Kc,
+                                  (size_t)Kc * d, (size_t)d);
     } else {
-        route_forward(m, params, a.gk, a.kh, 1, 1);
-        linmix_decode(a.oh, state, a.gq, a.gk, a.vh, H, Kc, d, g->eps);
+        route_forward(m, params, a.gk, a.kh, B, 1);
+        for (int b = 0; b < B; b++)
+            linmix_decode(a.oh + b * hs, state + b * ss, a.gq + b * gs, a.gk + b * gs, a.vh + b * hs, H, Kc, d, g->eps);
     }
-    attn_proj_out(m, params, y, a.oh, scratch, 1, 1);
+    attn_proj_out(m, params, y, a.oh, scratch, B, 1);
 }
 
 static void gma_backward(Mixer *m, const MixerCtx *c, real *dh, const real *dy, const real *h, const real *params,

@@ -58,16 +58,17 @@ static void lin_forward(Mixer *m, const MixerCtx *c, real *y, const real *h, con
 }
 
 static size_t lin_dstate(const Mixer *m, int Nmax) { return linmix_decode_state(m->H, m->d, m->d); }
-static void lin_decode(Mixer *m, real *y, const real *h, const real *params, real *state, int pos, int Nmax, real *act,
-                       real *scratch) {
+static void lin_decode(Mixer *m, real *y, const real *h, const real *params, real *state, int B, int pos, int Nmax,
+                       real *act, real *scratch) {
     const LinPriv *p = m->priv;
-    size_t hs = (size_t)m->D;
-    Acts a = carve(m, 1, 1, act);
-    attn_proj_qkv(m, params, h, a.qh, a.kh, a.vh, scratch, 1, 1);
-    g_ops->elu1_forward(a.fq, a.qh, hs);
-    g_ops->elu1_forward(a.fk, a.kh, hs);
-    linmix_decode(a.oh, state, a.fq, a.fk, a.vh, m->H, m->d, m->d, p->eps);
-    attn_proj_out(m, params, y, a.oh, scratch, 1, 1);
+    size_t hs = (size_t)m->D, ss = lin_dstate(m, Nmax);
+    Acts a = carve(m, B, 1, act);
+    attn_proj_qkv(m, params, h, a.qh, a.kh, a.vh, scratch, B, 1);
+    g_ops->elu1_forward(a.fq, a.qh, B * hs);
+    g_ops->elu1_forward(a.fk, a.kh, B * hs);
+    for (int b = 0; b < B; b++)
+        linmix_decode(a.oh + b * hs, state + b * ss, a.fq + b * hs, a.fk + b * hs, a.vh + b * hs, m->H, m->d, m->d, p->eps);
+    attn_proj_out(m, params, y, a.oh, scratch, B, 1);
 }
 
 static void lin_backward(Mixer *m, const MixerCtx *c, real *dh, const real *dy, const real *h, const real *params,

@@ -184,6 +184,70 @@ static void mb_destroy(Mixer *m) {
     free(m);
 }
 
+/* incremental decoding: a sequence's state is the last K-1 inputs of the causal
+ * convolution [K-1,E], the scan state h [E,S], then a [K,E] window and its [K,E]
+ * convolution (the op over the window gives the forward's sum for its last row). The
+ * scan step runs on the host (the backend's state copied in and out: no copies on the
+ * CPU backend's host memory beyond these, one round trip per step on a device). */
+static size_t mb_dstate(const Mixer *m, int Nmax) {
+    const MbPriv *p = m->priv;
+    (void)Nmax;
+    return (size_t)(p->K - 1) * p->E + (size_t)p->E * p->S + 2 * (size_t)p->K * p->E;
+}
+static void mb_decode(Mixer *m, real *y, const real *h, const real *params, real *state, int B, int pos, int Nmax,
+                      real *act, real *scratch) {
+    const MbPriv *p = m->priv;
+    int D = m->Dm, E = p->E, S = p->S, K = p->K, Rk = p->Rk;
+    size_t RE = (size_t)B * E, ES = (size_t)E * S, ss = mb_dstate(m, Nmax), row = sizeof(real) * (size_t)E;
+    Acts a = carve(m, B, 1, act);
+    const real *Win = MP(m, params, P_IN), *Wx = MP(m, params, P_XPROJ);
+    linear_forward(a.x, h, Win, NULL, B, D, E);
+    linear_forward(a.z, h, Win + (size_t)E * D, NULL, B, D, E);
+    for (int b = 0; b < B; b++) {
+        real *conv = state + b * ss, *win = conv + (size_t)(K - 1) * E + ES, *out = win + (size_t)K * E;
+        if (K > 1) g_ops->copy(win, conv, row * (K - 1));
+        g_ops->copy(win + (size_t)(K - 1) * E, a.x + b * E, row);
+        g_ops->conv1d_causal_forward(out, win, MP(m, params, P_CONVW), MP(m, params, P_CONVB), 1, K, E, K);
+        g_ops->copy(a.xc + b * E, out + (size_t)(K - 1) * E, row);
+        if (K > 1) g_ops->copy(conv, win + E, row * (K - 1));
+    }
+    g_ops->silu_forward(a.u, a.xc, RE);
+    linear_forward(a.dtl, a.u, Wx, NULL, B, E, Rk);
+    linear_forward(a.Bm, a.u, Wx + (size_t)Rk * E, NULL, B, E, S);
+    linear_forward(a.Cm, a.u, Wx + (size_t)(Rk + S) * E, NULL, B, E, S);
+    linear_forward(a.dtr, a.dtl, MP(m, params, P_DTW), MP(m, params, P_DTB), B, Rk, E);
+    g_ops->softplus_forward(a.dt, a.dtr, RE);
+    /* h = exp(dt A) h + dt Bm u, ys = Cm . h + D u, per channel */
+    real *hb = xmalloc(sizeof(real) * (2 * ES + 4 * (size_t)E + 2 * (size_t)S));
+    real *A = hb, *hs = A + ES, *u = hs + ES, *dt = u + E, *ys = dt + E, *Bt = ys + E, *Ct = Bt + S, *Dk = Ct + S;
+    g_ops->to_host(A, MP(m, params, P_ALOG), sizeof(real) * ES);
+    g_ops->to_host(Dk, MP(m, params, P_D), row);
+    for (size_t i = 0; i < ES; i++) A[i] = -(real)exp((double)A[i]);
+    for (int b = 0; b < B; b++) {
+        real *hstate = state + b * ss + (size_t)(K - 1) * E;
+        g_ops->to_host(hs, hstate, sizeof(real) * ES);
+        g_ops->to_host(u, a.u + b * E, row);
+        g_ops->to_host(dt, a.dt + b * E, row);
+        g_ops->to_host(Bt, a.Bm + (size_t)b * S, sizeof(real) * S);
+        g_ops->to_host(Ct, a.Cm + (size_t)b * S, sizeof(real) * S);
+        for (int c = 0; c < E; c++) {
+            real dtc = dt[c], xb = dtc * u[c], acc = 0, *hc = hs + (size_t)c * S;
+            const real *Ac = A + (size_t)c * S;
+            for (int k = 0; k < S; k++) {
+                real v = (real)exp((double)(Ac[k] * dtc)) * hc[k] + xb * Bt[k];
+                hc[k] = v;
+                acc += Ct[k] * v;
+            }
+            ys[c] = acc + Dk[c] * u[c];
+        }
+        g_ops->to_device(hstate, hs, sizeof(real) * ES);
+        g_ops->to_device(a.ys + b * E, ys, row);
+    }
+    free(hb);
+    g_ops->gate_silu_forward(a.g, a.ys, a.z, RE);
+    linear_forward(y, a.g, MP(m, params, P_OUT), NULL, B, E, D);
+}
+
 const MixerVT mixer_mamba = {
     .name = "mamba",
     .config = &mb_section,
@@ -197,4 +261,6 @@ const MixerVT mixer_mamba = {
     .forward = mb_forward,
     .backward = mb_backward,
     .destroy = mb_destroy,
+    .decode_state = mb_dstate,
+    .decode = mb_decode,
 };

@@ -110,18 +110,19 @@ typedef struct MixerVT {
     void (*backward)(Mixer *m, const MixerCtx *c, real *dh, const real *dy, const real *h, const real *params,
                      real *grads, real *act, real *scratch);
     void (*destroy)(Mixer *m);
-    /* optional: incremental causal decoding (model_decode_step), batch 1, one token at a
-     * time. decode_state: reals of state kept across tokens for positions 0..Nmax-1
-     * (backend memory, zeroed before position 0). decode: y [1,D] for the token at `pos`
-     * (< Nmax) from h [1,D], updating the state; act and scratch are the mixer's blocks
-     * for B = N = 1. */
+    /* optional: incremental causal decoding (model_decode_step), one token at a time for
+     * each of B sequences that stand at the same position. decode_state: reals of state
+     * one sequence keeps across tokens for positions 0..Nmax-1 (backend memory, zeroed
+     * before position 0). decode: y [B,D] for the tokens at `pos` (< Nmax) from h [B,D],
+     * updating the B states that lie one after the other in `state` (decode_state reals
+     * each); act and scratch are the mixer's blocks for B sequences of N = 1. */
     size_t (*decode_state)(const Mixer *m, int Nmax);
     /* optional (with decode): 0 when the decode step cannot give the full forward's
      * outputs for a window of Nmax tokens (auto with its threshold inside the window);
      * NULL = it always can */
     int (*can_decode)(const Mixer *m, int Nmax);
-    void (*decode)(Mixer *m, real *y, const real *h, const real *params, real *state, int pos, int Nmax, real *act,
-                   real *scratch);
+    void (*decode)(Mixer *m, real *y, const real *h, const real *params, real *state, int B, int pos, int Nmax,
+                   real *act, real *scratch);
     /* optional: the auxiliary loss of the last training forward (unweighted; 0 when off)
      * and, in *weight, the weight it enters the objective with (0 = off). The backward adds
      * weight x ctx->aux_scale x its gradient (MixerCtx.aux_scale). */
@@ -179,7 +180,7 @@ void attn_proj_out_backward(const Mixer *m, const real *params, real *grads, rea
 /* backward of attn_proj_qkv: dh += ...; grads of Wq..bv. dqh/dkh/dvh [B,H,N,d]; tmp [B*N*D] */
 void attn_proj_qkv_backward(const Mixer *m, const real *params, real *grads, real *dh, const real *h, const real *dqh,
                             const real *dkh, const real *dvh, real *tmp, int B, int N);
-/* ---- incremental decoding (decode.c), batch 1, heads in the [1,H,1,x] layout ---- */
+/* ---- incremental decoding (decode.c), one sequence, heads in the [1,H,1,x] layout ---- */
 /* the normalised linear core (docs/model.md §3.1) one token on: per head S += phk^T v, z += phk,
  * oh = phq S / (phq . z + eps). state: S [H,F,d], z [H,F], then [H] scratch. */
 size_t linmix_decode_state(int H, int F, int d);
@@ -189,10 +190,11 @@ void linmix_decode(real *oh, real *state, const real *phq, const real *phk, cons
  * [H,Nmax,d], then [H,Nmax] scores */
 size_t attn_decode_state(int H, int Nmax, int d);
 void attn_decode(real *oh, real *state, const real *qh, const real *kh, const real *vh, int H, int d, int Nmax, int pos);
-/* the decode hooks of sdpa and sdpa_ref (projections + attn_decode; act: qh, kh, vh, oh) */
+/* the decode hooks of sdpa and sdpa_ref (projections of the B rows + attn_decode per
+ * sequence; act: qh, kh, vh, oh [B,H,1,d]) */
 size_t attn_mixer_decode_state(const Mixer *m, int Nmax);
-void attn_mixer_decode(Mixer *m, real *y, const real *h, const real *params, real *state, int pos, int Nmax, real *act,
-                       real *scratch);
+void attn_mixer_decode(Mixer *m, real *y, const real *h, const real *params, real *state, int B, int pos, int Nmax,
+                       real *act, real *scratch);
 
 /* kbias [B,N] in backend memory: 0 for a real key, -inf for padding (all 0 when keymask NULL) */
 void key_bias(real *kbias, const uint8_t *keymask, int B, int N);

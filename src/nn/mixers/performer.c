@@ -257,6 +257,52 @@ static void perf_backward(Mixer *m, const MixerCtx *c, real *dh, const real *dy,
     attn_proj_qkv_backward(m, params, grads, dh, h, dq, dk, dv, t2, B, N);
 }
 
+/* incremental decoding: the linear core's S and z (linmix_decode) kept scaled by exp(-c)
+ * with c the running maximum of the key exponents so far (the last real of a sequence's
+ * state), rescaled when a key raises it, and the core's eps scaled by exp(-c) as in the
+ * forward: the same output, since c cancels exactly (the forward takes the maximum over
+ * the whole sequence; the two differ by rounding only) */
+static size_t perf_dstate(const Mixer *m, int Nmax) {
+    const PerfPriv *p = m->priv;
+    (void)Nmax;
+    return linmix_decode_state(m->H, p->m, m->d) + 1;
+}
+static void perf_decode(Mixer *m, real *y, const real *h, const real *params, real *state, int B, int pos, int Nmax,
+                        real *act, real *scratch) {
+    const PerfPriv *p = m->priv;
+    int H = m->H, d = m->d, F = p->m;
+    size_t hs = (size_t)m->D, gs = (size_t)H * F, ss = perf_dstate(m, Nmax), core = ss - 1;
+    Acts a = carve(m, B, 1, act);
+    attn_proj_qkv(m, params, h, a.qh, a.kh, a.vh, scratch, B, 1);
+    if (p->relu) {
+        g_ops->favor_relu_forward(a.fq, a.qh, B * hs, (real)RELU_KERNEL_EPS);
+        g_ops->favor_relu_forward(a.fk, a.kh, B * hs, (real)RELU_KERNEL_EPS);
+        for (int b = 0; b < B; b++)
+            linmix_decode(a.oh + b * hs, state + b * ss, a.fq + b * gs, a.fk + b * gs, a.vh + b * hs, H, F, d, p->eps);
+        attn_proj_out(m, params, y, a.oh, scratch, B, 1);
+        return;
+    }
+    const real *om = MP(m, params, P_OMEGA);
+    real *e = scratch + 2 * (size_t)B * hs, sc = (real)(1.0 / sqrt((double)F));
+    g_ops->favor_logits_forward(e, a.qh, om, B, H, 1, d, F);
+    g_ops->favor_exp_forward(a.fq, a.amax, e, B * H, F, 0, sc);
+    g_ops->favor_logits_forward(e, a.kh, om, B, H, 1, d, F);
+    for (int b = 0; b < B; b++) {
+        real *st = state + b * ss, c;
+        double kmax = g_ops->maxval(e + b * gs, gs);
+        g_ops->to_host(&c, st + core, sizeof c);
+        if (pos == 0 || kmax > c) { /* a new running maximum: S and z follow it */
+            if (pos > 0) g_ops->scale(st, (real)exp((double)c - kmax), (size_t)H * F * d + (size_t)H * F);
+            c = (real)kmax;
+            g_ops->to_device(st + core, &c, sizeof c);
+        }
+        g_ops->favor_exp_forward(a.fk + b * gs, NULL, e + b * gs, H, F, c, sc);
+        linmix_decode(a.oh + b * hs, st, a.fq + b * gs, a.fk + b * gs, a.vh + b * hs, H, F, d,
+                      (real)(p->eps * exp(-(double)c)));
+    }
+    attn_proj_out(m, params, y, a.oh, scratch, B, 1);
+}
+
 static void perf_destroy(Mixer *m) {
     free(m->priv);
     free(m);
@@ -276,4 +322,6 @@ const MixerVT mixer_performer = {
     .forward = perf_forward,
     .backward = perf_backward,
     .destroy = perf_destroy,
+    .decode_state = perf_dstate,
+    .decode = perf_decode,
 };

@@ -12,8 +12,12 @@
 
 #ifdef GMA_DOUBLE
 #define GEMM cblas_dgemm
+#define GEMV cblas_dgemv
+#define GER cblas_dger
 #else
 #define GEMM cblas_sgemm
+#define GEMV cblas_sgemv
+#define GER cblas_sger
 #endif
 
 void *cpu_alloc(size_t bytes) {
@@ -45,6 +49,15 @@ void cpu_matmul(real *C, const real *A, const real *B, int M, int N, int K, int 
     if (M == 0 || N == 0) return;
     if (K == 0) {
         for (size_t i = 0; i < (size_t)M * N; i++) C[i] *= beta;
+        return;
+    }
+    if (M == 1 && !ta) { /* one row (a decode step): the matrix-vector product, not GEMM's packing */
+        if (beta == 0) memset(C, 0, sizeof(real) * (size_t)N);
+        GEMV(CblasRowMajor, tb ? CblasNoTrans : CblasTrans, tb ? N : K, tb ? K : N, alpha, B, tb ? K : N, A, 1, beta, C, 1);
+        return;
+    }
+    if (K == 1 && beta == 1) { /* a rank-one update (a decode step's state) */
+        GER(CblasRowMajor, M, N, alpha, A, 1, B, 1, C, N);
         return;
     }
     GEMM(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, M, N, K, alpha, A, ta ? M : K, B,

@@ -1,0 +1,227 @@
+/* test_decode_batch.c: incremental decoding of B sequences at once (model_decode_step_batch)
+ * gives each sequence the logits of its own one-sequence decode, model_generate_batch draws
+ * the tokens of M separate model_generate calls (inside the window and past it, with and
+ * without a decode step), and gmasample --samples M, which decodes its samples as one
+ * batch, prints the samples of a full forward per token (--no-cache). Run from the
+ * repository root (uses bin/). */
+#include <cjson/cJSON.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "model/generate.h"
+#include "ops/ops.h"
+#include "testutil.h"
+
+static const char *g_cases[][2] = {
+    {"gma", ""},
+    {"gma", "gma.routing=softmax"},
+    {"gma", "gma.memory=ema"},
+    {"linear", ""},
+    {"sdpa", ""},
+    {"sdpa_ref", ""},
+    {"gma", "model.mixer=sdpa,gma;model.pos=none"},
+    {"auto", "model.auto_threshold=100"},
+    {"performer", ""},
+    {"performer", "performer.kernel=relu"},
+    {"mamba", ""},
+};
+
+static void tiny_model(Model *m, size_t c, int W, uint64_t seed) {
+    Config cfg = tu_tiny_config(g_cases[c][0]);
+    cfg.model.vocab_size = 23;
+    cfg.model.max_seq_len = cfg.train.seq_len = W;
+    if (g_cases[c][1][0]) tu_apply_sets(&cfg, g_cases[c][1]);
+    else ck_assert_int_eq(cfg_validate(&cfg), 0);
+    ck_assert_int_eq(model_build(m, &cfg), 0);
+    model_alloc(m, 1, W);
+    model_init_params(m, seed);
+}
+
+/* 3 sequences of different tokens in one state against each decoded alone */
+START_TEST(test_batch_step_matches_single) {
+    ck_assert_int_eq(ops_select("cpu"), 0);
+    enum { T = 10, B = 3, V = 23 };
+    for (size_t c = 0; c < sizeof g_cases / sizeof g_cases[0]; c++) {
+        Model m;
+        tiny_model(&m, c, T, 200 + c);
+        ck_assert_msg(model_can_decode(&m), "%s %s: cannot decode", g_cases[c][0], g_cases[c][1]);
+        int32_t tok[B][T];
+        Rng rng;
+        rng_seed(&rng, 9 + c);
+        for (int b = 0; b < B; b++)
+            for (int i = 0; i < T; i++) tok[b][i] = (int32_t)rng_below(&rng, V);
+        static real single[B][T][V];
+        for (int b = 0; b < B; b++) {
+            DecodeState ds;
+            ck_assert_int_eq(model_decode_begin(&m, &ds), 0);
+            for (int i = 0; i < T; i++) {
+                ck_assert_int_eq(model_decode_step(&m, &ds, tok[b][i]), 0);
+                g_ops->to_host(single[b][i], m.logits, sizeof(real) * V);
+            }
+            model_decode_end(&m, &ds);
+        }
+        DecodeState ds;
+        ck_assert_int_eq(model_decode_begin_batch(&m, &ds, B), 0);
+        ck_assert_int_ne(model_decode_step(&m, &ds, 0), 0); /* one token for three sequences */
+        double worst = 0;
+        for (int i = 0; i < T; i++) {
+            int32_t col[B];
+            for (int b = 0; b < B; b++) col[b] = tok[b][i];
+            ck_assert_int_eq(model_decode_step_batch(&m, &ds, col), 0);
+            real got[B * V];
+            g_ops->to_host(got, m.logits, sizeof got);
+            for (int b = 0; b < B; b++) {
+                double mx = 0, e = 0;
+                for (int v = 0; v < V; v++)
+                    mx = fmax(mx, fabs(single[b][i][v])), e = fmax(e, fabs(got[b * V + v] - single[b][i][v]));
+                worst = fmax(worst, e / fmax(mx, 1e-6));
+            }
+        }
+        int32_t bad[B] = {0, 23, 0};
+        ds.pos = 0;
+        ck_assert_int_ne(model_decode_step_batch(&m, &ds, bad), 0); /* an id outside the vocabulary */
+        model_decode_end(&m, &ds);
+        ck_assert_msg(worst < 1e-5, "%s %s: batched logits differ by %.2e", g_cases[c][0], g_cases[c][1], worst);
+        printf("batch decode %-7s %-36s max rel err %.1e (3 sequences, %d positions)\n", g_cases[c][0], g_cases[c][1],
+               worst, T);
+        /* more sequences than the rows the model is allocated for (1 x T) */
+        ck_assert_int_ne(model_decode_begin_batch(&m, &ds, T + 1), 0);
+        ck_assert(strstr(gma_error(), "allocated for"));
+        model_free(&m);
+    }
+}
+END_TEST
+
+typedef struct Seqs { int32_t ids[4][32]; int n[4]; } Seqs;
+static int keep_b(void *ctx, int b, int32_t t) {
+    Seqs *s = ctx;
+    s->ids[b][s->n[b]++] = t;
+    return 0;
+}
+static int keep_1(void *ctx, int32_t t) { return keep_b(ctx, 0, t); }
+
+/* M = 4 sampled continuations at once are the 4 of separate calls, with the same streams */
+START_TEST(test_generate_batch_is_separate_runs) {
+    ck_assert_int_eq(ops_select("cpu"), 0);
+    /* auto with threshold 4 inside the window of 12: no decode step, a forward per token */
+    const char *mixers[][2] = {{"gma", ""}, {"mamba", ""}, {"auto", "model.auto_threshold=4"}};
+    int news[2] = {7, 14}; /* 3 + 7 fits the window of 12, 3 + 14 slides past it */
+    for (int c = 0; c < 3; c++)
+        for (int k = 0; k < 2; k++) {
+            Config cfg = tu_tiny_config(mixers[c][0]);
+            cfg.model.vocab_size = 23;
+            cfg.model.max_seq_len = cfg.train.seq_len = 12;
+            cfg.model.init_std = 1.0; /* spread logits: the draws differ between streams */
+            if (mixers[c][1][0]) tu_apply_sets(&cfg, mixers[c][1]);
+            else ck_assert_int_eq(cfg_validate(&cfg), 0);
+            Model m;
+            ck_assert_int_eq(model_build(&m, &cfg), 0);
+            model_alloc(&m, 1, 12);
+            model_init_params(&m, 31 + c);
+            int32_t prompt[3] = {4, 17, 2};
+            SampleOpts so = {.temperature = 1.0, .top_k = 0, .top_p = 0.95};
+            Seqs one = {0}, all = {0};
+            for (int b = 0; b < 4; b++) {
+                Rng r;
+                rng_seed2(&r, 77, (uint64_t)b);
+                Seqs s = {0};
+                ck_assert_int_eq(model_generate(&m, prompt, 3, news[k], &so, &r, keep_1, &s), 0);
+                memcpy(one.ids[b], s.ids[0], sizeof s.ids[0]);
+                one.n[b] = s.n[0];
+            }
+            Rng rs[4];
+            for (int b = 0; b < 4; b++) rng_seed2(&rs[b], 77, (uint64_t)b);
+            ck_assert_int_eq(model_generate_batch(&m, prompt, 3, news[k], 4, &so, rs, keep_b, &all), 0);
+            int differ = 0;
+            for (int b = 0; b < 4; b++) {
+                ck_assert_int_eq(all.n[b], news[k]);
+                ck_assert_msg(!memcmp(all.ids[b], one.ids[b], sizeof(int32_t) * (size_t)news[k]),
+                              "%s, %d new: sequence %d differs from its separate run", mixers[c][0], news[k], b);
+                differ += memcmp(all.ids[b], all.ids[0], sizeof(int32_t) * (size_t)news[k]) != 0;
+            }
+            ck_assert_msg(differ > 0, "%s: the 4 streams drew the same tokens", mixers[c][0]);
+            model_free(&m);
+        }
+}
+END_TEST
+
+/* gmasample --samples 3 (one batch of incremental steps) prints the samples of a full
+ * forward per token, sample by sample */
+START_TEST(test_gmasample_batch) {
+    char run_dir[1100], j1[1100], j2[1100];
+    snprintf(run_dir, sizeof run_dir, "%s/run", tu_tmpdir());
+    ck_assert_msg(run("bin/gmatrain --config configs/quickstart.json --out %s --quiet --threads 1 --set train.steps=2 "
+                      "--set train.eval_every=0 --set data.recall_valid=4 --set data.recall_test=4",
+                      run_dir) == 0,
+                  "%s", g_out);
+    snprintf(j1, sizeof j1, "%s/b.json", tu_tmpdir());
+    snprintf(j2, sizeof j2, "%s/f.json", tu_tmpdir());
+    const char *a = "--prompt-ids '3 1 4' --tokens 9 --temperature 2 --samples 3 --seed 4 --threads 1";
+    ck_assert_msg(run("bin/gmasample --checkpoint %s %s --json %s", run_dir, a, j1) == 0, "%s", g_out);
+    ck_assert_msg(strstr(g_out, "incremental decoding"), "%s", g_out);
+    char batch_out[65536];
+    snprintf(batch_out, sizeof batch_out, "%s", g_out);
+    ck_assert_msg(run("bin/gmasample --checkpoint %s %s --no-cache --json %s", run_dir, a, j2) == 0, "%s", g_out);
+    char *x = gma_read_file(j1, NULL), *y = gma_read_file(j2, NULL);
+    ck_assert_ptr_nonnull(x);
+    ck_assert_ptr_nonnull(y);
+    cJSON *jx = cJSON_Parse(x), *jy = cJSON_Parse(y);
+    char *sx = cJSON_PrintUnformatted(cJSON_GetObjectItem(jx, "samples"));
+    char *sy = cJSON_PrintUnformatted(cJSON_GetObjectItem(jy, "samples"));
+    ck_assert_int_eq(cJSON_GetArraySize(cJSON_GetObjectItem(jx, "samples")), 3);
+    ck_assert_str_eq(sx, sy);
+    /* the printed samples: prompt and continuation of each, separated, in order */
+    char *ids0 = cJSON_PrintUnformatted(cJSON_GetObjectItem(cJSON_GetArrayItem(cJSON_GetObjectItem(jx, "samples"), 0), "ids"));
+    ck_assert_msg(strstr(batch_out, "3 1 4 ") == batch_out || strstr(batch_out, "\n3 1 4 "), "%s", batch_out);
+    int seps = 0;
+    for (const char *p = batch_out; (p = strstr(p, "\n----\n")); p++) seps++;
+    ck_assert_int_eq(seps, 2);
+    printf("gmasample --samples 3 batched = --no-cache: %s (sample 0 ids %s)\n", sx, ids0);
+    free(ids0), free(sx), free(sy);
+    cJSON_Delete(jx), cJSON_Delete(jy);
+    free(x), free(y);
+}
+END_TEST
+
+/* gmabench decode: a row per mixer and M with tokens/s, the limit measured on the step's
+ * weight products and their ratio (values not asserted: timings), bad --samples refused */
+START_TEST(test_gmabench_decode_rows) {
+    char js[1100];
+    snprintf(js, sizeof js, "%s/bench.json", tu_tmpdir());
+    ck_assert_msg(run("bin/gmabench decode --mixers gma,mamba --L 1 --D 16 --H 2 --V 64 --T 16 --Kc 4 --samples 1,3 "
+                      "--repeat 1 --threads 1 --json %s",
+                      js) == 0,
+                  "%s", g_out);
+    ck_assert_msg(strstr(g_out, "limit tok/s") && strstr(g_out, "ratio"), "%s", g_out);
+    char *x = gma_read_file(js, NULL);
+    ck_assert_ptr_nonnull(x);
+    cJSON *j = cJSON_Parse(x), *rows = cJSON_GetObjectItem(j, "decode");
+    ck_assert_int_eq(cJSON_GetArraySize(rows), 4);
+    for (int i = 0; i < 4; i++) {
+        cJSON *r = cJSON_GetArrayItem(rows, i);
+        ck_assert_int_eq((int)cJSON_GetNumberValue(cJSON_GetObjectItem(r, "samples")), i % 2 ? 3 : 1);
+        const char *keys[] = {"tokens_per_s", "limit_tokens_per_s", "ratio_to_limit"};
+        for (int k = 0; k < 3; k++)
+            ck_assert_msg(cJSON_GetNumberValue(cJSON_GetObjectItem(r, keys[k])) > 0, "row %d lacks %s", i, keys[k]);
+    }
+    cJSON_Delete(j);
+    free(x);
+    ck_assert_int_eq(run("bin/gmabench decode --samples 0"), 2);
+    ck_assert_msg(strstr(g_out, "--samples"), "%s", g_out);
+}
+END_TEST
+
+Suite *make_suite(void) {
+    Suite *s = suite_create("decode_batch");
+    TCase *tc = tcase_create("decode_batch");
+    tcase_set_timeout(tc, 300);
+    tcase_add_test(tc, test_batch_step_matches_single);
+    tcase_add_test(tc, test_generate_batch_is_separate_runs);
+    tcase_add_test(tc, test_gmasample_batch);
+    tcase_add_test(tc, test_gmabench_decode_rows);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+GMA_TEST_MAIN()
