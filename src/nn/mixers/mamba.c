@@ -130,22 +130,31 @@ static Acts carve(const Mixer *m, int B, int N, real *act) {
     return a;
 }
 
+/* the input-dependent step parameters of R rows of u (docs/model.md): dt (softplus of the
+ * low-rank projection), Bm and Cm */
+static void step_params(const Mixer *m, const real *params, Acts *a, int R) {
+    const MbPriv *p = m->priv;
+    int E = p->E, S = p->S, Rk = p->Rk;
+    const real *Wx = MP(m, params, P_XPROJ);
+    linear_forward(a->dtl, a->u, Wx, NULL, R, E, Rk);
+    linear_forward(a->Bm, a->u, Wx + (size_t)Rk * E, NULL, R, E, S);
+    linear_forward(a->Cm, a->u, Wx + (size_t)(Rk + S) * E, NULL, R, E, S);
+    linear_forward(a->dtr, a->dtl, MP(m, params, P_DTW), MP(m, params, P_DTB), R, Rk, E);
+    g_ops->softplus_forward(a->dt, a->dtr, (size_t)R * E);
+}
+
 static void mb_forward(Mixer *m, const MixerCtx *c, real *y, const real *h, const real *params, real *act,
                        real *scratch) {
     const MbPriv *p = m->priv;
-    int B = c->B, N = c->N, D = m->Dm, E = p->E, S = p->S, Rk = p->Rk, R = B * N;
+    int B = c->B, N = c->N, D = m->Dm, E = p->E, S = p->S, R = B * N;
     size_t RE = (size_t)R * E;
     Acts a = carve(m, B, N, act);
-    const real *Win = MP(m, params, P_IN), *Wx = MP(m, params, P_XPROJ);
+    const real *Win = MP(m, params, P_IN);
     linear_forward(a.x, h, Win, NULL, R, D, E);
     linear_forward(a.z, h, Win + (size_t)E * D, NULL, R, D, E);
     g_ops->conv1d_causal_forward(a.xc, a.x, MP(m, params, P_CONVW), MP(m, params, P_CONVB), B, N, E, p->K);
     g_ops->silu_forward(a.u, a.xc, RE);
-    linear_forward(a.dtl, a.u, Wx, NULL, R, E, Rk);
-    linear_forward(a.Bm, a.u, Wx + (size_t)Rk * E, NULL, R, E, S);
-    linear_forward(a.Cm, a.u, Wx + (size_t)(Rk + S) * E, NULL, R, E, S);
-    linear_forward(a.dtr, a.dtl, MP(m, params, P_DTW), MP(m, params, P_DTB), R, Rk, E);
-    g_ops->softplus_forward(a.dt, a.dtr, RE);
+    step_params(m, params, &a, R);
     g_ops->scan_forward(a.ys, a.hck, a.u, a.dt, a.Bm, a.Cm, MP(m, params, P_ALOG), MP(m, params, P_D), B, N, E, S,
                         p->chunk);
     g_ops->gate_silu_forward(a.g, a.ys, a.z, RE);
@@ -197,10 +206,10 @@ static size_t mb_dstate(const Mixer *m, int Nmax) {
 static void mb_decode(Mixer *m, real *y, const real *h, const real *params, real *state, int B, int pos, int Nmax,
                       real *act, real *scratch) {
     const MbPriv *p = m->priv;
-    int D = m->Dm, E = p->E, S = p->S, K = p->K, Rk = p->Rk;
+    int D = m->Dm, E = p->E, S = p->S, K = p->K;
     size_t RE = (size_t)B * E, ES = (size_t)E * S, ss = mb_dstate(m, Nmax), row = sizeof(real) * (size_t)E;
     Acts a = carve(m, B, 1, act);
-    const real *Win = MP(m, params, P_IN), *Wx = MP(m, params, P_XPROJ);
+    const real *Win = MP(m, params, P_IN);
     linear_forward(a.x, h, Win, NULL, B, D, E);
     linear_forward(a.z, h, Win + (size_t)E * D, NULL, B, D, E);
     for (int b = 0; b < B; b++) {
@@ -212,11 +221,7 @@ static void mb_decode(Mixer *m, real *y, const real *h, const real *params, real
         if (K > 1) g_ops->copy(conv, win + E, row * (K - 1));
     }
     g_ops->silu_forward(a.u, a.xc, RE);
-    linear_forward(a.dtl, a.u, Wx, NULL, B, E, Rk);
-    linear_forward(a.Bm, a.u, Wx + (size_t)Rk * E, NULL, B, E, S);
-    linear_forward(a.Cm, a.u, Wx + (size_t)(Rk + S) * E, NULL, B, E, S);
-    linear_forward(a.dtr, a.dtl, MP(m, params, P_DTW), MP(m, params, P_DTB), B, Rk, E);
-    g_ops->softplus_forward(a.dt, a.dtr, RE);
+    step_params(m, params, &a, B);
     /* h = exp(dt A) h + dt Bm u, ys = Cm . h + D u, per channel */
     real *hb = xmalloc(sizeof(real) * (2 * ES + 4 * (size_t)E + 2 * (size_t)S));
     real *A = hb, *hs = A + ES, *u = hs + ES, *dt = u + E, *ys = dt + E, *Bt = ys + E, *Ct = Bt + S, *Dk = Ct + S;
