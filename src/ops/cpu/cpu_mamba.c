@@ -4,7 +4,8 @@
  * Selective scan, per batch row b and channel c with S states:
  *   h_t = exp(dt_t A_c) h_{t-1} + dt_t Bm_t u_t ,  y_t = Cm_t . h_t + Dskip_c u_t.
  * Channels are processed in fixed groups of SCAN_CW (a thread walks time for its group,
- * reading contiguous channel slices). The forward pass saves the state at the start of
+ * reading contiguous channel slices; the group's arrays are state-major so that the
+ * inner loops vectorise over its channels). The forward pass saves the state at the start of
  * every `chunk` steps; the backward pass walks the chunks in reverse, recomputes the
  * chunk's states from its checkpoint, and runs the reverse (adjoint) scan:
  *   dh_t = dh_{t+1} exp(dt_{t+1} A) + dy_t Cm_t
@@ -20,6 +21,7 @@
 #include "ops/cpu/cpu_exp.h"
 
 #define SCAN_CW 32
+#define GMA_INLINE static inline __attribute__((always_inline))
 
 static inline real sigm(real x) { return 1 / (1 + vexp1(-x)); }
 
@@ -96,35 +98,147 @@ void cpu_conv1d_causal_backward(real *dx, real *dw, real *db, const real *dout, 
     }
 }
 
+/* Within a channel group the state, A and exp(dt A) are held state-major, [s][c]: every
+ * inner loop runs over the group's contiguous channels (vectorised), and the sums over s
+ * (y, du, ddt) become per-channel vector accumulators. hck keeps the [E][S] layout. */
+static void scan_load_A(real *A, const real *A_log, int c0, int cw, int S) {
+    for (int c = 0; c < cw; c++)
+        for (int s = 0; s < S; s++) A[(size_t)s * cw + c] = -rexp(A_log[(size_t)(c0 + c) * S + s]);
+}
+/* ea[s][c] = exp(dt[c] A[s][c]) */
+GMA_INLINE void scan_decay(real *restrict ea, const real *restrict A, const real *restrict dtt, int cw, int S) {
+    for (int s = 0; s < S; s++) {
+        const real *As = A + (size_t)s * cw;
+        real *es = ea + (size_t)s * cw;
+#pragma omp simd
+        for (int c = 0; c < cw; c++) es[c] = dtt[c] * As[c];
+    }
+    vexp_sub(ea, ea, 0, cw * S);
+}
+/* hn[s][c] = ea[s][c] hp[s][c] + dt[c] u[c] Bm[s] */
+GMA_INLINE void scan_step(real *restrict hn, const real *hp, const real *restrict ea, const real *restrict xb,
+                             const real *restrict Bt, int cw, int S) {
+    for (int s = 0; s < S; s++) {
+        const real *es = ea + (size_t)s * cw, *hps = hp + (size_t)s * cw;
+        real *hns = hn + (size_t)s * cw, bs = Bt[s];
+#pragma omp simd
+        for (int c = 0; c < cw; c++) hns[c] = es[c] * hps[c] + xb[c] * bs;
+    }
+}
+
+/* The arguments shared by the forward and backward group kernels. */
+typedef struct {
+    const real *u, *dt, *Bm, *Cm, *Dskip;
+    int N, E, S, chunk, nck;
+} ScanArgs;
+
+/* One (batch row, channel group) of the forward; GMA_INLINE with cw a constant SCAN_CW
+ * for full groups, so that the channel loops unroll. */
+GMA_INLINE void scan_fwd_group(const ScanArgs *a, real *y, real *hck, const real *A, real *h, real *ea, int b,
+                               int c0, int cw) {
+    int N = a->N, E = a->E, S = a->S, chunk = a->chunk;
+    size_t cs = (size_t)cw * S;
+    real xb[SCAN_CW], acc[SCAN_CW];
+    memset(h, 0, sizeof(real) * cs);
+    for (int t = 0; t < N; t++) {
+        if (t % chunk == 0) {
+            real *hk = hck + (((size_t)b * a->nck + t / chunk) * E + c0) * S;
+            for (int c = 0; c < cw; c++)
+                for (int s = 0; s < S; s++) hk[(size_t)c * S + s] = h[(size_t)s * cw + c];
+        }
+        size_t row = (size_t)b * N + t;
+        const real *ut = a->u + row * E + c0, *dtt = a->dt + row * E + c0, *Bt = a->Bm + row * S,
+                   *Ct = a->Cm + row * S;
+        real *yt = y + row * E + c0;
+        scan_decay(ea, A, dtt, cw, S);
+        for (int c = 0; c < cw; c++) xb[c] = dtt[c] * ut[c], acc[c] = 0;
+        for (int s = 0; s < S; s++) {
+            const real *restrict es = ea + (size_t)s * cw;
+            real *restrict hs = h + (size_t)s * cw;
+            real bs = Bt[s], cs_ = Ct[s];
+#pragma omp simd
+            for (int c = 0; c < cw; c++) {
+                real v = es[c] * hs[c] + xb[c] * bs;
+                hs[c] = v;
+                acc[c] += cs_ * v;
+            }
+        }
+        for (int c = 0; c < cw; c++) yt[c] = acc[c] + a->Dskip[c0 + c] * ut[c];
+    }
+}
+
 void cpu_scan_forward(real *y, real *hck, const real *u, const real *dt, const real *Bm, const real *Cm,
                       const real *A_log, const real *Dskip, int B, int N, int E, int S, int chunk) {
-    int G = (E + SCAN_CW - 1) / SCAN_CW, nck = (N + chunk - 1) / chunk;
-#pragma omp parallel for collapse(2) schedule(dynamic)
+    int G = (E + SCAN_CW - 1) / SCAN_CW;
+    ScanArgs a = {u, dt, Bm, Cm, Dskip, N, E, S, chunk, (N + chunk - 1) / chunk};
+#pragma omp parallel for collapse(2) schedule(static)
     for (int b = 0; b < B; b++)
         for (int g = 0; g < G; g++) {
             int c0 = g * SCAN_CW, cw = GMA_MIN(SCAN_CW, E - c0);
-            real *h = cpu_workspace(1, 2 * (size_t)cw * S + S), *A = h + (size_t)cw * S, *ea = A + (size_t)cw * S;
-            for (int i = 0; i < cw * S; i++) A[i] = -rexp(A_log[(size_t)c0 * S + i]), h[i] = 0;
-            for (int t = 0; t < N; t++) {
-                if (t % chunk == 0)
-                    memcpy(hck + (((size_t)b * nck + t / chunk) * E + c0) * S, h, sizeof(real) * cw * S);
-                size_t row = (size_t)b * N + t;
-                const real *ut = u + row * E + c0, *dtt = dt + row * E + c0, *Bt = Bm + row * S, *Ct = Cm + row * S;
-                real *yt = y + row * E + c0;
-                for (int c = 0; c < cw; c++) {
-                    real dtc = dtt[c], xb = dtc * ut[c], acc = 0;
-                    real *hc = h + (size_t)c * S;
-                    const real *Ac = A + (size_t)c * S;
-                    vexp_mul(ea, Ac, dtc, S);
-                    for (int s = 0; s < S; s++) {
-                        real hs = ea[s] * hc[s] + xb * Bt[s];
-                        hc[s] = hs;
-                        acc += Ct[s] * hs;
-                    }
-                    yt[c] = acc + Dskip[c0 + c] * ut[c];
-                }
-            }
+            size_t cs = (size_t)cw * S;
+            real *h = cpu_workspace(1, 3 * cs), *A = h + cs, *ea = A + cs;
+            scan_load_A(A, A_log, c0, cw, S);
+            if (cw == SCAN_CW) scan_fwd_group(&a, y, hck, A, h, ea, b, c0, SCAN_CW);
+            else scan_fwd_group(&a, y, hck, A, h, ea, b, c0, cw);
         }
+}
+
+/* One (batch row, channel group) of the backward. hbuf: states h_{t0-1} .. h_{t0+L-1};
+ * abuf: exp(dt A) of each step of the chunk; all [s][c] per step, as A, dh and the
+ * group's dA accumulator dAg (zeroed by the caller). */
+GMA_INLINE void scan_bwd_group(const ScanArgs *a, real *du, real *ddt, real *dBg, real *dCg, real *dAg, real *dDb,
+                               const real *dy, const real *hck, const real *A, real *hbuf, real *abuf, real *dh,
+                               int b, int c0, int cw) {
+    int N = a->N, E = a->E, S = a->S, chunk = a->chunk;
+    size_t cs = (size_t)cw * S;
+    real xb[SCAN_CW], du_acc[SCAN_CW], ddt_acc[SCAN_CW];
+    for (int ck = a->nck - 1; ck >= 0; ck--) {
+        int t0 = ck * chunk, L = GMA_MIN(chunk, N - t0);
+        const real *hk = hck + (((size_t)b * a->nck + ck) * E + c0) * S;
+        for (int c = 0; c < cw; c++)
+            for (int s = 0; s < S; s++) hbuf[(size_t)s * cw + c] = hk[(size_t)c * S + s];
+        for (int l = 0; l < L; l++) {
+            size_t row = (size_t)b * N + t0 + l;
+            const real *ut = a->u + row * E + c0, *dtt = a->dt + row * E + c0;
+            real *al = abuf + (size_t)l * cs;
+            scan_decay(al, A, dtt, cw, S);
+            for (int c = 0; c < cw; c++) xb[c] = dtt[c] * ut[c];
+            scan_step(hbuf + (size_t)(l + 1) * cs, hbuf + (size_t)l * cs, al, xb, a->Bm + row * S, cw, S);
+        }
+        for (int l = L - 1; l >= 0; l--) {
+            size_t row = (size_t)b * N + t0 + l;
+            const real *ut = a->u + row * E + c0, *dtt = a->dt + row * E + c0, *Bt = a->Bm + row * S,
+                       *Ct = a->Cm + row * S, *gy = dy + row * E + c0;
+            const real *hp = hbuf + (size_t)l * cs, *hn = hp + cs, *al = abuf + (size_t)l * cs;
+            real *dBt = dBg + row * S, *dCt = dCg + row * S;
+            for (int c = 0; c < cw; c++) {
+                du_acc[c] = gy[c] * a->Dskip[c0 + c], ddt_acc[c] = 0, xb[c] = dtt[c] * ut[c];
+                dDb[c] += gy[c] * ut[c];
+            }
+            for (int s = 0; s < S; s++) {
+                size_t o = (size_t)s * cw;
+                const real *restrict hps = hp + o, *restrict hns = hn + o, *restrict as = al + o, *restrict As = A + o;
+                real *restrict dhs_ = dh + o, *restrict dAs = dAg + o;
+                real bs = Bt[s], cs_ = Ct[s], sumC = 0, sumB = 0;
+#pragma omp simd reduction(+ : sumC, sumB)
+                for (int c = 0; c < cw; c++) {
+                    real gc = gy[c], dtc = dtt[c];
+                    sumC += gc * hns[c];
+                    real dhs = dhs_[c] + gc * cs_;
+                    real e = as[c], ha = hps[c] * e;
+                    ddt_acc[c] += dhs * (ha * As[c] + bs * ut[c]);
+                    dAs[c] += dhs * ha * dtc;
+                    sumB += dhs * xb[c];
+                    du_acc[c] += dhs * dtc * bs;
+                    dhs_[c] = dhs * e;
+                }
+                dCt[s] += sumC;
+                dBt[s] += sumB;
+            }
+            real *dut = du + row * E + c0, *ddtt = ddt + row * E + c0;
+            for (int c = 0; c < cw; c++) dut[c] += du_acc[c], ddtt[c] += ddt_acc[c];
+        }
+    }
 }
 
 static real *g_scan_part;
@@ -133,7 +247,8 @@ static size_t g_scan_cap;
 void cpu_scan_backward(real *du, real *ddt, real *dBm, real *dCm, real *dA_log, real *dDskip, const real *dy,
                        const real *hck, const real *u, const real *dt, const real *Bm, const real *Cm,
                        const real *A_log, const real *Dskip, int B, int N, int E, int S, int chunk) {
-    int G = (E + SCAN_CW - 1) / SCAN_CW, nck = (N + chunk - 1) / chunk;
+    int G = (E + SCAN_CW - 1) / SCAN_CW;
+    ScanArgs a = {u, dt, Bm, Cm, Dskip, N, E, S, chunk, (N + chunk - 1) / chunk};
     size_t nbs = (size_t)B * N * S;
     size_t need = 2 * (size_t)G * nbs + (size_t)B * E * S + (size_t)B * E;
     if (need > g_scan_cap) {
@@ -143,59 +258,22 @@ void cpu_scan_backward(real *du, real *ddt, real *dBm, real *dCm, real *dA_log, 
     }
     real *dBp = g_scan_part, *dCp = dBp + (size_t)G * nbs, *dAp = dCp + (size_t)G * nbs, *dDp = dAp + (size_t)B * E * S;
     memset(g_scan_part, 0, need * sizeof(real));
-#pragma omp parallel for collapse(2) schedule(dynamic)
+#pragma omp parallel for collapse(2) schedule(static)
     for (int b = 0; b < B; b++)
         for (int g = 0; g < G; g++) {
             int c0 = g * SCAN_CW, cw = GMA_MIN(SCAN_CW, E - c0);
             size_t cs = (size_t)cw * S;
-            /* hbuf: states h_{t0-1} .. h_{t0+L-1}; abuf: exp(dt A) of each step of the chunk */
-            real *hbuf = cpu_workspace(1, (size_t)(2 * chunk + 1) * cs + 2 * cs), *abuf = hbuf + (size_t)(chunk + 1) * cs;
-            real *A = abuf + (size_t)chunk * cs, *dh = A + cs;
-            for (size_t i = 0; i < cs; i++) A[i] = -rexp(A_log[(size_t)c0 * S + i]), dh[i] = 0;
-            real *dBg = dBp + (size_t)g * nbs, *dCg = dCp + (size_t)g * nbs;
-            real *dAb = dAp + ((size_t)b * E + c0) * S, *dDb = dDp + (size_t)b * E + c0;
-            for (int ck = nck - 1; ck >= 0; ck--) {
-                int t0 = ck * chunk, L = GMA_MIN(chunk, N - t0);
-                memcpy(hbuf, hck + (((size_t)b * nck + ck) * E + c0) * S, sizeof(real) * cs);
-                for (int l = 0; l < L; l++) {
-                    size_t row = (size_t)b * N + t0 + l;
-                    const real *ut = u + row * E + c0, *dtt = dt + row * E + c0, *Bt = Bm + row * S;
-                    const real *hp = hbuf + (size_t)l * cs;
-                    real *hn = hbuf + (size_t)(l + 1) * cs, *al = abuf + (size_t)l * cs;
-                    for (int c = 0; c < cw; c++) {
-                        real dtc = dtt[c], xb = dtc * ut[c], *ac = al + (size_t)c * S;
-                        vexp_mul(ac, A + (size_t)c * S, dtc, S);
-                        for (int s = 0; s < S; s++) hn[(size_t)c * S + s] = ac[s] * hp[(size_t)c * S + s] + xb * Bt[s];
-                    }
-                }
-                for (int l = L - 1; l >= 0; l--) {
-                    size_t row = (size_t)b * N + t0 + l;
-                    const real *ut = u + row * E + c0, *dtt = dt + row * E + c0, *Bt = Bm + row * S, *Ct = Cm + row * S;
-                    const real *gy = dy + row * E + c0;
-                    const real *hp = hbuf + (size_t)l * cs, *hn = hp + cs;
-                    real *dBt = dBg + row * S, *dCt = dCg + row * S, *dut = du + row * E + c0, *ddtt = ddt + row * E + c0;
-                    for (int c = 0; c < cw; c++) {
-                        real gc = gy[c], x = ut[c], dtc = dtt[c];
-                        real du_acc = gc * Dskip[c0 + c], ddt_acc = 0;
-                        dDb[c] += gc * x;
-                        const real *Ac = A + (size_t)c * S, *hpc = hp + (size_t)c * S, *hnc = hn + (size_t)c * S;
-                        const real *ac = abuf + (size_t)l * cs + (size_t)c * S;
-                        real *dhc = dh + (size_t)c * S, *dAc = dAb + (size_t)c * S;
-                        for (int s = 0; s < S; s++) {
-                            dCt[s] += gc * hnc[s];
-                            real dhs = dhc[s] + gc * Ct[s];
-                            real a = ac[s];
-                            ddt_acc += dhs * (hpc[s] * a * Ac[s] + Bt[s] * x);
-                            dAc[s] += dhs * hpc[s] * a * dtc;
-                            dBt[s] += dhs * dtc * x;
-                            du_acc += dhs * dtc * Bt[s];
-                            dhc[s] = dhs * a;
-                        }
-                        dut[c] += du_acc;
-                        ddtt[c] += ddt_acc;
-                    }
-                }
-            }
+            real *hbuf = cpu_workspace(1, (size_t)(2 * chunk + 1) * cs + 3 * cs), *abuf = hbuf + (size_t)(chunk + 1) * cs;
+            real *A = abuf + (size_t)chunk * cs, *dh = A + cs, *dAg = dh + cs;
+            scan_load_A(A, A_log, c0, cw, S);
+            memset(dh, 0, sizeof(real) * 2 * cs);
+            real *dBg = dBp + (size_t)g * nbs, *dCg = dCp + (size_t)g * nbs, *dDb = dDp + (size_t)b * E + c0;
+            if (cw == SCAN_CW)
+                scan_bwd_group(&a, du, ddt, dBg, dCg, dAg, dDb, dy, hck, A, hbuf, abuf, dh, b, c0, SCAN_CW);
+            else scan_bwd_group(&a, du, ddt, dBg, dCg, dAg, dDb, dy, hck, A, hbuf, abuf, dh, b, c0, cw);
+            real *dAb = dAp + ((size_t)b * E + c0) * S;
+            for (int c = 0; c < cw; c++)
+                for (int s = 0; s < S; s++) dAb[(size_t)c * S + s] += dAg[(size_t)s * cw + c];
         }
 #pragma omp parallel for schedule(static)
     for (size_t i = 0; i < nbs; i++) {
