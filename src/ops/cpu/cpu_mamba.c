@@ -105,8 +105,21 @@ static void scan_load_A(real *A, const real *A_log, int c0, int cw, int S) {
     for (int c = 0; c < cw; c++)
         for (int s = 0; s < S; s++) A[(size_t)s * cw + c] = -rexp(A_log[(size_t)(c0 + c) * S + s]);
 }
-/* ea[s][c] = exp(dt[c] A[s][c]) */
+/* ea[s][c] = exp(dt[c] A[s][c]); float32 groups of whole vectors in one pass */
 GMA_INLINE void scan_decay(real *restrict ea, const real *restrict A, const real *restrict dtt, int cw, int S) {
+#ifndef GMA_DOUBLE
+    if (cw % 8 == 0) {
+        for (int s = 0; s < S; s++)
+            for (int c = 0; c < cw; c += 8) {
+                v8f d, av;
+                memcpy(&d, dtt + c, sizeof d);
+                memcpy(&av, A + (size_t)s * cw + c, sizeof av);
+                av = vexp8(d * av);
+                memcpy(ea + (size_t)s * cw + c, &av, sizeof av);
+            }
+        return;
+    }
+#endif
     for (int s = 0; s < S; s++) {
         const real *As = A + (size_t)s * cw;
         real *es = ea + (size_t)s * cw;
@@ -124,6 +137,13 @@ GMA_INLINE void scan_step(real *restrict hn, const real *hp, const real *restric
 #pragma omp simd
         for (int c = 0; c < cw; c++) hns[c] = es[c] * hps[c] + xb[c] * bs;
     }
+}
+
+/* Rows t of [B, N, E] arrays are E apart: a group's slice of a row ahead is fetched
+ * SCAN_PF steps early (the hardware prefetcher does not follow that stride in time). */
+#define SCAN_PF 8
+GMA_INLINE void scan_prefetch(const real *p, int cw) {
+    for (int c = 0; c < cw; c += 64 / (int)sizeof(real)) __builtin_prefetch(p + c);
 }
 
 /* The arguments shared by the forward and backward group kernels. */
@@ -150,6 +170,10 @@ GMA_INLINE void scan_fwd_group(const ScanArgs *a, real *y, real *hck, const real
         const real *ut = a->u + row * E + c0, *dtt = a->dt + row * E + c0, *Bt = a->Bm + row * S,
                    *Ct = a->Cm + row * S;
         real *yt = y + row * E + c0;
+        if (t + SCAN_PF < N) {
+            size_t ahead = (size_t)SCAN_PF * E;
+            scan_prefetch(ut + ahead, cw), scan_prefetch(dtt + ahead, cw), scan_prefetch(yt + ahead, cw);
+        }
         scan_decay(ea, A, dtt, cw, S);
         for (int c = 0; c < cw; c++) xb[c] = dtt[c] * ut[c], acc[c] = 0;
         for (int s = 0; s < S; s++) {
@@ -201,6 +225,11 @@ GMA_INLINE void scan_bwd_group(const ScanArgs *a, real *du, real *ddt, real *dBg
             size_t row = (size_t)b * N + t0 + l;
             const real *ut = a->u + row * E + c0, *dtt = a->dt + row * E + c0;
             real *al = abuf + (size_t)l * cs;
+            if (t0 + l + SCAN_PF < N) {
+                size_t ahead = (size_t)SCAN_PF * E;
+                scan_prefetch(ut + ahead, cw), scan_prefetch(dtt + ahead, cw), scan_prefetch(dy + (row * E + c0) + ahead, cw);
+                scan_prefetch(du + (row * E + c0) + ahead, cw), scan_prefetch(ddt + (row * E + c0) + ahead, cw);
+            }
             scan_decay(al, A, dtt, cw, S);
             for (int c = 0; c < cw; c++) xb[c] = dtt[c] * ut[c];
             scan_step(hbuf + (size_t)(l + 1) * cs, hbuf + (size_t)l * cs, al, xb, a->Bm + row * S, cw, S);
