@@ -130,7 +130,7 @@ GMA_INLINE void scan_decay(real *restrict ea, const real *restrict A, const real
 }
 /* hn[s][c] = ea[s][c] hp[s][c] + dt[c] u[c] Bm[s] */
 GMA_INLINE void scan_step(real *restrict hn, const real *hp, const real *restrict ea, const real *restrict xb,
-                             const real *restrict Bt, int cw, int S) {
+                          const real *restrict Bt, int cw, int S) {
     for (int s = 0; s < S; s++) {
         const real *es = ea + (size_t)s * cw, *hps = hp + (size_t)s * cw;
         real *hns = hn + (size_t)s * cw, bs = Bt[s];
