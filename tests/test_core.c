@@ -32,6 +32,28 @@ START_TEST(test_hash_every_byte_counts) {
 }
 END_TEST
 
+/* command-line numbers: the whole string, in range; a seed is any non-negative 64-bit value */
+START_TEST(test_parse_numbers) {
+    long x;
+    ck_assert_int_eq(gma_parse_long("42", 0, 100, &x), 0);
+    ck_assert_int_eq(x, 42);
+    ck_assert_int_eq(gma_parse_long("101", 0, 100, &x), -1);
+    ck_assert_int_eq(gma_parse_long("4x", 0, 100, &x), -1);
+    ck_assert_int_eq(gma_parse_long("", 0, 100, &x), -1);
+    unsigned long long u = 0;
+    ck_assert_int_eq(gma_parse_u64("18446744073709551615", &u), 0);
+    ck_assert(u == 18446744073709551615ULL);
+    ck_assert_int_eq(gma_parse_u64("0", &u), 0);
+    ck_assert(u == 0);
+    const char *bad[] = {"-1", "-0", "18446744073709551616", "", "7 ", "0x10", "1e3"};
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        u = 99;
+        ck_assert_msg(gma_parse_u64(bad[i], &u) == -1, "'%s' accepted", bad[i]);
+        ck_assert(u == 99);
+    }
+}
+END_TEST
+
 START_TEST(test_config_errors) {
     Config c;
     ck_assert_int_eq(load_text(&c, "{\"model\": {\"d_model\": 64, \"n_heads\": 4}}"), 0);
@@ -312,6 +334,7 @@ Suite *make_suite(void) {
     Suite *s = suite_create("core");
     TCase *tc = tcase_create("core");
     tcase_add_test(tc, test_hash_every_byte_counts);
+    tcase_add_test(tc, test_parse_numbers);
     tcase_add_test(tc, test_config_errors);
     tcase_add_test(tc, test_config_set_and_roundtrip);
     tcase_add_test(tc, test_safetensors_roundtrip);

@@ -74,6 +74,16 @@ int gma_parse_long(const char *s, long lo, long hi, long *out) {
     return 0;
 }
 
+int gma_parse_u64(const char *s, unsigned long long *out) {
+    char *end;
+    errno = 0;
+    if (s[0] == '-') return -1;
+    unsigned long long x = strtoull(s, &end, 10);
+    if (end == s || *end || errno) return -1;
+    *out = x;
+    return 0;
+}
+
 int gma_parse_double(const char *s, double lo, double hi, double *out) {
     char *end;
     errno = 0;

@@ -61,6 +61,8 @@ double gma_now(void);
 
 /* Command-line numbers: the whole of s as a number in [lo, hi] (finite); 0, or -1. */
 int gma_parse_long(const char *s, long lo, long hi, long *out);
+/* a whole non-negative decimal integer (a seed): 0, or -1 on anything else, '-' included */
+int gma_parse_u64(const char *s, unsigned long long *out);
 int gma_parse_double(const char *s, double lo, double hi, double *out);
 
 /* A 64-bit hash of n bytes, continuing from h (start with GMA_HASH_SEED): equal bytes give

@@ -6,7 +6,6 @@
 #include "data/cls/lra_listops.h"
 #include "core/common.h"
 
-#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -47,10 +46,8 @@ int lra_generate_main(int argc, char **argv) {
         long lo = 0, hi = 100000000;
         if (strcmp(a, "--out") == 0) { out = v; continue; }
         else if (strcmp(a, "--seed") == 0) {
-            char *end;
-            errno = 0;
-            unsigned long long s = strtoull(v, &end, 10);
-            if (errno || end == v || *end || v[0] == '-') {
+            unsigned long long s;
+            if (gma_parse_u64(v, &s) < 0) {
                 fprintf(stderr, "gmadata generate: --seed needs a non-negative integer, got '%s'\n", v);
                 return 2;
             }

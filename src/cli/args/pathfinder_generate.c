@@ -5,7 +5,6 @@
 #include "data/cls/pathfinder.h"
 #include "core/common.h"
 
-#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -35,10 +34,7 @@ int pathfinder_generate_main(int argc, char **argv) {
         if (strcmp(a, "--out") == 0) { out = v; continue; }
         if (strcmp(a, "--difficulty") == 0) { difficulty = v; continue; }
         if (strcmp(a, "--seed") == 0) {
-            char *end;
-            errno = 0;
-            seed = strtoull(v, &end, 10);
-            if (errno || end == v || *end || v[0] == '-') {
+            if (gma_parse_u64(v, &seed) < 0) {
                 fprintf(stderr, "gmadata generate pathfinder: --seed needs a non-negative integer, got '%s'\n", v);
                 return 2;
             }
