@@ -185,11 +185,13 @@ START_TEST(test_gmasample_batch) {
 END_TEST
 
 /* gmabench decode: a row per mixer and M with tokens/s, the limit measured on the step's
- * weight products and their ratio (values not asserted: timings), bad --samples refused */
+ * weight products and its decode-state read, and their ratio (values not asserted:
+ * timings); the state bytes are: sdpa's key/value rows (and scores) at the mean context
+ * n = 8 + 8/2, 2 H n d + H n reals a layer and sequence; bad --samples refused */
 START_TEST(test_gmabench_decode_rows) {
     char js[1100];
     snprintf(js, sizeof js, "%s/bench.json", tu_tmpdir());
-    ck_assert_msg(run("bin/gmabench decode --mixers gma,mamba --L 1 --D 16 --H 2 --V 64 --T 16 --Kc 4 --samples 1,3 "
+    ck_assert_msg(run("bin/gmabench decode --mixers gma,mamba,sdpa --L 1 --D 16 --H 2 --V 64 --T 16 --Kc 4 --samples 1,3 "
                       "--repeat 1 --threads 1 --json %s",
                       js) == 0,
                   "%s", g_out);
@@ -197,13 +199,17 @@ START_TEST(test_gmabench_decode_rows) {
     char *x = gma_read_file(js, NULL);
     ck_assert_ptr_nonnull(x);
     cJSON *j = cJSON_Parse(x), *rows = cJSON_GetObjectItem(j, "decode");
-    ck_assert_int_eq(cJSON_GetArraySize(rows), 4);
-    for (int i = 0; i < 4; i++) {
+    ck_assert_int_eq(cJSON_GetArraySize(rows), 6);
+    for (int i = 0; i < 6; i++) {
         cJSON *r = cJSON_GetArrayItem(rows, i);
         ck_assert_int_eq((int)cJSON_GetNumberValue(cJSON_GetObjectItem(r, "samples")), i % 2 ? 3 : 1);
         const char *keys[] = {"tokens_per_s", "limit_tokens_per_s", "ratio_to_limit"};
         for (int k = 0; k < 3; k++)
             ck_assert_msg(cJSON_GetNumberValue(cJSON_GetObjectItem(r, keys[k])) > 0, "row %d lacks %s", i, keys[k]);
+        double sb = cJSON_GetNumberValue(cJSON_GetObjectItem(r, "state_bytes_per_step"));
+        int M = i % 2 ? 3 : 1, n = 12;
+        if (i >= 4) ck_assert_int_eq((long)sb, (long)M * (2 * 2 * n * 8 + 2 * n) * (long)sizeof(real));
+        else ck_assert_msg(sb > 0, "row %d: state bytes %g", i, sb);
     }
     cJSON_Delete(j);
     free(x);
