@@ -284,8 +284,9 @@ if [ $BENCH = 1 ]; then
       "$BIN/gmabench" model --device cuda --precision $p --mixers gma,sdpa $MARGS --steps 5 "${PKA[@]}" \
         --json "$OUT/bench_model_$p.json" 2>&1 | tee "$OUT/bench_model_$p.txt"
     done
-    # generation at batch 1: incremental decoding against a full forward per token
-    "$BIN/gmabench" decode --device cuda --mixers gma,sdpa,linear $MARGS --T 1024 --repeat 1 \
+    # generation: incremental decoding of 1, 8 and 64 sequences at once, and a full forward
+    # per token at M = 1
+    "$BIN/gmabench" decode --device cuda --mixers gma,sdpa,linear $MARGS --T 1024 --repeat 1 --full-forward --samples 1,8,64 \
       --json "$OUT/bench_decode.json" 2>&1 | tee "$OUT/bench_decode.txt"
     # the same model in PyTorch eager mode (scripts/torch_gma.py), when this python3 has torch and a GPU
     if python3 -c 'import sys, torch; sys.exit(0 if torch.cuda.is_available() else 1)' 2>/dev/null; then

@@ -17,17 +17,28 @@ static int load_text(Config *c, const char *js) {
     return cfg_load_text(c, js, "test.json");
 }
 
-/* gma_hash: deterministic, and every byte counts (whole words and the tail) */
+/* gma_hash: deterministic, and every byte counts (the 64-byte lane blocks, whole words and
+ * the tail) */
 START_TEST(test_hash_every_byte_counts) {
-    unsigned char b[13];
-    for (int i = 0; i < 13; i++) b[i] = (unsigned char)(7 * i + 1);
+    unsigned char b[141];
+    for (int i = 0; i < (int)sizeof b; i++) b[i] = (unsigned char)(7 * i + 1);
     uint64_t h = gma_hash(b, sizeof b, GMA_HASH_SEED);
     ck_assert(h == gma_hash(b, sizeof b, GMA_HASH_SEED));
-    ck_assert(h != gma_hash(b, 12, GMA_HASH_SEED));
-    for (int i = 0; i < 13; i++) {
+    ck_assert(h != gma_hash(b, sizeof b - 1, GMA_HASH_SEED));
+    for (int i = 0; i < (int)sizeof b; i++) {
         b[i] ^= 0x10;
         ck_assert_msg(gma_hash(b, sizeof b, GMA_HASH_SEED) != h, "byte %d does not change the hash", i);
         b[i] ^= 0x10;
+    }
+    /* words swapped between lanes or blocks change it too */
+    uint64_t w[24];
+    for (int i = 0; i < 24; i++) w[i] = 0x1234567ULL * (uint64_t)(i + 1);
+    uint64_t hw = gma_hash(w, sizeof w, GMA_HASH_SEED);
+    for (int i = 1; i < 24; i += 3) {
+        uint64_t t = w[0];
+        w[0] = w[i], w[i] = t;
+        ck_assert_msg(gma_hash(w, sizeof w, GMA_HASH_SEED) != hw, "swapping words 0 and %d does not change the hash", i);
+        w[i] = w[0], w[0] = t;
     }
 }
 END_TEST

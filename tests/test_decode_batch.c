@@ -185,11 +185,13 @@ START_TEST(test_gmasample_batch) {
 END_TEST
 
 /* gmabench decode: a row per mixer and M with tokens/s, the limit measured on the step's
- * weight products and their ratio (values not asserted: timings), bad --samples refused */
+ * weight products and its decode-state read, and their ratio (values not asserted:
+ * timings); the state bytes are: sdpa's key/value rows (and scores) at the mean context
+ * n = 8 + 8/2, 2 H n d + H n reals a layer and sequence; bad --samples refused */
 START_TEST(test_gmabench_decode_rows) {
     char js[1100];
     snprintf(js, sizeof js, "%s/bench.json", tu_tmpdir());
-    ck_assert_msg(run("bin/gmabench decode --mixers gma,mamba --L 1 --D 16 --H 2 --V 64 --T 16 --Kc 4 --samples 1,3 "
+    ck_assert_msg(run("bin/gmabench decode --mixers gma,mamba,sdpa --L 1 --D 16 --H 2 --V 64 --T 16 --Kc 4 --samples 1,3 "
                       "--repeat 1 --threads 1 --json %s",
                       js) == 0,
                   "%s", g_out);
@@ -197,13 +199,17 @@ START_TEST(test_gmabench_decode_rows) {
     char *x = gma_read_file(js, NULL);
     ck_assert_ptr_nonnull(x);
     cJSON *j = cJSON_Parse(x), *rows = cJSON_GetObjectItem(j, "decode");
-    ck_assert_int_eq(cJSON_GetArraySize(rows), 4);
-    for (int i = 0; i < 4; i++) {
+    ck_assert_int_eq(cJSON_GetArraySize(rows), 6);
+    for (int i = 0; i < 6; i++) {
         cJSON *r = cJSON_GetArrayItem(rows, i);
         ck_assert_int_eq((int)cJSON_GetNumberValue(cJSON_GetObjectItem(r, "samples")), i % 2 ? 3 : 1);
         const char *keys[] = {"tokens_per_s", "limit_tokens_per_s", "ratio_to_limit"};
         for (int k = 0; k < 3; k++)
             ck_assert_msg(cJSON_GetNumberValue(cJSON_GetObjectItem(r, keys[k])) > 0, "row %d lacks %s", i, keys[k]);
+        double sb = cJSON_GetNumberValue(cJSON_GetObjectItem(r, "state_bytes_per_step"));
+        int M = i % 2 ? 3 : 1, n = 12;
+        if (i >= 4) ck_assert_int_eq((long)sb, (long)M * (2 * 2 * n * 8 + 2 * n) * (long)sizeof(real));
+        else ck_assert_msg(sb > 0, "row %d: state bytes %g", i, sb);
     }
     cJSON_Delete(j);
     free(x);
@@ -212,11 +218,55 @@ START_TEST(test_gmabench_decode_rows) {
 }
 END_TEST
 
+/* The GMA routing op caches its per-parameter-set preparation (decoding routes one token at
+ * a time): an in-place change of any single routing parameter must change the routing of the
+ * next call, restoring it must give back the first routing bit for bit, and a second
+ * parameter set routed in between must not disturb either. */
+static void route(real *g, const real *x, const real *mu, const real *var, const real *pr, int H, int d, int Kc) {
+    g_ops->gma_route_forward(g, x, mu, var, pr, 1, H, 3, d, Kc, 0.8f, 1e-4f, 0);
+}
+START_TEST(test_route_cache_sees_in_place_changes) {
+    enum { H = 2, d = 8, Kc = 5, N = 3 };
+    size_t nk = (size_t)H * Kc * d, ng = (size_t)H * N * Kc;
+    real x[H * N * d], mu[H * Kc * d], var[H * Kc * d], pr[H * Kc], mu2[H * Kc * d], g0[H * N * Kc], g1[H * N * Kc],
+        g2[H * N * Kc];
+    Rng rng;
+    rng_seed(&rng, 11);
+    for (size_t i = 0; i < (size_t)H * N * d; i++) x[i] = (real)rng_normal(&rng);
+    for (size_t i = 0; i < nk; i++) mu[i] = (real)rng_normal(&rng), var[i] = (real)(0.3 * rng_normal(&rng));
+    for (size_t i = 0; i < nk; i++) mu2[i] = mu[i] + 0.5f;
+    for (int i = 0; i < H * Kc; i++) pr[i] = (real)(0.2 * rng_normal(&rng));
+    route(g0, x, mu, var, pr, H, d, Kc);
+    real *ps[3] = {mu, var, pr};
+    size_t lens[3] = {nk, nk, (size_t)H * Kc};
+    const char *names[3] = {"mu", "var_raw", "prior"};
+    for (int p = 0; p < 3; p++)
+        for (size_t i = 0; i < lens[p]; i += lens[p] / 4 + 1) {
+            real keep = ps[p][i];
+            ps[p][i] = keep + 0.25f;
+            route(g1, x, mu, var, pr, H, d, Kc);
+            ck_assert_msg(memcmp(g1, g0, sizeof g0) != 0, "an in-place change of %s[%zu] left the routing unchanged",
+                          names[p], i);
+            route(g2, x, mu2, var, pr, H, d, Kc); /* another parameter set in between */
+            ps[p][i] = keep;
+            route(g1, x, mu, var, pr, H, d, Kc);
+            ck_assert_msg(memcmp(g1, g0, sizeof g0) == 0, "restoring %s[%zu] did not restore the routing", names[p], i);
+        }
+    /* equal contents at another address route alike */
+    real *mu3 = xmalloc(sizeof mu);
+    memcpy(mu3, mu, sizeof mu);
+    route(g1, x, mu3, var, pr, H, d, Kc);
+    ck_assert(memcmp(g1, g0, sizeof(real) * ng) == 0);
+    free(mu3);
+}
+END_TEST
+
 Suite *make_suite(void) {
     Suite *s = suite_create("decode_batch");
     TCase *tc = tcase_create("decode_batch");
     tcase_set_timeout(tc, 300);
     tcase_add_test(tc, test_batch_step_matches_single);
+    tcase_add_test(tc, test_route_cache_sees_in_place_changes);
     tcase_add_test(tc, test_generate_batch_is_separate_runs);
     tcase_add_test(tc, test_gmasample_batch);
     tcase_add_test(tc, test_gmabench_decode_rows);

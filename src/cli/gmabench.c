@@ -22,7 +22,10 @@
  *     --samples: tokens/s of the generated tokens (median, min-max over repeats), the
  *     limit measured in the same run on the step's own shapes (its weight products
  *     replayed alone, after each repeat as many times as it took steps: cblas_sgemv at
- *     M = 1, the same GEMM at M > 1; median over repeats; CPU only) and the ratio. --full-forward adds tokens/s with a full forward per token (M = 1). Mixers
+ *     M = 1, the same GEMM at M > 1; plus one streaming read (cblas_sasum) of as many bytes
+ *     as the step reads from its decode state at the mean context -- sdpa's key/value rows,
+ *     the linear cores' S and z -- so a memory-bound step is held to the bandwidth measured
+ *     on a buffer of that size; median over repeats; CPU only) and the ratio. --full-forward adds tokens/s with a full forward per token (M = 1). Mixers
  *     without a decode step (auto with its threshold inside the window) say so.
  *   gmabench all [--json FILE]: mixer and model with their defaults.
  * Common: --json FILE, --device cpu|cuda, --precision fp32|tf32|bf16 (cuda), --threads N,
@@ -463,13 +466,21 @@ static void rec_matmul(real *C, const real *A, const real *B, int M, int N, int 
     g_inner->matmul(C, A, B, M, N, K, ta, tb, al, be);
 }
 
-/* seconds of one step's weight products: the mean of `passes` passes after a warm one */
-static double replay_weights(int passes) {
+/* seconds of one step's limit: its weight products and one streaming read (cblas_sasum) of
+ * state_bytes, the decode state the step reads (sdpa: the key/value cache rows 0..pos; the
+ * linear cores: S and z), so that what a memory-bound step has to read is counted at the
+ * bandwidth measured here on a buffer of the same size; the mean of `passes` passes after a
+ * warm one */
+static volatile float g_sink;
+static double replay_limit(int passes, size_t state_bytes) {
     int maxk = 1, maxn = 1, maxm = 1;
     for (int i = 0; i < g_nwprod; i++)
         maxk = GMA_MAX(maxk, g_wprod[i].K), maxn = GMA_MAX(maxn, g_wprod[i].N), maxm = GMA_MAX(maxm, g_wprod[i].M);
     float *x = xcalloc((size_t)maxm * maxk, sizeof(float)), *y = xcalloc((size_t)maxm * maxn, sizeof(float));
     for (size_t i = 0; i < (size_t)maxm * maxk; i++) x[i] = 1.0f / (float)(1 + i % 7);
+    size_t ns = state_bytes / sizeof(float);
+    float *st = ns ? xmalloc(sizeof(float) * ns) : NULL;
+    for (size_t i = 0; i < ns; i++) st[i] = (float)(i % 5);
     double t0 = 0;
     for (int pass = -1; pass < passes; pass++) {
         if (pass == 0) t0 = gma_now(); /* pass -1 warms the caches */
@@ -482,11 +493,24 @@ static double replay_weights(int passes) {
                 cblas_sgemm(CblasRowMajor, CblasNoTrans, p->tb ? CblasTrans : CblasNoTrans, p->M, p->N, p->K, 1, x, p->K,
                             p->W, p->tb ? p->K : p->N, 0, y, p->N);
         }
+        if (ns) g_sink = cblas_sasum((blasint)ns, st, 1);
     }
     double dt = (gma_now() - t0) / passes;
+    free(st);
     free(x);
     free(y);
     return dt;
+}
+
+/* bytes of decode state one step of M sequences reads at context n: each layer's
+ * decode_state for a window of n (the attention caches grow with it; the others do not) */
+static size_t step_state_bytes(const Model *m, int M, int n) {
+    size_t b = 0;
+    for (int l = 0; l < m->L; l++) {
+        const Mixer *mx = m->blocks[l].mixer;
+        if (mx->vt->decode_state) b += (size_t)M * mx->vt->decode_state(mx, n) * sizeof(real);
+    }
+    return b;
 }
 
 typedef struct GenClock { double first; int seen; } GenClock;
@@ -509,8 +533,11 @@ static void bench_decode(const Opts *o, cJSON *out) {
     int cpu = !on_device();
     printf("\n## generation (L=%d, D=%d, H=%d, V=%d, Kc=%d, prompt %d + %d new tokens, %s, %d thread(s), median of %d)\n",
            o->L, o->D, o->H, o->V, o->Kc, np, nn, g_ops->name, omp_get_max_threads(), o->repeat);
-    printf("%-10s %5s %12s %20s %14s %8s%s\n", "mixer", "M", "tokens/s", "min-max", "limit tok/s", "ratio",
-           o->full ? "  full fwd tok/s" : "");
+    if (cpu)
+        printf("limit: the step's weight products replayed alone (sgemv at M = 1, its GEMM at M > 1) plus one read of\n"
+               "the decode state it reads (state MB: sdpa's key/value rows at the mean context, the linear cores' S, z)\n");
+    printf("%-10s %5s %12s %20s %10s %14s %8s%s\n", "mixer", "M", "tokens/s", "min-max", "state MB", "limit tok/s",
+           "ratio", o->full ? "  full fwd tok/s" : "");
     cJSON *arr = cJSON_AddArrayToObject(out, "decode");
     char *sv = NULL;
     for (char *t = strtok_r(buf, ",", &sv); t; t = strtok_r(NULL, ",", &sv)) {
@@ -526,6 +553,7 @@ static void bench_decode(const Opts *o, cJSON *out) {
             double lim = 0, full = 0;
             SampleOpts so = {.temperature = 0, .top_k = 0, .top_p = 1};
             int can = model_can_decode(&m);
+            size_t sbytes = can ? step_state_bytes(&m, M, np + nn / 2) : 0; /* at the mean context */
             g_nwprod = 0;
             if (can && cpu) { /* record one step's weight products */
                 DecodeState ds;
@@ -549,7 +577,7 @@ static void bench_decode(const Opts *o, cJSON *out) {
                     fprintf(stderr, "gmabench: %s\n", gma_error());
                 ops_sync();
                 ts[r] = (double)M * (nn - 1) / (gma_now() - gc.first);
-                if (g_nwprod > 0) ls[r] = M / replay_weights(GMA_MAX(nn - 1, 1));
+                if (g_nwprod > 0) ls[r] = M / replay_limit(GMA_MAX(nn - 1, 1), sbytes);
             }
             if (g_nwprod > 0 && can) {
                 qsort(ls, (size_t)o->repeat, sizeof(double), cmp_d);
@@ -574,7 +602,7 @@ static void bench_decode(const Opts *o, cJSON *out) {
             }
             if (o->full && M == 1) snprintf(fs, sizeof fs, "  %15.1f", full);
             else if (o->full) snprintf(fs, sizeof fs, "  %15s", "-");
-            printf("%-10s %5d %12s %20s %14s %8s%s\n", t, M, tps, mm, lstr, ratio, fs);
+            printf("%-10s %5d %12s %20s %10.2f %14s %8s%s\n", t, M, tps, mm, (double)sbytes / 1e6, lstr, ratio, fs);
             fflush(stdout);
             cJSON *row = cJSON_CreateObject();
             cJSON_AddStringToObject(row, "mixer", t);
@@ -587,6 +615,7 @@ static void bench_decode(const Opts *o, cJSON *out) {
                 cJSON_AddNumberToObject(row, "tokens_per_s_min", ts[0]);
                 cJSON_AddNumberToObject(row, "tokens_per_s_max", ts[o->repeat - 1]);
             }
+            if (can) cJSON_AddNumberToObject(row, "state_bytes_per_step", (double)sbytes);
             if (lim > 0) {
                 cJSON_AddNumberToObject(row, "limit_tokens_per_s", lim);
                 cJSON_AddNumberToObject(row, "limit_tokens_per_s_min", ls[0]);

@@ -29,7 +29,14 @@
 
 const MixerVT mixer_mamba;
 enum { P_IN, P_CONVW, P_CONVB, P_XPROJ, P_DTW, P_DTB, P_ALOG, P_D, P_OUT };
-typedef struct MbPriv { int E, S, K, Rk, chunk; } MbPriv;
+typedef struct MbPriv {
+    int E, S, K, Rk, chunk;
+    /* incremental decoding's host block: A = -exp(A_log) [E,S] and D [E], made at position 0
+     * of a decode (the parameters stay fixed while a decode runs), then the step's buffers */
+    real *dec;
+    size_t dec_cap;
+    const real *dec_params; /* the parameter block A and D were made from */
+} MbPriv;
 
 /* the keys mamba.* */
 typedef struct MambaCfg {
@@ -189,6 +196,7 @@ static void mb_backward(Mixer *m, const MixerCtx *c, real *dh, const real *dy, c
 }
 
 static void mb_destroy(Mixer *m) {
+    free(((MbPriv *)m->priv)->dec);
     free(m->priv);
     free(m);
 }
@@ -223,11 +231,17 @@ static void mb_decode(Mixer *m, real *y, const real *h, const real *params, real
     g_ops->silu_forward(a.u, a.xc, RE);
     step_params(m, params, &a, B);
     /* h = exp(dt A) h + dt Bm u, ys = Cm . h + D u, per channel */
-    real *hb = xmalloc(sizeof(real) * (2 * ES + 4 * (size_t)E + 2 * (size_t)S));
-    real *A = hb, *hs = A + ES, *u = hs + ES, *dt = u + E, *ys = dt + E, *Bt = ys + E, *Ct = Bt + S, *Dk = Ct + S;
-    g_ops->to_host(A, MP(m, params, P_ALOG), sizeof(real) * ES);
-    g_ops->to_host(Dk, MP(m, params, P_D), row);
-    for (size_t i = 0; i < ES; i++) A[i] = -(real)exp((double)A[i]);
+    MbPriv *pw = m->priv;
+    size_t need = 2 * ES + 4 * (size_t)E + 2 * (size_t)S;
+    int fill = pos == 0 || pw->dec_params != params;
+    if (pw->dec_cap < need) pw->dec = xrealloc(pw->dec, sizeof(real) * need), pw->dec_cap = need, fill = 1;
+    real *A = pw->dec, *hs = A + ES, *u = hs + ES, *dt = u + E, *ys = dt + E, *Bt = ys + E, *Ct = Bt + S, *Dk = Ct + S;
+    if (fill) {
+        pw->dec_params = params;
+        g_ops->to_host(A, MP(m, params, P_ALOG), sizeof(real) * ES);
+        g_ops->to_host(Dk, MP(m, params, P_D), row);
+        for (size_t i = 0; i < ES; i++) A[i] = -(real)exp((double)A[i]);
+    }
     for (int b = 0; b < B; b++) {
         real *hstate = state + b * ss + (size_t)(K - 1) * E;
         g_ops->to_host(hs, hstate, sizeof(real) * ES);
@@ -248,7 +262,6 @@ static void mb_decode(Mixer *m, real *y, const real *h, const real *params, real
         g_ops->to_device(hstate, hs, sizeof(real) * ES);
         g_ops->to_device(a.ys + b * E, ys, row);
     }
-    free(hb);
     g_ops->gate_silu_forward(a.g, a.ys, a.z, RE);
     linear_forward(y, a.g, MP(m, params, P_OUT), NULL, B, E, D);
 }

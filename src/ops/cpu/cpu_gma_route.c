@@ -41,34 +41,49 @@ static void prep(real *P, real *M, real *cst, const real *mu, const real *var_ra
 
 /* prep's results for the last PREP_CACHE parameter sets (a set per GMA layer). Incremental
  * decoding routes one token at a time, and recomputing P, M and cst (a softplus and a log
- * per entry) would cost more than the routing itself. An entry is reused only when a hash
- * of mu, var_raw, prior, the sizes and var_floor matches, so an in-place update of the
- * parameters (an optimiser step, a finite-difference probe) makes it miss. */
+ * per entry) would cost more than the routing itself. An entry keeps a copy of the mu,
+ * var_raw and prior it was made from and is reused only when they are equal byte for byte
+ * (memcmp, at cache bandwidth: no hash to collide, no writer to be told), together with the
+ * sizes and var_floor; so any in-place update of the parameters (an optimiser step, a
+ * checkpoint load, k-means init, a finite-difference probe) makes it miss. */
 #define PREP_CACHE 32
 typedef struct PrepEntry {
-    uint64_t key;
+    int dims[3];
+    real var_floor;
     size_t n, cap;
-    real *buf;
+    real *buf; /* P, M, cst (n), then the copy of mu, var_raw, prior */
 } PrepEntry;
 static PrepEntry g_prep[PREP_CACHE];
-static int g_prep_next;
+static int g_prep_next, g_prep_last;
+
+static int prep_matches(const PrepEntry *e, const real *mu, const real *var_raw, const real *prior, const int *dims,
+                        real var_floor, size_t nkd, size_t n) {
+    if (!e->buf || e->n != n || memcmp(e->dims, dims, sizeof e->dims) || memcmp(&e->var_floor, &var_floor, sizeof var_floor))
+        return 0;
+    const real *c = e->buf + n;
+    return !memcmp(c, mu, sizeof(real) * nkd) && !memcmp(c + nkd, var_raw, sizeof(real) * nkd) &&
+           !memcmp(c + 2 * nkd, prior, sizeof(real) * (n - 2 * nkd));
+}
 
 static const real *prep_cached(const real *mu, const real *var_raw, const real *prior, int Hp, int d, int Kc,
                                real var_floor) {
     size_t nkd = (size_t)Hp * Kc * d, n = 2 * nkd + (size_t)Hp * Kc;
     int dims[3] = {Hp, d, Kc};
-    uint64_t h = gma_hash(mu, sizeof(real) * nkd, GMA_HASH_SEED);
-    h = gma_hash(var_raw, sizeof(real) * nkd, h);
-    h = gma_hash(prior, sizeof(real) * (size_t)Hp * Kc, h);
-    h = gma_hash(dims, sizeof dims, h);
-    h = gma_hash(&var_floor, sizeof var_floor, h);
-    for (int i = 0; i < PREP_CACHE; i++)
-        if (g_prep[i].buf && g_prep[i].key == h && g_prep[i].n == n) return g_prep[i].buf;
-    PrepEntry *e = &g_prep[g_prep_next];
+    /* layers are routed in turn: start the search after the entry found last */
+    for (int j = 1; j <= PREP_CACHE; j++) {
+        int i = (g_prep_last + j) % PREP_CACHE;
+        if (prep_matches(&g_prep[i], mu, var_raw, prior, dims, var_floor, nkd, n)) return g_prep[g_prep_last = i].buf;
+    }
+    PrepEntry *e = &g_prep[g_prep_last = g_prep_next];
     g_prep_next = (g_prep_next + 1) % PREP_CACHE;
-    if (e->cap < n) e->buf = xrealloc(e->buf, sizeof(real) * n), e->cap = n;
+    if (e->cap < 2 * n) e->buf = xrealloc(e->buf, sizeof(real) * 2 * n), e->cap = 2 * n;
     e->n = n;
-    e->key = h;
+    memcpy(e->dims, dims, sizeof dims);
+    e->var_floor = var_floor;
+    real *c = e->buf + n;
+    memcpy(c, mu, sizeof(real) * nkd);
+    memcpy(c + nkd, var_raw, sizeof(real) * nkd);
+    memcpy(c + 2 * nkd, prior, sizeof(real) * (size_t)Hp * Kc);
     prep(e->buf, e->buf + nkd, e->buf + 2 * nkd, mu, var_raw, prior, Hp, d, Kc, var_floor);
     return e->buf;
 }
