@@ -111,6 +111,28 @@ static void scan_load_A(real *A, const real *A_log, int c0, int cw, int S) {
     for (int c = 0; c < cw; c++)
         for (int s = 0; s < S; s++) A[(size_t)s * cw + c] = -rexp(A_log[(size_t)(c0 + c) * S + s]);
 }
+#ifndef GMA_DOUBLE
+/* exp(x) for x <= 0 or NaN (the scan's dt A: dt > 0, A < 0), eight lanes: vexp8's range
+ * reduction and polynomial without its overflow clamp; n = round(x log2 e) by the 1.5 2^23
+ * shift, whose low bits are then n itself; exactly 0 below -87, NaN stays NaN. */
+GMA_INLINE v8f vexpn8(v8f x) {
+    const v8f lo = {-87, -87, -87, -87, -87, -87, -87, -87};
+    v8i low = x < lo;
+    v8f xc = (v8f)(((v8i)x & ~low) | ((v8i)lo & low));
+    v8f t = xc * 1.44269504088896341f + 12582912.0f;
+    v8f n = t - 12582912.0f;
+    v8f r = xc - n * 0.693359375f + n * 2.12194440e-4f;
+    v8f p = r * 1.9875691500e-4f + 1.3981999507e-3f;
+    p = p * r + 8.3334519073e-3f;
+    p = p * r + 4.1665795894e-2f;
+    p = p * r + 1.6666665459e-1f;
+    p = p * r + 5.0000001201e-1f;
+    p = p * r * r + r + 1.0f;
+    v8i bits = ((v8i)t << 23) + (127 << 23); /* 2^n */
+    return (v8f)((v8i)(p * (v8f)bits) & ~low);
+}
+#endif
+
 /* ea[s][c] = exp(dt[c] A[s][c]); float32 groups of whole vectors in one pass */
 GMA_INLINE void scan_decay(real *restrict ea, const real *restrict A, const real *restrict dtt, int cw, int S) {
 #ifndef GMA_DOUBLE
@@ -120,7 +142,7 @@ GMA_INLINE void scan_decay(real *restrict ea, const real *restrict A, const real
                 v8f d, av;
                 memcpy(&d, dtt + c, sizeof d);
                 memcpy(&av, A + (size_t)s * cw + c, sizeof av);
-                av = vexp8(d * av);
+                av = vexpn8(d * av);
                 memcpy(ea + (size_t)s * cw + c, &av, sizeof av);
             }
         return;
@@ -213,6 +235,55 @@ void cpu_scan_forward(real *y, real *hck, const real *u, const real *dt, const r
         }
 }
 
+#ifndef GMA_DOUBLE
+#ifdef __clang__
+#define SHUF8(a, b, ...) __builtin_shufflevector(a, b, __VA_ARGS__)
+#else
+#define SHUF8(a, b, ...) __builtin_shuffle(a, b, (v8i){__VA_ARGS__})
+#endif
+/* the pairwise sums of a and b within each 128-bit half (AVX's hadd) */
+GMA_INLINE v8f hadd8(v8f a, v8f b) { return SHUF8(a, b, 0, 2, 8, 10, 4, 6, 12, 14) + SHUF8(a, b, 1, 3, 9, 11, 5, 7, 13, 15); }
+/* {sum of the lanes of v[0], ..., sum of the lanes of v[7]} */
+GMA_INLINE v8f sum8x8(const v8f *v) {
+    v8f q0 = hadd8(hadd8(v[0], v[1]), hadd8(v[2], v[3])), q1 = hadd8(hadd8(v[4], v[5]), hadd8(v[6], v[7]));
+    return SHUF8(q0, q1, 0, 1, 2, 3, 8, 9, 10, 11) + SHUF8(q0, q1, 4, 5, 6, 7, 12, 13, 14, 15);
+}
+#define LD8(p) ({ v8f v_; memcpy(&v_, (p), sizeof v_); v_; })
+#define ST8(p, v) do { v8f v_ = (v); memcpy((p), &v_, sizeof v_); } while (0)
+
+/* One reverse step of the adjoint scan (the generic loop in scan_bwd_group) on whole
+ * vectors: the sums over channels for dCm and dBm are kept as one vector per state and
+ * reduced eight states at a time (sum8x8), not one horizontal sum per state. */
+GMA_INLINE void scan_rev_vec(real *restrict dh, real *restrict dAg, real *restrict dBt, real *restrict dCt,
+                             real *restrict du_acc, real *restrict ddt_acc, const real *restrict hp,
+                             const real *restrict hn, const real *restrict al, const real *restrict A,
+                             const real *restrict gy, const real *restrict dtt, const real *restrict ut,
+                             const real *restrict xb, const real *restrict Bt, const real *restrict Ct, int cw, int S) {
+    for (int s0 = 0; s0 < S; s0 += 8) {
+        v8f pC[8], pB[8];
+        for (int j = 0; j < 8; j++) {
+            int s = s0 + j;
+            size_t o = (size_t)s * cw;
+            real bs = Bt[s], cs_ = Ct[s];
+            v8f aC = {0}, aB = {0};
+            for (int c = 0; c < cw; c += 8) {
+                v8f gc = LD8(gy + c), dtc = LD8(dtt + c), e = LD8(al + o + c), ha = LD8(hp + o + c) * e;
+                v8f dhs = LD8(dh + o + c) + gc * cs_;
+                aC += gc * LD8(hn + o + c);
+                ST8(ddt_acc + c, LD8(ddt_acc + c) + dhs * (ha * LD8(A + o + c) + bs * LD8(ut + c)));
+                ST8(dAg + o + c, LD8(dAg + o + c) + dhs * ha * dtc);
+                aB += dhs * LD8(xb + c);
+                ST8(du_acc + c, LD8(du_acc + c) + dhs * dtc * bs);
+                ST8(dh + o + c, dhs * e);
+            }
+            pC[j] = aC, pB[j] = aB;
+        }
+        ST8(dCt + s0, LD8(dCt + s0) + sum8x8(pC));
+        ST8(dBt + s0, LD8(dBt + s0) + sum8x8(pB));
+    }
+}
+#endif
+
 /* One (batch row, channel group) of the backward. hbuf: states h_{t0-1} .. h_{t0+L-1};
  * abuf: exp(dt A) of each step of the chunk; all [s][c] per step, as A, dh and the
  * group's dA accumulator dAg (zeroed by the caller). */
@@ -250,6 +321,12 @@ GMA_INLINE void scan_bwd_group(const ScanArgs *a, real *du, real *ddt, real *dBg
                 du_acc[c] = gy[c] * a->Dskip[c0 + c], ddt_acc[c] = 0, xb[c] = dtt[c] * ut[c];
                 dDb[c] += gy[c] * ut[c];
             }
+#ifndef GMA_DOUBLE
+            if (cw % 8 == 0 && S % 8 == 0) {
+                scan_rev_vec(dh, dAg, dBt, dCt, du_acc, ddt_acc, hp, hn, al, A, gy, dtt, ut, xb, Bt, Ct, cw, S);
+                goto step_done;
+            }
+#endif
             for (int s = 0; s < S; s++) {
                 size_t o = (size_t)s * cw;
                 const real *restrict hps = hp + o, *restrict hns = hn + o, *restrict as = al + o, *restrict As = A + o;
@@ -270,6 +347,9 @@ GMA_INLINE void scan_bwd_group(const ScanArgs *a, real *du, real *ddt, real *dBg
                 dCt[s] += sumC;
                 dBt[s] += sumB;
             }
+#ifndef GMA_DOUBLE
+        step_done:;
+#endif
             real *dut = du + row * E + c0, *ddtt = ddt + row * E + c0;
             for (int c = 0; c < cw; c++) dut[c] += du_acc[c], ddtt[c] += ddt_acc[c];
         }
