@@ -252,13 +252,16 @@ GMA_INLINE v8f sum8x8(const v8f *v) {
 #define ST8(p, v) do { v8f v_ = (v); memcpy((p), &v_, sizeof v_); } while (0)
 
 /* One reverse step of the adjoint scan (the generic loop in scan_bwd_group) on whole
- * vectors: the sums over channels for dCm and dBm are kept as one vector per state and
- * reduced eight states at a time (sum8x8), not one horizontal sum per state. */
+ * vectors, with the sums over states regrouped: with w = dh_s h_{t-1,s} e_s and
+ * q = sum_s dh_s Bm_s, ddt = sum_s w A_s + u q and du = dt q (+ the caller's dy Dskip);
+ * the sums over channels for dCm and dBm are kept as one vector per state and reduced
+ * eight states at a time (sum8x8), not one horizontal sum per state. */
 GMA_INLINE void scan_rev_vec(real *restrict dh, real *restrict dAg, real *restrict dBt, real *restrict dCt,
                              real *restrict du_acc, real *restrict ddt_acc, const real *restrict hp,
                              const real *restrict hn, const real *restrict al, const real *restrict A,
                              const real *restrict gy, const real *restrict dtt, const real *restrict ut,
                              const real *restrict xb, const real *restrict Bt, const real *restrict Ct, int cw, int S) {
+    v8f wa[SCAN_CW / 8] = {{0}}, qa[SCAN_CW / 8] = {{0}};
     for (int s0 = 0; s0 < S; s0 += 8) {
         v8f pC[8], pB[8];
         for (int j = 0; j < 8; j++) {
@@ -267,19 +270,24 @@ GMA_INLINE void scan_rev_vec(real *restrict dh, real *restrict dAg, real *restri
             real bs = Bt[s], cs_ = Ct[s];
             v8f aC = {0}, aB = {0};
             for (int c = 0; c < cw; c += 8) {
-                v8f gc = LD8(gy + c), dtc = LD8(dtt + c), e = LD8(al + o + c), ha = LD8(hp + o + c) * e;
+                v8f gc = LD8(gy + c), e = LD8(al + o + c);
                 v8f dhs = LD8(dh + o + c) + gc * cs_;
+                v8f w = dhs * (LD8(hp + o + c) * e);
                 aC += gc * LD8(hn + o + c);
-                ST8(ddt_acc + c, LD8(ddt_acc + c) + dhs * (ha * LD8(A + o + c) + bs * LD8(ut + c)));
-                ST8(dAg + o + c, LD8(dAg + o + c) + dhs * ha * dtc);
+                ST8(dAg + o + c, LD8(dAg + o + c) + w * LD8(dtt + c));
+                wa[c / 8] += w * LD8(A + o + c);
+                qa[c / 8] += dhs * bs;
                 aB += dhs * LD8(xb + c);
-                ST8(du_acc + c, LD8(du_acc + c) + dhs * dtc * bs);
                 ST8(dh + o + c, dhs * e);
             }
             pC[j] = aC, pB[j] = aB;
         }
         ST8(dCt + s0, LD8(dCt + s0) + sum8x8(pC));
         ST8(dBt + s0, LD8(dBt + s0) + sum8x8(pB));
+    }
+    for (int c = 0; c < cw; c += 8) {
+        ST8(ddt_acc + c, LD8(ddt_acc + c) + wa[c / 8] + LD8(ut + c) * qa[c / 8]);
+        ST8(du_acc + c, LD8(du_acc + c) + LD8(dtt + c) * qa[c / 8]);
     }
 }
 #endif
