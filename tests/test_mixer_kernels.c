@@ -2,7 +2,8 @@
  * selective scan (their vector paths: fused products, the exp for non-positive arguments,
  * the adjoint step reduced eight states at a time) against plain double-precision loops of
  * the formulas in their file headers (docs/model.md §3.2, §3.5), forward and backward, at
- * shapes whose channel groups are whole (32) and partial (40 = 32 + 8, 12); and gmabench
+ * shapes whose channel groups are whole (32) and partial (40 = 32 + 8, 12); the elementwise
+ * kernels (SiLU, softplus, the gate) and the causal convolution's backward; and gmabench
  * mixer's FLOP accounting (the op-table products of a layer, the nominal FLOPs). The float64
  * gradient checks (test64_*) compile the double-precision paths, not these. */
 #include <math.h>
@@ -188,6 +189,86 @@ END_TEST
 START_TEST(test_scan_float32_odd_states) { scan_case(1, 20, 12, 5, 64); }
 END_TEST
 
+/* ---- Mamba's elementwise kernels (vectorised sigmoid, softplus through a vector log1p) ---- */
+static double rel1(double a, double b) { return fabs(a - b) / fmax(fabs(b), 1e-30); }
+
+START_TEST(test_elementwise_float32) {
+    enum { n = 2003 }; /* 250 vectors and a tail of 3 */
+    static real x[n], z[n], g[n], o1[n], o2[n], d1[n], d2[n];
+    Rng r;
+    rng_seed(&r, 7);
+    for (int i = 0; i < n; i++) {
+        double u = rng_uniform(&r);
+        x[i] = (real)(i % 5 == 0 ? 200 * u - 100 : i % 5 == 1 ? 1e-3 * (u - 0.5) : 24 * u - 12);
+        z[i] = (real)(30 * rng_uniform(&r) - 15), g[i] = (real)(rng_uniform(&r) - 0.5);
+    }
+    const real edge[] = {-87.5f, -20.5f, -1e-8f, 0.0f, 1e-8f, 19.99f, 20.0f, 20.01f, 88.5f, 100.0f};
+    for (int i = 0; i < 10; i++) x[11 * i + 3] = edge[i];
+    double e_silu = 0, e_sp = 0, e_dsilu = 0, e_dsp = 0, e_gate = 0, e_dgy = 0, e_dgz = 0;
+    g_ops->silu_forward(o1, x, n);
+    g_ops->softplus_forward(o2, x, n);
+    memset(d1, 0, sizeof d1), memset(d2, 0, sizeof d2);
+    g_ops->silu_backward(d1, g, x, n);
+    g_ops->softplus_backward(d2, g, x, n);
+    for (int i = 0; i < n; i++) {
+        double v = x[i], s = 1 / (1 + exp(-v));
+        double sp = v > 20 ? v : log1p(exp(v));
+        /* below exp's float range (x < -87) softplus is 0 instead of a denormal */
+        if (v > -87) e_sp = fmax(e_sp, rel1(o2[i], sp));
+        else ck_assert_msg(o2[i] >= 0 && o2[i] < 1e-37, "softplus(%g) = %g", v, o2[i]);
+        e_silu = fmax(e_silu, fabs(o1[i] - v * s) / fmax(fabs(v * s), 1e-6));
+        e_dsilu = fmax(e_dsilu, fabs(d1[i] - g[i] * s * (1 + v * (1 - s))) / 1.2);
+        e_dsp = fmax(e_dsp, fabs(d2[i] - g[i] * s));
+    }
+    g_ops->gate_silu_forward(o1, x, z, n);
+    memset(d1, 0, sizeof d1), memset(d2, 0, sizeof d2);
+    g_ops->gate_silu_backward(d1, d2, g, x, z, n);
+    for (int i = 0; i < n; i++) {
+        double zz = z[i], s = 1 / (1 + exp(-zz)), want = x[i] * zz * s;
+        e_gate = fmax(e_gate, fabs(o1[i] - want) / fmax(fabs(want), 1e-6));
+        e_dgy = fmax(e_dgy, fabs(d1[i] - g[i] * zz * s) / fmax(fabs(g[i] * zz * s), 1e-6));
+        e_dgz = fmax(e_dgz, fabs(d2[i] - g[i] * x[i] * s * (1 + zz * (1 - s))) / fmax(fabs(x[i]), 1));
+    }
+    ck_assert_msg(e_sp < 1e-6, "softplus rel err %g", e_sp);
+    ck_assert_msg(e_silu < 1e-6, "silu rel err %g", e_silu);
+    ck_assert_msg(e_dsilu < 1e-6 && e_dsp < 1e-6, "silu, softplus backward err %g %g", e_dsilu, e_dsp);
+    ck_assert_msg(e_gate < 1e-6 && e_dgy < 1e-6 && e_dgz < 1e-6, "gate err %g %g %g", e_gate, e_dgy, e_dgz);
+    /* NaN stays NaN */
+    x[0] = NAN;
+    g_ops->softplus_forward(o2, x, 8);
+    g_ops->silu_forward(o1, x, 8);
+    ck_assert(isnan(o2[0]) && isnan(o1[0]));
+}
+END_TEST
+
+/* the causal convolution's backward (tap-major blocks) against its definition */
+START_TEST(test_conv_backward_float32) {
+    int B = 2, N = 23, C = 37, K = 4;
+    Rng r;
+    rng_seed(&r, 9);
+    size_t n = (size_t)B * N * C;
+    real *x = xmalloc(n * sizeof(real)), *w = xmalloc((size_t)C * K * sizeof(real)), *g = xmalloc(n * sizeof(real));
+    real *dx = xcalloc(n, sizeof(real)), *dw = xcalloc((size_t)C * K, sizeof(real)), *db = xcalloc(C, sizeof(real));
+    fill(x, n, &r, -1, 1), fill(w, (size_t)C * K, &r, -1, 1), fill(g, n, &r, -1, 1);
+    g_ops->conv1d_causal_backward(dx, dw, db, g, x, w, B, N, C, K);
+    double *rx = xcalloc(n, sizeof(double)), *rw = xcalloc((size_t)C * K, sizeof(double)), *rb = xcalloc(C, sizeof(double));
+    for (int b = 0; b < B; b++)
+        for (int t = 0; t < N; t++)
+            for (int c = 0; c < C; c++) {
+                double gg = g[((size_t)b * N + t) * C + c];
+                rb[c] += gg;
+                for (int k = 0; k < K; k++) {
+                    int ts = t - K + 1 + k;
+                    if (ts < 0) continue;
+                    rw[(size_t)c * K + k] += gg * x[((size_t)b * N + ts) * C + c];
+                    rx[((size_t)b * N + ts) * C + c] += gg * w[(size_t)c * K + k];
+                }
+            }
+    ck_assert(rel_err(dx, rx, n) < 1e-6 && rel_err(dw, rw, (size_t)C * K) < 1e-6 && rel_err(db, rb, C) < 1e-6);
+    free(x), free(w), free(g), free(dx), free(dw), free(db), free(rx), free(rw), free(rb);
+}
+END_TEST
+
 /* ---- gmabench mixer: the op-table products of a layer and the nominal FLOPs ---- */
 static const cJSON *row_of(const cJSON *arr, const char *mixer, int N) {
     const cJSON *it;
@@ -259,6 +340,8 @@ Suite *make_suite(void) {
     tcase_add_test(tc, test_scan_float32_whole_groups);
     tcase_add_test(tc, test_scan_float32_partial_groups);
     tcase_add_test(tc, test_scan_float32_odd_states);
+    tcase_add_test(tc, test_elementwise_float32);
+    tcase_add_test(tc, test_conv_backward_float32);
     tcase_add_test(tc, test_bench_mixer_flops);
     suite_add_tcase(s, tc);
     return s;

@@ -30,37 +30,128 @@
 #define GMA_INLINE static inline __attribute__((always_inline))
 
 static inline real sigm(real x) { return 1 / (1 + vexp1(-x)); }
+static inline real softplus1(real x) { return x > 20 ? x : rlog1p(rexp(x)); }
+
+/* The elementwise kernels run on eight lanes at a time in float32 (vexp8; softplus through
+ * vlog1p8), with a scalar tail; float64 keeps the scalar loops. EW(n, i, vec, scal) runs
+ * vec for each whole vector at i and scal for each remaining element i. */
+#ifndef GMA_DOUBLE
+static inline v8f sigm8(v8f x) { return 1 / (1 + vexp8(-x)); }
+/* log(1 + t), t >= 0 (or NaN), as log(u) t / (u - 1) with u = 1 + t rounded (exact for
+ * tiny t, where u - 1 = 0 gives t); log(u) by the exponent and a Cephes-style polynomial
+ * on [sqrt(1/2), sqrt(2)) (relative error about 1e-7) */
+static inline v8f vlog1p8(v8f t) {
+    v8f u = 1 + t;
+    v8i bits = (v8i)u, ex = ((bits >> 23) & 0xff) - 127;
+    v8f m = (v8f)((bits & 0x007fffff) | 0x3f800000); /* [1, 2) */
+    v8i big = m > 1.41421356f;
+    m = (v8f)(((v8i)m & ~big) | ((v8i)(m * 0.5f) & big));
+    v8f e = __builtin_convertvector(ex - big, v8f); /* big is -1 where true */
+    v8f x = m - 1, z = x * x;
+    v8f y = x * 7.0376836292e-2f - 1.1514610310e-1f;
+    y = y * x + 1.1676998740e-1f;
+    y = y * x - 1.2420140846e-1f;
+    y = y * x + 1.4249322787e-1f;
+    y = y * x - 1.6668057665e-1f;
+    y = y * x + 2.0000714765e-1f;
+    y = y * x - 2.4999993993e-1f;
+    y = y * x + 3.3333331174e-1f;
+    y = y * x * z - 2.12194440e-4f * e - 0.5f * z;
+    v8f lg = x + y + 0.693359375f * e, d = u - 1;
+    v8i tiny = d == 0;
+    v8f r = lg * t / d;
+    return (v8f)(((v8i)r & ~tiny) | ((v8i)t & tiny));
+}
+static inline v8f softplus8(v8f x) {
+    v8i big = x > 20;
+    v8f r = vlog1p8(vexp8(x));
+    return (v8f)(((v8i)r & ~big) | ((v8i)x & big));
+}
+#define LDV(p) ({ v8f v_; memcpy(&v_, (p), sizeof v_); v_; })
+#define STV(p, v) do { v8f v_ = (v); memcpy((p), &v_, sizeof v_); } while (0)
+#define EW(n, i, vec, scal)                                                                   \
+    do {                                                                                      \
+        size_t nv_ = (n) / 8;                                                                 \
+        _Pragma("omp parallel for schedule(static)") for (size_t j_ = 0; j_ < nv_; j_++) {    \
+            size_t i = j_ * 8;                                                                \
+            vec;                                                                              \
+        }                                                                                     \
+        for (size_t i = nv_ * 8; i < (n); i++) { scal; }                                      \
+    } while (0)
+#endif
 
 void cpu_silu_forward(real *out, const real *x, size_t n) {
+#ifndef GMA_DOUBLE
+    EW(n, i, ({ v8f v = LDV(x + i); STV(out + i, v * sigm8(v)); }), out[i] = x[i] * sigm(x[i]));
+#else
 #pragma omp parallel for schedule(static)
     for (size_t i = 0; i < n; i++) out[i] = x[i] * sigm(x[i]);
+#endif
 }
 void cpu_silu_backward(real *dx, const real *dout, const real *x, size_t n) {
+#ifndef GMA_DOUBLE
+    EW(n, i,
+       ({
+           v8f v = LDV(x + i), sv = sigm8(v);
+           STV(dx + i, LDV(dx + i) + LDV(dout + i) * sv * (1 + v * (1 - sv)));
+       }),
+       ({
+           real sv = sigm(x[i]);
+           dx[i] += dout[i] * sv * (1 + x[i] * (1 - sv));
+       }));
+#else
 #pragma omp parallel for schedule(static)
     for (size_t i = 0; i < n; i++) {
         real s = sigm(x[i]);
         dx[i] += dout[i] * s * (1 + x[i] * (1 - s));
     }
+#endif
 }
 void cpu_softplus_forward(real *out, const real *x, size_t n) {
+#ifndef GMA_DOUBLE
+    EW(n, i, STV(out + i, softplus8(LDV(x + i))), out[i] = softplus1(x[i]));
+#else
 #pragma omp parallel for schedule(static)
-    for (size_t i = 0; i < n; i++) out[i] = x[i] > 20 ? x[i] : rlog1p(rexp(x[i]));
+    for (size_t i = 0; i < n; i++) out[i] = softplus1(x[i]);
+#endif
 }
 void cpu_softplus_backward(real *dx, const real *dout, const real *x, size_t n) {
+#ifndef GMA_DOUBLE
+    EW(n, i, STV(dx + i, LDV(dx + i) + LDV(dout + i) * sigm8(LDV(x + i))), dx[i] += dout[i] * sigm(x[i]));
+#else
 #pragma omp parallel for schedule(static)
     for (size_t i = 0; i < n; i++) dx[i] += dout[i] * sigm(x[i]);
+#endif
 }
 void cpu_gate_silu_forward(real *out, const real *y, const real *z, size_t n) {
+#ifndef GMA_DOUBLE
+    EW(n, i, ({ v8f zv = LDV(z + i); STV(out + i, LDV(y + i) * zv * sigm8(zv)); }), out[i] = y[i] * z[i] * sigm(z[i]));
+#else
 #pragma omp parallel for schedule(static)
     for (size_t i = 0; i < n; i++) out[i] = y[i] * z[i] * sigm(z[i]);
+#endif
 }
 void cpu_gate_silu_backward(real *dy, real *dz, const real *dout, const real *y, const real *z, size_t n) {
+#ifndef GMA_DOUBLE
+    EW(n, i,
+       ({
+           v8f zv = LDV(z + i), sv = sigm8(zv), g = LDV(dout + i);
+           STV(dy + i, LDV(dy + i) + g * zv * sv);
+           STV(dz + i, LDV(dz + i) + g * LDV(y + i) * sv * (1 + zv * (1 - sv)));
+       }),
+       ({
+           real sv = sigm(z[i]);
+           dy[i] += dout[i] * z[i] * sv;
+           dz[i] += dout[i] * y[i] * sv * (1 + z[i] * (1 - sv));
+       }));
+#else
 #pragma omp parallel for schedule(static)
     for (size_t i = 0; i < n; i++) {
         real s = sigm(z[i]);
         dy[i] += dout[i] * z[i] * s;
         dz[i] += dout[i] * y[i] * s * (1 + z[i] * (1 - s));
     }
+#endif
 }
 
 #define CONV_CB 16
@@ -79,28 +170,42 @@ void cpu_conv1d_causal_forward(real *out, const real *x, const real *w, const re
         }
 }
 
+/* Blocks of CONV_CB channels run in parallel; a block's taps and their gradients are held
+ * tap-major ([k][c], on the stack up to 64 taps) so that the channel loops vectorise. */
 void cpu_conv1d_causal_backward(real *dx, real *dw, real *db, const real *dout, const real *x, const real *w, int B,
                                 int N, int C, int K) {
     int nblk = (C + CONV_CB - 1) / CONV_CB;
 #pragma omp parallel for schedule(static)
     for (int blk = 0; blk < nblk; blk++) {
-        int c0 = blk * CONV_CB, c1 = GMA_MIN(C, c0 + CONV_CB);
+        int c0 = blk * CONV_CB, cb = GMA_MIN(C, c0 + CONV_CB) - c0;
+        real wt_s[64 * CONV_CB], dwt_s[64 * CONV_CB], dbl[CONV_CB] = {0};
+        real *wt = K <= 64 ? wt_s : xmalloc(sizeof(real) * K * CONV_CB);
+        real *dwt = K <= 64 ? dwt_s : xmalloc(sizeof(real) * K * CONV_CB);
+        for (int k = 0; k < K; k++)
+            for (int c = 0; c < cb; c++) wt[k * CONV_CB + c] = w[(size_t)(c0 + c) * K + k], dwt[k * CONV_CB + c] = 0;
         for (int bb = 0; bb < B; bb++)
             for (int t = 0; t < N; t++) {
-                const real *g = dout + ((size_t)bb * N + t) * C;
-                for (int c = c0; c < c1; c++)
-                    if (db) db[c] += g[c];
+                const real *g = dout + ((size_t)bb * N + t) * C + c0;
+                for (int c = 0; c < cb; c++) dbl[c] += g[c];
                 for (int k = 0; k < K; k++) {
                     int ts = t - K + 1 + k;
                     if (ts < 0) continue;
-                    const real *xs = x + ((size_t)bb * N + ts) * C;
-                    real *dxs = dx + ((size_t)bb * N + ts) * C;
-                    for (int c = c0; c < c1; c++) {
-                        dw[(size_t)c * K + k] += g[c] * xs[c];
-                        dxs[c] += g[c] * w[(size_t)c * K + k];
+                    const real *restrict xs = x + ((size_t)bb * N + ts) * C + c0;
+                    real *restrict dxs = dx + ((size_t)bb * N + ts) * C + c0;
+                    real *restrict dwk = dwt + k * CONV_CB;
+                    const real *restrict wk = wt + k * CONV_CB;
+#pragma omp simd
+                    for (int c = 0; c < cb; c++) {
+                        dwk[c] += g[c] * xs[c];
+                        dxs[c] += g[c] * wk[c];
                     }
                 }
             }
+        for (int c = 0; c < cb; c++) {
+            if (db) db[c0 + c] += dbl[c];
+            for (int k = 0; k < K; k++) dw[(size_t)(c0 + c) * K + k] += dwt[k * CONV_CB + c];
+        }
+        if (K > 64) free(wt), free(dwt);
     }
 }
 
