@@ -57,8 +57,9 @@ static void route_ref(double *g, const real *x, const real *mu, const real *vr, 
     }
 }
 
-START_TEST(test_route_float32) {
-    int B = 2, H = 2, N = 37, d = 16, Kc = 24, BH = B * H;
+/* N above the kernel's 256-row blocks takes several; every stride-th argument is probed */
+static void route_case(int N, int stride) {
+    int B = 2, H = 2, d = 16, Kc = 24, BH = B * H;
     real tau = 0.7f, fl = 1e-4f;
     Rng r;
     rng_seed(&r, 3);
@@ -83,7 +84,7 @@ START_TEST(test_route_float32) {
     size_t sizes[] = {nx, np, np, (size_t)H * Kc};
     for (int which = 0; which < 4; which++) {
         double num = 0, den = 1e-30;
-        for (size_t i = 0; i < sizes[which]; i += 7) {
+        for (size_t i = 0; i < sizes[which]; i += (size_t)stride) {
             real keep = bufs[which][i];
             double h = 1e-3 * fmax(1, fabs(keep)), lp = 0, lm = 0;
             bufs[which][i] = (real)(keep + h);
@@ -103,6 +104,10 @@ START_TEST(test_route_float32) {
     free(x), free(mu), free(vr), free(pr), free(g), free(dg), free(gr), free(dx), free(dmu), free(dvr), free(dpr);
     free(tp), free(tm);
 }
+
+START_TEST(test_route_float32) { route_case(37, 7); }
+END_TEST
+START_TEST(test_route_float32_blocks) { route_case(300, 211); }
 END_TEST
 
 /* ---- selective scan: h_t = exp(dt_t A) h_{t-1} + dt_t Bm_t u_t, y_t = Cm_t . h_t + D u_t ---- */
@@ -337,6 +342,7 @@ Suite *make_suite(void) {
     TCase *tc = tcase_create("kernels");
     tcase_set_timeout(tc, 120);
     tcase_add_test(tc, test_route_float32);
+    tcase_add_test(tc, test_route_float32_blocks);
     tcase_add_test(tc, test_scan_float32_whole_groups);
     tcase_add_test(tc, test_scan_float32_partial_groups);
     tcase_add_test(tc, test_scan_float32_odd_states);

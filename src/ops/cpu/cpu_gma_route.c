@@ -74,7 +74,11 @@ static const real *prep_cached(const real *mu, const real *var_raw, const real *
     return e->buf;
 }
 
-/* Xc [N, 2d] = [x | x*x] of one block of rows: the one matrix operand of the forward
+/* rows of a (batch, head) block routed together: [x | x*x] and the backward's buffers of
+ * that many rows stay in cache */
+#define ROUTE_ROWS 256
+
+/* Xc [N, 2d] = [x | x*x] of N rows: the one matrix operand of the forward
  * product and of the backward's parameter product */
 static void cat_x_x2(real *restrict Xc, const real *restrict x, int N, int d) {
     for (int i = 0; i < N; i++) {
@@ -107,11 +111,15 @@ void cpu_gma_route_forward(real *gamma, const real *x, const real *mu, const rea
         int hp = shared ? 0 : bh % H;
         const real *xb = x + (size_t)bh * N * d;
         real *g = gamma + (size_t)bh * N * Kc;
-        real *Xc = cpu_workspace(0, (size_t)(N + Kc) * 2 * d + Kc), *W = Xc + (size_t)N * 2 * d, *c = W + (size_t)Kc * 2 * d;
-        cat_x_x2(Xc, xb, N, d);
+        int R = GMA_MIN(N, ROUTE_ROWS);
+        real *W = cpu_workspace(0, (size_t)(R + Kc) * 2 * d + Kc), *c = W + (size_t)Kc * 2 * d, *Xc = c + Kc;
         cat_params(W, M + (size_t)hp * Kc * d, P + (size_t)hp * Kc * d, Kc, d, (real)-0.5);
         for (int k = 0; k < Kc; k++) c[k] = cst[(size_t)hp * Kc + k] * itau;
-        cpu_matmul(g, Xc, W, N, Kc, 2 * d, 0, 1, itau, 0);
+        for (int i0 = 0; i0 < N; i0 += R) {
+            int L = GMA_MIN(R, N - i0);
+            cat_x_x2(Xc, xb + (size_t)i0 * d, L, d);
+            cpu_matmul(g + (size_t)i0 * Kc, Xc, W, L, Kc, 2 * d, 0, 1, itau, 0);
+        }
         for (int i = 0; i < N; i++) {
             real *row = g + (size_t)i * Kc;
             real mx = -INFINITY;
@@ -144,32 +152,37 @@ void cpu_gma_route_backward(real *dx, real *dmu, real *dvar_raw, real *dprior, c
         int hp = shared ? 0 : bh % H;
         const real *xb = x + (size_t)bh * N * d, *g = gamma + (size_t)bh * N * Kc, *dg = dgamma + (size_t)bh * N * Kc;
         real *dxb = dx + (size_t)bh * N * d;
-        real *w = cpu_workspace(0, (size_t)N * (Kc + 4 * d) + (size_t)Kc * 2 * d);
-        real *dl = w, *Xc = w + (size_t)N * Kc, *t = Xc + (size_t)N * 2 * d, *W = t + (size_t)N * 2 * d;
+        int R = GMA_MIN(N, ROUTE_ROWS);
+        real *W = cpu_workspace(0, (size_t)Kc * 2 * d + (size_t)R * (Kc + 4 * d));
+        real *dl = W + (size_t)Kc * 2 * d, *Xc = dl + (size_t)R * Kc, *t = Xc + (size_t)R * 2 * d;
         real *dG = acc + (size_t)bh * per, *dc = dG + (size_t)Kc * 2 * d;
-        for (int k = 0; k < Kc; k++) dc[k] = 0;
-        for (int i = 0; i < N; i++) {
-            const real *gi = g + (size_t)i * Kc, *dgi = dg + (size_t)i * Kc;
-            real *dli = dl + (size_t)i * Kc;
-            real dot = 0;
-#pragma omp simd reduction(+ : dot)
-            for (int k = 0; k < Kc; k++) dot += gi[k] * dgi[k];
-#pragma omp simd
-            for (int k = 0; k < Kc; k++) {
-                dli[k] = gi[k] * (dgi[k] - dot) * itau;
-                dc[k] += dli[k];
-            }
-        }
-        cat_x_x2(Xc, xb, N, d);
         cat_params(W, M + (size_t)hp * Kc * d, P + (size_t)hp * Kc * d, Kc, d, 1);
-        cpu_matmul(t, dl, W, N, 2 * d, Kc, 0, 0, 1, 0);
-        for (int i = 0; i < N; i++) {
-            const real *ti = t + (size_t)i * 2 * d, *xi = xb + (size_t)i * d;
-            real *o = dxb + (size_t)i * d;
+        for (int k = 0; k < Kc; k++) dc[k] = 0;
+        for (int i0 = 0; i0 < N; i0 += R) { /* blocks of rows: the work buffers stay in cache */
+            int L = GMA_MIN(R, N - i0);
+            for (int i = 0; i < L; i++) {
+                const real *gi = g + (size_t)(i0 + i) * Kc, *dgi = dg + (size_t)(i0 + i) * Kc;
+                real *dli = dl + (size_t)i * Kc;
+                real dot = 0;
+#pragma omp simd reduction(+ : dot)
+                for (int k = 0; k < Kc; k++) dot += gi[k] * dgi[k];
 #pragma omp simd
-            for (int e = 0; e < d; e++) o[e] += ti[e] - xi[e] * ti[d + e];
+                for (int k = 0; k < Kc; k++) {
+                    dli[k] = gi[k] * (dgi[k] - dot) * itau;
+                    dc[k] += dli[k];
+                }
+            }
+            const real *xr = xb + (size_t)i0 * d;
+            cat_x_x2(Xc, xr, L, d);
+            cpu_matmul(t, dl, W, L, 2 * d, Kc, 0, 0, 1, 0);
+            for (int i = 0; i < L; i++) {
+                const real *ti = t + (size_t)i * 2 * d, *xi = xr + (size_t)i * d;
+                real *o = dxb + (size_t)(i0 + i) * d;
+#pragma omp simd
+                for (int e = 0; e < d; e++) o[e] += ti[e] - xi[e] * ti[d + e];
+            }
+            cpu_matmul(dG, dl, Xc, Kc, 2 * d, L, 1, 0, 1, i0 > 0);
         }
-        cpu_matmul(dG, dl, Xc, Kc, 2 * d, N, 1, 0, 1, 0);
     }
     /* reduce the pairs of each parameter set in a fixed order, then chain to mu, var_raw, prior */
 #pragma omp parallel for schedule(static) if (PAR_WORTH((size_t)B * (size_t)H * (size_t)N * (size_t)Kc * (size_t)d))
