@@ -5,7 +5,9 @@
  *                  [--B 1] [--bidir] [--repeat 3] [--max-seconds 60] [--max-mem-gib 12]
  *     one mixer layer, forward + backward: median time (min-max over repeats) and peak
  *     extra memory (resident high-water mark above the layer's parameters, measured in a
- *     forked child per point), with the ratio against the first mixer listed; then, from
+ *     forked child per point), with the ratio against the first mixer listed, and cpu ms
+ *     (the median process CPU time of a repeat: with --threads 1 the layer's own time on a
+ *     shared machine); then, from
  *     one more pass through the profiling op table (as `model` counts): GEMM GF/s (the
  *     FLOPs of the products that go through the op table over the layer time), BLAS GF/s
  *     (the same FLOPs over those shapes replayed alone), their ratio, GEMM % (the share of
@@ -43,6 +45,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "cli/args/version.h"
@@ -123,7 +126,7 @@ static int cmp_d(const void *a, const void *b) {
 
 /* ---------------- one mixer layer, measured in a child process ---------------- */
 typedef struct MixResult {
-    double med, lo, hi, peak;
+    double med, lo, hi, peak, cpu_med; /* cpu_med: process CPU seconds of the median-CPU repeat */
     double gemm_flops, gemm_time, pass_time, blas_time; /* ops-table products of one pass (mixer_gemm_pass) */
     int ok;
 } MixResult;
@@ -132,6 +135,14 @@ static void mixer_gemm_pass(MixResult *r, const MixerVT *vt, Mixer *m, const Mix
 static double hidden_flops(const Opts *o, const char *name, int N);
 
 static int on_device(void) { return strcmp(g_ops->name, "cpu") != 0; }
+
+/* CPU seconds of this process, all threads (with --threads 1, the layer's own time even
+ * when other processes share the cores) */
+static double cpu_seconds(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+    return ts.tv_sec + 1e-9 * ts.tv_nsec;
+}
 
 static MixResult mixer_measure(const Opts *o, const char *name, int N) {
     MixResult r = {0};
@@ -168,17 +179,19 @@ static MixResult mixer_measure(const Opts *o, const char *name, int N) {
     real *scratch = g_ops->alloc(vt->scratch_size(m, o->B, N) * sizeof(real));
     real *dy = g_ops->alloc(n * sizeof(real));
     MixerCtx ctx = {.B = o->B, .N = N, .causal = o->causal, .training = 1};
-    double t[64];
+    double t[64], tc[64];
     int R = GMA_MIN(o->repeat, 64);
     for (int i = -1; i < R; i++) {
         ops_sync();
-        double t0 = gma_now();
+        double t0 = gma_now(), c0 = cpu_seconds();
         vt->forward(m, &ctx, y, h, params, act, scratch);
         vt->backward(m, &ctx, dh, dy, h, params, grads, act, scratch);
         ops_sync();
-        if (i >= 0) t[i] = gma_now() - t0;
+        if (i >= 0) t[i] = gma_now() - t0, tc[i] = cpu_seconds() - c0;
     }
     qsort(t, R, sizeof(double), cmp_d);
+    qsort(tc, R, sizeof(double), cmp_d);
+    r.cpu_med = tc[R / 2];
     r.med = t[R / 2];
     r.lo = t[0];
     r.hi = t[R - 1];
@@ -242,8 +255,9 @@ static void bench_mixers(const Opts *o, cJSON *out) {
     for (char *t = strtok_r(buf, ",", &sv); t && nm < 16; t = strtok_r(NULL, ",", &sv)) snprintf(names[nm++], 32, "%s", t);
     printf("\n## mixer layer, forward+backward (%s, D=%d, H=%d, Kc=%d, B=%d, %s, %d repeats, %s)\n",
            o->causal ? "causal" : "bidirectional", o->D, o->H, o->Kc, o->B, g_ops->name, o->repeat, REAL_NAME);
-    printf("%-10s %7s %12s %20s %14s %12s %9s %9s %9s %7s %8s %9s %9s\n", "mixer", "N", "time ms", "min-max ms",
-           "peak MiB", "time/first", "GEMM GF/s", "BLAS GF/s", "ratio", "GEMM %", "nom GF", "nom GF/s", "nom/BLAS");
+    printf("%-10s %7s %12s %20s %14s %12s %9s %9s %9s %9s %7s %8s %9s %9s\n", "mixer", "N", "time ms", "min-max ms",
+           "peak MiB", "time/first", "cpu ms", "GEMM GF/s", "BLAS GF/s", "ratio", "GEMM %", "nom GF", "nom GF/s",
+           "nom/BLAS");
     cJSON *arr = cJSON_AddArrayToObject(out, "mixer");
     double first[32] = {0};
     double last_time[16] = {0};
@@ -278,8 +292,8 @@ static void bench_mixers(const Opts *o, cJSON *out) {
                  * plus the products inside fused kernels (hidden_flops), over the layer time */
                 double gf = r.gemm_flops / r.med / 1e9, bgf = r.blas_time > 0 ? r.gemm_flops / r.blas_time / 1e9 : 0;
                 double nom = r.gemm_flops + hidden_flops(o, names[k], N), ngf = nom / r.med / 1e9;
-                printf("%-10s %7d %12.2f %20s %14.1f %12s %9.1f %9.1f %9.3f %6.1f%% %8.3f %9.1f %9.3f\n", names[k], N,
-                       r.med * 1e3, mm, r.peak / 1048576, ratio, gf, bgf, bgf > 0 ? gf / bgf : 0,
+                printf("%-10s %7d %12.2f %20s %14.1f %12s %9.2f %9.1f %9.1f %9.3f %6.1f%% %8.3f %9.1f %9.3f\n", names[k],
+                       N, r.med * 1e3, mm, r.peak / 1048576, ratio, r.cpu_med * 1e3, gf, bgf, bgf > 0 ? gf / bgf : 0,
                        100 * r.gemm_time / r.pass_time, nom / 1e9, ngf, bgf > 0 ? ngf / bgf : 0);
                 cJSON_AddNumberToObject(row, "ms", r.med * 1e3);
                 cJSON_AddNumberToObject(row, "ms_min", r.lo * 1e3);
@@ -287,6 +301,7 @@ static void bench_mixers(const Opts *o, cJSON *out) {
                 cJSON_AddNumberToObject(row, "peak_bytes", r.peak);
                 cJSON_AddNumberToObject(row, "planned_bytes", est);
                 if (first[s] > 0) cJSON_AddNumberToObject(row, "ratio_to_first", r.med / first[s]);
+                cJSON_AddNumberToObject(row, "cpu_ms", r.cpu_med * 1e3);
                 cJSON_AddNumberToObject(row, "gemm_gflop", r.gemm_flops / 1e9);
                 cJSON_AddNumberToObject(row, "gemm_gflops", gf);
                 cJSON_AddNumberToObject(row, "blas_gflops_same_shapes", bgf);
