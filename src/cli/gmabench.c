@@ -5,7 +5,14 @@
  *                  [--B 1] [--bidir] [--repeat 3] [--max-seconds 60] [--max-mem-gib 12]
  *     one mixer layer, forward + backward: median time (min-max over repeats) and peak
  *     extra memory (resident high-water mark above the layer's parameters, measured in a
- *     forked child per point), with the ratio against the first mixer listed.
+ *     forked child per point), with the ratio against the first mixer listed, and cpu ms
+ *     (the median process CPU time of a repeat: with --threads 1 the layer's own time on a
+ *     shared machine); then, from
+ *     one more pass through the profiling op table (as `model` counts): GEMM GF/s (the
+ *     FLOPs of the products that go through the op table over the layer time), BLAS GF/s
+ *     (the same FLOPs over those shapes replayed alone), their ratio, GEMM % (the share of
+ *     that pass inside them), nom GF (those FLOPs plus the products inside the mixer's fused
+ *     kernels, hidden_flops), nom GF/s (over the layer time) and nom/BLAS.
  *   gmabench model [--mixers gma,sdpa] [--L 4] [--D 256] [--H 4] [--V 8192] [--B 4] [--T 256]
  *                  [--steps 5] [--Kc 64] [--peak-tflops X]
  *     whole-model training steps (forward, backward, AdamW): tokens/s, achieved GFLOP/s
@@ -41,6 +48,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "cli/args/version.h"
@@ -120,9 +128,24 @@ static int cmp_d(const void *a, const void *b) {
 }
 
 /* ---------------- one mixer layer, measured in a child process ---------------- */
-typedef struct MixResult { double med, lo, hi, peak; int ok; } MixResult;
+typedef struct MixResult {
+    double med, lo, hi, peak, cpu_med; /* cpu_med: process CPU seconds of the median-CPU repeat */
+    double gemm_flops, gemm_time, pass_time, blas_time; /* ops-table products of one pass (mixer_gemm_pass) */
+    int ok;
+} MixResult;
+static void mixer_gemm_pass(MixResult *r, const MixerVT *vt, Mixer *m, const MixerCtx *ctx, real *y, const real *h,
+                            real *dh, const real *dy, const real *params, real *grads, real *act, real *scratch);
+static double hidden_flops(const Opts *o, const char *name, int N);
 
 static int on_device(void) { return strcmp(g_ops->name, "cpu") != 0; }
+
+/* CPU seconds of this process, all threads (with --threads 1, the layer's own time even
+ * when other processes share the cores) */
+static double cpu_seconds(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+    return ts.tv_sec + 1e-9 * ts.tv_nsec;
+}
 
 static MixResult mixer_measure(const Opts *o, const char *name, int N) {
     MixResult r = {0};
@@ -159,22 +182,25 @@ static MixResult mixer_measure(const Opts *o, const char *name, int N) {
     real *scratch = g_ops->alloc(vt->scratch_size(m, o->B, N) * sizeof(real));
     real *dy = g_ops->alloc(n * sizeof(real));
     MixerCtx ctx = {.B = o->B, .N = N, .causal = o->causal, .training = 1};
-    double t[64];
+    double t[64], tc[64];
     int R = GMA_MIN(o->repeat, 64);
     for (int i = -1; i < R; i++) {
         ops_sync();
-        double t0 = gma_now();
+        double t0 = gma_now(), c0 = cpu_seconds();
         vt->forward(m, &ctx, y, h, params, act, scratch);
         vt->backward(m, &ctx, dh, dy, h, params, grads, act, scratch);
         ops_sync();
-        if (i >= 0) t[i] = gma_now() - t0;
+        if (i >= 0) t[i] = gma_now() - t0, tc[i] = cpu_seconds() - c0;
     }
     qsort(t, R, sizeof(double), cmp_d);
+    qsort(tc, R, sizeof(double), cmp_d);
+    r.cpu_med = tc[R / 2];
     r.med = t[R / 2];
     r.lo = t[0];
     r.hi = t[R - 1];
     ops_mem_stats(&dev_now, &dev_peak);
     r.peak = (on_device() ? (double)dev_peak : proc_status_bytes("VmHWM:")) - base;
+    mixer_gemm_pass(&r, vt, m, &ctx, y, h, dh, dy, params, grads, act, scratch);
     r.ok = 1;
     real *bufs[] = {params, grads, h, y, dh, act, scratch, dy};
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) g_ops->free(bufs[i]);
@@ -232,7 +258,9 @@ static void bench_mixers(const Opts *o, cJSON *out) {
     for (char *t = strtok_r(buf, ",", &sv); t && nm < 16; t = strtok_r(NULL, ",", &sv)) snprintf(names[nm++], 32, "%s", t);
     printf("\n## mixer layer, forward+backward (%s, D=%d, H=%d, Kc=%d, B=%d, %s, %d repeats, %s)\n",
            o->causal ? "causal" : "bidirectional", o->D, o->H, o->Kc, o->B, g_ops->name, o->repeat, REAL_NAME);
-    printf("%-10s %7s %12s %20s %14s %12s\n", "mixer", "N", "time ms", "min-max ms", "peak MiB", "time/first");
+    printf("%-10s %7s %12s %20s %14s %12s %9s %9s %9s %9s %7s %8s %9s %9s\n", "mixer", "N", "time ms", "min-max ms",
+           "peak MiB", "time/first", "cpu ms", "GEMM GF/s", "BLAS GF/s", "ratio", "GEMM %", "nom GF", "nom GF/s",
+           "nom/BLAS");
     cJSON *arr = cJSON_AddArrayToObject(out, "mixer");
     double first[32] = {0};
     double last_time[16] = {0};
@@ -261,13 +289,28 @@ static void bench_mixers(const Opts *o, cJSON *out) {
                 char mm[64], ratio[32] = "-";
                 snprintf(mm, sizeof mm, "%.2f-%.2f", r.lo * 1e3, r.hi * 1e3);
                 if (first[s] > 0) snprintf(ratio, sizeof ratio, "%.3f", r.med / first[s]);
-                printf("%-10s %7d %12.2f %20s %14.1f %12s\n", names[k], N, r.med * 1e3, mm, r.peak / 1048576, ratio);
+                /* GEMM: the products through the op table (their FLOPs over the layer time, the same
+                 * FLOPs over their replay on this BLAS, the share of the recording pass spent inside
+                 * them, each product synchronised); nom: those
+                 * plus the products inside fused kernels (hidden_flops), over the layer time */
+                double gf = r.gemm_flops / r.med / 1e9, bgf = r.blas_time > 0 ? r.gemm_flops / r.blas_time / 1e9 : 0;
+                double nom = r.gemm_flops + hidden_flops(o, names[k], N), ngf = nom / r.med / 1e9;
+                printf("%-10s %7d %12.2f %20s %14.1f %12s %9.2f %9.1f %9.1f %9.3f %6.1f%% %8.3f %9.1f %9.3f\n", names[k],
+                       N, r.med * 1e3, mm, r.peak / 1048576, ratio, r.cpu_med * 1e3, gf, bgf, bgf > 0 ? gf / bgf : 0,
+                       100 * r.gemm_time / r.pass_time, nom / 1e9, ngf, bgf > 0 ? ngf / bgf : 0);
                 cJSON_AddNumberToObject(row, "ms", r.med * 1e3);
                 cJSON_AddNumberToObject(row, "ms_min", r.lo * 1e3);
                 cJSON_AddNumberToObject(row, "ms_max", r.hi * 1e3);
                 cJSON_AddNumberToObject(row, "peak_bytes", r.peak);
                 cJSON_AddNumberToObject(row, "planned_bytes", est);
                 if (first[s] > 0) cJSON_AddNumberToObject(row, "ratio_to_first", r.med / first[s]);
+                cJSON_AddNumberToObject(row, "cpu_ms", r.cpu_med * 1e3);
+                cJSON_AddNumberToObject(row, "gemm_gflop", r.gemm_flops / 1e9);
+                cJSON_AddNumberToObject(row, "gemm_gflops", gf);
+                cJSON_AddNumberToObject(row, "blas_gflops_same_shapes", bgf);
+                cJSON_AddNumberToObject(row, "share_in_gemm", r.gemm_time / r.pass_time);
+                cJSON_AddNumberToObject(row, "nominal_gflop", nom / 1e9);
+                cJSON_AddNumberToObject(row, "nominal_gflops", ngf);
                 last_time[k] = r.med * o->repeat;
             }
             fflush(stdout);
@@ -450,6 +493,85 @@ static void bench_model(const Opts *o, cJSON *out) {
             model_free(&m);
         }
     }
+}
+
+/* ---------------- a mixer layer's matrix products ----------------
+ * One more forward + backward of the layer with the profiling op table: the FLOPs and the
+ * (synchronised) time of the products that go through it, and their shapes replayed alone. */
+static void mixer_gemm_pass(MixResult *r, const MixerVT *vt, Mixer *m, const MixerCtx *ctx, real *y, const real *h,
+                            real *dh, const real *dy, const real *params, real *grads, real *act, real *scratch) {
+    const GmaOps *keep = g_ops;
+    g_ops = &g_prof;
+    g_nshapes = 0;
+    g_mm_time = g_mm_flops = 0;
+    g_recording = 1;
+    ops_sync();
+    double t0 = gma_now();
+    vt->forward(m, ctx, y, h, params, act, scratch);
+    vt->backward(m, ctx, dh, dy, h, params, grads, act, scratch);
+    ops_sync();
+    r->pass_time = gma_now() - t0;
+    g_recording = 0;
+    g_ops = keep;
+    r->gemm_flops = g_mm_flops;
+    r->gemm_time = g_mm_time;
+    r->blas_time = replay_shapes();
+}
+
+/* the causal (chunk C) or bidirectional mixing core of docs/model.md §3.1 over BH heads: the
+ * products cpu_linmix.c does, forward and backward */
+static double linmix_flops(double BH, int N, int F, int d, int causal, int C) {
+    if (!causal) return BH * 6 * 2.0 * N * F * d; /* S, out; dS, dphk, dV, dphq */
+    double f = 0;
+    for (int c0 = 0; c0 < N; c0 += C) {
+        double L = GMA_MIN(C, N - c0), last = c0 + C >= N;
+        f += (c0 > 0) * 2.0 * F * d * C;                       /* running state */
+        f += 2 * L * L * F + 2 * L * d * F + 2 * L * L * d;     /* A, phq S, A V */
+        f += (1 - last) * 2 * (2 * L * F * d);                  /* dphk, dV through later chunks */
+        f += 2 * L * F * d + 2 * L * L * F + 2 * L * L * d;     /* dphq via S, A again, dA */
+        f += 2 * (2 * L * L * F) + 2 * L * L * d + 2 * F * d * L; /* dphq, dphk via dA, dV via A, dS */
+    }
+    return BH * f;
+}
+
+/* FLOPs of the products a mixer does inside fused ops (not through the op table): GMA's
+ * Gaussian routing and mixing core, the Linear Transformer's and Performer's core and
+ * Performer's feature logits, the tiled sdpa's tile products (causal: the N (N + 1) / 2
+ * visible pairs). sdpa_ref, linformer and mamba do all theirs through the table. */
+/* a string key SECTION.KEY of config c ("" when absent) */
+static void cfg_str(const Config *c, const char *section, const char *key, char *out, size_t cap) {
+    char *txt = cfg_to_json(c);
+    cJSON *j = cJSON_Parse(txt);
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(j, section), key);
+    snprintf(out, cap, "%s", cJSON_IsString(v) ? v->valuestring : "");
+    cJSON_Delete(j);
+    free(txt);
+}
+
+static double hidden_flops(const Opts *o, const char *name, int N) {
+    Config c = bench_config(o, name, N);
+    double BH = (double)o->B * o->H, n = N;
+    int d = o->D / o->H, causal = o->causal;
+    char s1[32], s2[32];
+    if (!strcmp(name, "gma")) {
+        int Kc = (int)cfg_num(&c, "gma.n_components");
+        cfg_str(&c, "gma", "routing", s1, sizeof s1);
+        cfg_str(&c, "gma", "memory", s2, sizeof s2);
+        double route = strcmp(s1, "softmax") ? 2 * BH * 6 * 2.0 * n * Kc * d : 0; /* q and k: 2 + 4 products */
+        if (!strcmp(s2, "ema")) return route;
+        return route + linmix_flops(BH, N, Kc, d, causal, (int)cfg_num(&c, "gma.chunk"));
+    }
+    if (!strcmp(name, "linear")) return linmix_flops(BH, N, d, d, causal, (int)cfg_num(&c, "gma.chunk"));
+    if (!strcmp(name, "performer")) {
+        cfg_str(&c, "performer", "kernel", s1, sizeof s1);
+        if (!strcmp(s1, "relu")) return linmix_flops(BH, N, d, d, causal, (int)cfg_num(&c, "gma.chunk"));
+        int F = (int)cfg_num(&c, "performer.features");
+        if (F == 0) F = 2 * d;
+        return 2 * BH * 2 * 2.0 * n * F * d + linmix_flops(BH, N, F, d, causal, (int)cfg_num(&c, "gma.chunk"));
+    }
+    if (!strcmp(name, "sdpa")) /* S, PV; S again, dP, dV, dK, dQ */
+        return BH * 7 * 2.0 * d * (causal ? n * (n + 1) / 2 : n * n);
+    return 0;
 }
 
 /* ---------------- generation (model/generate.h) ----------------

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "ops/cpu/cpu.h"
+#include "ops/cpu/cpu_exp.h"
 
 static inline real softplus(real s) { return s > 20 ? s : rlog1p(rexp(s)); }
 static inline real sigmoid(real s) { return 1 / (1 + rexp(-s)); }
@@ -88,78 +89,125 @@ static const real *prep_cached(const real *mu, const real *var_raw, const real *
     return e->buf;
 }
 
+/* rows of a (batch, head) block routed together: [x | x*x] and the backward's buffers of
+ * that many rows stay in cache */
+#define ROUTE_ROWS 256
+
+/* Xc [N, 2d] = [x | x*x] of N rows: the one matrix operand of the forward
+ * product and of the backward's parameter product */
+static void cat_x_x2(real *restrict Xc, const real *restrict x, int N, int d) {
+    for (int i = 0; i < N; i++) {
+        const real *xi = x + (size_t)i * d;
+        real *o = Xc + (size_t)i * 2 * d;
+#pragma omp simd
+        for (int e = 0; e < d; e++) o[e] = xi[e], o[d + e] = xi[e] * xi[e];
+    }
+}
+
+/* W [Kc, 2d] = [M | a P] of one parameter set */
+static void cat_params(real *restrict W, const real *restrict Mh, const real *restrict Ph, int Kc, int d, real a) {
+    for (int k = 0; k < Kc; k++) {
+        const real *m = Mh + (size_t)k * d, *p = Ph + (size_t)k * d;
+        real *o = W + (size_t)k * 2 * d;
+        for (int e = 0; e < d; e++) o[e] = m[e], o[d + e] = a * p[e];
+    }
+}
+
+/* l(x) = [x | x*x] [M | -P/2]^T + cst: one product with inner size 2d per block of rows,
+ * then each row's softmax at temperature tau (vectorised exp) */
 void cpu_gma_route_forward(real *gamma, const real *x, const real *mu, const real *var_raw, const real *prior, int B,
                            int H, int N, int d, int Kc, real tau, real var_floor, int shared) {
     int Hp = shared ? 1 : H;
     const real *P = prep_cached(mu, var_raw, prior, Hp, d, Kc, var_floor), *M = P + (size_t)Hp * Kc * d,
                *cst = M + (size_t)Hp * Kc * d;
+    real itau = 1 / tau;
 #pragma omp parallel for schedule(static) if (PAR_WORTH((size_t)B * (size_t)H * (size_t)N * (size_t)Kc * (size_t)d))
     for (int bh = 0; bh < B * H; bh++) {
         int hp = shared ? 0 : bh % H;
         const real *xb = x + (size_t)bh * N * d;
         real *g = gamma + (size_t)bh * N * Kc;
-        real *x2 = cpu_workspace(0, (size_t)N * d);
-        for (size_t i = 0; i < (size_t)N * d; i++) x2[i] = xb[i] * xb[i];
-        cpu_matmul(g, xb, M + (size_t)hp * Kc * d, N, Kc, d, 0, 1, 1, 0);
-        cpu_matmul(g, x2, P + (size_t)hp * Kc * d, N, Kc, d, 0, 1, -0.5, 1);
-        const real *c = cst + (size_t)hp * Kc;
+        int R = GMA_MIN(N, ROUTE_ROWS);
+        real *W = cpu_workspace(0, (size_t)(R + Kc) * 2 * d + Kc), *c = W + (size_t)Kc * 2 * d, *Xc = c + Kc;
+        cat_params(W, M + (size_t)hp * Kc * d, P + (size_t)hp * Kc * d, Kc, d, (real)-0.5);
+        for (int k = 0; k < Kc; k++) c[k] = cst[(size_t)hp * Kc + k] * itau;
+        for (int i0 = 0; i0 < N; i0 += R) {
+            int L = GMA_MIN(R, N - i0);
+            cat_x_x2(Xc, xb + (size_t)i0 * d, L, d);
+            cpu_matmul(g + (size_t)i0 * Kc, Xc, W, L, Kc, 2 * d, 0, 1, itau, 0);
+        }
         for (int i = 0; i < N; i++) {
             real *row = g + (size_t)i * Kc;
             real mx = -INFINITY;
+#pragma omp simd reduction(max : mx)
             for (int k = 0; k < Kc; k++) {
-                row[k] = (row[k] + c[k]) / tau;
+                row[k] += c[k];
                 mx = row[k] > mx ? row[k] : mx;
             }
-            double s = 0;
-            for (int k = 0; k < Kc; k++) s += (row[k] = rexp(row[k] - mx));
-            real inv = (real)(1.0 / s);
+            real inv = (real)(1.0 / vexp_sub(row, row, mx, Kc));
+#pragma omp simd
             for (int k = 0; k < Kc; k++) row[k] *= inv;
         }
     }
 }
 
+/* dl = gamma * (dgamma - gamma . dgamma) / tau, then per block of rows
+ *   [dl M | dl P] = dl [M | P]            (one product):  dx += dl M - x * (dl P)
+ *   [dM | dQ]     = dl^T [x | x*x]        (one product):  dP = -dQ / 2
+ *   dcst          = column sums of dl */
 void cpu_gma_route_backward(real *dx, real *dmu, real *dvar_raw, real *dprior, const real *dgamma, const real *gamma,
                             const real *x, const real *mu, const real *var_raw, const real *prior, int B, int H, int N,
                             int d, int Kc, real tau, real var_floor, int shared) {
     int Hp = shared ? 1 : H;
-    size_t per = (size_t)Kc * (2 * d + 1); /* dP, dM, dcst of one (batch, head) pair */
+    size_t per = (size_t)Kc * (2 * d + 1); /* [dM | dQ] and dcst of one (batch, head) pair */
     real *acc = cpu_workspace(1, (size_t)B * H * per);
     const real *P = prep_cached(mu, var_raw, prior, Hp, d, Kc, var_floor), *M = P + (size_t)Hp * Kc * d;
+    real itau = 1 / tau;
 #pragma omp parallel for schedule(static) if (PAR_WORTH((size_t)B * (size_t)H * (size_t)N * (size_t)Kc * (size_t)d))
     for (int bh = 0; bh < B * H; bh++) {
         int hp = shared ? 0 : bh % H;
         const real *xb = x + (size_t)bh * N * d, *g = gamma + (size_t)bh * N * Kc, *dg = dgamma + (size_t)bh * N * Kc;
         real *dxb = dx + (size_t)bh * N * d;
-        real *w = cpu_workspace(0, (size_t)N * (Kc + 2 * d));
-        real *dl = w, *x2 = w + (size_t)N * Kc, *t = x2 + (size_t)N * d;
-        for (int i = 0; i < N; i++) {
-            const real *gi = g + (size_t)i * Kc, *dgi = dg + (size_t)i * Kc;
-            double dot = 0;
-            for (int k = 0; k < Kc; k++) dot += gi[k] * dgi[k];
-            for (int k = 0; k < Kc; k++) dl[(size_t)i * Kc + k] = gi[k] * (dgi[k] - (real)dot) / tau;
-        }
-        for (size_t i = 0; i < (size_t)N * d; i++) x2[i] = xb[i] * xb[i];
-        const real *Ph = P + (size_t)hp * Kc * d, *Mh = M + (size_t)hp * Kc * d;
-        /* dx += dl M - x * (dl P) */
-        cpu_matmul(dxb, dl, Mh, N, d, Kc, 0, 0, 1, 1);
-        cpu_matmul(t, dl, Ph, N, d, Kc, 0, 0, 1, 0);
-        for (size_t i = 0; i < (size_t)N * d; i++) dxb[i] -= xb[i] * t[i];
-        real *dP = acc + (size_t)bh * per, *dM = dP + (size_t)Kc * d, *dc = dM + (size_t)Kc * d;
-        cpu_matmul(dP, dl, x2, Kc, d, N, 1, 0, -0.5, 0);
-        cpu_matmul(dM, dl, xb, Kc, d, N, 1, 0, 1, 0);
+        int R = GMA_MIN(N, ROUTE_ROWS);
+        real *W = cpu_workspace(0, (size_t)Kc * 2 * d + (size_t)R * (Kc + 4 * d));
+        real *dl = W + (size_t)Kc * 2 * d, *Xc = dl + (size_t)R * Kc, *t = Xc + (size_t)R * 2 * d;
+        real *dG = acc + (size_t)bh * per, *dc = dG + (size_t)Kc * 2 * d;
+        cat_params(W, M + (size_t)hp * Kc * d, P + (size_t)hp * Kc * d, Kc, d, 1);
         for (int k = 0; k < Kc; k++) dc[k] = 0;
-        for (int i = 0; i < N; i++)
-            for (int k = 0; k < Kc; k++) dc[k] += dl[(size_t)i * Kc + k];
+        for (int i0 = 0; i0 < N; i0 += R) { /* blocks of rows: the work buffers stay in cache */
+            int L = GMA_MIN(R, N - i0);
+            for (int i = 0; i < L; i++) {
+                const real *gi = g + (size_t)(i0 + i) * Kc, *dgi = dg + (size_t)(i0 + i) * Kc;
+                real *dli = dl + (size_t)i * Kc;
+                real dot = 0;
+#pragma omp simd reduction(+ : dot)
+                for (int k = 0; k < Kc; k++) dot += gi[k] * dgi[k];
+#pragma omp simd
+                for (int k = 0; k < Kc; k++) {
+                    dli[k] = gi[k] * (dgi[k] - dot) * itau;
+                    dc[k] += dli[k];
+                }
+            }
+            const real *xr = xb + (size_t)i0 * d;
+            cat_x_x2(Xc, xr, L, d);
+            cpu_matmul(t, dl, W, L, 2 * d, Kc, 0, 0, 1, 0);
+            for (int i = 0; i < L; i++) {
+                const real *ti = t + (size_t)i * 2 * d, *xi = xr + (size_t)i * d;
+                real *o = dxb + (size_t)(i0 + i) * d;
+#pragma omp simd
+                for (int e = 0; e < d; e++) o[e] += ti[e] - xi[e] * ti[d + e];
+            }
+            cpu_matmul(dG, dl, Xc, Kc, 2 * d, L, 1, 0, 1, i0 > 0);
+        }
     }
     /* reduce the pairs of each parameter set in a fixed order, then chain to mu, var_raw, prior */
 #pragma omp parallel for schedule(static) if (PAR_WORTH((size_t)B * (size_t)H * (size_t)N * (size_t)Kc * (size_t)d))
     for (int hp = 0; hp < Hp; hp++) {
-        real *dP = cpu_workspace(0, per), *dM = dP + (size_t)Kc * d, *dc = dM + (size_t)Kc * d;
-        memset(dP, 0, sizeof(real) * per);
+        real *dG = cpu_workspace(0, per), *dc = dG + (size_t)Kc * 2 * d;
+        memset(dG, 0, sizeof(real) * per);
         for (int bh = 0; bh < B * H; bh++) {
             if (!shared && bh % H != hp) continue;
             const real *src = acc + (size_t)bh * per;
-            for (size_t i = 0; i < per; i++) dP[i] += src[i];
+            for (size_t i = 0; i < per; i++) dG[i] += src[i];
         }
         const real *a = prior + (size_t)hp * Kc;
         real mx = -INFINITY;
@@ -169,12 +217,13 @@ void cpu_gma_route_backward(real *dx, real *dmu, real *dvar_raw, real *dprior, c
         for (int k = 0; k < Kc; k++) {
             real pk = (real)(rexp(a[k] - mx) / s);
             dprior[(size_t)hp * Kc + k] += dc[k] - pk * (real)sdc;
+            const real *dMk = dG + (size_t)k * 2 * d, *dQk = dMk + d;
             for (int e = 0; e < d; e++) {
-                size_t o = ((size_t)hp * Kc + k) * d + e, ko = (size_t)k * d + e;
-                real s2 = softplus(var_raw[o]) + var_floor, p = 1 / s2, m = mu[o];
-                dmu[o] += dM[ko] * p - dc[k] * m * p;
-                real dPt = dP[ko] + dM[ko] * m - (real)0.5 * dc[k] * m * m;
-                real ds2 = -dPt * p * p - (real)0.5 * dc[k] * p;
+                size_t o = ((size_t)hp * Kc + k) * d + e;
+                real p = P[o], m = mu[o]; /* P = 1 / sigma2, as prep computed it */
+                dmu[o] += dMk[e] * p - dc[k] * m * p;
+                real dPt = (real)-0.5 * dQk[e] + dMk[e] * m - (real)0.5 * dc[k] * m * m;
+                real ds2 = -dPt * p * p - (real)0.5 * dc[k] * p; /* sigma2 = softplus(var_raw) + floor */
                 dvar_raw[o] += ds2 * sigmoid(var_raw[o]);
             }
         }

@@ -14,6 +14,12 @@
  * dBm, dCm (shared by all channels) go to one partial buffer per channel group and
  * dA_log, dDskip to one per batch row; the partials are summed in a fixed order, so the
  * result does not depend on the number of threads. Time and memory are linear in N. */
+/* -std=c11 turns off the contraction of a * b + c into one fused multiply-add; the scan's
+ * recurrences and its exp polynomial are chains of them (each rounds once instead of
+ * twice, and takes one instruction). */
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC optimize("fp-contract=fast")
+#endif
 #include <stdlib.h>
 #include <string.h>
 
@@ -24,37 +30,128 @@
 #define GMA_INLINE static inline __attribute__((always_inline))
 
 static inline real sigm(real x) { return 1 / (1 + vexp1(-x)); }
+static inline real softplus1(real x) { return x > 20 ? x : rlog1p(rexp(x)); }
+
+/* The elementwise kernels run on eight lanes at a time in float32 (vexp8; softplus through
+ * vlog1p8), with a scalar tail; float64 keeps the scalar loops. EW(n, i, vec, scal) runs
+ * vec for each whole vector at i and scal for each remaining element i. */
+#ifndef GMA_DOUBLE
+static inline v8f sigm8(v8f x) { return 1 / (1 + vexp8(-x)); }
+/* log(1 + t), t >= 0 (or NaN), as log(u) t / (u - 1) with u = 1 + t rounded (exact for
+ * tiny t, where u - 1 = 0 gives t); log(u) by the exponent and a Cephes-style polynomial
+ * on [sqrt(1/2), sqrt(2)) (relative error about 1e-7) */
+static inline v8f vlog1p8(v8f t) {
+    v8f u = 1 + t;
+    v8i bits = (v8i)u, ex = ((bits >> 23) & 0xff) - 127;
+    v8f m = (v8f)((bits & 0x007fffff) | 0x3f800000); /* [1, 2) */
+    v8i big = m > 1.41421356f;
+    m = (v8f)(((v8i)m & ~big) | ((v8i)(m * 0.5f) & big));
+    v8f e = __builtin_convertvector(ex - big, v8f); /* big is -1 where true */
+    v8f x = m - 1, z = x * x;
+    v8f y = x * 7.0376836292e-2f - 1.1514610310e-1f;
+    y = y * x + 1.1676998740e-1f;
+    y = y * x - 1.2420140846e-1f;
+    y = y * x + 1.4249322787e-1f;
+    y = y * x - 1.6668057665e-1f;
+    y = y * x + 2.0000714765e-1f;
+    y = y * x - 2.4999993993e-1f;
+    y = y * x + 3.3333331174e-1f;
+    y = y * x * z - 2.12194440e-4f * e - 0.5f * z;
+    v8f lg = x + y + 0.693359375f * e, d = u - 1;
+    v8i tiny = d == 0;
+    v8f r = lg * t / d;
+    return (v8f)(((v8i)r & ~tiny) | ((v8i)t & tiny));
+}
+static inline v8f softplus8(v8f x) {
+    v8i big = x > 20;
+    v8f r = vlog1p8(vexp8(x));
+    return (v8f)(((v8i)r & ~big) | ((v8i)x & big));
+}
+#define LDV(p) ({ v8f v_; memcpy(&v_, (p), sizeof v_); v_; })
+#define STV(p, v) do { v8f v_ = (v); memcpy((p), &v_, sizeof v_); } while (0)
+#define EW(n, i, vec, scal)                                                                   \
+    do {                                                                                      \
+        size_t nv_ = (n) / 8;                                                                 \
+        _Pragma("omp parallel for schedule(static)") for (size_t j_ = 0; j_ < nv_; j_++) {    \
+            size_t i = j_ * 8;                                                                \
+            vec;                                                                              \
+        }                                                                                     \
+        for (size_t i = nv_ * 8; i < (n); i++) { scal; }                                      \
+    } while (0)
+#endif
 
 void cpu_silu_forward(real *out, const real *x, size_t n) {
+#ifndef GMA_DOUBLE
+    EW(n, i, ({ v8f v = LDV(x + i); STV(out + i, v * sigm8(v)); }), out[i] = x[i] * sigm(x[i]));
+#else
 #pragma omp parallel for schedule(static)
     for (size_t i = 0; i < n; i++) out[i] = x[i] * sigm(x[i]);
+#endif
 }
 void cpu_silu_backward(real *dx, const real *dout, const real *x, size_t n) {
+#ifndef GMA_DOUBLE
+    EW(n, i,
+       ({
+           v8f v = LDV(x + i), sv = sigm8(v);
+           STV(dx + i, LDV(dx + i) + LDV(dout + i) * sv * (1 + v * (1 - sv)));
+       }),
+       ({
+           real sv = sigm(x[i]);
+           dx[i] += dout[i] * sv * (1 + x[i] * (1 - sv));
+       }));
+#else
 #pragma omp parallel for schedule(static)
     for (size_t i = 0; i < n; i++) {
         real s = sigm(x[i]);
         dx[i] += dout[i] * s * (1 + x[i] * (1 - s));
     }
+#endif
 }
 void cpu_softplus_forward(real *out, const real *x, size_t n) {
+#ifndef GMA_DOUBLE
+    EW(n, i, STV(out + i, softplus8(LDV(x + i))), out[i] = softplus1(x[i]));
+#else
 #pragma omp parallel for schedule(static)
-    for (size_t i = 0; i < n; i++) out[i] = x[i] > 20 ? x[i] : rlog1p(rexp(x[i]));
+    for (size_t i = 0; i < n; i++) out[i] = softplus1(x[i]);
+#endif
 }
 void cpu_softplus_backward(real *dx, const real *dout, const real *x, size_t n) {
+#ifndef GMA_DOUBLE
+    EW(n, i, STV(dx + i, LDV(dx + i) + LDV(dout + i) * sigm8(LDV(x + i))), dx[i] += dout[i] * sigm(x[i]));
+#else
 #pragma omp parallel for schedule(static)
     for (size_t i = 0; i < n; i++) dx[i] += dout[i] * sigm(x[i]);
+#endif
 }
 void cpu_gate_silu_forward(real *out, const real *y, const real *z, size_t n) {
+#ifndef GMA_DOUBLE
+    EW(n, i, ({ v8f zv = LDV(z + i); STV(out + i, LDV(y + i) * zv * sigm8(zv)); }), out[i] = y[i] * z[i] * sigm(z[i]));
+#else
 #pragma omp parallel for schedule(static)
     for (size_t i = 0; i < n; i++) out[i] = y[i] * z[i] * sigm(z[i]);
+#endif
 }
 void cpu_gate_silu_backward(real *dy, real *dz, const real *dout, const real *y, const real *z, size_t n) {
+#ifndef GMA_DOUBLE
+    EW(n, i,
+       ({
+           v8f zv = LDV(z + i), sv = sigm8(zv), g = LDV(dout + i);
+           STV(dy + i, LDV(dy + i) + g * zv * sv);
+           STV(dz + i, LDV(dz + i) + g * LDV(y + i) * sv * (1 + zv * (1 - sv)));
+       }),
+       ({
+           real sv = sigm(z[i]);
+           dy[i] += dout[i] * z[i] * sv;
+           dz[i] += dout[i] * y[i] * sv * (1 + z[i] * (1 - sv));
+       }));
+#else
 #pragma omp parallel for schedule(static)
     for (size_t i = 0; i < n; i++) {
         real s = sigm(z[i]);
         dy[i] += dout[i] * z[i] * s;
         dz[i] += dout[i] * y[i] * s * (1 + z[i] * (1 - s));
     }
+#endif
 }
 
 #define CONV_CB 16
@@ -73,28 +170,42 @@ void cpu_conv1d_causal_forward(real *out, const real *x, const real *w, const re
         }
 }
 
+/* Blocks of CONV_CB channels run in parallel; a block's taps and their gradients are held
+ * tap-major ([k][c], on the stack up to 64 taps) so that the channel loops vectorise. */
 void cpu_conv1d_causal_backward(real *dx, real *dw, real *db, const real *dout, const real *x, const real *w, int B,
                                 int N, int C, int K) {
     int nblk = (C + CONV_CB - 1) / CONV_CB;
 #pragma omp parallel for schedule(static)
     for (int blk = 0; blk < nblk; blk++) {
-        int c0 = blk * CONV_CB, c1 = GMA_MIN(C, c0 + CONV_CB);
+        int c0 = blk * CONV_CB, cb = GMA_MIN(C, c0 + CONV_CB) - c0;
+        real wt_s[64 * CONV_CB], dwt_s[64 * CONV_CB], dbl[CONV_CB] = {0};
+        real *wt = K <= 64 ? wt_s : xmalloc(sizeof(real) * K * CONV_CB);
+        real *dwt = K <= 64 ? dwt_s : xmalloc(sizeof(real) * K * CONV_CB);
+        for (int k = 0; k < K; k++)
+            for (int c = 0; c < cb; c++) wt[k * CONV_CB + c] = w[(size_t)(c0 + c) * K + k], dwt[k * CONV_CB + c] = 0;
         for (int bb = 0; bb < B; bb++)
             for (int t = 0; t < N; t++) {
-                const real *g = dout + ((size_t)bb * N + t) * C;
-                for (int c = c0; c < c1; c++)
-                    if (db) db[c] += g[c];
+                const real *g = dout + ((size_t)bb * N + t) * C + c0;
+                for (int c = 0; c < cb; c++) dbl[c] += g[c];
                 for (int k = 0; k < K; k++) {
                     int ts = t - K + 1 + k;
                     if (ts < 0) continue;
-                    const real *xs = x + ((size_t)bb * N + ts) * C;
-                    real *dxs = dx + ((size_t)bb * N + ts) * C;
-                    for (int c = c0; c < c1; c++) {
-                        dw[(size_t)c * K + k] += g[c] * xs[c];
-                        dxs[c] += g[c] * w[(size_t)c * K + k];
+                    const real *restrict xs = x + ((size_t)bb * N + ts) * C + c0;
+                    real *restrict dxs = dx + ((size_t)bb * N + ts) * C + c0;
+                    real *restrict dwk = dwt + k * CONV_CB;
+                    const real *restrict wk = wt + k * CONV_CB;
+#pragma omp simd
+                    for (int c = 0; c < cb; c++) {
+                        dwk[c] += g[c] * xs[c];
+                        dxs[c] += g[c] * wk[c];
                     }
                 }
             }
+        for (int c = 0; c < cb; c++) {
+            if (db) db[c0 + c] += dbl[c];
+            for (int k = 0; k < K; k++) dw[(size_t)(c0 + c) * K + k] += dwt[k * CONV_CB + c];
+        }
+        if (K > 64) free(wt), free(dwt);
     }
 }
 
@@ -105,6 +216,28 @@ static void scan_load_A(real *A, const real *A_log, int c0, int cw, int S) {
     for (int c = 0; c < cw; c++)
         for (int s = 0; s < S; s++) A[(size_t)s * cw + c] = -rexp(A_log[(size_t)(c0 + c) * S + s]);
 }
+#ifndef GMA_DOUBLE
+/* exp(x) for x <= 0 or NaN (the scan's dt A: dt > 0, A < 0), eight lanes: vexp8's range
+ * reduction and polynomial without its overflow clamp; n = round(x log2 e) by the 1.5 2^23
+ * shift, whose low bits are then n itself; exactly 0 below -87, NaN stays NaN. */
+GMA_INLINE v8f vexpn8(v8f x) {
+    const v8f lo = {-87, -87, -87, -87, -87, -87, -87, -87};
+    v8i low = x < lo;
+    v8f xc = (v8f)(((v8i)x & ~low) | ((v8i)lo & low));
+    v8f t = xc * 1.44269504088896341f + 12582912.0f;
+    v8f n = t - 12582912.0f;
+    v8f r = xc - n * 0.693359375f + n * 2.12194440e-4f;
+    v8f p = r * 1.9875691500e-4f + 1.3981999507e-3f;
+    p = p * r + 8.3334519073e-3f;
+    p = p * r + 4.1665795894e-2f;
+    p = p * r + 1.6666665459e-1f;
+    p = p * r + 5.0000001201e-1f;
+    p = p * r * r + r + 1.0f;
+    v8i bits = ((v8i)t << 23) + (127 << 23); /* 2^n */
+    return (v8f)((v8i)(p * (v8f)bits) & ~low);
+}
+#endif
+
 /* ea[s][c] = exp(dt[c] A[s][c]); float32 groups of whole vectors in one pass */
 GMA_INLINE void scan_decay(real *restrict ea, const real *restrict A, const real *restrict dtt, int cw, int S) {
 #ifndef GMA_DOUBLE
@@ -114,7 +247,7 @@ GMA_INLINE void scan_decay(real *restrict ea, const real *restrict A, const real
                 v8f d, av;
                 memcpy(&d, dtt + c, sizeof d);
                 memcpy(&av, A + (size_t)s * cw + c, sizeof av);
-                av = vexp8(d * av);
+                av = vexpn8(d * av);
                 memcpy(ea + (size_t)s * cw + c, &av, sizeof av);
             }
         return;
@@ -207,6 +340,63 @@ void cpu_scan_forward(real *y, real *hck, const real *u, const real *dt, const r
         }
 }
 
+#ifndef GMA_DOUBLE
+#ifdef __clang__
+#define SHUF8(a, b, ...) __builtin_shufflevector(a, b, __VA_ARGS__)
+#else
+#define SHUF8(a, b, ...) __builtin_shuffle(a, b, (v8i){__VA_ARGS__})
+#endif
+/* the pairwise sums of a and b within each 128-bit half (AVX's hadd) */
+GMA_INLINE v8f hadd8(v8f a, v8f b) { return SHUF8(a, b, 0, 2, 8, 10, 4, 6, 12, 14) + SHUF8(a, b, 1, 3, 9, 11, 5, 7, 13, 15); }
+/* {sum of the lanes of v[0], ..., sum of the lanes of v[7]} */
+GMA_INLINE v8f sum8x8(const v8f *v) {
+    v8f q0 = hadd8(hadd8(v[0], v[1]), hadd8(v[2], v[3])), q1 = hadd8(hadd8(v[4], v[5]), hadd8(v[6], v[7]));
+    return SHUF8(q0, q1, 0, 1, 2, 3, 8, 9, 10, 11) + SHUF8(q0, q1, 4, 5, 6, 7, 12, 13, 14, 15);
+}
+#define LD8(p) ({ v8f v_; memcpy(&v_, (p), sizeof v_); v_; })
+#define ST8(p, v) do { v8f v_ = (v); memcpy((p), &v_, sizeof v_); } while (0)
+
+/* One reverse step of the adjoint scan (the generic loop in scan_bwd_group) on whole
+ * vectors, with the sums over states regrouped: with w = dh_s h_{t-1,s} e_s and
+ * q = sum_s dh_s Bm_s, ddt = sum_s w A_s + u q and du = dt q (+ the caller's dy Dskip);
+ * the sums over channels for dCm and dBm are kept as one vector per state and reduced
+ * eight states at a time (sum8x8), not one horizontal sum per state. */
+GMA_INLINE void scan_rev_vec(real *restrict dh, real *restrict dAg, real *restrict dBt, real *restrict dCt,
+                             real *restrict du_acc, real *restrict ddt_acc, const real *restrict hp,
+                             const real *restrict hn, const real *restrict al, const real *restrict A,
+                             const real *restrict gy, const real *restrict dtt, const real *restrict ut,
+                             const real *restrict xb, const real *restrict Bt, const real *restrict Ct, int cw, int S) {
+    v8f wa[SCAN_CW / 8] = {{0}}, qa[SCAN_CW / 8] = {{0}};
+    for (int s0 = 0; s0 < S; s0 += 8) {
+        v8f pC[8], pB[8];
+        for (int j = 0; j < 8; j++) {
+            int s = s0 + j;
+            size_t o = (size_t)s * cw;
+            real bs = Bt[s], cs_ = Ct[s];
+            v8f aC = {0}, aB = {0};
+            for (int c = 0; c < cw; c += 8) {
+                v8f gc = LD8(gy + c), e = LD8(al + o + c);
+                v8f dhs = LD8(dh + o + c) + gc * cs_;
+                v8f w = dhs * (LD8(hp + o + c) * e);
+                aC += gc * LD8(hn + o + c);
+                ST8(dAg + o + c, LD8(dAg + o + c) + w * LD8(dtt + c));
+                wa[c / 8] += w * LD8(A + o + c);
+                qa[c / 8] += dhs * bs;
+                aB += dhs * LD8(xb + c);
+                ST8(dh + o + c, dhs * e);
+            }
+            pC[j] = aC, pB[j] = aB;
+        }
+        ST8(dCt + s0, LD8(dCt + s0) + sum8x8(pC));
+        ST8(dBt + s0, LD8(dBt + s0) + sum8x8(pB));
+    }
+    for (int c = 0; c < cw; c += 8) {
+        ST8(ddt_acc + c, LD8(ddt_acc + c) + wa[c / 8] + LD8(ut + c) * qa[c / 8]);
+        ST8(du_acc + c, LD8(du_acc + c) + LD8(dtt + c) * qa[c / 8]);
+    }
+}
+#endif
+
 /* One (batch row, channel group) of the backward. hbuf: states h_{t0-1} .. h_{t0+L-1};
  * abuf: exp(dt A) of each step of the chunk; all [s][c] per step, as A, dh and the
  * group's dA accumulator dAg (zeroed by the caller). */
@@ -244,6 +434,12 @@ GMA_INLINE void scan_bwd_group(const ScanArgs *a, real *du, real *ddt, real *dBg
                 du_acc[c] = gy[c] * a->Dskip[c0 + c], ddt_acc[c] = 0, xb[c] = dtt[c] * ut[c];
                 dDb[c] += gy[c] * ut[c];
             }
+#ifndef GMA_DOUBLE
+            if (cw % 8 == 0 && S % 8 == 0) {
+                scan_rev_vec(dh, dAg, dBt, dCt, du_acc, ddt_acc, hp, hn, al, A, gy, dtt, ut, xb, Bt, Ct, cw, S);
+                goto step_done;
+            }
+#endif
             for (int s = 0; s < S; s++) {
                 size_t o = (size_t)s * cw;
                 const real *restrict hps = hp + o, *restrict hns = hn + o, *restrict as = al + o, *restrict As = A + o;
@@ -264,6 +460,9 @@ GMA_INLINE void scan_bwd_group(const ScanArgs *a, real *du, real *ddt, real *dBg
                 dCt[s] += sumC;
                 dBt[s] += sumB;
             }
+#ifndef GMA_DOUBLE
+        step_done:;
+#endif
             real *dut = du + row * E + c0, *ddtt = ddt + row * E + c0;
             for (int c = 0; c < cw; c++) dut[c] += du_acc[c], ddtt[c] += ddt_acc[c];
         }

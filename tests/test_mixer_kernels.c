@@ -1,0 +1,356 @@
+/* test_mixer_kernels.c: the float32 CPU kernels of GMA's Gaussian routing and Mamba's
+ * selective scan (their vector paths: fused products, the exp for non-positive arguments,
+ * the adjoint step reduced eight states at a time) against plain double-precision loops of
+ * the formulas in their file headers (docs/model.md §3.2, §3.5), forward and backward, at
+ * shapes whose channel groups are whole (32) and partial (40 = 32 + 8, 12); the elementwise
+ * kernels (SiLU, softplus, the gate) and the causal convolution's backward; and gmabench
+ * mixer's FLOP accounting (the op-table products of a layer, the nominal FLOPs). The float64
+ * gradient checks (test64_*) compile the double-precision paths, not these. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cjson/cJSON.h>
+
+#include "ops/ops.h"
+#include "testutil.h"
+
+static void fill(real *p, size_t n, Rng *r, double lo, double hi) {
+    for (size_t i = 0; i < n; i++) p[i] = (real)(lo + (hi - lo) * rng_uniform(r));
+}
+
+/* max |a - b| / max |b| over n values (a float32 result, b its double reference) */
+static double rel_err(const real *a, const double *b, size_t n) {
+    double e = 0, m = 1e-30;
+    for (size_t i = 0; i < n; i++) {
+        e = fmax(e, fabs((double)a[i] - b[i]));
+        m = fmax(m, fabs(b[i]));
+    }
+    return e / m;
+}
+
+static double sp(double s) { return s > 20 ? s : log1p(exp(s)); }
+
+/* ---- Gaussian routing: l = -1/2 sum_e (x_e - mu_ke)^2 / s2_ke - 1/2 sum_e log s2_ke + log prior_k ---- */
+static void route_ref(double *g, const real *x, const real *mu, const real *vr, const real *pr, int BH, int H, int N,
+                      int d, int Kc, double tau, double fl) {
+    for (int bh = 0; bh < BH; bh++) {
+        int h = bh % H;
+        double mx = -INFINITY, s = 0;
+        for (int k = 0; k < Kc; k++) mx = fmax(mx, pr[h * Kc + k]);
+        for (int k = 0; k < Kc; k++) s += exp(pr[h * Kc + k] - mx);
+        for (int i = 0; i < N; i++) {
+            double *row = g + ((size_t)bh * N + i) * Kc, m = -INFINITY, z = 0;
+            for (int k = 0; k < Kc; k++) {
+                double l = pr[h * Kc + k] - mx - log(s);
+                for (int e = 0; e < d; e++) {
+                    size_t o = ((size_t)h * Kc + k) * d + e;
+                    double s2 = sp(vr[o]) + fl, dx = x[((size_t)bh * N + i) * d + e] - mu[o];
+                    l -= 0.5 * (dx * dx / s2 + log(s2));
+                }
+                row[k] = l / tau;
+                m = fmax(m, row[k]);
+            }
+            for (int k = 0; k < Kc; k++) z += (row[k] = exp(row[k] - m));
+            for (int k = 0; k < Kc; k++) row[k] /= z;
+        }
+    }
+}
+
+/* N above the kernel's 256-row blocks takes several; every stride-th argument is probed */
+static void route_case(int N, int stride) {
+    int B = 2, H = 2, d = 16, Kc = 24, BH = B * H;
+    real tau = 0.7f, fl = 1e-4f;
+    Rng r;
+    rng_seed(&r, 3);
+    size_t nx = (size_t)BH * N * d, ng = (size_t)BH * N * Kc, np = (size_t)H * Kc * d;
+    real *x = xmalloc(nx * sizeof(real)), *mu = xmalloc(np * sizeof(real)), *vr = xmalloc(np * sizeof(real));
+    real *pr = xmalloc((size_t)H * Kc * sizeof(real)), *g = xmalloc(ng * sizeof(real)), *dg = xmalloc(ng * sizeof(real));
+    fill(x, nx, &r, -1.5, 1.5), fill(mu, np, &r, -1, 1), fill(vr, np, &r, -1, 1), fill(pr, (size_t)H * Kc, &r, -1, 1);
+    fill(dg, ng, &r, -1, 1);
+    double *gr = xmalloc(ng * sizeof(double));
+    g_ops->gma_route_forward(g, x, mu, vr, pr, B, H, N, d, Kc, tau, fl, 0);
+    route_ref(gr, x, mu, vr, pr, BH, H, N, d, Kc, tau, fl);
+    double e = rel_err(g, gr, ng);
+    ck_assert_msg(e < 2e-5, "route forward: rel err %g", e);
+    /* backward: L = sum dg * gamma; its input gradient against central differences of the
+     * double reference (step 1e-3: truncation error about 1e-6 here) */
+    real *dx = xcalloc(nx, sizeof(real)), *dmu = xcalloc(np, sizeof(real)), *dvr = xcalloc(np, sizeof(real));
+    real *dpr = xcalloc((size_t)H * Kc, sizeof(real));
+    g_ops->gma_route_backward(dx, dmu, dvr, dpr, dg, g, x, mu, vr, pr, B, H, N, d, Kc, tau, fl, 0);
+    double *tp = xmalloc(ng * sizeof(double)), *tm = xmalloc(ng * sizeof(double));
+    real *bufs[] = {x, mu, vr, pr};
+    real *grads[] = {dx, dmu, dvr, dpr};
+    size_t sizes[] = {nx, np, np, (size_t)H * Kc};
+    for (int which = 0; which < 4; which++) {
+        double num = 0, den = 1e-30;
+        for (size_t i = 0; i < sizes[which]; i += (size_t)stride) {
+            real keep = bufs[which][i];
+            double h = 1e-3 * fmax(1, fabs(keep)), lp = 0, lm = 0;
+            bufs[which][i] = (real)(keep + h);
+            double hp = (double)bufs[which][i] - keep;
+            route_ref(tp, x, mu, vr, pr, BH, H, N, d, Kc, tau, fl);
+            bufs[which][i] = (real)(keep - h);
+            double hm = keep - (double)bufs[which][i];
+            route_ref(tm, x, mu, vr, pr, BH, H, N, d, Kc, tau, fl);
+            bufs[which][i] = keep;
+            for (size_t j = 0; j < ng; j++) lp += dg[j] * tp[j], lm += dg[j] * tm[j];
+            double fd = (lp - lm) / (hp + hm);
+            num = fmax(num, fabs(fd - grads[which][i]));
+            den = fmax(den, fabs(fd));
+        }
+        ck_assert_msg(num / den < 2e-4, "route backward, argument %d: rel err %g", which, num / den);
+    }
+    free(x), free(mu), free(vr), free(pr), free(g), free(dg), free(gr), free(dx), free(dmu), free(dvr), free(dpr);
+    free(tp), free(tm);
+}
+
+START_TEST(test_route_float32) { route_case(37, 7); }
+END_TEST
+START_TEST(test_route_float32_blocks) { route_case(300, 211); }
+END_TEST
+
+/* ---- selective scan: h_t = exp(dt_t A) h_{t-1} + dt_t Bm_t u_t, y_t = Cm_t . h_t + D u_t ---- */
+typedef struct {
+    int B, N, E, S, chunk;
+    real *u, *dt, *Bm, *Cm, *Al, *D, *dy;
+} ScanCase;
+
+/* y and (with dy) every gradient by the double-precision recurrence and its adjoint */
+static void scan_ref(const ScanCase *c, double *y, double *du, double *ddt, double *dB, double *dC, double *dAl,
+                     double *dD) {
+    int N = c->N, E = c->E, S = c->S;
+    double *h = xmalloc(sizeof(double) * (size_t)(N + 1) * S), *dh = xmalloc(sizeof(double) * S);
+    for (int b = 0; b < c->B; b++)
+        for (int e = 0; e < E; e++) {
+            for (int s = 0; s < S; s++) h[s] = 0;
+            for (int t = 0; t < N; t++) {
+                size_t r = (size_t)b * N + t, ie = r * E + e;
+                double acc = c->D[e] * c->u[ie];
+                for (int s = 0; s < S; s++) {
+                    double A = -exp(c->Al[e * S + s]);
+                    double v = exp(c->dt[ie] * A) * h[(size_t)t * S + s] + c->dt[ie] * c->Bm[r * S + s] * c->u[ie];
+                    h[(size_t)(t + 1) * S + s] = v;
+                    acc += c->Cm[r * S + s] * v;
+                }
+                y[ie] = acc;
+            }
+            for (int s = 0; s < S; s++) dh[s] = 0;
+            for (int t = N - 1; t >= 0; t--) {
+                size_t r = (size_t)b * N + t, ie = r * E + e;
+                double g = c->dy[ie], u = c->u[ie], dt = c->dt[ie];
+                du[ie] += g * c->D[e];
+                dD[e] += g * u;
+                for (int s = 0; s < S; s++) {
+                    double A = -exp(c->Al[e * S + s]), ea = exp(dt * A), hp = h[(size_t)t * S + s];
+                    double d = dh[s] + g * c->Cm[r * S + s];
+                    dC[r * S + s] += g * h[(size_t)(t + 1) * S + s];
+                    ddt[ie] += d * (hp * ea * A + c->Bm[r * S + s] * u);
+                    dAl[e * S + s] += d * hp * ea * dt * A;
+                    dB[r * S + s] += d * dt * u;
+                    du[ie] += d * dt * c->Bm[r * S + s];
+                    dh[s] = d * ea;
+                }
+            }
+        }
+    free(h), free(dh);
+}
+
+static void scan_case(int B, int N, int E, int S, int chunk) {
+    ScanCase c = {B, N, E, S, chunk, 0, 0, 0, 0, 0, 0, 0};
+    Rng r;
+    rng_seed(&r, 11);
+    size_t ne = (size_t)B * N * E, ns = (size_t)B * N * S, nes = (size_t)E * S;
+    c.u = xmalloc(ne * sizeof(real)), c.dt = xmalloc(ne * sizeof(real)), c.dy = xmalloc(ne * sizeof(real));
+    c.Bm = xmalloc(ns * sizeof(real)), c.Cm = xmalloc(ns * sizeof(real));
+    c.Al = xmalloc(nes * sizeof(real)), c.D = xmalloc(E * sizeof(real));
+    fill(c.u, ne, &r, -1, 1), fill(c.dt, ne, &r, 1e-3, 0.5), fill(c.dy, ne, &r, -1, 1);
+    fill(c.Bm, ns, &r, -1, 1), fill(c.Cm, ns, &r, -1, 1), fill(c.Al, nes, &r, -1, 3), fill(c.D, E, &r, 0.5, 1.5);
+    real *y = xmalloc(ne * sizeof(real)), *hck = xmalloc(sizeof(real) * B * ((N + chunk - 1) / chunk) * nes);
+    real *du = xcalloc(ne, sizeof(real)), *ddt = xcalloc(ne, sizeof(real)), *dB = xcalloc(ns, sizeof(real));
+    real *dC = xcalloc(ns, sizeof(real)), *dAl = xcalloc(nes, sizeof(real)), *dD = xcalloc(E, sizeof(real));
+    g_ops->scan_forward(y, hck, c.u, c.dt, c.Bm, c.Cm, c.Al, c.D, B, N, E, S, chunk);
+    g_ops->scan_backward(du, ddt, dB, dC, dAl, dD, c.dy, hck, c.u, c.dt, c.Bm, c.Cm, c.Al, c.D, B, N, E, S, chunk);
+    double *ry = xcalloc(ne, sizeof(double)), *rdu = xcalloc(ne, sizeof(double)), *rddt = xcalloc(ne, sizeof(double));
+    double *rdB = xcalloc(ns, sizeof(double)), *rdC = xcalloc(ns, sizeof(double)), *rdAl = xcalloc(nes, sizeof(double));
+    double *rdD = xcalloc(E, sizeof(double));
+    scan_ref(&c, ry, rdu, rddt, rdB, rdC, rdAl, rdD);
+    const char *names[] = {"y", "du", "ddt", "dBm", "dCm", "dA_log", "dD"};
+    const real *got[] = {y, du, ddt, dB, dC, dAl, dD};
+    const double *want[] = {ry, rdu, rddt, rdB, rdC, rdAl, rdD};
+    size_t n[] = {ne, ne, ne, ns, ns, nes, (size_t)E};
+    for (int i = 0; i < 7; i++) {
+        double e = rel_err(got[i], want[i], n[i]);
+        ck_assert_msg(e < 5e-6, "scan B=%d N=%d E=%d S=%d chunk %d: %s rel err %g", B, N, E, S, chunk, names[i], e);
+    }
+    void *all[] = {c.u, c.dt, c.dy, c.Bm, c.Cm, c.Al, c.D, y, hck, du, ddt, dB, dC, dAl, dD, ry, rdu, rddt, rdB, rdC, rdAl, rdD};
+    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) free(all[i]);
+}
+
+START_TEST(test_scan_float32_whole_groups) { scan_case(2, 45, 64, 16, 8); }
+END_TEST
+START_TEST(test_scan_float32_partial_groups) { scan_case(1, 30, 40, 8, 7); }
+END_TEST
+START_TEST(test_scan_float32_odd_states) { scan_case(1, 20, 12, 5, 64); }
+END_TEST
+
+/* ---- Mamba's elementwise kernels (vectorised sigmoid, softplus through a vector log1p) ---- */
+static double rel1(double a, double b) { return fabs(a - b) / fmax(fabs(b), 1e-30); }
+
+START_TEST(test_elementwise_float32) {
+    enum { n = 2003 }; /* 250 vectors and a tail of 3 */
+    static real x[n], z[n], g[n], o1[n], o2[n], d1[n], d2[n];
+    Rng r;
+    rng_seed(&r, 7);
+    for (int i = 0; i < n; i++) {
+        double u = rng_uniform(&r);
+        x[i] = (real)(i % 5 == 0 ? 200 * u - 100 : i % 5 == 1 ? 1e-3 * (u - 0.5) : 24 * u - 12);
+        z[i] = (real)(30 * rng_uniform(&r) - 15), g[i] = (real)(rng_uniform(&r) - 0.5);
+    }
+    const real edge[] = {-87.5f, -20.5f, -1e-8f, 0.0f, 1e-8f, 19.99f, 20.0f, 20.01f, 88.5f, 100.0f};
+    for (int i = 0; i < 10; i++) x[11 * i + 3] = edge[i];
+    double e_silu = 0, e_sp = 0, e_dsilu = 0, e_dsp = 0, e_gate = 0, e_dgy = 0, e_dgz = 0;
+    g_ops->silu_forward(o1, x, n);
+    g_ops->softplus_forward(o2, x, n);
+    memset(d1, 0, sizeof d1), memset(d2, 0, sizeof d2);
+    g_ops->silu_backward(d1, g, x, n);
+    g_ops->softplus_backward(d2, g, x, n);
+    for (int i = 0; i < n; i++) {
+        double v = x[i], s = 1 / (1 + exp(-v));
+        double sp = v > 20 ? v : log1p(exp(v));
+        /* below exp's float range (x < -87) softplus is 0 instead of a denormal */
+        if (v > -87) e_sp = fmax(e_sp, rel1(o2[i], sp));
+        else ck_assert_msg(o2[i] >= 0 && o2[i] < 1e-37, "softplus(%g) = %g", v, o2[i]);
+        e_silu = fmax(e_silu, fabs(o1[i] - v * s) / fmax(fabs(v * s), 1e-6));
+        e_dsilu = fmax(e_dsilu, fabs(d1[i] - g[i] * s * (1 + v * (1 - s))) / 1.2);
+        e_dsp = fmax(e_dsp, fabs(d2[i] - g[i] * s));
+    }
+    g_ops->gate_silu_forward(o1, x, z, n);
+    memset(d1, 0, sizeof d1), memset(d2, 0, sizeof d2);
+    g_ops->gate_silu_backward(d1, d2, g, x, z, n);
+    for (int i = 0; i < n; i++) {
+        double zz = z[i], s = 1 / (1 + exp(-zz)), want = x[i] * zz * s;
+        e_gate = fmax(e_gate, fabs(o1[i] - want) / fmax(fabs(want), 1e-6));
+        e_dgy = fmax(e_dgy, fabs(d1[i] - g[i] * zz * s) / fmax(fabs(g[i] * zz * s), 1e-6));
+        e_dgz = fmax(e_dgz, fabs(d2[i] - g[i] * x[i] * s * (1 + zz * (1 - s))) / fmax(fabs(x[i]), 1));
+    }
+    ck_assert_msg(e_sp < 1e-6, "softplus rel err %g", e_sp);
+    ck_assert_msg(e_silu < 1e-6, "silu rel err %g", e_silu);
+    ck_assert_msg(e_dsilu < 1e-6 && e_dsp < 1e-6, "silu, softplus backward err %g %g", e_dsilu, e_dsp);
+    ck_assert_msg(e_gate < 1e-6 && e_dgy < 1e-6 && e_dgz < 1e-6, "gate err %g %g %g", e_gate, e_dgy, e_dgz);
+    /* NaN stays NaN */
+    x[0] = NAN;
+    g_ops->softplus_forward(o2, x, 8);
+    g_ops->silu_forward(o1, x, 8);
+    ck_assert(isnan(o2[0]) && isnan(o1[0]));
+}
+END_TEST
+
+/* the causal convolution's backward (tap-major blocks) against its definition */
+START_TEST(test_conv_backward_float32) {
+    int B = 2, N = 23, C = 37, K = 4;
+    Rng r;
+    rng_seed(&r, 9);
+    size_t n = (size_t)B * N * C;
+    real *x = xmalloc(n * sizeof(real)), *w = xmalloc((size_t)C * K * sizeof(real)), *g = xmalloc(n * sizeof(real));
+    real *dx = xcalloc(n, sizeof(real)), *dw = xcalloc((size_t)C * K, sizeof(real)), *db = xcalloc(C, sizeof(real));
+    fill(x, n, &r, -1, 1), fill(w, (size_t)C * K, &r, -1, 1), fill(g, n, &r, -1, 1);
+    g_ops->conv1d_causal_backward(dx, dw, db, g, x, w, B, N, C, K);
+    double *rx = xcalloc(n, sizeof(double)), *rw = xcalloc((size_t)C * K, sizeof(double)), *rb = xcalloc(C, sizeof(double));
+    for (int b = 0; b < B; b++)
+        for (int t = 0; t < N; t++)
+            for (int c = 0; c < C; c++) {
+                double gg = g[((size_t)b * N + t) * C + c];
+                rb[c] += gg;
+                for (int k = 0; k < K; k++) {
+                    int ts = t - K + 1 + k;
+                    if (ts < 0) continue;
+                    rw[(size_t)c * K + k] += gg * x[((size_t)b * N + ts) * C + c];
+                    rx[((size_t)b * N + ts) * C + c] += gg * w[(size_t)c * K + k];
+                }
+            }
+    ck_assert(rel_err(dx, rx, n) < 1e-6 && rel_err(dw, rw, (size_t)C * K) < 1e-6 && rel_err(db, rb, C) < 1e-6);
+    free(x), free(w), free(g), free(dx), free(dw), free(db), free(rx), free(rw), free(rb);
+}
+END_TEST
+
+/* ---- gmabench mixer: the op-table products of a layer and the nominal FLOPs ---- */
+static const cJSON *row_of(const cJSON *arr, const char *mixer, int N) {
+    const cJSON *it;
+    cJSON_ArrayForEach(it, arr) {
+        if (!strcmp(cJSON_GetObjectItem(it, "mixer")->valuestring, mixer) && cJSON_GetObjectItem(it, "N")->valueint == N)
+            return it;
+    }
+    return NULL;
+}
+static double num(const cJSON *row, const char *key) {
+    const cJSON *v = cJSON_GetObjectItem(row, key);
+    ck_assert_msg(cJSON_IsNumber(v), "no %s", key);
+    return v->valuedouble;
+}
+
+START_TEST(test_bench_mixer_flops) {
+    const char *js = tu_path("bench.json");
+    int rc = run("bin/gmabench mixer --mixers gma,sdpa,mamba --seq 64,96 --D 32 --H 2 --Kc 8 --repeat 1 --threads 1 "
+                 "--json %s",
+                 js);
+    ck_assert_msg(rc == 0, "%s", g_out);
+    ck_assert_msg(strstr(g_out, "GEMM GF/s") && strstr(g_out, "nom/BLAS"), "%s", g_out);
+    FILE *f = fopen(js, "rb");
+    ck_assert_ptr_nonnull(f);
+    static char buf[1 << 16];
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    buf[n] = 0;
+    cJSON *j = cJSON_Parse(buf);
+    ck_assert_ptr_nonnull(j);
+    const cJSON *arr = cJSON_GetObjectItem(j, "mixer");
+    int Ns[2] = {64, 96};
+    for (int i = 0; i < 2; i++) {
+        int N = Ns[i], D = 32;
+        const cJSON *g = row_of(arr, "gma", N), *s = row_of(arr, "sdpa", N), *m = row_of(arr, "mamba", N);
+        ck_assert(g && s && m);
+        /* q, k, v, o: forward, input and weight gradients, 2 R D^2 each */
+        double proj = 12 * 2.0 * N * D * D / 1e9;
+        ck_assert_msg(fabs(num(g, "gemm_gflop") - proj) < 1e-12, "gma %g, want %g", num(g, "gemm_gflop"), proj);
+        ck_assert_msg(fabs(num(s, "gemm_gflop") - proj) < 1e-12, "sdpa %g, want %g", num(s, "gemm_gflop"), proj);
+        /* sdpa's tile products: 7 per visible (query, key) pair, 2 d each, H heads */
+        double att = 2 * 7 * 2.0 * 16 * N * (N + 1) / 2.0 / 1e9;
+        ck_assert_msg(fabs(num(s, "nominal_gflop") - proj - att) < 1e-12, "sdpa nominal %g", num(s, "nominal_gflop"));
+        ck_assert(num(g, "nominal_gflop") > proj);
+        /* mamba: every product goes through the table */
+        ck_assert(num(m, "gemm_gflop") > proj);
+        ck_assert(num(m, "nominal_gflop") == num(m, "gemm_gflop"));
+        const cJSON *rows[] = {g, s, m};
+        for (int k = 0; k < 3; k++) {
+            ck_assert(num(rows[k], "blas_gflops_same_shapes") > 0);
+            ck_assert(num(rows[k], "gemm_gflops") > 0);
+            double sh = num(rows[k], "share_in_gemm");
+            ck_assert_msg(sh > 0 && sh <= 1, "share %g", sh);
+        }
+    }
+    /* the causal core's products grow linearly in N at a fixed chunk, the routing's too */
+    double g64 = num(row_of(arr, "gma", 64), "nominal_gflop") - 12 * 2.0 * 64 * 32 * 32 / 1e9;
+    double g96 = num(row_of(arr, "gma", 96), "nominal_gflop") - 12 * 2.0 * 96 * 32 * 32 / 1e9;
+    ck_assert_msg(g96 > g64 * 1.2 && g96 < g64 * 2, "gma hidden %g at 64, %g at 96", g64, g96);
+    cJSON_Delete(j);
+}
+END_TEST
+
+Suite *make_suite(void) {
+    Suite *s = suite_create("mixer_kernels");
+    TCase *tc = tcase_create("kernels");
+    tcase_set_timeout(tc, 120);
+    tcase_add_test(tc, test_route_float32);
+    tcase_add_test(tc, test_route_float32_blocks);
+    tcase_add_test(tc, test_scan_float32_whole_groups);
+    tcase_add_test(tc, test_scan_float32_partial_groups);
+    tcase_add_test(tc, test_scan_float32_odd_states);
+    tcase_add_test(tc, test_elementwise_float32);
+    tcase_add_test(tc, test_conv_backward_float32);
+    tcase_add_test(tc, test_bench_mixer_flops);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+GMA_TEST_MAIN()
