@@ -86,38 +86,46 @@ void cpu_layernorm_forward(real *out, real *mean, real *rstd, const real *x, con
     }
 }
 
+/* One pass over the rows: each row's dx from its two means, and the weight and bias
+ * gradients summed into the partial rows of fixed blocks of rows (in parallel), then the
+ * partials added in block order, so the result does not depend on the number of threads. */
+#define LN_BLOCKS 32
 void cpu_layernorm_backward(real *dx, real *dw, real *db, const real *dout, const real *x, const real *w,
                             const real *mean, const real *rstd, int R, int C) {
+    int nb = R >= 4 * LN_BLOCKS ? LN_BLOCKS : 1, per = (R + nb - 1) / nb;
+    double *part = (double *)cpu_workspace(3, 2 * sizeof(double) / sizeof(real) * (size_t)nb * C);
 #pragma omp parallel for schedule(static) if (PAR_WORTH((size_t)R * (size_t)C))
-    for (int r = 0; r < R; r++) {
-        const real *xr = x + (size_t)r * C, *dr = dout + (size_t)r * C;
-        real *dxr = dx + (size_t)r * C;
-        real m = mean[r], s = rstd[r];
-        double a = 0, bsum = 0; /* mean(dnorm), mean(dnorm * norm) */
-        for (int c = 0; c < C; c++) {
-            real n = (xr[c] - m) * s;
-            real dn = dr[c] * w[c];
-            a += dn;
-            bsum += dn * n;
-        }
-        a /= C;
-        bsum /= C;
-        for (int c = 0; c < C; c++) {
-            real n = (xr[c] - m) * s;
-            real dn = dr[c] * w[c];
-            dxr[c] += s * (dn - (real)a - n * (real)bsum);
+    for (int blk = 0; blk < nb; blk++) {
+        double *gw = part + (size_t)2 * blk * C, *gb = gw + C;
+        for (int c = 0; c < C; c++) gw[c] = gb[c] = 0;
+        int r1 = GMA_MIN(R, (blk + 1) * per);
+        for (int r = blk * per; r < r1; r++) {
+            const real *xr = x + (size_t)r * C, *dr = dout + (size_t)r * C;
+            real *dxr = dx + (size_t)r * C;
+            real m = mean[r], s = rstd[r];
+            double a = 0, bsum = 0; /* mean(dnorm), mean(dnorm * norm) */
+            for (int c = 0; c < C; c++) {
+                real n = (xr[c] - m) * s;
+                real dn = dr[c] * w[c];
+                a += dn;
+                bsum += dn * n;
+                gw[c] += dr[c] * n;
+                gb[c] += dr[c];
+            }
+            a /= C;
+            bsum /= C;
+            for (int c = 0; c < C; c++) {
+                real n = (xr[c] - m) * s;
+                real dn = dr[c] * w[c];
+                dxr[c] += s * (dn - (real)a - n * (real)bsum);
+            }
         }
     }
-#pragma omp parallel for schedule(static) if (PAR_WORTH((size_t)R * (size_t)C))
     for (int c = 0; c < C; c++) {
-        double gw = 0, gb = 0;
-        for (int r = 0; r < R; r++) {
-            real n = (x[(size_t)r * C + c] - mean[r]) * rstd[r];
-            gw += dout[(size_t)r * C + c] * n;
-            gb += dout[(size_t)r * C + c];
-        }
-        dw[c] += (real)gw;
-        db[c] += (real)gb;
+        double sw = 0, sb = 0;
+        for (int blk = 0; blk < nb; blk++) sw += part[(size_t)2 * blk * C + c], sb += part[(size_t)(2 * blk + 1) * C + c];
+        dw[c] += (real)sw;
+        db[c] += (real)sb;
     }
 }
 
