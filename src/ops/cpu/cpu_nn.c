@@ -158,6 +158,44 @@ void cpu_embed_backward(real *dwte, real *dwpe, const real *dout, const int32_t 
     }
 }
 
+/* the row max (NaN ignored, as `x > m ? x : m`) and the sum of exp(x - m) without storing
+ * it (the lanes summed as vexp_sub sums them); float32 eight lanes at once */
+static inline real row_max(const real *x, int n) {
+    real mx = -INFINITY;
+    int i = 0;
+#ifndef GMA_DOUBLE
+    v8f m8 = {-INFINITY, -INFINITY, -INFINITY, -INFINITY, -INFINITY, -INFINITY, -INFINITY, -INFINITY};
+    for (; i + 8 <= n; i += 8) {
+        v8f v;
+        memcpy(&v, x + i, sizeof v);
+        v8i gt = v > m8;
+        m8 = (v8f)(((v8i)v & gt) | ((v8i)m8 & ~gt));
+    }
+    for (int j = 0; j < 8; j++) mx = m8[j] > mx ? m8[j] : mx;
+#endif
+    for (; i < n; i++) mx = x[i] > mx ? x[i] : mx;
+    return mx;
+}
+static inline double exp_sum(const real *x, real m, int n) {
+#ifdef GMA_DOUBLE
+    double s = 0;
+    for (int i = 0; i < n; i++) s += exp(x[i] - m);
+    return s;
+#else
+    v8f acc = {0};
+    int i = 0;
+    for (; i + 8 <= n; i += 8) {
+        v8f v;
+        memcpy(&v, x + i, sizeof v);
+        acc += vexp8(v - m);
+    }
+    double s = 0;
+    for (int j = 0; j < 8; j++) s += acc[j];
+    for (; i < n; i++) s += vexp1(x[i] - m);
+    return s;
+#endif
+}
+
 void cpu_xent_forward(real *loss, real *valid, const real *logits, const int32_t *target, int R, int V) {
 #pragma omp parallel for schedule(static) if (PAR_WORTH((size_t)R * (size_t)V))
     for (int r = 0; r < R; r++) {
@@ -167,9 +205,8 @@ void cpu_xent_forward(real *loss, real *valid, const real *logits, const int32_t
             continue;
         }
         const real *l = logits + (size_t)r * V;
-        real mx = -INFINITY;
-        for (int i = 0; i < V; i++) mx = l[i] > mx ? l[i] : mx;
-        double s = vexp_sub(cpu_workspace(0, (size_t)V), l, mx, V);
+        real mx = row_max(l, V);
+        double s = exp_sum(l, mx, V);
         loss[r] = (real)(log(s) + mx - l[target[r]]);
         valid[r] = 1;
     }
@@ -183,8 +220,7 @@ void cpu_xent_backward(real *dl, const int32_t *target, int R, int V, real scale
             memset(l, 0, sizeof(real) * V);
             continue;
         }
-        real mx = -INFINITY;
-        for (int i = 0; i < V; i++) mx = l[i] > mx ? l[i] : mx;
+        real mx = row_max(l, V);
         double s = vexp_sub(l, l, mx, V);
         real inv = (real)(1.0 / s) * scale;
         for (int i = 0; i < V; i++) l[i] *= inv;
