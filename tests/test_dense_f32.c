@@ -3,13 +3,17 @@
  * GELU forward and backward, AdamW and LayerNorm backward against float64 references
  * written here from the formulas (docs/model.md), to float32 rounding, on sizes with a
  * tail that is not a multiple of 8 and inputs that saturate the tanh; LayerNorm backward
- * gives the same bits on 1 and 2 threads. */
+ * gives the same bits on 1 and 2 threads; the optimiser's runs of tensors (optim.c) give
+ * what one op call per tensor gives (AdamW with decay on weights only, clipping, an EMA
+ * buffer that is never updated). */
 #include <math.h>
 #include <omp.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "model/model.h"
 #include "ops/ops.h"
+#include "optim/optim.h"
 #include "testutil.h"
 
 #define GK 0.7978845608028654
@@ -126,12 +130,61 @@ START_TEST(test_layernorm_backward_matches_reference) {
 }
 END_TEST
 
+START_TEST(test_optim_runs_equal_per_tensor) {
+    Config c = tu_tiny_config("gma");
+    c.model.d_model = 16, c.model.d_ff = 32, c.model.vocab_size = 16; /* sizes that leave no alignment gaps */
+    tu_apply_sets(&c, "gma.memory=ema;train.weight_decay=0.1;train.grad_clip=0.5");
+    Model m;
+    ck_assert_int_eq(model_build(&m, &c), 0);
+    model_alloc(&m, 1, 8);
+    model_init_params(&m, 3);
+    size_t P = m.pt.total;
+    fill(m.grads, P, 1, 9);
+    real *p0 = malloc(P * sizeof(real)), *g0 = malloc(P * sizeof(real)), *mm = calloc(P, sizeof(real)),
+         *vv = calloc(P, sizeof(real));
+    memcpy(p0, m.params, P * sizeof(real));
+    memcpy(g0, m.grads, P * sizeof(real));
+    double ref = 0;
+    for (int i = 0; i < m.pt.n; i++)
+        if (m.pt.t[i].group != GROUP_BUFFER)
+            for (size_t k = 0; k < m.pt.t[i].numel; k++) ref += (double)g0[m.pt.t[i].offset + k] * g0[m.pt.t[i].offset + k];
+    double gn = optim_grad_norm(&m);
+    ck_assert_msg(fabs(gn - sqrt(ref)) < 1e-6 * sqrt(ref), "grad norm %g, reference %g", gn, sqrt(ref));
+    const TrainCfg *t = &m.cfg.train;
+    double lr = 1e-2, clip = optim_step(&m, t, 1, lr, gn);
+    ck_assert(clip < 1);
+    real bc1 = (real)(1 - t->beta1), bc2 = (real)(1 - t->beta2);
+    double err = 0;
+    int buffers = 0;
+    for (int i = 0; i < m.pt.n; i++) {
+        const ParamInfo *q = &m.pt.t[i];
+        real *pp = p0 + q->offset, *gg = g0 + q->offset;
+        if (q->group == GROUP_BUFFER) {
+            buffers++;
+            ck_assert(!memcmp(pp, m.params + q->offset, q->numel * sizeof(real)));
+            continue;
+        }
+        g_ops->scale(gg, (real)clip, q->numel);
+        g_ops->adamw(pp, gg, mm + q->offset, vv + q->offset, q->numel, (real)lr, (real)t->beta1, (real)t->beta2,
+                     (real)t->adam_eps, (real)optim_decay_for(t, q->group), bc1, bc2);
+        for (size_t k = 0; k < q->numel; k++)
+            err = fmax(err, fabs(pp[k] - m.params[q->offset + k]) / fmax(1, fabs(pp[k])));
+    }
+    printf("optimiser runs vs one call per tensor (%d tensors, %d buffers): max err %.2e\n", m.pt.n, buffers, err);
+    ck_assert_int_gt(buffers, 0);
+    ck_assert_msg(err < 1e-6, "optimiser runs differ from per-tensor calls: %g", err);
+    free(p0), free(g0), free(mm), free(vv);
+    model_free(&m);
+}
+END_TEST
+
 Suite *make_suite(void) {
     Suite *s = suite_create("dense_f32");
     TCase *tc = tcase_create("dense_f32");
     tcase_add_test(tc, test_gelu_matches_reference);
     tcase_add_test(tc, test_adamw_matches_reference);
     tcase_add_test(tc, test_layernorm_backward_matches_reference);
+    tcase_add_test(tc, test_optim_runs_equal_per_tensor);
     suite_add_tcase(s, tc);
     return s;
 }
