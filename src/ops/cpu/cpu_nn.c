@@ -228,6 +228,27 @@ void cpu_xent_backward(real *dl, const int32_t *target, int R, int V, real scale
     }
 }
 
+/* loss as cpu_xent_forward and, in the same pass over the row, softmax - onehot in place */
+void cpu_xent_grad(real *loss, real *valid, real *logits, const int32_t *target, int R, int V) {
+#pragma omp parallel for schedule(static) if (PAR_WORTH((size_t)R * (size_t)V))
+    for (int r = 0; r < R; r++) {
+        real *l = logits + (size_t)r * V;
+        if (target[r] < 0) {
+            loss[r] = 0;
+            valid[r] = 0;
+            memset(l, 0, sizeof(real) * V);
+            continue;
+        }
+        real mx = row_max(l, V), lt = l[target[r]];
+        double s = vexp_sub(l, l, mx, V);
+        loss[r] = (real)(log(s) + mx - lt);
+        valid[r] = 1;
+        real inv = (real)(1.0 / s);
+        for (int i = 0; i < V; i++) l[i] *= inv;
+        l[target[r]] -= 1;
+    }
+}
+
 void cpu_argmax_rows(int32_t *out, const real *x, int R, int V) {
 #pragma omp parallel for schedule(static) if (PAR_WORTH((size_t)R * (size_t)V))
     for (int r = 0; r < R; r++) {
