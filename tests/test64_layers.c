@@ -2,7 +2,8 @@
  * uses: linear, layernorm, GELU, embedding, cross-entropy, row softmax, the normalised
  * linear-mixing core (bidirectional and causal, chunk not dividing N) and GMA Gaussian
  * routing (per-head and shared components). Also the accumulate contract: a second
- * backward call doubles the gradient. */
+ * backward call doubles the gradient; the training cross-entropy (xent_grad) equals
+ * xent_forward + xent_backward. */
 #include <string.h>
 
 #include "gradcheck.h"
@@ -152,6 +153,22 @@ START_TEST(test_xent) {
     g_ops->xent_backward(g, c.tgt, 5, 6, (real)(1.0 / 4)); /* 4 scored rows */
     GC_ASSERT("cross-entropy dlogits", gc_check(xe_loss, &c, c.logits, g, 30));
     for (int v = 0; v < 6; v++) ck_assert(g[6 + v] == 0); /* ignored row */
+    /* the training forward's fused op: the same losses, and softmax - onehot that scaled
+     * by 1/4 is the gradient just checked */
+    real gg[30], loss2[5], valid2[5];
+    xe_loss(&c); /* the losses of the unperturbed logits */
+    memcpy(gg, c.logits, sizeof gg);
+    for (int r = 0; r < 5; r++) loss2[r] = valid2[r] = -7;
+    g_ops->xent_grad(loss2, valid2, gg, c.tgt, 5, 6);
+    double worst = 0;
+    for (int r = 0; r < 5; r++) {
+        worst = fmax(worst, fabs(loss2[r] - c.loss[r]));
+        ck_assert(valid2[r] == c.valid[r]);
+    }
+    for (int i = 0; i < 30; i++) worst = fmax(worst, fabs(gg[i] / 4 - g[i]));
+    printf("xent_grad against xent_forward + xent_backward: max abs difference %.2e\n", worst);
+    ck_assert_msg(worst < 1e-14, "xent_grad differs by %g", worst);
+    for (int v = 0; v < 6; v++) ck_assert(gg[6 + v] == 0);
 }
 END_TEST
 

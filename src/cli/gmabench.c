@@ -14,12 +14,14 @@
  *     that pass inside them), nom GF (those FLOPs plus the products inside the mixer's fused
  *     kernels, hidden_flops), nom GF/s (over the layer time) and nom/BLAS.
  *   gmabench model [--mixers gma,sdpa] [--L 4] [--D 256] [--H 4] [--V 8192] [--B 4] [--T 256]
- *                  [--steps 5] [--Kc 64] [--peak-tflops X]
+ *                  [--steps 9] [--Kc 64] [--peak-tflops X]
  *     whole-model training steps (forward, backward, AdamW): tokens/s, achieved GFLOP/s
  *     of the step's matrix products, the GFLOP/s the same BLAS reaches on exactly those
  *     matrix shapes replayed alone in the same run, and the share of the step spent outside
- *     matrix products (measured in one extra step with the device synchronised around each
- *     product; the timed steps run unhindered). --peak-tflops X adds the model FLOP
+ *     matrix products, in rounds of one timed step and one replay of its shapes (ratio:
+ *     the median over the rounds of replay time / step time, with its range; on a GPU the
+ *     time inside products comes from one extra step with the device synchronised around
+ *     each, the timed steps run unhindered). --peak-tflops X adds the model FLOP
  *     utilisation: step GF/s (the step's counted matrix-product FLOPs over its time) over
  *     the device's peak X TFLOP/s for the precision (the caller's figure, not guessed).
  *   gmabench decode [--mixers gma,sdpa] [--L 4] [--D 256] [--H 4] [--V 8192] [--T 256] [--Kc 64]
@@ -320,9 +322,9 @@ static void bench_mixers(const Opts *o, cJSON *out) {
 }
 
 /* ---------------- whole-model training step with matmul accounting ---------------- */
-typedef struct Shape { int M, N, K, ta, tb, batch; long count; } Shape;
+typedef struct Shape { int M, N, K, ta, tb, batch; long count; double best; } Shape;
 static Shape g_shapes[512];
-static int g_nshapes, g_recording;
+static int g_nshapes, g_recording, g_timing;
 static double g_mm_time, g_mm_flops;
 static const GmaOps *g_inner;
 static GmaOps g_prof;
@@ -336,38 +338,42 @@ static void note_shape(int M, int N, int K, int ta, int tb, int batch) {
             return;
         }
     }
-    if (g_nshapes < 512) g_shapes[g_nshapes++] = (Shape){M, N, K, ta, tb, batch, 1};
+    if (g_nshapes < 512) g_shapes[g_nshapes++] = (Shape){M, N, K, ta, tb, batch, 1, 1e30};
 }
-/* The products are timed (with the device synchronised around each) only in the one
- * recording step; the timed steps just count their FLOPs, so a GPU runs them unhindered. */
+/* The products are timed (with the device synchronised around each) in the recording step,
+ * and on the CPU in every step (timing costs nothing there); on a GPU the timed steps just
+ * count their FLOPs, so it runs them unhindered. */
 static void prof_matmul(real *C, const real *A, const real *B, int M, int N, int K, int ta, int tb, real al, real be) {
     double t0 = 0;
-    if (g_recording) ops_sync(), t0 = gma_now();
+    if (g_timing) ops_sync(), t0 = gma_now();
     g_inner->matmul(C, A, B, M, N, K, ta, tb, al, be);
-    if (g_recording) ops_sync(), g_mm_time += gma_now() - t0;
+    if (g_timing) ops_sync(), g_mm_time += gma_now() - t0;
     g_mm_flops += 2.0 * M * N * K;
     note_shape(M, N, K, ta, tb, 1);
 }
 static void prof_matmul_strided(real *C, const real *A, const real *B, int M, int N, int K, int ta, int tb, real al,
                                 real be, int batch, size_t sA, size_t sB, size_t sC) {
     double t0 = 0;
-    if (g_recording) ops_sync(), t0 = gma_now();
+    if (g_timing) ops_sync(), t0 = gma_now();
     g_inner->matmul_strided(C, A, B, M, N, K, ta, tb, al, be, batch, sA, sB, sC);
-    if (g_recording) ops_sync(), g_mm_time += gma_now() - t0;
+    if (g_timing) ops_sync(), g_mm_time += gma_now() - t0;
     g_mm_flops += 2.0 * M * N * K * batch;
     note_shape(M, N, K, ta, tb, batch);
 }
 
-/* time the recorded shapes alone: seconds for one step's worth of calls */
+/* One replay round of the recorded shapes alone (operands of the shapes' sizes, beta = 0):
+ * each shape runs REPLAY_REPS times after a warm call and its best time counts; returns this
+ * round's seconds for one step's worth of calls and keeps each shape's best over all rounds
+ * in Shape.best. */
+#define REPLAY_REPS 3
 static double replay_shapes(void) {
     double total = 0;
     for (int i = 0; i < g_nshapes; i++) {
         Shape *s = &g_shapes[i];
         size_t a = (size_t)s->M * s->K * s->batch, b = (size_t)s->K * s->N * s->batch, c = (size_t)s->M * s->N * s->batch;
         real *A = g_inner->alloc(a * sizeof(real)), *Bm = g_inner->alloc(b * sizeof(real)), *C = g_inner->alloc(c * sizeof(real));
-        int reps = 3;
         double best = 1e30;
-        for (int r = 0; r < reps + 1; r++) {
+        for (int r = 0; r < REPLAY_REPS + 1; r++) {
             ops_sync();
             double t0 = gma_now();
             if (s->batch == 1) g_inner->matmul(C, A, Bm, s->M, s->N, s->K, s->ta, s->tb, 1, 0);
@@ -378,11 +384,17 @@ static double replay_shapes(void) {
             double dt = gma_now() - t0;
             if (r > 0 && dt < best) best = dt;
         }
+        if (best < s->best) s->best = best;
         total += best * s->count;
         g_inner->free(A);
         g_inner->free(Bm);
         g_inner->free(C);
     }
+    return total;
+}
+static double replay_best(void) {
+    double total = 0;
+    for (int i = 0; i < g_nshapes; i++) total += g_shapes[i].best * g_shapes[i].count;
     return total;
 }
 
@@ -411,14 +423,26 @@ static int causal_model(const Opts *o, const char *t, int B, Model *m, double dr
     return 0;
 }
 
+/* The whole-model step, measured in rounds: each round times one training step and then
+ * replays the step's matrix shapes alone (replay_shapes), so a round's ratio (replay time /
+ * step time) compares the two under the same machine load. The row gives the medians over the
+ * rounds with their ranges; "BLAS GF/s" uses each shape's best over all rounds, and "best"
+ * is that best replay over the fastest step (best against best: on a shared machine other
+ * work only adds time to either). */
 static void bench_model(const Opts *o, cJSON *out) {
     char buf[512];
     snprintf(buf, sizeof buf, "%s", o->mixers);
-    printf("\n## whole-model training step (L=%d, D=%d, H=%d, V=%d, B=%d, T=%d, Kc=%d, %s, %d steps, %s)\n", o->L, o->D,
-           o->H, o->V, o->B, o->T, o->Kc, g_ops->name, o->steps, REAL_NAME);
-    printf("%-10s %10s %10s %12s %12s %12s %12s %10s %12s%s\n", "mixer", "params", "step ms", "tokens/s", "step GF/s",
-           "GEMM GF/s", "BLAS GF/s", "ratio", "non-GEMM %", o->peak_tflops > 0 ? "      MFU %" : "");
+    double load[3] = {0};
+    if (getloadavg(load, 3) < 0) load[0] = load[1] = load[2] = -1;
+    int S = GMA_MIN(GMA_MAX(o->steps, 1), 64);
+    printf("\n## whole-model training step (L=%d, D=%d, H=%d, V=%d, B=%d, T=%d, Kc=%d, %s, %d rounds, %s, load %.2f %.2f %.2f)\n",
+           o->L, o->D, o->H, o->V, o->B, o->T, o->Kc, g_ops->name, S, REAL_NAME, load[0], load[1], load[2]);
+    printf("%-10s %10s %10s %15s %10s %10s %10s %10s %7s %12s %6s %10s%s\n", "mixer", "params", "step ms", "min-max",
+           "tokens/s", "step GF/s", "GEMM GF/s", "BLAS GF/s", "ratio", "min-max", "best", "non-GEMM %",
+           o->peak_tflops > 0 ? "      MFU %" : "");
     cJSON *arr = cJSON_AddArrayToObject(out, "model");
+    cJSON_AddNumberToObject(out, "model_load_average", load[0]);
+    int time_all = !on_device();
     char *sv = NULL;
     for (char *t = strtok_r(buf, ",", &sv); t; t = strtok_r(NULL, ",", &sv)) {
         double base_ms = 0;
@@ -433,15 +457,15 @@ static void bench_model(const Opts *o, cJSON *out) {
             Rng rng;
             rng_seed(&rng, 2);
             for (int i = 0; i < o->B * o->T; i++) tok[i] = (int32_t)rng_below(&rng, o->V), tgt[i] = (int32_t)rng_below(&rng, o->V);
-            double times[64];
-            int S = GMA_MIN(o->steps, 64);
+            double times[64], ratios[64], outs[64], sorted[64];
             g_nshapes = 0;
-            double flops_step = 0, mm_step = 0;
+            double flops_step = 0, mm_rec = 0;
             /* step -2 warms up, step -1 records the shapes and the time inside the products,
-             * steps 0 .. S-1 are timed */
+             * rounds 0 .. S-1 each time a step and a replay of the shapes */
             for (int s = -2; s < S; s++) {
                 g_mm_time = g_mm_flops = 0;
                 g_recording = s == -1;
+                g_timing = g_recording || (s >= 0 && time_all);
                 ops_sync();
                 double t0 = gma_now();
                 LossStats st;
@@ -452,17 +476,33 @@ static void bench_model(const Opts *o, cJSON *out) {
                 optim_step(&m, &m.cfg.train, s + 3, 1e-4, gn);
                 ops_sync();
                 double dt = gma_now() - t0;
-                if (s == -1) mm_step = g_mm_time;
-                if (s >= 0) times[s] = dt, flops_step = g_mm_flops;
+                if (s == -1) mm_rec = g_mm_time;
+                if (s >= 0) {
+                    g_recording = g_timing = 0;
+                    times[s] = dt, flops_step = g_mm_flops;
+                    outs[s] = 1 - (time_all ? g_mm_time : mm_rec) / dt;
+                    ratios[s] = replay_shapes() / dt;
+                }
             }
-            g_recording = 0;
+            g_recording = g_timing = 0;
+            double med_out, r_med, r_lo, r_hi;
+            memcpy(sorted, outs, sizeof(double) * S);
+            qsort(sorted, S, sizeof(double), cmp_d);
+            med_out = sorted[S / 2];
+            memcpy(sorted, ratios, sizeof(double) * S);
+            qsort(sorted, S, sizeof(double), cmp_d);
+            r_med = sorted[S / 2], r_lo = sorted[0], r_hi = sorted[S - 1];
             qsort(times, S, sizeof(double), cmp_d);
             double med = times[S / 2];
-            double blas_time = replay_shapes();
+            double blas_time = replay_best();
             double gf = flops_step / med / 1e9, blas_gf = flops_step / blas_time / 1e9;
-            double outside = 1 - mm_step / med;
-            printf("%-10s %10zu %10.1f %12.0f %12.2f %12.2f %12.2f %10.3f %11.1f%%", label, model_param_count(&m), med * 1e3,
-                   o->B * o->T / med, gf, flops_step / mm_step / 1e9, blas_gf, gf / blas_gf, 100 * outside);
+            double mm_med = (1 - med_out) * med;
+            char mm[48], rr[32];
+            snprintf(mm, sizeof mm, "%.1f-%.1f", times[0] * 1e3, times[S - 1] * 1e3);
+            snprintf(rr, sizeof rr, "%.3f-%.3f", r_lo, r_hi);
+            printf("%-10s %10zu %10.1f %15s %10.0f %10.2f %10.2f %10.2f %7.3f %12s %6.3f %9.1f%%", label,
+                   model_param_count(&m), med * 1e3, mm, o->B * o->T / med, gf, flops_step / mm_med / 1e9, blas_gf, r_med, rr,
+                   blas_time / times[0], 100 * med_out);
             if (o->peak_tflops > 0) printf(" %11.2f%%", 100 * gf / (o->peak_tflops * 1e3));
             if (dk && base_ms > 0) printf("  (dropout 0.1 / 0: %.3f)", med * 1e3 / base_ms);
             printf("\n");
@@ -473,15 +513,20 @@ static void bench_model(const Opts *o, cJSON *out) {
             if (dk && base_ms > 0) cJSON_AddNumberToObject(row, "step_ms_vs_no_dropout", med * 1e3 / base_ms);
             if (!dk) base_ms = med * 1e3;
             cJSON_AddNumberToObject(row, "params", (double)model_param_count(&m));
+            cJSON_AddNumberToObject(row, "rounds", S);
             cJSON_AddNumberToObject(row, "step_ms", med * 1e3);
             cJSON_AddNumberToObject(row, "step_ms_min", times[0] * 1e3);
             cJSON_AddNumberToObject(row, "step_ms_max", times[S - 1] * 1e3);
             cJSON_AddNumberToObject(row, "tokens_per_s", o->B * o->T / med);
             cJSON_AddNumberToObject(row, "gemm_gflop_per_step", flops_step / 1e9);
             cJSON_AddNumberToObject(row, "achieved_gflops", gf);
-            cJSON_AddNumberToObject(row, "gemm_gflops_in_step", flops_step / mm_step / 1e9);
+            cJSON_AddNumberToObject(row, "gemm_gflops_in_step", flops_step / mm_med / 1e9);
             cJSON_AddNumberToObject(row, "blas_gflops_same_shapes", blas_gf);
-            cJSON_AddNumberToObject(row, "share_outside_gemm", outside);
+            cJSON_AddNumberToObject(row, "ratio", r_med);
+            cJSON_AddNumberToObject(row, "ratio_min", r_lo);
+            cJSON_AddNumberToObject(row, "ratio_max", r_hi);
+            cJSON_AddNumberToObject(row, "ratio_best", blas_time / times[0]);
+            cJSON_AddNumberToObject(row, "share_outside_gemm", med_out);
             if (o->peak_tflops > 0) {
                 cJSON_AddNumberToObject(row, "peak_tflops", o->peak_tflops);
                 cJSON_AddNumberToObject(row, "mfu", gf / (o->peak_tflops * 1e3));
@@ -772,7 +817,7 @@ static void usage(FILE *f) {
                "  --max-seconds X       time limit of a point: longer ones are skipped [60]\n"
                "  --max-mem-gib X       memory limit of a point: larger ones are skipped [12]\n"
                "  --L N --V N --T N     layers, vocabulary, tokens per sequence (model, decode) [4, 8192, 256]\n"
-               "  --steps N             timed training steps (model) [5]\n"
+               "  --steps N             timed rounds of the training step (model): a step, then a replay of its shapes [9]\n"
                "  --samples 1,8,64      sequences generated at once (decode) [1]\n"
                "  --full-forward        also time a full forward per token (decode, M = 1)\n"
                "  --peak-tflops X       the device's peak TFLOP/s: adds model FLOP utilisation (model)\n"
@@ -792,7 +837,7 @@ int main(int argc, char **argv) {
         fprintf(stderr, "gmabench: unknown benchmark \"%s\" (mixer, model, decode or all)\n", what);
         return 2;
     }
-    Opts o = {.D = 256, .H = 4, .Kc = 64, .B = 0, .causal = 1, .repeat = 3, .L = 4, .V = 8192, .T = 256, .steps = 5,
+    Opts o = {.D = 256, .H = 4, .Kc = 64, .B = 0, .causal = 1, .repeat = 3, .L = 4, .V = 8192, .T = 256, .steps = 9,
               .max_seconds = 60, .max_mem_gib = 12, .threads = -1};
     snprintf(o.mixers, sizeof o.mixers, "gma,sdpa");
     o.n_seq = parse_list("512,1024,2048,4096,8192,16384", o.seq, 32);

@@ -370,9 +370,6 @@ int model_forward(Model *m, const int32_t *tok, const int32_t *tgt, int B, int N
     MixerCtx ctx = {.B = B, .N = N, .causal = m->causal, .keymask = keymask, .training = training, .step = step};
     blocks_forward(m, &ctx);
     g_ops->matmul(m->logits, m->lnf, PP(m->wte), R, m->V, D, 0, 1, 1, 0);
-    g_ops->xent_forward(m->loss_rows, m->valid_rows, m->logits, m->tgt, R, m->V);
-    st->loss_sum = g_ops->sum(m->loss_rows, R);
-    st->count = g_ops->sum(m->valid_rows, R);
     st->correct = 0;
     if (want_acc) {
         g_ops->argmax_rows(m->tok, m->logits, R, m->V); /* reuse the token buffer */
@@ -380,6 +377,14 @@ int model_forward(Model *m, const int32_t *tok, const int32_t *tgt, int B, int N
         g_ops->to_device(m->tok, tok, sizeof(int32_t) * R);
         for (int i = 0; i < R; i++) st->correct += tgt[i] >= 0 && m->pred_host[i] == tgt[i];
     }
+    /* a training forward leaves the loss gradient (softmax - onehot) in logits in the same
+     * pass as the loss, so the backward does not take the softmax again; evaluation and
+     * generation keep the logits */
+    m->logits_grad = training;
+    if (training) g_ops->xent_grad(m->loss_rows, m->valid_rows, m->logits, m->tgt, R, m->V);
+    else g_ops->xent_forward(m->loss_rows, m->valid_rows, m->logits, m->tgt, R, m->V);
+    st->loss_sum = g_ops->sum(m->loss_rows, R);
+    st->count = g_ops->sum(m->valid_rows, R);
     return 0;
 }
 
@@ -475,10 +480,15 @@ void model_backward(Model *m, double loss_scale) {
     int B = m->B, N = m->N, R = B * N, D = m->D;
     double count = g_ops->sum(m->valid_rows, R);
     if (count <= 0) return;
-    g_ops->xent_backward(m->logits, m->tgt, R, m->V, (real)(loss_scale / count));
-    /* logits = lnf wte^T */
-    g_ops->matmul(m->dtmp, m->logits, PP(m->wte), R, D, m->V, 0, 0, 1, 0);
-    g_ops->matmul(GG(m->wte), m->logits, m->lnf, m->V, D, R, 1, 0, 1, 1);
+    /* logits = lnf wte^T; after a training forward logits hold softmax - onehot and the
+     * loss scale rides on the two products (alpha) */
+    real scale = (real)(loss_scale / count), alpha = scale;
+    if (!m->logits_grad) {
+        g_ops->xent_backward(m->logits, m->tgt, R, m->V, scale);
+        alpha = 1;
+    }
+    g_ops->matmul(m->dtmp, m->logits, PP(m->wte), R, D, m->V, 0, 0, alpha, 0);
+    g_ops->matmul(GG(m->wte), m->logits, m->lnf, m->V, D, R, 1, 0, alpha, 1);
     MixerCtx ctx = {.B = B, .N = N, .causal = m->causal, .keymask = m->keymask, .training = 1,
                     .aux_scale = loss_scale};
     blocks_backward(m, &ctx);

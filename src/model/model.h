@@ -42,6 +42,7 @@ typedef struct Model {
     int32_t *pred_host;      /* argmax per row (host) */
     size_t act_bytes;        /* planned activation + scratch memory */
     int B, N;                /* shape of the last forward */
+    int logits_grad;         /* the last forward (training, language model) left softmax - onehot in logits */
     const uint8_t *keymask;  /* host, [B,N] or NULL */
     /* classifier (task "classify"); B above counts sequences (examples * n_seq) there */
     int classify, pool_cls, n_seq, C; /* C classes; pool_cls: CLS slot at position 0 */

@@ -79,6 +79,9 @@
      * scale * (softmax - onehot) (0 rows where target < 0). */                                                        \
     X(void, xent_forward, (real *loss, real *valid, const real *logits, const int32_t *target, int R, int V))          \
     X(void, xent_backward, (real *dlogits_inplace, const int32_t *target, int R, int V, real scale))                   \
+    /* Training: loss and valid as xent_forward, and logits overwritten with softmax - onehot                          \
+     * (the gradient of the summed loss, 0 rows where target < 0) for the backward to scale */                         \
+    X(void, xent_grad, (real *loss, real *valid, real *logits_inplace, const int32_t *target, int R, int V))           \
     /* argmax per row (for accuracy), into host-visible int32 out */                                                   \
     X(void, argmax_rows, (int32_t *out, const real *x, int R, int V))                                                  \
     /* heads: x [B,N,H*d] <-> xh [B,H,N,d] ; merge accumulates nothing (plain copy) */                                 \

@@ -29,12 +29,33 @@ double optim_decay_for(const TrainCfg *t, ParamGroup g) {
     return 0;
 }
 
+/* The trained tensors in runs: consecutive tensors that touch in memory (no alignment gap)
+ * and share the decay `wd` of optim_decay_for (with t NULL, any decay) are one run, so the
+ * elementwise ops run once per run, not once per tensor. Returns the index after the run
+ * that starts at tensor i (a buffer tensor is a run of its own) and its element count. */
+static int run_end(const Model *m, const TrainCfg *t, int i, size_t *numel) {
+    const ParamInfo *p = &m->pt.t[i];
+    size_t n = p->numel;
+    int j = i + 1;
+    if (p->group != GROUP_BUFFER)
+        for (; j < m->pt.n; j++) {
+            const ParamInfo *q = &m->pt.t[j], *prev = &m->pt.t[j - 1];
+            if (q->group == GROUP_BUFFER || q->offset != prev->offset + prev->numel) break;
+            if (t && optim_decay_for(t, q->group) != optim_decay_for(t, p->group)) break;
+            n += q->numel;
+        }
+    *numel = n;
+    return j;
+}
+
 double optim_grad_norm(const Model *m) {
     double s = 0;
-    for (int i = 0; i < m->pt.n; i++) {
+    size_t n;
+    for (int i = 0, j; i < m->pt.n; i = j) {
+        j = run_end(m, NULL, i, &n);
         const ParamInfo *p = &m->pt.t[i];
         if (p->group == GROUP_BUFFER) continue;
-        s += g_ops->sumsq(m->grads + p->offset, p->numel);
+        s += g_ops->sumsq(m->grads + p->offset, n);
     }
     return sqrt(s);
 }
@@ -44,17 +65,19 @@ double optim_step(Model *m, const TrainCfg *t, long step, double lr, double grad
     if (t->grad_clip > 0 && grad_norm > t->grad_clip) clip = t->grad_clip / (grad_norm + 1e-12);
     int adam = !strcmp(t->optimizer, "adamw");
     real bc1 = (real)(1 - pow(t->beta1, (double)step)), bc2 = (real)(1 - pow(t->beta2, (double)step));
-    for (int i = 0; i < m->pt.n; i++) {
+    size_t n;
+    for (int i = 0, j; i < m->pt.n; i = j) {
+        j = run_end(m, t, i, &n);
         const ParamInfo *p = &m->pt.t[i];
         if (p->group == GROUP_BUFFER) continue;
         real *g = m->grads + p->offset;
-        if (clip != 1) g_ops->scale(g, (real)clip, p->numel);
+        if (clip != 1) g_ops->scale(g, (real)clip, n);
         real wd = (real)optim_decay_for(t, p->group);
         if (adam)
-            g_ops->adamw(m->params + p->offset, g, m->m + p->offset, m->v + p->offset, p->numel, (real)lr,
-                         (real)t->beta1, (real)t->beta2, (real)t->adam_eps, wd, bc1, bc2);
+            g_ops->adamw(m->params + p->offset, g, m->m + p->offset, m->v + p->offset, n, (real)lr, (real)t->beta1,
+                         (real)t->beta2, (real)t->adam_eps, wd, bc1, bc2);
         else
-            g_ops->sgd(m->params + p->offset, g, m->m + p->offset, p->numel, (real)lr, (real)t->momentum, wd);
+            g_ops->sgd(m->params + p->offset, g, m->m + p->offset, n, (real)lr, (real)t->momentum, wd);
     }
     return clip;
 }

@@ -145,6 +145,9 @@ static void t_xent(int R, int Vv) {
     snprintf(nm, sizeof nm, "xent fwd R%d V%d loss", R, Vv); cmp(nm, L2, L1); cmp("xent fwd valid", v2, v1, 1e-30);
     V d1 = l, d2 = l; CP->xent_backward(F(d1), F(tg), R, Vv, 0.37f); CU->xent_backward(F(d2), F(tg), R, Vv, 0.37f);
     cmp("xent bwd", d2, d1);
+    V g1 = l, g2 = l, G1(R), G2(R), w1(R), w2(R);
+    CP->xent_grad(F(G1), F(w1), F(g1), F(tg), R, Vv); CU->xent_grad(F(G2), F(w2), F(g2), F(tg), R, Vv);
+    cmp("xent grad loss", G2, G1); cmp("xent grad valid", w2, w1, 1e-30); cmp("xent grad", g2, g1);
     V a = l; for (int r = 0; r < R; r++) { if (r % 3 == 0) a[(size_t)r * Vv + Vv - 1] = a[(size_t)r * Vv + 1] = 9; /* tie: first wins */
         if (r == 4) for (int i = 0; i < Vv; i++) a[(size_t)r * Vv + i] = -INFINITY; }
     VI i1(R), i2(R); CP->argmax_rows(F(i1), F(a), R, Vv); CU->argmax_rows(F(i2), F(a), R, Vv);

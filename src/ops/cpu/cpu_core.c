@@ -4,6 +4,9 @@
  * Reductions sum fixed blocks in a fixed order so results do not depend on thread
  * scheduling. */
 #include <cblas.h>
+#if defined(__AVX__)
+#include <immintrin.h>
+#endif
 #include <omp.h>
 #include <stdlib.h>
 #include <string.h>
@@ -142,15 +145,40 @@ int cpu_nonfinite(const real *x, size_t n) {
     return bad;
 }
 
+/* AdamW, one pass over the tensor; float32 runs eight lanes at once (the same expression,
+ * IEEE division and square root, so each element is what the scalar loop gives up to
+ * contraction into fused multiply-adds) */
+static inline real adamw1(real *p, const real *g, real *m, real *v, size_t i, real lr, real b1, real b2, real eps,
+                          real wd, real bc1, real bc2) {
+    real mi = m[i] = b1 * m[i] + (1 - b1) * g[i];
+    real vi = v[i] = b2 * v[i] + (1 - b2) * g[i] * g[i];
+    real mh = mi / bc1, vh = vi / bc2;
+    return p[i] - lr * (mh / (rsqrt_(vh) + eps) + wd * p[i]);
+}
 void cpu_adamw(real *p, const real *g, real *m, real *v, size_t n, real lr, real b1, real b2, real eps, real wd,
                real bc1, real bc2) {
-#pragma omp parallel for schedule(static) if (PAR_WORTH((size_t)n))
-    for (size_t i = 0; i < n; i++) {
-        real mi = m[i] = b1 * m[i] + (1 - b1) * g[i];
-        real vi = v[i] = b2 * v[i] + (1 - b2) * g[i] * g[i];
-        real mh = mi / bc1, vh = vi / bc2;
-        p[i] -= lr * (mh / (rsqrt_(vh) + eps) + wd * p[i]);
+    size_t i0 = 0;
+#if !defined(GMA_DOUBLE) && defined(__AVX__)
+    size_t n8 = n / 8;
+#pragma omp parallel for schedule(static) if (PAR_WORTH(n))
+    for (size_t j = 0; j < n8; j++) {
+        size_t i = 8 * j;
+        __m256 gi = _mm256_loadu_ps(g + i), pi = _mm256_loadu_ps(p + i);
+        __m256 mi = _mm256_add_ps(_mm256_mul_ps(_mm256_set1_ps(b1), _mm256_loadu_ps(m + i)),
+                                  _mm256_mul_ps(_mm256_set1_ps(1 - b1), gi));
+        __m256 vi = _mm256_add_ps(_mm256_mul_ps(_mm256_set1_ps(b2), _mm256_loadu_ps(v + i)),
+                                  _mm256_mul_ps(_mm256_mul_ps(_mm256_set1_ps(1 - b2), gi), gi));
+        _mm256_storeu_ps(m + i, mi);
+        _mm256_storeu_ps(v + i, vi);
+        __m256 mh = _mm256_div_ps(mi, _mm256_set1_ps(bc1)), vh = _mm256_div_ps(vi, _mm256_set1_ps(bc2));
+        __m256 up = _mm256_add_ps(_mm256_div_ps(mh, _mm256_add_ps(_mm256_sqrt_ps(vh), _mm256_set1_ps(eps))),
+                                  _mm256_mul_ps(_mm256_set1_ps(wd), pi));
+        _mm256_storeu_ps(p + i, _mm256_sub_ps(pi, _mm256_mul_ps(_mm256_set1_ps(lr), up)));
     }
+    i0 = n8 * 8;
+#endif
+#pragma omp parallel for schedule(static) if (PAR_WORTH(n - i0))
+    for (size_t i = i0; i < n; i++) p[i] = adamw1(p, g, m, v, i, lr, b1, b2, eps, wd, bc1, bc2);
 }
 
 void cpu_sgd(real *p, const real *g, real *mom, size_t n, real lr, real momentum, real wd) {

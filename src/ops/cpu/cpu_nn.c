@@ -10,26 +10,51 @@
 
 /* tanh through one exp: 1 - 2 / (1 + e^{2a}) (exact in real arithmetic, saturates
  * correctly at both ends; expf costs about half of tanhf here) */
-static inline real fast_tanh(real a) { return 1 - 2 / (1 + rexp(2 * a)); }
+static inline real fast_tanh(real a) { return 1 - 2 / (1 + vexp1(2 * a)); }
+static inline real gelu1(real u) { return (real)0.5 * u * (1 + fast_tanh(GELU_K * (u + (real)0.044715 * u * u * u))); }
+static inline real gelu_grad1(real u) {
+    real t = fast_tanh(GELU_K * (u + (real)0.044715 * u * u * u));
+    return (real)0.5 * (1 + t) + (real)0.5 * u * (1 - t * t) * GELU_K * (1 + 3 * (real)0.044715 * u * u);
+}
+
+/* float32: eight lanes at once, the same formulas with the vector exp of cpu_exp.h;
+ * gelu_vec returns how many leading elements it did (a multiple of 8), the scalar loop does
+ * the rest (float64: all of it) */
+#ifndef GMA_DOUBLE
+static inline v8f tanh8(v8f a) { return 1.0f - 2.0f / (1.0f + vexp8(2.0f * a)); }
+static size_t gelu_vec(real *out, const real *x, const real *dout, size_t n, int backward) {
+    size_t n8 = n / 8;
+#pragma omp parallel for schedule(static) if (PAR_WORTH(n))
+    for (size_t j = 0; j < n8; j++) {
+        v8f u, o;
+        memcpy(&u, x + 8 * j, sizeof u);
+        v8f t = tanh8(GELU_K * (u + 0.044715f * u * u * u));
+        if (!backward) {
+            o = 0.5f * u * (1.0f + t);
+        } else {
+            v8f d, g = 0.5f * (1.0f + t) + 0.5f * u * (1.0f - t * t) * GELU_K * (1.0f + 3 * 0.044715f * u * u);
+            memcpy(&d, dout + 8 * j, sizeof d);
+            memcpy(&o, out + 8 * j, sizeof o);
+            o += d * g;
+        }
+        memcpy(out + 8 * j, &o, sizeof o);
+    }
+    return n8 * 8;
+}
+#else
+static size_t gelu_vec(real *out, const real *x, const real *dout, size_t n, int backward) { return 0; }
+#endif
 
 void cpu_gelu_forward(real *out, const real *x, size_t n) {
-#pragma omp parallel for schedule(static) if (PAR_WORTH((size_t)n))
-    for (size_t i = 0; i < n; i++) {
-        real u = x[i];
-        out[i] = (real)0.5 * u * (1 + fast_tanh(GELU_K * (u + (real)0.044715 * u * u * u)));
-    }
+    size_t i0 = gelu_vec(out, x, NULL, n, 0);
+#pragma omp parallel for schedule(static) if (PAR_WORTH(n - i0))
+    for (size_t i = i0; i < n; i++) out[i] = gelu1(x[i]);
 }
 
 void cpu_gelu_backward(real *dx, const real *dout, const real *x, size_t n) {
-#pragma omp parallel for schedule(static) if (PAR_WORTH((size_t)n))
-    for (size_t i = 0; i < n; i++) {
-        real u = x[i];
-        real a = GELU_K * (u + (real)0.044715 * u * u * u);
-        real t = fast_tanh(a);
-        real sech2 = 1 - t * t;
-        real g = (real)0.5 * (1 + t) + (real)0.5 * u * sech2 * GELU_K * (1 + 3 * (real)0.044715 * u * u);
-        dx[i] += dout[i] * g;
-    }
+    size_t i0 = gelu_vec(dx, x, dout, n, 1);
+#pragma omp parallel for schedule(static) if (PAR_WORTH(n - i0))
+    for (size_t i = i0; i < n; i++) dx[i] += dout[i] * gelu_grad1(x[i]);
 }
 
 void cpu_relu_forward(real *out, const real *x, size_t n) {
@@ -61,38 +86,46 @@ void cpu_layernorm_forward(real *out, real *mean, real *rstd, const real *x, con
     }
 }
 
+/* One pass over the rows: each row's dx from its two means, and the weight and bias
+ * gradients summed into the partial rows of fixed blocks of rows (in parallel), then the
+ * partials added in block order, so the result does not depend on the number of threads. */
+#define LN_BLOCKS 32
 void cpu_layernorm_backward(real *dx, real *dw, real *db, const real *dout, const real *x, const real *w,
                             const real *mean, const real *rstd, int R, int C) {
+    int nb = R >= 4 * LN_BLOCKS ? LN_BLOCKS : 1, per = (R + nb - 1) / nb;
+    double *part = (double *)cpu_workspace(3, 2 * sizeof(double) / sizeof(real) * (size_t)nb * C);
 #pragma omp parallel for schedule(static) if (PAR_WORTH((size_t)R * (size_t)C))
-    for (int r = 0; r < R; r++) {
-        const real *xr = x + (size_t)r * C, *dr = dout + (size_t)r * C;
-        real *dxr = dx + (size_t)r * C;
-        real m = mean[r], s = rstd[r];
-        double a = 0, bsum = 0; /* mean(dnorm), mean(dnorm * norm) */
-        for (int c = 0; c < C; c++) {
-            real n = (xr[c] - m) * s;
-            real dn = dr[c] * w[c];
-            a += dn;
-            bsum += dn * n;
-        }
-        a /= C;
-        bsum /= C;
-        for (int c = 0; c < C; c++) {
-            real n = (xr[c] - m) * s;
-            real dn = dr[c] * w[c];
-            dxr[c] += s * (dn - (real)a - n * (real)bsum);
+    for (int blk = 0; blk < nb; blk++) {
+        double *gw = part + (size_t)2 * blk * C, *gb = gw + C;
+        for (int c = 0; c < C; c++) gw[c] = gb[c] = 0;
+        int r1 = GMA_MIN(R, (blk + 1) * per);
+        for (int r = blk * per; r < r1; r++) {
+            const real *xr = x + (size_t)r * C, *dr = dout + (size_t)r * C;
+            real *dxr = dx + (size_t)r * C;
+            real m = mean[r], s = rstd[r];
+            double a = 0, bsum = 0; /* mean(dnorm), mean(dnorm * norm) */
+            for (int c = 0; c < C; c++) {
+                real n = (xr[c] - m) * s;
+                real dn = dr[c] * w[c];
+                a += dn;
+                bsum += dn * n;
+                gw[c] += dr[c] * n;
+                gb[c] += dr[c];
+            }
+            a /= C;
+            bsum /= C;
+            for (int c = 0; c < C; c++) {
+                real n = (xr[c] - m) * s;
+                real dn = dr[c] * w[c];
+                dxr[c] += s * (dn - (real)a - n * (real)bsum);
+            }
         }
     }
-#pragma omp parallel for schedule(static) if (PAR_WORTH((size_t)R * (size_t)C))
     for (int c = 0; c < C; c++) {
-        double gw = 0, gb = 0;
-        for (int r = 0; r < R; r++) {
-            real n = (x[(size_t)r * C + c] - mean[r]) * rstd[r];
-            gw += dout[(size_t)r * C + c] * n;
-            gb += dout[(size_t)r * C + c];
-        }
-        dw[c] += (real)gw;
-        db[c] += (real)gb;
+        double sw = 0, sb = 0;
+        for (int blk = 0; blk < nb; blk++) sw += part[(size_t)2 * blk * C + c], sb += part[(size_t)(2 * blk + 1) * C + c];
+        dw[c] += (real)sw;
+        db[c] += (real)sb;
     }
 }
 
@@ -125,6 +158,44 @@ void cpu_embed_backward(real *dwte, real *dwpe, const real *dout, const int32_t 
     }
 }
 
+/* the row max (NaN ignored, as `x > m ? x : m`) and the sum of exp(x - m) without storing
+ * it (the lanes summed as vexp_sub sums them); float32 eight lanes at once */
+static inline real row_max(const real *x, int n) {
+    real mx = -INFINITY;
+    int i = 0;
+#ifndef GMA_DOUBLE
+    v8f m8 = {-INFINITY, -INFINITY, -INFINITY, -INFINITY, -INFINITY, -INFINITY, -INFINITY, -INFINITY};
+    for (; i + 8 <= n; i += 8) {
+        v8f v;
+        memcpy(&v, x + i, sizeof v);
+        v8i gt = v > m8;
+        m8 = (v8f)(((v8i)v & gt) | ((v8i)m8 & ~gt));
+    }
+    for (int j = 0; j < 8; j++) mx = m8[j] > mx ? m8[j] : mx;
+#endif
+    for (; i < n; i++) mx = x[i] > mx ? x[i] : mx;
+    return mx;
+}
+static inline double exp_sum(const real *x, real m, int n) {
+#ifdef GMA_DOUBLE
+    double s = 0;
+    for (int i = 0; i < n; i++) s += exp(x[i] - m);
+    return s;
+#else
+    v8f acc = {0};
+    int i = 0;
+    for (; i + 8 <= n; i += 8) {
+        v8f v;
+        memcpy(&v, x + i, sizeof v);
+        acc += vexp8(v - m);
+    }
+    double s = 0;
+    for (int j = 0; j < 8; j++) s += acc[j];
+    for (; i < n; i++) s += vexp1(x[i] - m);
+    return s;
+#endif
+}
+
 void cpu_xent_forward(real *loss, real *valid, const real *logits, const int32_t *target, int R, int V) {
 #pragma omp parallel for schedule(static) if (PAR_WORTH((size_t)R * (size_t)V))
     for (int r = 0; r < R; r++) {
@@ -134,9 +205,8 @@ void cpu_xent_forward(real *loss, real *valid, const real *logits, const int32_t
             continue;
         }
         const real *l = logits + (size_t)r * V;
-        real mx = -INFINITY;
-        for (int i = 0; i < V; i++) mx = l[i] > mx ? l[i] : mx;
-        double s = vexp_sub(cpu_workspace(0, (size_t)V), l, mx, V);
+        real mx = row_max(l, V);
+        double s = exp_sum(l, mx, V);
         loss[r] = (real)(log(s) + mx - l[target[r]]);
         valid[r] = 1;
     }
@@ -150,12 +220,32 @@ void cpu_xent_backward(real *dl, const int32_t *target, int R, int V, real scale
             memset(l, 0, sizeof(real) * V);
             continue;
         }
-        real mx = -INFINITY;
-        for (int i = 0; i < V; i++) mx = l[i] > mx ? l[i] : mx;
+        real mx = row_max(l, V);
         double s = vexp_sub(l, l, mx, V);
         real inv = (real)(1.0 / s) * scale;
         for (int i = 0; i < V; i++) l[i] *= inv;
         l[target[r]] -= scale;
+    }
+}
+
+/* loss as cpu_xent_forward and, in the same pass over the row, softmax - onehot in place */
+void cpu_xent_grad(real *loss, real *valid, real *logits, const int32_t *target, int R, int V) {
+#pragma omp parallel for schedule(static) if (PAR_WORTH((size_t)R * (size_t)V))
+    for (int r = 0; r < R; r++) {
+        real *l = logits + (size_t)r * V;
+        if (target[r] < 0) {
+            loss[r] = 0;
+            valid[r] = 0;
+            memset(l, 0, sizeof(real) * V);
+            continue;
+        }
+        real mx = row_max(l, V), lt = l[target[r]];
+        double s = vexp_sub(l, l, mx, V);
+        loss[r] = (real)(log(s) + mx - lt);
+        valid[r] = 1;
+        real inv = (real)(1.0 / s);
+        for (int i = 0; i < V; i++) l[i] *= inv;
+        l[target[r]] -= 1;
     }
 }
 

@@ -250,6 +250,11 @@ void cuda_xent_backward(real *dlogits, const int32_t *target, int R, int V, real
     k_xent_bwd<<<R, 256>>>(dlogits, target, V, scale);
     KERNEL_CHECK("k_xent_bwd");
 }
+/* training: the loss, then softmax - onehot in place (the backward kernel at scale 1) */
+void cuda_xent_grad(real *loss, real *valid, real *logits, const int32_t *target, int R, int V) {
+    cuda_xent_forward(loss, valid, logits, target, R, V);
+    cuda_xent_backward(logits, target, R, V, 1);
+}
 
 /* first index of the row maximum (as the CPU loop); out is backend (device) memory */
 __global__ void k_argmax(int32_t *out, const float *x, int V) {
