@@ -549,14 +549,14 @@ static void mixer_gemm_pass(MixResult *r, const MixerVT *vt, Mixer *m, const Mix
     g_ops = &g_prof;
     g_nshapes = 0;
     g_mm_time = g_mm_flops = 0;
-    g_recording = 1;
+    g_recording = g_timing = 1;
     ops_sync();
     double t0 = gma_now();
     vt->forward(m, ctx, y, h, params, act, scratch);
     vt->backward(m, ctx, dh, dy, h, params, grads, act, scratch);
     ops_sync();
     r->pass_time = gma_now() - t0;
-    g_recording = 0;
+    g_recording = g_timing = 0;
     g_ops = keep;
     r->gemm_flops = g_mm_flops;
     r->gemm_time = g_mm_time;
