@@ -337,6 +337,48 @@ START_TEST(test_bench_mixer_flops) {
 }
 END_TEST
 
+static cJSON *read_json(const char *path) {
+    FILE *f = fopen(path, "rb");
+    ck_assert_ptr_nonnull(f);
+    static char buf[1 << 16];
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    buf[n] = 0;
+    cJSON *j = cJSON_Parse(buf);
+    ck_assert_ptr_nonnull(j);
+    return j;
+}
+
+/* gmabench model counts the products the CPU backend runs inside its other ops through
+ * ops_set_cpu_product_hook: one layer's count must equal what gmabench mixer derives from the
+ * kernels' shapes (nominal - op table), the tiled sdpa's diagonal tile counted whole (one tile
+ * at N = 64); the "all" ratio adds their replay to the op table's */
+START_TEST(test_bench_model_hidden_flops) {
+    const char *mixers[] = {"gma", "linear", "performer", "sdpa"};
+    const char *jm = tu_path("model.json"), *jx = tu_path("mixer.json");
+    for (int i = 0; i < 4; i++) {
+        int rc = run("bin/gmabench model --mixers %s --L 1 --D 32 --H 2 --Kc 8 --T 64 --B 1 --V 64 --steps 2 "
+                     "--threads 1 --json %s",
+                     mixers[i], jm);
+        ck_assert_msg(rc == 0, "%s", g_out);
+        rc = run("bin/gmabench mixer --mixers %s --seq 64 --D 32 --H 2 --Kc 8 --B 1 --repeat 1 --threads 1 --json %s",
+                 mixers[i], jx);
+        ck_assert_msg(rc == 0, "%s", g_out);
+        cJSON *a = read_json(jm), *b = read_json(jx);
+        const cJSON *m = cJSON_GetArrayItem(cJSON_GetObjectItem(a, "model"), 0);
+        const cJSON *x = row_of(cJSON_GetObjectItem(b, "mixer"), mixers[i], 64);
+        ck_assert(m && x);
+        double hid = num(m, "hidden_gflop_per_step"), want = num(x, "nominal_gflop") - num(x, "gemm_gflop");
+        if (!strcmp(mixers[i], "sdpa")) want *= 64.0 * 64 / (64 * 65 / 2.0);
+        ck_assert_msg(fabs(hid - want) < 1e-12, "%s: hidden %g GFLOP, want %g", mixers[i], hid, want);
+        ck_assert_msg(hid > 0 && num(m, "ratio_all") >= num(m, "ratio") && num(m, "ratio_all_best") >= num(m, "ratio_best"),
+                      "%s: all %g ratio %g", mixers[i], num(m, "ratio_all"), num(m, "ratio"));
+        cJSON_Delete(a);
+        cJSON_Delete(b);
+    }
+}
+END_TEST
+
 Suite *make_suite(void) {
     Suite *s = suite_create("mixer_kernels");
     TCase *tc = tcase_create("kernels");
@@ -349,6 +391,7 @@ Suite *make_suite(void) {
     tcase_add_test(tc, test_elementwise_float32);
     tcase_add_test(tc, test_conv_backward_float32);
     tcase_add_test(tc, test_bench_mixer_flops);
+    tcase_add_test(tc, test_bench_model_hidden_flops);
     suite_add_tcase(s, tc);
     return s;
 }

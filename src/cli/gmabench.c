@@ -322,23 +322,38 @@ static void bench_mixers(const Opts *o, cJSON *out) {
 }
 
 /* ---------------- whole-model training step with matmul accounting ---------------- */
-typedef struct Shape { int M, N, K, ta, tb, batch; long count; double best; } Shape;
+/* a recorded product shape; hidden: run by the CPU backend inside one of its other ops
+ * (reported by ops_set_cpu_product_hook), par: threads of the parallel region it ran in,
+ * so that its replayed time counts 1/par (the region runs par of them at once) */
+typedef struct Shape { int M, N, K, ta, tb, batch, hidden, par; long count; double best; } Shape;
 static Shape g_shapes[512];
 static int g_nshapes, g_recording, g_timing;
-static double g_mm_time, g_mm_flops;
+static double g_mm_time, g_mm_flops, g_hid_flops;
+static int g_in_table; /* inside a product of the op table: the backend's own report is not a hidden one */
 static const GmaOps *g_inner;
 static GmaOps g_prof;
 
-static void note_shape(int M, int N, int K, int ta, int tb, int batch) {
+static void note_shape(int M, int N, int K, int ta, int tb, int batch, int hidden, int par) {
     if (!g_recording) return;
     for (int i = 0; i < g_nshapes; i++) {
         Shape *s = &g_shapes[i];
-        if (s->M == M && s->N == N && s->K == K && s->ta == ta && s->tb == tb && s->batch == batch) {
+        if (s->M == M && s->N == N && s->K == K && s->ta == ta && s->tb == tb && s->batch == batch &&
+            s->hidden == hidden && s->par == par) {
             s->count++;
             return;
         }
     }
-    if (g_nshapes < 512) g_shapes[g_nshapes++] = (Shape){M, N, K, ta, tb, batch, 1, 1e30};
+    if (g_nshapes < 512) g_shapes[g_nshapes++] = (Shape){M, N, K, ta, tb, batch, hidden, par, 1, 1e30};
+}
+/* the CPU backend's products inside its other ops (ops_set_cpu_product_hook): counted in
+ * every step, their shapes noted in the recording step; called from parallel regions too */
+static void hidden_product(int M, int N, int K, int ta, int tb, int nthreads) {
+    if (g_in_table) return;
+#pragma omp critical(gmabench_hidden)
+    {
+        g_hid_flops += 2.0 * M * N * K;
+        note_shape(M, N, K, ta, tb, 1, 1, nthreads);
+    }
 }
 /* The products are timed (with the device synchronised around each) in the recording step,
  * and on the CPU in every step (timing costs nothing there); on a GPU the timed steps just
@@ -346,28 +361,34 @@ static void note_shape(int M, int N, int K, int ta, int tb, int batch) {
 static void prof_matmul(real *C, const real *A, const real *B, int M, int N, int K, int ta, int tb, real al, real be) {
     double t0 = 0;
     if (g_timing) ops_sync(), t0 = gma_now();
+    g_in_table = 1;
     g_inner->matmul(C, A, B, M, N, K, ta, tb, al, be);
+    g_in_table = 0;
     if (g_timing) ops_sync(), g_mm_time += gma_now() - t0;
     g_mm_flops += 2.0 * M * N * K;
-    note_shape(M, N, K, ta, tb, 1);
+    note_shape(M, N, K, ta, tb, 1, 0, 1);
 }
 static void prof_matmul_strided(real *C, const real *A, const real *B, int M, int N, int K, int ta, int tb, real al,
                                 real be, int batch, size_t sA, size_t sB, size_t sC) {
     double t0 = 0;
     if (g_timing) ops_sync(), t0 = gma_now();
+    g_in_table = 1;
     g_inner->matmul_strided(C, A, B, M, N, K, ta, tb, al, be, batch, sA, sB, sC);
+    g_in_table = 0;
     if (g_timing) ops_sync(), g_mm_time += gma_now() - t0;
     g_mm_flops += 2.0 * M * N * K * batch;
-    note_shape(M, N, K, ta, tb, batch);
+    note_shape(M, N, K, ta, tb, batch, 0, 1);
 }
 
 /* One replay round of the recorded shapes alone (operands of the shapes' sizes, beta = 0):
  * each shape runs REPLAY_REPS times after a warm call and its best time counts; returns this
- * round's seconds for one step's worth of calls and keeps each shape's best over all rounds
- * in Shape.best. */
+ * round's seconds for one step's worth of the op table's products, adds the hidden ones'
+ * (each best / par) to *hidden when given, and keeps each shape's best over all rounds in
+ * Shape.best. */
 #define REPLAY_REPS 3
-static double replay_shapes(void) {
-    double total = 0;
+static double replay_shapes(double *hidden) {
+    double total = 0, hid = 0;
+    g_in_table = 1; /* the replay's own products are not the backend's hidden ones */
     for (int i = 0; i < g_nshapes; i++) {
         Shape *s = &g_shapes[i];
         size_t a = (size_t)s->M * s->K * s->batch, b = (size_t)s->K * s->N * s->batch, c = (size_t)s->M * s->N * s->batch;
@@ -385,16 +406,21 @@ static double replay_shapes(void) {
             if (r > 0 && dt < best) best = dt;
         }
         if (best < s->best) s->best = best;
-        total += best * s->count;
+        if (s->hidden) hid += best * s->count / s->par;
+        else total += best * s->count;
         g_inner->free(A);
         g_inner->free(Bm);
         g_inner->free(C);
     }
+    g_in_table = 0;
+    if (hidden) *hidden += hid;
     return total;
 }
-static double replay_best(void) {
+/* the best over all rounds: the op table's products (hidden = 0) or the hidden ones */
+static double replay_best(int hidden) {
     double total = 0;
-    for (int i = 0; i < g_nshapes; i++) total += g_shapes[i].best * g_shapes[i].count;
+    for (int i = 0; i < g_nshapes; i++)
+        if (g_shapes[i].hidden == hidden) total += g_shapes[i].best * g_shapes[i].count / g_shapes[i].par;
     return total;
 }
 
@@ -437,12 +463,16 @@ static void bench_model(const Opts *o, cJSON *out) {
     int S = GMA_MIN(GMA_MAX(o->steps, 1), 64);
     printf("\n## whole-model training step (L=%d, D=%d, H=%d, V=%d, B=%d, T=%d, Kc=%d, %s, %d rounds, %s, load %.2f %.2f %.2f)\n",
            o->L, o->D, o->H, o->V, o->B, o->T, o->Kc, g_ops->name, S, REAL_NAME, load[0], load[1], load[2]);
-    printf("%-10s %10s %10s %15s %10s %10s %10s %10s %7s %12s %6s %10s%s\n", "mixer", "params", "step ms", "min-max",
-           "tokens/s", "step GF/s", "GEMM GF/s", "BLAS GF/s", "ratio", "min-max", "best", "non-GEMM %",
-           o->peak_tflops > 0 ? "      MFU %" : "");
+    int time_all = !on_device();
+    if (time_all) /* the CPU backend also reports the products inside its other ops */
+        printf("all: with the products the CPU backend runs inside its other ops (GMA routing, mixing cores, tiled\n"
+               "attention) replayed too, each at 1/threads of its time when it ran in a parallel region\n");
+    printf("%-10s %10s %10s %15s %10s %10s %10s %10s %7s %12s %6s %10s %7s %12s %6s%s\n", "mixer", "params", "step ms",
+           "min-max", "tokens/s", "step GF/s", "GEMM GF/s", "BLAS GF/s", "ratio", "min-max", "best", "non-GEMM %",
+           "all", "min-max", "best", o->peak_tflops > 0 ? "      MFU %" : "");
     cJSON *arr = cJSON_AddArrayToObject(out, "model");
     cJSON_AddNumberToObject(out, "model_load_average", load[0]);
-    int time_all = !on_device();
+    if (time_all) ops_set_cpu_product_hook(hidden_product);
     char *sv = NULL;
     for (char *t = strtok_r(buf, ",", &sv); t; t = strtok_r(NULL, ",", &sv)) {
         double base_ms = 0;
@@ -457,13 +487,13 @@ static void bench_model(const Opts *o, cJSON *out) {
             Rng rng;
             rng_seed(&rng, 2);
             for (int i = 0; i < o->B * o->T; i++) tok[i] = (int32_t)rng_below(&rng, o->V), tgt[i] = (int32_t)rng_below(&rng, o->V);
-            double times[64], ratios[64], outs[64], sorted[64];
+            double times[64], ratios[64], alls[64], outs[64], sorted[64];
             g_nshapes = 0;
-            double flops_step = 0, mm_rec = 0;
+            double flops_step = 0, hid_step = 0, mm_rec = 0;
             /* step -2 warms up, step -1 records the shapes and the time inside the products,
              * rounds 0 .. S-1 each time a step and a replay of the shapes */
             for (int s = -2; s < S; s++) {
-                g_mm_time = g_mm_flops = 0;
+                g_mm_time = g_mm_flops = g_hid_flops = 0;
                 g_recording = s == -1;
                 g_timing = g_recording || (s >= 0 && time_all);
                 ops_sync();
@@ -479,9 +509,10 @@ static void bench_model(const Opts *o, cJSON *out) {
                 if (s == -1) mm_rec = g_mm_time;
                 if (s >= 0) {
                     g_recording = g_timing = 0;
-                    times[s] = dt, flops_step = g_mm_flops;
+                    times[s] = dt, flops_step = g_mm_flops, hid_step = g_hid_flops;
                     outs[s] = 1 - (time_all ? g_mm_time : mm_rec) / dt;
-                    ratios[s] = replay_shapes() / dt;
+                    double hid = 0, tab = replay_shapes(&hid);
+                    ratios[s] = tab / dt, alls[s] = (tab + hid) / dt;
                 }
             }
             g_recording = g_timing = 0;
@@ -492,17 +523,24 @@ static void bench_model(const Opts *o, cJSON *out) {
             memcpy(sorted, ratios, sizeof(double) * S);
             qsort(sorted, S, sizeof(double), cmp_d);
             r_med = sorted[S / 2], r_lo = sorted[0], r_hi = sorted[S - 1];
+            memcpy(sorted, alls, sizeof(double) * S);
+            qsort(sorted, S, sizeof(double), cmp_d);
+            double a_med = sorted[S / 2], a_lo = sorted[0], a_hi = sorted[S - 1];
             qsort(times, S, sizeof(double), cmp_d);
             double med = times[S / 2];
-            double blas_time = replay_best();
+            double blas_time = replay_best(0), all_best = (blas_time + replay_best(1)) / times[0];
             double gf = flops_step / med / 1e9, blas_gf = flops_step / blas_time / 1e9;
             double mm_med = (1 - med_out) * med;
-            char mm[48], rr[32];
+            char mm[48], rr[32], ar[32] = "-", a1[16] = "-", a2[16] = "-";
             snprintf(mm, sizeof mm, "%.1f-%.1f", times[0] * 1e3, times[S - 1] * 1e3);
             snprintf(rr, sizeof rr, "%.3f-%.3f", r_lo, r_hi);
-            printf("%-10s %10zu %10.1f %15s %10.0f %10.2f %10.2f %10.2f %7.3f %12s %6.3f %9.1f%%", label,
+            if (time_all) {
+                snprintf(a1, sizeof a1, "%.3f", a_med), snprintf(ar, sizeof ar, "%.3f-%.3f", a_lo, a_hi);
+                snprintf(a2, sizeof a2, "%.3f", all_best);
+            }
+            printf("%-10s %10zu %10.1f %15s %10.0f %10.2f %10.2f %10.2f %7.3f %12s %6.3f %9.1f%% %7s %12s %6s", label,
                    model_param_count(&m), med * 1e3, mm, o->B * o->T / med, gf, flops_step / mm_med / 1e9, blas_gf, r_med, rr,
-                   blas_time / times[0], 100 * med_out);
+                   blas_time / times[0], 100 * med_out, a1, ar, a2);
             if (o->peak_tflops > 0) printf(" %11.2f%%", 100 * gf / (o->peak_tflops * 1e3));
             if (dk && base_ms > 0) printf("  (dropout 0.1 / 0: %.3f)", med * 1e3 / base_ms);
             printf("\n");
@@ -527,6 +565,13 @@ static void bench_model(const Opts *o, cJSON *out) {
             cJSON_AddNumberToObject(row, "ratio_max", r_hi);
             cJSON_AddNumberToObject(row, "ratio_best", blas_time / times[0]);
             cJSON_AddNumberToObject(row, "share_outside_gemm", med_out);
+            if (time_all) {
+                cJSON_AddNumberToObject(row, "hidden_gflop_per_step", hid_step / 1e9);
+                cJSON_AddNumberToObject(row, "ratio_all", a_med);
+                cJSON_AddNumberToObject(row, "ratio_all_min", a_lo);
+                cJSON_AddNumberToObject(row, "ratio_all_max", a_hi);
+                cJSON_AddNumberToObject(row, "ratio_all_best", all_best);
+            }
             if (o->peak_tflops > 0) {
                 cJSON_AddNumberToObject(row, "peak_tflops", o->peak_tflops);
                 cJSON_AddNumberToObject(row, "mfu", gf / (o->peak_tflops * 1e3));
@@ -538,6 +583,7 @@ static void bench_model(const Opts *o, cJSON *out) {
             model_free(&m);
         }
     }
+    ops_set_cpu_product_hook(NULL);
 }
 
 /* ---------------- a mixer layer's matrix products ----------------
@@ -560,7 +606,7 @@ static void mixer_gemm_pass(MixResult *r, const MixerVT *vt, Mixer *m, const Mix
     g_ops = keep;
     r->gemm_flops = g_mm_flops;
     r->gemm_time = g_mm_time;
-    r->blas_time = replay_shapes();
+    r->blas_time = replay_shapes(NULL);
 }
 
 /* the causal (chunk C) or bidirectional mixing core of docs/model.md §3.1 over BH heads: the

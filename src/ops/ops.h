@@ -232,4 +232,10 @@ void ops_mem_stats(size_t *in_use, size_t *peak);
 void ops_mem_reset_peak(void);
 /* Threads for OpenMP and BLAS (0 = all cores; cpu/cpu_core.c). */
 void ops_set_threads(int n);
+/* A profiler's view of every matrix product the CPU backend runs (cpu/cpu_core.c
+ * cpu_matmul), the ones inside its other ops too (the GMA routing, the mixing cores, the
+ * tiled attention): when set, hook gets each product's shape and the number of threads of
+ * the parallel region it runs in (1 outside one), possibly from several threads at once,
+ * before the product runs. NULL (the default) turns it off. gmabench model uses it. */
+void ops_set_cpu_product_hook(void (*hook)(int M, int N, int K, int ta, int tb, int nthreads));
 #endif

@@ -48,8 +48,12 @@ const char *cpu_device_name(void) { return "cpu"; }
 void cpu_mem_stats(size_t *in_use, size_t *peak) { *in_use = *peak = 0; }
 void cpu_mem_reset_peak(void) {}
 
+static void (*g_product_hook)(int M, int N, int K, int ta, int tb, int nthreads);
+void ops_set_cpu_product_hook(void (*hook)(int M, int N, int K, int ta, int tb, int nthreads)) { g_product_hook = hook; }
+
 void cpu_matmul(real *C, const real *A, const real *B, int M, int N, int K, int ta, int tb, real alpha, real beta) {
     if (M == 0 || N == 0) return;
+    if (g_product_hook) g_product_hook(M, N, K, ta, tb, omp_in_parallel() ? omp_get_num_threads() : 1);
     if (K == 0) {
         for (size_t i = 0; i < (size_t)M * N; i++) C[i] *= beta;
         return;
