@@ -21,7 +21,10 @@
  *     matrix products, in rounds of one timed step and one replay of its shapes (ratio:
  *     the median over the rounds of replay time / step time, with its range; on a GPU the
  *     time inside products comes from one extra step with the device synchronised around
- *     each, the timed steps run unhindered). --peak-tflops X adds the model FLOP
+ *     each, the timed steps run unhindered). On the CPU the "all" columns add the products
+ *     the backend runs inside its other ops (GMA routing, mixing cores, tiled attention:
+ *     ops_set_cpu_product_hook) to the replay, each at 1/threads of its time when it ran in
+ *     a parallel region of that many threads. --peak-tflops X adds the model FLOP
  *     utilisation: step GF/s (the step's counted matrix-product FLOPs over its time) over
  *     the device's peak X TFLOP/s for the precision (the caller's figure, not guessed).
  *   gmabench decode [--mixers gma,sdpa] [--L 4] [--D 256] [--H 4] [--V 8192] [--T 256] [--Kc 64]
