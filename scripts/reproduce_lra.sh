@@ -56,7 +56,7 @@ declare -A ref=(
 # --profile small, Pathfinder-32 easy: after the common small settings. 300 steps, and the
 # evaluations during training on 512 valid images (the final one reads the whole split), to
 # keep the profile within 40 minutes: no setting tried learns the task in a CPU budget
-# (docs/lra.md, "CPU check"), and sdpa costs ~1.5 s a step there
+# (docs/lra.md, "CPU check"), and sdpa took 18 minutes there for 600 steps and their evaluations
 pf_small_sets=(--set model.max_seq_len=1024 --set train.seq_len=1024 --set data.max_len=1024 --set data.truncate=false
                --set model.dropout=0 --set model.mlp_hidden_dropout=0 --set model.attn_dropout=0
                --set train.batch_size=16 --set train.lr=0.002 --set train.warmup=30 --set train.weight_decay=0
