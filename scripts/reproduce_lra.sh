@@ -14,8 +14,9 @@
 #                    expressions), a byte-level text task (the SpamAssassin TSV split in
 #                    SPAM_DIR when IMDB is missing) and easy Pathfinder-32 (20,000 images in
 #                    data/pathfinder32_small, generated when missing; all 1,024 pixels, batch
-#                    16); mixers gma and sdpa unless --mixers says otherwise. Minutes a run
-#                    on 2 CPU cores; Pathfinder with sdpa is the longest (docs/lra.md).
+#                    16, 300 steps); mixers gma and sdpa unless --mixers says otherwise.
+#                    Minutes a run on 2 CPU cores; Pathfinder with sdpa is the longest
+#                    (docs/lra.md).
 #   --dry-run N      instead, scripts/lra_dry_run.sh --steps N: N steps of each config at its
 #                    full shape on stand-in data (scripts/lra_standin.sh), peak memory (max RSS),
 #                    seconds per step and the projected time of the full run (Path-X included
@@ -52,11 +53,14 @@ declare -A ref=(
   [linear:listops]=16.13 [linear:text]=65.90 [linear:retrieval]=53.09 [linear:image]=42.34 [linear:pathfinder]=75.30
   [performer:listops]=18.01 [performer:text]=65.40 [performer:retrieval]=53.82 [performer:image]=42.77 [performer:pathfinder]=77.05
   [linformer:listops]=35.70 [linformer:text]=53.94 [linformer:retrieval]=52.27 [linformer:image]=38.56 [linformer:pathfinder]=76.34)
-# --profile small, Pathfinder-32 easy: after the common small settings
+# --profile small, Pathfinder-32 easy: after the common small settings. 300 steps, and the
+# evaluations during training on 512 valid images (the final one reads the whole split), to
+# keep the profile within 40 minutes: no setting tried learns the task in a CPU budget
+# (docs/lra.md, "CPU check"), and sdpa took 18 minutes there for 600 steps and their evaluations
 pf_small_sets=(--set model.max_seq_len=1024 --set train.seq_len=1024 --set data.max_len=1024 --set data.truncate=false
                --set model.dropout=0 --set model.mlp_hidden_dropout=0 --set model.attn_dropout=0
                --set train.batch_size=16 --set train.lr=0.002 --set train.warmup=30 --set train.weight_decay=0
-               --set train.eval_every=200)
+               --set train.steps=300 --set train.eval_every=100 --set train.eval_batches=32)
 stamp=$(date +%Y%m%d-%H%M%S)
 mode=$profile
 table="runs/lra-$mode-$stamp.txt"
@@ -107,7 +111,8 @@ for t in $tasks; do
       [ "$t" = retrieval ] && run_sets+=(--set model.head_hidden2=64)
       # Pathfinder: the whole 32 x 32 image (1,024 tokens; 256 would keep its top 8 rows), the
       # config's sinusoidal positions and N(0, 1) embeddings, batch 16, lr 2e-3, no dropout or
-      # weight decay, as configs/small_lra_pathfinder_gma.json (docs/lra.md, "CPU check")
+      # weight decay, as configs/small_lra_pathfinder_gma.json (docs/lra.md, "CPU check"),
+      # 300 steps (pf_small_sets above)
       [ "$t" = pathfinder ] && run_sets+=("${pf_small_sets[@]}")
     fi
     [ -n "$steps" ] && run_sets+=(--set "train.steps=$steps")
