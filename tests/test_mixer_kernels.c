@@ -289,14 +289,8 @@ static double num(const cJSON *row, const char *key) {
     return v->valuedouble;
 }
 
-START_TEST(test_bench_mixer_flops) {
-    const char *js = tu_path("bench.json");
-    int rc = run("bin/gmabench mixer --mixers gma,sdpa,mamba --seq 64,96 --D 32 --H 2 --Kc 8 --repeat 1 --threads 1 "
-                 "--json %s",
-                 js);
-    ck_assert_msg(rc == 0, "%s", g_out);
-    ck_assert_msg(strstr(g_out, "GEMM GF/s") && strstr(g_out, "nom/BLAS"), "%s", g_out);
-    FILE *f = fopen(js, "rb");
+static cJSON *read_json(const char *path) {
+    FILE *f = fopen(path, "rb");
     ck_assert_ptr_nonnull(f);
     static char buf[1 << 16];
     size_t n = fread(buf, 1, sizeof buf - 1, f);
@@ -304,6 +298,17 @@ START_TEST(test_bench_mixer_flops) {
     buf[n] = 0;
     cJSON *j = cJSON_Parse(buf);
     ck_assert_ptr_nonnull(j);
+    return j;
+}
+
+START_TEST(test_bench_mixer_flops) {
+    const char *js = tu_path("bench.json");
+    int rc = run("bin/gmabench mixer --mixers gma,sdpa,mamba --seq 64,96 --D 32 --H 2 --Kc 8 --repeat 1 --threads 1 "
+                 "--json %s",
+                 js);
+    ck_assert_msg(rc == 0, "%s", g_out);
+    ck_assert_msg(strstr(g_out, "GEMM GF/s") && strstr(g_out, "nom/BLAS"), "%s", g_out);
+    cJSON *j = read_json(js);
     const cJSON *arr = cJSON_GetObjectItem(j, "mixer");
     int Ns[2] = {64, 96};
     for (int i = 0; i < 2; i++) {
@@ -336,18 +341,6 @@ START_TEST(test_bench_mixer_flops) {
     cJSON_Delete(j);
 }
 END_TEST
-
-static cJSON *read_json(const char *path) {
-    FILE *f = fopen(path, "rb");
-    ck_assert_ptr_nonnull(f);
-    static char buf[1 << 16];
-    size_t n = fread(buf, 1, sizeof buf - 1, f);
-    fclose(f);
-    buf[n] = 0;
-    cJSON *j = cJSON_Parse(buf);
-    ck_assert_ptr_nonnull(j);
-    return j;
-}
 
 /* gmabench model counts the products the CPU backend runs inside its other ops through
  * ops_set_cpu_product_hook: one layer's count must equal what gmabench mixer derives from the

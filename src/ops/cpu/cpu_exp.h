@@ -44,6 +44,16 @@ static inline float vexp1(float x) {
     memcpy(&sc, &bits, sizeof sc);
     return p * sc;
 }
+/* e^r for the reduced argument r (|r| <= ln 2 / 2), eight lanes: the degree-6 polynomial of
+ * vexp8 and of the Mamba scan's vexpn8 (cpu_mamba.c) */
+static inline __attribute__((always_inline)) v8f vexp_poly8(v8f r) {
+    v8f p = r * 1.9875691500e-4f + 1.3981999507e-3f;
+    p = p * r + 8.3334519073e-3f;
+    p = p * r + 4.1665795894e-2f;
+    p = p * r + 1.6666665459e-1f;
+    p = p * r + 5.0000001201e-1f;
+    return p * r * r + r + 1.0f;
+}
 static inline v8f vexp8(v8f x) {
     const v8f lo = {-87, -87, -87, -87, -87, -87, -87, -87}, hi = {88, 88, 88, 88, 88, 88, 88, 88};
     v8i low = x < lo; /* true for -inf; false for NaN, which stays NaN */
@@ -52,12 +62,7 @@ static inline v8f vexp8(v8f x) {
     xc = (v8f)(((v8i)xc & ~low) | ((v8i)lo & low));
     v8f n = __builtin_convertvector(__builtin_convertvector(xc * 1.44269504088896341f + 128.5f, v8i), v8f) - 128.0f;
     v8f r = xc - n * 0.693359375f + n * 2.12194440e-4f;
-    v8f p = r * 1.9875691500e-4f + 1.3981999507e-3f;
-    p = p * r + 8.3334519073e-3f;
-    p = p * r + 4.1665795894e-2f;
-    p = p * r + 1.6666665459e-1f;
-    p = p * r + 5.0000001201e-1f;
-    p = p * r * r + r + 1.0f;
+    v8f p = vexp_poly8(r);
     v8i bits = (__builtin_convertvector(n, v8i) + 127) << 23;
     return (v8f)((v8i)(p * (v8f)bits) & ~low);
 }
