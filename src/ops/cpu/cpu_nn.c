@@ -212,6 +212,17 @@ void cpu_xent_forward(real *loss, real *valid, const real *logits, const int32_t
     }
 }
 
+/* one row of logits l becomes scale (softmax(l) - onehot(t)); returns log sum exp(l) of the
+ * row as it was (the loss is that minus the target's logit) */
+static inline double softmax_minus_onehot(real *l, int V, int t, real scale) {
+    real mx = row_max(l, V);
+    double s = vexp_sub(l, l, mx, V);
+    real inv = (real)(1.0 / s) * scale;
+    for (int i = 0; i < V; i++) l[i] *= inv;
+    l[t] -= scale;
+    return log(s) + mx;
+}
+
 void cpu_xent_backward(real *dl, const int32_t *target, int R, int V, real scale) {
 #pragma omp parallel for schedule(static) if (PAR_WORTH((size_t)R * (size_t)V))
     for (int r = 0; r < R; r++) {
@@ -220,11 +231,7 @@ void cpu_xent_backward(real *dl, const int32_t *target, int R, int V, real scale
             memset(l, 0, sizeof(real) * V);
             continue;
         }
-        real mx = row_max(l, V);
-        double s = vexp_sub(l, l, mx, V);
-        real inv = (real)(1.0 / s) * scale;
-        for (int i = 0; i < V; i++) l[i] *= inv;
-        l[target[r]] -= scale;
+        softmax_minus_onehot(l, V, target[r], scale);
     }
 }
 
@@ -239,13 +246,9 @@ void cpu_xent_grad(real *loss, real *valid, real *logits, const int32_t *target,
             memset(l, 0, sizeof(real) * V);
             continue;
         }
-        real mx = row_max(l, V), lt = l[target[r]];
-        double s = vexp_sub(l, l, mx, V);
-        loss[r] = (real)(log(s) + mx - lt);
+        real lt = l[target[r]];
+        loss[r] = (real)(softmax_minus_onehot(l, V, target[r], 1) - lt);
         valid[r] = 1;
-        real inv = (real)(1.0 / s);
-        for (int i = 0; i < V; i++) l[i] *= inv;
-        l[target[r]] -= 1;
     }
 }
 
