@@ -6,12 +6,13 @@
  * Geometry (rows y, columns x, angles in radians, atan2(dy, dx)): a paddle is a segment of
  * paddle_length pixels from its start point along an orientation, paddle_thickness wide;
  * its occupancy mask is the same segment dilated by the image's paddle margin. Both are
- * rendered by supersampling each pixel antialias_scale x antialias_scale times (a box
- * filter where the release draws at antialias_scale times the size and resizes with a
- * Lanczos filter). Coordinates move with translate(): ceil(y + d sin t), ceil(x + d cos t).
+ * drawn as the release draws them, at antialias_scale times the size and resized with a
+ * Lanczos filter (raster.h: PIL's line, OpenCV's dilation, PIL's resize). Coordinates move
+ * with translate(): ceil(y + d sin t), ceil(x + d cos t).
  */
 #include "data/cls/pathfinder.h"
 #include "data/cls/png.h"
+#include "data/cls/raster.h"
 #include "core/common.h"
 #include "core/rng.h"
 
@@ -23,7 +24,7 @@
 #define PI 3.14159265358979323846
 #define PADDLE_MAX 33            /* paddle box side: 2 (length + ceil(thickness) + margin) + 1 */
 #define MAX_PADDLES 64           /* paddles in one contour */
-#define TWO_SNAKE_ATTEMPTS 10000 /* the release retries without bound */
+#define TWO_SNAKE_ATTEMPTS 200000 /* the release retries without bound; 64 x 64 hard takes about 1,000 */
 
 /* ---------------------------------------------------------------- parameters */
 
@@ -111,16 +112,6 @@ static void translate(int y, int x, double t, double dist, int *oy, int *ox) {
 /* Reverse an orientation by pi, keeping it in [-pi, pi) (snakes.py flip_by_pi). */
 static double flip(double t) { return t < 0 ? t + PI : t - PI; }
 
-static double seg_dist2(double py, double px, double ay, double ax, double by, double bx) {
-    double dy = by - ay, dx = bx - ax, l2 = dy * dy + dx * dx, u = 0;
-    if (l2 > 0) {
-        u = ((py - ay) * dy + (px - ax) * dx) / l2;
-        u = u < 0 ? 0 : (u > 1 ? 1 : u);
-    }
-    double ey = py - (ay + u * dy), ex = px - (ax + u * dx);
-    return ey * ey + ex * ex;
-}
-
 typedef struct Paddle {
     int y0, x0, h, w;                   /* box in the image */
     float line[PADDLE_MAX * PADDLE_MAX];
@@ -128,11 +119,44 @@ typedef struct Paddle {
     double ay, ax, by, bx;              /* the segment: start and end */
 } Paddle;
 
-/* Render the paddle from (sy, sx) along t into pd, clipped to an H x W canvas
- * (snakes.py draw_line_n_mask). */
-static void paddle_make(const PathfinderParams *p, int margin, int H, int W, int sy, int sx, double t, Paddle *pd) {
-    int L = p->paddle_length, aa = p->antialias_scale;
-    int C = L + (int)ceil(p->paddle_thickness) + margin;
+/* What drawing a paddle needs besides its place: the image's margin, the taps of the
+ * release's resize of the paddle box from antialias_scale times its size, scratch. */
+typedef struct Brush {
+    const PathfinderParams *p;
+    int margin, C, s, S;        /* C = L + ceil(thickness) + margin; box s = 2C + 1; drawn at S = 2C aa + 1 */
+    LanczosTaps taps;           /* S -> s */
+    float *blown, *dilated, *tmp, *line, *mask;
+} Brush;
+
+static void brush_init(Brush *b, const PathfinderParams *p, int margin) {
+    b->p = p;
+    b->margin = margin;
+    b->C = p->paddle_length + (int)ceil(p->paddle_thickness) + margin;
+    b->s = 2 * b->C + 1;
+    b->S = 2 * b->C * p->antialias_scale + 1;
+    lanczos_taps(&b->taps, b->S, b->s);
+    size_t S2 = (size_t)b->S * b->S, s2 = (size_t)b->s * b->s;
+    b->blown = xmalloc(sizeof(float) * (2 * S2 + (size_t)b->S * b->s + 2 * s2));
+    b->dilated = b->blown + S2;
+    b->tmp = b->dilated + S2;
+    b->line = b->tmp + (size_t)b->S * b->s;
+    b->mask = b->line + s2;
+}
+
+static void brush_free(Brush *b) {
+    lanczos_taps_free(&b->taps);
+    free(b->blown);
+}
+
+/* Render the paddle from (sy, sx) along t into pd, clipped to an H x W canvas, as
+ * snakes.py draw_line_n_mask does: a line round(thickness aa) wide from the centre of a
+ * box of S x S pixels to translate(centre, t, L aa), filled with 255; the paddle is that
+ * box resized to s x s (Lanczos, float), / 255; its mask the drawing dilated by the disk
+ * of radius margin aa, resized as an 8-bit image, / 255. The s x s box is centred on
+ * (sy, sx). */
+static void paddle_make(Brush *b, int H, int W, int sy, int sx, double t, Paddle *pd) {
+    const PathfinderParams *p = b->p;
+    int L = p->paddle_length, aa = p->antialias_scale, C = b->C, S = b->S, s = b->s, c = C * aa;
     int y0 = GMA_MAX(sy - C, 0), y1 = GMA_MIN(sy + C, H - 1), x0 = GMA_MAX(sx - C, 0), x1 = GMA_MIN(sx + C, W - 1);
     pd->y0 = y0;
     pd->x0 = x0;
@@ -142,20 +166,18 @@ static void paddle_make(const PathfinderParams *p, int margin, int H, int W, int
     pd->ax = sx;
     pd->by = sy + L * sin(t);
     pd->bx = sx + L * cos(t);
-    double hw = GMA_MAX(p->paddle_thickness / 2, 0.5 / aa), r_line = hw * hw, r_mask = (hw + margin) * (hw + margin);
-    double inv = 1.0 / (aa * aa);
+    int hy, hx;
+    translate(c, c, t, L * aa, &hy, &hx);
+    memset(b->blown, 0, sizeof(float) * (size_t)S * S);
+    raster_line(b->blown, S, S, c, c, hy, hx, (int)lround(p->paddle_thickness * aa), 255.0f);
+    lanczos_resize(&b->taps, &b->taps, b->blown, b->tmp, b->line, 0);
+    raster_dilate_disk(b->blown, b->dilated, S, S, b->margin * aa);
+    lanczos_resize(&b->taps, &b->taps, b->dilated, b->tmp, b->mask, 1);
     for (int y = 0; y < pd->h; y++)
         for (int x = 0; x < pd->w; x++) {
-            int nl = 0, nm = 0;
-            for (int i = 0; i < aa; i++)
-                for (int j = 0; j < aa; j++) {
-                    double py = y0 + y + (i + 0.5) / aa - 0.5, px = x0 + x + (j + 0.5) / aa - 0.5;
-                    double d2 = seg_dist2(py, px, pd->ay, pd->ax, pd->by, pd->bx);
-                    nl += d2 <= r_line;
-                    nm += d2 <= r_mask;
-                }
-            pd->line[y * pd->w + x] = (float)(nl * inv);
-            pd->mask[y * pd->w + x] = (float)(nm * inv);
+            int k = (y0 + y - (sy - C)) * s + (x0 + x - (sx - C));
+            pd->line[y * pd->w + x] = b->line[k] / 255.0f;
+            pd->mask[y * pd->w + x] = b->mask[k] / 255.0f;
         }
 }
 
@@ -179,6 +201,9 @@ typedef struct Gen {
     int *avail;
     int (*disk)[2];
     int n_disk;
+    Brush brush;                /* paddles of this image's margin */
+    LanczosTaps marker_taps;    /* R aa -> R, the markers' resize */
+    float *marker_buf;          /* (R aa)^2 + R aa R + R^2 */
 } Gen;
 
 static double uniform_deg(Gen *g, int lo, int hi) {
@@ -232,7 +257,7 @@ static int available_tails(Gen *g, double t) {
     const PathfinderParams *p = g->p;
     int L = p->paddle_length, m = g->margin, S = 2 * (L + m) + 1, c = L + m;
     Paddle st;
-    paddle_make(p, m, S, S, c + 1, c + 1, t, &st);
+    paddle_make(&g->brush, S, S, c + 1, c + 1, t, &st);
     int off[PADDLE_MAX * PADDLE_MAX][2], n_off = 0;
     for (int y = 0; y < st.h; y++)
         for (int x = 0; x < st.w; x++)
@@ -316,7 +341,7 @@ static int extend(Gen *g, Snake *s, const float *occ, double contrast) {
         int j = 0;                       /* np.argmax(cmf - u > 0): 0 when none is */
         for (int k = 0; k < nc; k++)
             if (cmf[k] > u) { j = k; break; }
-        paddle_make(p, m, R, R, cy[j], cx[j], flip(orient[j]), &pd);
+        paddle_make(&g->brush, R, R, cy[j], cx[j], flip(orient[j]), &pd);
         if (!fits(occ, R, &pd)) continue;
         paint(g, &pd, contrast);
         commit(g->mask, R, &s->last);
@@ -360,7 +385,7 @@ static int two_snakes(Gen *g, Snake sn[2]) {
     }
     if (trial > p->max_paddle_retrial) return 0;
     Paddle pd;
-    paddle_make(p, m, R, R, ty, tx, t1, &pd);
+    paddle_make(&g->brush, R, R, ty, tx, t1, &pd);
     paint(g, &pd, contrast);
     snake_start(&sn[0], ty, tx, &pd, py, px, t1);
     /* second seed: a tail seed_distance away from the first, any direction */
@@ -376,7 +401,7 @@ static int two_snakes(Gen *g, Snake sn[2]) {
         if (in_image(g, hy, hx) && in_image(g, py, px)) break;
     }
     if (trial > p->max_paddle_retrial) return 0;
-    paddle_make(p, m, R, R, ty2, tx2, t2, &pd);
+    paddle_make(&g->brush, R, R, ty2, tx2, t2, &pd);
     paint(g, &pd, contrast);
     snake_start(&sn[1], ty2, tx2, &pd, py, px, t2);
     /* grow both, one paddle each in turn */
@@ -424,7 +449,7 @@ static int distractor(Gen *g, Snake *s) {
     }
     if (trial > p->max_paddle_retrial) return 0;
     Paddle pd;
-    paddle_make(p, m, R, R, ty, tx, t, &pd);
+    paddle_make(&g->brush, R, R, ty, tx, t, &pd);
     paint(g, &pd, p->snake_contrast);
     snake_start(s, ty, tx, &pd, py, px, t);
     for (int seg = 0; seg < p->distractor_length - 1; seg++)
@@ -462,24 +487,25 @@ static void skeleton(uint8_t *map, int R, const Snake *s, uint8_t id) {
         }
 }
 
-/* Marker disk at (cy, cx): the fraction of the pixel's sub-samples (i, j) of the
- * antialias_scale-times finer grid with (i - cy a)^2 + (j - cx a)^2 <= (r a)^2
- * (snakes2.py draw_circle). */
+/* Marker disk at (cy, cx), as snakes2.py draw_circle: the disk (i - cy a)^2 + (j - cx a)^2
+ * <= (r a)^2 of an image antialias_scale times the size, byte-scaled to 0 / 255 and resized
+ * to R x R as an 8-bit image (scipy.misc.imresize, Lanczos), / 255; dst takes the maximum. */
 static void marker(Gen *g, float *dst, int cy, int cx) {
-    int a = g->p->antialias_scale, R = g->R;
+    int a = g->p->antialias_scale, R = g->R, B = R * a;
     double r2 = g->p->marker_radius * a * g->p->marker_radius * a;
-    int reach = (int)ceil(g->p->marker_radius) + 2;
-    for (int y = GMA_MAX(cy - reach, 0); y <= GMA_MIN(cy + reach, R - 1); y++)
-        for (int x = GMA_MAX(cx - reach, 0); x <= GMA_MIN(cx + reach, R - 1); x++) {
-            int n = 0;
-            for (int i = 0; i < a; i++)
-                for (int j = 0; j < a; j++) {
-                    double dy = y * a + i - (double)cy * a, dx = x * a + j - (double)cx * a;
-                    n += dy * dy + dx * dx <= r2;
-                }
-            float v = (float)n / (a * a);
-            if (v > dst[y * R + x]) dst[y * R + x] = v;
+    float *big = g->marker_buf, *tmp = big + (size_t)B * B, *out = tmp + (size_t)B * R;
+    memset(big, 0, sizeof(float) * (size_t)B * B);
+    int reach = (int)ceil(g->p->marker_radius * a) + 1;
+    for (int i = GMA_MAX(cy * a - reach, 0); i <= GMA_MIN(cy * a + reach, B - 1); i++)
+        for (int j = GMA_MAX(cx * a - reach, 0); j <= GMA_MIN(cx * a + reach, B - 1); j++) {
+            double dy = i - (double)cy * a, dx = j - (double)cx * a;
+            if (dy * dy + dx * dx <= r2) big[(size_t)i * B + j] = 255.0f;
         }
+    lanczos_resize(&g->marker_taps, &g->marker_taps, big, tmp, out, 1);
+    for (size_t k = 0; k < (size_t)R * R; k++) {
+        float v = out[k] / 255.0f;
+        if (v > dst[k]) dst[k] = v;
+    }
 }
 
 int pathfinder_render(const PathfinderParams *p, uint64_t seed, uint64_t index, PathfinderImage *img) {
@@ -511,6 +537,10 @@ int pathfinder_render(const PathfinderParams *p, uint64_t seed, uint64_t index, 
     for (int y = -m; y <= m; y++)
         for (int x = -m; x <= m; x++)
             if (x * x + y * y <= m * m) { g.disk[g.n_disk][0] = y; g.disk[g.n_disk][1] = x; g.n_disk++; }
+    brush_init(&g.brush, p, m);
+    int B = g.R * p->antialias_scale;
+    lanczos_taps(&g.marker_taps, B, g.R);
+    g.marker_buf = xmalloc(sizeof(float) * ((size_t)B * B + (size_t)B * g.R + n));
 
     Snake *sn = xmalloc(sizeof(Snake) * 3);
     int ok = 0;
@@ -559,6 +589,9 @@ int pathfinder_render(const PathfinderParams *p, uint64_t seed, uint64_t index, 
     }
 out:
     free(sn);
+    brush_free(&g.brush);
+    lanczos_taps_free(&g.marker_taps);
+    free(g.marker_buf);
     free(g.disk);
     free(g.avail);
     free(buf);
