@@ -14,7 +14,7 @@
 typedef struct PathfinderParams {
     int res;                    /* window_size: res x res pixels */
     int padding;                /* border kept free for the first target paddle */
-    int antialias_scale;        /* sub-samples per pixel side */
+    int antialias_scale;        /* drawing scale: paddles and markers are drawn this many times larger, then resized */
     int seed_distance;          /* distance of the two target contours' first tails */
     double marker_radius;
     int contour_length;         /* paddles per target contour */
