@@ -185,7 +185,24 @@ START_TEST(test_raster_thin_line) {
                           want[c][k][0], want[c][k][1]);
         ck_assert_int_eq(lit, n);
     }
-    /* wider lines: the quadrilateral around the segment; a horizontal width-2 line covers two rows */
+    /* wider lines: PIL's quadrilateral, filled by its scan-line rule; each row of these
+     * three is one run of pixels (row, first column, last column), as PIL 9.4 draws them
+     * from (8, 8) in a 17 x 17 image */
+    static const int wide_end[3][3] = {{14, 12, 3}, {3, 13, 2}, {13, 8, 4}};   /* x1, y1, width */
+    static const int wide_rows[3][8][3] = {
+        {{7, 9, 9}, {8, 8, 10}, {9, 7, 12}, {10, 9, 13}, {11, 10, 15}, {12, 12, 14}, {13, 13, 13}, {-1, 0, 0}},
+        {{7, 8, 8}, {8, 7, 9}, {9, 6, 8}, {10, 5, 7}, {11, 4, 6}, {12, 3, 5}, {13, 4, 4}, {-1, 0, 0}},
+        {{7, 8, 13}, {8, 8, 13}, {9, 8, 13}, {10, 8, 13}, {-1, 0, 0}}};
+    for (int c = 0; c < 3; c++) {
+        float wide[17 * 17] = {0}, want_img[17 * 17] = {0};
+        raster_line(wide, 17, 17, 8, 8, wide_end[c][1], wide_end[c][0], wide_end[c][2], 1.0f);
+        for (int r = 0; r < 8 && wide_rows[c][r][0] >= 0; r++)
+            for (int x = wide_rows[c][r][1]; x <= wide_rows[c][r][2]; x++) want_img[wide_rows[c][r][0] * 17 + x] = 1.0f;
+        for (int k = 0; k < 17 * 17; k++)
+            ck_assert_msg(wide[k] == want_img[k], "width %d line: pixel (%d, %d) is %g", wide_end[c][2], k % 17, k / 17,
+                          wide[k]);
+    }
+    /* a horizontal width-2 line covers two rows */
     float img[9 * 9] = {0};
     raster_line(img, 9, 9, 4, 2, 4, 6, 2, 1.0f);
     int lit = 0;

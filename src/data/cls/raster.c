@@ -134,31 +134,44 @@ void raster_line(float *img, int h, int w, int y0, int x0, int y1, int x1, int w
     double rmax = round_up(half) / len, rmin = round_down(half) / len;
     int dxmin = round_down(rmin * dy), dxmax = round_down(rmax * dy);
     int dymin = round_down(rmin * dx), dymax = round_down(rmax * dx);
-    /* PIL's corners, (x, y) */
+    /* PIL's corners, (x, y), filled by its scan-line rule: on each row the crossings of the
+     * sloped edges (an edge's last row counted twice below the polygon's last row), sorted,
+     * filled pairwise from the crossing rounded half up to the next rounded half down;
+     * horizontal edges filled whole. */
     int v[4][2] = {{x0 - dxmin, y0 + dymax}, {x1 - dxmin, y1 + dymax}, {x1 + dxmax, y1 - dymin}, {x0 + dxmax, y0 - dymin}};
-    long area2 = 0;
-    int ylo = v[0][1], yhi = v[0][1], xlo = v[0][0], xhi = v[0][0];
-    for (int i = 0; i < 4; i++) {
-        const int *a = v[i], *b = v[(i + 1) % 4];
-        area2 += (long)a[0] * b[1] - (long)b[0] * a[1];
-        ylo = GMA_MIN(ylo, a[1]); yhi = GMA_MAX(yhi, a[1]);
-        xlo = GMA_MIN(xlo, a[0]); xhi = GMA_MAX(xhi, a[0]);
+    int ylo = v[0][1], yhi = v[0][1];
+    for (int i = 1; i < 4; i++) {
+        ylo = GMA_MIN(ylo, v[i][1]);
+        yhi = GMA_MAX(yhi, v[i][1]);
     }
-    if (area2 == 0) {
-        thin_line(img, h, w, y0, x0, y1, x1, ink);
-        return;
-    }
-    /* every pixel inside the (convex) quadrilateral or on its edges */
-    for (int y = ylo; y <= yhi; y++)
-        for (int x = xlo; x <= xhi; x++) {
-            int inside = 1;
-            for (int i = 0; i < 4 && inside; i++) {
-                const int *a = v[i], *b = v[(i + 1) % 4];
-                long c = (long)(b[0] - a[0]) * (y - a[1]) - (long)(b[1] - a[1]) * (x - a[0]);
-                inside = area2 > 0 ? c >= 0 : c <= 0;
+    for (int y = GMA_MAX(ylo, 0); y <= GMA_MIN(yhi, h); y++) {
+        float xs[8];
+        int n = 0;
+        for (int i = 0; i < 4; i++) {
+            const int *a = v[i], *b = v[(i + 1) % 4];
+            int ey0 = GMA_MIN(a[1], b[1]), ey1 = GMA_MAX(a[1], b[1]);
+            if (ey0 == ey1) {
+                if (y == ey0)
+                    for (int x = GMA_MIN(a[0], b[0]); x <= GMA_MAX(a[0], b[0]); x++) put(img, h, w, y, x, ink);
+                continue;
             }
-            if (inside) put(img, h, w, y, x, ink);
+            if (y < ey0 || y > ey1) continue;
+            float slope = (float)(b[0] - a[0]) / (float)(b[1] - a[1]);
+            xs[n++] = (float)(y - a[1]) * slope + (float)a[0];
+            if (y == ey1 && y < yhi) {
+                xs[n] = xs[n - 1];
+                n++;
+            }
         }
+        for (int i = 1; i < n; i++)      /* insertion sort: at most 8 */
+            for (int k = i; k > 0 && xs[k - 1] > xs[k]; k--) {
+                float t = xs[k];
+                xs[k] = xs[k - 1];
+                xs[k - 1] = t;
+            }
+        for (int i = 1; i < n; i += 2)
+            for (int x = round_up(xs[i - 1]); x <= round_down(xs[i]); x++) put(img, h, w, y, x, ink);
+    }
 }
 
 void raster_dilate_disk(const float *src, float *dst, int h, int w, int radius) {
