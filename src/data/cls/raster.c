@@ -88,31 +88,21 @@ static void put(float *img, int h, int w, int y, int x, float ink) {
     if (y >= 0 && y < h && x >= 0 && x < w) img[(size_t)y * w + x] = ink;
 }
 
-/* Bresenham from (y0, x0) to (y1, x1), both ends set: max(|dx|, |dy|) + 1 pixels. */
+/* Bresenham from (y0, x0) to (y1, x1), both ends set: max(|dx|, |dy|) + 1 pixels, stepping
+ * along the longer axis (x when |dx| >= |dy|) and the shorter one when the error says so. */
 static void thin_line(float *img, int h, int w, int y0, int x0, int y1, int x1, float ink) {
     int dx = abs(x1 - x0), dy = abs(y1 - y0), xs = x1 < x0 ? -1 : 1, ys = y1 < y0 ? -1 : 1;
-    if (dx >= dy) {
-        int e = 2 * dy - dx;
-        for (int i = 0; i <= dx; i++) {
-            put(img, h, w, y0, x0, ink);
-            if (e >= 0 && dy) {
-                y0 += ys;
-                e -= 2 * dx;
-            }
-            e += 2 * dy;
-            x0 += xs;
+    int xmajor = dx >= dy, n = xmajor ? dx : dy, m = xmajor ? dy : dx, e = 2 * m - n;
+    for (int i = 0; i <= n; i++) {
+        put(img, h, w, y0, x0, ink);
+        if (e >= 0 && m) {
+            if (xmajor) y0 += ys;
+            else x0 += xs;
+            e -= 2 * n;
         }
-    } else {
-        int e = 2 * dx - dy;
-        for (int i = 0; i <= dy; i++) {
-            put(img, h, w, y0, x0, ink);
-            if (e >= 0 && dx) {
-                x0 += xs;
-                e -= 2 * dy;
-            }
-            e += 2 * dx;
-            y0 += ys;
-        }
+        e += 2 * m;
+        if (xmajor) x0 += xs;
+        else y0 += ys;
     }
 }
 
