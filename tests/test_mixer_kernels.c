@@ -2,7 +2,8 @@
  * selective scan (their vector paths: fused products, the exp for non-positive arguments,
  * the adjoint step reduced eight states at a time) against plain double-precision loops of
  * the formulas in their file headers (docs/model.md §3.2, §3.5), forward and backward, at
- * shapes whose channel groups are whole (32) and partial (40 = 32 + 8, 12); the elementwise
+ * shapes whose channel groups are whole (32) and partial (40 = 32 + 8, 12), and the scan's
+ * decoding step (scan_step) against the forward's outputs and checkpoints; the elementwise
  * kernels (SiLU, softplus, the gate) and the causal convolution's backward; and gmabench
  * mixer's FLOP accounting (the op-table products of a layer, the nominal FLOPs). The float64
  * gradient checks (test64_*) compile the double-precision paths, not these. */
@@ -183,6 +184,32 @@ static void scan_case(int B, int N, int E, int S, int chunk) {
         double e = rel_err(got[i], want[i], n[i]);
         ck_assert_msg(e < 5e-6, "scan B=%d N=%d E=%d S=%d chunk %d: %s rel err %g", B, N, E, S, chunk, names[i], e);
     }
+    /* the decoding step: N steps from a zero state give the forward's y, and the state at
+     * each chunk start is the forward's checkpoint; the states sit h_stride apart */
+    size_t hs = nes + 3;
+    real *st = xcalloc(B * hs, sizeof(real)), *ys = xmalloc(sizeof(real) * B * E), *in = xmalloc(sizeof(real) * B * (2 * E + 2 * S));
+    for (int t = 0; t < N; t++) {
+        real *ut = in, *dtt = ut + (size_t)B * E, *Bt = dtt + (size_t)B * E, *Ct = Bt + (size_t)B * S;
+        for (int b = 0; b < B; b++) {
+            size_t row = (size_t)b * N + t;
+            memcpy(ut + (size_t)b * E, c.u + row * E, sizeof(real) * E), memcpy(dtt + (size_t)b * E, c.dt + row * E, sizeof(real) * E);
+            memcpy(Bt + (size_t)b * S, c.Bm + row * S, sizeof(real) * S), memcpy(Ct + (size_t)b * S, c.Cm + row * S, sizeof(real) * S);
+            if (t % chunk == 0) {
+                const real *hk = hck + ((size_t)b * ((N + chunk - 1) / chunk) + t / chunk) * nes;
+                for (size_t i = 0; i < nes; i++)
+                    ck_assert_msg(fabs(st[b * hs + i] - hk[i]) <= 1e-5 * (1 + fabs(hk[i])), "scan_step state b %d t %d [%zu]: %g, forward %g",
+                                  b, t, i, st[b * hs + i], hk[i]);
+            }
+        }
+        g_ops->scan_step(ys, st, hs, ut, dtt, Bt, Ct, c.Al, c.D, B, E, S);
+        for (int b = 0; b < B; b++)
+            for (int e = 0; e < E; e++) {
+                real want_y = y[((size_t)b * N + t) * E + e];
+                ck_assert_msg(fabs(ys[(size_t)b * E + e] - want_y) <= 1e-5 * (1 + fabs(want_y)), "scan_step y b %d t %d e %d: %g, forward %g",
+                              b, t, e, ys[(size_t)b * E + e], want_y);
+            }
+    }
+    free(st), free(ys), free(in);
     void *all[] = {c.u, c.dt, c.dy, c.Bm, c.Cm, c.Al, c.D, y, hck, du, ddt, dB, dC, dAl, dD, ry, rdu, rddt, rdB, rdC, rdAl, rdD};
     for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) free(all[i]);
 }
@@ -192,6 +219,9 @@ END_TEST
 START_TEST(test_scan_float32_partial_groups) { scan_case(1, 30, 40, 8, 7); }
 END_TEST
 START_TEST(test_scan_float32_odd_states) { scan_case(1, 20, 12, 5, 64); }
+END_TEST
+/* B E S above the decoding step's serial bound: its parallel path, 5 groups of 32 */
+START_TEST(test_scan_float32_many_rows) { scan_case(4, 12, 160, 32, 4); }
 END_TEST
 
 /* ---- Mamba's elementwise kernels (vectorised sigmoid, softplus through a vector log1p) ---- */
@@ -381,6 +411,7 @@ Suite *make_suite(void) {
     tcase_add_test(tc, test_scan_float32_whole_groups);
     tcase_add_test(tc, test_scan_float32_partial_groups);
     tcase_add_test(tc, test_scan_float32_odd_states);
+    tcase_add_test(tc, test_scan_float32_many_rows);
     tcase_add_test(tc, test_elementwise_float32);
     tcase_add_test(tc, test_conv_backward_float32);
     tcase_add_test(tc, test_bench_mixer_flops);

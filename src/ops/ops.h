@@ -193,7 +193,12 @@
         const real *A_log, const real *Dskip, int B, int N, int E, int S, int chunk))                                  \
     X(void, scan_backward, (real *du, real *ddt, real *dBm, real *dCm, real *dA_log, real *dDskip, const real *dy,     \
         const real *hck, const real *u, const real *dt, const real *Bm, const real *Cm, const real *A_log,             \
-        const real *Dskip, int B, int N, int E, int S, int chunk))
+        const real *Dskip, int B, int N, int E, int S, int chunk))                                                     \
+    /* One time step of scan_forward for incremental decoding: sequence b's state h [E,S] at                           \
+     * h + b h_stride, carried from call to call (zero before the first step); u, dt, y [B,E],                         \
+     * Bm, Cm [B,S]:  h = exp(dt A) h + dt Bm u ;  y = Cm . h + Dskip u. */                                            \
+    X(void, scan_step, (real *y, real *h, size_t h_stride, const real *u, const real *dt, const real *Bm,              \
+        const real *Cm, const real *A_log, const real *Dskip, int B, int E, int S))
 
 typedef struct GmaOps {
     const char *name;

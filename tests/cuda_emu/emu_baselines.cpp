@@ -2,7 +2,7 @@
  * sdpa}.cu, rewritten by launch2call.c and run under the CPU emulation of
  * ops/cuda/cuda_common.cuh in this folder) against their CPU twins (build/libgma.a):
  * elementwise maps, maxval, FAVOR+ (and the ReLU kernel's features), causal conv1d, selective scan (register, S > 32 and
- * local-memory variants, ragged chunks) and tiled attention (causal and bidirectional,
+ * local-memory variants, ragged chunks), its decoding step, and tiled attention (causal and bidirectional,
  * padded keys with fully hidden rows, head widths 16 ... 256). Relative L2 error bound
  * 1e-4 per tensor. Run by scripts/cuda_emu_check.sh. */
 #include "ops/cuda/cuda_common.cuh"
@@ -104,6 +104,18 @@ static void t_scan(int B, int N, int E, int S, int chunk) {
     cuda_scan_backward(du2.data(), ddt2.data(), dB2.data(), dC2.data(), dA2.data(), dD2.data(), dy.data(), h1.data(), u.data(), dt.data(), Bm.data(), Cm.data(), Al.data(), D.data(), B, N, E, S, chunk);
     cmp("scan du", du2, du1); cmp("scan ddt", ddt2, ddt1); cmp("scan dBm", dB2, dB1); cmp("scan dCm", dC2, dC1); cmp("scan dA_log", dA2, dA1); cmp("scan dD", dD2, dD1);
 }
+/* the decoding step on states h_stride apart, three steps from a random state */
+static void t_scan_step(int B, int E, int S) {
+    printf("scan_step B%d E%d S%d\n", B, E, S);
+    size_t hs = (size_t)E * S + 5;
+    V Al = rnd((size_t)E * S, 1, 0.5f), D = rnd(E), h1 = rnd(B * hs), h2 = h1, y1((size_t)B * E), y2 = y1;
+    for (int t = 0; t < 3; t++) {
+        V u = rnd((size_t)B * E), dt = rnd(u.size(), 0.2f, 0.25f), Bm = rnd((size_t)B * S), Cm = rnd(Bm.size());
+        cpu_scan_step(y1.data(), h1.data(), hs, u.data(), dt.data(), Bm.data(), Cm.data(), Al.data(), D.data(), B, E, S);
+        cuda_scan_step(y2.data(), h2.data(), hs, u.data(), dt.data(), Bm.data(), Cm.data(), Al.data(), D.data(), B, E, S);
+        cmp("scan_step y", y2, y1); cmp("scan_step h", h2, h1);
+    }
+}
 static void t_attn(int B, int H, int N, int d, int causal, int pad, double p = 0) {
     printf("attn B%d H%d N%d d%d causal%d pad%d dropout%g\n", B, H, N, d, causal, pad, p);
     /* attention dropout: both backends draw the mask of ops/dropout.h; a slice of a larger batch */
@@ -127,7 +139,7 @@ int main(int argc, char **argv) {
     if (!strcmp(w, "all") || !strcmp(w, "elem")) t_elem();
     if (!strcmp(w, "all") || !strcmp(w, "favor")) { t_favor(2, 3, 37, 16, 20); t_favor(1, 2, 10, 8, 45); }
     if (!strcmp(w, "all") || !strcmp(w, "conv")) { t_conv(2, 300, 40, 4); t_conv(1, 5, 3, 7); }
-    if (!strcmp(w, "all") || !strcmp(w, "scan")) { t_scan(2, 70, 40, 16, 16); t_scan(2, 30, 20, 5, 7); t_scan(1, 20, 10, 48, 64); t_scan(1, 9, 9, 200, 4); }
+    if (!strcmp(w, "all") || !strcmp(w, "scan")) { t_scan(2, 70, 40, 16, 16); t_scan(2, 30, 20, 5, 7); t_scan(1, 20, 10, 48, 64); t_scan(1, 9, 9, 200, 4); t_scan_step(3, 40, 16); t_scan_step(2, 300, 7); }
     if (!strcmp(w, "all") || !strcmp(w, "attn")) {
         t_attn(2, 2, 70, 16, 1, 0); t_attn(2, 2, 70, 16, 0, 0); t_attn(2, 1, 100, 40, 1, 1); t_attn(2, 1, 100, 40, 0, 1);
         t_attn(1, 1, 33, 64, 1, 0); t_attn(1, 1, 40, 130, 0, 0); t_attn(1, 1, 20, 256, 1, 0);

@@ -31,11 +31,6 @@ const MixerVT mixer_mamba;
 enum { P_IN, P_CONVW, P_CONVB, P_XPROJ, P_DTW, P_DTB, P_ALOG, P_D, P_OUT };
 typedef struct MbPriv {
     int E, S, K, Rk, chunk;
-    /* incremental decoding's host block: A = -exp(A_log) [E,S] and D [E], made at position 0
-     * of a decode (the parameters stay fixed while a decode runs), then the step's buffers */
-    real *dec;
-    size_t dec_cap;
-    const real *dec_params; /* the parameter block A and D were made from */
 } MbPriv;
 
 /* the keys mamba.* */
@@ -196,7 +191,6 @@ static void mb_backward(Mixer *m, const MixerCtx *c, real *dh, const real *dy, c
 }
 
 static void mb_destroy(Mixer *m) {
-    free(((MbPriv *)m->priv)->dec);
     free(m->priv);
     free(m);
 }
@@ -204,8 +198,7 @@ static void mb_destroy(Mixer *m) {
 /* incremental decoding: a sequence's state is the last K-1 inputs of the causal
  * convolution [K-1,E], the scan state h [E,S], then a [K,E] window and its [K,E]
  * convolution (the op over the window gives the forward's sum for its last row). The
- * scan step runs on the host (the backend's state copied in and out: no copies on the
- * CPU backend's host memory beyond these, one round trip per step on a device). */
+ * scan's step (op scan_step) updates h in place on the backend. */
 static size_t mb_dstate(const Mixer *m, int Nmax) {
     const MbPriv *p = m->priv;
     (void)Nmax;
@@ -215,6 +208,7 @@ static void mb_decode(Mixer *m, real *y, const real *h, const real *params, real
                       real *act, real *scratch) {
     const MbPriv *p = m->priv;
     int D = m->Dm, E = p->E, S = p->S, K = p->K;
+    (void)pos;
     size_t RE = (size_t)B * E, ES = (size_t)E * S, ss = mb_dstate(m, Nmax), row = sizeof(real) * (size_t)E;
     Acts a = carve(m, B, 1, act);
     const real *Win = MP(m, params, P_IN);
@@ -231,37 +225,8 @@ static void mb_decode(Mixer *m, real *y, const real *h, const real *params, real
     g_ops->silu_forward(a.u, a.xc, RE);
     step_params(m, params, &a, B);
     /* h = exp(dt A) h + dt Bm u, ys = Cm . h + D u, per channel */
-    MbPriv *pw = m->priv;
-    size_t need = 2 * ES + 4 * (size_t)E + 2 * (size_t)S;
-    int fill = pos == 0 || pw->dec_params != params;
-    if (pw->dec_cap < need) pw->dec = xrealloc(pw->dec, sizeof(real) * need), pw->dec_cap = need, fill = 1;
-    real *A = pw->dec, *hs = A + ES, *u = hs + ES, *dt = u + E, *ys = dt + E, *Bt = ys + E, *Ct = Bt + S, *Dk = Ct + S;
-    if (fill) {
-        pw->dec_params = params;
-        g_ops->to_host(A, MP(m, params, P_ALOG), sizeof(real) * ES);
-        g_ops->to_host(Dk, MP(m, params, P_D), row);
-        for (size_t i = 0; i < ES; i++) A[i] = -(real)exp((double)A[i]);
-    }
-    for (int b = 0; b < B; b++) {
-        real *hstate = state + b * ss + (size_t)(K - 1) * E;
-        g_ops->to_host(hs, hstate, sizeof(real) * ES);
-        g_ops->to_host(u, a.u + b * E, row);
-        g_ops->to_host(dt, a.dt + b * E, row);
-        g_ops->to_host(Bt, a.Bm + (size_t)b * S, sizeof(real) * S);
-        g_ops->to_host(Ct, a.Cm + (size_t)b * S, sizeof(real) * S);
-        for (int c = 0; c < E; c++) {
-            real dtc = dt[c], xb = dtc * u[c], acc = 0, *hc = hs + (size_t)c * S;
-            const real *Ac = A + (size_t)c * S;
-            for (int k = 0; k < S; k++) {
-                real v = (real)exp((double)(Ac[k] * dtc)) * hc[k] + xb * Bt[k];
-                hc[k] = v;
-                acc += Ct[k] * v;
-            }
-            ys[c] = acc + Dk[c] * u[c];
-        }
-        g_ops->to_device(hstate, hs, sizeof(real) * ES);
-        g_ops->to_device(a.ys + b * E, ys, row);
-    }
+    g_ops->scan_step(a.ys, state + (size_t)(K - 1) * E, ss, a.u, a.dt, a.Bm, a.Cm, MP(m, params, P_ALOG),
+                     MP(m, params, P_D), B, E, S);
     g_ops->gate_silu_forward(a.g, a.ys, a.z, RE);
     linear_forward(y, a.g, MP(m, params, P_OUT), NULL, B, E, D);
 }

@@ -335,6 +335,44 @@ void cpu_scan_forward(real *y, real *hck, const real *u, const real *dt, const r
         }
 }
 
+/* One step per (sequence, channel group), as a time step of scan_fwd_group: the carried
+ * state [E][S] is turned state-major for the group's vector loops and back. Serial below a
+ * few thousand state entries (batch-1 decoding), where a parallel region costs more. */
+void cpu_scan_step(real *y, real *h, size_t h_stride, const real *u, const real *dt, const real *Bm, const real *Cm,
+                   const real *A_log, const real *Dskip, int B, int E, int S) {
+    int G = (E + SCAN_CW - 1) / SCAN_CW;
+#pragma omp parallel for collapse(2) schedule(static) if ((size_t)B * E * S > 16384)
+    for (int b = 0; b < B; b++)
+        for (int g = 0; g < G; g++) {
+            int c0 = g * SCAN_CW, cw = GMA_MIN(SCAN_CW, E - c0);
+            size_t cs = (size_t)cw * S;
+            real *hl = cpu_workspace(1, 3 * cs), *A = hl + cs, *ea = A + cs, xb[SCAN_CW], acc[SCAN_CW];
+            real *hb = h + b * h_stride + (size_t)c0 * S;
+            const real *ut = u + (size_t)b * E + c0, *dtt = dt + (size_t)b * E + c0, *Bt = Bm + (size_t)b * S,
+                       *Ct = Cm + (size_t)b * S;
+            scan_load_A(A, A_log, c0, cw, S);
+            for (int c = 0; c < cw; c++)
+                for (int s = 0; s < S; s++) hl[(size_t)s * cw + c] = hb[(size_t)c * S + s];
+            scan_decay(ea, A, dtt, cw, S);
+            for (int c = 0; c < cw; c++) xb[c] = dtt[c] * ut[c], acc[c] = 0;
+            for (int s = 0; s < S; s++) {
+                const real *restrict es = ea + (size_t)s * cw;
+                real *restrict hs = hl + (size_t)s * cw;
+                real bs = Bt[s], cs_ = Ct[s];
+#pragma omp simd
+                for (int c = 0; c < cw; c++) {
+                    real v = es[c] * hs[c] + xb[c] * bs;
+                    hs[c] = v;
+                    acc[c] += cs_ * v;
+                }
+            }
+            for (int c = 0; c < cw; c++) {
+                y[(size_t)b * E + c0 + c] = acc[c] + Dskip[c0 + c] * ut[c];
+                for (int s = 0; s < S; s++) hb[(size_t)c * S + s] = hl[(size_t)s * cw + c];
+            }
+        }
+}
+
 #ifndef GMA_DOUBLE
 #ifdef __clang__
 #define SHUF8(a, b, ...) __builtin_shufflevector(a, b, __VA_ARGS__)

@@ -17,7 +17,8 @@
  * sums its channels in shared memory in a fixed order per time step and writes one
  * partial per channel block; dA_log and dDskip get one partial per batch row. The
  * partials are summed in a fixed order afterwards, so there are no atomics and results
- * repeat bit for bit. */
+ * repeat bit for bit. A decoding step (scan_step) is one thread per (sequence, channel)
+ * over its S states, on the state kept in the decode buffer. */
 #include "ops/cuda/cuda_common.cuh"
 
 #define WS_CONV 0   /* conv partials */
@@ -337,4 +338,28 @@ void cuda_scan_backward(real *du, real *ddt, real *dBm, real *dCm, real *dA_log,
     KERNEL_CHECK("k_scan_sum_bc");
     k_scan_sum_ad<<<grid_for((size_t)E * S + E), TPB>>>(dA_log, dDskip, dAD, A_log, B, E, S);
     KERNEL_CHECK("k_scan_sum_ad");
+}
+
+/* one decoding step: a thread per (sequence, channel) walks the channel's S states */
+__global__ void k_scan_step(float *y, float *h, size_t h_stride, const float *u, const float *dt, const float *Bm,
+                            const float *Cm, const float *A_log, const float *Dskip, int B, int E, int S) {
+    size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= (size_t)B * E) return;
+    int b = (int)(i / E), c = (int)(i % E);
+    float *hc = h + b * h_stride + (size_t)c * S;
+    float dtc = dt[i], uc = u[i], xb = dtc * uc, acc = 0;
+    const float *Bt = Bm + (size_t)b * S, *Ct = Cm + (size_t)b * S, *Al = A_log + (size_t)c * S;
+    for (int s = 0; s < S; s++) {
+        float v = expf(dtc * -expf(Al[s])) * hc[s] + xb * Bt[s];
+        hc[s] = v;
+        acc += Ct[s] * v;
+    }
+    y[i] = acc + Dskip[c] * uc;
+}
+
+void cuda_scan_step(real *y, real *h, size_t h_stride, const real *u, const real *dt, const real *Bm, const real *Cm,
+                    const real *A_log, const real *Dskip, int B, int E, int S) {
+    if (B <= 0 || E <= 0 || S <= 0) return;
+    k_scan_step<<<grid_for((size_t)B * E), TPB>>>(y, h, h_stride, u, dt, Bm, Cm, A_log, Dskip, B, E, S);
+    KERNEL_CHECK("k_scan_step");
 }
