@@ -13,9 +13,9 @@
 #                          [--check-linearity] [--from STAMP] [--help]
 #   --steps N         steps per measured point (default 3, at least 2; warmup = N, no
 #                     evaluation until the end, on the stand-ins' few valid and test
-#                     examples); s/step is the fastest of steps 2..N (step 1 carries the first
-#                     touch of every buffer; on a shared machine the fastest step is the one
-#                     least slowed by other jobs)
+#                     examples, partial batches included); s/step is the fastest of steps
+#                     2..N (step 1 carries the first touch of every buffer; on a shared
+#                     machine the fastest step is the one least slowed by other jobs)
 #   --dry-batch SPEC  b: a number for every config, optionally followed by TASK=b overrides,
 #                     e.g. "2,image=16,pathfinder32=32" (default: each config's batch, so
 #                     nothing is projected)
@@ -110,7 +110,7 @@ measure() {
   if [ -n "$from" ]; then [ -f "$out/summary.json" ] || { echo "fail no $out/summary.json"; return; }
   elif ! ( ulimit -v "$mem_kib"; /usr/bin/time -f "%M" -o "$out.rss" "$BIN/gmatrain" --config "$cfg" --out "$out" \
            "$@" $device --quiet --set "train.batch_size=$b" --set train.grad_accum=1 --set "train.steps=$steps" \
-           --set "train.warmup=$steps" --set train.eval_every=0 --set train.eval_batches=1 \
+           --set "train.warmup=$steps" --set train.eval_every=0 --set train.eval_batches=1 --set train.eval_drop_last=false \
            --set train.checkpoint_every=0 --set train.log_every=1 --set "threads=$threads" \
            ${user_sets[@]+"${user_sets[@]}"} ) > "$out.log" 2>&1; then
     local why

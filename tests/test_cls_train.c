@@ -116,7 +116,7 @@ START_TEST(test_release_settings_report_last) {
                       "--set model.head_hidden=64 --set model.head_act=relu --set model.dense_init=xavier_uniform "
                       "--set model.embed_std=1 --set model.cls_std=0 --set train.schedule=rsqrt --set train.weight_decay=0.01 "
                       "--set train.decay_embeddings=true --set train.decay_norms=true --set train.decay_biases=true "
-                      "--set train.grad_clip=0 --set train.report=last --set model.mixer=sdpa",
+                      "--set train.grad_clip=0 --set train.report=last --set model.mixer=sdpa --set train.eval_drop_last=true",
                       tu_path("z.json"), tu_path("lrun")) == 0,
                   "%s", g_out);
     char p[1024];
@@ -135,7 +135,23 @@ START_TEST(test_release_settings_report_last) {
     ck_assert(reported == last);
     ck_assert_msg(last >= 0.8, "did not learn with the release settings: %.3f (chance 0.5)", last);
     ck_assert_int_eq((int)json_number(sum, "reported_step"), 120);
+    /* train.eval_drop_last: 200 examples in batches of 16 score 12 whole batches, 192 */
+    ck_assert_int_eq((int)json_number(fin, "examples"), 192);
     free(sum);
+    snprintf(p, sizeof p, "%s/metrics.jsonl", tu_path("lrun"));
+    char *m = gma_read_file(p, NULL);
+    ck_assert_ptr_nonnull(m);
+    ck_assert_msg(strstr(m, "\"split\":\"valid\"") && !strstr(m, "\"examples\":200"), "%s", m);
+    ck_assert_ptr_nonnull(strstr(m, "\"examples\":192"));
+    free(m);
+    /* a split smaller than one batch has nothing to score: one line naming the key */
+    ck_assert_int_eq(run("./bin/gmatrain --config %s --out %s --quiet --set train.eval_drop_last=true "
+                         "--set train.batch_size=256 --set train.steps=2 --set train.eval_every=1",
+                         tu_path("z.json"), tu_path("lrun2")), 2);
+    ck_assert_msg(strstr(g_out, "key train.eval_drop_last: the valid split of ") &&
+                      strstr(g_out, " holds 200 examples, fewer than one batch of 256"), "%s", g_out);
+    snprintf(p, sizeof p, "%s/lrun2", tu_path(""));
+    ck_assert_msg(!gma_path_exists(p), "a refused run left %s", p);
 }
 END_TEST
 

@@ -72,6 +72,7 @@ START_TEST(test_lra_configs) {
             ck_assert(c.train.grad_clip == 0);
             ck_assert_int_eq(c.train.eval_every, eval_every[t]);
             ck_assert_str_eq(c.train.report, "last");
+            ck_assert_int_eq(c.train.eval_drop_last, t >= 2); /* tf.data drop_remainder: Retrieval and Image */
             ck_assert_str_eq(c.train.schedule, t == 3 ? "cosine" : "rsqrt");
             if (t < 3) ck_assert(fabs(c.train.lr - 0.05 / sqrt(c.train.warmup)) < 1e-9);
             /* the release's Linformer (k 16, one lr_kernel for keys and values) and Performer
@@ -111,12 +112,47 @@ START_TEST(test_lra_configs) {
 }
 END_TEST
 
+/* the Pathfinder configs (docs/lra.md, Pathfinder): every mixer, Path-32 and Path-X */
+START_TEST(test_pathfinder_configs) {
+    static const char *mixers[] = {"gma", "sdpa", "linear", "performer", "linformer"};
+    for (int x = 0; x < 5; x++)
+        for (int big = 0; big < 2; big++) {
+            char path[256];
+            snprintf(path, sizeof path, "configs/lra_%s_%s.json", big ? "pathx" : "pathfinder32", mixers[x]);
+            Config c;
+            cfg_defaults(&c);
+            ck_assert_msg(cfg_load_file(&c, path) == 0, "%s", gma_error());
+            ck_assert_msg(cfg_validate(&c) == 0, "%s: %s", path, gma_error());
+            ck_assert_str_eq(c.data.task, "pathfinder");
+            ck_assert_str_eq(c.model.mixer[0], mixers[x]);
+            ck_assert_int_eq(cfg_causal(&c), 0);
+            /* 160,000 training images: batch 512 (Path-X 64), 200 epochs, an evaluation and
+             * one warmup epoch, cosine to zero, mean pooling, whole evaluation batches only */
+            int B = big ? 64 : 512, epoch = 160000 / B;
+            ck_assert_int_eq(c.train.batch_size, B);
+            ck_assert_int_eq(c.train.steps, epoch * 200);
+            ck_assert_int_eq(c.train.eval_every, epoch);
+            ck_assert_int_eq(c.train.warmup, epoch);
+            ck_assert_str_eq(c.train.schedule, "cosine");
+            ck_assert(c.train.min_lr_ratio == 0 && c.train.decay_steps == c.train.steps);
+            ck_assert_int_eq(c.train.eval_drop_last, 1);
+            ck_assert_str_eq(c.train.report, "last");
+            ck_assert_str_eq(c.model.pooling, "mean");
+            ck_assert_int_eq(c.data.max_len, big ? 16384 : 1024);
+            ck_assert_str_eq(c.model.pos, big ? "learned" : "sinusoidal");
+            ck_assert(c.model.dropout == (big ? 0.1 : 0.2) && c.model.mlp_hidden_dropout == c.model.dropout);
+            ck_assert(c.train.grad_clip == (big ? 1.0 : 0));
+        }
+}
+END_TEST
+
 Suite *make_suite(void) {
     Suite *s = suite_create("configs");
     TCase *tc = tcase_create("configs");
     tcase_add_test(tc, test_all_configs_validate);
     tcase_add_test(tc, test_readme_reference_current);
     tcase_add_test(tc, test_lra_configs);
+    tcase_add_test(tc, test_pathfinder_configs);
     suite_add_tcase(s, tc);
     return s;
 }

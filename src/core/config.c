@@ -104,6 +104,9 @@ static const CfgKey g_tail[] = {
     {"train.grad_clip", CFGT_REAL, O(train.grad_clip), 0, "1", 0, 1e9, NULL, "Clip the global gradient norm to this (0 = off)."},
     {"train.eval_every", CFGT_INT, O(train.eval_every), 0, "100", 0, 1000000000, NULL, "Validation period in steps (0 = only at the end)."},
     {"train.eval_batches", CFGT_INT, O(train.eval_batches), 0, "20", 0, 1000000000, NULL, "Validation batches (0 = the whole split)."},
+    {"train.eval_drop_last", CFGT_BOOL, O(train.eval_drop_last), 0, "false", 0, 0, NULL,
+     "Classifier: the trainer's evaluations (validation, the final valid and test scores) read whole batches of "
+     "train.batch_size only, leaving out the rest of each split (tf.data's drop_remainder, as the LRA image tasks)."},
     {"train.log_every", CFGT_INT, O(train.log_every), 0, "10", 1, 1000000000, NULL, "metrics.jsonl / progress period in steps."},
     {"train.checkpoint_every", CFGT_INT, O(train.checkpoint_every), 0, "500", 0, 1000000000, NULL, "Checkpoint period (0 = only at the end)."},
     {"train.keep_checkpoints", CFGT_INT, O(train.keep_checkpoints), 0, "2", 1, 1000000, NULL, "Periodic checkpoints kept."},

@@ -84,6 +84,7 @@ typedef struct TrainCfg {
     int decay_embeddings, decay_norms, decay_biases, decay_mixture;
     double grad_clip;
     int eval_every, eval_batches, log_every, checkpoint_every, keep_checkpoints, max_bad_steps;
+    int eval_drop_last;     /* classifier: evaluate whole batches of batch_size only */
     int sample_every, sample_tokens; /* text samples during training (0 = none) */
     char sample_prompt[256];
 } TrainCfg;

@@ -118,7 +118,10 @@ int clstask_evaluate(ClsTask *t, Model *m, int s, long max_batches, ClsEval *r) 
     if (!t->have[s]) return gma_errorf("no %s split in this data", g_split_name[s]);
     const ClsDataset *d = &t->split[s];
     double nll = 0, correct = 0;
-    long nb = (d->n + t->B - 1) / t->B;
+    long nb = t->drop_last ? d->n / t->B : (d->n + t->B - 1) / t->B;
+    if (nb == 0)
+        return gma_errorf("train.eval_drop_last: the %s split holds %d examples, fewer than one batch of %d",
+                          g_split_name[s], d->n, t->B);
     if (max_batches > 0 && max_batches < nb) nb = max_batches;
     /* per-batch sums (loss, correct, examples), added up in batch order; with R
      * data-parallel ranks rank r evaluates batches r, r+R, ... and the tables are summed */

@@ -19,6 +19,7 @@ typedef struct ClsTask {
     uint32_t vocab;
     uint64_t seed;
     int B;           /* examples per batch (buffers) */
+    int drop_last;   /* evaluation: whole batches of B only (train.eval_drop_last) */
     int *perm;       /* training order of epoch perm_epoch */
     long perm_epoch;
     int *idx;        /* [B] examples of the current batch */
@@ -47,8 +48,9 @@ int clstask_train_batch(ClsTask *t, long k);
 int clstask_train_batch_part(ClsTask *t, long k, int B_global, int first);
 /* Fill t->tok/t->lab with examples idx[0..nb) of split s; returns the padded length N. */
 int clstask_fill(ClsTask *t, int s, const int *idx, int nb);
-/* Evaluate split s in order (max_batches 0 = all). Under data-parallel training every
- * rank calls it and the batches are shared out (dist.h); the result is the same. */
+/* Evaluate split s in order (max_batches 0 = all; with t->drop_last the last, partial batch
+ * is left out, and a split smaller than one batch is an error). Under data-parallel training
+ * every rank calls it and the batches are shared out (dist.h); the result is the same. */
 int clstask_evaluate(ClsTask *t, Model *m, int s, long max_batches, ClsEval *r);
 
 /* LRA model selection while training (docs/lra.md): the checkpoint with the best

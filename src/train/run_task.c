@@ -58,6 +58,7 @@ static void cls_close(Task *t) { clstask_close(&t->cls); }
 static int cls_open(Task *t, Config *cfg, int quiet) {
     if (clstask_open(&t->cls, cfg, 7u, t->B, quiet ? NULL : stderr) != 0) return -1;
     ClsTask *c = &t->cls;
+    c->drop_last = cfg->train.eval_drop_last; /* the trainer's evaluations; gmaeval reads whole splits */
     t->classify = t->report_acc = 1;
     for (int s = 0; s < 3; s++) t->have[s] = c->have[s];
     t->train_forward = cls_train_forward;
@@ -78,6 +79,10 @@ static int cls_open(Task *t, Config *cfg, int quiet) {
     else if (c->n_classes > cfg->model.n_classes)
         e = gma_errorf("key model.n_classes: %d, but the %s data has labels up to %d", cfg->model.n_classes,
                        cfg->data.task, c->n_classes - 1);
+    for (int s = SPLIT_VALID; s <= SPLIT_TEST && !e; s++)
+        if (c->drop_last && c->have[s] && c->split[s].n < t->B)
+            e = gma_errorf("key train.eval_drop_last: the %s split of %s holds %d examples, fewer than one batch of %d",
+                           s == SPLIT_VALID ? "valid" : "test", cfg->data.path, c->split[s].n, t->B);
     if (e) clstask_close(c);
     return e;
 }
