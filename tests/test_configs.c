@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "core/config.h"
+#include "model/model.h"
 #include "testutil.h"
 
 START_TEST(test_all_configs_validate) {
@@ -66,6 +67,7 @@ START_TEST(test_lra_configs) {
             ck_assert_int_eq(c.model.attn_bias, 0);
             ck_assert_str_eq(c.model.pos, t == 3 ? "learned" : "sinusoidal");
             ck_assert_str_eq(c.model.dense_init, "xavier_uniform");
+            ck_assert(c.model.mlp_bias_std == 1e-6);
             ck_assert(c.model.embed_std == 1.0 && c.model.cls_std == 0);
             ck_assert(c.train.beta1 == 0.9 && c.train.beta2 == 0.98 && c.train.adam_eps == 1e-9);
             ck_assert(c.train.decay_embeddings && c.train.decay_norms && c.train.decay_biases && c.train.decay_mixture);
@@ -142,6 +144,16 @@ START_TEST(test_pathfinder_configs) {
             ck_assert_str_eq(c.model.pos, big ? "learned" : "sinusoidal");
             ck_assert(c.model.dropout == (big ? 0.1 : 0.2) && c.model.mlp_hidden_dropout == c.model.dropout);
             ck_assert(c.train.grad_clip == (big ? 1.0 : 0));
+            ck_assert(c.model.mlp_bias_std == 1e-6 && !strcmp(c.model.head_init, "lecun_normal"));
+            /* the MLP biases are drawn, the block's other biases are zeros */
+            c.model.vocab_size = 257;
+            Model m;
+            ck_assert_msg(model_build(&m, &c) == 0, "%s: %s", path, gma_error());
+            const ParamInfo *fb = &m.pt.t[pt_find(&m.pt, "blocks.0.mlp.fc.bias")];
+            const ParamInfo *pb = &m.pt.t[pt_find(&m.pt, "blocks.0.mlp.proj.bias")];
+            ck_assert(fb->init == INIT_NORMAL && fb->init_a == 1e-6 && pb->init == INIT_NORMAL && pb->init_a == 1e-6);
+            ck_assert(m.pt.t[pt_find(&m.pt, "blocks.0.ln1.bias")].init == INIT_ZERO);
+            model_free(&m);
         }
 }
 END_TEST

@@ -9,6 +9,7 @@
 #include "data/lm/lmdata.h"
 #include "data/lm/recall.h"
 #include "data/lm/shard.h"
+#include "nn/params.h"
 #include "optim/optim.h"
 #include "testutil.h"
 
@@ -294,6 +295,37 @@ START_TEST(test_eval_windows) {
 }
 END_TEST
 
+/* the parameter table's initialisers: their ranges and standard deviations on 512 x 256 */
+START_TEST(test_init_distributions) {
+    ParamTable pt = {0};
+    int xa = pt_add2(&pt, "x", 512, 256, INIT_XAVIER_UNIFORM, 0, GROUP_WEIGHT);
+    int le = pt_add2(&pt, "l", 512, 256, INIT_LECUN_NORMAL, 0, GROUP_WEIGHT);
+    int no = pt_add2(&pt, "n", 512, 256, INIT_NORMAL, 0.02, GROUP_WEIGHT);
+    real *p = xcalloc(pt.total, sizeof(real));
+    Rng r;
+    rng_seed(&r, 5);
+    pt_init(&pt, p, &r);
+    const double bound[] = {sqrt(6.0 / (512 + 256)), 2 / sqrt(256.0) / 0.87962566103423978, 1e9},
+                 sd[] = {sqrt(6.0 / (512 + 256)) / sqrt(3.0), 1 / sqrt(256.0), 0.02};
+    const int idx[] = {xa, le, no};
+    for (int k = 0; k < 3; k++) {
+        const real *x = PT_PTR(p, &pt, idx[k]);
+        double s2 = 0, mx = 0;
+        for (int i = 0; i < 512 * 256; i++) s2 += (double)x[i] * x[i], mx = fmax(mx, fabs(x[i]));
+        double got = sqrt(s2 / (512 * 256));
+        ck_assert_msg(mx <= bound[k] * (1 + 1e-6), "init %d: max |x| %g beyond %g", k, mx, bound[k]);
+        ck_assert_msg(fabs(got / sd[k] - 1) < 0.01, "init %d: std %g, want %g", k, got, sd[k]);
+    }
+    /* the truncated normal reaches close to its bound; an untruncated one would pass it */
+    const real *l = PT_PTR(p, &pt, le);
+    double mx = 0;
+    for (int i = 0; i < 512 * 256; i++) mx = fmax(mx, fabs(l[i]));
+    ck_assert(mx > 0.95 * bound[1]);
+    free(p);
+    pt_free(&pt);
+}
+END_TEST
+
 START_TEST(test_schedule) {
     TrainCfg t;
     Config c;
@@ -353,6 +385,7 @@ Suite *make_suite(void) {
     tcase_add_test(tc, test_shard);
     tcase_add_test(tc, test_recall);
     tcase_add_test(tc, test_eval_windows);
+    tcase_add_test(tc, test_init_distributions);
     tcase_add_test(tc, test_schedule);
     suite_add_tcase(s, tc);
     return s;

@@ -68,11 +68,13 @@ static const CfgKey g_head[] = {
      "Std of the normal initialisation of tok_emb (-1 = model.init_std)."},
     {"model.cls_std", CFGT_REAL, O(model.cls_std), 0, "-1", -1, 100, NULL,
      "Std of the normal initialisation of cls_token (-1 = model.init_std, 0 = zeros)."},
+    {"model.mlp_bias_std", CFGT_REAL, O(model.mlp_bias_std), 0, "0", 0, 1, NULL,
+     "Standard deviation of the normal the MLP biases (fc, proj) are drawn from; 0 = zeros (the LRA release: 1e-6)."},
     {"model.dense_init", CFGT_STR, O(model.dense_init), S(model.dense_init), "normal", 0, 0, "normal|xavier_uniform",
      "Initialisation of the blocks' dense weights (attention projections, MLP): normal(init_std) (output projections "
      "scaled by 1/sqrt(2L)), or xavier_uniform U(-a, a), a = sqrt(6 / (fan_in + fan_out)) (docs/model.md §1)."},
     {"model.head_init", CFGT_STR, O(model.head_init), S(model.head_init), "normal", 0, 0, "normal|xavier_uniform|lecun_normal",
-     "Initialisation of the classifier head's weights: normal(init_std), xavier_uniform, or lecun_normal N(0, 1/fan_in)."},
+     "Initialisation of the classifier head's weights: normal(init_std), xavier_uniform, or lecun_normal (JAX's: a normal truncated to +-2, scaled to variance 1/fan_in)."},
 };
 
 /* the generic keys after the mixer sections (train.*, data.*) */

@@ -68,6 +68,7 @@ typedef struct ModelCfg {
     char head_act[16];      /* gelu | relu: activation of the head's hidden layers */
     double embed_std;       /* tok_emb init std (< 0 = init_std) */
     double cls_std;         /* cls_token init std (< 0 = init_std, 0 = zeros) */
+    double mlp_bias_std;    /* MLP biases' init std (0 = zeros) */
     char dense_init[16];    /* normal | xavier_uniform: blocks' dense weights */
     char head_init[16];     /* normal | xavier_uniform | lecun_normal: head weights */
 } ModelCfg;

@@ -59,9 +59,10 @@ int model_build(Model *m, const Config *c) {
     m->mlp = mc->mlp;
     double std = mc->init_std, ostd = std / sqrt(2.0 * m->L);
     ParamTable *pt = &m->pt;
-    /* initialisation options (docs/model.md §1): tok_emb std, the blocks' dense weights */
+    /* initialisation options (docs/model.md §1): tok_emb std, the blocks' dense weights and MLP biases */
     double estd = mc->embed_std >= 0 ? mc->embed_std : std;
     InitKind dense = !strcmp(mc->dense_init, "xavier_uniform") ? INIT_XAVIER_UNIFORM : INIT_NORMAL;
+    InitKind bias_init = mc->mlp_bias_std > 0 ? INIT_NORMAL : INIT_ZERO; /* zeros draw nothing */
     m->wte = pt_add2(pt, "tok_emb.weight", m->V, m->D, INIT_NORMAL, estd, GROUP_EMBED);
     m->wpe = !strcmp(mc->pos, "learned") ? pt_add2(pt, "pos_emb.weight", m->Nmax, m->D, INIT_NORMAL, std, GROUP_EMBED) : -1;
     m->blocks = xcalloc(m->L, sizeof(Block));
@@ -82,9 +83,9 @@ int model_build(Model *m, const Config *c) {
             b->ln2w = pt_add1(pt, NM("ln2.weight"), m->D, INIT_ONE, 0, GROUP_NORM);
             b->ln2b = pt_add1(pt, NM("ln2.bias"), m->D, INIT_ZERO, 0, GROUP_BIAS);
             b->fcw = pt_add2(pt, NM("mlp.fc.weight"), m->F, m->D, dense, std, GROUP_WEIGHT);
-            b->fcb = pt_add1(pt, NM("mlp.fc.bias"), m->F, INIT_ZERO, 0, GROUP_BIAS);
+            b->fcb = pt_add1(pt, NM("mlp.fc.bias"), m->F, bias_init, mc->mlp_bias_std, GROUP_BIAS);
             b->projw = pt_add2(pt, NM("mlp.proj.weight"), m->D, m->F, dense, ostd, GROUP_WEIGHT);
-            b->projb = pt_add1(pt, NM("mlp.proj.bias"), m->D, INIT_ZERO, 0, GROUP_BIAS);
+            b->projb = pt_add1(pt, NM("mlp.proj.bias"), m->D, bias_init, mc->mlp_bias_std, GROUP_BIAS);
         }
 #undef NM
     }

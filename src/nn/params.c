@@ -1,6 +1,7 @@
 /* params.c: the parameter table (see params.h). */
 #include "nn/params.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -46,6 +47,15 @@ void pt_free(ParamTable *pt) {
     memset(pt, 0, sizeof *pt);
 }
 
+/* N(0, 1) truncated to (-2, 2) (redrawn outside), divided by that truncated normal's standard
+ * deviation, so the draws have variance 1 */
+static double trunc_normal2(Rng *rng) {
+    double z;
+    do z = rng_normal(rng);
+    while (!(fabs(z) < 2));
+    return z / 0.87962566103423978;
+}
+
 void pt_init(const ParamTable *pt, real *params, Rng *rng) {
     for (int i = 0; i < pt->n; i++) {
         const ParamInfo *p = &pt->t[i];
@@ -59,7 +69,7 @@ void pt_init(const ParamTable *pt, real *params, Rng *rng) {
             case INIT_CONST: x[j] = (real)p->init_a; break;
             case INIT_NORMAL: x[j] = (real)(p->init_a * rng_normal(rng)); break;
             case INIT_XAVIER_UNIFORM: x[j] = (real)(xa * (2 * rng_uniform(rng) - 1)); break;
-            case INIT_LECUN_NORMAL: x[j] = (real)(ls * rng_normal(rng)); break;
+            case INIT_LECUN_NORMAL: x[j] = (real)(ls * trunc_normal2(rng)); break;
             }
         }
     }

@@ -10,8 +10,9 @@
 #include "core/common.h"
 #include "core/rng.h"
 
-/* XAVIER_UNIFORM: U(-a, a), a = sqrt(6 / (fan_in + fan_out)); LECUN_NORMAL: N(0, 1 / fan_in);
- * for a 2-d [out, in] tensor (docs/model.md §1); init_a is unused by both. */
+/* XAVIER_UNIFORM: U(-a, a), a = sqrt(6 / (fan_in + fan_out)); LECUN_NORMAL: JAX's and flax's
+ * lecun_normal, a normal truncated to +-2 and scaled to standard deviation 1 / sqrt(fan_in)
+ * (docs/model.md §1); for a 2-d [out, in] tensor; init_a is unused by both. */
 typedef enum { INIT_ZERO, INIT_ONE, INIT_NORMAL, INIT_CONST, INIT_XAVIER_UNIFORM, INIT_LECUN_NORMAL } InitKind;
 /* Groups decide weight decay (config train.decay_*); BUFFER tensors are state, not trained. */
 typedef enum { GROUP_WEIGHT, GROUP_BIAS, GROUP_NORM, GROUP_EMBED, GROUP_MIXTURE, GROUP_BUFFER } ParamGroup;
