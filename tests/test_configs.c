@@ -68,6 +68,7 @@ START_TEST(test_lra_configs) {
             ck_assert_str_eq(c.model.pos, t == 3 ? "learned" : "sinusoidal");
             ck_assert_str_eq(c.model.dense_init, "xavier_uniform");
             ck_assert(c.model.mlp_bias_std == 1e-6);
+            ck_assert_int_eq(c.train.lr_first_step, 0); /* the release's schedules see the 0-based step */
             ck_assert(c.model.embed_std == 1.0 && c.model.cls_std == 0);
             ck_assert(c.train.beta1 == 0.9 && c.train.beta2 == 0.98 && c.train.adam_eps == 1e-9);
             ck_assert(c.train.decay_embeddings && c.train.decay_norms && c.train.decay_biases && c.train.decay_mixture);
@@ -145,6 +146,7 @@ START_TEST(test_pathfinder_configs) {
             ck_assert(c.model.dropout == (big ? 0.1 : 0.2) && c.model.mlp_hidden_dropout == c.model.dropout);
             ck_assert(c.train.grad_clip == (big ? 1.0 : 0));
             ck_assert(c.model.mlp_bias_std == 1e-6 && !strcmp(c.model.head_init, "lecun_normal"));
+            ck_assert_int_eq(c.train.lr_first_step, 0);
             /* the MLP biases are drawn, the block's other biases are zeros */
             c.model.vocab_size = 257;
             Model m;

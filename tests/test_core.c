@@ -352,6 +352,18 @@ START_TEST(test_schedule) {
     ck_assert(fabs(optim_lr(&t, 9) - 1.0) < 1e-12);
     ck_assert(fabs(optim_lr(&t, 39) - 0.5) < 1e-12);
     ck_assert(fabs(optim_lr(&t, 1000) - sqrt(10.0 / 1001)) < 1e-12);
+    /* train.lr_first_step 0, the release's constant * linear_warmup * rsqrt_decay evaluated at
+     * the 0-based step: lr 0 at the first update, the peak at step W, lr sqrt(W / step) after */
+    t.lr_first_step = 0;
+    ck_assert(optim_lr(&t, 0) == 0);
+    ck_assert(fabs(optim_lr(&t, 5) - 0.5) < 1e-12);
+    ck_assert(fabs(optim_lr(&t, 10) - 1.0) < 1e-12);
+    ck_assert(fabs(optim_lr(&t, 40) - 0.5) < 1e-12);
+    ck_assert(fabs(optim_lr(&t, 1000) - sqrt(10.0 / 1000)) < 1e-12);
+    t.warmup = 0; /* no warmup: lr / sqrt(max(step, 1)) */
+    ck_assert(fabs(optim_lr(&t, 0) - 1.0) < 1e-12 && fabs(optim_lr(&t, 4) - 0.5) < 1e-12);
+    t.warmup = 10;
+    t.lr_first_step = 1;
     /* cosine to zero over decay_steps (LRA's steps_per_cycle), then the floor */
     snprintf(t.schedule, sizeof t.schedule, "cosine");
     t.min_lr_ratio = 0;
@@ -359,6 +371,12 @@ START_TEST(test_schedule) {
     ck_assert(fabs(optim_lr(&t, 110) - 0.5) < 1e-12);
     ck_assert(fabs(optim_lr(&t, 210) - 0.0) < 1e-12);
     ck_assert(fabs(optim_lr(&t, 500) - 0.0) < 1e-12);
+    /* ... and from step 0 (the release's linear_warmup * cosine_decay): the warmup ends a step
+     * later, the cosine is the same */
+    t.lr_first_step = 0;
+    ck_assert(optim_lr(&t, 0) == 0 && fabs(optim_lr(&t, 9) - 0.9) < 1e-12 && fabs(optim_lr(&t, 10) - 1.0) < 1e-12);
+    ck_assert(fabs(optim_lr(&t, 110) - 0.5) < 1e-12);
+    t.lr_first_step = 1;
     t.decay_steps = 0;
     ck_assert(fabs(optim_lr(&t, 60) - 0.5) < 1e-12);
     /* decay groups */

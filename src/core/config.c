@@ -88,6 +88,9 @@ static const CfgKey g_tail[] = {
     {"train.lr", CFGT_REAL, O(train.lr), 0, "0.0003", 0, 1e3, NULL, "Peak learning rate."},
     {"train.min_lr_ratio", CFGT_REAL, O(train.min_lr_ratio), 0, "0.1", 0, 1, NULL, "Final learning rate as a share of lr (cosine, linear)."},
     {"train.warmup", CFGT_INT, O(train.warmup), 0, "100", 0, 1000000000, NULL, "Linear warmup steps."},
+    {"train.lr_first_step", CFGT_INT, O(train.lr_first_step), 0, "1", 0, 1, NULL,
+     "The step number the warmup and rsqrt schedules give the first update: 1 (lr/warmup), or 0 as the LRA release "
+     "(learning rate 0 at the first update, the peak one step later)."},
     {"train.schedule", CFGT_STR, O(train.schedule), S(train.schedule), "cosine", 0, 0, "cosine|linear|constant|rsqrt",
      "Learning-rate schedule after warmup; rsqrt: lr * sqrt(warmup / step) (docs/model.md §1)."},
     {"train.decay_steps", CFGT_INT, O(train.decay_steps), 0, "0", 0, 1000000000, NULL,

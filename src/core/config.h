@@ -78,6 +78,7 @@ typedef struct TrainCfg {
     char optimizer[16];     /* adamw | sgd */
     double lr, min_lr_ratio;
     int warmup;
+    int lr_first_step;      /* the step number of the first update in warmup and rsqrt: 1, or 0 (LRA) */
     char schedule[16];      /* cosine | linear | constant | rsqrt */
     int decay_steps;        /* cosine / linear: steps of the decay after warmup (0 = steps - warmup) */
     char report[8];         /* best | last: the checkpoint whose test accuracy a classifier reports */

@@ -4,11 +4,14 @@
 #include <string.h>
 
 double optim_lr(const TrainCfg *t, long step) {
-    if (t->warmup > 0 && step < t->warmup) return t->lr * (double)(step + 1) / t->warmup;
+    /* n: the step number the warmup and rsqrt see, step + train.lr_first_step (docs/model.md
+     * §1): 1 by default (the first update at lr / W), 0 as the LRA release (lr 0 first) */
+    long n = step + t->lr_first_step;
+    if (t->warmup > 0 && n <= t->warmup) return t->lr * (double)n / t->warmup;
     if (!strcmp(t->schedule, "constant")) return t->lr;
-    /* rsqrt (docs/model.md §1): lr sqrt(warmup / (step + 1)) after warmup, the 1-based step
-     * that the warmup uses; with no warmup, lr / sqrt(step + 1) */
-    if (!strcmp(t->schedule, "rsqrt")) return t->lr * sqrt((double)(t->warmup > 0 ? t->warmup : 1) / (double)(step + 1));
+    /* rsqrt: lr sqrt(warmup / n) after warmup; with no warmup, lr / sqrt(n), n at least 1 */
+    if (!strcmp(t->schedule, "rsqrt"))
+        return t->lr * sqrt((double)(t->warmup > 0 ? t->warmup : 1) / (double)(n > 1 ? n : 1));
     long span = t->decay_steps > 0 ? t->decay_steps : t->steps - t->warmup;
     double p = span > 0 ? (double)(step - t->warmup) / span : 1.0;
     if (p > 1) p = 1;
