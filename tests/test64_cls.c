@@ -2,7 +2,8 @@
  * classifier: mean pooling over a padded batch, CLS pooling, the linear head, the
  * two-sequence head, and whole 2-layer classifiers (bidirectional gma and sdpa, padded
  * batches, mean and cls pooling, one and two sequences) on every parameter element;
- * the accumulate contract of the pooling; padding invariance of the logits. */
+ * the accumulate contract of the pooling; padding invariance of the logits, and padding as
+ * content with model.key_padding_mask false. */
 #include <string.h>
 
 #include "gradcheck.h"
@@ -214,6 +215,10 @@ START_TEST(test_cls_lra_settings) {
     model_case_sets("linformer", "cls", 1, LRA_SETS);
     model_case_sets("performer", "mean", 1, LRA_SETS);
     model_case_sets("linear", "cls", 1, LRA_SETS);
+    /* the release's linear, performer and linformer attention take no padding mask */
+    model_case_sets("linear", "cls", 1, LRA_SETS ";model.key_padding_mask=false;data.pad_full=true");
+    model_case_sets("performer", "cls", 1, LRA_SETS ";model.key_padding_mask=false;data.pad_full=true");
+    model_case_sets("linformer", "cls", 2, LRA_SETS ";model.key_padding_mask=false;data.pad_full=true");
 }
 END_TEST
 
@@ -326,6 +331,37 @@ START_TEST(test_pad_baselines) {
 }
 END_TEST
 
+/* model.key_padding_mask false: padding is content, so a padded token changes the logits of
+ * its example and of no other */
+static void unmasked_case(const char *mixer) {
+    Config cfg = cls_config(mixer, "cls", 1);
+    tu_apply_sets(&cfg, "model.key_padding_mask=false;data.pad_full=true");
+    ModCtx c;
+    memset(&c, 0, sizeof c);
+    c.n_seq = 1;
+    ck_assert_int_eq(model_build(&c.m, &cfg), 0);
+    model_alloc(&c.m, CB, CN);
+    model_init_params(&c.m, 8);
+    fill_batch(&c, 4);
+    LossStats st;
+    ck_assert_int_eq(model_forward_cls(&c.m, c.tok, NULL, c.lab, CB, CN, &st, 0, 0), 0);
+    real l0[CB * 3];
+    memcpy(l0, c.m.logits, sizeof l0);
+    ck_assert_int_eq(c.tok[CN - 1], 0); /* example 0 ends in padding */
+    c.tok[CN - 1] = 5;
+    ck_assert_int_eq(model_forward_cls(&c.m, c.tok, NULL, c.lab, CB, CN, &st, 0, 0), 0);
+    ck_assert_msg(c.m.logits[0] != l0[0] || c.m.logits[1] != l0[1] || c.m.logits[2] != l0[2], "%s: padding is ignored", mixer);
+    for (int i = 3; i < CB * 3; i++) ck_assert_msg(c.m.logits[i] == l0[i], "%s: logit %d of another example changed", mixer, i);
+    model_free(&c.m);
+}
+START_TEST(test_unmasked_padding) {
+    unmasked_case("linear");
+    unmasked_case("performer");
+    unmasked_case("linformer");
+    unmasked_case("sdpa");
+}
+END_TEST
+
 /* trimming the padding off (a batch of one padded example vs. its unpadded form) */
 START_TEST(test_trim_padding) {
     Config cfg = cls_config("gma", "mean", 1);
@@ -372,6 +408,7 @@ Suite *make_suite(void) {
     tcase_add_test(tm, test_pad_gma);
     tcase_add_test(tm, test_pad_sdpa);
     tcase_add_test(tm, test_pad_baselines);
+    tcase_add_test(tm, test_unmasked_padding);
     tcase_add_test(tm, test_trim_padding);
     suite_add_tcase(s, tm);
     return s;

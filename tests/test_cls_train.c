@@ -200,6 +200,40 @@ START_TEST(test_bad_input) {
     /* classify without classification data, and too few classes for the data */
     ck_assert_int_eq(run("./bin/gmatrain --config %s --out %s --quiet --set data.source=recall", tu_path("z.json"), tu_path("bad5")), 2);
     ck_assert_msg(strstr(g_out, "data.source"), "%s", g_out);
+    /* padding as content needs fixed-length batches */
+    ck_assert_int_eq(run("./bin/gmatrain --config %s --out %s --quiet --set model.key_padding_mask=false", tu_path("z.json"),
+                         tu_path("bad6")), 2);
+    ck_assert_msg(strstr(g_out, "key model.key_padding_mask: false makes padding content, so it needs data.pad_full true"),
+                  "%s", g_out);
+}
+END_TEST
+
+/* the release's linear attention without a padding mask, over batches padded to data.max_len
+ * (lengths 6-20 here): it still learns the task, and gmaeval pads as the trainer did */
+START_TEST(test_padding_as_content) {
+    make_data();
+    ck_assert_msg(run("./bin/gmatrain --config %s --out %s --quiet --set model.mixer=linear --set model.key_padding_mask=false "
+                      "--set data.pad_full=true --set model.pooling=cls --set data.max_len=23",
+                      tu_path("z.json"), tu_path("prun")) == 0, "%s", g_out);
+    char p[1024];
+    snprintf(p, sizeof p, "%s/summary.json", tu_path("prun"));
+    char *sum = gma_read_file(p, NULL);
+    ck_assert_ptr_nonnull(sum);
+    for (char *q = sum, *w = sum;; q++) {
+        if (*q != '\t' && *q != '\n' && *q != ' ') *w++ = *q;
+        if (!*q) break;
+    }
+    const char *fin = strstr(sum, "\"test\":{");
+    ck_assert_ptr_nonnull(fin);
+    double acc = json_number(fin, "acc");
+    printf("zfind, linear attention with padding as content: test acc %.3f\n", acc);
+    ck_assert_msg(acc >= 0.8, "did not learn: %.3f (chance 0.5)", acc);
+    free(sum);
+    snprintf(p, sizeof p, "%s/latest", tu_path("prun"));
+    ck_assert_msg(run("./bin/gmaeval --checkpoint %s --data test --batch 7", p) == 0, "%s", g_out);
+    char want[64];
+    snprintf(want, sizeof want, "| acc %.4f |", acc);
+    ck_assert_msg(strstr(g_out, want), "gmaeval at another batch size: %s (want %s)", g_out, want);
 }
 END_TEST
 
@@ -264,6 +298,7 @@ Suite *make_suite(void) {
     tcase_add_test(tc, test_release_settings_report_last);
     tcase_add_test(tc, test_resume_exact);
     tcase_add_test(tc, test_bad_input);
+    tcase_add_test(tc, test_padding_as_content);
     tcase_add_test(tc, test_two_sequences);
     suite_add_tcase(s, tc);
     return s;

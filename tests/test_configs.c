@@ -69,6 +69,12 @@ START_TEST(test_lra_configs) {
             ck_assert_str_eq(c.model.dense_init, "xavier_uniform");
             ck_assert(c.model.mlp_bias_std == 1e-6);
             ck_assert_int_eq(c.train.lr_first_step, 0); /* the release's schedules see the 0-based step */
+            /* the release's linear, performer and linformer attention take no padding mask, over
+             * batches padded to the full length (the tasks with padding: ListOps, Text, Retrieval) */
+            int unmasked = t < 3 && (!strcmp(mixers[x], "linear") || !strcmp(mixers[x], "performer") ||
+                                     !strcmp(mixers[x], "linformer"));
+            ck_assert_int_eq(c.model.key_padding_mask, !unmasked);
+            ck_assert_int_eq(c.data.pad_full, unmasked);
             ck_assert(c.model.embed_std == 1.0 && c.model.cls_std == 0);
             ck_assert(c.train.beta1 == 0.9 && c.train.beta2 == 0.98 && c.train.adam_eps == 1e-9);
             ck_assert(c.train.decay_embeddings && c.train.decay_norms && c.train.decay_biases && c.train.decay_mixture);

@@ -43,6 +43,9 @@ static const CfgKey g_head[] = {
     {"model.auto_threshold", CFGT_INT, O(model.auto_threshold), 0, "1024", 1, 16777216, NULL,
      "mixer \"auto\": sequences shorter than this use sdpa, others gma."},
     {"model.pooling", CFGT_STR, O(model.pooling), S(model.pooling), "mean", 0, 0, "mean|cls", "Classifier pooling."},
+    {"model.key_padding_mask", CFGT_BOOL, O(model.key_padding_mask), 0, "true", 0, 0, NULL,
+     "Classifier: the mixers mask padded keys (false: padding tokens are keys like any other, as the LRA release's "
+     "linear, performer and linformer attention; needs data.pad_full)."},
     {"model.n_classes", CFGT_INT, O(model.n_classes), 0, "2", 2, 100000, NULL, "Classes of the classifier head."},
     {"model.n_seq", CFGT_INT, O(model.n_seq), 0, "0", 0, 2, NULL,
      "Classifier: sequences per example, 1 or 2 (two-sequence head, retrieval); 0 = from the data."},
@@ -139,6 +142,8 @@ static const CfgKey g_tail[] = {
      "Classification: tokens per sequence (0 = train.seq_len, less 1 with model.pooling \"cls\")."},
     {"data.truncate", CFGT_BOOL, O(data.truncate), 0, "true", 0, 0, NULL,
      "Classification: truncate longer sequences to data.max_len with a counted warning (false = refuse the data)."},
+    {"data.pad_full", CFGT_BOOL, O(data.pad_full), 0, "false", 0, 0, NULL,
+     "Classification: pad every batch to data.max_len (the LRA release's padded_batch to max_length), not to its longest sequence."},
     {"data.strip_headers", CFGT_BOOL, O(data.strip_headers), 0, "false", 0, 0, NULL,
      "Generic classification data: drop everything up to the first empty line (mail headers)."},
 };
@@ -535,6 +540,9 @@ int cfg_validate(const Config *c) {
             return gma_errorf("key data.max_len: %d%s does not fit train.seq_len = %d", c->data.max_len,
                               slot ? " plus the CLS slot" : "", c->train.seq_len);
         if (slot && c->train.seq_len < 2) return gma_errorf("key train.seq_len: needs at least 2 with model.pooling \"cls\"");
+        if (!m->key_padding_mask && !c->data.pad_full)
+            return gma_errorf("key model.key_padding_mask: false makes padding content, so it needs data.pad_full true "
+                              "(else an example's padding would depend on its batch)");
     }
     if (c->train.sample_every > 0 && (classify || !causal))
         return gma_errorf("key train.sample_every: only causal language models generate samples (model.task \"lm\", model.causal true)");

@@ -56,6 +56,7 @@ typedef struct ModelCfg {
     double init_std;
     int auto_threshold;
     char pooling[16];       /* mean | cls (classify) */
+    int key_padding_mask;   /* classify: the mixers see the key-padding mask (0: padding is content) */
     int n_classes;
     int n_seq;              /* classify: sequences per example (1, 2); 0 = from the data */
     double dropout;         /* embedding sum, mixer and MLP outputs (docs/model.md §8) */
@@ -100,6 +101,7 @@ typedef struct DataCfg {
     char task[16];          /* cls: listops | text | retrieval | image | jsonl | tsv */
     int max_len;            /* cls: tokens per sequence (0 = train.seq_len, less the CLS slot) */
     int truncate;           /* cls: 1 truncate longer sequences (counted), 0 refuse */
+    int pad_full;           /* cls: pad every batch to max_len (else to its longest sequence) */
     int strip_headers;      /* cls generic data: drop mail headers */
 } DataCfg;
 

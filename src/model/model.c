@@ -389,6 +389,10 @@ int model_forward(Model *m, const int32_t *tok, const int32_t *tgt, int B, int N
     return 0;
 }
 
+/* The key mask the classifier's mixers see: the padding mask with its CLS slot, or none with
+ * model.key_padding_mask false (padding tokens are then keys like the others; docs/model.md §2) */
+static const uint8_t *mixer_keymask(const Model *m) { return m->cfg.model.key_padding_mask ? m->mask_host : NULL; }
+
 int model_forward_cls(Model *m, const int32_t *tok, const uint8_t *keymask, const int32_t *labels, int B, int N,
                       LossStats *st, int training, long step) {
     if (!m->classify) return gma_errorf("model_forward_cls: this model is a language model (model.task \"lm\")");
@@ -420,7 +424,7 @@ int model_forward_cls(Model *m, const int32_t *tok, const uint8_t *keymask, cons
     m->B = S;
     m->N = Nt;
     m->n_ex = B;
-    m->keymask = m->mask_host;
+    m->keymask = mixer_keymask(m); /* what the mixers see (buffers and routing statistics too) */
     drop_start(m, training, step);
     size_t R = (size_t)S * Nt;
     g_ops->to_device(m->tok, m->tok_host, sizeof(int32_t) * R);
@@ -432,7 +436,7 @@ int model_forward_cls(Model *m, const int32_t *tok, const uint8_t *keymask, cons
             g_ops->copy(row, PP(m->cls_tok), sizeof(real) * D);
             if (pos_table(m)) g_ops->axpy(row, 1, pos_table(m), D);
         }
-    MixerCtx ctx = {.B = S, .N = Nt, .causal = m->causal, .keymask = m->mask_host, .training = training, .step = step};
+    MixerCtx ctx = {.B = S, .N = Nt, .causal = m->causal, .keymask = mixer_keymask(m), .training = training, .step = step};
     blocks_forward(m, &ctx);
     pool_weights(m->pool_w_host, m->mask_host, S, Nt, m->pool_cls ? POOL_CLS : POOL_MEAN);
     g_ops->to_device(m->pool_w, m->pool_w_host, sizeof(real) * R);
@@ -460,7 +464,7 @@ static void backward_cls(Model *m, double loss_scale) {
                       site_drop(m, &gh, 0, GMA_DROP_HEAD, m->cfg.model.head_dropout));
     g_ops->zero(m->dtmp, sizeof(real) * R * D);
     pool_backward(m->dtmp, m->dpooled, m->pool_w, S, Nt, D);
-    MixerCtx ctx = {.B = S, .N = Nt, .causal = m->causal, .keymask = m->mask_host, .training = 1,
+    MixerCtx ctx = {.B = S, .N = Nt, .causal = m->causal, .keymask = mixer_keymask(m), .training = 1,
                     .aux_scale = loss_scale};
     blocks_backward(m, &ctx);
     if (m->pool_cls)
@@ -580,7 +584,7 @@ int model_kmeans_init_cls(Model *m, const int32_t *tok, const int32_t *labels, i
         if (!mx->vt->health || !mx->vt->health->wants_kmeans(mx)) continue;
         LossStats st;
         if (model_forward_cls(m, tok, NULL, labels, B, N, &st, 0, 0) != 0) return -1;
-        MixerCtx ctx = {.B = m->B, .N = m->N, .causal = m->causal, .keymask = m->mask_host, .training = 0,
+        MixerCtx ctx = {.B = m->B, .N = m->N, .causal = m->causal, .keymask = mixer_keymask(m), .training = 0,
                         .gather = m->gather, .gather_ctx = m->gather_ctx};
         if (mx->vt->health->kmeans_init(mx, &ctx, m->params, m->blocks[l].act, rng) != 0) return -1;
     }

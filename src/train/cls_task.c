@@ -51,6 +51,7 @@ int clstask_open(ClsTask *t, const Config *c, unsigned splits, int B, FILE *warn
     }
     t->seed = (uint64_t)c->seed;
     t->B = B;
+    t->pad_full = c->data.pad_full;
     t->perm_epoch = -1;
     t->idx = xcalloc(B, sizeof(int));
     t->tok = xcalloc((size_t)B * (t->n_seq ? t->n_seq : 1) * t->max_len, sizeof(int32_t));
@@ -77,7 +78,7 @@ int clstask_fill(ClsTask *t, int s, const int *idx, int nb) {
             clsdata_seq(d, idx[b], q, &len);
             if ((int)len > N) N = (int)len;
         }
-    if (N > t->max_len) N = t->max_len; /* loaders already cut to max_len */
+    if (N > t->max_len || t->pad_full) N = t->max_len; /* loaders already cut to max_len */
     for (int q = 0; q < d->n_seq; q++)
         for (int b = 0; b < nb; b++) {
             size_t len;

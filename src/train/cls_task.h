@@ -1,6 +1,6 @@
 /* cls_task.h: classification data for the trainer and gmaeval: the splits of a ClsDataset
- * task (data.source "cls"), batches padded with 0 to the longest sequence of the batch,
- * the training order (a permutation per epoch derived from (seed, epoch), so micro-batch
+ * task (data.source "cls"), batches padded with 0 to the longest sequence of the batch (to
+ * max_len with data.pad_full), the training order (a permutation per epoch derived from (seed, epoch), so micro-batch
  * k is a pure function of k and resume is exact), and evaluation (loss and accuracy). */
 #ifndef GMA_CLS_TASK_H
 #define GMA_CLS_TASK_H
@@ -20,6 +20,7 @@ typedef struct ClsTask {
     uint64_t seed;
     int B;           /* examples per batch (buffers) */
     int drop_last;   /* evaluation: whole batches of B only (train.eval_drop_last) */
+    int pad_full;    /* batches padded to max_len (data.pad_full) */
     int *perm;       /* training order of epoch perm_epoch */
     long perm_epoch;
     int *idx;        /* [B] examples of the current batch */
