@@ -75,6 +75,9 @@ START_TEST(test_lra_configs) {
                                      !strcmp(mixers[x], "linformer"));
             ck_assert_int_eq(c.model.key_padding_mask, !unmasked);
             ck_assert_int_eq(c.data.pad_full, unmasked);
+            /* Performer: no denominator stabiliser (0 for the ReLU kernel; the softmax kernel's 1e-6
+             * only where the denominator is below it) */
+            if (!strcmp(mixers[x], "performer")) ck_assert(cfg_num(&c, "gma.eps") == 0);
             ck_assert(c.model.embed_std == 1.0 && c.model.cls_std == 0);
             ck_assert(c.train.beta1 == 0.9 && c.train.beta2 == 0.98 && c.train.adam_eps == 1e-9);
             ck_assert(c.train.decay_embeddings && c.train.decay_norms && c.train.decay_biases && c.train.decay_mixture);
