@@ -32,7 +32,8 @@ if ! scripts/lra_standin.sh "$tmp/d" --n 2 --no-pathx > "$tmp/standin.log" 2>&1;
 fi
 tiny=(--set model.d_model=16 --set model.n_heads=2 --set model.n_layers=1 --set model.d_ff=32
       --set model.qkv_dim=0 --set model.head_hidden=16 --set train.batch_size=2 --set train.steps=1
-      --set train.eval_every=0 --set train.checkpoint_every=0 --set threads=1)
+      --set train.eval_every=0 --set train.checkpoint_every=0 --set threads=1
+      --set train.eval_drop_last=false) # the loaders' whole splits, partial batches too
 # task, data path, valid and test examples the stand-in holds (image: half of 2 records, 2)
 while read -r task path nv nt extra; do
   out="$tmp/run_$task"
