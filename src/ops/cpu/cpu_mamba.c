@@ -267,6 +267,28 @@ GMA_INLINE void scan_step(real *restrict hn, const real *hp, const real *restric
     }
 }
 
+/* One time step of a channel group, state h [s][c] in place: y = Cm . h' + Dskip u with
+ * h' = exp(dt A) h + dt u Bm (ea: the decay's scratch) */
+GMA_INLINE void scan_time_step(real *restrict y, real *restrict h, real *restrict ea, const real *restrict A,
+                               const real *restrict ut, const real *restrict dtt, const real *restrict Bt,
+                               const real *restrict Ct, const real *restrict Dk, int cw, int S) {
+    real xb[SCAN_CW], acc[SCAN_CW];
+    scan_decay(ea, A, dtt, cw, S);
+    for (int c = 0; c < cw; c++) xb[c] = dtt[c] * ut[c], acc[c] = 0;
+    for (int s = 0; s < S; s++) {
+        const real *restrict es = ea + (size_t)s * cw;
+        real *restrict hs = h + (size_t)s * cw;
+        real bs = Bt[s], cs_ = Ct[s];
+#pragma omp simd
+        for (int c = 0; c < cw; c++) {
+            real v = es[c] * hs[c] + xb[c] * bs;
+            hs[c] = v;
+            acc[c] += cs_ * v;
+        }
+    }
+    for (int c = 0; c < cw; c++) y[c] = acc[c] + Dk[c] * ut[c];
+}
+
 /* Rows t of [B, N, E] arrays are E apart: a group's slice of a row ahead is fetched
  * SCAN_PF steps early (the hardware prefetcher does not follow that stride in time). */
 #define SCAN_PF 8
@@ -286,7 +308,6 @@ GMA_INLINE void scan_fwd_group(const ScanArgs *a, real *y, real *hck, const real
                                int c0, int cw) {
     int N = a->N, E = a->E, S = a->S, chunk = a->chunk;
     size_t cs = (size_t)cw * S;
-    real xb[SCAN_CW], acc[SCAN_CW];
     memset(h, 0, sizeof(real) * cs);
     for (int t = 0; t < N; t++) {
         if (t % chunk == 0) {
@@ -302,20 +323,7 @@ GMA_INLINE void scan_fwd_group(const ScanArgs *a, real *y, real *hck, const real
             size_t ahead = (size_t)SCAN_PF * E;
             scan_prefetch(ut + ahead, cw), scan_prefetch(dtt + ahead, cw), scan_prefetch(yt + ahead, cw);
         }
-        scan_decay(ea, A, dtt, cw, S);
-        for (int c = 0; c < cw; c++) xb[c] = dtt[c] * ut[c], acc[c] = 0;
-        for (int s = 0; s < S; s++) {
-            const real *restrict es = ea + (size_t)s * cw;
-            real *restrict hs = h + (size_t)s * cw;
-            real bs = Bt[s], cs_ = Ct[s];
-#pragma omp simd
-            for (int c = 0; c < cw; c++) {
-                real v = es[c] * hs[c] + xb[c] * bs;
-                hs[c] = v;
-                acc[c] += cs_ * v;
-            }
-        }
-        for (int c = 0; c < cw; c++) yt[c] = acc[c] + a->Dskip[c0 + c] * ut[c];
+        scan_time_step(yt, h, ea, A, ut, dtt, Bt, Ct, a->Dskip + c0, cw, S);
     }
 }
 
@@ -335,7 +343,7 @@ void cpu_scan_forward(real *y, real *hck, const real *u, const real *dt, const r
         }
 }
 
-/* One step per (sequence, channel group), as a time step of scan_fwd_group: the carried
+/* One step per (sequence, channel group), scan_fwd_group's time step: the carried
  * state [E][S] is turned state-major for the group's vector loops and back. Serial below a
  * few thousand state entries (batch-1 decoding), where a parallel region costs more. */
 void cpu_scan_step(real *y, real *h, size_t h_stride, const real *u, const real *dt, const real *Bm, const real *Cm,
@@ -346,30 +354,15 @@ void cpu_scan_step(real *y, real *h, size_t h_stride, const real *u, const real 
         for (int g = 0; g < G; g++) {
             int c0 = g * SCAN_CW, cw = GMA_MIN(SCAN_CW, E - c0);
             size_t cs = (size_t)cw * S;
-            real *hl = cpu_workspace(1, 3 * cs), *A = hl + cs, *ea = A + cs, xb[SCAN_CW], acc[SCAN_CW];
+            real *hl = cpu_workspace(1, 3 * cs), *A = hl + cs, *ea = A + cs;
             real *hb = h + b * h_stride + (size_t)c0 * S;
-            const real *ut = u + (size_t)b * E + c0, *dtt = dt + (size_t)b * E + c0, *Bt = Bm + (size_t)b * S,
-                       *Ct = Cm + (size_t)b * S;
+            size_t r = (size_t)b * E + c0;
             scan_load_A(A, A_log, c0, cw, S);
             for (int c = 0; c < cw; c++)
                 for (int s = 0; s < S; s++) hl[(size_t)s * cw + c] = hb[(size_t)c * S + s];
-            scan_decay(ea, A, dtt, cw, S);
-            for (int c = 0; c < cw; c++) xb[c] = dtt[c] * ut[c], acc[c] = 0;
-            for (int s = 0; s < S; s++) {
-                const real *restrict es = ea + (size_t)s * cw;
-                real *restrict hs = hl + (size_t)s * cw;
-                real bs = Bt[s], cs_ = Ct[s];
-#pragma omp simd
-                for (int c = 0; c < cw; c++) {
-                    real v = es[c] * hs[c] + xb[c] * bs;
-                    hs[c] = v;
-                    acc[c] += cs_ * v;
-                }
-            }
-            for (int c = 0; c < cw; c++) {
-                y[(size_t)b * E + c0 + c] = acc[c] + Dskip[c0 + c] * ut[c];
+            scan_time_step(y + r, hl, ea, A, u + r, dt + r, Bm + (size_t)b * S, Cm + (size_t)b * S, Dskip + c0, cw, S);
+            for (int c = 0; c < cw; c++)
                 for (int s = 0; s < S; s++) hb[(size_t)c * S + s] = hl[(size_t)s * cw + c];
-            }
         }
 }
 
