@@ -283,15 +283,19 @@ START_TEST(test_cls_baselines) {
 END_TEST
 
 /* ---------------- padding invariance ---------------- */
+/* a classifier of cfg with its parameters (seed 8) and a padded batch (seed 4) */
+static void pad_setup(ModCtx *c, const Config *cfg, int n_seq) {
+    memset(c, 0, sizeof *c);
+    c->n_seq = n_seq;
+    ck_assert_int_eq(model_build(&c->m, cfg), 0);
+    model_alloc(&c->m, CB, CN);
+    model_init_params(&c->m, 8);
+    fill_batch(c, 4);
+}
 static void pad_case(const char *mixer, const char *pooling, int n_seq) {
     Config cfg = cls_config(mixer, pooling, n_seq);
     ModCtx c;
-    memset(&c, 0, sizeof c);
-    c.n_seq = n_seq;
-    ck_assert_int_eq(model_build(&c.m, &cfg), 0);
-    model_alloc(&c.m, CB, CN);
-    model_init_params(&c.m, 8);
-    fill_batch(&c, 4);
+    pad_setup(&c, &cfg, n_seq);
     uint8_t mask[2 * CB * CN];
     for (int i = 0; i < n_seq * CB * CN; i++) mask[i] = c.tok[i] != 0;
     LossStats st;
@@ -337,12 +341,7 @@ static void unmasked_case(const char *mixer) {
     Config cfg = cls_config(mixer, "cls", 1);
     tu_apply_sets(&cfg, "model.key_padding_mask=false;data.pad_full=true");
     ModCtx c;
-    memset(&c, 0, sizeof c);
-    c.n_seq = 1;
-    ck_assert_int_eq(model_build(&c.m, &cfg), 0);
-    model_alloc(&c.m, CB, CN);
-    model_init_params(&c.m, 8);
-    fill_batch(&c, 4);
+    pad_setup(&c, &cfg, 1);
     LossStats st;
     ck_assert_int_eq(model_forward_cls(&c.m, c.tok, NULL, c.lab, CB, CN, &st, 0, 0), 0);
     real l0[CB * 3];

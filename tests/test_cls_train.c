@@ -62,6 +62,18 @@ static double json_number(const char *text, const char *key) {
     return strtod(p + strlen(k), NULL);
 }
 
+/* a JSON file with its whitespace taken out (cJSON_Print puts a tab after the colon), so
+ * that "key":value can be searched for; the caller frees it */
+static char *read_flat(const char *path) {
+    char *t = gma_read_file(path, NULL);
+    ck_assert_msg(t != NULL, "cannot read %s", path);
+    for (char *q = t, *w = t;; q++) {
+        if (*q != '\t' && *q != '\n' && *q != ' ') *w++ = *q;
+        if (!*q) break;
+    }
+    return t;
+}
+
 START_TEST(test_learns_and_keeps_best) {
     make_data();
     ck_assert_msg(run("./bin/gmatrain --config %s --out %s --quiet", tu_path("z.json"), tu_path("run")) == 0, "%s", g_out);
@@ -69,13 +81,7 @@ START_TEST(test_learns_and_keeps_best) {
     snprintf(p, sizeof p, "%s/best/model.safetensors", tu_path("run"));
     ck_assert_msg(gma_path_exists(p), "no best checkpoint");
     snprintf(p, sizeof p, "%s/summary.json", tu_path("run"));
-    char *sum = gma_read_file(p, NULL);
-    ck_assert_ptr_nonnull(sum);
-    char *flat = sum; /* cJSON_Print puts a tab after the colon */
-    for (char *q = flat, *w = flat;; q++) {
-        if (*q != '\t' && *q != '\n' && *q != ' ') *w++ = *q;
-        if (!*q) break;
-    }
+    char *sum = read_flat(p), *flat = sum;
     double best = json_number(flat, "best_valid_acc"), test = json_number(flat, "test_acc_at_best");
     printf("zfind: best valid acc %.3f, test acc at best %.3f\n", best, test);
     ck_assert_msg(best >= 0.8 && test >= 0.8, "did not learn: valid %.3f test %.3f (chance 0.5)", best, test);
@@ -93,11 +99,7 @@ START_TEST(test_learns_and_keeps_best) {
     snprintf(p, sizeof p, "%s/best", tu_path("run"));
     ck_assert_msg(run("./bin/gmaeval --checkpoint %s --data test --json %s", p, tu_path("e.json")) == 0, "%s", g_out);
     ck_assert_msg(strstr(g_out, "\ntest loss ") && strstr(g_out, "| acc ") && strstr(g_out, "| 200 examples |"), "%s", g_out);
-    char *js = gma_read_file(tu_path("e.json"), NULL);
-    for (char *q = js, *w = js;; q++) {
-        if (*q != '\t' && *q != '\n' && *q != ' ') *w++ = *q;
-        if (!*q) break;
-    }
+    char *js = read_flat(tu_path("e.json"));
     ck_assert(fabs(json_number(js, "acc") - test) < 1e-9);
     json_number(js, "loss");
     free(js);
@@ -121,12 +123,7 @@ START_TEST(test_release_settings_report_last) {
                   "%s", g_out);
     char p[1024];
     snprintf(p, sizeof p, "%s/summary.json", tu_path("lrun"));
-    char *sum = gma_read_file(p, NULL);
-    ck_assert_ptr_nonnull(sum);
-    for (char *q = sum, *w = sum;; q++) {
-        if (*q != '\t' && *q != '\n' && *q != ' ') *w++ = *q;
-        if (!*q) break;
-    }
+    char *sum = read_flat(p);
     const char *fin = strstr(sum, "\"test\":{");
     ck_assert_ptr_nonnull(fin);
     double last = json_number(fin, "acc"), reported = json_number(sum, "reported_test_acc");
@@ -217,12 +214,7 @@ START_TEST(test_padding_as_content) {
                       tu_path("z.json"), tu_path("prun")) == 0, "%s", g_out);
     char p[1024];
     snprintf(p, sizeof p, "%s/summary.json", tu_path("prun"));
-    char *sum = gma_read_file(p, NULL);
-    ck_assert_ptr_nonnull(sum);
-    for (char *q = sum, *w = sum;; q++) {
-        if (*q != '\t' && *q != '\n' && *q != ' ') *w++ = *q;
-        if (!*q) break;
-    }
+    char *sum = read_flat(p);
     const char *fin = strstr(sum, "\"test\":{");
     ck_assert_ptr_nonnull(fin);
     double acc = json_number(fin, "acc");
@@ -272,11 +264,7 @@ START_TEST(test_two_sequences) {
                       tu_path("pairs.json"), tu_path("prun")) == 0,
                   "%s", g_out);
     snprintf(p, sizeof p, "%s/summary.json", tu_path("prun"));
-    char *sum = gma_read_file(p, NULL);
-    for (char *q = sum, *w = sum;; q++) {
-        if (*q != '\t' && *q != '\n' && *q != ' ') *w++ = *q;
-        if (!*q) break;
-    }
+    char *sum = read_flat(p);
     double test = json_number(sum, "test_acc_at_best");
     printf("pairs: test acc at best %.3f\n", test);
     ck_assert_msg(test >= 0.75, "two-sequence task not learned: %.3f (chance 0.5)", test);
