@@ -141,6 +141,14 @@ START_TEST(test_release_settings_report_last) {
     ck_assert_msg(strstr(m, "\"split\":\"valid\"") && !strstr(m, "\"examples\":200"), "%s", m);
     ck_assert_ptr_nonnull(strstr(m, "\"examples\":192"));
     free(m);
+    /* gmaeval --drop-last scores the trainer's 192 test examples of the final model */
+    ck_assert_msg(run("./bin/gmaeval --checkpoint %s --data test --drop-last", tu_path("lrun")) == 0, "%s", g_out);
+    char want[64];
+    snprintf(want, sizeof want, "| acc %.4f | 192 examples |", last);
+    ck_assert_msg(strstr(g_out, want), "%s (want %s)", g_out, want);
+    ck_assert_int_eq(run("./bin/gmaeval --checkpoint %s --data test --drop-last --batch 256", tu_path("lrun")), 2);
+    ck_assert_msg(strstr(g_out, "gmaeval: --drop-last: the test split of ") && strstr(g_out, "fewer than one batch of 256"),
+                  "%s", g_out);
     /* a split smaller than one batch has nothing to score: one line naming the key */
     ck_assert_int_eq(run("./bin/gmatrain --config %s --out %s --quiet --set train.eval_drop_last=true "
                          "--set train.batch_size=256 --set train.steps=2 --set train.eval_every=1",

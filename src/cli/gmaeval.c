@@ -23,7 +23,7 @@
 
 static void usage(FILE *f) {
     fprintf(f, "usage: gmaeval --checkpoint PATH --data SPLIT|FILE [--data-path DIR] [--seq-len N] [--batch B] [--stride S]\n"
-               "               [--json OUT] [--device cpu|cuda] [--threads N]\n"
+               "               [--json OUT] [--device cpu|cuda] [--threads N] [--drop-last]\n"
                "               [--analyze] [--analyze-json FILE] [--dump-responsibilities FILE]\n"
                "       gmaeval --help | --version\n"
                "PATH: a checkpoint directory, a run directory (its latest checkpoint) or a model.safetensors.\n"
@@ -34,7 +34,9 @@ static void usage(FILE *f) {
                "--analyze: routing analysis of the GMA layers (docs/routing.md): JSON to --analyze-json FILE (default\n"
                "  beside --json as X.analysis.json, else analysis.json), a readable report (stdout and FILE's .txt),\n"
                "  PNG plots in FILE's _plots/ directory through gnuplot when installed.\n"
-               "--dump-responsibilities FILE: raw query responsibilities, binary layout in docs/analysis.md.\n");
+               "--dump-responsibilities FILE: raw query responsibilities, binary layout in docs/analysis.md.\n"
+               "--drop-last: classifiers: score whole batches of B (--batch, else the run's train.batch_size) only,\n"
+               "  as the trainer with train.eval_drop_last (the LRA release's drop_remainder).\n");
 }
 
 /* print o to path (written atomically) and free it; 0, or -1 with gma_error set */
@@ -74,7 +76,7 @@ static long parse_int(const char *opt, const char *v, long lo) {
 }
 
 /* Classifier checkpoints: loss and accuracy on a split of the data the run trained on. */
-static int eval_classifier(Config *cfg, const char *dir, const char *data, int B, const char *json) {
+static int eval_classifier(Config *cfg, const char *dir, const char *data, int B, int drop_last, const char *json) {
     int split = lmdata_split_index(data);
     if (split < 0) {
         fprintf(stderr, "gmaeval: --data %s: a classifier is evaluated on train, valid or test of its %s data (%s)\n", data,
@@ -83,6 +85,13 @@ static int eval_classifier(Config *cfg, const char *dir, const char *data, int B
     }
     ClsTask t;
     if (clstask_open(&t, cfg, 1u << split, B, stderr) != 0) return fail(2);
+    t.drop_last = drop_last;
+    if (drop_last && t.split[split].n < B) {
+        fprintf(stderr, "gmaeval: --drop-last: the %s split of %s holds %d examples, fewer than one batch of %d\n", data,
+                cfg->data.path, t.split[split].n, B);
+        clstask_close(&t);
+        return 2;
+    }
     Model m;
     if (model_build(&m, cfg) != 0) return fail(2);
     if (model_check_memory(&m, B, t.max_len) != 0) return fail(2);
@@ -330,7 +339,7 @@ int main(int argc, char **argv) {
     gma_openmp_env(argv);
     if (cli_version("gmaeval", argc, argv)) return 0;
     const char *ckpt = NULL, *data = NULL, *json = NULL, *device = NULL, *ajson = NULL, *dump = NULL, *data_path = NULL;
-    int analyze = 0;
+    int analyze = 0, drop_last = 0;
     long seq_len = 0, batch = 0, stride = -1, threads = -1;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
@@ -343,6 +352,7 @@ int main(int argc, char **argv) {
         else if (!strcmp(a, "--data-path") && nx) data_path = argv[++i];
         else if (!strcmp(a, "--json") && nx) json = argv[++i];
         else if (!strcmp(a, "--analyze")) analyze = 1;
+        else if (!strcmp(a, "--drop-last")) drop_last = 1;
         else if (!strcmp(a, "--analyze-json") && nx) ajson = argv[++i], analyze = 1;
         else if (!strcmp(a, "--dump-responsibilities") && nx) dump = argv[++i];
         else if (!strcmp(a, "--device") && nx) device = argv[++i];
@@ -375,7 +385,11 @@ int main(int argc, char **argv) {
     cfg.train.seq_len = N;
     if (ops_select(cfg.device) != 0) return fail(2);
     ops_set_threads(cfg.threads);
-    if (!strcmp(cfg.model.task, "classify")) return eval_classifier(&cfg, dir, data, B, json);
+    if (!strcmp(cfg.model.task, "classify")) return eval_classifier(&cfg, dir, data, B, drop_last, json);
+    if (drop_last) {
+        fprintf(stderr, "gmaeval: --drop-last is for classifiers; %s is a language model\n", dir);
+        return 2;
+    }
     LmData d;
     int split = lmdata_split_index(data), split_file = split < 0;
     if (split >= 0) {
