@@ -58,7 +58,7 @@ static void cls_close(Task *t) { clstask_close(&t->cls); }
 static int cls_open(Task *t, Config *cfg, int quiet) {
     if (clstask_open(&t->cls, cfg, 7u, t->B, quiet ? NULL : stderr) != 0) return -1;
     ClsTask *c = &t->cls;
-    c->drop_last = cfg->train.eval_drop_last; /* the trainer's evaluations; gmaeval reads whole splits */
+    c->drop_last = cfg->train.eval_drop_last; /* the trainer's evaluations (gmaeval: --drop-last) */
     t->classify = t->report_acc = 1;
     for (int s = 0; s < 3; s++) t->have[s] = c->have[s];
     t->train_forward = cls_train_forward;
