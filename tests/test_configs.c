@@ -78,6 +78,7 @@ START_TEST(test_lra_configs) {
             /* Performer: no denominator stabiliser (0 for the ReLU kernel; the softmax kernel's 1e-6
              * only where the denominator is below it) */
             if (!strcmp(mixers[x], "performer")) ck_assert(cfg_num(&c, "gma.eps") == 0);
+            ck_assert_str_eq(c.data.text_valid, t == 1 ? "test" : "heldout"); /* Text: the release validates on test */
             ck_assert(c.model.embed_std == 1.0 && c.model.cls_std == 0);
             ck_assert(c.train.beta1 == 0.9 && c.train.beta2 == 0.98 && c.train.adam_eps == 1e-9);
             ck_assert(c.train.decay_embeddings && c.train.decay_norms && c.train.decay_biases && c.train.decay_mixture);

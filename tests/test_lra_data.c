@@ -428,6 +428,20 @@ START_TEST(t_text_imdb) {
     ck_assert_int_eq(d.label[find_seq(&d, "valid neg")], 0);
     clsdata_free(&d);
 
+    /* the release's split: valid is test/, train all of train/ */
+    ClsOptions rel = clsdata_default_options();
+    rel.text_valid_test = 1;
+    load_ok(&d, "text", arc, "train", &rel);
+    ck_assert_int_eq(d.n, 5);
+    ck_assert_int_ge(find_seq(&d, "valid pos"), 0);
+    ck_assert_int_ge(find_seq(&d, "Great film."), 0);
+    clsdata_free(&d);
+    load_ok(&d, "text", arc, "valid", &rel);
+    ck_assert_int_eq(d.n, 2);
+    ck_assert_int_eq(d.label[find_seq(&d, "test pos")], 1);
+    ck_assert_int_eq(d.label[find_seq(&d, "test neg, a longer review")], 0);
+    clsdata_free(&d);
+
     ClsOptions o = clsdata_default_options();
     o.max_len = 10;
     load_ok(&d, "text", arc, "test", &o);

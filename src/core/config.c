@@ -144,6 +144,9 @@ static const CfgKey g_tail[] = {
      "Classification: truncate longer sequences to data.max_len with a counted warning (false = refuse the data)."},
     {"data.pad_full", CFGT_BOOL, O(data.pad_full), 0, "false", 0, 0, NULL,
      "Classification: pad every batch to data.max_len (the LRA release's padded_batch to max_length), not to its longest sequence."},
+    {"data.text_valid", CFGT_STR, O(data.text_valid), S(data.text_valid), "heldout", 0, 0, "heldout|test",
+     "Text task (IMDB): heldout = valid is 2,400 reviews held out of train (train the other 22,600); test = the LRA "
+     "release's split, valid is the test set and train all 25,000 (other tasks: unused)."},
     {"data.strip_headers", CFGT_BOOL, O(data.strip_headers), 0, "false", 0, 0, NULL,
      "Generic classification data: drop everything up to the first empty line (mail headers)."},
 };

@@ -102,6 +102,7 @@ typedef struct DataCfg {
     int max_len;            /* cls: tokens per sequence (0 = train.seq_len, less the CLS slot) */
     int truncate;           /* cls: 1 truncate longer sequences (counted), 0 refuse */
     int pad_full;           /* cls: pad every batch to max_len (else to its longest sequence) */
+    char text_valid[16];    /* text task: heldout | test (the LRA release's valid split) */
     int strip_headers;      /* cls generic data: drop mail headers */
 } DataCfg;
 

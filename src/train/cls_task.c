@@ -23,6 +23,7 @@ int clstask_open(ClsTask *t, const Config *c, unsigned splits, int B, FILE *warn
     o.max_len = t->max_len;
     o.truncate = c->data.truncate;
     o.strip_headers = c->data.strip_headers;
+    o.text_valid_test = !strcmp(c->data.text_valid, "test");
     int generic = !strcmp(c->data.task, "jsonl") || !strcmp(c->data.task, "tsv");
     o.n_classes = generic ? c->model.n_classes : 0;
     for (int s = 0; s < 3; s++) {

@@ -24,6 +24,7 @@ typedef struct ClsOptions {
     int truncate;      /* 1: truncate to max_len and count; 0: refuse an over-long example */
     int n_classes;     /* generic data: number of classes, 0 = infer; ignored by LRA tasks */
     int strip_headers; /* generic data: drop everything before the first empty line (mail) */
+    int text_valid_test; /* text: valid is test/ and train all of train/, as the LRA release */
 } ClsOptions;
 
 /* Sequence s of example i and its length. */

@@ -46,7 +46,7 @@ int clsdata_task_max_len(const char *task) {
 }
 
 ClsOptions clsdata_default_options(void) {
-    ClsOptions o = {0, 1, 0, 0};
+    ClsOptions o = {0, 1, 0, 0, 0};
     return o;
 }
 

@@ -1,8 +1,9 @@
 /* lra_text.c: LRA Text, byte-level IMDB sentiment read straight from aclImdb_v1.tar.gz
  * (entries aclImdb/{train,test}/{pos,neg}/ID_RATING.txt; neg = 0, pos = 1; tokens are
- * byte + 1). LRA trains on train and uses test for both validation and test; here the
- * reviews of train whose ID mod 1000 is >= 900 (1,200 per class) are held out as valid,
- * so that model selection never sees the test set. See docs/lra.md.
+ * byte + 1). LRA trains on train and uses test for both validation and test; here by
+ * default the reviews of train whose ID mod 1000 is >= 900 (1,200 per class) are held out
+ * as valid, so that model selection never sees the test set; ClsOptions.text_valid_test
+ * gives the release's split. See docs/lra.md.
  */
 #include "data/cls/cls_loaders.h"
 #include "data/cls/cls_build.h"
@@ -82,8 +83,10 @@ int lra_text_load(ClsDataset *d, const char *path, const char *split, const ClsO
     TextLoad t;
     memset(&t, 0, sizeof t);
     t.archive = path;
-    t.dir = s == 2 ? "test" : "train";
-    t.want = s == 2 ? -1 : s;
+    /* the release's split (opt->text_valid_test): train all of train/, valid = test = test/ */
+    int whole = s == 2 || opt->text_valid_test;
+    t.dir = s == 2 || (s == 1 && opt->text_valid_test) ? "test" : "train";
+    t.want = whole ? -1 : s;
     clsb_init(&t.b, d, 1, 2, 257, opt->max_len, opt->truncate);
     int rc = archive_walk(path, text_visit, &t);
     free(t.buf);
