@@ -134,7 +134,7 @@ void raster_line(float *img, int h, int w, int y0, int x0, int y1, int x1, int w
         ylo = GMA_MIN(ylo, v[i][1]);
         yhi = GMA_MAX(yhi, v[i][1]);
     }
-    for (int y = GMA_MAX(ylo, 0); y <= GMA_MIN(yhi, h); y++) {
+    for (int y = GMA_MAX(ylo, 0); y <= GMA_MIN(yhi, h - 1); y++) {
         float xs[8];
         int n = 0;
         for (int i = 0; i < 4; i++) {

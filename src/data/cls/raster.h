@@ -29,8 +29,8 @@ void lanczos_resize(const LanczosTaps *tx, const LanczosTaps *ty, const float *i
                     int quantise);
 
 /* Draw ink on img (h x w, row-major) along the line from (y0, x0) to (y1, x1), width
- * pixels wide, as PIL does: width <= 1 sets the Bresenham pixels from the start up to,
- * not including, the end; wider lines fill the quadrilateral PIL builds around the
+ * pixels wide, as PIL does: width <= 1 sets the Bresenham pixels from the start to the
+ * end, both included; wider lines fill the quadrilateral PIL builds around the
  * segment (half-widths rounded up on one side and down on the other). Clipped to img. */
 void raster_line(float *img, int h, int w, int y0, int x0, int y1, int x1, int width, float ink);
 
