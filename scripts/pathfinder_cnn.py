@@ -8,6 +8,12 @@ form a learner picks up, apart from what the sequence models of gma make of them
 
   pathfinder_cnn.py DIR [--seconds 420] [--threads 2] [--batch 64] [--lr 1e-3] [--seed 0]
                         [--eval-every 250] [--eval-images 2000] [--limit N]
+                        [--norm batch|instance|group|none]
+
+--norm is the normalisation after each convolution: batch (BatchNorm2d, the default: batch
+statistics in training, running ones in evaluation), instance (GroupNorm with one group per
+channel: each image's own statistics per channel), group (GroupNorm with one group: each
+image's statistics over all channels and pixels) or none.
 
 DIR is a difficulty's directory as `gmadata generate pathfinder` writes it (DIR/metadata/*.npy
 text lines, DIR/imgs/B/sample_I.png). The split is the loader's: the first 80% train, the
@@ -25,17 +31,22 @@ import torch.nn as nn
 from PIL import Image
 
 
+def die(msg):
+    print(f"pathfinder_cnn: {msg}", file=sys.stderr)
+    sys.exit(2)
+
+
 def load(root, limit):
     meta = os.path.join(root, "metadata")
     if not os.path.isdir(meta):
-        sys.exit(f"pathfinder_cnn: {root}: no metadata directory (a difficulty's directory is expected)")
+        die(f"{root}: no metadata directory (a difficulty's directory is expected)")
     names = sorted((f for f in os.listdir(meta) if f.endswith(".npy")), key=lambda f: int(f.split(".")[0]))
     xs, ys = [], []
     for name in names:
         for k, line in enumerate(open(os.path.join(meta, name))):
             f = line.split()
             if len(f) < 4:
-                sys.exit(f"pathfinder_cnn: {meta}/{name}: line {k + 1}: fewer than 4 fields")
+                die(f"{meta}/{name}: line {k + 1}: fewer than 4 fields")
             xs.append(np.asarray(Image.open(os.path.join(root, f[0], f[1])), dtype=np.uint8))
             ys.append(int(f[3]))
             if limit and len(xs) >= limit:
@@ -43,8 +54,12 @@ def load(root, limit):
     return np.stack(xs), np.array(ys)
 
 
-def block(cin, cout, dilation):
-    return [nn.Conv2d(cin, cout, 3, padding=dilation, dilation=dilation), nn.BatchNorm2d(cout), nn.ReLU()]
+NORMS = {"batch": nn.BatchNorm2d, "instance": lambda c: nn.GroupNorm(c, c), "group": lambda c: nn.GroupNorm(1, c),
+         "none": lambda c: nn.Identity()}
+
+
+def block(cin, cout, dilation, norm):
+    return [nn.Conv2d(cin, cout, 3, padding=dilation, dilation=dilation), NORMS[norm](cout), nn.ReLU()]
 
 
 def main():
@@ -58,6 +73,7 @@ def main():
     ap.add_argument("--eval-every", type=int, default=250)
     ap.add_argument("--eval-images", type=int, default=2000)
     ap.add_argument("--limit", type=int, default=0)
+    ap.add_argument("--norm", choices=sorted(NORMS), default="batch")
     a = ap.parse_args()
     torch.manual_seed(a.seed)
     torch.set_num_threads(a.threads)
@@ -71,7 +87,7 @@ def main():
           f"({Yte.float().mean().item():.3f} positive)", flush=True)
     layers = []
     for i, d in enumerate((1, 1, 2, 2, 4, 4, 8)):
-        layers += block(1 if i == 0 else 32, 32, d)
+        layers += block(1 if i == 0 else 32, 32, d, a.norm)
     model = nn.Sequential(*layers, nn.AdaptiveMaxPool2d(1), nn.Flatten(), nn.Linear(32, 2))
     opt = torch.optim.Adam(model.parameters(), a.lr)
     def accuracy(X, Y):

@@ -7,7 +7,7 @@
 #
 #   scripts/reproduce_lra.sh [--profile paper|small] [--tasks "listops text retrieval image pathfinder"]
 #                            [--mixers "gma sdpa linear performer linformer"] [--steps N] [--device D]
-#                            [--dry-run N [--dry-batch SPEC]] [--help]
+#                            [--cnn-seconds S] [--dry-run N [--dry-batch SPEC]] [--help]
 #   --profile paper  the release's settings at full size (GPU-scale; docs/lra.md gives the cost)
 #   --profile small  2 layers of width 64, sequences of at most 256 tokens, 600 steps, on the
 #                    data this machine has or makes: generated ListOps (2,000 short
@@ -17,6 +17,9 @@
 #                    16, 300 steps); mixers gma and sdpa unless --mixers says otherwise.
 #                    Minutes a run on 2 CPU cores; Pathfinder with sdpa is the longest
 #                    (docs/lra.md).
+#   --cnn-seconds S  --profile small, Pathfinder: also train scripts/pathfinder_cnn.py (PyTorch)
+#                    on the same images for S seconds [600] and add its test accuracy as the
+#                    row "cnn(torch)", when python3 imports torch and PIL (0: no such row)
 #   --dry-run N      instead, scripts/lra_dry_run.sh --steps N: N steps of each config at its
 #                    full shape on stand-in data (scripts/lra_standin.sh), peak memory (max RSS),
 #                    seconds per step and the projected time of the full run (Path-X included
@@ -32,12 +35,15 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 profile=paper; tasks="listops text retrieval image pathfinder"; mixers=""
-steps=""; device=""; dry=""; SPAM_DIR=${SPAM_DIR:-shared/data/spam}
+steps=""; device=""; dry=""; cnn_seconds=600; SPAM_DIR=${SPAM_DIR:-shared/data/spam}
 . scripts/lib_reproduce.sh
 dry_opts=(); dry_batch=""
 extra_option() { case "$1" in --tasks) tasks="$2"; dry_opts+=(--tasks "$2");; --dry-run) dry="$2";;
-                 --dry-batch) dry_batch="$2"; dry_opts+=(--dry-batch "$2");; *) return 1;; esac; }
-parse_options "[--profile paper|small] [--tasks LIST] [--mixers LIST] [--steps N] [--device D] [--dry-run N [--dry-batch SPEC]]" "$@"
+                 --dry-batch) dry_batch="$2"; dry_opts+=(--dry-batch "$2");;
+                 --cnn-seconds) [[ "$2" =~ ^[0-9]+$ ]] || { echo "$0: --cnn-seconds needs a whole number of seconds, got '$2'" >&2; exit 2; }
+                                cnn_seconds="$2";;
+                 *) return 1;; esac; }
+parse_options "[--profile paper|small] [--tasks LIST] [--mixers LIST] [--steps N] [--device D] [--cnn-seconds S] [--dry-run N [--dry-batch SPEC]]" "$@"
 if [ -z "$dry" ] && [ -n "$dry_batch" ]; then
   echo "$0: --dry-batch goes with --dry-run" >&2; exit 2
 fi
@@ -125,6 +131,22 @@ for t in $tasks; do
     printf "%-10s %-10s %10.4f %12.4f %12.4f %10s\n" "$t" "$m" "$(get "$out/summary.json" best_valid_acc)" \
       "$(get "$out/summary.json" test_acc_at_best)" "$(get "$out/summary.json" reported_test_acc)" "${ref[$m:$t]:--}" >> "$table"
   done
+  # --profile small, Pathfinder: a reference row from the convolutional network of
+  # scripts/pathfinder_cnn.py on the same images (docs/lra.md, "CPU check": the labels are
+  # learnable, by a model with locality and batch norm), when python3 has torch and PIL
+  if [ "$t" = pathfinder ] && [ "$profile" = small ] && [ -n "$need" ] && [ -e "$need" ]; then
+    if [ "$cnn_seconds" = 0 ]; then :
+    elif python3 -c "import torch, PIL" 2>/dev/null; then
+      log="runs/lra_pathfinder_cnn-$mode-$stamp.log"
+      echo "[$t/cnn] scripts/pathfinder_cnn.py $need --seconds $cnn_seconds -> $log" >&2
+      python3 scripts/pathfinder_cnn.py "$need" --seconds "$cnn_seconds" --threads 2 > "$log" ||
+        echo "$t: scripts/pathfinder_cnn.py failed (exit $?; $log)" >&2
+      acc=$(sed -n 's/^final .* test_acc \([0-9.]*\) on .*/\1/p' "$log")
+      printf "%-10s %-10s %10s %12s %12s %10s\n" "$t" "cnn(torch)" - - "${acc:--}" - >> "$table"
+    else
+      echo "$t: the CNN reference row skipped (python3 cannot import torch and PIL)"
+    fi
+  fi
 done
 cat "$table"
 # the table as Markdown and the curves of this invocation's runs (scripts/plot_runs.sh)

@@ -108,6 +108,10 @@ START_TEST(test_scripts_and_make_help) {
         ck_assert_msg(run_split(cmd, g_so, sizeof g_so, g_se, sizeof g_se) == 0, "%s: %s", cmd, g_se);
         ck_assert_msg(strstr(g_so, scr[i][1]) && strstr(g_so, "--steps") && strstr(g_so, "Environment:"), "%s: %s", cmd, g_so);
     }
+    /* a bad option value is refused before anything runs */
+    ck_assert_int_eq(run_split("scripts/reproduce_lra.sh --profile small --cnn-seconds x", g_so, sizeof g_so, g_se,
+                               sizeof g_se), 2);
+    ck_assert_msg(strstr(g_se, "--cnn-seconds needs a whole number of seconds, got 'x'"), "%s", g_se);
     ck_assert_msg(run_split("make -s --no-print-directory help", g_so, sizeof g_so, g_se, sizeof g_se) == 0, "%s", g_se);
     static const char *const tg[] = {"make test", "make quickstart", "make cuda", "make mpi", "make install", "make help"};
     for (int i = 0; i < 6; i++) ck_assert_msg(strstr(g_so, tg[i]), "make help lacks %s:\n%s", tg[i], g_so);
