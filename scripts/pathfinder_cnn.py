@@ -47,7 +47,11 @@ def load(root, limit):
             f = line.split()
             if len(f) < 4:
                 die(f"{meta}/{name}: line {k + 1}: fewer than 4 fields")
-            xs.append(np.asarray(Image.open(os.path.join(root, f[0], f[1])), dtype=np.uint8))
+            png = os.path.join(root, f[0], f[1])
+            try:
+                xs.append(np.asarray(Image.open(png), dtype=np.uint8))
+            except OSError as e:
+                die(f"{meta}/{name}: line {k + 1}: {png}: {e}")
             ys.append(int(f[3]))
             if limit and len(xs) >= limit:
                 return np.stack(xs), np.array(ys)

@@ -134,9 +134,8 @@ for t in $tasks; do
   # --profile small, Pathfinder: a reference row from the convolutional network of
   # scripts/pathfinder_cnn.py on the same images (docs/lra.md, "CPU check": the labels are
   # learnable, by a model with locality and batch norm), when python3 has torch and PIL
-  if [ "$t" = pathfinder ] && [ "$profile" = small ] && [ -n "$need" ] && [ -e "$need" ]; then
-    if [ "$cnn_seconds" = 0 ]; then :
-    elif python3 -c "import torch, PIL" 2>/dev/null; then
+  if [ "$t" = pathfinder ] && [ "$profile" = small ] && [ "$cnn_seconds" != 0 ] && [ -n "$need" ] && [ -e "$need" ]; then
+    if python3 -c "import torch, PIL" 2>/dev/null; then
       log="runs/lra_pathfinder_cnn-$mode-$stamp.log"
       echo "[$t/cnn] scripts/pathfinder_cnn.py $need --seconds $cnn_seconds -> $log" >&2
       python3 scripts/pathfinder_cnn.py "$need" --seconds "$cnn_seconds" --threads 2 > "$log" ||
