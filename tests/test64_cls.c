@@ -2,7 +2,8 @@
  * classifier: mean pooling over a padded batch, CLS pooling, the linear head, the
  * two-sequence head, and whole 2-layer classifiers (bidirectional gma and sdpa, padded
  * batches, mean and cls pooling, one and two sequences) on every parameter element;
- * the accumulate contract of the pooling; padding invariance of the logits, and padding as
+ * a convolutional stem before the blocks (batch, instance and no normalisation); the
+ * accumulate contract of the pooling; padding invariance of the logits, and padding as
  * content with model.key_padding_mask false. */
 #include <string.h>
 
@@ -196,7 +197,7 @@ static void model_case_sets(const char *mixer, const char *pooling, int n_seq, c
     ck_assert_int_eq(pt_find(&c.m.pt, "blocks.0.mixer.q.bias") >= 0, cfg.model.attn_bias);
     char nm[160];
     snprintf(nm, sizeof nm, "2-layer classifier %s %s n_seq %d %s(%d tensors)", mixer, pooling, n_seq,
-             sets[0] ? "LRA settings " : "", c.m.pt.n);
+             sets[0] ? "with settings " : "", c.m.pt.n);
     GC_ASSERT(nm, worst);
     model_free(&c.m);
 }
@@ -258,6 +259,18 @@ START_TEST(test_pos_sinusoidal) {
             ck_assert(fabs(pe[n * D + 2 * i + 1] - cos(n * w)) < 1e-12);
         }
     ck_assert(fabs(pe[3 * D + 0] - sin(3.0)) < 1e-12);
+}
+END_TEST
+
+/* the convolutional stem (docs/model.md §2.1) over 2 x 3 images, the padded positions as
+ * pixels: batch norm (training statistics), instance norm and none; two dilations, so the
+ * second layer's taps at dilation 2 fall partly outside; learned and fixed positions */
+#define STEM_SETS "model.stem=conv;model.stem_dilations=1,2;model.stem_width=3;model.stem_norm="
+START_TEST(test_cls_stem) {
+    model_case_sets("gma", "mean", 1, STEM_SETS "batch");
+    model_case_sets("gma", "mean", 1, STEM_SETS "instance;model.pos=sinusoidal");
+    model_case_sets("sdpa", "mean", 1, STEM_SETS "none");
+    model_case_sets("linear", "mean", 1, STEM_SETS "instance;model.dropout=0.2");
 }
 END_TEST
 
@@ -404,6 +417,7 @@ Suite *make_suite(void) {
     tcase_add_test(tm, test_cls_baselines);
     tcase_add_test(tm, test_cls_lra_settings);
     tcase_add_test(tm, test_cls_head_dropout);
+    tcase_add_test(tm, test_cls_stem);
     tcase_add_test(tm, test_pad_gma);
     tcase_add_test(tm, test_pad_sdpa);
     tcase_add_test(tm, test_pad_baselines);

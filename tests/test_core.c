@@ -95,6 +95,26 @@ START_TEST(test_config_errors) {
     ck_assert_int_eq(load_text(&c, "{\"model\": {\"n_layers\": 3, \"mixer\": [\"gma\", \"sdpa\"]}}"), 0);
     ck_assert_int_ne(cfg_validate(&c), 0);
     ck_assert_ptr_nonnull(strstr(gma_error(), "key model.mixer: 2 names for 3 layers"));
+    /* the convolutional stem: classifiers of one image with mean pooling, dilations 1..64 */
+    ck_assert_int_eq(load_text(&c, "{\"model\": {\"stem\": \"conv\"}}"), 0);
+    ck_assert_int_ne(cfg_validate(&c), 0);
+    ck_assert_ptr_nonnull(strstr(gma_error(), "key model.stem: only classifiers"));
+    const char *cls = "\"task\": \"classify\", \"stem\": \"conv\"}, \"data\": {\"source\": \"cls\", \"path\": \"x\"}";
+    char text[512];
+    snprintf(text, sizeof text, "{\"model\": {\"pooling\": \"cls\", %s}", cls);
+    ck_assert_int_eq(load_text(&c, text), 0);
+    ck_assert_int_ne(cfg_validate(&c), 0);
+    ck_assert_ptr_nonnull(strstr(gma_error(), "key model.stem: the convolutional stem takes one image"));
+    const char *bad[] = {"1,x", "0", "1,,2", "1,", "65", "", "1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1"};
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        snprintf(text, sizeof text, "{\"model\": {\"stem_dilations\": \"%s\", %s}", bad[i], cls);
+        ck_assert_int_eq(load_text(&c, text), 0);
+        ck_assert_msg(cfg_validate(&c) != 0, "dilations \"%s\" accepted", bad[i]);
+        ck_assert_ptr_nonnull(strstr(gma_error(), "key model.stem_dilations"));
+    }
+    snprintf(text, sizeof text, "{\"model\": {\"stem_dilations\": \"1,3,64\", %s}", cls);
+    ck_assert_int_eq(load_text(&c, text), 0);
+    ck_assert_msg(cfg_validate(&c) == 0, "%s", gma_error());
 }
 END_TEST
 

@@ -43,6 +43,16 @@ static const CfgKey g_head[] = {
     {"model.auto_threshold", CFGT_INT, O(model.auto_threshold), 0, "1024", 1, 16777216, NULL,
      "mixer \"auto\": sequences shorter than this use sdpa, others gma."},
     {"model.pooling", CFGT_STR, O(model.pooling), S(model.pooling), "mean", 0, 0, "mean|cls", "Classifier pooling."},
+    {"model.stem", CFGT_STR, O(model.stem), S(model.stem), "none", 0, 0, "none|conv",
+     "Classifier on images: a convolutional stem between the token embedding and the blocks (docs/model.md §2.1): "
+     "3 x 3 convolutions over the image of each sequence's tokens, each with normalisation and ReLU."},
+    {"model.stem_dilations", CFGT_STR, O(model.stem_dilations), S(model.stem_dilations), "1,1,2,2,4,4,8", 0, 0, NULL,
+     "model.stem \"conv\": the dilation of each layer, comma-separated (the number of values is the number of layers)."},
+    {"model.stem_norm", CFGT_STR, O(model.stem_norm), S(model.stem_norm), "batch", 0, 0, "batch|instance|none",
+     "model.stem \"conv\": per-channel normalisation after each convolution: batch statistics (running ones in "
+     "evaluation), each image's own, or none."},
+    {"model.stem_width", CFGT_INT, O(model.stem_width), 0, "0", 0, 65536, NULL,
+     "model.stem \"conv\": image width in tokens (0 = square images: the square root of the tokens per sequence)."},
     {"model.key_padding_mask", CFGT_BOOL, O(model.key_padding_mask), 0, "true", 0, 0, NULL,
      "Classifier: the mixers mask padded keys (false: padding tokens are keys like any other, as the LRA release's "
      "linear, performer and linformer attention; needs data.pad_full)."},
@@ -518,6 +528,22 @@ int cfg_d_ff(const Config *c) { return c->model.d_ff > 0 ? c->model.d_ff : 4 * c
 
 int cfg_qkv_dim(const Config *c) { return c->model.qkv_dim > 0 ? c->model.qkv_dim : c->model.d_model; }
 
+int cfg_stem_dilations(const ModelCfg *m, int *dil, int max) {
+    int n = 0;
+    for (const char *s = m->stem_dilations; *s;) {
+        char *end;
+        long d = strtol(s, &end, 10);
+        if (end == s || d < 1 || d > 64 || (*end && *end != ',') || (*end == ',' && !end[1]))
+            return gma_errorf("key model.stem_dilations: \"%s\" is not a comma-separated list of dilations 1..64",
+                              m->stem_dilations);
+        if (n == max) return gma_errorf("key model.stem_dilations: more than %d layers", max);
+        dil[n++] = (int)d;
+        s = *end ? end + 1 : end;
+    }
+    if (!n) return gma_errorf("key model.stem_dilations: empty (model.stem \"conv\" needs at least one layer)");
+    return n;
+}
+
 int cfg_validate(const Config *c) {
     const ModelCfg *m = &c->model;
     if (check_run_name(c->name) != 0) return -1;
@@ -543,10 +569,18 @@ int cfg_validate(const Config *c) {
             return gma_errorf("key data.max_len: %d%s does not fit train.seq_len = %d", c->data.max_len,
                               slot ? " plus the CLS slot" : "", c->train.seq_len);
         if (slot && c->train.seq_len < 2) return gma_errorf("key train.seq_len: needs at least 2 with model.pooling \"cls\"");
+        if (strcmp(m->stem, "none") && (slot || m->n_seq == 2))
+            return gma_errorf("key model.stem: the convolutional stem takes one image per example and mean pooling "
+                              "(not model.pooling \"cls\", whose slot is no pixel, or two sequences)");
         if (!m->key_padding_mask && !c->data.pad_full)
             return gma_errorf("key model.key_padding_mask: false makes padding content, so it needs data.pad_full true "
                               "(else an example's padding would depend on its batch)");
     }
+    int dil[CFG_MAX_STEM];
+    if (strcmp(m->stem, "none") && cfg_stem_dilations(m, dil, CFG_MAX_STEM) < 0) return -1;
+    if (!classify && strcmp(m->stem, "none"))
+        return gma_errorf("key model.stem: only classifiers take a convolutional stem (its normalisation and 3 x 3 "
+                          "taps see later tokens)");
     if (c->train.sample_every > 0 && (classify || !causal))
         return gma_errorf("key train.sample_every: only causal language models generate samples (model.task \"lm\", model.causal true)");
     if (strcmp(c->precision, "fp32") && strcmp(c->device, "cuda"))

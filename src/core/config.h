@@ -17,6 +17,7 @@
 #include <stdio.h>
 
 #define CFG_MAX_LAYERS 64
+#define CFG_MAX_STEM 16   /* layers of the convolutional stem (model.stem_dilations) */
 #define CFG_STR 256
 #define CFG_MAX_SECTIONS 8     /* mixer sections (gma, performer, ...) */
 #define CFG_SECTION_BYTES 512  /* storage of one section's struct */
@@ -72,6 +73,10 @@ typedef struct ModelCfg {
     double mlp_bias_std;    /* MLP biases' init std (0 = zeros) */
     char dense_init[16];    /* normal | xavier_uniform: blocks' dense weights */
     char head_init[16];     /* normal | xavier_uniform | lecun_normal: head weights */
+    char stem[16];          /* none | conv: the image classifier's convolutional stem */
+    char stem_dilations[128]; /* its layers' dilations, comma-separated */
+    char stem_norm[16];     /* batch | instance | none */
+    int stem_width;         /* image width in tokens (0 = square) */
 } ModelCfg;
 
 typedef struct TrainCfg {
@@ -153,6 +158,9 @@ int cfg_set_from(Config *c, const char *assignment, const char *src);
 void cfg_blame(const char *file, const char *const *sets, int n_sets);
 /* Cross-field checks after loading (D % H, lengths...), then the registry's validate
  * (each layer's mixer and its section). */
+/* model.stem_dilations parsed into dil[0..max): the number of layers, or -1 with a message
+ * naming the key (not a list of integers 1..64, empty, or more than max) */
+int cfg_stem_dilations(const ModelCfg *m, int *dil, int max);
 int cfg_validate(const Config *c);
 /* The resolved configuration as a JSON string (caller frees). */
 char *cfg_to_json(const Config *c);

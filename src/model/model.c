@@ -65,6 +65,7 @@ int model_build(Model *m, const Config *c) {
     InitKind bias_init = mc->mlp_bias_std > 0 ? INIT_NORMAL : INIT_ZERO; /* zeros draw nothing */
     m->wte = pt_add2(pt, "tok_emb.weight", m->V, m->D, INIT_NORMAL, estd, GROUP_EMBED);
     m->wpe = !strcmp(mc->pos, "learned") ? pt_add2(pt, "pos_emb.weight", m->Nmax, m->D, INIT_NORMAL, std, GROUP_EMBED) : -1;
+    if (stem_build(&m->stem, mc, pt) != 0) return -1;
     m->blocks = xcalloc(m->L, sizeof(Block));
     char name[128], pre[64];
     for (int l = 0; l < m->L; l++) {
@@ -107,6 +108,8 @@ int model_build(Model *m, const Config *c) {
         if (h1 > 0 && mc->head_hidden2 > 0) hs.Dh[hs.nh++] = mc->head_hidden2;
         cls_head_add(&m->head, pt, m->D, m->C, m->n_seq == 2, &hs);
     }
+    if (m->stem.n && (!m->classify || m->pool_cls || m->n_seq != 1))
+        return gma_errorf("key model.stem: the convolutional stem needs a classifier of one sequence with mean pooling");
     return 0;
 }
 
@@ -127,7 +130,7 @@ static size_t plan_total(const Model *m, int Bmax, int Nmax) {
     total += 2 * R * D + R * F + scratch; /* dresid, dtmp, dfc, scratch */
     size_t head_act = m->classify ? cls_head_act_size(&m->head, Bmax) : 0;
     if (m->classify) total += R + 2 * (size_t)S * D + 2 * head_act; /* pool_w, pooled, dpooled, head act + scratch */
-    return total;
+    return total + stem_act_size(&m->stem, S, Nt);
 }
 
 int model_check_memory(const Model *m, int Bmax, int Nmax) {
@@ -189,6 +192,7 @@ void model_alloc(Model *m, int Bmax, int Nmax) {
     m->dtmp = TAKE(R * D);
     m->dfc = TAKE(R * F);
     m->scratch = TAKE(scratch);
+    stem_carve(&m->stem, &p, S, Nt);
     if (m->classify) {
         m->pool_w = TAKE(R);
         m->pooled = TAKE((size_t)S * D);
@@ -249,6 +253,7 @@ void model_free(Model *m) {
         if (m->pred) g_ops->free(m->pred);
     }
     if (m->pos_fixed) g_ops->free(m->pos_fixed);
+    stem_free(&m->stem);
     free(m->pool_w_host);
     free(m->mask_host);
     free(m->tok_host);
@@ -429,7 +434,15 @@ int model_forward_cls(Model *m, const int32_t *tok, const uint8_t *keymask, cons
     size_t R = (size_t)S * Nt;
     g_ops->to_device(m->tok, m->tok_host, sizeof(int32_t) * R);
     g_ops->to_device(m->tgt, labels, sizeof(int32_t) * B);
-    g_ops->embed_forward(m->resid[0], m->tok, PP(m->wte), pos_table(m), S, Nt, D);
+    if (m->stem.n) { /* tokens -> stem -> + positions (docs/model.md §2.1) */
+        int H, W;
+        if (stem_shape(&m->stem, Nt, &H, &W) != 0) return -1;
+        g_ops->embed_forward(m->stem.x0, m->tok, PP(m->wte), NULL, S, Nt, D);
+        stem_forward(&m->stem, m->resid[0], &m->pt, m->params, S, Nt, training);
+        if (pos_table(m))
+            for (int r = 0; r < S; r++) g_ops->axpy(m->resid[0] + R * D / S * r, 1, pos_table(m), (size_t)Nt * D);
+    } else
+        g_ops->embed_forward(m->resid[0], m->tok, PP(m->wte), pos_table(m), S, Nt, D);
     if (m->pool_cls) /* position 0: cls_token + pos_emb[0] */
         for (int r = 0; r < S; r++) {
             real *row = m->resid[0] + (size_t)r * Nt * D;
@@ -474,7 +487,14 @@ static void backward_cls(Model *m, double loss_scale) {
             if (m->wpe >= 0) g_ops->axpy(GG(m->wpe), 1, row, D);
             g_ops->zero(row, sizeof(real) * D); /* keep the slot's token 0 out of tok_emb */
         }
-    g_ops->embed_backward(GG(m->wte), pos_grad(m), m->dresid, m->tok, S, Nt, D);
+    if (m->stem.n) {
+        if (pos_grad(m))
+            for (int r = 0; r < S; r++) g_ops->axpy(pos_grad(m), 1, m->dresid + R * D / S * r, (size_t)Nt * D);
+        g_ops->zero(m->dtmp, sizeof(real) * R * D);
+        stem_backward(&m->stem, m->dtmp, m->dresid, &m->pt, m->params, m->grads);
+        g_ops->embed_backward(GG(m->wte), NULL, m->dtmp, m->tok, S, Nt, D);
+    } else
+        g_ops->embed_backward(GG(m->wte), pos_grad(m), m->dresid, m->tok, S, Nt, D);
 }
 
 void model_backward(Model *m, double loss_scale) {
@@ -541,6 +561,7 @@ double model_aux_loss(const Model *m, double *weighted) {
 }
 
 int model_rank_averaged(const Model *m, int tensor) {
+    if (stem_rank_averaged(&m->stem, tensor)) return 1;
     for (int l = 0; l < m->L; l++) {
         const Mixer *mx = m->blocks[l].mixer;
         if (mx->vt->rank_averaged && mx->vt->rank_averaged(mx, tensor)) return 1;
@@ -549,6 +570,7 @@ int model_rank_averaged(const Model *m, int tensor) {
 }
 
 void model_update_buffers(Model *m) {
+    stem_update_buffers(&m->stem, &m->pt, m->params);
     MixerCtx ctx = {.B = m->B, .N = m->N, .causal = m->causal, .keymask = m->keymask, .training = 1};
     for (int l = 0; l < m->L; l++) {
         Mixer *mx = m->blocks[l].mixer;

@@ -18,6 +18,7 @@
 #include "nn/cls_head.h"
 #include "nn/mixers/mixer.h"
 #include "nn/params.h"
+#include "nn/stem.h"
 
 typedef struct Block {
     Mixer *mixer;
@@ -32,6 +33,7 @@ typedef struct Model {
     ParamTable pt;
     int wte, wpe, lnfw, lnfb; /* param indices (wpe -1 unless pos "learned") */
     real *pos_fixed;          /* backend [Nmax, D]: the fixed table of pos "sinusoidal", else NULL */
+    Stem stem;                /* image classifiers' convolutional stem (stem.n 0: none; nn/stem.h) */
     Block *blocks;
     real *params, *grads, *m, *v; /* backend memory, pt.total reals each */
     /* activations, planned for Bmax x Nmax */
@@ -120,9 +122,11 @@ int model_aux_on(const Model *m);
  * backward differentiates (model_backward passes loss_scale to the mixers as aux_scale). */
 double model_aux_loss(const Model *m, double *weighted);
 /* 1 when tensor (index into m->pt) is a buffer the data-parallel ranks average after every
- * step (each rank updates it from its own batch: GMA's EMA memory). */
+ * step (each rank updates it from its own batch: GMA's EMA memory, the stem's running
+ * statistics). */
 int model_rank_averaged(const Model *m, int tensor);
-/* After model_backward of a training micro-batch: update buffers (EMA memory). */
+/* After model_backward of a training micro-batch: update buffers (EMA memory, the stem's
+ * batch-norm running statistics from the forward's batch statistics). */
 void model_update_buffers(Model *m);
 /* 1 when some layer wants k-means initialisation after the first training forward. */
 int model_wants_kmeans(const Model *m);

@@ -39,10 +39,10 @@ int run_save_ckpt(const Model *m, const TrainState *ts, const char *run_dir, int
     return 0;
 }
 
-/* Buffers that training updates on each rank from its own batch (those a mixer declares
- * through model_rank_averaged, e.g. GMA's EMA memory) are averaged over ranks after every
- * step, so the replicas stay identical. Other buffers (Performer features) are the same
- * everywhere already. */
+/* Buffers that training updates on each rank from its own batch (those model_rank_averaged
+ * names: GMA's EMA memory, the stem's batch-norm running statistics) are averaged over
+ * ranks after every step, so the replicas stay identical. Other buffers (Performer
+ * features) are the same everywhere already. */
 void sync_buffers(Model *m) {
     int R = dist_size();
     if (R == 1) return;

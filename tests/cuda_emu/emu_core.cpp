@@ -7,7 +7,8 @@
  * matmul, bias, add/axpy/scale, sum/sumsq/nonfinite, GELU, LayerNorm, embeddings, cross-
  * entropy, argmax, head split/merge, row softmax, attention mask, linmix (bidirectional and
  * causal; chunks that divide N, that do not, and one chunk), GMA routing (per-head and
- * shared, Kc over 32), the diversity loss, pair features, AdamW and SGD. Bound: relative L2
+ * shared, Kc over 32), the diversity loss, pair features, AdamW and SGD, and the
+ * convolutional stem's im2col, col2im and per-channel normalisation. Bound: relative L2
  * error 1e-4 per tensor in fp32 (tf32 2e-3, bf16 1e-2 against the fp32 CPU product);
  * integer outputs and the copy ops must match exactly. Run by scripts/cuda_emu_check.sh. */
 #include "ops/cuda/cuda_common.cuh"
@@ -124,6 +125,29 @@ static void t_ln(int R, int C) {
     CP->layernorm_backward(F(dx1), F(dw1), F(db1), F(g), F(x), F(w), F(m1), F(r1), R, C);
     CU->layernorm_backward(F(dx2), F(dw2), F(db2), F(g), F(x), F(w), F(m1), F(r1), R, C);
     cmp("layernorm bwd dx", dx2, dx1); cmp("layernorm bwd dw", dw2, dw1); cmp("layernorm bwd db", db2, db1);
+}
+/* the convolutional stem: im2col / col2im (exact: copies and fixed-order sums of 9 taps at
+ * most) and the per-channel normalisation, statistics computed and given */
+static void t_conv(int S, int H, int W, int C, int dil) {
+    char nm[64]; size_t n = (size_t)S * H * W * C;
+    V x = rnd(n), c1(n * 9), c2(n * 9), g = rnd(n * 9), d1 = rnd(n), d2 = d1;
+    CP->im2col3x3(F(c1), F(x), S, H, W, C, dil); CU->im2col3x3(F(c2), F(x), S, H, W, C, dil);
+    snprintf(nm, sizeof nm, "im2col3x3 S%d %dx%d C%d dil %d", S, H, W, C, dil); cmp(nm, c2, c1, 1e-7);
+    CP->col2im3x3(F(d1), F(g), S, H, W, C, dil); CU->col2im3x3(F(d2), F(g), S, H, W, C, dil);
+    cmp("col2im3x3 (accumulated)", d2, d1);
+}
+static void t_chnorm(int S, int N, int C) {
+    char nm[64]; size_t n = (size_t)S * N * C, ns = (size_t)S * C;
+    V x = rnd(n, 2, 0.7f), w = rnd(C, 1, 1), b = rnd(C), o1(n), o2(n), m1(ns), m2(ns), r1(ns), r2(ns);
+    CP->chnorm_forward(F(o1), F(m1), F(r1), F(x), F(w), F(b), S, N, C, 1);
+    CU->chnorm_forward(F(o2), F(m2), F(r2), F(x), F(w), F(b), S, N, C, 1);
+    snprintf(nm, sizeof nm, "chnorm fwd S%d N%d C%d out", S, N, C); cmp(nm, o2, o1);
+    cmp("chnorm fwd mean", m2, m1); cmp("chnorm fwd rstd", r2, r1);
+    V o3(n); CU->chnorm_forward(F(o3), F(m1), F(r1), F(x), F(w), F(b), S, N, C, 0); cmp("chnorm fwd given statistics", o3, o1);
+    V g = rnd(n), dx1 = rnd(n), dx2 = dx1, dw1 = rnd(C), dw2 = dw1, db1 = rnd(C), db2 = db1;
+    CP->chnorm_backward(F(dx1), F(dw1), F(db1), F(g), F(x), F(w), F(m1), F(r1), S, N, C);
+    CU->chnorm_backward(F(dx2), F(dw2), F(db2), F(g), F(x), F(w), F(m1), F(r1), S, N, C);
+    cmp("chnorm bwd dx", dx2, dx1); cmp("chnorm bwd dw", dw2, dw1); cmp("chnorm bwd db", db2, db1);
 }
 static void t_embed(int B, int T, int C, int Vv, int pos) {
     char nm[64]; VI tok(B * T); std::uniform_int_distribution<int> u(0, Vv - 1); for (auto &t : tok) t = u(rng);
@@ -262,6 +286,10 @@ int main(int argc, char **argv) {
     }
     if (ON("route")) { t_route(2, 3, 11, 8, 4, 0); t_route(2, 3, 11, 8, 4, 1); t_route(1, 2, 9, 40, 37, 0); t_route(2, 2, 5, 3, 70, 1); t_route(1, 1, 1, 1, 1, 0); }
     if (ON("div")) { t_div(2, 3, 13, 5); t_div(1, 2, 300, 3); }
+    if (ON("stem")) {
+        t_conv(2, 5, 4, 3, 1); t_conv(1, 7, 6, 33, 2); t_conv(3, 4, 4, 2, 4); t_conv(1, 1, 1, 1, 1);
+        t_chnorm(1, 600, 35); t_chnorm(3, 70, 4); t_chnorm(2, 300, 1); t_chnorm(1, 1, 3);
+    }
     printf("%d checks, %d failures, worst fp32 relative error %.2e (bound 1e-4), %d cuBLAS GEMM calls\n", ncheck, nfail, worst, g_emu_gemm_calls);
     return nfail != 0;
 }

@@ -1,0 +1,208 @@
+/* stem.c: the convolutional stem (see stem.h; docs/model.md §2.1). */
+#include "nn/stem.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "nn/linear.h"
+
+#define STEM_MOMENTUM 0.1
+#define STEM_EPS 1e-5 /* the ops' chnorm epsilon */
+#define STEM_CHUNKS 8 /* partial weight gradients (conv_weight_grad) */
+
+int stem_build(Stem *st, const ModelCfg *mc, ParamTable *pt) {
+    memset(st, 0, sizeof *st);
+    if (!strcmp(mc->stem, "none")) return 0;
+    st->n = cfg_stem_dilations(mc, st->dil, STEM_MAX_LAYERS);
+    if (st->n < 0) return (st->n = 0, -1);
+    st->D = mc->d_model;
+    st->W = mc->stem_width;
+    st->norm = !strcmp(mc->stem_norm, "batch") ? STEM_NORM_BATCH : !strcmp(mc->stem_norm, "instance") ? STEM_NORM_INSTANCE
+                                                                                                       : STEM_NORM_NONE;
+    char name[96];
+    int D = st->D;
+    for (int l = 0; l < st->n; l++) {
+#define NM(x) (snprintf(name, sizeof name, "stem.%d.%s", l, x), name)
+        st->convw[l] = pt_add2(pt, NM("conv.weight"), D, 9 * D, INIT_LECUN_NORMAL, 0, GROUP_WEIGHT);
+        st->convb[l] = pt_add1(pt, NM("conv.bias"), D, INIT_ZERO, 0, GROUP_BIAS);
+        st->normw[l] = st->normb[l] = st->rmean[l] = st->rvar[l] = -1;
+        if (st->norm != STEM_NORM_NONE) {
+            st->normw[l] = pt_add1(pt, NM("norm.weight"), D, INIT_ONE, 0, GROUP_NORM);
+            st->normb[l] = pt_add1(pt, NM("norm.bias"), D, INIT_ZERO, 0, GROUP_BIAS);
+        }
+        if (st->norm == STEM_NORM_BATCH) {
+            st->rmean[l] = pt_add1(pt, NM("norm.running_mean"), D, INIT_ZERO, 0, GROUP_BUFFER);
+            st->rvar[l] = pt_add1(pt, NM("norm.running_var"), D, INIT_ONE, 0, GROUP_BUFFER);
+        }
+#undef NM
+    }
+    st->stat_host = xcalloc(4 * (size_t)D, sizeof(real));
+    return 0;
+}
+
+void stem_free(Stem *st) {
+    free(st->stat_host);
+    memset(st, 0, sizeof *st);
+}
+
+/* statistics per layer: [S, D] (instance; batch norm takes D of them) */
+size_t stem_act_size(const Stem *st, int S, int N) {
+    if (!st->n) return 0;
+    size_t R = (size_t)S * N, D = st->D;
+    return R * D + st->n * (2 * R * D + 2 * (size_t)S * D) + R * 9 * D + 2 * R * D + STEM_CHUNKS * 9 * D * D;
+}
+
+void stem_carve(Stem *st, real **p, int S, int N) {
+    if (!st->n) return;
+    size_t R = (size_t)S * N, D = st->D;
+#define TAKE(k) (*p += (k), *p - (k))
+    st->x0 = TAKE(R * D);
+    for (int l = 0; l < st->n; l++) {
+        st->y[l] = TAKE(R * D);
+        st->a[l] = TAKE(R * D);
+        st->mean[l] = TAKE((size_t)S * D);
+        st->rstd[l] = TAKE((size_t)S * D);
+    }
+    st->col = TAKE(R * 9 * D);
+    st->dy = TAKE(R * D);
+    st->da = TAKE(R * D);
+    st->dw_part = TAKE((size_t)STEM_CHUNKS * 9 * D * D);
+#undef TAKE
+}
+
+int stem_shape(const Stem *st, int N, int *H, int *W) {
+    int w = st->W;
+    if (!w) {
+        w = (int)lround(sqrt((double)N));
+        if ((long)w * w != N)
+            return gma_errorf("model.stem: %d tokens per sequence are not a square image (set model.stem_width)", N);
+    }
+    if (N % w)
+        return gma_errorf("model.stem: %d tokens per sequence are not whole rows of model.stem_width = %d", N, w);
+    *W = w;
+    *H = N / w;
+    return 0;
+}
+
+/* the normalisation's groups: batch norm one of every pixel, instance norm one per image */
+static void norm_groups(const Stem *st, int *G, int *rows) {
+    int P = st->H * st->Wd;
+    *G = st->norm == STEM_NORM_BATCH ? 1 : st->S;
+    *rows = st->norm == STEM_NORM_BATCH ? st->S * P : P;
+}
+
+#define PP(i) PT_PTR(params, pt, (i))
+#define GG(i) PT_PTR(grads, pt, (i))
+
+/* batch norm in evaluation: mean[l] and rstd[l] from the running statistics */
+static void running_stats(Stem *st, const ParamTable *pt, const real *params, int l) {
+    int D = st->D;
+    real *h = st->stat_host;
+    g_ops->to_host(h, PP(st->rmean[l]), sizeof(real) * D);
+    g_ops->to_host(h + D, PP(st->rvar[l]), sizeof(real) * D);
+    for (int c = 0; c < D; c++) h[D + c] = (real)(1.0 / sqrt((double)h[D + c] + STEM_EPS));
+    g_ops->to_device(st->mean[l], h, sizeof(real) * D);
+    g_ops->to_device(st->rstd[l], h + D, sizeof(real) * D);
+}
+
+void stem_forward(Stem *st, real *out, const ParamTable *pt, const real *params, int S, int N, int training) {
+    int D = st->D, G, rows;
+    st->S = S;
+    stem_shape(st, N, &st->H, &st->Wd); /* checked by the caller */
+    st->batch_stats = st->norm == STEM_NORM_BATCH && training;
+    norm_groups(st, &G, &rows);
+    size_t R = (size_t)S * N;
+    for (int l = 0; l < st->n; l++) {
+        const real *in = l ? st->a[l - 1] : st->x0;
+        g_ops->im2col3x3(st->col, in, S, st->H, st->Wd, D, st->dil[l]);
+        linear_forward(st->y[l], st->col, PP(st->convw[l]), PP(st->convb[l]), (int)R, 9 * D, D);
+        const real *z = st->y[l];
+        if (st->norm != STEM_NORM_NONE) {
+            int given = st->norm == STEM_NORM_BATCH && !training;
+            if (given) running_stats(st, pt, params, l);
+            g_ops->chnorm_forward(st->a[l], st->mean[l], st->rstd[l], st->y[l], PP(st->normw[l]), PP(st->normb[l]), G,
+                                  rows, D, !given);
+            z = st->a[l];
+        }
+        g_ops->relu_forward(st->a[l], z, R * D);
+    }
+    g_ops->copy(out, st->a[st->n - 1], sizeof(real) * R * D);
+}
+
+/* dW [D, 9D] += dy^T col over every pixel. One product would have a long inner dimension
+ * (every pixel) and outputs too few to share among threads, so the images are cut into at
+ * most STEM_CHUNKS runs of whole images, one product each into its own partial (a batch
+ * the backend spreads over its threads), and the partials are added in order: the sum
+ * depends on the batch's shape, not on the number of threads. */
+static void conv_weight_grad(Stem *st, real *dW, const real *dy) {
+    int D = st->D, P = st->H * st->Wd, per = (st->S + STEM_CHUNKS - 1) / STEM_CHUNKS, full = st->S / per;
+    int rest = st->S - full * per, nc = full + (rest > 0);
+    size_t rows = (size_t)per * P, wsz = (size_t)9 * D * D;
+    g_ops->matmul_strided(st->dw_part, dy, st->col, D, 9 * D, (int)rows, 1, 0, 1, 0, full, rows * D, rows * 9 * D, wsz);
+    if (rest)
+        g_ops->matmul(st->dw_part + full * wsz, dy + full * rows * D, st->col + full * rows * 9 * D, D, 9 * D, rest * P, 1,
+                      0, 1, 0);
+    for (int i = 0; i < nc; i++) g_ops->axpy(dW, 1, st->dw_part + i * wsz, wsz);
+}
+
+void stem_backward(Stem *st, real *dx0, const real *dout, const ParamTable *pt, const real *params, real *grads) {
+    int D = st->D, S = st->S, G, rows;
+    norm_groups(st, &G, &rows);
+    size_t R = (size_t)S * st->H * st->Wd, bytes = sizeof(real) * R * D;
+    real *da = st->da, *dy = st->dy; /* the gradient of a[l]; scratch */
+    g_ops->copy(da, dout, bytes);
+    for (int l = st->n - 1; l >= 0; l--) {
+        g_ops->zero(dy, bytes);
+        g_ops->relu_backward(dy, da, st->a[l], R * D); /* d of the norm's output (or of y) */
+        real *dyc = dy;
+        if (st->norm != STEM_NORM_NONE) {
+            g_ops->zero(da, bytes);
+            g_ops->chnorm_backward(da, GG(st->normw[l]), GG(st->normb[l]), dy, st->y[l], PP(st->normw[l]), st->mean[l],
+                                   st->rstd[l], G, rows, D);
+            dyc = da;
+        }
+        /* y = col W^T + b: the weight and bias gradients from col, then col <- dcol = dy W */
+        const real *in = l ? st->a[l - 1] : st->x0;
+        g_ops->im2col3x3(st->col, in, S, st->H, st->Wd, D, st->dil[l]);
+        conv_weight_grad(st, GG(st->convw[l]), dyc);
+        g_ops->bias_backward(GG(st->convb[l]), dyc, (int)R, D);
+        g_ops->matmul(st->col, dyc, PP(st->convw[l]), (int)R, 9 * D, D, 0, 0, 1, 0);
+        real *next = dyc == da ? dy : da; /* the buffer dyc is not */
+        if (l == 0) {
+            g_ops->col2im3x3(dx0, st->col, S, st->H, st->Wd, D, st->dil[l]);
+            break;
+        }
+        g_ops->zero(next, bytes);
+        g_ops->col2im3x3(next, st->col, S, st->H, st->Wd, D, st->dil[l]);
+        da = next;
+        dy = next == st->da ? st->dy : st->da;
+    }
+}
+
+void stem_update_buffers(Stem *st, const ParamTable *pt, real *params) {
+    if (!st->batch_stats) return;
+    int D = st->D;
+    double n = (double)st->S * st->H * st->Wd, unbias = n > 1 ? n / (n - 1) : 1;
+    real *h = st->stat_host, *r = h + D, *rm = h + 2 * D, *rv = h + 3 * D; /* batch mean, rstd; running */
+    for (int l = 0; l < st->n; l++) {
+        g_ops->to_host(h, st->mean[l], sizeof(real) * D);
+        g_ops->to_host(r, st->rstd[l], sizeof(real) * D);
+        g_ops->to_host(rm, PP(st->rmean[l]), sizeof(real) * D);
+        g_ops->to_host(rv, PP(st->rvar[l]), sizeof(real) * D);
+        for (int c = 0; c < D; c++) {
+            double var = 1.0 / ((double)r[c] * r[c]) - STEM_EPS;
+            rm[c] = (real)((1 - STEM_MOMENTUM) * rm[c] + STEM_MOMENTUM * h[c]);
+            rv[c] = (real)((1 - STEM_MOMENTUM) * rv[c] + STEM_MOMENTUM * var * unbias);
+        }
+        g_ops->to_device(PP(st->rmean[l]), rm, sizeof(real) * D);
+        g_ops->to_device(PP(st->rvar[l]), rv, sizeof(real) * D);
+    }
+    st->batch_stats = 0;
+}
+
+int stem_rank_averaged(const Stem *st, int tensor) {
+    for (int l = 0; l < st->n; l++)
+        if (tensor >= 0 && (tensor == st->rmean[l] || tensor == st->rvar[l])) return 1;
+    return 0;
+}
