@@ -6,6 +6,7 @@
 #include "data/cls/clsdata.h"
 #include "data/cls/lra_listops.h"
 #include "cli/args/lra_generate.h"
+#include "train/cls_task.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -452,6 +453,25 @@ START_TEST(t_text_imdb) {
     clsdata_free(&d);
     o.truncate = 0;
     load_fails("text", arc, "test", &o, "aclImdb/test/neg/1_3.txt", "longer than max_len 10");
+
+    /* the training task with the release's split reads test/ once: valid and test share it */
+    Config c = tu_tiny_config("gma");
+    char sets[1400];
+    snprintf(sets, sizeof sets, "model.task=classify;data.source=cls;data.task=text;data.path=%s;data.text_valid=test;"
+             "train.seq_len=64;model.max_seq_len=64", arc);
+    tu_apply_sets(&c, sets);
+    ClsTask task;
+    ck_assert_msg(clstask_open(&task, &c, 7, 1, NULL) == 0, "%s", gma_error());
+    ck_assert(task.test_shares_valid && task.split[2].tok == task.split[1].tok && task.split[2].n == 2);
+    ck_assert_int_ge(find_seq(&task.split[2], "test pos"), 0);
+    clstask_close(&task);
+    /* held-out valid: three separate splits */
+    tu_apply_sets(&c, "data.text_valid=heldout");
+    ck_assert_msg(clstask_open(&task, &c, 7, 1, NULL) == 0, "%s", gma_error());
+    ck_assert(!task.test_shares_valid && task.split[2].tok != task.split[1].tok);
+    ck_assert_int_ge(find_seq(&task.split[1], "valid pos"), 0);
+    ck_assert_int_ge(find_seq(&task.split[2], "test pos"), 0);
+    clstask_close(&task);
 }
 END_TEST
 

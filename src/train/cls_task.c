@@ -28,6 +28,13 @@ int clstask_open(ClsTask *t, const Config *c, unsigned splits, int B, FILE *warn
     o.n_classes = generic ? c->model.n_classes : 0;
     for (int s = 0; s < 3; s++) {
         if (!(splits & (1u << s))) continue;
+        /* text with the release's split: valid and test are both the whole of test/, read
+         * and held once */
+        if (s == 2 && t->have[1] && o.text_valid_test && !strcmp(c->data.task, "text")) {
+            t->split[2] = t->split[1];
+            t->have[2] = t->test_shares_valid = 1;
+            continue;
+        }
         if (clsdata_load(&t->split[s], c->data.task, c->data.path, g_split_name[s], &o) != 0) {
             clstask_close(t);
             return -1;
@@ -62,7 +69,7 @@ int clstask_open(ClsTask *t, const Config *c, unsigned splits, int B, FILE *warn
 
 void clstask_close(ClsTask *t) {
     for (int s = 0; s < 3; s++)
-        if (t->have[s]) clsdata_free(&t->split[s]);
+        if (t->have[s] && !(s == 2 && t->test_shares_valid)) clsdata_free(&t->split[s]);
     free(t->perm);
     free(t->idx);
     free(t->tok);

@@ -15,6 +15,7 @@
 typedef struct ClsTask {
     ClsDataset split[3];
     int have[3];
+    int test_shares_valid; /* split[2] is a copy of split[1]'s handle (text with data.text_valid "test") */
     int n_seq, n_classes, max_len;
     uint32_t vocab;
     uint64_t seed;
