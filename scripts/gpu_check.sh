@@ -19,7 +19,8 @@
 #    gradient (relative error; bounds: fp32 1e-4, tf32 1e-2, bf16 5e-2 -- see docs/cuda.md).
 #    GMA also runs with a sequence that is a multiple of the chunk, a single chunk, and
 #    shared components; every bidirectional mixer also as a classifier with padded rows
-#    (the key-padding paths), and GMA with cls pooling and the two-sequence head. Kernel launches are synchronised (GMA_CUDA_SYNC=1) so a fault names
+#    (the key-padding paths), and GMA with cls pooling and the two-sequence head and with
+#    the convolutional stem (batch and instance norm). Kernel launches are synchronised (GMA_CUDA_SYNC=1) so a fault names
 #    its kernel.
 #    The baseline mixers' kernels (src/ops/cuda/cuda_sdpa.cu, cuda_mamba.cu,
 #    cuda_baselines.cu) get extra shapes: tiled sdpa at head widths 64, 128 and 256 (the
@@ -144,6 +145,12 @@ for p in $PRECS; do
   done
   check gma 0 "classifier, cls pool, 2 seqs" "$p" --seq 60 --set model.task=classify --set model.pooling=cls \
     --set model.n_seq=2 --set model.n_classes=3
+  # the convolutional stem over 8 x 8 images (docs/model.md §2.1): batch norm's batch
+  # statistics, instance norm
+  for sn in batch instance; do
+    check gma 0 "classifier, conv stem, $sn norm" "$p" --seq 64 --set model.task=classify --set model.stem=conv \
+      --set model.stem_dilations=1,2,4 --set model.stem_norm=$sn
+  done
 done
 
 # checkpoints cross devices: a few steps on the GPU, that checkpoint evaluated on both

@@ -1,7 +1,7 @@
 /* test64_cls.c: finite-difference gradient checks (float64 build) of the encoder
- * classifier: mean pooling over a padded batch, CLS pooling, the linear head, the
+ * classifier: mean and max pooling over a padded batch, CLS pooling, the linear head, the
  * two-sequence head, and whole 2-layer classifiers (bidirectional gma and sdpa, padded
- * batches, mean and cls pooling, one and two sequences) on every parameter element;
+ * batches, mean, max and cls pooling, one and two sequences) on every parameter element;
  * a convolutional stem before the blocks (batch, instance and no normalisation); the
  * accumulate contract of the pooling; padding invariance of the logits, and padding as
  * content with model.key_padding_mask false. */
@@ -57,6 +57,44 @@ static void pool_case(PoolKind kind, const char *name) {
             ck_assert(fabs(c.out[2 * PD + e] - c.x[(10) * PD + e]) < 1e-12);
         }
 }
+/* max pooling: the largest value of each channel over the real positions, the gradient at
+ * that position only, a row without real positions pools to 0 */
+typedef struct {
+    real x[PR * PN * PD], w[PR * PN], out[PR * PD], r[PR * PD];
+    int32_t arg[PR * PD];
+} MaxCtx;
+static double max_loss(void *p) {
+    MaxCtx *c = p;
+    g_ops->maxpool_forward(c->out, c->arg, c->x, c->w, PR, PN, PD);
+    return gc_dot(c->out, c->r, PR * PD);
+}
+START_TEST(test_pool_max) {
+    static const uint8_t mask[PR * PN] = {1, 1, 1, 0, 0, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0};
+    MaxCtx c;
+    Rng rng;
+    rng_seed(&rng, 9);
+    gc_fill(c.x, PR * PN * PD, &rng, 1);
+    gc_fill(c.r, PR * PD, &rng, 1);
+    pool_weights(c.w, mask, PR, PN, POOL_MEAN);
+    c.x[(0 * PN + 4) * PD + 1] = 100; /* padding never wins */
+    max_loss(&c);
+    for (int r = 0; r < 2; r++)
+        for (int e = 0; e < PD; e++) {
+            double best = -1e300;
+            for (int n = 0; n < PN; n++)
+                if (mask[r * PN + n]) best = fmax(best, c.x[(r * PN + n) * PD + e]);
+            ck_assert(c.out[r * PD + e] == best);
+        }
+    for (int e = 0; e < PD; e++) ck_assert(c.out[2 * PD + e] == 0 && c.arg[2 * PD + e] == -1);
+    real dx[PR * PN * PD] = {0};
+    g_ops->maxpool_backward(dx, c.r, c.arg, PR, PN, PD);
+    GC_ASSERT("max pooling (padded) dx", gc_check(max_loss, &c, c.x, dx, PR * PN * PD));
+    int nonzero = 0;
+    for (int i = 0; i < PR * PN * PD; i++) nonzero += dx[i] != 0;
+    ck_assert_int_eq(nonzero, 2 * PD);
+}
+END_TEST
+
 START_TEST(test_pool_mean) { pool_case(POOL_MEAN, "mean pooling (padded) dx"); }
 END_TEST
 START_TEST(test_pool_cls) { pool_case(POOL_CLS, "cls pooling dx"); }
@@ -271,7 +309,11 @@ START_TEST(test_cls_stem) {
     model_case_sets("gma", "mean", 1, STEM_SETS "instance;model.pos=sinusoidal");
     model_case_sets("sdpa", "mean", 1, STEM_SETS "none");
     model_case_sets("linear", "mean", 1, STEM_SETS "instance;model.dropout=0.2");
+    model_case_sets("gma", "max", 1, STEM_SETS "batch");
 }
+END_TEST
+
+START_TEST(test_cls_gma_max) { model_case("gma", "max", 1); }
 END_TEST
 
 START_TEST(test_cls_gma_mean) { model_case("gma", "mean", 1); }
@@ -401,6 +443,7 @@ Suite *make_suite(void) {
     TCase *tl = tcase_create("layers");
     tcase_add_test(tl, test_pool_mean);
     tcase_add_test(tl, test_pool_cls);
+    tcase_add_test(tl, test_pool_max);
     tcase_add_test(tl, test_head_linear);
     tcase_add_test(tl, test_head_pair);
     tcase_add_test(tl, test_head_mlp_relu);
@@ -418,6 +461,7 @@ Suite *make_suite(void) {
     tcase_add_test(tm, test_cls_lra_settings);
     tcase_add_test(tm, test_cls_head_dropout);
     tcase_add_test(tm, test_cls_stem);
+    tcase_add_test(tm, test_cls_gma_max);
     tcase_add_test(tm, test_pad_gma);
     tcase_add_test(tm, test_pad_sdpa);
     tcase_add_test(tm, test_pad_baselines);

@@ -95,7 +95,7 @@ START_TEST(test_config_errors) {
     ck_assert_int_eq(load_text(&c, "{\"model\": {\"n_layers\": 3, \"mixer\": [\"gma\", \"sdpa\"]}}"), 0);
     ck_assert_int_ne(cfg_validate(&c), 0);
     ck_assert_ptr_nonnull(strstr(gma_error(), "key model.mixer: 2 names for 3 layers"));
-    /* the convolutional stem: classifiers of one image with mean pooling, dilations 1..64 */
+    /* the convolutional stem: classifiers of one image with mean or max pooling, dilations 1..64 */
     ck_assert_int_eq(load_text(&c, "{\"model\": {\"stem\": \"conv\"}}"), 0);
     ck_assert_int_ne(cfg_validate(&c), 0);
     ck_assert_ptr_nonnull(strstr(gma_error(), "key model.stem: only classifiers"));

@@ -42,7 +42,8 @@ static const CfgKey g_head[] = {
      "Std of normal initialisation of linear and embedding weights (output projections scaled by 1/sqrt(2L))."},
     {"model.auto_threshold", CFGT_INT, O(model.auto_threshold), 0, "1024", 1, 16777216, NULL,
      "mixer \"auto\": sequences shorter than this use sdpa, others gma."},
-    {"model.pooling", CFGT_STR, O(model.pooling), S(model.pooling), "mean", 0, 0, "mean|cls", "Classifier pooling."},
+    {"model.pooling", CFGT_STR, O(model.pooling), S(model.pooling), "mean", 0, 0, "mean|cls|max",
+     "Classifier pooling: the mean over the real positions, a learned CLS slot at position 0, or the largest value of each channel over the real positions."},
     {"model.stem", CFGT_STR, O(model.stem), S(model.stem), "none", 0, 0, "none|conv",
      "Classifier on images: a convolutional stem between the token embedding and the blocks (docs/model.md §2.1): "
      "3 x 3 convolutions over the image of each sequence's tokens, each with normalisation and ReLU."},
@@ -570,8 +571,8 @@ int cfg_validate(const Config *c) {
                               slot ? " plus the CLS slot" : "", c->train.seq_len);
         if (slot && c->train.seq_len < 2) return gma_errorf("key train.seq_len: needs at least 2 with model.pooling \"cls\"");
         if (strcmp(m->stem, "none") && (slot || m->n_seq == 2))
-            return gma_errorf("key model.stem: the convolutional stem takes one image per example and mean pooling "
-                              "(not model.pooling \"cls\", whose slot is no pixel, or two sequences)");
+            return gma_errorf("key model.stem: the convolutional stem takes one image per example and mean or max "
+                              "pooling (not model.pooling \"cls\", whose slot is no pixel, or two sequences)");
         if (!m->key_padding_mask && !c->data.pad_full)
             return gma_errorf("key model.key_padding_mask: false makes padding content, so it needs data.pad_full true "
                               "(else an example's padding would depend on its batch)");

@@ -56,7 +56,7 @@ typedef struct ModelCfg {
     int mlp;
     double init_std;
     int auto_threshold;
-    char pooling[16];       /* mean | cls (classify) */
+    char pooling[16];       /* mean | cls | max (classify) */
     int key_padding_mask;   /* classify: the mixers see the key-padding mask (0: padding is content) */
     int n_classes;
     int n_seq;              /* classify: sequences per example (1, 2); 0 = from the data */

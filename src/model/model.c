@@ -96,6 +96,7 @@ int model_build(Model *m, const Config *c) {
     if (!strcmp(mc->task, "classify")) {
         m->classify = 1;
         m->pool_cls = !strcmp(mc->pooling, "cls");
+        m->pool_max = !strcmp(mc->pooling, "max");
         m->n_seq = mc->n_seq > 0 ? mc->n_seq : 1;
         m->C = mc->n_classes;
         double cstd = mc->cls_std >= 0 ? mc->cls_std : std;
@@ -109,7 +110,7 @@ int model_build(Model *m, const Config *c) {
         cls_head_add(&m->head, pt, m->D, m->C, m->n_seq == 2, &hs);
     }
     if (m->stem.n && (!m->classify || m->pool_cls || m->n_seq != 1))
-        return gma_errorf("key model.stem: the convolutional stem needs a classifier of one sequence with mean pooling");
+        return gma_errorf("key model.stem: the convolutional stem needs a classifier of one sequence with mean or max pooling");
     return 0;
 }
 
@@ -200,6 +201,7 @@ void model_alloc(Model *m, int Bmax, int Nmax) {
         m->head_act = TAKE(head_act);
         m->head_scratch = TAKE(head_act);
         m->pred = g_ops->alloc(Bmax * sizeof(int32_t));
+        m->pool_arg = g_ops->alloc((size_t)S * D * sizeof(int32_t));
         m->pool_w_host = xcalloc(R, sizeof(real));
         m->mask_host = xcalloc(R, 1);
         m->tok_host = xcalloc(R, sizeof(int32_t));
@@ -251,6 +253,7 @@ void model_free(Model *m) {
         g_ops->free(m->tok);
         g_ops->free(m->tgt);
         if (m->pred) g_ops->free(m->pred);
+        if (m->pool_arg) g_ops->free(m->pool_arg);
     }
     if (m->pos_fixed) g_ops->free(m->pos_fixed);
     stem_free(&m->stem);
@@ -453,7 +456,8 @@ int model_forward_cls(Model *m, const int32_t *tok, const uint8_t *keymask, cons
     blocks_forward(m, &ctx);
     pool_weights(m->pool_w_host, m->mask_host, S, Nt, m->pool_cls ? POOL_CLS : POOL_MEAN);
     g_ops->to_device(m->pool_w, m->pool_w_host, sizeof(real) * R);
-    pool_forward(m->pooled, m->lnf, m->pool_w, S, Nt, D);
+    if (m->pool_max) g_ops->maxpool_forward(m->pooled, m->pool_arg, m->lnf, m->pool_w, S, Nt, D);
+    else pool_forward(m->pooled, m->lnf, m->pool_w, S, Nt, D);
     GmaDrop gh;
     cls_head_forward(&m->head, m->logits, m->head_act, m->pooled, m->params, B,
                      site_drop(m, &gh, 0, GMA_DROP_HEAD, m->cfg.model.head_dropout));
@@ -476,7 +480,8 @@ static void backward_cls(Model *m, double loss_scale) {
     cls_head_backward(&m->head, m->dpooled, m->grads, m->logits, m->head_act, m->pooled, m->params, m->head_scratch, B,
                       site_drop(m, &gh, 0, GMA_DROP_HEAD, m->cfg.model.head_dropout));
     g_ops->zero(m->dtmp, sizeof(real) * R * D);
-    pool_backward(m->dtmp, m->dpooled, m->pool_w, S, Nt, D);
+    if (m->pool_max) g_ops->maxpool_backward(m->dtmp, m->dpooled, m->pool_arg, S, Nt, D);
+    else pool_backward(m->dtmp, m->dpooled, m->pool_w, S, Nt, D);
     MixerCtx ctx = {.B = S, .N = Nt, .causal = m->causal, .keymask = mixer_keymask(m), .training = 1,
                     .aux_scale = loss_scale};
     blocks_backward(m, &ctx);

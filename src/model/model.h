@@ -47,12 +47,13 @@ typedef struct Model {
     int logits_grad;         /* the last forward (training, language model) left softmax - onehot in logits */
     const uint8_t *keymask;  /* host, [B,N] or NULL */
     /* classifier (task "classify"); B above counts sequences (examples * n_seq) there */
-    int classify, pool_cls, n_seq, C; /* C classes; pool_cls: CLS slot at position 0 */
+    int classify, pool_cls, pool_max, n_seq, C; /* C classes; pool_cls: CLS slot at position 0; pool_max: max pooling */
     int cls_tok;             /* param index of cls_token [D] (-1 without cls pooling) */
     ClsHead head;
     int n_ex;                /* examples in the last classifier forward */
     real *pool_w, *pooled, *dpooled, *head_act, *head_scratch; /* [S,Nt], [S,D], [S,D], head */
     int32_t *pred;           /* backend [Bmax] argmax */
+    int32_t *pool_arg;       /* backend [S,D]: max pooling's positions */
     real *pool_w_host;       /* host [S,Nt] */
     uint8_t *mask_host;      /* host [S,Nt] key mask including the CLS slot */
     int32_t *tok_host;       /* host [S,Nt] tokens including the CLS slot */

@@ -142,6 +142,13 @@
     /* Two-sequence interaction features (docs/model.md §2): u, v [B,D] -> out [B,4D] rows                             \
      * [u, v, u*v, u-v]; backward accumulates du, dv from dout [B,4D]. */                                              \
     X(void, pair_features_forward, (real *out, const real *u, const real *v, int B, int D))                            \
+    /* Max pooling over positions (docs/model.md §2, model.pooling "max"): x [S,N,D], w [S,N]                          \
+     * the pooling weights (positions with w > 0 are real); out [S,D] the largest x over the                           \
+     * real positions of each sequence and channel, arg [S,D] its position (the first of                               \
+     * equals; -1 and out 0 for a sequence without real positions). Backward: dx[s, arg, d]                            \
+     * += dout[s, d]. */                                                                                               \
+    X(void, maxpool_forward, (real *out, int32_t *arg, const real *x, const real *w, int S, int N, int D))             \
+    X(void, maxpool_backward, (real *dx, const real *dout, const int32_t *arg, int S, int N, int D))                   \
     X(void, pair_features_backward, (real *du, real *dv, const real *dout, const real *u, const real *v, int B,        \
         int D))                                                                                                        \
     /* baselines (required like every op: ops_check_table names a missing one). The mixers                             \

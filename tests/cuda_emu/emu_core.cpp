@@ -8,7 +8,7 @@
  * entropy, argmax, head split/merge, row softmax, attention mask, linmix (bidirectional and
  * causal; chunks that divide N, that do not, and one chunk), GMA routing (per-head and
  * shared, Kc over 32), the diversity loss, pair features, AdamW and SGD, and the
- * convolutional stem's im2col, col2im and per-channel normalisation. Bound: relative L2
+ * convolutional stem's im2col, col2im and per-channel normalisation, and max pooling. Bound: relative L2
  * error 1e-4 per tensor in fp32 (tf32 2e-3, bf16 1e-2 against the fp32 CPU product);
  * integer outputs and the copy ops must match exactly. Run by scripts/cuda_emu_check.sh. */
 #include "ops/cuda/cuda_common.cuh"
@@ -135,6 +135,17 @@ static void t_conv(int S, int H, int W, int C, int dil) {
     snprintf(nm, sizeof nm, "im2col3x3 S%d %dx%d C%d dil %d", S, H, W, C, dil); cmp(nm, c2, c1, 1e-7);
     CP->col2im3x3(F(d1), F(g), S, H, W, C, dil); CU->col2im3x3(F(d2), F(g), S, H, W, C, dil);
     cmp("col2im3x3 (accumulated)", d2, d1);
+}
+static void t_maxpool(int S, int N, int D) {
+    char nm[64]; size_t n = (size_t)S * N * D;
+    V x = rnd(n), w(S * N), o1(S * D), o2(S * D), g = rnd(S * D), d1 = rnd(n), d2 = d1;
+    VI a1(S * D), a2(S * D);
+    for (int i = 0; i < S * N; i++) w[i] = (i % 7 == 3 || (i / N) == S - 1) ? 0.f : 0.5f; /* padding; the last row all padding */
+    for (size_t i = 0; i + 5 < n; i += 11) x[i + 5] = x[i]; /* ties */
+    CP->maxpool_forward(F(o1), F(a1), F(x), F(w), S, N, D); CU->maxpool_forward(F(o2), F(a2), F(x), F(w), S, N, D);
+    snprintf(nm, sizeof nm, "maxpool fwd S%d N%d D%d", S, N, D); cmp(nm, o2, o1, 1e-7); cmpi("maxpool fwd arg", a2, a1);
+    CP->maxpool_backward(F(d1), F(g), F(a1), S, N, D); CU->maxpool_backward(F(d2), F(g), F(a1), S, N, D);
+    cmp("maxpool bwd dx", d2, d1, 1e-7);
 }
 static void t_chnorm(int S, int N, int C) {
     char nm[64]; size_t n = (size_t)S * N * C, ns = (size_t)S * C;
@@ -289,6 +300,7 @@ int main(int argc, char **argv) {
     if (ON("stem")) {
         t_conv(2, 5, 4, 3, 1); t_conv(1, 7, 6, 33, 2); t_conv(3, 4, 4, 2, 4); t_conv(1, 1, 1, 1, 1);
         t_chnorm(1, 600, 35); t_chnorm(3, 70, 4); t_chnorm(2, 300, 1); t_chnorm(1, 1, 3);
+        t_maxpool(3, 40, 33); t_maxpool(2, 1, 5);
     }
     printf("%d checks, %d failures, worst fp32 relative error %.2e (bound 1e-4), %d cuBLAS GEMM calls\n", ncheck, nfail, worst, g_emu_gemm_calls);
     return nfail != 0;

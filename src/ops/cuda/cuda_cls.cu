@@ -1,5 +1,6 @@
 /* cuda_cls.cu: CUDA kernels of the classifier heads, twins of ops/cpu/cpu_cls.c:
- * the two-sequence interaction features [u, v, u*v, u-v] and their backward. */
+ * the two-sequence interaction features [u, v, u*v, u-v] and their backward, and max
+ * pooling over positions. */
 #include "ops/cuda/cuda_common.cuh"
 
 __global__ void k_pair_fwd(float *out, const float *u, const float *v, int B, int D) {
@@ -33,4 +34,41 @@ void cuda_pair_features_backward(real *du, real *dv, const real *dout, const rea
     if (!n) return;
     k_pair_bwd<<<grid_for(n), TPB>>>(du, dv, dout, u, v, B, D);
     KERNEL_CHECK("k_pair_bwd");
+}
+
+/* max pooling: one thread per (sequence, channel), positions in order (the first of equals
+ * wins, as on the CPU); the backward writes one element per (sequence, channel), so no two
+ * threads meet */
+__global__ void k_maxpool_fwd(float *out, int32_t *arg, const float *x, const float *w, int S, int N, int D) {
+    GRID_STRIDE(i, (size_t)S * D) {
+        size_t s = i / D, d = i % D;
+        float best = 0.f;
+        int32_t a = -1;
+        for (int n = 0; n < N; n++) {
+            if (!(w[s * N + n] > 0.f)) continue;
+            float v = x[(s * N + n) * D + d];
+            if (a < 0 || v > best) best = v, a = n;
+        }
+        out[i] = best;
+        arg[i] = a;
+    }
+}
+__global__ void k_maxpool_bwd(float *dx, const float *dout, const int32_t *arg, int S, int N, int D) {
+    GRID_STRIDE(i, (size_t)S * D) {
+        size_t s = i / D, d = i % D;
+        int32_t n = arg[i];
+        if (n >= 0) dx[(s * N + n) * D + d] += dout[i];
+    }
+}
+void cuda_maxpool_forward(real *out, int32_t *arg, const real *x, const real *w, int S, int N, int D) {
+    size_t n = (size_t)S * D;
+    if (!n) return;
+    k_maxpool_fwd<<<grid_for(n), TPB>>>(out, arg, x, w, S, N, D);
+    KERNEL_CHECK("k_maxpool_fwd");
+}
+void cuda_maxpool_backward(real *dx, const real *dout, const int32_t *arg, int S, int N, int D) {
+    size_t n = (size_t)S * D;
+    if (!n) return;
+    k_maxpool_bwd<<<grid_for(n), TPB>>>(dx, dout, arg, S, N, D);
+    KERNEL_CHECK("k_maxpool_bwd");
 }
