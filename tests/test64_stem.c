@@ -1,6 +1,7 @@
 /* test64_stem.c: the convolutional stem's ops and layer (float64 build; docs/model.md §2.1):
- * im2col3x3 against the definition of a dilated 3 x 3 convolution with zero padding,
- * col2im3x3 as its exact transpose (and accumulating), the per-channel normalisation's
+ * im2col3x3 against the definition of a dilated 3 x 3 convolution with zero padding (and
+ * with the taps mirrored), the mirrored taps as the convolution's exact transpose, the
+ * per-channel normalisation's
  * forward against the definition and its backward against central finite differences
  * (batch- and instance-shaped groups), and the batch norm's running statistics: one update
  * is 0.9 / 0.1 of the batch's mean and unbiased variance, evaluation uses them, and
@@ -23,25 +24,32 @@ static void im2col_case(int S, int H, int W, int C, int dil) {
     Rng rng;
     rng_seed(&rng, 40 + dil);
     size_t nx = (size_t)S * H * W * C, ncol = nx * 9;
-    real *x = gc_random(nx, &rng, 1), *col = xcalloc(ncol, sizeof(real)), *g = gc_random(ncol, &rng, 1);
-    real *dx = xcalloc(nx, sizeof(real)), *dx2 = xcalloc(nx, sizeof(real));
+    real *x = gc_random(nx, &rng, 1), *col = xcalloc(ncol, sizeof(real)), *g = gc_random(nx, &rng, 1);
+    real *Wt = gc_random((size_t)9 * C * C, &rng, 1), *Wr = xcalloc((size_t)9 * C * C, sizeof(real));
+    real *y = xcalloc(nx, sizeof(real)), *dx = xcalloc(nx, sizeof(real));
+    for (int sgn = 1; sgn >= -1; sgn -= 2) {
+        int d = sgn * dil;
+        g_ops->im2col3x3(col, x, S, H, W, C, d);
+        for (int s = 0; s < S; s++)
+            for (int i = 0; i < H; i++)
+                for (int j = 0; j < W; j++)
+                    for (int k = 0; k < 9; k++)
+                        for (int c = 0; c < C; c++) {
+                            real want = px(x, s, i + (k / 3 - 1) * d, j + (k % 3 - 1) * d, c, H, W, C);
+                            ck_assert(col[((((size_t)s * H + i) * W + j) * 9 + k) * C + c] == want);
+                        }
+    }
+    /* the stem's input gradient is the convolution's transpose: with y = im2col(x, dil) W^T
+     * and dx = im2col(g, -dil) Wr, Wr [(k, co), ci] = W[co, (k, ci)] (split_heads),
+     * <y, g> = <x, dx> */
     g_ops->im2col3x3(col, x, S, H, W, C, dil);
-    for (int s = 0; s < S; s++)
-        for (int i = 0; i < H; i++)
-            for (int j = 0; j < W; j++)
-                for (int k = 0; k < 9; k++)
-                    for (int c = 0; c < C; c++) {
-                        real want = px(x, s, i + (k / 3 - 1) * dil, j + (k % 3 - 1) * dil, c, H, W, C);
-                        ck_assert(col[((((size_t)s * H + i) * W + j) * 9 + k) * C + c] == want);
-                    }
-    /* <col2im(g), x> = <g, im2col(x)> */
-    g_ops->col2im3x3(dx, g, S, H, W, C, dil);
-    double lhs = gc_dot(dx, x, nx), rhs = gc_dot(g, col, ncol);
-    ck_assert_msg(fabs(lhs - rhs) < 1e-10 * (1 + fabs(rhs)), "col2im is not the transpose: %g vs %g", lhs, rhs);
-    g_ops->col2im3x3(dx2, g, S, H, W, C, dil);
-    g_ops->col2im3x3(dx2, g, S, H, W, C, dil);
-    for (size_t i = 0; i < nx; i++) ck_assert(fabs(dx2[i] - 2 * dx[i]) < 1e-12);
-    free(x), free(col), free(g), free(dx), free(dx2);
+    g_ops->matmul(y, col, Wt, S * H * W, C, 9 * C, 0, 1, 1, 0);
+    g_ops->split_heads(Wr, Wt, 1, C, 9, C);
+    g_ops->im2col3x3(col, g, S, H, W, C, -dil);
+    g_ops->matmul(dx, col, Wr, S * H * W, C, 9 * C, 0, 0, 1, 0);
+    double lhs = gc_dot(y, g, nx), rhs = gc_dot(x, dx, nx);
+    ck_assert_msg(fabs(lhs - rhs) < 1e-10 * (1 + fabs(rhs)), "mirrored taps are not the transpose: %g vs %g", lhs, rhs);
+    free(x), free(col), free(g), free(Wt), free(Wr), free(y), free(dx);
 }
 START_TEST(test_im2col) {
     im2col_case(2, 3, 4, 2, 1);

@@ -50,7 +50,7 @@ void stem_free(Stem *st) {
 size_t stem_act_size(const Stem *st, int S, int N) {
     if (!st->n) return 0;
     size_t R = (size_t)S * N, D = st->D;
-    return R * D + st->n * (2 * R * D + 2 * (size_t)S * D) + R * 9 * D + 2 * R * D + STEM_CHUNKS * 9 * D * D;
+    return R * D + st->n * (2 * R * D + 2 * (size_t)S * D) + R * 9 * D + 2 * R * D + (STEM_CHUNKS + 1) * 9 * D * D;
 }
 
 void stem_carve(Stem *st, real **p, int S, int N) {
@@ -68,6 +68,7 @@ void stem_carve(Stem *st, real **p, int S, int N) {
     st->dy = TAKE(R * D);
     st->da = TAKE(R * D);
     st->dw_part = TAKE((size_t)STEM_CHUNKS * 9 * D * D);
+    st->wt = TAKE((size_t)9 * D * D);
 #undef TAKE
 }
 
@@ -162,19 +163,18 @@ void stem_backward(Stem *st, real *dx0, const real *dout, const ParamTable *pt, 
                                    st->rstd[l], G, rows, D);
             dyc = da;
         }
-        /* y = col W^T + b: the weight and bias gradients from col, then col <- dcol = dy W */
+        /* y = col W^T + b: the weight and bias gradients from col */
         const real *in = l ? st->a[l - 1] : st->x0;
         g_ops->im2col3x3(st->col, in, S, st->H, st->Wd, D, st->dil[l]);
         conv_weight_grad(st, GG(st->convw[l]), dyc);
         g_ops->bias_backward(GG(st->convb[l]), dyc, (int)R, D);
-        g_ops->matmul(st->col, dyc, PP(st->convw[l]), (int)R, 9 * D, D, 0, 0, 1, 0);
+        /* dx: the transposed convolution of dy, the taps mirrored (im2col at -dil) times the
+         * weight with its axes regrouped, Wt [(k, co), ci] = W[co, (k, ci)] */
+        g_ops->split_heads(st->wt, PP(st->convw[l]), 1, D, 9, D);
+        g_ops->im2col3x3(st->col, dyc, S, st->H, st->Wd, D, -st->dil[l]);
         real *next = dyc == da ? dy : da; /* the buffer dyc is not */
-        if (l == 0) {
-            g_ops->col2im3x3(dx0, st->col, S, st->H, st->Wd, D, st->dil[l]);
-            break;
-        }
-        g_ops->zero(next, bytes);
-        g_ops->col2im3x3(next, st->col, S, st->H, st->Wd, D, st->dil[l]);
+        if (l) g_ops->zero(next, bytes);
+        g_ops->matmul(l ? next : dx0, st->col, st->wt, (int)R, D, 9 * D, 0, 0, 1, 1);
         da = next;
         dy = next == st->da ? st->dy : st->da;
     }

@@ -110,12 +110,11 @@
     X(void, gma_route_backward, (real *dx, real *dmu, real *dvar_raw, real *dprior, const real *dgamma,                \
         const real *gamma, const real *x, const real *mu, const real *var_raw, const real *prior, int B, int H,        \
         int N, int d, int Kc, real tau, real var_floor, int shared))                                                   \
-    /* convolutional stem (docs/model.md §2.1). S images of H x W pixels with C channels, x                            \
-     * [S, H*W, C] (channels last: the token layout) -> col [S*H*W, 9*C], the 3 x 3 taps at                            \
-     * dilation dil: col[(s,i,j), (3 ky + kx) C + c] = x[s, i + (ky-1) dil, j + (kx-1) dil, c],                        \
-     * 0 outside the image. col2im3x3 accumulates the transpose into dx. */                                            \
-    X(void, im2col3x3, (real *col, const real *x, int S, int H, int W, int C, int dil))                                \
-    X(void, col2im3x3, (real *dx, const real *col, int S, int H, int W, int C, int dil))                               \
+    /* convolutional stem (docs/model.md §2.1). S images of H x W pixels with C channels, x                          \
+     * [S, H*W, C] (channels last: the token layout) -> col [S*H*W, 9*C], the 3 x 3 taps at                          \
+     * dilation dil: col[(s,i,j), (3 ky + kx) C + c] = x[s, i + (ky-1) dil, j + (kx-1) dil, c],                      \
+     * 0 outside the image. A negative dil mirrors the taps (the transposed convolution's). */                       \
+    X(void, im2col3x3, (real *col, const real *x, int S, int H, int W, int C, int dil))                              \
     /* Per-channel normalisation over S groups of N rows, x [S, N, C]: out = (x - mean) rstd w + b                     \
      * with mean, rstd [S, C] of each group and channel (variance over N, eps 1e-5) written                            \
      * (stats 1) or given (stats 0: running statistics). Batch norm is S = 1, instance norm                            \

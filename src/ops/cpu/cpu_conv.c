@@ -1,7 +1,7 @@
 /* cpu_conv.c: the convolutional stem's ops (docs/model.md §2.1): the 3 x 3 dilated
- * convolution's im2col and its transpose, and the per-channel normalisation over groups of
- * rows (batch norm: one group of every pixel of the batch; instance norm: one group per
- * image). Reductions run over fixed blocks of rows added in block order, so results do not
+ * convolution's im2col (mirrored taps, for the transposed convolution, at a negative
+ * dilation) and the per-channel normalisation over groups of rows (batch norm: one group
+ * of every pixel of the batch; instance norm: one group per image). Reductions run over fixed blocks of rows added in block order, so results do not
  * depend on the number of threads. */
 #include <math.h>
 
@@ -32,24 +32,6 @@ void cpu_im2col3x3(real *col, const real *x, int S, int H, int W, int C, int dil
                     const real *src = x + ((size_t)s * P + q) * C;
                     for (int c = 0; c < C; c++) dst[c] = src[c];
                 }
-            }
-        }
-}
-
-/* pixel q is read by tap (ky, kx) of pixel q - (ky - 1, kx - 1) dil: a gather per pixel, no
- * two threads write one element */
-void cpu_col2im3x3(real *dx, const real *col, int S, int H, int W, int C, int dil) {
-    long P = (long)H * W;
-#pragma omp parallel for collapse(2) schedule(static) if (PAR_WORTH((size_t)S * P * 9 * C))
-    for (int s = 0; s < S; s++)
-        for (long q = 0; q < P; q++) {
-            int y = (int)(q / W), x = (int)(q % W);
-            real *d = dx + ((size_t)s * P + q) * C;
-            for (int k = 0; k < 9; k++) {
-                int i = y - (k / 3 - 1) * dil, j = x - (k % 3 - 1) * dil;
-                if (i < 0 || i >= H || j < 0 || j >= W) continue;
-                const real *src = col + ((size_t)s * P + (long)i * W + j) * 9 * C + (size_t)k * C;
-                for (int c = 0; c < C; c++) d[c] += src[c];
             }
         }
 }

@@ -1,6 +1,6 @@
 /* cuda_conv.cu: the convolutional stem's ops (docs/model.md §2.1; contracts in ops/ops.h):
- * im2col and its transpose for the 3 x 3 dilated convolution (one thread per element, the
- * transpose a gather, so no atomics), and the per-channel normalisation over groups of rows,
+ * im2col for the 3 x 3 dilated convolution (one thread per element; a negative dilation
+ * mirrors the taps), and the per-channel normalisation over groups of rows,
  * whose sums run over fixed blocks of rows in double and are added in block order (the
  * same bits run after run). */
 #include "ops/cuda/cuda_common.cuh"
@@ -17,33 +17,12 @@ __global__ void k_im2col(float *col, const float *x, int S, int H, int W, int C,
         col[e] = y < 0 || y >= H || xx < 0 || xx >= W ? 0.f : x[(s * P + (size_t)y * W + xx) * C + c];
     }
 }
-__global__ void k_col2im(float *dx, const float *col, int S, int H, int W, int C, int dil) {
-    size_t P = (size_t)H * W, n = (size_t)S * P * C;
-    GRID_STRIDE(e, n) {
-        int c = (int)(e % C);
-        size_t sq = e / C, s = sq / P, q = sq % P;
-        int y = (int)(q / W), xx = (int)(q % W);
-        float acc = 0;
-        for (int k = 0; k < 9; k++) {
-            int i = y - (k / 3 - 1) * dil, j = xx - (k % 3 - 1) * dil;
-            if (i >= 0 && i < H && j >= 0 && j < W) acc += col[((s * P + (size_t)i * W + j) * 9 + k) * C + c];
-        }
-        dx[e] += acc;
-    }
-}
 void cuda_im2col3x3(real *col, const real *x, int S, int H, int W, int C, int dil) {
     size_t n = (size_t)S * H * W * 9 * C;
     if (!n) return;
     k_im2col<<<grid_for(n), TPB>>>(col, x, S, H, W, C, dil);
     KERNEL_CHECK("k_im2col");
 }
-void cuda_col2im3x3(real *dx, const real *col, int S, int H, int W, int C, int dil) {
-    size_t n = (size_t)S * H * W * C;
-    if (!n) return;
-    k_col2im<<<grid_for(n), TPB>>>(dx, col, S, H, W, C, dil);
-    KERNEL_CHECK("k_col2im");
-}
-
 /* Partial sums over block rb of CH_ROWS rows of group s, channel c = blockIdx.x * 32 + tx:
  * mode 0: x; mode 1: (x - m)^2; mode 2: dout (into p) and dout * xhat (into q). Threads
  * (tx, ty) take rows ty, ty + 8, ...; the 8 partials are added in ty order. */
