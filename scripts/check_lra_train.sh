@@ -15,7 +15,7 @@
 #   2000 / 2000 as the release does); gma 2x64, sinusoidal positions and N(0, 1) embeddings
 #   as the release's Pathfinder-32 config, batch 16, lr 2e-3, 1200 steps; must beat chance
 #   (0.5). It stays at chance (best valid 0.5125, test 0.4805), as every small setting
-#   probed so far, a gma model with a convolutional stem (model.stem) to 51,200 images
+#   probed so far, a gma model with a convolutional stem (model.stem) to 64,000 images
 #   included (docs/lra.md, "CPU check"), so this check fails until one is found.
 # Needs `make` first. Prints one summary line; exits non-zero when training fails or the
 # accuracy is not above the bound.
