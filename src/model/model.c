@@ -443,7 +443,7 @@ int model_forward_cls(Model *m, const int32_t *tok, const uint8_t *keymask, cons
         g_ops->embed_forward(m->stem.x0, m->tok, PP(m->wte), NULL, S, Nt, D);
         stem_forward(&m->stem, m->resid[0], &m->pt, m->params, S, Nt, training);
         if (pos_table(m))
-            for (int r = 0; r < S; r++) g_ops->axpy(m->resid[0] + R * D / S * r, 1, pos_table(m), (size_t)Nt * D);
+            for (int r = 0; r < S; r++) g_ops->axpy(m->resid[0] + (size_t)r * Nt * D, 1, pos_table(m), (size_t)Nt * D);
     } else
         g_ops->embed_forward(m->resid[0], m->tok, PP(m->wte), pos_table(m), S, Nt, D);
     if (m->pool_cls) /* position 0: cls_token + pos_emb[0] */
@@ -494,7 +494,7 @@ static void backward_cls(Model *m, double loss_scale) {
         }
     if (m->stem.n) {
         if (pos_grad(m))
-            for (int r = 0; r < S; r++) g_ops->axpy(pos_grad(m), 1, m->dresid + R * D / S * r, (size_t)Nt * D);
+            for (int r = 0; r < S; r++) g_ops->axpy(pos_grad(m), 1, m->dresid + (size_t)r * Nt * D, (size_t)Nt * D);
         g_ops->zero(m->dtmp, sizeof(real) * R * D);
         stem_backward(&m->stem, m->dtmp, m->dresid, &m->pt, m->params, m->grads);
         g_ops->embed_backward(GG(m->wte), NULL, m->dtmp, m->tok, S, Nt, D);
