@@ -9,7 +9,10 @@
 
 #define STEM_MOMENTUM 0.1
 #define STEM_EPS 1e-5 /* the ops' chnorm epsilon */
-#define STEM_CHUNKS 8 /* partial weight gradients (conv_weight_grad) */
+/* The convolutions run over runs of whole images whose im2col fits in STEM_COL_BYTES on the
+ * CPU, so that the 9 x wider copy is written and read back in cache rather than memory;
+ * other backends take the whole batch in one product. */
+#define STEM_COL_BYTES (6u << 20)
 
 int stem_build(Stem *st, const ModelCfg *mc, ParamTable *pt) {
     memset(st, 0, sizeof *st);
@@ -46,11 +49,19 @@ void stem_free(Stem *st) {
     memset(st, 0, sizeof *st);
 }
 
+/* images of N pixels per run of the convolutions (at most S) */
+static int run_images(const Stem *st, int S, int N) {
+    if (strcmp(g_ops->name, "cpu")) return S;
+    size_t per = STEM_COL_BYTES / ((size_t)N * 9 * st->D * sizeof(real));
+    return per < 1 ? 1 : per > (size_t)S ? S : (int)per;
+}
+
 /* statistics per layer: [S, D] (instance; batch norm takes D of them) */
 size_t stem_act_size(const Stem *st, int S, int N) {
     if (!st->n) return 0;
     size_t R = (size_t)S * N, D = st->D;
-    return R * D + st->n * (2 * R * D + 2 * (size_t)S * D) + R * 9 * D + 2 * R * D + (STEM_CHUNKS + 1) * 9 * D * D;
+    return R * D + st->n * (2 * R * D + 2 * (size_t)S * D) + (size_t)run_images(st, S, N) * N * 9 * D + 2 * R * D +
+           9 * D * D;
 }
 
 void stem_carve(Stem *st, real **p, int S, int N) {
@@ -64,10 +75,10 @@ void stem_carve(Stem *st, real **p, int S, int N) {
         st->mean[l] = TAKE((size_t)S * D);
         st->rstd[l] = TAKE((size_t)S * D);
     }
-    st->col = TAKE(R * 9 * D);
+    st->run = run_images(st, S, N);
+    st->col = TAKE((size_t)st->run * N * 9 * D);
     st->dy = TAKE(R * D);
     st->da = TAKE(R * D);
-    st->dw_part = TAKE((size_t)STEM_CHUNKS * 9 * D * D);
     st->wt = TAKE((size_t)9 * D * D);
 #undef TAKE
 }
@@ -116,8 +127,12 @@ void stem_forward(Stem *st, real *out, const ParamTable *pt, const real *params,
     size_t R = (size_t)S * N;
     for (int l = 0; l < st->n; l++) {
         const real *in = l ? st->a[l - 1] : st->x0;
-        g_ops->im2col3x3(st->col, in, S, st->H, st->Wd, D, st->dil[l]);
-        linear_forward(st->y[l], st->col, PP(st->convw[l]), PP(st->convb[l]), (int)R, 9 * D, D);
+        for (int s0 = 0; s0 < S; s0 += st->run) {
+            int s = GMA_MIN(st->run, S - s0);
+            size_t off = (size_t)s0 * N * D;
+            g_ops->im2col3x3(st->col, in + off, s, st->H, st->Wd, D, st->dil[l]);
+            linear_forward(st->y[l] + off, st->col, PP(st->convw[l]), PP(st->convb[l]), s * N, 9 * D, D);
+        }
         const real *z = st->y[l];
         if (st->norm != STEM_NORM_NONE) {
             int given = st->norm == STEM_NORM_BATCH && !training;
@@ -131,26 +146,10 @@ void stem_forward(Stem *st, real *out, const ParamTable *pt, const real *params,
     g_ops->copy(out, st->a[st->n - 1], sizeof(real) * R * D);
 }
 
-/* dW [D, 9D] += dy^T col over every pixel. One product would have a long inner dimension
- * (every pixel) and outputs too few to share among threads, so the images are cut into at
- * most STEM_CHUNKS runs of whole images, one product each into its own partial (a batch
- * the backend spreads over its threads), and the partials are added in order: the sum
- * depends on the batch's shape, not on the number of threads. */
-static void conv_weight_grad(Stem *st, real *dW, const real *dy) {
-    int D = st->D, P = st->H * st->Wd, per = (st->S + STEM_CHUNKS - 1) / STEM_CHUNKS, full = st->S / per;
-    int rest = st->S - full * per, nc = full + (rest > 0);
-    size_t rows = (size_t)per * P, wsz = (size_t)9 * D * D;
-    g_ops->matmul_strided(st->dw_part, dy, st->col, D, 9 * D, (int)rows, 1, 0, 1, 0, full, rows * D, rows * 9 * D, wsz);
-    if (rest)
-        g_ops->matmul(st->dw_part + full * wsz, dy + full * rows * D, st->col + full * rows * 9 * D, D, 9 * D, rest * P, 1,
-                      0, 1, 0);
-    for (int i = 0; i < nc; i++) g_ops->axpy(dW, 1, st->dw_part + i * wsz, wsz);
-}
-
 void stem_backward(Stem *st, real *dx0, const real *dout, const ParamTable *pt, const real *params, real *grads) {
-    int D = st->D, S = st->S, G, rows;
+    int D = st->D, S = st->S, P = st->H * st->Wd, G, rows;
     norm_groups(st, &G, &rows);
-    size_t R = (size_t)S * st->H * st->Wd, bytes = sizeof(real) * R * D;
+    size_t R = (size_t)S * P, bytes = sizeof(real) * R * D;
     real *da = st->da, *dy = st->dy; /* the gradient of a[l]; scratch */
     g_ops->copy(da, dout, bytes);
     for (int l = st->n - 1; l >= 0; l--) {
@@ -163,18 +162,24 @@ void stem_backward(Stem *st, real *dx0, const real *dout, const ParamTable *pt, 
                                    st->rstd[l], G, rows, D);
             dyc = da;
         }
-        /* y = col W^T + b: the weight and bias gradients from col */
+        /* y = col W^T + b: dW += dy^T col and the bias gradient; dx is the transposed
+         * convolution of dy, the taps mirrored (im2col at -dil) times the weight with its
+         * axes regrouped, Wt [(k, co), ci] = W[co, (k, ci)]. A run of images at a time; dW
+         * sums the runs in order, so it depends on the batch's shape, not on the threads. */
         const real *in = l ? st->a[l - 1] : st->x0;
-        g_ops->im2col3x3(st->col, in, S, st->H, st->Wd, D, st->dil[l]);
-        conv_weight_grad(st, GG(st->convw[l]), dyc);
-        g_ops->bias_backward(GG(st->convb[l]), dyc, (int)R, D);
-        /* dx: the transposed convolution of dy, the taps mirrored (im2col at -dil) times the
-         * weight with its axes regrouped, Wt [(k, co), ci] = W[co, (k, ci)] */
-        g_ops->split_heads(st->wt, PP(st->convw[l]), 1, D, 9, D);
-        g_ops->im2col3x3(st->col, dyc, S, st->H, st->Wd, D, -st->dil[l]);
         real *next = dyc == da ? dy : da; /* the buffer dyc is not */
+        real *dx = l ? next : dx0;
         if (l) g_ops->zero(next, bytes);
-        g_ops->matmul(l ? next : dx0, st->col, st->wt, (int)R, D, 9 * D, 0, 0, 1, 1);
+        g_ops->bias_backward(GG(st->convb[l]), dyc, (int)R, D);
+        g_ops->split_heads(st->wt, PP(st->convw[l]), 1, D, 9, D);
+        for (int s0 = 0; s0 < S; s0 += st->run) {
+            int s = GMA_MIN(st->run, S - s0), M = s * P;
+            size_t off = (size_t)s0 * P * D;
+            g_ops->im2col3x3(st->col, in + off, s, st->H, st->Wd, D, st->dil[l]);
+            g_ops->matmul(GG(st->convw[l]), dyc + off, st->col, D, 9 * D, M, 1, 0, 1, 1);
+            g_ops->im2col3x3(st->col, dyc + off, s, st->H, st->Wd, D, -st->dil[l]);
+            g_ops->matmul(dx + off, st->col, st->wt, M, D, 9 * D, 0, 0, 1, 1);
+        }
         da = next;
         dy = next == st->da ? st->dy : st->da;
     }

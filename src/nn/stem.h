@@ -3,9 +3,10 @@
  * the stem runs n layers of (3 x 3 convolution at dilation dil_l, same padding, D to D
  * channels with a bias; per-channel normalisation; ReLU) over each image, and its output,
  * plus the position table, is the blocks' input. The convolution is im2col (op
- * im2col3x3) and one matrix product, y = col W^T + b with W [D, 9 D], the taps in (ky, kx,
- * channel) order; the input gradient is the transposed convolution, im2col of dy with the
- * taps mirrored (dilation -dil) times W regrouped.
+ * im2col3x3) and a matrix product, y = col W^T + b with W [D, 9 D], the taps in (ky, kx,
+ * channel) order, over runs of whole images (on the CPU as many as keep the im2col within a
+ * cache-sized budget); the input gradient is the transposed convolution, im2col of dy with
+ * the taps mirrored (dilation -dil) times W regrouped.
  *
  * Normalisation: "batch" (statistics of each channel over every pixel of the batch in
  * training; running statistics, updated after each training micro-batch with momentum
@@ -33,8 +34,8 @@ typedef struct Stem {
     int rmean[STEM_MAX_LAYERS], rvar[STEM_MAX_LAYERS]; /* batch norm's buffers (-1 otherwise) */
     /* activations for S images of P pixels (stem_carve): input, pre-norm and output of each layer */
     real *x0, *y[STEM_MAX_LAYERS], *a[STEM_MAX_LAYERS], *mean[STEM_MAX_LAYERS], *rstd[STEM_MAX_LAYERS];
-    real *col, *dy, *da;         /* [S P, 9D] im2col, [S P, D] backward scratch */
-    real *dw_part;               /* partial weight gradients [8, D, 9D] */
+    int run;                     /* images per run of the convolutions (the im2col's rows / P) */
+    real *col, *dy, *da;         /* [run P, 9D] im2col, [S P, D] backward scratch */
     real *wt;                    /* [9D, D]: the weight regrouped for the input gradient */
     real *stat_host;             /* host [2 D]: batch statistics for the running update */
     int S, H, Wd, batch_stats;   /* the last forward's shape; 1 when it used batch statistics */
