@@ -12,13 +12,15 @@
 #   --profile small  2 layers of width 64, sequences of at most 256 tokens, 600 steps, on the
 #                    data this machine has or makes: generated ListOps (2,000 short
 #                    expressions), a byte-level text task (the SpamAssassin TSV split in
-#                    SPAM_DIR when IMDB is missing) and easy Pathfinder-32 (20,000 images in
-#                    data/pathfinder32_small, generated when missing; all 1,024 pixels, batch
+#                    SPAM_DIR when IMDB is missing) and easy Pathfinder-32 (100,000 images in
+#                    data/pathfinder32_100k, generated when missing; all 1,024 pixels, batch
 #                    16, 300 steps); mixers gma and sdpa unless --mixers says otherwise.
-#                    Minutes a run on 2 CPU cores; Pathfinder with sdpa is the longest
-#                    (docs/lra.md).
+#                    Pathfinder adds the row "gma+stem": configs/small_lra_pathfinder_stem.json,
+#                    the CPU check's model (a gma block behind a convolutional stem, 1,500
+#                    steps; --steps applies to it too). Minutes a run on 2 CPU cores; the
+#                    stem row is the longest (docs/lra.md).
 #   --cnn-seconds S  --profile small, Pathfinder: also train scripts/pathfinder_cnn.py (PyTorch)
-#                    on the same images for S seconds [600] and add its test accuracy as the
+#                    on the same images for S seconds [300] and add its test accuracy as the
 #                    row "cnn(torch)", when python3 imports torch and PIL (0: no such row)
 #   --dry-run N      instead, scripts/lra_dry_run.sh --steps N: N steps of each config at its
 #                    full shape on stand-in data (scripts/lra_standin.sh), peak memory (max RSS),
@@ -35,7 +37,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 profile=paper; tasks="listops text retrieval image pathfinder"; mixers=""
-steps=""; device=""; dry=""; cnn_seconds=600; SPAM_DIR=${SPAM_DIR:-shared/data/spam}
+steps=""; device=""; dry=""; cnn_seconds=300; SPAM_DIR=${SPAM_DIR:-shared/data/spam}
 . scripts/lib_reproduce.sh
 dry_opts=(); dry_batch=""
 extra_option() { case "$1" in --tasks) tasks="$2"; dry_opts+=(--tasks "$2");; --dry-run) dry="$2";;
@@ -93,9 +95,9 @@ for t in $tasks; do
     image) need=data/cifar-10-binary.tar.gz; hint="download the CIFAR-10 binary release to $need" ;;
     pathfinder) cfgtask=pathfinder32; need=""
       if [ "$profile" = small ] && [ -z "$dry" ]; then # easy Pathfinder-32, as scripts/check_lra_train.sh pathfinder
-        need=data/pathfinder32_small/curv_baseline
-        [ -f "$need/metadata/19.npy" ] || bin/gmadata generate pathfinder --out data/pathfinder32_small --res 32 \
-                                            --difficulty easy --n 20000 --seed 0
+        need=data/pathfinder32_100k/curv_baseline
+        [ -f "$need/metadata/99.npy" ] || bin/gmadata generate pathfinder --out data/pathfinder32_100k --res 32 \
+                                            --difficulty easy --n 100000 --seed 7
         sets+=(--set "data.path=$need")
       fi ;;
     *) echo "$0: unknown task $t" >&2; exit 2;;
@@ -131,6 +133,17 @@ for t in $tasks; do
     printf "%-10s %-10s %10.4f %12.4f %12.4f %10s\n" "$t" "$m" "$(get "$out/summary.json" best_valid_acc)" \
       "$(get "$out/summary.json" test_acc_at_best)" "$(get "$out/summary.json" reported_test_acc)" "${ref[$m:$t]:--}" >> "$table"
   done
+  # --profile small, Pathfinder: the CPU check's model, a gma block behind a convolutional
+  # stem (configs/small_lra_pathfinder_stem.json; docs/lra.md, "CPU check")
+  if [ "$t" = pathfinder ] && [ "$profile" = small ] && [ -n "$need" ] && [ -e "$need" ]; then
+    out="runs/lra_${t}_gma+stem-$mode-$stamp"
+    stem_sets=(--set "data.path=$need" --set threads=2)
+    [ -n "$steps" ] && stem_sets+=(--set "train.steps=$steps")
+    progress "$t" "gma+stem" configs/small_lra_pathfinder_stem.json "$out"
+    $BIN/gmatrain --config configs/small_lra_pathfinder_stem.json --out "$out" "${stem_sets[@]}" $device --quiet
+    printf "%-10s %-10s %10.4f %12.4f %12.4f %10s\n" "$t" "gma+stem" "$(get "$out/summary.json" best_valid_acc)" \
+      "$(get "$out/summary.json" test_acc_at_best)" "$(get "$out/summary.json" reported_test_acc)" - >> "$table"
+  fi
   # --profile small, Pathfinder: a reference row from the convolutional network of
   # scripts/pathfinder_cnn.py on the same images (docs/lra.md, "CPU check": the labels are
   # learnable, by a model with locality and batch norm), when python3 has torch and PIL

@@ -343,6 +343,24 @@ START_TEST(test_init_distributions) {
     ck_assert(mx > 0.95 * bound[1]);
     free(p);
     pt_free(&pt);
+    /* the ramp: row t of a [V, D] table is max(t - 1, 0) / (V - 2) times one N(0, a^2) row */
+    ParamTable rt = {0};
+    int ra = pt_add2(&rt, "ramp", 257, 512, INIT_RAMP, 1.5, GROUP_EMBED);
+    p = xcalloc(rt.total, sizeof(real));
+    pt_init(&rt, p, &r);
+    const real *e = PT_PTR(p, &rt, ra), *u = e + 256 * 512;
+    double s2 = 0;
+    for (int c = 0; c < 512; c++) s2 += (double)u[c] * u[c];
+    ck_assert_msg(fabs(sqrt(s2 / 512) / 1.5 - 1) < 0.1, "ramp: the last row's std %g, want 1.5", sqrt(s2 / 512));
+    for (int t = 0; t < 257; t++)
+        for (int c = 0; c < 512; c++) {
+            double want = t ? (t - 1) / 255.0 * u[c] : 0;
+            ck_assert_msg(fabs(e[t * 512 + c] - want) <= 1e-6 * (1 + fabs(want)), "ramp row %d col %d: %g, want %g", t, c,
+                          e[t * 512 + c], want);
+        }
+    ck_assert(e[512 + 7] == 0 && e[2 * 512 + 7] != 0);
+    free(p);
+    pt_free(&rt);
 }
 END_TEST
 

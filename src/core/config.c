@@ -80,6 +80,9 @@ static const CfgKey g_head[] = {
      "Classifier head: activation of its hidden layers."},
     {"model.embed_std", CFGT_REAL, O(model.embed_std), 0, "-1", -1, 100, NULL,
      "Std of the normal initialisation of tok_emb (-1 = model.init_std)."},
+    {"model.embed_init", CFGT_STR, O(model.embed_init), S(model.embed_init), "normal", 0, 0, "normal|ramp",
+     "Initialisation of tok_emb: normal(embed_std), or ramp: row t is max(t - 1, 0) / (V - 2) times one row drawn from "
+     "normal(embed_std), for tokens that are the levels of one quantity, as the pixel tasks' grey level + 1 (docs/model.md §1)."},
     {"model.cls_std", CFGT_REAL, O(model.cls_std), 0, "-1", -1, 100, NULL,
      "Std of the normal initialisation of cls_token (-1 = model.init_std, 0 = zeros)."},
     {"model.mlp_bias_std", CFGT_REAL, O(model.mlp_bias_std), 0, "0", 0, 1, NULL,

@@ -72,6 +72,7 @@ typedef struct ModelCfg {
     double cls_std;         /* cls_token init std (< 0 = init_std, 0 = zeros) */
     double mlp_bias_std;    /* MLP biases' init std (0 = zeros) */
     char dense_init[16];    /* normal | xavier_uniform: blocks' dense weights */
+    char embed_init[16];    /* normal | ramp: tok_emb */
     char head_init[16];     /* normal | xavier_uniform | lecun_normal: head weights */
     char stem[16];          /* none | conv: the image classifier's convolutional stem */
     char stem_dilations[128]; /* its layers' dilations, comma-separated */

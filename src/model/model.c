@@ -63,7 +63,9 @@ int model_build(Model *m, const Config *c) {
     double estd = mc->embed_std >= 0 ? mc->embed_std : std;
     InitKind dense = !strcmp(mc->dense_init, "xavier_uniform") ? INIT_XAVIER_UNIFORM : INIT_NORMAL;
     InitKind bias_init = mc->mlp_bias_std > 0 ? INIT_NORMAL : INIT_ZERO; /* zeros draw nothing */
-    m->wte = pt_add2(pt, "tok_emb.weight", m->V, m->D, INIT_NORMAL, estd, GROUP_EMBED);
+    int ramp = !strcmp(mc->embed_init, "ramp");
+    if (ramp && m->V < 3) return gma_errorf("key model.embed_init: \"ramp\" needs at least 3 tokens (vocabulary %d)", m->V);
+    m->wte = pt_add2(pt, "tok_emb.weight", m->V, m->D, ramp ? INIT_RAMP : INIT_NORMAL, estd, GROUP_EMBED);
     m->wpe = !strcmp(mc->pos, "learned") ? pt_add2(pt, "pos_emb.weight", m->Nmax, m->D, INIT_NORMAL, std, GROUP_EMBED) : -1;
     if (stem_build(&m->stem, mc, pt) != 0) return -1;
     m->blocks = xcalloc(m->L, sizeof(Block));

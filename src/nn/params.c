@@ -62,6 +62,14 @@ void pt_init(const ParamTable *pt, real *params, Rng *rng) {
         real *x = params + p->offset;
         double fan_out = p->shape[0], fan_in = p->ndim > 1 ? (double)(p->numel / (size_t)p->shape[0]) : 1;
         double xa = sqrt(6.0 / (fan_in + fan_out)), ls = 1 / sqrt(fan_in);
+        if (p->init == INIT_RAMP) {
+            size_t V = (size_t)p->shape[0], D = p->numel / V;
+            for (size_t c = 0; c < D; c++) x[(V - 1) * D + c] = (real)(p->init_a * rng_normal(rng));
+            for (size_t t = 0; t + 1 < V; t++)
+                for (size_t c = 0; c < D; c++)
+                    x[t * D + c] = (real)(t ? (double)(t - 1) / (double)(V - 2) * x[(V - 1) * D + c] : 0);
+            continue;
+        }
         for (size_t j = 0; j < p->numel; j++) {
             switch (p->init) {
             case INIT_ZERO: x[j] = 0; break;
@@ -70,6 +78,7 @@ void pt_init(const ParamTable *pt, real *params, Rng *rng) {
             case INIT_NORMAL: x[j] = (real)(p->init_a * rng_normal(rng)); break;
             case INIT_XAVIER_UNIFORM: x[j] = (real)(xa * (2 * rng_uniform(rng) - 1)); break;
             case INIT_LECUN_NORMAL: x[j] = (real)(ls * trunc_normal2(rng)); break;
+            case INIT_RAMP: break; /* above */
             }
         }
     }

@@ -12,8 +12,10 @@
 
 /* XAVIER_UNIFORM: U(-a, a), a = sqrt(6 / (fan_in + fan_out)); LECUN_NORMAL: JAX's and flax's
  * lecun_normal, a normal truncated to +-2 and scaled to standard deviation 1 / sqrt(fan_in)
- * (docs/model.md §1); for a 2-d [out, in] tensor; init_a is unused by both. */
-typedef enum { INIT_ZERO, INIT_ONE, INIT_NORMAL, INIT_CONST, INIT_XAVIER_UNIFORM, INIT_LECUN_NORMAL } InitKind;
+ * (docs/model.md §1); for a 2-d [out, in] tensor; init_a is unused by both. RAMP, for a
+ * [V, D] table of V >= 3 rows: one row u ~ N(0, init_a^2) is drawn and row t is
+ * max(t - 1, 0) / (V - 2) u, so rows 1 .. V-1 run from 0 to u in order and row 0 is 0. */
+typedef enum { INIT_ZERO, INIT_ONE, INIT_NORMAL, INIT_CONST, INIT_XAVIER_UNIFORM, INIT_LECUN_NORMAL, INIT_RAMP } InitKind;
 /* Groups decide weight decay (config train.decay_*); BUFFER tensors are state, not trained. */
 typedef enum { GROUP_WEIGHT, GROUP_BIAS, GROUP_NORM, GROUP_EMBED, GROUP_MIXTURE, GROUP_BUFFER } ParamGroup;
 
