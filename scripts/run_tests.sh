@@ -12,8 +12,11 @@
 # (the layer check, fuzz-smoke): it counts as one check, passed when COMMAND exits 0,
 # skipped when it exits 0 after a "SKIP: " line, failed otherwise; a COMMAND that closes
 # with "NAME: N targets, N crashes" counts one check per target instead.
+#
+# Before the closing line, each failing suite is named again with its Check failure lines
+# (or its last lines when it printed none), so the tail of a long log says what failed.
 set -u
-pass=0; fail=0; skip=0; bad_bins=(); cmds=()
+pass=0; fail=0; skip=0; bad_bins=(); cmds=(); why=""
 suites=()
 while [ $# -gt 0 ]; do
   if [ "$1" = "--" ]; then shift; cmds=("$@"); break; fi
@@ -33,7 +36,14 @@ for t in "${suites[@]}"; do
     [ "$s" -gt "$ok" ] && s=$ok # a skip line cannot turn a failure into a skip
     pass=$((pass + ok - s)); fail=$((fail + f + e)); skip=$((skip + s))
   fi
-  if [ $rc -ne 0 ] || [ -z "$line" ]; then bad_bins+=("$t"); [ -z "$line" ] && fail=$((fail + 1)); fi
+  if [ $rc -ne 0 ] || [ -z "$line" ]; then
+    bad_bins+=("$t"); [ -z "$line" ] && fail=$((fail + 1))
+    # Check's failure lines (file:line:F|E:case:test:...), or the suite's last lines when it
+    # printed none (a crash), repeated at the end so a log's tail names the cause
+    w=$(echo "$out" | grep -E '^[^ :]+:[0-9]+:[FE]:' | head -5)
+    [ -z "$w" ] && w=$(echo "$out" | grep -v '^$' | tail -3)
+    why+="$t:"$'\n'"$(echo "$w" | sed 's/^/  /')"$'\n'
+  fi
 done
 for c in "${cmds[@]}"; do
   name=${c%%=*}; cmd=${c#*=}
@@ -48,9 +58,9 @@ for c in "${cmds[@]}"; do
     [ $rc -ne 0 ] && [ "$k" -eq 0 ] && fail=$((fail + 1))
     [ $rc -ne 0 ] && bad_bins+=("$name")
   elif [ $rc -eq 0 ]; then pass=$((pass + 1))
-  else fail=$((fail + 1)); bad_bins+=("$name"); fi
+  else fail=$((fail + 1)); bad_bins+=("$name"); why+="$name:"$'\n'"$(echo "$out" | grep -v '^$' | tail -3 | sed 's/^/  /')"$'\n'; fi
 done
 echo
-if [ ${#bad_bins[@]} -gt 0 ]; then echo "failing suites: ${bad_bins[*]}"; fi
+if [ ${#bad_bins[@]} -gt 0 ]; then echo "failing suites: ${bad_bins[*]}"; printf '%s' "$why"; fi
 echo "$pass passed, $fail failed, $skip skipped"
 [ $fail -eq 0 ] && [ ${#bad_bins[@]} -eq 0 ]

@@ -26,8 +26,16 @@ static void assert_no_orphans(const char *run_dir) {
 START_TEST(test_kill9_loop) {
     tu_write(tu_path("tiny.json"), CE_TINY);
     const char *sets = "--set train.steps=1500 --set train.keep_checkpoints=2";
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
     ck_assert_msg(run("./bin/gmatrain --config %s --out %s --quiet %s", tu_path("tiny.json"), tu_path("ref"), sets) == 0, "%s",
                   g_out);
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    /* Each kill lands after a random wait of at most 1/16 of the uninterrupted run, so 25
+     * waits add up to about 0.8 of it on any machine and the loop rarely finishes the run
+     * (a fixed bound let a fast machine finish before 20 kills). */
+    double ref_us = (double)(t1.tv_sec - t0.tv_sec) * 1e6 + (double)(t1.tv_nsec - t0.tv_nsec) / 1e3;
+    int max_wait_us = (int)(ref_us / 16) + 1;
     char rd[1100];
     snprintf(rd, sizeof rd, "%s", tu_path("killed"));
     char latest[1200];
@@ -46,7 +54,7 @@ START_TEST(test_kill9_loop) {
                        "train.steps=1500", "--set", "train.keep_checkpoints=2", (char *)NULL);
             _exit(127);
         }
-        usleep((useconds_t)(rand() % 300000));
+        usleep((useconds_t)(rand() % max_wait_us));
         int st;
         if (waitpid(pid, &st, WNOHANG) == pid) {
             finished = WIFEXITED(st) && WEXITSTATUS(st) == 0;
@@ -68,8 +76,8 @@ START_TEST(test_kill9_loop) {
     tu_same_tensors(tu_path("ref"), rd, "latest/model.safetensors");
     tu_same_tensors(tu_path("ref"), rd, "latest/optim.safetensors");
     assert_no_orphans(rd);
-    ck_assert_msg(kills >= 20, "only %d kills landed: the run is too short for the loop", kills);
-    fprintf(stderr, "kill -9 loop: %d kills, the resumed run equals the uninterrupted one\n", kills);
+    ck_assert_msg(kills >= 20, "only %d kills landed (waits up to %d us): the run is too short for the loop", kills, max_wait_us);
+    fprintf(stderr, "kill -9 loop: %d kills (waits up to %d us), the resumed run equals the uninterrupted one\n", kills, max_wait_us);
 }
 END_TEST
 
