@@ -102,6 +102,65 @@ START_TEST(test_gelu) {
 }
 END_TEST
 
+/* bias + GELU: dpre and dbias against the loss over pre0 + bias; the backward also in place */
+typedef struct {
+    int R, C;
+    real *pre0, *pre, *bias, *out, *r;
+} BiasGeluCtx;
+static double bias_gelu_loss(void *p) {
+    BiasGeluCtx *c = p;
+    size_t n = (size_t)c->R * c->C;
+    memcpy(c->pre, c->pre0, n * sizeof(real));
+    g_ops->bias_gelu_forward(c->pre, c->out, c->bias, c->R, c->C);
+    return gc_dot(c->out, c->r, n);
+}
+START_TEST(test_bias_gelu) {
+    Rng rng;
+    rng_seed(&rng, 4);
+    BiasGeluCtx c = {.R = 150, .C = 7}; /* 150 rows: the blocks of rows of the bias sum, the last one short */
+    size_t n = (size_t)c.R * c.C;
+    c.pre0 = gc_random(n, &rng, 2);
+    c.bias = gc_random(c.C, &rng, 1);
+    c.pre = xcalloc(n, sizeof(real));
+    c.out = xcalloc(n, sizeof(real));
+    c.r = gc_random(n, &rng, 1);
+    bias_gelu_loss(&c);
+    real *dpre = xcalloc(n, sizeof(real)), *dbias = xcalloc(c.C, sizeof(real)), *inplace = xcalloc(n, sizeof(real));
+    g_ops->bias_gelu_backward(dpre, dbias, c.r, c.pre, c.R, c.C);
+    memcpy(inplace, c.r, n * sizeof(real));
+    g_ops->bias_gelu_backward(inplace, NULL, inplace, c.pre, c.R, c.C);
+    ck_assert(!memcmp(inplace, dpre, n * sizeof(real)));
+    for (size_t i = 0; i < n; i++) { /* the plain GELU with the bias added first gives the same */
+        real u = c.pre0[i] + c.bias[i % c.C], o;
+        g_ops->gelu_forward(&o, &u, 1);
+        ck_assert(fabs(o - c.out[i]) < 1e-14);
+    }
+    GC_ASSERT("bias_gelu dpre", gc_check(bias_gelu_loss, &c, c.pre0, dpre, n));
+    GC_ASSERT("bias_gelu dbias", gc_check(bias_gelu_loss, &c, c.bias, dbias, c.C));
+    free(c.pre0), free(c.bias), free(c.pre), free(c.out), free(c.r), free(dpre), free(dbias), free(inplace);
+}
+END_TEST
+
+/* residual add + LayerNorm: the sum and exactly what layernorm_forward gives on it, in place too */
+START_TEST(test_add_layernorm) {
+    Rng rng;
+    rng_seed(&rng, 6);
+    int R = 9, C = 13;
+    size_t n = (size_t)R * C;
+    real *a = gc_random(n, &rng, 2), *b = gc_random(n, &rng, 2), *w = gc_random(C, &rng, 1), *bias = gc_random(C, &rng, 1);
+    real *sum = xcalloc(n, sizeof(real)), *out = xcalloc(n, sizeof(real)), *ref = xcalloc(n, sizeof(real));
+    real *m1 = xcalloc(R, sizeof(real)), *r1 = xcalloc(R, sizeof(real)), *m2 = xcalloc(R, sizeof(real)),
+         *r2 = xcalloc(R, sizeof(real));
+    g_ops->add_layernorm_forward(sum, out, m1, r1, a, b, w, bias, R, C);
+    for (size_t i = 0; i < n; i++) ck_assert(sum[i] == a[i] + b[i]);
+    g_ops->layernorm_forward(ref, m2, r2, sum, w, bias, R, C);
+    ck_assert(!memcmp(out, ref, n * sizeof(real)) && !memcmp(m1, m2, R * sizeof(real)) && !memcmp(r1, r2, R * sizeof(real)));
+    g_ops->add_layernorm_forward(a, out, m1, r1, a, b, w, bias, R, C); /* sum = a */
+    ck_assert(!memcmp(a, sum, n * sizeof(real)) && !memcmp(out, ref, n * sizeof(real)));
+    free(a), free(b), free(w), free(bias), free(sum), free(out), free(ref), free(m1), free(r1), free(m2), free(r2);
+}
+END_TEST
+
 /* ---------------- embedding ---------------- */
 typedef struct {
     int B, T, C, V;
@@ -321,6 +380,8 @@ Suite *make_suite(void) {
     tcase_add_test(tc, test_linear);
     tcase_add_test(tc, test_layernorm);
     tcase_add_test(tc, test_gelu);
+    tcase_add_test(tc, test_bias_gelu);
+    tcase_add_test(tc, test_add_layernorm);
     tcase_add_test(tc, test_embedding);
     tcase_add_test(tc, test_xent);
     tcase_add_test(tc, test_softmax_rows);

@@ -58,6 +58,42 @@ START_TEST(test_gelu_matches_reference) {
 }
 END_TEST
 
+/* bias + GELU on rows of 8-lane groups and a tail: forward and backward against the double
+ * formulas, the bias gradient the same bits on 1 and 2 threads */
+START_TEST(test_bias_gelu_matches_reference) {
+    int R = 301, C = 21;
+    size_t n = (size_t)R * C;
+    real *x = malloc(n * sizeof(real)), *pre = malloc(n * sizeof(real)), *y = malloc(n * sizeof(real)),
+         *d = malloc(n * sizeof(real)), *bias = malloc(C * sizeof(real)), *dx[2], *db[2];
+    fill(x, n, 8, 11);
+    fill(d, n, 1, 12);
+    fill(bias, C, 1, 13);
+    memcpy(pre, x, n * sizeof(real));
+    g_ops->bias_gelu_forward(pre, y, bias, R, C);
+    int threads = omp_get_max_threads();
+    for (int k = 0; k < 2; k++) {
+        dx[k] = malloc(n * sizeof(real)), db[k] = calloc(C, sizeof(real));
+        omp_set_num_threads(k ? 2 : 1);
+        g_ops->bias_gelu_backward(dx[k], db[k], d, pre, R, C);
+    }
+    omp_set_num_threads(threads);
+    ck_assert(!memcmp(dx[0], dx[1], n * sizeof(real)) && !memcmp(db[0], db[1], C * sizeof(real)));
+    double ey = 0, eg = 0, eb = 0, *rdb = calloc(C, sizeof(double));
+    for (size_t i = 0; i < n; i++) {
+        double u = (double)x[i] + bias[i % C], sc = fmax(1, fabs(u * u * u)), rg = (double)d[i] * gelu_grad_ref(u);
+        ck_assert(pre[i] == x[i] + bias[i % C]);
+        ey = fmax(ey, fabs(y[i] - gelu_ref(u)) / sc);
+        eg = fmax(eg, fabs(dx[0][i] - rg) / sc);
+        rdb[i % C] += dx[0][i];
+    }
+    for (int c = 0; c < C; c++) eb = fmax(eb, fabs(db[0][c] - rdb[c]) / R);
+    printf("bias_gelu float32 vs float64: forward max err %.2e, backward %.2e, dbias %.2e per row\n", ey, eg, eb);
+    ck_assert_msg(ey < 1e-6 && eg < 1e-6 && eb < 1e-6, "forward %g backward %g dbias %g", ey, eg, eb);
+    for (int k = 0; k < 2; k++) free(dx[k]), free(db[k]);
+    free(x), free(pre), free(y), free(d), free(bias), free(rdb);
+}
+END_TEST
+
 START_TEST(test_adamw_matches_reference) {
     size_t n = 40000 + 3;
     real *p = malloc(n * sizeof(real)), *g = malloc(n * sizeof(real)), *m = calloc(n, sizeof(real)),
@@ -84,7 +120,7 @@ START_TEST(test_adamw_matches_reference) {
 END_TEST
 
 START_TEST(test_layernorm_backward_matches_reference) {
-    int R = 301, C = 37; /* blocks of rows, the last one short */
+    int R = 301, C = 37; /* blocks of rows, the last one short; rows of whole lanes and a tail */
     size_t n = (size_t)R * C;
     real *x = malloc(n * sizeof(real)), *dout = malloc(n * sizeof(real)), *out = malloc(n * sizeof(real));
     real *w = malloc(C * sizeof(real)), *b = malloc(C * sizeof(real)), *mean = malloc(R * sizeof(real)),
@@ -104,7 +140,7 @@ START_TEST(test_layernorm_backward_matches_reference) {
     omp_set_num_threads(threads);
     ck_assert(!memcmp(dx[0], dx[1], n * sizeof(real)) && !memcmp(dw[0], dw[1], C * sizeof(real)) &&
               !memcmp(db[0], db[1], C * sizeof(real)));
-    double *rdw = calloc(C, sizeof(double)), *rdb = calloc(C, sizeof(double)), edx = 0, ew = 0;
+    double *rdw = calloc(C, sizeof(double)), *rdb = calloc(C, sizeof(double)), edx = 0, ew = 0, eout = 0;
     for (int r = 0; r < R; r++) {
         const real *xr = x + (size_t)r * C, *dr = dout + (size_t)r * C;
         double m = 0, var = 0, a = 0, bs = 0;
@@ -120,11 +156,15 @@ START_TEST(test_layernorm_backward_matches_reference) {
         for (int c = 0; c < C; c++) {
             double nn = (xr[c] - m) * s, dn = (double)dr[c] * w[c];
             edx = fmax(edx, fabs(dx[0][(size_t)r * C + c] - s * (dn - a - nn * bs)));
+            double ref = nn * w[c] + b[c];
+            eout = fmax(eout, fabs(out[(size_t)r * C + c] - ref) / fmax(1, fabs(ref)));
         }
+        eout = fmax(eout, fmax(fabs(mean[r] - m) / fmax(1, fabs(m)), fabs(rstd[r] - s) / s));
     }
     for (int c = 0; c < C; c++) ew = fmax(ew, fmax(fabs(dw[0][c] - rdw[c]), fabs(db[0][c] - rdb[c])) / R);
-    printf("layernorm backward float32 vs float64: dx max abs err %.2e, dw/db %.2e per row\n", edx, ew);
-    ck_assert_msg(edx < 1e-4 && ew < 1e-5, "dx %g dw %g", edx, ew);
+    printf("layernorm float32 vs float64: forward (out, mean, rstd) max err %.2e relative to max(1, |ref|); backward dx max abs err %.2e, "
+           "dw/db %.2e per row\n", eout, edx, ew);
+    ck_assert_msg(eout < 1e-5 && edx < 1e-4 && ew < 1e-5, "out %g dx %g dw %g", eout, edx, ew);
     for (int k = 0; k < 2; k++) free(dx[k]), free(dw[k]), free(db[k]);
     free(x), free(dout), free(out), free(w), free(b), free(mean), free(rstd), free(rdw), free(rdb);
 }
@@ -182,6 +222,7 @@ Suite *make_suite(void) {
     Suite *s = suite_create("dense_f32");
     TCase *tc = tcase_create("dense_f32");
     tcase_add_test(tc, test_gelu_matches_reference);
+    tcase_add_test(tc, test_bias_gelu_matches_reference);
     tcase_add_test(tc, test_adamw_matches_reference);
     tcase_add_test(tc, test_layernorm_backward_matches_reference);
     tcase_add_test(tc, test_optim_runs_equal_per_tensor);

@@ -281,15 +281,32 @@ static real *pos_table(const Model *m) { return m->wpe >= 0 ? PP(m->wpe) : m->po
 static real *pos_grad(const Model *m) { return m->wpe >= 0 ? GG(m->wpe) : NULL; }
 
 /* resid[0] (embedded, R = B*N rows) -> lnf through the blocks and ln_f */
+/* the LayerNorm after block l (the next block's ln1, or ln_f after the last) over
+ * sum = a + b, in one pass with the residual add that makes it */
+static void add_next_ln(Model *m, int l, real *sum, const real *a, const real *b, int R) {
+    if (l + 1 < m->L) {
+        Block *n = &m->blocks[l + 1];
+        g_ops->add_layernorm_forward(sum, n->ln1, n->ln1_mean, n->ln1_rstd, a, b, PP(n->ln1w), PP(n->ln1b), R, m->D);
+    } else {
+        g_ops->add_layernorm_forward(sum, m->lnf, m->lnf_mean, m->lnf_rstd, a, b, PP(m->lnfw), PP(m->lnfb), R, m->D);
+    }
+}
+
 /* the blocks over resid[0]; with `dec` (incremental decoding, B sequences of N = 1) each
- * mixer takes one step on its states instead of a forward over the sequence */
+ * mixer takes one step on its states instead of a forward over the sequence. Each residual
+ * add is fused with the LayerNorm that reads its sum (ln2 of its block, the next ln1, ln_f). */
 static void blocks_forward_dec(Model *m, const MixerCtx *ctx, const DecodeState *dec) {
     const ModelCfg *mc = &m->cfg.model;
     if (!dec) drop_site(m, m->resid[0], 0, GMA_DROP_EMBED, mc->dropout, ctx->B, ctx->N, m->D);
     int R = ctx->B * ctx->N, D = m->D, F = m->F;
+    if (m->L > 0) {
+        Block *b0 = &m->blocks[0];
+        g_ops->layernorm_forward(b0->ln1, b0->ln1_mean, b0->ln1_rstd, m->resid[0], PP(b0->ln1w), PP(b0->ln1b), R, D);
+    } else {
+        g_ops->layernorm_forward(m->lnf, m->lnf_mean, m->lnf_rstd, m->resid[0], PP(m->lnfw), PP(m->lnfb), R, D);
+    }
     for (int l = 0; l < m->L; l++) {
         Block *b = &m->blocks[l];
-        g_ops->layernorm_forward(b->ln1, b->ln1_mean, b->ln1_rstd, m->resid[l], PP(b->ln1w), PP(b->ln1b), R, D);
         if (dec)
             b->mixer->vt->decode(b->mixer, b->mix, b->ln1, m->params, dec->layer[l], dec->B, dec->pos, dec->W, dec->act,
                                  dec->scratch);
@@ -300,19 +317,19 @@ static void blocks_forward_dec(Model *m, const MixerCtx *ctx, const DecodeState 
             b->mixer->vt->forward(b->mixer, &lc, b->mix, b->ln1, m->params, b->act, m->scratch);
             drop_site(m, b->mix, l, GMA_DROP_MIXER, mc->dropout, ctx->B, ctx->N, m->D);
         }
-        real *out = m->mlp ? b->mid : m->resid[l + 1];
-        g_ops->add(out, m->resid[l], b->mix, (size_t)R * D);
-        if (m->mlp) {
-            g_ops->layernorm_forward(b->ln2, b->ln2_mean, b->ln2_rstd, b->mid, PP(b->ln2w), PP(b->ln2b), R, D);
-            linear_forward(b->fc, b->ln2, PP(b->fcw), PP(b->fcb), R, D, F);
-            g_ops->gelu_forward(b->gelu, b->fc, (size_t)R * F);
-            drop_site(m, b->gelu, l, GMA_DROP_MLP_HIDDEN, mc->mlp_hidden_dropout, ctx->B, ctx->N, F);
-            linear_forward(m->resid[l + 1], b->gelu, PP(b->projw), PP(b->projb), R, F, D);
-            drop_site(m, m->resid[l + 1], l, GMA_DROP_MLP, mc->dropout, ctx->B, ctx->N, D);
-            g_ops->axpy(m->resid[l + 1], 1, b->mid, (size_t)R * D);
+        if (!m->mlp) {
+            add_next_ln(m, l, m->resid[l + 1], m->resid[l], b->mix, R);
+            continue;
         }
+        g_ops->add_layernorm_forward(b->mid, b->ln2, b->ln2_mean, b->ln2_rstd, m->resid[l], b->mix, PP(b->ln2w),
+                                     PP(b->ln2b), R, D);
+        linear_forward(b->fc, b->ln2, PP(b->fcw), NULL, R, D, F);
+        g_ops->bias_gelu_forward(b->fc, b->gelu, PP(b->fcb), R, F);
+        drop_site(m, b->gelu, l, GMA_DROP_MLP_HIDDEN, mc->mlp_hidden_dropout, ctx->B, ctx->N, F);
+        linear_forward(m->resid[l + 1], b->gelu, PP(b->projw), PP(b->projb), R, F, D);
+        drop_site(m, m->resid[l + 1], l, GMA_DROP_MLP, mc->dropout, ctx->B, ctx->N, D);
+        add_next_ln(m, l, m->resid[l + 1], m->resid[l + 1], b->mid, R);
     }
-    g_ops->layernorm_forward(m->lnf, m->lnf_mean, m->lnf_rstd, m->resid[m->L], PP(m->lnfw), PP(m->lnfb), R, D);
 }
 
 static void blocks_forward(Model *m, const MixerCtx *ctx) { blocks_forward_dec(m, ctx, NULL); }
@@ -329,19 +346,15 @@ static void blocks_backward(Model *m, const MixerCtx *ctx) {
         Block *b = &m->blocks[l];
         if (m->mlp) {
             /* resid[l+1] = mid + proj(gelu(fc(ln2(mid)))) */
-            g_ops->zero(m->dfc, sizeof(real) * (size_t)R * F);
             real *dgelu = m->dfc, *dout = m->dresid;
             if (site_drop(m, &gd, l, GMA_DROP_MLP, mc->dropout)) { /* the MLP output's mask, in dtmp */
                 g_ops->dropout(m->dtmp, m->dresid, ctx->B, (size_t)ctx->N * D, &gd);
                 dout = m->dtmp;
             }
-            linear_backward(dgelu, GG(b->projw), GG(b->projb), dout, b->gelu, PP(b->projw), R, F, D);
+            linear_backward_set(dgelu, GG(b->projw), GG(b->projb), dout, b->gelu, PP(b->projw), R, F, D);
             drop_site(m, dgelu, l, GMA_DROP_MLP_HIDDEN, mc->mlp_hidden_dropout, ctx->B, ctx->N, F);
-            /* gelu backward needs a separate output: reuse the gelu activation buffer */
-            g_ops->zero(b->gelu, sizeof(real) * (size_t)R * F);
-            g_ops->gelu_backward(b->gelu, dgelu, b->fc, (size_t)R * F);
-            g_ops->zero(m->dtmp, sizeof(real) * (size_t)R * D);
-            linear_backward(m->dtmp, GG(b->fcw), GG(b->fcb), b->gelu, b->ln2, PP(b->fcw), R, D, F);
+            g_ops->bias_gelu_backward(dgelu, GG(b->fcb), dgelu, b->fc, R, F); /* in place: d pre-activation */
+            linear_backward_set(m->dtmp, GG(b->fcw), NULL, dgelu, b->ln2, PP(b->fcw), R, D, F);
             g_ops->layernorm_backward(m->dresid, GG(b->ln2w), GG(b->ln2b), m->dtmp, b->mid, PP(b->ln2w), b->ln2_mean,
                                       b->ln2_rstd, R, D);
         }

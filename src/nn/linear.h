@@ -1,5 +1,5 @@
 /* linear.h: y = x W^T + b with W [out, in] (PyTorch layout), forward and accumulating
- * backward, on the op layer. */
+ * (or dinp-writing) backward, on the op layer. */
 #ifndef GMA_LINEAR_H
 #define GMA_LINEAR_H
 #include "ops/ops.h"
@@ -9,4 +9,7 @@ void linear_forward(real *out, const real *inp, const real *W, const real *b, in
 /* dinp += dout W ; dW += dout^T inp ; db += colsum dout (any of dinp, db may be NULL) */
 void linear_backward(real *dinp, real *dW, real *db, const real *dout, const real *inp, const real *W, int R, int I,
                      int O);
+/* as linear_backward, but dinp = dout W is written, not added to (no zeroing beforehand) */
+void linear_backward_set(real *dinp, real *dW, real *db, const real *dout, const real *inp, const real *W, int R, int I,
+                         int O);
 #endif

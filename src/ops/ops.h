@@ -63,6 +63,11 @@
     /* GELU (tanh form): out = gelu(x) ; dx += dout * gelu'(x) */                                                      \
     X(void, gelu_forward, (real *out, const real *x, size_t n))                                                        \
     X(void, gelu_backward, (real *dx, const real *dout, const real *x, size_t n))                                      \
+    /* The MLP's bias and GELU in one pass over R rows of C: pre[r,:] += bias (none when NULL),                      \
+     * out = gelu(pre). Backward: dpre = dout * gelu'(pre), written (dpre may be dout), and                            \
+     * dbias += the column sums of dpre (when not NULL), in fixed blocks of rows. */                                   \
+    X(void, bias_gelu_forward, (real *pre, real *out, const real *bias, int R, int C))                                 \
+    X(void, bias_gelu_backward, (real *dpre, real *dbias, const real *dout, const real *pre, int R, int C))            \
     /* ReLU: out = max(x, 0) ; dx += dout * [x > 0] (the classifier head, docs/model.md §2) */                         \
     X(void, relu_forward, (real *out, const real *x, size_t n))                                                        \
     X(void, relu_backward, (real *dx, const real *dout, const real *x, size_t n))                                      \
@@ -71,6 +76,10 @@
         int R, int C))                                                                                                 \
     X(void, layernorm_backward, (real *dx, real *dw, real *db, const real *dout, const real *x, const real *w,         \
         const real *mean, const real *rstd, int R, int C))                                                             \
+    /* The residual add and the LayerNorm that reads it, in one pass: sum = a + b (sum may be a),                     \
+     * then out, mean, rstd = layernorm_forward of sum; its backward is layernorm_backward on sum. */                  \
+    X(void, add_layernorm_forward, (real *sum, real *out, real *mean, real *rstd, const real *a, const real *b,         \
+        const real *w, const real *bias, int R, int C))                                                                \
     /* out[b,t,:] = wte[tok[b,t],:] + (wpe ? wpe[t,:] : 0) ; backward scatters into dwte, dwpe */                      \
     X(void, embed_forward, (real *out, const int32_t *tok, const real *wte, const real *wpe, int B, int T, int C))     \
     X(void, embed_backward, (real *dwte, real *dwpe, const real *dout, const int32_t *tok, int B, int T, int C))       \

@@ -107,6 +107,14 @@ static void t_basic() {
     cmpi("nonfinite (finite, nan, -inf)", VI{nf2, nf4, nf5}, VI{nf1, nf3, 1});
     V g = rnd(n); CP->gelu_forward(F(o1), F(x), n); CU->gelu_forward(F(o2), F(x), n); cmp("gelu fwd", o2, o1);
     o1 = rnd(n); o2 = o1; CP->gelu_backward(F(o1), F(g), F(x), n); CU->gelu_backward(F(o2), F(g), F(x), n); cmp("gelu bwd", o2, o1);
+    { V p1 = x, p2 = x, y1(n), y2(n);
+      CP->bias_gelu_forward(F(p1), F(y1), F(b), R, C); CU->bias_gelu_forward(F(p2), F(y2), F(b), R, C);
+      cmp("bias_gelu fwd pre", p2, p1); cmp("bias_gelu fwd out", y2, y1);
+      V d1(n), d2 = g, e1 = rnd(C), e2 = e1;
+      CP->bias_gelu_backward(F(d1), F(e1), F(g), F(p1), R, C); CU->bias_gelu_backward(F(d2), F(e2), F(d2), F(p1), R, C);
+      cmp("bias_gelu bwd (cuda in place)", d2, d1); cmp("bias_gelu bwd dbias", e2, e1);
+      p2 = x; CU->bias_gelu_forward(F(p2), F(y2), nullptr, R, C); CP->gelu_forward(F(y1), F(x), n);
+      cmp("bias_gelu fwd, no bias", y2, y1); }
     /* dropout: the same mask on both backends (a rank's slice of two segments, n = 2 * 3 * 37 rows) */
     if (n % 6 == 0) {
         GmaDrop dg = {{7u, 9u}, 11u, (3u << 16) | (2u << 4) | GMA_DROP_MIXER, gma_drop_threshold(0.2), 1.0 / 0.8, 3, 6, 3};
@@ -125,6 +133,11 @@ static void t_ln(int R, int C) {
     CP->layernorm_backward(F(dx1), F(dw1), F(db1), F(g), F(x), F(w), F(m1), F(r1), R, C);
     CU->layernorm_backward(F(dx2), F(dw2), F(db2), F(g), F(x), F(w), F(m1), F(r1), R, C);
     cmp("layernorm bwd dx", dx2, dx1); cmp("layernorm bwd dw", dw2, dw1); cmp("layernorm bwd db", db2, db1);
+    V a = rnd(n, 4, 0.5f), s1(n), s2 = a;
+    CP->add_layernorm_forward(F(s1), F(o1), F(m1), F(r1), F(a), F(x), F(w), F(b), R, C);
+    CU->add_layernorm_forward(F(s2), F(o2), F(m2), F(r2), F(s2), F(x), F(w), F(b), R, C); /* sum = a */
+    cmp("add_layernorm sum", s2, s1); cmp("add_layernorm out", o2, o1);
+    cmp("add_layernorm mean", m2, m1); cmp("add_layernorm rstd", r2, r1);
 }
 /* the convolutional stem: im2col at dilation dil and -dil (mirrored taps; exact copies)
  * and the per-channel normalisation, statistics computed and given */

@@ -1,5 +1,6 @@
-/* cpu_nn.c: CPU kernels of the dense layers: GELU, ReLU, LayerNorm, embeddings, cross-entropy,
- * head split/merge, row softmax and the attention score mask. Loops are OpenMP over independent rows or columns, so
+/* cpu_nn.c: CPU kernels of the dense layers: GELU, bias + GELU, ReLU, LayerNorm, residual add +
+ * LayerNorm, embeddings, cross-entropy, head split/merge, row softmax and the attention score
+ * mask. Loops are OpenMP over independent rows or columns (sums over rows in fixed blocks), so
  * results do not depend on the number of threads. */
 #include <string.h>
 
@@ -22,20 +23,24 @@ static inline real gelu_grad1(real u) {
  * the rest (float64: all of it) */
 #ifndef GMA_DOUBLE
 static inline v8f tanh8(v8f a) { return 1.0f - 2.0f / (1.0f + vexp8(2.0f * a)); }
+static inline v8f gelu8(v8f u) { return 0.5f * u * (1.0f + tanh8(GELU_K * (u + 0.044715f * u * u * u))); }
+static inline v8f gelu_grad8(v8f u) {
+    v8f t = tanh8(GELU_K * (u + 0.044715f * u * u * u));
+    return 0.5f * (1.0f + t) + 0.5f * u * (1.0f - t * t) * GELU_K * (1.0f + 3 * 0.044715f * u * u);
+}
 static size_t gelu_vec(real *out, const real *x, const real *dout, size_t n, int backward) {
     size_t n8 = n / 8;
 #pragma omp parallel for schedule(static) if (PAR_WORTH(n))
     for (size_t j = 0; j < n8; j++) {
         v8f u, o;
         memcpy(&u, x + 8 * j, sizeof u);
-        v8f t = tanh8(GELU_K * (u + 0.044715f * u * u * u));
         if (!backward) {
-            o = 0.5f * u * (1.0f + t);
+            o = gelu8(u);
         } else {
-            v8f d, g = 0.5f * (1.0f + t) + 0.5f * u * (1.0f - t * t) * GELU_K * (1.0f + 3 * 0.044715f * u * u);
+            v8f d;
             memcpy(&d, dout + 8 * j, sizeof d);
             memcpy(&o, out + 8 * j, sizeof o);
-            o += d * g;
+            o += d * gelu_grad8(u);
         }
         memcpy(out + 8 * j, &o, sizeof o);
     }
@@ -57,6 +62,74 @@ void cpu_gelu_backward(real *dx, const real *dout, const real *x, size_t n) {
     for (size_t i = i0; i < n; i++) dx[i] += dout[i] * gelu_grad1(x[i]);
 }
 
+/* bias + GELU by rows (each row's result depends only on that row) */
+void cpu_bias_gelu_forward(real *pre, real *out, const real *bias, int R, int C) {
+#pragma omp parallel for schedule(static) if (PAR_WORTH((size_t)R * (size_t)C))
+    for (int r = 0; r < R; r++) {
+        real *p = pre + (size_t)r * C, *o = out + (size_t)r * C;
+        int c = 0;
+#ifndef GMA_DOUBLE
+        for (; c + 8 <= C; c += 8) {
+            v8f u, b = {0};
+            memcpy(&u, p + c, sizeof u);
+            if (bias) memcpy(&b, bias + c, sizeof b);
+            u += b;
+            memcpy(p + c, &u, sizeof u);
+            u = gelu8(u);
+            memcpy(o + c, &u, sizeof u);
+        }
+#endif
+        for (; c < C; c++) {
+            if (bias) p[c] += bias[c];
+            o[c] = gelu1(p[c]);
+        }
+    }
+}
+
+/* dpre by rows, and the bias gradient's partial column sums in fixed blocks of rows (in
+ * parallel), added in block order in double: the result does not depend on the number of
+ * threads */
+#define BG_BLOCKS 32
+void cpu_bias_gelu_backward(real *dpre, real *dbias, const real *dout, const real *pre, int R, int C) {
+    int nb = R >= 4 * BG_BLOCKS ? BG_BLOCKS : 1, per = (R + nb - 1) / nb;
+    real *part = dbias ? cpu_workspace(2, (size_t)nb * C) : NULL;
+#pragma omp parallel for schedule(static) if (PAR_WORTH((size_t)R * (size_t)C))
+    for (int blk = 0; blk < nb; blk++) {
+        real *gb = part ? part + (size_t)blk * C : NULL;
+        if (gb) memset(gb, 0, sizeof(real) * C);
+        int r1 = GMA_MIN(R, (blk + 1) * per);
+        for (int r = blk * per; r < r1; r++) {
+            const real *u = pre + (size_t)r * C, *d = dout + (size_t)r * C;
+            real *o = dpre + (size_t)r * C;
+            int c = 0;
+#ifndef GMA_DOUBLE
+            for (; c + 8 <= C; c += 8) {
+                v8f uv, dv;
+                memcpy(&uv, u + c, sizeof uv), memcpy(&dv, d + c, sizeof dv);
+                dv *= gelu_grad8(uv);
+                memcpy(o + c, &dv, sizeof dv);
+                if (gb) {
+                    v8f g;
+                    memcpy(&g, gb + c, sizeof g);
+                    g += dv;
+                    memcpy(gb + c, &g, sizeof g);
+                }
+            }
+#endif
+            for (; c < C; c++) {
+                o[c] = d[c] * gelu_grad1(u[c]);
+                if (gb) gb[c] += o[c];
+            }
+        }
+    }
+    if (!dbias) return;
+    for (int c = 0; c < C; c++) {
+        double sb = 0;
+        for (int blk = 0; blk < nb; blk++) sb += part[(size_t)blk * C + c];
+        dbias[c] += (real)sb;
+    }
+}
+
 void cpu_relu_forward(real *out, const real *x, size_t n) {
 #pragma omp parallel for schedule(static) if (PAR_WORTH((size_t)n))
     for (size_t i = 0; i < n; i++) out[i] = x[i] > 0 ? x[i] : 0;
@@ -68,43 +141,121 @@ void cpu_relu_backward(real *dx, const real *dout, const real *x, size_t n) {
         if (x[i] > 0) dx[i] += dout[i];
 }
 
+/* LayerNorm rows. float32: the row's sums in eight float lanes (each lane sums C / 8
+ * elements) added in double, the normalisation on eight lanes; float64: the same formulas
+ * one element at a time. Either way a row's result depends only on that row. */
+#ifndef GMA_DOUBLE
+static inline double hsum8(v8f a) {
+    double s = 0;
+    for (int j = 0; j < 8; j++) s += a[j];
+    return s;
+}
+#endif
+
+/* mean and 1/sqrt(var + 1e-5) of one row (two passes: the mean, then the centred squares) */
+static inline void ln_stats(const real *xr, int C, real *mean, real *rstd) {
+    int c = 0;
+    double m = 0, v = 0;
+#ifndef GMA_DOUBLE
+    int c8 = C / 8 * 8;
+    v8f s8 = {0};
+    for (; c < c8; c += 8) {
+        v8f x;
+        memcpy(&x, xr + c, sizeof x);
+        s8 += x;
+    }
+    m = hsum8(s8);
+#endif
+    for (; c < C; c++) m += xr[c];
+    m /= C;
+    c = 0;
+#ifndef GMA_DOUBLE
+    v8f q8 = {0};
+    real mf = (real)m;
+    for (; c < c8; c += 8) {
+        v8f x;
+        memcpy(&x, xr + c, sizeof x);
+        x -= mf;
+        q8 += x * x;
+    }
+    v = hsum8(q8);
+#endif
+    for (; c < C; c++) v += (xr[c] - m) * (xr[c] - m);
+    v /= C;
+    *mean = (real)m;
+    *rstd = (real)(1.0 / sqrt(v + 1e-5));
+}
+
+/* one row: its stats and the normalised, scaled and shifted row */
+static inline void ln_row(real *o, real *mean, real *rstd, const real *xr, const real *w, const real *b, int C) {
+    real m, s;
+    ln_stats(xr, C, &m, &s);
+    int c = 0;
+#ifndef GMA_DOUBLE
+    for (; c + 8 <= C; c += 8) {
+        v8f xv, wv, bv;
+        memcpy(&xv, xr + c, sizeof xv), memcpy(&wv, w + c, sizeof wv), memcpy(&bv, b + c, sizeof bv);
+        xv = (xv - m) * s * wv + bv;
+        memcpy(o + c, &xv, sizeof xv);
+    }
+#endif
+    for (; c < C; c++) o[c] = (xr[c] - m) * s * w[c] + b[c];
+    *mean = m;
+    *rstd = s;
+}
+
 void cpu_layernorm_forward(real *out, real *mean, real *rstd, const real *x, const real *w, const real *b, int R, int C) {
 #pragma omp parallel for schedule(static) if (PAR_WORTH((size_t)R * (size_t)C))
+    for (int r = 0; r < R; r++) ln_row(out + (size_t)r * C, mean + r, rstd + r, x + (size_t)r * C, w, b, C);
+}
+
+void cpu_add_layernorm_forward(real *sum, real *out, real *mean, real *rstd, const real *a, const real *b, const real *w,
+                               const real *bias, int R, int C) {
+#pragma omp parallel for schedule(static) if (PAR_WORTH((size_t)R * (size_t)C))
     for (int r = 0; r < R; r++) {
-        const real *xr = x + (size_t)r * C;
-        real *o = out + (size_t)r * C;
-        double m = 0;
-        for (int c = 0; c < C; c++) m += xr[c];
-        m /= C;
-        double v = 0;
-        for (int c = 0; c < C; c++) v += (xr[c] - m) * (xr[c] - m);
-        v /= C;
-        real s = (real)(1.0 / sqrt(v + 1e-5));
-        for (int c = 0; c < C; c++) o[c] = (real)((xr[c] - m) * s) * w[c] + b[c];
-        mean[r] = (real)m;
-        rstd[r] = s;
+        real *sr = sum + (size_t)r * C;
+        const real *ar = a + (size_t)r * C, *br = b + (size_t)r * C;
+        for (int c = 0; c < C; c++) sr[c] = ar[c] + br[c];
+        ln_row(out + (size_t)r * C, mean + r, rstd + r, sr, w, bias, C);
     }
 }
 
 /* One pass over the rows: each row's dx from its two means, and the weight and bias
- * gradients summed into the partial rows of fixed blocks of rows (in parallel), then the
- * partials added in block order, so the result does not depend on the number of threads. */
+ * gradients summed into the partial rows of fixed blocks of rows (in parallel; float32 on
+ * eight lanes within a block), then the partials added in block order in double, so the
+ * result does not depend on the number of threads. */
 #define LN_BLOCKS 32
 void cpu_layernorm_backward(real *dx, real *dw, real *db, const real *dout, const real *x, const real *w,
                             const real *mean, const real *rstd, int R, int C) {
     int nb = R >= 4 * LN_BLOCKS ? LN_BLOCKS : 1, per = (R + nb - 1) / nb;
-    double *part = (double *)cpu_workspace(3, 2 * sizeof(double) / sizeof(real) * (size_t)nb * C);
+    real *part = cpu_workspace(3, (size_t)2 * nb * C);
 #pragma omp parallel for schedule(static) if (PAR_WORTH((size_t)R * (size_t)C))
     for (int blk = 0; blk < nb; blk++) {
-        double *gw = part + (size_t)2 * blk * C, *gb = gw + C;
+        real *gw = part + (size_t)2 * blk * C, *gb = gw + C;
         for (int c = 0; c < C; c++) gw[c] = gb[c] = 0;
         int r1 = GMA_MIN(R, (blk + 1) * per);
         for (int r = blk * per; r < r1; r++) {
             const real *xr = x + (size_t)r * C, *dr = dout + (size_t)r * C;
             real *dxr = dx + (size_t)r * C;
             real m = mean[r], s = rstd[r];
-            double a = 0, bsum = 0; /* mean(dnorm), mean(dnorm * norm) */
-            for (int c = 0; c < C; c++) {
+            double a = 0, bsum = 0; /* sums of dnorm and dnorm * norm */
+            int c = 0;
+#ifndef GMA_DOUBLE
+            v8f a8 = {0}, b8 = {0};
+            for (; c + 8 <= C; c += 8) {
+                v8f xv, dv, wv, gwv, gbv;
+                memcpy(&xv, xr + c, sizeof xv), memcpy(&dv, dr + c, sizeof dv), memcpy(&wv, w + c, sizeof wv);
+                memcpy(&gwv, gw + c, sizeof gwv), memcpy(&gbv, gb + c, sizeof gbv);
+                v8f n = (xv - m) * s, dn = dv * wv;
+                a8 += dn;
+                b8 += dn * n;
+                gwv += dv * n;
+                gbv += dv;
+                memcpy(gw + c, &gwv, sizeof gwv), memcpy(gb + c, &gbv, sizeof gbv);
+            }
+            a = hsum8(a8), bsum = hsum8(b8);
+#endif
+            for (; c < C; c++) {
                 real n = (xr[c] - m) * s;
                 real dn = dr[c] * w[c];
                 a += dn;
@@ -112,12 +263,22 @@ void cpu_layernorm_backward(real *dx, real *dw, real *db, const real *dout, cons
                 gw[c] += dr[c] * n;
                 gb[c] += dr[c];
             }
-            a /= C;
-            bsum /= C;
-            for (int c = 0; c < C; c++) {
+            real am = (real)(a / C), bm = (real)(bsum / C);
+            c = 0;
+#ifndef GMA_DOUBLE
+            for (; c + 8 <= C; c += 8) {
+                v8f xv, dv, wv, ov;
+                memcpy(&xv, xr + c, sizeof xv), memcpy(&dv, dr + c, sizeof dv), memcpy(&wv, w + c, sizeof wv);
+                memcpy(&ov, dxr + c, sizeof ov);
+                v8f n = (xv - m) * s;
+                ov += s * (dv * wv - am - n * bm);
+                memcpy(dxr + c, &ov, sizeof ov);
+            }
+#endif
+            for (; c < C; c++) {
                 real n = (xr[c] - m) * s;
                 real dn = dr[c] * w[c];
-                dxr[c] += s * (dn - (real)a - n * (real)bsum);
+                dxr[c] += s * (dn - am - n * bm);
             }
         }
     }

@@ -1,27 +1,24 @@
-/* cuda_nn.cu: CUDA kernels of the dense layers, twins of ops/cpu/cpu_nn.c: GELU, ReLU,
- * LayerNorm, embeddings, fused softmax + cross-entropy, argmax, head split/merge, row
- * softmax and the attention score mask. Every reduction has a fixed order (shuffle trees,
- * fixed row blocks), so results are the same bits run after run; no atomics. */
+/* cuda_nn.cu: CUDA kernels of the dense layers, twins of ops/cpu/cpu_nn.c: GELU, bias + GELU,
+ * ReLU, LayerNorm, residual add + LayerNorm, embeddings, fused softmax + cross-entropy, argmax,
+ * head split/merge, row softmax and the attention score mask. Every reduction has a fixed
+ * order (shuffle trees, fixed row blocks), so results are the same bits run after run; no
+ * atomics. */
 #include "ops/cuda/cuda_common.cuh"
 
 #define WS_LN WS_COLSUM /* layernorm dw/db partials */
 #define GELU_K 0.7978845608028654f
 
 /* ---------------------------------------------------------------- GELU */
+__device__ __forceinline__ float gelu_f(float u) { return 0.5f * u * (1.f + tanhf(GELU_K * (u + 0.044715f * u * u * u))); }
+__device__ __forceinline__ float gelu_grad_f(float u) {
+    float t = tanhf(GELU_K * (u + 0.044715f * u * u * u));
+    return 0.5f * (1.f + t) + 0.5f * u * (1.f - t * t) * GELU_K * (1.f + 3.f * 0.044715f * u * u);
+}
 __global__ void k_gelu_fwd(float *out, const float *x, size_t n) {
-    GRID_STRIDE(i, n) {
-        float u = x[i];
-        out[i] = 0.5f * u * (1.f + tanhf(GELU_K * (u + 0.044715f * u * u * u)));
-    }
+    GRID_STRIDE(i, n) { out[i] = gelu_f(x[i]); }
 }
 __global__ void k_gelu_bwd(float *dx, const float *dout, const float *x, size_t n) {
-    GRID_STRIDE(i, n) {
-        float u = x[i];
-        float t = tanhf(GELU_K * (u + 0.044715f * u * u * u));
-        float sech2 = 1.f - t * t;
-        float g = 0.5f * (1.f + t) + 0.5f * u * sech2 * GELU_K * (1.f + 3.f * 0.044715f * u * u);
-        dx[i] += dout[i] * g;
-    }
+    GRID_STRIDE(i, n) { dx[i] += dout[i] * gelu_grad_f(x[i]); }
 }
 void cuda_gelu_forward(real *out, const real *x, size_t n) {
     if (!n) return;
@@ -32,6 +29,31 @@ void cuda_gelu_backward(real *dx, const real *dout, const real *x, size_t n) {
     if (!n) return;
     k_gelu_bwd<<<grid_for(n), TPB>>>(dx, dout, x, n);
     KERNEL_CHECK("k_gelu_bwd");
+}
+
+/* bias + GELU: elementwise, the bias gradient by cuda_colsum_acc's fixed-order column sums */
+__global__ void k_bias_gelu_fwd(float *pre, float *out, const float *bias, size_t n, int C) {
+    GRID_STRIDE(i, n) {
+        float u = pre[i] + (bias ? bias[i % (size_t)C] : 0.f);
+        pre[i] = u;
+        out[i] = gelu_f(u);
+    }
+}
+__global__ void k_bias_gelu_bwd(float *dpre, const float *dout, const float *pre, size_t n) {
+    GRID_STRIDE(i, n) { dpre[i] = dout[i] * gelu_grad_f(pre[i]); }
+}
+void cuda_bias_gelu_forward(real *pre, real *out, const real *bias, int R, int C) {
+    size_t n = (size_t)R * C;
+    if (!n) return;
+    k_bias_gelu_fwd<<<grid_for(n), TPB>>>(pre, out, bias, n, C);
+    KERNEL_CHECK("k_bias_gelu_fwd");
+}
+void cuda_bias_gelu_backward(real *dpre, real *dbias, const real *dout, const real *pre, int R, int C) {
+    size_t n = (size_t)R * C;
+    if (!n) return;
+    k_bias_gelu_bwd<<<grid_for(n), TPB>>>(dpre, dout, pre, n);
+    KERNEL_CHECK("k_bias_gelu_bwd");
+    if (dbias) cuda_colsum_acc(dbias, dpre, R, C);
 }
 
 /* ---------------------------------------------------------------- ReLU */
@@ -83,6 +105,41 @@ void cuda_layernorm_forward(real *out, real *mean, real *rstd, const real *x, co
     if (R <= 0) return;
     k_ln_fwd<<<(R + 7) / 8, 256>>>(out, mean, rstd, x, w, b, R, C);
     KERNEL_CHECK("k_ln_fwd");
+}
+
+/* sum = a + b, then k_ln_fwd's row over sum: each lane reads back only the elements it wrote */
+__global__ void k_add_ln_fwd(float *sum, float *out, float *mean, float *rstd, const float *a, const float *b,
+                             const float *w, const float *bias, int R, int C) {
+    int r = blockIdx.x * (blockDim.x / 32) + threadIdx.x / 32, lane = threadIdx.x & 31;
+    if (r >= R) return;
+    float *sr = sum + (size_t)r * C;
+    const float *ar = a + (size_t)r * C, *br = b + (size_t)r * C;
+    float s = 0;
+    for (int c = lane; c < C; c += 32) {
+        float t = ar[c] + br[c];
+        sr[c] = t;
+        s += t;
+    }
+    float m = warp_sum(s) / C;
+    float v = 0;
+    for (int c = lane; c < C; c += 32) {
+        float t = sr[c] - m;
+        v += t * t;
+    }
+    v = warp_sum(v) / C;
+    float rs = 1.f / sqrtf(v + 1e-5f);
+    float *o = out + (size_t)r * C;
+    for (int c = lane; c < C; c += 32) o[c] = (sr[c] - m) * rs * w[c] + bias[c];
+    if (lane == 0) {
+        mean[r] = m;
+        rstd[r] = rs;
+    }
+}
+void cuda_add_layernorm_forward(real *sum, real *out, real *mean, real *rstd, const real *a, const real *b, const real *w,
+                                const real *bias, int R, int C) {
+    if (R <= 0) return;
+    k_add_ln_fwd<<<(R + 7) / 8, 256>>>(sum, out, mean, rstd, a, b, w, bias, R, C);
+    KERNEL_CHECK("k_add_ln_fwd");
 }
 
 __global__ void k_ln_bwd_dx(float *dx, const float *dout, const float *x, const float *w, const float *mean,
