@@ -77,14 +77,10 @@ void cuda_relu_backward(real *dx, const real *dout, const real *x, size_t n) {
 }
 
 /* ---------------------------------------------------------------- LayerNorm */
-/* one warp per row */
-__global__ void k_ln_fwd(float *out, float *mean, float *rstd, const float *x, const float *w, const float *b, int R,
-                         int C) {
-    int r = blockIdx.x * (blockDim.x / 32) + threadIdx.x / 32, lane = threadIdx.x & 31;
-    if (r >= R) return;
-    const float *xr = x + (size_t)r * C;
-    float s = 0;
-    for (int c = lane; c < C; c += 32) s += xr[c];
+/* one warp per row: the row's stats and the normalised row (each lane reads only its own
+ * columns c = lane, lane + 32, ...) */
+__device__ __forceinline__ void ln_row_warp(float *o, float *mean, float *rstd, const float *xr, const float *w,
+                                            const float *b, int C, int lane, float s) {
     float m = warp_sum(s) / C;
     float v = 0;
     for (int c = lane; c < C; c += 32) {
@@ -93,12 +89,20 @@ __global__ void k_ln_fwd(float *out, float *mean, float *rstd, const float *x, c
     }
     v = warp_sum(v) / C;
     float rs = 1.f / sqrtf(v + 1e-5f);
-    float *o = out + (size_t)r * C;
     for (int c = lane; c < C; c += 32) o[c] = (xr[c] - m) * rs * w[c] + b[c];
     if (lane == 0) {
-        mean[r] = m;
-        rstd[r] = rs;
+        *mean = m;
+        *rstd = rs;
     }
+}
+__global__ void k_ln_fwd(float *out, float *mean, float *rstd, const float *x, const float *w, const float *b, int R,
+                         int C) {
+    int r = blockIdx.x * (blockDim.x / 32) + threadIdx.x / 32, lane = threadIdx.x & 31;
+    if (r >= R) return;
+    const float *xr = x + (size_t)r * C;
+    float s = 0;
+    for (int c = lane; c < C; c += 32) s += xr[c];
+    ln_row_warp(out + (size_t)r * C, mean + r, rstd + r, xr, w, b, C, lane, s);
 }
 void cuda_layernorm_forward(real *out, real *mean, real *rstd, const real *x, const real *w, const real *b, int R,
                             int C) {
@@ -107,7 +111,7 @@ void cuda_layernorm_forward(real *out, real *mean, real *rstd, const real *x, co
     KERNEL_CHECK("k_ln_fwd");
 }
 
-/* sum = a + b, then k_ln_fwd's row over sum: each lane reads back only the elements it wrote */
+/* sum = a + b, then k_ln_fwd's row over sum (each lane reads back only what it wrote) */
 __global__ void k_add_ln_fwd(float *sum, float *out, float *mean, float *rstd, const float *a, const float *b,
                              const float *w, const float *bias, int R, int C) {
     int r = blockIdx.x * (blockDim.x / 32) + threadIdx.x / 32, lane = threadIdx.x & 31;
@@ -120,20 +124,7 @@ __global__ void k_add_ln_fwd(float *sum, float *out, float *mean, float *rstd, c
         sr[c] = t;
         s += t;
     }
-    float m = warp_sum(s) / C;
-    float v = 0;
-    for (int c = lane; c < C; c += 32) {
-        float t = sr[c] - m;
-        v += t * t;
-    }
-    v = warp_sum(v) / C;
-    float rs = 1.f / sqrtf(v + 1e-5f);
-    float *o = out + (size_t)r * C;
-    for (int c = lane; c < C; c += 32) o[c] = (sr[c] - m) * rs * w[c] + bias[c];
-    if (lane == 0) {
-        mean[r] = m;
-        rstd[r] = rs;
-    }
+    ln_row_warp(out + (size_t)r * C, mean + r, rstd + r, sr, w, bias, C, lane, s);
 }
 void cuda_add_layernorm_forward(real *sum, real *out, real *mean, real *rstd, const real *a, const real *b, const real *w,
                                 const real *bias, int R, int C) {
