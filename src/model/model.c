@@ -280,31 +280,35 @@ void model_zero_grad(Model *m) { g_ops->zero(m->grads, m->pt.total * sizeof(real
 static real *pos_table(const Model *m) { return m->wpe >= 0 ? PP(m->wpe) : m->pos_fixed; }
 static real *pos_grad(const Model *m) { return m->wpe >= 0 ? GG(m->wpe) : NULL; }
 
-/* resid[0] (embedded, R = B*N rows) -> lnf through the blocks and ln_f */
-/* the LayerNorm after block l (the next block's ln1, or ln_f after the last) over
- * sum = a + b, in one pass with the residual add that makes it */
-static void add_next_ln(Model *m, int l, real *sum, const real *a, const real *b, int R) {
+/* The LayerNorm that reads the residual stream after block l: the next block's ln1, or
+ * ln_f after the last (l = -1: before the first block) */
+typedef struct {
+    real *out, *mean, *rstd;
+    const real *w, *b;
+} LnSite;
+static LnSite ln_after(Model *m, int l) {
     if (l + 1 < m->L) {
         Block *n = &m->blocks[l + 1];
-        g_ops->add_layernorm_forward(sum, n->ln1, n->ln1_mean, n->ln1_rstd, a, b, PP(n->ln1w), PP(n->ln1b), R, m->D);
-    } else {
-        g_ops->add_layernorm_forward(sum, m->lnf, m->lnf_mean, m->lnf_rstd, a, b, PP(m->lnfw), PP(m->lnfb), R, m->D);
+        return (LnSite){n->ln1, n->ln1_mean, n->ln1_rstd, PP(n->ln1w), PP(n->ln1b)};
     }
+    return (LnSite){m->lnf, m->lnf_mean, m->lnf_rstd, PP(m->lnfw), PP(m->lnfb)};
+}
+/* resid[l + 1] = sum = a + b and the LayerNorm after block l over it, in one op */
+static void add_next_ln(Model *m, int l, real *sum, const real *a, const real *b, int R) {
+    LnSite n = ln_after(m, l);
+    g_ops->add_layernorm_forward(sum, n.out, n.mean, n.rstd, a, b, n.w, n.b, R, m->D);
 }
 
-/* the blocks over resid[0]; with `dec` (incremental decoding, B sequences of N = 1) each
- * mixer takes one step on its states instead of a forward over the sequence. Each residual
- * add is fused with the LayerNorm that reads its sum (ln2 of its block, the next ln1, ln_f). */
+/* resid[0] (embedded, R = B*N rows) -> lnf through the blocks and ln_f; with `dec`
+ * (incremental decoding, B sequences of N = 1) each mixer takes one step on its states
+ * instead of a forward over the sequence. Each residual add is fused with the LayerNorm that
+ * reads its sum (ln2 of its block, the next ln1, ln_f). */
 static void blocks_forward_dec(Model *m, const MixerCtx *ctx, const DecodeState *dec) {
     const ModelCfg *mc = &m->cfg.model;
     if (!dec) drop_site(m, m->resid[0], 0, GMA_DROP_EMBED, mc->dropout, ctx->B, ctx->N, m->D);
     int R = ctx->B * ctx->N, D = m->D, F = m->F;
-    if (m->L > 0) {
-        Block *b0 = &m->blocks[0];
-        g_ops->layernorm_forward(b0->ln1, b0->ln1_mean, b0->ln1_rstd, m->resid[0], PP(b0->ln1w), PP(b0->ln1b), R, D);
-    } else {
-        g_ops->layernorm_forward(m->lnf, m->lnf_mean, m->lnf_rstd, m->resid[0], PP(m->lnfw), PP(m->lnfb), R, D);
-    }
+    LnSite first = ln_after(m, -1);
+    g_ops->layernorm_forward(first.out, first.mean, first.rstd, m->resid[0], first.w, first.b, R, D);
     for (int l = 0; l < m->L; l++) {
         Block *b = &m->blocks[l];
         if (dec)

@@ -62,6 +62,16 @@ void cpu_gelu_backward(real *dx, const real *dout, const real *x, size_t n) {
     for (size_t i = i0; i < n; i++) dx[i] += dout[i] * gelu_grad1(x[i]);
 }
 
+/* dst[c] += the sum over blocks b of part[b * stride + c], added in block order in double
+ * (the closing step of the sums over fixed blocks of rows below) */
+static void add_block_sums(real *dst, const real *part, int nb, size_t stride, int C) {
+    for (int c = 0; c < C; c++) {
+        double s = 0;
+        for (int blk = 0; blk < nb; blk++) s += part[(size_t)blk * stride + c];
+        dst[c] += (real)s;
+    }
+}
+
 /* bias + GELU by rows (each row's result depends only on that row) */
 void cpu_bias_gelu_forward(real *pre, real *out, const real *bias, int R, int C) {
 #pragma omp parallel for schedule(static) if (PAR_WORTH((size_t)R * (size_t)C))
@@ -122,12 +132,7 @@ void cpu_bias_gelu_backward(real *dpre, real *dbias, const real *dout, const rea
             }
         }
     }
-    if (!dbias) return;
-    for (int c = 0; c < C; c++) {
-        double sb = 0;
-        for (int blk = 0; blk < nb; blk++) sb += part[(size_t)blk * C + c];
-        dbias[c] += (real)sb;
-    }
+    if (dbias) add_block_sums(dbias, part, nb, (size_t)C, C);
 }
 
 void cpu_relu_forward(real *out, const real *x, size_t n) {
@@ -282,12 +287,8 @@ void cpu_layernorm_backward(real *dx, real *dw, real *db, const real *dout, cons
             }
         }
     }
-    for (int c = 0; c < C; c++) {
-        double sw = 0, sb = 0;
-        for (int blk = 0; blk < nb; blk++) sw += part[(size_t)2 * blk * C + c], sb += part[(size_t)(2 * blk + 1) * C + c];
-        dw[c] += (real)sw;
-        db[c] += (real)sb;
-    }
+    add_block_sums(dw, part, nb, (size_t)2 * C, C);
+    add_block_sums(db, part + C, nb, (size_t)2 * C, C);
 }
 
 void cpu_embed_forward(real *out, const int32_t *tok, const real *wte, const real *wpe, int B, int T, int C) {
