@@ -2,7 +2,10 @@
  * is detected from the input's magic bytes. Invariants: nothing is written outside the
  * destination (the scratch directory holds only the input and the destination
  * afterwards), no link is created, no temporary file is left; a successful extraction
- * leaves only regular files and directories. */
+ * leaves only regular files and directories. An entry the archive itself names like a
+ * temporary file is not a leftover: the walk that looks for such names visits what the
+ * extractor visits (it reads no directory's data, so a directory entry with corrupt data
+ * stops neither). */
 #define _XOPEN_SOURCE 700
 #include <ftw.h>
 #include <stdlib.h>
@@ -39,6 +42,7 @@ static int read_all(void *ctx, const ArchiveEntry *e, ArchiveReader *r) {
     char suffix[32];
     snprintf(suffix, sizeof suffix, ".tmp.%d", (int)getpid());
     if (strstr(e->name, suffix)) g_named_tmp = 1;
+    if (e->is_dir) return 0; /* as the extractor: a directory's data is never read, so the walk goes on */
     char buf[4096];
     long k;
     while ((k = archive_read(r, buf, sizeof buf)) > 0) {
