@@ -1,7 +1,8 @@
 /* test64_model.c: finite-difference gradient checks (float64 build) of the mixers (sdpa
  * and gma, causal and bidirectional, with and without key padding, gradcheck.h
  * gc_mixer_case: also the accumulate contract and padding isolation) and of a whole 2-layer
- * model (every parameter element), plus causality: changing a future token leaves
+ * model (every parameter element; also with the head in chunks of rows, and the chunked
+ * head equal to the whole one), plus causality: changing a future token leaves
  * earlier outputs and losses unchanged. */
 #include <string.h>
 
@@ -28,13 +29,73 @@ static void model_case(const char *mixers) {
     GcModel c;
     gc_model_setup(&c, &cfg);
     char nm[96];
-    snprintf(nm, sizeof nm, "2-layer model %s (%d tensors)", mixers + 12, c.m.pt.n);
+    snprintf(nm, sizeof nm, "2-layer model %s (%d tensors)", strncmp(mixers, "model.mixer=", 12) ? mixers : mixers + 12, c.m.pt.n);
     gc_model_check(&c, mixers, nm);
 }
 
 START_TEST(test_model_gma) { model_case("model.mixer=gma"); }
 END_TEST
 START_TEST(test_model_hybrid) { model_case("model.mixer=sdpa,gma"); }
+END_TEST
+
+/* ---------------- the head in chunks of rows (model.head_chunk) ---------------- */
+START_TEST(test_model_head_chunk) { model_case("model.head_chunk=5"); } /* 14 rows: 5, 5, 4 */
+END_TEST
+
+/* the same batch through the whole head and through chunks of 5 rows: equal losses, argmax
+ * and gradients, after a training forward (the head's backward runs in the forward) and
+ * after an evaluation forward (the backward computes each chunk's logits again); the
+ * logits left are the last chunk's rows */
+START_TEST(test_head_chunk_equal) {
+    GcModel c[2];
+    for (int k = 0; k < 2; k++) {
+        Config cfg = tiny_config("gma");
+        ck_assert_int_eq(cfg_set(&cfg, k ? "model.head_chunk=5" : "model.head_chunk=0"), 0);
+        ck_assert_msg(cfg_validate(&cfg) == 0, "%s", gma_error());
+        gc_model_setup(&c[k], &cfg);
+    }
+    ck_assert_int_eq(c[0].m.head_rows, 14);
+    ck_assert_int_eq(c[1].m.head_rows, 5);
+    ck_assert_ptr_null(c[0].m.head_gw);
+    ck_assert_ptr_nonnull(c[1].m.head_gw);
+    size_t P = c[0].m.pt.total, V = (size_t)c[0].m.V;
+    real *g0 = xcalloc(P, sizeof(real));
+    for (int training = 1; training >= 0; training--) {
+        LossStats st[2];
+        for (int k = 0; k < 2; k++) {
+            ck_assert_int_eq(model_forward(&c[k].m, c[k].tok, c[k].tgt, 2, 7, NULL, 1, &st[k], training, 0), 0);
+            model_zero_grad(&c[k].m);
+            model_backward(&c[k].m, 1.0);
+        }
+        ck_assert_msg(fabs(st[0].loss_sum - st[1].loss_sum) <= 1e-12 * fabs(st[0].loss_sum), "loss %.17g against %.17g",
+                      st[0].loss_sum, st[1].loss_sum);
+        ck_assert(st[0].count == st[1].count && st[0].correct == st[1].correct);
+        double worst = 0, big = 0;
+        for (size_t i = 0; i < P; i++) {
+            worst = fmax(worst, fabs(c[0].m.grads[i] - c[1].m.grads[i]));
+            big = fmax(big, fabs(c[0].m.grads[i]));
+        }
+        printf("head in chunks of 5 rows (%s forward): loss %.3e apart, gradients %.3e of their largest\n",
+               training ? "training" : "evaluation", fabs(st[0].loss_sum - st[1].loss_sum), worst / big);
+        ck_assert_msg(worst <= 1e-12 * big, "gradients differ by %.3e (largest %.3e)", worst, big);
+        memcpy(g0, c[0].m.grads, P * sizeof(real));
+    }
+    /* after the evaluation forward: rows 10..13 in the chunked model's logits */
+    LossStats st;
+    for (int k = 0; k < 2; k++) ck_assert_int_eq(model_forward(&c[k].m, c[k].tok, c[k].tgt, 2, 7, NULL, 0, &st, 0, 0), 0);
+    ck_assert_int_eq(c[0].m.logits_row0, 0);
+    ck_assert_int_eq(c[1].m.logits_row0, 10);
+    for (size_t i = 0; i < 4 * V; i++) ck_assert(fabs(c[1].m.logits[i] - c[0].m.logits[10 * V + i]) <= 1e-12);
+    /* incremental decoding of more sequences than one chunk's rows is refused, naming the key */
+    DecodeState ds;
+    ck_assert_int_eq(model_decode_begin_batch(&c[1].m, &ds, 6), -1);
+    ck_assert_msg(strstr(gma_error(), "model.head_chunk") != NULL, "%s", gma_error());
+    gma_error_clear();
+    ck_assert_int_eq(model_decode_begin_batch(&c[1].m, &ds, 5), 0);
+    model_decode_end(&c[1].m, &ds);
+    free(g0);
+    for (int k = 0; k < 2; k++) model_free(&c[k].m);
+}
 END_TEST
 
 /* ---------------- causality ---------------- */
@@ -64,6 +125,8 @@ Suite *make_suite(void) {
     tcase_set_timeout(tm, 300);
     tcase_add_test(tm, test_model_gma);
     tcase_add_test(tm, test_model_hybrid);
+    tcase_add_test(tm, test_model_head_chunk);
+    tcase_add_test(tm, test_head_chunk_equal);
     tcase_add_test(tm, test_causal_gma);
     tcase_add_test(tm, test_causal_sdpa);
     suite_add_tcase(s, tm);

@@ -145,7 +145,8 @@ static int collect(void *ctx, int32_t t) {
 }
 
 /* model_generate greedy = argmax of model_forward's last logits, token by token, with the
- * window sliding once the sequence passes max_seq_len */
+ * window sliding once the sequence passes max_seq_len; the same tokens with the head in
+ * chunks of 3 rows (model.head_chunk), whose forward keeps the last chunk's logits */
 START_TEST(test_generate_is_forward_per_token) {
     const char *r = trained_run();
     char dir[2048];
@@ -153,31 +154,38 @@ START_TEST(test_generate_is_forward_per_token) {
     ck_assert_int_eq(ckpt_resolve(r, dir, sizeof dir), 0);
     ck_assert_int_eq(ckpt_read_config(dir, &cfg), 0);
     ck_assert_int_eq(ops_select("cpu"), 0);
-    Model m;
-    ck_assert_int_eq(model_build(&m, &cfg), 0);
-    int W = cfg.model.max_seq_len, V = cfg.model.vocab_size;
-    model_alloc(&m, 1, W);
-    ck_assert_int_eq(ckpt_load(&m, NULL, dir), 0);
-    int32_t seq[64] = {'7', '1', '7'}, tgt[64];
-    for (int i = 0; i < 64; i++) tgt[i] = -1;
-    SampleOpts g = {0, 0, 1, 1, 0}; /* the full forward every token: what the loop below checks */
-    Rng rng;
-    rng_seed(&rng, 1);
-    g_ngot = 0;
-    ck_assert_int_eq(model_generate(&m, seq, 3, 40, &g, &rng, collect, NULL), 0);
-    ck_assert_int_eq(g_ngot, 40);
-    for (int t = 3; t < 43; t++) {
-        int n = t < W ? t : W;
-        LossStats st;
-        ck_assert_int_eq(model_forward(&m, seq + t - n, tgt, 1, n, NULL, 0, &st, 0, 0), 0);
-        const real *row = m.logits + (size_t)(n - 1) * V;
-        int best = 0;
-        for (int i = 1; i < V; i++)
-            if (row[i] > row[best]) best = i;
-        ck_assert_msg(g_got[t - 3] == best, "token %d: generated %d, argmax %d", t, g_got[t - 3], best);
-        seq[t] = best;
+    int32_t first[40];
+    for (int chunk = 0; chunk <= 3; chunk += 3) {
+        cfg.model.head_chunk = chunk;
+        Model m;
+        ck_assert_int_eq(model_build(&m, &cfg), 0);
+        int W = cfg.model.max_seq_len, V = cfg.model.vocab_size;
+        model_alloc(&m, 1, W);
+        ck_assert_int_eq(m.head_rows, chunk ? 3 : W);
+        ck_assert_int_eq(ckpt_load(&m, NULL, dir), 0);
+        int32_t seq[64] = {'7', '1', '7'}, tgt[64];
+        for (int i = 0; i < 64; i++) tgt[i] = -1;
+        SampleOpts g = {0, 0, 1, 1, 0}; /* the full forward every token: what the loop below checks */
+        Rng rng;
+        rng_seed(&rng, 1);
+        g_ngot = 0;
+        ck_assert_int_eq(model_generate(&m, seq, 3, 40, &g, &rng, collect, NULL), 0);
+        ck_assert_int_eq(g_ngot, 40);
+        for (int t = 3; t < 43; t++) {
+            int n = t < W ? t : W;
+            LossStats st;
+            ck_assert_int_eq(model_forward(&m, seq + t - n, tgt, 1, n, NULL, 0, &st, 0, 0), 0);
+            const real *row = m.logits + (size_t)(n - 1 - m.logits_row0) * V;
+            int best = 0;
+            for (int i = 1; i < V; i++)
+                if (row[i] > row[best]) best = i;
+            ck_assert_msg(g_got[t - 3] == best, "token %d: generated %d, argmax %d", t, g_got[t - 3], best);
+            seq[t] = best;
+        }
+        if (!chunk) memcpy(first, g_got, sizeof first);
+        else ck_assert_msg(!memcmp(first, g_got, sizeof first), "the chunked head generated other tokens");
+        model_free(&m);
     }
-    model_free(&m);
 }
 END_TEST
 

@@ -57,6 +57,10 @@ static const CfgKey g_head[] = {
     {"model.key_padding_mask", CFGT_BOOL, O(model.key_padding_mask), 0, "true", 0, 0, NULL,
      "Classifier: the mixers mask padded keys (false: padding tokens are keys like any other, as the LRA release's "
      "linear, performer and linformer attention; needs data.pad_full)."},
+    {"model.head_chunk", CFGT_INT, O(model.head_chunk), 0, "0", 0, 1073741824, NULL,
+     "Language model: rows whose logits the head computes at a time (docs/model.md §1). Only one such chunk of "
+     "[rows, V] logits exists; a training step over more rows runs the head's backward on each chunk in the forward "
+     "(one extra [V, D] buffer). 0 = as many rows as 64 MiB of logits hold, a multiple of 64 (all rows when they fit)."},
     {"model.n_classes", CFGT_INT, O(model.n_classes), 0, "2", 2, 100000, NULL, "Classes of the classifier head."},
     {"model.n_seq", CFGT_INT, O(model.n_seq), 0, "0", 0, 2, NULL,
      "Classifier: sequences per example, 1 or 2 (two-sequence head, retrieval); 0 = from the data."},

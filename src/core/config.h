@@ -78,6 +78,7 @@ typedef struct ModelCfg {
     char stem_dilations[128]; /* its layers' dilations, comma-separated */
     char stem_norm[16];     /* batch | instance | none */
     int stem_width;         /* image width in tokens (0 = square) */
+    int head_chunk;         /* language model: rows of logits computed at a time (0 = automatic) */
 } ModelCfg;
 
 typedef struct TrainCfg {

@@ -116,6 +116,17 @@ int model_build(Model *m, const Config *c) {
     return 0;
 }
 
+/* The language model's head in chunks of rows (docs/model.md §1): model.head_chunk rows, or
+ * with 0 as many rows as HEAD_AUTO_BYTES of logits hold (a multiple of 64 from 64 rows up). */
+#define HEAD_AUTO_BYTES ((size_t)64 << 20)
+int model_head_rows(const Model *m, size_t R) {
+    size_t rows = m->cfg.model.head_chunk > 0 ? (size_t)m->cfg.model.head_chunk
+                                               : HEAD_AUTO_BYTES / ((size_t)GMA_MAX(m->V, 1) * sizeof(real));
+    if (!m->cfg.model.head_chunk && rows >= 64) rows -= rows % 64;
+    rows = GMA_MAX(rows, 1);
+    return (int)GMA_MIN(rows, GMA_MAX(R, 1));
+}
+
 /* Activation plan in reals (model_alloc carves one allocation in this order). */
 static size_t plan_total(const Model *m, int Bmax, int Nmax) {
     /* the backbone runs S sequences of Nt positions; the classifier has Bmax*n_seq
@@ -123,7 +134,9 @@ static size_t plan_total(const Model *m, int Bmax, int Nmax) {
     int S = m->classify ? Bmax * m->n_seq : Bmax, Nt = Nmax + m->pool_cls;
     size_t R = (size_t)S * Nt, D = m->D, F = m->F;
     size_t LR = m->classify ? (size_t)Bmax : R, LV = m->classify ? (size_t)m->C : (size_t)m->V;
-    size_t total = (m->L + 1) * R * D + 2 * R + R * D + LR * LV + 2 * LR; /* resid, lnf stats, lnf, logits, loss, valid */
+    size_t LH = m->classify ? LR : GMA_MIN(R, (size_t)model_head_rows(m, R)); /* rows of logits kept */
+    size_t total = (m->L + 1) * R * D + 2 * R + R * D + LH * LV + 2 * LR; /* resid, lnf stats, lnf, logits, loss, valid */
+    if (LH < LR) total += LV * D; /* head_gw */
     size_t scratch = 0;
     for (int l = 0; l < m->L; l++) {
         Mixer *mx = m->blocks[l].mixer;
@@ -139,7 +152,8 @@ static size_t plan_total(const Model *m, int Bmax, int Nmax) {
 int model_check_memory(const Model *m, int Bmax, int Nmax) {
     /* rough size in double first: the size_t plan could wrap for absurd shapes */
     double R = (double)Bmax * (m->classify ? m->n_seq : 1) * (Nmax + m->pool_cls);
-    double rough = 4.0 * (double)m->pt.total + R * ((double)m->L * (6.0 * m->D + 2.0 * m->F) + (double)m->V);
+    double rough = 4.0 * (double)m->pt.total + R * ((double)m->L * (6.0 * m->D + 2.0 * m->F)) +
+                   fmin(R, (double)model_head_rows(m, SIZE_MAX)) * (double)m->V;
     double need = rough > 1e18 ? rough : (4.0 * (double)m->pt.total + (double)plan_total(m, Bmax, Nmax)) * sizeof(real);
     if (strcmp(g_ops->name, "cpu") != 0) return 0; /* device memory: the backend reports its own failure */
     long pages = sysconf(_SC_PHYS_PAGES), psz = sysconf(_SC_PAGESIZE);
@@ -174,7 +188,9 @@ void model_alloc(Model *m, int Bmax, int Nmax) {
     m->lnf = TAKE(R * D);
     m->lnf_mean = TAKE(R);
     m->lnf_rstd = TAKE(R);
-    m->logits = TAKE(LR * LV);
+    size_t LH = m->classify ? LR : (size_t)(m->head_rows = model_head_rows(m, R));
+    m->logits = TAKE(LH * LV);
+    m->head_gw = LH < LR ? TAKE(LV * D) : NULL;
     m->loss_rows = TAKE(LR);
     m->valid_rows = TAKE(LR);
     for (int l = 0; l < m->L; l++) {
@@ -379,6 +395,58 @@ static void blocks_backward(Model *m, const MixerCtx *ctx) {
     drop_site(m, m->dresid, 0, GMA_DROP_EMBED, mc->dropout, ctx->B, ctx->N, D);
 }
 
+/* The language model's head, logits = lnf tok_emb^T, and its cross-entropy over chunks of
+ * head_rows rows (docs/model.md §1); with want_acc the argmax of each row goes to m->tok
+ * (the caller restores the tokens). A training forward leaves the loss gradient (softmax -
+ * onehot) in logits in the same pass as the loss, so the backward does not take the softmax
+ * again; evaluation and generation keep the logits. When the rows do not fit one chunk,
+ * a training forward also runs the head's backward products on each chunk while its
+ * logits are there (dtmp = G tok_emb, head_gw = G^T lnf, unscaled: model_backward scales
+ * them), so no more than one chunk of logits ever exists. */
+static void head_forward(Model *m, int R, int want_acc, int training) {
+    int D = m->D, V = m->V, Rc = GMA_MIN(m->head_rows, R);
+    m->logits_grad = training && Rc == R;
+    m->head_done = training && Rc < R;
+    for (int r0 = 0; r0 < R; r0 += Rc) {
+        int L = GMA_MIN(Rc, R - r0);
+        const real *x = m->lnf + (size_t)r0 * D;
+        g_ops->matmul(m->logits, x, PP(m->wte), L, V, D, 0, 1, 1, 0);
+        if (want_acc) g_ops->argmax_rows(m->tok + r0, m->logits, L, V); /* reuse the token buffer */
+        if (training) g_ops->xent_grad(m->loss_rows + r0, m->valid_rows + r0, m->logits, m->tgt + r0, L, V);
+        else g_ops->xent_forward(m->loss_rows + r0, m->valid_rows + r0, m->logits, m->tgt + r0, L, V);
+        if (m->head_done) {
+            g_ops->matmul(m->dtmp + (size_t)r0 * D, m->logits, PP(m->wte), L, D, V, 0, 0, 1, 0);
+            g_ops->matmul(m->head_gw, m->logits, x, V, D, L, 1, 0, 1, r0 > 0);
+        }
+        m->logits_row0 = r0;
+    }
+}
+
+/* d(scale * summed loss) of the head: dlnf into dtmp, tok_emb's part added to its gradient.
+ * After a chunked training forward the products are there and are scaled; after one chunk
+ * they are taken here from the logits; after a chunked evaluation forward each chunk's
+ * logits are computed again. */
+static void head_backward(Model *m, int R, real scale) {
+    int D = m->D, V = m->V, Rc = GMA_MIN(m->head_rows, R);
+    if (m->head_done) {
+        g_ops->scale(m->dtmp, scale, (size_t)R * D);
+        g_ops->axpy(GG(m->wte), scale, m->head_gw, (size_t)V * D);
+        return;
+    }
+    for (int r0 = 0; r0 < R; r0 += Rc) {
+        int L = GMA_MIN(Rc, R - r0);
+        const real *x = m->lnf + (size_t)r0 * D;
+        real alpha = scale; /* after a training forward logits hold softmax - onehot */
+        if (!m->logits_grad) {
+            if (Rc < R) g_ops->matmul(m->logits, x, PP(m->wte), L, V, D, 0, 1, 1, 0);
+            g_ops->xent_backward(m->logits, m->tgt + r0, L, V, scale);
+            alpha = 1;
+        }
+        g_ops->matmul(m->dtmp + (size_t)r0 * D, m->logits, PP(m->wte), L, D, V, 0, 0, alpha, 0);
+        g_ops->matmul(GG(m->wte), m->logits, x, V, D, L, 1, 0, alpha, 1);
+    }
+}
+
 int model_forward(Model *m, const int32_t *tok, const int32_t *tgt, int B, int N, const uint8_t *keymask,
                   int want_acc, LossStats *st, int training, long step) {
     if (m->classify) return gma_errorf("model_forward: this model is a classifier (use model_forward_cls)");
@@ -397,20 +465,13 @@ int model_forward(Model *m, const int32_t *tok, const int32_t *tgt, int B, int N
     g_ops->embed_forward(m->resid[0], m->tok, PP(m->wte), pos_table(m), B, N, D);
     MixerCtx ctx = {.B = B, .N = N, .causal = m->causal, .keymask = keymask, .training = training, .step = step};
     blocks_forward(m, &ctx);
-    g_ops->matmul(m->logits, m->lnf, PP(m->wte), R, m->V, D, 0, 1, 1, 0);
+    head_forward(m, R, want_acc, training);
     st->correct = 0;
     if (want_acc) {
-        g_ops->argmax_rows(m->tok, m->logits, R, m->V); /* reuse the token buffer */
         g_ops->to_host(m->pred_host, m->tok, sizeof(int32_t) * R);
         g_ops->to_device(m->tok, tok, sizeof(int32_t) * R);
         for (int i = 0; i < R; i++) st->correct += tgt[i] >= 0 && m->pred_host[i] == tgt[i];
     }
-    /* a training forward leaves the loss gradient (softmax - onehot) in logits in the same
-     * pass as the loss, so the backward does not take the softmax again; evaluation and
-     * generation keep the logits */
-    m->logits_grad = training;
-    if (training) g_ops->xent_grad(m->loss_rows, m->valid_rows, m->logits, m->tgt, R, m->V);
-    else g_ops->xent_forward(m->loss_rows, m->valid_rows, m->logits, m->tgt, R, m->V);
     st->loss_sum = g_ops->sum(m->loss_rows, R);
     st->count = g_ops->sum(m->valid_rows, R);
     return 0;
@@ -529,15 +590,7 @@ void model_backward(Model *m, double loss_scale) {
     int B = m->B, N = m->N, R = B * N, D = m->D;
     double count = g_ops->sum(m->valid_rows, R);
     if (count <= 0) return;
-    /* logits = lnf wte^T; after a training forward logits hold softmax - onehot and the
-     * loss scale rides on the two products (alpha) */
-    real scale = (real)(loss_scale / count), alpha = scale;
-    if (!m->logits_grad) {
-        g_ops->xent_backward(m->logits, m->tgt, R, m->V, scale);
-        alpha = 1;
-    }
-    g_ops->matmul(m->dtmp, m->logits, PP(m->wte), R, D, m->V, 0, 0, alpha, 0);
-    g_ops->matmul(GG(m->wte), m->logits, m->lnf, m->V, D, R, 1, 0, alpha, 1);
+    head_backward(m, R, (real)(loss_scale / count));
     MixerCtx ctx = {.B = B, .N = N, .causal = m->causal, .keymask = m->keymask, .training = 1,
                     .aux_scale = loss_scale};
     blocks_backward(m, &ctx);
@@ -656,6 +709,9 @@ int model_decode_begin_batch(Model *m, DecodeState *s, int B) {
     if (B < 1 || (size_t)B > (size_t)m->Bmax * m->Nmax_act)
         return gma_errorf("incremental decoding of %d sequences: the model is allocated for %d rows", B,
                           m->Bmax * m->Nmax_act);
+    if (B > m->head_rows)
+        return gma_errorf("incremental decoding of %d sequences: the head computes %d rows of logits at a time "
+                          "(model.head_chunk)", B, m->head_rows);
     s->W = m->Nmax < m->Nmax_act ? m->Nmax : m->Nmax_act;
     s->B = B;
     s->layer = xcalloc((size_t)m->L, sizeof(real *));
@@ -697,6 +753,7 @@ int model_decode_step_batch(Model *m, DecodeState *s, const int32_t *tokens) {
     MixerCtx ctx = {.B = B, .N = 1, .causal = 1, .keymask = NULL, .training = 0, .step = 0};
     blocks_forward_dec(m, &ctx, s);
     g_ops->matmul(m->logits, m->lnf, PP(m->wte), B, m->V, D, 0, 1, 1, 0);
+    m->logits_row0 = 0;
     s->pos++;
     return 0;
 }

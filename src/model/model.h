@@ -45,6 +45,13 @@ typedef struct Model {
     size_t act_bytes;        /* planned activation + scratch memory */
     int B, N;                /* shape of the last forward */
     int logits_grad;         /* the last forward (training, language model) left softmax - onehot in logits */
+    /* the language model's head in chunks of rows (docs/model.md §1, model.head_chunk):
+     * logits holds head_rows rows at most; a training forward over more rows than that runs
+     * the head's backward products itself, unscaled (dtmp, and head_gw [V,D] for tok_emb),
+     * and model_backward scales them (head_done) */
+    int head_rows, logits_row0; /* rows per chunk; the first row whose logits are in logits */
+    int head_done;
+    real *head_gw;
     const uint8_t *keymask;  /* host, [B,N] or NULL */
     /* classifier (task "classify"); B above counts sequences (examples * n_seq) there */
     int classify, pool_cls, pool_max, n_seq, C; /* C classes; pool_cls: CLS slot at position 0; pool_max: max pooling */
@@ -77,6 +84,9 @@ int model_build(Model *m, const Config *c);
 /* 0, or an error (gma_error) when parameters, gradients, moments and activations for Bmax x Nmax
  * would not fit the machine's memory (CPU backend); call before model_alloc on user-given sizes. */
 int model_check_memory(const Model *m, int Bmax, int Nmax);
+/* rows of logits the language-model head computes at a time for batches of R rows
+ * (model.head_chunk, or the automatic choice of docs/model.md §1) */
+int model_head_rows(const Model *m, size_t R);
 void model_alloc(Model *m, int Bmax, int Nmax);
 /* Initialise parameters from the seed (host draw in table order, then copied to the backend). */
 void model_init_params(Model *m, uint64_t seed);
@@ -90,7 +100,9 @@ typedef struct LossStats {
     double correct;  /* argmax == target (when want_acc) */
 } LossStats;
 
-/* Forward: tokens and targets [B,N] host arrays (target -1 = not scored). Fills stats. */
+/* Forward: tokens and targets [B,N] host arrays (target -1 = not scored). Fills stats.
+ * m->logits then holds the logits of rows logits_row0 .. B*N-1 (all rows unless the head
+ * ran in chunks: then the last chunk's). */
 int model_forward(Model *m, const int32_t *tok, const int32_t *tgt, int B, int N, const uint8_t *keymask,
                   int want_acc, LossStats *st, int training, long step);
 /* Classifier forward (task "classify"): tok [B*n_seq, N] host, sequence s of example b at
@@ -157,7 +169,8 @@ typedef struct DecodeState {
 int model_can_decode(const Model *m);
 /* one sequence (model_decode_begin_batch with B = 1) */
 int model_decode_begin(Model *m, DecodeState *s);
-/* B sequences, 1 <= B <= the rows the model was allocated for (Bmax x Nmax) */
+/* B sequences, 1 <= B <= the rows the model was allocated for (Bmax x Nmax) and <= the
+ * rows of one chunk of the language-model head (model_head_rows) */
 int model_decode_begin_batch(Model *m, DecodeState *s, int B);
 /* feed the token at position s->pos (one sequence): its logits [V] are left in m->logits (backend) */
 int model_decode_step(Model *m, DecodeState *s, int32_t token);
