@@ -57,7 +57,7 @@ static const CfgKey g_head[] = {
     {"model.key_padding_mask", CFGT_BOOL, O(model.key_padding_mask), 0, "true", 0, 0, NULL,
      "Classifier: the mixers mask padded keys (false: padding tokens are keys like any other, as the LRA release's "
      "linear, performer and linformer attention; needs data.pad_full)."},
-    {"model.head_chunk", CFGT_INT, O(model.head_chunk), 0, "0", 0, 1073741824, NULL,
+    {"model.head_chunk", CFGT_INT, O(model.head_chunk), 0, "0", 0, 16777216, NULL,
      "Language model: rows whose logits the head computes at a time (docs/model.md §1). Only one such chunk of "
      "[rows, V] logits exists; a training step over more rows runs the head's backward on each chunk in the forward "
      "(one extra [V, D] buffer). 0 = as many rows as 64 MiB of logits hold, a multiple of 64 (all rows when they fit)."},
@@ -656,7 +656,8 @@ void cfg_print_reference(FILE *f) {
         char allowed[256] = "", doc[512];
         snprintf(doc, sizeof doc, "%s", k->doc);
         if (k->choices) snprintf(allowed, sizeof allowed, "%s", k->choices);
-        else if (k->type == CFGT_INT || k->type == CFGT_REAL) snprintf(allowed, sizeof allowed, "[%g, %g]", k->lo, k->hi);
+        else if (k->type == CFGT_INT) snprintf(allowed, sizeof allowed, "[%.0f, %.0f]", k->lo, k->hi);
+        else if (k->type == CFGT_REAL) snprintf(allowed, sizeof allowed, "[%g, %g]", k->lo, k->hi);
         else if (k->type == CFGT_MIXERS) { /* the registered names, also listed in the meaning */
             snprintf(allowed, sizeof allowed, "%s", reg()->mixers);
             size_t n = strlen(doc);
