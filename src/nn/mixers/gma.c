@@ -355,8 +355,7 @@ static void gma_backward(Mixer *m, const MixerCtx *c, real *dh, const real *dy, 
     Acts a = carve(m, B, N, act);
     real *t1 = scratch, *t2 = t1 + hs, *dq = t2 + hs, *dk = dq + hs, *dv = dk + hs, *dgq = dv + hs, *dgk = dgq + gs;
     real *doh = t1;
-    attn_proj_out_backward(m, params, grads, dq, dy, a.oh, t1, t2, B, N);
-    g_ops->copy(doh, dq, sizeof(real) * hs);
+    attn_proj_out_backward(m, params, grads, doh, dy, a.oh, t1, t2, B, N);
     g_ops->zero(dgq, sizeof(real) * 2 * gs);
     g_ops->zero(dv, sizeof(real) * hs);
     if (g->ema) { /* dgamma_q = dO M^T ; nothing reaches K, V or M */

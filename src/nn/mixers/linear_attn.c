@@ -79,8 +79,7 @@ static void lin_backward(Mixer *m, const MixerCtx *c, real *dh, const real *dy, 
     Acts a = carve(m, B, N, act);
     real *t1 = scratch, *t2 = t1 + hs, *dq = t2 + hs, *dk = dq + hs, *dv = dk + hs, *dfq = dv + hs, *dfk = dfq + hs;
     real *doh = t1;
-    attn_proj_out_backward(m, params, grads, dq, dy, a.oh, t1, t2, B, N);
-    g_ops->copy(doh, dq, sizeof(real) * hs);
+    attn_proj_out_backward(m, params, grads, doh, dy, a.oh, t1, t2, B, N);
     g_ops->zero(dq, sizeof(real) * 5 * hs); /* dq, dk, dv, dfq, dfk */
     g_ops->linmix_backward(dfq, dfk, dv, doh, a.oh, a.den, a.state, a.fq, a.fk, a.vh, B * H, N, d, d, c->causal,
                            p->chunk);

@@ -138,8 +138,7 @@ static void lf_backward(Mixer *m, const MixerCtx *c, real *dh, const real *dy, c
     real *dKp = dP + (size_t)BH * Nk, *dVp = dKp + kp, *dEn = dVp + kp, *dFn = dEn + kn;
     real *doh = t1;
     real sc = (real)(1.0 / sqrt((double)d));
-    attn_proj_out_backward(m, params, grads, dq, dy, a.oh, t1, t2, B, N);
-    g_ops->copy(doh, dq, sizeof(real) * hs);
+    attn_proj_out_backward(m, params, grads, doh, dy, a.oh, t1, t2, B, N);
     /* O = P V' */
     if (c->attn_drop) { /* O = drop(P) V': dV' = drop(P)^T dO, dP = drop(dO V'^T) */
         g_ops->dropout(dP, a.P, B, (size_t)H * N * k, c->attn_drop);

@@ -115,9 +115,9 @@ void attn_proj_out_backward(const Mixer *m, const real *params, real *grads, rea
                             real *tmp, real *tmp2, int B, int N) {
     int R = B * N;
     g_ops->merge_heads(tmp, oh, B, N, m->H, m->d);
-    g_ops->zero(tmp2, sizeof(real) * (size_t)R * m->D);
-    linear_backward(tmp2, MP(m, grads, AP_WO), proj_bias(m, grads, AP_BO), dy, tmp, MP(m, params, AP_WO), R, m->D, m->Dm);
-    g_ops->split_heads(doh, tmp2, B, N, m->H, m->d);
+    linear_backward_set(tmp2, MP(m, grads, AP_WO), proj_bias(m, grads, AP_BO), dy, tmp, MP(m, params, AP_WO), R, m->D,
+                        m->Dm);
+    g_ops->split_heads(doh, tmp2, B, N, m->H, m->d); /* tmp is read: doh may be tmp */
 }
 
 void attn_proj_qkv_backward(const Mixer *m, const real *params, real *grads, real *dh, const real *h, const real *dqh,

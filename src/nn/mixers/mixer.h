@@ -174,7 +174,7 @@ void attn_proj_qkv(const Mixer *m, const real *params, const real *h, real *qh, 
                    int N);
 /* y = merge(oh) Wo^T + bo; tmp [B*N*D] scratch */
 void attn_proj_out(const Mixer *m, const real *params, real *y, const real *oh, real *tmp, int B, int N);
-/* backward of attn_proj_out: doh (overwritten) from dy; grads of Wo, bo. tmp, tmp2 [B*N*D] */
+/* backward of attn_proj_out: doh (overwritten) from dy; grads of Wo, bo. tmp, tmp2 [B*N*D]; doh may be tmp */
 void attn_proj_out_backward(const Mixer *m, const real *params, real *grads, real *doh, const real *dy, const real *oh,
                             real *tmp, real *tmp2, int B, int N);
 /* backward of attn_proj_qkv: dh += ...; grads of Wq..bv. dqh/dkh/dvh [B,H,N,d]; tmp [B*N*D] */

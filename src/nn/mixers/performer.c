@@ -235,8 +235,7 @@ static void perf_backward(Mixer *m, const MixerCtx *c, real *dh, const real *dy,
     real *t1 = scratch, *t2 = t1 + hs, *dq = t2 + hs, *dk = dq + hs, *dv = dk + hs;
     real *dfq = dv + hs, *dfk = dfq + gs, *e = dfk + gs;
     real *doh = t1;
-    attn_proj_out_backward(m, params, grads, dq, dy, a.oh, t1, t2, B, N);
-    g_ops->copy(doh, dq, sizeof(real) * hs);
+    attn_proj_out_backward(m, params, grads, doh, dy, a.oh, t1, t2, B, N);
     g_ops->zero(dq, sizeof(real) * 3 * hs);
     g_ops->zero(dfq, sizeof(real) * 3 * gs);
     g_ops->linmix_backward(dfq, dfk, dv, doh, a.oh, a.den, a.state, a.fq, a.fk, a.vh, B * H, N, F, d, c->causal,

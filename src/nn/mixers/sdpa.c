@@ -48,8 +48,7 @@ static void sdpa_backward(Mixer *m, const MixerCtx *c, real *dh, const real *dy,
     real *qh = act, *kh = qh + hs, *vh = kh + hs, *oh = vh + hs, *lse = oh + hs, *kb = lse + (size_t)B * H * N;
     real *t1 = scratch, *t2 = t1 + hs, *dq = t2 + hs, *dk = dq + hs, *dv = dk + hs;
     real *doh = t1;
-    attn_proj_out_backward(m, params, grads, dq, dy, oh, t1, t2, B, N);
-    g_ops->copy(doh, dq, sizeof(real) * hs);
+    attn_proj_out_backward(m, params, grads, doh, dy, oh, t1, t2, B, N);
     g_ops->zero(dq, sizeof(real) * 3 * hs);
     g_ops->attn_backward(dq, dk, dv, doh, oh, lse, qh, kh, vh, c->keymask ? kb : NULL, B, H, N, d, c->causal,
                          (real)(1.0 / sqrt((double)d)), c->attn_drop);

@@ -51,9 +51,8 @@ static void ref_backward(Mixer *m, const MixerCtx *c, real *dh, const real *dy, 
     size_t hs = (size_t)B * N * m->D;
     real *qh = act, *kh = qh + hs, *vh = kh + hs, *oh = vh + hs, *P = oh + hs;
     real *t1 = scratch, *t2 = t1 + hs, *dq = t2 + hs, *dk = dq + hs, *dv = dk + hs, *dP = dv + hs;
-    real *doh = t1; /* reuses t1 after the projection backward */
-    attn_proj_out_backward(m, params, grads, dq, dy, oh, t1, t2, B, N); /* dq holds doh for now */
-    g_ops->copy(doh, dq, sizeof(real) * hs);
+    real *doh = t1; /* the output projection's backward writes it over t1 */
+    attn_proj_out_backward(m, params, grads, doh, dy, oh, t1, t2, B, N);
     real sc = (real)(1.0 / sqrt((double)d));
     size_t sNd = (size_t)N * d, sNN = (size_t)N * N;
     /* dP = dO V^T ; dV = P^T dO */
