@@ -20,7 +20,8 @@
 #    GMA also runs with a sequence that is a multiple of the chunk, a single chunk, and
 #    shared components; every bidirectional mixer also as a classifier with padded rows
 #    (the key-padding paths), and GMA with cls pooling and the two-sequence head and with
-#    the convolutional stem (batch and instance norm). Kernel launches are synchronised (GMA_CUDA_SYNC=1) so a fault names
+#    the convolutional stem (batch and instance norm), and with the language model's head
+#    in chunks of rows. Kernel launches are synchronised (GMA_CUDA_SYNC=1) so a fault names
 #    its kernel.
 #    The baseline mixers' kernels (src/ops/cuda/cuda_sdpa.cu, cuda_mamba.cu,
 #    cuda_baselines.cu) get extra shapes: tiled sdpa at head widths 64, 128 and 256 (the
@@ -151,6 +152,9 @@ for p in $PRECS; do
     check gma 0 "classifier, conv stem, $sn norm" "$p" --seq 64 --set model.task=classify --set model.stem=conv \
       --set model.stem_dilations=1,2,4 --set model.stem_norm=$sn
   done
+  # the language model's head in chunks of 5 rows (docs/model.md §1): its backward products
+  # run per chunk in the forward
+  check gma 1 "head in chunks of 5 rows" "$p" --set model.head_chunk=5
 done
 
 # checkpoints cross devices: a few steps on the GPU, that checkpoint evaluated on both
