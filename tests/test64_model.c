@@ -44,8 +44,8 @@ END_TEST
 
 /* the same batch through the whole head and through chunks of 5 rows: equal losses, argmax
  * and gradients, after a training forward (the head's backward runs in the forward) and
- * after an evaluation forward (the backward computes each chunk's logits again); the
- * logits left are the last chunk's rows */
+ * after an evaluation forward (the backward computes each chunk's logits again); a second
+ * backward doubles the gradient; the logits left are the last chunk's rows */
 START_TEST(test_head_chunk_equal) {
     GcModel c[2];
     for (int k = 0; k < 2; k++) {
@@ -78,7 +78,11 @@ START_TEST(test_head_chunk_equal) {
         printf("head in chunks of 5 rows (%s forward): loss %.3e apart, gradients %.3e of their largest\n",
                training ? "training" : "evaluation", fabs(st[0].loss_sum - st[1].loss_sum), worst / big);
         ck_assert_msg(worst <= 1e-12 * big, "gradients differ by %.3e (largest %.3e)", worst, big);
-        memcpy(g0, c[0].m.grads, P * sizeof(real));
+        memcpy(g0, c[1].m.grads, P * sizeof(real));
+        model_backward(&c[1].m, 1.0); /* a second backward adds the same gradient again */
+        worst = 0;
+        for (size_t i = 0; i < P; i++) worst = fmax(worst, fabs(c[1].m.grads[i] - 2 * g0[i]));
+        ck_assert_msg(worst <= 1e-12 * big, "a second backward: %.3e from twice the first", worst);
     }
     /* after the evaluation forward: rows 10..13 in the chunked model's logits */
     LossStats st;

@@ -431,6 +431,7 @@ static void head_backward(Model *m, int R, real scale) {
     if (m->head_done) {
         g_ops->scale(m->dtmp, scale, (size_t)R * D);
         g_ops->axpy(GG(m->wte), scale, m->head_gw, (size_t)V * D);
+        m->head_done = 0; /* the blocks' backward overwrites dtmp: a second backward takes the logits again */
         return;
     }
     for (int r0 = 0; r0 < R; r0 += Rc) {
