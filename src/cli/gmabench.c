@@ -998,11 +998,12 @@ int main(int argc, char **argv) {
     g_prof.matmul = prof_matmul;
     g_prof.matmul_strided = prof_matmul_strided;
     long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
-    printf("# gmabench %s | backend %s (%s, precision %s) | %ld cores | %s\n", GMA_VERSION, g_ops->name,
-           ops_device_name(), o.precision ? o.precision : "fp32", ncpu, REAL_NAME);
+    printf("# gmabench %s | backend %s (%s, precision %s) | %ld cores | %s | OpenBLAS kernels %s\n", GMA_VERSION,
+           g_ops->name, ops_device_name(), o.precision ? o.precision : "fp32", ncpu, REAL_NAME, ops_blas_core());
     cJSON *out = cJSON_CreateObject();
     cJSON_AddStringToObject(out, "backend", g_ops->name);
     cJSON_AddStringToObject(out, "device_name", ops_device_name());
+    cJSON_AddStringToObject(out, "blas_core", ops_blas_core());
     cJSON_AddStringToObject(out, "precision", o.precision ? o.precision : "fp32");
     cJSON_AddNumberToObject(out, "cores", (double)ncpu);
     int B_given = o.B;

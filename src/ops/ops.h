@@ -265,6 +265,9 @@ const char *ops_device_name(void);
  * last ops_mem_reset_peak. Host memory of the cpu backend is not counted (0). */
 void ops_mem_stats(size_t *in_use, size_t *peak);
 void ops_mem_reset_peak(void);
+/* The kernel set OpenBLAS runs ("Haswell", "Cooperlake", ...), with " (OPENBLAS_CORETYPE=X)"
+ * when the environment chose it (cpu/cpu_blas_env.c). */
+const char *ops_blas_core(void);
 /* Threads for OpenMP and BLAS (0 = all cores; cpu/cpu_core.c). */
 void ops_set_threads(int n);
 /* A profiler's view of every matrix product the CPU backend runs (cpu/cpu_core.c
