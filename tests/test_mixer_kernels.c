@@ -5,7 +5,8 @@
  * shapes whose channel groups are whole (32) and partial (40 = 32 + 8, 12), and the scan's
  * decoding step (scan_step) against the forward's outputs and checkpoints; the elementwise
  * kernels (SiLU, softplus, the gate) and the causal convolution's backward; and gmabench
- * mixer's FLOP accounting (the op-table products of a layer, the nominal FLOPs). The float64
+ * mixer's FLOP accounting (the op-table products of a layer, the nominal FLOPs) and gmabench
+ * model --shapes (its shapes carry the step's FLOPs). The float64
  * gradient checks (test64_*) compile the double-precision paths, not these. */
 #include <math.h>
 #include <stdlib.h>
@@ -402,6 +403,31 @@ START_TEST(test_bench_model_hidden_flops) {
 }
 END_TEST
 
+/* gmabench model --shapes: the op-table shapes listed with their counts carry exactly the
+ * step's counted FLOPs, each with a time inside the step and a replay time */
+START_TEST(test_bench_model_shapes) {
+    const char *jm = tu_path("shapes.json");
+    int rc = run("bin/gmabench model --mixers gma --L 1 --D 32 --H 2 --Kc 8 --T 64 --B 1 --V 64 --steps 2 "
+                 "--threads 1 --shapes --json %s",
+                 jm);
+    ck_assert_msg(rc == 0, "%s", g_out);
+    ck_assert_msg(strstr(g_out, "in step ms") != NULL, "%s", g_out);
+    cJSON *a = read_json(jm);
+    const cJSON *m = cJSON_GetArrayItem(cJSON_GetObjectItem(a, "model"), 0), *sh = cJSON_GetObjectItem(m, "shapes");
+    ck_assert(m && cJSON_GetArraySize(sh) > 0);
+    double flop = 0;
+    const cJSON *e;
+    cJSON_ArrayForEach(e, sh) {
+        flop += num(e, "count") * 2 * num(e, "M") * num(e, "N") * num(e, "K") * num(e, "batch");
+        ck_assert_msg(num(e, "step_ms") > 0 && num(e, "replay_ms") > 0, "shape %gx%gx%g: step %g replay %g ms",
+                      num(e, "M"), num(e, "N"), num(e, "K"), num(e, "step_ms"), num(e, "replay_ms"));
+    }
+    double want = num(m, "gemm_gflop_per_step") * 1e9;
+    ck_assert_msg(fabs(flop - want) <= 1e-9 * want, "shapes carry %g FLOP, the step %g", flop, want);
+    cJSON_Delete(a);
+}
+END_TEST
+
 Suite *make_suite(void) {
     Suite *s = suite_create("mixer_kernels");
     TCase *tc = tcase_create("kernels");
@@ -416,6 +442,7 @@ Suite *make_suite(void) {
     tcase_add_test(tc, test_conv_backward_float32);
     tcase_add_test(tc, test_bench_mixer_flops);
     tcase_add_test(tc, test_bench_model_hidden_flops);
+    tcase_add_test(tc, test_bench_model_shapes);
     suite_add_tcase(s, tc);
     return s;
 }

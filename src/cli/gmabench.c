@@ -27,6 +27,9 @@
  *     a parallel region of that many threads. --peak-tflops X adds the model FLOP
  *     utilisation: step GF/s (the step's counted matrix-product FLOPs over its time) over
  *     the device's peak X TFLOP/s for the precision (the caller's figure, not guessed).
+ *     --shapes (CPU) adds, after each row, every op-table product shape with its count per
+ *     step, its time inside the timed steps (per step) and its best replay times the count,
+ *     so the products that run slower inside the step than alone can be named.
  *   gmabench decode [--mixers gma,sdpa] [--L 4] [--D 256] [--H 4] [--V 8192] [--T 256] [--Kc 64]
  *                   [--samples 1,8,64] [--repeat 3] [--full-forward]
  *     generation: a random prompt of T/2 tokens continued by T/2 greedy tokens in M
@@ -69,6 +72,7 @@ typedef struct Opts {
     int seq[32], n_seq;
     int samples[16], n_samples; /* decode: sequences generated at once */
     int full;                   /* decode: also a full forward per token */
+    int shapes;                 /* model: each op-table product shape, in the step and replayed */
     int D, H, Kc, B, causal, repeat, L, V, T, steps;
     double max_seconds, max_mem_gib, peak_tflops;
     const char *json, *device, *precision;
@@ -328,11 +332,21 @@ static void bench_mixers(const Opts *o, cJSON *out) {
 /* a recorded product shape; hidden: run by the CPU backend inside one of its other ops
  * (reported by ops_set_cpu_product_hook), par: threads of the parallel region it ran in,
  * so that its replayed time counts 1/par (the region runs par of them at once) */
-typedef struct Shape { int M, N, K, ta, tb, batch, hidden, par; long count; double best; } Shape;
+typedef struct Shape { int M, N, K, ta, tb, batch, hidden, par; long count; double best, in_step; } Shape;
 static Shape g_shapes[512];
 static int g_nshapes, g_recording, g_timing;
 static double g_mm_time, g_mm_flops, g_hid_flops;
 static int g_in_table; /* inside a product of the op table: the backend's own report is not a hidden one */
+static int g_shape_time; /* the timed rounds: each op-table product's time goes to its shape */
+static void shape_time(int M, int N, int K, int ta, int tb, int batch, double dt) {
+    for (int i = 0; i < g_nshapes; i++) {
+        Shape *s = &g_shapes[i];
+        if (!s->hidden && s->M == M && s->N == N && s->K == K && s->ta == ta && s->tb == tb && s->batch == batch) {
+            s->in_step += dt;
+            return;
+        }
+    }
+}
 static const GmaOps *g_inner;
 static GmaOps g_prof;
 
@@ -346,7 +360,7 @@ static void note_shape(int M, int N, int K, int ta, int tb, int batch, int hidde
             return;
         }
     }
-    if (g_nshapes < 512) g_shapes[g_nshapes++] = (Shape){M, N, K, ta, tb, batch, hidden, par, 1, 1e30};
+    if (g_nshapes < 512) g_shapes[g_nshapes++] = (Shape){M, N, K, ta, tb, batch, hidden, par, 1, 1e30, 0};
 }
 /* the CPU backend's products inside its other ops (ops_set_cpu_product_hook): counted in
  * every step, their shapes noted in the recording step; called from parallel regions too */
@@ -368,6 +382,7 @@ static void prof_matmul(real *C, const real *A, const real *B, int M, int N, int
     g_inner->matmul(C, A, B, M, N, K, ta, tb, al, be);
     g_in_table = 0;
     if (g_timing) ops_sync(), g_mm_time += gma_now() - t0;
+    if (g_shape_time) shape_time(M, N, K, ta, tb, 1, gma_now() - t0);
     g_mm_flops += 2.0 * M * N * K;
     note_shape(M, N, K, ta, tb, 1, 0, 1);
 }
@@ -379,6 +394,7 @@ static void prof_matmul_strided(real *C, const real *A, const real *B, int M, in
     g_inner->matmul_strided(C, A, B, M, N, K, ta, tb, al, be, batch, sA, sB, sC);
     g_in_table = 0;
     if (g_timing) ops_sync(), g_mm_time += gma_now() - t0;
+    if (g_shape_time) shape_time(M, N, K, ta, tb, batch, gma_now() - t0);
     g_mm_flops += 2.0 * M * N * K * batch;
     note_shape(M, N, K, ta, tb, batch, 0, 1);
 }
@@ -452,6 +468,33 @@ static int causal_model(const Opts *o, const char *t, int B, Model *m, double dr
     return 0;
 }
 
+/* --shapes: each op-table product shape of the last mixer's step, its count per step, its time
+ * inside the S timed steps (per step) and its best replay times the count (as printed and as
+ * JSON "shapes" in row) */
+static void shapes_table(cJSON *row, int S) {
+    cJSON *arr = cJSON_AddArrayToObject(row, "shapes");
+    printf("  %5s %5s %5s %2s %5s %5s %12s %12s %12s\n", "M", "N", "K", "t", "batch", "count", "in step ms",
+           "replay ms", "replay/step");
+    for (int i = 0; i < g_nshapes; i++) {
+        const Shape *sh = &g_shapes[i];
+        if (sh->hidden) continue;
+        double step = sh->in_step / S, rep = sh->best * (double)sh->count;
+        printf("  %5d %5d %5d %d%d %5d %5ld %12.3f %12.3f %12.3f\n", sh->M, sh->N, sh->K, sh->ta, sh->tb, sh->batch,
+               sh->count, step * 1e3, rep * 1e3, step > 0 ? rep / step : 0);
+        cJSON *e = cJSON_CreateObject();
+        cJSON_AddNumberToObject(e, "M", sh->M);
+        cJSON_AddNumberToObject(e, "N", sh->N);
+        cJSON_AddNumberToObject(e, "K", sh->K);
+        cJSON_AddNumberToObject(e, "ta", sh->ta);
+        cJSON_AddNumberToObject(e, "tb", sh->tb);
+        cJSON_AddNumberToObject(e, "batch", sh->batch);
+        cJSON_AddNumberToObject(e, "count", (double)sh->count);
+        cJSON_AddNumberToObject(e, "step_ms", step * 1e3);
+        cJSON_AddNumberToObject(e, "replay_ms", rep * 1e3);
+        cJSON_AddItemToArray(arr, e);
+    }
+}
+
 /* The whole-model step, measured in rounds: each round times one training step and then
  * replays the step's matrix shapes alone (replay_shapes), so a round's ratio (replay time /
  * step time) compares the two under the same machine load. The row gives the medians over the
@@ -499,6 +542,7 @@ static void bench_model(const Opts *o, cJSON *out) {
                 g_mm_time = g_mm_flops = g_hid_flops = 0;
                 g_recording = s == -1;
                 g_timing = g_recording || (s >= 0 && time_all);
+                g_shape_time = s >= 0 && time_all;
                 ops_sync();
                 double t0 = gma_now();
                 LossStats st;
@@ -518,7 +562,7 @@ static void bench_model(const Opts *o, cJSON *out) {
                     ratios[s] = tab / dt, alls[s] = (tab + hid) / dt;
                 }
             }
-            g_recording = g_timing = 0;
+            g_recording = g_timing = g_shape_time = 0;
             double med_out, r_med, r_lo, r_hi;
             memcpy(sorted, outs, sizeof(double) * S);
             qsort(sorted, S, sizeof(double), cmp_d);
@@ -579,6 +623,7 @@ static void bench_model(const Opts *o, cJSON *out) {
                 cJSON_AddNumberToObject(row, "peak_tflops", o->peak_tflops);
                 cJSON_AddNumberToObject(row, "mfu", gf / (o->peak_tflops * 1e3));
             }
+            if (o->shapes && time_all) shapes_table(row, S);
             cJSON_AddItemToArray(arr, row);
             fflush(stdout);
             free(tok);
@@ -869,6 +914,7 @@ static void usage(FILE *f) {
                "  --steps N             timed rounds of the training step (model): a step, then a replay of its shapes [9]\n"
                "  --samples 1,8,64      sequences generated at once (decode) [1]\n"
                "  --full-forward        also time a full forward per token (decode, M = 1)\n"
+               "  --shapes              per op-table product shape: its time in the step against its replay (model, CPU)\n"
                "  --peak-tflops X       the device's peak TFLOP/s: adds model FLOP utilisation (model)\n"
                "  --json FILE           also write the results as JSON\n"
                "  --device cpu|cuda  --precision fp32|tf32|bf16  --threads N\n"
@@ -918,6 +964,7 @@ int main(int argc, char **argv) {
             }
         }
         else if (!strcmp(a, "--full-forward")) o.full = 1;
+        else if (!strcmp(a, "--shapes")) o.shapes = 1;
         INTOPT("--D", D) INTOPT("--H", H) INTOPT("--Kc", Kc) INTOPT("--B", B) INTOPT("--repeat", repeat)
         INTOPT("--L", L) INTOPT("--V", V) INTOPT("--T", T) INTOPT("--steps", steps)
         else if (!strcmp(a, "--bidir")) o.causal = 0;
