@@ -201,9 +201,11 @@ static void print_banner(const Run *r) {
     int B = c->train.batch_size, R = r->R;
     char ranks[160] = "";
     if (R > 1) snprintf(ranks, sizeof ranks, " | %d ranks, global batch %d, all-reduce by %s", R, B * R, dist_transport());
-    fprintf(stderr, "gmatrain: %s | %zu parameters | mixers %s%s | B=%d N=%d accum=%d%s | %s | activations %.1f MiB\n",
+    char head[64] = ""; /* the language model's head in chunks of rows (model.head_chunk) */
+    if (r->m.head_gw) snprintf(head, sizeof head, " (logits in chunks of %d rows)", r->m.head_rows);
+    fprintf(stderr, "gmatrain: %s | %zu parameters | mixers %s%s | B=%d N=%d accum=%d%s | %s | activations %.1f MiB%s\n",
             c->name, model_param_count(&r->m), c->model.mixer[0], c->model.n_mixer > 1 ? ",..." : "", B, r->task.N,
-            c->train.grad_accum, ranks, g_ops->name, r->m.act_bytes / 1048576.0);
+            c->train.grad_accum, ranks, g_ops->name, r->m.act_bytes / 1048576.0, head);
 }
 
 int run_open(Run *r, const Config *cfg, const TrainerOptions *o) {
