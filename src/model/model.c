@@ -710,9 +710,11 @@ int model_decode_begin_batch(Model *m, DecodeState *s, int B) {
     if (B < 1 || (size_t)B > (size_t)m->Bmax * m->Nmax_act)
         return gma_errorf("incremental decoding of %d sequences: the model is allocated for %d rows", B,
                           m->Bmax * m->Nmax_act);
-    if (B > m->head_rows)
-        return gma_errorf("incremental decoding of %d sequences: the head computes %d rows of logits at a time "
-                          "(model.head_chunk)", B, m->head_rows);
+    if (B > m->head_rows) { /* more rows than a chunk of the head's logits: a buffer of their own */
+        s->logits = g_ops->alloc(sizeof(real) * (size_t)B * m->V);
+        s->head_logits = m->logits;
+        m->logits = s->logits;
+    }
     s->W = m->Nmax < m->Nmax_act ? m->Nmax : m->Nmax_act;
     s->B = B;
     s->layer = xcalloc((size_t)m->L, sizeof(real *));
@@ -760,7 +762,10 @@ int model_decode_step_batch(Model *m, DecodeState *s, const int32_t *tokens) {
 }
 
 void model_decode_end(Model *m, DecodeState *s) {
-    (void)m;
+    if (s->logits) {
+        m->logits = s->head_logits;
+        g_ops->free(s->logits);
+    }
     if (s->buf) g_ops->free(s->buf);
     if (s->act) g_ops->free(s->act);
     if (s->scratch) g_ops->free(s->scratch);

@@ -161,6 +161,8 @@ typedef struct DecodeState {
     real *buf;          /* every layer's state (backend memory) */
     real **layer;       /* per layer, into buf: B states of the mixer's decode_state reals */
     real *act, *scratch; /* the mixers' blocks for B sequences of one token (backend) */
+    real *logits, *head_logits; /* B > the head's chunk rows: [B,V] logits in m->logits while decoding (the
+                                   model's own buffer kept in head_logits, put back by model_decode_end) */
     int pos, W, B;      /* next position; positions 0..W-1 fit (model.max_seq_len, the planned N); sequences */
 } DecodeState;
 /* 1 when the model is a causal LM whose every mixer has a decode step for the window
@@ -169,8 +171,9 @@ typedef struct DecodeState {
 int model_can_decode(const Model *m);
 /* one sequence (model_decode_begin_batch with B = 1) */
 int model_decode_begin(Model *m, DecodeState *s);
-/* B sequences, 1 <= B <= the rows the model was allocated for (Bmax x Nmax) and <= the
- * rows of one chunk of the language-model head (model_head_rows) */
+/* B sequences, 1 <= B <= the rows the model was allocated for (Bmax x Nmax); with more than
+ * one chunk of the head's rows (model_head_rows) the [B,V] logits get a buffer of their own
+ * until model_decode_end */
 int model_decode_begin_batch(Model *m, DecodeState *s, int B);
 /* feed the token at position s->pos (one sequence): its logits [V] are left in m->logits (backend) */
 int model_decode_step(Model *m, DecodeState *s, int32_t token);
