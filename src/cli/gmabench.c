@@ -338,29 +338,29 @@ static int g_nshapes, g_recording, g_timing;
 static double g_mm_time, g_mm_flops, g_hid_flops;
 static int g_in_table; /* inside a product of the op table: the backend's own report is not a hidden one */
 static int g_shape_time; /* the timed rounds: each op-table product's time goes to its shape */
-static void shape_time(int M, int N, int K, int ta, int tb, int batch, double dt) {
-    for (int i = 0; i < g_nshapes; i++) {
-        Shape *s = &g_shapes[i];
-        if (!s->hidden && s->M == M && s->N == N && s->K == K && s->ta == ta && s->tb == tb && s->batch == batch) {
-            s->in_step += dt;
-            return;
-        }
-    }
-}
 static const GmaOps *g_inner;
 static GmaOps g_prof;
 
-static void note_shape(int M, int N, int K, int ta, int tb, int batch, int hidden, int par) {
-    if (!g_recording) return;
+/* the recorded shape with these dimensions, or NULL */
+static Shape *find_shape(int M, int N, int K, int ta, int tb, int batch, int hidden, int par) {
     for (int i = 0; i < g_nshapes; i++) {
         Shape *s = &g_shapes[i];
         if (s->M == M && s->N == N && s->K == K && s->ta == ta && s->tb == tb && s->batch == batch &&
-            s->hidden == hidden && s->par == par) {
-            s->count++;
-            return;
-        }
+            s->hidden == hidden && s->par == par)
+            return s;
     }
-    if (g_nshapes < 512) g_shapes[g_nshapes++] = (Shape){M, N, K, ta, tb, batch, hidden, par, 1, 1e30, 0};
+    return NULL;
+}
+static void note_shape(int M, int N, int K, int ta, int tb, int batch, int hidden, int par) {
+    if (!g_recording) return;
+    Shape *s = find_shape(M, N, K, ta, tb, batch, hidden, par);
+    if (s) s->count++;
+    else if (g_nshapes < 512) g_shapes[g_nshapes++] = (Shape){M, N, K, ta, tb, batch, hidden, par, 1, 1e30, 0};
+}
+/* an op-table product's time in a timed round (op-table shapes are noted with hidden 0, par 1) */
+static void shape_time(int M, int N, int K, int ta, int tb, int batch, double dt) {
+    Shape *s = find_shape(M, N, K, ta, tb, batch, 0, 1);
+    if (s) s->in_step += dt;
 }
 /* the CPU backend's products inside its other ops (ops_set_cpu_product_hook): counted in
  * every step, their shapes noted in the recording step; called from parallel regions too */

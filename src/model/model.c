@@ -134,7 +134,7 @@ static size_t plan_total(const Model *m, int Bmax, int Nmax) {
     int S = m->classify ? Bmax * m->n_seq : Bmax, Nt = Nmax + m->pool_cls;
     size_t R = (size_t)S * Nt, D = m->D, F = m->F;
     size_t LR = m->classify ? (size_t)Bmax : R, LV = m->classify ? (size_t)m->C : (size_t)m->V;
-    size_t LH = m->classify ? LR : GMA_MIN(R, (size_t)model_head_rows(m, R)); /* rows of logits kept */
+    size_t LH = m->classify ? LR : (size_t)model_head_rows(m, R); /* rows of logits kept (at most R) */
     size_t total = (m->L + 1) * R * D + 2 * R + R * D + LH * LV + 2 * LR; /* resid, lnf stats, lnf, logits, loss, valid */
     if (LH < LR) total += LV * D; /* head_gw */
     size_t scratch = 0;

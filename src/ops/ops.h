@@ -266,7 +266,7 @@ const char *ops_device_name(void);
 void ops_mem_stats(size_t *in_use, size_t *peak);
 void ops_mem_reset_peak(void);
 /* The kernel set OpenBLAS runs ("Haswell", "Cooperlake", ...), with " (OPENBLAS_CORETYPE=X)"
- * when the environment chose it (cpu/cpu_blas_env.c). */
+ * when the environment chose it (cpu/cpu_blas_core.c). */
 const char *ops_blas_core(void);
 /* Threads for OpenMP and BLAS (0 = all cores; cpu/cpu_core.c). */
 void ops_set_threads(int n);
