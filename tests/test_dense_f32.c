@@ -1,6 +1,7 @@
-/* test_dense_f32.c: the float32 CPU kernels of the dense layers that run eight lanes at
+/* test_dense_f32.c: the float32 CPU kernels of the dense layers that run 8 or 16 lanes at
  * once or in blocks of rows (the float64 gradient checks run the scalar float64 path):
- * GELU forward and backward, AdamW and LayerNorm backward against float64 references
+ * the vector exp (cpu_exp.h: every lane width, its edge values), cross-entropy with its
+ * softmax - onehot, GELU forward and backward, AdamW and LayerNorm backward against float64 references
  * written here from the formulas (docs/model.md), to float32 rounding, on sizes with a
  * tail that is not a multiple of 8 and inputs that saturate the tanh; LayerNorm backward
  * gives the same bits on 1 and 2 threads; the optimiser's runs of tensors (optim.c) give
@@ -12,6 +13,7 @@
 #include <string.h>
 
 #include "model/model.h"
+#include "ops/cpu/cpu_exp.h"
 #include "ops/ops.h"
 #include "optim/optim.h"
 #include "testutil.h"
@@ -32,6 +34,77 @@ static void fill(real *x, size_t n, double lo, unsigned seed) {
     }
     if (n > 3) x[0] = 30, x[1] = -30, x[2] = 0;
 }
+
+/* The vector exp against libm: vexp_sub (VL lanes, then the scalar tail), vexp_mul and
+ * vexp1 agree with exp to 3e-7 relative over [-87, 88]; below -87 and at -inf exactly 0,
+ * above 88 saturated to e^88 (finite), NaN stays NaN, in every path. */
+START_TEST(test_vexp_matches_libm) {
+    enum { N = 4099 }; /* not a multiple of 8 or 16: the scalar tail runs too */
+    static real x[N], y[N], z[N];
+    for (int i = 0; i < N; i++) x[i] = (real)(-95.0 + 190.0 * i / (N - 1));
+    const real special[] = {-INFINITY, INFINITY, NAN, 0, -87.5f, 88.5f, 1e-30f, -1e-30f};
+    for (int k = 0; k < 8; k++) x[17 * k + 3] = special[k], x[N - 1 - k] = special[k];
+    double s = vexp_sub(y, x, 0, N), sref = 0;
+    vexp_mul(z, x, 1, N);
+    double err = 0;
+    for (int i = 0; i < N; i++) {
+        double xi = x[i], ref;
+        if (isnan(xi)) {
+            ck_assert_msg(isnan(y[i]) && isnan(z[i]) && isnan(vexp1(x[i])), "exp(NaN) at %d is not NaN", i);
+            continue;
+        }
+        ref = xi < -87 ? 0 : exp(fmin(xi, 88));
+        real got[3] = {y[i], z[i], vexp1(x[i])};
+        for (int p = 0; p < 3; p++) {
+            if (xi < -87) ck_assert_msg(got[p] == 0, "exp(%g) = %g in path %d, not 0", xi, got[p], p);
+            else err = fmax(err, fabs(got[p] - ref) / ref);
+            ck_assert_msg(isfinite(got[p]), "exp(%g) = %g in path %d is not finite", xi, got[p], p);
+        }
+        sref += y[i];
+    }
+    printf("vector exp (%d lanes) vs libm: max relative error %.2e over [-87, 88]\n", VL, err);
+    ck_assert_msg(err < 3e-7, "vector exp relative error %g", err);
+    ck_assert_msg(isnan(s), "the sum over a NaN is %g", s); /* the NaN reaches the sum too */
+    (void)sref;
+}
+END_TEST
+
+/* Cross-entropy with its gradient (xent_grad: loss and softmax - onehot in place) and the
+ * loss alone (xent_forward) against float64 on rows of 8,193 logits (a tail past every
+ * lane width) with large magnitudes, and an ignored row (target -1: loss 0, gradient 0). */
+START_TEST(test_xent_matches_reference) {
+    enum { R = 5, V = 8193 };
+    real *l = malloc(sizeof(real) * R * V), *g = malloc(sizeof(real) * R * V), loss[R], loss2[R], valid[R], valid2[R];
+    int32_t tgt[R] = {0, V - 1, 4096, -1, 17};
+    fill(l, (size_t)R * V, 40, 11u);
+    memcpy(g, l, sizeof(real) * R * V);
+    g_ops->xent_forward(loss2, valid2, l, tgt, R, V);
+    g_ops->xent_grad(loss, valid, g, tgt, R, V);
+    double el = 0, eg = 0;
+    for (int r = 0; r < R; r++) {
+        const real *lr = l + (size_t)r * V;
+        if (tgt[r] < 0) {
+            ck_assert(loss[r] == 0 && valid[r] == 0 && loss2[r] == 0 && valid2[r] == 0);
+            for (int i = 0; i < V; i++) ck_assert(g[(size_t)r * V + i] == 0);
+            continue;
+        }
+        double mx = -INFINITY, s = 0;
+        for (int i = 0; i < V; i++) mx = fmax(mx, lr[i]);
+        for (int i = 0; i < V; i++) s += exp(lr[i] - mx);
+        double ref = log(s) + mx - lr[tgt[r]];
+        el = fmax(el, fmax(fabs(loss[r] - ref), fabs(loss2[r] - ref)) / fmax(1, ref));
+        ck_assert(valid[r] == 1 && valid2[r] == 1);
+        for (int i = 0; i < V; i++) {
+            double p = exp(lr[i] - mx) / s - (i == tgt[r]);
+            eg = fmax(eg, fabs(g[(size_t)r * V + i] - p));
+        }
+    }
+    printf("cross-entropy float32 vs float64 (V = %d): loss max rel err %.2e, gradient max abs err %.2e\n", V, el, eg);
+    ck_assert_msg(el < 1e-6, "cross-entropy loss error %g", el);
+    ck_assert_msg(eg < 1e-6, "softmax - onehot error %g", eg);
+    free(l), free(g);
+}
+END_TEST
 
 START_TEST(test_gelu_matches_reference) {
     size_t n = 70000 + 5; /* parallel, with a tail of 5 */
@@ -221,6 +294,8 @@ END_TEST
 Suite *make_suite(void) {
     Suite *s = suite_create("dense_f32");
     TCase *tc = tcase_create("dense_f32");
+    tcase_add_test(tc, test_vexp_matches_libm);
+    tcase_add_test(tc, test_xent_matches_reference);
     tcase_add_test(tc, test_gelu_matches_reference);
     tcase_add_test(tc, test_bias_gelu_matches_reference);
     tcase_add_test(tc, test_adamw_matches_reference);

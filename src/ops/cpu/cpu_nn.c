@@ -18,33 +18,33 @@ static inline real gelu_grad1(real u) {
     return (real)0.5 * (1 + t) + (real)0.5 * u * (1 - t * t) * GELU_K * (1 + 3 * (real)0.044715 * u * u);
 }
 
-/* float32: eight lanes at once, the same formulas with the vector exp of cpu_exp.h;
- * gelu_vec returns how many leading elements it did (a multiple of 8), the scalar loop does
+/* float32: VL lanes at once (cpu_exp.h), the same formulas with the vector exp;
+ * gelu_vec returns how many leading elements it did (a multiple of VL), the scalar loop does
  * the rest (float64: all of it) */
 #ifndef GMA_DOUBLE
-static inline v8f tanh8(v8f a) { return 1.0f - 2.0f / (1.0f + vexp8(2.0f * a)); }
-static inline v8f gelu8(v8f u) { return 0.5f * u * (1.0f + tanh8(GELU_K * (u + 0.044715f * u * u * u))); }
-static inline v8f gelu_grad8(v8f u) {
-    v8f t = tanh8(GELU_K * (u + 0.044715f * u * u * u));
+static inline vf tanh_v(vf a) { return 1.0f - 2.0f / (1.0f + vexpv(2.0f * a)); }
+static inline vf gelu_v(vf u) { return 0.5f * u * (1.0f + tanh_v(GELU_K * (u + 0.044715f * u * u * u))); }
+static inline vf gelu_grad_v(vf u) {
+    vf t = tanh_v(GELU_K * (u + 0.044715f * u * u * u));
     return 0.5f * (1.0f + t) + 0.5f * u * (1.0f - t * t) * GELU_K * (1.0f + 3 * 0.044715f * u * u);
 }
 static size_t gelu_vec(real *out, const real *x, const real *dout, size_t n, int backward) {
-    size_t n8 = n / 8;
+    size_t nv = n / VL;
 #pragma omp parallel for schedule(static) if (PAR_WORTH(n))
-    for (size_t j = 0; j < n8; j++) {
-        v8f u, o;
-        memcpy(&u, x + 8 * j, sizeof u);
+    for (size_t j = 0; j < nv; j++) {
+        vf u, o;
+        memcpy(&u, x + VL * j, sizeof u);
         if (!backward) {
-            o = gelu8(u);
+            o = gelu_v(u);
         } else {
-            v8f d;
-            memcpy(&d, dout + 8 * j, sizeof d);
-            memcpy(&o, out + 8 * j, sizeof o);
-            o += d * gelu_grad8(u);
+            vf d;
+            memcpy(&d, dout + VL * j, sizeof d);
+            memcpy(&o, out + VL * j, sizeof o);
+            o += d * gelu_grad_v(u);
         }
-        memcpy(out + 8 * j, &o, sizeof o);
+        memcpy(out + VL * j, &o, sizeof o);
     }
-    return n8 * 8;
+    return nv * VL;
 }
 #else
 static size_t gelu_vec(real *out, const real *x, const real *dout, size_t n, int backward) { return 0; }
@@ -79,13 +79,13 @@ void cpu_bias_gelu_forward(real *pre, real *out, const real *bias, int R, int C)
         real *p = pre + (size_t)r * C, *o = out + (size_t)r * C;
         int c = 0;
 #ifndef GMA_DOUBLE
-        for (; c + 8 <= C; c += 8) {
-            v8f u, b = {0};
+        for (; c + VL <= C; c += VL) {
+            vf u, b = {0};
             memcpy(&u, p + c, sizeof u);
             if (bias) memcpy(&b, bias + c, sizeof b);
             u += b;
             memcpy(p + c, &u, sizeof u);
-            u = gelu8(u);
+            u = gelu_v(u);
             memcpy(o + c, &u, sizeof u);
         }
 #endif
@@ -113,13 +113,13 @@ void cpu_bias_gelu_backward(real *dpre, real *dbias, const real *dout, const rea
             real *o = dpre + (size_t)r * C;
             int c = 0;
 #ifndef GMA_DOUBLE
-            for (; c + 8 <= C; c += 8) {
-                v8f uv, dv;
+            for (; c + VL <= C; c += VL) {
+                vf uv, dv;
                 memcpy(&uv, u + c, sizeof uv), memcpy(&dv, d + c, sizeof dv);
-                dv *= gelu_grad8(uv);
+                dv *= gelu_grad_v(uv);
                 memcpy(o + c, &dv, sizeof dv);
                 if (gb) {
-                    v8f g;
+                    vf g;
                     memcpy(&g, gb + c, sizeof g);
                     g += dv;
                     memcpy(gb + c, &g, sizeof g);
@@ -321,19 +321,19 @@ void cpu_embed_backward(real *dwte, real *dwpe, const real *dout, const int32_t 
 }
 
 /* the row max (NaN ignored, as `x > m ? x : m`) and the sum of exp(x - m) without storing
- * it (the lanes summed as vexp_sub sums them); float32 eight lanes at once */
+ * it (the lanes summed as vexp_sub sums them); float32 VL lanes at once */
 static inline real row_max(const real *x, int n) {
     real mx = -INFINITY;
     int i = 0;
 #ifndef GMA_DOUBLE
-    v8f m8 = {-INFINITY, -INFINITY, -INFINITY, -INFINITY, -INFINITY, -INFINITY, -INFINITY, -INFINITY};
-    for (; i + 8 <= n; i += 8) {
-        v8f v;
+    vf mv = (vf){0} - INFINITY;
+    for (; i + VL <= n; i += VL) {
+        vf v;
         memcpy(&v, x + i, sizeof v);
-        v8i gt = v > m8;
-        m8 = (v8f)(((v8i)v & gt) | ((v8i)m8 & ~gt));
+        vi gt = v > mv;
+        mv = (vf)(((vi)v & gt) | ((vi)mv & ~gt));
     }
-    for (int j = 0; j < 8; j++) mx = m8[j] > mx ? m8[j] : mx;
+    for (int j = 0; j < VL; j++) mx = mv[j] > mx ? mv[j] : mx;
 #endif
     for (; i < n; i++) mx = x[i] > mx ? x[i] : mx;
     return mx;
@@ -344,15 +344,14 @@ static inline double exp_sum(const real *x, real m, int n) {
     for (int i = 0; i < n; i++) s += exp(x[i] - m);
     return s;
 #else
-    v8f acc = {0};
+    vf acc = {0};
     int i = 0;
-    for (; i + 8 <= n; i += 8) {
-        v8f v;
+    for (; i + VL <= n; i += VL) {
+        vf v;
         memcpy(&v, x + i, sizeof v);
-        acc += vexp8(v - m);
+        acc += vexpv(v - m);
     }
-    double s = 0;
-    for (int j = 0; j < 8; j++) s += acc[j];
+    double s = vhsum(acc);
     for (; i < n; i++) s += vexp1(x[i] - m);
     return s;
 #endif
