@@ -111,6 +111,13 @@
     X(void, linmix_backward, (real *dphq, real *dphk, real *dv, const real *dout, const real *out,                     \
         const real *den, const real *state, const real *phq, const real *phk, const real *v, int BH, int N, int F,     \
         int d, int causal, int chunk))                                                                                 \
+    /* One token of linmix_forward's causal core for incremental decoding, for B sequences of H                        \
+     * heads: sequence b's S [H,F,d] and z [H,F] at state + b state_stride (linmix_decode_state),                      \
+     * carried from call to call (zero before the first token); phq, phk [B,H,F], v, out [B,H,d]:                      \
+     * S_h += phk_h^T v_h ;  z_h += phk_h ;  out_h = phq_h S_h / (phq_h . z_h + eps),                                  \
+     * in one pass over S. */                                                                                          \
+    X(void, linmix_step, (real *out, real *state, size_t state_stride, const real *phq, const real *phk,               \
+        const real *v, int B, int H, int F, int d, real eps))                                                          \
     /* GMA Gaussian routing (docs/model.md §3.2), fused log-density + softmax, for BH heads of R rows:                 \
      * x [B,H,N,d] rows, per-head params mu, var_raw [H,Kc,d], prior [H,Kc]; gamma [B,H,N,Kc].                         \
      * shared: one parameter set (index 0) for every head. */                                                          \

@@ -6,7 +6,7 @@
  * memory ops, matmul (both transposes, alpha/beta, K = 0, tf32 and bf16 modes), strided
  * matmul, bias, add/axpy/scale, sum/sumsq/nonfinite, GELU, LayerNorm, embeddings, cross-
  * entropy, argmax, head split/merge, row softmax, attention mask, linmix (bidirectional and
- * causal; chunks that divide N, that do not, and one chunk), GMA routing (per-head and
+ * causal; chunks that divide N, that do not, and one chunk; the decoding step linmix_step), GMA routing (per-head and
  * shared, Kc over 32), the diversity loss, pair features, AdamW and SGD, and the
  * convolutional stem's im2col (both tap orders) and per-channel normalisation, and max pooling. Bound: relative L2
  * error 1e-4 per tensor in fp32 (tf32 2e-3, bf16 1e-2 against the fp32 CPU product);
@@ -238,6 +238,17 @@ static void t_linmix(int BH, int N, int F_, int d, int causal, int chunk) {
     CU->linmix_backward(F(dq2), F(dk2), F(dv2), F(g), F(o1), F(dn1), F(s1), F(q), F(k), F(v), BH, N, F_, d, causal, chunk);
     cmp("linmix dphq", dq2, dq1); cmp("linmix dphk", dk2, dk1); cmp("linmix dv", dv2, dv1);
 }
+static void t_linmix_step(int B, int H, int F_, int d) {
+    printf("linmix_step B%d H%d F%d d%d\n", B, H, F_, d);
+    size_t ss = (size_t)H * F_ * d + (size_t)H * F_ + 3; /* a stride past the state, as a caller's extra slots */
+    V s1((size_t)B * ss), s2(s1.size()), o1((size_t)B * H * d), o2(o1.size());
+    for (int t = 0; t < 3; t++) { /* three tokens: the state carried from call to call */
+        V q = rnd((size_t)B * H * F_, 0.5f, 0.6f), k = rnd(q.size(), 0.5f, 0.6f), v = rnd((size_t)B * H * d);
+        CP->linmix_step(F(o1), F(s1), ss, F(q), F(k), F(v), B, H, F_, d, 1e-6f);
+        CU->linmix_step(F(o2), F(s2), ss, F(q), F(k), F(v), B, H, F_, d, 1e-6f);
+    }
+    cmp("linmix_step out", o2, o1); cmp("linmix_step state", s2, s1);
+}
 static void t_route(int B, int H, int N, int d, int Kc, int shared) {
     printf("gma_route B%d H%d N%d d%d Kc%d shared%d\n", B, H, N, d, Kc, shared);
     int Hp = shared ? 1 : H; float tau = 0.8f, vf = 0.05f;
@@ -307,8 +318,10 @@ int main(int argc, char **argv) {
         t_linmix(3, 20, 8, 6, 0, 0); t_linmix(3, 24, 8, 6, 1, 8); t_linmix(2, 23, 7, 5, 1, 8);
         t_linmix(2, 10, 4, 3, 1, 16); t_linmix(2, 37, 34, 33, 1, 5); t_linmix(1, 5, 3, 2, 1, 1);
         t_linmix(2, 1, 3, 2, 1, 4); t_linmix(2, 1, 3, 2, 0, 0); /* N = 1 */
+        t_linmix_step(3, 2, 5, 7); t_linmix_step(2, 4, 64, 200); t_linmix_step(1, 1, 1, 1);
     }
-    if (ON("route")) { t_route(2, 3, 11, 8, 4, 0); t_route(2, 3, 11, 8, 4, 1); t_route(1, 2, 9, 40, 37, 0); t_route(2, 2, 5, 3, 70, 1); t_route(1, 1, 1, 1, 1, 0); }
+    if (ON("route")) { t_route(2, 3, 11, 8, 4, 0); t_route(2, 3, 11, 8, 4, 1); t_route(1, 2, 9, 40, 37, 0); t_route(2, 2, 5, 3, 70, 1); t_route(1, 1, 1, 1, 1, 0);
+        t_route(3, 2, 1, 8, 5, 0); t_route(4, 3, 1, 6, 70, 1); /* one position of B sequences (decoding) */ }
     if (ON("div")) { t_div(2, 3, 13, 5); t_div(1, 2, 300, 3); }
     if (ON("stem")) {
         t_conv(2, 5, 4, 3, 1); t_conv(1, 7, 6, 33, 2); t_conv(3, 4, 4, 2, 4); t_conv(1, 1, 1, 1, 1);

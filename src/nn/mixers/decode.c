@@ -6,22 +6,7 @@
 
 #include "nn/mixers/mixer.h"
 
-size_t linmix_decode_state(int H, int F, int d) { return (size_t)H * F * d + (size_t)H * F + (size_t)H; }
-
-void linmix_decode(real *oh, real *state, const real *phq, const real *phk, const real *vh, int H, int F, int d,
-                   real eps) {
-    real *S = state, *z = S + (size_t)H * F * d, *den = z + (size_t)H * F;
-    /* S_h += phk_h^T v_h (a rank-one update), z_h += phk_h */
-    g_ops->matmul_strided(S, phk, vh, F, d, 1, 1, 0, 1, 1, H, (size_t)F, (size_t)d, (size_t)F * d);
-    g_ops->axpy(z, 1, phk, (size_t)H * F);
-    /* numerator phq_h S_h and denominator phq_h . z_h */
-    g_ops->matmul_strided(oh, phq, S, 1, d, F, 0, 0, 1, 0, H, (size_t)F, (size_t)F * d, (size_t)d);
-    g_ops->matmul_strided(den, phq, z, 1, 1, F, 0, 0, 1, 0, H, (size_t)F, (size_t)F, 1);
-    real *dh = xmalloc(sizeof(real) * (size_t)H);
-    g_ops->to_host(dh, den, sizeof(real) * (size_t)H);
-    for (int h = 0; h < H; h++) g_ops->scale(oh + (size_t)h * d, (real)(1.0 / ((double)dh[h] + eps)), (size_t)d);
-    free(dh);
-}
+size_t linmix_decode_state(int H, int F, int d) { return (size_t)H * F * d + (size_t)H * F; }
 
 size_t attn_decode_state(int H, int Nmax, int d) { return 2 * (size_t)H * Nmax * d + (size_t)H * Nmax; }
 

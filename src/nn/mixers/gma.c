@@ -341,8 +341,7 @@ static void gma_decode(Mixer *m, real *y, const real *h, const real *params, rea
                                   (size_t)Kc * d, (size_t)d);
     } else {
         route_forward(m, params, a.gk, a.kh, B, 1);
-        for (int b = 0; b < B; b++)
-            linmix_decode(a.oh + b * hs, state + b * ss, a.gq + b * gs, a.gk + b * gs, a.vh + b * hs, H, Kc, d, g->eps);
+        g_ops->linmix_step(a.oh, state, ss, a.gq, a.gk, a.vh, B, H, Kc, d, g->eps);
     }
     attn_proj_out(m, params, y, a.oh, scratch, B, 1);
 }

@@ -66,8 +66,7 @@ static void lin_decode(Mixer *m, real *y, const real *h, const real *params, rea
     attn_proj_qkv(m, params, h, a.qh, a.kh, a.vh, scratch, B, 1);
     g_ops->elu1_forward(a.fq, a.qh, B * hs);
     g_ops->elu1_forward(a.fk, a.kh, B * hs);
-    for (int b = 0; b < B; b++)
-        linmix_decode(a.oh + b * hs, state + b * ss, a.fq + b * hs, a.fk + b * hs, a.vh + b * hs, m->H, m->d, m->d, p->eps);
+    g_ops->linmix_step(a.oh, state, ss, a.fq, a.fk, a.vh, B, m->H, m->d, m->d, p->eps);
     attn_proj_out(m, params, y, a.oh, scratch, B, 1);
 }
 

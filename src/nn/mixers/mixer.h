@@ -181,11 +181,9 @@ void attn_proj_out_backward(const Mixer *m, const real *params, real *grads, rea
 void attn_proj_qkv_backward(const Mixer *m, const real *params, real *grads, real *dh, const real *h, const real *dqh,
                             const real *dkh, const real *dvh, real *tmp, int B, int N);
 /* ---- incremental decoding (decode.c), one sequence, heads in the [1,H,1,x] layout ---- */
-/* the normalised linear core (docs/model.md §3.1) one token on: per head S += phk^T v, z += phk,
- * oh = phq S / (phq . z + eps). state: S [H,F,d], z [H,F], then [H] scratch. */
+/* the state of the normalised linear core (docs/model.md §3.1) per sequence: S [H,F,d], z
+ * [H,F]; ops.h linmix_step moves it one token on */
 size_t linmix_decode_state(int H, int F, int d);
-void linmix_decode(real *oh, real *state, const real *phq, const real *phk, const real *vh, int H, int F, int d,
-                   real eps);
 /* causal softmax attention of the token at pos over a key/value cache: state K, V
  * [H,Nmax,d], then [H,Nmax] scores */
 size_t attn_decode_state(int H, int Nmax, int d);

@@ -256,7 +256,7 @@ static void perf_backward(Mixer *m, const MixerCtx *c, real *dh, const real *dy,
     attn_proj_qkv_backward(m, params, grads, dh, h, dq, dk, dv, t2, B, N);
 }
 
-/* incremental decoding: the linear core's S and z (linmix_decode) kept scaled by exp(-c)
+/* incremental decoding: the linear core's S and z (linmix_step) kept scaled by exp(-c)
  * with c the running maximum of the key exponents so far (the last real of a sequence's
  * state), rescaled when a key raises it, and the core's eps scaled by exp(-c) as in the
  * forward: the same output, since c cancels exactly (the forward takes the maximum over
@@ -276,8 +276,7 @@ static void perf_decode(Mixer *m, real *y, const real *h, const real *params, re
     if (p->relu) {
         g_ops->favor_relu_forward(a.fq, a.qh, B * hs, (real)RELU_KERNEL_EPS);
         g_ops->favor_relu_forward(a.fk, a.kh, B * hs, (real)RELU_KERNEL_EPS);
-        for (int b = 0; b < B; b++)
-            linmix_decode(a.oh + b * hs, state + b * ss, a.fq + b * gs, a.fk + b * gs, a.vh + b * hs, H, F, d, p->eps);
+        g_ops->linmix_step(a.oh, state, ss, a.fq, a.fk, a.vh, B, H, F, d, p->eps);
         attn_proj_out(m, params, y, a.oh, scratch, B, 1);
         return;
     }
@@ -296,8 +295,8 @@ static void perf_decode(Mixer *m, real *y, const real *h, const real *params, re
             g_ops->to_device(st + core, &c, sizeof c);
         }
         g_ops->favor_exp_forward(a.fk + b * gs, NULL, e + b * gs, H, F, c, sc);
-        linmix_decode(a.oh + b * hs, st, a.fq + b * gs, a.fk + b * gs, a.vh + b * hs, H, F, d,
-                      (real)(p->eps * exp(-(double)c)));
+        g_ops->linmix_step(a.oh + b * hs, st, ss, a.fq + b * gs, a.fk + b * gs, a.vh + b * hs, 1, H, F, d,
+                           (real)(p->eps * exp(-(double)c)));
     }
     attn_proj_out(m, params, y, a.oh, scratch, B, 1);
 }

@@ -40,6 +40,15 @@ static void prep(real *P, real *M, real *cst, const real *mu, const real *var_ra
     }
 }
 
+/* W [Kc, 2d] = [M | a P] of one parameter set */
+static void cat_params(real *restrict W, const real *restrict Mh, const real *restrict Ph, int Kc, int d, real a) {
+    for (int k = 0; k < Kc; k++) {
+        const real *m = Mh + (size_t)k * d, *p = Ph + (size_t)k * d;
+        real *o = W + (size_t)k * 2 * d;
+        for (int e = 0; e < d; e++) o[e] = m[e], o[d + e] = a * p[e];
+    }
+}
+
 /* prep's results for the last PREP_CACHE parameter sets (a set per GMA layer). Incremental
  * decoding routes one token at a time, and recomputing P, M and cst (a softplus and a log
  * per entry) would cost more than the routing itself. An entry keeps a copy of the mu,
@@ -52,7 +61,7 @@ typedef struct PrepEntry {
     int dims[3];
     real var_floor;
     size_t n, cap;
-    real *buf; /* P, M, cst (n), then the copy of mu, var_raw, prior */
+    real *buf; /* P, M, cst (n), the copy of mu, var_raw, prior (n), the forward's W (route_w) */
 } PrepEntry;
 static PrepEntry g_prep[PREP_CACHE];
 static int g_prep_next, g_prep_last;
@@ -77,7 +86,8 @@ static const real *prep_cached(const real *mu, const real *var_raw, const real *
     }
     PrepEntry *e = &g_prep[g_prep_last = g_prep_next];
     g_prep_next = (g_prep_next + 1) % PREP_CACHE;
-    if (e->cap < 2 * n) e->buf = xrealloc(e->buf, sizeof(real) * 2 * n), e->cap = 2 * n;
+    size_t need = 2 * n + 2 * nkd;
+    if (e->cap < need) e->buf = xrealloc(e->buf, sizeof(real) * need), e->cap = need;
     e->n = n;
     memcpy(e->dims, dims, sizeof dims);
     e->var_floor = var_floor;
@@ -86,7 +96,15 @@ static const real *prep_cached(const real *mu, const real *var_raw, const real *
     memcpy(c + nkd, var_raw, sizeof(real) * nkd);
     memcpy(c + 2 * nkd, prior, sizeof(real) * (size_t)Hp * Kc);
     prep(e->buf, e->buf + nkd, e->buf + 2 * nkd, mu, var_raw, prior, Hp, d, Kc, var_floor);
+    for (int h = 0; h < Hp; h++)
+        cat_params(e->buf + 2 * n + (size_t)h * Kc * 2 * d, e->buf + nkd + (size_t)h * Kc * d, e->buf + (size_t)h * Kc * d, Kc,
+                   d, (real)-0.5);
     return e->buf;
+}
+/* the forward's W [Hp, Kc, 2d] = [M | -P/2] per parameter set, kept with prep_cached's result */
+static const real *route_w(const real *P, int Hp, int d, int Kc) {
+    size_t nkd = (size_t)Hp * Kc * d;
+    return P + 2 * (2 * nkd + (size_t)Hp * Kc);
 }
 
 /* rows of a (batch, head) block routed together: [x | x*x] and the backward's buffers of
@@ -104,49 +122,54 @@ static void cat_x_x2(real *restrict Xc, const real *restrict x, int N, int d) {
     }
 }
 
-/* W [Kc, 2d] = [M | a P] of one parameter set */
-static void cat_params(real *restrict W, const real *restrict Mh, const real *restrict Ph, int Kc, int d, real a) {
-    for (int k = 0; k < Kc; k++) {
-        const real *m = Mh + (size_t)k * d, *p = Ph + (size_t)k * d;
-        real *o = W + (size_t)k * 2 * d;
-        for (int e = 0; e < d; e++) o[e] = m[e], o[d + e] = a * p[e];
+/* L rows x (row i at x + i xs) routed to out [L, Kc]: l = [x | x*x] W^T / tau + c (one product
+ * with inner size 2d; c = cst / tau), then each row's softmax (vectorised exp). Xc holds L
+ * rows of [x | x*x]. */
+static void route_rows(real *out, const real *x, size_t xs, int L, const real *W, const real *c, int d, int Kc,
+                       real itau, real *Xc) {
+    for (int i = 0; i < L; i++) cat_x_x2(Xc + (size_t)i * 2 * d, x + (size_t)i * xs, 1, d);
+    cpu_matmul(out, Xc, W, L, Kc, 2 * d, 0, 1, itau, 0);
+    for (int i = 0; i < L; i++) {
+        real *row = out + (size_t)i * Kc;
+        real mx = -INFINITY;
+#pragma omp simd reduction(max : mx)
+        for (int k = 0; k < Kc; k++) {
+            row[k] += c[k];
+            mx = row[k] > mx ? row[k] : mx;
+        }
+        real inv = (real)(1.0 / vexp_sub(row, row, mx, Kc));
+#pragma omp simd
+        for (int k = 0; k < Kc; k++) row[k] *= inv;
     }
 }
 
-/* l(x) = [x | x*x] [M | -P/2]^T + cst: one product with inner size 2d per block of rows,
- * then each row's softmax at temperature tau (vectorised exp) */
+/* l(x) = [x | x*x] [M | -P/2]^T + cst, gamma = softmax(l / tau): each (batch, head) pair's
+ * rows in blocks of ROUTE_ROWS, or, for one position per sequence (incremental decoding of
+ * B > 1 sequences), each head's B rows in one block */
 void cpu_gma_route_forward(real *gamma, const real *x, const real *mu, const real *var_raw, const real *prior, int B,
                            int H, int N, int d, int Kc, real tau, real var_floor, int shared) {
     int Hp = shared ? 1 : H;
-    const real *P = prep_cached(mu, var_raw, prior, Hp, d, Kc, var_floor), *M = P + (size_t)Hp * Kc * d,
-               *cst = M + (size_t)Hp * Kc * d;
+    const real *P = prep_cached(mu, var_raw, prior, Hp, d, Kc, var_floor), *cst = P + 2 * (size_t)Hp * Kc * d,
+               *Wf = route_w(P, Hp, d, Kc);
     real itau = 1 / tau;
+    int by_head = N == 1 && B > 1, groups = by_head ? H : B * H;
 #pragma omp parallel for schedule(static) if (PAR_WORTH((size_t)B * (size_t)H * (size_t)N * (size_t)Kc * (size_t)d))
-    for (int bh = 0; bh < B * H; bh++) {
-        int hp = shared ? 0 : bh % H;
-        const real *xb = x + (size_t)bh * N * d;
-        real *g = gamma + (size_t)bh * N * Kc;
-        int R = GMA_MIN(N, ROUTE_ROWS);
-        real *W = cpu_workspace(0, (size_t)(R + Kc) * 2 * d + Kc), *c = W + (size_t)Kc * 2 * d, *Xc = c + Kc;
-        cat_params(W, M + (size_t)hp * Kc * d, P + (size_t)hp * Kc * d, Kc, d, (real)-0.5);
+    for (int gi = 0; gi < groups; gi++) {
+        int hp = shared ? 0 : gi % H;
+        int R = by_head ? B : GMA_MIN(N, ROUTE_ROWS);
+        real *c = cpu_workspace(0, (size_t)Kc + (size_t)R * (2 * d + Kc)), *Xc = c + Kc, *t = Xc + (size_t)R * 2 * d;
+        const real *W = Wf + (size_t)hp * Kc * 2 * d;
         for (int k = 0; k < Kc; k++) c[k] = cst[(size_t)hp * Kc + k] * itau;
-        for (int i0 = 0; i0 < N; i0 += R) {
-            int L = GMA_MIN(R, N - i0);
-            cat_x_x2(Xc, xb + (size_t)i0 * d, L, d);
-            cpu_matmul(g + (size_t)i0 * Kc, Xc, W, L, Kc, 2 * d, 0, 1, itau, 0);
+        if (by_head) { /* rows (b, gi) of every sequence b: x and gamma rows H apart */
+            route_rows(t, x + (size_t)gi * d, (size_t)H * d, B, W, c, d, Kc, itau, Xc);
+            for (int b = 0; b < B; b++)
+                memcpy(gamma + ((size_t)b * H + gi) * Kc, t + (size_t)b * Kc, sizeof(real) * Kc);
+            continue;
         }
-        for (int i = 0; i < N; i++) {
-            real *row = g + (size_t)i * Kc;
-            real mx = -INFINITY;
-#pragma omp simd reduction(max : mx)
-            for (int k = 0; k < Kc; k++) {
-                row[k] += c[k];
-                mx = row[k] > mx ? row[k] : mx;
-            }
-            real inv = (real)(1.0 / vexp_sub(row, row, mx, Kc));
-#pragma omp simd
-            for (int k = 0; k < Kc; k++) row[k] *= inv;
-        }
+        const real *xb = x + (size_t)gi * N * d;
+        real *g = gamma + (size_t)gi * N * Kc;
+        for (int i0 = 0; i0 < N; i0 += R)
+            route_rows(g + (size_t)i0 * Kc, xb + (size_t)i0 * d, (size_t)d, GMA_MIN(R, N - i0), W, c, d, Kc, itau, Xc);
     }
 }
 

@@ -153,3 +153,34 @@ void cpu_linmix_backward(real *dphq, real *dphk, real *dv, const real *dout, con
         }
     }
 }
+
+/* One decoding token: per (sequence, head) one sweep over the F rows of S, each row updated
+ * (S_f += phk_f v) and read at once (acc += phq_f S_f), so S is read and written once; the
+ * (sequence, head) pairs run in parallel. */
+void cpu_linmix_step(real *out, real *state, size_t state_stride, const real *phq, const real *phk, const real *v, int B,
+                     int H, int F, int d, real eps) {
+#pragma omp parallel for schedule(static) if (PAR_WORTH((size_t)B * (size_t)H * (size_t)F * (size_t)d))
+    for (int bh = 0; bh < B * H; bh++) {
+        int b = bh / H, h = bh % H;
+        real *S = state + (size_t)b * state_stride + (size_t)h * F * d;
+        real *z = state + (size_t)b * state_stride + (size_t)H * F * d + (size_t)h * F;
+        const real *q = phq + (size_t)bh * F, *k = phk + (size_t)bh * F, *vv = v + (size_t)bh * d;
+        real *restrict o = out + (size_t)bh * d;
+        real den = 0;
+        memset(o, 0, sizeof(real) * d);
+        for (int f = 0; f < F; f++) {
+            real kf = k[f], qf = q[f];
+            z[f] += kf;
+            den += qf * z[f];
+            real *restrict Sf = S + (size_t)f * d;
+#pragma omp simd
+            for (int e = 0; e < d; e++) {
+                real s = Sf[e] + kf * vv[e];
+                Sf[e] = s;
+                o[e] += qf * s;
+            }
+        }
+        real inv = 1 / (den + eps);
+        for (int e = 0; e < d; e++) o[e] *= inv;
+    }
+}

@@ -274,3 +274,41 @@ void cuda_linmix_backward(real *dphq, real *dphk, real *dv, const real *dout, co
     chunk_gemm(BH, N, C, LEN, F, LEN, 1, 0, 1, 1, da, q, dphk, hN_F, cF);
     chunk_gemm(BH, N, C, LEN, d, LEN, 1, 0, 1, 1, a, dn, dv, hN_d, cd);
 }
+
+/* One decoding token (linmix_step): a block per (sequence, head). Thread 0 updates z and
+ * sums the denominator phq . z in f order (as the CPU does); each thread owns columns of
+ * S, updating and reading every row of its columns in one pass (coalesced across threads). */
+__global__ void k_linmix_step(float *out, float *state, size_t state_stride, const float *phq, const float *phk,
+                              const float *v, int H, int F, int d, float eps) {
+    __shared__ float sden[1];
+    int bh = blockIdx.x, b = bh / H, h = bh % H;
+    float *S = state + (size_t)b * state_stride + (size_t)h * F * d;
+    float *z = state + (size_t)b * state_stride + (size_t)H * F * d + (size_t)h * F;
+    const float *q = phq + (size_t)bh * F, *k = phk + (size_t)bh * F, *vv = v + (size_t)bh * d;
+    if (threadIdx.x == 0) {
+        float den = 0;
+        for (int f = 0; f < F; f++) {
+            z[f] += k[f];
+            den += q[f] * z[f];
+        }
+        sden[0] = den;
+    }
+    __syncthreads();
+    for (int e = threadIdx.x; e < d; e += blockDim.x) {
+        float ve = vv[e], acc = 0;
+        for (int f = 0; f < F; f++) {
+            float s = S[(size_t)f * d + e] + k[f] * ve;
+            S[(size_t)f * d + e] = s;
+            acc += q[f] * s;
+        }
+        out[(size_t)bh * d + e] = acc * (1 / (sden[0] + eps));
+    }
+}
+
+void cuda_linmix_step(real *out, real *state, size_t state_stride, const real *phq, const real *phk, const real *v, int B,
+                      int H, int F, int d, real eps) {
+    if (B <= 0 || H <= 0) return;
+    int tpb = d >= 128 ? 128 : (d + 31) / 32 * 32;
+    k_linmix_step<<<B * H, tpb>>>(out, state, state_stride, phq, phk, v, H, F, d, eps);
+    KERNEL_CHECK("k_linmix_step");
+}
