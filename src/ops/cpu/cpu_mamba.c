@@ -344,20 +344,26 @@ void cpu_scan_forward(real *y, real *hck, const real *u, const real *dt, const r
 }
 
 /* One step per (sequence, channel group), scan_fwd_group's time step: the carried
- * state [E][S] is turned state-major for the group's vector loops and back. Serial below a
- * few thousand state entries (batch-1 decoding), where a parallel region costs more. */
+ * state [E][S] is turned state-major for the group's vector loops and back. A = -exp(A_log)
+ * is made once per call for every group (not per sequence). Serial below a few thousand
+ * state entries (batch-1 decoding), where a parallel region costs more. */
 void cpu_scan_step(real *y, real *h, size_t h_stride, const real *u, const real *dt, const real *Bm, const real *Cm,
                    const real *A_log, const real *Dskip, int B, int E, int S) {
     int G = (E + SCAN_CW - 1) / SCAN_CW;
+    real *Aall = cpu_workspace(2, (size_t)E * S); /* group g's [S][cw] at c0 S; read by every thread */
+    for (int g = 0; g < G; g++) {
+        int c0 = g * SCAN_CW;
+        scan_load_A(Aall + (size_t)c0 * S, A_log, c0, GMA_MIN(SCAN_CW, E - c0), S);
+    }
 #pragma omp parallel for collapse(2) schedule(static) if ((size_t)B * E * S > 16384)
     for (int b = 0; b < B; b++)
         for (int g = 0; g < G; g++) {
             int c0 = g * SCAN_CW, cw = GMA_MIN(SCAN_CW, E - c0);
             size_t cs = (size_t)cw * S;
-            real *hl = cpu_workspace(1, 3 * cs), *A = hl + cs, *ea = A + cs;
+            real *hl = cpu_workspace(1, 2 * cs), *ea = hl + cs;
+            const real *A = Aall + (size_t)c0 * S;
             real *hb = h + b * h_stride + (size_t)c0 * S;
             size_t r = (size_t)b * E + c0;
-            scan_load_A(A, A_log, c0, cw, S);
             for (int c = 0; c < cw; c++)
                 for (int s = 0; s < S; s++) hl[(size_t)s * cw + c] = hb[(size_t)c * S + s];
             scan_time_step(y + r, hl, ea, A, u + r, dt + r, Bm + (size_t)b * S, Cm + (size_t)b * S, Dskip + c0, cw, S);
