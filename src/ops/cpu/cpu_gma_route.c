@@ -96,9 +96,10 @@ static const real *prep_cached(const real *mu, const real *var_raw, const real *
     memcpy(c + nkd, var_raw, sizeof(real) * nkd);
     memcpy(c + 2 * nkd, prior, sizeof(real) * (size_t)Hp * Kc);
     prep(e->buf, e->buf + nkd, e->buf + 2 * nkd, mu, var_raw, prior, Hp, d, Kc, var_floor);
-    for (int h = 0; h < Hp; h++)
-        cat_params(e->buf + 2 * n + (size_t)h * Kc * 2 * d, e->buf + nkd + (size_t)h * Kc * d, e->buf + (size_t)h * Kc * d, Kc,
-                   d, (real)-0.5);
+    for (int h = 0; h < Hp; h++) {
+        size_t o = (size_t)h * Kc * d;
+        cat_params(e->buf + 2 * n + 2 * o, e->buf + nkd + o, e->buf + o, Kc, d, (real)-0.5);
+    }
     return e->buf;
 }
 /* the forward's W [Hp, Kc, 2d] = [M | -P/2] per parameter set, kept with prep_cached's result */

@@ -157,8 +157,8 @@ void cpu_linmix_backward(real *dphq, real *dphk, real *dv, const real *dout, con
 /* One decoding token: per (sequence, head) one sweep over the F rows of S, each row updated
  * (S_f += phk_f v) and read at once (acc += phq_f S_f), so S is read and written once; the
  * (sequence, head) pairs run in parallel. */
-void cpu_linmix_step(real *out, real *state, size_t state_stride, const real *phq, const real *phk, const real *v, int B,
-                     int H, int F, int d, real eps) {
+void cpu_linmix_step(real *out, real *state, size_t state_stride, const real *phq, const real *phk, const real *v,
+                     int B, int H, int F, int d, real eps) {
 #pragma omp parallel for schedule(static) if (PAR_WORTH((size_t)B * (size_t)H * (size_t)F * (size_t)d))
     for (int bh = 0; bh < B * H; bh++) {
         int b = bh / H, h = bh % H;

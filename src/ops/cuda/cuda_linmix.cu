@@ -305,8 +305,8 @@ __global__ void k_linmix_step(float *out, float *state, size_t state_stride, con
     }
 }
 
-void cuda_linmix_step(real *out, real *state, size_t state_stride, const real *phq, const real *phk, const real *v, int B,
-                      int H, int F, int d, real eps) {
+void cuda_linmix_step(real *out, real *state, size_t state_stride, const real *phq, const real *phk, const real *v,
+                      int B, int H, int F, int d, real eps) {
     if (B <= 0 || H <= 0) return;
     int tpb = d >= 128 ? 128 : (d + 31) / 32 * 32;
     k_linmix_step<<<B * H, tpb>>>(out, state, state_stride, phq, phk, v, H, F, d, eps);
