@@ -44,7 +44,7 @@ START_TEST(test_vexp_matches_libm) {
     for (int i = 0; i < N; i++) x[i] = (real)(-95.0 + 190.0 * i / (N - 1));
     const real special[] = {-INFINITY, INFINITY, NAN, 0, -87.5f, 88.5f, 1e-30f, -1e-30f};
     for (int k = 0; k < 8; k++) x[17 * k + 3] = special[k], x[N - 1 - k] = special[k];
-    double s = vexp_sub(y, x, 0, N), sref = 0;
+    double s = vexp_sub(y, x, 0, N);
     vexp_mul(z, x, 1, N);
     double err = 0;
     for (int i = 0; i < N; i++) {
@@ -60,12 +60,10 @@ START_TEST(test_vexp_matches_libm) {
             else err = fmax(err, fabs(got[p] - ref) / ref);
             ck_assert_msg(isfinite(got[p]), "exp(%g) = %g in path %d is not finite", xi, got[p], p);
         }
-        sref += y[i];
     }
     printf("vector exp (%d lanes) vs libm: max relative error %.2e over [-87, 88]\n", VL, err);
     ck_assert_msg(err < 3e-7, "vector exp relative error %g", err);
     ck_assert_msg(isnan(s), "the sum over a NaN is %g", s); /* the NaN reaches the sum too */
-    (void)sref;
 }
 END_TEST
 

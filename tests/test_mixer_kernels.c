@@ -332,14 +332,18 @@ static cJSON *read_json(const char *path) {
     return j;
 }
 
+/* bin/gmabench with args and --json path: asserts it exits 0 (its output in g_out) and
+ * returns the parsed JSON */
+static cJSON *bench_json(const char *path, const char *args) {
+    int rc = run("bin/gmabench %s --json %s", args, path);
+    ck_assert_msg(rc == 0, "%s", g_out);
+    return read_json(path);
+}
+
 START_TEST(test_bench_mixer_flops) {
     const char *js = tu_path("bench.json");
-    int rc = run("bin/gmabench mixer --mixers gma,sdpa,mamba --seq 64,96 --D 32 --H 2 --Kc 8 --repeat 1 --threads 1 "
-                 "--json %s",
-                 js);
-    ck_assert_msg(rc == 0, "%s", g_out);
+    cJSON *j = bench_json(js, "mixer --mixers gma,sdpa,mamba --seq 64,96 --D 32 --H 2 --Kc 8 --repeat 1 --threads 1");
     ck_assert_msg(strstr(g_out, "GEMM GF/s") && strstr(g_out, "nom/BLAS"), "%s", g_out);
-    cJSON *j = read_json(js);
     const cJSON *arr = cJSON_GetObjectItem(j, "mixer");
     int Ns[2] = {64, 96};
     for (int i = 0; i < 2; i++) {
@@ -381,14 +385,12 @@ START_TEST(test_bench_model_hidden_flops) {
     const char *mixers[] = {"gma", "linear", "performer", "sdpa"};
     const char *jm = tu_path("model.json"), *jx = tu_path("mixer.json");
     for (int i = 0; i < 4; i++) {
-        int rc = run("bin/gmabench model --mixers %s --L 1 --D 32 --H 2 --Kc 8 --T 64 --B 1 --V 64 --steps 2 "
-                     "--threads 1 --json %s",
-                     mixers[i], jm);
-        ck_assert_msg(rc == 0, "%s", g_out);
-        rc = run("bin/gmabench mixer --mixers %s --seq 64 --D 32 --H 2 --Kc 8 --B 1 --repeat 1 --threads 1 --json %s",
-                 mixers[i], jx);
-        ck_assert_msg(rc == 0, "%s", g_out);
-        cJSON *a = read_json(jm), *b = read_json(jx);
+        char args[256];
+        snprintf(args, sizeof args, "model --mixers %s --L 1 --D 32 --H 2 --Kc 8 --T 64 --B 1 --V 64 --steps 2 --threads 1",
+                 mixers[i]);
+        cJSON *a = bench_json(jm, args);
+        snprintf(args, sizeof args, "mixer --mixers %s --seq 64 --D 32 --H 2 --Kc 8 --B 1 --repeat 1 --threads 1", mixers[i]);
+        cJSON *b = bench_json(jx, args);
         const cJSON *m = cJSON_GetArrayItem(cJSON_GetObjectItem(a, "model"), 0);
         const cJSON *x = row_of(cJSON_GetObjectItem(b, "mixer"), mixers[i], 64);
         ck_assert(m && x);
@@ -407,12 +409,8 @@ END_TEST
  * step's counted FLOPs, each with a time inside the step and a replay time */
 START_TEST(test_bench_model_shapes) {
     const char *jm = tu_path("shapes.json");
-    int rc = run("bin/gmabench model --mixers gma --L 1 --D 32 --H 2 --Kc 8 --T 64 --B 1 --V 64 --steps 2 "
-                 "--threads 1 --shapes --json %s",
-                 jm);
-    ck_assert_msg(rc == 0, "%s", g_out);
+    cJSON *a = bench_json(jm, "model --mixers gma --L 1 --D 32 --H 2 --Kc 8 --T 64 --B 1 --V 64 --steps 2 --threads 1 --shapes");
     ck_assert_msg(strstr(g_out, "in step ms") != NULL, "%s", g_out);
-    cJSON *a = read_json(jm);
     const cJSON *m = cJSON_GetArrayItem(cJSON_GetObjectItem(a, "model"), 0), *sh = cJSON_GetObjectItem(m, "shapes");
     ck_assert(m && cJSON_GetArraySize(sh) > 0);
     double flop = 0;
