@@ -282,6 +282,22 @@ START_TEST(test_recall) {
 }
 END_TEST
 
+/* the two rules that use no key-value matching, on a window written by hand: values 12, 12
+ * of 4 pairs; queries answer 12, 12, 11, 13 */
+START_TEST(test_recall_baselines) {
+    RecallTask t;
+    ck_assert_int_eq(recall_init(&t, 20, 4, 4, 18, 1), 0);
+    int32_t tok[18] = {2, 11, 3, 12, 4, 12, 5, 13, 1, 3, 12, 4, 12, 2, 11, 5, 13, 0}, freq[4], unans[4];
+    ck_assert_int_eq(recall_query_pos(&t, 0), 9);
+    recall_baselines(&t, tok, freq, unans);
+    int32_t want_unans[4] = {12, 11, 11, 13}; /* q1: 11 and 12 tie at one left, the earlier pair wins */
+    for (int q = 0; q < 4; q++) {
+        ck_assert_int_eq(freq[q], 12);
+        ck_assert_int_eq(unans[q], want_unans[q]);
+    }
+}
+END_TEST
+
 START_TEST(test_eval_windows) {
     /* every target of a split is scored exactly once, with and without a stride */
     uint32_t tok[103];
@@ -440,6 +456,7 @@ Suite *make_suite(void) {
     tcase_add_test(tc, test_safetensors_hostile);
     tcase_add_test(tc, test_shard);
     tcase_add_test(tc, test_recall);
+    tcase_add_test(tc, test_recall_baselines);
     tcase_add_test(tc, test_eval_windows);
     tcase_add_test(tc, test_init_distributions);
     tcase_add_test(tc, test_schedule);

@@ -220,6 +220,35 @@ static int put_at(FILE *f, long off, const void *p, size_t n) {
     return 0;
 }
 
+/* The recall task: the two rules that use no key-value matching beside the model, over all
+ * queries and at each of the first 8 (all of the first RECALL_EVAL_Q in the JSON). */
+static void recall_print(const EvalResult *r, const RecallTask *t) {
+    int K = (t->vocab - 2) / 2, Qp = GMA_MIN(r->queries, 8);
+    printf("baselines (no key-value matching): most frequent value %.4f | most frequent not yet answered %.4f | "
+           "chance %.4f\n", r->base_freq, r->base_unans, 1.0 / (t->vocab - 2 - K));
+    printf("acc by query (model / most frequent / not yet answered):");
+    for (int q = 0; q < Qp; q++)
+        printf("%s %d: %.3f/%.3f/%.3f", q ? " |" : "", q + 1, r->query_acc[q], r->query_freq[q], r->query_unans[q]);
+    printf("%s\n", r->queries > Qp ? " | ..." : "");
+}
+
+static cJSON *recall_json(const EvalResult *r, const RecallTask *t) {
+    int K = (t->vocab - 2) / 2;
+    cJSON *o = cJSON_CreateObject(), *q = cJSON_AddArrayToObject(o, "by_query");
+    cJSON_AddNumberToObject(o, "queries", r->queries);
+    cJSON_AddNumberToObject(o, "most_frequent", r->base_freq);
+    cJSON_AddNumberToObject(o, "most_frequent_unanswered", r->base_unans);
+    cJSON_AddNumberToObject(o, "chance", 1.0 / (t->vocab - 2 - K));
+    for (int i = 0; i < GMA_MIN(r->queries, RECALL_EVAL_Q); i++) {
+        cJSON *e = cJSON_CreateObject();
+        cJSON_AddNumberToObject(e, "acc", r->query_acc[i]);
+        cJSON_AddNumberToObject(e, "most_frequent", r->query_freq[i]);
+        cJSON_AddNumberToObject(e, "most_frequent_unanswered", r->query_unans[i]);
+        cJSON_AddItemToArray(q, e);
+    }
+    return o;
+}
+
 static int run_analysis(Model *m, const Config *cfg, const LmData *d, int split, int B, int N, int analyze,
                         const char *ajson, const char *json, const char *dump) {
     int L = model_gma_layers(m), H = m->H, Kc = 0, *li = xcalloc(L, sizeof(int)), nl = 0;
@@ -437,10 +466,12 @@ int main(int argc, char **argv) {
     if (d.is_recall) printf(" | acc %.4f", r.acc);
     printf(" | %s tokens in %s windows | %.1f s\n", fmt_count(nt, sizeof nt, r.tokens),
            fmt_count(nwin, sizeof nwin, (double)r.windows), dt);
+    if (r.queries) recall_print(&r, &d.recall);
     if (json) {
         cJSON *o = cJSON_CreateObject();
         cJSON_AddStringToObject(o, "checkpoint", dir);
         cJSON_AddStringToObject(o, "data", data);
+        if (r.queries) cJSON_AddItemToObject(o, "recall", recall_json(&r, &d.recall));
         cJSON_AddNumberToObject(o, "seq_len", N);
         cJSON_AddNumberToObject(o, "stride", cfg.data.eval_stride);
         cJSON_AddNumberToObject(o, "windows", (double)r.windows);

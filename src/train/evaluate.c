@@ -6,6 +6,37 @@
 
 #include "train/dist.h"
 
+/* Add one batch of recall windows to t: [0] the scored queries, [1] and [2] the two rules'
+ * correct answers over all of them, then for each of the first Qc queries its count and the
+ * correct answers of the model and of the two rules. */
+static void recall_tally(const RecallTask *rt, const int32_t *tok, const int32_t *tgt, const int32_t *pred, int filled,
+                         int N, int Qc, double *t) {
+    int32_t freq[4096], unans[4096];
+    for (int w = 0; w < filled; w++) {
+        const int32_t *tw = tok + (size_t)w * N, *gw = tgt + (size_t)w * N, *pw = pred + (size_t)w * N;
+        recall_baselines(rt, tw, freq, unans);
+        for (int q = 0; q < rt->queries; q++) {
+            int i = recall_query_pos(rt, q);
+            if (gw[i] < 0) continue;
+            t[0] += 1, t[1] += freq[q] == gw[i], t[2] += unans[q] == gw[i];
+            if (q >= Qc) continue;
+            double *c = t + 3 + 4 * (size_t)q;
+            c[0] += 1, c[1] += pw[i] == gw[i], c[2] += freq[q] == gw[i], c[3] += unans[q] == gw[i];
+        }
+    }
+}
+
+static void recall_result(EvalResult *r, const double *t, int Q, int Qc) {
+    r->queries = Q;
+    r->base_freq = t[0] > 0 ? t[1] / t[0] : 0;
+    r->base_unans = t[0] > 0 ? t[2] / t[0] : 0;
+    for (int q = 0; q < Qc; q++) {
+        const double *c = t + 3 + 4 * (size_t)q;
+        double n = c[0] > 0 ? c[0] : 1;
+        r->query_acc[q] = c[1] / n, r->query_freq[q] = c[2] / n, r->query_unans[q] = c[3] / n;
+    }
+}
+
 int evaluate(Model *m, const LmData *d, int s, int B, int N, long max_batches, EvalResult *r) {
     memset(r, 0, sizeof *r);
     if (!d->have[s]) return gma_errorf("no %s split in this data", s == SPLIT_VALID ? "valid" : s == SPLIT_TEST ? "test" : "train");
@@ -13,9 +44,12 @@ int evaluate(Model *m, const LmData *d, int s, int B, int N, long max_batches, E
     double nll = 0, count = 0, correct = 0;
     long nb = (lmdata_eval_windows(d, s, N) + B - 1) / B;
     if (max_batches > 0 && max_batches < nb) nb = max_batches;
-    /* per-batch sums (loss, count, correct, windows), added up in batch order; with R
+    /* per-batch sums (loss, count, correct, windows, then the recall tallies), added up in
+     * batch order; with R
      * data-parallel ranks rank r evaluates batches r, r+R, ... and the tables are summed */
-    double *per = xcalloc((size_t)nb * 4 + 1, sizeof(double));
+    int Q = d->is_recall ? d->recall.queries : 0, Qc = GMA_MIN(Q, RECALL_EVAL_Q);
+    size_t W = 7 + 4 * (size_t)Qc;
+    double *per = xcalloc((size_t)nb * W + 1, sizeof(double));
     int rc = 0;
     for (long b = 0; b < nb; b++) {
         if (!dist_owns(b)) continue;
@@ -23,19 +57,19 @@ int evaluate(Model *m, const LmData *d, int s, int B, int N, long max_batches, E
         if (!filled) break;
         LossStats st;
         if ((rc = model_forward(m, tok, tgt, B, N, NULL, 1, &st, 0, 0)) != 0) break;
-        double *e = per + (size_t)b * 4;
+        double *e = per + (size_t)b * W;
         e[0] = st.loss_sum, e[1] = st.count, e[2] = st.correct, e[3] = filled;
+        if (Q) recall_tally(&d->recall, tok, tgt, m->pred_host, filled, N, Qc, e + 4);
     }
     free(tok);
     free(tgt);
-    if (dist_sum_table(per, (size_t)nb * 4, rc != 0) && rc == 0) rc = gma_errorf("evaluation failed on another rank");
-    for (long b = 0; b < nb; b++) {
-        const double *e = per + (size_t)b * 4;
-        nll += e[0];
-        count += e[1];
-        correct += e[2];
-        r->windows += (long)e[3];
-    }
+    if (dist_sum_table(per, (size_t)nb * W, rc != 0) && rc == 0) rc = gma_errorf("evaluation failed on another rank");
+    double *sum = xcalloc(W, sizeof(double));
+    for (long b = 0; b < nb; b++)
+        for (size_t j = 0; j < W; j++) sum[j] += per[(size_t)b * W + j];
+    nll = sum[0], count = sum[1], correct = sum[2], r->windows = (long)sum[3];
+    if (Q) recall_result(r, sum + 4, Q, Qc);
+    free(sum);
     free(per);
     if (rc) return rc;
     r->tokens = count;

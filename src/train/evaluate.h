@@ -4,6 +4,8 @@
 #include "data/lm/lmdata.h"
 #include "model/model.h"
 
+#define RECALL_EVAL_Q 64
+
 typedef struct EvalResult {
     double loss;      /* mean NLL per scored token (nats) */
     double ppl;       /* exp(loss) */
@@ -12,6 +14,12 @@ typedef struct EvalResult {
     double words;     /* words of the source (0 = unknown) */
     double word_ppl;  /* exp(total NLL / words) when words are known, else 0 */
     long windows;
+    /* the recall task (0 queries otherwise): accuracy at each of the first RECALL_EVAL_Q
+     * queries of a window, of the model and of the two rules that use no key-value
+     * matching (recall_baselines), and those rules over all queries */
+    int queries;
+    double query_acc[RECALL_EVAL_Q], query_freq[RECALL_EVAL_Q], query_unans[RECALL_EVAL_Q];
+    double base_freq, base_unans;
 } EvalResult;
 
 /* Evaluate split s with batches of B x N; max_batches 0 = the whole split. */

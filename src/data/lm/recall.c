@@ -70,3 +70,30 @@ void recall_example(const RecallTask *t, int split, uint64_t index, int32_t *tok
     }
     /* next-token targets elsewhere are not scored: the task is the recall */
 }
+
+/* the value of the earliest pair whose count is largest among counts cnt[] (by pair) */
+static int32_t most_frequent(const int32_t *tok, const int *cnt, int P) {
+    int best = 0;
+    for (int i = 1; i < P; i++)
+        if (cnt[i] > cnt[best]) best = i;
+    return tok[2 * best + 1];
+}
+
+void recall_baselines(const RecallTask *t, const int32_t *tok, int32_t *freq, int32_t *unans) {
+    int P = t->pairs, cnt[4096], left[4096];
+    /* cnt[i]: how often pair i's value occurs among the pairs; left[i]: of those, how many
+     * the answers so far have not used up */
+    for (int i = 0; i < P; i++) {
+        cnt[i] = 0;
+        for (int j = 0; j < P; j++) cnt[i] += tok[2 * j + 1] == tok[2 * i + 1];
+        left[i] = cnt[i];
+    }
+    int32_t top = most_frequent(tok, cnt, P);
+    for (int q = 0; q < t->queries; q++) {
+        freq[q] = top;
+        unans[q] = most_frequent(tok, left, P);
+        int32_t answer = tok[recall_query_pos(t, q) + 1];
+        for (int i = 0; i < P; i++)
+            if (tok[2 * i + 1] == answer && left[i] > 0) left[i]--;
+    }
+}

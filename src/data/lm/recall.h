@@ -21,4 +21,12 @@ typedef struct RecallTask {
 int recall_init(RecallTask *t, int vocab, int pairs, int queries, int seq_len, uint64_t seed);
 /* Write example `index` of `split` into tok[N], tgt[N]. */
 void recall_example(const RecallTask *t, int split, uint64_t index, int32_t *tok, int32_t *tgt);
+/* Position in a window of query q's key (its target is the value that follows). */
+static inline int recall_query_pos(const RecallTask *t, int q) { return 2 * t->pairs + 1 + 2 * q; }
+/* The answers of the two rules that use no key-value matching, for each query q of the
+ * window tok[N] (docs/results.md, "The embedded default"): freq[q] the value most frequent
+ * among the P pairs, unans[q] the value most frequent among the pairs' values that the
+ * answers of queries 0..q-1 have not used up (each answer in the window takes one
+ * occurrence). Ties go to the value of the earliest pair. */
+void recall_baselines(const RecallTask *t, const int32_t *tok, int32_t *freq, int32_t *unans);
 #endif
