@@ -38,7 +38,8 @@ static void batch_new(Batch *b, const Config *c, int B, int N, int n_seq, int cl
     b->tok = xcalloc((size_t)R * N, sizeof(int32_t)), b->tgt = xcalloc((size_t)R * N, sizeof(int32_t));
     b->mask = xcalloc((size_t)R * N, 1);
     b->labels = classify ? xcalloc((size_t)B, sizeof(int32_t)) : NULL;
-    for (size_t i = 0; i < (size_t)R * (N + 1); i++) b->seq[i] = 1 + (int32_t)rng_below(&rng, (uint64_t)c->model.vocab_size - 1);
+    for (size_t i = 0; i < (size_t)R * (N + 1); i++)
+        b->seq[i] = 1 + (int32_t)rng_below(&rng, (uint64_t)c->model.vocab_size - 1);
     for (int r = 0; r < R; r++) {
         int len = classify ? 1 + (int)rng_below(&rng, (uint64_t)N) : N;
         if (classify && r == 0) len = N; /* one row without padding */
@@ -203,7 +204,8 @@ static void print_head(const Check *k) {
 
 static int verdict(const Check *k) {
     const Config *c = k->c;
-    printf("gmacheck: %d buffer tensors, %s by the optimiser steps\n", k->n_buf, k->buf_changed ? "CHANGED" : "unchanged");
+    printf("gmacheck: %d buffer tensors, %s by the optimiser steps\n", k->n_buf,
+           k->buf_changed ? "CHANGED" : "unchanged");
     int ok = k->worst_loss <= k->o->tol && k->worst_grad <= k->o->tol && k->buf_changed == 0;
     printf("gmacheck: %s: mixer %s %s precision %s: max loss rel err %.2e, max grad rel err %.2e (%s), bound %.1e; "
            "max update rel err %.2e\n",

@@ -22,7 +22,8 @@ int bench_mixer_names(const BenchOpts *o, char names[][32], int cap) {
     snprintf(buf, sizeof buf, "%s", o->mixers);
     int n = 0;
     char *sv = NULL;
-    for (char *t = strtok_r(buf, ",", &sv); t && n < cap; t = strtok_r(NULL, ",", &sv)) snprintf(names[n++], 32, "%s", t);
+    for (char *t = strtok_r(buf, ",", &sv); t && n < cap; t = strtok_r(NULL, ",", &sv))
+        snprintf(names[n++], 32, "%s", t);
     return n;
 }
 

@@ -73,7 +73,8 @@ static int layer_new(Layer *L, const BenchOpts *o, const char *name, int N) {
     free(host);
     real *hh = xmalloc(n * sizeof(real));
     for (size_t i = 0; i < n; i++) hh[i] = (real)rng_normal(&rng);
-    L->h = g_ops->alloc(n * sizeof(real)), L->y = g_ops->alloc(n * sizeof(real)), L->dh = g_ops->alloc(n * sizeof(real));
+    L->h = g_ops->alloc(n * sizeof(real)), L->y = g_ops->alloc(n * sizeof(real));
+    L->dh = g_ops->alloc(n * sizeof(real));
     g_ops->to_device(L->h, hh, n * sizeof(real));
     g_ops->to_device(L->y, hh, n * sizeof(real)); /* used as dy */
     free(hh);

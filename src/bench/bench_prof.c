@@ -69,7 +69,8 @@ static void prof_matmul_strided(real *C, const real *A, const real *B, int M, in
 /* the decode step's weight products: B a parameter, A not transposed */
 static void rec_matmul(real *C, const real *A, const real *B, int M, int N, int K, int ta, int tb, real al, real be) {
     BenchProf *p = g_cur;
-    if (B >= p->wlo && B < p->whi && !ta && p->nwprod < BENCH_MAX_WPROD) p->wprod[p->nwprod++] = (BenchWProd){B, M, N, K, tb};
+    if (B >= p->wlo && B < p->whi && !ta && p->nwprod < BENCH_MAX_WPROD)
+        p->wprod[p->nwprod++] = (BenchWProd){B, M, N, K, tb};
     p->inner->matmul(C, A, B, M, N, K, ta, tb, al, be);
 }
 

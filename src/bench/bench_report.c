@@ -34,7 +34,8 @@ void bench_report_mixer_skip(cJSON *arr, const char *mixer, int N, const char *w
  * over their replay on this BLAS, the share of the recording pass spent inside them, each
  * product synchronised); nom: those plus the products inside fused kernels (the mixer's
  * fused_flops), over the layer time */
-void bench_report_mixer_row(cJSON *arr, const char *mixer, int N, const BenchMixResult *r, double planned, double first) {
+void bench_report_mixer_row(cJSON *arr, const char *mixer, int N, const BenchMixResult *r, double planned,
+                            double first) {
     char mm[64], ratio[32] = "-";
     snprintf(mm, sizeof mm, "%.2f-%.2f", r->lo * 1e3, r->hi * 1e3);
     if (first > 0) snprintf(ratio, sizeof ratio, "%.3f", r->med / first);
@@ -170,7 +171,10 @@ static void decode_print(const BenchOpts *o, const BenchDecodeResult *r) {
     if (r->can) {
         snprintf(tps, sizeof tps, "%.1f", r->med);
         snprintf(mm, sizeof mm, "%.1f-%.1f", r->lo, r->hi);
-        if (r->lim > 0) snprintf(lstr, sizeof lstr, "%.1f", r->lim), snprintf(ratio, sizeof ratio, "%.3f", r->med / r->lim);
+        if (r->lim > 0) {
+            snprintf(lstr, sizeof lstr, "%.1f", r->lim);
+            snprintf(ratio, sizeof ratio, "%.3f", r->med / r->lim);
+        }
     }
     if (o->full && r->M == 1) snprintf(fs, sizeof fs, "  %15.1f", r->full);
     else if (o->full) snprintf(fs, sizeof fs, "  %15s", "-");

@@ -18,7 +18,8 @@ void bench_report_mixer_head(const BenchOpts *o);
 /* a point not measured: why, with its planned bytes */
 void bench_report_mixer_skip(cJSON *arr, const char *mixer, int N, const char *why, double planned);
 /* a measured point; first: the first mixer's median time at this N (0: none) */
-void bench_report_mixer_row(cJSON *arr, const char *mixer, int N, const BenchMixResult *r, double planned, double first);
+void bench_report_mixer_row(cJSON *arr, const char *mixer, int N, const BenchMixResult *r, double planned,
+                            double first);
 
 /* one whole-model row (bench_model.c) */
 typedef struct BenchModelResult {

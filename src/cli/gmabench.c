@@ -117,8 +117,8 @@ static void usage(FILE *f) {
  * *field, or *rc = 2 with one line), else 0 */
 static int int_option(Args *a, const char *flag, const char *val, int *rc) {
     struct { const char *flag; int *field; } ints[] = {
-        {"--D", &a->o.D},         {"--H", &a->o.H}, {"--Kc", &a->o.Kc}, {"--B", &a->o.B},         {"--repeat", &a->o.repeat},
-        {"--L", &a->o.L},         {"--V", &a->o.V}, {"--T", &a->o.T},   {"--steps", &a->o.steps},
+        {"--D", &a->o.D}, {"--H", &a->o.H}, {"--Kc", &a->o.Kc}, {"--B", &a->o.B}, {"--repeat", &a->o.repeat},
+        {"--L", &a->o.L}, {"--V", &a->o.V}, {"--T", &a->o.T},   {"--steps", &a->o.steps},
     };
     for (size_t k = 0; k < sizeof ints / sizeof ints[0]; k++) {
         if (strcmp(flag, ints[k].flag)) continue;

@@ -121,7 +121,8 @@ static int prepare(Config *c, CheckOpts *o, const char *precision) {
     if (o->N > c->model.max_seq_len) c->model.max_seq_len = o->N;
     c->train.seq_len = o->N;
     if (c->model.vocab_size <= 0) c->model.vocab_size = 512;
-    if (!strcmp(c->model.task, "classify") && !strcmp(c->data.source, "recall")) { /* no data is read: a random padded batch */
+    /* a classifier reads no data: a random padded batch */
+    if (!strcmp(c->model.task, "classify") && !strcmp(c->data.source, "recall")) {
         snprintf(c->data.source, sizeof c->data.source, "cls");
         if (!c->data.path[0]) snprintf(c->data.path, sizeof c->data.path, "(gmacheck: random batch)");
     }

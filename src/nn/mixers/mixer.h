@@ -7,9 +7,10 @@
  * Everything else the rest of the program needs to know about a mixer is declared by its
  * vtable: its configuration keys (a CfgSection with defaults, ranges and docs), their
  * validation, an auxiliary loss with its weight, which buffers the data-parallel ranks
- * average, routing-health hooks with the monitor's settings, and an incremental decode
- * step. A new mixer is one file with one `const MixerVT` and one line in mixer.c's
- * registry (docs/adding_a_mixer.md). */
+ * average, routing-health hooks with the monitor's settings, an incremental decode
+ * step, and the FLOPs of the products it runs inside fused ops (for gmabench). A new
+ * mixer is one file with one `const MixerVT` and one line in mixer.c's registry
+ * (docs/adding_a_mixer.md). */
 #ifndef GMA_MIXER_H
 #define GMA_MIXER_H
 #include <stdint.h>
