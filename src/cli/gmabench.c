@@ -194,11 +194,17 @@ static int parse_args(Args *a, int argc, char **argv) {
 static int check_args(const Args *a) {
     char names[BENCH_MAX_MIXERS][32];
     int n = bench_mixer_names(&a->o, names, BENCH_MAX_MIXERS);
-    for (int k = 0; k < n; k++)
-        if (!mixer_find(names[k])) {
+    for (int k = 0; k < n; k++) {
+        const MixerVT *vt = mixer_find(names[k]);
+        if (!vt) {
             fprintf(stderr, "gmabench: --mixers: unknown mixer \"%s\" (known: %s)\n", names[k], mixer_names());
             return 2;
         }
+        if (!vt->fused_flops) { /* required of every mixer (mixer.h) */
+            fprintf(stderr, "gmabench: --mixers: mixer \"%s\" declares no FLOP count (MixerVT.fused_flops)\n", names[k]);
+            return 2;
+        }
+    }
     if (bench_check_sets(&a->o) != 0) {
         fprintf(stderr, "gmabench: %s\n", gma_error());
         return 2;
