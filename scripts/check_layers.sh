@@ -2,8 +2,9 @@
 # check_layers.sh: check the layer order of src/ from its #include "..." lines.
 #
 # Every directory directly under src/ is a room, ordered from the bottom up:
-#   core < data < ops < nn < model < optim < train = analysis < cli
-# (data sits just above core, so it may include core only; analysis sits with train).
+#   core < data < ops < nn < model < optim < train = analysis < bench < cli
+# (data sits just above core, so it may include core only; analysis sits with train;
+# bench, gmabench's and gmacheck's measurements, sits above them, below the programs).
 # A file may include files of its own room and of rooms below it. An include of a room
 # above is "upward". A module is a file name without its extension (src/nn/params.c and
 # src/nn/params.h are one module); an include whose target module leads back, through
@@ -35,9 +36,9 @@ done)
 printf '%s\n' "$files" | awk -v src="$src" -v includes="$includes" '
 BEGIN {
   FS = "\n"
-  n_order = split("core data ops nn model optim train analysis cli", order, " ")
+  n_order = split("core data ops nn model optim train analysis bench cli", order, " ")
   rank["core"] = 0; rank["data"] = 1; rank["ops"] = 2; rank["nn"] = 3; rank["model"] = 4
-  rank["optim"] = 5; rank["train"] = 6; rank["analysis"] = 6; rank["cli"] = 7
+  rank["optim"] = 5; rank["train"] = 6; rank["analysis"] = 6; rank["bench"] = 7; rank["cli"] = 8
 }
 function room(path,   p) { split(path, p, "/"); return p[1] }
 function dirname(path) { if (path !~ /\//) return ""; sub(/\/[^\/]*$/, "", path); return path }
@@ -71,7 +72,7 @@ END {
     n_unknown++
   }
 
-  print "include graph between rooms (#include lines; order core < data < ops < nn < model < optim < train = analysis < cli):"
+  print "include graph between rooms (#include lines; order core < data < ops < nn < model < optim < train = analysis < bench < cli):"
   for (a = 1; a <= n_order; a++)
     for (b = 1; b <= n_order; b++) {
       ra = order[a]; rb = order[b]

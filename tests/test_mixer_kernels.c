@@ -5,8 +5,10 @@
  * shapes whose channel groups are whole (32) and partial (40 = 32 + 8, 12), and the scan's
  * decoding step (scan_step) against the forward's outputs and checkpoints; the elementwise
  * kernels (SiLU, softplus, the gate) and the causal convolution's backward; and gmabench
- * mixer's FLOP accounting (the op-table products of a layer, the nominal FLOPs) and gmabench
- * model --shapes (its shapes carry the step's FLOPs). The float64
+ * mixer's FLOP accounting (the op-table products of a layer, the nominal FLOPs: every
+ * mixer's declared fused FLOPs against the products the CPU backend reports from inside its
+ * ops, GMA's and sdpa's against the formulas gmabench used before the mixers declared them),
+ * an unknown mixer refused, and gmabench model --shapes (its shapes carry the step's FLOPs). The float64
  * gradient checks (test64_*) compile the double-precision paths, not these. */
 #include <math.h>
 #include <stdlib.h>
@@ -14,6 +16,8 @@
 
 #include <cjson/cJSON.h>
 
+#include "bench/bench.h"
+#include "nn/mixers/mixer.h"
 #include "ops/ops.h"
 #include "testutil.h"
 
@@ -377,6 +381,150 @@ START_TEST(test_bench_mixer_flops) {
 }
 END_TEST
 
+/* gmabench refuses a mixer it does not know: exit 2, one line naming it and the known ones */
+START_TEST(test_bench_unknown_mixer) {
+    int rc = run("bin/gmabench mixer --mixers gma,nosuch --seq 64 --D 32 --H 2 --repeat 1");
+    ck_assert_int_eq(rc, 2);
+    char want[512];
+    snprintf(want, sizeof want, "gmabench: --mixers: unknown mixer \"nosuch\" (known: %s)\n", mixer_names());
+    ck_assert_msg(!strcmp(g_out, want), "%s", g_out);
+    ck_assert_int_eq(run("bin/gmabench model --mixers nosuch"), 2);
+    ck_assert_msg(strstr(g_out, "unknown mixer \"nosuch\"") && !strchr(strchr(g_out, '\n') + 1, '\n'), "%s", g_out);
+}
+END_TEST
+
+/* the CPU backend's products inside its other ops (ops_set_cpu_product_hook): the hook
+ * reports every product, those of the op table's matmul and matmul_strided too, which the
+ * wrapped table marks */
+static double g_hook_flops;
+static int g_in_table;
+static const GmaOps *g_base;
+static void count_product(int M, int N, int K, int ta, int tb, int nthreads) {
+    if (g_in_table) return;
+#pragma omp critical(test_hook)
+    g_hook_flops += 2.0 * M * N * K;
+}
+static void table_matmul(real *C, const real *A, const real *B, int M, int N, int K, int ta, int tb, real al, real be) {
+    g_in_table = 1;
+    g_base->matmul(C, A, B, M, N, K, ta, tb, al, be);
+    g_in_table = 0;
+}
+static void table_matmul_strided(real *C, const real *A, const real *B, int M, int N, int K, int ta, int tb, real al,
+                                 real be, int batch, size_t sA, size_t sB, size_t sC) {
+    g_in_table = 1;
+    g_base->matmul_strided(C, A, B, M, N, K, ta, tb, al, be, batch, sA, sB, sC);
+    g_in_table = 0;
+}
+
+/* products counted by the CPU backend inside its ops in one forward + backward of mixer
+ * name (B 1, N tokens, D 32, H 2, Kc 8, linformer.k 32); *declared: its fused_flops at that shape */
+static double fused_of_layer(const char *name, int N, int causal, double *declared) {
+    BenchOpts o;
+    bench_opts_defaults(&o);
+    o.D = 32, o.H = 2, o.Kc = 8, o.B = 1, o.causal = causal;
+    o.sets[o.n_sets++] = "linformer.k=32"; /* below N */
+    Config c = bench_config(&o, name, N);
+    ParamTable pt = {0};
+    Mixer *m = mixer_find(name)->create(&c, 0, &pt, "blocks.0.mixer");
+    ck_assert_msg(m != NULL, "%s: %s", name, gma_error());
+    ck_assert_msg(m->vt->fused_flops != NULL, "mixer %s declares no fused_flops", name);
+    *declared = m->vt->fused_flops(m, 1, N, causal);
+    Rng rng;
+    rng_seed(&rng, 5);
+    real *params = xcalloc(pt.total, sizeof(real)), *grads = xcalloc(pt.total, sizeof(real));
+    pt_init(&pt, params, &rng);
+    if (m->vt->init) m->vt->init(m, params, &rng);
+    size_t n = (size_t)N * o.D;
+    real *h = xmalloc(n * sizeof(real)), *y = xmalloc(n * sizeof(real)), *dh = xcalloc(n, sizeof(real));
+    fill(h, n, &rng, -1, 1);
+    real *act = xcalloc(m->vt->act_size(m, 1, N) + 1, sizeof(real));
+    real *scratch = xcalloc(m->vt->scratch_size(m, 1, N) + 1, sizeof(real));
+    MixerCtx ctx = {.B = 1, .N = N, .causal = causal, .training = 1};
+    g_hook_flops = 0;
+    g_base = g_ops;
+    GmaOps wrap = *g_ops;
+    wrap.matmul = table_matmul, wrap.matmul_strided = table_matmul_strided;
+    g_ops = &wrap;
+    ops_set_cpu_product_hook(count_product);
+    m->vt->forward(m, &ctx, y, h, params, act, scratch);
+    m->vt->backward(m, &ctx, dh, h, h, params, grads, act, scratch);
+    ops_set_cpu_product_hook(NULL);
+    g_ops = g_base;
+    m->vt->destroy(m);
+    pt_free(&pt);
+    free(params), free(grads), free(h), free(y), free(dh), free(act), free(scratch);
+    return g_hook_flops;
+}
+
+/* every registered mixer declares its fused FLOPs, and they are the products the CPU
+ * backend runs inside its ops for that layer: bidirectional where the mixer runs so (the
+ * tiled attention's tiles are then all whole), else causal, at N = 128 (two GMA chunks);
+ * non-zero for the mixers with fused kernels (auto at N = 128 takes its sdpa path) */
+START_TEST(test_mixers_declare_fused_flops) {
+    char names[256];
+    snprintf(names, sizeof names, "%s", mixer_names());
+    int n_fused = 0, n = 0;
+    char *sv = NULL;
+    for (char *t = strtok_r(names, "|", &sv); t; t = strtok_r(NULL, "|", &sv), n++) {
+        int causal = !mixer_find(t)->bidir_ok;
+        double declared, counted = fused_of_layer(t, 128, causal, &declared);
+        ck_assert_msg(fabs(declared - counted) <= 1e-9 * counted, "%s: declares %g fused FLOPs, the kernels ran %g", t,
+                      declared, counted);
+        n_fused += declared > 0;
+        if (!strcmp(t, "gma") || !strcmp(t, "sdpa") || !strcmp(t, "linear") || !strcmp(t, "performer"))
+            ck_assert_msg(declared > 0, "%s: no fused FLOPs at N = 128", t);
+    }
+    ck_assert_int_ge(n, 8);
+    ck_assert_int_ge(n_fused, 5);
+    /* causal GMA: the chunked core's count (64 + 32 tokens: a ragged last chunk) */
+    double declared, counted = fused_of_layer("gma", 96, 1, &declared);
+    ck_assert_msg(declared > 0 && fabs(declared - counted) <= 1e-9 * counted, "causal gma: %g declared, %g ran",
+                  declared, counted);
+}
+END_TEST
+
+/* the chunked causal core's products as gmabench counted them before the mixers declared
+ * their FLOPs (its hidden_flops, docs/benchmarks.md), written out again here */
+static double old_linmix_flops(double BH, int N, int F, int d, int causal, int C) {
+    if (!causal) return BH * 6 * 2.0 * N * F * d;
+    double f = 0;
+    for (int c0 = 0; c0 < N; c0 += C) {
+        double L = c0 + C <= N ? C : N - c0, last = c0 + C >= N;
+        f += (c0 > 0) * 2.0 * F * d * C;
+        f += 2 * L * L * F + 2 * L * d * F + 2 * L * L * d;
+        f += (1 - last) * 2 * (2 * L * F * d);
+        f += 2 * L * F * d + 2 * L * L * F + 2 * L * L * d;
+        f += 2 * (2 * L * L * F) + 2 * L * L * d + 2 * F * d * L;
+    }
+    return BH * f;
+}
+
+/* gmabench mixer's nominal FLOPs of gma and sdpa at one shape are those of the formulas it
+ * used before the move: GMA's routing (6 products of 2 N Kc d per head, queries and keys)
+ * plus the core with Kc features in chunks of gma.chunk = 64; sdpa's 7 tile products of
+ * 2 d per visible pair */
+START_TEST(test_bench_flops_as_before) {
+    const char *js = tu_path("bench_before.json");
+    for (int causal = 1; causal >= 0; causal--) {
+        char args[200];
+        snprintf(args, sizeof args, "mixer --mixers gma,sdpa --seq 96 --D 32 --H 2 --Kc 8 --repeat 1 --threads 1%s",
+                 causal ? "" : " --bidir");
+        cJSON *j = bench_json(js, args);
+        const cJSON *arr = cJSON_GetObjectItem(j, "mixer"), *g = row_of(arr, "gma", 96), *s = row_of(arr, "sdpa", 96);
+        ck_assert(g && s);
+        double BH = 2, N = 96, d = 16, Kc = 8;
+        double gma = 2 * BH * 6 * 2.0 * N * Kc * d + old_linmix_flops(BH, 96, 8, 16, causal, 64);
+        double sdpa = BH * 7 * 2.0 * d * (causal ? N * (N + 1) / 2 : N * N);
+        double fg = (num(g, "nominal_gflop") - num(g, "gemm_gflop")) * 1e9;
+        double fs = (num(s, "nominal_gflop") - num(s, "gemm_gflop")) * 1e9;
+        ck_assert_msg(fabs(fg - gma) <= 1e-6 * gma, "gma %s: %g FLOPs, before %g", causal ? "causal" : "bidir", fg, gma);
+        ck_assert_msg(fabs(fs - sdpa) <= 1e-6 * sdpa, "sdpa %s: %g FLOPs, before %g", causal ? "causal" : "bidir", fs,
+                      sdpa);
+        cJSON_Delete(j);
+    }
+}
+END_TEST
+
 /* gmabench model counts the products the CPU backend runs inside its other ops through
  * ops_set_cpu_product_hook: one layer's count must equal what gmabench mixer derives from the
  * kernels' shapes (nominal - op table), the tiled sdpa's diagonal tile counted whole (one tile
@@ -441,6 +589,9 @@ Suite *make_suite(void) {
     tcase_add_test(tc, test_bench_mixer_flops);
     tcase_add_test(tc, test_bench_model_hidden_flops);
     tcase_add_test(tc, test_bench_model_shapes);
+    tcase_add_test(tc, test_bench_unknown_mixer);
+    tcase_add_test(tc, test_mixers_declare_fused_flops);
+    tcase_add_test(tc, test_bench_flops_as_before);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -20,17 +20,18 @@
  * print the same digests computed the same bits).
  * Exit status, as the other programs: 0 within the bound (default 1e-4 for fp32, 1e-2 tf32,
  * 5e-2 bf16; --tol sets it), 1 above it, 2 bad input (a flag, a refused config, a backend
- * that cannot be used here). Without arguments it prints its usage and exits 2. */
+ * that cannot be used here). Without arguments it prints its usage and exits 2.
+ * This file parses the arguments and prepares the config; the comparison is
+ * src/bench/backend_check.c. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "bench/backend_check.h"
 #include "cli/args/version.h"
 #include "core/config.h"
-#include "model/model.h"
 #include "nn/mixers/mixer.h"
 #include "ops/ops.h"
-#include "optim/optim.h"
 
 static void usage(FILE *f) {
     fprintf(f,
@@ -44,53 +45,6 @@ static void usage(FILE *f) {
             "2 bad input (flag, config, or a backend that cannot be used here).\n");
 }
 
-static double norm2(const real *x, size_t n) {
-    double s = 0;
-    for (size_t i = 0; i < n; i++) s += (double)x[i] * x[i];
-    return sqrt(s);
-}
-static double diff2(const real *a, const real *b, size_t n) {
-    double s = 0;
-    for (size_t i = 0; i < n; i++) {
-        double d = (double)a[i] - b[i];
-        s += d * d;
-    }
-    return sqrt(s);
-}
-
-/* forward + backward of one model on the active backend; returns the mean loss. A
- * classifier (labels != NULL) reads tok/mask as [n_seq*B, N] and labels [B]. */
-static double loss_and_grads(Model *m, const int32_t *tok, const int32_t *tgt, const uint8_t *mask, const int32_t *labels,
-                             int B, int N, long step) {
-    LossStats st;
-    model_zero_grad(m);
-    int rc = labels ? model_forward_cls(m, tok, mask, labels, B, N, &st, 1, step)
-                    : model_forward(m, tok, tgt, B, N, NULL, 0, &st, 1, step);
-    if (rc != 0) {
-        fprintf(stderr, "gmacheck: forward: %s\n", gma_error());
-        exit(2);
-    }
-    model_backward(m, 1.0);
-    return st.count > 0 ? st.loss_sum / st.count : 0;
-}
-
-/* the trainer's step at the peak learning rate; returns the number of buffer tensors the
- * step changed (it must change none: EMA memory, Performer features) */
-static int train_step(Model *m, const Config *c, int t, real *before) {
-    g_ops->to_host(before, m->params, m->pt.total * sizeof(real));
-    optim_step(m, &c->train, t, c->train.lr, optim_grad_norm(m));
-    real *after = xmalloc(m->pt.total * sizeof(real) + 1);
-    g_ops->to_host(after, m->params, m->pt.total * sizeof(real));
-    int changed = 0;
-    for (int i = 0; i < m->pt.n; i++) {
-        const ParamInfo *pi = &m->pt.t[i];
-        if (pi->group == GROUP_BUFFER && memcmp(before + pi->offset, after + pi->offset, pi->numel * sizeof(real)))
-            changed++;
-    }
-    free(after);
-    return changed;
-}
-
 /* A count flag's value: the whole text an integer in [1, hi]; else one line, -1. */
 static int parse_count(const char *flag, const char *text, long hi, int *out) {
     long v;
@@ -102,209 +56,101 @@ static int parse_count(const char *flag, const char *text, long hi, int *out) {
     return 0;
 }
 
-int main(int argc, char **argv) {
-    Config c;
-    mixer_register_all();
-    int rc = cli_start("gmacheck", argc, argv, usage);
-    if (rc >= 0) return rc;
-    cfg_defaults(&c);
-    /* a small model that still exercises every path: ragged last chunk, several heads */
-    c.model.vocab_size = 512;
-    c.model.d_model = 128;
-    c.model.n_heads = 4;
-    c.model.n_layers = 2;
-    c.model.max_seq_len = 256;
-    c.train.seq_len = 200;
-    cfg_set(&c, "gma.n_components=32");
-    c.train.lr = 1e-3;
-    const char *device = NULL, *precision = NULL;
-    int steps = 3, B = 4, N = 0, quiet = 0, digest = 0;
-    double tol = -1;
+/* a small model that still exercises every path: ragged last chunk, several heads */
+static void small_model(Config *c) {
+    cfg_defaults(c);
+    c->model.vocab_size = 512;
+    c->model.d_model = 128;
+    c->model.n_heads = 4;
+    c->model.n_layers = 2;
+    c->model.max_seq_len = 256;
+    c->train.seq_len = 200;
+    cfg_set(c, "gma.n_components=32");
+    c->train.lr = 1e-3;
+}
+
+/* a flag with a value (argv[i + 1]): 1 when flag names one, *rc = 2 with one line for a bad value */
+static int value_flag(Config *c, CheckOpts *o, const char **precision, const char *a, const char *v, int *rc) {
+    if (!strcmp(a, "--config") || !strcmp(a, "--set")) {
+        if ((!strcmp(a, "--config") ? cfg_load_file(c, v) : cfg_set(c, v)) != 0) {
+            fprintf(stderr, "gmacheck: %s\n", gma_error());
+            *rc = 2;
+        }
+    } else if (!strcmp(a, "--device")) o->device = v;
+    else if (!strcmp(a, "--precision")) *precision = v;
+    /* the ranges of train.steps (at least 1), train.batch_size and model.max_seq_len */
+    else if (!strcmp(a, "--steps")) *rc = parse_count(a, v, 1000000000L, &o->steps) ? 2 : 0;
+    else if (!strcmp(a, "--batch")) *rc = parse_count(a, v, 1000000L, &o->B) ? 2 : 0;
+    else if (!strcmp(a, "--seq")) *rc = parse_count(a, v, 16777216L, &o->N) ? 2 : 0;
+    else if (!strcmp(a, "--tol")) {
+        if (gma_parse_double(v, 0, 1e6, &o->tol) != 0) {
+            fprintf(stderr, "gmacheck: --tol \"%s\": expected a number in [0, 1e6]\n", v);
+            *rc = 2;
+        }
+    } else return 0;
+    return 1;
+}
+
+/* argv in order: 0, 2 with one line, or 3 for --list-mixers (printed: exit 0) */
+static int parse_args(Config *c, CheckOpts *o, const char **precision, int argc, char **argv) {
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
-        int more = i + 1 < argc;
+        int rc = 0;
         if (!strcmp(a, "--list-mixers")) {
             printf("%s\n", mixer_names());
-            return 0;
-        } else if (!strcmp(a, "--config") && more) {
-            if (cfg_load_file(&c, argv[++i]) != 0) {
-                fprintf(stderr, "gmacheck: %s\n", gma_error());
-                return 2;
-            }
-        } else if (!strcmp(a, "--set") && more) {
-            if (cfg_set(&c, argv[++i]) != 0) {
-                fprintf(stderr, "gmacheck: %s\n", gma_error());
-                return 2;
-            }
-        } else if (!strcmp(a, "--device") && more) device = argv[++i];
-        else if (!strcmp(a, "--precision") && more) precision = argv[++i];
-        /* the ranges of train.steps (at least 1), train.batch_size and model.max_seq_len */
-        else if (!strcmp(a, "--steps") && more) {
-            if (parse_count(a, argv[++i], 1000000000L, &steps) != 0) return 2;
-        } else if (!strcmp(a, "--batch") && more) {
-            if (parse_count(a, argv[++i], 1000000L, &B) != 0) return 2;
-        } else if (!strcmp(a, "--seq") && more) {
-            if (parse_count(a, argv[++i], 16777216L, &N) != 0) return 2;
-        } else if (!strcmp(a, "--tol") && more) {
-            if (gma_parse_double(argv[++i], 0, 1e6, &tol) != 0) {
-                fprintf(stderr, "gmacheck: --tol \"%s\": expected a number in [0, 1e6]\n", argv[i]);
-                return 2;
-            }
-        }
-        else if (!strcmp(a, "--quiet")) quiet = 1;
-        else if (!strcmp(a, "--digest")) digest = 1;
+            return 3;
+        } else if (!strcmp(a, "--quiet")) o->quiet = 1;
+        else if (!strcmp(a, "--digest")) o->digest = 1;
+        else if (i + 1 < argc && value_flag(c, o, precision, a, argv[i + 1], &rc)) i++;
         else {
             fprintf(stderr, "gmacheck: unknown or incomplete option \"%s\" (see --help)\n", a);
             return 2;
         }
+        if (rc) return rc;
     }
-    if (!device) device = strcmp(c.device, "cpu") ? c.device : "cuda";
-    if (precision) snprintf(c.precision, sizeof c.precision, "%s", precision);
-    snprintf(c.device, sizeof c.device, "%s", device);
-    if (N <= 0) N = c.train.seq_len;
-    if (N > c.model.max_seq_len) c.model.max_seq_len = N;
-    c.train.seq_len = N;
-    if (steps < 1 || B < 1) {
+    return 0;
+}
+
+/* the device, precision and shape into the config, a classifier's random batch, the
+ * bound's default: 0, or 2 with one line */
+static int prepare(Config *c, CheckOpts *o, const char *precision) {
+    if (!o->device) o->device = strcmp(c->device, "cpu") ? c->device : "cuda";
+    if (precision) snprintf(c->precision, sizeof c->precision, "%s", precision);
+    snprintf(c->device, sizeof c->device, "%s", o->device);
+    if (o->N <= 0) o->N = c->train.seq_len;
+    if (o->N > c->model.max_seq_len) c->model.max_seq_len = o->N;
+    c->train.seq_len = o->N;
+    if (c->model.vocab_size <= 0) c->model.vocab_size = 512;
+    /* a classifier reads no data: a random padded batch */
+    if (!strcmp(c->model.task, "classify") && !strcmp(c->data.source, "recall")) {
+        snprintf(c->data.source, sizeof c->data.source, "cls");
+        if (!c->data.path[0]) snprintf(c->data.path, sizeof c->data.path, "(gmacheck: random batch)");
+    }
+    if (!strcmp(c->data.source, "recall") && o->N < 2 * c->data.recall_pairs + 2) c->data.recall_pairs = (o->N - 2) / 2;
+    if (cfg_validate(c) != 0) {
+        fprintf(stderr, "gmacheck: %s\n", gma_error());
+        return 2;
+    }
+    if (o->tol < 0) o->tol = !strcmp(c->precision, "fp32") ? 1e-4 : !strcmp(c->precision, "tf32") ? 1e-2 : 5e-2;
+    return 0;
+}
+
+int main(int argc, char **argv) {
+    mixer_register_all();
+    int rc = cli_start("gmacheck", argc, argv, usage);
+    if (rc >= 0) return rc;
+    Config c;
+    small_model(&c);
+    CheckOpts o = {.steps = 3, .B = 4, .N = 0, .tol = -1};
+    const char *precision = NULL;
+    if ((rc = parse_args(&c, &o, &precision, argc, argv)) != 0) return rc == 3 ? 0 : rc;
+    if (o.steps < 1 || o.B < 1) {
         usage(stderr);
         return 2;
     }
-    if (c.model.vocab_size <= 0) c.model.vocab_size = 512;
-    int classify = !strcmp(c.model.task, "classify");
-    if (classify && !strcmp(c.data.source, "recall")) { /* no data is read: a random padded batch */
-        snprintf(c.data.source, sizeof c.data.source, "cls");
-        if (!c.data.path[0]) snprintf(c.data.path, sizeof c.data.path, "(gmacheck: random batch)");
-    }
-    if (!strcmp(c.data.source, "recall") && N < 2 * c.data.recall_pairs + 2) c.data.recall_pairs = (N - 2) / 2;
-    if (cfg_validate(&c) != 0) {
-        fprintf(stderr, "gmacheck: %s\n", gma_error());
-        return 2;
-    }
-    if (tol < 0) tol = !strcmp(c.precision, "fp32") ? 1e-4 : !strcmp(c.precision, "tf32") ? 1e-2 : 5e-2;
+    if ((rc = prepare(&c, &o, precision)) != 0) return rc;
     ops_set_threads(c.threads);
-
-    /* the reference on the CPU backend */
-    const GmaOps *cpu = &gma_ops_cpu;
-    g_ops = cpu;
-    Model ma, mb;
-    if (model_build(&ma, &c) != 0) {
-        fprintf(stderr, "gmacheck: %s\n", gma_error());
-        return 2;
-    }
-    if (model_check_memory(&ma, B, N) != 0) { /* on the CPU reference: it holds the same model */
-        fprintf(stderr, "gmacheck: %s\n", gma_error());
-        return 2;
-    }
-    model_alloc(&ma, B, N);
-    model_init_params(&ma, (uint64_t)c.seed);
-
-    /* the device under test */
-    if (ops_select(device) != 0 || ops_set_precision(c.precision) != 0) {
-        fprintf(stderr, "gmacheck: %s\n", gma_error());
-        return 2;
-    }
-    const GmaOps *dev = g_ops;
-    if (model_build(&mb, &c) != 0) {
-        fprintf(stderr, "gmacheck: %s\n", gma_error());
-        return 2;
-    }
-    model_alloc(&mb, B, N);
-    size_t P = ma.pt.total;
-    dev->to_device(mb.params, ma.params, P * sizeof(real));
-
-    /* one batch: random tokens, targets = the next token; a classifier gets rows of random
-     * lengths (at least one real token, the rest padding) and random labels */
-    Rng rng;
-    rng_seed2(&rng, (uint64_t)c.seed, 77);
-    int R = classify ? B * mb.n_seq : B;
-    int32_t *seq = xcalloc((size_t)R * (N + 1), sizeof(int32_t));
-    int32_t *tok = xcalloc((size_t)R * N, sizeof(int32_t)), *tgt = xcalloc((size_t)R * N, sizeof(int32_t));
-    uint8_t *mask = xcalloc((size_t)R * N, 1);
-    int32_t *labels = classify ? xcalloc((size_t)B, sizeof(int32_t)) : NULL;
-    for (size_t i = 0; i < (size_t)R * (N + 1); i++) seq[i] = 1 + (int32_t)rng_below(&rng, (uint64_t)c.model.vocab_size - 1);
-    for (int b = 0; b < R; b++) {
-        int len = classify ? 1 + (int)rng_below(&rng, (uint64_t)N) : N;
-        if (classify && b == 0) len = N; /* one row without padding */
-        for (int t = 0; t < N; t++) {
-            tok[b * N + t] = t < len ? seq[b * (N + 1) + t] : 0;
-            tgt[b * N + t] = seq[b * (N + 1) + t + 1];
-            mask[b * N + t] = t < len;
-        }
-    }
-    for (int b = 0; classify && b < B; b++) labels[b] = (int32_t)rng_below(&rng, (uint64_t)c.model.n_classes);
-
-    real *gb = xcalloc(P, sizeof(real));
-    printf("gmacheck: mixer %s, %s%s, cpu vs %s (%s), precision %s, B=%d N=%d D=%d L=%d H=%d, %zu parameters, bound %.1e\n",
-           c.model.mixer[0], cfg_causal(&c) ? "causal" : "bidirectional", classify ? " classifier (padded rows)" : "", device, ops_device_name(), c.precision, B, N,
-           c.model.d_model, c.model.n_layers, c.model.n_heads, model_param_count(&ma), tol);
-    double worst_loss = 0, worst_grad = 0;
-    const char *worst_name = "";
-    real *p0 = xcalloc(P, sizeof(real)), *st = xcalloc(P, sizeof(real));
-    double worst_upd = 0;
-    int buf_changed = 0, n_buf = 0;
-    for (int i = 0; i < ma.pt.n; i++) n_buf += ma.pt.t[i].group == GROUP_BUFFER;
-    for (int s = 0; s < steps; s++) {
-        /* both backends start the step from the CPU's parameters and moments */
-        dev->to_device(mb.params, ma.params, P * sizeof(real));
-        dev->to_device(mb.m, ma.m, P * sizeof(real));
-        dev->to_device(mb.v, ma.v, P * sizeof(real));
-        memcpy(p0, ma.params, P * sizeof(real));
-        g_ops = cpu;
-        double la = loss_and_grads(&ma, tok, tgt, mask, labels, B, N, s);
-        g_ops = dev;
-        double lb = loss_and_grads(&mb, tok, tgt, mask, labels, B, N, s);
-        dev->to_host(gb, mb.grads, P * sizeof(real));
-        double lrel = fabs(lb - la) / GMA_MAX(fabs(la), 1e-12);
-        double gnorm = norm2(ma.grads, P), floor_ = 1e-3 * gnorm, step_worst = 0;
-        const char *step_name = "";
-        int bad_nan = 0;
-        for (int i = 0; i < ma.pt.n; i++) {
-            const ParamInfo *pi = &ma.pt.t[i];
-            const real *ga = ma.grads + pi->offset, *gd = gb + pi->offset;
-            double na = norm2(ga, pi->numel), e = diff2(ga, gd, pi->numel) / GMA_MAX(na, GMA_MAX(floor_, 1e-30));
-            if (e != e) bad_nan = 1, e = INFINITY;
-            if (!quiet && s == 0) printf("  grad %-40s |g_cpu| %.3e  rel err %.2e\n", pi->name, na, e);
-            if (e > step_worst) step_worst = e, step_name = pi->name;
-        }
-        if (digest) { /* a hash of the device's loss and gradient bits: equal digests, equal bits */
-            uint64_t h = gma_hash(&lb, sizeof lb, gma_hash(gb, P * sizeof(real), GMA_HASH_SEED));
-            printf("step %d: %s digest %016llx\n", s, device, (unsigned long long)h);
-        }
-        if (lrel > worst_loss || lrel != lrel) worst_loss = lrel != lrel ? INFINITY : lrel;
-        if (step_worst > worst_grad) worst_grad = step_worst, worst_name = step_name;
-        g_ops = cpu;
-        buf_changed += train_step(&ma, &c, s + 1, st);
-        g_ops = dev;
-        buf_changed += train_step(&mb, &c, s + 1, st);
-        /* the AdamW updates compared over all parameters (reported, not bounded: an element
-         * whose gradient is near zero may take the opposite sign step) */
-        dev->to_host(st, mb.params, P * sizeof(real));
-        double un = 0, ud = 0;
-        for (size_t i = 0; i < P; i++) {
-            double ua = (double)ma.params[i] - p0[i], ub = (double)st[i] - p0[i];
-            un += ua * ua, ud += (ub - ua) * (ub - ua);
-        }
-        double urel = sqrt(ud) / GMA_MAX(sqrt(un), 1e-30);
-        if (urel > worst_upd || urel != urel) worst_upd = urel != urel ? INFINITY : urel;
-        printf("step %d: loss cpu %.7f %s %.7f rel err %.2e; worst grad rel err %.2e (%s); update rel err %.2e%s\n", s,
-               la, device, lb, lrel, step_worst, step_name, urel, bad_nan ? " NaN" : "");
-    }
-    free(p0);
-    free(st);
-    printf("gmacheck: %d buffer tensors, %s by the optimiser steps\n", n_buf, buf_changed ? "CHANGED" : "unchanged");
-    int ok = worst_loss <= tol && worst_grad <= tol && buf_changed == 0;
-    printf("gmacheck: %s: mixer %s %s precision %s: max loss rel err %.2e, max grad rel err %.2e (%s), bound %.1e; "
-           "max update rel err %.2e\n",
-           ok ? "PASS" : "FAIL", c.model.mixer[0], cfg_causal(&c) ? "causal" : "bidirectional", c.precision,
-           worst_loss, worst_grad, worst_name, tol, worst_upd);
-    g_ops = dev;
-    model_free(&mb);
-    g_ops = cpu;
-    model_free(&ma);
-    free(gb);
-    free(seq);
-    free(tok);
-    free(tgt);
-    free(mask);
-    free(labels);
-    return ok ? 0 : 1;
+    rc = backend_check(&c, &o);
+    if (rc < 0) fprintf(stderr, "gmacheck: %s\n", gma_error());
+    return rc < 0 ? 2 : rc;
 }

@@ -68,6 +68,11 @@ static size_t auto_scratch(const Mixer *m, int B, int N) {
     const AutoPriv *p = m->priv;
     return GMA_MAX(p->gma->vt->scratch_size(p->gma, B, N), p->sdpa->vt->scratch_size(p->sdpa, B, N));
 }
+/* the path a call of N tokens takes */
+static double auto_fused_flops(const Mixer *m, int B, int N, int causal) {
+    const Mixer *s = pick(m, N);
+    return s->vt->fused_flops(s, B, N, causal);
+}
 static void auto_forward(Mixer *m, const MixerCtx *c, real *y, const real *h, const real *params, real *act,
                          real *scratch) {
     Mixer *s = pick(m, c->N);
@@ -187,4 +192,5 @@ const MixerVT mixer_auto = {
     .aux_loss = auto_aux_loss,
     .rank_averaged = auto_rank_averaged,
     .health = &auto_health,
+    .fused_flops = auto_fused_flops,
 };

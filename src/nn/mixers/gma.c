@@ -230,6 +230,16 @@ static size_t gma_scratch(const Mixer *m, int B, int N) {
     return 5 * hs + 2 * gs;
 }
 
+/* the Gaussian routing of queries and keys (forward 2, backward 4 products of 2 N Kc d a
+ * head; none with softmax routing: those go through the table) and the mixing core
+ * (none with the EMA memory: its products go through the table) */
+static double gma_fused_flops(const Mixer *m, int B, int N, int causal) {
+    const GmaPriv *g = m->priv;
+    double BH = (double)B * m->H;
+    double route = g->softmax ? 0 : 2 * BH * 6 * 2.0 * N * g->Kc * m->d;
+    return route + (g->ema ? 0 : linmix_flops(BH, N, g->Kc, m->d, causal, g->chunk));
+}
+
 typedef struct Acts { real *qh, *kh, *vh, *oh, *gq, *gk, *den, *state; } Acts;
 static Acts carve(const Mixer *m, int B, int N, const real *act_c) {
     const GmaPriv *g = m->priv;
@@ -709,4 +719,5 @@ const MixerVT mixer_gma = {
     .aux_loss = gma_aux_loss,
     .rank_averaged = gma_rank_averaged,
     .health = &gma_health,
+    .fused_flops = gma_fused_flops,
 };

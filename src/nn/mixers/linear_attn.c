@@ -34,6 +34,10 @@ static size_t lin_act(const Mixer *m, int B, int N) {
     return 6 * (size_t)B * N * m->D + (size_t)B * m->H * N + n_state(m, B, N);
 }
 static size_t lin_scratch(const Mixer *m, int B, int N) { return 7 * (size_t)B * N * m->D; }
+/* the mixing core with F = d features */
+static double lin_fused_flops(const Mixer *m, int B, int N, int causal) {
+    return linmix_flops((double)B * m->H, N, m->d, m->d, causal, ((const LinPriv *)m->priv)->chunk);
+}
 
 typedef struct Acts { real *qh, *kh, *vh, *oh, *fq, *fk, *den, *state; } Acts;
 static Acts carve(const Mixer *m, int B, int N, real *act) {
@@ -106,4 +110,5 @@ const MixerVT mixer_linear = {
     .decode_state = lin_dstate,
     .decode = lin_decode,
     .destroy = lin_destroy,
+    .fused_flops = lin_fused_flops,
 };

@@ -189,4 +189,5 @@ const MixerVT mixer_linformer = {
     .forward = lf_forward,
     .backward = lf_backward,
     .destroy = lf_destroy,
+    .fused_flops = mixer_no_fused_flops,
 };

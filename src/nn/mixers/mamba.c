@@ -246,4 +246,5 @@ const MixerVT mixer_mamba = {
     .destroy = mb_destroy,
     .decode_state = mb_dstate,
     .decode = mb_decode,
+    .fused_flops = mixer_no_fused_flops,
 };

@@ -152,3 +152,19 @@ int mixer_need(const char *mixer, int present, const char *op) {
     return gma_errorf("key model.mixer: mixer \"%s\" needs op %s, which backend %s does not implement", mixer, op,
                       g_ops->name);
 }
+
+double mixer_no_fused_flops(const Mixer *m, int B, int N, int causal) { return 0; }
+
+double linmix_flops(double BH, int N, int F, int d, int causal, int C) {
+    if (!causal) return BH * 6 * 2.0 * N * F * d; /* S, out; dS, dphk, dV, dphq */
+    double f = 0;
+    for (int c0 = 0; c0 < N; c0 += C) {
+        double L = GMA_MIN(C, N - c0), last = c0 + C >= N;
+        f += (c0 > 0) * 2.0 * F * d * C;                         /* running state */
+        f += 2 * L * L * F + 2 * L * d * F + 2 * L * L * d;       /* A, phq S, A V */
+        f += (1 - last) * 2 * (2 * L * F * d);                    /* dphk, dV through later chunks */
+        f += 2 * L * F * d + 2 * L * L * F + 2 * L * L * d;       /* dphq via S, A again, dA */
+        f += 2 * (2 * L * L * F) + 2 * L * L * d + 2 * F * d * L; /* dphq, dphk via dA, dV via A, dS */
+    }
+    return BH * f;
+}

@@ -7,9 +7,10 @@
  * Everything else the rest of the program needs to know about a mixer is declared by its
  * vtable: its configuration keys (a CfgSection with defaults, ranges and docs), their
  * validation, an auxiliary loss with its weight, which buffers the data-parallel ranks
- * average, routing-health hooks with the monitor's settings, and an incremental decode
- * step. A new mixer is one file with one `const MixerVT` and one line in mixer.c's
- * registry (docs/adding_a_mixer.md). */
+ * average, routing-health hooks with the monitor's settings, an incremental decode
+ * step, and the FLOPs of the products it runs inside fused ops (for gmabench). A new
+ * mixer is one file with one `const MixerVT` and one line in mixer.c's registry
+ * (docs/adding_a_mixer.md). */
 #ifndef GMA_MIXER_H
 #define GMA_MIXER_H
 #include <stdint.h>
@@ -110,6 +111,12 @@ typedef struct MixerVT {
     void (*backward)(Mixer *m, const MixerCtx *c, real *dh, const real *dy, const real *h, const real *params,
                      real *grads, real *act, real *scratch);
     void (*destroy)(Mixer *m);
+    /* the FLOPs (2 M N K a product) of one forward + backward over B sequences of N tokens
+     * (causal or not) that the mixer runs inside fused ops rather than through the op
+     * table's matmul / matmul_strided: GMA's routing and mixing core, the tiled attention's
+     * tiles (docs/benchmarks.md). Required; mixer_no_fused_flops for a mixer whose every
+     * product goes through the table. gmabench adds it to the products it counts there. */
+    double (*fused_flops)(const Mixer *m, int B, int N, int causal);
     /* optional: incremental causal decoding (model_decode_step), one token at a time for
      * each of B sequences that stand at the same position. decode_state: reals of state
      * one sequence keeps across tokens for positions 0..Nmax-1 (backend memory, zeroed
@@ -180,6 +187,13 @@ void attn_proj_out_backward(const Mixer *m, const real *params, real *grads, rea
 /* backward of attn_proj_qkv: dh += ...; grads of Wq..bv. dqh/dkh/dvh [B,H,N,d]; tmp [B*N*D] */
 void attn_proj_qkv_backward(const Mixer *m, const real *params, real *grads, real *dh, const real *h, const real *dqh,
                             const real *dkh, const real *dvh, real *tmp, int B, int N);
+/* ---- FLOP counts (MixerVT.fused_flops; mixer.c) ---- */
+/* the fused_flops of a mixer with no products outside the op table: 0 */
+double mixer_no_fused_flops(const Mixer *m, int B, int N, int causal);
+/* the products of the normalised linear mixing core (docs/model.md §3.1) over BH heads,
+ * forward and backward, as the CPU backend runs them (cpu_linmix.c): bidirectional, or
+ * causal in chunks of C; F features, d value channels */
+double linmix_flops(double BH, int N, int F, int d, int causal, int C);
 /* ---- incremental decoding (decode.c), one sequence, heads in the [1,H,1,x] layout ---- */
 /* the state of the normalised linear core (docs/model.md §3.1) per sequence: S [H,F,d], z
  * [H,F]; ops.h linmix_step moves it one token on */

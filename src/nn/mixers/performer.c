@@ -165,6 +165,13 @@ static size_t perf_act(const Mixer *m, int B, int N) {
     return 4 * (size_t)B * N * m->D + 2 * gsz(m, B, N) + 2 * (size_t)B * m->H * N + n_state(m, B, N);
 }
 static size_t perf_scratch(const Mixer *m, int B, int N) { return 5 * (size_t)B * N * m->D + 3 * gsz(m, B, N); }
+/* the mixing core with F features; FAVOR+ adds the feature logits of queries and keys
+ * (forward 1, backward 1 product of 2 N F d each; the relu kernel has none) */
+static double perf_fused_flops(const Mixer *m, int B, int N, int causal) {
+    const PerfPriv *p = m->priv;
+    double BH = (double)B * m->H, logits = p->relu ? 0 : 2 * BH * 2 * 2.0 * N * p->m * m->d;
+    return logits + linmix_flops(BH, N, p->m, m->d, causal, p->chunk);
+}
 
 typedef struct Acts { real *qh, *kh, *vh, *oh, *fq, *fk, *amax, *den, *state; } Acts;
 static Acts carve(const Mixer *m, int B, int N, real *act) {
@@ -322,4 +329,5 @@ const MixerVT mixer_performer = {
     .destroy = perf_destroy,
     .decode_state = perf_dstate,
     .decode = perf_decode,
+    .fused_flops = perf_fused_flops,
 };

@@ -28,6 +28,12 @@ static size_t sdpa_act(const Mixer *m, int B, int N) {
     return 4 * (size_t)B * N * m->D + (size_t)B * m->H * N + (size_t)B * N;
 }
 static size_t sdpa_scratch(const Mixer *m, int B, int N) { return 5 * (size_t)B * N * m->D; }
+/* the tile products: S and P V forward; S again, dP, dV, dK, dQ backward; 2 d each per
+ * visible (query, key) pair (causal: N (N + 1) / 2 of them) */
+static double sdpa_fused_flops(const Mixer *m, int B, int N, int causal) {
+    double n = N, pairs = causal ? n * (n + 1) / 2 : n * n;
+    return (double)B * m->H * 7 * 2.0 * m->d * pairs;
+}
 
 static void sdpa_forward(Mixer *m, const MixerCtx *c, real *y, const real *h, const real *params, real *act,
                          real *scratch) {
@@ -70,4 +76,5 @@ const MixerVT mixer_sdpa = {
     .decode_state = attn_mixer_decode_state,
     .decode = attn_mixer_decode,
     .destroy = sdpa_destroy,
+    .fused_flops = sdpa_fused_flops,
 };

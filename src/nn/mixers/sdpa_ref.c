@@ -86,4 +86,5 @@ const MixerVT mixer_sdpa_ref = {
     .decode_state = attn_mixer_decode_state,
     .decode = attn_mixer_decode,
     .destroy = ref_destroy,
+    .fused_flops = mixer_no_fused_flops,
 };

@@ -1,0 +1,110 @@
+/* bench.c: gmabench's options and configs, shared by the benchmarks (bench.h). */
+#include "bench/bench.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "nn/mixers/mixer.h"
+#include "ops/ops.h"
+
+void bench_opts_defaults(BenchOpts *o) {
+    *o = (BenchOpts){.D = 256, .H = 4, .Kc = 64, .B = 0, .causal = 1, .repeat = 3, .L = 4, .V = 8192, .T = 256,
+                     .steps = 9, .max_seconds = 60, .max_mem_gib = 12};
+    snprintf(o->mixers, sizeof o->mixers, "gma,sdpa");
+    static const int seq[] = {512, 1024, 2048, 4096, 8192, 16384};
+    o->n_seq = (int)(sizeof seq / sizeof seq[0]);
+    memcpy(o->seq, seq, sizeof seq);
+    o->samples[0] = 1, o->n_samples = 1;
+}
+
+int bench_mixer_names(const BenchOpts *o, char names[][32], int cap) {
+    char buf[512];
+    snprintf(buf, sizeof buf, "%s", o->mixers);
+    int n = 0;
+    char *sv = NULL;
+    for (char *t = strtok_r(buf, ",", &sv); t && n < cap; t = strtok_r(NULL, ",", &sv))
+        snprintf(names[n++], 32, "%s", t);
+    return n;
+}
+
+Config bench_config(const BenchOpts *o, const char *mixer, int N) {
+    Config c;
+    cfg_defaults(&c);
+    c.model.d_model = o->D;
+    c.model.n_heads = o->H;
+    c.model.n_layers = o->L;
+    c.model.max_seq_len = N;
+    c.train.seq_len = N;
+    c.model.vocab_size = o->V;
+    char kc[48];
+    snprintf(kc, sizeof kc, "gma.n_components=%d", o->Kc);
+    if (cfg_set(&c, kc) != 0) fprintf(stderr, "gmabench: --Kc: %s\n", gma_error());
+    c.model.causal = o->causal;
+    snprintf(c.model.mixer[0], sizeof c.model.mixer[0], "%s", mixer);
+    c.model.n_mixer = 1;
+    for (int i = 0; i < o->n_sets; i++)
+        if (cfg_set(&c, o->sets[i]) != 0) fprintf(stderr, "gmabench: %s\n", gma_error());
+    return c;
+}
+
+/* the first N (of --seq, then T) at which mixer t's config is valid without the --set
+ * values and invalid with them: -1 with the error, else 0 */
+static int check_sets_of(const BenchOpts *o, const char *t) {
+    BenchOpts bare = *o;
+    bare.n_sets = 0;
+    for (int s = 0; s <= o->n_seq; s++) {
+        int N = s < o->n_seq ? o->seq[s] : o->T;
+        Config with = bench_config(o, t, N), without = bench_config(&bare, t, N);
+        if (cfg_validate(&with) != 0 && cfg_validate(&without) == 0) {
+            cfg_validate(&with);
+            char why[512];
+            snprintf(why, sizeof why, "%s", gma_error());
+            return gma_errorf("--set: mixer %s, N = %d: %s", t, N, why);
+        }
+    }
+    return 0;
+}
+
+int bench_check_sets(const BenchOpts *o) {
+    for (int i = 0; i < o->n_sets; i++) { /* a bad --set before any benchmark runs */
+        Config c;
+        cfg_defaults(&c);
+        if (cfg_set(&c, o->sets[i]) != 0) return -1;
+    }
+    if (o->n_sets == 0) return 0;
+    char names[BENCH_MAX_MIXERS][32];
+    int n = bench_mixer_names(o, names, BENCH_MAX_MIXERS);
+    for (int k = 0; k < n; k++)
+        if (check_sets_of(o, names[k]) != 0) return -1;
+    return 0;
+}
+
+int bench_on_device(void) { return strcmp(g_ops->name, "cpu") != 0; }
+
+static int cmp_d(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+void bench_sort(double *x, int n) { qsort(x, (size_t)n, sizeof(double), cmp_d); }
+
+int bench_causal_model(const BenchOpts *o, const char *t, int B, Model *m, double drop) {
+    BenchOpts oo = *o;
+    oo.causal = 1;
+    Config c = bench_config(&oo, t, o->T);
+    if (drop > 0) {
+        c.model.dropout = drop;
+        if (mixer_find(t) && mixer_find(t)->attn_dropout_ok) c.model.attn_dropout = drop;
+    }
+    if (model_build(m, &c) != 0) {
+        printf("%-10s %s\n", t, gma_error());
+        return -1;
+    }
+    if (model_check_memory(m, B, o->T) != 0) {
+        printf("%-10s skipped: %s\n", t, gma_error());
+        model_free(m);
+        return -1;
+    }
+    model_alloc(m, B, o->T);
+    model_init_params(m, 1);
+    return 0;
+}

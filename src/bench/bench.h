@@ -1,0 +1,56 @@
+/* bench.h: the measurements of gmabench (docs/benchmarks.md): one mixer layer forward +
+ * backward (bench_mixer.c), whole-model training steps (bench_model.c) and generation
+ * (bench_decode.c), printed as tables with their ratios measured side by side in the same
+ * run and added to a JSON object (bench_report.c). The command line (src/cli/gmabench.c)
+ * fills BenchOpts, selects the backend and calls these. */
+#ifndef GMA_BENCH_H
+#define GMA_BENCH_H
+#include <cjson/cJSON.h>
+
+#include "bench/bench_prof.h"
+#include "core/config.h"
+#include "model/model.h"
+
+#define BENCH_MAX_SEQ 32
+#define BENCH_MAX_SAMPLES 16
+#define BENCH_MAX_SETS 16
+#define BENCH_MAX_MIXERS 16
+typedef struct BenchOpts {
+    char mixers[512];                     /* comma-separated, the first is the reference */
+    int seq[BENCH_MAX_SEQ], n_seq;        /* mixer: sequence lengths */
+    int samples[BENCH_MAX_SAMPLES], n_samples; /* decode: sequences generated at once */
+    int full;                             /* decode: also a full forward per token */
+    int shapes;                           /* model: each op-table product shape, in the step and replayed */
+    int D, H, Kc, B, causal, repeat, L, V, T, steps;
+    double max_seconds, max_mem_gib, peak_tflops;
+    const char *sets[BENCH_MAX_SETS];     /* --set key=value, applied to every benchmarked config */
+    int n_sets;
+} BenchOpts;
+
+/* the defaults of gmabench's options (B 0: each benchmark's own) */
+void bench_opts_defaults(BenchOpts *o);
+/* the names of o->mixers into names (at most cap); returns their number */
+int bench_mixer_names(const BenchOpts *o, char names[][32], int cap);
+/* the config of a one-mixer model at the bench shape with N tokens and the --set values */
+Config bench_config(const BenchOpts *o, const char *mixer, int N);
+/* 0, or -1 with the error when a --set value is refused by the config or makes a
+ * benchmarked config (any mixer, any N of --seq and T) invalid that is valid without it */
+int bench_check_sets(const BenchOpts *o);
+
+/* one mixer layer, forward + backward, per N of o->seq and mixer (B = o->B) */
+void bench_mixers(const BenchOpts *o, BenchProf *p, cJSON *out);
+/* whole-model training steps per mixer, without and with dropout 0.1 */
+void bench_model(const BenchOpts *o, BenchProf *p, cJSON *out);
+/* generation of M sequences at once, per mixer and M of o->samples */
+void bench_decode(const BenchOpts *o, BenchProf *p, cJSON *out);
+
+/* ---- shared by the benchmarks ---- */
+/* 1 when the active backend is not the CPU */
+int bench_on_device(void);
+/* x[0..n-1] in ascending order */
+void bench_sort(double *x, int n);
+/* the causal language model of the bench shape with mixer t, allocated for B x T and
+ * initialised; drop > 0: model.dropout and, where the mixer has it, model.attn_dropout at
+ * that rate (docs/model.md §8). On failure the mixer's row says why and -1 is returned */
+int bench_causal_model(const BenchOpts *o, const char *t, int B, Model *m, double drop);
+#endif

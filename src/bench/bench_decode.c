@@ -1,0 +1,173 @@
+/* bench_decode.c: generation (model/generate.h). A random prompt of T/2 tokens continued
+ * greedily by T/2 tokens for M sequences at once: tokens/s of the generated tokens after
+ * the prompt (context T/2 .. T), the limit of the step's own shapes, their ratio; with
+ * --full-forward also a full forward per token (one sequence).
+ * The weight products of one decode step (the B operand a parameter: projections, MLP, LM
+ * head) are recorded with their matrices (BenchProf.rec); replayed alone on the same BLAS
+ * (gemv for one sequence, the step's own GEMM for M) they give the limit a step could
+ * reach if everything else were free. */
+#include <cblas.h>
+#include <stdlib.h>
+
+#include "bench/bench.h"
+#include "bench/bench_report.h"
+#include "model/generate.h"
+
+#ifdef GMA_DOUBLE
+#define GEMM cblas_dgemm
+#define GEMV cblas_dgemv
+#define ASUM cblas_dasum
+#else
+#define GEMM cblas_sgemm
+#define GEMV cblas_sgemv
+#define ASUM cblas_sasum
+#endif
+
+/* one pass of the recorded weight products on x into y */
+static void weight_pass(const BenchProf *p, const real *x, real *y) {
+    for (int i = 0; i < p->nwprod; i++) {
+        const BenchWProd *w = &p->wprod[i];
+        if (w->M == 1) /* y = W x with W [N,K] (tb) or [K,N] */
+            GEMV(CblasRowMajor, w->tb ? CblasNoTrans : CblasTrans, w->tb ? w->N : w->K, w->tb ? w->K : w->N, 1, w->W,
+                 w->tb ? w->K : w->N, x, 1, 0, y, 1);
+        else
+            GEMM(CblasRowMajor, CblasNoTrans, w->tb ? CblasTrans : CblasNoTrans, w->M, w->N, w->K, 1, x, w->K, w->W,
+                 w->tb ? w->K : w->N, 0, y, w->N);
+    }
+}
+
+/* seconds of one step's limit: its weight products and one streaming read of state_bytes,
+ * the decode state the step reads (sdpa: the key/value cache rows 0..pos; the linear
+ * cores: S and z), so that what a memory-bound step has to read is counted at the
+ * bandwidth measured here on a buffer of the same size; the mean of `passes` passes after
+ * a warm one */
+static double replay_limit(const BenchProf *p, int passes, size_t state_bytes) {
+    int maxk = 1, maxn = 1, maxm = 1;
+    for (int i = 0; i < p->nwprod; i++)
+        maxk = GMA_MAX(maxk, p->wprod[i].K), maxn = GMA_MAX(maxn, p->wprod[i].N), maxm = GMA_MAX(maxm, p->wprod[i].M);
+    real *x = xcalloc((size_t)maxm * maxk, sizeof(real)), *y = xcalloc((size_t)maxm * maxn, sizeof(real));
+    for (size_t i = 0; i < (size_t)maxm * maxk; i++) x[i] = (real)(1.0f / (float)(1 + i % 7));
+    size_t ns = state_bytes / sizeof(real);
+    real *st = ns ? xmalloc(sizeof(real) * ns) : NULL;
+    for (size_t i = 0; i < ns; i++) st[i] = (real)(i % 5);
+    volatile real sink = 0; /* keeps the streaming read */
+    double t0 = 0;
+    for (int pass = -1; pass < passes; pass++) {
+        if (pass == 0) t0 = gma_now(); /* pass -1 warms the caches */
+        weight_pass(p, x, y);
+        if (ns) sink = ASUM((blasint)ns, st, 1);
+    }
+    double dt = (gma_now() - t0) / passes;
+    (void)sink;
+    free(st);
+    free(x);
+    free(y);
+    return dt;
+}
+
+/* bytes of decode state one step of M sequences reads at context n: each layer's
+ * decode_state for a window of n (the attention caches grow with it; the others do not) */
+static size_t step_state_bytes(const Model *m, int M, int n) {
+    size_t b = 0;
+    for (int l = 0; l < m->L; l++) {
+        const Mixer *mx = m->blocks[l].mixer;
+        if (mx->vt->decode_state) b += (size_t)M * mx->vt->decode_state(mx, n) * sizeof(real);
+    }
+    return b;
+}
+
+/* record the weight products of one decode step of M sequences */
+static void record_step(BenchProf *p, Model *m, int M) {
+    DecodeState ds;
+    int32_t *tok = xcalloc((size_t)M, sizeof(int32_t));
+    if (model_decode_begin_batch(m, &ds, M) == 0) {
+        const GmaOps *keep = g_ops;
+        p->wlo = m->params, p->whi = m->params + m->pt.total;
+        g_ops = &p->rec;
+        model_decode_step_batch(m, &ds, tok);
+        g_ops = keep;
+        model_decode_end(m, &ds);
+    }
+    free(tok);
+}
+
+typedef struct GenClock { double first; int seen; } GenClock;
+static int gen_tick(void *ctx, int b, int32_t token) {
+    (void)token;
+    GenClock *c = ctx;
+    if (!c->seen && b == 0) c->first = gma_now(), c->seen = 1;
+    return 0;
+}
+
+/* a row's inputs: the model, its prompt of np tokens, nn new ones, M sequences */
+typedef struct Gen {
+    Model *m;
+    const int32_t *prompt;
+    int np, nn;
+    Rng *rng;
+} Gen;
+
+/* each repeat: the generation, then as many passes of the weight products alone as it took
+ * steps, so that both see the same share of a shared machine */
+static void time_decode(const BenchOpts *o, BenchProf *p, const Gen *g, BenchDecodeResult *r) {
+    double *ts = xmalloc(sizeof(double) * (size_t)o->repeat), *ls = xcalloc((size_t)o->repeat, sizeof(double));
+    SampleOpts so = {.temperature = 0, .top_k = 0, .top_p = 1};
+    for (int k = 0; k < o->repeat; k++) {
+        GenClock gc = {0};
+        if (model_generate_batch(g->m, g->prompt, g->np, g->nn, r->M, &so, g->rng, gen_tick, &gc) != 0)
+            fprintf(stderr, "gmabench: %s\n", gma_error());
+        ops_sync();
+        ts[k] = (double)r->M * (g->nn - 1) / (gma_now() - gc.first);
+        if (p->nwprod > 0) ls[k] = r->M / replay_limit(p, GMA_MAX(g->nn - 1, 1), r->state_bytes);
+    }
+    if (p->nwprod > 0) {
+        bench_sort(ls, o->repeat);
+        r->lim = ls[o->repeat / 2], r->lim_lo = ls[0], r->lim_hi = ls[o->repeat - 1];
+    }
+    bench_sort(ts, o->repeat);
+    r->med = ts[o->repeat / 2], r->lo = ts[0], r->hi = ts[o->repeat - 1];
+    free(ts);
+    free(ls);
+}
+
+/* tokens/s with a full forward per token, one sequence */
+static double time_full(const Gen *g) {
+    SampleOpts sf = {.temperature = 0, .top_k = 0, .top_p = 1, .no_cache = 1};
+    double t0 = gma_now();
+    if (model_generate(g->m, g->prompt, g->np, g->nn, &sf, g->rng, NULL, NULL) != 0)
+        fprintf(stderr, "gmabench: %s\n", gma_error());
+    ops_sync();
+    return g->nn / (gma_now() - t0);
+}
+
+static void decode_row(const BenchOpts *o, BenchProf *p, cJSON *arr, const char *t, const Gen *g, int M) {
+    BenchDecodeResult r = {.mixer = t, .M = M, .prompt = g->np, .new_tokens = g->nn, .can = model_can_decode(g->m)};
+    r.state_bytes = r.can ? step_state_bytes(g->m, M, g->np + g->nn / 2) : 0; /* at the mean context */
+    p->nwprod = 0;
+    if (r.can && !bench_on_device()) record_step(p, g->m, M);
+    if (r.can) time_decode(o, p, g, &r);
+    if (o->full && M == 1) r.full = time_full(g);
+    bench_report_decode_row(arr, o, &r);
+}
+
+void bench_decode(const BenchOpts *o, BenchProf *p, cJSON *out) {
+    int np = o->T / 2, nn = o->T - np, Mmax = 1;
+    for (int i = 0; i < o->n_samples; i++) Mmax = GMA_MAX(Mmax, o->samples[i]);
+    bench_report_decode_head(o, np, nn, !bench_on_device());
+    cJSON *arr = cJSON_AddArrayToObject(out, "decode");
+    char names[BENCH_MAX_MIXERS][32];
+    int nm = bench_mixer_names(o, names, BENCH_MAX_MIXERS);
+    for (int k = 0; k < nm; k++) {
+        Model m;
+        if (bench_causal_model(o, names[k], (Mmax + o->T - 1) / o->T, &m, 0) != 0) continue;
+        int32_t *prompt = xmalloc(sizeof(int32_t) * (size_t)np);
+        Rng *rng = xcalloc((size_t)Mmax, sizeof(Rng));
+        rng_seed(&rng[0], 3);
+        for (int i = 0; i < np; i++) prompt[i] = (int32_t)rng_below(&rng[0], (uint64_t)o->V);
+        Gen g = {&m, prompt, np, nn, rng};
+        for (int s = 0; s < o->n_samples; s++) decode_row(o, p, arr, names[k], &g, o->samples[s]);
+        free(rng);
+        free(prompt);
+        model_free(&m);
+    }
+}

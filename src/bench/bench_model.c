@@ -1,0 +1,121 @@
+/* bench_model.c: whole-model training steps (forward, backward, AdamW) through the
+ * profiling table, measured in rounds: each round times one training step and then replays
+ * the step's matrix shapes alone (bench_replay_shapes), so a round's ratio (replay time /
+ * step time) compares the two under the same machine load. The row gives the medians over
+ * the rounds with their ranges; "BLAS GF/s" uses each shape's best over all rounds, and
+ * "best" is that best replay over the fastest step (best against best: on a shared machine
+ * other work only adds time to either). On a GPU the time inside products comes from one
+ * extra step with the device synchronised around each; the timed steps run unhindered. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "bench/bench.h"
+#include "bench/bench_report.h"
+#include "optim/optim.h"
+
+#define MAX_ROUNDS 64
+/* what each timed round measured */
+typedef struct Rounds {
+    double times[MAX_ROUNDS], ratios[MAX_ROUNDS], alls[MAX_ROUNDS], outs[MAX_ROUNDS];
+    double flops_step, hid_step, mm_rec;
+} Rounds;
+
+/* one training step of m on tok/tgt (step number s) */
+static double train_step(Model *m, const int32_t *tok, const int32_t *tgt, int B, int T, int s) {
+    ops_sync();
+    double t0 = gma_now();
+    LossStats st;
+    model_zero_grad(m);
+    model_forward(m, tok, tgt, B, T, NULL, 0, &st, 1, s + 2);
+    model_backward(m, 1.0);
+    double gn = optim_grad_norm(m);
+    optim_step(m, &m->cfg.train, s + 3, 1e-4, gn);
+    ops_sync();
+    return gma_now() - t0;
+}
+
+/* step -2 warms up, step -1 records the shapes and the time inside the products, rounds
+ * 0 .. S-1 each time a step and a replay of the shapes */
+static void run_rounds(BenchProf *p, Model *m, const int32_t *tok, const int32_t *tgt, int B, int T, int S,
+                       int time_all, Rounds *r) {
+    bench_prof_reset(p);
+    for (int s = -2; s < S; s++) {
+        p->mm_time = p->mm_flops = p->hid_flops = 0;
+        p->recording = s == -1;
+        p->timing = p->recording || (s >= 0 && time_all);
+        p->shape_time = s >= 0 && time_all;
+        double dt = train_step(m, tok, tgt, B, T, s);
+        if (s == -1) r->mm_rec = p->mm_time;
+        if (s < 0) continue;
+        p->recording = p->timing = 0;
+        r->times[s] = dt, r->flops_step = p->mm_flops, r->hid_step = p->hid_flops;
+        r->outs[s] = 1 - (time_all ? p->mm_time : r->mm_rec) / dt;
+        double hid = 0, tab = bench_replay_shapes(p, &hid);
+        r->ratios[s] = tab / dt, r->alls[s] = (tab + hid) / dt;
+    }
+    p->recording = p->timing = p->shape_time = 0;
+}
+
+/* the median and range of x[0..S-1] (x is left in order) */
+static double med_range(double *x, int S, double *lo, double *hi) {
+    bench_sort(x, S);
+    if (lo) *lo = x[0];
+    if (hi) *hi = x[S - 1];
+    return x[S / 2];
+}
+
+static void summarise(const BenchProf *p, Rounds *r, int S, BenchModelResult *res) {
+    res->med_out = med_range(r->outs, S, NULL, NULL);
+    res->r_med = med_range(r->ratios, S, &res->r_lo, &res->r_hi);
+    res->a_med = med_range(r->alls, S, &res->a_lo, &res->a_hi);
+    res->med = med_range(r->times, S, &res->tmin, &res->tmax);
+    res->blas_time = bench_replay_best(p, 0);
+    res->all_best = (res->blas_time + bench_replay_best(p, 1)) / res->tmin;
+    res->flops_step = r->flops_step, res->hid_step = r->hid_step;
+    res->mm_med = (1 - res->med_out) * res->med;
+}
+
+/* one row: mixer t at dropout drop; returns its median step ms (0 when it did not run) */
+static double model_row(const BenchOpts *o, BenchProf *p, cJSON *arr, const char *t, double drop, double base_ms) {
+    int S = GMA_MIN(GMA_MAX(o->steps, 1), MAX_ROUNDS), time_all = !bench_on_device();
+    Model m;
+    if (bench_causal_model(o, t, o->B, &m, drop) != 0) return 0;
+    int n = o->B * o->T;
+    int32_t *tok = xmalloc(sizeof(int32_t) * n), *tgt = xmalloc(sizeof(int32_t) * n);
+    Rng rng;
+    rng_seed(&rng, 2);
+    for (int i = 0; i < n; i++) tok[i] = (int32_t)rng_below(&rng, o->V), tgt[i] = (int32_t)rng_below(&rng, o->V);
+    Rounds r = {0};
+    run_rounds(p, &m, tok, tgt, o->B, o->T, S, time_all, &r);
+    BenchModelResult res = {.mixer = t, .drop = drop, .attn_drop = m.cfg.model.attn_dropout, .base_ms = base_ms,
+                            .params = model_param_count(&m), .rounds = S, .time_all = time_all};
+    summarise(p, &r, S, &res);
+    cJSON *row = bench_report_model_row(arr, o, &res);
+    if (o->shapes && time_all) bench_report_shapes(row, p, S);
+    fflush(stdout);
+    free(tok);
+    free(tgt);
+    model_free(&m);
+    return res.med * 1e3;
+}
+
+void bench_model(const BenchOpts *o, BenchProf *p, cJSON *out) {
+    double load[3] = {0};
+    if (getloadavg(load, 3) < 0) load[0] = load[1] = load[2] = -1;
+    int time_all = !bench_on_device();
+    bench_report_model_head(o, GMA_MIN(GMA_MAX(o->steps, 1), MAX_ROUNDS), time_all, load);
+    cJSON *arr = cJSON_AddArrayToObject(out, "model");
+    cJSON_AddNumberToObject(out, "model_load_average", load[0]);
+    const GmaOps *keep = g_ops;
+    g_ops = &p->table;
+    if (time_all) bench_prof_hidden(p, 1);
+    char names[BENCH_MAX_MIXERS][32];
+    int nm = bench_mixer_names(o, names, BENCH_MAX_MIXERS);
+    for (int k = 0; k < nm; k++) {
+        /* each mixer without dropout, then with dropout 0.1 in the same run */
+        double base_ms = model_row(o, p, arr, names[k], 0, 0);
+        model_row(o, p, arr, names[k], 0.1, base_ms);
+    }
+    bench_prof_hidden(p, 0);
+    g_ops = keep;
+}
