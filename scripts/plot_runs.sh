@@ -27,14 +27,15 @@
 # the file and line, exit 2.
 set -euo pipefail
 
+. "$(dirname "$0")/lib_reproduce.sh"
 usage="usage: $0 [--out DIR] [--title T] [--label NAME=RUN ...] [--routing FILE ...] [RUN ...]"
 die() { echo "$0: $*" >&2; exit 2; }
 out=runs/plots; title=""; runs=(); routing=(); labels=()
 while [ $# -gt 0 ]; do
   case "$1" in
-    --help|-h) sed -n '2,/^[^#]/p' "$0" | sed -n 's/^# \{0,1\}//p'; exit 0;;
+    --help|-h) script_help; exit 0;;
     --out|--title|--label|--routing)
-      [ $# -ge 2 ] || { echo "$usage" >&2; exit 2; }
+      need_value "$@"
       case "$1" in
         --out) out="$2";;
         --title) title="$2";;
