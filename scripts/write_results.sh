@@ -314,7 +314,7 @@ def results_md(small_path, routing_path, out_path, figdir, do_plots, notes=()):
     rel = lambda p: os.path.relpath(p, os.path.dirname(out_path) or ".")
     L = ["# Results", "",
          "Written by `scripts/write_results.sh` from the JSON outputs of `scripts/reproduce_small.sh` and",
-         "`scripts/reproduce_routing.sh`; do not edit by hand, rerun the scripts (they call it at the end).", "",
+         "`scripts/reproduce_routing.sh`; do not edit by hand, rerun the scripts (with `--write-docs` they write it here).", "",
          "Machine: %s. Written %s." % (machine(), time.strftime("%Y-%m-%d")), ""]
     if small:
         L += ["## Small profile over seeds", "",
