@@ -1,5 +1,6 @@
 # lib_reproduce.sh: what the reproduce_*.sh scripts share; sourced (from the repository
-# root) after their defaults are set.
+# root) after their defaults are set. The other scripts with options source it too, for
+# need_value and script_help (lra_standin.sh and plot_runs.sh by their own path).
 
 # from_start PATH: PATH, a relative one taken from the directory the script was started in
 # (the scripts cd to the repository root before they source this file)
@@ -136,7 +137,7 @@ positive_ints() {
 # not there; without it: one line, exit 2, before anything is built.
 prepare_sotu8() {
   SOTU=$(from_start "${SOTU:-}"); [ -z "$SOTU" ] || export SOTU
-  [ -f data/sotu8/test.txt ] || [ -n "$SOTU" ] || { echo "$0: no State of the Union corpus: --sotu DIR or SOTU=DIR, the folder of its train.txt, valid.txt, test.txt (one speech a line; docs/data.md)" >&2; exit 2; }
+  [ -f data/sotu8/test.txt ] || [ -n "$SOTU" ] || { echo "$0: no State of the Union corpus: --sotu DIR or SOTU=DIR, the folder of its train.txt, valid.txt, test.txt (one speech a line; scripts/sotu_split.sh)" >&2; exit 2; }
   make -s binaries
   scripts/sotu_split.sh data/sotu8
   [ -f data/bpe4k-sotu8/vocab.bpe ] || bin/gmadata train-tokenizer --vocab-size 4096 --out data/bpe4k-sotu8 data/sotu8/train.txt

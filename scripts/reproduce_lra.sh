@@ -57,6 +57,7 @@ if [ -z "$dry" ] && [ -n "$dry_batch" ]; then
   echo "$0: --dry-batch goes with --dry-run" >&2; exit 2
 fi
 if [ -n "$dry" ]; then
+  [[ "$dry" =~ ^[0-9]+$ ]] && [ "$dry" -ge 2 ] || { echo "$0: --dry-run N: N must be a whole number of steps >= 2, not '$dry'" >&2; exit 2; }
   [ -n "$mixers" ] && dry_opts+=(--mixers "$mixers")
   exec scripts/lra_dry_run.sh --steps "$dry" "${dry_opts[@]}" $device
 fi

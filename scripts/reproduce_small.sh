@@ -7,7 +7,7 @@
 #   scripts/reproduce_small.sh [--sotu DIR] [--seeds N] [--steps N] [--mixers LIST] [--threads N]
 #                              [--remedies] [--gmaeval] [--write-docs | --no-results] [--help]
 #   --sotu DIR     the State of the Union corpus: DIR/train.txt, valid.txt, test.txt, one speech
-#                  a line (also SOTU=DIR; needed until data/sotu8 is made; docs/data.md)
+#                  a line (also SOTU=DIR; needed until data/sotu8 is made; scripts/sotu_split.sh)
 #   --seeds N      seeds per mixer (default 1)
 #   --steps N      train.steps of every run (default 150; the configs say 1000: see docs/results.md for why)
 #   --mixers LIST  which configs/small_<mixer>.json (default "gma sdpa hybrid linear performer mamba")

@@ -40,6 +40,9 @@ EOF
 out=$(scripts/reproduce_lra.sh --dry-run --tasks listops 2>&1); rc=$?
 [ $rc -eq 2 ] && [ "$out" = "scripts/reproduce_lra.sh: --dry-run needs a value (see --help)" ] \
   && ok "options without their value: exit 2, one line naming the option" || bad "--dry-run --tasks listops: exit $rc, '$out'"
+out=$(scripts/reproduce_lra.sh --dry-run x 2>&1); rc=$?
+[ $rc -eq 2 ] && [[ "$out" == *"--dry-run N: N must be a whole number"* ]] && ok "--dry-run x refused naming --dry-run" \
+  || bad "--dry-run x: exit $rc, '$out'"
 
 # 2. the dry run of ListOps alone: only listops/ in the stand-in folder (no config of mixer
 # "none": nothing is trained)
