@@ -73,7 +73,9 @@ D="$r/sotu" awk 'BEGIN { srand(3); split("the of and to a in that is we our nati
   for (s = 0; s < 12; s++) { l = ""; for (i = 0; i < 200; i++) l = l (i ? " " : "") w[1 + int(rand() * 16)]
     f = s < 8 ? "train" : (s < 10 ? "valid" : "test"); if (n[f]++) print "" > (ENVIRON["D"] "/" f ".txt"); print l > (ENVIRON["D"] "/" f ".txt") } }'
 small() { (cd "$r" && NVALID=2 NTEST=2 scripts/reproduce_small.sh --sotu sotu --steps 2 --mixers gma --threads 1 "$@") > "$tmp/small.log" 2>&1; }
-if small; then
+if ! command -v python3 > /dev/null; then
+  echo "SKIP: scripts: python3 not found (scripts/write_results.sh needs it), reproduce_small.sh's run skipped"
+elif small; then
   res=$(ls "$r"/runs/results-*.md 2> /dev/null | head -1)
   [ "$(cat "$r/docs/results.md")" = "the tracked page" ] && [ -n "$res" ] && grep -q '^| gma |' "$res" \
     && ok "results page under runs/, docs/results.md untouched" || bad "results page: docs/results.md '$(head -1 "$r/docs/results.md")', runs/ '$res'"
