@@ -89,6 +89,18 @@ else
   bad "reproduce_small.sh --sotu: $(tail -3 "$tmp/small.log")"
 fi
 
+# data folders only where given: one line naming the option or variable, exit 2; no script
+# or doc names a folder beside the checkout
+one_line() { # WHAT WANT COMMAND...: exit 2 and one line holding WANT
+  local out rc; out=$("${@:3}" 2>&1 < /dev/null); rc=$?
+  [ $rc -eq 2 ] && [ "$(printf '%s\n' "$out" | wc -l)" = 1 ] && [[ "$out" == *"$2"* ]] || bad "$1: exit $rc, '$out'"
+}
+one_line "--spam-dir missing" "--spam-dir / SPAM_DIR: $tmp/nospam is not a directory" scripts/reproduce_lra.sh --profile small --spam-dir "$tmp/nospam"
+one_line "check_lra_data without SPAM_DIR" "set SPAM_DIR=DIR" env -u SPAM_DIR scripts/check_lra_data.sh
+one_line "check_gpt2 without DIR" "GPT2_REF=DIR" env -u GPT2_REF scripts/check_gpt2.sh
+sib=$(grep -rln '\.\./shared\|shared/data/\|\.\./data/' scripts docs README.md Makefile)
+[ -z "$sib" ] && ok "data folders named by option or variable only" || bad "a folder beside the checkout named in: $sib"
+
 # 5. make install into DESTDIR: configs installed and found by the installed gmatrain
 if make -s --no-print-directory install DESTDIR="$tmp/dest" PREFIX=/usr > "$tmp/install.log" 2>&1; then
   g=$tmp/dest/usr/bin/gmatrain
