@@ -6,7 +6,9 @@
 # beside the paper's percent. 4. reproduce_small.sh on a tiny corpus given by --sotu, in a
 # copy of the tree's layout (scripts, bin, configs linked): without a corpus one line and
 # exit 2; with one, the results page under runs/, docs/results.md untouched, "n/a" for the
-# spread of one seed; --write-docs writes docs/results.md. 5. make install with DESTDIR:
+# spread of one seed; --write-docs writes docs/results.md; the other data folders (--spam-dir,
+# SPAM_DIR=, check_gpt2.sh DIR) refused in one line when missing, and no script or doc names
+# a folder beside the checkout. 5. make install with DESTDIR:
 # the configs in share/gma/configs, found by the installed gmatrain from any directory, and
 # a config not found names where it was looked for. Run from the repository root.
 set -u
