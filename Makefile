@@ -11,7 +11,8 @@
 #   make cuda-mpi   CUDA backend + MPI (+ NCCL when found) in bin/cuda-mpi/: data-parallel on GPUs
 #   make deps       install the Debian packages (scripts/setup.sh)
 #   make help       this list of targets
-#   make install    copy bin/* to $(PREFIX)/bin (PREFIX=/usr/local, DESTDIR honoured)
+#   make install    copy bin/* to $(PREFIX)/bin and configs/*.json to $(PREFIX)/share/gma/configs
+#                   (PREFIX=/usr/local, DESTDIR honoured), where gmatrain --config NAME finds them
 #   make fuzz       libFuzzer targets fuzz/fuzz_*.c (clang, ASan + UBSan) in build/fuzz/
 #   make fuzz-smoke each target a few seconds over its seed corpus (part of make test; skipped without clang)
 #   make asan       clean, then build and test with AddressSanitizer + UBSan (-O1); leak checks
@@ -142,11 +143,13 @@ test: check-deps
 	@$(MAKE) --no-print-directory mpi-if-available
 	@$(MAKE) --no-print-directory run-tests
 # every Check suite, then the layer order of src/, the plots of scripts/plot_runs.sh, the LRA
-# stand-ins, the results writer and fuzz-smoke, counted in one closing line
+# stand-ins, the results writer, the scripts' command lines and make install, and
+# fuzz-smoke, counted in one closing line
 run-tests: $(BINS) $(TESTS)
 	@scripts/run_tests.sh $(TESTS) -- "layers=scripts/check_layers.sh src" \
 	  "plot-runs=scripts/check_plot_runs.sh" "lra-standin=scripts/check_lra_standin.sh" \
-	  "results=tests/test_results.sh" "fuzz-smoke=$(MAKE) --no-print-directory fuzz-smoke"
+	  "results=tests/test_results.sh" "scripts=tests/test_scripts.sh" \
+	  "fuzz-smoke=$(MAKE) --no-print-directory fuzz-smoke"
 
 # the layer order of src/ from its #include lines (scripts/check_layers.sh): prints the
 # include graph between rooms and fails on an upward include or an include cycle
@@ -340,8 +343,9 @@ endif
 
 PREFIX ?= /usr/local
 install: all
-	install -d $(DESTDIR)$(PREFIX)/bin
+	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/share/gma/configs
 	install -m 755 $(BINS) $(DESTDIR)$(PREFIX)/bin/
+	install -m 644 configs/*.json $(DESTDIR)$(PREFIX)/share/gma/configs/
 
 clean:
 	rm -rf build bin

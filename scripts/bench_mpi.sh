@@ -16,17 +16,19 @@
 #   e.g. scripts/bench_mpi.sh --set model.d_model=256 --set model.n_layers=4 --set model.n_heads=4 --steps 40
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. scripts/lib_reproduce.sh
 np=2; b=16; steps=300; rep=3; sets=(); dev=cpu; mpibin=""; onebin=""
 while [ $# -gt 0 ]; do
   case "$1" in
-    --np) np="$2"; shift 2 ;;
-    --batch) b="$2"; shift 2 ;;
-    --steps) steps="$2"; shift 2 ;;
-    --repeat) rep="$2"; shift 2 ;;
-    --set) sets+=(--set "$2"); shift 2 ;;
-    --device) dev="$2"; shift 2 ;;
-    --mpi-bin) mpibin="$2"; shift 2 ;;
-    --one-bin) onebin="$2"; shift 2 ;;
+    --help|-h) script_help; exit 0 ;;
+    --np) need_value "$@"; np="$2"; shift 2 ;;
+    --batch) need_value "$@"; b="$2"; shift 2 ;;
+    --steps) need_value "$@"; steps="$2"; shift 2 ;;
+    --repeat) need_value "$@"; rep="$2"; shift 2 ;;
+    --set) need_value "$@"; sets+=(--set "$2"); shift 2 ;;
+    --device) need_value "$@"; dev="$2"; shift 2 ;;
+    --mpi-bin) need_value "$@"; mpibin="$2"; shift 2 ;;
+    --one-bin) need_value "$@"; onebin="$2"; shift 2 ;;
     *) echo "usage: $0 [--np R] [--batch b] [--steps S] [--repeat N] [--device cpu|cuda] [--mpi-bin P] [--one-bin P] [--set key=value]..." >&2; exit 2 ;;
   esac
 done

@@ -12,14 +12,16 @@
 # exits 0: torch is never needed by the build or the tests.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. scripts/lib_reproduce.sh
 MIXERS=gma,sdpa B=4 T=256 V=8192 STEPS=5 REPEAT=3 THREADS=$(nproc) OUT=runs/bench_torch
 while [ $# -gt 0 ]; do
+  case "$1" in --mixers|--B|--T|--V|--steps|--repeat|--threads|--out) need_value "$@";; esac
   case "$1" in
+    --help|-h) script_help; exit 0 ;;
     --mixers) MIXERS=$2 ;; --B) B=$2 ;; --T) T=$2 ;; --V) V=$2 ;; --steps) STEPS=$2 ;;
     --repeat) REPEAT=$2 ;; --threads) THREADS=$2 ;; --out) OUT=$2 ;;
     *) echo "bench_torch.sh: unknown option \"$1\" (--mixers --B --T --V --steps --repeat --threads --out)" >&2; exit 2 ;;
   esac
-  [ $# -ge 2 ] || { echo "bench_torch.sh: $1 needs a value" >&2; exit 2; }
   shift 2
 done
 for n in "$B" "$T" "$V" "$STEPS" "$REPEAT" "$THREADS"; do

@@ -14,15 +14,18 @@
 # run failed, 2 bad usage or no mpirun. Logs under DIR (default runs/check_data_parallel).
 set -uo pipefail
 cd "$(dirname "$0")/.."
+. scripts/lib_reproduce.sh
 BIN=""; DEV=cpu; OUT=runs/check_data_parallel; STEPS=3; WAYS=()
 usage() { echo "usage: $0 --bin GMATRAIN [--device D] [--out DIR] [--way \"ENV|TRANSPORT\"]... [--steps N]" >&2; exit 2; }
 while [ $# -gt 0 ]; do
+  case "$1" in --bin|--device|--out|--steps) need_value "$@";; --way) [ $# -ge 2 ] || need_value "$1";; esac
   case "$1" in
-    --bin) BIN="${2:-}"; shift ;;
-    --device) DEV="${2:-}"; shift ;;
-    --out) OUT="${2:-}"; shift ;;
-    --way) WAYS+=("${2:-}"); shift ;;
-    --steps) STEPS="${2:-}"; shift ;;
+    --help|-h) script_help; exit 0 ;;
+    --bin) BIN="$2"; shift ;;
+    --device) DEV="$2"; shift ;;
+    --out) OUT="$2"; shift ;;
+    --way) WAYS+=("$2"); shift ;;
+    --steps) STEPS="$2"; shift ;;
     *) usage ;;
   esac
   shift

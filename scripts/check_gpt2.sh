@@ -1,13 +1,15 @@
 #!/usr/bin/env bash
 # check_gpt2.sh: compare bin/gmadata's gpt2 encoder with reference GPT-2 ids (tiktoken
 # 'gpt2'), using the real tokenizer files. Optional: needs a directory holding
-# encoder.json, vocab.bpe and pairs TEXT.txt / TEXT.ids (little-endian uint32 ids), by
-# default ../shared/data/gpt2 (with wikitext2_valid.ids matched to
-# ../shared/data/wikitext2-eval/valid.txt). Each text is encoded single-threaded and with
-# 2 threads; every id must match. Exit status 0 only if all match.
+# encoder.json, vocab.bpe and pairs TEXT.txt / TEXT.ids (little-endian uint32 ids), given
+# as DIR or GPT2_REF=DIR (no default; wikitext2_valid.ids is matched to
+# DIR/../wikitext2-eval/valid.txt). Each text is encoded single-threaded and with 2
+# threads; every id must match. Exit status 0 only if all match.
+#   scripts/check_gpt2.sh [DIR]
 set -u
 here=$(cd "$(dirname "$0")/.." && pwd)
-ref=${1:-$here/../shared/data/gpt2}
+ref=${1:-${GPT2_REF:-}}
+[ -n "$ref" ] || { echo "check_gpt2: no reference directory: scripts/check_gpt2.sh DIR (or GPT2_REF=DIR), DIR holding encoder.json, vocab.bpe and TEXT.txt / TEXT.ids pairs"; exit 2; }
 bin=$here/bin/gmadata
 [ -x "$bin" ] || { echo "check_gpt2: build first (make)"; exit 2; }
 [ -f "$ref/encoder.json" ] || { echo "check_gpt2: no encoder.json in $ref"; exit 2; }

@@ -1,15 +1,17 @@
 #!/usr/bin/env bash
 # check_lra_data.sh: end-to-end check of the classification loaders on real data.
 #
-# Loads the three splits of the SpamAssassin corpus (../shared/data/spam, or $SPAM_DIR)
-# with the generic "tsv" task and checks the counts and label balance published in
-# shared/data/README.md (train 4836 = 3320 ham + 1516 spam, valid and test 605 = 415 +
+# Loads the three splits of the SpamAssassin corpus (SPAM_DIR=DIR, no default: the folder of
+# its {train,valid,test}.tsv.gz; docs/lra.md) with the generic "tsv" task and checks the
+# counts and label balance published with that split (train 4836 = 3320 ham + 1516 spam, valid and test 605 = 415 +
 # 190) and the number of messages longer than 4096 bytes (truncated at max_len 4096:
 # 1798 / 205 / 222). Then generates a small ListOps set through lra_generate_main and
 # loads it back. Needs `make` first (links build/libgmacli.a and build/libgma.a). Exits non-zero on a mismatch.
 set -euo pipefail
+case "${SPAM_DIR:-}" in ''|/*) ;; *) SPAM_DIR=$PWD/$SPAM_DIR;; esac # relative: from the start directory
 cd "$(dirname "$0")/.."
-SPAM_DIR=${SPAM_DIR:-../shared/data/spam}
+[ -n "${SPAM_DIR:-}" ] || { echo "check_lra_data: set SPAM_DIR=DIR, the folder of the SpamAssassin split's {train,valid,test}.tsv.gz (docs/lra.md)" >&2; exit 2; }
+[ -d "$SPAM_DIR" ] || { echo "check_lra_data: SPAM_DIR=$SPAM_DIR: no such directory" >&2; exit 2; }
 for lib in build/libgmacli.a build/libgma.a; do
   [ -f $lib ] || { echo "check_lra_data: $lib missing: run make first"; exit 1; }
 done

@@ -5,8 +5,8 @@
 #   scripts/check_lra_train.sh [spam|listops|pathfinder] [extra gmatrain options, e.g. --set train.steps=100]
 #
 # spam (default): configs/small_spam_gma.json, the generic TSV loader on the SpamAssassin
-#   corpus in data/spam (a link to ../shared/data/spam, or $SPAM_DIR, is made when
-#   missing); must beat the majority class (ham, 415 of 605 test messages = 0.686).
+#   corpus in data/spam (a link to SPAM_DIR=DIR, the folder of its {train,valid,test}.tsv.gz,
+#   is made when data/spam is missing; docs/lra.md); must beat the majority class (ham, 415 of 605 test messages = 0.686).
 # listops: configs/small_lra_listops_gma.json on a small generated ListOps set in
 #   data/listops_small (generated when missing: 2000/200/200 expressions of 20-256 tokens,
 #   depth <= 6); must beat the most frequent value's share (0.25 is a generous bound).
@@ -20,14 +20,17 @@
 # Needs `make` first. Prints one summary line; exits non-zero when training fails or the
 # accuracy is not above the bound.
 set -euo pipefail
+case "${SPAM_DIR:-}" in ''|/*) ;; *) SPAM_DIR=$PWD/$SPAM_DIR;; esac # relative: from the start directory
 cd "$(dirname "$0")/.."
 [ -x bin/gmatrain ] || { echo "check_lra_train: bin/gmatrain missing: run make first"; exit 1; }
 what=spam
 if [ $# -gt 0 ] && [ "${1#--}" = "$1" ]; then what=$1; shift; fi
 case "$what" in
 spam)
-    SPAM_DIR=${SPAM_DIR:-../shared/data/spam}
-    if [ ! -e data/spam ]; then ln -s "$(cd "$SPAM_DIR" && pwd)" data/spam; fi
+    if [ ! -e data/spam ]; then
+      [ -d "${SPAM_DIR:-}" ] || { echo "check_lra_train: no data/spam: set SPAM_DIR=DIR, the folder of the SpamAssassin split's {train,valid,test}.tsv.gz (docs/lra.md)" >&2; exit 2; }
+      ln -s "$(cd "$SPAM_DIR" && pwd)" data/spam
+    fi
     config=configs/small_spam_gma.json bound=0.686 ;;
 listops)
     [ -f data/listops_small/basic_test.tsv ] || bin/gmadata generate listops --out data/listops_small --train 2000 \

@@ -4,7 +4,8 @@
 # steps), analyses the gma one (gmaeval --analyze: its plots.gp draws the heatmap on a
 # defined palette over [0:1] and one line per layer), plots both with the routing figure and
 # checks: the files it names exist, each .dat has one row per training / validation row of
-# its metrics.jsonl, the PNGs start with the PNG signature; without gnuplot (GNUPLOT=a
+# its metrics.jsonl, the PNGs start with the PNG signature; a run of one training row is
+# drawn with points (a line through one point is not drawn); without gnuplot (GNUPLOT=a
 # missing program) the .dat files and plots.gp are written, no PNG, exit 0; a RUN without
 # metrics.jsonl, an empty metrics.jsonl and a malformed line exit 2 with one line naming
 # the file (and line) and leave the output directory as it was. When gnuplot is not
@@ -61,6 +62,16 @@ if [ $have_gnuplot = 1 ]; then
     grep -qx "$out/$p.png" "$t/plot.log" || fail "$p.png not printed"
   done
 fi
+
+# a run of one training row (and no validation row): drawn as a point, not as a line that
+# gnuplot leaves out for a single point; its PNG written
+mkdir -p "$t/one"
+grep '"loss"' "$t/gma/metrics.jsonl" | grep -v '"split"' | grep -v '"event"' | head -1 > "$t/one/metrics.jsonl"
+cp "$t/gma/config.json" "$t/one/"
+scripts/plot_runs.sh --out "$t/oneplot" "$t/one" > "$t/one.log" 2>&1 || { fail "one-row run: exit $?"; cat "$t/one.log"; }
+[ "$(data_rows "$t/oneplot/one.train.dat")" = 1 ] || fail "one-row run: one.train.dat is not one row"
+grep -q "'one.train.dat' using 1:3 with points" "$t/oneplot/plots.gp" || fail "one-row run: its training loss is not drawn with points"
+[ $have_gnuplot = 0 ] || png_ok "$t/oneplot/loss_steps.png" || fail "one-row run: loss_steps.png missing or not a PNG"
 
 # without gnuplot: data and script, no PNG, exit 0
 GNUPLOT=/nonexistent scripts/plot_runs.sh --out "$t/nognu" "$t/gma" > "$t/nognu.log" 2>&1 || fail "without gnuplot: exit $?"

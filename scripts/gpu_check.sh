@@ -42,9 +42,12 @@
 # Exit status: 0 all checks within bounds, 1 some check failed, 2 no usable GPU/build.
 set -uo pipefail
 cd "$(dirname "$0")/.."
+. scripts/lib_reproduce.sh
 QUICK=0; BUILD=1; BENCH=1; SAN=0; OUT=runs/gpu_check; BIN=bin/cuda; PRECS=""; ONLY=""; EXTRA=""
 while [ $# -gt 0 ]; do
+  case "$1" in --out|--bin|--precisions|--mixers) need_value "$@";; --extra) [ $# -ge 2 ] || need_value "$1";; esac
   case "$1" in
+    --help|-h) script_help; exit 0 ;;
     --quick) QUICK=1 ;;
     --no-build) BUILD=0 ;;
     --no-bench) BENCH=0 ;;

@@ -1,5 +1,11 @@
 # lib_reproduce.sh: what the reproduce_*.sh scripts share; sourced (from the repository
-# root) after their defaults are set.
+# root) after their defaults are set. The other scripts with options source it too, for
+# need_value and script_help (lra_standin.sh and plot_runs.sh by their own path).
+
+# from_start PATH: PATH, a relative one taken from the directory the script was started in
+# (the scripts cd to the repository root before they source this file)
+start_dir=${OLDPWD:-$PWD}
+from_start() { case "$1" in /*|'') echo "$1";; *) echo "$start_dir/$1";; esac; }
 
 # script_help: the script's usage, its header comment (every line after the first up to
 # the first line that is not a comment), on stdout.
@@ -12,13 +18,21 @@ progress() { echo "[$1/$2] $3 -> $4 (metrics: $4/metrics.jsonl)" >&2; }
 # get FILE KEY: the number after the first "KEY": in the JSON file FILE
 get() { grep "\"$2\"" "$1" | head -1 | sed -E 's/.*:[[:space:]]*([0-9.eE+-]+).*/\1/'; }
 
+# need_value "$@": in an option loop, before $2 is read: the option $1 has a value, else one
+# line naming it and exit 2. The value is missing at the end of the arguments and where the
+# next word is another option (starts with "--"). Every script with options uses it.
+need_value() {
+  [ $# -ge 2 ] && [ "${2#--}" = "$2" ] && return 0
+  echo "$0: $1 needs a value (see --help)" >&2; exit 2
+}
+
 # parse_options USAGE "$@": --profile paper|small, --mixers LIST, --steps N and --device D
 # into profile, mixers, steps and device ("--device D"), and BIN, where the programs that
 # train and evaluate are (bin, or bin/cuda for --device cuda: `make cuda` puts its
 # programs there); any other option goes to the
 # script's own extra_option "$@" (which sets its variable, or returns 1 for an unknown
-# option: the usage line and exit 2). Every option takes a value, except --help / -h
-# (script_help, exit 0).
+# option: the usage line and exit 2). Every option takes a value (need_value: extra_option
+# calls it too), except --help / -h (script_help, exit 0).
 BIN=bin
 parse_options() {
   local usage="$1"
@@ -26,15 +40,33 @@ parse_options() {
   while [ $# -gt 0 ]; do
     case "$1" in
       --help|-h) script_help; exit 0;;
-      --profile) profile="$2";;
-      --mixers) mixers="$2";;
-      --steps) steps="$2";;
-      --device) device="--device $2"; if [ "$2" = cuda ]; then BIN=bin/cuda; else BIN=bin; fi;;
+      --profile) need_value "$@"; profile="$2";;
+      --mixers) need_value "$@"; mixers="$2";;
+      --steps) need_value "$@"; steps="$2";;
+      --device) need_value "$@"; device="--device $2"; if [ "$2" = cuda ]; then BIN=bin/cuda; else BIN=bin; fi;;
       *) extra_option "$@" || { echo "usage: $0 $usage" >&2; exit 2; };;
     esac
     shift 2
   done
   case "$profile" in paper|small) ;; *) echo "$0: --profile must be paper or small" >&2; exit 2;; esac
+}
+
+# lra_header, lra_row TASK MIXER VALID TEST_BEST TEST_REPORTED REF: the LRA table of
+# reproduce_lra.sh, one run a row: the best validation accuracy, the test accuracy at it and
+# the reported one, given as fractions (or "-"), printed in percent beside REF, the LRA
+# paper's test accuracy, already in percent ("-" when it has none). lra_acc SUMMARY: those
+# three fractions from a run's summary.json ("-" for a missing one)
+lra_header() { printf "%-10s %-10s %12s %12s %14s %12s\n" task mixer valid_best_% test_best_% test_reported_% "LRA paper %"; }
+lra_row() {
+  awk -v t="$1" -v m="$2" -v a="$3" -v b="$4" -v c="$5" -v r="$6" 'function pc(x) { return x ~ /^[0-9.]+([eE][-+]?[0-9]+)?$/ ? sprintf("%.2f", 100 * x) : "-" }
+    BEGIN { printf "%-10s %-10s %12s %12s %14s %12s\n", t, m, pc(a), pc(b), pc(c), r }'
+}
+lra_acc() {
+  local k v
+  for k in best_valid_acc test_acc_at_best reported_test_acc; do
+    v=$(grep -o "\"$k\":[[:space:]]*[0-9.eE+-]*" "$1" 2> /dev/null | head -n 1 | sed -E 's/.*:[[:space:]]*//')
+    printf '%s ' "${v:--}"
+  done
 }
 
 # md_table TXT MD: the whitespace table TXT (a header line, then one row a line) as a
@@ -98,10 +130,14 @@ positive_ints() {
   done
 }
 
-# prepare_sotu8: the programs, the SOTU split of scripts/sotu_split.sh in data/sotu8, its
-# 4096-token BPE (data/bpe4k-sotu8) and the shards data/sotu8-bpe4k (each step skipped when
-# its output is there): the data of reproduce_small.sh and reproduce_routing.sh
+# prepare_sotu8: the programs, the SOTU split of scripts/sotu_split.sh in data/sotu8 (from
+# the corpus SOTU=DIR, or --sotu DIR), its 4096-token BPE (data/bpe4k-sotu8) and the shards
+# data/sotu8-bpe4k (each step skipped when its output is there): the data of
+# reproduce_small.sh and reproduce_routing.sh. The corpus is needed only while data/sotu8 is
+# not there; without it: one line, exit 2, before anything is built.
 prepare_sotu8() {
+  SOTU=$(from_start "${SOTU:-}"); [ -z "$SOTU" ] || export SOTU
+  [ -f data/sotu8/test.txt ] || [ -n "$SOTU" ] || { echo "$0: no State of the Union corpus: --sotu DIR or SOTU=DIR, the folder of its train.txt, valid.txt, test.txt (one speech a line; scripts/sotu_split.sh)" >&2; exit 2; }
   make -s binaries
   scripts/sotu_split.sh data/sotu8
   [ -f data/bpe4k-sotu8/vocab.bpe ] || bin/gmadata train-tokenizer --vocab-size 4096 --out data/bpe4k-sotu8 data/sotu8/train.txt

@@ -4,9 +4,11 @@
 # data is not at hand. The contents are random: the stand-ins measure what a run costs
 # (time per step, memory), never accuracy.
 #
-#   scripts/lra_standin.sh DIR [--n N] [--seed S] [--no-pathx]
+#   scripts/lra_standin.sh DIR [--n N] [--seed S] [--tasks LIST] [--no-pathx]
 #
-# Writes, under DIR (each part skipped when already there):
+# Writes, under DIR, the part of each task in --tasks (default every task: "listops text
+# retrieval image pathfinder32 pathx"; pathfinder is pathfinder32; --no-pathx drops pathx)
+# and nothing else (each part skipped when already there):
 #   listops/basic_{train,val,test}.tsv   `gmadata generate listops`: 64 / 4 / 4
 #                                         expressions of 1,900-2,000 tokens (full length)
 #   aclImdb_v1.tar.gz                     aclImdb/{train,test}/{pos,neg}/ID_RATING.txt: per class
@@ -25,19 +27,29 @@
 # one awk); labels alternate so every class occurs. Environment: TEXT_LEN, DOC_LEN, GMADATA
 # (default bin/gmadata). Prints one line per part written.
 set -euo pipefail
-[ "${1:-}" = --help ] || [ "${1:-}" = -h ] && { sed -n '2,/^[^#]/p' "$0" | sed -n 's/^# \{0,1\}//p'; exit 0; }
-[ $# -ge 1 ] || { echo "usage: $0 DIR [--n N] [--seed S] [--no-pathx]" >&2; exit 2; }
+. "$(dirname "$0")/lib_reproduce.sh"
+[ "${1:-}" = --help ] || [ "${1:-}" = -h ] && { script_help; exit 0; }
+usage="usage: $0 DIR [--n N] [--seed S] [--tasks LIST] [--no-pathx]"
+[ $# -ge 1 ] && [ "${1#--}" = "$1" ] || { echo "$usage" >&2; exit 2; }
 dir=$1; shift
-n=16; seed=0; pathx=1
+n=16; seed=0; pathx=1; tasks="listops text retrieval image pathfinder32 pathx"
 while [ $# -gt 0 ]; do
   case "$1" in
-    --n) n="$2"; shift 2;;
-    --seed) seed="$2"; shift 2;;
+    --n) need_value "$@"; n="$2"; shift 2;;
+    --seed) need_value "$@"; seed="$2"; shift 2;;
+    --tasks) need_value "$@"; tasks="$2"; shift 2;;
     --no-pathx) pathx=0; shift;;
-    *) echo "usage: $0 DIR [--n N] [--seed S] [--no-pathx]" >&2; exit 2;;
+    *) echo "$usage" >&2; exit 2;;
   esac
 done
 case "$n$seed" in *[!0-9]*) echo "$0: --n and --seed take whole numbers" >&2; exit 2;; esac
+# want TASK: TASK is one of --tasks
+tasks=" $(echo $tasks) "; tasks=${tasks// pathfinder / pathfinder32 }; [ "$pathx" = 1 ] || tasks=${tasks// pathx / }
+for t in $tasks; do
+  case "$t" in listops|text|retrieval|image|pathfinder32|pathx) ;;
+    *) echo "$0: --tasks: unknown task '$t' (listops text retrieval image pathfinder32 pathx)" >&2; exit 2;; esac
+done
+want() { [[ "$tasks" == *" $1 "* ]]; }
 [ "$n" -ge 2 ] || { echo "$0: --n must be at least 2 (valid is the second half of data_batch_5)" >&2; exit 2; }
 TEXT_LEN=${TEXT_LEN:-1000}; DOC_LEN=${DOC_LEN:-4000}; GMADATA=${GMADATA:-bin/gmadata}
 mkdir -p "$dir"
@@ -49,13 +61,13 @@ trap 'rm -rf "$tmp"' EXIT
 AWK_RTEXT='function rtext(len,   s, i) { s = ""; for (i = 0; i < len; i++) s = s substr(A, 1 + int(rand() * length(A)), 1); return s }
 BEGIN { A = "abcdefghijklmnopqrstuvwxyz     ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789.,;:!?-()"; srand(seed) }'
 
-if [ ! -f "$dir/listops/basic_test.tsv" ]; then
+if want listops && [ ! -f "$dir/listops/basic_test.tsv" ]; then
   "$GMADATA" generate listops --out "$dir/listops" --train 64 --valid 4 --test 4 --min-len 1900 --max-len 2000 \
     --seed "$seed" > /dev/null
   echo "lra_standin: $dir/listops (64 / 4 / 4 expressions, 1,900-2,000 tokens)"
 fi
 
-if [ ! -f "$dir/aclImdb_v1.tar.gz" ]; then
+if want text && [ ! -f "$dir/aclImdb_v1.tar.gz" ]; then
   mkdir -p "$tmp"/aclImdb/{train,test}/{pos,neg}
   LC_ALL=C awk -v seed="$seed" -v n="$n" -v len="$TEXT_LEN" -v root="$tmp/aclImdb" "$AWK_RTEXT"'
     END {
@@ -75,7 +87,7 @@ if [ ! -f "$dir/aclImdb_v1.tar.gz" ]; then
   echo "lra_standin: $dir/aclImdb_v1.tar.gz ($((2 * n)) train, 4 valid, 4 test reviews of $TEXT_LEN bytes)"
 fi
 
-if [ ! -f "$dir/lra_release/tsv_data/new_aan_pairs.test.tsv" ]; then
+if want retrieval && [ ! -f "$dir/lra_release/tsv_data/new_aan_pairs.test.tsv" ]; then
   mkdir -p "$tmp/tsv_data"
   LC_ALL=C awk -v seed="$seed" -v n="$n" -v len="$DOC_LEN" -v out="$tmp/tsv_data" "$AWK_RTEXT"'
     END {
@@ -93,7 +105,7 @@ if [ ! -f "$dir/lra_release/tsv_data/new_aan_pairs.test.tsv" ]; then
   echo "lra_standin: $dir/lra_release/tsv_data ($((2 * n)) / 4 / 4 pairs of $DOC_LEN-byte documents)"
 fi
 
-if [ ! -f "$dir/cifar-10-binary.tar.gz" ]; then
+if want image && [ ! -f "$dir/cifar-10-binary.tar.gz" ]; then
   mkdir -p "$tmp/cifar-10-batches-bin"
   LC_ALL=C awk -v seed="$seed" -v n="$n" -v out="$tmp/cifar-10-batches-bin" '
     BEGIN {
@@ -122,6 +134,6 @@ pf() { # pf RES: 40 hard images at RES x RES
     echo "lra_standin: $dir/pathfinder$1/curv_contour_length_14 (40 images, $1 x $1)"
   fi
 }
-pf 32
-[ "$pathx" = 1 ] && pf 128
+want pathfinder32 && pf 32
+want pathx && pf 128
 exit 0

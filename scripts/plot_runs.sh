@@ -11,7 +11,8 @@
 #   --routing FILE   an analysis JSON of `gmaeval --analyze --analyze-json FILE` (docs/analysis.md):
 #                    utilisation.png, one curve per FILE (a variant)
 # Writes into DIR, one line each: loss_steps.png and loss_tokens.png (training loss, thin
-# lines, and validation loss, points and lines; one colour per run), ppl_steps.png and
+# lines, a point for a run of one training row, and validation loss, points and lines; one
+# colour per run), ppl_steps.png and
 # ppl_tokens.png (validation perplexity and exp(training loss), log y) when a run has
 # perplexity, acc_steps.png (validation accuracy) when a run has accuracy, utilisation.png
 # with --routing (share of tokens per component, components sorted by share within each
@@ -27,14 +28,15 @@
 # the file and line, exit 2.
 set -euo pipefail
 
+. "$(dirname "$0")/lib_reproduce.sh"
 usage="usage: $0 [--out DIR] [--title T] [--label NAME=RUN ...] [--routing FILE ...] [RUN ...]"
 die() { echo "$0: $*" >&2; exit 2; }
 out=runs/plots; title=""; runs=(); routing=(); labels=()
 while [ $# -gt 0 ]; do
   case "$1" in
-    --help|-h) sed -n '2,/^[^#]/p' "$0" | sed -n 's/^# \{0,1\}//p'; exit 0;;
+    --help|-h) script_help; exit 0;;
     --out|--title|--label|--routing)
-      [ $# -ge 2 ] || { echo "$usage" >&2; exit 2; }
+      need_value "$@"
       case "$1" in
         --out) out="$2";;
         --title) title="$2";;
@@ -222,8 +224,10 @@ for r in "${runs[@]+"${runs[@]}"}"; do
   tdat=$(gp_quote "$name.train.dat"); vdat=$(gp_quote "$name.valid.dat")
   if [ "$nt" -gt 0 ]; then
     tt="title $q"; [ "$nv" -gt 0 ] && tt=notitle
-    train_el+=("$tdat using X:3 with lines lw 1 lc rgb '#$(printf %06x $col)' $tt")
-    [ "$hp" = 1 ] && ppl_tr+=("$tdat using X:(exp(\$3)) with lines lw 1 lc rgb '#$(printf %06x $col)' notitle")
+    # one training row: a point (gnuplot draws no line through a single point)
+    tw="lines lw 1"; [ "$nt" = 1 ] && tw="points pt 7 ps 0.7"
+    train_el+=("$tdat using X:3 with $tw lc rgb '#$(printf %06x $col)' $tt")
+    [ "$hp" = 1 ] && ppl_tr+=("$tdat using X:(exp(\$3)) with $tw lc rgb '#$(printf %06x $col)' notitle")
   fi
   if [ "$nv" -gt 0 ]; then
     valid_el+=("$vdat using X:3 with linespoints lw 2 pt 7 ps 0.7 lc rgb '#$(printf %06x $col)' title $q")

@@ -4,8 +4,10 @@
     python3 scripts/read_checkpoint.py RUN|RUN/ckpt_N|model.safetensors [--values] [--config]
 
 lists every tensor (name, shape, dtype, number of values), the number of parameters (the
-values of every tensor) and the run's configuration summary; --values also prints each tensor's values (%.9g, enough to
-give float32 back exactly); --config prints the resolved configuration as JSON.
+values of every tensor) and the run's configuration summary; --values adds under each tensor
+one line: min, max, mean and std (population) of its finite values, the count of non-finite
+ones and its first 8 values (%.9g, enough to give float32 back exactly); --config prints the
+resolved configuration as JSON. A closed pipe (| head) ends it quietly.
 
 As a module (scripts/ on sys.path):
 
@@ -23,6 +25,7 @@ reference, scripts/torch_gma.py, uses it).
 import json
 import math
 import os
+import signal
 import struct
 import sys
 
@@ -33,6 +36,7 @@ DTYPES = {
     "U64": ("<u8", 8), "U32": ("<u4", 4), "U16": ("<u2", 2), "U8": ("u1", 1), "BOOL": ("?", 1),
 }
 FORMAT = "gma-ckpt-1"
+FIRST = 8  # values shown by --values
 
 
 class CheckpointError(ValueError):
@@ -105,6 +109,19 @@ def load(path, check_format=True):
     return Checkpoint(file, out, meta)
 
 
+def summary(t):
+    """the --values line of tensor t: statistics of its finite values, the non-finite count,
+    the first FIRST values"""
+    import numpy as np
+    a = t.reshape(-1)
+    f = a.astype(np.float64)
+    f = f[np.isfinite(f)]
+    st = ("min %.6g max %.6g mean %.6g std %.6g" % (f.min(), f.max(), f.mean(), f.std()) if f.size
+          else "min - max - mean - std -")
+    first = " ".join("%.9g" % v for v in a[:FIRST].tolist())
+    return "%s non-finite %d | first %d of %d: %s" % (st, a.size - f.size, min(FIRST, a.size), a.size, first)
+
+
 def describe(ck, values=False, out=sys.stdout):
     """the listing the command line prints"""
     cfg = ck.config
@@ -119,11 +136,13 @@ def describe(ck, values=False, out=sys.stdout):
     for name, t in ck.tensors.items():
         print(f"{name:<{w}}  {str(list(t.shape)):<16} {str(t.dtype):<8} {t.size:>10,}", file=out)
         if values:
-            print(" ".join("%.9g" % v for v in t.reshape(-1).tolist()), file=out)
+            print("  " + summary(t), file=out)
     print(f"{len(ck.tensors)} tensors, {ck.parameters():,} parameters", file=out)
 
 
 def main(argv):
+    if hasattr(signal, "SIGPIPE"):  # a closed pipe (| head) ends the program quietly, as it does cat
+        signal.signal(signal.SIGPIPE, signal.SIG_DFL)
     args = [a for a in argv if not a.startswith("--")]
     flags = {a for a in argv if a.startswith("--")}
     if "--help" in flags or "-h" in argv or len(args) != 1 or flags - {"--values", "--config", "--help"}:

@@ -3,16 +3,16 @@
 # configs/lra_<task>_<mixer>.json (the release's settings, docs/lra.md), evaluates it and
 # prints the reported test accuracy (summary.json reported_test_acc: the last checkpoint,
 # as the release reports, train.report) beside the best-validation one and the LRA paper's
-# numbers (also written to runs/lra-<profile>-<stamp>.txt).
+# numbers, every accuracy in percent (also written to runs/lra-<profile>-<stamp>.txt).
 #
 #   scripts/reproduce_lra.sh [--profile paper|small] [--tasks "listops text retrieval image pathfinder"]
 #                            [--mixers "gma sdpa linear performer linformer"] [--steps N] [--device D]
-#                            [--cnn-seconds S] [--dry-run N [--dry-batch SPEC]] [--help]
+#                            [--cnn-seconds S] [--spam-dir DIR] [--dry-run N [--dry-batch SPEC]] [--help]
 #   --profile paper  the release's settings at full size (GPU-scale; docs/lra.md gives the cost)
 #   --profile small  2 layers of width 64, sequences of at most 256 tokens, 600 steps, on the
 #                    data this machine has or makes: generated ListOps (2,000 short
-#                    expressions), a byte-level text task (the SpamAssassin TSV split in
-#                    SPAM_DIR when IMDB is missing) and easy Pathfinder-32 (100,000 images in
+#                    expressions), a byte-level text task (the SpamAssassin TSV split of
+#                    --spam-dir when IMDB is missing) and easy Pathfinder-32 (100,000 images in
 #                    data/pathfinder32_100k, generated when missing; all 1,024 pixels, batch
 #                    16, 300 steps); mixers gma and sdpa unless --mixers says otherwise.
 #                    Pathfinder adds the row "gma+stem": configs/small_lra_pathfinder_stem.json,
@@ -22,8 +22,12 @@
 #   --cnn-seconds S  --profile small, Pathfinder: also train scripts/pathfinder_cnn.py (PyTorch)
 #                    on the same images for S seconds [300] and add its test accuracy as the
 #                    row "cnn(torch)", when python3 imports torch and PIL (0: no such row)
+#   --spam-dir DIR   the SpamAssassin TSV split ({train,valid,test}.tsv.gz; docs/lra.md) for
+#                    --profile small's text task when data/aclImdb_v1.tar.gz is missing
+#                    (also SPAM_DIR=DIR; no default: without either that task is skipped)
 #   --dry-run N      instead, scripts/lra_dry_run.sh --steps N: N steps of each config at its
-#                    full shape on stand-in data (scripts/lra_standin.sh), peak memory (max RSS),
+#                    full shape on stand-in data (scripts/lra_standin.sh: only the tasks of
+#                    --tasks, in data/lra_standin), peak memory (max RSS),
 #                    seconds per step and the projected time of the full run (Path-X included
 #                    unless --tasks says otherwise); --dry-batch SPEC measures at micro-batches b
 #                    and 2b and projects the config's batch (lra_dry_run.sh --help)
@@ -32,24 +36,28 @@
 # data/lra_release/tsv_data (`gmadata fetch lra`); image needs data/cifar-10-binary.tar.gz
 # (the CIFAR-10 binary release, downloaded by hand); pathfinder uses the data.path of its
 # config. A task whose data or config is missing is skipped with a line saying so.
-# Environment: SPAM_DIR=DIR the SpamAssassin TSV split for --profile small's text task
-# (default shared/data/spam). Prints one line as each run starts; the table at the end.
+# Environment: SPAM_DIR=DIR, as --spam-dir. Prints one line as each run starts; the table
+# at the end.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 profile=paper; tasks="listops text retrieval image pathfinder"; mixers=""
-steps=""; device=""; dry=""; cnn_seconds=300; SPAM_DIR=${SPAM_DIR:-shared/data/spam}
+steps=""; device=""; dry=""; cnn_seconds=300; SPAM_DIR=${SPAM_DIR:-}
 . scripts/lib_reproduce.sh
 dry_opts=(); dry_batch=""
-extra_option() { case "$1" in --tasks) tasks="$2"; dry_opts+=(--tasks "$2");; --dry-run) dry="$2";;
+extra_option() { case "$1" in --tasks|--dry-run|--dry-batch|--cnn-seconds|--spam-dir) need_value "$@";; *) return 1;; esac
+                 case "$1" in --tasks) tasks="$2"; dry_opts+=(--tasks "$2");; --dry-run) dry="$2";;
                  --dry-batch) dry_batch="$2"; dry_opts+=(--dry-batch "$2");;
                  --cnn-seconds) [[ "$2" =~ ^[0-9]+$ ]] || { echo "$0: --cnn-seconds needs a whole number of seconds, got '$2'" >&2; exit 2; }
                                 cnn_seconds="$2";;
-                 *) return 1;; esac; }
-parse_options "[--profile paper|small] [--tasks LIST] [--mixers LIST] [--steps N] [--device D] [--cnn-seconds S] [--dry-run N [--dry-batch SPEC]]" "$@"
+                 --spam-dir) SPAM_DIR="$2";; esac; }
+parse_options "[--profile paper|small] [--tasks LIST] [--mixers LIST] [--steps N] [--device D] [--cnn-seconds S] [--spam-dir DIR] [--dry-run N [--dry-batch SPEC]]" "$@"
+SPAM_DIR=$(from_start "$SPAM_DIR")
+[ -z "$SPAM_DIR" ] || [ -d "$SPAM_DIR" ] || { echo "$0: --spam-dir / SPAM_DIR: $SPAM_DIR is not a directory" >&2; exit 2; }
 if [ -z "$dry" ] && [ -n "$dry_batch" ]; then
   echo "$0: --dry-batch goes with --dry-run" >&2; exit 2
 fi
 if [ -n "$dry" ]; then
+  [[ "$dry" =~ ^[0-9]+$ ]] && [ "$dry" -ge 2 ] || { echo "$0: --dry-run N: N must be a whole number of steps >= 2, not '$dry'" >&2; exit 2; }
   [ -n "$mixers" ] && dry_opts+=(--mixers "$mixers")
   exec scripts/lra_dry_run.sh --steps "$dry" "${dry_opts[@]}" $device
 fi
@@ -73,7 +81,7 @@ stamp=$(date +%Y%m%d-%H%M%S)
 mode=$profile
 table="runs/lra-$mode-$stamp.txt"
 mkdir -p runs
-printf "%-10s %-10s %10s %12s %12s %10s\n" task mixer best_valid test_best test_reported "LRA paper" > "$table"
+lra_header > "$table"
 for t in $tasks; do
   cfgtask=$t; sets=(); hint=""
   case "$t" in
@@ -88,7 +96,8 @@ for t in $tasks; do
         [ -f "$need" ] || bin/gmadata generate listops --out data/listops
       fi ;;
     text) need=data/aclImdb_v1.tar.gz; hint="bin/gmadata fetch imdb"
-          if [ "$profile" = small ] && [ ! -e "$need" ] && [ -d "$SPAM_DIR" ]; then
+          [ "$profile" = small ] && hint="$hint, or --spam-dir DIR"
+          if [ "$profile" = small ] && [ ! -e "$need" ] && [ -n "$SPAM_DIR" ]; then
             need=$SPAM_DIR; sets+=(--set data.task=tsv --set "data.path=$SPAM_DIR" --set data.strip_headers=true)
           fi ;;
     retrieval) need=data/lra_release/tsv_data; hint="bin/gmadata fetch lra" ;;
@@ -130,8 +139,7 @@ for t in $tasks; do
     out="runs/lra_${t}_${m}-$mode-$stamp"
     progress "$t" "$m" "$cfg" "$out"
     $BIN/gmatrain --config "$cfg" --out "$out" "${run_sets[@]}" $device --quiet
-    printf "%-10s %-10s %10.4f %12.4f %12.4f %10s\n" "$t" "$m" "$(get "$out/summary.json" best_valid_acc)" \
-      "$(get "$out/summary.json" test_acc_at_best)" "$(get "$out/summary.json" reported_test_acc)" "${ref[$m:$t]:--}" >> "$table"
+    lra_row "$t" "$m" $(lra_acc "$out/summary.json") "${ref[$m:$t]:--}" >> "$table"
   done
   # --profile small, Pathfinder: the CPU check's model, a gma block behind a convolutional
   # stem (configs/small_lra_pathfinder_stem.json; docs/lra.md, "CPU check")
@@ -141,8 +149,7 @@ for t in $tasks; do
     [ -n "$steps" ] && stem_sets+=(--set "train.steps=$steps")
     progress "$t" "gma+stem" configs/small_lra_pathfinder_stem.json "$out"
     $BIN/gmatrain --config configs/small_lra_pathfinder_stem.json --out "$out" "${stem_sets[@]}" $device --quiet
-    printf "%-10s %-10s %10.4f %12.4f %12.4f %10s\n" "$t" "gma+stem" "$(get "$out/summary.json" best_valid_acc)" \
-      "$(get "$out/summary.json" test_acc_at_best)" "$(get "$out/summary.json" reported_test_acc)" - >> "$table"
+    lra_row "$t" gma+stem $(lra_acc "$out/summary.json") - >> "$table"
   fi
   # --profile small, Pathfinder: a reference row from the convolutional network of
   # scripts/pathfinder_cnn.py on the same images (docs/lra.md, "CPU check": the labels are
@@ -154,7 +161,7 @@ for t in $tasks; do
       python3 scripts/pathfinder_cnn.py "$need" --seconds "$cnn_seconds" --threads 2 > "$log" ||
         echo "$t: scripts/pathfinder_cnn.py failed (exit $?; $log)" >&2
       acc=$(sed -n 's/^final .* test_acc \([0-9.]*\) on .*/\1/p' "$log")
-      printf "%-10s %-10s %10s %12s %12s %10s\n" "$t" "cnn(torch)" - - "${acc:--}" - >> "$table"
+      lra_row "$t" "cnn(torch)" - - "${acc:--}" - >> "$table"
     else
       echo "$t: the CNN reference row skipped (python3 cannot import torch and PIL)"
     fi

@@ -4,15 +4,18 @@
 # One run per variant (seed 1337), each evaluated on the full test split with the routing
 # analysis (gmaeval --analyze-json): used components, usage entropy, NMI (pooled over layers
 # and heads), test perplexity, and the collapse alerts of its metrics.jsonl.
-#   scripts/reproduce_routing.sh [--steps N] [--threads N] [--variants LIST] [--monitor-every N]
-#                                [--no-results] [--help]
+#   scripts/reproduce_routing.sh [--sotu DIR] [--steps N] [--threads N] [--variants LIST]
+#                                [--monitor-every N] [--write-docs | --no-results] [--help]
+#   --sotu DIR       the State of the Union corpus, as scripts/reproduce_small.sh --sotu
 #   --steps N        train.steps of every run (default 150)
 #   --threads N      threads of every run (default 2)
 #   --variants LIST  which of the variants below (default all, in this order)
 #   --monitor-every N  gma.monitor_every of every run (default 25: with the default 100 and
 #                    patience 3 a short run never raises a dead_components alert, and reinit
 #                    never fires)
-#   --no-results     do not rewrite docs/results.md (scripts/write_results.sh) at the end
+#   --write-docs     write the results page into docs/results.md (figures docs/results/);
+#                    by default runs/results-<stamp>.md (figures runs/results-<stamp>/)
+#   --no-results     write no results page (scripts/write_results.sh) at the end
 # Variants (config keys in README's configuration table):
 #   default              gaussian routing, default init
 #   kmeans               gma.init kmeans
@@ -24,20 +27,22 @@
 # Writes runs/routing_<variant>-<stamp>/ (metrics, checkpoint, test.json, test.analysis.json,
 # variant.json) and runs/routing-<stamp>.{json,txt,md} (scripts/write_results.sh: the distance
 # to the paper's 104 / 0.933 / 0.244 and the closest variant's perplexity cost vs default).
-# Environment: SOTU=DIR the corpus (default ../shared/data/sotu).
+# Environment: SOTU=DIR the corpus, as --sotu (no default).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . scripts/lib_reproduce.sh
 steps=150; threads=2; results=1; monitor=25
 all="default kmeans div_token_0.01 div_token_0.1 div_batch_0.01 div_batch_0.1 reinit softmax_orthogonal ema"
 variants=$all
-usage="[--steps N] [--threads N] [--variants LIST] [--monitor-every N] [--no-results] [--help]"
+usage="[--sotu DIR] [--steps N] [--threads N] [--variants LIST] [--monitor-every N] [--write-docs | --no-results] [--help]"
 while [ $# -gt 0 ]; do
   case "$1" in
-    --steps) steps="$2"; shift 2;;
-    --threads) threads="$2"; shift 2;;
-    --variants) variants="$2"; shift 2;;
-    --monitor-every) monitor="$2"; shift 2;;
+    --steps) need_value "$@"; steps="$2"; shift 2;;
+    --threads) need_value "$@"; threads="$2"; shift 2;;
+    --variants) need_value "$@"; variants="$2"; shift 2;;
+    --monitor-every) need_value "$@"; monitor="$2"; shift 2;;
+    --sotu) need_value "$@"; SOTU="$2"; shift 2;;
+    --write-docs) results=docs; shift;;
     --no-results) results=0; shift;;
     --help|-h) script_help; exit 0;;
     *) echo "usage: $0 $usage" >&2; exit 2;;
@@ -84,4 +89,7 @@ for v in $variants; do
 done
 scripts/write_results.sh combine-routing "runs/routing-$stamp" "$cmd" "${outs[@]}"
 cat "runs/routing-$stamp.txt"
-if [ $results = 1 ]; then scripts/write_results.sh; fi
+case $results in # the newest runs/small-*.json comes with it (write_results.sh)
+  docs) scripts/write_results.sh --routing "runs/routing-$stamp.json";;
+  1) scripts/write_results.sh --routing "runs/routing-$stamp.json" --out "runs/results-$stamp.md" --figures "runs/results-$stamp";;
+esac

@@ -4,8 +4,10 @@
 # rest train) into data/sotu8, trains a 4096-token byte-level BPE on its train split, writes the
 # shards data/sotu8-bpe4k, trains configs/small_<mixer>.json for every mixer and seed
 # (seed 1337+i, i = 0..N-1) and evaluates each on the full valid and test splits.
-#   scripts/reproduce_small.sh [--seeds N] [--steps N] [--mixers LIST] [--threads N]
-#                              [--remedies] [--gmaeval] [--no-results] [--help]
+#   scripts/reproduce_small.sh [--sotu DIR] [--seeds N] [--steps N] [--mixers LIST] [--threads N]
+#                              [--remedies] [--gmaeval] [--write-docs | --no-results] [--help]
+#   --sotu DIR     the State of the Union corpus: DIR/train.txt, valid.txt, test.txt, one speech
+#                  a line (also SOTU=DIR; needed until data/sotu8 is made; scripts/sotu_split.sh)
 #   --seeds N      seeds per mixer (default 1)
 #   --steps N      train.steps of every run (default 150; the configs say 1000: see docs/results.md for why)
 #   --mixers LIST  which configs/small_<mixer>.json (default "gma sdpa hybrid linear performer mamba")
@@ -13,25 +15,31 @@
 #   --remedies     afterwards run scripts/reproduce_routing.sh with the same --steps and --threads
 #   --gmaeval      evaluate with gmaeval --data valid/test --json (default: the closing
 #                  evaluation rows of gmatrain's metrics.jsonl, the same full splits and numbers)
-#   --no-results   do not rewrite docs/results.md (scripts/write_results.sh) at the end
-# Environment: SOTU=DIR the corpus (default ../shared/data/sotu).
+#   --write-docs   write the results page into docs/results.md (and its figures into
+#                  docs/results/), the tracked page; by default it goes to
+#                  runs/results-<stamp>.md (figures runs/results-<stamp>/) and docs/ is untouched
+#   --no-results   write no results page (scripts/write_results.sh) at the end
+# Environment: SOTU=DIR the corpus, as --sotu (no default).
 # Writes per run runs/small_<mixer>_s<seed>-<stamp>/ (metrics, checkpoint, valid.json,
 # test.json, run.json) and runs/small-<stamp>.{json,txt,md}: per mixer the per-seed values and
-# mean, sample std, min and max of valid ppl, test ppl, test word ppl, tokens/s, params, and
-# against gma the verdicts of scripts/write_results.sh (ranges of the seeds disjoint, Welch t).
+# mean, sample std ("n/a" for one seed), min and max of valid ppl, test ppl, test word ppl,
+# tokens/s, params, and against gma the verdicts of scripts/write_results.sh (ranges of the
+# seeds disjoint, Welch t).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . scripts/lib_reproduce.sh
 seeds=1; steps=150; mixers="gma sdpa hybrid linear performer mamba"; threads=2
 remedies=0; results=1; gmaeval=0
-usage="[--seeds N] [--steps N] [--mixers LIST] [--threads N] [--remedies] [--gmaeval] [--no-results] [--help]"
+usage="[--sotu DIR] [--seeds N] [--steps N] [--mixers LIST] [--threads N] [--remedies] [--gmaeval] [--write-docs | --no-results] [--help]"
 while [ $# -gt 0 ]; do
   case "$1" in
-    --seeds) seeds="$2"; shift 2;;
-    --steps) steps="$2"; shift 2;;
-    --mixers) mixers="$2"; shift 2;;
-    --threads) threads="$2"; shift 2;;
+    --seeds) need_value "$@"; seeds="$2"; shift 2;;
+    --steps) need_value "$@"; steps="$2"; shift 2;;
+    --mixers) need_value "$@"; mixers="$2"; shift 2;;
+    --threads) need_value "$@"; threads="$2"; shift 2;;
+    --sotu) need_value "$@"; SOTU="$2"; shift 2;;
     --remedies) remedies=1; shift;;
+    --write-docs) results=docs; shift;;
     --no-results) results=0; shift;;
     --gmaeval) gmaeval=1; shift;;
     --help|-h) script_help; exit 0;;
@@ -72,4 +80,7 @@ cat "runs/small-$stamp.txt"
 if [ $remedies = 1 ]; then
   scripts/reproduce_routing.sh --steps "$steps" --threads "$threads" --no-results
 fi
-if [ $results = 1 ]; then scripts/write_results.sh; fi
+case $results in # the newest runs/routing-*.json comes with it (write_results.sh)
+  docs) scripts/write_results.sh --small "runs/small-$stamp.json";;
+  1) scripts/write_results.sh --small "runs/small-$stamp.json" --out "runs/results-$stamp.md" --figures "runs/results-$stamp";;
+esac

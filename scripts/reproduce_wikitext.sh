@@ -21,7 +21,7 @@ cd "$(dirname "$0")/.."
 profile=paper; data=data/wikitext-103-gpt2; device=""; steps=""
 mixers="gma_k256 sdpa linear performer mamba hybrid"
 . scripts/lib_reproduce.sh
-extra_option() { case "$1" in --data) data="$2";; *) return 1;; esac; }
+extra_option() { case "$1" in --data) need_value "$@"; data="$2";; *) return 1;; esac; }
 parse_options "[--profile paper|small] [--data DIR] [--mixers LIST] [--steps N] [--device D]" "$@"
 make -s binaries
 if [ ! -f "$data/meta.json" ]; then

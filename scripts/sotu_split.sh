@@ -1,21 +1,23 @@
 #!/usr/bin/env bash
 # sotu_split.sh: a State of the Union split with more than two speeches per evaluation split.
-# Reads the corpus (SOTU=DIR, default ../shared/data/sotu: one speech per line, a blank line
-# between speeches, year order over train.txt, valid.txt, test.txt) and writes OUT (default
+# Reads the corpus (SOTU=DIR, no default: one speech per line, a blank line between
+# speeches, year order over DIR/train.txt, valid.txt, test.txt) and writes OUT (default
 # data/sotu8) with train.txt, valid.txt, test.txt in the same layout: the last NTEST (8)
 # speeches are the test split, the NVALID (8) before them the valid split, all earlier ones
 # train. Prints one line per split (speeches, words, years). Deterministic; does nothing when
 # OUT/test.txt exists.
 #   scripts/sotu_split.sh [OUT]
-# Environment: SOTU=DIR, NVALID=N, NTEST=N.
+# Environment: SOTU=DIR (needed unless OUT is there; unset or incomplete: one line, exit 2),
+# NVALID=N, NTEST=N.
 set -euo pipefail
+case "${SOTU:-}" in ''|/*) ;; *) SOTU=$PWD/$SOTU;; esac # relative: from where the script was started
 cd "$(dirname "$0")/.."
-SOTU=${SOTU:-../shared/data/sotu}
 OUT=${1:-data/sotu8}
 NVALID=${NVALID:-8}; NTEST=${NTEST:-8}
 [ -f "$OUT/test.txt" ] && exit 0
+[ -n "${SOTU:-}" ] || { echo "$0: no State of the Union corpus: set SOTU=DIR (or --sotu DIR), the folder of its train.txt, valid.txt, test.txt" >&2; exit 2; }
 for f in train valid test; do
-  [ -f "$SOTU/$f.txt" ] || { echo "$0: $SOTU/$f.txt: missing (set SOTU=DIR)" >&2; exit 1; }
+  [ -f "$SOTU/$f.txt" ] || { echo "$0: $SOTU/$f.txt: missing (SOTU=DIR or --sotu DIR: the folder of train.txt, valid.txt, test.txt)" >&2; exit 2; }
 done
 mkdir -p "$OUT"
 tmp="$OUT/.split.$$"

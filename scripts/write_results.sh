@@ -12,7 +12,8 @@
 #       PREFIX.json, PREFIX.txt, PREFIX.md from the per-run files of reproduce_small.sh.
 #   scripts/write_results.sh combine-routing PREFIX COMMAND VARIANT.json...
 #       the same from the per-variant files of reproduce_routing.sh.
-# Statistics: mean, sample standard deviation (n - 1; 0 for one seed), min, max over the seeds.
+# Statistics: mean, sample standard deviation (n - 1; 0 in the JSON for one seed, printed
+# "n/a"), min, max over the seeds.
 # A difference against gma "exceeds the spread" when the two ranges [min, max] over the seeds
 # do not overlap (needs at least 2 seeds on each side); Welch's t = (mean_a - mean_b) /
 # sqrt(s_a^2/n_a + s_b^2/n_b) is reported beside it. Distance to the paper (Kc = 128):
@@ -77,6 +78,10 @@ def write(path, text):
 def fmt(x, d):
     return ("%%.%df" % d) % x
 
+def spread(st, d):
+    """the sample std of a stats dict, "n/a" for one seed (it has none)"""
+    return "n/a" if st["n"] < 2 else fmt(st["std"], d)
+
 def verdict_word(v):
     return "n/a (one seed)" if v is None else ("yes" if v else "no")
 
@@ -119,7 +124,7 @@ def small_text(s):
     for m in s["order"]:
         e = s["mixers"][m]
         st = e["stats"]
-        cell = lambda k, d: "%s +- %s" % (fmt(st[k]["mean"], d), fmt(st[k]["std"], d))
+        cell = lambda k, d: "%s +- %s" % (fmt(st[k]["mean"], d), spread(st[k], d))
         lines.append("%-10s %5d %10d %-22s %-22s %-22s %-20s" % (m, st["test_ppl"]["n"], e["params"],
                      cell("valid_ppl", 1), cell("test_ppl", 1), cell("test_word_ppl", 0), cell("tokens_per_s", 0)))
     lines.append("")
@@ -146,7 +151,7 @@ def small_md(s):
     for m in s["order"]:
         e = s["mixers"][m]
         st = e["stats"]
-        cell = lambda k, d: "%s ± %s [%s, %s]" % (fmt(st[k]["mean"], d), fmt(st[k]["std"], d),
+        cell = lambda k, d: "%s ± %s [%s, %s]" % (fmt(st[k]["mean"], d), spread(st[k], d),
                                                   fmt(st[k]["min"], d), fmt(st[k]["max"], d))
         lines.append("| %s | %s | %s | %s | %s | %s |" % (m, "{:,}".format(e["params"]), cell("valid_ppl", 1),
                      cell("test_ppl", 1), cell("test_word_ppl", 0), cell("tokens_per_s", 0)))
@@ -309,7 +314,7 @@ def results_md(small_path, routing_path, out_path, figdir, do_plots, notes=()):
     rel = lambda p: os.path.relpath(p, os.path.dirname(out_path) or ".")
     L = ["# Results", "",
          "Written by `scripts/write_results.sh` from the JSON outputs of `scripts/reproduce_small.sh` and",
-         "`scripts/reproduce_routing.sh`; do not edit by hand, rerun the scripts (they call it at the end).", "",
+         "`scripts/reproduce_routing.sh`; do not edit by hand, rerun the scripts (with `--write-docs` they write it here).", "",
          "Machine: %s. Written %s." % (machine(), time.strftime("%Y-%m-%d")), ""]
     if small:
         L += ["## Small profile over seeds", "",
@@ -362,8 +367,12 @@ def main(argv):
         a = argv[i]
         if a == "--no-plots":
             do_plots = False; i += 1; continue
-        if a not in ("--small", "--routing", "--out", "--figures", "--note") or i + 1 >= len(argv):
-            die("usage: %s [--small FILE] [--routing FILE] [--out FILE] [--figures DIR] [--note TEXT]... [--no-plots]" % ME)
+        if a not in ("--small", "--routing", "--out", "--figures", "--note"):
+            sys.stderr.write("usage: %s [--small FILE] [--routing FILE] [--out FILE] [--figures DIR] [--note TEXT]... [--no-plots]\n" % ME)
+            sys.exit(2)
+        if i + 1 >= len(argv) or argv[i + 1].startswith("--"):  # as need_value of lib_reproduce.sh
+            sys.stderr.write("%s: %s needs a value (see --help)\n" % (ME, a))
+            sys.exit(2)
         v = argv[i + 1]
         if a == "--note": notes.append(v)
         elif a == "--small": small = v

@@ -33,6 +33,8 @@ grep -q '^sdpa - gma: .*test ppl +9.0 (t 6.97, exceeds spread: yes)' $tmp/small.
 grep -q '| gma | 954,112 | 91.0 ± 1.0 \[90.0, 92.0\] | 102.0 ± 2.0 \[100.0, 104.0\]' $tmp/small.md && ok "markdown row" || bad "markdown row"
 scripts/write_results.sh combine-small "$tmp/one" "cmd" $f/gma_1337.json $f/sdpa_1337.json || bad "one seed"
 check "one seed: std 0, no verdict" $tmp/one.json 'd["mixers"]["gma"]["stats"]["test_ppl"]["std"] == 0 and d["mixers"]["sdpa"]["vs_gma"]["test_ppl"]["exceeds_spread"] is None'
+grep -q '^gma .* 100.0 +- n/a ' $tmp/one.txt && grep -q '^| gma | .* | 100.0 ± n/a \[100.0, 100.0\]' $tmp/one.md \
+  && ok "one seed: spread printed n/a" || bad "one seed: spread printed n/a"
 
 scripts/write_results.sh combine-routing "$tmp/routing" "cmd routing" $f/v_default.json $f/v_kmeans.json $f/v_reinit.json \
   || bad "combine-routing exits 0"

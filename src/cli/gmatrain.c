@@ -25,7 +25,7 @@ static void usage(FILE *f) {
             "Trains the model a JSON config describes; writes RUN/config.json, metrics.jsonl,\n"
             "checkpoints (RUN/ckpt_<step>, RUN/latest) and summary.json. RUN = --out, else\n"
             "out_dir, else runs/<name>. A bare --config NAME not found is looked up in configs/\n"
-            "(NAME or NAME.json).\n"
+            "(NAME or NAME.json), then in PREFIX/share/gma/configs (make install).\n"
             "Exit codes: 0 done (also: --resume of a finished run, nothing to do), 1 error,\n"
             "2 bad input, 3 stopped on non-finite losses, 4 stopped by a routing-collapse alert\n"
             "(gma.on_collapse \"stop\"), 130 interrupted (checkpoint written).\n"
@@ -35,15 +35,29 @@ static void usage(FILE *f) {
 
 static int run_main(int argc, char **argv, int *done);
 
-/* --config NAME: the file NAME; a bare NAME (no '/') that is not there is looked up in
- * configs/ as NAME, then NAME.json, so the usage works from the repository root. */
+/* --config NAME: the file NAME; a bare NAME (no '/') that is not there is looked up as NAME,
+ * then NAME.json, in configs/ (the repository root's), then in the configs `make install`
+ * puts beside the program: PREFIX/share/gma/configs for PREFIX/bin/gmatrain. Not found:
+ * NULL, the error naming where it looked. */
 static const char *find_config(const char *name, char *buf, size_t cap) {
     if (gma_path_exists(name) || strchr(name, '/')) return name;
-    snprintf(buf, cap, "configs/%s", name);
-    if (gma_path_exists(buf)) return buf;
-    snprintf(buf, cap, "configs/%s.json", name);
-    if (gma_path_exists(buf)) return buf;
-    return name; /* its "cannot open" names what was asked for */
+    char share[1024] = "", exe[1024];
+    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    if (n > 0) {
+        exe[n] = 0;
+        char *s = strrchr(exe, '/'); /* PREFIX/bin/gmatrain -> PREFIX/bin -> PREFIX */
+        if (s) *s = 0, s = strrchr(exe, '/');
+        if (s) *s = 0, snprintf(share, sizeof share, "%s/share/gma/configs", exe);
+    }
+    const char *dirs[2] = {"configs", share};
+    for (int d = 0; d < 2 && dirs[d][0]; d++)
+        for (int j = 0; j < 2; j++) {
+            snprintf(buf, cap, "%s/%s%s", dirs[d], name, j ? ".json" : "");
+            if (gma_path_exists(buf)) return buf;
+        }
+    gma_errorf("%s: cannot open: not here, in configs/%s%s (as %s or %s.json)", name, share[0] ? " or in " : "", share, name,
+               name);
+    return NULL;
 }
 
 int main(int argc, char **argv) {
@@ -109,7 +123,7 @@ static int run_main(int argc, char **argv, int *done) {
     Config cfg;
     cfg_defaults(&cfg);
     char ckdir[2048] = "", cfgbuf[2048];
-    if (config) config = find_config(config, cfgbuf, sizeof cfgbuf);
+    if (config && !(config = find_config(config, cfgbuf, sizeof cfgbuf))) return 2;
     if (config) {
         if (cfg_load_file(&cfg, config) != 0) return 2;
     } else {

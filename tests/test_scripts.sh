@@ -1,0 +1,121 @@
+#!/usr/bin/env bash
+# test_scripts.sh: the command lines of scripts/ (run by `make test`, seconds). 1. Every option
+# that takes a value, given last without it, in every script that has such options: exit 2
+# and one line naming the option (need_value of lib_reproduce.sh). 2. A dry run of ListOps
+# alone makes ListOps' stand-in data and no other task's. 3. The LRA table's rows in percent
+# beside the paper's percent. 4. reproduce_small.sh on a tiny corpus given by --sotu, in a
+# copy of the tree's layout (scripts, bin, configs linked): without a corpus one line and
+# exit 2; with one, the results page under runs/, docs/results.md untouched, "n/a" for the
+# spread of one seed; --write-docs writes docs/results.md; the other data folders (--spam-dir,
+# SPAM_DIR=, check_gpt2.sh DIR) refused in one line when missing, and no script or doc names
+# a folder beside the checkout. 5. make install with DESTDIR:
+# the configs in share/gma/configs, found by the installed gmatrain from any directory, and
+# a config not found names where it was looked for. Run from the repository root.
+set -u
+cd "$(dirname "$0")/.."
+fail=0
+tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
+ok() { echo "ok: $1"; }
+bad() { echo "FAIL: $1"; fail=1; }
+
+# 1. SCRIPT [ARGS BEFORE THE OPTION] : its options that take a value
+while IFS=: read -r cmd opts; do
+  for o in $opts; do
+    out=$(scripts/$cmd $o 2>&1 < /dev/null); rc=$?
+    if [ $rc -eq 2 ] && [ "$(printf '%s\n' "$out" | wc -l)" = 1 ] && [[ "$out" == *"$o needs a value"* ]]; then :
+    else bad "scripts/$cmd $o: exit $rc, '$out' (want exit 2 and one line '... $o needs a value')"; fi
+  done
+done <<'EOF'
+reproduce_lra.sh:--profile --tasks --mixers --steps --device --cnn-seconds --spam-dir --dry-run --dry-batch
+reproduce_small.sh:--sotu --seeds --steps --mixers --threads
+reproduce_routing.sh:--sotu --steps --threads --variants --monitor-every
+reproduce_wikitext.sh:--profile --data --mixers --steps --device
+lra_dry_run.sh:--steps --dry-batch --tasks --mixers --data --device --threads --set --from
+lra_standin.sh DIR:--n --seed --tasks
+plot_runs.sh:--out --title --label --routing
+write_results.sh:--small --routing --out --figures --note
+bench_mpi.sh:--np --batch --steps --repeat --set --device --mpi-bin --one-bin
+bench_torch.sh:--mixers --B --T --V --steps --repeat --threads --out
+check_data_parallel.sh:--bin --device --out --way --steps
+gpu_check.sh:--out --bin --precisions --mixers --extra
+EOF
+out=$(scripts/reproduce_lra.sh --dry-run --tasks listops 2>&1); rc=$?
+[ $rc -eq 2 ] && [ "$out" = "scripts/reproduce_lra.sh: --dry-run needs a value (see --help)" ] \
+  && ok "options without their value: exit 2, one line naming the option" || bad "--dry-run --tasks listops: exit $rc, '$out'"
+out=$(scripts/reproduce_lra.sh --dry-run x 2>&1); rc=$?
+[ $rc -eq 2 ] && [[ "$out" == *"--dry-run N: N must be a whole number"* ]] && ok "--dry-run x refused naming --dry-run" \
+  || bad "--dry-run x: exit $rc, '$out'"
+
+# 2. the dry run of ListOps alone: only listops/ in the stand-in folder (no config of mixer
+# "none": nothing is trained)
+out=$(scripts/lra_dry_run.sh --data "$tmp/standin" --tasks listops --mixers none 2>&1); rc=$?
+table=$(printf '%s\n' "$out" | sed -n 's/^table: //p')
+case "$table" in runs/lra-dry-*.txt) rm -f "$table";; esac
+[ $rc -eq 0 ] && [ "$(ls "$tmp/standin" 2>&1 | paste -sd' ' -)" = listops ] && [ -f "$tmp/standin/listops/basic_test.tsv" ] \
+  && ok "dry run of listops: listops' stand-in alone" || bad "dry run of listops: exit $rc, stand-ins '$(ls "$tmp/standin" 2>&1 | paste -sd' ' -)'"
+
+# 3. the LRA table in percent
+printf '{\n  "best_valid_acc": 0.5,\n  "test_acc_at_best": 0.25,\n  "reported_test_acc": 0.3712\n}\n' > "$tmp/summary.json"
+row=$( . scripts/lib_reproduce.sh && lra_row listops sdpa $(lra_acc "$tmp/summary.json") 36.37 | tr -s ' ')
+head=$( . scripts/lib_reproduce.sh && lra_header | tr -s ' ')
+[ "$row" = "listops sdpa 50.00 25.00 37.12 36.37" ] && [[ "$head" == *"test_reported_% LRA paper %" ]] \
+  && ok "LRA rows in percent beside the paper's" || bad "LRA row '$row', header '$head'"
+
+# 4. reproduce_small.sh in a tree of its own: scripts, bin, configs linked, make a no-op
+r=$tmp/tree
+mkdir -p "$r/docs" "$r/sotu"
+for d in scripts bin configs; do ln -s "$PWD/$d" "$r/$d"; done
+printf 'binaries:\n\t@:\n' > "$r/Makefile"
+echo "the tracked page" > "$r/docs/results.md"
+out=$(cd "$r" && env -u SOTU scripts/reproduce_small.sh --steps 2 --mixers gma 2>&1); rc=$?
+[ $rc -eq 2 ] && [ "$(printf '%s\n' "$out" | wc -l)" = 1 ] && [[ "$out" == *"--sotu DIR or SOTU=DIR"* ]] && [ ! -e "$r/runs" ] \
+  && ok "no corpus: one line naming --sotu / SOTU=, exit 2, nothing made" || bad "no corpus: exit $rc, '$out'"
+# 12 speeches of 200 words (8 train, 2 valid, 2 test), one a line, a blank line between
+D="$r/sotu" awk 'BEGIN { srand(3); split("the of and to a in that is we our nation people will for this year", w, " ")
+  for (s = 0; s < 12; s++) { l = ""; for (i = 0; i < 200; i++) l = l (i ? " " : "") w[1 + int(rand() * 16)]
+    f = s < 8 ? "train" : (s < 10 ? "valid" : "test"); if (n[f]++) print "" > (ENVIRON["D"] "/" f ".txt"); print l > (ENVIRON["D"] "/" f ".txt") } }'
+small() { (cd "$r" && NVALID=2 NTEST=2 scripts/reproduce_small.sh --sotu sotu --steps 2 --mixers gma --threads 1 "$@") > "$tmp/small.log" 2>&1; }
+if ! command -v python3 > /dev/null; then
+  echo "SKIP: scripts: python3 not found (scripts/write_results.sh needs it), reproduce_small.sh's run skipped"
+elif small; then
+  res=$(ls "$r"/runs/results-*.md 2> /dev/null | head -1)
+  [ "$(cat "$r/docs/results.md")" = "the tracked page" ] && [ -n "$res" ] && grep -q '^| gma |' "$res" \
+    && ok "results page under runs/, docs/results.md untouched" || bad "results page: docs/results.md '$(head -1 "$r/docs/results.md")', runs/ '$res'"
+  grep -q '^gma .* +- n/a ' "$r"/runs/small-*.txt && grep -q '^| gma | .* ± n/a \[' "$r"/runs/small-*.md \
+    && ok "one seed: spread n/a" || bad "one seed: no 'n/a' spread in $(ls "$r"/runs/small-*.txt)"
+  sleep 1 # a new stamp for the second run
+  if small --write-docs; then
+    grep -q '^# Results' "$r/docs/results.md" && ok "--write-docs writes docs/results.md" || bad "--write-docs: docs/results.md not written"
+  else bad "reproduce_small.sh --write-docs: $(tail -3 "$tmp/small.log")"; fi
+else
+  bad "reproduce_small.sh --sotu: $(tail -3 "$tmp/small.log")"
+fi
+
+# data folders only where given: one line naming the option or variable, exit 2; no script
+# or doc names a folder beside the checkout
+one_line() { # WHAT WANT COMMAND...: exit 2 and one line holding WANT
+  local out rc; out=$("${@:3}" 2>&1 < /dev/null); rc=$?
+  [ $rc -eq 2 ] && [ "$(printf '%s\n' "$out" | wc -l)" = 1 ] && [[ "$out" == *"$2"* ]] || bad "$1: exit $rc, '$out'"
+}
+one_line "--spam-dir missing" "--spam-dir / SPAM_DIR: $tmp/nospam is not a directory" scripts/reproduce_lra.sh --profile small --spam-dir "$tmp/nospam"
+one_line "check_lra_data without SPAM_DIR" "set SPAM_DIR=DIR" env -u SPAM_DIR scripts/check_lra_data.sh
+one_line "check_gpt2 without DIR" "GPT2_REF=DIR" env -u GPT2_REF scripts/check_gpt2.sh
+sib=$(grep -rln '\.\./shared\|shared/data/\|\.\./data/' scripts docs README.md Makefile)
+[ -z "$sib" ] && ok "data folders named by option or variable only" || bad "a folder beside the checkout named in: $sib"
+
+# 5. make install into DESTDIR: configs installed and found by the installed gmatrain
+if make -s --no-print-directory install DESTDIR="$tmp/dest" PREFIX=/usr > "$tmp/install.log" 2>&1; then
+  g=$tmp/dest/usr/bin/gmatrain
+  [ -f "$tmp/dest/usr/share/gma/configs/quickstart.json" ] && ok "configs installed in PREFIX/share/gma/configs" \
+    || bad "make install: no share/gma/configs/quickstart.json"
+  mkdir -p "$tmp/elsewhere"
+  out=$(cd "$tmp/elsewhere" && "$g" --config quickstart --set model.mixer=nosuch --out "$tmp/elsewhere/q" 2>&1)
+  [[ "$out" == *'unknown mixer "nosuch"'* ]] && ok "installed gmatrain finds --config quickstart" || bad "installed --config quickstart: $out"
+  out=$(cd "$tmp/elsewhere" && "$g" --config no_such_config 2>&1); rc=$?
+  [ $rc -eq 2 ] && [[ "$out" == *"no_such_config"* ]] && [[ "$out" == *"$tmp/dest/usr/share/gma/configs"* ]] \
+    && ok "a config not found names where it was looked for" || bad "--config no_such_config: exit $rc, '$out'"
+else
+  bad "make install DESTDIR: $(tail -3 "$tmp/install.log")"
+fi
+[ $fail -eq 0 ] && echo "scripts: ok"
+exit $fail
