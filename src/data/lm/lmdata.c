@@ -7,6 +7,7 @@
 
 #include "core/common.h"
 #include "data/lm/lmmeta.h"
+#include "data/lm/manifest.h"
 
 static const char *g_split_names[3] = {"train", "valid", "test"};
 
@@ -69,6 +70,7 @@ int lmdata_open_splits(LmData *d, const Config *c, unsigned mask, int required) 
         d->have[0] = d->have[1] = d->have[2] = 1;
         return 0;
     }
+    if (manifest_check(c->data.path, mask) != 0) return -1; /* a set written as a whole, or refused */
     for (int s = 0; s < 3; s++) {
         char path[2100];
         snprintf(path, sizeof path, "%s/%s.bin", c->data.path, g_split_names[s]);
