@@ -73,13 +73,11 @@ static long src_read(Source *s, void *buf, size_t n, const char **errmsg) {
         int rc = inflate(&s->zs, Z_NO_FLUSH);
         if (rc == Z_STREAM_END) {
             /* another gzip member may follow */
-            if (s->zs.avail_in == 0) {
-                int c = fgetc(s->f);
-                if (c == EOF) {
-                    s->z_end = 1;
-                    break;
-                }
-                ungetc(c, s->f);
+            int c = s->zs.avail_in ? *s->zs.next_in : fgetc(s->f);
+            if (!s->zs.avail_in && c != EOF) ungetc(c, s->f);
+            if (c != 0x1f) { /* the end, or bytes that start no member: ignored, as gzip(1) does */
+                s->z_end = 1;
+                break;
             }
             inflateReset(&s->zs);
         } else if (rc != Z_OK && rc != Z_BUF_ERROR) {
@@ -246,6 +244,20 @@ static char *tar_read_meta(ArchiveReader *r, uint64_t n) {
     return s;
 }
 
+/* After the end blocks of a gzipped tar: the rest of the stream (padding to the record
+ * size) read through to the gzip trailer, so a stream cut short is an error. */
+static int gz_drain(ArchiveReader *r) {
+    if (!r->src.gz) return 0;
+    unsigned char buf[8192];
+    long k;
+    const char *msg = NULL;
+    while ((k = src_read(&r->src, buf, sizeof buf, &msg)) == (long)sizeof buf) {}
+    if (k < 0)
+        return gma_errorf("%s: truncated archive: the gzip stream is cut short after the end-of-archive blocks, at offset "
+                          "%llu of the tar: %s", r->path, (unsigned long long)r->src.pos, msg);
+    return 0;
+}
+
 static int walk_tar(ArchiveReader *r, archive_visit_fn fn, void *ctx) {
     unsigned char h[512];
     char *long_name = NULL;
@@ -258,17 +270,26 @@ static int walk_tar(ArchiveReader *r, archive_visit_fn fn, void *ctx) {
         free(r->name);
         r->name = NULL;
         if (k < 0) {
-            rc = entry_error(r, msg);
+            rc = gma_errorf("%s: corrupt archive at offset %llu (where the next tar header or the end-of-archive blocks "
+                            "belong): %s", r->path, (unsigned long long)off, msg);
             break;
         }
-        if (k == 0) break; /* tolerated: archive without end blocks */
+        if (k == 0) { /* the end-of-archive blocks are missing: the archive was cut between two entries */
+            rc = gma_errorf("%s: truncated archive: it ends at offset %llu without the end-of-archive blocks (entries "
+                            "after that are missing)", r->path, (unsigned long long)off);
+            break;
+        }
         if (k < 512) {
-            rc = entry_error(r, "unexpected end of archive inside a header (truncated)");
+            rc = gma_errorf("%s: truncated archive: it ends at offset %llu inside a header", r->path,
+                            (unsigned long long)(off + (uint64_t)k));
             break;
         }
         int zero = 1;
         for (int i = 0; i < 512 && zero; i++) zero = h[i] == 0;
-        if (zero) break;
+        if (zero) {
+            rc = gz_drain(r);
+            break;
+        }
         if (!tar_checksum_ok(h)) {
             rc = gma_errorf("%s: corrupt archive: bad tar header checksum at offset %llu", r->path,
                             (unsigned long long)off);
