@@ -3,7 +3,9 @@
  * entries are refused, truncated and corrupt archives name the entry and offset; a tar cut
  * between two entries (no end-of-archive blocks, plain or gzipped) and a tar.gz cut anywhere
  * are errors that leave only whole files under their final names; extract --out. */
+#include <signal.h>
 #include <stdlib.h>
+#include <sys/wait.h>
 #include <string.h>
 #include <unistd.h>
 #include <zlib.h>
@@ -308,6 +310,48 @@ START_TEST(test_cli_extract_out) {
 }
 END_TEST
 
+static int dead_pid(void) {
+    pid_t p = fork();
+    if (p == 0) _exit(0);
+    waitpid(p, NULL, 0);
+    return (int)p;
+}
+
+/* a re-run removes ENTRY.tmp.PID of an entry ENTRY (PID gone) before writing ENTRY; a live
+ * process's temporary, one of a name the archive does not hold, and an entry that is
+ * itself named like a temporary stay */
+START_TEST(test_extract_sweeps_stale_tmp) {
+    int dead = dead_pid(), dead2 = dead_pid(), live = (int)getpid();
+    char dest[300], lookalike[64], p[5][400];
+    snprintf(dest, sizeof dest, "%s/swept", tu_tmpdir());
+    snprintf(lookalike, sizeof lookalike, "sub/x.txt.tmp.%d", dead);
+    Buf b = {0};
+    tar_add(&b, "first.txt", "one\n", 4, '0');
+    tar_add(&b, lookalike, "an entry\n", 9, '0');
+    tar_add(&b, "sub/x.txt", "x\n", 2, '0');
+    tar_add(&b, "second.txt", "two\n", 4, '0');
+    tar_end(&b);
+    write_buf(tu_path("sweep.tar"), &b, b.n);
+    ck_assert_int_eq(run("mkdir -p %s/sub", dest), 0);
+    snprintf(p[0], sizeof p[0], "%s/first.txt.tmp.%d", dest, dead);
+    snprintf(p[1], sizeof p[1], "%s/sub/x.txt.tmp.%d", dest, dead2);
+    snprintf(p[2], sizeof p[2], "%s/second.txt.tmp.%d", dest, live);
+    snprintf(p[3], sizeof p[3], "%s/other.txt.tmp.%d", dest, dead);
+    for (int i = 0; i < 4; i++) tu_write(p[i], "left behind");
+    ck_assert_msg(run("bin/gmadata extract %s --dest %s", tu_path("sweep.tar"), dest) == 0, "%s", g_out);
+    ck_assert_msg(strstr(g_out, "removed 2 stale temporary files"), "%s", g_out);
+    ck_assert(!gma_path_exists(p[0]) && !gma_path_exists(p[1]));
+    ck_assert_msg(gma_path_exists(p[2]), "a live process's temporary was removed");
+    ck_assert_msg(gma_path_exists(p[3]), "a file of a name the archive does not hold was removed");
+    /* again: the entry named like a temporary is extracted, not swept */
+    ck_assert_msg(run("bin/gmadata extract %s --dest %s", tu_path("sweep.tar"), dest) == 0, "%s", g_out);
+    ck_assert_msg(!strstr(g_out, "removed"), "%s", g_out);
+    snprintf(p[4], sizeof p[4], "%s/%s", dest, lookalike);
+    ck_assert_str_eq(read_back(p[4]), "an entry\n");
+    free(b.p);
+}
+END_TEST
+
 START_TEST(test_cli_extract_errors) {
     char out[2048], cmd[1024];
     snprintf(cmd, sizeof cmd, "bin/gmadata extract %s --dest %s/clix", tu_path("cut.tar"), tu_tmpdir());
@@ -334,6 +378,7 @@ Suite *make_suite(void) {
     tcase_add_test(tc, test_cli_extract_errors);
     tcase_add_test(tc, test_cut_between_entries);
     tcase_add_test(tc, test_cli_extract_out);
+    tcase_add_test(tc, test_extract_sweeps_stale_tmp);
     suite_add_tcase(s, tc);
     return s;
 }

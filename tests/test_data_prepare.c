@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "data/lm/lmdata.h"
@@ -270,6 +271,37 @@ START_TEST(test_prepare_killed_between_files) {
 }
 END_TEST
 
+/* the id of a process that has exited (and been reaped) */
+static int dead_pid(void) {
+    pid_t p = fork();
+    if (p == 0) _exit(0);
+    waitpid(p, NULL, 0);
+    return (int)p;
+}
+
+/* a re-run of prepare removes the NAME.tmp.PID a killed one left (PID gone), not a live
+ * process's, nor files of other names */
+START_TEST(test_prepare_sweeps_stale_tmp) {
+    const char *corpus = tu_path("sc"), *set = tu_path("sset");
+    write_corpus(corpus);
+    gma_mkdirs(set);
+    int dead = dead_pid(), live = (int)getpid();
+    char p[4][700];
+    snprintf(p[0], sizeof p[0], "%s/train.bin.tmp.%d", set, dead);
+    snprintf(p[1], sizeof p[1], "%s/meta.json.tmp.%d", set, dead);
+    snprintf(p[2], sizeof p[2], "%s/valid.bin.tmp.%d", set, live);
+    snprintf(p[3], sizeof p[3], "%s/notes.txt.tmp.%d", set, dead);
+    for (int i = 0; i < 4; i++) tu_write(p[i], "left behind");
+    ck_assert_msg(run("bin/gmadata prepare %s --tokenizer bytes --out %s", corpus, set) == 0, "%s", g_out);
+    ck_assert_msg(strstr(g_out, "removed 2 stale temporary files"), "%s", g_out);
+    ck_assert(!gma_path_exists(p[0]) && !gma_path_exists(p[1]));
+    ck_assert_msg(gma_path_exists(p[2]), "a live process's temporary was removed");
+    ck_assert_msg(gma_path_exists(p[3]), "a file prepare does not write was removed");
+    ck_assert_msg(run("bin/gmadata prepare %s --tokenizer bytes --out %s", corpus, set) == 0, "%s", g_out);
+    ck_assert_msg(!strstr(g_out, "removed"), "%s", g_out);
+}
+END_TEST
+
 Suite *make_suite(void) {
     Suite *s = suite_create("data_prepare");
     TCase *tc = tcase_create("prepare");
@@ -279,6 +311,7 @@ Suite *make_suite(void) {
     tcase_add_test(tc, test_prepare_errors);
     tcase_add_test(tc, test_count_words);
     tcase_add_test(tc, test_prepare_killed_between_files);
+    tcase_add_test(tc, test_prepare_sweeps_stale_tmp);
     suite_add_tcase(s, tc);
     return s;
 }

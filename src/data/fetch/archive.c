@@ -8,6 +8,7 @@
  */
 #include "data/fetch/archive.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,6 +17,7 @@
 #include <zlib.h>
 
 #include "core/common.h"
+#include "core/stale_tmp.h"
 
 enum { FMT_TAR, FMT_TGZ, FMT_GZ, FMT_ZIP };
 #define IN_CHUNK 65536
@@ -599,10 +601,60 @@ int archive_path_is_safe(const char *name) {
     return 1;
 }
 
+/* A stale temporary found in a directory the extraction writes into: removed once an
+ * entry of the archive turns out to be its NAME (so only this tool's own are removed). */
+typedef struct StaleTmp {
+    char *path;
+    size_t base_len; /* path[0..base_len) is the file it was to become */
+} StaleTmp;
+
 typedef struct ExtractCtx {
     const char *archive, *dest;
     char *buf;
+    char **dirs; /* directories scanned for stale temporaries */
+    int ndirs, cap_dirs;
+    StaleTmp *stale;
+    int nstale, cap_stale, swept;
 } ExtractCtx;
+
+/* The stale temporaries of dir, once per directory (the last one first: entries cluster). */
+static void scan_dir(ExtractCtx *x, const char *dir) {
+    for (int i = x->ndirs - 1; i >= 0; i--)
+        if (!strcmp(x->dirs[i], dir)) return;
+    if (x->ndirs == x->cap_dirs) x->dirs = xrealloc(x->dirs, (size_t)(x->cap_dirs = 2 * x->cap_dirs + 8) * sizeof *x->dirs);
+    x->dirs[x->ndirs++] = xstrdup(dir);
+    DIR *d = opendir(dir);
+    struct dirent *e;
+    while (d && (e = readdir(d))) {
+        size_t bl;
+        if (!stale_tmp_name(e->d_name, &bl)) continue;
+        if (x->nstale == x->cap_stale)
+            x->stale = xrealloc(x->stale, (size_t)(x->cap_stale = 2 * x->cap_stale + 8) * sizeof *x->stale);
+        size_t n = strlen(dir) + strlen(e->d_name) + 2;
+        StaleTmp *t = &x->stale[x->nstale++];
+        t->path = xmalloc(n);
+        snprintf(t->path, n, "%s/%s", dir, e->d_name);
+        t->base_len = strlen(dir) + 1 + bl;
+    }
+    if (d) closedir(d);
+}
+
+/* Before out is written: the stale temporaries of out removed; one named out itself (an
+ * entry named like a temporary) is forgotten, never removed after it is extracted. */
+static int sweep_for(ExtractCtx *x, const char *out) {
+    size_t ol = strlen(out);
+    for (int i = 0; i < x->nstale; i++) {
+        StaleTmp *t = &x->stale[i];
+        int mine = t->base_len == ol && !strncmp(t->path, out, ol);
+        if (!mine && strcmp(t->path, out)) continue;
+        if (mine && unlink(t->path) != 0 && errno != ENOENT)
+            return gma_errorf("%s: cannot remove a stale temporary file: %s", t->path, strerror(errno));
+        x->swept += mine;
+        free(t->path);
+        x->stale[i--] = x->stale[--x->nstale];
+    }
+    return 0;
+}
 
 static int extract_visit(void *vctx, const ArchiveEntry *e, ArchiveReader *r) {
     ExtractCtx *x = vctx;
@@ -620,7 +672,9 @@ static int extract_visit(void *vctx, const ArchiveEntry *e, ArchiveReader *r) {
     char *slash = strrchr(out, '/');
     *slash = 0;
     rc = gma_mkdirs(out);
+    if (!rc) scan_dir(x, out);
     *slash = '/';
+    if (!rc) rc = sweep_for(x, out);
     if (rc) goto done;
     snprintf(tmp, plen + 32, "%s.tmp.%d", out, (int)getpid());
     FILE *f = fopen(tmp, "wb");
@@ -646,10 +700,17 @@ done:
     return rc;
 }
 
-int archive_extract(const char *path, const char *dest) {
+int archive_extract_swept(const char *path, const char *dest, int *swept) {
     if (gma_mkdirs(dest) != 0) return -1;
-    ExtractCtx x = {path, dest, xmalloc(1 << 16)};
+    ExtractCtx x = {path, dest, xmalloc(1 << 16), NULL, 0, 0, NULL, 0, 0, 0};
     int rc = archive_walk(path, extract_visit, &x);
     free(x.buf);
+    for (int i = 0; i < x.ndirs; i++) free(x.dirs[i]);
+    for (int i = 0; i < x.nstale; i++) free(x.stale[i].path);
+    free(x.dirs);
+    free(x.stale);
+    if (swept) *swept = x.swept;
     return rc;
 }
+
+int archive_extract(const char *path, const char *dest) { return archive_extract_swept(path, dest, NULL); }

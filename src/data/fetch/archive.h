@@ -38,6 +38,10 @@ int archive_walk(const char *path, archive_visit_fn fn, void *ctx);
  * final name is always whole; on an error (a truncated archive included) the entries
  * before it are extracted, the rest are not, and -1 is returned. */
 int archive_extract(const char *path, const char *dest);
+/* The same, also removing the stale temporaries (core/stale_tmp.h) an earlier extraction
+ * killed part-way left: ENTRY.tmp.PID beside an entry ENTRY of this archive, PID gone, is
+ * removed before ENTRY is written; *swept (when not NULL): how many. */
+int archive_extract_swept(const char *path, const char *dest, int *swept);
 
 /* 1 if an entry name stays inside the destination (relative, no ".." component). */
 int archive_path_is_safe(const char *name);

@@ -336,7 +336,11 @@ int fetch_dataset(const char *name, const char *dest, const char *url_override, 
             snprintf(mark, sizeof mark, "%s/.%s.extracted", dir, f->file);
             if (have && gma_path_exists(mark)) continue;
             if (o->progress) fprintf(stderr, "gmadata: extracting %s into %s\n", path, dir);
-            if (archive_extract(path, dir) != 0) return -1;
+            int swept = 0;
+            if (archive_extract_swept(path, dir, &swept) != 0) return -1;
+            if (swept && o->progress)
+                fprintf(stderr, "gmadata: removed %d stale temporary file%s (NAME.tmp.PID) of an extraction that was killed\n",
+                        swept, swept == 1 ? "" : "s");
             if (gma_write_file_atomic(mark, "ok\n", 3) != 0) return -1;
         }
     }

@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "core/common.h"
+#include "core/stale_tmp.h"
 #include "data/fetch/digest.h"
 #include "data/lm/lmmeta.h"
 #include "data/lm/manifest.h"
@@ -100,6 +101,17 @@ static void fault_kill_after(const char *file) {
     if (f && !strcmp(f, file)) raise(SIGKILL);
 }
 
+/* the temporaries a killed prepare left in out (NAME.tmp.PID of the files it writes) */
+static int sweep_out(const char *out, int verbose) {
+    static const char *const names[] = {"train.bin", "valid.bin", "test.bin", "meta.json", MANIFEST_INCOMPLETE,
+                                        "vocab.txt", "encoder.json", "vocab.bpe"};
+    int n = stale_tmp_sweep(out, names, (int)(sizeof names / sizeof names[0]));
+    if (n > 0 && verbose)
+        fprintf(stderr, "gmadata: removed %d stale temporary file%s (NAME.tmp.PID) of a prepare that was killed, in %s\n", n,
+                n == 1 ? "" : "s", out);
+    return n < 0 ? -1 : 0;
+}
+
 /* <out>/prepare.incomplete, saying what was being prepared */
 static int write_marker(const char *out, const PrepareOptions *o) {
     char path[2300], text[2400];
@@ -150,7 +162,7 @@ int prepare_run(const PrepareOptions *o) {
         if (*p == ':' || *p == '/') *p = '_';
     snprintf(vocab_dir, sizeof vocab_dir, "%s", o->vocab_dir ? o->vocab_dir : "");
     if (!o->vocab_dir) snprintf(vocab_dir, sizeof vocab_dir, "%s/gpt2", data_dir);
-    if (gma_mkdirs(out) != 0) return -1;
+    if (gma_mkdirs(out) != 0 || sweep_out(out, o->verbose) != 0) return -1;
     Tokenizer *tok;
     char spec[2200];
     if (strcmp(o->tokenizer, "word") == 0) {
