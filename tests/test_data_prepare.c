@@ -207,6 +207,7 @@ static int open_set(const char *dir) {
     cfg_defaults(&c);
     snprintf(c.data.source, sizeof c.data.source, "shards");
     snprintf(c.data.path, sizeof c.data.path, "%s", dir);
+    c.train.seq_len = 16;
     LmData d;
     int rc = lmdata_open(&d, &c);
     if (!rc) lmdata_close(&d);
@@ -302,6 +303,36 @@ START_TEST(test_prepare_sweeps_stale_tmp) {
 }
 END_TEST
 
+/* an empty split is refused by name before anything is written; a train split shorter than
+ * one training window is refused by gmatrain with both counts */
+START_TEST(test_prepare_empty_split_and_short_train) {
+    const char *corpus = tu_path("ec"), *set = tu_path("eset");
+    write_corpus(corpus);
+    char p[700];
+    snprintf(p, sizeof p, "%s/valid.txt", corpus);
+    tu_write(p, "");
+    ck_assert_int_eq(run("bin/gmadata prepare %s --tokenizer bytes --out %s --quiet", corpus, set), 1);
+    ck_assert_msg(strstr(g_out, "valid.txt: the valid split is empty") && strchr(g_out, '\n') == g_out + strlen(g_out) - 1,
+                  "%s", g_out);
+    ck_assert(!gma_path_exists(set));
+    /* word level: a split of white space gives one <eos> per line only: too few tokens */
+    tu_write(p, "   ");
+    ck_assert_int_eq(run("bin/gmadata prepare %s --tokenizer word --out %s --quiet", corpus, set), 1);
+    ck_assert_msg(strstr(g_out, "the valid split gives 1 token;"), "%s", g_out);
+    tu_write(p, VALID);
+    ck_assert_msg(run("bin/gmadata prepare %s --tokenizer bytes --out %s --quiet", corpus, set) == 0, "%s", g_out);
+    /* train.bin holds strlen(TRAIN) tokens: a window of seq_len 512 needs 513 */
+    ck_assert_int_eq(run("bin/gmatrain --config configs/quickstart.json --out %s/erun --quiet --threads 1 "
+                         "--set data.source=shards --set data.path=%s --set train.steps=1 --set train.seq_len=512 "
+                         "--set model.max_seq_len=512",
+                         tu_tmpdir(), set),
+                     2);
+    char want[128];
+    snprintf(want, sizeof want, "train.bin: %zu tokens; one training window of train.seq_len 512 needs 513", strlen(TRAIN));
+    ck_assert_msg(strstr(g_out, want) && strchr(g_out, '\n') == g_out + strlen(g_out) - 1, "%s", g_out);
+}
+END_TEST
+
 Suite *make_suite(void) {
     Suite *s = suite_create("data_prepare");
     TCase *tc = tcase_create("prepare");
@@ -312,6 +343,7 @@ Suite *make_suite(void) {
     tcase_add_test(tc, test_count_words);
     tcase_add_test(tc, test_prepare_killed_between_files);
     tcase_add_test(tc, test_prepare_sweeps_stale_tmp);
+    tcase_add_test(tc, test_prepare_empty_split_and_short_train);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -13,6 +13,7 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "core/common.h"
@@ -112,6 +113,14 @@ static int sweep_out(const char *out, int verbose) {
     return n < 0 ? -1 : 0;
 }
 
+/* a split with no bytes: the error, naming it, before anything is written */
+static int split_is_empty(const char *path, const char *split) {
+    struct stat st;
+    if (stat(path, &st) != 0 || !S_ISREG(st.st_mode) || st.st_size > 0) return 0; /* others say so when reading */
+    gma_errorf("%s: the %s split is empty (0 bytes); each of train, valid and test needs text", path, split);
+    return 1;
+}
+
 /* <out>/prepare.incomplete, saying what was being prepared */
 static int write_marker(const char *out, const PrepareOptions *o) {
     char path[2300], text[2400];
@@ -162,6 +171,8 @@ int prepare_run(const PrepareOptions *o) {
         if (*p == ':' || *p == '/') *p = '_';
     snprintf(vocab_dir, sizeof vocab_dir, "%s", o->vocab_dir ? o->vocab_dir : "");
     if (!o->vocab_dir) snprintf(vocab_dir, sizeof vocab_dir, "%s/gpt2", data_dir);
+    for (int s = 0; s < 3; s++)
+        if (split_is_empty(paths[s], SPLITS[s])) return -1;
     if (gma_mkdirs(out) != 0 || sweep_out(out, o->verbose) != 0) return -1;
     Tokenizer *tok;
     char spec[2200];
@@ -217,6 +228,11 @@ int prepare_run(const PrepareOptions *o) {
             break;
         }
         fault_kill_after(file);
+        if (sc.tokens < 2) { /* text of white space alone, for a tokenizer that drops it */
+            rc = gma_errorf("%s: the %s split gives %llu token%s; it needs at least 2", paths[s], SPLITS[s],
+                            (unsigned long long)sc.tokens, sc.tokens == 1 ? "" : "s");
+            break;
+        }
         double dt = gma_now() - t0;
         if (o->verbose)
             fprintf(stderr, "gmadata: %s: %llu tokens from %llu bytes (%llu words) in %.1f s, %.1f MB/s\n", shard,
