@@ -65,7 +65,7 @@ START_TEST(test_eval_tiny_shards) {
     for (int k = 0; k < 2; k++) {
         tu_write(tu_path("notes.txt"), texts[k]);
         ck_assert_int_eq(run("./bin/gmaeval --checkpoint %s --data %s", tu_path("run"), tu_path("notes.txt")), 2);
-        ck_assert_msg(strstr(g_out, "notes.txt: a text file") && strstr(g_out, "gmadata encode") && ce_lines(g_out) == 1,
+        ck_assert_msg(strstr(g_out, "notes.txt: not a token shard but a text file") && strstr(g_out, "gmadata encode") && ce_lines(g_out) == 1,
                       "%s", g_out);
     }
 }

@@ -19,14 +19,14 @@ static void wr64(uint8_t *p, uint64_t v) { wr32(p, (uint32_t)v); wr32(p + 4, (ui
 /* the first bytes of a file that is text (no NUL, no control bytes but white space):
  * text given where a shard belongs */
 static int looks_like_text(const uint8_t *p, size_t n) {
-    if (n == 0) return 0;
+    if (n == 0 || !memcmp(p, SHARD_MAGIC, GMA_MIN(n, 7))) return 0; /* a cut shard */
     for (size_t i = 0; i < n; i++)
         if (p[i] < 0x20 && p[i] != '\n' && p[i] != '\r' && p[i] != '\t') return 0;
     return 1;
 }
 
 static int not_a_shard_text(const char *path) {
-    return gma_errorf("%s: a text file, not a token shard (bad magic at offset 0); make one with: gmadata encode "
+    return gma_errorf("%s: not a token shard but a text file (bad magic at offset 0); make one with: gmadata encode "
                       "--tokenizer T --out FILE.bin %s", path, path);
 }
 
