@@ -621,7 +621,8 @@ typedef struct ExtractCtx {
 static void scan_dir(ExtractCtx *x, const char *dir) {
     for (int i = x->ndirs - 1; i >= 0; i--)
         if (!strcmp(x->dirs[i], dir)) return;
-    if (x->ndirs == x->cap_dirs) x->dirs = xrealloc(x->dirs, (size_t)(x->cap_dirs = 2 * x->cap_dirs + 8) * sizeof *x->dirs);
+    if (x->ndirs == x->cap_dirs)
+        x->dirs = xrealloc(x->dirs, (size_t)(x->cap_dirs = 2 * x->cap_dirs + 8) * sizeof *x->dirs);
     x->dirs[x->ndirs++] = xstrdup(dir);
     DIR *d = opendir(dir);
     struct dirent *e;

@@ -58,7 +58,9 @@ int shard_open(TokenShard *s, const char *path, int check_ids) {
     const uint8_t *h = map;
     int rc = 0;
     if (memcmp(h, SHARD_MAGIC, 8) != 0) {
-        rc = looks_like_text(h, SHARD_HEADER_BYTES) ? not_a_shard_text(path) : gma_errorf("%s: not a token shard: bad magic at offset 0 (expected \"GMATOKS\")", path);
+        rc = looks_like_text(h, SHARD_HEADER_BYTES)
+                 ? not_a_shard_text(path)
+                 : gma_errorf("%s: not a token shard: bad magic at offset 0 (expected \"GMATOKS\")", path);
     } else if (rd32(h + 8) != SHARD_VERSION) {
         rc = gma_errorf("%s: unsupported shard version %u at offset 8 (this build reads %u)", path, rd32(h + 8), SHARD_VERSION);
     } else if (rd32(h + 12) != 2 && rd32(h + 12) != 4) {
