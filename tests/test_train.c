@@ -9,6 +9,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cjson/cJSON.h>
+
 #include "core/safetensors.h"
 #include "testutil.h"
 
@@ -363,7 +365,10 @@ START_TEST(test_sgd_and_schedules) {
 END_TEST
 
 START_TEST(test_learns_recall) {
-    /* a small GMA model must beat chance (1/9) on an easy recall task */
+    /* a small GMA model trained on an easy recall task must beat the rule that answers the
+     * value most frequent among the pairs (it has learned more than counting); gmaeval's JSON
+     * gives that rule and the not-yet-answered one beside the model, over all queries and per
+     * query. At this budget the model stays below the not-yet-answered rule (README). */
     const char *cfg =
         "{\"name\": \"learn\", \"seed\": 3,\n"
         " \"model\": {\"d_model\": 32, \"n_layers\": 2, \"n_heads\": 2, \"max_seq_len\": 16, \"mixer\": \"gma\"},\n"
@@ -376,11 +381,17 @@ START_TEST(test_learns_recall) {
     ck_assert_msg(run("./bin/gmaeval --checkpoint %s --data test --json %s", tu_path("learn"), tu_path("l.json")) == 0, "%s",
                   g_out);
     char *js = gma_read_file(tu_path("l.json"), NULL);
-    const char *a = strstr(js, "\"acc\":");
-    ck_assert_ptr_nonnull(a);
-    double acc = atof(a + 6);
-    printf("recall accuracy after 300 steps: %.3f (chance 0.111)\n", acc);
-    ck_assert_msg(acc > 0.3, "accuracy %.3f", acc);
+    cJSON *o = cJSON_Parse(js), *rc = cJSON_GetObjectItem(o, "recall");
+    ck_assert_ptr_nonnull(rc);
+    double acc = cJSON_GetObjectItem(o, "acc")->valuedouble;
+    double freq = cJSON_GetObjectItem(rc, "most_frequent")->valuedouble;
+    double unans = cJSON_GetObjectItem(rc, "most_frequent_unanswered")->valuedouble;
+    ck_assert_int_eq(cJSON_GetArraySize(cJSON_GetObjectItem(rc, "by_query")), 3);
+    printf("recall accuracy after 300 steps: %.3f (most frequent value %.3f, not yet answered %.3f, chance 0.111)\n", acc,
+           freq, unans);
+    ck_assert(freq > 0.2 && unans > freq && unans < 1); /* 3 pairs of 9 values: about 0.43 and 0.69 */
+    ck_assert_msg(acc > freq, "accuracy %.3f, most frequent value %.3f", acc, freq);
+    cJSON_Delete(o);
     free(js);
 }
 END_TEST
