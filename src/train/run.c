@@ -29,6 +29,7 @@
 #include "optim/optim.h"
 #include "train/dist.h"
 #include "train/run_dist.h"
+#include "train/run_lock.h"
 #include "train/run_log.h"
 
 static const char *const g_split[3] = {"train", "valid", "test"};
@@ -61,6 +62,14 @@ static int fault_nan(long step) {
 }
 
 /* ---------------- open ---------------- */
+
+/* Rank 0 takes the run directory's lock (run_lock.h) before it writes anything there;
+ * once held it is kept to run_close. A second writer is bad input (exit 2). */
+static int take_lock(Run *r) {
+    if (!r->lead || r->lock_fd >= 0) return 0;
+    r->lock_fd = run_lock_take(r->o.run_dir);
+    return r->lock_fd < 0 ? TRAIN_BAD_INPUT : 0;
+}
 
 /* The data, then the model for it; every failure is agreed on by all ranks, so none is
  * left waiting in a collective and one rank reports it. */
@@ -155,6 +164,7 @@ static int open_state(Run *r) {
         if (rc) return rc;
         if (!r->quiet) fprintf(stderr, "resumed from %s at step %ld\n", dir, ts->step);
         if ((rc = resume_check(r, dir)) != 0) return rc;
+        if (!r->finished && (rc = dist_agree(take_lock(r))) != 0) return rc;
         if (r->lead && !r->finished) ckpt_clean_run(r->o.run_dir); /* what a killed or failed save left behind */
     }
     run_bcast_model(&r->m, 1);
@@ -176,9 +186,14 @@ static int open_sampler(Run *r) {
 static int open_outputs(Run *r) {
     if (!r->lead) return dist_agree(0);
     const char *dir = r->o.run_dir;
-    int rc = 0;
-    if (gma_mkdirs(dir) != 0) rc = TRAIN_ERROR;
-    else {
+    int rc = take_lock(r);
+    char probe[2100];
+    snprintf(probe, sizeof probe, "%s/latest", dir);
+    if (!rc && !r->o.resume_dir && access(probe, F_OK) == 0) /* checkpoints came while this run opened */
+        rc = (gma_errorf("%s already holds checkpoints; pass --resume to continue it, or --out / name for a new run", dir),
+              TRAIN_BAD_INPUT);
+    if (!rc && gma_mkdirs(dir) != 0) rc = TRAIN_ERROR;
+    if (!rc) {
         char *js = cfg_to_json(&r->cfg);
         if (run_write_json(dir, "config.json", js) != 0) rc = TRAIN_ERROR;
         free(js);
@@ -216,7 +231,11 @@ int run_open(Run *r, const Config *cfg, const TrainerOptions *o) {
     g_fault_nan = getenv("GMA_FAULT_NAN_STEPS");
     r->lead = dist_rank() == 0;
     r->quiet = o->quiet || !r->lead;
-    int rc = dist_agree(find_data(r) != 0 ? TRAIN_BAD_INPUT : 0);
+    r->lock_fd = -1;
+    /* an existing run directory is locked at once; a new one when it is created */
+    int rc = gma_path_exists(o->run_dir) ? dist_agree(take_lock(r)) : 0;
+    if (rc) return rc;
+    rc = dist_agree(find_data(r) != 0 ? TRAIN_BAD_INPUT : 0);
     if (rc) return rc;
     /* the data and the sampler's tokenizer from where the data is; config.json, the
      * checkpoints and data.json keep data.path as given */
@@ -640,6 +659,7 @@ void run_close(Run *r) {
     if (r->mf) fclose(r->mf);
     if (r->model_built) model_free(&r->m);
     if (r->task_opened) r->task.close(&r->task);
+    run_lock_release(r->lock_fd);
     if (r->signals_set) {
         signal(SIGINT, SIG_DFL);
         signal(SIGTERM, SIG_DFL);
