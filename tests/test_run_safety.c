@@ -1,6 +1,8 @@
 /* test_run_safety.c: a run directory that nothing can damage. A second writer on a run
  * that is training is refused (the lock names the holder's pid) and changes nothing; the
- * lock goes with the holder, kill -9 included. */
+ * lock goes with the holder, kill -9 included. A resume or an evaluation on data of
+ * another identity (tokenizer, vocabulary, shards) is refused and rewrites nothing. */
+#include <cjson/cJSON.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,6 +13,7 @@
 #include <unistd.h>
 
 #include "ckpt_edit.h"
+#include "data/lm/shard.h"
 
 /* gmatrain with the arguments (NULL-terminated) in the background, output discarded. */
 static pid_t spawn_train(const char *const *args) {
@@ -108,11 +111,96 @@ START_TEST(test_second_writer) {
 }
 END_TEST
 
+/* A data directory at dir: a word tokenizer whose vocab.txt ends with `last`, shards of
+ * vocabulary V, train.bin of n tokens. */
+static void make_data(const char *dir, const char *last, uint32_t V, int n) {
+    char p[1200], voc[400] = "";
+    ck_assert_int_eq(gma_mkdirs(dir), 0);
+    for (uint32_t i = 0; i + 1 < V; i++) snprintf(voc + strlen(voc), sizeof voc - strlen(voc), "w%u\n", i);
+    snprintf(voc + strlen(voc), sizeof voc - strlen(voc), "%s\n", last);
+    snprintf(p, sizeof p, "%s/vocab.txt", dir);
+    tu_write(p, voc);
+    snprintf(p, sizeof p, "%s/meta.json", dir);
+    tu_write(p, "{\"tokenizer\": \"word\", \"tokenizer_files\": [\"vocab.txt\"]}\n");
+    uint32_t t[200];
+    for (int i = 0; i < 200; i++) t[i] = (uint32_t)(i * 7 % (int)V);
+    const char *split[3] = {"train", "valid", "test"};
+    for (int s = 0; s < 3; s++) {
+        snprintf(p, sizeof p, "%s/%s.bin", dir, split[s]);
+        ck_assert_int_eq(shard_write(p, t, s == 0 ? (uint64_t)n : 100, V), 0);
+    }
+}
+
+static int same_file(const char *a, const char *b_text, size_t b_len) {
+    size_t len;
+    char *t = gma_read_file(a, &len);
+    int same = t && len == b_len && !memcmp(t, b_text, len);
+    free(t);
+    return same;
+}
+
+START_TEST(test_resume_other_data) {
+    tu_write(tu_path("tiny.json"), CE_TINY);
+    char A[1100], B[1100], C[1100], D[1100], rd[1100], cfg[1100];
+    snprintf(A, sizeof A, "%s", tu_path("A"));
+    snprintf(B, sizeof B, "%s", tu_path("B"));
+    snprintf(C, sizeof C, "%s", tu_path("C"));
+    snprintf(D, sizeof D, "%s", tu_path("D"));
+    snprintf(rd, sizeof rd, "%s", tu_path("r"));
+    snprintf(cfg, sizeof cfg, "%s", tu_path("tiny.json"));
+    make_data(A, "last", 20, 160);
+    make_data(B, "other", 20, 160); /* another tokenizer file, the same shards */
+    make_data(C, "last", 20, 180);  /* the same tokenizer, another train.bin */
+    make_data(D, "last", 24, 160);  /* another vocabulary */
+    ck_assert_msg(run("./bin/gmatrain --config %s --out %s --quiet --set data.source=shards --set data.path=%s "
+                      "--set train.steps=2", cfg, rd, A) == 0, "%s", g_out);
+    char dj[1200], tv[1200], lm[1200];
+    snprintf(dj, sizeof dj, "%s/data.json", rd);
+    snprintf(tv, sizeof tv, "%s/tokenizer/vocab.txt", rd);
+    snprintf(lm, sizeof lm, "%s/latest/model.safetensors", rd);
+    size_t djn, tvn, lmn;
+    char *dj0 = gma_read_file(dj, &djn), *tv0 = gma_read_file(tv, &tvn), *lm0 = gma_read_file(lm, &lmn);
+    ck_assert_msg(dj0 && strstr(dj0, "\"identity\"") && strstr(dj0, "\"header_sha256\""), "%s", dj0 ? dj0 : "");
+    const char *other[3] = {B, C, D}, *what[3] = {"tokenizer files sha256", "train.bin of 160 tokens there, 180 here",
+                                                  "vocabulary 20 there, 24 here"};
+    for (int k = 0; k < 3; k++) {
+        ck_assert_int_eq(run("./bin/gmatrain --resume %s --quiet --set train.steps=3 --set data.path=%s", rd, other[k]), 2);
+        ck_assert_msg(ce_lines(g_out) == 1 && strstr(g_out, what[k]) && strstr(g_out, "--init-from"), "case %d: %s", k, g_out);
+        ck_assert_msg(same_file(dj, dj0, djn) && same_file(tv, tv0, tvn) && same_file(lm, lm0, lmn),
+                      "case %d: the run was changed", k);
+    }
+    /* gmaeval: the tokenizer and vocabulary must match; other shards of them may be scored */
+    ck_assert_int_eq(run("./bin/gmaeval --checkpoint %s --data test --data-path %s", rd, B), 2);
+    ck_assert_msg(ce_lines(g_out) == 1 && strstr(g_out, "tokenizer files sha256"), "%s", g_out);
+    ck_assert_int_eq(run("./bin/gmaeval --checkpoint %s --data %s/test.bin", rd, D), 2);
+    ck_assert_msg(ce_lines(g_out) == 1 && strstr(g_out, "vocabulary 20 there, 24 here"), "%s", g_out);
+    ck_assert_msg(run("./bin/gmaeval --checkpoint %s --data test --data-path %s", rd, C) == 0, "%s", g_out);
+    /* the same data moved: resumed, and data.json records where it is now */
+    ck_assert_int_eq(run("mv %s %s/moved", A, tu_tmpdir()), 0);
+    ck_assert_msg(run("./bin/gmatrain --resume %s --quiet --set train.steps=3 --set data.path=%s/moved", rd, tu_tmpdir()) == 0,
+                  "%s", g_out);
+    char *dj1 = gma_read_file(dj, NULL);
+    ck_assert_msg(strstr(dj1, "/moved\"") && same_file(tv, tv0, tvn), "%s", dj1);
+    /* a run made before identities were kept: resumed with a warning, data.json left as it is */
+    cJSON *j = cJSON_Parse(dj1);
+    cJSON_DeleteItemFromObjectCaseSensitive(j, "identity");
+    char *old = cJSON_Print(j);
+    tu_write(dj, old);
+    ck_assert_msg(run("./bin/gmatrain --resume %s --set train.steps=4 --set data.path=%s/moved", rd, tu_tmpdir()) == 0, "%s",
+                  g_out);
+    ck_assert_msg(strstr(g_out, "records no data identity"), "%s", g_out);
+    ck_assert_msg(same_file(dj, old, strlen(old)), "data.json of a run without identity was rewritten");
+    cJSON_Delete(j);
+    free(old), free(dj0), free(dj1), free(tv0), free(lm0);
+}
+END_TEST
+
 Suite *make_suite(void) {
     Suite *s = suite_create("run_safety");
     TCase *tc = tcase_create("run_safety");
     tcase_set_timeout(tc, 120);
     tcase_add_test(tc, test_second_writer);
+    tcase_add_test(tc, test_resume_other_data);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -25,6 +25,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "data/lm/dataid.h"
 #include "data/lm/lmmeta.h"
 #include "optim/optim.h"
 #include "train/dist.h"
@@ -150,6 +151,45 @@ static int find_data(const Run *r) {
     return lmmeta_find_data(p, r->o.run_dir, override, "--set data.path=DIR", g_data_dir, sizeof g_data_dir);
 }
 
+/* A resume continues on the data its run was made on: the identity RUN/data.json records
+ * (dataid.h) against the data found; another is refused, pointing to --init-from. A run
+ * made before identities were kept is resumed unchecked, with a warning; its data.json
+ * is then left as it is. */
+static int check_identity(Run *r) {
+    if (strcmp(r->cfg.data.source, "shards") || !r->cfg.data.path[0] || !r->o.resume_dir) return 0;
+    char ck[2048], run[2048], what[512];
+    if (ckpt_resolve(r->o.resume_dir, ck, sizeof ck) != 0) return 0; /* said when the checkpoint is loaded */
+    lmmeta_run_dir(ck, run, sizeof run);
+    DataId want, have;
+    int got = dataid_of_run(run, &want);
+    if (got < 0) return TRAIN_BAD_INPUT;
+    if (got == 0) {
+        if (!r->quiet)
+            fprintf(stderr, "gmatrain: warning: %s/data.json records no data identity (a run made before identities were "
+                            "kept): the data at %s is not checked against the checkpoints\n", run, g_data_dir);
+        return 0;
+    }
+    if (dataid_of_dir(g_data_dir, &have) != 0) return TRAIN_BAD_INPUT;
+    if (dataid_diff(&want, &have, 1, what, sizeof what))
+        return gma_errorf("%s is not the data %s was trained on: %s (%s/data.json); a resume continues on the same data: "
+                          "to train these weights on other data, start a new run with --init-from %s",
+                          g_data_dir, run, what, run, run),
+               TRAIN_BAD_INPUT;
+    r->data_checked = 1;
+    return 0;
+}
+
+/* RUN/data.json: written for a new run (or a run directory without one); after a resume
+ * whose data identity was checked only its location is brought up to date (the data
+ * moved); RUN/tokenizer/ is never replaced in a run that has one. */
+static int write_data_json(const Run *r) {
+    const char *dir = r->o.run_dir;
+    char p[2100];
+    snprintf(p, sizeof p, "%s/data.json", dir);
+    if (!r->o.resume_dir || !gma_path_exists(p)) return lmmeta_write_run(dir, r->cfg.data.path, g_data_dir);
+    return r->data_checked ? lmmeta_update_location(dir, r->cfg.data.path, g_data_dir) : 0;
+}
+
 /* The training state, fresh from the seed or from the checkpoint to resume; then every
  * replica starts from rank 0's parameters, moments and state (the same already: this
  * makes sure). */
@@ -198,8 +238,7 @@ static int open_outputs(Run *r) {
         if (run_write_json(dir, "config.json", js) != 0) rc = TRAIN_ERROR;
         free(js);
         /* what sampling and evaluation need from any folder: RUN/data.json, RUN/tokenizer/ */
-        if (!rc && !strcmp(r->cfg.data.source, "shards") && r->cfg.data.path[0] &&
-            lmmeta_write_run(dir, r->cfg.data.path, g_data_dir) != 0)
+        if (!rc && !strcmp(r->cfg.data.source, "shards") && r->cfg.data.path[0] && write_data_json(r) != 0)
             rc = TRAIN_ERROR;
     }
     char mpath[2100];
@@ -235,7 +274,7 @@ int run_open(Run *r, const Config *cfg, const TrainerOptions *o) {
     /* an existing run directory is locked at once; a new one when it is created */
     int rc = gma_path_exists(o->run_dir) ? dist_agree(take_lock(r)) : 0;
     if (rc) return rc;
-    rc = dist_agree(find_data(r) != 0 ? TRAIN_BAD_INPUT : 0);
+    rc = dist_agree(find_data(r) != 0 ? TRAIN_BAD_INPUT : check_identity(r));
     if (rc) return rc;
     /* the data and the sampler's tokenizer from where the data is; config.json, the
      * checkpoints and data.json keep data.path as given */

@@ -42,6 +42,7 @@ typedef struct Run {
     HealthMon hm;
     FILE *mf;            /* metrics.jsonl (rank 0 only) */
     int lock_fd;         /* RUN/.lock held by rank 0 (run_lock.h), -1 when not held */
+    int data_checked;    /* --resume: the data's identity matched RUN/data.json's */
     int task_opened, model_built, signals_set;
     MixerMonitor mon; /* the routing monitor's settings (model_monitor) */
     int gma_layers, div_on;
