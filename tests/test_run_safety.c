@@ -195,12 +195,85 @@ START_TEST(test_resume_other_data) {
 }
 END_TEST
 
+/* The bytes of tensor name in the safetensors file at path (malloc'd; NULL when absent). */
+static char *tensor_bytes(const char *path, const char *name, size_t *len) {
+    StFile f;
+    ck_assert_msg(st_open(&f, path) == 0, "%s", gma_error());
+    const StEntry *e = st_find(&f, name);
+    char *b = NULL;
+    if (e) {
+        *len = e->numel * sizeof(float);
+        b = malloc(*len);
+        memcpy(b, e->data, *len);
+    }
+    st_close(&f);
+    return b;
+}
+
+static int same_tensor(const char *run_a, const char *run_b, const char *name) {
+    char a[1200], b[1200];
+    snprintf(a, sizeof a, "%s/latest/model.safetensors", run_a);
+    snprintf(b, sizeof b, "%s/latest/model.safetensors", run_b);
+    size_t la = 0, lb = 0;
+    char *x = tensor_bytes(a, name, &la), *y = tensor_bytes(b, name, &lb);
+    int same = x && y && la == lb && !memcmp(x, y, la);
+    free(x), free(y);
+    return same;
+}
+
+/* --init-from: a new run (step 0) takes every tensor whose name and shape match (with lr 0
+ * they are still the source's after a step, GMA routing included: no k-means re-fit),
+ * keeps new ones fresh, drops the rest, and says so in init_from.json; another width is
+ * refused, and so is --init-from with --resume. */
+START_TEST(test_init_from) {
+    tu_write(tu_path("tiny.json"), CE_TINY);
+    char S[1100], T[1100], U[1100], cfg[1100];
+    snprintf(S, sizeof S, "%s", tu_path("S"));
+    snprintf(T, sizeof T, "%s", tu_path("T"));
+    snprintf(U, sizeof U, "%s", tu_path("U"));
+    snprintf(cfg, sizeof cfg, "%s", tu_path("tiny.json"));
+    ck_assert_msg(run("./bin/gmatrain --config %s --out %s --quiet --set train.steps=3", cfg, S) == 0, "%s", g_out);
+    const char *lr0 = "--set train.steps=1 --set train.lr=0";
+    ck_assert_msg(run("./bin/gmatrain --config %s --init-from %s/ckpt_00000003 --out %s %s --set model.n_layers=3 "
+                      "--set model.mixer=gma,sdpa,sdpa --set gma.init=kmeans", cfg, S, T, lr0) == 0, "%s", g_out);
+    ck_assert_msg(strstr(g_out, "(step 3): 39 tensors copied; 16 new, at their fresh initialisation: blocks.2.ln1.weight"),
+                  "%s", g_out);
+    const char *copied[] = {"tok_emb.weight", "blocks.0.mixer.gma.mu", "blocks.1.mlp.fc.weight", "ln_f.bias"};
+    for (int i = 0; i < 4; i++) ck_assert_msg(same_tensor(S, T, copied[i]), "%s was not copied", copied[i]);
+    char p[1200];
+    snprintf(p, sizeof p, "%s/init_from.json", T);
+    char *j = gma_read_file(p, NULL);
+    ck_assert_msg(j && strstr(j, "\"new\":\t[\"blocks.2.ln1.weight\"") && strstr(j, "\"dropped\":\t[]") &&
+                      strstr(j, "\"step\":\t3"), "%s", j ? j : "");
+    free(j);
+    snprintf(p, sizeof p, "%s/metrics.jsonl", T);
+    j = gma_read_file(p, NULL);
+    ck_assert_msg(j && strstr(j, "{\"step\":1,"), "a fresh run counts from step 0: %s", j ? j : "");
+    free(j);
+    /* fewer layers: the rest dropped */
+    ck_assert_msg(run("./bin/gmatrain --config %s --init-from %s --out %s %s --set model.n_layers=1 --set model.mixer=gma", cfg,
+                      S, U, lr0) == 0, "%s", g_out);
+    ck_assert_msg(strstr(g_out, "23 tensors copied; 16 dropped: blocks.1.ln1.weight"), "%s", g_out);
+    ck_assert(same_tensor(S, U, "blocks.0.mixer.gma.var_raw"));
+    /* refused: another width, head count; with --resume */
+    ck_assert_int_eq(run("./bin/gmatrain --config %s --init-from %s --out %s/w --set model.d_model=32", cfg, S, tu_tmpdir()), 2);
+    ck_assert_msg(ce_lines(g_out) == 1 && strstr(g_out, "model.d_model is 16 there, 32 here"), "%s", g_out);
+    ck_assert_int_eq(run("./bin/gmatrain --config %s --init-from %s --out %s/h --set model.n_heads=4", cfg, S, tu_tmpdir()), 2);
+    ck_assert_msg(ce_lines(g_out) == 1 && strstr(g_out, "model.n_heads is 2 there, 4 here"), "%s", g_out);
+    ck_assert_int_eq(run("./bin/gmatrain --init-from %s --resume %s", S, S), 2);
+    ck_assert_msg(ce_lines(g_out) == 1 && strstr(g_out, "cannot go together"), "%s", g_out);
+    /* the config from the checkpoint when no --config is given */
+    ck_assert_msg(run("./bin/gmatrain --init-from %s --out %s/k --quiet --set train.steps=1", S, tu_tmpdir()) == 0, "%s", g_out);
+}
+END_TEST
+
 Suite *make_suite(void) {
     Suite *s = suite_create("run_safety");
     TCase *tc = tcase_create("run_safety");
     tcase_set_timeout(tc, 120);
     tcase_add_test(tc, test_second_writer);
     tcase_add_test(tc, test_resume_other_data);
+    tcase_add_test(tc, test_init_from);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -27,6 +27,7 @@
 
 #include "data/lm/dataid.h"
 #include "data/lm/lmmeta.h"
+#include "model/init_from.h"
 #include "optim/optim.h"
 #include "train/dist.h"
 #include "train/run_dist.h"
@@ -190,6 +191,31 @@ static int write_data_json(const Run *r) {
     return r->data_checked ? lmmeta_update_location(dir, r->cfg.data.path, g_data_dir) : 0;
 }
 
+/* --init-from: the fresh model takes every tensor of the checkpoint whose name and shape
+ * match (init_from.h); another width, head count or vocabulary is refused. Every rank
+ * reads the same checkpoint; rank 0 reports. */
+static int init_weights(Run *r) {
+    char dir[2048];
+    Config src;
+    if (ckpt_resolve(r->o.init_from, dir, sizeof dir) != 0 || ckpt_read_config(dir, &src) != 0) return TRAIN_BAD_INPUT;
+    const ModelCfg *a = &src.model, *b = &r->cfg.model;
+    const char *key = a->d_model != b->d_model ? "model.d_model" : a->n_heads != b->n_heads ? "model.n_heads" :
+                      a->vocab_size != b->vocab_size ? "model.vocab_size" : NULL;
+    if (key) {
+        int x = a->d_model != b->d_model ? a->d_model : a->n_heads != b->n_heads ? a->n_heads : a->vocab_size;
+        int y = a->d_model != b->d_model ? b->d_model : a->n_heads != b->n_heads ? b->n_heads : b->vocab_size;
+        return gma_errorf("--init-from %s: %s is %d there, %d here: weights of another width, head count or vocabulary "
+                          "cannot be copied", dir, key, x, y),
+               TRAIN_BAD_INPUT;
+    }
+    InitReport rep;
+    if (init_from_ckpt(&r->m, dir, &rep) != 0) return TRAIN_BAD_INPUT;
+    if (!r->quiet) init_report_print(&r->m, &rep, stderr);
+    if (r->lead) r->init_json = init_report_json(&r->m, &rep);
+    init_report_free(&rep);
+    return 0;
+}
+
 /* The training state, fresh from the seed or from the checkpoint to resume; then every
  * replica starts from rank 0's parameters, moments and state (the same already: this
  * makes sure). */
@@ -206,6 +232,9 @@ static int open_state(Run *r) {
         if ((rc = resume_check(r, dir)) != 0) return rc;
         if (!r->finished && (rc = dist_agree(take_lock(r))) != 0) return rc;
         if (r->lead && !r->finished) ckpt_clean_run(r->o.run_dir); /* what a killed or failed save left behind */
+    } else if (r->o.init_from) {
+        int rc = dist_agree(init_weights(r));
+        if (rc) return rc;
     }
     run_bcast_model(&r->m, 1);
     dist_bcast(ts, sizeof *ts, 0);
@@ -240,6 +269,9 @@ static int open_outputs(Run *r) {
         /* what sampling and evaluation need from any folder: RUN/data.json, RUN/tokenizer/ */
         if (!rc && !strcmp(r->cfg.data.source, "shards") && r->cfg.data.path[0] && write_data_json(r) != 0)
             rc = TRAIN_ERROR;
+        char *ij = !rc && r->init_json ? cJSON_Print(r->init_json) : NULL;
+        if (ij && run_write_json(dir, "init_from.json", ij) != 0) rc = TRAIN_ERROR;
+        free(ij);
     }
     char mpath[2100];
     snprintf(mpath, sizeof mpath, "%s/metrics.jsonl", dir);
@@ -308,7 +340,7 @@ int run_open(Run *r, const Config *cfg, const TrainerOptions *o) {
     health_init(&r->hm, &r->m);
     r->gma_layers = model_monitor(&r->m, &r->mon);
     r->div_on = model_aux_on(&r->m);
-    r->fresh = r->ts.step == 0 && !o->resume_dir;
+    r->fresh = r->ts.step == 0 && !o->resume_dir && !o->init_from; /* copied routing is not re-fitted */
     r->t_start = gma_now();
     r->tokens0 = r->ts.tokens_seen;
     r->step0 = r->ts.step;
@@ -699,6 +731,7 @@ void run_close(Run *r) {
     if (r->model_built) model_free(&r->m);
     if (r->task_opened) r->task.close(&r->task);
     run_lock_release(r->lock_fd);
+    cJSON_Delete(r->init_json);
     if (r->signals_set) {
         signal(SIGINT, SIG_DFL);
         signal(SIGTERM, SIG_DFL);

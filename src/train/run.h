@@ -13,6 +13,7 @@
  * together: a failure is agreed on (dist_agree) or ends the job (run_fatal). */
 #ifndef GMA_RUN_H
 #define GMA_RUN_H
+#include <cjson/cJSON.h>
 #include <stdio.h>
 
 #include "model/checkpoint.h"
@@ -43,6 +44,7 @@ typedef struct Run {
     FILE *mf;            /* metrics.jsonl (rank 0 only) */
     int lock_fd;         /* RUN/.lock held by rank 0 (run_lock.h), -1 when not held */
     int data_checked;    /* --resume: the data's identity matched RUN/data.json's */
+    cJSON *init_json;    /* --init-from: what was copied (rank 0; RUN/init_from.json) */
     int task_opened, model_built, signals_set;
     MixerMonitor mon; /* the routing monitor's settings (model_monitor) */
     int gma_layers, div_on;
