@@ -279,6 +279,7 @@ static int open_outputs(Run *r) {
         gma_errorf("%s: cannot open for writing", mpath);
         rc = TRAIN_ERROR;
     }
+    if (r->mf) setvbuf(r->mf, NULL, _IONBF, 0); /* a row that fails leaves nothing buffered to cut it later */
     return dist_agree(rc);
 }
 
@@ -303,6 +304,7 @@ int run_open(Run *r, const Config *cfg, const TrainerOptions *o) {
     r->lead = dist_rank() == 0;
     r->quiet = o->quiet || !r->lead;
     r->lock_fd = -1;
+    run_metrics_reset();
     /* an existing run directory is locked at once; a new one when it is created */
     int rc = gma_path_exists(o->run_dir) ? dist_agree(take_lock(r)) : 0;
     if (rc) return rc;
@@ -550,7 +552,20 @@ static int sample(Run *r) {
 
 static int due(long step, int every) { return every > 0 && step % every == 0; }
 
-int run_periodic(Run *r) {
+/* A metrics row that could not be written (a full disk) stops the run: TRAIN_ERROR. */
+static int metrics_check(const Run *r) {
+    const char *why = r->lead ? run_metrics_failure() : NULL;
+    int failed = why != NULL;
+    if (r->R > 1) dist_bcast(&failed, sizeof failed, 0);
+    if (!failed) return 0;
+    if (why)
+        gma_errorf("%s/metrics.jsonl: cannot write a row at step %ld: %s; the run stops (the last checkpoint is %s/latest)",
+                   r->o.run_dir, r->ts.step, why, r->o.run_dir);
+    return TRAIN_ERROR;
+}
+
+/* What falls due after a step (run.h). */
+static int periodic(Run *r) {
     const TrainCfg *tc = &r->cfg.train;
     long step = r->ts.step;
     int rc = 0, last = step == tc->steps;
@@ -562,6 +577,11 @@ int run_periodic(Run *r) {
     if (due(step, tc->checkpoint_every) && !last)
         return run_save_ckpt(&r->m, &r->ts, r->o.run_dir, tc->keep_checkpoints, NULL);
     return 0;
+}
+
+int run_periodic(Run *r) {
+    int rc = periodic(r);
+    return rc ? rc : metrics_check(r);
 }
 
 /* ---------------- finish ---------------- */
@@ -711,6 +731,7 @@ int run_finish(Run *r) {
     }
     int rc = r->task.classify ? finish_best(r, sum) : 0;
     if (!rc && r->task.classify && have[SPLIT_TEST]) report_test(r, sum, &fin[SPLIT_TEST]);
+    if (!rc) rc = metrics_check(r);
     char *text = rc ? NULL : cJSON_Print(sum);
     cJSON_Delete(sum);
     if (text && r->lead && run_write_json(r->o.run_dir, "summary.json", text) != 0) rc = TRAIN_ERROR;

@@ -1,20 +1,31 @@
 /* run_log.c: metrics rows, evaluation lines and run files (see run_log.h). */
 #include "train/run_log.h"
 
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
+
+static char g_metrics_err[256]; /* why the first row that failed did */
 
 void run_metrics_row(FILE *f, cJSON *row) {
-    if (!f) {
+    if (!f || g_metrics_err[0]) { /* after a failure no row follows */
         cJSON_Delete(row);
         return;
     }
     char *s = cJSON_PrintUnformatted(row);
-    fprintf(f, "%s\n", s);
-    fflush(f);
+    long at = ftell(f);
+    if (fprintf(f, "%s\n", s) < 0 || fflush(f) != 0) {
+        snprintf(g_metrics_err, sizeof g_metrics_err, "%s", strerror(errno));
+        if (at >= 0) (void)!ftruncate(fileno(f), at); /* the part of the row that was written goes */
+    }
     free(s);
     cJSON_Delete(row);
 }
+
+const char *run_metrics_failure(void) { return g_metrics_err[0] ? g_metrics_err : NULL; }
+
+void run_metrics_reset(void) { g_metrics_err[0] = 0; }
 
 cJSON *run_eval_row(long step, const char *split, const EvalResult *r, const Task *t) {
     cJSON *o = cJSON_CreateObject();

@@ -7,9 +7,15 @@
 
 #include "train/run_task.h"
 
-/* Append row as one line to the metrics file f and free it; f NULL (ranks other than
- * 0 keep no metrics): only free it. */
+/* Append row as one line to the metrics file f (unbuffered: see run_open) and free it; f
+ * NULL (ranks other than 0 keep no metrics): only free it. A row that cannot be written
+ * is cut off again (the file keeps whole rows) and no row follows: run_metrics_failure()
+ * says why, and the run stops. */
 void run_metrics_row(FILE *f, cJSON *row);
+/* NULL while every row was written, else the reason of the first failure (strerror). */
+const char *run_metrics_failure(void);
+/* Forget a failure (a new run in this process). */
+void run_metrics_reset(void);
 /* The metrics row of an evaluation of `split` at `step` (keys depend on the task). */
 cJSON *run_eval_row(long step, const char *split, const EvalResult *r, const Task *t);
 /* "<what> step S | <split> loss ..." on stderr; nl: start on a new line (after the
