@@ -3,6 +3,7 @@
  * lock goes with the holder, kill -9 included. A resume or an evaluation on data of
  * another identity (tokenizer, vocabulary, shards) is refused and rewrites nothing. */
 #include <cjson/cJSON.h>
+#include <math.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -267,6 +268,86 @@ START_TEST(test_init_from) {
 }
 END_TEST
 
+/* metrics.jsonl of run rd with each row's clock fields (tokens_per_s, elapsed_s, the last
+ * of a training row) cut off: what a bit-exact trajectory logs the same. */
+static char *rows_without_clocks(const char *rd) {
+    size_t len;
+    char *m = read_rel(rd, "metrics.jsonl", &len);
+    ck_assert_ptr_nonnull(m);
+    char *out = calloc(len + 1, 1);
+    for (char *line = m, *nl; (nl = strchr(line, '\n')); line = nl + 1) {
+        *nl = 0;
+        char *cut = strstr(line, ",\"tokens_per_s\"");
+        if (cut) *cut = 0;
+        strcat(out, line);
+        strcat(out, cut ? "}\n" : "\n");
+    }
+    free(m);
+    return out;
+}
+
+static double json_number(const char *text, const char *key) {
+    cJSON *j = cJSON_Parse(text);
+    const cJSON *v = j;
+    char k[256];
+    snprintf(k, sizeof k, "%s", key);
+    for (char *sv = NULL, *t = strtok_r(k, ".", &sv); t && v; t = strtok_r(NULL, ".", &sv))
+        v = cJSON_GetObjectItemCaseSensitive(v, t);
+    double x = cJSON_IsNumber(v) ? v->valuedouble : NAN;
+    cJSON_Delete(j);
+    return x;
+}
+
+static double ckpt_meta_number(const char *rd, const char *ckpt, const char *key) {
+    char p[1200];
+    snprintf(p, sizeof p, "%s/%s/model.safetensors", rd, ckpt);
+    StFile f;
+    ck_assert_int_eq(st_open(&f, p), 0);
+    const char *v = st_meta(&f, key);
+    double x = v ? atof(v) : NAN;
+    st_close(&f);
+    return x;
+}
+
+/* A resume from a checkpoint inside a log window (step 6, log_every 4) after the run went
+ * on to step 8 and a row was cut: metrics.jsonl ends as the uninterrupted run's (the row
+ * at step 8 averages steps 5-8, bit for bit; nothing twice; the cut row gone); the clocks
+ * add up over the sessions; a finished run resumed keeps its final evaluation in
+ * best_valid. */
+START_TEST(test_resume_accounting) {
+    tu_write(tu_path("tiny.json"), CE_TINY);
+    char cfg[1100], ref[1100], rd[1100];
+    snprintf(cfg, sizeof cfg, "%s", tu_path("tiny.json"));
+    snprintf(ref, sizeof ref, "%s", tu_path("ref"));
+    snprintf(rd, sizeof rd, "%s", tu_path("res"));
+    const char *sets = "--set train.steps=8 --set train.log_every=4 --set train.checkpoint_every=3 --set train.keep_checkpoints=5";
+    ck_assert_msg(run("./bin/gmatrain --config %s --out %s --quiet %s", cfg, ref, sets) == 0, "%s", g_out);
+    ck_assert_msg(run("./bin/gmatrain --config %s --out %s --quiet %s", cfg, rd, sets) == 0, "%s", g_out);
+    char p[1200];
+    snprintf(p, sizeof p, "%s/metrics.jsonl", rd);
+    FILE *f = fopen(p, "a");
+    fputs("{\"step\":9,\"lo", f); /* a row cut mid-way */
+    fclose(f);
+    double t6 = ckpt_meta_number(rd, "ckpt_00000006", "train_seconds");
+    ck_assert_msg(t6 > 0, "no train_seconds in the checkpoint");
+    ck_assert_msg(run("./bin/gmatrain --resume %s/ckpt_00000006 --quiet --set train.steps=8", rd) == 0, "%s", g_out);
+    char *a = rows_without_clocks(ref), *b = rows_without_clocks(rd);
+    ck_assert_msg(!strcmp(a, b), "uninterrupted:\n%s\nresumed:\n%s", a, b);
+    free(a), free(b);
+    char *sum = read_rel(rd, "summary.json", NULL);
+    ck_assert_msg(json_number(sum, "train_seconds") > t6, "train_seconds did not add up: %s", sum);
+    /* a finished run resumed for more steps: its final valid loss stays in best_valid */
+    double final8 = json_number(sum, "valid.loss");
+    ck_assert_msg(json_number(sum, "best_valid") == final8, "%s", sum);
+    free(sum);
+    ck_assert_msg(run("./bin/gmatrain --resume %s --quiet --set train.steps=9", rd) == 0, "%s", g_out);
+    sum = read_rel(rd, "summary.json", NULL);
+    double final9 = json_number(sum, "valid.loss");
+    ck_assert_msg(json_number(sum, "best_valid") == (final8 < final9 ? final8 : final9), "%s", sum);
+    free(sum);
+}
+END_TEST
+
 Suite *make_suite(void) {
     Suite *s = suite_create("run_safety");
     TCase *tc = tcase_create("run_safety");
@@ -274,6 +355,7 @@ Suite *make_suite(void) {
     tcase_add_test(tc, test_second_writer);
     tcase_add_test(tc, test_resume_other_data);
     tcase_add_test(tc, test_init_from);
+    tcase_add_test(tc, test_resume_accounting);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -141,17 +141,24 @@ int ckpt_save(const Model *m, const TrainState *ts, const char *run_dir, int kee
         return -1;
     }
     char *cfg = cfg_to_json(&m->cfg);
-    char step[32], rng[65], tok[64], best[64], bacc[64], bstep[32];
+    char step[32], rng[65], tok[64], best[64], bacc[64], bstep[32], wl[32], wd[32], wn[32], tsec[32], el[32], unt[32];
     snprintf(step, sizeof step, "%ld", ts->step);
     rng_to_hex(&ts->rng, rng);
     snprintf(tok, sizeof tok, "%.17g", ts->tokens_seen);
     snprintf(best, sizeof best, "%.17g", ts->best_valid);
     snprintf(bacc, sizeof bacc, "%.17g", ts->best_acc);
     snprintf(bstep, sizeof bstep, "%ld", ts->best_step);
-    const char *mk[] = {"format", "config", "step", "rng", "tokens_seen", "best_valid", "precision", "best_valid_acc", "best_step"};
-    const char *mv[] = {CKPT_FORMAT, cfg, step, rng, tok, best, REAL_NAME, bacc, bstep};
+    snprintf(wl, sizeof wl, "%.17g", ts->win_loss);
+    snprintf(wd, sizeof wd, "%.17g", ts->win_div);
+    snprintf(wn, sizeof wn, "%ld", ts->win_n);
+    snprintf(tsec, sizeof tsec, "%.17g", ts->train_seconds);
+    snprintf(el, sizeof el, "%.17g", ts->elapsed_s);
+    snprintf(unt, sizeof unt, "%.17g", ts->tokens_untimed);
+    const char *mk[] = {"format", "config", "step", "rng", "tokens_seen", "best_valid", "precision", "best_valid_acc", "best_step",
+                        "window_loss_sum", "window_div_sum", "window_steps", "train_seconds", "elapsed_s", "tokens_untimed"};
+    const char *mv[] = {CKPT_FORMAT, cfg, step, rng, tok, best, REAL_NAME, bacc, bstep, wl, wd, wn, tsec, el, unt};
     snprintf(path, sizeof path, "%s/model.safetensors", dir);
-    int rc = write_tensors(path, &m->pt, host, "", 0, mk, mv, 9);
+    int rc = write_tensors(path, &m->pt, host, "", 0, mk, mv, 15);
     free(cfg);
     if (!rc) {
         real *mom = xmalloc(2 * P * sizeof(real));
@@ -300,6 +307,25 @@ static int read_train_state(TrainState *ts, const char *path, const char *s, con
     return 0;
 }
 
+/* The log window and the clocks (absent in checkpoints of earlier versions: an empty
+ * window, clocks from zero, the tokens so far untimed). */
+static int read_clocks(TrainState *ts, const StFile *f, const char *path) {
+    static const char *const key[6] = {"window_loss_sum", "window_div_sum", "window_steps", "train_seconds", "elapsed_s",
+                                       "tokens_untimed"};
+    double v[6] = {0, 0, 0, 0, 0, ts->tokens_seen};
+    for (int k = 0; k < 6; k++) {
+        const char *s = st_meta(f, key[k]);
+        double lo = k < 2 ? -1e300 : 0;
+        if (s && gma_parse_double(s, lo, 1e300, &v[k]) != 0)
+            return gma_errorf("%s: metadata %s \"%s\" is not a finite number%s", path, key[k], s, k < 2 ? "" : " >= 0");
+    }
+    if (v[2] != floor(v[2]) || v[2] > 1e9)
+        return gma_errorf("%s: metadata window_steps \"%s\" is not a step count", path, st_meta(f, key[2]));
+    ts->win_loss = v[0], ts->win_div = v[1], ts->win_n = (long)v[2];
+    ts->train_seconds = v[3], ts->elapsed_s = v[4], ts->tokens_untimed = v[5];
+    return 0;
+}
+
 int ckpt_load(Model *m, TrainState *ts, const char *dir) {
     size_t P = m->pt.total;
     char path[2100];
@@ -321,6 +347,7 @@ int ckpt_load(Model *m, TrainState *ts, const char *dir) {
         const char *ba = st_meta(&f, "best_valid_acc"), *bs = st_meta(&f, "best_step");
         if (!s || !r || rng_from_hex(&ts->rng, r) != 0) rc = gma_errorf("%s: metadata step or rng is missing or malformed", path);
         else rc = read_train_state(ts, path, s, t, b, ba, bs);
+        if (!rc) rc = read_clocks(ts, &f, path);
     }
     if (!rc) g_ops->to_device(m->params, host, P * sizeof(real));
     st_close(&f);

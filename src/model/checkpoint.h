@@ -18,6 +18,13 @@ typedef struct TrainState {
     double best_valid;  /* best validation loss so far (INFINITY = none) */
     double best_acc;    /* classifier: best validation accuracy so far (-1 = none) */
     long best_step;     /* classifier: step of the RUN/best checkpoint (-1 = none) */
+    /* the open log window (sums over its good steps), so a resumed run logs the row an
+     * uninterrupted one would; and the run's clocks over all its sessions */
+    double win_loss, win_div;
+    long win_n;
+    double train_seconds;  /* in training steps */
+    double elapsed_s;      /* wall time since the run started */
+    double tokens_untimed; /* tokens of sessions before the clocks were kept (not in train_seconds) */
 } TrainState;
 
 /* Save to run_dir/ckpt_<step>/ (or to run_dir/<tag> when tag is non-NULL, e.g. "best"),

@@ -46,8 +46,15 @@ static void on_signal(int sig) {
 
 static int stopping(const Run *r) { return r->R > 1 ? r->stop_all : g_stop != 0; }
 
-/* training tokens per second of this run so far (resumed runs count from the resume) */
-static double run_tps(const Run *r) { return r->train_time > 0 ? (r->ts.tokens_seen - r->tokens0) / r->train_time : 0; }
+/* training tokens per second of this run so far, over all its sessions (a run resumed from
+ * a checkpoint of an earlier version: since the resume) */
+static double run_tps(const Run *r) {
+    const TrainState *ts = &r->ts;
+    return ts->train_seconds > 0 ? (ts->tokens_seen - ts->tokens_untimed) / ts->train_seconds : 0;
+}
+
+/* wall time since the run started, over all its sessions */
+static double run_elapsed(const Run *r) { return r->elapsed0 + gma_now() - r->t_start; }
 
 /* testing hook: GMA_FAULT_NAN_STEPS="3,4" forces a NaN loss at those (0-based) steps; the
  * environment is read once per run */
@@ -275,6 +282,11 @@ static int open_outputs(Run *r) {
     }
     char mpath[2100];
     snprintf(mpath, sizeof mpath, "%s/metrics.jsonl", dir);
+    int dropped = 0;
+    if (rc == 0 && r->o.resume_dir && run_metrics_trim(mpath, r->ts.step, &dropped) != 0) rc = TRAIN_ERROR;
+    if (dropped && !r->quiet)
+        fprintf(stderr, "gmatrain: %s: %d row%s after step %ld (or cut mid-way) removed: the steps are taken again\n", mpath,
+                dropped, dropped == 1 ? "" : "s", r->ts.step);
     if (rc == 0 && !(r->mf = fopen(mpath, r->o.resume_dir ? "a" : "w"))) {
         gma_errorf("%s: cannot open for writing", mpath);
         rc = TRAIN_ERROR;
@@ -344,7 +356,7 @@ int run_open(Run *r, const Config *cfg, const TrainerOptions *o) {
     r->div_on = model_aux_on(&r->m);
     r->fresh = r->ts.step == 0 && !o->resume_dir && !o->init_from; /* copied routing is not re-fitted */
     r->t_start = gma_now();
-    r->tokens0 = r->ts.tokens_seen;
+    r->elapsed0 = r->ts.elapsed_s;
     r->step0 = r->ts.step;
     r->last_loss = NAN;
     return TRAIN_OK;
@@ -461,13 +473,16 @@ int run_step(Run *r) {
         r->bad_row = 0;
         optim_step(&r->m, tc, s->step + 1, s->lr, s->gn);
         r->last_loss = s->loss;
-        r->win_loss += s->loss;
-        r->win_div += s->div;
-        r->win_n++;
+        r->ts.win_loss += s->loss;
+        r->ts.win_div += s->div;
+        r->ts.win_n++;
     }
     r->ts.step = s->step + 1;
     r->ts.tokens_seen += s->tokens;
-    r->train_time += gma_now() - t0;
+    double dt = gma_now() - t0;
+    r->train_time += dt;
+    r->ts.train_seconds += dt;
+    r->ts.elapsed_s = run_elapsed(r);
     return 0;
 }
 
@@ -495,20 +510,20 @@ static void progress_line(const Run *r, double loss) {
 static void log_window(Run *r) {
     const TrainState *ts = &r->ts;
     double tps = run_tps(r);
-    double loss = r->win_n ? r->win_loss / r->win_n : NAN;
+    double loss = r->ts.win_n ? r->ts.win_loss / r->ts.win_n : NAN;
     cJSON *row = cJSON_CreateObject();
     cJSON_AddNumberToObject(row, "step", (double)ts->step);
     cJSON_AddNumberToObject(row, "loss", loss);
-    if (r->div_on) cJSON_AddNumberToObject(row, "div_loss", r->win_n ? r->win_div / r->win_n : NAN);
+    if (r->div_on) cJSON_AddNumberToObject(row, "div_loss", r->ts.win_n ? r->ts.win_div / r->ts.win_n : NAN);
     cJSON_AddNumberToObject(row, "lr", r->cur.lr);
     cJSON_AddNumberToObject(row, "grad_norm", r->cur.gn);
     cJSON_AddNumberToObject(row, "tokens_per_s", tps);
-    cJSON_AddNumberToObject(row, "elapsed_s", gma_now() - r->t_start);
+    cJSON_AddNumberToObject(row, "elapsed_s", run_elapsed(r));
     run_metrics_row(r->mf, row);
     progress_line(r, loss);
-    r->win_loss = 0;
-    r->win_div = 0;
-    r->win_n = 0;
+    r->ts.win_loss = 0;
+    r->ts.win_div = 0;
+    r->ts.win_n = 0;
 }
 
 /* The routing-health check (health.h). Every rank checks the routing statistics summed
@@ -625,7 +640,8 @@ static cJSON *summary_head(const Run *r) {
     cJSON_AddNumberToObject(sum, "parameters", (double)model_param_count(&r->m));
     cJSON_AddNumberToObject(sum, "final_train_loss", r->last_loss);
     cJSON_AddNumberToObject(sum, "tokens_seen", ts->tokens_seen);
-    cJSON_AddNumberToObject(sum, "train_seconds", r->train_time);
+    cJSON_AddNumberToObject(sum, "train_seconds", ts->train_seconds);
+    if (isfinite(ts->best_valid)) cJSON_AddNumberToObject(sum, "best_valid", ts->best_valid);
     cJSON_AddNumberToObject(sum, "tokens_per_s", run_tps(r));
     cJSON_AddStringToObject(sum, "device", g_ops->name);
     if (r->R > 1) {
@@ -683,7 +699,7 @@ static void print_summary(const Run *r, const EvalResult fin[3], const int have[
     const TrainState *ts = &r->ts;
     double tps = run_tps(r);
     char took[32], res[512] = "";
-    run_fmt_eta(took, sizeof took, gma_now() - r->t_start);
+    run_fmt_eta(took, sizeof took, run_elapsed(r));
     int n = 0;
     if (r->task.classify && ts->best_step >= 0)
         n += snprintf(res + n, sizeof res - n, " | best valid acc %.4f (step %ld)", ts->best_acc, ts->best_step);
@@ -714,6 +730,8 @@ int run_finish(Run *r) {
     /* a classifier keeps the best validation accuracy, the final model included */
     if (r->task.classify && have[SPLIT_VALID] && clstask_keep_best(&r->m, &r->ts, r->o.run_dir, fin[SPLIT_VALID].acc, r->quiet))
         return TRAIN_ERROR;
+    /* the final evaluation counts for best_valid, in the checkpoint too (a resume goes on from it) */
+    if (have[SPLIT_VALID] && fin[SPLIT_VALID].loss < r->ts.best_valid) r->ts.best_valid = fin[SPLIT_VALID].loss;
     /* the trained model is kept even when its evaluation failed */
     if (run_save_ckpt(&r->m, &r->ts, r->o.run_dir, r->cfg.train.keep_checkpoints, NULL) != 0) return TRAIN_ERROR;
     if (failed >= 0) {

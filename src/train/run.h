@@ -53,9 +53,8 @@ typedef struct Run {
     int bad_row;         /* refused updates in a row */
     RunStep cur;
     long step0;          /* step at open */
-    double t_start, train_time, tokens0, last_loss;
-    double win_loss, win_div; /* sums over the good steps of the log window */
-    int win_n;
+    double t_start, train_time, last_loss; /* train_time: of this session (the ETA); totals in ts */
+    double elapsed0;     /* ts.elapsed_s at open */
     /* --resume: the run had finished already (summary.json, step = train.steps): nothing
      * is trained, evaluated or written; sched_from: train.steps of the checkpoint when the
      * command line changed it (0: unchanged), lr_from/lr_to the rate at the resumed step
