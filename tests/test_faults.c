@@ -141,6 +141,27 @@ START_TEST(test_metrics_full) {
 }
 END_TEST
 
+/* A broken latest checkpoint: --resume RUN refuses with one line naming the newest intact
+ * ckpt_N, which resumes. */
+START_TEST(test_broken_latest) {
+    tu_write(tu_path("tiny.json"), CE_TINY);
+    char rd[1100], p[1200];
+    snprintf(rd, sizeof rd, "%s", tu_path("bl"));
+    ck_assert_msg(run("./bin/gmatrain --config %s --out %s --quiet --set train.steps=3 --set train.keep_checkpoints=3",
+                      tu_path("tiny.json"), rd) == 0, "%s", g_out);
+    snprintf(p, sizeof p, "%s/ckpt_00000003/model.safetensors", rd);
+    ck_assert_int_eq(truncate(p, 100), 0);
+    for (int k = 0; k < 2; k++) { /* the config from the checkpoint, then from --config */
+        if (k == 0) ck_assert_int_eq(run("./bin/gmatrain --resume %s --quiet --set train.steps=4", rd), 2);
+        else ck_assert_int_eq(run("./bin/gmatrain --config %s --resume %s --quiet --set train.steps=4", tu_path("tiny.json"), rd), 2);
+        ck_assert_msg(ce_lines(g_out) == 1 && strstr(g_out, "the newest intact checkpoint is") &&
+                          strstr(g_out, "/bl/ckpt_00000002 (--resume "),
+                      "case %d: %s", k, g_out);
+    }
+    ck_assert_msg(run("./bin/gmatrain --resume %s/ckpt_00000002 --quiet --set train.steps=4", rd) == 0, "%s", g_out);
+}
+END_TEST
+
 /* Corrupt checkpoints: gmaeval and gmatrain --resume refuse each with one line, exit 2. */
 START_TEST(test_corrupt_checkpoints) {
     tu_write(tu_path("tiny.json"), CE_TINY);
@@ -238,6 +259,7 @@ Suite *make_suite(void) {
     tcase_add_test(tc, test_corrupt_checkpoints);
     tcase_add_test(tc, test_corrupt_shards);
     tcase_add_test(tc, test_metrics_full);
+    tcase_add_test(tc, test_broken_latest);
     suite_add_tcase(s, tc);
     return s;
 }

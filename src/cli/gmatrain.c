@@ -123,8 +123,11 @@ static int run_main(int argc, char **argv, int *done) {
     if (config) {
         if (cfg_load_file(&cfg, config) != 0) return 2;
     } else { /* the config of the checkpoint resumed or started from */
-        if (ckpt_resolve(resume ? resume : init_from, ckdir, sizeof ckdir) != 0 || ckpt_read_config(ckdir, &cfg) != 0)
+        const char *from = resume ? resume : init_from;
+        if (ckpt_resolve(from, ckdir, sizeof ckdir) != 0 || ckpt_read_config(ckdir, &cfg) != 0) {
+            if (resume) ckpt_hint_intact(resume);
             return 2;
+        }
     }
     for (int i = 0; i < n_sets; i++)
         if (cfg_set(&cfg, sets[i]) != 0) return 2;

@@ -3,6 +3,7 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -197,6 +198,59 @@ int ckpt_save(const Model *m, const TrainState *ts, const char *run_dir, int kee
         prune(run_dir, keep);
     }
     return 0;
+}
+
+/* 1 when checkpoint directory dir opens: both files are safetensors, the config reads */
+static int ckpt_intact(const char *dir) {
+    char p[2400];
+    for (int f = 0; f < 2; f++) {
+        snprintf(p, sizeof p, "%s/%s", dir, g_ckpt_files[f]);
+        StFile st;
+        if (st_open(&st, p) != 0) return 0;
+        st_close(&st);
+    }
+    Config c;
+    return ckpt_read_config(dir, &c) == 0;
+}
+
+/* The step of the newest ckpt_N/ in run_dir that is intact, other than `except`; -1. */
+static long newest_intact(const char *run_dir, const char *except) {
+    DIR *d = opendir(run_dir);
+    if (!d) return -1;
+    long best = -1;
+    char p[2400], a[PATH_MAX], b[PATH_MAX];
+    int have_except = except && realpath(except, b);
+    struct dirent *e;
+    while ((e = readdir(d))) {
+        long s;
+        char tail;
+        if (sscanf(e->d_name, "ckpt_%ld%c", &s, &tail) != 1 || s <= best) continue;
+        snprintf(p, sizeof p, "%s/%s", run_dir, e->d_name);
+        if (have_except && realpath(p, a) && !strcmp(a, b)) continue;
+        if (ckpt_intact(p)) best = s;
+    }
+    closedir(d);
+    return best;
+}
+
+int ckpt_hint_intact(const char *path) {
+    char run[2100], latest[2200], broken[2200];
+    snprintf(latest, sizeof latest, "%s/latest", path);
+    if (access(latest, F_OK) == 0) snprintf(run, sizeof run, "%s", path), snprintf(broken, sizeof broken, "%s", latest);
+    else { /* RUN/ckpt_N (or RUN/latest) itself */
+        snprintf(broken, sizeof broken, "%s", path);
+        snprintf(run, sizeof run, "%s", path);
+        size_t n = strlen(run);
+        while (n > 1 && run[n - 1] == '/') run[--n] = 0;
+        char *slash = strrchr(run, '/');
+        if (slash) *slash = 0;
+        else snprintf(run, sizeof run, ".");
+    }
+    char why[1024];
+    snprintf(why, sizeof why, "%s", gma_error());
+    long s = newest_intact(run, broken);
+    if (s < 0) return gma_errorf("%s", why);
+    return gma_errorf("%s; the newest intact checkpoint is %s/ckpt_%08ld (--resume %s/ckpt_%08ld)", why, run, s, run, s);
 }
 
 int ckpt_resolve(const char *path, char *out, size_t cap) {

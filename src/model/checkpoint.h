@@ -37,6 +37,10 @@ void ckpt_clean_run(const char *run_dir);
 /* Resolve PATH (a checkpoint dir, a run dir with `latest`, or a model.safetensors file) to
  * the checkpoint directory. Returns 0 and fills out. */
 int ckpt_resolve(const char *path, char *out, size_t cap);
+/* After a checkpoint at path (a run directory or RUN/ckpt_N) failed to open: add to the
+ * current error the newest intact ckpt_N/ of that run (both files open, the config
+ * reads), other than the one that failed, for the user to resume from. Returns -1. */
+int ckpt_hint_intact(const char *path);
 /* Read the resolved config stored in a checkpoint directory. */
 int ckpt_read_config(const char *dir, Config *c);
 /* ckpt_resolve + ckpt_read_config, then the command line's --device (when non-NULL) and

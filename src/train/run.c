@@ -138,8 +138,9 @@ static int resume_check(Run *r, const char *dir) {
     if (!r->quiet) /* and always in metrics.jsonl */
         fprintf(stderr, "gmatrain: warning: train.steps %ld -> %ld on resume at step %ld: %s (lr %.3g -> %.3g); logged in "
                         "metrics.jsonl\n", (long)old.train.steps, steps, step,
-                r->lr_from == r->lr_to ? "the learning rate schedule gives the same rate here" :
-                                         "the learning-rate schedule is stretched from here",
+                r->lr_from == r->lr_to      ? "the learning-rate schedule gives the same rate here" :
+                steps > old.train.steps     ? "the learning-rate schedule is stretched from here" :
+                                              "the learning-rate schedule is compressed from here",
                 r->lr_from, r->lr_to);
     return 0;
 }
@@ -233,6 +234,7 @@ static int open_state(Run *r) {
     if (r->o.resume_dir) {
         char dir[2048];
         int ok = ckpt_resolve(r->o.resume_dir, dir, sizeof dir) == 0 && ckpt_load(&r->m, ts, dir) == 0;
+        if (!ok) ckpt_hint_intact(r->o.resume_dir);
         int rc = dist_agree(ok ? 0 : TRAIN_BAD_INPUT);
         if (rc) return rc;
         if (!r->quiet) fprintf(stderr, "resumed from %s at step %ld\n", dir, ts->step);
