@@ -155,18 +155,20 @@ int ckpt_save(const Model *m, const TrainState *ts, const char *run_dir, int kee
     snprintf(tsec, sizeof tsec, "%.17g", ts->train_seconds);
     snprintf(el, sizeof el, "%.17g", ts->elapsed_s);
     snprintf(unt, sizeof unt, "%.17g", ts->tokens_untimed);
+    /* model.safetensors holds what the trajectory decides (the same bits for the same run);
+     * the clocks go with the optimiser state */
     const char *mk[] = {"format", "config", "step", "rng", "tokens_seen", "best_valid", "precision", "best_valid_acc", "best_step",
-                        "window_loss_sum", "window_div_sum", "window_steps", "train_seconds", "elapsed_s", "tokens_untimed"};
-    const char *mv[] = {CKPT_FORMAT, cfg, step, rng, tok, best, REAL_NAME, bacc, bstep, wl, wd, wn, tsec, el, unt};
+                        "window_loss_sum", "window_div_sum", "window_steps"};
+    const char *mv[] = {CKPT_FORMAT, cfg, step, rng, tok, best, REAL_NAME, bacc, bstep, wl, wd, wn};
     snprintf(path, sizeof path, "%s/model.safetensors", dir);
-    int rc = write_tensors(path, &m->pt, host, "", 0, mk, mv, 15);
+    int rc = write_tensors(path, &m->pt, host, "", 0, mk, mv, 12);
     free(cfg);
     if (!rc) {
         real *mom = xmalloc(2 * P * sizeof(real));
         g_ops->to_host(mom, m->m, P * sizeof(real));
         g_ops->to_host(mom + P, m->v, P * sizeof(real));
-        const char *ok[] = {"format", "step"};
-        const char *ov[] = {CKPT_FORMAT, step};
+        const char *ok[] = {"format", "step", "train_seconds", "elapsed_s", "tokens_untimed"};
+        const char *ov[] = {CKPT_FORMAT, step, tsec, el, unt};
         /* one file holding m.<name> then v.<name> */
         ParamTable two = {0};
         for (int pass = 0; pass < 2; pass++)
@@ -179,7 +181,7 @@ int ckpt_save(const Model *m, const TrainState *ts, const char *run_dir, int kee
                 two.t[idx].offset = p->offset + (pass ? P : 0);
             }
         snprintf(path, sizeof path, "%s/optim.safetensors", dir);
-        rc = write_tensors(path, &two, mom, "", 0, ok, ov, 2);
+        rc = write_tensors(path, &two, mom, "", 0, ok, ov, 5);
         pt_free(&two);
         free(mom);
     }
@@ -361,22 +363,36 @@ static int read_train_state(TrainState *ts, const char *path, const char *s, con
     return 0;
 }
 
-/* The log window and the clocks (absent in checkpoints of earlier versions: an empty
- * window, clocks from zero, the tokens so far untimed). */
-static int read_clocks(TrainState *ts, const StFile *f, const char *path) {
-    static const char *const key[6] = {"window_loss_sum", "window_div_sum", "window_steps", "train_seconds", "elapsed_s",
-                                       "tokens_untimed"};
-    double v[6] = {0, 0, 0, 0, 0, ts->tokens_seen};
-    for (int k = 0; k < 6; k++) {
-        const char *s = st_meta(f, key[k]);
-        double lo = k < 2 ? -1e300 : 0;
-        if (s && gma_parse_double(s, lo, 1e300, &v[k]) != 0)
-            return gma_errorf("%s: metadata %s \"%s\" is not a finite number%s", path, key[k], s, k < 2 ? "" : " >= 0");
+/* Metadata keys[0..n) as numbers into v (absent: v keeps its default), each finite and,
+ * from index `nonneg` on, >= 0. */
+static int read_numbers(const StFile *f, const char *path, const char *const *keys, int n, int nonneg, double *v) {
+    for (int k = 0; k < n; k++) {
+        const char *s = st_meta(f, keys[k]);
+        if (s && gma_parse_double(s, k < nonneg ? -1e300 : 0, 1e300, &v[k]) != 0)
+            return gma_errorf("%s: metadata %s \"%s\" is not a finite number%s", path, keys[k], s, k < nonneg ? "" : " >= 0");
     }
+    return 0;
+}
+
+/* The open log window of model.safetensors (absent in checkpoints of earlier versions:
+ * an empty window). */
+static int read_window(TrainState *ts, const StFile *f, const char *path) {
+    static const char *const key[3] = {"window_loss_sum", "window_div_sum", "window_steps"};
+    double v[3] = {0, 0, 0};
+    if (read_numbers(f, path, key, 3, 2, v) != 0) return -1;
     if (v[2] != floor(v[2]) || v[2] > 1e9)
         return gma_errorf("%s: metadata window_steps \"%s\" is not a step count", path, st_meta(f, key[2]));
     ts->win_loss = v[0], ts->win_div = v[1], ts->win_n = (long)v[2];
-    ts->train_seconds = v[3], ts->elapsed_s = v[4], ts->tokens_untimed = v[5];
+    return 0;
+}
+
+/* The clocks of optim.safetensors (absent in earlier versions: from zero, the tokens so
+ * far untimed). */
+static int read_clocks(TrainState *ts, const StFile *f, const char *path) {
+    static const char *const key[3] = {"train_seconds", "elapsed_s", "tokens_untimed"};
+    double v[3] = {0, 0, ts->tokens_seen};
+    if (read_numbers(f, path, key, 3, 0, v) != 0) return -1;
+    ts->train_seconds = v[0], ts->elapsed_s = v[1], ts->tokens_untimed = v[2];
     return 0;
 }
 
@@ -401,7 +417,7 @@ int ckpt_load(Model *m, TrainState *ts, const char *dir) {
         const char *ba = st_meta(&f, "best_valid_acc"), *bs = st_meta(&f, "best_step");
         if (!s || !r || rng_from_hex(&ts->rng, r) != 0) rc = gma_errorf("%s: metadata step or rng is missing or malformed", path);
         else rc = read_train_state(ts, path, s, t, b, ba, bs);
-        if (!rc) rc = read_clocks(ts, &f, path);
+        if (!rc) rc = read_window(ts, &f, path);
     }
     if (!rc) g_ops->to_device(m->params, host, P * sizeof(real));
     st_close(&f);
@@ -411,7 +427,8 @@ int ckpt_load(Model *m, TrainState *ts, const char *dir) {
         if (st_open(&o, path) != 0) rc = -1;
         else {
             memset(host, 0, 2 * P * sizeof(real));
-            rc = load_into(&m->pt, host, &o, "m.", 1, 0);
+            rc = read_clocks(ts, &o, path);
+            if (!rc) rc = load_into(&m->pt, host, &o, "m.", 1, 0);
             if (!rc) rc = load_into(&m->pt, host, &o, "v.", 1, P);
             st_close(&o);
             if (!rc) {

@@ -73,11 +73,13 @@ static int fault_nan(long step) {
 /* ---------------- open ---------------- */
 
 /* Rank 0 takes the run directory's lock (run_lock.h) before it writes anything there;
- * once held it is kept to run_close. A second writer is bad input (exit 2). */
+ * once held it is kept to run_close. A second writer is bad input (exit 2); a directory
+ * that cannot be made is an error (exit 1). */
 static int take_lock(Run *r) {
     if (!r->lead || r->lock_fd >= 0) return 0;
-    r->lock_fd = run_lock_take(r->o.run_dir);
-    return r->lock_fd < 0 ? TRAIN_BAD_INPUT : 0;
+    int fd = run_lock_take(r->o.run_dir);
+    r->lock_fd = fd >= 0 ? fd : -1;
+    return fd >= 0 ? 0 : fd == -2 ? TRAIN_BAD_INPUT : TRAIN_ERROR;
 }
 
 /* The data, then the model for it; every failure is agreed on by all ranks, so none is
@@ -320,7 +322,7 @@ int run_open(Run *r, const Config *cfg, const TrainerOptions *o) {
     r->lock_fd = -1;
     run_metrics_reset();
     /* an existing run directory is locked at once; a new one when it is created */
-    int rc = gma_path_exists(o->run_dir) ? dist_agree(take_lock(r)) : 0;
+    int rc = dist_agree(gma_path_exists(o->run_dir) ? take_lock(r) : 0); /* collective on every rank */
     if (rc) return rc;
     rc = dist_agree(find_data(r) != 0 ? TRAIN_BAD_INPUT : check_identity(r));
     if (rc) return rc;

@@ -32,10 +32,12 @@ int run_lock_take(const char *run_dir) {
         close(fd);
         if (e != EWOULDBLOCK) return gma_errorf("%s: cannot lock: %s", path, strerror(e));
         if (pid > 0)
-            return gma_errorf("%s is in use: another gmatrain (pid %ld) is writing this run (lock %s); wait for it to end, "
-                              "or pass --out DIR for a new run", run_dir, pid, path);
-        return gma_errorf("%s is in use: another gmatrain is writing this run (lock %s); wait for it to end, or pass --out "
-                          "DIR for a new run", run_dir, path);
+            gma_errorf("%s is in use: another gmatrain (pid %ld) is writing this run (lock %s); wait for it to end, or pass "
+                       "--out DIR for a new run", run_dir, pid, path);
+        else
+            gma_errorf("%s is in use: another gmatrain is writing this run (lock %s); wait for it to end, or pass --out DIR "
+                       "for a new run", run_dir, path);
+        return -2;
     }
     char pid[32];
     int n = snprintf(pid, sizeof pid, "%ld\n", (long)getpid());

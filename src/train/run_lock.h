@@ -9,8 +9,9 @@
 #define GMA_RUN_LOCK_H
 
 /* Create run_dir if needed, take its lock and write this process's pid into it. Returns
- * the lock's file descriptor (keep it open while writing), or -1 with gma_error: another
- * process holds the lock (naming its pid), or the file cannot be made. */
+ * the lock's file descriptor (keep it open while writing); -2 with gma_error naming the
+ * holder's pid when another process holds the lock; -1 with gma_error when the directory
+ * or the file cannot be made or locked. */
 int run_lock_take(const char *run_dir);
 /* Release a lock run_lock_take returned (fd < 0: nothing). */
 void run_lock_release(int fd);
