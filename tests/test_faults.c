@@ -153,7 +153,9 @@ START_TEST(test_broken_latest) {
     ck_assert_int_eq(truncate(p, 100), 0);
     for (int k = 0; k < 2; k++) { /* the config from the checkpoint, then from --config */
         if (k == 0) ck_assert_int_eq(run("./bin/gmatrain --resume %s --quiet --set train.steps=4", rd), 2);
-        else ck_assert_int_eq(run("./bin/gmatrain --config %s --resume %s --quiet --set train.steps=4", tu_path("tiny.json"), rd), 2);
+        else
+            ck_assert_int_eq(run("./bin/gmatrain --config %s --resume %s --quiet --set train.steps=4", tu_path("tiny.json"), rd),
+                             2);
         ck_assert_msg(ce_lines(g_out) == 1 && strstr(g_out, "the newest intact checkpoint is") &&
                           strstr(g_out, "/bl/ckpt_00000002 (--resume "),
                       "case %d: %s", k, g_out);

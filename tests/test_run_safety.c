@@ -321,7 +321,8 @@ START_TEST(test_resume_accounting) {
     snprintf(cfg, sizeof cfg, "%s", tu_path("tiny.json"));
     snprintf(ref, sizeof ref, "%s", tu_path("ref"));
     snprintf(rd, sizeof rd, "%s", tu_path("res"));
-    const char *sets = "--set train.steps=8 --set train.log_every=4 --set train.checkpoint_every=3 --set train.keep_checkpoints=5";
+    const char *sets = "--set train.steps=8 --set train.log_every=4 --set train.checkpoint_every=3 "
+                       "--set train.keep_checkpoints=5";
     ck_assert_msg(run("./bin/gmatrain --config %s --out %s --quiet %s", cfg, ref, sets) == 0, "%s", g_out);
     ck_assert_msg(run("./bin/gmatrain --config %s --out %s --quiet %s", cfg, rd, sets) == 0, "%s", g_out);
     char p[1200];

@@ -314,7 +314,8 @@ START_TEST(test_resume_finished_and_schedule) {
     free(m1);
     /* fewer steps than the checkpoint was made for: the schedule is compressed */
     ck_assert_msg(run("./bin/gmatrain --config %s --out %s --quiet --set train.schedule=cosine --set train.steps=10 "
-                      "--set train.checkpoint_every=4 --set train.keep_checkpoints=3", tu_path("tiny.json"), tu_path("cmp")) == 0, "%s", g_out);
+                      "--set train.checkpoint_every=4 --set train.keep_checkpoints=3", tu_path("tiny.json"), tu_path("cmp")) == 0,
+                  "%s", g_out);
     ck_assert_msg(run("./bin/gmatrain --resume %s/ckpt_00000004 --set train.steps=6", tu_path("cmp")) == 0, "%s", g_out);
     ck_assert_msg(strstr(g_out, "train.steps 10 -> 6 on resume at step 4") && strstr(g_out, "schedule is compressed"), "%s",
                   g_out);

@@ -157,8 +157,9 @@ int ckpt_save(const Model *m, const TrainState *ts, const char *run_dir, int kee
     snprintf(unt, sizeof unt, "%.17g", ts->tokens_untimed);
     /* model.safetensors holds what the trajectory decides (the same bits for the same run);
      * the clocks go with the optimiser state */
-    const char *mk[] = {"format", "config", "step", "rng", "tokens_seen", "best_valid", "precision", "best_valid_acc", "best_step",
-                        "window_loss_sum", "window_div_sum", "window_steps"};
+    const char *mk[] = {"format",         "config",         "step",          "rng",
+                        "tokens_seen",    "best_valid",     "precision",     "best_valid_acc",
+                        "best_step",      "window_loss_sum", "window_div_sum", "window_steps"};
     const char *mv[] = {CKPT_FORMAT, cfg, step, rng, tok, best, REAL_NAME, bacc, bstep, wl, wd, wn};
     snprintf(path, sizeof path, "%s/model.safetensors", dir);
     int rc = write_tensors(path, &m->pt, host, "", 0, mk, mv, 12);

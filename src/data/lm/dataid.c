@@ -1,6 +1,7 @@
 /* dataid.c: the identity of a data directory (see dataid.h). */
 #include "data/lm/dataid.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -40,7 +41,8 @@ static int tokenizer_id(const char *dir, DataId *id) {
     if (!j) return gma_errorf("%s: not valid JSON", p);
     const cJSON *t = cJSON_GetObjectItemCaseSensitive(j, "tokenizer");
     const cJSON *files = cJSON_GetObjectItemCaseSensitive(j, "tokenizer_files");
-    if (cJSON_IsString(t)) snprintf(id->tokenizer, sizeof id->tokenizer, "%.*s", (int)strcspn(t->valuestring, ":"), t->valuestring);
+    if (cJSON_IsString(t)) /* the kind: "bpe:DIR" names a folder that may move */
+        snprintf(id->tokenizer, sizeof id->tokenizer, "%.*s", (int)strcspn(t->valuestring, ":"), t->valuestring);
     int rc = 0, n = cJSON_IsArray(files) ? cJSON_GetArraySize(files) : 0;
     Digest d;
     digest_init(&d, DIGEST_SHA256);
@@ -108,16 +110,18 @@ static int str_field(const cJSON *o, const char *k, char *out, size_t cap) {
     return 0;
 }
 
-static int num_field(const cJSON *o, const char *k, double *out) {
+/* a whole number in [0, max] */
+static int num_field(const cJSON *o, const char *k, double max, double *out) {
     const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, k);
-    if (!cJSON_IsNumber(v) || v->valuedouble < 0) return -1;
+    if (!cJSON_IsNumber(v) || !(v->valuedouble >= 0 && v->valuedouble <= max) || v->valuedouble != floor(v->valuedouble))
+        return -1;
     *out = v->valuedouble;
     return 0;
 }
 
 static int from_json(const cJSON *o, DataId *id) {
     double v;
-    if (str_field(o, "tokenizer", id->tokenizer, sizeof id->tokenizer) || num_field(o, "vocab_size", &v) ||
+    if (str_field(o, "tokenizer", id->tokenizer, sizeof id->tokenizer) || num_field(o, "vocab_size", 4294967295.0, &v) ||
         str_field(o, "tokenizer_sha256", id->tok_sha, sizeof id->tok_sha))
         return -1;
     id->vocab = (uint32_t)v;
@@ -128,7 +132,8 @@ static int from_json(const cJSON *o, DataId *id) {
         if (!e) continue;
         DataShardId *d = &id->shard[s];
         double t;
-        if (num_field(e, "tokens", &t) || num_field(e, "vocab_size", &v) || str_field(e, "header_sha256", d->sha, sizeof d->sha))
+        if (num_field(e, "tokens", 1.8e19, &t) || num_field(e, "vocab_size", 4294967295.0, &v) ||
+            str_field(e, "header_sha256", d->sha, sizeof d->sha))
             return -1;
         d->present = 1, d->tokens = (uint64_t)t, d->vocab = (uint32_t)v;
     }
