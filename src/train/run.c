@@ -15,6 +15,11 @@
  * signal on any rank stops all of them at the same step. With R = 1 every extra step
  * is skipped and the run is what it is without MPI.
  *
+ * Rank 0 holds RUN/.lock (run_lock.h) from before its first write in RUN to the end, so
+ * a second gmatrain on the run is refused. A resume carries on the checkpoint's log
+ * window and clocks, cuts metrics.jsonl back to the checkpoint's step and refuses data of
+ * another identity (dataid.h) than the run was made on.
+ *
  * Testing hooks: GMA_FAULT_NAN_STEPS="3,4" forces a NaN loss at those (0-based) steps;
  * GMA_FAULT_FINAL_EVAL=valid|test makes the final evaluation of that split fail. */
 #include "train/run.h"

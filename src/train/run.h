@@ -1,7 +1,8 @@
 /* run.h: one training run as an object, taken through its stages by trainer_run():
  *
- *   run_open      data, model (fresh or resumed), text sampler, run directory
- *                 (config.json, metrics.jsonl), signal handlers
+ *   run_open      data (on resume: of the run's identity, dataid.h), model (fresh,
+ *                 resumed, or --init-from another run's weights), text sampler, run
+ *                 directory (its lock, config.json, data.json, metrics.jsonl), signals
  *   run_step      one optimiser step: micro-batches, all-reduce, non-finite guard, update
  *   run_periodic  what falls due after a step: log row, routing monitor, validation,
  *                 text sample, checkpoint
