@@ -288,7 +288,7 @@ END_TEST
 
 /* --resume of a finished run has nothing to do (no evaluation, no new metrics rows); a
  * train.steps below the checkpoint's step is refused; a changed train.steps is printed
- * and logged as a schedule change */
+ * (the schedule stretched or compressed) and logged as a schedule change */
 START_TEST(test_resume_finished_and_schedule) {
     tu_write(tu_path("tiny.json"), TINY);
     ck_assert_msg(run("./bin/gmatrain --config %s --out %s --quiet --set train.schedule=cosine --set train.steps=6",
@@ -309,10 +309,18 @@ START_TEST(test_resume_finished_and_schedule) {
     free(m1);
     free(m0);
     ck_assert_msg(run("./bin/gmatrain --resume %s --set train.steps=10", tu_path("fin")) == 0, "%s", g_out);
-    ck_assert_msg(strstr(g_out, "train.steps 6 -> 10 on resume at step 6") && strstr(g_out, "lr 0.001 -> 0.00411"), "%s", g_out);
+    ck_assert_msg(strstr(g_out, "train.steps 6 -> 10 on resume at step 6") && strstr(g_out, "lr 0.001 -> 0.00411") &&
+                      strstr(g_out, "schedule is stretched"), "%s", g_out);
     m1 = gma_read_file(p, NULL);
     ck_assert_msg(strstr(m1, "{\"step\":6,\"event\":\"schedule_change\",\"steps_before\":6,\"steps_after\":10"), "%s", m1);
     free(m1);
+    /* fewer steps than the checkpoint was made for: the schedule is compressed */
+    ck_assert_msg(run("./bin/gmatrain --config %s --out %s --quiet --set train.schedule=cosine --set train.steps=10 "
+                      "--set train.checkpoint_every=4 --set train.keep_checkpoints=3", tu_path("tiny.json"), tu_path("cmp")) == 0,
+                  "%s", g_out);
+    ck_assert_msg(run("./bin/gmatrain --resume %s/ckpt_00000004 --set train.steps=6", tu_path("cmp")) == 0, "%s", g_out);
+    ck_assert_msg(strstr(g_out, "train.steps 10 -> 6 on resume at step 4") && strstr(g_out, "schedule is compressed"), "%s",
+                  g_out);
 }
 END_TEST
 

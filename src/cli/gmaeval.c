@@ -11,6 +11,7 @@
 
 #include "core/config.h"
 #include "data/lm/lmdata.h"
+#include "data/lm/dataid.h"
 #include "data/lm/lmmeta.h"
 #include "model/checkpoint.h"
 #include "model/model.h"
@@ -73,6 +74,25 @@ static long parse_int(const char *opt, const char *v, long lo) {
         exit(2);
     }
     return x;
+}
+
+/* The data scored must be of the tokenizer and vocabulary the run was trained on (the
+ * identity RUN/data.json records, dataid.h): a data directory (file NULL) or one shard
+ * file (with a meta.json beside it, its tokenizer too). A run that records none is not
+ * checked. 0, or -1 with gma_error. */
+static int check_identity(const char *ckdir, const char *data_dir, const char *file) {
+    char run[2048], what[512];
+    if (lmmeta_run_dir(ckdir, run, sizeof run) != 0) return 0;
+    DataId want, have;
+    int got = dataid_of_run(run, &want);
+    if (got <= 0) return got;
+    if ((file ? dataid_of_file(file, &have) : dataid_of_dir(data_dir, &have)) != 0) return -1;
+    if (file && !have.tokenizer[0]) /* a bare shard: its vocabulary alone */
+        snprintf(have.tokenizer, sizeof have.tokenizer, "%s", want.tokenizer);
+    if (dataid_diff(&want, &have, 0, what, sizeof what))
+        return gma_errorf("%s is not data of the tokenizer %s was trained on: %s (%s/data.json)", file ? file : data_dir, run,
+                          what, run);
+    return 0;
 }
 
 /* Classifier checkpoints: loss and accuracy on a split of the data the run trained on. */
@@ -430,10 +450,12 @@ int main(int argc, char **argv) {
             if (lmmeta_find_data(cfg.data.path, run, data_path, "--data-path DIR", found, sizeof found) != 0)
                 return fail(2);
             snprintf(cfg.data.path, sizeof cfg.data.path, "%s", found);
+            if (check_identity(dir, found, NULL) != 0) return fail(2);
         }
         if (lmdata_open_splits(&d, &cfg, 1u << split, split) != 0) return fail(2);
     } else {
         if (lmdata_open_file(&d, data) != 0) return fail(2);
+        if (check_identity(dir, NULL, data) != 0) return lmdata_close(&d), fail(2);
         d.eval_stride = cfg.data.eval_stride;
         split = SPLIT_TEST;
     }

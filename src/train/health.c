@@ -2,6 +2,7 @@
 #include "train/health.h"
 
 #include "train/dist.h"
+#include "train/run_log.h"
 
 #include <cjson/cJSON.h>
 #include <stdlib.h>
@@ -47,15 +48,7 @@ void health_baseline(HealthMon *h, Model *m) {
     free(cnt);
 }
 
-static void emit(FILE *mf, cJSON *row) {
-    char *s = cJSON_PrintUnformatted(row);
-    if (mf) {
-        fprintf(mf, "%s\n", s);
-        fflush(mf);
-    }
-    free(s);
-    cJSON_Delete(row);
-}
+static void emit(FILE *mf, cJSON *row) { run_metrics_row(mf, row); }
 
 static cJSON *alert_row(long step, int l, int h, const char *kind, double value, double threshold, const char *action) {
     cJSON *o = cJSON_CreateObject();
