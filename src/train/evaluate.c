@@ -29,8 +29,10 @@ int evaluate(Model *m, const LmData *d, int s, int B, int N, long max_batches, E
     free(tok);
     free(tgt);
     if (dist_sum_table(per, (size_t)nb * 4, rc != 0) && rc == 0) rc = gma_errorf("evaluation failed on another rank");
+    r->bad_window = -1;
     for (long b = 0; b < nb; b++) {
         const double *e = per + (size_t)b * 4;
+        if (r->bad_window < 0 && !isfinite(e[0])) r->bad_window = b * B;
         nll += e[0];
         count += e[1];
         correct += e[2];

@@ -12,6 +12,7 @@ typedef struct EvalResult {
     double words;     /* words of the source (0 = unknown) */
     double word_ppl;  /* exp(total NLL / words) when words are known, else 0 */
     long windows;
+    long bad_window;  /* the first window of the first batch whose loss is not finite; -1 when all are */
 } EvalResult;
 
 /* Evaluate split s with batches of B x N; max_batches 0 = the whole split. */

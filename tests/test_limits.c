@@ -1,0 +1,66 @@
+/* test_limits.c: the programs at the edges of numbers and sizes: a checkpoint with finite
+ * but huge weights (gmaeval and gmasample refuse its non-finite loss and logits), a
+ * prompt longer than the model's window (gmasample says what it keeps), and runs whose
+ * planned memory exceeds the machine (refused before anything is allocated, naming the
+ * keys). */
+#include <stdlib.h>
+#include <string.h>
+
+#include "ckpt_edit.h"
+
+static void train_tiny(const char *out, int steps) {
+    tu_write(tu_path("tiny.json"), CE_TINY);
+    ck_assert_msg(run("./bin/gmatrain --config %s --out %s --quiet --set train.steps=%d", tu_path("tiny.json"), out, steps) == 0,
+                  "%s", g_out);
+}
+
+/* 1: every weight 3e38 (finite, so the checkpoint loads): the loss and the logits are not
+ * finite; both programs fail naming the checkpoint, the split or position */
+START_TEST(test_huge_weights) {
+    train_tiny(tu_path("run"), 1);
+    char model[1100];
+    snprintf(model, sizeof model, "%s/latest/model.safetensors", tu_path("run"));
+    ce_fill_tensors(model, 3e38f);
+    int rc = run("./bin/gmaeval --checkpoint %s --data valid", tu_path("run"));
+    ck_assert_msg(rc == 1, "rc %d: %s", rc, g_out);
+    ck_assert_msg(strstr(g_out, "valid loss is not finite") && strstr(g_out, "window 0") && strstr(g_out, "run/") &&
+                      ce_lines(g_out) == 1,
+                  "%s", g_out);
+    rc = run("./bin/gmasample --checkpoint %s --prompt-ids 2,3 --tokens 3", tu_path("run"));
+    ck_assert_msg(rc == 1, "rc %d: %s", rc, g_out);
+    ck_assert_msg(strstr(g_out, "logits at position 2 (sample 0) are not finite") && strstr(g_out, "gmasample: ") &&
+                      strstr(g_out, "run/"),
+                  "%s", g_out);
+    for (int t = 0; t < 2; t++) { /* greedy and sampled decoding alike */
+        rc = run("./bin/gmasample --checkpoint %s --prompt-ids 2 --tokens 2 --temperature %d --no-cache", tu_path("run"), t);
+        ck_assert_msg(rc == 1 && strstr(g_out, "are not finite"), "rc %d: %s", rc, g_out);
+    }
+}
+END_TEST
+
+/* 2: a prompt longer than model.max_seq_len (24): said once, on stderr; a short one says nothing */
+START_TEST(test_long_prompt_note) {
+    train_tiny(tu_path("run2"), 1);
+    char ids[200] = "2";
+    for (int i = 1; i < 30; i++) strcat(ids, ",3");
+    ck_assert_msg(run("./bin/gmasample --checkpoint %s --prompt-ids %s --tokens 2", tu_path("run2"), ids) == 0,
+                  "%s", g_out);
+    const char *note = strstr(g_out, "the prompt's 30 tokens are more than model.max_seq_len 24: the model sees only its last 24");
+    ck_assert_msg(note && !strstr(note + 1, "the prompt's"), "%s", g_out);
+    ck_assert_msg(run("./bin/gmasample --checkpoint %s --prompt-ids 2,3,3 --tokens 2", tu_path("run2")) == 0,
+                  "%s", g_out);
+    ck_assert_msg(!strstr(g_out, "max_seq_len"), "%s", g_out);
+}
+END_TEST
+
+Suite *make_suite(void) {
+    Suite *s = suite_create("limits");
+    TCase *tc = tcase_create("limits");
+    tcase_set_timeout(tc, 120);
+    tcase_add_test(tc, test_huge_weights);
+    tcase_add_test(tc, test_long_prompt_note);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+GMA_TEST_MAIN()
