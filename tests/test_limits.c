@@ -53,12 +53,41 @@ START_TEST(test_long_prompt_note) {
 }
 END_TEST
 
+/* 3: plans past the machine are refused before anything is allocated, one line naming the
+ * sizes and keys, exit 2, no run directory: a batch past any machine's memory, and one past
+ * an address-space limit (ulimit -v), where allocating once aborted with SIGABRT */
+START_TEST(test_memory_plan_refused) {
+    tu_write(tu_path("tiny.json"), CE_TINY);
+    int rc = run("./bin/gmatrain --config %s --out %s --set train.batch_size=1000000 --set gma.n_components=65536",
+                 tu_path("tiny.json"), tu_path("huge"));
+    ck_assert_msg(rc == 2, "rc %d: %s", rc, g_out);
+    ck_assert_msg(strstr(g_out, "batch 1000000 x 24 (train.batch_size x train.seq_len) plans ") &&
+                      strstr(g_out, "gma.n_components 65536 x model.n_heads 2") && strstr(g_out, "GiB of physical memory") &&
+                      ce_lines(g_out) == 1,
+                  "%s", g_out);
+    ck_assert(!gma_path_exists(tu_path("huge")));
+    rc = run("ulimit -v 2000000 && ./bin/gmatrain --config %s --out %s --set train.batch_size=64 --set gma.n_components=65536",
+             tu_path("tiny.json"), tu_path("as"));
+    ck_assert_msg(rc == 2, "rc %d: %s", rc, g_out);
+    ck_assert_msg(strstr(g_out, "batch 64 x 24") && strstr(g_out, "gma.n_components 65536") &&
+                      strstr(g_out, "GiB of address-space limit (ulimit -v) left") && ce_lines(g_out) == 1,
+                  "%s", g_out);
+    ck_assert(!gma_path_exists(tu_path("as")));
+    /* gmaeval's --batch goes through the same plan */
+    train_tiny(tu_path("run3"), 1);
+    rc = run("./bin/gmaeval --checkpoint %s --data valid --batch 2000000000", tu_path("run3"));
+    ck_assert_msg(rc == 2 && strstr(g_out, "batch 2000000000 x 24") && strstr(g_out, "run3") && ce_lines(g_out) == 1, "rc %d: %s",
+                  rc, g_out);
+}
+END_TEST
+
 Suite *make_suite(void) {
     Suite *s = suite_create("limits");
     TCase *tc = tcase_create("limits");
     tcase_set_timeout(tc, 120);
     tcase_add_test(tc, test_huge_weights);
     tcase_add_test(tc, test_long_prompt_note);
+    tcase_add_test(tc, test_memory_plan_refused);
     suite_add_tcase(s, tc);
     return s;
 }
