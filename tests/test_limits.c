@@ -66,6 +66,11 @@ START_TEST(test_memory_plan_refused) {
                       ce_lines(g_out) == 1,
                   "%s", g_out);
     ck_assert(!gma_path_exists(tu_path("huge")));
+    rc = run("./bin/gmatrain --config %s --out %s --set model.pos=sinusoidal --set model.max_seq_len=16777216 --set "
+             "model.d_model=65536", tu_path("tiny.json"), tu_path("huge"));
+    ck_assert_msg(rc == 2 && strstr(g_out, "the position table: model.max_seq_len 16777216 x model.d_model 65536") &&
+                      ce_lines(g_out) == 1,
+                  "rc %d: %s", rc, g_out);
     rc = run("ulimit -v 2000000 && ./bin/gmatrain --config %s --out %s --set train.batch_size=64 --set gma.n_components=65536",
              tu_path("tiny.json"), tu_path("as"));
     ck_assert_msg(rc == 2, "rc %d: %s", rc, g_out);

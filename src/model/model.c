@@ -177,7 +177,9 @@ void model_memory_plan(const Model *m, int Bmax, int Nmax, MemPlan *p) {
     double rough = R * ((double)m->L * (6.0 * m->D + 2.0 * m->F)) + fmin(R, (double)model_head_rows(m, SIZE_MAX)) * (double)m->V;
     p->params = 4.0 * (double)m->pt.total * sizeof(real); /* parameters, gradients, two moments */
     p->acts = rough * sizeof(real) > 1e18 ? rough * sizeof(real) : (double)plan_total(m, Bmax, Nmax) * sizeof(real);
-    p->total = p->params + p->acts;
+    /* and for a while: model_init_params' host copy of the parameters, the sinusoidal table (host and device) */
+    double table = !strcmp(m->cfg.model.pos, "sinusoidal") ? 2.0 * m->Nmax * m->D * sizeof(real) : 0;
+    p->total = p->params + p->acts + (double)m->pt.total * sizeof(real) + table;
     /* the mixer whose activations weigh most, when they are most of the plan */
     int S = m->classify ? Bmax * m->n_seq : Bmax, Nt = Nmax + m->pool_cls;
     double top = 0;
@@ -190,7 +192,11 @@ void model_memory_plan(const Model *m, int Bmax, int Nmax, MemPlan *p) {
         if (a > top) top = a, name = mx->vt->name;
     }
     const Config *c = &m->cfg;
-    if (p->params > p->acts)
+    double pos = (double)m->Nmax * m->D * sizeof(real) * (table > 0 ? 2 : m->wpe >= 0 ? 5 : 0);
+    if (pos > 0.5 * p->total)
+        snprintf(p->drivers, sizeof p->drivers, "mostly the position table: model.max_seq_len %d x model.d_model %d", m->Nmax,
+                 m->D);
+    else if (p->params > p->acts)
         snprintf(p->drivers, sizeof p->drivers, "mostly parameters: model.vocab_size %d x model.d_model %d, model.n_layers %d x "
                  "model.d_ff %d", m->V, m->D, m->L, m->F);
     else if (name && top > 0.5 * p->acts && (!strcmp(name, "gma") || !strcmp(name, "auto")))

@@ -82,7 +82,9 @@ int model_build(Model *m, const Config *c);
  * Classifier: Bmax examples (of n_seq sequences each) of up to Nmax tokens, not counting
  * the CLS slot (Nmax + 1 must then fit model.max_seq_len). */
 /* The memory model_alloc takes for batches of Bmax x Nmax, in bytes: params (parameters,
- * gradients, the two optimiser moments), acts (activations and scratch), their total; the
+ * gradients, the two optimiser moments), acts (activations and scratch), total (both and
+ * what model_alloc and model_init_params hold for a while: a host copy of the parameters,
+ * the sinusoidal position table); the
  * keys that drive it (text for messages); what this process can still take (avail, 0 when
  * unknown: physical memory or the RLIMIT_AS left, whichever is lower) and which that is. */
 typedef struct MemPlan {
