@@ -766,6 +766,17 @@ int model_decode_begin_batch(Model *m, DecodeState *s, int B) {
     if (B < 1 || (size_t)B > (size_t)m->Bmax * m->Nmax_act)
         return gma_errorf("incremental decoding of %d sequences: the model is allocated for %d rows", B,
                           m->Bmax * m->Nmax_act);
+    int W = m->Nmax < m->Nmax_act ? m->Nmax : m->Nmax_act;
+    double need = (double)B * m->V, have;
+    const char *what;
+    for (int l = 0; l < m->L; l++) {
+        const Mixer *mx = m->blocks[l].mixer;
+        need += (double)B * mx->vt->decode_state(mx, W) + (double)mx->vt->act_size(mx, B, 1) + mx->vt->scratch_size(mx, B, 1);
+    }
+    need *= sizeof(real);
+    if (!strcmp(g_ops->name, "cpu") && (have = memory_available(&what)) > 0 && need > have) /* callers decode without */
+        return gma_errorf("incremental decoding of %d sequences needs %.1f GiB, more than the %.1f GiB of %s", B,
+                          need / 1073741824.0, have / 1073741824.0, what);
     if (B > m->head_rows) { /* more rows than a chunk of the head's logits: a buffer of their own */
         s->logits = g_ops->alloc(sizeof(real) * (size_t)B * m->V);
         s->head_logits = m->logits;
