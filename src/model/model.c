@@ -155,7 +155,7 @@ static size_t plan_total(const Model *m, int Bmax, int Nmax) {
 static double memory_available(const char **what) {
     long pages = sysconf(_SC_PHYS_PAGES), psz = sysconf(_SC_PAGESIZE);
     double have = pages > 0 && psz > 0 ? (double)pages * (double)psz : 0;
-    *what = "physical memory";
+    *what = "memory of this machine";
     struct rlimit rl;
     if (getrlimit(RLIMIT_AS, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY) {
         long vm = 0;
