@@ -45,7 +45,8 @@ START_TEST(test_long_prompt_note) {
     for (int i = 1; i < 30; i++) strcat(ids, ",3");
     ck_assert_msg(run("./bin/gmasample --checkpoint %s --prompt-ids %s --tokens 2", tu_path("run2"), ids) == 0,
                   "%s", g_out);
-    const char *note = strstr(g_out, "the prompt's 30 tokens are more than model.max_seq_len 24: the model sees only its last 24");
+    const char *note = strstr(g_out, "the prompt's 30 tokens are more than model.max_seq_len 24: "
+                                     "the model sees only its last 24");
     ck_assert_msg(note && !strstr(note + 1, "the prompt's"), "%s", g_out);
     ck_assert_msg(run("./bin/gmasample --checkpoint %s --prompt-ids 2,3,3 --tokens 2", tu_path("run2")) == 0,
                   "%s", g_out);
@@ -62,8 +63,8 @@ START_TEST(test_memory_plan_refused) {
                  tu_path("tiny.json"), tu_path("huge"));
     ck_assert_msg(rc == 2, "rc %d: %s", rc, g_out);
     ck_assert_msg(strstr(g_out, "batch 1000000 x 24 (train.batch_size x train.seq_len) plans ") &&
-                      strstr(g_out, "gma.n_components 65536 x model.n_heads 2") && strstr(g_out, "GiB of memory of this machine") &&
-                      ce_lines(g_out) == 1,
+                      strstr(g_out, "gma.n_components 65536 x model.n_heads 2") &&
+                      strstr(g_out, "GiB of memory of this machine") && ce_lines(g_out) == 1,
                   "%s", g_out);
     ck_assert(!gma_path_exists(tu_path("huge")));
     rc = run("./bin/gmatrain --config %s --out %s --set model.pos=sinusoidal --set model.max_seq_len=16777216 --set "
