@@ -2,7 +2,7 @@
  * but huge weights (gmaeval and gmasample refuse its non-finite loss and logits), a
  * prompt longer than the model's window (gmasample says what it keeps), and runs whose
  * planned memory exceeds the machine (refused before anything is allocated, naming the
- * keys). */
+ * keys) and decoding states past an address-space limit (generation goes without them). */
 #include <stdlib.h>
 #include <string.h>
 
@@ -72,10 +72,10 @@ START_TEST(test_memory_plan_refused) {
     ck_assert_msg(rc == 2 && strstr(g_out, "the position table: model.max_seq_len 16777216 x model.d_model 65536") &&
                       ce_lines(g_out) == 1,
                   "rc %d: %s", rc, g_out);
-    rc = run("ulimit -v 2000000 && ./bin/gmatrain --config %s --out %s --set train.batch_size=64 --set gma.n_components=65536",
+    rc = run("ulimit -v 4000000 && ./bin/gmatrain --config %s --out %s --set train.batch_size=128 --set gma.n_components=65536",
              tu_path("tiny.json"), tu_path("as"));
     ck_assert_msg(rc == 2, "rc %d: %s", rc, g_out);
-    ck_assert_msg(strstr(g_out, "batch 64 x 24") && strstr(g_out, "gma.n_components 65536") &&
+    ck_assert_msg(strstr(g_out, "batch 128 x 24") && strstr(g_out, "gma.n_components 65536") &&
                       strstr(g_out, "GiB of address-space limit (ulimit -v) left") && ce_lines(g_out) == 1,
                   "%s", g_out);
     ck_assert(!gma_path_exists(tu_path("as")));
@@ -87,6 +87,21 @@ START_TEST(test_memory_plan_refused) {
 }
 END_TEST
 
+/* 4: the decoding states of 8192 samples of an sdpa model with a window of 8192 (key/value
+ * caches of about 18 GiB) under ulimit -v 4 GB: generation runs without them, where their
+ * allocation once aborted */
+START_TEST(test_decode_state_past_limit) {
+    tu_write(tu_path("tiny.json"), CE_TINY);
+    ck_assert_msg(run("./bin/gmatrain --config %s --out %s --quiet --set train.steps=1 --set model.max_seq_len=8192 "
+                      "--set model.mixer=sdpa", tu_path("tiny.json"), tu_path("long")) == 0,
+                  "%s", g_out);
+    int rc = run("(ulimit -v 4000000 && ./bin/gmasample --checkpoint %s --prompt-ids 2 --tokens 1 --samples 8192 "
+                 "2>&1 >/dev/null)",
+                 tu_path("long"));
+    ck_assert_msg(rc == 0 && strstr(g_out, "8192 x 1 tokens in"), "rc %d: %s", rc, g_out);
+}
+END_TEST
+
 Suite *make_suite(void) {
     Suite *s = suite_create("limits");
     TCase *tc = tcase_create("limits");
@@ -94,6 +109,7 @@ Suite *make_suite(void) {
     tcase_add_test(tc, test_huge_weights);
     tcase_add_test(tc, test_long_prompt_note);
     tcase_add_test(tc, test_memory_plan_refused);
+    tcase_add_test(tc, test_decode_state_past_limit);
     suite_add_tcase(s, tc);
     return s;
 }
