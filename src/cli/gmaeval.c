@@ -6,6 +6,7 @@
 #include <cjson/cJSON.h>
 #include <errno.h>
 #include <limits.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -120,6 +121,10 @@ static int eval_classifier(Config *cfg, const char *dir, const char *data, int B
     double t0 = gma_now();
     ClsEval r;
     if (clstask_evaluate(&t, &m, split, 0, &r) != 0) return fail(1);
+    if (!isfinite(r.loss)) {
+        fprintf(stderr, "gmaeval: %s: the %s loss is not finite (%g): the weights give non-finite logits\n", dir, data, r.loss);
+        return 1;
+    }
     double dt = gma_now() - t0;
     char ex[32];
     printf("checkpoint %s | data %s %s\n%s loss %.4f | acc %.4f | %s examples | %.1f s\n", dir, cfg->data.task,
@@ -478,6 +483,11 @@ int main(int argc, char **argv) {
     double t0 = gma_now();
     EvalResult r;
     if (evaluate(&m, &d, split, B, N, 0, &r) != 0) return fail(1);
+    if (!isfinite(r.loss)) { /* huge or broken weights: no figure to print or write */
+        fprintf(stderr, "gmaeval: %s: the %s loss is not finite (%g) from window %ld on (%d tokens each): the weights give "
+                "non-finite logits\n", dir, split_file ? data : lmdata_split_name(split), r.loss, r.bad_window, N);
+        return 1;
+    }
     double dt = gma_now() - t0;
     /* labelled values: ppl; word ppl when the data counts words; acc where it is the
      * measure (the recall task); the JSON has them all */

@@ -81,8 +81,20 @@ int model_build(Model *m, const Config *c);
 /* Allocate parameters, gradients, moments and activations for batches up to Bmax x Nmax.
  * Classifier: Bmax examples (of n_seq sequences each) of up to Nmax tokens, not counting
  * the CLS slot (Nmax + 1 must then fit model.max_seq_len). */
-/* 0, or an error (gma_error) when parameters, gradients, moments and activations for Bmax x Nmax
- * would not fit the machine's memory (CPU backend); call before model_alloc on user-given sizes. */
+/* The memory model_alloc takes for batches of Bmax x Nmax, in bytes: params (parameters,
+ * gradients, the two optimiser moments), acts (activations and scratch), total (both and
+ * what model_alloc and model_init_params hold for a while: a host copy of the parameters,
+ * the sinusoidal position table); the
+ * keys that drive it (text for messages); what this process can still take (avail, 0 when
+ * unknown: physical memory or the RLIMIT_AS left, whichever is lower) and which that is. */
+typedef struct MemPlan {
+    double params, acts, total, avail;
+    const char *avail_what;
+    char drivers[200];
+} MemPlan;
+void model_memory_plan(const Model *m, int Bmax, int Nmax, MemPlan *p);
+/* 0, or an error (gma_error) naming the sizes and keys when the plan for Bmax x Nmax does
+ * not fit the memory available (CPU backend); call before model_alloc on user-given sizes. */
 int model_check_memory(const Model *m, int Bmax, int Nmax);
 /* rows of logits the language-model head computes at a time for batches of R rows
  * (model.head_chunk, or the automatic choice of docs/model.md §1) */

@@ -87,6 +87,8 @@ static int take_lock(Run *r) {
     return fd >= 0 ? 0 : fd == -2 ? TRAIN_BAD_INPUT : TRAIN_ERROR;
 }
 
+#define PLAN_SAY_BYTES (1024.0 * 1048576.0) /* plans from 1 GiB up are printed before they are allocated */
+
 /* The data, then the model for it; every failure is agreed on by all ranks, so none is
  * left waiting in a collective and one rank reports it. */
 static int open_data_and_model(Run *r) {
@@ -97,6 +99,12 @@ static int open_data_and_model(Run *r) {
     if ((rc = dist_agree(r->model_built ? 0 : TRAIN_BAD_INPUT)) != 0) return rc;
     int B = r->cfg.train.batch_size, N = r->task.N;
     if ((rc = dist_agree(model_check_memory(&r->m, B, N) != 0 ? TRAIN_BAD_INPUT : 0)) != 0) return rc;
+    MemPlan plan;
+    model_memory_plan(&r->m, B, N, &plan);
+    if (r->lead && !r->quiet && plan.total >= PLAN_SAY_BYTES) /* taking and touching that much takes a while */
+        fprintf(stderr, "gmatrain: allocating %.1f GiB: parameters, gradients and optimiser moments %.1f, activations %.1f (%s); "
+                "%.1f GiB of %s\n", plan.total / 1073741824.0, plan.params / 1073741824.0, plan.acts / 1073741824.0,
+                plan.drivers, plan.avail / 1073741824.0, plan.avail_what);
     model_alloc(&r->m, B, N);
     r->m.gather = dist_gather_rows_cb; /* k-means and re-seeding fit the rows of every rank */
     model_init_params(&r->m, (uint64_t)r->cfg.seed);
