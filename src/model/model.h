@@ -122,12 +122,9 @@ void model_backward(Model *m, double loss_scale);
 void model_set_dropout_batch(Model *m, long micro, int64_t first, int64_t global);
 void model_zero_grad(Model *m);
 
-/* ---- GMA routing health (docs/model.md §3.4, §4, §5); no-ops for models without GMA layers ---- */
+/* ---- what the mixers declare: auxiliary losses, buffers (routing health: train/health.h) ---- */
 /* Number of layers whose mixer has routing-health hooks (GMA, auto). */
 int model_gma_layers(const Model *m);
-/* The same count; out gets the routing monitor's settings of the first such layer (all
- * zero when there is none: every = 0, monitoring off). */
-int model_monitor(const Model *m, MixerMonitor *out);
 /* 1 when some layer's mixer has an auxiliary loss with a weight > 0 (GMA: gma.div_weight). */
 int model_aux_on(const Model *m);
 /* Sum over layers of the auxiliary losses of the last training forward, unweighted (the
@@ -141,14 +138,6 @@ int model_rank_averaged(const Model *m, int tensor);
 /* After model_backward of a training micro-batch: update buffers (EMA memory, the stem's
  * batch-norm running statistics from the forward's batch statistics). */
 void model_update_buffers(Model *m);
-/* 1 when some layer wants k-means initialisation after the first training forward. */
-int model_wants_kmeans(const Model *m);
-/* k-means initialisation layer by layer on the batch tok [B,N]: forward, initialise layer l
- * from its query rows, forward again for layer l+1... Deterministic under rng. */
-int model_kmeans_init(Model *m, const int32_t *tok, const int32_t *tgt, int B, int N, const uint8_t *keymask,
-                      Rng *rng);
-/* The same for a classifier batch (tok, labels as model_forward_cls; tok != 0 is real). */
-int model_kmeans_init_cls(Model *m, const int32_t *tok, const int32_t *labels, int B, int N, Rng *rng);
 size_t model_param_count(const Model *m);
 
 /* ---- incremental decoding (causal language models; model/generate.h) ----
