@@ -442,113 +442,135 @@ static cJSON *alert_row(long step, int l, int h, const char *kind, double value,
     return o;
 }
 
-int health_check(HealthMon *hm, Model *m, long step, FILE *mf, int quiet, uint64_t seed) {
-    int stop = 0, failed = 0;
-    /* the screen gets one line per check (the heads of each alert counted); the rows of
-     * metrics.jsonl keep every head's figures */
-    int heads = 0, n_ent = 0, n_dead = 0, n_comp = 0, n_seeded = 0, n_mem = 0;
-    int H = m->H, Kmax = GMA_MAX(hm->Kc, 1);
-    double *ent = xcalloc(H, sizeof(double)), *cnt = xcalloc((size_t)H * Kmax, sizeof(double));
-    double *norm = xcalloc(H, sizeof(double));
-    int *dead = xcalloc(Kmax, sizeof(int));
+/* what one check found: the screen gets one line per check (the heads of each alert
+ * counted); the rows of metrics.jsonl keep every head's figures */
+typedef struct Tally { int heads, ent, dead, comp, seeded, mem, stop, failed; } Tally;
+
+/* one layer's statistics of the last forward, over the global batch */
+typedef struct Stats { double *ent, *cnt, *norm, rows; int *dead; } Stats;
+
+/* utilisation of head h's components; counts their dead runs and marks dead[k] */
+typedef struct Usage { double umin, umax; int active, ndead; } Usage;
+static Usage usage(const Stats *st, const MixerMonitor *g, int Kc, int h, int *run) {
+    const double *ck = st->cnt + (size_t)h * Kc;
+    Usage u = {1, 0, 0, 0};
+    for (int k = 0; k < Kc; k++) {
+        double x = st->rows > 0 ? ck[k] / st->rows : 0;
+        u.umin = fmin(u.umin, x);
+        u.umax = fmax(u.umax, x);
+        u.active += ck[k] > 0;
+        if (x < g->util_min_share / Kc) run[k]++;
+        else run[k] = 0;
+        st->dead[k] = run[k] >= g->patience;
+        u.ndead += st->dead[k];
+    }
+    return u;
+}
+
+static void routing_row(FILE *mf, long step, int l, int h, const Stats *st, Usage u, int mem) {
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddNumberToObject(o, "step", (double)step);
+    cJSON_AddStringToObject(o, "event", "routing");
+    cJSON_AddNumberToObject(o, "layer", l);
+    cJSON_AddNumberToObject(o, "head", h);
+    cJSON_AddNumberToObject(o, "entropy", st->ent[h]);
+    cJSON_AddNumberToObject(o, "util_min", u.umin);
+    cJSON_AddNumberToObject(o, "util_max", u.umax);
+    cJSON_AddNumberToObject(o, "active", u.active);
+    if (mem) cJSON_AddNumberToObject(o, "mem_norm", st->norm[h]);
+    else cJSON_AddNullToObject(o, "mem_norm");
+    emit(mf, o);
+}
+
+/* the dead-components alert of head h, with the re-seed when on_collapse is "reinit" */
+static void dead_alert(Model *m, int l, int h, const MixerComponents *mc, const Stats *st, Usage u, int *run, long step,
+                       uint64_t seed, FILE *mf, Tally *t) {
+    const MixerMonitor *g = &mc->mon;
+    cJSON *a = alert_row(step, l, h, "dead_components", u.ndead, g->util_min_share / mc->Kc,
+                         g->reinit ? "reinit" : g->stop ? "stop" : "warn");
+    cJSON_AddNumberToObject(a, "active", u.active);
+    int done = 0;
+    if (g->reinit) {
+        Rng rng;
+        rng_seed2(&rng, seed, 0x7265696e6974ULL ^ ((uint64_t)step << 16) ^ ((uint64_t)l << 8) ^ (uint64_t)h);
+        MixerCtx c = stats_ctx(m);
+        done = routing_reinit(m->blocks[l].mixer, &c, m->params, m->m, m->v, m->blocks[l].act, h, st->dead, &rng);
+        if (done < 0) t->failed = 1, done = 0;
+        for (int k = 0; k < mc->Kc; k++)
+            if (st->dead[k]) run[k] = 0;
+        cJSON_AddNumberToObject(a, "reseeded", done);
+    }
+    emit(mf, a);
+    t->dead++, t->comp += u.ndead, t->seeded += done;
+}
+
+/* head h of layer l: its routing row and its alerts */
+static void check_head(HealthMon *hm, Model *m, int l, int h, const MixerComponents *mc, const Stats *st, long step,
+                       uint64_t seed, FILE *mf, Tally *t) {
+    const MixerMonitor *g = &mc->mon; /* the settings, as the mixer declares them */
+    int H = m->H, mem = mc->memory >= 0, *run = hm->dead_run + ((size_t)l * H + h) * GMA_MAX(hm->Kc, 1);
+    const char *warn_action = g->stop ? "stop" : "warn";
+    Usage u = usage(st, g, mc->Kc, h, run);
+    routing_row(mf, step, l, h, st, u, mem);
+    t->heads++;
+    if (st->ent[h] < g->entropy_min) {
+        emit(mf, alert_row(step, l, h, "entropy", st->ent[h], g->entropy_min, warn_action));
+        t->ent++, hm->alerts++, t->stop |= g->stop;
+    }
+    if (u.ndead > 0) {
+        dead_alert(m, l, h, mc, st, u, run, step, seed, mf, t);
+        hm->alerts++, t->stop |= g->stop;
+    }
+    double n0 = hm->norm0[(size_t)l * H + h];
+    if (mem && n0 > 0 && st->norm[h] > g->norm_growth_max * n0) {
+        emit(mf, alert_row(step, l, h, "memory_norm", st->norm[h], g->norm_growth_max * n0, warn_action));
+        t->mem++, hm->alerts++, t->stop |= g->stop;
+    }
+}
+
+/* the statistics of layer l summed over the ranks; 0 when its last forward kept none */
+static int layer_stats(Model *m, int l, const MixerComponents *mc, Stats *st) {
     MixerCtx c = stats_ctx(m);
+    int H = m->H;
+    st->rows = routing_stats(m->blocks[l].mixer, &c, m->params, m->blocks[l].act, st->ent, st->cnt, st->norm);
+    if (st->rows < 0) return 0; /* auto on its sdpa path */
+    if (dist_size() > 1) { /* over the global batch: entropy sums, counts and rows of all ranks */
+        for (int h = 0; h < H; h++) st->ent[h] *= st->rows;
+        dist_sum_double(st->ent, H);
+        dist_sum_double(st->cnt, (size_t)H * mc->Kc);
+        dist_sum_double(&st->rows, 1);
+        for (int h = 0; h < H; h++) st->ent[h] = st->rows > 0 ? st->ent[h] / st->rows : 0;
+    }
+    return 1;
+}
+
+static void print_tally(const Tally *t, long step) {
+    char what[512] = "";
+    int n = 0;
+    if (t->ent) n += snprintf(what + n, sizeof what - n, "low entropy in %d", t->ent);
+    if (t->dead) {
+        n += snprintf(what + n, sizeof what - n, "%s%d unused components in %d", n ? "; " : "", t->comp, t->dead);
+        if (t->seeded) n += snprintf(what + n, sizeof what - n, " (%d re-seeded)", t->seeded);
+    }
+    if (t->mem) snprintf(what + n, sizeof what - n, "%sgrown memory norm in %d", n ? "; " : "", t->mem);
+    fprintf(stderr, "%srouting alert step %ld: %s of %d heads (per head: metrics.jsonl, docs/routing.md)\n",
+            isatty(2) ? "\n" : "", step, what, t->heads);
+}
+
+int health_check(HealthMon *hm, Model *m, long step, FILE *mf, int quiet, uint64_t seed) {
+    Tally t = {0};
+    int H = m->H, Kmax = GMA_MAX(hm->Kc, 1);
+    Stats st = {.ent = xcalloc(H, sizeof(double)), .cnt = xcalloc((size_t)H * Kmax, sizeof(double)),
+                .norm = xcalloc(H, sizeof(double)), .dead = xcalloc(Kmax, sizeof(int))};
     for (int l = 0; l < m->L; l++) {
-        Mixer *mx = m->blocks[l].mixer;
         MixerComponents mc;
-        if (!components(mx, NULL, 0, 0, &mc)) continue;
-        const MixerMonitor *g = &mc.mon; /* the settings, as the mixer declares them */
-        int reinit = g->reinit, want_stop = g->stop;
-        int Kc = mc.Kc, mem = mc.memory >= 0;
-        double rows = routing_stats(mx, &c, m->params, m->blocks[l].act, ent, cnt, norm);
-        if (rows < 0) continue; /* no responsibilities in the last forward (auto on its sdpa path) */
-        if (dist_size() > 1) { /* over the global batch: entropy sums, counts and rows of all ranks */
-            for (int h = 0; h < H; h++) ent[h] *= rows;
-            dist_sum_double(ent, H);
-            dist_sum_double(cnt, (size_t)H * Kc);
-            dist_sum_double(&rows, 1);
-            for (int h = 0; h < H; h++) ent[h] = rows > 0 ? ent[h] / rows : 0;
-        }
-        for (int h = 0; h < H; h++) {
-            const double *ck = cnt + (size_t)h * Kc;
-            double umin = 1, umax = 0;
-            int active = 0;
-            int *run = hm->dead_run + ((size_t)l * H + h) * Kmax;
-            int ndead = 0;
-            for (int k = 0; k < Kc; k++) {
-                double u = rows > 0 ? ck[k] / rows : 0;
-                umin = fmin(umin, u);
-                umax = fmax(umax, u);
-                active += ck[k] > 0;
-                if (u < g->util_min_share / Kc) run[k]++;
-                else run[k] = 0;
-                dead[k] = run[k] >= g->patience;
-                ndead += dead[k];
-            }
-            cJSON *o = cJSON_CreateObject();
-            cJSON_AddNumberToObject(o, "step", (double)step);
-            cJSON_AddStringToObject(o, "event", "routing");
-            cJSON_AddNumberToObject(o, "layer", l);
-            cJSON_AddNumberToObject(o, "head", h);
-            cJSON_AddNumberToObject(o, "entropy", ent[h]);
-            cJSON_AddNumberToObject(o, "util_min", umin);
-            cJSON_AddNumberToObject(o, "util_max", umax);
-            cJSON_AddNumberToObject(o, "active", active);
-            if (mem) cJSON_AddNumberToObject(o, "mem_norm", norm[h]);
-            else cJSON_AddNullToObject(o, "mem_norm");
-            emit(mf, o);
-            heads++;
-            const char *warn_action = want_stop ? "stop" : "warn";
-            if (ent[h] < g->entropy_min) {
-                emit(mf, alert_row(step, l, h, "entropy", ent[h], g->entropy_min, warn_action));
-                n_ent++;
-                hm->alerts++;
-                stop |= want_stop;
-            }
-            if (ndead > 0) {
-                const char *action = reinit ? "reinit" : warn_action;
-                cJSON *a = alert_row(step, l, h, "dead_components", ndead, g->util_min_share / Kc, action);
-                cJSON_AddNumberToObject(a, "active", active);
-                int done = 0;
-                if (reinit) {
-                    Rng rng;
-                    rng_seed2(&rng, seed, 0x7265696e6974ULL ^ ((uint64_t)step << 16) ^ ((uint64_t)l << 8) ^ (uint64_t)h);
-                    done = routing_reinit(mx, &c, m->params, m->m, m->v, m->blocks[l].act, h, dead, &rng);
-                    if (done < 0) failed = 1, done = 0;
-                    for (int k = 0; k < Kc; k++)
-                        if (dead[k]) run[k] = 0;
-                    cJSON_AddNumberToObject(a, "reseeded", done);
-                }
-                emit(mf, a);
-                n_dead++;
-                n_comp += ndead;
-                n_seeded += done;
-                hm->alerts++;
-                stop |= want_stop;
-            }
-            double n0 = hm->norm0[(size_t)l * H + h];
-            if (mem && n0 > 0 && norm[h] > g->norm_growth_max * n0) {
-                emit(mf, alert_row(step, l, h, "memory_norm", norm[h], g->norm_growth_max * n0, warn_action));
-                n_mem++;
-                hm->alerts++;
-                stop |= want_stop;
-            }
-        }
+        if (!components(m->blocks[l].mixer, NULL, 0, 0, &mc) || !layer_stats(m, l, &mc, &st)) continue;
+        for (int h = 0; h < H; h++) check_head(hm, m, l, h, &mc, &st, step, seed, mf, &t);
     }
-    free(ent);
-    free(cnt);
-    free(norm);
-    free(dead);
-    if (!quiet && (n_ent || n_dead || n_mem)) {
-        char what[512] = "";
-        int n = 0;
-        if (n_ent) n += snprintf(what + n, sizeof what - n, "low entropy in %d", n_ent);
-        if (n_dead) {
-            n += snprintf(what + n, sizeof what - n, "%s%d unused components in %d", n ? "; " : "", n_comp, n_dead);
-            if (n_seeded) n += snprintf(what + n, sizeof what - n, " (%d re-seeded)", n_seeded);
-        }
-        if (n_mem) snprintf(what + n, sizeof what - n, "%sgrown memory norm in %d", n ? "; " : "", n_mem);
-        fprintf(stderr, "%srouting alert step %ld: %s of %d heads (per head: metrics.jsonl, docs/routing.md)\n", isatty(2) ? "\n" : "",
-                step, what, heads);
-    }
-    return failed ? -1 : stop;
+    free(st.ent);
+    free(st.cnt);
+    free(st.norm);
+    free(st.dead);
+    if (!quiet && (t.ent || t.dead || t.mem)) print_tally(&t, step);
+    return t.failed ? -1 : t.stop;
 }
