@@ -1,8 +1,9 @@
 /* test64_ops.c: the float64 finite-difference check (gradcheck.h) of the backward of every
- * row of the op table tests/cuda_emu/op_rows.h that has one (grad 1), at the row's shapes,
+ * row of the op table tests/cuda_emu/op_rows.h (OP_ROWS and BASE_ROWS) that has one (grad
+ * 1), at the row's shapes,
  * on the CPU backend. A row's loss is <r, outputs> for fixed random r over the first GC_R
  * elements of each output; the first GC_N elements of every input are perturbed. The same rows run on the emulated CUDA backend
- * in tests/cuda_emu/emu_core.cpp (test_cuda_emu). Every row with grad 1 must check at
+ * in tests/cuda_emu/emu_core.cpp and emu_baselines.cpp (test_cuda_emu). Every row with grad 1 must check at
  * least one gradient; the number of rows comes from the table. */
 #include <string.h>
 
@@ -12,7 +13,7 @@
 #include "testutil.h"
 
 #define GC_N 256  /* elements of each input perturbed (the first ones) */
-#define GC_R 1024 /* outputs in the loss (the first ones: its rounding stays below GC_ABS_TOL) */
+#define GC_R 256 /* outputs in the loss (the first ones: its rounding stays below GC_ABS_TOL) */
 #define MAXT 6
 
 /* one op case: inputs with their analytic gradients, outputs with their loss weights r;
@@ -245,6 +246,109 @@ static void g_maxpool(int S, int N, int D) {
     free(arg), free(w);
 }
 
+/* ---- the baseline mixers' ops (BASE_ROWS): elementwise maps ---- */
+static void f_map(Op *o) {
+    void (*f[3])(real *, const real *, size_t) = {g_ops->elu1_forward, g_ops->silu_forward, g_ops->softplus_forward};
+    f[o->i[0]](o->y[0], o->x[0], o->nx[0]);
+}
+static void f_gate(Op *o) { g_ops->gate_silu_forward(o->y[0], o->x[0], o->x[1], o->nx[0]); }
+static void g_elem(size_t n) {
+    static const char *names[3] = {"elu1", "silu", "softplus"};
+    void (*b[3])(real *, const real *, const real *, size_t) = {g_ops->elu1_backward, g_ops->silu_backward,
+                                                                 g_ops->softplus_backward};
+    for (int k = 0; k < 3; k++) {
+        Op o = {.fwd = f_map, .i = {k}};
+        real *x = in(&o, "x", n, 5, 0.01);
+        out(&o, n);
+        b[k](o.g[0], o.r[0], x, n);
+        check(&o, names[k]);
+    }
+    Op o = {.fwd = f_gate};
+    in(&o, "y", n, 5, 0), in(&o, "z", n, 5, 0), out(&o, n);
+    g_ops->gate_silu_backward(o.g[0], o.g[1], o.r[0], o.x[0], o.x[1], n);
+    check(&o, "gate_silu");
+}
+
+/* ---- Performer FAVOR+: exponents, and features with the row max or a given constant ---- */
+static void f_favor_logits(Op *o) {
+    int *i = o->i;
+    g_ops->favor_logits_forward(o->y[0], o->x[0], o->p[0], i[0], i[1], i[2], i[3], i[4]);
+}
+static void f_favor_exp(Op *o) {
+    g_ops->favor_exp_forward(o->y[0], o->i[2] ? o->y[1] : NULL, o->x[0], o->i[0], o->i[1], 0.3, 0.7);
+}
+static void g_favor(int B, int H, int N, int d, int m) {
+    real *om = gc_random((size_t)H * m * d, &g_rng, 1.5);
+    Op o = {.fwd = f_favor_logits, .i = {B, H, N, d, m}, .p = {om}};
+    in(&o, "x", (size_t)B * H * N * d, 1, 0), out(&o, (size_t)B * H * N * m);
+    g_ops->favor_logits_backward(o.g[0], o.r[0], o.x[0], om, B, H, N, d, m);
+    check(&o, "favor_logits");
+    int R = B * H * N;
+    for (int withmax = 0; withmax < 2; withmax++) {
+        o = (Op){.fwd = f_favor_exp, .i = {R, m, withmax}};
+        in(&o, "e", (size_t)R * m, 1, 0), out(&o, (size_t)R * m), out(&o, R);
+        memset(o.r[1], 0, sizeof(real) * R); /* the argmax column: not in the loss */
+        o.fwd(&o);
+        g_ops->favor_exp_backward(o.g[0], o.r[0], o.y[0], withmax ? o.y[1] : NULL, R, m);
+        check(&o, withmax ? "favor_exp rowmax" : "favor_exp");
+    }
+    free(om);
+}
+
+/* ---- Mamba: causal depthwise convolution, selective scan ---- */
+static void f_conv1d(Op *o) {
+    g_ops->conv1d_causal_forward(o->y[0], o->x[0], o->x[1], o->x[2], o->i[0], o->i[1], o->i[2], o->i[3]);
+}
+static void g_conv1d(int B, int N, int C, int K) {
+    Op o = {.fwd = f_conv1d, .i = {B, N, C, K}};
+    in(&o, "x", (size_t)B * N * C, 1, 0), in(&o, "w", (size_t)C * K, 1, 0), in(&o, "b", C, 1, 0);
+    out(&o, (size_t)B * N * C);
+    g_ops->conv1d_causal_backward(o.g[0], o.g[1], o.g[2], o.r[0], o.x[0], o.x[1], B, N, C, K);
+    check(&o, "conv1d_causal");
+}
+static void f_scan(Op *o) {
+    int *i = o->i;
+    real **x = o->x;
+    g_ops->scan_forward(o->y[0], o->y[1], x[0], x[1], x[2], x[3], x[4], x[5], i[0], i[1], i[2], i[3], i[4]);
+}
+static void g_scan(int B, int N, int E, int S, int chunk) {
+    int nck = (N + chunk - 1) / chunk;
+    Op o = {.fwd = f_scan, .i = {B, N, E, S, chunk}};
+    in(&o, "u", (size_t)B * N * E, 1, 0), in(&o, "dt", (size_t)B * N * E, 0.1, 0.25);
+    in(&o, "Bm", (size_t)B * N * S, 1, 0), in(&o, "Cm", (size_t)B * N * S, 1, 0);
+    in(&o, "A_log", (size_t)E * S, 0.5, 0.5), in(&o, "Dskip", E, 1, 0);
+    out(&o, (size_t)B * N * E), out(&o, (size_t)B * nck * E * S);
+    memset(o.r[1], 0, sizeof(real) * o.ny[1]); /* the chunk states: saved */
+    o.fwd(&o);
+    real **x = o.x, **g = o.g;
+    g_ops->scan_backward(g[0], g[1], g[2], g[3], g[4], g[5], o.r[0], o.y[1], x[0], x[1], x[2], x[3], x[4], x[5], B, N, E, S,
+                         chunk);
+    check(&o, "scan");
+}
+
+/* ---- tiled softmax attention: causal or not, padded keys, attention dropout p ---- */
+static void f_attn(Op *o) {
+    int *i = o->i;
+    g_ops->attn_forward(o->y[0], o->y[1], o->x[0], o->x[1], o->x[2], o->p[0], i[0], i[1], i[2], i[3], i[4], o->s, o->p[1]);
+}
+static void g_attn(int B, int H, int N, int d, int causal, int pad, double p) {
+    GmaDrop dg = {{1337u, 0u}, 5u, (2u << 16) | (1u << 4) | GMA_DROP_ATTN, gma_drop_threshold(p), 1.0 / (1.0 - p), B,
+                  3 * (int64_t)B, 1};
+    real *kb = xcalloc((size_t)B * N, sizeof(real));
+    for (int b = 0; b < B; b++)
+        for (int j = 0; j < N; j++)
+            if (pad && (j % 5 == 3 || (b == 1 && j < 40))) kb[b * N + j] = -INFINITY;
+    Op o = {.fwd = f_attn, .i = {B, H, N, d, causal}, .p = {pad ? kb : NULL, p > 0 ? &dg : NULL}, .s = 1 / sqrt((double)d)};
+    size_t n = (size_t)B * H * N * d;
+    in(&o, "q", n, 1, 0), in(&o, "k", n, 1, 0), in(&o, "v", n, 1, 0), out(&o, n), out(&o, (size_t)B * H * N);
+    memset(o.r[1], 0, sizeof(real) * o.ny[1]); /* lse: saved */
+    o.fwd(&o);
+    g_ops->attn_backward(o.g[0], o.g[1], o.g[2], o.r[0], o.y[0], o.y[1], o.x[0], o.x[1], o.x[2], o.p[0], B, H, N, d, causal,
+                         o.s, o.p[1]);
+    check(&o, p > 0 ? "attn dropout" : "attn");
+    free(kb);
+}
+
 /* every row with a backward, in the table's order; each must check a gradient */
 #define GRAD_0(op, args) 0
 #define GRAD_1(op, args) (g_##op args, 1)
@@ -258,6 +362,7 @@ START_TEST(test_op_rows_gradcheck) {
     rng_seed(&g_rng, 7);
     int rows = 0;
     OP_ROWS(ROW)
+    BASE_ROWS(ROW)
     printf("op table: %d rows with a backward, %d gradients checked\n", rows, g_checks);
     ck_assert_int_gt(rows, 0);
 }

@@ -11,10 +11,12 @@
  *       finite-difference check (tests/gradcheck.h) of that backward on the CPU backend;
  * args: the case's shapes (and settings), as t_<op> and g_<op> take them.
  *
- * Each row must run at least one check in each driver, and the drivers count the rows
- * from this table, so a new op is one row here plus its t_ (and g_) function
- * (docs/cuda.md, "Adding an op: one row"). Rows run in this order (the emulation driver's
- * random inputs come from one seeded stream). */
+ * OP_ROWS run in emu_core.cpp (the CUDA op table of cuda_ops_init, cuBLAS through the
+ * shims); BASE_ROWS, the baseline mixers' ops of cuda_{baselines,mamba,sdpa}.cu, in
+ * emu_baselines.cpp (those three files alone, with a stand-in GEMM). Each row must run at
+ * least one check in each driver, and test_cuda_emu counts the rows from this table, so a
+ * new op is one row here plus its t_ (and g_) function (docs/cuda.md, "Adding an op: one
+ * row"). Rows run in this order (a driver's random inputs come from one seeded stream). */
 #ifndef GMA_OP_ROWS_H
 #define GMA_OP_ROWS_H
 #define OP_ROWS(ROW)                                                                                                   \
@@ -70,4 +72,27 @@
     ROW(stem, chnorm, 1, (1, 1, 3))                                                                                    \
     ROW(stem, maxpool, 1, (3, 40, 33))                                                                                 \
     ROW(stem, maxpool, 1, (2, 1, 5))
+
+#define BASE_ROWS(ROW)                                                                                                 \
+    ROW(elem, elem, 1, (1000))                                                                                         \
+    ROW(favor, favor, 1, (2, 3, 37, 16, 20))                                                                           \
+    ROW(favor, favor, 1, (1, 2, 10, 8, 45))                                                                            \
+    ROW(conv, conv1d, 1, (2, 300, 40, 4))                                                                              \
+    ROW(conv, conv1d, 1, (1, 5, 3, 7))                                                                                 \
+    ROW(scan, scan, 1, (2, 70, 40, 16, 16))                                                                            \
+    ROW(scan, scan, 1, (2, 30, 20, 5, 7))                                                                              \
+    ROW(scan, scan, 1, (1, 20, 10, 48, 64))                                                                            \
+    ROW(scan, scan, 1, (1, 9, 9, 200, 4))                                                                              \
+    ROW(scan, scan_step, 0, (3, 40, 16))                                                                               \
+    ROW(scan, scan_step, 0, (2, 300, 7))                                                                               \
+    ROW(attn, attn, 1, (2, 2, 70, 16, 1, 0, 0))                                                                        \
+    ROW(attn, attn, 1, (2, 2, 70, 16, 0, 0, 0))                                                                        \
+    ROW(attn, attn, 1, (2, 1, 100, 40, 1, 1, 0))                                                                       \
+    ROW(attn, attn, 1, (2, 1, 100, 40, 0, 1, 0))                                                                       \
+    ROW(attn, attn, 1, (1, 1, 33, 64, 1, 0, 0))                                                                        \
+    ROW(attn, attn, 1, (1, 1, 40, 130, 0, 0, 0))                                                                       \
+    ROW(attn, attn, 1, (1, 1, 20, 256, 1, 0, 0))                                                                       \
+    ROW(attn, attn, 1, (2, 2, 70, 16, 1, 0, 0.1)) /* attention dropout */                                              \
+    ROW(attn, attn, 1, (2, 1, 100, 40, 0, 1, 0.3))                                                                     \
+    ROW(attn, attn, 1, (1, 1, 40, 130, 1, 0, 0.5))
 #endif
