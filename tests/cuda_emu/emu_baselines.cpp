@@ -4,14 +4,15 @@
  * elementwise maps, maxval, FAVOR+ (and the ReLU kernel's features), causal conv1d, selective scan (register, S > 32 and
  * local-memory variants, ragged chunks), its decoding step, and tiled attention (causal and bidirectional,
  * padded keys with fully hidden rows, head widths 16 ... 256), one row of the op table
- * op_rows.h (BASE_ROWS) at a time. Relative L2 error bound 1e-4 per tensor. Run by
- * scripts/cuda_emu_check.sh. */
+ * op_rows.h (BASE_ROWS) at a time (op_driver.h). Relative L2 error bound 1e-4 per
+ * tensor. Run by scripts/cuda_emu_check.sh. */
 #include "ops/cuda/cuda_common.cuh"
 extern "C" {
 #include "ops/cpu/cpu.h"
 }
 #include <random>
 
+#include "op_driver.h"
 #include "op_rows.h"
 void cuda_fail(const char *file, int line, const char *call, const char *msg) { fprintf(stderr, "FAIL %s:%d %s %s\n", file, line, call, msg); exit(1); }
 static void *g_ws[16]; static size_t g_cap[16];
@@ -137,25 +138,13 @@ static void t_attn(int B, int H, int N, int d, int causal, int pad, double p) {
     cuda_attn_backward(dq2.data(), dk2.data(), dv2.data(), g.data(), o1.data(), l1.data(), q.data(), k.data(), v.data(), pad ? kb.data() : NULL, B, H, N, d, causal, sc, drop);
     cmp("attn dq", dq2, dq1); cmp("attn dk", dk2, dk1); cmp("attn dv", dv2, dv1);
 }
-/* the table (op_rows.h, BASE_ROWS): part, name, shapes and the call of each row */
-struct Row { const char *part, *op, *args; void (*run)(); };
-#define ROW(part, op, grad, args) {#part, #op, #args, [] { t_##op args; }},
-static const Row ROWS[] = {BASE_ROWS(ROW)};
-#undef ROW
-static const int N_ROWS = (int)(sizeof ROWS / sizeof ROWS[0]);
+/* the table (op_rows.h, BASE_ROWS) */
+static const Row ROWS[] = {BASE_ROWS(ROW_ENTRY)};
 
 int main(int argc, char **argv) {
     const char *w = argc > 1 ? argv[1] : "all";
-    int ran = 0, empty = 0;
-    for (const Row &r : ROWS) {
-        if (strcmp(w, "all") && strcmp(w, r.part)) continue;
-        int before = ncheck;
-        r.run();
-        ran++;
-        if (ncheck == before) empty++;
-        printf("row %s %s: %d checks%s\n", r.op, r.args, ncheck - before, ncheck == before ? " NONE" : "");
-    }
-    printf("emu_baselines: %d of %d rows ran, %d checks, %d failures, %d rows without a check\n", ran, N_ROWS, ncheck, nfail,
-           empty);
-    return nfail != 0 || empty != 0 || ran == 0;
+    RowsRun r = run_rows(ROWS, w, "all", ncheck);
+    int rc = print_summary("emu_baselines", r, (int)(sizeof ROWS / sizeof ROWS[0]), ncheck, nfail);
+    printf("\n");
+    return rc;
 }

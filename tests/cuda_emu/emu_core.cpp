@@ -3,8 +3,7 @@
  * cuBLAS GEMM wrappers, reductions and optimisers running on the runtime and cuBLAS shims
  * of emu_cuda.h. The CUDA op table comes from cuda_ops_init (as on a GPU) and every op not
  * checked by emu_baselines is compared with its twin in gma_ops_cpu (build/libgma.a), one
- * row of the op table op_rows.h at a time (t_<op> per row; `emu_core --list` prints the
- * rows):
+ * row of the op table op_rows.h at a time (t_<op> per row, op_driver.h):
  * memory ops, matmul (both transposes, alpha/beta, K = 0, tf32 and bf16 modes), strided
  * matmul, bias, add/axpy/scale, sum/sumsq/nonfinite, GELU, LayerNorm, embeddings, cross-
  * entropy, argmax, head split/merge, row softmax, attention mask, linmix (bidirectional and
@@ -19,6 +18,7 @@ extern "C" {
 }
 #include <random>
 
+#include "op_driver.h"
 #include "op_rows.h"
 
 static const GmaOps *CU, *CP = &gma_ops_cpu;
@@ -302,32 +302,15 @@ static void t_opt(size_t n) {
         cmp(mom ? "sgd p (momentum 0.9)" : "sgd p (no momentum)", q2, q1); if (mom) cmp("sgd momentum buffer", b2, b1);
     }
 }
-/* the table (op_rows.h): part, name, shapes and the call of each row */
-struct Row { const char *part, *op, *args; void (*run)(); };
-#define ROW(part, op, grad, args) {#part, #op, #args, [] { t_##op args; }},
-static const Row ROWS[] = {OP_ROWS(ROW)};
-#undef ROW
-static const int N_ROWS = (int)(sizeof ROWS / sizeof ROWS[0]);
+/* the table (op_rows.h, OP_ROWS) */
+static const Row ROWS[] = {OP_ROWS(ROW_ENTRY)};
 
 int main(int argc, char **argv) {
     const char *w = argc > 1 ? argv[1] : "all";
-    if (!strcmp(w, "--list")) {
-        for (const Row &r : ROWS) printf("%s %s %s\n", r.part, r.op, r.args);
-        printf("%d rows\n", N_ROWS);
-        return 0;
-    }
     if (cuda_ops_init(&CU) != 0 || ops_check_table(CU) != 0) { fprintf(stderr, "cuda_ops_init/ops_check_table: %s\n", gma_error()); return 2; }
     printf("device %s, table %s\n", "emu", CU->name);
-    int ran = 0, empty = 0;
-    for (const Row &r : ROWS) {
-        if (strcmp(w, "all") && strcmp(w, "core") && strcmp(w, r.part)) continue;
-        int before = ncheck;
-        r.run();
-        ran++;
-        if (ncheck == before) empty++;
-        printf("row %s %s: %d checks%s\n", r.op, r.args, ncheck - before, ncheck == before ? " NONE" : "");
-    }
-    printf("emu_core: %d of %d rows ran, %d checks, %d failures, %d rows without a check, worst fp32 relative error %.2e (bound 1e-4), %d cuBLAS GEMM calls\n",
-           ran, N_ROWS, ncheck, nfail, empty, worst, g_emu_gemm_calls);
-    return nfail != 0 || empty != 0 || ran == 0;
+    RowsRun r = run_rows(ROWS, w, "core", ncheck);
+    int rc = print_summary("emu_core", r, (int)(sizeof ROWS / sizeof ROWS[0]), ncheck, nfail);
+    printf(", worst fp32 relative error %.2e (bound 1e-4), %d cuBLAS GEMM calls\n", worst, g_emu_gemm_calls);
+    return rc;
 }
