@@ -654,21 +654,10 @@ void model_backward(Model *m, double loss_scale) {
     g_ops->embed_backward(GG(m->wte), pos_grad(m), m->dresid, m->tok, B, N, D);
 }
 
-/* ---------------- what the mixers declare: auxiliary losses, buffers, routing health ---------------- */
+/* ---------------- what the mixers declare: auxiliary losses, buffers ---------------- */
 int model_gma_layers(const Model *m) {
     int n = 0;
     for (int l = 0; l < m->L; l++) n += m->blocks[l].mixer->vt->health != NULL;
-    return n;
-}
-
-int model_monitor(const Model *m, MixerMonitor *out) {
-    int n = 0;
-    memset(out, 0, sizeof *out);
-    for (int l = 0; l < m->L; l++) {
-        const Mixer *mx = m->blocks[l].mixer;
-        if (!mx->vt->health) continue;
-        if (n++ == 0) mx->vt->health->monitor(mx, out);
-    }
     return n;
 }
 
@@ -710,41 +699,6 @@ void model_update_buffers(Model *m) {
         Mixer *mx = m->blocks[l].mixer;
         if (mx->vt->health) mx->vt->health->update_buffers(mx, &ctx, m->params, m->blocks[l].act);
     }
-}
-
-int model_wants_kmeans(const Model *m) {
-    for (int l = 0; l < m->L; l++) {
-        const Mixer *mx = m->blocks[l].mixer;
-        if (mx->vt->health && mx->vt->health->wants_kmeans(mx)) return 1;
-    }
-    return 0;
-}
-
-int model_kmeans_init(Model *m, const int32_t *tok, const int32_t *tgt, int B, int N, const uint8_t *keymask,
-                      Rng *rng) {
-    for (int l = 0; l < m->L; l++) {
-        Mixer *mx = m->blocks[l].mixer;
-        if (!mx->vt->health || !mx->vt->health->wants_kmeans(mx)) continue;
-        LossStats st;
-        if (model_forward(m, tok, tgt, B, N, keymask, 0, &st, 0, 0) != 0) return -1;
-        MixerCtx ctx = {.B = B, .N = N, .causal = m->causal, .keymask = keymask, .training = 0,
-                        .gather = m->gather, .gather_ctx = m->gather_ctx};
-        if (mx->vt->health->kmeans_init(mx, &ctx, m->params, m->blocks[l].act, rng) != 0) return -1;
-    }
-    return 0;
-}
-
-int model_kmeans_init_cls(Model *m, const int32_t *tok, const int32_t *labels, int B, int N, Rng *rng) {
-    for (int l = 0; l < m->L; l++) {
-        Mixer *mx = m->blocks[l].mixer;
-        if (!mx->vt->health || !mx->vt->health->wants_kmeans(mx)) continue;
-        LossStats st;
-        if (model_forward_cls(m, tok, NULL, labels, B, N, &st, 0, 0) != 0) return -1;
-        MixerCtx ctx = {.B = m->B, .N = m->N, .causal = m->causal, .keymask = mixer_keymask(m), .training = 0,
-                        .gather = m->gather, .gather_ctx = m->gather_ctx};
-        if (mx->vt->health->kmeans_init(mx, &ctx, m->params, m->blocks[l].act, rng) != 0) return -1;
-    }
-    return 0;
 }
 
 /* ---- incremental decoding ---- */

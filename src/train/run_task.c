@@ -6,6 +6,7 @@
 
 #include "data/fetch/fetch.h"
 #include "train/dist.h"
+#include "train/health.h"
 
 static int lm_train_forward(Task *t, Model *m, Rng *rng, long k, long step, LossStats *st, double *tokens) {
     lmdata_train_batch_part(&t->lm, rng, (uint64_t)k, t->B_global, t->first, t->B, t->N, t->tok, t->tgt);
