@@ -279,7 +279,7 @@ START_TEST(test_hf_variants_and_refusals) {
     ck_assert_int_eq(gma_mkdirs(tu_path("empty_src")), 0);
     refused(tu_path("empty_src"), tu_path("r_empty"), "model.safetensors", NULL);
     ck_assert_int_eq(import(tu_path("v_prefix"), ref), 2);
-    ck_assert_msg(strstr(g_out, "not empty"), "%s", g_out);
+    ck_assert_msg(strstr(g_out, "is not empty: refusing to write over it"), "%s", g_out);
     same_file(want, got); /* ref's model.safetensors is as it was */
     for (int i = 0; i < n; i++) free(t[i].data);
     free(head);
