@@ -15,56 +15,7 @@
 #include "core/config.h"
 #include "data/text/tokenizer.h"
 #include "model/checkpoint.h"
-#include "model/import_gpt2_int.h"
-
-/* ---- the model the readers fill ---- */
-
-/* the data the config names: GPT-2-tokenised WikiText-103 (gmadata prepare wikitext-103
- * --tokenizer gpt2), which gmaeval --data valid then reads; --data FILE takes any shard */
-#define GPT2_DATA "data/wikitext-103"
-
-static int set(Config *c, const char *key, long v) {
-    char a[128];
-    snprintf(a, sizeof a, "%s=%ld", key, v);
-    return cfg_set(c, a);
-}
-
-int gpt2_dest_build(Gpt2Dest *d, const Gpt2Info *s) {
-    Config c;
-    mixer_register_all();
-    cfg_defaults(&c);
-    snprintf(c.name, sizeof c.name, "gpt2-import");
-    int rc = set(&c, "model.vocab_size", s->V) || set(&c, "model.d_model", s->D) || set(&c, "model.n_heads", s->H) ||
-             set(&c, "model.n_layers", s->L) || set(&c, "model.max_seq_len", s->T) ||
-             set(&c, "model.d_ff", 4L * s->D) || set(&c, "train.seq_len", s->T);
-    /* GPT-2's function (docs/model.md §1, §3.5): softmax attention with biases, learned
-     * positions, tanh GELU, pre-LayerNorm blocks, ln_f and the tied head */
-    static const char *const fixed[] = {"model.mixer=sdpa", "model.pos=learned", "model.attn_bias=true",
-                                        "model.mlp=true",   "model.task=lm",     "model.dropout=0",
-                                        "model.qkv_dim=0",  "data.source=shards", "data.path=" GPT2_DATA};
-    for (size_t i = 0; !rc && i < sizeof fixed / sizeof *fixed; i++) rc = cfg_set(&c, fixed[i]);
-    if (rc || cfg_validate(&c) != 0) return gma_error_prefix("%s: a GPT-2 of this shape is not a model here", d->src);
-    if (model_build(&d->m, &c) != 0) return -1;
-    d->built = 1;
-    d->host = xcalloc(d->m.pt.total, sizeof(real));
-    return 0;
-}
-
-real *gpt2_dest_at(Gpt2Dest *d, size_t numel, const char *fmt, int layer) {
-    char name[128];
-    snprintf(name, sizeof name, fmt, layer);
-    int i = pt_find(&d->m.pt, name);
-    if (i < 0 || d->m.pt.t[i].numel != numel) {
-        gma_errorf("internal: tensor %s %s", name, i < 0 ? "is not in the model" : "has another size");
-        return NULL;
-    }
-    return d->host + d->m.pt.t[i].offset;
-}
-
-static void dest_free(Gpt2Dest *d) {
-    if (d->built) model_free(&d->m);
-    free(d->host);
-}
+#include "model/gpt2_dest.h"
 
 /* ---- tokenizer files: encoder.json + vocab.bpe (gmadata fetch gpt2), or Hugging Face's
  * vocab.json + merges.txt (the same two files under other names) ---- */
@@ -208,6 +159,6 @@ int gpt2_import(const char *from, const char *out, Gpt2Info *info) {
         if (!rc && rename(tmp, out) != 0) rc = gma_errorf("%s: cannot rename %s to it: %s", out, tmp, strerror(errno));
         if (rc) remove_tmp(tmp);
     }
-    dest_free(&d);
+    gpt2_dest_free(&d);
     return rc;
 }

@@ -11,13 +11,7 @@
  * tokenizer files, data.json + tokenizer/. */
 #ifndef GMA_IMPORT_GPT2_H
 #define GMA_IMPORT_GPT2_H
-
-typedef struct Gpt2Info {
-    int L, D, H, V, T; /* layers, width, heads, vocabulary, positions */
-    long params;       /* parameters written */
-    int tokenizer;     /* 1 when tokenizer/ was written */
-    char format[32];   /* "hugging face" or "llm.c v3" / "llm.c v5" */
-} Gpt2Info;
+#include "model/gpt2_dest.h" /* Gpt2Info */
 
 /* Import from (a folder with model.safetensors, a .safetensors file with config.json
  * beside it, or an llm.c .bin) into the run folder out, which must not exist or be empty.

@@ -9,7 +9,7 @@
 
 #include "core/common.h"
 #include "core/safetensors.h"
-#include "model/import_gpt2_int.h"
+#include "model/gpt2_dest.h"
 
 /* the integer key of config.json, or dflt (GPT2Config's default) when it is absent or null */
 static int cfg_int(const cJSON *j, const char *key, int dflt, int lo, int hi, const char *path, int *out) {

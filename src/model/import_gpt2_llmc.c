@@ -12,7 +12,7 @@
 #include <unistd.h>
 
 #include "core/common.h"
-#include "model/import_gpt2_int.h"
+#include "model/gpt2_dest.h"
 
 #define LLMC_MAGIC 20240326
 #define LLMC_HEADER_BYTES 1024
