@@ -275,6 +275,10 @@ START_TEST(test_hf_variants_and_refusals) {
     tu_write(tu_path("v_act/config.json"), "{\"n_embd\": 16, \"n_head\": 2, \"n_layer\": 2, \"vocab_size\": 61, "
                                            "\"n_positions\": 16, \"activation_function\": \"relu\"}\n");
     refused(tu_path("v_act"), tu_path("r_act"), "activation_function", "config.json");
+    /* a truncated model.safetensors */
+    write_variant(tu_path("v_trunc"), t, n, "", NULL);
+    ck_assert_int_eq(run("truncate -s -100 %s/model.safetensors", tu_path("v_trunc")), 0);
+    refused(tu_path("v_trunc"), tu_path("r_trunc"), "model.safetensors: tensor h.1.attn.bias", "data bytes"); /* the last one */
     /* a folder without weights, and a non-empty --out (left as it was) */
     ck_assert_int_eq(gma_mkdirs(tu_path("empty_src")), 0);
     refused(tu_path("empty_src"), tu_path("r_empty"), "model.safetensors", NULL);
@@ -306,6 +310,11 @@ START_TEST(test_llmc_versions_and_refusals) {
     ((int32_t *)c)[1] = 4;
     write_bytes(p, c, len);
     refused(p, tu_path("r_version"), "version 4", "offset 4");
+    /* a padded vocabulary below V */
+    memcpy(c, b, len);
+    ((int32_t *)c)[7] = 60;
+    write_bytes(p, c, len);
+    refused(p, tu_path("r_vp"), "Vp = 60 at offset 28", "V = 61");
     /* truncated: in the header, in a tensor (the last bias), extra bytes at the end */
     write_bytes(p, b, 1000);
     refused(p, tu_path("r_trunc_h"), "truncated", "header");
