@@ -1,8 +1,7 @@
-/* import_gpt2.c: GPT-2 into a run folder (see import_gpt2.h): the model the readers fill,
- * the tokenizer files, and the folder written under a temporary name and renamed. */
+/* import_gpt2.c: GPT-2 into a run folder (see import_gpt2.h): the source's format, the
+ * tokenizer files, and the folder written under a temporary name and renamed. */
 #include "model/import_gpt2.h"
 
-#include <cjson/cJSON.h>
 #include <dirent.h>
 #include <errno.h>
 #include <stdio.h>
@@ -71,18 +70,27 @@ static int write_tokenizer(const char *src_dir, const char *run, int V, int *wri
 
 /* ---- the run folder ---- */
 
-/* remove what this import wrote into the temporary folder, then the folder */
-static void remove_tmp(const char *dir) {
-    static const char *const files[] = {"model.safetensors", "config.json", "data.json", "tokenizer/encoder.json",
-                                        "tokenizer/vocab.bpe"};
-    char p[2300];
-    for (size_t i = 0; i < sizeof files / sizeof *files; i++) {
-        snprintf(p, sizeof p, "%s/%s", dir, files[i]);
-        unlink(p);
-    }
-    snprintf(p, sizeof p, "%s/tokenizer", dir);
-    rmdir(p);
+/* empty dir of files (this import's temporary folder: nothing else writes there) and remove it */
+static void clear_files(const char *dir) {
+    DIR *dr = opendir(dir);
+    if (!dr) return;
+    struct dirent *e;
+    char p[2400];
+    while ((e = readdir(dr)))
+        if (strcmp(e->d_name, ".") && strcmp(e->d_name, "..")) {
+            snprintf(p, sizeof p, "%s/%s", dir, e->d_name);
+            unlink(p);
+        }
+    closedir(dr);
     rmdir(dir);
+}
+
+/* remove the temporary folder: tokenizer/, then the files (finished or cut short) */
+static void remove_tmp(const char *dir) {
+    char p[2300];
+    snprintf(p, sizeof p, "%s/tokenizer", dir);
+    clear_files(p);
+    clear_files(dir);
 }
 
 /* 0 when out does not exist or is an empty folder */
