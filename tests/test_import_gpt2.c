@@ -123,6 +123,11 @@ START_TEST(test_both_imports_give_gpt2_logits) {
     snprintf(a, sizeof a, "%s/model.safetensors", hf);
     snprintf(b, sizeof b, "%s/model.safetensors", lc);
     same_file(a, b);
+    /* --from the .safetensors file itself (config.json beside it) */
+    const char *hf2 = tu_path("hf_file_run");
+    ck_assert_msg(import(FIX "/hf/model.safetensors", hf2) == 0, "%s", g_out);
+    snprintf(b, sizeof b, "%s/model.safetensors", hf2);
+    same_file(a, b);
     snprintf(a, sizeof a, "%s/optim.safetensors", hf);
     ck_assert_msg(!gma_path_exists(a), "an import has no optimiser state");
     double e1 = logits_error(hf, &r), e2 = logits_error(lc, &r);
