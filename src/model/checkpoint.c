@@ -119,32 +119,6 @@ void ckpt_clean_run(const char *run_dir) {
     if (access(p, F_OK) == 0) prune(run_dir, 1 << 30);
 }
 
-/* path: every tensor of m's table from host (pt.total reals) with the checkpoint metadata
- * (docs/model.md §7) of ts */
-static int write_model_file(const Model *m, const real *host, const TrainState *ts, const char *path) {
-    char *cfg = cfg_to_json(&m->cfg);
-    char step[32], rng[65], tok[64], best[64], bacc[64], bstep[32];
-    snprintf(step, sizeof step, "%ld", ts->step);
-    rng_to_hex(&ts->rng, rng);
-    snprintf(tok, sizeof tok, "%.17g", ts->tokens_seen);
-    snprintf(best, sizeof best, "%.17g", ts->best_valid);
-    snprintf(bacc, sizeof bacc, "%.17g", ts->best_acc);
-    snprintf(bstep, sizeof bstep, "%ld", ts->best_step);
-    const char *mk[] = {"format", "config", "step", "rng", "tokens_seen", "best_valid", "precision", "best_valid_acc", "best_step"};
-    const char *mv[] = {CKPT_FORMAT, cfg, step, rng, tok, best, REAL_NAME, bacc, bstep};
-    int rc = write_tensors(path, &m->pt, host, "", 0, mk, mv, 9);
-    free(cfg);
-    return rc;
-}
-
-int ckpt_write_model(const Model *m, const real *host, const char *dir) {
-    TrainState ts = {.step = 0, .tokens_seen = 0, .best_valid = INFINITY, .best_acc = -1, .best_step = -1};
-    rng_seed(&ts.rng, m->cfg.seed);
-    char path[2100];
-    snprintf(path, sizeof path, "%s/model.safetensors", dir);
-    return write_model_file(m, host, &ts, path);
-}
-
 int ckpt_save(const Model *m, const TrainState *ts, const char *run_dir, int keep, const char *tag) {
     size_t P = m->pt.total;
     real *host = xmalloc(P * sizeof(real));
@@ -166,10 +140,19 @@ int ckpt_save(const Model *m, const TrainState *ts, const char *run_dir, int kee
         free(host);
         return -1;
     }
-    char step[32];
+    char *cfg = cfg_to_json(&m->cfg);
+    char step[32], rng[65], tok[64], best[64], bacc[64], bstep[32];
     snprintf(step, sizeof step, "%ld", ts->step);
+    rng_to_hex(&ts->rng, rng);
+    snprintf(tok, sizeof tok, "%.17g", ts->tokens_seen);
+    snprintf(best, sizeof best, "%.17g", ts->best_valid);
+    snprintf(bacc, sizeof bacc, "%.17g", ts->best_acc);
+    snprintf(bstep, sizeof bstep, "%ld", ts->best_step);
+    const char *mk[] = {"format", "config", "step", "rng", "tokens_seen", "best_valid", "precision", "best_valid_acc", "best_step"};
+    const char *mv[] = {CKPT_FORMAT, cfg, step, rng, tok, best, REAL_NAME, bacc, bstep};
     snprintf(path, sizeof path, "%s/model.safetensors", dir);
-    int rc = write_model_file(m, host, ts, path);
+    int rc = write_tensors(path, &m->pt, host, "", 0, mk, mv, 9);
+    free(cfg);
     if (!rc) {
         real *mom = xmalloc(2 * P * sizeof(real));
         g_ops->to_host(mom, m->m, P * sizeof(real));
@@ -357,5 +340,19 @@ int ckpt_load(Model *m, TrainState *ts, const char *dir) {
         }
     }
     free(host);
+    return rc;
+}
+
+int ckpt_write_model(const Model *m, const real *host, const char *dir) {
+    Rng rng;
+    rng_seed(&rng, (uint64_t)m->cfg.seed);
+    char *cfg = cfg_to_json(&m->cfg), hex[65], path[2100];
+    rng_to_hex(&rng, hex);
+    /* the metadata of a checkpoint at step 0 that has not been evaluated (docs/model.md §7) */
+    const char *mk[] = {"format", "config", "step", "rng", "tokens_seen", "best_valid", "precision", "best_valid_acc", "best_step"};
+    const char *mv[] = {CKPT_FORMAT, cfg, "0", hex, "0", "inf", REAL_NAME, "-1", "-1"};
+    snprintf(path, sizeof path, "%s/model.safetensors", dir);
+    int rc = write_tensors(path, &m->pt, host, "", 0, mk, mv, 9);
+    free(cfg);
     return rc;
 }
