@@ -118,6 +118,50 @@ START_TEST(test_config_errors) {
 }
 END_TEST
 
+/* String values are UTF-8 without NUL (config.json, summary.json and the checkpoint
+ * metadata must read back in JSON); a section given as a non-object says so; values echoed
+ * in messages stay on one line; cJSON's nesting limit is named */
+START_TEST(test_config_text_values) {
+    Config c;
+    static const struct { const char *text, *want; } bad[] = {
+        {"{\"name\": \"run\\u0000x\"}", "test.json: key name: the value holds a NUL character (\\u0000) at byte 3"},
+        {"{\"train\": {\"sample_prompt\": \"\\u0000\"}}", "key train.sample_prompt: the value holds a NUL character"},
+        {"{\"name\": \"r\xff\"}", "test.json: key name: the value is not valid UTF-8 (byte 1)"},
+        {"{\"data\": {\"path\": \"d\xc3\x28\"}}", "key data.path: the value is not valid UTF-8 (byte 1)"},
+        {"{\"data\": {\"path\": \"\xed\xa0\x80\"}}", "key data.path: the value is not valid UTF-8 (byte 0)"}, /* a surrogate */
+        {"{\"model\": {\"mixer\": [\"gma\", \"s\xc0\x80\"]}}", "key model.mixer: the value holds a NUL character"},
+        {"{\"model\": 5}", "test.json: key model: expected an object (the section's keys), got a number"},
+        {"{\"train\": [1]}", "key train: expected an object (the section's keys), got a list"},
+        {"{\"device\": \"cp\\nu\"}", "key device: \"cp\\nu\" is not one of cpu|cuda"},
+        {"{\"na\\u0000me\": \"x\"}", "test.json: unknown key na\\xC0\\x80me"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        ck_assert_msg(load_text(&c, bad[i].text) != 0, "case %zu accepted", i);
+        ck_assert_msg(strstr(gma_error(), bad[i].want) && !strchr(gma_error(), '\n'), "case %zu: %s", i, gma_error());
+    }
+    /* a \\u0000 that is an escaped backslash and text is no NUL; valid UTF-8 passes */
+    const char *good = "{\"name\": \"caf\xc3\xa9\\\\u0000\", \"train\": {\"sample_prompt\": \"\xf0\x9f\x99\x82\\n\"}}";
+    ck_assert_msg(load_text(&c, good) == 0, "%s", gma_error());
+    ck_assert_str_eq(c.name, "caf\xc3\xa9\\u0000");
+    ck_assert_str_eq(c.train.sample_prompt, "\xf0\x9f\x99\x82\n");
+    ck_assert_int_ne(cfg_set(&c, "name=a\xc3"), 0);
+    ck_assert_str_eq(gma_error(), "--set: key name: the value is not valid UTF-8 (byte 1)");
+    ck_assert_int_ne(cfg_set(&c, "train.schedule=a\nb"), 0);
+    ck_assert_msg(strstr(gma_error(), "\"a\\nb\" is not one of") && !strchr(gma_error(), '\n'), "%s", gma_error());
+    /* nesting: 1001 levels (cJSON stops at 1000) against a plain syntax error */
+    char *deep = malloc(5 * 1001 + 1001 + 2), *q = deep;
+    for (int i = 0; i < 1001; i++) memcpy(q, "{\"a\":", 5), q += 5;
+    *q++ = '1';
+    for (int i = 0; i < 1001; i++) *q++ = '}';
+    *q = 0;
+    ck_assert_int_ne(load_text(&c, deep), 0);
+    ck_assert_str_eq(gma_error(), "test.json: JSON nested deeper than 1000 levels at line 1, column 5001");
+    free(deep);
+    ck_assert_int_ne(load_text(&c, "{\"a\": [[[1]]}"), 0);
+    ck_assert_msg(strstr(gma_error(), "malformed JSON at line 1"), "%s", gma_error());
+}
+END_TEST
+
 START_TEST(test_config_set_and_roundtrip) {
     Config c, d;
     cfg_defaults(&c);
@@ -175,6 +219,21 @@ START_TEST(test_safetensors_roundtrip) {
     fclose(o);
     ck_assert_int_ne(st_open(&f, cut), 0);
     ck_assert_ptr_nonnull(strstr(gma_error(), "header length"));
+    /* cut inside the header: its length at offset 0 says how much is missing */
+    o = fopen(cut, "wb");
+    fwrite(bytes, 1, 40, o);
+    fclose(o);
+    uint64_t hl = 0;
+    for (int i = 0; i < 8; i++) hl |= (uint64_t)(unsigned char)bytes[i] << (8 * i);
+    char want[128];
+    snprintf(want, sizeof want, "cut.safetensors: truncated: 40 bytes, the header needs %llu", (unsigned long long)hl + 8);
+    ck_assert_int_ne(st_open(&f, cut), 0);
+    ck_assert_msg(strstr(gma_error(), want), "%s", gma_error());
+    o = fopen(cut, "wb");
+    fwrite(bytes, 1, 5, o);
+    fclose(o);
+    ck_assert_int_ne(st_open(&f, cut), 0);
+    ck_assert_msg(strstr(gma_error(), "truncated: 5 bytes, the header length at offset 0 needs 8"), "%s", gma_error());
     free(bytes);
 }
 END_TEST
@@ -451,6 +510,7 @@ Suite *make_suite(void) {
     tcase_add_test(tc, test_hash_every_byte_counts);
     tcase_add_test(tc, test_parse_numbers);
     tcase_add_test(tc, test_config_errors);
+    tcase_add_test(tc, test_config_text_values);
     tcase_add_test(tc, test_config_set_and_roundtrip);
     tcase_add_test(tc, test_safetensors_roundtrip);
     tcase_add_test(tc, test_safetensors_hostile);

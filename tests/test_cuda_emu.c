@@ -2,7 +2,9 @@
  * (scripts/cuda_emu_check.sh all, docs/cuda.md): the emulation's self-test (planted
  * divergent barriers, bad launches, host access to device memory, overruns, a race), then
  * every CUDA op against its CPU twin, with blocks and threads in order and in reverse
- * order. This is how the suite keeps the kernels' logic checked on machines without a GPU;
+ * order: emu_baselines and emu_core over the rows of the op table
+ * (tests/cuda_emu/op_rows.h; the expected rows are counted from the table, each must run a
+ * check). This is how the suite keeps the kernels' logic checked on machines without a GPU;
  * it needs g++ (C++20), which the build packages bring. Then data-parallel training on the
  * emulated `make cuda-mpi` build (scripts/cuda_emu_check.sh mpi): gradients all-reduced by
  * NCCL between two emulated GPUs, and through host memory when two ranks share one, each
@@ -11,20 +13,60 @@
  * linear); and that build as on a machine without a GPU driver (EMU_DEVICES=0), where
  * `gmabench model --device cpu` must run and `--device cuda` be refused. Skipped without
  * mpicc and mpirun, on a "SKIP: " line (scripts/run_tests.sh). */
+#include <stdlib.h>
 #include <string.h>
 
+#include "cuda_emu/op_rows.h"
 #include "testutil.h"
+
+/* the rows of the op table: emu_core's and emu_baselines' */
+#define COUNT_ROW(part, op, grad, args) +1
+static const int N_CORE = 0 OP_ROWS(COUNT_ROW), N_BASE = 0 BASE_ROWS(COUNT_ROW);
+#undef COUNT_ROW
+
+/* a driver's run in one order (the section after "== DRIVER (reverse order R)"): each of
+ * its n_rows rows ran and checked something, the rows' checks add up to the total, and
+ * none failed */
+static void rows_ok(const char *out, const char *driver, int reverse, int n_rows) {
+    char header[96], summary[64], format[160];
+    snprintf(header, sizeof header, "== %s (reverse order %d)", driver, reverse);
+    snprintf(summary, sizeof summary, "\n%s: ", driver);
+    snprintf(format, sizeof format, "%s: %%d of %%d rows ran, %%d checks, %%d failures, %%d rows without a check", driver);
+    const char *p = strstr(out, header), *end;
+    ck_assert_msg(p, "no \"%s\" in the output", header);
+    end = strstr(p + 1, "\n== ");
+    if (!end) end = p + strlen(p);
+    int rows = 0, sum = 0;
+    for (const char *r = strstr(p, "\nrow "); r && r < end; r = strstr(r + 1, "\nrow ")) {
+        const char *c = strstr(r, "): ");
+        ck_assert_msg(c && c < end, "a row line without its count: %.80s", r + 1);
+        int k = atoi(c + 3);
+        ck_assert_msg(k > 0, "a row ran no check: %.80s", r + 1);
+        rows++, sum += k;
+    }
+    int ran = -1, of = -1, checks = -1, fails = -1, empty = -1;
+    const char *t = strstr(p, summary);
+    ck_assert_msg(t && t < end, "%s: no summary", header);
+    ck_assert(sscanf(t + 1, format, &ran, &of, &checks, &fails, &empty) == 5);
+    printf("%s: %d rows of %d, %d checks, %d failures\n", header, rows, n_rows, sum, fails);
+    ck_assert_int_eq(of, n_rows);
+    ck_assert_int_eq(ran, n_rows);
+    ck_assert_int_eq(rows, n_rows);
+    ck_assert_int_eq(checks, sum);
+    ck_assert_int_eq(fails, 0);
+    ck_assert_int_eq(empty, 0);
+}
 
 START_TEST(test_emulated_kernels_match_cpu) {
     static char out[1 << 20];
     int rc = tu_run("bash scripts/cuda_emu_check.sh all", out, sizeof out);
     ck_assert_msg(rc == 0, "cuda_emu_check.sh all: rc %d\n%s", rc, out + (strlen(out) > 4000 ? strlen(out) - 4000 : 0));
     ck_assert_msg(strstr(out, "0 of 15 selftest cases wrong"), "self-test: %s", out);
-    /* both drivers, both orders: the baseline checks (attention with dropout too) and 315 core checks (dropout, the training cross-entropy, the convolutional stem and max pooling, bias + GELU and residual add + LayerNorm too) each time */
-    const char *p = out;
-    int core = 0;
-    while ((p = strstr(p, "315 checks, 0 failures"))) core++, p++;
-    ck_assert_int_eq(core, 2);
+    /* both drivers, both orders: every row of the op table (tests/cuda_emu/op_rows.h) */
+    for (int r = 0; r < 2; r++) {
+        rows_ok(out, "emu_baselines", r, N_BASE);
+        rows_ok(out, "emu_core", r, N_CORE);
+    }
 }
 END_TEST
 

@@ -1,7 +1,11 @@
 /* test_data_archive.c: the streaming archive reader on archives the test builds itself:
  * tar, tar.gz (zlib gzip), plain .gz, zip with stored and deflated entries; path-escape
- * entries are refused, truncated and corrupt archives name the entry and offset. */
+ * entries are refused, truncated and corrupt archives name the entry and offset; a tar cut
+ * between two entries (no end-of-archive blocks, plain or gzipped) and a tar.gz cut anywhere
+ * are errors that leave only whole files under their final names; extract --out. */
+#include <signal.h>
 #include <stdlib.h>
+#include <sys/wait.h>
 #include <string.h>
 #include <unistd.h>
 #include <zlib.h>
@@ -219,6 +223,135 @@ START_TEST(test_truncated_and_corrupt) {
 }
 END_TEST
 
+static const char *const CUT_DATA[3] = {"one\n", "two two\n", "three three three\n"};
+
+/* first.txt, second.txt, third.txt and the end blocks; *boundary: where third.txt's header starts */
+static Buf three_entries(size_t *boundary) {
+    Buf b = {0};
+    tar_add(&b, "first.txt", CUT_DATA[0], strlen(CUT_DATA[0]), '0');
+    tar_add(&b, "second.txt", CUT_DATA[1], strlen(CUT_DATA[1]), '0');
+    *boundary = b.n;
+    tar_add(&b, "third.txt", CUT_DATA[2], strlen(CUT_DATA[2]), '0');
+    tar_end(&b);
+    return b;
+}
+
+/* every file of the three under dest is whole; how many there are */
+static int whole_files(const char *dest) {
+    static const char *const names[3] = {"first.txt", "second.txt", "third.txt"};
+    int n = 0;
+    for (int i = 0; i < 3; i++) {
+        char p[400];
+        snprintf(p, sizeof p, "%s/%s", dest, names[i]);
+        const char *got = read_back(p);
+        if (!got) continue;
+        ck_assert_msg(!strcmp(got, CUT_DATA[i]), "%s is not whole: \"%s\"", p, got);
+        n++;
+    }
+    ck_assert_int_eq(run("find %s -name '*.tmp.*'", dest), 0);
+    ck_assert_msg(g_out[0] == 0, "temporary files left: %s", g_out);
+    return n;
+}
+
+START_TEST(test_cut_between_entries) {
+    size_t at;
+    Buf b = three_entries(&at);
+    char want[64], dest[300];
+    snprintf(want, sizeof want, "offset %zu", at);
+    /* plain tar and a whole gzip stream of the cut tar: an error naming the archive and the offset */
+    write_buf(tu_path("cut2.tar"), &b, at);
+    Buf cut = {b.p, at, at};
+    Buf gz = gzip_buf(&cut);
+    write_buf(tu_path("cut2.tgz"), &gz, gz.n);
+    const char *names[2] = {"cut2.tar", "cut2.tgz"};
+    for (int i = 0; i < 2; i++) {
+        Seen s = {0};
+        ck_assert_int_eq(archive_walk(tu_path(names[i]), visit, &s), -1);
+        ck_assert_msg(strstr(gma_error(), names[i]) && strstr(gma_error(), want) && strstr(gma_error(), "end-of-archive"),
+                      "%s", gma_error());
+        snprintf(dest, sizeof dest, "%s/cut2x%d", tu_tmpdir(), i);
+        ck_assert_int_eq(archive_extract(tu_path(names[i]), dest), -1);
+        ck_assert_int_eq(whole_files(dest), 2);
+        /* the command: one line, exit 1 */
+        ck_assert_int_eq(run("bin/gmadata extract %s --dest %s", tu_path(names[i]), dest), 1);
+        ck_assert_msg(strstr(g_out, want) && strchr(g_out, '\n') == g_out + strlen(g_out) - 1, "%s", g_out);
+    }
+    /* the whole tar still extracts (a lone zero block is an end too) */
+    write_buf(tu_path("whole3.tar"), &b, b.n - 512);
+    snprintf(dest, sizeof dest, "%s/whole3", tu_tmpdir());
+    ck_assert_msg(archive_extract(tu_path("whole3.tar"), dest) == 0, "%s", gma_error());
+    ck_assert_int_eq(whole_files(dest), 3);
+    /* a tar.gz cut anywhere in its compressed bytes: an error, and only whole files */
+    Buf full = gzip_buf(&b);
+    for (size_t n = 1; n < full.n; n += 7) {
+        write_buf(tu_path("cutn.tgz"), &full, n);
+        snprintf(dest, sizeof dest, "%s/cutn%zu", tu_tmpdir(), n);
+        ck_assert_msg(archive_extract(tu_path("cutn.tgz"), dest) == -1, "cut at %zu of %zu accepted", n, full.n);
+        whole_files(dest);
+    }
+    free(b.p);
+    free(gz.p);
+    free(full.p);
+}
+END_TEST
+
+START_TEST(test_cli_extract_out) {
+    size_t at;
+    Buf b = three_entries(&at);
+    write_buf(tu_path("three.tar"), &b, b.n);
+    char dest[300];
+    snprintf(dest, sizeof dest, "%s/by_out", tu_tmpdir());
+    ck_assert_msg(run("cd %s && %s/bin/gmadata extract three.tar --out %s", tu_tmpdir(), getenv("PWD"), dest) == 0, "%s", g_out);
+    ck_assert_int_eq(whole_files(dest), 3);
+    ck_assert_int_eq(whole_files(tu_tmpdir()), 0); /* nothing in the current folder */
+    ck_assert_int_eq(run("bin/gmadata extract %s --out %s --dest %s/other", tu_path("three.tar"), dest, tu_tmpdir()), 2);
+    ck_assert_msg(strstr(g_out, "--dest and --out"), "%s", g_out);
+    free(b.p);
+}
+END_TEST
+
+static int dead_pid(void) {
+    pid_t p = fork();
+    if (p == 0) _exit(0);
+    waitpid(p, NULL, 0);
+    return (int)p;
+}
+
+/* a re-run removes ENTRY.tmp.PID of an entry ENTRY (PID gone) before writing ENTRY; a live
+ * process's temporary, one of a name the archive does not hold, and an entry that is
+ * itself named like a temporary stay */
+START_TEST(test_extract_sweeps_stale_tmp) {
+    int dead = dead_pid(), dead2 = dead_pid(), live = (int)getpid();
+    char dest[300], lookalike[64], p[5][400];
+    snprintf(dest, sizeof dest, "%s/swept", tu_tmpdir());
+    snprintf(lookalike, sizeof lookalike, "sub/x.txt.tmp.%d", dead);
+    Buf b = {0};
+    tar_add(&b, "first.txt", "one\n", 4, '0');
+    tar_add(&b, lookalike, "an entry\n", 9, '0');
+    tar_add(&b, "sub/x.txt", "x\n", 2, '0');
+    tar_add(&b, "second.txt", "two\n", 4, '0');
+    tar_end(&b);
+    write_buf(tu_path("sweep.tar"), &b, b.n);
+    ck_assert_int_eq(run("mkdir -p %s/sub", dest), 0);
+    snprintf(p[0], sizeof p[0], "%s/first.txt.tmp.%d", dest, dead);
+    snprintf(p[1], sizeof p[1], "%s/sub/x.txt.tmp.%d", dest, dead2);
+    snprintf(p[2], sizeof p[2], "%s/second.txt.tmp.%d", dest, live);
+    snprintf(p[3], sizeof p[3], "%s/other.txt.tmp.%d", dest, dead);
+    for (int i = 0; i < 4; i++) tu_write(p[i], "left behind");
+    ck_assert_msg(run("bin/gmadata extract %s --dest %s", tu_path("sweep.tar"), dest) == 0, "%s", g_out);
+    ck_assert_msg(strstr(g_out, "removed 2 stale temporary files"), "%s", g_out);
+    ck_assert(!gma_path_exists(p[0]) && !gma_path_exists(p[1]));
+    ck_assert_msg(gma_path_exists(p[2]), "a live process's temporary was removed");
+    ck_assert_msg(gma_path_exists(p[3]), "a file of a name the archive does not hold was removed");
+    /* again: the entry named like a temporary is extracted, not swept */
+    ck_assert_msg(run("bin/gmadata extract %s --dest %s", tu_path("sweep.tar"), dest) == 0, "%s", g_out);
+    ck_assert_msg(!strstr(g_out, "removed"), "%s", g_out);
+    snprintf(p[4], sizeof p[4], "%s/%s", dest, lookalike);
+    ck_assert_str_eq(read_back(p[4]), "an entry\n");
+    free(b.p);
+}
+END_TEST
+
 START_TEST(test_cli_extract_errors) {
     char out[2048], cmd[1024];
     snprintf(cmd, sizeof cmd, "bin/gmadata extract %s --dest %s/clix", tu_path("cut.tar"), tu_tmpdir());
@@ -243,6 +376,9 @@ Suite *make_suite(void) {
     tcase_add_test(tc, test_path_escape_refused);
     tcase_add_test(tc, test_truncated_and_corrupt);
     tcase_add_test(tc, test_cli_extract_errors);
+    tcase_add_test(tc, test_cut_between_entries);
+    tcase_add_test(tc, test_cli_extract_out);
+    tcase_add_test(tc, test_extract_sweeps_stale_tmp);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -1,6 +1,6 @@
 /* test_data_fetch.c: downloads against file:// URLs and a tiny HTTP/1.0 server the test
  * forks on 127.0.0.1 (Range support; one path drops the connection mid-body, one answers
- * 503 once, one is 404): full download, interrupted-and-resumed, resumed .part, digest
+ * 503 once, one is 404; a range past the end is answered 416 with "bytes * /TOTAL"): full download, interrupted-and-resumed, resumed .part, digest
  * mismatch, 404, unreachable host, unknown dataset, the one-line CLI errors, and archive
  * data sets fetched from that server: a .tar.gz made here with tar(1) is served as the LRA
  * release (no published digest: downloaded, then extracted, and the extracted files are
@@ -86,14 +86,18 @@ static void serve(int ls, const char *logpath) {
             for (int i = 0; i < 2; i++)
                 if (arch && strcmp(path, ARCH_PATHS[i]) == 0) data = arch, len = (long)arch_len;
             int drop = strcmp(path, "/drop.bin") == 0 && !dropped;
-            if (from > len) from = len;
-            if (from > 0)
+            if (from > 0 && from >= len)
+                snprintf(hdr, sizeof hdr,
+                         "HTTP/1.0 416 Range Not Satisfiable\r\nContent-Range: bytes */%ld\r\nContent-Length: 0\r\n\r\n", len);
+            else if (from > 0)
                 snprintf(hdr, sizeof hdr,
                          "HTTP/1.0 206 Partial Content\r\nContent-Length: %ld\r\nContent-Range: bytes %ld-%ld/%ld\r\n\r\n",
                          len - from, from, len - 1, len);
             else snprintf(hdr, sizeof hdr, "HTTP/1.0 200 OK\r\nContent-Length: %ld\r\nAccept-Ranges: bytes\r\n\r\n", len);
             send_all(fd, hdr, strlen(hdr));
-            if (drop) {
+            if (from > 0 && from >= len) {
+                /* headers only */
+            } else if (drop) {
                 dropped = 1;
                 send_all(fd, data, (size_t)len / 2);
             } else {
@@ -231,6 +235,49 @@ START_TEST(test_http_digest_mismatch_and_404) {
     /* 404 is final: one request only */
     const char *log = server_log();
     ck_assert_ptr_eq(strstr(strstr(log, "/missing") + 1, "/missing"), NULL);
+    stop_server();
+}
+END_TEST
+
+/* a .part of n bytes (the body's first bytes, then filler) */
+static void write_part(const char *dst, size_t n, int filler) {
+    char part[600];
+    part_of(dst, part);
+    FILE *f = fopen(part, "wb");
+    for (size_t i = 0; i < n; i++) fputc(filler < 0 && i < BODY_LEN ? body[i] : filler & 0xff, f);
+    fclose(f);
+}
+
+/* A server answers 416 to a resume from the .part's end: complete only when its Content-Range
+ * total is the .part's size; a longer (stale) .part is replaced by a fresh download. */
+START_TEST(test_http_416_stale_part) {
+    start_server();
+    FetchOptions o = quick();
+    o.retries = 0;
+    const char *dst = tu_path("stale.bin");
+    char part[600];
+    part_of(dst, part);
+    write_part(dst, BODY_LEN + 100, 'x'); /* no digest published: the size alone decides */
+    ck_assert_msg(fetch_url(url("/stale.bin"), dst, DIGEST_SHA256, NULL, &o) == 0, "%s", gma_error());
+    ck_assert_msg(same_as_body(dst), "the stale .part was taken for the file");
+    char want[64];
+    snprintf(want, sizeof want, "/stale.bin from=%d\n/stale.bin from=0", BODY_LEN + 100);
+    ck_assert_msg(strstr(server_log(), want), "log: %s", server_log());
+    ck_assert(!gma_path_exists(part));
+    /* a .part of the file's size is complete: kept, one request */
+    const char *dst2 = tu_path("whole.bin");
+    write_part(dst2, BODY_LEN, -1);
+    ck_assert_msg(fetch_url(url("/whole.bin"), dst2, DIGEST_SHA256, NULL, &o) == 0, "%s", gma_error());
+    ck_assert(same_as_body(dst2));
+    ck_assert_ptr_null(strstr(server_log(), "/whole.bin from=0"));
+    /* of the file's size but other bytes, with a published digest: refused, removed */
+    const char *dst3 = tu_path("wrong.bin");
+    write_part(dst3, BODY_LEN, 'y');
+    ck_assert_int_eq(fetch_url(url("/wrong.bin"), dst3, DIGEST_SHA256, body_sha, &o), -1);
+    ck_assert_msg(strstr(gma_error(), "SHA-256 mismatch") && strstr(gma_error(), "wrong.bin"), "%s", gma_error());
+    ck_assert(!gma_path_exists(dst3));
+    part_of(dst3, part);
+    ck_assert(!gma_path_exists(part));
     stop_server();
 }
 END_TEST
@@ -405,6 +452,7 @@ Suite *make_suite(void) {
     tcase_add_test(tc, test_http_interrupted_resumes);
     tcase_add_test(tc, test_http_digest_mismatch_and_404);
     tcase_add_test(tc, test_file_urls);
+    tcase_add_test(tc, test_http_416_stale_part);
     tcase_add_test(tc, test_unreachable_and_unknown);
     tcase_add_test(tc, test_cli_fetch_errors);
     tcase_add_test(tc, test_http_archive_fetched_and_extracted);

@@ -1,13 +1,19 @@
 /* test_data_prepare.c: `prepare` on a small WikiText-format fixture written by the test
  * (headings, @-@ and @,@, <unk>, blank lines) and on a train/valid/test.txt corpus: shards,
  * meta.json (tokenizer, vocabulary, tokens, words, sha256), word-level <unk> mapping, and
- * failures that leave no half-written shard or sidecar. */
+ * failures that leave no half-written shard or sidecar; a re-prepare killed between two files
+ * (GMA_FAULT_PREPARE_KILL) leaves a set the loader refuses, by its prepare.incomplete and,
+ * without it, by the manifest's digests; a meta.json without a manifest still loads. */
 #include <cjson/cJSON.h>
 #include <dirent.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
+#include "data/lm/lmdata.h"
+#include "data/lm/manifest.h"
 #include "data/lm/prepare.h"
 #include "data/lm/shard.h"
 #include "data/text/tokenizer.h"
@@ -185,6 +191,148 @@ START_TEST(test_count_words) {
 }
 END_TEST
 
+static void write_corpus(const char *dir) {
+    char p[700];
+    const char *text[3] = {TRAIN, VALID, TEST}, *names[3] = {"train", "valid", "test"};
+    gma_mkdirs(dir);
+    for (int i = 0; i < 3; i++) {
+        snprintf(p, sizeof p, "%s/%s.txt", dir, names[i]);
+        tu_write(p, text[i]);
+    }
+}
+
+/* lmdata_open of the shards in dir: 0, or -1 with gma_error */
+static int open_set(const char *dir) {
+    Config c;
+    cfg_defaults(&c);
+    snprintf(c.data.source, sizeof c.data.source, "shards");
+    snprintf(c.data.path, sizeof c.data.path, "%s", dir);
+    c.train.seq_len = 16;
+    LmData d;
+    int rc = lmdata_open(&d, &c);
+    if (!rc) lmdata_close(&d);
+    return rc;
+}
+
+START_TEST(test_prepare_killed_between_files) {
+    const char *corpus = tu_path("kc"), *set = tu_path("kset");
+    write_corpus(corpus);
+    ck_assert_int_eq(run("bin/gmadata train-tokenizer --vocab-size 300 --out %s/ktok --quiet %s/train.txt", tu_tmpdir(), corpus),
+                     0);
+    char marker[700], meta[700];
+    snprintf(marker, sizeof marker, "%s/%s", set, MANIFEST_INCOMPLETE);
+    snprintf(meta, sizeof meta, "%s/meta.json", set);
+    static const char *const kill_after[4] = {"train.bin", "valid.bin", "test.bin", "meta.json"};
+    for (int k = 0; k < 4; k++) {
+        /* a whole set with the bytes tokenizer: it loads, its meta.json has a manifest, no marker */
+        ck_assert_msg(run("bin/gmadata prepare %s --tokenizer bytes --out %s --quiet", corpus, set) == 0, "%s", g_out);
+        ck_assert_msg(open_set(set) == 0, "%s", gma_error());
+        ck_assert(!gma_path_exists(marker));
+        cJSON *m = load_meta(set);
+        ck_assert_ptr_nonnull(cJSON_GetObjectItem(cJSON_GetObjectItem(m, "manifest"), "train.bin"));
+        cJSON_Delete(m);
+        /* re-prepared with the BPE, killed once kill_after[k] is in place */
+        ck_assert_int_ne(run("GMA_FAULT_PREPARE_KILL=%s bin/gmadata prepare %s --tokenizer bpe:%s/ktok --out %s --quiet",
+                             kill_after[k], corpus, tu_tmpdir(), set),
+                         0);
+        ck_assert_msg(gma_path_exists(marker), "killed after %s: no %s", kill_after[k], MANIFEST_INCOMPLETE);
+        ck_assert_int_eq(open_set(set), -1);
+        ck_assert_msg(strstr(gma_error(), MANIFEST_INCOMPLETE) && strstr(gma_error(), "incomplete"), "%s", gma_error());
+        /* the trainer says so in one line, exit 2 */
+        ck_assert_int_eq(run("bin/gmatrain --config configs/quickstart.json --out %s/krun%d --quiet --threads 1 "
+                             "--set data.source=shards --set data.path=%s --set train.steps=1",
+                             tu_tmpdir(), k, set),
+                         2);
+        ck_assert_msg(strstr(g_out, "incomplete") && strchr(g_out, '\n') == g_out + strlen(g_out) - 1, "%s", g_out);
+        /* without the marker the digests still tell the mixture (or, killed after meta.json, a whole new set) */
+        unlink(marker);
+        if (k < 3) {
+            ck_assert_int_eq(open_set(set), -1);
+            ck_assert_msg(strstr(gma_error(), "train.bin") && strstr(gma_error(), "manifest"), "%s", gma_error()); /* first rewritten */
+        } else {
+            ck_assert_msg(open_set(set) == 0, "%s", gma_error());
+        }
+    }
+    /* a meta.json without a manifest (a set prepared before it existed) loads as it did */
+    ck_assert_msg(run("bin/gmadata prepare %s --tokenizer bytes --out %s --quiet", corpus, set) == 0, "%s", g_out);
+    cJSON *m = load_meta(set);
+    cJSON_DeleteItemFromObject(m, "manifest");
+    char *txt = cJSON_Print(m);
+    tu_write(meta, txt);
+    free(txt);
+    cJSON_Delete(m);
+    ck_assert_msg(open_set(set) == 0, "%s", gma_error());
+    /* a shard replaced afterwards by another set's: refused, naming it */
+    ck_assert_msg(run("bin/gmadata prepare %s --tokenizer bpe:%s/ktok --out %s/kother --quiet && "
+                      "bin/gmadata prepare %s --tokenizer bytes --out %s --quiet && cp %s/kother/valid.bin %s/valid.bin",
+                      corpus, tu_tmpdir(), tu_tmpdir(), corpus, set, tu_tmpdir(), set) == 0,
+                  "%s", g_out);
+    ck_assert_int_eq(open_set(set), -1);
+    ck_assert_msg(strstr(gma_error(), "valid.bin"), "%s", gma_error());
+}
+END_TEST
+
+/* the id of a process that has exited (and been reaped) */
+static int dead_pid(void) {
+    pid_t p = fork();
+    if (p == 0) _exit(0);
+    waitpid(p, NULL, 0);
+    return (int)p;
+}
+
+/* a re-run of prepare removes the NAME.tmp.PID a killed one left (PID gone), not a live
+ * process's, nor files of other names */
+START_TEST(test_prepare_sweeps_stale_tmp) {
+    const char *corpus = tu_path("sc"), *set = tu_path("sset");
+    write_corpus(corpus);
+    gma_mkdirs(set);
+    int dead = dead_pid(), live = (int)getpid();
+    char p[4][700];
+    snprintf(p[0], sizeof p[0], "%s/train.bin.tmp.%d", set, dead);
+    snprintf(p[1], sizeof p[1], "%s/meta.json.tmp.%d", set, dead);
+    snprintf(p[2], sizeof p[2], "%s/valid.bin.tmp.%d", set, live);
+    snprintf(p[3], sizeof p[3], "%s/notes.txt.tmp.%d", set, dead);
+    for (int i = 0; i < 4; i++) tu_write(p[i], "left behind");
+    ck_assert_msg(run("bin/gmadata prepare %s --tokenizer bytes --out %s", corpus, set) == 0, "%s", g_out);
+    ck_assert_msg(strstr(g_out, "removed 2 stale temporary files"), "%s", g_out);
+    ck_assert(!gma_path_exists(p[0]) && !gma_path_exists(p[1]));
+    ck_assert_msg(gma_path_exists(p[2]), "a live process's temporary was removed");
+    ck_assert_msg(gma_path_exists(p[3]), "a file prepare does not write was removed");
+    ck_assert_msg(run("bin/gmadata prepare %s --tokenizer bytes --out %s", corpus, set) == 0, "%s", g_out);
+    ck_assert_msg(!strstr(g_out, "removed"), "%s", g_out);
+}
+END_TEST
+
+/* an empty split is refused by name before anything is written; a train split shorter than
+ * one training window is refused by gmatrain with both counts */
+START_TEST(test_prepare_empty_split_and_short_train) {
+    const char *corpus = tu_path("ec"), *set = tu_path("eset");
+    write_corpus(corpus);
+    char p[700];
+    snprintf(p, sizeof p, "%s/valid.txt", corpus);
+    tu_write(p, "");
+    ck_assert_int_eq(run("bin/gmadata prepare %s --tokenizer bytes --out %s --quiet", corpus, set), 1);
+    ck_assert_msg(strstr(g_out, "valid.txt: the valid split is empty") && strchr(g_out, '\n') == g_out + strlen(g_out) - 1,
+                  "%s", g_out);
+    ck_assert(!gma_path_exists(set));
+    /* word level: a split of white space gives one <eos> per line only: too few tokens */
+    tu_write(p, "   ");
+    ck_assert_int_eq(run("bin/gmadata prepare %s --tokenizer word --out %s --quiet", corpus, set), 1);
+    ck_assert_msg(strstr(g_out, "the valid split gives 1 token;"), "%s", g_out);
+    tu_write(p, VALID);
+    ck_assert_msg(run("bin/gmadata prepare %s --tokenizer bytes --out %s --quiet", corpus, set) == 0, "%s", g_out);
+    /* train.bin holds strlen(TRAIN) tokens: a window of seq_len 512 needs 513 */
+    ck_assert_int_eq(run("bin/gmatrain --config configs/quickstart.json --out %s/erun --quiet --threads 1 "
+                         "--set data.source=shards --set data.path=%s --set train.steps=1 --set train.seq_len=512 "
+                         "--set model.max_seq_len=512",
+                         tu_tmpdir(), set),
+                     2);
+    char want[128];
+    snprintf(want, sizeof want, "train.bin: %zu tokens; one training window of train.seq_len 512 needs 513", strlen(TRAIN));
+    ck_assert_msg(strstr(g_out, want) && strchr(g_out, '\n') == g_out + strlen(g_out) - 1, "%s", g_out);
+}
+END_TEST
+
 Suite *make_suite(void) {
     Suite *s = suite_create("data_prepare");
     TCase *tc = tcase_create("prepare");
@@ -193,6 +341,9 @@ Suite *make_suite(void) {
     tcase_add_test(tc, test_prepare_text_corpus_bytes_and_bpe);
     tcase_add_test(tc, test_prepare_errors);
     tcase_add_test(tc, test_count_words);
+    tcase_add_test(tc, test_prepare_killed_between_files);
+    tcase_add_test(tc, test_prepare_sweeps_stale_tmp);
+    tcase_add_test(tc, test_prepare_empty_split_and_short_train);
     suite_add_tcase(s, tc);
     return s;
 }

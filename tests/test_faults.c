@@ -1,8 +1,8 @@
 /* test_faults.c: injected faults. kill -9 at random moments during training and
  * checkpoint writes (every survivor loadable and resumable, the end result bit-exact,
  * no orphan directories), a small disk (RLIMIT_FSIZE with SIGXFSZ ignored: one line, no
- * partial checkpoint, the previous one intact), and corrupt checkpoints and shards (one
- * line, exit 2). */
+ * partial checkpoint, the previous one intact; a metrics log that cannot grow: one line,
+ * whole rows only), and corrupt checkpoints and shards (one line, exit 2). */
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -116,6 +116,54 @@ START_TEST(test_small_disk) {
 }
 END_TEST
 
+/* metrics.jsonl on a full disk (RLIMIT_FSIZE of 4 KiB, ulimit -f 8 in 512-byte blocks: config.json fits, the log grows
+ * past it): one line naming metrics.jsonl, exit 1, and the file keeps whole rows only. */
+START_TEST(test_metrics_full) {
+    tu_write(tu_path("tiny.json"), CE_TINY);
+    char rd[1100];
+    snprintf(rd, sizeof rd, "%s", tu_path("mfull"));
+    ck_assert_int_eq(run("trap '' XFSZ; ulimit -f 8; ./bin/gmatrain --config %s --out %s --quiet --set train.steps=400 "
+                         "--set train.checkpoint_every=0", tu_path("tiny.json"), rd),
+                     1);
+    ck_assert_msg(ce_lines(g_out) == 1 && strstr(g_out, "metrics.jsonl: cannot write a row at step") &&
+                      strstr(g_out, "File too large"),
+                  "%s", g_out);
+    char p[1200];
+    snprintf(p, sizeof p, "%s/metrics.jsonl", rd);
+    size_t len;
+    char *m = gma_read_file(p, &len);
+    ck_assert_msg(m && len > 1000 && len <= 8192 && m[len - 1] == '\n', "metrics.jsonl ends in a cut row (%zu bytes)", len);
+    for (char *line = m, *nl; (nl = strchr(line, '\n')); line = nl + 1) {
+        *nl = 0;
+        ck_assert_msg(line[0] == '{' && nl[-1] == '}', "not a whole row: %s", line);
+    }
+    free(m);
+}
+END_TEST
+
+/* A broken latest checkpoint: --resume RUN refuses with one line naming the newest intact
+ * ckpt_N, which resumes. */
+START_TEST(test_broken_latest) {
+    tu_write(tu_path("tiny.json"), CE_TINY);
+    char rd[1100], p[1200];
+    snprintf(rd, sizeof rd, "%s", tu_path("bl"));
+    ck_assert_msg(run("./bin/gmatrain --config %s --out %s --quiet --set train.steps=3 --set train.keep_checkpoints=3",
+                      tu_path("tiny.json"), rd) == 0, "%s", g_out);
+    snprintf(p, sizeof p, "%s/ckpt_00000003/model.safetensors", rd);
+    ck_assert_int_eq(truncate(p, 100), 0);
+    for (int k = 0; k < 2; k++) { /* the config from the checkpoint, then from --config */
+        if (k == 0) ck_assert_int_eq(run("./bin/gmatrain --resume %s --quiet --set train.steps=4", rd), 2);
+        else
+            ck_assert_int_eq(run("./bin/gmatrain --config %s --resume %s --quiet --set train.steps=4", tu_path("tiny.json"), rd),
+                             2);
+        ck_assert_msg(ce_lines(g_out) == 1 && strstr(g_out, "the newest intact checkpoint is") &&
+                          strstr(g_out, "/bl/ckpt_00000002 (--resume "),
+                      "case %d: %s", k, g_out);
+    }
+    ck_assert_msg(run("./bin/gmatrain --resume %s/ckpt_00000002 --quiet --set train.steps=4", rd) == 0, "%s", g_out);
+}
+END_TEST
+
 /* Corrupt checkpoints: gmaeval and gmatrain --resume refuse each with one line, exit 2. */
 START_TEST(test_corrupt_checkpoints) {
     tu_write(tu_path("tiny.json"), CE_TINY);
@@ -212,6 +260,8 @@ Suite *make_suite(void) {
     tcase_add_test(tc, test_small_disk);
     tcase_add_test(tc, test_corrupt_checkpoints);
     tcase_add_test(tc, test_corrupt_shards);
+    tcase_add_test(tc, test_metrics_full);
+    tcase_add_test(tc, test_broken_latest);
     suite_add_tcase(s, tc);
     return s;
 }

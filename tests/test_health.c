@@ -2,7 +2,8 @@
  * responsibilities summing to one (both routings), orthogonal router rows, the EMA update
  * against a hand-computed case, k-means steps reducing the within-cluster distance,
  * NMI on hand-computed contingency tables, token categories, a provoked collapse repaired
- * by re-seeding (unit and end to end), on_collapse "stop", the refusals of bad gma.* input,
+ * by re-seeding (unit and end to end), a re-seed from disagreeing gathered rows refused
+ * with an error, on_collapse "stop", the refusals of bad gma.* input,
  * and gmaeval --analyze on a fixed tiny model. */
 #include <stdarg.h>
 #include <stdlib.h>
@@ -236,7 +237,7 @@ START_TEST(test_collapse_reinit_unit) {
     for (size_t i = 0; i < o.pt.t[ipr].numel; i += Kc) o.params[o.pt.t[ipr].offset + i] = 1e-3f;
     one_fwd(&o);
     double ent[2], cnt[12];
-    o.m->vt->health->route_stats(o.m, &o.ctx, o.params, o.act, ent, cnt, NULL);
+    routing_stats(o.m, &o.ctx, o.params, o.act, ent, cnt, NULL);
     int active0 = 0;
     for (int k = 0; k < Kc; k++) active0 += cnt[k] > 0;
     ck_assert_int_eq(active0, 1);
@@ -247,12 +248,12 @@ START_TEST(test_collapse_reinit_unit) {
     for (int k = 0; k < Kc; k++) dead[k] = cnt[k] == 0;
     Rng r;
     rng_seed(&r, 1);
-    for (int h = 0; h < H; h++) ck_assert_int_eq(o.m->vt->health->reinit(o.m, &o.ctx, o.params, m1, m2, o.act, h, dead, &r), 5);
+    for (int h = 0; h < H; h++) ck_assert_int_eq(routing_reinit(o.m, &o.ctx, o.params, m1, m2, o.act, h, dead, &r), 5);
     for (int k = 1; k < Kc; k++)
         for (int e = 0; e < d; e++) ck_assert(m1[o.pt.t[imu].offset + k * d + e] == 0 && m2[o.pt.t[imu].offset + k * d + e] == 0);
     ck_assert(m1[o.pt.t[imu].offset] == 1); /* the live component keeps its moments */
     one_fwd(&o);
-    o.m->vt->health->route_stats(o.m, &o.ctx, o.params, o.act, ent, cnt, NULL);
+    routing_stats(o.m, &o.ctx, o.params, o.act, ent, cnt, NULL);
     for (int h = 0; h < H; h++) {
         int active = 0;
         for (int k = 0; k < Kc; k++) active += cnt[h * Kc + k] > 0;
@@ -260,6 +261,40 @@ START_TEST(test_collapse_reinit_unit) {
         ck_assert_int_ge(active, 3);
     }
     free(m1), free(m2);
+    one_free(&o);
+}
+END_TEST
+
+/* a gather that loses a row of the argmax column (width 1), or fails (returns NULL) */
+static real *gather_short(const real *x, int n, int d, int *n_all, void *ctx) {
+    if (*(int *)ctx) return NULL;
+    int keep = d == 1 && n > 0 ? n - 1 : n;
+    real *y = xmalloc(sizeof(real) * ((size_t)keep * d + 1));
+    memcpy(y, x, sizeof(real) * (size_t)keep * d);
+    *n_all = keep;
+    return y;
+}
+
+/* re-seeding from gathered rows that disagree with their argmax, or from a failed gather,
+ * returns an error and leaves the parameters as they were */
+START_TEST(test_reinit_gather_error) {
+    Config c = small_cfg("gma.n_components=6");
+    One o;
+    one_make(&o, &c, 2, 8, 5);
+    one_fwd(&o);
+    real *p0 = xmalloc(sizeof(real) * o.pt.total);
+    memcpy(p0, o.params, sizeof(real) * o.pt.total);
+    int dead[6] = {0, 1, 1, 0, 0, 1}, fail = 0;
+    o.ctx.gather = gather_short;
+    o.ctx.gather_ctx = &fail;
+    Rng r;
+    rng_seed(&r, 1);
+    for (fail = 0; fail < 2; fail++) {
+        ck_assert_int_eq(routing_reinit(o.m, &o.ctx, o.params, NULL, NULL, o.act, 0, dead, &r), -1);
+        ck_assert_msg(strstr(gma_error(), "routing reinit: "), "%s", gma_error());
+        ck_assert(memcmp(p0, o.params, sizeof(real) * o.pt.total) == 0);
+    }
+    free(p0);
     one_free(&o);
 }
 END_TEST
@@ -480,6 +515,7 @@ Suite *make_suite(void) {
     tcase_add_test(tc, test_nmi_tables);
     tcase_add_test(tc, test_token_categories);
     tcase_add_test(tc, test_collapse_reinit_unit);
+    tcase_add_test(tc, test_reinit_gather_error);
     tcase_add_test(tc, test_auto_forwards_hooks);
     suite_add_tcase(s, tc);
     TCase *te = tcase_create("end to end");

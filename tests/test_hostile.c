@@ -1,5 +1,6 @@
 /* test_hostile.c: hostile input that once crashed or was silently accepted (issue 15):
- * a pax record shorter than its own prefix, 0- and 1-token shards for gmaeval, malformed
+ * a pax record shorter than its own prefix, 0- and 1-token shards, a directory and text for
+ * gmaeval --data, malformed
  * checkpoint steps, orphaned checkpoint directories, gmacheck sizes, an empty BPE key,
  * run names that leave runs/, duplicate keys (config JSON, safetensors) and the source
  * named in --set / --device errors. */
@@ -56,6 +57,16 @@ START_TEST(test_eval_tiny_shards) {
         char want[64];
         snprintf(want, sizeof want, "only %d tokens", n);
         ck_assert_msg(strstr(g_out, want) && strstr(g_out, "few.bin") && ce_lines(g_out) == 1, "%s", g_out);
+    }
+    /* a directory, and text, where a shard belongs: said so, with what to give instead */
+    ck_assert_int_eq(run("./bin/gmaeval --checkpoint %s --data %s", tu_path("run"), tu_tmpdir()), 2);
+    ck_assert_msg(strstr(g_out, "a directory") && strstr(g_out, "--data-path") && ce_lines(g_out) == 1, "%s", g_out);
+    static const char *const texts[2] = {"hi\n", "The cat sat on the mat, and then it sat on the hat.\n"};
+    for (int k = 0; k < 2; k++) {
+        tu_write(tu_path("notes.txt"), texts[k]);
+        ck_assert_int_eq(run("./bin/gmaeval --checkpoint %s --data %s", tu_path("run"), tu_path("notes.txt")), 2);
+        ck_assert_msg(strstr(g_out, "notes.txt: not a token shard but a text file") && strstr(g_out, "gmadata encode") && ce_lines(g_out) == 1,
+                      "%s", g_out);
     }
 }
 END_TEST

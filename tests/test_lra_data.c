@@ -11,6 +11,11 @@
 #include <stdlib.h>
 #include <string.h>
 #include <zlib.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "archive_build.h"
 
 /* ---------------------------------------------------------------- helpers */
 
@@ -581,6 +586,47 @@ START_TEST(t_image_cifar) {
 }
 END_TEST
 
+/* the pages of address space this process maps now (/proc/self/statm), in bytes */
+static size_t mapped_bytes(void) {
+    FILE *f = fopen("/proc/self/statm", "r");
+    unsigned long pages = 0;
+    if (f) {
+        if (fscanf(f, "%lu", &pages) != 1) pages = 0;
+        fclose(f);
+    }
+    return (size_t)pages * (size_t)sysconf(_SC_PAGESIZE);
+}
+
+/* A 10 KiB tar whose test_batch.bin header states 2 GiB of records: the loader reads what
+ * is there and says the entry is cut short, in a child limited to 512 MiB of address
+ * space more than it has; never an abort for the memory the header alone asked for. */
+START_TEST(t_image_memory_bounded) {
+    Buf b = {0};
+    unsigned char h[512];
+    size_t stated = (size_t)REC * 698000; /* 2.14e9 bytes: under the loader's 2^31 limit */
+    tar_header(h, "cifar-10-batches-bin/test_batch.bin", stated, '0');
+    put(&b, h, 512);
+    static unsigned char data[10240];
+    put(&b, data, sizeof data);
+    char arc[512];
+    join(arc, tu_tmpdir(), "cifar_huge.tar");
+    write_bytes(arc, b.p, b.n);
+    free(b.p);
+    pid_t pid = fork();
+    if (pid == 0) {
+        struct rlimit lim = {mapped_bytes() + ((size_t)512 << 20), mapped_bytes() + ((size_t)512 << 20)};
+        setrlimit(RLIMIT_AS, &lim);
+        ClsDataset d;
+        int rc = clsdata_load(&d, "image", arc, "test", NULL);
+        _exit(rc == -1 && strstr(gma_error(), "cifar_huge.tar") && strstr(gma_error(), "truncated") ? 0 : 3);
+    }
+    int st = 0;
+    ck_assert_int_eq(waitpid(pid, &st, 0), pid);
+    ck_assert_msg(WIFEXITED(st), "the loader died of signal %d", WIFSIGNALED(st) ? WTERMSIG(st) : 0);
+    ck_assert_msg(WEXITSTATUS(st) == 0, "no one-line error naming the archive and the truncation");
+}
+END_TEST
+
 START_TEST(t_image_bad) {
     char arc[1200];
     ClsDataset d;
@@ -853,6 +899,7 @@ Suite *make_suite(void) {
     tcase_add_test(c, t_text_bad_archive);
     tcase_add_test(c, t_image_cifar);
     tcase_add_test(c, t_image_bad);
+    tcase_add_test(c, t_image_memory_bounded);
     suite_add_tcase(s, c);
     c = tcase_create("tsv_jsonl");
     tcase_add_test(c, t_retrieval);

@@ -385,6 +385,15 @@ START_TEST(test_png_filters) {
     CHUNK("PLTE", "abc", 3);
     ck_assert(decode_fails(f, n, "PLTE"));
     ck_assert_ptr_nonnull(strstr(gma_error(), "PLTE"));
+    /* a header stating 16384 x 16384 (256 MiB of rows) in a file of a few hundred bytes is
+     * refused before anything is allocated for it */
+    uint8_t big[13] = {0, 0, 0x40, 0, 0, 0, 0x40, 0, 8, 0, 0, 0, 0};
+    n = 8;
+    CHUNK("IHDR", big, 13);
+    CHUNK("IDAT", z, zl);
+    CHUNK("IEND", "", 0);
+    ck_assert(decode_fails(f, n, "16384 x 16384"));
+    ck_assert_msg(strstr(gma_error(), "16384 x 16384") && strstr(gma_error(), "cannot come from a file"), "%s", gma_error());
 #undef CHUNK
 }
 END_TEST

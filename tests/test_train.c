@@ -9,6 +9,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cjson/cJSON.h>
+
 #include "core/safetensors.h"
 #include "testutil.h"
 
@@ -286,7 +288,7 @@ END_TEST
 
 /* --resume of a finished run has nothing to do (no evaluation, no new metrics rows); a
  * train.steps below the checkpoint's step is refused; a changed train.steps is printed
- * and logged as a schedule change */
+ * (the schedule stretched or compressed) and logged as a schedule change */
 START_TEST(test_resume_finished_and_schedule) {
     tu_write(tu_path("tiny.json"), TINY);
     ck_assert_msg(run("./bin/gmatrain --config %s --out %s --quiet --set train.schedule=cosine --set train.steps=6",
@@ -307,10 +309,18 @@ START_TEST(test_resume_finished_and_schedule) {
     free(m1);
     free(m0);
     ck_assert_msg(run("./bin/gmatrain --resume %s --set train.steps=10", tu_path("fin")) == 0, "%s", g_out);
-    ck_assert_msg(strstr(g_out, "train.steps 6 -> 10 on resume at step 6") && strstr(g_out, "lr 0.001 -> 0.00411"), "%s", g_out);
+    ck_assert_msg(strstr(g_out, "train.steps 6 -> 10 on resume at step 6") && strstr(g_out, "lr 0.001 -> 0.00411") &&
+                      strstr(g_out, "schedule is stretched"), "%s", g_out);
     m1 = gma_read_file(p, NULL);
     ck_assert_msg(strstr(m1, "{\"step\":6,\"event\":\"schedule_change\",\"steps_before\":6,\"steps_after\":10"), "%s", m1);
     free(m1);
+    /* fewer steps than the checkpoint was made for: the schedule is compressed */
+    ck_assert_msg(run("./bin/gmatrain --config %s --out %s --quiet --set train.schedule=cosine --set train.steps=10 "
+                      "--set train.checkpoint_every=4 --set train.keep_checkpoints=3", tu_path("tiny.json"), tu_path("cmp")) == 0,
+                  "%s", g_out);
+    ck_assert_msg(run("./bin/gmatrain --resume %s/ckpt_00000004 --set train.steps=6", tu_path("cmp")) == 0, "%s", g_out);
+    ck_assert_msg(strstr(g_out, "train.steps 10 -> 6 on resume at step 4") && strstr(g_out, "schedule is compressed"), "%s",
+                  g_out);
 }
 END_TEST
 
@@ -363,7 +373,10 @@ START_TEST(test_sgd_and_schedules) {
 END_TEST
 
 START_TEST(test_learns_recall) {
-    /* a small GMA model must beat chance (1/9) on an easy recall task */
+    /* a small GMA model trained on an easy recall task must beat the rule that answers the
+     * value most frequent among the pairs (it has learned more than counting); gmaeval's JSON
+     * gives that rule and the not-yet-answered one beside the model, over all queries and per
+     * query. At this budget the model stays below the not-yet-answered rule (README). */
     const char *cfg =
         "{\"name\": \"learn\", \"seed\": 3,\n"
         " \"model\": {\"d_model\": 32, \"n_layers\": 2, \"n_heads\": 2, \"max_seq_len\": 16, \"mixer\": \"gma\"},\n"
@@ -376,11 +389,17 @@ START_TEST(test_learns_recall) {
     ck_assert_msg(run("./bin/gmaeval --checkpoint %s --data test --json %s", tu_path("learn"), tu_path("l.json")) == 0, "%s",
                   g_out);
     char *js = gma_read_file(tu_path("l.json"), NULL);
-    const char *a = strstr(js, "\"acc\":");
-    ck_assert_ptr_nonnull(a);
-    double acc = atof(a + 6);
-    printf("recall accuracy after 300 steps: %.3f (chance 0.111)\n", acc);
-    ck_assert_msg(acc > 0.3, "accuracy %.3f", acc);
+    cJSON *o = cJSON_Parse(js), *rc = cJSON_GetObjectItem(o, "recall");
+    ck_assert_ptr_nonnull(rc);
+    double acc = cJSON_GetObjectItem(o, "acc")->valuedouble;
+    double freq = cJSON_GetObjectItem(rc, "most_frequent")->valuedouble;
+    double unans = cJSON_GetObjectItem(rc, "most_frequent_unanswered")->valuedouble;
+    ck_assert_int_eq(cJSON_GetArraySize(cJSON_GetObjectItem(rc, "by_query")), 3);
+    printf("recall accuracy after 300 steps: %.3f (most frequent value %.3f, not yet answered %.3f, chance 0.111)\n", acc,
+           freq, unans);
+    ck_assert(freq > 0.2 && unans > freq && unans < 1); /* 3 pairs of 9 values: about 0.43 and 0.69 */
+    ck_assert_msg(acc > freq, "accuracy %.3f, most frequent value %.3f", acc, freq);
+    cJSON_Delete(o);
     free(js);
 }
 END_TEST

@@ -23,7 +23,7 @@ static const char *USAGE =
     "usage: gmadata COMMAND ...\n"
     "  fetch NAME [--dest data] [--url URL] [--quiet] [--retries N]\n"
     "        NAME: wikitext-103 wikitext-103-raw wikitext-2 wikitext-2-raw gpt2 lra imdb (list: gmadata fetch --list)\n"
-    "  extract ARCHIVE [--dest DIR]\n"
+    "  extract ARCHIVE [--dest DIR] [--quiet]             (--out DIR: the same as --dest)\n"
     "  prepare wikitext-103|wikitext-2|...|DIR --tokenizer gpt2|bpe:DIR|word|bytes [--out DIR] [--data data]\n"
     "          [--vocab DIR] [--threads N] [--quiet]\n"
     "  encode --tokenizer T [--vocab DIR] [--out FILE.bin] [--threads N] FILE\n"
@@ -160,7 +160,15 @@ static int cmd_fetch(const Args *a) {
 
 static int cmd_extract(const Args *a) {
     if (a->npos != 1) return usage_error("extract: want one archive", NULL);
-    return archive_extract(a->pos[0], a->dest ? a->dest : ".") ? fail() : 0;
+    if (a->dest && a->out && strcmp(a->dest, a->out))
+        return usage_error("extract: --dest and --out name two destinations; give one", NULL);
+    const char *dest = a->dest ? a->dest : a->out ? a->out : ".";
+    int swept = 0;
+    if (archive_extract_swept(a->pos[0], dest, &swept) != 0) return fail();
+    if (swept && !a->quiet)
+        fprintf(stderr, "gmadata: removed %d stale temporary file%s (NAME.tmp.PID) of an extraction that was killed\n",
+                swept, swept == 1 ? "" : "s");
+    return 0;
 }
 
 static int cmd_prepare(const Args *a) {

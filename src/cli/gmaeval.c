@@ -6,11 +6,13 @@
 #include <cjson/cJSON.h>
 #include <errno.h>
 #include <limits.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "core/config.h"
 #include "data/lm/lmdata.h"
+#include "data/lm/dataid.h"
 #include "data/lm/lmmeta.h"
 #include "model/checkpoint.h"
 #include "model/model.h"
@@ -75,6 +77,25 @@ static long parse_int(const char *opt, const char *v, long lo) {
     return x;
 }
 
+/* The data scored must be of the tokenizer and vocabulary the run was trained on (the
+ * identity RUN/data.json records, dataid.h): a data directory (file NULL) or one shard
+ * file (with a meta.json beside it, its tokenizer too). A run that records none is not
+ * checked. 0, or -1 with gma_error. */
+static int check_identity(const char *ckdir, const char *data_dir, const char *file) {
+    char run[2048], what[512];
+    if (lmmeta_run_dir(ckdir, run, sizeof run) != 0) return 0;
+    DataId want, have;
+    int got = dataid_of_run(run, &want);
+    if (got <= 0) return got;
+    if ((file ? dataid_of_file(file, &have) : dataid_of_dir(data_dir, &have)) != 0) return -1;
+    if (file && !have.tokenizer[0]) /* a bare shard: its vocabulary alone */
+        snprintf(have.tokenizer, sizeof have.tokenizer, "%s", want.tokenizer);
+    if (dataid_diff(&want, &have, 0, what, sizeof what))
+        return gma_errorf("%s is not data of the tokenizer %s was trained on: %s (%s/data.json)", file ? file : data_dir, run,
+                          what, run);
+    return 0;
+}
+
 /* Classifier checkpoints: loss and accuracy on a split of the data the run trained on. */
 static int eval_classifier(Config *cfg, const char *dir, const char *data, int B, int drop_last, const char *json) {
     int split = lmdata_split_index(data);
@@ -100,6 +121,10 @@ static int eval_classifier(Config *cfg, const char *dir, const char *data, int B
     double t0 = gma_now();
     ClsEval r;
     if (clstask_evaluate(&t, &m, split, 0, &r) != 0) return fail(1);
+    if (!isfinite(r.loss)) {
+        fprintf(stderr, "gmaeval: %s: the %s loss is not finite (%g): the weights give non-finite logits\n", dir, data, r.loss);
+        return 1;
+    }
     double dt = gma_now() - t0;
     char ex[32];
     printf("checkpoint %s | data %s %s\n%s loss %.4f | acc %.4f | %s examples | %.1f s\n", dir, cfg->data.task,
@@ -430,10 +455,12 @@ int main(int argc, char **argv) {
             if (lmmeta_find_data(cfg.data.path, run, data_path, "--data-path DIR", found, sizeof found) != 0)
                 return fail(2);
             snprintf(cfg.data.path, sizeof cfg.data.path, "%s", found);
+            if (check_identity(dir, found, NULL) != 0) return fail(2);
         }
         if (lmdata_open_splits(&d, &cfg, 1u << split, split) != 0) return fail(2);
     } else {
         if (lmdata_open_file(&d, data) != 0) return fail(2);
+        if (check_identity(dir, NULL, data) != 0) return lmdata_close(&d), fail(2);
         d.eval_stride = cfg.data.eval_stride;
         split = SPLIT_TEST;
     }
@@ -456,6 +483,11 @@ int main(int argc, char **argv) {
     double t0 = gma_now();
     EvalResult r;
     if (evaluate(&m, &d, split, B, N, 0, &r) != 0) return fail(1);
+    if (!isfinite(r.loss)) { /* huge or broken weights: no figure to print or write */
+        fprintf(stderr, "gmaeval: %s: the %s loss is not finite (%g) from window %ld on (%d tokens each): the weights give "
+                "non-finite logits\n", dir, split_file ? data : lmdata_split_name(split), r.loss, r.bad_window, N);
+        return 1;
+    }
     double dt = gma_now() - t0;
     /* labelled values: ppl; word ppl when the data counts words; acc where it is the
      * measure (the recall task); the JSON has them all */

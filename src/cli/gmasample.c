@@ -219,6 +219,9 @@ int main(int argc, char **argv) {
     if (model_check_memory(&m, 1, W) != 0) return fail(2);
     model_alloc(&m, 1, W);
     if (ckpt_load(&m, NULL, dir) != 0) return fail(2);
+    if (np > W) /* model_generate_batch: the context is the last W tokens */
+        fprintf(stderr, "gmasample: the prompt's %d tokens are more than model.max_seq_len %d: the model sees only its last %d\n",
+                np, W, W);
     SampleOpts so = {.temperature = temperature, .top_k = (int)top_k, .top_p = top_p, .no_cache = no_cache,
                      .vocab_limit = tk ? (int)tokenizer_vocab_size(tk) : 0};
     fprintf(stderr, "gmasample: %s | %s | prompt %d tokens | %ld new | temperature %g top-k %ld top-p %g seed %ld | %s\n",
@@ -284,6 +287,7 @@ int main(int argc, char **argv) {
     double dt = gma_now() - t0;
     if (rc != 0) {
         cJSON_Delete(root);
+        gma_error_prefix("%s", dir);
         return fail(1);
     }
     fprintf(stderr, "gmasample: %ld x %ld tokens in %.2f s (%.1f tokens/s)\n", samples, tokens, dt,

@@ -18,14 +18,19 @@
 static void usage(FILE *f) {
     fprintf(f,
             "usage: gmatrain --config FILE [--set key=value ...] [--resume [DIR]] [--out DIR]\n"
-            "                [--device cpu|cuda] [--threads N] [--quiet]\n"
+            "                [--init-from RUN[/ckpt_N]] [--device cpu|cuda] [--threads N] [--quiet]\n"
             "       gmatrain --resume DIR [--set key=value ...]   (config taken from the checkpoint)\n"
+            "       gmatrain --init-from RUN --out DIR [--set ...] (a new run from RUN's weights; config\n"
+            "                from --config, else from the checkpoint)\n"
             "       gmatrain --config-reference                    (Markdown table of every config key)\n"
             "       gmatrain --help | --version\n"
             "Trains the model a JSON config describes; writes RUN/config.json, metrics.jsonl,\n"
             "checkpoints (RUN/ckpt_<step>, RUN/latest) and summary.json. RUN = --out, else\n"
             "out_dir, else runs/<name>. A bare --config NAME not found is looked up in configs/\n"
             "(NAME or NAME.json), then in PREFIX/share/gma/configs (make install).\n"
+            "A resume continues on the data the run was made on; other data\n"
+            "(fine-tuning) is a new run: --init-from copies every tensor whose name and shape\n"
+            "match (step 0, fresh optimiser), lists them in RUN/init_from.json.\n"
             "Exit codes: 0 done (also: --resume of a finished run, nothing to do), 1 error,\n"
             "2 bad input, 3 stopped on non-finite losses, 4 stopped by a routing-collapse alert\n"
             "(gma.on_collapse \"stop\"), 130 interrupted (checkpoint written).\n"
@@ -86,7 +91,7 @@ static int run_main(int argc, char **argv, int *done) {
         *done = 1;
         return 0;
     }
-    const char *config = NULL, *out = NULL, *device = NULL, *resume = NULL;
+    const char *config = NULL, *out = NULL, *device = NULL, *resume = NULL, *init_from = NULL;
     const char *sets[256];
     int n_sets = 0, want_resume = 0, quiet = 0, threads = -1;
     for (int i = 1; i < argc; i++) {
@@ -105,6 +110,7 @@ static int run_main(int argc, char **argv, int *done) {
             if (n_sets == 256) return gma_errorf("too many --set options"), 2;
             sets[n_sets++] = argv[++i];
         } else if (!strcmp(a, "--out") && has_next) out = argv[++i];
+        else if (!strcmp(a, "--init-from") && has_next) init_from = argv[++i];
         else if (!strcmp(a, "--device") && has_next) device = argv[++i];
         else if (!strcmp(a, "--threads") && has_next) {
             const char *v = argv[++i];
@@ -119,15 +125,24 @@ static int run_main(int argc, char **argv, int *done) {
         } else
             return gma_errorf("unknown or incomplete option \"%s\" (see --help)", a), 2;
     }
-    if (!config && !resume) return gma_errorf("--config FILE or --resume DIR is required (see --help)"), 2;
+    if (init_from && want_resume)
+        return gma_errorf("--init-from and --resume cannot go together: --resume continues a run on its own data, "
+                          "--init-from starts a new run from another run's weights"),
+               2;
+    if (!config && !resume && !init_from)
+        return gma_errorf("--config FILE, --resume DIR or --init-from RUN is required (see --help)"), 2;
     Config cfg;
     cfg_defaults(&cfg);
     char ckdir[2048] = "", cfgbuf[2048];
     if (config && !(config = find_config(config, cfgbuf, sizeof cfgbuf))) return 2;
     if (config) {
         if (cfg_load_file(&cfg, config) != 0) return 2;
-    } else {
-        if (ckpt_resolve(resume, ckdir, sizeof ckdir) != 0 || ckpt_read_config(ckdir, &cfg) != 0) return 2;
+    } else { /* the config of the checkpoint resumed or started from */
+        const char *from = resume ? resume : init_from;
+        if (ckpt_resolve(from, ckdir, sizeof ckdir) != 0 || ckpt_read_config(ckdir, &cfg) != 0) {
+            if (resume) ckpt_hint_intact(resume);
+            return 2;
+        }
     }
     for (int i = 0; i < n_sets; i++)
         if (cfg_set(&cfg, sets[i]) != 0) return 2;
@@ -163,6 +178,7 @@ static int run_main(int argc, char **argv, int *done) {
     int rc = dist_agree(0);
     *done = 1;
     if (rc) return rc;
-    TrainerOptions o = {.run_dir = run_dir, .resume_dir = resume, .progress_tty = isatty(2), .quiet = quiet};
+    TrainerOptions o = {.run_dir = run_dir, .resume_dir = resume, .init_from = init_from, .progress_tty = isatty(2),
+                        .quiet = quiet};
     return trainer_run(&cfg, &o);
 }

@@ -13,11 +13,25 @@
 
 static _Thread_local char g_err[1024];
 
+/* src into g_err on one line: a newline or CR (from a value echoed) as \n or \r, other
+ * control bytes but tab as \xNN */
+static void set_one_line(const char *src) {
+    size_t o = 0;
+    for (const unsigned char *p = (const unsigned char *)src; *p && o + 5 < sizeof g_err; p++) {
+        if (*p == '\n' || *p == '\r') o += (size_t)snprintf(g_err + o, 3, "\\%c", *p == '\n' ? 'n' : 'r');
+        else if (*p < 0x20 && *p != '\t') o += (size_t)snprintf(g_err + o, 5, "\\x%02X", *p);
+        else g_err[o++] = (char)*p;
+    }
+    g_err[o] = 0;
+}
+
 int gma_errorf(const char *fmt, ...) {
+    char msg[sizeof g_err];
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(g_err, sizeof g_err, fmt, ap);
+    vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
+    set_one_line(msg);
     return -1;
 }
 
@@ -28,8 +42,58 @@ int gma_error_prefix(const char *fmt, ...) {
     vsnprintf(pre, sizeof pre, fmt, ap);
     va_end(ap);
     snprintf(old, sizeof old, "%s", g_err);
-    snprintf(g_err, sizeof g_err, "%s: %s", pre, old);
+    char msg[sizeof pre + sizeof old + 2];
+    snprintf(msg, sizeof msg, "%s: %s", pre, old);
+    set_one_line(msg);
     return -1;
+}
+
+/* the length of the valid UTF-8 sequence at p (n > 0 bytes), or 0 */
+static size_t utf8_len(const unsigned char *p, size_t n) {
+    unsigned c = p[0];
+    if (c < 0x80) return 1;
+    size_t len;
+    uint32_t v, min;
+    if (c >= 0xC2 && c <= 0xDF) len = 2, v = c & 0x1F, min = 0x80;
+    else if (c >= 0xE0 && c <= 0xEF) len = 3, v = c & 0x0F, min = 0x800;
+    else if (c >= 0xF0 && c <= 0xF4) len = 4, v = c & 0x07, min = 0x10000;
+    else return 0;
+    if (n < len) return 0;
+    for (size_t i = 1; i < len; i++) {
+        if ((p[i] & 0xC0) != 0x80) return 0;
+        v = v << 6 | (p[i] & 0x3F);
+    }
+    return v < min || v > 0x10FFFF || (v >= 0xD800 && v <= 0xDFFF) ? 0 : len;
+}
+
+long gma_utf8_invalid(const char *s, size_t n) {
+    const unsigned char *p = (const unsigned char *)s;
+    for (size_t i = 0; i < n;) {
+        size_t k = utf8_len(p + i, n - i);
+        if (!k) return (long)i;
+        i += k;
+    }
+    return -1;
+}
+
+const char *gma_quote(const char *s) {
+    static _Thread_local char bufs[4][1024];
+    static _Thread_local int next;
+    char *o = bufs[next++ & 3];
+    size_t q = 0, n = strlen(s), i = 0;
+    const unsigned char *p = (const unsigned char *)s;
+    while (i < n && q < 200) {
+        size_t k = utf8_len(p + i, n - i);
+        if (p[i] == '\n' || p[i] == '\t' || p[i] == '\r')
+            q += (size_t)snprintf(o + q, 8, "\\%c", p[i] == '\n' ? 'n' : p[i] == '\t' ? 't' : 'r'), i++;
+        else if (!k || p[i] < 0x20 || p[i] == 0x7f)
+            q += (size_t)snprintf(o + q, 8, "\\x%02X", p[i]), i++;
+        else
+            memcpy(o + q, p + i, k), q += k, i += k;
+    }
+    if (i < n) memcpy(o + q, "...", 4);
+    else o[q] = 0;
+    return o;
 }
 
 const char *gma_error(void) { return g_err; }

@@ -46,6 +46,13 @@ int gma_error_prefix(const char *fmt, ...) __attribute__((format(printf, 1, 2)))
 const char *gma_error(void);
 void gma_error_clear(void);
 
+/* The byte offset of the first byte of s[0..n) that does not start valid UTF-8 (an overlong
+ * form, a surrogate, past U+10FFFF, a truncated sequence), or -1 when all of it is valid. */
+long gma_utf8_invalid(const char *s, size_t n);
+/* s as one line for a message: newline, tab and CR as \n \t \r, other control bytes and
+ * bytes that are not UTF-8 as \xNN, cut at about 200 bytes; in one of 4 rotating buffers. */
+const char *gma_quote(const char *s);
+
 /* Allocation that reports file:line on failure and aborts: out of memory is not user input. */
 void *gma_xmalloc_at(size_t n, const char *file, int line);
 void *gma_xcalloc_at(size_t n, size_t sz, const char *file, int line);

@@ -284,9 +284,24 @@ static int in_choices(const char *v, const char *choices) {
     return 0;
 }
 
+/* NUL_MARK: what cfg_load_text puts for a \u0000 escape (cJSON would end the string there):
+ * the overlong two-byte form of NUL, which no valid UTF-8 holds */
+#define NUL_MARK "\xC0\x80"
+
+/* A string value is UTF-8 without NUL (it is copied into config.json, summary.json and the
+ * checkpoints' metadata, which JSON readers must be able to read back in full). */
+static int check_text(const char *v, const char *src, const char *key) {
+    const char *nul = strstr(v, NUL_MARK);
+    if (nul) return gma_errorf("%s: key %s: the value holds a NUL character (\\u0000) at byte %d", src, key, (int)(nul - v));
+    long bad = gma_utf8_invalid(v, strlen(v));
+    if (bad >= 0) return gma_errorf("%s: key %s: the value is not valid UTF-8 (byte %ld)", src, key, bad);
+    return 0;
+}
+
 static int set_str(Config *c, const Key *k, const char *v, const char *src) {
+    if (check_text(v, src, k->full) != 0) return -1;
     if (k->k->choices && !in_choices(v, k->k->choices))
-        return gma_errorf("%s: key %s: \"%s\" is not one of %s", src, k->full, v, k->k->choices);
+        return gma_errorf("%s: key %s: \"%s\" is not one of %s", src, k->full, gma_quote(v), k->k->choices);
     if (strlen(v) >= k->k->size)
         return gma_errorf("%s: key %s: value longer than %zu characters", src, k->full, k->k->size - 1);
     snprintf(AT(c, k), k->k->size, "%s", v);
@@ -307,8 +322,9 @@ static int set_num(Config *c, const Key *k, double v, const char *src) {
 static int set_mixers_list(Config *c, const char **names, int n, const char *src) {
     if (n < 1 || n > CFG_MAX_LAYERS) return gma_errorf("%s: key model.mixer: expected 1 to %d names", src, CFG_MAX_LAYERS);
     for (int i = 0; i < n; i++) {
+        if (check_text(names[i], src, "model.mixer") != 0) return -1;
         if (!in_choices(names[i], reg()->mixers) || strlen(names[i]) >= sizeof c->model.mixer[i])
-            return gma_errorf("%s: key model.mixer: unknown mixer \"%s\" (known: %s)", src, names[i], reg()->mixers);
+            return gma_errorf("%s: key model.mixer: unknown mixer \"%s\" (known: %s)", src, gma_quote(names[i]), reg()->mixers);
         snprintf(c->model.mixer[i], sizeof c->model.mixer[i], "%s", names[i]);
     }
     c->model.n_mixer = n;
@@ -379,20 +395,20 @@ static int set_text(Config *c, const Key *k, const char *v, const char *src) {
         errno = 0;
         double d = strtod(v, &end);
         if (!is_json_number(v) || end == v || *end || errno)
-            return gma_errorf("%s: key %s: \"%s\" is not a number", src, k->full, v);
+            return gma_errorf("%s: key %s: \"%s\" is not a number", src, k->full, gma_quote(v));
         return set_num(c, k, d, src);
     }
     case CFGT_BOOL:
         if (!strcmp(v, "true") || !strcmp(v, "1")) *(int *)AT(c, k) = 1;
         else if (!strcmp(v, "false") || !strcmp(v, "0")) *(int *)AT(c, k) = 0;
-        else return gma_errorf("%s: key %s: expected true or false, got \"%s\"", src, k->full, v);
+        else return gma_errorf("%s: key %s: expected true or false, got \"%s\"", src, k->full, gma_quote(v));
         return 0;
     case CFGT_STR:
         return set_str(c, k, v, src);
     case CFGT_MIXERS: {
         if (v[0] == '[') {
             cJSON *j = cJSON_Parse(v);
-            if (!j) return gma_errorf("%s: key model.mixer: malformed list %s", src, v);
+            if (!j) return gma_errorf("%s: key model.mixer: malformed list %s", src, gma_quote(v));
             int rc = set_json(c, k, j, src);
             cJSON_Delete(j);
             return rc;
@@ -438,6 +454,11 @@ static int repeated_member(const cJSON *obj, const cJSON *it) {
     return 0;
 }
 
+static const char *json_kind(const cJSON *v) {
+    return cJSON_IsNumber(v) ? "a number" : cJSON_IsString(v) ? "a string" : cJSON_IsBool(v) ? "true or false"
+           : cJSON_IsArray(v) ? "a list" : cJSON_IsNull(v) ? "null" : "a value";
+}
+
 static int apply_object(Config *c, const cJSON *obj, const char *prefix, const char *src) {
     const cJSON *it;
     cJSON_ArrayForEach(it, obj) {
@@ -448,11 +469,53 @@ static int apply_object(Config *c, const cJSON *obj, const char *prefix, const c
         Key k;
         if (find_key(key, &k)) {
             if (set_json(c, &k, it, src) != 0) return -1;
-        } else if (cJSON_IsObject(it) && is_prefix_of_some_key(key)) {
+        } else if (is_prefix_of_some_key(key)) { /* a section: its keys in an object */
+            if (!cJSON_IsObject(it))
+                return gma_errorf("%s: key %s: expected an object (the section's keys), got %s", src, key, json_kind(it));
             if (apply_object(c, it, key, src) != 0) return -1;
         } else {
-            return gma_errorf("%s: unknown key %s", src, key);
+            return gma_errorf("%s: unknown key %s", src, gma_quote(key));
         }
+    }
+    return 0;
+}
+
+/* The \u0000 escapes inside strings of JSON text, each replaced by NUL_MARK (a malloc'd copy),
+ * or NULL when there is none. */
+static char *mark_nul_escapes(const char *text) {
+    char *out = NULL;
+    size_t o = 0;
+    int in_str = 0;
+    for (const char *p = text; *p; p++) {
+        int nul = in_str && !strncmp(p, "\\u0000", 6);
+        if (nul && !out) {
+            out = xmalloc(strlen(text) + 1);
+            o = (size_t)(p - text);
+            memcpy(out, text, o);
+        }
+        if (nul) {
+            memcpy(out + o, NUL_MARK, 2), o += 2, p += 5;
+            continue;
+        }
+        if (in_str && *p == '\\' && p[1]) { /* an escape: its next character is no quote */
+            if (out) out[o++] = *p;
+            p++;
+        } else if (*p == '"') in_str = !in_str;
+        if (out) out[o++] = *p;
+    }
+    if (out) out[o] = 0;
+    return out;
+}
+
+/* cJSON's depth limit reached before `at` (objects and lists open outside strings) */
+static int too_deep(const char *text, const char *at) {
+    int depth = 0, in_str = 0;
+    for (const char *p = text; p < at && *p; p++) {
+        if (in_str && *p == '\\' && p[1]) p++;
+        else if (*p == '"') in_str = !in_str;
+        else if (!in_str && (*p == '{' || *p == '[')) {
+            if (++depth > CJSON_NESTING_LIMIT) return 1;
+        } else if (!in_str && (*p == '}' || *p == ']')) depth--;
     }
     return 0;
 }
@@ -467,7 +530,17 @@ int cfg_load_text(Config *c, const char *text, const char *source) {
             if (*p == '\n') line++, col = 1;
             else col++;
         }
+        if (too_deep(text, at + 1))
+            return gma_errorf("%s: JSON nested deeper than %d levels at line %d, column %d", source, CJSON_NESTING_LIMIT, line,
+                              col);
         return gma_errorf("%s: malformed JSON at line %d, column %d", source, line, col);
+    }
+    char *marked = mark_nul_escapes(text); /* parsed again so that a \u0000 does not cut its string short */
+    if (marked) {
+        cJSON_Delete(root);
+        root = cJSON_ParseWithOpts(marked, &end, 1);
+        free(marked);
+        if (!root) return gma_errorf("%s: malformed JSON", source);
     }
     int rc = 0;
     if (!cJSON_IsObject(root)) rc = gma_errorf("%s: the configuration must be a JSON object", source);
@@ -492,7 +565,7 @@ int cfg_set_from(Config *c, const char *a, const char *src) {
     char key[256];
     snprintf(key, sizeof key, "%.*s", (int)(eq - a), a);
     Key k;
-    if (!find_key(key, &k)) return gma_errorf("%s: unknown key %s", src, key);
+    if (!find_key(key, &k)) return gma_errorf("%s: unknown key %s", src, gma_quote(key));
     return set_text(c, &k, eq + 1, src);
 }
 
@@ -517,7 +590,7 @@ void cfg_blame(const char *file, const char *const *sets, int n_sets) {
 static int check_run_name(const char *name) {
     if (!name[0] || strchr(name, '/') || !strcmp(name, ".") || !strcmp(name, ".."))
         return gma_errorf("key name: \"%s\" is not a plain name (outputs go to runs/<name>/: no '/', not empty, \".\" or \"..\")",
-                          name);
+                          gma_quote(name));
     for (const char *p = name; *p; p++)
         if ((unsigned char)*p < 0x20) return gma_errorf("key name: control character at position %d", (int)(p - name));
     return 0;

@@ -88,9 +88,13 @@ int st_open(StFile *f, const char *path) {
     int fd = open(path, O_RDONLY);
     if (fd < 0) return gma_errorf("%s: cannot open: %s", path, strerror(errno));
     struct stat st;
-    if (fstat(fd, &st) != 0 || st.st_size < 8) {
+    if (fstat(fd, &st) != 0) {
         close(fd);
-        return gma_errorf("%s: not a safetensors file (shorter than its 8-byte header length at offset 0)", path);
+        return gma_errorf("%s: cannot stat: %s", path, strerror(errno));
+    }
+    if (st.st_size < 8) {
+        close(fd);
+        return gma_errorf("%s: truncated: %lld bytes, the header length at offset 0 needs 8", path, (long long)st.st_size);
     }
     f->len = (size_t)st.st_size;
     f->map = mmap(NULL, f->len, PROT_READ, MAP_PRIVATE, fd, 0);
@@ -102,8 +106,12 @@ int st_open(StFile *f, const char *path) {
     const uint8_t *p = f->map;
     uint64_t hl = 0;
     for (int i = 0; i < 8; i++) hl |= (uint64_t)p[i] << (8 * i);
-    if (hl > f->len - 8 || hl > (1u << 30)) {
-        int rc = gma_errorf("%s: header length %llu at offset 0 exceeds the file size %zu", path, (unsigned long long)hl, f->len);
+    if (hl > (1u << 30) || hl > f->len - 8) {
+        int rc = hl > (1u << 30)
+                     ? gma_errorf("%s: header length %llu at offset 0 is over 1 GiB: not a safetensors file", path,
+                                  (unsigned long long)hl)
+                     : gma_errorf("%s: truncated: %zu bytes, the header needs %llu (8 + its length at offset 0)", path, f->len,
+                                  (unsigned long long)hl + 8);
         st_close(f);
         return rc;
     }

@@ -3,6 +3,7 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -141,24 +142,34 @@ int ckpt_save(const Model *m, const TrainState *ts, const char *run_dir, int kee
         return -1;
     }
     char *cfg = cfg_to_json(&m->cfg);
-    char step[32], rng[65], tok[64], best[64], bacc[64], bstep[32];
+    char step[32], rng[65], tok[64], best[64], bacc[64], bstep[32], wl[32], wd[32], wn[32], tsec[32], el[32], unt[32];
     snprintf(step, sizeof step, "%ld", ts->step);
     rng_to_hex(&ts->rng, rng);
     snprintf(tok, sizeof tok, "%.17g", ts->tokens_seen);
     snprintf(best, sizeof best, "%.17g", ts->best_valid);
     snprintf(bacc, sizeof bacc, "%.17g", ts->best_acc);
     snprintf(bstep, sizeof bstep, "%ld", ts->best_step);
-    const char *mk[] = {"format", "config", "step", "rng", "tokens_seen", "best_valid", "precision", "best_valid_acc", "best_step"};
-    const char *mv[] = {CKPT_FORMAT, cfg, step, rng, tok, best, REAL_NAME, bacc, bstep};
+    snprintf(wl, sizeof wl, "%.17g", ts->win_loss);
+    snprintf(wd, sizeof wd, "%.17g", ts->win_div);
+    snprintf(wn, sizeof wn, "%ld", ts->win_n);
+    snprintf(tsec, sizeof tsec, "%.17g", ts->train_seconds);
+    snprintf(el, sizeof el, "%.17g", ts->elapsed_s);
+    snprintf(unt, sizeof unt, "%.17g", ts->tokens_untimed);
+    /* model.safetensors holds what the trajectory decides (the same bits for the same run);
+     * the clocks go with the optimiser state */
+    const char *mk[] = {"format",         "config",         "step",          "rng",
+                        "tokens_seen",    "best_valid",     "precision",     "best_valid_acc",
+                        "best_step",      "window_loss_sum", "window_div_sum", "window_steps"};
+    const char *mv[] = {CKPT_FORMAT, cfg, step, rng, tok, best, REAL_NAME, bacc, bstep, wl, wd, wn};
     snprintf(path, sizeof path, "%s/model.safetensors", dir);
-    int rc = write_tensors(path, &m->pt, host, "", 0, mk, mv, 9);
+    int rc = write_tensors(path, &m->pt, host, "", 0, mk, mv, 12);
     free(cfg);
     if (!rc) {
         real *mom = xmalloc(2 * P * sizeof(real));
         g_ops->to_host(mom, m->m, P * sizeof(real));
         g_ops->to_host(mom + P, m->v, P * sizeof(real));
-        const char *ok[] = {"format", "step"};
-        const char *ov[] = {CKPT_FORMAT, step};
+        const char *ok[] = {"format", "step", "train_seconds", "elapsed_s", "tokens_untimed"};
+        const char *ov[] = {CKPT_FORMAT, step, tsec, el, unt};
         /* one file holding m.<name> then v.<name> */
         ParamTable two = {0};
         for (int pass = 0; pass < 2; pass++)
@@ -171,7 +182,7 @@ int ckpt_save(const Model *m, const TrainState *ts, const char *run_dir, int kee
                 two.t[idx].offset = p->offset + (pass ? P : 0);
             }
         snprintf(path, sizeof path, "%s/optim.safetensors", dir);
-        rc = write_tensors(path, &two, mom, "", 0, ok, ov, 2);
+        rc = write_tensors(path, &two, mom, "", 0, ok, ov, 5);
         pt_free(&two);
         free(mom);
     }
@@ -190,6 +201,59 @@ int ckpt_save(const Model *m, const TrainState *ts, const char *run_dir, int kee
         prune(run_dir, keep);
     }
     return 0;
+}
+
+/* 1 when checkpoint directory dir opens: both files are safetensors, the config reads */
+static int ckpt_intact(const char *dir) {
+    char p[2400];
+    for (int f = 0; f < 2; f++) {
+        snprintf(p, sizeof p, "%s/%s", dir, g_ckpt_files[f]);
+        StFile st;
+        if (st_open(&st, p) != 0) return 0;
+        st_close(&st);
+    }
+    Config c;
+    return ckpt_read_config(dir, &c) == 0;
+}
+
+/* The step of the newest ckpt_N/ in run_dir that is intact, other than `except`; -1. */
+static long newest_intact(const char *run_dir, const char *except) {
+    DIR *d = opendir(run_dir);
+    if (!d) return -1;
+    long best = -1;
+    char p[2400], a[PATH_MAX], b[PATH_MAX];
+    int have_except = except && realpath(except, b);
+    struct dirent *e;
+    while ((e = readdir(d))) {
+        long s;
+        char tail;
+        if (sscanf(e->d_name, "ckpt_%ld%c", &s, &tail) != 1 || s <= best) continue;
+        snprintf(p, sizeof p, "%s/%s", run_dir, e->d_name);
+        if (have_except && realpath(p, a) && !strcmp(a, b)) continue;
+        if (ckpt_intact(p)) best = s;
+    }
+    closedir(d);
+    return best;
+}
+
+int ckpt_hint_intact(const char *path) {
+    char run[2100], latest[2200], broken[2200];
+    snprintf(latest, sizeof latest, "%s/latest", path);
+    if (access(latest, F_OK) == 0) snprintf(run, sizeof run, "%s", path), snprintf(broken, sizeof broken, "%s", latest);
+    else { /* RUN/ckpt_N (or RUN/latest) itself */
+        snprintf(broken, sizeof broken, "%s", path);
+        snprintf(run, sizeof run, "%s", path);
+        size_t n = strlen(run);
+        while (n > 1 && run[n - 1] == '/') run[--n] = 0;
+        char *slash = strrchr(run, '/');
+        if (slash) *slash = 0;
+        else snprintf(run, sizeof run, ".");
+    }
+    char why[1024];
+    snprintf(why, sizeof why, "%s", gma_error());
+    long s = newest_intact(run, broken);
+    if (s < 0) return gma_errorf("%s", why);
+    return gma_errorf("%s; the newest intact checkpoint is %s/ckpt_%08ld (--resume %s/ckpt_%08ld)", why, run, s, run, s);
 }
 
 int ckpt_resolve(const char *path, char *out, size_t cap) {
@@ -300,6 +364,39 @@ static int read_train_state(TrainState *ts, const char *path, const char *s, con
     return 0;
 }
 
+/* Metadata keys[0..n) as numbers into v (absent: v keeps its default), each finite and,
+ * from index `nonneg` on, >= 0. */
+static int read_numbers(const StFile *f, const char *path, const char *const *keys, int n, int nonneg, double *v) {
+    for (int k = 0; k < n; k++) {
+        const char *s = st_meta(f, keys[k]);
+        if (s && gma_parse_double(s, k < nonneg ? -1e300 : 0, 1e300, &v[k]) != 0)
+            return gma_errorf("%s: metadata %s \"%s\" is not a finite number%s", path, keys[k], s, k < nonneg ? "" : " >= 0");
+    }
+    return 0;
+}
+
+/* The open log window of model.safetensors (absent in checkpoints of earlier versions:
+ * an empty window). */
+static int read_window(TrainState *ts, const StFile *f, const char *path) {
+    static const char *const key[3] = {"window_loss_sum", "window_div_sum", "window_steps"};
+    double v[3] = {0, 0, 0};
+    if (read_numbers(f, path, key, 3, 2, v) != 0) return -1;
+    if (v[2] != floor(v[2]) || v[2] > 1e9)
+        return gma_errorf("%s: metadata window_steps \"%s\" is not a step count", path, st_meta(f, key[2]));
+    ts->win_loss = v[0], ts->win_div = v[1], ts->win_n = (long)v[2];
+    return 0;
+}
+
+/* The clocks of optim.safetensors (absent in earlier versions: from zero, the tokens so
+ * far untimed). */
+static int read_clocks(TrainState *ts, const StFile *f, const char *path) {
+    static const char *const key[3] = {"train_seconds", "elapsed_s", "tokens_untimed"};
+    double v[3] = {0, 0, ts->tokens_seen};
+    if (read_numbers(f, path, key, 3, 0, v) != 0) return -1;
+    ts->train_seconds = v[0], ts->elapsed_s = v[1], ts->tokens_untimed = v[2];
+    return 0;
+}
+
 int ckpt_load(Model *m, TrainState *ts, const char *dir) {
     size_t P = m->pt.total;
     char path[2100];
@@ -321,6 +418,7 @@ int ckpt_load(Model *m, TrainState *ts, const char *dir) {
         const char *ba = st_meta(&f, "best_valid_acc"), *bs = st_meta(&f, "best_step");
         if (!s || !r || rng_from_hex(&ts->rng, r) != 0) rc = gma_errorf("%s: metadata step or rng is missing or malformed", path);
         else rc = read_train_state(ts, path, s, t, b, ba, bs);
+        if (!rc) rc = read_window(ts, &f, path);
     }
     if (!rc) g_ops->to_device(m->params, host, P * sizeof(real));
     st_close(&f);
@@ -330,7 +428,8 @@ int ckpt_load(Model *m, TrainState *ts, const char *dir) {
         if (st_open(&o, path) != 0) rc = -1;
         else {
             memset(host, 0, 2 * P * sizeof(real));
-            rc = load_into(&m->pt, host, &o, "m.", 1, 0);
+            rc = read_clocks(ts, &o, path);
+            if (!rc) rc = load_into(&m->pt, host, &o, "m.", 1, 0);
             if (!rc) rc = load_into(&m->pt, host, &o, "v.", 1, P);
             st_close(&o);
             if (!rc) {

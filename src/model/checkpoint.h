@@ -18,6 +18,13 @@ typedef struct TrainState {
     double best_valid;  /* best validation loss so far (INFINITY = none) */
     double best_acc;    /* classifier: best validation accuracy so far (-1 = none) */
     long best_step;     /* classifier: step of the RUN/best checkpoint (-1 = none) */
+    /* the open log window (sums over its good steps), so a resumed run logs the row an
+     * uninterrupted one would; and the run's clocks over all its sessions */
+    double win_loss, win_div;
+    long win_n;
+    double train_seconds;  /* in training steps */
+    double elapsed_s;      /* wall time since the run started */
+    double tokens_untimed; /* tokens of sessions before the clocks were kept (not in train_seconds) */
 } TrainState;
 
 /* Save to run_dir/ckpt_<step>/ (or to run_dir/<tag> when tag is non-NULL, e.g. "best"),
@@ -35,6 +42,10 @@ void ckpt_clean_run(const char *run_dir);
 /* Resolve PATH (a checkpoint dir, a run dir with `latest`, or a model.safetensors file) to
  * the checkpoint directory. Returns 0 and fills out. */
 int ckpt_resolve(const char *path, char *out, size_t cap);
+/* After a checkpoint at path (a run directory or RUN/ckpt_N) failed to open: add to the
+ * current error the newest intact ckpt_N/ of that run (both files open, the config
+ * reads), other than the one that failed, for the user to resume from. Returns -1. */
+int ckpt_hint_intact(const char *path);
 /* Read the resolved config stored in a checkpoint directory. */
 int ckpt_read_config(const char *dir, Config *c);
 /* ckpt_resolve + ckpt_read_config, then the command line's --device (when non-NULL) and

@@ -92,6 +92,12 @@ int model_generate_batch(Model *m, const int32_t *prompt, int np, int n_new, int
             if (rc) break;
         }
         for (int b = 0; b < M && rc == 0; b++) {
+            const real *row = rows + (size_t)b * V;
+            for (int i = 0; i < V && rc == 0; i++)
+                if (!isfinite(row[i]))
+                    rc = gma_errorf("the logits at position %d (sample %d) are not finite (token %d: %g): the weights give "
+                                    "non-finite values", t, b, i, (double)row[i]);
+            if (rc) break;
             int32_t tok = seq[(size_t)b * total + t] = sample_token(rows + (size_t)b * V, V, o, rng + b, order, prob);
             if (emit) rc = emit(ctx, b, tok);
         }

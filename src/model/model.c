@@ -4,6 +4,7 @@
 
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include "nn/linear.h"
@@ -149,19 +150,74 @@ static size_t plan_total(const Model *m, int Bmax, int Nmax) {
     return total + stem_act_size(&m->stem, S, Nt);
 }
 
-int model_check_memory(const Model *m, int Bmax, int Nmax) {
-    /* rough size in double first: the size_t plan could wrap for absurd shapes */
-    double R = (double)Bmax * (m->classify ? m->n_seq : 1) * (Nmax + m->pool_cls);
-    double rough = 4.0 * (double)m->pt.total + R * ((double)m->L * (6.0 * m->D + 2.0 * m->F)) +
-                   fmin(R, (double)model_head_rows(m, SIZE_MAX)) * (double)m->V;
-    double need = rough > 1e18 ? rough : (4.0 * (double)m->pt.total + (double)plan_total(m, Bmax, Nmax)) * sizeof(real);
-    if (strcmp(g_ops->name, "cpu") != 0) return 0; /* device memory: the backend reports its own failure */
+/* The memory this process can still take: physical memory, or the address-space limit
+ * (RLIMIT_AS) less what is mapped already when that is lower; 0 when unknown. */
+static double memory_available(const char **what) {
     long pages = sysconf(_SC_PHYS_PAGES), psz = sysconf(_SC_PAGESIZE);
     double have = pages > 0 && psz > 0 ? (double)pages * (double)psz : 0;
-    if (have > 0 && need > have)
-        return gma_errorf("the model with batch %d x %d needs %.1f GiB (parameters, gradients, optimiser moments, activations), "
-                          "more than the %.1f GiB of memory of this machine",
-                          Bmax, Nmax, need / 1073741824.0, have / 1073741824.0);
+    *what = "memory of this machine";
+    struct rlimit rl;
+    if (getrlimit(RLIMIT_AS, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY) {
+        long vm = 0;
+        FILE *f = fopen("/proc/self/statm", "r");
+        if (f) {
+            if (fscanf(f, "%ld", &vm) != 1) vm = 0;
+            fclose(f);
+        }
+        double left = (double)rl.rlim_cur - (double)vm * (psz > 0 ? psz : 4096);
+        if (have <= 0 || left < have) have = left > 0 ? left : 1, *what = "address-space limit (ulimit -v) left";
+    }
+    return have;
+}
+
+void model_memory_plan(const Model *m, int Bmax, int Nmax, MemPlan *p) {
+    memset(p, 0, sizeof *p);
+    /* rough sizes in double first: the size_t plan could wrap for absurd shapes */
+    double R = (double)Bmax * (m->classify ? m->n_seq : 1) * (Nmax + m->pool_cls);
+    double rough = R * ((double)m->L * (6.0 * m->D + 2.0 * m->F)) + fmin(R, (double)model_head_rows(m, SIZE_MAX)) * (double)m->V;
+    p->params = 4.0 * (double)m->pt.total * sizeof(real); /* parameters, gradients, two moments */
+    p->acts = rough * sizeof(real) > 1e18 ? rough * sizeof(real) : (double)plan_total(m, Bmax, Nmax) * sizeof(real);
+    /* and for a while: model_init_params' host copy of the parameters, the sinusoidal table (host and device) */
+    double table = !strcmp(m->cfg.model.pos, "sinusoidal") ? 2.0 * m->Nmax * m->D * sizeof(real) : 0;
+    p->total = p->params + p->acts + (double)m->pt.total * sizeof(real) + table;
+    /* the mixer whose activations weigh most, when they are most of the plan */
+    int S = m->classify ? Bmax * m->n_seq : Bmax, Nt = Nmax + m->pool_cls;
+    double top = 0;
+    const char *name = NULL;
+    for (int l = 0; l < m->L && rough * sizeof(real) <= 1e18; l++) {
+        const Mixer *mx = m->blocks[l].mixer;
+        double a = 0;
+        for (int j = 0; j < m->L; j++)
+            if (!strcmp(m->blocks[j].mixer->vt->name, mx->vt->name)) a += (double)mx->vt->act_size(mx, S, Nt) * sizeof(real);
+        if (a > top) top = a, name = mx->vt->name;
+    }
+    const Config *c = &m->cfg;
+    double pos = (double)m->Nmax * m->D * sizeof(real) * (table > 0 ? 2 : m->wpe >= 0 ? 5 : 0);
+    if (pos > 0.5 * p->total)
+        snprintf(p->drivers, sizeof p->drivers, "mostly the position table: model.max_seq_len %d x model.d_model %d", m->Nmax,
+                 m->D);
+    else if (p->params > p->acts)
+        snprintf(p->drivers, sizeof p->drivers, "mostly parameters: model.vocab_size %d x model.d_model %d, model.n_layers %d x "
+                 "model.d_ff %d", m->V, m->D, m->L, m->F);
+    else if (name && top > 0.5 * p->acts && (!strcmp(name, "gma") || !strcmp(name, "auto")))
+        snprintf(p->drivers, sizeof p->drivers, "mostly the gma layers: gma.n_components %d x model.n_heads %d per token",
+                 (int)cfg_num(c, "gma.n_components"), m->H);
+    else if (name && top > 0.5 * p->acts)
+        snprintf(p->drivers, sizeof p->drivers, "mostly the %s layers (model.mixer) x model.n_heads %d", name, m->H);
+    else
+        snprintf(p->drivers, sizeof p->drivers, "model.n_layers %d x model.d_model %d, model.vocab_size %d", m->L, m->D, m->V);
+    p->avail = memory_available(&p->avail_what);
+}
+
+int model_check_memory(const Model *m, int Bmax, int Nmax) {
+    if (strcmp(g_ops->name, "cpu") != 0) return 0; /* device memory: the backend reports its own failure */
+    MemPlan p;
+    model_memory_plan(m, Bmax, Nmax, &p);
+    if (p.avail > 0 && p.total > p.avail)
+        return gma_errorf("batch %d x %d (train.batch_size x train.seq_len) plans %.1f GiB: parameters, gradients and optimiser "
+                          "moments %.1f, activations %.1f (%s) -> more than the %.1f GiB of %s",
+                          Bmax, Nmax, p.total / 1073741824.0, p.params / 1073741824.0, p.acts / 1073741824.0, p.drivers,
+                          p.avail / 1073741824.0, p.avail_what);
     return 0;
 }
 
@@ -598,21 +654,10 @@ void model_backward(Model *m, double loss_scale) {
     g_ops->embed_backward(GG(m->wte), pos_grad(m), m->dresid, m->tok, B, N, D);
 }
 
-/* ---------------- what the mixers declare: auxiliary losses, buffers, routing health ---------------- */
+/* ---------------- what the mixers declare: auxiliary losses, buffers ---------------- */
 int model_gma_layers(const Model *m) {
     int n = 0;
     for (int l = 0; l < m->L; l++) n += m->blocks[l].mixer->vt->health != NULL;
-    return n;
-}
-
-int model_monitor(const Model *m, MixerMonitor *out) {
-    int n = 0;
-    memset(out, 0, sizeof *out);
-    for (int l = 0; l < m->L; l++) {
-        const Mixer *mx = m->blocks[l].mixer;
-        if (!mx->vt->health) continue;
-        if (n++ == 0) mx->vt->health->monitor(mx, out);
-    }
     return n;
 }
 
@@ -656,41 +701,6 @@ void model_update_buffers(Model *m) {
     }
 }
 
-int model_wants_kmeans(const Model *m) {
-    for (int l = 0; l < m->L; l++) {
-        const Mixer *mx = m->blocks[l].mixer;
-        if (mx->vt->health && mx->vt->health->wants_kmeans(mx)) return 1;
-    }
-    return 0;
-}
-
-int model_kmeans_init(Model *m, const int32_t *tok, const int32_t *tgt, int B, int N, const uint8_t *keymask,
-                      Rng *rng) {
-    for (int l = 0; l < m->L; l++) {
-        Mixer *mx = m->blocks[l].mixer;
-        if (!mx->vt->health || !mx->vt->health->wants_kmeans(mx)) continue;
-        LossStats st;
-        if (model_forward(m, tok, tgt, B, N, keymask, 0, &st, 0, 0) != 0) return -1;
-        MixerCtx ctx = {.B = B, .N = N, .causal = m->causal, .keymask = keymask, .training = 0,
-                        .gather = m->gather, .gather_ctx = m->gather_ctx};
-        if (mx->vt->health->kmeans_init(mx, &ctx, m->params, m->blocks[l].act, rng) != 0) return -1;
-    }
-    return 0;
-}
-
-int model_kmeans_init_cls(Model *m, const int32_t *tok, const int32_t *labels, int B, int N, Rng *rng) {
-    for (int l = 0; l < m->L; l++) {
-        Mixer *mx = m->blocks[l].mixer;
-        if (!mx->vt->health || !mx->vt->health->wants_kmeans(mx)) continue;
-        LossStats st;
-        if (model_forward_cls(m, tok, NULL, labels, B, N, &st, 0, 0) != 0) return -1;
-        MixerCtx ctx = {.B = m->B, .N = m->N, .causal = m->causal, .keymask = mixer_keymask(m), .training = 0,
-                        .gather = m->gather, .gather_ctx = m->gather_ctx};
-        if (mx->vt->health->kmeans_init(mx, &ctx, m->params, m->blocks[l].act, rng) != 0) return -1;
-    }
-    return 0;
-}
-
 /* ---- incremental decoding ---- */
 int model_can_decode(const Model *m) {
     if (m->classify || !m->causal) return 0;
@@ -710,6 +720,17 @@ int model_decode_begin_batch(Model *m, DecodeState *s, int B) {
     if (B < 1 || (size_t)B > (size_t)m->Bmax * m->Nmax_act)
         return gma_errorf("incremental decoding of %d sequences: the model is allocated for %d rows", B,
                           m->Bmax * m->Nmax_act);
+    int W = m->Nmax < m->Nmax_act ? m->Nmax : m->Nmax_act;
+    double need = (double)B * m->V, have;
+    const char *what;
+    for (int l = 0; l < m->L; l++) {
+        const Mixer *mx = m->blocks[l].mixer;
+        need += (double)B * mx->vt->decode_state(mx, W) + (double)mx->vt->act_size(mx, B, 1) + mx->vt->scratch_size(mx, B, 1);
+    }
+    need *= sizeof(real);
+    if (!strcmp(g_ops->name, "cpu") && (have = memory_available(&what)) > 0 && need > have) /* callers decode without */
+        return gma_errorf("incremental decoding of %d sequences needs %.1f GiB, more than the %.1f GiB of %s", B,
+                          need / 1073741824.0, have / 1073741824.0, what);
     if (B > m->head_rows) { /* more rows than a chunk of the head's logits: a buffer of their own */
         s->logits = g_ops->alloc(sizeof(real) * (size_t)B * m->V);
         s->head_logits = m->logits;

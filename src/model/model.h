@@ -8,7 +8,9 @@
  * moments are four contiguous buffers indexed by one ParamTable; activations are planned
  * for (B_max, N_max) once, so a training step does not allocate.
  *
- * Shapes: B batch, N sequence, D width, V vocabulary, R = B*N rows, F = d_ff. */
+ * Shapes: B batch (a classifier's backbone: B examples x n_seq sequences), N positions (a
+ * classifier's: the CLS slot included), D = d_model, F = d_ff, V vocabulary, C classes,
+ * L layers, R = B*N rows. Activations are backend memory unless marked host. */
 #ifndef GMA_MODEL_H
 #define GMA_MODEL_H
 #include <stdint.h>
@@ -23,8 +25,18 @@
 typedef struct Block {
     Mixer *mixer;
     int ln1w, ln1b, ln2w, ln2b, fcw, fcb, projw, projb; /* param indices (-1 without MLP) */
-    /* activations */
-    real *ln1, *ln1_mean, *ln1_rstd, *mix, *mid, *ln2, *ln2_mean, *ln2_rstd, *fc, *gelu, *act;
+    /* activations of the last forward */
+    real *ln1;      /* (B, N, D) LayerNorm 1 of the residual stream: the mixer's input */
+    real *ln1_mean; /* (B, N) */
+    real *ln1_rstd; /* (B, N) */
+    real *mix;      /* (B, N, D) the mixer's output */
+    real *mid;      /* (B, N, D) residual + mix: the MLP's residual input */
+    real *ln2;      /* (B, N, D) LayerNorm 2 of mid: the MLP's input */
+    real *ln2_mean; /* (B, N) */
+    real *ln2_rstd; /* (B, N) */
+    real *fc;       /* (B, N, F) ln2 Wfc^T + bfc: GELU's input */
+    real *gelu;     /* (B, N, F) */
+    real *act;      /* the mixer's act_size(B, N) reals (layout: its file) */
 } Block;
 
 typedef struct Model {
@@ -32,38 +44,50 @@ typedef struct Model {
     int V, D, L, H, F, Nmax, causal, mlp;
     ParamTable pt;
     int wte, wpe, lnfw, lnfb; /* param indices (wpe -1 unless pos "learned") */
-    real *pos_fixed;          /* backend [Nmax, D]: the fixed table of pos "sinusoidal", else NULL */
+    real *pos_fixed;          /* (Nmax, D) the fixed table of pos "sinusoidal", else NULL */
     Stem stem;                /* image classifiers' convolutional stem (stem.n 0: none; nn/stem.h) */
     Block *blocks;
     real *params, *grads, *m, *v; /* backend memory, pt.total reals each */
-    /* activations, planned for Bmax x Nmax */
+    /* activations, planned for Bmax x Nmax in one block (actmem) */
     int Bmax, Nmax_act;
-    real *actmem, **resid, *lnf, *lnf_mean, *lnf_rstd, *logits, *loss_rows, *valid_rows;
-    real *dresid, *dtmp, *dfc, *scratch;
-    int32_t *tok, *tgt;      /* backend copies of the batch */
-    int32_t *pred_host;      /* argmax per row (host) */
+    real *actmem;
+    real **resid;     /* L + 1 of (B, N, D): resid[0] the embeddings, resid[l + 1] after block l */
+    real *lnf;        /* (B, N, D) the final LayerNorm */
+    real *lnf_mean;   /* (B, N) */
+    real *lnf_rstd;   /* (B, N) */
+    real *logits;     /* (head_rows, V); classifier (B, C) */
+    real *loss_rows;  /* (R) per-row NLL; classifier (B) */
+    real *valid_rows; /* (R) 1 = scored; classifier (B) */
+    real *dresid;     /* (B, N, D) gradient of the residual stream */
+    real *dtmp;       /* (B, N, D) */
+    real *dfc;        /* (B, N, F) */
+    real *scratch;    /* the largest scratch_size(B, N) of the layers' mixers */
+    int32_t *tok, *tgt;      /* (B, N) the batch; a classifier's tgt: (B examples) labels */
+    int32_t *pred_host;      /* host (R) argmax per row */
     size_t act_bytes;        /* planned activation + scratch memory */
     int B, N;                /* shape of the last forward */
     int logits_grad;         /* the last forward (training, language model) left softmax - onehot in logits */
     /* the language model's head in chunks of rows (docs/model.md §1, model.head_chunk):
      * logits holds head_rows rows at most; a training forward over more rows than that runs
-     * the head's backward products itself, unscaled (dtmp, and head_gw [V,D] for tok_emb),
+     * the head's backward products itself, unscaled (dtmp, and head_gw (V, D) for tok_emb),
      * and model_backward scales them (head_done) */
     int head_rows, logits_row0; /* rows per chunk; the first row whose logits are in logits */
     int head_done;
     real *head_gw;
-    const uint8_t *keymask;  /* host, [B,N] or NULL */
+    const uint8_t *keymask;  /* host (B, N) or NULL */
     /* classifier (task "classify"); B above counts sequences (examples * n_seq) there */
     int classify, pool_cls, pool_max, n_seq, C; /* C classes; pool_cls: CLS slot at position 0; pool_max: max pooling */
     int cls_tok;             /* param index of cls_token [D] (-1 without cls pooling) */
     ClsHead head;
     int n_ex;                /* examples in the last classifier forward */
-    real *pool_w, *pooled, *dpooled, *head_act, *head_scratch; /* [S,Nt], [S,D], [S,D], head */
-    int32_t *pred;           /* backend [Bmax] argmax */
-    int32_t *pool_arg;       /* backend [S,D]: max pooling's positions */
-    real *pool_w_host;       /* host [S,Nt] */
-    uint8_t *mask_host;      /* host [S,Nt] key mask including the CLS slot */
-    int32_t *tok_host;       /* host [S,Nt] tokens including the CLS slot */
+    real *pool_w;            /* (B, N) pooling weights */
+    real *pooled, *dpooled;  /* (B, D) the pooled sequences and their gradient */
+    real *head_act, *head_scratch; /* cls_head_act_size reals each (nn/cls_head.h) */
+    int32_t *pred;           /* (B examples) argmax */
+    int32_t *pool_arg;       /* (B, D) max pooling's positions */
+    real *pool_w_host;       /* host (B, N) */
+    uint8_t *mask_host;      /* host (B, N) key mask, the CLS slot included */
+    int32_t *tok_host;       /* host (B, N) tokens, the CLS slot included */
     /* rows of every data-parallel rank for k-means and re-seeding (set by the training
      * layer; NULL = this process's rows), passed to the mixers in MixerCtx */
     MixerGatherFn gather;
@@ -78,15 +102,27 @@ typedef struct Model {
 
 /* Build the parameter table and mixers from a validated config (vocab_size must be set). */
 int model_build(Model *m, const Config *c);
-/* Allocate parameters, gradients, moments and activations for batches up to Bmax x Nmax.
- * Classifier: Bmax examples (of n_seq sequences each) of up to Nmax tokens, not counting
- * the CLS slot (Nmax + 1 must then fit model.max_seq_len). */
-/* 0, or an error (gma_error) when parameters, gradients, moments and activations for Bmax x Nmax
- * would not fit the machine's memory (CPU backend); call before model_alloc on user-given sizes. */
+/* The memory model_alloc takes for batches of Bmax x Nmax, in bytes: params (parameters,
+ * gradients, the two optimiser moments), acts (activations and scratch), total (both and
+ * what model_alloc and model_init_params hold for a while: a host copy of the parameters,
+ * the sinusoidal position table); the
+ * keys that drive it (text for messages); what this process can still take (avail, 0 when
+ * unknown: physical memory or the RLIMIT_AS left, whichever is lower) and which that is. */
+typedef struct MemPlan {
+    double params, acts, total, avail;
+    const char *avail_what;
+    char drivers[200];
+} MemPlan;
+void model_memory_plan(const Model *m, int Bmax, int Nmax, MemPlan *p);
+/* 0, or an error (gma_error) naming the sizes and keys when the plan for Bmax x Nmax does
+ * not fit the memory available (CPU backend); call before model_alloc on user-given sizes. */
 int model_check_memory(const Model *m, int Bmax, int Nmax);
 /* rows of logits the language-model head computes at a time for batches of R rows
  * (model.head_chunk, or the automatic choice of docs/model.md §1) */
 int model_head_rows(const Model *m, size_t R);
+/* Allocate parameters, gradients, moments and activations for batches up to Bmax x Nmax.
+ * Classifier: Bmax examples (of n_seq sequences each) of up to Nmax tokens, not counting
+ * the CLS slot (Nmax + 1 must then fit model.max_seq_len). */
 void model_alloc(Model *m, int Bmax, int Nmax);
 /* Initialise parameters from the seed (host draw in table order, then copied to the backend). */
 void model_init_params(Model *m, uint64_t seed);
@@ -122,12 +158,9 @@ void model_backward(Model *m, double loss_scale);
 void model_set_dropout_batch(Model *m, long micro, int64_t first, int64_t global);
 void model_zero_grad(Model *m);
 
-/* ---- GMA routing health (docs/model.md §3.4, §4, §5); no-ops for models without GMA layers ---- */
+/* ---- what the mixers declare: auxiliary losses, buffers (routing health: train/health.h) ---- */
 /* Number of layers whose mixer has routing-health hooks (GMA, auto). */
 int model_gma_layers(const Model *m);
-/* The same count; out gets the routing monitor's settings of the first such layer (all
- * zero when there is none: every = 0, monitoring off). */
-int model_monitor(const Model *m, MixerMonitor *out);
 /* 1 when some layer's mixer has an auxiliary loss with a weight > 0 (GMA: gma.div_weight). */
 int model_aux_on(const Model *m);
 /* Sum over layers of the auxiliary losses of the last training forward, unweighted (the
@@ -141,14 +174,6 @@ int model_rank_averaged(const Model *m, int tensor);
 /* After model_backward of a training micro-batch: update buffers (EMA memory, the stem's
  * batch-norm running statistics from the forward's batch statistics). */
 void model_update_buffers(Model *m);
-/* 1 when some layer wants k-means initialisation after the first training forward. */
-int model_wants_kmeans(const Model *m);
-/* k-means initialisation layer by layer on the batch tok [B,N]: forward, initialise layer l
- * from its query rows, forward again for layer l+1... Deterministic under rng. */
-int model_kmeans_init(Model *m, const int32_t *tok, const int32_t *tgt, int B, int N, const uint8_t *keymask,
-                      Rng *rng);
-/* The same for a classifier batch (tok, labels as model_forward_cls; tok != 0 is real). */
-int model_kmeans_init_cls(Model *m, const int32_t *tok, const int32_t *labels, int B, int N, Rng *rng);
 size_t model_param_count(const Model *m);
 
 /* ---- incremental decoding (causal language models; model/generate.h) ----
@@ -161,7 +186,7 @@ typedef struct DecodeState {
     real *buf;          /* every layer's state (backend memory) */
     real **layer;       /* per layer, into buf: B states of the mixer's decode_state reals */
     real *act, *scratch; /* the mixers' blocks for B sequences of one token (backend) */
-    real *logits, *head_logits; /* B > the head's chunk rows: [B,V] logits in m->logits while decoding (the
+    real *logits, *head_logits; /* B > the head's chunk rows: (B, V) logits in m->logits while decoding (the
                                    model's own buffer kept in head_logits, put back by model_decode_end) */
     int pos, W, B;      /* next position; positions 0..W-1 fit (model.max_seq_len, the planned N); sequences */
 } DecodeState;

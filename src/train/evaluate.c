@@ -65,8 +65,11 @@ int evaluate(Model *m, const LmData *d, int s, int B, int N, long max_batches, E
     free(tgt);
     if (dist_sum_table(per, (size_t)nb * W, rc != 0) && rc == 0) rc = gma_errorf("evaluation failed on another rank");
     double *sum = xcalloc(W, sizeof(double));
-    for (long b = 0; b < nb; b++)
+    r->bad_window = -1;
+    for (long b = 0; b < nb; b++) {
+        if (r->bad_window < 0 && !isfinite(per[(size_t)b * W])) r->bad_window = b * B;
         for (size_t j = 0; j < W; j++) sum[j] += per[(size_t)b * W + j];
+    }
     nll = sum[0], count = sum[1], correct = sum[2], r->windows = (long)sum[3];
     if (Q) recall_result(r, sum + 4, Q, Qc);
     free(sum);

@@ -14,6 +14,7 @@ typedef struct EvalResult {
     double words;     /* words of the source (0 = unknown) */
     double word_ppl;  /* exp(total NLL / words) when words are known, else 0 */
     long windows;
+    long bad_window;  /* the first window of the first batch whose loss is not finite; -1 when all are */
     /* the recall task (0 queries otherwise): accuracy at each of the first RECALL_EVAL_Q
      * queries of a window, of the model and of the two rules that use no key-value
      * matching (recall_baselines), and those rules over all queries */

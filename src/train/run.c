@@ -15,6 +15,11 @@
  * signal on any rank stops all of them at the same step. With R = 1 every extra step
  * is skipped and the run is what it is without MPI.
  *
+ * Rank 0 holds RUN/.lock (run_lock.h) from before its first write in RUN to the end, so
+ * a second gmatrain on the run is refused. A resume carries on the checkpoint's log
+ * window and clocks, cuts metrics.jsonl back to the checkpoint's step and refuses data of
+ * another identity (dataid.h) than the run was made on.
+ *
  * Testing hooks: GMA_FAULT_NAN_STEPS="3,4" forces a NaN loss at those (0-based) steps;
  * GMA_FAULT_FINAL_EVAL=valid|test makes the final evaluation of that split fail. */
 #include "train/run.h"
@@ -25,10 +30,13 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "data/lm/dataid.h"
 #include "data/lm/lmmeta.h"
+#include "model/init_from.h"
 #include "optim/optim.h"
 #include "train/dist.h"
 #include "train/run_dist.h"
+#include "train/run_lock.h"
 #include "train/run_log.h"
 
 static const char *const g_split[3] = {"train", "valid", "test"};
@@ -43,8 +51,15 @@ static void on_signal(int sig) {
 
 static int stopping(const Run *r) { return r->R > 1 ? r->stop_all : g_stop != 0; }
 
-/* training tokens per second of this run so far (resumed runs count from the resume) */
-static double run_tps(const Run *r) { return r->train_time > 0 ? (r->ts.tokens_seen - r->tokens0) / r->train_time : 0; }
+/* training tokens per second of this run so far, over all its sessions (a run resumed from
+ * a checkpoint of an earlier version: since the resume) */
+static double run_tps(const Run *r) {
+    const TrainState *ts = &r->ts;
+    return ts->train_seconds > 0 ? (ts->tokens_seen - ts->tokens_untimed) / ts->train_seconds : 0;
+}
+
+/* wall time since the run started, over all its sessions */
+static double run_elapsed(const Run *r) { return r->elapsed0 + gma_now() - r->t_start; }
 
 /* testing hook: GMA_FAULT_NAN_STEPS="3,4" forces a NaN loss at those (0-based) steps; the
  * environment is read once per run */
@@ -62,6 +77,18 @@ static int fault_nan(long step) {
 
 /* ---------------- open ---------------- */
 
+/* Rank 0 takes the run directory's lock (run_lock.h) before it writes anything there;
+ * once held it is kept to run_close. A second writer is bad input (exit 2); a directory
+ * that cannot be made is an error (exit 1). */
+static int take_lock(Run *r) {
+    if (!r->lead || r->lock_fd >= 0) return 0;
+    int fd = run_lock_take(r->o.run_dir);
+    r->lock_fd = fd >= 0 ? fd : -1;
+    return fd >= 0 ? 0 : fd == -2 ? TRAIN_BAD_INPUT : TRAIN_ERROR;
+}
+
+#define PLAN_SAY_BYTES (1024.0 * 1048576.0) /* plans from 1 GiB up are printed before they are allocated */
+
 /* The data, then the model for it; every failure is agreed on by all ranks, so none is
  * left waiting in a collective and one rank reports it. */
 static int open_data_and_model(Run *r) {
@@ -72,6 +99,12 @@ static int open_data_and_model(Run *r) {
     if ((rc = dist_agree(r->model_built ? 0 : TRAIN_BAD_INPUT)) != 0) return rc;
     int B = r->cfg.train.batch_size, N = r->task.N;
     if ((rc = dist_agree(model_check_memory(&r->m, B, N) != 0 ? TRAIN_BAD_INPUT : 0)) != 0) return rc;
+    MemPlan plan;
+    model_memory_plan(&r->m, B, N, &plan);
+    if (r->lead && !r->quiet && plan.total >= PLAN_SAY_BYTES) /* taking and touching that much takes a while */
+        fprintf(stderr, "gmatrain: allocating %.1f GiB: parameters, gradients and optimiser moments %.1f, activations %.1f (%s); "
+                "%.1f GiB of %s\n", plan.total / 1073741824.0, plan.params / 1073741824.0, plan.acts / 1073741824.0,
+                plan.drivers, plan.avail / 1073741824.0, plan.avail_what);
     model_alloc(&r->m, B, N);
     r->m.gather = dist_gather_rows_cb; /* k-means and re-seeding fit the rows of every rank */
     model_init_params(&r->m, (uint64_t)r->cfg.seed);
@@ -120,8 +153,9 @@ static int resume_check(Run *r, const char *dir) {
     if (!r->quiet) /* and always in metrics.jsonl */
         fprintf(stderr, "gmatrain: warning: train.steps %ld -> %ld on resume at step %ld: %s (lr %.3g -> %.3g); logged in "
                         "metrics.jsonl\n", (long)old.train.steps, steps, step,
-                r->lr_from == r->lr_to ? "the learning rate schedule gives the same rate here" :
-                                         "the learning-rate schedule is stretched from here",
+                r->lr_from == r->lr_to      ? "the learning-rate schedule gives the same rate here" :
+                steps > old.train.steps     ? "the learning-rate schedule is stretched from here" :
+                                              "the learning-rate schedule is compressed from here",
                 r->lr_from, r->lr_to);
     return 0;
 }
@@ -141,6 +175,70 @@ static int find_data(const Run *r) {
     return lmmeta_find_data(p, r->o.run_dir, override, "--set data.path=DIR", g_data_dir, sizeof g_data_dir);
 }
 
+/* A resume continues on the data its run was made on: the identity RUN/data.json records
+ * (dataid.h) against the data found; another is refused, pointing to --init-from. A run
+ * made before identities were kept is resumed unchecked, with a warning; its data.json
+ * is then left as it is. */
+static int check_identity(Run *r) {
+    if (strcmp(r->cfg.data.source, "shards") || !r->cfg.data.path[0] || !r->o.resume_dir) return 0;
+    char ck[2048], run[2048], what[512];
+    if (ckpt_resolve(r->o.resume_dir, ck, sizeof ck) != 0) return 0; /* said when the checkpoint is loaded */
+    lmmeta_run_dir(ck, run, sizeof run);
+    DataId want, have;
+    int got = dataid_of_run(run, &want);
+    if (got < 0) return TRAIN_BAD_INPUT;
+    if (got == 0) {
+        if (!r->quiet)
+            fprintf(stderr, "gmatrain: warning: %s/data.json records no data identity (a run made before identities were "
+                            "kept): the data at %s is not checked against the checkpoints\n", run, g_data_dir);
+        return 0;
+    }
+    if (dataid_of_dir(g_data_dir, &have) != 0) return TRAIN_BAD_INPUT;
+    if (dataid_diff(&want, &have, 1, what, sizeof what))
+        return gma_errorf("%s is not the data %s was trained on: %s (%s/data.json); a resume continues on the same data: "
+                          "to train these weights on other data, start a new run with --init-from %s",
+                          g_data_dir, run, what, run, run),
+               TRAIN_BAD_INPUT;
+    r->data_checked = 1;
+    return 0;
+}
+
+/* RUN/data.json: written for a new run (or a run directory without one); after a resume
+ * whose data identity was checked only its location is brought up to date (the data
+ * moved); RUN/tokenizer/ is never replaced in a run that has one. */
+static int write_data_json(const Run *r) {
+    const char *dir = r->o.run_dir;
+    char p[2100];
+    snprintf(p, sizeof p, "%s/data.json", dir);
+    if (!r->o.resume_dir || !gma_path_exists(p)) return lmmeta_write_run(dir, r->cfg.data.path, g_data_dir);
+    return r->data_checked ? lmmeta_update_location(dir, r->cfg.data.path, g_data_dir) : 0;
+}
+
+/* --init-from: the fresh model takes every tensor of the checkpoint whose name and shape
+ * match (init_from.h); another width, head count or vocabulary is refused. Every rank
+ * reads the same checkpoint; rank 0 reports. */
+static int init_weights(Run *r) {
+    char dir[2048];
+    Config src;
+    if (ckpt_resolve(r->o.init_from, dir, sizeof dir) != 0 || ckpt_read_config(dir, &src) != 0) return TRAIN_BAD_INPUT;
+    const ModelCfg *a = &src.model, *b = &r->cfg.model;
+    const char *key = a->d_model != b->d_model ? "model.d_model" : a->n_heads != b->n_heads ? "model.n_heads" :
+                      a->vocab_size != b->vocab_size ? "model.vocab_size" : NULL;
+    if (key) {
+        int x = a->d_model != b->d_model ? a->d_model : a->n_heads != b->n_heads ? a->n_heads : a->vocab_size;
+        int y = a->d_model != b->d_model ? b->d_model : a->n_heads != b->n_heads ? b->n_heads : b->vocab_size;
+        return gma_errorf("--init-from %s: %s is %d there, %d here: weights of another width, head count or vocabulary "
+                          "cannot be copied", dir, key, x, y),
+               TRAIN_BAD_INPUT;
+    }
+    InitReport rep;
+    if (init_from_ckpt(&r->m, dir, &rep) != 0) return TRAIN_BAD_INPUT;
+    if (!r->quiet) init_report_print(&r->m, &rep, stderr);
+    if (r->lead) r->init_json = init_report_json(&r->m, &rep);
+    init_report_free(&rep);
+    return 0;
+}
+
 /* The training state, fresh from the seed or from the checkpoint to resume; then every
  * replica starts from rank 0's parameters, moments and state (the same already: this
  * makes sure). */
@@ -151,11 +249,16 @@ static int open_state(Run *r) {
     if (r->o.resume_dir) {
         char dir[2048];
         int ok = ckpt_resolve(r->o.resume_dir, dir, sizeof dir) == 0 && ckpt_load(&r->m, ts, dir) == 0;
+        if (!ok) ckpt_hint_intact(r->o.resume_dir);
         int rc = dist_agree(ok ? 0 : TRAIN_BAD_INPUT);
         if (rc) return rc;
         if (!r->quiet) fprintf(stderr, "resumed from %s at step %ld\n", dir, ts->step);
         if ((rc = resume_check(r, dir)) != 0) return rc;
+        if (!r->finished && (rc = dist_agree(take_lock(r))) != 0) return rc;
         if (r->lead && !r->finished) ckpt_clean_run(r->o.run_dir); /* what a killed or failed save left behind */
+    } else if (r->o.init_from) {
+        int rc = dist_agree(init_weights(r));
+        if (rc) return rc;
     }
     run_bcast_model(&r->m, 1);
     dist_bcast(ts, sizeof *ts, 0);
@@ -176,23 +279,36 @@ static int open_sampler(Run *r) {
 static int open_outputs(Run *r) {
     if (!r->lead) return dist_agree(0);
     const char *dir = r->o.run_dir;
-    int rc = 0;
-    if (gma_mkdirs(dir) != 0) rc = TRAIN_ERROR;
-    else {
+    int rc = take_lock(r);
+    char probe[2100];
+    snprintf(probe, sizeof probe, "%s/latest", dir);
+    if (!rc && !r->o.resume_dir && access(probe, F_OK) == 0) /* checkpoints came while this run opened */
+        rc = (gma_errorf("%s already holds checkpoints; pass --resume to continue it, or --out / name for a new run", dir),
+              TRAIN_BAD_INPUT);
+    if (!rc && gma_mkdirs(dir) != 0) rc = TRAIN_ERROR;
+    if (!rc) {
         char *js = cfg_to_json(&r->cfg);
         if (run_write_json(dir, "config.json", js) != 0) rc = TRAIN_ERROR;
         free(js);
         /* what sampling and evaluation need from any folder: RUN/data.json, RUN/tokenizer/ */
-        if (!rc && !strcmp(r->cfg.data.source, "shards") && r->cfg.data.path[0] &&
-            lmmeta_write_run(dir, r->cfg.data.path, g_data_dir) != 0)
+        if (!rc && !strcmp(r->cfg.data.source, "shards") && r->cfg.data.path[0] && write_data_json(r) != 0)
             rc = TRAIN_ERROR;
+        char *ij = !rc && r->init_json ? cJSON_Print(r->init_json) : NULL;
+        if (ij && run_write_json(dir, "init_from.json", ij) != 0) rc = TRAIN_ERROR;
+        free(ij);
     }
     char mpath[2100];
     snprintf(mpath, sizeof mpath, "%s/metrics.jsonl", dir);
+    int dropped = 0;
+    if (rc == 0 && r->o.resume_dir && run_metrics_trim(mpath, r->ts.step, &dropped) != 0) rc = TRAIN_ERROR;
+    if (dropped && !r->quiet)
+        fprintf(stderr, "gmatrain: %s: %d row%s after step %ld (or cut mid-way) removed: the steps are taken again\n", mpath,
+                dropped, dropped == 1 ? "" : "s", r->ts.step);
     if (rc == 0 && !(r->mf = fopen(mpath, r->o.resume_dir ? "a" : "w"))) {
         gma_errorf("%s: cannot open for writing", mpath);
         rc = TRAIN_ERROR;
     }
+    if (r->mf) setvbuf(r->mf, NULL, _IONBF, 0); /* a row that fails leaves nothing buffered to cut it later */
     return dist_agree(rc);
 }
 
@@ -216,7 +332,12 @@ int run_open(Run *r, const Config *cfg, const TrainerOptions *o) {
     g_fault_nan = getenv("GMA_FAULT_NAN_STEPS");
     r->lead = dist_rank() == 0;
     r->quiet = o->quiet || !r->lead;
-    int rc = dist_agree(find_data(r) != 0 ? TRAIN_BAD_INPUT : 0);
+    r->lock_fd = -1;
+    run_metrics_reset();
+    /* an existing run directory is locked at once; a new one when it is created */
+    int rc = dist_agree(gma_path_exists(o->run_dir) ? take_lock(r) : 0); /* collective on every rank */
+    if (rc) return rc;
+    rc = dist_agree(find_data(r) != 0 ? TRAIN_BAD_INPUT : check_identity(r));
     if (rc) return rc;
     /* the data and the sampler's tokenizer from where the data is; config.json, the
      * checkpoints and data.json keep data.path as given */
@@ -250,9 +371,9 @@ int run_open(Run *r, const Config *cfg, const TrainerOptions *o) {
     health_init(&r->hm, &r->m);
     r->gma_layers = model_monitor(&r->m, &r->mon);
     r->div_on = model_aux_on(&r->m);
-    r->fresh = r->ts.step == 0 && !o->resume_dir;
+    r->fresh = r->ts.step == 0 && !o->resume_dir && !o->init_from; /* copied routing is not re-fitted */
     r->t_start = gma_now();
-    r->tokens0 = r->ts.tokens_seen;
+    r->elapsed0 = r->ts.elapsed_s;
     r->step0 = r->ts.step;
     r->last_loss = NAN;
     return TRAIN_OK;
@@ -369,13 +490,16 @@ int run_step(Run *r) {
         r->bad_row = 0;
         optim_step(&r->m, tc, s->step + 1, s->lr, s->gn);
         r->last_loss = s->loss;
-        r->win_loss += s->loss;
-        r->win_div += s->div;
-        r->win_n++;
+        r->ts.win_loss += s->loss;
+        r->ts.win_div += s->div;
+        r->ts.win_n++;
     }
     r->ts.step = s->step + 1;
     r->ts.tokens_seen += s->tokens;
-    r->train_time += gma_now() - t0;
+    double dt = gma_now() - t0;
+    r->train_time += dt;
+    r->ts.train_seconds += dt;
+    r->ts.elapsed_s = run_elapsed(r);
     return 0;
 }
 
@@ -403,20 +527,20 @@ static void progress_line(const Run *r, double loss) {
 static void log_window(Run *r) {
     const TrainState *ts = &r->ts;
     double tps = run_tps(r);
-    double loss = r->win_n ? r->win_loss / r->win_n : NAN;
+    double loss = r->ts.win_n ? r->ts.win_loss / r->ts.win_n : NAN;
     cJSON *row = cJSON_CreateObject();
     cJSON_AddNumberToObject(row, "step", (double)ts->step);
     cJSON_AddNumberToObject(row, "loss", loss);
-    if (r->div_on) cJSON_AddNumberToObject(row, "div_loss", r->win_n ? r->win_div / r->win_n : NAN);
+    if (r->div_on) cJSON_AddNumberToObject(row, "div_loss", r->ts.win_n ? r->ts.win_div / r->ts.win_n : NAN);
     cJSON_AddNumberToObject(row, "lr", r->cur.lr);
     cJSON_AddNumberToObject(row, "grad_norm", r->cur.gn);
     cJSON_AddNumberToObject(row, "tokens_per_s", tps);
-    cJSON_AddNumberToObject(row, "elapsed_s", gma_now() - r->t_start);
+    cJSON_AddNumberToObject(row, "elapsed_s", run_elapsed(r));
     run_metrics_row(r->mf, row);
     progress_line(r, loss);
-    r->win_loss = 0;
-    r->win_div = 0;
-    r->win_n = 0;
+    r->ts.win_loss = 0;
+    r->ts.win_div = 0;
+    r->ts.win_n = 0;
 }
 
 /* The routing-health check (health.h). Every rank checks the routing statistics summed
@@ -431,6 +555,7 @@ static int run_monitor(Run *r) {
          * moments; the alert count is the same on every rank */
         if (r->hm.alerts != alerts0 && r->mon.reinit) run_bcast_model(&r->m, 1);
     }
+    if (collapse < 0) return TRAIN_ERROR; /* a re-seed failed: said in gma_error, parameters unchanged */
     if (collapse) {
         if (run_save_ckpt(&r->m, &r->ts, r->o.run_dir, r->cfg.train.keep_checkpoints, NULL) != 0) return TRAIN_ERROR;
         gma_errorf("stopping at step %ld: routing collapse alert (gma.on_collapse \"stop\"); checkpoint written to %s/latest",
@@ -460,7 +585,20 @@ static int sample(Run *r) {
 
 static int due(long step, int every) { return every > 0 && step % every == 0; }
 
-int run_periodic(Run *r) {
+/* A metrics row that could not be written (a full disk) stops the run: TRAIN_ERROR. */
+static int metrics_check(const Run *r) {
+    const char *why = r->lead ? run_metrics_failure() : NULL;
+    int failed = why != NULL;
+    if (r->R > 1) dist_bcast(&failed, sizeof failed, 0);
+    if (!failed) return 0;
+    if (why)
+        gma_errorf("%s/metrics.jsonl: cannot write a row at step %ld: %s; the run stops (the last checkpoint is %s/latest)",
+                   r->o.run_dir, r->ts.step, why, r->o.run_dir);
+    return TRAIN_ERROR;
+}
+
+/* What falls due after a step (run.h). */
+static int periodic(Run *r) {
     const TrainCfg *tc = &r->cfg.train;
     long step = r->ts.step;
     int rc = 0, last = step == tc->steps;
@@ -472,6 +610,11 @@ int run_periodic(Run *r) {
     if (due(step, tc->checkpoint_every) && !last)
         return run_save_ckpt(&r->m, &r->ts, r->o.run_dir, tc->keep_checkpoints, NULL);
     return 0;
+}
+
+int run_periodic(Run *r) {
+    int rc = periodic(r);
+    return rc ? rc : metrics_check(r);
 }
 
 /* ---------------- finish ---------------- */
@@ -515,7 +658,8 @@ static cJSON *summary_head(const Run *r) {
     cJSON_AddNumberToObject(sum, "parameters", (double)model_param_count(&r->m));
     cJSON_AddNumberToObject(sum, "final_train_loss", r->last_loss);
     cJSON_AddNumberToObject(sum, "tokens_seen", ts->tokens_seen);
-    cJSON_AddNumberToObject(sum, "train_seconds", r->train_time);
+    cJSON_AddNumberToObject(sum, "train_seconds", ts->train_seconds);
+    if (isfinite(ts->best_valid)) cJSON_AddNumberToObject(sum, "best_valid", ts->best_valid);
     cJSON_AddNumberToObject(sum, "tokens_per_s", run_tps(r));
     cJSON_AddStringToObject(sum, "device", g_ops->name);
     if (r->R > 1) {
@@ -573,7 +717,7 @@ static void print_summary(const Run *r, const EvalResult fin[3], const int have[
     const TrainState *ts = &r->ts;
     double tps = run_tps(r);
     char took[32], res[512] = "";
-    run_fmt_eta(took, sizeof took, gma_now() - r->t_start);
+    run_fmt_eta(took, sizeof took, run_elapsed(r));
     int n = 0;
     if (r->task.classify && ts->best_step >= 0)
         n += snprintf(res + n, sizeof res - n, " | best valid acc %.4f (step %ld)", ts->best_acc, ts->best_step);
@@ -604,6 +748,8 @@ int run_finish(Run *r) {
     /* a classifier keeps the best validation accuracy, the final model included */
     if (r->task.classify && have[SPLIT_VALID] && clstask_keep_best(&r->m, &r->ts, r->o.run_dir, fin[SPLIT_VALID].acc, r->quiet))
         return TRAIN_ERROR;
+    /* the final evaluation counts for best_valid, in the checkpoint too (a resume goes on from it) */
+    if (have[SPLIT_VALID] && fin[SPLIT_VALID].loss < r->ts.best_valid) r->ts.best_valid = fin[SPLIT_VALID].loss;
     /* the trained model is kept even when its evaluation failed */
     if (run_save_ckpt(&r->m, &r->ts, r->o.run_dir, r->cfg.train.keep_checkpoints, NULL) != 0) return TRAIN_ERROR;
     if (failed >= 0) {
@@ -621,6 +767,7 @@ int run_finish(Run *r) {
     }
     int rc = r->task.classify ? finish_best(r, sum) : 0;
     if (!rc && r->task.classify && have[SPLIT_TEST]) report_test(r, sum, &fin[SPLIT_TEST]);
+    if (!rc) rc = metrics_check(r);
     char *text = rc ? NULL : cJSON_Print(sum);
     cJSON_Delete(sum);
     if (text && r->lead && run_write_json(r->o.run_dir, "summary.json", text) != 0) rc = TRAIN_ERROR;
@@ -640,6 +787,8 @@ void run_close(Run *r) {
     if (r->mf) fclose(r->mf);
     if (r->model_built) model_free(&r->m);
     if (r->task_opened) r->task.close(&r->task);
+    run_lock_release(r->lock_fd);
+    cJSON_Delete(r->init_json);
     if (r->signals_set) {
         signal(SIGINT, SIG_DFL);
         signal(SIGTERM, SIG_DFL);

@@ -1,7 +1,8 @@
 /* run.h: one training run as an object, taken through its stages by trainer_run():
  *
- *   run_open      data, model (fresh or resumed), text sampler, run directory
- *                 (config.json, metrics.jsonl), signal handlers
+ *   run_open      data (on resume: of the run's identity, dataid.h), model (fresh,
+ *                 resumed, or --init-from another run's weights), text sampler, run
+ *                 directory (its lock, config.json, data.json, metrics.jsonl), signals
  *   run_step      one optimiser step: micro-batches, all-reduce, non-finite guard, update
  *   run_periodic  what falls due after a step: log row, routing monitor, validation,
  *                 text sample, checkpoint
@@ -13,6 +14,7 @@
  * together: a failure is agreed on (dist_agree) or ends the job (run_fatal). */
 #ifndef GMA_RUN_H
 #define GMA_RUN_H
+#include <cjson/cJSON.h>
 #include <stdio.h>
 
 #include "model/checkpoint.h"
@@ -41,6 +43,9 @@ typedef struct Run {
     TrainSampler smp;
     HealthMon hm;
     FILE *mf;            /* metrics.jsonl (rank 0 only) */
+    int lock_fd;         /* RUN/.lock held by rank 0 (run_lock.h), -1 when not held */
+    int data_checked;    /* --resume: the data's identity matched RUN/data.json's */
+    cJSON *init_json;    /* --init-from: what was copied (rank 0; RUN/init_from.json) */
     int task_opened, model_built, signals_set;
     MixerMonitor mon; /* the routing monitor's settings (model_monitor) */
     int gma_layers, div_on;
@@ -49,9 +54,8 @@ typedef struct Run {
     int bad_row;         /* refused updates in a row */
     RunStep cur;
     long step0;          /* step at open */
-    double t_start, train_time, tokens0, last_loss;
-    double win_loss, win_div; /* sums over the good steps of the log window */
-    int win_n;
+    double t_start, train_time, last_loss; /* train_time: of this session (the ETA); totals in ts */
+    double elapsed0;     /* ts.elapsed_s at open */
     /* --resume: the run had finished already (summary.json, step = train.steps): nothing
      * is trained, evaluated or written; sched_from: train.steps of the checkpoint when the
      * command line changed it (0: unchanged), lr_from/lr_to the rate at the resumed step

@@ -6,6 +6,7 @@
 
 #include "data/fetch/fetch.h"
 #include "train/dist.h"
+#include "train/health.h"
 
 static int lm_train_forward(Task *t, Model *m, Rng *rng, long k, long step, LossStats *st, double *tokens) {
     lmdata_train_batch_part(&t->lm, rng, (uint64_t)k, t->B_global, t->first, t->B, t->N, t->tok, t->tgt);
@@ -111,6 +112,10 @@ static int missing_data_hint(const Config *cfg) {
 
 static int lm_open(Task *t, Config *cfg) {
     if (lmdata_open(&t->lm, cfg) != 0) return missing_data_hint(cfg);
+    if (lmdata_check_train_window(&t->lm, cfg) != 0) {
+        lmdata_close(&t->lm);
+        return -1;
+    }
     t->report_acc = t->lm.is_recall;
     for (int s = 0; s < 3; s++) t->have[s] = t->lm.have[s];
     t->train_forward = lm_train_forward;

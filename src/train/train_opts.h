@@ -7,6 +7,7 @@
 typedef struct TrainerOptions {
     const char *run_dir;     /* where config.json, metrics.jsonl, checkpoints go */
     const char *resume_dir;  /* checkpoint (or run dir) to resume from, NULL = fresh */
+    const char *init_from;   /* a fresh run starts from this checkpoint's weights (init_from.h), NULL = none */
     int progress_tty;        /* 1: one updating progress line; 0: plain periodic lines */
     int quiet;
 } TrainerOptions;

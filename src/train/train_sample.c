@@ -8,6 +8,7 @@
 #include "data/lm/lmdata.h"
 #include "data/text/unicode.h"
 #include "model/generate.h"
+#include "train/run_log.h"
 
 int train_sampler_init(TrainSampler *s, const Config *c, FILE *log) {
     memset(s, 0, sizeof *s);
@@ -86,13 +87,7 @@ int train_sampler_run(TrainSampler *s, Model *m, long step, FILE *mf, FILE *out)
     free(ptext);
     free(text);
     free(ids.v);
-    if (mf) {
-        char *js = cJSON_PrintUnformatted(row);
-        fprintf(mf, "%s\n", js);
-        fflush(mf);
-        free(js);
-    }
-    cJSON_Delete(row);
+    run_metrics_row(mf, row);
     return 0;
 }
 

@@ -3,13 +3,17 @@
  * ops/cuda/cuda_common.cuh in this folder) against their CPU twins (build/libgma.a):
  * elementwise maps, maxval, FAVOR+ (and the ReLU kernel's features), causal conv1d, selective scan (register, S > 32 and
  * local-memory variants, ragged chunks), its decoding step, and tiled attention (causal and bidirectional,
- * padded keys with fully hidden rows, head widths 16 ... 256). Relative L2 error bound
- * 1e-4 per tensor. Run by scripts/cuda_emu_check.sh. */
+ * padded keys with fully hidden rows, head widths 16 ... 256), one row of the op table
+ * op_rows.h (BASE_ROWS) at a time (op_driver.h). Relative L2 error bound 1e-4 per
+ * tensor. Run by scripts/cuda_emu_check.sh. */
 #include "ops/cuda/cuda_common.cuh"
 extern "C" {
 #include "ops/cpu/cpu.h"
 }
 #include <random>
+
+#include "op_driver.h"
+#include "op_rows.h"
 void cuda_fail(const char *file, int line, const char *call, const char *msg) { fprintf(stderr, "FAIL %s:%d %s %s\n", file, line, call, msg); exit(1); }
 static void *g_ws[16]; static size_t g_cap[16];
 void *cuda_ws(int slot, size_t bytes) { if (bytes > g_cap[slot]) { free(g_ws[slot]); g_ws[slot] = calloc(1, bytes + 64); g_cap[slot] = bytes; } return g_ws[slot]; }
@@ -26,7 +30,7 @@ void cuda_gemm_strided(float *C, const float *A, const float *B, int M, int N, i
 static std::mt19937 rng(1);
 typedef std::vector<float> V;
 static V rnd(size_t n, float a = 1, float off = 0) { std::uniform_real_distribution<float> u(-a, a); V v(n); for (auto &x : v) x = u(rng) + off; return v; }
-static int nfail = 0;
+static int nfail = 0, ncheck = 0;
 static void cmp(const char *name, const V &a, const V &b, double tol = 1e-4) {
     double num = 0, den = 0, mx = 0;
     for (size_t i = 0; i < a.size(); i++) {
@@ -34,13 +38,13 @@ static void cmp(const char *name, const V &a, const V &b, double tol = 1e-4) {
         double d = (double)a[i] - b[i]; num += d * d; den += (double)b[i] * b[i]; mx = fmax(mx, fabs(d)); }
     double rel = sqrt(num / (den > 0 ? den : 1));
     bool ok = rel < tol && std::isfinite(rel);
-    if (!ok) nfail++;
+    ncheck++; if (!ok) nfail++;
     printf("%-40s rel %.2e maxabs %.2e %s\n", name, rel, mx, ok ? "ok" : "FAIL");
 }
 #define BOTH(name, call_cpu, call_cuda) do { call_cpu; call_cuda; } while (0)
 
-static void t_elem() {
-    size_t n = 1000; V x = rnd(n, 5), z = rnd(n, 5), g = rnd(n);
+static void t_elem(size_t n) {
+    V x = rnd(n, 5), z = rnd(n, 5), g = rnd(n);
     V a(n), b(n);
     cpu_elu1_forward(a.data(), x.data(), n); cuda_elu1_forward(b.data(), x.data(), n); cmp("elu1 fwd", b, a);
     a = rnd(n); b = a; cpu_elu1_backward(a.data(), g.data(), x.data(), n); cuda_elu1_backward(b.data(), g.data(), x.data(), n); cmp("elu1 bwd", b, a);
@@ -54,7 +58,7 @@ static void t_elem() {
     cmp("gate bwd dy", b, a); cmp("gate bwd dz", b2, a2);
     V big = rnd(100000, 3); big[77777] = 9.5f;
     double m1 = cpu_maxval(big.data(), big.size()), m2 = cuda_maxval(big.data(), big.size());
-    printf("maxval %g %g %s\n", m1, m2, m1 == m2 ? "ok" : "FAIL"); if (m1 != m2) nfail++;
+    printf("maxval %g %g %s\n", m1, m2, m1 == m2 ? "ok" : "FAIL"); ncheck++; if (m1 != m2) nfail++;
     /* the Performer ReLU kernel's features: exactly max(x, 0) + eps on both */
     cpu_favor_relu_forward(a.data(), x.data(), n, 1e-3f); cuda_favor_relu_forward(b.data(), x.data(), n, 1e-3f);
     cmp("favor_relu fwd", b, a, 1e-7);
@@ -80,7 +84,7 @@ static void t_favor(int B, int H, int N, int d, int m) {
         cmp("favor_exp bwd", d2, d1);
     }
 }
-static void t_conv(int B, int N, int C, int K) {
+static void t_conv1d(int B, int N, int C, int K) {
     V x = rnd((size_t)B * N * C), w = rnd((size_t)C * K), b = rnd(C), o1(x.size()), o2(x.size());
     cpu_conv1d_causal_forward(o1.data(), x.data(), w.data(), b.data(), B, N, C, K);
     cuda_conv1d_causal_forward(o2.data(), x.data(), w.data(), b.data(), B, N, C, K); cmp("conv fwd", o2, o1);
@@ -116,7 +120,7 @@ static void t_scan_step(int B, int E, int S) {
         cmp("scan_step y", y2, y1); cmp("scan_step h", h2, h1);
     }
 }
-static void t_attn(int B, int H, int N, int d, int causal, int pad, double p = 0) {
+static void t_attn(int B, int H, int N, int d, int causal, int pad, double p) {
     printf("attn B%d H%d N%d d%d causal%d pad%d dropout%g\n", B, H, N, d, causal, pad, p);
     /* attention dropout: both backends draw the mask of ops/dropout.h; a slice of a larger batch */
     GmaDrop dg = {{1337u, 0u}, 5u, (2u << 16) | (1u << 4) | GMA_DROP_ATTN, gma_drop_threshold(p), 1.0 / (1.0 - p), B, 3 * (int64_t)B, 1};
@@ -134,17 +138,13 @@ static void t_attn(int B, int H, int N, int d, int causal, int pad, double p = 0
     cuda_attn_backward(dq2.data(), dk2.data(), dv2.data(), g.data(), o1.data(), l1.data(), q.data(), k.data(), v.data(), pad ? kb.data() : NULL, B, H, N, d, causal, sc, drop);
     cmp("attn dq", dq2, dq1); cmp("attn dk", dk2, dk1); cmp("attn dv", dv2, dv1);
 }
+/* the table (op_rows.h, BASE_ROWS) */
+static const Row ROWS[] = {BASE_ROWS(ROW_ENTRY)};
+
 int main(int argc, char **argv) {
     const char *w = argc > 1 ? argv[1] : "all";
-    if (!strcmp(w, "all") || !strcmp(w, "elem")) t_elem();
-    if (!strcmp(w, "all") || !strcmp(w, "favor")) { t_favor(2, 3, 37, 16, 20); t_favor(1, 2, 10, 8, 45); }
-    if (!strcmp(w, "all") || !strcmp(w, "conv")) { t_conv(2, 300, 40, 4); t_conv(1, 5, 3, 7); }
-    if (!strcmp(w, "all") || !strcmp(w, "scan")) { t_scan(2, 70, 40, 16, 16); t_scan(2, 30, 20, 5, 7); t_scan(1, 20, 10, 48, 64); t_scan(1, 9, 9, 200, 4); t_scan_step(3, 40, 16); t_scan_step(2, 300, 7); }
-    if (!strcmp(w, "all") || !strcmp(w, "attn")) {
-        t_attn(2, 2, 70, 16, 1, 0); t_attn(2, 2, 70, 16, 0, 0); t_attn(2, 1, 100, 40, 1, 1); t_attn(2, 1, 100, 40, 0, 1);
-        t_attn(1, 1, 33, 64, 1, 0); t_attn(1, 1, 40, 130, 0, 0); t_attn(1, 1, 20, 256, 1, 0);
-        t_attn(2, 2, 70, 16, 1, 0, 0.1); t_attn(2, 1, 100, 40, 0, 1, 0.3); t_attn(1, 1, 40, 130, 1, 0, 0.5);
-    }
-    printf("%d failures\n", nfail);
-    return nfail != 0;
+    RowsRun r = run_rows(ROWS, w, "all", ncheck);
+    int rc = print_summary("emu_baselines", r, (int)(sizeof ROWS / sizeof ROWS[0]), ncheck, nfail);
+    printf("\n");
+    return rc;
 }

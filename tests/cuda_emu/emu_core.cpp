@@ -2,7 +2,8 @@
  * src/ops/cuda rewritten by launch2call.c, with cuda_core.cu's own start-up, memory,
  * cuBLAS GEMM wrappers, reductions and optimisers running on the runtime and cuBLAS shims
  * of emu_cuda.h. The CUDA op table comes from cuda_ops_init (as on a GPU) and every op not
- * checked by emu_baselines is compared with its twin in gma_ops_cpu (build/libgma.a):
+ * checked by emu_baselines is compared with its twin in gma_ops_cpu (build/libgma.a), one
+ * row of the op table op_rows.h at a time (t_<op> per row, op_driver.h):
  * memory ops, matmul (both transposes, alpha/beta, K = 0, tf32 and bf16 modes), strided
  * matmul, bias, add/axpy/scale, sum/sumsq/nonfinite, GELU, LayerNorm, embeddings, cross-
  * entropy, argmax, head split/merge, row softmax, attention mask, linmix (bidirectional and
@@ -16,6 +17,9 @@ extern "C" {
 #include "ops/cpu/cpu.h"
 }
 #include <random>
+
+#include "op_driver.h"
+#include "op_rows.h"
 
 static const GmaOps *CU, *CP = &gma_ops_cpu;
 static std::mt19937 rng(7);
@@ -66,6 +70,7 @@ static void t_mem() {
 }
 static void t_matmul(const char *prec, double tol) {
     char nm[96];
+    CU->set_precision(prec);
     int dims[][3] = {{17, 23, 31}, {1, 40, 7}, {33, 1, 65}, {5, 6, 0}};
     for (auto &D : dims) for (int ta = 0; ta < 2; ta++) for (int tb = 0; tb < 2; tb++) {
         int M = D[0], N = D[1], K = D[2];
@@ -87,9 +92,10 @@ static void t_matmul(const char *prec, double tol) {
         CU->matmul_strided(F(C2), F(A), F(B), M, N, K, 0, 0, 1, 0, bt, M * K, 0, M * N);
         snprintf(nm, sizeof nm, "matmul_strided %s sB=0", prec); cmp(nm, C2, C1, tol);
     }
+    CU->set_precision("fp32");
 }
-static void t_basic() {
-    int R = 70, C = 45; size_t n = (size_t)R * C;
+static void t_basic(int R, int C) {
+    size_t n = (size_t)R * C;
     V x = rnd(n, 3), y = rnd(n), b = rnd(C), o1 = rnd(n), o2 = o1;
     CP->bias_forward(F(o1), F(b), R, C); CU->bias_forward(F(o2), F(b), R, C); cmp("bias_forward", o2, o1);
     V db1 = rnd(C), db2 = db1; CP->bias_backward(F(db1), F(x), R, C); CU->bias_backward(F(db2), F(x), R, C); cmp("bias_backward", db2, db1);
@@ -281,8 +287,8 @@ static void t_cls(int B, int D) {
     CP->pair_features_backward(F(du1), F(dv1), F(g), F(u), F(v), B, D); CU->pair_features_backward(F(du2), F(dv2), F(g), F(u), F(v), B, D);
     cmp("pair_features bwd du", du2, du1); cmp("pair_features bwd dv", dv2, dv1);
 }
-static void t_opt() {
-    size_t n = 3000; V p = rnd(n), g = rnd(n), m = rnd(n, 0.1f), v = rnd(n, 0.01f, 0.011f);
+static void t_opt(size_t n) {
+    V p = rnd(n), g = rnd(n), m = rnd(n, 0.1f), v = rnd(n, 0.01f, 0.011f);
     V p1 = p, p2 = p, m1 = m, m2 = m, v1 = v, v2 = v;
     for (int s = 1; s <= 3; s++) {
         float bc1 = 1 - powf(0.9f, s), bc2 = 1 - powf(0.999f, s);
@@ -296,38 +302,15 @@ static void t_opt() {
         cmp(mom ? "sgd p (momentum 0.9)" : "sgd p (no momentum)", q2, q1); if (mom) cmp("sgd momentum buffer", b2, b1);
     }
 }
+/* the table (op_rows.h, OP_ROWS) */
+static const Row ROWS[] = {OP_ROWS(ROW_ENTRY)};
+
 int main(int argc, char **argv) {
     const char *w = argc > 1 ? argv[1] : "all";
-#define ON(x) (!strcmp(w, "all") || !strcmp(w, "core") || !strcmp(w, x))
     if (cuda_ops_init(&CU) != 0 || ops_check_table(CU) != 0) { fprintf(stderr, "cuda_ops_init/ops_check_table: %s\n", gma_error()); return 2; }
     printf("device %s, table %s\n", "emu", CU->name);
-    if (ON("mem")) t_mem();
-    if (ON("matmul")) {
-        t_matmul("fp32", 1e-4);
-        CU->set_precision("tf32"); t_matmul("tf32", 2e-3);
-        CU->set_precision("bf16"); t_matmul("bf16", 1e-2);
-        CU->set_precision("fp32");
-    }
-    if (ON("nn")) {
-        t_basic(); t_ln(37, 70); t_ln(300, 33); t_embed(2, 9, 150, 200, 1); t_embed(3, 5, 20, 7, 0);
-        t_xent(12, 1000); t_xent(7, 30); t_heads(2, 7, 3, 5); t_softmax(9, 300, 1); t_softmax(6, 40, 0); t_softmax(5, 6, 1);
-        t_mask(2, 2, 13); t_cls(5, 70); t_opt();
-        t_ln(5, 7); t_xent(3, 1); t_softmax(4, 1, 0); t_embed(1, 1, 1, 1, 1); /* degenerate widths */
-    }
-    if (ON("linmix")) {
-        t_linmix(3, 20, 8, 6, 0, 0); t_linmix(3, 24, 8, 6, 1, 8); t_linmix(2, 23, 7, 5, 1, 8);
-        t_linmix(2, 10, 4, 3, 1, 16); t_linmix(2, 37, 34, 33, 1, 5); t_linmix(1, 5, 3, 2, 1, 1);
-        t_linmix(2, 1, 3, 2, 1, 4); t_linmix(2, 1, 3, 2, 0, 0); /* N = 1 */
-        t_linmix_step(3, 2, 5, 7); t_linmix_step(2, 4, 64, 200); t_linmix_step(1, 1, 1, 1);
-    }
-    if (ON("route")) { t_route(2, 3, 11, 8, 4, 0); t_route(2, 3, 11, 8, 4, 1); t_route(1, 2, 9, 40, 37, 0); t_route(2, 2, 5, 3, 70, 1); t_route(1, 1, 1, 1, 1, 0);
-        t_route(3, 2, 1, 8, 5, 0); t_route(4, 3, 1, 6, 70, 1); /* one position of B sequences (decoding) */ }
-    if (ON("div")) { t_div(2, 3, 13, 5); t_div(1, 2, 300, 3); }
-    if (ON("stem")) {
-        t_conv(2, 5, 4, 3, 1); t_conv(1, 7, 6, 33, 2); t_conv(3, 4, 4, 2, 4); t_conv(1, 1, 1, 1, 1);
-        t_chnorm(1, 600, 35); t_chnorm(3, 70, 4); t_chnorm(2, 300, 1); t_chnorm(1, 1, 3);
-        t_maxpool(3, 40, 33); t_maxpool(2, 1, 5);
-    }
-    printf("%d checks, %d failures, worst fp32 relative error %.2e (bound 1e-4), %d cuBLAS GEMM calls\n", ncheck, nfail, worst, g_emu_gemm_calls);
-    return nfail != 0;
+    RowsRun r = run_rows(ROWS, w, "core", ncheck);
+    int rc = print_summary("emu_core", r, (int)(sizeof ROWS / sizeof ROWS[0]), ncheck, nfail);
+    printf(", worst fp32 relative error %.2e (bound 1e-4), %d cuBLAS GEMM calls\n", worst, g_emu_gemm_calls);
+    return rc;
 }

@@ -44,10 +44,13 @@ static int image_visit(void *ctx, const ArchiveEntry *e, ArchiveReader *r) {
                           "CIFAR-10 records", im->archive, e->name, (unsigned long long)e->offset,
                           (unsigned long long)e->size, CIFAR_RECORD);
     free(im->data[k]);
-    im->data[k] = xmalloc(e->size);
-    size_t n = 0;
+    /* grown as the bytes arrive (at most twice what was read): the header's size alone,
+     * from a file of any length, allocates no more than 1 MiB */
+    size_t cap = (size_t)GMA_MIN(e->size, (uint64_t)1 << 20), n = 0;
+    im->data[k] = xmalloc(cap);
     while (n < e->size) {
-        long got = archive_read(r, im->data[k] + n, e->size - n);
+        if (n == cap) im->data[k] = xrealloc(im->data[k], cap = (size_t)GMA_MIN((uint64_t)cap * 2, e->size));
+        long got = archive_read(r, im->data[k] + n, cap - n);
         if (got < 0) return -1;
         if (got == 0) break;
         n += (size_t)got;

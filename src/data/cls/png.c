@@ -118,6 +118,8 @@ static int unfilter(const uint8_t *raw, uint8_t *pix, int w, int h, const char *
     return 0;
 }
 
+#define PNG_MAX_INFLATE 1040 /* deflate's largest ratio is 1032:1 */
+
 int png_decode_gray8(const uint8_t *buf, size_t len, const char *name, uint8_t **pix, int *w, int *h) {
     *pix = NULL;
     *w = *h = 0;
@@ -189,6 +191,11 @@ int png_decode_gray8(const uint8_t *buf, size_t len, const char *name, uint8_t *
             }
             seen_ihdr = 1;
             raw_len = (size_t)H * ((size_t)W + 1);
+            if (raw_len / PNG_MAX_INFLATE > len) { /* deflate expands at most about 1032 times */
+                gma_errorf("%s: offset %zu: image size %u x %u cannot come from a file of %zu bytes", name, pos + 8, W, H,
+                           len);
+                goto out;
+            }
             raw = xmalloc(raw_len + 1);   /* + 1 spare byte to catch surplus data */
             if (inflateInit(&zs) != Z_OK) {
                 gma_errorf("%s: offset %zu: zlib init failed", name, pos);

@@ -8,6 +8,7 @@
  */
 #include "data/fetch/archive.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,6 +17,7 @@
 #include <zlib.h>
 
 #include "core/common.h"
+#include "core/stale_tmp.h"
 
 enum { FMT_TAR, FMT_TGZ, FMT_GZ, FMT_ZIP };
 #define IN_CHUNK 65536
@@ -73,13 +75,11 @@ static long src_read(Source *s, void *buf, size_t n, const char **errmsg) {
         int rc = inflate(&s->zs, Z_NO_FLUSH);
         if (rc == Z_STREAM_END) {
             /* another gzip member may follow */
-            if (s->zs.avail_in == 0) {
-                int c = fgetc(s->f);
-                if (c == EOF) {
-                    s->z_end = 1;
-                    break;
-                }
-                ungetc(c, s->f);
+            int c = s->zs.avail_in ? *s->zs.next_in : fgetc(s->f);
+            if (!s->zs.avail_in && c != EOF) ungetc(c, s->f);
+            if (c != 0x1f) { /* the end, or bytes that start no member: ignored, as gzip(1) does */
+                s->z_end = 1;
+                break;
             }
             inflateReset(&s->zs);
         } else if (rc != Z_OK && rc != Z_BUF_ERROR) {
@@ -246,6 +246,20 @@ static char *tar_read_meta(ArchiveReader *r, uint64_t n) {
     return s;
 }
 
+/* After the end blocks of a gzipped tar: the rest of the stream (padding to the record
+ * size) read through to the gzip trailer, so a stream cut short is an error. */
+static int gz_drain(ArchiveReader *r) {
+    if (!r->src.gz) return 0;
+    unsigned char buf[8192];
+    long k;
+    const char *msg = NULL;
+    while ((k = src_read(&r->src, buf, sizeof buf, &msg)) == (long)sizeof buf) {}
+    if (k < 0)
+        return gma_errorf("%s: truncated archive: the gzip stream is cut short after the end-of-archive blocks, at offset "
+                          "%llu of the tar: %s", r->path, (unsigned long long)r->src.pos, msg);
+    return 0;
+}
+
 static int walk_tar(ArchiveReader *r, archive_visit_fn fn, void *ctx) {
     unsigned char h[512];
     char *long_name = NULL;
@@ -258,17 +272,26 @@ static int walk_tar(ArchiveReader *r, archive_visit_fn fn, void *ctx) {
         free(r->name);
         r->name = NULL;
         if (k < 0) {
-            rc = entry_error(r, msg);
+            rc = gma_errorf("%s: corrupt archive at offset %llu (where the next tar header or the end-of-archive blocks "
+                            "belong): %s", r->path, (unsigned long long)off, msg);
             break;
         }
-        if (k == 0) break; /* tolerated: archive without end blocks */
+        if (k == 0) { /* the end-of-archive blocks are missing: the archive was cut between two entries */
+            rc = gma_errorf("%s: truncated archive: it ends at offset %llu without the end-of-archive blocks (entries "
+                            "after that are missing)", r->path, (unsigned long long)off);
+            break;
+        }
         if (k < 512) {
-            rc = entry_error(r, "unexpected end of archive inside a header (truncated)");
+            rc = gma_errorf("%s: truncated archive: it ends at offset %llu inside a header", r->path,
+                            (unsigned long long)(off + (uint64_t)k));
             break;
         }
         int zero = 1;
         for (int i = 0; i < 512 && zero; i++) zero = h[i] == 0;
-        if (zero) break;
+        if (zero) {
+            rc = gz_drain(r);
+            break;
+        }
         if (!tar_checksum_ok(h)) {
             rc = gma_errorf("%s: corrupt archive: bad tar header checksum at offset %llu", r->path,
                             (unsigned long long)off);
@@ -578,10 +601,61 @@ int archive_path_is_safe(const char *name) {
     return 1;
 }
 
+/* A stale temporary found in a directory the extraction writes into: removed once an
+ * entry of the archive turns out to be its NAME (so only this tool's own are removed). */
+typedef struct StaleTmp {
+    char *path;
+    size_t base_len; /* path[0..base_len) is the file it was to become */
+} StaleTmp;
+
 typedef struct ExtractCtx {
     const char *archive, *dest;
     char *buf;
+    char **dirs; /* directories scanned for stale temporaries */
+    int ndirs, cap_dirs;
+    StaleTmp *stale;
+    int nstale, cap_stale, swept;
 } ExtractCtx;
+
+/* The stale temporaries of dir, once per directory (the last one first: entries cluster). */
+static void scan_dir(ExtractCtx *x, const char *dir) {
+    for (int i = x->ndirs - 1; i >= 0; i--)
+        if (!strcmp(x->dirs[i], dir)) return;
+    if (x->ndirs == x->cap_dirs)
+        x->dirs = xrealloc(x->dirs, (size_t)(x->cap_dirs = 2 * x->cap_dirs + 8) * sizeof *x->dirs);
+    x->dirs[x->ndirs++] = xstrdup(dir);
+    DIR *d = opendir(dir);
+    struct dirent *e;
+    while (d && (e = readdir(d))) {
+        size_t bl;
+        if (!stale_tmp_name(e->d_name, &bl)) continue;
+        if (x->nstale == x->cap_stale)
+            x->stale = xrealloc(x->stale, (size_t)(x->cap_stale = 2 * x->cap_stale + 8) * sizeof *x->stale);
+        size_t n = strlen(dir) + strlen(e->d_name) + 2;
+        StaleTmp *t = &x->stale[x->nstale++];
+        t->path = xmalloc(n);
+        snprintf(t->path, n, "%s/%s", dir, e->d_name);
+        t->base_len = strlen(dir) + 1 + bl;
+    }
+    if (d) closedir(d);
+}
+
+/* Before out is written: the stale temporaries of out removed; one named out itself (an
+ * entry named like a temporary) is forgotten, never removed after it is extracted. */
+static int sweep_for(ExtractCtx *x, const char *out) {
+    size_t ol = strlen(out);
+    for (int i = 0; i < x->nstale; i++) {
+        StaleTmp *t = &x->stale[i];
+        int mine = t->base_len == ol && !strncmp(t->path, out, ol);
+        if (!mine && strcmp(t->path, out)) continue;
+        if (mine && unlink(t->path) != 0 && errno != ENOENT)
+            return gma_errorf("%s: cannot remove a stale temporary file: %s", t->path, strerror(errno));
+        x->swept += mine;
+        free(t->path);
+        x->stale[i--] = x->stale[--x->nstale];
+    }
+    return 0;
+}
 
 static int extract_visit(void *vctx, const ArchiveEntry *e, ArchiveReader *r) {
     ExtractCtx *x = vctx;
@@ -599,7 +673,9 @@ static int extract_visit(void *vctx, const ArchiveEntry *e, ArchiveReader *r) {
     char *slash = strrchr(out, '/');
     *slash = 0;
     rc = gma_mkdirs(out);
+    if (!rc) scan_dir(x, out);
     *slash = '/';
+    if (!rc) rc = sweep_for(x, out);
     if (rc) goto done;
     snprintf(tmp, plen + 32, "%s.tmp.%d", out, (int)getpid());
     FILE *f = fopen(tmp, "wb");
@@ -625,10 +701,17 @@ done:
     return rc;
 }
 
-int archive_extract(const char *path, const char *dest) {
+int archive_extract_swept(const char *path, const char *dest, int *swept) {
     if (gma_mkdirs(dest) != 0) return -1;
-    ExtractCtx x = {path, dest, xmalloc(1 << 16)};
+    ExtractCtx x = {path, dest, xmalloc(1 << 16), NULL, 0, 0, NULL, 0, 0, 0};
     int rc = archive_walk(path, extract_visit, &x);
     free(x.buf);
+    for (int i = 0; i < x.ndirs; i++) free(x.dirs[i]);
+    for (int i = 0; i < x.nstale; i++) free(x.stale[i].path);
+    free(x.dirs);
+    free(x.stale);
+    if (swept) *swept = x.swept;
     return rc;
 }
+
+int archive_extract(const char *path, const char *dest) { return archive_extract_swept(path, dest, NULL); }

@@ -5,7 +5,9 @@
  * is ever held whole in memory (a zip's central directory excepted). A plain .gz that
  * does not hold a tar is one entry named after the file without ".gz".
  * Errors name the archive, the entry and the offset of its header (for .tar.gz the
- * offset is in the decompressed tar stream).
+ * offset is in the decompressed tar stream). A tar (plain or gzipped) must end with its
+ * end-of-archive zero blocks: one that stops between two entries without them was cut
+ * short, and walking it is an error naming the offset where it ends.
  */
 #ifndef GMA_ARCHIVE_H
 #define GMA_ARCHIVE_H
@@ -32,8 +34,14 @@ typedef int (*archive_visit_fn)(void *ctx, const ArchiveEntry *e, ArchiveReader 
 int archive_walk(const char *path, archive_visit_fn fn, void *ctx);
 
 /* Extract everything under dest, refusing escaping paths (absolute, "..") and links.
- * Each file is written to a temporary name and renamed when complete. */
+ * Each file is written to a temporary name and renamed when complete, so a file under its
+ * final name is always whole; on an error (a truncated archive included) the entries
+ * before it are extracted, the rest are not, and -1 is returned. */
 int archive_extract(const char *path, const char *dest);
+/* The same, also removing the stale temporaries (core/stale_tmp.h) an earlier extraction
+ * killed part-way left: ENTRY.tmp.PID beside an entry ENTRY of this archive, PID gone, is
+ * removed before ENTRY is written; *swept (when not NULL): how many. */
+int archive_extract_swept(const char *path, const char *dest, int *swept);
 
 /* 1 if an entry name stays inside the destination (relative, no ".." component). */
 int archive_path_is_safe(const char *name);

@@ -1,7 +1,10 @@
 /* fetch.c: downloads with libcurl and the registry of data sets gmadata knows.
  *
  * A download goes to FILE.part: an existing .part is resumed with an HTTP range (or a
- * file:// offset); a server that ignores the range restarts the file. Transient errors
+ * file:// offset); a server that ignores the range restarts the file. A server that answers
+ * 416 (range not satisfiable) has the .part complete only when its Content-Range total
+ * ("bytes * /TOTAL") is the .part's size; otherwise the .part is stale (longer than the
+ * file, or of another version) and the download starts again from byte 0. Transient errors
  * (connection refused or dropped, timeouts, 5xx, 429) are retried with exponential
  * back-off; 4xx answers are final. After the transfer the file's digest is checked
  * against the one published for it; only a matching file is renamed to its final name.
@@ -14,6 +17,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -93,7 +97,24 @@ typedef struct Transfer {
     int show;
     const char *label;
     double t0, last;
+    long long range_total; /* TOTAL of a "Content-Range: bytes * /TOTAL" header, -1 when none */
 } Transfer;
+
+/* headers: the total of a Content-Range (a 416 answer's "bytes * /TOTAL", or a 206's "bytes A-B/TOTAL") */
+static size_t on_header(char *data, size_t sz, size_t nm, void *ctx) {
+    Transfer *t = ctx;
+    size_t n = sz * nm;
+    char line[256];
+    snprintf(line, sizeof line, "%.*s", (int)GMA_MIN(n, sizeof line - 1), data);
+    if (!strncasecmp(line, "HTTP/", 5)) t->range_total = -1; /* a new answer (after a redirect) */
+    if (!strncasecmp(line, "Content-Range:", 14)) {
+        const char *slash = strchr(line, '/');
+        char *end;
+        long long v = slash ? strtoll(slash + 1, &end, 10) : -1;
+        if (slash && end != slash + 1 && v >= 0) t->range_total = v;
+    }
+    return n;
+}
 
 static size_t on_write(char *data, size_t sz, size_t nm, void *ctx) {
     Transfer *t = ctx;
@@ -153,11 +174,27 @@ static uint64_t file_size(const char *p) {
     return stat(p, &st) == 0 ? (uint64_t)st.st_size : 0;
 }
 
-/* One attempt. Returns 0 done, 1 transient failure (retry), -1 permanent failure. */
+/* A 416 answer to a resume from byte resume_from: the .part is complete when the server's
+ * total is its size (the digest, where published, decides next); otherwise it is stale:
+ * removed, and 2 (start again). */
+static int range_not_satisfiable(const Transfer *t, const char *url, const FetchOptions *o) {
+    long long have = (long long)t->resume_from;
+    if (t->range_total == have) return 0;
+    unlink(t->part);
+    char total[64] = "no size";
+    if (t->range_total >= 0) snprintf(total, sizeof total, "%lld bytes", t->range_total);
+    gma_errorf("%s: %lld bytes, but %s answers 416 with %s for the file: a stale partial download", t->part, have, url,
+               total);
+    if (o->progress) fprintf(stderr, "gmadata: %s; starting again\n", gma_error());
+    return 2;
+}
+
+/* One attempt. Returns 0 done, 1 transient failure (retry), 2 the .part was stale and is
+ * removed (start again at once), -1 permanent failure. */
 static int attempt(const char *url, const char *part, const FetchOptions *o, const char *label) {
     FILE *f = fopen(part, "ab");
     if (!f) return gma_errorf("%s: cannot create: %s", part, strerror(errno));
-    Transfer t = {f, part, NULL, (curl_off_t)file_size(part), 0, 0, o->progress, label, gma_now(), 0};
+    Transfer t = {f, part, NULL, (curl_off_t)file_size(part), 0, 0, o->progress, label, gma_now(), 0, -1};
     CURL *c = curl_easy_init();
     t.curl = c;
     char err[CURL_ERROR_SIZE] = "";
@@ -168,6 +205,8 @@ static int attempt(const char *url, const char *part, const FetchOptions *o, con
     curl_easy_setopt(c, CURLOPT_ERRORBUFFER, err);
     curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_write);
     curl_easy_setopt(c, CURLOPT_WRITEDATA, &t);
+    curl_easy_setopt(c, CURLOPT_HEADERFUNCTION, on_header);
+    curl_easy_setopt(c, CURLOPT_HEADERDATA, &t);
     curl_easy_setopt(c, CURLOPT_NOPROGRESS, 0L);
     curl_easy_setopt(c, CURLOPT_XFERINFOFUNCTION, on_progress);
     curl_easy_setopt(c, CURLOPT_XFERINFODATA, &t);
@@ -189,7 +228,7 @@ static int attempt(const char *url, const char *part, const FetchOptions *o, con
         return gma_errorf("%s: write failed at byte %llu: %s", part, (unsigned long long)file_size(part),
                           strerror(t.write_errno));
     if (rc == CURLE_HTTP_RETURNED_ERROR) {
-        if (code == 416 && t.resume_from > 0) return 0; /* already complete: the digest decides */
+        if (code == 416 && t.resume_from > 0) return range_not_satisfiable(&t, url, o);
         gma_errorf("%s: HTTP %ld", url, code);
         return code >= 500 || code == 429 || code == 408 ? 1 : -1;
     }
@@ -229,6 +268,7 @@ int fetch_url(const char *url, const char *path, DigestKind kind, const char *di
             wait *= 2;
         }
         rc = attempt(url, part, opt, label);
+        if (rc == 2) rc = attempt(url, part, opt, label); /* the stale .part removed: from byte 0 */
     }
     if (rc != 0) {
         if (rc == 1) gma_error_prefix("giving up after %d attempts", opt->retries + 1);
@@ -296,7 +336,11 @@ int fetch_dataset(const char *name, const char *dest, const char *url_override, 
             snprintf(mark, sizeof mark, "%s/.%s.extracted", dir, f->file);
             if (have && gma_path_exists(mark)) continue;
             if (o->progress) fprintf(stderr, "gmadata: extracting %s into %s\n", path, dir);
-            if (archive_extract(path, dir) != 0) return -1;
+            int swept = 0;
+            if (archive_extract_swept(path, dir, &swept) != 0) return -1;
+            if (swept && o->progress)
+                fprintf(stderr, "gmadata: removed %d stale temporary file%s (NAME.tmp.PID) of an extraction that was killed\n",
+                        swept, swept == 1 ? "" : "s");
             if (gma_write_file_atomic(mark, "ok\n", 3) != 0) return -1;
         }
     }

@@ -4,9 +4,11 @@
 #include <cjson/cJSON.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "core/common.h"
 #include "data/lm/lmmeta.h"
+#include "data/lm/manifest.h"
 
 static const char *g_split_names[3] = {"train", "valid", "test"};
 
@@ -54,6 +56,14 @@ static int shard_vocab_too_big(const TokenShard *s) {
 
 int lmdata_open(LmData *d, const Config *c) { return lmdata_open_splits(d, c, 7, SPLIT_TRAIN); }
 
+int lmdata_check_train_window(const LmData *d, const Config *c) {
+    uint64_t need = (uint64_t)c->train.seq_len + 1, have = d->shard[SPLIT_TRAIN].count;
+    if (d->is_recall || have >= need) return 0; /* a window: seq_len inputs and the token after them */
+    return gma_errorf("%s/train.bin: %llu tokens; one training window of train.seq_len %d needs %llu (a larger train "
+                      "split, or a smaller train.seq_len)", c->data.path, (unsigned long long)have, c->train.seq_len,
+                      (unsigned long long)need);
+}
+
 int lmdata_open_splits(LmData *d, const Config *c, unsigned mask, int required) {
     memset(d, 0, sizeof *d);
     d->eval_stride = c->data.eval_stride;
@@ -69,6 +79,7 @@ int lmdata_open_splits(LmData *d, const Config *c, unsigned mask, int required) 
         d->have[0] = d->have[1] = d->have[2] = 1;
         return 0;
     }
+    if (manifest_check(c->data.path, mask) != 0) return -1; /* a set written as a whole, or refused */
     for (int s = 0; s < 3; s++) {
         char path[2100];
         snprintf(path, sizeof path, "%s/%s.bin", c->data.path, g_split_names[s]);
@@ -99,6 +110,10 @@ int lmdata_open_splits(LmData *d, const Config *c, unsigned mask, int required) 
 
 int lmdata_open_file(LmData *d, const char *path) {
     memset(d, 0, sizeof *d);
+    struct stat st;
+    if (stat(path, &st) == 0 && S_ISDIR(st.st_mode))
+        return gma_errorf("%s: a directory; --data takes a token shard (FILE.bin) or a split name (train, valid or test; "
+                          "the data directory with --data-path %s)", path, path);
     if (shard_open(&d->shard[SPLIT_TEST], path, 1) != 0) return -1;
     d->have[SPLIT_TEST] = 1;
     if (d->shard[SPLIT_TEST].count < 2) { /* evaluation scores token i+1 from token i: it needs two */

@@ -31,6 +31,9 @@ typedef struct LmData {
 
 /* Open the data a config names (train split required; valid/test optional for shards). */
 int lmdata_open(LmData *d, const Config *c);
+/* For training: the train split holds one window (train.seq_len + 1 tokens); 0, or -1
+ * with both counts in gma_error. */
+int lmdata_check_train_window(const LmData *d, const Config *c);
 /* The same with only the splits in mask (bit s: split s) opened, split `required` of them
  * required (gmaeval --data valid opens valid.bin alone). */
 int lmdata_open_splits(LmData *d, const Config *c, unsigned mask, int required);

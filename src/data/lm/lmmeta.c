@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "core/common.h"
+#include "data/lm/dataid.h"
 
 /* the folder part of path ("." when there is none) */
 static void dir_of(const char *path, char *out, size_t cap) {
@@ -122,8 +123,10 @@ int lmmeta_write_run(const char *run_dir, const char *user_path, const char *dat
     cJSON_AddStringToObject(o, "path", user_path);
     cJSON_AddStringToObject(o, "path_abs", realpath(data_dir, abs) ? abs : data_dir);
     snprintf(meta, sizeof meta, "%s/meta.json", data_dir);
-    int rc = 0;
-    if (gma_path_exists(meta)) {
+    DataId id;
+    int rc = dataid_of_dir(data_dir, &id);
+    if (!rc) cJSON_AddItemToObject(o, "identity", dataid_to_json(&id));
+    if (!rc && gma_path_exists(meta)) {
         Tokenizer *tk = lmmeta_tokenizer(meta);
         if (tk) rc = lmmeta_save_tokenizer(o, tk, run_dir, "tokenizer");
         else gma_error_clear(); /* a data set without a tokenizer: samples are ids */
@@ -135,6 +138,33 @@ int lmmeta_write_run(const char *run_dir, const char *user_path, const char *dat
         rc = gma_write_file_atomic(p, t, strlen(t));
         free(t);
     }
+    cJSON_Delete(o);
+    return rc;
+}
+
+int lmmeta_update_location(const char *run_dir, const char *user_path, const char *data_dir) {
+    char p[2300], abs[PATH_MAX];
+    snprintf(p, sizeof p, "%s/data.json", run_dir);
+    char *text = gma_read_file(p, NULL);
+    cJSON *o = text ? cJSON_Parse(text) : NULL;
+    free(text);
+    if (!cJSON_IsObject(o)) {
+        cJSON_Delete(o);
+        return gma_errorf("%s: not valid JSON", p);
+    }
+    const char *now = realpath(data_dir, abs) ? abs : data_dir;
+    const cJSON *a = cJSON_GetObjectItemCaseSensitive(o, "path"), *b = cJSON_GetObjectItemCaseSensitive(o, "path_abs");
+    if (cJSON_IsString(a) && cJSON_IsString(b) && !strcmp(a->valuestring, user_path) && !strcmp(b->valuestring, now)) {
+        cJSON_Delete(o);
+        return 0; /* not moved */
+    }
+    cJSON_DeleteItemFromObjectCaseSensitive(o, "path");
+    cJSON_DeleteItemFromObjectCaseSensitive(o, "path_abs");
+    cJSON_AddStringToObject(o, "path", user_path);
+    cJSON_AddStringToObject(o, "path_abs", now);
+    char *t = json_text(o);
+    int rc = gma_write_file_atomic(p, t, strlen(t));
+    free(t);
     cJSON_Delete(o);
     return rc;
 }

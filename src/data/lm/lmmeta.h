@@ -26,8 +26,13 @@ Tokenizer *lmmeta_tokenizer(const char *meta_path);
  * then the parent, where an older run's files are). */
 int lmmeta_run_dir(const char *ckpt_dir, char *out, size_t cap);
 /* Write RUN/data.json (and RUN/tokenizer/) for a run whose configured data.path is
- * user_path, opened at data_dir. 0, or -1 with gma_error. */
+ * user_path, opened at data_dir, with the data's identity (dataid.h). 0, or -1 with
+ * gma_error. */
 int lmmeta_write_run(const char *run_dir, const char *user_path, const char *data_dir);
+/* The data of a run moved (its identity checked, dataid.h): RUN/data.json's path and
+ * path_abs become user_path and data_dir's absolute path; nothing else changes, and
+ * RUN/tokenizer/ is not touched. 0, or -1 with gma_error. */
+int lmmeta_update_location(const char *run_dir, const char *user_path, const char *data_dir);
 /* The string `key` of RUN/data.json ("path", "path_abs"), or "" when there is none. */
 void lmmeta_run_field(const char *run_dir, const char *key, char *out, size_t cap);
 /* Find the data directory of a run: override (when given) alone; otherwise the absolute

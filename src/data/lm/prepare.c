@@ -3,17 +3,24 @@
  * through the parallel encoder into a token shard (written to a temporary name and
  * renamed when complete), and write <out>/meta.json with the tokenizer, its files (copied
  * into <out>, named relative to it), vocabulary size and, per split, the token count, the source's word count and SHA-256.
+ * The set is written as a whole (manifest.h): <out>/prepare.incomplete first, meta.json with
+ * the manifest of every file last, then the marker is removed.
  */
 #include "data/lm/prepare.h"
 
 #include <cjson/cJSON.h>
 #include <errno.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "core/common.h"
+#include "core/stale_tmp.h"
 #include "data/fetch/digest.h"
 #include "data/lm/lmmeta.h"
+#include "data/lm/manifest.h"
 #include "data/lm/shard.h"
 #include "data/text/tokenizer.h"
 
@@ -88,6 +95,72 @@ static int sink(void *ctx, const uint32_t *ids, size_t n) {
     return shard_writer_append(s->w, ids, n);
 }
 
+/* Test hook: GMA_FAULT_PREPARE_KILL=FILE kills the process (SIGKILL) once FILE of the
+ * output is under its final name, as a kill between two files would. */
+static void fault_kill_after(const char *file) {
+    const char *f = getenv("GMA_FAULT_PREPARE_KILL");
+    if (f && !strcmp(f, file)) raise(SIGKILL);
+}
+
+/* the temporaries a killed prepare left in out (NAME.tmp.PID of the files it writes) */
+static int sweep_out(const char *out, int verbose) {
+    static const char *const names[] = {"train.bin", "valid.bin", "test.bin", "meta.json", MANIFEST_INCOMPLETE,
+                                        "vocab.txt", "encoder.json", "vocab.bpe"};
+    int n = stale_tmp_sweep(out, names, (int)(sizeof names / sizeof names[0]));
+    if (n > 0 && verbose)
+        fprintf(stderr, "gmadata: removed %d stale temporary file%s (NAME.tmp.PID) of a prepare that was killed, in %s\n", n,
+                n == 1 ? "" : "s", out);
+    return n < 0 ? -1 : 0;
+}
+
+/* a split with no bytes: the error, naming it, before anything is written */
+static int split_is_empty(const char *path, const char *split) {
+    struct stat st;
+    if (stat(path, &st) != 0 || !S_ISREG(st.st_mode) || st.st_size > 0) return 0; /* others say so when reading */
+    gma_errorf("%s: the %s split is empty (0 bytes); each of train, valid and test needs text", path, split);
+    return 1;
+}
+
+/* <out>/prepare.incomplete, saying what was being prepared */
+static int write_marker(const char *out, const PrepareOptions *o) {
+    char path[2300], text[2400];
+    snprintf(path, sizeof path, "%s/%s", out, MANIFEST_INCOMPLETE);
+    snprintf(text, sizeof text, "gmadata prepare %s --tokenizer %s did not finish\n", o->source, o->tokenizer);
+    return gma_write_file_atomic(path, text, strlen(text));
+}
+
+/* meta's manifest: the tokenizer files it lists and the three shards */
+static int add_manifest(cJSON *root, const char *out) {
+    const cJSON *files = cJSON_GetObjectItemCaseSensitive(root, "tokenizer_files");
+    for (int i = 0; i < cJSON_GetArraySize(files); i++)
+        if (manifest_add(root, out, cJSON_GetArrayItem(files, i)->valuestring) != 0) return -1;
+    for (int s = 0; s < 3; s++) {
+        char file[64];
+        snprintf(file, sizeof file, "%s.bin", SPLITS[s]);
+        if (manifest_add(root, out, file) != 0) return -1;
+    }
+    return 0;
+}
+
+/* meta.json (written last, atomically), then the marker removed */
+static int write_meta(cJSON *root, const char *out, int verbose) {
+    if (add_manifest(root, out) != 0) return -1;
+    char *txt = cJSON_Print(root);
+    char meta[2200], marker[2300];
+    snprintf(meta, sizeof meta, "%s/meta.json", out);
+    size_t tl = strlen(txt);
+    txt = xrealloc(txt, tl + 2);
+    txt[tl] = '\n';
+    int rc = gma_write_file_atomic(meta, txt, tl + 1);
+    free(txt);
+    if (rc) return rc;
+    fault_kill_after("meta.json");
+    snprintf(marker, sizeof marker, "%s/%s", out, MANIFEST_INCOMPLETE);
+    if (unlink(marker) != 0) return gma_errorf("%s: cannot remove: %s", marker, strerror(errno));
+    if (verbose) fprintf(stderr, "gmadata: wrote %s\n", meta);
+    return 0;
+}
+
 int prepare_run(const PrepareOptions *o) {
     char paths[3][2048], name[512], out[2048], vocab_dir[2048];
     const char *data_dir = o->data_dir ? o->data_dir : "data";
@@ -98,7 +171,9 @@ int prepare_run(const PrepareOptions *o) {
         if (*p == ':' || *p == '/') *p = '_';
     snprintf(vocab_dir, sizeof vocab_dir, "%s", o->vocab_dir ? o->vocab_dir : "");
     if (!o->vocab_dir) snprintf(vocab_dir, sizeof vocab_dir, "%s/gpt2", data_dir);
-    if (gma_mkdirs(out) != 0) return -1;
+    for (int s = 0; s < 3; s++)
+        if (split_is_empty(paths[s], SPLITS[s])) return -1;
+    if (gma_mkdirs(out) != 0 || sweep_out(out, o->verbose) != 0) return -1;
     Tokenizer *tok;
     char spec[2200];
     if (strcmp(o->tokenizer, "word") == 0) {
@@ -111,6 +186,10 @@ int prepare_run(const PrepareOptions *o) {
         snprintf(spec, sizeof spec, "%s", tokenizer_spec(tok));
     }
     uint32_t vocab = tokenizer_vocab_size(tok);
+    if (write_marker(out, o) != 0) { /* from here on the set in out is incomplete */
+        tokenizer_free(tok);
+        return -1;
+    }
     cJSON *root = cJSON_CreateObject();
     cJSON_AddStringToObject(root, "tokenizer", spec);
     if (lmmeta_save_tokenizer(root, tok, out, NULL) != 0) { /* its files travel with the data */
@@ -148,6 +227,12 @@ int prepare_run(const PrepareOptions *o) {
             rc = -1;
             break;
         }
+        fault_kill_after(file);
+        if (sc.tokens < 2) { /* text of white space alone, for a tokenizer that drops it */
+            rc = gma_errorf("%s: the %s split gives %llu token%s; it needs at least 2", paths[s], SPLITS[s],
+                            (unsigned long long)sc.tokens, sc.tokens == 1 ? "" : "s");
+            break;
+        }
         double dt = gma_now() - t0;
         if (o->verbose)
             fprintf(stderr, "gmadata: %s: %llu tokens from %llu bytes (%llu words) in %.1f s, %.1f MB/s\n", shard,
@@ -163,17 +248,7 @@ int prepare_run(const PrepareOptions *o) {
         cJSON_AddStringToObject(js, "source", paths[s]);
         if (sc.unk_id >= 0) cJSON_AddNumberToObject(js, "unk", (double)sc.unk);
     }
-    if (!rc) {
-        char *txt = cJSON_Print(root);
-        char meta[2200];
-        snprintf(meta, sizeof meta, "%s/meta.json", out);
-        size_t tl = strlen(txt);
-        txt = realloc(txt, tl + 2);
-        txt[tl] = '\n';
-        rc = gma_write_file_atomic(meta, txt, tl + 1);
-        free(txt);
-        if (!rc && o->verbose) fprintf(stderr, "gmadata: wrote %s\n", meta);
-    }
+    if (!rc) rc = write_meta(root, out, o->verbose);
     cJSON_Delete(root);
     tokenizer_free(tok);
     return rc;

@@ -16,6 +16,20 @@ static uint64_t rd64(const uint8_t *p) { return (uint64_t)rd32(p) | (uint64_t)rd
 static void wr32(uint8_t *p, uint32_t v) { for (int i = 0; i < 4; i++) p[i] = (uint8_t)(v >> (8 * i)); }
 static void wr64(uint8_t *p, uint64_t v) { wr32(p, (uint32_t)v); wr32(p + 4, (uint32_t)(v >> 32)); }
 
+/* the first bytes of a file that is text (no NUL, no control bytes but white space):
+ * text given where a shard belongs */
+static int looks_like_text(const uint8_t *p, size_t n) {
+    if (n == 0 || !memcmp(p, SHARD_MAGIC, GMA_MIN(n, 7))) return 0; /* a cut shard */
+    for (size_t i = 0; i < n; i++)
+        if (p[i] < 0x20 && p[i] != '\n' && p[i] != '\r' && p[i] != '\t') return 0;
+    return 1;
+}
+
+static int not_a_shard_text(const char *path) {
+    return gma_errorf("%s: not a token shard but a text file (bad magic at offset 0); make one with: gmadata encode "
+                      "--tokenizer T --out FILE.bin %s", path, path);
+}
+
 int shard_open(TokenShard *s, const char *path, int check_ids) {
     memset(s, 0, sizeof *s);
     snprintf(s->path, sizeof s->path, "%s", path);
@@ -26,9 +40,16 @@ int shard_open(TokenShard *s, const char *path, int check_ids) {
         close(fd);
         return gma_errorf("%s: cannot stat: %s", path, strerror(errno));
     }
+    if (S_ISDIR(st.st_mode)) {
+        close(fd);
+        return gma_errorf("%s: a directory, not a token shard (a .bin file such as DIR/train.bin)", path);
+    }
     size_t len = (size_t)st.st_size;
     if (len < SHARD_HEADER_BYTES) {
+        uint8_t head[SHARD_HEADER_BYTES];
+        ssize_t k = read(fd, head, sizeof head);
         close(fd);
+        if (k > 0 && looks_like_text(head, (size_t)k)) return not_a_shard_text(path);
         return gma_errorf("%s: not a token shard: %zu bytes, the header alone is %d (offset 0)", path, len, SHARD_HEADER_BYTES);
     }
     void *map = mmap(NULL, len, PROT_READ, MAP_PRIVATE, fd, 0);
@@ -37,7 +58,9 @@ int shard_open(TokenShard *s, const char *path, int check_ids) {
     const uint8_t *h = map;
     int rc = 0;
     if (memcmp(h, SHARD_MAGIC, 8) != 0) {
-        rc = gma_errorf("%s: not a token shard: bad magic at offset 0 (expected \"GMATOKS\")", path);
+        rc = looks_like_text(h, SHARD_HEADER_BYTES)
+                 ? not_a_shard_text(path)
+                 : gma_errorf("%s: not a token shard: bad magic at offset 0 (expected \"GMATOKS\")", path);
     } else if (rd32(h + 8) != SHARD_VERSION) {
         rc = gma_errorf("%s: unsupported shard version %u at offset 8 (this build reads %u)", path, rd32(h + 8), SHARD_VERSION);
     } else if (rd32(h + 12) != 2 && rd32(h + 12) != 4) {

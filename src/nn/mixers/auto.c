@@ -14,7 +14,7 @@
  * Every optional hook forwards to the children: validation and the gma.* keys are GMA's;
  * the auxiliary loss, the buffers the ranks average and the routing-health hooks are
  * GMA's and act on the last forward only when it took the GMA path (the sdpa path keeps
- * no responsibilities: route_stats then reports nothing, the EMA memory is neither
+ * no responsibilities: the monitor then reports nothing, the EMA memory is neither
  * seeded nor updated from it, and the diversity loss is 0). Incremental decoding is the
  * decode step of the one child that a full forward over any prefix of the window takes:
  * sdpa when the whole window is shorter than model.auto_threshold, GMA when the threshold
@@ -119,43 +119,25 @@ static int auto_rank_averaged(const Mixer *m, int tensor) {
 
 #define GH(m) (((const AutoPriv *)(m)->priv)->gma->vt->health)
 static int ah_ncomp(const Mixer *m) { return GH(m)->n_components(((const AutoPriv *)m->priv)->gma); }
-static void ah_monitor(const Mixer *m, MixerMonitor *out) { GH(m)->monitor(((const AutoPriv *)m->priv)->gma, out); }
-static int ah_has_memory(const Mixer *m) { return GH(m)->has_memory(((const AutoPriv *)m->priv)->gma); }
-static int ah_wants_kmeans(const Mixer *m) { return GH(m)->wants_kmeans(((const AutoPriv *)m->priv)->gma); }
 static const real *ah_query_resp(const Mixer *m, const real *act, int B, int N) {
     Mixer *g = gma_ran(m);
     return g ? GH(m)->query_resp(g, act, B, N) : NULL;
+}
+/* the GMA child's components; its query rows only when the last forward took its path */
+static void ah_components(const Mixer *m, const real *act, int B, int N, MixerComponents *out) {
+    GH(m)->components(((const AutoPriv *)m->priv)->gma, gma_ran(m) ? act : NULL, B, N, out);
 }
 static void ah_update_buffers(Mixer *m, const MixerCtx *c, real *params, const real *act) {
     Mixer *g = gma_ran(m);
     if (g) GH(m)->update_buffers(g, c, params, act);
 }
-static int ah_kmeans_init(Mixer *m, const MixerCtx *c, real *params, const real *act, Rng *rng) {
-    Mixer *g = gma_ran(m);
-    return g ? GH(m)->kmeans_init(g, c, params, act, rng) : 0;
-}
-static double ah_route_stats(const Mixer *m, const MixerCtx *c, const real *params, const real *act, double *entropy,
-                             double *counts, double *mem_norm) {
-    Mixer *g = gma_ran(m);
-    return g ? GH(m)->route_stats(g, c, params, act, entropy, counts, mem_norm) : -1;
-}
-static int ah_reinit(Mixer *m, const MixerCtx *c, real *params, real *mom1, real *mom2, const real *act, int head,
-                     const int *dead, Rng *rng) {
-    Mixer *g = gma_ran(m);
-    return g ? GH(m)->reinit(g, c, params, mom1, mom2, act, head, dead, rng) : 0;
-}
 #undef GH
 
 static const MixerHealth auto_health = {
     .n_components = ah_ncomp,
-    .monitor = ah_monitor,
-    .has_memory = ah_has_memory,
-    .wants_kmeans = ah_wants_kmeans,
     .query_resp = ah_query_resp,
+    .components = ah_components,
     .update_buffers = ah_update_buffers,
-    .kmeans_init = ah_kmeans_init,
-    .route_stats = ah_route_stats,
-    .reinit = ah_reinit,
 };
 
 /* decoding a window of Nmax tokens: the path every prefix takes, when it is one path */

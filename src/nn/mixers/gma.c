@@ -42,14 +42,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "nn/kmeans.h"
 #include "nn/mixers/mixer.h"
 
 const MixerVT mixer_gma;
 enum { P_MU = AP_N, P_VAR, P_PRIOR, P_RW, P_RB, P_MEM };
-
-#define KMEANS_SAMPLE 4096
-#define KMEANS_ITERS 10
 
 /* the keys gma.* */
 typedef struct GmaCfg {
@@ -405,15 +401,24 @@ static int gma_rank_averaged(const Mixer *m, int tensor) {
     return ((const GmaPriv *)m->priv)->ema && tensor == m->p[P_MEM];
 }
 
-/* ================= routing-health hooks ================= */
+/* ================= routing-health hooks (docs/routing.md; used by train/health.c) ================= */
 static int h_ncomp(const Mixer *m) { return ((const GmaPriv *)m->priv)->Kc; }
-static int h_has_memory(const Mixer *m) { return ((const GmaPriv *)m->priv)->ema; }
-static int h_wants_kmeans(const Mixer *m) {
-    const GmaPriv *g = m->priv;
-    return g->kmeans || g->ema;
-}
-static void h_monitor(const Mixer *m, MixerMonitor *out) { *out = ((const GmaPriv *)m->priv)->mon; }
 static const real *h_query_resp(const Mixer *m, const real *act, int B, int N) { return carve(m, B, N, act).gq; }
+
+static void h_components(const Mixer *m, const real *act, int B, int N, MixerComponents *out) {
+    const GmaPriv *g = m->priv;
+    *out = (MixerComponents){.Kc = g->Kc,
+                             .shared = g->shared,
+                             .softmax = g->softmax,
+                             .centre = m->p[g->softmax ? P_RW : P_MU],
+                             .bias = m->p[g->softmax ? P_RB : P_PRIOR],
+                             .var = m->p[P_VAR],
+                             .var0 = g->var0,
+                             .memory = g->ema ? m->p[P_MEM] : -1,
+                             .kmeans = g->kmeans,
+                             .mon = g->mon,
+                             .qh = act ? carve(m, B, N, act).qh : NULL};
+}
 
 static long valid_rows(const MixerCtx *c) {
     if (!c->keymask) return (long)c->B * c->N;
@@ -438,266 +443,11 @@ static void h_update_buffers(Mixer *m, const MixerCtx *c, real *params, const re
                               (real)((1 - alpha) / T), 1, H, (size_t)N * Kc, (size_t)N * d, (size_t)Kc * d);
 }
 
-/* the rows of every rank (ctx->gather), or a copy of this process's */
-static real *all_rows(const MixerCtx *c, const real *x, int n, int d, int *n_all) {
-    if (c->gather) return c->gather(x, n, d, n_all, c->gather_ctx);
-    real *y = xmalloc(sizeof(real) * (size_t)n * d + 1);
-    memcpy(y, x, sizeof(real) * (size_t)n * d);
-    *n_all = n;
-    return y;
-}
-
-/* host copy of the non-padded query rows of head h (all heads when h < 0): X [n,d] */
-static real *gather_rows(const Mixer *m, const MixerCtx *c, const real *qhost, int h, int *n_out) {
-    int B = c->B, N = c->N, H = m->H, d = m->d;
-    real *X = NULL, *mine = xmalloc(sizeof(real) * (size_t)B * N * d + 1);
-    int n = 0;
-    for (int hh = 0; hh < H; hh++) {
-        if (h >= 0 && hh != h) continue;
-        int k = 0, got;
-        for (int b = 0; b < B; b++)
-            for (int i = 0; i < N; i++) {
-                if (c->keymask && !c->keymask[(size_t)b * N + i]) continue;
-                memcpy(mine + (size_t)k * d, qhost + (((size_t)b * H + hh) * N + i) * d, sizeof(real) * d);
-                k++;
-            }
-        /* data-parallel: every rank's rows of this head, in rank order (the order of the
-         * global batch), so all ranks fit what one process with the whole batch fits */
-        real *all = all_rows(c, mine, k, d, &got);
-        X = xrealloc(X, sizeof(real) * ((size_t)n + got) * d + 1);
-        memcpy(X + (size_t)n * d, all, sizeof(real) * (size_t)got * d);
-        n += got;
-        free(all);
-    }
-    free(mine);
-    *n_out = n;
-    return X;
-}
-
-/* subsample to at most KMEANS_SAMPLE rows (partial Fisher-Yates, in place) */
-static int subsample(real *X, int n, int d, Rng *rng) {
-    if (n <= KMEANS_SAMPLE) return n;
-    real *tmp = xmalloc(sizeof(real) * d);
-    for (int i = 0; i < KMEANS_SAMPLE; i++) {
-        int j = i + (int)rng_below(rng, (uint64_t)(n - i));
-        memcpy(tmp, X + (size_t)i * d, sizeof(real) * d);
-        memcpy(X + (size_t)i * d, X + (size_t)j * d, sizeof(real) * d);
-        memcpy(X + (size_t)j * d, tmp, sizeof(real) * d);
-    }
-    free(tmp);
-    return KMEANS_SAMPLE;
-}
-
-/* write host rows into a slice of a backend tensor */
-static void put(real *dst_backend, const real *host, size_t n) { g_ops->to_device(dst_backend, host, sizeof(real) * n); }
-
-static void set_routing_from_centres(const Mixer *m, real *params, int hp, const real *C) {
-    const GmaPriv *g = m->priv;
-    int Kc = g->Kc, d = m->d;
-    if (!g->softmax) {
-        put(MP(m, params, P_MU) + (size_t)hp * Kc * d, C, (size_t)Kc * d);
-        return;
-    }
-    real *b = xmalloc(sizeof(real) * Kc);
-    for (int k = 0; k < Kc; k++) {
-        double s = 0;
-        for (int e = 0; e < d; e++) s += (double)C[(size_t)k * d + e] * C[(size_t)k * d + e];
-        b[k] = (real)(-0.5 * s);
-    }
-    put(MP(m, params, P_RW) + (size_t)hp * Kc * d, C, (size_t)Kc * d);
-    put(MP(m, params, P_RB) + (size_t)hp * Kc, b, Kc);
-    free(b);
-}
-
-static int h_kmeans_init(Mixer *m, const MixerCtx *c, real *params, const real *act, Rng *rng) {
-    const GmaPriv *g = m->priv;
-    int B = c->B, N = c->N, H = m->H, d = m->d, Kc = g->Kc;
-    Acts a = carve(m, B, N, act);
-    size_t hs = (size_t)B * N * m->D;
-    real *q = xmalloc(sizeof(real) * hs);
-    g_ops->to_host(q, a.qh, sizeof(real) * hs);
-    real *C = xmalloc(sizeof(real) * (size_t)Kc * d);
-    for (int h = -1; h < H; h++) {
-        if (h < 0 && !(g->shared && g->kmeans)) continue; /* pooled run only for shared components */
-        int n;
-        real *X = gather_rows(m, c, q, h, &n);
-        n = subsample(X, n, d, rng);
-        if (n > 0) {
-            kmeans_fit(X, n, d, Kc, KMEANS_ITERS, C, rng);
-            if (g->kmeans && h >= 0 && !g->shared) set_routing_from_centres(m, params, h, C);
-            if (g->kmeans && h < 0) set_routing_from_centres(m, params, 0, C);
-            if (g->ema && h >= 0) put(MP(m, params, P_MEM) + (size_t)h * Kc * d, C, (size_t)Kc * d);
-        }
-        free(X);
-    }
-    free(C);
-    free(q);
-    return 0;
-}
-
-static double h_route_stats(const Mixer *m, const MixerCtx *c, const real *params, const real *act, double *entropy,
-                            double *counts, double *mem_norm) {
-    const GmaPriv *g = m->priv;
-    int B = c->B, N = c->N, H = m->H, d = m->d, Kc = g->Kc;
-    Acts a = carve(m, B, N, act);
-    size_t gs = (size_t)B * H * N * Kc;
-    real *gq = xmalloc(sizeof(real) * gs);
-    g_ops->to_host(gq, a.gq, sizeof(real) * gs);
-    double rows = 0;
-    for (int h = 0; h < H; h++) {
-        double ent = 0;
-        double *cnt = counts + (size_t)h * Kc;
-        memset(cnt, 0, sizeof(double) * Kc);
-        rows = 0;
-        for (int b = 0; b < B; b++)
-            for (int i = 0; i < N; i++) {
-                if (c->keymask && !c->keymask[(size_t)b * N + i]) continue;
-                const real *r = gq + (((size_t)b * H + h) * N + i) * Kc;
-                int best = 0;
-                for (int k = 0; k < Kc; k++) {
-                    if (r[k] > 0) ent -= r[k] * log((double)r[k]);
-                    if (r[k] > r[best]) best = k;
-                }
-                cnt[best] += 1;
-                rows += 1;
-            }
-        entropy[h] = rows > 0 ? ent / rows : 0;
-    }
-    free(gq);
-    if (g->ema && mem_norm)
-        for (int h = 0; h < H; h++)
-            mem_norm[h] = sqrt(g_ops->sumsq(MP(m, params, P_MEM) + (size_t)h * Kc * d, (size_t)Kc * d));
-    return rows;
-}
-
-static void zero_slice(real *base_backend, size_t off, size_t n) {
-    if (base_backend) g_ops->zero(base_backend + off, sizeof(real) * n);
-}
-
-static int h_reinit(Mixer *m, const MixerCtx *c, real *params, real *mom1, real *mom2, const real *act, int head,
-                    const int *dead, Rng *rng) {
-    const GmaPriv *g = m->priv;
-    int B = c->B, N = c->N, H = m->H, d = m->d, Kc = g->Kc, hp = g->shared ? 0 : head;
-    Acts a = carve(m, B, N, act);
-    size_t hs = (size_t)B * N * m->D, gs = (size_t)B * H * N * Kc;
-    real *q = xmalloc(sizeof(real) * hs), *gq = xmalloc(sizeof(real) * gs);
-    g_ops->to_host(q, a.qh, sizeof(real) * hs);
-    g_ops->to_host(gq, a.gq, sizeof(real) * gs);
-    /* rows of this head, their argmax, and the centroids of the live components' rows */
-    int n = 0, n_arg = 0;
-    real *X = gather_rows(m, c, q, head, &n);
-    int *arg = xmalloc(sizeof(int) * (n ? n : 1));
-    {
-        /* this rank's argmax per row, then every rank's in the order of X's rows (a rank's
-         * own count alone would leave the other ranks' entries unset) */
-        real *mine = xmalloc(sizeof(real) * (size_t)B * N + 1);
-        int t = 0;
-        for (int b = 0; b < B; b++)
-            for (int i = 0; i < N; i++) {
-                if (c->keymask && !c->keymask[(size_t)b * N + i]) continue;
-                const real *r = gq + (((size_t)b * H + head) * N + i) * Kc;
-                int best = 0;
-                for (int k = 1; k < Kc; k++)
-                    if (r[k] > r[best]) best = k;
-                mine[t++] = (real)best;
-            }
-        real *all = all_rows(c, mine, t, 1, &n_arg);
-        if (n_arg != n) {
-            fprintf(stderr, "gma: reinit: %d gathered argmax rows for %d query rows\n", n_arg, n);
-            abort();
-        }
-        for (int r = 0; r < n; r++) arg[r] = (int)all[r];
-        free(all);
-        free(mine);
-    }
-    real *C = xcalloc((size_t)(Kc + 1) * d, sizeof(real));
-    double *cnt = xcalloc(Kc, sizeof(double));
-    int nc = 0;
-    for (int k = 0; k < Kc; k++) {
-        if (dead[k]) continue;
-        double num = 0;
-        real *ck = C + (size_t)nc * d;
-        for (int t = 0; t < n; t++)
-            if (arg[t] == k) {
-                num++;
-                for (int e = 0; e < d; e++) ck[e] += X[(size_t)t * d + e];
-            }
-        if (num > 0) {
-            for (int e = 0; e < d; e++) ck[e] = (real)(ck[e] / num);
-            nc++;
-        } else
-            memset(ck, 0, sizeof(real) * d);
-    }
-    /* current routing parameters of this head (host) for the live statistics */
-    size_t P3 = (size_t)Kc * d;
-    real *w = xmalloc(sizeof(real) * P3), *bias = xmalloc(sizeof(real) * Kc);
-    int p3 = g->softmax ? P_RW : P_MU, p1 = g->softmax ? P_RB : P_PRIOR;
-    g_ops->to_host(w, MP(m, params, p3) + (size_t)hp * P3, sizeof(real) * P3);
-    g_ops->to_host(bias, MP(m, params, p1) + (size_t)hp * Kc, sizeof(real) * Kc);
-    double live_b = 0, live_norm = 0, nlive = 0;
-    for (int k = 0; k < Kc; k++)
-        if (!dead[k]) {
-            double s = 0;
-            for (int e = 0; e < d; e++) s += (double)w[(size_t)k * d + e] * w[(size_t)k * d + e];
-            live_norm += sqrt(s);
-            live_b = nlive == 0 ? bias[k] : fmax(live_b, bias[k]);
-            nlive++;
-        }
-    if (nlive > 0) live_norm /= nlive;
-    int done = 0;
-    for (int k = 0; k < Kc && n > 0; k++) {
-        if (!dead[k]) continue;
-        int t = kmeans_pp_pick(X, n, d, C, nc, rng);
-        const real *x = X + (size_t)t * d;
-        memcpy(C + (size_t)nc * d, x, sizeof(real) * d); /* later picks keep away from it */
-        if (nc < Kc) nc++;
-        real *wk = w + (size_t)k * d;
-        if (!g->softmax) { /* mu_k = x, sigma2_k = 1, prior_k = the largest live prior logit */
-            memcpy(wk, x, sizeof(real) * d);
-            real v0 = (real)g->var0;
-            real *vr = xmalloc(sizeof(real) * d);
-            for (int e = 0; e < d; e++) vr[e] = v0;
-            put(MP(m, params, P_VAR) + (size_t)hp * P3 + (size_t)k * d, vr, d);
-            free(vr);
-        } else { /* W_k along x with the live rows' mean norm, b_k = the largest live bias */
-            double s = 0;
-            for (int e = 0; e < d; e++) s += (double)x[e] * x[e];
-            double sc = s > 0 && live_norm > 0 ? live_norm / sqrt(s) : 1;
-            for (int e = 0; e < d; e++) wk[e] = (real)(x[e] * sc);
-        }
-        bias[k] = nlive > 0 ? (real)live_b : 0;
-        size_t o3 = m->pt->t[m->p[p3]].offset + (size_t)hp * P3 + (size_t)k * d;
-        size_t o1 = m->pt->t[m->p[p1]].offset + (size_t)hp * Kc + k;
-        zero_slice(mom1, o3, d), zero_slice(mom2, o3, d), zero_slice(mom1, o1, 1), zero_slice(mom2, o1, 1);
-        if (!g->softmax) {
-            size_t ov = m->pt->t[m->p[P_VAR]].offset + (size_t)hp * P3 + (size_t)k * d;
-            zero_slice(mom1, ov, d), zero_slice(mom2, ov, d);
-        }
-        done++;
-    }
-    put(MP(m, params, p3) + (size_t)hp * P3, w, P3);
-    put(MP(m, params, p1) + (size_t)hp * Kc, bias, Kc);
-    free(w);
-    free(bias);
-    free(C);
-    free(cnt);
-    free(arg);
-    free(X);
-    free(q);
-    free(gq);
-    return done;
-}
-
 static const MixerHealth gma_health = {
     .n_components = h_ncomp,
-    .has_memory = h_has_memory,
-    .wants_kmeans = h_wants_kmeans,
-    .monitor = h_monitor,
     .query_resp = h_query_resp,
+    .components = h_components,
     .update_buffers = h_update_buffers,
-    .kmeans_init = h_kmeans_init,
-    .route_stats = h_route_stats,
-    .reinit = h_reinit,
 };
 
 const MixerVT mixer_gma = {

@@ -56,37 +56,39 @@ typedef struct MixerMonitor {
 
 typedef struct Mixer Mixer;
 
-/* Optional routing-health hooks (docs/model.md §3.4, §4, §5, §6), implemented by the GMA mixer
- * (and forwarded by auto) and NULL for every other mixer. The model and the trainer call them between steps, never
- * inside a forward/backward pair; `act` is the mixer's activation block of the last
- * forward (B x N), `params` the parameter buffer (backend memory). Host arrays are marked. */
+/* A mixer's routing components, as the routing-health module (train/health.h) reads them
+ * to monitor, k-means-seed and re-seed them. Tensors are indices into m->pt (-1: none);
+ * Hp = 1 with shared components, else H. */
+typedef struct MixerComponents {
+    int Kc;          /* components per head */
+    int shared;      /* one set of components for all heads */
+    int softmax;     /* centre, bias: a softmax router's W, b (else Gaussian mu, prior logits) */
+    int centre;      /* [Hp,Kc,d] mu or W */
+    int bias;        /* [Hp,Kc] prior logits or b */
+    int var;         /* [Hp,Kc,d] var_raw (Gaussian; set to var0 when re-seeded), else -1 */
+    double var0;     /* var_raw of sigma2 = 1 */
+    int memory;      /* [H,Kc,d] EMA value memory (a buffer k-means seeds), else -1 */
+    int kmeans;      /* 1: the first training batch's centroids seed the centres (gma.init "kmeans") */
+    MixerMonitor mon;
+    const real *qh;  /* [B,H,N,d] query rows of the last forward (backend memory, inside act);
+                      * NULL when act is NULL or that forward kept none (auto's sdpa path) */
+} MixerComponents;
+
+/* Optional routing-health hooks (docs/routing.md), implemented by the GMA mixer (and
+ * forwarded by auto), NULL for every other mixer. Called between steps, never inside a
+ * forward/backward pair; `act` is the mixer's activation block of the last forward (B x N),
+ * `params` the parameter buffer (backend memory). Monitoring, k-means seeding and
+ * re-seeding work on what these expose (train/health.c). */
 typedef struct MixerHealth {
     /* components Kc per head */
     int (*n_components)(const Mixer *m);
-    /* the monitor's settings (the same for every layer of a run) */
-    void (*monitor)(const Mixer *m, MixerMonitor *out);
-    /* 1 when the mixer keeps an EMA memory buffer (docs/model.md §3.4) */
-    int (*has_memory)(const Mixer *m);
-    /* 1 when this run's first training forward must be followed by kmeans_init */
-    int (*wants_kmeans)(const Mixer *m);
-    /* query responsibilities [B,H,N,Kc] of the last forward (backend memory, inside act) */
+    /* query responsibilities [B,H,N,Kc] of the last forward (backend memory, inside act);
+     * NULL when it kept none (auto on its sdpa path) */
     const real *(*query_resp)(const Mixer *m, const real *act, int B, int N);
+    /* the component tensors, seeding rules and monitor settings; act may be NULL */
+    void (*components)(const Mixer *m, const real *act, int B, int N, MixerComponents *out);
     /* after the backward of a training micro-batch: update buffers (EMA memory) */
     void (*update_buffers)(Mixer *m, const MixerCtx *c, real *params, const real *act);
-    /* k-means++ and Lloyd on the last forward's query rows; sets the routing parameters
-     * (gma.init "kmeans") and/or the memory (memory "ema"). Returns 0. */
-    int (*kmeans_init)(Mixer *m, const MixerCtx *c, real *params, const real *act, Rng *rng);
-    /* monitoring of the last forward's query responsibilities: entropy[H] (mean nats),
-     * counts[H*Kc] (argmax counts), mem_norm[H] (|M_h|, only when has_memory); host arrays.
-     * Returns the number of rows counted per head, or -1 when the last forward kept no
-     * responsibilities (auto on its sdpa path): then there is nothing to report. */
-    double (*route_stats)(const Mixer *m, const MixerCtx *c, const real *params, const real *act, double *entropy,
-                          double *counts, double *mem_norm);
-    /* re-seed the components k of head h with dead[k] != 0 from the last forward's query
-     * rows (k-means++ style distance sampling) and zero their optimiser moments mom1/mom2
-     * (same offsets as params). Returns the number re-seeded. */
-    int (*reinit)(Mixer *m, const MixerCtx *c, real *params, real *mom1, real *mom2, const real *act, int head,
-                  const int *dead, Rng *rng);
 } MixerHealth;
 
 typedef struct MixerVT {

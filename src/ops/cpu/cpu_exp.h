@@ -27,6 +27,7 @@ static inline void vexp_mul(real *y, const real *x, real sc, int n) {
 #else
 typedef float v8f __attribute__((vector_size(32)));
 typedef int32_t v8i __attribute__((vector_size(32)));
+typedef uint32_t v8u __attribute__((vector_size(32)));
 /* The widest lanes the build's CPU has for the array loops: 16 with AVX-512, else 8 (GCC
  * splits a wider vector into what the CPU has, so VL only picks the faster width). */
 #ifdef __AVX512F__
@@ -36,10 +37,12 @@ typedef int32_t v8i __attribute__((vector_size(32)));
 #endif
 typedef float vf __attribute__((vector_size(4 * VL)));
 typedef int32_t vi __attribute__((vector_size(4 * VL)));
+typedef uint32_t vu __attribute__((vector_size(4 * VL)));
 static inline float vexp1(float x) {
     if (x < -87.0f) return 0.0f; /* NaN falls through and stays NaN */
     float xc = x > 88.0f ? 88.0f : x;
-    float n = (float)(int32_t)(xc * 1.44269504088896341f + 128.5f) - 128.0f;
+    float xn = xc == xc ? xc : 0.0f; /* NaN: n from 0 (r stays NaN), so the int conversion and shift are defined */
+    float n = (float)(int32_t)(xn * 1.44269504088896341f + 128.5f) - 128.0f;
     float r = xc - n * 0.693359375f + n * 2.12194440e-4f;
     float p = 1.9875691500e-4f;
     p = p * r + 1.3981999507e-3f;
@@ -48,7 +51,7 @@ static inline float vexp1(float x) {
     p = p * r + 1.6666665459e-1f;
     p = p * r + 5.0000001201e-1f;
     p = p * r * r + r + 1.0f;
-    int32_t bits = ((int32_t)n + 127) << 23;
+    int32_t bits = (int32_t)((uint32_t)((int32_t)n + 127) << 23);
     float sc;
     memcpy(&sc, &bits, sizeof sc);
     return p * sc;
@@ -57,32 +60,33 @@ static inline float vexp1(float x) {
  * vexp1's formulas lane by lane (the same value in every lane width). Defined for eight lanes
  * (vexp_poly8, vexp8: the Mamba scan's vexpn8 in cpu_mamba.c uses them) and for VL lanes
  * (vexpv). */
-#define GMA_DEF_VEXP(poly, vexp, VF, VI)                                                                        \
-    static inline __attribute__((always_inline)) VF poly(VF r) {                                                \
-        VF p = r * 1.9875691500e-4f + 1.3981999507e-3f;                                                         \
-        p = p * r + 8.3334519073e-3f;                                                                           \
-        p = p * r + 4.1665795894e-2f;                                                                           \
-        p = p * r + 1.6666665459e-1f;                                                                           \
-        p = p * r + 5.0000001201e-1f;                                                                           \
-        return p * r * r + r + 1.0f;                                                                            \
-    }                                                                                                           \
-    static inline VF vexp(VF x) {                                                                               \
-        VI low = x < -87.0f; /* true for -inf; false for NaN, which stays NaN */                                \
-        VI big = x > 88.0f;                                                                                     \
-        VF xc = (VF)(((VI)x & ~big) | ((VI)((VF){0} + 88.0f) & big));                                           \
-        xc = (VF)(((VI)xc & ~low) | ((VI)((VF){0} - 87.0f) & low));                                             \
-        VF n = __builtin_convertvector(__builtin_convertvector(xc * 1.44269504088896341f + 128.5f, VI), VF) -   \
-               128.0f;                                                                                          \
-        VF r = xc - n * 0.693359375f + n * 2.12194440e-4f;                                                      \
-        VF p = poly(r);                                                                                         \
-        VI bits = (__builtin_convertvector(n, VI) + 127) << 23;                                                 \
-        return (VF)((VI)(p * (VF)bits) & ~low);                                                                 \
+#define GMA_DEF_VEXP(poly, vexp, VF, VI, VU)                                                                     \
+    static inline __attribute__((always_inline)) VF poly(VF r) {                                                 \
+        VF p = r * 1.9875691500e-4f + 1.3981999507e-3f;                                                          \
+        p = p * r + 8.3334519073e-3f;                                                                            \
+        p = p * r + 4.1665795894e-2f;                                                                            \
+        p = p * r + 1.6666665459e-1f;                                                                            \
+        p = p * r + 5.0000001201e-1f;                                                                            \
+        return p * r * r + r + 1.0f;                                                                             \
+    }                                                                                                            \
+    static inline VF vexp(VF x) {                                                                                \
+        VI low = x < -87.0f; /* true for -inf; false for NaN, which stays NaN */                                 \
+        VI big = x > 88.0f;                                                                                      \
+        VF xc = (VF)(((VI)x & ~big) | ((VI)((VF){0} + 88.0f) & big));                                            \
+        xc = (VF)(((VI)xc & ~low) | ((VI)((VF){0} - 87.0f) & low));                                              \
+        VF xn = (VF)((VI)xc & (VI)(xc == xc)); /* NaN lanes: n from 0, r stays NaN (defined conversion) */       \
+        VF n = __builtin_convertvector(__builtin_convertvector(xn * 1.44269504088896341f + 128.5f, VI), VF) -    \
+               128.0f;                                                                                           \
+        VF r = xc - n * 0.693359375f + n * 2.12194440e-4f;                                                       \
+        VF p = poly(r);                                                                                          \
+        VI bits = (VI)((VU)(__builtin_convertvector(n, VI) + 127) << 23); /* unsigned: a defined shift */        \
+        return (VF)((VI)(p * (VF)bits) & ~low);                                                                  \
     }
-GMA_DEF_VEXP(vexp_poly8, vexp8, v8f, v8i)
+GMA_DEF_VEXP(vexp_poly8, vexp8, v8f, v8i, v8u)
 #if VL == 8
 #define vexpv vexp8
 #else
-GMA_DEF_VEXP(vexp_polyv, vexpv, vf, vi)
+GMA_DEF_VEXP(vexp_polyv, vexpv, vf, vi, vu)
 #endif
 #undef GMA_DEF_VEXP
 /* the sum of a vector's lanes in double, lane order */

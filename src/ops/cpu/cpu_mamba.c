@@ -228,7 +228,7 @@ GMA_INLINE v8f vexpn8(v8f x) {
     v8f n = t - 12582912.0f;
     v8f r = xc - n * 0.693359375f + n * 2.12194440e-4f;
     v8f p = vexp_poly8(r);
-    v8i bits = ((v8i)t << 23) + (127 << 23); /* 2^n */
+    v8i bits = (v8i)(((v8u)t << 23) + (127u << 23)); /* 2^n (unsigned: defined for any t) */
     return (v8f)((v8i)(p * (v8f)bits) & ~low);
 }
 #endif

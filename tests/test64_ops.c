@@ -1,0 +1,381 @@
+/* test64_ops.c: the float64 finite-difference check (gradcheck.h) of the backward of every
+ * row of the op table tests/cuda_emu/op_rows.h (OP_ROWS and BASE_ROWS) that has one (grad
+ * 1), at the row's shapes,
+ * on the CPU backend. A row's loss is <r, outputs> for fixed random r over the first GC_R
+ * elements of each output; the first GC_N elements of every input are perturbed. The same rows run on the emulated CUDA backend
+ * in tests/cuda_emu/emu_core.cpp and emu_baselines.cpp (test_cuda_emu). Every row with grad 1 must check at
+ * least one gradient; the number of rows comes from the table. */
+#include <string.h>
+
+#include "cuda_emu/op_rows.h"
+#include "gradcheck.h"
+#include "ops/ops.h"
+#include "testutil.h"
+
+#define GC_N 256  /* elements of each input perturbed (the first ones) */
+#define GC_R 256 /* outputs in the loss (the first ones: its rounding stays below GC_ABS_TOL) */
+#define MAXT 6
+
+/* one op case: inputs with their analytic gradients, outputs with their loss weights r;
+ * fwd computes the outputs from the inputs (ints i[] and the pointers p[] as it needs) */
+typedef struct Op Op;
+struct Op {
+    void (*fwd)(Op *o);
+    real *x[MAXT], *g[MAXT], *y[MAXT], *r[MAXT];
+    size_t nx[MAXT], ny[MAXT];
+    const char *name[MAXT];
+    int ni, no, i[8];
+    const void *p[2];
+    real s;
+};
+static Rng g_rng;
+static int g_checks;
+
+static real *in(Op *o, const char *name, size_t n, double scale, double off) {
+    o->name[o->ni] = name, o->nx[o->ni] = n;
+    o->x[o->ni] = gc_random(n, &g_rng, scale);
+    for (size_t k = 0; k < n; k++) o->x[o->ni][k] += (real)off;
+    o->g[o->ni] = xcalloc(n + 1, sizeof(real));
+    return o->x[o->ni++];
+}
+static real *out(Op *o, size_t n) {
+    o->ny[o->no] = n, o->r[o->no] = gc_random(n, &g_rng, 1);
+    for (size_t k = GC_R; k < n; k++) o->r[o->no][k] = 0;
+    return o->y[o->no++] = xcalloc(n + 1, sizeof(real));
+}
+static double op_loss(void *p) {
+    Op *o = p;
+    o->fwd(o);
+    double s = 0;
+    for (int j = 0; j < o->no; j++) s += gc_dot(o->y[j], o->r[j], o->ny[j]);
+    return s;
+}
+/* gradcheck of every input against o->g (filled by the caller's backward), then free */
+static void check(Op *o, const char *label) {
+    for (int t = 0; t < o->ni; t++) {
+        gc_assert_grad(label, o->name[t], op_loss, o, o->x[t], o->g[t], GMA_MIN(o->nx[t], (size_t)GC_N));
+        g_checks++;
+    }
+    for (int t = 0; t < o->ni; t++) free(o->x[t]), free(o->g[t]);
+    for (int j = 0; j < o->no; j++) free(o->y[j]), free(o->r[j]);
+}
+
+/* ---- nn: bias, GELU, ReLU, bias + GELU ---- */
+static void f_bias(Op *o) { memcpy(o->y[0], o->x[0], sizeof(real) * o->nx[0]), g_ops->bias_forward(o->y[0], o->x[1], o->i[0], o->i[1]); }
+static void f_gelu(Op *o) { g_ops->gelu_forward(o->y[0], o->x[0], o->nx[0]); }
+static void f_relu(Op *o) { g_ops->relu_forward(o->y[0], o->x[0], o->nx[0]); }
+static void f_bias_gelu(Op *o) {
+    memcpy(o->y[1], o->x[0], sizeof(real) * o->nx[0]); /* pre: x, then x + b */
+    g_ops->bias_gelu_forward(o->y[1], o->y[0], o->x[1], o->i[0], o->i[1]);
+}
+static void g_basic(int R, int C) {
+    size_t n = (size_t)R * C;
+    Op o = {.fwd = f_bias, .i = {R, C}};
+    in(&o, "x", n, 1, 0), in(&o, "b", C, 1, 0), out(&o, n);
+    memcpy(o.g[0], o.r[0], sizeof(real) * n), g_ops->bias_backward(o.g[1], o.r[0], R, C);
+    check(&o, "bias");
+    void (*f[2])(Op *) = {f_gelu, f_relu};
+    for (int k = 0; k < 2; k++) {
+        o = (Op){.fwd = f[k]};
+        real *x = in(&o, "x", n, 2, 0.01);
+        out(&o, n);
+        (k ? g_ops->relu_backward : g_ops->gelu_backward)(o.g[0], o.r[0], x, n);
+        check(&o, k ? "relu" : "gelu");
+    }
+    o = (Op){.fwd = f_bias_gelu, .i = {R, C}};
+    in(&o, "x", n, 1, 0), in(&o, "b", C, 1, 0), out(&o, n), out(&o, n);
+    memset(o.r[1], 0, sizeof(real) * n); /* pre (x + b): saved, not in the loss */
+    o.fwd(&o);
+    g_ops->bias_gelu_backward(o.g[0], o.g[1], o.r[0], o.y[1], R, C);
+    check(&o, "bias_gelu");
+}
+
+/* ---- nn: layernorm, residual add + layernorm ---- */
+static void f_ln(Op *o) { g_ops->layernorm_forward(o->y[0], o->y[1], o->y[2], o->x[0], o->x[1], o->x[2], o->i[0], o->i[1]); }
+static void f_add_ln(Op *o) {
+    g_ops->add_layernorm_forward(o->y[3], o->y[0], o->y[1], o->y[2], o->x[3], o->x[0], o->x[1], o->x[2], o->i[0], o->i[1]);
+}
+static void g_ln(int R, int C) {
+    for (int add = 0; add < 2; add++) {
+        Op o = {.fwd = add ? f_add_ln : f_ln, .i = {R, C}};
+        size_t n = (size_t)R * C;
+        in(&o, "x", n, 2, 0.5), in(&o, "w", C, 1, 1), in(&o, "b", C, 1, 0);
+        if (add) in(&o, "a", n, 1, 0);
+        out(&o, n), out(&o, R), out(&o, R);
+        if (add) out(&o, n);
+        memset(o.r[1], 0, sizeof(real) * R), memset(o.r[2], 0, sizeof(real) * R); /* statistics: not in the loss */
+        if (add) memset(o.r[3], 0, sizeof(real) * n);
+        o.fwd(&o);
+        g_ops->layernorm_backward(o.g[0], o.g[1], o.g[2], o.r[0], add ? o.y[3] : o.x[0], o.x[1], o.y[1], o.y[2], R, C);
+        if (add) memcpy(o.g[3], o.g[0], sizeof(real) * n); /* d sum / d a = d sum / d x = 1 */
+        check(&o, add ? "add_layernorm" : "layernorm");
+    }
+}
+
+/* ---- nn: embeddings ---- */
+static void f_embed(Op *o) { g_ops->embed_forward(o->y[0], o->p[0], o->x[0], o->i[3] ? o->x[1] : NULL, o->i[0], o->i[1], o->i[2]); }
+static void g_embed(int B, int T, int C, int V, int pos) {
+    int32_t *tok = xmalloc(sizeof(int32_t) * B * T);
+    for (int k = 0; k < B * T; k++) tok[k] = (int32_t)((k * 7 + 3) % V);
+    if (B * T > 2) tok[0] = tok[1] = tok[B * T - 1]; /* repeats */
+    Op o = {.fwd = f_embed, .i = {B, T, C, pos}, .p = {tok}};
+    in(&o, "wte", (size_t)V * C, 1, 0);
+    if (pos) in(&o, "wpe", (size_t)T * C, 1, 0);
+    out(&o, (size_t)B * T * C);
+    g_ops->embed_backward(o.g[0], pos ? o.g[1] : NULL, o.r[0], tok, B, T, C);
+    check(&o, "embed");
+    free(tok);
+}
+
+/* ---- nn: cross-entropy (loss: the sum over scored rows / R) ---- */
+static void f_xent(Op *o) { g_ops->xent_forward(o->y[0], o->y[1], o->x[0], o->p[0], o->i[0], o->i[1]); }
+static void g_xent(int R, int V) {
+    int32_t *tg = xmalloc(sizeof(int32_t) * R);
+    for (int r = 0; r < R; r++) tg[r] = r % 5 == 2 ? -1 : (int32_t)((r * 13 + 1) % V);
+    Op o = {.fwd = f_xent, .i = {R, V}, .p = {tg}};
+    real *l = in(&o, "logits", (size_t)R * V, 4, 0);
+    out(&o, R), out(&o, R);
+    for (int r = 0; r < R; r++) o.r[0][r] = (real)(1.0 / R), o.r[1][r] = 0;
+    memcpy(o.g[0], l, sizeof(real) * R * V), g_ops->xent_backward(o.g[0], tg, R, V, (real)(1.0 / R));
+    check(&o, "xent");
+    free(tg);
+}
+
+/* ---- nn: row softmax (scale 0.6; a column bias) ---- */
+static void f_softmax(Op *o) {
+    memcpy(o->y[0], o->x[0], sizeof(real) * o->nx[0]);
+    g_ops->softmax_rows(o->y[0], o->i[0], o->i[1], o->s, o->p[0]);
+}
+static void g_softmax(int R, int C, int bias) {
+    real *cb = gc_random(C, &g_rng, 1);
+    if (bias) cb[0] = cb[C / 2] = -INFINITY;
+    Op o = {.fwd = f_softmax, .i = {R, C}, .p = {bias ? cb : NULL}, .s = 0.6};
+    in(&o, "x", (size_t)R * C, 3, 0), out(&o, (size_t)R * C);
+    o.fwd(&o);
+    memcpy(o.g[0], o.r[0], sizeof(real) * R * C), g_ops->softmax_rows_backward(o.g[0], o.y[0], R, C);
+    g_ops->scale(o.g[0], o.s, (size_t)R * C);
+    check(&o, "softmax_rows");
+    free(cb);
+}
+
+/* ---- nn: the classifier's pair features ---- */
+static void f_cls(Op *o) { g_ops->pair_features_forward(o->y[0], o->x[0], o->x[1], o->i[0], o->i[1]); }
+static void g_cls(int B, int D) {
+    Op o = {.fwd = f_cls, .i = {B, D}};
+    in(&o, "u", (size_t)B * D, 1, 0), in(&o, "v", (size_t)B * D, 1, 0), out(&o, (size_t)B * 4 * D);
+    g_ops->pair_features_backward(o.g[0], o.g[1], o.r[0], o.x[0], o.x[1], B, D);
+    check(&o, "pair_features");
+}
+
+/* ---- the normalised linear mixing core ---- */
+static void f_linmix(Op *o) {
+    int *i = o->i;
+    g_ops->linmix_forward(o->y[0], o->y[1], o->y[2], o->x[0], o->x[1], o->x[2], i[0], i[1], i[2], i[3], i[4], i[5], 1e-6);
+}
+static void g_linmix(int BH, int N, int F, int d, int causal, int chunk) {
+    int nc = causal ? (N + chunk - 1) / chunk : 1;
+    Op o = {.fwd = f_linmix, .i = {BH, N, F, d, causal, chunk}};
+    in(&o, "phq", (size_t)BH * N * F, 0.5, 0.6), in(&o, "phk", (size_t)BH * N * F, 0.5, 0.6);
+    in(&o, "v", (size_t)BH * N * d, 1, 0);
+    out(&o, (size_t)BH * N * d), out(&o, (size_t)BH * N), out(&o, (size_t)BH * nc * ((size_t)F * d + F));
+    memset(o.r[1], 0, sizeof(real) * o.ny[1]), memset(o.r[2], 0, sizeof(real) * o.ny[2]); /* den, state: saved */
+    o.fwd(&o);
+    g_ops->linmix_backward(o.g[0], o.g[1], o.g[2], o.r[0], o.y[0], o.y[1], o.y[2], o.x[0], o.x[1], o.x[2], BH, N, F, d,
+                           causal, chunk);
+    check(&o, "linmix");
+}
+
+/* ---- GMA routing (tau 0.8, variance floor 0.05) ---- */
+static void f_route(Op *o) {
+    int *i = o->i;
+    g_ops->gma_route_forward(o->y[0], o->x[0], o->x[1], o->x[2], o->x[3], i[0], i[1], i[2], i[3], i[4], 0.8, 0.05, i[5]);
+}
+static void g_route(int B, int H, int N, int d, int Kc, int shared) {
+    int Hp = shared ? 1 : H;
+    Op o = {.fwd = f_route, .i = {B, H, N, d, Kc, shared}};
+    in(&o, "x", (size_t)B * H * N * d, 1, 0), in(&o, "mu", (size_t)Hp * Kc * d, 1, 0);
+    in(&o, "var_raw", (size_t)Hp * Kc * d, 1.5, 0), in(&o, "prior", (size_t)Hp * Kc, 1, 0);
+    out(&o, (size_t)B * H * N * Kc);
+    o.fwd(&o);
+    g_ops->gma_route_backward(o.g[0], o.g[1], o.g[2], o.g[3], o.r[0], o.y[0], o.x[0], o.x[1], o.x[2], o.x[3], B, H, N, d,
+                              Kc, 0.8, 0.05, shared);
+    check(&o, "gma_route");
+}
+
+/* ---- the diversity loss (token and batch form, with and without a row mask) ---- */
+static void f_div(Op *o) {
+    int *i = o->i;
+    o->y[0][0] = (real)g_ops->gma_div_forward(o->x[0], o->p[0], i[0], i[1], i[2], i[3], i[4]);
+}
+static void g_div(int B, int H, int N, int Kc) {
+    uint8_t *m = xmalloc((size_t)B * N);
+    for (int k = 0; k < B * N; k++) m[k] = k % 4 != 1;
+    for (int mode = 0; mode < 2; mode++)
+        for (int um = 0; um < 2; um++) {
+            Op o = {.fwd = f_div, .i = {B, H, N, Kc, mode}, .p = {um ? m : NULL}};
+            in(&o, "gamma", (size_t)B * H * N * Kc, 0.45, 0.5), out(&o, 1);
+            g_ops->gma_div_backward(o.g[0], o.x[0], o.p[0], B, H, N, Kc, mode, o.r[0][0]);
+            check(&o, mode ? (um ? "gma_div batch masked" : "gma_div batch") : (um ? "gma_div token masked" : "gma_div token"));
+        }
+    free(m);
+}
+
+/* ---- the convolutional stem's per-channel normalisation, max pooling ---- */
+static void f_chnorm(Op *o) {
+    g_ops->chnorm_forward(o->y[0], o->y[1], o->y[2], o->x[0], o->x[1], o->x[2], o->i[0], o->i[1], o->i[2], 1);
+}
+static void g_chnorm(int S, int N, int C) {
+    Op o = {.fwd = f_chnorm, .i = {S, N, C}};
+    in(&o, "x", (size_t)S * N * C, 2, 0.7), in(&o, "w", C, 1, 1), in(&o, "b", C, 1, 0);
+    out(&o, (size_t)S * N * C), out(&o, (size_t)S * C), out(&o, (size_t)S * C);
+    memset(o.r[1], 0, sizeof(real) * o.ny[1]), memset(o.r[2], 0, sizeof(real) * o.ny[2]);
+    o.fwd(&o);
+    g_ops->chnorm_backward(o.g[0], o.g[1], o.g[2], o.r[0], o.x[0], o.x[1], o.y[1], o.y[2], S, N, C);
+    check(&o, "chnorm");
+}
+static void f_maxpool(Op *o) { g_ops->maxpool_forward(o->y[0], (int32_t *)o->p[0], o->x[0], o->p[1], o->i[0], o->i[1], o->i[2]); }
+static void g_maxpool(int S, int N, int D) {
+    int32_t *arg = xmalloc(sizeof(int32_t) * S * D);
+    real *w = xmalloc(sizeof(real) * S * N);
+    for (int k = 0; k < S * N; k++) w[k] = (k % 7 == 3 || k / N == S - 1) ? 0 : 0.5; /* padding; the last row all padding */
+    Op o = {.fwd = f_maxpool, .i = {S, N, D}, .p = {arg, w}};
+    in(&o, "x", (size_t)S * N * D, 1, 0), out(&o, (size_t)S * D);
+    o.fwd(&o);
+    g_ops->maxpool_backward(o.g[0], o.r[0], arg, S, N, D);
+    check(&o, "maxpool");
+    free(arg), free(w);
+}
+
+/* ---- the baseline mixers' ops (BASE_ROWS): elementwise maps ---- */
+static void f_map(Op *o) {
+    void (*f[3])(real *, const real *, size_t) = {g_ops->elu1_forward, g_ops->silu_forward, g_ops->softplus_forward};
+    f[o->i[0]](o->y[0], o->x[0], o->nx[0]);
+}
+static void f_gate(Op *o) { g_ops->gate_silu_forward(o->y[0], o->x[0], o->x[1], o->nx[0]); }
+static void g_elem(size_t n) {
+    static const char *names[3] = {"elu1", "silu", "softplus"};
+    void (*b[3])(real *, const real *, const real *, size_t) = {g_ops->elu1_backward, g_ops->silu_backward,
+                                                                 g_ops->softplus_backward};
+    for (int k = 0; k < 3; k++) {
+        Op o = {.fwd = f_map, .i = {k}};
+        real *x = in(&o, "x", n, 5, 0.01);
+        out(&o, n);
+        b[k](o.g[0], o.r[0], x, n);
+        check(&o, names[k]);
+    }
+    Op o = {.fwd = f_gate};
+    in(&o, "y", n, 5, 0), in(&o, "z", n, 5, 0), out(&o, n);
+    g_ops->gate_silu_backward(o.g[0], o.g[1], o.r[0], o.x[0], o.x[1], n);
+    check(&o, "gate_silu");
+}
+
+/* ---- Performer FAVOR+: exponents, and features with the row max or a given constant ---- */
+static void f_favor_logits(Op *o) {
+    int *i = o->i;
+    g_ops->favor_logits_forward(o->y[0], o->x[0], o->p[0], i[0], i[1], i[2], i[3], i[4]);
+}
+static void f_favor_exp(Op *o) {
+    g_ops->favor_exp_forward(o->y[0], o->i[2] ? o->y[1] : NULL, o->x[0], o->i[0], o->i[1], 0.3, 0.7);
+}
+static void g_favor(int B, int H, int N, int d, int m) {
+    real *om = gc_random((size_t)H * m * d, &g_rng, 1.5);
+    Op o = {.fwd = f_favor_logits, .i = {B, H, N, d, m}, .p = {om}};
+    in(&o, "x", (size_t)B * H * N * d, 1, 0), out(&o, (size_t)B * H * N * m);
+    g_ops->favor_logits_backward(o.g[0], o.r[0], o.x[0], om, B, H, N, d, m);
+    check(&o, "favor_logits");
+    int R = B * H * N;
+    for (int withmax = 0; withmax < 2; withmax++) {
+        o = (Op){.fwd = f_favor_exp, .i = {R, m, withmax}};
+        in(&o, "e", (size_t)R * m, 1, 0), out(&o, (size_t)R * m), out(&o, R);
+        memset(o.r[1], 0, sizeof(real) * R); /* the argmax column: not in the loss */
+        o.fwd(&o);
+        g_ops->favor_exp_backward(o.g[0], o.r[0], o.y[0], withmax ? o.y[1] : NULL, R, m);
+        check(&o, withmax ? "favor_exp rowmax" : "favor_exp");
+    }
+    free(om);
+}
+
+/* ---- Mamba: causal depthwise convolution, selective scan ---- */
+static void f_conv1d(Op *o) {
+    g_ops->conv1d_causal_forward(o->y[0], o->x[0], o->x[1], o->x[2], o->i[0], o->i[1], o->i[2], o->i[3]);
+}
+static void g_conv1d(int B, int N, int C, int K) {
+    Op o = {.fwd = f_conv1d, .i = {B, N, C, K}};
+    in(&o, "x", (size_t)B * N * C, 1, 0), in(&o, "w", (size_t)C * K, 1, 0), in(&o, "b", C, 1, 0);
+    out(&o, (size_t)B * N * C);
+    g_ops->conv1d_causal_backward(o.g[0], o.g[1], o.g[2], o.r[0], o.x[0], o.x[1], B, N, C, K);
+    check(&o, "conv1d_causal");
+}
+static void f_scan(Op *o) {
+    int *i = o->i;
+    real **x = o->x;
+    g_ops->scan_forward(o->y[0], o->y[1], x[0], x[1], x[2], x[3], x[4], x[5], i[0], i[1], i[2], i[3], i[4]);
+}
+static void g_scan(int B, int N, int E, int S, int chunk) {
+    int nck = (N + chunk - 1) / chunk;
+    Op o = {.fwd = f_scan, .i = {B, N, E, S, chunk}};
+    in(&o, "u", (size_t)B * N * E, 1, 0), in(&o, "dt", (size_t)B * N * E, 0.1, 0.25);
+    in(&o, "Bm", (size_t)B * N * S, 1, 0), in(&o, "Cm", (size_t)B * N * S, 1, 0);
+    in(&o, "A_log", (size_t)E * S, 0.5, 0.5), in(&o, "Dskip", E, 1, 0);
+    out(&o, (size_t)B * N * E), out(&o, (size_t)B * nck * E * S);
+    memset(o.r[1], 0, sizeof(real) * o.ny[1]); /* the chunk states: saved */
+    o.fwd(&o);
+    real **x = o.x, **g = o.g;
+    g_ops->scan_backward(g[0], g[1], g[2], g[3], g[4], g[5], o.r[0], o.y[1], x[0], x[1], x[2], x[3], x[4], x[5], B, N, E, S,
+                         chunk);
+    check(&o, "scan");
+}
+
+/* ---- tiled softmax attention: causal or not, padded keys, attention dropout p ---- */
+static void f_attn(Op *o) {
+    int *i = o->i;
+    g_ops->attn_forward(o->y[0], o->y[1], o->x[0], o->x[1], o->x[2], o->p[0], i[0], i[1], i[2], i[3], i[4], o->s, o->p[1]);
+}
+static void g_attn(int B, int H, int N, int d, int causal, int pad, double p) {
+    GmaDrop dg = {{1337u, 0u}, 5u, (2u << 16) | (1u << 4) | GMA_DROP_ATTN, gma_drop_threshold(p), 1.0 / (1.0 - p), B,
+                  3 * (int64_t)B, 1};
+    real *kb = xcalloc((size_t)B * N, sizeof(real));
+    for (int b = 0; b < B; b++)
+        for (int j = 0; j < N; j++)
+            if (pad && (j % 5 == 3 || (b == 1 && j < 40))) kb[b * N + j] = -INFINITY;
+    Op o = {.fwd = f_attn, .i = {B, H, N, d, causal}, .p = {pad ? kb : NULL, p > 0 ? &dg : NULL}, .s = 1 / sqrt((double)d)};
+    size_t n = (size_t)B * H * N * d;
+    in(&o, "q", n, 1, 0), in(&o, "k", n, 1, 0), in(&o, "v", n, 1, 0), out(&o, n), out(&o, (size_t)B * H * N);
+    memset(o.r[1], 0, sizeof(real) * o.ny[1]); /* lse: saved */
+    o.fwd(&o);
+    g_ops->attn_backward(o.g[0], o.g[1], o.g[2], o.r[0], o.y[0], o.y[1], o.x[0], o.x[1], o.x[2], o.p[0], B, H, N, d, causal,
+                         o.s, o.p[1]);
+    check(&o, p > 0 ? "attn dropout" : "attn");
+    free(kb);
+}
+
+/* every row with a backward, in the table's order; each must check a gradient */
+#define GRAD_0(op, args) 0
+#define GRAD_1(op, args) (g_##op args, 1)
+#define ROW(part, op, grad, args)                                                                                      \
+    {                                                                                                                  \
+        int before = g_checks, want = GRAD_##grad(op, args);                                                           \
+        rows += want;                                                                                                  \
+        ck_assert_msg(!want || g_checks > before, "row %s %s: no gradient checked", #op, #args);                       \
+    }
+START_TEST(test_op_rows_gradcheck) {
+    rng_seed(&g_rng, 7);
+    int rows = 0;
+    OP_ROWS(ROW)
+    BASE_ROWS(ROW)
+    printf("op table: %d rows with a backward, %d gradients checked\n", rows, g_checks);
+    ck_assert_int_gt(rows, 0);
+}
+END_TEST
+#undef ROW
+
+Suite *make_suite(void) {
+    Suite *s = suite_create("op table gradients (float64)");
+    TCase *tc = tcase_create("rows");
+    tcase_set_timeout(tc, 300);
+    tcase_add_test(tc, test_op_rows_gradcheck);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+GMA_TEST_MAIN()
