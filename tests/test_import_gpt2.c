@@ -3,12 +3,14 @@
  * the same weights as llm.c's .bin, and the float64 logits of a fixed sequence from a
  * forward written from the Hugging Face module). Both imports load as a run and give the
  * reference logits at float32 level and the same model.safetensors; gmaeval's loss on the
- * sequence is the reference's; gmasample runs on --prompt-ids; a tokenizer beside the
+ * sequence is the reference's; gmasample runs on --prompt-ids; gmatrain --init-from
+ * takes every tensor; a tokenizer beside the
  * weights is copied and used; llm.c's bfloat16 version 5 expands exactly; refusals (a
  * wrong shape, a missing, unknown or untied tensor, a bad magic or version, a truncated
  * file, trailing bytes, a non-empty --out) exit 2 with one line naming the tensor or
  * offset and leave nothing behind. With python3 + numpy the fixtures are regenerated
  * and imported again (else a "SKIP: " line). */
+#include <cjson/cJSON.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -177,6 +179,33 @@ START_TEST(test_gmaeval_and_gmasample_on_the_import) {
     char want[64];
     snprintf(want, sizeof want, "3 17 60 %d", best);
     ck_assert_msg(strstr(g_out, want), "gmasample greedy: want '%s...': %s", want, g_out);
+    /* gmatrain --init-from starts a run from every tensor of the import */
+    const char *dd = tu_path("shards");
+    ck_assert_int_eq(gma_mkdirs(dd), 0);
+    uint32_t many[400];
+    for (int i = 0; i < 400; i++) many[i] = (uint32_t)((i * 7 + i / 13) % r.V);
+    static const char *const splits[3] = {"train.bin", "valid.bin", "test.bin"};
+    for (int i = 0; i < 3; i++) {
+        char sp[2300];
+        snprintf(sp, sizeof sp, "%s/%s", dd, splits[i]);
+        ck_assert_int_eq(shard_write(sp, many, 400, (uint32_t)r.V), 0);
+    }
+    const char *ft = tu_path("finetune");
+    ck_assert_msg(run("./bin/gmatrain --init-from %s --out %s --quiet --threads 1 --set data.path=%s --set train.steps=2 "
+                      "--set train.batch_size=2 --set train.eval_every=0 --set train.sample_every=0",
+                      hf, ft, dd) == 0,
+                  "%s", g_out);
+    char ij[2300];
+    snprintf(ij, sizeof ij, "%s/init_from.json", ft);
+    char *t;
+    file_bytes(ij, &t);
+    cJSON *o = cJSON_Parse(t);
+    const cJSON *cp = cJSON_GetObjectItemCaseSensitive(o, "copied"), *nw = cJSON_GetObjectItemCaseSensitive(o, "new"),
+                *dr = cJSON_GetObjectItemCaseSensitive(o, "dropped");
+    ck_assert_msg(cJSON_IsArray(cp) && cJSON_GetArraySize(cp) == 36 && cJSON_GetArraySize(nw) == 0 && cJSON_GetArraySize(dr) == 0,
+                  "every one of the 36 tensors is copied: %s", t);
+    cJSON_Delete(o);
+    free(t);
     free(r.logits);
 }
 END_TEST
