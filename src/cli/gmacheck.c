@@ -32,6 +32,7 @@
 #include "core/config.h"
 #include "nn/mixers/mixer.h"
 #include "ops/ops.h"
+#include "train/config_registry.h"
 
 static void usage(FILE *f) {
     fprintf(f,
@@ -136,7 +137,7 @@ static int prepare(Config *c, CheckOpts *o, const char *precision) {
 }
 
 int main(int argc, char **argv) {
-    mixer_register_all();
+    config_register_all();
     int rc = cli_start("gmacheck", argc, argv, usage);
     if (rc >= 0) return rc;
     Config c;

@@ -16,6 +16,7 @@
 #include "model/model.h"
 #include "cli/args/version.h"
 #include "ops/ops.h"
+#include "train/config_registry.h"
 #include "train/cls_task.h"
 #include "train/evaluate.h"
 #include "analysis/routing.h"
@@ -366,6 +367,7 @@ static int run_analysis(Model *m, const Config *cfg, const LmData *d, int split,
 
 int main(int argc, char **argv) {
     gma_openmp_env(argv);
+    config_register_all(); /* every module's config section, before the checkpoint's config */
     if (cli_version("gmaeval", argc, argv)) return 0;
     const char *ckpt = NULL, *data = NULL, *json = NULL, *device = NULL, *ajson = NULL, *dump = NULL, *data_path = NULL;
     int analyze = 0, drop_last = 0;

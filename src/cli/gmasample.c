@@ -16,6 +16,7 @@
 #include "model/model.h"
 #include "cli/args/version.h"
 #include "ops/ops.h"
+#include "train/config_registry.h"
 
 static void usage(FILE *f) {
     fprintf(f, "usage: gmasample --checkpoint PATH [--prompt TEXT | --prompt-file FILE | --prompt-ids \"ID ...\"]\n"
@@ -121,6 +122,7 @@ static int32_t *prompt_ids(Tokenizer *tk, const char *text, size_t text_len, con
 
 int main(int argc, char **argv) {
     gma_openmp_env(argv);
+    config_register_all(); /* every module's config section, before the checkpoint's config */
     if (cli_version("gmasample", argc, argv)) return 0;
     const char *ckpt = NULL, *prompt = NULL, *pfile = NULL, *pids = NULL, *json = NULL, *device = NULL, *tkspec = NULL,
                *vocab = "data/gpt2";

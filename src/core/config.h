@@ -1,14 +1,16 @@
-/* config.h: the run configuration, its schema, JSON loading and validation.
+/* config.h: the run configuration, its schema engine, JSON loading and validation.
  *
  * Every key has one schema row (CfgKey): type, default, range or allowed values and
- * meaning. The generic keys (top level, model.*, train.*, data.*) are config.c's table;
- * the keys of a mixer (gma.*, performer.*, ...) are a CfgSection that the mixer declares
- * in its own file, with offsets into its own struct, stored inside Config (so Config stays
- * copyable by value) and read with cfg_section. The nn registry installs the sections, the
- * mixer names and the mixers' validation with cfg_register (mixer_register_all) before
- * the first cfg_defaults; core itself knows no mixer. The rows drive defaults, validation
- * of JSON files and of `--set a.b=value` overrides, the resolved config written beside
- * each run, and the configuration reference in the README (`gmatrain --config-reference`).
+ * meaning. Core holds no rows: every module declares its keys as a CfgSection in its own
+ * file, with its defaults, ranges, docs and cross-field checks (validate). A section either
+ * lies over Config itself (name NULL: the keys are dotted paths, "model.d_model", with
+ * offsets into Config; the structs below, which every layer reads by value) or is a stored
+ * section (name "gma": keys NAME.*, offsets into the module's own struct, kept inside
+ * Config so it stays copyable, read with cfg_section). config_register_all (src/train)
+ * installs every section, in the reference's order, with cfg_register before the first
+ * cfg_defaults. The rows drive defaults, validation of JSON files and of `--set a.b=value`
+ * overrides, the resolved config written beside each run, and the configuration reference
+ * in the README (`gmatrain --config-reference`).
  */
 #ifndef GMA_CONFIG_H
 #define GMA_CONFIG_H
@@ -22,27 +24,33 @@
 #define CFG_MAX_SECTIONS 8     /* mixer sections (gma, performer, ...) */
 #define CFG_SECTION_BYTES 512  /* storage of one section's struct */
 
-typedef enum { CFGT_INT, CFGT_REAL, CFGT_BOOL, CFGT_STR, CFGT_MIXERS } CfgType;
+typedef enum { CFGT_INT, CFGT_REAL, CFGT_BOOL, CFGT_STR, CFGT_MIXERS, CFGT_ENUM } CfgType;
 
 /* One key. In a section, `key` is the name after "SECTION." and `off` an offset into the
  * section's struct; in config.c's table, the dotted path and an offset into Config. */
 typedef struct CfgKey {
     const char *key;
-    CfgType type;       /* CFGT_INT: int, CFGT_REAL: double, CFGT_BOOL: int 0/1, CFGT_STR: char[size] */
+    CfgType type;       /* CFGT_INT: int, CFGT_REAL: double, CFGT_BOOL: int 0/1, CFGT_STR: char[size],
+                           CFGT_ENUM: int, the index of the value among `choices` (written as the name) */
     size_t off;
     size_t size;        /* for strings: the array size */
     const char *def;    /* default, as text */
     double lo, hi;      /* numeric range (inclusive) */
-    const char *choices;/* "a|b|c" for strings, NULL = free text */
+    const char *choices;/* "a|b|c" for enums (and strings), NULL = free text */
     const char *doc;
 } CfgKey;
 
-/* The keys NAME.* of one mixer, over a struct of `size` bytes (<= CFG_SECTION_BYTES). */
+typedef struct Config Config;
+
+/* The keys of one module: stored (name "gma": keys NAME.* over a struct of `size` bytes,
+ * <= CFG_SECTION_BYTES) or over Config (name NULL, size 0). validate: the module's
+ * cross-field checks, run by cfg_validate in registration order (NULL = none). */
 typedef struct CfgSection {
     const char *name;
     size_t size;
     const CfgKey *keys;
     int n_keys;
+    int (*validate)(const Config *c);
 } CfgSection;
 
 typedef struct ModelCfg {
@@ -113,7 +121,7 @@ typedef struct DataCfg {
     int strip_headers;      /* cls generic data: drop mail headers */
 } DataCfg;
 
-typedef struct Config {
+struct Config {
     char name[CFG_STR];
     int seed;
     char device[16];
@@ -125,14 +133,18 @@ typedef struct Config {
     DataCfg data;
     /* the registered sections' structs, in registration order (cfg_section) */
     _Alignas(16) unsigned char section[CFG_MAX_SECTIONS][CFG_SECTION_BYTES];
-} Config;
+};
 
-/* What the mixer registry tells the configuration (cfg_register). */
+/* For the rows of a section over Config: a field's offset and size. */
+#define CFG_OFF(f) offsetof(Config, f)
+#define CFG_SIZE(f) sizeof(((Config *)0)->f)
+#define CFG_N(rows) (int)(sizeof(rows) / sizeof((rows)[0]))
+
+/* What the modules tell the configuration (cfg_register). */
 typedef struct CfgRegistry {
     const char *mixers;                /* "gma|sdpa|...": the names model.mixer accepts */
-    const CfgSection *const *sections; /* the mixers' sections, in the reference's order */
+    const CfgSection *const *sections; /* every module's section, in the reference's order */
     int n_sections;
-    int (*validate)(const Config *c);  /* the layers' mixers against the model and their own keys */
 } CfgRegistry;
 
 /* Install the registry (the last call wins; the pointers must outlive every Config). */
@@ -158,21 +170,13 @@ int cfg_set_from(Config *c, const char *assignment, const char *src);
 /* After a cfg_validate failure: prefix the message with the "--set key=value" whose key it
  * names (the last such override), else with file (the config's source). */
 void cfg_blame(const char *file, const char *const *sets, int n_sets);
-/* Cross-field checks after loading (D % H, lengths...), then the registry's validate
- * (each layer's mixer and its section). */
-/* model.stem_dilations parsed into dil[0..max): the number of layers, or -1 with a message
- * naming the key (not a list of integers 1..64, empty, or more than max) */
-int cfg_stem_dilations(const ModelCfg *m, int *dil, int max);
+/* Cross-field checks after loading: every section's validate, in registration order. */
 int cfg_validate(const Config *c);
+/* The name of the value of choice key `key` ("model.task" -> "lm"), for messages (a ring
+ * of 8 buffers per thread); aborts on a key that is no choice key. */
+const char *cfg_enum_name(const Config *c, const char *key);
 /* The resolved configuration as a JSON string (caller frees). */
 char *cfg_to_json(const Config *c);
 /* Write the configuration reference as a Markdown table. */
 void cfg_print_reference(FILE *f);
-/* Mixer of layer l. */
-const char *cfg_layer_mixer(const Config *c, int l);
-/* Whether the mixers are causal (resolving -1 by task). */
-int cfg_causal(const Config *c);
-int cfg_d_ff(const Config *c);
-/* Width of the q/k/v projections (model.qkv_dim, 0 = d_model). */
-int cfg_qkv_dim(const Config *c);
 #endif

@@ -13,6 +13,7 @@
  * Shapes: B examples, D width, Din = D or 4D, Dh hidden widths, C classes. */
 #ifndef GMA_CLS_HEAD_H
 #define GMA_CLS_HEAD_H
+#include "core/config.h"
 #include "nn/params.h"
 #include "ops/ops.h"
 
@@ -56,4 +57,7 @@ void cls_head_forward(const ClsHead *h, real *logits, real *act, const real *poo
  * cls_head_act_size reals (may be NULL when that is 0). */
 void cls_head_backward(const ClsHead *h, real *dpooled, real *grads, const real *dlogits, real *act,
                        const real *pooled, const real *params, real *scratch, int B, const GmaDrop *drop);
+/* The classifier head's rows (model.n_classes, n_seq, head_*, cls_std, key_padding_mask) and checks. */
+extern const CfgSection cls_head_cfg_section;
+
 #endif

@@ -60,4 +60,10 @@ void stem_update_buffers(Stem *st, const ParamTable *pt, real *params);
 /* 1 when tensor is one of the stem's running statistics (averaged across data-parallel ranks) */
 int stem_rank_averaged(const Stem *st, int tensor);
 void stem_free(Stem *st);
+/* The rows model.stem* and their checks. */
+extern const CfgSection stem_cfg_section;
+/* model.stem_dilations parsed into dil[0..max): the number of layers, or -1 with a message
+ * naming the key (not a list of integers 1..64, empty, or more than max) */
+int cfg_stem_dilations(const ModelCfg *m, int *dil, int max);
+
 #endif

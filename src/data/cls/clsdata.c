@@ -80,3 +80,27 @@ void clsdata_free(ClsDataset *d) {
     free(d->label);
     memset(d, 0, sizeof *d);
 }
+
+/* ---- configuration: the classification data (data.task, max_len, ...) ---- */
+
+#define O(f) CFG_OFF(f)
+#define S(f) CFG_SIZE(f)
+static const CfgKey g_cls_keys[] = {
+    {"data.task", CFGT_STR, O(data.task), S(data.task), "listops", 0, 0, "listops|text|retrieval|image|pathfinder|jsonl|tsv",
+     "Classification task (data.source \"cls\"); data.path as docs/lra.md gives for each."},
+    {"data.max_len", CFGT_INT, O(data.max_len), 0, "0", 0, 16777216, NULL,
+     "Classification: tokens per sequence (0 = train.seq_len, less 1 with model.pooling \"cls\")."},
+    {"data.truncate", CFGT_BOOL, O(data.truncate), 0, "true", 0, 0, NULL,
+     "Classification: truncate longer sequences to data.max_len with a counted warning (false = refuse the data)."},
+    {"data.pad_full", CFGT_BOOL, O(data.pad_full), 0, "false", 0, 0, NULL,
+     "Classification: pad every batch to data.max_len (the LRA release's padded_batch to max_length), not to its longest sequence."},
+    {"data.text_valid", CFGT_STR, O(data.text_valid), S(data.text_valid), "heldout", 0, 0, "heldout|test",
+     "Text task (IMDB): heldout = valid is 2,400 reviews held out of train (train the other 22,600); test = the LRA "
+     "release's split, valid is the test set and train all 25,000 (other tasks: unused)."},
+    {"data.strip_headers", CFGT_BOOL, O(data.strip_headers), 0, "false", 0, 0, NULL,
+     "Generic classification data: drop everything up to the first empty line (mail headers)."},
+};
+#undef O
+#undef S
+
+const CfgSection clsdata_cfg_section = {NULL, 0, g_cls_keys, CFG_N(g_cls_keys), NULL};

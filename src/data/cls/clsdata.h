@@ -9,6 +9,7 @@
  */
 #ifndef GMA_CLSDATA_H
 #define GMA_CLSDATA_H
+#include "core/config.h"
 #include "data/cls/cls_types.h"
 
 /* The options used when clsdata_load gets NULL: task default max_len, truncate, infer
@@ -29,5 +30,8 @@ void clsdata_free(ClsDataset *d);
 uint32_t clsdata_task_vocab(const char *task);
 /* The default max_len of a task (0 for an unknown task). */
 int clsdata_task_max_len(const char *task);
+
+/* The classification data's rows (data.task, max_len, truncate, pad_full, ...). */
+extern const CfgSection clsdata_cfg_section;
 
 #endif

@@ -55,16 +55,15 @@ static int validate_layers(const Config *c) {
     return 0;
 }
 
-void mixer_register_all(void) {
-    static const CfgSection *sections[N_MIXERS];
-    static CfgRegistry reg;
-    if (!reg.mixers) {
-        int n = 0;
-        for (int i = 0; i < N_MIXERS; i++)
-            if (g_mixers[i]->config) sections[n++] = g_mixers[i]->config;
-        reg = (CfgRegistry){.mixers = mixer_names(), .sections = sections, .n_sections = n, .validate = validate_layers};
-    }
-    cfg_register(&reg);
+/* no keys of its own: the checks of each layer's mixer, after the mixers' sections */
+static const CfgSection g_layers_section = {NULL, 0, NULL, 0, validate_layers};
+
+int mixer_config_sections(const CfgSection **out, int max) {
+    int n = 0;
+    for (int i = 0; i < N_MIXERS; i++)
+        if (g_mixers[i]->config && n < max) out[n++] = g_mixers[i]->config;
+    if (n < max) out[n++] = &g_layers_section;
+    return n;
 }
 
 Mixer *mixer_new(const MixerVT *vt, const Config *c, ParamTable *pt) {

@@ -57,7 +57,7 @@ static const CfgKey perf_keys[] = {
 #undef S
 #undef O
 static const CfgSection perf_section = {"performer", sizeof(PerformerCfg), perf_keys,
-                                        (int)(sizeof perf_keys / sizeof perf_keys[0])};
+                                        (int)(sizeof perf_keys / sizeof perf_keys[0]), NULL};
 
 #define RELU_KERNEL_EPS 0.001 /* kernel_epsilon of make_fast_generalized_attention */
 
