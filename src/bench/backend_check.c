@@ -222,7 +222,7 @@ int backend_check(const Config *c, const CheckOpts *o) {
         return -1;
     }
     size_t P = k->ma.pt.total;
-    batch_new(&k->batch, c, o->B, o->N, k->mb.n_seq, !strcmp(c->model.task, "classify"));
+    batch_new(&k->batch, c, o->B, o->N, k->mb.n_seq, c->model.task == MODEL_CLASSIFY);
     k->gb = xcalloc(P, sizeof(real)), k->p0 = xcalloc(P, sizeof(real)), k->st = xcalloc(P, sizeof(real));
     print_head(k);
     for (int i = 0; i < k->ma.pt.n; i++) k->n_buf += k->ma.pt.t[i].group == GROUP_BUFFER;

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "core/config.h"
+#include "data/lm/lmdata.h"
 #include "data/lm/lmmeta.h"
 #include "data/text/tokenizer.h"
 #include "data/text/unicode.h"
@@ -178,7 +179,7 @@ int main(int argc, char **argv) {
     char dir[2048];
     Config cfg;
     if (ckpt_open_config(ckpt, device, threads, dir, sizeof dir, &cfg) != 0) return fail(2);
-    if (!strcmp(cfg.model.task, "classify")) {
+    if (cfg.model.task == MODEL_CLASSIFY) {
         fprintf(stderr, "gmasample: %s: a classifier checkpoint does not generate text\n", dir);
         return 2;
     }
@@ -189,7 +190,7 @@ int main(int argc, char **argv) {
     Tokenizer *tk = NULL;
     if (tkspec) {
         if (!(tk = tokenizer_load(tkspec, vocab))) return fail(2);
-    } else if (cfg.data.path[0] && !strcmp(cfg.data.source, "shards")) {
+    } else if (cfg.data.path[0] && cfg.data.source == DATA_SHARDS) {
         /* the run's copy of the tokenizer (RUN/data.json), else the data directory's */
         char run[2048], found[CFG_STR];
         lmmeta_run_dir(dir, run, sizeof run);

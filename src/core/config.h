@@ -54,17 +54,17 @@ typedef struct CfgSection {
 } CfgSection;
 
 typedef struct ModelCfg {
-    char task[16];          /* lm | classify */
+    int task;               /* MODEL_LM | MODEL_CLASSIFY (nn/model_cfg.h) */
     int vocab_size;         /* 0 = from the data */
     int d_model, n_layers, n_heads, d_ff, max_seq_len;
     char mixer[CFG_MAX_LAYERS][16];
     int n_mixer;            /* 1 = same for all layers, else n_layers */
     int causal;             /* -1 = by task (lm causal, classify bidirectional) */
-    char pos[16];           /* learned | sinusoidal | none */
+    int pos;                /* POS_LEARNED | POS_SINUSOIDAL | POS_NONE (nn/model_cfg.h) */
     int mlp;
     double init_std;
     int auto_threshold;
-    char pooling[16];       /* mean | cls | max (classify) */
+    int pooling;            /* PoolKind (nn/pool.h): mean | cls | max (classify) */
     int key_padding_mask;   /* classify: the mixers see the key-padding mask (0: padding is content) */
     int n_classes;
     int n_seq;              /* classify: sequences per example (1, 2); 0 = from the data */
@@ -75,29 +75,29 @@ typedef struct ModelCfg {
     int attn_bias;          /* biases on the attention projections (q, k, v, o) */
     int qkv_dim;            /* width of the q/k/v projections (0 = d_model) */
     int head_hidden, head_hidden2; /* classifier head hidden widths (-1 = by task, 0 = none) */
-    char head_act[16];      /* gelu | relu: activation of the head's hidden layers */
+    int head_act;           /* HEAD_ACT_GELU | HEAD_ACT_RELU (nn/cls_head.h) */
     double embed_std;       /* tok_emb init std (< 0 = init_std) */
     double cls_std;         /* cls_token init std (< 0 = init_std, 0 = zeros) */
     double mlp_bias_std;    /* MLP biases' init std (0 = zeros) */
-    char dense_init[16];    /* normal | xavier_uniform: blocks' dense weights */
-    char embed_init[16];    /* normal | ramp: tok_emb */
-    char head_init[16];     /* normal | xavier_uniform | lecun_normal: head weights */
-    char stem[16];          /* none | conv: the image classifier's convolutional stem */
+    int dense_init;         /* DENSE_INIT_NORMAL | DENSE_INIT_XAVIER_UNIFORM: blocks' dense weights */
+    int embed_init;         /* EMBED_INIT_NORMAL | EMBED_INIT_RAMP: tok_emb */
+    int head_init;          /* HEAD_INIT_NORMAL | _XAVIER_UNIFORM | _LECUN_NORMAL: head weights */
+    int stem;               /* STEM_NONE | STEM_CONV (nn/stem.h): the image classifier's stem */
     char stem_dilations[128]; /* its layers' dilations, comma-separated */
-    char stem_norm[16];     /* batch | instance | none */
+    int stem_norm;          /* StemNorm (nn/stem.h): batch | instance | none */
     int stem_width;         /* image width in tokens (0 = square) */
     int head_chunk;         /* language model: rows of logits computed at a time (0 = automatic) */
 } ModelCfg;
 
 typedef struct TrainCfg {
     int steps, batch_size, seq_len, grad_accum;
-    char optimizer[16];     /* adamw | sgd */
+    int optimizer;          /* OPTIM_ADAMW | OPTIM_SGD (optim/optim.h) */
     double lr, min_lr_ratio;
     int warmup;
     int lr_first_step;      /* the step number of the first update in warmup and rsqrt: 1, or 0 (LRA) */
-    char schedule[16];      /* cosine | linear | constant | rsqrt */
+    int schedule;           /* SCHED_COSINE | _LINEAR | _CONSTANT | _RSQRT (optim/optim.h) */
     int decay_steps;        /* cosine / linear: steps of the decay after warmup (0 = steps - warmup) */
-    char report[8];         /* best | last: the checkpoint whose test accuracy a classifier reports */
+    int report;             /* REPORT_BEST | REPORT_LAST (train/run_cfg.h): whose test accuracy a classifier reports */
     double beta1, beta2, adam_eps, weight_decay, momentum;
     int decay_embeddings, decay_norms, decay_biases, decay_mixture;
     double grad_clip;
@@ -108,16 +108,16 @@ typedef struct TrainCfg {
 } TrainCfg;
 
 typedef struct DataCfg {
-    char source[16];        /* recall | shards | cls */
+    int source;             /* DataSource (data/lm/lmdata.h): recall | shards | cls */
     char path[CFG_STR];
     int recall_vocab, recall_pairs, recall_queries;
     int recall_valid, recall_test;
     int eval_stride;
-    char task[16];          /* cls: listops | text | retrieval | image | jsonl | tsv */
+    int task;               /* cls: ClsTaskId (data/cls/clsdata.h), the registry's index */
     int max_len;            /* cls: tokens per sequence (0 = train.seq_len, less the CLS slot) */
     int truncate;           /* cls: 1 truncate longer sequences (counted), 0 refuse */
     int pad_full;           /* cls: pad every batch to max_len (else to its longest sequence) */
-    char text_valid[16];    /* text task: heldout | test (the LRA release's valid split) */
+    int text_valid;         /* text task: TEXT_VALID_HELDOUT | TEXT_VALID_TEST (the LRA release's valid split) */
     int strip_headers;      /* cls generic data: drop mail headers */
 } DataCfg;
 

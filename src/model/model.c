@@ -61,12 +61,12 @@ int model_build(Model *m, const Config *c) {
     ParamTable *pt = &m->pt;
     /* initialisation options (docs/model.md §1): tok_emb std, the blocks' dense weights and MLP biases */
     double estd = mc->embed_std >= 0 ? mc->embed_std : std;
-    InitKind dense = !strcmp(mc->dense_init, "xavier_uniform") ? INIT_XAVIER_UNIFORM : INIT_NORMAL;
+    InitKind dense = mc->dense_init == DENSE_INIT_XAVIER_UNIFORM ? INIT_XAVIER_UNIFORM : INIT_NORMAL;
     InitKind bias_init = mc->mlp_bias_std > 0 ? INIT_NORMAL : INIT_ZERO; /* zeros draw nothing */
-    int ramp = !strcmp(mc->embed_init, "ramp");
+    int ramp = mc->embed_init == EMBED_INIT_RAMP;
     if (ramp && m->V < 3) return gma_errorf("key model.embed_init: \"ramp\" needs at least 3 tokens (vocabulary %d)", m->V);
     m->wte = pt_add2(pt, "tok_emb.weight", m->V, m->D, ramp ? INIT_RAMP : INIT_NORMAL, estd, GROUP_EMBED);
-    m->wpe = !strcmp(mc->pos, "learned") ? pt_add2(pt, "pos_emb.weight", m->Nmax, m->D, INIT_NORMAL, std, GROUP_EMBED) : -1;
+    m->wpe = mc->pos == POS_LEARNED ? pt_add2(pt, "pos_emb.weight", m->Nmax, m->D, INIT_NORMAL, std, GROUP_EMBED) : -1;
     if (stem_build(&m->stem, mc, pt) != 0) return -1;
     m->blocks = xcalloc(m->L, sizeof(Block));
     char name[128], pre[64];
@@ -95,17 +95,17 @@ int model_build(Model *m, const Config *c) {
     m->lnfw = pt_add1(pt, "ln_f.weight", m->D, INIT_ONE, 0, GROUP_NORM);
     m->lnfb = pt_add1(pt, "ln_f.bias", m->D, INIT_ZERO, 0, GROUP_BIAS);
     m->cls_tok = -1;
-    if (!strcmp(mc->task, "classify")) {
+    if (mc->task == MODEL_CLASSIFY) {
         m->classify = 1;
-        m->pool_cls = !strcmp(mc->pooling, "cls");
-        m->pool_max = !strcmp(mc->pooling, "max");
+        m->pool_cls = mc->pooling == POOL_CLS;
+        m->pool_max = mc->pooling == POOL_MAX;
         m->n_seq = mc->n_seq > 0 ? mc->n_seq : 1;
         m->C = mc->n_classes;
         double cstd = mc->cls_std >= 0 ? mc->cls_std : std;
         if (m->pool_cls) m->cls_tok = pt_add1(pt, "cls_token", m->D, cstd > 0 ? INIT_NORMAL : INIT_ZERO, cstd, GROUP_EMBED);
-        ClsHeadSpec hs = {.relu = !strcmp(mc->head_act, "relu"), .std = std,
-                          .init = !strcmp(mc->head_init, "xavier_uniform") ? INIT_XAVIER_UNIFORM
-                                  : !strcmp(mc->head_init, "lecun_normal") ? INIT_LECUN_NORMAL : INIT_NORMAL};
+        static const InitKind head_init[] = {[HEAD_INIT_NORMAL] = INIT_NORMAL, [HEAD_INIT_XAVIER_UNIFORM] = INIT_XAVIER_UNIFORM,
+                                             [HEAD_INIT_LECUN_NORMAL] = INIT_LECUN_NORMAL};
+        ClsHeadSpec hs = {.relu = mc->head_act == HEAD_ACT_RELU, .std = std, .init = head_init[mc->head_init]};
         int h1 = mc->head_hidden >= 0 ? mc->head_hidden : m->n_seq == 2 ? m->F : 0;
         if (h1 > 0) hs.Dh[hs.nh++] = h1;
         if (h1 > 0 && mc->head_hidden2 > 0) hs.Dh[hs.nh++] = mc->head_hidden2;
@@ -228,7 +228,7 @@ void model_alloc(Model *m, int Bmax, int Nmax) {
     m->tok = g_ops->alloc(R * sizeof(int32_t));
     m->tgt = g_ops->alloc(R * sizeof(int32_t));
     m->pred_host = xcalloc(R, sizeof(int32_t));
-    if (!strcmp(m->cfg.model.pos, "sinusoidal")) {
+    if (m->cfg.model.pos == POS_SINUSOIDAL) {
         real *host = xcalloc((size_t)m->Nmax * D, sizeof(real));
         pos_sinusoidal(host, m->Nmax, m->D);
         m->pos_fixed = g_ops->alloc((size_t)m->Nmax * D * sizeof(real));

@@ -6,6 +6,7 @@
 
 #include "core/common.h"
 #include "nn/linear.h"
+#include "nn/model_cfg.h"
 
 void cls_head_add(ClsHead *h, ParamTable *pt, int D, int C, int pair, const ClsHeadSpec *spec) {
     static const char *nm[CLS_HEAD_MAX_HIDDEN][2] = {{"head.mlp.fc.weight", "head.mlp.fc.bias"},
@@ -126,11 +127,11 @@ static const CfgKey g_head_keys[] = {
      "Classifier head: width of its first hidden layer (0 = none; -1 = none for one sequence, model.d_ff for two)."},
     {"model.head_hidden2", CFGT_INT, O(model.head_hidden2), 0, "0", 0, 1048576, NULL,
      "Classifier head: width of a second hidden layer (0 = none; needs model.head_hidden > 0)."},
-    {"model.head_act", CFGT_STR, O(model.head_act), S(model.head_act), "gelu", 0, 0, "gelu|relu",
+    {"model.head_act", CFGT_ENUM, O(model.head_act), 0, "gelu", 0, 0, "gelu|relu",
      "Classifier head: activation of its hidden layers."},
     {"model.cls_std", CFGT_REAL, O(model.cls_std), 0, "-1", -1, 100, NULL,
      "Std of the normal initialisation of cls_token (-1 = model.init_std, 0 = zeros)."},
-    {"model.head_init", CFGT_STR, O(model.head_init), S(model.head_init), "normal", 0, 0, "normal|xavier_uniform|lecun_normal",
+    {"model.head_init", CFGT_ENUM, O(model.head_init), 0, "normal", 0, 0, "normal|xavier_uniform|lecun_normal",
      "Initialisation of the classifier head's weights: normal(init_std), xavier_uniform, or lecun_normal (JAX's: a normal truncated to +-2, scaled to variance 1/fan_in)."},
 };
 #undef O
@@ -140,7 +141,7 @@ static int validate_head(const Config *c) {
     const ModelCfg *m = &c->model;
     if (m->head_hidden2 > 0 && m->head_hidden <= 0)
         return gma_errorf("key model.head_hidden2: a second hidden layer needs model.head_hidden > 0");
-    if (!strcmp(m->task, "classify") && !m->key_padding_mask && !c->data.pad_full)
+    if (m->task == MODEL_CLASSIFY && !m->key_padding_mask && !c->data.pad_full)
         return gma_errorf("key model.key_padding_mask: false makes padding content, so it needs data.pad_full true "
                           "(else an example's padding would depend on its batch)");
     return 0;

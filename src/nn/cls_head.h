@@ -57,6 +57,8 @@ void cls_head_forward(const ClsHead *h, real *logits, real *act, const real *poo
  * cls_head_act_size reals (may be NULL when that is 0). */
 void cls_head_backward(const ClsHead *h, real *dpooled, real *grads, const real *dlogits, real *act,
                        const real *pooled, const real *params, real *scratch, int B, const GmaDrop *drop);
+enum { HEAD_ACT_GELU, HEAD_ACT_RELU };                                    /* model.head_act: gelu|relu */
+enum { HEAD_INIT_NORMAL, HEAD_INIT_XAVIER_UNIFORM, HEAD_INIT_LECUN_NORMAL }; /* model.head_init */
 /* The classifier head's rows (model.n_classes, n_seq, head_*, cls_std, key_padding_mask) and checks. */
 extern const CfgSection cls_head_cfg_section;
 

@@ -2,14 +2,13 @@
  * values derived from them. */
 #include "nn/model_cfg.h"
 
-#include <string.h>
-
 #include "core/common.h"
+#include "data/lm/lmdata.h"
 
 #define O(f) CFG_OFF(f)
 #define S(f) CFG_SIZE(f)
 static const CfgKey g_model[] = {
-    {"model.task", CFGT_STR, O(model.task), S(model.task), "lm", 0, 0, "lm|classify", "Decoder language model or encoder classifier."},
+    {"model.task", CFGT_ENUM, O(model.task), 0, "lm", 0, 0, "lm|classify", "Decoder language model or encoder classifier."},
     {"model.vocab_size", CFGT_INT, O(model.vocab_size), 0, "0", 0, 16777216, NULL, "Vocabulary size V (0 = from the data)."},
     {"model.d_model", CFGT_INT, O(model.d_model), 0, "256", 1, 65536, NULL, "Model width D."},
     {"model.n_layers", CFGT_INT, O(model.n_layers), 0, "4", 1, CFG_MAX_LAYERS, NULL, "Number of blocks L."},
@@ -19,7 +18,7 @@ static const CfgKey g_model[] = {
     {"model.mixer", CFGT_MIXERS, O(model.mixer), 0, "gma", 0, 0, NULL,
      "Sequence mixer: one name for every layer or a list with one per layer"},
     {"model.causal", CFGT_INT, O(model.causal), 0, "-1", -1, 1, NULL, "1 causal, 0 bidirectional, -1 by task (lm causal, classify not)."},
-    {"model.pos", CFGT_STR, O(model.pos), S(model.pos), "learned", 0, 0, "learned|sinusoidal|none",
+    {"model.pos", CFGT_ENUM, O(model.pos), 0, "learned", 0, 0, "learned|sinusoidal|none",
      "Position embedding: learned table, fixed sinusoidal table (not trained; docs/model.md §1), or none."},
     {"model.mlp", CFGT_BOOL, O(model.mlp), 0, "true", 0, 0, NULL, "Include the MLP in each block."},
     {"model.init_std", CFGT_REAL, O(model.init_std), 0, "0.02", 0, 10, NULL,
@@ -42,12 +41,12 @@ static const CfgKey g_model[] = {
      "Width of the q/k/v projections, split over the heads (0 = d_model; must be divisible by model.n_heads)."},
     {"model.embed_std", CFGT_REAL, O(model.embed_std), 0, "-1", -1, 100, NULL,
      "Std of the normal initialisation of tok_emb (-1 = model.init_std)."},
-    {"model.embed_init", CFGT_STR, O(model.embed_init), S(model.embed_init), "normal", 0, 0, "normal|ramp",
+    {"model.embed_init", CFGT_ENUM, O(model.embed_init), 0, "normal", 0, 0, "normal|ramp",
      "Initialisation of tok_emb: normal(embed_std), or ramp: row t is max(t - 1, 0) / (V - 2) times one row drawn from "
      "normal(embed_std), for tokens that are the levels of one quantity, as the pixel tasks' grey level + 1 (docs/model.md §1)."},
     {"model.mlp_bias_std", CFGT_REAL, O(model.mlp_bias_std), 0, "0", 0, 1, NULL,
      "Standard deviation of the normal the MLP biases (fc, proj) are drawn from; 0 = zeros (the LRA release: 1e-6)."},
-    {"model.dense_init", CFGT_STR, O(model.dense_init), S(model.dense_init), "normal", 0, 0, "normal|xavier_uniform",
+    {"model.dense_init", CFGT_ENUM, O(model.dense_init), 0, "normal", 0, 0, "normal|xavier_uniform",
      "Initialisation of the blocks' dense weights (attention projections, MLP): normal(init_std) (output projections "
      "scaled by 1/sqrt(2L)), or xavier_uniform U(-a, a), a = sqrt(6 / (fan_in + fan_out)) (docs/model.md §1)."},
 };
@@ -64,6 +63,9 @@ static int validate_model(const Config *c) {
         return gma_errorf("key model.mixer: %d names for %d layers (give one name or one per layer)", m->n_mixer, m->n_layers);
     if (c->train.seq_len > m->max_seq_len)
         return gma_errorf("key train.seq_len: %d is longer than model.max_seq_len = %d", c->train.seq_len, m->max_seq_len);
+    int classify = m->task == MODEL_CLASSIFY, cls_data = c->data.source == DATA_CLS;
+    if (classify && !cls_data) return gma_errorf("key data.source: model.task \"classify\" needs data.source \"cls\"");
+    if (!classify && cls_data) return gma_errorf("key model.task: data.source \"cls\" needs model.task \"classify\"");
     return 0;
 }
 
@@ -75,7 +77,7 @@ const char *cfg_layer_mixer(const Config *c, int l) {
 
 int cfg_causal(const Config *c) {
     if (c->model.causal >= 0) return c->model.causal;
-    return strcmp(c->model.task, "lm") == 0;
+    return c->model.task == MODEL_LM;
 }
 
 int cfg_d_ff(const Config *c) { return c->model.d_ff > 0 ? c->model.d_ff : 4 * c->model.d_model; }

@@ -6,6 +6,12 @@
 #define GMA_MODEL_CFG_H
 #include "core/config.h"
 
+/* The values of the choice keys, in the order of their rows' choices. */
+enum { MODEL_LM, MODEL_CLASSIFY };                     /* model.task: lm|classify */
+enum { POS_LEARNED, POS_SINUSOIDAL, POS_NONE };        /* model.pos: learned|sinusoidal|none */
+enum { EMBED_INIT_NORMAL, EMBED_INIT_RAMP };           /* model.embed_init: normal|ramp */
+enum { DENSE_INIT_NORMAL, DENSE_INIT_XAVIER_UNIFORM }; /* model.dense_init: normal|xavier_uniform */
+
 /* The rows model.* of the backbone and their checks (D % H, the mixer list, lengths). */
 extern const CfgSection model_cfg_section;
 

@@ -2,9 +2,8 @@
  * with the batched matrix product: per row r, [1,N] w_r times [N,D] x_r. */
 #include "nn/pool.h"
 
-#include <string.h>
-
 #include "core/common.h"
+#include "nn/model_cfg.h"
 
 void pool_weights(real *w, const uint8_t *keymask, int R, int N, PoolKind kind) {
     for (int r = 0; r < R; r++) {
@@ -37,15 +36,15 @@ void pool_backward(real *dx, const real *dout, const real *w, int R, int N, int 
 #define O(f) CFG_OFF(f)
 #define S(f) CFG_SIZE(f)
 static const CfgKey g_pool_keys[] = {
-    {"model.pooling", CFGT_STR, O(model.pooling), S(model.pooling), "mean", 0, 0, "mean|cls|max",
+    {"model.pooling", CFGT_ENUM, O(model.pooling), 0, "mean", 0, 0, "mean|cls|max",
      "Classifier pooling: the mean over the real positions, a learned CLS slot at position 0, or the largest value of each channel over the real positions."},
 };
 #undef O
 #undef S
 
 static int validate_pool(const Config *c) {
-    if (strcmp(c->model.task, "classify")) return 0;
-    int slot = !strcmp(c->model.pooling, "cls");
+    if (c->model.task != MODEL_CLASSIFY) return 0;
+    int slot = c->model.pooling == POOL_CLS;
     if (c->data.max_len + slot > c->train.seq_len)
         return gma_errorf("key data.max_len: %d%s does not fit train.seq_len = %d", c->data.max_len,
                           slot ? " plus the CLS slot" : "", c->train.seq_len);

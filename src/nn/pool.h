@@ -11,7 +11,7 @@
 
 #include "ops/ops.h"
 
-typedef enum { POOL_MEAN, POOL_CLS } PoolKind;
+typedef enum { POOL_MEAN, POOL_CLS, POOL_MAX } PoolKind; /* model.pooling: mean|cls|max (max: ops pool_max) */
 
 /* Host weights w [R,N] from keymask [R,N] (1 = real; NULL = all real). */
 void pool_weights(real *w, const uint8_t *keymask, int R, int N, PoolKind kind);

@@ -24,7 +24,8 @@
 
 #define STEM_MAX_LAYERS CFG_MAX_STEM
 
-typedef enum { STEM_NORM_NONE, STEM_NORM_BATCH, STEM_NORM_INSTANCE } StemNorm;
+typedef enum { STEM_NORM_BATCH, STEM_NORM_INSTANCE, STEM_NORM_NONE } StemNorm; /* model.stem_norm: batch|instance|none */
+enum { STEM_NONE, STEM_CONV }; /* model.stem: none|conv */
 
 typedef struct Stem {
     int n, D, W;                 /* layers (0: no stem), width, image width (0: square images) */

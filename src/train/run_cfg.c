@@ -23,7 +23,7 @@ static const CfgKey g_train[] = {
     {"train.batch_size", CFGT_INT, O(train.batch_size), 0, "8", 1, 1000000, NULL, "Sequences per micro-batch B."},
     {"train.seq_len", CFGT_INT, O(train.seq_len), 0, "256", 1, 16777216, NULL, "Training window N (<= model.max_seq_len)."},
     {"train.grad_accum", CFGT_INT, O(train.grad_accum), 0, "1", 1, 1000000, NULL, "Micro-batches per optimiser step."},
-    {"train.report", CFGT_STR, O(train.report), S(train.report), "best", 0, 0, "best|last",
+    {"train.report", CFGT_ENUM, O(train.report), 0, "best", 0, 0, "best|last",
      "Classifier: the test accuracy summary.json reports (reported_test_acc): of the best-validation checkpoint, or of the last."},
     {"train.eval_every", CFGT_INT, O(train.eval_every), 0, "100", 0, 1000000000, NULL, "Validation period in steps (0 = only at the end)."},
     {"train.eval_batches", CFGT_INT, O(train.eval_batches), 0, "20", 0, 1000000000, NULL, "Validation batches (0 = the whole split)."},
@@ -61,7 +61,7 @@ static int validate_top(const Config *c) {
 }
 
 static int validate_train(const Config *c) {
-    if (c->train.sample_every > 0 && (strcmp(c->model.task, "lm") || !cfg_causal(c)))
+    if (c->train.sample_every > 0 && (c->model.task != MODEL_LM || !cfg_causal(c)))
         return gma_errorf("key train.sample_every: only causal language models generate samples (model.task \"lm\", model.causal true)");
     return 0;
 }

@@ -75,10 +75,10 @@ static int cls_open(Task *t, Config *cfg, int quiet) {
         e = gma_errorf("key model.vocab_size: %d is smaller than the data's vocabulary %u", cfg->model.vocab_size, c->vocab);
     else if (cfg->model.n_seq != c->n_seq)
         e = gma_errorf("key model.n_seq: %d, but the %s data has %d sequences per example", cfg->model.n_seq,
-                       cfg->data.task, c->n_seq);
+                       cfg_enum_name(cfg, "data.task"), c->n_seq);
     else if (c->n_classes > cfg->model.n_classes)
         e = gma_errorf("key model.n_classes: %d, but the %s data has labels up to %d", cfg->model.n_classes,
-                       cfg->data.task, c->n_classes - 1);
+                       cfg_enum_name(cfg, "data.task"), c->n_classes - 1);
     for (int s = SPLIT_VALID; s <= SPLIT_TEST && !e; s++)
         if (c->drop_last && c->have[s] && c->split[s].n < t->B)
             e = gma_errorf("key train.eval_drop_last: the %s split of %s holds %d examples, fewer than one batch of %d",
@@ -140,6 +140,6 @@ int task_open(Task *t, Config *cfg, int quiet) {
     t->N = cfg->train.seq_len;
     t->B_global = t->B * dist_size();
     t->first = t->B * dist_rank();
-    if (!strcmp(cfg->data.source, "cls")) return cls_open(t, cfg, quiet);
+    if (cfg->data.source == DATA_CLS) return cls_open(t, cfg, quiet);
     return lm_open(t, cfg);
 }

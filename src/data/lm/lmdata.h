@@ -57,6 +57,7 @@ long lmdata_eval_windows(const LmData *d, int s, int N);
 /* The tokenizer DIR/meta.json names (gmadata prepare writes it; lmmeta_tokenizer); NULL
  * with gma_error when there is none. */
 Tokenizer *lmdata_tokenizer(const char *dir);
+typedef enum { DATA_RECALL, DATA_SHARDS, DATA_CLS } DataSource; /* data.source: recall|shards|cls */
 /* The LM data sources' rows (data.source, data.path, data.recall_*, data.eval_stride) and checks. */
 extern const CfgSection lmdata_cfg_section;
 

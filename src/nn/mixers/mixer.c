@@ -79,7 +79,7 @@ Mixer *mixer_new(const MixerVT *vt, const Config *c, ParamTable *pt) {
 
 void attn_proj_add(Mixer *m, const Config *c, ParamTable *pt, const char *prefix) {
     static const char *nm[] = {"q", "k", "v", "o"};
-    int E = m->D, Dm = m->Dm, xavier = !strcmp(c->model.dense_init, "xavier_uniform");
+    int E = m->D, Dm = m->Dm, xavier = c->model.dense_init == DENSE_INIT_XAVIER_UNIFORM;
     double std = c->model.init_std, ostd = std / sqrt(2.0 * c->model.n_layers);
     char name[128];
     for (int i = 0; i < 4; i++) {
