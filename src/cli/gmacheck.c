@@ -124,11 +124,11 @@ static int prepare(Config *c, CheckOpts *o, const char *precision) {
     c->train.seq_len = o->N;
     if (c->model.vocab_size <= 0) c->model.vocab_size = 512;
     /* a classifier reads no data: a random padded batch */
-    if (c->model.task == MODEL_CLASSIFY && c->data.source == DATA_RECALL) {
-        c->data.source = DATA_CLS;
+    if (c->model.task == MODEL_CLASSIFY && c->data.source == DATA_recall) {
+        c->data.source = DATA_cls;
         if (!c->data.path[0]) snprintf(c->data.path, sizeof c->data.path, "(gmacheck: random batch)");
     }
-    if (c->data.source == DATA_RECALL && o->N < 2 * c->data.recall_pairs + 2) c->data.recall_pairs = (o->N - 2) / 2;
+    if (c->data.source == DATA_recall && o->N < 2 * c->data.recall_pairs + 2) c->data.recall_pairs = (o->N - 2) / 2;
     if (cfg_validate(c) != 0) {
         fprintf(stderr, "gmacheck: %s\n", gma_error());
         return 2;

@@ -426,7 +426,7 @@ int main(int argc, char **argv) {
     if (split >= 0) {
         /* the data directory, wherever the run and the data went (lmmeta_find_data); only
          * the split evaluated is opened */
-        if (cfg.data.source == DATA_SHARDS) {
+        if (cfg.data.source == DATA_shards) {
             char run[2048], found[CFG_STR];
             lmmeta_run_dir(dir, run, sizeof run); /* without data.json: the folder above the checkpoint */
             if (lmmeta_find_data(cfg.data.path, run, data_path, "--data-path DIR", found, sizeof found) != 0)

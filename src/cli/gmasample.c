@@ -190,7 +190,7 @@ int main(int argc, char **argv) {
     Tokenizer *tk = NULL;
     if (tkspec) {
         if (!(tk = tokenizer_load(tkspec, vocab))) return fail(2);
-    } else if (cfg.data.path[0] && cfg.data.source == DATA_SHARDS) {
+    } else if (cfg.data.path[0] && cfg.data.source == DATA_shards) {
         /* the run's copy of the tokenizer (RUN/data.json), else the data directory's */
         char run[2048], found[CFG_STR];
         lmmeta_run_dir(dir, run, sizeof run);

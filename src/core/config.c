@@ -77,7 +77,7 @@ static void key_of(Key *out, int si, int j) {
         return;
     }
     out->base = offsetof(Config, section) + (size_t)g_slot[si] * CFG_SECTION_BYTES;
-    snprintf(out->full, sizeof out->full, "%s.%s", s->name, s->keys[j].key);
+    snprintf(out->full, sizeof out->full, "%s.%s", s->prefix ? s->prefix : s->name, s->keys[j].key);
 }
 
 /* Every key in reference order: the sections' rows in registration order. */

@@ -44,13 +44,15 @@ typedef struct Config Config;
 
 /* The keys of one module: stored (name "gma": keys NAME.* over a struct of `size` bytes,
  * <= CFG_SECTION_BYTES) or over Config (name NULL, size 0). validate: the module's
- * cross-field checks, run by cfg_validate in registration order (NULL = none). */
+ * cross-field checks, run by cfg_validate in registration order (NULL = none). A stored
+ * section may give its keys another section's prefix (the linear core's keys are gma.*). */
 typedef struct CfgSection {
     const char *name;
     size_t size;
     const CfgKey *keys;
     int n_keys;
     int (*validate)(const Config *c);
+    const char *prefix; /* a stored section's key prefix when it is not its name (NULL = name) */
 } CfgSection;
 
 typedef struct ModelCfg {

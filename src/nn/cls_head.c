@@ -147,4 +147,4 @@ static int validate_head(const Config *c) {
     return 0;
 }
 
-const CfgSection cls_head_cfg_section = {NULL, 0, g_head_keys, CFG_N(g_head_keys), validate_head};
+const CfgSection cls_head_cfg_section = {NULL, 0, g_head_keys, CFG_N(g_head_keys), validate_head, NULL};

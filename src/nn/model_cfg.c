@@ -3,7 +3,6 @@
 #include "nn/model_cfg.h"
 
 #include "core/common.h"
-#include "data/lm/lmdata.h"
 
 #define O(f) CFG_OFF(f)
 #define S(f) CFG_SIZE(f)
@@ -63,13 +62,10 @@ static int validate_model(const Config *c) {
         return gma_errorf("key model.mixer: %d names for %d layers (give one name or one per layer)", m->n_mixer, m->n_layers);
     if (c->train.seq_len > m->max_seq_len)
         return gma_errorf("key train.seq_len: %d is longer than model.max_seq_len = %d", c->train.seq_len, m->max_seq_len);
-    int classify = m->task == MODEL_CLASSIFY, cls_data = c->data.source == DATA_CLS;
-    if (classify && !cls_data) return gma_errorf("key data.source: model.task \"classify\" needs data.source \"cls\"");
-    if (!classify && cls_data) return gma_errorf("key model.task: data.source \"cls\" needs model.task \"classify\"");
     return 0;
 }
 
-const CfgSection model_cfg_section = {NULL, 0, g_model, CFG_N(g_model), validate_model};
+const CfgSection model_cfg_section = {NULL, 0, g_model, CFG_N(g_model), validate_model, NULL};
 
 const char *cfg_layer_mixer(const Config *c, int l) {
     return c->model.n_mixer == 1 ? c->model.mixer[0] : c->model.mixer[l];

@@ -52,4 +52,4 @@ static int validate_pool(const Config *c) {
     return 0;
 }
 
-const CfgSection pool_cfg_section = {NULL, 0, g_pool_keys, CFG_N(g_pool_keys), validate_pool};
+const CfgSection pool_cfg_section = {NULL, 0, g_pool_keys, CFG_N(g_pool_keys), validate_pool, NULL};

@@ -263,4 +263,4 @@ static int validate_stem(const Config *c) {
     return 0;
 }
 
-const CfgSection stem_cfg_section = {NULL, 0, g_stem_keys, CFG_N(g_stem_keys), validate_stem};
+const CfgSection stem_cfg_section = {NULL, 0, g_stem_keys, CFG_N(g_stem_keys), validate_stem, NULL};

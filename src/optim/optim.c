@@ -115,4 +115,4 @@ static const CfgKey g_optim_keys[] = {
 #undef O
 #undef S
 
-const CfgSection optim_cfg_section = {NULL, 0, g_optim_keys, CFG_N(g_optim_keys), NULL};
+const CfgSection optim_cfg_section = {NULL, 0, g_optim_keys, CFG_N(g_optim_keys), NULL, NULL};

@@ -135,7 +135,7 @@ static char g_data_dir[CFG_STR];
 static int find_data(const Run *r) {
     const char *p = r->cfg.data.path;
     snprintf(g_data_dir, sizeof g_data_dir, "%s", p);
-    if (r->cfg.data.source != DATA_SHARDS || !p[0] || !r->o.resume_dir) return 0;
+    if (r->cfg.data.source != DATA_shards || !p[0] || !r->o.resume_dir) return 0;
     char recorded[CFG_STR];
     lmmeta_run_field(r->o.run_dir, "path", recorded, sizeof recorded);
     const char *override = recorded[0] && strcmp(recorded, p) ? p : NULL;
@@ -184,7 +184,7 @@ static int open_outputs(Run *r) {
         if (run_write_json(dir, "config.json", js) != 0) rc = TRAIN_ERROR;
         free(js);
         /* what sampling and evaluation need from any folder: RUN/data.json, RUN/tokenizer/ */
-        if (!rc && r->cfg.data.source == DATA_SHARDS && r->cfg.data.path[0] &&
+        if (!rc && r->cfg.data.source == DATA_shards && r->cfg.data.path[0] &&
             lmmeta_write_run(dir, r->cfg.data.path, g_data_dir) != 0)
             rc = TRAIN_ERROR;
     }

@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "core/common.h"
+#include "data/lm/lmdata.h"
 #include "nn/model_cfg.h"
 
 #define O(f) CFG_OFF(f)
@@ -60,11 +61,15 @@ static int validate_top(const Config *c) {
     return 0;
 }
 
+/* after the mixers' checks: the model's task against the data's source, then samples */
 static int validate_train(const Config *c) {
+    int classify = c->model.task == MODEL_CLASSIFY, cls_data = c->data.source == DATA_cls;
+    if (classify && !cls_data) return gma_errorf("key data.source: model.task \"classify\" needs data.source \"cls\"");
+    if (!classify && cls_data) return gma_errorf("key model.task: data.source \"cls\" needs model.task \"classify\"");
     if (c->train.sample_every > 0 && (c->model.task != MODEL_LM || !cfg_causal(c)))
         return gma_errorf("key train.sample_every: only causal language models generate samples (model.task \"lm\", model.causal true)");
     return 0;
 }
 
-const CfgSection run_top_cfg_section = {NULL, 0, g_top, CFG_N(g_top), validate_top};
-const CfgSection run_train_cfg_section = {NULL, 0, g_train, CFG_N(g_train), validate_train};
+const CfgSection run_top_cfg_section = {NULL, 0, g_top, CFG_N(g_top), validate_top, NULL};
+const CfgSection run_train_cfg_section = {NULL, 0, g_train, CFG_N(g_train), validate_train, NULL};

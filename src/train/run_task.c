@@ -140,6 +140,6 @@ int task_open(Task *t, Config *cfg, int quiet) {
     t->N = cfg->train.seq_len;
     t->B_global = t->B * dist_size();
     t->first = t->B * dist_rank();
-    if (cfg->data.source == DATA_CLS) return cls_open(t, cfg, quiet);
+    if (cfg->data.source == DATA_cls) return cls_open(t, cfg, quiet);
     return lm_open(t, cfg);
 }

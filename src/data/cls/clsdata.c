@@ -116,4 +116,4 @@ static const CfgKey g_cls_keys[] = {
 #undef O
 #undef S
 
-const CfgSection clsdata_cfg_section = {NULL, 0, g_cls_keys, CFG_N(g_cls_keys), NULL};
+const CfgSection clsdata_cfg_section = {NULL, 0, g_cls_keys, CFG_N(g_cls_keys), NULL, NULL};

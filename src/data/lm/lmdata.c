@@ -67,7 +67,7 @@ int lmdata_check_train_window(const LmData *d, const Config *c) {
 int lmdata_open_splits(LmData *d, const Config *c, unsigned mask, int required) {
     memset(d, 0, sizeof *d);
     d->eval_stride = c->data.eval_stride;
-    if (c->data.source == DATA_RECALL) {
+    if (c->data.source == DATA_recall) {
         d->is_recall = 1;
         if (recall_init(&d->recall, c->data.recall_vocab, c->data.recall_pairs, c->data.recall_queries, c->train.seq_len,
                         (uint64_t)c->seed) != 0)
@@ -220,7 +220,7 @@ int lmdata_eval_batch(const LmData *d, int s, long b, int B, int N, int32_t *tok
 #define O(f) CFG_OFF(f)
 #define S(f) CFG_SIZE(f)
 static const CfgKey g_lm_keys[] = {
-    {"data.source", CFGT_ENUM, O(data.source), 0, "recall", 0, 0, "recall|shards|cls",
+    {"data.source", CFGT_ENUM, O(data.source), 0, "recall", 0, 0, DATA_SOURCE_CHOICES,
      "recall: the embedded associative-recall generator; shards: token shards in data.path; cls: a classification "
      "task (data.task) for model.task \"classify\"."},
     {"data.path", CFGT_STR, O(data.path), S(data.path), "", 0, 0, NULL, "Directory with train.bin/valid.bin/test.bin (+ meta.json)."},
@@ -245,13 +245,22 @@ static int validate_recall(const Config *c) {
     return 0;
 }
 
+typedef struct SourceInfo {
+    const char *name;
+    int needs_path;
+    int (*validate)(const Config *c);
+} SourceInfo;
+
+#define SOURCE_ROW(name, needs_path, validate) {#name, needs_path, validate},
+static const SourceInfo g_sources[] = {DATA_SOURCES(SOURCE_ROW, )};
+#undef SOURCE_ROW
+
 static int validate_source(const Config *c) {
-    if (c->data.source == DATA_CLS && !c->data.path[0]) return gma_errorf("key data.path: required when data.source is \"cls\"");
+    const SourceInfo *s = &g_sources[c->data.source];
+    if (s->needs_path && !c->data.path[0]) return gma_errorf("key data.path: required when data.source is \"%s\"", s->name);
     if (c->data.eval_stride > c->train.seq_len)
         return gma_errorf("key data.eval_stride: %d is larger than train.seq_len = %d", c->data.eval_stride, c->train.seq_len);
-    if (c->data.source == DATA_SHARDS && !c->data.path[0])
-        return gma_errorf("key data.path: required when data.source is \"shards\"");
-    return c->data.source == DATA_RECALL ? validate_recall(c) : 0;
+    return s->validate ? s->validate(c) : 0;
 }
 
-const CfgSection lmdata_cfg_section = {NULL, 0, g_lm_keys, CFG_N(g_lm_keys), validate_source};
+const CfgSection lmdata_cfg_section = {NULL, 0, g_lm_keys, CFG_N(g_lm_keys), validate_source, NULL};

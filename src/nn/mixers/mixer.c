@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "nn/linear.h"
+#include "nn/mixers/linear_core.h"
 
 /* The registry, in the order of the configuration reference: one line per mixer. */
 #define MIXERS(X) X(gma) X(sdpa) X(sdpa_ref) X(linear) X(performer) X(linformer) X(mamba) X(auto)
@@ -56,10 +57,11 @@ static int validate_layers(const Config *c) {
 }
 
 /* no keys of its own: the checks of each layer's mixer, after the mixers' sections */
-static const CfgSection g_layers_section = {NULL, 0, NULL, 0, validate_layers};
+static const CfgSection g_layers_section = {NULL, 0, NULL, 0, validate_layers, NULL};
 
 int mixer_config_sections(const CfgSection **out, int max) {
     int n = 0;
+    if (n < max) out[n++] = &linear_core_section; /* gma.eps, gma.chunk: read by gma, linear and performer */
     for (int i = 0; i < N_MIXERS; i++)
         if (g_mixers[i]->config && n < max) out[n++] = g_mixers[i]->config;
     if (n < max) out[n++] = &g_layers_section;
