@@ -62,8 +62,8 @@ START_TEST(test_lra_configs) {
             ck_assert_int_eq(c.data.max_len, len[t]);
             ck_assert_int_eq(c.train.seq_len, len[t] + 1);
             ck_assert_str_eq(cfg_enum_name(&c, "model.head_act"), "relu");
-            ck_assert_int_eq(c.model.head_hidden, c.model.d_ff);
-            ck_assert_int_eq(c.model.head_hidden2, t == 2 ? c.model.d_ff / 2 : 0);
+            ck_assert_int_eq(cls_head_cfg(&c)->head_hidden, c.model.d_ff);
+            ck_assert_int_eq(cls_head_cfg(&c)->head_hidden2, t == 2 ? c.model.d_ff / 2 : 0);
             ck_assert_int_eq(c.model.attn_bias, 0);
             ck_assert_str_eq(cfg_enum_name(&c, "model.pos"), t == 3 ? "learned" : "sinusoidal");
             ck_assert_str_eq(cfg_enum_name(&c, "model.dense_init"), "xavier_uniform");
@@ -73,13 +73,13 @@ START_TEST(test_lra_configs) {
              * batches padded to the full length (the tasks with padding: ListOps, Text, Retrieval) */
             int unmasked = t < 3 && (!strcmp(mixers[x], "linear") || !strcmp(mixers[x], "performer") ||
                                      !strcmp(mixers[x], "linformer"));
-            ck_assert_int_eq(c.model.key_padding_mask, !unmasked);
+            ck_assert_int_eq(cls_head_cfg(&c)->key_padding_mask, !unmasked);
             ck_assert_int_eq(c.data.pad_full, unmasked);
             /* Performer: no denominator stabiliser (0 for the ReLU kernel; the softmax kernel's 1e-6
              * only where the denominator is below it) */
             if (!strcmp(mixers[x], "performer")) ck_assert(cfg_num(&c, "gma.eps") == 0);
             ck_assert_str_eq(cfg_enum_name(&c, "data.text_valid"), t == 1 ? "test" : "heldout"); /* Text: the release validates on test */
-            ck_assert(c.model.embed_std == 1.0 && c.model.cls_std == 0);
+            ck_assert(c.model.embed_std == 1.0 && cls_head_cfg(&c)->cls_std == 0);
             ck_assert(c.train.beta1 == 0.9 && c.train.beta2 == 0.98 && c.train.adam_eps == 1e-9);
             ck_assert(c.train.decay_embeddings && c.train.decay_norms && c.train.decay_biases && c.train.decay_mixture);
             ck_assert(c.train.grad_clip == 0);
@@ -104,7 +104,7 @@ START_TEST(test_lra_configs) {
                 ck_assert_int_eq(c.model.d_ff, 1024);
                 ck_assert_int_eq(c.train.batch_size, 32);
                 ck_assert_int_eq(c.train.steps, 5000);
-                ck_assert_int_eq(c.model.n_classes, 10);
+                ck_assert_int_eq(cls_head_cfg(&c)->n_classes, 10);
             }
             if (t == 3) { /* Image: 1 layer, width 128, 8 heads, q/k/v 64, MLP 128, cosine to zero */
                 ck_assert_int_eq(c.model.n_layers, 1);

@@ -49,7 +49,7 @@ static void batch_new(Batch *b, const Config *c, int B, int N, int n_seq, int cl
             b->mask[r * N + t] = t < len;
         }
     }
-    for (int i = 0; classify && i < B; i++) b->labels[i] = (int32_t)rng_below(&rng, (uint64_t)c->model.n_classes);
+    for (int i = 0; classify && i < B; i++) b->labels[i] = (int32_t)rng_below(&rng, (uint64_t)cls_head_cfg(c)->n_classes);
 }
 static void batch_free(Batch *b) {
     free(b->seq);

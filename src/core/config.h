@@ -55,6 +55,8 @@ typedef struct CfgSection {
     const char *prefix; /* a stored section's key prefix when it is not its name (NULL = name) */
 } CfgSection;
 
+/* The model's keys over Config; the classifier head's own (model.n_classes, n_seq,
+ * head_*, cls_std, key_padding_mask) are its stored section (nn/cls_head.h: cls_head_cfg). */
 typedef struct ModelCfg {
     int task;               /* MODEL_LM | MODEL_CLASSIFY (nn/model_cfg.h) */
     int vocab_size;         /* 0 = from the data */
@@ -67,23 +69,15 @@ typedef struct ModelCfg {
     double init_std;
     int auto_threshold;
     int pooling;            /* PoolKind (nn/pool.h): mean | cls | max (classify) */
-    int key_padding_mask;   /* classify: the mixers see the key-padding mask (0: padding is content) */
-    int n_classes;
-    int n_seq;              /* classify: sequences per example (1, 2); 0 = from the data */
     double dropout;         /* embedding sum, mixer and MLP outputs (docs/model.md §8) */
     double attn_dropout;    /* attention probabilities (sdpa, sdpa_ref, linformer) */
     double mlp_hidden_dropout; /* MLP hidden activation after GELU (the LRA release's MlpBlock) */
-    double head_dropout;    /* classifier head's hidden activations (the LRA release: none) */
     int attn_bias;          /* biases on the attention projections (q, k, v, o) */
     int qkv_dim;            /* width of the q/k/v projections (0 = d_model) */
-    int head_hidden, head_hidden2; /* classifier head hidden widths (-1 = by task, 0 = none) */
-    int head_act;           /* HEAD_ACT_GELU | HEAD_ACT_RELU (nn/cls_head.h) */
     double embed_std;       /* tok_emb init std (< 0 = init_std) */
-    double cls_std;         /* cls_token init std (< 0 = init_std, 0 = zeros) */
     double mlp_bias_std;    /* MLP biases' init std (0 = zeros) */
     int dense_init;         /* DENSE_INIT_NORMAL | DENSE_INIT_XAVIER_UNIFORM: blocks' dense weights */
     int embed_init;         /* EMBED_INIT_NORMAL | EMBED_INIT_RAMP: tok_emb */
-    int head_init;          /* HEAD_INIT_NORMAL | _XAVIER_UNIFORM | _LECUN_NORMAL: head weights */
     int stem;               /* STEM_NONE | STEM_CONV (nn/stem.h): the image classifier's stem */
     char stem_dilations[128]; /* its layers' dilations, comma-separated */
     int stem_norm;          /* StemNorm (nn/stem.h): batch | instance | none */

@@ -35,7 +35,7 @@ static const GmaDrop *site_drop(const Model *m, GmaDrop *g, int layer, int site,
 static void drop_start(Model *m, int training, long step) {
     const ModelCfg *mc = &m->cfg.model;
     m->drop_live = training && (mc->dropout > 0 || mc->attn_dropout > 0 || mc->mlp_hidden_dropout > 0 ||
-                                (m->classify && mc->head_dropout > 0));
+                                (m->classify && cls_head_cfg(&m->cfg)->head_dropout > 0));
     m->drop_step = step;
 }
 /* x [B*N, W] in place (forward and backward are the same op) */
@@ -99,16 +99,17 @@ int model_build(Model *m, const Config *c) {
         m->classify = 1;
         m->pool_cls = mc->pooling == POOL_CLS;
         m->pool_max = mc->pooling == POOL_MAX;
-        m->n_seq = mc->n_seq > 0 ? mc->n_seq : 1;
-        m->C = mc->n_classes;
-        double cstd = mc->cls_std >= 0 ? mc->cls_std : std;
+        const ClsHeadCfg *hc = cls_head_cfg(c);
+        m->n_seq = hc->n_seq > 0 ? hc->n_seq : 1;
+        m->C = hc->n_classes;
+        double cstd = hc->cls_std >= 0 ? hc->cls_std : std;
         if (m->pool_cls) m->cls_tok = pt_add1(pt, "cls_token", m->D, cstd > 0 ? INIT_NORMAL : INIT_ZERO, cstd, GROUP_EMBED);
         static const InitKind head_init[] = {[HEAD_INIT_NORMAL] = INIT_NORMAL, [HEAD_INIT_XAVIER_UNIFORM] = INIT_XAVIER_UNIFORM,
                                              [HEAD_INIT_LECUN_NORMAL] = INIT_LECUN_NORMAL};
-        ClsHeadSpec hs = {.relu = mc->head_act == HEAD_ACT_RELU, .std = std, .init = head_init[mc->head_init]};
-        int h1 = mc->head_hidden >= 0 ? mc->head_hidden : m->n_seq == 2 ? m->F : 0;
+        ClsHeadSpec hs = {.relu = hc->head_act == HEAD_ACT_RELU, .std = std, .init = head_init[hc->head_init]};
+        int h1 = hc->head_hidden >= 0 ? hc->head_hidden : m->n_seq == 2 ? m->F : 0;
         if (h1 > 0) hs.Dh[hs.nh++] = h1;
-        if (h1 > 0 && mc->head_hidden2 > 0) hs.Dh[hs.nh++] = mc->head_hidden2;
+        if (h1 > 0 && hc->head_hidden2 > 0) hs.Dh[hs.nh++] = hc->head_hidden2;
         cls_head_add(&m->head, pt, m->D, m->C, m->n_seq == 2, &hs);
     }
     if (m->stem.n && (!m->classify || m->pool_cls || m->n_seq != 1))
@@ -480,7 +481,7 @@ int model_forward(Model *m, const int32_t *tok, const int32_t *tgt, int B, int N
 
 /* The key mask the classifier's mixers see: the padding mask with its CLS slot, or none with
  * model.key_padding_mask false (padding tokens are then keys like the others; docs/model.md §2) */
-static const uint8_t *mixer_keymask(const Model *m) { return m->cfg.model.key_padding_mask ? m->mask_host : NULL; }
+static const uint8_t *mixer_keymask(const Model *m) { return cls_head_cfg(&m->cfg)->key_padding_mask ? m->mask_host : NULL; }
 
 int model_forward_cls(Model *m, const int32_t *tok, const uint8_t *keymask, const int32_t *labels, int B, int N,
                       LossStats *st, int training, long step) {
@@ -541,7 +542,7 @@ int model_forward_cls(Model *m, const int32_t *tok, const uint8_t *keymask, cons
     else pool_forward(m->pooled, m->lnf, m->pool_w, S, Nt, D);
     GmaDrop gh;
     cls_head_forward(&m->head, m->logits, m->head_act, m->pooled, m->params, B,
-                     site_drop(m, &gh, 0, GMA_DROP_HEAD, m->cfg.model.head_dropout));
+                     site_drop(m, &gh, 0, GMA_DROP_HEAD, cls_head_cfg(&m->cfg)->head_dropout));
     g_ops->xent_forward(m->loss_rows, m->valid_rows, m->logits, m->tgt, B, m->C);
     st->loss_sum = g_ops->sum(m->loss_rows, B);
     st->count = B;
@@ -559,7 +560,7 @@ static void backward_cls(Model *m, double loss_scale) {
     g_ops->zero(m->dpooled, sizeof(real) * (size_t)S * D);
     GmaDrop gh;
     cls_head_backward(&m->head, m->dpooled, m->grads, m->logits, m->head_act, m->pooled, m->params, m->head_scratch, B,
-                      site_drop(m, &gh, 0, GMA_DROP_HEAD, m->cfg.model.head_dropout));
+                      site_drop(m, &gh, 0, GMA_DROP_HEAD, cls_head_cfg(&m->cfg)->head_dropout));
     g_ops->zero(m->dtmp, sizeof(real) * R * D);
     if (m->pool_max) g_ops->maxpool_backward(m->dtmp, m->dpooled, m->pool_arg, S, Nt, D);
     else pool_backward(m->dtmp, m->dpooled, m->pool_w, S, Nt, D);

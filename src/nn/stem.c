@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "core/common.h"
+#include "nn/cls_head.h"
 #include "nn/linear.h"
 #include "nn/model_cfg.h"
 #include "nn/pool.h"
@@ -253,7 +254,7 @@ static int validate_stem(const Config *c) {
     const ModelCfg *m = &c->model;
     int classify = m->task == MODEL_CLASSIFY, dil[CFG_MAX_STEM];
     if (m->stem == STEM_NONE) return 0;
-    if (classify && (m->pooling == POOL_CLS || m->n_seq == 2))
+    if (classify && (m->pooling == POOL_CLS || cls_head_cfg(c)->n_seq == 2))
         return gma_errorf("key model.stem: the convolutional stem takes one image per example and mean or max "
                           "pooling (not model.pooling \"cls\", whose slot is no pixel, or two sequences)");
     if (cfg_stem_dilations(m, dil, CFG_MAX_STEM) < 0) return -1;

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "nn/cls_head.h"
 #include "nn/pool.h"
 #include "train/dist.h"
 #include "train/run_dist.h"
@@ -25,7 +26,7 @@ int clstask_open(ClsTask *t, const Config *c, unsigned splits, int B, FILE *warn
     o.truncate = c->data.truncate;
     o.strip_headers = c->data.strip_headers;
     o.text_valid_test = c->data.text_valid == TEXT_VALID_TEST;
-    o.n_classes = clsdata_task_generic(c->data.task) ? c->model.n_classes : 0;
+    o.n_classes = clsdata_task_generic(c->data.task) ? cls_head_cfg(c)->n_classes : 0;
     for (int s = 0; s < 3; s++) {
         if (!(splits & (1u << s))) continue;
         /* text with the release's split: valid and test are both the whole of test/, read
