@@ -1,6 +1,7 @@
-/* config.c: the generic configuration schema (one row per key), the registered mixer
- * sections, JSON loading with validation, `--set` overrides, the resolved JSON dump and
- * the Markdown reference. */
+/* config.c: the configuration's schema engine: the registered sections (every module's
+ * rows, see config.h), key types (enums parsed to their index), JSON loading, `--set`
+ * overrides, validation through the sections' hooks, the resolved JSON dump and the
+ * Markdown reference. It holds no key of its own. */
 #include "core/config.h"
 
 #include <cjson/cJSON.h>
@@ -58,6 +59,23 @@ const void *cfg_section(const Config *c, const char *name) {
 
 void *cfg_section_mut(Config *c, const char *name) {
     int i = section_index(name);
+    return i < 0 ? NULL : c->section[i];
+}
+
+static int section_slot(const CfgSection *s) {
+    const CfgRegistry *r = reg();
+    for (int i = 0; i < r->n_sections; i++)
+        if (r->sections[i] == s) return g_slot[i];
+    return -1;
+}
+
+const void *cfg_section_of(const Config *c, const CfgSection *s) {
+    int i = section_slot(s);
+    return i < 0 ? NULL : c->section[i];
+}
+
+void *cfg_section_of_mut(Config *c, const CfgSection *s) {
+    int i = section_slot(s);
     return i < 0 ? NULL : c->section[i];
 }
 

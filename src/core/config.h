@@ -148,6 +148,9 @@ void cfg_register(const CfgRegistry *r);
 /* The struct of section `name` ("gma") inside c, NULL when no such section is registered. */
 const void *cfg_section(const Config *c, const char *name);
 void *cfg_section_mut(Config *c, const char *name);
+/* The same for the section s itself (a pointer compare: the owner's accessor). */
+const void *cfg_section_of(const Config *c, const CfgSection *s);
+void *cfg_section_of_mut(Config *c, const CfgSection *s);
 /* The value of a numeric or boolean key ("gma.chunk") as a double; aborts on an unknown
  * or non-numeric key (a programming error). */
 double cfg_num(const Config *c, const char *key);

@@ -135,9 +135,6 @@ static const CfgKey g_head_keys[] = {
 };
 #undef O
 
-const ClsHeadCfg *cls_head_cfg(const Config *c) { return cfg_section(c, "cls_head"); }
-
-ClsHeadCfg *cls_head_cfg_mut(Config *c) { return cfg_section_mut(c, "cls_head"); }
 
 static int validate_head(const Config *c) {
     const ClsHeadCfg *m = cls_head_cfg(c);
@@ -150,3 +147,7 @@ static int validate_head(const Config *c) {
 }
 
 const CfgSection cls_head_cfg_section = {"cls_head", sizeof(ClsHeadCfg), g_head_keys, CFG_N(g_head_keys), validate_head, "model"};
+
+const ClsHeadCfg *cls_head_cfg(const Config *c) { return cfg_section_of(c, &cls_head_cfg_section); }
+
+ClsHeadCfg *cls_head_cfg_mut(Config *c) { return cfg_section_of_mut(c, &cls_head_cfg_section); }

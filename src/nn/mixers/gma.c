@@ -105,7 +105,7 @@ static const CfgKey gma_keys[] = {
 #undef O
 #undef S
 static const CfgSection gma_section = {"gma", sizeof(GmaCfg), gma_keys, (int)(sizeof gma_keys / sizeof gma_keys[0]), NULL, NULL};
-static const GmaCfg *gcfg(const Config *c) { return cfg_section(c, "gma"); }
+static const GmaCfg *gcfg(const Config *c) { return cfg_section_of(c, &gma_section); }
 
 typedef struct GmaPriv {
     int Kc, chunk, shared, Hp;

@@ -10,4 +10,4 @@ static const CfgKey g_keys[] = {
 
 const CfgSection linear_core_section = {"linear_core", sizeof(LinearCoreCfg), g_keys, CFG_N(g_keys), NULL, "gma"};
 
-const LinearCoreCfg *linear_core_cfg(const Config *c) { return cfg_section(c, "linear_core"); }
+const LinearCoreCfg *linear_core_cfg(const Config *c) { return cfg_section_of(c, &linear_core_section); }
