@@ -23,7 +23,7 @@ static int small_model(const Config *c) {
     return m->d_model <= 128 && m->n_layers <= 4 && m->vocab_size <= 4096 && m->max_seq_len <= 512 && cfg_d_ff(c) <= 512 &&
            cfg_num(c, "gma.n_components") <= 128 && cfg_num(c, "performer.features") <= 128 &&
            cfg_num(c, "linformer.k") <= 512 && cfg_num(c, "mamba.d_state") <= 32 && cfg_num(c, "mamba.expand") <= 4 &&
-           m->n_classes <= 100;
+           cls_head_cfg(c)->n_classes <= 100;
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t n) {

@@ -17,6 +17,7 @@
 #include "model/checkpoint.h"
 
 #include "archive_build.h"
+#include "train/config_registry.h"
 
 static const char *g_out;
 
@@ -231,7 +232,7 @@ int main(int argc, char **argv) {
         return 2;
     }
     g_out = argv[1];
-    mixer_register_all();
+    config_register_all();
     archive_seeds();
     checkpoint_seed();
     uint32_t t[40];

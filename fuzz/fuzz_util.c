@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "core/common.h"
+#include "train/config_registry.h"
 
 static char g_dir[512];
 
@@ -57,7 +58,7 @@ void fz_write(const char *path, const void *data, size_t n) {
 void fz_init(void) {
     setenv("OMP_NUM_THREADS", "1", 1);
     setenv("OPENBLAS_NUM_THREADS", "1", 1);
-    mixer_register_all(); /* the mixers' config sections */
+    config_register_all(); /* every module's config section */
     fz_dir();
 }
 

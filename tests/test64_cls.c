@@ -171,13 +171,13 @@ END_TEST
 /* tu_tiny_config as a classifier (its gma.chunk only splits causal scans: unused here) */
 static Config cls_config(const char *mixer, const char *pooling, int n_seq) {
     Config c = tu_tiny_config(mixer);
-    snprintf(c.model.task, sizeof c.model.task, "classify");
-    snprintf(c.data.source, sizeof c.data.source, "cls");
+    char pool[64];
+    snprintf(pool, sizeof pool, "model.pooling=%s", pooling);
+    ck_assert(cfg_set(&c, "model.task=classify") == 0 && cfg_set(&c, "data.source=cls") == 0 && cfg_set(&c, pool) == 0);
     snprintf(c.data.path, sizeof c.data.path, "unused");
-    snprintf(c.model.pooling, sizeof c.model.pooling, "%s", pooling);
     c.model.vocab_size = 9;
-    c.model.n_classes = 3;
-    c.model.n_seq = n_seq;
+    cls_head_cfg_mut(&c)->n_classes = 3;
+    cls_head_cfg_mut(&c)->n_seq = n_seq;
     ck_assert(cfg_set(&c, "linformer.k=5") == 0); /* baselines: k < N_max = 8 */
     ck_assert(cfg_set(&c, "performer.features=5") == 0);
     return c;
@@ -229,9 +229,9 @@ static void model_case_sets(const char *mixer, const char *pooling, int n_seq, c
     double worst = gc_model_grads(&c.m, cls_loss, &c, mixer);
     ck_assert_int_ge(pt_find(&c.m.pt, "head.weight"), 0);
     ck_assert_int_eq(pt_find(&c.m.pt, "cls_token") >= 0, !strcmp(pooling, "cls"));
-    int hidden = cfg.model.head_hidden >= 0 ? cfg.model.head_hidden > 0 : n_seq == 2;
+    int hidden = cls_head_cfg(&cfg)->head_hidden >= 0 ? cls_head_cfg(&cfg)->head_hidden > 0 : n_seq == 2;
     ck_assert_int_eq(pt_find(&c.m.pt, "head.mlp.fc.weight") >= 0, hidden);
-    ck_assert_int_eq(pt_find(&c.m.pt, "pos_emb.weight") >= 0, !strcmp(cfg.model.pos, "learned"));
+    ck_assert_int_eq(pt_find(&c.m.pt, "pos_emb.weight") >= 0, !strcmp(cfg_enum_name(&cfg, "model.pos"), "learned"));
     ck_assert_int_eq(pt_find(&c.m.pt, "blocks.0.mixer.q.bias") >= 0, cfg.model.attn_bias);
     char nm[160];
     snprintf(nm, sizeof nm, "2-layer classifier %s %s n_seq %d %s(%d tensors)", mixer, pooling, n_seq,

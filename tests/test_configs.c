@@ -50,43 +50,43 @@ START_TEST(test_lra_configs) {
             cfg_defaults(&c);
             ck_assert_msg(cfg_load_file(&c, path) == 0, "%s", gma_error());
             ck_assert_msg(cfg_validate(&c) == 0, "%s: %s", path, gma_error());
-            ck_assert_str_eq(c.model.task, "classify");
-            ck_assert_str_eq(c.data.source, "cls");
-            ck_assert_str_eq(c.data.task, tasks[t]);
+            ck_assert_str_eq(cfg_enum_name(&c, "model.task"), "classify");
+            ck_assert_str_eq(cfg_enum_name(&c, "data.source"), "cls");
+            ck_assert_str_eq(cfg_enum_name(&c, "data.task"), tasks[t]);
             ck_assert_str_eq(c.model.mixer[0], mixers[x]);
             ck_assert_int_eq(cfg_causal(&c), 0);
             /* every task: learned CLS token with its slot, MLP head with ReLU, projections
              * without bias, AdamW 0.9/0.98/1e-9 decaying every tensor, no clipping, the
              * release's evaluation period, the last checkpoint reported */
-            ck_assert_str_eq(c.model.pooling, "cls");
+            ck_assert_str_eq(cfg_enum_name(&c, "model.pooling"), "cls");
             ck_assert_int_eq(c.data.max_len, len[t]);
             ck_assert_int_eq(c.train.seq_len, len[t] + 1);
-            ck_assert_str_eq(c.model.head_act, "relu");
-            ck_assert_int_eq(c.model.head_hidden, c.model.d_ff);
-            ck_assert_int_eq(c.model.head_hidden2, t == 2 ? c.model.d_ff / 2 : 0);
+            ck_assert_str_eq(cfg_enum_name(&c, "model.head_act"), "relu");
+            ck_assert_int_eq(cls_head_cfg(&c)->head_hidden, c.model.d_ff);
+            ck_assert_int_eq(cls_head_cfg(&c)->head_hidden2, t == 2 ? c.model.d_ff / 2 : 0);
             ck_assert_int_eq(c.model.attn_bias, 0);
-            ck_assert_str_eq(c.model.pos, t == 3 ? "learned" : "sinusoidal");
-            ck_assert_str_eq(c.model.dense_init, "xavier_uniform");
+            ck_assert_str_eq(cfg_enum_name(&c, "model.pos"), t == 3 ? "learned" : "sinusoidal");
+            ck_assert_str_eq(cfg_enum_name(&c, "model.dense_init"), "xavier_uniform");
             ck_assert(c.model.mlp_bias_std == 1e-6);
             ck_assert_int_eq(c.train.lr_first_step, 0); /* the release's schedules see the 0-based step */
             /* the release's linear, performer and linformer attention take no padding mask, over
              * batches padded to the full length (the tasks with padding: ListOps, Text, Retrieval) */
             int unmasked = t < 3 && (!strcmp(mixers[x], "linear") || !strcmp(mixers[x], "performer") ||
                                      !strcmp(mixers[x], "linformer"));
-            ck_assert_int_eq(c.model.key_padding_mask, !unmasked);
+            ck_assert_int_eq(cls_head_cfg(&c)->key_padding_mask, !unmasked);
             ck_assert_int_eq(c.data.pad_full, unmasked);
             /* Performer: no denominator stabiliser (0 for the ReLU kernel; the softmax kernel's 1e-6
              * only where the denominator is below it) */
             if (!strcmp(mixers[x], "performer")) ck_assert(cfg_num(&c, "gma.eps") == 0);
-            ck_assert_str_eq(c.data.text_valid, t == 1 ? "test" : "heldout"); /* Text: the release validates on test */
-            ck_assert(c.model.embed_std == 1.0 && c.model.cls_std == 0);
+            ck_assert_str_eq(cfg_enum_name(&c, "data.text_valid"), t == 1 ? "test" : "heldout"); /* Text: the release validates on test */
+            ck_assert(c.model.embed_std == 1.0 && cls_head_cfg(&c)->cls_std == 0);
             ck_assert(c.train.beta1 == 0.9 && c.train.beta2 == 0.98 && c.train.adam_eps == 1e-9);
             ck_assert(c.train.decay_embeddings && c.train.decay_norms && c.train.decay_biases && c.train.decay_mixture);
             ck_assert(c.train.grad_clip == 0);
             ck_assert_int_eq(c.train.eval_every, eval_every[t]);
-            ck_assert_str_eq(c.train.report, "last");
+            ck_assert_str_eq(cfg_enum_name(&c, "train.report"), "last");
             ck_assert_int_eq(c.train.eval_drop_last, t >= 2); /* tf.data drop_remainder: Retrieval and Image */
-            ck_assert_str_eq(c.train.schedule, t == 3 ? "cosine" : "rsqrt");
+            ck_assert_str_eq(cfg_enum_name(&c, "train.schedule"), t == 3 ? "cosine" : "rsqrt");
             if (t < 3) ck_assert(fabs(c.train.lr - 0.05 / sqrt(c.train.warmup)) < 1e-9);
             /* the release's Linformer (k 16, one lr_kernel for keys and values) and Performer
              * (ReLU kernel with deterministic features; ListOps: softmax, 2 features, redrawn):
@@ -104,7 +104,7 @@ START_TEST(test_lra_configs) {
                 ck_assert_int_eq(c.model.d_ff, 1024);
                 ck_assert_int_eq(c.train.batch_size, 32);
                 ck_assert_int_eq(c.train.steps, 5000);
-                ck_assert_int_eq(c.model.n_classes, 10);
+                ck_assert_int_eq(cls_head_cfg(&c)->n_classes, 10);
             }
             if (t == 3) { /* Image: 1 layer, width 128, 8 heads, q/k/v 64, MLP 128, cosine to zero */
                 ck_assert_int_eq(c.model.n_layers, 1);
@@ -136,7 +136,7 @@ START_TEST(test_pathfinder_configs) {
             cfg_defaults(&c);
             ck_assert_msg(cfg_load_file(&c, path) == 0, "%s", gma_error());
             ck_assert_msg(cfg_validate(&c) == 0, "%s: %s", path, gma_error());
-            ck_assert_str_eq(c.data.task, "pathfinder");
+            ck_assert_str_eq(cfg_enum_name(&c, "data.task"), "pathfinder");
             ck_assert_str_eq(c.model.mixer[0], mixers[x]);
             ck_assert_int_eq(cfg_causal(&c), 0);
             /* 160,000 training images: batch 512 (Path-X 64), 200 epochs, an evaluation and
@@ -146,16 +146,16 @@ START_TEST(test_pathfinder_configs) {
             ck_assert_int_eq(c.train.steps, epoch * 200);
             ck_assert_int_eq(c.train.eval_every, epoch);
             ck_assert_int_eq(c.train.warmup, epoch);
-            ck_assert_str_eq(c.train.schedule, "cosine");
+            ck_assert_str_eq(cfg_enum_name(&c, "train.schedule"), "cosine");
             ck_assert(c.train.min_lr_ratio == 0 && c.train.decay_steps == c.train.steps);
             ck_assert_int_eq(c.train.eval_drop_last, 1);
-            ck_assert_str_eq(c.train.report, "last");
-            ck_assert_str_eq(c.model.pooling, "mean");
+            ck_assert_str_eq(cfg_enum_name(&c, "train.report"), "last");
+            ck_assert_str_eq(cfg_enum_name(&c, "model.pooling"), "mean");
             ck_assert_int_eq(c.data.max_len, big ? 16384 : 1024);
-            ck_assert_str_eq(c.model.pos, big ? "learned" : "sinusoidal");
+            ck_assert_str_eq(cfg_enum_name(&c, "model.pos"), big ? "learned" : "sinusoidal");
             ck_assert(c.model.dropout == (big ? 0.1 : 0.2) && c.model.mlp_hidden_dropout == c.model.dropout);
             ck_assert(c.train.grad_clip == (big ? 1.0 : 0));
-            ck_assert(c.model.mlp_bias_std == 1e-6 && !strcmp(c.model.head_init, "lecun_normal"));
+            ck_assert(c.model.mlp_bias_std == 1e-6 && !strcmp(cfg_enum_name(&c, "model.head_init"), "lecun_normal"));
             ck_assert_int_eq(c.train.lr_first_step, 0);
             /* the MLP biases are drawn, the block's other biases are zeros */
             c.model.vocab_size = 257;

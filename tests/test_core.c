@@ -369,7 +369,7 @@ START_TEST(test_eval_windows) {
     ck_assert_int_eq(shard_write(p, tok, 103, 50), 0);
     Config c;
     cfg_defaults(&c);
-    snprintf(c.data.source, sizeof c.data.source, "shards");
+    ck_assert_int_eq(cfg_set(&c, "data.source=shards"), 0);
     snprintf(c.data.path, sizeof c.data.path, "%s", dir);
     for (int stride = 0; stride <= 7; stride += 7) {
         c.data.eval_stride = stride;
@@ -453,14 +453,14 @@ START_TEST(test_schedule) {
     ck_assert(fabs(optim_lr(&t, 10) - 1.0) < 1e-12);
     ck_assert(fabs(optim_lr(&t, 60) - 0.55) < 1e-12); /* cosine midpoint */
     ck_assert(fabs(optim_lr(&t, 110) - 0.1) < 1e-12);
-    snprintf(t.schedule, sizeof t.schedule, "linear");
+    t.schedule = SCHED_LINEAR;
     ck_assert(fabs(optim_lr(&t, 60) - 0.55) < 1e-12);
     ck_assert(fabs(optim_lr(&t, 35) - 0.775) < 1e-12);
-    snprintf(t.schedule, sizeof t.schedule, "constant");
+    t.schedule = SCHED_CONSTANT;
     ck_assert(fabs(optim_lr(&t, 100) - 1.0) < 1e-12);
     /* rsqrt after warmup: lr sqrt(warmup / (step + 1)); LRA's constant * linear_warmup *
      * rsqrt_decay with the same peak */
-    snprintf(t.schedule, sizeof t.schedule, "rsqrt");
+    t.schedule = SCHED_RSQRT;
     ck_assert(fabs(optim_lr(&t, 4) - 0.5) < 1e-12);
     ck_assert(fabs(optim_lr(&t, 9) - 1.0) < 1e-12);
     ck_assert(fabs(optim_lr(&t, 39) - 0.5) < 1e-12);
@@ -478,7 +478,7 @@ START_TEST(test_schedule) {
     t.warmup = 10;
     t.lr_first_step = 1;
     /* cosine to zero over decay_steps (LRA's steps_per_cycle), then the floor */
-    snprintf(t.schedule, sizeof t.schedule, "cosine");
+    t.schedule = SCHED_COSINE;
     t.min_lr_ratio = 0;
     t.decay_steps = 200;
     ck_assert(fabs(optim_lr(&t, 110) - 0.5) < 1e-12);

@@ -205,7 +205,7 @@ static void write_corpus(const char *dir) {
 static int open_set(const char *dir) {
     Config c;
     cfg_defaults(&c);
-    snprintf(c.data.source, sizeof c.data.source, "shards");
+    ck_assert_int_eq(cfg_set(&c, "data.source=shards"), 0);
     snprintf(c.data.path, sizeof c.data.path, "%s", dir);
     c.train.seq_len = 16;
     LmData d;

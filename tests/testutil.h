@@ -10,6 +10,7 @@
 #include "core/common.h"
 #include "core/config.h"
 #include "nn/mixers/mixer.h"
+#include "train/config_registry.h"
 
 /* A fresh directory under $TMPDIR (or /tmp), removed at exit. Returns its path. */
 const char *tu_tmpdir(void);
@@ -39,7 +40,7 @@ double tu_max_rel_err(const double *a, const double *b, size_t n, double floor_a
     int main(int argc, char **argv) {                                \
         (void)argc;                                                  \
         gma_openmp_env(argv);                                        \
-        mixer_register_all();                                        \
+        config_register_all();                                        \
         SRunner *sr = srunner_create(make_suite());                  \
         srunner_run_all(sr, CK_NORMAL);                              \
         int nf = srunner_ntests_failed(sr);                          \

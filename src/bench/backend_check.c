@@ -49,7 +49,7 @@ static void batch_new(Batch *b, const Config *c, int B, int N, int n_seq, int cl
             b->mask[r * N + t] = t < len;
         }
     }
-    for (int i = 0; classify && i < B; i++) b->labels[i] = (int32_t)rng_below(&rng, (uint64_t)c->model.n_classes);
+    for (int i = 0; classify && i < B; i++) b->labels[i] = (int32_t)rng_below(&rng, (uint64_t)cls_head_cfg(c)->n_classes);
 }
 static void batch_free(Batch *b) {
     free(b->seq);
@@ -222,7 +222,7 @@ int backend_check(const Config *c, const CheckOpts *o) {
         return -1;
     }
     size_t P = k->ma.pt.total;
-    batch_new(&k->batch, c, o->B, o->N, k->mb.n_seq, !strcmp(c->model.task, "classify"));
+    batch_new(&k->batch, c, o->B, o->N, k->mb.n_seq, c->model.task == MODEL_CLASSIFY);
     k->gb = xcalloc(P, sizeof(real)), k->p0 = xcalloc(P, sizeof(real)), k->st = xcalloc(P, sizeof(real));
     print_head(k);
     for (int i = 0; i < k->ma.pt.n; i++) k->n_buf += k->ma.pt.t[i].group == GROUP_BUFFER;

@@ -60,6 +60,7 @@
 #include "cli/args/version.h"
 #include "nn/mixers/mixer.h"
 #include "ops/ops.h"
+#include "train/config_registry.h"
 
 /* the options: the benchmarks' own and those of this program */
 typedef struct Args {
@@ -259,7 +260,7 @@ static int write_json(const char *path, const cJSON *out) {
 
 int main(int argc, char **argv) {
     gma_openmp_env(argv);
-    mixer_register_all();
+    config_register_all();
     int rc = cli_start("gmabench", argc, argv, usage);
     if (rc >= 0) return rc;
     Args a = {.what = argv[1], .threads = -1};

@@ -30,8 +30,10 @@
 #include "bench/backend_check.h"
 #include "cli/args/version.h"
 #include "core/config.h"
+#include "data/lm/lmdata.h"
 #include "nn/mixers/mixer.h"
 #include "ops/ops.h"
+#include "train/config_registry.h"
 
 static void usage(FILE *f) {
     fprintf(f,
@@ -122,11 +124,11 @@ static int prepare(Config *c, CheckOpts *o, const char *precision) {
     c->train.seq_len = o->N;
     if (c->model.vocab_size <= 0) c->model.vocab_size = 512;
     /* a classifier reads no data: a random padded batch */
-    if (!strcmp(c->model.task, "classify") && !strcmp(c->data.source, "recall")) {
-        snprintf(c->data.source, sizeof c->data.source, "cls");
+    if (c->model.task == MODEL_CLASSIFY && c->data.source == DATA_recall) {
+        c->data.source = DATA_cls;
         if (!c->data.path[0]) snprintf(c->data.path, sizeof c->data.path, "(gmacheck: random batch)");
     }
-    if (!strcmp(c->data.source, "recall") && o->N < 2 * c->data.recall_pairs + 2) c->data.recall_pairs = (o->N - 2) / 2;
+    if (c->data.source == DATA_recall && o->N < 2 * c->data.recall_pairs + 2) c->data.recall_pairs = (o->N - 2) / 2;
     if (cfg_validate(c) != 0) {
         fprintf(stderr, "gmacheck: %s\n", gma_error());
         return 2;
@@ -136,7 +138,7 @@ static int prepare(Config *c, CheckOpts *o, const char *precision) {
 }
 
 int main(int argc, char **argv) {
-    mixer_register_all();
+    config_register_all();
     int rc = cli_start("gmacheck", argc, argv, usage);
     if (rc >= 0) return rc;
     Config c;

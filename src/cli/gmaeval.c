@@ -18,6 +18,7 @@
 #include "model/model.h"
 #include "cli/args/version.h"
 #include "ops/ops.h"
+#include "train/config_registry.h"
 #include "train/cls_task.h"
 #include "train/evaluate.h"
 #include "analysis/routing.h"
@@ -101,7 +102,7 @@ static int eval_classifier(Config *cfg, const char *dir, const char *data, int B
     int split = lmdata_split_index(data);
     if (split < 0) {
         fprintf(stderr, "gmaeval: --data %s: a classifier is evaluated on train, valid or test of its %s data (%s)\n", data,
-                cfg->data.task, cfg->data.path);
+                cfg_enum_name(cfg, "data.task"), cfg->data.path);
         return 2;
     }
     ClsTask t;
@@ -127,13 +128,13 @@ static int eval_classifier(Config *cfg, const char *dir, const char *data, int B
     }
     double dt = gma_now() - t0;
     char ex[32];
-    printf("checkpoint %s | data %s %s\n%s loss %.4f | acc %.4f | %s examples | %.1f s\n", dir, cfg->data.task,
+    printf("checkpoint %s | data %s %s\n%s loss %.4f | acc %.4f | %s examples | %.1f s\n", dir, cfg_enum_name(cfg, "data.task"),
            cfg->data.path, data, r.loss, r.acc, fmt_count(ex, sizeof ex, (double)r.examples), dt);
     if (json) {
         cJSON *o = cJSON_CreateObject();
         cJSON_AddStringToObject(o, "checkpoint", dir);
         cJSON_AddStringToObject(o, "data", data);
-        cJSON_AddStringToObject(o, "task", cfg->data.task);
+        cJSON_AddStringToObject(o, "task", cfg_enum_name(cfg, "data.task"));
         cJSON_AddStringToObject(o, "path", cfg->data.path);
         cJSON_AddNumberToObject(o, "examples", (double)r.examples);
         cJSON_AddNumberToObject(o, "loss", r.loss);
@@ -391,6 +392,7 @@ static int run_analysis(Model *m, const Config *cfg, const LmData *d, int split,
 
 int main(int argc, char **argv) {
     gma_openmp_env(argv);
+    config_register_all(); /* every module's config section, before the checkpoint's config */
     if (cli_version("gmaeval", argc, argv)) return 0;
     const char *ckpt = NULL, *data = NULL, *json = NULL, *device = NULL, *ajson = NULL, *dump = NULL, *data_path = NULL;
     int analyze = 0, drop_last = 0;
@@ -439,7 +441,7 @@ int main(int argc, char **argv) {
     cfg.train.seq_len = N;
     if (ops_select(cfg.device) != 0) return fail(2);
     ops_set_threads(cfg.threads);
-    if (!strcmp(cfg.model.task, "classify")) return eval_classifier(&cfg, dir, data, B, drop_last, json);
+    if (cfg.model.task == MODEL_CLASSIFY) return eval_classifier(&cfg, dir, data, B, drop_last, json);
     if (drop_last) {
         fprintf(stderr, "gmaeval: --drop-last is for classifiers; %s is a language model\n", dir);
         return 2;
@@ -449,7 +451,7 @@ int main(int argc, char **argv) {
     if (split >= 0) {
         /* the data directory, wherever the run and the data went (lmmeta_find_data); only
          * the split evaluated is opened */
-        if (!strcmp(cfg.data.source, "shards")) {
+        if (cfg.data.source == DATA_shards) {
             char run[2048], found[CFG_STR];
             lmmeta_run_dir(dir, run, sizeof run); /* without data.json: the folder above the checkpoint */
             if (lmmeta_find_data(cfg.data.path, run, data_path, "--data-path DIR", found, sizeof found) != 0)

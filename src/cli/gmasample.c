@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "core/config.h"
+#include "data/lm/lmdata.h"
 #include "data/lm/lmmeta.h"
 #include "data/text/tokenizer.h"
 #include "data/text/unicode.h"
@@ -16,6 +17,7 @@
 #include "model/model.h"
 #include "cli/args/version.h"
 #include "ops/ops.h"
+#include "train/config_registry.h"
 
 static void usage(FILE *f) {
     fprintf(f, "usage: gmasample --checkpoint PATH [--prompt TEXT | --prompt-file FILE | --prompt-ids \"ID ...\"]\n"
@@ -121,6 +123,7 @@ static int32_t *prompt_ids(Tokenizer *tk, const char *text, size_t text_len, con
 
 int main(int argc, char **argv) {
     gma_openmp_env(argv);
+    config_register_all(); /* every module's config section, before the checkpoint's config */
     if (cli_version("gmasample", argc, argv)) return 0;
     const char *ckpt = NULL, *prompt = NULL, *pfile = NULL, *pids = NULL, *json = NULL, *device = NULL, *tkspec = NULL,
                *vocab = "data/gpt2";
@@ -176,7 +179,7 @@ int main(int argc, char **argv) {
     char dir[2048];
     Config cfg;
     if (ckpt_open_config(ckpt, device, threads, dir, sizeof dir, &cfg) != 0) return fail(2);
-    if (!strcmp(cfg.model.task, "classify")) {
+    if (cfg.model.task == MODEL_CLASSIFY) {
         fprintf(stderr, "gmasample: %s: a classifier checkpoint does not generate text\n", dir);
         return 2;
     }
@@ -187,7 +190,7 @@ int main(int argc, char **argv) {
     Tokenizer *tk = NULL;
     if (tkspec) {
         if (!(tk = tokenizer_load(tkspec, vocab))) return fail(2);
-    } else if (cfg.data.path[0] && !strcmp(cfg.data.source, "shards")) {
+    } else if (cfg.data.path[0] && cfg.data.source == DATA_shards) {
         /* the run's copy of the tokenizer (RUN/data.json), else the data directory's */
         char run[2048], found[CFG_STR];
         lmmeta_run_dir(dir, run, sizeof run);

@@ -14,6 +14,7 @@
 #include "ops/ops.h"
 #include "train/dist.h"
 #include "train/trainer.h"
+#include "train/config_registry.h"
 
 static void usage(FILE *f) {
     fprintf(f,
@@ -86,7 +87,7 @@ int main(int argc, char **argv) {
  * message in gma_error(); main prints it on one rank. */
 static int run_main(int argc, char **argv, int *done) {
     int lead = dist_rank() == 0;
-    mixer_register_all();
+    config_register_all();
     if (cli_version("gmatrain", argc, argv)) {
         *done = 1;
         return 0;

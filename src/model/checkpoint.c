@@ -298,7 +298,6 @@ int ckpt_read_config(const char *dir, Config *c) {
     if (!fmt || strcmp(fmt, CKPT_FORMAT)) rc = gma_errorf("%s: not a gma checkpoint (metadata format is missing or unknown)", path);
     else if (!js) rc = gma_errorf("%s: metadata has no config", path);
     else {
-        mixer_register_all(); /* the mixers' sections (gma.*, ...) before the defaults */
         cfg_defaults(c);
         rc = cfg_load_text(c, js, path);
     }

@@ -16,7 +16,6 @@ static int set(Config *c, const char *key, long v) {
 
 int gpt2_dest_build(Gpt2Dest *d, const Gpt2Info *s) {
     Config c;
-    mixer_register_all();
     cfg_defaults(&c);
     snprintf(c.name, sizeof c.name, "gpt2-import");
     int rc = set(&c, "model.vocab_size", s->V) || set(&c, "model.d_model", s->D) || set(&c, "model.n_heads", s->H) ||

@@ -36,7 +36,7 @@ static const GmaDrop *site_drop(const Model *m, GmaDrop *g, int layer, int site,
 static void drop_start(Model *m, int training, long step) {
     const ModelCfg *mc = &m->cfg.model;
     m->drop_live = training && (mc->dropout > 0 || mc->attn_dropout > 0 || mc->mlp_hidden_dropout > 0 ||
-                                (m->classify && mc->head_dropout > 0));
+                                (m->classify && cls_head_cfg(&m->cfg)->head_dropout > 0));
     m->drop_step = step;
 }
 /* x [B*N, W] in place (forward and backward are the same op) */
@@ -62,12 +62,12 @@ int model_build(Model *m, const Config *c) {
     ParamTable *pt = &m->pt;
     /* initialisation options (docs/model.md §1): tok_emb std, the blocks' dense weights and MLP biases */
     double estd = mc->embed_std >= 0 ? mc->embed_std : std;
-    InitKind dense = !strcmp(mc->dense_init, "xavier_uniform") ? INIT_XAVIER_UNIFORM : INIT_NORMAL;
+    InitKind dense = mc->dense_init == DENSE_INIT_XAVIER_UNIFORM ? INIT_XAVIER_UNIFORM : INIT_NORMAL;
     InitKind bias_init = mc->mlp_bias_std > 0 ? INIT_NORMAL : INIT_ZERO; /* zeros draw nothing */
-    int ramp = !strcmp(mc->embed_init, "ramp");
+    int ramp = mc->embed_init == EMBED_INIT_RAMP;
     if (ramp && m->V < 3) return gma_errorf("key model.embed_init: \"ramp\" needs at least 3 tokens (vocabulary %d)", m->V);
     m->wte = pt_add2(pt, "tok_emb.weight", m->V, m->D, ramp ? INIT_RAMP : INIT_NORMAL, estd, GROUP_EMBED);
-    m->wpe = !strcmp(mc->pos, "learned") ? pt_add2(pt, "pos_emb.weight", m->Nmax, m->D, INIT_NORMAL, std, GROUP_EMBED) : -1;
+    m->wpe = mc->pos == POS_LEARNED ? pt_add2(pt, "pos_emb.weight", m->Nmax, m->D, INIT_NORMAL, std, GROUP_EMBED) : -1;
     if (stem_build(&m->stem, mc, pt) != 0) return -1;
     m->blocks = xcalloc(m->L, sizeof(Block));
     char name[128], pre[64];
@@ -96,20 +96,21 @@ int model_build(Model *m, const Config *c) {
     m->lnfw = pt_add1(pt, "ln_f.weight", m->D, INIT_ONE, 0, GROUP_NORM);
     m->lnfb = pt_add1(pt, "ln_f.bias", m->D, INIT_ZERO, 0, GROUP_BIAS);
     m->cls_tok = -1;
-    if (!strcmp(mc->task, "classify")) {
+    if (mc->task == MODEL_CLASSIFY) {
         m->classify = 1;
-        m->pool_cls = !strcmp(mc->pooling, "cls");
-        m->pool_max = !strcmp(mc->pooling, "max");
-        m->n_seq = mc->n_seq > 0 ? mc->n_seq : 1;
-        m->C = mc->n_classes;
-        double cstd = mc->cls_std >= 0 ? mc->cls_std : std;
+        m->pool_cls = mc->pooling == POOL_CLS;
+        m->pool_max = mc->pooling == POOL_MAX;
+        const ClsHeadCfg *hc = cls_head_cfg(c);
+        m->n_seq = hc->n_seq > 0 ? hc->n_seq : 1;
+        m->C = hc->n_classes;
+        double cstd = hc->cls_std >= 0 ? hc->cls_std : std;
         if (m->pool_cls) m->cls_tok = pt_add1(pt, "cls_token", m->D, cstd > 0 ? INIT_NORMAL : INIT_ZERO, cstd, GROUP_EMBED);
-        ClsHeadSpec hs = {.relu = !strcmp(mc->head_act, "relu"), .std = std,
-                          .init = !strcmp(mc->head_init, "xavier_uniform") ? INIT_XAVIER_UNIFORM
-                                  : !strcmp(mc->head_init, "lecun_normal") ? INIT_LECUN_NORMAL : INIT_NORMAL};
-        int h1 = mc->head_hidden >= 0 ? mc->head_hidden : m->n_seq == 2 ? m->F : 0;
+        static const InitKind head_init[] = {[HEAD_INIT_NORMAL] = INIT_NORMAL, [HEAD_INIT_XAVIER_UNIFORM] = INIT_XAVIER_UNIFORM,
+                                             [HEAD_INIT_LECUN_NORMAL] = INIT_LECUN_NORMAL};
+        ClsHeadSpec hs = {.relu = hc->head_act == HEAD_ACT_RELU, .std = std, .init = head_init[hc->head_init]};
+        int h1 = hc->head_hidden >= 0 ? hc->head_hidden : m->n_seq == 2 ? m->F : 0;
         if (h1 > 0) hs.Dh[hs.nh++] = h1;
-        if (h1 > 0 && mc->head_hidden2 > 0) hs.Dh[hs.nh++] = mc->head_hidden2;
+        if (h1 > 0 && hc->head_hidden2 > 0) hs.Dh[hs.nh++] = hc->head_hidden2;
         cls_head_add(&m->head, pt, m->D, m->C, m->n_seq == 2, &hs);
     }
     if (m->stem.n && (!m->classify || m->pool_cls || m->n_seq != 1))
@@ -178,7 +179,7 @@ void model_memory_plan(const Model *m, int Bmax, int Nmax, MemPlan *p) {
     p->params = 4.0 * (double)m->pt.total * sizeof(real); /* parameters, gradients, two moments */
     p->acts = rough * sizeof(real) > 1e18 ? rough * sizeof(real) : (double)plan_total(m, Bmax, Nmax) * sizeof(real);
     /* and for a while: model_init_params' host copy of the parameters, the sinusoidal table (host and device) */
-    double table = !strcmp(m->cfg.model.pos, "sinusoidal") ? 2.0 * m->Nmax * m->D * sizeof(real) : 0;
+    double table = m->cfg.model.pos == POS_SINUSOIDAL ? 2.0 * m->Nmax * m->D * sizeof(real) : 0;
     p->total = p->params + p->acts + (double)m->pt.total * sizeof(real) + table;
     /* the mixer whose activations weigh most, when they are most of the plan */
     int S = m->classify ? Bmax * m->n_seq : Bmax, Nt = Nmax + m->pool_cls;
@@ -284,7 +285,7 @@ void model_alloc(Model *m, int Bmax, int Nmax) {
     m->tok = g_ops->alloc(R * sizeof(int32_t));
     m->tgt = g_ops->alloc(R * sizeof(int32_t));
     m->pred_host = xcalloc(R, sizeof(int32_t));
-    if (!strcmp(m->cfg.model.pos, "sinusoidal")) {
+    if (m->cfg.model.pos == POS_SINUSOIDAL) {
         real *host = xcalloc((size_t)m->Nmax * D, sizeof(real));
         pos_sinusoidal(host, m->Nmax, m->D);
         m->pos_fixed = g_ops->alloc((size_t)m->Nmax * D * sizeof(real));
@@ -536,7 +537,7 @@ int model_forward(Model *m, const int32_t *tok, const int32_t *tgt, int B, int N
 
 /* The key mask the classifier's mixers see: the padding mask with its CLS slot, or none with
  * model.key_padding_mask false (padding tokens are then keys like the others; docs/model.md §2) */
-static const uint8_t *mixer_keymask(const Model *m) { return m->cfg.model.key_padding_mask ? m->mask_host : NULL; }
+static const uint8_t *mixer_keymask(const Model *m) { return cls_head_cfg(&m->cfg)->key_padding_mask ? m->mask_host : NULL; }
 
 int model_forward_cls(Model *m, const int32_t *tok, const uint8_t *keymask, const int32_t *labels, int B, int N,
                       LossStats *st, int training, long step) {
@@ -597,7 +598,7 @@ int model_forward_cls(Model *m, const int32_t *tok, const uint8_t *keymask, cons
     else pool_forward(m->pooled, m->lnf, m->pool_w, S, Nt, D);
     GmaDrop gh;
     cls_head_forward(&m->head, m->logits, m->head_act, m->pooled, m->params, B,
-                     site_drop(m, &gh, 0, GMA_DROP_HEAD, m->cfg.model.head_dropout));
+                     site_drop(m, &gh, 0, GMA_DROP_HEAD, cls_head_cfg(&m->cfg)->head_dropout));
     g_ops->xent_forward(m->loss_rows, m->valid_rows, m->logits, m->tgt, B, m->C);
     st->loss_sum = g_ops->sum(m->loss_rows, B);
     st->count = B;
@@ -615,7 +616,7 @@ static void backward_cls(Model *m, double loss_scale) {
     g_ops->zero(m->dpooled, sizeof(real) * (size_t)S * D);
     GmaDrop gh;
     cls_head_backward(&m->head, m->dpooled, m->grads, m->logits, m->head_act, m->pooled, m->params, m->head_scratch, B,
-                      site_drop(m, &gh, 0, GMA_DROP_HEAD, m->cfg.model.head_dropout));
+                      site_drop(m, &gh, 0, GMA_DROP_HEAD, cls_head_cfg(&m->cfg)->head_dropout));
     g_ops->zero(m->dtmp, sizeof(real) * R * D);
     if (m->pool_max) g_ops->maxpool_backward(m->dtmp, m->dpooled, m->pool_arg, S, Nt, D);
     else pool_backward(m->dtmp, m->dpooled, m->pool_w, S, Nt, D);

@@ -4,7 +4,9 @@
 
 #include <string.h>
 
+#include "core/common.h"
 #include "nn/linear.h"
+#include "nn/model_cfg.h"
 
 void cls_head_add(ClsHead *h, ParamTable *pt, int D, int C, int pair, const ClsHeadSpec *spec) {
     static const char *nm[CLS_HEAD_MAX_HIDDEN][2] = {{"head.mlp.fc.weight", "head.mlp.fc.bias"},
@@ -107,3 +109,45 @@ void cls_head_backward(const ClsHead *h, real *dpooled, real *grads, const real 
     if (h->pair)
         g_ops->pair_features_backward(dpooled, dpooled + (size_t)B * h->D, df, pooled, pooled + (size_t)B * h->D, B, h->D);
 }
+
+/* ---- configuration: the classifier head's keys ---- */
+
+#define O(f) offsetof(ClsHeadCfg, f)
+static const CfgKey g_head_keys[] = {
+    {"key_padding_mask", CFGT_BOOL, O(key_padding_mask), 0, "true", 0, 0, NULL,
+     "Classifier: the mixers mask padded keys (false: padding tokens are keys like any other, as the LRA release's "
+     "linear, performer and linformer attention; needs data.pad_full)."},
+    {"n_classes", CFGT_INT, O(n_classes), 0, "2", 2, 100000, NULL, "Classes of the classifier head."},
+    {"n_seq", CFGT_INT, O(n_seq), 0, "0", 0, 2, NULL,
+     "Classifier: sequences per example, 1 or 2 (two-sequence head, retrieval); 0 = from the data."},
+    {"head_dropout", CFGT_REAL, O(head_dropout), 0, "0", 0, 0.95, NULL,
+     "Dropout rate on the classifier head's hidden activations (training only; the LRA release's head has none)."},
+    {"head_hidden", CFGT_INT, O(head_hidden), 0, "-1", -1, 1048576, NULL,
+     "Classifier head: width of its first hidden layer (0 = none; -1 = none for one sequence, model.d_ff for two)."},
+    {"head_hidden2", CFGT_INT, O(head_hidden2), 0, "0", 0, 1048576, NULL,
+     "Classifier head: width of a second hidden layer (0 = none; needs model.head_hidden > 0)."},
+    {"head_act", CFGT_ENUM, O(head_act), 0, "gelu", 0, 0, "gelu|relu",
+     "Classifier head: activation of its hidden layers."},
+    {"cls_std", CFGT_REAL, O(cls_std), 0, "-1", -1, 100, NULL,
+     "Std of the normal initialisation of cls_token (-1 = model.init_std, 0 = zeros)."},
+    {"head_init", CFGT_ENUM, O(head_init), 0, "normal", 0, 0, "normal|xavier_uniform|lecun_normal",
+     "Initialisation of the classifier head's weights: normal(init_std), xavier_uniform, or lecun_normal (JAX's: a normal truncated to +-2, scaled to variance 1/fan_in)."},
+};
+#undef O
+
+
+static int validate_head(const Config *c) {
+    const ClsHeadCfg *m = cls_head_cfg(c);
+    if (m->head_hidden2 > 0 && m->head_hidden <= 0)
+        return gma_errorf("key model.head_hidden2: a second hidden layer needs model.head_hidden > 0");
+    if (c->model.task == MODEL_CLASSIFY && !m->key_padding_mask && !c->data.pad_full)
+        return gma_errorf("key model.key_padding_mask: false makes padding content, so it needs data.pad_full true "
+                          "(else an example's padding would depend on its batch)");
+    return 0;
+}
+
+const CfgSection cls_head_cfg_section = {"cls_head", sizeof(ClsHeadCfg), g_head_keys, CFG_N(g_head_keys), validate_head, "model"};
+
+const ClsHeadCfg *cls_head_cfg(const Config *c) { return cfg_section_of(c, &cls_head_cfg_section); }
+
+ClsHeadCfg *cls_head_cfg_mut(Config *c) { return cfg_section_of_mut(c, &cls_head_cfg_section); }

@@ -13,6 +13,7 @@
  * Shapes: B examples, D width, Din = D or 4D, Dh hidden widths, C classes. */
 #ifndef GMA_CLS_HEAD_H
 #define GMA_CLS_HEAD_H
+#include "core/config.h"
 #include "nn/params.h"
 #include "ops/ops.h"
 
@@ -56,4 +57,23 @@ void cls_head_forward(const ClsHead *h, real *logits, real *act, const real *poo
  * cls_head_act_size reals (may be NULL when that is 0). */
 void cls_head_backward(const ClsHead *h, real *dpooled, real *grads, const real *dlogits, real *act,
                        const real *pooled, const real *params, real *scratch, int B, const GmaDrop *drop);
+enum { HEAD_ACT_GELU, HEAD_ACT_RELU };                                    /* model.head_act: gelu|relu */
+enum { HEAD_INIT_NORMAL, HEAD_INIT_XAVIER_UNIFORM, HEAD_INIT_LECUN_NORMAL }; /* model.head_init */
+/* The classifier head's configuration: its keys model.* (a stored section "cls_head"). */
+typedef struct ClsHeadCfg {
+    int key_padding_mask; /* the mixers see the key-padding mask (0: padding is content) */
+    int n_classes;
+    int n_seq;            /* sequences per example (1, 2); 0 = from the data */
+    double head_dropout;  /* the head's hidden activations (the LRA release: none) */
+    int head_hidden, head_hidden2; /* hidden widths (-1 = by task, 0 = none) */
+    int head_act;         /* HEAD_ACT_GELU | HEAD_ACT_RELU */
+    double cls_std;       /* cls_token init std (< 0 = init_std, 0 = zeros) */
+    int head_init;        /* HEAD_INIT_NORMAL | _XAVIER_UNIFORM | _LECUN_NORMAL */
+} ClsHeadCfg;
+
+/* The classifier head's rows (model.n_classes, n_seq, head_*, cls_std, key_padding_mask) and checks. */
+extern const CfgSection cls_head_cfg_section;
+const ClsHeadCfg *cls_head_cfg(const Config *c);
+ClsHeadCfg *cls_head_cfg_mut(Config *c);
+
 #endif

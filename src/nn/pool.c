@@ -2,6 +2,9 @@
  * with the batched matrix product: per row r, [1,N] w_r times [N,D] x_r. */
 #include "nn/pool.h"
 
+#include "core/common.h"
+#include "nn/model_cfg.h"
+
 void pool_weights(real *w, const uint8_t *keymask, int R, int N, PoolKind kind) {
     for (int r = 0; r < R; r++) {
         real *w_r = w + (size_t)r * N;
@@ -27,3 +30,26 @@ void pool_backward(real *dx, const real *dout, const real *w, int R, int N, int 
     /* [N,1] w_r^T times [1,D] dout_r, accumulated */
     g_ops->matmul_strided(dx, w, dout, N, D, 1, 1, 0, 1, 1, R, (size_t)N, (size_t)D, (size_t)N * D);
 }
+
+/* ---- configuration: model.pooling and the CLS slot it adds ---- */
+
+#define O(f) CFG_OFF(f)
+#define S(f) CFG_SIZE(f)
+static const CfgKey g_pool_keys[] = {
+    {"model.pooling", CFGT_ENUM, O(model.pooling), 0, "mean", 0, 0, "mean|cls|max",
+     "Classifier pooling: the mean over the real positions, a learned CLS slot at position 0, or the largest value of each channel over the real positions."},
+};
+#undef O
+#undef S
+
+static int validate_pool(const Config *c) {
+    if (c->model.task != MODEL_CLASSIFY) return 0;
+    int slot = c->model.pooling == POOL_CLS;
+    if (c->data.max_len + slot > c->train.seq_len)
+        return gma_errorf("key data.max_len: %d%s does not fit train.seq_len = %d", c->data.max_len,
+                          slot ? " plus the CLS slot" : "", c->train.seq_len);
+    if (slot && c->train.seq_len < 2) return gma_errorf("key train.seq_len: needs at least 2 with model.pooling \"cls\"");
+    return 0;
+}
+
+const CfgSection pool_cfg_section = {NULL, 0, g_pool_keys, CFG_N(g_pool_keys), validate_pool, NULL};

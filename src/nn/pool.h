@@ -6,11 +6,12 @@
  * Shapes: R pooled rows (sequences), N positions, D width. */
 #ifndef GMA_POOL_H
 #define GMA_POOL_H
+#include "core/config.h"
 #include <stdint.h>
 
 #include "ops/ops.h"
 
-typedef enum { POOL_MEAN, POOL_CLS } PoolKind;
+typedef enum { POOL_MEAN, POOL_CLS, POOL_MAX } PoolKind; /* model.pooling: mean|cls|max (max: ops pool_max) */
 
 /* Host weights w [R,N] from keymask [R,N] (1 = real; NULL = all real). */
 void pool_weights(real *w, const uint8_t *keymask, int R, int N, PoolKind kind);
@@ -18,4 +19,7 @@ void pool_weights(real *w, const uint8_t *keymask, int R, int N, PoolKind kind);
 void pool_forward(real *out, const real *x, const real *w, int R, int N, int D);
 /* dx [R,N,D] += w[r,n] dout[r,:] */
 void pool_backward(real *dx, const real *dout, const real *w, int R, int N, int D);
+/* The row model.pooling and its checks (the CLS slot within train.seq_len). */
+extern const CfgSection pool_cfg_section;
+
 #endif

@@ -5,7 +5,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/common.h"
+#include "nn/cls_head.h"
 #include "nn/linear.h"
+#include "nn/model_cfg.h"
+#include "nn/pool.h"
 
 #define STEM_MOMENTUM 0.1
 #define STEM_EPS 1e-5 /* the ops' chnorm epsilon */
@@ -16,13 +20,12 @@
 
 int stem_build(Stem *st, const ModelCfg *mc, ParamTable *pt) {
     memset(st, 0, sizeof *st);
-    if (!strcmp(mc->stem, "none")) return 0;
+    if (mc->stem == STEM_NONE) return 0;
     st->n = cfg_stem_dilations(mc, st->dil, STEM_MAX_LAYERS);
     if (st->n < 0) return (st->n = 0, -1);
     st->D = mc->d_model;
     st->W = mc->stem_width;
-    st->norm = !strcmp(mc->stem_norm, "batch") ? STEM_NORM_BATCH : !strcmp(mc->stem_norm, "instance") ? STEM_NORM_INSTANCE
-                                                                                                       : STEM_NORM_NONE;
+    st->norm = (StemNorm)mc->stem_norm;
     char name[96];
     int D = st->D;
     for (int l = 0; l < st->n; l++) {
@@ -211,3 +214,54 @@ int stem_rank_averaged(const Stem *st, int tensor) {
         if (tensor >= 0 && (tensor == st->rmean[l] || tensor == st->rvar[l])) return 1;
     return 0;
 }
+
+/* ---- configuration: model.stem* ---- */
+
+#define O(f) CFG_OFF(f)
+#define S(f) CFG_SIZE(f)
+static const CfgKey g_stem_keys[] = {
+    {"model.stem", CFGT_ENUM, O(model.stem), 0, "none", 0, 0, "none|conv",
+     "Classifier on images: a convolutional stem between the token embedding and the blocks (docs/model.md §2.1): "
+     "3 x 3 convolutions over the image of each sequence's tokens, each with normalisation and ReLU."},
+    {"model.stem_dilations", CFGT_STR, O(model.stem_dilations), S(model.stem_dilations), "1,1,2,2,4,4,8", 0, 0, NULL,
+     "model.stem \"conv\": the dilation of each layer, comma-separated (the number of values is the number of layers)."},
+    {"model.stem_norm", CFGT_ENUM, O(model.stem_norm), 0, "batch", 0, 0, "batch|instance|none",
+     "model.stem \"conv\": per-channel normalisation after each convolution: batch statistics (running ones in "
+     "evaluation), each image's own, or none."},
+    {"model.stem_width", CFGT_INT, O(model.stem_width), 0, "0", 0, 65536, NULL,
+     "model.stem \"conv\": image width in tokens (0 = square images: the square root of the tokens per sequence)."},
+};
+#undef O
+#undef S
+
+int cfg_stem_dilations(const ModelCfg *m, int *dil, int max) {
+    int n = 0;
+    for (const char *s = m->stem_dilations; *s;) {
+        char *end;
+        long d = strtol(s, &end, 10);
+        if (end == s || d < 1 || d > 64 || (*end && *end != ',') || (*end == ',' && !end[1]))
+            return gma_errorf("key model.stem_dilations: \"%s\" is not a comma-separated list of dilations 1..64",
+                              m->stem_dilations);
+        if (n == max) return gma_errorf("key model.stem_dilations: more than %d layers", max);
+        dil[n++] = (int)d;
+        s = *end ? end + 1 : end;
+    }
+    if (!n) return gma_errorf("key model.stem_dilations: empty (model.stem \"conv\" needs at least one layer)");
+    return n;
+}
+
+static int validate_stem(const Config *c) {
+    const ModelCfg *m = &c->model;
+    int classify = m->task == MODEL_CLASSIFY, dil[CFG_MAX_STEM];
+    if (m->stem == STEM_NONE) return 0;
+    if (classify && (m->pooling == POOL_CLS || cls_head_cfg(c)->n_seq == 2))
+        return gma_errorf("key model.stem: the convolutional stem takes one image per example and mean or max "
+                          "pooling (not model.pooling \"cls\", whose slot is no pixel, or two sequences)");
+    if (cfg_stem_dilations(m, dil, CFG_MAX_STEM) < 0) return -1;
+    if (!classify)
+        return gma_errorf("key model.stem: only classifiers take a convolutional stem (its normalisation and 3 x 3 "
+                          "taps see later tokens)");
+    return 0;
+}
+
+const CfgSection stem_cfg_section = {NULL, 0, g_stem_keys, CFG_N(g_stem_keys), validate_stem, NULL};

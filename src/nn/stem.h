@@ -24,7 +24,8 @@
 
 #define STEM_MAX_LAYERS CFG_MAX_STEM
 
-typedef enum { STEM_NORM_NONE, STEM_NORM_BATCH, STEM_NORM_INSTANCE } StemNorm;
+typedef enum { STEM_NORM_BATCH, STEM_NORM_INSTANCE, STEM_NORM_NONE } StemNorm; /* model.stem_norm: batch|instance|none */
+enum { STEM_NONE, STEM_CONV }; /* model.stem: none|conv */
 
 typedef struct Stem {
     int n, D, W;                 /* layers (0: no stem), width, image width (0: square images) */
@@ -60,4 +61,10 @@ void stem_update_buffers(Stem *st, const ParamTable *pt, real *params);
 /* 1 when tensor is one of the stem's running statistics (averaged across data-parallel ranks) */
 int stem_rank_averaged(const Stem *st, int tensor);
 void stem_free(Stem *st);
+/* The rows model.stem* and their checks. */
+extern const CfgSection stem_cfg_section;
+/* model.stem_dilations parsed into dil[0..max): the number of layers, or -1 with a message
+ * naming the key (not a list of integers 1..64, empty, or more than max) */
+int cfg_stem_dilations(const ModelCfg *m, int *dil, int max);
+
 #endif

@@ -8,15 +8,15 @@ double optim_lr(const TrainCfg *t, long step) {
      * §1): 1 by default (the first update at lr / W), 0 as the LRA release (lr 0 first) */
     long n = step + t->lr_first_step;
     if (t->warmup > 0 && n <= t->warmup) return t->lr * (double)n / t->warmup;
-    if (!strcmp(t->schedule, "constant")) return t->lr;
+    if (t->schedule == SCHED_CONSTANT) return t->lr;
     /* rsqrt: lr sqrt(warmup / n) after warmup; with no warmup, lr / sqrt(n), n at least 1 */
-    if (!strcmp(t->schedule, "rsqrt"))
+    if (t->schedule == SCHED_RSQRT)
         return t->lr * sqrt((double)(t->warmup > 0 ? t->warmup : 1) / (double)(n > 1 ? n : 1));
     long span = t->decay_steps > 0 ? t->decay_steps : t->steps - t->warmup;
     double p = span > 0 ? (double)(step - t->warmup) / span : 1.0;
     if (p > 1) p = 1;
     double lo = t->lr * t->min_lr_ratio;
-    if (!strcmp(t->schedule, "linear")) return t->lr + (lo - t->lr) * p;
+    if (t->schedule == SCHED_LINEAR) return t->lr + (lo - t->lr) * p;
     return lo + 0.5 * (t->lr - lo) * (1 + cos(M_PI * p));
 }
 
@@ -66,7 +66,7 @@ double optim_grad_norm(const Model *m) {
 double optim_step(Model *m, const TrainCfg *t, long step, double lr, double grad_norm) {
     double clip = 1;
     if (t->grad_clip > 0 && grad_norm > t->grad_clip) clip = t->grad_clip / (grad_norm + 1e-12);
-    int adam = !strcmp(t->optimizer, "adamw");
+    int adam = t->optimizer == OPTIM_ADAMW;
     real bc1 = (real)(1 - pow(t->beta1, (double)step)), bc2 = (real)(1 - pow(t->beta2, (double)step));
     size_t n;
     for (int i = 0, j; i < m->pt.n; i = j) {
@@ -84,3 +84,35 @@ double optim_step(Model *m, const TrainCfg *t, long step, double lr, double grad
     }
     return clip;
 }
+
+/* ---- configuration: the optimiser and the schedule (train.*) ---- */
+
+#define O(f) CFG_OFF(f)
+#define S(f) CFG_SIZE(f)
+static const CfgKey g_optim_keys[] = {
+    {"train.optimizer", CFGT_ENUM, O(train.optimizer), 0, "adamw", 0, 0, "adamw|sgd", "Optimiser."},
+    {"train.lr", CFGT_REAL, O(train.lr), 0, "0.0003", 0, 1e3, NULL, "Peak learning rate."},
+    {"train.min_lr_ratio", CFGT_REAL, O(train.min_lr_ratio), 0, "0.1", 0, 1, NULL, "Final learning rate as a share of lr (cosine, linear)."},
+    {"train.warmup", CFGT_INT, O(train.warmup), 0, "100", 0, 1000000000, NULL, "Linear warmup steps."},
+    {"train.lr_first_step", CFGT_INT, O(train.lr_first_step), 0, "1", 0, 1, NULL,
+     "The step number the warmup and rsqrt schedules give the first update: 1 (lr/warmup), or 0 as the LRA release "
+     "(learning rate 0 at the first update, the peak one step later)."},
+    {"train.schedule", CFGT_ENUM, O(train.schedule), 0, "cosine", 0, 0, "cosine|linear|constant|rsqrt",
+     "Learning-rate schedule after warmup; rsqrt: lr * sqrt(warmup / step) (docs/model.md §1)."},
+    {"train.decay_steps", CFGT_INT, O(train.decay_steps), 0, "0", 0, 1000000000, NULL,
+     "cosine, linear: steps over which the rate decays after warmup, then stays at its floor (0 = train.steps - train.warmup)."},
+    {"train.beta1", CFGT_REAL, O(train.beta1), 0, "0.9", 0, 0.999999, NULL, "AdamW beta1."},
+    {"train.beta2", CFGT_REAL, O(train.beta2), 0, "0.95", 0, 0.999999999, NULL, "AdamW beta2."},
+    {"train.adam_eps", CFGT_REAL, O(train.adam_eps), 0, "1e-08", 0, 1, NULL, "AdamW epsilon."},
+    {"train.weight_decay", CFGT_REAL, O(train.weight_decay), 0, "0.1", 0, 100, NULL, "Decoupled weight decay (AdamW) or L2 (SGD)."},
+    {"train.momentum", CFGT_REAL, O(train.momentum), 0, "0", 0, 0.999999, NULL, "SGD momentum."},
+    {"train.decay_embeddings", CFGT_BOOL, O(train.decay_embeddings), 0, "false", 0, 0, NULL, "Apply weight decay to embeddings."},
+    {"train.decay_norms", CFGT_BOOL, O(train.decay_norms), 0, "false", 0, 0, NULL, "Apply weight decay to LayerNorm weights."},
+    {"train.decay_biases", CFGT_BOOL, O(train.decay_biases), 0, "false", 0, 0, NULL, "Apply weight decay to biases."},
+    {"train.decay_mixture", CFGT_BOOL, O(train.decay_mixture), 0, "false", 0, 0, NULL, "Apply weight decay to GMA mixture parameters."},
+    {"train.grad_clip", CFGT_REAL, O(train.grad_clip), 0, "1", 0, 1e9, NULL, "Clip the global gradient norm to this (0 = off)."},
+};
+#undef O
+#undef S
+
+const CfgSection optim_cfg_section = {NULL, 0, g_optim_keys, CFG_N(g_optim_keys), NULL, NULL};

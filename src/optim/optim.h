@@ -17,4 +17,9 @@ double optim_grad_norm(const Model *m);
 /* Clip (when grad_clip > 0 and norm > clip), then update. `step` is 1-based for bias
  * correction. Returns the clip factor applied (1 = none). */
 double optim_step(Model *m, const TrainCfg *t, long step, double lr, double grad_norm);
+enum { OPTIM_ADAMW, OPTIM_SGD };                                /* train.optimizer: adamw|sgd */
+enum { SCHED_COSINE, SCHED_LINEAR, SCHED_CONSTANT, SCHED_RSQRT }; /* train.schedule */
+/* The optimiser's and the schedule's rows (train.optimizer, lr, ..., grad_clip). */
+extern const CfgSection optim_cfg_section;
+
 #endif

@@ -4,6 +4,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "nn/cls_head.h"
+#include "nn/pool.h"
 #include "train/dist.h"
 #include "train/run_dist.h"
 #include "train/train_opts.h"
@@ -12,7 +14,7 @@ static const char *const g_split_name[3] = {"train", "valid", "test"};
 
 int clstask_max_len(const Config *c) {
     if (c->data.max_len > 0) return c->data.max_len;
-    return c->train.seq_len - !strcmp(c->model.pooling, "cls");
+    return c->train.seq_len - (c->model.pooling == POOL_CLS);
 }
 
 int clstask_open(ClsTask *t, const Config *c, unsigned splits, int B, FILE *warn) {
@@ -23,19 +25,18 @@ int clstask_open(ClsTask *t, const Config *c, unsigned splits, int B, FILE *warn
     o.max_len = t->max_len;
     o.truncate = c->data.truncate;
     o.strip_headers = c->data.strip_headers;
-    o.text_valid_test = !strcmp(c->data.text_valid, "test");
-    int generic = !strcmp(c->data.task, "jsonl") || !strcmp(c->data.task, "tsv");
-    o.n_classes = generic ? c->model.n_classes : 0;
+    o.text_valid_test = c->data.text_valid == TEXT_VALID_TEST;
+    o.n_classes = clsdata_task_generic(c->data.task) ? cls_head_cfg(c)->n_classes : 0;
     for (int s = 0; s < 3; s++) {
         if (!(splits & (1u << s))) continue;
         /* text with the release's split: valid and test are both the whole of test/, read
          * and held once */
-        if (s == 2 && t->have[1] && o.text_valid_test && !strcmp(c->data.task, "text")) {
+        if (s == 2 && t->have[1] && o.text_valid_test && c->data.task == CLS_TASK_text) {
             t->split[2] = t->split[1];
             t->have[2] = t->test_shares_valid = 1;
             continue;
         }
-        if (clsdata_load(&t->split[s], c->data.task, c->data.path, g_split_name[s], &o) != 0) {
+        if (clsdata_load_task(&t->split[s], c->data.task, c->data.path, g_split_name[s], &o) != 0) {
             clstask_close(t);
             return -1;
         }

@@ -36,6 +36,7 @@
 #include "optim/optim.h"
 #include "train/dist.h"
 #include "train/run_dist.h"
+#include "train/run_cfg.h"
 #include "train/run_lock.h"
 #include "train/run_log.h"
 
@@ -168,7 +169,7 @@ static char g_data_dir[CFG_STR];
 static int find_data(const Run *r) {
     const char *p = r->cfg.data.path;
     snprintf(g_data_dir, sizeof g_data_dir, "%s", p);
-    if (strcmp(r->cfg.data.source, "shards") || !p[0] || !r->o.resume_dir) return 0;
+    if (r->cfg.data.source != DATA_shards || !p[0] || !r->o.resume_dir) return 0;
     char recorded[CFG_STR];
     lmmeta_run_field(r->o.run_dir, "path", recorded, sizeof recorded);
     const char *override = recorded[0] && strcmp(recorded, p) ? p : NULL;
@@ -180,7 +181,7 @@ static int find_data(const Run *r) {
  * made before identities were kept is resumed unchecked, with a warning; its data.json
  * is then left as it is. */
 static int check_identity(Run *r) {
-    if (strcmp(r->cfg.data.source, "shards") || !r->cfg.data.path[0] || !r->o.resume_dir) return 0;
+    if (r->cfg.data.source != DATA_shards || !r->cfg.data.path[0] || !r->o.resume_dir) return 0;
     char ck[2048], run[2048], what[512];
     if (ckpt_resolve(r->o.resume_dir, ck, sizeof ck) != 0) return 0; /* said when the checkpoint is loaded */
     lmmeta_run_dir(ck, run, sizeof run);
@@ -291,7 +292,7 @@ static int open_outputs(Run *r) {
         if (run_write_json(dir, "config.json", js) != 0) rc = TRAIN_ERROR;
         free(js);
         /* what sampling and evaluation need from any folder: RUN/data.json, RUN/tokenizer/ */
-        if (!rc && !strcmp(r->cfg.data.source, "shards") && r->cfg.data.path[0] && write_data_json(r) != 0)
+        if (!rc && r->cfg.data.source == DATA_shards && r->cfg.data.path[0] && write_data_json(r) != 0)
             rc = TRAIN_ERROR;
         char *ij = !rc && r->init_json ? cJSON_Print(r->init_json) : NULL;
         if (ij && run_write_json(dir, "init_from.json", ij) != 0) rc = TRAIN_ERROR;
@@ -700,7 +701,7 @@ static int finish_best(Run *r, cJSON *sum) {
 /* The test accuracy a classifier reports (train.report): of RUN/best or of the final model
  * (LRA reports the last one), as summary.json's report, reported_test_acc, reported_step. */
 static void report_test(const Run *r, cJSON *sum, const EvalResult *fin_test) {
-    int last = !strcmp(r->cfg.train.report, "last");
+    int last = r->cfg.train.report == REPORT_LAST;
     const cJSON *at_best = cJSON_GetObjectItemCaseSensitive(sum, "test_acc_at_best");
     double acc = last ? fin_test->acc : at_best ? at_best->valuedouble : NAN;
     if (isnan(acc)) return; /* no best checkpoint was scored */

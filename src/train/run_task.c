@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "data/fetch/fetch.h"
+#include "nn/cls_head.h"
 #include "train/dist.h"
 #include "train/health.h"
 
@@ -70,16 +71,16 @@ static int cls_open(Task *t, Config *cfg, int quiet) {
     t->N = c->max_len;
     cfg->data.max_len = c->max_len; /* resolved, for gmaeval */
     if (cfg->model.vocab_size == 0) cfg->model.vocab_size = (int)c->vocab;
-    if (cfg->model.n_seq == 0) cfg->model.n_seq = c->n_seq;
+    if (cls_head_cfg_mut(cfg)->n_seq == 0) cls_head_cfg_mut(cfg)->n_seq = c->n_seq;
     int e = 0;
     if ((uint32_t)cfg->model.vocab_size < c->vocab)
         e = gma_errorf("key model.vocab_size: %d is smaller than the data's vocabulary %u", cfg->model.vocab_size, c->vocab);
-    else if (cfg->model.n_seq != c->n_seq)
-        e = gma_errorf("key model.n_seq: %d, but the %s data has %d sequences per example", cfg->model.n_seq,
-                       cfg->data.task, c->n_seq);
-    else if (c->n_classes > cfg->model.n_classes)
-        e = gma_errorf("key model.n_classes: %d, but the %s data has labels up to %d", cfg->model.n_classes,
-                       cfg->data.task, c->n_classes - 1);
+    else if (cls_head_cfg_mut(cfg)->n_seq != c->n_seq)
+        e = gma_errorf("key model.n_seq: %d, but the %s data has %d sequences per example", cls_head_cfg_mut(cfg)->n_seq,
+                       cfg_enum_name(cfg, "data.task"), c->n_seq);
+    else if (c->n_classes > cls_head_cfg(cfg)->n_classes)
+        e = gma_errorf("key model.n_classes: %d, but the %s data has labels up to %d", cls_head_cfg(cfg)->n_classes,
+                       cfg_enum_name(cfg, "data.task"), c->n_classes - 1);
     for (int s = SPLIT_VALID; s <= SPLIT_TEST && !e; s++)
         if (c->drop_last && c->have[s] && c->split[s].n < t->B)
             e = gma_errorf("key train.eval_drop_last: the %s split of %s holds %d examples, fewer than one batch of %d",
@@ -141,6 +142,6 @@ int task_open(Task *t, Config *cfg, int quiet) {
     t->N = cfg->train.seq_len;
     t->B_global = t->B * dist_size();
     t->first = t->B * dist_rank();
-    if (!strcmp(cfg->data.source, "cls")) return cls_open(t, cfg, quiet);
+    if (cfg->data.source == DATA_cls) return cls_open(t, cfg, quiet);
     return lm_open(t, cfg);
 }

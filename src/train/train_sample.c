@@ -14,7 +14,7 @@ int train_sampler_init(TrainSampler *s, const Config *c, FILE *log) {
     memset(s, 0, sizeof *s);
     s->n_new = c->train.sample_tokens;
     s->seed = (uint64_t)c->seed;
-    if (!strcmp(c->data.source, "shards") && c->data.path[0]) {
+    if (c->data.source == DATA_shards && c->data.path[0]) {
         s->tk = lmdata_tokenizer(c->data.path);
         if (!s->tk && log) fprintf(log, "gmatrain: train.sample_every: %s; samples are token ids\n", gma_error());
     }

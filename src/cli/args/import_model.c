@@ -6,6 +6,7 @@
 
 #include "core/common.h"
 #include "model/import_gpt2.h"
+#include "train/config_registry.h"
 
 static const char *USAGE_IMPORT =
     "usage: gmadata import gpt2 --from DIR|FILE --out RUN [--quiet]\n"
@@ -39,6 +40,7 @@ int import_model_main(int argc, char **argv) {
     if (!family || strcmp(family, "gpt2")) return usage_err("want the model family gpt2 (gmadata import gpt2 --from DIR|FILE --out RUN)", family);
     if (!from || !out) return usage_err(!from ? "--from DIR|FILE is required" : "--out RUN is required", NULL);
     Gpt2Info in;
+    config_register_all(); /* the sections of every module, for the imported model's config */
     if (gpt2_import(from, out, &in) != 0) {
         fprintf(stderr, "gmadata: %s\n", gma_error());
         return 2;

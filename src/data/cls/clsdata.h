@@ -9,7 +9,27 @@
  */
 #ifndef GMA_CLSDATA_H
 #define GMA_CLSDATA_H
+#include "core/config.h"
 #include "data/cls/cls_types.h"
+
+/* The classification tasks (data.task), one line each: name, fixed vocabulary, default
+ * max_len, whether the classes come from the data (generic formats), loader
+ * (cls_loaders.h). A dataset is its loader's file, one line here and its test; the
+ * config's choices, the enum and the messages all come from this list. */
+#define CLS_TASKS(X, SEP)                                                                         \
+    X(listops, 16, 2000, 0, lra_listops_load) /* pad, 4 operators, 10 digits, ']' */ SEP         \
+    X(text, 257, 4096, 0, lra_text_load) /* byte + 1 */ SEP                                       \
+    X(retrieval, 257, 4000, 0, lra_retrieval_load) SEP                                            \
+    X(image, 257, 1024, 0, lra_image_load) /* grayscale intensity + 1, 32x32 */ SEP               \
+    X(pathfinder, 257, 1024, 0, lra_pathfinder_load) /* pixel + 1 (Path-X: max_len 16384) */ SEP  \
+    X(jsonl, 257, 4096, 1, cls_jsonl_load) SEP                                                    \
+    X(tsv, 257, 4096, 1, cls_tsv_load)
+#define CLS_TASK_ENUM_(name, ...) CLS_TASK_##name,
+typedef enum { CLS_TASKS(CLS_TASK_ENUM_, ) N_CLS_TASKS } ClsTaskId;
+#define CLS_TASK_NAME_(name, ...) #name
+#define CLS_TASK_CHOICES CLS_TASKS(CLS_TASK_NAME_, "|") /* "listops|text|...|tsv" */
+
+enum { TEXT_VALID_HELDOUT, TEXT_VALID_TEST }; /* data.text_valid: heldout|test */
 
 /* The options used when clsdata_load gets NULL: task default max_len, truncate, infer
  * classes, keep headers. */
@@ -23,11 +43,18 @@ ClsOptions clsdata_default_options(void);
  * offset) in gma_error(); on error d is left empty. */
 int clsdata_load(ClsDataset *d, const char *task, const char *path, const char *split,
                  const ClsOptions *opt);
+/* The same for a task of the registry (ClsTaskId). */
+int clsdata_load_task(ClsDataset *d, int task, const char *path, const char *split, const ClsOptions *opt);
+/* 1 when task's classes come from its data (jsonl, tsv: model.n_classes bounds them). */
+int clsdata_task_generic(int task);
 void clsdata_free(ClsDataset *d);
 
 /* The fixed vocabulary size of a task (0 for an unknown task). */
 uint32_t clsdata_task_vocab(const char *task);
 /* The default max_len of a task (0 for an unknown task). */
 int clsdata_task_max_len(const char *task);
+
+/* The classification data's rows (data.task, max_len, truncate, pad_full, ...). */
+extern const CfgSection clsdata_cfg_section;
 
 #endif

@@ -67,7 +67,7 @@ int lmdata_check_train_window(const LmData *d, const Config *c) {
 int lmdata_open_splits(LmData *d, const Config *c, unsigned mask, int required) {
     memset(d, 0, sizeof *d);
     d->eval_stride = c->data.eval_stride;
-    if (!strcmp(c->data.source, "recall")) {
+    if (c->data.source == DATA_recall) {
         d->is_recall = 1;
         if (recall_init(&d->recall, c->data.recall_vocab, c->data.recall_pairs, c->data.recall_queries, c->train.seq_len,
                         (uint64_t)c->seed) != 0)
@@ -214,3 +214,53 @@ int lmdata_eval_batch(const LmData *d, int s, long b, int B, int N, int32_t *tok
     }
     return filled;
 }
+
+/* ---- configuration: the LM data sources (data.source, data.path, the recall task, eval_stride) ---- */
+
+#define O(f) CFG_OFF(f)
+#define S(f) CFG_SIZE(f)
+static const CfgKey g_lm_keys[] = {
+    {"data.source", CFGT_ENUM, O(data.source), 0, "recall", 0, 0, DATA_SOURCE_CHOICES,
+     "recall: the embedded associative-recall generator; shards: token shards in data.path; cls: a classification "
+     "task (data.task) for model.task \"classify\"."},
+    {"data.path", CFGT_STR, O(data.path), S(data.path), "", 0, 0, NULL, "Directory with train.bin/valid.bin/test.bin (+ meta.json)."},
+    {"data.recall_vocab", CFGT_INT, O(data.recall_vocab), 0, "64", 8, 1000000, NULL, "Recall task: vocabulary (half keys, half values, minus 2 specials)."},
+    {"data.recall_pairs", CFGT_INT, O(data.recall_pairs), 0, "8", 1, 4096, NULL, "Recall task: key-value pairs per sequence."},
+    {"data.recall_queries", CFGT_INT, O(data.recall_queries), 0, "0", 0, 1000000, NULL, "Recall task: queried keys (0 = as many as fit)."},
+    {"data.recall_valid", CFGT_INT, O(data.recall_valid), 0, "256", 1, 100000000, NULL, "Recall task: validation sequences."},
+    {"data.recall_test", CFGT_INT, O(data.recall_test), 0, "256", 1, 100000000, NULL, "Recall task: test sequences."},
+    {"data.eval_stride", CFGT_INT, O(data.eval_stride), 0, "0", 0, 16777216, NULL,
+     "Evaluation on shards: 0 = windows without overlap; S = sliding windows advanced by S, scoring only the last S tokens."},
+};
+#undef O
+#undef S
+
+static int validate_recall(const Config *c) {
+    int need = 2 * c->data.recall_pairs + 2;
+    if (c->train.seq_len < need)
+        return gma_errorf("key train.seq_len: %d is too short for %d recall pairs (need at least %d)", c->train.seq_len,
+                          c->data.recall_pairs, need);
+    if (c->data.recall_vocab < 2 * c->data.recall_pairs + 2)
+        return gma_errorf("key data.recall_vocab: %d is too small for %d distinct keys", c->data.recall_vocab, c->data.recall_pairs);
+    return 0;
+}
+
+typedef struct SourceInfo {
+    const char *name;
+    int needs_path;
+    int (*validate)(const Config *c);
+} SourceInfo;
+
+#define SOURCE_ROW(name, needs_path, validate) {#name, needs_path, validate},
+static const SourceInfo g_sources[] = {DATA_SOURCES(SOURCE_ROW, )};
+#undef SOURCE_ROW
+
+static int validate_source(const Config *c) {
+    const SourceInfo *s = &g_sources[c->data.source];
+    if (s->needs_path && !c->data.path[0]) return gma_errorf("key data.path: required when data.source is \"%s\"", s->name);
+    if (c->data.eval_stride > c->train.seq_len)
+        return gma_errorf("key data.eval_stride: %d is larger than train.seq_len = %d", c->data.eval_stride, c->train.seq_len);
+    return s->validate ? s->validate(c) : 0;
+}
+
+const CfgSection lmdata_cfg_section = {NULL, 0, g_lm_keys, CFG_N(g_lm_keys), validate_source, NULL};

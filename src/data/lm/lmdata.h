@@ -57,4 +57,18 @@ long lmdata_eval_windows(const LmData *d, int s, int N);
 /* The tokenizer DIR/meta.json names (gmadata prepare writes it; lmmeta_tokenizer); NULL
  * with gma_error when there is none. */
 Tokenizer *lmdata_tokenizer(const char *dir);
+/* The data sources (data.source), one line each: name, whether it reads data.path (then
+ * required), its own checks (NULL = none). A source is one line here, its reader and its
+ * test; the enum, the config's choices and the messages come from this list. */
+#define DATA_SOURCES(X, SEP)                               \
+    X(recall, 0, validate_recall) /* the embedded generator */ SEP \
+    X(shards, 1, NULL) /* token shards */ SEP               \
+    X(cls, 1, NULL) /* a classification task (data.task) */
+#define DATA_SOURCE_ENUM_(name, ...) DATA_##name,
+typedef enum { DATA_SOURCES(DATA_SOURCE_ENUM_, ) N_DATA_SOURCES } DataSource;
+#define DATA_SOURCE_NAME_(name, ...) #name
+#define DATA_SOURCE_CHOICES DATA_SOURCES(DATA_SOURCE_NAME_, "|") /* "recall|shards|cls" */
+/* The LM data sources' rows (data.source, data.path, data.recall_*, data.eval_stride) and checks. */
+extern const CfgSection lmdata_cfg_section;
+
 #endif

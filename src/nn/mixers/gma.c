@@ -42,28 +42,34 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "nn/mixers/linear_core.h"
 #include "nn/mixers/mixer.h"
 
 const MixerVT mixer_gma;
 enum { P_MU = AP_N, P_VAR, P_PRIOR, P_RW, P_RB, P_MEM };
 
 /* the keys gma.* */
+/* the values of gma's choice keys, in the order of their rows' choices */
+enum { ROUTING_GAUSSIAN, ROUTING_SOFTMAX };
+enum { GINIT_DEFAULT, GINIT_KMEANS, GINIT_ORTHOGONAL };
+enum { MEMORY_NONE, MEMORY_EMA };
+enum { DIV_TOKEN, DIV_BATCH };
+enum { COLLAPSE_WARN, COLLAPSE_REINIT, COLLAPSE_STOP };
+
 typedef struct GmaCfg {
     int n_components;       /* Kc */
-    char routing[16];       /* gaussian | softmax */
+    int routing;            /* ROUTING_GAUSSIAN | ROUTING_SOFTMAX */
     double temperature;
     double var_floor;
-    double eps;
-    int chunk;
     int shared_components;
-    char init[16];          /* default | kmeans | orthogonal */
+    int init;               /* GINIT_DEFAULT | GINIT_KMEANS | GINIT_ORTHOGONAL */
     double init_mean_scale;
-    char memory[16];        /* none | ema */
+    int memory;             /* MEMORY_NONE | MEMORY_EMA */
     double ema_decay;       /* 0 = 1 - 1/(B N) */
     double div_weight;
-    char div_mode[16];      /* token | batch */
+    int div_mode;           /* DIV_TOKEN | DIV_BATCH */
     int monitor_every;
-    char on_collapse[16];   /* warn | reinit | stop */
+    int on_collapse;        /* COLLAPSE_WARN | COLLAPSE_REINIT | COLLAPSE_STOP */
     double entropy_min;
     double util_min_share;
     int patience;
@@ -74,21 +80,19 @@ typedef struct GmaCfg {
 #define S(f) sizeof(((GmaCfg *)0)->f)
 static const CfgKey gma_keys[] = {
     {"n_components", CFGT_INT, O(n_components), 0, "64", 1, 65536, NULL, "Components per head Kc."},
-    {"routing", CFGT_STR, O(routing), S(routing), "gaussian", 0, 0, "gaussian|softmax", "Routing of queries and keys."},
+    {"routing", CFGT_ENUM, O(routing), 0, "gaussian", 0, 0, "gaussian|softmax", "Routing of queries and keys."},
     {"temperature", CFGT_REAL, O(temperature), 0, "1", 1e-6, 1e6, NULL, "Responsibility temperature tau (fixed)."},
     {"var_floor", CFGT_REAL, O(var_floor), 0, "0.0001", 0, 1e6, NULL, "Added to softplus(var_raw)."},
-    {"eps", CFGT_REAL, O(eps), 0, "1e-06", 0, 1, NULL, "Denominator epsilon of the normalised mixing core."},
-    {"chunk", CFGT_INT, O(chunk), 0, "64", 1, 65536, NULL, "Chunk length C of the causal scan."},
     {"shared_components", CFGT_BOOL, O(shared_components), 0, "false", 0, 0, NULL, "One set of components for all heads."},
-    {"init", CFGT_STR, O(init), S(init), "default", 0, 0, "default|kmeans|orthogonal", "Initialisation of the components."},
+    {"init", CFGT_ENUM, O(init), 0, "default", 0, 0, "default|kmeans|orthogonal", "Initialisation of the components."},
     {"init_mean_scale", CFGT_REAL, O(init_mean_scale), 0, "0", 0, 1e6, NULL,
      "Std of the initial means (0 = (2 d)^(-1/4): soft initial responsibilities, see README)."},
-    {"memory", CFGT_STR, O(memory), S(memory), "none", 0, 0, "none|ema", "Value memory: from the sequence, or an EMA buffer."},
+    {"memory", CFGT_ENUM, O(memory), 0, "none", 0, 0, "none|ema", "Value memory: from the sequence, or an EMA buffer."},
     {"ema_decay", CFGT_REAL, O(ema_decay), 0, "0", 0, 0.999999999, NULL, "EMA decay alpha in (0,1) (0 = 1 - 1/(B N))."},
     {"div_weight", CFGT_REAL, O(div_weight), 0, "0", 0, 1e6, NULL, "Weight of the diversity loss (0 = off)."},
-    {"div_mode", CFGT_STR, O(div_mode), S(div_mode), "token", 0, 0, "token|batch", "Diversity loss form."},
+    {"div_mode", CFGT_ENUM, O(div_mode), 0, "token", 0, 0, "token|batch", "Diversity loss form."},
     {"monitor_every", CFGT_INT, O(monitor_every), 0, "100", 0, 1000000000, NULL, "Routing health check period in steps (0 = off)."},
-    {"on_collapse", CFGT_STR, O(on_collapse), S(on_collapse), "warn", 0, 0, "warn|reinit|stop", "Action on a collapse alert."},
+    {"on_collapse", CFGT_ENUM, O(on_collapse), 0, "warn", 0, 0, "warn|reinit|stop", "Action on a collapse alert."},
     {"entropy_min", CFGT_REAL, O(entropy_min), 0, "1.5", 0, 1e6, NULL, "Alert when mean responsibility entropy (nats) is below."},
     {"util_min_share", CFGT_REAL, O(util_min_share), 0, "0.02", 0, 1, NULL, "A component is dead below this share of 1/Kc."},
     {"patience", CFGT_INT, O(patience), 0, "3", 1, 1000000, NULL, "Checks a component must stay dead before an alert."},
@@ -96,8 +100,8 @@ static const CfgKey gma_keys[] = {
 };
 #undef O
 #undef S
-static const CfgSection gma_section = {"gma", sizeof(GmaCfg), gma_keys, (int)(sizeof gma_keys / sizeof gma_keys[0])};
-static const GmaCfg *gcfg(const Config *c) { return cfg_section(c, "gma"); }
+static const CfgSection gma_section = {"gma", sizeof(GmaCfg), gma_keys, (int)(sizeof gma_keys / sizeof gma_keys[0]), NULL, NULL};
+static const GmaCfg *gcfg(const Config *c) { return cfg_section_of(c, &gma_section); }
 
 typedef struct GmaPriv {
     int Kc, chunk, shared, Hp;
@@ -112,9 +116,9 @@ typedef struct GmaPriv {
 
 static int gma_validate(const Config *c) {
     const GmaCfg *g = gcfg(c);
-    if (!strcmp(g->init, "orthogonal") && strcmp(g->routing, "softmax"))
+    if (g->init == GINIT_ORTHOGONAL && g->routing != ROUTING_SOFTMAX)
         return gma_errorf("key gma.init: \"orthogonal\" needs gma.routing \"softmax\" (it draws the router rows)");
-    if (!strcmp(g->memory, "ema") && g->ema_decay != 0 && !(g->ema_decay > 0 && g->ema_decay < 1))
+    if (g->memory == MEMORY_EMA && g->ema_decay != 0 && !(g->ema_decay > 0 && g->ema_decay < 1))
         return gma_errorf("key gma.ema_decay: %g is outside (0, 1)", g->ema_decay);
     if (g->div_weight < 0) return gma_errorf("key gma.div_weight: %g is negative", g->div_weight);
     return 0;
@@ -125,27 +129,27 @@ static Mixer *gma_create(const Config *c, int layer, ParamTable *pt, const char 
     GmaPriv *g = xcalloc(1, sizeof *g);
     const GmaCfg *gc = gcfg(c);
     g->Kc = gc->n_components;
-    g->chunk = gc->chunk;
+    g->chunk = linear_core_cfg(c)->chunk;
     g->shared = gc->shared_components;
     g->Hp = g->shared ? 1 : m->H;
     g->tau = (real)gc->temperature;
     g->var_floor = (real)gc->var_floor;
-    g->eps = (real)gc->eps;
-    g->softmax = !strcmp(gc->routing, "softmax");
-    g->ema = !strcmp(gc->memory, "ema");
-    g->kmeans = !strcmp(gc->init, "kmeans");
-    g->orthogonal = !strcmp(gc->init, "orthogonal");
+    g->eps = (real)linear_core_cfg(c)->eps;
+    g->softmax = gc->routing == ROUTING_SOFTMAX;
+    g->ema = gc->memory == MEMORY_EMA;
+    g->kmeans = gc->init == GINIT_KMEANS;
+    g->orthogonal = gc->init == GINIT_ORTHOGONAL;
     g->ema_decay = gc->ema_decay;
     g->div_weight = gc->div_weight;
     g->div_on = gc->div_weight > 0;
     g->mon = (MixerMonitor){.every = gc->monitor_every,
-                            .reinit = !strcmp(gc->on_collapse, "reinit"),
-                            .stop = !strcmp(gc->on_collapse, "stop"),
+                            .reinit = gc->on_collapse == COLLAPSE_REINIT,
+                            .stop = gc->on_collapse == COLLAPSE_STOP,
                             .entropy_min = gc->entropy_min,
                             .util_min_share = gc->util_min_share,
                             .patience = gc->patience,
                             .norm_growth_max = gc->norm_growth_max};
-    g->div_mode = !strcmp(gc->div_mode, "batch");
+    g->div_mode = gc->div_mode == DIV_BATCH;
     if (g->softmax)
         g->mean_scale = gc->init_mean_scale > 0 ? gc->init_mean_scale : 1 / sqrt((double)m->d);
     else

@@ -9,6 +9,7 @@
  * scratch: two [B*N*D] buffers, dq, dk, dv, dfq, dfk [B,H,N,d] */
 #include <stdlib.h>
 
+#include "nn/mixers/linear_core.h"
 #include "nn/mixers/mixer.h"
 
 const MixerVT mixer_linear;
@@ -18,8 +19,8 @@ static Mixer *lin_create(const Config *c, int layer, ParamTable *pt, const char 
     if (NEED_OP("linear", elu1_forward) || NEED_OP("linear", elu1_backward)) return NULL;
     Mixer *m = mixer_new(&mixer_linear, c, pt);
     LinPriv *p = xcalloc(1, sizeof *p);
-    p->chunk = (int)cfg_num(c, "gma.chunk");
-    p->eps = (real)cfg_num(c, "gma.eps");
+    p->chunk = linear_core_cfg(c)->chunk;
+    p->eps = (real)linear_core_cfg(c)->eps;
     m->priv = p;
     attn_proj_add(m, c, pt, prefix);
     return m;

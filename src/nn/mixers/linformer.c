@@ -37,7 +37,7 @@ static const CfgKey lf_keys[] = {
      "Linformer: one projection E for keys and values (the LRA release's lr_kernel), else E for keys and F for values."},
 };
 #undef O
-static const CfgSection lf_section = {"linformer", sizeof(LinformerCfg), lf_keys, (int)(sizeof lf_keys / sizeof lf_keys[0])};
+static const CfgSection lf_section = {"linformer", sizeof(LinformerCfg), lf_keys, (int)(sizeof lf_keys / sizeof lf_keys[0]), NULL, NULL};
 static const LinformerCfg *lcfg(const Config *c) { return cfg_section(c, "linformer"); }
 
 static int lf_validate(const Config *c) {

@@ -50,7 +50,7 @@ static const CfgKey mb_keys[] = {
     {"chunk", CFGT_INT, O(chunk), 0, "64", 1, 65536, NULL, "Mamba: steps between saved scan states (memory/recompute trade-off)."},
 };
 #undef O
-static const CfgSection mb_section = {"mamba", sizeof(MambaCfg), mb_keys, (int)(sizeof mb_keys / sizeof mb_keys[0])};
+static const CfgSection mb_section = {"mamba", sizeof(MambaCfg), mb_keys, (int)(sizeof mb_keys / sizeof mb_keys[0]), NULL, NULL};
 
 static Mixer *mb_create(const Config *c, int layer, ParamTable *pt, const char *prefix) {
     if (NEED_OP("mamba", silu_forward) || NEED_OP("mamba", silu_backward) || NEED_OP("mamba", softplus_forward) ||

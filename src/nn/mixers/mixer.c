@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "nn/linear.h"
+#include "nn/mixers/linear_core.h"
 
 /* The registry, in the order of the configuration reference: one line per mixer. */
 #define MIXERS(X) X(gma) X(sdpa) X(sdpa_ref) X(linear) X(performer) X(linformer) X(mamba) X(auto)
@@ -55,16 +56,16 @@ static int validate_layers(const Config *c) {
     return 0;
 }
 
-void mixer_register_all(void) {
-    static const CfgSection *sections[N_MIXERS];
-    static CfgRegistry reg;
-    if (!reg.mixers) {
-        int n = 0;
-        for (int i = 0; i < N_MIXERS; i++)
-            if (g_mixers[i]->config) sections[n++] = g_mixers[i]->config;
-        reg = (CfgRegistry){.mixers = mixer_names(), .sections = sections, .n_sections = n, .validate = validate_layers};
-    }
-    cfg_register(&reg);
+/* no keys of its own: the checks of each layer's mixer, after the mixers' sections */
+static const CfgSection g_layers_section = {NULL, 0, NULL, 0, validate_layers, NULL};
+
+int mixer_config_sections(const CfgSection **out, int max) {
+    int n = 0;
+    if (n < max) out[n++] = &linear_core_section; /* gma.eps, gma.chunk: read by gma, linear and performer */
+    for (int i = 0; i < N_MIXERS; i++)
+        if (g_mixers[i]->config && n < max) out[n++] = g_mixers[i]->config;
+    if (n < max) out[n++] = &g_layers_section;
+    return n;
 }
 
 Mixer *mixer_new(const MixerVT *vt, const Config *c, ParamTable *pt) {
@@ -80,7 +81,7 @@ Mixer *mixer_new(const MixerVT *vt, const Config *c, ParamTable *pt) {
 
 void attn_proj_add(Mixer *m, const Config *c, ParamTable *pt, const char *prefix) {
     static const char *nm[] = {"q", "k", "v", "o"};
-    int E = m->D, Dm = m->Dm, xavier = !strcmp(c->model.dense_init, "xavier_uniform");
+    int E = m->D, Dm = m->Dm, xavier = c->model.dense_init == DENSE_INIT_XAVIER_UNIFORM;
     double std = c->model.init_std, ostd = std / sqrt(2.0 * c->model.n_layers);
     char name[128];
     for (int i = 0; i < 4; i++) {

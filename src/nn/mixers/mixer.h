@@ -17,6 +17,7 @@
 
 #include "core/config.h"
 #include "core/rng.h"
+#include "nn/model_cfg.h"
 #include "nn/params.h"
 #include "ops/ops.h"
 
@@ -158,10 +159,10 @@ struct Mixer {
 const MixerVT *mixer_find(const char *name);
 /* "gma|sdpa|..." */
 const char *mixer_names(void);
-/* Install the mixers' names, configuration sections and validation in core/config
- * (cfg_register). Every program and test calls it before its first cfg_defaults;
- * calling it again is harmless. */
-void mixer_register_all(void);
+/* The mixers' configuration sections in registry order, then a keyless section that checks
+ * each layer's mixer against the model, into out[0..max): their number
+ * (config_register_all installs them with the other modules'). */
+int mixer_config_sections(const CfgSection **out, int max);
 /* Every backend selected by ops_select has the baseline ops (ops_check_table, ops.c); a mixer still
  * checks the ones it needs when created, for a table installed in g_ops directly. NEED_OP(mixer, op) is 0 when the active backend has g_ops->op, else -1 with
  * "key model.mixer: mixer MIXER needs op OP, which backend B does not implement". */

@@ -34,21 +34,23 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "nn/mixers/linear_core.h"
 #include "nn/mixers/mixer.h"
 
 const MixerVT mixer_performer;
 enum { P_OMEGA = AP_N };
 
 /* the keys performer.* */
+enum { KERNEL_SOFTMAX, KERNEL_RELU }; /* performer.kernel: softmax|relu */
 typedef struct PerformerCfg {
-    char kernel[16]; /* softmax | relu */
+    int kernel;      /* KERNEL_SOFTMAX | KERNEL_RELU */
     int features; /* m random features (0 = 2 d) */
     int redraw;   /* redraw omega every this many training steps (0 = never) */
 } PerformerCfg;
 #define O(f) offsetof(PerformerCfg, f)
 #define S(f) sizeof(((PerformerCfg *)0)->f)
 static const CfgKey perf_keys[] = {
-    {"kernel", CFGT_STR, O(kernel), S(kernel), "softmax", 0, 0, "softmax|relu",
+    {"kernel", CFGT_ENUM, O(kernel), 0, "softmax", 0, 0, "softmax|relu",
      "Performer: softmax (FAVOR+ positive random features) or relu (generalized attention, phi = relu(x) + 0.001 on the d channels: deterministic, no random features)."},
     {"features", CFGT_INT, O(features), 0, "0", 0, 65536, NULL, "Performer: random features m per head (0 = 2 d)."},
     {"redraw", CFGT_INT, O(redraw), 0, "0", 0, 1000000000, NULL,
@@ -57,13 +59,13 @@ static const CfgKey perf_keys[] = {
 #undef S
 #undef O
 static const CfgSection perf_section = {"performer", sizeof(PerformerCfg), perf_keys,
-                                        (int)(sizeof perf_keys / sizeof perf_keys[0])};
+                                        (int)(sizeof perf_keys / sizeof perf_keys[0]), NULL, NULL};
 
 #define RELU_KERNEL_EPS 0.001 /* kernel_epsilon of make_fast_generalized_attention */
 
 static int perf_validate(const Config *c) {
     const PerformerCfg *pc = cfg_section(c, "performer");
-    if (strcmp(pc->kernel, "relu") != 0) return 0;
+    if (pc->kernel != KERNEL_RELU) return 0;
     if (pc->features != 0)
         return gma_errorf("key performer.features: %d, but the relu kernel's features are the head's d channels "
                           "(deterministic, no projection): leave it 0",
@@ -84,7 +86,7 @@ typedef struct PerfPriv {
 
 static Mixer *perf_create(const Config *c, int layer, ParamTable *pt, const char *prefix) {
     const PerformerCfg *pc = cfg_section(c, "performer");
-    int relu = !strcmp(pc->kernel, "relu");
+    int relu = pc->kernel == KERNEL_RELU;
     if (perf_validate(c) != 0) return NULL; /* also for callers that build without cfg_validate */
     if (relu ? NEED_OP("performer", favor_relu_forward) || NEED_OP("performer", relu_backward)
              : NEED_OP("performer", favor_logits_forward) || NEED_OP("performer", favor_logits_backward) ||
@@ -96,8 +98,8 @@ static Mixer *perf_create(const Config *c, int layer, ParamTable *pt, const char
     p->relu = relu;
     p->m = relu ? m->d : pc->features > 0 ? pc->features : 2 * m->d;
     p->redraw = pc->redraw;
-    p->chunk = (int)cfg_num(c, "gma.chunk"); /* the linear core's scan, as GMA's */
-    p->eps = (real)cfg_num(c, "gma.eps");
+    p->chunk = linear_core_cfg(c)->chunk; /* the linear core's scan, as GMA's */
+    p->eps = (real)linear_core_cfg(c)->eps;
     p->layer = layer;
     p->seed = (uint64_t)c->seed;
     m->priv = p;

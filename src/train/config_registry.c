@@ -1,0 +1,35 @@
+/* config_registry.c: every module's configuration section, in the reference's order. */
+#include "train/config_registry.h"
+
+#include "core/config.h"
+#include "data/cls/clsdata.h"
+#include "data/lm/lmdata.h"
+#include "nn/cls_head.h"
+#include "nn/mixers/mixer.h"
+#include "nn/model_cfg.h"
+#include "nn/pool.h"
+#include "nn/stem.h"
+#include "optim/optim.h"
+#include "train/run_cfg.h"
+
+#define MAX_SECTIONS 32
+
+void config_register_all(void) {
+    static const CfgSection *sections[MAX_SECTIONS];
+    static CfgRegistry reg;
+    if (!reg.mixers) {
+        int n = 0;
+        sections[n++] = &run_top_cfg_section;
+        sections[n++] = &model_cfg_section;
+        sections[n++] = &pool_cfg_section;
+        sections[n++] = &stem_cfg_section;
+        sections[n++] = &cls_head_cfg_section;
+        n += mixer_config_sections(sections + n, MAX_SECTIONS - 5 - n);
+        sections[n++] = &run_train_cfg_section;
+        sections[n++] = &optim_cfg_section;
+        sections[n++] = &lmdata_cfg_section;
+        sections[n++] = &clsdata_cfg_section;
+        reg = (CfgRegistry){.mixers = mixer_names(), .sections = sections, .n_sections = n};
+    }
+    cfg_register(&reg);
+}

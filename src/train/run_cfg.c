@@ -1,0 +1,75 @@
+/* run_cfg.c: the rows and checks of the run's own keys (top level and train.*). */
+#include "train/run_cfg.h"
+
+#include <string.h>
+
+#include "core/common.h"
+#include "data/lm/lmdata.h"
+#include "nn/model_cfg.h"
+
+#define O(f) CFG_OFF(f)
+#define S(f) CFG_SIZE(f)
+static const CfgKey g_top[] = {
+    {"name", CFGT_STR, O(name), S(name), "run", 0, 0, NULL, "Run name: outputs go to runs/<name>/ (or out_dir)."},
+    {"seed", CFGT_INT, O(seed), 0, "1337", 0, 2147483647, NULL, "Seed for initialisation, data order and generated data."},
+    {"device", CFGT_STR, O(device), S(device), "cpu", 0, 0, "cpu|cuda", "Backend that runs the ops."},
+    {"precision", CFGT_STR, O(precision), S(precision), "fp32", 0, 0, "fp32|tf32|bf16",
+     "Matrix products: fp32; tf32 (tensor cores, cuda); bf16 (bf16 operands, fp32 accumulation and master weights, cuda)."},
+    {"threads", CFGT_INT, O(threads), 0, "0", 0, 1024, NULL, "OpenMP/BLAS threads (0 = all cores)."},
+    {"out_dir", CFGT_STR, O(out_dir), S(out_dir), "", 0, 0, NULL, "Run directory (empty = runs/<name>)."},
+};
+
+static const CfgKey g_train[] = {
+    {"train.steps", CFGT_INT, O(train.steps), 0, "1000", 0, 1000000000, NULL, "Optimiser steps."},
+    {"train.batch_size", CFGT_INT, O(train.batch_size), 0, "8", 1, 1000000, NULL, "Sequences per micro-batch B."},
+    {"train.seq_len", CFGT_INT, O(train.seq_len), 0, "256", 1, 16777216, NULL, "Training window N (<= model.max_seq_len)."},
+    {"train.grad_accum", CFGT_INT, O(train.grad_accum), 0, "1", 1, 1000000, NULL, "Micro-batches per optimiser step."},
+    {"train.report", CFGT_ENUM, O(train.report), 0, "best", 0, 0, "best|last",
+     "Classifier: the test accuracy summary.json reports (reported_test_acc): of the best-validation checkpoint, or of the last."},
+    {"train.eval_every", CFGT_INT, O(train.eval_every), 0, "100", 0, 1000000000, NULL, "Validation period in steps (0 = only at the end)."},
+    {"train.eval_batches", CFGT_INT, O(train.eval_batches), 0, "20", 0, 1000000000, NULL, "Validation batches (0 = the whole split)."},
+    {"train.eval_drop_last", CFGT_BOOL, O(train.eval_drop_last), 0, "false", 0, 0, NULL,
+     "Classifier: the trainer's evaluations (validation, the final valid and test scores) read whole batches of "
+     "train.batch_size only, leaving out the rest of each split (tf.data's drop_remainder, as the LRA image tasks)."},
+    {"train.log_every", CFGT_INT, O(train.log_every), 0, "10", 1, 1000000000, NULL, "metrics.jsonl / progress period in steps."},
+    {"train.checkpoint_every", CFGT_INT, O(train.checkpoint_every), 0, "500", 0, 1000000000, NULL, "Checkpoint period (0 = only at the end)."},
+    {"train.keep_checkpoints", CFGT_INT, O(train.keep_checkpoints), 0, "2", 1, 1000000, NULL, "Periodic checkpoints kept."},
+    {"train.max_bad_steps", CFGT_INT, O(train.max_bad_steps), 0, "5", 1, 1000000, NULL, "Stop after this many NaN/Inf losses in a row."},
+    {"train.sample_every", CFGT_INT, O(train.sample_every), 0, "0", 0, 1000000000, NULL,
+     "Language models: generate a sample every this many steps (0 = never), printed and logged to metrics.jsonl."},
+    {"train.sample_tokens", CFGT_INT, O(train.sample_tokens), 0, "64", 1, 100000, NULL, "New tokens per training-time sample."},
+    {"train.sample_prompt", CFGT_STR, O(train.sample_prompt), S(train.sample_prompt), "", 0, 0, NULL,
+     "Prompt of the training-time samples: text for the data's tokenizer (empty = its <|endoftext|> or <eos>, else token 0)."},
+};
+#undef O
+#undef S
+
+/* The run name is one path component under runs/: not empty, no '/', not "." or "..". */
+static int check_run_name(const char *name) {
+    if (!name[0] || strchr(name, '/') || !strcmp(name, ".") || !strcmp(name, ".."))
+        return gma_errorf("key name: \"%s\" is not a plain name (outputs go to runs/<name>/: no '/', not empty, \".\" or \"..\")",
+                          gma_quote(name));
+    for (const char *p = name; *p; p++)
+        if ((unsigned char)*p < 0x20) return gma_errorf("key name: control character at position %d", (int)(p - name));
+    return 0;
+}
+
+static int validate_top(const Config *c) {
+    if (check_run_name(c->name) != 0) return -1;
+    if (strcmp(c->precision, "fp32") && strcmp(c->device, "cuda"))
+        return gma_errorf("key precision: %s needs device cuda (the %s backend runs fp32)", c->precision, c->device);
+    return 0;
+}
+
+/* after the mixers' checks: the model's task against the data's source, then samples */
+static int validate_train(const Config *c) {
+    int classify = c->model.task == MODEL_CLASSIFY, cls_data = c->data.source == DATA_cls;
+    if (classify && !cls_data) return gma_errorf("key data.source: model.task \"classify\" needs data.source \"cls\"");
+    if (!classify && cls_data) return gma_errorf("key model.task: data.source \"cls\" needs model.task \"classify\"");
+    if (c->train.sample_every > 0 && (c->model.task != MODEL_LM || !cfg_causal(c)))
+        return gma_errorf("key train.sample_every: only causal language models generate samples (model.task \"lm\", model.causal true)");
+    return 0;
+}
+
+const CfgSection run_top_cfg_section = {NULL, 0, g_top, CFG_N(g_top), validate_top, NULL};
+const CfgSection run_train_cfg_section = {NULL, 0, g_train, CFG_N(g_train), validate_train, NULL};
