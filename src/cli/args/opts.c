@@ -1,7 +1,7 @@
 /* opts.c: the option-table parser and the generated --help (opts.h). */
 #include "cli/args/opts.h"
 
-#include <math.h>
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -24,10 +24,13 @@ const char *opts_near(const OptProg *p, const char *arg) {
     return best;
 }
 
+/* an integer bound held as a double: LONG_MAX (not representable) for any above it */
+static long as_long(double x) { return x >= (double)LONG_MAX ? LONG_MAX : x <= (double)LONG_MIN ? LONG_MIN : (long)x; }
+
 /* "[lo, hi]" of a numeric option, integers without a fraction */
 static const char *range(const Opt *o, char *buf, size_t cap) {
     if (o->type == OPT_DOUBLE) snprintf(buf, cap, "%s%g, %g]", o->open_lo ? "(" : "[", o->lo, o->hi);
-    else snprintf(buf, cap, "[%.0f, %.0f]", o->lo, o->hi);
+    else snprintf(buf, cap, "[%ld, %ld]", as_long(o->lo), as_long(o->hi));
     return buf;
 }
 
@@ -53,7 +56,7 @@ static int set_number(const Opt *o, const char *v) {
         return 0;
     }
     long x;
-    if (gma_parse_long(v, (long)o->lo, (long)o->hi, &x) != 0)
+    if (gma_parse_long(v, as_long(o->lo), as_long(o->hi), &x) != 0)
         return gma_errorf("%s: \"%s\" is not an integer in %s", o->name, v, range(o, r, sizeof r));
     if (o->type == OPT_INT) *(int *)o->dest = (int)x;
     else *(long *)o->dest = x;
