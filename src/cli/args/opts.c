@@ -78,8 +78,7 @@ static int set_value(const Opt *o, const char *v) {
         return 0;
     }
     case OPT_FUNC:
-        if (o->fn(v, o->dest) != 0) return gma_error_prefix("%s", o->name), -1;
-        return 0;
+        return o->fn(v, o->dest) != 0 ? -1 : 0;
     default: return gma_errorf("%s: takes no value", o->name);
     }
 }
@@ -155,6 +154,10 @@ void opts_usage(const OptProg *p, FILE *f) {
 }
 
 int cli_parse(const OptProg *p, int argc, char **argv, int first) {
+    if (p->need_args && argc <= first) {
+        opts_usage(p, stderr);
+        return 2;
+    }
     int rc = opts_parse(p, argc, argv, first);
     if (rc == OPTS_HELP) {
         opts_usage(p, stdout);

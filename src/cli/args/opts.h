@@ -21,8 +21,8 @@ typedef enum OptType {
     OPT_LIST,   /* repeatable: appended to the OptList dest */
     OPT_OPTVAL, /* a flag whose value may follow (--resume [DIR]): *(int *)dest = 1 and
                  * *(const char **)dest2 = the next argument unless it starts with "--" */
-    OPT_FUNC,   /* the value through fn(value, dest): 0, or -1 with gma_error set (without
-                 * the option's name, which the parser puts before it) */
+    OPT_FUNC,   /* the value through fn(value, dest), in the order given: 0, or -1 with
+                 * gma_error set (the whole message) */
 } OptType;
 
 typedef struct OptList {
@@ -69,6 +69,7 @@ typedef struct OptProg {
     int n_opts;
     const char **pos;
     int *n_pos, max_pos;
+    int need_args; /* cli_parse: no argument at all is bad input (usage on stderr, 2) */
 } OptProg;
 
 #define OPTS_HELP (-2) /* opts_parse: --help or -h was given */
@@ -79,7 +80,8 @@ int opts_parse(const OptProg *p, int argc, char **argv, int first);
 /* The generated help: usage lines, the paragraph, the options, the exit codes. */
 void opts_usage(const OptProg *p, FILE *f);
 /* opts_parse for a program that prints its own answers: --help (usage on stdout, 0), bad
- * input (one line "PROG: ..." on stderr, 2), else OPTS_GO_ON. */
+ * input (one line "PROG: ..." on stderr, 2; no argument with need_args: the usage), else
+ * OPTS_GO_ON. */
 int cli_parse(const OptProg *p, int argc, char **argv, int first);
 /* The option of the table nearest to arg (edit distance at most 2), or NULL. */
 const char *opts_near(const OptProg *p, const char *arg);
