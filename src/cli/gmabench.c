@@ -133,7 +133,7 @@ static int parse_args(Args *a, int argc, char **argv) {
         OPTF("--shapes", &o->shapes, "per op-table product shape: its time in the step against its replay (model, CPU)"),
         OPTD("--peak-tflops", &o->peak_tflops, 1e-12, 1e6, "the device's peak TFLOP/s: adds model FLOP utilisation"),
         OPTS("--json", &a->json, "FILE", "also write the results as JSON"),
-        OPTC("--device", &a->device, "cpu|cuda", "backend [cpu]"),
+        OPTS("--device", &a->device, "cpu|cuda", "backend [cpu]"),
         OPTC("--precision", &a->precision, "fp32|tf32|bf16", "precision (cuda) [fp32]"),
         OPT_THREADS(&a->threads, "CPU threads, 0 all"),
         OPTR("--set", &sets, "key=value", "any config key, up to 16"),

@@ -258,6 +258,31 @@ static int cmd_decode(const Args *a) {
     return rc ? fail() : 0;
 }
 
+/* the counts of stats: tokens, bytes and words per token, the vocabulary's coverage */
+static void print_stats(const char *file, Tokenizer *t, const uint32_t *ids, size_t n, uint64_t bytes, uint64_t words) {
+    uint32_t V = tokenizer_vocab_size(t);
+    uint8_t *seen = xcalloc(V, 1);
+    uint64_t used = 0, unk = 0, bad = 0;
+    long unk_id = tokenizer_unk_id(t);
+    for (size_t i = 0; i < n; i++) {
+        if (ids[i] >= V) {
+            bad++;
+            continue;
+        }
+        if (!seen[ids[i]]) seen[ids[i]] = 1, used++;
+        if ((long)ids[i] == unk_id) unk++;
+    }
+    printf("file:            %s\n", file);
+    printf("tokenizer:       %s (vocabulary %u)\n", tokenizer_spec(t), V);
+    printf("tokens:          %zu\n", n);
+    if (bytes) printf("bytes:           %llu (%.3f bytes/token)\n", (unsigned long long)bytes, n ? (double)bytes / n : 0.0);
+    if (words) printf("words:           %llu (%.3f tokens/word, words include one per line end)\n", (unsigned long long)words, (double)n / words);
+    printf("distinct ids:    %llu (vocabulary coverage %.2f%%)\n", (unsigned long long)used, 100.0 * used / V);
+    if (unk_id >= 0) printf("unk rate:        %.4f%% (%llu <unk>)\n", n ? 100.0 * unk / n : 0.0, (unsigned long long)unk);
+    if (bad) printf("out of range:    %llu ids >= %u\n", (unsigned long long)bad, V);
+    free(seen);
+}
+
 static int cmd_stats(const Args *a) {
     if (a->npos != 1) return usage_error("stats: want one file (text or a shard)", NULL);
     Tokenizer *t = load_tok(a);
@@ -278,29 +303,7 @@ static int cmd_stats(const Args *a) {
         if (txt && prepare_count_file(a->pos[0], &tc, hex) == 0) words = tc.words;
         free(txt);
     }
-    if (!rc) {
-        uint32_t V = tokenizer_vocab_size(t);
-        uint8_t *seen = xcalloc(V, 1);
-        uint64_t used = 0, unk = 0, bad = 0;
-        long unk_id = tokenizer_unk_id(t);
-        for (size_t i = 0; i < n; i++) {
-            if (ids[i] >= V) {
-                bad++;
-                continue;
-            }
-            if (!seen[ids[i]]) seen[ids[i]] = 1, used++;
-            if ((long)ids[i] == unk_id) unk++;
-        }
-        printf("file:            %s\n", a->pos[0]);
-        printf("tokenizer:       %s (vocabulary %u)\n", tokenizer_spec(t), V);
-        printf("tokens:          %zu\n", n);
-        if (bytes) printf("bytes:           %llu (%.3f bytes/token)\n", (unsigned long long)bytes, n ? (double)bytes / n : 0.0);
-        if (words) printf("words:           %llu (%.3f tokens/word, words include one per line end)\n", (unsigned long long)words, (double)n / words);
-        printf("distinct ids:    %llu (vocabulary coverage %.2f%%)\n", (unsigned long long)used, 100.0 * used / V);
-        if (unk_id >= 0) printf("unk rate:        %.4f%% (%llu <unk>)\n", n ? 100.0 * unk / n : 0.0, (unsigned long long)unk);
-        if (bad) printf("out of range:    %llu ids >= %u\n", (unsigned long long)bad, V);
-        free(seen);
-    }
+    if (!rc) print_stats(a->pos[0], t, ids, n, bytes, words);
     free(ids);
     tokenizer_free(t);
     return rc ? fail() : 0;
@@ -319,6 +322,18 @@ static int cmd_train(const Args *a) {
     return rc ? fail() : 0;
 }
 
+/* src (len bytes, taken) repeated up to target bytes: *total of them */
+static char *repeat_text(char *src, size_t len, size_t target, size_t *total) {
+    *total = len;
+    if (target <= len) return src;
+    size_t reps = target / len + (target % len != 0);
+    *total = reps * len;
+    char *text = xmalloc(*total + 1);
+    for (size_t r = 0; r < reps; r++) memcpy(text + r * len, src, len);
+    free(src);
+    return text;
+}
+
 static int cmd_bench(const Args *a) {
     if (a->npos != 1) return usage_error("bench-tokenizer: want one text file (English, e.g. wiki.valid.raw)", NULL);
     Tokenizer *t = load_tok(a);
@@ -329,16 +344,8 @@ static int cmd_bench(const Args *a) {
         tokenizer_free(t);
         return src ? usage_error("bench-tokenizer: empty file", a->pos[0]) : fail();
     }
-    /* repeat the text up to --mb megabytes */
-    size_t target = (size_t)(a->mb * 1e6), total = len;
-    char *text = src;
-    if (target > len) {
-        size_t reps = target / len + (target % len != 0);
-        total = reps * len;
-        text = xmalloc(total + 1);
-        for (size_t r = 0; r < reps; r++) memcpy(text + r * len, src, len);
-        free(src);
-    }
+    size_t total;
+    char *text = repeat_text(src, len, (size_t)(a->mb * 1e6), &total);
     int max_threads = a->threads ? a->threads : omp_get_num_procs();
     printf("bench-tokenizer: %s on %s, %.1f MB (%zu bytes repeated to %zu)\n", tokenizer_spec(t), a->pos[0], total / 1e6,
            len, total);

@@ -57,7 +57,7 @@ static int parse_args(Args *a, int argc, char **argv) {
         OPTI("--batch", &a->batch, 1, INT_MAX, "windows per batch [train.batch_size]"),
         OPTI("--stride", &a->stride, 0, INT_MAX, "tokens scored per window [data.eval_stride]"),
         OPTS("--json", &a->json, "OUT", "also write the figures as JSON"),
-        OPTC("--device", &a->device, "cpu|cuda", "backend [the run's]"),
+        OPTS("--device", &a->device, "cpu|cuda", "backend (the config key device) [the run's]"),
         OPT_THREADS(&a->threads, "CPU threads, 0 all [the run's]"),
         OPTF("--drop-last", &a->drop_last, "classifiers: whole batches only"),
         OPTF("--analyze", &a->analyze, "routing analysis of the GMA layers"),

@@ -62,7 +62,7 @@ static int parse_args(Args *a, int argc, char **argv) {
         OPTS("--tokenizer", &a->tkspec, "SPEC", "gpt2, bpe:DIR, word:FILE or bytes [the run's]"),
         OPTS("--vocab", &a->vocab, "DIR", "the gpt2 tokenizer's files [data/gpt2]"),
         OPTS("--json", &a->json, "OUT", "also write the samples as JSON"),
-        OPTC("--device", &a->device, "cpu|cuda", "backend [the run's]"),
+        OPTS("--device", &a->device, "cpu|cuda", "backend (the config key device) [the run's]"),
         OPT_THREADS(&a->threads, "CPU threads, 0 all [the run's]"),
         OPTF("--no-cache", &a->no_cache, "a full forward per token"),
     };

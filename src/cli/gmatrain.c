@@ -58,7 +58,7 @@ static int parse_args(Args *a, OptList *sets, int argc, char **argv, int lead) {
          .help = "continue the run (DIR: a run or checkpoint, else the run directory)"},
         OPTS("--out", &a->out, "DIR", "the run directory [out_dir, else runs/<name>]"),
         OPTS("--init-from", &a->init_from, "RUN[/ckpt_N]", "a new run from RUN's weights"),
-        OPTC("--device", &a->device, "cpu|cuda", "backend [the config's device]"),
+        OPTS("--device", &a->device, "cpu|cuda", "backend (the config key device) [the config's]"),
         OPT_THREADS(&a->threads, "CPU threads, 0 all [the config's threads]"),
         OPTF("--quiet", &a->quiet, "no progress lines"),
         OPTF("--config-reference", &a->reference, "print the Markdown table of every config key"),

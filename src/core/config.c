@@ -269,7 +269,7 @@ static int is_prefix_of_some_key(const char *prefix) {
     return 0;
 }
 
-/* "SRC: unknown key KEY", with the nearest key when one is within edit distance 2 */
+/* "SRC: unknown key KEY", with the nearest key when one is a near miss (strdist.h) */
 static int unknown_key(const char *src, const char *key) {
     char near[128] = "";
     int best = 3;
@@ -277,7 +277,7 @@ static int unknown_key(const char *src, const char *key) {
     for (size_t i = 0, nk = n_keys(); i < nk; i++) {
         key_at(i, &k);
         int d = gma_edit_distance(key, k.full, 2);
-        if (d < best) best = d, snprintf(near, sizeof near, "%s", k.full);
+        if (d < best && gma_near_miss(key, k.full)) best = d, snprintf(near, sizeof near, "%s", k.full);
     }
     if (near[0]) return gma_errorf("%s: unknown key %s (did you mean %s?)", src, gma_quote(key), near);
     return gma_errorf("%s: unknown key %s", src, gma_quote(key));

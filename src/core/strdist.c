@@ -26,3 +26,8 @@ int gma_edit_distance(const char *a, const char *b, int max) {
     }
     return row[nb] <= max ? row[nb] : max + 1;
 }
+
+int gma_near_miss(const char *typed, const char *name) {
+    int max = (int)((strlen(typed) + 1) / 3);
+    return gma_edit_distance(typed, name, max > 2 ? 2 : max) <= (max > 2 ? 2 : max);
+}

@@ -6,4 +6,7 @@
 /* The Levenshtein distance of a and b (insertions, deletions, substitutions), or max + 1
  * as soon as it is known to exceed max. */
 int gma_edit_distance(const char *a, const char *b, int max);
+/* Whether typed is a near miss of name: at most 2 edits, and at most one per three
+ * characters of typed (rounded: "nope" is no miss of "name", "quite" one of "quiet"). */
+int gma_near_miss(const char *typed, const char *name);
 #endif

@@ -14,12 +14,18 @@ static const Opt *find(const OptProg *p, const char *a) {
     return NULL;
 }
 
+/* an option's name without its leading dashes */
+static const char *bare(const char *s) {
+    while (*s == '-') s++;
+    return s;
+}
+
 const char *opts_near(const OptProg *p, const char *arg) {
     const char *best = NULL;
     int bd = 3;
     for (int i = 0; i < p->n_opts; i++) {
         int d = gma_edit_distance(arg, p->opts[i].name, 2);
-        if (d < bd) bd = d, best = p->opts[i].name;
+        if (d < bd && gma_near_miss(bare(arg), bare(p->opts[i].name))) bd = d, best = p->opts[i].name;
     }
     return best;
 }
@@ -67,6 +73,10 @@ static int set_number(const Opt *o, const char *v) {
 static int set_value(const Opt *o, const char *v) {
     switch (o->type) {
     case OPT_INT: case OPT_LONG: case OPT_DOUBLE: return set_number(o, v);
+    case OPT_U64:
+        if (gma_parse_u64(v, o->dest) != 0)
+            return gma_errorf("%s: \"%s\" is not an integer in [0, 18446744073709551615]", o->name, v);
+        return 0;
     case OPT_CHOICE:
         if (!is_choice(o->choices, v)) return gma_errorf("%s: \"%s\" is not one of %s", o->name, v, o->choices);
         /* fall through */
@@ -123,7 +133,7 @@ int opts_parse(const OptProg *p, int argc, char **argv, int first) {
 static const char *arg_name(const Opt *o) {
     if (o->arg) return o->arg;
     switch (o->type) {
-    case OPT_INT: case OPT_LONG: return "N";
+    case OPT_INT: case OPT_LONG: case OPT_U64: return "N";
     case OPT_DOUBLE: return "X";
     case OPT_CHOICE: return o->choices;
     case OPT_OPTVAL: return "[VALUE]";

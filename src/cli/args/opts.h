@@ -15,6 +15,7 @@ typedef enum OptType {
     OPT_FLAG,   /* no value: *(int *)dest = 1 */
     OPT_INT,    /* *(int *)dest, an integer in [lo, hi] */
     OPT_LONG,   /* *(long *)dest, an integer in [lo, hi] */
+    OPT_U64,    /* *(unsigned long long *)dest, any non-negative 64-bit integer (a seed) */
     OPT_DOUBLE, /* *(double *)dest, a number in [lo, hi] ((lo, hi] with open_lo) */
     OPT_STR,    /* *(const char **)dest = the value */
     OPT_CHOICE, /* *(const char **)dest, one of choices ("cpu|cuda") */
@@ -49,6 +50,7 @@ typedef struct Opt {
 #define OPTS(n, d, a, h) {.name = (n), .type = OPT_STR, .dest = (d), .arg = (a), .help = (h)}
 #define OPTI(n, d, l, u, h) {.name = (n), .type = OPT_INT, .dest = (d), .lo = (l), .hi = (u), .help = (h)}
 #define OPTL(n, d, l, u, h) {.name = (n), .type = OPT_LONG, .dest = (d), .lo = (l), .hi = (u), .help = (h)}
+#define OPTU(n, d, h) {.name = (n), .type = OPT_U64, .dest = (d), .help = (h)}
 #define OPTD(n, d, l, u, h) {.name = (n), .type = OPT_DOUBLE, .dest = (d), .lo = (l), .hi = (u), .help = (h)}
 #define OPTC(n, d, c, h) {.name = (n), .type = OPT_CHOICE, .dest = (d), .choices = (c), .help = (h)}
 #define OPTR(n, l, a, h) {.name = (n), .type = OPT_LIST, .dest = (l), .arg = (a), .help = (h)}
@@ -83,6 +85,6 @@ void opts_usage(const OptProg *p, FILE *f);
  * input (one line "PROG: ..." on stderr, 2; no argument with need_args: the usage), else
  * OPTS_GO_ON. */
 int cli_parse(const OptProg *p, int argc, char **argv, int first);
-/* The option of the table nearest to arg (edit distance at most 2), or NULL. */
+/* The option of the table nearest to arg, a near miss of it (gma_near_miss), or NULL. */
 const char *opts_near(const OptProg *p, const char *arg);
 #endif
