@@ -21,7 +21,6 @@
 #include "train/cls_task.h"
 #include "train/evaluate.h"
 #include "analysis/route_eval.h"
-#include "data/text/tokenizer.h"
 
 static const char *const USAGE =
     "gmaeval --checkpoint PATH --data SPLIT|FILE [--data-path DIR] [--seq-len N] [--batch B] [--stride S]\n"
