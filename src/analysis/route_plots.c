@@ -21,12 +21,18 @@ static double *sorted_shares(const RouteAnalysis *ra) {
     return sh;
 }
 
-int route_write_plots(const char *dir, const RouteAnalysis *ra, const int *layer_index, const float *heat, int N) {
-    if (gma_mkdirs(dir) != 0) return -1;
-    char p[2300];
-    snprintf(p, sizeof p, "%s/utilisation.dat", dir);
+/* dir/NAME opened for writing, its path in p; NULL with gma_error */
+static FILE *open_in(const char *dir, const char *name, char *p, size_t cap) {
+    snprintf(p, cap, "%s/%s", dir, name);
     FILE *f = fopen(p, "w");
-    if (!f) return gma_errorf("%s: cannot open for writing", p);
+    if (!f) gma_errorf("%s: cannot open for writing", p);
+    return f;
+}
+
+static int write_data(const char *dir, const RouteAnalysis *ra, const float *heat, int N) {
+    char p[2300];
+    FILE *f = open_in(dir, "utilisation.dat", p, sizeof p);
+    if (!f) return -1;
     fprintf(f, "# rank, then per GMA layer the head-averaged share of its rank-th busiest component\n");
     double *sh = sorted_shares(ra);
     for (int k = 0; k < ra->Kc; k++) {
@@ -36,20 +42,22 @@ int route_write_plots(const char *dir, const RouteAnalysis *ra, const int *layer
     }
     fclose(f);
     free(sh);
-    snprintf(p, sizeof p, "%s/heatmap.dat", dir);
-    f = fopen(p, "w");
-    if (!f) return gma_errorf("%s: cannot open for writing", p);
+    if (!(f = open_in(dir, "heatmap.dat", p, sizeof p))) return -1;
     for (int n = 0; n < N; n++) {
         for (int k = 0; k < ra->Kc; k++) fprintf(f, "%s%.5g", k ? " " : "", heat[(size_t)n * ra->Kc + k]);
         fprintf(f, "\n");
     }
     fclose(f);
-    snprintf(p, sizeof p, "%s/plots.gp", dir);
-    f = fopen(p, "w");
-    if (!f) return gma_errorf("%s: cannot open for writing", p);
-    /* pngcairo where this gnuplot has it (else libgd's png); a defined palette (viridis)
-     * on cbrange [0:1] for the heatmap; one line with points per layer, log y, so that no
-     * layer's series hides another's */
+    return 0;
+}
+
+/* pngcairo where this gnuplot has it (else libgd's png); a defined palette (viridis) on
+ * cbrange [0:1] for the heatmap; one line with points per layer, log y, so that no
+ * layer's series hides another's */
+static int write_script(const char *dir, const RouteAnalysis *ra, const int *layer_index, int N) {
+    char p[2300];
+    FILE *f = open_in(dir, "plots.gp", p, sizeof p);
+    if (!f) return -1;
     fprintf(f, "if (strstrt(GPVAL_TERMINALS, 'pngcairo') > 0) { png = 'pngcairo' } else { png = 'png' }\n"
                "set terminal @png size 900,500\nset output 'utilisation.png'\n"
                "set title 'Component utilisation (components sorted by share, head average; zero shares not drawn)'\n"
@@ -67,14 +75,18 @@ int route_write_plots(const char *dir, const RouteAnalysis *ra, const int *layer
                "set xrange [-0.5:%d.5]\nset yrange [%d.5:-0.5]\n"
                "plot 'heatmap.dat' matrix with image\n", layer_index[0], ra->Kc - 1, N - 1);
     fclose(f);
+    return 0;
+}
+
+int route_write_plots(const char *dir, const RouteAnalysis *ra, const int *layer_index, const float *heat, int N) {
+    if (gma_mkdirs(dir) != 0 || write_data(dir, ra, heat, N) != 0 || write_script(dir, ra, layer_index, N) != 0) return -1;
     if (system("command -v gnuplot >/dev/null 2>&1") != 0) {
         printf("gnuplot not found: plots skipped (apt-get install gnuplot-nox); data and script in %s\n", dir);
         return 0;
     }
     char cmd[2400];
     snprintf(cmd, sizeof cmd, "cd '%s' && gnuplot plots.gp", dir);
-    if (system(cmd) != 0) return gma_errorf("%s: gnuplot failed", p);
+    if (system(cmd) != 0) return gma_errorf("%s/plots.gp: gnuplot failed", dir);
     printf("plots: %s/utilisation.png %s/heatmap.png\n", dir, dir);
     return 0;
 }
-
