@@ -310,18 +310,11 @@ START_TEST(test_cli_extract_out) {
 }
 END_TEST
 
-static int dead_pid(void) {
-    pid_t p = fork();
-    if (p == 0) _exit(0);
-    waitpid(p, NULL, 0);
-    return (int)p;
-}
-
 /* a re-run removes ENTRY.tmp.PID of an entry ENTRY (PID gone) before writing ENTRY; a live
  * process's temporary, one of a name the archive does not hold, and an entry that is
  * itself named like a temporary stay */
 START_TEST(test_extract_sweeps_stale_tmp) {
-    int dead = dead_pid(), dead2 = dead_pid(), live = (int)getpid();
+    int dead = tu_dead_pid(), dead2 = tu_dead_pid(), live = (int)getpid();
     char dest[300], lookalike[64], p[5][400];
     snprintf(dest, sizeof dest, "%s/swept", tu_tmpdir());
     snprintf(lookalike, sizeof lookalike, "sub/x.txt.tmp.%d", dead);

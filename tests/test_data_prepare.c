@@ -272,21 +272,13 @@ START_TEST(test_prepare_killed_between_files) {
 }
 END_TEST
 
-/* the id of a process that has exited (and been reaped) */
-static int dead_pid(void) {
-    pid_t p = fork();
-    if (p == 0) _exit(0);
-    waitpid(p, NULL, 0);
-    return (int)p;
-}
-
 /* a re-run of prepare removes the NAME.tmp.PID a killed one left (PID gone), not a live
  * process's, nor files of other names */
 START_TEST(test_prepare_sweeps_stale_tmp) {
     const char *corpus = tu_path("sc"), *set = tu_path("sset");
     write_corpus(corpus);
     gma_mkdirs(set);
-    int dead = dead_pid(), live = (int)getpid();
+    int dead = tu_dead_pid(), live = (int)getpid();
     char p[4][700];
     snprintf(p[0], sizeof p[0], "%s/train.bin.tmp.%d", set, dead);
     snprintf(p[1], sizeof p[1], "%s/meta.json.tmp.%d", set, dead);

@@ -129,3 +129,10 @@ void tu_apply_sets(Config *c, const char *sets) {
     for (char *t = strtok_r(buf, ";", &sv); t; t = strtok_r(NULL, ";", &sv)) ck_assert_msg(cfg_set(c, t) == 0, "%s", gma_error());
     ck_assert_msg(cfg_validate(c) == 0, "%s", gma_error());
 }
+
+int tu_dead_pid(void) {
+    pid_t p = fork();
+    if (p == 0) _exit(0);
+    waitpid(p, NULL, 0);
+    return (int)p;
+}

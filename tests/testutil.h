@@ -23,6 +23,8 @@ int tu_run(const char *cmd, char *out, size_t cap);
 /* tu_run of a printf-formatted command; output (up to 64 KiB) lands in g_out. */
 extern char g_out[65536];
 int run(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* The id of a process that has exited and been reaped (a pid no process holds now). */
+int tu_dead_pid(void);
 /* Byte-compare every tensor of the safetensors file rel (e.g. "latest/model.safetensors")
  * in the run folders run_a and run_b: the same names, sizes and bits. */
 void tu_same_tensors(const char *run_a, const char *run_b, const char *rel);

@@ -14,6 +14,7 @@
 #include "data/fetch/fetch.h"
 #include "data/lm/prepare.h"
 #include "data/lm/shard.h"
+#include "cli/args/import_model.h"
 #include "cli/args/lra_generate.h"
 #include "cli/args/opts.h"
 #include "cli/args/version.h"
@@ -33,6 +34,7 @@ static const char *USAGE =
     "  train-tokenizer --vocab-size N --out DIR FILE\n"
     "  bench-tokenizer [--tokenizer gpt2] [--vocab DIR] [--threads N] [--mb 64] FILE\n"
     "  generate ...                                        (LRA generators)\n"
+    "  import gpt2 --from DIR|FILE --out RUN               (a pretrained GPT-2 as a run folder; import --help)\n"
     "  --help | --version                                  (gmadata COMMAND --help: that command's usage)\n"
     "Tokenizers: gpt2 (files in --vocab, default data/gpt2), bpe:DIR, word:VOCAB.txt, bytes, bytes:N.\n"
     EXIT_CODES;
@@ -378,6 +380,7 @@ int main(int argc, char **argv) {
     if (strcmp(cmd, "generate") == 0) {
         return lra_generate_main(argc - 1, argv + 1);
     }
+    if (strcmp(cmd, "import") == 0) return import_model_main(argc - 1, argv + 1);
     for (int i = 2; i < argc; i++)
         if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
             if (command_usage(cmd) == 0) return 0;

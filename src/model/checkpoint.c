@@ -441,3 +441,17 @@ int ckpt_load(Model *m, TrainState *ts, const char *dir) {
     free(host);
     return rc;
 }
+
+int ckpt_write_model(const Model *m, const real *host, const char *dir) {
+    Rng rng;
+    rng_seed(&rng, (uint64_t)m->cfg.seed);
+    char *cfg = cfg_to_json(&m->cfg), hex[65], path[2100];
+    rng_to_hex(&rng, hex);
+    /* the metadata of a checkpoint at step 0 that has not been evaluated (docs/model.md §7) */
+    const char *mk[] = {"format", "config", "step", "rng", "tokens_seen", "best_valid", "precision", "best_valid_acc", "best_step"};
+    const char *mv[] = {CKPT_FORMAT, cfg, "0", hex, "0", "inf", REAL_NAME, "-1", "-1"};
+    snprintf(path, sizeof path, "%s/model.safetensors", dir);
+    int rc = write_tensors(path, &m->pt, host, "", 0, mk, mv, 9);
+    free(cfg);
+    return rc;
+}

@@ -30,6 +30,11 @@ typedef struct TrainState {
 /* Save to run_dir/ckpt_<step>/ (or to run_dir/<tag> when tag is non-NULL, e.g. "best"),
  * point run_dir/latest at it (unless tag), keep the newest `keep` periodic checkpoints. */
 int ckpt_save(const Model *m, const TrainState *ts, const char *run_dir, int keep, const char *tag);
+/* Write dir/model.safetensors alone: the parameters host (pt.total reals, host memory) with
+ * the metadata of a checkpoint at step 0 (the trainer's RNG seeded from seed), no
+ * optim.safetensors and no latest link: a run folder that gmaeval and gmasample read as it
+ * is (what `gmadata import` writes). dir must exist. */
+int ckpt_write_model(const Model *m, const real *host, const char *dir);
 /* Remove what interrupted or failed saves left in run_dir (incomplete ckpt_N/ directories,
  * *.tmp.PID files); checkpoints that are complete stay. ckpt_save does it after each save;
  * a resumed run calls it before its first step. */

@@ -4,7 +4,7 @@
 
 #include "nn/kmeans.h"
 #include "train/dist.h"
-#include "train/run_log.h"
+#include "train/metrics_log.h"
 
 #include <cjson/cJSON.h>
 #include <stdlib.h>

@@ -555,6 +555,7 @@ static int run_monitor(Run *r) {
          * moments; the alert count is the same on every rank */
         if (r->hm.alerts != alerts0 && r->mon.reinit) run_bcast_model(&r->m, 1);
     }
+    if (collapse < 0) return TRAIN_ERROR; /* a re-seed failed: said in gma_error, parameters unchanged */
     if (collapse) {
         if (run_save_ckpt(&r->m, &r->ts, r->o.run_dir, r->cfg.train.keep_checkpoints, NULL) != 0) return TRAIN_ERROR;
         gma_errorf("stopping at step %ld: routing collapse alert (gma.on_collapse \"stop\"); checkpoint written to %s/latest",

@@ -30,15 +30,24 @@ static int shard_id(const char *path, DataShardId *s) {
     return 0;
 }
 
+/* dir/name (its path in p) parsed into *j: 1; 0 when there is no such file; -1 with the
+ * error set when it is not valid JSON */
+static int read_json(char *p, size_t cap, const char *dir, const char *name, cJSON **j) {
+    snprintf(p, cap, "%s/%s", dir, name);
+    *j = NULL;
+    if (!gma_path_exists(p)) return 0;
+    char *text = gma_read_file(p, NULL);
+    *j = text ? cJSON_Parse(text) : NULL;
+    free(text);
+    return *j ? 1 : gma_errorf("%s: not valid JSON", p);
+}
+
 /* the tokenizer of the meta.json in dir: kind and the digest of its listed files */
 static int tokenizer_id(const char *dir, DataId *id) {
     char p[2300];
-    snprintf(p, sizeof p, "%s/meta.json", dir);
-    if (!gma_path_exists(p)) return 0;
-    char *text = gma_read_file(p, NULL);
-    cJSON *j = text ? cJSON_Parse(text) : NULL;
-    free(text);
-    if (!j) return gma_errorf("%s: not valid JSON", p);
+    cJSON *j;
+    int have = read_json(p, sizeof p, dir, "meta.json", &j);
+    if (have <= 0) return have;
     const cJSON *t = cJSON_GetObjectItemCaseSensitive(j, "tokenizer");
     const cJSON *files = cJSON_GetObjectItemCaseSensitive(j, "tokenizer_files");
     if (cJSON_IsString(t)) /* the kind: "bpe:DIR" names a folder that may move */
@@ -143,12 +152,9 @@ static int from_json(const cJSON *o, DataId *id) {
 int dataid_of_run(const char *run_dir, DataId *id) {
     memset(id, 0, sizeof *id);
     char p[2300];
-    snprintf(p, sizeof p, "%s/data.json", run_dir);
-    if (!gma_path_exists(p)) return 0;
-    char *text = gma_read_file(p, NULL);
-    cJSON *j = text ? cJSON_Parse(text) : NULL;
-    free(text);
-    if (!j) return gma_errorf("%s: not valid JSON", p);
+    cJSON *j;
+    int have = read_json(p, sizeof p, run_dir, "data.json", &j);
+    if (have <= 0) return have;
     const cJSON *o = cJSON_GetObjectItemCaseSensitive(j, "identity");
     int rc = !o ? 0 : from_json(o, id) == 0 ? 1 : gma_errorf("%s: key identity is malformed", p);
     cJSON_Delete(j);

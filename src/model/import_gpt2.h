@@ -1,0 +1,22 @@
+/* import_gpt2.h: a pretrained GPT-2 as a run folder of this project (docs/data.md,
+ * "Importing GPT-2").
+ *
+ * Two sources: a Hugging Face GPT-2 folder (config.json + model.safetensors, Conv1D
+ * weights [in, out], names with or without "transformer.") and llm.c's model file
+ * (gpt2_124M.bin: 256 int32 of header, version 3 float32 or 5 bfloat16, then the
+ * parameters in llm.c's fixed order). Either becomes a language model with mixer sdpa,
+ * learned positions, attention biases and the tied head, which computes GPT-2's function
+ * (docs/model.md §1, §3.5). The run folder holds config.json, model.safetensors (the
+ * names of docs/model.md §7, no optimiser state) and, when the source folder has GPT-2's
+ * tokenizer files, data.json + tokenizer/. */
+#ifndef GMA_IMPORT_GPT2_H
+#define GMA_IMPORT_GPT2_H
+#include "model/gpt2_dest.h" /* Gpt2Info */
+
+/* Import from (a folder with model.safetensors, a .safetensors file with config.json
+ * beside it, or an llm.c .bin) into the run folder out, which must not exist or be empty.
+ * The folder is built beside out under a temporary name and renamed at the end, so a
+ * refusal or a failure leaves nothing at out. 0, or -1 with one line in gma_error naming
+ * the file and the tensor or offset. info (may be NULL) gets what was imported. */
+int gpt2_import(const char *from, const char *out, Gpt2Info *info);
+#endif
