@@ -97,7 +97,9 @@ START_TEST(test_errors) {
 END_TEST
 
 START_TEST(test_near_miss_and_help) {
-    ck_assert_int_eq(gma_edit_distance("quite", "quiet", 2), 2);
+    ck_assert_int_eq(gma_edit_distance("quite", "quiet", 2), 1);
+    ck_assert_int_eq(gma_edit_distance("kitten", "sitting", 3), 3);
+    ck_assert(gma_near_miss("form", "from"));
     ck_assert_int_eq(gma_edit_distance("abc", "abcdefg", 2), 3);
     ck_assert(gma_near_miss("quite", "quiet") && gma_near_miss("train.stpes", "train.steps"));
     ck_assert(!gma_near_miss("nope", "name") && !gma_near_miss("x", "D"));
