@@ -28,6 +28,7 @@ START_TEST(test_help_and_version) {
         ck_assert_msg(run_split(cmd, g_so, sizeof g_so, g_se, sizeof g_se) == 0, "%s: %s", cmd, g_se);
         ck_assert_msg(strncmp(g_so, "usage:", 6) == 0 && g_se[0] == 0, "%s: stdout \"%.80s\" stderr \"%s\"", cmd, g_so, g_se);
         ck_assert_msg(strstr(g_so, "--version"), "%s does not list --version", cmd);
+        ck_assert_msg(strstr(g_so, "Exit codes: 0 ") && (strstr(g_so, "2 bad input") || strstr(g_so, "2 usage error")), "%s does not list its exit codes", cmd);
         snprintf(cmd, sizeof cmd, "./bin/%s --version", PROGS[i]);
         ck_assert_msg(run_split(cmd, g_so, sizeof g_so, g_se, sizeof g_se) == 0, "%s: %s", cmd, g_se);
         char want[128];
@@ -36,8 +37,8 @@ START_TEST(test_help_and_version) {
     }
     /* the subcommands answer --help too */
     static const char *const sub[] = {"gmadata prepare", "gmadata fetch", "gmadata encode", "gmadata generate",
-                                      "gmadata generate listops", "gmabench model", "gmabench mixer"};
-    for (int i = 0; i < 7; i++) {
+                                      "gmadata generate listops", "gmabench model", "gmabench mixer", "gmadata import"};
+    for (int i = 0; i < 8; i++) {
         snprintf(cmd, sizeof cmd, "./bin/%s --help", sub[i]);
         ck_assert_msg(run_split(cmd, g_so, sizeof g_so, g_se, sizeof g_se) == 0, "%s: %s", cmd, g_se);
         ck_assert_msg(strncmp(g_so, "usage:", 6) == 0, "%s: \"%.80s\"", cmd, g_so);
@@ -71,6 +72,36 @@ START_TEST(test_exit_codes) {
                  !strcmp(PROGS[i], "gmadata") ? "fetch " : !strcmp(PROGS[i], "gmabench") ? "model " : "");
         ck_assert_msg(run_split(cmd, g_so, sizeof g_so, g_se, sizeof g_se) == 2, "%s: %s", cmd, g_se);
     }
+    /* a near miss of a real flag names it; an integer out of range gets the one wording */
+    static const char *const near[][3] = {
+        {"gmatrain --quite", "--quite", "--quiet"},          {"gmaeval --checkpoint x --data y --bach 2", "--bach", "--batch"},
+        {"gmasample --checkpoint x --sed 1", "--sed", "--seed"}, {"gmadata encode --thread 2 f", "--thread", "--threads"},
+        {"gmabench model --step 2", "--step", "--steps"},    {"gmacheck --device cpu --degist", "--degist", "--digest"},
+    };
+    for (int i = 0; i < 6; i++) {
+        snprintf(cmd, sizeof cmd, "./bin/%s", near[i][0]);
+        ck_assert_msg(run_split(cmd, g_so, sizeof g_so, g_se, sizeof g_se) == 2, "%s: %s", cmd, g_se);
+        char want[128];
+        snprintf(want, sizeof want, "unknown option \"%s\" (did you mean %s?)", near[i][1], near[i][2]);
+        ck_assert_msg(strstr(g_se, want), "%s: %s", cmd, g_se);
+    }
+    static const char *const range[][2] = {
+        {"gmatrain --threads 2000", "gmatrain: --threads: \"2000\" is not an integer in [0, 1024]"},
+        {"gmaeval --checkpoint x --data y --batch 0", "gmaeval: --batch: \"0\" is not an integer in [1, 2147483647]"},
+        {"gmasample --checkpoint x --tokens x", "gmasample: --tokens: \"x\" is not an integer in [1, 16777216]"},
+        {"gmadata encode --threads -1 f", "gmadata: --threads: \"-1\" is not an integer in [0, 1024]"},
+        {"gmabench model --threads 2000", "gmabench: --threads: \"2000\" is not an integer in [0, 1024]"},
+        {"gmacheck --device cpu --batch 0", "gmacheck: --batch: \"0\" is not an integer in [1, 1000000]"},
+    };
+    for (int i = 0; i < 6; i++) {
+        snprintf(cmd, sizeof cmd, "./bin/%s", range[i][0]);
+        ck_assert_msg(run_split(cmd, g_so, sizeof g_so, g_se, sizeof g_se) == 2 && strstr(g_se, range[i][1]), "%s: %s", cmd,
+                      g_se);
+    }
+    /* a near miss of a config key names it */
+    ck_assert_int_eq(run_split("./bin/gmatrain --config quickstart --set train.stpes=3", g_so, sizeof g_so, g_se, sizeof g_se),
+                     2);
+    ck_assert_msg(strstr(g_se, "unknown key train.stpes (did you mean train.steps?)"), "%s", g_se);
     tu_write(tu_path("bad.json"), "{\"model\": {\"d_model\": -3}}");
     ck_assert_int_eq(run("./bin/gmacheck --device cpu --config %s", tu_path("bad.json")), 2);
     ck_assert_int_eq(run("./bin/gmatrain --config %s", tu_path("bad.json")), 2);

@@ -71,7 +71,7 @@ START_TEST(test_config_errors) {
     ck_assert_int_eq(load_text(&c, "{\"model\": {\"d_model\": 64, \"n_heads\": 4}}"), 0);
     ck_assert_int_eq(c.model.d_model, 64);
     ck_assert_int_ne(load_text(&c, "{\"model\": {\"d_modle\": 64}}"), 0);
-    ck_assert_str_eq(gma_error(), "test.json: unknown key model.d_modle");
+    ck_assert_str_eq(gma_error(), "test.json: unknown key model.d_modle (did you mean model.d_model?)");
     ck_assert_int_ne(load_text(&c, "{\"train\": {\"lr\": \"fast\"}}"), 0);
     ck_assert_str_eq(gma_error(), "test.json: key train.lr: expected a number");
     ck_assert_int_ne(load_text(&c, "{\"train\": {\"steps\": -3}}"), 0);

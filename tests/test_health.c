@@ -54,7 +54,9 @@ static void sums_to_one(const char *sets) {
     int B = 2, N = 7;
     one_make(&o, &c, B, N, 9);
     one_fwd(&o);
-    const real *g = o.m->vt->health->query_resp(o.m, o.act, B, N);
+    MixerComponents mc;
+    o.m->vt->health->components(o.m, o.act, B, N, &mc);
+    const real *g = mc.gq;
     int Kc = (int)cfg_num(&c, "gma.n_components");
     for (int pass = 0; pass < 2; pass++, g += (size_t)B * 2 * N * Kc) /* gq, then gk right after it */
         for (int r = 0; r < B * 2 * N; r++) {

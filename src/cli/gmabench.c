@@ -57,15 +57,16 @@
 #include <unistd.h>
 
 #include "bench/bench.h"
+#include "cli/args/opts.h"
 #include "cli/args/version.h"
+#include "train/config_registry.h"
 #include "nn/mixers/mixer.h"
 #include "ops/ops.h"
-#include "train/config_registry.h"
 
 /* the options: the benchmarks' own and those of this program */
 typedef struct Args {
     BenchOpts o;
-    const char *what, *json, *device, *precision;
+    const char *what, *json, *device, *precision, *mixers;
     int threads;
 } Args;
 
@@ -86,109 +87,71 @@ static int parse_list(const char *s, int *out, int cap) {
     return n;
 }
 
-static void usage(FILE *f) {
-    fprintf(f, "usage: gmabench mixer|model|decode|all [options]\n"
-               "       gmabench --help | --version\n"
-               "  mixer   one mixer layer, forward + backward: time and peak memory per sequence length\n"
-               "  model   whole-model training steps: tokens/s, GFLOP/s, share outside matrix products\n"
-               "  decode  generation: incremental decoding of M sequences at once against its measured limit\n"
-               "  all     mixer and model with their defaults\n"
-               "options (defaults in brackets):\n"
-               "  --mixers a,b          mixers to compare, the first is the reference [gma,sdpa]\n"
-               "  --seq 512,1K,...      sequence lengths (mixer) [512,...,16384]\n"
-               "  --D N --H N --Kc N    width, heads, GMA components [256, 4, 64]\n"
-               "  --B N                 batch [mixer 1, model 4]\n"
-               "  --bidir               bidirectional instead of causal\n"
-               "  --repeat N            repeats per point (median reported) [3]\n"
-               "  --max-seconds X       time limit of a point: longer ones are skipped [60]\n"
-               "  --max-mem-gib X       memory limit of a point: larger ones are skipped [12]\n"
-               "  --L N --V N --T N     layers, vocabulary, tokens per sequence (model, decode) [4, 8192, 256]\n"
-               "  --steps N             timed rounds of the training step (model): a step, then a replay of its shapes [9]\n"
-               "  --samples 1,8,64      sequences generated at once (decode) [1]\n"
-               "  --full-forward        also time a full forward per token (decode, M = 1)\n"
-               "  --shapes              per op-table product shape: its time in the step against its replay (model, CPU)\n"
-               "  --peak-tflops X       the device's peak TFLOP/s: adds model FLOP utilisation (model)\n"
-               "  --json FILE           also write the results as JSON\n"
-               "  --device cpu|cuda  --precision fp32|tf32|bf16  --threads N\n"
-               "  --set key=value       any config key (repeatable, up to 16)\n"
-               "Exit codes: 0 done, 1 failure while running, 2 bad input.\n");
+static const char *const USAGE = "gmabench mixer|model|decode|all [options]\n";
+static const char *const ABOUT =
+    "  mixer   one mixer layer, forward + backward: time and peak memory per sequence length\n"
+    "  model   whole-model training steps: tokens/s, GFLOP/s, share outside matrix products\n"
+    "  decode  generation: incremental decoding of M sequences at once against its measured limit\n"
+    "  all     mixer and model with their defaults\n"
+    "Defaults in brackets.\n";
+
+/* --seq, --samples: a list of lengths ("512,1K,4096") */
+static int seq_list(const char *v, void *o) {
+    BenchOpts *b = o;
+    return (b->n_seq = parse_list(v, b->seq, BENCH_MAX_SEQ)) <= 0 ? gma_errorf("--seq: bad list \"%s\"", v) : 0;
+}
+static int samples_list(const char *v, void *o) {
+    BenchOpts *b = o;
+    return (b->n_samples = parse_list(v, b->samples, BENCH_MAX_SAMPLES)) <= 0 ? gma_errorf("--samples: bad list \"%s\"", v)
+                                                                               : 0;
 }
 
-/* a positive integer option (--D, --H, ...): 1 when a names one (its value parsed into
- * *field, or *rc = 2 with one line), else 0 */
-static int int_option(Args *a, const char *flag, const char *val, int *rc) {
-    struct { const char *flag; int *field; } ints[] = {
-        {"--D", &a->o.D}, {"--H", &a->o.H}, {"--Kc", &a->o.Kc}, {"--B", &a->o.B}, {"--repeat", &a->o.repeat},
-        {"--L", &a->o.L}, {"--V", &a->o.V}, {"--T", &a->o.T},   {"--steps", &a->o.steps},
-    };
-    for (size_t k = 0; k < sizeof ints / sizeof ints[0]; k++) {
-        if (strcmp(flag, ints[k].flag)) continue;
-        long x;
-        if (gma_parse_long(val, 1, INT_MAX, &x) != 0) {
-            fprintf(stderr, "gmabench: %s: \"%s\" is not a positive integer\n", flag, val);
-            *rc = 2;
-        } else
-            *ints[k].field = (int)x;
-        return 1;
-    }
-    return 0;
-}
+/* the options of the benchmarks' shapes */
+#define SHAPE_ROWS(o)                                                                                                    \
+    OPTI("--D", &(o)->D, 1, INT_MAX, "width [256]"), OPTI("--H", &(o)->H, 1, INT_MAX, "heads [4]"),                    \
+        OPTI("--Kc", &(o)->Kc, 1, INT_MAX, "GMA components [64]"),                                                      \
+        OPTI("--B", &(o)->B, 1, INT_MAX, "batch [mixer 1, model 4]"),                                                   \
+        OPTI("--L", &(o)->L, 1, INT_MAX, "layers (model, decode) [4]"),                                                 \
+        OPTI("--V", &(o)->V, 1, INT_MAX, "vocabulary (model, decode) [8192]"),                                          \
+        OPTI("--T", &(o)->T, 1, INT_MAX, "tokens per sequence (model, decode) [256]")
 
-/* a list option (--seq, --samples): 1 when flag names one, *rc = 2 for a bad list */
-static int list_option(Args *a, const char *flag, const char *val, int *rc) {
-    int *out, cap, *n;
-    if (!strcmp(flag, "--seq")) out = a->o.seq, cap = BENCH_MAX_SEQ, n = &a->o.n_seq;
-    else if (!strcmp(flag, "--samples")) out = a->o.samples, cap = BENCH_MAX_SAMPLES, n = &a->o.n_samples;
-    else return 0;
-    if ((*n = parse_list(val, out, cap)) <= 0) {
-        fprintf(stderr, "gmabench: %s: bad list \"%s\"\n", flag, val);
-        *rc = 2;
-    }
-    return 1;
-}
-
-/* an option with a value, val = argv[i + 1]: 1 when flag names one (*rc = 2 for a bad value) */
-static int value_option(Args *a, const char *flag, const char *val, int *rc) {
-    if (int_option(a, flag, val, rc) || list_option(a, flag, val, rc)) return 1;
-    if (!strcmp(flag, "--mixers")) snprintf(a->o.mixers, sizeof a->o.mixers, "%s", val);
-    else if (!strcmp(flag, "--max-seconds")) a->o.max_seconds = atof(val);
-    else if (!strcmp(flag, "--max-mem-gib")) a->o.max_mem_gib = atof(val);
-    else if (!strcmp(flag, "--json")) a->json = val;
-    else if (!strcmp(flag, "--device")) a->device = val;
-    else if (!strcmp(flag, "--precision")) a->precision = val;
-    else if (!strcmp(flag, "--set") && a->o.n_sets < BENCH_MAX_SETS) a->o.sets[a->o.n_sets++] = val;
-    else if (!strcmp(flag, "--peak-tflops")) {
-        if (gma_parse_double(val, 1e-12, 1e6, &a->o.peak_tflops) != 0) {
-            fprintf(stderr, "gmabench: --peak-tflops: \"%s\" is not a positive number\n", val);
-            *rc = 2;
-        }
-    } else if (!strcmp(flag, "--threads")) {
-        long x;
-        if (gma_parse_long(val, 0, 1024, &x) != 0) {
-            fprintf(stderr, "gmabench: --threads: \"%s\" is not an integer in [0, 1024]\n", val);
-            *rc = 2;
-        }
-        a->threads = (int)x;
-    } else return 0;
-    return 1;
-}
-
-/* argv[2..]: 0, or 2 with one line */
+/* argv into a: OPTS_GO_ON, or the exit code (--help 0, bad input 2) */
 static int parse_args(Args *a, int argc, char **argv) {
-    for (int i = 2; i < argc; i++) {
-        const char *f = argv[i];
-        int rc = 0;
-        if (!strcmp(f, "--full-forward")) a->o.full = 1;
-        else if (!strcmp(f, "--shapes")) a->o.shapes = 1;
-        else if (!strcmp(f, "--bidir")) a->o.causal = 0;
-        else if (i + 1 < argc && value_option(a, f, argv[i + 1], &rc)) i++;
-        else {
-            fprintf(stderr, "gmabench: unknown or incomplete option \"%s\"\n", f);
-            return 2;
-        }
-        if (rc) return rc;
+    int bidir = 0, n_pos = 0;
+    BenchOpts *o = &a->o;
+    OptList sets = {o->sets, &o->n_sets, BENCH_MAX_SETS};
+    const Opt opts[] = {
+        OPTS("--mixers", &a->mixers, "a,b", "mixers to compare, the first is the reference [gma,sdpa]"),
+        OPTFN("--seq", seq_list, o, "512,1K,...", "sequence lengths (mixer) [512,...,16384]"),
+        SHAPE_ROWS(o),
+        OPTF("--bidir", &bidir, "bidirectional instead of causal"),
+        OPTI("--repeat", &o->repeat, 1, INT_MAX, "repeats per point (median reported) [3]"),
+        OPTD("--max-seconds", &o->max_seconds, 0, 1e9, "time limit of a point: longer ones are skipped [60]"),
+        OPTD("--max-mem-gib", &o->max_mem_gib, 0, 1e9, "memory limit of a point: larger ones are skipped [12]"),
+        OPTI("--steps", &o->steps, 1, INT_MAX, "timed rounds of the training step (model) [9]"),
+        OPTFN("--samples", samples_list, o, "1,8,64", "sequences generated at once (decode) [1]"),
+        OPTF("--full-forward", &o->full, "also time a full forward per token (decode, M = 1)"),
+        OPTF("--shapes", &o->shapes, "per op-table product shape: its time in the step against its replay (model, CPU)"),
+        OPTD("--peak-tflops", &o->peak_tflops, 1e-12, 1e6, "the device's peak TFLOP/s: adds model FLOP utilisation"),
+        OPTS("--json", &a->json, "FILE", "also write the results as JSON"),
+        OPTS("--device", &a->device, "cpu|cuda", "backend [cpu]"),
+        OPTC("--precision", &a->precision, "fp32|tf32|bf16", "precision (cuda) [fp32]"),
+        OPT_THREADS(&a->threads, "CPU threads, 0 all"),
+        OPTR("--set", &sets, "key=value", "any config key, up to 16"),
+    };
+    OptProg p = {.name = "gmabench", .usage = USAGE, .about = ABOUT, .opts = opts, .n_opts = OPT_COUNT(opts),
+                 .exit_codes = "0 done, 1 failure while running, 2 bad input", .pos = &a->what, .n_pos = &n_pos,
+                 .max_pos = 1, .need_args = 1};
+    int rc = cli_parse(&p, argc, argv, 1);
+    if (rc != OPTS_GO_ON) return rc;
+    if (a->mixers) snprintf(o->mixers, sizeof o->mixers, "%s", a->mixers);
+    if (bidir) o->causal = 0;
+    const char *w = a->what ? a->what : "";
+    if (strcmp(w, "mixer") && strcmp(w, "model") && strcmp(w, "decode") && strcmp(w, "all")) {
+        fprintf(stderr, "gmabench: unknown benchmark \"%s\" (mixer, model, decode or all)\n", w);
+        return 2;
     }
-    return 0;
+    return OPTS_GO_ON;
 }
 
 /* the checks before any benchmark runs: 0, or 2 with one line */
@@ -261,15 +224,12 @@ static int write_json(const char *path, const cJSON *out) {
 int main(int argc, char **argv) {
     gma_openmp_env(argv);
     config_register_all();
-    int rc = cli_start("gmabench", argc, argv, usage);
-    if (rc >= 0) return rc;
-    Args a = {.what = argv[1], .threads = -1};
-    if (strcmp(a.what, "mixer") && strcmp(a.what, "model") && strcmp(a.what, "decode") && strcmp(a.what, "all")) {
-        fprintf(stderr, "gmabench: unknown benchmark \"%s\" (mixer, model, decode or all)\n", a.what);
-        return 2;
-    }
+    if (cli_version("gmabench", argc, argv)) return 0;
+    Args a = {.threads = -1};
     bench_opts_defaults(&a.o);
-    if ((rc = parse_args(&a, argc, argv)) != 0 || (rc = check_args(&a)) != 0) return rc;
+    int rc = parse_args(&a, argc, argv);
+    if (rc != OPTS_GO_ON) return rc;
+    if ((rc = check_args(&a)) != 0) return rc;
     if (ops_select(a.device ? a.device : "cpu") != 0 || ops_set_precision(a.precision ? a.precision : "fp32") != 0) {
         fprintf(stderr, "gmabench: %s\n", gma_error());
         return 2;

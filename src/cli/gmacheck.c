@@ -28,35 +28,24 @@
 #include <string.h>
 
 #include "bench/backend_check.h"
+#include "cli/args/opts.h"
 #include "cli/args/version.h"
+#include "train/config_registry.h"
 #include "core/config.h"
 #include "data/lm/lmdata.h"
 #include "nn/mixers/mixer.h"
 #include "ops/ops.h"
-#include "train/config_registry.h"
 
-static void usage(FILE *f) {
-    fprintf(f,
-            "usage: gmacheck --device cuda|cpu [--config FILE] [--set key=value]... [--precision fp32|tf32|bf16]\n"
-            "                [--steps S] [--batch B] [--seq N] [--tol X] [--quiet] [--digest]\n"
-            "       gmacheck --list-mixers\n"
-            "       gmacheck --help | --version\n"
-            "Compares the gradients and optimiser updates of a backend (--device; default: the config's\n"
-            "device, else cuda) against the CPU backend on the same model and batch, for S steps [3].\n"
-            "Exit codes: 0 within the bound (--tol; default 1e-4 fp32, 1e-2 tf32, 5e-2 bf16), 1 above it,\n"
-            "2 bad input (flag, config, or a backend that cannot be used here).\n");
-}
-
-/* A count flag's value: the whole text an integer in [1, hi]; else one line, -1. */
-static int parse_count(const char *flag, const char *text, long hi, int *out) {
-    long v;
-    if (gma_parse_long(text, 1, hi, &v) != 0) {
-        fprintf(stderr, "gmacheck: %s \"%s\": expected an integer in [1, %ld]\n", flag, text, hi);
-        return -1;
-    }
-    *out = (int)v;
-    return 0;
-}
+static const char *const USAGE =
+    "gmacheck --device cuda|cpu [--config FILE] [--set key=value]... [--precision fp32|tf32|bf16]\n"
+    "                [--steps S] [--batch B] [--seq N] [--tol X] [--quiet] [--digest]\n"
+    "       gmacheck --list-mixers\n";
+static const char *const ABOUT =
+    "Compares the gradients and optimiser updates of a backend (--device; default: the config's\n"
+    "device, else cuda) against the CPU backend on the same model and batch, for S steps [3].\n";
+static const char *const EXIT_CODES =
+    "0 within the bound (--tol; default 1e-4 fp32, 1e-2 tf32, 5e-2 bf16), 1 above it,\n"
+    "2 bad input (flag, config, or a backend that cannot be used here)";
 
 /* a small model that still exercises every path: ragged last chunk, several heads */
 static void small_model(Config *c) {
@@ -71,46 +60,34 @@ static void small_model(Config *c) {
     c->train.lr = 1e-3;
 }
 
-/* a flag with a value (argv[i + 1]): 1 when flag names one, *rc = 2 with one line for a bad value */
-static int value_flag(Config *c, CheckOpts *o, const char **precision, const char *a, const char *v, int *rc) {
-    if (!strcmp(a, "--config") || !strcmp(a, "--set")) {
-        if ((!strcmp(a, "--config") ? cfg_load_file(c, v) : cfg_set(c, v)) != 0) {
-            fprintf(stderr, "gmacheck: %s\n", gma_error());
-            *rc = 2;
-        }
-    } else if (!strcmp(a, "--device")) o->device = v;
-    else if (!strcmp(a, "--precision")) *precision = v;
-    /* the ranges of train.steps (at least 1), train.batch_size and model.max_seq_len */
-    else if (!strcmp(a, "--steps")) *rc = parse_count(a, v, 1000000000L, &o->steps) ? 2 : 0;
-    else if (!strcmp(a, "--batch")) *rc = parse_count(a, v, 1000000L, &o->B) ? 2 : 0;
-    else if (!strcmp(a, "--seq")) *rc = parse_count(a, v, 16777216L, &o->N) ? 2 : 0;
-    else if (!strcmp(a, "--tol")) {
-        if (gma_parse_double(v, 0, 1e6, &o->tol) != 0) {
-            fprintf(stderr, "gmacheck: --tol \"%s\": expected a number in [0, 1e6]\n", v);
-            *rc = 2;
-        }
-    } else return 0;
-    return 1;
-}
+static int load_file(const char *v, void *c) { return cfg_load_file(c, v); }
+static int set_key(const char *v, void *c) { return cfg_set(c, v); }
 
-/* argv in order: 0, 2 with one line, or 3 for --list-mixers (printed: exit 0) */
+/* argv in order into c and o: OPTS_GO_ON, or the exit code (--help, --list-mixers: 0) */
 static int parse_args(Config *c, CheckOpts *o, const char **precision, int argc, char **argv) {
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        int rc = 0;
-        if (!strcmp(a, "--list-mixers")) {
-            printf("%s\n", mixer_names());
-            return 3;
-        } else if (!strcmp(a, "--quiet")) o->quiet = 1;
-        else if (!strcmp(a, "--digest")) o->digest = 1;
-        else if (i + 1 < argc && value_flag(c, o, precision, a, argv[i + 1], &rc)) i++;
-        else {
-            fprintf(stderr, "gmacheck: unknown or incomplete option \"%s\" (see --help)\n", a);
-            return 2;
-        }
-        if (rc) return rc;
+    int list = 0;
+    const Opt opts[] = {
+        OPTS("--device", &o->device, "cuda|cpu", "the backend compared with the CPU's [the config's, else cuda]"),
+        OPTFN("--config", load_file, c, "FILE", "the model's config [a small model]"),
+        OPTFN("--set", set_key, c, "key=value", "one config key (repeatable, in order with --config)"),
+        OPTC("--precision", precision, "fp32|tf32|bf16", "the device's precision [the config's]"),
+        /* the ranges of train.steps (at least 1), train.batch_size and model.max_seq_len */
+        OPTI("--steps", &o->steps, 1, 1000000000L, "steps compared [3]"),
+        OPTI("--batch", &o->B, 1, 1000000L, "batch [4]"),
+        OPTI("--seq", &o->N, 1, 16777216L, "tokens per sequence [train.seq_len]"),
+        OPTD("--tol", &o->tol, 0, 1e6, "the bound of the relative errors [by precision]"),
+        OPTF("--quiet", &o->quiet, "no per-tensor lines of the first step"),
+        OPTF("--digest", &o->digest, "a hash of the device's loss and gradient bits per step"),
+        OPTF("--list-mixers", &list, "print the mixers this build has"),
+    };
+    OptProg p = {.name = "gmacheck", .usage = USAGE, .about = ABOUT, .exit_codes = EXIT_CODES, .opts = opts,
+                 .n_opts = OPT_COUNT(opts), .need_args = 1};
+    int rc = cli_parse(&p, argc, argv, 1);
+    if (rc == OPTS_GO_ON && list) {
+        printf("%s\n", mixer_names());
+        return 0;
     }
-    return 0;
+    return rc;
 }
 
 /* the device, precision and shape into the config, a classifier's random batch, the
@@ -139,17 +116,13 @@ static int prepare(Config *c, CheckOpts *o, const char *precision) {
 
 int main(int argc, char **argv) {
     config_register_all();
-    int rc = cli_start("gmacheck", argc, argv, usage);
-    if (rc >= 0) return rc;
+    if (cli_version("gmacheck", argc, argv)) return 0;
     Config c;
     small_model(&c);
     CheckOpts o = {.steps = 3, .B = 4, .N = 0, .tol = -1};
     const char *precision = NULL;
-    if ((rc = parse_args(&c, &o, &precision, argc, argv)) != 0) return rc == 3 ? 0 : rc;
-    if (o.steps < 1 || o.B < 1) {
-        usage(stderr);
-        return 2;
-    }
+    int rc = parse_args(&c, &o, &precision, argc, argv);
+    if (rc != OPTS_GO_ON) return rc;
     if ((rc = prepare(&c, &o, precision)) != 0) return rc;
     ops_set_threads(c.threads);
     rc = backend_check(&c, &o);

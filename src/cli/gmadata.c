@@ -2,9 +2,9 @@
  * train-tokenizer, bench-tokenizer, and generate (LRA generators, when linked in).
  * Argument parsing and wiring only; every error is one line `gmadata: <message>`. */
 #include <errno.h>
+#include <limits.h>
 #include <omp.h>
 #include <stdio.h>
-#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -16,9 +16,11 @@
 #include "data/lm/shard.h"
 #include "cli/args/import_model.h"
 #include "cli/args/lra_generate.h"
+#include "cli/args/opts.h"
 #include "cli/args/version.h"
 #include "data/text/tokenizer.h"
 
+#define EXIT_CODES "Exit codes: 0 done, 1 a file or download it cannot use, 2 usage error.\n"
 static const char *USAGE =
     "usage: gmadata COMMAND ...\n"
     "  fetch NAME [--dest data] [--url URL] [--quiet] [--retries N]\n"
@@ -35,7 +37,7 @@ static const char *USAGE =
     "  import gpt2 --from DIR|FILE --out RUN               (a pretrained GPT-2 as a run folder; import --help)\n"
     "  --help | --version                                  (gmadata COMMAND --help: that command's usage)\n"
     "Tokenizers: gpt2 (files in --vocab, default data/gpt2), bpe:DIR, word:VOCAB.txt, bytes, bytes:N.\n"
-    "Exit codes: 0 done, 1 a file or download it cannot use, 2 usage error.\n";
+    EXIT_CODES;
 
 /* `gmadata CMD --help`: CMD's lines of USAGE (its own and the indented ones under it) and
  * the tokenizer line, on stdout. 0, or -1 when USAGE has no such command. */
@@ -53,7 +55,8 @@ static int command_usage(const char *cmd) {
         l += len + (e ? 1 : 0);
     }
     if (!found) return -1;
-    printf("Tokenizers: gpt2 (files in --vocab, default data/gpt2), bpe:DIR, word:VOCAB.txt, bytes, bytes:N.\n");
+    printf("Tokenizers: gpt2 (files in --vocab, default data/gpt2), bpe:DIR, word:VOCAB.txt, bytes, bytes:N.\n%s",
+           EXIT_CODES);
     return 0;
 }
 
@@ -77,51 +80,30 @@ typedef struct Args {
     int npos;
 } Args;
 
+/* argv (a command's arguments) into a: 0, or 2 with one line */
 static int parse(int argc, char **argv, Args *a) {
-    memset(a, 0, sizeof *a);
-    a->retries = -1;
-    a->mb = 64;
-    for (int i = 0; i < argc; i++) {
-        const char *s = argv[i];
-        const char *v = i + 1 < argc ? argv[i + 1] : NULL;
-#define OPT(name, field)                                                      \
-    if (strcmp(s, name) == 0) {                                               \
-        if (!v) return usage_error("missing value after", name);              \
-        a->field = v;                                                         \
-        i++;                                                                  \
-        continue;                                                             \
-    }
-        OPT("--tokenizer", tokenizer) OPT("--vocab", vocab) OPT("--out", out) OPT("--dest", dest) OPT("--url", url)
-        OPT("--data", data)
-#undef OPT
-        if (strcmp(s, "--threads") == 0 || strcmp(s, "--retries") == 0 || strcmp(s, "--vocab-size") == 0 ||
-            strcmp(s, "--mb") == 0) {
-            if (!v) return usage_error("missing value after", s);
-            char *end;
-            double x = strtod(v, &end);
-            /* finite, in int range, whole except --mb (no undefined double-to-int conversion) */
-            if (end == v || *end || !(x >= 0 && x <= 2147483647.0) || (s[2] != 'm' && x != floor(x)))
-                return usage_error(s[2] == 'm' ? "not a non-negative number:" : "not a non-negative integer:", v);
-            if (s[2] == 't') a->threads = (int)x;
-            else if (s[2] == 'r') a->retries = (int)x;
-            else if (s[2] == 'v') a->vocab_size = (long)x;
-            else a->mb = x;
-            i++;
-            continue;
-        }
-        if (strcmp(s, "--quiet") == 0 || strcmp(s, "-q") == 0) {
-            a->quiet = 1;
-            continue;
-        }
-        if (strcmp(s, "--list") == 0) {
-            a->list = 1;
-            continue;
-        }
-        if (s[0] == '-' && s[1]) return usage_error("unknown option", s);
-        if (a->npos == 8) return usage_error("too many arguments", NULL);
-        a->pos[a->npos++] = s;
-    }
-    return 0;
+    *a = (Args){.retries = -1, .mb = 64};
+    int vocab_size = 0;
+    const Opt opts[] = {
+        OPTS("--tokenizer", &a->tokenizer, "T", "gpt2, bpe:DIR, word:VOCAB.txt, bytes, bytes:N"),
+        OPTS("--vocab", &a->vocab, "DIR", "the gpt2 tokenizer's files [data/gpt2]"),
+        OPTS("--out", &a->out, "DIR", "where the result goes"),
+        OPTS("--dest", &a->dest, "DIR", "where a download or an archive goes"),
+        OPTS("--url", &a->url, "URL", "fetch from here"),
+        OPTS("--data", &a->data, "DIR", "the data directory [data]"),
+        OPT_THREADS(&a->threads, "threads, 0 all"),
+        OPTI("--retries", &a->retries, 0, INT_MAX, "download attempts after the first"),
+        OPTI("--vocab-size", &vocab_size, 0, INT_MAX, "the trained tokenizer's vocabulary"),
+        OPTD("--mb", &a->mb, 0, 2147483647.0, "megabytes of text to time [64]"),
+        {.name = "--quiet", .type = OPT_FLAG, .dest = &a->quiet, .alias = "-q", .help = "no progress"},
+        OPTF("--list", &a->list, "the datasets fetch knows"),
+    };
+    OptProg p = {.name = "gmadata", .opts = opts, .n_opts = OPT_COUNT(opts), .pos = a->pos, .n_pos = &a->npos,
+                 .max_pos = 8};
+    int rc = opts_parse(&p, argc, argv, 0);
+    a->vocab_size = vocab_size;
+    if (rc > 0) fprintf(stderr, "gmadata: %s\n", gma_error());
+    return rc > 0 ? rc : 0;
 }
 
 static Tokenizer *load_tok(const Args *a) {
@@ -278,6 +260,31 @@ static int cmd_decode(const Args *a) {
     return rc ? fail() : 0;
 }
 
+/* the counts of stats: tokens, bytes and words per token, the vocabulary's coverage */
+static void print_stats(const char *file, Tokenizer *t, const uint32_t *ids, size_t n, uint64_t bytes, uint64_t words) {
+    uint32_t V = tokenizer_vocab_size(t);
+    uint8_t *seen = xcalloc(V, 1);
+    uint64_t used = 0, unk = 0, bad = 0;
+    long unk_id = tokenizer_unk_id(t);
+    for (size_t i = 0; i < n; i++) {
+        if (ids[i] >= V) {
+            bad++;
+            continue;
+        }
+        if (!seen[ids[i]]) seen[ids[i]] = 1, used++;
+        if ((long)ids[i] == unk_id) unk++;
+    }
+    printf("file:            %s\n", file);
+    printf("tokenizer:       %s (vocabulary %u)\n", tokenizer_spec(t), V);
+    printf("tokens:          %zu\n", n);
+    if (bytes) printf("bytes:           %llu (%.3f bytes/token)\n", (unsigned long long)bytes, n ? (double)bytes / n : 0.0);
+    if (words) printf("words:           %llu (%.3f tokens/word, words include one per line end)\n", (unsigned long long)words, (double)n / words);
+    printf("distinct ids:    %llu (vocabulary coverage %.2f%%)\n", (unsigned long long)used, 100.0 * used / V);
+    if (unk_id >= 0) printf("unk rate:        %.4f%% (%llu <unk>)\n", n ? 100.0 * unk / n : 0.0, (unsigned long long)unk);
+    if (bad) printf("out of range:    %llu ids >= %u\n", (unsigned long long)bad, V);
+    free(seen);
+}
+
 static int cmd_stats(const Args *a) {
     if (a->npos != 1) return usage_error("stats: want one file (text or a shard)", NULL);
     Tokenizer *t = load_tok(a);
@@ -298,29 +305,7 @@ static int cmd_stats(const Args *a) {
         if (txt && prepare_count_file(a->pos[0], &tc, hex) == 0) words = tc.words;
         free(txt);
     }
-    if (!rc) {
-        uint32_t V = tokenizer_vocab_size(t);
-        uint8_t *seen = xcalloc(V, 1);
-        uint64_t used = 0, unk = 0, bad = 0;
-        long unk_id = tokenizer_unk_id(t);
-        for (size_t i = 0; i < n; i++) {
-            if (ids[i] >= V) {
-                bad++;
-                continue;
-            }
-            if (!seen[ids[i]]) seen[ids[i]] = 1, used++;
-            if ((long)ids[i] == unk_id) unk++;
-        }
-        printf("file:            %s\n", a->pos[0]);
-        printf("tokenizer:       %s (vocabulary %u)\n", tokenizer_spec(t), V);
-        printf("tokens:          %zu\n", n);
-        if (bytes) printf("bytes:           %llu (%.3f bytes/token)\n", (unsigned long long)bytes, n ? (double)bytes / n : 0.0);
-        if (words) printf("words:           %llu (%.3f tokens/word, words include one per line end)\n", (unsigned long long)words, (double)n / words);
-        printf("distinct ids:    %llu (vocabulary coverage %.2f%%)\n", (unsigned long long)used, 100.0 * used / V);
-        if (unk_id >= 0) printf("unk rate:        %.4f%% (%llu <unk>)\n", n ? 100.0 * unk / n : 0.0, (unsigned long long)unk);
-        if (bad) printf("out of range:    %llu ids >= %u\n", (unsigned long long)bad, V);
-        free(seen);
-    }
+    if (!rc) print_stats(a->pos[0], t, ids, n, bytes, words);
     free(ids);
     tokenizer_free(t);
     return rc ? fail() : 0;
@@ -339,6 +324,18 @@ static int cmd_train(const Args *a) {
     return rc ? fail() : 0;
 }
 
+/* src (len bytes, taken) repeated up to target bytes: *total of them */
+static char *repeat_text(char *src, size_t len, size_t target, size_t *total) {
+    *total = len;
+    if (target <= len) return src;
+    size_t reps = target / len + (target % len != 0);
+    *total = reps * len;
+    char *text = xmalloc(*total + 1);
+    for (size_t r = 0; r < reps; r++) memcpy(text + r * len, src, len);
+    free(src);
+    return text;
+}
+
 static int cmd_bench(const Args *a) {
     if (a->npos != 1) return usage_error("bench-tokenizer: want one text file (English, e.g. wiki.valid.raw)", NULL);
     Tokenizer *t = load_tok(a);
@@ -349,16 +346,8 @@ static int cmd_bench(const Args *a) {
         tokenizer_free(t);
         return src ? usage_error("bench-tokenizer: empty file", a->pos[0]) : fail();
     }
-    /* repeat the text up to --mb megabytes */
-    size_t target = (size_t)(a->mb * 1e6), total = len;
-    char *text = src;
-    if (target > len) {
-        size_t reps = target / len + (target % len != 0);
-        total = reps * len;
-        text = xmalloc(total + 1);
-        for (size_t r = 0; r < reps; r++) memcpy(text + r * len, src, len);
-        free(src);
-    }
+    size_t total;
+    char *text = repeat_text(src, len, (size_t)(a->mb * 1e6), &total);
     int max_threads = a->threads ? a->threads : omp_get_num_procs();
     printf("bench-tokenizer: %s on %s, %.1f MB (%zu bytes repeated to %zu)\n", tokenizer_spec(t), a->pos[0], total / 1e6,
            len, total);

@@ -7,6 +7,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "cli/args/opts.h"
 #include "cli/args/version.h"
 #include "core/config.h"
 #include "model/checkpoint.h"
@@ -16,30 +17,61 @@
 #include "train/trainer.h"
 #include "train/config_registry.h"
 
-static void usage(FILE *f) {
-    fprintf(f,
-            "usage: gmatrain --config FILE [--set key=value ...] [--resume [DIR]] [--out DIR]\n"
-            "                [--init-from RUN[/ckpt_N]] [--device cpu|cuda] [--threads N] [--quiet]\n"
-            "       gmatrain --resume DIR [--set key=value ...]   (config taken from the checkpoint)\n"
-            "       gmatrain --init-from RUN --out DIR [--set ...] (a new run from RUN's weights; config\n"
-            "                from --config, else from the checkpoint)\n"
-            "       gmatrain --config-reference                    (Markdown table of every config key)\n"
-            "       gmatrain --help | --version\n"
-            "Trains the model a JSON config describes; writes RUN/config.json, metrics.jsonl,\n"
-            "checkpoints (RUN/ckpt_<step>, RUN/latest) and summary.json. RUN = --out, else\n"
-            "out_dir, else runs/<name>. A bare --config NAME not found is looked up in configs/\n"
-            "(NAME or NAME.json), then in PREFIX/share/gma/configs (make install).\n"
-            "A resume continues on the data the run was made on; other data\n"
-            "(fine-tuning) is a new run: --init-from copies every tensor whose name and shape\n"
-            "match (step 0, fresh optimiser), lists them in RUN/init_from.json.\n"
-            "Exit codes: 0 done (also: --resume of a finished run, nothing to do), 1 error,\n"
-            "2 bad input, 3 stopped on non-finite losses, 4 stopped by a routing-collapse alert\n"
-            "(gma.on_collapse \"stop\"), 130 interrupted (checkpoint written).\n"
-            "Data parallel (MPI build, make mpi): mpirun -np R bin/mpi/gmatrain ... trains with\n"
-            "train.batch_size per rank (global batch R x batch_size); see docs/distributed.md.\n");
+static const char *const USAGE =
+    "gmatrain --config FILE [--set key=value ...] [--resume [DIR]] [--out DIR]\n"
+    "                [--init-from RUN[/ckpt_N]] [--device cpu|cuda] [--threads N] [--quiet]\n"
+    "       gmatrain --resume DIR [--set key=value ...]   (config taken from the checkpoint)\n"
+    "       gmatrain --init-from RUN --out DIR [--set ...] (a new run from RUN's weights; config\n"
+    "                from --config, else from the checkpoint)\n"
+    "       gmatrain --config-reference                    (Markdown table of every config key)\n";
+static const char *const ABOUT =
+    "Trains the model a JSON config describes; writes RUN/config.json, metrics.jsonl,\n"
+    "checkpoints (RUN/ckpt_<step>, RUN/latest) and summary.json. RUN = --out, else\n"
+    "out_dir, else runs/<name>. A bare --config NAME not found is looked up in configs/\n"
+    "(NAME or NAME.json), then in PREFIX/share/gma/configs (make install).\n"
+    "A resume continues on the data the run was made on; other data\n"
+    "(fine-tuning) is a new run: --init-from copies every tensor whose name and shape\n"
+    "match (step 0, fresh optimiser), lists them in RUN/init_from.json.\n"
+    "Data parallel (MPI build, make mpi): mpirun -np R bin/mpi/gmatrain ... trains with\n"
+    "train.batch_size per rank (global batch R x batch_size); see docs/distributed.md.\n";
+static const char *const EXIT_CODES =
+    "0 done (also: --resume of a finished run, nothing to do), 1 error,\n"
+    "2 bad input, 3 stopped on non-finite losses, 4 stopped by a routing-collapse alert\n"
+    "(gma.on_collapse \"stop\"), 130 interrupted (checkpoint written)";
+
+/* the command line */
+typedef struct Args {
+    const char *config, *out, *device, *resume, *init_from, *sets[256];
+    int n_sets, want_resume, quiet, threads, reference;
+} Args;
+
+/* the options of a and the program around them */
+static OptProg program(Opt *opts, int n) {
+    return (OptProg){.name = "gmatrain", .usage = USAGE, .about = ABOUT, .exit_codes = EXIT_CODES, .opts = opts, .n_opts = n};
+}
+
+/* argv into a: 0, OPTS_HELP, or 2 with gma_error */
+static int parse_args(Args *a, OptList *sets, int argc, char **argv, int lead) {
+    Opt opts[] = {
+        OPTS("--config", &a->config, "FILE", "the run's JSON config (a bare NAME: configs/NAME[.json])"),
+        OPTR("--set", sets, "key=value", "one config key over the file's"),
+        {.name = "--resume", .type = OPT_OPTVAL, .dest = &a->want_resume, .dest2 = &a->resume, .arg = "[DIR]",
+         .help = "continue the run (DIR: a run or checkpoint, else the run directory)"},
+        OPTS("--out", &a->out, "DIR", "the run directory [out_dir, else runs/<name>]"),
+        OPTS("--init-from", &a->init_from, "RUN[/ckpt_N]", "a new run from RUN's weights"),
+        OPTS("--device", &a->device, "cpu|cuda", "backend (the config key device) [the config's]"),
+        OPT_THREADS(&a->threads, "CPU threads, 0 all [the config's threads]"),
+        OPTF("--quiet", &a->quiet, "no progress lines"),
+        OPTF("--config-reference", &a->reference, "print the Markdown table of every config key"),
+    };
+    OptProg p = program(opts, OPT_COUNT(opts));
+    int rc = opts_parse(&p, argc, argv, 1);
+    if (rc == OPTS_HELP && lead) opts_usage(&p, stdout);
+    return rc;
 }
 
 static int run_main(int argc, char **argv, int *done);
+static int train(Args *a, int *done);
 
 /* --config NAME: the file NAME; a bare NAME (no '/') that is not there is looked up as NAME,
  * then NAME.json, in configs/ (the repository root's), then in the configs `make install`
@@ -92,94 +124,87 @@ static int run_main(int argc, char **argv, int *done) {
         *done = 1;
         return 0;
     }
-    const char *config = NULL, *out = NULL, *device = NULL, *resume = NULL, *init_from = NULL;
-    const char *sets[256];
-    int n_sets = 0, want_resume = 0, quiet = 0, threads = -1;
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        int has_next = i + 1 < argc;
-        if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
-            if (lead) usage(stdout);
-            *done = 1;
-            return 0;
-        } else if (!strcmp(a, "--config-reference")) {
-            if (lead) cfg_print_reference(stdout);
-            *done = 1;
-            return 0;
-        } else if (!strcmp(a, "--config") && has_next) config = argv[++i];
-        else if (!strcmp(a, "--set") && has_next) {
-            if (n_sets == 256) return gma_errorf("too many --set options"), 2;
-            sets[n_sets++] = argv[++i];
-        } else if (!strcmp(a, "--out") && has_next) out = argv[++i];
-        else if (!strcmp(a, "--init-from") && has_next) init_from = argv[++i];
-        else if (!strcmp(a, "--device") && has_next) device = argv[++i];
-        else if (!strcmp(a, "--threads") && has_next) {
-            const char *v = argv[++i];
-            long t;
-            if (gma_parse_long(v, 0, 1024, &t) != 0) /* the range of the threads key */
-                return gma_errorf("--threads: \"%s\" is not an integer in [0, 1024]", v), 2;
-            threads = (int)t;
-        } else if (!strcmp(a, "--quiet")) quiet = 1;
-        else if (!strcmp(a, "--resume")) {
-            want_resume = 1;
-            if (has_next && strncmp(argv[i + 1], "--", 2)) resume = argv[++i];
-        } else
-            return gma_errorf("unknown or incomplete option \"%s\" (see --help)", a), 2;
+    Args a = {.threads = -1};
+    OptList sets = {a.sets, &a.n_sets, 256};
+    int rc = parse_args(&a, &sets, argc, argv, lead);
+    if (rc == OPTS_HELP || (rc == 0 && a.reference)) {
+        if (rc == 0 && lead) cfg_print_reference(stdout);
+        *done = 1;
+        return 0;
     }
-    if (init_from && want_resume)
-        return gma_errorf("--init-from and --resume cannot go together: --resume continues a run on its own data, "
-                          "--init-from starts a new run from another run's weights"),
-               2;
-    if (!config && !resume && !init_from)
-        return gma_errorf("--config FILE, --resume DIR or --init-from RUN is required (see --help)"), 2;
-    Config cfg;
-    cfg_defaults(&cfg);
+    if (rc) return rc;
+    return train(&a, done);
+}
+
+/* The config: --config's file, else the checkpoint's, then --set, --device, --threads;
+ * validated. 0, or 2 with gma_error. */
+static int load_config(Args *a, Config *cfg) {
     char ckdir[2048] = "", cfgbuf[2048];
-    if (config && !(config = find_config(config, cfgbuf, sizeof cfgbuf))) return 2;
-    if (config) {
-        if (cfg_load_file(&cfg, config) != 0) return 2;
+    cfg_defaults(cfg);
+    if (a->config && !(a->config = find_config(a->config, cfgbuf, sizeof cfgbuf))) return 2;
+    if (a->config) {
+        if (cfg_load_file(cfg, a->config) != 0) return 2;
     } else { /* the config of the checkpoint resumed or started from */
-        const char *from = resume ? resume : init_from;
-        if (ckpt_resolve(from, ckdir, sizeof ckdir) != 0 || ckpt_read_config(ckdir, &cfg) != 0) {
-            if (resume) ckpt_hint_intact(resume);
+        const char *from = a->resume ? a->resume : a->init_from;
+        if (ckpt_resolve(from, ckdir, sizeof ckdir) != 0 || ckpt_read_config(ckdir, cfg) != 0) {
+            if (a->resume) ckpt_hint_intact(a->resume);
             return 2;
         }
     }
-    for (int i = 0; i < n_sets; i++)
-        if (cfg_set(&cfg, sets[i]) != 0) return 2;
-    if (device) {
+    for (int i = 0; i < a->n_sets; i++)
+        if (cfg_set(cfg, a->sets[i]) != 0) return 2;
+    if (a->device) {
         char s[64];
-        snprintf(s, sizeof s, "device=%s", device);
-        if (cfg_set_from(&cfg, s, "--device") != 0) return 2;
+        snprintf(s, sizeof s, "device=%s", a->device);
+        if (cfg_set_from(cfg, s, "--device") != 0) return 2;
     }
-    if (threads >= 0) cfg.threads = threads;
-    if (cfg_validate(&cfg) != 0) return cfg_blame(config ? config : ckdir, sets, n_sets), 2;
-    char run_dir[2048];
-    if (out) snprintf(run_dir, sizeof run_dir, "%s", out);
-    else if (cfg.out_dir[0]) snprintf(run_dir, sizeof run_dir, "%s", cfg.out_dir);
-    else if (resume) { /* continue in the run the checkpoint belongs to */
+    if (a->threads >= 0) cfg->threads = a->threads;
+    if (cfg_validate(cfg) != 0) return cfg_blame(a->config ? a->config : ckdir, a->sets, a->n_sets), 2;
+    return 0;
+}
+
+/* RUN: --out, else out_dir, else the run a resumed checkpoint belongs to, else
+ * runs/<name>; refused when it holds checkpoints and this is no resume. 0 or 2. */
+static int run_dir_of(Args *a, const Config *cfg, char *run_dir, size_t cap) {
+    if (a->out) snprintf(run_dir, cap, "%s", a->out);
+    else if (cfg->out_dir[0]) snprintf(run_dir, cap, "%s", cfg->out_dir);
+    else if (a->resume) {
         char dir[2048];
-        if (ckpt_resolve(resume, dir, sizeof dir) != 0) return 2;
+        if (ckpt_resolve(a->resume, dir, sizeof dir) != 0) return 2;
         char *slash = strrchr(dir, '/');
         if (slash) *slash = 0;
         else snprintf(dir, sizeof dir, ".");
-        snprintf(run_dir, sizeof run_dir, "%s", dir);
-    }
-    else snprintf(run_dir, sizeof run_dir, "runs/%s", cfg.name);
+        snprintf(run_dir, cap, "%s", dir);
+    } else snprintf(run_dir, cap, "runs/%s", cfg->name);
     char probe[2100];
     snprintf(probe, sizeof probe, "%s/latest", run_dir);
-    if (!want_resume && (gma_path_exists(probe) || access(probe, F_OK) == 0))
+    if (!a->want_resume && (gma_path_exists(probe) || access(probe, F_OK) == 0))
         return gma_errorf("%s already holds checkpoints; pass --resume to continue it, or --out / name for a new run",
                           run_dir),
                2;
-    if (want_resume && !resume) resume = run_dir;
+    if (a->want_resume && !a->resume) a->resume = run_dir;
+    return 0;
+}
+
+/* Resolve the configuration and the run directory, then train. */
+static int train(Args *a, int *done) {
+    if (a->init_from && a->want_resume)
+        return gma_errorf("--init-from and --resume cannot go together: --resume continues a run on its own data, "
+                          "--init-from starts a new run from another run's weights"),
+               2;
+    if (!a->config && !a->resume && !a->init_from)
+        return gma_errorf("--config FILE, --resume DIR or --init-from RUN is required (see --help)"), 2;
+    Config cfg;
+    char run_dir[2048];
+    int rc;
+    if ((rc = load_config(a, &cfg)) != 0 || (rc = run_dir_of(a, &cfg, run_dir, sizeof run_dir)) != 0) return rc;
     if (ops_select(cfg.device) != 0 || ops_set_precision(cfg.precision) != 0) return 2;
     ops_set_threads(cfg.threads);
     /* every rank got here: go on only if all did */
-    int rc = dist_agree(0);
+    rc = dist_agree(0);
     *done = 1;
     if (rc) return rc;
-    TrainerOptions o = {.run_dir = run_dir, .resume_dir = resume, .init_from = init_from, .progress_tty = isatty(2),
-                        .quiet = quiet};
+    TrainerOptions o = {.run_dir = run_dir, .resume_dir = a->resume, .init_from = a->init_from,
+                        .progress_tty = isatty(2), .quiet = a->quiet};
     return trainer_run(&cfg, &o);
 }

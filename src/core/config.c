@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "core/common.h"
+#include "core/strdist.h"
 
 static const CfgRegistry *g_reg;
 static int g_slot[CFG_MAX_SECTIONS * 4]; /* each section's storage slot (-1: rows over Config itself) */
@@ -130,6 +131,20 @@ static int is_prefix_of_some_key(const char *prefix) {
         if (strncmp(k.full, prefix, n) == 0 && k.full[n] == '.') return 1;
     }
     return 0;
+}
+
+/* "SRC: unknown key KEY", with the nearest key when one is a near miss (strdist.h) */
+static int unknown_key(const char *src, const char *key) {
+    char near[128] = "";
+    int best = 3;
+    Key k;
+    for (size_t i = 0, nk = n_keys(); i < nk; i++) {
+        key_at(i, &k);
+        int d = gma_edit_distance(key, k.full, 2);
+        if (d < best && gma_near_miss(key, k.full)) best = d, snprintf(near, sizeof near, "%s", k.full);
+    }
+    if (near[0]) return gma_errorf("%s: unknown key %s (did you mean %s?)", src, gma_quote(key), near);
+    return gma_errorf("%s: unknown key %s", src, gma_quote(key));
 }
 
 #define AT(cfg, key) ((char *)(cfg) + (key)->base + (key)->k->off)
@@ -373,7 +388,7 @@ static int apply_object(Config *c, const cJSON *obj, const char *prefix, const c
                 return gma_errorf("%s: key %s: expected an object (the section's keys), got %s", src, key, json_kind(it));
             if (apply_object(c, it, key, src) != 0) return -1;
         } else {
-            return gma_errorf("%s: unknown key %s", src, gma_quote(key));
+            return unknown_key(src, key);
         }
     }
     return 0;
@@ -464,7 +479,7 @@ int cfg_set_from(Config *c, const char *a, const char *src) {
     char key[256];
     snprintf(key, sizeof key, "%.*s", (int)(eq - a), a);
     Key k;
-    if (!find_key(key, &k)) return gma_errorf("%s: unknown key %s", src, gma_quote(key));
+    if (!find_key(key, &k)) return unknown_key(src, key);
     return set_text(c, &k, eq + 1, src);
 }
 

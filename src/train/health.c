@@ -162,7 +162,7 @@ double routing_stats(const Mixer *mx, const MixerCtx *c, const real *params, con
                      double *counts, double *mem_norm) {
     MixerComponents mc;
     if (!components(mx, act, c->B, c->N, &mc)) return -1;
-    const real *gq_dev = mx->vt->health->query_resp(mx, act, c->B, c->N);
+    const real *gq_dev = mc.gq;
     if (!gq_dev) return -1;
     int H = mx->H, d = mx->d, Kc = mc.Kc;
     size_t gs = (size_t)c->B * H * c->N * Kc;
@@ -304,7 +304,7 @@ int routing_reinit(Mixer *mx, const MixerCtx *c, real *params, real *mom1, real 
     reseed_alloc(&r, c);
     size_t BN = (size_t)c->B * c->N, P3 = (size_t)Kc * d;
     g_ops->to_host(r.q, mc.qh, sizeof(real) * BN * mx->D);
-    g_ops->to_host(r.gq, mx->vt->health->query_resp(mx, act, c->B, c->N), sizeof(real) * BN * mx->H * Kc);
+    g_ops->to_host(r.gq, mc.gq, sizeof(real) * BN * mx->H * Kc);
     if (reseed_rows(&r, c, head) != 0) return reseed_free(&r), -1;
     int nc = live_centroids(&r, dead);
     get(r.w, params, mx, mc.centre, (size_t)r.hp * P3, P3);
@@ -386,7 +386,8 @@ void health_init(HealthMon *h, const Model *m) {
     h->H = m->H;
     for (int l = 0; l < m->L; l++) {
         const Mixer *mx = m->blocks[l].mixer;
-        if (mx->vt->health) h->Kc = GMA_MAX(h->Kc, mx->vt->health->n_components(mx));
+        MixerComponents mc;
+        if (components(mx, NULL, 0, 0, &mc)) h->Kc = GMA_MAX(h->Kc, mc.Kc);
     }
     h->dead_run = xcalloc((size_t)h->L * h->H * GMA_MAX(h->Kc, 1), sizeof(int));
     h->norm0 = xcalloc((size_t)h->L * h->H, sizeof(double));

@@ -4,12 +4,13 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "cli/args/opts.h"
 #include "core/common.h"
 #include "model/import_gpt2.h"
 #include "train/config_registry.h"
 
-static const char *USAGE_IMPORT =
-    "usage: gmadata import gpt2 --from DIR|FILE --out RUN [--quiet]\n"
+static const char *USAGE_IMPORT = "gmadata import gpt2 --from DIR|FILE --out RUN [--quiet]\n";
+static const char *ABOUT_IMPORT =
     "  DIR: a Hugging Face GPT-2 folder (config.json, model.safetensors; tokenizer files vocab.json +\n"
     "       merges.txt or encoder.json + vocab.bpe when present); FILE: llm.c's gpt2_*.bin (version 3 or 5).\n"
     "  RUN: a new (or empty) run folder: config.json, model.safetensors, and data.json + tokenizer/ when\n"
@@ -20,25 +21,30 @@ static int usage_err(const char *msg, const char *arg) {
     return 2;
 }
 
+/* argv into from, out, quiet, the family: OPTS_GO_ON, or the exit code */
+static int parse_args(int argc, char **argv, const char **from, const char **out, int *quiet) {
+    const char *family = NULL;
+    int n_family = 0;
+    const Opt opts[] = {
+        OPTS("--from", from, "DIR|FILE", "the model: a Hugging Face folder or llm.c's file (required)"),
+        OPTS("--out", out, "RUN", "the new run folder (required)"),
+        {.name = "--quiet", .type = OPT_FLAG, .dest = quiet, .alias = "-q", .help = "no summary line"},
+    };
+    OptProg p = {.name = "gmadata import", .usage = USAGE_IMPORT, .about = ABOUT_IMPORT, .opts = opts,
+                 .n_opts = OPT_COUNT(opts), .exit_codes = "0 done, 2 bad input or a model it refuses", .pos = &family,
+                 .n_pos = &n_family, .max_pos = 1};
+    int rc = cli_parse(&p, argc, argv, 1);
+    if (rc != OPTS_GO_ON) return rc;
+    if (!family || strcmp(family, "gpt2"))
+        return usage_err("want the model family gpt2 (gmadata import gpt2 --from DIR|FILE --out RUN)", family);
+    if (!*from || !*out) return usage_err(!*from ? "--from DIR|FILE is required" : "--out RUN is required", NULL);
+    return OPTS_GO_ON;
+}
+
 int import_model_main(int argc, char **argv) {
-    const char *from = NULL, *out = NULL, *family = NULL;
-    int quiet = 0;
-    for (int i = 1; i < argc; i++) {
-        const char *s = argv[i];
-        if (!strcmp(s, "--help") || !strcmp(s, "-h")) {
-            fputs(USAGE_IMPORT, stdout);
-            return 0;
-        }
-        if (!strcmp(s, "--from") || !strcmp(s, "--out")) {
-            if (i + 1 >= argc) return usage_err("missing value after", s);
-            *(s[2] == 'f' ? &from : &out) = argv[++i];
-        } else if (!strcmp(s, "--quiet") || !strcmp(s, "-q")) quiet = 1;
-        else if (s[0] == '-' && s[1]) return usage_err("unknown option", s);
-        else if (family) return usage_err("one model family only, not also", s);
-        else family = s;
-    }
-    if (!family || strcmp(family, "gpt2")) return usage_err("want the model family gpt2 (gmadata import gpt2 --from DIR|FILE --out RUN)", family);
-    if (!from || !out) return usage_err(!from ? "--from DIR|FILE is required" : "--out RUN is required", NULL);
+    const char *from = NULL, *out = NULL;
+    int quiet = 0, rc = parse_args(argc, argv, &from, &out, &quiet);
+    if (rc != OPTS_GO_ON) return rc;
     Gpt2Info in;
     config_register_all(); /* the sections of every module, for the imported model's config */
     if (gpt2_import(from, out, &in) != 0) {

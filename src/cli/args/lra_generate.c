@@ -2,6 +2,7 @@
  * generator (lra_listops.c). Prints one line on error and returns non-zero.
  */
 #include "cli/args/lra_generate.h"
+#include "cli/args/opts.h"
 #include "cli/args/pathfinder_generate.h"
 #include "data/cls/lra_listops.h"
 #include "core/common.h"
@@ -16,10 +17,37 @@ static const char USAGE[] =
     "            --max-depth 10 --max-args 10; writes DIR/basic_{train,val,test}.tsv\n"
     "       gmadata generate pathfinder --out DIR --res 32|64|128|256 --difficulty easy|intermediate|hard\n"
     "                                   --n N [--seed S] [--per-batch K]   (see generate pathfinder --help)\n";
+#define EXIT_CODES "0 done, 1 a file it cannot write, 2 usage error"
+
+/* the listops options into o and *out: OPTS_GO_ON, or the exit code */
+static int parse_listops(ListopsGenOptions *o, const char **out, int argc, char **argv) {
+    unsigned long long seed = o->seed;
+    const Opt opts[] = {
+        OPTS("--out", out, "DIR", "where the three files go (required)"),
+        OPTI("--train", &o->n_train, 0, 100000000, "training examples [96000]"),
+        OPTI("--valid", &o->n_valid, 0, 100000000, "validation examples [2000]"),
+        OPTI("--test", &o->n_test, 0, 100000000, "test examples [2000]"),
+        OPTU("--seed", &seed, "the generator's seed [0]"),
+        OPTI("--min-len", &o->min_len, 0, 1000000, "examples kept above this many tokens [500]"),
+        OPTI("--max-len", &o->max_len, 2, 1000000, "and below this many [2000]"),
+        OPTI("--max-depth", &o->max_depth, 2, 64, "the deepest nesting [10]"),
+        OPTI("--max-args", &o->max_args, 2, 1000, "arguments of an operator at most [10]"),
+    };
+    OptProg p = {.name = "gmadata generate", .usage = USAGE + 7, .opts = opts, .n_opts = OPT_COUNT(opts),
+                 .exit_codes = EXIT_CODES};
+    int rc = cli_parse(&p, argc, argv, 2);
+    o->seed = seed;
+    if (rc == OPTS_GO_ON && !*out) {
+        fprintf(stderr, "gmadata generate: --out DIR is required (see --help)\n");
+        return 2;
+    }
+    return rc;
+}
 
 int lra_generate_main(int argc, char **argv) {
     if (argc < 2 || strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0) {
         fputs(USAGE, argc < 2 ? stderr : stdout);
+        fprintf(argc < 2 ? stderr : stdout, "Exit codes: %s.\n", EXIT_CODES);
         return argc < 2 ? 2 : 0;
     }
     if (strcmp(argv[1], "pathfinder") == 0) return pathfinder_generate_main(argc, argv);
@@ -30,51 +58,8 @@ int lra_generate_main(int argc, char **argv) {
     ListopsGenOptions o;
     listops_gen_defaults(&o);
     const char *out = NULL;
-    for (int i = 2; i < argc; i++) {
-        const char *a = argv[i];
-        if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
-            fputs(USAGE, stdout);
-            return 0;
-        }
-        if (i + 1 >= argc) {
-            fprintf(stderr, "gmadata generate: %s needs a value (see --help)\n", a);
-            return 2;
-        }
-        const char *v = argv[++i];
-        long x;
-        int *ip = NULL;
-        long lo = 0, hi = 100000000;
-        if (strcmp(a, "--out") == 0) { out = v; continue; }
-        else if (strcmp(a, "--seed") == 0) {
-            unsigned long long s;
-            if (gma_parse_u64(v, &s) < 0) {
-                fprintf(stderr, "gmadata generate: --seed needs a non-negative integer, got '%s'\n", v);
-                return 2;
-            }
-            o.seed = s;
-            continue;
-        }
-        else if (strcmp(a, "--train") == 0) ip = &o.n_train;
-        else if (strcmp(a, "--valid") == 0) ip = &o.n_valid;
-        else if (strcmp(a, "--test") == 0) ip = &o.n_test;
-        else if (strcmp(a, "--min-len") == 0) ip = &o.min_len, hi = 1000000;
-        else if (strcmp(a, "--max-len") == 0) ip = &o.max_len, lo = 2, hi = 1000000;
-        else if (strcmp(a, "--max-depth") == 0) ip = &o.max_depth, lo = 2, hi = 64;
-        else if (strcmp(a, "--max-args") == 0) ip = &o.max_args, lo = 2, hi = 1000;
-        else {
-            fprintf(stderr, "gmadata generate: unknown option '%s' (see --help)\n", a);
-            return 2;
-        }
-        if (gma_parse_long(v, lo, hi, &x) < 0) {
-            fprintf(stderr, "gmadata generate: %s needs an integer in [%ld, %ld], got '%s'\n", a, lo, hi, v);
-            return 2;
-        }
-        *ip = (int)x;
-    }
-    if (!out) {
-        fprintf(stderr, "gmadata generate: --out DIR is required (see --help)\n");
-        return 2;
-    }
+    int rc = parse_listops(&o, &out, argc, argv);
+    if (rc != OPTS_GO_ON) return rc;
     double t0 = gma_now();
     if (listops_generate(out, &o) < 0) {
         fprintf(stderr, "gmadata generate: %s\n", gma_error());

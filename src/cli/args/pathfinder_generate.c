@@ -2,6 +2,7 @@
  * the Pathfinder generator (src/data/cls/pathfinder.c). Prints one line on error.
  */
 #include "cli/args/pathfinder_generate.h"
+#include "cli/args/opts.h"
 #include "data/cls/pathfinder.h"
 #include "core/common.h"
 
@@ -9,66 +10,57 @@
 #include <string.h>
 
 static const char USAGE[] =
-    "usage: gmadata generate pathfinder --out DIR --res 32|64|128|256 --difficulty easy|intermediate|hard\n"
-    "                                   --n N [--seed S] [--per-batch K]\n"
+    "gmadata generate pathfinder --out DIR --res 32|64|128|256 --difficulty easy|intermediate|hard\n"
+    "                                   --n N [--seed S] [--per-batch K]\n";
+static const char ABOUT[] =
     "  defaults: --seed 0 --per-batch 1000; writes DIR/<pattern>/imgs/<batch>/sample_<i>.png and\n"
     "  DIR/<pattern>/metadata/<batch>.npy, pattern curv_baseline (easy), curv_contour_length_9\n"
     "  (intermediate), curv_contour_length_14 (hard), as the LRA release lays them out\n";
 
-int pathfinder_generate_main(int argc, char **argv) {
-    const char *out = NULL, *difficulty = NULL;
-    long res = 0, n = 0, per_batch = 1000;
-    unsigned long long seed = 0;
-    for (int i = 2; i < argc; i++) {
-        const char *a = argv[i];
-        if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
-            fputs(USAGE, stdout);
-            return 0;
-        }
-        if (i + 1 >= argc) {
-            fprintf(stderr, "gmadata generate pathfinder: %s needs a value (see --help)\n", a);
-            return 2;
-        }
-        const char *v = argv[++i];
-        long *lp = NULL, lo = 1, hi = 100000000;
-        if (strcmp(a, "--out") == 0) { out = v; continue; }
-        if (strcmp(a, "--difficulty") == 0) { difficulty = v; continue; }
-        if (strcmp(a, "--seed") == 0) {
-            if (gma_parse_u64(v, &seed) < 0) {
-                fprintf(stderr, "gmadata generate pathfinder: --seed needs a non-negative integer, got '%s'\n", v);
-                return 2;
-            }
-            continue;
-        }
-        if (strcmp(a, "--res") == 0) lp = &res, lo = 32, hi = 256;
-        else if (strcmp(a, "--n") == 0) lp = &n;
-        else if (strcmp(a, "--per-batch") == 0) lp = &per_batch, hi = 10000000;
-        else {
-            fprintf(stderr, "gmadata generate pathfinder: unknown option '%s' (see --help)\n", a);
-            return 2;
-        }
-        if (gma_parse_long(v, lo, hi, lp) < 0) {
-            fprintf(stderr, "gmadata generate pathfinder: %s needs an integer in [%ld, %ld], got '%s'\n", a, lo, hi, v);
-            return 2;
-        }
-    }
-    if (!out || !difficulty || !res || !n) {
+typedef struct Args {
+    const char *out, *difficulty;
+    long res, n, per_batch;
+    unsigned long long seed;
+} Args;
+
+/* OPTS_GO_ON, or the exit code */
+static int parse_args(Args *a, int argc, char **argv) {
+    *a = (Args){.per_batch = 1000};
+    const Opt opts[] = {
+        OPTS("--out", &a->out, "DIR", "where the images go (required)"),
+        OPTL("--res", &a->res, 32, 256, "image side: 32, 64, 128 or 256 (required)"),
+        OPTS("--difficulty", &a->difficulty, "easy|intermediate|hard", "the contour length (required)"),
+        OPTL("--n", &a->n, 1, 100000000, "images (required)"),
+        OPTU("--seed", &a->seed, "the generator's seed [0]"),
+        OPTL("--per-batch", &a->per_batch, 1, 10000000, "images per batch directory [1000]"),
+    };
+    OptProg p = {.name = "gmadata generate pathfinder", .usage = USAGE, .about = ABOUT, .opts = opts,
+                 .n_opts = OPT_COUNT(opts), .exit_codes = "0 done, 1 a file it cannot write, 2 usage error"};
+    int rc = cli_parse(&p, argc, argv, 2);
+    if (rc == OPTS_GO_ON && (!a->out || !a->difficulty || !a->res || !a->n)) {
         fprintf(stderr, "gmadata generate pathfinder: --out, --res, --difficulty and --n are required (see --help)\n");
         return 2;
     }
+    return rc;
+}
+
+int pathfinder_generate_main(int argc, char **argv) {
+    Args a;
+    int rc = parse_args(&a, argc, argv);
+    if (rc != OPTS_GO_ON) return rc;
     PathfinderParams p;
-    if (pathfinder_params(&p, (int)res, difficulty) < 0) {
+    if (pathfinder_params(&p, (int)a.res, a.difficulty) < 0) {
         fprintf(stderr, "gmadata generate pathfinder: %s\n", gma_error());
         return 2;
     }
     double t0 = gma_now();
     long pos = 0;
-    if (pathfinder_generate(out, &p, difficulty, n, seed, (int)per_batch, &pos) < 0) {
+    if (pathfinder_generate(a.out, &p, a.difficulty, a.n, a.seed, (int)a.per_batch, &pos) < 0) {
         fprintf(stderr, "gmadata generate pathfinder: %s\n", gma_error());
         return 1;
     }
-    printf("pathfinder: %ld images %ld x %ld, %s (%s), %ld positive, seed %llu, in %s/%s (%.1f s)\n", n, res, res,
-           difficulty, pathfinder_split_pattern(difficulty), pos, seed, out, pathfinder_split_pattern(difficulty),
-           gma_now() - t0);
+    const char *pattern = pathfinder_split_pattern(a.difficulty);
+    printf("pathfinder: %ld images %ld x %ld, %s (%s), %ld positive, seed %llu, in %s/%s (%.1f s)\n", a.n, a.res, a.res,
+           a.difficulty, pattern, pos, a.seed, a.out, pattern, gma_now() - t0);
     return 0;
 }

@@ -118,12 +118,8 @@ static int auto_rank_averaged(const Mixer *m, int tensor) {
 }
 
 #define GH(m) (((const AutoPriv *)(m)->priv)->gma->vt->health)
-static int ah_ncomp(const Mixer *m) { return GH(m)->n_components(((const AutoPriv *)m->priv)->gma); }
-static const real *ah_query_resp(const Mixer *m, const real *act, int B, int N) {
-    Mixer *g = gma_ran(m);
-    return g ? GH(m)->query_resp(g, act, B, N) : NULL;
-}
-/* the GMA child's components; its query rows only when the last forward took its path */
+/* the GMA child's components; its query rows and responsibilities only when the last
+ * forward took its path */
 static void ah_components(const Mixer *m, const real *act, int B, int N, MixerComponents *out) {
     GH(m)->components(((const AutoPriv *)m->priv)->gma, gma_ran(m) ? act : NULL, B, N, out);
 }
@@ -134,8 +130,6 @@ static void ah_update_buffers(Mixer *m, const MixerCtx *c, real *params, const r
 #undef GH
 
 static const MixerHealth auto_health = {
-    .n_components = ah_ncomp,
-    .query_resp = ah_query_resp,
     .components = ah_components,
     .update_buffers = ah_update_buffers,
 };

@@ -406,8 +406,6 @@ static int gma_rank_averaged(const Mixer *m, int tensor) {
 }
 
 /* ================= routing-health hooks (docs/routing.md; used by train/health.c) ================= */
-static int h_ncomp(const Mixer *m) { return ((const GmaPriv *)m->priv)->Kc; }
-static const real *h_query_resp(const Mixer *m, const real *act, int B, int N) { return carve(m, B, N, act).gq; }
 
 static void h_components(const Mixer *m, const real *act, int B, int N, MixerComponents *out) {
     const GmaPriv *g = m->priv;
@@ -421,7 +419,8 @@ static void h_components(const Mixer *m, const real *act, int B, int N, MixerCom
                              .memory = g->ema ? m->p[P_MEM] : -1,
                              .kmeans = g->kmeans,
                              .mon = g->mon,
-                             .qh = act ? carve(m, B, N, act).qh : NULL};
+                             .qh = act ? carve(m, B, N, act).qh : NULL,
+                             .gq = act ? carve(m, B, N, act).gq : NULL};
 }
 
 static long valid_rows(const MixerCtx *c) {
@@ -448,8 +447,6 @@ static void h_update_buffers(Mixer *m, const MixerCtx *c, real *params, const re
 }
 
 static const MixerHealth gma_health = {
-    .n_components = h_ncomp,
-    .query_resp = h_query_resp,
     .components = h_components,
     .update_buffers = h_update_buffers,
 };

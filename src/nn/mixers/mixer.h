@@ -73,6 +73,8 @@ typedef struct MixerComponents {
     MixerMonitor mon;
     const real *qh;  /* [B,H,N,d] query rows of the last forward (backend memory, inside act);
                       * NULL when act is NULL or that forward kept none (auto's sdpa path) */
+    const real *gq;  /* [B,H,N,Kc] query responsibilities of the last forward (backend memory,
+                      * inside act); NULL as qh */
 } MixerComponents;
 
 /* Optional routing-health hooks (docs/routing.md), implemented by the GMA mixer (and
@@ -81,12 +83,8 @@ typedef struct MixerComponents {
  * `params` the parameter buffer (backend memory). Monitoring, k-means seeding and
  * re-seeding work on what these expose (train/health.c). */
 typedef struct MixerHealth {
-    /* components Kc per head */
-    int (*n_components)(const Mixer *m);
-    /* query responsibilities [B,H,N,Kc] of the last forward (backend memory, inside act);
-     * NULL when it kept none (auto on its sdpa path) */
-    const real *(*query_resp)(const Mixer *m, const real *act, int B, int N);
-    /* the component tensors, seeding rules and monitor settings; act may be NULL */
+    /* the component tensors, seeding rules and monitor settings, the query rows and
+     * responsibilities of the last forward; act may be NULL */
     void (*components)(const Mixer *m, const real *act, int B, int N, MixerComponents *out);
     /* after the backward of a training micro-batch: update buffers (EMA memory) */
     void (*update_buffers)(Mixer *m, const MixerCtx *c, real *params, const real *act);
