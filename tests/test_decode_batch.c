@@ -187,7 +187,8 @@ END_TEST
 /* gmabench decode: a row per mixer and M with tokens/s, the limit measured on the step's
  * weight products and its decode-state read, and their ratio (values not asserted:
  * timings); the state bytes are: sdpa's key/value rows (and scores) at the mean context
- * n = 8 + 8/2, 2 H n d + H n reals a layer and sequence; bad --samples refused */
+ * n = 8 + 8/2, 2 H n d + H n reals a layer and sequence; the fraction of the step outside
+ * those products at M = 1 only; bad --samples refused */
 START_TEST(test_gmabench_decode_rows) {
     char js[1100];
     snprintf(js, sizeof js, "%s/bench.json", tu_tmpdir());
@@ -195,7 +196,7 @@ START_TEST(test_gmabench_decode_rows) {
                       "--repeat 1 --threads 1 --json %s",
                       js) == 0,
                   "%s", g_out);
-    ck_assert_msg(strstr(g_out, "limit tok/s") && strstr(g_out, "ratio"), "%s", g_out);
+    ck_assert_msg(strstr(g_out, "limit tok/s") && strstr(g_out, "ratio") && strstr(g_out, "outside"), "%s", g_out);
     char *x = gma_read_file(js, NULL);
     ck_assert_ptr_nonnull(x);
     cJSON *j = cJSON_Parse(x), *rows = cJSON_GetObjectItem(j, "decode");
@@ -208,6 +209,13 @@ START_TEST(test_gmabench_decode_rows) {
             ck_assert_msg(cJSON_GetNumberValue(cJSON_GetObjectItem(r, keys[k])) > 0, "row %d lacks %s", i, keys[k]);
         double sb = cJSON_GetNumberValue(cJSON_GetObjectItem(r, "state_bytes_per_step"));
         int M = i % 2 ? 3 : 1, n = 12;
+        /* the share of the step outside its weight products: measured at M = 1 only */
+        cJSON *out = cJSON_GetObjectItem(r, "step_outside_weight_products");
+        if (M == 1) {
+            ck_assert_msg(cJSON_IsNumber(out), "row %d lacks step_outside_weight_products", i);
+            ck_assert_msg(out->valuedouble >= 0 && out->valuedouble <= 1, "row %d: outside %g", i, out->valuedouble);
+        } else
+            ck_assert_ptr_null(out);
         if (i >= 4) ck_assert_int_eq((long)sb, (long)M * (2 * 2 * n * 8 + 2 * n) * (long)sizeof(real));
         else ck_assert_msg(sb > 0, "row %d: state bytes %g", i, sb);
     }

@@ -3,7 +3,8 @@
  * the adjoint step reduced eight states at a time) against plain double-precision loops of
  * the formulas in their file headers (docs/model.md §3.2, §3.5), forward and backward, at
  * shapes whose channel groups are whole (32) and partial (40 = 32 + 8, 12), and the scan's
- * decoding step (scan_step) against the forward's outputs and checkpoints; the elementwise
+ * decoding step (scan_step) against the forward's outputs and checkpoints; sdpa's decoding
+ * step (attn_step) against causal attention in double; the elementwise
  * kernels (SiLU, softplus, the gate) and the causal convolution's backward; and gmabench
  * mixer's FLOP accounting (the op-table products of a layer, the nominal FLOPs: every
  * mixer's declared fused FLOPs against the products the CPU backend reports from inside its
@@ -231,6 +232,81 @@ END_TEST
 
 /* ---- Mamba's elementwise kernels (vectorised sigmoid, softplus through a vector log1p) ---- */
 static double rel1(double a, double b) { return fabs(a - b) / fmax(fabs(b), 1e-30); }
+
+/* ---- sdpa's decoding step (attn_step): B sequences of H heads, one token at a time, over a
+ * cache of Nmax rows, against causal softmax attention in double over the same tokens; the
+ * cache rows are the tokens' keys and values (the layout of ops.h); the same outputs bit for
+ * bit with one and two threads (each (sequence, head) pair is one thread's) ---- */
+static void attn_step_case(int B, int H, int d, int N, int Nmax) {
+    Rng r;
+    rng_seed(&r, 71 + N);
+    size_t hd = (size_t)H * d, tok = (size_t)B * N * hd, ss = attn_decode_state(H, Nmax, d);
+    real *q = xmalloc(sizeof(real) * tok), *k = xmalloc(sizeof(real) * tok), *v = xmalloc(sizeof(real) * tok);
+    fill(q, tok, &r, -2, 2), fill(k, tok, &r, -2, 2), fill(v, tok, &r, -1, 1);
+    real *st[2], *out[2];
+    double *want = xmalloc(sizeof(double) * hd * B), *sc = xmalloc(sizeof(double) * N), scale = 1 / sqrt((double)d);
+    int threads[2] = {1, 2};
+    for (int t = 0; t < 2; t++) {
+        st[t] = xcalloc((size_t)B * ss, sizeof(real));
+        out[t] = xmalloc(sizeof(real) * (size_t)N * B * hd);
+    }
+    real *qt = xmalloc(sizeof(real) * B * hd), *kt = xmalloc(sizeof(real) * B * hd), *vt = xmalloc(sizeof(real) * B * hd);
+    for (int t = 0; t < 2; t++) {
+        ops_set_threads(threads[t]);
+        for (int i = 0; i < N; i++) {
+            for (int b = 0; b < B; b++) { /* token i of sequence b, tokens stored [B,N,H,d] */
+                size_t o = ((size_t)b * N + i) * hd;
+                memcpy(qt + b * hd, q + o, sizeof(real) * hd);
+                memcpy(kt + b * hd, k + o, sizeof(real) * hd);
+                memcpy(vt + b * hd, v + o, sizeof(real) * hd);
+            }
+            g_ops->attn_step(out[t] + (size_t)i * B * hd, st[t], ss, qt, kt, vt, B, H, d, Nmax, i, (real)scale);
+        }
+    }
+    ops_set_threads(1);
+    ck_assert_int_eq(memcmp(out[0], out[1], sizeof(real) * (size_t)N * B * hd), 0);
+    double worst = 0;
+    for (int i = 0; i < N; i += i < 4 || i > N - 4 ? 1 : 37) {
+        for (int b = 0; b < B; b++)
+            for (int h = 0; h < H; h++) {
+                const real *qi = q + ((size_t)b * N + i) * hd + (size_t)h * d;
+                double mx = -INFINITY, sum = 0;
+                for (int j = 0; j <= i; j++) {
+                    const real *kj = k + ((size_t)b * N + j) * hd + (size_t)h * d;
+                    double s = 0;
+                    for (int e = 0; e < d; e++) s += (double)qi[e] * kj[e];
+                    sc[j] = s * scale, mx = fmax(mx, sc[j]);
+                }
+                for (int j = 0; j <= i; j++) sum += (sc[j] = exp(sc[j] - mx));
+                for (int e = 0; e < d; e++) {
+                    double a = 0;
+                    for (int j = 0; j <= i; j++) a += sc[j] * v[((size_t)b * N + j) * hd + (size_t)h * d + e];
+                    want[(size_t)b * hd + (size_t)h * d + e] = a / sum;
+                }
+            }
+        worst = fmax(worst, rel_err(out[0] + (size_t)i * B * hd, want, (size_t)B * hd));
+    }
+    ck_assert_msg(worst < 1e-5, "attn_step B%d H%d d%d N%d: rel err %.2e", B, H, d, N, worst);
+    for (int b = 0; b < B; b++) /* the cache: K then V [H,Nmax,d], head h's row j the token's */
+        for (int h = 0; h < H; h++)
+            for (int j = 0; j < N; j += 13) {
+                const real *K = st[1] + b * ss + ((size_t)h * Nmax + j) * d, *V = K + hd * Nmax;
+                size_t o = ((size_t)b * N + j) * hd + (size_t)h * d;
+                ck_assert_int_eq(memcmp(K, k + o, sizeof(real) * d), 0);
+                ck_assert_int_eq(memcmp(V, v + o, sizeof(real) * d), 0);
+            }
+    printf("attn_step B%d H%d d%d N%d Nmax %d: max rel err %.1e\n", B, H, d, N, Nmax, worst);
+    for (int t = 0; t < 2; t++) free(st[t]), free(out[t]);
+    free(q), free(k), free(v), free(qt), free(kt), free(vt), free(want), free(sc);
+}
+/* more sequences than threads, a context past the forward's 128-row tiles, a cache longer
+ * than the context; and one sequence of one head (no parallel region) */
+START_TEST(test_attn_step_float32) {
+    ck_assert_int_eq(ops_select("cpu"), 0);
+    attn_step_case(5, 3, 16, 300, 320);
+    attn_step_case(1, 1, 24, 40, 40);
+}
+END_TEST
 
 START_TEST(test_elementwise_float32) {
     enum { n = 2003 }; /* 250 vectors and a tail of 3 */
@@ -584,6 +660,7 @@ Suite *make_suite(void) {
     tcase_add_test(tc, test_scan_float32_partial_groups);
     tcase_add_test(tc, test_scan_float32_odd_states);
     tcase_add_test(tc, test_scan_float32_many_rows);
+    tcase_add_test(tc, test_attn_step_float32);
     tcase_add_test(tc, test_elementwise_float32);
     tcase_add_test(tc, test_conv_backward_float32);
     tcase_add_test(tc, test_bench_mixer_flops);

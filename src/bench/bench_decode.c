@@ -5,7 +5,8 @@
  * The weight products of one decode step (the B operand a parameter: projections, MLP, LM
  * head) are recorded with their matrices (BenchProf.rec); replayed alone on the same BLAS
  * (gemv for one sequence, the step's own GEMM for M) they give the limit a step could
- * reach if everything else were free. */
+ * reach if everything else were free. At M = 1 one more generation times those products
+ * where they run in the step: the rest of the step's time is the fraction "outside". */
 #include <cblas.h>
 #include <stdlib.h>
 
@@ -91,11 +92,14 @@ static void record_step(BenchProf *p, Model *m, int M) {
     free(tok);
 }
 
-typedef struct GenClock { double first; int seen; } GenClock;
+typedef struct GenClock { double first; int seen; BenchProf *prof; } GenClock;
 static int gen_tick(void *ctx, int b, int32_t token) {
     (void)token;
     GenClock *c = ctx;
-    if (!c->seen && b == 0) c->first = gma_now(), c->seen = 1;
+    if (!c->seen && b == 0) {
+        if (c->prof) c->prof->w_time = 0; /* count the products of the timed steps only */
+        c->first = gma_now(), c->seen = 1;
+    }
     return 0;
 }
 
@@ -130,6 +134,24 @@ static void time_decode(const BenchOpts *o, BenchProf *p, const Gen *g, BenchDec
     free(ls);
 }
 
+/* the fraction of the steps' time outside their weight products (the ones the limit
+ * replays): one more generation of r->M sequences on the profiling table, each weight
+ * product timed where it runs in the step */
+static double time_outside(BenchProf *p, const Gen *g, int M) {
+    SampleOpts so = {.temperature = 0, .top_k = 0, .top_p = 1};
+    GenClock gc = {.prof = p};
+    const GmaOps *keep = g_ops;
+    p->wlo = g->m->params, p->whi = g->m->params + g->m->pt.total;
+    p->timing = 1;
+    g_ops = &p->table;
+    int rc = model_generate_batch(g->m, g->prompt, g->np, g->nn, M, &so, g->rng, gen_tick, &gc);
+    double dt = gma_now() - gc.first;
+    g_ops = keep;
+    p->timing = 0;
+    if (rc != 0 || !gc.seen || dt <= 0) return -1;
+    return GMA_MAX(0.0, 1 - p->w_time / dt);
+}
+
 /* tokens/s with a full forward per token, one sequence */
 static double time_full(const Gen *g) {
     SampleOpts sf = {.temperature = 0, .top_k = 0, .top_p = 1, .no_cache = 1};
@@ -141,11 +163,12 @@ static double time_full(const Gen *g) {
 }
 
 static void decode_row(const BenchOpts *o, BenchProf *p, cJSON *arr, const char *t, const Gen *g, int M) {
-    BenchDecodeResult r = {.mixer = t, .M = M, .prompt = g->np, .new_tokens = g->nn, .can = model_can_decode(g->m)};
+    BenchDecodeResult r = {.mixer = t, .M = M, .outside = -1, .prompt = g->np, .new_tokens = g->nn, .can = model_can_decode(g->m)};
     r.state_bytes = r.can ? step_state_bytes(g->m, M, g->np + g->nn / 2) : 0; /* at the mean context */
     p->nwprod = 0;
     if (r.can && !bench_on_device()) record_step(p, g->m, M);
     if (r.can) time_decode(o, p, g, &r);
+    if (r.can && M == 1 && !bench_on_device()) r.outside = time_outside(p, g, M);
     if (o->full && M == 1) r.full = time_full(g);
     bench_report_decode_row(arr, o, &r);
 }

@@ -57,6 +57,7 @@ static void prof_matmul(real *C, const real *A, const real *B, int M, int N, int
     BenchProf *p = g_cur;
     double t0 = prod_begin(p);
     p->inner->matmul(C, A, B, M, N, K, ta, tb, al, be);
+    if (p->timing && B >= p->wlo && B < p->whi && !ta) ops_sync(), p->w_time += gma_now() - t0;
     prod_end(p, t0, M, N, K, ta, tb, 1);
 }
 static void prof_matmul_strided(real *C, const real *A, const real *B, int M, int N, int K, int ta, int tb, real al,
@@ -86,7 +87,7 @@ void bench_prof_init(BenchProf *p) {
 
 void bench_prof_reset(BenchProf *p) {
     p->nshapes = 0;
-    p->mm_time = p->mm_flops = p->hid_flops = 0;
+    p->mm_time = p->mm_flops = p->hid_flops = p->w_time = 0;
 }
 
 void bench_prof_hidden(BenchProf *p, int on) {

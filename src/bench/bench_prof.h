@@ -36,6 +36,7 @@ typedef struct BenchProf {
     int shape_time; /* ... and add its time to its shape's in_step */
     int in_table;   /* inside a product of the op table: the backend's own report is not a hidden one */
     double mm_time, mm_flops, hid_flops;
+    double w_time; /* when timing: the part of mm_time in weight products (B in wlo..whi, A not transposed) */
     BenchWProd wprod[BENCH_MAX_WPROD];
     int nwprod;
     const real *wlo, *whi;

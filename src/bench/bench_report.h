@@ -48,6 +48,7 @@ typedef struct BenchDecodeResult {
     double med, lo, hi;             /* tokens/s */
     double lim, lim_lo, lim_hi;     /* the limit's tokens/s (0: not measured) */
     double full;                    /* tokens/s with a full forward per token (0: not measured) */
+    double outside;                 /* fraction of the step's time outside its weight products (< 0: not measured) */
 } BenchDecodeResult;
 
 void bench_report_decode_head(const BenchOpts *o, int np, int nn, int cpu);

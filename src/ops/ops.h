@@ -196,6 +196,13 @@
     X(void, attn_backward, (real *dq, real *dk, real *dv, const real *dout, const real *out, const real *lse,          \
         const real *q, const real *k, const real *v, const real *kbias, int B, int H, int N, int d, int causal,        \
         real scale, const GmaDrop *drop))                                                                              \
+    /* One token of causal attn_forward for incremental decoding, for B sequences of H heads:                         \
+     * sequence b's key/value cache at state + b state_stride (attn_decode_state): K, V [H,Nmax,d]                     \
+     * (a head's rows 0..pos contiguous), then a row of Nmax scores per head; q, k, v, out                             \
+     * [B,H,d]. Writes k, v into row pos of the cache, then out_h = softmax(scale q_h K_h^T) V_h                       \
+     * over rows 0..pos. */                                                                                            \
+    X(void, attn_step, (real *out, real *state, size_t state_stride, const real *q, const real *k, const real *v,     \
+        int B, int H, int d, int Nmax, int pos, real scale))                                                           \
     /* Performer FAVOR+ (docs/model.md §3.5 `performer`). Exponents for m random features:                             \
      * e [B,H,N,m] = (x omega_h^T) / d^(1/4) - |x|^2 / (2 sqrt d), x [B,H,N,d], omega [H,m,d]                          \
      * (a buffer: no gradient). Backward: dx += de omega / d^(1/4) - rowsum(de) x / sqrt(d). */                        \

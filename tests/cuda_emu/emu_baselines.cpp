@@ -120,6 +120,21 @@ static void t_scan_step(int B, int E, int S) {
         cmp("scan_step y", y2, y1); cmp("scan_step h", h2, h1);
     }
 }
+/* the decoding step over a key/value cache of Nmax rows, sequences state_stride apart, N steps
+ * from an empty cache (the cache and its score rows compared too) */
+static void t_attn_step(int B, int H, int d, int N, int Nmax) {
+    printf("attn_step B%d H%d d%d N%d Nmax%d\n", B, H, d, N, Nmax);
+    size_t ss = 2 * (size_t)H * Nmax * d + (size_t)H * Nmax + 3, hd = (size_t)H * d;
+    V st1((size_t)B * ss, 0.f), st2 = st1, o1((size_t)B * hd), o2 = o1;
+    float sc = 1 / sqrtf((float)d);
+    for (int i = 0; i < N; i++) {
+        V q = rnd((size_t)B * hd, 2), k = rnd(q.size(), 2), v = rnd(q.size());
+        cpu_attn_step(o1.data(), st1.data(), ss, q.data(), k.data(), v.data(), B, H, d, Nmax, i, sc);
+        cuda_attn_step(o2.data(), st2.data(), ss, q.data(), k.data(), v.data(), B, H, d, Nmax, i, sc);
+        if (i % 37 == 0 || i == N - 1) cmp("attn_step out", o2, o1);
+    }
+    cmp("attn_step cache", st2, st1);
+}
 static void t_attn(int B, int H, int N, int d, int causal, int pad, double p) {
     printf("attn B%d H%d N%d d%d causal%d pad%d dropout%g\n", B, H, N, d, causal, pad, p);
     /* attention dropout: both backends draw the mask of ops/dropout.h; a slice of a larger batch */

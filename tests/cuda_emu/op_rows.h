@@ -94,5 +94,7 @@
     ROW(attn, attn, 1, (1, 1, 20, 256, 1, 0, 0))                                                                       \
     ROW(attn, attn, 1, (2, 2, 70, 16, 1, 0, 0.1)) /* attention dropout */                                              \
     ROW(attn, attn, 1, (2, 1, 100, 40, 0, 1, 0.3))                                                                     \
-    ROW(attn, attn, 1, (1, 1, 40, 130, 1, 0, 0.5))
+    ROW(attn, attn, 1, (1, 1, 40, 130, 1, 0, 0.5))                                                                     \
+    ROW(attn, attn_step, 0, (3, 2, 16, 150, 160)) /* the decoding step: 150 tokens into a 160-row cache */              \
+    ROW(attn, attn_step, 0, (1, 1, 130, 9, 9))
 #endif

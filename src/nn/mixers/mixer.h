@@ -199,12 +199,11 @@ double linmix_flops(double BH, int N, int F, int d, int causal, int C);
 /* the state of the normalised linear core (docs/model.md §3.1) per sequence: S [H,F,d], z
  * [H,F]; ops.h linmix_step moves it one token on */
 size_t linmix_decode_state(int H, int F, int d);
-/* causal softmax attention of the token at pos over a key/value cache: state K, V
- * [H,Nmax,d], then [H,Nmax] scores */
+/* the key/value cache of causal softmax attention per sequence: K, V [H,Nmax,d], then
+ * [H,Nmax] scores; ops.h attn_step moves it one token on */
 size_t attn_decode_state(int H, int Nmax, int d);
-void attn_decode(real *oh, real *state, const real *qh, const real *kh, const real *vh, int H, int d, int Nmax, int pos);
-/* the decode hooks of sdpa and sdpa_ref (projections of the B rows + attn_decode per
- * sequence; act: qh, kh, vh, oh [B,H,1,d]) */
+/* the decode hooks of sdpa and sdpa_ref (projections of the B rows + one attn_step for
+ * every sequence and head; act: qh, kh, vh, oh [B,H,1,d]) */
 size_t attn_mixer_decode_state(const Mixer *m, int Nmax);
 void attn_mixer_decode(Mixer *m, real *y, const real *h, const real *params, real *state, int B, int pos, int Nmax,
                        real *act, real *scratch);

@@ -194,3 +194,42 @@ void cpu_attn_backward(real *dq, real *dk, real *dv, const real *dout, const rea
     for (int bh = 0; bh < BH; bh++)
         for (int qt = 0; qt < nq; qt++) q_tile(dq, dout, out, lse, q, k, v, kbias, bh, qt, H, N, d, causal, scale, drop);
 }
+
+/* One decoding token (ops.h attn_step): one parallel region over the (sequence, head) pairs,
+ * each pair's scores, softmax and weighted values done by one thread in plain loops (no
+ * BLAS call, so no threading nested inside), reading the head's contiguous key rows 0..pos
+ * and then its value rows once each. */
+void cpu_attn_step(real *out, real *state, size_t state_stride, const real *q, const real *k, const real *v, int B,
+                   int H, int d, int Nmax, int pos, real scale) {
+    int BH = B * H, n = pos + 1;
+    size_t hk = (size_t)Nmax * d;
+#pragma omp parallel for schedule(static) if (BH > 1 && PAR_WORTH((size_t)BH * n * d))
+    for (int bh = 0; bh < BH; bh++) {
+        int b = bh / H, h = bh % H;
+        real *st = state + (size_t)b * state_stride;
+        real *K = st + h * hk, *V = st + (size_t)H * hk + h * hk, *P = st + 2 * (size_t)H * hk + (size_t)h * Nmax;
+        const real *restrict qh = q + (size_t)bh * d;
+        real *restrict o = out + (size_t)bh * d;
+        memcpy(K + (size_t)pos * d, k + (size_t)bh * d, sizeof(real) * d);
+        memcpy(V + (size_t)pos * d, v + (size_t)bh * d, sizeof(real) * d);
+        real mx = -INFINITY;
+        for (int j = 0; j < n; j++) {
+            const real *restrict kj = K + (size_t)j * d;
+            real s = 0;
+#pragma omp simd reduction(+ : s)
+            for (int e = 0; e < d; e++) s += qh[e] * kj[e];
+            s *= scale;
+            P[j] = s;
+            mx = s > mx ? s : mx;
+        }
+        real inv = (real)(1 / vexp_sub(P, P, mx, n));
+        memset(o, 0, sizeof(real) * d);
+        for (int j = 0; j < n; j++) {
+            const real *restrict vj = V + (size_t)j * d;
+            real p = P[j];
+#pragma omp simd
+            for (int e = 0; e < d; e++) o[e] += p * vj[e];
+        }
+        for (int e = 0; e < d; e++) o[e] *= inv;
+    }
+}

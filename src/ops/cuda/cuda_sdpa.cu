@@ -360,3 +360,51 @@ void cuda_attn_backward(real *dq, real *dk, real *dv, const real *dout, const re
     else if (dt <= 4) bwd_t<4>(dq, dk, dv, dout, lse, D, q, k, v, kbias, BH, H, N, d, causal, scale, dg, don);
     else bwd_t<8>(dq, dk, dv, dout, lse, D, q, k, v, kbias, BH, H, N, d, causal, scale, dg, don);
 }
+
+/* One decoding token (attn_step): a block per (sequence, head). The first d threads write
+ * k, v into row pos of the cache; each thread then scores keys j = t, t + blockDim, ...
+ * (a key row a thread), the block takes the max and the sum of exp, and each thread owns
+ * value columns, reading every row of them (coalesced across threads). */
+__global__ void k_attn_step(float *out, float *state, size_t state_stride, const float *q, const float *k,
+                            const float *v, int H, int d, int Nmax, int pos, float scale) {
+    __shared__ float sh[32];
+    int bh = blockIdx.x, b = bh / H, h = bh % H, n = pos + 1;
+    size_t hk = (size_t)Nmax * d;
+    float *st = state + (size_t)b * state_stride;
+    float *K = st + h * hk, *V = st + (size_t)H * hk + h * hk, *P = st + 2 * (size_t)H * hk + (size_t)h * Nmax;
+    const float *qh = q + (size_t)bh * d;
+    for (int e = threadIdx.x; e < d; e += blockDim.x) {
+        K[(size_t)pos * d + e] = k[(size_t)bh * d + e];
+        V[(size_t)pos * d + e] = v[(size_t)bh * d + e];
+    }
+    __syncthreads();
+    float mx = -INFINITY;
+    for (int j = threadIdx.x; j < n; j += blockDim.x) {
+        const float *kj = K + (size_t)j * d;
+        float s = 0;
+        for (int e = 0; e < d; e++) s += qh[e] * kj[e];
+        s *= scale;
+        P[j] = s;
+        mx = fmaxf(mx, s);
+    }
+    mx = block_max(mx, sh);
+    float sum = 0;
+    for (int j = threadIdx.x; j < n; j += blockDim.x) {
+        float p = expf(P[j] - mx);
+        P[j] = p;
+        sum += p;
+    }
+    sum = block_sum(sum, sh); /* its barriers also order the P writes before the reads below */
+    for (int e = threadIdx.x; e < d; e += blockDim.x) {
+        float acc = 0;
+        for (int j = 0; j < n; j++) acc += P[j] * V[(size_t)j * d + e];
+        out[(size_t)bh * d + e] = acc / sum;
+    }
+}
+
+void cuda_attn_step(real *out, real *state, size_t state_stride, const real *q, const real *k, const real *v, int B,
+                    int H, int d, int Nmax, int pos, real scale) {
+    if (B <= 0 || H <= 0 || d <= 0) return;
+    k_attn_step<<<B * H, 128>>>(out, state, state_stride, q, k, v, H, d, Nmax, pos, scale);
+    KERNEL_CHECK("k_attn_step");
+}
