@@ -60,7 +60,7 @@ long bpe_lookup(const BpeModel *m, const char *s, size_t len) {
 }
 
 /* Append a token (bytes) with the next id; returns its id. */
-static uint32_t model_add(BpeModel *m, const char *s, size_t len, uint32_t id) {
+static uint32_t bpe_model_add(BpeModel *m, const char *s, size_t len, uint32_t id) {
     if (m->arena_len + len > m->arena_cap) {
         while (m->arena_len + len > m->arena_cap) m->arena_cap = m->arena_cap ? m->arena_cap * 2 : 1 << 20;
         m->arena = xrealloc(m->arena, m->arena_cap);
@@ -72,7 +72,7 @@ static uint32_t model_add(BpeModel *m, const char *s, size_t len, uint32_t id) {
     return id;
 }
 
-static void model_index(BpeModel *m) {
+static void bpe_model_index(BpeModel *m) {
     size_t cap = 1;
     while (cap < (size_t)m->n_vocab * 2 + 16) cap <<= 1;
     m->mask = cap - 1;
@@ -90,7 +90,7 @@ static void model_index(BpeModel *m) {
     }
 }
 
-static BpeModel *model_alloc(uint32_t n) {
+static BpeModel *bpe_model_alloc(uint32_t n) {
     BpeModel *m = xcalloc(1, sizeof *m);
     m->n_vocab = n;
     m->tok_off = xcalloc(n, sizeof *m->tok_off);
@@ -161,7 +161,7 @@ BpeModel *bpe_load(const char *enc_path, const char *merges_path) {
         }
         if ((uint32_t)it->valuedouble + 1 > n) n = (uint32_t)it->valuedouble + 1;
     }
-    BpeModel *m = model_alloc(n);
+    BpeModel *m = bpe_model_alloc(n);
     uint8_t *seen = xcalloc(n, 1);
     char buf[4096];
     int bad = 0;
@@ -179,10 +179,10 @@ BpeModel *bpe_load(const char *enc_path, const char *merges_path) {
         }
         seen[id] = 1;
         if (bl <= 0) { /* not in the byte alphabet: a special token, kept verbatim */
-            model_add(m, it->string, sl, id);
+            bpe_model_add(m, it->string, sl, id);
             m->is_special[id] = 1;
         } else {
-            model_add(m, buf, (size_t)bl, id);
+            bpe_model_add(m, buf, (size_t)bl, id);
         }
     }
     cJSON_Delete(root);
@@ -194,7 +194,7 @@ BpeModel *bpe_load(const char *enc_path, const char *merges_path) {
         bpe_free(m);
         return NULL;
     }
-    model_index(m);
+    bpe_model_index(m);
     for (int b = 0; b < 256; b++)
         if (m->byte_id[b] == UINT32_MAX) {
             gma_errorf("%s: byte 0x%02x has no token (a byte-level BPE needs all 256)", enc_path, b);
@@ -270,10 +270,10 @@ fail:
 }
 
 BpeModel *bpe_from_merges(const uint32_t (*merges)[2], uint32_t n_merges, const char **specials, uint32_t n_special) {
-    BpeModel *m = model_alloc(256 + n_merges + n_special);
+    BpeModel *m = bpe_model_alloc(256 + n_merges + n_special);
     for (int b = 0; b < 256; b++) {
         char c = (char)b;
-        model_add(m, &c, 1, (uint32_t)b);
+        bpe_model_add(m, &c, 1, (uint32_t)b);
     }
     m->merges = xmalloc((n_merges + 1) * sizeof *m->merges);
     for (uint32_t k = 0; k < n_merges; k++) {
@@ -282,7 +282,7 @@ BpeModel *bpe_from_merges(const uint32_t (*merges)[2], uint32_t n_merges, const 
         char *tmp = xmalloc(la + lb);
         memcpy(tmp, m->arena + m->tok_off[a], la);
         memcpy(tmp + la, m->arena + m->tok_off[b], lb);
-        model_add(m, tmp, la + lb, id);
+        bpe_model_add(m, tmp, la + lb, id);
         free(tmp);
         m->rank[id] = (int32_t)k;
         m->merges[k][0] = a;
@@ -292,11 +292,11 @@ BpeModel *bpe_from_merges(const uint32_t (*merges)[2], uint32_t n_merges, const 
     m->special_ids = xmalloc((n_special + 1) * sizeof *m->special_ids);
     for (uint32_t s = 0; s < n_special; s++) {
         uint32_t id = 256 + n_merges + s;
-        model_add(m, specials[s], strlen(specials[s]), id);
+        bpe_model_add(m, specials[s], strlen(specials[s]), id);
         m->is_special[id] = 1;
         m->special_ids[m->n_special++] = id;
     }
-    model_index(m);
+    bpe_model_index(m);
     return m;
 }
 
