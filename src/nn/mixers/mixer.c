@@ -168,3 +168,10 @@ double linmix_flops(double BH, int N, int F, int d, int causal, int C) {
     }
     return BH * f;
 }
+
+double linmix_rescan_flops(double BH, int N, int F, int d, int causal, int C) {
+    if (!causal) return BH * 2.0 * N * F * d; /* S */
+    double f = 0;
+    for (int c0 = C; c0 < N; c0 += C) f += 2.0 * F * d * C; /* the running state */
+    return BH * f;
+}

@@ -6,7 +6,9 @@
  * with sums over all j (bidirectional) or j <= i (causal). The causal form runs in chunks
  * of C rows: inside a chunk a masked C x C product, across chunks a running (S, z). The
  * state at the start of each chunk is saved ([ceil(N/C)] x (F*d + F) per head), so the
- * backward pass walks the chunks in reverse without recomputing the scan. No N x N matrix
+ * backward pass walks the chunks in reverse without recomputing the scan; given no saved
+ * state (NULL), the backward recomputes one head's states at a time into a per-thread
+ * buffer by the forward's own scan (the same sums in the same order). No N x N matrix
  * and no per-position F x d state is ever formed. Heads run in parallel (OpenMP); BLAS
  * calls inside run single-threaded. Per-thread work buffers are cached across calls. */
 #include <stdlib.h>
@@ -29,6 +31,26 @@ static void colsum_acc(real *z, const real *X, int R, int F) {
         for (int f = 0; f < F; f++) z[f] += X[(size_t)r * F + f];
 }
 
+/* one head's saved states, the forward's scan: causal, (S, z) at the start of each chunk
+ * (the first zero); bidirectional, S = phk^T V and z = colsum phk over all N */
+static void head_states(real *state, const real *k, const real *vv, int N, int F, int d, int causal, int chunk) {
+    size_t nc = n_chunks(N, causal, chunk), st = (size_t)F * d + F;
+    if (!causal) {
+        cpu_matmul(state, k, vv, F, d, N, 1, 0, 1, 0);
+        memset(state + (size_t)F * d, 0, sizeof(real) * F);
+        colsum_acc(state + (size_t)F * d, k, N, F);
+        return;
+    }
+    memset(state, 0, sizeof(real) * st);
+    for (size_t c = 1; c < nc; c++) { /* running state = previous state + previous chunk */
+        real *Sc = state + c * st;
+        int p0 = (int)(c - 1) * chunk;
+        memcpy(Sc, Sc - st, sizeof(real) * st);
+        cpu_matmul(Sc, k + (size_t)p0 * F, vv + (size_t)p0 * d, F, d, chunk, 1, 0, 1, 1);
+        colsum_acc(Sc + (size_t)F * d, k + (size_t)p0 * F, chunk, F);
+    }
+}
+
 void cpu_linmix_forward(real *out, real *den, real *state, const real *phq, const real *phk, const real *v, int BH,
                         int N, int F, int d, int causal, int chunk, real eps) {
     size_t nc = n_chunks(N, causal, chunk), st = (size_t)F * d + F;
@@ -39,9 +61,7 @@ void cpu_linmix_forward(real *out, real *den, real *state, const real *phq, cons
         real *S = state + (size_t)h * nc * st; /* slot 0 */
         if (!causal) {
             real *z = S + (size_t)F * d;
-            cpu_matmul(S, k, vv, F, d, N, 1, 0, 1, 0); /* S = phk^T V */
-            memset(z, 0, sizeof(real) * F);
-            colsum_acc(z, k, N, F);
+            head_states(S, k, vv, N, F, d, 0, chunk); /* S = phk^T V, z = colsum phk */
             cpu_matmul(o, q, S, N, d, F, 0, 0, 1, 0);
             for (int i = 0; i < N; i++) {
                 double s = eps;
@@ -53,17 +73,10 @@ void cpu_linmix_forward(real *out, real *den, real *state, const real *phq, cons
             continue;
         }
         real *A = workspace((size_t)chunk * chunk);
-        memset(S, 0, sizeof(real) * st);
+        head_states(S, k, vv, N, F, d, 1, chunk);
         for (size_t c = 0; c < nc; c++) {
             int c0 = (int)c * chunk, L = GMA_MIN(chunk, N - c0);
             real *Sc = state + ((size_t)h * nc + c) * st, *zc = Sc + (size_t)F * d;
-            if (c > 0) { /* running state = previous state + previous chunk */
-                real *Sp = Sc - st;
-                int p0 = c0 - chunk;
-                memcpy(Sc, Sp, sizeof(real) * st);
-                cpu_matmul(Sc, k + (size_t)p0 * F, vv + (size_t)p0 * d, F, d, chunk, 1, 0, 1, 1);
-                colsum_acc(zc, k + (size_t)p0 * F, chunk, F);
-            }
             const real *qc = q + (size_t)c0 * F, *kc = k + (size_t)c0 * F, *vc = vv + (size_t)c0 * d;
             real *oc = o + (size_t)c0 * d;
             cpu_matmul(A, qc, kc, L, L, F, 0, 1, 1, 0);
@@ -94,13 +107,15 @@ void cpu_linmix_backward(real *dphq, real *dphk, real *dv, const real *dout, con
         real *gq = dphq + (size_t)h * N * F, *gk = dphk + (size_t)h * N * F, *gv = dv + (size_t)h * N * d;
         size_t need = st /* dS_run,dz_run */ + (size_t)C * d /* dnum */ + C /* dden */;
         if (causal) need += 2 * (size_t)C * C; /* A, dA */
-        real *w = workspace(need);
+        real *w = workspace(need + (state ? 0 : nc * st));
+        const real *hstate = state ? state + (size_t)h * nc * st : w + need;
+        if (!state) head_states(w + need, k, vv, N, F, d, causal, chunk);
         real *dS = w, *dz = w + (size_t)F * d, *dnum = w + st, *dden = dnum + (size_t)C * d;
         real *A = dden + C, *dA = A + (size_t)C * C;
         memset(dS, 0, sizeof(real) * st);
         for (size_t cc = nc; cc-- > 0;) {
             int c0 = (int)cc * C, L = GMA_MIN(C, N - c0);
-            const real *Sp = state + ((size_t)h * nc + cc) * st, *zp = Sp + (size_t)F * d;
+            const real *Sp = hstate + cc * st, *zp = Sp + (size_t)F * d;
             const real *qc = q + (size_t)c0 * F, *kc = k + (size_t)c0 * F, *vc = vv + (size_t)c0 * d;
             real *gqc = gq + (size_t)c0 * F, *gkc = gk + (size_t)c0 * F, *gvc = gv + (size_t)c0 * d;
             for (int i = 0; i < L; i++) {
