@@ -515,8 +515,9 @@ START_TEST(test_bench_flops_as_before) {
         ck_assert(g && s);
         double BH = 2, N = 96, d = 16, Kc = 8;
         /* since the backward recomputes the routing (2 more products a route) and rescans the
-         * chunk states (one running-state product after the first chunk; bidirectional S) */
-        double rescan = BH * 2.0 * Kc * d * (causal ? 64 : N);
+         * chunk states (two chunks, one segment: the running-state product of the first chunk
+         * in the coarse pass and again in the segment's; bidirectional S) */
+        double rescan = BH * 2.0 * Kc * d * (causal ? 2 * 64 : N);
         double gma = 2 * BH * 8 * 2.0 * N * Kc * d + old_linmix_flops(BH, 96, 8, 16, causal, 64) + rescan;
         double sdpa = BH * 7 * 2.0 * d * (causal ? N * (N + 1) / 2 : N * N);
         double fg = (num(g, "nominal_gflop") - num(g, "gemm_gflop")) * 1e9;

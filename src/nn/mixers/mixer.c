@@ -171,7 +171,9 @@ double linmix_flops(double BH, int N, int F, int d, int causal, int C) {
 
 double linmix_rescan_flops(double BH, int N, int F, int d, int causal, int C) {
     if (!causal) return BH * 2.0 * N * F * d; /* S */
-    double f = 0;
-    for (int c0 = C; c0 < N; c0 += C) f += 2.0 * F * d * C; /* the running state */
-    return BH * f;
+    long nc = (N + C - 1) / C, G = 1;
+    while (G * G < nc) G++;
+    long ns = (nc + G - 1) / G;
+    /* the running state: the coarse pass (nc - 1 chunks), the segments again (nc - ns) */
+    return BH * 2.0 * F * d * C * (double)((nc - 1) + (nc - ns));
 }
