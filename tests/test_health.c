@@ -58,7 +58,9 @@ static void sums_to_one(const char *sets) {
     o.m->vt->health->components(o.m, o.act, B, N, &mc);
     const real *g = mc.gq;
     int Kc = (int)cfg_num(&c, "gma.n_components");
-    for (int pass = 0; pass < 2; pass++, g += (size_t)B * 2 * N * Kc) /* gq, then gk right after it */
+    /* gq; with the EMA memory the saved gk right after it (the linear core recomputes gk) */
+    int passes = strstr(sets, "gma.memory=ema") ? 2 : 1;
+    for (int pass = 0; pass < passes; pass++, g += (size_t)B * 2 * N * Kc)
         for (int r = 0; r < B * 2 * N; r++) {
             double s = 0;
             for (int k = 0; k < Kc; k++) {

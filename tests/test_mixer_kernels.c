@@ -576,8 +576,9 @@ static double old_linmix_flops(double BH, int N, int F, int d, int causal, int C
 }
 
 /* gmabench mixer's nominal FLOPs of gma and sdpa at one shape are those of the formulas it
- * used before the move: GMA's routing (6 products of 2 N Kc d per head, queries and keys)
- * plus the core with Kc features in chunks of gma.chunk = 64; sdpa's 7 tile products of
+ * used before the move: GMA's routing (8 products of 2 N Kc d per head, queries and keys:
+ * forward 2, the backward's recompute 2, backward 4) plus the core with Kc features in chunks
+ * of gma.chunk = 64 and the backward's rescan of its states; sdpa's 7 tile products of
  * 2 d per visible pair */
 START_TEST(test_bench_flops_as_before) {
     const char *js = tu_path("bench_before.json");
@@ -589,7 +590,11 @@ START_TEST(test_bench_flops_as_before) {
         const cJSON *arr = cJSON_GetObjectItem(j, "mixer"), *g = row_of(arr, "gma", 96), *s = row_of(arr, "sdpa", 96);
         ck_assert(g && s);
         double BH = 2, N = 96, d = 16, Kc = 8;
-        double gma = 2 * BH * 6 * 2.0 * N * Kc * d + old_linmix_flops(BH, 96, 8, 16, causal, 64);
+        /* since the backward recomputes the routing (2 more products a route) and rescans the
+         * chunk states (two chunks, one segment: the running-state product of the first chunk
+         * in the coarse pass and again in the segment's; bidirectional S) */
+        double rescan = BH * 2.0 * Kc * d * (causal ? 2 * 64 : N);
+        double gma = 2 * BH * 8 * 2.0 * N * Kc * d + old_linmix_flops(BH, 96, 8, 16, causal, 64) + rescan;
         double sdpa = BH * 7 * 2.0 * d * (causal ? N * (N + 1) / 2 : N * N);
         double fg = (num(g, "nominal_gflop") - num(g, "gemm_gflop")) * 1e9;
         double fs = (num(s, "nominal_gflop") - num(s, "gemm_gflop")) * 1e9;

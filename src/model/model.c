@@ -181,7 +181,8 @@ void model_memory_plan(const Model *m, int Bmax, int Nmax, MemPlan *p) {
     /* and for a while: model_init_params' host copy of the parameters, the sinusoidal table (host and device) */
     double table = m->cfg.model.pos == POS_SINUSOIDAL ? 2.0 * m->Nmax * m->D * sizeof(real) : 0;
     p->total = p->params + p->acts + (double)m->pt.total * sizeof(real) + table;
-    /* the mixer whose activations weigh most, when they are most of the plan */
+    /* the mixer whose activations (and scratch, the one buffer of its kind: GMA's grows with
+     * its components) weigh most, when they are most of the plan */
     int S = m->classify ? Bmax * m->n_seq : Bmax, Nt = Nmax + m->pool_cls;
     double top = 0;
     const char *name = NULL;
@@ -190,6 +191,7 @@ void model_memory_plan(const Model *m, int Bmax, int Nmax, MemPlan *p) {
         double a = 0;
         for (int j = 0; j < m->L; j++)
             if (!strcmp(m->blocks[j].mixer->vt->name, mx->vt->name)) a += (double)mx->vt->act_size(mx, S, Nt) * sizeof(real);
+        a += (double)mx->vt->scratch_size(mx, S, Nt) * sizeof(real);
         if (a > top) top = a, name = mx->vt->name;
     }
     const Config *c = &m->cfg;

@@ -105,7 +105,8 @@
     X(void, attn_mask, (real *S, const uint8_t *keymask, int B, int H, int N, int causal))                             \
     /* Normalised linear mixing core (docs/model.md §3.1) for BH independent heads.                                    \
      * phq, phk [BH,N,F] (padded keys already zero), v [BH,N,d] -> out [BH,N,d], den [BH,N].                           \
-     * causal: chunked scan with chunk C; state [BH, ceil(N/C), F*d + F] saved for backward. */                        \
+     * causal: chunked scan with chunk C; state [BH, ceil(N/C), F*d + F] saved for backward.                         \
+     * backward: state NULL = none saved, the op recomputes it from phk and v (the same sums). */                    \
     X(void, linmix_forward, (real *out, real *den, real *state, const real *phq, const real *phk, const real *v,       \
         int BH, int N, int F, int d, int causal, int chunk, real eps))                                                 \
     X(void, linmix_backward, (real *dphq, real *dphk, real *dv, const real *dout, const real *out,                     \

@@ -243,6 +243,14 @@ static void t_linmix(int BH, int N, int F_, int d, int causal, int chunk) {
     CP->linmix_backward(F(dq1), F(dk1), F(dv1), F(g), F(o1), F(dn1), F(s1), F(q), F(k), F(v), BH, N, F_, d, causal, chunk);
     CU->linmix_backward(F(dq2), F(dk2), F(dv2), F(g), F(o1), F(dn1), F(s1), F(q), F(k), F(v), BH, N, F_, d, causal, chunk);
     cmp("linmix dphq", dq2, dq1); cmp("linmix dphk", dk2, dk1); cmp("linmix dv", dv2, dv1);
+    /* no saved state: both backends rescan it (into accumulators that start non-zero, as above) */
+    V eq1 = rnd(q.size()), ek1 = rnd(k.size()), ev1 = rnd(v.size()), eq2 = eq1, ek2 = ek1, ev2 = ev1, z1 = eq1, zk = ek1,
+      zv = ev1;
+    CP->linmix_backward(F(eq1), F(ek1), F(ev1), F(g), F(o1), F(dn1), NULL, F(q), F(k), F(v), BH, N, F_, d, causal, chunk);
+    CU->linmix_backward(F(eq2), F(ek2), F(ev2), F(g), F(o1), F(dn1), NULL, F(q), F(k), F(v), BH, N, F_, d, causal, chunk);
+    CP->linmix_backward(F(z1), F(zk), F(zv), F(g), F(o1), F(dn1), F(s1), F(q), F(k), F(v), BH, N, F_, d, causal, chunk);
+    cmp("linmix rescan dphq (cpu)", eq1, z1); cmp("linmix rescan dphk (cpu)", ek1, zk); cmp("linmix rescan dv (cpu)", ev1, zv);
+    cmp("linmix rescan dphq", eq2, z1); cmp("linmix rescan dphk", ek2, zk); cmp("linmix rescan dv", ev2, zv);
 }
 static void t_linmix_step(int B, int H, int F_, int d) {
     printf("linmix_step B%d H%d F%d d%d\n", B, H, F_, d);

@@ -37,8 +37,19 @@
  * (gaussian) or W_k = c_k, b_k = -|c_k|^2/2 (softmax: then argmax_k gamma_k(x) is the
  * nearest centroid, as in the k-means partition).
  *
- * act:     qh, kh, vh, oh [B,H,N,d]; gq, gk [B,H,N,Kc]; den [B,H,N]; chunk states
- * scratch: two [B*N*D] buffers, dq, dk, dv [B,H,N,d], dgq, dgk [B,H,N,Kc] */
+ * Memory (gma.memory "none"): the forward saves qh, kh, vh, oh [B,H,N,d] and den [B,H,N],
+ * O(N d) a layer, no more than sdpa's; the responsibilities and the chunk states live in
+ * scratch during the forward. The backward recomputes them, as the tiled sdpa recomputes its
+ * probabilities: for a group of gh heads at a time (gh = D / (2 Kc) within [1, H]; all B x H
+ * heads at once with the diversity loss, whose means run over every row) the routing of
+ * that group's queries and keys, then linmix_backward with no saved state (the op rescans
+ * one head's chunk states at a time), then the routing backward. Scratch:
+ *   forward  gq, gk [B,H,N,Kc], states [B,H,ceil(N/C),Kc d + Kc]
+ *   backward doh then dq, dv, dk [B,H,N,d]; the group's gq, gk, dgq, dgk (or a [B*N*D] buffer)
+ * query_resp recomputes the query responsibilities from the saved qh with the parameters
+ * of the last forward into a buffer of the mixer's own.
+ * With the EMA memory (no linear core) the forward saves qh, kh, vh, oh, gq, gk [B,H,N,Kc],
+ * den; scratch: two [B*N*D] buffers, dq, dk, dv [B,H,N,d], dgq, dgk [B,H,N,Kc]. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -111,6 +122,10 @@ typedef struct GmaPriv {
     int div_on, div_mode;
     double div_weight, div_last;
     int orthogonal;
+    int gh;                   /* heads a backward group recomputes at once */
+    const real *params_last;  /* of the last forward, for query_resp */
+    real *gq_buf;             /* query_resp's recomputed responsibilities (backend memory) */
+    size_t gq_cap;
     MixerMonitor mon;
 } GmaPriv;
 
@@ -154,6 +169,7 @@ static Mixer *gma_create(const Config *c, int layer, ParamTable *pt, const char 
         g->mean_scale = gc->init_mean_scale > 0 ? gc->init_mean_scale : 1 / sqrt((double)m->d);
     else
         g->mean_scale = gc->init_mean_scale > 0 ? gc->init_mean_scale : pow(2.0 * m->d, -0.25);
+    g->gh = GMA_MAX(1, GMA_MIN(m->H, m->D / (2 * g->Kc)));
     m->priv = g;
     for (int i = P_MU; i <= P_MEM; i++) m->p[i] = -1;
     attn_proj_add(m, c, pt, prefix);
@@ -221,26 +237,39 @@ static size_t n_state(const Mixer *m, int B, int N) {
 static size_t gma_act(const Mixer *m, int B, int N) {
     const GmaPriv *g = m->priv;
     size_t hs = (size_t)B * N * m->D, gs = (size_t)B * m->H * N * g->Kc;
-    return 4 * hs + 2 * gs + (size_t)B * m->H * N + (g->ema ? 0 : n_state(m, B, N));
+    return 4 * hs + (size_t)B * m->H * N + (g->ema ? 2 * gs : 0);
+}
+
+/* heads in one backward group (see the top of the file) */
+static int group_heads(const Mixer *m, int B) {
+    const GmaPriv *g = m->priv;
+    return g->div_on ? B * m->H : g->gh;
 }
 
 static size_t gma_scratch(const Mixer *m, int B, int N) {
     const GmaPriv *g = m->priv;
     size_t hs = (size_t)B * N * m->D, gs = (size_t)B * m->H * N * g->Kc;
-    return 5 * hs + 2 * gs;
+    if (g->ema) return 5 * hs + 2 * gs;
+    size_t grp = 4 * (size_t)group_heads(m, B) * N * g->Kc;
+    size_t fwd = 2 * gs + n_state(m, B, N), dec = hs + 2 * gs, bwd = 3 * hs + GMA_MAX(hs, grp);
+    return GMA_MAX(GMA_MAX(fwd, dec), bwd);
 }
 
 /* the Gaussian routing of queries and keys (forward 2, backward 4 products of 2 N Kc d a
- * head; none with softmax routing: those go through the table) and the mixing core
+ * head, and with the linear core 2 more: the backward's forward again; none with softmax
+ * routing: those go through the table) and the mixing core with its rescan of the states
  * (none with the EMA memory: its products go through the table) */
 static double gma_fused_flops(const Mixer *m, int B, int N, int causal) {
     const GmaPriv *g = m->priv;
     double BH = (double)B * m->H;
-    double route = g->softmax ? 0 : 2 * BH * 6 * 2.0 * N * g->Kc * m->d;
-    return route + (g->ema ? 0 : linmix_flops(BH, N, g->Kc, m->d, causal, g->chunk));
+    double route = g->softmax ? 0 : 2 * BH * (g->ema ? 6 : 8) * 2.0 * N * g->Kc * m->d;
+    if (g->ema) return route;
+    return route + linmix_flops(BH, N, g->Kc, m->d, causal, g->chunk) +
+           linmix_rescan_flops(BH, N, g->Kc, m->d, causal, g->chunk);
 }
 
-typedef struct Acts { real *qh, *kh, *vh, *oh, *gq, *gk, *den, *state; } Acts;
+/* the saved activations; gq, gk only with the EMA memory (NULL: in scratch, recomputed) */
+typedef struct Acts { real *qh, *kh, *vh, *oh, *den, *gq, *gk; } Acts;
 static Acts carve(const Mixer *m, int B, int N, const real *act_c) {
     const GmaPriv *g = m->priv;
     real *act = (real *)act_c;
@@ -250,23 +279,25 @@ static Acts carve(const Mixer *m, int B, int N, const real *act_c) {
     a.kh = a.qh + hs;
     a.vh = a.kh + hs;
     a.oh = a.vh + hs;
-    a.gq = a.oh + hs;
-    a.gk = a.gq + gs;
-    a.den = a.gk + gs;
-    a.state = a.den + (size_t)B * m->H * N;
+    a.gq = g->ema ? a.oh + hs : NULL; /* EMA memory: qh kh vh oh gq gk den */
+    a.gk = g->ema ? a.gq + gs : NULL;
+    a.den = g->ema ? a.gk + gs : a.oh + hs;
     return a;
 }
 
-/* ---- routing: gamma [B,H,N,Kc] from rows x [B,H,N,d] ---- */
-static void route_forward(const Mixer *m, const real *params, real *gamma, const real *x, int B, int N) {
+/* ---- routing: gamma [B,H,N,Kc] from rows x [B,H,N,d], for H heads from head h0 on (rows
+ * contiguous: B = 1 or all heads) ---- */
+static void route_forward_heads(const Mixer *m, const real *params, real *gamma, const real *x, int B, int H, int h0,
+                                int N) {
     const GmaPriv *g = m->priv;
-    int H = m->H, d = m->d, Kc = g->Kc;
+    int d = m->d, Kc = g->Kc;
+    size_t po = g->shared ? 0 : (size_t)h0 * Kc * d, bo = g->shared ? 0 : (size_t)h0 * Kc;
     if (!g->softmax) {
-        g_ops->gma_route_forward(gamma, x, MP(m, params, P_MU), MP(m, params, P_VAR), MP(m, params, P_PRIOR), B, H, N,
-                                 d, Kc, g->tau, g->var_floor, g->shared);
+        g_ops->gma_route_forward(gamma, x, MP(m, params, P_MU) + po, MP(m, params, P_VAR) + po,
+                                 MP(m, params, P_PRIOR) + bo, B, H, N, d, Kc, g->tau, g->var_floor, g->shared);
         return;
     }
-    const real *W = MP(m, params, P_RW), *bias = MP(m, params, P_RB);
+    const real *W = MP(m, params, P_RW) + po, *bias = MP(m, params, P_RB) + bo;
     size_t sW = g->shared ? 0 : (size_t)Kc * d;
     for (int b = 0; b < B; b++)
         g_ops->matmul_strided(gamma + (size_t)b * H * N * Kc, x + (size_t)b * H * N * d, W, N, Kc, d, 0, 1, 1, 0, H,
@@ -275,20 +306,25 @@ static void route_forward(const Mixer *m, const real *params, real *gamma, const
         g_ops->bias_forward(gamma + (size_t)bh * N * Kc, bias + (g->shared ? 0 : (size_t)(bh % H) * Kc), N, Kc);
     g_ops->softmax_rows(gamma, B * H * N, Kc, 1 / g->tau, NULL);
 }
+static void route_forward(const Mixer *m, const real *params, real *gamma, const real *x, int B, int N) {
+    route_forward_heads(m, params, gamma, x, B, m->H, 0, N);
+}
 
-/* dx += ..., parameter gradients += ...; dgamma is overwritten (softmax routing) */
-static void route_backward(const Mixer *m, const real *params, real *grads, real *dx, real *dgamma, const real *gamma,
-                           const real *x, int B, int N) {
+/* dx += ..., parameter gradients += ...; dgamma is overwritten (softmax routing); heads as
+ * route_forward_heads */
+static void route_backward_heads(const Mixer *m, const real *params, real *grads, real *dx, real *dgamma,
+                                 const real *gamma, const real *x, int B, int H, int h0, int N) {
     const GmaPriv *g = m->priv;
-    int H = m->H, d = m->d, Kc = g->Kc;
+    int d = m->d, Kc = g->Kc;
+    size_t po = g->shared ? 0 : (size_t)h0 * Kc * d, bo = g->shared ? 0 : (size_t)h0 * Kc;
     if (!g->softmax) {
-        g_ops->gma_route_backward(dx, MP(m, grads, P_MU), MP(m, grads, P_VAR), MP(m, grads, P_PRIOR), dgamma, gamma, x,
-                                  MP(m, params, P_MU), MP(m, params, P_VAR), MP(m, params, P_PRIOR), B, H, N, d, Kc,
-                                  g->tau, g->var_floor, g->shared);
+        g_ops->gma_route_backward(dx, MP(m, grads, P_MU) + po, MP(m, grads, P_VAR) + po, MP(m, grads, P_PRIOR) + bo,
+                                  dgamma, gamma, x, MP(m, params, P_MU) + po, MP(m, params, P_VAR) + po,
+                                  MP(m, params, P_PRIOR) + bo, B, H, N, d, Kc, g->tau, g->var_floor, g->shared);
         return;
     }
-    const real *W = MP(m, params, P_RW);
-    real *dW = MP(m, grads, P_RW), *db = MP(m, grads, P_RB);
+    const real *W = MP(m, params, P_RW) + po;
+    real *dW = MP(m, grads, P_RW) + po, *db = MP(m, grads, P_RB) + bo;
     g_ops->softmax_rows_backward(dgamma, gamma, B * H * N, Kc);
     if (g->tau != 1) g_ops->scale(dgamma, 1 / g->tau, (size_t)B * H * N * Kc);
     size_t sW = g->shared ? 0 : (size_t)Kc * d;
@@ -310,8 +346,14 @@ static void gma_forward(Mixer *m, const MixerCtx *c, real *y, const real *h, con
                         real *scratch) {
     GmaPriv *g = m->priv;
     int B = c->B, N = c->N, H = m->H, d = m->d, Kc = g->Kc;
+    size_t gs = (size_t)B * H * N * Kc;
     Acts a = carve(m, B, N, act);
+    g->params_last = params;
     attn_proj_qkv(m, params, h, a.qh, a.kh, a.vh, scratch, B, N);
+    if (!g->ema) { /* responsibilities and chunk states in scratch: the backward recomputes them */
+        a.gq = scratch;
+        a.gk = a.gq + gs;
+    }
     route_forward(m, params, a.gq, a.qh, B, N);
     route_forward(m, params, a.gk, a.kh, B, N);
     mask_rows(a.gk, c->keymask, B, H, N, Kc);
@@ -321,7 +363,7 @@ static void gma_forward(Mixer *m, const MixerCtx *c, real *y, const real *h, con
             g_ops->matmul_strided(a.oh + (size_t)b * H * N * d, a.gq + (size_t)b * H * N * Kc, M, N, d, Kc, 0, 0, 1, 0,
                                   H, (size_t)N * Kc, (size_t)Kc * d, (size_t)N * d);
     } else {
-        g_ops->linmix_forward(a.oh, a.den, a.state, a.gq, a.gk, a.vh, B * H, N, Kc, d, c->causal, g->chunk, g->eps);
+        g_ops->linmix_forward(a.oh, a.den, a.gk + gs, a.gq, a.gk, a.vh, B * H, N, Kc, d, c->causal, g->chunk, g->eps);
     }
     g->div_last = 0;
     if (g->div_on && c->training)
@@ -344,6 +386,10 @@ static void gma_decode(Mixer *m, real *y, const real *h, const real *params, rea
     size_t hs = (size_t)m->D, gs = (size_t)H * Kc, ss = gma_dstate(m, Nmax);
     Acts a = carve(m, B, 1, act);
     attn_proj_qkv(m, params, h, a.qh, a.kh, a.vh, scratch, B, 1);
+    if (!g->ema) { /* after attn_proj_qkv's [B*D] buffer, read before attn_proj_out's */
+        a.gq = scratch + (size_t)B * hs;
+        a.gk = a.gq + (size_t)B * gs;
+    }
     route_forward(m, params, a.gq, a.qh, B, 1);
     if (g->ema) {
         for (int b = 0; b < B; b++)
@@ -356,7 +402,7 @@ static void gma_decode(Mixer *m, real *y, const real *h, const real *params, rea
     attn_proj_out(m, params, y, a.oh, scratch, B, 1);
 }
 
-static void gma_backward(Mixer *m, const MixerCtx *c, real *dh, const real *dy, const real *h, const real *params,
+static void gma_backward_ema(Mixer *m, const MixerCtx *c, real *dh, const real *dy, const real *h, const real *params,
                          real *grads, real *act, real *scratch) {
     const GmaPriv *g = m->priv;
     int B = c->B, N = c->N, H = m->H, d = m->d, Kc = g->Kc;
@@ -367,15 +413,11 @@ static void gma_backward(Mixer *m, const MixerCtx *c, real *dh, const real *dy, 
     attn_proj_out_backward(m, params, grads, doh, dy, a.oh, t1, t2, B, N);
     g_ops->zero(dgq, sizeof(real) * 2 * gs);
     g_ops->zero(dv, sizeof(real) * hs);
-    if (g->ema) { /* dgamma_q = dO M^T ; nothing reaches K, V or M */
+    { /* dgamma_q = dO M^T ; nothing reaches K, V or M */
         const real *M = MP(m, params, P_MEM);
         for (int b = 0; b < B; b++)
             g_ops->matmul_strided(dgq + (size_t)b * H * N * Kc, doh + (size_t)b * H * N * d, M, N, Kc, d, 0, 1, 1, 1, H,
                                   (size_t)N * d, (size_t)Kc * d, (size_t)N * Kc);
-    } else {
-        g_ops->linmix_backward(dgq, dgk, dv, doh, a.oh, a.den, a.state, a.gq, a.gk, a.vh, B * H, N, Kc, d, c->causal,
-                               g->chunk);
-        mask_rows(dgk, c->keymask, B, H, N, Kc);
     }
     if (g->div_on && c->aux_scale != 0) {
         real s = (real)(g->div_weight * c->aux_scale / (2.0 * H));
@@ -383,12 +425,56 @@ static void gma_backward(Mixer *m, const MixerCtx *c, real *dh, const real *dy, 
         g_ops->gma_div_backward(dgk, a.gk, c->keymask, B, H, N, Kc, g->div_mode, s);
     }
     g_ops->zero(dq, sizeof(real) * 2 * hs);
-    route_backward(m, params, grads, dq, dgq, a.gq, a.qh, B, N);
-    route_backward(m, params, grads, dk, dgk, a.gk, a.kh, B, N);
+    route_backward_heads(m, params, grads, dq, dgq, a.gq, a.qh, B, H, 0, N);
+    route_backward_heads(m, params, grads, dk, dgk, a.gk, a.kh, B, H, 0, N);
     attn_proj_qkv_backward(m, params, grads, dh, h, dq, dk, dv, t2, B, N);
 }
 
+/* the linear core's backward (see the top of the file for the scratch layout): per group of
+ * heads, the routing again, linmix_backward with its states rescanned, the routing backward
+ * into dq (over the group's dead rows of doh) and dk */
+static void gma_backward(Mixer *m, const MixerCtx *c, real *dh, const real *dy, const real *h, const real *params,
+                         real *grads, real *act, real *scratch) {
+    const GmaPriv *g = m->priv;
+    if (g->ema) {
+        gma_backward_ema(m, c, dh, dy, h, params, grads, act, scratch);
+        return;
+    }
+    int B = c->B, N = c->N, H = m->H, d = m->d, Kc = g->Kc;
+    size_t hs = (size_t)B * N * m->D;
+    Acts a = carve(m, B, N, act);
+    real *doh = scratch, *dv = doh + hs, *dk = dv + hs, *grp = dk + hs, *dq = doh;
+    attn_proj_out_backward(m, params, grads, doh, dy, a.oh, doh, dv, B, N);
+    g_ops->zero(dv, sizeof(real) * 2 * hs);
+    int all = g->div_on, gh = all ? H : g->gh;
+    for (int b = 0; b < (all ? 1 : B); b++)
+        for (int h0 = 0; h0 < H; h0 += gh) {
+            int nb = all ? B : 1, hn = GMA_MIN(gh, H - h0), rows = nb * hn;
+            size_t ox = ((size_t)b * H + h0) * N * d, on = ((size_t)b * H + h0) * N, gg = (size_t)rows * N * Kc;
+            const uint8_t *km = c->keymask ? c->keymask + (size_t)b * N : NULL;
+            real *gq = grp, *gk = gq + gg, *dgq = gk + gg, *dgk = dgq + gg;
+            route_forward_heads(m, params, gq, a.qh + ox, nb, hn, h0, N);
+            route_forward_heads(m, params, gk, a.kh + ox, nb, hn, h0, N);
+            mask_rows(gk, km, nb, hn, N, Kc);
+            g_ops->zero(dgq, sizeof(real) * 2 * gg);
+            g_ops->linmix_backward(dgq, dgk, dv + ox, doh + ox, a.oh + ox, a.den + on, NULL, gq, gk, a.vh + ox, rows, N,
+                                   Kc, d, c->causal, g->chunk);
+            mask_rows(dgk, km, nb, hn, N, Kc);
+            if (g->div_on && c->aux_scale != 0) { /* one group of all B x H heads */
+                real s = (real)(g->div_weight * c->aux_scale / (2.0 * H));
+                g_ops->gma_div_backward(dgq, gq, c->keymask, B, H, N, Kc, g->div_mode, s);
+                g_ops->gma_div_backward(dgk, gk, c->keymask, B, H, N, Kc, g->div_mode, s);
+            }
+            g_ops->zero(dq + ox, sizeof(real) * rows * N * d); /* the group's doh rows are read */
+            route_backward_heads(m, params, grads, dq + ox, dgq, gq, a.qh + ox, nb, hn, h0, N);
+            route_backward_heads(m, params, grads, dk + ox, dgk, gk, a.kh + ox, nb, hn, h0, N);
+        }
+    attn_proj_qkv_backward(m, params, grads, dh, h, dq, dk, dv, grp, B, N);
+}
+
 static void gma_destroy(Mixer *m) {
+    GmaPriv *g = m->priv;
+    if (g->gq_buf) g_ops->free(g->gq_buf);
     free(m->priv);
     free(m);
 }
@@ -406,6 +492,21 @@ static int gma_rank_averaged(const Mixer *m, int tensor) {
 }
 
 /* ================= routing-health hooks (docs/routing.md; used by train/health.c) ================= */
+/* the query responsibilities of the last forward: saved with the EMA memory, else
+ * recomputed from the saved qh into a buffer of the mixer (the parameters of that forward) */
+static const real *query_resp(const Mixer *m, const real *act, int B, int N) {
+    GmaPriv *g = m->priv;
+    if (g->ema) return carve(m, B, N, act).gq;
+    if (!g->params_last) return NULL;
+    size_t n = (size_t)B * m->H * N * g->Kc;
+    if (n > g->gq_cap) {
+        if (g->gq_buf) g_ops->free(g->gq_buf);
+        g->gq_buf = g_ops->alloc(n * sizeof(real));
+        g->gq_cap = n;
+    }
+    route_forward(m, g->params_last, g->gq_buf, carve(m, B, N, act).qh, B, N);
+    return g->gq_buf;
+}
 
 static void h_components(const Mixer *m, const real *act, int B, int N, MixerComponents *out) {
     const GmaPriv *g = m->priv;
@@ -420,7 +521,7 @@ static void h_components(const Mixer *m, const real *act, int B, int N, MixerCom
                              .kmeans = g->kmeans,
                              .mon = g->mon,
                              .qh = act ? carve(m, B, N, act).qh : NULL,
-                             .gq = act ? carve(m, B, N, act).gq : NULL};
+                             .gq = act ? query_resp(m, act, B, N) : NULL};
 }
 
 static long valid_rows(const MixerCtx *c) {

@@ -169,3 +169,12 @@ double linmix_flops(double BH, int N, int F, int d, int causal, int C) {
     }
     return BH * f;
 }
+
+double linmix_rescan_flops(double BH, int N, int F, int d, int causal, int C) {
+    if (!causal) return BH * 2.0 * N * F * d; /* S */
+    long nc = (N + C - 1) / C, G = 1;
+    while (G * G < nc) G++;
+    long ns = (nc + G - 1) / G;
+    /* the running state: the coarse pass (nc - 1 chunks), the segments again (nc - ns) */
+    return BH * 2.0 * F * d * C * (double)((nc - 1) + (nc - ns));
+}

@@ -195,6 +195,9 @@ double mixer_no_fused_flops(const Mixer *m, int B, int N, int causal);
  * forward and backward, as the CPU backend runs them (cpu_linmix.c): bidirectional, or
  * causal in chunks of C; F features, d value channels */
 double linmix_flops(double BH, int N, int F, int d, int causal, int C);
+/* the products linmix_backward adds when it rescans the states (no saved state; causal:
+ * in segments of ~sqrt(nc) chunks, cpu_linmix.c) */
+double linmix_rescan_flops(double BH, int N, int F, int d, int causal, int C);
 /* ---- incremental decoding (decode.c), one sequence, heads in the [1,H,1,x] layout ---- */
 /* the state of the normalised linear core (docs/model.md §3.1) per sequence: S [H,F,d], z
  * [H,F]; ops.h linmix_step moves it one token on */

@@ -6,7 +6,10 @@
  * with sums over all j (bidirectional) or j <= i (causal). The causal form runs in chunks
  * of C rows: inside a chunk a masked C x C product, across chunks a running (S, z). The
  * state at the start of each chunk is saved ([ceil(N/C)] x (F*d + F) per head), so the
- * backward pass walks the chunks in reverse without recomputing the scan. No N x N matrix
+ * backward pass walks the chunks in reverse without recomputing the scan; given no saved
+ * state (NULL), the backward recomputes one head's states at a time by the forward's own
+ * scan (the same sums in the same order), in segments of ~sqrt(nc) chunks (Rescan), into
+ * a per-thread buffer of ~2 sqrt(nc) states. No N x N matrix
  * and no per-position F x d state is ever formed. Heads run in parallel (OpenMP); BLAS
  * calls inside run single-threaded. Per-thread work buffers are cached across calls. */
 #include <stdlib.h>
@@ -29,6 +32,64 @@ static void colsum_acc(real *z, const real *X, int R, int F) {
         for (int f = 0; f < F; f++) z[f] += X[(size_t)r * F + f];
 }
 
+/* (S, z) += chunk c's phk^T V and colsum phk (a whole chunk: c is not the last) */
+static void advance(real *S, const real *k, const real *vv, size_t c, int F, int d, int chunk) {
+    size_t p0 = c * chunk;
+    cpu_matmul(S, k + p0 * F, vv + p0 * d, F, d, chunk, 1, 0, 1, 1);
+    colsum_acc(S + (size_t)F * d, k + p0 * F, chunk, F);
+}
+
+/* one head's saved states, the forward's scan: causal, (S, z) at the start of each chunk
+ * (the first zero; each the one before plus that chunk); bidirectional, S = phk^T V and
+ * z = colsum phk over all N */
+static void head_states(real *state, const real *k, const real *vv, int N, int F, int d, int causal, int chunk) {
+    size_t nc = n_chunks(N, causal, chunk), st = (size_t)F * d + F;
+    if (!causal) {
+        cpu_matmul(state, k, vv, F, d, N, 1, 0, 1, 0);
+        memset(state + (size_t)F * d, 0, sizeof(real) * F);
+        colsum_acc(state + (size_t)F * d, k, N, F);
+        return;
+    }
+    memset(state, 0, sizeof(real) * st);
+    for (size_t c = 1; c < nc; c++) {
+        memcpy(state + c * st, state + (c - 1) * st, sizeof(real) * st);
+        advance(state + c * st, k, vv, c - 1, F, d, chunk);
+    }
+}
+
+/* The backward's rescan without saved states, in segments of G ~ sqrt(nc) chunks: first the
+ * state at the start of every segment (coarse, nc / G of them), then, as the reverse walk
+ * enters a segment, that segment's G states from its first (fine). Each state is the one
+ * before plus its chunk, as in head_states, so the same values; (nc / G + G) states a
+ * thread instead of nc, for one more pass of the running-state products. */
+typedef struct Rescan { real *coarse, *fine; size_t G, st; } Rescan;
+static size_t rescan_seg(size_t nc) {
+    size_t G = 1;
+    while (G * G < nc) G++;
+    return G;
+}
+static void rescan_coarse(Rescan *r, const real *k, const real *vv, size_t nc, int F, int d, int chunk) {
+    real *run = r->fine;
+    memset(run, 0, sizeof(real) * r->st);
+    for (size_t c = 0; c < nc; c++) {
+        if (c % r->G == 0) memcpy(r->coarse + (c / r->G) * r->st, run, sizeof(real) * r->st);
+        if (c + 1 < nc) advance(run, k, vv, c, F, d, chunk);
+    }
+}
+/* the state at the start of chunk c (walked from the last chunk down) */
+static const real *rescan_at(Rescan *r, const real *k, const real *vv, size_t c, size_t nc, int F, int d, int chunk) {
+    size_t s = c / r->G, c0 = s * r->G, j = c - c0;
+    if (c == nc - 1 || j == r->G - 1) { /* entering segment s from above: its states */
+        size_t len = j + 1;
+        memcpy(r->fine, r->coarse + s * r->st, sizeof(real) * r->st);
+        for (size_t i = 1; i < len; i++) {
+            memcpy(r->fine + i * r->st, r->fine + (i - 1) * r->st, sizeof(real) * r->st);
+            advance(r->fine + i * r->st, k, vv, c0 + i - 1, F, d, chunk);
+        }
+    }
+    return r->fine + j * r->st;
+}
+
 void cpu_linmix_forward(real *out, real *den, real *state, const real *phq, const real *phk, const real *v, int BH,
                         int N, int F, int d, int causal, int chunk, real eps) {
     size_t nc = n_chunks(N, causal, chunk), st = (size_t)F * d + F;
@@ -39,9 +100,7 @@ void cpu_linmix_forward(real *out, real *den, real *state, const real *phq, cons
         real *S = state + (size_t)h * nc * st; /* slot 0 */
         if (!causal) {
             real *z = S + (size_t)F * d;
-            cpu_matmul(S, k, vv, F, d, N, 1, 0, 1, 0); /* S = phk^T V */
-            memset(z, 0, sizeof(real) * F);
-            colsum_acc(z, k, N, F);
+            head_states(S, k, vv, N, F, d, 0, chunk); /* S = phk^T V, z = colsum phk */
             cpu_matmul(o, q, S, N, d, F, 0, 0, 1, 0);
             for (int i = 0; i < N; i++) {
                 double s = eps;
@@ -53,17 +112,10 @@ void cpu_linmix_forward(real *out, real *den, real *state, const real *phq, cons
             continue;
         }
         real *A = workspace((size_t)chunk * chunk);
-        memset(S, 0, sizeof(real) * st);
+        head_states(S, k, vv, N, F, d, 1, chunk);
         for (size_t c = 0; c < nc; c++) {
             int c0 = (int)c * chunk, L = GMA_MIN(chunk, N - c0);
             real *Sc = state + ((size_t)h * nc + c) * st, *zc = Sc + (size_t)F * d;
-            if (c > 0) { /* running state = previous state + previous chunk */
-                real *Sp = Sc - st;
-                int p0 = c0 - chunk;
-                memcpy(Sc, Sp, sizeof(real) * st);
-                cpu_matmul(Sc, k + (size_t)p0 * F, vv + (size_t)p0 * d, F, d, chunk, 1, 0, 1, 1);
-                colsum_acc(zc, k + (size_t)p0 * F, chunk, F);
-            }
             const real *qc = q + (size_t)c0 * F, *kc = k + (size_t)c0 * F, *vc = vv + (size_t)c0 * d;
             real *oc = o + (size_t)c0 * d;
             cpu_matmul(A, qc, kc, L, L, F, 0, 1, 1, 0);
@@ -94,13 +146,24 @@ void cpu_linmix_backward(real *dphq, real *dphk, real *dv, const real *dout, con
         real *gq = dphq + (size_t)h * N * F, *gk = dphk + (size_t)h * N * F, *gv = dv + (size_t)h * N * d;
         size_t need = st /* dS_run,dz_run */ + (size_t)C * d /* dnum */ + C /* dden */;
         if (causal) need += 2 * (size_t)C * C; /* A, dA */
-        real *w = workspace(need);
+        size_t G = causal ? rescan_seg(nc) : 1, ns = (nc + G - 1) / G;
+        real *w = workspace(need + (state ? 0 : (ns + G) * st));
+        Rescan rs = {w + need, w + need + ns * st, G, st};
+        if (!state) {
+            if (causal)
+                rescan_coarse(&rs, k, vv, nc, F, d, chunk);
+            else
+                head_states(rs.fine, k, vv, N, F, d, 0, chunk);
+        }
         real *dS = w, *dz = w + (size_t)F * d, *dnum = w + st, *dden = dnum + (size_t)C * d;
         real *A = dden + C, *dA = A + (size_t)C * C;
         memset(dS, 0, sizeof(real) * st);
         for (size_t cc = nc; cc-- > 0;) {
             int c0 = (int)cc * C, L = GMA_MIN(C, N - c0);
-            const real *Sp = state + ((size_t)h * nc + cc) * st, *zp = Sp + (size_t)F * d;
+            const real *Sp = state    ? state + ((size_t)h * nc + cc) * st
+                             : causal ? rescan_at(&rs, k, vv, cc, nc, F, d, chunk)
+                                      : rs.fine,
+                       *zp = Sp + (size_t)F * d;
             const real *qc = q + (size_t)c0 * F, *kc = k + (size_t)c0 * F, *vc = vv + (size_t)c0 * d;
             real *gqc = gq + (size_t)c0 * F, *gkc = gk + (size_t)c0 * F, *gvc = gv + (size_t)c0 * d;
             for (int i = 0; i < L; i++) {

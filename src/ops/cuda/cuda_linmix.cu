@@ -10,7 +10,8 @@
  *   A_c = mask(phq_c phk_c^T)                      (batched C x C GEMM + mask kernel)
  *   O_c = (phq_c S_c + A_c V_c) / (phq_c . z_c + rowsum A_c + eps)
  * The backward pass is the same in reverse: the gradient of each chunk's state is the
- * reverse exclusive scan of G_c = phq_c^T dnum_c (and phq_c^T dden_c for z).
+ * reverse exclusive scan of G_c = phq_c^T dnum_c (and phq_c^T dden_c for z). Given no saved
+ * state (NULL), the backward first recomputes it by the forward's own kernels.
  * Full chunks run as one batched GEMM (or one per head when N is not a multiple of C);
  * the shorter last chunk of every head as one more. Memory: chunk buffers of
  * BH * ceil(N/C) * C^2 floats, never N x N. */
@@ -21,6 +22,7 @@
 #define WS_DA 2   /* dA chunks */
 #define WS_DNUM 3 /* [BH, N, d] */
 #define WS_DDEN 4 /* [BH, N] */
+#define WS_S 5    /* states recomputed by the backward when none were saved [BH, nc, st] */
 #define LEN (-1)  /* a GEMM dimension equal to the chunk length */
 
 /* For every chunk c of every head h: C_hc = alpha op(A_hc) op(B_hc) + beta C_hc, where an
@@ -135,23 +137,11 @@ __global__ void k_div_rows(float *out, const float *den, size_t rows, int d) {
 
 static size_t lm_rows_grid(size_t rows) { return (rows + 7) / 8; } /* 8 warps per 256-thread block */
 
-void cuda_linmix_forward(real *out, real *den, real *state, const real *phq, const real *phk, const real *v, int BH,
-                         int N, int F, int d, int causal, int chunk, real eps) {
-    if (BH <= 0 || N <= 0) return;
-    size_t st = (size_t)F * d + F, rows = (size_t)BH * N;
-    if (!causal) {
-        cuda_gemm_strided(state, phk, v, F, d, N, 1, 0, 1, 0, BH, (long long)N * F, (long long)N * d, (long long)st);
-        k_chunk_colsum<<<grid_for((size_t)BH * F), TPB>>>(state, st, phk, NULL, BH, N, N, 1, 1, F, d);
-        KERNEL_CHECK("k_chunk_colsum (z)");
-        cuda_gemm_strided(out, phq, state, N, d, F, 0, 0, 1, 0, BH, (long long)N * F, (long long)st, (long long)N * d);
-        k_bidir_den<<<lm_rows_grid(rows), 256>>>(out, den, phq, state, BH, N, F, d, eps);
-        KERNEL_CHECK("k_bidir_den");
-        return;
-    }
-    int C = chunk, nc = (N + C - 1) / C;
-    size_t hN_F = (size_t)N * F, hN_d = (size_t)N * d;
-    Opnd q = {phq, hN_F, (size_t)C * F}, k = {phk, hN_F, (size_t)C * F}, vv = {v, hN_d, (size_t)C * d};
-    /* running state at the start of each chunk */
+/* the running state at the start of each chunk [BH, nc, st] (the first zero); uses WS_T */
+static void causal_states(float *state, const float *phk, const float *v, int BH, int N, int F, int d, int C) {
+    int nc = (N + C - 1) / C;
+    size_t st = (size_t)F * d + F, hN_F = (size_t)N * F, hN_d = (size_t)N * d;
+    Opnd k = {phk, hN_F, (size_t)C * F}, vv = {v, hN_d, (size_t)C * d};
     if (nc > 1) {
         float *T = ws_f(WS_T, (size_t)BH * nc * st);
         chunk_gemm(BH, N, C, F, d, LEN, 1, 0, 1, 0, k, vv, T, nc * st, st);
@@ -162,6 +152,31 @@ void cuda_linmix_forward(real *out, real *den, real *state, const real *phq, con
     } else {
         CUDA_CHECK(cudaMemsetAsync(state, 0, (size_t)BH * st * sizeof(float), 0));
     }
+}
+
+/* bidirectional: S = phk^T V, z = colsum phk [BH, st] */
+static void bidir_state(float *state, const float *phk, const float *v, int BH, int N, int F, int d) {
+    size_t st = (size_t)F * d + F;
+    cuda_gemm_strided(state, phk, v, F, d, N, 1, 0, 1, 0, BH, (long long)N * F, (long long)N * d, (long long)st);
+    k_chunk_colsum<<<grid_for((size_t)BH * F), TPB>>>(state, st, phk, NULL, BH, N, N, 1, 1, F, d);
+    KERNEL_CHECK("k_chunk_colsum (z)");
+}
+
+void cuda_linmix_forward(real *out, real *den, real *state, const real *phq, const real *phk, const real *v, int BH,
+                         int N, int F, int d, int causal, int chunk, real eps) {
+    if (BH <= 0 || N <= 0) return;
+    size_t st = (size_t)F * d + F, rows = (size_t)BH * N;
+    if (!causal) {
+        bidir_state(state, phk, v, BH, N, F, d);
+        cuda_gemm_strided(out, phq, state, N, d, F, 0, 0, 1, 0, BH, (long long)N * F, (long long)st, (long long)N * d);
+        k_bidir_den<<<lm_rows_grid(rows), 256>>>(out, den, phq, state, BH, N, F, d, eps);
+        KERNEL_CHECK("k_bidir_den");
+        return;
+    }
+    int C = chunk, nc = (N + C - 1) / C;
+    size_t hN_F = (size_t)N * F, hN_d = (size_t)N * d;
+    Opnd q = {phq, hN_F, (size_t)C * F}, k = {phk, hN_F, (size_t)C * F}, vv = {v, hN_d, (size_t)C * d};
+    causal_states(state, phk, v, BH, N, F, d, C);
     /* in-chunk scores, masked, and the denominators */
     float *A = ws_f(WS_A, (size_t)BH * nc * C * C);
     size_t aC = (size_t)C * C;
@@ -232,6 +247,14 @@ void cuda_linmix_backward(real *dphq, real *dphk, real *dv, const real *dout, co
     if (BH <= 0 || N <= 0) return;
     size_t st = (size_t)F * d + F, rows = (size_t)BH * N;
     int C = causal ? chunk : N, nc = (N + C - 1) / C;
+    if (!state) { /* none saved: the forward's states again, before WS_T holds G */
+        float *S = ws_f(WS_S, (size_t)BH * nc * st);
+        if (causal)
+            causal_states(S, phk, v, BH, N, F, d, C);
+        else
+            bidir_state(S, phk, v, BH, N, F, d);
+        state = S;
+    }
     float *dnum = ws_f(WS_DNUM, rows * d), *dden = ws_f(WS_DDEN, rows);
     k_dnum_dden<<<lm_rows_grid(rows), 256>>>(dnum, dden, dout, out, den, rows, d);
     KERNEL_CHECK("k_dnum_dden");
