@@ -100,10 +100,13 @@ typedef struct TrainCfg {
 } TrainCfg;
 
 typedef struct DataCfg {
-    char source[16];        /* recall | shards | cls */
+    char source[16];        /* recall | mqar | shards | cls */
     char path[CFG_STR];
     int recall_vocab, recall_pairs, recall_queries;
     int recall_valid, recall_test;
+    int mqar_vocab, mqar_valid, mqar_test; /* mqar: Zoology's multi-query recall (data/lm/mqar.h) */
+    double mqar_power_a;
+    char mqar_lengths[128], mqar_pairs[128], mqar_test_lengths[128], mqar_test_pairs[128], mqar_filler[8];
     int eval_stride;
     char task[16];          /* cls: listops | text | retrieval | image | jsonl | tsv */
     int max_len;            /* cls: tokens per sequence (0 = train.seq_len, less the CLS slot) */

@@ -1,4 +1,4 @@
-/* lmdata.c: training and evaluation batches from the recall task or token shards. */
+/* lmdata.c: training and evaluation batches from the recall task, MQAR or token shards. */
 #include "data/lm/lmdata.h"
 
 #include <cjson/cJSON.h>
@@ -54,11 +54,35 @@ static int shard_vocab_too_big(const TokenShard *s) {
                       1u << 24);
 }
 
+/* MQAR: train and valid hold the training lengths (each within the window train.seq_len),
+ * test the test lengths, of which one at least must fit the window it is evaluated at */
+static int mqar_open(LmData *d, const Config *c, unsigned mask) {
+    const DataCfg *g = &c->data;
+    MqarTask *t = &d->mqar;
+    if (mqar_init(t, g->mqar_vocab, g->mqar_power_a, g->mqar_filler, (uint64_t)c->seed) != 0 ||
+        mqar_set_split(t, SPLIT_TRAIN, "data.mqar_lengths", g->mqar_lengths, "data.mqar_pairs", g->mqar_pairs,
+                       c->train.seq_len) != 0 ||
+        mqar_set_split(t, SPLIT_VALID, "data.mqar_lengths", g->mqar_lengths, "data.mqar_pairs", g->mqar_pairs, 0) != 0 ||
+        mqar_set_split(t, SPLIT_TEST, "data.mqar_test_lengths", g->mqar_test_lengths, "data.mqar_test_pairs",
+                       g->mqar_test_pairs, 0) != 0)
+        return -1;
+    if ((mask & 4u) && mqar_eval_entry(t, SPLIT_TEST, 0, c->train.seq_len) < 0)
+        return gma_errorf("key data.mqar_test_lengths: no test length in \"%s\" fits the window of %d tokens "
+                          "(gmaeval --seq-len N)", g->mqar_test_lengths, c->train.seq_len);
+    d->is_mqar = 1;
+    d->vocab = (uint32_t)g->mqar_vocab;
+    d->n_recall[SPLIT_TRAIN] = 0; /* unbounded stream */
+    d->n_recall[SPLIT_VALID] = g->mqar_valid;
+    d->n_recall[SPLIT_TEST] = g->mqar_test;
+    d->have[0] = d->have[1] = d->have[2] = 1;
+    return 0;
+}
+
 int lmdata_open(LmData *d, const Config *c) { return lmdata_open_splits(d, c, 7, SPLIT_TRAIN); }
 
 int lmdata_check_train_window(const LmData *d, const Config *c) {
     uint64_t need = (uint64_t)c->train.seq_len + 1, have = d->shard[SPLIT_TRAIN].count;
-    if (d->is_recall || have >= need) return 0; /* a window: seq_len inputs and the token after them */
+    if (d->is_recall || d->is_mqar || have >= need) return 0; /* a window: seq_len inputs and the token after them */
     return gma_errorf("%s/train.bin: %llu tokens; one training window of train.seq_len %d needs %llu (a larger train "
                       "split, or a smaller train.seq_len)", c->data.path, (unsigned long long)have, c->train.seq_len,
                       (unsigned long long)need);
@@ -79,6 +103,7 @@ int lmdata_open_splits(LmData *d, const Config *c, unsigned mask, int required) 
         d->have[0] = d->have[1] = d->have[2] = 1;
         return 0;
     }
+    if (!strcmp(c->data.source, "mqar")) return mqar_open(d, c, mask);
     if (manifest_check(c->data.path, mask) != 0) return -1; /* a set written as a whole, or refused */
     for (int s = 0; s < 3; s++) {
         char path[2100];
@@ -132,7 +157,7 @@ int lmdata_open_file(LmData *d, const char *path) {
 
 void lmdata_close(LmData *d) {
     for (int s = 0; s < 3; s++)
-        if (d->have[s] && !d->is_recall) shard_close(&d->shard[s]);
+        if (d->have[s] && !d->is_recall && !d->is_mqar) shard_close(&d->shard[s]);
     memset(d, 0, sizeof *d);
 }
 
@@ -146,6 +171,13 @@ void lmdata_train_batch_part(const LmData *d, Rng *rng, uint64_t batch_index, in
         for (int b = 0; b < B; b++)
             recall_example(&d->recall, SPLIT_TRAIN, batch_index * B_global + first + b, tok + (size_t)b * N,
                            tgt + (size_t)b * N);
+        return;
+    }
+    if (d->is_mqar) { /* one length per batch, cycling over data.mqar_lengths */
+        int e = mqar_train_entry(&d->mqar, batch_index);
+        for (int b = 0; b < B; b++)
+            mqar_example(&d->mqar, SPLIT_TRAIN, e, batch_index * B_global + first + b, N, tok + (size_t)b * N,
+                         tgt + (size_t)b * N);
         return;
     }
     const TokenShard *s = &d->shard[SPLIT_TRAIN];
@@ -166,7 +198,7 @@ void lmdata_train_batch_part(const LmData *d, Rng *rng, uint64_t batch_index, in
 /* shards: window w starts at w*S (S = stride or N) and, past the first, scores only
  * positions >= N-S (the new tokens) */
 long lmdata_eval_windows(const LmData *d, int s, int N) {
-    if (d->is_recall) return d->n_recall[s];
+    if (d->is_recall || d->is_mqar) return d->n_recall[s];
     uint64_t T = d->shard[s].count - 1; /* scored targets */
     int S = d->eval_stride > 0 && d->eval_stride < N ? d->eval_stride : N;
     if (T <= (uint64_t)N) return 1;
@@ -184,6 +216,11 @@ int lmdata_eval_batch(const LmData *d, int s, long b, int B, int N, int32_t *tok
         filled++;
         if (d->is_recall) {
             recall_example(&d->recall, s, (uint64_t)w, tk, tg);
+            continue;
+        }
+        if (d->is_mqar) {
+            int e = mqar_eval_entry(&d->mqar, s, (uint64_t)w, N);
+            if (e >= 0) mqar_example(&d->mqar, s, e, (uint64_t)w, N, tk, tg);
             continue;
         }
         const TokenShard *sh = &d->shard[s];

@@ -1,5 +1,5 @@
-/* lmdata.h: the language-model data a run trains and evaluates on: either the embedded
- * recall task or token shards DIR/{train,valid,test}.bin (+ DIR/meta.json).
+/* lmdata.h: the language-model data a run trains and evaluates on: the embedded recall
+ * task, Zoology's MQAR (data/lm/mqar.h) or token shards DIR/{train,valid,test}.bin (+ DIR/meta.json).
  *
  * Training batches: recall examples by index (step-determined), or random windows of
  * N+1 tokens drawn from the train shard with the given RNG. Evaluation walks a split in
@@ -12,6 +12,7 @@
 
 #include "core/config.h"
 #include "core/rng.h"
+#include "data/lm/mqar.h"
 #include "data/lm/recall.h"
 #include "data/lm/shard.h"
 #include "data/text/tokenizer.h"
@@ -22,6 +23,8 @@ typedef struct LmData {
     int is_recall;
     RecallTask recall;
     int n_recall[3];
+    int is_mqar; /* Zoology's MQAR (data/lm/mqar.h): examples by index, as the recall task */
+    MqarTask mqar;
     TokenShard shard[3];
     int have[3];
     uint32_t vocab;
