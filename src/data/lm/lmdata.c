@@ -54,14 +54,15 @@ static int shard_vocab_too_big(const TokenShard *s) {
                       1u << 24);
 }
 
-/* MQAR: train and valid hold the training lengths (each within the window train.seq_len),
+/* MQAR: train and valid hold the training lengths (each within the window train.seq_len
+ * when train is opened; gmaeval opens one split at its own window),
  * test the test lengths, of which one at least must fit the window it is evaluated at */
 static int mqar_open(LmData *d, const Config *c, unsigned mask) {
     const DataCfg *g = &c->data;
     MqarTask *t = &d->mqar;
     if (mqar_init(t, g->mqar_vocab, g->mqar_power_a, g->mqar_filler, (uint64_t)c->seed) != 0 ||
         mqar_set_split(t, SPLIT_TRAIN, "data.mqar_lengths", g->mqar_lengths, "data.mqar_pairs", g->mqar_pairs,
-                       c->train.seq_len) != 0 ||
+                       (mask & 1u) ? c->train.seq_len : 0) != 0 ||
         mqar_set_split(t, SPLIT_VALID, "data.mqar_lengths", g->mqar_lengths, "data.mqar_pairs", g->mqar_pairs, 0) != 0 ||
         mqar_set_split(t, SPLIT_TEST, "data.mqar_test_lengths", g->mqar_test_lengths, "data.mqar_test_pairs",
                        g->mqar_test_pairs, 0) != 0)
