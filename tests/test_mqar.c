@@ -211,6 +211,17 @@ START_TEST(test_mqar_lmdata) {
     c.train.seq_len = 64;
     ck_assert_int_ne(lmdata_open(&d, &c), 0);
     ck_assert_ptr_nonnull(strstr(gma_error(), "key data.mqar_lengths"));
+    /* gmaeval --data test --seq-len 64 opens test alone: no test length 64, so the ones that fit */
+    c.train.seq_len = 128;
+    tu_apply_sets(&c, "data.mqar_test_lengths=64,128;data.mqar_test_pairs=4,8");
+    c.train.seq_len = 64;
+    ck_assert_int_eq(lmdata_open_splits(&d, &c, 1u << SPLIT_TEST, SPLIT_TEST), 0);
+    ck_assert_int_eq(lmdata_eval_batch(&d, SPLIT_TEST, 0, 1, 64, tok, tgt), 1);
+    scored = 0;
+    for (int i = 0; i < 64; i++) scored += tgt[i] >= 0;
+    ck_assert_int_eq(scored, 4);
+    lmdata_close(&d);
+    tu_apply_sets(&c, "data.mqar_test_lengths=128,256;data.mqar_test_pairs=8,16");
     tu_apply_sets(&c, "data.mqar_lengths=64;data.mqar_pairs=4");
     ck_assert_int_ne(lmdata_open(&d, &c), 0);
     ck_assert_ptr_nonnull(strstr(gma_error(), "key data.mqar_test_lengths"));
