@@ -3,7 +3,8 @@
 # that takes a value, given last without it, in every script that has such options: exit 2
 # and one line naming the option (need_value of lib_reproduce.sh). 2. A dry run of ListOps
 # alone makes ListOps' stand-in data and no other task's. 3. The LRA table's rows in percent
-# beside the paper's percent. 4. reproduce_small.sh on a tiny corpus given by --sotu, in a
+# beside the paper's percent; reproduce_mqar.sh's dry run and its table of the best learning
+# rate per point from tests/fixtures/mqar_results.json. 4. reproduce_small.sh on a tiny corpus given by --sotu, in a
 # copy of the tree's layout (scripts, bin, configs linked): without a corpus one line and
 # exit 2; with one, the results page under runs/, docs/results.md untouched, "n/a" for the
 # spread of one seed; --write-docs writes docs/results.md; the other data folders (--spam-dir,
