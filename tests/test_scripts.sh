@@ -3,7 +3,8 @@
 # that takes a value, given last without it, in every script that has such options: exit 2
 # and one line naming the option (need_value of lib_reproduce.sh). 2. A dry run of ListOps
 # alone makes ListOps' stand-in data and no other task's. 3. The LRA table's rows in percent
-# beside the paper's percent. 4. reproduce_small.sh on a tiny corpus given by --sotu, in a
+# beside the paper's percent; reproduce_mqar.sh's dry run and its table of the best learning
+# rate per point from tests/fixtures/mqar_results.json. 4. reproduce_small.sh on a tiny corpus given by --sotu, in a
 # copy of the tree's layout (scripts, bin, configs linked): without a corpus one line and
 # exit 2; with one, the results page under runs/, docs/results.md untouched, "n/a" for the
 # spread of one seed; --write-docs writes docs/results.md; the other data folders (--spam-dir,
@@ -29,6 +30,7 @@ done <<'EOF'
 reproduce_lra.sh:--profile --tasks --mixers --steps --device --cnn-seconds --spam-dir --dry-run --dry-batch
 reproduce_small.sh:--sotu --seeds --steps --mixers --threads
 reproduce_routing.sh:--sotu --steps --threads --variants --monitor-every
+reproduce_mqar.sh:--profile --mixers --widths --lrs --steps --threads --device --out --table
 reproduce_wikitext.sh:--profile --data --mixers --steps --device
 lra_dry_run.sh:--steps --dry-batch --tasks --mixers --data --device --threads --set --from
 lra_standin.sh DIR:--n --seed --tasks
@@ -60,6 +62,28 @@ row=$( . scripts/lib_reproduce.sh && lra_row listops sdpa $(lra_acc "$tmp/summar
 head=$( . scripts/lib_reproduce.sh && lra_header | tr -s ' ')
 [ "$row" = "listops sdpa 50.00 25.00 37.12 36.37" ] && [[ "$head" == *"test_reported_% LRA paper %" ]] \
   && ok "LRA rows in percent beside the paper's" || bad "LRA row '$row', header '$head'"
+
+# 3b. reproduce_mqar.sh: the dry run prints one gmatrain line per mixer x width x lr and
+# trains nothing; the table writer on tests/fixtures/mqar_results.json takes the best
+# learning rate of each (mixer, width) (the first on a tie), one row each, and without
+# gnuplot skips the plots in one line
+out=$(scripts/reproduce_mqar.sh --profile paper --dry-run --mixers "sdpa gma64" --widths "64 128" --out "$tmp/mq" 2>&1); rc=$?
+nl=$(printf '%s\n' "$out" | grep -c '^bin/gmatrain ')
+[ $rc -eq 0 ] && [ "$nl" = 16 ] && [[ "$out" == *"--out $tmp/mq/gma64-d128-lr1e-2 --set model.mixer=gma --set gma.n_components=64"* ]] \
+  && [[ "$out" == *"data.mqar_test_lengths=64,128,256,512"* ]] && [ ! -e "$tmp/mq" ] \
+  && ok "reproduce_mqar.sh --dry-run: 16 runs printed, none made" || bad "reproduce_mqar.sh --dry-run: exit $rc, $nl runs, '$(printf '%s\n' "$out" | head -2)'"
+mkdir -p "$tmp/mqt" && cp tests/fixtures/mqar_results.json "$tmp/mqt/results.json"
+out=$(GNUPLOT=no-such-gnuplot scripts/reproduce_mqar.sh --table "$tmp/mqt/results.json" 2>&1); rc=$?
+want='| mixer | width | best lr | state bytes | acc@64 | acc@128 | mean |
+|---|---:|---:|---:|---:|---:|---:|
+| sdpa | 64 | 1e-2 | 65536 | 1.000 | 0.500 | 0.750 |
+| sdpa | 128 | 2.2e-3 | 131072 | 1.000 | 0.800 | 0.900 |
+| gma16 | 64 | 2.2e-3 | 8192 | 0.250 | 0.125 | 0.188 |'
+[ $rc -eq 0 ] && [ "$(cat "$tmp/mqt/results.md" 2>&1)" = "$want" ] \
+  && ok "reproduce_mqar.sh --table: the best lr of each point, one row each" || bad "reproduce_mqar.sh --table: exit $rc, '$out', table '$(cat "$tmp/mqt/results.md" 2>&1)'"
+[ "$(printf '%s\n' "$out" | grep -c '^gnuplot not found: plots skipped')" = 1 ] && grep -q "^128 0.9$" "$tmp/mqt/mqar_width.dat" \
+  && grep -q "^8192 0.1875$" "$tmp/mqt/mqar_state.dat" && ok "reproduce_mqar.sh --table: plot data written, plots skipped without gnuplot" \
+  || bad "reproduce_mqar.sh --table: '$out', width data '$(cat "$tmp/mqt/mqar_width.dat" 2>&1 | paste -sd' ' -)'"
 
 # 4. reproduce_small.sh in a tree of its own: scripts, bin, configs linked, make a no-op
 r=$tmp/tree

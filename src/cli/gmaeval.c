@@ -235,10 +235,10 @@ static int lm_json(const Args *a, const char *dir, const Config *cfg, const LmDa
 static void lm_print(const Args *a, const char *dir, const Config *cfg, const LmData *d, int split, int split_file,
                      const EvalResult *r, double dt) {
     char nt[32], nw[32], nwin[32];
-    printf("checkpoint %s | data %s\n", dir, split_file ? a->data : d->is_recall ? "recall" : cfg->data.path);
+    printf("checkpoint %s | data %s\n", dir, split_file ? a->data : d->is_recall ? "recall" : d->is_mqar ? "mqar" : cfg->data.path);
     printf("%s loss %.4f | ppl %.3f", split_file ? "file" : lmdata_split_name(split), r->loss, r->ppl);
     if (r->word_ppl > 0) printf(" | word ppl %.3f (%s words)", r->word_ppl, fmt_count(nw, sizeof nw, r->words));
-    if (d->is_recall) printf(" | acc %.4f", r->acc);
+    if (d->is_recall || d->is_mqar) printf(" | acc %.4f", r->acc);
     printf(" | %s tokens in %s windows | %.1f s\n", fmt_count(nt, sizeof nt, r->tokens),
            fmt_count(nwin, sizeof nwin, (double)r->windows), dt);
     if (r->queries) recall_print(r, &d->recall);

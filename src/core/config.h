@@ -104,10 +104,14 @@ typedef struct TrainCfg {
 } TrainCfg;
 
 typedef struct DataCfg {
-    int source;             /* DataSource (data/lm/lmdata.h): recall | shards | cls */
+    int source;             /* DataSource (data/lm/lmdata.h): recall | mqar | shards | cls */
     char path[CFG_STR];
     int recall_vocab, recall_pairs, recall_queries;
     int recall_valid, recall_test;
+    int mqar_vocab, mqar_valid, mqar_test; /* mqar: Zoology's multi-query recall (data/lm/mqar.h) */
+    double mqar_power_a;
+    int mqar_filler;        /* MQAR_FILLER_RANDOM | MQAR_FILLER_ZERO (data/lm/mqar.h) */
+    char mqar_lengths[128], mqar_pairs[128], mqar_test_lengths[128], mqar_test_pairs[128];
     int eval_stride;
     int task;               /* cls: ClsTaskId (data/cls/clsdata.h), the registry's index */
     int max_len;            /* cls: tokens per sequence (0 = train.seq_len, less the CLS slot) */

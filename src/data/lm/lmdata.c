@@ -1,4 +1,4 @@
-/* lmdata.c: training and evaluation batches from the recall task or token shards. */
+/* lmdata.c: training and evaluation batches from the recall task, MQAR or token shards. */
 #include "data/lm/lmdata.h"
 
 #include <cjson/cJSON.h>
@@ -54,11 +54,36 @@ static int shard_vocab_too_big(const TokenShard *s) {
                       1u << 24);
 }
 
+/* MQAR: train and valid hold the training lengths (each within the window train.seq_len
+ * when train is opened; gmaeval opens one split at its own window),
+ * test the test lengths, of which one at least must fit the window it is evaluated at */
+static int mqar_open(LmData *d, const Config *c, unsigned mask) {
+    const DataCfg *g = &c->data;
+    MqarTask *t = &d->mqar;
+    if (mqar_init(t, g->mqar_vocab, g->mqar_power_a, g->mqar_filler, (uint64_t)c->seed) != 0 ||
+        mqar_set_split(t, SPLIT_TRAIN, "data.mqar_lengths", g->mqar_lengths, "data.mqar_pairs", g->mqar_pairs,
+                       (mask & 1u) ? c->train.seq_len : 0) != 0 ||
+        mqar_set_split(t, SPLIT_VALID, "data.mqar_lengths", g->mqar_lengths, "data.mqar_pairs", g->mqar_pairs, 0) != 0 ||
+        mqar_set_split(t, SPLIT_TEST, "data.mqar_test_lengths", g->mqar_test_lengths, "data.mqar_test_pairs",
+                       g->mqar_test_pairs, 0) != 0)
+        return -1;
+    if ((mask & 4u) && mqar_eval_entry(t, SPLIT_TEST, 0, c->train.seq_len) < 0)
+        return gma_errorf("key data.mqar_test_lengths: no test length in \"%s\" fits the window of %d tokens "
+                          "(gmaeval --seq-len N)", g->mqar_test_lengths, c->train.seq_len);
+    d->is_mqar = 1;
+    d->vocab = (uint32_t)g->mqar_vocab;
+    d->n_recall[SPLIT_TRAIN] = 0; /* unbounded stream */
+    d->n_recall[SPLIT_VALID] = g->mqar_valid;
+    d->n_recall[SPLIT_TEST] = g->mqar_test;
+    d->have[0] = d->have[1] = d->have[2] = 1;
+    return 0;
+}
+
 int lmdata_open(LmData *d, const Config *c) { return lmdata_open_splits(d, c, 7, SPLIT_TRAIN); }
 
 int lmdata_check_train_window(const LmData *d, const Config *c) {
     uint64_t need = (uint64_t)c->train.seq_len + 1, have = d->shard[SPLIT_TRAIN].count;
-    if (d->is_recall || have >= need) return 0; /* a window: seq_len inputs and the token after them */
+    if (d->is_recall || d->is_mqar || have >= need) return 0; /* a window: seq_len inputs and the token after them */
     return gma_errorf("%s/train.bin: %llu tokens; one training window of train.seq_len %d needs %llu (a larger train "
                       "split, or a smaller train.seq_len)", c->data.path, (unsigned long long)have, c->train.seq_len,
                       (unsigned long long)need);
@@ -79,6 +104,7 @@ int lmdata_open_splits(LmData *d, const Config *c, unsigned mask, int required) 
         d->have[0] = d->have[1] = d->have[2] = 1;
         return 0;
     }
+    if (c->data.source == DATA_mqar) return mqar_open(d, c, mask);
     if (manifest_check(c->data.path, mask) != 0) return -1; /* a set written as a whole, or refused */
     for (int s = 0; s < 3; s++) {
         char path[2100];
@@ -132,7 +158,7 @@ int lmdata_open_file(LmData *d, const char *path) {
 
 void lmdata_close(LmData *d) {
     for (int s = 0; s < 3; s++)
-        if (d->have[s] && !d->is_recall) shard_close(&d->shard[s]);
+        if (d->have[s] && !d->is_recall && !d->is_mqar) shard_close(&d->shard[s]);
     memset(d, 0, sizeof *d);
 }
 
@@ -146,6 +172,13 @@ void lmdata_train_batch_part(const LmData *d, Rng *rng, uint64_t batch_index, in
         for (int b = 0; b < B; b++)
             recall_example(&d->recall, SPLIT_TRAIN, batch_index * B_global + first + b, tok + (size_t)b * N,
                            tgt + (size_t)b * N);
+        return;
+    }
+    if (d->is_mqar) { /* one length per batch, cycling over data.mqar_lengths */
+        int e = mqar_train_entry(&d->mqar, batch_index);
+        for (int b = 0; b < B; b++)
+            mqar_example(&d->mqar, SPLIT_TRAIN, e, batch_index * B_global + first + b, N, tok + (size_t)b * N,
+                         tgt + (size_t)b * N);
         return;
     }
     const TokenShard *s = &d->shard[SPLIT_TRAIN];
@@ -166,7 +199,7 @@ void lmdata_train_batch_part(const LmData *d, Rng *rng, uint64_t batch_index, in
 /* shards: window w starts at w*S (S = stride or N) and, past the first, scores only
  * positions >= N-S (the new tokens) */
 long lmdata_eval_windows(const LmData *d, int s, int N) {
-    if (d->is_recall) return d->n_recall[s];
+    if (d->is_recall || d->is_mqar) return d->n_recall[s];
     uint64_t T = d->shard[s].count - 1; /* scored targets */
     int S = d->eval_stride > 0 && d->eval_stride < N ? d->eval_stride : N;
     if (T <= (uint64_t)N) return 1;
@@ -184,6 +217,11 @@ int lmdata_eval_batch(const LmData *d, int s, long b, int B, int N, int32_t *tok
         filled++;
         if (d->is_recall) {
             recall_example(&d->recall, s, (uint64_t)w, tk, tg);
+            continue;
+        }
+        if (d->is_mqar) {
+            int e = mqar_eval_entry(&d->mqar, s, (uint64_t)w, N);
+            if (e >= 0) mqar_example(&d->mqar, s, e, (uint64_t)w, N, tk, tg);
             continue;
         }
         const TokenShard *sh = &d->shard[s];
@@ -221,7 +259,7 @@ int lmdata_eval_batch(const LmData *d, int s, long b, int B, int N, int32_t *tok
 #define S(f) CFG_SIZE(f)
 static const CfgKey g_lm_keys[] = {
     {"data.source", CFGT_ENUM, O(data.source), 0, "recall", 0, 0, DATA_SOURCE_CHOICES,
-     "recall: the embedded associative-recall generator; shards: token shards in data.path; cls: a classification "
+     "recall: the embedded associative-recall generator; mqar: Zoology's multi-query associative recall (docs/mqar.md); shards: token shards in data.path; cls: a classification "
      "task (data.task) for model.task \"classify\"."},
     {"data.path", CFGT_STR, O(data.path), S(data.path), "", 0, 0, NULL, "Directory with train.bin/valid.bin/test.bin (+ meta.json)."},
     {"data.recall_vocab", CFGT_INT, O(data.recall_vocab), 0, "64", 8, 1000000, NULL, "Recall task: vocabulary (half keys, half values, minus 2 specials)."},
@@ -229,6 +267,22 @@ static const CfgKey g_lm_keys[] = {
     {"data.recall_queries", CFGT_INT, O(data.recall_queries), 0, "0", 0, 1000000, NULL, "Recall task: queried keys (0 = as many as fit)."},
     {"data.recall_valid", CFGT_INT, O(data.recall_valid), 0, "256", 1, 100000000, NULL, "Recall task: validation sequences."},
     {"data.recall_test", CFGT_INT, O(data.recall_test), 0, "256", 1, 100000000, NULL, "Recall task: test sequences."},
+    {"data.mqar_vocab", CFGT_INT, O(data.mqar_vocab), 0, "8192", 8, 65536, NULL,
+     "MQAR: vocabulary V, even: keys from [1, V/2), values from [V/2, V) (docs/mqar.md)."},
+    {"data.mqar_lengths", CFGT_STR, O(data.mqar_lengths), S(data.mqar_lengths), "64", 0, 0, NULL,
+     "MQAR: training lengths, comma-separated; each training batch holds one of them, cycling, padded to train.seq_len."},
+    {"data.mqar_pairs", CFGT_STR, O(data.mqar_pairs), S(data.mqar_pairs), "4", 0, 0, NULL,
+     "MQAR: key-value pairs of each training length (one value for all, or one per length; 4 x pairs <= length)."},
+    {"data.mqar_test_lengths", CFGT_STR, O(data.mqar_test_lengths), S(data.mqar_test_lengths), "64", 0, 0, NULL,
+     "MQAR: test lengths, comma-separated (gmaeval --data test --seq-len N scores the test length N alone)."},
+    {"data.mqar_test_pairs", CFGT_STR, O(data.mqar_test_pairs), S(data.mqar_test_pairs), "4", 0, 0, NULL,
+     "MQAR: key-value pairs of each test length (one for all, or one per length)."},
+    {"data.mqar_power_a", CFGT_REAL, O(data.mqar_power_a), 0, "0.01", 0, 1, NULL,
+     "MQAR: query gaps' power law p(g) proportional to a g^(a-1) (1 = uniform)."},
+    {"data.mqar_filler", CFGT_ENUM, O(data.mqar_filler), 0, "random", 0, 0, "random|zero",
+     "MQAR: the positions after the pairs that hold no query: uniform over [0, V) (Zoology's random_non_queries), or 0."},
+    {"data.mqar_valid", CFGT_INT, O(data.mqar_valid), 0, "256", 1, 100000000, NULL, "MQAR: validation examples."},
+    {"data.mqar_test", CFGT_INT, O(data.mqar_test), 0, "1000", 1, 100000000, NULL, "MQAR: test examples per evaluation."},
     {"data.eval_stride", CFGT_INT, O(data.eval_stride), 0, "0", 0, 16777216, NULL,
      "Evaluation on shards: 0 = windows without overlap; S = sliding windows advanced by S, scoring only the last S tokens."},
 };
