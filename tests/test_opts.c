@@ -9,7 +9,7 @@
 #include "testutil.h"
 
 typedef struct Vals {
-    int flag, n, want_resume;
+    int flag, n, fnv, want_resume;
     long big;
     unsigned long long seed;
     double x;
@@ -37,7 +37,7 @@ static int parse(Vals *v, const char *const *args, int max_pos) {
         OPTC("--device", &v->dev, "cpu|cuda", "a choice"),
         OPTR("--set", &sets, "k=v", "repeatable"),
         {.name = "--resume", .type = OPT_OPTVAL, .dest = &v->want_resume, .dest2 = &v->resume, .help = "optional value"},
-        OPTFN("--fn", upper, &v->n, "UP", "a function"),
+        OPTFN("--fn", upper, &v->fnv, "UP", "a function"),
     };
     opts[4].open_lo = 1;
     char *argv[32] = {"prog"};
@@ -54,7 +54,7 @@ START_TEST(test_every_type) {
                         "--top-p", "1", "--name", "n", "--device", "cuda", "--set", "a=1", "--set", "b=2", "--resume",
                         "--fn", "UP", "pos", NULL};
     ck_assert_int_eq(parse(&v, ok, 1), 0);
-    ck_assert_msg(v.flag && v.n == 7 && v.big == 9223372036854775807L && v.seed == 18446744073709551615ULL && v.x == 1, "%d %d %ld %llu %g", v.flag, v.n, v.big, v.seed, v.x);
+    ck_assert_msg(v.flag && v.n == 65536 && v.fnv == 7 && v.big == 9223372036854775807L && v.seed == 18446744073709551615ULL && v.x == 1, "%d %d %ld %llu %g", v.flag, v.n, v.big, v.seed, v.x);
     ck_assert(!strcmp(v.s, "n") && !strcmp(v.dev, "cuda") && v.n_sets == 2 && !strcmp(v.sets[1], "b=2"));
     ck_assert(v.want_resume && !v.resume && v.n_pos == 1 && !strcmp(v.pos[0], "pos"));
     const char *rv[] = {"--resume", "DIR", NULL};

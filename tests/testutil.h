@@ -2,7 +2,7 @@
  *
  * Each tests/test_X.c (float32 library) or tests/test64_X.c (float64 library) defines
  * `Suite *make_suite(void)` and ends with GMA_TEST_MAIN(). Fixtures are built by the
- * tests in a fresh temporary directory (tu_tmpdir), never read from ../shared.
+ * tests in a fresh temporary directory (tu_tmpdir), never read from outside the checkout.
  */
 #ifndef GMA_TESTUTIL_H
 #define GMA_TESTUTIL_H

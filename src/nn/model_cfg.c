@@ -5,7 +5,6 @@
 #include "core/common.h"
 
 #define O(f) CFG_OFF(f)
-#define S(f) CFG_SIZE(f)
 static const CfgKey g_model[] = {
     {"model.task", CFGT_ENUM, O(model.task), 0, "lm", 0, 0, "lm|classify", "Decoder language model or encoder classifier."},
     {"model.vocab_size", CFGT_INT, O(model.vocab_size), 0, "0", 0, 16777216, NULL, "Vocabulary size V (0 = from the data)."},
@@ -50,7 +49,6 @@ static const CfgKey g_model[] = {
      "scaled by 1/sqrt(2L)), or xavier_uniform U(-a, a), a = sqrt(6 / (fan_in + fan_out)) (docs/model.md §1)."},
 };
 #undef O
-#undef S
 
 static int validate_model(const Config *c) {
     const ModelCfg *m = &c->model;

@@ -34,13 +34,11 @@ void pool_backward(real *dx, const real *dout, const real *w, int R, int N, int 
 /* ---- configuration: model.pooling and the CLS slot it adds ---- */
 
 #define O(f) CFG_OFF(f)
-#define S(f) CFG_SIZE(f)
 static const CfgKey g_pool_keys[] = {
     {"model.pooling", CFGT_ENUM, O(model.pooling), 0, "mean", 0, 0, "mean|cls|max",
      "Classifier pooling: the mean over the real positions, a learned CLS slot at position 0, or the largest value of each channel over the real positions."},
 };
 #undef O
-#undef S
 
 static int validate_pool(const Config *c) {
     if (c->model.task != MODEL_CLASSIFY) return 0;

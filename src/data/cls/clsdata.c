@@ -97,7 +97,6 @@ void clsdata_free(ClsDataset *d) {
 /* ---- configuration: the classification data (data.task, max_len, ...) ---- */
 
 #define O(f) CFG_OFF(f)
-#define S(f) CFG_SIZE(f)
 static const CfgKey g_cls_keys[] = {
     {"data.task", CFGT_ENUM, O(data.task), 0, "listops", 0, 0, CLS_TASK_CHOICES,
      "Classification task (data.source \"cls\"); data.path as docs/lra.md gives for each."},
@@ -114,6 +113,5 @@ static const CfgKey g_cls_keys[] = {
      "Generic classification data: drop everything up to the first empty line (mail headers)."},
 };
 #undef O
-#undef S
 
 const CfgSection clsdata_cfg_section = {NULL, 0, g_cls_keys, CFG_N(g_cls_keys), NULL, NULL};

@@ -52,23 +52,22 @@ static int tokenizer_id(const char *dir, DataId *id) {
     const cJSON *files = cJSON_GetObjectItemCaseSensitive(j, "tokenizer_files");
     if (cJSON_IsString(t)) /* the kind: "bpe:DIR" names a folder that may move */
         snprintf(id->tokenizer, sizeof id->tokenizer, "%.*s", (int)strcspn(t->valuestring, ":"), t->valuestring);
-    int rc = 0, n = cJSON_IsArray(files) ? cJSON_GetArraySize(files) : 0;
+    int missing = 0, n = cJSON_IsArray(files) ? cJSON_GetArraySize(files) : 0;
     Digest d;
     digest_init(&d, DIGEST_SHA256);
-    for (int i = 0; i < n && !rc; i++) {
+    for (int i = 0; i < n && !missing; i++) {
         const cJSON *f = cJSON_GetArrayItem(files, i);
         char fp[2400];
         snprintf(fp, sizeof fp, "%s/%s", dir, cJSON_IsString(f) ? f->valuestring : "");
         size_t len;
         char *b = cJSON_IsString(f) && gma_path_exists(fp) ? gma_read_file(fp, &len) : NULL;
-        if (!b) rc = 1; /* a file not there (a split copied alone): the digest is unknown */
+        if (!b) missing = 1; /* a file not there (a split copied alone): the digest is unknown */
         else digest_update(&d, b, len);
         free(b);
     }
-    if (!rc && n > 0) digest_final_hex(&d, id->tok_sha);
-    rc = 0;
+    if (!missing && n > 0) digest_final_hex(&d, id->tok_sha);
     cJSON_Delete(j);
-    return rc;
+    return 0;
 }
 
 int dataid_of_dir(const char *dir, DataId *id) {

@@ -46,8 +46,9 @@
  * one head's chunk states at a time), then the routing backward. Scratch:
  *   forward  gq, gk [B,H,N,Kc], states [B,H,ceil(N/C),Kc d + Kc]
  *   backward doh then dq, dv, dk [B,H,N,d]; the group's gq, gk, dgq, dgk (or a [B*N*D] buffer)
- * query_resp recomputes the query responsibilities from the saved qh with the parameters
- * of the last forward into a buffer of the mixer's own.
+ * query_resp recomputes the query responsibilities from the saved qh, with the parameter
+ * buffer of the last forward as it is now (after an optimiser step: the updated values),
+ * into a buffer of the mixer's own.
  * With the EMA memory (no linear core) the forward saves qh, kh, vh, oh, gq, gk [B,H,N,Kc],
  * den; scratch: two [B*N*D] buffers, dq, dk, dv [B,H,N,d], dgq, dgk [B,H,N,Kc]. */
 #include <stdlib.h>
@@ -88,7 +89,6 @@ typedef struct GmaCfg {
 } GmaCfg;
 
 #define O(f) offsetof(GmaCfg, f)
-#define S(f) sizeof(((GmaCfg *)0)->f)
 static const CfgKey gma_keys[] = {
     {"n_components", CFGT_INT, O(n_components), 0, "64", 1, 65536, NULL, "Components per head Kc."},
     {"routing", CFGT_ENUM, O(routing), 0, "gaussian", 0, 0, "gaussian|softmax", "Routing of queries and keys."},
@@ -110,7 +110,6 @@ static const CfgKey gma_keys[] = {
     {"norm_growth_max", CFGT_REAL, O(norm_growth_max), 0, "10", 1, 1e9, NULL, "EMA memory norm alert factor over its start."},
 };
 #undef O
-#undef S
 static const CfgSection gma_section = {"gma", sizeof(GmaCfg), gma_keys, (int)(sizeof gma_keys / sizeof gma_keys[0]), NULL, NULL};
 static const GmaCfg *gcfg(const Config *c) { return cfg_section_of(c, &gma_section); }
 
@@ -493,7 +492,8 @@ static int gma_rank_averaged(const Mixer *m, int tensor) {
 
 /* ================= routing-health hooks (docs/routing.md; used by train/health.c) ================= */
 /* the query responsibilities of the last forward: saved with the EMA memory, else
- * recomputed from the saved qh into a buffer of the mixer (the parameters of that forward) */
+ * recomputed from the saved qh into a buffer of the mixer (the parameter buffer that forward
+ * read, with its current values) */
 static const real *query_resp(const Mixer *m, const real *act, int B, int N) {
     GmaPriv *g = m->priv;
     if (g->ema) return carve(m, B, N, act).gq;

@@ -48,7 +48,6 @@ typedef struct PerformerCfg {
     int redraw;   /* redraw omega every this many training steps (0 = never) */
 } PerformerCfg;
 #define O(f) offsetof(PerformerCfg, f)
-#define S(f) sizeof(((PerformerCfg *)0)->f)
 static const CfgKey perf_keys[] = {
     {"kernel", CFGT_ENUM, O(kernel), 0, "softmax", 0, 0, "softmax|relu",
      "Performer: softmax (FAVOR+ positive random features) or relu (generalized attention, phi = relu(x) + 0.001 on the d channels: deterministic, no random features)."},
@@ -56,7 +55,6 @@ static const CfgKey perf_keys[] = {
     {"redraw", CFGT_INT, O(redraw), 0, "0", 0, 1000000000, NULL,
      "Performer: redraw the random features every this many training steps (0 = never); the draw is saved in checkpoints."},
 };
-#undef S
 #undef O
 static const CfgSection perf_section = {"performer", sizeof(PerformerCfg), perf_keys,
                                         (int)(sizeof perf_keys / sizeof perf_keys[0]), NULL, NULL};
