@@ -109,6 +109,13 @@ static int open_data_and_model(Run *r) {
     model_alloc(&r->m, B, N);
     r->m.gather = dist_gather_rows_cb; /* k-means and re-seeding fit the rows of every rank */
     model_init_params(&r->m, (uint64_t)r->cfg.seed);
+    /* train.freeze: before a resume loads the moments (a frozen tensor has none) */
+    int nt = 0;
+    size_t np = 0;
+    if ((rc = dist_agree(optim_freeze(&r->m, &r->cfg.train, &nt, &np) != 0 ? TRAIN_BAD_INPUT : 0)) != 0) return rc;
+    if (nt && !r->quiet)
+        fprintf(stderr, "gmatrain: train.freeze: %d tensors, %zu of %zu parameters frozen (no update, no moments)\n", nt, np,
+                model_param_count(&r->m));
     return 0;
 }
 
