@@ -124,8 +124,8 @@ typedef struct DataCfg {
 struct Config {
     char name[CFG_STR];
     int seed;
-    char device[16];
-    char precision[16];     /* fp32 | tf32 | bf16 (tf32, bf16: cuda only) */
+    int device;             /* OpsDevice (ops/ops.h): cpu | cuda */
+    int precision;          /* OpsPrecision (ops/ops.h): fp32 | tf32 | bf16 (tf32, bf16: cuda only) */
     int threads;
     char out_dir[CFG_STR];
     ModelCfg model;

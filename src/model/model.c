@@ -190,7 +190,7 @@ void model_memory_plan(const Model *m, int Bmax, int Nmax, MemPlan *p) {
         const Mixer *mx = m->blocks[l].mixer;
         double a = 0;
         for (int j = 0; j < m->L; j++)
-            if (!strcmp(m->blocks[j].mixer->vt->name, mx->vt->name)) a += (double)mx->vt->act_size(mx, S, Nt) * sizeof(real);
+            if (m->blocks[j].mixer->vt == mx->vt) a += (double)mx->vt->act_size(mx, S, Nt) * sizeof(real);
         a += (double)mx->vt->scratch_size(mx, S, Nt) * sizeof(real);
         if (a > top) top = a, name = mx->vt->name;
     }
@@ -213,7 +213,7 @@ void model_memory_plan(const Model *m, int Bmax, int Nmax, MemPlan *p) {
 }
 
 int model_check_memory(const Model *m, int Bmax, int Nmax) {
-    if (strcmp(g_ops->name, "cpu") != 0) return 0; /* device memory: the backend reports its own failure */
+    if (g_ops->device != OPS_CPU) return 0; /* device memory: the backend reports its own failure */
     MemPlan p;
     model_memory_plan(m, Bmax, Nmax, &p);
     if (p.avail > 0 && p.total > p.avail)
@@ -731,7 +731,7 @@ int model_decode_begin_batch(Model *m, DecodeState *s, int B) {
         need += (double)B * mx->vt->decode_state(mx, W) + (double)mx->vt->act_size(mx, B, 1) + mx->vt->scratch_size(mx, B, 1);
     }
     need *= sizeof(real);
-    if (!strcmp(g_ops->name, "cpu") && (have = memory_available(&what)) > 0 && need > have) /* callers decode without */
+    if (g_ops->device == OPS_CPU && (have = memory_available(&what)) > 0 && need > have) /* callers decode without */
         return gma_errorf("incremental decoding of %d sequences needs %.1f GiB, more than the %.1f GiB of %s", B,
                           need / 1073741824.0, have / 1073741824.0, what);
     if (B > m->head_rows) { /* more rows than a chunk of the head's logits: a buffer of their own */

@@ -54,7 +54,7 @@ void stem_free(Stem *st) {
 
 /* images of N pixels per run of the convolutions (at most S) */
 static int run_images(const Stem *st, int S, int N) {
-    if (strcmp(g_ops->name, "cpu")) return S;
+    if (g_ops->device != OPS_CPU) return S;
     size_t per = STEM_COL_BYTES / ((size_t)N * 9 * st->D * sizeof(real));
     return per < 1 ? 1 : per > (size_t)S ? S : (int)per;
 }
