@@ -56,7 +56,8 @@ typedef struct CfgSection {
 } CfgSection;
 
 /* The model's keys over Config; the classifier head's own (model.n_classes, n_seq,
- * head_*, cls_std, key_padding_mask) are its stored section (nn/cls_head.h: cls_head_cfg). */
+ * head_*, cls_std, key_padding_mask) and the stem's (model.stem*) are their modules'
+ * stored sections (nn/cls_head.c, nn/stem.c). */
 typedef struct ModelCfg {
     int task;               /* MODEL_LM | MODEL_CLASSIFY (nn/model_cfg.h) */
     int vocab_size;         /* 0 = from the data */
@@ -78,10 +79,6 @@ typedef struct ModelCfg {
     double mlp_bias_std;    /* MLP biases' init std (0 = zeros) */
     int dense_init;         /* DENSE_INIT_NORMAL | DENSE_INIT_XAVIER_UNIFORM: blocks' dense weights */
     int embed_init;         /* EMBED_INIT_NORMAL | EMBED_INIT_RAMP: tok_emb */
-    int stem;               /* STEM_NONE | STEM_CONV (nn/stem.h): the image classifier's stem */
-    char stem_dilations[128]; /* its layers' dilations, comma-separated */
-    int stem_norm;          /* StemNorm (nn/stem.h): batch | instance | none */
-    int stem_width;         /* image width in tokens (0 = square) */
     int head_chunk;         /* language model: rows of logits computed at a time (0 = automatic) */
 } ModelCfg;
 

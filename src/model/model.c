@@ -68,7 +68,7 @@ int model_build(Model *m, const Config *c) {
     if (ramp && m->V < 3) return gma_errorf("key model.embed_init: \"ramp\" needs at least 3 tokens (vocabulary %d)", m->V);
     m->wte = pt_add2(pt, "tok_emb.weight", m->V, m->D, ramp ? INIT_RAMP : INIT_NORMAL, estd, GROUP_EMBED);
     m->wpe = mc->pos == POS_LEARNED ? pt_add2(pt, "pos_emb.weight", m->Nmax, m->D, INIT_NORMAL, std, GROUP_EMBED) : -1;
-    if (stem_build(&m->stem, mc, pt) != 0) return -1;
+    if (stem_build(&m->stem, c, pt) != 0) return -1;
     m->blocks = xcalloc(m->L, sizeof(Block));
     char name[128], pre[64];
     for (int l = 0; l < m->L; l++) {
