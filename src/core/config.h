@@ -1,17 +1,14 @@
-/* config.h: the run configuration, its schema engine, JSON loading and validation.
+/* config.h: the run configuration and its schema engine: key types, JSON files and
+ * `--set a.b=value` overrides, cross-field validation, the resolved dump written beside
+ * each run and the reference table in the README (`gmatrain --config-reference`).
  *
- * Every key has one schema row (CfgKey): type, default, range or allowed values and
- * meaning. Core holds no rows: every module declares its keys as a CfgSection in its own
- * file, with its defaults, ranges, docs and cross-field checks (validate). A section either
- * lies over Config itself (name NULL: the keys are dotted paths, "model.d_model", with
- * offsets into Config; the structs below, which every layer reads by value) or is a stored
- * section (name "gma": keys NAME.*, offsets into the module's own struct, kept inside
- * Config so it stays copyable, read with cfg_section). config_register_all (src/train)
- * installs every section, in the reference's order, with cfg_register before the first
- * cfg_defaults. The rows drive defaults, validation of JSON files and of `--set a.b=value`
- * overrides, the resolved config written beside each run, and the configuration reference
- * in the README (`gmatrain --config-reference`).
- */
+ * Every key is one schema row (CfgKey). Core holds no rows: each module declares its keys
+ * as a CfgSection with their defaults, ranges, docs and checks (validate). A section lies
+ * over Config (name NULL: dotted keys "model.d_model", offsets into Config; the structs
+ * below) or is stored (name "gma": keys NAME.*, offsets into the module's own struct, kept
+ * inside Config so that it stays copyable, read with cfg_section_of). config_register_all
+ * (src/train) installs every section, in the reference's order, before the first
+ * cfg_defaults. */
 #ifndef GMA_CONFIG_H
 #define GMA_CONFIG_H
 #include <stddef.h> /* offsetof for the schema rows */
@@ -26,8 +23,8 @@
 
 typedef enum { CFGT_INT, CFGT_REAL, CFGT_BOOL, CFGT_STR, CFGT_MIXERS, CFGT_ENUM } CfgType;
 
-/* One key. In a section, `key` is the name after "SECTION." and `off` an offset into the
- * section's struct; in config.c's table, the dotted path and an offset into Config. */
+/* One key. In a stored section `key` is the name after "SECTION." and `off` an offset into
+ * the section's struct; in a section over Config, the dotted path and an offset into Config. */
 typedef struct CfgKey {
     const char *key;
     CfgType type;       /* CFGT_INT: int, CFGT_REAL: double, CFGT_BOOL: int 0/1, CFGT_STR: char[size],

@@ -186,13 +186,14 @@ void model_memory_plan(const Model *m, int Bmax, int Nmax, MemPlan *p) {
     int S = m->classify ? Bmax * m->n_seq : Bmax, Nt = Nmax + m->pool_cls;
     double top = 0;
     const char *name = NULL;
+    int routed = 0; /* the heaviest mixer has routing components (gma, auto): gma.n_components drives it */
     for (int l = 0; l < m->L && rough * sizeof(real) <= 1e18; l++) {
         const Mixer *mx = m->blocks[l].mixer;
         double a = 0;
         for (int j = 0; j < m->L; j++)
             if (m->blocks[j].mixer->vt == mx->vt) a += (double)mx->vt->act_size(mx, S, Nt) * sizeof(real);
         a += (double)mx->vt->scratch_size(mx, S, Nt) * sizeof(real);
-        if (a > top) top = a, name = mx->vt->name;
+        if (a > top) top = a, name = mx->vt->name, routed = mx->vt->health != NULL;
     }
     const Config *c = &m->cfg;
     double pos = (double)m->Nmax * m->D * sizeof(real) * (table > 0 ? 2 : m->wpe >= 0 ? 5 : 0);
@@ -202,7 +203,7 @@ void model_memory_plan(const Model *m, int Bmax, int Nmax, MemPlan *p) {
     else if (p->params > p->acts)
         snprintf(p->drivers, sizeof p->drivers, "mostly parameters: model.vocab_size %d x model.d_model %d, model.n_layers %d x "
                  "model.d_ff %d", m->V, m->D, m->L, m->F);
-    else if (name && top > 0.5 * p->acts && (!strcmp(name, "gma") || !strcmp(name, "auto")))
+    else if (name && top > 0.5 * p->acts && routed)
         snprintf(p->drivers, sizeof p->drivers, "mostly the gma layers: gma.n_components %d x model.n_heads %d per token",
                  (int)cfg_num(c, "gma.n_components"), m->H);
     else if (name && top > 0.5 * p->acts)
