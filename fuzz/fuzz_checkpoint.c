@@ -52,8 +52,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t n) {
     }
     Config c;
     if (ckpt_read_config(dir, &c) == 0) {
-        snprintf(c.device, sizeof c.device, "cpu");
-        snprintf(c.precision, sizeof c.precision, "fp32");
+        c.device = OPS_CPU;
+        c.precision = OPS_FP32;
         Model m;
         if (cfg_validate(&c) == 0 && small_model(&c) && model_build(&m, &c) == 0) {
             if (m.pt.total <= (1u << 20) && model_check_memory(&m, 1, 1) == 0) {

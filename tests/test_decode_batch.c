@@ -40,7 +40,7 @@ static void tiny_model(Model *m, size_t c, int W, uint64_t seed) {
 
 /* 3 sequences of different tokens in one state against each decoded alone */
 START_TEST(test_batch_step_matches_single) {
-    ck_assert_int_eq(ops_select("cpu"), 0);
+    ck_assert_int_eq(ops_select(OPS_CPU), 0);
     enum { T = 10, B = 3, V = 23 };
     for (size_t c = 0; c < sizeof g_cases / sizeof g_cases[0]; c++) {
         Model m;
@@ -103,7 +103,7 @@ static int keep_1(void *ctx, int32_t t) { return keep_b(ctx, 0, t); }
 
 /* M = 4 sampled continuations at once are the 4 of separate calls, with the same streams */
 START_TEST(test_generate_batch_is_separate_runs) {
-    ck_assert_int_eq(ops_select("cpu"), 0);
+    ck_assert_int_eq(ops_select(OPS_CPU), 0);
     /* auto with threshold 4 inside the window of 12: no decode step, a forward per token */
     const char *mixers[][2] = {{"gma", ""}, {"mamba", ""}, {"auto", "model.auto_threshold=4"}};
     int news[2] = {7, 14}; /* 3 + 7 fits the window of 12, 3 + 14 slides past it */

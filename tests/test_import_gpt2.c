@@ -52,7 +52,7 @@ static double logits_error(const char *run_dir, const Ref *r) {
     char dir[2048];
     Config c;
     ck_assert_msg(ckpt_open_config(run_dir, "cpu", 1, dir, sizeof dir, &c) == 0, "%s", gma_error());
-    ck_assert_int_eq(ops_select("cpu"), 0);
+    ck_assert_int_eq(ops_select(OPS_CPU), 0);
     Model m;
     ck_assert_msg(model_build(&m, &c) == 0, "%s", gma_error());
     ck_assert_int_eq(m.V, r->V);

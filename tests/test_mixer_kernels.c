@@ -302,7 +302,7 @@ static void attn_step_case(int B, int H, int d, int N, int Nmax) {
 /* more sequences than threads, a context past the forward's 128-row tiles, a cache longer
  * than the context; and one sequence of one head (no parallel region) */
 START_TEST(test_attn_step_float32) {
-    ck_assert_int_eq(ops_select("cpu"), 0);
+    ck_assert_int_eq(ops_select(OPS_CPU), 0);
     attn_step_case(5, 3, 16, 300, 320);
     attn_step_case(1, 1, 24, 40, 40);
 }

@@ -7,6 +7,7 @@
  * attention mask op; and bin/gmacheck (backend vs CPU comparison) runs cpu against cpu and
  * refuses cuda cleanly when it cannot run it. */
 #include <stddef.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "core/config.h"
@@ -15,12 +16,12 @@
 
 START_TEST(test_cuda_refused_in_cpu_build) {
     gma_error_clear();
-    ck_assert_int_eq(ops_select("cuda"), -1);
+    ck_assert_int_eq(ops_select(OPS_CUDA), -1);
     ck_assert_msg(strstr(gma_error(), "make cuda") != NULL, "message: %s", gma_error());
     ck_assert_ptr_eq(g_ops, &gma_ops_cpu); /* the active backend is unchanged */
-    ck_assert_int_eq(ops_select("tpu"), -1);
-    ck_assert_msg(strstr(gma_error(), "tpu") != NULL, "message: %s", gma_error());
-    ck_assert_int_eq(ops_select("cpu"), 0);
+    ck_assert_int_eq(ops_select(7), -1);
+    ck_assert_msg(strstr(gma_error(), "unknown device 7") != NULL, "message: %s", gma_error());
+    ck_assert_int_eq(ops_select(OPS_CPU), 0);
     ck_assert_str_eq(ops_device_name(), "cpu");
 }
 END_TEST
@@ -63,7 +64,7 @@ START_TEST(test_wrapped_table_reaches_its_backend) {
     /* A table installed in g_ops that wraps the cpu one is still the cpu backend to the ops_*
      * calls (a `make cuda` build mistook it for the GPU and synchronised a device it did not
      * have): they go through the active table's hooks, which the copy carries. */
-    ck_assert_int_eq(ops_select("cpu"), 0);
+    ck_assert_int_eq(ops_select(OPS_CPU), 0);
     const GmaOps *saved = g_ops;
     GmaOps prof = *g_ops;
     prof.name = "cpu (profiled)";
@@ -76,8 +77,8 @@ START_TEST(test_wrapped_table_reaches_its_backend) {
     ops_mem_reset_peak();
     ops_mem_stats(&use, &peak);
     ck_assert(use == 0 && peak == 0);
-    ck_assert_int_eq(ops_set_precision("fp32"), 0);
-    ck_assert_int_eq(ops_set_precision("tf32"), -1);
+    ck_assert_int_eq(ops_set_precision(OPS_FP32), 0);
+    ck_assert_int_eq(ops_set_precision(OPS_TF32), -1);
     ck_assert_msg(strstr(gma_error(), "needs device cuda") != NULL, "message: %s", gma_error());
     real a[4] = {1, 2, 3, 4}, c[4] = {0};
     g_ops->matmul(c, a, a, 2, 2, 2, 0, 0, 1, 0);
@@ -92,19 +93,28 @@ START_TEST(test_wrapped_table_reaches_its_backend) {
 END_TEST
 
 START_TEST(test_precision_needs_cuda) {
-    ck_assert_int_eq(ops_select("cpu"), 0);
-    ck_assert_int_eq(ops_set_precision("fp32"), 0);
-    ck_assert_int_eq(ops_set_precision("bf16"), -1);
+    ck_assert_int_eq(ops_select(OPS_CPU), 0);
+    ck_assert_int_eq(ops_set_precision(OPS_FP32), 0);
+    ck_assert_int_eq(ops_set_precision(OPS_BF16), -1);
     ck_assert_msg(strstr(gma_error(), "needs device cuda") != NULL, "message: %s", gma_error());
-    ck_assert_int_eq(ops_set_precision("fp8"), -1);
+    ck_assert_int_eq(ops_set_precision(3), -1);
     Config c;
     cfg_defaults(&c);
-    ck_assert_str_eq(c.precision, "fp32");
+    /* device and precision are choice keys: parsed to their index once, written by name */
+    ck_assert_int_eq(c.precision, OPS_FP32);
+    ck_assert_int_eq(c.device, OPS_CPU);
+    ck_assert_str_eq(cfg_enum_name(&c, "precision"), "fp32");
+    ck_assert_int_ne(cfg_set(&c, "device=tpu"), 0);
+    ck_assert_msg(strstr(gma_error(), "key device") && strstr(gma_error(), "tpu"), "message: %s", gma_error());
     ck_assert_int_eq(cfg_set(&c, "precision=tf32"), 0);
     ck_assert_int_eq(cfg_validate(&c), -1);
     ck_assert_msg(strstr(gma_error(), "precision") && strstr(gma_error(), "cuda"), "message: %s", gma_error());
     ck_assert_int_eq(cfg_set(&c, "device=cuda"), 0);
     ck_assert_int_eq(cfg_validate(&c), 0);
+    ck_assert(c.device == OPS_CUDA && c.precision == OPS_TF32);
+    char *js = cfg_to_json(&c);
+    ck_assert_msg(strstr(js, "\"device\":\t\"cuda\"") && strstr(js, "\"precision\":\t\"tf32\""), "%s", js);
+    free(js);
     ck_assert_int_ne(cfg_set(&c, "precision=fp16"), 0);
 }
 END_TEST

@@ -153,7 +153,7 @@ START_TEST(test_generate_is_forward_per_token) {
     Config cfg;
     ck_assert_int_eq(ckpt_resolve(r, dir, sizeof dir), 0);
     ck_assert_int_eq(ckpt_read_config(dir, &cfg), 0);
-    ck_assert_int_eq(ops_select("cpu"), 0);
+    ck_assert_int_eq(ops_select(OPS_CPU), 0);
     int32_t first[40];
     for (int chunk = 0; chunk <= 3; chunk += 3) {
         cfg.model.head_chunk = chunk;
@@ -248,7 +248,7 @@ START_TEST(test_decode_matches_forward) {
         {"mamba", ""},
         {"mamba", "mamba.d_conv=1;mamba.d_state=3"},
     };
-    ck_assert_int_eq(ops_select("cpu"), 0);
+    ck_assert_int_eq(ops_select(OPS_CPU), 0);
     for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
         Config cfg = tu_tiny_config(cases[c][0]);
         cfg.model.vocab_size = 23;

@@ -161,14 +161,14 @@ static int check_step(Check *k, int s) {
     double worst = grad_errors(k, !o->quiet && s == 0, &name, &nan);
     if (o->digest) { /* a hash of the device's loss and gradient bits: equal digests, equal bits */
         uint64_t h = gma_hash(&lb, sizeof lb, gma_hash(k->gb, P * sizeof(real), GMA_HASH_SEED));
-        printf("step %d: %s digest %016llx\n", s, o->device, (unsigned long long)h);
+        printf("step %d: %s digest %016llx\n", s, ops_device_key(o->device), (unsigned long long)h);
     }
     if (lrel > k->worst_loss || lrel != lrel) k->worst_loss = lrel != lrel ? INFINITY : lrel;
     if (worst > k->worst_grad) k->worst_grad = worst, k->worst_name = name;
     double urel = update_error(k, s);
     if (urel > k->worst_upd || urel != urel) k->worst_upd = urel != urel ? INFINITY : urel;
     printf("step %d: loss cpu %.7f %s %.7f rel err %.2e; worst grad rel err %.2e (%s); update rel err %.2e%s\n", s, la,
-           o->device, lb, lrel, worst, name, urel, nan ? " NaN" : "");
+           ops_device_key(o->device), lb, lrel, worst, name, urel, nan ? " NaN" : "");
     return 0;
 }
 
@@ -198,7 +198,7 @@ static void print_head(const Check *k) {
     const Config *c = k->c;
     printf("gmacheck: mixer %s, %s%s, cpu vs %s (%s), precision %s, B=%d N=%d D=%d L=%d H=%d, %zu parameters, bound %.1e\n",
            c->model.mixer[0], cfg_causal(c) ? "causal" : "bidirectional", k->batch.labels ? " classifier (padded rows)" : "",
-           k->o->device, ops_device_name(), c->precision, k->o->B, k->o->N, c->model.d_model, c->model.n_layers,
+           ops_device_key(k->o->device), ops_device_name(), ops_precision_name(c->precision), k->o->B, k->o->N, c->model.d_model, c->model.n_layers,
            c->model.n_heads, model_param_count(&k->ma), k->o->tol);
 }
 
@@ -209,7 +209,7 @@ static int verdict(const Check *k) {
     int ok = k->worst_loss <= k->o->tol && k->worst_grad <= k->o->tol && k->buf_changed == 0;
     printf("gmacheck: %s: mixer %s %s precision %s: max loss rel err %.2e, max grad rel err %.2e (%s), bound %.1e; "
            "max update rel err %.2e\n",
-           ok ? "PASS" : "FAIL", c->model.mixer[0], cfg_causal(c) ? "causal" : "bidirectional", c->precision,
+           ok ? "PASS" : "FAIL", c->model.mixer[0], cfg_causal(c) ? "causal" : "bidirectional", ops_precision_name(c->precision),
            k->worst_loss, k->worst_grad, k->worst_name, k->o->tol, k->worst_upd);
     return ok ? 0 : 1;
 }

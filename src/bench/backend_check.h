@@ -15,7 +15,7 @@
 #include "core/config.h"
 
 typedef struct CheckOpts {
-    const char *device; /* the backend under test (ops_select) */
+    int device; /* the backend under test: OpsDevice (ops_select) */
     int steps, B, N;
     int quiet;  /* no per-tensor lines of the first step */
     int digest; /* a hash of the device's loss and gradient bits per step */

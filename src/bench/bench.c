@@ -79,7 +79,7 @@ int bench_check_sets(const BenchOpts *o) {
     return 0;
 }
 
-int bench_on_device(void) { return strcmp(g_ops->name, "cpu") != 0; }
+int bench_on_device(void) { return g_ops->device != OPS_CPU; }
 
 static int cmp_d(const void *a, const void *b) {
     double x = *(const double *)a, y = *(const double *)b;

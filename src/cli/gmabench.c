@@ -66,7 +66,8 @@
 /* the options: the benchmarks' own and those of this program */
 typedef struct Args {
     BenchOpts o;
-    const char *what, *json, *device, *precision, *mixers;
+    const char *what, *json, *mixers;
+    int device, precision; /* OpsDevice, OpsPrecision */
     int threads;
 } Args;
 
@@ -134,8 +135,8 @@ static int parse_args(Args *a, int argc, char **argv) {
         OPTF("--shapes", &o->shapes, "per op-table product shape: its time in the step against its replay (model, CPU)"),
         OPTD("--peak-tflops", &o->peak_tflops, 1e-12, 1e6, "the device's peak TFLOP/s: adds model FLOP utilisation"),
         OPTS("--json", &a->json, "FILE", "also write the results as JSON"),
-        OPTS("--device", &a->device, "cpu|cuda", "backend [cpu]"),
-        OPTC("--precision", &a->precision, "fp32|tf32|bf16", "precision (cuda) [fp32]"),
+        OPTE("--device", &a->device, OPS_DEVICES, "backend [cpu]"),
+        OPTE("--precision", &a->precision, OPS_PRECISIONS, "precision (cuda) [fp32]"),
         OPT_THREADS(&a->threads, "CPU threads, 0 all"),
         OPTR("--set", &sets, "key=value", "any config key, up to 16"),
     };
@@ -186,7 +187,7 @@ static int check_args(const Args *a) {
 
 /* the first line and the JSON's fields of the machine */
 static void header(const Args *a, cJSON *out) {
-    const char *prec = a->precision ? a->precision : "fp32";
+    const char *prec = ops_precision_name(a->precision);
     long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
     printf("# gmabench %s | backend %s (%s, precision %s) | %ld cores | %s | OpenBLAS kernels %s\n", GMA_VERSION,
            g_ops->name, ops_device_name(), prec, ncpu, REAL_NAME, ops_blas_core());
@@ -230,7 +231,7 @@ int main(int argc, char **argv) {
     int rc = parse_args(&a, argc, argv);
     if (rc != OPTS_GO_ON) return rc;
     if ((rc = check_args(&a)) != 0) return rc;
-    if (ops_select(a.device ? a.device : "cpu") != 0 || ops_set_precision(a.precision ? a.precision : "fp32") != 0) {
+    if (ops_select(a.device) != 0 || ops_set_precision(a.precision) != 0) {
         fprintf(stderr, "gmabench: %s\n", gma_error());
         return 2;
     }

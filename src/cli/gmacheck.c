@@ -64,13 +64,13 @@ static int load_file(const char *v, void *c) { return cfg_load_file(c, v); }
 static int set_key(const char *v, void *c) { return cfg_set(c, v); }
 
 /* argv in order into c and o: OPTS_GO_ON, or the exit code (--help, --list-mixers: 0) */
-static int parse_args(Config *c, CheckOpts *o, const char **precision, int argc, char **argv) {
+static int parse_args(Config *c, CheckOpts *o, int *precision, int argc, char **argv) {
     int list = 0;
     const Opt opts[] = {
-        OPTS("--device", &o->device, "cuda|cpu", "the backend compared with the CPU's [the config's, else cuda]"),
+        OPTE("--device", &o->device, OPS_DEVICES, "the backend compared with the CPU's [the config's, else cuda]"),
         OPTFN("--config", load_file, c, "FILE", "the model's config [a small model]"),
         OPTFN("--set", set_key, c, "key=value", "one config key (repeatable, in order with --config)"),
-        OPTC("--precision", precision, "fp32|tf32|bf16", "the device's precision [the config's]"),
+        OPTE("--precision", precision, OPS_PRECISIONS, "the device's precision [the config's]"),
         /* the ranges of train.steps (at least 1), train.batch_size and model.max_seq_len */
         OPTI("--steps", &o->steps, 1, 1000000000L, "steps compared [3]"),
         OPTI("--batch", &o->B, 1, 1000000L, "batch [4]"),
@@ -92,10 +92,10 @@ static int parse_args(Config *c, CheckOpts *o, const char **precision, int argc,
 
 /* the device, precision and shape into the config, a classifier's random batch, the
  * bound's default: 0, or 2 with one line */
-static int prepare(Config *c, CheckOpts *o, const char *precision) {
-    if (!o->device) o->device = strcmp(c->device, "cpu") ? c->device : "cuda";
-    if (precision) snprintf(c->precision, sizeof c->precision, "%s", precision);
-    snprintf(c->device, sizeof c->device, "%s", o->device);
+static int prepare(Config *c, CheckOpts *o, int precision) {
+    if (o->device < 0) o->device = c->device != OPS_CPU ? c->device : OPS_CUDA;
+    if (precision >= 0) c->precision = precision;
+    c->device = o->device;
     if (o->N <= 0) o->N = c->train.seq_len;
     if (o->N > c->model.max_seq_len) c->model.max_seq_len = o->N;
     c->train.seq_len = o->N;
@@ -110,7 +110,7 @@ static int prepare(Config *c, CheckOpts *o, const char *precision) {
         fprintf(stderr, "gmacheck: %s\n", gma_error());
         return 2;
     }
-    if (o->tol < 0) o->tol = !strcmp(c->precision, "fp32") ? 1e-4 : !strcmp(c->precision, "tf32") ? 1e-2 : 5e-2;
+    if (o->tol < 0) o->tol = c->precision == OPS_FP32 ? 1e-4 : c->precision == OPS_TF32 ? 1e-2 : 5e-2;
     return 0;
 }
 
@@ -119,8 +119,8 @@ int main(int argc, char **argv) {
     if (cli_version("gmacheck", argc, argv)) return 0;
     Config c;
     small_model(&c);
-    CheckOpts o = {.steps = 3, .B = 4, .N = 0, .tol = -1};
-    const char *precision = NULL;
+    CheckOpts o = {.device = -1, .steps = 3, .B = 4, .N = 0, .tol = -1};
+    int precision = -1;
     int rc = parse_args(&c, &o, &precision, argc, argv);
     if (rc != OPTS_GO_ON) return rc;
     if ((rc = prepare(&c, &o, precision)) != 0) return rc;

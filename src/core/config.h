@@ -1,17 +1,14 @@
-/* config.h: the run configuration, its schema engine, JSON loading and validation.
+/* config.h: the run configuration and its schema engine: key types, JSON files and
+ * `--set a.b=value` overrides, cross-field validation, the resolved dump written beside
+ * each run and the reference table in the README (`gmatrain --config-reference`).
  *
- * Every key has one schema row (CfgKey): type, default, range or allowed values and
- * meaning. Core holds no rows: every module declares its keys as a CfgSection in its own
- * file, with its defaults, ranges, docs and cross-field checks (validate). A section either
- * lies over Config itself (name NULL: the keys are dotted paths, "model.d_model", with
- * offsets into Config; the structs below, which every layer reads by value) or is a stored
- * section (name "gma": keys NAME.*, offsets into the module's own struct, kept inside
- * Config so it stays copyable, read with cfg_section). config_register_all (src/train)
- * installs every section, in the reference's order, with cfg_register before the first
- * cfg_defaults. The rows drive defaults, validation of JSON files and of `--set a.b=value`
- * overrides, the resolved config written beside each run, and the configuration reference
- * in the README (`gmatrain --config-reference`).
- */
+ * Every key is one schema row (CfgKey). Core holds no rows: each module declares its keys
+ * as a CfgSection with their defaults, ranges, docs and checks (validate). A section lies
+ * over Config (name NULL: dotted keys "model.d_model", offsets into Config; the structs
+ * below) or is stored (name "gma": keys NAME.*, offsets into the module's own struct, kept
+ * inside Config so that it stays copyable, read with cfg_section_of). config_register_all
+ * (src/train) installs every section, in the reference's order, before the first
+ * cfg_defaults. */
 #ifndef GMA_CONFIG_H
 #define GMA_CONFIG_H
 #include <stddef.h> /* offsetof for the schema rows */
@@ -26,8 +23,8 @@
 
 typedef enum { CFGT_INT, CFGT_REAL, CFGT_BOOL, CFGT_STR, CFGT_MIXERS, CFGT_ENUM, CFGT_STRLIST } CfgType;
 
-/* One key. In a section, `key` is the name after "SECTION." and `off` an offset into the
- * section's struct; in config.c's table, the dotted path and an offset into Config. */
+/* One key. In a stored section `key` is the name after "SECTION." and `off` an offset into
+ * the section's struct; in a section over Config, the dotted path and an offset into Config. */
 typedef struct CfgKey {
     const char *key;
     CfgType type;       /* CFGT_INT: int, CFGT_REAL: double, CFGT_BOOL: int 0/1, CFGT_STR: char[size],
@@ -58,7 +55,8 @@ typedef struct CfgSection {
 } CfgSection;
 
 /* The model's keys over Config; the classifier head's own (model.n_classes, n_seq,
- * head_*, cls_std, key_padding_mask) are its stored section (nn/cls_head.h: cls_head_cfg). */
+ * head_*, cls_std, key_padding_mask) and the stem's (model.stem*) are their modules'
+ * stored sections (nn/cls_head.c, nn/stem.c). */
 typedef struct ModelCfg {
     int task;               /* MODEL_LM | MODEL_CLASSIFY (nn/model_cfg.h) */
     int vocab_size;         /* 0 = from the data */
@@ -80,10 +78,6 @@ typedef struct ModelCfg {
     double mlp_bias_std;    /* MLP biases' init std (0 = zeros) */
     int dense_init;         /* DENSE_INIT_NORMAL | DENSE_INIT_XAVIER_UNIFORM: blocks' dense weights */
     int embed_init;         /* EMBED_INIT_NORMAL | EMBED_INIT_RAMP: tok_emb */
-    int stem;               /* STEM_NONE | STEM_CONV (nn/stem.h): the image classifier's stem */
-    char stem_dilations[128]; /* its layers' dilations, comma-separated */
-    int stem_norm;          /* StemNorm (nn/stem.h): batch | instance | none */
-    int stem_width;         /* image width in tokens (0 = square) */
     int head_chunk;         /* language model: rows of logits computed at a time (0 = automatic) */
 } ModelCfg;
 
@@ -129,8 +123,8 @@ typedef struct DataCfg {
 struct Config {
     char name[CFG_STR];
     int seed;
-    char device[16];
-    char precision[16];     /* fp32 | tf32 | bf16 (tf32, bf16: cuda only) */
+    int device;             /* OpsDevice (ops/ops.h): cpu | cuda */
+    int precision;          /* OpsPrecision (ops/ops.h): fp32 | tf32 | bf16 (tf32, bf16: cuda only) */
     int threads;
     char out_dir[CFG_STR];
     ModelCfg model;

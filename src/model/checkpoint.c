@@ -283,7 +283,11 @@ int ckpt_resolve(const char *path, char *out, size_t cap) {
 
 int ckpt_open_config(const char *path, const char *device, long threads, char *dir, size_t cap, Config *c) {
     if (ckpt_resolve(path, dir, cap) != 0 || ckpt_read_config(dir, c) != 0) return -1;
-    if (device) snprintf(c->device, sizeof c->device, "%s", device);
+    if (device) { /* as gmatrain's --device: through the config key, so a bad name is refused alike */
+        char set[64];
+        snprintf(set, sizeof set, "device=%.50s", device);
+        if (cfg_set_from(c, set, "--device") != 0) return -1;
+    }
     if (threads >= 0) c->threads = (int)threads;
     return 0;
 }

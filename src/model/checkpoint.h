@@ -48,7 +48,8 @@ int ckpt_resolve(const char *path, char *out, size_t cap);
 int ckpt_hint_intact(const char *path);
 /* Read the resolved config stored in a checkpoint directory. */
 int ckpt_read_config(const char *dir, Config *c);
-/* ckpt_resolve + ckpt_read_config, then the command line's --device (when non-NULL) and
+/* ckpt_resolve + ckpt_read_config, then the command line's --device (when non-NULL: set
+ * as the key device, so a bad name is refused as gmatrain refuses it) and
  * --threads (when >= 0) over the stored config: what gmaeval and gmasample start with. */
 int ckpt_open_config(const char *path, const char *device, long threads, char *dir, size_t cap, Config *c);
 /* Load parameters (and, when ts is non-NULL, optimiser moments and train state). Shapes

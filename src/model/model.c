@@ -68,7 +68,7 @@ int model_build(Model *m, const Config *c) {
     if (ramp && m->V < 3) return gma_errorf("key model.embed_init: \"ramp\" needs at least 3 tokens (vocabulary %d)", m->V);
     m->wte = pt_add2(pt, "tok_emb.weight", m->V, m->D, ramp ? INIT_RAMP : INIT_NORMAL, estd, GROUP_EMBED);
     m->wpe = mc->pos == POS_LEARNED ? pt_add2(pt, "pos_emb.weight", m->Nmax, m->D, INIT_NORMAL, std, GROUP_EMBED) : -1;
-    if (stem_build(&m->stem, mc, pt) != 0) return -1;
+    if (stem_build(&m->stem, c, pt) != 0) return -1;
     m->blocks = xcalloc(m->L, sizeof(Block));
     char name[128], pre[64];
     for (int l = 0; l < m->L; l++) {
@@ -186,13 +186,14 @@ void model_memory_plan(const Model *m, int Bmax, int Nmax, MemPlan *p) {
     int S = m->classify ? Bmax * m->n_seq : Bmax, Nt = Nmax + m->pool_cls;
     double top = 0;
     const char *name = NULL;
+    int routed = 0; /* the heaviest mixer has routing components (gma, auto): gma.n_components drives it */
     for (int l = 0; l < m->L && rough * sizeof(real) <= 1e18; l++) {
         const Mixer *mx = m->blocks[l].mixer;
         double a = 0;
         for (int j = 0; j < m->L; j++)
-            if (!strcmp(m->blocks[j].mixer->vt->name, mx->vt->name)) a += (double)mx->vt->act_size(mx, S, Nt) * sizeof(real);
+            if (m->blocks[j].mixer->vt == mx->vt) a += (double)mx->vt->act_size(mx, S, Nt) * sizeof(real);
         a += (double)mx->vt->scratch_size(mx, S, Nt) * sizeof(real);
-        if (a > top) top = a, name = mx->vt->name;
+        if (a > top) top = a, name = mx->vt->name, routed = mx->vt->health != NULL;
     }
     const Config *c = &m->cfg;
     double pos = (double)m->Nmax * m->D * sizeof(real) * (table > 0 ? 2 : m->wpe >= 0 ? 5 : 0);
@@ -202,7 +203,7 @@ void model_memory_plan(const Model *m, int Bmax, int Nmax, MemPlan *p) {
     else if (p->params > p->acts)
         snprintf(p->drivers, sizeof p->drivers, "mostly parameters: model.vocab_size %d x model.d_model %d, model.n_layers %d x "
                  "model.d_ff %d", m->V, m->D, m->L, m->F);
-    else if (name && top > 0.5 * p->acts && (!strcmp(name, "gma") || !strcmp(name, "auto")))
+    else if (name && top > 0.5 * p->acts && routed)
         snprintf(p->drivers, sizeof p->drivers, "mostly the gma layers: gma.n_components %d x model.n_heads %d per token",
                  (int)cfg_num(c, "gma.n_components"), m->H);
     else if (name && top > 0.5 * p->acts)
@@ -213,7 +214,7 @@ void model_memory_plan(const Model *m, int Bmax, int Nmax, MemPlan *p) {
 }
 
 int model_check_memory(const Model *m, int Bmax, int Nmax) {
-    if (strcmp(g_ops->name, "cpu") != 0) return 0; /* device memory: the backend reports its own failure */
+    if (g_ops->device != OPS_CPU) return 0; /* device memory: the backend reports its own failure */
     MemPlan p;
     model_memory_plan(m, Bmax, Nmax, &p);
     if (p.avail > 0 && p.total > p.avail)
@@ -776,7 +777,7 @@ int model_decode_begin_batch(Model *m, DecodeState *s, int B) {
         need += (double)B * mx->vt->decode_state(mx, W) + (double)mx->vt->act_size(mx, B, 1) + mx->vt->scratch_size(mx, B, 1);
     }
     need *= sizeof(real);
-    if (!strcmp(g_ops->name, "cpu") && (have = memory_available(&what)) > 0 && need > have) /* callers decode without */
+    if (g_ops->device == OPS_CPU && (have = memory_available(&what)) > 0 && need > have) /* callers decode without */
         return gma_errorf("incremental decoding of %d sequences needs %.1f GiB, more than the %.1f GiB of %s", B,
                           need / 1073741824.0, have / 1073741824.0, what);
     if (B > m->head_rows) { /* more rows than a chunk of the head's logits: a buffer of their own */

@@ -115,9 +115,9 @@ int model_build(Model *m, const Config *c);
 /* The memory model_alloc takes for batches of Bmax x Nmax, in bytes: params (parameters,
  * gradients, the two optimiser moments), acts (activations and scratch), total (both and
  * what model_alloc and model_init_params hold for a while: a host copy of the parameters,
- * the sinusoidal position table); the
- * keys that drive it (text for messages); what this process can still take (avail, 0 when
- * unknown: physical memory or the RLIMIT_AS left, whichever is lower) and which that is. */
+ * the sinusoidal position table); the keys that drive it (text for messages); what this
+ * process can still take (avail, 0 when unknown: physical memory or the RLIMIT_AS left,
+ * whichever is lower) and which that is. */
 typedef struct MemPlan {
     double params, acts, total, avail;
     const char *avail_what;
@@ -197,8 +197,8 @@ size_t model_param_count(const Model *m);
 
 /* ---- incremental decoding (causal language models; model/generate.h) ----
  * Each mixer keeps a state across tokens (GMA, linear and performer: the linear core's S
- * and z; sdpa: a key/value cache; mamba: the convolution window and the scan state), so a token costs one step instead of a forward over the
- * whole context. Position pos uses position embedding pos, as model_forward does for a
+ * and z; sdpa: a key/value cache; mamba: the convolution window and the scan state), so a
+ * token costs one step instead of a forward over the whole context. Position pos uses position embedding pos, as model_forward does for a
  * sequence that starts at 0. A state holds B sequences that stand at the same position:
  * one step feeds one token of each, so the weights are read once for B tokens. */
 typedef struct DecodeState {

@@ -18,14 +18,25 @@
  * other backends take the whole batch in one product. */
 #define STEM_COL_BYTES (6u << 20)
 
-int stem_build(Stem *st, const ModelCfg *mc, ParamTable *pt) {
+/* the keys model.stem* (the stored section stem_cfg_section, below) */
+typedef struct StemCfg {
+    int stem;            /* STEM_NONE | STEM_CONV */
+    char dilations[128]; /* model.stem_dilations: its layers' dilations, comma-separated */
+    int norm;            /* StemNorm */
+    int width;           /* image width in tokens (0 = square) */
+} StemCfg;
+static const StemCfg *stem_cfg(const Config *c) { return cfg_section_of(c, &stem_cfg_section); }
+static int parse_dilations(const char *list, int *dil, int max);
+
+int stem_build(Stem *st, const Config *c, ParamTable *pt) {
+    const StemCfg *sc = stem_cfg(c);
     memset(st, 0, sizeof *st);
-    if (mc->stem == STEM_NONE) return 0;
-    st->n = cfg_stem_dilations(mc, st->dil, STEM_MAX_LAYERS);
+    if (sc->stem == STEM_NONE) return 0;
+    st->n = parse_dilations(sc->dilations, st->dil, STEM_MAX_LAYERS);
     if (st->n < 0) return (st->n = 0, -1);
-    st->D = mc->d_model;
-    st->W = mc->stem_width;
-    st->norm = (StemNorm)mc->stem_norm;
+    st->D = c->model.d_model;
+    st->W = sc->width;
+    st->norm = (StemNorm)sc->norm;
     char name[96];
     int D = st->D;
     for (int l = 0; l < st->n; l++) {
@@ -54,7 +65,7 @@ void stem_free(Stem *st) {
 
 /* images of N pixels per run of the convolutions (at most S) */
 static int run_images(const Stem *st, int S, int N) {
-    if (strcmp(g_ops->name, "cpu")) return S;
+    if (g_ops->device != OPS_CPU) return S;
     size_t per = STEM_COL_BYTES / ((size_t)N * 9 * st->D * sizeof(real));
     return per < 1 ? 1 : per > (size_t)S ? S : (int)per;
 }
@@ -217,31 +228,31 @@ int stem_rank_averaged(const Stem *st, int tensor) {
 
 /* ---- configuration: model.stem* ---- */
 
-#define O(f) CFG_OFF(f)
-#define S(f) CFG_SIZE(f)
+#define O(f) offsetof(StemCfg, f)
 static const CfgKey g_stem_keys[] = {
-    {"model.stem", CFGT_ENUM, O(model.stem), 0, "none", 0, 0, "none|conv",
+    {"stem", CFGT_ENUM, O(stem), 0, "none", 0, 0, "none|conv",
      "Classifier on images: a convolutional stem between the token embedding and the blocks (docs/model.md §2.1): "
      "3 x 3 convolutions over the image of each sequence's tokens, each with normalisation and ReLU."},
-    {"model.stem_dilations", CFGT_STR, O(model.stem_dilations), S(model.stem_dilations), "1,1,2,2,4,4,8", 0, 0, NULL,
+    {"stem_dilations", CFGT_STR, O(dilations), sizeof(((StemCfg *)0)->dilations), "1,1,2,2,4,4,8", 0, 0, NULL,
      "model.stem \"conv\": the dilation of each layer, comma-separated (the number of values is the number of layers)."},
-    {"model.stem_norm", CFGT_ENUM, O(model.stem_norm), 0, "batch", 0, 0, "batch|instance|none",
+    {"stem_norm", CFGT_ENUM, O(norm), 0, "batch", 0, 0, "batch|instance|none",
      "model.stem \"conv\": per-channel normalisation after each convolution: batch statistics (running ones in "
      "evaluation), each image's own, or none."},
-    {"model.stem_width", CFGT_INT, O(model.stem_width), 0, "0", 0, 65536, NULL,
+    {"stem_width", CFGT_INT, O(width), 0, "0", 0, 65536, NULL,
      "model.stem \"conv\": image width in tokens (0 = square images: the square root of the tokens per sequence)."},
 };
 #undef O
-#undef S
 
-int cfg_stem_dilations(const ModelCfg *m, int *dil, int max) {
+/* model.stem_dilations parsed into dil[0..max): the number of layers, or -1 with a message
+ * naming the key (not a list of integers 1..64, empty, or more than max) */
+static int parse_dilations(const char *list, int *dil, int max) {
     int n = 0;
-    for (const char *s = m->stem_dilations; *s;) {
+    for (const char *s = list; *s;) {
         char *end;
         long d = strtol(s, &end, 10);
         if (end == s || d < 1 || d > 64 || (*end && *end != ',') || (*end == ',' && !end[1]))
             return gma_errorf("key model.stem_dilations: \"%s\" is not a comma-separated list of dilations 1..64",
-                              m->stem_dilations);
+                              list);
         if (n == max) return gma_errorf("key model.stem_dilations: more than %d layers", max);
         dil[n++] = (int)d;
         s = *end ? end + 1 : end;
@@ -252,16 +263,17 @@ int cfg_stem_dilations(const ModelCfg *m, int *dil, int max) {
 
 static int validate_stem(const Config *c) {
     const ModelCfg *m = &c->model;
+    const StemCfg *sc = stem_cfg(c);
     int classify = m->task == MODEL_CLASSIFY, dil[CFG_MAX_STEM];
-    if (m->stem == STEM_NONE) return 0;
+    if (sc->stem == STEM_NONE) return 0;
     if (classify && (m->pooling == POOL_CLS || cls_head_cfg(c)->n_seq == 2))
         return gma_errorf("key model.stem: the convolutional stem takes one image per example and mean or max "
                           "pooling (not model.pooling \"cls\", whose slot is no pixel, or two sequences)");
-    if (cfg_stem_dilations(m, dil, CFG_MAX_STEM) < 0) return -1;
+    if (parse_dilations(sc->dilations, dil, CFG_MAX_STEM) < 0) return -1;
     if (!classify)
         return gma_errorf("key model.stem: only classifiers take a convolutional stem (its normalisation and 3 x 3 "
                           "taps see later tokens)");
     return 0;
 }
 
-const CfgSection stem_cfg_section = {NULL, 0, g_stem_keys, CFG_N(g_stem_keys), validate_stem, NULL};
+const CfgSection stem_cfg_section = {"stem", sizeof(StemCfg), g_stem_keys, CFG_N(g_stem_keys), validate_stem, "model"};

@@ -44,7 +44,7 @@ typedef struct Stem {
 
 /* Parse model.stem* and add the stem's tensors to pt (nothing with model.stem "none"); -1
  * with a message naming the key on a bad value. */
-int stem_build(Stem *st, const ModelCfg *mc, ParamTable *pt);
+int stem_build(Stem *st, const Config *c, ParamTable *pt);
 /* reals stem_carve takes for S images of N pixels (0 without a stem) */
 size_t stem_act_size(const Stem *st, int S, int N);
 void stem_carve(Stem *st, real **p, int S, int N);
@@ -61,10 +61,7 @@ void stem_update_buffers(Stem *st, const ParamTable *pt, real *params);
 /* 1 when tensor is one of the stem's running statistics (averaged across data-parallel ranks) */
 int stem_rank_averaged(const Stem *st, int tensor);
 void stem_free(Stem *st);
-/* The rows model.stem* and their checks. */
+/* The keys model.stem* (a stored section: only this module reads them) and their checks. */
 extern const CfgSection stem_cfg_section;
-/* model.stem_dilations parsed into dil[0..max): the number of layers, or -1 with a message
- * naming the key (not a list of integers 1..64, empty, or more than max) */
-int cfg_stem_dilations(const ModelCfg *m, int *dil, int max);
 
 #endif

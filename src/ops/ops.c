@@ -3,8 +3,6 @@
  * compiled with GMA_CUDA); the other ops_* calls dispatch through g_ops, so a table that
  * wraps the active one (gmabench's profiling table, a copy with some ops replaced) still
  * reaches the backend it wraps. */
-#include <string.h>
-
 #include "ops/ops.h"
 
 const GmaOps *g_ops = &gma_ops_cpu;
@@ -25,12 +23,18 @@ int ops_check_table(const GmaOps *ops) {
     return 0;
 }
 
-int ops_select(const char *device) {
-    if (!strcmp(device, "cpu")) {
+static const char *const g_device_names[] = {"cpu", "cuda"};
+static const char *const g_precision_names[] = {"fp32", "tf32", "bf16"};
+
+const char *ops_device_key(int device) { return device >= 0 && device < 2 ? g_device_names[device] : "?"; }
+const char *ops_precision_name(int precision) { return precision >= 0 && precision < 3 ? g_precision_names[precision] : "?"; }
+
+int ops_select(int device) {
+    if (device == OPS_CPU) {
         g_ops = &gma_ops_cpu;
         return 0;
     }
-    if (!strcmp(device, "cuda")) {
+    if (device == OPS_CUDA) {
 #ifdef GMA_CUDA
         const GmaOps *ops = NULL;
         if (cuda_ops_init(&ops) != 0) return -1;
@@ -41,12 +45,11 @@ int ops_select(const char *device) {
         return gma_errorf("device \"cuda\": this binary was built without CUDA (build with `make cuda`, or `make cuda-mpi` for data-parallel runs)");
 #endif
     }
-    return gma_errorf("unknown device \"%s\" (cpu or cuda)", device);
+    return gma_errorf("unknown device %d (cpu or cuda)", device);
 }
 
-int ops_set_precision(const char *precision) {
-    if (strcmp(precision, "fp32") && strcmp(precision, "tf32") && strcmp(precision, "bf16"))
-        return gma_errorf("precision \"%s\": expected fp32, tf32 or bf16", precision);
+int ops_set_precision(int precision) {
+    if (precision < OPS_FP32 || precision > OPS_BF16) return gma_errorf("precision %d: expected fp32, tf32 or bf16", precision);
     return g_ops->set_precision(precision);
 }
 

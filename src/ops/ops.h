@@ -33,7 +33,7 @@
     X(void, copy, (void *dst, const void *src, size_t bytes))                                                          \
     /* the backend itself, behind ops_set_precision, ops_sync, ops_device_name, ops_mem_stats                          \
      * and ops_mem_reset_peak below (a table that wraps another copies these from it) */                               \
-    X(int, set_precision, (const char *precision))                                                                     \
+    X(int, set_precision, (int precision)) /* OpsPrecision, checked by ops_set_precision */                          \
     X(void, sync, (void))                                                                                              \
     X(const char *, device_name, (void))                                                                               \
     X(void, mem_stats, (size_t *in_use, size_t *peak))                                                                 \
@@ -251,8 +251,16 @@
     X(void, scan_step, (real *y, real *h, size_t h_stride, const real *u, const real *dt, const real *Bm,              \
         const real *Cm, const real *A_log, const real *Dskip, int B, int E, int S))
 
+/* The backends and the precisions of their matrix products, as the config keys device and
+ * precision hold them (CFGT_ENUM: the index of the name among OPS_DEVICES, OPS_PRECISIONS). */
+typedef enum { OPS_CPU, OPS_CUDA } OpsDevice;
+#define OPS_DEVICES "cpu|cuda"
+typedef enum { OPS_FP32, OPS_TF32, OPS_BF16 } OpsPrecision;
+#define OPS_PRECISIONS "fp32|tf32|bf16"
+
 typedef struct GmaOps {
     const char *name;
+    int device; /* OpsDevice: where the table's pointers live (a wrapping table copies it) */
 #define GMA_OP_MEMBER(ret, op, params) ret(*op) params;
     GMA_OPS(GMA_OP_MEMBER)
 #undef GMA_OP_MEMBER
@@ -267,16 +275,19 @@ extern const GmaOps gma_ops_cpu; /* cpu/cpu_core.c */
  * and set up the GPU; 0 with *out set to the CUDA op table, or -1 with a one-line error (no
  * GPU, a driver problem, or a GPU this build has no code for). Idempotent. */
 int cuda_ops_init(const GmaOps **out);
-/* Select "cpu" or "cuda"; refuses cuda in a build without it or without a usable GPU, and
- * refuses a backend whose table has a missing (NULL) op, naming it. */
-int ops_select(const char *device);
+/* The name of an OpsDevice / OpsPrecision ("cpu", "bf16"); "?" out of range. */
+const char *ops_device_key(int device);
+const char *ops_precision_name(int precision);
+/* Select OPS_CPU or OPS_CUDA; refuses cuda in a build without it or without a usable GPU,
+ * and refuses a backend whose table has a missing (NULL) op, naming it. */
+int ops_select(int device);
 /* 0 when every op of GMA_OPS is set in the table, else -1 with an error naming the first
  * missing one (ops.c). */
 int ops_check_table(const GmaOps *ops);
-/* Precision of the active backend's matrix products: "fp32" (every backend), "tf32" or
- * "bf16" (cuda only; bf16 keeps fp32 master weights and fp32 accumulation). Call after
+/* Precision of the active backend's matrix products: OPS_FP32 (every backend), OPS_TF32 or
+ * OPS_BF16 (cuda only; bf16 keeps fp32 master weights and fp32 accumulation). Call after
  * ops_select. Returns -1 with a message for a precision the backend cannot run. */
-int ops_set_precision(const char *precision);
+int ops_set_precision(int precision);
 /* Wait until every queued op of the active backend has finished (for timing). These four
  * call the active table's sync, device_name, mem_stats and mem_reset_peak. */
 void ops_sync(void);

@@ -233,7 +233,7 @@ static int choose_nccl(void) {
 /* all ranks call this at the same point (from a collective), with the same backend */
 static void choose_via(void) {
     if (g_via != VIA_UNSET) return;
-    g_via = !strcmp(g_ops->name, "cpu") ? VIA_MPI : VIA_HOST; /* a wrapped cpu table too */
+    g_via = g_ops->device == OPS_CPU ? VIA_MPI : VIA_HOST; /* a wrapped cpu table too */
 #ifdef GMA_NCCL
     if (g_via == VIA_HOST && g_size > 1) g_via = choose_nccl();
 #endif

@@ -6,14 +6,15 @@
 #include "core/common.h"
 #include "data/lm/lmdata.h"
 #include "nn/model_cfg.h"
+#include "ops/ops.h"
 
 #define O(f) CFG_OFF(f)
 #define S(f) CFG_SIZE(f)
 static const CfgKey g_top[] = {
     {"name", CFGT_STR, O(name), S(name), "run", 0, 0, NULL, "Run name: outputs go to runs/<name>/ (or out_dir)."},
     {"seed", CFGT_INT, O(seed), 0, "1337", 0, 2147483647, NULL, "Seed for initialisation, data order and generated data."},
-    {"device", CFGT_STR, O(device), S(device), "cpu", 0, 0, "cpu|cuda", "Backend that runs the ops."},
-    {"precision", CFGT_STR, O(precision), S(precision), "fp32", 0, 0, "fp32|tf32|bf16",
+    {"device", CFGT_ENUM, O(device), 0, "cpu", 0, 0, OPS_DEVICES, "Backend that runs the ops."},
+    {"precision", CFGT_ENUM, O(precision), 0, "fp32", 0, 0, OPS_PRECISIONS,
      "Matrix products: fp32; tf32 (tensor cores, cuda); bf16 (bf16 operands, fp32 accumulation and master weights, cuda)."},
     {"threads", CFGT_INT, O(threads), 0, "0", 0, 1024, NULL, "OpenMP/BLAS threads (0 = all cores)."},
     {"out_dir", CFGT_STR, O(out_dir), S(out_dir), "", 0, 0, NULL, "Run directory (empty = runs/<name>)."},
@@ -64,8 +65,9 @@ static int check_run_name(const char *name) {
 
 static int validate_top(const Config *c) {
     if (check_run_name(c->name) != 0) return -1;
-    if (strcmp(c->precision, "fp32") && strcmp(c->device, "cuda"))
-        return gma_errorf("key precision: %s needs device cuda (the %s backend runs fp32)", c->precision, c->device);
+    if (c->precision != OPS_FP32 && c->device != OPS_CUDA)
+        return gma_errorf("key precision: %s needs device cuda (the %s backend runs fp32)", ops_precision_name(c->precision),
+                          ops_device_key(c->device));
     return 0;
 }
 

@@ -68,9 +68,11 @@ static void t_mem() {
     printf("%-44s in use %zu -> %zu bytes %s\n", "mem stats track alloc/free", use, use2, use - use2 == 2 * n * sizeof(float) ? "ok" : "FAIL");
     ncheck++; if (use - use2 != 2 * n * sizeof(float)) nfail++;
 }
-static void t_matmul(const char *prec, double tol) {
+static void t_matmul(int precision, double tol) {
+    static const char *const names[] = {"fp32", "tf32", "bf16"}; /* OpsPrecision's order */
+    const char *prec = names[precision];
     char nm[96];
-    CU->set_precision(prec);
+    CU->set_precision(precision);
     int dims[][3] = {{17, 23, 31}, {1, 40, 7}, {33, 1, 65}, {5, 6, 0}};
     for (auto &D : dims) for (int ta = 0; ta < 2; ta++) for (int tb = 0; tb < 2; tb++) {
         int M = D[0], N = D[1], K = D[2];
@@ -92,7 +94,7 @@ static void t_matmul(const char *prec, double tol) {
         CU->matmul_strided(F(C2), F(A), F(B), M, N, K, 0, 0, 1, 0, bt, M * K, 0, M * N);
         snprintf(nm, sizeof nm, "matmul_strided %s sB=0", prec); cmp(nm, C2, C1, tol);
     }
-    CU->set_precision("fp32");
+    CU->set_precision(OPS_FP32);
 }
 static void t_basic(int R, int C) {
     size_t n = (size_t)R * C;

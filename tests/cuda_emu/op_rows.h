@@ -21,9 +21,9 @@
 #define GMA_OP_ROWS_H
 #define OP_ROWS(ROW)                                                                                                   \
     ROW(mem, mem, 0, ())                                                                                               \
-    ROW(matmul, matmul, 0, ("fp32", 1e-4))                                                                             \
-    ROW(matmul, matmul, 0, ("tf32", 2e-3))                                                                             \
-    ROW(matmul, matmul, 0, ("bf16", 1e-2))                                                                             \
+    ROW(matmul, matmul, 0, (OPS_FP32, 1e-4))                                                                             \
+    ROW(matmul, matmul, 0, (OPS_TF32, 2e-3))                                                                             \
+    ROW(matmul, matmul, 0, (OPS_BF16, 1e-2))                                                                             \
     ROW(nn, basic, 1, (70, 45))                                                                                        \
     ROW(nn, ln, 1, (37, 70))                                                                                           \
     ROW(nn, ln, 1, (300, 33))                                                                                          \

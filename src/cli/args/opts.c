@@ -40,16 +40,17 @@ static const char *range(const Opt *o, char *buf, size_t cap) {
     return buf;
 }
 
-/* one of "a|b|c" */
-static int is_choice(const char *choices, const char *v) {
+/* the index of v among "a|b|c", or -1 */
+static int choice_index(const char *choices, const char *v) {
     size_t n = strlen(v);
-    for (const char *c = choices; *c;) {
+    int i = 0;
+    for (const char *c = choices; *c; i++) {
         const char *e = strchr(c, '|');
         size_t len = e ? (size_t)(e - c) : strlen(c);
-        if (len == n && !strncmp(c, v, n)) return 1;
+        if (len == n && !strncmp(c, v, n)) return i;
         c += len + (e ? 1 : 0);
     }
-    return 0;
+    return -1;
 }
 
 static int set_number(const Opt *o, const char *v) {
@@ -77,8 +78,11 @@ static int set_value(const Opt *o, const char *v) {
         if (gma_parse_u64(v, o->dest) != 0)
             return gma_errorf("%s: \"%s\" is not an integer in [0, 18446744073709551615]", o->name, v);
         return 0;
-    case OPT_CHOICE:
-        if (!is_choice(o->choices, v)) return gma_errorf("%s: \"%s\" is not one of %s", o->name, v, o->choices);
+    case OPT_INDEX: case OPT_CHOICE: {
+        int i = choice_index(o->choices, v);
+        if (i < 0) return gma_errorf("%s: \"%s\" is not one of %s", o->name, v, o->choices);
+        if (o->type == OPT_INDEX) return *(int *)o->dest = i, 0;
+    }
         /* fall through */
     case OPT_STR: *(const char **)o->dest = v; return 0;
     case OPT_LIST: {
@@ -135,7 +139,7 @@ static const char *arg_name(const Opt *o) {
     switch (o->type) {
     case OPT_INT: case OPT_LONG: case OPT_U64: return "N";
     case OPT_DOUBLE: return "X";
-    case OPT_CHOICE: return o->choices;
+    case OPT_CHOICE: case OPT_INDEX: return o->choices;
     case OPT_OPTVAL: return "[VALUE]";
     default: return "VALUE";
     }

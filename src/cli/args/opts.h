@@ -19,6 +19,7 @@ typedef enum OptType {
     OPT_DOUBLE, /* *(double *)dest, a number in [lo, hi] ((lo, hi] with open_lo) */
     OPT_STR,    /* *(const char **)dest = the value */
     OPT_CHOICE, /* *(const char **)dest, one of choices ("cpu|cuda") */
+    OPT_INDEX,  /* *(int *)dest, the index of the value among choices ("cpu|cuda": cuda 1) */
     OPT_LIST,   /* repeatable: appended to the OptList dest */
     OPT_OPTVAL, /* a flag whose value may follow (--resume [DIR]): *(int *)dest = 1 and
                  * *(const char **)dest2 = the next argument unless it starts with "--" */
@@ -38,7 +39,7 @@ typedef struct Opt {
     const char *arg;  /* the value's name in --help ("N", "FILE"); NULL: from the type */
     const char *help; /* one line; NULL: the option is not listed */
     double lo, hi;    /* OPT_INT, OPT_LONG, OPT_DOUBLE */
-    const char *choices; /* OPT_CHOICE */
+    const char *choices; /* OPT_CHOICE, OPT_INDEX */
     int open_lo;      /* OPT_DOUBLE: lo itself is out of range */
     void *dest2;      /* OPT_OPTVAL */
     int (*fn)(const char *value, void *dest); /* OPT_FUNC */
@@ -53,6 +54,7 @@ typedef struct Opt {
 #define OPTU(n, d, h) {.name = (n), .type = OPT_U64, .dest = (d), .help = (h)}
 #define OPTD(n, d, l, u, h) {.name = (n), .type = OPT_DOUBLE, .dest = (d), .lo = (l), .hi = (u), .help = (h)}
 #define OPTC(n, d, c, h) {.name = (n), .type = OPT_CHOICE, .dest = (d), .choices = (c), .help = (h)}
+#define OPTE(n, d, c, h) {.name = (n), .type = OPT_INDEX, .dest = (d), .choices = (c), .help = (h)}
 #define OPTR(n, l, a, h) {.name = (n), .type = OPT_LIST, .dest = (l), .arg = (a), .help = (h)}
 #define OPTFN(n, f, d, a, h) {.name = (n), .type = OPT_FUNC, .fn = (f), .dest = (d), .arg = (a), .help = (h)}
 /* the number of rows of a table */

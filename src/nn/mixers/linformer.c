@@ -38,7 +38,7 @@ static const CfgKey lf_keys[] = {
 };
 #undef O
 static const CfgSection lf_section = {"linformer", sizeof(LinformerCfg), lf_keys, (int)(sizeof lf_keys / sizeof lf_keys[0]), NULL, NULL};
-static const LinformerCfg *lcfg(const Config *c) { return cfg_section(c, "linformer"); }
+static const LinformerCfg *lcfg(const Config *c) { return cfg_section_of(c, &lf_section); }
 
 static int lf_validate(const Config *c) {
     if (lcfg(c)->k > c->model.max_seq_len)

@@ -63,7 +63,7 @@ static Mixer *mb_create(const Config *c, int layer, ParamTable *pt, const char *
     Mixer *m = mixer_new(&mixer_mamba, c, pt);
     MbPriv *p = xcalloc(1, sizeof *p);
     int D = m->Dm;
-    const MambaCfg *mc = cfg_section(c, "mamba");
+    const MambaCfg *mc = cfg_section_of(c, &mb_section);
     p->E = mc->expand * D;
     p->S = mc->d_state;
     p->K = mc->d_conv;

@@ -97,7 +97,7 @@ typedef struct MixerVT {
      * refuses attn_dropout > 0 with attn_dropout_why (docs/model.md §8) */
     int attn_dropout_ok;
     const char *attn_dropout_why;
-    /* optional: the mixer's configuration keys NAME.* (read with cfg_section) */
+    /* optional: the mixer's configuration keys NAME.* (read with cfg_section_of) */
     const CfgSection *config;
     /* optional: check the mixer's own config keys against each other and the model, run
      * by cfg_validate when some layer uses the mixer; the error names the key */

@@ -62,7 +62,7 @@ static const CfgSection perf_section = {"performer", sizeof(PerformerCfg), perf_
 #define RELU_KERNEL_EPS 0.001 /* kernel_epsilon of make_fast_generalized_attention */
 
 static int perf_validate(const Config *c) {
-    const PerformerCfg *pc = cfg_section(c, "performer");
+    const PerformerCfg *pc = cfg_section_of(c, &perf_section);
     if (pc->kernel != KERNEL_RELU) return 0;
     if (pc->features != 0)
         return gma_errorf("key performer.features: %d, but the relu kernel's features are the head's d channels "
@@ -83,7 +83,7 @@ typedef struct PerfPriv {
 } PerfPriv;
 
 static Mixer *perf_create(const Config *c, int layer, ParamTable *pt, const char *prefix) {
-    const PerformerCfg *pc = cfg_section(c, "performer");
+    const PerformerCfg *pc = cfg_section_of(c, &perf_section);
     int relu = pc->kernel == KERNEL_RELU;
     if (perf_validate(c) != 0) return NULL; /* also for callers that build without cfg_validate */
     if (relu ? NEED_OP("performer", favor_relu_forward) || NEED_OP("performer", relu_backward)

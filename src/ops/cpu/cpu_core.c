@@ -38,9 +38,9 @@ void cpu_copy(void *dst, const void *src, size_t bytes) { memmove(dst, src, byte
 void cpu_to_device(void *dst, const void *host_src, size_t bytes) { memmove(dst, host_src, bytes); }
 void cpu_to_host(void *host_dst, const void *src, size_t bytes) { memmove(host_dst, src, bytes); }
 
-/* ops_set_precision has checked the name: fp32, tf32 or bf16 */
-int cpu_set_precision(const char *precision) {
-    if (strcmp(precision, "fp32")) return gma_errorf("precision %s needs device cuda (the cpu backend runs fp32)", precision);
+int cpu_set_precision(int precision) {
+    if (precision != OPS_FP32)
+        return gma_errorf("precision %s needs device cuda (the cpu backend runs fp32)", ops_precision_name(precision));
     return 0;
 }
 void cpu_sync(void) {}
@@ -196,6 +196,7 @@ void cpu_sgd(real *p, const real *g, real *mom, size_t n, real lr, real momentum
 
 const GmaOps gma_ops_cpu = {
     .name = "cpu",
+    .device = OPS_CPU,
 #define GMA_CPU_OP(ret, op, params) .op = cpu_##op,
     GMA_OPS(GMA_CPU_OP)
 #undef GMA_CPU_OP

@@ -320,6 +320,7 @@ static GmaOps make_table(void) {
     GmaOps t;
     memset(&t, 0, sizeof t);
     t.name = "cuda";
+    t.device = OPS_CUDA;
 #define GMA_CUDA_OP(ret, op, params) t.op = cuda_##op;
     GMA_OPS(GMA_CUDA_OP)
 #undef GMA_CUDA_OP
@@ -379,11 +380,11 @@ extern "C" int cuda_ops_init(const GmaOps **out) {
     return 0;
 }
 
-int cuda_set_precision(const char *precision) {
-    if (!strcmp(precision, "fp32")) g_cuda_prec = PREC_FP32;
-    else if (!strcmp(precision, "tf32")) g_cuda_prec = PREC_TF32;
-    else if (!strcmp(precision, "bf16")) g_cuda_prec = PREC_BF16;
-    else return gma_errorf("precision \"%s\": expected fp32, tf32 or bf16", precision);
+int cuda_set_precision(int precision) {
+    if (precision == OPS_FP32) g_cuda_prec = PREC_FP32;
+    else if (precision == OPS_TF32) g_cuda_prec = PREC_TF32;
+    else if (precision == OPS_BF16) g_cuda_prec = PREC_BF16;
+    else return gma_errorf("precision %d: expected fp32, tf32 or bf16", precision);
     CUBLAS_CHECK(cublasSetMathMode(g_cublas, g_cuda_prec == PREC_TF32 ? CUBLAS_TF32_TENSOR_OP_MATH : CUBLAS_DEFAULT_MATH));
     return 0;
 }
