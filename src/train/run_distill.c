@@ -16,7 +16,7 @@ int distill_open(Model *s, const Config *cfg, Model *t, int quiet) {
         return gma_errorf("key train.distill.teacher: %s takes sequences of %d tokens (model.max_seq_len), this run %d",
                           dir, c.model.max_seq_len, s->Nmax_act);
     c.model.head_chunk = s->head_rows; /* one chunk of teacher logits beside each of the student's */
-    snprintf(c.device, sizeof c.device, "%s", cfg->device);
+    c.device = cfg->device;
     if (model_build(t, &c) != 0) return gma_error_prefix("key train.distill.teacher: %s", dir), -1;
     model_alloc(t, s->Bmax, s->Nmax_act);
     if (ckpt_load(t, NULL, dir) != 0 || model_set_teacher(s, t, tc->distill_weight, tc->distill_temperature) != 0) {
