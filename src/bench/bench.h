@@ -47,6 +47,10 @@ void bench_decode(const BenchOpts *o, BenchProf *p, cJSON *out);
 /* time to first token (prefill), decode after it and the training forward, per N of o->seq
  * and mixer, then the crossover table against sdpa (bench_prefill.c) */
 void bench_prefill(const BenchOpts *o, BenchProf *p, cJSON *out);
+/* the summary table of `make bench` from the JSON files of earlier runs (comma-separated
+ * `inputs`) and bench_torch.sh's directory (NULL: none), with the date, the CPU model and
+ * the BLAS build (bench_summary.c): 0, or -1 when a file could not be read (named on stderr) */
+int bench_summary(const char *inputs, const char *torch_dir);
 
 /* ---- shared by the benchmarks ---- */
 /* 1 when the active backend is not the CPU */
