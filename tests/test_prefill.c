@@ -4,7 +4,9 @@
  * the largest logit, and greedy decoding draws the same tokens, for every mixer with a
  * decode step, at prompts longer than one chunk of the linear core and of mamba's scan and
  * shorter than mamba's convolution window; the step-a-row fallback of a mixer without the
- * hook; several sequences from one prefill; the refusals. */
+ * hook; several sequences from one prefill; the refusals; gmasample prefilled, with
+ * --no-prefill and with --no-cache drawing the same samples (run from the repository root). */
+#include <cjson/cJSON.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -197,6 +199,37 @@ START_TEST(test_prefill_refusals) {
 }
 END_TEST
 
+/* gmasample: a 40-token prompt (more than two chunks of the quickstart's gma.chunk 16)
+ * prefilled, fed a step a token (--no-prefill) and a full forward per token (--no-cache)
+ * draw the same samples; the timing line and the JSON give the time to the first token */
+START_TEST(test_gmasample_prefill) {
+    char dir[1100], js[3][1200];
+    snprintf(dir, sizeof dir, "%s/run", tu_tmpdir());
+    ck_assert_msg(run("bin/gmatrain --config configs/quickstart.json --out %s --quiet --threads 1 --set train.steps=2 "
+                      "--set train.eval_every=0 --set data.recall_valid=4 --set data.recall_test=4", dir) == 0, "%s", g_out);
+    char ids[400] = "";
+    for (int i = 0; i < 40; i++) snprintf(ids + strlen(ids), sizeof ids - strlen(ids), "%d ", 1 + (i * 5) % 9);
+    const char *flags[] = {"", "--no-prefill", "--no-cache"};
+    char *samples[3];
+    for (int k = 0; k < 3; k++) {
+        snprintf(js[k], sizeof js[k], "%s/s%d.json", tu_tmpdir(), k);
+        ck_assert_msg(run("bin/gmasample --checkpoint %s --prompt-ids '%s' --tokens 12 --temperature 1.5 --samples 2 "
+                          "--seed 3 --threads 1 %s --json %s", dir, ids, flags[k], js[k]) == 0, "%s", g_out);
+        ck_assert_msg(strstr(g_out, "the first after "), "%s", g_out);
+        char *x = gma_read_file(js[k], NULL);
+        ck_assert_ptr_nonnull(x);
+        cJSON *j = cJSON_Parse(x);
+        ck_assert(cJSON_GetNumberValue(cJSON_GetObjectItem(j, "first_token_s")) > 0);
+        samples[k] = cJSON_PrintUnformatted(cJSON_GetObjectItem(j, "samples"));
+        cJSON_Delete(j);
+        free(x);
+    }
+    ck_assert_str_eq(samples[0], samples[1]);
+    ck_assert_str_eq(samples[0], samples[2]);
+    for (int k = 0; k < 3; k++) free(samples[k]);
+}
+END_TEST
+
 Suite *make_suite(void) {
     Suite *s = suite_create("prefill");
     TCase *tc = tcase_create("prefill");
@@ -205,6 +238,7 @@ Suite *make_suite(void) {
     tcase_add_test(tc, test_prefill_fallback);
     tcase_add_test(tc, test_generate_prefilled);
     tcase_add_test(tc, test_prefill_refusals);
+    tcase_add_test(tc, test_gmasample_prefill);
     suite_add_tcase(s, tc);
     return s;
 }
