@@ -22,8 +22,8 @@ typedef struct SampleOpts {
     int top_k;          /* keep the k most likely tokens (0 = all) */
     double top_p;       /* then the fewest most likely tokens whose probability reaches p (1 = all) */
     int no_cache;       /* 1: a full forward per token even where incremental decoding works */
-    int no_prefill;     /* 1: incremental decoding feeds the prompt one token a step (else model_prefill) */
     int vocab_limit;    /* > 0: draw only ids below it (a tokenizer smaller than the model's vocabulary) */
+    int no_prefill;     /* 1: incremental decoding feeds the prompt one token a step (else model_prefill) */
 } SampleOpts;
 
 /* One token from logits[V] (host). `order` is scratch for V ints, `prob` for V doubles.
