@@ -6,7 +6,7 @@
 #   make quickstart set-up if needed, build, train and evaluate configs/quickstart.json
 #   make bench      build and run bin/gmabench for every causal mixer (scripts/bench_all.sh: layer, model,
 #                   generation at M = 1, 8, 64, prefill, the PyTorch peer when torch imports; JSON in
-#                   runs/bench/), ending with one summary table; under 15 minutes on 2 cores.
+#                   runs/bench/), ending with one summary table; sized for under 15 minutes on 2 cores.
 #                   BENCH_ARGS=--quick: tiny shapes in seconds
 #   make cuda       the same binaries with the CUDA backend (nvcc + cuBLAS), in bin/cuda/
 #   make mpi        the same binaries with MPI data-parallel training (mpicc), in bin/mpi/

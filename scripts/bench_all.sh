@@ -3,10 +3,11 @@
 # (gmabench summary: date, CPU model, BLAS build and kernels; training tok/s against
 # PyTorch eager when torch imports, layer time against sdpa and peak memory at
 # 1K/4K/16K/64K, decode tok/s against the measured limit at M = 1, 8, 64, time to first
-# token at 1K/4K/16K). Each benchmark writes its JSON into the output directory and the
-# summary reads them back. Points past a time limit are skipped, so the standard profile
-# finishes in under 15 minutes on a 2-core machine; --quick runs tiny shapes in seconds
-# (the format and plumbing, as tests/test_bench_summary.c checks).
+# token at 1K/4K (and 16K for gma)). Each benchmark writes its JSON into the output
+# directory and the summary reads them back. Points past a time limit are skipped, and the
+# standard profile is sized to finish in under 15 minutes on a quiet 2-core machine (from
+# its parts' times in docs/benchmarks.md; not yet timed end to end); --quick runs tiny
+# shapes in seconds (the format and plumbing, as tests/test_bench_summary.c checks).
 #
 #   scripts/bench_all.sh [--quick] [--out DIR] [--threads N]
 set -euo pipefail
@@ -40,10 +41,13 @@ if [ "$QUICK" = 1 ]; then
 else
   $B mixer --mixers $MIX --seq 1K,4K,16K,64K --repeat 3 --max-seconds 20 --json "$OUT/mixer.json"
   $B model --mixers $MIX --steps 5 --json "$OUT/model.json"
-  $B decode --mixers $MIX --T 1024 --samples 1,8,64 --repeat 3 --json "$OUT/decode.json"
-  $B prefill --mixers gma,sdpa,linear,mamba --seq 1K,4K,16K --repeat 2 --feed-max 1024 --max-seconds 60 \
+  $B decode --mixers $MIX --T 256 --samples 1,8,64 --repeat 2 --json "$OUT/decode.json"
+  $B prefill --mixers gma,sdpa,linear,mamba --seq 1K,4K --repeat 2 --feed-max 1024 --max-seconds 60 \
     --json "$OUT/prefill.json"
+  $B prefill --mixers gma --seq 16K --repeat 1 --feed-max 0 --json "$OUT/prefill16k.json"
   TORCH=(--mixers gma,sdpa --steps 3 --repeat 3)
 fi
 bash scripts/bench_torch.sh "${TORCH[@]}" --threads "$THREADS" --out "$OUT/torch"
-$B summary --in "$OUT/mixer.json,$OUT/model.json,$OUT/decode.json,$OUT/prefill.json" --torch "$OUT/torch"
+IN="$OUT/mixer.json,$OUT/model.json,$OUT/decode.json,$OUT/prefill.json"
+[ "$QUICK" = 1 ] || IN="$IN,$OUT/prefill16k.json"
+$B summary --in "$IN" --torch "$OUT/torch"
