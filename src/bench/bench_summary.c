@@ -41,7 +41,7 @@ static const char *str(const cJSON *o, const char *k) {
     return cJSON_IsString(v) ? v->valuestring : "";
 }
 
-/* the rows of `what` from every file, as one array (borrowed items: detached copies) */
+/* the rows of `what` from every file, copied into one array */
 static cJSON *rows_of(cJSON *const *docs, int nd, const char *what) {
     cJSON *all = cJSON_CreateArray();
     for (int i = 0; i < nd; i++) {
@@ -77,10 +77,11 @@ static int mixers(const cJSON *rows, const char **names) {
     }
     return n;
 }
-static const cJSON *find(const cJSON *rows, const char *mixer, const char *k, int v, const char *k2, double v2) {
+/* the row of `mixer` whose key k is v */
+static const cJSON *find(const cJSON *rows, const char *mixer, const char *k, double v) {
     const cJSON *r;
     cJSON_ArrayForEach(r, rows)
-    if (!strcmp(str(r, "mixer"), mixer) && num(r, k) == v && (!k2 || num(r, k2) == v2)) return r;
+    if (!strcmp(str(r, "mixer"), mixer) && num(r, k) == v) return r;
     return NULL;
 }
 static void col_label(char *out, size_t n, const char *pre, int v) {
@@ -114,7 +115,7 @@ static void layer_rows(const cJSON *rows) {
         for (int k = 0; k < n; k++) {
             printf("%-22s %-10s", w && k == 0 ? "layer peak MiB" : "", nm[k]);
             for (int c = 0; c < nc; c++) {
-                const cJSON *a = find(rows, nm[k], "N", col[c], NULL, 0), *b = find(rows, nm[ref], "N", col[c], NULL, 0);
+                const cJSON *a = find(rows, nm[k], "N", col[c]), *b = find(rows, nm[ref], "N", col[c]);
                 char cell[32] = "-";
                 if (a && num(a, "ms") > 0) {
                     if (w) snprintf(cell, sizeof cell, "%.1f", num(a, "peak_bytes") / 1048576);
@@ -136,7 +137,7 @@ static void decode_rows(const cJSON *rows) {
     for (int k = 0; k < n; k++) {
         printf("%-22s %-10s", "", nm[k]);
         for (int c = 0; c < nc; c++) {
-            const cJSON *a = find(rows, nm[k], "samples", col[c], NULL, 0);
+            const cJSON *a = find(rows, nm[k], "samples", col[c]);
             char cell[40] = "-";
             if (a && num(a, "tokens_per_s") > 0) {
                 if (num(a, "ratio_to_limit") > 0)
@@ -159,7 +160,7 @@ static void prefill_rows(const cJSON *rows) {
     for (int k = 0; k < n; k++) {
         printf("%-22s %-10s", "", nm[k]);
         for (int c = 0; c < nc; c++) {
-            const cJSON *a = find(rows, nm[k], "N", col[c], NULL, 0);
+            const cJSON *a = find(rows, nm[k], "N", col[c]);
             char cell[40] = "-";
             if (a && num(a, "ttft_s") > 0)
                 snprintf(cell, sizeof cell, "%.1f (%.2f)", num(a, "ttft_s") * 1e3, num(a, "prefill_over_forward"));
@@ -176,7 +177,7 @@ static void train_rows(const cJSON *rows, const char *torch_dir) {
     if (!n) return;
     printf("%-22s %-10s %16s %16s %16s\n", "training tok/s", "mixer", "gma", "torch eager", "gma/torch");
     for (int k = 0; k < n; k++) {
-        const cJSON *g = find(rows, nm[k], "dropout", 0, NULL, 0);
+        const cJSON *g = find(rows, nm[k], "dropout", 0);
         char t[32] = "-", ratio[32] = "-", peer[32] = "not run";
         if (torch_dir) { /* bench_torch.sh's pair of files on the torch shapes */
             char p[1024];
@@ -185,7 +186,7 @@ static void train_rows(const cJSON *rows, const char *torch_dir) {
             snprintf(p, sizeof p, "%s/gma_%s.json", torch_dir, nm[k]);
             char *gx = tx ? gma_read_file(p, NULL) : NULL;
             cJSON *tj = tx ? cJSON_Parse(tx) : NULL, *gj = gx ? cJSON_Parse(gx) : NULL;
-            const cJSON *gr = gj ? find(cJSON_GetObjectItemCaseSensitive(gj, "model"), nm[k], "dropout", 0, NULL, 0) : NULL;
+            const cJSON *gr = gj ? find(cJSON_GetObjectItemCaseSensitive(gj, "model"), nm[k], "dropout", 0) : NULL;
             if (tj && gr && num(tj, "tokens_per_s") > 0) {
                 snprintf(peer, sizeof peer, "%.0f", num(tj, "tokens_per_s"));
                 snprintf(ratio, sizeof ratio, "%.2f", num(gr, "tokens_per_s") / num(tj, "tokens_per_s"));
