@@ -4,8 +4,10 @@
 #                   + build/libgma.a
 #   make test       set-up if needed, build, run every Check suite under tests/
 #   make quickstart set-up if needed, build, train and evaluate configs/quickstart.json
-#   make bench      build and run bin/gmabench for every causal mixer (tables, runs/bench*.json), generation
-#                   at M = 1, 8, 64, and the PyTorch peer when torch imports (scripts/bench_torch.sh)
+#   make bench      build and run bin/gmabench for every causal mixer (scripts/bench_all.sh: layer, model,
+#                   generation at M = 1, 8, 64, prefill, the PyTorch peer when torch imports; JSON in
+#                   runs/bench/), ending with one summary table; sized for under 15 minutes on 2 cores.
+#                   BENCH_ARGS=--quick: tiny shapes in seconds
 #   make cuda       the same binaries with the CUDA backend (nvcc + cuBLAS), in bin/cuda/
 #   make mpi        the same binaries with MPI data-parallel training (mpicc), in bin/mpi/
 #   make cuda-mpi   CUDA backend + MPI (+ NCCL when found) in bin/cuda-mpi/: data-parallel on GPUs
@@ -172,9 +174,7 @@ asan:
 
 bench: check-deps
 	@$(MAKE) --no-print-directory bin/gmabench
-	bin/gmabench all --mixers gma,sdpa,sdpa_ref,linear,performer,mamba --json runs/bench.json
-	bin/gmabench decode --mixers gma,linear,sdpa,performer,mamba --T 1024 --samples 1,8,64 --repeat 3 --json runs/bench_decode.json
-	bash scripts/bench_torch.sh
+	bash scripts/bench_all.sh $(BENCH_ARGS)
 
 # ---- CUDA build: the same programs with the CUDA backend linked in, in bin/cuda/ ----
 # Only src/ops/ops.c knows the CUDA backend (GMA_CUDA: ops_select reaches cuda_ops_init),

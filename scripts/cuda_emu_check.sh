@@ -129,9 +129,10 @@ cpu_table_checks() {
   else echo "no GPU: gmabench model --device cuda: rc $r, expected 2 and the driver's error"; echo "$out"; rc=1; fi
   return $rc
 }
-# generation on the emulated device: 30 tokens sampled (temperature 1, one seed) with
-# incremental decoding (model_decode_step) against bin/gmasample on the CPU with a full
-# forward per token, from small checkpoints of three mixers trained on the CPU
+# generation on the emulated device: 20 tokens sampled (temperature 1, one seed) after a
+# 40-token prompt (more than two chunks of gma.chunk 16) with incremental decoding, the
+# prompt prefilled (model_prefill), against bin/gmasample on the CPU with a full forward
+# per token, from small checkpoints of three mixers trained on the CPU
 decode_checks() {
   local M=$1 rc=0 mx d a b G
   make -s bin/gmatrain bin/gmasample
@@ -139,11 +140,11 @@ decode_checks() {
     d=$O/decode-$mx; rm -rf "$d"
     bin/gmatrain --config configs/quickstart.json --out "$d" --set model.mixer=$mx --set train.steps=20 \
       --set train.eval_every=0 --set data.recall_valid=4 --set data.recall_test=4 --threads 1 --quiet || { rc=1; continue; }
-    G=(--checkpoint "$d" --prompt-ids "1 2 3 4" --tokens 30 --temperature 1 --seed 5)
+    G=(--checkpoint "$d" --prompt-ids "$(seq -s ' ' 1 8) $(seq -s ' ' 8 -1 1) $(seq -s ' ' 1 8) $(seq -s ' ' 8 -1 1) $(seq -s ' ' 1 8)" --tokens 20 --temperature 1 --seed 5)
     a=$("$M/gmasample" "${G[@]}" --device cuda 2> "$d.err") || true
     b=$(bin/gmasample "${G[@]}" --no-cache 2>/dev/null) || true
     if [ -n "$b" ] && [ "$a" = "$b" ] && grep -q "incremental decoding" "$d.err"; then
-      echo "decode $mx: incremental on the emulated GPU = full forward on the CPU, 30 sampled tokens"
+      echo "decode $mx: prefill + incremental on the emulated GPU = full forward on the CPU, 20 sampled tokens"
     else echo "decode $mx: DIFFERS"; echo "$a"; echo "$b"; cat "$d.err"; rc=1; fi
   done
   return $rc

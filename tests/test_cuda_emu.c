@@ -9,9 +9,9 @@
  * emulated `make cuda-mpi` build (scripts/cuda_emu_check.sh mpi): gradients all-reduced by
  * NCCL between two emulated GPUs, and through host memory when two ranks share one, each
  * matching one process with twice the batch; and generation with incremental decoding on
- * the emulated GPU drawing the tokens a full forward per token draws on the CPU (gma, sdpa,
- * linear); and that build as on a machine without a GPU driver (EMU_DEVICES=0), where
- * `gmabench model --device cpu` must run and `--device cuda` be refused. Skipped without
+ * the emulated GPU, the 40-token prompt prefilled, drawing the tokens a full forward per
+ * token draws on the CPU (gma, sdpa, linear); and that build as on a machine without a
+ * GPU driver (EMU_DEVICES=0), where `gmabench model --device cpu` must run and `--device cuda` be refused. Skipped without
  * mpicc and mpirun, on a "SKIP: " line (scripts/run_tests.sh). */
 #include <stdlib.h>
 #include <string.h>
@@ -87,7 +87,7 @@ START_TEST(test_emulated_cuda_programs) {
     ck_assert_int_eq(ok, 2);
     for (int i = 0; i < 3; i++) {
         char want[128];
-        snprintf(want, sizeof want, "decode %s: incremental on the emulated GPU = full forward on the CPU",
+        snprintf(want, sizeof want, "decode %s: prefill + incremental on the emulated GPU = full forward on the CPU",
                  (const char *[]){"gma", "sdpa", "linear"}[i]);
         ck_assert_msg(strstr(out, want), "%s", out);
     }

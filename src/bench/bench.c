@@ -9,7 +9,7 @@
 
 void bench_opts_defaults(BenchOpts *o) {
     *o = (BenchOpts){.D = 256, .H = 4, .Kc = 64, .B = 0, .causal = 1, .repeat = 3, .L = 4, .V = 8192, .T = 256,
-                     .steps = 9, .max_seconds = 60, .max_mem_gib = 12};
+                     .steps = 9, .max_seconds = 60, .max_mem_gib = 12, .feed_max = 4096};
     snprintf(o->mixers, sizeof o->mixers, "gma,sdpa");
     static const int seq[] = {512, 1024, 2048, 4096, 8192, 16384};
     o->n_seq = (int)(sizeof seq / sizeof seq[0]);

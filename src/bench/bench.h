@@ -20,6 +20,7 @@ typedef struct BenchOpts {
     int seq[BENCH_MAX_SEQ], n_seq;        /* mixer: sequence lengths */
     int samples[BENCH_MAX_SAMPLES], n_samples; /* decode: sequences generated at once */
     int full;                             /* decode: also a full forward per token */
+    int feed_max;                         /* prefill: also feed prompts up to this length a step a token */
     int shapes;                           /* model: each op-table product shape, in the step and replayed */
     int D, H, Kc, B, causal, repeat, L, V, T, steps;
     double max_seconds, max_mem_gib, peak_tflops;
@@ -43,6 +44,13 @@ void bench_mixers(const BenchOpts *o, BenchProf *p, cJSON *out);
 void bench_model(const BenchOpts *o, BenchProf *p, cJSON *out);
 /* generation of M sequences at once, per mixer and M of o->samples */
 void bench_decode(const BenchOpts *o, BenchProf *p, cJSON *out);
+/* time to first token (prefill), decode after it and the training forward, per N of o->seq
+ * and mixer, then the crossover table against sdpa (bench_prefill.c) */
+void bench_prefill(const BenchOpts *o, BenchProf *p, cJSON *out);
+/* the summary table of `make bench` from the JSON files of earlier runs (comma-separated
+ * `inputs`) and bench_torch.sh's directory (NULL: none), with the date, the CPU model and
+ * the BLAS build (bench_summary.c): 0, or -1 when a file could not be read (named on stderr) */
+int bench_summary(const char *inputs, const char *torch_dir);
 
 /* ---- shared by the benchmarks ---- */
 /* 1 when the active backend is not the CPU */

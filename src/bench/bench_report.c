@@ -3,6 +3,7 @@
 
 #include <omp.h>
 #include <stdio.h>
+#include <string.h>
 
 #include "ops/ops.h"
 
@@ -208,4 +209,90 @@ void bench_report_decode_row(cJSON *arr, const BenchOpts *o, const BenchDecodeRe
     if (r->full > 0) cJSON_AddNumberToObject(row, "full_forward_tokens_per_s", r->full);
     if (r->outside >= 0) cJSON_AddNumberToObject(row, "step_outside_weight_products", r->outside);
     cJSON_AddItemToArray(arr, row);
+}
+
+/* ---------------- prefill ---------------- */
+void bench_report_prefill_head(const BenchOpts *o, int ndec) {
+    printf("\n## prefill: time to first token (L=%d, D=%d, H=%d, V=%d, Kc=%d, batch 1, %s, %d thread(s), median of %d)\n",
+           o->L, o->D, o->H, o->V, o->Kc, g_ops->name, omp_get_max_threads(), o->repeat);
+    printf("ttft: model_prefill of the N-token prompt; fwd: a training forward over the same N tokens; ratio: prefill\n"
+           "tok/s over fwd tok/s; fed: the prompt fed a decode step a token (N <= %d); decode: %d steps after the prefill\n",
+           o->feed_max, ndec);
+    printf("%-10s %7s %11s %19s %12s %12s %19s %7s %11s %8s %11s %17s\n", "mixer", "N", "ttft ms", "min-max",
+           "prefill tok/s", "fwd tok/s", "fwd min-max ms", "ratio", "fed ms", "fed/ttft", "decode t/s", "min-max");
+}
+
+void bench_report_prefill_row(cJSON *arr, const BenchPrefillResult *r) {
+    cJSON *row = cJSON_CreateObject();
+    cJSON_AddStringToObject(row, "mixer", r->mixer);
+    cJSON_AddNumberToObject(row, "N", r->N);
+    cJSON_AddNumberToObject(row, "threads", omp_get_max_threads());
+    cJSON_AddItemToArray(arr, row);
+    if (!r->ok) {
+        printf("%-10s %7d %11s  %s\n", r->mixer, r->N, "-", r->why ? r->why : "-");
+        cJSON_AddStringToObject(row, "skipped", r->why ? r->why : "-");
+        fflush(stdout);
+        return;
+    }
+    char mm[48], fm[48], dm[48], fed[24] = "-", sp[24] = "-";
+    snprintf(mm, sizeof mm, "%.1f-%.1f", r->lo * 1e3, r->hi * 1e3);
+    snprintf(fm, sizeof fm, "%.1f-%.1f", r->fwd_lo * 1e3, r->fwd_hi * 1e3);
+    snprintf(dm, sizeof dm, "%.1f-%.1f", r->dec_lo, r->dec_hi);
+    if (r->feed > 0) snprintf(fed, sizeof fed, "%.1f", r->feed * 1e3), snprintf(sp, sizeof sp, "%.1f", r->feed / r->med);
+    printf("%-10s %7d %11.1f %19s %12.0f %12.0f %19s %7.3f %11s %8s %11.1f %17s\n", r->mixer, r->N, r->med * 1e3, mm,
+           r->N / r->med, r->N / r->fwd, fm, r->fwd / r->med, fed, sp, r->dec, dm);
+    fflush(stdout);
+    cJSON_AddNumberToObject(row, "repeats", r->repeats);
+    cJSON_AddNumberToObject(row, "ttft_s", r->med);
+    cJSON_AddNumberToObject(row, "ttft_s_min", r->lo);
+    cJSON_AddNumberToObject(row, "ttft_s_max", r->hi);
+    cJSON_AddNumberToObject(row, "prefill_tokens_per_s", r->N / r->med);
+    cJSON_AddNumberToObject(row, "train_forward_tokens_per_s", r->N / r->fwd);
+    cJSON_AddNumberToObject(row, "train_forward_s_min", r->fwd_lo);
+    cJSON_AddNumberToObject(row, "train_forward_s_max", r->fwd_hi);
+    cJSON_AddNumberToObject(row, "prefill_over_forward", r->fwd / r->med);
+    if (r->feed > 0) cJSON_AddNumberToObject(row, "fed_s", r->feed);
+    cJSON_AddNumberToObject(row, "decode_tokens_per_s", r->dec);
+    cJSON_AddNumberToObject(row, "decode_tokens_per_s_min", r->dec_lo);
+    cJSON_AddNumberToObject(row, "decode_tokens_per_s_max", r->dec_hi);
+}
+
+/* the shortest seq[s] from which mixer k is ahead of the reference at every measured N
+ * (what 0: prefill time, 1: decode tokens/s); -1 when it never is, 0 when nothing compares */
+static int cross_at(const BenchPrefillResult *rs, int k, int ref, const int *seq, int ns, int what) {
+    int at = -1, any = 0;
+    for (int s = ns - 1; s >= 0; s--) {
+        const BenchPrefillResult *a = &rs[(size_t)k * ns + s], *b = &rs[(size_t)ref * ns + s];
+        if (!a->ok || !b->ok) continue;
+        any = 1;
+        if (!(what ? a->dec > b->dec : a->med < b->med)) break;
+        at = seq[s];
+    }
+    return any ? at : 0;
+}
+
+void bench_report_prefill_crossover(cJSON *out, const BenchPrefillResult *rs, char names[][32], int nm, const int *seq,
+                                    int ns) {
+    int ref = -1;
+    for (int k = 0; k < nm; k++)
+        if (!strcmp(names[k], "sdpa")) ref = k;
+    if (ref < 0 || nm < 2) return;
+    printf("\n## crossover against sdpa: the shortest N measured from which the mixer is ahead at every longer N measured\n");
+    printf("%-10s %16s %16s\n", "mixer", "prefill (ttft)", "decode tok/s");
+    cJSON *arr = cJSON_AddArrayToObject(out, "prefill_crossover");
+    for (int k = 0; k < nm; k++) {
+        if (k == ref) continue;
+        char c[2][32];
+        cJSON *row = cJSON_CreateObject();
+        cJSON_AddStringToObject(row, "mixer", names[k]);
+        for (int w = 0; w < 2; w++) {
+            int at = cross_at(rs, k, ref, seq, ns, w);
+            if (at > 0) snprintf(c[w], sizeof c[w], "%d", at);
+            else snprintf(c[w], sizeof c[w], "%s", at < 0 ? "not ahead" : "-");
+            cJSON_AddNumberToObject(row, w ? "decode_ahead_from_N" : "prefill_ahead_from_N", at);
+        }
+        printf("%-10s %16s %16s\n", names[k], c[0], c[1]);
+        cJSON_AddItemToArray(arr, row);
+    }
+    fflush(stdout);
 }

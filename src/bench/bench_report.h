@@ -53,4 +53,20 @@ typedef struct BenchDecodeResult {
 
 void bench_report_decode_head(const BenchOpts *o, int np, int nn, int cpu);
 void bench_report_decode_row(cJSON *arr, const BenchOpts *o, const BenchDecodeResult *r);
+
+/* one prefill point (bench_prefill.c): seconds unless named otherwise */
+typedef struct BenchPrefillResult {
+    const char *mixer, *why;    /* why: the reason it was not measured (ok 0) */
+    int N, ok, repeats;
+    double med, lo, hi;         /* the prefill: time to first token */
+    double fwd, fwd_lo, fwd_hi; /* the training forward over the same N tokens */
+    double dec, dec_lo, dec_hi; /* decode tokens/s at context N after the prefill */
+    double feed;                /* the prompt fed a decode step a token (0: not measured) */
+} BenchPrefillResult;
+
+void bench_report_prefill_head(const BenchOpts *o, int ndec);
+void bench_report_prefill_row(cJSON *arr, const BenchPrefillResult *r);
+/* rs[k * ns + s]: mixer k at seq[s]; against the mixer named sdpa when it is listed */
+void bench_report_prefill_crossover(cJSON *out, const BenchPrefillResult *rs, char names[][32], int nm, const int *seq,
+                                    int ns);
 #endif

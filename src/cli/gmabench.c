@@ -42,6 +42,19 @@
  *     the linear cores' S and z -- so a memory-bound step is held to the bandwidth measured
  *     on a buffer of that size; median over repeats; CPU only) and the ratio. --full-forward adds tokens/s with a full forward per token (M = 1). Mixers
  *     without a decode step (auto with its threshold inside the window) say so.
+ *   gmabench prefill [--mixers gma,sdpa] [--seq 1K,4K,16K] [--L 4] [--D 256] [--H 4] [--V 8192] [--Kc 64]
+ *                    [--repeat 3] [--feed-max 4096] [--max-seconds 60]
+ *     time to first token: per N of --seq and mixer, side by side, the prefill of an N-token
+ *     prompt (model_prefill: one forward filling every layer's decode state, median and
+ *     min-max over repeats), its tokens/s beside a training forward's over the same N
+ *     tokens, the prompt fed a decode step a token (N <= --feed-max, once) and decode
+ *     tokens/s at context N after the prefill; then the crossover against sdpa (the shortest
+ *     N from which a mixer's prefill, and its decode, are ahead at every longer N measured).
+ *   gmabench summary --in A.json,B.json [--torch DIR]
+ *     the table `make bench` ends with (bench_summary.c): date, CPU model, BLAS build and
+ *     kernels, then from the files: training tok/s (against PyTorch eager from
+ *     bench_torch.sh's DIR), layer time against sdpa and peak MiB per N, decode tok/s and
+ *     ratio to the limit per M, time to first token per N. Measures nothing itself.
  *   gmabench all [--json FILE]: mixer and model with their defaults.
  * Common: --json FILE, --device cpu|cuda, --precision fp32|tf32|bf16 (cuda), --threads N,
  * --set key=value (any config key, e.g. performer.features=64 or linformer.k=128; repeatable).
@@ -66,9 +79,10 @@
 /* the options: the benchmarks' own and those of this program */
 typedef struct Args {
     BenchOpts o;
-    const char *what, *json, *mixers;
+    const char *what, *json, *mixers, *in, *torch;
     int device, precision; /* OpsDevice, OpsPrecision */
     int threads;
+    int failed; /* summary: 2 when an input could not be read */
 } Args;
 
 static int parse_list(const char *s, int *out, int cap) {
@@ -88,11 +102,13 @@ static int parse_list(const char *s, int *out, int cap) {
     return n;
 }
 
-static const char *const USAGE = "gmabench mixer|model|decode|all [options]\n";
+static const char *const USAGE = "gmabench mixer|model|decode|prefill|summary|all [options]\n";
 static const char *const ABOUT =
     "  mixer   one mixer layer, forward + backward: time and peak memory per sequence length\n"
     "  model   whole-model training steps: tokens/s, GFLOP/s, share outside matrix products\n"
     "  decode  generation: incremental decoding of M sequences at once against its measured limit\n"
+    "  prefill time to first token against prompt length (--seq), beside the training forward\n"
+    "  summary one table from the JSON of earlier runs (--in a.json,b.json; --torch DIR)\n"
     "  all     mixer and model with their defaults\n"
     "Defaults in brackets.\n";
 
@@ -132,9 +148,12 @@ static int parse_args(Args *a, int argc, char **argv) {
         OPTI("--steps", &o->steps, 1, INT_MAX, "timed rounds of the training step (model) [9]"),
         OPTFN("--samples", samples_list, o, "1,8,64", "sequences generated at once (decode) [1]"),
         OPTF("--full-forward", &o->full, "also time a full forward per token (decode, M = 1)"),
+        OPTI("--feed-max", &o->feed_max, 0, INT_MAX, "prefill: also feed prompts up to this length a step a token [4096]"),
         OPTF("--shapes", &o->shapes, "per op-table product shape: its time in the step against its replay (model, CPU)"),
         OPTD("--peak-tflops", &o->peak_tflops, 1e-12, 1e6, "the device's peak TFLOP/s: adds model FLOP utilisation"),
         OPTS("--json", &a->json, "FILE", "also write the results as JSON"),
+        OPTS("--in", &a->in, "A.json,B.json", "summary: the JSON files of earlier gmabench runs"),
+        OPTS("--torch", &a->torch, "DIR", "summary: scripts/bench_torch.sh's --out directory"),
         OPTE("--device", &a->device, OPS_DEVICES, "backend [cpu]"),
         OPTE("--precision", &a->precision, OPS_PRECISIONS, "precision (cuda) [fp32]"),
         OPT_THREADS(&a->threads, "CPU threads, 0 all"),
@@ -148,8 +167,9 @@ static int parse_args(Args *a, int argc, char **argv) {
     if (a->mixers) snprintf(o->mixers, sizeof o->mixers, "%s", a->mixers);
     if (bidir) o->causal = 0;
     const char *w = a->what ? a->what : "";
-    if (strcmp(w, "mixer") && strcmp(w, "model") && strcmp(w, "decode") && strcmp(w, "all")) {
-        fprintf(stderr, "gmabench: unknown benchmark \"%s\" (mixer, model, decode or all)\n", w);
+    if (strcmp(w, "mixer") && strcmp(w, "model") && strcmp(w, "decode") && strcmp(w, "prefill") && strcmp(w, "summary") &&
+        strcmp(w, "all")) {
+        fprintf(stderr, "gmabench: unknown benchmark \"%s\" (mixer, model, decode, prefill, summary or all)\n", w);
         return 2;
     }
     return OPTS_GO_ON;
@@ -211,6 +231,8 @@ static void run_benchmarks(Args *a, BenchProf *prof, cJSON *out) {
         bench_model(&a->o, prof, out);
     }
     if (!strcmp(w, "decode")) bench_decode(&a->o, prof, out);
+    if (!strcmp(w, "prefill")) bench_prefill(&a->o, prof, out);
+    if (!strcmp(w, "summary") && bench_summary(a->in, a->torch) != 0) a->failed = 2;
 }
 
 /* --json: 0, or 1 with one line */
@@ -242,6 +264,7 @@ int main(int argc, char **argv) {
     header(&a, out);
     run_benchmarks(&a, prof, out);
     rc = a.json ? write_json(a.json, out) : 0;
+    if (a.failed) rc = a.failed;
     cJSON_Delete(out);
     free(prof);
     return rc;

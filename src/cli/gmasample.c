@@ -22,7 +22,8 @@
 static const char *const USAGE =
     "gmasample --checkpoint PATH [--prompt TEXT | --prompt-file FILE | --prompt-ids \"ID ...\"]\n"
     "                 [--tokens N] [--temperature T] [--top-k K] [--top-p P] [--seed S] [--samples M]\n"
-    "                 [--tokenizer SPEC [--vocab DIR]] [--json OUT] [--device cpu|cuda] [--threads N] [--no-cache]\n";
+    "                 [--tokenizer SPEC [--vocab DIR]] [--json OUT] [--device cpu|cuda] [--threads N] [--no-cache]\n"
+    "                 [--no-prefill]\n";
 static const char *const ABOUT =
     "PATH: a checkpoint directory, a run directory (its latest checkpoint) or a model.safetensors.\n"
     "The text is encoded and decoded with the tokenizer the run copied (RUN/data.json, RUN/tokenizer/),\n"
@@ -36,14 +37,16 @@ static const char *const ABOUT =
     "as one batch (one step per position for all of them), printed when the batch is done.\n"
     "Decoding is incremental (one step per token on each mixer's state; not auto with its threshold\n"
     "inside the window) while the sequence fits model.max_seq_len; otherwise, and with --no-cache,\n"
-    "one full forward per token.\n";
+    "one full forward per token. Incremental decoding prefills the prompt: one forward over it fills\n"
+    "every layer's state (--no-prefill: one step per prompt token). The timing line gives the time\n"
+    "to the first new token.\n";
 
 /* the command line */
 typedef struct Args {
     const char *ckpt, *prompt, *pfile, *pids, *json, *device, *tkspec, *vocab;
     long tokens, top_k, seed, samples;
     double temperature, top_p;
-    int no_cache, threads;
+    int no_cache, no_prefill, threads;
 } Args;
 
 /* OPTS_GO_ON, or the exit code (--help 0, bad input 2) */
@@ -67,6 +70,7 @@ static int parse_args(Args *a, int argc, char **argv) {
         OPTS("--device", &a->device, "cpu|cuda", "backend (the config key device) [the run's]"),
         OPT_THREADS(&a->threads, "CPU threads, 0 all [the run's]"),
         OPTF("--no-cache", &a->no_cache, "a full forward per token"),
+        OPTF("--no-prefill", &a->no_prefill, "feed the prompt one decode step a token"),
     };
     opts[7].open_lo = 1;
     OptProg p = {.name = "gmasample", .usage = USAGE, .about = ABOUT, .opts = opts, .n_opts = OPT_COUNT(opts),
@@ -167,10 +171,12 @@ static cJSON *header(const Args *a, const char *dir, Tokenizer *tk, const int32_
 }
 
 /* the timing line and --json: 0, or 1 */
-static int finish(const Args *a, cJSON *root, double dt) {
+static int finish(const Args *a, cJSON *root, double dt, double ttft) {
     double rate = dt > 0 ? (double)(a->samples * a->tokens) / dt : 0;
-    fprintf(stderr, "gmasample: %ld x %ld tokens in %.2f s (%.1f tokens/s)\n", a->samples, a->tokens, dt, rate);
+    fprintf(stderr, "gmasample: %ld x %ld tokens in %.2f s (%.1f tokens/s), the first after %.3f s\n", a->samples,
+            a->tokens, dt, rate, ttft);
     cJSON_AddNumberToObject(root, "tokens_per_s", rate);
+    cJSON_AddNumberToObject(root, "first_token_s", ttft);
     int rc = 0;
     if (a->json) {
         char *js = cJSON_Print(root);
@@ -186,9 +192,11 @@ static int generate(const Args *a, Model *m, Tokenizer *tk, const int32_t *p, in
     if (np > W) /* model_generate_batch: the context is the last W tokens */
         fprintf(stderr, "gmasample: the prompt's %d tokens are more than model.max_seq_len %d: the model sees only its last %d\n",
                 np, W, W);
+    double first = 0;
     SampleRun r = {.tokens = a->tokens, .samples = a->samples, .seed = a->seed, .batch = W, .out = stdout,
+                   .first_at = &first,
                    .so = {.temperature = a->temperature, .top_k = (int)a->top_k, .top_p = a->top_p, .no_cache = a->no_cache,
-                          .vocab_limit = tk ? (int)tokenizer_vocab_size(tk) : 0}};
+                          .no_prefill = a->no_prefill, .vocab_limit = tk ? (int)tokenizer_vocab_size(tk) : 0}};
     cJSON *root = header(a, dir, tk, p, np, !a->no_cache && model_can_decode(m));
     double t0 = gma_now();
     int rc = sample_run(m, tk, p, np, &r, cJSON_AddArrayToObject(root, "samples"));
@@ -199,7 +207,7 @@ static int generate(const Args *a, Model *m, Tokenizer *tk, const int32_t *p, in
         gma_error_prefix("%s", dir);
         return fail(1);
     }
-    return finish(a, root, gma_now() - t0);
+    return finish(a, root, gma_now() - t0, first > 0 ? first - t0 : 0);
 }
 
 int main(int argc, char **argv) {

@@ -73,6 +73,8 @@ int model_generate_batch(Model *m, const int32_t *prompt, int np, int n_new, int
     for (int i = 0; i < W; i++) tgt[i] = -1;
     DecodeState ds = {0};
     int cache = !o->no_cache && np <= W && model_can_decode(m) && model_decode_begin_batch(m, &ds, M) == 0;
+    /* the prompt as one forward that fills the states (model_prefill), unless fed token by token */
+    if (cache && !o->no_prefill && np < total) rc = model_prefill(m, &ds, prompt, np);
     for (int t = np; t < total && rc == 0; t++) {
         int n = t < W ? t : W; /* the context: the last n tokens */
         if (cache && t <= ds.W) { /* tokens 0..t-1 into the states, one step each */

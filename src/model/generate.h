@@ -5,7 +5,9 @@
  * (of all M sequences at once with model_generate_batch)
  * (model_decode_step: the linear core's state, or a key/value cache). Otherwise, and past
  * the window, each new token costs one forward pass over the context (the last
- * max_seq_len tokens, batch 1), as llm.c samples. Both give the logits of model_forward
+ * max_seq_len tokens, batch 1), as llm.c samples. With incremental decoding the prompt is
+ * prefilled: one forward over it fills every layer's state (model_prefill), unless
+ * SampleOpts.no_prefill feeds it a token a step. All give the logits of model_forward
  * (the incremental path up to float32 summation order). The next token is drawn from the
  * last position's logits with a temperature, then top-k and top-p (nucleus) truncation. */
 #ifndef GMA_GENERATE_H
@@ -21,6 +23,7 @@ typedef struct SampleOpts {
     double top_p;       /* then the fewest most likely tokens whose probability reaches p (1 = all) */
     int no_cache;       /* 1: a full forward per token even where incremental decoding works */
     int vocab_limit;    /* > 0: draw only ids below it (a tokenizer smaller than the model's vocabulary) */
+    int no_prefill;     /* 1: incremental decoding feeds the prompt one token a step (else model_prefill) */
 } SampleOpts;
 
 /* One token from logits[V] (host). `order` is scratch for V ints, `prob` for V doubles.

@@ -831,6 +831,43 @@ int model_decode_step_batch(Model *m, DecodeState *s, const int32_t *tokens) {
     return 0;
 }
 
+int model_prefill(Model *m, DecodeState *s, const int32_t *prompt, int np) {
+    if (s->pos != 0) return gma_errorf("prefill: the decode state is at position %d, not 0", s->pos);
+    if (np < 1 || np > s->W)
+        return gma_errorf("prefill of %d tokens: the window is %d positions", np, s->W);
+    for (int i = 0; i < np; i++)
+        if (prompt[i] < 0 || prompt[i] >= m->V)
+            return gma_errorf("token id %d at position %d is outside the vocabulary [0, %d)", prompt[i], i, m->V);
+    int D = m->D, V = m->V;
+    m->B = 1;
+    m->N = np;
+    m->keymask = NULL;
+    drop_start(m, 0, 0);
+    g_ops->to_device(m->tok, prompt, sizeof(int32_t) * (size_t)np);
+    g_ops->embed_forward(m->resid[0], m->tok, PP(m->wte), pos_table(m), 1, np, D);
+    MixerCtx ctx = {.B = 1, .N = np, .causal = 1, .training = 0};
+    blocks_forward(m, &ctx);
+    for (int l = 0; l < m->L; l++) {
+        Block *b = &m->blocks[l];
+        Mixer *mx = b->mixer;
+        size_t ss = mx->vt->decode_state(mx, s->W);
+        if (ss == 0) continue;
+        g_ops->zero(s->layer[l], sizeof(real) * ss * s->B);
+        if (mx->vt->prefill) mx->vt->prefill(mx, &ctx, b->ln1, m->params, b->act, s->layer[l], s->W, m->scratch);
+        else /* a decode step a row; the forward's mixer output (b->mix) is free now */
+            for (int t = 0; t < np; t++)
+                mx->vt->decode(mx, b->mix + (size_t)t * D, b->ln1 + (size_t)t * D, m->params, s->layer[l], 1, t, s->W,
+                               s->act, s->scratch);
+        for (int q = 1; q < s->B; q++) g_ops->copy(s->layer[l] + q * ss, s->layer[l], sizeof(real) * ss);
+    }
+    /* the last position's logits only, for every sequence */
+    g_ops->matmul(m->logits, m->lnf + (size_t)(np - 1) * D, PP(m->wte), 1, V, D, 0, 1, 1, 0);
+    for (int q = 1; q < s->B; q++) g_ops->copy(m->logits + (size_t)q * V, m->logits, sizeof(real) * V);
+    m->logits_row0 = 0;
+    s->pos = np;
+    return 0;
+}
+
 void model_decode_end(Model *m, DecodeState *s) {
     if (s->logits) {
         m->logits = s->head_logits;

@@ -223,5 +223,12 @@ int model_decode_begin_batch(Model *m, DecodeState *s, int B);
 int model_decode_step(Model *m, DecodeState *s, int32_t token);
 /* feed tokens[b] to sequence b at position s->pos (host ids): logits [B,V] in m->logits */
 int model_decode_step_batch(Model *m, DecodeState *s, const int32_t *tokens);
+/* prefill: feed the np-token prompt to every sequence of a fresh state (s->pos 0) as one
+ * forward over the prompt (batch 1; np <= the window and the planned N), each layer's
+ * state taken from that forward (MixerVT.prefill, or the layer's decode step over its
+ * input rows where a mixer has none), copied to all s->B sequences: s->pos becomes np
+ * and the logits [B,V] of position np - 1 are in m->logits, as np model_decode_step_batch
+ * calls of the prompt's tokens leave them (up to float32 summation order). 0 or -1. */
+int model_prefill(Model *m, DecodeState *s, const int32_t *prompt, int np);
 void model_decode_end(Model *m, DecodeState *s);
 #endif

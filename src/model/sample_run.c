@@ -13,6 +13,7 @@ typedef struct Out {
     size_t printed; /* bytes of the decoded text already printed */
     int stream;   /* print each token as it comes (one sample at a time) */
     FILE *f;
+    double *first_at; /* SampleRun.first_at */
 } Out;
 
 /* print what the tokens after the printed part add: the decoded text grows (byte-level
@@ -35,6 +36,7 @@ static int show(Out *o) {
 /* the new token of sample b of the batch (model_generate_batch) */
 static int emit(void *ctx, int b, int32_t token) {
     Out *o = (Out *)ctx + b;
+    if (o->first_at && *o->first_at == 0) *o->first_at = gma_now();
     o->ids[o->n++] = token;
     return o->stream ? show(o) : 0;
 }
@@ -118,7 +120,7 @@ static int sample_batch(Model *m, Tokenizer *tk, const int32_t *p, int np, const
     Rng *rngs = xcalloc((size_t)M, sizeof(Rng));
     for (int b = 0; b < M; b++) {
         outs[b] = (Out){.tk = tk, .ids = xmalloc(sizeof(int32_t) * (size_t)(np + r->tokens)), .n = np, .stream = M == 1,
-                        .f = r->out};
+                        .f = r->out, .first_at = r->first_at};
         memcpy(outs[b].ids, p, sizeof(int32_t) * (size_t)np);
         rng_seed2(&rngs[b], (uint64_t)r->seed, (uint64_t)(s0 + b));
     }

@@ -16,6 +16,7 @@ typedef struct SampleRun {
     long batch;                 /* sequences a batch at most: the rows m is allocated for */
     SampleOpts so;
     FILE *out;                  /* the text (or the ids without a tokenizer) */
+    double *first_at;           /* NULL, or set to gma_now() when the first new token comes (time to first token) */
 } SampleRun;
 
 /* The prompt: ids ("1 2 3", commas or spaces) when given, else text through tk, else the

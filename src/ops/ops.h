@@ -300,6 +300,8 @@ void ops_mem_reset_peak(void);
 /* The kernel set OpenBLAS runs ("Haswell", "Cooperlake", ...), with " (OPENBLAS_CORETYPE=X)"
  * when the environment chose it (cpu/cpu_blas_core.c). */
 const char *ops_blas_core(void);
+/* OpenBLAS's build line (openblas_get_config: version, DYNAMIC_ARCH, threading, the CPU it was built for) */
+const char *ops_blas_config(void);
 /* Threads for OpenMP and BLAS (0 = all cores; cpu/cpu_core.c). */
 void ops_set_threads(int n);
 /* A profiler's view of every matrix product the CPU backend runs (cpu/cpu_core.c

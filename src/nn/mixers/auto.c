@@ -148,6 +148,12 @@ static void auto_decode(Mixer *m, real *y, const real *h, const real *params, re
     Mixer *s = pick(m, Nmax);
     s->vt->decode(s, y, h, params, state, B, pos, Nmax, act, scratch);
 }
+/* the prefill of the path the window decodes with (the forward's path: can_decode) */
+static void auto_prefill(Mixer *m, const MixerCtx *c, const real *h, const real *params, const real *act, real *state,
+                         int Nmax, real *scratch) {
+    Mixer *s = pick(m, Nmax);
+    s->vt->prefill(s, c, h, params, act, state, Nmax, scratch);
+}
 
 const MixerVT mixer_auto = {
     .name = "auto",
@@ -165,6 +171,7 @@ const MixerVT mixer_auto = {
     .can_decode = auto_can_decode,
     .decode_state = auto_dstate,
     .decode = auto_decode,
+    .prefill = auto_prefill,
     .aux_loss = auto_aux_loss,
     .rank_averaged = auto_rank_averaged,
     .health = &auto_health,

@@ -22,3 +22,28 @@ void attn_mixer_decode(Mixer *m, real *y, const real *h, const real *params, rea
     g_ops->attn_step(oh, state, ss, qh, kh, vh, B, m->H, m->d, Nmax, pos, (real)(1.0 / sqrt((double)m->d)));
     attn_proj_out(m, params, y, oh, scratch, B, 1);
 }
+
+void linmix_prefill(real *state, size_t ss, const real *phk, const real *v, int B, int H, int N, int F, int d) {
+    for (int b = 0; b < B; b++) {
+        real *S = state + b * ss, *z = S + (size_t)H * F * d;
+        const real *pk = phk + (size_t)b * H * N * F, *vb = v + (size_t)b * H * N * d;
+        /* one product a head, S_h [F,d] = phk_h^T [F,N] v_h [N,d], then z_h += the rows of phk_h */
+        g_ops->matmul_strided(S, pk, vb, F, d, N, 1, 0, 1, 0, H, (size_t)N * F, (size_t)N * d, (size_t)F * d);
+        for (int h = 0; h < H; h++) g_ops->bias_backward(z + (size_t)h * F, pk + (size_t)h * N * F, N, F);
+    }
+}
+
+void attn_mixer_prefill(Mixer *m, const MixerCtx *c, const real *h, const real *params, const real *act, real *state,
+                        int Nmax, real *scratch) {
+    (void)h, (void)params, (void)scratch;
+    int B = c->B, N = c->N, H = m->H, d = m->d;
+    size_t hs = (size_t)B * N * m->D, ss = attn_decode_state(H, Nmax, d), hk = (size_t)Nmax * d;
+    const real *kh = act + hs, *vh = kh + hs;
+    for (int b = 0; b < B; b++)
+        for (int j = 0; j < H; j++) { /* head j's rows 0..N-1 of K and of V */
+            size_t src = ((size_t)b * H + j) * N * d;
+            real *K = state + b * ss + j * hk, *V = state + b * ss + (size_t)H * hk + j * hk;
+            g_ops->copy(K, kh + src, sizeof(real) * (size_t)N * d);
+            g_ops->copy(V, vh + src, sizeof(real) * (size_t)N * d);
+        }
+}

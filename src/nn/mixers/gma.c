@@ -401,6 +401,19 @@ static void gma_decode(Mixer *m, real *y, const real *h, const real *params, rea
     attn_proj_out(m, params, y, a.oh, scratch, B, 1);
 }
 
+/* prefill: the linear core's state from the forward's keys, routed again (the forward keeps
+ * their responsibilities in scratch only); the EMA memory keeps no state */
+static void gma_prefill(Mixer *m, const MixerCtx *c, const real *h, const real *params, const real *act, real *state,
+                        int Nmax, real *scratch) {
+    const GmaPriv *g = m->priv;
+    (void)h;
+    if (g->ema) return;
+    Acts a = carve(m, c->B, c->N, act);
+    route_forward(m, params, scratch, a.kh, c->B, c->N);
+    mask_rows(scratch, c->keymask, c->B, m->H, c->N, g->Kc);
+    linmix_prefill(state, gma_dstate(m, Nmax), scratch, a.vh, c->B, m->H, c->N, g->Kc, m->d);
+}
+
 static void gma_backward_ema(Mixer *m, const MixerCtx *c, real *dh, const real *dy, const real *h, const real *params,
                          real *grads, real *act, real *scratch) {
     const GmaPriv *g = m->priv;
@@ -567,6 +580,7 @@ const MixerVT mixer_gma = {
     .backward = gma_backward,
     .decode_state = gma_dstate,
     .decode = gma_decode,
+    .prefill = gma_prefill,
     .destroy = gma_destroy,
     .aux_loss = gma_aux_loss,
     .rank_averaged = gma_rank_averaged,

@@ -75,6 +75,14 @@ static void lin_decode(Mixer *m, real *y, const real *h, const real *params, rea
     attn_proj_out(m, params, y, a.oh, scratch, B, 1);
 }
 
+/* prefill: the core's state from the forward's key features and values */
+static void lin_prefill(Mixer *m, const MixerCtx *c, const real *h, const real *params, const real *act, real *state,
+                        int Nmax, real *scratch) {
+    (void)h, (void)params, (void)scratch;
+    Acts a = carve(m, c->B, c->N, (real *)act);
+    linmix_prefill(state, lin_dstate(m, Nmax), a.fk, a.vh, c->B, m->H, c->N, m->d, m->d);
+}
+
 static void lin_backward(Mixer *m, const MixerCtx *c, real *dh, const real *dy, const real *h, const real *params,
                          real *grads, real *act, real *scratch) {
     const LinPriv *p = m->priv;
@@ -110,6 +118,7 @@ const MixerVT mixer_linear = {
     .backward = lin_backward,
     .decode_state = lin_dstate,
     .decode = lin_decode,
+    .prefill = lin_prefill,
     .destroy = lin_destroy,
     .fused_flops = lin_fused_flops,
 };

@@ -231,6 +231,30 @@ static void mb_decode(Mixer *m, real *y, const real *h, const real *params, real
     linear_forward(y, a.g, MP(m, params, P_OUT), NULL, B, E, D);
 }
 
+/* prefill: the convolution's last K-1 inputs are the forward's last rows of x (zeros
+ * before position 0); the scan state is the forward's checkpoint at the start of the last
+ * chunk, stepped over that chunk's rows (the outputs go to scratch) */
+static void mb_prefill(Mixer *m, const MixerCtx *c, const real *h, const real *params, const real *act, real *state,
+                       int Nmax, real *scratch) {
+    const MbPriv *p = m->priv;
+    int B = c->B, N = c->N, E = p->E, S = p->S, K = p->K, t0 = (N - 1) / p->chunk * p->chunk;
+    size_t ss = mb_dstate(m, Nmax), nck = n_ck(m, N), ES = (size_t)E * S;
+    (void)h;
+    Acts a = carve(m, B, N, (real *)act);
+    for (int b = 0; b < B; b++) {
+        real *st = state + b * ss, *hs = st + (size_t)(K - 1) * E;
+        int n = GMA_MIN(K - 1, N); /* conv rows K-1-n .. K-2 hold inputs N-n .. N-1 */
+        if (n > 0)
+            g_ops->copy(st + (size_t)(K - 1 - n) * E, a.x + ((size_t)b * N + N - n) * E, sizeof(real) * (size_t)n * E);
+        g_ops->copy(hs, a.hck + ((size_t)b * nck + nck - 1) * ES, sizeof(real) * ES);
+        for (int t = t0; t < N; t++) {
+            size_t r = (size_t)b * N + t;
+            g_ops->scan_step(scratch, hs, ss, a.u + r * E, a.dt + r * E, a.Bm + r * S, a.Cm + r * S,
+                             MP(m, params, P_ALOG), MP(m, params, P_D), 1, E, S);
+        }
+    }
+}
+
 const MixerVT mixer_mamba = {
     .name = "mamba",
     .config = &mb_section,
@@ -246,5 +270,6 @@ const MixerVT mixer_mamba = {
     .destroy = mb_destroy,
     .decode_state = mb_dstate,
     .decode = mb_decode,
+    .prefill = mb_prefill,
     .fused_flops = mixer_no_fused_flops,
 };

@@ -8,7 +8,7 @@
  * vtable: its configuration keys (a CfgSection with defaults, ranges and docs), their
  * validation, an auxiliary loss with its weight, which buffers the data-parallel ranks
  * average, routing-health hooks with the monitor's settings, an incremental decode
- * step, and the FLOPs of the products it runs inside fused ops (for gmabench). A new
+ * step with the prefill of its state from a forward, and the FLOPs of the products it runs inside fused ops (for gmabench). A new
  * mixer is one file with one `const MixerVT` and one line in mixer.c's registry
  * (docs/adding_a_mixer.md). */
 #ifndef GMA_MIXER_H
@@ -131,6 +131,15 @@ typedef struct MixerVT {
     int (*can_decode)(const Mixer *m, int Nmax);
     void (*decode)(Mixer *m, real *y, const real *h, const real *params, real *state, int B, int pos, int Nmax,
                    real *act, real *scratch);
+    /* optional (with decode): prefill. After a forward (training 0, causal) over c->B
+     * sequences of c->N <= Nmax tokens from position 0, the B decode states the N steps of
+     * positions 0..N-1 would leave, taken from what that forward left: its input h [B,N,Dm]
+     * and act (its activation block for B x N; scratch: its scratch block for B x N, free
+     * to overwrite). `state` is zeroed before the call. Equal to the N steps up to float32
+     * summation order (tests/test_prefill.c). NULL: model_prefill feeds the N rows of h
+     * through decode one at a time, which gives the same states at a step's cost a row. */
+    void (*prefill)(Mixer *m, const MixerCtx *c, const real *h, const real *params, const real *act, real *state,
+                    int Nmax, real *scratch);
     /* optional: the auxiliary loss of the last training forward (unweighted; 0 when off)
      * and, in *weight, the weight it enters the objective with (0 = off). The backward adds
      * weight x ctx->aux_scale x its gradient (MixerCtx.aux_scale). */
@@ -210,6 +219,14 @@ size_t attn_decode_state(int H, int Nmax, int d);
 size_t attn_mixer_decode_state(const Mixer *m, int Nmax);
 void attn_mixer_decode(Mixer *m, real *y, const real *h, const real *params, real *state, int B, int pos, int Nmax,
                        real *act, real *scratch);
+/* ---- prefill (MixerVT.prefill; decode.c) ---- */
+/* the linear core's states of B sequences after N tokens, S_h = phk_h^T v_h and z_h = the
+ * column sums of phk_h (phk [B,H,N,F], v [B,H,N,d]), into the zeroed states at state + b ss */
+void linmix_prefill(real *state, size_t ss, const real *phk, const real *v, int B, int H, int N, int F, int d);
+/* the prefill of sdpa and sdpa_ref: the forward's k, v rows [B,H,N,d] (act: qh, kh, vh first)
+ * into rows 0..N-1 of each head's cache */
+void attn_mixer_prefill(Mixer *m, const MixerCtx *c, const real *h, const real *params, const real *act, real *state,
+                        int Nmax, real *scratch);
 
 /* kbias [B,N] in backend memory: 0 for a real key, -inf for padding (all 0 when keymask NULL) */
 void key_bias(real *kbias, const uint8_t *keymask, int B, int N);

@@ -80,6 +80,7 @@ typedef struct PerfPriv {
     uint64_t seed;
     long drawn; /* draw index of the omega now in the parameters */
     real eps;
+    real cmax_last; /* the key exponents' maximum of the last forward (FAVOR+; perf_prefill) */
 } PerfPriv;
 
 static Mixer *perf_create(const Config *c, int layer, ParamTable *pt, const char *prefix) {
@@ -226,6 +227,7 @@ static void perf_forward(Mixer *m, const MixerCtx *c, real *y, const real *h, co
     g_ops->favor_logits_forward(e, a.kh, om, B, H, N, d, F);
     mask_rows(e, c->keymask, B, H, N, F);
     double cmax = g_ops->maxval(e, (size_t)R * F);
+    p->cmax_last = (real)cmax;
     g_ops->favor_exp_forward(a.fk, NULL, e, R, F, (real)cmax, sc);
     mask_rows(a.fk, c->keymask, B, H, N, F);
     g_ops->linmix_forward(a.oh, a.den, a.state, a.fq, a.fk, a.vh, B * H, N, F, d, c->causal, p->chunk,
@@ -308,6 +310,19 @@ static void perf_decode(Mixer *m, real *y, const real *h, const real *params, re
     attn_proj_out(m, params, y, a.oh, scratch, B, 1);
 }
 
+/* prefill: S and z from the forward's key features, which FAVOR+ scaled by exp(-c) with c
+ * the maximum over the forward's keys: that c becomes each sequence's running maximum */
+static void perf_prefill(Mixer *m, const MixerCtx *c, const real *h, const real *params, const real *act, real *state,
+                         int Nmax, real *scratch) {
+    const PerfPriv *p = m->priv;
+    (void)h, (void)params, (void)scratch;
+    size_t ss = perf_dstate(m, Nmax);
+    Acts a = carve(m, c->B, c->N, (real *)act);
+    linmix_prefill(state, ss, a.fk, a.vh, c->B, m->H, c->N, p->m, m->d);
+    if (!p->relu)
+        for (int b = 0; b < c->B; b++) g_ops->to_device(state + b * ss + ss - 1, &p->cmax_last, sizeof(real));
+}
+
 static void perf_destroy(Mixer *m) {
     free(m->priv);
     free(m);
@@ -329,5 +344,6 @@ const MixerVT mixer_performer = {
     .destroy = perf_destroy,
     .decode_state = perf_dstate,
     .decode = perf_decode,
+    .prefill = perf_prefill,
     .fused_flops = perf_fused_flops,
 };

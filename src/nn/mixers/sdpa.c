@@ -75,6 +75,7 @@ const MixerVT mixer_sdpa = {
     .backward = sdpa_backward,
     .decode_state = attn_mixer_decode_state,
     .decode = attn_mixer_decode,
+    .prefill = attn_mixer_prefill,
     .destroy = sdpa_destroy,
     .fused_flops = sdpa_fused_flops,
 };

@@ -85,6 +85,7 @@ const MixerVT mixer_sdpa_ref = {
     .backward = ref_backward,
     .decode_state = attn_mixer_decode_state,
     .decode = attn_mixer_decode,
+    .prefill = attn_mixer_prefill,
     .destroy = ref_destroy,
     .fused_flops = mixer_no_fused_flops,
 };

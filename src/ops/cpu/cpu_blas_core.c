@@ -9,6 +9,7 @@
 #include "ops/ops.h"
 
 char *openblas_get_corename(void);
+char *openblas_get_config(void);
 
 const char *ops_blas_core(void) {
     static char buf[96];
@@ -17,4 +18,9 @@ const char *ops_blas_core(void) {
     if (env && *env) snprintf(buf, sizeof buf, "%s (OPENBLAS_CORETYPE=%.40s)", c, env);
     else snprintf(buf, sizeof buf, "%s", c);
     return buf;
+}
+
+const char *ops_blas_config(void) {
+    const char *c = openblas_get_config();
+    return c ? c : "unknown";
 }

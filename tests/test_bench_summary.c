@@ -1,0 +1,116 @@
+/* test_bench_summary.c: the plumbing of `make bench`'s end (timings are never asserted):
+ * gmabench prefill writes a row per mixer and N with the time to first token, the training
+ * forward and decode after the prefill, and the crossover rows against sdpa; gmabench
+ * summary reads such files back into one table (date, CPU model, BLAS build and kernels,
+ * every section with its columns), takes the PyTorch peer from bench_torch.sh's directory
+ * (a hand-written pair of files: the ratio is theirs), and refuses an unreadable or
+ * non-JSON input naming it; scripts/bench_all.sh --quick runs the whole chain. Run from the
+ * repository root (uses bin/ and scripts/). */
+#include <cjson/cJSON.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "testutil.h"
+
+#define SHAPE "--L 1 --D 16 --H 2 --V 64 --Kc 4 --threads 1"
+
+START_TEST(test_prefill_rows) {
+    char js[1100];
+    snprintf(js, sizeof js, "%s/prefill.json", tu_tmpdir());
+    ck_assert_msg(run("bin/gmabench prefill --mixers gma,sdpa,mamba " SHAPE " --seq 40,80 --repeat 2 --feed-max 40 "
+                      "--json %s", js) == 0, "%s", g_out);
+    ck_assert_msg(strstr(g_out, "ttft ms") && strstr(g_out, "crossover against sdpa"), "%s", g_out);
+    char *x = gma_read_file(js, NULL);
+    ck_assert_ptr_nonnull(x);
+    cJSON *j = cJSON_Parse(x), *rows = cJSON_GetObjectItem(j, "prefill");
+    ck_assert_int_eq(cJSON_GetArraySize(rows), 6);
+    const char *mix[] = {"gma", "sdpa", "mamba"};
+    for (int i = 0; i < 6; i++) { /* N outer, mixers inner: side by side at each N */
+        cJSON *r = cJSON_GetArrayItem(rows, i);
+        ck_assert_str_eq(cJSON_GetStringValue(cJSON_GetObjectItem(r, "mixer")), mix[i % 3]);
+        ck_assert_int_eq((int)cJSON_GetNumberValue(cJSON_GetObjectItem(r, "N")), i < 3 ? 40 : 80);
+        const char *keys[] = {"ttft_s", "prefill_tokens_per_s", "train_forward_tokens_per_s", "prefill_over_forward",
+                              "decode_tokens_per_s", "ttft_s_min", "ttft_s_max"};
+        for (int k = 0; k < 7; k++)
+            ck_assert_msg(cJSON_GetNumberValue(cJSON_GetObjectItem(r, keys[k])) > 0, "row %d lacks %s", i, keys[k]);
+        /* fed a step a token only up to --feed-max */
+        ck_assert(cJSON_IsNumber(cJSON_GetObjectItem(r, "fed_s")) == (i < 3));
+    }
+    cJSON *cr = cJSON_GetObjectItem(j, "prefill_crossover");
+    ck_assert_int_eq(cJSON_GetArraySize(cr), 2); /* gma and mamba against sdpa */
+    for (int i = 0; i < 2; i++) {
+        double at = cJSON_GetNumberValue(cJSON_GetObjectItem(cJSON_GetArrayItem(cr, i), "prefill_ahead_from_N"));
+        ck_assert_msg(at == -1 || at == 40 || at == 80, "crossover %g is not a measured N", at);
+    }
+    cJSON_Delete(j);
+    free(x);
+}
+END_TEST
+
+START_TEST(test_summary_table) {
+    const char *d = tu_tmpdir();
+    char in[4096], torch[1100], p[1200];
+    snprintf(torch, sizeof torch, "%s/torch", d);
+    ck_assert_int_eq(run("mkdir -p %s", torch), 0);
+    ck_assert_int_eq(run("bin/gmabench mixer --mixers gma,sdpa --seq 32,64 --D 16 --H 2 --Kc 4 --threads 1 --repeat 1 "
+                         "--json %s/m.json", d), 0);
+    ck_assert_int_eq(run("bin/gmabench model --mixers gma,sdpa " SHAPE " --T 16 --B 2 --steps 1 --json %s/mo.json", d), 0);
+    ck_assert_int_eq(run("bin/gmabench decode --mixers gma,sdpa " SHAPE " --T 16 --samples 1,3 --repeat 1 --json %s/de.json",
+                         d), 0);
+    ck_assert_int_eq(run("bin/gmabench prefill --mixers gma,sdpa " SHAPE " --seq 32 --repeat 1 --json %s/p.json", d), 0);
+    /* the peer's pair: torch 100 tok/s, gma 250 tok/s on its shapes -> 2.50 */
+    snprintf(p, sizeof p, "%s/torch_gma.json", torch);
+    tu_write(p, "{\"tokens_per_s\": 100, \"torch\": \"2.x\"}");
+    snprintf(p, sizeof p, "%s/gma_gma.json", torch);
+    tu_write(p, "{\"model\": [{\"mixer\": \"gma\", \"dropout\": 0.1, \"tokens_per_s\": 99},"
+                " {\"mixer\": \"gma\", \"dropout\": 0, \"tokens_per_s\": 250}]}");
+    snprintf(in, sizeof in, "%s/m.json,%s/mo.json,%s/de.json,%s/p.json", d, d, d, d);
+    ck_assert_msg(run("bin/gmabench summary --in %s --torch %s", in, torch) == 0, "%s", g_out);
+    const char *want[] = {"## summary | 20", " UTC | ", " cores | ", "kernels ", "training tok/s", "torch eager",
+                          "layer time / sdpa", "layer peak MiB", "N=32", "N=64", "decode tok/s (/limit)", "M=1", "M=3",
+                          "ttft ms (/train fwd)"};
+    for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) ck_assert_msg(strstr(g_out, want[i]), "no \"%s\" in:\n%s", want[i], g_out);
+    /* gma's training row: its 250 against torch's 100; sdpa has no peer files */
+    const char *g = strstr(strstr(g_out, "training tok/s"), "\n") + 1;
+    ck_assert_msg(strstr(g, "250") && strstr(g, "100") && strstr(g, "2.50") && strstr(g, "2.50") < strstr(g, "\n"),
+                  "%s", g_out);
+    ck_assert_msg(strstr(g_out, "no peer files"), "%s", g_out);
+    /* sdpa's own layer ratio is 1.00 at every N */
+    const char *l = strstr(g_out, "layer time / sdpa"), *s = strstr(l, "sdpa ");
+    ck_assert_msg(s && strstr(s, "1.00"), "%s", g_out);
+    /* unreadable and non-JSON inputs: exit 2 naming the file */
+    ck_assert_int_eq(run("bin/gmabench summary --in %s/absent.json", d), 2);
+    ck_assert_msg(strstr(g_out, "absent.json"), "%s", g_out);
+    snprintf(p, sizeof p, "%s/bad.json", d);
+    tu_write(p, "{\"mixer\": [");
+    ck_assert_int_eq(run("bin/gmabench summary --in %s", p), 2);
+    ck_assert_msg(strstr(g_out, "bad.json: not JSON"), "%s", g_out);
+}
+END_TEST
+
+/* the whole chain in its quick profile, the peer skipped (no torch interpreter) */
+START_TEST(test_bench_all_quick) {
+    ck_assert_msg(run("PYTHON=/bin/false bash scripts/bench_all.sh --quick --threads 1 --out %s/bq", tu_tmpdir()) == 0,
+                  "%s", g_out);
+    const char *s = strstr(g_out, "## summary");
+    ck_assert_msg(s, "%s", g_out);
+    const char *want[] = {"training tok/s", "layer time / sdpa", "decode tok/s", "ttft ms", "torch not importable"};
+    for (size_t i = 0; i < 4; i++) ck_assert_msg(strstr(s, want[i]), "no \"%s\" after the summary head:\n%s", want[i], s);
+    ck_assert_msg(strstr(g_out, want[4]) && strstr(g_out, want[4]) < s, "%s", g_out);
+    ck_assert_int_eq(run("bash scripts/bench_all.sh --threads x"), 2);
+    ck_assert_int_eq(run("bash scripts/bench_all.sh --bogus"), 2);
+}
+END_TEST
+
+Suite *make_suite(void) {
+    Suite *s = suite_create("bench_summary");
+    TCase *tc = tcase_create("bench_summary");
+    tcase_set_timeout(tc, 300);
+    tcase_add_test(tc, test_prefill_rows);
+    tcase_add_test(tc, test_summary_table);
+    tcase_add_test(tc, test_bench_all_quick);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+GMA_TEST_MAIN()
