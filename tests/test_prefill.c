@@ -86,7 +86,7 @@ static void feed(Model *m, const int32_t *p, int np, int B, int prefill, real *l
 /* every mixer: prefill against steps, at prompts of 2 (inside mamba's window of 3 earlier
  * inputs), 13 (several chunks, not a multiple) and 17 tokens, one and three sequences */
 START_TEST(test_prefill_matches_steps) {
-    ck_assert_int_eq(ops_select("cpu"), 0);
+    ck_assert_int_eq(ops_select(OPS_CPU), 0);
     const int lens[] = {2, 13, 17}, Bs[] = {1, 3};
     for (size_t c = 0; c < sizeof g_cases / sizeof g_cases[0]; c++) {
         Model m;
@@ -123,7 +123,7 @@ END_TEST
 
 /* a mixer without the hook: model_prefill steps its decode over the layer's input rows */
 START_TEST(test_prefill_fallback) {
-    ck_assert_int_eq(ops_select("cpu"), 0);
+    ck_assert_int_eq(ops_select(OPS_CPU), 0);
     for (size_t c = 0; c < sizeof g_cases / sizeof g_cases[0]; c++) {
         if (strcmp(g_cases[c][0], "linear") && strcmp(g_cases[c][0], "mamba")) continue;
         Model m;
@@ -157,7 +157,7 @@ static int keep_b(void *ctx, int b, int32_t t) {
 
 /* model_generate_batch prefills: the same samples as with the prompt fed a step a token */
 START_TEST(test_generate_prefilled) {
-    ck_assert_int_eq(ops_select("cpu"), 0);
+    ck_assert_int_eq(ops_select(OPS_CPU), 0);
     Model m;
     tiny_model(&m, 0, 77);
     int32_t p[15];
@@ -178,7 +178,7 @@ END_TEST
 /* a state past position 0, an empty prompt, one longer than the window, an id outside the
  * vocabulary: refused with a message */
 START_TEST(test_prefill_refusals) {
-    ck_assert_int_eq(ops_select("cpu"), 0);
+    ck_assert_int_eq(ops_select(OPS_CPU), 0);
     Model m;
     tiny_model(&m, 0, 9);
     int32_t p[W + 1] = {0};

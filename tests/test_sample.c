@@ -32,14 +32,14 @@ START_TEST(test_sampler_distribution) {
         SampleOpts o;
         double w[4];
     } cases[] = {
-        {{1, 0, 1, 0, 0}, {0.4, 0.3, 0.2, 0.1}},
-        {{0.5, 0, 1, 0, 0}, {0.16 / 0.30, 0.09 / 0.30, 0.04 / 0.30, 0.01 / 0.30}}, /* p^2, renormalised */
-        {{1, 2, 1, 0, 0}, {0.4 / 0.7, 0.3 / 0.7, 0, 0}},
-        {{1, 0, 0.65, 0, 0}, {0.4 / 0.7, 0.3 / 0.7, 0, 0}},   /* 0.4 < 0.65 <= 0.7: two tokens */
-        {{1, 0, 0.75, 0, 0}, {0.4 / 0.9, 0.3 / 0.9, 0.2 / 0.9, 0}},
-        {{1, 3, 0.5, 0, 0}, {0.4 / 0.7, 0.3 / 0.7, 0, 0}},    /* top-k first, then top-p of what is left */
-        {{1, 1, 1, 0, 0}, {1, 0, 0, 0}},
-        {{0, 0, 1, 0, 0}, {1, 0, 0, 0}},                      /* greedy */
+        {{1, 0, 1, 0, 0, 0}, {0.4, 0.3, 0.2, 0.1}},
+        {{0.5, 0, 1, 0, 0, 0}, {0.16 / 0.30, 0.09 / 0.30, 0.04 / 0.30, 0.01 / 0.30}}, /* p^2, renormalised */
+        {{1, 2, 1, 0, 0, 0}, {0.4 / 0.7, 0.3 / 0.7, 0, 0}},
+        {{1, 0, 0.65, 0, 0, 0}, {0.4 / 0.7, 0.3 / 0.7, 0, 0}},   /* 0.4 < 0.65 <= 0.7: two tokens */
+        {{1, 0, 0.75, 0, 0, 0}, {0.4 / 0.9, 0.3 / 0.9, 0.2 / 0.9, 0}},
+        {{1, 3, 0.5, 0, 0, 0}, {0.4 / 0.7, 0.3 / 0.7, 0, 0}},    /* top-k first, then top-p of what is left */
+        {{1, 1, 1, 0, 0, 0}, {1, 0, 0, 0}},
+        {{0, 0, 1, 0, 0, 0}, {1, 0, 0, 0}},                      /* greedy */
     };
     for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
         draw_freq(p, 4, &cases[c].o, n, f);
@@ -50,11 +50,11 @@ START_TEST(test_sampler_distribution) {
                           cases[c].o.top_k, cases[c].o.top_p, i, f[i], want[i]);
     }
     /* a vocabulary limit: ids at or above it are never drawn, greedy or sampled */
-    SampleOpts lim = {1, 0, 1, 0, 2};
+    SampleOpts lim = {1, 0, 1, 0, 2, 0};
     draw_freq(p, 4, &lim, 20000, f);
     ck_assert_msg(f[2] == 0 && f[3] == 0 && fabs(f[0] - 0.4 / 0.7) < 0.02, "limited: %g %g %g %g", f[0], f[1], f[2], f[3]);
     const double q[4] = {0.1, 0.1, 0.1, 0.7};
-    SampleOpts glim = {0, 0, 1, 0, 3};
+    SampleOpts glim = {0, 0, 1, 0, 3, 0};
     draw_freq(q, 4, &glim, 10, f);
     ck_assert(f[0] > 0.99); /* greedy among ids 0..2: the first of the tie */
     /* ties: greedy takes the lowest id; the order of equal logits is by id */
@@ -63,7 +63,7 @@ START_TEST(test_sampler_distribution) {
     double prob[3];
     Rng rng;
     rng_seed(&rng, 1);
-    SampleOpts g = {0, 0, 1, 0, 0}, k1 = {1, 1, 1, 0, 0};
+    SampleOpts g = {0, 0, 1, 0, 0, 0}, k1 = {1, 1, 1, 0, 0, 0};
     ck_assert_int_eq(sample_token(tie, 3, &g, &rng, order, prob), 1);
     ck_assert_int_eq(sample_token(tie, 3, &k1, &rng, order, prob), 1);
 }
@@ -165,7 +165,7 @@ START_TEST(test_generate_is_forward_per_token) {
         ck_assert_int_eq(ckpt_load(&m, NULL, dir), 0);
         int32_t seq[64] = {'7', '1', '7'}, tgt[64];
         for (int i = 0; i < 64; i++) tgt[i] = -1;
-        SampleOpts g = {0, 0, 1, 1, 0}; /* the full forward every token: what the loop below checks */
+        SampleOpts g = {0, 0, 1, 1, 0, 0}; /* the full forward every token: what the loop below checks */
         Rng rng;
         rng_seed(&rng, 1);
         g_ngot = 0;
