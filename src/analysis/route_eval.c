@@ -16,7 +16,7 @@ static const char *const TEXT_CATS[N_TEXT_CATS] = {"number", "punctuation", "fun
 
 /* one pass: the layers analysed, the token categories, the buffers of a batch */
 typedef struct Pass {
-    int L, H, Kc, V, B, N, *li, *cat;
+    int L, H, Kc, V, B, N, *li, *kl, *cat; /* Kc: the largest layer's; kl: each layer's */
     char **text;
     RouteAnalysis ra;
     FILE *df;
@@ -90,15 +90,18 @@ static int open_dump(Pass *p, const char *dump) {
 
 static int pass_init(Pass *p, Model *m, const Config *cfg, const LmData *d, int split, const RouteEvalOpts *o) {
     p->L = model_gma_layers(m), p->H = m->H, p->V = m->V, p->li = xcalloc(p->L, sizeof(int));
+    p->kl = xcalloc(p->L > 0 ? p->L : 1, sizeof(int));
     for (int l = 0, nl = 0; l < m->L; l++) {
         Mixer *mx = m->blocks[l].mixer;
         if (!mx->vt->health) continue;
         MixerComponents mc;
         mx->vt->health->components(mx, NULL, 0, 0, &mc);
+        p->kl[nl] = mc.Kc;
         p->li[nl++] = l;
-        p->Kc = mc.Kc;
+        p->Kc = GMA_MAX(p->Kc, mc.Kc);
     }
     categories(p, cfg, d, o);
+    for (int s = 0; s < p->L; s++) ra_set_kc(&p->ra, s, p->kl[s]);
     p->W = lmdata_eval_windows(d, split, p->N);
     size_t BN = (size_t)p->B * p->N;
     p->tok = xmalloc(sizeof(int32_t) * BN), p->tgt = xmalloc(sizeof(int32_t) * BN), p->score = xmalloc(BN);
@@ -112,6 +115,7 @@ static void pass_free(Pass *p) {
     free(p->text);
     free(p->cat);
     free(p->li);
+    free(p->kl);
     free(p->tok);
     free(p->tgt);
     free(p->score);
@@ -126,8 +130,14 @@ static void take_layer(Pass *p, Model *m, int s, long b, int filled, long w0) {
     MixerComponents mc;
     mx->vt->health->components(mx, m->blocks[p->li[s]].act, p->B, p->N, &mc);
     if (!mc.gq) return; /* auto on its sdpa path: no responsibilities */
-    size_t per = (size_t)p->H * p->N * p->Kc;
-    g_ops->to_host(p->g, mc.gq, sizeof(float) * p->B * per);
+    size_t per = (size_t)p->H * p->N * p->Kc, rows = (size_t)p->B * p->H * p->N;
+    int Kl = mc.Kc;
+    g_ops->to_host(p->g, mc.gq, sizeof(float) * rows * Kl);
+    if (Kl < p->Kc) /* a layer with fewer components: its rows at the stride Kc, zeros after its own (from the last row back) */
+        for (size_t r = rows; r-- > 0;) {
+            memmove(p->g + r * p->Kc, p->g + r * Kl, sizeof(float) * Kl);
+            memset(p->g + r * p->Kc + Kl, 0, sizeof(float) * (p->Kc - Kl));
+        }
     ra_add(&p->ra, s, p->g, p->tok, p->score, p->B, p->N, p->cat);
     if (b == 0 && s == 0) memcpy(p->heat, p->g, sizeof(float) * p->N * p->Kc); /* window 0, head 0 */
     if (p->df)
