@@ -3,6 +3,8 @@
  * responsibilities (MixerHealth.components) into a RouteAnalysis and the dump file. */
 #include "analysis/route_eval.h"
 
+#include <cjson/cJSON.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -166,8 +168,35 @@ static int pass_run(Pass *p, Model *m, const LmData *d, int split) {
     return 0;
 }
 
+/* The gates of the gated layers (mixer "gated", docs/model.md §3.7): g_h = sigmoid(a_h), the
+ * softmax path's share of head h, one line per layer to f and an entry of *arr (NULL: no
+ * such layer) */
+static void gate_report(const Model *m, FILE *f, cJSON **arr) {
+    real *a = xmalloc(sizeof(real) * m->H);
+    for (int l = 0; l < m->L; l++) {
+        char name[64];
+        snprintf(name, sizeof name, "blocks.%d.mixer.gate", l);
+        int t = pt_find(&m->pt, name);
+        if (t < 0) continue;
+        g_ops->to_host(a, m->params + m->pt.t[t].offset, sizeof(real) * m->H);
+        if (arr && !*arr) *arr = cJSON_CreateArray();
+        cJSON *o = cJSON_CreateObject(), *g = cJSON_AddArrayToObject(o, "gate");
+        cJSON_AddNumberToObject(o, "layer", l);
+        if (f) fprintf(f, "gate of layer %d (softmax path's share g per head):", l);
+        for (int h = 0; h < m->H; h++) {
+            double v = 1 / (1 + exp(-(double)a[h]));
+            cJSON_AddItemToArray(g, cJSON_CreateNumber(v));
+            if (f) fprintf(f, " %.3f", v);
+        }
+        if (f) fprintf(f, "\n");
+        if (arr) cJSON_AddItemToArray(*arr, o);
+        else cJSON_Delete(o);
+    }
+    free(a);
+}
+
 /* the analysis' JSON, report (stdout and .txt) and plots */
-static int write_analysis(const Pass *p, const RouteEvalOpts *o) {
+static int write_analysis(const Pass *p, const Model *m, const RouteEvalOpts *o) {
     char stem[2048], path[2200];
     if (o->ajson) stem_of(stem, sizeof stem, o->ajson);
     else if (o->json) {
@@ -176,16 +205,27 @@ static int write_analysis(const Pass *p, const RouteEvalOpts *o) {
     } else snprintf(stem, sizeof stem, "analysis");
     const char *const *text = (const char *const *)p->text;
     char *js = ra_json(&p->ra, p->li, text, 10);
+    cJSON *gates = NULL;
+    gate_report(m, NULL, &gates);
+    if (gates) { /* the gated layers' gates beside the routing figures */
+        cJSON *root = cJSON_Parse(js);
+        cJSON_AddItemToObject(root, "gates", gates);
+        free(js);
+        js = cJSON_Print(root);
+        cJSON_Delete(root);
+    }
     snprintf(path, sizeof path, "%s.json", stem);
     if (o->ajson) snprintf(path, sizeof path, "%s", o->ajson);
     int rc = gma_write_file_atomic(path, js, strlen(js));
     free(js);
     ra_report(&p->ra, p->li, text, stdout);
+    gate_report(m, stdout, NULL);
     printf("analysis: %s\n", path);
     snprintf(path, sizeof path, "%s.txt", stem);
     FILE *f = fopen(path, "w");
     if (f) {
         ra_report(&p->ra, p->li, text, f);
+        gate_report(m, f, NULL);
         fclose(f);
     }
     snprintf(path, sizeof path, "%s_plots", stem);
@@ -202,7 +242,7 @@ int route_eval_run(Model *m, const Config *cfg, const LmData *d, int split, int 
             printf("responsibilities: %s (%d layers x %ld windows x %d heads x %d x %d float32)\n", o->dump, p.L, p.W, p.H,
                    N, p.Kc);
     }
-    if (!rc && o->analyze) rc = write_analysis(&p, o);
+    if (!rc && o->analyze) rc = write_analysis(&p, m, o);
     pass_free(&p);
     return rc;
 }

@@ -54,6 +54,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "nn/mixers/gma_core.h"
 #include "nn/mixers/linear_core.h"
 #include "nn/mixers/mixer.h"
 
@@ -391,14 +392,14 @@ static void route_backward_heads(const Mixer *m, const real *params, real *grads
         g_ops->bias_backward(db + (g->shared ? 0 : (size_t)(bh % H) * Kc), dgamma + (size_t)bh * N * Kc, N, Kc);
 }
 
-static void gma_forward(Mixer *m, const MixerCtx *c, real *y, const real *h, const real *params, real *act,
-                        real *scratch) {
+/* the mixing between the projections (gma_core.h): oh (and den; with the EMA memory gq, gk)
+ * from the qh, kh, vh in act */
+void gma_mix_forward(Mixer *m, const MixerCtx *c, const real *params, real *act, real *scratch) {
     GmaPriv *g = m->priv;
     int B = c->B, N = c->N, H = m->H, d = m->d, Kc = g->Kc;
     size_t gs = (size_t)B * H * N * Kc;
     Acts a = carve(m, B, N, act);
     g->params_last = params;
-    attn_proj_qkv(m, params, h, a.qh, a.kh, a.vh, scratch, B, N);
     if (!g->ema) { /* responsibilities and chunk states in scratch: the backward recomputes them */
         a.gq = scratch;
         a.gk = a.gq + gs;
@@ -419,7 +420,14 @@ static void gma_forward(Mixer *m, const MixerCtx *c, real *y, const real *h, con
         g->div_last = (g_ops->gma_div_forward(a.gq, c->keymask, B, H, N, Kc, g->div_mode) +
                        g_ops->gma_div_forward(a.gk, c->keymask, B, H, N, Kc, g->div_mode)) /
                       (2.0 * H);
-    attn_proj_out(m, params, y, a.oh, scratch, B, N);
+}
+
+static void gma_forward(Mixer *m, const MixerCtx *c, real *y, const real *h, const real *params, real *act,
+                        real *scratch) {
+    Acts a = carve(m, c->B, c->N, act);
+    attn_proj_qkv(m, params, h, a.qh, a.kh, a.vh, scratch, c->B, c->N);
+    gma_mix_forward(m, c, params, act, scratch);
+    attn_proj_out(m, params, y, a.oh, scratch, c->B, c->N);
 }
 
 /* incremental decoding: the routing of one token, then the linear core's state step, or a
@@ -507,19 +515,13 @@ static void gma_backward_ema(Mixer *m, const MixerCtx *c, real *dh, const real *
 /* the linear core's backward (see the top of the file for the scratch layout): per group of
  * heads, the routing again, linmix_backward with its states rescanned, the routing backward
  * into dq (over the group's dead rows of doh) and dk */
-static void gma_backward(Mixer *m, const MixerCtx *c, real *dh, const real *dy, const real *h, const real *params,
-                         real *grads, real *act, real *scratch) {
+real *gma_mix_backward(Mixer *m, const MixerCtx *c, const real *params, real *grads, real *act, real *scratch) {
     const GmaPriv *g = m->priv;
     if (g->dir_weight > 0 && c->aux_scale != 0) dirichlet_backward(m, params, grads, g->dir_weight * c->aux_scale);
-    if (g->ema) {
-        gma_backward_ema(m, c, dh, dy, h, params, grads, act, scratch);
-        return;
-    }
     int B = c->B, N = c->N, H = m->H, d = m->d, Kc = g->Kc;
     size_t hs = (size_t)B * N * m->D;
     Acts a = carve(m, B, N, act);
     real *doh = scratch, *dv = doh + hs, *dk = dv + hs, *grp = dk + hs, *dq = doh;
-    attn_proj_out_backward(m, params, grads, doh, dy, a.oh, doh, dv, B, N);
     g_ops->zero(dv, sizeof(real) * 2 * hs);
     int all = g->div_on, gh = all ? H : g->gh;
     for (int b = 0; b < (all ? 1 : B); b++)
@@ -544,8 +546,37 @@ static void gma_backward(Mixer *m, const MixerCtx *c, real *dh, const real *dy, 
             route_backward_heads(m, params, grads, dq + ox, dgq, gq, a.qh + ox, nb, hn, h0, N);
             route_backward_heads(m, params, grads, dk + ox, dgk, gk, a.kh + ox, nb, hn, h0, N);
         }
-    attn_proj_qkv_backward(m, params, grads, dh, h, dq, dk, dv, grp, B, N);
+    return grp;
 }
+
+static void gma_backward(Mixer *m, const MixerCtx *c, real *dh, const real *dy, const real *h, const real *params,
+                         real *grads, real *act, real *scratch) {
+    const GmaPriv *g = m->priv;
+    int B = c->B, N = c->N;
+    if (g->ema) {
+        if (g->dir_weight > 0 && c->aux_scale != 0) dirichlet_backward(m, params, grads, g->dir_weight * c->aux_scale);
+        gma_backward_ema(m, c, dh, dy, h, params, grads, act, scratch);
+        return;
+    }
+    size_t hs = (size_t)B * N * m->D;
+    real *doh = scratch, *dv = doh + hs, *dk = dv + hs;
+    attn_proj_out_backward(m, params, grads, doh, dy, carve(m, B, N, act).oh, doh, dv, B, N);
+    real *tmp = gma_mix_backward(m, c, params, grads, act, scratch);
+    attn_proj_qkv_backward(m, params, grads, dh, h, doh, dk, dv, tmp, B, N);
+}
+
+void gma_mix_step(Mixer *m, const real *params, real *oh, real *state, size_t stride, const real *qh, const real *kh,
+                  const real *vh, int B, real *scratch) {
+    const GmaPriv *g = m->priv;
+    real *gq = scratch, *gk = gq + (size_t)B * m->H * g->Kc;
+    route_forward(m, params, gq, qh, B, 1);
+    route_forward(m, params, gk, kh, B, 1);
+    g_ops->linmix_step(oh, state, stride, gq, gk, vh, B, m->H, g->Kc, m->d, g->eps);
+}
+
+int gma_cfg_memory(const Config *c) { return gcfg(c)->memory == MEMORY_EMA; }
+size_t gma_mix_step_state(const Mixer *m) { return linmix_decode_state(m->H, ((const GmaPriv *)m->priv)->Kc, m->d); }
+size_t gma_mix_step_scratch(const Mixer *m, int B) { return 2 * (size_t)B * m->H * ((const GmaPriv *)m->priv)->Kc; }
 
 static void gma_destroy(Mixer *m) {
     GmaPriv *g = m->priv;
