@@ -144,6 +144,15 @@ START_TEST(test_kc_per_layer_end_to_end) {
     }
     cJSON_Delete(root);
     free(aj);
+    /* k-means seeding and the monitor with re-seeding, each layer with its own Kc */
+    ck_assert_msg(run("./bin/gmatrain --config %s --out %s --quiet --set gma.init=kmeans --set gma.on_collapse=reinit "
+                      "--set gma.monitor_every=2 --set gma.patience=1 --set gma.util_min_share=0.9 --set train.steps=4",
+                      tu_path("kl.json"), tu_path("km")) == 0, "%s", g_out);
+    snprintf(p, sizeof p, "%s/metrics.jsonl", tu_path("km"));
+    char *mj = gma_read_file(p, NULL);
+    ck_assert_msg(strstr(mj, "\"event\":\"routing\",\"layer\":0") && strstr(mj, "\"event\":\"routing\",\"layer\":2"), "%s", mj);
+    ck_assert_msg(strstr(mj, "\"reseeded\""), "%s", mj);
+    free(mj);
     /* a single number still means every GMA layer */
     ck_assert_msg(run("./bin/gmatrain --config %s --out %s --quiet --set gma.n_components=5 --set train.steps=1",
                       tu_path("kl.json"), tu_path("one")) == 0, "%s", g_out);
