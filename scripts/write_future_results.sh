@@ -16,7 +16,7 @@ cd "$(dirname "$0")/.."
 case "${1:-}" in --help|-h) sed -n '2,/^[^#]/p' "$0" | sed -n 's/^# \{0,1\}//p'; exit 0;; esac
 command -v python3 > /dev/null || { echo "$0: python3 not found (apt-get install python3)" >&2; exit 1; }
 exec python3 - "$@" <<'PY'
-import glob, json, os, platform, subprocess, sys, time
+import glob, json, math, os, platform, struct, subprocess, sys, time
 
 ME = "scripts/write_future_results.sh"
 HEAD = "## Future work: per-layer K, adaptive K, gated hybrid"
@@ -32,6 +32,30 @@ def machine():
     except (OSError, IndexError):
         model = platform.processor() or "unknown CPU"
     return "%s, %d cores (nproc), %s %s" % (model, os.cpu_count() or 0, platform.system(), platform.machine())
+
+def pi_range(run):
+    """min and max over the GMA layers' routing heads of K pi_k (pi = softmax(prior_logits),
+    live components only; 1 = uniform) in RUN/latest/model.safetensors, or None"""
+    path = os.path.join(run, "latest", "model.safetensors")
+    try:
+        b = open(path, "rb").read()
+        n = struct.unpack("<Q", b[:8])[0]
+        hdr = json.loads(b[8:8 + n])
+    except (OSError, ValueError, struct.error):
+        return None
+    lo, hi = None, None
+    for name, v in hdr.items():
+        if not name.endswith(".gma.prior_logits") or v.get("dtype") != "F32": continue
+        s, e = v["data_offsets"]
+        a = struct.unpack("<%df" % ((e - s) // 4), b[8 + n + s:8 + n + e])
+        H, K = v["shape"]
+        for h in range(H):
+            r = [x for x in a[h * K:(h + 1) * K] if x > -5e3]
+            m = max(r); z = sum(math.exp(x - m) for x in r)
+            for x in r:
+                q = math.exp(x - m) / z * len(r)
+                lo = q if lo is None else min(lo, q); hi = q if hi is None else max(hi, q)
+    return (lo, hi) if lo is not None else None
 
 def fmt_k(ks):
     return "[" + ", ".join(("%g" % k) for k in ks) + "]" if ks else "-"
@@ -50,12 +74,16 @@ def section(d, path, notes):
          "short runs, far from converged; the seed spread of the small table above (test ppl std 5-10 at 300 steps)",
          "is the yardstick for differences. ppl: gmatrain's closing evaluation on the whole valid and test splits.",
          "K: components per head of each GMA layer at the start and the end (the Dirichlet prior's live components,",
-         "the mean over heads).", "",
-         "| variant | mixers | K start | K end | valid ppl | test ppl | tokens/s | params |", "|---|---|---|---|---:|---:|---:|---:|"]
+         "the mean over heads). K pi: the range of K pi_k over the layers' routing heads in the final checkpoint",
+         "(pi = softmax(prior_logits) over the live components; 1 = uniform), read from each run's",
+         "`latest/model.safetensors`.", "",
+         "| variant | mixers | K start | K end | K pi min-max | valid ppl | test ppl | tokens/s | params |",
+         "|---|---|---|---|---|---:|---:|---:|---:|"]
     for r in runs:
-        L.append("| %s | %s | %s | %s | %.1f | %.1f | %.0f | %d |" % (
+        pr = pi_range(r.get("run", ""))
+        L.append("| %s | %s | %s | %s | %s | %.1f | %.1f | %.0f | %d |" % (
             NAMES.get(r["variant"], r["variant"]), ",".join(r.get("mixer", [])) or "-", fmt_k(r["k_start"]), fmt_k(r["k_end"]),
-            r["valid_ppl"], r["test_ppl"], r["tokens_per_s"], r["params"]))
+            "%.3f-%.3f" % pr if pr else "-", r["valid_ppl"], r["test_ppl"], r["tokens_per_s"], r["params"]))
     L.append("")
     for r in runs:
         for g in r.get("gates", []):
