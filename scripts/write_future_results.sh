@@ -2,8 +2,9 @@
 # write_future_results.sh: the section "## Future work: per-layer K, adaptive K, gated
 # hybrid" of docs/results.md from the JSON of scripts/reproduce_future.sh (python3,
 # standard library only).
-#   scripts/write_future_results.sh [FILE.json] [--out FILE] [--note TEXT]...
-#       FILE.json: default the newest runs/future-*.json; --out: default docs/results.md.
+#   scripts/write_future_results.sh [FILE.json]... [--out FILE] [--note TEXT]...
+#       FILE.json: one or more (their runs in order, each with its own steps); default the
+#       newest runs/future-*.json; --out: default docs/results.md.
 #       The section replaces the file's own from its heading to the end (else it is
 #       appended); scripts/write_results.sh keeps it when it rewrites the page. Each
 #       --note TEXT a paragraph after the generated one.
@@ -60,29 +61,32 @@ def pi_range(run):
 def fmt_k(ks):
     return "[" + ", ".join(("%g" % k) for k in ks) + "]" if ks else "-"
 
-def section(d, path, notes):
-    runs = d["runs"]
-    by = {r["variant"]: r for r in runs}
+def section(docs, paths, notes):
+    runs = [r for d in docs for r in d["runs"]]
+    d = docs[0]
+    by = {}
+    for r in runs: by.setdefault(r["variant"], r)  # the comparisons: each variant's first run
     for r in runs:
-        for key in ("variant", "command", "valid_ppl", "test_ppl", "tokens_per_s", "params", "k_start", "k_end"):
-            if key not in r: die("%s: run %s: no field %s" % (path, r.get("variant", "?"), key))
+        for key in ("variant", "command", "valid_ppl", "test_ppl", "tokens_per_s", "params", "k_start", "k_end", "steps"):
+            if key not in r: die("%s: run %s: no field %s" % (", ".join(paths), r.get("variant", "?"), key))
     L = [HEAD, "",
-         "Written by `%s` from `%s` (`scripts/reproduce_future.sh --steps %d --threads %d`, %s); machine: %s," % (
-             ME, path, d["steps"], d["threads"], time.strftime("%Y-%m-%d"), machine()),
+         "Written by `%s` from %s (`scripts/reproduce_future.sh`, %s); machine: %s," % (
+             ME, ", ".join("`%s` (`--steps %d --threads %d`)" % (p, x["steps"], x["threads"]) for p, x in zip(paths, docs)),
+             time.strftime("%Y-%m-%d"), machine()),
          "shared with other jobs, so tokens/s are loose. `configs/small_gma.json` / `configs/small_sdpa.json` on the",
-         "State of the Union split of `scripts/reproduce_small.sh`, `train.steps` %d (warmup 100), one seed (1337):" % d["steps"],
+         "State of the Union split of `scripts/reproduce_small.sh`, `train.steps` as in the table (warmup 100), one seed (1337):",
          "short runs, far from converged; the seed spread of the small table above (test ppl std 5-10 at 300 steps)",
          "is the yardstick for differences. ppl: gmatrain's closing evaluation on the whole valid and test splits.",
          "K: components per head of each GMA layer at the start and the end (the Dirichlet prior's live components,",
          "the mean over heads). K pi: the range of K pi_k over the layers' routing heads in the final checkpoint",
          "(pi = softmax(prior_logits) over the live components; 1 = uniform), read from each run's",
          "`latest/model.safetensors`.", "",
-         "| variant | mixers | K start | K end | K pi min-max | valid ppl | test ppl | tokens/s | params |",
-         "|---|---|---|---|---|---:|---:|---:|---:|"]
+         "| variant | steps | mixers | K start | K end | K pi min-max | valid ppl | test ppl | tokens/s | params |",
+         "|---|---:|---|---|---|---|---:|---:|---:|---:|"]
     for r in runs:
         pr = pi_range(r.get("run", ""))
-        L.append("| %s | %s | %s | %s | %s | %.1f | %.1f | %.0f | %d |" % (
-            NAMES.get(r["variant"], r["variant"]), ",".join(r.get("mixer", [])) or "-", fmt_k(r["k_start"]), fmt_k(r["k_end"]),
+        L.append("| %s | %d | %s | %s | %s | %s | %.1f | %.1f | %.0f | %d |" % (
+            NAMES.get(r["variant"], r["variant"]), r["steps"], ",".join(r.get("mixer", [])) or "-", fmt_k(r["k_start"]), fmt_k(r["k_end"]),
             "%.3f-%.3f" % pr if pr else "-", r["valid_ppl"], r["test_ppl"], r["tokens_per_s"], r["params"]))
     L.append("")
     for r in runs:
@@ -110,13 +114,17 @@ def section(d, path, notes):
         if by.get("sdpa"):
             s = by["sdpa"]
             said.append("sdpa: test ppl %+.1f against gma K 32" % (s["test_ppl"] - base["test_ppl"]))
-    L += ["From the table: " + "; ".join(said) + ". With one seed a difference within the small table's seed"
+        for r in runs:  # further runs of a variant (another budget)
+            if by.get(r["variant"]) is not r:
+                said.append("%s at %d steps: test ppl %.1f, K %s -> %s" % (
+                    NAMES.get(r["variant"], r["variant"]), r["steps"], r["test_ppl"], fmt_k(r["k_start"]), fmt_k(r["k_end"])))
+    L += ["From the table (runs of %d steps): " % base["steps"] + "; ".join(said) + ". With one seed a difference within the small table's seed"
           " spread (about 5-10 test ppl) is not a finding.", ""] if said else []
     for n in notes: L += [n, ""]
     return "\n".join(L)
 
 def main(argv):
-    path, out, notes, i = None, "docs/results.md", [], 0
+    paths, out, notes, i = [], "docs/results.md", [], 0
     while i < len(argv):
         a = argv[i]
         if a in ("--out", "--note"):
@@ -125,18 +133,21 @@ def main(argv):
             else: notes.append(argv[i + 1])
             i += 2; continue
         if a.startswith("--"): die("unknown option %s (see --help)" % a)
-        path = a; i += 1
-    if not path:
+        paths.append(a); i += 1
+    if not paths:
         c = sorted(glob.glob("runs/future-*.json"))
         if not c: die("no runs/future-*.json (run scripts/reproduce_future.sh first)")
-        path = c[-1]
-    try:
-        d = json.load(open(path))
-    except (OSError, ValueError) as e:
-        die("%s: %s" % (path, e))
-    if not isinstance(d, dict) or "runs" not in d or "steps" not in d or "threads" not in d:
-        die("%s: not a reproduce_future.sh JSON (fields runs, steps, threads)" % path)
-    text = section(d, path, notes)
+        paths = [c[-1]]
+    docs = []
+    for path in paths:
+        try:
+            d = json.load(open(path))
+        except (OSError, ValueError) as e:
+            die("%s: %s" % (path, e))
+        if not isinstance(d, dict) or "runs" not in d or "steps" not in d or "threads" not in d:
+            die("%s: not a reproduce_future.sh JSON (fields runs, steps, threads)" % path)
+        docs.append(d)
+    text = section(docs, paths, notes)
     old = open(out).read() if os.path.exists(out) else ""
     at = old.find("\n" + HEAD)
     page = (old[:at] if at >= 0 else old.rstrip("\n")) + "\n\n" + text
