@@ -25,6 +25,7 @@ command -v python3 > /dev/null || { echo "$0: python3 not found (apt-get install
 exec python3 - "$@" <<'PY'
 import glob, json, math, os, platform, subprocess, sys, time
 
+FUTURE_HEAD = "## Future work: per-layer K, adaptive K, gated hybrid"  # scripts/write_future_results.sh
 PAPER = {"used_components": 104.0, "usage_entropy": 0.933, "nmi": 0.244}
 KC = 128
 METRICS = [("valid_ppl", "valid ppl", 1), ("test_ppl", "test ppl", 1),
@@ -351,6 +352,12 @@ def results_md(small_path, routing_path, out_path, figdir, do_plots, notes=()):
             L += [n, ""]
     if do_plots and not figs:
         L += ["(No figures: scripts/plot_runs.sh is not there or drew nothing.)", ""]
+    try:  # the section of scripts/write_future_results.sh, from its heading on, stays
+        old = open(out_path).read()
+        at = old.find("\n" + FUTURE_HEAD)
+        if at >= 0: L += [old[at + 1:].rstrip("\n"), ""]
+    except OSError:
+        pass
     write(out_path, "\n".join(L))
     print("%s: wrote %s" % (ME, out_path))
 

@@ -49,6 +49,28 @@ scripts/write_results.sh --small $s --routing $r --out $tmp/results.md --no-plot
 grep -q '^\* sdpa - gma: ' $tmp/results.md && grep -q 'Closest to .*reinit' $tmp/results.md && grep -q 'Command: `cmd small`' $tmp/results.md \
   && ok "results.md holds the tables, verdicts and commands" || bad "results.md content"
 
+# the future-work section (scripts/write_future_results.sh): the table, K, gates and the
+# comparisons from the fixture's numbers, after the page's own; write_results.sh keeps it
+scripts/write_future_results.sh $f/future.json --out $tmp/results.md > /dev/null || bad "future section exits 0"
+grep -q '^## Future work: per-layer K, adaptive K, gated hybrid' $tmp/results.md \
+  && grep -q '^| gma from K 64, Dirichlet prior | 150 | gma,gma | \[64, 64\] | \[40.5, 20\] | - | 490.0 | 505.0 | 800 | 120 |' $tmp/results.md \
+  && grep -q 'Gates of gated (sdpa + gma K 32), layer 0 .*: 0.600, 0.400\.' $tmp/results.md \
+  && grep -q 'gma from K 64, Dirichlet prior: test ppl -15.0 against gma K 32 (lower), at 0.80x its tokens/s; K went \[64, 64\] -> \[40.5, 20\]' $tmp/results.md \
+  && grep -q 'sdpa: test ppl -50.0 against gma K 32' $tmp/results.md && grep -q 'Closest to .*reinit' $tmp/results.md \
+  && ok "future section: table, gates, comparisons" || bad "future section content"
+scripts/write_results.sh --small $s --routing $r --out $tmp/results.md --no-plots > /dev/null
+[ "$(grep -c '^## Future work' $tmp/results.md)" = 1 ] && grep -q '^| sdpa | 150 | sdpa,sdpa | - | - | - | 450.0' $tmp/results.md \
+  && ok "write_results.sh keeps the future section" || bad "write_results.sh keeps the future section"
+scripts/write_future_results.sh $f/future.json --out $tmp/results.md > /dev/null
+[ "$(grep -c '^## Future work' $tmp/results.md)" = 1 ] && ok "future section replaced, not repeated" || bad "future section repeated"
+scripts/write_future_results.sh $f/future.json $f/future.json --out $tmp/r3.md > /dev/null
+[ "$(grep -c '^| gma from K 64, Dirichlet prior | 150 ' $tmp/r3.md)" = 2 ] \
+  && grep -q 'From the table (runs of 150 steps): .*; gma from K 64, Dirichlet prior at 150 steps: test ppl 505.0, K \[64, 64\] -> \[40.5, 20\]' $tmp/r3.md \
+  && ok "future: two JSON files, the second's runs listed" || bad "future: two JSON files"
+out=$(scripts/write_future_results.sh $f/gma_1337.json --out $tmp/r2.md 2>&1); rc=$?
+if [ $rc = 2 ] && echo "$out" | grep -q "gma_1337.json: not a reproduce_future.sh JSON" && [ ! -e $tmp/r2.md ]
+then ok "future: wrong JSON refused"; else bad "future: wrong JSON refused (rc $rc: $out)"; fi
+
 # bad input: one line naming file and field, non-zero exit, nothing written
 sed 's/"test_ppl": [0-9]*,//' $f/gma_1337.json > $tmp/broken.json
 out=$(scripts/write_results.sh combine-small "$tmp/bad" "cmd" $tmp/broken.json 2>&1); rc=$?

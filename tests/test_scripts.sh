@@ -30,6 +30,8 @@ done <<'EOF'
 reproduce_lra.sh:--profile --tasks --mixers --steps --device --cnn-seconds --spam-dir --dry-run --dry-batch
 reproduce_small.sh:--sotu --seeds --steps --mixers --threads
 reproduce_routing.sh:--sotu --steps --threads --variants --monitor-every
+reproduce_future.sh:--sotu --steps --threads --variants
+write_future_results.sh:--out --note
 reproduce_mqar.sh:--profile --mixers --widths --lrs --steps --threads --device --out --table
 reproduce_wikitext.sh:--profile --data --mixers --steps --device
 lra_dry_run.sh:--steps --dry-batch --tasks --mixers --data --device --threads --set --from

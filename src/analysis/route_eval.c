@@ -3,6 +3,8 @@
  * responsibilities (MixerHealth.components) into a RouteAnalysis and the dump file. */
 #include "analysis/route_eval.h"
 
+#include <cjson/cJSON.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -16,7 +18,7 @@ static const char *const TEXT_CATS[N_TEXT_CATS] = {"number", "punctuation", "fun
 
 /* one pass: the layers analysed, the token categories, the buffers of a batch */
 typedef struct Pass {
-    int L, H, Kc, V, B, N, *li, *cat;
+    int L, H, Kc, V, B, N, *li, *kl, *cat; /* Kc: the largest layer's; kl: each layer's */
     char **text;
     RouteAnalysis ra;
     FILE *df;
@@ -90,15 +92,18 @@ static int open_dump(Pass *p, const char *dump) {
 
 static int pass_init(Pass *p, Model *m, const Config *cfg, const LmData *d, int split, const RouteEvalOpts *o) {
     p->L = model_gma_layers(m), p->H = m->H, p->V = m->V, p->li = xcalloc(p->L, sizeof(int));
+    p->kl = xcalloc(p->L > 0 ? p->L : 1, sizeof(int));
     for (int l = 0, nl = 0; l < m->L; l++) {
         Mixer *mx = m->blocks[l].mixer;
         if (!mx->vt->health) continue;
         MixerComponents mc;
         mx->vt->health->components(mx, NULL, 0, 0, &mc);
+        p->kl[nl] = mc.Kc;
         p->li[nl++] = l;
-        p->Kc = mc.Kc;
+        p->Kc = GMA_MAX(p->Kc, mc.Kc);
     }
     categories(p, cfg, d, o);
+    for (int s = 0; s < p->L; s++) ra_set_kc(&p->ra, s, p->kl[s]);
     p->W = lmdata_eval_windows(d, split, p->N);
     size_t BN = (size_t)p->B * p->N;
     p->tok = xmalloc(sizeof(int32_t) * BN), p->tgt = xmalloc(sizeof(int32_t) * BN), p->score = xmalloc(BN);
@@ -112,6 +117,7 @@ static void pass_free(Pass *p) {
     free(p->text);
     free(p->cat);
     free(p->li);
+    free(p->kl);
     free(p->tok);
     free(p->tgt);
     free(p->score);
@@ -126,8 +132,14 @@ static void take_layer(Pass *p, Model *m, int s, long b, int filled, long w0) {
     MixerComponents mc;
     mx->vt->health->components(mx, m->blocks[p->li[s]].act, p->B, p->N, &mc);
     if (!mc.gq) return; /* auto on its sdpa path: no responsibilities */
-    size_t per = (size_t)p->H * p->N * p->Kc;
-    g_ops->to_host(p->g, mc.gq, sizeof(float) * p->B * per);
+    size_t per = (size_t)p->H * p->N * p->Kc, rows = (size_t)p->B * p->H * p->N;
+    int Kl = mc.Kc;
+    g_ops->to_host(p->g, mc.gq, sizeof(float) * rows * Kl);
+    if (Kl < p->Kc) /* a layer with fewer components: its rows at the stride Kc, zeros after its own (from the last row back) */
+        for (size_t r = rows; r-- > 0;) {
+            memmove(p->g + r * p->Kc, p->g + r * Kl, sizeof(float) * Kl);
+            memset(p->g + r * p->Kc + Kl, 0, sizeof(float) * (p->Kc - Kl));
+        }
     ra_add(&p->ra, s, p->g, p->tok, p->score, p->B, p->N, p->cat);
     if (b == 0 && s == 0) memcpy(p->heat, p->g, sizeof(float) * p->N * p->Kc); /* window 0, head 0 */
     if (p->df)
@@ -156,8 +168,35 @@ static int pass_run(Pass *p, Model *m, const LmData *d, int split) {
     return 0;
 }
 
+/* The gates of the gated layers (mixer "gated", docs/model.md §3.7): g_h = sigmoid(a_h), the
+ * softmax path's share of head h, one line per layer to f and an entry of *arr (NULL: no
+ * such layer) */
+static void gate_report(const Model *m, FILE *f, cJSON **arr) {
+    real *a = xmalloc(sizeof(real) * m->H);
+    for (int l = 0; l < m->L; l++) {
+        char name[64];
+        snprintf(name, sizeof name, "blocks.%d.mixer.gate", l);
+        int t = pt_find(&m->pt, name);
+        if (t < 0) continue;
+        g_ops->to_host(a, m->params + m->pt.t[t].offset, sizeof(real) * m->H);
+        if (arr && !*arr) *arr = cJSON_CreateArray();
+        cJSON *o = cJSON_CreateObject(), *g = cJSON_AddArrayToObject(o, "gate");
+        cJSON_AddNumberToObject(o, "layer", l);
+        if (f) fprintf(f, "gate of layer %d (softmax path's share g per head):", l);
+        for (int h = 0; h < m->H; h++) {
+            double v = 1 / (1 + exp(-(double)a[h]));
+            cJSON_AddItemToArray(g, cJSON_CreateNumber(v));
+            if (f) fprintf(f, " %.3f", v);
+        }
+        if (f) fprintf(f, "\n");
+        if (arr) cJSON_AddItemToArray(*arr, o);
+        else cJSON_Delete(o);
+    }
+    free(a);
+}
+
 /* the analysis' JSON, report (stdout and .txt) and plots */
-static int write_analysis(const Pass *p, const RouteEvalOpts *o) {
+static int write_analysis(const Pass *p, const Model *m, const RouteEvalOpts *o) {
     char stem[2048], path[2200];
     if (o->ajson) stem_of(stem, sizeof stem, o->ajson);
     else if (o->json) {
@@ -166,16 +205,27 @@ static int write_analysis(const Pass *p, const RouteEvalOpts *o) {
     } else snprintf(stem, sizeof stem, "analysis");
     const char *const *text = (const char *const *)p->text;
     char *js = ra_json(&p->ra, p->li, text, 10);
+    cJSON *gates = NULL;
+    gate_report(m, NULL, &gates);
+    if (gates) { /* the gated layers' gates beside the routing figures */
+        cJSON *root = cJSON_Parse(js);
+        cJSON_AddItemToObject(root, "gates", gates);
+        free(js);
+        js = cJSON_Print(root);
+        cJSON_Delete(root);
+    }
     snprintf(path, sizeof path, "%s.json", stem);
     if (o->ajson) snprintf(path, sizeof path, "%s", o->ajson);
     int rc = gma_write_file_atomic(path, js, strlen(js));
     free(js);
     ra_report(&p->ra, p->li, text, stdout);
+    gate_report(m, stdout, NULL);
     printf("analysis: %s\n", path);
     snprintf(path, sizeof path, "%s.txt", stem);
     FILE *f = fopen(path, "w");
     if (f) {
         ra_report(&p->ra, p->li, text, f);
+        gate_report(m, f, NULL);
         fclose(f);
     }
     snprintf(path, sizeof path, "%s_plots", stem);
@@ -192,7 +242,7 @@ int route_eval_run(Model *m, const Config *cfg, const LmData *d, int split, int 
             printf("responsibilities: %s (%d layers x %ld windows x %d heads x %d x %d float32)\n", o->dump, p.L, p.W, p.H,
                    N, p.Kc);
     }
-    if (!rc && o->analyze) rc = write_analysis(&p, o);
+    if (!rc && o->analyze) rc = write_analysis(&p, m, o);
     pass_free(&p);
     return rc;
 }

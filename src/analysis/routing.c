@@ -94,11 +94,23 @@ void ra_init(RouteAnalysis *ra, int L, int H, int Kc, int V, int ncat, const cha
     ra->L = L, ra->H = H, ra->Kc = Kc, ra->V = V, ra->ncat = ncat, ra->cat_names = cat_names;
     ra->counts = xcalloc((size_t)L * H * Kc, sizeof(double));
     ra->table = xcalloc((size_t)L * H * Kc * ncat, sizeof(double));
+    ra->kc = xcalloc(L > 0 ? L : 1, sizeof(int));
+    for (int l = 0; l < L; l++) ra->kc[l] = Kc;
+}
+
+void ra_set_kc(RouteAnalysis *ra, int l, int kc) { ra->kc[l] = GMA_MIN(kc, ra->Kc); }
+
+/* 1 when every layer has the same Kc */
+static int uniform_kc(const RouteAnalysis *ra) {
+    for (int l = 0; l < ra->L; l++)
+        if (ra->kc[l] != ra->Kc) return 0;
+    return 1;
 }
 
 void ra_free(RouteAnalysis *ra) {
     free(ra->counts);
     free(ra->table);
+    free(ra->kc);
     free(ra->assign);
     free(ra->tok);
     memset(ra, 0, sizeof *ra);
@@ -122,7 +134,7 @@ void ra_add(RouteAnalysis *ra, int l, const float *gamma, const int32_t *tok, co
     long add = 0;
     for (long i = 0; i < (long)B * N; i++) add += score[i] != 0;
     grow(ra, ra->n + add);
-    int H = ra->H, Kc = ra->Kc;
+    int H = ra->H, Kc = ra->Kc, Kl = ra->kc[l];
     for (int h = 0; h < H; h++) {
         long t = ra->n;
         uint16_t *as = ra->assign + ((size_t)l * H + h) * ra->cap;
@@ -133,7 +145,7 @@ void ra_add(RouteAnalysis *ra, int l, const float *gamma, const int32_t *tok, co
                 if (!score[(size_t)b * N + n]) continue;
                 const float *g = gamma + (((size_t)b * H + h) * N + n) * Kc;
                 int best = 0;
-                for (int k = 1; k < Kc; k++)
+                for (int k = 1; k < Kl; k++)
                     if (g[k] > g[best]) best = k;
                 as[t++] = (uint16_t)best;
                 cnt[best] += 1;
@@ -152,11 +164,11 @@ void ra_next_batch(RouteAnalysis *ra, const int32_t *tok, const uint8_t *score, 
 
 static void head_figures(const RouteAnalysis *ra, int l, int h, double *used, double *ent, double *nmi) {
     const double *cnt = ra->counts + ((size_t)l * ra->H + h) * ra->Kc;
-    int u = 0;
-    for (int k = 0; k < ra->Kc; k++) u += cnt[k] > 0;
+    int u = 0, Kl = ra->kc[l];
+    for (int k = 0; k < Kl; k++) u += cnt[k] > 0;
     *used = u;
-    *ent = usage_entropy_norm(cnt, ra->Kc);
-    *nmi = nmi_from_table(ra->table + ((size_t)l * ra->H + h) * ra->Kc * ra->ncat, ra->Kc, ra->ncat);
+    *ent = usage_entropy_norm(cnt, Kl);
+    *nmi = nmi_from_table(ra->table + ((size_t)l * ra->H + h) * ra->Kc * ra->ncat, Kl, ra->ncat);
 }
 
 void ra_pooled(const RouteAnalysis *ra, double *used, double *entropy, double *nmi) {
@@ -220,6 +232,7 @@ char *ra_json(const RouteAnalysis *ra, const int *layer_index, const char *const
     for (int l = 0; l < ra->L; l++) {
         cJSON *lo = cJSON_CreateObject();
         cJSON_AddNumberToObject(lo, "layer", layer_index[l]);
+        cJSON_AddNumberToObject(lo, "n_components", ra->kc[l]);
         double su = 0, se = 0, sn = 0;
         cJSON *heads = cJSON_CreateArray();
         for (int h = 0; h < ra->H; h++) {
@@ -233,7 +246,7 @@ char *ra_json(const RouteAnalysis *ra, const int *layer_index, const char *const
             cJSON_AddNumberToObject(ho, "nmi", n);
             const double *cnt = ra->counts + ((size_t)l * ra->H + h) * ra->Kc;
             cJSON *comps = cJSON_AddArrayToObject(ho, "components");
-            for (int k = 0; k < ra->Kc; k++) {
+            for (int k = 0; k < ra->kc[l]; k++) {
                 cJSON *co = cJSON_CreateObject();
                 cJSON_AddNumberToObject(co, "k", k);
                 cJSON_AddNumberToObject(co, "count", cnt[k]);
@@ -290,7 +303,11 @@ static void print_token(FILE *f, const char *t) {
 void ra_report(const RouteAnalysis *ra, const int *layer_index, const char *const *tok_text, FILE *f) {
     double pu, pe, pn;
     ra_pooled(ra, &pu, &pe, &pn);
-    fprintf(f, "routing analysis: %ld tokens, %d GMA layer(s) x %d heads, Kc = %d\n", ra->n, ra->L, ra->H, ra->Kc);
+    if (uniform_kc(ra))
+        fprintf(f, "routing analysis: %ld tokens, %d GMA layer(s) x %d heads, Kc = %d\n", ra->n, ra->L, ra->H, ra->Kc);
+    else
+        fprintf(f, "routing analysis: %ld tokens, %d GMA layer(s) x %d heads, Kc per layer (up to %d)\n", ra->n, ra->L,
+                ra->H, ra->Kc);
     fprintf(f, "%-8s %18s %15s %8s\n", "layer", "used components", "usage entropy", "NMI");
     for (int l = 0; l < ra->L; l++) {
         double su = 0, se = 0, sn = 0;
@@ -299,7 +316,7 @@ void ra_report(const RouteAnalysis *ra, const int *layer_index, const char *cons
             head_figures(ra, l, h, &u, &e, &n);
             su += u, se += e, sn += n;
         }
-        fprintf(f, "%-8d %11.1f of %-3d %15.3f %8.3f\n", layer_index[l], su / ra->H, ra->Kc, se / ra->H, sn / ra->H);
+        fprintf(f, "%-8d %11.1f of %-3d %15.3f %8.3f\n", layer_index[l], su / ra->H, ra->kc[l], se / ra->H, sn / ra->H);
     }
     fprintf(f, "%-8s %11.1f of %-3d %15.3f %8.3f\n", "pooled", pu, ra->Kc, pe, pn);
     fprintf(f, "%-8s %11d of %-3d %15.3f %8.3f\n", "paper", 104, 128, 0.933, 0.244);

@@ -29,7 +29,8 @@ double nmi_from_table(const double *tab, int nA, int nC);
 double usage_entropy_norm(const double *counts, int K);
 
 typedef struct RouteAnalysis {
-    int L, H, Kc, ncat, V;
+    int L, H, Kc, ncat, V;         /* Kc: the largest layer's (the arrays' stride) */
+    int *kc;                       /* [L] each layer's own Kc (ra_set_kc; = Kc until set) */
     const char *const *cat_names;  /* ncat names */
     double *counts;                /* [L,H,Kc] */
     double *table;                 /* [L,H,Kc,ncat] */
@@ -40,7 +41,10 @@ typedef struct RouteAnalysis {
 
 void ra_init(RouteAnalysis *ra, int L, int H, int Kc, int V, int ncat, const char *const *cat_names);
 void ra_free(RouteAnalysis *ra);
-/* Add the rows of layer slot l: gamma host [B,H,N,Kc], positions with score[b*N+n] != 0;
+/* Layer slot l has kc <= ra->Kc components (gma.n_components per layer): its figures use kc. */
+void ra_set_kc(RouteAnalysis *ra, int l, int kc);
+/* Add the rows of layer slot l: gamma host [B,H,N,Kc] (the stride ra->Kc; entries past the
+ * layer's kc are ignored), positions with score[b*N+n] != 0;
  * tok [B,N]; cat[token id] the category. Call for every l of a batch, then ra_next_batch. */
 void ra_add(RouteAnalysis *ra, int l, const float *gamma, const int32_t *tok, const uint8_t *score, int B, int N,
             const int *cat);

@@ -324,6 +324,23 @@ int cfg_list_count(const char *list) {
     return n;
 }
 
+/* A CFGT_INTS value: n (1..CFG_MAX_LAYERS) integers, each in the row's range; element i
+ * is named in the message when the value is a list. Nothing changes on an error. */
+static int set_ints(Config *c, const Key *k, const double *v, int n, const char *src) {
+    if (n < 1 || n > CFG_MAX_LAYERS) return gma_errorf("%s: key %s: expected 1 to %d numbers", src, k->full, CFG_MAX_LAYERS);
+    for (int i = 0; i < n; i++) {
+        char at[32] = "";
+        if (n > 1) snprintf(at, sizeof at, " element %d:", i);
+        if (v[i] != floor(v[i])) return gma_errorf("%s: key %s:%s expected an integer, got %g", src, k->full, at, v[i]);
+        if (!(v[i] >= k->k->lo && v[i] <= k->k->hi))
+            return gma_errorf("%s: key %s:%s %g is out of range [%g, %g]", src, k->full, at, v[i], k->k->lo, k->k->hi);
+    }
+    CfgInts *out = (CfgInts *)AT(c, k);
+    out->n = n;
+    for (int i = 0; i < n; i++) out->v[i] = (int)v[i];
+    return 0;
+}
+
 /* Set key from a cJSON value. */
 static int set_json(Config *c, const Key *k, const cJSON *v, const char *src) {
     switch (k->k->type) {
@@ -359,6 +376,19 @@ static int set_json(Config *c, const Key *k, const cJSON *v, const char *src) {
     }
     case CFGT_STRLIST:
         return set_list_json(c, k, v, src);
+    case CFGT_INTS: {
+        if (cJSON_IsNumber(v)) return set_ints(c, k, &v->valuedouble, 1, src);
+        if (!cJSON_IsArray(v)) return gma_errorf("%s: key %s: expected a number or a list of numbers", src, k->full);
+        double vals[CFG_MAX_LAYERS];
+        int n = 0;
+        const cJSON *e;
+        cJSON_ArrayForEach(e, v) {
+            if (!cJSON_IsNumber(e)) return gma_errorf("%s: key %s: element %d is not a number", src, k->full, n);
+            if (n >= CFG_MAX_LAYERS) return gma_errorf("%s: key %s: more than %d entries", src, k->full, CFG_MAX_LAYERS);
+            vals[n++] = e->valuedouble;
+        }
+        return set_ints(c, k, vals, n, src);
+    }
     }
     return -1;
 }
@@ -423,6 +453,36 @@ static int set_text(Config *c, const Key *k, const char *v, const char *src) {
     }
     case CFGT_STRLIST:
         return set_list_text(c, k, v, src);
+    case CFGT_INTS: {
+        if (v[0] == '[') {
+            cJSON *j = cJSON_Parse(v);
+            if (!j || !cJSON_IsArray(j)) {
+                cJSON_Delete(j);
+                return gma_errorf("%s: key %s: malformed list %s", src, k->full, gma_quote(v));
+            }
+            int rc = set_json(c, k, j, src);
+            cJSON_Delete(j);
+            return rc;
+        }
+        double vals[CFG_MAX_LAYERS];
+        int n = 0;
+        for (const char *p = v;; n++) { /* "8" or "4,8": JSON numbers between commas */
+            const char *comma = strchr(p, ',');
+            char one[64];
+            size_t len = comma ? (size_t)(comma - p) : strlen(p);
+            if (n >= CFG_MAX_LAYERS) return gma_errorf("%s: key %s: more than %d entries", src, k->full, CFG_MAX_LAYERS);
+            if (len >= sizeof one) return gma_errorf("%s: key %s: \"%s\" is not a number", src, k->full, gma_quote(v));
+            memcpy(one, p, len);
+            one[len] = 0;
+            errno = 0;
+            vals[n] = strtod(one, &end);
+            if (!is_json_number(one) || end == one || *end || errno)
+                return gma_errorf("%s: key %s: \"%s\" is not a number or a list of numbers", src, k->full, gma_quote(v));
+            if (!comma) break;
+            p = comma + 1;
+        }
+        return set_ints(c, k, vals, n + 1, src);
+    }
     }
     return -1;
 }
@@ -445,6 +505,12 @@ double cfg_num(const Config *c, const char *key) {
         k.k->type == CFGT_STRLIST) {
         fprintf(stderr, "gma: cfg_num: %s is not a numeric configuration key\n", key);
         abort();
+    }
+    if (k.k->type == CFGT_INTS) {
+        const CfgInts *v = (const CfgInts *)AT_C(c, &k);
+        int top = v->v[0];
+        for (int i = 1; i < v->n; i++) top = GMA_MAX(top, v->v[i]);
+        return top;
     }
     return k.k->type == CFGT_REAL ? *(const double *)AT_C(c, &k) : *(const int *)AT_C(c, &k);
 }
@@ -650,6 +716,15 @@ char *cfg_to_json(const Config *c) {
             for (const char *q = p; cfg_list_next(&q, item, sizeof item);) cJSON_AddItemToArray(arr, cJSON_CreateString(item));
             break;
         }
+        case CFGT_INTS: {
+            const CfgInts *v = (const CfgInts *)p;
+            if (v->n == 1) cJSON_AddNumberToObject(parent, leaf, v->v[0]);
+            else {
+                cJSON *arr = cJSON_AddArrayToObject(parent, leaf);
+                for (int i = 0; i < v->n; i++) cJSON_AddItemToArray(arr, cJSON_CreateNumber(v->v[i]));
+            }
+            break;
+        }
         }
     }
     char *s = cJSON_Print(root);
@@ -659,7 +734,7 @@ char *cfg_to_json(const Config *c) {
 
 void cfg_print_reference(FILE *f) {
     fprintf(f, "| key | type | default | allowed | meaning |\n|---|---|---|---|---|\n");
-    static const char *tn[] = {"int", "number", "bool", "string", "string or list", "string", "list of strings"};
+    static const char *tn[] = {"int", "number", "bool", "string", "string or list", "string", "list of strings", "int or list"};
     Key key;
     for (size_t i = 0, nk = n_keys(); i < nk; i++) {
         key_at(i, &key);
@@ -667,7 +742,7 @@ void cfg_print_reference(FILE *f) {
         char allowed[256] = "", doc[512];
         snprintf(doc, sizeof doc, "%s", k->doc);
         if (k->choices) snprintf(allowed, sizeof allowed, "%s", k->choices);
-        else if (k->type == CFGT_INT) snprintf(allowed, sizeof allowed, "[%.0f, %.0f]", k->lo, k->hi);
+        else if (k->type == CFGT_INT || k->type == CFGT_INTS) snprintf(allowed, sizeof allowed, "[%.0f, %.0f]", k->lo, k->hi);
         else if (k->type == CFGT_REAL) snprintf(allowed, sizeof allowed, "[%g, %g]", k->lo, k->hi);
         else if (k->type == CFGT_MIXERS) { /* the registered names, also listed in the meaning */
             snprintf(allowed, sizeof allowed, "%s", reg()->mixers);

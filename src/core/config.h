@@ -21,7 +21,15 @@
 #define CFG_MAX_SECTIONS 8     /* mixer sections (gma, performer, ...) */
 #define CFG_SECTION_BYTES 512  /* storage of one section's struct */
 
-typedef enum { CFGT_INT, CFGT_REAL, CFGT_BOOL, CFGT_STR, CFGT_MIXERS, CFGT_ENUM, CFGT_STRLIST } CfgType;
+typedef enum { CFGT_INT, CFGT_REAL, CFGT_BOOL, CFGT_STR, CFGT_MIXERS, CFGT_ENUM, CFGT_STRLIST, CFGT_INTS } CfgType;
+
+/* The value of a CFGT_INTS key: one integer (n = 1, written as a number) or a list of
+ * 1..CFG_MAX_LAYERS integers (written as a JSON list when n > 1), each in the row's range.
+ * A module that takes one entry per layer of some kind checks n against their number. */
+typedef struct CfgInts {
+    int n;
+    int v[CFG_MAX_LAYERS];
+} CfgInts;
 
 /* One key. In a stored section `key` is the name after "SECTION." and `off` an offset into
  * the section's struct; in a section over Config, the dotted path and an offset into Config. */
@@ -30,7 +38,9 @@ typedef struct CfgKey {
     CfgType type;       /* CFGT_INT: int, CFGT_REAL: double, CFGT_BOOL: int 0/1, CFGT_STR: char[size],
                            CFGT_ENUM: int, the index of the value among `choices` (written as the name),
                            CFGT_STRLIST: char[size], a list of non-empty strings without commas kept
-                           comma-joined (JSON: a list of strings; --set: "a,b"; read with cfg_list_next) */
+                           comma-joined (JSON: a list of strings; --set: "a,b"; read with cfg_list_next),
+                           CFGT_INTS: CfgInts, a number or a list of numbers (JSON list, or "4,8" / "[4,8]"
+                           on the command line), each integer in [lo, hi] */
     size_t off;
     size_t size;        /* for strings: the array size */
     const char *def;    /* default, as text */
@@ -154,8 +164,8 @@ void *cfg_section_mut(Config *c, const char *name);
 /* The same for the section s itself (a pointer compare: the owner's accessor). */
 const void *cfg_section_of(const Config *c, const CfgSection *s);
 void *cfg_section_of_mut(Config *c, const CfgSection *s);
-/* The value of a numeric or boolean key ("gma.chunk") as a double; aborts on an unknown
- * or non-numeric key (a programming error). */
+/* The value of a numeric or boolean key ("gma.chunk") as a double (a CFGT_INTS key: its
+ * largest entry); aborts on an unknown or non-numeric key (a programming error). */
 double cfg_num(const Config *c, const char *key);
 
 /* Fill every field with its default. */

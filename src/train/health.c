@@ -448,14 +448,19 @@ static cJSON *alert_row(long step, int l, int h, const char *kind, double value,
 typedef struct Tally { int heads, ent, dead, comp, seeded, mem, stop, failed; } Tally;
 
 /* one layer's statistics of the last forward, over the global batch */
-typedef struct Stats { double *ent, *cnt, *norm, rows; int *dead; } Stats;
+typedef struct Stats { double *ent, *cnt, *norm, rows; int *dead, *dropped; } Stats;
 
 /* utilisation of head h's components; counts their dead runs and marks dead[k] */
 typedef struct Usage { double umin, umax; int active, ndead; } Usage;
 static Usage usage(const Stats *st, const MixerMonitor *g, int Kc, int h, int *run) {
     const double *ck = st->cnt + (size_t)h * Kc;
+    const int *gone = st->dropped ? st->dropped + (size_t)h * Kc : NULL;
     Usage u = {1, 0, 0, 0};
     for (int k = 0; k < Kc; k++) {
+        if (gone && gone[k]) { /* dropped by the Dirichlet prior: neither used nor dead */
+            run[k] = 0, st->dead[k] = 0;
+            continue;
+        }
         double x = st->rows > 0 ? ck[k] / st->rows : 0;
         u.umin = fmin(u.umin, x);
         u.umax = fmax(u.umax, x);
@@ -529,6 +534,18 @@ static void check_head(HealthMon *hm, Model *m, int l, int h, const MixerCompone
     }
 }
 
+/* [H,Kc]: 1 for the components the Dirichlet prior dropped (health_drop), per head */
+static int *dropped_of(const Model *m, const Mixer *mx, const MixerComponents *mc) {
+    int Kc = mc->Kc, Hp = mc->shared ? 1 : mx->H;
+    real *l = xmalloc(sizeof(real) * Hp * Kc);
+    int *out = xcalloc((size_t)mx->H * Kc, sizeof(int));
+    get(l, m->params, mx, mc->bias, 0, (size_t)Hp * Kc);
+    for (int h = 0; h < mx->H; h++)
+        for (int k = 0; k < Kc; k++) out[(size_t)h * Kc + k] = !(l[(size_t)(mc->shared ? 0 : h) * Kc + k] > MIXER_DROPPED_LOGIT / 2);
+    free(l);
+    return out;
+}
+
 /* the statistics of layer l summed over the ranks; 0 when its last forward kept none */
 static int layer_stats(Model *m, int l, const MixerComponents *mc, Stats *st) {
     MixerCtx c = stats_ctx(m);
@@ -558,6 +575,64 @@ static void print_tally(const Tally *t, long step) {
             isatty(2) ? "\n" : "", step, what, t->heads);
 }
 
+/* ================= the Dirichlet prior's drops (docs/model.md §4.1) ================= */
+
+/* live[h] for each routing head of layer mx; drops first when `drop` (see health.h) */
+static void drop_layer(Model *m, const Mixer *mx, const MixerComponents *mc, int drop, int *live) {
+    int Kc = mc->Kc, Hp = mc->shared ? 1 : mx->H;
+    size_t n = (size_t)Hp * Kc;
+    real *l = xmalloc(n * sizeof(real));
+    get(l, m->params, mx, mc->bias, 0, n);
+    int changed = 0;
+    for (int h = 0; h < Hp; h++) {
+        real *lh = l + (size_t)h * Kc;
+        int top = argmax(lh, Kc);
+        double mx_l = lh[top], sum = 0;
+        for (int k = 0; k < Kc; k++) sum += exp(lh[k] - mx_l);
+        live[h] = 0;
+        for (int k = 0; k < Kc; k++) {
+            if (!(lh[k] > MIXER_DROPPED_LOGIT / 2)) continue;
+            if (drop && k != top && exp(lh[k] - mx_l) / sum < mc->mon.drop_below) {
+                lh[k] = (real)MIXER_DROPPED_LOGIT; /* and its moments: the optimiser must not move it back */
+                size_t o = tensor_offset(mx, mc->bias) + (size_t)h * Kc + k;
+                zero_slice(m->m, o, 1), zero_slice(m->v, o, 1);
+                changed = 1;
+                continue;
+            }
+            live[h]++;
+        }
+    }
+    if (changed) put(m->params, mx, mc->bias, 0, l, n);
+    free(l);
+}
+
+int health_drop(Model *m, long step, FILE *mf, int last) {
+    int rows = 0;
+    int *live = xcalloc(m->H, sizeof(int));
+    for (int l = 0; l < m->L; l++) {
+        const Mixer *mx = m->blocks[l].mixer;
+        MixerComponents mc;
+        if (!components(mx, NULL, 0, 0, &mc) || mc.mon.drop_every <= 0 || mc.softmax) continue;
+        int due = step > 0 && step % mc.mon.drop_every == 0;
+        if (!due && !last) continue;
+        drop_layer(m, mx, &mc, due, live);
+        int Hp = mc.shared ? 1 : mx->H;
+        double mean = 0;
+        cJSON *o = cJSON_CreateObject(), *heads = cJSON_CreateArray();
+        for (int h = 0; h < Hp; h++) mean += live[h], cJSON_AddItemToArray(heads, cJSON_CreateNumber(live[h]));
+        cJSON_AddNumberToObject(o, "step", (double)step);
+        cJSON_AddStringToObject(o, "event", "components");
+        cJSON_AddNumberToObject(o, "layer", l);
+        cJSON_AddNumberToObject(o, "n_components", mc.Kc);
+        cJSON_AddNumberToObject(o, "k_active", mean / Hp);
+        cJSON_AddItemToObject(o, "k_active_heads", heads);
+        emit(mf, o);
+        rows++;
+    }
+    free(live);
+    return rows;
+}
+
 int health_check(HealthMon *hm, Model *m, long step, FILE *mf, int quiet, uint64_t seed) {
     Tally t = {0};
     int H = m->H, Kmax = GMA_MAX(hm->Kc, 1);
@@ -566,7 +641,10 @@ int health_check(HealthMon *hm, Model *m, long step, FILE *mf, int quiet, uint64
     for (int l = 0; l < m->L; l++) {
         MixerComponents mc;
         if (!components(m->blocks[l].mixer, NULL, 0, 0, &mc) || !layer_stats(m, l, &mc, &st)) continue;
+        st.dropped = mc.mon.drop_every > 0 ? dropped_of(m, m->blocks[l].mixer, &mc) : NULL;
         for (int h = 0; h < H; h++) check_head(hm, m, l, h, &mc, &st, step, seed, mf, &t);
+        free(st.dropped);
+        st.dropped = NULL;
     }
     free(st.ent);
     free(st.cnt);

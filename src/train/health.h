@@ -64,4 +64,13 @@ void health_baseline(HealthMon *h, Model *m);
 /* One check after step `step`; rows to mf; alerts to stderr (unless quiet). Returns 1 when
  * on_collapse is "stop" and an alert fired, -1 when a re-seed failed (gma_error), else 0. */
 int health_check(HealthMon *h, Model *m, long step, FILE *mf, int quiet, uint64_t seed);
+/* The Dirichlet prior's drops (gma.dirichlet_*, docs/model.md §4.1), after step `step`: in
+ * each layer whose monitor settings have drop_every > 0 (Gaussian routing), when step is a
+ * multiple of it, every live component of a routing head whose mixture weight
+ * softmax(prior_logits)_k is below drop_below, except the head's largest, gets the logit
+ * MIXER_DROPPED_LOGIT and zero optimiser moments. Then (and at the last step, `last`, with
+ * no drop) one row per such layer to mf: {"event": "components", "layer", "n_components",
+ * "k_active" (live components, the mean over routing heads), "k_active_heads"}. The same
+ * on every rank (it reads only the parameters). Returns the rows written. */
+int health_drop(Model *m, long step, FILE *mf, int last);
 #endif

@@ -634,6 +634,7 @@ static int periodic(Run *r) {
     if (due(step, tc->log_every) || last) log_window(r);
     else if (step == r->step0 + 1 && !r->cur.bad) progress_line(r, r->cur.loss); /* the first: speed and ETA at once */
     if (r->gma_layers && !r->cur.bad && due(step, r->mon.every) && (rc = run_monitor(r)) != 0) return rc;
+    if (r->gma_layers && !r->cur.bad) health_drop(&r->m, step, r->lead ? r->mf : NULL, last);
     if (due(step, tc->eval_every) && !last && r->task.have[SPLIT_VALID] && (rc = validate(r)) != 0) return rc;
     if (due(step, tc->sample_every) && r->lead && (rc = sample(r)) != 0) return rc;
     if (due(step, tc->checkpoint_every) && !last)

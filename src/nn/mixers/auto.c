@@ -157,6 +157,7 @@ static void auto_prefill(Mixer *m, const MixerCtx *c, const real *h, const real 
 
 const MixerVT mixer_auto = {
     .name = "auto",
+    .gma_layer = 1,
     .causal_ok = 1,
     .bidir_ok = 1,
     .attn_dropout_why = "switches to its gma path, which has no attention probabilities to drop",

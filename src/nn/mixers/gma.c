@@ -54,6 +54,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "nn/mixers/gma_core.h"
 #include "nn/mixers/linear_core.h"
 #include "nn/mixers/mixer.h"
 
@@ -69,7 +70,7 @@ enum { DIV_TOKEN, DIV_BATCH };
 enum { COLLAPSE_WARN, COLLAPSE_REINIT, COLLAPSE_STOP };
 
 typedef struct GmaCfg {
-    int n_components;       /* Kc */
+    CfgInts n_components;   /* Kc: one for every GMA layer, or one per GMA layer (gma_layer_kc) */
     int routing;            /* ROUTING_GAUSSIAN | ROUTING_SOFTMAX */
     double temperature;
     double var_floor;
@@ -86,11 +87,16 @@ typedef struct GmaCfg {
     double util_min_share;
     int patience;
     double norm_growth_max;
+    double dirichlet_alpha; /* concentration of the Dirichlet prior on pi (docs/model.md §4.1) */
+    double dirichlet_weight;/* its weight in the objective (0 = off) */
+    int dirichlet_every;    /* drop check period in steps */
+    double dirichlet_drop;  /* drop a component whose pi is below this */
 } GmaCfg;
 
 #define O(f) offsetof(GmaCfg, f)
 static const CfgKey gma_keys[] = {
-    {"n_components", CFGT_INT, O(n_components), 0, "64", 1, 65536, NULL, "Components per head Kc."},
+    {"n_components", CFGT_INTS, O(n_components), 0, "64", 1, 65536, NULL,
+     "Components per head Kc: one number for every GMA layer, or a list with one entry per layer that holds a GMA path (mixer gma, auto or gated), in layer order."},
     {"routing", CFGT_ENUM, O(routing), 0, "gaussian", 0, 0, "gaussian|softmax", "Routing of queries and keys."},
     {"temperature", CFGT_REAL, O(temperature), 0, "1", 1e-6, 1e6, NULL, "Responsibility temperature tau (fixed)."},
     {"var_floor", CFGT_REAL, O(var_floor), 0, "0.0001", 0, 1e6, NULL, "Added to softplus(var_raw)."},
@@ -108,6 +114,14 @@ static const CfgKey gma_keys[] = {
     {"util_min_share", CFGT_REAL, O(util_min_share), 0, "0.02", 0, 1, NULL, "A component is dead below this share of 1/Kc."},
     {"patience", CFGT_INT, O(patience), 0, "3", 1, 1000000, NULL, "Checks a component must stay dead before an alert."},
     {"norm_growth_max", CFGT_REAL, O(norm_growth_max), 0, "10", 1, 1e9, NULL, "EMA memory norm alert factor over its start."},
+    {"dirichlet_alpha", CFGT_REAL, O(dirichlet_alpha), 0, "0.5", 1e-6, 1, NULL,
+     "Concentration alpha of the Dirichlet prior on the mixture weights pi = softmax(prior_logits) (< 1: sparse; docs/model.md 4.1)."},
+    {"dirichlet_weight", CFGT_REAL, O(dirichlet_weight), 0, "0", 0, 1e6, NULL,
+     "Weight of the Dirichlet prior's term -(alpha - 1)/Hp sum log pi_k (0 = off; Gaussian routing)."},
+    {"dirichlet_every", CFGT_INT, O(dirichlet_every), 0, "100", 1, 1000000000, NULL,
+     "With the Dirichlet prior: steps between checks that drop components."},
+    {"dirichlet_drop", CFGT_REAL, O(dirichlet_drop), 0, "0.001", 0, 1, NULL,
+     "With the Dirichlet prior: a component whose pi_k is below this is dropped (its prior logit set to -1e4)."},
 };
 #undef O
 static const CfgSection gma_section = {"gma", sizeof(GmaCfg), gma_keys, (int)(sizeof gma_keys / sizeof gma_keys[0]), NULL, NULL};
@@ -121,6 +135,7 @@ typedef struct GmaPriv {
     int div_on, div_mode;
     double div_weight, div_last;
     int orthogonal;
+    double dir_alpha, dir_weight; /* the Dirichlet prior (dir_weight 0: off) */
     int gh;                   /* heads a backward group recomputes at once */
     const real *params_last;  /* of the last forward, for query_resp */
     real *gq_buf;             /* query_resp's recomputed responsibilities (backend memory) */
@@ -128,6 +143,7 @@ typedef struct GmaPriv {
     MixerMonitor mon;
 } GmaPriv;
 
+static int gma_layers(const Config *c);
 static int gma_validate(const Config *c) {
     const GmaCfg *g = gcfg(c);
     if (g->init == GINIT_ORTHOGONAL && g->routing != ROUTING_SOFTMAX)
@@ -135,14 +151,46 @@ static int gma_validate(const Config *c) {
     if (g->memory == MEMORY_EMA && g->ema_decay != 0 && !(g->ema_decay > 0 && g->ema_decay < 1))
         return gma_errorf("key gma.ema_decay: %g is outside (0, 1)", g->ema_decay);
     if (g->div_weight < 0) return gma_errorf("key gma.div_weight: %g is negative", g->div_weight);
+    int n = gma_layers(c);
+    if (g->n_components.n > 1 && g->n_components.n != n)
+        return gma_errorf("key gma.n_components: a list of %d entries, but the model has %d GMA layer%s (layers whose "
+                          "model.mixer is gma, auto or gated): give one number or one entry per GMA layer",
+                          g->n_components.n, n, n == 1 ? "" : "s");
+    if (g->dirichlet_weight > 0 && g->routing != ROUTING_GAUSSIAN)
+        return gma_errorf("key gma.dirichlet_weight: the Dirichlet prior acts on the prior logits of gma.routing "
+                          "\"gaussian\" (softmax routing has none)");
+    if (g->dirichlet_weight > 0 && g->on_collapse == COLLAPSE_REINIT)
+        return gma_errorf("key gma.dirichlet_weight: with gma.on_collapse \"reinit\" the monitor would re-seed the "
+                          "components the prior drops; use \"warn\" or \"stop\"");
     return 0;
+}
+
+/* the layers whose mixer holds a GMA path */
+static int gma_layers(const Config *c) {
+    int n = 0;
+    for (int l = 0; l < c->model.n_layers; l++) {
+        const MixerVT *vt = mixer_find(cfg_layer_mixer(c, l));
+        n += vt && vt->gma_layer;
+    }
+    return n;
+}
+
+int gma_layer_kc(const Config *c, int layer) {
+    const CfgInts *k = &gcfg(c)->n_components;
+    if (k->n == 1) return k->v[0];
+    int i = 0;
+    for (int l = 0; l < layer && l < c->model.n_layers; l++) {
+        const MixerVT *vt = mixer_find(cfg_layer_mixer(c, l));
+        i += vt && vt->gma_layer;
+    }
+    return k->v[GMA_MIN(i, k->n - 1)];
 }
 
 static Mixer *gma_create(const Config *c, int layer, ParamTable *pt, const char *prefix) {
     Mixer *m = mixer_new(&mixer_gma, c, pt);
     GmaPriv *g = xcalloc(1, sizeof *g);
     const GmaCfg *gc = gcfg(c);
-    g->Kc = gc->n_components;
+    g->Kc = gma_layer_kc(c, layer);
     g->chunk = linear_core_cfg(c)->chunk;
     g->shared = gc->shared_components;
     g->Hp = g->shared ? 1 : m->H;
@@ -156,13 +204,17 @@ static Mixer *gma_create(const Config *c, int layer, ParamTable *pt, const char 
     g->ema_decay = gc->ema_decay;
     g->div_weight = gc->div_weight;
     g->div_on = gc->div_weight > 0;
+    g->dir_alpha = gc->dirichlet_alpha;
+    g->dir_weight = gc->dirichlet_weight;
     g->mon = (MixerMonitor){.every = gc->monitor_every,
                             .reinit = gc->on_collapse == COLLAPSE_REINIT,
                             .stop = gc->on_collapse == COLLAPSE_STOP,
                             .entropy_min = gc->entropy_min,
                             .util_min_share = gc->util_min_share,
                             .patience = gc->patience,
-                            .norm_growth_max = gc->norm_growth_max};
+                            .norm_growth_max = gc->norm_growth_max,
+                            .drop_every = gc->dirichlet_weight > 0 ? gc->dirichlet_every : 0,
+                            .drop_below = gc->dirichlet_drop};
     g->div_mode = gc->div_mode == DIV_BATCH;
     if (g->softmax)
         g->mean_scale = gc->init_mean_scale > 0 ? gc->init_mean_scale : 1 / sqrt((double)m->d);
@@ -194,7 +246,6 @@ static Mixer *gma_create(const Config *c, int layer, ParamTable *pt, const char 
         snprintf(name, sizeof name, "%s.gma.memory", prefix);
         m->p[P_MEM] = pt_add(pt, name, 3, sm, INIT_NORMAL, c->model.init_std, GROUP_BUFFER);
     }
-    (void)layer;
     return m;
 }
 
@@ -341,14 +392,14 @@ static void route_backward_heads(const Mixer *m, const real *params, real *grads
         g_ops->bias_backward(db + (g->shared ? 0 : (size_t)(bh % H) * Kc), dgamma + (size_t)bh * N * Kc, N, Kc);
 }
 
-static void gma_forward(Mixer *m, const MixerCtx *c, real *y, const real *h, const real *params, real *act,
-                        real *scratch) {
+/* the mixing between the projections (gma_core.h): oh (and den; with the EMA memory gq, gk)
+ * from the qh, kh, vh in act */
+void gma_mix_forward(Mixer *m, const MixerCtx *c, const real *params, real *act, real *scratch) {
     GmaPriv *g = m->priv;
     int B = c->B, N = c->N, H = m->H, d = m->d, Kc = g->Kc;
     size_t gs = (size_t)B * H * N * Kc;
     Acts a = carve(m, B, N, act);
     g->params_last = params;
-    attn_proj_qkv(m, params, h, a.qh, a.kh, a.vh, scratch, B, N);
     if (!g->ema) { /* responsibilities and chunk states in scratch: the backward recomputes them */
         a.gq = scratch;
         a.gk = a.gq + gs;
@@ -369,7 +420,14 @@ static void gma_forward(Mixer *m, const MixerCtx *c, real *y, const real *h, con
         g->div_last = (g_ops->gma_div_forward(a.gq, c->keymask, B, H, N, Kc, g->div_mode) +
                        g_ops->gma_div_forward(a.gk, c->keymask, B, H, N, Kc, g->div_mode)) /
                       (2.0 * H);
-    attn_proj_out(m, params, y, a.oh, scratch, B, N);
+}
+
+static void gma_forward(Mixer *m, const MixerCtx *c, real *y, const real *h, const real *params, real *act,
+                        real *scratch) {
+    Acts a = carve(m, c->B, c->N, act);
+    attn_proj_qkv(m, params, h, a.qh, a.kh, a.vh, scratch, c->B, c->N);
+    gma_mix_forward(m, c, params, act, scratch);
+    attn_proj_out(m, params, y, a.oh, scratch, c->B, c->N);
 }
 
 /* incremental decoding: the routing of one token, then the linear core's state step, or a
@@ -414,6 +472,31 @@ static void gma_prefill(Mixer *m, const MixerCtx *c, const real *h, const real *
     linmix_prefill(state, gma_dstate(m, Nmax), scratch, a.vh, c->B, m->H, c->N, g->Kc, m->d);
 }
 
+/* The Dirichlet prior's gradient (docs/model.md §4.1), scale x dL/dl into the prior logits'
+ * gradient: L = -(alpha - 1)/Hp sum_h sum_{k live} log pi_hk, pi_h = softmax(l_h), so
+ * dL/dl_hj = (1 - alpha)/Hp ([j live] - n_live pi_hj); dropped components (logit <=
+ * MIXER_DROPPED_LOGIT / 2) are not in the sum and have pi = 0. */
+static void dirichlet_backward(const Mixer *m, const real *params, real *grads, double scale) {
+    const GmaPriv *g = m->priv;
+    int Kc = g->Kc;
+    size_t n = (size_t)g->Hp * Kc;
+    real *l = xmalloc(2 * n * sizeof(real)), *gr = l + n;
+    g_ops->to_host(l, MP(m, params, P_PRIOR), n * sizeof(real));
+    g_ops->to_host(gr, MP(m, grads, P_PRIOR), n * sizeof(real));
+    double c = scale * (1 - g->dir_alpha) / g->Hp;
+    for (int h = 0; h < g->Hp; h++) {
+        const real *lh = l + (size_t)h * Kc;
+        double mx = lh[0], sum = 0;
+        int live = 0;
+        for (int k = 1; k < Kc; k++) mx = fmax(mx, lh[k]);
+        for (int k = 0; k < Kc; k++) sum += exp(lh[k] - mx), live += lh[k] > MIXER_DROPPED_LOGIT / 2;
+        for (int k = 0; k < Kc; k++)
+            gr[(size_t)h * Kc + k] += (real)(c * ((lh[k] > MIXER_DROPPED_LOGIT / 2) - live * exp(lh[k] - mx) / sum));
+    }
+    g_ops->to_device(MP(m, grads, P_PRIOR), gr, n * sizeof(real));
+    free(l);
+}
+
 static void gma_backward_ema(Mixer *m, const MixerCtx *c, real *dh, const real *dy, const real *h, const real *params,
                          real *grads, real *act, real *scratch) {
     const GmaPriv *g = m->priv;
@@ -445,18 +528,13 @@ static void gma_backward_ema(Mixer *m, const MixerCtx *c, real *dh, const real *
 /* the linear core's backward (see the top of the file for the scratch layout): per group of
  * heads, the routing again, linmix_backward with its states rescanned, the routing backward
  * into dq (over the group's dead rows of doh) and dk */
-static void gma_backward(Mixer *m, const MixerCtx *c, real *dh, const real *dy, const real *h, const real *params,
-                         real *grads, real *act, real *scratch) {
+real *gma_mix_backward(Mixer *m, const MixerCtx *c, const real *params, real *grads, real *act, real *scratch) {
     const GmaPriv *g = m->priv;
-    if (g->ema) {
-        gma_backward_ema(m, c, dh, dy, h, params, grads, act, scratch);
-        return;
-    }
+    if (g->dir_weight > 0 && c->aux_scale != 0) dirichlet_backward(m, params, grads, g->dir_weight * c->aux_scale);
     int B = c->B, N = c->N, H = m->H, d = m->d, Kc = g->Kc;
     size_t hs = (size_t)B * N * m->D;
     Acts a = carve(m, B, N, act);
     real *doh = scratch, *dv = doh + hs, *dk = dv + hs, *grp = dk + hs, *dq = doh;
-    attn_proj_out_backward(m, params, grads, doh, dy, a.oh, doh, dv, B, N);
     g_ops->zero(dv, sizeof(real) * 2 * hs);
     int all = g->div_on, gh = all ? H : g->gh;
     for (int b = 0; b < (all ? 1 : B); b++)
@@ -481,8 +559,37 @@ static void gma_backward(Mixer *m, const MixerCtx *c, real *dh, const real *dy, 
             route_backward_heads(m, params, grads, dq + ox, dgq, gq, a.qh + ox, nb, hn, h0, N);
             route_backward_heads(m, params, grads, dk + ox, dgk, gk, a.kh + ox, nb, hn, h0, N);
         }
-    attn_proj_qkv_backward(m, params, grads, dh, h, dq, dk, dv, grp, B, N);
+    return grp;
 }
+
+static void gma_backward(Mixer *m, const MixerCtx *c, real *dh, const real *dy, const real *h, const real *params,
+                         real *grads, real *act, real *scratch) {
+    const GmaPriv *g = m->priv;
+    int B = c->B, N = c->N;
+    if (g->ema) {
+        if (g->dir_weight > 0 && c->aux_scale != 0) dirichlet_backward(m, params, grads, g->dir_weight * c->aux_scale);
+        gma_backward_ema(m, c, dh, dy, h, params, grads, act, scratch);
+        return;
+    }
+    size_t hs = (size_t)B * N * m->D;
+    real *doh = scratch, *dv = doh + hs, *dk = dv + hs;
+    attn_proj_out_backward(m, params, grads, doh, dy, carve(m, B, N, act).oh, doh, dv, B, N);
+    real *tmp = gma_mix_backward(m, c, params, grads, act, scratch);
+    attn_proj_qkv_backward(m, params, grads, dh, h, doh, dk, dv, tmp, B, N);
+}
+
+void gma_mix_step(Mixer *m, const real *params, real *oh, real *state, size_t stride, const real *qh, const real *kh,
+                  const real *vh, int B, real *scratch) {
+    const GmaPriv *g = m->priv;
+    real *gq = scratch, *gk = gq + (size_t)B * m->H * g->Kc;
+    route_forward(m, params, gq, qh, B, 1);
+    route_forward(m, params, gk, kh, B, 1);
+    g_ops->linmix_step(oh, state, stride, gq, gk, vh, B, m->H, g->Kc, m->d, g->eps);
+}
+
+int gma_cfg_memory(const Config *c) { return gcfg(c)->memory == MEMORY_EMA; }
+size_t gma_mix_step_state(const Mixer *m) { return linmix_decode_state(m->H, ((const GmaPriv *)m->priv)->Kc, m->d); }
+size_t gma_mix_step_scratch(const Mixer *m, int B) { return 2 * (size_t)B * m->H * ((const GmaPriv *)m->priv)->Kc; }
 
 static void gma_destroy(Mixer *m) {
     GmaPriv *g = m->priv;
@@ -567,6 +674,7 @@ static const MixerHealth gma_health = {
 
 const MixerVT mixer_gma = {
     .name = "gma",
+    .gma_layer = 1,
     .causal_ok = 1,
     .bidir_ok = 1,
     .attn_dropout_why = "mixes through Gaussian routing and a normalised linear core: it has no attention probabilities to drop",

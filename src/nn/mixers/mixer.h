@@ -53,7 +53,15 @@ typedef struct MixerMonitor {
     double util_min_share; /* a component is dead below this share of 1/Kc */
     int patience;          /* checks a component must stay dead before an alert */
     double norm_growth_max;/* memory norm alert factor over its start */
+    int drop_every;        /* Dirichlet prior: drop components every this many steps (0 = never) */
+    double drop_below;     /* ... whose mixture weight pi_k = softmax(bias)_k is below this */
 } MixerMonitor;
+
+/* A dropped component's prior logit (gma.dirichlet_*, docs/model.md §4.1): its mixture
+ * weight exp(-1e4) is 0 in float32 and float64, so it takes no responsibility and gets no
+ * gradient; a logit at or below MIXER_DROPPED_LOGIT / 2 counts as dropped (checkpoints keep
+ * it, so a resumed run has the same components). */
+#define MIXER_DROPPED_LOGIT (-1e4)
 
 typedef struct Mixer Mixer;
 
@@ -93,6 +101,9 @@ typedef struct MixerHealth {
 typedef struct MixerVT {
     const char *name;
     int causal_ok, bidir_ok;
+    /* 1 when the layer holds a GMA path (gma, auto, gated): such layers, in order, take the
+     * entries of a per-layer gma.n_components list */
+    int gma_layer;
     /* 1 when the mixer applies model.attn_dropout (MixerCtx.attn_drop); else validation
      * refuses attn_dropout > 0 with attn_dropout_why (docs/model.md §8) */
     int attn_dropout_ok;
@@ -177,6 +188,9 @@ int mixer_need(const char *mixer, int present, const char *op);
 #define NEED_OP(mixer, op) mixer_need(mixer, g_ops->op != NULL, #op)
 /* mixer "auto": the name of the path ("sdpa" or "gma") it takes for N tokens */
 const char *mixer_auto_choice(const Mixer *m, int N);
+/* gma.n_components of model layer `layer` (gma.c): the one number, or the entry of that
+ * layer among the layers whose mixer holds a GMA path (MixerVT.gma_layer) */
+int gma_layer_kc(const Config *c, int layer);
 /* Create with the common fields set (D, H, d, pt). */
 Mixer *mixer_new(const MixerVT *vt, const Config *c, ParamTable *pt);
 #define MP(m, base, i) ((base) + (m)->pt->t[(m)->p[i]].offset)

@@ -1,0 +1,94 @@
+#!/usr/bin/env bash
+# reproduce_future.sh: the small profile (configs/small_gma.json, configs/small_sdpa.json on
+# the State of the Union split of scripts/reproduce_small.sh) with K per layer, the Dirichlet
+# prior and the gated layer (docs/model.md §3.6, §3.7, §4.1), one seed, a short budget:
+#   gma K 32 (the config), gma K 64, gma K [64, 32] (one per layer), gma from K 64 with the
+#   Dirichlet prior, gated (K 32), sdpa.
+#   scripts/reproduce_future.sh [--sotu DIR] [--steps N] [--threads N] [--variants LIST]
+#                               [--write-docs] [--help]
+#   --steps N        train.steps of every run (default 150)
+#   --threads N      threads of every run (default 2)
+#   --variants LIST  a subset of "gma32 gma64 gma64_32 dir64 gated sdpa" (default all)
+#   --write-docs     afterwards write the section of docs/results.md
+#                    (scripts/write_future_results.sh) from the JSON
+# Environment: SOTU=DIR the corpus, as --sotu (needed until data/sotu8 is made).
+# Writes runs/future_<variant>-<stamp>/ per run and runs/future-<stamp>.json: per variant
+# the command, valid and test ppl (gmatrain's closing evaluation on the whole splits),
+# tokens/s, parameters, K per GMA layer at the end (the Dirichlet prior's last
+# "components" rows, else the configured K) and, for gated, the gates per layer
+# (gmaeval --analyze on the valid split).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+. scripts/lib_reproduce.sh
+steps=150; threads=2; variants="gma32 gma64 gma64_32 dir64 gated sdpa"; docs=0
+usage="[--sotu DIR] [--steps N] [--threads N] [--variants LIST] [--write-docs] [--help]"
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --steps) need_value "$@"; steps="$2"; shift 2;;
+    --threads) need_value "$@"; threads="$2"; shift 2;;
+    --variants) need_value "$@"; variants="$2"; shift 2;;
+    --sotu) need_value "$@"; SOTU="$2"; shift 2;;
+    --write-docs) docs=1; shift;;
+    --help|-h) script_help; exit 0;;
+    *) echo "usage: $0 $usage" >&2; exit 2;;
+  esac
+done
+positive_ints "steps:$steps" "threads:$threads"
+# the config and the --set options of a variant
+sets_of() {
+  case "$1" in
+    gma32) echo "configs/small_gma.json";;
+    gma64) echo "configs/small_gma.json --set gma.n_components=64";;
+    gma64_32) echo "configs/small_gma.json --set gma.n_components=64,32";;
+    dir64) echo "configs/small_gma.json --set gma.n_components=64 --set gma.dirichlet_weight=1 --set gma.dirichlet_alpha=0.5 --set gma.dirichlet_every=25 --set gma.dirichlet_drop=0.012";;
+    gated) echo "configs/small_gma.json --set model.mixer=gated";;
+    sdpa) echo "configs/small_sdpa.json";;
+    *) echo "$0: unknown variant '$1' (--variants: gma32 gma64 gma64_32 dir64 gated sdpa)" >&2; exit 2;;
+  esac
+}
+for v in $variants; do sets_of "$v" > /dev/null; done
+prepare_sotu8
+stamp=$(date +%Y%m%d-%H%M%S)
+k=0; n=$(echo $variants | wc -w); rows=()
+for v in $variants; do
+  out="runs/future_$v-$stamp"; set -- $(sets_of "$v"); cfg="$1"; shift
+  k=$((k + 1)); progress $k $n "$cfg $*" "$out"
+  cmd="bin/gmatrain --config $cfg $* --set data.path=data/sotu8-bpe4k --set train.steps=$steps --set threads=$threads"
+  $cmd --out "$out" --quiet
+  gates=null
+  if [ "$v" = gated ]; then
+    bin/gmaeval --checkpoint "$out" --data valid --threads "$threads" --analyze-json "$out/analysis.json" > /dev/null
+    gates="$out/analysis.json"
+  fi
+  rows+=("$v|$cmd|$out|$gates")
+done
+python3 - "runs/future-$stamp.json" "$steps" "$threads" "${rows[@]}" <<'PY'
+import json, sys
+out, steps, threads, rows = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4:]
+res = []
+for r in rows:
+    v, cmd, run, gates = r.split("|")
+    summ = json.load(open(run + "/summary.json"))
+    cfg = json.load(open(run + "/config.json"))
+    kc = cfg["gma"]["n_components"]
+    mix = cfg["model"]["mixer"]
+    mix = mix if isinstance(mix, list) else [mix] * cfg["model"]["n_layers"]
+    gl = [l for l, m in enumerate(mix) if m in ("gma", "auto", "gated")]
+    k_start = {l: (kc[i] if isinstance(kc, list) else kc) for i, l in enumerate(gl)}
+    k_end = dict(k_start)
+    for line in open(run + "/metrics.jsonl"):
+        o = json.loads(line)
+        if o.get("event") == "components":
+            k_end[o["layer"]] = o["k_active"]
+    row = {"variant": v, "command": cmd + " --out " + run, "run": run, "steps": steps, "threads": threads,
+           "mixer": mix, "k_start": [k_start[l] for l in gl], "k_end": [k_end[l] for l in gl],
+           "valid_ppl": summ["valid"]["ppl"], "test_ppl": summ["test"]["ppl"],
+           "tokens_per_s": summ["tokens_per_s"], "params": summ["parameters"]}
+    if gates != "null":
+        row["gates"] = json.load(open(gates)).get("gates", [])
+    res.append(row)
+json.dump({"steps": steps, "threads": threads, "runs": res}, open(out, "w"), indent=1)
+print(out)
+PY
+[ $docs = 1 ] && scripts/write_future_results.sh "runs/future-$stamp.json"
+exit 0

@@ -1,0 +1,160 @@
+#!/usr/bin/env bash
+# write_future_results.sh: the section "## Future work: per-layer K, adaptive K, gated
+# hybrid" of docs/results.md from the JSON of scripts/reproduce_future.sh (python3,
+# standard library only).
+#   scripts/write_future_results.sh [FILE.json]... [--out FILE] [--note TEXT]...
+#       FILE.json: one or more (their runs in order, each with its own steps); default the
+#       newest runs/future-*.json; --out: default docs/results.md.
+#       The section replaces the file's own from its heading to the end (else it is
+#       appended); scripts/write_results.sh keeps it when it rewrites the page. Each
+#       --note TEXT a paragraph after the generated one.
+# The table: per variant the mixers, K per GMA layer at the start and the end (the
+# Dirichlet prior's last "components" rows), valid and test ppl, training tokens/s,
+# parameters; the gated layers' gates; then one paragraph comparing each variant with
+# gma K 32 (the config) and sdpa, from the numbers.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+case "${1:-}" in --help|-h) sed -n '2,/^[^#]/p' "$0" | sed -n 's/^# \{0,1\}//p'; exit 0;; esac
+command -v python3 > /dev/null || { echo "$0: python3 not found (apt-get install python3)" >&2; exit 1; }
+exec python3 - "$@" <<'PY'
+import glob, json, math, os, platform, struct, subprocess, sys, time
+
+ME = "scripts/write_future_results.sh"
+HEAD = "## Future work: per-layer K, adaptive K, gated hybrid"
+NAMES = {"gma32": "gma, K 32", "gma64": "gma, K 64", "gma64_32": "gma, K [64, 32]",
+         "dir64": "gma from K 64, Dirichlet prior", "gated": "gated (sdpa + gma K 32)", "sdpa": "sdpa"}
+
+def die(msg):
+    sys.stderr.write("%s: %s\n" % (ME, msg)); sys.exit(2)
+
+def machine():
+    try:
+        model = [l.split(":", 1)[1].strip() for l in open("/proc/cpuinfo") if l.startswith("model name")][0]
+    except (OSError, IndexError):
+        model = platform.processor() or "unknown CPU"
+    return "%s, %d cores (nproc), %s %s" % (model, os.cpu_count() or 0, platform.system(), platform.machine())
+
+def pi_range(run):
+    """min and max over the GMA layers' routing heads of K pi_k (pi = softmax(prior_logits),
+    live components only; 1 = uniform) in RUN/latest/model.safetensors, or None"""
+    path = os.path.join(run, "latest", "model.safetensors")
+    try:
+        b = open(path, "rb").read()
+        n = struct.unpack("<Q", b[:8])[0]
+        hdr = json.loads(b[8:8 + n])
+    except (OSError, ValueError, struct.error):
+        return None
+    lo, hi = None, None
+    for name, v in hdr.items():
+        if not name.endswith(".gma.prior_logits") or v.get("dtype") != "F32": continue
+        s, e = v["data_offsets"]
+        a = struct.unpack("<%df" % ((e - s) // 4), b[8 + n + s:8 + n + e])
+        H, K = v["shape"]
+        for h in range(H):
+            r = [x for x in a[h * K:(h + 1) * K] if x > -5e3]
+            m = max(r); z = sum(math.exp(x - m) for x in r)
+            for x in r:
+                q = math.exp(x - m) / z * len(r)
+                lo = q if lo is None else min(lo, q); hi = q if hi is None else max(hi, q)
+    return (lo, hi) if lo is not None else None
+
+def fmt_k(ks):
+    return "[" + ", ".join(("%g" % k) for k in ks) + "]" if ks else "-"
+
+def section(docs, paths, notes):
+    runs = [r for d in docs for r in d["runs"]]
+    d = docs[0]
+    by = {}
+    for r in runs: by.setdefault(r["variant"], r)  # the comparisons: each variant's first run
+    for r in runs:
+        for key in ("variant", "command", "valid_ppl", "test_ppl", "tokens_per_s", "params", "k_start", "k_end", "steps"):
+            if key not in r: die("%s: run %s: no field %s" % (", ".join(paths), r.get("variant", "?"), key))
+    L = [HEAD, "",
+         "Written by `%s` from %s (`scripts/reproduce_future.sh`, %s); machine: %s," % (
+             ME, ", ".join("`%s` (`--steps %d --threads %d`)" % (p, x["steps"], x["threads"]) for p, x in zip(paths, docs)),
+             time.strftime("%Y-%m-%d"), machine()),
+         "shared with other jobs, so tokens/s are loose. `configs/small_gma.json` / `configs/small_sdpa.json` on the",
+         "State of the Union split of `scripts/reproduce_small.sh`, `train.steps` as in the table (warmup 100), one seed (1337):",
+         "short runs, far from converged; the seed spread of the small table above (test ppl std 5-10 at 300 steps)",
+         "is the yardstick for differences. ppl: gmatrain's closing evaluation on the whole valid and test splits.",
+         "K: components per head of each GMA layer at the start and the end (the Dirichlet prior's live components,",
+         "the mean over heads). K pi: the range of K pi_k over the layers' routing heads in the final checkpoint",
+         "(pi = softmax(prior_logits) over the live components; 1 = uniform), read from each run's",
+         "`latest/model.safetensors`.", "",
+         "| variant | steps | mixers | K start | K end | K pi min-max | valid ppl | test ppl | tokens/s | params |",
+         "|---|---:|---|---|---|---|---:|---:|---:|---:|"]
+    for r in runs:
+        pr = pi_range(r.get("run", ""))
+        L.append("| %s | %d | %s | %s | %s | %s | %.1f | %.1f | %.0f | %d |" % (
+            NAMES.get(r["variant"], r["variant"]), r["steps"], ",".join(r.get("mixer", [])) or "-", fmt_k(r["k_start"]), fmt_k(r["k_end"]),
+            "%.3f-%.3f" % pr if pr else "-", r["valid_ppl"], r["test_ppl"], r["tokens_per_s"], r["params"]))
+    L.append("")
+    for r in runs:
+        for g in r.get("gates", []):
+            L.append("Gates of %s, layer %d (the sdpa path's share g per head, initial 0.5): %s." % (
+                NAMES.get(r["variant"], r["variant"]), g["layer"], ", ".join("%.3f" % x for x in g["gate"])))
+    if any(r.get("gates") for r in runs): L.append("")
+    L += ["Commands (one per run):", ""]
+    L += ["    " + r["command"] for r in runs]
+    L.append("")
+    # what helped: against gma K 32 and sdpa, by the test ppl and the speed
+    base = by.get("gma32")
+    said = []
+    if base:
+        for v in ("gma64", "gma64_32", "dir64", "gated"):
+            r = by.get(v)
+            if not r: continue
+            dp = r["test_ppl"] - base["test_ppl"]
+            sp = r["tokens_per_s"] / base["tokens_per_s"] if base["tokens_per_s"] else float("nan")
+            s = "%s: test ppl %+.1f against gma K 32 (%s), at %.2fx its tokens/s" % (
+                NAMES[v], dp, "lower" if dp < 0 else "higher" if dp > 0 else "equal", sp)
+            if v == "dir64":
+                s += "; K went %s -> %s" % (fmt_k(r["k_start"]), fmt_k(r["k_end"]))
+            said.append(s)
+        if by.get("sdpa"):
+            s = by["sdpa"]
+            said.append("sdpa: test ppl %+.1f against gma K 32" % (s["test_ppl"] - base["test_ppl"]))
+        for r in runs:  # further runs of a variant (another budget)
+            if by.get(r["variant"]) is not r:
+                said.append("%s at %d steps: test ppl %.1f, K %s -> %s" % (
+                    NAMES.get(r["variant"], r["variant"]), r["steps"], r["test_ppl"], fmt_k(r["k_start"]), fmt_k(r["k_end"])))
+    L += ["From the table (runs of %d steps): " % base["steps"] + "; ".join(said) + ". With one seed a difference within the small table's seed"
+          " spread (about 5-10 test ppl) is not a finding.", ""] if said else []
+    for n in notes: L += [n, ""]
+    return "\n".join(L)
+
+def main(argv):
+    paths, out, notes, i = [], "docs/results.md", [], 0
+    while i < len(argv):
+        a = argv[i]
+        if a in ("--out", "--note"):
+            if i + 1 >= len(argv): die("%s needs a value (see --help)" % a)
+            if a == "--out": out = argv[i + 1]
+            else: notes.append(argv[i + 1])
+            i += 2; continue
+        if a.startswith("--"): die("unknown option %s (see --help)" % a)
+        paths.append(a); i += 1
+    if not paths:
+        c = sorted(glob.glob("runs/future-*.json"))
+        if not c: die("no runs/future-*.json (run scripts/reproduce_future.sh first)")
+        paths = [c[-1]]
+    docs = []
+    for path in paths:
+        try:
+            d = json.load(open(path))
+        except (OSError, ValueError) as e:
+            die("%s: %s" % (path, e))
+        if not isinstance(d, dict) or "runs" not in d or "steps" not in d or "threads" not in d:
+            die("%s: not a reproduce_future.sh JSON (fields runs, steps, threads)" % path)
+        docs.append(d)
+    text = section(docs, paths, notes)
+    old = open(out).read() if os.path.exists(out) else ""
+    at = old.find("\n" + HEAD)
+    page = (old[:at] if at >= 0 else old.rstrip("\n")) + "\n\n" + text
+    tmp = out + ".tmp"
+    with open(tmp, "w") as f: f.write(page.lstrip("\n") if not old else page)
+    os.replace(tmp, out)
+    print("%s: wrote %s" % (ME, out))
+
+main(sys.argv[1:])
+PY

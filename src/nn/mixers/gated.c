@@ -1,0 +1,226 @@
+/* gated.c: `mixer: "gated"` (docs/model.md §3.7): softmax attention and GMA side by side in
+ * one layer, mixed per head by a learned gate, both paths run and train on every call:
+ *   oh_h = g_h sdpa_h(q, k, v) + (1 - g_h) gma_h(q, k, v),   g_h = sigmoid(a_h),
+ *   y = merge(oh) Wo^T + bo,
+ * so y = g sdpa(x) + (1 - g) gma(x) head by head. The two paths share the Q/K/V/O
+ * projections (a choice of the code, as `auto` shares them): the layer's tensors are a
+ * gma layer's, PREFIX.{q,k,v,o}.{weight,bias} and PREFIX.gma.*, plus the gate logits
+ * PREFIX.gate [H] (GROUP_BIAS), initialised to 0: g = 1/2, each path half of the output.
+ *
+ * The GMA path is a `gma` child (gma_core.h: its mixing between the projections; its
+ * gma.* keys, K per layer, diversity loss, Dirichlet prior and routing-health hooks); the
+ * softmax path is the tiled attention op (attn_forward / attn_backward, as `sdpa`). Not
+ * with gma.memory "ema" (its mixing keeps no value path of this sequence to gate).
+ *
+ * act:     the child's block (qh, kh, vh, oh_gma, den), oh_sdpa [B,H,N,d], lse [B,H,N],
+ *          kbias [B,N], oh [B,H,N,d] (the mix)
+ * scratch: the child's block, then doh, tmp [B*N*D], dq, dk, dv of the softmax path
+ *          [B,H,N,d], 2 H dot products
+ * Decoding: the state of one sequence is the child's linear-core state, then the softmax
+ * path's key/value cache (attn_decode_state). */
+#include <stdlib.h>
+
+#include "nn/mixers/gma_core.h"
+#include "nn/mixers/mixer.h"
+
+extern const MixerVT mixer_gma, mixer_sdpa;
+const MixerVT mixer_gated;
+enum { P_GATE = AP_N };
+
+typedef struct GatedPriv {
+    Mixer *gma;
+    real *gate;   /* host copy of g_h = sigmoid(a_h) of the last call */
+    double scale; /* 1 / sqrt(d) */
+} GatedPriv;
+
+#define CHILD(m) (((GatedPriv *)(m)->priv)->gma)
+
+static int gated_validate(const Config *c) {
+    if (mixer_gma.validate(c) != 0) return -1;
+    if (gma_cfg_memory(c)) return gma_errorf("key gma.memory: mixer \"gated\" mixes the values of the sequence itself: use gma.memory \"none\"");
+    return 0;
+}
+
+static Mixer *gated_create(const Config *c, int layer, ParamTable *pt, const char *prefix) {
+    if (NEED_OP("gated", attn_forward) || NEED_OP("gated", attn_backward) || NEED_OP("gated", attn_step)) return NULL;
+    Mixer *m = mixer_new(&mixer_gated, c, pt);
+    GatedPriv *p = xcalloc(1, sizeof *p);
+    p->gma = mixer_gma.create(c, layer, pt, prefix);
+    if (!p->gma) {
+        free(p);
+        free(m);
+        return NULL;
+    }
+    for (int i = 0; i < MIXER_MAX_PARAMS; i++) m->p[i] = -1;
+    for (int i = 0; i < AP_N; i++) m->p[i] = p->gma->p[i];
+    char name[128];
+    snprintf(name, sizeof name, "%s.gate", prefix);
+    m->p[P_GATE] = pt_add1(pt, name, m->H, INIT_ZERO, 0, GROUP_BIAS);
+    p->gate = xcalloc(m->H, sizeof(real));
+    p->scale = 1.0 / sqrt((double)m->d);
+    m->priv = p;
+    return m;
+}
+
+static void gated_init(Mixer *m, real *params, Rng *rng) {
+    Mixer *g = CHILD(m);
+    if (g->vt->init) g->vt->init(g, params, rng);
+}
+
+/* the layer's own blocks after the child's */
+typedef struct Blocks { real *qh, *kh, *vh, *ohg, *ohs, *lse, *kb, *oh; } Blocks;
+static Blocks carve(const Mixer *m, int B, int N, real *act) {
+    size_t hs = (size_t)B * N * m->D;
+    Blocks b;
+    b.qh = act, b.kh = act + hs, b.vh = act + 2 * hs, b.ohg = act + 3 * hs;
+    b.ohs = act + CHILD(m)->vt->act_size(CHILD(m), B, N);
+    b.lse = b.ohs + hs;
+    b.kb = b.lse + (size_t)B * m->H * N;
+    b.oh = b.kb + (size_t)B * N;
+    return b;
+}
+
+static size_t gated_act(const Mixer *m, int B, int N) {
+    size_t hs = (size_t)B * N * m->D;
+    return CHILD(m)->vt->act_size(CHILD(m), B, N) + 2 * hs + (size_t)B * m->H * N + (size_t)B * N;
+}
+static size_t gated_scratch(const Mixer *m, int B, int N) {
+    size_t hs = (size_t)B * N * m->D;
+    return CHILD(m)->vt->scratch_size(CHILD(m), B, N) + 5 * hs + 2 * (size_t)m->H;
+}
+static double gated_fused_flops(const Mixer *m, int B, int N, int causal) {
+    return CHILD(m)->vt->fused_flops(CHILD(m), B, N, causal) + mixer_sdpa.fused_flops(m, B, N, causal);
+}
+
+/* g_h = sigmoid(a_h) into the host copy */
+static const real *gates(const Mixer *m, const real *params) {
+    GatedPriv *p = m->priv;
+    g_ops->to_host(p->gate, MP(m, params, P_GATE), sizeof(real) * m->H);
+    for (int h = 0; h < m->H; h++) p->gate[h] = (real)(1 / (1 + exp(-(double)p->gate[h])));
+    return p->gate;
+}
+
+/* out = ws x a + wg x b per head block ([B,H,L] blocks of L reals; out may be a or b only
+ * when it is a and wg is 0) */
+static void mix_heads(const Mixer *m, real *out, const real *a, const real *b, const real *g, int B, size_t L, int sdpa_w,
+                      int gma_w) {
+    for (int bb = 0; bb < B; bb++)
+        for (int h = 0; h < m->H; h++) {
+            size_t o = ((size_t)bb * m->H + h) * L;
+            real ws = sdpa_w ? g[h] : 0, wg = gma_w ? 1 - g[h] : 0;
+            if (!gma_w) { /* out = ws a (in place allowed) */
+                if (out != a) g_ops->copy(out + o, a + o, sizeof(real) * L);
+                g_ops->scale(out + o, ws, L);
+                continue;
+            }
+            g_ops->copy(out + o, b + o, sizeof(real) * L);
+            g_ops->scale(out + o, wg, L);
+            if (sdpa_w) g_ops->axpy(out + o, ws, a + o, L);
+        }
+}
+
+static void gated_forward(Mixer *m, const MixerCtx *c, real *y, const real *h, const real *params, real *act,
+                          real *scratch) {
+    int B = c->B, N = c->N;
+    Blocks k = carve(m, B, N, act);
+    attn_proj_qkv(m, params, h, k.qh, k.kh, k.vh, scratch, B, N);
+    gma_mix_forward(CHILD(m), c, params, act, scratch);
+    if (c->keymask) key_bias(k.kb, c->keymask, B, N);
+    g_ops->attn_forward(k.ohs, k.lse, k.qh, k.kh, k.vh, c->keymask ? k.kb : NULL, B, m->H, N, m->d, c->causal,
+                        (real)((GatedPriv *)m->priv)->scale, NULL);
+    mix_heads(m, k.oh, k.ohs, k.ohg, gates(m, params), B, (size_t)N * m->d, 1, 1);
+    attn_proj_out(m, params, y, k.oh, scratch, B, N);
+}
+
+static void gated_backward(Mixer *m, const MixerCtx *c, real *dh, const real *dy, const real *h, const real *params,
+                           real *grads, real *act, real *scratch) {
+    int B = c->B, N = c->N, H = m->H;
+    size_t hs = (size_t)B * N * m->D, L = (size_t)N * m->d;
+    Blocks k = carve(m, B, N, act);
+    real *sg = scratch, *doh = sg + CHILD(m)->vt->scratch_size(CHILD(m), B, N), *tmp = doh + hs, *dq = tmp + hs,
+         *dk = dq + hs, *dv = dk + hs, *dots = dv + hs;
+    attn_proj_out_backward(m, params, grads, doh, dy, k.oh, doh, tmp, B, N);
+    const real *g = gates(m, params);
+    /* the gate: dL/da_h = g (1 - g) <doh_h, oh_sdpa_h - oh_gma_h> */
+    for (int b = 0; b < B; b++) {
+        g_ops->matmul_strided(dots, doh + (size_t)b * H * L, k.ohs + (size_t)b * H * L, 1, 1, (int)L, 0, 0, 1, b > 0, H, L,
+                              L, 1);
+        g_ops->matmul_strided(dots + H, doh + (size_t)b * H * L, k.ohg + (size_t)b * H * L, 1, 1, (int)L, 0, 0, 1, b > 0,
+                              H, L, L, 1);
+    }
+    real *hd = xmalloc(sizeof(real) * 3 * H), *dg = hd + 2 * H;
+    g_ops->to_host(hd, dots, sizeof(real) * 2 * H);
+    g_ops->to_host(dg, MP(m, grads, P_GATE), sizeof(real) * H);
+    for (int i = 0; i < H; i++) dg[i] += g[i] * (1 - g[i]) * (hd[i] - hd[H + i]);
+    g_ops->to_device(MP(m, grads, P_GATE), dg, sizeof(real) * H);
+    free(hd);
+    /* the GMA path with (1 - g) doh, then the softmax path with g doh */
+    mix_heads(m, sg, NULL, doh, g, B, L, 0, 1);
+    real *free_sg = gma_mix_backward(CHILD(m), c, params, grads, act, sg);
+    (void)free_sg;
+    mix_heads(m, doh, doh, NULL, g, B, L, 1, 0);
+    g_ops->zero(dq, sizeof(real) * 3 * hs);
+    g_ops->attn_backward(dq, dk, dv, doh, k.ohs, k.lse, k.qh, k.kh, k.vh, c->keymask ? k.kb : NULL, B, H, N, m->d, c->causal,
+                         (real)((GatedPriv *)m->priv)->scale, NULL);
+    g_ops->axpy(dq, 1, sg, hs);          /* the child's dq */
+    g_ops->axpy(dv, 1, sg + hs, hs);     /* dv */
+    g_ops->axpy(dk, 1, sg + 2 * hs, hs); /* dk */
+    attn_proj_qkv_backward(m, params, grads, dh, h, dq, dk, dv, tmp, B, N);
+}
+
+static void gated_destroy(Mixer *m) {
+    GatedPriv *p = m->priv;
+    p->gma->vt->destroy(p->gma);
+    free(p->gate);
+    free(p);
+    free(m);
+}
+
+/* ---- decoding: both paths one token on ---- */
+static size_t gated_dstate(const Mixer *m, int Nmax) {
+    return gma_mix_step_state(CHILD(m)) + attn_decode_state(m->H, Nmax, m->d);
+}
+static void gated_decode(Mixer *m, real *y, const real *h, const real *params, real *state, int B, int pos, int Nmax,
+                         real *act, real *scratch) {
+    size_t ss = gated_dstate(m, Nmax), ls = gma_mix_step_state(CHILD(m)), hs = (size_t)B * m->D;
+    Blocks k = carve(m, B, 1, act);
+    attn_proj_qkv(m, params, h, k.qh, k.kh, k.vh, scratch, B, 1);
+    gma_mix_step(CHILD(m), params, k.ohg, state, ss, k.qh, k.kh, k.vh, B, scratch + hs);
+    g_ops->attn_step(k.ohs, state + ls, ss, k.qh, k.kh, k.vh, B, m->H, m->d, Nmax, pos, (real)((GatedPriv *)m->priv)->scale);
+    mix_heads(m, k.oh, k.ohs, k.ohg, gates(m, params), B, (size_t)m->d, 1, 1);
+    attn_proj_out(m, params, y, k.oh, scratch, B, 1);
+}
+
+/* ---- the GMA child's hooks ---- */
+static double gated_aux_loss(const Mixer *m, double *weight) { return CHILD(m)->vt->aux_loss(CHILD(m), weight); }
+static int gated_rank_averaged(const Mixer *m, int tensor) { return CHILD(m)->vt->rank_averaged(CHILD(m), tensor); }
+/* the child's act block starts the layer's: its query rows and responsibilities are there */
+static void gh_components(const Mixer *m, const real *act, int B, int N, MixerComponents *out) {
+    CHILD(m)->vt->health->components(CHILD(m), act, B, N, out);
+}
+static void gh_update_buffers(Mixer *m, const MixerCtx *c, real *params, const real *act) {
+    CHILD(m)->vt->health->update_buffers(CHILD(m), c, params, act);
+}
+static const MixerHealth gated_health = {.components = gh_components, .update_buffers = gh_update_buffers};
+
+const MixerVT mixer_gated = {
+    .name = "gated",
+    .gma_layer = 1,
+    .causal_ok = 1,
+    .bidir_ok = 1,
+    .attn_dropout_why = "mixes its softmax path with a GMA path, which has no attention probabilities to drop",
+    .validate = gated_validate,
+    .create = gated_create,
+    .init = gated_init,
+    .act_size = gated_act,
+    .scratch_size = gated_scratch,
+    .forward = gated_forward,
+    .backward = gated_backward,
+    .destroy = gated_destroy,
+    .decode_state = gated_dstate,
+    .decode = gated_decode,
+    .aux_loss = gated_aux_loss,
+    .rank_averaged = gated_rank_averaged,
+    .health = &gated_health,
+    .fused_flops = gated_fused_flops,
+};
