@@ -258,6 +258,9 @@ START_TEST(test_passkey_gmaeval) {
     ck_assert_int_eq(run("./bin/gmaeval --checkpoint %s --data test --bucket-size 0 --seq-len 100000 --batch 1 --threads 1 "
                          "--bucket-size 1", tu_path("pn")), 2);
     ck_assert_msg(strstr(g_out, "--bucket-size 1") && strstr(g_out, "buckets"), "%s", g_out);
+    /* the buffers are planned for the longer window: one far too long for this machine is refused before anything is taken */
+    ck_assert_int_eq(run("./bin/gmaeval --checkpoint %s --data test --seq-len 16000000 --batch 4096 --threads 1", tu_path("pn")), 2);
+    ck_assert_msg(strstr(g_out, "batch 4096 x 16000000") && strstr(g_out, "GiB"), "%s", g_out);
     ck_assert_int_eq(run("./bin/gmatrain --config configs/passkey.json --out %s --set model.pos=learned %s", tu_path("pl"), sets), 0);
     ck_assert_int_eq(run("./bin/gmaeval --checkpoint %s --data test --seq-len 64 --threads 1", tu_path("pl")), 2);
     ck_assert_msg(strstr(g_out, "model.pos \"learned\"") && strstr(g_out, "pl/") && !strchr(strchr(g_out, '\n') + 1, '\n'),
