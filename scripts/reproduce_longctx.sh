@@ -95,11 +95,12 @@ def at(r, L):
     return r["by_length"].get(str(L))
 seeds = sorted({r["seed"] for r in runs})
 T = R["train_len"]
+shown = os.path.relpath(res) if not os.path.relpath(res).startswith("..") else os.path.basename(res)
 hdr = " | ".join("%d (%gx)" % (L, L / T) for L in lens)
 L = ["## Long context", "",
      "Command: `%s` (%s; JSON `%s`). Profile %s: every mixer trained at %d tokens with model.pos \"%s\", %s steps, "
      "seed%s %s, then `gmaeval --data test --seq-len N --bucket-size %d` at each length N (docs/longctx.md). "
-     "Machine: %s; timings are loose." % (R["command"], R["date"], res, R["profile"], T, R["pos"], "%d passkey and %d lm" % (R["steps"]["passkey"], R["steps"]["lm"]),
+     "Machine: %s; timings are loose." % (R["command"], R["date"], shown, R["profile"], T, R["pos"], "%d passkey and %d lm" % (R["steps"]["passkey"], R["steps"]["lm"]),
      "s" if len(seeds) > 1 else "", ", ".join(str(s) for s in seeds), T, R.get("machine", "unknown")), ""]
 if any(r["task"] == "passkey" for r in runs):
     L += ["Passkey retrieval (%s): exact match of all digits, test split, %s (per-digit accuracy in "
@@ -189,9 +190,14 @@ PY
   for p in $pngs; do
     [ -f "$dir/$p" ] || continue
     cp "$dir/$p" docs/results/longctx/
-    figs="$figs![$p](results/longctx/$p)"$'\n\n'
+    case "$p" in
+      ppl_position.png) cap="test perplexity against position in the longest window, per mixer";;
+      passkey_length.png) cap="passkey exact match against evaluation length, per mixer";;
+      *) cap="passkey exact match against the depth of the key at twice the training length, per mixer";;
+    esac
+    figs="$figs![$cap](results/longctx/$p)"$'\n\n'
   done
-  { cat "$dir/results.md"; [ -n "$figs" ] && printf '%s' "$figs"; [ -f "$dir/notes.md" ] && cat "$dir/notes.md"; } > "$dir/section.md"
+  { cat "$dir/results.md"; echo; [ -n "$figs" ] && printf '%s' "$figs"; [ -f "$dir/notes.md" ] && cat "$dir/notes.md"; } > "$dir/section.md"
   awk -v sec="$dir/section.md" 'function put() { while ((getline l < sec) > 0) print l; print ""; done = 1 }
     /^## Long context$/ { put(); skip = 1; next }
     skip && /^## / { skip = 0 }

@@ -329,6 +329,11 @@ static int validate_recall(const Config *c) {
     return 0;
 }
 
+static int validate_passkey(const Config *c) {
+    PasskeyTask t;
+    return passkey_init(&t, c, c->train.seq_len);
+}
+
 typedef struct SourceInfo {
     const char *name;
     int needs_path;

@@ -69,7 +69,7 @@ Tokenizer *lmdata_tokenizer(const char *dir);
 #define DATA_SOURCES(X, SEP)                               \
     X(recall, 0, validate_recall) /* the embedded generator */ SEP \
     X(mqar, 0, NULL) /* Zoology's multi-query recall (mqar.h) */ SEP \
-    X(passkey, 0, NULL) /* passkey retrieval (passkey.h) */ SEP \
+    X(passkey, 0, validate_passkey) /* passkey retrieval (passkey.h) */ SEP \
     X(shards, 1, NULL) /* token shards */ SEP               \
     X(cls, 1, NULL) /* a classification task (data.task) */
 #define DATA_SOURCE_ENUM_(name, ...) DATA_##name,

@@ -7,7 +7,6 @@
 
 #include "core/common.h"
 #include "core/rng.h"
-#include "data/lm/lmdata.h"
 #include "data/lm/mqar.h"
 
 #define O(f) offsetof(PasskeyCfg, f)
@@ -30,13 +29,8 @@ static const CfgKey g_keys[] = {
 
 const PasskeyCfg *passkey_cfg(const Config *c) { return cfg_section_of(c, &passkey_cfg_section); }
 
-static int validate_passkey(const Config *c) {
-    if (c->data.source != DATA_passkey) return 0;
-    PasskeyTask t;
-    return passkey_init(&t, c, c->train.seq_len);
-}
-
-const CfgSection passkey_cfg_section = {"passkey", sizeof(PasskeyCfg), g_keys, CFG_N(g_keys), validate_passkey, "data"};
+/* the checks run when data.source is "passkey" (lmdata.c's DATA_SOURCES row: passkey_init) */
+const CfgSection passkey_cfg_section = {"passkey", sizeof(PasskeyCfg), g_keys, CFG_N(g_keys), NULL, "data"};
 
 int passkey_init(PasskeyTask *t, const Config *c, int N) {
     const PasskeyCfg *p = passkey_cfg(c);
