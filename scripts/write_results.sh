@@ -7,7 +7,8 @@
 #       each unless given): the tables, which differences exceed the spread, which remedy is
 #       closest to the paper, the commands, date and machine; figures through
 #       scripts/plot_runs.sh (when present) into docs/results/ (or --figures), embedded;
-#       each --note TEXT a paragraph under "Notes on these runs".
+#       each --note TEXT a paragraph under "Notes on these runs". A section "## Long context"
+#       already in the page (scripts/reproduce_longctx.sh --write-docs) is kept as it stands.
 #   scripts/write_results.sh combine-small PREFIX COMMAND RUN.json...
 #       PREFIX.json, PREFIX.txt, PREFIX.md from the per-run files of reproduce_small.sh.
 #   scripts/write_results.sh combine-routing PREFIX COMMAND VARIANT.json...
@@ -306,6 +307,23 @@ def split_lines(meta_path):
     except (OSError, ValueError, KeyError, TypeError):
         return []
 
+def kept_section(path, head):
+    """The section `head` of the page at path as it stands (scripts/reproduce_longctx.sh
+    --write-docs writes it from its own JSON), so that rewriting the page keeps it."""
+    try:
+        with open(path) as f:
+            lines = f.read().split("\n")
+    except OSError:
+        return []
+    if head not in lines:
+        return []
+    i = lines.index(head)
+    j = next((k for k in range(i + 1, len(lines)) if lines[k].startswith("## ")), len(lines))
+    sec = lines[i:j]
+    while sec and not sec[-1].strip():
+        sec.pop()
+    return sec + [""]
+
 def results_md(small_path, routing_path, out_path, figdir, do_plots, notes=()):
     small = load(small_path) if small_path else None
     routing = load(routing_path) if routing_path else None
@@ -346,6 +364,7 @@ def results_md(small_path, routing_path, out_path, figdir, do_plots, notes=()):
         for f in figs:
             if f[0] == "routing":
                 L += ["![%s](%s)" % (f[1], rel(f[2])), "", "%s: `%s`" % (f[1][0].upper() + f[1][1:], shell(f[3])), ""]
+    L += kept_section(out_path, "## Long context")
     if notes:
         L += ["## Notes on these runs", ""]
         for n in notes:

@@ -4,7 +4,8 @@
 # and one line naming the option (need_value of lib_reproduce.sh). 2. A dry run of ListOps
 # alone makes ListOps' stand-in data and no other task's. 3. The LRA table's rows in percent
 # beside the paper's percent; reproduce_mqar.sh's dry run and its table of the best learning
-# rate per point from tests/fixtures/mqar_results.json. 4. reproduce_small.sh on a tiny corpus given by --sotu, in a
+# rate per point from tests/fixtures/mqar_results.json; reproduce_longctx.sh's dry run, refusals,
+# its table over seeds from tests/fixtures/longctx_results.json and its section in docs/results.md. 4. reproduce_small.sh on a tiny corpus given by --sotu, in a
 # copy of the tree's layout (scripts, bin, configs linked): without a corpus one line and
 # exit 2; with one, the results page under runs/, docs/results.md untouched, "n/a" for the
 # spread of one seed; --write-docs writes docs/results.md; the other data folders (--spam-dir,
@@ -33,6 +34,7 @@ reproduce_routing.sh:--sotu --steps --threads --variants --monitor-every
 reproduce_future.sh:--sotu --steps --threads --variants
 write_future_results.sh:--out --note
 reproduce_mqar.sh:--profile --mixers --widths --lrs --steps --threads --device --out --table
+reproduce_longctx.sh:--profile --mixers --tasks --pos --steps --seeds --threads --device --sotu --out --table
 reproduce_wikitext.sh:--profile --data --mixers --steps --device
 lra_dry_run.sh:--steps --dry-batch --tasks --mixers --data --device --threads --set --from
 lra_standin.sh DIR:--n --seed --tasks
@@ -86,6 +88,45 @@ want='| mixer | width | best lr | state bytes | acc@64 | acc@128 | mean |
 [ "$(printf '%s\n' "$out" | grep -c '^gnuplot not found: plots skipped')" = 1 ] && grep -q "^128 0.9$" "$tmp/mqt/mqar_width.dat" \
   && grep -q "^8192 0.1875$" "$tmp/mqt/mqar_state.dat" && ok "reproduce_mqar.sh --table: plot data written, plots skipped without gnuplot" \
   || bad "reproduce_mqar.sh --table: '$out', width data '$(cat "$tmp/mqt/mqar_width.dat" 2>&1 | paste -sd' ' -)'"
+
+# 3c. reproduce_longctx.sh: the dry run prints one gmatrain line per task x mixer x seed and
+# trains nothing; bad values refused in one line; the table writer on
+# tests/fixtures/longctx_results.json gives mean ± sample std over the two seeds by length,
+# the plot data (exact match against length, perplexity against position at the longest
+# length), and --write-docs puts the section into docs/results.md of a copy, before "## Notes"
+out=$(scripts/reproduce_longctx.sh --profile paper --dry-run --mixers "sdpa gma" --seeds 2 --out "$tmp/lc" 2>&1); rc=$?
+nl=$(printf '%s\n' "$out" | grep -c '^bin/gmatrain ')
+[ $rc -eq 0 ] && [ "$nl" = 8 ] && [[ "$out" == *"--out $tmp/lc/passkey-gma-s2 --set model.mixer=gma --set seed=2"* ]] \
+  && [[ "$out" == *"configs/small_sdpa.json --out $tmp/lc/lm-sdpa-s1"* ]] && [[ "$out" == *"tested at lengths 1024 2048 4096 8192 16384"* ]] \
+  && [ ! -e "$tmp/lc" ] && ok "reproduce_longctx.sh --dry-run: 8 runs printed, none made" \
+  || bad "reproduce_longctx.sh --dry-run: exit $rc, $nl runs, '$(printf '%s\n' "$out" | head -2)'"
+for a in "--pos learned" "--mixers linformer" "--tasks mqar" "--seeds 0"; do
+  # shellcheck disable=SC2086
+  out=$(scripts/reproduce_longctx.sh $a --dry-run 2>&1); rc=$?
+  [ $rc -eq 2 ] && [ "$(printf '%s\n' "$out" | wc -l)" = 1 ] && [[ "$out" == *"${a%% *}"* ]] \
+    || bad "reproduce_longctx.sh $a: exit $rc, '$out' (want exit 2 and one line naming the option)"
+done
+ok "reproduce_longctx.sh: --pos, --mixers, --tasks, --seeds refused in one line naming them"
+mkdir -p "$tmp/lct" && cp tests/fixtures/longctx_results.json "$tmp/lct/results.json"
+out=$(GNUPLOT=no-such-gnuplot scripts/reproduce_longctx.sh --table "$tmp/lct/results.json" 2>&1); rc=$?
+md=$(cat "$tmp/lct/results.md" 2>&1)
+[ $rc -eq 0 ] && [[ "$md" == *"| gma | 0.900 ± 0.071 (0.800 ± 0.000) | 0.150 ± 0.071 (0.300 ± 0.000) |"* ]] \
+  && [[ "$md" == *"| sdpa | 415.0 ± 7.1 | 515.0 ± 7.1 |"* ]] && [[ "$md" == *"seeds 1, 2"* ]] \
+  && ok "reproduce_longctx.sh --table: mean ± std over seeds by length" || bad "reproduce_longctx.sh --table: exit $rc, '$out', '$md'"
+[ "$(sed -n 2,3p "$tmp/lct/passkey_length.dat" | paste -sd' ' -)" = "128 0.65 256 0.15" ] \
+  && [ "$(sed -n 2,3p "$tmp/lct/ppl_position.dat" | paste -sd' ' -)" = "0 400 128 600" ] \
+  && [ "$(printf '%s\n' "$out" | grep -c '^gnuplot not found: plots skipped')" = 1 ] \
+  && ok "reproduce_longctx.sh --table: plot data written, plots skipped without gnuplot" \
+  || bad "reproduce_longctx.sh --table: data '$(cat "$tmp/lct/passkey_length.dat" "$tmp/lct/ppl_position.dat" 2>&1 | paste -sd' ' -)'"
+r=$tmp/lctree; mkdir -p "$r/scripts" "$r/docs"
+cp scripts/reproduce_longctx.sh scripts/lib_reproduce.sh "$r/scripts/"
+printf '# Results\n\n## Small profile over seeds\n\nold\n\n## Long context\n\nstale\n\n## Notes on these runs\n\nnote\n' > "$r/docs/results.md"
+out=$(cd "$r" && GNUPLOT=no-such-gnuplot scripts/reproduce_longctx.sh --table "$tmp/lct/results.json" --write-docs 2>&1); rc=$?
+[ $rc -eq 0 ] && ! grep -q stale "$r/docs/results.md" && [ "$(grep -c '^## Long context$' "$r/docs/results.md")" = 1 ] \
+  && [ "$(grep -n '^## ' "$r/docs/results.md" | cut -d: -f2- | paste -sd'|' -)" = "## Small profile over seeds|## Long context|## Notes on these runs" ] \
+  && grep -q '^| gma | 440.0 ± 7.1 | 515.0 ± 7.1 |$' "$r/docs/results.md" && grep -q '^note$' "$r/docs/results.md" \
+  && ok "reproduce_longctx.sh --write-docs: the section replaced in docs/results.md, the rest kept" \
+  || bad "reproduce_longctx.sh --write-docs: exit $rc, '$out', '$(cat "$r/docs/results.md")'"
 
 # 4. reproduce_small.sh in a tree of its own: scripts, bin, configs linked, make a no-op
 r=$tmp/tree

@@ -25,7 +25,8 @@
 
 static const char *const USAGE =
     "gmaeval --checkpoint PATH --data SPLIT|FILE [--data-path DIR] [--seq-len N] [--batch B] [--stride S]\n"
-    "               [--json OUT] [--device cpu|cuda] [--threads N] [--drop-last]\n"
+    "               [--bucket-size S]"
+" [--json OUT] [--device cpu|cuda] [--threads N] [--drop-last]\n"
     "               [--analyze] [--analyze-json FILE] [--dump-responsibilities FILE]\n";
 static const char *const ABOUT =
     "PATH: a checkpoint directory, a run directory (its latest checkpoint) or a model.safetensors.\n"
@@ -37,13 +38,16 @@ static const char *const ABOUT =
     "  beside --json as X.analysis.json, else analysis.json), a readable report (stdout and FILE's .txt),\n"
     "  PNG plots in FILE's _plots/ directory through gnuplot when installed.\n"
     "--dump-responsibilities FILE: raw query responsibilities, binary layout in docs/analysis.md.\n"
+    "--seq-len N: past the model's max_seq_len when its positions are \"sinusoidal\" (the table is extended) or\n"
+    "  \"none\" and no mixer is sized by it (docs/longctx.md); --bucket-size S: loss and perplexity at window\n"
+    "  positions [0, S), [S, 2S), ... as flash-linear-attention's evals/ppl.py (printed and in the JSON).\n"
     "--drop-last: classifiers: score whole batches of B (--batch, else the run's train.batch_size) only,\n"
     "  as the trainer with train.eval_drop_last (the LRA release's drop_remainder).\n";
 
 /* the command line */
 typedef struct Args {
     const char *ckpt, *data, *json, *device, *ajson, *dump, *data_path;
-    int analyze, drop_last, seq_len, batch, stride, threads;
+    int analyze, drop_last, seq_len, batch, stride, threads, bucket;
 } Args;
 
 /* OPTS_GO_ON, or the exit code (--help 0, bad input 2) */
@@ -56,6 +60,7 @@ static int parse_args(Args *a, int argc, char **argv) {
         OPTI("--seq-len", &a->seq_len, 1, INT_MAX, "window length [train.seq_len]"),
         OPTI("--batch", &a->batch, 1, INT_MAX, "windows per batch [train.batch_size]"),
         OPTI("--stride", &a->stride, 0, INT_MAX, "tokens scored per window [data.eval_stride]"),
+        OPTI("--bucket-size", &a->bucket, 0, INT_MAX, "tokens per position bucket of the loss table (0 none)"),
         OPTS("--json", &a->json, "OUT", "also write the figures as JSON"),
         OPTS("--device", &a->device, "cpu|cuda", "backend (the config key device) [the run's]"),
         OPT_THREADS(&a->threads, "CPU threads, 0 all [the run's]"),
@@ -209,12 +214,72 @@ static cJSON *recall_json(const EvalResult *r, const RecallTask *t) {
     return o;
 }
 
+/* passkey retrieval: exact and per-digit accuracy, overall and by the key's depth */
+static void passkey_print(const EvalResult *r) {
+    printf("passkey: exact %.4f | per digit %.4f | %.0f examples\nexact by depth:", r->pk_exact, r->pk_digit, r->pk_examples);
+    for (int b = 0; b < PASSKEY_DEPTH_BUCKETS; b++)
+        if (r->pk_depth_n[b] > 0) printf("%s %.1f-%.1f: %.3f", b ? " |" : "", (double)b / PASSKEY_DEPTH_BUCKETS,
+                                         (double)(b + 1) / PASSKEY_DEPTH_BUCKETS, r->pk_depth_exact[b]);
+    printf("\n");
+}
+
+static cJSON *passkey_json(const EvalResult *r) {
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddNumberToObject(o, "examples", r->pk_examples);
+    cJSON_AddNumberToObject(o, "exact", r->pk_exact);
+    cJSON_AddNumberToObject(o, "digit", r->pk_digit);
+    cJSON *a = cJSON_AddArrayToObject(o, "by_depth");
+    for (int b = 0; b < PASSKEY_DEPTH_BUCKETS; b++) {
+        cJSON *e = cJSON_CreateObject();
+        cJSON_AddNumberToObject(e, "from", (double)b / PASSKEY_DEPTH_BUCKETS);
+        cJSON_AddNumberToObject(e, "to", (double)(b + 1) / PASSKEY_DEPTH_BUCKETS);
+        cJSON_AddNumberToObject(e, "examples", r->pk_depth_n[b]);
+        cJSON_AddNumberToObject(e, "exact", r->pk_depth_exact[b]);
+        cJSON_AddNumberToObject(e, "digit", r->pk_depth_digit[b]);
+        cJSON_AddItemToArray(a, e);
+    }
+    return o;
+}
+
+/* the loss by window position, one bucket a line */
+static void buckets_print(const EvalResult *r, int N) {
+    char nt[32];
+    printf("by position (buckets of %d tokens):\n%-16s %12s %8s %10s\n", r->bucket, "positions", "tokens", "loss", "ppl");
+    for (int i = 0; i < r->n_buckets; i++) {
+        char pos[40];
+        snprintf(pos, sizeof pos, "%d-%d", i * r->bucket, GMA_MIN((i + 1) * r->bucket, N) - 1);
+        if (r->bucket_tokens[i] > 0)
+            printf("%-16s %12s %8.4f %10.3f\n", pos, fmt_count(nt, sizeof nt, r->bucket_tokens[i]), r->bucket_loss[i],
+                   exp(r->bucket_loss[i]));
+        else
+            printf("%-16s %12s %8s %10s\n", pos, "0", "-", "-");
+    }
+}
+
+static cJSON *buckets_json(const EvalResult *r, int N) {
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddNumberToObject(o, "bucket_size", r->bucket);
+    cJSON *a = cJSON_AddArrayToObject(o, "buckets");
+    for (int i = 0; i < r->n_buckets; i++) {
+        cJSON *e = cJSON_CreateObject();
+        cJSON_AddNumberToObject(e, "from", i * r->bucket);
+        cJSON_AddNumberToObject(e, "to", GMA_MIN((i + 1) * r->bucket, N));
+        cJSON_AddNumberToObject(e, "tokens", r->bucket_tokens[i]);
+        cJSON_AddNumberToObject(e, "loss", r->bucket_loss[i]);
+        cJSON_AddNumberToObject(e, "ppl", r->bucket_tokens[i] > 0 ? exp(r->bucket_loss[i]) : 0);
+        cJSON_AddItemToArray(a, e);
+    }
+    return o;
+}
+
 /* the evaluation's figures as JSON: 0, or 1 with one line */
 static int lm_json(const Args *a, const char *dir, const Config *cfg, const LmData *d, const EvalResult *r, int N, double dt) {
     cJSON *o = cJSON_CreateObject();
     cJSON_AddStringToObject(o, "checkpoint", dir);
     cJSON_AddStringToObject(o, "data", a->data);
     if (r->queries) cJSON_AddItemToObject(o, "recall", recall_json(r, &d->recall));
+    if (d->is_passkey) cJSON_AddItemToObject(o, "passkey", passkey_json(r));
+    if (r->n_buckets) cJSON_AddItemToObject(o, "position_buckets", buckets_json(r, N));
     cJSON_AddNumberToObject(o, "seq_len", N);
     cJSON_AddNumberToObject(o, "stride", cfg->data.eval_stride);
     cJSON_AddNumberToObject(o, "windows", (double)r->windows);
@@ -235,13 +300,16 @@ static int lm_json(const Args *a, const char *dir, const Config *cfg, const LmDa
 static void lm_print(const Args *a, const char *dir, const Config *cfg, const LmData *d, int split, int split_file,
                      const EvalResult *r, double dt) {
     char nt[32], nw[32], nwin[32];
-    printf("checkpoint %s | data %s\n", dir, split_file ? a->data : d->is_recall ? "recall" : d->is_mqar ? "mqar" : cfg->data.path);
+    printf("checkpoint %s | data %s\n", dir, split_file ? a->data : d->is_recall ? "recall"
+           : d->is_mqar ? "mqar" : d->is_passkey ? "passkey" : cfg->data.path);
     printf("%s loss %.4f | ppl %.3f", split_file ? "file" : lmdata_split_name(split), r->loss, r->ppl);
     if (r->word_ppl > 0) printf(" | word ppl %.3f (%s words)", r->word_ppl, fmt_count(nw, sizeof nw, r->words));
-    if (d->is_recall || d->is_mqar) printf(" | acc %.4f", r->acc);
+    if (d->is_recall || d->is_mqar || d->is_passkey) printf(" | acc %.4f", r->acc);
     printf(" | %s tokens in %s windows | %.1f s\n", fmt_count(nt, sizeof nt, r->tokens),
            fmt_count(nwin, sizeof nwin, (double)r->windows), dt);
     if (r->queries) recall_print(r, &d->recall);
+    if (d->is_passkey) passkey_print(r);
+    if (r->n_buckets) buckets_print(r, r->window);
 }
 
 /* the data: a split of the run's (its directory found wherever the run and the data went,
@@ -288,10 +356,14 @@ static int eval_lm(const Args *a, Config *cfg, const char *dir, int B, int N) {
     LmData d;
     Model m;
     int split, split_file = lmdata_split_index(a->data) < 0, rc;
+    if (a->bucket > 0 && (N + a->bucket - 1) / a->bucket > EVAL_MAX_BUCKETS) {
+        fprintf(stderr, "gmaeval: --bucket-size %d makes more than %d buckets of a window of %d\n", a->bucket, EVAL_MAX_BUCKETS, N);
+        return 2;
+    }
     if ((rc = open_data(&d, cfg, a, dir, &split)) != 0 || (rc = load_model(&m, a, cfg, dir, B, N)) != 0) return rc;
     double t0 = gma_now();
     EvalResult r;
-    if (evaluate(&m, &d, split, B, N, 0, &r) != 0) return fail(1);
+    if (evaluate_buckets(&m, &d, split, B, N, 0, a->bucket, &r) != 0) return fail(1);
     if (!isfinite(r.loss)) { /* huge or broken weights: no figure to print or write */
         fprintf(stderr, "gmaeval: %s: the %s loss is not finite (%g) from window %ld on (%d tokens each): the weights give "
                 "non-finite logits\n", dir, split_file ? a->data : lmdata_split_name(split), r.loss, r.bad_window, N);
@@ -317,10 +389,7 @@ int main(int argc, char **argv) {
     char dir[2048];
     Config cfg;
     if (ckpt_open_config(a.ckpt, a.device, a.threads, dir, sizeof dir, &cfg) != 0) return fail(2);
-    if (a.seq_len > cfg.model.max_seq_len) {
-        fprintf(stderr, "gmaeval: --seq-len %d is longer than the model's max_seq_len %d\n", a.seq_len, cfg.model.max_seq_len);
-        return 2;
-    }
+    if (model_extend_window(&cfg, a.seq_len, dir) != 0) return fail(2); /* past the training length: docs/longctx.md */
     int N = a.seq_len ? a.seq_len : cfg.train.seq_len, B = a.batch ? a.batch : cfg.train.batch_size;
     if (a.stride > N) { /* a window of N tokens cannot score the last S > N of them */
         fprintf(stderr, "gmaeval: --stride %d is larger than the window length %d (--seq-len)\n", a.stride, N);

@@ -118,6 +118,26 @@ int model_build(Model *m, const Config *c) {
     return 0;
 }
 
+int model_extend_window(Config *c, int N, const char *src) {
+    ModelCfg *mc = &c->model;
+    if (N <= mc->max_seq_len) return 0;
+    if (mc->pos == POS_LEARNED)
+        return gma_errorf("--seq-len %d is longer than model.max_seq_len %d: model.pos \"learned\" of checkpoint %s has one row of "
+                          "pos_emb.weight per position, none past %d (positions \"sinusoidal\" or \"none\" extend)",
+                          N, mc->max_seq_len, src, mc->max_seq_len);
+    if (mc->task == MODEL_CLASSIFY)
+        return gma_errorf("--seq-len %d is longer than model.max_seq_len %d of checkpoint %s: a classifier is evaluated within it", N,
+                          mc->max_seq_len, src);
+    for (int l = 0; l < mc->n_layers; l++) {
+        const MixerVT *vt = mixer_find(cfg_layer_mixer(c, l));
+        if (vt && vt->fixed_window)
+            return gma_errorf("--seq-len %d is longer than model.max_seq_len %d: layer %d's mixer %s of checkpoint %s: %s",
+                              N, mc->max_seq_len, l, vt->name, src, vt->fixed_window);
+    }
+    mc->max_seq_len = N;
+    return 0;
+}
+
 /* The language model's head in chunks of rows (docs/model.md §1): model.head_chunk rows, or
  * with 0 as many rows as HEAD_AUTO_BYTES of logits hold (a multiple of 64 from 64 rows up). */
 #define HEAD_AUTO_BYTES ((size_t)64 << 20)

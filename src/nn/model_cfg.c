@@ -2,6 +2,8 @@
  * values derived from them. */
 #include "nn/model_cfg.h"
 
+#include <math.h>
+
 #include "core/common.h"
 
 #define O(f) CFG_OFF(f)
@@ -77,3 +79,22 @@ int cfg_causal(const Config *c) {
 int cfg_d_ff(const Config *c) { return c->model.d_ff > 0 ? c->model.d_ff : 4 * c->model.d_model; }
 
 int cfg_qkv_dim(const Config *c) { return c->model.qkv_dim > 0 ? c->model.qkv_dim : c->model.d_model; }
+
+double cfg_pos_scale_ratio(const Config *c) {
+    if (c->model.pos != POS_SINUSOIDAL) return 0;
+    double std = c->model.embed_std >= 0 ? c->model.embed_std : c->model.init_std;
+    return std > 0 ? sqrt(0.5) / std : INFINITY;
+}
+
+int cfg_pos_scale_warn(const Config *c, FILE *f, const char *prog) {
+    static int said;
+    double r = cfg_pos_scale_ratio(c);
+    if (said || !(r > POS_SCALE_WARN)) return 0;
+    said = 1;
+    double std = c->model.embed_std >= 0 ? c->model.embed_std : c->model.init_std;
+    fprintf(f, "%s: warning: model.pos \"sinusoidal\": the table's RMS 0.707 is %.0fx the token embeddings' init std %g "
+            "(model.embed_std, else model.init_std; warned above %gx): the positions drown the tokens and a language model "
+            "barely trains; raise model.embed_std (e.g. 0.5) or use model.pos \"learned\" or \"none\"\n", prog, r, std,
+            POS_SCALE_WARN);
+    return 1;
+}

@@ -4,6 +4,7 @@
 #include "core/config.h"
 #include "data/cls/clsdata.h"
 #include "data/lm/lmdata.h"
+#include "data/lm/passkey.h"
 #include "nn/cls_head.h"
 #include "nn/mixers/mixer.h"
 #include "nn/model_cfg.h"
@@ -28,6 +29,7 @@ void config_register_all(void) {
         sections[n++] = &run_train_cfg_section;
         sections[n++] = &optim_cfg_section;
         sections[n++] = &lmdata_cfg_section;
+        sections[n++] = &passkey_cfg_section;
         sections[n++] = &clsdata_cfg_section;
         reg = (CfgRegistry){.mixers = mixer_names(), .sections = sections, .n_sections = n};
     }

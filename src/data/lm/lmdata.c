@@ -79,11 +79,29 @@ static int mqar_open(LmData *d, const Config *c, unsigned mask) {
     return 0;
 }
 
+/* passkey: the training lengths within the window train.seq_len when train is opened; the
+ * window (gmaeval's --seq-len for test) holds one example */
+static int passkey_open(LmData *d, const Config *c, unsigned mask) {
+    PasskeyTask *t = &d->passkey;
+    if (passkey_init(t, c, (mask & 1u) ? c->train.seq_len : 0) != 0) return -1;
+    if (c->train.seq_len < passkey_min_len(t->digits))
+        return gma_errorf("key train.seq_len: a window of %d tokens is too short for a passkey of data.passkey_digits %d "
+                          "(at least %d; gmaeval --seq-len N)", c->train.seq_len, t->digits, passkey_min_len(t->digits));
+    const PasskeyCfg *p = passkey_cfg(c);
+    d->is_passkey = 1;
+    d->vocab = (uint32_t)t->vocab;
+    d->n_recall[SPLIT_TRAIN] = 0; /* unbounded stream */
+    d->n_recall[SPLIT_VALID] = p->valid;
+    d->n_recall[SPLIT_TEST] = p->test;
+    d->have[0] = d->have[1] = d->have[2] = 1;
+    return 0;
+}
+
 int lmdata_open(LmData *d, const Config *c) { return lmdata_open_splits(d, c, 7, SPLIT_TRAIN); }
 
 int lmdata_check_train_window(const LmData *d, const Config *c) {
     uint64_t need = (uint64_t)c->train.seq_len + 1, have = d->shard[SPLIT_TRAIN].count;
-    if (d->is_recall || d->is_mqar || have >= need) return 0; /* a window: seq_len inputs and the token after them */
+    if (d->is_recall || d->is_mqar || d->is_passkey || have >= need) return 0; /* a window: seq_len inputs and the token after them */
     return gma_errorf("%s/train.bin: %llu tokens; one training window of train.seq_len %d needs %llu (a larger train "
                       "split, or a smaller train.seq_len)", c->data.path, (unsigned long long)have, c->train.seq_len,
                       (unsigned long long)need);
@@ -105,6 +123,7 @@ int lmdata_open_splits(LmData *d, const Config *c, unsigned mask, int required) 
         return 0;
     }
     if (c->data.source == DATA_mqar) return mqar_open(d, c, mask);
+    if (c->data.source == DATA_passkey) return passkey_open(d, c, mask);
     if (manifest_check(c->data.path, mask) != 0) return -1; /* a set written as a whole, or refused */
     for (int s = 0; s < 3; s++) {
         char path[2100];
@@ -158,7 +177,7 @@ int lmdata_open_file(LmData *d, const char *path) {
 
 void lmdata_close(LmData *d) {
     for (int s = 0; s < 3; s++)
-        if (d->have[s] && !d->is_recall && !d->is_mqar) shard_close(&d->shard[s]);
+        if (d->have[s] && !d->is_recall && !d->is_mqar && !d->is_passkey) shard_close(&d->shard[s]);
     memset(d, 0, sizeof *d);
 }
 
@@ -181,6 +200,13 @@ void lmdata_train_batch_part(const LmData *d, Rng *rng, uint64_t batch_index, in
                          tgt + (size_t)b * N);
         return;
     }
+    if (d->is_passkey) { /* one length per batch, cycling over data.passkey_lengths */
+        int n = passkey_train_len(&d->passkey, batch_index, N);
+        for (int b = 0; b < B; b++)
+            passkey_example(&d->passkey, SPLIT_TRAIN, batch_index * B_global + first + b, n, N, tok + (size_t)b * N,
+                            tgt + (size_t)b * N);
+        return;
+    }
     const TokenShard *s = &d->shard[SPLIT_TRAIN];
     for (int g = 0; g < B_global; g++) {
         uint64_t span = s->count > (uint64_t)N + 1 ? s->count - N - 1 : 0;
@@ -199,7 +225,7 @@ void lmdata_train_batch_part(const LmData *d, Rng *rng, uint64_t batch_index, in
 /* shards: window w starts at w*S (S = stride or N) and, past the first, scores only
  * positions >= N-S (the new tokens) */
 long lmdata_eval_windows(const LmData *d, int s, int N) {
-    if (d->is_recall || d->is_mqar) return d->n_recall[s];
+    if (d->is_recall || d->is_mqar || d->is_passkey) return d->n_recall[s];
     uint64_t T = d->shard[s].count - 1; /* scored targets */
     int S = d->eval_stride > 0 && d->eval_stride < N ? d->eval_stride : N;
     if (T <= (uint64_t)N) return 1;
@@ -217,6 +243,10 @@ int lmdata_eval_batch(const LmData *d, int s, long b, int B, int N, int32_t *tok
         filled++;
         if (d->is_recall) {
             recall_example(&d->recall, s, (uint64_t)w, tk, tg);
+            continue;
+        }
+        if (d->is_passkey) {
+            passkey_example(&d->passkey, s, (uint64_t)w, N, N, tk, tg);
             continue;
         }
         if (d->is_mqar) {
@@ -259,7 +289,7 @@ int lmdata_eval_batch(const LmData *d, int s, long b, int B, int N, int32_t *tok
 #define S(f) CFG_SIZE(f)
 static const CfgKey g_lm_keys[] = {
     {"data.source", CFGT_ENUM, O(data.source), 0, "recall", 0, 0, DATA_SOURCE_CHOICES,
-     "recall: the embedded associative-recall generator; mqar: Zoology's multi-query associative recall (docs/mqar.md); shards: token shards in data.path; cls: a classification "
+     "recall: the embedded associative-recall generator; mqar: Zoology's multi-query associative recall (docs/mqar.md); passkey: passkey retrieval at long lengths (docs/longctx.md); shards: token shards in data.path; cls: a classification "
      "task (data.task) for model.task \"classify\"."},
     {"data.path", CFGT_STR, O(data.path), S(data.path), "", 0, 0, NULL, "Directory with train.bin/valid.bin/test.bin (+ meta.json)."},
     {"data.recall_vocab", CFGT_INT, O(data.recall_vocab), 0, "64", 8, 1000000, NULL, "Recall task: vocabulary (half keys, half values, minus 2 specials)."},
@@ -297,6 +327,11 @@ static int validate_recall(const Config *c) {
     if (c->data.recall_vocab < 2 * c->data.recall_pairs + 2)
         return gma_errorf("key data.recall_vocab: %d is too small for %d distinct keys", c->data.recall_vocab, c->data.recall_pairs);
     return 0;
+}
+
+static int validate_passkey(const Config *c) {
+    PasskeyTask t;
+    return passkey_init(&t, c, c->train.seq_len);
 }
 
 typedef struct SourceInfo {

@@ -1,5 +1,5 @@
 /* lmdata.h: the language-model data a run trains and evaluates on: the embedded recall
- * task, Zoology's MQAR (data/lm/mqar.h) or token shards DIR/{train,valid,test}.bin (+ DIR/meta.json).
+ * task, Zoology's MQAR (data/lm/mqar.h), passkey retrieval (data/lm/passkey.h) or token shards DIR/{train,valid,test}.bin (+ DIR/meta.json).
  *
  * Training batches: recall examples by index (step-determined), or random windows of
  * N+1 tokens drawn from the train shard with the given RNG. Evaluation walks a split in
@@ -13,6 +13,7 @@
 #include "core/config.h"
 #include "core/rng.h"
 #include "data/lm/mqar.h"
+#include "data/lm/passkey.h"
 #include "data/lm/recall.h"
 #include "data/lm/shard.h"
 #include "data/text/tokenizer.h"
@@ -25,6 +26,8 @@ typedef struct LmData {
     int n_recall[3];
     int is_mqar; /* Zoology's MQAR (data/lm/mqar.h): examples by index, as the recall task */
     MqarTask mqar;
+    int is_passkey; /* passkey retrieval (data/lm/passkey.h): examples by index, as the recall task */
+    PasskeyTask passkey;
     TokenShard shard[3];
     int have[3];
     uint32_t vocab;
@@ -66,12 +69,13 @@ Tokenizer *lmdata_tokenizer(const char *dir);
 #define DATA_SOURCES(X, SEP)                               \
     X(recall, 0, validate_recall) /* the embedded generator */ SEP \
     X(mqar, 0, NULL) /* Zoology's multi-query recall (mqar.h) */ SEP \
+    X(passkey, 0, validate_passkey) /* passkey retrieval (passkey.h) */ SEP \
     X(shards, 1, NULL) /* token shards */ SEP               \
     X(cls, 1, NULL) /* a classification task (data.task) */
 #define DATA_SOURCE_ENUM_(name, ...) DATA_##name,
 typedef enum { DATA_SOURCES(DATA_SOURCE_ENUM_, ) N_DATA_SOURCES } DataSource;
 #define DATA_SOURCE_NAME_(name, ...) #name
-#define DATA_SOURCE_CHOICES DATA_SOURCES(DATA_SOURCE_NAME_, "|") /* "recall|mqar|shards|cls" */
+#define DATA_SOURCE_CHOICES DATA_SOURCES(DATA_SOURCE_NAME_, "|") /* "recall|mqar|passkey|shards|cls" */
 /* The LM data sources' rows (data.source, data.path, data.recall_*, data.eval_stride) and checks. */
 extern const CfgSection lmdata_cfg_section;
 

@@ -178,6 +178,7 @@ static void lf_destroy(Mixer *m) {
 
 const MixerVT mixer_linformer = {
     .name = "linformer",
+    .fixed_window = "its projections E and F (linformer.k x model.max_seq_len) fix the length",
     .config = &lf_section,
     .causal_ok = 0,
     .bidir_ok = 1,

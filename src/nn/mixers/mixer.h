@@ -108,6 +108,10 @@ typedef struct MixerVT {
      * refuses attn_dropout > 0 with attn_dropout_why (docs/model.md §8) */
     int attn_dropout_ok;
     const char *attn_dropout_why;
+    /* optional: why the mixer cannot run a window longer than model.max_seq_len (its
+     * parameters are shaped by it), naming the tensor; NULL = any length (gmaeval --seq-len
+     * past the training length, model_extend_window) */
+    const char *fixed_window;
     /* optional: the mixer's configuration keys NAME.* (read with cfg_section_of) */
     const CfgSection *config;
     /* optional: check the mixer's own config keys against each other and the model, run
