@@ -182,7 +182,7 @@ END_TEST
  * and the checkpoint; the extended model evaluates windows past the old max_seq_len with its
  * buffers planned for them; the buckets add up to the whole; passkey tallies are shares */
 START_TEST(test_passkey_long_eval) {
-    ops_select("cpu");
+    ops_select(OPS_CPU);
     Config c = tu_tiny_config("gma");
     c.model.pos = POS_LEARNED;
     ck_assert_int_ne(model_extend_window(&c, 64, "RUN/latest"), 0);
