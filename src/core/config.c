@@ -240,6 +240,90 @@ static int set_mixers_list(Config *c, const char **names, int n, const char *src
     return 0;
 }
 
+/* A CFGT_STRLIST value from n items: each non-empty, without commas, valid text; joined with
+ * commas into the key's buffer */
+static int set_list(Config *c, const Key *k, const char *const *items, int n, const char *src) {
+    char *dst = AT(c, k);
+    size_t len = 0, cap = k->k->size;
+    char *tmp = xmalloc(cap);
+    tmp[0] = 0;
+    for (int i = 0; i < n; i++) {
+        size_t il = strlen(items[i]);
+        int rc = check_text(items[i], src, k->full);
+        if (!rc && (!il || strchr(items[i], ',')))
+            rc = gma_errorf("%s: key %s: element %d %s", src, k->full, i, il ? "holds a comma" : "is empty");
+        if (!rc && len + il + (i > 0) >= cap)
+            rc = gma_errorf("%s: key %s: the list is longer than %zu characters", src, k->full, cap - 1);
+        if (rc) {
+            free(tmp);
+            return -1;
+        }
+        len += (size_t)snprintf(tmp + len, cap - len, "%s%s", i ? "," : "", items[i]);
+    }
+    memcpy(dst, tmp, len + 1);
+    free(tmp);
+    return 0;
+}
+
+/* A CFGT_STRLIST value from a JSON list of strings. */
+static int set_list_json(Config *c, const Key *k, const cJSON *v, const char *src) {
+    if (!cJSON_IsArray(v)) return gma_errorf("%s: key %s: expected a list of strings", src, k->full);
+    int n = cJSON_GetArraySize(v), i = 0;
+    const char **items = xcalloc((size_t)n + 1, sizeof *items);
+    const cJSON *e;
+    cJSON_ArrayForEach(e, v) {
+        if (!cJSON_IsString(e)) {
+            free(items);
+            return gma_errorf("%s: key %s: element %d is not a string", src, k->full, i);
+        }
+        items[i++] = e->valuestring;
+    }
+    int rc = set_list(c, k, items, n, src);
+    free(items);
+    return rc;
+}
+
+/* A CFGT_STRLIST value from command-line text: a JSON list, or items separated by commas
+ * ("" is the empty list). */
+static int set_list_text(Config *c, const Key *k, const char *v, const char *src) {
+    if (v[0] == '[') {
+        cJSON *j = cJSON_Parse(v);
+        if (!j) return gma_errorf("%s: key %s: malformed list %s", src, k->full, gma_quote(v));
+        int rc = set_list_json(c, k, j, src);
+        cJSON_Delete(j);
+        return rc;
+    }
+    char *buf = xstrdup(v);
+    int n = 0, cap = 1;
+    for (const char *q = v; *q; q++) cap += *q == ',';
+    const char **items = xcalloc((size_t)cap, sizeof *items);
+    for (char *q = buf, *comma; v[0]; q = comma + 1) {
+        items[n++] = q;
+        if (!(comma = strchr(q, ','))) break;
+        *comma = 0;
+    }
+    int rc = set_list(c, k, items, n, src);
+    free(items);
+    free(buf);
+    return rc;
+}
+
+int cfg_list_next(const char **p, char *buf, size_t n) {
+    if (!*p || !**p) return 0;
+    const char *comma = strchr(*p, ',');
+    size_t len = comma ? (size_t)(comma - *p) : strlen(*p);
+    snprintf(buf, n, "%.*s", (int)len, *p);
+    *p = comma ? comma + 1 : *p + len;
+    return 1;
+}
+
+int cfg_list_count(const char *list) {
+    int n = 0;
+    char item[CFG_STR];
+    for (const char *p = list; cfg_list_next(&p, item, sizeof item);) n++;
+    return n;
+}
+
 /* Set key from a cJSON value. */
 static int set_json(Config *c, const Key *k, const cJSON *v, const char *src) {
     switch (k->k->type) {
@@ -273,6 +357,8 @@ static int set_json(Config *c, const Key *k, const cJSON *v, const char *src) {
         }
         return set_mixers_list(c, names, n, src);
     }
+    case CFGT_STRLIST:
+        return set_list_json(c, k, v, src);
     }
     return -1;
 }
@@ -335,6 +421,8 @@ static int set_text(Config *c, const Key *k, const char *v, const char *src) {
         for (char *tok = strtok_r(buf, ",", &save); tok && n < CFG_MAX_LAYERS; tok = strtok_r(NULL, ",", &save)) names[n++] = tok;
         return set_mixers_list(c, names, n, src);
     }
+    case CFGT_STRLIST:
+        return set_list_text(c, k, v, src);
     }
     return -1;
 }
@@ -353,7 +441,8 @@ void cfg_defaults(Config *c) {
 
 double cfg_num(const Config *c, const char *key) {
     Key k;
-    if (!find_key(key, &k) || k.k->type == CFGT_STR || k.k->type == CFGT_MIXERS || k.k->type == CFGT_ENUM) {
+    if (!find_key(key, &k) || k.k->type == CFGT_STR || k.k->type == CFGT_MIXERS || k.k->type == CFGT_ENUM ||
+        k.k->type == CFGT_STRLIST) {
         fprintf(stderr, "gma: cfg_num: %s is not a numeric configuration key\n", key);
         abort();
     }
@@ -555,6 +644,12 @@ char *cfg_to_json(const Config *c) {
                 for (int l = 0; l < c->model.n_mixer; l++) cJSON_AddItemToArray(arr, cJSON_CreateString(c->model.mixer[l]));
             }
             break;
+        case CFGT_STRLIST: {
+            cJSON *arr = cJSON_AddArrayToObject(parent, leaf);
+            char item[CFG_STR];
+            for (const char *q = p; cfg_list_next(&q, item, sizeof item);) cJSON_AddItemToArray(arr, cJSON_CreateString(item));
+            break;
+        }
         }
     }
     char *s = cJSON_Print(root);
@@ -564,7 +659,7 @@ char *cfg_to_json(const Config *c) {
 
 void cfg_print_reference(FILE *f) {
     fprintf(f, "| key | type | default | allowed | meaning |\n|---|---|---|---|---|\n");
-    static const char *tn[] = {"int", "number", "bool", "string", "string or list", "string"};
+    static const char *tn[] = {"int", "number", "bool", "string", "string or list", "string", "list of strings"};
     Key key;
     for (size_t i = 0, nk = n_keys(); i < nk; i++) {
         key_at(i, &key);

@@ -24,14 +24,16 @@
 #define CFG_MAX_SECTIONS 8     /* mixer sections (gma, performer, ...) */
 #define CFG_SECTION_BYTES 512  /* storage of one section's struct */
 
-typedef enum { CFGT_INT, CFGT_REAL, CFGT_BOOL, CFGT_STR, CFGT_MIXERS, CFGT_ENUM } CfgType;
+typedef enum { CFGT_INT, CFGT_REAL, CFGT_BOOL, CFGT_STR, CFGT_MIXERS, CFGT_ENUM, CFGT_STRLIST } CfgType;
 
 /* One key. In a section, `key` is the name after "SECTION." and `off` an offset into the
  * section's struct; in config.c's table, the dotted path and an offset into Config. */
 typedef struct CfgKey {
     const char *key;
     CfgType type;       /* CFGT_INT: int, CFGT_REAL: double, CFGT_BOOL: int 0/1, CFGT_STR: char[size],
-                           CFGT_ENUM: int, the index of the value among `choices` (written as the name) */
+                           CFGT_ENUM: int, the index of the value among `choices` (written as the name),
+                           CFGT_STRLIST: char[size], a list of non-empty strings without commas kept
+                           comma-joined (JSON: a list of strings; --set: "a,b"; read with cfg_list_next) */
     size_t off;
     size_t size;        /* for strings: the array size */
     const char *def;    /* default, as text */
@@ -101,6 +103,9 @@ typedef struct TrainCfg {
     int eval_drop_last;     /* classifier: evaluate whole batches of batch_size only */
     int sample_every, sample_tokens; /* text samples during training (0 = none) */
     char sample_prompt[256];
+    char freeze[512];       /* parameter-name patterns (glob) of tensors not trained, comma-joined (CFGT_STRLIST) */
+    char distill_teacher[CFG_STR]; /* knowledge distillation: the teacher run or checkpoint ("" = none) */
+    double distill_weight, distill_temperature; /* loss = CE + weight T^2 KL(teacher || student) at T */
 } TrainCfg;
 
 typedef struct DataCfg {
@@ -180,6 +185,11 @@ int cfg_validate(const Config *c);
 const char *cfg_enum_name(const Config *c, const char *key);
 /* The resolved configuration as a JSON string (caller frees). */
 char *cfg_to_json(const Config *c);
+/* The items of a CFGT_STRLIST value, one per call: *p starts at the value and moves on;
+ * copies the next item into buf and returns 1, or 0 at the end. */
+int cfg_list_next(const char **p, char *buf, size_t n);
+/* The number of items of a CFGT_STRLIST value. */
+int cfg_list_count(const char *list);
 /* Write the configuration reference as a Markdown table. */
 void cfg_print_reference(FILE *f);
 #endif

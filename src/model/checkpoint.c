@@ -175,7 +175,7 @@ int ckpt_save(const Model *m, const TrainState *ts, const char *run_dir, int kee
         for (int pass = 0; pass < 2; pass++)
             for (int i = 0; i < m->pt.n; i++) {
                 const ParamInfo *p = &m->pt.t[i];
-                if (p->group == GROUP_BUFFER) continue;
+                if (p->group == GROUP_BUFFER || p->frozen) continue; /* train.freeze: no moments */
                 char nm[128];
                 snprintf(nm, sizeof nm, "%s.%s", pass ? "v" : "m", p->name);
                 int idx = pt_add(&two, nm, p->ndim, p->shape, INIT_ZERO, 0, p->group);
@@ -310,7 +310,7 @@ static int load_into(const ParamTable *pt, real *host, const StFile *f, const ch
     int expected = 0;
     for (int i = 0; i < pt->n; i++) {
         const ParamInfo *p = &pt->t[i];
-        if (trained_only && p->group == GROUP_BUFFER) continue;
+        if (trained_only && (p->group == GROUP_BUFFER || p->frozen)) continue; /* a frozen tensor's moments stay 0 */
         expected++;
         char nm[128];
         snprintf(nm, sizeof nm, "%s%s", prefix, p->name);

@@ -339,6 +339,7 @@ void model_free(Model *m) {
     free(m->tok_host);
     free(m->resid);
     free(m->pred_host);
+    if (m->kl_rows) g_ops->free(m->kl_rows);
     pt_free(&m->pt);
     memset(m, 0, sizeof *m);
 }
@@ -454,6 +455,40 @@ static void blocks_backward(Model *m, const MixerCtx *ctx) {
     drop_site(m, m->dresid, 0, GMA_DROP_EMBED, mc->dropout, ctx->B, ctx->N, D);
 }
 
+/* The teacher's forward for distillation: tokens -> its lnf, as an evaluation forward
+ * (no dropout; nothing kept for a backward); its head runs chunk by chunk in the model's */
+static void teacher_features(Model *t, const int32_t *tok, int B, int N) {
+    t->B = B;
+    t->N = N;
+    t->keymask = NULL;
+    drop_start(t, 0, 0);
+    g_ops->to_device(t->tok, tok, sizeof(int32_t) * (size_t)B * N);
+    real *wpe = t->wpe >= 0 ? PT_PTR(t->params, &t->pt, t->wpe) : t->pos_fixed;
+    g_ops->embed_forward(t->resid[0], t->tok, PT_PTR(t->params, &t->pt, t->wte), wpe, B, N, t->D);
+    MixerCtx ctx = {.B = B, .N = N, .causal = t->causal};
+    blocks_forward(t, &ctx);
+}
+
+int model_set_teacher(Model *m, Model *t, double weight, double T) {
+    if (m->kl_rows) g_ops->free(m->kl_rows);
+    m->kl_rows = NULL;
+    m->teacher = NULL;
+    if (!t) return 0;
+    if (m->classify || t->classify) return gma_errorf("distillation: teacher and student must both be language models");
+    if (t->V != m->V) return gma_errorf("distillation: the teacher's vocabulary is %d tokens, the model's %d", t->V, m->V);
+    if (!t->params || t->Bmax < m->Bmax || t->Nmax_act < m->Nmax_act || t->head_rows < m->head_rows)
+        return gma_errorf("distillation: the teacher is planned for %dx%d rows (head chunks of %d), the model for %dx%d (%d)",
+                          t->Bmax, t->Nmax_act, t->head_rows, m->Bmax, m->Nmax_act, m->head_rows);
+    if (t->causal != m->causal)
+        return gma_errorf("distillation: the teacher's attention is %s, the model's %s", t->causal ? "causal" : "bidirectional",
+                          m->causal ? "causal" : "bidirectional");
+    m->teacher = t;
+    m->distill_w = (real)weight;
+    m->distill_T = (real)T;
+    m->kl_rows = g_ops->alloc(sizeof(real) * (size_t)m->Bmax * m->Nmax_act);
+    return 0;
+}
+
 /* The language model's head, logits = lnf tok_emb^T, and its cross-entropy over chunks of
  * head_rows rows (docs/model.md §1); with want_acc the argmax of each row goes to m->tok
  * (the caller restores the tokens). A training forward leaves the loss gradient (softmax -
@@ -464,6 +499,7 @@ static void blocks_backward(Model *m, const MixerCtx *ctx) {
  * them), so no more than one chunk of logits ever exists. */
 static void head_forward(Model *m, int R, int want_acc, int training) {
     int D = m->D, V = m->V, Rc = GMA_MIN(m->head_rows, R);
+    Model *t = training ? m->teacher : NULL; /* distillation: the teacher's chunk of logits beside this one's */
     m->logits_grad = training && Rc == R;
     m->head_done = training && Rc < R;
     for (int r0 = 0; r0 < R; r0 += Rc) {
@@ -471,8 +507,14 @@ static void head_forward(Model *m, int R, int want_acc, int training) {
         const real *x = m->lnf + (size_t)r0 * D;
         g_ops->matmul(m->logits, x, PP(m->wte), L, V, D, 0, 1, 1, 0);
         if (want_acc) g_ops->argmax_rows(m->tok + r0, m->logits, L, V); /* reuse the token buffer */
+        if (t) { /* teacher logits of the chunk -> w T (q - p), the KL term's gradient */
+            g_ops->matmul(t->logits, t->lnf + (size_t)r0 * t->D, PT_PTR(t->params, &t->pt, t->wte), L, V, t->D, 0, 1, 1, 0);
+            g_ops->distill_grad(m->kl_rows + r0, t->logits, m->logits, m->tgt + r0, L, V, m->distill_T,
+                                m->distill_w * m->distill_T);
+        }
         if (training) g_ops->xent_grad(m->loss_rows + r0, m->valid_rows + r0, m->logits, m->tgt + r0, L, V);
         else g_ops->xent_forward(m->loss_rows + r0, m->valid_rows + r0, m->logits, m->tgt + r0, L, V);
+        if (t && m->distill_w > 0) g_ops->axpy(m->logits, 1, t->logits, (size_t)L * V);
         if (m->head_done) {
             g_ops->matmul(m->dtmp + (size_t)r0 * D, m->logits, PP(m->wte), L, D, V, 0, 0, 1, 0);
             g_ops->matmul(m->head_gw, m->logits, x, V, D, L, 1, 0, 1, r0 > 0);
@@ -525,6 +567,7 @@ int model_forward(Model *m, const int32_t *tok, const int32_t *tgt, int B, int N
     g_ops->embed_forward(m->resid[0], m->tok, PP(m->wte), pos_table(m), B, N, D);
     MixerCtx ctx = {.B = B, .N = N, .causal = m->causal, .keymask = keymask, .training = training, .step = step};
     blocks_forward(m, &ctx);
+    if (training && m->teacher) teacher_features(m->teacher, tok, B, N);
     head_forward(m, R, want_acc, training);
     st->correct = 0;
     if (want_acc) {
@@ -534,6 +577,7 @@ int model_forward(Model *m, const int32_t *tok, const int32_t *tgt, int B, int N
     }
     st->loss_sum = g_ops->sum(m->loss_rows, R);
     st->count = g_ops->sum(m->valid_rows, R);
+    st->kl_sum = training && m->teacher ? g_ops->sum(m->kl_rows, R) : 0;
     return 0;
 }
 
@@ -606,6 +650,7 @@ int model_forward_cls(Model *m, const int32_t *tok, const uint8_t *keymask, cons
     st->count = B;
     g_ops->argmax_rows(m->pred, m->logits, B, m->C);
     g_ops->to_host(m->pred_host, m->pred, sizeof(int32_t) * B);
+    st->kl_sum = 0;
     st->correct = 0;
     for (int b = 0; b < B; b++) st->correct += m->pred_host[b] == labels[b];
     return 0;

@@ -98,6 +98,12 @@ typedef struct Model {
     int drop_live;
     long drop_step, drop_micro;
     int64_t drop_first, drop_global; /* drop_global 0: the batch is the whole global batch */
+    /* distillation (train.distill, model_set_teacher): a training forward also runs the
+     * teacher (not owned) on the same tokens, and the head adds w T^2 KL(teacher || student)
+     * at temperature T to each chunk's loss gradient; kl_rows (R) the per-row KL */
+    struct Model *teacher;
+    real distill_w, distill_T;
+    real *kl_rows;
 } Model;
 
 /* Build the parameter table and mixers from a validated config (vocab_size must be set). */
@@ -134,6 +140,7 @@ typedef struct LossStats {
     double loss_sum; /* summed NLL over scored positions */
     double count;    /* scored positions */
     double correct;  /* argmax == target (when want_acc) */
+    double kl_sum;   /* distillation: summed KL(teacher || student) at T over scored positions (else 0) */
 } LossStats;
 
 /* Forward: tokens and targets [B,N] host arrays (target -1 = not scored). Fills stats.
@@ -148,6 +155,14 @@ int model_forward(Model *m, const int32_t *tok, const int32_t *tgt, int B, int N
  * in m->logits [B, n_classes]. */
 int model_forward_cls(Model *m, const int32_t *tok, const uint8_t *keymask, const int32_t *labels, int B, int N,
                       LossStats *st, int training, long step);
+/* Distillation: every later training forward of m (a language model) also runs teacher t
+ * (allocated for batches as large as m's, its head's chunks at least as many rows as m's,
+ * the same vocabulary) forward on the same tokens, no gradient, and the loss model_backward
+ * differentiates becomes the mean over scored rows of CE + weight T^2 KL(softmax(t / T) ||
+ * softmax(s / T)) (docs/model.md §1), computed chunk by chunk of the head as the CE is; the
+ * forward's LossStats.kl_sum gets the summed KL. t NULL detaches. 0, or -1 (gma_error)
+ * when t does not fit m. */
+int model_set_teacher(Model *m, struct Model *t, double weight, double T);
 /* Backward after model_forward or model_forward_cls: accumulates d(loss_scale * mean loss)
  * into m->grads. */
 void model_backward(Model *m, double loss_scale);

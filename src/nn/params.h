@@ -27,6 +27,7 @@ typedef struct ParamInfo {
     InitKind init;
     double init_a; /* std for NORMAL, value for CONST */
     ParamGroup group;
+    int frozen; /* 1: not trained (train.freeze): no update, no moments, out of the gradient norm */
 } ParamInfo;
 
 typedef struct ParamTable {

@@ -91,6 +91,12 @@
     /* Training: loss and valid as xent_forward, and logits overwritten with softmax - onehot                          \
      * (the gradient of the summed loss, 0 rows where target < 0) for the backward to scale */                         \
     X(void, xent_grad, (real *loss, real *valid, real *logits_inplace, const int32_t *target, int R, int V))           \
+    /* Distillation (docs/model.md §1): for rows with target >= 0, p = softmax(teacher / T),                           \
+     * q = softmax(student / T): kl[r] = sum_v p log(p / q), and teacher overwritten with                              \
+     * scale * (q - p) (with scale = w T, the gradient of w T^2 KL in the student's logits);                           \
+     * 0 in both where target < 0 */                                                                                   \
+    X(void, distill_grad, (real *kl, real *teacher_inplace, const real *student, const int32_t *target, int R, int V,  \
+        real T, real scale))                                                                                           \
     /* argmax per row (for accuracy), into host-visible int32 out */                                                   \
     X(void, argmax_rows, (int32_t *out, const real *x, int R, int V))                                                  \
     /* heads: x [B,N,H*d] <-> xh [B,H,N,d] ; merge accumulates nothing (plain copy) */                                 \

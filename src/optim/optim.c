@@ -1,6 +1,7 @@
 /* optim.c: schedules, clipping and the AdamW / SGD update (see optim.h). */
 #include "optim/optim.h"
 
+#include <fnmatch.h>
 #include <string.h>
 
 double optim_lr(const TrainCfg *t, long step) {
@@ -43,7 +44,7 @@ static int run_end(const Model *m, const TrainCfg *t, int i, size_t *numel) {
     if (p->group != GROUP_BUFFER)
         for (; j < m->pt.n; j++) {
             const ParamInfo *q = &m->pt.t[j], *prev = &m->pt.t[j - 1];
-            if (q->group == GROUP_BUFFER || q->offset != prev->offset + prev->numel) break;
+            if (q->group == GROUP_BUFFER || q->frozen != p->frozen || q->offset != prev->offset + prev->numel) break;
             if (t && optim_decay_for(t, q->group) != optim_decay_for(t, p->group)) break;
             n += q->numel;
         }
@@ -57,7 +58,7 @@ double optim_grad_norm(const Model *m) {
     for (int i = 0, j; i < m->pt.n; i = j) {
         j = run_end(m, NULL, i, &n);
         const ParamInfo *p = &m->pt.t[i];
-        if (p->group == GROUP_BUFFER) continue;
+        if (p->group == GROUP_BUFFER || p->frozen) continue;
         s += g_ops->sumsq(m->grads + p->offset, n);
     }
     return sqrt(s);
@@ -72,7 +73,7 @@ double optim_step(Model *m, const TrainCfg *t, long step, double lr, double grad
     for (int i = 0, j; i < m->pt.n; i = j) {
         j = run_end(m, t, i, &n);
         const ParamInfo *p = &m->pt.t[i];
-        if (p->group == GROUP_BUFFER) continue;
+        if (p->group == GROUP_BUFFER || p->frozen) continue;
         real *g = m->grads + p->offset;
         if (clip != 1) g_ops->scale(g, (real)clip, n);
         real wd = (real)optim_decay_for(t, p->group);
@@ -83,6 +84,31 @@ double optim_step(Model *m, const TrainCfg *t, long step, double lr, double grad
             g_ops->sgd(m->params + p->offset, g, m->m + p->offset, n, (real)lr, (real)t->momentum, wd);
     }
     return clip;
+}
+
+int optim_freeze(Model *m, const TrainCfg *t, int *n_tensors, size_t *n_params) {
+    char pat[CFG_STR];
+    *n_tensors = 0;
+    *n_params = 0;
+    for (int i = 0; i < m->pt.n; i++) m->pt.t[i].frozen = 0;
+    for (const char *q = t->freeze; cfg_list_next(&q, pat, sizeof pat);) {
+        int hit = 0;
+        for (int i = 0; i < m->pt.n; i++) {
+            ParamInfo *p = &m->pt.t[i];
+            if (p->group == GROUP_BUFFER || fnmatch(pat, p->name, 0) != 0) continue;
+            hit = 1;
+            if (p->frozen) continue;
+            p->frozen = 1;
+            (*n_tensors)++;
+            *n_params += p->numel;
+        }
+        if (!hit) {
+            for (int i = 0; i < m->pt.n; i++) m->pt.t[i].frozen = 0;
+            return gma_errorf("key train.freeze: pattern \"%s\" matches no trained tensor of this model (names as in "
+                              "model.safetensors, e.g. %s)", gma_quote(pat), m->pt.n ? m->pt.t[0].name : "tok_emb.weight");
+        }
+    }
+    return 0;
 }
 
 /* ---- configuration: the optimiser and the schedule (train.*) ---- */
@@ -111,6 +137,10 @@ static const CfgKey g_optim_keys[] = {
     {"train.decay_biases", CFGT_BOOL, O(train.decay_biases), 0, "false", 0, 0, NULL, "Apply weight decay to biases."},
     {"train.decay_mixture", CFGT_BOOL, O(train.decay_mixture), 0, "false", 0, 0, NULL, "Apply weight decay to GMA mixture parameters."},
     {"train.grad_clip", CFGT_REAL, O(train.grad_clip), 0, "1", 0, 1e9, NULL, "Clip the global gradient norm to this (0 = off)."},
+    {"train.freeze", CFGT_STRLIST, O(train.freeze), S(train.freeze), "", 0, 0, NULL,
+     "Parameter-name patterns (* and ? globs, e.g. \"blocks.[0-2].*\", \"tok_emb\") of tensors left as they are: no update, "
+     "no weight decay, no optimiser moments, out of the gradient norm; a pattern that matches no trained tensor is "
+     "refused. JSON: a list of strings; --set: comma-separated."},
 };
 #undef O
 #undef S

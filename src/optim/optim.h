@@ -17,6 +17,11 @@ double optim_grad_norm(const Model *m);
 /* Clip (when grad_clip > 0 and norm > clip), then update. `step` is 1-based for bias
  * correction. Returns the clip factor applied (1 = none). */
 double optim_step(Model *m, const TrainCfg *t, long step, double lr, double grad_norm);
+/* Mark the trained tensors whose names match a pattern of train.freeze (fnmatch globs: *,
+ * ?, [...]) frozen: optim_step and optim_grad_norm pass them by, the checkpoints keep no
+ * moments for them. 0 with the counts of frozen tensors and their elements, or -1 (gma_error
+ * naming the first pattern that matches no trained tensor; nothing left frozen). */
+int optim_freeze(Model *m, const TrainCfg *t, int *n_tensors, size_t *n_params);
 enum { OPTIM_ADAMW, OPTIM_SGD };                                /* train.optimizer: adamw|sgd */
 enum { SCHED_COSINE, SCHED_LINEAR, SCHED_CONSTANT, SCHED_RSQRT }; /* train.schedule */
 /* The optimiser's and the schedule's rows (train.optimizer, lr, ..., grad_clip). */

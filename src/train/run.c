@@ -36,6 +36,7 @@
 #include "optim/optim.h"
 #include "train/dist.h"
 #include "train/run_dist.h"
+#include "train/run_distill.h"
 #include "train/run_cfg.h"
 #include "train/run_lock.h"
 #include "train/run_log.h"
@@ -109,6 +110,13 @@ static int open_data_and_model(Run *r) {
     model_alloc(&r->m, B, N);
     r->m.gather = dist_gather_rows_cb; /* k-means and re-seeding fit the rows of every rank */
     model_init_params(&r->m, (uint64_t)r->cfg.seed);
+    /* train.freeze: before a resume loads the moments (a frozen tensor has none) */
+    int nt = 0;
+    size_t np = 0;
+    if ((rc = dist_agree(optim_freeze(&r->m, &r->cfg.train, &nt, &np) != 0 ? TRAIN_BAD_INPUT : 0)) != 0) return rc;
+    if (nt && !r->quiet)
+        fprintf(stderr, "gmatrain: train.freeze: %d tensors, %zu of %zu parameters frozen (no update, no moments)\n", nt, np,
+                model_param_count(&r->m));
     return 0;
 }
 
@@ -259,6 +267,11 @@ static int open_state(Run *r) {
         if (r->lead && !r->finished) ckpt_clean_run(r->o.run_dir); /* what a killed or failed save left behind */
     } else if (r->o.init_from) {
         int rc = dist_agree(init_weights(r));
+        if (rc) return rc;
+    }
+    if (r->cfg.train.distill_teacher[0] && !r->finished) {
+        r->teacher_built = distill_open(&r->m, &r->cfg, &r->teacher, r->quiet) == 0;
+        int rc = dist_agree(r->teacher_built ? 0 : TRAIN_BAD_INPUT);
         if (rc) return rc;
     }
     run_bcast_model(&r->m, 1);
@@ -422,6 +435,7 @@ static int step_micro_batches(Run *r) {
         }
         s->loss += l / tc->grad_accum;
         if (r->div_on) s->div += model_aux_loss(&r->m, NULL) / tc->grad_accum;
+        if (r->teacher_built) s->kl += (st.count > 0 ? st.kl_sum / st.count : 0) / tc->grad_accum;
         s->tokens += ntok;
         /* with R ranks each backward carries 1/R, so the sum over ranks is the mean */
         model_backward(&r->m, 1.0 / ((double)tc->grad_accum * r->R));
@@ -436,8 +450,9 @@ static void step_all_reduce(Run *r) {
     RunStep *s = &r->cur;
     int R = r->R;
     if (R == 1) return;
-    double sc[5] = {s->bad, s->loss, s->div, s->tokens, g_stop != 0};
-    dist_sum_double(sc, 5);
+    double sc[6] = {s->bad, s->loss, s->div, s->tokens, g_stop != 0, s->kl};
+    dist_sum_double(sc, 6);
+    s->kl = sc[5] / R;
     s->bad = sc[0] > 0;
     s->loss = sc[1] / R;
     s->div = sc[2] / R;
@@ -493,6 +508,7 @@ int run_step(Run *r) {
         r->last_loss = s->loss;
         r->ts.win_loss += s->loss;
         r->ts.win_div += s->div;
+        r->win_kl += s->kl;
         r->ts.win_n++;
     }
     r->ts.step = s->step + 1;
@@ -533,6 +549,12 @@ static void log_window(Run *r) {
     cJSON_AddNumberToObject(row, "step", (double)ts->step);
     cJSON_AddNumberToObject(row, "loss", loss);
     if (r->div_on) cJSON_AddNumberToObject(row, "div_loss", r->ts.win_n ? r->ts.win_div / r->ts.win_n : NAN);
+    if (r->teacher_built) { /* the parts of the distilled loss: loss (the CE) + weight T^2 kl */
+        double kl = r->ts.win_n ? r->win_kl / r->ts.win_n : NAN, T = r->cfg.train.distill_temperature;
+        cJSON_AddNumberToObject(row, "ce", loss);
+        cJSON_AddNumberToObject(row, "kl", kl);
+        cJSON_AddNumberToObject(row, "distill_loss", loss + r->cfg.train.distill_weight * T * T * kl);
+    }
     cJSON_AddNumberToObject(row, "lr", r->cur.lr);
     cJSON_AddNumberToObject(row, "grad_norm", r->cur.gn);
     cJSON_AddNumberToObject(row, "tokens_per_s", tps);
@@ -541,6 +563,7 @@ static void log_window(Run *r) {
     progress_line(r, loss);
     r->ts.win_loss = 0;
     r->ts.win_div = 0;
+    r->win_kl = 0;
     r->ts.win_n = 0;
 }
 
@@ -787,6 +810,7 @@ void run_close(Run *r) {
     train_sampler_free(&r->smp);
     if (r->mf) fclose(r->mf);
     if (r->model_built) model_free(&r->m);
+    if (r->teacher_built) model_free(&r->teacher);
     if (r->task_opened) r->task.close(&r->task);
     run_lock_release(r->lock_fd);
     cJSON_Delete(r->init_json);

@@ -28,6 +28,7 @@ typedef struct RunStep {
     long step;     /* optimiser steps completed before it */
     double loss;   /* mean training loss (over micro-batches and ranks) */
     double div;    /* mean diversity loss (gma.div_weight > 0) */
+    double kl;     /* distillation: mean KL(teacher || model) per scored token at train.distill.temperature */
     double tokens; /* tokens of the global batch */
     double gn, lr; /* gradient norm before clipping, learning rate */
     int bad;       /* update refused (non-finite loss or norm) */
@@ -63,6 +64,9 @@ typedef struct Run {
     int finished;
     long sched_from;
     double lr_from, lr_to;
+    Model teacher;       /* train.distill.teacher (distilling when teacher_built) */
+    int teacher_built;
+    double win_kl;       /* the log window's summed KL (its steps: ts.win_n) */
 } Run;
 
 int run_open(Run *r, const Config *cfg, const TrainerOptions *o);

@@ -40,6 +40,14 @@ static const CfgKey g_train[] = {
     {"train.sample_tokens", CFGT_INT, O(train.sample_tokens), 0, "64", 1, 100000, NULL, "New tokens per training-time sample."},
     {"train.sample_prompt", CFGT_STR, O(train.sample_prompt), S(train.sample_prompt), "", 0, 0, NULL,
      "Prompt of the training-time samples: text for the data's tokenizer (empty = its <|endoftext|> or <eos>, else token 0)."},
+    {"train.distill.teacher", CFGT_STR, O(train.distill_teacher), S(train.distill_teacher), "", 0, 0, NULL,
+     "Language models: knowledge distillation from this run folder or checkpoint (\"\" = none; resolved as --init-from "
+     "resolves it; its vocabulary must be this model's): loss = CE + weight T^2 KL(teacher || student) on the logits "
+     "divided by T (docs/migration.md)."},
+    {"train.distill.weight", CFGT_REAL, O(train.distill_weight), 0, "1", 0, 1e3, NULL,
+     "Weight w of the distillation term (0: the teacher runs and its KL is logged, the update is that of no distillation)."},
+    {"train.distill.temperature", CFGT_REAL, O(train.distill_temperature), 0, "1", 0.01, 100, NULL,
+     "Temperature T that softens both models' logits in the distillation term."},
 };
 #undef O
 #undef S
@@ -68,6 +76,8 @@ static int validate_train(const Config *c) {
     if (!classify && cls_data) return gma_errorf("key model.task: data.source \"cls\" needs model.task \"classify\"");
     if (c->train.sample_every > 0 && (c->model.task != MODEL_LM || !cfg_causal(c)))
         return gma_errorf("key train.sample_every: only causal language models generate samples (model.task \"lm\", model.causal true)");
+    if (c->train.distill_teacher[0] && classify)
+        return gma_errorf("key train.distill.teacher: distillation is for language models (model.task \"lm\")");
     return 0;
 }
 

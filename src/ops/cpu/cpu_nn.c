@@ -413,6 +413,34 @@ void cpu_xent_grad(real *loss, real *valid, real *logits, const int32_t *target,
     }
 }
 
+/* p = softmax(t / T), q = softmax(s / T) over one row: KL(p || q) returned, t becomes
+ * scale (q - p); in double, the row's sums as the cross-entropy's */
+static double distill_row(real *t, const real *s, int V, real T, real scale) {
+    double it = 1.0 / T, mt = -INFINITY, ms = -INFINITY, zt = 0, zs = 0;
+    for (int i = 0; i < V; i++) mt = fmax(mt, t[i] * it), ms = fmax(ms, s[i] * it);
+    for (int i = 0; i < V; i++) zt += exp(t[i] * it - mt), zs += exp(s[i] * it - ms);
+    double lzt = log(zt) + mt, lzs = log(zs) + ms, kl = 0;
+    for (int i = 0; i < V; i++) {
+        double lp = t[i] * it - lzt, lq = s[i] * it - lzs, p = exp(lp);
+        kl += p * (lp - lq);
+        t[i] = (real)(scale * (exp(lq) - p));
+    }
+    return kl;
+}
+
+void cpu_distill_grad(real *kl, real *t, const real *s, const int32_t *target, int R, int V, real T, real scale) {
+#pragma omp parallel for schedule(static) if (PAR_WORTH((size_t)R * (size_t)V))
+    for (int r = 0; r < R; r++) {
+        real *tr = t + (size_t)r * V;
+        if (target[r] < 0) {
+            kl[r] = 0;
+            memset(tr, 0, sizeof(real) * V);
+            continue;
+        }
+        kl[r] = (real)distill_row(tr, s + (size_t)r * V, V, T, scale);
+    }
+}
+
 void cpu_argmax_rows(int32_t *out, const real *x, int R, int V) {
 #pragma omp parallel for schedule(static) if (PAR_WORTH((size_t)R * (size_t)V))
     for (int r = 0; r < R; r++) {

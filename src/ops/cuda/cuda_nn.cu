@@ -304,6 +304,42 @@ void cuda_xent_grad(real *loss, real *valid, real *logits, const int32_t *target
     cuda_xent_backward(logits, target, R, V, 1);
 }
 
+/* distillation, one block per row: p = softmax(t / T), q = softmax(s / T); kl = KL(p || q),
+ * t becomes scale (q - p); rows with target < 0 become 0 */
+__global__ void k_distill(float *kl, float *t, const float *s, const int32_t *target, int V, float T, float scale) {
+    __shared__ float shf[32];
+    __shared__ double shd[32];
+    int r = blockIdx.x;
+    float *tr = t + (size_t)r * V;
+    const float *sr = s + (size_t)r * V;
+    if (target[r] < 0) {
+        for (int i = threadIdx.x; i < V; i += blockDim.x) tr[i] = 0;
+        if (threadIdx.x == 0) kl[r] = 0;
+        return;
+    }
+    float it = 1.0f / T, mt = -INFINITY, ms = -INFINITY;
+    for (int i = threadIdx.x; i < V; i += blockDim.x) mt = fmaxf(mt, tr[i] * it), ms = fmaxf(ms, sr[i] * it);
+    mt = block_max(mt, shf);
+    ms = block_max(ms, shf);
+    double zt = 0, zs = 0;
+    for (int i = threadIdx.x; i < V; i += blockDim.x) zt += exp((double)(tr[i] * it - mt)), zs += exp((double)(sr[i] * it - ms));
+    zt = block_sum(zt, shd);
+    zs = block_sum(zs, shd);
+    double lzt = log(zt) + mt, lzs = log(zs) + ms, acc = 0;
+    for (int i = threadIdx.x; i < V; i += blockDim.x) {
+        double lp = tr[i] * it - lzt, lq = sr[i] * it - lzs, p = exp(lp);
+        acc += p * (lp - lq);
+        tr[i] = (float)(scale * (exp(lq) - p));
+    }
+    acc = block_sum(acc, shd);
+    if (threadIdx.x == 0) kl[r] = (float)acc;
+}
+void cuda_distill_grad(real *kl, real *t, const real *s, const int32_t *target, int R, int V, real T, real scale) {
+    if (R <= 0) return;
+    k_distill<<<R, 256>>>(kl, t, s, target, V, T, scale);
+    KERNEL_CHECK("k_distill");
+}
+
 /* first index of the row maximum (as the CPU loop); out is backend (device) memory */
 __global__ void k_argmax(int32_t *out, const float *x, int V) {
     __shared__ float sv[32];
