@@ -129,10 +129,10 @@ mixer_of() { # the model.mixer list of phase $1 as JSON
   done
   echo "$s]"
 }
-freeze_of() { # train.freeze of phase $1: every block it keeps
-  local l s="[" r=" $(layers_of $1) " sep=""
-  for ((l = 0; l < L; l++)); do [[ "$r" == *" $l "* ]] || { s+="$sep\"blocks.$l.*\""; sep=","; }; done
-  echo "$s]"
+freeze_of() { # train.freeze of phase $1 (--set: comma-separated): every block it keeps
+  local l s="" r=" $(layers_of $1) "
+  for ((l = 0; l < L; l++)); do [[ "$r" == *" $l "* ]] || s+="${s:+,}blocks.$l.*"; done
+  echo "$s"
 }
 # the features this gmatrain has
 ref=$( [ -x bin/gmatrain ] && bin/gmatrain --config-reference 2> /dev/null || true)
@@ -150,7 +150,7 @@ train_cmd() { # phase K, the run it starts from
     --set "train.lr=$lr" --set "train.warmup=$warm" --set "train.decay_steps=0" --set gma.init=kmeans
     --set "train.eval_every=$steps" --set "train.checkpoint_every=$steps" --set "train.log_every=$(( steps < 10 ? 1 : steps / 10 ))")
   if [ $distill = 1 ]; then a+=(--set "train.distill.teacher=$teacher" --set "train.distill.weight=$dw" --set "train.distill.temperature=$dt"); fi
-  if [ $freeze = 1 ]; then a+=(--set "train.freeze=$(freeze_of $k)"); fi
+  if [ $freeze = 1 ] && [ -n "$(freeze_of $k)" ]; then a+=(--set "train.freeze=$(freeze_of $k)"); fi
   for s in "${sets[@]+"${sets[@]}"}"; do a+=(--set "$s"); done
   for s in "${a[@]}"; do
     case "$s" in *[!A-Za-z0-9_./=:,+-]*) printf "'%s' " "${s//\'/\'\\\'\'}";; *) printf '%s ' "$s";; esac

@@ -10,7 +10,7 @@
 #    and, with a phase 2 gate no model can pass, rolls back to phase 1 naming the gate and
 #    the amount, exit 3;
 # 5. a phase 1 gate no model can pass: one row, result the teacher, exit 3;
-# 6. distillation asked for from a gmatrain without train.distill: one line, exit 2.
+# 6. distillation by default (the KL in the phase's metrics; without train.distill: one line, exit 2).
 # Run from the repository root.
 set -u
 cd "$(dirname "$0")/.."
@@ -50,7 +50,7 @@ out=$(scripts/migrate.sh "${common[@]}" --out "$tmp/dry" --dry-run 2>&1); rc=$?
   && [[ "$out" == *"--init-from $tmp/dry/phase2 --out $tmp/dry/phase3"* ]] \
   && ok "--dry-run: three phases, their layers and commands, nothing written" || bad "--dry-run: exit $rc, '$out'"
 out=$(scripts/migrate.sh "${common[@]/--no-distill/--freeze-kept}" --out "$tmp/dry" --dry-run 2>&1)
-[[ "$out" == *"train.distill.teacher=$T"* ]] && [[ "$out" == *"train.freeze="*'blocks.0.*'* ]] \
+[[ "$out" == *"train.distill.teacher=$T"* ]] && [[ "$out" == *"'train.freeze=blocks.0.*'"* ]] \
   && ok "--dry-run: distillation by default, --freeze-kept freezes the kept blocks" || bad "--dry-run distill/freeze: '$out'"
 
 # 2. bad options
@@ -120,8 +120,14 @@ J=$tmp/m1/migration.json
   && grep -q '"speeds": null' "$J" && grep -q 'phase 1: ppl FAILED' "$tmp/m1.log" \
   && ok "a failed phase 1 gate: one row, the teacher is the result, phase 2 never started" || bad "phase 1 rollback: exit $rc, '$(tail -3 "$tmp/m1.log")'"
 
-# 6. distillation from a gmatrain without it
-if ! bin/gmatrain --config-reference | grep -q 'train.distill'; then
+# 6. distillation: by default, from the teacher (the KL in the phase's metrics); a gmatrain
+# without train.distill refuses it in one line
+if bin/gmatrain --config-reference | grep -q 'train.distill'; then
+  scripts/migrate.sh --teacher "$T" --data "$tmp/shards" --steps-per-phase 2 --threads 1 --no-bench --gate-ppl-phase1 -1000 \
+    --out "$tmp/dist" > "$tmp/dist.log" 2>&1; rc=$?
+  [ $rc -eq 3 ] && grep -q '"kl":' "$tmp/dist/phase1/metrics.jsonl" && grep -q "\"teacher\":.\"$T\"" "$tmp/dist/phase1/config.json" \
+    && ok "distillation from the teacher by default (KL logged)" || bad "distillation: exit $rc, '$(tail -3 "$tmp/dist.log")'"
+else
   out=$(scripts/migrate.sh --teacher "$T" --data "$tmp/shards" --out "$tmp/nd" 2>&1); rc=$?
   [ $rc -eq 2 ] && [[ "$out" == *"no train.distill"* ]] && [ ! -e "$tmp/nd" ] && ok "no train.distill: one line, exit 2" || bad "no distill: exit $rc, '$out'"
 fi
