@@ -7,8 +7,8 @@
 #    recomputed from the row's own perplexities, utilisation, speeds, gate passed), result
 #    phase3, migration.md's table, the phase runs made with --init-from;
 # 4. the rerun skips the finished phases (nothing retrained: the checkpoints' bytes unchanged)
-#    and, with a phase 2 gate no model can pass, rolls back to phase 1 naming the gate and
-#    the amount, exit 3;
+#    and, with a phase 2 (phase 3) gate no model can pass, rolls back to phase 1 (phase 2)
+#    naming the gate and the amount, exit 3;
 # 5. a phase 1 gate no model can pass: one row, result the teacher, exit 3;
 # 6. distillation by default (the KL in the phase's metrics; without train.distill: one line, exit 2).
 # Run from the repository root.
@@ -41,6 +41,8 @@ T=$tmp/teacher
 bin/gmatrain --config "$tmp/teacher.json" --out "$T" --quiet --threads 1 || bad "the teacher trains"
 common=(--teacher "$T" --data "$tmp/shards" --steps-per-phase 2 --threads 1 --bench-seq 32 --no-distill)
 pass=(--gate-ppl-phase1 1000 --gate-ppl-phase2 1000 --gate-bench-phase3 1000 --gate-util 0)
+
+before=$(ls -A | paste -sd' ' -)
 
 # 1. the plan
 out=$(scripts/migrate.sh "${common[@]}" --out "$tmp/dry" --dry-run 2>&1); rc=$?
@@ -106,6 +108,11 @@ if [ $rc -eq 0 ] && [ -s "$J" ]; then
     && [ "$(readlink "$M/result")" = phase1 ] \
     && ok "rerun: finished phases skipped, a failed phase 2 gate rolls back to phase 1 (named, by how much), exit 3" \
     || bad "rerun with --gate-ppl-phase2 -1000: exit $rc, '$(cat "$tmp/m2.log")'"
+  scripts/migrate.sh "${common[@]}" "${pass[@]}" --gate-bench-phase3 -1000 --out "$M" > "$tmp/m3.log" 2>&1; rc=$?
+  [ $rc -eq 3 ] && grep -q '"result": "phase2"' "$J" && [ "$(grep -c '^  {"phase"' "$J")" = 3 ] \
+    && grep -q 'phase 3: valid_ppl FAILED: .* is .* % worse than the teacher.s .* (gate < -1000 %);test_ppl FAILED: .*;valid_acc FAILED: ' "$tmp/m3.log" \
+    && ok "a failed phase 3 benchmark gate rolls back to phase 2, each benchmark named" || bad "phase 3 rollback: exit $rc, '$(cat "$tmp/m3.log")'"
+  grep -q '^valid_ppl passed$' "$M/phase3/gates.txt" 2> /dev/null && bad "phase3/gates.txt not rewritten" || true
   out=$(scripts/migrate.sh "${common[@]}" --steps-per-phase 3 --out "$M" 2>&1); rc=$?
   [ $rc -eq 2 ] && [[ "$out" == *"$M/phase1 was made with other options"* ]] \
     && ok "a rerun with another training plan refused in one line" || bad "other plan: exit $rc, '$out'"
@@ -131,4 +138,5 @@ else
   out=$(scripts/migrate.sh --teacher "$T" --data "$tmp/shards" --out "$tmp/nd" 2>&1); rc=$?
   [ $rc -eq 2 ] && [[ "$out" == *"no train.distill"* ]] && [ ! -e "$tmp/nd" ] && ok "no train.distill: one line, exit 2" || bad "no distill: exit $rc, '$out'"
 fi
+[ "$(ls -A | paste -sd' ' -)" = "$before" ] && ok "nothing written into the working directory" || bad "new files here: $(ls -A | paste -sd' ' -)"
 exit $fail
