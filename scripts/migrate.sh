@@ -235,9 +235,11 @@ for k in 1 2 3; do
   d="$out/phase$k"
   [ $stop = 0 ] || break
   plan=$(plan_of $k)
-  if [ -f "$d/plan.txt" ] && [ "$(cat "$d/plan.txt")" != "$plan" ]; then
-    die "$d was made with other options (its plan.txt): rerun with those, or give another --out"
-  fi
+  for f in "$d/plan.txt" "$d/plan.txt.new"; do # the plan of a finished phase, or of one under way
+    if [ -f "$f" ] && [ "$(cat "$f")" != "$plan" ]; then
+      die "$d was made with other options (its $(basename "$f")): rerun with those, or give another --out"
+    fi
+  done
   if [ -s "$d/summary.json" ] && [ -s "$d/$(printf "ckpt_%08d" "$steps")/model.safetensors" ]; then
     echo "phase $k: finished in $d, skipped" >&2
   elif [ -f "$d/config.json" ] && [ -n "$(ls -d "$d"/ckpt_* 2> /dev/null)" ]; then
@@ -250,7 +252,7 @@ for k in 1 2 3; do
     eval "$(train_cmd $k "$(from_of $k)")"
     mv "$d/plan.txt.new" "$d/plan.txt"
   fi
-  [ -f "$d/plan.txt" ] || echo "$plan" > "$d/plan.txt"
+  [ -f "$d/plan.txt" ] || { echo "$plan" > "$d/plan.txt"; rm -f "$d/plan.txt.new"; }
   # valid: gmaeval with the routing analysis (one pass); test: gmatrain's closing evaluation
   # of the whole test split (the same figures as gmaeval's)
   [ -s "$d/valid.json" ] && [ -s "$d/analysis.json" ] || bin/gmaeval --checkpoint "$d" --data "$data/valid.bin" \
