@@ -2,7 +2,7 @@
  * and gma, causal and bidirectional, with and without key padding, gradcheck.h
  * gc_mixer_case: also the accumulate contract and padding isolation) and of a whole 2-layer
  * model (every parameter element; also with the head in chunks of rows, and the chunked
- * head equal to the whole one), plus causality: changing a future token leaves
+ * head equal to the whole one; distilled from a teacher, the KL term with it), plus causality: changing a future token leaves
  * earlier outputs and losses unchanged. */
 #include <string.h>
 
@@ -36,6 +36,64 @@ static void model_case(const char *mixers) {
 START_TEST(test_model_gma) { model_case("model.mixer=gma"); }
 END_TEST
 START_TEST(test_model_hybrid) { model_case("model.mixer=sdpa,gma"); }
+END_TEST
+
+/* ---------------- distillation (train.distill): CE + w T^2 KL(teacher || model) ---------------- */
+typedef struct {
+    GcModel c;
+    Model t;
+    double w, T;
+} GcDistill;
+static double distill_loss(void *p) {
+    GcDistill *d = p;
+    LossStats st;
+    ck_assert_int_eq(model_forward(&d->c.m, d->c.tok, d->c.tgt, 2, 7, NULL, 0, &st, 1, 0), 0);
+    return (st.loss_sum + d->w * d->T * d->T * st.kl_sum) / st.count;
+}
+/* every parameter of a gma student (head whole or in chunks of 5 rows) against central
+ * differences of the distilled loss, the teacher an sdpa model of other weights; the KL
+ * part alone is checked too (CE weight left in: w large), and KL > 0 */
+static void distill_case(const char *chunk, double w, double T) {
+    GcDistill d;
+    Config cfg = tiny_config("gma");
+    ck_assert_int_eq(cfg_set(&cfg, chunk), 0);
+    ck_assert_msg(cfg_validate(&cfg) == 0, "%s", gma_error());
+    gc_model_setup(&d.c, &cfg);
+    Config tc = tiny_config("sdpa");
+    ck_assert_int_eq(model_build(&d.t, &tc), 0);
+    model_alloc(&d.t, 2, 7);
+    model_init_params(&d.t, 99);
+    d.w = w, d.T = T;
+    ck_assert_int_eq(model_set_teacher(&d.c.m, &d.t, w, T), 0);
+    LossStats st;
+    ck_assert_int_eq(model_forward(&d.c.m, d.c.tok, d.c.tgt, 2, 7, NULL, 0, &st, 1, 0), 0);
+    ck_assert_msg(st.kl_sum > 1e-6, "KL %g", st.kl_sum);
+    char nm[96];
+    snprintf(nm, sizeof nm, "distilled model %s w %g T %g", chunk, w, T);
+    GC_ASSERT(nm, gc_model_grads(&d.c.m, distill_loss, &d, nm));
+    /* an evaluation forward is not distilled */
+    ck_assert_int_eq(model_forward(&d.c.m, d.c.tok, d.c.tgt, 2, 7, NULL, 0, &st, 0, 0), 0);
+    ck_assert(st.kl_sum == 0);
+    model_free(&d.c.m);
+    model_free(&d.t);
+}
+START_TEST(test_model_distill) {
+    distill_case("model.head_chunk=0", 0.5, 2.0);
+    distill_case("model.head_chunk=5", 3.0, 0.7); /* 14 rows: 5, 5, 4 */
+}
+END_TEST
+/* a teacher of another vocabulary is refused */
+START_TEST(test_distill_vocab) {
+    Config a = tiny_config("gma"), b = tiny_config("sdpa");
+    ck_assert_int_eq(cfg_set(&b, "model.vocab_size=12"), 0);
+    Model s, t;
+    ck_assert_int_eq(model_build(&s, &a), 0);
+    ck_assert_int_eq(model_build(&t, &b), 0);
+    model_alloc(&s, 2, 7), model_alloc(&t, 2, 7);
+    ck_assert_int_eq(model_set_teacher(&s, &t, 1, 1), -1);
+    ck_assert_msg(strstr(gma_error(), "vocabulary is 12 tokens, the model's 11"), "%s", gma_error());
+    model_free(&s), model_free(&t);
+}
 END_TEST
 
 /* ---------------- the head in chunks of rows (model.head_chunk) ---------------- */
@@ -138,6 +196,8 @@ Suite *make_suite(void) {
     tcase_add_test(tm, test_model_hybrid);
     tcase_add_test(tm, test_model_head_chunk);
     tcase_add_test(tm, test_head_chunk_equal);
+    tcase_add_test(tm, test_model_distill);
+    tcase_add_test(tm, test_distill_vocab);
     tcase_add_test(tm, test_causal_gma);
     tcase_add_test(tm, test_causal_sdpa);
     suite_add_tcase(s, tm);

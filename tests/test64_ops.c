@@ -141,6 +141,34 @@ static void g_xent(int R, int V) {
     free(tg);
 }
 
+/* ---- nn: distillation's KL (teacher fixed: no gradient; loss weight c, the same on every row) ---- */
+static void f_distill(Op *o) {
+    size_t n = (size_t)o->i[0] * o->i[1];
+    real *t = xmalloc(sizeof(real) * n); /* the op overwrites the teacher's logits with the gradient */
+    memcpy(t, o->p[1], sizeof(real) * n);
+    g_ops->distill_grad(o->y[0], t, o->x[0], o->p[0], o->i[0], o->i[1], o->s, 1);
+    free(t);
+}
+static void g_distill(int R, int V, double T) {
+    Rng keep = g_rng; /* the later rows draw what they drew before these rows came */
+    int32_t *tg = xmalloc(sizeof(int32_t) * R);
+    for (int r = 0; r < R; r++) tg[r] = r % 5 == 2 ? -1 : (int32_t)((r * 13 + 1) % V);
+    real *teach = gc_random((size_t)R * V, &g_rng, 1.5);
+    Op o = {.fwd = f_distill, .i = {R, V}, .p = {tg, teach}, .s = (real)T};
+    in(&o, "student logits", (size_t)R * V, 1.5, 0);
+    out(&o, R);
+    double c = 0.37;
+    for (int r = 0; r < R; r++) o.r[0][r] = (real)c;
+    /* d(c KL)/d s = (c / T) (q - p): the op's gradient at scale c / T */
+    memcpy(o.g[0], teach, sizeof(real) * R * V);
+    real *kl = xmalloc(sizeof(real) * R);
+    g_ops->distill_grad(kl, o.g[0], o.x[0], tg, R, V, (real)T, (real)(c / T));
+    for (int r = 0; r < R; r++) ck_assert_msg(tg[r] < 0 ? kl[r] == 0 : kl[r] >= 0, "row %d: KL %g", r, (double)kl[r]);
+    check(&o, "distill");
+    free(kl), free(teach), free(tg);
+    g_rng = keep;
+}
+
 /* ---- nn: row softmax (scale 0.6; a column bias) ---- */
 static void f_softmax(Op *o) {
     memcpy(o->y[0], o->x[0], sizeof(real) * o->nx[0]);

@@ -186,6 +186,55 @@ START_TEST(test_config_set_and_roundtrip) {
 }
 END_TEST
 
+/* a list-of-strings key (CFGT_STRLIST, train.freeze): a JSON list or a comma-separated
+ * --set; each element a non-empty string without commas; written back as a list */
+START_TEST(test_config_string_list) {
+    Config c, d;
+    cfg_defaults(&c);
+    ck_assert_str_eq(c.train.freeze, "");
+    ck_assert_int_eq(cfg_list_count(c.train.freeze), 0);
+    ck_assert_int_eq(load_text(&c, "{\"train\": {\"freeze\": [\"blocks.0.*\", \"tok_emb.weight\"]}}"), 0);
+    ck_assert_str_eq(c.train.freeze, "blocks.0.*,tok_emb.weight");
+    ck_assert_int_eq(cfg_list_count(c.train.freeze), 2);
+    const char *p = c.train.freeze;
+    char item[64];
+    ck_assert(cfg_list_next(&p, item, sizeof item) && !strcmp(item, "blocks.0.*"));
+    ck_assert(cfg_list_next(&p, item, sizeof item) && !strcmp(item, "tok_emb.weight"));
+    ck_assert(!cfg_list_next(&p, item, sizeof item));
+    char *js = cfg_to_json(&c);
+    ck_assert_msg(strstr(js, "\"freeze\":\t[\"blocks.0.*\", \"tok_emb.weight\"]"), "%s", js);
+    cfg_defaults(&d);
+    ck_assert_int_eq(load_text(&d, js), 0);
+    free(js);
+    ck_assert_str_eq(d.train.freeze, c.train.freeze);
+    ck_assert_int_eq(cfg_set(&c, "train.freeze=ln_f.*,blocks.?.mlp.*"), 0);
+    ck_assert_str_eq(c.train.freeze, "ln_f.*,blocks.?.mlp.*");
+    ck_assert_int_eq(cfg_set(&c, "train.freeze=[\"a\"]"), 0);
+    ck_assert_str_eq(c.train.freeze, "a");
+    ck_assert_int_eq(cfg_set(&c, "train.freeze="), 0);
+    ck_assert_str_eq(c.train.freeze, "");
+    /* refused, the value left as it was */
+    ck_assert_int_eq(cfg_set(&c, "train.freeze=keep"), 0);
+    ck_assert_int_ne(cfg_set(&c, "train.freeze=a,,b"), 0);
+    ck_assert_msg(strstr(gma_error(), "key train.freeze: element 1 is empty"), "%s", gma_error());
+    ck_assert_str_eq(c.train.freeze, "keep");
+    ck_assert_int_ne(load_text(&c, "{\"train\": {\"freeze\": \"a\"}}"), 0);
+    ck_assert_msg(strstr(gma_error(), "key train.freeze: expected a list of strings"), "%s", gma_error());
+    ck_assert_int_ne(load_text(&c, "{\"train\": {\"freeze\": [\"a\", 3]}}"), 0);
+    ck_assert_msg(strstr(gma_error(), "element 1 is not a string"), "%s", gma_error());
+    ck_assert_int_ne(load_text(&c, "{\"train\": {\"freeze\": [\"a,b\"]}}"), 0);
+    ck_assert_msg(strstr(gma_error(), "element 0 holds a comma"), "%s", gma_error());
+    char big[700];
+    memset(big, 'x', sizeof big - 1), big[sizeof big - 1] = 0;
+    char set[720];
+    snprintf(set, sizeof set, "train.freeze=%s", big);
+    ck_assert_int_eq(cfg_set(&c, "train.freeze=keep"), 0);
+    ck_assert_int_ne(cfg_set(&c, set), 0);
+    ck_assert_msg(strstr(gma_error(), "longer than 511 characters"), "%s", gma_error());
+    ck_assert_str_eq(c.train.freeze, "keep");
+}
+END_TEST
+
 START_TEST(test_safetensors_roundtrip) {
     real a[6] = {1, -2, 3.5f, 4, 5, 6}, b[3] = {7, 8, 9};
     StTensor t[2] = {{"x.weight", 2, {2, 3}, a}, {"x.bias", 1, {3}, b}};
@@ -512,6 +561,7 @@ Suite *make_suite(void) {
     tcase_add_test(tc, test_config_errors);
     tcase_add_test(tc, test_config_text_values);
     tcase_add_test(tc, test_config_set_and_roundtrip);
+    tcase_add_test(tc, test_config_string_list);
     tcase_add_test(tc, test_safetensors_roundtrip);
     tcase_add_test(tc, test_safetensors_hostile);
     tcase_add_test(tc, test_shard);

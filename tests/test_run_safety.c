@@ -268,6 +268,46 @@ START_TEST(test_init_from) {
 }
 END_TEST
 
+/* --init-from across a mixer change: an all-sdpa run, then a model whose last layer is gma.
+ * That layer takes the q/k/v/o projections (and biases) of the attention it replaces, bit
+ * for bit (lr 0); its routing means are new and seeded by k-means on the first batch, so
+ * they are not the fresh initialisation a run from scratch of the same config has; the
+ * printed line and init_from.json say which tensors were mapped, new, and which layer
+ * was seeded. */
+START_TEST(test_init_from_mixer_change) {
+    tu_write(tu_path("tiny.json"), CE_TINY);
+    char S[1100], T[1100], F[1100], cfg[1100];
+    snprintf(S, sizeof S, "%s", tu_path("S2"));
+    snprintf(T, sizeof T, "%s", tu_path("T2"));
+    snprintf(F, sizeof F, "%s", tu_path("F2"));
+    snprintf(cfg, sizeof cfg, "%s", tu_path("tiny.json"));
+    const char *q = "--quiet --threads 1";
+    ck_assert_msg(run("./bin/gmatrain --config %s --out %s %s --set model.mixer=sdpa --set train.steps=3", cfg, S, q) == 0, "%s",
+                  g_out);
+    const char *lr0 = "--set train.steps=1 --set train.lr=0 --set model.mixer=sdpa,gma";
+    ck_assert_msg(run("./bin/gmatrain --config %s --init-from %s --out %s --threads 1 %s", cfg, S, T, lr0) == 0, "%s", g_out);
+    ck_assert_msg(strstr(g_out, "28 tensors copied; 8 mapped from the attention they replace (layer 1 sdpa -> gma): "
+                                "blocks.1.mixer.q.weight") &&
+                      strstr(g_out, "3 new, at their fresh initialisation: blocks.1.mixer.gma.mu") &&
+                      strstr(g_out, "the routing of layer 1 is seeded by k-means") && strstr(g_out, "k-means initialisation"),
+                  "%s", g_out);
+    const char *proj[] = {"blocks.1.mixer.q.weight", "blocks.1.mixer.k.bias", "blocks.1.mixer.v.weight", "blocks.1.mixer.o.weight",
+                          "blocks.0.mixer.q.weight"};
+    for (int i = 0; i < 5; i++) ck_assert_msg(same_tensor(S, T, proj[i]), "%s is not the source's", proj[i]);
+    ck_assert_msg(run("./bin/gmatrain --config %s --out %s %s %s", cfg, F, q, lr0) == 0, "%s", g_out);
+    ck_assert_msg(!same_tensor(F, T, "blocks.1.mixer.gma.mu"), "the routing means are the fresh initialisation");
+    ck_assert(same_tensor(F, T, "blocks.1.mixer.gma.var_raw")); /* not seeded: sigma2 = 1 */
+    char p[1200];
+    snprintf(p, sizeof p, "%s/init_from.json", T);
+    char *j = gma_read_file(p, NULL);
+    ck_assert_msg(j && strstr(j, "\"mapped\":\t[\"blocks.1.mixer.q.weight <- blocks.1.mixer.q.weight\"") &&
+                      strstr(j, "\"kmeans_seeded\":\t[\"blocks.1.mixer\"]") && strstr(j, "\"from\":\t\"sdpa\"") &&
+                      strstr(j, "\"new\":\t[\"blocks.1.mixer.gma.mu\""),
+                  "%s", j ? j : "");
+    free(j);
+}
+END_TEST
+
 /* metrics.jsonl of run rd with each row's clock fields (tokens_per_s, elapsed_s, the last
  * of a training row) cut off: what a bit-exact trajectory logs the same. */
 static char *rows_without_clocks(const char *rd) {
@@ -359,6 +399,7 @@ Suite *make_suite(void) {
     tcase_add_test(tc, test_second_writer);
     tcase_add_test(tc, test_resume_other_data);
     tcase_add_test(tc, test_init_from);
+    tcase_add_test(tc, test_init_from_mixer_change);
     tcase_add_test(tc, test_resume_accounting);
     suite_add_tcase(s, tc);
     return s;

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "core/safetensors.h"
+#include "nn/model_cfg.h"
 #include "ops/ops.h"
 
 static InitOutcome outcome_of(const ParamInfo *p, const StEntry *e) {
@@ -15,9 +16,51 @@ static InitOutcome outcome_of(const ParamInfo *p, const StEntry *e) {
     return INIT_COPIED;
 }
 
-int init_from_ckpt(Model *m, const char *dir, InitReport *rep) {
+/* The attention projections a mixer that replaces another takes from it. Every mixer with
+ * q/k/v/o projections (sdpa, sdpa_ref, gma, auto, linear, performer, linformer) registers
+ * them through attn_proj_add (nn/mixers/mixer.h) as blocks.L.mixer.{q,k,v,o}.{weight,bias},
+ * [E, Dm] and [Dm, E]: the map from the new mixer's names to the old one's keeps the name. */
+static const char *const g_proj[] = {"q.weight", "q.bias", "k.weight", "k.bias", "v.weight", "v.bias", "o.weight", "o.bias"};
+
+/* The layer of a tensor under blocks.L.mixer. and the rest of its name, or -1. */
+static int mixer_layer(const char *name, const char **rest) {
+    int l = -1, at = 0;
+    if (sscanf(name, "blocks.%d.mixer.%n", &l, &at) != 1 || !at) return -1;
+    *rest = name + at;
+    return l;
+}
+
+/* The checkpoint's name of tensor `name` of layer l when l's mixer replaces the checkpoint's
+ * (old_mixer[l] set) and it is one of the projections: the new name <- the old one. */
+static const char *mapped_name(const InitReport *rep, const char *name) {
+    const char *rest;
+    int l = mixer_layer(name, &rest);
+    if (l < 0 || l >= CFG_MAX_LAYERS || !rep->old_mixer[l][0]) return NULL;
+    for (size_t i = 0; i < sizeof g_proj / sizeof g_proj[0]; i++)
+        if (!strcmp(rest, g_proj[i])) return name;
+    return NULL;
+}
+
+/* the layers whose mixer has routing components and whose centres were not copied */
+static void find_seeded(const Model *m, InitReport *rep) {
+    for (int l = 0; l < m->L && l < CFG_MAX_LAYERS; l++) {
+        const Mixer *mx = m->blocks[l].mixer;
+        if (!mx->vt->health) continue;
+        MixerComponents mc;
+        mx->vt->health->components(mx, NULL, 0, 0, &mc);
+        if (mc.centre < 0) continue;
+        InitOutcome o = rep->outcome[mc.centre];
+        if (o == INIT_NEW || o == INIT_SHAPE) rep->seed[l] = 1, rep->n_seed++;
+    }
+}
+
+int init_from_ckpt(Model *m, const char *dir, const Config *src, InitReport *rep) {
     memset(rep, 0, sizeof *rep);
     snprintf(rep->dir, sizeof rep->dir, "%s", dir);
+    for (int l = 0; src && l < m->L && l < src->model.n_layers && l < CFG_MAX_LAYERS; l++) {
+        const char *a = cfg_layer_mixer(src, l), *b = cfg_layer_mixer(&m->cfg, l);
+        if (strcmp(a, b)) snprintf(rep->old_mixer[l], sizeof rep->old_mixer[l], "%s", a);
+    }
     char path[2100];
     snprintf(path, sizeof path, "%s/model.safetensors", dir);
     StFile f;
@@ -29,13 +72,17 @@ int init_from_ckpt(Model *m, const char *dir, InitReport *rep) {
     g_ops->to_host(host, m->params, P * sizeof(real));
     rep->n = m->pt.n;
     rep->outcome = xcalloc((size_t)m->pt.n, sizeof *rep->outcome);
+    rep->from = xcalloc((size_t)m->pt.n, sizeof *rep->from);
     int rc = 0;
     for (int i = 0; i < m->pt.n && !rc; i++) {
         const ParamInfo *p = &m->pt.t[i];
-        const StEntry *e = st_find(&f, p->name);
+        const char *old = mapped_name(rep, p->name);
+        const StEntry *e = st_find(&f, old ? old : p->name);
         rep->outcome[i] = outcome_of(p, e);
+        if (old && rep->outcome[i] == INIT_COPIED) rep->outcome[i] = INIT_MAPPED;
         rep->counts[rep->outcome[i]]++;
-        if (rep->outcome[i] != INIT_COPIED) continue;
+        if (rep->outcome[i] != INIT_COPIED && rep->outcome[i] != INIT_MAPPED) continue;
+        rep->from[i] = xstrdup(e->name);
         real *dst = host + p->offset;
         st_read_tensor(e, dst);
         for (size_t j = 0; j < p->numel && !rc; j++)
@@ -45,6 +92,7 @@ int init_from_ckpt(Model *m, const char *dir, InitReport *rep) {
     for (int i = 0; i < f.n && !rc; i++)
         if (pt_find(&m->pt, f.e[i].name) < 0) rep->dropped[rep->n_dropped++] = xstrdup(f.e[i].name);
     if (!rc) g_ops->to_device(m->params, host, P * sizeof(real));
+    if (!rc) find_seeded(m, rep);
     free(host);
     st_close(&f);
     if (rc) init_report_free(rep);
@@ -53,44 +101,79 @@ int init_from_ckpt(Model *m, const char *dir, InitReport *rep) {
 
 void init_report_free(InitReport *rep) {
     for (int i = 0; i < rep->n_dropped; i++) free(rep->dropped[i]);
+    for (int i = 0; rep->from && i < rep->n; i++) free(rep->from[i]);
+    free(rep->from);
     free(rep->dropped);
     free(rep->outcome);
     memset(rep, 0, sizeof *rep);
 }
 
-static const char *const g_key[3] = {"copied", "new", "shape_differs"};
+static const char *const g_key[4] = {"copied", "new", "shape_differs", "mapped"};
 
 cJSON *init_report_json(const Model *m, const InitReport *rep) {
     cJSON *o = cJSON_CreateObject();
     cJSON_AddStringToObject(o, "from", rep->dir);
     cJSON_AddNumberToObject(o, "step", (double)rep->step);
-    for (int k = 0; k < 3; k++) {
+    for (int k = 0; k < 4; k++) {
         cJSON *a = cJSON_AddArrayToObject(o, g_key[k]);
-        for (int i = 0; i < rep->n; i++)
-            if ((int)rep->outcome[i] == k) cJSON_AddItemToArray(a, cJSON_CreateString(m->pt.t[i].name));
+        for (int i = 0; i < rep->n; i++) {
+            if ((int)rep->outcome[i] != k) continue;
+            char s[256];
+            if (k == INIT_MAPPED) snprintf(s, sizeof s, "%s <- %s", m->pt.t[i].name, rep->from[i]);
+            else snprintf(s, sizeof s, "%s", m->pt.t[i].name);
+            cJSON_AddItemToArray(a, cJSON_CreateString(s));
+        }
+    }
+    cJSON *rp = cJSON_AddArrayToObject(o, "replaced");
+    for (int l = 0; l < m->L && l < CFG_MAX_LAYERS; l++) {
+        if (!rep->old_mixer[l][0]) continue;
+        cJSON *x = cJSON_CreateObject();
+        cJSON_AddNumberToObject(x, "layer", l);
+        cJSON_AddStringToObject(x, "from", rep->old_mixer[l]);
+        cJSON_AddStringToObject(x, "to", cfg_layer_mixer(&m->cfg, l));
+        cJSON_AddItemToArray(rp, x);
     }
     cJSON *d = cJSON_AddArrayToObject(o, "dropped");
     for (int i = 0; i < rep->n_dropped; i++) cJSON_AddItemToArray(d, cJSON_CreateString(rep->dropped[i]));
+    cJSON *ks = cJSON_AddArrayToObject(o, "kmeans_seeded");
+    for (int l = 0; l < m->L && l < CFG_MAX_LAYERS; l++) {
+        char s[64];
+        snprintf(s, sizeof s, "blocks.%d.mixer", l);
+        if (rep->seed[l]) cJSON_AddItemToArray(ks, cJSON_CreateString(s));
+    }
     return o;
 }
 
-/* ": name, name" of the tensors with outcome k (3: dropped), at most 8 named, then a count */
+/* ": name, name" of the tensors with outcome k (4: dropped), at most 8 named, then a count */
 static void names(const Model *m, const InitReport *rep, int k, FILE *f) {
-    int shown = 0, n = k < 3 ? rep->counts[k] : rep->n_dropped;
-    for (int i = 0; i < (k < 3 ? rep->n : rep->n_dropped) && shown < 8; i++) {
-        if (k < 3 && (int)rep->outcome[i] != k) continue;
-        fprintf(f, "%s%s", shown++ ? ", " : ": ", k < 3 ? m->pt.t[i].name : rep->dropped[i]);
+    int shown = 0, n = k < 4 ? rep->counts[k] : rep->n_dropped;
+    for (int i = 0; i < (k < 4 ? rep->n : rep->n_dropped) && shown < 8; i++) {
+        if (k < 4 && (int)rep->outcome[i] != k) continue;
+        fprintf(f, "%s%s", shown++ ? ", " : ": ", k < 4 ? m->pt.t[i].name : rep->dropped[i]);
     }
     if (n > shown) fprintf(f, ", %d more", n - shown);
 }
 
 void init_report_print(const Model *m, const InitReport *rep, FILE *f) {
     fprintf(f, "gmatrain: initialised from %s (step %ld): %d tensors copied", rep->dir, rep->step, rep->counts[INIT_COPIED]);
+    if (rep->counts[INIT_MAPPED]) {
+        fprintf(f, "; %d mapped from the attention they replace (", rep->counts[INIT_MAPPED]);
+        for (int l = 0, k = 0; l < m->L && l < CFG_MAX_LAYERS; l++)
+            if (rep->old_mixer[l][0]) fprintf(f, "%slayer %d %s -> %s", k++ ? ", " : "", l, rep->old_mixer[l], cfg_layer_mixer(&m->cfg, l));
+        fprintf(f, ")");
+        names(m, rep, INIT_MAPPED, f);
+    }
     if (rep->counts[INIT_NEW]) fprintf(f, "; %d new, at their fresh initialisation", rep->counts[INIT_NEW]);
     names(m, rep, INIT_NEW, f);
     if (rep->counts[INIT_SHAPE]) fprintf(f, "; %d of another shape, at their fresh initialisation", rep->counts[INIT_SHAPE]);
     names(m, rep, INIT_SHAPE, f);
     if (rep->n_dropped) fprintf(f, "; %d dropped", rep->n_dropped);
-    names(m, rep, 3, f);
+    names(m, rep, 4, f);
+    if (rep->n_seed) {
+        fprintf(f, "; the routing of layer%s", rep->n_seed > 1 ? "s" : "");
+        for (int l = 0, k = 0; l < m->L && l < CFG_MAX_LAYERS; l++)
+            if (rep->seed[l]) fprintf(f, "%s%d", k++ ? ", " : " ", l);
+        fprintf(f, " is seeded by k-means of its queries on the first batch");
+    }
     fprintf(f, " (all in init_from.json)\n");
 }

@@ -92,6 +92,10 @@ typedef struct Model {
      * layer; NULL = this process's rows), passed to the mixers in MixerCtx */
     MixerGatherFn gather;
     void *gather_ctx;
+    /* k-means seeding of the routing (train/health.h) of these layers only, centres set
+     * whatever gma.init says (NULL = the layers whose config asks for it; --init-from sets
+     * it to the layers whose routing it did not copy) */
+    const uint8_t *kmeans_only;
     /* dropout (docs/model.md §8): drop_live while a training forward with a rate > 0 and
      * its backward run; the mask's key comes from the seed, drop_step, the micro-batch
      * and this process's slice of the global batch (model_set_dropout_batch) */

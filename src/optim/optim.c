@@ -138,7 +138,7 @@ static const CfgKey g_optim_keys[] = {
     {"train.decay_mixture", CFGT_BOOL, O(train.decay_mixture), 0, "false", 0, 0, NULL, "Apply weight decay to GMA mixture parameters."},
     {"train.grad_clip", CFGT_REAL, O(train.grad_clip), 0, "1", 0, 1e9, NULL, "Clip the global gradient norm to this (0 = off)."},
     {"train.freeze", CFGT_STRLIST, O(train.freeze), S(train.freeze), "", 0, 0, NULL,
-     "Parameter-name patterns (* and ? globs, e.g. \"blocks.[0-2].*\", \"tok_emb\") of tensors left as they are: no update, "
+     "Parameter-name patterns (globs: * any characters, dots included, ? one character, [...] a set; e.g. \"blocks.0.*\", \"tok_emb.weight\") of tensors left as they are: no update, "
      "no weight decay, no optimiser moments, out of the gradient norm; a pattern that matches no trained tensor is "
      "refused. JSON: a list of strings; --set: comma-separated."},
 };

@@ -122,9 +122,11 @@ static int kmeans_head(Mixer *mx, const MixerComponents *mc, const MixerCtx *c, 
     return 0;
 }
 
-int routing_kmeans(Mixer *mx, const MixerCtx *c, real *params, const real *act, Rng *rng) {
+/* force: set the centres from the centroids whatever gma.init says */
+static int kmeans_layer(Mixer *mx, const MixerCtx *c, real *params, const real *act, Rng *rng, int force) {
     MixerComponents mc;
     if (!components(mx, act, c->B, c->N, &mc) || !mc.qh) return 0;
+    if (force) mc.kmeans = 1;
     int d = mx->d, Kc = mc.Kc;
     size_t hs = (size_t)c->B * c->N * mx->D;
     /* one block: q [hs], then C [Kc,d], b [Kc], tmp [d], a head's rows [B*N,d] */
@@ -137,6 +139,10 @@ int routing_kmeans(Mixer *mx, const MixerCtx *c, real *params, const real *act, 
     }
     free(q);
     return rc;
+}
+
+int routing_kmeans(Mixer *mx, const MixerCtx *c, real *params, const real *act, Rng *rng) {
+    return kmeans_layer(mx, c, params, act, rng, 0);
 }
 
 /* ================= routing statistics ================= */
@@ -339,14 +345,15 @@ int model_monitor(const Model *m, MixerMonitor *out) {
     return n;
 }
 
-static int layer_wants_kmeans(const Mixer *mx) {
+static int layer_wants_kmeans(const Model *m, int l) {
     MixerComponents mc;
-    return components(mx, NULL, 0, 0, &mc) && (mc.kmeans || mc.memory >= 0);
+    if (!components(m->blocks[l].mixer, NULL, 0, 0, &mc)) return 0;
+    return m->kmeans_only ? m->kmeans_only[l] : mc.kmeans || mc.memory >= 0;
 }
 
 int model_wants_kmeans(const Model *m) {
     for (int l = 0; l < m->L; l++)
-        if (layer_wants_kmeans(m->blocks[l].mixer)) return 1;
+        if (layer_wants_kmeans(m, l)) return 1;
     return 0;
 }
 
@@ -354,12 +361,12 @@ int model_kmeans_init(Model *m, const int32_t *tok, const int32_t *tgt, int B, i
                       Rng *rng) {
     for (int l = 0; l < m->L; l++) {
         Mixer *mx = m->blocks[l].mixer;
-        if (!layer_wants_kmeans(mx)) continue;
+        if (!layer_wants_kmeans(m, l)) continue;
         LossStats st;
         if (model_forward(m, tok, tgt, B, N, keymask, 0, &st, 0, 0) != 0) return -1;
         MixerCtx ctx = {.B = B, .N = N, .causal = m->causal, .keymask = keymask, .gather = m->gather,
                         .gather_ctx = m->gather_ctx};
-        if (routing_kmeans(mx, &ctx, m->params, m->blocks[l].act, rng) != 0) return -1;
+        if (kmeans_layer(mx, &ctx, m->params, m->blocks[l].act, rng, m->kmeans_only != NULL) != 0) return -1;
     }
     return 0;
 }
@@ -367,13 +374,13 @@ int model_kmeans_init(Model *m, const int32_t *tok, const int32_t *tgt, int B, i
 int model_kmeans_init_cls(Model *m, const int32_t *tok, const int32_t *labels, int B, int N, Rng *rng) {
     for (int l = 0; l < m->L; l++) {
         Mixer *mx = m->blocks[l].mixer;
-        if (!layer_wants_kmeans(mx)) continue;
+        if (!layer_wants_kmeans(m, l)) continue;
         LossStats st;
         if (model_forward_cls(m, tok, NULL, labels, B, N, &st, 0, 0) != 0) return -1;
         /* the forward's rows: sequences x (pooling slots + tokens), its key mask */
         MixerCtx ctx = {.B = m->B, .N = m->N, .causal = m->causal, .keymask = m->keymask, .gather = m->gather,
                         .gather_ctx = m->gather_ctx};
-        if (routing_kmeans(mx, &ctx, m->params, m->blocks[l].act, rng) != 0) return -1;
+        if (kmeans_layer(mx, &ctx, m->params, m->blocks[l].act, rng, m->kmeans_only != NULL) != 0) return -1;
     }
     return 0;
 }

@@ -37,7 +37,9 @@ int routing_reinit(Mixer *mx, const MixerCtx *c, real *params, real *mom1, real 
 /* Number of layers with health hooks; out gets the monitor's settings of the first such
  * layer (all zero when there is none: every = 0, monitoring off). */
 int model_monitor(const Model *m, MixerMonitor *out);
-/* 1 when some layer wants k-means initialisation after the first training forward. */
+/* 1 when some layer wants k-means initialisation after the first training forward (with
+ * m->kmeans_only: some layer it names; those layers' centres are then set from the
+ * centroids whatever gma.init says). */
 int model_wants_kmeans(const Model *m);
 /* k-means initialisation layer by layer on the batch tok [B,N]: forward, initialise layer l
  * from its query rows, forward again for layer l+1... Deterministic under rng. */

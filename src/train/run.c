@@ -241,9 +241,11 @@ static int init_weights(Run *r) {
                TRAIN_BAD_INPUT;
     }
     InitReport rep;
-    if (init_from_ckpt(&r->m, dir, &rep) != 0) return TRAIN_BAD_INPUT;
+    if (init_from_ckpt(&r->m, dir, &src, &rep) != 0) return TRAIN_BAD_INPUT;
     if (!r->quiet) init_report_print(&r->m, &rep, stderr);
     if (r->lead) r->init_json = init_report_json(&r->m, &rep);
+    memcpy(r->kmeans_only, rep.seed, sizeof r->kmeans_only); /* seeded at the first step (step_micro_batches) */
+    r->fresh = rep.n_seed > 0;
     init_report_free(&rep);
     return 0;
 }
@@ -385,7 +387,9 @@ int run_open(Run *r, const Config *cfg, const TrainerOptions *o) {
     health_init(&r->hm, &r->m);
     r->gma_layers = model_monitor(&r->m, &r->mon);
     r->div_on = model_aux_on(&r->m);
-    r->fresh = r->ts.step == 0 && !o->resume_dir && !o->init_from; /* copied routing is not re-fitted */
+    /* copied routing is not re-fitted: after --init-from only the layers whose routing is new */
+    if (o->init_from) r->m.kmeans_only = r->fresh ? r->kmeans_only : NULL;
+    else r->fresh = r->ts.step == 0 && !o->resume_dir;
     r->t_start = gma_now();
     r->elapsed0 = r->ts.elapsed_s;
     r->step0 = r->ts.step;
@@ -422,6 +426,7 @@ static int step_micro_batches(Run *r) {
             return run_fatal(TRAIN_BAD_INPUT);
         if (r->fresh && a == 0 && model_wants_kmeans(&r->m)) {
             int rc = kmeans_init(r, &st);
+            r->m.kmeans_only = NULL;
             if (rc) return rc;
         }
         r->fresh = 0;

@@ -51,6 +51,7 @@ typedef struct Run {
     MixerMonitor mon; /* the routing monitor's settings (model_monitor) */
     int gma_layers, div_on;
     int fresh;           /* no step taken yet in a fresh run: k-means pending */
+    uint8_t kmeans_only[CFG_MAX_LAYERS]; /* --init-from: the layers whose routing k-means seeds (Model.kmeans_only) */
     int stop_all;        /* R > 1: a signal reached some rank (agreed at each step) */
     int bad_row;         /* refused updates in a row */
     RunStep cur;

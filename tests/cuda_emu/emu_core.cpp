@@ -207,6 +207,16 @@ static void t_xent(int R, int Vv) {
     VI i1(R), i2(R); CP->argmax_rows(F(i1), F(a), R, Vv); CU->argmax_rows(F(i2), F(a), R, Vv);
     snprintf(nm, sizeof nm, "argmax_rows R%d V%d (ties, -inf row)", R, Vv); cmpi(nm, i2, i1);
 }
+static void t_distill(int R, int Vv, float T) {
+    auto keep = rng; /* the later rows draw what they drew before these rows came */
+    char nm[64]; V s = rnd((size_t)R * Vv, 4), t = rnd((size_t)R * Vv, 3); VI tg(R);
+    std::uniform_int_distribution<int> u(0, Vv - 1);
+    for (int r = 0; r < R; r++) tg[r] = r % 5 == 2 ? -1 : u(rng);
+    V k1(R), k2(R), t1 = t, t2 = t;
+    CP->distill_grad(F(k1), F(t1), F(s), F(tg), R, Vv, T, 0.8f); CU->distill_grad(F(k2), F(t2), F(s), F(tg), R, Vv, T, 0.8f);
+    snprintf(nm, sizeof nm, "distill R%d V%d T%g kl", R, Vv, T); cmp(nm, k2, k1); cmp("distill grad", t2, t1);
+    rng = keep;
+}
 static void t_heads(int B, int N, int H, int d) {
     size_t n = (size_t)B * N * H * d; V x = rnd(n), h1(n), h2(n), m1(n), m2(n);
     CP->split_heads(F(h1), F(x), B, N, H, d); CU->split_heads(F(h2), F(x), B, N, H, d); cmp("split_heads", h2, h1, 1e-30);

@@ -31,6 +31,8 @@
     ROW(nn, embed, 1, (3, 5, 20, 7, 0))                                                                                \
     ROW(nn, xent, 1, (12, 1000))                                                                                       \
     ROW(nn, xent, 1, (7, 30))                                                                                          \
+    ROW(nn, distill, 1, (12, 1000, 0.7f))                                                                              \
+    ROW(nn, distill, 1, (7, 30, 2.0f))                                                                                 \
     ROW(nn, heads, 0, (2, 7, 3, 5))                                                                                    \
     ROW(nn, softmax, 1, (9, 300, 1))                                                                                   \
     ROW(nn, softmax, 1, (6, 40, 0))                                                                                    \

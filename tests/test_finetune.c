@@ -1,0 +1,140 @@
+/* test_finetune.c: the fine-tuning controls of gmatrain on a tiny recall model.
+ * train.freeze: the frozen tensors keep their bits through training and a resume, the
+ * others change, the checkpoints hold no moments for them, a pattern that matches nothing
+ * is refused. train.distill: the KL to the teacher drops while distilling, weight 0 trains
+ * the bits of no distillation, the head in chunks gives the KL of the whole head, and a
+ * teacher of another vocabulary is refused. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ckpt_edit.h"
+#include "core/safetensors.h"
+
+static const char *g_cfg;
+static const char *tiny(void) {
+    if (!g_cfg) {
+        tu_write(tu_path("tiny.json"), CE_TINY);
+        g_cfg = strdup(tu_path("tiny.json"));
+    }
+    return g_cfg;
+}
+
+/* 1 when tensor name has the same bits in RUN_A/latest and RUN_B/latest (model.safetensors) */
+static int same_tensor(const char *a, const char *b, const char *name) {
+    char pa[1200], pb[1200];
+    snprintf(pa, sizeof pa, "%s/latest/model.safetensors", a);
+    snprintf(pb, sizeof pb, "%s/latest/model.safetensors", b);
+    StFile fa, fb;
+    ck_assert_msg(st_open(&fa, pa) == 0 && st_open(&fb, pb) == 0, "%s", gma_error());
+    const StEntry *x = st_find(&fa, name), *y = st_find(&fb, name);
+    ck_assert_msg(x && y, "tensor %s missing", name);
+    int same = x->numel == y->numel && !memcmp(x->data, y->data, x->numel * sizeof(float));
+    st_close(&fa), st_close(&fb);
+    return same;
+}
+
+static int has_tensor(const char *path, const char *name) {
+    StFile f;
+    ck_assert_msg(st_open(&f, path) == 0, "%s", gma_error());
+    int has = st_find(&f, name) != NULL;
+    st_close(&f);
+    return has;
+}
+
+/* The "key" numbers of the training rows of RUN/metrics.jsonl, in order, into v (at most n). */
+static int metric_rows(const char *run_dir, const char *key, double *v, int n) {
+    char p[1200], pat[64];
+    snprintf(p, sizeof p, "%s/metrics.jsonl", run_dir);
+    snprintf(pat, sizeof pat, "\"%s\":", key);
+    char *text = gma_read_file(p, NULL);
+    ck_assert_ptr_nonnull(text);
+    int k = 0;
+    for (char *q = strstr(text, pat); q && k < n; q = strstr(q + 1, pat)) v[k++] = strtod(q + strlen(pat), NULL);
+    free(text);
+    return k;
+}
+
+static const char *const g_frozen[] = {"tok_emb.weight", "blocks.0.mixer.q.weight", "blocks.0.mixer.gma.mu", "blocks.0.ln1.bias"};
+static const char *const g_trained[] = {"blocks.1.mixer.q.weight", "blocks.1.mlp.fc.weight", "ln_f.weight"};
+
+START_TEST(test_freeze) {
+    char I[1100], F[1100];
+    snprintf(I, sizeof I, "%s", tu_path("I"));
+    snprintf(F, sizeof F, "%s", tu_path("F"));
+    /* the initial weights: one step at learning rate 0 changes nothing */
+    ck_assert_msg(run("./bin/gmatrain --config %s --out %s --quiet --threads 1 --set train.steps=1 --set train.lr=0", tiny(),
+                      I) == 0, "%s", g_out);
+    const char *freeze = "--set 'train.freeze=tok_emb.weight,blocks.0.*'";
+    ck_assert_msg(run("./bin/gmatrain --config %s --out %s --threads 1 %s", tiny(), F, freeze) == 0, "%s", g_out);
+    ck_assert_msg(strstr(g_out, "train.freeze: 20 tensors, "), "%s", g_out);
+    for (int i = 0; i < 4; i++) ck_assert_msg(same_tensor(I, F, g_frozen[i]), "frozen %s changed", g_frozen[i]);
+    for (int i = 0; i < 3; i++) ck_assert_msg(!same_tensor(I, F, g_trained[i]), "%s did not train", g_trained[i]);
+    char o[1200];
+    snprintf(o, sizeof o, "%s/latest/optim.safetensors", F);
+    ck_assert(!has_tensor(o, "m.tok_emb.weight") && !has_tensor(o, "v.blocks.0.mixer.q.weight"));
+    ck_assert(has_tensor(o, "m.blocks.1.mixer.q.weight") && has_tensor(o, "v.ln_f.weight"));
+    /* the run's own config.json keeps the list; a resume trains on with it */
+    ck_assert_msg(run("./bin/gmatrain --resume %s --quiet --threads 1 --set train.steps=6", F) == 0, "%s", g_out);
+    for (int i = 0; i < 4; i++) ck_assert_msg(same_tensor(I, F, g_frozen[i]), "frozen %s changed on resume", g_frozen[i]);
+    /* a pattern that matches no trained tensor: one line naming it, nothing written */
+    ck_assert_int_eq(run("./bin/gmatrain --config %s --out %s/bad --quiet --set 'train.freeze=blocks.1.*,blocks.9.*'", tiny(),
+                         tu_tmpdir()), 2);
+    ck_assert_msg(ce_lines(g_out) == 1 && strstr(g_out, "train.freeze: pattern \"blocks.9.*\" matches no trained tensor"),
+                  "%s", g_out);
+    snprintf(o, sizeof o, "%s/bad", tu_tmpdir());
+    ck_assert(!gma_path_exists(o));
+}
+END_TEST
+
+START_TEST(test_distill) {
+    char T0[1100], D[1100], N0[1100], W0[1100], C[1100];
+    snprintf(T0, sizeof T0, "%s", tu_path("T0"));
+    snprintf(D, sizeof D, "%s", tu_path("D"));
+    snprintf(N0, sizeof N0, "%s", tu_path("N0"));
+    snprintf(W0, sizeof W0, "%s", tu_path("W0"));
+    snprintf(C, sizeof C, "%s", tu_path("C"));
+    const char *q = "--quiet --threads 1";
+    ck_assert_msg(run("./bin/gmatrain --config %s --out %s %s --set train.steps=20", tiny(), T0, q) == 0, "%s", g_out);
+    /* a student of another seed distils the teacher: its KL at T = 2 falls */
+    ck_assert_msg(run("./bin/gmatrain --config %s --out %s --threads 1 --set seed=9 --set train.steps=12 --set train.distill.teacher=%s "
+                      "--set train.distill.temperature=2", tiny(), D, T0) == 0, "%s", g_out);
+    ck_assert_msg(strstr(g_out, "distilling from ") && strstr(g_out, "at temperature 2"), "%s", g_out);
+    double kl[16], ce[16];
+    int n = metric_rows(D, "kl", kl, 16);
+    ck_assert_int_eq(n, 12);
+    ck_assert_int_eq(metric_rows(D, "ce", ce, 16), 12);
+    ck_assert_msg(kl[0] > 0 && kl[11] < 0.5 * kl[0], "KL %g -> %g", kl[0], kl[11]);
+    /* the head in chunks of 7 rows: the KL of the whole head */
+    ck_assert_msg(run("./bin/gmatrain --config %s --out %s %s --set seed=9 --set train.steps=2 --set train.distill.teacher=%s "
+                      "--set train.distill.temperature=2 --set model.head_chunk=7", tiny(), C, q, T0) == 0, "%s", g_out);
+    double kc[4];
+    ck_assert_int_eq(metric_rows(C, "kl", kc, 4), 2);
+    ck_assert_msg(fabs(kc[0] - kl[0]) <= 1e-5 * kl[0] && fabs(kc[1] - kl[1]) <= 1e-4 * kl[1], "chunked KL %g %g, whole %g %g",
+                  kc[0], kc[1], kl[0], kl[1]);
+    /* weight 0: the teacher runs, its KL is logged, the weights are those of no distillation */
+    ck_assert_msg(run("./bin/gmatrain --config %s --out %s %s --set train.steps=4", tiny(), N0, q) == 0, "%s", g_out);
+    ck_assert_msg(run("./bin/gmatrain --config %s --out %s %s --set train.steps=4 --set train.distill.teacher=%s "
+                      "--set train.distill.weight=0", tiny(), W0, q, T0) == 0, "%s", g_out);
+    ck_assert_int_eq(metric_rows(W0, "kl", kc, 4), 4);
+    ck_assert(kc[0] > 0);
+    tu_same_tensors(N0, W0, "latest/model.safetensors");
+    /* a teacher of another vocabulary: one line naming both sizes */
+    ck_assert_int_eq(run("./bin/gmatrain --config %s --out %s/v %s --set data.recall_vocab=30 --set train.distill.teacher=%s",
+                         tiny(), tu_tmpdir(), q, T0), 2);
+    ck_assert_msg(ce_lines(g_out) == 1 && strstr(g_out, "a vocabulary of 20 tokens (model.vocab_size), this model 30"), "%s",
+                  g_out);
+}
+END_TEST
+
+Suite *make_suite(void) {
+    Suite *s = suite_create("finetune");
+    TCase *tc = tcase_create("finetune");
+    tcase_set_timeout(tc, 120);
+    tcase_add_test(tc, test_freeze);
+    tcase_add_test(tc, test_distill);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+GMA_TEST_MAIN()
