@@ -90,9 +90,10 @@ if [ $rc -eq 0 ] && [ -s "$J" ]; then
     && [[ "$r1" == *'"utilisation": [{"layer": 1, '* ]] && ok "utilisation: a figure for every GMA layer" || bad "utilisation: '$r3'"
   [[ "$r3" =~ \"speeds\":\ \{\"32\":\ \{\"mixer_layers_ms\":\ [0-9.]+,\ \"decode_tokens_per_s\":\ [0-9.]+ ]] \
     && ok "speeds at --bench-seq 32: prefill pass and decoding" || bad "speeds: '$r3'"
-  grep '"copied"' "$M/phase1/init_from.json" | grep -q '"blocks.1.mixer.q.weight"' \
+  grep '"mapped"' "$M/phase1/init_from.json" | grep -q '"blocks.1.mixer.q.weight <- blocks.1.mixer.q.weight"' \
+    && tr -d '\n\t' < "$M/phase1/init_from.json" | grep -q '"kmeans_seeded":.\{0,2\}\["blocks.1.mixer"\]' \
     && grep -q '"mixer":.\["sdpa", "gma"\]' "$M/phase1/config.json" \
-    && ok "phase 1 made with --init-from the teacher (q/k/v/o copied)" || bad "phase 1's init_from.json: '$(head -c 300 "$M/phase1/init_from.json")'"
+    && ok "phase 1 made with --init-from the teacher (q/k/v/o of the replaced attention, routing seeded by k-means)" || bad "phase 1's init_from.json: '$(head -c 300 "$M/phase1/init_from.json")'"
   [ "$(grep -c '^| [123] |' "$M/migration.md")" = 3 ] && grep -q 'Result: \*\*phase3\*\*' "$M/migration.md" \
     && ok "migration.md: a table row per phase and the result" || bad "migration.md: '$(cat "$M/migration.md")'"
   [ -f "$M/plots/phase1.train.dat" ] && [ -f "$M/plots/phase3.train.dat" ] && [ -f "$M/plots/plots.gp" ] \
