@@ -185,6 +185,7 @@ eval_to() { # CKPT SPLIT JSON: gmaeval unless JSON is there
 jnum() { grep -o "\"$2\":[[:space:]]*[-0-9.eE+]*" "$1" | head -n 1 | sed -E 's/.*:[[:space:]]*//'; }
 pct() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.3f", 100 * (a / b - 1) }'; } # a over b in %
 lt() { awk -v a="$1" -v b="$2" 'BEGIN { exit !(a < b) }'; }
+r4() { awk -v a="$1" 'BEGIN { printf "%.4g", a }'; } # a figure in a message
 eval_to "$teacher" valid "$out/teacher.valid.json"
 eval_to "$teacher" test "$out/teacher.test.json"
 t_vppl=$(jnum "$out/teacher.valid.json" ppl); t_tppl=$(jnum "$out/teacher.test.json" ppl)
@@ -271,13 +272,13 @@ for k in 1 2 3; do
   done < <(util_of "$d/analysis.json")
   if [ $util_ok = 1 ]; then gates+=("utilisation passed"); else gates+=("utilisation FAILED: only $(awk -v f="$worst" 'BEGIN{printf "%.1f", 100*f}') % of the components of a GMA layer hold >= $gutil % of the uniform share 1/K (wants 100 %)"); fi
   case $k in
-    1) if lt "$dt_" "$g1"; then gates+=("ppl passed"); else gates+=("ppl FAILED: valid perplexity $vppl is $dt_ % over the teacher's $t_vppl (gate < $g1 %)"); fi;;
+    1) if lt "$dt_" "$g1"; then gates+=("ppl passed"); else gates+=("ppl FAILED: valid perplexity $(r4 "$vppl") is $dt_ % over the teacher's $(r4 "$t_vppl") (gate < $g1 %)"); fi;;
     2) ref_ppl=$t_vppl; dd=$dt_; [ $g2_against = phase1 ] && ref_ppl=$prev_vppl && dd=$dprev
-       if lt "$dd" "$g2"; then gates+=("ppl passed"); else gates+=("ppl FAILED: valid perplexity $vppl is $dd % over $g2_against's $ref_ppl (gate < $g2 %)"); fi;;
+       if lt "$dd" "$g2"; then gates+=("ppl passed"); else gates+=("ppl FAILED: valid perplexity $(r4 "$vppl") is $dd % over $g2_against's $(r4 "$ref_ppl") (gate < $g2 %)"); fi;;
     3) for b in "valid_ppl $vppl $t_vppl 1" "test_ppl $tppl $t_tppl 1" "valid_acc $vacc $t_vacc -1"; do
          set -- $b
          w=$(awk -v a="$2" -v t="$3" -v s="$4" 'BEGIN { printf "%.3f", (s > 0 ? 100 * (a / t - 1) : 100 * (1 - a / t)) }')
-         if lt "$w" "$g3"; then gates+=("$1 passed"); else gates+=("$1 FAILED: $2 is $w % worse than the teacher's $3 (gate < $g3 %)"); fi
+         if lt "$w" "$g3"; then gates+=("$1 passed"); else gates+=("$1 FAILED: $(r4 "$2") is $w % worse than the teacher's $(r4 "$3") (gate < $g3 %)"); fi
        done;;
   esac
   printf '%s\n' "${gates[@]}" > "$d/gates.txt"
@@ -287,7 +288,7 @@ for k in 1 2 3; do
   rows+=("{\"phase\": $k, \"run\": \"$d\", \"layers_replaced\": [$(layers_of $k | tr ' ' ',')], \"mixer\": $(mixer_of $k), \"valid_ppl\": $vppl, \"test_ppl\": $tppl, \"valid_acc\": $vacc, \"dppl_teacher_pct\": $dt_, \"dppl_previous_pct\": $dprev, \"utilisation\": [$ul], $(speeds_json "$d" "$(mixer_of $k)" "$ngma"), \"gates\": [$gj], \"gate_passed\": $passed}")
   if [ $passed = true ]; then
     [ -n "$failed" ] || result=phase$k
-    echo "phase $k: gates passed (valid ppl $vppl, $dt_ % over the teacher)" >&2
+    echo "phase $k: gates passed (valid ppl $(r4 "$vppl"), $dt_ % over the teacher)" >&2
   else
     if [ -z "$failed" ]; then failed="phase $k: $(grep FAILED "$d/gates.txt" | paste -sd';' -)"; status=3; fi
     echo "phase $k: $(grep FAILED "$d/gates.txt" | paste -sd';' -); rolled back to $result" >&2
@@ -316,7 +317,7 @@ ln -sfn "$([ $result = teacher ] && echo "$teacher" || echo "$result")" "$out/re
 {
   echo "# Migration of $(basename "$teacher") to GMA"
   echo
-  echo "Teacher: $teacher ($L layers of $tmix; valid ppl $t_vppl, test ppl $t_tppl). $steps fine-tuning steps a phase, distillation $([ $distill = 1 ] && echo "weight $dw, temperature $dt" || echo off). Result: **$result**${failed:+ (first failed gate: $failed)}."
+  echo "Teacher: $teacher ($L layers of $tmix; valid ppl $(r4 "$t_vppl"), test ppl $(r4 "$t_tppl")). $steps fine-tuning steps a phase, distillation $([ $distill = 1 ] && echo "weight $dw, temperature $dt" || echo off). Result: **$result**${failed:+ (first failed gate: $failed)}."
   echo
   echo "| phase | GMA layers | valid ppl | Δppl vs teacher % | Δppl vs previous % | test ppl | min utilised fraction | gates |"
   echo "|---:|---|---:|---:|---:|---:|---:|---|"
@@ -325,7 +326,7 @@ ln -sfn "$([ $result = teacher ] && echo "$teacher" || echo "$result")" "$out/re
     echo "${rows[$i]}" | awk -v k=$k -v lay="$(layers_of $k)" -v g="$(grep -q FAILED "$d/gates.txt" && grep FAILED "$d/gates.txt" | paste -sd';' - || echo passed)" '
       function f(key,   s) { s = $0; if (!match(s, "\"" key "\": [-0-9.eE+]+")) return "-"; s = substr(s, RSTART, RLENGTH); sub(/.*: /, "", s); return s }
       { mn = 1; s = $0; while (match(s, /"utilised_fraction": [0-9.]+/)) { v = substr(s, RSTART + 21, RLENGTH - 21) + 0; if (v < mn) mn = v; s = substr(s, RSTART + RLENGTH) }
-        printf "| %d | %s | %s | %s | %s | %s | %.3f | %s |\n", k, lay, f("valid_ppl"), f("dppl_teacher_pct"), f("dppl_previous_pct"), f("test_ppl"), mn, g }'
+        printf "| %d | %s | %.2f | %s | %s | %.2f | %.3f | %s |\n", k, lay, f("valid_ppl"), f("dppl_teacher_pct"), f("dppl_previous_pct"), f("test_ppl"), mn, g }'
   done
   if [ $bench = 1 ]; then
     echo
