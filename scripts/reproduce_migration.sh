@@ -6,11 +6,16 @@
 # a 4-layer GMA model (configs/small_gma.json) trained from scratch for the teacher's steps
 # plus the three phases' (the same total number of steps). Every run keeps going past a failed
 # gate (migrate.sh --keep-going) so that every phase is measured; the table says which gates pass.
+# The gates and the table are measured on data/sotu8-ev<E>-bpe4k: the same train split, and the
+# first E speeches of data/sotu8's valid and test splits (every evaluation is a whole split, and
+# the 8 speeches of each take minutes a pass on a loaded 2-core machine).
 #   scripts/reproduce_migration.sh [--sotu DIR] [--steps N] [--steps-per-phase N] [--seeds N]
-#                                  [--threads N] [--bench-seq LIST] [--out DIR] [--write-docs] [--help]
+#                                  [--eval-speeches E] [--threads N] [--bench-seq LIST] [--out DIR]
+#                                  [--write-docs] [--help]
 #   --sotu DIR           the State of the Union corpus (also SOTU=DIR; needed until data/sotu8 is made)
 #   --steps N            the teacher's training steps (default 400)
-#   --steps-per-phase N  each phase's fine-tuning steps (default 200)
+#   --steps-per-phase N  each phase's fine-tuning steps (default 33)
+#   --eval-speeches E    speeches of the valid and of the test split the gates read (default 2)
 #   --seeds N            seeds 1337.. of every run (default 1)
 #   --threads N          threads of every run (default 2)
 #   --bench-seq LIST     migrate.sh's speed lengths, with --quick (default 1K,4K,16K)
@@ -20,8 +25,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . scripts/lib_reproduce.sh
-steps=400; psteps=200; seeds=1; threads=2; bseq=1K,4K,16K; out=runs/migration-evidence; docs=0
-usage="[--sotu DIR] [--steps N] [--steps-per-phase N] [--seeds N] [--threads N] [--bench-seq LIST] [--out DIR] [--write-docs] [--help]"
+steps=400; psteps=33; nev=2; seeds=1; threads=2; bseq=1K,4K,16K; out=runs/migration-evidence; docs=0
+usage="[--sotu DIR] [--steps N] [--steps-per-phase N] [--seeds N] [--eval-speeches E] [--threads N] [--bench-seq LIST] [--out DIR] [--write-docs] [--help]"
 while [ $# -gt 0 ]; do
   case "$1" in
     --help|-h) script_help; exit 0;;
@@ -33,6 +38,7 @@ while [ $# -gt 0 ]; do
     --steps) steps="$2";;
     --steps-per-phase) psteps="$2";;
     --seeds) seeds="$2";;
+    --eval-speeches) nev="$2";;
     --threads) threads="$2";;
     --bench-seq) bseq="$2";;
     --out) out=$(from_start "$2");;
@@ -40,32 +46,35 @@ while [ $# -gt 0 ]; do
   esac
   shift 2
 done
-positive_ints "steps:$steps" "steps-per-phase:$psteps" "seeds:$seeds" "threads:$threads"
+positive_ints "steps:$steps" "steps-per-phase:$psteps" "seeds:$seeds" "threads:$threads" "eval-speeches:$nev"
 prepare_sotu8
-data=data/sotu8-bpe4k
+tdata=data/sotu8-bpe4k # the teacher's
+ev=data/sotu8-ev$nev; data=$ev-bpe4k # the same train split; E speeches of valid and of test
+if [ ! -f "$data/meta.json" ]; then
+  mkdir -p "$ev"
+  ln -sfn ../sotu8/train.txt "$ev/train.txt"
+  for sp in valid test; do awk 'NF' data/sotu8/$sp.txt | head -n "$nev" | sed '$!G' > "$ev/$sp.txt"; done
+  bin/gmadata prepare "$ev" --tokenizer bpe:data/bpe4k-sotu8 --out "$data" --quiet
+fi
 total=$((steps + 3 * psteps))
-cmd="scripts/reproduce_migration.sh --steps $steps --steps-per-phase $psteps --seeds $seeds --threads $threads --bench-seq $bseq"
+cmd="scripts/reproduce_migration.sh --steps $steps --steps-per-phase $psteps --seeds $seeds --eval-speeches $nev --threads $threads --bench-seq $bseq"
 mkdir -p "$out"
-train() { # CONFIG OUT STEPS SEED: unless OUT/summary.json is there
+train() { # CONFIG OUT STEPS SEED DATA: unless OUT/summary.json is there
   [ -s "$2/summary.json" ] && return 0
   rm -rf "$2"
   echo "training $1 ($3 steps, seed $4) -> $2" >&2
-  nice -n 10 bin/gmatrain --config "$1" --out "$2" --quiet --threads "$threads" --set data.path=$data \
+  nice -n 10 bin/gmatrain --config "$1" --out "$2" --quiet --threads "$threads" --set data.path="$5" \
     --set model.n_layers=4 --set seed="$4" --set train.steps="$3"
-}
-ev() { # RUN SPLIT JSON [--analyze-json FILE]
-  [ -s "$3" ] || nice -n 10 bin/gmaeval --checkpoint "$1" --data "$data/$2.bin" --threads "$threads" --json "$3" "${@:4}" > /dev/null
 }
 jnum() { grep -o "\"$2\":[[:space:]]*[-0-9.eE+]*" "$1" | head -n 1 | sed -E 's/.*:[[:space:]]*//'; }
 for ((i = 0; i < seeds; i++)); do
   s=$((1337 + i)); d="$out/s$s"
   mkdir -p "$d"
-  train configs/small_sdpa.json "$d/teacher" "$steps" "$s"
+  train configs/small_sdpa.json "$d/teacher" "$steps" "$s" "$tdata"
   nice -n 10 scripts/migrate.sh --teacher "$d/teacher" --data "$data" --steps-per-phase "$psteps" --seed "$s" \
     --threads "$threads" --out "$d/migrate-nodistill" --no-distill --no-bench --keep-going || [ $? = 3 ]
-  train configs/small_gma.json "$d/scratch" "$total" "$s"
-  ev "$d/scratch" valid "$d/scratch/valid.json"
-  ev "$d/scratch" test "$d/scratch/test.json"
+  train configs/small_gma.json "$d/scratch" "$total" "$s" "$data"
+  for sp in valid test; do grep "\"split\":\"$sp\"" "$d/scratch/metrics.jsonl" | tail -n 1 > "$d/scratch/$sp.json"; done
   nice -n 10 scripts/migrate.sh --teacher "$d/teacher" --data "$data" --steps-per-phase "$psteps" --seed "$s" \
     --threads "$threads" --out "$d/migrate" --bench-seq "$bseq" --quick --keep-going || [ $? = 3 ]
 done
@@ -78,9 +87,10 @@ sec="$out/evidence.md"
   echo "Written by \`$cmd --write-docs\` (2-core Xeon VM shared with other jobs: the timings are loose)."
   echo "Teacher: configs/small_sdpa.json with model.n_layers 4 (d_model 128, 4 heads, seq 128, batch 8),"
   echo "$steps steps on the State of the Union split (data/sotu8-bpe4k). Migration: scripts/migrate.sh,"
-  echo "$psteps steps a phase (lr 5e-4), GMA K = 32, phase 2 = the last two layers (half of four)."
-  echo "Scratch: configs/small_gma.json with 4 layers for $total steps (= $steps + 3 x $psteps). Valid and"
-  echo "test perplexity over the whole splits (gmaeval); Δ against the teacher."
+  echo "$psteps steps a phase (lr 5e-4, warmup $((psteps / 10))), GMA K = 32, phase 2 = the last two layers (half of four)."
+  echo "Scratch: configs/small_gma.json with 4 layers for $total steps (= $steps + 3 x $psteps), its own schedule."
+  echo "Valid and test perplexity of the evaluation split $data: the first $nev speeches of data/sotu8's"
+  echo "valid and of its test split ($(jnum "$data/meta.json" tokens | head -1) train tokens; $(grep -A3 '"valid"' "$data/meta.json" | jnum /dev/stdin tokens) valid and $(grep -A3 '"test"' "$data/meta.json" | jnum /dev/stdin tokens) test tokens, each scored whole); Δ against the teacher."
   [ "$seeds" = 1 ] && echo "One seed (1337): three seeds did not fit the time this machine had; no spread is claimed."
   for ((i = 0; i < seeds; i++)); do
     s=$((1337 + i)); d="$out/s$s"
