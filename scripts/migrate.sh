@@ -24,7 +24,7 @@
 #   --freeze-kept        also freeze the blocks a phase keeps as they were (train.freeze); the
 #                        guide does not ask for it, so it is off by default
 #   --bench-seq LIST     lengths of the speed measurements (default 1K,4K,16K)
-#   --quick              decoding speed only at the lengths up to 4K (the prefill pass at all)
+#   --quick              decoding speed only at the shortest length (the prefill pass at all)
 #   --no-bench           no speed measurements (their columns "-")
 #   --gate-ppl-phase1 PCT   phase 1 passes when valid perplexity rises less than PCT % over the
 #                        teacher's (default 2)
@@ -160,7 +160,8 @@ train_cmd() { # phase K, the run it starts from
 }
 from_of() { [ $1 = 1 ] && echo "$teacher" || echo "$out/phase$(($1 - 1))"; }
 dec_seqs=()
-for n in "${seqs[@]}"; do [ $quick = 1 ] && [ $n -gt 4096 ] || dec_seqs+=("$n"); done
+shortest=$(printf '%s\n' "${seqs[@]}" | sort -n | head -n 1)
+for n in "${seqs[@]}"; do [ $quick = 1 ] && [ $n -gt "$shortest" ] || dec_seqs+=("$n"); done
 
 if [ $dry = 1 ]; then
   echo "migration plan: teacher $teacher ($L layers of $tmix, d_model $D, $H heads), GMA with K = $K, data $data, out $out"
