@@ -6,7 +6,8 @@
 #                      [--distill-weight W] [--distill-temperature T] [--freeze-kept]
 #                      [--bench-seq LIST] [--quick] [--no-bench] [--gate-ppl-phase1 PCT]
 #                      [--gate-ppl-phase2 PCT] [--phase2-against phase1|teacher]
-#                      [--gate-bench-phase3 PCT] [--gate-util PCT] [--keep-going] [--dry-run] [--help]
+#                      [--gate-bench-phase3 PCT] [--gate-util PCT] [--keep-going] [--phases P]
+#                      [--dry-run] [--help]
 #   --teacher RUN        the trained run to migrate (its config.json and latest checkpoint); its
 #                        model.mixer one attention mixer (e.g. "sdpa"), at least 2 layers
 #   --data DIR           token shards (gmadata prepare: DIR/train.bin, valid.bin, test.bin) of the
@@ -36,6 +37,7 @@
 #                        all tokens)
 #   --keep-going         run every phase even after a failed gate (the result is still the last
 #                        phase before the first failure): the full picture for a report
+#   --phases P           run the first P phases only (1, 2 or 3; default 3): the rows of those
 #   --dry-run            print the plan (phases, layers, commands) and exit 0
 # Writes OUT/teacher.valid.json, OUT/phase<K>/ (the run, valid.json, test.json, analysis.json,
 # decode_<N>.json, gates.txt), OUT/bench_mixer.json, OUT/migration.json (one row per phase),
@@ -43,7 +45,7 @@
 # without gnuplot) and OUT/result (a link to the resulting phase, or to the teacher).
 # A rerun with the same options skips the phases already finished with their outputs intact
 # (a phase stopped midway is resumed from its checkpoint); other options: one line, exit 2.
-# Exit: 0 all three phases passed, 3 a gate failed (the result is an earlier phase), 2 bad input,
+# Exit: 0 every phase run passed, 3 a gate failed (the result is an earlier phase), 2 bad input,
 # 1 a program failed.
 { # the whole script in one group: bash reads it all before running it, so an edit of this
   # file cannot change a migration under way
@@ -52,8 +54,8 @@ cd "$(dirname "$0")/.."
 . scripts/lib_reproduce.sh
 teacher=""; data=""; steps=200; out=""; name=""; seed=1337; lr=5e-4; threads=2; sets=()
 distill=1; dw=0.5; dt=2; freeze=0; bench_seq=1K,4K,16K; quick=0; bench=1
-g1=2; g2=1; g2_against=phase1; g3=3; gutil=5; keep_going=0; dry=0
-usage="--teacher RUN --data DIR [--steps-per-phase N] [--out DIR] [--name NAME] [--seed S] [--lr X] [--threads N] [--set key=value ...] [--no-distill] [--distill-weight W] [--distill-temperature T] [--freeze-kept] [--bench-seq LIST] [--quick] [--no-bench] [--gate-ppl-phase1 PCT] [--gate-ppl-phase2 PCT] [--phase2-against phase1|teacher] [--gate-bench-phase3 PCT] [--gate-util PCT] [--keep-going] [--dry-run] [--help]"
+g1=2; g2=1; g2_against=phase1; g3=3; gutil=5; keep_going=0; dry=0; nph=3
+usage="--teacher RUN --data DIR [--steps-per-phase N] [--out DIR] [--name NAME] [--seed S] [--lr X] [--threads N] [--set key=value ...] [--no-distill] [--distill-weight W] [--distill-temperature T] [--freeze-kept] [--bench-seq LIST] [--quick] [--no-bench] [--gate-ppl-phase1 PCT] [--gate-ppl-phase2 PCT] [--phase2-against phase1|teacher] [--gate-bench-phase3 PCT] [--gate-util PCT] [--keep-going] [--phases P] [--dry-run] [--help]"
 while [ $# -gt 0 ]; do
   case "$1" in
     --help|-h) script_help; exit 0;;
@@ -83,6 +85,7 @@ while [ $# -gt 0 ]; do
     --phase2-against) g2_against="$2";;
     --gate-bench-phase3) g3="$2";;
     --gate-util) gutil="$2";;
+    --phases) nph="$2";;
     *) echo "usage: $0 $usage" >&2; exit 2;;
   esac
   shift 2
@@ -97,6 +100,7 @@ isnum lr "$lr"; isnum distill-weight "$dw"; isnum distill-temperature "$dt"
 signed() { isnum "$1" "${2#-}"; } # a gate may be negative (a rise it must beat)
 signed gate-ppl-phase1 "$g1"; signed gate-ppl-phase2 "$g2"; signed gate-bench-phase3 "$g3"; isnum gate-util "$gutil"
 case "$g2_against" in phase1|teacher) ;; *) die "--phase2-against must be phase1 or teacher, not '$g2_against'";; esac
+case "$nph" in 1|2|3) ;; *) die "--phases must be 1, 2 or 3, not '$nph'";; esac
 # the lengths: 1K = 1024; each a positive integer
 seqs=()
 for s in ${bench_seq//,/ }; do
@@ -166,7 +170,7 @@ for n in "${seqs[@]}"; do [ $quick = 1 ] && [ $n -gt "$shortest" ] || dec_seqs+=
 if [ $dry = 1 ]; then
   echo "migration plan: teacher $teacher ($L layers of $tmix, d_model $D, $H heads), GMA with K = $K, data $data, out $out"
   echo "fine-tuning: $steps steps a phase, seed $seed, lr $lr, distillation $([ $distill = 1 ] && echo "weight $dw temperature $dt" || echo off), freeze $([ $freeze = 1 ] && echo "the kept blocks" || echo nothing)"
-  for k in 1 2 3; do
+  for ((k = 1; k <= nph; k++)); do
     case $k in 1) gate="valid ppl +< $g1 % over the teacher";; 2) gate="valid ppl +< $g2 % over $g2_against";; 3) gate="valid and test ppl, valid accuracy within $g3 % of the teacher";; esac
     echo "phase $k: GMA in layers $(layers_of $k); model.mixer $(mixer_of $k); gate: $gate, every component >= $gutil % of 1/K"
     echo "  $(train_cmd $k "$(from_of $k)")"
@@ -233,7 +237,7 @@ util_of() { # ANALYSIS.json: "layer frac min_load" lines
 }
 
 rows=(); result=teacher; failed=""; status=0; stop=0
-for k in 1 2 3; do
+for ((k = 1; k <= nph; k++)); do
   d="$out/phase$k"
   [ $stop = 0 ] || break
   plan=$(plan_of $k)
@@ -250,7 +254,7 @@ for k in 1 2 3; do
   else
     [ ! -e "$d" ] || rm -rf "$d" # a start that wrote no checkpoint yet
     mkdir -p "$d"; echo "$plan" > "$d/plan.txt.new"
-    echo "[$k/3] phase $k: GMA in layers $(layers_of $k) -> $d" >&2
+    echo "[$k/$nph] phase $k: GMA in layers $(layers_of $k) -> $d" >&2
     eval "$(train_cmd $k "$(from_of $k)")"
     mv "$d/plan.txt.new" "$d/plan.txt"
   fi

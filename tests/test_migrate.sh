@@ -9,7 +9,7 @@
 # 4. the rerun skips the finished phases (nothing retrained: the checkpoints' bytes unchanged)
 #    and, with a phase 2 (phase 3) gate no model can pass, rolls back to phase 1 (phase 2)
 #    naming the gate and the amount, exit 3;
-# 5. a phase 1 gate no model can pass: one row, result the teacher, exit 3;
+# 5. a phase 1 gate no model can pass: one row, result the teacher, exit 3; --phases 1: one row;
 # 6. distillation by default (the KL in the phase's metrics; without train.distill: one line, exit 2).
 # Run from the repository root.
 set -u
@@ -68,6 +68,7 @@ one_line "--steps-per-phase 0" "--steps-per-phase must be a positive integer" "$
 one_line "--phase2-against x" "--phase2-against must be phase1 or teacher" "${common[@]}" --phase2-against x
 one_line "--bench-seq 1Q" "--bench-seq: '1Q' is not a length" "${common[@]}" --bench-seq 1Q
 one_line "--gate-util -1" "--gate-util must be a number >= 0" "${common[@]}" --gate-util -1
+one_line "--phases 4" "--phases must be 1, 2 or 3" "${common[@]}" --phases 4
 one_line "an unknown option" "usage: " "${common[@]}" --frobnicate 1
 
 # 3. every gate passes
@@ -127,6 +128,11 @@ J=$tmp/m1/migration.json
 [ $rc -eq 3 ] && [ "$(grep -c '^  {"phase"' "$J" 2> /dev/null)" = 1 ] && grep -q '"result": "teacher"' "$J" && [ ! -e "$tmp/m1/phase2" ] \
   && grep -q '"speeds": null' "$J" && grep -q 'phase 1: ppl FAILED' "$tmp/m1.log" \
   && ok "a failed phase 1 gate: one row, the teacher is the result, phase 2 never started" || bad "phase 1 rollback: exit $rc, '$(tail -3 "$tmp/m1.log")'"
+
+# --phases 1: phase 1 alone, its row (a later rerun without it goes on from there)
+scripts/migrate.sh "${common[@]}" "${pass[@]}" --no-bench --phases 1 --out "$tmp/p1" > "$tmp/p1.log" 2>&1; rc=$?
+[ $rc -eq 0 ] && [ "$(grep -c '^  {"phase"' "$tmp/p1/migration.json" 2> /dev/null)" = 1 ] && grep -q '"result": "phase1"' "$tmp/p1/migration.json" \
+  && [ ! -e "$tmp/p1/phase2" ] && ok "--phases 1: one phase, one row" || bad "--phases 1: exit $rc, '$(tail -3 "$tmp/p1.log")'"
 
 # 6. distillation: by default, from the teacher (the KL in the phase's metrics); a gmatrain
 # without train.distill refuses it in one line
