@@ -11,7 +11,7 @@
 # the 8 speeches of each take minutes a pass on a loaded 2-core machine).
 #   scripts/reproduce_migration.sh [--sotu DIR] [--steps N] [--steps-per-phase N] [--seeds N]
 #                                  [--eval-speeches E] [--threads N] [--bench-seq LIST] [--out DIR]
-#                                  [--write-docs] [--help]
+#                                  [--phases P] [--no-scratch] [--write-docs] [--help]
 #   --sotu DIR           the State of the Union corpus (also SOTU=DIR; needed until data/sotu8 is made)
 #   --steps N            the teacher's training steps (default 400)
 #   --steps-per-phase N  each phase's fine-tuning steps (default 33)
@@ -20,17 +20,20 @@
 #   --threads N          threads of every run (default 2)
 #   --bench-seq LIST     migrate.sh's speed lengths, with --quick (default 1K,4K,16K)
 #   --out DIR            where the runs go (default runs/migration-evidence)
+#   --phases P           the first P phases of each migration only (migrate.sh --phases; default 3)
+#   --no-scratch         no GMA model from scratch (its row says so)
 #   --write-docs         write the section into docs/migration.md (else OUT/evidence.md only)
 # Every step whose output is there is skipped (a rerun continues).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . scripts/lib_reproduce.sh
-steps=400; psteps=33; nev=2; seeds=1; threads=2; bseq=1K,4K,16K; out=runs/migration-evidence; docs=0
-usage="[--sotu DIR] [--steps N] [--steps-per-phase N] [--seeds N] [--eval-speeches E] [--threads N] [--bench-seq LIST] [--out DIR] [--write-docs] [--help]"
+steps=400; psteps=33; nev=2; seeds=1; threads=2; bseq=1K,4K,16K; out=runs/migration-evidence; docs=0; nph=3; scratch=1
+usage="[--sotu DIR] [--steps N] [--steps-per-phase N] [--seeds N] [--eval-speeches E] [--threads N] [--bench-seq LIST] [--out DIR] [--phases P] [--no-scratch] [--write-docs] [--help]"
 while [ $# -gt 0 ]; do
   case "$1" in
     --help|-h) script_help; exit 0;;
     --write-docs) docs=1; shift; continue;;
+    --no-scratch) scratch=0; shift; continue;;
   esac
   need_value "$@"
   case "$1" in
@@ -42,6 +45,7 @@ while [ $# -gt 0 ]; do
     --threads) threads="$2";;
     --bench-seq) bseq="$2";;
     --out) out=$(from_start "$2");;
+    --phases) nph="$2";;
     *) echo "usage: $0 $usage" >&2; exit 2;;
   esac
   shift 2
@@ -57,7 +61,7 @@ if [ ! -f "$data/meta.json" ]; then
   bin/gmadata prepare "$ev" --tokenizer bpe:data/bpe4k-sotu8 --out "$data" --quiet
 fi
 total=$((steps + 3 * psteps))
-cmd="scripts/reproduce_migration.sh --steps $steps --steps-per-phase $psteps --seeds $seeds --eval-speeches $nev --threads $threads --bench-seq $bseq"
+cmd="scripts/reproduce_migration.sh --steps $steps --steps-per-phase $psteps --seeds $seeds --eval-speeches $nev --threads $threads --bench-seq $bseq --phases $nph$([ $scratch = 1 ] || echo " --no-scratch")"
 mkdir -p "$out"
 train() { # CONFIG OUT STEPS SEED DATA: unless OUT/summary.json is there
   [ -s "$2/summary.json" ] && return 0
@@ -72,11 +76,13 @@ for ((i = 0; i < seeds; i++)); do
   mkdir -p "$d"
   train configs/small_sdpa.json "$d/teacher" "$steps" "$s" "$tdata"
   nice -n 10 scripts/migrate.sh --teacher "$d/teacher" --data "$data" --steps-per-phase "$psteps" --seed "$s" \
-    --threads "$threads" --out "$d/migrate-nodistill" --no-distill --no-bench --keep-going || [ $? = 3 ]
-  train configs/small_gma.json "$d/scratch" "$total" "$s" "$data"
-  for sp in valid test; do grep "\"split\":\"$sp\"" "$d/scratch/metrics.jsonl" | tail -n 1 > "$d/scratch/$sp.json"; done
+    --threads "$threads" --out "$d/migrate-nodistill" --no-distill --no-bench --keep-going --phases "$nph" || [ $? = 3 ]
+  if [ $scratch = 1 ]; then
+    train configs/small_gma.json "$d/scratch" "$total" "$s" "$data"
+    for sp in valid test; do grep "\"split\":\"$sp\"" "$d/scratch/metrics.jsonl" | tail -n 1 > "$d/scratch/$sp.json"; done
+  fi
   nice -n 10 scripts/migrate.sh --teacher "$d/teacher" --data "$data" --steps-per-phase "$psteps" --seed "$s" \
-    --threads "$threads" --out "$d/migrate" --bench-seq "$bseq" --quick --keep-going || [ $? = 3 ]
+    --threads "$threads" --out "$d/migrate" --bench-seq "$bseq" --quick --keep-going --phases "$nph" || [ $? = 3 ]
 done
 
 # the section: per seed one table of teacher, phases (distilled and not) and scratch
@@ -111,8 +117,8 @@ sec="$out/evidence.md"
           vp = f($0, "valid_ppl"); tp = f($0, "test_ppl")
           printf "| phase %d, %s | %s | %d | %.2f | %+.2f | %.2f | %+.2f | %.3f | %s |\n", k, lab, lay, st + k * ps, vp, 100 * (vp / tv - 1), tp, 100 * (tp / tt - 1), mn, g }' "$d/$m/migration.json"
     done
-    sv=$(jnum "$d/scratch/valid.json" ppl); sp=$(jnum "$d/scratch/test.json" ppl)
-    awk -v t="$total" -v sv="$sv" -v sp="$sp" -v tv="$tv" -v tt="$tt" 'BEGIN { printf "| GMA from scratch | 0,1,2,3 | %d | %.2f | %+.2f | %.2f | %+.2f | | |\n", t, sv, 100 * (sv / tv - 1), sp, 100 * (sp / tt - 1) }'
+    sv=$(jnum "$d/scratch/valid.json" ppl 2> /dev/null || true); sp=$(jnum "$d/scratch/test.json" ppl 2> /dev/null || true)
+    if [ -z "$sv" ] || [ -z "$sp" ]; then echo "| GMA from scratch | 0,1,2,3 | $total | not run | | | | | |"; else awk -v t="$total" -v sv="$sv" -v sp="$sp" -v tv="$tv" -v tt="$tt" 'BEGIN { printf "| GMA from scratch | 0,1,2,3 | %d | %.2f | %+.2f | %.2f | %+.2f | | |\n", t, sv, 100 * (sv / tv - 1), sp, 100 * (sp / tt - 1) }'; fi
     echo
     echo "Result of the gated migration (the last phase before the first failed gate): $(sed -n 's/.*"result": "\([^"]*\)".*/\1/p' "$d/migrate/migration.json"); without distillation: $(sed -n 's/.*"result": "\([^"]*\)".*/\1/p' "$d/migrate-nodistill/migration.json")."
     echo
