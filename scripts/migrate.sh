@@ -345,7 +345,7 @@ ln -sfn "$([ $result = teacher ] && echo "$teacher" || echo "$result")" "$out/re
       printf '| %s |' "$lab"
       for n in "${seqs[@]}"; do
         echo "$body" | awk -v n="$n" '{ s = $0; i = index(s, "\"" n "\": {"); if (!i) { printf " - | - |"; exit }
-          s = substr(s, i); m = s; sub(/.*"mixer_layers_ms": /, "", m); sub(/[,}].*/, "", m); d = s; sub(/.*"decode_tokens_per_s": /, "", d); sub(/[,}].*/, "", d)
+          s = substr(s, i); s = substr(s, 1, index(s, "}")); m = s; sub(/.*"mixer_layers_ms": /, "", m); sub(/[,}].*/, "", m); d = s; sub(/.*"decode_tokens_per_s": /, "", d); sub(/[,}].*/, "", d)
           printf " %s | %s |", (m == "null" ? "-" : m), (d == "null" ? "-" : sprintf("%.1f", d)) }'
       done
       echo

@@ -39,7 +39,7 @@ cat > "$tmp/teacher.json" <<EOF
 EOF
 T=$tmp/teacher
 bin/gmatrain --config "$tmp/teacher.json" --out "$T" --quiet --threads 1 || bad "the teacher trains"
-common=(--teacher "$T" --data "$tmp/shards" --steps-per-phase 2 --threads 1 --bench-seq 32 --no-distill)
+common=(--teacher "$T" --data "$tmp/shards" --steps-per-phase 2 --threads 1 --bench-seq 16,32 --no-distill)
 pass=(--gate-ppl-phase1 1000 --gate-ppl-phase2 1000 --gate-bench-phase3 1000 --gate-util 0)
 
 before=$(ls -A | paste -sd' ' -)
@@ -89,8 +89,12 @@ if [ $rc -eq 0 ] && [ -s "$J" ]; then
     && ok "Δppl of phase 3: $want % from its valid ppl and the teacher's" || bad "Δppl: want $want in '$r3'"
   [[ "$r3" == *'"utilisation": [{"layer": 0, "utilised_fraction": '*'{"layer": 1, "utilised_fraction": '* ]] \
     && [[ "$r1" == *'"utilisation": [{"layer": 1, '* ]] && ok "utilisation: a figure for every GMA layer" || bad "utilisation: '$r3'"
-  [[ "$r3" =~ \"speeds\":\ \{\"32\":\ \{\"mixer_layers_ms\":\ [0-9.]+,\ \"decode_tokens_per_s\":\ [0-9.]+ ]] \
-    && ok "speeds at --bench-seq 32: prefill pass and decoding" || bad "speeds: '$r3'"
+  [[ "$r3" =~ \"speeds\":\ \{\"16\":\ \{\"mixer_layers_ms\":\ [0-9.]+,\ \"decode_tokens_per_s\":\ [0-9.]+ ]] \
+    && ok "speeds at --bench-seq 16,32: prefill pass and decoding" || bad "speeds: '$r3'"
+  want=$(for n in 16 32; do m=$(echo "$r3" | sed -E "s/.*\"$n\": \{\"mixer_layers_ms\": ([0-9.]+), \"decode_tokens_per_s\": ([0-9.]+).*/\1 \2/")
+    awk -v a="${m% *}" -v b="${m#* }" 'BEGIN { printf " %s | %.1f |", a, b }'; done)
+  grep -qF "| phase 3 |$want" "$M/migration.md" && ok "migration.md's speed row of phase 3: each length's own figures" \
+    || bad "speed row: want '| phase 3 |$want' in '$(grep '^| phase 3 |' "$M/migration.md")'"
   grep '"mapped"' "$M/phase1/init_from.json" | grep -q '"blocks.1.mixer.q.weight <- blocks.1.mixer.q.weight"' \
     && tr -d '\n\t' < "$M/phase1/init_from.json" | grep -q '"kmeans_seeded":.\{0,2\}\["blocks.1.mixer"\]' \
     && grep -q '"mixer":.\["sdpa", "gma"\]' "$M/phase1/config.json" \
