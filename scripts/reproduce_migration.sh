@@ -90,7 +90,8 @@ sec="$out/evidence.md"
 {
   echo "## Migration evidence"
   echo
-  echo "Written by \`$cmd --write-docs\` (2-core Xeon VM shared with other jobs: the timings are loose)."
+  echo "Written by \`$cmd --write-docs\` (and \`--sotu DIR\`, the corpus, where data/sotu8 is not made yet),"
+  echo "on a 2-core Xeon VM shared with other jobs: the timings are loose."
   echo "Teacher: configs/small_sdpa.json with model.n_layers 4 (d_model 128, 4 heads, seq 128, batch 8),"
   echo "$steps steps on the State of the Union split (data/sotu8-bpe4k). Migration: scripts/migrate.sh,"
   echo "$psteps steps a phase (lr 5e-4, warmup $((psteps / 10))), GMA K = 32, phase 2 = the last two layers (half of four)."
