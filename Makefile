@@ -145,12 +145,12 @@ test: check-deps
 	@$(MAKE) --no-print-directory mpi-if-available
 	@$(MAKE) --no-print-directory run-tests
 # every Check suite, then the layer order of src/, the plots of scripts/plot_runs.sh, the LRA
-# stand-ins, the results writer, the scripts' command lines and make install, and
-# fuzz-smoke, counted in one closing line
+# stand-ins, the results writer, the scripts' command lines and make install, the migration
+# script end to end, and fuzz-smoke, counted in one closing line
 run-tests: $(BINS) $(TESTS)
 	@scripts/run_tests.sh $(TESTS) -- "layers=scripts/check_layers.sh src" \
 	  "plot-runs=scripts/check_plot_runs.sh" "lra-standin=scripts/check_lra_standin.sh" \
-	  "results=tests/test_results.sh" "scripts=tests/test_scripts.sh" \
+	  "results=tests/test_results.sh" "scripts=tests/test_scripts.sh" "migrate=tests/test_migrate.sh" \
 	  "fuzz-smoke=$(MAKE) --no-print-directory fuzz-smoke"
 
 # the layer order of src/ from its #include lines (scripts/check_layers.sh): prints the

@@ -1,0 +1,363 @@
+#!/usr/bin/env bash
+# migrate.sh: a trained transformer moved to GMA in the three phases of the practitioner's
+# guide, each phase gated; a failed gate rolls back to the last passing phase (docs/migration.md).
+#   scripts/migrate.sh --teacher RUN --data DIR [--steps-per-phase N] [--out DIR] [--name NAME]
+#                      [--seed S] [--lr X] [--threads N] [--set key=value ...] [--no-distill]
+#                      [--distill-weight W] [--distill-temperature T] [--freeze-kept]
+#                      [--bench-seq LIST] [--quick] [--no-bench] [--gate-ppl-phase1 PCT]
+#                      [--gate-ppl-phase2 PCT] [--phase2-against phase1|teacher]
+#                      [--gate-bench-phase3 PCT] [--gate-util PCT] [--keep-going] [--phases P]
+#                      [--dry-run] [--help]
+#   --teacher RUN        the trained run to migrate (its config.json and latest checkpoint); its
+#                        model.mixer one attention mixer (e.g. "sdpa"), at least 2 layers
+#   --data DIR           token shards (gmadata prepare: DIR/train.bin, valid.bin, test.bin) of the
+#                        teacher's tokenizer: fine-tuning on train, the gates on valid and test
+#   --steps-per-phase N  fine-tuning steps of each phase (default 200)
+#   --out DIR            where everything goes (default runs/NAME)
+#   --name NAME          default migrate-<the teacher's folder name>
+#   --seed S             train seed of every phase (default 1337)
+#   --lr X               peak learning rate of the fine-tuning (default 5e-4; warmup N/10 steps)
+#   --threads N          threads of training, evaluation and benchmarks (default 2)
+#   --set key=value      one more config key for every phase (repeatable), e.g. gma.n_components=16
+#   --no-distill         fine-tune on the cross-entropy alone (default: distillation from the
+#                        teacher, train.distill, weight 0.5, temperature 2)
+#   --distill-weight W, --distill-temperature T   the distillation's w and T
+#   --freeze-kept        also freeze the blocks a phase keeps as they were (train.freeze); the
+#                        guide does not ask for it, so it is off by default
+#   --bench-seq LIST     lengths of the speed measurements (default 1K,4K,16K)
+#   --quick              decoding speed only at the shortest length (the prefill pass at all)
+#   --no-bench           no speed measurements (their columns "-")
+#   --gate-ppl-phase1 PCT   phase 1 passes when valid perplexity rises less than PCT % over the
+#                        teacher's (default 2)
+#   --gate-ppl-phase2 PCT   phase 2: less than PCT % over --phase2-against (default 1, phase1)
+#   --gate-bench-phase3 PCT phase 3: no benchmark (valid and test perplexity, valid next-token
+#                        accuracy) more than PCT % worse than the teacher's (default 3)
+#   --gate-util PCT      every GMA layer: every component's share of the tokens at least PCT % of
+#                        the uniform share 1/K (default 5; see docs/migration.md for why not 5 % of
+#                        all tokens)
+#   --keep-going         run every phase even after a failed gate (the result is still the last
+#                        phase before the first failure): the full picture for a report
+#   --phases P           run the first P phases only (1, 2 or 3; default 3): the rows of those
+#   --dry-run            print the plan (phases, layers, commands) and exit 0
+# Writes OUT/teacher.valid.json, OUT/phase<K>/ (the run, valid.json, test.json, analysis.json,
+# decode_<N>.json, gates.txt), OUT/bench_mixer.json, OUT/migration.json (one row per phase),
+# OUT/teacher.bench/ (the teacher's decode_<N>.json), OUT/migration.md, OUT/plots/ (the loss curves of all phases, scripts/plot_runs.sh; skipped
+# without gnuplot) and OUT/result (a link to the resulting phase, or to the teacher).
+# A rerun with the same options skips the phases already finished with their outputs intact
+# (a phase stopped midway is resumed from its checkpoint); other options: one line, exit 2.
+# Exit: 0 every phase run passed, 3 a gate failed (the result is an earlier phase), 2 bad input,
+# 1 a program failed.
+{ # the whole script in one group: bash reads it all before running it, so an edit of this
+  # file cannot change a migration under way
+set -euo pipefail
+cd "$(dirname "$0")/.."
+. scripts/lib_reproduce.sh
+teacher=""; data=""; steps=200; out=""; name=""; seed=1337; lr=5e-4; threads=2; sets=()
+distill=1; dw=0.5; dt=2; freeze=0; bench_seq=1K,4K,16K; quick=0; bench=1
+g1=2; g2=1; g2_against=phase1; g3=3; gutil=5; keep_going=0; dry=0; nph=3
+usage="--teacher RUN --data DIR [--steps-per-phase N] [--out DIR] [--name NAME] [--seed S] [--lr X] [--threads N] [--set key=value ...] [--no-distill] [--distill-weight W] [--distill-temperature T] [--freeze-kept] [--bench-seq LIST] [--quick] [--no-bench] [--gate-ppl-phase1 PCT] [--gate-ppl-phase2 PCT] [--phase2-against phase1|teacher] [--gate-bench-phase3 PCT] [--gate-util PCT] [--keep-going] [--phases P] [--dry-run] [--help]"
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --help|-h) script_help; exit 0;;
+    --no-distill) distill=0; shift; continue;;
+    --freeze-kept) freeze=1; shift; continue;;
+    --quick) quick=1; shift; continue;;
+    --no-bench) bench=0; shift; continue;;
+    --keep-going) keep_going=1; shift; continue;;
+    --dry-run) dry=1; shift; continue;;
+  esac
+  need_value "$@"
+  case "$1" in
+    --teacher) teacher=$(from_start "$2");;
+    --data) data=$(from_start "$2");;
+    --steps-per-phase) steps="$2";;
+    --out) out=$(from_start "$2");;
+    --name) name="$2";;
+    --seed) seed="$2";;
+    --lr) lr="$2";;
+    --threads) threads="$2";;
+    --set) sets+=("$2");;
+    --distill-weight) dw="$2";;
+    --distill-temperature) dt="$2";;
+    --bench-seq) bench_seq="$2";;
+    --gate-ppl-phase1) g1="$2";;
+    --gate-ppl-phase2) g2="$2";;
+    --phase2-against) g2_against="$2";;
+    --gate-bench-phase3) g3="$2";;
+    --gate-util) gutil="$2";;
+    --phases) nph="$2";;
+    *) echo "usage: $0 $usage" >&2; exit 2;;
+  esac
+  shift 2
+done
+die() { echo "$0: $*" >&2; exit 2; }
+[ -n "$teacher" ] || die "--teacher RUN is required (see --help)"
+[ -n "$data" ] || die "--data DIR is required (see --help)"
+positive_ints "steps-per-phase:$steps" "threads:$threads"
+case "$seed" in ''|*[!0-9]*) die "--seed must be a whole number, not '$seed'";; esac
+isnum() { [[ "$2" =~ ^[0-9]+([.][0-9]*)?([eE][-+]?[0-9]+)?$|^[.][0-9]+$ ]] || die "--$1 must be a number >= 0, not '$2'"; }
+isnum lr "$lr"; isnum distill-weight "$dw"; isnum distill-temperature "$dt"
+signed() { isnum "$1" "${2#-}"; } # a gate may be negative (a rise it must beat)
+signed gate-ppl-phase1 "$g1"; signed gate-ppl-phase2 "$g2"; signed gate-bench-phase3 "$g3"; isnum gate-util "$gutil"
+case "$g2_against" in phase1|teacher) ;; *) die "--phase2-against must be phase1 or teacher, not '$g2_against'";; esac
+case "$nph" in 1|2|3) ;; *) die "--phases must be 1, 2 or 3, not '$nph'";; esac
+# the lengths: 1K = 1024; each a positive integer
+seqs=()
+for s in ${bench_seq//,/ }; do
+  case "$s" in *[kK]) v=${s%[kK]}; m=1024;; *) v=$s; m=1;; esac
+  case "$v" in ''|*[!0-9]*|0) die "--bench-seq: '$s' is not a length (e.g. 1K,4K,16K)";; esac
+  seqs+=($((v * m)))
+done
+[ ${#seqs[@]} -gt 0 ] || die "--bench-seq: no length given"
+[ -f "$teacher/config.json" ] || die "$teacher/config.json: missing (--teacher wants a run folder of bin/gmatrain)"
+for f in train valid test; do [ -f "$data/$f.bin" ] || die "$data/$f.bin: missing (--data wants the folder of gmadata prepare)"; done
+name=${name:-migrate-$(basename "$teacher")}
+out=${out:-runs/$name}
+tc="$teacher/config.json"
+L=$(get "$tc" n_layers); D=$(get "$tc" d_model); H=$(get "$tc" n_heads); V=$(get "$tc" vocab_size)
+tmix=$(grep -m1 '"mixer"' "$tc" | sed -nE 's/.*"mixer":[[:space:]]*"([a-z_0-9]+)".*/\1/p')
+[ -n "$tmix" ] || die "$tc: model.mixer must be one attention mixer (e.g. \"sdpa\"), not a list"
+[ "$tmix" != gma ] || die "$tc: model.mixer is already gma: nothing to migrate"
+[ "${L:-0}" -ge 2 ] 2> /dev/null || die "$tc: model.n_layers must be at least 2 to migrate in phases, not '${L:-}'"
+# K: a --set gma.n_components wins over the teacher's
+K=$(get "$tc" n_components)
+for s in "${sets[@]+"${sets[@]}"}"; do case "$s" in gma.n_components=*) K=${s#*=};; esac; done
+
+# the layers each phase replaces: 1 the last; 2 the last four, or the last half of a model of
+# fewer than eight layers; 3 all
+half=$((L / 2)); [ $L -ge 8 ] && half=4
+layers_of() { case $1 in 1) echo $((L - 1));; 2) seq -s ' ' $((L - half)) $((L - 1));; 3) seq -s ' ' 0 $((L - 1));; esac; }
+mixer_of() { # the model.mixer list of phase $1 as JSON
+  local l s="[" r=" $(layers_of $1) "
+  for ((l = 0; l < L; l++)); do
+    [[ "$r" == *" $l "* ]] && s+="\"gma\"" || s+="\"$tmix\""
+    [ $l -lt $((L - 1)) ] && s+=","
+  done
+  echo "$s]"
+}
+freeze_of() { # train.freeze of phase $1 (--set: comma-separated): every block it keeps
+  local l s="" r=" $(layers_of $1) "
+  for ((l = 0; l < L; l++)); do [[ "$r" == *" $l "* ]] || s+="${s:+,}blocks.$l.*"; done
+  echo "$s"
+}
+# the features this gmatrain has
+ref=$( [ -x bin/gmatrain ] && bin/gmatrain --config-reference 2> /dev/null || true)
+if [ $distill = 1 ] && [ $dry = 0 ] && ! grep -q 'train.distill' <<< "$ref"; then
+  die "this bin/gmatrain has no train.distill: build it from a tree with distillation, or run with --no-distill"
+fi
+if [ $freeze = 1 ] && [ $dry = 0 ] && ! grep -q 'train.freeze' <<< "$ref"; then
+  die "this bin/gmatrain has no train.freeze: --freeze-kept needs it"
+fi
+warm=$((steps / 10))
+train_cmd() { # phase K, the run it starts from
+  local k=$1 from=$2
+  local a=(bin/gmatrain --init-from "$from" --out "$out/phase$k" --quiet --threads "$threads"
+    --set "model.mixer=$(mixer_of $k)" --set "data.path=$data" --set "train.steps=$steps" --set "seed=$seed"
+    --set "train.lr=$lr" --set "train.warmup=$warm" --set "train.decay_steps=0" --set gma.init=kmeans
+    --set "train.eval_every=$steps" --set "train.checkpoint_every=$steps" --set "train.log_every=$(( steps < 10 ? 1 : steps / 10 ))")
+  if [ $distill = 1 ]; then a+=(--set "train.distill.teacher=$teacher" --set "train.distill.weight=$dw" --set "train.distill.temperature=$dt"); fi
+  if [ $freeze = 1 ] && [ -n "$(freeze_of $k)" ]; then a+=(--set "train.freeze=$(freeze_of $k)"); fi
+  for s in "${sets[@]+"${sets[@]}"}"; do a+=(--set "$s"); done
+  for s in "${a[@]}"; do
+    case "$s" in *[!A-Za-z0-9_./=:,+-]*) printf "'%s' " "${s//\'/\'\\\'\'}";; *) printf '%s ' "$s";; esac
+  done
+}
+from_of() { [ $1 = 1 ] && echo "$teacher" || echo "$out/phase$(($1 - 1))"; }
+dec_seqs=()
+shortest=$(printf '%s\n' "${seqs[@]}" | sort -n | head -n 1)
+for n in "${seqs[@]}"; do [ $quick = 1 ] && [ $n -gt "$shortest" ] || dec_seqs+=("$n"); done
+
+if [ $dry = 1 ]; then
+  echo "migration plan: teacher $teacher ($L layers of $tmix, d_model $D, $H heads), GMA with K = $K, data $data, out $out"
+  echo "fine-tuning: $steps steps a phase, seed $seed, lr $lr, distillation $([ $distill = 1 ] && echo "weight $dw temperature $dt" || echo off), freeze $([ $freeze = 1 ] && echo "the kept blocks" || echo nothing)"
+  for ((k = 1; k <= nph; k++)); do
+    case $k in 1) gate="valid ppl +< $g1 % over the teacher";; 2) gate="valid ppl +< $g2 % over $g2_against";; 3) gate="valid and test ppl, valid accuracy within $g3 % of the teacher";; esac
+    echo "phase $k: GMA in layers $(layers_of $k); model.mixer $(mixer_of $k); gate: $gate, every component >= $gutil % of 1/K"
+    echo "  $(train_cmd $k "$(from_of $k)")"
+  done
+  [ $bench = 1 ] && echo "speeds: gmabench mixer (gma, $tmix) at ${seqs[*]}, gmabench decode at ${dec_seqs[*]:-none} per phase" || echo "speeds: not measured (--no-bench)"
+  exit 0
+fi
+
+# the training command a finished phase was made with: a rerun must give the same one (the
+# gates and speeds may change: they are computed again from the phase's files)
+plan_of() { train_cmd $1 "$(from_of $1)"; }
+mkdir -p "$out"
+[ -x bin/gmatrain ] && [ -x bin/gmaeval ] && [ -x bin/gmabench ] || make -s binaries
+eval_to() { # CKPT SPLIT JSON: gmaeval unless JSON is there
+  [ -s "$3" ] || bin/gmaeval --checkpoint "$1" --data "$data/$2.bin" --threads "$threads" --json "$3" > /dev/null
+}
+jnum() { grep -o "\"$2\":[[:space:]]*[-0-9.eE+]*" "$1" | head -n 1 | sed -E 's/.*:[[:space:]]*//'; }
+pct() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.3f", 100 * (a / b - 1) }'; } # a over b in %
+lt() { awk -v a="$1" -v b="$2" 'BEGIN { exit !(a < b) }'; }
+r4() { awk -v a="$1" 'BEGIN { printf "%.4g", a }'; } # a figure in a message
+eval_to "$teacher" valid "$out/teacher.valid.json"
+eval_to "$teacher" test "$out/teacher.test.json"
+t_vppl=$(jnum "$out/teacher.valid.json" ppl); t_tppl=$(jnum "$out/teacher.test.json" ppl)
+t_vacc=$(jnum "$out/teacher.valid.json" acc)
+
+# speeds: one GMA and one teacher layer at each length (forward + backward, the prefill pass of
+# the layer); decoding tokens/s of each phase's whole model
+bench_mixer() {
+  [ $bench = 1 ] || return 0
+  local f="$out/bench_mixer.json"
+  [ -s "$f" ] || bin/gmabench mixer --mixers "gma,$tmix" --seq "$(IFS=,; echo "${seqs[*]}")" --D "$D" --H "$H" --Kc "$K" \
+    --repeat 1 --threads "$threads" --json "$f" > "$out/bench_mixer.txt"
+}
+mixer_ms() { # MIXER N: its layer's ms from bench_mixer.json ("" when skipped)
+  awk -v m="$1" -v n="$2" '/"mixer":/ { cur = $0; gsub(/.*"mixer":[ \t]*"|".*/, "", cur) }
+    /"N":/ { nn = $0; gsub(/[^0-9]/, "", nn) } /"ms":/ && cur == m && nn == n { v = $0; gsub(/.*"ms":[ \t]*|,.*/, "", v); print v; exit }' "$out/bench_mixer.json"
+}
+decode_of() { # DIR MIXERJSON N: tokens/s of decode_N.json in DIR (measured unless there)
+  local f="$1/decode_$3.json"
+  [ -s "$f" ] || bin/gmabench decode --mixers "$tmix" --set "model.mixer=$2" --L "$L" --D "$D" --H "$H" --Kc "$K" --V "$V" \
+    --T "$3" --repeat 1 --threads "$threads" --json "$f" > /dev/null
+  jnum "$f" tokens_per_s
+}
+speeds_json() { # DIR MIXERJSON NGMA: "speeds" of a row: prefill ms of the mixer layers, decode tokens/s
+  local n s="" g p ms
+  [ $bench = 1 ] || { echo '"speeds": null'; return; }
+  for n in "${seqs[@]}"; do
+    g=$(mixer_ms gma "$n"); p=$(mixer_ms "$tmix" "$n")
+    ms=$(awk -v g="${g:-x}" -v p="${p:-x}" -v a="$3" -v L="$L" 'BEGIN { if ((a > 0 && g == "x") || (a < L && p == "x")) print "null"; else printf "%.2f", a * g + (L - a) * p }')
+    s+="${s:+, }\"$n\": {\"mixer_layers_ms\": $ms, \"decode_tokens_per_s\": "
+    if [[ " ${dec_seqs[*]} " == *" $n "* ]]; then s+="$(decode_of "$1" "$2" "$n" || echo null)}"; else s+="null}"; fi
+  done
+  echo "\"speeds\": {$s}"
+}
+bench_mixer
+
+# utilisation of every GMA layer from gmaeval --analyze-json: per layer the fraction of (head,
+# component) pairs whose share of the tokens is >= gutil % of 1/K, and the smallest share x K
+util_of() { # ANALYSIS.json: "layer frac min_load" lines
+  awk -v pc="$gutil" '/"n_components":/ && !K { K = $0; gsub(/[^0-9]/, "", K) }
+    /"layer":/ { l = $0; gsub(/[^0-9]/, "", l); if (!(l in n)) { order[++no] = l; mn[l] = 1e9 } }
+    /"share":/ { v = $0; gsub(/.*"share":[ \t]*|,.*/, "", v); n[l]++; if (v + 0 >= pc / 100 / K) ok[l]++; if (v * K < mn[l]) mn[l] = v * K }
+    END { for (i = 1; i <= no; i++) { l = order[i]; printf "%s %.4f %.4f\n", l, ok[l] / n[l], mn[l] } }' "$1"
+}
+
+rows=(); result=teacher; failed=""; status=0; stop=0
+for ((k = 1; k <= nph; k++)); do
+  d="$out/phase$k"
+  [ $stop = 0 ] || break
+  plan=$(plan_of $k)
+  for f in "$d/plan.txt" "$d/plan.txt.new"; do # the plan of a finished phase, or of one under way
+    if [ -f "$f" ] && [ "$(cat "$f")" != "$plan" ]; then
+      die "$d was made with other options (its $(basename "$f")): rerun with those, or give another --out"
+    fi
+  done
+  if [ -s "$d/summary.json" ] && [ -s "$d/$(printf "ckpt_%08d" "$steps")/model.safetensors" ]; then
+    echo "phase $k: finished in $d, skipped" >&2
+  elif [ -f "$d/config.json" ] && [ -n "$(ls -d "$d"/ckpt_* 2> /dev/null)" ]; then
+    echo "phase $k: resumed in $d" >&2
+    bin/gmatrain --resume "$d" --quiet --threads "$threads"
+  else
+    [ ! -e "$d" ] || rm -rf "$d" # a start that wrote no checkpoint yet
+    mkdir -p "$d"; echo "$plan" > "$d/plan.txt.new"
+    echo "[$k/$nph] phase $k: GMA in layers $(layers_of $k) -> $d" >&2
+    eval "$(train_cmd $k "$(from_of $k)")"
+    mv "$d/plan.txt.new" "$d/plan.txt"
+  fi
+  [ -f "$d/plan.txt" ] || { echo "$plan" > "$d/plan.txt"; rm -f "$d/plan.txt.new"; }
+  # valid: gmaeval with the routing analysis (one pass); test: gmatrain's closing evaluation
+  # of the whole test split (the same figures as gmaeval's)
+  [ -s "$d/valid.json" ] && [ -s "$d/analysis.json" ] || bin/gmaeval --checkpoint "$d" --data "$data/valid.bin" \
+    --threads "$threads" --json "$d/valid.json" --analyze-json "$d/analysis.json" > /dev/null
+  grep '"split":"test"' "$d/metrics.jsonl" | tail -n 1 > "$d/test.json"
+  [ -s "$d/test.json" ] || { echo "$0: $d/metrics.jsonl: no closing test evaluation" >&2; exit 1; }
+  vppl=$(jnum "$d/valid.json" ppl); tppl=$(jnum "$d/test.json" ppl); vacc=$(jnum "$d/valid.json" acc)
+  dt_=$(pct "$vppl" "$t_vppl")
+  [ $k = 1 ] && dprev=$dt_ || dprev=$(pct "$vppl" "$prev_vppl")
+  gates=()
+  # utilisation: every layer, every component
+  ul=""; util_ok=1; worst=1
+  while read -r l fr mn; do
+    ul+="${ul:+, }{\"layer\": $l, \"utilised_fraction\": $fr, \"min_share_x_K\": $mn}"
+    lt "$fr" 1 && { util_ok=0; lt "$fr" "$worst" && worst=$fr; }
+  done < <(util_of "$d/analysis.json")
+  if [ $util_ok = 1 ]; then gates+=("utilisation passed"); else gates+=("utilisation FAILED: only $(awk -v f="$worst" 'BEGIN{printf "%.1f", 100*f}') % of the components of a GMA layer hold >= $gutil % of the uniform share 1/K (wants 100 %)"); fi
+  case $k in
+    1) if lt "$dt_" "$g1"; then gates+=("ppl passed"); else gates+=("ppl FAILED: valid perplexity $(r4 "$vppl") is $dt_ % over the teacher's $(r4 "$t_vppl") (gate < $g1 %)"); fi;;
+    2) ref_ppl=$t_vppl; dd=$dt_; [ $g2_against = phase1 ] && ref_ppl=$prev_vppl && dd=$dprev
+       if lt "$dd" "$g2"; then gates+=("ppl passed"); else gates+=("ppl FAILED: valid perplexity $(r4 "$vppl") is $dd % over $g2_against's $(r4 "$ref_ppl") (gate < $g2 %)"); fi;;
+    3) for b in "valid_ppl $vppl $t_vppl 1" "test_ppl $tppl $t_tppl 1" "valid_acc $vacc $t_vacc -1"; do
+         set -- $b
+         w=$(awk -v a="$2" -v t="$3" -v s="$4" 'BEGIN { printf "%.3f", (s > 0 ? 100 * (a / t - 1) : 100 * (1 - a / t)) }')
+         if lt "$w" "$g3"; then gates+=("$1 passed"); else gates+=("$1 FAILED: $(r4 "$2") is $w % worse than the teacher's $(r4 "$3") (gate < $g3 %)"); fi
+       done;;
+  esac
+  printf '%s\n' "${gates[@]}" > "$d/gates.txt"
+  passed=true; grep -q FAILED "$d/gates.txt" && passed=false
+  ngma=$(layers_of $k | wc -w)
+  gj=$(printf '%s\n' "${gates[@]}" | sed 's/"/\\"/g; s/.*/"&"/' | paste -sd, -)
+  rows+=("{\"phase\": $k, \"run\": \"$d\", \"layers_replaced\": [$(layers_of $k | tr ' ' ',')], \"mixer\": $(mixer_of $k), \"valid_ppl\": $vppl, \"test_ppl\": $tppl, \"valid_acc\": $vacc, \"dppl_teacher_pct\": $dt_, \"dppl_previous_pct\": $dprev, \"utilisation\": [$ul], $(speeds_json "$d" "$(mixer_of $k)" "$ngma"), \"gates\": [$gj], \"gate_passed\": $passed}")
+  if [ $passed = true ]; then
+    [ -n "$failed" ] || result=phase$k
+    echo "phase $k: gates passed (valid ppl $(r4 "$vppl"), $dt_ % over the teacher)" >&2
+  else
+    if [ -z "$failed" ]; then failed="phase $k: $(grep FAILED "$d/gates.txt" | paste -sd';' -)"; status=3; fi
+    echo "phase $k: $(grep FAILED "$d/gates.txt" | paste -sd';' -); rolled back to $result" >&2
+    [ $keep_going = 1 ] || stop=1
+  fi
+  prev_vppl=$vppl
+done
+
+# the teacher's own speeds, the baseline of the rows
+mkdir -p "$out/teacher.bench"
+tspeeds=$(speeds_json "$out/teacher.bench" "[$(for ((l = 0; l < L; l++)); do printf '"%s"%s' "$tmix" "$([ $l -lt $((L - 1)) ] && echo ,)"; done)]" 0 | sed 's/^"speeds"/"teacher_speeds"/')
+{
+  printf '{"teacher": "%s", "data": "%s", "steps_per_phase": %d, "seed": %d, "lr": %s, "distill": %s, "freeze_kept": %s,\n' \
+    "$teacher" "$data" "$steps" "$seed" "$lr" "$([ $distill = 1 ] && echo "{\"weight\": $dw, \"temperature\": $dt}" || echo false)" "$([ $freeze = 1 ] && echo true || echo false)"
+  printf ' "n_layers": %d, "n_components": %s, "teacher_valid_ppl": %s, "teacher_test_ppl": %s, "teacher_valid_acc": %s, %s,\n' \
+    "$L" "$K" "$t_vppl" "$t_tppl" "$t_vacc" "$tspeeds"
+  printf ' "gates": {"ppl_phase1_pct": %s, "ppl_phase2_pct": %s, "phase2_against": "%s", "bench_phase3_pct": %s, "util_pct_of_uniform": %s},\n' "$g1" "$g2" "$g2_against" "$g3" "$gutil"
+  printf ' "result": "%s", "first_failure": %s,\n "phases": [\n' "$result" "$([ -n "$failed" ] && printf '"%s"' "$(echo "$failed" | sed 's/"/\\"/g')" || echo null)"
+  for ((i = 0; i < ${#rows[@]}; i++)); do printf '  %s%s\n' "${rows[$i]}" "$([ $i -lt $((${#rows[@]} - 1)) ] && echo ,)"; done
+  printf ' ]}\n'
+} > "$out/migration.json.new"
+mv "$out/migration.json.new" "$out/migration.json"
+ln -sfn "$([ $result = teacher ] && echo "$teacher" || echo "$result")" "$out/result"
+
+# migration.md: the table of the phases
+{
+  echo "# Migration of $(basename "$teacher") to GMA"
+  echo
+  echo "Teacher: $teacher ($L layers of $tmix; valid ppl $(r4 "$t_vppl"), test ppl $(r4 "$t_tppl")). $steps fine-tuning steps a phase, distillation $([ $distill = 1 ] && echo "weight $dw, temperature $dt" || echo off). Result: **$result**${failed:+ (first failed gate: $failed)}."
+  echo
+  echo "| phase | GMA layers | valid ppl | Δppl vs teacher % | Δppl vs previous % | test ppl | min utilised fraction | gates |"
+  echo "|---:|---|---:|---:|---:|---:|---:|---|"
+  for ((i = 0; i < ${#rows[@]}; i++)); do
+    k=$((i + 1)); d="$out/phase$k"
+    echo "${rows[$i]}" | awk -v k=$k -v lay="$(layers_of $k)" -v g="$(grep -q FAILED "$d/gates.txt" && grep FAILED "$d/gates.txt" | paste -sd';' - || echo passed)" '
+      function f(key,   s) { s = $0; if (!match(s, "\"" key "\": [-0-9.eE+]+")) return "-"; s = substr(s, RSTART, RLENGTH); sub(/.*: /, "", s); return s }
+      { mn = 1; s = $0; while (match(s, /"utilised_fraction": [0-9.]+/)) { v = substr(s, RSTART + 21, RLENGTH - 21) + 0; if (v < mn) mn = v; s = substr(s, RSTART + RLENGTH) }
+        printf "| %d | %s | %.2f | %s | %s | %.2f | %.3f | %s |\n", k, lay, f("valid_ppl"), f("dppl_teacher_pct"), f("dppl_previous_pct"), f("test_ppl"), mn, g }'
+  done
+  if [ $bench = 1 ]; then
+    echo
+    echo "Speeds (gmabench, this machine, loose): the mixer layers' forward + backward ms over N tokens (gmabench mixer, summed over the layers), decoding tokens/s at context N/2..N (gmabench decode); '-' not measured."
+    echo
+    printf '| model |'; for n in "${seqs[@]}"; do printf ' ms @%s | tok/s @%s |' "$n" "$n"; done; echo
+    printf '|---|'; for n in "${seqs[@]}"; do printf -- '---:|---:|'; done; echo
+    for r in "teacher:$tspeeds" "${rows[@]/#/phase:}"; do
+      lab=${r%%:*}; body=${r#*:}
+      [ $lab = phase ] && lab="phase $(echo "$body" | sed -E 's/^\{"phase": ([0-9]).*/\1/')"
+      printf '| %s |' "$lab"
+      for n in "${seqs[@]}"; do
+        echo "$body" | awk -v n="$n" '{ s = $0; i = index(s, "\"" n "\": {"); if (!i) { printf " - | - |"; exit }
+          s = substr(s, i); s = substr(s, 1, index(s, "}")); m = s; sub(/.*"mixer_layers_ms": /, "", m); sub(/[,}].*/, "", m); d = s; sub(/.*"decode_tokens_per_s": /, "", d); sub(/[,}].*/, "", d)
+          printf " %s | %s |", (m == "null" ? "-" : m), (d == "null" ? "-" : sprintf("%.1f", d)) }'
+      done
+      echo
+    done
+  fi
+  echo
+  echo "Loss curves: plots/loss_steps.png (scripts/plot_runs.sh). The rows: migration.json."
+} > "$out/migration.md"
+pl=()
+for ((k = 1; k <= ${#rows[@]}; k++)); do pl+=("phase$k=$out/phase$k"); done
+plot_all "$out/plots" "${pl[@]}" >&2 || true
+echo "migration: result $result${failed:+; $failed}" >&2
+echo "wrote $out/migration.json and $out/migration.md" >&2
+exit $status
+}

@@ -1,0 +1,153 @@
+#!/usr/bin/env bash
+# test_migrate.sh: scripts/migrate.sh end to end on a tiny teacher (run by `make test`, seconds).
+# A 2-layer sdpa teacher (d_model 16, byte tokens, 6 steps) on a generated corpus; then
+# 1. --dry-run: the plan's three phases, their layers and gmatrain commands, nothing trained;
+# 2. bad options: one line naming the option, exit 2, nothing written;
+# 3. a migration whose gates all pass: migration.json's three rows (layers replaced, Δppl
+#    recomputed from the row's own perplexities, utilisation, speeds, gate passed), result
+#    phase3, migration.md's table, the phase runs made with --init-from;
+# 4. the rerun skips the finished phases (nothing retrained: the checkpoints' bytes unchanged)
+#    and, with a phase 2 (phase 3) gate no model can pass, rolls back to phase 1 (phase 2)
+#    naming the gate and the amount, exit 3;
+# 5. a phase 1 gate no model can pass: one row, result the teacher, exit 3; --phases 1: one row;
+# 6. distillation by default (the KL in the phase's metrics; without train.distill: one line, exit 2).
+# Run from the repository root.
+set -u
+cd "$(dirname "$0")/.."
+for p in gmatrain gmaeval gmabench gmadata; do
+  [ -x bin/$p ] || { echo "SKIP: migrate: bin/$p not built"; exit 0; }
+done
+fail=0
+tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
+ok() { echo "ok: $1"; }
+bad() { echo "FAIL: $1"; fail=1; }
+jnum() { grep -o "\"$2\":[[:space:]]*[-0-9.eE+]*" "$1" | head -n 1 | sed -E 's/.*:[[:space:]]*//'; }
+
+# the corpus: 12 "speeches" of 200 words, byte tokens
+mkdir -p "$tmp/txt"
+D="$tmp/txt" awk 'BEGIN { srand(3); split("the of and to a in that is we our nation people will for this year", w, " ")
+  for (s = 0; s < 12; s++) { l = ""; for (i = 0; i < 200; i++) l = l (i ? " " : "") w[1 + int(rand() * 16)]
+    f = s < 8 ? "train" : (s < 10 ? "valid" : "test"); if (n[f]++) print "" > (ENVIRON["D"] "/" f ".txt"); print l > (ENVIRON["D"] "/" f ".txt") } }'
+bin/gmadata prepare "$tmp/txt" --tokenizer bytes --out "$tmp/shards" --quiet || bad "gmadata prepare"
+cat > "$tmp/teacher.json" <<EOF
+{ "name": "tiny_teacher", "seed": 1,
+  "model": { "d_model": 16, "n_layers": 2, "n_heads": 2, "max_seq_len": 32, "mixer": "sdpa" },
+  "gma": { "n_components": 4, "chunk": 16 },
+  "train": { "steps": 6, "batch_size": 2, "seq_len": 32, "lr": 0.01, "warmup": 1, "eval_every": 0,
+             "eval_batches": 2, "log_every": 1, "checkpoint_every": 0 },
+  "data": { "source": "shards", "path": "$tmp/shards" } }
+EOF
+T=$tmp/teacher
+bin/gmatrain --config "$tmp/teacher.json" --out "$T" --quiet --threads 1 || bad "the teacher trains"
+common=(--teacher "$T" --data "$tmp/shards" --steps-per-phase 2 --threads 1 --bench-seq 16,32 --no-distill)
+pass=(--gate-ppl-phase1 1000 --gate-ppl-phase2 1000 --gate-bench-phase3 1000 --gate-util 0)
+
+before=$(ls -A | paste -sd' ' -)
+
+# 1. the plan
+out=$(scripts/migrate.sh "${common[@]}" --out "$tmp/dry" --dry-run 2>&1); rc=$?
+[ $rc -eq 0 ] && [ ! -e "$tmp/dry" ] && [[ "$out" == *'phase 1: GMA in layers 1; model.mixer ["sdpa","gma"]'* ]] \
+  && [[ "$out" == *'phase 3: GMA in layers 0 1; model.mixer ["gma","gma"]'* ]] \
+  && [ "$(printf '%s\n' "$out" | grep -c '^  bin/gmatrain --init-from ')" = 3 ] \
+  && [[ "$out" == *"--init-from $tmp/dry/phase2 --out $tmp/dry/phase3"* ]] \
+  && ok "--dry-run: three phases, their layers and commands, nothing written" || bad "--dry-run: exit $rc, '$out'"
+out=$(scripts/migrate.sh "${common[@]/--no-distill/--freeze-kept}" --out "$tmp/dry" --dry-run 2>&1)
+[[ "$out" == *"train.distill.teacher=$T"* ]] && [[ "$out" == *"'train.freeze=blocks.0.*'"* ]] \
+  && ok "--dry-run: distillation by default, --freeze-kept freezes the kept blocks" || bad "--dry-run distill/freeze: '$out'"
+
+# 2. bad options
+one_line() { # WHAT WANT ARGS...: exit 2, one line holding WANT, nothing in $tmp/bad
+  local out rc; out=$(scripts/migrate.sh "${@:3}" --out "$tmp/bad" 2>&1 < /dev/null); rc=$?
+  [ $rc -eq 2 ] && [ "$(printf '%s\n' "$out" | wc -l)" = 1 ] && [[ "$out" == *"$2"* ]] && [ ! -e "$tmp/bad" ] \
+    && ok "$1" || bad "$1: exit $rc, '$out'"
+}
+one_line "no --teacher" "--teacher RUN is required" --data "$tmp/shards"
+one_line "a teacher without config.json" "$tmp/none/config.json: missing" --teacher "$tmp/none" --data "$tmp/shards"
+one_line "data without shards" "$tmp/txt/train.bin: missing" --teacher "$T" --data "$tmp/txt"
+one_line "--steps-per-phase 0" "--steps-per-phase must be a positive integer" "${common[@]}" --steps-per-phase 0
+one_line "--phase2-against x" "--phase2-against must be phase1 or teacher" "${common[@]}" --phase2-against x
+one_line "--bench-seq 1Q" "--bench-seq: '1Q' is not a length" "${common[@]}" --bench-seq 1Q
+one_line "--gate-util -1" "--gate-util must be a number >= 0" "${common[@]}" --gate-util -1
+one_line "--phases 4" "--phases must be 1, 2 or 3" "${common[@]}" --phases 4
+one_line "an unknown option" "usage: " "${common[@]}" --frobnicate 1
+
+# 3. every gate passes
+M=$tmp/m
+scripts/migrate.sh "${common[@]}" "${pass[@]}" --out "$M" > "$tmp/m.log" 2>&1; rc=$?
+J=$M/migration.json
+if [ $rc -eq 0 ] && [ -s "$J" ]; then
+  rows=$(grep -c '^  {"phase"' "$J")
+  r1=$(grep '^  {"phase": 1' "$J"); r2=$(grep '^  {"phase": 2' "$J"); r3=$(grep '^  {"phase": 3' "$J")
+  [ "$rows" = 3 ] && [[ "$r1" == *'"layers_replaced": [1]'* ]] && [[ "$r2" == *'"layers_replaced": [1]'* ]] \
+    && [[ "$r3" == *'"layers_replaced": [0,1]'* ]] && [[ "$r3" == *'"gate_passed": true'* ]] \
+    && grep -q '"result": "phase3"' "$J" && [ "$(readlink "$M/result")" = phase3 ] \
+    && ok "all gates pass: three rows, layers 1 / 1 / 0,1, result phase3" || bad "rows: '$(cat "$J")'"
+  # the row's Δppl from its own perplexity and the teacher's (the teacher's own gmaeval)
+  tv=$(jnum "$M/teacher.valid.json" ppl); v3=$(jnum "$M/phase3/valid.json" ppl)
+  want=$(awk -v a="$v3" -v b="$tv" 'BEGIN { printf "%.3f", 100 * (a / b - 1) }')
+  [[ "$r3" == *"\"dppl_teacher_pct\": $want,"* ]] && [ "$(jnum "$J" teacher_valid_ppl)" = "$tv" ] \
+    && ok "Δppl of phase 3: $want % from its valid ppl and the teacher's" || bad "Δppl: want $want in '$r3'"
+  [[ "$r3" == *'"utilisation": [{"layer": 0, "utilised_fraction": '*'{"layer": 1, "utilised_fraction": '* ]] \
+    && [[ "$r1" == *'"utilisation": [{"layer": 1, '* ]] && ok "utilisation: a figure for every GMA layer" || bad "utilisation: '$r3'"
+  [[ "$r3" =~ \"speeds\":\ \{\"16\":\ \{\"mixer_layers_ms\":\ [0-9.]+,\ \"decode_tokens_per_s\":\ [0-9.]+ ]] \
+    && ok "speeds at --bench-seq 16,32: prefill pass and decoding" || bad "speeds: '$r3'"
+  want=$(for n in 16 32; do m=$(echo "$r3" | sed -E "s/.*\"$n\": \{\"mixer_layers_ms\": ([0-9.]+), \"decode_tokens_per_s\": ([0-9.]+).*/\1 \2/")
+    awk -v a="${m% *}" -v b="${m#* }" 'BEGIN { printf " %s | %.1f |", a, b }'; done)
+  grep -qF "| phase 3 |$want" "$M/migration.md" && ok "migration.md's speed row of phase 3: each length's own figures" \
+    || bad "speed row: want '| phase 3 |$want' in '$(grep '^| phase 3 |' "$M/migration.md")'"
+  grep '"mapped"' "$M/phase1/init_from.json" | grep -q '"blocks.1.mixer.q.weight <- blocks.1.mixer.q.weight"' \
+    && tr -d '\n\t' < "$M/phase1/init_from.json" | grep -q '"kmeans_seeded":.\{0,2\}\["blocks.1.mixer"\]' \
+    && grep -q '"mixer":.\["sdpa", "gma"\]' "$M/phase1/config.json" \
+    && ok "phase 1 made with --init-from the teacher (q/k/v/o of the replaced attention, routing seeded by k-means)" || bad "phase 1's init_from.json: '$(head -c 300 "$M/phase1/init_from.json")'"
+  [ "$(grep -c '^| [123] |' "$M/migration.md")" = 3 ] && grep -q 'Result: \*\*phase3\*\*' "$M/migration.md" \
+    && ok "migration.md: a table row per phase and the result" || bad "migration.md: '$(cat "$M/migration.md")'"
+  [ -f "$M/plots/phase1.train.dat" ] && [ -f "$M/plots/phase3.train.dat" ] && [ -f "$M/plots/plots.gp" ] \
+    && ok "loss curves of all phases (plot data; PNGs where gnuplot is)" || bad "plots: $(ls "$M/plots" 2>&1 | paste -sd' ' -)"
+
+  # 4. rerun: finished phases skipped; a phase 2 gate nobody passes rolls back to phase 1
+  sum=$(cat "$M"/phase*/ckpt_*/model.safetensors | cksum)
+  scripts/migrate.sh "${common[@]}" "${pass[@]}" --gate-ppl-phase2 -1000 --out "$M" > "$tmp/m2.log" 2>&1; rc=$?
+  r2=$(grep '^  {"phase": 2' "$J")
+  [ $rc -eq 3 ] && [ "$(grep -c 'finished in .*skipped' "$tmp/m2.log")" = 2 ] && [ "$(cat "$M"/phase*/ckpt_*/model.safetensors | cksum)" = "$sum" ] \
+    && grep -q '"result": "phase1"' "$J" && [ "$(grep -c '^  {"phase"' "$J")" = 2 ] && [[ "$r2" == *'"gate_passed": false'* ]] \
+    && grep -q 'phase 2: ppl FAILED: valid perplexity .* is .* % over phase1.s .* (gate < -1000 %)' "$tmp/m2.log" \
+    && [ "$(readlink "$M/result")" = phase1 ] \
+    && ok "rerun: finished phases skipped, a failed phase 2 gate rolls back to phase 1 (named, by how much), exit 3" \
+    || bad "rerun with --gate-ppl-phase2 -1000: exit $rc, '$(cat "$tmp/m2.log")'"
+  scripts/migrate.sh "${common[@]}" "${pass[@]}" --gate-bench-phase3 -1000 --out "$M" > "$tmp/m3.log" 2>&1; rc=$?
+  [ $rc -eq 3 ] && grep -q '"result": "phase2"' "$J" && [ "$(grep -c '^  {"phase"' "$J")" = 3 ] \
+    && grep -q 'phase 3: valid_ppl FAILED: .* is .* % worse than the teacher.s .* (gate < -1000 %);test_ppl FAILED: .*;valid_acc FAILED: ' "$tmp/m3.log" \
+    && ok "a failed phase 3 benchmark gate rolls back to phase 2, each benchmark named" || bad "phase 3 rollback: exit $rc, '$(cat "$tmp/m3.log")'"
+  grep -q '^valid_ppl passed$' "$M/phase3/gates.txt" 2> /dev/null && bad "phase3/gates.txt not rewritten" || true
+  out=$(scripts/migrate.sh "${common[@]}" --steps-per-phase 3 --out "$M" 2>&1); rc=$?
+  [ $rc -eq 2 ] && [[ "$out" == *"$M/phase1 was made with other options"* ]] \
+    && ok "a rerun with another training plan refused in one line" || bad "other plan: exit $rc, '$out'"
+else
+  bad "migrate.sh: exit $rc, '$(tail -5 "$tmp/m.log")'"
+fi
+
+# 5. a phase 1 gate nobody passes: the teacher is the result
+scripts/migrate.sh "${common[@]}" "${pass[@]}" --gate-ppl-phase1 -1000 --no-bench --out "$tmp/m1" > "$tmp/m1.log" 2>&1; rc=$?
+J=$tmp/m1/migration.json
+[ $rc -eq 3 ] && [ "$(grep -c '^  {"phase"' "$J" 2> /dev/null)" = 1 ] && grep -q '"result": "teacher"' "$J" && [ ! -e "$tmp/m1/phase2" ] \
+  && grep -q '"speeds": null' "$J" && grep -q 'phase 1: ppl FAILED' "$tmp/m1.log" \
+  && ok "a failed phase 1 gate: one row, the teacher is the result, phase 2 never started" || bad "phase 1 rollback: exit $rc, '$(tail -3 "$tmp/m1.log")'"
+
+# --phases 1: phase 1 alone, its row (a later rerun without it goes on from there)
+scripts/migrate.sh "${common[@]}" "${pass[@]}" --no-bench --phases 1 --out "$tmp/p1" > "$tmp/p1.log" 2>&1; rc=$?
+[ $rc -eq 0 ] && [ "$(grep -c '^  {"phase"' "$tmp/p1/migration.json" 2> /dev/null)" = 1 ] && grep -q '"result": "phase1"' "$tmp/p1/migration.json" \
+  && [ ! -e "$tmp/p1/phase2" ] && ok "--phases 1: one phase, one row" || bad "--phases 1: exit $rc, '$(tail -3 "$tmp/p1.log")'"
+
+# 6. distillation: by default, from the teacher (the KL in the phase's metrics); a gmatrain
+# without train.distill refuses it in one line
+if bin/gmatrain --config-reference | grep -q 'train.distill'; then
+  scripts/migrate.sh --teacher "$T" --data "$tmp/shards" --steps-per-phase 2 --threads 1 --no-bench --gate-ppl-phase1 -1000 \
+    --out "$tmp/dist" > "$tmp/dist.log" 2>&1; rc=$?
+  [ $rc -eq 3 ] && grep -q '"kl":' "$tmp/dist/phase1/metrics.jsonl" && grep -q "\"teacher\":.\"$T\"" "$tmp/dist/phase1/config.json" \
+    && ok "distillation from the teacher by default (KL logged)" || bad "distillation: exit $rc, '$(tail -3 "$tmp/dist.log")'"
+else
+  out=$(scripts/migrate.sh --teacher "$T" --data "$tmp/shards" --out "$tmp/nd" 2>&1); rc=$?
+  [ $rc -eq 2 ] && [[ "$out" == *"no train.distill"* ]] && [ ! -e "$tmp/nd" ] && ok "no train.distill: one line, exit 2" || bad "no distill: exit $rc, '$out'"
+fi
+[ "$(ls -A | paste -sd' ' -)" = "$before" ] && ok "nothing written into the working directory" || bad "new files here: $(ls -A | paste -sd' ' -)"
+exit $fail
