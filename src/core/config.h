@@ -18,7 +18,7 @@
 #define CFG_MAX_LAYERS 64
 #define CFG_MAX_STEM 16   /* layers of the convolutional stem (model.stem_dilations) */
 #define CFG_STR 256
-#define CFG_MAX_SECTIONS 8     /* mixer sections (gma, performer, ...) */
+#define CFG_MAX_SECTIONS 16    /* stored sections (gma, performer, stem, passkey, ...) */
 #define CFG_SECTION_BYTES 512  /* storage of one section's struct */
 
 typedef enum { CFGT_INT, CFGT_REAL, CFGT_BOOL, CFGT_STR, CFGT_MIXERS, CFGT_ENUM, CFGT_STRLIST, CFGT_INTS } CfgType;
