@@ -31,7 +31,7 @@ done <<'EOF'
 reproduce_lra.sh:--profile --tasks --mixers --steps --device --cnn-seconds --spam-dir --dry-run --dry-batch
 reproduce_small.sh:--sotu --seeds --steps --mixers --threads
 reproduce_routing.sh:--sotu --steps --threads --variants --monitor-every
-reproduce_mqar.sh:--profile --mixers --widths --lrs --steps --threads --device --set --out --table
+reproduce_mqar.sh:--profile --mixers --widths --lrs --steps --threads --jobs --device --set --out --table
 reproduce_wikitext.sh:--profile --data --mixers --steps --device
 lra_dry_run.sh:--steps --dry-batch --tasks --mixers --data --device --threads --set --from
 lra_standin.sh DIR:--n --seed --tasks
@@ -87,14 +87,14 @@ want='| mixer | width | best lr | state bytes | acc@64 | acc@128 | mean |
   && grep -q "^8192 0.1875$" "$tmp/mqt/mqar_state.dat" && ok "reproduce_mqar.sh --table: plot data written, plots skipped without gnuplot" \
   || bad "reproduce_mqar.sh --table: '$out', width data '$(cat "$tmp/mqt/mqar_width.dat" 2>&1 | paste -sd' ' -)'"
 
-# 3c. reproduce_mqar.sh's small profile: the dry run (32 runs at vocabulary 256); a bad --set
+# 3c. reproduce_mqar.sh's small profile: the dry run (16 runs at vocabulary 256); a bad --set
 # refused in one line; a tiny run of two mixers (3 steps, 16 test examples) writes a row per
 # run, the state bytes of docs/mqar.md and results.json; a second call trains nothing again;
 # --collect over a wider grid trains nothing and the MQAR section of write_results.sh lists
 # the runs not done, and replaces its own section of a page, keeping the rest
 out=$(scripts/reproduce_mqar.sh --dry-run 2>&1); rc=$?
-[ $rc -eq 0 ] && [ "$(printf '%s\n' "$out" | grep -c '^bin/gmatrain ')" = 32 ] && [[ "$out" == *"vocabulary 256, tests at lengths 64 128"* ]] \
-  && [[ "$out" == *"--set data.mqar_vocab=256 "* ]] && ok "reproduce_mqar.sh --dry-run (small): 32 runs at vocabulary 256" \
+[ $rc -eq 0 ] && [ "$(printf '%s\n' "$out" | grep -c '^bin/gmatrain ')" = 16 ] && [[ "$out" == *"vocabulary 256, tests at lengths 64 128"* ]] \
+  && [[ "$out" == *"--set data.mqar_vocab=256 "* ]] && ok "reproduce_mqar.sh --dry-run (small): 16 runs at vocabulary 256" \
   || bad "reproduce_mqar.sh --dry-run (small): exit $rc, '$(printf '%s\n' "$out" | head -2)'"
 out=$(scripts/reproduce_mqar.sh --dry-run --set data.mqar_vocab 2>&1); rc=$?
 [ $rc -eq 2 ] && [ "$(printf '%s\n' "$out" | wc -l)" = 1 ] && [[ "$out" == *"--set: 'data.mqar_vocab' is not KEY=VALUE"* ]] \
