@@ -19,7 +19,8 @@
 #       these runs", else at the end; the rest of the page is kept as it is. The table: the
 #       best learning rate of each (mixer, width), its accuracy per test length, the range of
 #       the mean accuracy over the learning rates run (one seed a run: the spread there is),
-#       gma's best Kc against each baseline at each width, and every grid point not run.
+#       gma's best Kc against each baseline at each width, and every grid point not run; the
+#       plots beside RESULTS.json (reproduce_mqar.sh's PNGs) copied into results/ beside FILE.
 # Statistics: mean, sample standard deviation (n - 1; 0 in the JSON for one seed, printed
 # "n/a"), min, max over the seeds.
 # A difference against gma "exceeds the spread" when the two ranges [min, max] over the seeds
@@ -31,7 +32,7 @@ cd "$(dirname "$0")/.."
 case "${1:-}" in --help|-h) sed -n '2,/^[^#]/p' "$0" | sed -n 's/^# \{0,1\}//p'; exit 0;; esac
 command -v python3 > /dev/null || { echo "$0: python3 not found (apt-get install python3)" >&2; exit 1; }
 exec python3 - "$@" <<'PY'
-import glob, json, math, os, platform, subprocess, sys, time
+import glob, json, math, os, platform, shutil, subprocess, sys, time
 
 PAPER = {"used_components": 104.0, "usage_entropy": 0.933, "nmi": 0.244}
 KC = 128
@@ -381,7 +382,7 @@ def mqar_rows(res, path):
             die("%s: a run without 'mixer' or 'acc'" % path)
     return rows, grid
 
-def mqar_section(path, notes=()):
+def mqar_section(path, notes=(), page_dir=None):
     res = load(path)
     rows, grid = mqar_rows(res, path)
     lens = [str(x) for x in res.get("test_lengths", [])]
@@ -432,6 +433,15 @@ def mqar_section(path, notes=()):
         L += ["Not run (%d of %d runs of the grid): %s." % (len(missing), len(missing) + len(done), "; ".join(missing)), ""]
     else:
         L += ["Every run of the grid (%d) was done." % len(done), ""]
+    figs = [(f, t) for f, t in (("mqar_width", "mean test accuracy against width"),
+                                 ("mqar_state", "mean test accuracy against the recurrent state in bytes"))
+            if os.path.exists(os.path.join(os.path.dirname(path), f + ".png"))]
+    if figs and page_dir is not None:
+        os.makedirs(os.path.join(page_dir, "results"), exist_ok=True)
+        for f, t in figs:
+            shutil.copyfile(os.path.join(os.path.dirname(path), f + ".png"), os.path.join(page_dir, "results", f + ".png"))
+            L += ["![%s](results/%s.png)" % (t, f), ""]
+        L += ["Plots: `scripts/reproduce_mqar.sh --table %s` (gnuplot), copied beside this page." % path, ""]
     for n in notes:
         L += [n, ""]
     return L
@@ -484,7 +494,7 @@ def mqar_main(argv):
         if a == "--out": out = argv[i + 1]
         else: notes.append(argv[i + 1])
         i += 2
-    splice(out, mqar_section(res, notes))
+    splice(out, mqar_section(res, notes, os.path.dirname(out) or "."))
     print("%s: wrote the MQAR section of %s" % (ME, out))
 
 def main(argv):
