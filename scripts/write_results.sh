@@ -13,6 +13,15 @@
 #       PREFIX.json, PREFIX.txt, PREFIX.md from the per-run files of reproduce_small.sh.
 #   scripts/write_results.sh combine-routing PREFIX COMMAND VARIANT.json...
 #       the same from the per-variant files of reproduce_routing.sh.
+#   scripts/write_results.sh mqar RESULTS.json [--out FILE] [--note TEXT]...
+#       the section "## Associative recall (MQAR, Zoology protocol)" of docs/results.md (or
+#       --out) from the results.json of scripts/reproduce_mqar.sh, put in place of that
+#       section when the page has it (up to the next "## " heading), else before "## Notes on
+#       these runs", else at the end; the rest of the page is kept as it is. The table: the
+#       best learning rate of each (mixer, width), its accuracy per test length, the range of
+#       the mean accuracy over the learning rates run (one seed a run: the spread there is),
+#       gma's best Kc against each baseline at each width, and every grid point not run; the
+#       plots beside RESULTS.json (reproduce_mqar.sh's PNGs) copied into results/ beside FILE.
 # Statistics: mean, sample standard deviation (n - 1; 0 in the JSON for one seed, printed
 # "n/a"), min, max over the seeds.
 # A difference against gma "exceeds the spread" when the two ranges [min, max] over the seeds
@@ -24,7 +33,7 @@ cd "$(dirname "$0")/.."
 case "${1:-}" in --help|-h) sed -n '2,/^[^#]/p' "$0" | sed -n 's/^# \{0,1\}//p'; exit 0;; esac
 command -v python3 > /dev/null || { echo "$0: python3 not found (apt-get install python3)" >&2; exit 1; }
 exec python3 - "$@" <<'PY'
-import glob, json, math, os, platform, subprocess, sys, time
+import glob, json, math, os, platform, shutil, subprocess, sys, time
 
 FUTURE_HEAD = "## Future work: per-layer K, adaptive K, gated hybrid"  # scripts/write_future_results.sh
 PAPER = {"used_components": 104.0, "usage_entropy": 0.933, "nmi": 0.244}
@@ -371,6 +380,7 @@ def results_md(small_path, routing_path, out_path, figdir, do_plots, notes=()):
             L += [n, ""]
     if do_plots and not figs:
         L += ["(No figures: scripts/plot_runs.sh is not there or drew nothing.)", ""]
+    kept = kept_section(out_path, MQAR_HEAD)
     try:  # the section of scripts/write_future_results.sh, from its heading on, stays
         old = open(out_path).read()
         at = old.find("\n" + FUTURE_HEAD)
@@ -378,9 +388,132 @@ def results_md(small_path, routing_path, out_path, figdir, do_plots, notes=()):
     except OSError:
         pass
     write(out_path, "\n".join(L))
+    if kept:  # the MQAR section (written by the mqar command) stays on the page
+        splice(out_path, kept)
     print("%s: wrote %s" % (ME, out_path))
 
+MQAR_HEAD = "## Associative recall (MQAR, Zoology protocol)"
+
+def mqar_rows(res, path):
+    rows = res.get("runs")
+    if not isinstance(rows, list):
+        die("%s: field 'runs' missing (not written by scripts/reproduce_mqar.sh)" % path)
+    grid = res.get("grid")
+    if not isinstance(grid, dict) or not all(isinstance(grid.get(k), list) for k in ("mixers", "widths", "lrs")):
+        die("%s: field 'grid' missing or not mixers / widths / lrs lists" % path)
+    for r in rows:
+        for k in ("width", "lr", "state_bytes", "mean_acc"):
+            number(r, k, path)
+        if not isinstance(r.get("mixer"), str) or not isinstance(r.get("acc"), dict):
+            die("%s: a run without 'mixer' or 'acc'" % path)
+    return rows, grid
+
+def mqar_section(path, notes=(), page_dir=None):
+    res = load(path)
+    rows, grid = mqar_rows(res, path)
+    lens = [str(x) for x in res.get("test_lengths", [])]
+    done = {(r["mixer"], int(r["width"]), float(r["lr"])): r for r in rows}
+    L = [MQAR_HEAD, "",
+         "Written by `scripts/write_results.sh mqar %s` from the JSON of `scripts/reproduce_mqar.sh`" % path,
+         "(docs/mqar.md: the generator against Zoology's, the recipe, each mixer's state size).", "",
+         "Command: `%s` (%s; %s; a machine shared with other jobs, so the minutes are loose)." % (
+             res.get("command", "?"), res.get("date", "?"), res.get("machine", "?")), "",
+         "Profile %s: vocabulary %s, %s steps a run, tested at lengths %s; one seed a run. Each row is the best" % (
+             res.get("profile", "?"), res.get("vocab", "?"), res.get("steps", "?"), ", ".join(lens)),
+         "learning rate of its (mixer, width) by mean test accuracy over the test lengths, as Zoology reports",
+         "the best of its sweep; \"lr range\" is the mean accuracy of the worst and the best learning rate run.", ""]
+    head = "| mixer | width | best lr | state bytes | " + " | ".join("acc@" + x for x in lens) + " | mean | lr range | lrs run |"
+    L += [head, "|---|---:|---:|---:|" + "---:|" * len(lens) + "---:|---|---:|"]
+    best = {}
+    for m in grid["mixers"]:
+        for w in grid["widths"]:
+            rs = [done[(m, int(w), float(lr))] for lr in grid["lrs"] if (m, int(w), float(lr)) in done]
+            if not rs:
+                continue
+            b = max(rs, key=lambda r: r["mean_acc"])  # the first on a tie (grid order)
+            best[(m, int(w))] = b
+            means = [r["mean_acc"] for r in rs]
+            L.append("| %s | %d | %g | %s | %s | %.3f | [%.3f, %.3f] | %d of %d |" % (
+                m, int(w), b["lr"], "{:,}".format(int(b["state_bytes"])),
+                " | ".join("%.3f" % b["acc"][x] if x in b["acc"] else "-" for x in lens),
+                b["mean_acc"], min(means), max(means), len(rs), len(grid["lrs"])))
+    if not best:
+        L += ["| (no run done) |" + " |" * (6 + len(lens)), ""]
+    L.append("")
+    cmp_lines = []
+    for w in grid["widths"]:
+        g = [best[(m, int(w))] for m in grid["mixers"] if m.startswith("gma") and (m, int(w)) in best]
+        if not g:
+            continue
+        gb = max(g, key=lambda r: r["mean_acc"])
+        parts = ["%s %+.3f" % (m, gb["mean_acc"] - best[(m, int(w))]["mean_acc"])
+                 for m in grid["mixers"] if not m.startswith("gma") and (m, int(w)) in best]
+        if parts:
+            cmp_lines.append("* width %d: the best gma (%s, mean %.3f) minus each baseline's best: %s." % (
+                int(w), gb["mixer"], gb["mean_acc"], ", ".join(parts)))
+    if cmp_lines:
+        L += ["GMA against the baselines (mean test accuracy; a negative number is a loss for gma):", ""] + cmp_lines + [""]
+    missing = ["%s width %d lr %g" % (m, int(w), float(lr)) for m in grid["mixers"] for w in grid["widths"]
+               for lr in grid["lrs"] if (m, int(w), float(lr)) not in done]
+    if missing:
+        L += ["Not run (%d of %d runs of the grid): %s." % (len(missing), len(missing) + len(done), "; ".join(missing)), ""]
+    else:
+        L += ["Every run of the grid (%d) was done." % len(done), ""]
+    figs = [(f, t) for f, t in (("mqar_width", "mean test accuracy against width"),
+                                 ("mqar_state", "mean test accuracy against the recurrent state in bytes"))
+            if os.path.exists(os.path.join(os.path.dirname(path), f + ".png"))]
+    if figs and page_dir is not None:
+        os.makedirs(os.path.join(page_dir, "results"), exist_ok=True)
+        for f, t in figs:
+            shutil.copyfile(os.path.join(os.path.dirname(path), f + ".png"), os.path.join(page_dir, "results", f + ".png"))
+            L += ["![%s](results/%s.png)" % (t, f), ""]
+        L += ["Plots: `scripts/reproduce_mqar.sh --table %s` (gnuplot), copied beside this page." % path, ""]
+    for n in notes:
+        L += [n, ""]
+    return L
+
+def splice(page_path, section):
+    try:
+        with open(page_path) as f:
+            lines = f.read().split("\n")
+    except OSError:
+        lines = ["# Results", ""]
+    if MQAR_HEAD in lines:
+        i = lines.index(MQAR_HEAD)
+        j = next((k for k in range(i + 1, len(lines)) if lines[k].startswith("## ")), len(lines))
+    elif "## Notes on these runs" in lines:
+        i = j = lines.index("## Notes on these runs")
+    else:
+        while lines and lines[-1] == "":
+            lines.pop()
+        lines.append("")
+        i = j = len(lines)
+    out = lines[:i] + section + lines[j:]
+    write(page_path, "\n".join(out).rstrip("\n") + "\n")
+
+def mqar_main(argv):
+    if not argv or argv[0].startswith("--"):
+        sys.stderr.write("usage: %s mqar RESULTS.json [--out FILE] [--note TEXT]...\n" % ME)
+        sys.exit(2)
+    res, out, notes, i = argv[0], "docs/results.md", [], 1
+    while i < len(argv):
+        a = argv[i]
+        if a not in ("--out", "--note"):
+            sys.stderr.write("usage: %s mqar RESULTS.json [--out FILE] [--note TEXT]...\n" % ME)
+            sys.exit(2)
+        if i + 1 >= len(argv) or argv[i + 1].startswith("--"):
+            sys.stderr.write("%s: %s needs a value (see --help)\n" % (ME, a))
+            sys.exit(2)
+        if a == "--out": out = argv[i + 1]
+        else: notes.append(argv[i + 1])
+        i += 2
+    splice(out, mqar_section(res, notes, os.path.dirname(out) or "."))
+    print("%s: wrote the MQAR section of %s" % (ME, out))
+
 def main(argv):
+    if argv and argv[0] == "mqar":
+        mqar_main(argv[1:])
+        return
     if argv and argv[0] in ("combine-small", "combine-routing"):
         if len(argv) < 4:
             die("usage: %s %s PREFIX COMMAND FILE.json..." % (ME, argv[0]))

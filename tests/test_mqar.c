@@ -152,6 +152,25 @@ START_TEST(test_mqar_determinism) {
 }
 END_TEST
 
+/* Zoology's mixed test set repeats a length with other pair counts ((64, 4), (64, 8),
+ * (64, 16), (128, 32)): a test at window 64 cycles over the three entries of length 64, each
+ * example with its own pairs, and never takes the 128 one */
+START_TEST(test_mqar_repeated_lengths) {
+    MqarTask t;
+    setup(&t, 8192, 0.01, "random", "64,64,64,128", "4,8,16,32");
+    int32_t tok[128], tgt[128];
+    for (uint64_t i = 0; i < 6; i++) {
+        int e = mqar_eval_entry(&t, 2, i, 64);
+        ck_assert_int_eq(e, (int)(i % 3));
+        mqar_example(&t, 2, e, i, 64, tok, tgt);
+        int scored = 0;
+        for (int j = 0; j < 64; j++) scored += tgt[j] >= 0;
+        ck_assert_int_eq(scored, 4 << e);
+    }
+    ck_assert_int_eq(mqar_eval_entry(&t, 2, 5, 128), 3);
+}
+END_TEST
+
 /* refusals name the key */
 START_TEST(test_mqar_refusals) {
     MqarTask t;
@@ -236,6 +255,7 @@ Suite *make_suite(void) {
     tcase_add_test(tc, test_mqar_power_law);
     tcase_add_test(tc, test_mqar_filler);
     tcase_add_test(tc, test_mqar_determinism);
+    tcase_add_test(tc, test_mqar_repeated_lengths);
     tcase_add_test(tc, test_mqar_refusals);
     tcase_add_test(tc, test_mqar_lmdata);
     suite_add_tcase(s, tc);

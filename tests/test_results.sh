@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # test_results.sh: scripts/write_results.sh on the fixtures of tests/results/ (known numbers):
 # mean, sample std, Welch t and the "exceeds the spread" verdict of the seed table, the distance
-# to the paper and the closest routing variant, docs/results.md written from both, and bad input
+# to the paper and the closest routing variant, docs/results.md written from both, the MQAR
+# section from its fixture (best lr per point, not-run list, spliced into a page), and bad input
 # refused with one line naming file and field, nothing written. Run from the repository root.
 set -u
 cd "$(dirname "$0")/.."
@@ -75,6 +76,26 @@ scripts/write_future_results.sh $f/future.json $f/future.json --out $tmp/r3.md >
 out=$(scripts/write_future_results.sh $f/gma_1337.json --out $tmp/r2.md 2>&1); rc=$?
 if [ $rc = 2 ] && echo "$out" | grep -q "gma_1337.json: not a reproduce_future.sh JSON" && [ ! -e $tmp/r2.md ]
 then ok "future: wrong JSON refused"; else bad "future: wrong JSON refused (rc $rc: $out)"; fi
+
+# the MQAR section from tests/results/mqar_results.json (known numbers): the best lr of each
+# point (the first on a tie), the range over the lrs run, gma's best Kc against each baseline,
+# the runs of the grid not done; put in place of its own section, the rest of the page kept
+printf '# Results\n\n## Small profile over seeds\n\nkept\n\n## Associative recall (MQAR, Zoology protocol)\n\nold\n\n## Notes on these runs\n\nkept\n' > $tmp/page.md
+scripts/write_results.sh mqar $f/mqar_results.json --out $tmp/page.md --note "the note" > /dev/null || bad "mqar section exits 0"
+grep -q '^| sdpa | 64 | 0.01 | 131,072 | 1.000 | 0.600 | 0.800 | \[0.700, 0.800\] | 2 of 2 |$' $tmp/page.md \
+  && grep -q '^| gma16 | 64 | 0.0022 | 8,320 | 0.300 | 0.100 | 0.200 | \[0.200, 0.200\] | 2 of 2 |$' $tmp/page.md \
+  && grep -q '^| gma64 | 64 | 0.01 | 33,280 | 0.500 | 0.300 | 0.400 | \[0.400, 0.400\] | 1 of 2 |$' $tmp/page.md \
+  && ok "mqar rows: best lr, first on a tie, lr range, lrs run" || bad "mqar rows: $(grep '^| ' $tmp/page.md)"
+grep -q '^\* width 64: the best gma (gma64, mean 0.400) minus each baseline.s best: sdpa -0.400, linear +0.150\.$' $tmp/page.md \
+  && ok "mqar: gma's best against each baseline" || bad "mqar comparison: $(grep '^\* width' $tmp/page.md)"
+grep -q '^Not run (2 of 8 runs of the grid): gma64 width 64 lr 0.0022; linear width 64 lr 0.01\.$' $tmp/page.md \
+  && ok "mqar: the runs not done named" || bad "mqar not run: $(grep '^Not run' $tmp/page.md)"
+[ "$(grep -c '^kept$' $tmp/page.md)" = 2 ] && ! grep -q '^old$' $tmp/page.md && grep -q '^the note$' $tmp/page.md \
+  && [ "$(sed -n '/^## Associative/,/^## Notes/p' $tmp/page.md | grep -c '^## ')" = 2 ] \
+  && ok "mqar section replaced in place, the rest kept" || bad "mqar page: $(cat $tmp/page.md)"
+scripts/write_results.sh --small $s --out $tmp/page.md --no-plots > /dev/null && grep -q '^| gma64 | 64 | 0.01 |' $tmp/page.md \
+  && grep -q '^## Small profile over seeds' $tmp/page.md && ok "the whole page written again keeps the MQAR section" \
+  || bad "page rewritten: the MQAR section lost"
 
 # bad input: one line naming file and field, non-zero exit, nothing written
 sed 's/"test_ppl": [0-9]*,//' $f/gma_1337.json > $tmp/broken.json

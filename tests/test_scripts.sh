@@ -4,8 +4,9 @@
 # and one line naming the option (need_value of lib_reproduce.sh). 2. A dry run of ListOps
 # alone makes ListOps' stand-in data and no other task's. 3. The LRA table's rows in percent
 # beside the paper's percent; reproduce_mqar.sh's dry run and its table of the best learning
-# rate per point from tests/fixtures/mqar_results.json; reproduce_longctx.sh's dry run, refusals,
-# its table over seeds from tests/fixtures/longctx_results.json and its section in docs/results.md. 4. reproduce_small.sh on a tiny corpus given by --sotu, in a
+# rate per point from tests/fixtures/mqar_results.json; its small profile, a tiny run and the
+# MQAR section of write_results.sh (3c); reproduce_longctx.sh's dry run, refusals, its table
+# over seeds from tests/fixtures/longctx_results.json and its section in docs/results.md (3d). 4. reproduce_small.sh on a tiny corpus given by --sotu, in a
 # copy of the tree's layout (scripts, bin, configs linked): without a corpus one line and
 # exit 2; with one, the results page under runs/, docs/results.md untouched, "n/a" for the
 # spread of one seed; --write-docs writes docs/results.md; the other data folders (--spam-dir,
@@ -33,13 +34,14 @@ reproduce_small.sh:--sotu --seeds --steps --mixers --threads
 reproduce_routing.sh:--sotu --steps --threads --variants --monitor-every
 reproduce_future.sh:--sotu --steps --threads --variants
 write_future_results.sh:--out --note
-reproduce_mqar.sh:--profile --mixers --widths --lrs --steps --threads --device --out --table
+reproduce_mqar.sh:--profile --mixers --widths --lrs --steps --threads --jobs --device --set --out --table
 reproduce_longctx.sh:--profile --mixers --tasks --pos --steps --seeds --threads --device --sotu --out --table
 reproduce_wikitext.sh:--profile --data --mixers --steps --device
 lra_dry_run.sh:--steps --dry-batch --tasks --mixers --data --device --threads --set --from
 lra_standin.sh DIR:--n --seed --tasks
 plot_runs.sh:--out --title --label --routing
 write_results.sh:--small --routing --out --figures --note
+write_results.sh mqar R.json:--out --note
 bench_mpi.sh:--np --batch --steps --repeat --set --device --mpi-bin --one-bin
 bench_torch.sh:--mixers --B --T --V --steps --repeat --threads --out
 check_data_parallel.sh:--bin --device --out --way --steps
@@ -76,7 +78,7 @@ head=$( . scripts/lib_reproduce.sh && lra_header | tr -s ' ')
 out=$(scripts/reproduce_mqar.sh --profile paper --dry-run --mixers "sdpa gma64" --widths "64 128" --out "$tmp/mq" 2>&1); rc=$?
 nl=$(printf '%s\n' "$out" | grep -c '^bin/gmatrain ')
 [ $rc -eq 0 ] && [ "$nl" = 16 ] && [[ "$out" == *"--out $tmp/mq/gma64-d128-lr1e-2 --set model.mixer=gma --set gma.n_components=64"* ]] \
-  && [[ "$out" == *"data.mqar_test_lengths=64,128,256,512"* ]] && [ ! -e "$tmp/mq" ] \
+  && [[ "$out" == *"data.mqar_test_lengths=64,64,64,128,256,512"* ]] && [ ! -e "$tmp/mq" ] \
   && ok "reproduce_mqar.sh --dry-run: 16 runs printed, none made" || bad "reproduce_mqar.sh --dry-run: exit $rc, $nl runs, '$(printf '%s\n' "$out" | head -2)'"
 mkdir -p "$tmp/mqt" && cp tests/fixtures/mqar_results.json "$tmp/mqt/results.json"
 out=$(GNUPLOT=no-such-gnuplot scripts/reproduce_mqar.sh --table "$tmp/mqt/results.json" 2>&1); rc=$?
@@ -91,7 +93,50 @@ want='| mixer | width | best lr | state bytes | acc@64 | acc@128 | mean |
   && grep -q "^8192 0.1875$" "$tmp/mqt/mqar_state.dat" && ok "reproduce_mqar.sh --table: plot data written, plots skipped without gnuplot" \
   || bad "reproduce_mqar.sh --table: '$out', width data '$(cat "$tmp/mqt/mqar_width.dat" 2>&1 | paste -sd' ' -)'"
 
-# 3c. reproduce_longctx.sh: the dry run prints one gmatrain line per task x mixer x seed and
+# 3c. reproduce_mqar.sh's small profile: the dry run (16 runs at vocabulary 256); a bad --set
+# refused in one line; a tiny run of two mixers (3 steps, 16 test examples) writes a row per
+# run, the state bytes of docs/mqar.md and results.json; a second call trains nothing again;
+# --collect over a wider grid trains nothing and the MQAR section of write_results.sh lists
+# the runs not done, and replaces its own section of a page, keeping the rest
+out=$(scripts/reproduce_mqar.sh --dry-run 2>&1); rc=$?
+[ $rc -eq 0 ] && [ "$(printf '%s\n' "$out" | grep -c '^bin/gmatrain ')" = 16 ] && [[ "$out" == *"vocabulary 256, tests at lengths 64 128"* ]] \
+  && [[ "$out" == *"--set data.mqar_vocab=256 "* ]] && ok "reproduce_mqar.sh --dry-run (small): 16 runs at vocabulary 256" \
+  || bad "reproduce_mqar.sh --dry-run (small): exit $rc, '$(printf '%s\n' "$out" | head -2)'"
+out=$(scripts/reproduce_mqar.sh --dry-run --set data.mqar_vocab 2>&1); rc=$?
+[ $rc -eq 2 ] && [ "$(printf '%s\n' "$out" | wc -l)" = 1 ] && [[ "$out" == *"--set: 'data.mqar_vocab' is not KEY=VALUE"* ]] \
+  && ok "reproduce_mqar.sh --set without =: one line, exit 2" || bad "reproduce_mqar.sh --set data.mqar_vocab: exit $rc, '$out'"
+mq=(--widths 16 --lrs 1e-2 --steps 3 --threads 1 --set data.mqar_test=16 --set data.mqar_valid=16 --set train.batch_size=4 --out "$tmp/mqr")
+if ! command -v python3 > /dev/null; then
+  echo "SKIP: scripts: python3 not found (scripts/write_results.sh needs it), reproduce_mqar.sh's tiny run skipped"
+elif GNUPLOT=no-such-gnuplot scripts/reproduce_mqar.sh --mixers "sdpa gma16" "${mq[@]}" > "$tmp/mqr.log" 2>&1; then
+  check_rows() { python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); r={x["mixer"]: x for x in d["runs"]}
+sys.exit(0 if len(d["runs"]) == 2 and r["sdpa"]["state_bytes"] == 2*4*2*128*16 and r["gma16"]["state_bytes"] == 2*4*16*17
+  and all(0 <= x["acc"][L] <= 1 for x in d["runs"] for L in ("64", "128")) and len(d["best"]) == 2 else 1)' "$1"; }
+  check_rows "$tmp/mqr/results.json" && [ -f "$tmp/mqr/results.md" ] && ok "reproduce_mqar.sh tiny run: two rows, state bytes, table" \
+    || bad "reproduce_mqar.sh tiny run: $(cat "$tmp/mqr/results.json")"
+  out=$(GNUPLOT=no-such-gnuplot scripts/reproduce_mqar.sh --mixers "sdpa gma16" "${mq[@]}" 2>&1)
+  [ "$(printf '%s\n' "$out" | grep -c 'done before')" = 2 ] && check_rows "$tmp/mqr/results.json" \
+    && ok "reproduce_mqar.sh again: the runs done are not trained again" || bad "reproduce_mqar.sh again: '$out'"
+  out=$(GNUPLOT=no-such-gnuplot scripts/reproduce_mqar.sh --collect --mixers "sdpa gma16 linear" "${mq[@]}" 2>&1); rc=$?
+  printf '# Results\n\n## Small profile over seeds\n\nkept\n\n## Associative recall (MQAR, Zoology protocol)\n\nold text\n\n## Notes on these runs\n\nkept too\n' > "$tmp/page.md"
+  if [ $rc -eq 0 ] && [ ! -e "$tmp/mqr/linear-d16-lr1e-2" ] && check_rows "$tmp/mqr/results.json" \
+    && scripts/write_results.sh mqar "$tmp/mqr/results.json" --out "$tmp/page.md" --note "the note" > /dev/null; then
+    grep -q '^Not run (1 of 3 runs of the grid): linear width 16 lr 0.01\.$' "$tmp/page.md" && grep -q '^| gma16 | 16 | 0.01 | 2,176 | ' "$tmp/page.md" \
+      && grep -q '^\* width 16: the best gma (gma16, ' "$tmp/page.md" && ! grep -q 'old text' "$tmp/page.md" \
+      && [ "$(grep -c '^kept' "$tmp/page.md")" = 2 ] && [ "$(grep -c '^## Associative recall' "$tmp/page.md")" = 1 ] \
+      && grep -q '^the note$' "$tmp/page.md" \
+      && ok "--collect and the MQAR section: rows, the run not done named, the rest of the page kept" \
+      || bad "MQAR section: $(sed -n '/^## Associative/,$p' "$tmp/page.md" | head -30)"
+  else bad "reproduce_mqar.sh --collect / write_results.sh mqar: exit $rc, '$out'"; fi
+  echo '{"runs": []}' > "$tmp/nogrid.json"
+  out=$(scripts/write_results.sh mqar "$tmp/nogrid.json" --out "$tmp/page2.md" 2>&1); rc=$?
+  [ $rc -ne 0 ] && [[ "$out" == *"nogrid.json: field 'grid' missing"* ]] && [ ! -e "$tmp/page2.md" ] \
+    && ok "write_results.sh mqar: a results.json without its grid refused, nothing written" || bad "write_results.sh mqar no grid: exit $rc, '$out'"
+else
+  bad "reproduce_mqar.sh tiny run: $(tail -5 "$tmp/mqr.log")"
+fi
+
+# 3d. reproduce_longctx.sh: the dry run prints one gmatrain line per task x mixer x seed and
 # trains nothing; bad values refused in one line; the table writer on
 # tests/fixtures/longctx_results.json gives mean ± sample std over the two seeds by length,
 # the plot data (exact match against length, perplexity against position at the longest
