@@ -91,23 +91,15 @@ typedef struct ModelCfg {
     int head_chunk;         /* language model: rows of logits computed at a time (0 = automatic) */
 } ModelCfg;
 
+/* The run's train.* keys over Config; the optimiser's and the schedule's (train.optimizer,
+ * lr, ..., grad_clip, freeze) are optim's stored sections (optim/optim.c). */
 typedef struct TrainCfg {
     int steps, batch_size, seq_len, grad_accum;
-    int optimizer;          /* OPTIM_ADAMW | OPTIM_SGD (optim/optim.h) */
-    double lr, min_lr_ratio;
-    int warmup;
-    int lr_first_step;      /* the step number of the first update in warmup and rsqrt: 1, or 0 (LRA) */
-    int schedule;           /* SCHED_COSINE | _LINEAR | _CONSTANT | _RSQRT (optim/optim.h) */
-    int decay_steps;        /* cosine / linear: steps of the decay after warmup (0 = steps - warmup) */
     int report;             /* REPORT_BEST | REPORT_LAST (train/run_cfg.h): whose test accuracy a classifier reports */
-    double beta1, beta2, adam_eps, weight_decay, momentum;
-    int decay_embeddings, decay_norms, decay_biases, decay_mixture;
-    double grad_clip;
     int eval_every, eval_batches, log_every, checkpoint_every, keep_checkpoints, max_bad_steps;
     int eval_drop_last;     /* classifier: evaluate whole batches of batch_size only */
     int sample_every, sample_tokens; /* text samples during training (0 = none) */
     char sample_prompt[256];
-    char freeze[512];       /* parameter-name patterns (glob) of tensors not trained, comma-joined (CFGT_STRLIST) */
     char distill_teacher[CFG_STR]; /* knowledge distillation: the teacher run or checkpoint ("" = none) */
     double distill_weight, distill_temperature; /* loss = CE + weight T^2 KL(teacher || student) at T */
 } TrainCfg;
