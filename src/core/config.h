@@ -19,7 +19,7 @@
 #define CFG_MAX_STEM 16   /* layers of the convolutional stem (model.stem_dilations) */
 #define CFG_STR 256
 #define CFG_MAX_SECTIONS 16    /* stored sections (gma, performer, stem, passkey, ...) */
-#define CFG_SECTION_BYTES 512  /* storage of one section's struct */
+#define CFG_SECTION_BYTES 1024 /* storage of one section's struct (optim's holds train.freeze's 512) */
 
 typedef enum { CFGT_INT, CFGT_REAL, CFGT_BOOL, CFGT_STR, CFGT_MIXERS, CFGT_ENUM, CFGT_STRLIST, CFGT_INTS } CfgType;
 
@@ -92,7 +92,7 @@ typedef struct ModelCfg {
 } ModelCfg;
 
 /* The run's train.* keys over Config; the optimiser's and the schedule's (train.optimizer,
- * lr, ..., grad_clip, freeze) are optim's stored sections (optim/optim.c). */
+ * lr, ..., grad_clip, freeze) are optim's stored section (optim/optim.c). */
 typedef struct TrainCfg {
     int steps, batch_size, seq_len, grad_accum;
     int report;             /* REPORT_BEST | REPORT_LAST (train/run_cfg.h): whose test accuracy a classifier reports */
@@ -104,15 +104,12 @@ typedef struct TrainCfg {
     double distill_weight, distill_temperature; /* loss = CE + weight T^2 KL(teacher || student) at T */
 } TrainCfg;
 
+/* The data keys over Config; MQAR's (data.mqar_*) are a stored section of data/lm/lmdata.c. */
 typedef struct DataCfg {
     int source;             /* DataSource (data/lm/lmdata.h): recall | mqar | shards | cls */
     char path[CFG_STR];
     int recall_vocab, recall_pairs, recall_queries;
     int recall_valid, recall_test;
-    int mqar_vocab, mqar_valid, mqar_test; /* mqar: Zoology's multi-query recall (data/lm/mqar.h) */
-    double mqar_power_a;
-    int mqar_filler;        /* MQAR_FILLER_RANDOM | MQAR_FILLER_ZERO (data/lm/mqar.h) */
-    char mqar_lengths[128], mqar_pairs[128], mqar_test_lengths[128], mqar_test_pairs[128];
     int eval_stride;
     int task;               /* cls: ClsTaskId (data/cls/clsdata.h), the registry's index */
     int max_len;            /* cls: tokens per sequence (0 = train.seq_len, less the CLS slot) */

@@ -4,7 +4,7 @@
 #include <fnmatch.h>
 #include <string.h>
 
-/* train.optimizer ... train.grad_clip (optim_cfg_section, below) */
+/* train.optimizer ... train.freeze (optim_cfg_section, below) */
 struct OptimCfg {
     int optimizer;          /* OPTIM_ADAMW | OPTIM_SGD */
     double lr, min_lr_ratio;
@@ -15,17 +15,11 @@ struct OptimCfg {
     double beta1, beta2, adam_eps, weight_decay, momentum;
     int decay_embeddings, decay_norms, decay_biases, decay_mixture;
     double grad_clip;
+    char freeze[512];       /* train.freeze: parameter-name patterns, comma-joined (CFGT_STRLIST) */
 };
 
-/* train.freeze's section: its patterns alone fill a section's 512 bytes */
-typedef struct OptimFreezeCfg {
-    char freeze[512]; /* comma-joined (CFGT_STRLIST) */
-} OptimFreezeCfg;
-
 const OptimCfg *optim_cfg(const Config *c) { return cfg_section_of(c, &optim_cfg_section); }
-const char *optim_freeze_list(const Config *c) {
-    return ((const OptimFreezeCfg *)cfg_section_of(c, &optim_freeze_cfg_section))->freeze;
-}
+const char *optim_freeze_list(const Config *c) { return optim_cfg(c)->freeze; }
 
 double optim_lr(const OptimCfg *t, long steps, long step) {
     /* n: the step number the warmup and rsqrt see, step + train.lr_first_step (docs/model.md
@@ -134,7 +128,7 @@ int optim_freeze(Model *m, const Config *c, int *n_tensors, size_t *n_params) {
     return 0;
 }
 
-/* ---- configuration: the optimiser and the schedule (train.*, stored sections) ---- */
+/* ---- configuration: the optimiser and the schedule (train.*, a stored section) ---- */
 
 #define O(f) offsetof(OptimCfg, f)
 static const CfgKey g_optim_keys[] = {
@@ -159,15 +153,11 @@ static const CfgKey g_optim_keys[] = {
     {"decay_biases", CFGT_BOOL, O(decay_biases), 0, "false", 0, 0, NULL, "Apply weight decay to biases."},
     {"decay_mixture", CFGT_BOOL, O(decay_mixture), 0, "false", 0, 0, NULL, "Apply weight decay to GMA mixture parameters."},
     {"grad_clip", CFGT_REAL, O(grad_clip), 0, "1", 0, 1e9, NULL, "Clip the global gradient norm to this (0 = off)."},
-};
-#undef O
-static const CfgKey g_freeze_keys[] = {
-    {"freeze", CFGT_STRLIST, offsetof(OptimFreezeCfg, freeze), sizeof(((OptimFreezeCfg *)0)->freeze), "", 0, 0, NULL,
+    {"freeze", CFGT_STRLIST, O(freeze), sizeof(((OptimCfg *)0)->freeze), "", 0, 0, NULL,
      "Parameter-name patterns (globs: * any characters, dots included, ? one character, [...] a set; e.g. \"blocks.0.*\", \"tok_emb.weight\") of tensors left as they are: no update, "
      "no weight decay, no optimiser moments, out of the gradient norm; a pattern that matches no trained tensor is "
      "refused. JSON: a list of strings; --set: comma-separated."},
 };
+#undef O
 
 const CfgSection optim_cfg_section = {"optim", sizeof(OptimCfg), g_optim_keys, CFG_N(g_optim_keys), NULL, "train"};
-const CfgSection optim_freeze_cfg_section = {"freeze", sizeof(OptimFreezeCfg), g_freeze_keys, CFG_N(g_freeze_keys), NULL,
-                                              "train"};

@@ -5,15 +5,14 @@
 #include "core/config.h"
 #include "model/model.h"
 
-/* The optimiser's and the schedule's keys train.optimizer ... train.grad_clip: a stored
+/* The optimiser's and the schedule's keys train.optimizer ... train.freeze: a stored
  * section whose struct only optim.c knows (read elsewhere with cfg_num, set with cfg_set). */
 typedef struct OptimCfg OptimCfg;
 enum { OPTIM_ADAMW, OPTIM_SGD };                                /* train.optimizer: adamw|sgd */
 enum { SCHED_COSINE, SCHED_LINEAR, SCHED_CONSTANT, SCHED_RSQRT }; /* train.schedule */
 /* c's optimiser keys (the section inside c, valid as long as c). */
 const OptimCfg *optim_cfg(const Config *c);
-/* train.freeze of c: parameter-name patterns, comma-joined (CFGT_STRLIST; a stored section
- * of its own, optim_freeze_cfg_section: its 512 bytes fill one). */
+/* train.freeze of c: parameter-name patterns, comma-joined (CFGT_STRLIST). */
 const char *optim_freeze_list(const Config *c);
 
 /* Learning rate for optimiser step `step` (0-based) of a run of `steps` (train.steps):
@@ -33,8 +32,7 @@ double optim_step(Model *m, const OptimCfg *o, long step, double lr, double grad
  * moments for them. 0 with the counts of frozen tensors and their elements, or -1 (gma_error
  * naming the first pattern that matches no trained tensor; nothing left frozen). */
 int optim_freeze(Model *m, const Config *c, int *n_tensors, size_t *n_params);
-/* The optimiser's and the schedule's rows (train.optimizer, lr, ..., grad_clip), and
- * train.freeze's. */
-extern const CfgSection optim_cfg_section, optim_freeze_cfg_section;
+/* The optimiser's and the schedule's rows (train.optimizer, lr, ..., grad_clip, freeze). */
+extern const CfgSection optim_cfg_section;
 
 #endif
