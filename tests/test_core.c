@@ -166,7 +166,7 @@ START_TEST(test_config_set_and_roundtrip) {
     Config c, d;
     cfg_defaults(&c);
     ck_assert_int_eq(cfg_set(&c, "train.lr=0.01"), 0);
-    ck_assert(c.train.lr == 0.01);
+    ck_assert(cfg_num(&c, "train.lr") == 0.01);
     ck_assert_int_eq(cfg_set(&c, "model.mixer=sdpa,gma,gma,gma"), 0);
     ck_assert_int_eq(c.model.n_mixer, 4);
     ck_assert_str_eq(cfg_layer_mixer(&c, 0), "sdpa");
@@ -178,7 +178,7 @@ START_TEST(test_config_set_and_roundtrip) {
     ck_assert_int_ne(cfg_set(&c, "train.lr"), 0);
     ck_assert_int_ne(cfg_set(&c, "train.lr=nan"), 0); /* NaN passed the range check; now not a JSON number */
     ck_assert_ptr_nonnull(strstr(gma_error(), "is not a number"));
-    ck_assert(c.train.lr == 0.01);
+    ck_assert(cfg_num(&c, "train.lr") == 0.01);
     char *js = cfg_to_json(&c);
     ck_assert_int_eq(load_text(&d, js), 0);
     free(js);
@@ -191,12 +191,12 @@ END_TEST
 START_TEST(test_config_string_list) {
     Config c, d;
     cfg_defaults(&c);
-    ck_assert_str_eq(c.train.freeze, "");
-    ck_assert_int_eq(cfg_list_count(c.train.freeze), 0);
+    ck_assert_str_eq(optim_freeze_list(&c), "");
+    ck_assert_int_eq(cfg_list_count(optim_freeze_list(&c)), 0);
     ck_assert_int_eq(load_text(&c, "{\"train\": {\"freeze\": [\"blocks.0.*\", \"tok_emb.weight\"]}}"), 0);
-    ck_assert_str_eq(c.train.freeze, "blocks.0.*,tok_emb.weight");
-    ck_assert_int_eq(cfg_list_count(c.train.freeze), 2);
-    const char *p = c.train.freeze;
+    ck_assert_str_eq(optim_freeze_list(&c), "blocks.0.*,tok_emb.weight");
+    ck_assert_int_eq(cfg_list_count(optim_freeze_list(&c)), 2);
+    const char *p = optim_freeze_list(&c);
     char item[64];
     ck_assert(cfg_list_next(&p, item, sizeof item) && !strcmp(item, "blocks.0.*"));
     ck_assert(cfg_list_next(&p, item, sizeof item) && !strcmp(item, "tok_emb.weight"));
@@ -206,18 +206,18 @@ START_TEST(test_config_string_list) {
     cfg_defaults(&d);
     ck_assert_int_eq(load_text(&d, js), 0);
     free(js);
-    ck_assert_str_eq(d.train.freeze, c.train.freeze);
+    ck_assert_str_eq(optim_freeze_list(&d), optim_freeze_list(&c));
     ck_assert_int_eq(cfg_set(&c, "train.freeze=ln_f.*,blocks.?.mlp.*"), 0);
-    ck_assert_str_eq(c.train.freeze, "ln_f.*,blocks.?.mlp.*");
+    ck_assert_str_eq(optim_freeze_list(&c), "ln_f.*,blocks.?.mlp.*");
     ck_assert_int_eq(cfg_set(&c, "train.freeze=[\"a\"]"), 0);
-    ck_assert_str_eq(c.train.freeze, "a");
+    ck_assert_str_eq(optim_freeze_list(&c), "a");
     ck_assert_int_eq(cfg_set(&c, "train.freeze="), 0);
-    ck_assert_str_eq(c.train.freeze, "");
+    ck_assert_str_eq(optim_freeze_list(&c), "");
     /* refused, the value left as it was */
     ck_assert_int_eq(cfg_set(&c, "train.freeze=keep"), 0);
     ck_assert_int_ne(cfg_set(&c, "train.freeze=a,,b"), 0);
     ck_assert_msg(strstr(gma_error(), "key train.freeze: element 1 is empty"), "%s", gma_error());
-    ck_assert_str_eq(c.train.freeze, "keep");
+    ck_assert_str_eq(optim_freeze_list(&c), "keep");
     ck_assert_int_ne(load_text(&c, "{\"train\": {\"freeze\": \"a\"}}"), 0);
     ck_assert_msg(strstr(gma_error(), "key train.freeze: expected a list of strings"), "%s", gma_error());
     ck_assert_int_ne(load_text(&c, "{\"train\": {\"freeze\": [\"a\", 3]}}"), 0);
@@ -231,7 +231,7 @@ START_TEST(test_config_string_list) {
     ck_assert_int_eq(cfg_set(&c, "train.freeze=keep"), 0);
     ck_assert_int_ne(cfg_set(&c, set), 0);
     ck_assert_msg(strstr(gma_error(), "longer than 511 characters"), "%s", gma_error());
-    ck_assert_str_eq(c.train.freeze, "keep");
+    ck_assert_str_eq(optim_freeze_list(&c), "keep");
 }
 END_TEST
 
@@ -489,68 +489,69 @@ START_TEST(test_init_distributions) {
 END_TEST
 
 START_TEST(test_schedule) {
-    TrainCfg t;
     Config c;
     cfg_defaults(&c);
-    t = c.train;
-    t.lr = 1;
-    t.warmup = 10;
-    t.steps = 110;
-    t.min_lr_ratio = 0.1;
-    ck_assert(fabs(optim_lr(&t, 0) - 0.1) < 1e-12);
-    ck_assert(fabs(optim_lr(&t, 9) - 1.0) < 1e-12);
-    ck_assert(fabs(optim_lr(&t, 10) - 1.0) < 1e-12);
-    ck_assert(fabs(optim_lr(&t, 60) - 0.55) < 1e-12); /* cosine midpoint */
-    ck_assert(fabs(optim_lr(&t, 110) - 0.1) < 1e-12);
-    t.schedule = SCHED_LINEAR;
-    ck_assert(fabs(optim_lr(&t, 60) - 0.55) < 1e-12);
-    ck_assert(fabs(optim_lr(&t, 35) - 0.775) < 1e-12);
-    t.schedule = SCHED_CONSTANT;
-    ck_assert(fabs(optim_lr(&t, 100) - 1.0) < 1e-12);
+    const OptimCfg *t = optim_cfg(&c); /* follows the cfg_set below */
+#define SET(kv) ck_assert_int_eq(cfg_set(&c, "train." kv), 0)
+    long steps = 110;
+    SET("lr=1");
+    SET("warmup=10");
+    SET("min_lr_ratio=0.1");
+    ck_assert(fabs(optim_lr(t, steps, 0) - 0.1) < 1e-12);
+    ck_assert(fabs(optim_lr(t, steps, 9) - 1.0) < 1e-12);
+    ck_assert(fabs(optim_lr(t, steps, 10) - 1.0) < 1e-12);
+    ck_assert(fabs(optim_lr(t, steps, 60) - 0.55) < 1e-12); /* cosine midpoint */
+    ck_assert(fabs(optim_lr(t, steps, 110) - 0.1) < 1e-12);
+    SET("schedule=linear");
+    ck_assert(fabs(optim_lr(t, steps, 60) - 0.55) < 1e-12);
+    ck_assert(fabs(optim_lr(t, steps, 35) - 0.775) < 1e-12);
+    SET("schedule=constant");
+    ck_assert(fabs(optim_lr(t, steps, 100) - 1.0) < 1e-12);
     /* rsqrt after warmup: lr sqrt(warmup / (step + 1)); LRA's constant * linear_warmup *
      * rsqrt_decay with the same peak */
-    t.schedule = SCHED_RSQRT;
-    ck_assert(fabs(optim_lr(&t, 4) - 0.5) < 1e-12);
-    ck_assert(fabs(optim_lr(&t, 9) - 1.0) < 1e-12);
-    ck_assert(fabs(optim_lr(&t, 39) - 0.5) < 1e-12);
-    ck_assert(fabs(optim_lr(&t, 1000) - sqrt(10.0 / 1001)) < 1e-12);
+    SET("schedule=rsqrt");
+    ck_assert(fabs(optim_lr(t, steps, 4) - 0.5) < 1e-12);
+    ck_assert(fabs(optim_lr(t, steps, 9) - 1.0) < 1e-12);
+    ck_assert(fabs(optim_lr(t, steps, 39) - 0.5) < 1e-12);
+    ck_assert(fabs(optim_lr(t, steps, 1000) - sqrt(10.0 / 1001)) < 1e-12);
     /* train.lr_first_step 0, the release's constant * linear_warmup * rsqrt_decay evaluated at
      * the 0-based step: lr 0 at the first update, the peak at step W, lr sqrt(W / step) after */
-    t.lr_first_step = 0;
-    ck_assert(optim_lr(&t, 0) == 0);
-    ck_assert(fabs(optim_lr(&t, 5) - 0.5) < 1e-12);
-    ck_assert(fabs(optim_lr(&t, 10) - 1.0) < 1e-12);
-    ck_assert(fabs(optim_lr(&t, 40) - 0.5) < 1e-12);
-    ck_assert(fabs(optim_lr(&t, 1000) - sqrt(10.0 / 1000)) < 1e-12);
-    t.warmup = 0; /* no warmup: lr / sqrt(max(step, 1)) */
-    ck_assert(fabs(optim_lr(&t, 0) - 1.0) < 1e-12 && fabs(optim_lr(&t, 4) - 0.5) < 1e-12);
-    t.warmup = 10;
-    t.lr_first_step = 1;
+    SET("lr_first_step=0");
+    ck_assert(optim_lr(t, steps, 0) == 0);
+    ck_assert(fabs(optim_lr(t, steps, 5) - 0.5) < 1e-12);
+    ck_assert(fabs(optim_lr(t, steps, 10) - 1.0) < 1e-12);
+    ck_assert(fabs(optim_lr(t, steps, 40) - 0.5) < 1e-12);
+    ck_assert(fabs(optim_lr(t, steps, 1000) - sqrt(10.0 / 1000)) < 1e-12);
+    SET("warmup=0"); /* no warmup: lr / sqrt(max(step, 1)) */
+    ck_assert(fabs(optim_lr(t, steps, 0) - 1.0) < 1e-12 && fabs(optim_lr(t, steps, 4) - 0.5) < 1e-12);
+    SET("warmup=10");
+    SET("lr_first_step=1");
     /* cosine to zero over decay_steps (LRA's steps_per_cycle), then the floor */
-    t.schedule = SCHED_COSINE;
-    t.min_lr_ratio = 0;
-    t.decay_steps = 200;
-    ck_assert(fabs(optim_lr(&t, 110) - 0.5) < 1e-12);
-    ck_assert(fabs(optim_lr(&t, 210) - 0.0) < 1e-12);
-    ck_assert(fabs(optim_lr(&t, 500) - 0.0) < 1e-12);
+    SET("schedule=cosine");
+    SET("min_lr_ratio=0");
+    SET("decay_steps=200");
+    ck_assert(fabs(optim_lr(t, steps, 110) - 0.5) < 1e-12);
+    ck_assert(fabs(optim_lr(t, steps, 210) - 0.0) < 1e-12);
+    ck_assert(fabs(optim_lr(t, steps, 500) - 0.0) < 1e-12);
     /* ... and from step 0 (the release's linear_warmup * cosine_decay): the warmup ends a step
      * later, the cosine is the same */
-    t.lr_first_step = 0;
-    ck_assert(optim_lr(&t, 0) == 0 && fabs(optim_lr(&t, 9) - 0.9) < 1e-12 && fabs(optim_lr(&t, 10) - 1.0) < 1e-12);
-    ck_assert(fabs(optim_lr(&t, 110) - 0.5) < 1e-12);
-    t.lr_first_step = 1;
-    t.decay_steps = 0;
-    ck_assert(fabs(optim_lr(&t, 60) - 0.5) < 1e-12);
+    SET("lr_first_step=0");
+    ck_assert(optim_lr(t, steps, 0) == 0 && fabs(optim_lr(t, steps, 9) - 0.9) < 1e-12 && fabs(optim_lr(t, steps, 10) - 1.0) < 1e-12);
+    ck_assert(fabs(optim_lr(t, steps, 110) - 0.5) < 1e-12);
+    SET("lr_first_step=1");
+    SET("decay_steps=0");
+    ck_assert(fabs(optim_lr(t, steps, 60) - 0.5) < 1e-12);
     /* decay groups */
-    t.weight_decay = 0.1;
-    ck_assert(optim_decay_for(&t, GROUP_WEIGHT) == 0.1);
-    ck_assert(optim_decay_for(&t, GROUP_BIAS) == 0);
-    ck_assert(optim_decay_for(&t, GROUP_NORM) == 0);
-    ck_assert(optim_decay_for(&t, GROUP_EMBED) == 0);
-    ck_assert(optim_decay_for(&t, GROUP_MIXTURE) == 0);
-    t.decay_mixture = 1;
-    ck_assert(optim_decay_for(&t, GROUP_MIXTURE) == 0.1);
+    SET("weight_decay=0.1");
+    ck_assert(optim_decay_for(t, GROUP_WEIGHT) == 0.1);
+    ck_assert(optim_decay_for(t, GROUP_BIAS) == 0);
+    ck_assert(optim_decay_for(t, GROUP_NORM) == 0);
+    ck_assert(optim_decay_for(t, GROUP_EMBED) == 0);
+    ck_assert(optim_decay_for(t, GROUP_MIXTURE) == 0);
+    SET("decay_mixture=true");
+    ck_assert(optim_decay_for(t, GROUP_MIXTURE) == 0.1);
 }
+#undef SET
 END_TEST
 
 Suite *make_suite(void) {

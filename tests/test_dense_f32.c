@@ -263,10 +263,11 @@ START_TEST(test_optim_runs_equal_per_tensor) {
             for (size_t k = 0; k < m.pt.t[i].numel; k++) ref += (double)g0[m.pt.t[i].offset + k] * g0[m.pt.t[i].offset + k];
     double gn = optim_grad_norm(&m);
     ck_assert_msg(fabs(gn - sqrt(ref)) < 1e-6 * sqrt(ref), "grad norm %g, reference %g", gn, sqrt(ref));
-    const TrainCfg *t = &m.cfg.train;
+    const OptimCfg *t = optim_cfg(&m.cfg);
     double lr = 1e-2, clip = optim_step(&m, t, 1, lr, gn);
     ck_assert(clip < 1);
-    real bc1 = (real)(1 - t->beta1), bc2 = (real)(1 - t->beta2);
+    double beta1 = cfg_num(&m.cfg, "train.beta1"), beta2 = cfg_num(&m.cfg, "train.beta2");
+    real bc1 = (real)(1 - beta1), bc2 = (real)(1 - beta2);
     double err = 0;
     int buffers = 0;
     for (int i = 0; i < m.pt.n; i++) {
@@ -278,8 +279,8 @@ START_TEST(test_optim_runs_equal_per_tensor) {
             continue;
         }
         g_ops->scale(gg, (real)clip, q->numel);
-        g_ops->adamw(pp, gg, mm + q->offset, vv + q->offset, q->numel, (real)lr, (real)t->beta1, (real)t->beta2,
-                     (real)t->adam_eps, (real)optim_decay_for(t, q->group), bc1, bc2);
+        g_ops->adamw(pp, gg, mm + q->offset, vv + q->offset, q->numel, (real)lr, (real)beta1, (real)beta2,
+                     (real)cfg_num(&m.cfg, "train.adam_eps"), (real)optim_decay_for(t, q->group), bc1, bc2);
         for (size_t k = 0; k < q->numel; k++)
             err = fmax(err, fabs(pp[k] - m.params[q->offset + k]) / fmax(1, fabs(pp[k])));
     }

@@ -80,7 +80,7 @@ static int loss_and_grads(Model *m, const Batch *b, int B, int N, long step, dou
  * step changed (it must change none: EMA memory, Performer features) */
 static int train_step(Model *m, const Config *c, int t, real *before) {
     g_ops->to_host(before, m->params, m->pt.total * sizeof(real));
-    optim_step(m, &c->train, t, c->train.lr, optim_grad_norm(m));
+    optim_step(m, optim_cfg(c), t, cfg_num(c, "train.lr"), optim_grad_norm(m));
     real *after = xmalloc(m->pt.total * sizeof(real) + 1);
     g_ops->to_host(after, m->params, m->pt.total * sizeof(real));
     int changed = 0;

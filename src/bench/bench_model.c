@@ -29,7 +29,7 @@ static double train_step(Model *m, const int32_t *tok, const int32_t *tgt, int B
     model_forward(m, tok, tgt, B, T, NULL, 0, &st, 1, s + 2);
     model_backward(m, 1.0);
     double gn = optim_grad_norm(m);
-    optim_step(m, &m->cfg.train, s + 3, 1e-4, gn);
+    optim_step(m, optim_cfg(&m->cfg), s + 3, 1e-4, gn);
     ops_sync();
     return gma_now() - t0;
 }

@@ -57,7 +57,7 @@ static void small_model(Config *c) {
     c->model.max_seq_len = 256;
     c->train.seq_len = 200;
     cfg_set(c, "gma.n_components=32");
-    c->train.lr = 1e-3;
+    cfg_set(c, "train.lr=1e-3");
 }
 
 static int load_file(const char *v, void *c) { return cfg_load_file(c, v); }

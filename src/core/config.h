@@ -19,7 +19,7 @@
 #define CFG_MAX_STEM 16   /* layers of the convolutional stem (model.stem_dilations) */
 #define CFG_STR 256
 #define CFG_MAX_SECTIONS 16    /* stored sections (gma, performer, stem, passkey, ...) */
-#define CFG_SECTION_BYTES 512  /* storage of one section's struct */
+#define CFG_SECTION_BYTES 1024 /* storage of one section's struct (optim's holds train.freeze's 512) */
 
 typedef enum { CFGT_INT, CFGT_REAL, CFGT_BOOL, CFGT_STR, CFGT_MIXERS, CFGT_ENUM, CFGT_STRLIST, CFGT_INTS } CfgType;
 
@@ -91,36 +91,25 @@ typedef struct ModelCfg {
     int head_chunk;         /* language model: rows of logits computed at a time (0 = automatic) */
 } ModelCfg;
 
+/* The run's train.* keys over Config; the optimiser's and the schedule's (train.optimizer,
+ * lr, ..., grad_clip, freeze) are optim's stored section (optim/optim.c). */
 typedef struct TrainCfg {
     int steps, batch_size, seq_len, grad_accum;
-    int optimizer;          /* OPTIM_ADAMW | OPTIM_SGD (optim/optim.h) */
-    double lr, min_lr_ratio;
-    int warmup;
-    int lr_first_step;      /* the step number of the first update in warmup and rsqrt: 1, or 0 (LRA) */
-    int schedule;           /* SCHED_COSINE | _LINEAR | _CONSTANT | _RSQRT (optim/optim.h) */
-    int decay_steps;        /* cosine / linear: steps of the decay after warmup (0 = steps - warmup) */
     int report;             /* REPORT_BEST | REPORT_LAST (train/run_cfg.h): whose test accuracy a classifier reports */
-    double beta1, beta2, adam_eps, weight_decay, momentum;
-    int decay_embeddings, decay_norms, decay_biases, decay_mixture;
-    double grad_clip;
     int eval_every, eval_batches, log_every, checkpoint_every, keep_checkpoints, max_bad_steps;
     int eval_drop_last;     /* classifier: evaluate whole batches of batch_size only */
     int sample_every, sample_tokens; /* text samples during training (0 = none) */
     char sample_prompt[256];
-    char freeze[512];       /* parameter-name patterns (glob) of tensors not trained, comma-joined (CFGT_STRLIST) */
     char distill_teacher[CFG_STR]; /* knowledge distillation: the teacher run or checkpoint ("" = none) */
     double distill_weight, distill_temperature; /* loss = CE + weight T^2 KL(teacher || student) at T */
 } TrainCfg;
 
+/* The data keys over Config; MQAR's (data.mqar_*) are a stored section of data/lm/lmdata.c. */
 typedef struct DataCfg {
     int source;             /* DataSource (data/lm/lmdata.h): recall | mqar | shards | cls */
     char path[CFG_STR];
     int recall_vocab, recall_pairs, recall_queries;
     int recall_valid, recall_test;
-    int mqar_vocab, mqar_valid, mqar_test; /* mqar: Zoology's multi-query recall (data/lm/mqar.h) */
-    double mqar_power_a;
-    int mqar_filler;        /* MQAR_FILLER_RANDOM | MQAR_FILLER_ZERO (data/lm/mqar.h) */
-    char mqar_lengths[128], mqar_pairs[128], mqar_test_lengths[128], mqar_test_pairs[128];
     int eval_stride;
     int task;               /* cls: ClsTaskId (data/cls/clsdata.h), the registry's index */
     int max_len;            /* cls: tokens per sequence (0 = train.seq_len, less the CLS slot) */

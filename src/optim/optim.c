@@ -4,7 +4,24 @@
 #include <fnmatch.h>
 #include <string.h>
 
-double optim_lr(const TrainCfg *t, long step) {
+/* train.optimizer ... train.freeze (optim_cfg_section, below) */
+struct OptimCfg {
+    int optimizer;          /* OPTIM_ADAMW | OPTIM_SGD */
+    double lr, min_lr_ratio;
+    int warmup;
+    int lr_first_step;      /* the step number of the first update in warmup and rsqrt: 1, or 0 (LRA) */
+    int schedule;           /* SCHED_COSINE | _LINEAR | _CONSTANT | _RSQRT */
+    int decay_steps;        /* cosine / linear: steps of the decay after warmup (0 = steps - warmup) */
+    double beta1, beta2, adam_eps, weight_decay, momentum;
+    int decay_embeddings, decay_norms, decay_biases, decay_mixture;
+    double grad_clip;
+    char freeze[512];       /* train.freeze: parameter-name patterns, comma-joined (CFGT_STRLIST) */
+};
+
+const OptimCfg *optim_cfg(const Config *c) { return cfg_section_of(c, &optim_cfg_section); }
+const char *optim_freeze_list(const Config *c) { return optim_cfg(c)->freeze; }
+
+double optim_lr(const OptimCfg *t, long steps, long step) {
     /* n: the step number the warmup and rsqrt see, step + train.lr_first_step (docs/model.md
      * §1): 1 by default (the first update at lr / W), 0 as the LRA release (lr 0 first) */
     long n = step + t->lr_first_step;
@@ -13,7 +30,7 @@ double optim_lr(const TrainCfg *t, long step) {
     /* rsqrt: lr sqrt(warmup / n) after warmup; with no warmup, lr / sqrt(n), n at least 1 */
     if (t->schedule == SCHED_RSQRT)
         return t->lr * sqrt((double)(t->warmup > 0 ? t->warmup : 1) / (double)(n > 1 ? n : 1));
-    long span = t->decay_steps > 0 ? t->decay_steps : t->steps - t->warmup;
+    long span = t->decay_steps > 0 ? t->decay_steps : steps - t->warmup;
     double p = span > 0 ? (double)(step - t->warmup) / span : 1.0;
     if (p > 1) p = 1;
     double lo = t->lr * t->min_lr_ratio;
@@ -21,7 +38,7 @@ double optim_lr(const TrainCfg *t, long step) {
     return lo + 0.5 * (t->lr - lo) * (1 + cos(M_PI * p));
 }
 
-double optim_decay_for(const TrainCfg *t, ParamGroup g) {
+double optim_decay_for(const OptimCfg *t, ParamGroup g) {
     switch (g) {
     case GROUP_WEIGHT: return t->weight_decay;
     case GROUP_BIAS: return t->decay_biases ? t->weight_decay : 0;
@@ -37,7 +54,7 @@ double optim_decay_for(const TrainCfg *t, ParamGroup g) {
  * and share the decay `wd` of optim_decay_for (with t NULL, any decay) are one run, so the
  * elementwise ops run once per run, not once per tensor. Returns the index after the run
  * that starts at tensor i (a buffer tensor is a run of its own) and its element count. */
-static int run_end(const Model *m, const TrainCfg *t, int i, size_t *numel) {
+static int run_end(const Model *m, const OptimCfg *t, int i, size_t *numel) {
     const ParamInfo *p = &m->pt.t[i];
     size_t n = p->numel;
     int j = i + 1;
@@ -64,7 +81,7 @@ double optim_grad_norm(const Model *m) {
     return sqrt(s);
 }
 
-double optim_step(Model *m, const TrainCfg *t, long step, double lr, double grad_norm) {
+double optim_step(Model *m, const OptimCfg *t, long step, double lr, double grad_norm) {
     double clip = 1;
     if (t->grad_clip > 0 && grad_norm > t->grad_clip) clip = t->grad_clip / (grad_norm + 1e-12);
     int adam = t->optimizer == OPTIM_ADAMW;
@@ -86,12 +103,12 @@ double optim_step(Model *m, const TrainCfg *t, long step, double lr, double grad
     return clip;
 }
 
-int optim_freeze(Model *m, const TrainCfg *t, int *n_tensors, size_t *n_params) {
+int optim_freeze(Model *m, const Config *c, int *n_tensors, size_t *n_params) {
     char pat[CFG_STR];
     *n_tensors = 0;
     *n_params = 0;
     for (int i = 0; i < m->pt.n; i++) m->pt.t[i].frozen = 0;
-    for (const char *q = t->freeze; cfg_list_next(&q, pat, sizeof pat);) {
+    for (const char *q = optim_freeze_list(c); cfg_list_next(&q, pat, sizeof pat);) {
         int hit = 0;
         for (int i = 0; i < m->pt.n; i++) {
             ParamInfo *p = &m->pt.t[i];
@@ -111,38 +128,36 @@ int optim_freeze(Model *m, const TrainCfg *t, int *n_tensors, size_t *n_params) 
     return 0;
 }
 
-/* ---- configuration: the optimiser and the schedule (train.*) ---- */
+/* ---- configuration: the optimiser and the schedule (train.*, a stored section) ---- */
 
-#define O(f) CFG_OFF(f)
-#define S(f) CFG_SIZE(f)
+#define O(f) offsetof(OptimCfg, f)
 static const CfgKey g_optim_keys[] = {
-    {"train.optimizer", CFGT_ENUM, O(train.optimizer), 0, "adamw", 0, 0, "adamw|sgd", "Optimiser."},
-    {"train.lr", CFGT_REAL, O(train.lr), 0, "0.0003", 0, 1e3, NULL, "Peak learning rate."},
-    {"train.min_lr_ratio", CFGT_REAL, O(train.min_lr_ratio), 0, "0.1", 0, 1, NULL, "Final learning rate as a share of lr (cosine, linear)."},
-    {"train.warmup", CFGT_INT, O(train.warmup), 0, "100", 0, 1000000000, NULL, "Linear warmup steps."},
-    {"train.lr_first_step", CFGT_INT, O(train.lr_first_step), 0, "1", 0, 1, NULL,
+    {"optimizer", CFGT_ENUM, O(optimizer), 0, "adamw", 0, 0, "adamw|sgd", "Optimiser."},
+    {"lr", CFGT_REAL, O(lr), 0, "0.0003", 0, 1e3, NULL, "Peak learning rate."},
+    {"min_lr_ratio", CFGT_REAL, O(min_lr_ratio), 0, "0.1", 0, 1, NULL, "Final learning rate as a share of lr (cosine, linear)."},
+    {"warmup", CFGT_INT, O(warmup), 0, "100", 0, 1000000000, NULL, "Linear warmup steps."},
+    {"lr_first_step", CFGT_INT, O(lr_first_step), 0, "1", 0, 1, NULL,
      "The step number the warmup and rsqrt schedules give the first update: 1 (lr/warmup), or 0 as the LRA release "
      "(learning rate 0 at the first update, the peak one step later)."},
-    {"train.schedule", CFGT_ENUM, O(train.schedule), 0, "cosine", 0, 0, "cosine|linear|constant|rsqrt",
+    {"schedule", CFGT_ENUM, O(schedule), 0, "cosine", 0, 0, "cosine|linear|constant|rsqrt",
      "Learning-rate schedule after warmup; rsqrt: lr * sqrt(warmup / step) (docs/model.md §1)."},
-    {"train.decay_steps", CFGT_INT, O(train.decay_steps), 0, "0", 0, 1000000000, NULL,
+    {"decay_steps", CFGT_INT, O(decay_steps), 0, "0", 0, 1000000000, NULL,
      "cosine, linear: steps over which the rate decays after warmup, then stays at its floor (0 = train.steps - train.warmup)."},
-    {"train.beta1", CFGT_REAL, O(train.beta1), 0, "0.9", 0, 0.999999, NULL, "AdamW beta1."},
-    {"train.beta2", CFGT_REAL, O(train.beta2), 0, "0.95", 0, 0.999999999, NULL, "AdamW beta2."},
-    {"train.adam_eps", CFGT_REAL, O(train.adam_eps), 0, "1e-08", 0, 1, NULL, "AdamW epsilon."},
-    {"train.weight_decay", CFGT_REAL, O(train.weight_decay), 0, "0.1", 0, 100, NULL, "Decoupled weight decay (AdamW) or L2 (SGD)."},
-    {"train.momentum", CFGT_REAL, O(train.momentum), 0, "0", 0, 0.999999, NULL, "SGD momentum."},
-    {"train.decay_embeddings", CFGT_BOOL, O(train.decay_embeddings), 0, "false", 0, 0, NULL, "Apply weight decay to embeddings."},
-    {"train.decay_norms", CFGT_BOOL, O(train.decay_norms), 0, "false", 0, 0, NULL, "Apply weight decay to LayerNorm weights."},
-    {"train.decay_biases", CFGT_BOOL, O(train.decay_biases), 0, "false", 0, 0, NULL, "Apply weight decay to biases."},
-    {"train.decay_mixture", CFGT_BOOL, O(train.decay_mixture), 0, "false", 0, 0, NULL, "Apply weight decay to GMA mixture parameters."},
-    {"train.grad_clip", CFGT_REAL, O(train.grad_clip), 0, "1", 0, 1e9, NULL, "Clip the global gradient norm to this (0 = off)."},
-    {"train.freeze", CFGT_STRLIST, O(train.freeze), S(train.freeze), "", 0, 0, NULL,
+    {"beta1", CFGT_REAL, O(beta1), 0, "0.9", 0, 0.999999, NULL, "AdamW beta1."},
+    {"beta2", CFGT_REAL, O(beta2), 0, "0.95", 0, 0.999999999, NULL, "AdamW beta2."},
+    {"adam_eps", CFGT_REAL, O(adam_eps), 0, "1e-08", 0, 1, NULL, "AdamW epsilon."},
+    {"weight_decay", CFGT_REAL, O(weight_decay), 0, "0.1", 0, 100, NULL, "Decoupled weight decay (AdamW) or L2 (SGD)."},
+    {"momentum", CFGT_REAL, O(momentum), 0, "0", 0, 0.999999, NULL, "SGD momentum."},
+    {"decay_embeddings", CFGT_BOOL, O(decay_embeddings), 0, "false", 0, 0, NULL, "Apply weight decay to embeddings."},
+    {"decay_norms", CFGT_BOOL, O(decay_norms), 0, "false", 0, 0, NULL, "Apply weight decay to LayerNorm weights."},
+    {"decay_biases", CFGT_BOOL, O(decay_biases), 0, "false", 0, 0, NULL, "Apply weight decay to biases."},
+    {"decay_mixture", CFGT_BOOL, O(decay_mixture), 0, "false", 0, 0, NULL, "Apply weight decay to GMA mixture parameters."},
+    {"grad_clip", CFGT_REAL, O(grad_clip), 0, "1", 0, 1e9, NULL, "Clip the global gradient norm to this (0 = off)."},
+    {"freeze", CFGT_STRLIST, O(freeze), sizeof(((OptimCfg *)0)->freeze), "", 0, 0, NULL,
      "Parameter-name patterns (globs: * any characters, dots included, ? one character, [...] a set; e.g. \"blocks.0.*\", \"tok_emb.weight\") of tensors left as they are: no update, "
      "no weight decay, no optimiser moments, out of the gradient norm; a pattern that matches no trained tensor is "
      "refused. JSON: a list of strings; --set: comma-separated."},
 };
 #undef O
-#undef S
 
-const CfgSection optim_cfg_section = {NULL, 0, g_optim_keys, CFG_N(g_optim_keys), NULL, NULL};
+const CfgSection optim_cfg_section = {"optim", sizeof(OptimCfg), g_optim_keys, CFG_N(g_optim_keys), NULL, "train"};

@@ -25,10 +25,10 @@ void config_register_all(void) {
         sections[n++] = &pool_cfg_section;
         sections[n++] = &stem_cfg_section;
         sections[n++] = &cls_head_cfg_section;
-        n += mixer_config_sections(sections + n, MAX_SECTIONS - 5 - n);
+        n += mixer_config_sections(sections + n, MAX_SECTIONS - 7 - n);
         sections[n++] = &run_train_cfg_section;
         sections[n++] = &optim_cfg_section;
-        sections[n++] = &lmdata_cfg_section;
+        n += lmdata_config_sections(sections + n, MAX_SECTIONS - 2 - n);
         sections[n++] = &passkey_cfg_section;
         sections[n++] = &clsdata_cfg_section;
         reg = (CfgRegistry){.mixers = mixer_names(), .sections = sections, .n_sections = n};

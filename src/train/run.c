@@ -114,7 +114,7 @@ static int open_data_and_model(Run *r) {
     /* train.freeze: before a resume loads the moments (a frozen tensor has none) */
     int nt = 0;
     size_t np = 0;
-    if ((rc = dist_agree(optim_freeze(&r->m, &r->cfg.train, &nt, &np) != 0 ? TRAIN_BAD_INPUT : 0)) != 0) return rc;
+    if ((rc = dist_agree(optim_freeze(&r->m, &r->cfg, &nt, &np) != 0 ? TRAIN_BAD_INPUT : 0)) != 0) return rc;
     if (nt && !r->quiet)
         fprintf(stderr, "gmatrain: train.freeze: %d tensors, %zu of %zu parameters frozen (no update, no moments)\n", nt, np,
                 model_param_count(&r->m));
@@ -158,8 +158,8 @@ static int resume_check(Run *r, const char *dir) {
     cfg_defaults(&old);
     if (ckpt_read_config(dir, &old) != 0 || old.train.steps == steps) return 0; /* no config: nothing to compare */
     r->sched_from = old.train.steps;
-    r->lr_from = optim_lr(&old.train, step);
-    r->lr_to = optim_lr(&r->cfg.train, step);
+    r->lr_from = optim_lr(optim_cfg(&old), old.train.steps, step);
+    r->lr_to = optim_lr(optim_cfg(&r->cfg), steps, step);
     if (!r->quiet) /* and always in metrics.jsonl */
         fprintf(stderr, "gmatrain: warning: train.steps %ld -> %ld on resume at step %ld: %s (lr %.3g -> %.3g); logged in "
                         "metrics.jsonl\n", (long)old.train.steps, steps, step,
@@ -505,12 +505,12 @@ int run_step(Run *r) {
     /* rank 0's norm everywhere: the clip factor must not depend on a rank's thread count */
     if (r->R > 1) dist_bcast(&s->gn, sizeof s->gn, 0);
     if (!isfinite(s->gn)) s->bad = 1;
-    s->lr = optim_lr(tc, s->step);
+    s->lr = optim_lr(optim_cfg(&r->cfg), tc->steps, s->step);
     if (s->bad) {
         if ((rc = step_refuse(r)) != 0) return rc;
     } else {
         r->bad_row = 0;
-        optim_step(&r->m, tc, s->step + 1, s->lr, s->gn);
+        optim_step(&r->m, optim_cfg(&r->cfg), s->step + 1, s->lr, s->gn);
         r->last_loss = s->loss;
         r->ts.win_loss += s->loss;
         r->ts.win_div += s->div;

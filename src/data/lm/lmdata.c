@@ -10,6 +10,16 @@
 #include "data/lm/lmmeta.h"
 #include "data/lm/manifest.h"
 
+/* data.mqar_* (the stored section mqar_cfg_section, at the end) */
+typedef struct MqarCfg {
+    int vocab, valid, test;
+    double power_a;
+    int filler; /* MQAR_FILLER_RANDOM | MQAR_FILLER_ZERO (mqar.h) */
+    char lengths[128], pairs[128], test_lengths[128], test_pairs[128];
+} MqarCfg;
+static const CfgSection mqar_cfg_section;
+static const MqarCfg *mqar_cfg(const Config *c) { return cfg_section_of(c, &mqar_cfg_section); }
+
 static const char *g_split_names[3] = {"train", "valid", "test"};
 
 const char *lmdata_split_name(int s) { return s >= 0 && s < 3 ? g_split_names[s] : "?"; }
@@ -58,23 +68,23 @@ static int shard_vocab_too_big(const TokenShard *s) {
  * when train is opened; gmaeval opens one split at its own window),
  * test the test lengths, of which one at least must fit the window it is evaluated at */
 static int mqar_open(LmData *d, const Config *c, unsigned mask) {
-    const DataCfg *g = &c->data;
+    const MqarCfg *g = mqar_cfg(c);
     MqarTask *t = &d->mqar;
-    if (mqar_init(t, g->mqar_vocab, g->mqar_power_a, g->mqar_filler, (uint64_t)c->seed) != 0 ||
-        mqar_set_split(t, SPLIT_TRAIN, "data.mqar_lengths", g->mqar_lengths, "data.mqar_pairs", g->mqar_pairs,
+    if (mqar_init(t, g->vocab, g->power_a, g->filler, (uint64_t)c->seed) != 0 ||
+        mqar_set_split(t, SPLIT_TRAIN, "data.mqar_lengths", g->lengths, "data.mqar_pairs", g->pairs,
                        (mask & 1u) ? c->train.seq_len : 0) != 0 ||
-        mqar_set_split(t, SPLIT_VALID, "data.mqar_lengths", g->mqar_lengths, "data.mqar_pairs", g->mqar_pairs, 0) != 0 ||
-        mqar_set_split(t, SPLIT_TEST, "data.mqar_test_lengths", g->mqar_test_lengths, "data.mqar_test_pairs",
-                       g->mqar_test_pairs, 0) != 0)
+        mqar_set_split(t, SPLIT_VALID, "data.mqar_lengths", g->lengths, "data.mqar_pairs", g->pairs, 0) != 0 ||
+        mqar_set_split(t, SPLIT_TEST, "data.mqar_test_lengths", g->test_lengths, "data.mqar_test_pairs",
+                       g->test_pairs, 0) != 0)
         return -1;
     if ((mask & 4u) && mqar_eval_entry(t, SPLIT_TEST, 0, c->train.seq_len) < 0)
         return gma_errorf("key data.mqar_test_lengths: no test length in \"%s\" fits the window of %d tokens "
-                          "(gmaeval --seq-len N)", g->mqar_test_lengths, c->train.seq_len);
+                          "(gmaeval --seq-len N)", g->test_lengths, c->train.seq_len);
     d->is_mqar = 1;
-    d->vocab = (uint32_t)g->mqar_vocab;
+    d->vocab = (uint32_t)g->vocab;
     d->n_recall[SPLIT_TRAIN] = 0; /* unbounded stream */
-    d->n_recall[SPLIT_VALID] = g->mqar_valid;
-    d->n_recall[SPLIT_TEST] = g->mqar_test;
+    d->n_recall[SPLIT_VALID] = g->valid;
+    d->n_recall[SPLIT_TEST] = g->test;
     d->have[0] = d->have[1] = d->have[2] = 1;
     return 0;
 }
@@ -283,7 +293,7 @@ int lmdata_eval_batch(const LmData *d, int s, long b, int B, int N, int32_t *tok
     return filled;
 }
 
-/* ---- configuration: the LM data sources (data.source, data.path, the recall task, eval_stride) ---- */
+/* ---- configuration: the LM data sources (data.source, data.path, the recall task, MQAR, eval_stride) ---- */
 
 #define O(f) CFG_OFF(f)
 #define S(f) CFG_SIZE(f)
@@ -297,27 +307,38 @@ static const CfgKey g_lm_keys[] = {
     {"data.recall_queries", CFGT_INT, O(data.recall_queries), 0, "0", 0, 1000000, NULL, "Recall task: queried keys (0 = as many as fit)."},
     {"data.recall_valid", CFGT_INT, O(data.recall_valid), 0, "256", 1, 100000000, NULL, "Recall task: validation sequences."},
     {"data.recall_test", CFGT_INT, O(data.recall_test), 0, "256", 1, 100000000, NULL, "Recall task: test sequences."},
-    {"data.mqar_vocab", CFGT_INT, O(data.mqar_vocab), 0, "8192", 8, 65536, NULL,
-     "MQAR: vocabulary V, even: keys from [1, V/2), values from [V/2, V) (docs/mqar.md)."},
-    {"data.mqar_lengths", CFGT_STR, O(data.mqar_lengths), S(data.mqar_lengths), "64", 0, 0, NULL,
-     "MQAR: training lengths, comma-separated; each training batch holds one of them, cycling, padded to train.seq_len."},
-    {"data.mqar_pairs", CFGT_STR, O(data.mqar_pairs), S(data.mqar_pairs), "4", 0, 0, NULL,
-     "MQAR: key-value pairs of each training length (one value for all, or one per length; 4 x pairs <= length)."},
-    {"data.mqar_test_lengths", CFGT_STR, O(data.mqar_test_lengths), S(data.mqar_test_lengths), "64", 0, 0, NULL,
-     "MQAR: test lengths, comma-separated (gmaeval --data test --seq-len N scores the test length N alone)."},
-    {"data.mqar_test_pairs", CFGT_STR, O(data.mqar_test_pairs), S(data.mqar_test_pairs), "4", 0, 0, NULL,
-     "MQAR: key-value pairs of each test length (one for all, or one per length)."},
-    {"data.mqar_power_a", CFGT_REAL, O(data.mqar_power_a), 0, "0.01", 0, 1, NULL,
-     "MQAR: query gaps' power law p(g) proportional to a g^(a-1) (1 = uniform)."},
-    {"data.mqar_filler", CFGT_ENUM, O(data.mqar_filler), 0, "random", 0, 0, "random|zero",
-     "MQAR: the positions after the pairs that hold no query: uniform over [0, V) (Zoology's random_non_queries), or 0."},
-    {"data.mqar_valid", CFGT_INT, O(data.mqar_valid), 0, "256", 1, 100000000, NULL, "MQAR: validation examples."},
-    {"data.mqar_test", CFGT_INT, O(data.mqar_test), 0, "1000", 1, 100000000, NULL, "MQAR: test examples per evaluation."},
+};
+
+static const CfgKey g_lm_tail_keys[] = {
     {"data.eval_stride", CFGT_INT, O(data.eval_stride), 0, "0", 0, 16777216, NULL,
      "Evaluation on shards: 0 = windows without overlap; S = sliding windows advanced by S, scoring only the last S tokens."},
 };
 #undef O
 #undef S
+
+#define MO(f) offsetof(MqarCfg, f)
+#define MS(f) sizeof(((MqarCfg *)0)->f)
+static const CfgKey g_mqar_keys[] = {
+    {"mqar_vocab", CFGT_INT, MO(vocab), 0, "8192", 8, 65536, NULL,
+     "MQAR: vocabulary V, even: keys from [1, V/2), values from [V/2, V) (docs/mqar.md)."},
+    {"mqar_lengths", CFGT_STR, MO(lengths), MS(lengths), "64", 0, 0, NULL,
+     "MQAR: training lengths, comma-separated; each training batch holds one of them, cycling, padded to train.seq_len."},
+    {"mqar_pairs", CFGT_STR, MO(pairs), MS(pairs), "4", 0, 0, NULL,
+     "MQAR: key-value pairs of each training length (one value for all, or one per length; 4 x pairs <= length)."},
+    {"mqar_test_lengths", CFGT_STR, MO(test_lengths), MS(test_lengths), "64", 0, 0, NULL,
+     "MQAR: test lengths, comma-separated (gmaeval --data test --seq-len N scores the test length N alone)."},
+    {"mqar_test_pairs", CFGT_STR, MO(test_pairs), MS(test_pairs), "4", 0, 0, NULL,
+     "MQAR: key-value pairs of each test length (one for all, or one per length)."},
+    {"mqar_power_a", CFGT_REAL, MO(power_a), 0, "0.01", 0, 1, NULL,
+     "MQAR: query gaps' power law p(g) proportional to a g^(a-1) (1 = uniform)."},
+    {"mqar_filler", CFGT_ENUM, MO(filler), 0, "random", 0, 0, "random|zero",
+     "MQAR: the positions after the pairs that hold no query: uniform over [0, V) (Zoology's random_non_queries), or 0."},
+    {"mqar_valid", CFGT_INT, MO(valid), 0, "256", 1, 100000000, NULL, "MQAR: validation examples."},
+    {"mqar_test", CFGT_INT, MO(test), 0, "1000", 1, 100000000, NULL, "MQAR: test examples per evaluation."},
+};
+#undef MO
+#undef MS
+static const CfgSection mqar_cfg_section = {"mqar", sizeof(MqarCfg), g_mqar_keys, CFG_N(g_mqar_keys), NULL, "data"};
 
 static int validate_recall(const Config *c) {
     int need = 2 * c->data.recall_pairs + 2;
@@ -352,4 +373,12 @@ static int validate_source(const Config *c) {
     return s->validate ? s->validate(c) : 0;
 }
 
-const CfgSection lmdata_cfg_section = {NULL, 0, g_lm_keys, CFG_N(g_lm_keys), validate_source, NULL};
+static const CfgSection lmdata_cfg_section = {NULL, 0, g_lm_keys, CFG_N(g_lm_keys), validate_source, NULL};
+static const CfgSection lmdata_tail_cfg_section = {NULL, 0, g_lm_tail_keys, CFG_N(g_lm_tail_keys), NULL, NULL};
+
+int lmdata_config_sections(const CfgSection **out, int max) {
+    const CfgSection *s[] = {&lmdata_cfg_section, &mqar_cfg_section, &lmdata_tail_cfg_section};
+    int n = 0;
+    for (; n < CFG_N(s) && n < max; n++) out[n] = s[n];
+    return n;
+}

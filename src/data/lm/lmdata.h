@@ -76,7 +76,9 @@ Tokenizer *lmdata_tokenizer(const char *dir);
 typedef enum { DATA_SOURCES(DATA_SOURCE_ENUM_, ) N_DATA_SOURCES } DataSource;
 #define DATA_SOURCE_NAME_(name, ...) #name
 #define DATA_SOURCE_CHOICES DATA_SOURCES(DATA_SOURCE_NAME_, "|") /* "recall|mqar|passkey|shards|cls" */
-/* The LM data sources' rows (data.source, data.path, data.recall_*, data.eval_stride) and checks. */
-extern const CfgSection lmdata_cfg_section;
+/* The LM data sources' sections, in the reference's order: data.source, data.path and
+ * data.recall_* with the checks; data.mqar_* (a stored section); data.eval_stride. Puts
+ * them in out (room for max) and returns their number. */
+int lmdata_config_sections(const CfgSection **out, int max);
 
 #endif
