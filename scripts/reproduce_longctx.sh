@@ -8,9 +8,10 @@
 #                                [--pos none|sinusoidal] [--steps N] [--seeds N] [--threads N]
 #                                [--device D] [--sotu DIR] [--out DIR] [--dry-run] [--write-docs]
 #   scripts/reproduce_longctx.sh --table RESULTS.json [--write-docs]  (table and plots again)
-#   --profile P   small (default): train at 128 tokens, test at 128..2048, 400 passkey and
-#                 150 lm steps, one seed: minutes per run on 2 cores; paper: train at 1024,
-#                 test at 1024..16384 (passkey at 1K-16K tokens), 2000 steps, for a GPU
+#   --profile P   small (default): passkey trained at 64 tokens for 1000 steps and tested at
+#                 64..1024, lm trained at 128 for 150 steps and tested at 128..2048, one seed:
+#                 minutes per run on 2 cores; paper: both trained at 1024, tested at
+#                 1024..16384 (passkey at 1K-16K tokens), 2000 steps, for a GPU
 #   --mixers LIST among sdpa gma linear performer mamba (default all)
 #   --tasks LIST  among passkey lm (default both)
 #   --pos P       model.pos of every run: none (default) or sinusoidal (with model.embed_std
@@ -95,22 +96,27 @@ def at(r, L):
     return r["by_length"].get(str(L))
 seeds = sorted({r["seed"] for r in runs})
 T = R["train_len"]
+# the passkey's own train and test lengths (the small profile trains it shorter than the lm)
+pT, plens = R.get("passkey_train_len", T), R.get("passkey_test_lengths", lens)
 shown = os.path.relpath(res) if not os.path.relpath(res).startswith("..") else os.path.basename(res)
 hdr = " | ".join("%d (%gx)" % (L, L / T) for L in lens)
+phdr = " | ".join("%d (%gx)" % (L, L / pT) for L in plens)
+trained = ("every mixer trained at %d tokens" % T if pT == T else
+           "every mixer trained at %d tokens on the passkey and %d on the language model" % (pT, T))
 L = ["## Long context", "",
-     "Command: `%s` (%s; JSON `%s`). Profile %s: every mixer trained at %d tokens with model.pos \"%s\", %s steps, "
-     "seed%s %s, then `gmaeval --data test --seq-len N --bucket-size %d` at each length N (docs/longctx.md). "
-     "Machine: %s; timings are loose." % (R["command"], R["date"], shown, R["profile"], T, R["pos"], "%d passkey and %d lm" % (R["steps"]["passkey"], R["steps"]["lm"]),
-     "s" if len(seeds) > 1 else "", ", ".join(str(s) for s in seeds), T, R.get("machine", "unknown")), ""]
+     "Command: `%s` (%s; JSON `%s`). Profile %s: %s with model.pos \"%s\", %s steps, "
+     "seed%s %s, then `gmaeval --data test --seq-len N --bucket-size T` (T the training length) at each length N (docs/longctx.md). "
+     "Machine: %s; timings are loose." % (R["command"], R["date"], shown, R["profile"], trained, R["pos"], "%d passkey and %d lm" % (R["steps"]["passkey"], R["steps"]["lm"]),
+     "s" if len(seeds) > 1 else "", ", ".join(str(s) for s in seeds), R.get("machine", "unknown")), ""]
 if any(r["task"] == "passkey" for r in runs):
     L += ["Passkey retrieval (%s): exact match of all digits, test split, %s (per-digit accuracy in "
           "brackets; chance per digit 0.1):" % (R.get("passkey", ""), "mean ± sample std over seeds" if len(seeds) > 1 else "one seed"), "",
-          "| mixer | " + hdr + " |", "|---|" + "---:|" * len(lens)]
+          "| mixer | " + phdr + " |", "|---|" + "---:|" * len(plens)]
     for m in mixers:
         rs = of("passkey", m)
         if rs:
             L.append("| %s | " % m + " | ".join("%s (%s)" % (cell([at(r, N)["exact"] if at(r, N) else None for r in rs], "%.3f"),
-                     cell([at(r, N)["digit"] if at(r, N) else None for r in rs], "%.3f")) for N in lens) + " |")
+                     cell([at(r, N)["digit"] if at(r, N) else None for r in rs], "%.3f")) for N in plens) + " |")
     L.append("")
 if any(r["task"] == "lm" for r in runs):
     L += ["Language model (State of the Union, BPE 4096): test perplexity by evaluation window, %s:" %
@@ -129,7 +135,7 @@ def block(path, rows):
             for x, y in pts:
                 f.write("%g %g\n" % (x, y))
             f.write("\n\n")
-Lmax, L2 = lens[-1], (2 * T if 2 * T in lens else lens[-1])
+Lmax, L2 = lens[-1], (2 * pT if 2 * pT in plens else plens[-1])
 pp, pl, pd = [], [], []
 for m in mixers:
     rs = [at(r, Lmax) for r in of("lm", m) if at(r, Lmax)]
@@ -142,7 +148,7 @@ for m in mixers:
         pp.append((m, pts))
     rs = of("passkey", m)
     if rs:
-        pl.append((m, [(N, stats([at(r, N)["exact"] for r in rs if at(r, N)])[0]) for N in lens if any(at(r, N) for r in rs)]))
+        pl.append((m, [(N, stats([at(r, N)["exact"] for r in rs if at(r, N)])[0]) for N in plens if any(at(r, N) for r in rs)]))
         ds = [at(r, L2) for r in rs if at(r, L2)]
         if ds:
             pd.append((m, [((b["from"] + b["to"]) / 2, sum(x["by_depth"][i]["exact"] for x in ds) / len(ds))
@@ -162,7 +168,7 @@ def plot(png, dat, names, xl, yl, extra):
         pngs.append(png)
 plot("ppl_position.png", "ppl_position.dat", [m for m, _ in pp], "position in the window of %d tokens (bucket start)" % Lmax,
      "test perplexity", "set logscale y")
-plot("passkey_length.png", "passkey_length.dat", [m for m, _ in pl], "evaluation length (trained at %d)" % T,
+plot("passkey_length.png", "passkey_length.dat", [m for m, _ in pl], "evaluation length (trained at %d)" % pT,
      "passkey exact match", "set logscale x 2; set yrange [0:1.05]")
 plot("passkey_depth.png", "passkey_depth.dat", [m for m, _ in pd], "depth of the key (0 start, 1 end) at %d tokens" % L2,
      "passkey exact match", "set yrange [0:1.05]")
@@ -210,8 +216,12 @@ PY
 if [ -n "$table" ]; then write_table "$(from_start "$table")" "$docs"; exit 0; fi
 
 case "$profile" in
-  paper) pk_steps=${steps:-2000}; lm_steps=${steps:-2000}; T=1024; tests="1024 2048 4096 8192 16384"; pktest=500;;
-  small) pk_steps=${steps:-400}; lm_steps=${steps:-150}; T=128; tests="128 256 512 1024 2048"; pktest=100;;
+  paper) pk_steps=${steps:-2000}; lm_steps=${steps:-2000}; T=1024; tests="1024 2048 4096 8192 16384"; pktest=500
+    pkT=$T; pktests=$tests;;
+  # the passkey at 64 tokens: at 128 one run of 1000 steps takes about 5 minutes here, and
+  # at 400 steps (4 digits, 128 tokens) no mixer learnt it (docs/longctx.md, the trials)
+  small) pk_steps=${steps:-1000}; lm_steps=${steps:-150}; T=128; tests="128 256 512 1024 2048"; pktest=100
+    pkT=64; pktests="64 128 256 512 1024";;
   *) echo "$0: --profile must be paper or small" >&2; exit 2;;
 esac
 : "${mixers:=$all}"
@@ -221,16 +231,16 @@ for t in $tasks; do case "$t" in passkey|lm) ;; *) echo "$0: --tasks: unknown ta
 case "$pos" in none) posset="--set model.pos=none";; sinusoidal) posset="--set model.pos=sinusoidal --set model.embed_std=0.5";;
   *) echo "$0: --pos must be none or sinusoidal" >&2; exit 2;; esac
 BIN=bin; case "$device" in *cuda*) BIN=bin/cuda;; esac
-common="--set train.seq_len=$T --set model.max_seq_len=$T --set train.eval_every=0 --set train.checkpoint_every=0 --set threads=$threads $posset $device --quiet"
+common="--set train.eval_every=0 --set train.checkpoint_every=0 --set threads=$threads $posset $device --quiet"
 runline() { # TASK MIXER SEED RUN: the gmatrain command of one run
   case "$1" in
-    passkey) echo "$BIN/gmatrain --config configs/passkey.json --out $4 --set model.mixer=$2 --set seed=$3 --set data.passkey_test=$pktest --set train.steps=$pk_steps $common";;
-    lm) echo "$BIN/gmatrain --config configs/small_$2.json --out $4 --set data.path=data/sotu8-bpe4k --set seed=$3 --set train.steps=$lm_steps $common";;
+    passkey) echo "$BIN/gmatrain --config configs/passkey.json --out $4 --set model.mixer=$2 --set seed=$3 --set data.passkey_test=$pktest --set train.steps=$pk_steps --set train.seq_len=$pkT --set model.max_seq_len=$pkT $common";;
+    lm) echo "$BIN/gmatrain --config configs/small_$2.json --out $4 --set data.path=data/sotu8-bpe4k --set seed=$3 --set train.steps=$lm_steps --set train.seq_len=$T --set model.max_seq_len=$T $common";;
   esac
 }
 n=$(( $(echo $tasks | wc -w) * $(echo $mixers | wc -w) * seeds ))
 if [ $dry = 1 ]; then
-  echo "# $n runs, profile $profile, trained at $T, tested at lengths $tests (gmaeval --data test --seq-len N --bucket-size $T each)"
+  echo "# $n runs, profile $profile, passkey trained at $pkT and tested at lengths $pktests, lm trained at $T and tested at lengths $tests (gmaeval --data test --seq-len N --bucket-size <train length> each)"
   for t in $tasks; do for m in $mixers; do for ((s = 1; s <= seeds; s++)); do runline "$t" "$m" "$s" "$out/$t-$m-s$s"; done; done; done
   exit 0
 fi
@@ -246,8 +256,9 @@ for t in $tasks; do for m in $mixers; do for ((s = 1; s <= seeds; s++)); do
   # shellcheck disable=SC2046
   $(runline "$t" "$m" "$s" "$run") > "$run.log" 2>&1 || { cat "$run.log" >&2; exit 1; }
   mv "$run.log" "$run/train.log"
-  for L in $tests; do
-    "$BIN"/gmaeval --checkpoint "$run" --data test --seq-len "$L" --bucket-size "$T" --threads "$threads" $device \
+  if [ "$t" = passkey ]; then tl=$pkT; lens=$pktests; else tl=$T; lens=$tests; fi
+  for L in $lens; do
+    "$BIN"/gmaeval --checkpoint "$run" --data test --seq-len "$L" --bucket-size "$tl" --threads "$threads" $device \
       --json "$run/test_$L.json" > "$run/test_$L.txt"
   done
   mins=$(awk -v t=$(( $(date +%s) - t0 )) 'BEGIN { printf "%.2f", t / 60 }')
@@ -255,15 +266,16 @@ for t in $tasks; do for m in $mixers; do for ((s = 1; s <= seeds; s++)); do
 done; done; done
 machine="$(nproc)-core $(lscpu 2> /dev/null | sed -n 's/^Model name: *//p' | head -1), load average $(cut -d' ' -f1-3 /proc/loadavg) at the end"
 cmd="scripts/reproduce_longctx.sh --profile $profile --mixers \"$mixers\" --tasks \"$tasks\" --pos $pos${steps:+ --steps $steps} --seeds $seeds --threads $threads"
-python3 - "$rows" "$out/results.json" "$tests" "$T" "$profile" "$pos" "$pk_steps $lm_steps" "$cmd" "$machine" "$(( ($(date +%s) - t_start + 30) / 60 ))" <<'PY'
+python3 - "$rows" "$out/results.json" "$tests" "$T" "$pktests" "$pkT" "$profile" "$pos" "$pk_steps $lm_steps" "$cmd" "$machine" "$(( ($(date +%s) - t_start + 30) / 60 ))" <<'PY'
 import json, sys, time
-rows, dst, tests, T, profile, pos, steps, cmd, machine, minutes = sys.argv[1:]
+rows, dst, tests, T, pktests, pkT, profile, pos, steps, cmd, machine, minutes = sys.argv[1:]
 tests = [int(x) for x in tests.split()]
+pktests = [int(x) for x in pktests.split()]
 runs = []
 for line in open(rows):
     task, mixer, seed, run, mins = line.split()
     by = {}
-    for N in tests:
+    for N in (pktests if task == "passkey" else tests):
         with open("%s/test_%d.json" % (run, N)) as f:
             j = json.load(f)
         e = {"loss": j["loss"], "ppl": j["ppl"], "acc": j["acc"], "tokens": j["tokens"]}
@@ -280,7 +292,8 @@ try:
 except (OSError, ValueError, KeyError):
     pkd = ""
 out = {"command": cmd, "date": time.strftime("%Y-%m-%d %H:%M"), "machine": machine, "minutes": int(minutes),
-       "profile": profile, "pos": pos, "steps": {"passkey": int(steps.split()[0]), "lm": int(steps.split()[1])}, "train_len": int(T), "test_lengths": tests, "passkey": pkd,
+       "profile": profile, "pos": pos, "steps": {"passkey": int(steps.split()[0]), "lm": int(steps.split()[1])}, "train_len": int(T), "test_lengths": tests,
+       "passkey_train_len": int(pkT), "passkey_test_lengths": pktests, "passkey": pkd,
        "runs": runs}
 with open(dst, "w") as f:
     json.dump(out, f, indent=1)

@@ -165,6 +165,31 @@ md=$(cat "$tmp/lct/results.md" 2>&1)
   && [ "$(printf '%s\n' "$out" | grep -c '^gnuplot not found: plots skipped')" = 1 ] \
   && ok "reproduce_longctx.sh --table: plot data written, plots skipped without gnuplot" \
   || bad "reproduce_longctx.sh --table: data '$(cat "$tmp/lct/passkey_length.dat" "$tmp/lct/ppl_position.dat" 2>&1 | paste -sd' ' -)'"
+# the small profile trains the passkey shorter than the language model: each task's lines
+# carry its own length, and the table gives the passkey's columns against its own length
+out=$(scripts/reproduce_longctx.sh --dry-run --mixers gma --out "$tmp/lcs" 2>&1); rc=$?
+[ $rc -eq 0 ] && [[ "$out" == *"passkey-gma-s1 "*"--set train.steps=1000 --set train.seq_len=64 --set model.max_seq_len=64 "* ]] \
+  && [[ "$out" == *"lm-gma-s1 "*"--set train.steps=150 --set train.seq_len=128 --set model.max_seq_len=128 "* ]] \
+  && [[ "$out" == *"passkey trained at 64 and tested at lengths 64 128 256 512 1024"* ]] \
+  && ok "reproduce_longctx.sh --dry-run: small profile, passkey at 64 for 1000 steps, lm at 128" \
+  || bad "reproduce_longctx.sh --dry-run (small): exit $rc, '$out'"
+mkdir -p "$tmp/lcp" && python3 - tests/fixtures/longctx_results.json "$tmp/lcp/results.json" <<'PY'
+import json, sys
+R = json.load(open(sys.argv[1]))
+R["passkey_train_len"], R["passkey_test_lengths"] = 64, [64, 128]
+for r in R["runs"]:
+    if r["task"] == "passkey":
+        r["by_length"] = {"64": r["by_length"]["128"], "128": r["by_length"]["256"]}
+json.dump(R, open(sys.argv[2], "w"))
+PY
+out=$(GNUPLOT=no-such-gnuplot scripts/reproduce_longctx.sh --table "$tmp/lcp/results.json" 2>&1); rc=$?
+md=$(cat "$tmp/lcp/results.md" 2>&1)
+[ $rc -eq 0 ] && [[ "$md" == *"| mixer | 64 (1x) | 128 (2x) |"*"| gma | 0.900 ± 0.071 (0.800 ± 0.000) | 0.150 ± 0.071 (0.300 ± 0.000) |"* ]] \
+  && [[ "$md" == *"| mixer | 128 (1x) | 256 (2x) |"*"| sdpa | 415.0 ± 7.1 | 515.0 ± 7.1 |"* ]] \
+  && [[ "$md" == *"trained at 64 tokens on the passkey and 128 on the language model"* ]] \
+  && [ "$(sed -n 2,3p "$tmp/lcp/passkey_length.dat" | paste -sd' ' -)" = "64 0.65 128 0.15" ] \
+  && ok "reproduce_longctx.sh --table: the passkey against its own training length" \
+  || bad "reproduce_longctx.sh --table (passkey lengths): exit $rc, '$out', '$md', '$(cat "$tmp/lcp/passkey_length.dat" 2>&1)'"
 r=$tmp/lctree; mkdir -p "$r/scripts" "$r/docs"
 cp scripts/reproduce_longctx.sh scripts/lib_reproduce.sh "$r/scripts/"
 printf '# Results\n\n## Small profile over seeds\n\nold\n\n## Long context\n\nstale\n\n## Notes on these runs\n\nnote\n' > "$r/docs/results.md"
