@@ -45,7 +45,7 @@ void cpu_favor_logits_backward(real *dx, const real *de, const real *x, const re
 }
 
 void cpu_favor_exp_forward(real *phi, real *rowmax, const real *e, int R, int m, real c, real scale) {
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (PAR_WORTH((size_t)R * (size_t)m))
     for (int r = 0; r < R; r++) {
         const real *er = e + (size_t)r * m;
         real *pr = phi + (size_t)r * m, cr = c;
@@ -82,7 +82,7 @@ void cpu_favor_relu_forward(real *phi, const real *x, size_t n, real eps) {
 
 double cpu_maxval(const real *x, size_t n) {
     real mx = -INFINITY;
-#pragma omp parallel for schedule(static) reduction(max : mx)
+#pragma omp parallel for schedule(static) reduction(max : mx) if (PAR_WORTH(n))
     for (size_t i = 0; i < n; i++)
         if (x[i] > mx) mx = x[i];
     return mx;
