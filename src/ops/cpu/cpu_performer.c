@@ -13,7 +13,9 @@
 
 void cpu_favor_logits_forward(real *e, const real *x, const real *omega, int B, int H, int N, int d, int m) {
     real s4 = (real)pow((double)d, -0.25), s2 = (real)(0.5 / sqrt((double)d));
-#pragma omp parallel for schedule(static)
+    /* a product's multiply-adds over 8, as matmul_strided counts them: a decode step's few
+     * rows (B H of N = 1) stay on one thread */
+#pragma omp parallel for schedule(static) if (PAR_WORTH((size_t)B * H * N * m * d / 8))
     for (int bh = 0; bh < B * H; bh++) {
         const real *xh = x + (size_t)bh * N * d, *om = omega + (size_t)(bh % H) * m * d;
         real *eh = e + (size_t)bh * N * m;
