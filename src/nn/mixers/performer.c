@@ -270,6 +270,10 @@ static void perf_backward(Mixer *m, const MixerCtx *c, real *dh, const real *dy,
  * state), rescaled when a key raises it, and the core's eps scaled by exp(-c) as in the
  * forward: the same output, since c cancels exactly (the forward takes the maximum over
  * the whole sequence; the two differ by rounding only) */
+/* the widest spread of the sequences' running maxima that one batched core step takes
+ * (exp(-20) keeps the scaled query features far from float32's underflow); wider: a core
+ * step a sequence */
+#define PERF_STEP_SPREAD 20
 static size_t perf_dstate(const Mixer *m, int Nmax) {
     const PerfPriv *p = m->priv;
     (void)Nmax;
@@ -290,23 +294,35 @@ static void perf_decode(Mixer *m, real *y, const real *h, const real *params, re
         return;
     }
     const real *om = MP(m, params, P_OMEGA);
-    real *e = scratch + 2 * (size_t)B * hs, sc = (real)(1.0 / sqrt((double)F));
-    g_ops->favor_logits_forward(e, a.qh, om, B, H, 1, d, F);
+    real *e = scratch + 2 * (size_t)B * hs, *ek = e + (size_t)B * gs, sc = (real)(1.0 / sqrt((double)F));
+    /* qh and kh lie one after the other ([2B,H,1,d]): the logits of both in one op */
+    g_ops->favor_logits_forward(e, a.qh, om, 2 * B, H, 1, d, F);
     g_ops->favor_exp_forward(a.fq, a.amax, e, B * H, F, 0, sc);
-    g_ops->favor_logits_forward(e, a.kh, om, B, H, 1, d, F);
-    for (int b = 0; b < B; b++) {
+    real *cs = xmalloc(sizeof(real) * (size_t)B), cref = -INFINITY, cmin = INFINITY;
+    for (int b = 0; b < B; b++) { /* the running maximum c_b of each sequence, and its key features */
         real *st = state + b * ss, c;
-        double kmax = g_ops->maxval(e + b * gs, gs);
+        double kmax = g_ops->maxval(ek + b * gs, gs);
         g_ops->to_host(&c, st + core, sizeof c);
         if (pos == 0 || kmax > c) { /* a new running maximum: S and z follow it */
             if (pos > 0) g_ops->scale(st, (real)exp((double)c - kmax), (size_t)H * F * d + (size_t)H * F);
             c = (real)kmax;
             g_ops->to_device(st + core, &c, sizeof c);
         }
-        g_ops->favor_exp_forward(a.fk + b * gs, NULL, e + b * gs, H, F, c, sc);
-        g_ops->linmix_step(a.oh + b * hs, st, ss, a.fq + b * gs, a.fk + b * gs, a.vh + b * hs, 1, H, F, d,
-                           (real)(p->eps * exp(-(double)c)));
+        g_ops->favor_exp_forward(a.fk + b * gs, NULL, ek + b * gs, H, F, c, sc);
+        cs[b] = c, cref = GMA_MAX(cref, c), cmin = GMA_MIN(cmin, c);
     }
+    if (cref - cmin <= PERF_STEP_SPREAD) {
+        /* one core step for the batch with eps exp(-cref): sequence b's query features times
+         * exp(c_b - cref) give q S_b / (q z_b + eps exp(-c_b)), its own output (exact in the
+         * reals; a sequence at cref, and so every one at M = 1, computes what it did alone) */
+        for (int b = 0; b < B; b++)
+            if (cs[b] != cref) g_ops->scale(a.fq + b * gs, (real)exp((double)cs[b] - cref), gs);
+        g_ops->linmix_step(a.oh, state, ss, a.fq, a.fk, a.vh, B, H, F, d, (real)(p->eps * exp(-(double)cref)));
+    } else /* maxima too far apart for one shared scale: a step a sequence */
+        for (int b = 0; b < B; b++)
+            g_ops->linmix_step(a.oh + b * hs, state + b * ss, ss, a.fq + b * gs, a.fk + b * gs, a.vh + b * hs, 1, H,
+                               F, d, (real)(p->eps * exp(-(double)cs[b])));
+    free(cs);
     attn_proj_out(m, params, y, a.oh, scratch, B, 1);
 }
 

@@ -13,7 +13,9 @@
 
 void cpu_favor_logits_forward(real *e, const real *x, const real *omega, int B, int H, int N, int d, int m) {
     real s4 = (real)pow((double)d, -0.25), s2 = (real)(0.5 / sqrt((double)d));
-#pragma omp parallel for schedule(static)
+    /* a product's multiply-adds over 8, as matmul_strided counts them: a decode step's few
+     * rows (B H of N = 1) stay on one thread */
+#pragma omp parallel for schedule(static) if (PAR_WORTH((size_t)B * H * N * m * d / 8))
     for (int bh = 0; bh < B * H; bh++) {
         const real *xh = x + (size_t)bh * N * d, *om = omega + (size_t)(bh % H) * m * d;
         real *eh = e + (size_t)bh * N * m;
@@ -45,7 +47,7 @@ void cpu_favor_logits_backward(real *dx, const real *de, const real *x, const re
 }
 
 void cpu_favor_exp_forward(real *phi, real *rowmax, const real *e, int R, int m, real c, real scale) {
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (PAR_WORTH((size_t)R * (size_t)m))
     for (int r = 0; r < R; r++) {
         const real *er = e + (size_t)r * m;
         real *pr = phi + (size_t)r * m, cr = c;
@@ -82,7 +84,7 @@ void cpu_favor_relu_forward(real *phi, const real *x, size_t n, real eps) {
 
 double cpu_maxval(const real *x, size_t n) {
     real mx = -INFINITY;
-#pragma omp parallel for schedule(static) reduction(max : mx)
+#pragma omp parallel for schedule(static) reduction(max : mx) if (PAR_WORTH(n))
     for (size_t i = 0; i < n; i++)
         if (x[i] > mx) mx = x[i];
     return mx;
