@@ -24,8 +24,10 @@
 #   --distill-weight W, --distill-temperature T   the distillation's w and T
 #   --freeze-kept        also freeze the blocks a phase keeps as they were (train.freeze); the
 #                        guide does not ask for it, so it is off by default
-#   --bench-seq LIST     lengths of the speed measurements (default 1K,4K,16K)
-#   --quick              decoding speed only at the shortest length (the prefill pass at all)
+#   --bench-seq LIST     prompt lengths of the speed measurements (default 1K,4K,16K): the time
+#                        to the first token (gmabench prefill) and decoding (gmabench decode) of
+#                        each phase's model.mixer at the teacher's shape (random weights)
+#   --quick              decoding speed only at the shortest length (the prefill at all)
 #   --no-bench           no speed measurements (their columns "-")
 #   --gate-ppl-phase1 PCT   phase 1 passes when valid perplexity rises less than PCT % over the
 #                        teacher's (default 2)
@@ -40,8 +42,8 @@
 #   --phases P           run the first P phases only (1, 2 or 3; default 3): the rows of those
 #   --dry-run            print the plan (phases, layers, commands) and exit 0
 # Writes OUT/teacher.valid.json, OUT/phase<K>/ (the run, valid.json, test.json, analysis.json,
-# decode_<N>.json, gates.txt), OUT/bench_mixer.json, OUT/migration.json (one row per phase),
-# OUT/teacher.bench/ (the teacher's decode_<N>.json), OUT/migration.md, OUT/plots/ (the loss curves of all phases, scripts/plot_runs.sh; skipped
+# prefill.json, decode_<N>.json, gates.txt), OUT/migration.json (one row per phase),
+# OUT/teacher.bench/ (the teacher's prefill.json, decode_<N>.json), OUT/migration.md, OUT/plots/ (the loss curves of all phases, scripts/plot_runs.sh; skipped
 # without gnuplot) and OUT/result (a link to the resulting phase, or to the teacher).
 # A rerun with the same options skips the phases already finished with their outputs intact
 # (a phase stopped midway is resumed from its checkpoint); other options: one line, exit 2.
@@ -175,7 +177,7 @@ if [ $dry = 1 ]; then
     echo "phase $k: GMA in layers $(layers_of $k); model.mixer $(mixer_of $k); gate: $gate, every component >= $gutil % of 1/K"
     echo "  $(train_cmd $k "$(from_of $k)")"
   done
-  [ $bench = 1 ] && echo "speeds: gmabench mixer (gma, $tmix) at ${seqs[*]}, gmabench decode at ${dec_seqs[*]:-none} per phase" || echo "speeds: not measured (--no-bench)"
+  [ $bench = 1 ] && echo "speeds: gmabench prefill (time to first token) at ${seqs[*]}, gmabench decode at ${dec_seqs[*]:-none} per phase and the teacher" || echo "speeds: not measured (--no-bench)"
   exit 0
 fi
 
@@ -196,17 +198,17 @@ eval_to "$teacher" test "$out/teacher.test.json"
 t_vppl=$(jnum "$out/teacher.valid.json" ppl); t_tppl=$(jnum "$out/teacher.test.json" ppl)
 t_vacc=$(jnum "$out/teacher.valid.json" acc)
 
-# speeds: one GMA and one teacher layer at each length (forward + backward, the prefill pass of
-# the layer); decoding tokens/s of each phase's whole model
-bench_mixer() {
-  [ $bench = 1 ] || return 0
-  local f="$out/bench_mixer.json"
-  [ -s "$f" ] || bin/gmabench mixer --mixers "gma,$tmix" --seq "$(IFS=,; echo "${seqs[*]}")" --D "$D" --H "$H" --Kc "$K" \
-    --repeat 1 --threads "$threads" --json "$f" > "$out/bench_mixer.txt"
+# speeds of a model.mixer at the teacher's shape with random weights: the time to the first
+# token of an N-token prompt (gmabench prefill: one forward filling every layer's decode state,
+# then the last position's logits) and decoding tokens/s from context N/2 to N (gmabench decode)
+prefill_of() { # DIR MIXERJSON: DIR/prefill.json at every length (measured unless there)
+  [ -s "$1/prefill.json" ] || bin/gmabench prefill --mixers "$tmix" --set "model.mixer=$2" --L "$L" --D "$D" --H "$H" --Kc "$K" --V "$V" \
+    --seq "$(IFS=,; echo "${seqs[*]}")" --repeat 1 --feed-max 0 --threads "$threads" --json "$1/prefill.json" > "$1/prefill.txt"
 }
-mixer_ms() { # MIXER N: its layer's ms from bench_mixer.json ("" when skipped)
-  awk -v m="$1" -v n="$2" '/"mixer":/ { cur = $0; gsub(/.*"mixer":[ \t]*"|".*/, "", cur) }
-    /"N":/ { nn = $0; gsub(/[^0-9]/, "", nn) } /"ms":/ && cur == m && nn == n { v = $0; gsub(/.*"ms":[ \t]*|,.*/, "", v); print v; exit }' "$out/bench_mixer.json"
+ttft_of() { # PREFILL.json N: the time to the first token in ms, "skipped: WHY" or "" (not there)
+  awk -v n="$2" '/"N":/ { nn = $0; gsub(/[^0-9]/, "", nn) }
+    nn == n && /"ttft_s":/ { v = $0; gsub(/.*"ttft_s":[ \t]*|,.*/, "", v); printf "%.2f\n", 1e3 * v; exit }
+    nn == n && /"skipped":/ { v = $0; sub(/.*"skipped":[ \t]*"/, "", v); sub(/".*/, "", v); print (v ~ /^skipped/ ? v : "skipped: " v); exit }' "$1"
 }
 decode_of() { # DIR MIXERJSON N: tokens/s of decode_N.json in DIR (measured unless there)
   local f="$1/decode_$3.json"
@@ -214,18 +216,20 @@ decode_of() { # DIR MIXERJSON N: tokens/s of decode_N.json in DIR (measured unle
     --T "$3" --repeat 1 --threads "$threads" --json "$f" > /dev/null
   jnum "$f" tokens_per_s
 }
-speeds_json() { # DIR MIXERJSON NGMA: "speeds" of a row: prefill ms of the mixer layers, decode tokens/s
-  local n s="" g p ms
+speeds_json() { # DIR MIXERJSON: "speeds" of a row: time to first token ms (a skipped point:
+  # null and why), decode tokens/s
+  local n s="" t
   [ $bench = 1 ] || { echo '"speeds": null'; return; }
+  prefill_of "$1" "$2" || true
   for n in "${seqs[@]}"; do
-    g=$(mixer_ms gma "$n"); p=$(mixer_ms "$tmix" "$n")
-    ms=$(awk -v g="${g:-x}" -v p="${p:-x}" -v a="$3" -v L="$L" 'BEGIN { if ((a > 0 && g == "x") || (a < L && p == "x")) print "null"; else printf "%.2f", a * g + (L - a) * p }')
-    s+="${s:+, }\"$n\": {\"mixer_layers_ms\": $ms, \"decode_tokens_per_s\": "
+    t=$( [ -s "$1/prefill.json" ] && ttft_of "$1/prefill.json" "$n")
+    case "$t" in '') s+="${s:+, }\"$n\": {\"ttft_ms\": null, ";; skipped*) s+="${s:+, }\"$n\": {\"ttft_ms\": null, \"ttft_skipped\": \"$t\", ";;
+      *) s+="${s:+, }\"$n\": {\"ttft_ms\": $t, ";; esac
+    s+="\"decode_tokens_per_s\": "
     if [[ " ${dec_seqs[*]} " == *" $n "* ]]; then s+="$(decode_of "$1" "$2" "$n" || echo null)}"; else s+="null}"; fi
   done
   echo "\"speeds\": {$s}"
 }
-bench_mixer
 
 # utilisation of every GMA layer from gmaeval --analyze-json: per layer the fraction of (head,
 # component) pairs whose share of the tokens is >= gutil % of 1/K, and the smallest share x K
@@ -288,9 +292,8 @@ for ((k = 1; k <= nph; k++)); do
   esac
   printf '%s\n' "${gates[@]}" > "$d/gates.txt"
   passed=true; grep -q FAILED "$d/gates.txt" && passed=false
-  ngma=$(layers_of $k | wc -w)
   gj=$(printf '%s\n' "${gates[@]}" | sed 's/"/\\"/g; s/.*/"&"/' | paste -sd, -)
-  rows+=("{\"phase\": $k, \"run\": \"$d\", \"layers_replaced\": [$(layers_of $k | tr ' ' ',')], \"mixer\": $(mixer_of $k), \"valid_ppl\": $vppl, \"test_ppl\": $tppl, \"valid_acc\": $vacc, \"dppl_teacher_pct\": $dt_, \"dppl_previous_pct\": $dprev, \"utilisation\": [$ul], $(speeds_json "$d" "$(mixer_of $k)" "$ngma"), \"gates\": [$gj], \"gate_passed\": $passed}")
+  rows+=("{\"phase\": $k, \"run\": \"$d\", \"layers_replaced\": [$(layers_of $k | tr ' ' ',')], \"mixer\": $(mixer_of $k), \"valid_ppl\": $vppl, \"test_ppl\": $tppl, \"valid_acc\": $vacc, \"dppl_teacher_pct\": $dt_, \"dppl_previous_pct\": $dprev, \"utilisation\": [$ul], $(speeds_json "$d" "$(mixer_of $k)"), \"gates\": [$gj], \"gate_passed\": $passed}")
   if [ $passed = true ]; then
     [ -n "$failed" ] || result=phase$k
     echo "phase $k: gates passed (valid ppl $(r4 "$vppl"), $dt_ % over the teacher)" >&2
@@ -304,7 +307,7 @@ done
 
 # the teacher's own speeds, the baseline of the rows
 mkdir -p "$out/teacher.bench"
-tspeeds=$(speeds_json "$out/teacher.bench" "[$(for ((l = 0; l < L; l++)); do printf '"%s"%s' "$tmix" "$([ $l -lt $((L - 1)) ] && echo ,)"; done)]" 0 | sed 's/^"speeds"/"teacher_speeds"/')
+tspeeds=$(speeds_json "$out/teacher.bench" "[$(for ((l = 0; l < L; l++)); do printf '"%s"%s' "$tmix" "$([ $l -lt $((L - 1)) ] && echo ,)"; done)]" | sed 's/^"speeds"/"teacher_speeds"/')
 {
   printf '{"teacher": "%s", "data": "%s", "steps_per_phase": %d, "seed": %d, "lr": %s, "distill": %s, "freeze_kept": %s,\n' \
     "$teacher" "$data" "$steps" "$seed" "$lr" "$([ $distill = 1 ] && echo "{\"weight\": $dw, \"temperature\": $dt}" || echo false)" "$([ $freeze = 1 ] && echo true || echo false)"
@@ -335,9 +338,9 @@ ln -sfn "$([ $result = teacher ] && echo "$teacher" || echo "$result")" "$out/re
   done
   if [ $bench = 1 ]; then
     echo
-    echo "Speeds (gmabench, this machine, loose): the mixer layers' forward + backward ms over N tokens (gmabench mixer, summed over the layers), decoding tokens/s at context N/2..N (gmabench decode); '-' not measured."
+    echo "Speeds (gmabench at the teacher's shape, random weights, this machine, loose): time to the first token of an N-token prompt in ms (gmabench prefill), decoding tokens/s at context N/2..N (gmabench decode); '-' not measured, 'skipped' past gmabench's time limit."
     echo
-    printf '| model |'; for n in "${seqs[@]}"; do printf ' ms @%s | tok/s @%s |' "$n" "$n"; done; echo
+    printf '| model |'; for n in "${seqs[@]}"; do printf ' ttft ms @%s | tok/s @%s |' "$n" "$n"; done; echo
     printf '|---|'; for n in "${seqs[@]}"; do printf -- '---:|---:|'; done; echo
     for r in "teacher:$tspeeds" "${rows[@]/#/phase:}"; do
       lab=${r%%:*}; body=${r#*:}
@@ -345,8 +348,9 @@ ln -sfn "$([ $result = teacher ] && echo "$teacher" || echo "$result")" "$out/re
       printf '| %s |' "$lab"
       for n in "${seqs[@]}"; do
         echo "$body" | awk -v n="$n" '{ s = $0; i = index(s, "\"" n "\": {"); if (!i) { printf " - | - |"; exit }
-          s = substr(s, i); s = substr(s, 1, index(s, "}")); m = s; sub(/.*"mixer_layers_ms": /, "", m); sub(/[,}].*/, "", m); d = s; sub(/.*"decode_tokens_per_s": /, "", d); sub(/[,}].*/, "", d)
-          printf " %s | %s |", (m == "null" ? "-" : m), (d == "null" ? "-" : sprintf("%.1f", d)) }'
+          s = substr(s, i); s = substr(s, 1, index(s, "}")); m = s; sub(/.*"ttft_ms": /, "", m); sub(/[,}].*/, "", m); d = s; sub(/.*"decode_tokens_per_s": /, "", d); sub(/[,}].*/, "", d)
+          if (m == "null") m = (s ~ /"ttft_skipped": "skipped: time"/ ? "skipped" : "-")
+          printf " %s | %s |", m, (d == "null" ? "-" : sprintf("%.1f", d)) }'
       done
       echo
     done

@@ -124,7 +124,16 @@ sec="$out/evidence.md"
     echo
     echo "Result of the gated migration (the last phase before the first failed gate): $(sed -n 's/.*"result": "\([^"]*\)".*/\1/p' "$d/migrate/migration.json"); without distillation: $(sed -n 's/.*"result": "\([^"]*\)".*/\1/p' "$d/migrate-nodistill/migration.json")."
     echo
-    sed -n '/^Speeds/,/^$/p; /^| model | ms/,/^$/p' "$d/migrate/migration.md"
+    if [ -n "$sv" ] && [ -n "$sp" ]; then # the same number of steps, all four layers GMA
+      p3=$(grep '^  {"phase": 3' "$d/migrate/migration.json" || true)
+      if [ -n "$p3" ]; then
+        awk -v sv="$sv" -v sp="$sp" -v r="$p3" 'BEGIN { v = r; sub(/.*"valid_ppl": /, "", v); sub(/,.*/, "", v); t = r; sub(/.*"test_ppl": /, "", t); sub(/,.*/, "", t)
+          w = (sv < v + 0 && sp < t + 0) ? "beats" : (sv > v + 0 && sp > t + 0) ? "loses to" : "splits with"
+          printf "GMA from scratch %s the all-GMA migrated model (phase 3, distilled, the same total steps): valid ppl %.2f against %.2f (%+.2f %%), test %.2f against %.2f (%+.2f %%).\n", w, sv, v, 100 * (sv / v - 1), sp, t, 100 * (sp / t - 1) }'
+        echo
+      fi
+    fi
+    sed -n '/^Speeds/,/^$/p; /^| model | ttft/,/^$/p' "$d/migrate/migration.md"
   done
 } > "$sec"
 if [ $docs = 1 ]; then

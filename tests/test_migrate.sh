@@ -4,7 +4,8 @@
 # 1. --dry-run: the plan's three phases, their layers and gmatrain commands, nothing trained;
 # 2. bad options: one line naming the option, exit 2, nothing written;
 # 3. a migration whose gates all pass: migration.json's three rows (layers replaced, Δppl
-#    recomputed from the row's own perplexities, utilisation, speeds, gate passed), result
+#    recomputed from the row's own perplexities, utilisation, speeds: the time to first token
+#    of gmabench prefill and decoding tokens/s, gate passed), result
 #    phase3, migration.md's table, the phase runs made with --init-from;
 # 4. the rerun skips the finished phases (nothing retrained: the checkpoints' bytes unchanged)
 #    and, with a phase 2 (phase 3) gate no model can pass, rolls back to phase 1 (phase 2)
@@ -89,9 +90,14 @@ if [ $rc -eq 0 ] && [ -s "$J" ]; then
     && ok "Δppl of phase 3: $want % from its valid ppl and the teacher's" || bad "Δppl: want $want in '$r3'"
   [[ "$r3" == *'"utilisation": [{"layer": 0, "utilised_fraction": '*'{"layer": 1, "utilised_fraction": '* ]] \
     && [[ "$r1" == *'"utilisation": [{"layer": 1, '* ]] && ok "utilisation: a figure for every GMA layer" || bad "utilisation: '$r3'"
-  [[ "$r3" =~ \"speeds\":\ \{\"16\":\ \{\"mixer_layers_ms\":\ [0-9.]+,\ \"decode_tokens_per_s\":\ [0-9.]+ ]] \
-    && ok "speeds at --bench-seq 16,32: prefill pass and decoding" || bad "speeds: '$r3'"
-  want=$(for n in 16 32; do m=$(echo "$r3" | sed -E "s/.*\"$n\": \{\"mixer_layers_ms\": ([0-9.]+), \"decode_tokens_per_s\": ([0-9.]+).*/\1 \2/")
+  [[ "$r3" =~ \"speeds\":\ \{\"16\":\ \{\"ttft_ms\":\ [0-9.]+,\ \"decode_tokens_per_s\":\ [0-9.]+\},\ \"32\":\ \{\"ttft_ms\":\ [0-9.]+, ]] \
+    && [ "$(grep -c '"ttft_s":' "$M/phase3/prefill.json" 2> /dev/null)" = 2 ] \
+    && ok "speeds at --bench-seq 16,32: time to first token (gmabench prefill) and decoding" || bad "speeds: '$r3'"
+  # the row's time to first token is the one of the phase's own prefill.json
+  t16=$(awk '/"N":/ { n = $0; gsub(/[^0-9]/, "", n) } n == 16 && /"ttft_s":/ { v = $0; gsub(/.*"ttft_s":[ \t]*|,.*/, "", v); printf "%.2f", 1e3 * v; exit }' "$M/phase3/prefill.json" 2> /dev/null)
+  [ -n "$t16" ] && [[ "$r3" == *"\"16\": {\"ttft_ms\": $t16,"* ]] && [ "$(grep -c '"ttft_s":' "$M/teacher.bench/prefill.json" 2> /dev/null)" = 2 ] \
+    && ok "ttft of phase 3 at 16 from its prefill.json ($t16 ms); the teacher's measured beside it" || bad "ttft: want $t16 in '$r3'"
+  want=$(for n in 16 32; do m=$(echo "$r3" | sed -E "s/.*\"$n\": \{\"ttft_ms\": ([0-9.]+), \"decode_tokens_per_s\": ([0-9.]+).*/\1 \2/")
     awk -v a="${m% *}" -v b="${m#* }" 'BEGIN { printf " %s | %.1f |", a, b }'; done)
   grep -qF "| phase 3 |$want" "$M/migration.md" && ok "migration.md's speed row of phase 3: each length's own figures" \
     || bad "speed row: want '| phase 3 |$want' in '$(grep '^| phase 3 |' "$M/migration.md")'"
