@@ -67,7 +67,7 @@ START_TEST(test_lra_configs) {
             ck_assert_int_eq(c.model.attn_bias, 0);
             ck_assert_str_eq(cfg_enum_name(&c, "model.pos"), t == 3 ? "learned" : "sinusoidal");
             ck_assert_str_eq(cfg_enum_name(&c, "model.dense_init"), "xavier_uniform");
-            ck_assert(c.model.mlp_bias_std == 1e-6);
+            ck_assert(cfg_num(&c, "model.mlp_bias_std") == 1e-6);
             ck_assert_int_eq(cfg_num(&c, "train.lr_first_step"), 0); /* the release's schedules see the 0-based step */
             /* the release's linear, performer and linformer attention take no padding mask, over
              * batches padded to the full length (the tasks with padding: ListOps, Text, Retrieval) */
@@ -79,7 +79,7 @@ START_TEST(test_lra_configs) {
              * only where the denominator is below it) */
             if (!strcmp(mixers[x], "performer")) ck_assert(cfg_num(&c, "gma.eps") == 0);
             ck_assert_str_eq(cfg_enum_name(&c, "data.text_valid"), t == 1 ? "test" : "heldout"); /* Text: the release validates on test */
-            ck_assert(c.model.embed_std == 1.0 && cls_head_cfg(&c)->cls_std == 0);
+            ck_assert(cfg_num(&c, "model.embed_std") == 1.0 && cls_head_cfg(&c)->cls_std == 0);
             ck_assert(cfg_num(&c, "train.beta1") == 0.9 && cfg_num(&c, "train.beta2") == 0.98 && cfg_num(&c, "train.adam_eps") == 1e-9);
             ck_assert(cfg_num(&c, "train.decay_embeddings") && cfg_num(&c, "train.decay_norms") && cfg_num(&c, "train.decay_biases") && cfg_num(&c, "train.decay_mixture"));
             ck_assert(cfg_num(&c, "train.grad_clip") == 0);
@@ -153,9 +153,9 @@ START_TEST(test_pathfinder_configs) {
             ck_assert_str_eq(cfg_enum_name(&c, "model.pooling"), "mean");
             ck_assert_int_eq(c.data.max_len, big ? 16384 : 1024);
             ck_assert_str_eq(cfg_enum_name(&c, "model.pos"), big ? "learned" : "sinusoidal");
-            ck_assert(c.model.dropout == (big ? 0.1 : 0.2) && c.model.mlp_hidden_dropout == c.model.dropout);
+            ck_assert(c.model.dropout == (big ? 0.1 : 0.2) && cfg_num(&c, "model.mlp_hidden_dropout") == c.model.dropout);
             ck_assert(cfg_num(&c, "train.grad_clip") == (big ? 1.0 : 0));
-            ck_assert(c.model.mlp_bias_std == 1e-6 && !strcmp(cfg_enum_name(&c, "model.head_init"), "lecun_normal"));
+            ck_assert(cfg_num(&c, "model.mlp_bias_std") == 1e-6 && !strcmp(cfg_enum_name(&c, "model.head_init"), "lecun_normal"));
             ck_assert_int_eq(cfg_num(&c, "train.lr_first_step"), 0);
             /* the MLP biases are drawn, the block's other biases are zeros */
             c.model.vocab_size = 257;

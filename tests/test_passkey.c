@@ -184,7 +184,7 @@ END_TEST
 START_TEST(test_passkey_long_eval) {
     ops_select(OPS_CPU);
     Config c = tu_tiny_config("gma");
-    c.model.pos = POS_LEARNED;
+    ck_assert_int_eq(cfg_set(&c, "model.pos=learned"), 0);
     ck_assert_int_ne(model_extend_window(&c, 64, "RUN/latest"), 0);
     ck_assert_msg(strstr(gma_error(), "model.pos \"learned\"") && strstr(gma_error(), "RUN/latest") &&
                   strstr(gma_error(), "pos_emb.weight"), "%s", gma_error());
@@ -233,7 +233,7 @@ END_TEST
 /* a mixer sized by the length (linformer, bidirectional) refused by name */
 START_TEST(test_passkey_fixed_window) {
     Config c = tu_tiny_config("linformer");
-    c.model.pos = POS_NONE;
+    ck_assert_int_eq(cfg_set(&c, "model.pos=none"), 0);
     ck_assert_int_ne(model_extend_window(&c, 64, "RUN"), 0);
     ck_assert_msg(strstr(gma_error(), "linformer") && strstr(gma_error(), "model.max_seq_len"), "%s", gma_error());
 }
@@ -272,13 +272,14 @@ END_TEST
  * stated ratio only */
 START_TEST(test_passkey_pos_warning) {
     Config c = tu_tiny_config("gma");
-    c.model.pos = POS_SINUSOIDAL;
-    c.model.embed_std = 0.5;
+    ck_assert_int_eq(cfg_set(&c, "model.pos=sinusoidal"), 0);
+    ck_assert_int_eq(cfg_set(&c, "model.embed_std=0.5"), 0);
     ck_assert(fabs(cfg_pos_scale_ratio(&c) - sqrt(0.5) / 0.5) < 1e-12);
     ck_assert_int_eq(cfg_pos_scale_warn(&c, stderr, "test"), 0);
-    c.model.embed_std = -1, c.model.init_std = 0.02; /* the defaults: 35x */
+    ck_assert_int_eq(cfg_set(&c, "model.embed_std=-1"), 0);
+    c.model.init_std = 0.02; /* the defaults: 35x */
     ck_assert(cfg_pos_scale_ratio(&c) > POS_SCALE_WARN);
-    c.model.pos = POS_LEARNED;
+    ck_assert_int_eq(cfg_set(&c, "model.pos=learned"), 0);
     ck_assert(cfg_pos_scale_ratio(&c) == 0);
     const char *sets = "--set model.d_model=16 --set model.n_heads=2 --set model.n_layers=1 --set model.max_seq_len=32 "
                        "--set train.seq_len=32 --set train.steps=2 --set train.batch_size=2 --set train.eval_every=0 "

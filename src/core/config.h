@@ -18,7 +18,7 @@
 #define CFG_MAX_LAYERS 64
 #define CFG_MAX_STEM 16   /* layers of the convolutional stem (model.stem_dilations) */
 #define CFG_STR 256
-#define CFG_MAX_SECTIONS 16    /* stored sections (gma, performer, stem, passkey, ...) */
+#define CFG_MAX_SECTIONS 24    /* stored sections (gma, performer, stem, passkey, ...) */
 #define CFG_SECTION_BYTES 1024 /* storage of one section's struct (optim's holds train.freeze's 512) */
 
 typedef enum { CFGT_INT, CFGT_REAL, CFGT_BOOL, CFGT_STR, CFGT_MIXERS, CFGT_ENUM, CFGT_STRLIST, CFGT_INTS } CfgType;
@@ -64,8 +64,9 @@ typedef struct CfgSection {
     const char *prefix; /* a stored section's key prefix when it is not its name (NULL = name) */
 } CfgSection;
 
-/* The model's keys over Config; the classifier head's own (model.n_classes, n_seq,
- * head_*, cls_std, key_padding_mask) and the stem's (model.stem*) are their modules'
+/* The backbone's keys over Config, read by several modules; the classifier head's own
+ * (model.n_classes, n_seq, head_*, cls_std, key_padding_mask), the stem's (model.stem*) and
+ * the model's own (model.pos, mlp, embed_*, mlp_*: model/model.c) are their modules'
  * stored sections (nn/cls_head.c, nn/stem.c). */
 typedef struct ModelCfg {
     int task;               /* MODEL_LM | MODEL_CLASSIFY (nn/model_cfg.h) */
@@ -74,20 +75,14 @@ typedef struct ModelCfg {
     char mixer[CFG_MAX_LAYERS][16];
     int n_mixer;            /* 1 = same for all layers, else n_layers */
     int causal;             /* -1 = by task (lm causal, classify bidirectional) */
-    int pos;                /* POS_LEARNED | POS_SINUSOIDAL | POS_NONE (nn/model_cfg.h) */
-    int mlp;
     double init_std;
     int auto_threshold;
     int pooling;            /* PoolKind (nn/pool.h): mean | cls | max (classify) */
     double dropout;         /* embedding sum, mixer and MLP outputs (docs/model.md §8) */
     double attn_dropout;    /* attention probabilities (sdpa, sdpa_ref, linformer) */
-    double mlp_hidden_dropout; /* MLP hidden activation after GELU (the LRA release's MlpBlock) */
     int attn_bias;          /* biases on the attention projections (q, k, v, o) */
     int qkv_dim;            /* width of the q/k/v projections (0 = d_model) */
-    double embed_std;       /* tok_emb init std (< 0 = init_std) */
-    double mlp_bias_std;    /* MLP biases' init std (0 = zeros) */
     int dense_init;         /* DENSE_INIT_NORMAL | DENSE_INIT_XAVIER_UNIFORM: blocks' dense weights */
-    int embed_init;         /* EMBED_INIT_NORMAL | EMBED_INIT_RAMP: tok_emb */
     int head_chunk;         /* language model: rows of logits computed at a time (0 = automatic) */
 } ModelCfg;
 

@@ -35,7 +35,7 @@ static const GmaDrop *site_drop(const Model *m, GmaDrop *g, int layer, int site,
 }
 static void drop_start(Model *m, int training, long step) {
     const ModelCfg *mc = &m->cfg.model;
-    m->drop_live = training && (mc->dropout > 0 || mc->attn_dropout > 0 || mc->mlp_hidden_dropout > 0 ||
+    m->drop_live = training && (mc->dropout > 0 || mc->attn_dropout > 0 || model_keys(&m->cfg)->mlp_hidden_dropout > 0 ||
                                 (m->classify && cls_head_cfg(&m->cfg)->head_dropout > 0));
     m->drop_step = step;
 }
@@ -57,17 +57,18 @@ int model_build(Model *m, const Config *c) {
     m->F = cfg_d_ff(c);
     m->Nmax = mc->max_seq_len;
     m->causal = cfg_causal(c);
-    m->mlp = mc->mlp;
+    const ModelKeys *mk = model_keys(c);
+    m->mlp = mk->mlp;
     double std = mc->init_std, ostd = std / sqrt(2.0 * m->L);
     ParamTable *pt = &m->pt;
     /* initialisation options (docs/model.md §1): tok_emb std, the blocks' dense weights and MLP biases */
-    double estd = mc->embed_std >= 0 ? mc->embed_std : std;
+    double estd = mk->embed_std >= 0 ? mk->embed_std : std;
     InitKind dense = mc->dense_init == DENSE_INIT_XAVIER_UNIFORM ? INIT_XAVIER_UNIFORM : INIT_NORMAL;
-    InitKind bias_init = mc->mlp_bias_std > 0 ? INIT_NORMAL : INIT_ZERO; /* zeros draw nothing */
-    int ramp = mc->embed_init == EMBED_INIT_RAMP;
+    InitKind bias_init = mk->mlp_bias_std > 0 ? INIT_NORMAL : INIT_ZERO; /* zeros draw nothing */
+    int ramp = mk->embed_init == EMBED_INIT_RAMP;
     if (ramp && m->V < 3) return gma_errorf("key model.embed_init: \"ramp\" needs at least 3 tokens (vocabulary %d)", m->V);
     m->wte = pt_add2(pt, "tok_emb.weight", m->V, m->D, ramp ? INIT_RAMP : INIT_NORMAL, estd, GROUP_EMBED);
-    m->wpe = mc->pos == POS_LEARNED ? pt_add2(pt, "pos_emb.weight", m->Nmax, m->D, INIT_NORMAL, std, GROUP_EMBED) : -1;
+    m->wpe = mk->pos == POS_LEARNED ? pt_add2(pt, "pos_emb.weight", m->Nmax, m->D, INIT_NORMAL, std, GROUP_EMBED) : -1;
     if (stem_build(&m->stem, c, pt) != 0) return -1;
     m->blocks = xcalloc(m->L, sizeof(Block));
     char name[128], pre[64];
@@ -87,9 +88,9 @@ int model_build(Model *m, const Config *c) {
             b->ln2w = pt_add1(pt, NM("ln2.weight"), m->D, INIT_ONE, 0, GROUP_NORM);
             b->ln2b = pt_add1(pt, NM("ln2.bias"), m->D, INIT_ZERO, 0, GROUP_BIAS);
             b->fcw = pt_add2(pt, NM("mlp.fc.weight"), m->F, m->D, dense, std, GROUP_WEIGHT);
-            b->fcb = pt_add1(pt, NM("mlp.fc.bias"), m->F, bias_init, mc->mlp_bias_std, GROUP_BIAS);
+            b->fcb = pt_add1(pt, NM("mlp.fc.bias"), m->F, bias_init, mk->mlp_bias_std, GROUP_BIAS);
             b->projw = pt_add2(pt, NM("mlp.proj.weight"), m->D, m->F, dense, ostd, GROUP_WEIGHT);
-            b->projb = pt_add1(pt, NM("mlp.proj.bias"), m->D, bias_init, mc->mlp_bias_std, GROUP_BIAS);
+            b->projb = pt_add1(pt, NM("mlp.proj.bias"), m->D, bias_init, mk->mlp_bias_std, GROUP_BIAS);
         }
 #undef NM
     }
@@ -121,7 +122,7 @@ int model_build(Model *m, const Config *c) {
 int model_extend_window(Config *c, int N, const char *src) {
     ModelCfg *mc = &c->model;
     if (N <= mc->max_seq_len) return 0;
-    if (mc->pos == POS_LEARNED)
+    if (model_keys(c)->pos == POS_LEARNED)
         return gma_errorf("--seq-len %d is longer than model.max_seq_len %d: model.pos \"learned\" of checkpoint %s has one row of "
                           "pos_emb.weight per position, none past %d (positions \"sinusoidal\" or \"none\" extend)",
                           N, mc->max_seq_len, src, mc->max_seq_len);
@@ -199,7 +200,7 @@ void model_memory_plan(const Model *m, int Bmax, int Nmax, MemPlan *p) {
     p->params = 4.0 * (double)m->pt.total * sizeof(real); /* parameters, gradients, two moments */
     p->acts = rough * sizeof(real) > 1e18 ? rough * sizeof(real) : (double)plan_total(m, Bmax, Nmax) * sizeof(real);
     /* and for a while: model_init_params' host copy of the parameters, the sinusoidal table (host and device) */
-    double table = m->cfg.model.pos == POS_SINUSOIDAL ? 2.0 * m->Nmax * m->D * sizeof(real) : 0;
+    double table = model_keys(&m->cfg)->pos == POS_SINUSOIDAL ? 2.0 * m->Nmax * m->D * sizeof(real) : 0;
     p->total = p->params + p->acts + (double)m->pt.total * sizeof(real) + table;
     /* the mixer whose activations (and scratch, the one buffer of its kind: GMA's grows with
      * its components) weigh most, when they are most of the plan */
@@ -308,7 +309,7 @@ void model_alloc(Model *m, int Bmax, int Nmax) {
     m->tok = g_ops->alloc(R * sizeof(int32_t));
     m->tgt = g_ops->alloc(R * sizeof(int32_t));
     m->pred_host = xcalloc(R, sizeof(int32_t));
-    if (m->cfg.model.pos == POS_SINUSOIDAL) {
+    if (model_keys(&m->cfg)->pos == POS_SINUSOIDAL) {
         real *host = xcalloc((size_t)m->Nmax * D, sizeof(real));
         pos_sinusoidal(host, m->Nmax, m->D);
         m->pos_fixed = g_ops->alloc((size_t)m->Nmax * D * sizeof(real));
@@ -426,7 +427,7 @@ static void blocks_forward_dec(Model *m, const MixerCtx *ctx, const DecodeState 
                                      PP(b->ln2b), R, D);
         linear_forward(b->fc, b->ln2, PP(b->fcw), NULL, R, D, F);
         g_ops->bias_gelu_forward(b->fc, b->gelu, PP(b->fcb), R, F);
-        drop_site(m, b->gelu, l, GMA_DROP_MLP_HIDDEN, mc->mlp_hidden_dropout, ctx->B, ctx->N, F);
+        drop_site(m, b->gelu, l, GMA_DROP_MLP_HIDDEN, model_keys(&m->cfg)->mlp_hidden_dropout, ctx->B, ctx->N, F);
         linear_forward(m->resid[l + 1], b->gelu, PP(b->projw), PP(b->projb), R, F, D);
         drop_site(m, m->resid[l + 1], l, GMA_DROP_MLP, mc->dropout, ctx->B, ctx->N, D);
         add_next_ln(m, l, m->resid[l + 1], m->resid[l + 1], b->mid, R);
@@ -453,7 +454,7 @@ static void blocks_backward(Model *m, const MixerCtx *ctx) {
                 dout = m->dtmp;
             }
             linear_backward_set(dgelu, GG(b->projw), GG(b->projb), dout, b->gelu, PP(b->projw), R, F, D);
-            drop_site(m, dgelu, l, GMA_DROP_MLP_HIDDEN, mc->mlp_hidden_dropout, ctx->B, ctx->N, F);
+            drop_site(m, dgelu, l, GMA_DROP_MLP_HIDDEN, model_keys(&m->cfg)->mlp_hidden_dropout, ctx->B, ctx->N, F);
             g_ops->bias_gelu_backward(dgelu, GG(b->fcb), dgelu, b->fc, R, F); /* in place: d pre-activation */
             linear_backward_set(m->dtmp, GG(b->fcw), NULL, dgelu, b->ln2, PP(b->fcw), R, D, F);
             g_ops->layernorm_backward(m->dresid, GG(b->ln2w), GG(b->ln2b), m->dtmp, b->mid, PP(b->ln2w), b->ln2_mean,
@@ -898,4 +899,46 @@ void model_decode_end(Model *m, DecodeState *s) {
     if (s->scratch) g_ops->free(s->scratch);
     free(s->layer);
     memset(s, 0, sizeof *s);
+}
+
+/* ---- the model's own keys (model.pos, mlp, embed_*, mlp_*): a stored section ---- */
+#define O(f) offsetof(ModelKeys, f)
+static const CfgKey g_model_keys[] = {
+    {"pos", CFGT_ENUM, O(pos), 0, "learned", 0, 0, "learned|sinusoidal|none",
+     "Position embedding: learned table, fixed sinusoidal table (not trained; docs/model.md §1), or none."},
+    {"mlp", CFGT_BOOL, O(mlp), 0, "true", 0, 0, NULL, "Include the MLP in each block."},
+    {"mlp_hidden_dropout", CFGT_REAL, O(mlp_hidden_dropout), 0, "0", 0, 0.95, NULL,
+     "Dropout rate on the MLP hidden activation after GELU, as the LRA release's MlpBlock (training only)."},
+    {"embed_std", CFGT_REAL, O(embed_std), 0, "-1", -1, 100, NULL,
+     "Std of the normal initialisation of tok_emb (-1 = model.init_std)."},
+    {"embed_init", CFGT_ENUM, O(embed_init), 0, "normal", 0, 0, "normal|ramp",
+     "Initialisation of tok_emb: normal(embed_std), or ramp: row t is max(t - 1, 0) / (V - 2) times one row drawn from "
+     "normal(embed_std), for tokens that are the levels of one quantity, as the pixel tasks' grey level + 1 (docs/model.md §1)."},
+    {"mlp_bias_std", CFGT_REAL, O(mlp_bias_std), 0, "0", 0, 1, NULL,
+     "Standard deviation of the normal the MLP biases (fc, proj) are drawn from; 0 = zeros (the LRA release: 1e-6)."},
+};
+#undef O
+const CfgSection model_keys_section = {"model_keys", sizeof(ModelKeys), g_model_keys, CFG_N(g_model_keys), NULL, "model"};
+
+const ModelKeys *model_keys(const Config *c) { return cfg_section_of(c, &model_keys_section); }
+
+double cfg_pos_scale_ratio(const Config *c) {
+    const ModelKeys *k = model_keys(c);
+    if (k->pos != POS_SINUSOIDAL) return 0;
+    double std = k->embed_std >= 0 ? k->embed_std : c->model.init_std;
+    return std > 0 ? sqrt(0.5) / std : INFINITY;
+}
+
+int cfg_pos_scale_warn(const Config *c, FILE *f, const char *prog) {
+    static int said;
+    double r = cfg_pos_scale_ratio(c);
+    if (said || !(r > POS_SCALE_WARN)) return 0;
+    said = 1;
+    const ModelKeys *k = model_keys(c);
+    double std = k->embed_std >= 0 ? k->embed_std : c->model.init_std;
+    fprintf(f, "%s: warning: model.pos \"sinusoidal\": the table's RMS 0.707 is %.0fx the token embeddings' init std %g "
+            "(model.embed_std, else model.init_std; warned above %gx): the positions drown the tokens and a language model "
+            "barely trains; raise model.embed_std (e.g. 0.5) or use model.pos \"learned\" or \"none\"\n", prog, r, std,
+            POS_SCALE_WARN);
+    return 1;
 }

@@ -2,8 +2,6 @@
  * values derived from them. */
 #include "nn/model_cfg.h"
 
-#include <math.h>
-
 #include "core/common.h"
 
 #define O(f) CFG_OFF(f)
@@ -18,9 +16,6 @@ static const CfgKey g_model[] = {
     {"model.mixer", CFGT_MIXERS, O(model.mixer), 0, "gma", 0, 0, NULL,
      "Sequence mixer: one name for every layer or a list with one per layer"},
     {"model.causal", CFGT_INT, O(model.causal), 0, "-1", -1, 1, NULL, "1 causal, 0 bidirectional, -1 by task (lm causal, classify not)."},
-    {"model.pos", CFGT_ENUM, O(model.pos), 0, "learned", 0, 0, "learned|sinusoidal|none",
-     "Position embedding: learned table, fixed sinusoidal table (not trained; docs/model.md §1), or none."},
-    {"model.mlp", CFGT_BOOL, O(model.mlp), 0, "true", 0, 0, NULL, "Include the MLP in each block."},
     {"model.init_std", CFGT_REAL, O(model.init_std), 0, "0.02", 0, 10, NULL,
      "Std of normal initialisation of linear and embedding weights (output projections scaled by 1/sqrt(2L))."},
     {"model.auto_threshold", CFGT_INT, O(model.auto_threshold), 0, "1024", 1, 16777216, NULL,
@@ -33,19 +28,10 @@ static const CfgKey g_model[] = {
      "Dropout rate after the embedding sum and on each mixer's and MLP's output before the residual add (training only; 0 = off)."},
     {"model.attn_dropout", CFGT_REAL, O(model.attn_dropout), 0, "0", 0, 0.95, NULL,
      "Dropout rate on the attention probabilities of sdpa, sdpa_ref and linformer (training only; refused for the other mixers)."},
-    {"model.mlp_hidden_dropout", CFGT_REAL, O(model.mlp_hidden_dropout), 0, "0", 0, 0.95, NULL,
-     "Dropout rate on the MLP hidden activation after GELU, as the LRA release's MlpBlock (training only)."},
     {"model.attn_bias", CFGT_BOOL, O(model.attn_bias), 0, "true", 0, 0, NULL,
      "Biases on the attention projections q, k, v and o (false: none, as LRA)."},
     {"model.qkv_dim", CFGT_INT, O(model.qkv_dim), 0, "0", 0, 65536, NULL,
      "Width of the q/k/v projections, split over the heads (0 = d_model; must be divisible by model.n_heads)."},
-    {"model.embed_std", CFGT_REAL, O(model.embed_std), 0, "-1", -1, 100, NULL,
-     "Std of the normal initialisation of tok_emb (-1 = model.init_std)."},
-    {"model.embed_init", CFGT_ENUM, O(model.embed_init), 0, "normal", 0, 0, "normal|ramp",
-     "Initialisation of tok_emb: normal(embed_std), or ramp: row t is max(t - 1, 0) / (V - 2) times one row drawn from "
-     "normal(embed_std), for tokens that are the levels of one quantity, as the pixel tasks' grey level + 1 (docs/model.md §1)."},
-    {"model.mlp_bias_std", CFGT_REAL, O(model.mlp_bias_std), 0, "0", 0, 1, NULL,
-     "Standard deviation of the normal the MLP biases (fc, proj) are drawn from; 0 = zeros (the LRA release: 1e-6)."},
     {"model.dense_init", CFGT_ENUM, O(model.dense_init), 0, "normal", 0, 0, "normal|xavier_uniform",
      "Initialisation of the blocks' dense weights (attention projections, MLP): normal(init_std) (output projections "
      "scaled by 1/sqrt(2L)), or xavier_uniform U(-a, a), a = sqrt(6 / (fan_in + fan_out)) (docs/model.md §1)."},
@@ -80,21 +66,3 @@ int cfg_d_ff(const Config *c) { return c->model.d_ff > 0 ? c->model.d_ff : 4 * c
 
 int cfg_qkv_dim(const Config *c) { return c->model.qkv_dim > 0 ? c->model.qkv_dim : c->model.d_model; }
 
-double cfg_pos_scale_ratio(const Config *c) {
-    if (c->model.pos != POS_SINUSOIDAL) return 0;
-    double std = c->model.embed_std >= 0 ? c->model.embed_std : c->model.init_std;
-    return std > 0 ? sqrt(0.5) / std : INFINITY;
-}
-
-int cfg_pos_scale_warn(const Config *c, FILE *f, const char *prog) {
-    static int said;
-    double r = cfg_pos_scale_ratio(c);
-    if (said || !(r > POS_SCALE_WARN)) return 0;
-    said = 1;
-    double std = c->model.embed_std >= 0 ? c->model.embed_std : c->model.init_std;
-    fprintf(f, "%s: warning: model.pos \"sinusoidal\": the table's RMS 0.707 is %.0fx the token embeddings' init std %g "
-            "(model.embed_std, else model.init_std; warned above %gx): the positions drown the tokens and a language model "
-            "barely trains; raise model.embed_std (e.g. 0.5) or use model.pos \"learned\" or \"none\"\n", prog, r, std,
-            POS_SCALE_WARN);
-    return 1;
-}

@@ -8,21 +8,11 @@
 
 /* The values of the choice keys, in the order of their rows' choices. */
 enum { MODEL_LM, MODEL_CLASSIFY };                     /* model.task: lm|classify */
-enum { POS_LEARNED, POS_SINUSOIDAL, POS_NONE };        /* model.pos: learned|sinusoidal|none */
-enum { EMBED_INIT_NORMAL, EMBED_INIT_RAMP };           /* model.embed_init: normal|ramp */
 enum { DENSE_INIT_NORMAL, DENSE_INIT_XAVIER_UNIFORM }; /* model.dense_init: normal|xavier_uniform */
 
 /* The rows model.* of the backbone and their checks (D % H, the mixer list, lengths). */
 extern const CfgSection model_cfg_section;
 
-/* model.pos "sinusoidal": the table's RMS, sqrt(1/2), over the token embedding's init std
- * (model.embed_std, else model.init_std); 0 for other positions. Above POS_SCALE_WARN the
- * position table dwarfs the tokens and a language model barely trains (docs/longctx.md). */
-#define POS_SCALE_WARN 10.0
-double cfg_pos_scale_ratio(const Config *c);
-/* One line on f, once per process, when cfg_pos_scale_ratio(c) > POS_SCALE_WARN; 1 when it
- * was written now. */
-int cfg_pos_scale_warn(const Config *c, FILE *f, const char *prog);
 /* Mixer of layer l. */
 const char *cfg_layer_mixer(const Config *c, int l);
 /* Whether the mixers are causal (resolving -1 by task). */

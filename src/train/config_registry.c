@@ -7,6 +7,7 @@
 #include "data/lm/passkey.h"
 #include "nn/cls_head.h"
 #include "nn/mixers/mixer.h"
+#include "model/model.h"
 #include "nn/model_cfg.h"
 #include "nn/pool.h"
 #include "nn/stem.h"
@@ -22,6 +23,7 @@ void config_register_all(void) {
         int n = 0;
         sections[n++] = &run_top_cfg_section;
         sections[n++] = &model_cfg_section;
+        sections[n++] = &model_keys_section;
         sections[n++] = &pool_cfg_section;
         sections[n++] = &stem_cfg_section;
         sections[n++] = &cls_head_cfg_section;

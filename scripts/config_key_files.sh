@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# config_key_files.sh: for every key of the generated configuration reference (the README
+# table between <!-- config-reference --> and <!-- /config-reference -->), the number of
+# files under src/ that mention it, and a histogram of those numbers.
+#
+# A file mentions a dotted key "model.pos" when it holds the text model.pos as a word (the
+# schema row, a message, or a read through Config: c->model.pos); a stored section's key
+# "gma.chunk" is then found only where its name is written (its owner reads the field of its
+# own struct) and where its row {"chunk", CFGT_...} stands. A top-level key "seed" is mentioned by "seed" in quotes or by a read
+# c->seed / cfg.seed / conf.seed / config->seed. Approximate by design: a read through an
+# alias (m = &c->model; m->pos) is not seen, so a count is a floor, not an exact figure.
+#
+#   scripts/config_key_files.sh            histogram: files -> keys
+#   scripts/config_key_files.sh --keys     one line per key: files key [file ...]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+keys=$(awk '/<!-- config-reference -->/ {on = 1; next} /<!-- \/config-reference -->/ {on = 0}
+  on && /^\| `/ { split($0, f, "`"); print f[2] }' README.md)
+[ -n "$keys" ] || { echo "config_key_files.sh: no config reference table in README.md" >&2; exit 2; }
+files() {
+  local k=$1 re
+  if [[ $k == *.* ]]; then
+    re="\\b${k//./\\.}\\b|\\{\"${k#*.}\", CFGT_"
+  else
+    re="\"$k\"|\\b(c|cfg|conf|config)(->|\\.)$k\\b"
+  fi
+  grep -rlE --include='*.c' --include='*.h' --include='*.cu' --include='*.cuh' "$re" src | sort
+}
+if [ "${1:-}" = --keys ]; then
+  for k in $keys; do f=$(files "$k"); echo "$(printf '%s\n' "$f" | grep -c .) $k" $f; done
+  exit 0
+fi
+for k in $keys; do files "$k" | grep -c . || true; done | sort -n | uniq -c |
+  awk '{ printf "%3d keys in %d file(s)\n", $1, $2; n += $1 } END { printf "%3d keys\n", n }'
