@@ -66,8 +66,8 @@ typedef struct CfgSection {
 
 /* The backbone's keys over Config, read by several modules; the classifier head's own
  * (model.n_classes, n_seq, head_*, cls_std, key_padding_mask), the stem's (model.stem*) and
- * the model's own (model.pos, mlp, embed_*, mlp_*: model/model.c) are their modules'
- * stored sections (nn/cls_head.c, nn/stem.c). */
+ * the model's own are their modules' stored sections (nn/cls_head.c, nn/stem.c,
+ * model/model.c). */
 typedef struct ModelCfg {
     int task;               /* MODEL_LM | MODEL_CLASSIFY (nn/model_cfg.h) */
     int vocab_size;         /* 0 = from the data */
