@@ -169,7 +169,7 @@ START_TEST(test_mamba_causal) { mixer_case("mamba", 1, 0); }
 END_TEST
 START_TEST(test_auto_both_paths) {
     Config cfg = tiny_config("auto");
-    cfg.model.auto_threshold = 8; /* N = 7 < 8: sdpa */
+    ck_assert_int_eq(cfg_set(&cfg, "model.auto_threshold=8"), 0); /* N = 7 < 8: sdpa */
     GcMix c;
     gc_mix_setup(&c, &cfg, "auto", 2, 7, 1, NULL, 5);
     ck_assert_str_eq(mixer_auto_choice(c.m, 7), "sdpa");
@@ -188,7 +188,7 @@ START_TEST(test_auto_both_paths) {
     gc_mix_free(&s);
     gc_mix_free(&c);
     gc_mixer_case(&cfg, "auto", 1, 1);
-    cfg.model.auto_threshold = 4; /* N = 7 >= 4: gma */
+    ck_assert_int_eq(cfg_set(&cfg, "model.auto_threshold=4"), 0); /* N = 7 >= 4: gma */
     gc_mixer_case(&cfg, "auto", 1, 1);
     gc_mixer_case(&cfg, "auto", 0, 0);
 }

@@ -87,7 +87,9 @@ END_TEST
  * forward over the tokens so far. A threshold inside the window falls back to forwards. */
 static double auto_decode_case(int threshold) {
     Config c = tu_tiny_config("auto");
-    c.model.auto_threshold = threshold;
+    char set[64];
+    snprintf(set, sizeof set, "model.auto_threshold=%d", threshold);
+    ck_assert_int_eq(cfg_set(&c, set), 0);
     Model m;
     ck_assert_int_eq(model_build(&m, &c), 0);
     model_alloc(&m, 1, 8);

@@ -76,7 +76,6 @@ typedef struct ModelCfg {
     int n_mixer;            /* 1 = same for all layers, else n_layers */
     int causal;             /* -1 = by task (lm causal, classify bidirectional) */
     double init_std;
-    int auto_threshold;
     int pooling;            /* PoolKind (nn/pool.h): mean | cls | max (classify) */
     double dropout;         /* embedding sum, mixer and MLP outputs (docs/model.md §8) */
     double attn_dropout;    /* attention probabilities (sdpa, sdpa_ref, linformer) */

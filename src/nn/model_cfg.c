@@ -18,8 +18,6 @@ static const CfgKey g_model[] = {
     {"model.causal", CFGT_INT, O(model.causal), 0, "-1", -1, 1, NULL, "1 causal, 0 bidirectional, -1 by task (lm causal, classify not)."},
     {"model.init_std", CFGT_REAL, O(model.init_std), 0, "0.02", 0, 10, NULL,
      "Std of normal initialisation of linear and embedding weights (output projections scaled by 1/sqrt(2L))."},
-    {"model.auto_threshold", CFGT_INT, O(model.auto_threshold), 0, "1024", 1, 16777216, NULL,
-     "mixer \"auto\": sequences shorter than this use sdpa, others gma."},
     {"model.head_chunk", CFGT_INT, O(model.head_chunk), 0, "0", 0, 16777216, NULL,
      "Language model: rows whose logits the head computes at a time (docs/model.md §1). Only one such chunk of "
      "[rows, V] logits exists; a training step over more rows runs the head's backward on each chunk in the forward "

@@ -28,6 +28,16 @@
 extern const MixerVT mixer_gma, mixer_sdpa, mixer_sdpa_ref;
 const MixerVT mixer_auto;
 
+/* model.auto_threshold: a stored section of this mixer's (prefix model) */
+typedef struct AutoCfg {
+    int threshold;
+} AutoCfg;
+static const CfgKey auto_keys[] = {
+    {"auto_threshold", CFGT_INT, offsetof(AutoCfg, threshold), 0, "1024", 1, 16777216, NULL,
+     "mixer \"auto\": sequences shorter than this use sdpa, others gma."},
+};
+static const CfgSection auto_section = {"auto", sizeof(AutoCfg), auto_keys, CFG_N(auto_keys), NULL, "model"};
+
 typedef struct AutoPriv {
     Mixer *gma, *sdpa;
     Mixer *last; /* the path of the last forward (NULL before the first) */
@@ -46,7 +56,7 @@ static Mixer *auto_create(const Config *c, int layer, ParamTable *pt, const char
     /* the tiled path, or the plain one on a backend without the tiled ops (as `sdpa` does) */
     p->sdpa = mixer_new(g_ops->attn_forward && g_ops->attn_backward ? &mixer_sdpa : &mixer_sdpa_ref, c, pt);
     for (int i = 0; i < AP_N; i++) p->sdpa->p[i] = m->p[i] = p->gma->p[i];
-    p->threshold = c->model.auto_threshold;
+    p->threshold = ((const AutoCfg *)cfg_section_of(c, &auto_section))->threshold;
     m->priv = p;
     return m;
 }
@@ -161,6 +171,7 @@ const MixerVT mixer_auto = {
     .causal_ok = 1,
     .bidir_ok = 1,
     .attn_dropout_why = "switches to its gma path, which has no attention probabilities to drop",
+    .config = &auto_section,
     .validate = auto_validate,
     .create = auto_create,
     .init = auto_init,
