@@ -232,7 +232,7 @@ static void model_case_sets(const char *mixer, const char *pooling, int n_seq, c
     int hidden = cls_head_cfg(&cfg)->head_hidden >= 0 ? cls_head_cfg(&cfg)->head_hidden > 0 : n_seq == 2;
     ck_assert_int_eq(pt_find(&c.m.pt, "head.mlp.fc.weight") >= 0, hidden);
     ck_assert_int_eq(pt_find(&c.m.pt, "pos_emb.weight") >= 0, !strcmp(cfg_enum_name(&cfg, "model.pos"), "learned"));
-    ck_assert_int_eq(pt_find(&c.m.pt, "blocks.0.mixer.q.bias") >= 0, cfg.model.attn_bias);
+    ck_assert_int_eq(pt_find(&c.m.pt, "blocks.0.mixer.q.bias") >= 0, (int)cfg_num(&cfg, "model.attn_bias"));
     char nm[160];
     snprintf(nm, sizeof nm, "2-layer classifier %s %s n_seq %d %s(%d tensors)", mixer, pooling, n_seq,
              sets[0] ? "with settings " : "", c.m.pt.n);

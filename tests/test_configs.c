@@ -64,7 +64,7 @@ START_TEST(test_lra_configs) {
             ck_assert_str_eq(cfg_enum_name(&c, "model.head_act"), "relu");
             ck_assert_int_eq(cls_head_cfg(&c)->head_hidden, c.model.d_ff);
             ck_assert_int_eq(cls_head_cfg(&c)->head_hidden2, t == 2 ? c.model.d_ff / 2 : 0);
-            ck_assert_int_eq(c.model.attn_bias, 0);
+            ck_assert(cfg_num(&c, "model.attn_bias") == 0);
             ck_assert_str_eq(cfg_enum_name(&c, "model.pos"), t == 3 ? "learned" : "sinusoidal");
             ck_assert_str_eq(cfg_enum_name(&c, "model.dense_init"), "xavier_uniform");
             ck_assert(cfg_num(&c, "model.mlp_bias_std") == 1e-6);

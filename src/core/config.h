@@ -79,7 +79,6 @@ typedef struct ModelCfg {
     int pooling;            /* PoolKind (nn/pool.h): mean | cls | max (classify) */
     double dropout;         /* embedding sum, mixer and MLP outputs (docs/model.md §8) */
     double attn_dropout;    /* attention probabilities (sdpa, sdpa_ref, linformer) */
-    int attn_bias;          /* biases on the attention projections (q, k, v, o) */
     int qkv_dim;            /* width of the q/k/v projections (0 = d_model) */
     int dense_init;         /* DENSE_INIT_NORMAL | DENSE_INIT_XAVIER_UNIFORM: blocks' dense weights */
     int head_chunk;         /* language model: rows of logits computed at a time (0 = automatic) */

@@ -59,8 +59,19 @@ static int validate_layers(const Config *c) {
 /* no keys of its own: the checks of each layer's mixer, after the mixers' sections */
 static const CfgSection g_layers_section = {NULL, 0, NULL, 0, validate_layers, NULL};
 
+/* model.attn_bias: the attention projections' own key (attn_proj_add), a stored section (prefix model) */
+typedef struct AttnProjCfg {
+    int bias;
+} AttnProjCfg;
+static const CfgKey g_attn_keys[] = {
+    {"attn_bias", CFGT_BOOL, offsetof(AttnProjCfg, bias), 0, "true", 0, 0, NULL,
+     "Biases on the attention projections q, k, v and o (false: none, as LRA)."},
+};
+static const CfgSection g_attn_section = {"attn_proj", sizeof(AttnProjCfg), g_attn_keys, CFG_N(g_attn_keys), NULL, "model"};
+
 int mixer_config_sections(const CfgSection **out, int max) {
     int n = 0;
+    if (n < max) out[n++] = &g_attn_section;
     if (n < max) out[n++] = &linear_core_section; /* gma.eps, gma.chunk: read by gma, linear and performer */
     for (int i = 0; i < N_MIXERS; i++)
         if (g_mixers[i]->config && n < max) out[n++] = g_mixers[i]->config;
@@ -90,7 +101,7 @@ void attn_proj_add(Mixer *m, const Config *c, ParamTable *pt, const char *prefix
         m->p[2 * i] = pt_add2(pt, name, i == 3 ? Dm : E, i == 3 ? E : Dm, xavier ? INIT_XAVIER_UNIFORM : INIT_NORMAL,
                               i == 3 ? ostd : std, GROUP_WEIGHT);
         snprintf(name, sizeof name, "%s.%s.bias", prefix, nm[i]);
-        m->p[2 * i + 1] = c->model.attn_bias ? pt_add1(pt, name, i == 3 ? Dm : E, INIT_ZERO, 0, GROUP_BIAS) : -1;
+        m->p[2 * i + 1] = ((const AttnProjCfg *)cfg_section_of(c, &g_attn_section))->bias ? pt_add1(pt, name, i == 3 ? Dm : E, INIT_ZERO, 0, GROUP_BIAS) : -1;
     }
 }
 
