@@ -97,19 +97,16 @@ typedef struct TrainCfg {
     double distill_weight, distill_temperature; /* loss = CE + weight T^2 KL(teacher || student) at T */
 } TrainCfg;
 
-/* The data keys over Config; MQAR's (data.mqar_*) are a stored section of data/lm/lmdata.c. */
+/* The data keys over Config; MQAR's (data.mqar_*) are a stored section of data/lm/lmdata.c,
+ * a classification task's loading keys (data.task, truncate, ...) one of train/cls_task.c. */
 typedef struct DataCfg {
     int source;             /* DataSource (data/lm/lmdata.h): recall | mqar | shards | cls */
     char path[CFG_STR];
     int recall_vocab, recall_pairs, recall_queries;
     int recall_valid, recall_test;
     int eval_stride;
-    int task;               /* cls: ClsTaskId (data/cls/clsdata.h), the registry's index */
     int max_len;            /* cls: tokens per sequence (0 = train.seq_len, less the CLS slot) */
-    int truncate;           /* cls: 1 truncate longer sequences (counted), 0 refuse */
     int pad_full;           /* cls: pad every batch to max_len (else to its longest sequence) */
-    int text_valid;         /* text task: TEXT_VALID_HELDOUT | TEXT_VALID_TEST (the LRA release's valid split) */
-    int strip_headers;      /* cls generic data: drop mail headers */
 } DataCfg;
 
 struct Config {

@@ -10,6 +10,30 @@
 #include "train/run_dist.h"
 #include "train/train_opts.h"
 
+/* ---- configuration: the keys of loading a task (data.task, truncate, text_valid,
+ * strip_headers), a stored section (prefix data) read only here ---- */
+typedef struct ClsTaskCfg {
+    int task;          /* ClsTaskId (data/cls/clsdata.h), the registry's index */
+    int truncate;      /* 1 truncate longer sequences (counted), 0 refuse */
+    int text_valid;    /* text task: TEXT_VALID_HELDOUT | TEXT_VALID_TEST (the LRA release's valid split) */
+    int strip_headers; /* generic data: drop mail headers */
+} ClsTaskCfg;
+#define O(f) offsetof(ClsTaskCfg, f)
+static const CfgKey g_task_keys[] = {
+    {"task", CFGT_ENUM, O(task), 0, "listops", 0, 0, CLS_TASK_CHOICES,
+     "Classification task (data.source \"cls\"); data.path as docs/lra.md gives for each."},
+    {"truncate", CFGT_BOOL, O(truncate), 0, "true", 0, 0, NULL,
+     "Classification: truncate longer sequences to data.max_len with a counted warning (false = refuse the data)."},
+    {"text_valid", CFGT_ENUM, O(text_valid), 0, "heldout", 0, 0, "heldout|test",
+     "Text task (IMDB): heldout = valid is 2,400 reviews held out of train (train the other 22,600); test = the LRA "
+     "release's split, valid is the test set and train all 25,000 (other tasks: unused)."},
+    {"strip_headers", CFGT_BOOL, O(strip_headers), 0, "false", 0, 0, NULL,
+     "Generic classification data: drop everything up to the first empty line (mail headers)."},
+};
+#undef O
+const CfgSection clstask_cfg_section = {"cls_task", sizeof(ClsTaskCfg), g_task_keys, CFG_N(g_task_keys), NULL, "data"};
+static const ClsTaskCfg *task_cfg(const Config *c) { return cfg_section_of(c, &clstask_cfg_section); }
+
 static const char *const g_split_name[3] = {"train", "valid", "test"};
 
 int clstask_max_len(const Config *c) {
@@ -21,22 +45,23 @@ int clstask_open(ClsTask *t, const Config *c, unsigned splits, int B, FILE *warn
     memset(t, 0, sizeof *t);
     t->max_len = clstask_max_len(c);
     if (t->max_len < 1) return gma_errorf("key data.max_len: no room for tokens (train.seq_len %d)", c->train.seq_len);
+    const ClsTaskCfg *tc = task_cfg(c);
     ClsOptions o = clsdata_default_options();
     o.max_len = t->max_len;
-    o.truncate = c->data.truncate;
-    o.strip_headers = c->data.strip_headers;
-    o.text_valid_test = c->data.text_valid == TEXT_VALID_TEST;
-    o.n_classes = clsdata_task_generic(c->data.task) ? cls_head_cfg(c)->n_classes : 0;
+    o.truncate = tc->truncate;
+    o.strip_headers = tc->strip_headers;
+    o.text_valid_test = tc->text_valid == TEXT_VALID_TEST;
+    o.n_classes = clsdata_task_generic(tc->task) ? cls_head_cfg(c)->n_classes : 0;
     for (int s = 0; s < 3; s++) {
         if (!(splits & (1u << s))) continue;
         /* text with the release's split: valid and test are both the whole of test/, read
          * and held once */
-        if (s == 2 && t->have[1] && o.text_valid_test && c->data.task == CLS_TASK_text) {
+        if (s == 2 && t->have[1] && o.text_valid_test && tc->task == CLS_TASK_text) {
             t->split[2] = t->split[1];
             t->have[2] = t->test_shares_valid = 1;
             continue;
         }
-        if (clsdata_load_task(&t->split[s], c->data.task, c->data.path, g_split_name[s], &o) != 0) {
+        if (clsdata_load_task(&t->split[s], tc->task, c->data.path, g_split_name[s], &o) != 0) {
             clstask_close(t);
             return -1;
         }

@@ -35,6 +35,8 @@ typedef struct ClsEval {
     long examples;
 } ClsEval;
 
+/* data.task, truncate, text_valid, strip_headers (installed by config_register_all) */
+extern const CfgSection clstask_cfg_section;
 /* The sequence length a config allows: data.max_len, or train.seq_len less the CLS slot. */
 int clstask_max_len(const Config *c);
 /* Load the splits in `splits` (bit 1 << SPLIT_*) of the config's task; each one asked for

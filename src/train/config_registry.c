@@ -12,6 +12,7 @@
 #include "nn/pool.h"
 #include "nn/stem.h"
 #include "optim/optim.h"
+#include "train/cls_task.h"
 #include "train/run_cfg.h"
 
 #define MAX_SECTIONS 32
@@ -27,11 +28,12 @@ void config_register_all(void) {
         sections[n++] = &pool_cfg_section;
         sections[n++] = &stem_cfg_section;
         sections[n++] = &cls_head_cfg_section;
-        n += mixer_config_sections(sections + n, MAX_SECTIONS - 7 - n);
+        n += mixer_config_sections(sections + n, MAX_SECTIONS - 8 - n);
         sections[n++] = &run_train_cfg_section;
         sections[n++] = &optim_cfg_section;
-        n += lmdata_config_sections(sections + n, MAX_SECTIONS - 2 - n);
+        n += lmdata_config_sections(sections + n, MAX_SECTIONS - 3 - n);
         sections[n++] = &passkey_cfg_section;
+        sections[n++] = &clstask_cfg_section;
         sections[n++] = &clsdata_cfg_section;
         reg = (CfgRegistry){.mixers = mixer_names(), .sections = sections, .n_sections = n};
     }

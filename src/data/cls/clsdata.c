@@ -94,23 +94,15 @@ void clsdata_free(ClsDataset *d) {
     memset(d, 0, sizeof *d);
 }
 
-/* ---- configuration: the classification data (data.task, max_len, ...) ---- */
+/* ---- configuration: the classification data read beyond its loading (data.max_len, pad_full; the
+ * loading's own keys, data.task, truncate, text_valid and strip_headers, are train/cls_task.c's) ---- */
 
 #define O(f) CFG_OFF(f)
 static const CfgKey g_cls_keys[] = {
-    {"data.task", CFGT_ENUM, O(data.task), 0, "listops", 0, 0, CLS_TASK_CHOICES,
-     "Classification task (data.source \"cls\"); data.path as docs/lra.md gives for each."},
     {"data.max_len", CFGT_INT, O(data.max_len), 0, "0", 0, 16777216, NULL,
      "Classification: tokens per sequence (0 = train.seq_len, less 1 with model.pooling \"cls\")."},
-    {"data.truncate", CFGT_BOOL, O(data.truncate), 0, "true", 0, 0, NULL,
-     "Classification: truncate longer sequences to data.max_len with a counted warning (false = refuse the data)."},
     {"data.pad_full", CFGT_BOOL, O(data.pad_full), 0, "false", 0, 0, NULL,
      "Classification: pad every batch to data.max_len (the LRA release's padded_batch to max_length), not to its longest sequence."},
-    {"data.text_valid", CFGT_ENUM, O(data.text_valid), 0, "heldout", 0, 0, "heldout|test",
-     "Text task (IMDB): heldout = valid is 2,400 reviews held out of train (train the other 22,600); test = the LRA "
-     "release's split, valid is the test set and train all 25,000 (other tasks: unused)."},
-    {"data.strip_headers", CFGT_BOOL, O(data.strip_headers), 0, "false", 0, 0, NULL,
-     "Generic classification data: drop everything up to the first empty line (mail headers)."},
 };
 #undef O
 
