@@ -157,7 +157,7 @@ static void ckpt_case(const char *mixers, const char *extra, const char *const *
     c.model.n_layers = 2;
     c.model.max_seq_len = 16;
     c.train.seq_len = 16;
-    c.data.recall_pairs = 2;
+    ck_assert(cfg_set(&c, "data.recall_pairs=2") == 0);
     ck_assert(cfg_set(&c, "linformer.k=8") == 0);
     ck_assert(cfg_set(&c, "performer.redraw=3") == 0);
     ck_assert_int_eq(cfg_set(&c, mixers), 0);

@@ -113,7 +113,7 @@ Config tu_tiny_config(const char *mixer) {
     c.model.d_ff = 12;
     c.model.max_seq_len = 8;
     c.train.seq_len = 8;
-    c.data.recall_pairs = 2;
+    ck_assert(cfg_set(&c, "data.recall_pairs=2") == 0);
     c.model.init_std = 0.3; /* large enough that every path carries gradient */
     ck_assert(cfg_set(&c, "gma.n_components=3") == 0);
     ck_assert(cfg_set(&c, "gma.chunk=3") == 0);

@@ -61,7 +61,7 @@ static void categories(Pass *p, const Config *cfg, const LmData *d, const RouteE
     const char *const *names;
     p->cat = xcalloc(p->V, sizeof(int));
     if (d->is_recall) {
-        int K = (cfg->data.recall_vocab - 2) / 2;
+        int K = (d->recall.vocab - 2) / 2;
         for (int i = 0; i < p->V; i++) p->cat[i] = i == 0 ? 0 : i == 1 ? 1 : i < 2 + K ? 2 : 3;
         ncat = 4, names = RECALL_CATS;
     } else {

@@ -105,7 +105,12 @@ static int prepare(Config *c, CheckOpts *o, int precision) {
         c->data.source = DATA_cls;
         if (!c->data.path[0]) snprintf(c->data.path, sizeof c->data.path, "(gmacheck: random batch)");
     }
-    if (c->data.source == DATA_recall && o->N < 2 * c->data.recall_pairs + 2) c->data.recall_pairs = (o->N - 2) / 2;
+    char pairs[64]; /* the recall task's pairs that fit in N */
+    snprintf(pairs, sizeof pairs, "data.recall_pairs=%d", (o->N - 2) / 2);
+    if (c->data.source == DATA_recall && o->N < 2 * cfg_num(c, "data.recall_pairs") + 2 && cfg_set(c, pairs) != 0) {
+        fprintf(stderr, "gmacheck: --N %d: %s\n", o->N, gma_error());
+        return 2;
+    }
     if (cfg_validate(c) != 0) {
         fprintf(stderr, "gmacheck: %s\n", gma_error());
         return 2;

@@ -97,13 +97,12 @@ typedef struct TrainCfg {
     double distill_weight, distill_temperature; /* loss = CE + weight T^2 KL(teacher || student) at T */
 } TrainCfg;
 
-/* The data keys over Config; MQAR's (data.mqar_*) are a stored section of data/lm/lmdata.c,
+/* The data keys over Config; the recall task's (data.recall_*) and MQAR's (data.mqar_*) are
+ * stored sections of data/lm/lmdata.c,
  * a classification task's loading keys (data.task, truncate, ...) one of train/cls_task.c. */
 typedef struct DataCfg {
     int source;             /* DataSource (data/lm/lmdata.h): recall | mqar | shards | cls */
     char path[CFG_STR];
-    int recall_vocab, recall_pairs, recall_queries;
-    int recall_valid, recall_test;
     int eval_stride;
     int max_len;            /* cls: tokens per sequence (0 = train.seq_len, less the CLS slot) */
     int pad_full;           /* cls: pad every batch to max_len (else to its longest sequence) */

@@ -20,6 +20,13 @@ typedef struct MqarCfg {
 static const CfgSection mqar_cfg_section;
 static const MqarCfg *mqar_cfg(const Config *c) { return cfg_section_of(c, &mqar_cfg_section); }
 
+/* data.recall_* (the stored section recall_cfg_section, at the end) */
+typedef struct RecallCfg {
+    int vocab, pairs, queries, valid, test;
+} RecallCfg;
+static const CfgSection recall_cfg_section;
+static const RecallCfg *recall_cfg(const Config *c) { return cfg_section_of(c, &recall_cfg_section); }
+
 static const char *g_split_names[3] = {"train", "valid", "test"};
 
 const char *lmdata_split_name(int s) { return s >= 0 && s < 3 ? g_split_names[s] : "?"; }
@@ -121,14 +128,14 @@ int lmdata_open_splits(LmData *d, const Config *c, unsigned mask, int required) 
     memset(d, 0, sizeof *d);
     d->eval_stride = c->data.eval_stride;
     if (c->data.source == DATA_recall) {
+        const RecallCfg *rc = recall_cfg(c);
         d->is_recall = 1;
-        if (recall_init(&d->recall, c->data.recall_vocab, c->data.recall_pairs, c->data.recall_queries, c->train.seq_len,
-                        (uint64_t)c->seed) != 0)
+        if (recall_init(&d->recall, rc->vocab, rc->pairs, rc->queries, c->train.seq_len, (uint64_t)c->seed) != 0)
             return -1;
-        d->vocab = (uint32_t)c->data.recall_vocab;
+        d->vocab = (uint32_t)rc->vocab;
         d->n_recall[SPLIT_TRAIN] = 0; /* unbounded stream */
-        d->n_recall[SPLIT_VALID] = c->data.recall_valid;
-        d->n_recall[SPLIT_TEST] = c->data.recall_test;
+        d->n_recall[SPLIT_VALID] = rc->valid;
+        d->n_recall[SPLIT_TEST] = rc->test;
         d->have[0] = d->have[1] = d->have[2] = 1;
         return 0;
     }
@@ -302,11 +309,6 @@ static const CfgKey g_lm_keys[] = {
      "recall: the embedded associative-recall generator; mqar: Zoology's multi-query associative recall (docs/mqar.md); passkey: passkey retrieval at long lengths (docs/longctx.md); shards: token shards in data.path; cls: a classification "
      "task (data.task) for model.task \"classify\"."},
     {"data.path", CFGT_STR, O(data.path), S(data.path), "", 0, 0, NULL, "Directory with train.bin/valid.bin/test.bin (+ meta.json)."},
-    {"data.recall_vocab", CFGT_INT, O(data.recall_vocab), 0, "64", 8, 1000000, NULL, "Recall task: vocabulary (half keys, half values, minus 2 specials)."},
-    {"data.recall_pairs", CFGT_INT, O(data.recall_pairs), 0, "8", 1, 4096, NULL, "Recall task: key-value pairs per sequence."},
-    {"data.recall_queries", CFGT_INT, O(data.recall_queries), 0, "0", 0, 1000000, NULL, "Recall task: queried keys (0 = as many as fit)."},
-    {"data.recall_valid", CFGT_INT, O(data.recall_valid), 0, "256", 1, 100000000, NULL, "Recall task: validation sequences."},
-    {"data.recall_test", CFGT_INT, O(data.recall_test), 0, "256", 1, 100000000, NULL, "Recall task: test sequences."},
 };
 
 static const CfgKey g_lm_tail_keys[] = {
@@ -340,13 +342,25 @@ static const CfgKey g_mqar_keys[] = {
 #undef MS
 static const CfgSection mqar_cfg_section = {"mqar", sizeof(MqarCfg), g_mqar_keys, CFG_N(g_mqar_keys), NULL, "data"};
 
+#define RO(f) offsetof(RecallCfg, f)
+static const CfgKey g_recall_keys[] = {
+    {"recall_vocab", CFGT_INT, RO(vocab), 0, "64", 8, 1000000, NULL, "Recall task: vocabulary (half keys, half values, minus 2 specials)."},
+    {"recall_pairs", CFGT_INT, RO(pairs), 0, "8", 1, 4096, NULL, "Recall task: key-value pairs per sequence."},
+    {"recall_queries", CFGT_INT, RO(queries), 0, "0", 0, 1000000, NULL, "Recall task: queried keys (0 = as many as fit)."},
+    {"recall_valid", CFGT_INT, RO(valid), 0, "256", 1, 100000000, NULL, "Recall task: validation sequences."},
+    {"recall_test", CFGT_INT, RO(test), 0, "256", 1, 100000000, NULL, "Recall task: test sequences."},
+};
+#undef RO
+static const CfgSection recall_cfg_section = {"recall", sizeof(RecallCfg), g_recall_keys, CFG_N(g_recall_keys), NULL, "data"};
+
 static int validate_recall(const Config *c) {
-    int need = 2 * c->data.recall_pairs + 2;
+    const RecallCfg *rc = recall_cfg(c);
+    int need = 2 * rc->pairs + 2;
     if (c->train.seq_len < need)
         return gma_errorf("key train.seq_len: %d is too short for %d recall pairs (need at least %d)", c->train.seq_len,
-                          c->data.recall_pairs, need);
-    if (c->data.recall_vocab < 2 * c->data.recall_pairs + 2)
-        return gma_errorf("key data.recall_vocab: %d is too small for %d distinct keys", c->data.recall_vocab, c->data.recall_pairs);
+                          rc->pairs, need);
+    if (rc->vocab < 2 * rc->pairs + 2)
+        return gma_errorf("key data.recall_vocab: %d is too small for %d distinct keys", rc->vocab, rc->pairs);
     return 0;
 }
 
@@ -377,7 +391,7 @@ static const CfgSection lmdata_cfg_section = {NULL, 0, g_lm_keys, CFG_N(g_lm_key
 static const CfgSection lmdata_tail_cfg_section = {NULL, 0, g_lm_tail_keys, CFG_N(g_lm_tail_keys), NULL, NULL};
 
 int lmdata_config_sections(const CfgSection **out, int max) {
-    const CfgSection *s[] = {&lmdata_cfg_section, &mqar_cfg_section, &lmdata_tail_cfg_section};
+    const CfgSection *s[] = {&lmdata_cfg_section, &recall_cfg_section, &mqar_cfg_section, &lmdata_tail_cfg_section};
     int n = 0;
     for (; n < CFG_N(s) && n < max; n++) out[n] = s[n];
     return n;
