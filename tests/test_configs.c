@@ -83,7 +83,7 @@ START_TEST(test_lra_configs) {
             ck_assert(cfg_num(&c, "train.beta1") == 0.9 && cfg_num(&c, "train.beta2") == 0.98 && cfg_num(&c, "train.adam_eps") == 1e-9);
             ck_assert(cfg_num(&c, "train.decay_embeddings") && cfg_num(&c, "train.decay_norms") && cfg_num(&c, "train.decay_biases") && cfg_num(&c, "train.decay_mixture"));
             ck_assert(cfg_num(&c, "train.grad_clip") == 0);
-            ck_assert_int_eq(c.train.eval_every, eval_every[t]);
+            ck_assert_int_eq(cfg_num(&c, "train.eval_every"), eval_every[t]);
             ck_assert_str_eq(cfg_enum_name(&c, "train.report"), "last");
             ck_assert_int_eq(c.train.eval_drop_last, t >= 2); /* tf.data drop_remainder: Retrieval and Image */
             ck_assert_str_eq(cfg_enum_name(&c, "train.schedule"), t == 3 ? "cosine" : "rsqrt");
@@ -144,7 +144,7 @@ START_TEST(test_pathfinder_configs) {
             int B = big ? 64 : 512, epoch = 160000 / B;
             ck_assert_int_eq(c.train.batch_size, B);
             ck_assert_int_eq(c.train.steps, epoch * 200);
-            ck_assert_int_eq(c.train.eval_every, epoch);
+            ck_assert_int_eq(cfg_num(&c, "train.eval_every"), epoch);
             ck_assert_int_eq(cfg_num(&c, "train.warmup"), epoch);
             ck_assert_str_eq(cfg_enum_name(&c, "train.schedule"), "cosine");
             ck_assert(cfg_num(&c, "train.min_lr_ratio") == 0 && cfg_num(&c, "train.decay_steps") == c.train.steps);

@@ -85,11 +85,10 @@ typedef struct ModelCfg {
 } ModelCfg;
 
 /* The run's train.* keys over Config; the optimiser's and the schedule's (train.optimizer,
- * lr, ..., grad_clip, freeze) are optim's stored section (optim/optim.c). */
+ * lr, ..., grad_clip, freeze) are optim's stored section (optim/optim.c), those only the
+ * training loop reads (train.grad_accum, eval_every, ...) run_cfg.c's. */
 typedef struct TrainCfg {
-    int steps, batch_size, seq_len, grad_accum;
-    int report;             /* REPORT_BEST | REPORT_LAST (train/run_cfg.h): whose test accuracy a classifier reports */
-    int eval_every, eval_batches, log_every, checkpoint_every, keep_checkpoints, max_bad_steps;
+    int steps, batch_size, seq_len;
     int eval_drop_last;     /* classifier: evaluate whole batches of batch_size only */
     int sample_every, sample_tokens; /* text samples during training (0 = none) */
     char sample_prompt[256];

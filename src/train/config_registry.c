@@ -28,8 +28,9 @@ void config_register_all(void) {
         sections[n++] = &pool_cfg_section;
         sections[n++] = &stem_cfg_section;
         sections[n++] = &cls_head_cfg_section;
-        n += mixer_config_sections(sections + n, MAX_SECTIONS - 9 - n);
+        n += mixer_config_sections(sections + n, MAX_SECTIONS - 10 - n);
         sections[n++] = &run_train_cfg_section;
+        sections[n++] = &run_keys_cfg_section;
         sections[n++] = &optim_cfg_section;
         n += lmdata_config_sections(sections + n, MAX_SECTIONS - 3 - n);
         sections[n++] = &passkey_cfg_section;

@@ -338,7 +338,7 @@ static void print_banner(const Run *r) {
     if (r->m.head_gw) snprintf(head, sizeof head, " (logits in chunks of %d rows)", r->m.head_rows);
     fprintf(stderr, "gmatrain: %s | %zu parameters | mixers %s%s | B=%d N=%d accum=%d%s | %s | activations %.1f MiB%s\n",
             c->name, model_param_count(&r->m), c->model.mixer[0], c->model.n_mixer > 1 ? ",..." : "", B, r->task.N,
-            c->train.grad_accum, ranks, g_ops->name, r->m.act_bytes / 1048576.0, head);
+            run_keys(c)->grad_accum, ranks, g_ops->name, r->m.act_bytes / 1048576.0, head);
 }
 
 int run_open(Run *r, const Config *cfg, const TrainerOptions *o) {
@@ -418,12 +418,12 @@ static int kmeans_init(Run *r, LossStats *st) {
 /* The micro-batches of this rank: forward, backward, buffer updates; a non-finite loss
  * marks the step bad and skips the rest. */
 static int step_micro_batches(Run *r) {
-    const TrainCfg *tc = &r->cfg.train;
+    const int accum = run_keys(&r->cfg)->grad_accum;
     RunStep *s = &r->cur;
-    for (int a = 0; a < tc->grad_accum; a++) {
+    for (int a = 0; a < accum; a++) {
         LossStats st;
         double ntok = 0;
-        if (r->task.train_forward(&r->task, &r->m, &r->ts.rng, s->step * tc->grad_accum + a, s->step, &st, &ntok) != 0)
+        if (r->task.train_forward(&r->task, &r->m, &r->ts.rng, s->step * accum + a, s->step, &st, &ntok) != 0)
             return run_fatal(TRAIN_BAD_INPUT);
         if (r->fresh && a == 0 && model_wants_kmeans(&r->m)) {
             int rc = kmeans_init(r, &st);
@@ -439,12 +439,12 @@ static int step_micro_batches(Run *r) {
             s->loss = l;
             break;
         }
-        s->loss += l / tc->grad_accum;
-        if (r->div_on) s->div += model_aux_loss(&r->m, NULL) / tc->grad_accum;
-        if (r->teacher_built) s->kl += (st.count > 0 ? st.kl_sum / st.count : 0) / tc->grad_accum;
+        s->loss += l / accum;
+        if (r->div_on) s->div += model_aux_loss(&r->m, NULL) / accum;
+        if (r->teacher_built) s->kl += (st.count > 0 ? st.kl_sum / st.count : 0) / accum;
         s->tokens += ntok;
         /* with R ranks each backward carries 1/R, so the sum over ranks is the mean */
-        model_backward(&r->m, 1.0 / ((double)tc->grad_accum * r->R));
+        model_backward(&r->m, 1.0 / ((double)accum * r->R));
         model_update_buffers(&r->m);
     }
     return 0;
@@ -485,7 +485,7 @@ static int step_refuse(Run *r) {
     if (r->lead)
         fprintf(stderr, "%sstep %ld: non-finite %s, update refused (%d in a row)\n", r->o.progress_tty ? "\n" : "", s->step,
                 isfinite(s->loss) ? "gradient norm" : "loss", r->bad_row);
-    if (r->bad_row >= r->cfg.train.max_bad_steps) {
+    if (r->bad_row >= run_keys(&r->cfg)->max_bad_steps) {
         gma_errorf("stopping: %d non-finite steps in a row (train.max_bad_steps); the last checkpoint is kept", r->bad_row);
         return TRAIN_NONFINITE;
     }
@@ -587,7 +587,7 @@ static int run_monitor(Run *r) {
     }
     if (collapse < 0) return TRAIN_ERROR; /* a re-seed failed: said in gma_error, parameters unchanged */
     if (collapse) {
-        if (run_save_ckpt(&r->m, &r->ts, r->o.run_dir, r->cfg.train.keep_checkpoints, NULL) != 0) return TRAIN_ERROR;
+        if (run_save_ckpt(&r->m, &r->ts, r->o.run_dir, run_keys(&r->cfg)->keep_checkpoints, NULL) != 0) return TRAIN_ERROR;
         gma_errorf("stopping at step %ld: routing collapse alert (gma.on_collapse \"stop\"); checkpoint written to %s/latest",
                    r->ts.step, r->o.run_dir);
         return TRAIN_COLLAPSE;
@@ -599,7 +599,7 @@ static int run_monitor(Run *r) {
  * that fails here is skipped; the final one (run_finish) is not. */
 static int validate(Run *r) {
     EvalResult e;
-    if (r->task.eval(&r->task, &r->m, SPLIT_VALID, r->cfg.train.eval_batches, &e) != 0) return 0;
+    if (r->task.eval(&r->task, &r->m, SPLIT_VALID, run_keys(&r->cfg)->eval_batches, &e) != 0) return 0;
     run_metrics_row(r->mf, run_eval_row(r->ts.step, "valid", &e, &r->task));
     if (!r->quiet) run_print_eval("eval", "valid", r->ts.step, &e, &r->task, r->o.progress_tty);
     if (e.loss < r->ts.best_valid) r->ts.best_valid = e.loss;
@@ -630,16 +630,17 @@ static int metrics_check(const Run *r) {
 /* What falls due after a step (run.h). */
 static int periodic(Run *r) {
     const TrainCfg *tc = &r->cfg.train;
+    const RunKeys *rk = run_keys(&r->cfg);
     long step = r->ts.step;
     int rc = 0, last = step == tc->steps;
-    if (due(step, tc->log_every) || last) log_window(r);
+    if (due(step, rk->log_every) || last) log_window(r);
     else if (step == r->step0 + 1 && !r->cur.bad) progress_line(r, r->cur.loss); /* the first: speed and ETA at once */
     if (r->gma_layers && !r->cur.bad && due(step, r->mon.every) && (rc = run_monitor(r)) != 0) return rc;
     if (r->gma_layers && !r->cur.bad) health_drop(&r->m, step, r->lead ? r->mf : NULL, last);
-    if (due(step, tc->eval_every) && !last && r->task.have[SPLIT_VALID] && (rc = validate(r)) != 0) return rc;
+    if (due(step, rk->eval_every) && !last && r->task.have[SPLIT_VALID] && (rc = validate(r)) != 0) return rc;
     if (due(step, tc->sample_every) && r->lead && (rc = sample(r)) != 0) return rc;
-    if (due(step, tc->checkpoint_every) && !last)
-        return run_save_ckpt(&r->m, &r->ts, r->o.run_dir, tc->keep_checkpoints, NULL);
+    if (due(step, rk->checkpoint_every) && !last)
+        return run_save_ckpt(&r->m, &r->ts, r->o.run_dir, rk->keep_checkpoints, NULL);
     return 0;
 }
 
@@ -651,7 +652,7 @@ int run_periodic(Run *r) {
 /* ---------------- finish ---------------- */
 
 static int finish_interrupted(Run *r) {
-    if (run_save_ckpt(&r->m, &r->ts, r->o.run_dir, r->cfg.train.keep_checkpoints, NULL) != 0) return TRAIN_ERROR;
+    if (run_save_ckpt(&r->m, &r->ts, r->o.run_dir, run_keys(&r->cfg)->keep_checkpoints, NULL) != 0) return TRAIN_ERROR;
     if (r->lead) {
         if (g_stop)
             fprintf(stderr, "gmatrain: interrupted by signal %d at step %ld; checkpoint written to %s/latest (resume with --resume)\n",
@@ -731,7 +732,7 @@ static int finish_best(Run *r, cJSON *sum) {
 /* The test accuracy a classifier reports (train.report): of RUN/best or of the final model
  * (LRA reports the last one), as summary.json's report, reported_test_acc, reported_step. */
 static void report_test(const Run *r, cJSON *sum, const EvalResult *fin_test) {
-    int last = r->cfg.train.report == REPORT_LAST;
+    int last = run_keys(&r->cfg)->report == REPORT_LAST;
     const cJSON *at_best = cJSON_GetObjectItemCaseSensitive(sum, "test_acc_at_best");
     double acc = last ? fin_test->acc : at_best ? at_best->valuedouble : NAN;
     if (isnan(acc)) return; /* no best checkpoint was scored */
@@ -782,7 +783,7 @@ int run_finish(Run *r) {
     /* the final evaluation counts for best_valid, in the checkpoint too (a resume goes on from it) */
     if (have[SPLIT_VALID] && fin[SPLIT_VALID].loss < r->ts.best_valid) r->ts.best_valid = fin[SPLIT_VALID].loss;
     /* the trained model is kept even when its evaluation failed */
-    if (run_save_ckpt(&r->m, &r->ts, r->o.run_dir, r->cfg.train.keep_checkpoints, NULL) != 0) return TRAIN_ERROR;
+    if (run_save_ckpt(&r->m, &r->ts, r->o.run_dir, run_keys(&r->cfg)->keep_checkpoints, NULL) != 0) return TRAIN_ERROR;
     if (failed >= 0) {
         gma_errorf("final evaluation of the %s split failed: %s; checkpoint written to %s/latest, no summary.json",
                    g_split[failed], why, r->o.run_dir);

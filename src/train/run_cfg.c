@@ -24,18 +24,9 @@ static const CfgKey g_train[] = {
     {"train.steps", CFGT_INT, O(train.steps), 0, "1000", 0, 1000000000, NULL, "Optimiser steps."},
     {"train.batch_size", CFGT_INT, O(train.batch_size), 0, "8", 1, 1000000, NULL, "Sequences per micro-batch B."},
     {"train.seq_len", CFGT_INT, O(train.seq_len), 0, "256", 1, 16777216, NULL, "Training window N (<= model.max_seq_len)."},
-    {"train.grad_accum", CFGT_INT, O(train.grad_accum), 0, "1", 1, 1000000, NULL, "Micro-batches per optimiser step."},
-    {"train.report", CFGT_ENUM, O(train.report), 0, "best", 0, 0, "best|last",
-     "Classifier: the test accuracy summary.json reports (reported_test_acc): of the best-validation checkpoint, or of the last."},
-    {"train.eval_every", CFGT_INT, O(train.eval_every), 0, "100", 0, 1000000000, NULL, "Validation period in steps (0 = only at the end)."},
-    {"train.eval_batches", CFGT_INT, O(train.eval_batches), 0, "20", 0, 1000000000, NULL, "Validation batches (0 = the whole split)."},
     {"train.eval_drop_last", CFGT_BOOL, O(train.eval_drop_last), 0, "false", 0, 0, NULL,
      "Classifier: the trainer's evaluations (validation, the final valid and test scores) read whole batches of "
      "train.batch_size only, leaving out the rest of each split (tf.data's drop_remainder, as the LRA image tasks)."},
-    {"train.log_every", CFGT_INT, O(train.log_every), 0, "10", 1, 1000000000, NULL, "metrics.jsonl / progress period in steps."},
-    {"train.checkpoint_every", CFGT_INT, O(train.checkpoint_every), 0, "500", 0, 1000000000, NULL, "Checkpoint period (0 = only at the end)."},
-    {"train.keep_checkpoints", CFGT_INT, O(train.keep_checkpoints), 0, "2", 1, 1000000, NULL, "Periodic checkpoints kept."},
-    {"train.max_bad_steps", CFGT_INT, O(train.max_bad_steps), 0, "5", 1, 1000000, NULL, "Stop after this many NaN/Inf losses in a row."},
     {"train.sample_every", CFGT_INT, O(train.sample_every), 0, "0", 0, 1000000000, NULL,
      "Language models: generate a sample every this many steps (0 = never), printed and logged to metrics.jsonl."},
     {"train.sample_tokens", CFGT_INT, O(train.sample_tokens), 0, "64", 1, 100000, NULL, "New tokens per training-time sample."},
@@ -83,5 +74,22 @@ static int validate_train(const Config *c) {
     return 0;
 }
 
+#define RO(f) offsetof(RunKeys, f)
+static const CfgKey g_run[] = {
+    {"grad_accum", CFGT_INT, RO(grad_accum), 0, "1", 1, 1000000, NULL, "Micro-batches per optimiser step."},
+    {"report", CFGT_ENUM, RO(report), 0, "best", 0, 0, "best|last",
+     "Classifier: the test accuracy summary.json reports (reported_test_acc): of the best-validation checkpoint, or of the last."},
+    {"eval_every", CFGT_INT, RO(eval_every), 0, "100", 0, 1000000000, NULL, "Validation period in steps (0 = only at the end)."},
+    {"eval_batches", CFGT_INT, RO(eval_batches), 0, "20", 0, 1000000000, NULL, "Validation batches (0 = the whole split)."},
+    {"log_every", CFGT_INT, RO(log_every), 0, "10", 1, 1000000000, NULL, "metrics.jsonl / progress period in steps."},
+    {"checkpoint_every", CFGT_INT, RO(checkpoint_every), 0, "500", 0, 1000000000, NULL, "Checkpoint period (0 = only at the end)."},
+    {"keep_checkpoints", CFGT_INT, RO(keep_checkpoints), 0, "2", 1, 1000000, NULL, "Periodic checkpoints kept."},
+    {"max_bad_steps", CFGT_INT, RO(max_bad_steps), 0, "5", 1, 1000000, NULL, "Stop after this many NaN/Inf losses in a row."},
+};
+#undef RO
+
 const CfgSection run_top_cfg_section = {NULL, 0, g_top, CFG_N(g_top), validate_top, NULL};
 const CfgSection run_train_cfg_section = {NULL, 0, g_train, CFG_N(g_train), validate_train, NULL};
+const CfgSection run_keys_cfg_section = {"run", sizeof(RunKeys), g_run, CFG_N(g_run), NULL, "train"};
+
+const RunKeys *run_keys(const Config *c) { return cfg_section_of(c, &run_keys_cfg_section); }

@@ -9,4 +9,14 @@ enum { REPORT_BEST, REPORT_LAST }; /* train.report: best|last */
 
 extern const CfgSection run_top_cfg_section;   /* name, seed, device, precision, threads, out_dir */
 extern const CfgSection run_train_cfg_section; /* train.steps, batch_size, ..., sample_prompt */
+
+/* The keys only the training loop reads (train.grad_accum, report, eval_*, log_every,
+ * checkpoint_every, keep_checkpoints, max_bad_steps): a stored section (prefix train). */
+typedef struct RunKeys {
+    int grad_accum;
+    int report; /* REPORT_BEST | REPORT_LAST: whose test accuracy a classifier reports */
+    int eval_every, eval_batches, log_every, checkpoint_every, keep_checkpoints, max_bad_steps;
+} RunKeys;
+extern const CfgSection run_keys_cfg_section;
+const RunKeys *run_keys(const Config *c);
 #endif
