@@ -85,8 +85,8 @@ typedef struct ModelCfg {
 } ModelCfg;
 
 /* The run's train.* keys over Config; the optimiser's and the schedule's (train.optimizer,
- * lr, ..., grad_clip, freeze) are optim's stored section (optim/optim.c), those only the
- * training loop reads (train.grad_accum, eval_every, ...) run_cfg.c's. */
+ * lr, ..., grad_clip, freeze) are optim's stored section (optim/optim.c), and those only
+ * the training loop reads one of train/run_cfg.c. */
 typedef struct TrainCfg {
     int steps, batch_size, seq_len;
     int eval_drop_last;     /* classifier: evaluate whole batches of batch_size only */
