@@ -10,6 +10,19 @@
 #include "nn/linear.h"
 #include "nn/pool.h"
 
+/* the model's own keys (the stored section model_keys_section, at the end) */
+enum { POS_LEARNED, POS_SINUSOIDAL, POS_NONE }; /* model.pos: learned|sinusoidal|none */
+enum { EMBED_INIT_NORMAL, EMBED_INIT_RAMP };    /* model.embed_init: normal|ramp */
+typedef struct ModelKeys {
+    int pos;                   /* POS_LEARNED | POS_SINUSOIDAL | POS_NONE */
+    int mlp;                   /* include the MLP in each block */
+    double mlp_hidden_dropout; /* MLP hidden activation after GELU (the LRA release's MlpBlock) */
+    double embed_std;          /* tok_emb init std (< 0 = model.init_std) */
+    int embed_init;            /* EMBED_INIT_NORMAL | EMBED_INIT_RAMP: tok_emb */
+    double mlp_bias_std;       /* MLP biases' init std (0 = zeros) */
+} ModelKeys;
+static const ModelKeys *model_keys(const Config *c) { return cfg_section_of(c, &model_keys_section); }
+
 /* ---- dropout (docs/model.md §8) ---- */
 void model_set_dropout_batch(Model *m, long micro, int64_t first, int64_t global) {
     m->drop_micro = micro;
@@ -919,8 +932,6 @@ static const CfgKey g_model_keys[] = {
 };
 #undef O
 const CfgSection model_keys_section = {"model_keys", sizeof(ModelKeys), g_model_keys, CFG_N(g_model_keys), NULL, "model"};
-
-const ModelKeys *model_keys(const Config *c) { return cfg_section_of(c, &model_keys_section); }
 
 double cfg_pos_scale_ratio(const Config *c) {
     const ModelKeys *k = model_keys(c);

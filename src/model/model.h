@@ -239,19 +239,8 @@ int model_prefill(Model *m, DecodeState *s, const int32_t *prompt, int np);
 void model_decode_end(Model *m, DecodeState *s);
 
 /* The model's own keys (model.pos, mlp, mlp_hidden_dropout, embed_std, embed_init,
- * mlp_bias_std): a stored section with the prefix model, read only here. */
-enum { POS_LEARNED, POS_SINUSOIDAL, POS_NONE }; /* model.pos: learned|sinusoidal|none */
-enum { EMBED_INIT_NORMAL, EMBED_INIT_RAMP };    /* model.embed_init: normal|ramp */
-typedef struct ModelKeys {
-    int pos;                   /* POS_LEARNED | POS_SINUSOIDAL | POS_NONE */
-    int mlp;                   /* include the MLP in each block */
-    double mlp_hidden_dropout; /* MLP hidden activation after GELU (the LRA release's MlpBlock) */
-    double embed_std;          /* tok_emb init std (< 0 = model.init_std) */
-    int embed_init;            /* EMBED_INIT_NORMAL | EMBED_INIT_RAMP: tok_emb */
-    double mlp_bias_std;       /* MLP biases' init std (0 = zeros) */
-} ModelKeys;
+ * mlp_bias_std): a stored section with the prefix model, read only in model.c. */
 extern const CfgSection model_keys_section;
-const ModelKeys *model_keys(const Config *c);
 /* model.pos "sinusoidal": the table's RMS, sqrt(1/2), over the token embedding's init std
  * (model.embed_std, else model.init_std); 0 for other positions. Above POS_SCALE_WARN the
  * position table dwarfs the tokens and a language model barely trains (docs/longctx.md). */
