@@ -9,6 +9,7 @@
 #include "data/lm/lmdata.h"
 #include "data/lm/recall.h"
 #include "data/lm/shard.h"
+#include "nn/mixers/mixer.h"
 #include "nn/params.h"
 #include "optim/optim.h"
 #include "testutil.h"
@@ -170,6 +171,11 @@ START_TEST(test_config_set_and_roundtrip) {
     ck_assert_int_eq(cfg_set(&c, "model.mixer=sdpa,gma,gma,gma"), 0);
     ck_assert_int_eq(c.model.n_mixer, 4);
     ck_assert_str_eq(cfg_layer_mixer(&c, 0), "sdpa");
+    /* the mixers are resolved when read: each layer's vtable without a name compared */
+    ck_assert_ptr_eq(mixer_of_layer(&c, 0), mixer_find("sdpa"));
+    ck_assert_ptr_eq(mixer_of_layer(&c, 3), mixer_find("gma"));
+    ck_assert_int_eq(cfg_set(&c, "model.mixer=mamba"), 0);
+    ck_assert_ptr_eq(mixer_of_layer(&c, 2), mixer_find("mamba"));
     ck_assert_int_eq(cfg_set(&c, "model.mlp=false"), 0);
     ck_assert(cfg_num(&c, "model.mlp") == 0);
     ck_assert_int_ne(cfg_set(&c, "model.mlp=maybe"), 0);

@@ -117,8 +117,9 @@ Config tu_tiny_config(const char *mixer) {
     c.model.init_std = 0.3; /* large enough that every path carries gradient */
     ck_assert(cfg_set(&c, "gma.n_components=3") == 0);
     ck_assert(cfg_set(&c, "gma.chunk=3") == 0);
-    snprintf(c.model.mixer[0], sizeof c.model.mixer[0], "%s", mixer);
-    c.model.n_mixer = 1;
+    char mx[64];
+    snprintf(mx, sizeof mx, "model.mixer=%s", mixer);
+    ck_assert_msg(cfg_set(&c, mx) == 0, "%s", gma_error());
     return c;
 }
 

@@ -40,8 +40,9 @@ Config bench_config(const BenchOpts *o, const char *mixer, int N) {
     snprintf(kc, sizeof kc, "gma.n_components=%d", o->Kc);
     if (cfg_set(&c, kc) != 0) fprintf(stderr, "gmabench: --Kc: %s\n", gma_error());
     c.model.causal = o->causal;
-    snprintf(c.model.mixer[0], sizeof c.model.mixer[0], "%s", mixer);
-    c.model.n_mixer = 1;
+    char mx[64];
+    snprintf(mx, sizeof mx, "model.mixer=%s", mixer);
+    if (cfg_set(&c, mx) != 0) fprintf(stderr, "gmabench: %s\n", gma_error());
     for (int i = 0; i < o->n_sets; i++)
         if (cfg_set(&c, o->sets[i]) != 0) fprintf(stderr, "gmabench: %s\n", gma_error());
     return c;

@@ -234,7 +234,12 @@ static int set_mixers_list(Config *c, const char **names, int n, const char *src
         if (check_text(names[i], src, "model.mixer") != 0) return -1;
         if (!in_choices(names[i], reg()->mixers) || strlen(names[i]) >= sizeof c->model.mixer[i])
             return gma_errorf("%s: key model.mixer: unknown mixer \"%s\" (known: %s)", src, gma_quote(names[i]), reg()->mixers);
+    }
+    memset(c->model.mixer, 0, sizeof c->model.mixer); /* one value, one bit pattern */
+    memset(c->model.mixer_id, 0, sizeof c->model.mixer_id);
+    for (int i = 0; i < n; i++) {
         snprintf(c->model.mixer[i], sizeof c->model.mixer[i], "%s", names[i]);
+        c->model.mixer_id[i] = (unsigned char)choice_index(names[i], reg()->mixers);
     }
     c->model.n_mixer = n;
     return 0;

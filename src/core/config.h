@@ -73,6 +73,7 @@ typedef struct ModelCfg {
     int vocab_size;         /* 0 = from the data */
     int d_model, n_layers, n_heads, d_ff, max_seq_len;
     char mixer[CFG_MAX_LAYERS][16];
+    unsigned char mixer_id[CFG_MAX_LAYERS]; /* each name's index in CfgRegistry.mixers, set with it (set it through cfg_set) */
     int n_mixer;            /* 1 = same for all layers, else n_layers */
     int causal;             /* -1 = by task (lm causal, classify bidirectional) */
     double init_std;

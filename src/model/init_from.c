@@ -58,8 +58,8 @@ int init_from_ckpt(Model *m, const char *dir, const Config *src, InitReport *rep
     memset(rep, 0, sizeof *rep);
     snprintf(rep->dir, sizeof rep->dir, "%s", dir);
     for (int l = 0; src && l < m->L && l < src->model.n_layers && l < CFG_MAX_LAYERS; l++) {
-        const char *a = cfg_layer_mixer(src, l), *b = cfg_layer_mixer(&m->cfg, l);
-        if (strcmp(a, b)) snprintf(rep->old_mixer[l], sizeof rep->old_mixer[l], "%s", a);
+        if (mixer_of_layer(src, l) != mixer_of_layer(&m->cfg, l))
+            snprintf(rep->old_mixer[l], sizeof rep->old_mixer[l], "%s", cfg_layer_mixer(src, l));
     }
     char path[2100];
     snprintf(path, sizeof path, "%s/model.safetensors", dir);

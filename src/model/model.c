@@ -91,7 +91,7 @@ int model_build(Model *m, const Config *c) {
 #define NM(s) (snprintf(name, sizeof name, "%s.%s", pre, s), name)
         b->ln1w = pt_add1(pt, NM("ln1.weight"), m->D, INIT_ONE, 0, GROUP_NORM);
         b->ln1b = pt_add1(pt, NM("ln1.bias"), m->D, INIT_ZERO, 0, GROUP_BIAS);
-        const MixerVT *vt = mixer_find(cfg_layer_mixer(c, l));
+        const MixerVT *vt = mixer_of_layer(c, l);
         if (!vt) return gma_errorf("key model.mixer: unknown mixer \"%s\"", cfg_layer_mixer(c, l));
         snprintf(name, sizeof name, "%s.mixer", pre);
         b->mixer = vt->create(c, l, pt, name);
@@ -143,7 +143,7 @@ int model_extend_window(Config *c, int N, const char *src) {
         return gma_errorf("--seq-len %d is longer than model.max_seq_len %d of checkpoint %s: a classifier is evaluated within it", N,
                           mc->max_seq_len, src);
     for (int l = 0; l < mc->n_layers; l++) {
-        const MixerVT *vt = mixer_find(cfg_layer_mixer(c, l));
+        const MixerVT *vt = mixer_of_layer(c, l);
         if (vt && vt->fixed_window)
             return gma_errorf("--seq-len %d is longer than model.max_seq_len %d: layer %d's mixer %s of checkpoint %s: %s",
                               N, mc->max_seq_len, l, vt->name, src, vt->fixed_window);

@@ -170,7 +170,7 @@ static int gma_validate(const Config *c) {
 static int gma_layers(const Config *c) {
     int n = 0;
     for (int l = 0; l < c->model.n_layers; l++) {
-        const MixerVT *vt = mixer_find(cfg_layer_mixer(c, l));
+        const MixerVT *vt = mixer_of_layer(c, l);
         n += vt && vt->gma_layer;
     }
     return n;
@@ -181,7 +181,7 @@ int gma_layer_kc(const Config *c, int layer) {
     if (k->n == 1) return k->v[0];
     int i = 0;
     for (int l = 0; l < layer && l < c->model.n_layers; l++) {
-        const MixerVT *vt = mixer_find(cfg_layer_mixer(c, l));
+        const MixerVT *vt = mixer_of_layer(c, l);
         i += vt && vt->gma_layer;
     }
     return k->v[GMA_MIN(i, k->n - 1)];

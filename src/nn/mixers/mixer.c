@@ -26,6 +26,11 @@ const MixerVT *mixer_find(const char *name) {
     return NULL;
 }
 
+const MixerVT *mixer_of_layer(const Config *c, int l) {
+    int id = c->model.mixer_id[c->model.n_mixer == 1 ? 0 : l]; /* mixer_names()'s order is g_mixers' */
+    return id < N_MIXERS ? g_mixers[id] : NULL;
+}
+
 const char *mixer_names(void) {
     static char buf[256];
     if (!buf[0]) {
@@ -41,7 +46,7 @@ const char *mixer_names(void) {
 static int validate_layers(const Config *c) {
     int causal = cfg_causal(c);
     for (int l = 0; l < c->model.n_layers; l++) {
-        const MixerVT *vt = mixer_find(cfg_layer_mixer(c, l));
+        const MixerVT *vt = mixer_of_layer(c, l);
         if (!vt) return gma_errorf("key model.mixer: unknown mixer \"%s\" (known: %s)", cfg_layer_mixer(c, l), mixer_names());
         if (causal && !vt->causal_ok)
             return gma_errorf("key model.mixer: mixer \"%s\" (layer %d) cannot run causally (the model is causal: model.causal or model.task \"lm\"); use a causal mixer", vt->name, l);

@@ -179,6 +179,8 @@ struct Mixer {
 
 /* Registry (mixer.c: one line per mixer) */
 const MixerVT *mixer_find(const char *name);
+/* The mixer of layer l, resolved when model.mixer was read (no name compared). */
+const MixerVT *mixer_of_layer(const Config *c, int l);
 /* "gma|sdpa|..." */
 const char *mixer_names(void);
 /* The mixers' configuration sections in registry order, then a keyless section that checks
