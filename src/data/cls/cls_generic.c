@@ -266,3 +266,11 @@ int cls_generic_load(ClsDataset *d, const char *format, const char *path, const 
     nameset_free(&all.names);
     return rc;
 }
+
+int cls_jsonl_load(ClsDataset *d, const char *path, const char *split, const ClsOptions *opt) {
+    return cls_generic_load(d, "jsonl", path, split, opt);
+}
+
+int cls_tsv_load(ClsDataset *d, const char *path, const char *split, const ClsOptions *opt) {
+    return cls_generic_load(d, "tsv", path, split, opt);
+}

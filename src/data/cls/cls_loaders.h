@@ -4,14 +4,15 @@
  */
 #ifndef GMA_CLS_LOADERS_H
 #define GMA_CLS_LOADERS_H
+#include "data/cls/cls_tasks.h"
 #include "data/cls/cls_types.h"
 
-int lra_listops_load(ClsDataset *d, const char *path, const char *split, const ClsOptions *opt);
-int lra_text_load(ClsDataset *d, const char *path, const char *split, const ClsOptions *opt);
-int lra_retrieval_load(ClsDataset *d, const char *path, const char *split, const ClsOptions *opt);
-int lra_image_load(ClsDataset *d, const char *path, const char *split, const ClsOptions *opt);
-int lra_pathfinder_load(ClsDataset *d, const char *path, const char *split, const ClsOptions *opt);
-/* format: "jsonl" or "tsv" */
+/* every loader of the registry (clsdata.h: CLS_TASKS), declared from its line */
+#define CLS_LOADER_DECL_(name, vocab, max_len, generic, load) \
+    int load(ClsDataset *d, const char *path, const char *split, const ClsOptions *opt);
+CLS_TASKS(CLS_LOADER_DECL_, )
+#undef CLS_LOADER_DECL_
+/* format: "jsonl" or "tsv" (cls_jsonl_load, cls_tsv_load) */
 int cls_generic_load(ClsDataset *d, const char *format, const char *path, const char *split,
                      const ClsOptions *opt);
 

@@ -22,14 +22,6 @@ typedef struct TaskInfo {
     ClsLoader load;
 } TaskInfo;
 
-static int cls_jsonl_load(ClsDataset *d, const char *path, const char *split, const ClsOptions *opt) {
-    return cls_generic_load(d, "jsonl", path, split, opt);
-}
-
-static int cls_tsv_load(ClsDataset *d, const char *path, const char *split, const ClsOptions *opt) {
-    return cls_generic_load(d, "tsv", path, split, opt);
-}
-
 #define TASK_ROW(name, vocab, max_len, generic, load) {#name, vocab, max_len, generic, load},
 static const TaskInfo TASKS[] = {CLS_TASKS(TASK_ROW, )};
 #undef TASK_ROW

@@ -10,20 +10,10 @@
 #ifndef GMA_CLSDATA_H
 #define GMA_CLSDATA_H
 #include "core/config.h"
+#include "data/cls/cls_tasks.h"
 #include "data/cls/cls_types.h"
 
-/* The classification tasks (data.task), one line each: name, fixed vocabulary, default
- * max_len, whether the classes come from the data (generic formats), loader
- * (cls_loaders.h). A dataset is its loader's file, one line here and its test; the
- * config's choices, the enum and the messages all come from this list. */
-#define CLS_TASKS(X, SEP)                                                                         \
-    X(listops, 16, 2000, 0, lra_listops_load) /* pad, 4 operators, 10 digits, ']' */ SEP         \
-    X(text, 257, 4096, 0, lra_text_load) /* byte + 1 */ SEP                                       \
-    X(retrieval, 257, 4000, 0, lra_retrieval_load) SEP                                            \
-    X(image, 257, 1024, 0, lra_image_load) /* grayscale intensity + 1, 32x32 */ SEP               \
-    X(pathfinder, 257, 1024, 0, lra_pathfinder_load) /* pixel + 1 (Path-X: max_len 16384) */ SEP  \
-    X(jsonl, 257, 4096, 1, cls_jsonl_load) SEP                                                    \
-    X(tsv, 257, 4096, 1, cls_tsv_load)
+/* The task list CLS_TASKS (cls_tasks.h) gives the enum and the config's choices. */
 #define CLS_TASK_ENUM_(name, ...) CLS_TASK_##name,
 typedef enum { CLS_TASKS(CLS_TASK_ENUM_, ) N_CLS_TASKS } ClsTaskId;
 #define CLS_TASK_NAME_(name, ...) #name
