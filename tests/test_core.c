@@ -73,6 +73,19 @@ START_TEST(test_config_errors) {
     ck_assert_int_eq(c.model.d_model, 64);
     ck_assert_int_ne(load_text(&c, "{\"model\": {\"d_modle\": 64}}"), 0);
     ck_assert_str_eq(gma_error(), "test.json: unknown key model.d_modle (did you mean model.d_model?)");
+    /* keys of the modules' stored sections, under another section's prefix: found, ranged, suggested */
+    ck_assert_int_eq(load_text(&c, "{\"model\": {\"pos\": \"none\", \"attn_bias\": false, \"auto_threshold\": 9}, "
+                                   "\"train\": {\"eval_every\": 7}, \"data\": {\"recall_pairs\": 3, \"task\": \"text\"}}"), 0);
+    ck_assert_str_eq(cfg_enum_name(&c, "model.pos"), "none");
+    ck_assert(cfg_num(&c, "model.attn_bias") == 0 && cfg_num(&c, "model.auto_threshold") == 9);
+    ck_assert(cfg_num(&c, "train.eval_every") == 7 && cfg_num(&c, "data.recall_pairs") == 3);
+    ck_assert_str_eq(cfg_enum_name(&c, "data.task"), "text");
+    ck_assert_int_ne(load_text(&c, "{\"train\": {\"eval_evry\": 7}}"), 0);
+    ck_assert_str_eq(gma_error(), "test.json: unknown key train.eval_evry (did you mean train.eval_every?)");
+    ck_assert_int_ne(cfg_set(&c, "data.recall_pairs=0"), 0);
+    ck_assert_ptr_nonnull(strstr(gma_error(), "key data.recall_pairs: 0 is out of range"));
+    ck_assert_int_ne(cfg_set(&c, "model.pos=rotary"), 0);
+    ck_assert_ptr_nonnull(strstr(gma_error(), "key model.pos: \"rotary\" is not one of learned|sinusoidal|none"));
     ck_assert_int_ne(load_text(&c, "{\"train\": {\"lr\": \"fast\"}}"), 0);
     ck_assert_str_eq(gma_error(), "test.json: key train.lr: expected a number");
     ck_assert_int_ne(load_text(&c, "{\"train\": {\"steps\": -3}}"), 0);
