@@ -97,9 +97,8 @@ typedef struct TrainCfg {
     double distill_weight, distill_temperature; /* loss = CE + weight T^2 KL(teacher || student) at T */
 } TrainCfg;
 
-/* The data keys over Config; the recall task's (data.recall_*) and MQAR's (data.mqar_*) are
- * stored sections of data/lm/lmdata.c,
- * a classification task's loading keys (data.task, truncate, ...) one of train/cls_task.c. */
+/* The data keys over Config; the recall task's and MQAR's are stored sections of
+ * data/lm/lmdata.c, the keys of loading a classification task one of train/cls_task.c. */
 typedef struct DataCfg {
     int source;             /* DataSource (data/lm/lmdata.h): recall | mqar | shards | cls */
     char path[CFG_STR];
