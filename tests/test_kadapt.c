@@ -276,6 +276,21 @@ START_TEST(test_train_resume) {
     ck_assert_msg(moved, "K never changed");
     ck_assert_int_eq(ckpt_kc(tu_path("full"), "blocks.0.mixer.gma.mu"), k_last[0]);
     ck_assert_int_eq(ckpt_kc(tu_path("full"), "blocks.2.mixer.gma.var_raw"), k_last[2]);
+    /* the plot's data: K per layer at every adaptation (no gnuplot needed) */
+    ck_assert_msg(run("GNUPLOT=/nonexistent scripts/plot_k.sh --out %s %s", tu_path("plots"), tu_path("full")) == 0, "%s", g_out);
+    char *dat = gma_read_file(tu_path("plots/full.k.dat"), NULL);
+    ck_assert_ptr_nonnull(dat);
+    int nd = 0;
+    for (char *line = strtok(dat, "\n"); line; line = strtok(NULL, "\n")) {
+        long s;
+        int l, k;
+        double live;
+        ck_assert_msg(sscanf(line, "%ld %d %d %lf", &s, &l, &k, &live) == 4, "%s", line);
+        ck_assert(s % 2 == 0 && (l == 0 || l == 2) && live <= k);
+        nd++;
+    }
+    ck_assert_int_eq(nd, 12);
+    free(dat);
     /* half, then a resume (from the checkpoint's config, and with --config: its K list stands) */
     ck_assert_msg(run("./bin/gmatrain --config %s --out %s --quiet --set train.steps=6", tu_path("ka.json"), tu_path("half")) == 0,
                   "%s", g_out);
