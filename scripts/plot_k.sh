@@ -5,7 +5,8 @@
 #   scripts/plot_k.sh [--out DIR] RUN...
 #   --out DIR   where the figure goes (default runs/plots)
 # Writes DIR/NAME.k.dat per run (step layer n_components k_live; k_live the live components
-# per routing head, their mean: the adapt rows' k_live, the components rows' k_active),
+# per routing head, their mean: the adapt rows' k_live, with a row at step 0 for the K
+# before the first adaptation; a run without adapt rows: the components rows' k_active),
 # DIR/k.gp and DIR/k_steps.png (one curve per run and layer: live K, and the tensor K
 # dashed). Without gnuplot the .dat files and k.gp are written and the PNG skipped (exit 0).
 # Environment: GNUPLOT=PROG the gnuplot to run (default gnuplot, looked up on PATH).
@@ -32,11 +33,15 @@ for run in "${runs[@]}"; do
   [ -f "$m" ] || { echo "$0: $m: no such file (a run directory of bin/gmatrain)" >&2; exit 2; }
   name=$(printf '%s' "$(basename "${run%/}")" | tr -c 'A-Za-z0-9._-' '_')
   dat="$out/$name.k.dat"
-  grep -E '"event":"(adapt|components)"' "$m" | while IFS= read -r row; do
+  ev='"event":"components"'; grep -q '"event":"adapt"' "$m" && ev='"event":"adapt"' # adapt rows when there are
+  grep -F "$ev" "$m" | while IFS= read -r row; do
     s=$(field step <<< "$row"); l=$(field layer <<< "$row"); k=$(field n_components <<< "$row")
     live=$(field k_live <<< "$row"); [ -n "$live" ] || live=$(field k_active <<< "$row")
+    k0=$(field k_before <<< "$row")
+    [ -z "$k0" ] || echo "0 $l $k0 $k0 first"
     echo "$s $l $k $live"
-  done | sort -n -k2,2 -k1,1 | awk 'NR > 1 && $2 != last { print ""; print "" } { print; last = $2 }' > "$dat"
+  done | awk '$5 == "first" { if (seen[$2]++) next; $5 = "" } { print }' | sed 's/ *$//' \
+    | sort -n -k2,2 -k1,1 | awk 'NR > 1 && $2 != last { print ""; print "" } { print; last = $2 }' > "$dat"
   [ -s "$dat" ] || { echo "$0: $m: no \"adapt\" or \"components\" rows (gma.adapt_every or gma.dirichlet_weight off)" >&2; exit 2; }
   for l in $(awk 'NF { print $2 }' "$dat" | sort -un); do
     i=$(awk 'NF { print $2 }' "$dat" | sort -un | grep -n "^$l\$" | cut -d: -f1); i=$((i - 1))
@@ -45,7 +50,7 @@ for run in "${runs[@]}"; do
   done
 done
 cat > "$out/k.gp" <<GP
-set terminal pngcairo size 900,500
+set terminal pngcairo size 900,500 noenhanced
 set output 'k_steps.png'
 set xlabel 'step'
 set ylabel 'components per head K (live; tensor K dashed)'
