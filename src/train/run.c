@@ -369,9 +369,9 @@ int run_open(Run *r, const Config *cfg, const TrainerOptions *o) {
     if (rc) return rc;
     rc = dist_agree(find_data(r) != 0 ? TRAIN_BAD_INPUT : check_identity(r));
     if (rc) return rc;
+    if ((rc = dist_agree(resume_k(r))) != 0) return rc;
     /* the data and the sampler's tokenizer from where the data is; config.json, the
      * checkpoints and data.json keep data.path as given */
-    if ((rc = dist_agree(resume_k(r))) != 0) return rc;
     char user[CFG_STR];
     snprintf(user, sizeof user, "%s", r->cfg.data.path);
     snprintf(r->cfg.data.path, sizeof r->cfg.data.path, "%s", g_data_dir);
@@ -609,8 +609,8 @@ static int run_monitor(Run *r) {
     return 0;
 }
 
-/* The structural adaptation of K (kadapt.h): the same on every rank (routing counts summed
- * over ranks); after a rebuild the monitor starts afresh on the new shapes and the replicas
+/* The structural adaptation of K (kadapt.h): the same on every rank (the loads summed over
+ * ranks); after a rebuild the monitor starts afresh on the new shapes and the replicas
  * take rank 0's model, as after a re-seed. */
 static int run_adapt(Run *r) {
     KadaptTally t;
