@@ -3,29 +3,38 @@
 # the State of the Union split of scripts/reproduce_small.sh) with K per layer, the Dirichlet
 # prior and the gated layer (docs/model.md §3.6, §3.7, §4.1), one seed, a short budget:
 #   gma K 32 (the config), gma K 64, gma K [64, 32] (one per layer), gma from K 64 with the
-#   Dirichlet prior, gated (K 32), sdpa.
-#   scripts/reproduce_future.sh [--sotu DIR] [--steps N] [--threads N] [--variants LIST]
-#                               [--write-docs] [--help]
+#   Dirichlet prior, gated (K 32), sdpa; on request (--variants) also gma K 256 and adaptive
+#   K from 256: structural (kad256: merge, prune, split every 20 steps, docs/model.md §4.2)
+#   and structural with the Dirichlet prior (kdir256).
+#   scripts/reproduce_future.sh [--sotu DIR] [--data DIR] [--steps N] [--warmup N] [--threads N]
+#                               [--variants LIST] [--set KEY=VALUE]... [--write-docs] [--help]
+#   --data DIR       shards to train on instead of data/sotu8-bpe4k (then not prepared)
 #   --steps N        train.steps of every run (default 150)
+#   --warmup N       train.warmup of every run (default: the config's, 100)
 #   --threads N      threads of every run (default 2)
-#   --variants LIST  a subset of "gma32 gma64 gma64_32 dir64 gated sdpa" (default all)
+#   --set KEY=VALUE  a config override for every run, after the variant's (repeatable)
+#   --variants LIST  a subset of "gma32 gma64 gma64_32 dir64 gated sdpa gma256 kad256
+#                    kdir256" (default the first six)
 #   --write-docs     afterwards write the section of docs/results.md
 #                    (scripts/write_future_results.sh) from the JSON
 # Environment: SOTU=DIR the corpus, as --sotu (needed until data/sotu8 is made).
 # Writes runs/future_<variant>-<stamp>/ per run and runs/future-<stamp>.json: per variant
 # the command, valid and test ppl (gmatrain's closing evaluation on the whole splits),
-# tokens/s, parameters, K per GMA layer at the end (the Dirichlet prior's last
-# "components" rows, else the configured K) and, for gated, the gates per layer
+# tokens/s, parameters, K per GMA layer at the end (the structural adaptation's last
+# "adapt" rows, else the Dirichlet prior's last "components" rows, else the configured K) and, for gated, the gates per layer
 # (gmaeval --analyze on the valid split).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . scripts/lib_reproduce.sh
-steps=150; threads=2; variants="gma32 gma64 gma64_32 dir64 gated sdpa"; docs=0
-usage="[--sotu DIR] [--steps N] [--threads N] [--variants LIST] [--write-docs] [--help]"
+steps=150; warmup=; threads=2; data=; extra=""; variants="gma32 gma64 gma64_32 dir64 gated sdpa"; docs=0
+usage="[--sotu DIR] [--data DIR] [--steps N] [--warmup N] [--threads N] [--variants LIST] [--set KEY=VALUE]... [--write-docs] [--help]"
 while [ $# -gt 0 ]; do
   case "$1" in
     --steps) need_value "$@"; steps="$2"; shift 2;;
     --threads) need_value "$@"; threads="$2"; shift 2;;
+    --warmup) need_value "$@"; warmup="$2"; shift 2;;
+    --data) need_value "$@"; data="$2"; shift 2;;
+    --set) need_value "$@"; extra+=" --set $2"; shift 2;;
     --variants) need_value "$@"; variants="$2"; shift 2;;
     --sotu) need_value "$@"; SOTU="$2"; shift 2;;
     --write-docs) docs=1; shift;;
@@ -34,6 +43,10 @@ while [ $# -gt 0 ]; do
   esac
 done
 positive_ints "steps:$steps" "threads:$threads"
+[ -z "$warmup" ] || [[ "$warmup" =~ ^[0-9]+$ ]] || { echo "$0: --warmup: '$warmup' is not a whole number" >&2; exit 2; }
+# the structural adaptation of kad256 and kdir256: every 20 steps, prune below half the
+# uniform share, merge below 0.001, split above 4 times it, K in [16, 256]
+kad="--set gma.adapt_every=20 --set gma.prune_below=0.5 --set gma.merge_dist=0.001 --set gma.split_above=4 --set gma.k_min=16 --set gma.k_max=256"
 # the config and the --set options of a variant
 sets_of() {
   case "$1" in
@@ -43,17 +56,21 @@ sets_of() {
     dir64) echo "configs/small_gma.json --set gma.n_components=64 --set gma.dirichlet_weight=1 --set gma.dirichlet_alpha=0.5 --set gma.dirichlet_every=25 --set gma.dirichlet_drop=0.012";;
     gated) echo "configs/small_gma.json --set model.mixer=gated";;
     sdpa) echo "configs/small_sdpa.json";;
-    *) echo "$0: unknown variant '$1' (--variants: gma32 gma64 gma64_32 dir64 gated sdpa)" >&2; exit 2;;
+    gma256) echo "configs/small_gma.json --set gma.n_components=256";;
+    kad256) echo "configs/small_gma.json --set gma.n_components=256 $kad";;
+    kdir256) echo "configs/small_gma.json --set gma.n_components=256 $kad --set gma.dirichlet_weight=1 --set gma.dirichlet_alpha=0.5 --set gma.dirichlet_every=20 --set gma.dirichlet_drop=0.003";;
+    *) echo "$0: unknown variant '$1' (--variants: gma32 gma64 gma64_32 dir64 gated sdpa gma256 kad256 kdir256)" >&2; exit 2;;
   esac
 }
 for v in $variants; do sets_of "$v" > /dev/null; done
-prepare_sotu8
+if [ -z "$data" ]; then prepare_sotu8; data=data/sotu8-bpe4k
+else [ -f "$data/meta.json" ] || { echo "$0: --data $data: no meta.json there (bin/gmadata prepare makes one)" >&2; exit 2; }; make -s binaries; fi
 stamp=$(date +%Y%m%d-%H%M%S)
 k=0; n=$(echo $variants | wc -w); rows=()
 for v in $variants; do
   out="runs/future_$v-$stamp"; set -- $(sets_of "$v"); cfg="$1"; shift
   k=$((k + 1)); progress $k $n "$cfg $*" "$out"
-  cmd="bin/gmatrain --config $cfg $* --set data.path=data/sotu8-bpe4k --set train.steps=$steps --set threads=$threads"
+  cmd="bin/gmatrain --config $cfg $*$extra --set data.path=$data --set train.steps=$steps${warmup:+ --set train.warmup=$warmup} --set threads=$threads"
   $cmd --out "$out" --quiet
   gates=null
   if [ "$v" = gated ]; then
@@ -62,9 +79,9 @@ for v in $variants; do
   fi
   rows+=("$v|$cmd|$out|$gates")
 done
-python3 - "runs/future-$stamp.json" "$steps" "$threads" "${rows[@]}" <<'PY'
+python3 - "runs/future-$stamp.json" "$steps" "$threads" "${warmup:-100}" "${rows[@]}" <<'PY'
 import json, sys
-out, steps, threads, rows = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4:]
+out, steps, threads, warmup, rows = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4]), sys.argv[5:]
 res = []
 for r in rows:
     v, cmd, run, gates = r.split("|")
@@ -75,11 +92,14 @@ for r in rows:
     mix = mix if isinstance(mix, list) else [mix] * cfg["model"]["n_layers"]
     gl = [l for l, m in enumerate(mix) if m in ("gma", "auto", "gated")]
     k_start = {l: (kc[i] if isinstance(kc, list) else kc) for i, l in enumerate(gl)}
-    k_end = dict(k_start)
+    k_end, k_adapt = dict(k_start), {}
     for line in open(run + "/metrics.jsonl"):
         o = json.loads(line)
         if o.get("event") == "components":
             k_end[o["layer"]] = o["k_active"]
+        if o.get("event") == "adapt":
+            k_adapt[o["layer"]] = o["n_components"]
+    k_end.update(k_adapt)
     row = {"variant": v, "command": cmd + " --out " + run, "run": run, "steps": steps, "threads": threads,
            "mixer": mix, "k_start": [k_start[l] for l in gl], "k_end": [k_end[l] for l in gl],
            "valid_ppl": summ["valid"]["ppl"], "test_ppl": summ["test"]["ppl"],
@@ -87,7 +107,7 @@ for r in rows:
     if gates != "null":
         row["gates"] = json.load(open(gates)).get("gates", [])
     res.append(row)
-json.dump({"steps": steps, "threads": threads, "runs": res}, open(out, "w"), indent=1)
+json.dump({"steps": steps, "warmup": warmup, "threads": threads, "runs": res}, open(out, "w"), indent=1)
 print(out)
 PY
 [ $docs = 1 ] && scripts/write_future_results.sh "runs/future-$stamp.json"

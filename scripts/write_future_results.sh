@@ -2,12 +2,17 @@
 # write_future_results.sh: the section "## Future work: per-layer K, adaptive K, gated
 # hybrid" of docs/results.md from the JSON of scripts/reproduce_future.sh (python3,
 # standard library only).
-#   scripts/write_future_results.sh [FILE.json]... [--out FILE] [--note TEXT]...
+#   scripts/write_future_results.sh [FILE.json]... [--out FILE] [--note TEXT]... [--part TITLE]
 #       FILE.json: one or more (their runs in order, each with its own steps); default the
 #       newest runs/future-*.json; --out: default docs/results.md.
 #       The section replaces the file's own from its heading to the end (else it is
 #       appended); scripts/write_results.sh keeps it when it rewrites the page. Each
 #       --note TEXT a paragraph after the generated one.
+#       --part TITLE: instead, a subsection "### TITLE" of that section (replacing its own,
+#       up to the next heading, else added at the end): the runs' table with the K per
+#       layer at the start and the end, their commands (data and overrides in them), and a
+#       paragraph comparing every variant with fixed K 256 and K 32 (the adaptive-K runs
+#       of scripts/reproduce_future.sh --variants "gma32 gma64 gma256 kad256 kdir256").
 # The table: per variant the mixers, K per GMA layer at the start and the end (the
 # Dirichlet prior's last "components" rows), valid and test ppl, training tokens/s,
 # parameters; the gated layers' gates; then one paragraph comparing each variant with
@@ -22,7 +27,9 @@ import glob, json, math, os, platform, struct, subprocess, sys, time
 ME = "scripts/write_future_results.sh"
 HEAD = "## Future work: per-layer K, adaptive K, gated hybrid"
 NAMES = {"gma32": "gma, K 32", "gma64": "gma, K 64", "gma64_32": "gma, K [64, 32]",
-         "dir64": "gma from K 64, Dirichlet prior", "gated": "gated (sdpa + gma K 32)", "sdpa": "sdpa"}
+         "dir64": "gma from K 64, Dirichlet prior", "gated": "gated (sdpa + gma K 32)", "sdpa": "sdpa",
+         "gma256": "gma, K 256", "kad256": "gma from K 256, structural adaptation",
+         "kdir256": "gma from K 256, structural adaptation + Dirichlet prior"}
 
 def die(msg):
     sys.stderr.write("%s: %s\n" % (ME, msg)); sys.exit(2)
@@ -123,13 +130,61 @@ def section(docs, paths, notes):
     for n in notes: L += [n, ""]
     return "\n".join(L)
 
+def part(docs, paths, notes, title):
+    runs = [r for d in docs for r in d["runs"]]
+    by = {}
+    for r in runs: by.setdefault(r["variant"], r)
+    L = ["### " + title, "",
+         "Written by `%s --part` from %s (`scripts/reproduce_future.sh`, %s); machine: %s, shared with" % (
+             ME, ", ".join("`%s` (`--steps %d --warmup %s --threads %d`)" % (p, x["steps"], x.get("warmup", 100), x["threads"])
+                           for p, x in zip(paths, docs)), time.strftime("%Y-%m-%d"), machine()),
+         "other jobs (load far above the core count), so tokens/s are loose. One seed (1337); the data and the",
+         "overrides of every run are in its command below. ppl: gmatrain's closing evaluation on the whole valid",
+         "and test splits. K: components per head of each GMA layer at the start and the end (the structural",
+         "adaptation's last `adapt` rows, docs/model.md §4.2).", "",
+         "| variant | steps | K start | K end | valid ppl | test ppl | tokens/s | params |",
+         "|---|---:|---|---|---:|---:|---:|---:|"]
+    for r in runs:
+        L.append("| %s | %d | %s | %s | %.1f | %.1f | %.0f | %d |" % (
+            NAMES.get(r["variant"], r["variant"]), r["steps"], fmt_k(r["k_start"]), fmt_k(r["k_end"]),
+            r["valid_ppl"], r["test_ppl"], r["tokens_per_s"], r["params"]))
+    L += ["", "Commands (one per run):", ""]
+    L += ["    " + r["command"] for r in runs]
+    L.append("")
+    said = []
+    for base_v in ("gma256", "gma32"):
+        base = by.get(base_v)
+        if not base: continue
+        for r in runs:
+            if r is base or r["variant"] == "gma32" and base_v == "gma256": continue
+            if base_v == "gma32" and r["variant"] not in ("kad256", "kdir256"): continue
+            sp = r["tokens_per_s"] / base["tokens_per_s"] if base["tokens_per_s"] else float("nan")
+            said.append("%s: test ppl %+.1f against %s, at %.2fx its tokens/s, K %s -> %s" % (
+                NAMES.get(r["variant"], r["variant"]), r["test_ppl"] - base["test_ppl"], NAMES[base_v], sp,
+                fmt_k(r["k_start"]), fmt_k(r["k_end"])))
+    if said:
+        L += ["From the table: " + "; ".join(said) + ". One seed: small differences are not findings.", ""]
+    for n in notes: L += [n, ""]
+    return "\n".join(L)
+
+def put_part(old, text, title):
+    at = old.find("\n" + HEAD)
+    if at < 0: die("no section '%s' to put the part into (write it first)" % HEAD)
+    sub = old.find("\n### " + title + "\n", at)
+    if sub < 0:
+        return old.rstrip("\n") + "\n\n" + text + "\n"
+    nxt = [i for i in (old.find("\n### ", sub + 1), old.find("\n## ", sub + 1)) if i >= 0]
+    end = min(nxt) if nxt else len(old)
+    return old[:sub] + "\n" + text + old[end:]
+
 def main(argv):
-    paths, out, notes, i = [], "docs/results.md", [], 0
+    paths, out, notes, i, title = [], "docs/results.md", [], 0, None
     while i < len(argv):
         a = argv[i]
-        if a in ("--out", "--note"):
+        if a in ("--out", "--note", "--part"):
             if i + 1 >= len(argv): die("%s needs a value (see --help)" % a)
             if a == "--out": out = argv[i + 1]
+            elif a == "--part": title = argv[i + 1]
             else: notes.append(argv[i + 1])
             i += 2; continue
         if a.startswith("--"): die("unknown option %s (see --help)" % a)
@@ -147,10 +202,13 @@ def main(argv):
         if not isinstance(d, dict) or "runs" not in d or "steps" not in d or "threads" not in d:
             die("%s: not a reproduce_future.sh JSON (fields runs, steps, threads)" % path)
         docs.append(d)
-    text = section(docs, paths, notes)
     old = open(out).read() if os.path.exists(out) else ""
-    at = old.find("\n" + HEAD)
-    page = (old[:at] if at >= 0 else old.rstrip("\n")) + "\n\n" + text
+    if title:
+        page = put_part(old, part(docs, paths, notes, title), title)
+    else:
+        text = section(docs, paths, notes)
+        at = old.find("\n" + HEAD)
+        page = (old[:at] if at >= 0 else old.rstrip("\n")) + "\n\n" + text
     tmp = out + ".tmp"
     with open(tmp, "w") as f: f.write(page.lstrip("\n") if not old else page)
     os.replace(tmp, out)

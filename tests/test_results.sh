@@ -73,6 +73,22 @@ scripts/write_future_results.sh $f/future.json $f/future.json --out $tmp/r3.md >
 [ "$(grep -c '^| gma from K 64, Dirichlet prior | 150 ' $tmp/r3.md)" = 2 ] \
   && grep -q 'From the table (runs of 150 steps): .*; gma from K 64, Dirichlet prior at 150 steps: test ppl 505.0, K \[64, 64\] -> \[40.5, 20\]' $tmp/r3.md \
   && ok "future: two JSON files, the second's runs listed" || bad "future: two JSON files"
+# --part: a subsection of the future section, put in place of its own (the rest kept), its
+# comparisons with fixed K 256 and K 32 from the fixture's numbers; without the section refused
+cp $tmp/results.md $tmp/r4.md
+for i in 1 2; do
+  scripts/write_future_results.sh $f/future_kadapt.json --out $tmp/r4.md --part "Adaptive K" --note "note $i" > /dev/null \
+    || bad "future --part exits 0"
+done
+[ "$(grep -c '^### Adaptive K$' $tmp/r4.md)" = 1 ] && [ "$(grep -c '^## Future work' $tmp/r4.md)" = 1 ] \
+  && grep -q '^| gma from K 256, structural adaptation | 200 | \[256, 256\] | \[168, 147\] | 880.0 | 990.0 | 500 | 280 |$' $tmp/r4.md \
+  && grep -q 'structural adaptation: test ppl -10.0 against gma, K 256, at 1.25x its tokens/s, K \[256, 256\] -> \[168, 147\]' $tmp/r4.md \
+  && grep -q 'structural adaptation: test ppl -50.0 against gma, K 32, at 0.50x its tokens/s' $tmp/r4.md \
+  && grep -q '^note 2$' $tmp/r4.md && ! grep -q '^note 1$' $tmp/r4.md && grep -q '^| gma from K 64, Dirichlet prior | 150 ' $tmp/r4.md \
+  && ok "future --part: subsection written once, replaced in place, comparisons" || bad "future --part content"
+out=$(scripts/write_future_results.sh $f/future_kadapt.json --out $tmp/none.md --part "Adaptive K" 2>&1); rc=$?
+[ $rc = 2 ] && [[ "$out" == *"no section"* ]] && [ ! -e $tmp/none.md ] && ok "future --part without the section refused" \
+  || bad "future --part without the section (rc $rc: $out)"
 out=$(scripts/write_future_results.sh $f/gma_1337.json --out $tmp/r2.md 2>&1); rc=$?
 if [ $rc = 2 ] && echo "$out" | grep -q "gma_1337.json: not a reproduce_future.sh JSON" && [ ! -e $tmp/r2.md ]
 then ok "future: wrong JSON refused"; else bad "future: wrong JSON refused (rc $rc: $out)"; fi

@@ -32,8 +32,9 @@ done <<'EOF'
 reproduce_lra.sh:--profile --tasks --mixers --steps --device --cnn-seconds --spam-dir --dry-run --dry-batch
 reproduce_small.sh:--sotu --seeds --steps --mixers --threads
 reproduce_routing.sh:--sotu --steps --threads --variants --monitor-every
-reproduce_future.sh:--sotu --steps --threads --variants
-write_future_results.sh:--out --note
+reproduce_future.sh:--sotu --data --steps --warmup --threads --variants --set
+plot_k.sh:--out
+write_future_results.sh:--out --note --part
 reproduce_mqar.sh:--profile --mixers --widths --lrs --steps --threads --jobs --device --set --out --table
 reproduce_longctx.sh:--profile --mixers --tasks --pos --steps --seeds --threads --device --sotu --out --table
 reproduce_wikitext.sh:--profile --data --mixers --steps --device

@@ -562,6 +562,32 @@ static int layer_stats(Model *m, int l, const MixerComponents *mc, Stats *st) {
     return 1;
 }
 
+int health_layer_load(Model *m, int l, double *load) {
+    MixerComponents mc;
+    const Mixer *mx = m->blocks[l].mixer;
+    if (!components(mx, m->blocks[l].act, m->B, m->N, &mc) || !mc.gq) return 0;
+    MixerCtx c = stats_ctx(m);
+    int H = mx->H, Kc = mc.Kc;
+    size_t gs = (size_t)c.B * H * c.N * Kc;
+    real *gq = xmalloc(sizeof(real) * gs + 1);
+    g_ops->to_host(gq, mc.gq, sizeof(real) * gs);
+    double rows = 0;
+    memset(load, 0, sizeof(double) * H * Kc);
+    for (int b = 0; b < c.B; b++)
+        for (int i = 0; i < c.N; i++) {
+            if (is_pad(&c, b, i)) continue;
+            rows++;
+            for (int h = 0; h < H; h++) {
+                const real *r = gq + (((size_t)b * H + h) * c.N + i) * Kc;
+                for (int k = 0; k < Kc; k++) load[(size_t)h * Kc + k] += r[k];
+            }
+        }
+    free(gq);
+    if (dist_size() > 1) dist_sum_double(load, (size_t)H * Kc), dist_sum_double(&rows, 1);
+    for (size_t i = 0; i < (size_t)H * Kc; i++) load[i] = rows > 0 ? load[i] / rows : 0;
+    return rows > 0;
+}
+
 static void print_tally(const Tally *t, long step) {
     char what[512] = "";
     int n = 0;
@@ -641,7 +667,7 @@ int health_check(HealthMon *hm, Model *m, long step, FILE *mf, int quiet, uint64
     for (int l = 0; l < m->L; l++) {
         MixerComponents mc;
         if (!components(m->blocks[l].mixer, NULL, 0, 0, &mc) || !layer_stats(m, l, &mc, &st)) continue;
-        st.dropped = mc.mon.drop_every > 0 ? dropped_of(m, m->blocks[l].mixer, &mc) : NULL;
+        st.dropped = mc.mon.drop_every > 0 || mc.mon.adapt_every > 0 ? dropped_of(m, m->blocks[l].mixer, &mc) : NULL;
         for (int h = 0; h < H; h++) check_head(hm, m, l, h, &mc, &st, step, seed, mf, &t);
         free(st.dropped);
         st.dropped = NULL;

@@ -73,4 +73,9 @@ int health_check(HealthMon *h, Model *m, long step, FILE *mf, int quiet, uint64_
  * "k_active" (live components, the mean over routing heads), "k_active_heads"}. The same
  * on every rank (it reads only the parameters). Returns the rows written. */
 int health_drop(Model *m, long step, FILE *mf, int last);
+/* The load [H,Kc] of layer l's components in its last forward: each head's mean query
+ * responsibility over the non-padded rows of every rank (a row of it sums to 1). 1, or 0
+ * when the layer has no components or that forward kept none (auto on its sdpa path, a
+ * model rebuilt since). */
+int health_layer_load(Model *m, int l, double *load);
 #endif

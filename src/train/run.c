@@ -35,6 +35,7 @@
 #include "model/init_from.h"
 #include "optim/optim.h"
 #include "train/dist.h"
+#include "train/kadapt.h"
 #include "train/run_dist.h"
 #include "train/run_distill.h"
 #include "train/run_cfg.h"
@@ -329,6 +330,18 @@ static int open_outputs(Run *r) {
     return dist_agree(rc);
 }
 
+/* A resume of a run whose K was adapted (gma.adapt_every) builds the checkpoint's K per
+ * layer, whatever a --config file says. */
+static int resume_k(Run *r) {
+    char dir[2048];
+    Config old;
+    cfg_defaults(&old);
+    if (!r->o.resume_dir || ckpt_resolve(r->o.resume_dir, dir, sizeof dir) != 0 || ckpt_read_config(dir, &old) != 0)
+        return 0; /* said when the checkpoint is loaded */
+    if (cfg_num(&old, "gma.adapt_every") <= 0) return 0;
+    return kadapt_sync_cfg(&r->cfg, &old) != 0 ? TRAIN_BAD_INPUT : 0;
+}
+
 static void print_banner(const Run *r) {
     const Config *c = &r->cfg;
     int B = c->train.batch_size, R = r->R;
@@ -356,6 +369,7 @@ int run_open(Run *r, const Config *cfg, const TrainerOptions *o) {
     if (rc) return rc;
     rc = dist_agree(find_data(r) != 0 ? TRAIN_BAD_INPUT : check_identity(r));
     if (rc) return rc;
+    if ((rc = dist_agree(resume_k(r))) != 0) return rc;
     /* the data and the sampler's tokenizer from where the data is; config.json, the
      * checkpoints and data.json keep data.path as given */
     char user[CFG_STR];
@@ -595,6 +609,26 @@ static int run_monitor(Run *r) {
     return 0;
 }
 
+/* The structural adaptation of K (kadapt.h): the same on every rank (the loads summed over
+ * ranks); after a rebuild the monitor starts afresh on the new shapes and the replicas
+ * take rank 0's model, as after a re-seed. */
+static int run_adapt(Run *r) {
+    KadaptTally t;
+    int rc = kadapt_step(&r->m, r->ts.step, r->lead ? r->mf : NULL, &t);
+    if (rc < 0) return TRAIN_ERROR;
+    if (rc == 0) return 0;
+    health_free(&r->hm);
+    health_init(&r->hm, &r->m);
+    r->m.kmeans_only = NULL;
+    if (kadapt_sync_cfg(&r->cfg, &r->m.cfg) != 0) return TRAIN_ERROR;
+    if (r->R > 1) run_bcast_model(&r->m, 1);
+    if (!r->quiet)
+        fprintf(stderr, "%sgmatrain: step %ld: K adapted in %d layer%s (%d pruned, %d merged, %d split; metrics.jsonl)\n",
+                r->o.progress_tty ? "\n" : "", r->ts.step, t.layers_changed, t.layers_changed == 1 ? "" : "s", t.pruned,
+                t.merged, t.split);
+    return 0;
+}
+
 /* Validation on train.eval_batches batches (a classifier keeps RUN/best). An evaluation
  * that fails here is skipped; the final one (run_finish) is not. */
 static int validate(Run *r) {
@@ -637,6 +671,7 @@ static int periodic(Run *r) {
     else if (step == r->step0 + 1 && !r->cur.bad) progress_line(r, r->cur.loss); /* the first: speed and ETA at once */
     if (r->gma_layers && !r->cur.bad && due(step, r->mon.every) && (rc = run_monitor(r)) != 0) return rc;
     if (r->gma_layers && !r->cur.bad) health_drop(&r->m, step, r->lead ? r->mf : NULL, last);
+    if (r->gma_layers && !r->cur.bad && due(step, r->mon.adapt_every) && (rc = run_adapt(r)) != 0) return rc;
     if (due(step, rk->eval_every) && !last && r->task.have[SPLIT_VALID] && (rc = validate(r)) != 0) return rc;
     if (due(step, tc->sample_every) && r->lead && (rc = sample(r)) != 0) return rc;
     if (due(step, rk->checkpoint_every) && !last)

@@ -91,6 +91,9 @@ typedef struct GmaCfg {
     double dirichlet_weight;/* its weight in the objective (0 = off) */
     int dirichlet_every;    /* drop check period in steps */
     double dirichlet_drop;  /* drop a component whose pi is below this */
+    int adapt_every;        /* structural adaptation of K (docs/model.md §4.2): period in steps, 0 = off */
+    int k_min, k_max;
+    double merge_dist, prune_below, split_above, split_shift;
 } GmaCfg;
 
 #define O(f) offsetof(GmaCfg, f)
@@ -122,6 +125,20 @@ static const CfgKey gma_keys[] = {
      "With the Dirichlet prior: steps between checks that drop components."},
     {"dirichlet_drop", CFGT_REAL, O(dirichlet_drop), 0, "0.001", 0, 1, NULL,
      "With the Dirichlet prior: a component whose pi_k is below this is dropped (its prior logit set to -1e4)."},
+    {"adapt_every", CFGT_INT, O(adapt_every), 0, "0", 0, 1000000000, NULL,
+     "Structural adaptation of K: every this many steps merge, prune and split components, rebuilding the layer at its new K "
+     "(0 = off; Gaussian routing; docs/model.md 4.2)."},
+    {"k_min", CFGT_INT, O(k_min), 0, "1", 1, 65536, NULL, "With gma.adapt_every: the fewest components per head a layer keeps."},
+    {"k_max", CFGT_INT, O(k_max), 0, "65536", 1, 65536, NULL, "With gma.adapt_every: the most components per head a layer grows to."},
+    {"merge_dist", CFGT_REAL, O(merge_dist), 0, "0.001", 0, 1e6, NULL,
+     "With gma.adapt_every: merge two components whose Bhattacharyya distance per dimension is below this (0 = never)."},
+    {"prune_below", CFGT_REAL, O(prune_below), 0, "0.02", 0, 1, NULL,
+     "With gma.adapt_every: prune a component whose load (its mean query responsibility over the last training batch) is below this times 1/K (0 = never; "
+     "components the Dirichlet prior dropped are always removed)."},
+    {"split_above", CFGT_REAL, O(split_above), 0, "0", 0, 1e6, NULL,
+     "With gma.adapt_every: split a component whose load is above this times 1/K into two (0 = never; > 1 to mean it)."},
+    {"split_shift", CFGT_REAL, O(split_shift), 0, "0.5", 0, 100, NULL,
+     "With gma.adapt_every: a split's two copies sit this many standard deviations either side of the mean along its widest axis."},
 };
 #undef O
 static const CfgSection gma_section = {"gma", sizeof(GmaCfg), gma_keys, (int)(sizeof gma_keys / sizeof gma_keys[0]), NULL, NULL};
@@ -160,6 +177,14 @@ static int gma_validate(const Config *c) {
     if (g->dirichlet_weight > 0 && g->routing != ROUTING_GAUSSIAN)
         return gma_errorf("key gma.dirichlet_weight: the Dirichlet prior acts on the prior logits of gma.routing "
                           "\"gaussian\" (softmax routing has none)");
+    if (g->adapt_every > 0 && g->routing != ROUTING_GAUSSIAN)
+        return gma_errorf("key gma.adapt_every: the structural adaptation of K merges and splits Gaussian components "
+                          "(gma.routing \"gaussian\")");
+    if (g->adapt_every > 0 && g->on_collapse == COLLAPSE_REINIT)
+        return gma_errorf("key gma.adapt_every: with gma.on_collapse \"reinit\" the monitor would re-seed the components "
+                          "the adaptation prunes; use \"warn\" or \"stop\"");
+    if (g->adapt_every > 0 && g->k_min > g->k_max)
+        return gma_errorf("key gma.k_min: %d is above gma.k_max %d", g->k_min, g->k_max);
     if (g->dirichlet_weight > 0 && g->on_collapse == COLLAPSE_REINIT)
         return gma_errorf("key gma.dirichlet_weight: with gma.on_collapse \"reinit\" the monitor would re-seed the "
                           "components the prior drops; use \"warn\" or \"stop\"");
@@ -215,7 +240,14 @@ static Mixer *gma_create(const Config *c, int layer, ParamTable *pt, const char 
                             .patience = gc->patience,
                             .norm_growth_max = gc->norm_growth_max,
                             .drop_every = gc->dirichlet_weight > 0 ? gc->dirichlet_every : 0,
-                            .drop_below = gc->dirichlet_drop};
+                            .drop_below = gc->dirichlet_drop,
+                            .adapt_every = gc->adapt_every,
+                            .k_min = gc->k_min,
+                            .k_max = gc->k_max,
+                            .merge_dist = gc->merge_dist,
+                            .prune_below = gc->prune_below,
+                            .split_above = gc->split_above,
+                            .split_shift = gc->split_shift};
     g->div_mode = gc->div_mode == DIV_BATCH;
     if (g->softmax)
         g->mean_scale = gc->init_mean_scale > 0 ? gc->init_mean_scale : 1 / sqrt((double)m->d);

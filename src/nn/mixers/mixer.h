@@ -55,6 +55,13 @@ typedef struct MixerMonitor {
     double norm_growth_max;/* memory norm alert factor over its start */
     int drop_every;        /* Dirichlet prior: drop components every this many steps (0 = never) */
     double drop_below;     /* ... whose mixture weight pi_k = softmax(bias)_k is below this */
+    /* structural adaptation of K (gma.adapt_*, docs/model.md §4.2; train/kadapt.h) */
+    int adapt_every;       /* merge, prune, split every this many steps (0 = never) */
+    int k_min, k_max;      /* the range K per layer stays in */
+    double merge_dist;     /* merge two components closer than this (Bhattacharyya per dimension) */
+    double prune_below;    /* prune a component whose load is below this share of 1/K */
+    double split_above;    /* split a component whose load is above this share of 1/K (0 = never) */
+    double split_shift;    /* the copies' offset, in standard deviations along the widest axis */
 } MixerMonitor;
 
 /* A dropped component's prior logit (gma.dirichlet_*, docs/model.md §4.1): its mixture
