@@ -514,7 +514,7 @@ int run_step(Run *r) {
         r->last_loss = s->loss;
         r->ts.win_loss += s->loss;
         r->ts.win_div += s->div;
-        r->win_kl += s->kl;
+        r->ts.win_kl += s->kl;
         r->ts.win_n++;
     }
     r->ts.step = s->step + 1;
@@ -556,7 +556,7 @@ static void log_window(Run *r) {
     cJSON_AddNumberToObject(row, "loss", loss);
     if (r->div_on) cJSON_AddNumberToObject(row, "div_loss", r->ts.win_n ? r->ts.win_div / r->ts.win_n : NAN);
     if (r->teacher_built) { /* the parts of the distilled loss: loss (the CE) + weight T^2 kl */
-        double kl = r->ts.win_n ? r->win_kl / r->ts.win_n : NAN, T = r->cfg.train.distill_temperature;
+        double kl = r->ts.win_n ? r->ts.win_kl / r->ts.win_n : NAN, T = r->cfg.train.distill_temperature;
         cJSON_AddNumberToObject(row, "ce", loss);
         cJSON_AddNumberToObject(row, "kl", kl);
         cJSON_AddNumberToObject(row, "distill_loss", loss + r->cfg.train.distill_weight * T * T * kl);
@@ -569,7 +569,7 @@ static void log_window(Run *r) {
     progress_line(r, loss);
     r->ts.win_loss = 0;
     r->ts.win_div = 0;
-    r->win_kl = 0;
+    r->ts.win_kl = 0;
     r->ts.win_n = 0;
 }
 

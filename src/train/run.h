@@ -67,7 +67,6 @@ typedef struct Run {
     double lr_from, lr_to;
     Model teacher;       /* train.distill.teacher (distilling when teacher_built) */
     int teacher_built;
-    double win_kl;       /* the log window's summed KL (its steps: ts.win_n) */
 } Run;
 
 int run_open(Run *r, const Config *cfg, const TrainerOptions *o);
