@@ -235,9 +235,14 @@ void model_memory_plan(const Model *m, int Bmax, int Nmax, MemPlan *p) {
 }
 
 int model_check_memory(const Model *m, int Bmax, int Nmax) {
-    if (g_ops->device != OPS_CPU) return 0; /* device memory: the backend reports its own failure */
     MemPlan p;
-    model_memory_plan(m, Bmax, Nmax, &p);
+    return model_check_memory_plan(m, Bmax, Nmax, &p);
+}
+
+int model_check_memory_plan(const Model *m, int Bmax, int Nmax, MemPlan *plan) {
+    model_memory_plan(m, Bmax, Nmax, plan);
+    if (g_ops->device != OPS_CPU) return 0; /* device memory: the backend reports its own failure */
+    const MemPlan p = *plan;
     if (p.avail > 0 && p.total > p.avail)
         return gma_errorf("batch %d x %d (train.batch_size x train.seq_len) plans %.1f GiB: parameters%s %.1f, activations %.1f "
                           "(%s) -> more than the %.1f GiB of %s",

@@ -139,6 +139,8 @@ void model_memory_plan(const Model *m, int Bmax, int Nmax, MemPlan *p);
 /* 0, or an error (gma_error) naming the sizes and keys when the plan for Bmax x Nmax does
  * not fit the memory available (CPU backend); call before model_alloc on user-given sizes. */
 int model_check_memory(const Model *m, int Bmax, int Nmax);
+/* the same, leaving the plan in *plan (filled whatever the backend) for the caller to report */
+int model_check_memory_plan(const Model *m, int Bmax, int Nmax, MemPlan *plan);
 /* rows of logits the language-model head computes at a time for batches of R rows
  * (model.head_chunk, or the automatic choice of docs/model.md §1) */
 int model_head_rows(const Model *m, size_t R);

@@ -100,10 +100,9 @@ static int open_data_and_model(Run *r) {
     r->model_built = model_build(&r->m, &r->cfg) == 0;
     if ((rc = dist_agree(r->model_built ? 0 : TRAIN_BAD_INPUT)) != 0) return rc;
     int B = r->cfg.train.batch_size, N = r->task.N;
-    if ((rc = dist_agree(model_check_memory(&r->m, B, N) != 0 ? TRAIN_BAD_INPUT : 0)) != 0) return rc;
+    MemPlan plan; /* planned once: checked here, reported below */
+    if ((rc = dist_agree(model_check_memory_plan(&r->m, B, N, &plan) != 0 ? TRAIN_BAD_INPUT : 0)) != 0) return rc;
     if (r->lead && r->cfg.model.task == MODEL_LM) cfg_pos_scale_warn(&r->cfg, stderr, "gmatrain"); /* once, as training starts */
-    MemPlan plan;
-    model_memory_plan(&r->m, B, N, &plan);
     if (r->lead && !r->quiet && plan.total >= PLAN_SAY_BYTES) /* taking and touching that much takes a while */
         fprintf(stderr, "gmatrain: allocating %.1f GiB: parameters, gradients and optimiser moments %.1f, activations %.1f (%s); "
                 "%.1f GiB of %s\n", plan.total / 1073741824.0, plan.params / 1073741824.0, plan.acts / 1073741824.0,
