@@ -455,9 +455,10 @@ static void step_all_reduce(Run *r) {
     RunStep *s = &r->cur;
     int R = r->R;
     if (R == 1) return;
-    double sc[6] = {s->bad, s->loss, s->div, s->tokens, g_stop != 0, s->kl};
-    dist_sum_double(sc, 6);
+    double sc[7] = {s->bad, s->loss, s->div, s->tokens, g_stop != 0, s->kl, r->lead && run_metrics_failure()};
+    dist_sum_double(sc, 7);
     s->kl = sc[5] / R;
+    r->metrics_failed_all = sc[6] > 0;
     s->bad = sc[0] > 0;
     s->loss = sc[1] / R;
     s->div = sc[2] / R;
@@ -614,15 +615,20 @@ static int sample(Run *r) {
 
 static int due(long step, int every) { return every > 0 && step % every == 0; }
 
-/* A metrics row that could not be written (a full disk) stops the run: TRAIN_ERROR. */
-static int metrics_check(const Run *r) {
+/* A metrics row that could not be written (a full disk) stops the run: TRAIN_ERROR. Only
+ * the lead writes rows; with R > 1 the ranks learn of a failure from the next step's
+ * reduction of the scalars (step_all_reduce: one step later, no broadcast per step), and
+ * after the last step (final) from one broadcast. */
+static int metrics_check(Run *r, int final) {
     const char *why = r->lead ? run_metrics_failure() : NULL;
+    if (why && !r->metrics_fail_step) r->metrics_fail_step = r->ts.step;
     int failed = why != NULL;
-    if (r->R > 1) dist_bcast(&failed, sizeof failed, 0);
+    if (r->R > 1 && final) dist_bcast(&failed, sizeof failed, 0);
+    else if (r->R > 1) failed = r->metrics_failed_all;
     if (!failed) return 0;
     if (why)
         gma_errorf("%s/metrics.jsonl: cannot write a row at step %ld: %s; the run stops (the last checkpoint is %s/latest)",
-                   r->o.run_dir, r->ts.step, why, r->o.run_dir);
+                   r->o.run_dir, r->metrics_fail_step, why, r->o.run_dir);
     return TRAIN_ERROR;
 }
 
@@ -644,7 +650,7 @@ static int periodic(Run *r) {
 
 int run_periodic(Run *r) {
     int rc = periodic(r);
-    return rc ? rc : metrics_check(r);
+    return rc ? rc : metrics_check(r, 0);
 }
 
 /* ---------------- finish ---------------- */
@@ -797,7 +803,7 @@ int run_finish(Run *r) {
     }
     int rc = r->task.classify ? finish_best(r, sum) : 0;
     if (!rc && r->task.classify && have[SPLIT_TEST]) report_test(r, sum, &fin[SPLIT_TEST]);
-    if (!rc) rc = metrics_check(r);
+    if (!rc) rc = metrics_check(r, 1);
     char *text = rc ? NULL : cJSON_Print(sum);
     cJSON_Delete(sum);
     if (text && r->lead && run_write_json(r->o.run_dir, "summary.json", text) != 0) rc = TRAIN_ERROR;
