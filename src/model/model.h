@@ -5,8 +5,9 @@
  * mask, pooling (mean over real positions, or a learned CLS slot prepended at position
  * 0, which takes one of max_seq_len), no LM head but head.* (nn/cls_head.h), and for
  * two-sequence tasks one shared encoder over both sequences. Parameters, gradients and optimiser
- * moments are four contiguous buffers indexed by one ParamTable; activations are planned
- * for (B_max, N_max) once, so a training step does not allocate.
+ * moments are four contiguous buffers indexed by one ParamTable (parameters alone for a model
+ * allocated for inference, Model.infer); activations are planned for (B_max, N_max) once, so
+ * a training step does not allocate.
  *
  * Shapes: B batch (a classifier's backbone: B examples x n_seq sequences), N positions (a
  * classifier's: the CLS slot included), D = d_model, F = d_ff, V vocabulary, C classes,
