@@ -241,6 +241,35 @@ static void g_route(int B, int H, int N, int d, int Kc, int shared) {
     check(&o, "gma_route");
 }
 
+/* ---- the Dirichlet prior (alpha 0.3, weight 1.7): the output is L = -(alpha - 1)/Hp sum_h
+ * sum_{k live} log softmax(l_h)_k, computed here in double; the first `dropped` components
+ * (one per head in turn, from component 1) are at the dropped logit -1e4 ---- */
+static void f_dirichlet(Op *o) {
+    int Hp = o->i[0], Kc = o->i[1];
+    double total = 0;
+    for (int h = 0; h < Hp; h++) {
+        const real *lh = o->x[0] + (size_t)h * Kc;
+        double mx = lh[0], s = 0;
+        for (int k = 1; k < Kc; k++) mx = fmax(mx, lh[k]);
+        for (int k = 0; k < Kc; k++) s += exp(lh[k] - mx);
+        for (int k = 0; k < Kc; k++)
+            if (lh[k] > -5e3) total += lh[k] - mx - log(s);
+    }
+    o->y[0][0] = (real)(-(0.3 - 1) / Hp * total * 1.7);
+}
+static void g_dirichlet(int Hp, int Kc, int dropped) {
+    Rng keep = g_rng; /* the later rows draw what they drew before these rows came */
+    Op o = {.fwd = f_dirichlet, .i = {Hp, Kc}};
+    real *l = in(&o, "prior logits", (size_t)Hp * Kc, 0.7, 0);
+    for (int i = 0; i < dropped; i++) l[(size_t)(i % Hp) * Kc + 1 + i / Hp] = -1e4;
+    out(&o, 1);
+    o.r[0][0] = 1;
+    g_ops->gma_dirichlet_backward(o.g[0], l, Hp, Kc, 1.7 * (1 - 0.3) / Hp, -5e3);
+    for (int i = 0; i < dropped; i++) ck_assert(o.g[0][(size_t)(i % Hp) * Kc + 1 + i / Hp] == 0);
+    check(&o, "gma_dirichlet");
+    g_rng = keep;
+}
+
 /* ---- the diversity loss (token and batch form, with and without a row mask) ---- */
 static void f_div(Op *o) {
     int *i = o->i;

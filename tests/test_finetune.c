@@ -2,8 +2,9 @@
  * train.freeze: the frozen tensors keep their bits through training and a resume, the
  * others change, the checkpoints hold no moments for them, a pattern that matches nothing
  * is refused. train.distill: the KL to the teacher drops while distilling, weight 0 trains
- * the bits of no distillation, the head in chunks gives the KL of the whole head, and a
- * teacher of another vocabulary is refused. */
+ * the bits of no distillation, the head in chunks gives the KL of the whole head, a
+ * teacher of another vocabulary is refused, and a resume mid-window logs the kl rows of
+ * an uninterrupted run. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -127,12 +128,39 @@ START_TEST(test_distill) {
 }
 END_TEST
 
+/* a distilling run resumed mid-window (checkpoint at step 6, rows every 4 steps) logs the
+ * kl rows of an uninterrupted run, bit for bit: the window's KL sum is in the checkpoint */
+START_TEST(test_distill_resume) {
+    char T0[1100], U[1100], R[1100];
+    snprintf(T0, sizeof T0, "%s", tu_path("RT0"));
+    snprintf(U, sizeof U, "%s", tu_path("RU"));
+    snprintf(R, sizeof R, "%s", tu_path("RR"));
+    const char *q = "--quiet --threads 1";
+    ck_assert_msg(run("./bin/gmatrain --config %s --out %s %s --set train.steps=10", tiny(), T0, q) == 0, "%s", g_out);
+    char sets[1400];
+    snprintf(sets, sizeof sets, "%s --set seed=9 --set train.steps=8 --set train.log_every=4 --set train.checkpoint_every=3 "
+             "--set train.keep_checkpoints=5 --set train.distill.teacher=%s", q, T0);
+    ck_assert_msg(run("./bin/gmatrain --config %s --out %s %s", tiny(), U, sets) == 0, "%s", g_out);
+    ck_assert_msg(run("./bin/gmatrain --config %s --out %s %s", tiny(), R, sets) == 0, "%s", g_out);
+    ck_assert_msg(run("./bin/gmatrain --resume %s/ckpt_00000006 %s --set train.steps=8", R, q) == 0, "%s", g_out);
+    double ku[4], kr[4], cu[4], cr[4];
+    ck_assert_int_eq(metric_rows(U, "kl", ku, 4), 2);
+    ck_assert_int_eq(metric_rows(R, "kl", kr, 4), 2);
+    ck_assert_int_eq(metric_rows(U, "ce", cu, 4), 2);
+    ck_assert_int_eq(metric_rows(R, "ce", cr, 4), 2);
+    ck_assert_msg(ku[1] > 0 && kr[0] == ku[0] && kr[1] == ku[1], "kl rows: uninterrupted %.17g %.17g, resumed %.17g %.17g",
+                  ku[0], ku[1], kr[0], kr[1]);
+    ck_assert(cr[1] == cu[1]);
+}
+END_TEST
+
 Suite *make_suite(void) {
     Suite *s = suite_create("finetune");
     TCase *tc = tcase_create("finetune");
     tcase_set_timeout(tc, 120);
     tcase_add_test(tc, test_freeze);
     tcase_add_test(tc, test_distill);
+    tcase_add_test(tc, test_distill_resume);
     suite_add_tcase(s, tc);
     return s;
 }

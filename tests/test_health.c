@@ -2,7 +2,8 @@
  * responsibilities summing to one (both routings), orthogonal router rows, the EMA update
  * against a hand-computed case, k-means steps reducing the within-cluster distance,
  * NMI on hand-computed contingency tables, token categories, a provoked collapse repaired
- * by re-seeding (unit and end to end), a re-seed from disagreeing gathered rows refused
+ * by re-seeding (unit and end to end), frozen routing tensors (train.freeze) left as they
+ * are by re-seeding and k-means seeding, a re-seed from disagreeing gathered rows refused
  * with an error, on_collapse "stop", the refusals of bad gma.* input,
  * and gmaeval --analyze on a fixed tiny model. */
 #include <stdarg.h>
@@ -269,6 +270,56 @@ START_TEST(test_collapse_reinit_unit) {
 }
 END_TEST
 
+/* train.freeze: re-seeding and k-means seeding leave frozen routing tensors' bits as they
+ * are (unfrozen, the same calls change them: the checks can fail) */
+START_TEST(test_frozen_routing_kept) {
+    Config c = small_cfg("gma.n_components=6");
+    One o;
+    int B = 4, N = 8, Kc = 6;
+    one_make(&o, &c, B, N, 5);
+    int imu = pt_find(&o.pt, "blocks.0.mixer.gma.mu"), ipr = pt_find(&o.pt, "blocks.0.mixer.gma.prior_logits");
+    for (size_t i = 0; i < o.pt.t[imu].numel; i++) o.params[o.pt.t[imu].offset + i] = 0.1f;
+    for (size_t i = 0; i < o.pt.t[ipr].numel; i += Kc) o.params[o.pt.t[ipr].offset + i] = 1e-3f;
+    one_fwd(&o);
+    int dead[6] = {0, 1, 1, 1, 1, 1};
+    real *before = xmalloc(sizeof(real) * o.pt.total);
+    memcpy(before, o.params, sizeof(real) * o.pt.total);
+    for (int fz = 1; fz >= 0; fz--) {
+        o.pt.t[imu].frozen = fz;
+        Rng r;
+        rng_seed(&r, 1);
+        int done = routing_reinit(o.m, &o.ctx, o.params, NULL, NULL, o.act, 0, dead, &r);
+        int same = !memcmp(before, o.params, sizeof(real) * o.pt.total);
+        ck_assert_msg(fz ? done == 0 && same : done == 5 && !same, "frozen %d: re-seeded %d, params %s", fz, done,
+                      same ? "kept" : "changed");
+    }
+    free(before);
+    one_free(&o);
+    /* k-means seeding (gma.init "kmeans") of a model whose mu is frozen */
+    for (int fz = 1; fz >= 0; fz--) {
+        Config mc = small_cfg("gma.init=kmeans;gma.n_components=3");
+        Model m;
+        ck_assert_int_eq(model_build(&m, &mc), 0);
+        model_alloc(&m, 2, 8);
+        model_init_params(&m, 3);
+        int t = pt_find(&m.pt, "blocks.0.mixer.gma.mu");
+        m.pt.t[t].frozen = fz;
+        size_t n = m.pt.t[t].numel;
+        real *mu0 = xmalloc(sizeof(real) * n), *mu1 = xmalloc(sizeof(real) * n);
+        g_ops->to_host(mu0, m.params + m.pt.t[t].offset, sizeof(real) * n);
+        int32_t tok[16], tgt[16];
+        for (int i = 0; i < 16; i++) tok[i] = (int32_t)((i * 3 + 1) % 11), tgt[i] = -1;
+        Rng r;
+        rng_seed(&r, 2);
+        ck_assert_msg(model_kmeans_init(&m, tok, tgt, 2, 8, NULL, &r) == 0, "%s", gma_error());
+        g_ops->to_host(mu1, m.params + m.pt.t[t].offset, sizeof(real) * n);
+        ck_assert_msg(fz == !memcmp(mu0, mu1, sizeof(real) * n), "frozen %d: mu %s", fz, fz ? "changed" : "kept");
+        free(mu0), free(mu1);
+        model_free(&m);
+    }
+}
+END_TEST
+
 /* a gather that loses a row of the argmax column (width 1), or fails (returns NULL) */
 static real *gather_short(const real *x, int n, int d, int *n_all, void *ctx) {
     if (*(int *)ctx) return NULL;
@@ -421,6 +472,17 @@ START_TEST(test_collapse_end_to_end) {
     ck_assert_ptr_nonnull(strstr(g_out, "routing collapse alert"));
     snprintf(p, sizeof p, "%s/latest/model.safetensors", tu_path("st"));
     ck_assert(gma_path_exists(p));
+    /* train.freeze of the centres: k-means seeding and the re-seed skip them, one line each */
+    ck_assert(run("./bin/gmatrain --config %s --out %s --quiet --set gma.on_collapse=reinit --set gma.init=kmeans "
+                  "--set train.freeze=blocks.0.mixer.gma.mu", tu_path("c.json"), tu_path("fz")) == 0);
+    const char *k = strstr(g_out, "k-means seeding leaves blocks.0.mixer.gma.mu as it is: frozen by train.freeze\n"),
+               *rs = strstr(g_out, "re-seeding leaves blocks.0.mixer.gma.mu as it is: frozen by train.freeze\n");
+    ck_assert_msg(k && !strstr(k + 1, "k-means seeding leaves") && rs && !strstr(rs + 1, "re-seeding leaves"), "%s", g_out);
+    snprintf(p, sizeof p, "%s/metrics.jsonl", tu_path("fz"));
+    m = gma_read_file(p, NULL);
+    ck_assert_ptr_nonnull(strstr(m, "\"reseeded\":0"));
+    ck_assert_ptr_null(strstr(m, "\"reseeded\":1"));
+    free(m);
 }
 END_TEST
 
@@ -519,6 +581,7 @@ Suite *make_suite(void) {
     tcase_add_test(tc, test_nmi_tables);
     tcase_add_test(tc, test_token_categories);
     tcase_add_test(tc, test_collapse_reinit_unit);
+    tcase_add_test(tc, test_frozen_routing_kept);
     tcase_add_test(tc, test_reinit_gather_error);
     tcase_add_test(tc, test_auto_forwards_hooks);
     suite_add_tcase(s, tc);

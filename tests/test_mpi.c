@@ -331,6 +331,22 @@ START_TEST(test_bad_input_one_line) {
 }
 END_TEST
 
+/* a metrics row that cannot be written (RLIMIT_FSIZE of 4 KiB in each rank, rank 0 alone
+ * writes the log): every rank stops with exit 1 and the line naming metrics.jsonl, learnt
+ * from the next step's reduction (no broadcast per step), not a rank left waiting */
+START_TEST(test_metrics_full_stops_all) {
+    SKIP_WITHOUT_MPI();
+    ck_assert_int_eq(run("%s sh -c \"trap '' XFSZ; ulimit -f 8; exec %s --config configs/quickstart.json --out %s %s "
+                         "--set train.steps=400 --set train.checkpoint_every=0 %s\"",
+                         mpirun(2), MPI_BIN, tu_path("mfull"), SMALL, ARGS),
+                     1);
+    const char *first = strstr(g_out, "gmatrain: ");
+    ck_assert_msg(first && strstr(first, "metrics.jsonl: cannot write a row at step") && strstr(first, "File too large") &&
+                      !strstr(first + 1, "gmatrain: "),
+                  "%s", g_out);
+}
+END_TEST
+
 START_TEST(test_signal_to_one_rank_stops_all) {
     SKIP_WITHOUT_MPI();
     char log[1100], cmd[4096];
@@ -390,6 +406,7 @@ Suite *make_suite(void) {
     tcase_add_test(tc, test_kmeans_and_monitor_use_the_global_batch);
     tcase_add_test(tc, test_reinit_uses_the_global_batch);
     tcase_add_test(tc, test_bad_input_one_line);
+    tcase_add_test(tc, test_metrics_full_stops_all);
     tcase_add_test(tc, test_signal_to_one_rank_stops_all);
     suite_add_tcase(s, tc);
     return s;

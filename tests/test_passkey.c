@@ -151,19 +151,13 @@ START_TEST(test_passkey_lmdata) {
     ck_assert(d.is_passkey);
     ck_assert_int_eq((int)d.vocab, 64);
     ck_assert_int_eq(lmdata_eval_windows(&d, SPLIT_TEST, 128), 10);
-    int32_t tok[2 * 128], tgt[2 * 128];
-    Rng r;
-    rng_seed(&r, 1);
-    for (uint64_t k = 0; k < 2; k++) {
-        lmdata_train_batch(&d, &r, k, 2, 128, tok, tgt);
+    int scored[4], last[4];
+    tu_train_batch_rows(&d, 2, 2, 128, scored, last);
+    for (int k = 0; k < 2; k++)
         for (int b = 0; b < 2; b++) {
-            int last = -1, scored = 0;
-            for (int i = 0; i < 128; i++)
-                if (tgt[b * 128 + i] >= 0) scored++, last = i;
-            ck_assert_int_eq(scored, 5);
-            ck_assert_int_eq(last, (k ? 128 : 64) - 2);
+            ck_assert_int_eq(scored[k * 2 + b], 5);
+            ck_assert_int_eq(last[k * 2 + b], (k ? 128 : 64) - 2);
         }
-    }
     lmdata_close(&d);
     /* gmaeval --seq-len 1024 opens test alone at that window */
     c.train.seq_len = 1024;

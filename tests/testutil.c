@@ -1,8 +1,9 @@
-/* testutil.c: temporary directories, small files and command runs for the suites. */
+/* testutil.c: temporary directories, small files, command runs and data batches for the suites. */
 #include "testutil.h"
 
 #include "core/config.h"
 #include "core/safetensors.h"
+#include "data/lm/lmdata.h"
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -136,4 +137,20 @@ int tu_dead_pid(void) {
     if (p == 0) _exit(0);
     waitpid(p, NULL, 0);
     return (int)p;
+}
+
+void tu_train_batch_rows(struct LmData *d, int n_batches, int B, int N, int *scored, int *last) {
+    int32_t *tok = xmalloc(sizeof(int32_t) * (size_t)B * N), *tgt = xmalloc(sizeof(int32_t) * (size_t)B * N);
+    Rng r;
+    rng_seed(&r, 1);
+    for (int k = 0; k < n_batches; k++) {
+        lmdata_train_batch(d, &r, (uint64_t)k, B, N, tok, tgt);
+        for (int b = 0; b < B; b++) {
+            int *s = &scored[k * B + b], *l = &last[k * B + b];
+            *s = 0, *l = -1;
+            for (int i = 0; i < N; i++)
+                if (tgt[(size_t)b * N + i] >= 0) ++*s, *l = i;
+        }
+    }
+    free(tok), free(tgt);
 }

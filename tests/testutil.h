@@ -33,6 +33,11 @@ void tu_same_tensors(const char *run_a, const char *run_b, const char *rel);
 Config tu_tiny_config(const char *mixer);
 /* Apply "a.b=v;c.d=w" config assignments to c, then validate it (asserting both). */
 void tu_apply_sets(Config *c, const char *sets);
+/* The rows of training batches k = 0 .. n_batches-1 of d (lmdata_train_batch, B x N, the
+ * RNG seeded 1): for row b of batch k, scored[k * B + b] positions with a target and the
+ * last of them in last[k * B + b] (-1: none). */
+struct LmData;
+void tu_train_batch_rows(struct LmData *d, int n_batches, int B, int N, int *scored, int *last);
 /* Max relative error between two arrays: max |a-b| / max(1e-12, max(|a|,|b|)) per element. */
 double tu_max_rel_err(const double *a, const double *b, size_t n, double floor_abs);
 

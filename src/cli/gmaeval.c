@@ -165,7 +165,9 @@ static int eval_classifier(Config *cfg, const char *dir, const char *data, int B
     ClsTask t;
     if ((rc = cls_open(&t, cfg, data, split, B, drop_last)) != 0) return rc;
     Model m;
-    if (model_build(&m, cfg) != 0 || model_check_memory(&m, B, t.max_len) != 0) return fail(2);
+    if (model_build(&m, cfg) != 0) return fail(2);
+    m.infer = 1; /* evaluation forwards only */
+    if (model_check_memory(&m, B, t.max_len) != 0) return fail(2);
     model_alloc(&m, B, t.max_len);
     if (ckpt_load(&m, NULL, dir) != 0) return fail(2);
     double t0 = gma_now();
@@ -341,6 +343,7 @@ static int open_data(LmData *d, Config *cfg, const Args *a, const char *dir, int
 /* the model of the checkpoint for batches of B x N: 0 or 2 */
 static int load_model(Model *m, const Args *a, const Config *cfg, const char *dir, int B, int N) {
     if (model_build(m, cfg) != 0) return fail(2);
+    m->infer = 1; /* evaluation forwards only */
     if (model_check_memory(m, B, N) != 0) return gma_error_prefix("%s", dir), fail(2);
     model_alloc(m, B, N);
     if (ckpt_load(m, NULL, dir) != 0) return fail(2);

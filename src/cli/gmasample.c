@@ -150,7 +150,9 @@ static int32_t *load_prompt(const Args *a, Tokenizer *tk, int V, int *np, int *r
 static int load_model(Model *m, const Config *cfg, const char *dir, int W) {
     if (ops_select(cfg->device) != 0) return fail(2);
     ops_set_threads(cfg->threads);
-    if (model_build(m, cfg) != 0 || model_check_memory(m, 1, W) != 0) return fail(2);
+    if (model_build(m, cfg) != 0) return fail(2);
+    m->infer = 1; /* forwards and decoding only */
+    if (model_check_memory(m, 1, W) != 0) return fail(2);
     model_alloc(m, 1, W);
     return ckpt_load(m, NULL, dir) != 0 ? fail(2) : 0;
 }

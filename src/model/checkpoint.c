@@ -142,7 +142,7 @@ int ckpt_save(const Model *m, const TrainState *ts, const char *run_dir, int kee
         return -1;
     }
     char *cfg = cfg_to_json(&m->cfg);
-    char step[32], rng[65], tok[64], best[64], bacc[64], bstep[32], wl[32], wd[32], wn[32], tsec[32], el[32], unt[32];
+    char step[32], rng[65], tok[64], best[64], bacc[64], bstep[32], wl[32], wd[32], wk[32], wn[32], tsec[32], el[32], unt[32];
     snprintf(step, sizeof step, "%ld", ts->step);
     rng_to_hex(&ts->rng, rng);
     snprintf(tok, sizeof tok, "%.17g", ts->tokens_seen);
@@ -151,6 +151,7 @@ int ckpt_save(const Model *m, const TrainState *ts, const char *run_dir, int kee
     snprintf(bstep, sizeof bstep, "%ld", ts->best_step);
     snprintf(wl, sizeof wl, "%.17g", ts->win_loss);
     snprintf(wd, sizeof wd, "%.17g", ts->win_div);
+    snprintf(wk, sizeof wk, "%.17g", ts->win_kl);
     snprintf(wn, sizeof wn, "%ld", ts->win_n);
     snprintf(tsec, sizeof tsec, "%.17g", ts->train_seconds);
     snprintf(el, sizeof el, "%.17g", ts->elapsed_s);
@@ -159,10 +160,11 @@ int ckpt_save(const Model *m, const TrainState *ts, const char *run_dir, int kee
      * the clocks go with the optimiser state */
     const char *mk[] = {"format",         "config",         "step",          "rng",
                         "tokens_seen",    "best_valid",     "precision",     "best_valid_acc",
-                        "best_step",      "window_loss_sum", "window_div_sum", "window_steps"};
-    const char *mv[] = {CKPT_FORMAT, cfg, step, rng, tok, best, REAL_NAME, bacc, bstep, wl, wd, wn};
+                        "best_step",      "window_loss_sum", "window_div_sum", "window_steps",
+                        "window_kl_sum"};
+    const char *mv[] = {CKPT_FORMAT, cfg, step, rng, tok, best, REAL_NAME, bacc, bstep, wl, wd, wn, wk};
     snprintf(path, sizeof path, "%s/model.safetensors", dir);
-    int rc = write_tensors(path, &m->pt, host, "", 0, mk, mv, 12);
+    int rc = write_tensors(path, &m->pt, host, "", 0, mk, mv, 13);
     free(cfg);
     if (!rc) {
         real *mom = xmalloc(2 * P * sizeof(real));
@@ -379,14 +381,14 @@ static int read_numbers(const StFile *f, const char *path, const char *const *ke
 }
 
 /* The open log window of model.safetensors (absent in checkpoints of earlier versions:
- * an empty window). */
+ * an empty window; window_kl_sum, distillation's, absent before it was kept: 0). */
 static int read_window(TrainState *ts, const StFile *f, const char *path) {
-    static const char *const key[3] = {"window_loss_sum", "window_div_sum", "window_steps"};
-    double v[3] = {0, 0, 0};
-    if (read_numbers(f, path, key, 3, 2, v) != 0) return -1;
-    if (v[2] != floor(v[2]) || v[2] > 1e9)
-        return gma_errorf("%s: metadata window_steps \"%s\" is not a step count", path, st_meta(f, key[2]));
-    ts->win_loss = v[0], ts->win_div = v[1], ts->win_n = (long)v[2];
+    static const char *const key[4] = {"window_loss_sum", "window_div_sum", "window_kl_sum", "window_steps"};
+    double v[4] = {0, 0, 0, 0};
+    if (read_numbers(f, path, key, 4, 3, v) != 0) return -1;
+    if (v[3] != floor(v[3]) || v[3] > 1e9)
+        return gma_errorf("%s: metadata window_steps \"%s\" is not a step count", path, st_meta(f, key[3]));
+    ts->win_loss = v[0], ts->win_div = v[1], ts->win_kl = v[2], ts->win_n = (long)v[3];
     return 0;
 }
 

@@ -21,6 +21,7 @@ typedef struct TrainState {
     /* the open log window (sums over its good steps), so a resumed run logs the row an
      * uninterrupted one would; and the run's clocks over all its sessions */
     double win_loss, win_div;
+    double win_kl; /* distillation: the window's summed KL (0 without a teacher) */
     long win_n;
     double train_seconds;  /* in training steps */
     double elapsed_s;      /* wall time since the run started */

@@ -172,16 +172,17 @@ static size_t plan_total(const Model *m, int Bmax, int Nmax) {
     size_t LR = m->classify ? (size_t)Bmax : R, LV = m->classify ? (size_t)m->C : (size_t)m->V;
     size_t LH = m->classify ? LR : (size_t)model_head_rows(m, R); /* rows of logits kept (at most R) */
     size_t total = (m->L + 1) * R * D + 2 * R + R * D + LH * LV + 2 * LR; /* resid, lnf stats, lnf, logits, loss, valid */
-    if (LH < LR) total += LV * D; /* head_gw */
+    if (LH < LR && !m->infer) total += LV * D; /* head_gw */
     size_t scratch = 0;
     for (int l = 0; l < m->L; l++) {
         Mixer *mx = m->blocks[l].mixer;
         total += 4 * R * D + 4 * R + 2 * R * F + mx->vt->act_size(mx, S, Nt);
         scratch = GMA_MAX(scratch, mx->vt->scratch_size(mx, S, Nt));
     }
-    total += 2 * R * D + R * F + scratch; /* dresid, dtmp, dfc, scratch */
+    int bwd = !m->infer; /* the backward's buffers */
+    total += bwd * (2 * R * D + R * F) + scratch; /* dresid, dtmp, dfc, scratch */
     size_t head_act = m->classify ? cls_head_act_size(&m->head, Bmax) : 0;
-    if (m->classify) total += R + 2 * (size_t)S * D + 2 * head_act; /* pool_w, pooled, dpooled, head act + scratch */
+    if (m->classify) total += R + (1 + bwd) * ((size_t)S * D + head_act); /* pool_w, pooled, dpooled, head act + scratch */
     return total + stem_act_size(&m->stem, S, Nt);
 }
 
@@ -210,7 +211,7 @@ void model_memory_plan(const Model *m, int Bmax, int Nmax, MemPlan *p) {
     /* rough sizes in double first: the size_t plan could wrap for absurd shapes */
     double R = (double)Bmax * (m->classify ? m->n_seq : 1) * (Nmax + m->pool_cls);
     double rough = R * ((double)m->L * (6.0 * m->D + 2.0 * m->F)) + fmin(R, (double)model_head_rows(m, SIZE_MAX)) * (double)m->V;
-    p->params = 4.0 * (double)m->pt.total * sizeof(real); /* parameters, gradients, two moments */
+    p->params = (m->infer ? 1.0 : 4.0) * (double)m->pt.total * sizeof(real); /* parameters, gradients, two moments */
     p->acts = rough * sizeof(real) > 1e18 ? rough * sizeof(real) : (double)plan_total(m, Bmax, Nmax) * sizeof(real);
     /* and for a while: model_init_params' host copy of the parameters, the sinusoidal table (host and device) */
     double table = model_keys(&m->cfg)->pos == POS_SINUSOIDAL ? 2.0 * m->Nmax * m->D * sizeof(real) : 0;
@@ -248,13 +249,19 @@ void model_memory_plan(const Model *m, int Bmax, int Nmax, MemPlan *p) {
 }
 
 int model_check_memory(const Model *m, int Bmax, int Nmax) {
-    if (g_ops->device != OPS_CPU) return 0; /* device memory: the backend reports its own failure */
     MemPlan p;
-    model_memory_plan(m, Bmax, Nmax, &p);
+    return model_check_memory_plan(m, Bmax, Nmax, &p);
+}
+
+int model_check_memory_plan(const Model *m, int Bmax, int Nmax, MemPlan *plan) {
+    model_memory_plan(m, Bmax, Nmax, plan);
+    if (g_ops->device != OPS_CPU) return 0; /* device memory: the backend reports its own failure */
+    const MemPlan p = *plan;
     if (p.avail > 0 && p.total > p.avail)
-        return gma_errorf("batch %d x %d (train.batch_size x train.seq_len) plans %.1f GiB: parameters, gradients and optimiser "
-                          "moments %.1f, activations %.1f (%s) -> more than the %.1f GiB of %s",
-                          Bmax, Nmax, p.total / 1073741824.0, p.params / 1073741824.0, p.acts / 1073741824.0, p.drivers,
+        return gma_errorf("batch %d x %d (train.batch_size x train.seq_len) plans %.1f GiB: parameters%s %.1f, activations %.1f "
+                          "(%s) -> more than the %.1f GiB of %s",
+                          Bmax, Nmax, p.total / 1073741824.0, m->infer ? "" : ", gradients and optimiser moments",
+                          p.params / 1073741824.0, p.acts / 1073741824.0, p.drivers,
                           p.avail / 1073741824.0, p.avail_what);
     return 0;
 }
@@ -262,9 +269,11 @@ int model_check_memory(const Model *m, int Bmax, int Nmax) {
 void model_alloc(Model *m, int Bmax, int Nmax) {
     size_t P = m->pt.total;
     m->params = g_ops->alloc(P * sizeof(real));
-    m->grads = g_ops->alloc(P * sizeof(real));
-    m->m = g_ops->alloc(P * sizeof(real));
-    m->v = g_ops->alloc(P * sizeof(real));
+    if (!m->infer) {
+        m->grads = g_ops->alloc(P * sizeof(real));
+        m->m = g_ops->alloc(P * sizeof(real));
+        m->v = g_ops->alloc(P * sizeof(real));
+    }
     m->Bmax = Bmax;
     m->Nmax_act = Nmax;
     int S = m->classify ? Bmax * m->n_seq : Bmax, Nt = Nmax + m->pool_cls;
@@ -284,7 +293,7 @@ void model_alloc(Model *m, int Bmax, int Nmax) {
     m->lnf_rstd = TAKE(R);
     size_t LH = m->classify ? LR : (size_t)(m->head_rows = model_head_rows(m, R));
     m->logits = TAKE(LH * LV);
-    m->head_gw = LH < LR ? TAKE(LV * D) : NULL;
+    m->head_gw = LH < LR && !m->infer ? TAKE(LV * D) : NULL;
     m->loss_rows = TAKE(LR);
     m->valid_rows = TAKE(LR);
     for (int l = 0; l < m->L; l++) {
@@ -301,17 +310,19 @@ void model_alloc(Model *m, int Bmax, int Nmax) {
         b->gelu = TAKE(R * F);
         b->act = TAKE(b->mixer->vt->act_size(b->mixer, S, Nt));
     }
-    m->dresid = TAKE(R * D);
-    m->dtmp = TAKE(R * D);
-    m->dfc = TAKE(R * F);
+    if (!m->infer) {
+        m->dresid = TAKE(R * D);
+        m->dtmp = TAKE(R * D);
+        m->dfc = TAKE(R * F);
+    }
     m->scratch = TAKE(scratch);
     stem_carve(&m->stem, &p, S, Nt);
     if (m->classify) {
         m->pool_w = TAKE(R);
         m->pooled = TAKE((size_t)S * D);
-        m->dpooled = TAKE((size_t)S * D);
+        m->dpooled = m->infer ? NULL : TAKE((size_t)S * D);
         m->head_act = TAKE(head_act);
-        m->head_scratch = TAKE(head_act);
+        m->head_scratch = m->infer ? NULL : TAKE(head_act);
         m->pred = g_ops->alloc(Bmax * sizeof(int32_t));
         m->pool_arg = g_ops->alloc((size_t)S * D * sizeof(int32_t));
         m->pool_w_host = xcalloc(R, sizeof(real));
@@ -358,9 +369,9 @@ void model_free(Model *m) {
     free(m->blocks);
     if (m->params) {
         g_ops->free(m->params);
-        g_ops->free(m->grads);
-        g_ops->free(m->m);
-        g_ops->free(m->v);
+        if (m->grads) g_ops->free(m->grads);
+        if (m->m) g_ops->free(m->m);
+        if (m->v) g_ops->free(m->v);
         g_ops->free(m->actmem);
         g_ops->free(m->tok);
         g_ops->free(m->tgt);
@@ -381,7 +392,18 @@ void model_free(Model *m) {
 
 size_t model_param_count(const Model *m) { return pt_count_trained(&m->pt); }
 
-void model_zero_grad(Model *m) { g_ops->zero(m->grads, m->pt.total * sizeof(real)); }
+/* a model allocated for inference has nothing a backward or the optimiser could use:
+ * calling them is a program error */
+static void need_training_state(const Model *m, const char *what) {
+    if (!m->infer) return;
+    fprintf(stderr, "%s: the model is allocated for inference only (no gradients or backward buffers)\n", what);
+    abort();
+}
+
+void model_zero_grad(Model *m) {
+    need_training_state(m, "model_zero_grad");
+    g_ops->zero(m->grads, m->pt.total * sizeof(real));
+}
 
 #define PP(i) PT_PTR(m->params, &m->pt, (i))
 #define GG(i) PT_PTR(m->grads, &m->pt, (i))
@@ -587,6 +609,7 @@ static void head_backward(Model *m, int R, real scale) {
 int model_forward(Model *m, const int32_t *tok, const int32_t *tgt, int B, int N, const uint8_t *keymask,
                   int want_acc, LossStats *st, int training, long step) {
     if (m->classify) return gma_errorf("model_forward: this model is a classifier (use model_forward_cls)");
+    if (training && m->infer) return gma_errorf("model_forward: a training forward on a model allocated for inference only");
     if (B > m->Bmax || N > m->Nmax_act) return gma_errorf("batch %dx%d exceeds the planned %dx%d", B, N, m->Bmax, m->Nmax_act);
     if (N > m->Nmax) return gma_errorf("sequence length %d is longer than model.max_seq_len = %d", N, m->Nmax);
     for (size_t i = 0; i < (size_t)B * N; i++)
@@ -623,6 +646,7 @@ static const uint8_t *mixer_keymask(const Model *m) { return cls_head_cfg(&m->cf
 int model_forward_cls(Model *m, const int32_t *tok, const uint8_t *keymask, const int32_t *labels, int B, int N,
                       LossStats *st, int training, long step) {
     if (!m->classify) return gma_errorf("model_forward_cls: this model is a language model (model.task \"lm\")");
+    if (training && m->infer) return gma_errorf("model_forward_cls: a training forward on a model allocated for inference only");
     if (B > m->Bmax || N > m->Nmax_act)
         return gma_errorf("batch of %d examples x %d tokens exceeds the planned %dx%d", B, N, m->Bmax, m->Nmax_act);
     int Nt = N + m->pool_cls, S = B * m->n_seq, D = m->D;
@@ -723,6 +747,7 @@ static void backward_cls(Model *m, double loss_scale) {
 }
 
 void model_backward(Model *m, double loss_scale) {
+    need_training_state(m, "model_backward");
     if (m->classify) {
         backward_cls(m, loss_scale);
         return;

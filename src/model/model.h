@@ -5,8 +5,9 @@
  * mask, pooling (mean over real positions, or a learned CLS slot prepended at position
  * 0, which takes one of max_seq_len), no LM head but head.* (nn/cls_head.h), and for
  * two-sequence tasks one shared encoder over both sequences. Parameters, gradients and optimiser
- * moments are four contiguous buffers indexed by one ParamTable; activations are planned
- * for (B_max, N_max) once, so a training step does not allocate.
+ * moments are four contiguous buffers indexed by one ParamTable (parameters alone for a model
+ * allocated for inference, Model.infer); activations are planned for (B_max, N_max) once, so
+ * a training step does not allocate.
  *
  * Shapes: B batch (a classifier's backbone: B examples x n_seq sequences), N positions (a
  * classifier's: the CLS slot included), D = d_model, F = d_ff, V vocabulary, C classes,
@@ -47,7 +48,13 @@ typedef struct Model {
     real *pos_fixed;          /* (Nmax, D) the fixed table of pos "sinusoidal", else NULL */
     Stem stem;                /* image classifiers' convolutional stem (stem.n 0: none; nn/stem.h) */
     Block *blocks;
-    real *params, *grads, *m, *v; /* backend memory, pt.total reals each */
+    real *params, *grads, *m, *v; /* backend memory, pt.total reals each (grads, m, v NULL when infer) */
+    /* allocation mode, set between model_build and model_check_memory / model_alloc: 1 = the
+     * model only runs evaluation forwards and decoding (distillation teacher, gmasample,
+     * gmaeval): no gradients, optimiser moments or backward buffers (dresid, dtmp, dfc,
+     * head_gw, dpooled, head_scratch), about 3 x the parameters less; the logits are the
+     * same bits as a training-allocated model's. A training forward or a backward is refused. */
+    int infer;
     /* activations, planned for Bmax x Nmax in one block (actmem) */
     int Bmax, Nmax_act;
     real *actmem;
@@ -119,7 +126,7 @@ int model_build(Model *m, const Config *c);
  * checkpoint's config). 0 or -1 with gma_error. */
 int model_extend_window(Config *c, int N, const char *src);
 /* The memory model_alloc takes for batches of Bmax x Nmax, in bytes: params (parameters,
- * gradients, the two optimiser moments), acts (activations and scratch), total (both and
+ * gradients, the two optimiser moments; parameters alone when m->infer), acts (activations and scratch), total (both and
  * what model_alloc and model_init_params hold for a while: a host copy of the parameters,
  * the sinusoidal position table); the keys that drive it (text for messages); what this
  * process can still take (avail, 0 when unknown: physical memory or the RLIMIT_AS left,
@@ -133,10 +140,13 @@ void model_memory_plan(const Model *m, int Bmax, int Nmax, MemPlan *p);
 /* 0, or an error (gma_error) naming the sizes and keys when the plan for Bmax x Nmax does
  * not fit the memory available (CPU backend); call before model_alloc on user-given sizes. */
 int model_check_memory(const Model *m, int Bmax, int Nmax);
+/* the same, leaving the plan in *plan (filled whatever the backend) for the caller to report */
+int model_check_memory_plan(const Model *m, int Bmax, int Nmax, MemPlan *plan);
 /* rows of logits the language-model head computes at a time for batches of R rows
  * (model.head_chunk, or the automatic choice of docs/model.md §1) */
 int model_head_rows(const Model *m, size_t R);
-/* Allocate parameters, gradients, moments and activations for batches up to Bmax x Nmax.
+/* Allocate parameters, gradients, moments and activations for batches up to Bmax x Nmax
+ * (with m->infer: parameters and the forward's activations only).
  * Classifier: Bmax examples (of n_seq sequences each) of up to Nmax tokens, not counting
  * the CLS slot (Nmax + 1 must then fit model.max_seq_len). */
 void model_alloc(Model *m, int Bmax, int Nmax);

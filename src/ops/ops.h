@@ -133,6 +133,10 @@
     X(void, gma_route_backward, (real *dx, real *dmu, real *dvar_raw, real *dprior, const real *dgamma,                \
         const real *gamma, const real *x, const real *mu, const real *var_raw, const real *prior, int B, int H,        \
         int N, int d, int Kc, real tau, real var_floor, int shared))                                                   \
+    /* GMA's Dirichlet prior on the mixture weights (docs/model.md §4.1): Hp rows of Kc prior                          \
+     * logits l, pi_h = softmax(l_h) (in double); dl[h,j] += c ([j live] - n_live(h) pi_hj),                           \
+     * component j live when l_hj > live_above (a dropped one is out of the sum, pi ~ 0) */                            \
+    X(void, gma_dirichlet_backward, (real *dl, const real *l, int Hp, int Kc, double c, real live_above))              \
     /* convolutional stem (docs/model.md §2.1). S images of H x W pixels with C channels, x                          \
      * [S, H*W, C] (channels last: the token layout) -> col [S*H*W, 9*C], the 3 x 3 taps at                          \
      * dilation dil: col[(s,i,j), (3 ky + kx) C + c] = x[s, i + (ky-1) dil, j + (kx-1) dil, c],                      \

@@ -58,6 +58,21 @@ static void get(real *host, const real *params, const Mixer *mx, int tensor, siz
     g_ops->to_host(host, params + tensor_offset(mx, tensor) + at, sizeof(real) * n);
 }
 
+/* train.freeze: 1 when tensor (an index into the mixer's table, -1 none) is frozen; k-means
+ * seeding and re-seeding leave such a tensor's bits as they are, with one line on stderr
+ * (rank 0) the first time `what` skips it */
+static int frozen(const Mixer *mx, int tensor, const char *what) {
+    if (tensor < 0 || !mx->pt->t[tensor].frozen) return 0;
+    static struct { const ParamTable *pt; int t; char what; } told[64];
+    static int n_told;
+    for (int i = 0; i < n_told; i++)
+        if (told[i].pt == mx->pt && told[i].t == tensor && told[i].what == what[0]) return 1;
+    if (n_told < 64) told[n_told++].pt = mx->pt, told[n_told - 1].t = tensor, told[n_told - 1].what = what[0];
+    if (dist_rank() == 0)
+        fprintf(stderr, "gmatrain: %s leaves %s as it is: frozen by train.freeze\n", what, mx->pt->t[tensor].name);
+    return 1;
+}
+
 /* ================= k-means seeding ================= */
 
 /* host copy of the non-padded query rows of head h (all heads when h < 0) of every rank,
@@ -96,7 +111,7 @@ static int subsample(real *X, int n, int d, real *tmp, Rng *rng) {
 static void set_centres(const Mixer *mx, const MixerComponents *mc, real *params, int hp, const real *C, real *b) {
     int Kc = mc->Kc, d = mx->d;
     put(params, mx, mc->centre, (size_t)hp * Kc * d, C, (size_t)Kc * d);
-    if (!mc->softmax) return;
+    if (!mc->softmax || frozen(mx, mc->bias, "k-means seeding")) return;
     for (int k = 0; k < Kc; k++) {
         double s = 0;
         for (int e = 0; e < d; e++) s += (double)C[(size_t)k * d + e] * C[(size_t)k * d + e];
@@ -115,8 +130,10 @@ static int kmeans_head(Mixer *mx, const MixerComponents *mc, const MixerCtx *c, 
     n = subsample(X, n, d, tmp, rng);
     if (n > 0) {
         kmeans_fit(X, n, d, Kc, KMEANS_ITERS, C, rng);
-        if (mc->kmeans && (h < 0 || !mc->shared)) set_centres(mx, mc, params, h < 0 ? 0 : h, C, b);
-        if (mc->memory >= 0 && h >= 0) put(params, mx, mc->memory, (size_t)h * Kc * d, C, (size_t)Kc * d);
+        if (mc->kmeans && (h < 0 || !mc->shared) && !frozen(mx, mc->centre, "k-means seeding"))
+            set_centres(mx, mc, params, h < 0 ? 0 : h, C, b);
+        if (mc->memory >= 0 && h >= 0 && !frozen(mx, mc->memory, "k-means seeding"))
+            put(params, mx, mc->memory, (size_t)h * Kc * d, C, (size_t)Kc * d);
     }
     free(X);
     return 0;
@@ -285,7 +302,7 @@ static void reseed_one(Reseed *r, int k, const real *x, Live lv, real *params, r
     real *wk = r->w + (size_t)k * d;
     if (!mc->softmax) {
         memcpy(wk, x, sizeof(real) * d);
-        put(params, r->mx, mc->var, at3, r->var, d);
+        if (!frozen(r->mx, mc->var, "re-seeding")) put(params, r->mx, mc->var, at3, r->var, d);
     } else {
         double s = 0;
         for (int e = 0; e < d; e++) s += (double)x[e] * x[e];
@@ -305,6 +322,7 @@ int routing_reinit(Mixer *mx, const MixerCtx *c, real *params, real *mom1, real 
                    const int *dead, Rng *rng) {
     MixerComponents mc;
     if (!components(mx, act, c->B, c->N, &mc) || !mc.qh) return 0;
+    if (frozen(mx, mc.centre, "re-seeding")) return 0; /* a component cannot move: nothing re-seeded */
     int d = mx->d, Kc = mc.Kc;
     Reseed r = {.mx = mx, .mc = &mc, .hp = mc.shared ? 0 : head};
     reseed_alloc(&r, c);
@@ -327,7 +345,7 @@ int routing_reinit(Mixer *mx, const MixerCtx *c, real *params, real *mom1, real 
         done++;
     }
     put(params, mx, mc.centre, (size_t)r.hp * P3, r.w, P3);
-    put(params, mx, mc.bias, (size_t)r.hp * Kc, r.bias, Kc);
+    if (!frozen(mx, mc.bias, "re-seeding")) put(params, mx, mc.bias, (size_t)r.hp * Kc, r.bias, Kc);
     reseed_free(&r);
     return done;
 }

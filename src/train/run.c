@@ -101,10 +101,9 @@ static int open_data_and_model(Run *r) {
     r->model_built = model_build(&r->m, &r->cfg) == 0;
     if ((rc = dist_agree(r->model_built ? 0 : TRAIN_BAD_INPUT)) != 0) return rc;
     int B = r->cfg.train.batch_size, N = r->task.N;
-    if ((rc = dist_agree(model_check_memory(&r->m, B, N) != 0 ? TRAIN_BAD_INPUT : 0)) != 0) return rc;
+    MemPlan plan; /* planned once: checked here, reported below */
+    if ((rc = dist_agree(model_check_memory_plan(&r->m, B, N, &plan) != 0 ? TRAIN_BAD_INPUT : 0)) != 0) return rc;
     if (r->lead && r->cfg.model.task == MODEL_LM) cfg_pos_scale_warn(&r->cfg, stderr, "gmatrain"); /* once, as training starts */
-    MemPlan plan;
-    model_memory_plan(&r->m, B, N, &plan);
     if (r->lead && !r->quiet && plan.total >= PLAN_SAY_BYTES) /* taking and touching that much takes a while */
         fprintf(stderr, "gmatrain: allocating %.1f GiB: parameters, gradients and optimiser moments %.1f, activations %.1f (%s); "
                 "%.1f GiB of %s\n", plan.total / 1073741824.0, plan.params / 1073741824.0, plan.acts / 1073741824.0,
@@ -470,9 +469,10 @@ static void step_all_reduce(Run *r) {
     RunStep *s = &r->cur;
     int R = r->R;
     if (R == 1) return;
-    double sc[6] = {s->bad, s->loss, s->div, s->tokens, g_stop != 0, s->kl};
-    dist_sum_double(sc, 6);
+    double sc[7] = {s->bad, s->loss, s->div, s->tokens, g_stop != 0, s->kl, r->lead && run_metrics_failure()};
+    dist_sum_double(sc, 7);
     s->kl = sc[5] / R;
+    r->metrics_failed_all = sc[6] > 0;
     s->bad = sc[0] > 0;
     s->loss = sc[1] / R;
     s->div = sc[2] / R;
@@ -528,7 +528,7 @@ int run_step(Run *r) {
         r->last_loss = s->loss;
         r->ts.win_loss += s->loss;
         r->ts.win_div += s->div;
-        r->win_kl += s->kl;
+        r->ts.win_kl += s->kl;
         r->ts.win_n++;
     }
     r->ts.step = s->step + 1;
@@ -570,7 +570,7 @@ static void log_window(Run *r) {
     cJSON_AddNumberToObject(row, "loss", loss);
     if (r->div_on) cJSON_AddNumberToObject(row, "div_loss", r->ts.win_n ? r->ts.win_div / r->ts.win_n : NAN);
     if (r->teacher_built) { /* the parts of the distilled loss: loss (the CE) + weight T^2 kl */
-        double kl = r->ts.win_n ? r->win_kl / r->ts.win_n : NAN, T = r->cfg.train.distill_temperature;
+        double kl = r->ts.win_n ? r->ts.win_kl / r->ts.win_n : NAN, T = r->cfg.train.distill_temperature;
         cJSON_AddNumberToObject(row, "ce", loss);
         cJSON_AddNumberToObject(row, "kl", kl);
         cJSON_AddNumberToObject(row, "distill_loss", loss + r->cfg.train.distill_weight * T * T * kl);
@@ -583,7 +583,7 @@ static void log_window(Run *r) {
     progress_line(r, loss);
     r->ts.win_loss = 0;
     r->ts.win_div = 0;
-    r->win_kl = 0;
+    r->ts.win_kl = 0;
     r->ts.win_n = 0;
 }
 
@@ -649,15 +649,20 @@ static int sample(Run *r) {
 
 static int due(long step, int every) { return every > 0 && step % every == 0; }
 
-/* A metrics row that could not be written (a full disk) stops the run: TRAIN_ERROR. */
-static int metrics_check(const Run *r) {
+/* A metrics row that could not be written (a full disk) stops the run: TRAIN_ERROR. Only
+ * the lead writes rows; with R > 1 the ranks learn of a failure from the next step's
+ * reduction of the scalars (step_all_reduce: one step later, no broadcast per step), and
+ * after the last step (final) from one broadcast. */
+static int metrics_check(Run *r, int final) {
     const char *why = r->lead ? run_metrics_failure() : NULL;
+    if (why && !r->metrics_fail_step) r->metrics_fail_step = r->ts.step;
     int failed = why != NULL;
-    if (r->R > 1) dist_bcast(&failed, sizeof failed, 0);
+    if (r->R > 1 && final) dist_bcast(&failed, sizeof failed, 0);
+    else if (r->R > 1) failed = r->metrics_failed_all;
     if (!failed) return 0;
     if (why)
         gma_errorf("%s/metrics.jsonl: cannot write a row at step %ld: %s; the run stops (the last checkpoint is %s/latest)",
-                   r->o.run_dir, r->ts.step, why, r->o.run_dir);
+                   r->o.run_dir, r->metrics_fail_step, why, r->o.run_dir);
     return TRAIN_ERROR;
 }
 
@@ -681,7 +686,7 @@ static int periodic(Run *r) {
 
 int run_periodic(Run *r) {
     int rc = periodic(r);
-    return rc ? rc : metrics_check(r);
+    return rc ? rc : metrics_check(r, 0);
 }
 
 /* ---------------- finish ---------------- */
@@ -834,7 +839,7 @@ int run_finish(Run *r) {
     }
     int rc = r->task.classify ? finish_best(r, sum) : 0;
     if (!rc && r->task.classify && have[SPLIT_TEST]) report_test(r, sum, &fin[SPLIT_TEST]);
-    if (!rc) rc = metrics_check(r);
+    if (!rc) rc = metrics_check(r, 1);
     char *text = rc ? NULL : cJSON_Print(sum);
     cJSON_Delete(sum);
     if (text && r->lead && run_write_json(r->o.run_dir, "summary.json", text) != 0) rc = TRAIN_ERROR;

@@ -53,6 +53,11 @@ typedef struct Run {
     int fresh;           /* no step taken yet in a fresh run: k-means pending */
     uint8_t kmeans_only[CFG_MAX_LAYERS]; /* --init-from: the layers whose routing k-means seeds (Model.kmeans_only) */
     int stop_all;        /* R > 1: a signal reached some rank (agreed at each step) */
+    /* a metrics row that failed (metrics_check): the step the lead first saw it at (0: none),
+     * and with R > 1 whether the lead had, from the next step's reduction of the scalars
+     * (no collective of its own each step) */
+    long metrics_fail_step;
+    int metrics_failed_all;
     int bad_row;         /* refused updates in a row */
     RunStep cur;
     long step0;          /* step at open */
@@ -67,7 +72,6 @@ typedef struct Run {
     double lr_from, lr_to;
     Model teacher;       /* train.distill.teacher (distilling when teacher_built) */
     int teacher_built;
-    double win_kl;       /* the log window's summed KL (its steps: ts.win_n) */
 } Run;
 
 int run_open(Run *r, const Config *cfg, const TrainerOptions *o);

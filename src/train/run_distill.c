@@ -18,6 +18,12 @@ int distill_open(Model *s, const Config *cfg, Model *t, int quiet) {
     c.model.head_chunk = s->head_rows; /* one chunk of teacher logits beside each of the student's */
     c.device = cfg->device;
     if (model_build(t, &c) != 0) return gma_error_prefix("key train.distill.teacher: %s", dir), -1;
+    t->infer = 1; /* forwards only: no gradients, moments or backward buffers */
+    if (model_check_memory(t, s->Bmax, s->Nmax_act) != 0) {
+        gma_error_prefix("key train.distill.teacher: %s", dir);
+        model_free(t);
+        return -1;
+    }
     model_alloc(t, s->Bmax, s->Nmax_act);
     if (ckpt_load(t, NULL, dir) != 0 || model_set_teacher(s, t, tc->distill_weight, tc->distill_temperature) != 0) {
         gma_error_prefix("key train.distill.teacher: %s", dir);

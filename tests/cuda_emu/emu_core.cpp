@@ -289,6 +289,16 @@ static void t_route(int B, int H, int N, int d, int Kc, int shared) {
     CU->gma_route_backward(F(dx2), F(dm2), F(dv2), F(dp2), F(dg), F(g1), F(x), F(mu), F(vr), F(pr), B, H, N, d, Kc, tau, vf, shared);
     cmp("gma_route dx", dx2, dx1); cmp("gma_route dmu", dm2, dm1); cmp("gma_route dvar_raw", dv2, dv1); cmp("gma_route dprior", dp2, dp1);
 }
+static void t_dirichlet(int Hp, int Kc, int dropped) {
+    auto keep = rng; /* the later rows draw what they drew before these rows came */
+    printf("gma_dirichlet Hp%d Kc%d dropped%d\n", Hp, Kc, dropped);
+    V l = rnd((size_t)Hp * Kc, 2), g1 = rnd(l.size()), g2 = g1;
+    for (int i = 0; i < dropped; i++) l[(size_t)(i % Hp) * Kc + 1 + i / Hp] = -1e4f;
+    CP->gma_dirichlet_backward(F(g1), F(l), Hp, Kc, 0.37, -5e3f);
+    CU->gma_dirichlet_backward(F(g2), F(l), Hp, Kc, 0.37, -5e3f);
+    cmp("gma_dirichlet dl", g2, g1);
+    rng = keep;
+}
 static void t_div(int B, int H, int N, int Kc) {
     char nm[80]; V g = rnd((size_t)B * H * N * Kc, 0.45f, 0.5f); std::vector<uint8_t> m(B * N);
     for (int i = 0; i < B * N; i++) m[i] = i % 4 != 1;

@@ -62,6 +62,9 @@
     ROW(route, route, 1, (1, 1, 1, 1, 1, 0))                                                                           \
     ROW(route, route, 1, (3, 2, 1, 8, 5, 0)) /* one position of B sequences (decoding) */                              \
     ROW(route, route, 1, (4, 3, 1, 6, 70, 1))                                                                          \
+    ROW(route, dirichlet, 1, (3, 7, 2))         /* Hp, Kc, dropped components */                                      \
+    ROW(route, dirichlet, 1, (1, 70, 5))                                                                               \
+    ROW(route, dirichlet, 1, (2, 1, 0))                                                                                \
     ROW(div, div, 1, (2, 3, 13, 5))                                                                                    \
     ROW(div, div, 1, (1, 2, 300, 3))                                                                                   \
     ROW(stem, conv, 0, (2, 5, 4, 3, 1))                                                                                \

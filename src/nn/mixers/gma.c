@@ -153,7 +153,6 @@ typedef struct GmaPriv {
     double div_weight, div_last;
     int orthogonal;
     double dir_alpha, dir_weight; /* the Dirichlet prior (dir_weight 0: off) */
-    real *dir_host;           /* 2 Hp Kc host values for its gradient, made at its first use */
     int gh;                   /* heads a backward group recomputes at once */
     const real *params_last;  /* of the last forward, for query_resp */
     real *gq_buf;             /* query_resp's recomputed responsibilities (backend memory) */
@@ -508,26 +507,12 @@ static void gma_prefill(Mixer *m, const MixerCtx *c, const real *h, const real *
 /* The Dirichlet prior's gradient (docs/model.md §4.1), scale x dL/dl into the prior logits'
  * gradient: L = -(alpha - 1)/Hp sum_h sum_{k live} log pi_hk, pi_h = softmax(l_h), so
  * dL/dl_hj = (1 - alpha)/Hp ([j live] - n_live pi_hj); dropped components (logit <=
- * MIXER_DROPPED_LOGIT / 2) are not in the sum and have pi = 0. */
+ * MIXER_DROPPED_LOGIT / 2) are not in the sum and have pi = 0. One op on the backend's
+ * memory (gma_dirichlet_backward): the logits never cross to the host. */
 static void dirichlet_backward(const Mixer *m, const real *params, real *grads, double scale) {
     GmaPriv *g = m->priv;
-    int Kc = g->Kc;
-    size_t n = (size_t)g->Hp * Kc;
-    if (!g->dir_host) g->dir_host = xmalloc(2 * n * sizeof(real));
-    real *l = g->dir_host, *gr = l + n;
-    g_ops->to_host(l, MP(m, params, P_PRIOR), n * sizeof(real));
-    g_ops->to_host(gr, MP(m, grads, P_PRIOR), n * sizeof(real));
-    double c = scale * (1 - g->dir_alpha) / g->Hp;
-    for (int h = 0; h < g->Hp; h++) {
-        const real *lh = l + (size_t)h * Kc;
-        double mx = lh[0], sum = 0;
-        int live = 0;
-        for (int k = 1; k < Kc; k++) mx = fmax(mx, lh[k]);
-        for (int k = 0; k < Kc; k++) sum += exp(lh[k] - mx), live += lh[k] > MIXER_DROPPED_LOGIT / 2;
-        for (int k = 0; k < Kc; k++)
-            gr[(size_t)h * Kc + k] += (real)(c * ((lh[k] > MIXER_DROPPED_LOGIT / 2) - live * exp(lh[k] - mx) / sum));
-    }
-    g_ops->to_device(MP(m, grads, P_PRIOR), gr, n * sizeof(real));
+    g_ops->gma_dirichlet_backward(MP(m, grads, P_PRIOR), MP(m, params, P_PRIOR), g->Hp, g->Kc,
+                                  scale * (1 - g->dir_alpha) / g->Hp, (real)(MIXER_DROPPED_LOGIT / 2));
 }
 
 static void gma_backward_ema(Mixer *m, const MixerCtx *c, real *dh, const real *dy, const real *h, const real *params,
@@ -627,7 +612,6 @@ size_t gma_mix_step_scratch(const Mixer *m, int B) { return 2 * (size_t)B * m->H
 static void gma_destroy(Mixer *m) {
     GmaPriv *g = m->priv;
     if (g->gq_buf) g_ops->free(g->gq_buf);
-    free(g->dir_host);
     free(m->priv);
     free(m);
 }

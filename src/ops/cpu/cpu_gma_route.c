@@ -1,5 +1,5 @@
 /* cpu_gma_route.c: GMA Gaussian routing (docs/model.md §3.2) on the CPU: the fused
- * log-density + softmax and its backward.
+ * log-density + softmax and its backward; the Dirichlet prior's gradient (§4.1).
  *
  * Per head, with sigma2 = softplus(var_raw) + var_floor, P = 1/sigma2, M = mu P and
  * cst_k = log_softmax(prior)_k - 1/2 sum_d (mu^2 P + log sigma2):
@@ -251,5 +251,18 @@ void cpu_gma_route_backward(real *dx, real *dmu, real *dvar_raw, real *dprior, c
                 dvar_raw[o] += ds2 * sigmoid(var_raw[o]);
             }
         }
+    }
+}
+
+/* one pass per parameter set; the sums in double (ops.h) */
+void cpu_gma_dirichlet_backward(real *dl, const real *l, int Hp, int Kc, double c, real live_above) {
+    for (int h = 0; h < Hp; h++) {
+        const real *lh = l + (size_t)h * Kc;
+        real *gh = dl + (size_t)h * Kc;
+        double mx = lh[0], sum = 0;
+        int live = 0;
+        for (int k = 1; k < Kc; k++) mx = fmax(mx, lh[k]);
+        for (int k = 0; k < Kc; k++) sum += exp(lh[k] - mx), live += lh[k] > live_above;
+        for (int k = 0; k < Kc; k++) gh[k] += (real)(c * ((lh[k] > live_above) - live * exp(lh[k] - mx) / sum));
     }
 }

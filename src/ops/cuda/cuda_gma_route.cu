@@ -1,5 +1,5 @@
 /* cuda_gma_route.cu: GMA Gaussian routing (docs/model.md §3.2) on the GPU, twin of
- * ops/cpu/cpu_gma_route.c.
+ * ops/cpu/cpu_gma_route.c; the Dirichlet prior's gradient (§4.1) at the end.
  *
  * Per parameter set (head, or one when shared): sigma2 = softplus(var_raw) + var_floor,
  * P = 1/sigma2, M = mu P, cst_k = log_softmax(prior)_k - 1/2 sum_d (mu^2 P + log sigma2).
@@ -225,4 +225,23 @@ void cuda_gma_route_backward(real *dx, real *dmu, real *dvar_raw, real *dprior, 
     k_route_params<<<grid_for((size_t)Hp * blk), TPB>>>(dmu, dvar_raw, dprior, dMp, dPp, dc, sc, mu, var_raw, prior, B,
                                                          H, Kc, d, Hp, shared, var_floor);
     KERNEL_CHECK("k_route_params");
+}
+
+/* the Dirichlet prior's gradient, one thread per parameter set (Hp is a few heads; the
+ * prior logits stay on the device), the CPU's arithmetic in double */
+__global__ void k_dirichlet(float *dl, const float *l, int Hp, int Kc, double c, float live_above) {
+    GRID_STRIDE(h, (size_t)Hp) {
+        const float *lh = l + h * Kc;
+        float *gh = dl + h * Kc;
+        double mx = lh[0], sum = 0;
+        int live = 0;
+        for (int k = 1; k < Kc; k++) mx = fmax(mx, (double)lh[k]);
+        for (int k = 0; k < Kc; k++) sum += exp(lh[k] - mx), live += lh[k] > live_above;
+        for (int k = 0; k < Kc; k++) gh[k] += (float)(c * ((lh[k] > live_above) - live * exp(lh[k] - mx) / sum));
+    }
+}
+void cuda_gma_dirichlet_backward(real *dl, const real *l, int Hp, int Kc, double c, real live_above) {
+    if (Hp <= 0 || Kc <= 0) return;
+    k_dirichlet<<<grid_for((size_t)Hp, 32), 32>>>(dl, l, Hp, Kc, c, live_above);
+    KERNEL_CHECK("k_dirichlet");
 }
