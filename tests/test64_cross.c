@@ -1,0 +1,275 @@
+/* test64_cross.c: the cross-attention layers (nn/mixers/cross.h, docs/model.md §3.6) in
+ * float64: central-difference gradient checks through the queries' input hq, the
+ * context's input hc and every parameter, for gma and sdpa, with fewer queries than context
+ * rows (the queries padded), more (the context padded) and as many; against a direct
+ * evaluation of the formulas (GMA's memory read, softmax attention over the context); a
+ * query's output does not depend on the other queries; and decoding (the context memory
+ * once, then one query row at a time) gives the forward's rows. */
+#include <string.h>
+
+#include "gradcheck.h"
+#include "nn/mixers/cross.h"
+#include "testutil.h"
+
+typedef struct XCase {
+    Cross *x;
+    ParamTable pt;
+    real *params, *grads, *act, *scratch, *hq, *hc, *y, *r;
+    int B, N, M;
+    size_t nq, nc;
+} XCase;
+
+static Config xcfg(void) {
+    Config c = tu_tiny_config("gma");
+    c.model.init_std = 0.5;
+    return c;
+}
+
+static void xc_setup(XCase *c, int kind, int B, int N, int M, uint64_t seed) {
+    memset(c, 0, sizeof *c);
+    Config cfg = xcfg();
+    Rng rng;
+    rng_seed(&rng, seed);
+    c->x = cross_create(&cfg, kind, 3, &c->pt, "blocks.0.cross");
+    c->params = xcalloc(c->pt.total, sizeof(real));
+    c->grads = xcalloc(c->pt.total, sizeof(real));
+    pt_init(&c->pt, c->params, &rng);
+    if (kind == CROSS_GMA) /* spread the priors so that they carry gradient */
+        gc_fill(c->params + c->pt.t[c->x->m.p[AP_N + 2]].offset, c->pt.t[c->x->m.p[AP_N + 2]].numel, &rng, 0.5);
+    c->B = B, c->N = N, c->M = M;
+    c->act = xcalloc(cross_act_size(c->x, B, N, M), sizeof(real));
+    c->scratch = xcalloc(cross_scratch_size(c->x, B, N, M), sizeof(real));
+    c->nq = (size_t)B * N * c->x->m.Dm;
+    c->nc = (size_t)B * M * c->x->m.Dm;
+    c->hq = gc_random(c->nq, &rng, 1);
+    c->hc = gc_random(c->nc, &rng, 1);
+    c->y = xcalloc(c->nq, sizeof(real));
+    c->r = gc_random(c->nq, &rng, 1);
+}
+
+static void xc_free(XCase *c) {
+    cross_destroy(c->x);
+    pt_free(&c->pt);
+    free(c->params), free(c->grads), free(c->act), free(c->scratch);
+    free(c->hq), free(c->hc), free(c->y), free(c->r);
+}
+
+static double xc_loss(void *p) {
+    XCase *c = p;
+    cross_forward(c->x, c->y, c->hq, c->hc, c->params, c->act, c->scratch, c->B, c->N, c->M);
+    return gc_dot(c->y, c->r, c->nq);
+}
+
+static void grad_case(int kind, int N, int M) {
+    XCase c;
+    xc_setup(&c, kind, 2, N, M, 7 + N + 3 * M + kind);
+    char label[64];
+    snprintf(label, sizeof label, "cross %s N %d M %d", kind == CROSS_GMA ? "gma" : "sdpa", N, M);
+    xc_loss(&c);
+    real *dq = xcalloc(c.nq, sizeof(real)), *dc = xcalloc(c.nc, sizeof(real));
+    cross_backward(c.x, dq, dc, c.r, c.hq, c.hc, c.params, c.grads, c.act, c.scratch, c.B, N, M);
+    gc_assert_grad(label, "dhq", xc_loss, &c, c.hq, dq, c.nq);
+    gc_assert_grad(label, "dhc", xc_loss, &c, c.hc, dc, c.nc);
+    for (int i = 0; i < c.pt.n; i++) {
+        const ParamInfo *p = &c.pt.t[i];
+        gc_assert_grad(label, p->name, xc_loss, &c, c.params + p->offset, c.grads + p->offset, p->numel);
+    }
+    /* the accumulate contract: a second backward doubles everything */
+    real *g1 = xcalloc(c.pt.total, sizeof(real)), *dc1 = xcalloc(c.nc, sizeof(real));
+    memcpy(g1, c.grads, c.pt.total * sizeof(real));
+    memcpy(dc1, dc, c.nc * sizeof(real));
+    xc_loss(&c);
+    cross_backward(c.x, dq, dc, c.r, c.hq, c.hc, c.params, c.grads, c.act, c.scratch, c.B, N, M);
+    for (size_t i = 0; i < c.pt.total; i++) ck_assert(fabs(c.grads[i] - 2 * g1[i]) <= 1e-12 * (1 + fabs(g1[i])));
+    for (size_t i = 0; i < c.nc; i++) ck_assert(fabs(dc[i] - 2 * dc1[i]) <= 1e-12 * (1 + fabs(dc1[i])));
+    free(g1), free(dc1), free(dq), free(dc);
+    xc_free(&c);
+}
+
+START_TEST(test_grad_gma_short_queries) { grad_case(CROSS_GMA, 3, 5); }
+END_TEST
+START_TEST(test_grad_gma_long_queries) { grad_case(CROSS_GMA, 5, 2); }
+END_TEST
+START_TEST(test_grad_gma_equal) { grad_case(CROSS_GMA, 4, 4); }
+END_TEST
+START_TEST(test_grad_sdpa_short_queries) { grad_case(CROSS_SDPA, 3, 5); }
+END_TEST
+START_TEST(test_grad_sdpa_long_queries) { grad_case(CROSS_SDPA, 5, 2); }
+END_TEST
+START_TEST(test_grad_sdpa_equal) { grad_case(CROSS_SDPA, 4, 4); }
+END_TEST
+
+/* ---- the formulas, evaluated directly on the host ---- */
+/* row of h W^T + b */
+static void proj_row(double *out, const real *h, const real *W, const real *b, int I, int O) {
+    for (int o = 0; o < O; o++) {
+        double s = b ? b[o] : 0;
+        for (int i = 0; i < I; i++) s += W[(size_t)o * I + i] * h[i];
+        out[o] = s;
+    }
+}
+static const real *T(const XCase *c, int p) { return c->x->m.p[p] >= 0 ? c->params + c->pt.t[c->x->m.p[p]].offset : NULL; }
+
+/* gamma_k(x) = softmax_k(prior_k - 1/2 sum_j ((x_j - mu_kj)^2 / s2_kj + log s2_kj)) of head h */
+static void gamma_row(double *g, const XCase *c, const double *x, int h) {
+    int Kc = c->x->Kc, d = c->x->m.d;
+    const real *mu = T(c, AP_N), *vr = T(c, AP_N + 1), *pr = T(c, AP_N + 2);
+    double mx = -1e300;
+    for (int k = 0; k < Kc; k++) {
+        double l = pr[h * Kc + k];
+        for (int j = 0; j < d; j++) {
+            size_t i = ((size_t)h * Kc + k) * d + j;
+            double s2 = log1p(exp(vr[i])) + 1e-4, e = x[j] - mu[i];
+            l -= 0.5 * (e * e / s2 + log(s2));
+        }
+        g[k] = l;
+        mx = fmax(mx, l);
+    }
+    double s = 0;
+    for (int k = 0; k < Kc; k++) s += g[k] = exp(g[k] - mx);
+    for (int k = 0; k < Kc; k++) g[k] /= s;
+}
+
+/* y [B,N,Dm] of the layer evaluated from its definition */
+static void direct(const XCase *c, int kind, double *y) {
+    const Mixer *m = &c->x->m;
+    int Dm = m->Dm, D = m->D, H = m->H, d = m->d, Kc = c->x->Kc, N = c->N, M = c->M;
+    double *q = xcalloc(D, sizeof(double)), *k = xcalloc((size_t)M * D, sizeof(double));
+    double *v = xcalloc((size_t)M * D, sizeof(double)), *o = xcalloc(D, sizeof(double));
+    double *g = xcalloc(Kc, sizeof(double)), *gk = xcalloc((size_t)M * Kc, sizeof(double));
+    double *w = xcalloc(M, sizeof(double));
+    for (int b = 0; b < c->B; b++) {
+        for (int j = 0; j < M; j++) {
+            const real *hc = c->hc + ((size_t)b * M + j) * Dm;
+            proj_row(k + (size_t)j * D, hc, T(c, AP_WK), T(c, AP_BK), Dm, D);
+            proj_row(v + (size_t)j * D, hc, T(c, AP_WV), T(c, AP_BV), Dm, D);
+        }
+        for (int i = 0; i < N; i++) {
+            proj_row(q, c->hq + ((size_t)b * N + i) * Dm, T(c, AP_WQ), T(c, AP_BQ), Dm, D);
+            for (int h = 0; h < H; h++) {
+                if (kind == CROSS_GMA) { /* o = gamma(q) S / (gamma(q) z + eps), S = sum_j gamma(k_j) v_j^T */
+                    gamma_row(g, c, q + h * d, h);
+                    double den = c->x->eps;
+                    for (int j = 0; j < M; j++) {
+                        gamma_row(gk + (size_t)j * Kc, c, k + (size_t)j * D + h * d, h);
+                        w[j] = 0;
+                        for (int kk = 0; kk < Kc; kk++) w[j] += g[kk] * gk[(size_t)j * Kc + kk];
+                        den += w[j];
+                    }
+                    for (int j = 0; j < M; j++) w[j] /= den;
+                } else { /* softmax over the M keys */
+                    double mx = -1e300, s = 0;
+                    for (int j = 0; j < M; j++) {
+                        w[j] = 0;
+                        for (int e = 0; e < d; e++) w[j] += q[h * d + e] * k[(size_t)j * D + h * d + e];
+                        w[j] /= sqrt((double)d);
+                        mx = fmax(mx, w[j]);
+                    }
+                    for (int j = 0; j < M; j++) s += w[j] = exp(w[j] - mx);
+                    for (int j = 0; j < M; j++) w[j] /= s;
+                }
+                for (int e = 0; e < d; e++) {
+                    o[h * d + e] = 0;
+                    for (int j = 0; j < M; j++) o[h * d + e] += w[j] * v[(size_t)j * D + h * d + e];
+                }
+            }
+            for (int p = 0; p < Dm; p++) {
+                double s = T(c, AP_BO) ? T(c, AP_BO)[p] : 0;
+                for (int e = 0; e < D; e++) s += T(c, AP_WO)[(size_t)p * D + e] * o[e];
+                y[((size_t)b * N + i) * Dm + p] = s;
+            }
+        }
+    }
+    free(q), free(k), free(v), free(o), free(g), free(gk), free(w);
+}
+
+static void direct_case(int kind, int N, int M) {
+    XCase c;
+    xc_setup(&c, kind, 2, N, M, 99 + N + M);
+    xc_loss(&c);
+    double *y = xcalloc(c.nq, sizeof(double));
+    direct(&c, kind, y);
+    for (size_t i = 0; i < c.nq; i++)
+        ck_assert_msg(fabs(c.y[i] - y[i]) < 1e-10 * (1 + fabs(y[i])), "row element %zu: %.12g vs direct %.12g", i,
+                      (double)c.y[i], y[i]);
+    /* a change of query row 0 leaves the other queries' outputs as they were */
+    real *y0 = xcalloc(c.nq, sizeof(real));
+    memcpy(y0, c.y, c.nq * sizeof(real));
+    for (int j = 0; j < c.x->m.Dm; j++) c.hq[j] += 0.7;
+    xc_loss(&c);
+    int changed = 0;
+    for (size_t i = 0; i < c.nq; i++) {
+        size_t row = i / c.x->m.Dm;
+        if (row == 0) changed |= c.y[i] != y0[i];
+        else ck_assert(c.y[i] == y0[i]);
+    }
+    ck_assert(changed);
+    free(y), free(y0);
+    xc_free(&c);
+}
+
+START_TEST(test_direct_gma) {
+    direct_case(CROSS_GMA, 3, 6);
+    direct_case(CROSS_GMA, 6, 3);
+}
+END_TEST
+START_TEST(test_direct_sdpa) {
+    direct_case(CROSS_SDPA, 3, 6);
+    direct_case(CROSS_SDPA, 6, 3);
+}
+END_TEST
+
+/* decoding: the context memory once, then each query row alone, equals the forward */
+static void decode_case(int kind, int N, int M) {
+    XCase c;
+    int B = c.B = 2;
+    xc_setup(&c, kind, B, N, M, 5 + N + M + kind);
+    xc_loss(&c);
+    int Dm = c.x->m.Dm;
+    real *mem = xcalloc(cross_memory_size(c.x, M) * B, sizeof(real));
+    real *sc = xcalloc(cross_decode_scratch(c.x, B, M), sizeof(real));
+    real *hq = xcalloc((size_t)B * Dm, sizeof(real)), *y = xcalloc((size_t)B * Dm, sizeof(real));
+    cross_memory(c.x, mem, c.hc, c.params, B, M, sc);
+    for (int i = 0; i < N; i++) {
+        for (int b = 0; b < B; b++) memcpy(hq + (size_t)b * Dm, c.hq + ((size_t)b * N + i) * Dm, Dm * sizeof(real));
+        cross_step(c.x, y, hq, c.params, mem, B, M, sc);
+        for (int b = 0; b < B; b++)
+            for (int p = 0; p < Dm; p++) {
+                double want = c.y[((size_t)b * N + i) * Dm + p], got = y[(size_t)b * Dm + p];
+                ck_assert_msg(fabs(got - want) < 1e-10 * (1 + fabs(want)), "query %d of sequence %d: %.12g vs %.12g", i,
+                              b, got, want);
+            }
+    }
+    free(mem), free(sc), free(hq), free(y);
+    xc_free(&c);
+}
+START_TEST(test_decode_gma) {
+    decode_case(CROSS_GMA, 4, 6);
+    decode_case(CROSS_GMA, 6, 3);
+}
+END_TEST
+START_TEST(test_decode_sdpa) {
+    decode_case(CROSS_SDPA, 4, 6);
+    decode_case(CROSS_SDPA, 6, 3);
+}
+END_TEST
+
+Suite *make_suite(void) {
+    Suite *s = suite_create("cross-attention layers (float64)");
+    TCase *tc = tcase_create("cross");
+    tcase_set_timeout(tc, 120);
+    tcase_add_test(tc, test_grad_gma_short_queries);
+    tcase_add_test(tc, test_grad_gma_long_queries);
+    tcase_add_test(tc, test_grad_gma_equal);
+    tcase_add_test(tc, test_grad_sdpa_short_queries);
+    tcase_add_test(tc, test_grad_sdpa_long_queries);
+    tcase_add_test(tc, test_grad_sdpa_equal);
+    tcase_add_test(tc, test_direct_gma);
+    tcase_add_test(tc, test_direct_sdpa);
+    tcase_add_test(tc, test_decode_gma);
+    tcase_add_test(tc, test_decode_sdpa);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+GMA_TEST_MAIN()
