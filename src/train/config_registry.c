@@ -5,6 +5,7 @@
 #include "data/cls/clsdata.h"
 #include "data/lm/lmdata.h"
 #include "data/lm/passkey.h"
+#include "data/lm/xmqar.h"
 #include "nn/cls_head.h"
 #include "nn/mixers/mixer.h"
 #include "nn/model_cfg.h"
@@ -28,8 +29,9 @@ void config_register_all(void) {
         n += mixer_config_sections(sections + n, MAX_SECTIONS - 7 - n);
         sections[n++] = &run_train_cfg_section;
         sections[n++] = &optim_cfg_section;
-        n += lmdata_config_sections(sections + n, MAX_SECTIONS - 2 - n);
+        n += lmdata_config_sections(sections + n, MAX_SECTIONS - 3 - n);
         sections[n++] = &passkey_cfg_section;
+        sections[n++] = &xmqar_cfg_section;
         sections[n++] = &clsdata_cfg_section;
         reg = (CfgRegistry){.mixers = mixer_names(), .sections = sections, .n_sections = n};
     }
