@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "gradcheck.h"
+#include "model/model_cross.h"
 #include "nn/mixers/cross.h"
 #include "testutil.h"
 
@@ -254,6 +255,111 @@ START_TEST(test_decode_sdpa) {
 }
 END_TEST
 
+/* ---- the encoder-decoder (model/model_cross.h) ---- */
+static Config model_cfg(const char *self, const char *kind) {
+    Config c = tu_tiny_config(self);
+    char buf[160];
+    snprintf(buf, sizeof buf, "cross.mixer=%s;cross.ctx_len=3;cross.enc_layers=2;cross.n_components=3;train.seq_len=7",
+             kind);
+    tu_apply_sets(&c, buf);
+    return c;
+}
+
+/* every parameter of the model (embeddings, encoder, decoder blocks with their cross
+ * sub-layers, the head) against central differences of the mean loss over the 2 x 4
+ * query rows of a 2 x 7 window (gradcheck.h GcModel) */
+static void model_grad_case(const char *self, const char *kind) {
+    Config cfg = model_cfg(self, kind);
+    GcModel c;
+    gc_model_setup(&c, &cfg);
+    ck_assert(c.m.x != NULL);
+    char name[64];
+    snprintf(name, sizeof name, "cross model %s + %s", self, kind);
+    gc_model_check(&c, name, name);
+}
+START_TEST(test_model_gma) { model_grad_case("gma", "gma"); }
+END_TEST
+START_TEST(test_model_sdpa) { model_grad_case("sdpa", "sdpa"); }
+END_TEST
+
+/* the context's targets are not scored; the query rows' are */
+START_TEST(test_model_scores_queries) {
+    Config cfg = model_cfg("gma", "gma");
+    GcModel c;
+    gc_model_setup(&c, &cfg);
+    LossStats st;
+    ck_assert_int_eq(model_forward(&c.m, c.tok, c.tgt, 2, 7, NULL, 0, &st, 0, 0), 0);
+    int want = 0;
+    for (int b = 0; b < 2; b++)
+        for (int i = 3; i < 7; i++) want += c.tgt[b * 7 + i] >= 0;
+    ck_assert_int_eq((int)st.count, want);
+    double l0 = st.loss_sum;
+    c.tgt[0] = (c.tgt[0] + 1) % 11; /* a context target: no effect */
+    ck_assert_int_eq(model_forward(&c.m, c.tok, c.tgt, 2, 7, NULL, 0, &st, 0, 0), 0);
+    ck_assert(st.loss_sum == l0);
+    c.tok[1] = (c.tok[1] + 1) % 11; /* a context token: the queries see it through the cross layers */
+    ck_assert_int_eq(model_forward(&c.m, c.tok, c.tgt, 2, 7, NULL, 0, &st, 0, 0), 0);
+    ck_assert(st.loss_sum != l0);
+    ck_assert_int_ne(model_forward(&c.m, c.tok, c.tgt, 2, 3, NULL, 0, &st, 0, 0), 0); /* no query row */
+    model_free(&c.m);
+}
+END_TEST
+
+/* decoding: prefill (the context's memory once, then the first query token), then one query
+ * token at a time for 2 sequences, gives the forward's logits of every query row */
+static void model_decode_case(const char *self, const char *kind) {
+    Config cfg = model_cfg(self, kind);
+    GcModel c;
+    gc_model_setup(&c, &cfg);
+    Model *m = &c.m;
+    for (int i = 0; i < 7; i++) c.tok[7 + i] = c.tok[i]; /* both sequences the same window */
+    LossStats st;
+    ck_assert_int_eq(model_forward(m, c.tok, c.tgt, 2, 7, NULL, 0, &st, 0, 0), 0);
+    int V = m->V, N = 4;
+    real *want = xcalloc((size_t)2 * N * V, sizeof(real));
+    memcpy(want, m->logits, sizeof(real) * 2 * N * V);
+    DecodeState s;
+    ck_assert_msg(model_decode_begin_batch(m, &s, 2) == 0, "%s", gma_error());
+    ck_assert_int_ne(model_prefill(m, &s, c.tok, 3), 0); /* the context alone: no query yet */
+    ck_assert_msg(model_prefill(m, &s, c.tok, 4) == 0, "%s", gma_error());
+    for (int i = 0; i < N; i++) {
+        if (i > 0) {
+            int32_t tk[2] = {c.tok[3 + i], c.tok[3 + i]};
+            ck_assert_msg(model_decode_step_batch(m, &s, tk) == 0, "%s", gma_error());
+        }
+        for (int b = 0; b < 2; b++)
+            for (int v = 0; v < V; v++) {
+                double w = want[(size_t)i * V + v], g = m->logits[(size_t)b * V + v];
+                ck_assert_msg(fabs(w - g) < 1e-10 * (1 + fabs(w)), "%s query %d seq %d logit %d: %.12g vs %.12g", kind,
+                              i, b, v, g, w);
+            }
+    }
+    model_decode_end(m, &s);
+    free(want);
+    model_free(m);
+}
+START_TEST(test_model_decode_gma) { model_decode_case("gma", "gma"); }
+END_TEST
+START_TEST(test_model_decode_sdpa) { model_decode_case("sdpa", "sdpa"); }
+END_TEST
+
+/* the config checks name their keys */
+START_TEST(test_cross_refusals) {
+    Config c = tu_tiny_config("gma");
+    ck_assert(cfg_set(&c, "cross.mixer=gma") == 0);
+    ck_assert(cfg_validate(&c) != 0 && strstr(gma_error(), "key cross.ctx_len"));
+    ck_assert(cfg_set(&c, "cross.ctx_len=8") == 0); /* train.seq_len 8: no query left */
+    ck_assert(cfg_validate(&c) != 0 && strstr(gma_error(), "key cross.ctx_len"));
+    ck_assert(cfg_set(&c, "cross.ctx_len=4") == 0);
+    ck_assert_msg(cfg_validate(&c) == 0, "%s", gma_error());
+    ck_assert(cfg_set(&c, "data.source=xmqar") == 0); /* data.xmqar_ctx 16 */
+    ck_assert(cfg_set(&c, "train.seq_len=24") == 0);
+    ck_assert(cfg_set(&c, "model.max_seq_len=24") == 0);
+    ck_assert(cfg_validate(&c) != 0 && strstr(gma_error(), "data.xmqar_ctx"));
+    ck_assert(cfg_set(&c, "cross.mixer=banana") != 0 && strstr(gma_error(), "cross.mixer"));
+}
+END_TEST
+
 Suite *make_suite(void) {
     Suite *s = suite_create("cross-attention layers (float64)");
     TCase *tc = tcase_create("cross");
@@ -269,6 +375,15 @@ Suite *make_suite(void) {
     tcase_add_test(tc, test_decode_gma);
     tcase_add_test(tc, test_decode_sdpa);
     suite_add_tcase(s, tc);
+    TCase *tm = tcase_create("model");
+    tcase_set_timeout(tm, 300);
+    tcase_add_test(tm, test_model_gma);
+    tcase_add_test(tm, test_model_sdpa);
+    tcase_add_test(tm, test_model_scores_queries);
+    tcase_add_test(tm, test_model_decode_gma);
+    tcase_add_test(tm, test_model_decode_sdpa);
+    tcase_add_test(tm, test_cross_refusals);
+    suite_add_tcase(s, tm);
     return s;
 }
 

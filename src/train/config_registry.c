@@ -7,6 +7,7 @@
 #include "data/lm/passkey.h"
 #include "data/lm/xmqar.h"
 #include "nn/cls_head.h"
+#include "nn/mixers/cross.h"
 #include "nn/mixers/mixer.h"
 #include "nn/model_cfg.h"
 #include "nn/pool.h"
@@ -26,7 +27,8 @@ void config_register_all(void) {
         sections[n++] = &pool_cfg_section;
         sections[n++] = &stem_cfg_section;
         sections[n++] = &cls_head_cfg_section;
-        n += mixer_config_sections(sections + n, MAX_SECTIONS - 7 - n);
+        n += mixer_config_sections(sections + n, MAX_SECTIONS - 8 - n);
+        sections[n++] = &cross_cfg_section;
         sections[n++] = &run_train_cfg_section;
         sections[n++] = &optim_cfg_section;
         n += lmdata_config_sections(sections + n, MAX_SECTIONS - 3 - n);

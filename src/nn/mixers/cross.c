@@ -11,11 +11,47 @@
  *          dgk [B,H,L,Kc] (the backward routes again, as gma.c's does) */
 #include <stdlib.h>
 
+#include "data/lm/lmdata.h"
 #include "nn/linear.h"
 #include "nn/mixers/cross.h"
 #include "nn/mixers/linear_core.h"
 
 enum { XP_MU = AP_N, XP_VAR, XP_PRIOR };
+
+#define O(f) offsetof(CrossCfg, f)
+static const CfgKey g_keys[] = {
+    {"mixer", CFGT_ENUM, O(mixer), 0, "none", 0, 0, CROSS_KINDS,
+     "Cross-attention (docs/model.md 3.6): none = a plain decoder over the window; gma or sdpa = the first cross.ctx_len "
+     "positions are a context, encoded by cross.enc_layers bidirectional blocks and read by a cross sub-layer in every "
+     "decoder block; the decoder runs over the other positions."},
+    {"n_components", CFGT_INT, O(n_components), 0, "16", 1, 65536, NULL,
+     "Components per head Kc of the GMA cross layers and of the GMA encoder's layers (cross.mixer gma)."},
+    {"enc_layers", CFGT_INT, O(enc_layers), 0, "1", 0, CFG_MAX_LAYERS, NULL,
+     "Blocks of the context encoder (LayerNorm, bidirectional self-attention of kind cross.mixer, residual; 0 = the "
+     "context's embeddings and a LayerNorm)."},
+    {"ctx_len", CFGT_INT, O(ctx_len), 0, "0", 0, 1 << 24, NULL,
+     "Positions of the context at the start of the window (cross.mixer gma or sdpa; data.source xmqar: data.xmqar_ctx)."},
+};
+#undef O
+
+static int cross_validate(const Config *c) {
+    const CrossCfg *x = cross_cfg(c);
+    if (x->mixer == CROSS_NONE) return 0;
+    if (x->ctx_len < 1 || x->ctx_len >= c->train.seq_len)
+        return gma_errorf("key cross.ctx_len: %d context positions must leave a query in the window of train.seq_len %d "
+                          "(1 <= cross.ctx_len < train.seq_len)", x->ctx_len, c->train.seq_len);
+    if (c->model.task != MODEL_LM)
+        return gma_errorf("key cross.mixer: cross-attention is for language models (model.task \"lm\")");
+    if (!cfg_causal(c))
+        return gma_errorf("key cross.mixer: the decoder of a cross model is causal (model.causal)");
+    if (c->data.source == DATA_xmqar && x->ctx_len != xmqar_cfg(c)->ctx)
+        return gma_errorf("key cross.ctx_len: %d, but the xmqar context is data.xmqar_ctx = %d positions", x->ctx_len,
+                          xmqar_cfg(c)->ctx);
+    return 0;
+}
+
+const CfgSection cross_cfg_section = {"cross", sizeof(CrossCfg), g_keys, CFG_N(g_keys), cross_validate, NULL};
+const CrossCfg *cross_cfg(const Config *c) { return cfg_section_of(c, &cross_cfg_section); }
 
 Cross *cross_create(const Config *c, int kind, int Kc, ParamTable *pt, const char *prefix) {
     Cross *x = xcalloc(1, sizeof *x);

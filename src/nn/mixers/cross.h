@@ -24,6 +24,17 @@
 typedef enum { CROSS_NONE, CROSS_GMA, CROSS_SDPA } CrossKind;
 #define CROSS_KINDS "none|gma|sdpa"
 
+/* The keys cross.* (a stored section): the encoder-decoder of docs/model.md §3.6, whose
+ * decoder blocks each get a cross sub-layer reading the encoded context (model/model_cross.h). */
+typedef struct CrossCfg {
+    int mixer;        /* CrossKind: CROSS_NONE = a plain decoder */
+    int n_components; /* Kc of the GMA cross layers and encoder layers */
+    int enc_layers;   /* the context encoder's blocks */
+    int ctx_len;      /* M: the window's first M positions are the context */
+} CrossCfg;
+extern const CfgSection cross_cfg_section;
+const CrossCfg *cross_cfg(const Config *c);
+
 typedef struct Cross {
     Mixer m;             /* D, H, d, Dm, pt and p[AP_*] as the attention mixers; p[AP_N..] the routing */
     int kind;            /* CROSS_GMA | CROSS_SDPA */
