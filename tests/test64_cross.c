@@ -1,4 +1,4 @@
-/* test64_cross.c: the cross-attention layers (nn/mixers/cross.h, docs/model.md §3.6) in
+/* test64_cross.c: the cross-attention layers (nn/mixers/cross.h, docs/model.md §3.8) in
  * float64: central-difference gradient checks through the queries' input hq, the
  * context's input hc and every parameter, for gma and sdpa, with fewer queries than context
  * rows (the queries padded), more (the context padded) and as many; against a direct

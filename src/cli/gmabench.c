@@ -52,7 +52,7 @@
  *     N from which a mixer's prefill, and its decode, are ahead at every longer N measured).
  *   gmabench cross [--mixers gma,sdpa] [--seq 1K,...,64K] [--D 256] [--H 4] [--Kc 64] [--B 1]
  *                  [--repeat 3] [--max-seconds 60] [--max-mem-gib 12]
- *     one cross-attention layer (docs/model.md §3.6), forward + backward, per context
+ *     one cross-attention layer (docs/model.md §3.8), forward + backward, per context
  *     length M with as many queries: median time (min-max), cpu ms, peak extra memory and
  *     the planned bytes, with the ratio against the first kind listed (bench_cross.c).
  *   gmabench summary --in A.json,B.json [--torch DIR]

@@ -1,4 +1,4 @@
-/* model_cross.h: the encoder-decoder of cross.mixer "gma" | "sdpa" (docs/model.md §3.6),
+/* model_cross.h: the encoder-decoder of cross.mixer "gma" | "sdpa" (docs/model.md §3.8),
  * the parts model.c calls. A window of T tokens is a context (its first M = cross.ctx_len
  * positions) and a query sequence (the other N = T - M). Both are embedded as the model
  * embeds a window (token and position embeddings of positions 0..T-1). The context goes

@@ -324,7 +324,7 @@ int lmdata_eval_batch(const LmData *d, int s, long b, int B, int N, int32_t *tok
 #define S(f) CFG_SIZE(f)
 static const CfgKey g_lm_keys[] = {
     {"data.source", CFGT_ENUM, O(data.source), 0, "recall", 0, 0, DATA_SOURCE_CHOICES,
-     "recall: the embedded associative-recall generator; mqar: Zoology's multi-query associative recall (docs/mqar.md); passkey: passkey retrieval at long lengths (docs/longctx.md); shards: token shards in data.path; cls: a classification "
+     "recall: the embedded associative-recall generator; mqar: Zoology's multi-query associative recall (docs/mqar.md); passkey: passkey retrieval at long lengths (docs/longctx.md); xmqar: MQAR split in a context and a query sequence, for cross-attention (docs/cross.md); shards: token shards in data.path; cls: a classification "
      "task (data.task) for model.task \"classify\"."},
     {"data.path", CFGT_STR, O(data.path), S(data.path), "", 0, 0, NULL, "Directory with train.bin/valid.bin/test.bin (+ meta.json)."},
     {"data.recall_vocab", CFGT_INT, O(data.recall_vocab), 0, "64", 8, 1000000, NULL, "Recall task: vocabulary (half keys, half values, minus 2 specials)."},

@@ -1,6 +1,6 @@
 /* xmqar.h: cross-sequence multi-query associative recall (data.source "xmqar";
  * docs/cross.md): MQAR (mqar.h) split in two sequences, for models with cross-attention
- * (cross.mixer, docs/model.md §3.6). A window of T = train.seq_len tokens holds the
+ * (cross.mixer, docs/model.md §3.8). A window of T = train.seq_len tokens holds the
  * context sequence in its first M = data.xmqar_ctx positions and the query sequence in
  * the other N = T - M.
  *

@@ -1,4 +1,4 @@
-/* cross.c: cross-attention layers, GMA and sdpa (cross.h; docs/model.md §3.6). Per head the
+/* cross.c: cross-attention layers, GMA and sdpa (cross.h; docs/model.md §3.8). Per head the
  * query rows and the context rows sit in L = max(N, M) rows, the shorter padded at each
  * head's tail: qh, kh, vh [B,H,L,d] (padded rows of q, k, v are zero).
  *   gma:  gq = route(qh), gk = route(kh), their padded rows zeroed; oh = linmix(gq, gk, vh),
@@ -21,7 +21,7 @@ enum { XP_MU = AP_N, XP_VAR, XP_PRIOR };
 #define O(f) offsetof(CrossCfg, f)
 static const CfgKey g_keys[] = {
     {"mixer", CFGT_ENUM, O(mixer), 0, "none", 0, 0, CROSS_KINDS,
-     "Cross-attention (docs/model.md 3.6): none = a plain decoder over the window; gma or sdpa = the first cross.ctx_len "
+     "Cross-attention (docs/model.md 3.8): none = a plain decoder over the window; gma or sdpa = the first cross.ctx_len "
      "positions are a context, encoded by cross.enc_layers bidirectional blocks and read by a cross sub-layer in every "
      "decoder block; the decoder runs over the other positions."},
     {"n_components", CFGT_INT, O(n_components), 0, "16", 1, 65536, NULL,

@@ -1,4 +1,4 @@
-/* cross.h: cross-attention layers (docs/model.md §3.6): the N query rows of one sequence
+/* cross.h: cross-attention layers (docs/model.md §3.8): the N query rows of one sequence
  * read the M rows of another (the context), y [B,N,Dm] from hq [B,N,Dm] and hc [B,M,Dm].
  * Queries come from hq (PREFIX.q), keys and values from hc (PREFIX.k, PREFIX.v), the output
  * projection PREFIX.o, as in the self-attention mixers (attn_proj_add). Two kinds:
@@ -24,7 +24,7 @@
 typedef enum { CROSS_NONE, CROSS_GMA, CROSS_SDPA } CrossKind;
 #define CROSS_KINDS "none|gma|sdpa"
 
-/* The keys cross.* (a stored section): the encoder-decoder of docs/model.md §3.6, whose
+/* The keys cross.* (a stored section): the encoder-decoder of docs/model.md §3.8, whose
  * decoder blocks each get a cross sub-layer reading the encoded context (model/model_cross.h). */
 typedef struct CrossCfg {
     int mixer;        /* CrossKind: CROSS_NONE = a plain decoder */
