@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "gradcheck.h"
+#include "model/generate.h"
 #include "model/model_cross.h"
 #include "nn/mixers/cross.h"
 #include "testutil.h"
@@ -343,6 +344,36 @@ END_TEST
 START_TEST(test_model_decode_sdpa) { model_decode_case("sdpa", "sdpa"); }
 END_TEST
 
+/* generation (model/generate.h): incremental decoding and a full forward per token draw the
+ * same tokens from a cross model (the full forward's logits are those of its last query row) */
+typedef struct Drawn { int32_t t[8]; int n; } Drawn;
+static int keep_token(void *ctx, int32_t tok) {
+    Drawn *d = ctx;
+    d->t[d->n++] = tok;
+    return 0;
+}
+static void generate_case(const char *self, const char *kind) {
+    Config cfg = model_cfg(self, kind);
+    GcModel c;
+    gc_model_setup(&c, &cfg);
+    Drawn a = {{0}, 0}, b = {{0}, 0};
+    SampleOpts o = {.temperature = 1, .top_p = 1};
+    Rng r1, r2;
+    rng_seed(&r1, 9), rng_seed(&r2, 9);
+    ck_assert_msg(model_generate(&c.m, c.tok, 4, 3, &o, &r1, keep_token, &a) == 0, "%s", gma_error());
+    o.no_cache = 1;
+    ck_assert_msg(model_generate(&c.m, c.tok, 4, 3, &o, &r2, keep_token, &b) == 0, "%s", gma_error());
+    ck_assert_int_eq(a.n, 3);
+    ck_assert_int_eq(b.n, 3);
+    for (int i = 0; i < 3; i++) ck_assert_int_eq(a.t[i], b.t[i]);
+    model_free(&c.m);
+}
+START_TEST(test_model_generate) {
+    generate_case("gma", "gma");
+    generate_case("sdpa", "sdpa");
+}
+END_TEST
+
 /* the config checks name their keys */
 START_TEST(test_cross_refusals) {
     Config c = tu_tiny_config("gma");
@@ -382,6 +413,7 @@ Suite *make_suite(void) {
     tcase_add_test(tm, test_model_scores_queries);
     tcase_add_test(tm, test_model_decode_gma);
     tcase_add_test(tm, test_model_decode_sdpa);
+    tcase_add_test(tm, test_model_generate);
     tcase_add_test(tm, test_cross_refusals);
     suite_add_tcase(s, tm);
     return s;
