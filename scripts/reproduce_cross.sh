@@ -10,7 +10,9 @@
 #   scripts/reproduce_cross.sh collect DIR [--command TEXT]...
 #       DIR/results.json from DIR/{gma,sdpa,none}/metrics.jsonl and config.json and
 #       DIR/bench.json (when there): per run the validation accuracy by step and the test
-#       loss and accuracy of the final evaluation; the layer's time and memory per M.
+#       loss and accuracy of the final evaluation (a run stopped before its end: those of
+#       DIR/KIND/test_eval.json, bin/gmaeval --data test --json of its checkpoint, and the
+#       step it stopped at); the layer's time and memory per M.
 #   scripts/reproduce_cross.sh write RESULTS.json... [--out FILE] [--note TEXT]...
 #       the section "## Cross-attention" of docs/results.md (or --out) from one or more
 #       results.json (their runs one table each, the bench of the last that has one), in
@@ -91,8 +93,14 @@ def collect(args):
                 if r.get("split") == "valid": valid.append({"step": r["step"], "acc": r.get("acc"), "loss": r["loss"]})
                 elif r.get("split") == "test": test = {"step": r["step"], "acc": r.get("acc"), "loss": r["loss"]}
                 elif "tokens_per_s" in r: last = r
+        stopped = None
+        epath = os.path.join(d, k, "test_eval.json")
+        if test is None and os.path.exists(epath):  # a run stopped early: bin/gmaeval --data test --json of its checkpoint
+            e = json.load(open(epath))
+            stopped = max([v["step"] for v in valid] + [last["step"] if last else 0])
+            test = {"step": stopped, "acc": e.get("acc"), "loss": e["loss"], "gmaeval": True}
         cfg = json.load(open(os.path.join(d, k, "config.json")))
-        runs.append({"kind": k, "valid": valid, "test": test, "steps": cfg["train"]["steps"], "seed": cfg.get("seed"),
+        runs.append({"kind": k, "valid": valid, "test": test, "steps": cfg["train"]["steps"], "seed": cfg.get("seed"), "stopped_at": stopped,
                      "elapsed_s": last.get("elapsed_s") if last else None,
                      "config": {"cross": cfg.get("cross"), "data": {x: v for x, v in cfg["data"].items() if x.startswith("xmqar") or x == "source"},
                                 "model": {x: cfg["model"][x] for x in ("d_model", "n_layers", "n_heads", "mixer", "mlp")},
@@ -126,13 +134,14 @@ def section(results, notes):
                  (c0["cross"] or {}).get("n_components"), tr["batch_size"], tr["lr"], tr["steps"], res["runs"][0]["seed"],
                  dx.get("xmqar_pairs"), 1.0 / max(1, dx.get("xmqar_pairs", 1))), ""]
         steps = sorted({v["step"] for r in res["runs"] for v in r["valid"]})
-        L.append("| cross.mixer | " + " | ".join("valid acc @%d" % s for s in steps) + " | test acc | test loss | minutes |")
-        L.append("|---|" + "---:|" * (len(steps) + 3))
+        L.append("| cross.mixer | " + " | ".join("valid acc @%d" % s for s in steps) + " | test acc | test loss | steps run | minutes |")
+        L.append("|---|" + "---:|" * (len(steps) + 4))
         for r in res["runs"]:
             va = {v["step"]: v["acc"] for v in r["valid"]}
             t = r["test"] or {}
-            L.append("| %s | %s | %s | %s | %s |" % (r["kind"] if r["kind"] != "none" else "none (decoder over the window)",
-                     " | ".join(fmt(va.get(s)) for s in steps), fmt(t.get("acc")), fmt(t.get("loss")),
+            ran = "%d of %d (stopped; test by gmaeval)" % (r["stopped_at"], r["steps"]) if r.get("stopped_at") else str(r["steps"])
+            L.append("| %s | %s | %s | %s | %s | %s |" % (r["kind"] if r["kind"] != "none" else "none (decoder over the window)",
+                     " | ".join(fmt(va.get(s)) for s in steps), fmt(t.get("acc")), fmt(t.get("loss")), ran,
                      fmt(r["elapsed_s"] / 60 if r["elapsed_s"] else None, 1)))
         L.append("")
     bench = next((r["bench"] for r in reversed(results) if r.get("bench")), None)

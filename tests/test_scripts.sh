@@ -267,12 +267,14 @@ for k in gma none; do
 done
 printf '%s\n' '{"step":10,"loss":4.1,"tokens_per_s":5,"elapsed_s":120}' '{"step":10,"split":"valid","loss":3.0,"acc":0.25}' \
   '{"step":20,"split":"valid","loss":2.0,"acc":0.5}' '{"step":20,"split":"test","loss":2.1,"acc":0.4375}' > "$tmp/xc/gma/metrics.jsonl"
-printf '%s\n' '{"step":20,"split":"valid","loss":1.0,"acc":0.75}' '{"step":20,"split":"test","loss":1.1,"acc":0.8125}' > "$tmp/xc/none/metrics.jsonl"
+printf '%s\n' '{"step":20,"split":"valid","loss":1.0,"acc":0.75}' > "$tmp/xc/none/metrics.jsonl"
+printf '%s\n' '{"loss":1.3,"acc":0.625}' > "$tmp/xc/none/test_eval.json"
 printf '# Results\n\n## Cross-attention\n\nold text\n\n## Notes on these runs\n\nkept\n' > "$tmp/xc/page.md"
 if scripts/reproduce_cross.sh collect "$tmp/xc" --command "cmd one" > /dev/null 2>&1 &&
    scripts/reproduce_cross.sh write "$tmp/xc/results.json" --out "$tmp/xc/page.md" --note "a note" > /dev/null 2>&1; then
   p=$tmp/xc/page.md
-  grep -q '^| gma | 0.250 | 0.500 | 0.438 | 2.100 | 2.0 |$' "$p" && grep -q '^| none (decoder over the window) | n/a | 0.750 | 0.812 | 1.100 | n/a |$' "$p" \
+  grep -q '^| gma | 0.250 | 0.500 | 0.438 | 2.100 | 20 | 2.0 |$' "$p" \
+    && grep -q '^| none (decoder over the window) | n/a | 0.750 | 0.625 | 1.300 | 20 of 20 (stopped; test by gmaeval) | n/a |$' "$p" \
     && grep -q '^Command: `cmd one`$' "$p" && grep -q '^a note$' "$p" && ! grep -q 'old text' "$p" && grep -q '^kept$' "$p" \
     && [ "$(grep -c '^## Cross-attention$' "$p")" = 1 ] \
     && ok "reproduce_cross.sh collect + write: one row per run, the old section replaced, the rest kept" \
