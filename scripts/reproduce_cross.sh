@@ -98,6 +98,8 @@ def collect(args):
         if test is None and os.path.exists(epath):  # a run stopped early: bin/gmaeval --data test --json of its checkpoint
             e = json.load(open(epath))
             stopped = max([v["step"] for v in valid] + [last["step"] if last else 0])
+            ck = os.path.basename(os.path.realpath(e.get("checkpoint", "")))  # RUN/latest -> ckpt_<step>
+            if ck.startswith("ckpt_") and ck[5:].isdigit(): stopped = int(ck[5:])
             test = {"step": stopped, "acc": e.get("acc"), "loss": e["loss"], "gmaeval": True}
         cfg = json.load(open(os.path.join(d, k, "config.json")))
         runs.append({"kind": k, "valid": valid, "test": test, "steps": cfg["train"]["steps"], "seed": cfg.get("seed"), "stopped_at": stopped,
@@ -118,19 +120,20 @@ def fmt(x, p=3): return "n/a" if x is None else ("%.*f" % (p, x))
 
 def section(results, notes):
     L = [HEAD, "", "Written by `%s write` from the JSON of `%s run` and `%s bench` (docs/cross.md: the task, the model, the" % (ME, ME, ME),
-         "cross layer; docs/model.md §3.6 the math). Loose timings: a 2-core x86_64 VM shared with other jobs (load average",
+         "cross layer; docs/model.md §3.8 the math). Loose timings: a 2-core x86_64 VM shared with other jobs (load average",
          "well above 2), one thread a process; the cpu ms column is the process's own CPU time, the wall ms follows the load.", ""]
     for res in results:
         if not res["runs"]: continue
         c0 = res["runs"][0]["config"]
         dx, tr, mo = c0["data"], c0["train"], c0["model"]
-        L += ["### Accuracy on cross-sequence MQAR (%s)" % res["date"], ""]
-        for c in res["commands"]: L.append("Command: `%s`" % c)
+        L += ["### Accuracy on cross-sequence MQAR, vocabulary %s (collected %s)" % (dx.get("xmqar_vocab"), res["date"]), ""]
+        for c in res["commands"]:
+            if "gmabench" not in c: L.append("Command: `%s`" % c)
         L += ["", "Task: vocabulary %s, %s pairs in a context of %s tokens, %d queries after it (window %s); model width %s, %s decoder layers"
-              " (self mixer %s, MLP %s), %s encoder layer(s), cross Kc %s; batch %s, lr %s, %s steps, seed %s (one seed). Chance: 1/%s pairs"
+              " (self mixer %s, %s), %s encoder layer(s), cross Kc %s; batch %s, lr %s, %s steps, seed %s (one seed). Chance: 1/%s pairs"
               " = %.3f for a model that answers some value of the context."
               % (dx.get("xmqar_vocab"), dx.get("xmqar_pairs"), dx.get("xmqar_ctx"), tr["seq_len"] - dx.get("xmqar_ctx", 0), tr["seq_len"],
-                 mo["d_model"], mo["n_layers"], mo["mixer"], mo["mlp"], (c0["cross"] or {}).get("enc_layers"),
+                 mo["d_model"], mo["n_layers"], mo["mixer"], "MLP" if mo["mlp"] else "no MLP", (c0["cross"] or {}).get("enc_layers"),
                  (c0["cross"] or {}).get("n_components"), tr["batch_size"], tr["lr"], tr["steps"], res["runs"][0]["seed"],
                  dx.get("xmqar_pairs"), 1.0 / max(1, dx.get("xmqar_pairs", 1))), ""]
         steps = sorted({v["step"] for r in res["runs"] for v in r["valid"]})
@@ -144,13 +147,15 @@ def section(results, notes):
                      " | ".join(fmt(va.get(s)) for s in steps), fmt(t.get("acc")), fmt(t.get("loss")), ran,
                      fmt(r["elapsed_s"] / 60 if r["elapsed_s"] else None, 1)))
         L.append("")
-    bench = next((r["bench"] for r in reversed(results) if r.get("bench")), None)
+    src = next((r for r in reversed(results) if r.get("bench")), None)
+    bench = src["bench"] if src else None
     if bench:
         rows = bench.get("cross", [])
         L += ["### Layer speed and memory against context length", "",
               "`bin/gmabench cross` (%s, %s): one cross layer, forward + backward, B 1, width 256, 4 heads, Kc 64, as many queries as"
               " context rows (N = M). Skipped points say why (a kind's next point is skipped once its last time x 4.5 passes"
               " --max-seconds 400)." % (bench.get("backend"), bench.get("blas_core")), "",
+              ] + ["Command: `%s`" % c for c in src["commands"] if "gmabench" in c] + ["",
               "| M | kind | wall ms | cpu ms | cpu ms / gma's | peak MiB | planned MiB |", "|---:|---|---:|---:|---:|---:|---:|"]
         gma_cpu = {r["M"]: r.get("cpu_ms") for r in rows if r["kind"] == "gma" and "cpu_ms" in r}
         for r in rows:

@@ -27,7 +27,7 @@ void config_register_all(void) {
         sections[n++] = &pool_cfg_section;
         sections[n++] = &stem_cfg_section;
         sections[n++] = &cls_head_cfg_section;
-        n += mixer_config_sections(sections + n, MAX_SECTIONS - 8 - n);
+        n += mixer_config_sections(sections + n, MAX_SECTIONS - 9 - n);
         sections[n++] = &cross_cfg_section;
         sections[n++] = &run_train_cfg_section;
         sections[n++] = &optim_cfg_section;
