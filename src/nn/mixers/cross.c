@@ -196,7 +196,7 @@ void cross_forward(Cross *x, real *y, const real *hq, const real *hc, const real
         route(x, gk, a.kh, params, B, M, L);
         g_ops->linmix_forward(a.oh, a.den, state, gq, gk, a.vh, B * H, L, x->Kc, d, 0, 1, x->eps);
     } else {
-        ctx_bias(a.kb, B, M, L);
+        if (M < L) ctx_bias(a.kb, B, M, L);
         g_ops->attn_forward(a.oh, a.den, a.qh, a.kh, a.vh, M < L ? a.kb : NULL, B, H, L, d, 0, attn_scale(x), NULL);
     }
     const real *oh = a.oh;
