@@ -394,7 +394,8 @@ static void g_scan(int B, int N, int E, int S, int chunk) {
     check(&o, "scan");
 }
 
-/* ---- tiled softmax attention: causal or not, padded keys, attention dropout p ---- */
+/* ---- tiled softmax attention: causal or not, padded keys (pad 1: scattered; 2: the tail past 3N/5, as the
+ * cross layer pads a shorter context, nn/mixers/cross.c), attention dropout p ---- */
 static void f_attn(Op *o) {
     int *i = o->i;
     g_ops->attn_forward(o->y[0], o->y[1], o->x[0], o->x[1], o->x[2], o->p[0], i[0], i[1], i[2], i[3], i[4], o->s, o->p[1]);
@@ -405,7 +406,8 @@ static void g_attn(int B, int H, int N, int d, int causal, int pad, double p) {
     real *kb = xcalloc((size_t)B * N, sizeof(real));
     for (int b = 0; b < B; b++)
         for (int j = 0; j < N; j++)
-            if (pad && (j % 5 == 3 || (b == 1 && j < 40))) kb[b * N + j] = -INFINITY;
+            if (pad == 1 && (j % 5 == 3 || (b == 1 && j < 40))) kb[b * N + j] = -INFINITY;
+            else if (pad == 2 && j >= 3 * N / 5) kb[b * N + j] = -INFINITY; /* cross layer: padded context tail */
     Op o = {.fwd = f_attn, .i = {B, H, N, d, causal}, .p = {pad ? kb : NULL, p > 0 ? &dg : NULL}, .s = 1 / sqrt((double)d)};
     size_t n = (size_t)B * H * N * d;
     in(&o, "q", n, 1, 0), in(&o, "k", n, 1, 0), in(&o, "v", n, 1, 0), out(&o, n), out(&o, (size_t)B * H * N);

@@ -4,7 +4,8 @@
  * summary reads such files back into one table (date, CPU model, BLAS build and kernels,
  * every section with its columns), takes the PyTorch peer from bench_torch.sh's directory
  * (a hand-written pair of files: the ratio is theirs), and refuses an unreadable or
- * non-JSON input naming it; scripts/bench_all.sh --quick runs the whole chain. Run from the
+ * non-JSON input naming it; gmabench cross writes a row per context length and kind;
+ * scripts/bench_all.sh --quick runs the whole chain. Run from the
  * repository root (uses bin/ and scripts/). */
 #include <cjson/cJSON.h>
 #include <stdlib.h>
@@ -44,6 +45,41 @@ START_TEST(test_prefill_rows) {
     }
     cJSON_Delete(j);
     free(x);
+}
+END_TEST
+
+/* gmabench cross: a row per context length and kind, side by side, with time, CPU time and
+ * memory; a kind without a cross layer says so; a point past --max-mem-gib is skipped */
+START_TEST(test_cross_rows) {
+    char js[1100];
+    snprintf(js, sizeof js, "%s/cross.json", tu_tmpdir());
+    ck_assert_msg(run("bin/gmabench cross --mixers gma,sdpa,linear --seq 24,48 --D 16 --H 2 --Kc 4 --threads 1 --repeat 2 "
+                      "--json %s", js) == 0, "%s", g_out);
+    char *x = gma_read_file(js, NULL);
+    ck_assert_ptr_nonnull(x);
+    cJSON *j = cJSON_Parse(x), *rows = cJSON_GetObjectItem(j, "cross");
+    ck_assert_int_eq(cJSON_GetArraySize(rows), 6);
+    const char *kind[] = {"gma", "sdpa", "linear"};
+    for (int i = 0; i < 6; i++) {
+        cJSON *r = cJSON_GetArrayItem(rows, i);
+        ck_assert_str_eq(cJSON_GetStringValue(cJSON_GetObjectItem(r, "kind")), kind[i % 3]);
+        ck_assert_int_eq((int)cJSON_GetNumberValue(cJSON_GetObjectItem(r, "M")), i < 3 ? 24 : 48);
+        if (i % 3 == 2) {
+            ck_assert_str_eq(cJSON_GetStringValue(cJSON_GetObjectItem(r, "skipped")), "n/a: no cross layer");
+            continue;
+        }
+        const char *keys[] = {"ms", "cpu_ms", "planned_mib", "ms_min", "ms_max"};
+        for (int k = 0; k < 5; k++)
+            ck_assert_msg(cJSON_GetNumberValue(cJSON_GetObjectItem(r, keys[k])) > 0, "row %d lacks %s", i, keys[k]);
+        ck_assert(cJSON_IsNumber(cJSON_GetObjectItem(r, "peak_mib")));
+    }
+    /* the planned memory grows with M */
+    ck_assert(cJSON_GetNumberValue(cJSON_GetObjectItem(cJSON_GetArrayItem(rows, 3), "planned_mib")) >
+              cJSON_GetNumberValue(cJSON_GetObjectItem(cJSON_GetArrayItem(rows, 0), "planned_mib")));
+    cJSON_Delete(j);
+    free(x);
+    ck_assert_msg(run("bin/gmabench cross --mixers sdpa --seq 24 --D 16 --H 2 --threads 1 --max-mem-gib 0") == 0, "%s", g_out);
+    ck_assert_msg(strstr(g_out, "skipped: memory"), "%s", g_out);
 }
 END_TEST
 
@@ -107,6 +143,7 @@ Suite *make_suite(void) {
     TCase *tc = tcase_create("bench_summary");
     tcase_set_timeout(tc, 300);
     tcase_add_test(tc, test_prefill_rows);
+    tcase_add_test(tc, test_cross_rows);
     tcase_add_test(tc, test_summary_table);
     tcase_add_test(tc, test_bench_all_quick);
     suite_add_tcase(s, tc);

@@ -49,6 +49,9 @@ check_data_parallel.sh:--bin --device --out --way --steps
 gpu_check.sh:--out --bin --precisions --mixers --extra
 migrate.sh:--teacher --data --steps-per-phase --out --name --seed --lr --threads --set --distill-weight --distill-temperature --bench-seq --gate-ppl-phase1 --gate-ppl-phase2 --phase2-against --gate-bench-phase3 --gate-util --phases
 reproduce_migration.sh:--sotu --steps --steps-per-phase --seeds --eval-speeches --threads --bench-seq --out --phases
+reproduce_cross.sh run:--out --steps --threads --seed --set
+reproduce_cross.sh write R.json:--out --note
+reproduce_cross.sh collect DIR:--command
 EOF
 out=$(scripts/reproduce_lra.sh --dry-run --tasks listops 2>&1); rc=$?
 [ $rc -eq 2 ] && [ "$out" = "scripts/reproduce_lra.sh: --dry-run needs a value (see --help)" ] \
@@ -257,5 +260,30 @@ if make -s --no-print-directory install DESTDIR="$tmp/dest" PREFIX=/usr > "$tmp/
 else
   bad "make install DESTDIR: $(tail -3 "$tmp/install.log")"
 fi
+# reproduce_cross.sh: collect from run folders (metrics lines, config), then the section written
+# into a page in place of its old one, the page's other sections kept
+mkdir -p "$tmp/xc/gma" "$tmp/xc/none"
+for k in gma none; do
+  printf '%s\n' '{"cross":{"mixer":"'$k'","n_components":16,"enc_layers":1,"ctx_len":16},"seed":3,"data":{"source":"xmqar","xmqar_vocab":64,"xmqar_pairs":8,"xmqar_ctx":16},"model":{"d_model":64,"n_layers":2,"n_heads":2,"mixer":"sdpa","mlp":false},"train":{"batch_size":32,"seq_len":32,"lr":0.003,"steps":20}}' > "$tmp/xc/$k/config.json"
+done
+printf '%s\n' '{"step":10,"loss":4.1,"tokens_per_s":5,"elapsed_s":120}' '{"step":10,"split":"valid","loss":3.0,"acc":0.25}' \
+  '{"step":20,"split":"valid","loss":2.0,"acc":0.5}' '{"step":20,"split":"test","loss":2.1,"acc":0.4375}' > "$tmp/xc/gma/metrics.jsonl"
+printf '%s\n' '{"step":20,"split":"valid","loss":1.0,"acc":0.75}' > "$tmp/xc/none/metrics.jsonl"
+printf '%s\n' '{"loss":1.3,"acc":0.625}' > "$tmp/xc/none/test_eval.json"
+printf '# Results\n\n## Cross-attention\n\nold text\n\n## Notes on these runs\n\nkept\n' > "$tmp/xc/page.md"
+if scripts/reproduce_cross.sh collect "$tmp/xc" --command "cmd one" > /dev/null 2>&1 &&
+   scripts/reproduce_cross.sh write "$tmp/xc/results.json" --out "$tmp/xc/page.md" --note "a note" > /dev/null 2>&1; then
+  p=$tmp/xc/page.md
+  grep -q '^| gma | 0.250 | 0.500 | 0.438 | 2.100 | 20 | 2.0 |$' "$p" \
+    && grep -q '^| none (decoder over the window) | n/a | 0.750 | 0.625 | 1.300 | 20 of 20 (stopped; test by gmaeval) | n/a |$' "$p" \
+    && grep -q '^Command: `cmd one`$' "$p" && grep -q '^a note$' "$p" && ! grep -q 'old text' "$p" && grep -q '^kept$' "$p" \
+    && [ "$(grep -c '^## Cross-attention$' "$p")" = 1 ] \
+    && ok "reproduce_cross.sh collect + write: one row per run, the old section replaced, the rest kept" \
+    || bad "reproduce_cross.sh write: '$(cat "$p")'"
+else
+  bad "reproduce_cross.sh collect/write failed"
+fi
+out=$(scripts/reproduce_cross.sh write "$tmp/xc/none.json" --out "$tmp/xc/p2.md" 2>&1); rc=$?
+[ $rc -eq 1 ] && [[ "$out" == *"none.json"* ]] && ok "reproduce_cross.sh write: a missing file named" || bad "write missing: exit $rc, '$out'"
 [ $fail -eq 0 ] && echo "scripts: ok"
 exit $fail

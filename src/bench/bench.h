@@ -47,6 +47,10 @@ void bench_decode(const BenchOpts *o, BenchProf *p, cJSON *out);
 /* time to first token (prefill), decode after it and the training forward, per N of o->seq
  * and mixer, then the crossover table against sdpa (bench_prefill.c) */
 void bench_prefill(const BenchOpts *o, BenchProf *p, cJSON *out);
+/* one cross-attention layer (nn/mixers/cross.h), forward + backward, per context length M
+ * of o->seq with N = M queries, for the kinds of o->mixers that have one (gma, sdpa;
+ * bench_cross.c) */
+void bench_cross(const BenchOpts *o, cJSON *out);
 /* the summary table of `make bench` from the JSON files of earlier runs (comma-separated
  * `inputs`) and bench_torch.sh's directory (NULL: none), with the date, the CPU model and
  * the BLAS build (bench_summary.c): 0, or -1 when a file could not be read (named on stderr) */

@@ -50,6 +50,11 @@
  *     tokens, the prompt fed a decode step a token (N <= --feed-max, once) and decode
  *     tokens/s at context N after the prefill; then the crossover against sdpa (the shortest
  *     N from which a mixer's prefill, and its decode, are ahead at every longer N measured).
+ *   gmabench cross [--mixers gma,sdpa] [--seq 1K,...,64K] [--D 256] [--H 4] [--Kc 64] [--B 1]
+ *                  [--repeat 3] [--max-seconds 60] [--max-mem-gib 12]
+ *     one cross-attention layer (docs/model.md §3.8), forward + backward, per context
+ *     length M with as many queries: median time (min-max), cpu ms, peak extra memory and
+ *     the planned bytes, with the ratio against the first kind listed (bench_cross.c).
  *   gmabench summary --in A.json,B.json [--torch DIR]
  *     the table `make bench` ends with (bench_summary.c): date, CPU model, BLAS build and
  *     kernels, then from the files: training tok/s (against PyTorch eager from
@@ -102,12 +107,13 @@ static int parse_list(const char *s, int *out, int cap) {
     return n;
 }
 
-static const char *const USAGE = "gmabench mixer|model|decode|prefill|summary|all [options]\n";
+static const char *const USAGE = "gmabench mixer|model|decode|prefill|cross|summary|all [options]\n";
 static const char *const ABOUT =
     "  mixer   one mixer layer, forward + backward: time and peak memory per sequence length\n"
     "  model   whole-model training steps: tokens/s, GFLOP/s, share outside matrix products\n"
     "  decode  generation: incremental decoding of M sequences at once against its measured limit\n"
     "  prefill time to first token against prompt length (--seq), beside the training forward\n"
+    "  cross   one cross-attention layer (gma, sdpa), forward + backward, per context length (--seq)\n"
     "  summary one table from the JSON of earlier runs (--in a.json,b.json; --torch DIR)\n"
     "  all     mixer and model with their defaults\n"
     "Defaults in brackets.\n";
@@ -167,9 +173,9 @@ static int parse_args(Args *a, int argc, char **argv) {
     if (a->mixers) snprintf(o->mixers, sizeof o->mixers, "%s", a->mixers);
     if (bidir) o->causal = 0;
     const char *w = a->what ? a->what : "";
-    if (strcmp(w, "mixer") && strcmp(w, "model") && strcmp(w, "decode") && strcmp(w, "prefill") && strcmp(w, "summary") &&
+    if (strcmp(w, "mixer") && strcmp(w, "model") && strcmp(w, "decode") && strcmp(w, "prefill") && strcmp(w, "cross") && strcmp(w, "summary") &&
         strcmp(w, "all")) {
-        fprintf(stderr, "gmabench: unknown benchmark \"%s\" (mixer, model, decode, prefill, summary or all)\n", w);
+        fprintf(stderr, "gmabench: unknown benchmark \"%s\" (mixer, model, decode, prefill, cross, summary or all)\n", w);
         return 2;
     }
     return OPTS_GO_ON;
@@ -232,6 +238,10 @@ static void run_benchmarks(Args *a, BenchProf *prof, cJSON *out) {
     }
     if (!strcmp(w, "decode")) bench_decode(&a->o, prof, out);
     if (!strcmp(w, "prefill")) bench_prefill(&a->o, prof, out);
+    if (!strcmp(w, "cross")) {
+        a->o.B = B_given ? B_given : 1;
+        bench_cross(&a->o, out);
+    }
     if (!strcmp(w, "summary") && bench_summary(a->in, a->torch) != 0) a->failed = 2;
 }
 

@@ -303,10 +303,10 @@ static void lm_print(const Args *a, const char *dir, const Config *cfg, const Lm
                      const EvalResult *r, double dt) {
     char nt[32], nw[32], nwin[32];
     printf("checkpoint %s | data %s\n", dir, split_file ? a->data : d->is_recall ? "recall"
-           : d->is_mqar ? "mqar" : d->is_passkey ? "passkey" : cfg->data.path);
+           : d->is_mqar ? "mqar" : d->is_passkey ? "passkey" : d->is_xmqar ? "xmqar" : cfg->data.path);
     printf("%s loss %.4f | ppl %.3f", split_file ? "file" : lmdata_split_name(split), r->loss, r->ppl);
     if (r->word_ppl > 0) printf(" | word ppl %.3f (%s words)", r->word_ppl, fmt_count(nw, sizeof nw, r->words));
-    if (d->is_recall || d->is_mqar || d->is_passkey) printf(" | acc %.4f", r->acc);
+    if (d->is_recall || d->is_mqar || d->is_passkey || d->is_xmqar) printf(" | acc %.4f", r->acc);
     printf(" | %s tokens in %s windows | %.1f s\n", fmt_count(nt, sizeof nt, r->tokens),
            fmt_count(nwin, sizeof nwin, (double)r->windows), dt);
     if (r->queries) recall_print(r, &d->recall);

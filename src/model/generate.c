@@ -88,7 +88,8 @@ int model_generate_batch(Model *m, const int32_t *prompt, int np, int n_new, int
             for (int b = 0; b < M && rc == 0; b++) {
                 LossStats st;
                 if (model_forward(m, seq + (size_t)b * total + t - n, tgt, 1, n, NULL, 0, &st, 0, 0) != 0) rc = -1;
-                else g_ops->to_host(rows + (size_t)b * V, m->logits + (size_t)(n - 1 - m->logits_row0) * V,
+                else /* the last row the head scored (a cross model scores its query rows only) */
+                    g_ops->to_host(rows + (size_t)b * V, m->logits + (size_t)(m->N - 1 - m->logits_row0) * V,
                                     sizeof(real) * (size_t)V);
             }
             if (rc) break;

@@ -7,6 +7,7 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
+#include "model/model_cross.h"
 #include "nn/linear.h"
 #include "nn/pool.h"
 
@@ -129,6 +130,7 @@ int model_build(Model *m, const Config *c) {
     }
     if (m->stem.n && (!m->classify || m->pool_cls || m->n_seq != 1))
         return gma_errorf("key model.stem: the convolutional stem needs a classifier of one sequence with mean or max pooling");
+    m->x = xmodel_build(c, pt, m->D, m->L);
     return 0;
 }
 
@@ -340,6 +342,7 @@ void model_alloc(Model *m, int Bmax, int Nmax) {
         g_ops->to_device(m->pos_fixed, host, (size_t)m->Nmax * D * sizeof(real));
         free(host);
     }
+    xmodel_alloc(m->x, Bmax, Nmax);
 }
 
 void pos_sinusoidal(real *pe, int N, int D) {
@@ -365,6 +368,7 @@ void model_init_params(Model *m, uint64_t seed) {
 }
 
 void model_free(Model *m) {
+    xmodel_free(m->x);
     for (int l = 0; l < m->L; l++) m->blocks[l].mixer->vt->destroy(m->blocks[l].mixer);
     free(m->blocks);
     if (m->params) {
@@ -444,9 +448,9 @@ static void blocks_forward_dec(Model *m, const MixerCtx *ctx, const DecodeState 
     g_ops->layernorm_forward(first.out, first.mean, first.rstd, m->resid[0], first.w, first.b, R, D);
     for (int l = 0; l < m->L; l++) {
         Block *b = &m->blocks[l];
-        if (dec)
-            b->mixer->vt->decode(b->mixer, b->mix, b->ln1, m->params, dec->layer[l], dec->B, dec->pos, dec->W, dec->act,
-                                 dec->scratch);
+        if (dec) /* a cross model's decoder positions count from the first query */
+            b->mixer->vt->decode(b->mixer, b->mix, b->ln1, m->params, dec->layer[l], dec->B,
+                                 dec->pos - (m->x ? m->x->M : 0), dec->W, dec->act, dec->scratch);
         else {
             GmaDrop ga;
             MixerCtx lc = *ctx;
@@ -454,6 +458,7 @@ static void blocks_forward_dec(Model *m, const MixerCtx *ctx, const DecodeState 
             b->mixer->vt->forward(b->mixer, &lc, b->mix, b->ln1, m->params, b->act, m->scratch);
             drop_site(m, b->mix, l, GMA_DROP_MIXER, mc->dropout, ctx->B, ctx->N, m->D);
         }
+        if (m->x) xmodel_block_forward(m->x, m->params, l, m->resid[l], b->mix, ctx->B, ctx->N, dec != NULL);
         if (!m->mlp) {
             add_next_ln(m, l, m->resid[l + 1], m->resid[l], b->mix, R);
             continue;
@@ -495,6 +500,8 @@ static void blocks_backward(Model *m, const MixerCtx *ctx) {
             g_ops->layernorm_backward(m->dresid, GG(b->ln2w), GG(b->ln2b), m->dtmp, b->mid, PP(b->ln2w), b->ln2_mean,
                                       b->ln2_rstd, R, D);
         }
+        /* a cross model: mid = u + X(LN3(u), C), u = resid[l] + mixer(...): dresid becomes d u */
+        if (m->x) xmodel_block_backward(m->x, m->params, m->grads, l, m->dresid, m->dtmp, ctx->B, ctx->N);
         /* mid = resid[l] + mixer(ln1(resid[l])) */
         g_ops->zero(m->dtmp, sizeof(real) * (size_t)R * D);
         const real *dmix = m->dresid;
@@ -527,6 +534,7 @@ static void teacher_features(Model *t, const int32_t *tok, int B, int N) {
 }
 
 int model_set_teacher(Model *m, Model *t, double weight, double T) {
+    if (t && m->x) return gma_errorf("key train.distill.teacher: distillation into a cross model (cross.mixer) is not supported");
     if (m->kl_rows) g_ops->free(m->kl_rows);
     m->kl_rows = NULL;
     m->teacher = NULL;
@@ -615,23 +623,29 @@ int model_forward(Model *m, const int32_t *tok, const int32_t *tgt, int B, int N
     for (size_t i = 0; i < (size_t)B * N; i++)
         if (tok[i] < 0 || tok[i] >= m->V)
             return gma_errorf("token id %d at position %zu is outside the vocabulary [0, %d)", tok[i], i, m->V);
+    /* a cross model: the decoder and the head run over the N - cross.ctx_len query rows */
+    int Nd = N;
+    if (m->x && keymask) return gma_errorf("a cross model (cross.mixer) takes windows without padding masks");
+    if (m->x && (Nd = xmodel_targets(m->x, tgt, B, N)) < 0) return -1;
+    const int32_t *tgt_d = m->x ? m->x->tq_host : tgt;
     m->B = B;
-    m->N = N;
+    m->N = Nd;
     m->keymask = keymask;
     drop_start(m, training, step);
-    int R = B * N, D = m->D;
-    g_ops->to_device(m->tok, tok, sizeof(int32_t) * R);
-    g_ops->to_device(m->tgt, tgt, sizeof(int32_t) * R);
+    int R = B * Nd, D = m->D;
+    g_ops->to_device(m->tok, tok, sizeof(int32_t) * B * N);
+    g_ops->to_device(m->tgt, tgt_d, sizeof(int32_t) * R);
     g_ops->embed_forward(m->resid[0], m->tok, PP(m->wte), pos_table(m), B, N, D);
-    MixerCtx ctx = {.B = B, .N = N, .causal = m->causal, .keymask = keymask, .training = training, .step = step};
+    if (m->x) xmodel_encode(m->x, m->params, m->resid[0], B, N);
+    MixerCtx ctx = {.B = B, .N = Nd, .causal = m->causal, .keymask = keymask, .training = training, .step = step};
     blocks_forward(m, &ctx);
     if (training && m->teacher) teacher_features(m->teacher, tok, B, N);
     head_forward(m, R, want_acc, training);
     st->correct = 0;
     if (want_acc) {
         g_ops->to_host(m->pred_host, m->tok, sizeof(int32_t) * R);
-        g_ops->to_device(m->tok, tok, sizeof(int32_t) * R);
-        for (int i = 0; i < R; i++) st->correct += tgt[i] >= 0 && m->pred_host[i] == tgt[i];
+        g_ops->to_device(m->tok, tok, sizeof(int32_t) * B * N);
+        for (int i = 0; i < R; i++) st->correct += tgt_d[i] >= 0 && m->pred_host[i] == tgt_d[i];
     }
     st->loss_sum = g_ops->sum(m->loss_rows, R);
     st->count = g_ops->sum(m->valid_rows, R);
@@ -758,8 +772,12 @@ void model_backward(Model *m, double loss_scale) {
     head_backward(m, R, (real)(loss_scale / count));
     MixerCtx ctx = {.B = B, .N = N, .causal = m->causal, .keymask = m->keymask, .training = 1,
                     .aux_scale = loss_scale};
+    if (m->x) xmodel_backward_begin(m->x);
     blocks_backward(m, &ctx);
-    g_ops->embed_backward(GG(m->wte), pos_grad(m), m->dresid, m->tok, B, N, D);
+    if (m->x) /* the whole window's rows: context and queries */
+        g_ops->embed_backward(GG(m->wte), pos_grad(m), xmodel_backward_end(m->x, m->params, m->grads, m->dresid), m->tok,
+                              B, m->x->T, D);
+    else g_ops->embed_backward(GG(m->wte), pos_grad(m), m->dresid, m->tok, B, N, D);
 }
 
 /* ---------------- what the mixers declare: auxiliary losses, buffers ---------------- */
@@ -870,6 +888,8 @@ int model_decode_step(Model *m, DecodeState *s, int32_t token) {
 
 int model_decode_step_batch(Model *m, DecodeState *s, const int32_t *tokens) {
     if (s->pos >= s->W) return gma_errorf("incremental decoding: position %d is past the window of %d", s->pos, s->W);
+    if (m->x && (s->pos < m->x->M || m->x->mem_B != s->B))
+        return gma_errorf("incremental decoding of a cross model: model_prefill feeds the context first");
     int D = m->D, B = s->B;
     for (int b = 0; b < B; b++)
         if (tokens[b] < 0 || tokens[b] >= m->V)
@@ -890,10 +910,36 @@ int model_decode_step_batch(Model *m, DecodeState *s, const int32_t *tokens) {
     return 0;
 }
 
+/* model_prefill of a cross model: the memories of the context prompt[0..M) for the s->B
+ * sequences (the encoder once), then prompt[M..np) a decode step a token */
+static int prefill_cross(Model *m, DecodeState *s, const int32_t *prompt, int np) {
+    XModel *x = m->x;
+    int M = x->M, B = s->B;
+    if (np <= M)
+        return gma_errorf("prefill of %d tokens: a cross model's prompt is its context (cross.ctx_len %d tokens) and at "
+                          "least one query token", np, M);
+    for (int i = 0; i < np; i++)
+        if (prompt[i] < 0 || prompt[i] >= m->V)
+            return gma_errorf("token id %d at position %d is outside the vocabulary [0, %d)", prompt[i], i, m->V);
+    g_ops->to_device(m->tok, prompt, sizeof(int32_t) * (size_t)M);
+    g_ops->embed_forward(x->e[0], m->tok, PP(m->wte), pos_table(m), 1, M, m->D);
+    xmodel_memory(x, m->params, B);
+    s->pos = M;
+    int32_t *tk = xmalloc(sizeof(int32_t) * (size_t)B);
+    int rc = 0;
+    for (int i = M; i < np && rc == 0; i++) {
+        for (int b = 0; b < B; b++) tk[b] = prompt[i];
+        rc = model_decode_step_batch(m, s, tk);
+    }
+    free(tk);
+    return rc;
+}
+
 int model_prefill(Model *m, DecodeState *s, const int32_t *prompt, int np) {
     if (s->pos != 0) return gma_errorf("prefill: the decode state is at position %d, not 0", s->pos);
     if (np < 1 || np > s->W)
         return gma_errorf("prefill of %d tokens: the window is %d positions", np, s->W);
+    if (m->x) return prefill_cross(m, s, prompt, np);
     for (int i = 0; i < np; i++)
         if (prompt[i] < 0 || prompt[i] >= m->V)
             return gma_errorf("token id %d at position %d is outside the vocabulary [0, %d)", prompt[i], i, m->V);

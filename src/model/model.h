@@ -115,6 +115,9 @@ typedef struct Model {
     struct Model *teacher;
     real distill_w, distill_T;
     real *kl_rows;
+    /* cross.mixer gma | sdpa: the context encoder and the decoder blocks' cross sub-layers
+     * (model/model_cross.h); NULL for a plain decoder */
+    struct XModel *x;
 } Model;
 
 /* Build the parameter table and mixers from a validated config (vocab_size must be set). */

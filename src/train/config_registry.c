@@ -5,7 +5,9 @@
 #include "data/cls/clsdata.h"
 #include "data/lm/lmdata.h"
 #include "data/lm/passkey.h"
+#include "data/lm/xmqar.h"
 #include "nn/cls_head.h"
+#include "nn/mixers/cross.h"
 #include "nn/mixers/mixer.h"
 #include "model/model.h"
 #include "nn/model_cfg.h"
@@ -28,13 +30,15 @@ void config_register_all(void) {
         sections[n++] = &pool_cfg_section;
         sections[n++] = &stem_cfg_section;
         sections[n++] = &cls_head_cfg_section;
-        n += mixer_config_sections(sections + n, MAX_SECTIONS - 10 - n);
+        n += mixer_config_sections(sections + n, MAX_SECTIONS - 12 - n);
+        sections[n++] = &cross_cfg_section;
         sections[n++] = &run_train_cfg_section;
         sections[n++] = &run_keys_cfg_section;
         sections[n++] = &optim_cfg_section;
-        n += lmdata_config_sections(sections + n, MAX_SECTIONS - 3 - n);
+        n += lmdata_config_sections(sections + n, MAX_SECTIONS - 4 - n);
         sections[n++] = &passkey_cfg_section;
         sections[n++] = &clstask_cfg_section;
+        sections[n++] = &xmqar_cfg_section;
         sections[n++] = &clsdata_cfg_section;
         reg = (CfgRegistry){.mixers = mixer_names(), .sections = sections, .n_sections = n};
     }

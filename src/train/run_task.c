@@ -117,7 +117,7 @@ static int lm_open(Task *t, Config *cfg) {
         lmdata_close(&t->lm);
         return -1;
     }
-    t->report_acc = t->lm.is_recall || t->lm.is_mqar || t->lm.is_passkey;
+    t->report_acc = t->lm.is_recall || t->lm.is_mqar || t->lm.is_passkey || t->lm.is_xmqar;
     for (int s = 0; s < 3; s++) t->have[s] = t->lm.have[s];
     t->train_forward = lm_train_forward;
     t->kmeans = lm_kmeans;

@@ -142,7 +142,8 @@ static void t_attn(int B, int H, int N, int d, int causal, int pad, double p) {
     const GmaDrop *drop = p > 0 ? &dg : NULL;
     size_t n = (size_t)B * H * N * d; V q = rnd(n, 2), k = rnd(n, 2), v = rnd(n);
     V kb((size_t)B * N, 0.f);
-    if (pad) for (int b = 0; b < B; b++) for (int j = 0; j < N; j++) if (j % 5 == 3 || (b == 1 && j < 40)) kb[b * N + j] = -INFINITY;
+    if (pad == 1) for (int b = 0; b < B; b++) for (int j = 0; j < N; j++) if (j % 5 == 3 || (b == 1 && j < 40)) kb[b * N + j] = -INFINITY;
+    if (pad == 2) for (int b = 0; b < B; b++) for (int j = 3 * N / 5; j < N; j++) kb[b * N + j] = -INFINITY; /* cross layer */
     float sc = 1 / sqrtf((float)d);
     V o1(n), o2(n), l1((size_t)B * H * N), l2(l1.size());
     cpu_attn_forward(o1.data(), l1.data(), q.data(), k.data(), v.data(), pad ? kb.data() : NULL, B, H, N, d, causal, sc, drop);

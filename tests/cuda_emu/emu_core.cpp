@@ -264,6 +264,29 @@ static void t_linmix(int BH, int N, int F_, int d, int causal, int chunk) {
     cmp("linmix rescan dphq (cpu)", eq1, z1); cmp("linmix rescan dphk (cpu)", ek1, zk); cmp("linmix rescan dv (cpu)", ev1, zv);
     cmp("linmix rescan dphq", eq2, z1); cmp("linmix rescan dphk", ek2, zk); cmp("linmix rescan dv", ev2, zv);
 }
+/* the bidirectional core as the cross layer runs it (nn/mixers/cross.c): per head, query
+ * rows past nq and key and value rows past nk zero (the shorter sequence padded) */
+static void t_linmix_cross(int BH, int N, int F_, int d, int nq, int nk) {
+    printf("linmix cross BH%d N%d F%d d%d queries %d keys %d\n", BH, N, F_, d, nq, nk);
+    V q = rnd((size_t)BH * N * F_, 0.5f, 0.6f), k = rnd(q.size(), 0.5f, 0.6f), v = rnd((size_t)BH * N * d);
+    for (int h = 0; h < BH; h++)
+        for (int n = 0; n < N; n++) {
+            for (int i = 0; i < F_; i++) {
+                if (n >= nq) q[((size_t)h * N + n) * F_ + i] = 0;
+                if (n >= nk) k[((size_t)h * N + n) * F_ + i] = 0;
+            }
+            for (int i = 0; i < d && n >= nk; i++) v[((size_t)h * N + n) * d + i] = 0;
+        }
+    size_t st = (size_t)F_ * d + F_;
+    V o1((size_t)BH * N * d), o2(o1.size()), dn1((size_t)BH * N), dn2(dn1.size()), s1((size_t)BH * st), s2(s1.size());
+    CP->linmix_forward(F(o1), F(dn1), F(s1), F(q), F(k), F(v), BH, N, F_, d, 0, 1, 1e-6f);
+    CU->linmix_forward(F(o2), F(dn2), F(s2), F(q), F(k), F(v), BH, N, F_, d, 0, 1, 1e-6f);
+    cmp("linmix cross out", o2, o1); cmp("linmix cross den", dn2, dn1);
+    V g = rnd(o1.size()), dq1 = rnd(q.size()), dq2 = dq1, dk1 = rnd(k.size()), dk2 = dk1, dv1 = rnd(v.size()), dv2 = dv1;
+    CP->linmix_backward(F(dq1), F(dk1), F(dv1), F(g), F(o1), F(dn1), NULL, F(q), F(k), F(v), BH, N, F_, d, 0, 1);
+    CU->linmix_backward(F(dq2), F(dk2), F(dv2), F(g), F(o1), F(dn1), NULL, F(q), F(k), F(v), BH, N, F_, d, 0, 1);
+    cmp("linmix cross dphq", dq2, dq1); cmp("linmix cross dphk", dk2, dk1); cmp("linmix cross dv", dv2, dv1);
+}
 static void t_linmix_step(int B, int H, int F_, int d) {
     printf("linmix_step B%d H%d F%d d%d\n", B, H, F_, d);
     size_t ss = (size_t)H * F_ * d + (size_t)H * F_ + 3; /* a stride past the state, as a caller's extra slots */

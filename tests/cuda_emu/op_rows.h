@@ -52,6 +52,8 @@
     ROW(linmix, linmix, 1, (1, 5, 3, 2, 1, 1))                                                                         \
     ROW(linmix, linmix, 1, (2, 1, 3, 2, 1, 4)) /* N = 1 */                                                             \
     ROW(linmix, linmix, 1, (2, 1, 3, 2, 0, 0))                                                                         \
+    ROW(linmix, linmix_cross, 0, (3, 40, 8, 6, 25, 40)) /* the cross layer's layouts: zero query rows past 25 */  \
+    ROW(linmix, linmix_cross, 0, (2, 70, 16, 8, 70, 30)) /* zero key and value rows past 30 */                      \
     ROW(linmix, linmix_step, 0, (3, 2, 5, 7))                                                                          \
     ROW(linmix, linmix_step, 0, (2, 4, 64, 200))                                                                       \
     ROW(linmix, linmix_step, 0, (1, 1, 1, 1))                                                                          \
@@ -100,6 +102,8 @@
     ROW(attn, attn, 1, (2, 2, 70, 16, 1, 0, 0.1)) /* attention dropout */                                              \
     ROW(attn, attn, 1, (2, 1, 100, 40, 0, 1, 0.3))                                                                     \
     ROW(attn, attn, 1, (1, 1, 40, 130, 1, 0, 0.5))                                                                     \
+    ROW(attn, attn, 1, (2, 2, 70, 16, 0, 2, 0)) /* the cross layer's layout: a padded context tail */              \
+    ROW(attn, attn, 1, (1, 1, 90, 8, 0, 2, 0))                                                                         \
     ROW(attn, attn_step, 0, (3, 2, 16, 150, 160)) /* the decoding step: 150 tokens into a 160-row cache */              \
     ROW(attn, attn_step, 0, (1, 1, 130, 9, 9))
 #endif

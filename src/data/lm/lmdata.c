@@ -114,11 +114,25 @@ static int passkey_open(LmData *d, const Config *c, unsigned mask) {
     return 0;
 }
 
+/* cross-sequence MQAR: examples of the window train.seq_len (gmaeval evaluates at the
+ * training window: the context's length is fixed) */
+static int xmqar_open(LmData *d, const Config *c) {
+    if (xmqar_init(&d->xmqar, c, c->train.seq_len) != 0) return -1;
+    const XmqarCfg *x = xmqar_cfg(c);
+    d->is_xmqar = 1;
+    d->vocab = (uint32_t)x->vocab;
+    d->n_recall[SPLIT_TRAIN] = 0; /* unbounded stream */
+    d->n_recall[SPLIT_VALID] = x->valid;
+    d->n_recall[SPLIT_TEST] = x->test;
+    d->have[0] = d->have[1] = d->have[2] = 1;
+    return 0;
+}
+
 int lmdata_open(LmData *d, const Config *c) { return lmdata_open_splits(d, c, 7, SPLIT_TRAIN); }
 
 int lmdata_check_train_window(const LmData *d, const Config *c) {
     uint64_t need = (uint64_t)c->train.seq_len + 1, have = d->shard[SPLIT_TRAIN].count;
-    if (d->is_recall || d->is_mqar || d->is_passkey || have >= need) return 0; /* a window: seq_len inputs and the token after them */
+    if (d->is_recall || d->is_mqar || d->is_passkey || d->is_xmqar || have >= need) return 0; /* a window: seq_len inputs and the token after them */
     return gma_errorf("%s/train.bin: %llu tokens; one training window of train.seq_len %d needs %llu (a larger train "
                       "split, or a smaller train.seq_len)", c->data.path, (unsigned long long)have, c->train.seq_len,
                       (unsigned long long)need);
@@ -141,6 +155,7 @@ int lmdata_open_splits(LmData *d, const Config *c, unsigned mask, int required) 
     }
     if (c->data.source == DATA_mqar) return mqar_open(d, c, mask);
     if (c->data.source == DATA_passkey) return passkey_open(d, c, mask);
+    if (c->data.source == DATA_xmqar) return xmqar_open(d, c);
     if (manifest_check(c->data.path, mask) != 0) return -1; /* a set written as a whole, or refused */
     for (int s = 0; s < 3; s++) {
         char path[2100];
@@ -194,7 +209,7 @@ int lmdata_open_file(LmData *d, const char *path) {
 
 void lmdata_close(LmData *d) {
     for (int s = 0; s < 3; s++)
-        if (d->have[s] && !d->is_recall && !d->is_mqar && !d->is_passkey) shard_close(&d->shard[s]);
+        if (d->have[s] && !d->is_recall && !d->is_mqar && !d->is_passkey && !d->is_xmqar) shard_close(&d->shard[s]);
     memset(d, 0, sizeof *d);
 }
 
@@ -215,6 +230,12 @@ void lmdata_train_batch_part(const LmData *d, Rng *rng, uint64_t batch_index, in
         for (int b = 0; b < B; b++)
             mqar_example(&d->mqar, SPLIT_TRAIN, e, batch_index * B_global + first + b, N, tok + (size_t)b * N,
                          tgt + (size_t)b * N);
+        return;
+    }
+    if (d->is_xmqar) {
+        for (int b = 0; b < B; b++)
+            xmqar_example(&d->xmqar, SPLIT_TRAIN, batch_index * B_global + first + b, tok + (size_t)b * N,
+                          tgt + (size_t)b * N);
         return;
     }
     if (d->is_passkey) { /* one length per batch, cycling over data.passkey_lengths */
@@ -242,7 +263,7 @@ void lmdata_train_batch_part(const LmData *d, Rng *rng, uint64_t batch_index, in
 /* shards: window w starts at w*S (S = stride or N) and, past the first, scores only
  * positions >= N-S (the new tokens) */
 long lmdata_eval_windows(const LmData *d, int s, int N) {
-    if (d->is_recall || d->is_mqar || d->is_passkey) return d->n_recall[s];
+    if (d->is_recall || d->is_mqar || d->is_passkey || d->is_xmqar) return d->n_recall[s];
     uint64_t T = d->shard[s].count - 1; /* scored targets */
     int S = d->eval_stride > 0 && d->eval_stride < N ? d->eval_stride : N;
     if (T <= (uint64_t)N) return 1;
@@ -260,6 +281,10 @@ int lmdata_eval_batch(const LmData *d, int s, long b, int B, int N, int32_t *tok
         filled++;
         if (d->is_recall) {
             recall_example(&d->recall, s, (uint64_t)w, tk, tg);
+            continue;
+        }
+        if (d->is_xmqar) {
+            if (N == d->xmqar.T) xmqar_example(&d->xmqar, s, (uint64_t)w, tk, tg);
             continue;
         }
         if (d->is_passkey) {
@@ -306,7 +331,7 @@ int lmdata_eval_batch(const LmData *d, int s, long b, int B, int N, int32_t *tok
 #define S(f) CFG_SIZE(f)
 static const CfgKey g_lm_keys[] = {
     {"data.source", CFGT_ENUM, O(data.source), 0, "recall", 0, 0, DATA_SOURCE_CHOICES,
-     "recall: the embedded associative-recall generator; mqar: Zoology's multi-query associative recall (docs/mqar.md); passkey: passkey retrieval at long lengths (docs/longctx.md); shards: token shards in data.path; cls: a classification "
+     "recall: the embedded associative-recall generator; mqar: Zoology's multi-query associative recall (docs/mqar.md); passkey: passkey retrieval at long lengths (docs/longctx.md); xmqar: MQAR split in a context and a query sequence, for cross-attention (docs/cross.md); shards: token shards in data.path; cls: a classification "
      "task (data.task) for model.task \"classify\"."},
     {"data.path", CFGT_STR, O(data.path), S(data.path), "", 0, 0, NULL, "Directory with train.bin/valid.bin/test.bin (+ meta.json)."},
 };
@@ -367,6 +392,11 @@ static int validate_recall(const Config *c) {
 static int validate_passkey(const Config *c) {
     PasskeyTask t;
     return passkey_init(&t, c, c->train.seq_len);
+}
+
+static int validate_xmqar(const Config *c) {
+    XmqarTask t;
+    return xmqar_init(&t, c, c->train.seq_len);
 }
 
 typedef struct SourceInfo {

@@ -16,6 +16,7 @@
 #include "data/lm/passkey.h"
 #include "data/lm/recall.h"
 #include "data/lm/shard.h"
+#include "data/lm/xmqar.h"
 #include "data/text/tokenizer.h"
 
 enum { SPLIT_TRAIN, SPLIT_VALID, SPLIT_TEST };
@@ -28,6 +29,8 @@ typedef struct LmData {
     MqarTask mqar;
     int is_passkey; /* passkey retrieval (data/lm/passkey.h): examples by index, as the recall task */
     PasskeyTask passkey;
+    int is_xmqar; /* cross-sequence MQAR (data/lm/xmqar.h): examples by index, as the recall task */
+    XmqarTask xmqar;
     TokenShard shard[3];
     int have[3];
     uint32_t vocab;
@@ -70,12 +73,13 @@ Tokenizer *lmdata_tokenizer(const char *dir);
     X(recall, 0, validate_recall) /* the embedded generator */ SEP \
     X(mqar, 0, NULL) /* Zoology's multi-query recall (mqar.h) */ SEP \
     X(passkey, 0, validate_passkey) /* passkey retrieval (passkey.h) */ SEP \
+    X(xmqar, 0, validate_xmqar) /* MQAR split in a context and a query sequence (xmqar.h) */ SEP \
     X(shards, 1, NULL) /* token shards */ SEP               \
     X(cls, 1, NULL) /* a classification task (data.task) */
 #define DATA_SOURCE_ENUM_(name, ...) DATA_##name,
 typedef enum { DATA_SOURCES(DATA_SOURCE_ENUM_, ) N_DATA_SOURCES } DataSource;
 #define DATA_SOURCE_NAME_(name, ...) #name
-#define DATA_SOURCE_CHOICES DATA_SOURCES(DATA_SOURCE_NAME_, "|") /* "recall|mqar|passkey|shards|cls" */
+#define DATA_SOURCE_CHOICES DATA_SOURCES(DATA_SOURCE_NAME_, "|") /* "recall|mqar|passkey|xmqar|shards|cls" */
 /* The LM data sources' sections, in the reference's order: data.source, data.path and
  * data.recall_* with the checks; data.mqar_* (a stored section); data.eval_stride. Puts
  * them in out (room for max) and returns their number. */

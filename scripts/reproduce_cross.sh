@@ -1,0 +1,202 @@
+#!/usr/bin/env bash
+# reproduce_cross.sh: the cross-attention measurements of docs/results.md ("## Cross-attention").
+#   scripts/reproduce_cross.sh run [--out DIR] [--steps N] [--threads N] [--seed S] [--set k=v]...
+#       trains configs/xmqar_{gma,sdpa,none}.json (cross.mixer gma, sdpa, and a plain decoder
+#       over the whole window; nice -n 10, the three at once) on the cross-sequence MQAR task
+#       (data.source xmqar, docs/cross.md), each --set applied to all three, into
+#       DIR/{gma,sdpa,none} (DIR default runs/cross), then `collect`.
+#   scripts/reproduce_cross.sh bench [--out DIR] [--seq 1K,...,64K] [gmabench options]
+#       bin/gmabench cross --threads 1 --repeat 1 --max-seconds 400 --json DIR/bench.json.
+#   scripts/reproduce_cross.sh collect DIR [--command TEXT]...
+#       DIR/results.json from DIR/{gma,sdpa,none}/metrics.jsonl and config.json and
+#       DIR/bench.json (when there): per run the validation accuracy by step and the test
+#       loss and accuracy of the final evaluation (a run stopped before its end: those of
+#       DIR/KIND/test_eval.json, bin/gmaeval --data test --json of its checkpoint, and the
+#       step it stopped at); the layer's time and memory per M.
+#   scripts/reproduce_cross.sh write RESULTS.json... [--out FILE] [--note TEXT]...
+#       the section "## Cross-attention" of docs/results.md (or --out) from one or more
+#       results.json (their runs one table each, the bench of the last that has one), in
+#       place of that section when the page has it (up to the next "## " heading), else
+#       before "## Notes on these runs", else at the end; the rest of the page is kept.
+#       Each --note TEXT a paragraph after the tables.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+case "${1:-}" in --help|-h|"") sed -n '2,/^[^#]/p' "$0" | sed -n 's/^# \{0,1\}//p'; exit 0;; esac
+cmd=$1
+shift
+out=runs/cross
+# an option's value: exit 2 with one line when it is missing
+need() { [ "$#" -ge 2 ] || { echo "scripts/reproduce_cross.sh: $1 needs a value (see --help)" >&2; exit 2; }; }
+if [ "$cmd" = run ]; then
+  steps="" threads=1 seed="" sets=()
+  while [ $# -gt 0 ]; do
+    case "$1" in
+      --out) need "$@"; out=$2; shift 2;;
+      --steps) need "$@"; steps=$2; shift 2;;
+      --threads) need "$@"; threads=$2; shift 2;;
+      --seed) need "$@"; seed=$2; shift 2;;
+      --set) need "$@"; sets+=(--set "$2"); shift 2;;
+      *) echo "$0: run: unknown option $1" >&2; exit 2;;
+    esac
+  done
+  [ -n "$steps" ] && sets+=(--set "train.steps=$steps")
+  [ -n "$seed" ] && sets+=(--set "seed=$seed")
+  mkdir -p "$out"
+  for k in gma sdpa none; do
+    nice -n 10 bin/gmatrain --config "configs/xmqar_$k.json" "${sets[@]}" --out "$out/$k" --threads "$threads" --quiet \
+      > "$out/$k.log" 2>&1 &
+  done
+  wait
+  exec "$0" collect "$out" --command "scripts/reproduce_cross.sh run --out $out --threads $threads ${sets[*]}"
+fi
+if [ "$cmd" = bench ]; then
+  args=()
+  while [ $# -gt 0 ]; do
+    case "$1" in --out) need "$@"; out=$2; shift 2;; *) args+=("$1"); shift;; esac
+  done
+  mkdir -p "$out"
+  nice -n 10 bin/gmabench cross --seq 1K,2K,4K,8K,16K,32K,64K --threads 1 --repeat 1 --max-seconds 400 "${args[@]}" \
+    --json "$out/bench.json" | tee "$out/bench.txt"
+  exit 0
+fi
+command -v python3 > /dev/null || { echo "$0: python3 not found" >&2; exit 1; }
+exec python3 - "$cmd" "$@" <<'PY'
+import json, os, platform, sys, time
+
+ME = "scripts/reproduce_cross.sh"
+HEAD = "## Cross-attention"
+
+def die(msg, code=1):
+    sys.stderr.write(ME + ": " + msg + "\n")
+    sys.exit(code)
+
+def value(args, i):
+    if i + 1 >= len(args): die(args[i] + " needs a value (see --help)", 2)
+    return args[i + 1]
+
+def collect(args):
+    if not args: die("collect: DIR missing")
+    d, commands = args[0], []
+    i = 1
+    while i < len(args):
+        if args[i] == "--command": commands.append(value(args, i)); i += 2
+        else: die("collect: unknown argument " + args[i])
+    runs = []
+    for k in ("gma", "sdpa", "none"):
+        mpath = os.path.join(d, k, "metrics.jsonl")
+        if not os.path.exists(mpath): continue
+        valid, test, last = [], None, None
+        with open(mpath) as f:
+            for line in f:
+                try: r = json.loads(line)
+                except ValueError: die(mpath + ": a line that is not JSON")
+                if r.get("split") == "valid": valid.append({"step": r["step"], "acc": r.get("acc"), "loss": r["loss"]})
+                elif r.get("split") == "test": test = {"step": r["step"], "acc": r.get("acc"), "loss": r["loss"]}
+                elif "tokens_per_s" in r: last = r
+        stopped = None
+        epath = os.path.join(d, k, "test_eval.json")
+        if test is None and os.path.exists(epath):  # a run stopped early: bin/gmaeval --data test --json of its checkpoint
+            e = json.load(open(epath))
+            stopped = max([v["step"] for v in valid] + [last["step"] if last else 0])
+            ck = os.path.basename(os.path.realpath(e.get("checkpoint", "")))  # RUN/latest -> ckpt_<step>
+            if ck.startswith("ckpt_") and ck[5:].isdigit(): stopped = int(ck[5:])
+            test = {"step": stopped, "acc": e.get("acc"), "loss": e["loss"], "gmaeval": True}
+        cfg = json.load(open(os.path.join(d, k, "config.json")))
+        runs.append({"kind": k, "valid": valid, "test": test, "steps": cfg["train"]["steps"], "seed": cfg.get("seed"), "stopped_at": stopped,
+                     "elapsed_s": last.get("elapsed_s") if last else None,
+                     "config": {"cross": cfg.get("cross"), "data": {x: v for x, v in cfg["data"].items() if x.startswith("xmqar") or x == "source"},
+                                "model": {x: cfg["model"][x] for x in ("d_model", "n_layers", "n_heads", "mixer", "mlp")},
+                                "train": {x: cfg["train"][x] for x in ("batch_size", "seq_len", "lr", "steps")}}})
+    bench = None
+    bpath = os.path.join(d, "bench.json")
+    if os.path.exists(bpath): bench = json.load(open(bpath))
+    res = {"date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "commands": commands,
+           "machine": "%s, %d cores (nproc), %s %s" % (platform.processor() or platform.machine(), os.cpu_count(), platform.system(), platform.machine()),
+           "runs": runs, "bench": bench}
+    with open(os.path.join(d, "results.json"), "w") as f: json.dump(res, f, indent=1)
+    print(os.path.join(d, "results.json"))
+
+def fmt(x, p=3): return "n/a" if x is None else ("%.*f" % (p, x))
+
+def section(results, notes):
+    L = [HEAD, "", "Written by `%s write` from the JSON of `%s run` and `%s bench` (docs/cross.md: the task, the model, the" % (ME, ME, ME),
+         "cross layer; docs/model.md §3.8 the math). Loose timings: a 2-core x86_64 VM shared with other jobs (load average",
+         "well above 2), one thread a process; the cpu ms column is the process's own CPU time, the wall ms follows the load.", ""]
+    for res in results:
+        if not res["runs"]: continue
+        c0 = res["runs"][0]["config"]
+        dx, tr, mo = c0["data"], c0["train"], c0["model"]
+        L += ["### Accuracy on cross-sequence MQAR, vocabulary %s (collected %s)" % (dx.get("xmqar_vocab"), res["date"]), ""]
+        for c in res["commands"]:
+            if "gmabench" not in c: L.append("Command: `%s`" % c)
+        L += ["", "Task: vocabulary %s, %s pairs in a context of %s tokens, %d queries after it (window %s); model width %s, %s decoder layers"
+              " (self mixer %s, %s), %s encoder layer(s), cross Kc %s; batch %s, lr %s, %s steps, seed %s (one seed). Chance: 1/%s pairs"
+              " = %.3f for a model that answers some value of the context."
+              % (dx.get("xmqar_vocab"), dx.get("xmqar_pairs"), dx.get("xmqar_ctx"), tr["seq_len"] - dx.get("xmqar_ctx", 0), tr["seq_len"],
+                 mo["d_model"], mo["n_layers"], mo["mixer"], "MLP" if mo["mlp"] else "no MLP", (c0["cross"] or {}).get("enc_layers"),
+                 (c0["cross"] or {}).get("n_components"), tr["batch_size"], tr["lr"], tr["steps"], res["runs"][0]["seed"],
+                 dx.get("xmqar_pairs"), 1.0 / max(1, dx.get("xmqar_pairs", 1))), ""]
+        steps = sorted({v["step"] for r in res["runs"] for v in r["valid"]})
+        L.append("| cross.mixer | " + " | ".join("valid acc @%d" % s for s in steps) + " | test acc | test loss | steps run | minutes |")
+        L.append("|---|" + "---:|" * (len(steps) + 4))
+        for r in res["runs"]:
+            va = {v["step"]: v["acc"] for v in r["valid"]}
+            t = r["test"] or {}
+            ran = "%d of %d (stopped; test by gmaeval)" % (r["stopped_at"], r["steps"]) if r.get("stopped_at") else str(r["steps"])
+            L.append("| %s | %s | %s | %s | %s | %s |" % (r["kind"] if r["kind"] != "none" else "none (decoder over the window)",
+                     " | ".join(fmt(va.get(s)) for s in steps), fmt(t.get("acc")), fmt(t.get("loss")), ran,
+                     fmt(r["elapsed_s"] / 60 if r["elapsed_s"] else None, 1)))
+        L.append("")
+    src = next((r for r in reversed(results) if r.get("bench")), None)
+    bench = src["bench"] if src else None
+    if bench:
+        rows = bench.get("cross", [])
+        L += ["### Layer speed and memory against context length", "",
+              "`bin/gmabench cross` (%s, %s): one cross layer, forward + backward, B 1, width 256, 4 heads, Kc 64, as many queries as"
+              " context rows (N = M). Skipped points say why (a kind's next point is skipped once its last time x 4.5 passes"
+              " --max-seconds 400)." % (bench.get("backend"), bench.get("blas_core")), "",
+              ] + ["Command: `%s`" % c for c in src["commands"] if "gmabench" in c] + ["",
+              "| M | kind | wall ms | cpu ms | cpu ms / gma's | peak MiB | planned MiB |", "|---:|---|---:|---:|---:|---:|---:|"]
+        gma_cpu = {r["M"]: r.get("cpu_ms") for r in rows if r["kind"] == "gma" and "cpu_ms" in r}
+        for r in rows:
+            if "skipped" in r:
+                L.append("| %d | %s | %s | | | | %.1f |" % (r["M"], r["kind"], r["skipped"], r["planned_mib"]))
+                continue
+            g = gma_cpu.get(r["M"])
+            L.append("| %d | %s | %.0f | %.1f | %s | %.1f | %.1f |" % (r["M"], r["kind"], r["ms"], r["cpu_ms"],
+                     fmt(r["cpu_ms"] / g if g else None, 2), r["peak_mib"], r["planned_mib"]))
+        L.append("")
+    for n in notes: L += [n, ""]
+    return "\n".join(L).rstrip() + "\n"
+
+def write(args):
+    files, out, notes, i = [], "docs/results.md", [], 0
+    while i < len(args):
+        a = args[i]
+        if a == "--out": out = value(args, i); i += 2
+        elif a == "--note": notes.append(value(args, i)); i += 2
+        else: files.append(a); i += 1
+    if not files: die("write: RESULTS.json missing")
+    results = []
+    for f in files:
+        try: results.append(json.load(open(f)))
+        except (OSError, ValueError) as e: die("%s: %s" % (f, e))
+    sec = section(results, notes)
+    page = open(out).read() if os.path.exists(out) else "# Results\n"
+    if HEAD + "\n" in page:
+        a = page.index(HEAD + "\n")
+        b = page.find("\n## ", a + len(HEAD))
+        page = page[:a] + sec + ("\n" + page[b + 1:] if b >= 0 else "")
+    elif "\n## Notes on these runs" in page:
+        a = page.index("\n## Notes on these runs")
+        page = page[:a + 1] + sec + "\n" + page[a + 1:]
+    else:
+        page = page.rstrip() + "\n\n" + sec
+    with open(out, "w") as f: f.write(page)
+    print(out)
+
+cmd, rest = sys.argv[1], sys.argv[2:]
+if cmd == "collect": collect(rest)
+elif cmd == "write": write(rest)
+else: die("unknown command %s (run, bench, collect, write)" % cmd)
+PY

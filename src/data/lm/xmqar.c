@@ -1,0 +1,83 @@
+/* xmqar.c: the cross-sequence MQAR generator (xmqar.h). */
+#include "data/lm/xmqar.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/common.h"
+#include "core/rng.h"
+
+#define XMQAR_MAX_VOCAB 65536
+
+#define O(f) offsetof(XmqarCfg, f)
+static const CfgKey g_keys[] = {
+    {"xmqar_vocab", CFGT_INT, O(vocab), 0, "64", 8, XMQAR_MAX_VOCAB, NULL,
+     "Cross-sequence MQAR: vocabulary V, even: keys from [1, V/2), values from [V/2, V) (docs/cross.md)."},
+    {"xmqar_pairs", CFGT_INT, O(pairs), 0, "8", 1, 16384, NULL,
+     "Cross-sequence MQAR: key-value pairs in the context sequence (2 x pairs <= data.xmqar_ctx)."},
+    {"xmqar_ctx", CFGT_INT, O(ctx), 0, "16", 2, 1 << 24, NULL,
+     "Cross-sequence MQAR: the context sequence's length M, the first M positions of the window; the query sequence is the other train.seq_len - M."},
+    {"xmqar_valid", CFGT_INT, O(valid), 0, "256", 1, 100000000, NULL, "Cross-sequence MQAR: validation examples."},
+    {"xmqar_test", CFGT_INT, O(test), 0, "1000", 1, 100000000, NULL, "Cross-sequence MQAR: test examples."},
+};
+#undef O
+
+const CfgSection xmqar_cfg_section = {"xmqar", sizeof(XmqarCfg), g_keys, CFG_N(g_keys), NULL, "data"};
+const XmqarCfg *xmqar_cfg(const Config *c) { return cfg_section_of(c, &xmqar_cfg_section); }
+
+int xmqar_init(XmqarTask *t, const Config *c, int T) {
+    const XmqarCfg *x = xmqar_cfg(c);
+    memset(t, 0, sizeof *t);
+    if (x->vocab % 2)
+        return gma_errorf("key data.xmqar_vocab: %d must be even (keys the lower half, values the upper)", x->vocab);
+    if (x->pairs >= x->vocab / 2)
+        return gma_errorf("key data.xmqar_pairs: %d distinct keys do not fit [1, %d) of data.xmqar_vocab %d", x->pairs,
+                          x->vocab / 2, x->vocab);
+    if (2 * x->pairs > x->ctx)
+        return gma_errorf("key data.xmqar_pairs: %d pairs take %d positions, more than data.xmqar_ctx %d", x->pairs,
+                          2 * x->pairs, x->ctx);
+    if (x->ctx >= T)
+        return gma_errorf("key data.xmqar_ctx: a context of %d positions leaves no query in the window of %d "
+                          "(train.seq_len)", x->ctx, T);
+    t->vocab = x->vocab, t->pairs = x->pairs, t->ctx = x->ctx, t->T = T;
+    t->seed = (uint64_t)c->seed;
+    return 0;
+}
+
+/* a random permutation of 0..n-1 into p */
+static void permute(Rng *r, int *p, int n) {
+    for (int i = 0; i < n; i++) p[i] = i;
+    for (int i = n - 1; i > 0; i--) {
+        int j = (int)rng_below(r, (uint64_t)i + 1), s = p[i];
+        p[i] = p[j], p[j] = s;
+    }
+}
+
+/* k distinct values of [lo, lo + n) into out (a partial shuffle of pool [n]) */
+static void draw_distinct(Rng *r, int *pool, int lo, int n, int k, int *out) {
+    for (int i = 0; i < n; i++) pool[i] = i;
+    for (int i = 0; i < k; i++) {
+        int j = i + (int)rng_below(r, (uint64_t)(n - i)), s = pool[i];
+        pool[i] = pool[j], pool[j] = s;
+        out[i] = lo + pool[i];
+    }
+}
+
+void xmqar_example(const XmqarTask *t, int split, uint64_t index, int32_t *tok, int32_t *tgt) {
+    int P = t->pairs, V = t->vocab, half = V / 2, M = t->ctx, T = t->T;
+    Rng r;
+    rng_seed2(&r, t->seed ^ 0x584d514152ULL, ((uint64_t)split << 56) ^ index);
+    int *keys = xmalloc(sizeof(int) * (size_t)(4 * P + half));
+    int *vals = keys + P, *perm = vals + P, *pool = perm + 2 * P;
+    draw_distinct(&r, pool, 1, half - 1, P, keys); /* 0 is never a key */
+    draw_distinct(&r, pool, half, V - half, P, vals);
+    for (int i = 0; i < T; i++) tok[i] = 0, tgt[i] = -1;
+    for (int i = 0; i < P; i++) tok[2 * i] = keys[i], tok[2 * i + 1] = vals[i];
+    for (int j = 0; j < T - M; j++) {
+        if (j % P == 0) permute(&r, perm, P);
+        int q = perm[j % P];
+        tok[M + j] = keys[q];
+        tgt[M + j] = vals[q];
+    }
+    free(keys);
+}

@@ -1,0 +1,71 @@
+/* cross.h: cross-attention layers (docs/model.md §3.8): the N query rows of one sequence
+ * read the M rows of another (the context), y [B,N,Dm] from hq [B,N,Dm] and hc [B,M,Dm].
+ * Queries come from hq (PREFIX.q), keys and values from hc (PREFIX.k, PREFIX.v), the output
+ * projection PREFIX.o, as in the self-attention mixers (attn_proj_add). Two kinds:
+ *   gma:  the context's keys are routed to Kc Gaussian components shared with the queries
+ *         (PREFIX.gma.mu, var_raw, prior_logits), which write the values into a Kc-slot memory
+ *         S = gamma(K)^T V, z = gamma(K)^T 1; each query reads it by its responsibilities,
+ *         o = gamma(q) S / (gamma(q) z + eps): O((N + M) Kc d) a head.
+ *   sdpa: softmax attention of the N queries over the M keys, O(N M d) a head, no N x M buffer.
+ * Bidirectional on the context (the whole context is written before any query reads) and
+ * row-wise on the queries (a query's output depends on no other query), so the same layer
+ * serves a causal decoder. Both are built from the existing ops only: the two sequences are
+ * laid out in L = max(N, M) rows per head, the shorter one padded with zero rows (GMA: zero
+ * responsibilities; sdpa: a -inf key bias), and run through the bidirectional linmix_forward /
+ * linmix_backward (GMA, with gma_route_forward / _backward) or attn_forward / attn_backward
+ * (sdpa, causal off). The padding costs O(|N - M|) rows of routing (GMA) or of query/key
+ * tiles (sdpa). Decoding reads a context memory computed once (cross_memory): GMA the Kc-slot
+ * memory (S, z) of linmix_step's state, read with zero keys and values; sdpa the context's
+ * key/value cache of attn_step, read at its last row. */
+#ifndef GMA_CROSS_H
+#define GMA_CROSS_H
+#include "nn/mixers/mixer.h"
+
+typedef enum { CROSS_NONE, CROSS_GMA, CROSS_SDPA } CrossKind;
+#define CROSS_KINDS "none|gma|sdpa"
+
+/* The keys cross.* (a stored section): the encoder-decoder of docs/model.md §3.8, whose
+ * decoder blocks each get a cross sub-layer reading the encoded context (model/model_cross.h). */
+typedef struct CrossCfg {
+    int mixer;        /* CrossKind: CROSS_NONE = a plain decoder */
+    int n_components; /* Kc of the GMA cross layers and encoder layers */
+    int enc_layers;   /* the context encoder's blocks */
+    int ctx_len;      /* M: the window's first M positions are the context */
+} CrossCfg;
+extern const CfgSection cross_cfg_section;
+const CrossCfg *cross_cfg(const Config *c);
+
+typedef struct Cross {
+    Mixer m;             /* D, H, d, Dm, pt and p[AP_*] as the attention mixers; p[AP_N..] the routing */
+    int kind;            /* CROSS_GMA | CROSS_SDPA */
+    int Kc;              /* GMA components per head */
+    real tau, var_floor, eps;
+} Cross;
+
+/* A cross layer of `kind` with Kc components (GMA) under prefix: the projections as
+ * model.attn_bias, model.init_std, model.dense_init say, eps = gma.eps; the routing at
+ * temperature 1 with variance floor 1e-4 (gma.temperature's and gma.var_floor's defaults),
+ * initialised as gma's (sigma2 = 1, prior 0, mu ~ N(0, (2 d)^(-1/2))). */
+Cross *cross_create(const Config *c, int kind, int Kc, ParamTable *pt, const char *prefix);
+void cross_destroy(Cross *x);
+/* reals kept from forward to backward, and needed only during a call, for B x (N, M) */
+size_t cross_act_size(const Cross *x, int B, int N, int M);
+size_t cross_scratch_size(const Cross *x, int B, int N, int M);
+void cross_forward(Cross *x, real *y, const real *hq, const real *hc, const real *params, real *act, real *scratch,
+                   int B, int N, int M);
+/* dhq, dhc and the parameters' gradients accumulate */
+void cross_backward(Cross *x, real *dhq, real *dhc, const real *dy, const real *hq, const real *hc, const real *params,
+                    real *grads, real *act, real *scratch, int B, int N, int M);
+/* the FLOPs of the products inside fused ops (routing, linmix, attention tiles), forward + backward */
+double cross_fused_flops(const Cross *x, int B, int N, int M);
+/* ---- decoding: the context memory once, then one query row at a time ---- */
+/* reals of memory one sequence keeps for a context of M rows */
+size_t cross_memory_size(const Cross *x, int M);
+/* scratch of cross_memory (B x M) and of cross_step (B rows) */
+size_t cross_decode_scratch(const Cross *x, int B, int M);
+/* the memories of B contexts hc [B,M,Dm] into mem (cross_memory_size(M) reals each) */
+void cross_memory(Cross *x, real *mem, const real *hc, const real *params, int B, int M, real *scratch);
+/* y [B,Dm] for one query row hq [B,Dm] of each of B sequences, reading their memories
+ * (which the step's ops take as writable state; they come back unchanged) */
+void cross_step(Cross *x, real *y, const real *hq, const real *params, real *mem, int B, int M, real *scratch);
+#endif
