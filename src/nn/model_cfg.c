@@ -23,8 +23,9 @@ static const CfgKey g_model[] = {
     {"model.mlp", CFGT_BOOL, O(model.mlp), 0, "true", 0, 0, NULL, "Include the MLP in each block."},
     {"model.init_std", CFGT_REAL, O(model.init_std), 0, "0.02", 0, 10, NULL,
      "Std of normal initialisation of linear and embedding weights (output projections scaled by 1/sqrt(2L))."},
-    {"model.auto_threshold", CFGT_INT, O(model.auto_threshold), 0, "1024", 1, 16777216, NULL,
-     "mixer \"auto\": sequences shorter than this use sdpa, others gma."},
+    {"model.auto_threshold", CFGT_INT, O(model.auto_threshold), 0, "1024", 1, 16777216, "calibrated",
+     "mixer \"auto\": sequences shorter than this use sdpa, others gma; \"calibrated\": the crossover of the "
+     "file auto.calibration (gmabench calibrate), kept within 2048-4096 (docs/baselines.md)."},
     {"model.head_chunk", CFGT_INT, O(model.head_chunk), 0, "0", 0, 16777216, NULL,
      "Language model: rows whose logits the head computes at a time (docs/model.md §1). Only one such chunk of "
      "[rows, V] logits exists; a training step over more rows runs the head's backward on each chunk in the forward "
