@@ -1,39 +1,50 @@
 #!/usr/bin/env bash
 # reproduce_future.sh: the small profile (configs/small_gma.json, configs/small_sdpa.json on
 # the State of the Union split of scripts/reproduce_small.sh) with K per layer, the Dirichlet
-# prior and the gated layer (docs/model.md §3.6, §3.7, §4.1), one seed, a short budget:
+# prior, the gated layer and auto with both paths trained (docs/model.md §3.6, §3.7, §4.1),
+# one seed, a short budget:
 #   gma K 32 (the config), gma K 64, gma K [64, 32] (one per layer), gma from K 64 with the
-#   Dirichlet prior, gated (K 32), sdpa.
+#   Dirichlet prior, gated (K 32), sdpa; and, without positions (model.pos none, so that a
+#   window longer than the training one can be evaluated), gma_np, sdpa_np, auto_np (auto
+#   with model.auto_threshold 2048: at the training length only its sdpa path runs) and
+#   auto_distill (the same with auto.distill_weight 1: its GMA path distilled from sdpa).
 #   scripts/reproduce_future.sh [--sotu DIR] [--steps N] [--threads N] [--variants LIST]
-#                               [--write-docs] [--help]
+#                               [--long-len N] [--write-docs] [--help]
 #   --steps N        train.steps of every run (default 150)
 #   --threads N      threads of every run (default 2)
-#   --variants LIST  a subset of "gma32 gma64 gma64_32 dir64 gated sdpa" (default all)
+#   --variants LIST  a subset of "gma32 gma64 gma64_32 dir64 gated sdpa gma_np sdpa_np auto_np
+#                    auto_distill" (default the first six)
+#   --long-len N     the *_np and auto variants are also evaluated at windows of N tokens
+#                    (gmaeval --seq-len N on the valid and test splits; default 2048, at
+#                    auto's threshold: its GMA path), and the auto variants analysed there
+#                    and at the training length (gmaeval --analyze: the gap between the paths)
 #   --write-docs     afterwards write the section of docs/results.md
 #                    (scripts/write_future_results.sh) from the JSON
 # Environment: SOTU=DIR the corpus, as --sotu (needed until data/sotu8 is made).
 # Writes runs/future_<variant>-<stamp>/ per run and runs/future-<stamp>.json: per variant
 # the command, valid and test ppl (gmatrain's closing evaluation on the whole splits),
 # tokens/s, parameters, K per GMA layer at the end (the Dirichlet prior's last
-# "components" rows, else the configured K) and, for gated, the gates per layer
-# (gmaeval --analyze on the valid split).
+# "components" rows, else the configured K), for gated the gates per layer (gmaeval
+# --analyze on the valid split), for the long-window variants the ppl at --long-len and for
+# auto the paths' gap (gmaeval --analyze) at both lengths.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . scripts/lib_reproduce.sh
-steps=150; threads=2; variants="gma32 gma64 gma64_32 dir64 gated sdpa"; docs=0
-usage="[--sotu DIR] [--steps N] [--threads N] [--variants LIST] [--write-docs] [--help]"
+steps=150; threads=2; variants="gma32 gma64 gma64_32 dir64 gated sdpa"; docs=0; long=2048
+usage="[--sotu DIR] [--steps N] [--threads N] [--variants LIST] [--long-len N] [--write-docs] [--help]"
 while [ $# -gt 0 ]; do
   case "$1" in
     --steps) need_value "$@"; steps="$2"; shift 2;;
     --threads) need_value "$@"; threads="$2"; shift 2;;
     --variants) need_value "$@"; variants="$2"; shift 2;;
+    --long-len) need_value "$@"; long="$2"; shift 2;;
     --sotu) need_value "$@"; SOTU="$2"; shift 2;;
     --write-docs) docs=1; shift;;
     --help|-h) script_help; exit 0;;
     *) echo "usage: $0 $usage" >&2; exit 2;;
   esac
 done
-positive_ints "steps:$steps" "threads:$threads"
+positive_ints "steps:$steps" "threads:$threads" "long-len:$long"
 # the config and the --set options of a variant
 sets_of() {
   case "$1" in
@@ -43,7 +54,11 @@ sets_of() {
     dir64) echo "configs/small_gma.json --set gma.n_components=64 --set gma.dirichlet_weight=1 --set gma.dirichlet_alpha=0.5 --set gma.dirichlet_every=25 --set gma.dirichlet_drop=0.012";;
     gated) echo "configs/small_gma.json --set model.mixer=gated";;
     sdpa) echo "configs/small_sdpa.json";;
-    *) echo "$0: unknown variant '$1' (--variants: gma32 gma64 gma64_32 dir64 gated sdpa)" >&2; exit 2;;
+    gma_np) echo "configs/small_gma.json --set model.pos=none";;
+    sdpa_np) echo "configs/small_sdpa.json --set model.pos=none";;
+    auto_np) echo "configs/small_gma.json --set model.pos=none --set model.mixer=auto --set model.auto_threshold=2048";;
+    auto_distill) echo "configs/small_gma.json --set model.pos=none --set model.mixer=auto --set model.auto_threshold=2048 --set auto.distill_weight=1";;
+    *) echo "$0: unknown variant '$1' (--variants: gma32 gma64 gma64_32 dir64 gated sdpa gma_np sdpa_np auto_np auto_distill)" >&2; exit 2;;
   esac
 }
 for v in $variants; do sets_of "$v" > /dev/null; done
@@ -60,14 +75,25 @@ for v in $variants; do
     bin/gmaeval --checkpoint "$out" --data valid --threads "$threads" --analyze-json "$out/analysis.json" > /dev/null
     gates="$out/analysis.json"
   fi
-  rows+=("$v|$cmd|$out|$gates")
+  longs=null
+  case "$v" in *_np|auto_distill)
+    longs="$out/long"; mkdir -p "$longs"
+    for split in valid test; do
+      bin/gmaeval --checkpoint "$out" --data $split --seq-len "$long" --batch 1 --threads "$threads" --json "$longs/$split.json" > /dev/null
+    done
+    case "$v" in auto*)
+      bin/gmaeval --checkpoint "$out" --data valid --threads "$threads" --analyze-json "$longs/analysis_train_len.json" > /dev/null
+      bin/gmaeval --checkpoint "$out" --data valid --seq-len "$long" --batch 1 --threads "$threads" --analyze-json "$longs/analysis_long.json" > /dev/null;;
+    esac;;
+  esac
+  rows+=("$v|$cmd|$out|$gates|$longs")
 done
-python3 - "runs/future-$stamp.json" "$steps" "$threads" "${rows[@]}" <<'PY'
-import json, sys
-out, steps, threads, rows = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4:]
+python3 - "runs/future-$stamp.json" "$steps" "$threads" "$long" "${rows[@]}" <<'PY'
+import json, os, sys
+out, steps, threads, long, rows = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4]), sys.argv[5:]
 res = []
 for r in rows:
-    v, cmd, run, gates = r.split("|")
+    v, cmd, run, gates, longs = r.split("|")
     summ = json.load(open(run + "/summary.json"))
     cfg = json.load(open(run + "/config.json"))
     kc = cfg["gma"]["n_components"]
@@ -86,6 +112,14 @@ for r in rows:
            "tokens_per_s": summ["tokens_per_s"], "params": summ["parameters"]}
     if gates != "null":
         row["gates"] = json.load(open(gates)).get("gates", [])
+    if longs != "null":
+        row["long_len"] = long
+        for split in ("valid", "test"):
+            row["long_%s_ppl" % split] = json.load(open("%s/%s.json" % (longs, split)))["ppl"]
+        for tag in ("train_len", "long"):
+            a = "%s/analysis_%s.json" % (longs, tag)
+            if os.path.exists(a):
+                row["auto_%s" % tag] = json.load(open(a)).get("auto", [])
     res.append(row)
 json.dump({"steps": steps, "threads": threads, "runs": res}, open(out, "w"), indent=1)
 print(out)

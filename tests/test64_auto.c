@@ -1,6 +1,6 @@
 /* test64_auto.c: finite-difference gradient checks (float64 build) of `auto` with the
  * distillation of its GMA path (auto.distill_weight, docs/model.md §3.6): on a call below
- * the threshold the layer's objective is <y_sdpa, r> + w mean (oh_gma - stopgrad(oh_sdpa))^2,
+ * the threshold the layer's objective is <y_sdpa, r> + w |oh_gma - sg(oh_sdpa)|^2 / |sg(oh_sdpa)|^2,
  * checked for the input, the shared projections and GMA's components, causal and
  * bidirectional, padded or not, with GMA's diversity loss beside it; the output stays
  * sdpa's, and without distillation GMA's components get no gradient below the threshold.

@@ -11,7 +11,8 @@
  *
  * Distillation (auto.distill_weight w > 0, docs/model.md §3.6): a training forward that
  * takes the sdpa path also runs the GMA path on the same projections and adds
- *   w * mean over B,H,N,d of (oh_gma - stopgrad(oh_sdpa))^2
+ *   w * sum (oh_gma - stopgrad(oh_sdpa))^2 / sum stopgrad(oh_sdpa)^2
+ * (sums over B,H,N,d: the squared gap relative to sdpa's own, free of the outputs' scale)
  * to the objective (oh: the heads' outputs before the shared output projection, where the
  * paths differ), so GMA's own tensors train at lengths below the threshold too; the
  * gradient reaches GMA's components and, through the GMA path, the shared q, k, v
@@ -54,7 +55,7 @@ typedef struct AutoCfg {
 static const CfgKey auto_keys[] = {
     {"distill_weight", CFGT_REAL, O(distill_weight), 0, "0", 0, 1e6, NULL,
      "mixer \"auto\": weight w of the distillation of the GMA path from the sdpa path on training calls below the "
-     "threshold, w mean (oh_gma - stopgrad(oh_sdpa))^2 (0 = off; docs/model.md 3.6)."},
+     "threshold, w |oh_gma - stopgrad(oh_sdpa)|^2 / |stopgrad(oh_sdpa)|^2 (0 = off; docs/model.md 3.6)."},
     {"calibration", CFGT_STR, O(calibration), CFG_STR, "auto_calibration.json", 0, 0, NULL,
      "mixer \"auto\": the file of gmabench calibrate read when model.auto_threshold is \"calibrated\"."},
 };
@@ -94,7 +95,8 @@ typedef struct AutoPriv {
     int probe;     /* mixer_auto_probe: every forward runs both paths and sums their gap */
     int ran_both;  /* the last forward ran both paths (distillation or probe) */
     int distilled; /* ... and was a training call on the sdpa path with w > 0 */
-    double dist;   /* its mean (oh_gma - oh_sdpa)^2 */
+    double dist;   /* its sum (oh_gma - oh_sdpa)^2 / den */
+    double den;    /* sum oh_sdpa^2 of that forward (1 when 0) */
     double gap_sq, ref_sq, gap_n; /* probe sums: (oh_gma - oh_sdpa)^2, oh_sdpa^2, their count */
     double scale;  /* 1 / sqrt(d) */
     int hold;      /* mixer_auto_hold_target: 1 take the next target, 2 keep it */
@@ -213,7 +215,8 @@ static void forward_both(Mixer *m, const MixerCtx *c, real *y, const real *h, co
     }
     double dd, bb;
     gap_sums(k.ohg, tgt, n, &dd, &bb);
-    p->dist = dd / (double)n;
+    p->den = bb > 0 ? bb : 1;
+    p->dist = dd / p->den;
     if (p->probe) p->gap_sq += dd, p->ref_sq += bb, p->gap_n += (double)n;
 }
 
@@ -229,7 +232,7 @@ static void auto_forward(Mixer *m, const MixerCtx *c, real *y, const real *h, co
 }
 
 /* the backward of a distilled call: the sdpa path with dy, the GMA path with the
- * distillation's d/d oh_gma = 2 w aux_scale (oh_gma - oh_sdpa) / n */
+ * distillation's d/d oh_gma = 2 w aux_scale (oh_gma - oh_sdpa) / sum oh_sdpa^2 */
 static void backward_distilled(Mixer *m, const MixerCtx *c, real *dh, const real *dy, const real *h, const real *params,
                                real *grads, real *act, real *scratch) {
     AutoPriv *p = m->priv;
@@ -242,7 +245,7 @@ static void backward_distilled(Mixer *m, const MixerCtx *c, real *dh, const real
     g_ops->zero(dq, sizeof(real) * 3 * hs);
     g_ops->attn_backward(dq, dk, dv, doh, k.ohs, k.lse, k.qh, k.kh, k.vh, c->keymask ? k.kb : NULL, B, m->H, N, m->d,
                          c->causal, (real)p->scale, NULL);
-    real sc = (real)(2 * p->distill_weight * c->aux_scale / (double)hs);
+    real sc = (real)(2 * p->distill_weight * c->aux_scale / p->den);
     g_ops->copy(sg, k.ohg, sizeof(real) * hs);
     g_ops->axpy(sg, -1, k.ohs, hs);
     g_ops->scale(sg, sc, hs);
