@@ -232,7 +232,7 @@ static int set_num(Config *c, const Key *k, double v, const char *src) {
 static int set_int_word(Config *c, const Key *k, const char *v, const char *src) {
     int i = choice_index(v, k->k->choices);
     if (i < 0)
-        return gma_errorf("%s: key %s: \"%s\" is not a number in [%g, %g] or one of %s", src, k->full, gma_quote(v), k->k->lo,
+        return gma_errorf("%s: key %s: \"%s\" is not a number in [%.0f, %.0f] or one of %s", src, k->full, gma_quote(v), k->k->lo,
                           k->k->hi, k->k->choices);
     *(int *)AT(c, k) = -1 - i;
     return 0;
