@@ -126,6 +126,12 @@ static double tensor_diff(const char *run_a, const char *run_b, const char *name
 
 START_TEST(test_both_paths_train) {
     tu_write(tu_path("a.json"), TINY);
+    /* a missing calibration: one line naming the key and the file, exit 2, no run folder */
+    ck_assert_int_eq(run("./bin/gmatrain --config %s --out %s --quiet --set model.auto_threshold=calibrated "
+                         "--set auto.calibration=%s", tu_path("a.json"), tu_path("nocal"), tu_path("nocal.json")), 2);
+    const char *nl = strchr(g_out, '\n');
+    ck_assert_msg(strstr(g_out, "model.auto_threshold") && strstr(g_out, "nocal.json") && nl && !nl[1], "%s", g_out);
+    ck_assert(!gma_path_exists(tu_path("nocal")));
     const char *runs[3][2] = {{"init", "--set train.lr=0"}, {"old", ""}, {"distill", "--set auto.distill_weight=1"}};
     char dir[3][1024];
     for (int i = 0; i < 3; i++) {
