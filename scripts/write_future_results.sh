@@ -214,7 +214,7 @@ def main(argv):
     main_text = section(docs, mpaths, [] if ldocs else notes) if docs else (old_main.rstrip("\n") or HEAD)
     sub_text = sub_section(ldocs, lpaths, notes) if ldocs else old_sub.rstrip("\n")
     text = main_text.rstrip("\n") + ("\n\n" + sub_text if sub_text else "") + "\n"
-    page = (old[:at] if at >= 0 else old.rstrip("\n")) + "\n\n" + text
+    page = (old[:at] if at >= 0 else old).rstrip("\n") + "\n\n" + text
     tmp = out + ".tmp"
     with open(tmp, "w") as f: f.write(page.lstrip("\n") if not old else page)
     os.replace(tmp, out)

@@ -26,9 +26,9 @@
  *
  * Every optional hook forwards to the children: validation and the gma.* keys are GMA's;
  * the auxiliary loss (with auto.distill_weight > 0: weight 1 and the value w x the
- * distillation loss + GMA's weighted diversity loss), the
- * buffers the ranks average and the routing-health hooks are
- * GMA's and act on the last forward only when it took the GMA path (the sdpa path keeps
+ * distillation loss + GMA's weighted diversity loss), the buffers the ranks average and
+ * the routing-health hooks are GMA's and act on the last forward only when it ran the GMA
+ * path, its own or both (a call on the sdpa path alone keeps
  * no responsibilities: the monitor then reports nothing, the EMA memory is neither
  * seeded nor updated from it, and the diversity loss is 0). Incremental decoding is the
  * decode step of the one child that a full forward over any prefix of the window takes:

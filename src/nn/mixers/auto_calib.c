@@ -11,9 +11,7 @@
 int auto_calibration_read(const char *path, int *measured, int *threshold) {
     char *text = gma_read_file(path, NULL);
     if (!text)
-        return gma_errorf("%s: cannot read the calibration of model.auto_threshold \"calibrated\" (write it with gmabench "
-                          "calibrate --out %s)",
-                          path, path);
+        return gma_errorf("%s: cannot read the calibration file (write it with gmabench calibrate --out %s)", path, path);
     cJSON *j = cJSON_Parse(text);
     free(text);
     int rc = 0;
