@@ -102,16 +102,22 @@ for r in rows:
     gl = [l for l, m in enumerate(mix) if m in ("gma", "auto", "gated")]
     k_start = {l: (kc[i] if isinstance(kc, list) else kc) for i, l in enumerate(gl)}
     k_end = dict(k_start)
+    div_first = div_last = None
     for line in open(run + "/metrics.jsonl"):
         o = json.loads(line)
         if o.get("event") == "components":
             k_end[o["layer"]] = o["k_active"]
+        if "div_loss" in o and "split" not in o:
+            div_first = o["div_loss"] if div_first is None else div_first
+            div_last = o["div_loss"]
     row = {"variant": v, "command": cmd + " --out " + run, "run": run, "steps": steps, "threads": threads,
            "mixer": mix, "k_start": [k_start[l] for l in gl], "k_end": [k_end[l] for l in gl],
            "valid_ppl": summ["valid"]["ppl"], "test_ppl": summ["test"]["ppl"],
            "tokens_per_s": summ["tokens_per_s"], "params": summ["parameters"]}
     if gates != "null":
         row["gates"] = json.load(open(gates)).get("gates", [])
+    if div_last is not None:  # the logged auxiliary loss (auto.distill_weight: w x the distillation loss)
+        row["aux_loss_first"], row["aux_loss_last"] = div_first, div_last
     if longs != "null":
         row["long_len"] = long
         for split in ("valid", "test"):

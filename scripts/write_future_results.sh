@@ -105,6 +105,9 @@ def sub_section(docs, paths, notes):
         said.append("at %d tokens (GMA path) auto's test ppl is %.1f with distillation against %.1f without" % (
             n, d["long_test_ppl"], a["long_test_ppl"]))
         said.append("at 128 (sdpa path) %.1f against %.1f" % (d["test_ppl"], a["test_ppl"]))
+        if "aux_loss_last" in d:
+            said.append("the distillation loss |oh_gma - oh_sdpa|^2 / |oh_sdpa|^2 (w 1, summed over the layers) went %.4f -> %.4f"
+                        " over the logged steps" % (d["aux_loss_first"], d["aux_loss_last"]))
     if g and s:
         said.append("gma alone: %.1f at 128, %.1f at %d; sdpa alone: %.1f at 128, %.1f at %d" % (
             g["test_ppl"], g["long_test_ppl"], n, s["test_ppl"], s["long_test_ppl"], n))
