@@ -7,13 +7,14 @@
 #   Dirichlet prior, gated (K 32), sdpa; and, without positions (model.pos none, so that a
 #   window longer than the training one can be evaluated), gma_np, sdpa_np, auto_np (auto
 #   with model.auto_threshold 2048: at the training length only its sdpa path runs) and
-#   auto_distill (the same with auto.distill_weight 1: its GMA path distilled from sdpa).
+#   auto_distill (the same with auto.distill_weight 1: its GMA path distilled from sdpa)
+#   and auto_distill001 (auto.distill_weight 0.01).
 #   scripts/reproduce_future.sh [--sotu DIR] [--steps N] [--threads N] [--variants LIST]
 #                               [--long-len N] [--write-docs] [--help]
 #   --steps N        train.steps of every run (default 150)
 #   --threads N      threads of every run (default 2)
 #   --variants LIST  a subset of "gma32 gma64 gma64_32 dir64 gated sdpa gma_np sdpa_np auto_np
-#                    auto_distill" (default the first six)
+#                    auto_distill auto_distill001" (default the first six)
 #   --long-len N     the *_np and auto variants are also evaluated at windows of N tokens
 #                    (gmaeval --seq-len N on the valid and test splits; default 2048, at
 #                    auto's threshold: its GMA path), and the auto variants analysed there
@@ -58,7 +59,8 @@ sets_of() {
     sdpa_np) echo "configs/small_sdpa.json --set model.pos=none";;
     auto_np) echo "configs/small_gma.json --set model.pos=none --set model.mixer=auto --set model.auto_threshold=2048";;
     auto_distill) echo "configs/small_gma.json --set model.pos=none --set model.mixer=auto --set model.auto_threshold=2048 --set auto.distill_weight=1";;
-    *) echo "$0: unknown variant '$1' (--variants: gma32 gma64 gma64_32 dir64 gated sdpa gma_np sdpa_np auto_np auto_distill)" >&2; exit 2;;
+    auto_distill001) echo "configs/small_gma.json --set model.pos=none --set model.mixer=auto --set model.auto_threshold=2048 --set auto.distill_weight=0.01";;
+    *) echo "$0: unknown variant '$1' (--variants: gma32 gma64 gma64_32 dir64 gated sdpa gma_np sdpa_np auto_np auto_distill auto_distill001)" >&2; exit 2;;
   esac
 }
 for v in $variants; do sets_of "$v" > /dev/null; done
@@ -76,7 +78,7 @@ for v in $variants; do
     gates="$out/analysis.json"
   fi
   longs=null
-  case "$v" in *_np|auto_distill)
+  case "$v" in *_np|auto_distill*)
     longs="$out/long"; mkdir -p "$longs"
     for split in valid test; do
       bin/gmaeval --checkpoint "$out" --data $split --seq-len "$long" --batch 1 --threads "$threads" --json "$longs/$split.json" > /dev/null
