@@ -81,7 +81,7 @@ def sub_section(docs, paths, notes):
     for r in runs: by.setdefault(r["variant"], r)
     n = runs[0]["long_len"]
     L = [SUB, "",
-         "Written by `%s` from %s (`scripts/reproduce_future.sh --variants \"sdpa_np gma_np auto_np auto_distill\"`, %s);" % (
+         "Written by `%s` from %s (`scripts/reproduce_future.sh --variants \"sdpa_np gma_np auto_np auto_distill auto_distill001\"`, %s);" % (
              ME, ", ".join("`%s` (`--steps %d --threads %d`)" % (p, x["steps"], x["threads"]) for p, x in zip(paths, docs)),
              time.strftime("%Y-%m-%d")),
          "machine: %s, shared with other jobs (tokens/s loose)." % machine(),
