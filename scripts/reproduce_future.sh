@@ -1,33 +1,46 @@
 #!/usr/bin/env bash
 # reproduce_future.sh: the small profile (configs/small_gma.json, configs/small_sdpa.json on
 # the State of the Union split of scripts/reproduce_small.sh) with K per layer, the Dirichlet
-# prior and the gated layer (docs/model.md §3.6, §3.7, §4.1), one seed, a short budget:
+# prior, the gated layer and auto with both paths trained (docs/model.md §3.6, §3.7, §4.1),
+# one seed, a short budget:
 #   gma K 32 (the config), gma K 64, gma K [64, 32] (one per layer), gma from K 64 with the
 #   Dirichlet prior, gated (K 32), sdpa; on request (--variants) also gma K 256 and adaptive
 #   K from 256: structural (kad256: merge, prune, split every 20 steps, docs/model.md §4.2)
-#   and structural with the Dirichlet prior (kdir256).
+#   and structural with the Dirichlet prior (kdir256); and, without positions (model.pos
+#   none, so that a window longer than the training one can be evaluated), gma_np, sdpa_np,
+#   auto_np (auto with model.auto_threshold 2048: at the training length only its sdpa path
+#   runs), auto_distill (the same with auto.distill_weight 1: its GMA path distilled from
+#   sdpa) and auto_distill001 (auto.distill_weight 0.01).
 #   scripts/reproduce_future.sh [--sotu DIR] [--data DIR] [--steps N] [--warmup N] [--threads N]
-#                               [--variants LIST] [--set KEY=VALUE]... [--write-docs] [--help]
+#                               [--variants LIST] [--set KEY=VALUE]... [--long-len N]
+#                               [--write-docs] [--help]
 #   --data DIR       shards to train on instead of data/sotu8-bpe4k (then not prepared)
 #   --steps N        train.steps of every run (default 150)
 #   --warmup N       train.warmup of every run (default: the config's, 100)
 #   --threads N      threads of every run (default 2)
 #   --set KEY=VALUE  a config override for every run, after the variant's (repeatable)
 #   --variants LIST  a subset of "gma32 gma64 gma64_32 dir64 gated sdpa gma256 kad256
-#                    kdir256" (default the first six)
+#                    kdir256 gma_np sdpa_np auto_np auto_distill auto_distill001"
+#                    (default the first six)
+#   --long-len N     the *_np and auto variants are also evaluated at windows of N tokens
+#                    (gmaeval --seq-len N on the valid and test splits; default 2048, at
+#                    auto's threshold: its GMA path), and the auto variants analysed there
+#                    and at the training length (gmaeval --analyze: the gap between the paths)
 #   --write-docs     afterwards write the section of docs/results.md
 #                    (scripts/write_future_results.sh) from the JSON
 # Environment: SOTU=DIR the corpus, as --sotu (needed until data/sotu8 is made).
 # Writes runs/future_<variant>-<stamp>/ per run and runs/future-<stamp>.json: per variant
 # the command, valid and test ppl (gmatrain's closing evaluation on the whole splits),
 # tokens/s, parameters, K per GMA layer at the end (the structural adaptation's last
-# "adapt" rows, else the Dirichlet prior's last "components" rows, else the configured K) and, for gated, the gates per layer
-# (gmaeval --analyze on the valid split).
+# "adapt" rows, else the Dirichlet prior's last "components" rows, else the configured K),
+# for gated the gates per layer (gmaeval --analyze on the valid split), for the long-window
+# variants the ppl at --long-len and for auto the paths' gap (gmaeval --analyze) at both
+# lengths.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . scripts/lib_reproduce.sh
-steps=150; warmup=; threads=2; data=; extra=""; variants="gma32 gma64 gma64_32 dir64 gated sdpa"; docs=0
-usage="[--sotu DIR] [--data DIR] [--steps N] [--warmup N] [--threads N] [--variants LIST] [--set KEY=VALUE]... [--write-docs] [--help]"
+steps=150; warmup=; threads=2; data=; extra=""; variants="gma32 gma64 gma64_32 dir64 gated sdpa"; docs=0; long=2048
+usage="[--sotu DIR] [--data DIR] [--steps N] [--warmup N] [--threads N] [--variants LIST] [--set KEY=VALUE]... [--long-len N] [--write-docs] [--help]"
 while [ $# -gt 0 ]; do
   case "$1" in
     --steps) need_value "$@"; steps="$2"; shift 2;;
@@ -36,13 +49,14 @@ while [ $# -gt 0 ]; do
     --data) need_value "$@"; data="$2"; shift 2;;
     --set) need_value "$@"; extra+=" --set $2"; shift 2;;
     --variants) need_value "$@"; variants="$2"; shift 2;;
+    --long-len) need_value "$@"; long="$2"; shift 2;;
     --sotu) need_value "$@"; SOTU="$2"; shift 2;;
     --write-docs) docs=1; shift;;
     --help|-h) script_help; exit 0;;
     *) echo "usage: $0 $usage" >&2; exit 2;;
   esac
 done
-positive_ints "steps:$steps" "threads:$threads"
+positive_ints "steps:$steps" "threads:$threads" "long-len:$long"
 [ -z "$warmup" ] || [[ "$warmup" =~ ^[0-9]+$ ]] || { echo "$0: --warmup: '$warmup' is not a whole number" >&2; exit 2; }
 # the structural adaptation of kad256 and kdir256: every 20 steps, prune below half the
 # uniform share, merge below 0.001, split above 4 times it, K in [16, 256]
@@ -59,7 +73,12 @@ sets_of() {
     gma256) echo "configs/small_gma.json --set gma.n_components=256";;
     kad256) echo "configs/small_gma.json --set gma.n_components=256 $kad";;
     kdir256) echo "configs/small_gma.json --set gma.n_components=256 $kad --set gma.dirichlet_weight=1 --set gma.dirichlet_alpha=0.5 --set gma.dirichlet_every=20 --set gma.dirichlet_drop=0.003";;
-    *) echo "$0: unknown variant '$1' (--variants: gma32 gma64 gma64_32 dir64 gated sdpa gma256 kad256 kdir256)" >&2; exit 2;;
+    gma_np) echo "configs/small_gma.json --set model.pos=none";;
+    sdpa_np) echo "configs/small_sdpa.json --set model.pos=none";;
+    auto_np) echo "configs/small_gma.json --set model.pos=none --set model.mixer=auto --set model.auto_threshold=2048";;
+    auto_distill) echo "configs/small_gma.json --set model.pos=none --set model.mixer=auto --set model.auto_threshold=2048 --set auto.distill_weight=1";;
+    auto_distill001) echo "configs/small_gma.json --set model.pos=none --set model.mixer=auto --set model.auto_threshold=2048 --set auto.distill_weight=0.01";;
+    *) echo "$0: unknown variant '$1' (--variants: gma32 gma64 gma64_32 dir64 gated sdpa gma256 kad256 kdir256 gma_np sdpa_np auto_np auto_distill auto_distill001)" >&2; exit 2;;
   esac
 }
 for v in $variants; do sets_of "$v" > /dev/null; done
@@ -77,14 +96,25 @@ for v in $variants; do
     bin/gmaeval --checkpoint "$out" --data valid --threads "$threads" --analyze-json "$out/analysis.json" > /dev/null
     gates="$out/analysis.json"
   fi
-  rows+=("$v|$cmd|$out|$gates")
+  longs=null
+  case "$v" in *_np|auto_distill*)
+    longs="$out/long"; mkdir -p "$longs"
+    for split in valid test; do
+      bin/gmaeval --checkpoint "$out" --data $split --seq-len "$long" --batch 1 --threads "$threads" --json "$longs/$split.json" > /dev/null
+    done
+    case "$v" in auto*)
+      bin/gmaeval --checkpoint "$out" --data valid --threads "$threads" --analyze-json "$longs/analysis_train_len.json" > /dev/null
+      bin/gmaeval --checkpoint "$out" --data valid --seq-len "$long" --batch 1 --threads "$threads" --analyze-json "$longs/analysis_long.json" > /dev/null;;
+    esac;;
+  esac
+  rows+=("$v|$cmd|$out|$gates|$longs")
 done
-python3 - "runs/future-$stamp.json" "$steps" "$threads" "${warmup:-100}" "${rows[@]}" <<'PY'
-import json, sys
-out, steps, threads, warmup, rows = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4]), sys.argv[5:]
+python3 - "runs/future-$stamp.json" "$steps" "$threads" "${warmup:-100}" "$long" "${rows[@]}" <<'PY'
+import json, os, sys
+out, steps, threads, warmup, long, rows = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4]), int(sys.argv[5]), sys.argv[6:]
 res = []
 for r in rows:
-    v, cmd, run, gates = r.split("|")
+    v, cmd, run, gates, longs = r.split("|")
     summ = json.load(open(run + "/summary.json"))
     cfg = json.load(open(run + "/config.json"))
     kc = cfg["gma"]["n_components"]
@@ -93,12 +123,16 @@ for r in rows:
     gl = [l for l, m in enumerate(mix) if m in ("gma", "auto", "gated")]
     k_start = {l: (kc[i] if isinstance(kc, list) else kc) for i, l in enumerate(gl)}
     k_end, k_adapt = dict(k_start), {}
+    div_first = div_last = None
     for line in open(run + "/metrics.jsonl"):
         o = json.loads(line)
         if o.get("event") == "components":
             k_end[o["layer"]] = o["k_active"]
         if o.get("event") == "adapt":
             k_adapt[o["layer"]] = o["n_components"]
+        if "div_loss" in o and "split" not in o:
+            div_first = o["div_loss"] if div_first is None else div_first
+            div_last = o["div_loss"]
     k_end.update(k_adapt)
     row = {"variant": v, "command": cmd + " --out " + run, "run": run, "steps": steps, "threads": threads,
            "mixer": mix, "k_start": [k_start[l] for l in gl], "k_end": [k_end[l] for l in gl],
@@ -106,6 +140,16 @@ for r in rows:
            "tokens_per_s": summ["tokens_per_s"], "params": summ["parameters"]}
     if gates != "null":
         row["gates"] = json.load(open(gates)).get("gates", [])
+    if div_last is not None:  # the logged auxiliary loss (auto.distill_weight: w x the distillation loss)
+        row["aux_loss_first"], row["aux_loss_last"] = div_first, div_last
+    if longs != "null":
+        row["long_len"] = long
+        for split in ("valid", "test"):
+            row["long_%s_ppl" % split] = json.load(open("%s/%s.json" % (longs, split)))["ppl"]
+        for tag in ("train_len", "long"):
+            a = "%s/analysis_%s.json" % (longs, tag)
+            if os.path.exists(a):
+                row["auto_%s" % tag] = json.load(open(a)).get("auto", [])
     res.append(row)
 json.dump({"steps": steps, "warmup": warmup, "threads": threads, "runs": res}, open(out, "w"), indent=1)
 print(out)

@@ -17,6 +17,11 @@
 # Dirichlet prior's last "components" rows), valid and test ppl, training tokens/s,
 # parameters; the gated layers' gates; then one paragraph comparing each variant with
 # gma K 32 (the config) and sdpa, from the numbers.
+# Runs with a long window (reproduce_future.sh's gma_np, sdpa_np, auto_np, auto_distill:
+# field long_len) go to their own subsection "### auto with both paths trained" at the
+# section's end instead: ppl at the training length and at long_len, tokens/s, the gap
+# between auto's two paths (gmaeval --analyze) at both lengths, one paragraph from the
+# numbers. Each part is rewritten only when the inputs hold runs of it; the other is kept.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 case "${1:-}" in --help|-h) sed -n '2,/^[^#]/p' "$0" | sed -n 's/^# \{0,1\}//p'; exit 0;; esac
@@ -26,10 +31,15 @@ import glob, json, math, os, platform, struct, subprocess, sys, time
 
 ME = "scripts/write_future_results.sh"
 HEAD = "## Future work: per-layer K, adaptive K, gated hybrid"
+SUB = "### auto with both paths trained"
 NAMES = {"gma32": "gma, K 32", "gma64": "gma, K 64", "gma64_32": "gma, K [64, 32]",
          "dir64": "gma from K 64, Dirichlet prior", "gated": "gated (sdpa + gma K 32)", "sdpa": "sdpa",
          "gma256": "gma, K 256", "kad256": "gma from K 256, structural adaptation",
-         "kdir256": "gma from K 256, structural adaptation + Dirichlet prior"}
+         "kdir256": "gma from K 256, structural adaptation + Dirichlet prior",
+         "gma_np": "gma, no positions", "sdpa_np": "sdpa, no positions",
+         "auto_np": "auto, threshold 2048 (old: sdpa path only trains)",
+         "auto_distill": "auto, threshold 2048, GMA path distilled (w 1)",
+         "auto_distill001": "auto, threshold 2048, GMA path distilled (w 0.01)"}
 
 def die(msg):
     sys.stderr.write("%s: %s\n" % (ME, msg)); sys.exit(2)
@@ -67,6 +77,56 @@ def pi_range(run):
 
 def fmt_k(ks):
     return "[" + ", ".join(("%g" % k) for k in ks) + "]" if ks else "-"
+
+def gaps(r, tag):
+    a = r.get("auto_" + tag) or []
+    return ", ".join("%s %.3f" % (g["path"], g["gap_rel"]) for g in a) or "-"
+
+def sub_section(docs, paths, notes):
+    runs = [r for d in docs for r in d["runs"] if "long_len" in r]
+    by = {}
+    for r in runs: by.setdefault(r["variant"], r)
+    n = runs[0]["long_len"]
+    L = [SUB, "",
+         "Written by `%s` from %s (`scripts/reproduce_future.sh --variants \"sdpa_np gma_np auto_np auto_distill auto_distill001\"`, %s);" % (
+             ME, ", ".join("`%s` (`--steps %d --threads %d`)" % (p, x["steps"], x["threads"]) for p, x in zip(paths, docs)),
+             time.strftime("%Y-%m-%d")),
+         "machine: %s, shared with other jobs (tokens/s loose)." % machine(),
+         "`configs/small_gma.json` / `configs/small_sdpa.json` with `model.pos: \"none\"` (so that a window longer",
+         "than the training one can be evaluated), trained at 128 tokens, one seed (1337), short runs far from",
+         "converged. auto's threshold is 2048: at the training length only its sdpa path runs, at %d only its GMA path." % n,
+         "ppl at 128: gmatrain's closing evaluation; at %d: `gmaeval --seq-len %d --batch 1` on the whole splits." % (n, n),
+         "Gap: per auto layer, the path taken and |oh_gma - oh_sdpa|^2 / |oh_sdpa|^2 of the heads' outputs",
+         "(`gmaeval --analyze` on the valid split; 0: GMA reproduces sdpa).", "",
+         "| variant | steps | valid ppl 128 | test ppl 128 | valid ppl %d | test ppl %d | tokens/s | gap at 128 | gap at %d |" % (n, n, n),
+         "|---|---:|---:|---:|---:|---:|---:|---|---|"]
+    for r in runs:
+        L.append("| %s | %d | %.1f | %.1f | %.1f | %.1f | %.0f | %s | %s |" % (
+            NAMES.get(r["variant"], r["variant"]), r["steps"], r["valid_ppl"], r["test_ppl"], r["long_valid_ppl"],
+            r["long_test_ppl"], r["tokens_per_s"], gaps(r, "train_len"), gaps(r, "long")))
+    L += ["", "Commands (one per run; then the gmaeval calls above):", ""]
+    L += ["    " + r["command"] for r in runs]
+    L.append("")
+    said = []
+    a, g, s = (by.get(v) for v in ("auto_np", "gma_np", "sdpa_np"))
+    for v in ("auto_distill", "auto_distill001"):
+        d = by.get(v)
+        if not (a and d): continue
+        said.append("%s: at %d tokens (GMA path) test ppl %.1f against the old auto's %.1f, at 128 (sdpa path) %.1f against %.1f"
+                    % (NAMES[v], n, d["long_test_ppl"], a["long_test_ppl"], d["test_ppl"], a["test_ppl"]))
+        if "aux_loss_last" in d:
+            said.append("its distillation loss w |oh_gma - oh_sdpa|^2 / |oh_sdpa|^2 (summed over the layers) went %.4g -> %.4g"
+                        " over the logged steps" % (d["aux_loss_first"], d["aux_loss_last"]))
+        said.append("its tokens/s %.2fx the old auto's" % (d["tokens_per_s"] / a["tokens_per_s"] if a["tokens_per_s"] else float("nan")))
+    d = None
+    if g and s:
+        said.append("gma alone: %.1f at 128, %.1f at %d; sdpa alone: %.1f at 128, %.1f at %d" % (
+            g["test_ppl"], g["long_test_ppl"], n, s["test_ppl"], s["long_test_ppl"], n))
+    if said:
+        L += ["From the table: " + "; ".join(said) + ". One seed: a difference within the small table's seed spread"
+              " (about 5-10 test ppl at 128 tokens) is not a finding.", ""]
+    for t in notes: L += [t, ""]
+    return "\n".join(L)
 
 def section(docs, paths, notes):
     runs = [r for d in docs for r in d["runs"]]
@@ -193,7 +253,7 @@ def main(argv):
         c = sorted(glob.glob("runs/future-*.json"))
         if not c: die("no runs/future-*.json (run scripts/reproduce_future.sh first)")
         paths = [c[-1]]
-    docs = []
+    docs, mpaths, lpaths, ldocs = [], [], [], []
     for path in paths:
         try:
             d = json.load(open(path))
@@ -201,14 +261,25 @@ def main(argv):
             die("%s: %s" % (path, e))
         if not isinstance(d, dict) or "runs" not in d or "steps" not in d or "threads" not in d:
             die("%s: not a reproduce_future.sh JSON (fields runs, steps, threads)" % path)
-        docs.append(d)
+        if any("long_len" in r for r in d["runs"]):
+            lpaths.append(path); ldocs.append(d)
+        d = dict(d, runs=[r for r in d["runs"] if "long_len" not in r])
+        if d["runs"]: docs.append(d); mpaths.append(path)
     old = open(out).read() if os.path.exists(out) else ""
-    if title:
-        page = put_part(old, part(docs, paths, notes, title), title)
-    else:
-        text = section(docs, paths, notes)
-        at = old.find("\n" + HEAD)
-        page = (old[:at] if at >= 0 else old.rstrip("\n")) + "\n\n" + text
+    page, mnotes = old, [] if ldocs else notes
+    if docs and title:
+        page = put_part(page, part(docs, mpaths, mnotes, title), title)
+    elif docs:
+        # the main table is rewritten; the section's "### " parts are kept
+        at = page.find("\n" + HEAD)
+        sec = page[at + 1:] if at >= 0 else ""
+        sa = sec.find("\n### ")
+        kept = sec[sa:].rstrip("\n") if sa >= 0 else ""
+        page = (page[:at] if at >= 0 else page.rstrip("\n")) + "\n\n" + section(docs, mpaths, mnotes).rstrip("\n") + kept + "\n"
+    if ldocs:
+        if page.find("\n" + HEAD) < 0 and not page.startswith(HEAD):
+            page = page.rstrip("\n") + "\n\n" + HEAD + "\n"
+        page = put_part(page, sub_section(ldocs, lpaths, notes).rstrip("\n") + "\n", SUB[4:])
     tmp = out + ".tmp"
     with open(tmp, "w") as f: f.write(page.lstrip("\n") if not old else page)
     os.replace(tmp, out)

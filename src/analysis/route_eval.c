@@ -195,6 +195,33 @@ static void gate_report(const Model *m, FILE *f, cJSON **arr) {
     free(a);
 }
 
+/* the auto layers (mixer "auto", docs/model.md §3.6): the path a window of N tokens takes
+ * and the gap between the two paths' head outputs over the pass (mixer_auto_probe), one
+ * line per layer to f and an entry of *arr (NULL: no such layer) */
+static void auto_report(const Model *m, int N, FILE *f, cJSON **arr) {
+    const MixerVT *vt = mixer_find("auto");
+    for (int l = 0; l < m->L; l++) {
+        const Mixer *mx = m->blocks[l].mixer;
+        double mse, rel;
+        if (mx->vt != vt || mixer_auto_gap(mx, &mse, &rel) != 0) continue;
+        const char *path = mixer_auto_choice(mx, N);
+        int thr = mixer_auto_threshold(mx);
+        if (f)
+            fprintf(f, "auto layer %d: threshold %d, windows of %d take %s; paths' head outputs: mean (gma - sdpa)^2 %.4g, "
+                    "relative to sdpa's %.4f\n", l, thr, N, path, mse, rel);
+        if (!arr) continue;
+        if (!*arr) *arr = cJSON_CreateArray();
+        cJSON *o = cJSON_CreateObject();
+        cJSON_AddNumberToObject(o, "layer", l);
+        cJSON_AddNumberToObject(o, "threshold", thr);
+        cJSON_AddNumberToObject(o, "seq_len", N);
+        cJSON_AddStringToObject(o, "path", path);
+        cJSON_AddNumberToObject(o, "gap_mse", mse);
+        cJSON_AddNumberToObject(o, "gap_rel", rel);
+        cJSON_AddItemToArray(*arr, o);
+    }
+}
+
 /* the analysis' JSON, report (stdout and .txt) and plots */
 static int write_analysis(const Pass *p, const Model *m, const RouteEvalOpts *o) {
     char stem[2048], path[2200];
@@ -205,11 +232,13 @@ static int write_analysis(const Pass *p, const Model *m, const RouteEvalOpts *o)
     } else snprintf(stem, sizeof stem, "analysis");
     const char *const *text = (const char *const *)p->text;
     char *js = ra_json(&p->ra, p->li, text, 10);
-    cJSON *gates = NULL;
+    cJSON *gates = NULL, *autos = NULL;
     gate_report(m, NULL, &gates);
-    if (gates) { /* the gated layers' gates beside the routing figures */
+    auto_report(m, p->N, NULL, &autos);
+    if (gates || autos) { /* the gated layers' gates and the auto layers' paths beside the routing figures */
         cJSON *root = cJSON_Parse(js);
-        cJSON_AddItemToObject(root, "gates", gates);
+        if (gates) cJSON_AddItemToObject(root, "gates", gates);
+        if (autos) cJSON_AddItemToObject(root, "auto", autos);
         free(js);
         js = cJSON_Print(root);
         cJSON_Delete(root);
@@ -220,12 +249,14 @@ static int write_analysis(const Pass *p, const Model *m, const RouteEvalOpts *o)
     free(js);
     ra_report(&p->ra, p->li, text, stdout);
     gate_report(m, stdout, NULL);
+    auto_report(m, p->N, stdout, NULL);
     printf("analysis: %s\n", path);
     snprintf(path, sizeof path, "%s.txt", stem);
     FILE *f = fopen(path, "w");
     if (f) {
         ra_report(&p->ra, p->li, text, f);
         gate_report(m, f, NULL);
+        auto_report(m, p->N, f, NULL);
         fclose(f);
     }
     snprintf(path, sizeof path, "%s_plots", stem);
@@ -235,6 +266,9 @@ static int write_analysis(const Pass *p, const Model *m, const RouteEvalOpts *o)
 int route_eval_run(Model *m, const Config *cfg, const LmData *d, int split, int B, int N, const RouteEvalOpts *o) {
     Pass p = {.B = B, .N = N};
     int rc = pass_init(&p, m, cfg, d, split, o);
+    const MixerVT *avt = mixer_find("auto");
+    for (int l = 0; l < m->L && o->analyze; l++) /* auto: both paths on every window, their gap summed */
+        if (m->blocks[l].mixer->vt == avt) mixer_auto_probe(m->blocks[l].mixer, 1);
     if (!rc) rc = pass_run(&p, m, d, split);
     if (p.df) {
         if (fclose(p.df) != 0 && !rc) rc = gma_errorf("%s: write failed", o->dump);

@@ -26,6 +26,7 @@ typedef struct BenchOpts {
     double max_seconds, max_mem_gib, peak_tflops;
     const char *sets[BENCH_MAX_SETS];     /* --set key=value, applied to every benchmarked config */
     int n_sets;
+    int seq_given;                        /* --seq was given (calibrate's own default otherwise) */
 } BenchOpts;
 
 /* the defaults of gmabench's options (B 0: each benchmark's own) */
@@ -51,6 +52,10 @@ void bench_prefill(const BenchOpts *o, BenchProf *p, cJSON *out);
  * of o->seq with N = M queries, for the kinds of o->mixers that have one (gma, sdpa;
  * bench_cross.c) */
 void bench_cross(const BenchOpts *o, cJSON *out);
+/* auto's calibration (bench_calibrate.c): bench_prefill of gma and sdpa, then the crossover
+ * of the training forward (and of decode) written to path as the file model.auto_threshold
+ * "calibrated" reads (nn/mixers/auto_calib.h); 0, or -1 with the error */
+int bench_calibrate(const BenchOpts *o, BenchProf *p, cJSON *out, const char *path);
 /* the summary table of `make bench` from the JSON files of earlier runs (comma-separated
  * `inputs`) and bench_torch.sh's directory (NULL: none), with the date, the CPU model and
  * the BLAS build (bench_summary.c): 0, or -1 when a file could not be read (named on stderr) */

@@ -55,6 +55,12 @@
  *     one cross-attention layer (docs/model.md §3.8), forward + backward, per context
  *     length M with as many queries: median time (min-max), cpu ms, peak extra memory and
  *     the planned bytes, with the ratio against the first kind listed (bench_cross.c).
+ *   gmabench calibrate [--seq 512,1K,2K,4K,8K] [--out auto_calibration.json] [shape options]
+ *     auto's threshold for this machine (docs/baselines.md): the prefill benchmark of gma and
+ *     sdpa, then the shortest N from which GMA's training forward is ahead of sdpa's at
+ *     every longer N measured (and decode's, for the record), written to --out: the file
+ *     model.auto_threshold "calibrated" reads through auto.calibration (kept within
+ *     2048-4096 there).
  *   gmabench summary --in A.json,B.json [--torch DIR]
  *     the table `make bench` ends with (bench_summary.c): date, CPU model, BLAS build and
  *     kernels, then from the files: training tok/s (against PyTorch eager from
@@ -84,7 +90,7 @@
 /* the options: the benchmarks' own and those of this program */
 typedef struct Args {
     BenchOpts o;
-    const char *what, *json, *mixers, *in, *torch;
+    const char *what, *json, *mixers, *in, *torch, *calib;
     int device, precision; /* OpsDevice, OpsPrecision */
     int threads;
     int failed; /* summary: 2 when an input could not be read */
@@ -107,13 +113,14 @@ static int parse_list(const char *s, int *out, int cap) {
     return n;
 }
 
-static const char *const USAGE = "gmabench mixer|model|decode|prefill|cross|summary|all [options]\n";
+static const char *const USAGE = "gmabench mixer|model|decode|prefill|cross|calibrate|summary|all [options]\n";
 static const char *const ABOUT =
     "  mixer   one mixer layer, forward + backward: time and peak memory per sequence length\n"
     "  model   whole-model training steps: tokens/s, GFLOP/s, share outside matrix products\n"
     "  decode  generation: incremental decoding of M sequences at once against its measured limit\n"
     "  prefill time to first token against prompt length (--seq), beside the training forward\n"
     "  cross   one cross-attention layer (gma, sdpa), forward + backward, per context length (--seq)\n"
+    "  calibrate auto's threshold: where gma's training forward overtakes sdpa's (--out FILE)\n"
     "  summary one table from the JSON of earlier runs (--in a.json,b.json; --torch DIR)\n"
     "  all     mixer and model with their defaults\n"
     "Defaults in brackets.\n";
@@ -121,6 +128,7 @@ static const char *const ABOUT =
 /* --seq, --samples: a list of lengths ("512,1K,4096") */
 static int seq_list(const char *v, void *o) {
     BenchOpts *b = o;
+    b->seq_given = 1;
     return (b->n_seq = parse_list(v, b->seq, BENCH_MAX_SEQ)) <= 0 ? gma_errorf("--seq: bad list \"%s\"", v) : 0;
 }
 static int samples_list(const char *v, void *o) {
@@ -158,6 +166,7 @@ static int parse_args(Args *a, int argc, char **argv) {
         OPTF("--shapes", &o->shapes, "per op-table product shape: its time in the step against its replay (model, CPU)"),
         OPTD("--peak-tflops", &o->peak_tflops, 1e-12, 1e6, "the device's peak TFLOP/s: adds model FLOP utilisation"),
         OPTS("--json", &a->json, "FILE", "also write the results as JSON"),
+        OPTS("--out", &a->calib, "FILE", "calibrate: the calibration file [auto_calibration.json]"),
         OPTS("--in", &a->in, "A.json,B.json", "summary: the JSON files of earlier gmabench runs"),
         OPTS("--torch", &a->torch, "DIR", "summary: scripts/bench_torch.sh's --out directory"),
         OPTE("--device", &a->device, OPS_DEVICES, "backend [cpu]"),
@@ -173,9 +182,9 @@ static int parse_args(Args *a, int argc, char **argv) {
     if (a->mixers) snprintf(o->mixers, sizeof o->mixers, "%s", a->mixers);
     if (bidir) o->causal = 0;
     const char *w = a->what ? a->what : "";
-    if (strcmp(w, "mixer") && strcmp(w, "model") && strcmp(w, "decode") && strcmp(w, "prefill") && strcmp(w, "cross") && strcmp(w, "summary") &&
-        strcmp(w, "all")) {
-        fprintf(stderr, "gmabench: unknown benchmark \"%s\" (mixer, model, decode, prefill, cross, summary or all)\n", w);
+    if (strcmp(w, "mixer") && strcmp(w, "model") && strcmp(w, "decode") && strcmp(w, "prefill") && strcmp(w, "cross") &&
+        strcmp(w, "calibrate") && strcmp(w, "summary") && strcmp(w, "all")) {
+        fprintf(stderr, "gmabench: unknown benchmark \"%s\" (mixer, model, decode, prefill, cross, calibrate, summary or all)\n", w);
         return 2;
     }
     return OPTS_GO_ON;
@@ -241,6 +250,14 @@ static void run_benchmarks(Args *a, BenchProf *prof, cJSON *out) {
     if (!strcmp(w, "cross")) {
         a->o.B = B_given ? B_given : 1;
         bench_cross(&a->o, out);
+    }
+    if (!strcmp(w, "calibrate")) {
+        static const int seq[] = {512, 1024, 2048, 4096, 8192};
+        if (!a->o.seq_given) memcpy(a->o.seq, seq, sizeof seq), a->o.n_seq = (int)(sizeof seq / sizeof seq[0]);
+        if (bench_calibrate(&a->o, prof, out, a->calib ? a->calib : "auto_calibration.json") != 0) {
+            fprintf(stderr, "gmabench: %s\n", gma_error());
+            a->failed = 1;
+        }
     }
     if (!strcmp(w, "summary") && bench_summary(a->in, a->torch) != 0) a->failed = 2;
 }

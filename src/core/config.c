@@ -228,6 +228,16 @@ static int set_num(Config *c, const Key *k, double v, const char *src) {
     return 0;
 }
 
+/* A CFGT_INT key with words (its row's choices): word i of "a|b" stored as -1 - i. */
+static int set_int_word(Config *c, const Key *k, const char *v, const char *src) {
+    int i = choice_index(v, k->k->choices);
+    if (i < 0)
+        return gma_errorf("%s: key %s: \"%s\" is not a number in [%.0f, %.0f] or one of %s", src, k->full, gma_quote(v), k->k->lo,
+                          k->k->hi, k->k->choices);
+    *(int *)AT(c, k) = -1 - i;
+    return 0;
+}
+
 static int set_mixers_list(Config *c, const char **names, int n, const char *src) {
     if (n < 1 || n > CFG_MAX_LAYERS) return gma_errorf("%s: key model.mixer: expected 1 to %d names", src, CFG_MAX_LAYERS);
     for (int i = 0; i < n; i++) {
@@ -351,7 +361,10 @@ static int set_json(Config *c, const Key *k, const cJSON *v, const char *src) {
     switch (k->k->type) {
     case CFGT_INT:
     case CFGT_REAL:
-        if (!cJSON_IsNumber(v)) return gma_errorf("%s: key %s: expected a number", src, k->full);
+        if (k->k->type == CFGT_INT && k->k->choices && cJSON_IsString(v)) return set_int_word(c, k, v->valuestring, src);
+        if (!cJSON_IsNumber(v))
+            return k->k->choices ? gma_errorf("%s: key %s: expected a number or one of %s", src, k->full, k->k->choices)
+                                 : gma_errorf("%s: key %s: expected a number", src, k->full);
         return set_num(c, k, v->valuedouble, src);
     case CFGT_BOOL:
         if (!cJSON_IsBool(v)) return gma_errorf("%s: key %s: expected true or false", src, k->full);
@@ -425,6 +438,7 @@ static int set_text(Config *c, const Key *k, const char *v, const char *src) {
     switch (k->k->type) {
     case CFGT_INT:
     case CFGT_REAL: {
+        if (k->k->type == CFGT_INT && k->k->choices && !is_json_number(v)) return set_int_word(c, k, v, src);
         errno = 0;
         double d = strtod(v, &end);
         if (!is_json_number(v) || end == v || *end || errno)
@@ -699,7 +713,13 @@ char *cfg_to_json(const Config *c) {
         }
         const char *p = AT_C(c, &key);
         switch (k->type) {
-        case CFGT_INT: cJSON_AddNumberToObject(parent, leaf, *(const int *)p); break;
+        case CFGT_INT:
+            if (k->choices && *(const int *)p < 0) { /* a word (set_int_word) */
+                char name[64];
+                cJSON_AddStringToObject(parent, leaf, choice_name(k->choices, -1 - *(const int *)p, name, sizeof name));
+            } else
+                cJSON_AddNumberToObject(parent, leaf, *(const int *)p);
+            break;
         case CFGT_REAL: cJSON_AddNumberToObject(parent, leaf, *(const double *)p); break;
         case CFGT_BOOL: cJSON_AddBoolToObject(parent, leaf, *(const int *)p); break;
         case CFGT_STR: cJSON_AddStringToObject(parent, leaf, p); break;
@@ -746,7 +766,8 @@ void cfg_print_reference(FILE *f) {
         const CfgKey *k = key.k;
         char allowed[256] = "", doc[512];
         snprintf(doc, sizeof doc, "%s", k->doc);
-        if (k->choices) snprintf(allowed, sizeof allowed, "%s", k->choices);
+        if (k->choices && k->type == CFGT_INT) snprintf(allowed, sizeof allowed, "[%.0f, %.0f] or %s", k->lo, k->hi, k->choices);
+        else if (k->choices) snprintf(allowed, sizeof allowed, "%s", k->choices);
         else if (k->type == CFGT_INT || k->type == CFGT_INTS) snprintf(allowed, sizeof allowed, "[%.0f, %.0f]", k->lo, k->hi);
         else if (k->type == CFGT_REAL) snprintf(allowed, sizeof allowed, "[%g, %g]", k->lo, k->hi);
         else if (k->type == CFGT_MIXERS) { /* the registered names, also listed in the meaning */

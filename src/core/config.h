@@ -35,7 +35,8 @@ typedef struct CfgInts {
  * the section's struct; in a section over Config, the dotted path and an offset into Config. */
 typedef struct CfgKey {
     const char *key;
-    CfgType type;       /* CFGT_INT: int, CFGT_REAL: double, CFGT_BOOL: int 0/1, CFGT_STR: char[size],
+    CfgType type;       /* CFGT_INT: int (with `choices` "a|b" also one of those words, stored as -1 - its
+                           index and written back as the word; lo must then be >= 0), CFGT_REAL: double, CFGT_BOOL: int 0/1, CFGT_STR: char[size],
                            CFGT_ENUM: int, the index of the value among `choices` (written as the name),
                            CFGT_STRLIST: char[size], a list of non-empty strings without commas kept
                            comma-joined (JSON: a list of strings; --set: "a,b"; read with cfg_list_next),

@@ -78,6 +78,7 @@ int mixer_config_sections(const CfgSection **out, int max) {
     int n = 0;
     if (n < max) out[n++] = &g_attn_section;
     if (n < max) out[n++] = &linear_core_section; /* gma.eps, gma.chunk: read by gma, linear and performer */
+    if (n < max) out[n++] = &auto_threshold_section; /* model.auto_threshold (auto.c) */
     for (int i = 0; i < N_MIXERS; i++)
         if (g_mixers[i]->config && n < max) out[n++] = g_mixers[i]->config;
     if (n < max) out[n++] = &g_layers_section;

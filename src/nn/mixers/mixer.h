@@ -201,6 +201,21 @@ int mixer_need(const char *mixer, int present, const char *op);
 #define NEED_OP(mixer, op) mixer_need(mixer, g_ops->op != NULL, #op)
 /* mixer "auto": the name of the path ("sdpa" or "gma") it takes for N tokens */
 const char *mixer_auto_choice(const Mixer *m, int N);
+/* model.auto_threshold's section (prefix model), owned by auto.c */
+extern const CfgSection auto_threshold_section;
+/* mixer "auto": its threshold (model.auto_threshold, or the calibrated one) */
+int mixer_auto_threshold(const Mixer *m);
+/* mixer "auto", for gradient checks of its distillation: on 1, the next forward's
+ * oh_sdpa becomes the distillation's target of every later forward (the stop-gradient as a
+ * constant, which central differences can check); 0: the live oh_sdpa again */
+void mixer_auto_hold_target(Mixer *m, int on);
+/* mixer "auto", for the analysis: on 1, every forward runs both paths and sums the gap
+ * between their heads' outputs, mean (oh_gma - oh_sdpa)^2, from zero; -1 when the layer
+ * cannot run both (no tiled attention ops, or gma.memory "ema") */
+int mixer_auto_probe(Mixer *m, int on);
+/* the probe's sums since it was switched on: *mse the mean squared gap, *rel sum of the
+ * squared gaps over sum oh_sdpa^2; -1 when no forward ran with it */
+int mixer_auto_gap(const Mixer *m, double *mse, double *rel);
 /* gma.n_components of model layer `layer` (gma.c): the one number, or the entry of that
  * layer among the layers whose mixer holds a GMA path (MixerVT.gma_layer) */
 int gma_layer_kc(const Config *c, int layer);
