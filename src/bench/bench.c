@@ -108,3 +108,27 @@ int bench_causal_model(const BenchOpts *o, const char *t, int B, Model *m, doubl
     model_init_params(m, 1);
     return 0;
 }
+
+/* a "VmHWM:" / "VmRSS:" line of /proc/self/status, in bytes */
+static double proc_status_bytes(const char *key) {
+    FILE *f = fopen("/proc/self/status", "r");
+    if (!f) return 0;
+    char line[256];
+    double kb = 0;
+    size_t n = strlen(key);
+    while (fgets(line, sizeof line, f))
+        if (!strncmp(line, key, n)) kb = atof(line + n);
+    fclose(f);
+    return kb * 1024;
+}
+
+double bench_mem_now(void) {
+    size_t now, peak;
+    ops_mem_stats(&now, &peak);
+    return bench_on_device() ? (double)now : proc_status_bytes("VmRSS:");
+}
+double bench_mem_peak(void) {
+    size_t now, peak;
+    ops_mem_stats(&now, &peak);
+    return bench_on_device() ? (double)peak : proc_status_bytes("VmHWM:");
+}

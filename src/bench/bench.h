@@ -55,6 +55,10 @@ int bench_summary(const char *inputs, const char *torch_dir);
 /* ---- shared by the benchmarks ---- */
 /* 1 when the active backend is not the CPU */
 int bench_on_device(void);
+/* memory in use now (the backend's device bytes, or the resident set of this process) and
+ * its high-water mark (ops_mem_reset_peak resets the device's; a process's is its own) */
+double bench_mem_now(void);
+double bench_mem_peak(void);
 /* x[0..n-1] in ascending order */
 void bench_sort(double *x, int n);
 /* the causal language model of the bench shape with mixer t, allocated for B x T and

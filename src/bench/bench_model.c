@@ -5,9 +5,16 @@
  * the rounds with their ranges; "BLAS GF/s" uses each shape's best over all rounds, and
  * "best" is that best replay over the fastest step (best against best: on a shared machine
  * other work only adds time to either). On a GPU the time inside products comes from one
- * extra step with the device synchronised around each; the timed steps run unhindered. */
+ * extra step with the device synchronised around each; the timed steps run unhindered.
+ * Memory: on the CPU each row runs in a forked child, whose resident high-water mark above
+ * its resident set before the model was made is the row's peak (parameters, gradients,
+ * moments, the activation plan and whatever the ops take beside it: per-thread buffers,
+ * OpenBLAS's), printed beside the plan (model_memory_plan) it should stay close to; on a
+ * GPU, the backend's device high-water mark. */
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "bench/bench.h"
 #include "bench/bench_report.h"
@@ -76,9 +83,12 @@ static void summarise(const BenchProf *p, Rounds *r, int S, BenchModelResult *re
 }
 
 /* one row: mixer t at dropout drop; returns its median step ms (0 when it did not run) */
-static double model_row(const BenchOpts *o, BenchProf *p, cJSON *arr, const char *t, double drop, double base_ms) {
+static double model_row_here(const BenchOpts *o, BenchProf *p, cJSON *arr, const char *t, double drop, double base_ms) {
     int S = GMA_MIN(GMA_MAX(o->steps, 1), MAX_ROUNDS), time_all = !bench_on_device();
     Model m;
+    ops_sync();
+    ops_mem_reset_peak();
+    double base = bench_mem_now();
     if (bench_causal_model(o, t, o->B, &m, drop) != 0) return 0;
     int n = o->B * o->T;
     int32_t *tok = xmalloc(sizeof(int32_t) * n), *tgt = xmalloc(sizeof(int32_t) * n);
@@ -90,6 +100,10 @@ static double model_row(const BenchOpts *o, BenchProf *p, cJSON *arr, const char
     BenchModelResult res = {.mixer = t, .drop = drop, .attn_drop = m.cfg.model.attn_dropout, .base_ms = base_ms,
                             .params = model_param_count(&m), .rounds = S, .time_all = time_all};
     summarise(p, &r, S, &res);
+    res.peak = bench_mem_peak() - base;
+    MemPlan plan;
+    model_memory_plan(&m, o->B, o->T, &plan);
+    res.plan = plan.params + plan.acts;
     cJSON *row = bench_report_model_row(arr, o, &res);
     if (o->shapes && time_all) bench_report_shapes(row, p, S);
     fflush(stdout);
@@ -97,6 +111,42 @@ static double model_row(const BenchOpts *o, BenchProf *p, cJSON *arr, const char
     free(tgt);
     model_free(&m);
     return res.med * 1e3;
+}
+
+/* model_row_here, on the CPU in a forked child so that its high-water mark is the row's own:
+ * the child prints the row and hands back its median step ms and its JSON row */
+static double model_row(const BenchOpts *o, BenchProf *p, cJSON *arr, const char *t, double drop, double base_ms) {
+    int fd[2];
+    if (bench_on_device() || o->shapes || pipe(fd) != 0) return model_row_here(o, p, arr, t, drop, base_ms);
+    fflush(stdout);
+    pid_t pid = fork();
+    if (pid == 0) {
+        close(fd[0]);
+        cJSON *mine = cJSON_CreateArray();
+        double ms = model_row_here(o, p, mine, t, drop, base_ms);
+        fflush(stdout);
+        char *js = cJSON_PrintUnformatted(cJSON_GetArrayItem(mine, 0) ? cJSON_GetArrayItem(mine, 0) : mine);
+        size_t n = strlen(js);
+        int bad = write(fd[1], &ms, sizeof ms) != sizeof ms || write(fd[1], js, n) != (ssize_t)n;
+        _exit(bad);
+    }
+    close(fd[1]);
+    double ms = 0;
+    if (pid < 0 || read(fd[0], &ms, sizeof ms) != sizeof ms) ms = 0;
+    size_t cap = 1 << 16, len = 0;
+    char *buf = xmalloc(cap);
+    ssize_t got;
+    while (pid > 0 && (got = read(fd[0], buf + len, cap - len - 1)) > 0)
+        if ((len += (size_t)got) + 1 == cap) buf = xrealloc(buf, cap *= 2);
+    buf[len] = 0;
+    close(fd[0]);
+    int st = 0;
+    if (pid > 0) waitpid(pid, &st, 0);
+    cJSON *row = ms > 0 ? cJSON_Parse(buf) : NULL;
+    if (row && cJSON_IsObject(row)) cJSON_AddItemToArray(arr, row);
+    else cJSON_Delete(row);
+    free(buf);
+    return row ? ms : 0;
 }
 
 void bench_model(const BenchOpts *o, BenchProf *p, cJSON *out) {
@@ -114,7 +164,12 @@ void bench_model(const BenchOpts *o, BenchProf *p, cJSON *out) {
     for (int k = 0; k < nm; k++) {
         /* each mixer without dropout, then with dropout 0.1 in the same run */
         double base_ms = model_row(o, p, arr, names[k], 0, 0);
-        model_row(o, p, arr, names[k], 0.1, base_ms);
+        /* the dropout row only where the row without it took less than --max-seconds */
+        if (base_ms > 0 && base_ms * 1e-3 * (GMA_MIN(GMA_MAX(o->steps, 1), MAX_ROUNDS) + 2) < o->max_seconds)
+            model_row(o, p, arr, names[k], 0.1, base_ms);
+        else if (base_ms > 0)
+            printf("%s+d0.1: skipped: time (the step without dropout took %.1f s; --max-seconds %g)\n", names[k],
+                   base_ms * 1e-3, o->max_seconds);
     }
     bench_prof_hidden(p, 0);
     g_ops = keep;

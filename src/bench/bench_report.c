@@ -68,8 +68,8 @@ void bench_report_model_head(const BenchOpts *o, int S, int time_all, const doub
     if (time_all) /* the CPU backend also reports the products inside its other ops */
         printf("all: with the products the CPU backend runs inside its other ops (GMA routing, mixing cores, tiled\n"
                "attention) replayed too, each at 1/threads of its time when it ran in a parallel region\n");
-    printf("%-10s %10s %10s %15s %10s %10s %10s %10s %7s %12s %6s %10s %7s %12s %6s%s\n", "mixer", "params", "step ms",
-           "min-max", "tokens/s", "step GF/s", "GEMM GF/s", "BLAS GF/s", "ratio", "min-max", "best", "non-GEMM %",
+    printf("%-10s %10s %10s %15s %10s %9s %9s %10s %10s %10s %7s %12s %6s %10s %7s %12s %6s%s\n", "mixer", "params",
+           "step ms", "min-max", "tokens/s", "peak MiB", "plan MiB", "step GF/s", "GEMM GF/s", "BLAS GF/s", "ratio", "min-max", "best", "non-GEMM %",
            "all", "min-max", "best", o->peak_tflops > 0 ? "      MFU %" : "");
 }
 
@@ -83,8 +83,8 @@ static void model_print(const BenchOpts *o, const BenchModelResult *r) {
         snprintf(a1, sizeof a1, "%.3f", r->a_med), snprintf(ar, sizeof ar, "%.3f-%.3f", r->a_lo, r->a_hi);
         snprintf(a2, sizeof a2, "%.3f", r->all_best);
     }
-    printf("%-10s %10zu %10.1f %15s %10.0f %10.2f %10.2f %10.2f %7.3f %12s %6.3f %9.1f%% %7s %12s %6s", label, r->params,
-           r->med * 1e3, mm, o->B * o->T / r->med, gf, r->flops_step / r->mm_med / 1e9, blas_gf, r->r_med, rr,
+    printf("%-10s %10zu %10.1f %15s %10.0f %9.1f %9.1f %10.2f %10.2f %10.2f %7.3f %12s %6.3f %9.1f%% %7s %12s %6s", label,
+           r->params, r->med * 1e3, mm, o->B * o->T / r->med, r->peak / 1048576.0, r->plan / 1048576.0, gf, r->flops_step / r->mm_med / 1e9, blas_gf, r->r_med, rr,
            r->blas_time / r->tmin, 100 * r->med_out, a1, ar, a2);
     if (o->peak_tflops > 0) printf(" %11.2f%%", 100 * gf / (o->peak_tflops * 1e3));
     if (r->drop > 0 && r->base_ms > 0) printf("  (dropout 0.1 / 0: %.3f)", r->med * 1e3 / r->base_ms);
@@ -123,6 +123,10 @@ cJSON *bench_report_model_row(cJSON *arr, const BenchOpts *o, const BenchModelRe
     cJSON_AddNumberToObject(row, "step_ms_min", r->tmin * 1e3);
     cJSON_AddNumberToObject(row, "step_ms_max", r->tmax * 1e3);
     cJSON_AddNumberToObject(row, "tokens_per_s", o->B * o->T / r->med);
+    cJSON_AddNumberToObject(row, "T", o->T);
+    cJSON_AddNumberToObject(row, "B", o->B);
+    cJSON_AddNumberToObject(row, "peak_mib", r->peak / 1048576.0);
+    cJSON_AddNumberToObject(row, "planned_mib", r->plan / 1048576.0);
     cJSON_AddNumberToObject(row, "gemm_gflop_per_step", r->flops_step / 1e9);
     cJSON_AddNumberToObject(row, "achieved_gflops", r->flops_step / r->med / 1e9);
     cJSON_AddNumberToObject(row, "gemm_gflops_in_step", r->flops_step / r->mm_med / 1e9);
