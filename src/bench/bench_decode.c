@@ -37,33 +37,41 @@ static void weight_pass(const BenchProf *p, const real *x, real *y) {
     }
 }
 
-/* seconds of one step's limit: its weight products and one streaming read of state_bytes,
- * the decode state the step reads (sdpa: the key/value cache rows 0..pos; the linear
- * cores: S and z), so that what a memory-bound step has to read is counted at the
- * bandwidth measured here on a buffer of the same size; the mean of `passes` passes after
- * a warm one */
-static double replay_limit(const BenchProf *p, int passes, size_t state_bytes) {
+/* A step's limit: its weight products and one streaming read of state_bytes, the decode
+ * state the step reads (sdpa: the key/value cache rows 0..pos; the linear cores: S and z),
+ * so that what a memory-bound step has to read is counted at the bandwidth measured here
+ * on a buffer of the same size. One pass runs right after each step of the generation
+ * (replay_pass from its token callback) and its time is taken out of the generation's, so
+ * that a step and its replay see the same share of a shared machine however the load
+ * moves during a run, and the replay finds the weights where the step left them. */
+typedef struct Replay {
+    const BenchProf *p;
+    real *x, *y, *st;
+    size_t ns;
+    double t;  /* seconds of the passes so far */
+    int n;     /* passes so far */
+} Replay;
+static void replay_open(Replay *r, const BenchProf *p, size_t state_bytes) {
     int maxk = 1, maxn = 1, maxm = 1;
     for (int i = 0; i < p->nwprod; i++)
         maxk = GMA_MAX(maxk, p->wprod[i].K), maxn = GMA_MAX(maxn, p->wprod[i].N), maxm = GMA_MAX(maxm, p->wprod[i].M);
-    real *x = xcalloc((size_t)maxm * maxk, sizeof(real)), *y = xcalloc((size_t)maxm * maxn, sizeof(real));
-    for (size_t i = 0; i < (size_t)maxm * maxk; i++) x[i] = (real)(1.0f / (float)(1 + i % 7));
-    size_t ns = state_bytes / sizeof(real);
-    real *st = ns ? xmalloc(sizeof(real) * ns) : NULL;
-    for (size_t i = 0; i < ns; i++) st[i] = (real)(i % 5);
-    volatile real sink = 0; /* keeps the streaming read */
-    double t0 = 0;
-    for (int pass = -1; pass < passes; pass++) {
-        if (pass == 0) t0 = gma_now(); /* pass -1 warms the caches */
-        weight_pass(p, x, y);
-        if (ns) sink = ASUM((blasint)ns, st, 1);
-    }
-    double dt = (gma_now() - t0) / passes;
-    (void)sink;
-    free(st);
-    free(x);
-    free(y);
-    return dt;
+    *r = (Replay){.p = p, .ns = state_bytes / sizeof(real)};
+    r->x = xcalloc((size_t)maxm * maxk, sizeof(real)), r->y = xcalloc((size_t)maxm * maxn, sizeof(real));
+    for (size_t i = 0; i < (size_t)maxm * maxk; i++) r->x[i] = (real)(1.0f / (float)(1 + i % 7));
+    r->st = r->ns ? xmalloc(sizeof(real) * r->ns) : NULL;
+    for (size_t i = 0; i < r->ns; i++) r->st[i] = (real)(i % 5);
+}
+static volatile real g_sink; /* keeps the streaming read */
+static void replay_pass(Replay *r) {
+    double t0 = gma_now();
+    weight_pass(r->p, r->x, r->y);
+    if (r->ns) g_sink = ASUM((blasint)r->ns, r->st, 1);
+    r->t += gma_now() - t0, r->n++;
+}
+static void replay_close(Replay *r) {
+    free(r->st);
+    free(r->x);
+    free(r->y);
 }
 
 /* bytes of decode state one step of M sequences reads at context n: each layer's
@@ -92,7 +100,9 @@ static void record_step(BenchProf *p, Model *m, int M) {
     free(tok);
 }
 
-typedef struct GenClock { double first; int seen; BenchProf *prof; } GenClock;
+/* the generation's clock: the first token's time, and (replay set) a replay pass after
+ * every step from then on, the last sequence's token being the step's end */
+typedef struct GenClock { double first; int seen, M; BenchProf *prof; Replay *replay; } GenClock;
 static int gen_tick(void *ctx, int b, int32_t token) {
     (void)token;
     GenClock *c = ctx;
@@ -100,6 +110,7 @@ static int gen_tick(void *ctx, int b, int32_t token) {
         if (c->prof) c->prof->w_time = 0; /* count the products of the timed steps only */
         c->first = gma_now(), c->seen = 1;
     }
+    if (c->replay && c->seen && b == c->M - 1) replay_pass(c->replay);
     return 0;
 }
 
@@ -111,18 +122,21 @@ typedef struct Gen {
     Rng *rng;
 } Gen;
 
-/* each repeat: the generation, then as many passes of the weight products alone as it took
- * steps, so that both see the same share of a shared machine */
+/* each repeat: the generation with a pass of the weight products alone after each step
+ * (Replay), the step's tokens/s over the generation's time less the passes' */
 static void time_decode(const BenchOpts *o, BenchProf *p, const Gen *g, BenchDecodeResult *r) {
     double *ts = xmalloc(sizeof(double) * (size_t)o->repeat), *ls = xcalloc((size_t)o->repeat, sizeof(double));
     SampleOpts so = {.temperature = 0, .top_k = 0, .top_p = 1};
     for (int k = 0; k < o->repeat; k++) {
-        GenClock gc = {0};
+        Replay rp;
+        if (p->nwprod > 0) replay_open(&rp, p, r->state_bytes), replay_pass(&rp), rp.t = 0, rp.n = 0; /* warm */
+        GenClock gc = {.M = r->M, .replay = p->nwprod > 0 ? &rp : NULL};
         if (model_generate_batch(g->m, g->prompt, g->np, g->nn, r->M, &so, g->rng, gen_tick, &gc) != 0)
             fprintf(stderr, "gmabench: %s\n", gma_error());
         ops_sync();
-        ts[k] = (double)r->M * (g->nn - 1) / (gma_now() - gc.first);
-        if (p->nwprod > 0) ls[k] = r->M / replay_limit(p, GMA_MAX(g->nn - 1, 1), r->state_bytes);
+        double gen = gma_now() - gc.first - (gc.replay ? rp.t : 0);
+        ts[k] = (double)r->M * (g->nn - 1) / gen;
+        if (gc.replay) ls[k] = rp.n > 0 && rp.t > 0 ? r->M / (rp.t / rp.n) : 0, replay_close(&rp);
     }
     if (p->nwprod > 0) {
         bench_sort(ls, o->repeat);

@@ -166,7 +166,8 @@ void bench_report_decode_head(const BenchOpts *o, int np, int nn, int cpu) {
            o->L, o->D, o->H, o->V, o->Kc, np, nn, g_ops->name, omp_get_max_threads(), o->repeat);
     if (cpu)
         printf("limit: the step's weight products replayed alone (sgemv at M = 1, its GEMM at M > 1) plus one read of\n"
-               "the decode state it reads (state MB: sdpa's key/value rows at the mean context, the linear cores' S, z)\n");
+               "the decode state it reads (state MB: sdpa's key/value rows at the mean context, the linear cores' S, z),\n"
+               "a pass right after each step of the generation, its time taken out of the generation's\n");
     if (cpu) printf("outside: at M = 1, the fraction of the steps' time outside those weight products, timed in the step\n");
     printf("%-10s %5s %12s %20s %10s %14s %8s %8s%s\n", "mixer", "M", "tokens/s", "min-max", "state MB", "limit tok/s",
            "ratio", "outside", o->full ? "  full fwd tok/s" : "");
