@@ -42,9 +42,11 @@ static double train_step(Model *m, const int32_t *tok, const int32_t *tgt, int B
 }
 
 /* step -2 warms up, step -1 records the shapes and the time inside the products, rounds
- * 0 .. S-1 each time a step and a replay of the shapes */
-static void run_rounds(BenchProf *p, Model *m, const int32_t *tok, const int32_t *tgt, int B, int T, int S,
-                       int time_all, Rounds *r) {
+ * 0 .. S-1 each time a step and a replay of the shapes; returns S, or 0 when the warm-up
+ * step took over max_seconds / (4 S + 2) (the rounds with their replays would take over
+ * max_seconds): that step's time alone is the row's (its peak memory is the same) */
+static int run_rounds(BenchProf *p, Model *m, const int32_t *tok, const int32_t *tgt, int B, int T, int S,
+                      int time_all, double max_seconds, Rounds *r) {
     bench_prof_reset(p);
     for (int s = -2; s < S; s++) {
         p->mm_time = p->mm_flops = p->hid_flops = 0;
@@ -52,6 +54,10 @@ static void run_rounds(BenchProf *p, Model *m, const int32_t *tok, const int32_t
         p->timing = p->recording || (s >= 0 && time_all);
         p->shape_time = s >= 0 && time_all;
         double dt = train_step(m, tok, tgt, B, T, s);
+        if (s == -2 && dt * (4 * S + 2) > max_seconds) {
+            r->times[0] = dt;
+            return 0;
+        }
         if (s == -1) r->mm_rec = p->mm_time;
         if (s < 0) continue;
         p->recording = p->timing = 0;
@@ -61,6 +67,7 @@ static void run_rounds(BenchProf *p, Model *m, const int32_t *tok, const int32_t
         r->ratios[s] = tab / dt, r->alls[s] = (tab + hid) / dt;
     }
     p->recording = p->timing = p->shape_time = 0;
+    return S;
 }
 
 /* the median and range of x[0..S-1] (x is left in order) */
@@ -96,10 +103,11 @@ static double model_row_here(const BenchOpts *o, BenchProf *p, cJSON *arr, const
     rng_seed(&rng, 2);
     for (int i = 0; i < n; i++) tok[i] = (int32_t)rng_below(&rng, o->V), tgt[i] = (int32_t)rng_below(&rng, o->V);
     Rounds r = {0};
-    run_rounds(p, &m, tok, tgt, o->B, o->T, S, time_all, &r);
+    S = run_rounds(p, &m, tok, tgt, o->B, o->T, S, time_all, o->max_seconds, &r);
     BenchModelResult res = {.mixer = t, .drop = drop, .attn_drop = m.cfg.model.attn_dropout, .base_ms = base_ms,
                             .params = model_param_count(&m), .rounds = S, .time_all = time_all};
-    summarise(p, &r, S, &res);
+    if (S > 0) summarise(p, &r, S, &res);
+    else res.med = res.tmin = res.tmax = r.times[0];
     res.peak = bench_mem_peak() - base;
     MemPlan plan;
     model_memory_plan(&m, o->B, o->T, &plan);

@@ -74,6 +74,11 @@ void bench_report_model_head(const BenchOpts *o, int S, int time_all, const doub
 }
 
 static void model_print(const BenchOpts *o, const BenchModelResult *r) {
+    if (r->rounds == 0) { /* one step, over the time limit for rounds with replays */
+        printf("%-10s %10zu %10.1f %15s %10.0f %9.1f %9.1f  (one step: rounds with replays would take over --max-seconds)\n",
+               r->mixer, r->params, r->med * 1e3, "-", o->B * o->T / r->med, r->peak / 1048576.0, r->plan / 1048576.0);
+        return;
+    }
     double gf = r->flops_step / r->med / 1e9, blas_gf = r->flops_step / r->blas_time / 1e9;
     char label[40], mm[48], rr[32], ar[32] = "-", a1[16] = "-", a2[16] = "-";
     snprintf(label, sizeof label, r->drop > 0 ? "%s+d0.1" : "%s", r->mixer);
@@ -127,6 +132,10 @@ cJSON *bench_report_model_row(cJSON *arr, const BenchOpts *o, const BenchModelRe
     cJSON_AddNumberToObject(row, "B", o->B);
     cJSON_AddNumberToObject(row, "peak_mib", r->peak / 1048576.0);
     cJSON_AddNumberToObject(row, "planned_mib", r->plan / 1048576.0);
+    if (r->rounds == 0) { /* one step: no rounds, no replays */
+        cJSON_AddItemToArray(arr, row);
+        return row;
+    }
     cJSON_AddNumberToObject(row, "gemm_gflop_per_step", r->flops_step / 1e9);
     cJSON_AddNumberToObject(row, "achieved_gflops", r->flops_step / r->med / 1e9);
     cJSON_AddNumberToObject(row, "gemm_gflops_in_step", r->flops_step / r->mm_med / 1e9);
