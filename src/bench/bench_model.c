@@ -111,7 +111,7 @@ static double model_row_here(const BenchOpts *o, BenchProf *p, cJSON *arr, const
     res.peak = bench_mem_peak() - base;
     MemPlan plan;
     model_memory_plan(&m, o->B, o->T, &plan);
-    res.plan = plan.params + plan.acts;
+    res.plan = plan.params + plan.acts, res.pmem = plan.params;
     cJSON *row = bench_report_model_row(arr, o, &res);
     if (o->shapes && time_all) bench_report_shapes(row, p, S);
     fflush(stdout);
@@ -173,7 +173,7 @@ void bench_model(const BenchOpts *o, BenchProf *p, cJSON *out) {
         /* each mixer without dropout, then with dropout 0.1 in the same run */
         double base_ms = model_row(o, p, arr, names[k], 0, 0);
         /* the dropout row only where the row without it took less than --max-seconds */
-        if (base_ms > 0 && base_ms * 1e-3 * (GMA_MIN(GMA_MAX(o->steps, 1), MAX_ROUNDS) + 2) < o->max_seconds)
+        if (base_ms > 0 && base_ms * 1e-3 * (4 * GMA_MIN(GMA_MAX(o->steps, 1), MAX_ROUNDS) + 2) < o->max_seconds)
             model_row(o, p, arr, names[k], 0.1, base_ms);
         else if (base_ms > 0)
             printf("%s+d0.1: skipped: time (the step without dropout took %.1f s; --max-seconds %g)\n", names[k],

@@ -68,28 +68,30 @@ void bench_report_model_head(const BenchOpts *o, int S, int time_all, const doub
     if (time_all) /* the CPU backend also reports the products inside its other ops */
         printf("all: with the products the CPU backend runs inside its other ops (GMA routing, mixing cores, tiled\n"
                "attention) replayed too, each at 1/threads of its time when it ran in a parallel region\n");
-    printf("%-10s %10s %10s %15s %10s %9s %9s %10s %10s %10s %7s %12s %6s %10s %7s %12s %6s%s\n", "mixer", "params",
-           "step ms", "min-max", "tokens/s", "peak MiB", "plan MiB", "step GF/s", "GEMM GF/s", "BLAS GF/s", "ratio", "min-max", "best", "non-GEMM %",
+    printf("%-10s %10s %10s %15s %10s %9s %9s %9s %10s %10s %10s %7s %12s %6s %10s %7s %12s %6s%s\n", "mixer", "params",
+           "step ms", "min-max", "tokens/s", "peak MiB", "plan MiB", "par MiB", "step GF/s", "GEMM GF/s", "BLAS GF/s", "ratio", "min-max", "best", "non-GEMM %",
            "all", "min-max", "best", o->peak_tflops > 0 ? "      MFU %" : "");
 }
 
 static void model_print(const BenchOpts *o, const BenchModelResult *r) {
+    char label[40];
+    snprintf(label, sizeof label, r->drop > 0 ? "%s+d0.1" : "%s", r->mixer);
     if (r->rounds == 0) { /* one step, over the time limit for rounds with replays */
-        printf("%-10s %10zu %10.1f %15s %10.0f %9.1f %9.1f  (one step: rounds with replays would take over --max-seconds)\n",
-               r->mixer, r->params, r->med * 1e3, "-", o->B * o->T / r->med, r->peak / 1048576.0, r->plan / 1048576.0);
+        printf("%-10s %10zu %10.1f %15s %10.0f %9.1f %9.1f %9.1f  (one step: rounds with replays would take over --max-seconds)\n",
+               label, r->params, r->med * 1e3, "-", o->B * o->T / r->med, r->peak / 1048576.0, r->plan / 1048576.0,
+               r->pmem / 1048576.0);
         return;
     }
     double gf = r->flops_step / r->med / 1e9, blas_gf = r->flops_step / r->blas_time / 1e9;
-    char label[40], mm[48], rr[32], ar[32] = "-", a1[16] = "-", a2[16] = "-";
-    snprintf(label, sizeof label, r->drop > 0 ? "%s+d0.1" : "%s", r->mixer);
+    char mm[48], rr[32], ar[32] = "-", a1[16] = "-", a2[16] = "-";
     snprintf(mm, sizeof mm, "%.1f-%.1f", r->tmin * 1e3, r->tmax * 1e3);
     snprintf(rr, sizeof rr, "%.3f-%.3f", r->r_lo, r->r_hi);
     if (r->time_all) {
         snprintf(a1, sizeof a1, "%.3f", r->a_med), snprintf(ar, sizeof ar, "%.3f-%.3f", r->a_lo, r->a_hi);
         snprintf(a2, sizeof a2, "%.3f", r->all_best);
     }
-    printf("%-10s %10zu %10.1f %15s %10.0f %9.1f %9.1f %10.2f %10.2f %10.2f %7.3f %12s %6.3f %9.1f%% %7s %12s %6s", label,
-           r->params, r->med * 1e3, mm, o->B * o->T / r->med, r->peak / 1048576.0, r->plan / 1048576.0, gf, r->flops_step / r->mm_med / 1e9, blas_gf, r->r_med, rr,
+    printf("%-10s %10zu %10.1f %15s %10.0f %9.1f %9.1f %9.1f %10.2f %10.2f %10.2f %7.3f %12s %6.3f %9.1f%% %7s %12s %6s", label,
+           r->params, r->med * 1e3, mm, o->B * o->T / r->med, r->peak / 1048576.0, r->plan / 1048576.0, r->pmem / 1048576.0, gf, r->flops_step / r->mm_med / 1e9, blas_gf, r->r_med, rr,
            r->blas_time / r->tmin, 100 * r->med_out, a1, ar, a2);
     if (o->peak_tflops > 0) printf(" %11.2f%%", 100 * gf / (o->peak_tflops * 1e3));
     if (r->drop > 0 && r->base_ms > 0) printf("  (dropout 0.1 / 0: %.3f)", r->med * 1e3 / r->base_ms);
@@ -132,6 +134,7 @@ cJSON *bench_report_model_row(cJSON *arr, const BenchOpts *o, const BenchModelRe
     cJSON_AddNumberToObject(row, "B", o->B);
     cJSON_AddNumberToObject(row, "peak_mib", r->peak / 1048576.0);
     cJSON_AddNumberToObject(row, "planned_mib", r->plan / 1048576.0);
+    cJSON_AddNumberToObject(row, "params_grads_moments_mib", r->pmem / 1048576.0);
     if (r->rounds == 0) { /* one step: no rounds, no replays */
         cJSON_AddItemToArray(arr, row);
         return row;

@@ -32,7 +32,8 @@ typedef struct BenchModelResult {
     double mm_med;                   /* seconds inside op-table products of the median step */
     double blas_time;                /* the best replay of the op-table shapes */
     double r_med, r_lo, r_hi, med_out, a_med, a_lo, a_hi, all_best;
-    double peak, plan;               /* bytes: measured high-water mark above the start, model_memory_plan's */
+    double peak, plan, pmem;         /* bytes: measured high-water mark above the start, model_memory_plan's
+                                      * parameters + activations, its parameters, gradients and moments alone */
 } BenchModelResult;
 
 void bench_report_model_head(const BenchOpts *o, int S, int time_all, const double load[3]);
