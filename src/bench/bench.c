@@ -47,6 +47,16 @@ Config bench_config(const BenchOpts *o, const char *mixer, int N) {
     return c;
 }
 
+void bench_mixer_labels(const BenchOpts *o, char names[][32], int n, char labels[][BENCH_LABEL]) {
+    for (int k = 0; k < n; k++) {
+        Config c = bench_config(o, names[k], o->T);
+        size_t at = 0;
+        labels[k][0] = 0;
+        for (int l = 0; l < c.model.n_mixer && at + 1 < BENCH_LABEL; l++)
+            at += (size_t)snprintf(labels[k] + at, BENCH_LABEL - at, "%s%s", l ? "," : "", c.model.mixer[l]);
+    }
+}
+
 /* the first N (of --seq, then T) at which mixer t's config is valid without the --set
  * values and invalid with them: -1 with the error, else 0 */
 static int check_sets_of(const BenchOpts *o, const char *t) {

@@ -15,6 +15,7 @@
 #define BENCH_MAX_SAMPLES 16
 #define BENCH_MAX_SETS 16
 #define BENCH_MAX_MIXERS 16
+#define BENCH_LABEL 160 /* a row's label: a mixer name, or the layers' model.mixer list */
 typedef struct BenchOpts {
     char mixers[512];                     /* comma-separated, the first is the reference */
     int seq[BENCH_MAX_SEQ], n_seq;        /* mixer: sequence lengths */
@@ -32,6 +33,9 @@ typedef struct BenchOpts {
 void bench_opts_defaults(BenchOpts *o);
 /* the names of o->mixers into names (at most cap); returns their number */
 int bench_mixer_names(const BenchOpts *o, char names[][32], int cap);
+/* the label of each row of mixer names[k] (at most cap): the name, or, where --set
+ * model.mixer replaces it, the model's model.mixer list as the config holds it ("gma,sdpa,...") */
+void bench_mixer_labels(const BenchOpts *o, char names[][32], int n, char labels[][BENCH_LABEL]);
 /* the config of a one-mixer model at the bench shape with N tokens and the --set values */
 Config bench_config(const BenchOpts *o, const char *mixer, int N);
 /* 0, or -1 with the error when a --set value is refused by the config or makes a

@@ -176,7 +176,7 @@ static double time_full(const Gen *g) {
     return g->nn / (gma_now() - t0);
 }
 
-static void decode_row(const BenchOpts *o, BenchProf *p, cJSON *arr, const char *t, const Gen *g, int M) {
+static void decode_row(const BenchOpts *o, BenchProf *p, cJSON *arr, const char *t, const Gen *g, int M) { /* t: the label */
     BenchDecodeResult r = {.mixer = t, .M = M, .outside = -1, .prompt = g->np, .new_tokens = g->nn, .can = model_can_decode(g->m)};
     r.state_bytes = r.can ? step_state_bytes(g->m, M, g->np + g->nn / 2) : 0; /* at the mean context */
     p->nwprod = 0;
@@ -194,6 +194,8 @@ void bench_decode(const BenchOpts *o, BenchProf *p, cJSON *out) {
     cJSON *arr = cJSON_AddArrayToObject(out, "decode");
     char names[BENCH_MAX_MIXERS][32];
     int nm = bench_mixer_names(o, names, BENCH_MAX_MIXERS);
+    char labels[BENCH_MAX_MIXERS][BENCH_LABEL];
+    bench_mixer_labels(o, names, nm, labels);
     for (int k = 0; k < nm; k++) {
         Model m;
         if (bench_causal_model(o, names[k], (Mmax + o->T - 1) / o->T, &m, 0) != 0) continue;
@@ -202,7 +204,7 @@ void bench_decode(const BenchOpts *o, BenchProf *p, cJSON *out) {
         rng_seed(&rng[0], 3);
         for (int i = 0; i < np; i++) prompt[i] = (int32_t)rng_below(&rng[0], (uint64_t)o->V);
         Gen g = {&m, prompt, np, nn, rng};
-        for (int s = 0; s < o->n_samples; s++) decode_row(o, p, arr, names[k], &g, o->samples[s]);
+        for (int s = 0; s < o->n_samples; s++) decode_row(o, p, arr, labels[k], &g, o->samples[s]);
         free(rng);
         free(prompt);
         model_free(&m);

@@ -90,7 +90,8 @@ static void summarise(const BenchProf *p, Rounds *r, int S, BenchModelResult *re
 }
 
 /* one row: mixer t at dropout drop; returns its median step ms (0 when it did not run) */
-static double model_row_here(const BenchOpts *o, BenchProf *p, cJSON *arr, const char *t, double drop, double base_ms) {
+static double model_row_here(const BenchOpts *o, BenchProf *p, cJSON *arr, const char *t, const char *label, double drop,
+                             double base_ms) {
     int S = GMA_MIN(GMA_MAX(o->steps, 1), MAX_ROUNDS), time_all = !bench_on_device();
     Model m;
     ops_sync();
@@ -104,7 +105,7 @@ static double model_row_here(const BenchOpts *o, BenchProf *p, cJSON *arr, const
     for (int i = 0; i < n; i++) tok[i] = (int32_t)rng_below(&rng, o->V), tgt[i] = (int32_t)rng_below(&rng, o->V);
     Rounds r = {0};
     S = run_rounds(p, &m, tok, tgt, o->B, o->T, S, time_all, o->max_seconds, &r);
-    BenchModelResult res = {.mixer = t, .drop = drop, .attn_drop = m.cfg.model.attn_dropout, .base_ms = base_ms,
+    BenchModelResult res = {.mixer = label, .drop = drop, .attn_drop = m.cfg.model.attn_dropout, .base_ms = base_ms,
                             .params = model_param_count(&m), .rounds = S, .time_all = time_all};
     if (S > 0) summarise(p, &r, S, &res);
     else res.med = res.tmin = res.tmax = r.times[0];
@@ -123,15 +124,16 @@ static double model_row_here(const BenchOpts *o, BenchProf *p, cJSON *arr, const
 
 /* model_row_here, on the CPU in a forked child so that its high-water mark is the row's own:
  * the child prints the row and hands back its median step ms and its JSON row */
-static double model_row(const BenchOpts *o, BenchProf *p, cJSON *arr, const char *t, double drop, double base_ms) {
+static double model_row(const BenchOpts *o, BenchProf *p, cJSON *arr, const char *t, const char *label, double drop,
+                        double base_ms) {
     int fd[2];
-    if (bench_on_device() || o->shapes || pipe(fd) != 0) return model_row_here(o, p, arr, t, drop, base_ms);
+    if (bench_on_device() || o->shapes || pipe(fd) != 0) return model_row_here(o, p, arr, t, label, drop, base_ms);
     fflush(stdout);
     pid_t pid = fork();
     if (pid == 0) {
         close(fd[0]);
         cJSON *mine = cJSON_CreateArray();
-        double ms = model_row_here(o, p, mine, t, drop, base_ms);
+        double ms = model_row_here(o, p, mine, t, label, drop, base_ms);
         fflush(stdout);
         char *js = cJSON_PrintUnformatted(cJSON_GetArrayItem(mine, 0) ? cJSON_GetArrayItem(mine, 0) : mine);
         size_t n = strlen(js);
@@ -169,14 +171,16 @@ void bench_model(const BenchOpts *o, BenchProf *p, cJSON *out) {
     if (time_all) bench_prof_hidden(p, 1);
     char names[BENCH_MAX_MIXERS][32];
     int nm = bench_mixer_names(o, names, BENCH_MAX_MIXERS);
+    char labels[BENCH_MAX_MIXERS][BENCH_LABEL];
+    bench_mixer_labels(o, names, nm, labels);
     for (int k = 0; k < nm; k++) {
         /* each mixer without dropout, then with dropout 0.1 in the same run */
-        double base_ms = model_row(o, p, arr, names[k], 0, 0);
+        double base_ms = model_row(o, p, arr, names[k], labels[k], 0, 0);
         /* the dropout row only where the row without it took less than --max-seconds */
         if (base_ms > 0 && base_ms * 1e-3 * (4 * GMA_MIN(GMA_MAX(o->steps, 1), MAX_ROUNDS) + 2) < o->max_seconds)
-            model_row(o, p, arr, names[k], 0.1, base_ms);
+            model_row(o, p, arr, names[k], labels[k], 0.1, base_ms);
         else if (base_ms > 0)
-            printf("%s+d0.1: skipped: time (the step without dropout took %.1f s; --max-seconds %g)\n", names[k],
+            printf("%s+d0.1: skipped: time (the step without dropout took %.1f s; --max-seconds %g)\n", labels[k],
                    base_ms * 1e-3, o->max_seconds);
     }
     bench_prof_hidden(p, 0);

@@ -288,7 +288,7 @@ static int cross_at(const BenchPrefillResult *rs, int k, int ref, const int *seq
     return any ? at : 0;
 }
 
-void bench_report_prefill_crossover(cJSON *out, const BenchPrefillResult *rs, char names[][32], int nm, const int *seq,
+void bench_report_prefill_crossover(cJSON *out, const BenchPrefillResult *rs, char names[][BENCH_LABEL], int nm, const int *seq,
                                     int ns) {
     int ref = -1;
     for (int k = 0; k < nm; k++)

@@ -69,6 +69,6 @@ typedef struct BenchPrefillResult {
 void bench_report_prefill_head(const BenchOpts *o, int ndec);
 void bench_report_prefill_row(cJSON *arr, const BenchPrefillResult *r);
 /* rs[k * ns + s]: mixer k at seq[s]; against the mixer named sdpa when it is listed */
-void bench_report_prefill_crossover(cJSON *out, const BenchPrefillResult *rs, char names[][32], int nm, const int *seq,
+void bench_report_prefill_crossover(cJSON *out, const BenchPrefillResult *rs, char names[][BENCH_LABEL], int nm, const int *seq,
                                     int ns);
 #endif
