@@ -124,6 +124,18 @@ START_TEST(test_labels_memory_scaling) {
         cJSON_Delete(j);
         free(x);
     }
+    /* decode: a row past --max-seconds skips the mixer's later M */
+    ck_assert_int_eq(run("bin/gmabench decode --mixers gma " SHAPE " --T 16 --samples 1,3 --repeat 1 --max-seconds 0 "
+                         "--json %s/de0.json", d), 0);
+    snprintf(p, sizeof p, "%s/de0.json", d);
+    x = gma_read_file(p, NULL);
+    j = cJSON_Parse(x);
+    cJSON *dr = cJSON_GetObjectItem(j, "decode");
+    ck_assert_int_eq(cJSON_GetArraySize(dr), 2);
+    ck_assert(cJSON_GetNumberValue(cJSON_GetObjectItem(cJSON_GetArrayItem(dr, 0), "tokens_per_s")) > 0);
+    ck_assert_str_eq(cJSON_GetStringValue(cJSON_GetObjectItem(cJSON_GetArrayItem(dr, 1), "skipped")), "skipped: time");
+    cJSON_Delete(j);
+    free(x);
     ck_assert_int_eq(run("bin/gmabench mixer --mixers gma,sdpa --seq 32,64 --D 16 --H 2 --Kc 4 --threads 1 --repeat 1 "
                          "--json %s/mx.json", d), 0);
     ck_assert_msg(run("GNUPLOT=no-such-gnuplot bash scripts/plot_scaling.sh --out %s/sc %s/mx.json %s/mo0.json %s/mo1.json", d, d,

@@ -176,8 +176,16 @@ static double time_full(const Gen *g) {
     return g->nn / (gma_now() - t0);
 }
 
-static void decode_row(const BenchOpts *o, BenchProf *p, cJSON *arr, const char *t, const Gen *g, int M) { /* t: the label */
+/* one row (t: its label); returns its seconds; late: the mixer's last row took over
+ * --max-seconds, so this one (a larger M, or as large) is skipped */
+static double decode_row(const BenchOpts *o, BenchProf *p, cJSON *arr, const char *t, const Gen *g, int M, int late) {
+    double t0 = gma_now();
     BenchDecodeResult r = {.mixer = t, .M = M, .outside = -1, .prompt = g->np, .new_tokens = g->nn, .can = model_can_decode(g->m)};
+    if (late) {
+        r.why = "skipped: time";
+        bench_report_decode_row(arr, o, &r);
+        return 0;
+    }
     r.state_bytes = r.can ? step_state_bytes(g->m, M, g->np + g->nn / 2) : 0; /* at the mean context */
     p->nwprod = 0;
     if (r.can && !bench_on_device()) record_step(p, g->m, M);
@@ -185,6 +193,7 @@ static void decode_row(const BenchOpts *o, BenchProf *p, cJSON *arr, const char 
     if (r.can && M == 1 && !bench_on_device()) r.outside = time_outside(p, g, M);
     if (o->full && M == 1) r.full = time_full(g);
     bench_report_decode_row(arr, o, &r);
+    return gma_now() - t0;
 }
 
 void bench_decode(const BenchOpts *o, BenchProf *p, cJSON *out) {
@@ -204,7 +213,9 @@ void bench_decode(const BenchOpts *o, BenchProf *p, cJSON *out) {
         rng_seed(&rng[0], 3);
         for (int i = 0; i < np; i++) prompt[i] = (int32_t)rng_below(&rng[0], (uint64_t)o->V);
         Gen g = {&m, prompt, np, nn, rng};
-        for (int s = 0; s < o->n_samples; s++) decode_row(o, p, arr, labels[k], &g, o->samples[s]);
+        int late = 0; /* a row past --max-seconds skips the mixer's later ones (--samples ascending: larger M) */
+        for (int s = 0; s < o->n_samples; s++)
+            if (decode_row(o, p, arr, labels[k], &g, o->samples[s], late) > o->max_seconds) late = 1;
         free(rng);
         free(prompt);
         model_free(&m);

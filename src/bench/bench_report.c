@@ -186,6 +186,11 @@ void bench_report_decode_head(const BenchOpts *o, int np, int nn, int cpu) {
 }
 
 static void decode_print(const BenchOpts *o, const BenchDecodeResult *r) {
+    if (r->why) {
+        printf("%-10s %5d %12s\n", r->mixer, r->M, r->why);
+        fflush(stdout);
+        return;
+    }
     char tps[32] = "no decode step", mm[48] = "-", lstr[32] = "-", ratio[32] = "-", fs[40] = "", out[16] = "-";
     if (r->outside >= 0) snprintf(out, sizeof out, "%.3f", r->outside);
     if (r->can) {
@@ -211,7 +216,8 @@ void bench_report_decode_row(cJSON *arr, const BenchOpts *o, const BenchDecodeRe
     cJSON_AddNumberToObject(row, "prompt", r->prompt);
     cJSON_AddNumberToObject(row, "new_tokens", r->new_tokens);
     cJSON_AddNumberToObject(row, "threads", omp_get_max_threads());
-    if (r->can) {
+    if (r->why) cJSON_AddStringToObject(row, "skipped", r->why);
+    if (r->can && !r->why) {
         cJSON_AddNumberToObject(row, "tokens_per_s", r->med);
         cJSON_AddNumberToObject(row, "tokens_per_s_min", r->lo);
         cJSON_AddNumberToObject(row, "tokens_per_s_max", r->hi);

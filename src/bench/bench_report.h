@@ -51,6 +51,7 @@ typedef struct BenchDecodeResult {
     double lim, lim_lo, lim_hi;     /* the limit's tokens/s (0: not measured) */
     double full;                    /* tokens/s with a full forward per token (0: not measured) */
     double outside;                 /* fraction of the step's time outside its weight products (< 0: not measured) */
+    const char *why;                /* not NULL: not measured, and why ("skipped: time") */
 } BenchDecodeResult;
 
 void bench_report_decode_head(const BenchOpts *o, int np, int nn, int cpu);
