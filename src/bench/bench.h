@@ -63,6 +63,9 @@ int bench_on_device(void);
  * its high-water mark (ops_mem_reset_peak resets the device's; a process's is its own) */
 double bench_mem_now(void);
 double bench_mem_peak(void);
+/* the high-water mark back to what is in use now (the device's; this process's through
+ * /proc/self/clear_refs): 0, or -1 where the system does not allow it */
+int bench_mem_reset_peak(void);
 /* x[0..n-1] in ascending order */
 void bench_sort(double *x, int n);
 /* the causal language model of the bench shape with mixer t, allocated for B x T and

@@ -6,11 +6,14 @@
  * "best" is that best replay over the fastest step (best against best: on a shared machine
  * other work only adds time to either). On a GPU the time inside products comes from one
  * extra step with the device synchronised around each; the timed steps run unhindered.
- * Memory: on the CPU each row runs in a forked child, whose resident high-water mark above
- * its resident set before the model was made is the row's peak (parameters, gradients,
- * moments, the activation plan and whatever the ops take beside it: per-thread buffers,
- * OpenBLAS's), printed beside the plan (model_memory_plan) it should stay close to; on a
- * GPU, the backend's device high-water mark. */
+ * Memory: on the CPU each row runs in a forked child; its peak is the resident high-water
+ * mark during the training steps above its resident set before the model was made
+ * (parameters, gradients, moments, the activation plan, which the backend's allocation
+ * zeroes, and whatever the ops take beside it: per-thread buffers, caches, OpenBLAS's), the
+ * mark being reset after the model is made so that model_init_params' host copy of the
+ * parameters does not hide the steps' own buffers (where the system refuses the reset the
+ * mark is the whole child's: JSON peak_includes_model_init); printed beside the plan (parameters + activations,
+ * model_memory_plan) it should stay close to. On a GPU, the backend's device high-water mark. */
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
@@ -98,6 +101,7 @@ static double model_row_here(const BenchOpts *o, BenchProf *p, cJSON *arr, const
     ops_mem_reset_peak();
     double base = bench_mem_now();
     if (bench_causal_model(o, t, o->B, &m, drop) != 0) return 0;
+    int whole = bench_mem_reset_peak() != 0; /* from here: the steps' high-water mark */
     int n = o->B * o->T;
     int32_t *tok = xmalloc(sizeof(int32_t) * n), *tgt = xmalloc(sizeof(int32_t) * n);
     Rng rng;
@@ -112,7 +116,7 @@ static double model_row_here(const BenchOpts *o, BenchProf *p, cJSON *arr, const
     res.peak = bench_mem_peak() - base;
     MemPlan plan;
     model_memory_plan(&m, o->B, o->T, &plan);
-    res.plan = plan.params + plan.acts, res.pmem = plan.params;
+    res.plan = plan.params + plan.acts, res.pmem = plan.params, res.peak_whole = whole;
     cJSON *row = bench_report_model_row(arr, o, &res);
     if (o->shapes && time_all) bench_report_shapes(row, p, S);
     fflush(stdout);

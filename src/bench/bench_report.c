@@ -133,6 +133,7 @@ cJSON *bench_report_model_row(cJSON *arr, const BenchOpts *o, const BenchModelRe
     cJSON_AddNumberToObject(row, "T", o->T);
     cJSON_AddNumberToObject(row, "B", o->B);
     cJSON_AddNumberToObject(row, "peak_mib", r->peak / 1048576.0);
+    if (r->peak_whole) cJSON_AddTrueToObject(row, "peak_includes_model_init");
     cJSON_AddNumberToObject(row, "planned_mib", r->plan / 1048576.0);
     cJSON_AddNumberToObject(row, "params_grads_moments_mib", r->pmem / 1048576.0);
     if (r->rounds == 0) { /* one step: no rounds, no replays */

@@ -32,6 +32,7 @@ typedef struct BenchModelResult {
     double mm_med;                   /* seconds inside op-table products of the median step */
     double blas_time;                /* the best replay of the op-table shapes */
     double r_med, r_lo, r_hi, med_out, a_med, a_lo, a_hi, all_best;
+    int peak_whole;                  /* the peak is the whole child's (the mark could not be reset) */
     double peak, plan, pmem;         /* bytes: measured high-water mark above the start, model_memory_plan's
                                       * parameters + activations, its parameters, gradients and moments alone */
 } BenchModelResult;
