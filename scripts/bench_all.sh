@@ -4,10 +4,13 @@
 # PyTorch eager when torch imports, layer time against sdpa and peak memory at
 # 1K/4K/16K/64K, decode tok/s against the measured limit at M = 1, 8, 64, time to first
 # token at 1K/4K (and 16K for gma)). Each benchmark writes its JSON into the output
-# directory and the summary reads them back. Points past a time limit are skipped, and the
-# standard profile is sized to finish in under 15 minutes on a quiet 2-core machine (from
-# its parts' times in docs/benchmarks.md; not yet timed end to end); --quick runs tiny
-# shapes in seconds (the format and plumbing, as tests/test_bench_summary.c checks).
+# directory and the summary reads them back. Points past a time limit are skipped (a layer
+# point, a prefill point, the model's rounds past --max-seconds keep one step, a decode row
+# past it ends its mixer's larger M), so a loaded machine shortens the run instead of
+# stretching it; the standard profile is sized to finish in under 15 minutes on a quiet
+# 2-core machine (its parts' times in docs/benchmarks.md; end to end only on a loaded one
+# so far, the section of 2026-12-03 there); --quick runs tiny shapes in seconds (the format
+# and plumbing, as tests/test_bench_summary.c checks).
 #
 #   scripts/bench_all.sh [--quick] [--out DIR] [--threads N]
 set -euo pipefail

@@ -124,6 +124,74 @@ START_TEST(test_summary_table) {
 }
 END_TEST
 
+/* a row's label is the model's model.mixer list where --set replaces the mixer; gmabench
+ * model's rows carry their peak and planned memory, and one step only past --max-seconds;
+ * plot_scaling.sh tabulates and plots mixer and model rows against N */
+START_TEST(test_labels_memory_scaling) {
+    const char *d = tu_tmpdir();
+    ck_assert_msg(run("bin/gmabench prefill --mixers gma --L 2 --D 16 --H 2 --V 64 --Kc 4 --threads 1 --seq 32 --repeat 1 "
+                      "--feed-max 0 --set model.mixer=gma,sdpa --json %s/pl.json", d) == 0, "%s", g_out);
+    char p[1200];
+    snprintf(p, sizeof p, "%s/pl.json", d);
+    char *x = gma_read_file(p, NULL);
+    ck_assert_ptr_nonnull(x);
+    cJSON *j = cJSON_Parse(x);
+    cJSON *r0 = cJSON_GetArrayItem(cJSON_GetObjectItem(j, "prefill"), 0);
+    ck_assert_str_eq(cJSON_GetStringValue(cJSON_GetObjectItem(r0, "mixer")), "gma,sdpa");
+    cJSON_Delete(j);
+    free(x);
+    for (int one = 0; one < 2; one++) {
+        ck_assert_msg(run("bin/gmabench model --mixers gma,sdpa " SHAPE " --T %d --B 2 --steps 1 --max-seconds %s "
+                          "--json %s/mo%d.json", one ? 32 : 16, one ? "0" : "60", d, one) == 0, "%s", g_out);
+        snprintf(p, sizeof p, "%s/mo%d.json", d, one);
+        x = gma_read_file(p, NULL);
+        j = cJSON_Parse(x);
+        cJSON *rows = cJSON_GetObjectItem(j, "model");
+        ck_assert_int_eq(cJSON_GetArraySize(rows), one ? 2 : 4); /* past the limit: no dropout rows */
+        for (int i = 0; i < cJSON_GetArraySize(rows); i++) {
+            cJSON *r = cJSON_GetArrayItem(rows, i);
+            double peak = cJSON_GetNumberValue(cJSON_GetObjectItem(r, "peak_mib"));
+            double plan = cJSON_GetNumberValue(cJSON_GetObjectItem(r, "planned_mib"));
+            double par = cJSON_GetNumberValue(cJSON_GetObjectItem(r, "params_grads_moments_mib"));
+            ck_assert_msg(par > 0 && plan > par && peak >= par, "row %d: peak %g plan %g params %g", i, peak, plan, par);
+            ck_assert(cJSON_IsNumber(cJSON_GetObjectItem(r, "ratio")) == !one); /* one step: no replay */
+            ck_assert(cJSON_GetNumberValue(cJSON_GetObjectItem(r, "step_ms")) > 0);
+        }
+        cJSON_Delete(j);
+        free(x);
+    }
+    /* decode: a row past --max-seconds skips the mixer's later M */
+    ck_assert_int_eq(run("bin/gmabench decode --mixers gma " SHAPE " --T 16 --samples 1,3 --repeat 1 --max-seconds 0 "
+                         "--json %s/de0.json", d), 0);
+    snprintf(p, sizeof p, "%s/de0.json", d);
+    x = gma_read_file(p, NULL);
+    j = cJSON_Parse(x);
+    cJSON *dr = cJSON_GetObjectItem(j, "decode");
+    ck_assert_int_eq(cJSON_GetArraySize(dr), 2);
+    ck_assert(cJSON_GetNumberValue(cJSON_GetObjectItem(cJSON_GetArrayItem(dr, 0), "tokens_per_s")) > 0);
+    ck_assert_str_eq(cJSON_GetStringValue(cJSON_GetObjectItem(cJSON_GetArrayItem(dr, 1), "skipped")), "skipped: time");
+    cJSON_Delete(j);
+    free(x);
+    ck_assert_int_eq(run("bin/gmabench mixer --mixers gma,sdpa --seq 32,64 --D 16 --H 2 --Kc 4 --threads 1 --repeat 1 "
+                         "--json %s/mx.json", d), 0);
+    ck_assert_msg(run("GNUPLOT=no-such-gnuplot bash scripts/plot_scaling.sh --out %s/sc %s/mx.json %s/mo0.json %s/mo1.json", d, d,
+                      d, d) == 0 && strstr(g_out, "plots skipped"), "%s", g_out);
+    snprintf(p, sizeof p, "%s/sc/scaling.md", d);
+    x = gma_read_file(p, NULL);
+    ck_assert_ptr_nonnull(x);
+    const char *want[] = {"One mixer layer", "| N | gma | sdpa |", "| 32 | ", "| 64 | ", "Whole training step", "| 16 | "};
+    for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) ck_assert_msg(strstr(x, want[i]), "no \"%s\" in:\n%s", want[i], x);
+    ck_assert_msg(strstr(strstr(x, "Whole training step"), "| 32 | "), "%s", x);
+    free(x);
+    snprintf(p, sizeof p, "%s/sc/layer.dat", d);
+    x = gma_read_file(p, NULL);
+    ck_assert_msg(x && strstr(x, "# gma\n32 ") && strstr(x, "# sdpa\n32 "), "%s", x ? x : "no layer.dat");
+    free(x);
+    ck_assert_int_eq(run("bash scripts/plot_scaling.sh --out %s/sc2 %s/absent.json", d, d), 2);
+    ck_assert_msg(strstr(g_out, "absent.json"), "%s", g_out);
+}
+END_TEST
+
 /* the whole chain in its quick profile, the peer skipped (no torch interpreter) */
 START_TEST(test_bench_all_quick) {
     ck_assert_msg(run("PYTHON=/bin/false bash scripts/bench_all.sh --quick --threads 1 --out %s/bq", tu_tmpdir()) == 0,
@@ -145,6 +213,7 @@ Suite *make_suite(void) {
     tcase_add_test(tc, test_prefill_rows);
     tcase_add_test(tc, test_cross_rows);
     tcase_add_test(tc, test_summary_table);
+    tcase_add_test(tc, test_labels_memory_scaling);
     tcase_add_test(tc, test_bench_all_quick);
     suite_add_tcase(s, tc);
     return s;

@@ -48,6 +48,16 @@ Config bench_config(const BenchOpts *o, const char *mixer, int N) {
     return c;
 }
 
+void bench_mixer_labels(const BenchOpts *o, char names[][32], int n, char labels[][BENCH_LABEL]) {
+    for (int k = 0; k < n; k++) {
+        Config c = bench_config(o, names[k], o->T);
+        size_t at = 0;
+        labels[k][0] = 0;
+        for (int l = 0; l < c.model.n_mixer && at + 1 < BENCH_LABEL; l++)
+            at += (size_t)snprintf(labels[k] + at, BENCH_LABEL - at, "%s%s", l ? "," : "", c.model.mixer[l]);
+    }
+}
+
 /* the first N (of --seq, then T) at which mixer t's config is valid without the --set
  * values and invalid with them: -1 with the error, else 0 */
 static int check_sets_of(const BenchOpts *o, const char *t) {
@@ -108,4 +118,36 @@ int bench_causal_model(const BenchOpts *o, const char *t, int B, Model *m, doubl
     model_alloc(m, B, o->T);
     model_init_params(m, 1);
     return 0;
+}
+
+/* a "VmHWM:" / "VmRSS:" line of /proc/self/status, in bytes */
+static double proc_status_bytes(const char *key) {
+    FILE *f = fopen("/proc/self/status", "r");
+    if (!f) return 0;
+    char line[256];
+    double kb = 0;
+    size_t n = strlen(key);
+    while (fgets(line, sizeof line, f))
+        if (!strncmp(line, key, n)) kb = atof(line + n);
+    fclose(f);
+    return kb * 1024;
+}
+
+double bench_mem_now(void) {
+    size_t now, peak;
+    ops_mem_stats(&now, &peak);
+    return bench_on_device() ? (double)now : proc_status_bytes("VmRSS:");
+}
+int bench_mem_reset_peak(void) {
+    ops_mem_reset_peak();
+    if (bench_on_device()) return 0;
+    FILE *f = fopen("/proc/self/clear_refs", "w"); /* "5": the high-water mark back to the resident set (Linux) */
+    int ok = f && fputs("5", f) >= 0;
+    if (f && fclose(f) != 0) ok = 0;
+    return ok ? 0 : -1;
+}
+double bench_mem_peak(void) {
+    size_t now, peak;
+    ops_mem_stats(&now, &peak);
+    return bench_on_device() ? (double)peak : proc_status_bytes("VmHWM:");
 }

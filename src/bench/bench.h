@@ -15,6 +15,7 @@
 #define BENCH_MAX_SAMPLES 16
 #define BENCH_MAX_SETS 16
 #define BENCH_MAX_MIXERS 16
+#define BENCH_LABEL 160 /* a row's label: a mixer name, or the layers' model.mixer list */
 typedef struct BenchOpts {
     char mixers[512];                     /* comma-separated, the first is the reference */
     int seq[BENCH_MAX_SEQ], n_seq;        /* mixer: sequence lengths */
@@ -33,6 +34,9 @@ typedef struct BenchOpts {
 void bench_opts_defaults(BenchOpts *o);
 /* the names of o->mixers into names (at most cap); returns their number */
 int bench_mixer_names(const BenchOpts *o, char names[][32], int cap);
+/* the label of each row of mixer names[k] (at most cap): the name, or, where --set
+ * model.mixer replaces it, the model's model.mixer list as the config holds it ("gma,sdpa,...") */
+void bench_mixer_labels(const BenchOpts *o, char names[][32], int n, char labels[][BENCH_LABEL]);
 /* the config of a one-mixer model at the bench shape with N tokens and the --set values */
 Config bench_config(const BenchOpts *o, const char *mixer, int N);
 /* 0, or -1 with the error when a --set value is refused by the config or makes a
@@ -64,6 +68,13 @@ int bench_summary(const char *inputs, const char *torch_dir);
 /* ---- shared by the benchmarks ---- */
 /* 1 when the active backend is not the CPU */
 int bench_on_device(void);
+/* memory in use now (the backend's device bytes, or the resident set of this process) and
+ * its high-water mark (ops_mem_reset_peak resets the device's; a process's is its own) */
+double bench_mem_now(void);
+double bench_mem_peak(void);
+/* the high-water mark back to what is in use now (the device's; this process's through
+ * /proc/self/clear_refs): 0, or -1 where the system does not allow it */
+int bench_mem_reset_peak(void);
 /* x[0..n-1] in ascending order */
 void bench_sort(double *x, int n);
 /* the causal language model of the bench shape with mixer t, allocated for B x T and

@@ -37,33 +37,41 @@ static void weight_pass(const BenchProf *p, const real *x, real *y) {
     }
 }
 
-/* seconds of one step's limit: its weight products and one streaming read of state_bytes,
- * the decode state the step reads (sdpa: the key/value cache rows 0..pos; the linear
- * cores: S and z), so that what a memory-bound step has to read is counted at the
- * bandwidth measured here on a buffer of the same size; the mean of `passes` passes after
- * a warm one */
-static double replay_limit(const BenchProf *p, int passes, size_t state_bytes) {
+/* A step's limit: its weight products and one streaming read of state_bytes, the decode
+ * state the step reads (sdpa: the key/value cache rows 0..pos; the linear cores: S and z),
+ * so that what a memory-bound step has to read is counted at the bandwidth measured here
+ * on a buffer of the same size. One pass runs right after each step of the generation
+ * (replay_pass from its token callback) and its time is taken out of the generation's, so
+ * that a step and its replay see the same share of a shared machine however the load
+ * moves during a run, and the replay finds the weights where the step left them. */
+typedef struct Replay {
+    const BenchProf *p;
+    real *x, *y, *st;
+    size_t ns;
+    double t;  /* seconds of the passes so far */
+    int n;     /* passes so far */
+} Replay;
+static void replay_open(Replay *r, const BenchProf *p, size_t state_bytes) {
     int maxk = 1, maxn = 1, maxm = 1;
     for (int i = 0; i < p->nwprod; i++)
         maxk = GMA_MAX(maxk, p->wprod[i].K), maxn = GMA_MAX(maxn, p->wprod[i].N), maxm = GMA_MAX(maxm, p->wprod[i].M);
-    real *x = xcalloc((size_t)maxm * maxk, sizeof(real)), *y = xcalloc((size_t)maxm * maxn, sizeof(real));
-    for (size_t i = 0; i < (size_t)maxm * maxk; i++) x[i] = (real)(1.0f / (float)(1 + i % 7));
-    size_t ns = state_bytes / sizeof(real);
-    real *st = ns ? xmalloc(sizeof(real) * ns) : NULL;
-    for (size_t i = 0; i < ns; i++) st[i] = (real)(i % 5);
-    volatile real sink = 0; /* keeps the streaming read */
-    double t0 = 0;
-    for (int pass = -1; pass < passes; pass++) {
-        if (pass == 0) t0 = gma_now(); /* pass -1 warms the caches */
-        weight_pass(p, x, y);
-        if (ns) sink = ASUM((blasint)ns, st, 1);
-    }
-    double dt = (gma_now() - t0) / passes;
-    (void)sink;
-    free(st);
-    free(x);
-    free(y);
-    return dt;
+    *r = (Replay){.p = p, .ns = state_bytes / sizeof(real)};
+    r->x = xcalloc((size_t)maxm * maxk, sizeof(real)), r->y = xcalloc((size_t)maxm * maxn, sizeof(real));
+    for (size_t i = 0; i < (size_t)maxm * maxk; i++) r->x[i] = (real)(1.0f / (float)(1 + i % 7));
+    r->st = r->ns ? xmalloc(sizeof(real) * r->ns) : NULL;
+    for (size_t i = 0; i < r->ns; i++) r->st[i] = (real)(i % 5);
+}
+static volatile real g_sink; /* keeps the streaming read */
+static void replay_pass(Replay *r) {
+    double t0 = gma_now();
+    weight_pass(r->p, r->x, r->y);
+    if (r->ns) g_sink = ASUM((blasint)r->ns, r->st, 1);
+    r->t += gma_now() - t0, r->n++;
+}
+static void replay_close(Replay *r) {
+    free(r->st);
+    free(r->x);
+    free(r->y);
 }
 
 /* bytes of decode state one step of M sequences reads at context n: each layer's
@@ -92,7 +100,9 @@ static void record_step(BenchProf *p, Model *m, int M) {
     free(tok);
 }
 
-typedef struct GenClock { double first; int seen; BenchProf *prof; } GenClock;
+/* the generation's clock: the first token's time, and (replay set) a replay pass after
+ * every step from then on, the last sequence's token being the step's end */
+typedef struct GenClock { double first; int seen, M; BenchProf *prof; Replay *replay; } GenClock;
 static int gen_tick(void *ctx, int b, int32_t token) {
     (void)token;
     GenClock *c = ctx;
@@ -100,6 +110,7 @@ static int gen_tick(void *ctx, int b, int32_t token) {
         if (c->prof) c->prof->w_time = 0; /* count the products of the timed steps only */
         c->first = gma_now(), c->seen = 1;
     }
+    if (c->replay && c->seen && b == c->M - 1) replay_pass(c->replay);
     return 0;
 }
 
@@ -111,18 +122,21 @@ typedef struct Gen {
     Rng *rng;
 } Gen;
 
-/* each repeat: the generation, then as many passes of the weight products alone as it took
- * steps, so that both see the same share of a shared machine */
+/* each repeat: the generation with a pass of the weight products alone after each step
+ * (Replay), the step's tokens/s over the generation's time less the passes' */
 static void time_decode(const BenchOpts *o, BenchProf *p, const Gen *g, BenchDecodeResult *r) {
     double *ts = xmalloc(sizeof(double) * (size_t)o->repeat), *ls = xcalloc((size_t)o->repeat, sizeof(double));
     SampleOpts so = {.temperature = 0, .top_k = 0, .top_p = 1};
     for (int k = 0; k < o->repeat; k++) {
-        GenClock gc = {0};
+        Replay rp;
+        if (p->nwprod > 0) replay_open(&rp, p, r->state_bytes), replay_pass(&rp), rp.t = 0, rp.n = 0; /* warm */
+        GenClock gc = {.M = r->M, .replay = p->nwprod > 0 ? &rp : NULL};
         if (model_generate_batch(g->m, g->prompt, g->np, g->nn, r->M, &so, g->rng, gen_tick, &gc) != 0)
             fprintf(stderr, "gmabench: %s\n", gma_error());
         ops_sync();
-        ts[k] = (double)r->M * (g->nn - 1) / (gma_now() - gc.first);
-        if (p->nwprod > 0) ls[k] = r->M / replay_limit(p, GMA_MAX(g->nn - 1, 1), r->state_bytes);
+        double gen = gma_now() - gc.first - (gc.replay ? rp.t : 0);
+        ts[k] = (double)r->M * (g->nn - 1) / gen;
+        if (gc.replay) ls[k] = rp.n > 0 && rp.t > 0 ? r->M / (rp.t / rp.n) : 0, replay_close(&rp);
     }
     if (p->nwprod > 0) {
         bench_sort(ls, o->repeat);
@@ -162,8 +176,16 @@ static double time_full(const Gen *g) {
     return g->nn / (gma_now() - t0);
 }
 
-static void decode_row(const BenchOpts *o, BenchProf *p, cJSON *arr, const char *t, const Gen *g, int M) {
+/* one row (t: its label); returns its seconds; late: the mixer's last row took over
+ * --max-seconds, so this one (a larger M, or as large) is skipped */
+static double decode_row(const BenchOpts *o, BenchProf *p, cJSON *arr, const char *t, const Gen *g, int M, int late) {
+    double t0 = gma_now();
     BenchDecodeResult r = {.mixer = t, .M = M, .outside = -1, .prompt = g->np, .new_tokens = g->nn, .can = model_can_decode(g->m)};
+    if (late) {
+        r.why = "skipped: time";
+        bench_report_decode_row(arr, o, &r);
+        return 0;
+    }
     r.state_bytes = r.can ? step_state_bytes(g->m, M, g->np + g->nn / 2) : 0; /* at the mean context */
     p->nwprod = 0;
     if (r.can && !bench_on_device()) record_step(p, g->m, M);
@@ -171,6 +193,7 @@ static void decode_row(const BenchOpts *o, BenchProf *p, cJSON *arr, const char 
     if (r.can && M == 1 && !bench_on_device()) r.outside = time_outside(p, g, M);
     if (o->full && M == 1) r.full = time_full(g);
     bench_report_decode_row(arr, o, &r);
+    return gma_now() - t0;
 }
 
 void bench_decode(const BenchOpts *o, BenchProf *p, cJSON *out) {
@@ -180,6 +203,8 @@ void bench_decode(const BenchOpts *o, BenchProf *p, cJSON *out) {
     cJSON *arr = cJSON_AddArrayToObject(out, "decode");
     char names[BENCH_MAX_MIXERS][32];
     int nm = bench_mixer_names(o, names, BENCH_MAX_MIXERS);
+    char labels[BENCH_MAX_MIXERS][BENCH_LABEL];
+    bench_mixer_labels(o, names, nm, labels);
     for (int k = 0; k < nm; k++) {
         Model m;
         if (bench_causal_model(o, names[k], (Mmax + o->T - 1) / o->T, &m, 0) != 0) continue;
@@ -188,7 +213,9 @@ void bench_decode(const BenchOpts *o, BenchProf *p, cJSON *out) {
         rng_seed(&rng[0], 3);
         for (int i = 0; i < np; i++) prompt[i] = (int32_t)rng_below(&rng[0], (uint64_t)o->V);
         Gen g = {&m, prompt, np, nn, rng};
-        for (int s = 0; s < o->n_samples; s++) decode_row(o, p, arr, names[k], &g, o->samples[s]);
+        int late = 0; /* a row past --max-seconds skips the mixer's later ones (--samples ascending: larger M) */
+        for (int s = 0; s < o->n_samples; s++)
+            if (decode_row(o, p, arr, labels[k], &g, o->samples[s], late) > o->max_seconds) late = 1;
         free(rng);
         free(prompt);
         model_free(&m);

@@ -13,37 +13,12 @@
 #include "bench/bench_report.h"
 #include "nn/mixers/mixer.h"
 
-/* a "VmHWM:" / "VmRSS:" line of /proc/self/status, in bytes */
-static double proc_status_bytes(const char *key) {
-    FILE *f = fopen("/proc/self/status", "r");
-    if (!f) return 0;
-    char line[256];
-    double kb = 0;
-    size_t n = strlen(key);
-    while (fgets(line, sizeof line, f))
-        if (!strncmp(line, key, n)) kb = atof(line + n);
-    fclose(f);
-    return kb * 1024;
-}
-
 /* CPU seconds of this process, all threads (with --threads 1, the layer's own time even
  * when other processes share the cores) */
 static double cpu_seconds(void) {
     struct timespec ts;
     clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
     return ts.tv_sec + 1e-9 * ts.tv_nsec;
-}
-
-/* memory of the layer now (device bytes in use, or the resident set) and its high-water mark */
-static double mem_now(void) {
-    size_t now, peak;
-    ops_mem_stats(&now, &peak);
-    return bench_on_device() ? (double)now : proc_status_bytes("VmRSS:");
-}
-static double mem_peak(void) {
-    size_t now, peak;
-    ops_mem_stats(&now, &peak);
-    return bench_on_device() ? (double)peak : proc_status_bytes("VmHWM:");
 }
 
 /* a mixer layer with its buffers in backend memory: y doubles as dy's source */
@@ -146,11 +121,11 @@ static BenchMixResult mixer_measure(const BenchOpts *o, BenchProf *p, const char
     }
     ops_sync();
     ops_mem_reset_peak();
-    double base = mem_now();
+    double base = bench_mem_now();
     layer_work(&L, o, N);
     MixerCtx ctx = {.B = o->B, .N = N, .causal = o->causal, .training = 1};
     time_repeats(&r, &L, &ctx, o->repeat);
-    r.peak = mem_peak() - base;
+    r.peak = bench_mem_peak() - base;
     gemm_pass(&r, p, &L, &ctx);
     r.fused_flops = L.m->vt->fused_flops(L.m, o->B, N, o->causal);
     r.ok = 1;

@@ -5,9 +5,19 @@
  * the rounds with their ranges; "BLAS GF/s" uses each shape's best over all rounds, and
  * "best" is that best replay over the fastest step (best against best: on a shared machine
  * other work only adds time to either). On a GPU the time inside products comes from one
- * extra step with the device synchronised around each; the timed steps run unhindered. */
+ * extra step with the device synchronised around each; the timed steps run unhindered.
+ * Memory: on the CPU each row runs in a forked child; its peak is the resident high-water
+ * mark during the training steps above its resident set before the model was made
+ * (parameters, gradients, moments, the activation plan, which the backend's allocation
+ * zeroes, and whatever the ops take beside it: per-thread buffers, caches, OpenBLAS's), the
+ * mark being reset after the model is made so that model_init_params' host copy of the
+ * parameters does not hide the steps' own buffers (where the system refuses the reset the
+ * mark is the whole child's: JSON peak_includes_model_init); printed beside the plan (parameters + activations,
+ * model_memory_plan) it should stay close to. On a GPU, the backend's device high-water mark. */
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "bench/bench.h"
 #include "bench/bench_report.h"
@@ -35,9 +45,11 @@ static double train_step(Model *m, const int32_t *tok, const int32_t *tgt, int B
 }
 
 /* step -2 warms up, step -1 records the shapes and the time inside the products, rounds
- * 0 .. S-1 each time a step and a replay of the shapes */
-static void run_rounds(BenchProf *p, Model *m, const int32_t *tok, const int32_t *tgt, int B, int T, int S,
-                       int time_all, Rounds *r) {
+ * 0 .. S-1 each time a step and a replay of the shapes; returns S, or 0 when the warm-up
+ * step took over max_seconds / (4 S + 2) (the rounds with their replays would take over
+ * max_seconds): that step's time alone is the row's (its peak memory is the same) */
+static int run_rounds(BenchProf *p, Model *m, const int32_t *tok, const int32_t *tgt, int B, int T, int S,
+                      int time_all, double max_seconds, Rounds *r) {
     bench_prof_reset(p);
     for (int s = -2; s < S; s++) {
         p->mm_time = p->mm_flops = p->hid_flops = 0;
@@ -45,6 +57,10 @@ static void run_rounds(BenchProf *p, Model *m, const int32_t *tok, const int32_t
         p->timing = p->recording || (s >= 0 && time_all);
         p->shape_time = s >= 0 && time_all;
         double dt = train_step(m, tok, tgt, B, T, s);
+        if (s == -2 && dt * (4 * S + 2) > max_seconds) {
+            r->times[0] = dt;
+            return 0;
+        }
         if (s == -1) r->mm_rec = p->mm_time;
         if (s < 0) continue;
         p->recording = p->timing = 0;
@@ -54,6 +70,7 @@ static void run_rounds(BenchProf *p, Model *m, const int32_t *tok, const int32_t
         r->ratios[s] = tab / dt, r->alls[s] = (tab + hid) / dt;
     }
     p->recording = p->timing = p->shape_time = 0;
+    return S;
 }
 
 /* the median and range of x[0..S-1] (x is left in order) */
@@ -76,20 +93,30 @@ static void summarise(const BenchProf *p, Rounds *r, int S, BenchModelResult *re
 }
 
 /* one row: mixer t at dropout drop; returns its median step ms (0 when it did not run) */
-static double model_row(const BenchOpts *o, BenchProf *p, cJSON *arr, const char *t, double drop, double base_ms) {
+static double model_row_here(const BenchOpts *o, BenchProf *p, cJSON *arr, const char *t, const char *label, double drop,
+                             double base_ms) {
     int S = GMA_MIN(GMA_MAX(o->steps, 1), MAX_ROUNDS), time_all = !bench_on_device();
     Model m;
+    ops_sync();
+    ops_mem_reset_peak();
+    double base = bench_mem_now();
     if (bench_causal_model(o, t, o->B, &m, drop) != 0) return 0;
+    int whole = bench_mem_reset_peak() != 0; /* from here: the steps' high-water mark */
     int n = o->B * o->T;
     int32_t *tok = xmalloc(sizeof(int32_t) * n), *tgt = xmalloc(sizeof(int32_t) * n);
     Rng rng;
     rng_seed(&rng, 2);
     for (int i = 0; i < n; i++) tok[i] = (int32_t)rng_below(&rng, o->V), tgt[i] = (int32_t)rng_below(&rng, o->V);
     Rounds r = {0};
-    run_rounds(p, &m, tok, tgt, o->B, o->T, S, time_all, &r);
-    BenchModelResult res = {.mixer = t, .drop = drop, .attn_drop = m.cfg.model.attn_dropout, .base_ms = base_ms,
+    S = run_rounds(p, &m, tok, tgt, o->B, o->T, S, time_all, o->max_seconds, &r);
+    BenchModelResult res = {.mixer = label, .drop = drop, .attn_drop = m.cfg.model.attn_dropout, .base_ms = base_ms,
                             .params = model_param_count(&m), .rounds = S, .time_all = time_all};
-    summarise(p, &r, S, &res);
+    if (S > 0) summarise(p, &r, S, &res);
+    else res.med = res.tmin = res.tmax = r.times[0];
+    res.peak = bench_mem_peak() - base;
+    MemPlan plan;
+    model_memory_plan(&m, o->B, o->T, &plan);
+    res.plan = plan.params + plan.acts, res.pmem = plan.params, res.peak_whole = whole;
     cJSON *row = bench_report_model_row(arr, o, &res);
     if (o->shapes && time_all) bench_report_shapes(row, p, S);
     fflush(stdout);
@@ -97,6 +124,43 @@ static double model_row(const BenchOpts *o, BenchProf *p, cJSON *arr, const char
     free(tgt);
     model_free(&m);
     return res.med * 1e3;
+}
+
+/* model_row_here, on the CPU in a forked child so that its high-water mark is the row's own:
+ * the child prints the row and hands back its median step ms and its JSON row */
+static double model_row(const BenchOpts *o, BenchProf *p, cJSON *arr, const char *t, const char *label, double drop,
+                        double base_ms) {
+    int fd[2];
+    if (bench_on_device() || o->shapes || pipe(fd) != 0) return model_row_here(o, p, arr, t, label, drop, base_ms);
+    fflush(stdout);
+    pid_t pid = fork();
+    if (pid == 0) {
+        close(fd[0]);
+        cJSON *mine = cJSON_CreateArray();
+        double ms = model_row_here(o, p, mine, t, label, drop, base_ms);
+        fflush(stdout);
+        char *js = cJSON_PrintUnformatted(cJSON_GetArrayItem(mine, 0) ? cJSON_GetArrayItem(mine, 0) : mine);
+        size_t n = strlen(js);
+        int bad = write(fd[1], &ms, sizeof ms) != sizeof ms || write(fd[1], js, n) != (ssize_t)n;
+        _exit(bad);
+    }
+    close(fd[1]);
+    double ms = 0;
+    if (pid < 0 || read(fd[0], &ms, sizeof ms) != sizeof ms) ms = 0;
+    size_t cap = 1 << 16, len = 0;
+    char *buf = xmalloc(cap);
+    ssize_t got;
+    while (pid > 0 && (got = read(fd[0], buf + len, cap - len - 1)) > 0)
+        if ((len += (size_t)got) + 1 == cap) buf = xrealloc(buf, cap *= 2);
+    buf[len] = 0;
+    close(fd[0]);
+    int st = 0;
+    if (pid > 0) waitpid(pid, &st, 0);
+    cJSON *row = ms > 0 ? cJSON_Parse(buf) : NULL;
+    if (row && cJSON_IsObject(row)) cJSON_AddItemToArray(arr, row);
+    else cJSON_Delete(row);
+    free(buf);
+    return row ? ms : 0;
 }
 
 void bench_model(const BenchOpts *o, BenchProf *p, cJSON *out) {
@@ -111,10 +175,17 @@ void bench_model(const BenchOpts *o, BenchProf *p, cJSON *out) {
     if (time_all) bench_prof_hidden(p, 1);
     char names[BENCH_MAX_MIXERS][32];
     int nm = bench_mixer_names(o, names, BENCH_MAX_MIXERS);
+    char labels[BENCH_MAX_MIXERS][BENCH_LABEL];
+    bench_mixer_labels(o, names, nm, labels);
     for (int k = 0; k < nm; k++) {
         /* each mixer without dropout, then with dropout 0.1 in the same run */
-        double base_ms = model_row(o, p, arr, names[k], 0, 0);
-        model_row(o, p, arr, names[k], 0.1, base_ms);
+        double base_ms = model_row(o, p, arr, names[k], labels[k], 0, 0);
+        /* the dropout row only where the row without it took less than --max-seconds */
+        if (base_ms > 0 && base_ms * 1e-3 * (4 * GMA_MIN(GMA_MAX(o->steps, 1), MAX_ROUNDS) + 2) < o->max_seconds)
+            model_row(o, p, arr, names[k], labels[k], 0.1, base_ms);
+        else if (base_ms > 0)
+            printf("%s+d0.1: skipped: time (the step without dropout took %.1f s; --max-seconds %g)\n", labels[k],
+                   base_ms * 1e-3, o->max_seconds);
     }
     bench_prof_hidden(p, 0);
     g_ops = keep;

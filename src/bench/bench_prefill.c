@@ -51,10 +51,10 @@ static double time_feed(Model *m, const int32_t *prompt, int N) {
     return rc == 0 ? dt : 0;
 }
 
-/* one point; r->ok 0 with r->why when not measured */
-static void prefill_point(const BenchOpts *o, const char *t, int N, BenchPrefillResult *r) {
+/* one point of mixer t, its rows labelled `label`; r->ok 0 with r->why when not measured */
+static void prefill_point(const BenchOpts *o, const char *t, const char *label, int N, BenchPrefillResult *r) {
     memset(r, 0, sizeof *r);
-    r->mixer = t, r->N = N;
+    r->mixer = label, r->N = N;
     BenchOpts oo = *o;
     oo.T = N + NDEC;
     Model m;
@@ -106,6 +106,8 @@ void bench_prefill(const BenchOpts *o, BenchProf *p, cJSON *out) {
     (void)p;
     char names[BENCH_MAX_MIXERS][32];
     int nm = bench_mixer_names(o, names, BENCH_MAX_MIXERS);
+    char labels[BENCH_MAX_MIXERS][BENCH_LABEL];
+    bench_mixer_labels(o, names, nm, labels);
     BenchPrefillResult *rs = xcalloc((size_t)nm * o->n_seq, sizeof *rs);
     int *late = xcalloc((size_t)nm, sizeof(int)); /* a mixer past the time limit skips longer N */
     bench_report_prefill_head(o, NDEC);
@@ -113,12 +115,12 @@ void bench_prefill(const BenchOpts *o, BenchProf *p, cJSON *out) {
     for (int s = 0; s < o->n_seq; s++)
         for (int k = 0; k < nm; k++) {
             BenchPrefillResult *r = &rs[(size_t)k * o->n_seq + s];
-            if (late[k]) *r = (BenchPrefillResult){.mixer = names[k], .N = o->seq[s], .why = "skipped: time"};
-            else prefill_point(o, names[k], o->seq[s], r);
+            if (late[k]) *r = (BenchPrefillResult){.mixer = labels[k], .N = o->seq[s], .why = "skipped: time"};
+            else prefill_point(o, names[k], labels[k], o->seq[s], r);
             if (r->ok && r->med + r->fwd > o->max_seconds / 2) late[k] = 1; /* the next N takes at least twice as long */
             bench_report_prefill_row(arr, r);
         }
-    bench_report_prefill_crossover(out, rs, names, nm, o->seq, o->n_seq);
+    bench_report_prefill_crossover(out, rs, labels, nm, o->seq, o->n_seq);
     free(late);
     free(rs);
 }

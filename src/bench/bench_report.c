@@ -68,23 +68,30 @@ void bench_report_model_head(const BenchOpts *o, int S, int time_all, const doub
     if (time_all) /* the CPU backend also reports the products inside its other ops */
         printf("all: with the products the CPU backend runs inside its other ops (GMA routing, mixing cores, tiled\n"
                "attention) replayed too, each at 1/threads of its time when it ran in a parallel region\n");
-    printf("%-10s %10s %10s %15s %10s %10s %10s %10s %7s %12s %6s %10s %7s %12s %6s%s\n", "mixer", "params", "step ms",
-           "min-max", "tokens/s", "step GF/s", "GEMM GF/s", "BLAS GF/s", "ratio", "min-max", "best", "non-GEMM %",
+    printf("%-10s %10s %10s %15s %10s %9s %9s %9s %10s %10s %10s %7s %12s %6s %10s %7s %12s %6s%s\n", "mixer", "params",
+           "step ms", "min-max", "tokens/s", "peak MiB", "plan MiB", "par MiB", "step GF/s", "GEMM GF/s", "BLAS GF/s", "ratio", "min-max", "best", "non-GEMM %",
            "all", "min-max", "best", o->peak_tflops > 0 ? "      MFU %" : "");
 }
 
 static void model_print(const BenchOpts *o, const BenchModelResult *r) {
-    double gf = r->flops_step / r->med / 1e9, blas_gf = r->flops_step / r->blas_time / 1e9;
-    char label[40], mm[48], rr[32], ar[32] = "-", a1[16] = "-", a2[16] = "-";
+    char label[40];
     snprintf(label, sizeof label, r->drop > 0 ? "%s+d0.1" : "%s", r->mixer);
+    if (r->rounds == 0) { /* one step, over the time limit for rounds with replays */
+        printf("%-10s %10zu %10.1f %15s %10.0f %9.1f %9.1f %9.1f  (one step: rounds with replays would take over --max-seconds)\n",
+               label, r->params, r->med * 1e3, "-", o->B * o->T / r->med, r->peak / 1048576.0, r->plan / 1048576.0,
+               r->pmem / 1048576.0);
+        return;
+    }
+    double gf = r->flops_step / r->med / 1e9, blas_gf = r->flops_step / r->blas_time / 1e9;
+    char mm[48], rr[32], ar[32] = "-", a1[16] = "-", a2[16] = "-";
     snprintf(mm, sizeof mm, "%.1f-%.1f", r->tmin * 1e3, r->tmax * 1e3);
     snprintf(rr, sizeof rr, "%.3f-%.3f", r->r_lo, r->r_hi);
     if (r->time_all) {
         snprintf(a1, sizeof a1, "%.3f", r->a_med), snprintf(ar, sizeof ar, "%.3f-%.3f", r->a_lo, r->a_hi);
         snprintf(a2, sizeof a2, "%.3f", r->all_best);
     }
-    printf("%-10s %10zu %10.1f %15s %10.0f %10.2f %10.2f %10.2f %7.3f %12s %6.3f %9.1f%% %7s %12s %6s", label, r->params,
-           r->med * 1e3, mm, o->B * o->T / r->med, gf, r->flops_step / r->mm_med / 1e9, blas_gf, r->r_med, rr,
+    printf("%-10s %10zu %10.1f %15s %10.0f %9.1f %9.1f %9.1f %10.2f %10.2f %10.2f %7.3f %12s %6.3f %9.1f%% %7s %12s %6s", label,
+           r->params, r->med * 1e3, mm, o->B * o->T / r->med, r->peak / 1048576.0, r->plan / 1048576.0, r->pmem / 1048576.0, gf, r->flops_step / r->mm_med / 1e9, blas_gf, r->r_med, rr,
            r->blas_time / r->tmin, 100 * r->med_out, a1, ar, a2);
     if (o->peak_tflops > 0) printf(" %11.2f%%", 100 * gf / (o->peak_tflops * 1e3));
     if (r->drop > 0 && r->base_ms > 0) printf("  (dropout 0.1 / 0: %.3f)", r->med * 1e3 / r->base_ms);
@@ -123,6 +130,16 @@ cJSON *bench_report_model_row(cJSON *arr, const BenchOpts *o, const BenchModelRe
     cJSON_AddNumberToObject(row, "step_ms_min", r->tmin * 1e3);
     cJSON_AddNumberToObject(row, "step_ms_max", r->tmax * 1e3);
     cJSON_AddNumberToObject(row, "tokens_per_s", o->B * o->T / r->med);
+    cJSON_AddNumberToObject(row, "T", o->T);
+    cJSON_AddNumberToObject(row, "B", o->B);
+    cJSON_AddNumberToObject(row, "peak_mib", r->peak / 1048576.0);
+    if (r->peak_whole) cJSON_AddTrueToObject(row, "peak_includes_model_init");
+    cJSON_AddNumberToObject(row, "planned_mib", r->plan / 1048576.0);
+    cJSON_AddNumberToObject(row, "params_grads_moments_mib", r->pmem / 1048576.0);
+    if (r->rounds == 0) { /* one step: no rounds, no replays */
+        cJSON_AddItemToArray(arr, row);
+        return row;
+    }
     cJSON_AddNumberToObject(row, "gemm_gflop_per_step", r->flops_step / 1e9);
     cJSON_AddNumberToObject(row, "achieved_gflops", r->flops_step / r->med / 1e9);
     cJSON_AddNumberToObject(row, "gemm_gflops_in_step", r->flops_step / r->mm_med / 1e9);
@@ -162,13 +179,19 @@ void bench_report_decode_head(const BenchOpts *o, int np, int nn, int cpu) {
            o->L, o->D, o->H, o->V, o->Kc, np, nn, g_ops->name, omp_get_max_threads(), o->repeat);
     if (cpu)
         printf("limit: the step's weight products replayed alone (sgemv at M = 1, its GEMM at M > 1) plus one read of\n"
-               "the decode state it reads (state MB: sdpa's key/value rows at the mean context, the linear cores' S, z)\n");
+               "the decode state it reads (state MB: sdpa's key/value rows at the mean context, the linear cores' S, z),\n"
+               "a pass right after each step of the generation, its time taken out of the generation's\n");
     if (cpu) printf("outside: at M = 1, the fraction of the steps' time outside those weight products, timed in the step\n");
     printf("%-10s %5s %12s %20s %10s %14s %8s %8s%s\n", "mixer", "M", "tokens/s", "min-max", "state MB", "limit tok/s",
            "ratio", "outside", o->full ? "  full fwd tok/s" : "");
 }
 
 static void decode_print(const BenchOpts *o, const BenchDecodeResult *r) {
+    if (r->why) {
+        printf("%-10s %5d %12s\n", r->mixer, r->M, r->why);
+        fflush(stdout);
+        return;
+    }
     char tps[32] = "no decode step", mm[48] = "-", lstr[32] = "-", ratio[32] = "-", fs[40] = "", out[16] = "-";
     if (r->outside >= 0) snprintf(out, sizeof out, "%.3f", r->outside);
     if (r->can) {
@@ -194,7 +217,8 @@ void bench_report_decode_row(cJSON *arr, const BenchOpts *o, const BenchDecodeRe
     cJSON_AddNumberToObject(row, "prompt", r->prompt);
     cJSON_AddNumberToObject(row, "new_tokens", r->new_tokens);
     cJSON_AddNumberToObject(row, "threads", omp_get_max_threads());
-    if (r->can) {
+    if (r->why) cJSON_AddStringToObject(row, "skipped", r->why);
+    if (r->can && !r->why) {
         cJSON_AddNumberToObject(row, "tokens_per_s", r->med);
         cJSON_AddNumberToObject(row, "tokens_per_s_min", r->lo);
         cJSON_AddNumberToObject(row, "tokens_per_s_max", r->hi);
@@ -271,7 +295,7 @@ static int cross_at(const BenchPrefillResult *rs, int k, int ref, const int *seq
     return any ? at : 0;
 }
 
-void bench_report_prefill_crossover(cJSON *out, const BenchPrefillResult *rs, char names[][32], int nm, const int *seq,
+void bench_report_prefill_crossover(cJSON *out, const BenchPrefillResult *rs, char names[][BENCH_LABEL], int nm, const int *seq,
                                     int ns) {
     int ref = -1;
     for (int k = 0; k < nm; k++)

@@ -32,6 +32,9 @@ typedef struct BenchModelResult {
     double mm_med;                   /* seconds inside op-table products of the median step */
     double blas_time;                /* the best replay of the op-table shapes */
     double r_med, r_lo, r_hi, med_out, a_med, a_lo, a_hi, all_best;
+    int peak_whole;                  /* the peak is the whole child's (the mark could not be reset) */
+    double peak, plan, pmem;         /* bytes: measured high-water mark above the start, model_memory_plan's
+                                      * parameters + activations, its parameters, gradients and moments alone */
 } BenchModelResult;
 
 void bench_report_model_head(const BenchOpts *o, int S, int time_all, const double load[3]);
@@ -49,6 +52,7 @@ typedef struct BenchDecodeResult {
     double lim, lim_lo, lim_hi;     /* the limit's tokens/s (0: not measured) */
     double full;                    /* tokens/s with a full forward per token (0: not measured) */
     double outside;                 /* fraction of the step's time outside its weight products (< 0: not measured) */
+    const char *why;                /* not NULL: not measured, and why ("skipped: time") */
 } BenchDecodeResult;
 
 void bench_report_decode_head(const BenchOpts *o, int np, int nn, int cpu);
@@ -67,6 +71,6 @@ typedef struct BenchPrefillResult {
 void bench_report_prefill_head(const BenchOpts *o, int ndec);
 void bench_report_prefill_row(cJSON *arr, const BenchPrefillResult *r);
 /* rs[k * ns + s]: mixer k at seq[s]; against the mixer named sdpa when it is listed */
-void bench_report_prefill_crossover(cJSON *out, const BenchPrefillResult *rs, char names[][32], int nm, const int *seq,
+void bench_report_prefill_crossover(cJSON *out, const BenchPrefillResult *rs, char names[][BENCH_LABEL], int nm, const int *seq,
                                     int ns);
 #endif

@@ -31,7 +31,7 @@
  *     step, its time inside the timed steps (per step) and its best replay times the count,
  *     so the products that run slower inside the step than alone can be named.
  *   gmabench decode [--mixers gma,sdpa] [--L 4] [--D 256] [--H 4] [--V 8192] [--T 256] [--Kc 64]
- *                   [--samples 1,8,64] [--repeat 3] [--full-forward]
+ *                   [--samples 1,8,64] [--repeat 3] [--full-forward] [--max-seconds 60]
  *     generation: a random prompt of T/2 tokens continued by T/2 greedy tokens in M
  *     sequences at once (model_generate_batch, one decode step for all M), for each M of
  *     --samples: tokens/s of the generated tokens (median, min-max over repeats), the
@@ -40,8 +40,10 @@
  *     M = 1, the same GEMM at M > 1; plus one streaming read (cblas_sasum) of as many bytes
  *     as the step reads from its decode state at the mean context -- sdpa's key/value rows,
  *     the linear cores' S and z -- so a memory-bound step is held to the bandwidth measured
- *     on a buffer of that size; median over repeats; CPU only) and the ratio. --full-forward adds tokens/s with a full forward per token (M = 1). Mixers
- *     without a decode step (auto with its threshold inside the window) say so.
+ *     on a buffer of that size; a pass after each step of the generation, its time taken
+ *     out of the generation's; median over repeats; CPU only) and the ratio. --full-forward adds tokens/s with a full forward per token (M = 1). Mixers
+ *     without a decode step (auto with its threshold inside the window) say so. A row that
+ *     took over --max-seconds skips the mixer's later rows of --samples ("skipped: time").
  *   gmabench prefill [--mixers gma,sdpa] [--seq 1K,4K,16K] [--L 4] [--D 256] [--H 4] [--V 8192] [--Kc 64]
  *                    [--repeat 3] [--feed-max 4096] [--max-seconds 60]
  *     time to first token: per N of --seq and mixer, side by side, the prefill of an N-token

@@ -45,7 +45,9 @@
  * that group's queries and keys, then linmix_backward with no saved state (the op rescans
  * one head's chunk states at a time), then the routing backward. Scratch:
  *   forward  gq, gk [B,H,N,Kc], states [B,H,ceil(N/C),Kc d + Kc]
- *   backward doh then dq, dv, dk [B,H,N,d]; the group's gq, gk, dgq, dgk (or a [B*N*D] buffer)
+ *   backward doh then dq, dv, dk [B,H,N,d]; the group's gq, gk, dgk and, where Kc > d, dgq
+ *            (or a [B*N*D] buffer); with Kc <= d the group's dgq lives in its own rows of dk,
+ *            which the keys' routing backward writes only after the queries' has read it
  * query_resp recomputes the query responsibilities from the saved qh, with the parameter
  * buffer of the last forward as it is now (after an optimiser step: the updated values),
  * into a buffer of the mixer's own.
@@ -332,7 +334,7 @@ static size_t gma_scratch(const Mixer *m, int B, int N) {
     const GmaPriv *g = m->priv;
     size_t hs = (size_t)B * N * m->D, gs = (size_t)B * m->H * N * g->Kc;
     if (g->ema) return 5 * hs + 2 * gs;
-    size_t grp = 4 * (size_t)group_heads(m, B) * N * g->Kc;
+    size_t grp = (g->Kc <= m->d ? 3 : 4) * (size_t)group_heads(m, B) * N * g->Kc; /* dgq in dk's rows when it fits */
     size_t fwd = 2 * gs + n_state(m, B, N), dec = hs + 2 * gs, bwd = 3 * hs + GMA_MAX(hs, grp);
     return GMA_MAX(GMA_MAX(fwd, dec), bwd);
 }
@@ -560,11 +562,13 @@ real *gma_mix_backward(Mixer *m, const MixerCtx *c, const real *params, real *gr
             int nb = all ? B : 1, hn = GMA_MIN(gh, H - h0), rows = nb * hn;
             size_t ox = ((size_t)b * H + h0) * N * d, on = ((size_t)b * H + h0) * N, gg = (size_t)rows * N * Kc;
             const uint8_t *km = c->keymask ? c->keymask + (size_t)b * N : NULL;
-            real *gq = grp, *gk = gq + gg, *dgq = gk + gg, *dgk = dgq + gg;
+            int in_dk = Kc <= d; /* dgq in the group's rows of dk (see the top of the file) */
+            real *gq = grp, *gk = gq + gg, *dgk = gk + gg, *dgq = in_dk ? dk + ox : dgk + gg;
             route_forward_heads(m, params, gq, a.qh + ox, nb, hn, h0, N);
             route_forward_heads(m, params, gk, a.kh + ox, nb, hn, h0, N);
             mask_rows(gk, km, nb, hn, N, Kc);
-            g_ops->zero(dgq, sizeof(real) * 2 * gg);
+            g_ops->zero(dgq, sizeof(real) * gg);
+            g_ops->zero(dgk, sizeof(real) * gg);
             g_ops->linmix_backward(dgq, dgk, dv + ox, doh + ox, a.oh + ox, a.den + on, NULL, gq, gk, a.vh + ox, rows, N,
                                    Kc, d, c->causal, g->chunk);
             mask_rows(dgk, km, nb, hn, N, Kc);
@@ -575,6 +579,7 @@ real *gma_mix_backward(Mixer *m, const MixerCtx *c, const real *params, real *gr
             }
             g_ops->zero(dq + ox, sizeof(real) * rows * N * d); /* the group's doh rows are read */
             route_backward_heads(m, params, grads, dq + ox, dgq, gq, a.qh + ox, nb, hn, h0, N);
+            if (in_dk) g_ops->zero(dk + ox, sizeof(real) * rows * N * d); /* dgq read: the rows are dk's again */
             route_backward_heads(m, params, grads, dk + ox, dgk, gk, a.kh + ox, nb, hn, h0, N);
         }
     return grp;

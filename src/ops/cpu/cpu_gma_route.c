@@ -55,13 +55,17 @@ static void cat_params(real *restrict W, const real *restrict Mh, const real *re
  * var_raw and prior it was made from and is reused only when they are equal byte for byte
  * (memcmp, at cache bandwidth: no hash to collide, no writer to be told), together with the
  * sizes and var_floor; so any in-place update of the parameters (an optimiser step, a
- * checkpoint load, k-means init, a finite-difference probe) makes it miss. */
+ * checkpoint load, k-means init, a finite-difference probe) makes it miss. A miss takes
+ * the entry last made from the same mu pointer (the same layer's parameters, changed by a
+ * step) before any other, so that training keeps one entry per GMA layer, not PREP_CACHE
+ * stale ones (32 x 386 KB at D 256, H 4, Kc 64, that the memory plan does not count). */
 #define PREP_CACHE 32
 typedef struct PrepEntry {
     int dims[3];
     real var_floor;
     size_t n, cap;
-    real *buf; /* P, M, cst (n), the copy of mu, var_raw, prior (n), the forward's W (route_w) */
+    const real *src; /* the mu it was made from (an address, never read through) */
+    real *buf;       /* P, M, cst (n), the copy of mu, var_raw, prior (n), the forward's W (route_w) */
 } PrepEntry;
 static PrepEntry g_prep[PREP_CACHE];
 static int g_prep_next, g_prep_last;
@@ -84,8 +88,12 @@ static const real *prep_cached(const real *mu, const real *var_raw, const real *
         int i = (g_prep_last + j) % PREP_CACHE;
         if (prep_matches(&g_prep[i], mu, var_raw, prior, dims, var_floor, nkd, n)) return g_prep[g_prep_last = i].buf;
     }
-    PrepEntry *e = &g_prep[g_prep_last = g_prep_next];
-    g_prep_next = (g_prep_next + 1) % PREP_CACHE;
+    int slot = -1;
+    for (int i = 0; i < PREP_CACHE && slot < 0; i++)
+        if (g_prep[i].buf && g_prep[i].src == mu) slot = i;
+    if (slot < 0) slot = g_prep_next, g_prep_next = (g_prep_next + 1) % PREP_CACHE;
+    PrepEntry *e = &g_prep[g_prep_last = slot];
+    e->src = mu;
     size_t need = 2 * n + 2 * nkd;
     if (e->cap < need) e->buf = xrealloc(e->buf, sizeof(real) * need), e->cap = need;
     e->n = n;
