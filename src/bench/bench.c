@@ -3,6 +3,9 @@
 
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
 
 #include "nn/mixers/mixer.h"
 #include "ops/ops.h"
@@ -131,6 +134,34 @@ static double proc_status_bytes(const char *key) {
         if (!strncmp(line, key, n)) kb = atof(line + n);
     fclose(f);
     return kb * 1024;
+}
+
+double bench_cpu_seconds(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+    return ts.tv_sec + 1e-9 * ts.tv_nsec;
+}
+
+int bench_in_child(void (*fn)(void *ctx, void *res), void *ctx, void *res, size_t size) {
+    if (bench_on_device()) return fn(ctx, res), 0;
+    memset(res, 0, size);
+    int fd[2];
+    if (pipe(fd) != 0) return -1;
+    fflush(stdout);
+    pid_t pid = fork();
+    if (pid < 0) return close(fd[0]), close(fd[1]), -1;
+    if (pid == 0) {
+        close(fd[0]);
+        fn(ctx, res);
+        _exit(write(fd[1], res, size) != (ssize_t)size);
+    }
+    close(fd[1]);
+    int ok = read(fd[0], res, size) == (ssize_t)size;
+    close(fd[0]);
+    int st;
+    waitpid(pid, &st, 0);
+    if (!ok) memset(res, 0, size);
+    return ok ? 0 : -1;
 }
 
 double bench_mem_now(void) {

@@ -75,6 +75,13 @@ double bench_mem_peak(void);
 /* the high-water mark back to what is in use now (the device's; this process's through
  * /proc/self/clear_refs): 0, or -1 where the system does not allow it */
 int bench_mem_reset_peak(void);
+/* CPU seconds of this process, all threads (with --threads 1, a point's own time even when
+ * other processes share the cores) */
+double bench_cpu_seconds(void);
+/* fn(ctx, res) in a forked child on the CPU, so that its high-water mark is the point's own
+ * (in-process on a device: a CUDA context does not survive fork); res (size bytes) holds
+ * what fn wrote: 0, or -1 when the child could not run or report (res zeroed) */
+int bench_in_child(void (*fn)(void *ctx, void *res), void *ctx, void *res, size_t size);
 /* x[0..n-1] in ascending order */
 void bench_sort(double *x, int n);
 /* the causal language model of the bench shape with mixer t, allocated for B x T and

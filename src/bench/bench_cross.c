@@ -20,28 +20,7 @@ typedef struct XRes {
     double med, lo, hi, cpu, peak;
 } XRes;
 
-static double status_bytes(const char *key) {
-    FILE *f = fopen("/proc/self/status", "r");
-    if (!f) return 0;
-    char line[256];
-    double kb = 0;
-    size_t n = strlen(key);
-    while (fgets(line, sizeof line, f))
-        if (!strncmp(line, key, n)) kb = atof(line + n);
-    fclose(f);
-    return kb * 1024;
-}
-static double mem_of(int peak) {
-    size_t now, hi;
-    ops_mem_stats(&now, &hi);
-    if (bench_on_device()) return (double)(peak ? hi : now);
-    return status_bytes(peak ? "VmHWM:" : "VmRSS:");
-}
-static double cpu_now(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
-    return ts.tv_sec + 1e-9 * ts.tv_nsec;
-}
+static double mem_of(int peak) { return peak ? bench_mem_peak() : bench_mem_now(); }
 
 static int kind_of(const char *name) {
     return !strcmp(name, "gma") ? CROSS_GMA : !strcmp(name, "sdpa") ? CROSS_SDPA : CROSS_NONE;
@@ -92,11 +71,11 @@ static XRes measure(const BenchOpts *o, int kind, int M) {
     int R = GMA_MIN(o->repeat, 64);
     for (int i = -1; i < R; i++) { /* one warm pass */
         ops_sync();
-        double t0 = gma_now(), c0 = cpu_now();
+        double t0 = gma_now(), c0 = bench_cpu_seconds();
         cross_forward(x, y, hq, hc, params, act, scr, o->B, M, M);
         cross_backward(x, dq, dc, dy, hq, hc, params, grads, act, scr, o->B, M, M);
         ops_sync();
-        if (i >= 0) t[i] = gma_now() - t0, tc[i] = cpu_now() - c0;
+        if (i >= 0) t[i] = gma_now() - t0, tc[i] = bench_cpu_seconds() - c0;
     }
     r.peak = mem_of(1) - base;
     bench_sort(t, R);
@@ -110,24 +89,16 @@ static XRes measure(const BenchOpts *o, int kind, int M) {
     return r;
 }
 
-/* on the CPU in a forked child, so that its high-water mark is the point's own */
+typedef struct XPoint { const BenchOpts *o; int kind, M; } XPoint;
+static void point_run(void *ctx, void *res) {
+    const XPoint *x = ctx;
+    *(XRes *)res = measure(x->o, x->kind, x->M);
+}
+/* in a forked child on the CPU, so that its high-water mark is the point's own */
 static XRes point(const BenchOpts *o, int kind, int M) {
-    if (bench_on_device()) return measure(o, kind, M);
-    XRes r = {0};
-    int fd[2];
-    if (pipe(fd) != 0) return r;
-    fflush(stdout);
-    pid_t pid = fork();
-    if (pid == 0) {
-        close(fd[0]);
-        r = measure(o, kind, M);
-        _exit(write(fd[1], &r, sizeof r) != sizeof r);
-    }
-    close(fd[1]);
-    if (read(fd[0], &r, sizeof r) != sizeof r) r.ok = 0;
-    close(fd[0]);
-    int st;
-    waitpid(pid, &st, 0);
+    XRes r;
+    XPoint x = {o, kind, M};
+    bench_in_child(point_run, &x, &r, sizeof r);
     return r;
 }
 

@@ -13,14 +13,6 @@
 #include "bench/bench_report.h"
 #include "nn/mixers/mixer.h"
 
-/* CPU seconds of this process, all threads (with --threads 1, the layer's own time even
- * when other processes share the cores) */
-static double cpu_seconds(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
-    return ts.tv_sec + 1e-9 * ts.tv_nsec;
-}
-
 /* a mixer layer with its buffers in backend memory: y doubles as dy's source */
 typedef struct Layer {
     ParamTable pt;
@@ -99,10 +91,10 @@ static void time_repeats(BenchMixResult *r, Layer *L, const MixerCtx *ctx, int r
     int R = GMA_MIN(repeat, 64);
     for (int i = -1; i < R; i++) {
         ops_sync();
-        double t0 = gma_now(), c0 = cpu_seconds();
+        double t0 = gma_now(), c0 = bench_cpu_seconds();
         layer_pass(L, ctx);
         ops_sync();
-        if (i >= 0) t[i] = gma_now() - t0, tc[i] = cpu_seconds() - c0;
+        if (i >= 0) t[i] = gma_now() - t0, tc[i] = bench_cpu_seconds() - c0;
     }
     bench_sort(t, R);
     bench_sort(tc, R);
@@ -133,24 +125,16 @@ static BenchMixResult mixer_measure(const BenchOpts *o, BenchProf *p, const char
     return r;
 }
 
-/* on the CPU in a forked child, so that its high-water mark is the point's own */
+typedef struct MixPoint { const BenchOpts *o; BenchProf *p; const char *name; int N; } MixPoint;
+static void point_run(void *ctx, void *res) {
+    const MixPoint *x = ctx;
+    *(BenchMixResult *)res = mixer_measure(x->o, x->p, x->name, x->N);
+}
+/* in a forked child on the CPU, so that its high-water mark is the point's own */
 static BenchMixResult run_point(const BenchOpts *o, BenchProf *p, const char *name, int N) {
-    if (bench_on_device()) return mixer_measure(o, p, name, N);
-    BenchMixResult r = {0};
-    int fd[2];
-    if (pipe(fd) != 0) return r;
-    fflush(stdout);
-    pid_t pid = fork();
-    if (pid == 0) {
-        close(fd[0]);
-        r = mixer_measure(o, p, name, N);
-        _exit(write(fd[1], &r, sizeof r) != sizeof r);
-    }
-    close(fd[1]);
-    if (read(fd[0], &r, sizeof r) != sizeof r) r.ok = 0;
-    close(fd[0]);
-    int st;
-    waitpid(pid, &st, 0);
+    BenchMixResult r;
+    MixPoint x = {o, p, name, N};
+    bench_in_child(point_run, &x, &r, sizeof r);
     return r;
 }
 
