@@ -11,11 +11,11 @@
 #                 sizes, for a GPU
 #   --mixers LIST among sdpa gma16 gma64 gma256 linear performer mamba hybrid (default all;
 #                 gmaK: gma with Kc = K; hybrid: layers sdpa then gma with Kc 64)
-#   --widths LIST model.d_model values (paper 64 128 256; small 32 64 128)
+#   --widths LIST model.d_model values, run in this order (paper 64 128 256; small 64 32)
 #   --lrs LIST    train.lr values (paper 1e-4 4.6e-4 2.2e-3 1e-2, Zoology's logspace(-4, -2, 4);
 #                 small 2.2e-3 1e-2)
 #   --steps N     train.steps of every run (paper 22500: 32 epochs of Zoology's 180,000
-#                 training examples in batches of 256; small 1000 of 32)
+#                 training examples in batches of 256; small 1500 of 64)
 #   --threads N   threads of every run (paper 2; small 1)
 #   --jobs N      runs at once (paper 1; small 2: two runs of one thread use 2 cores better
 #                 than one of two threads at these sizes)
@@ -30,11 +30,13 @@
 # 256 and tests on (64, 4), (64, 8), (64, 16), (128, 32), (256, 64), (512, 128), reported per
 # length (64 the mean of its three); small: vocabulary 256 (8192 costs about 8 times as much
 # a step here: the output head over every position), trains on length 64 with 4
-# pairs in batches of 32 for 1000 steps and tests at 64 and 128 (4 and 8 pairs, 500 examples
-# each), widths 32 64 128: 48 runs, two at a time, sized to about an hour of 2 free cores by
-# the CPU time of a step of each run (docs/mqar.md, "Profiles").
-# The runs go width by width (every mixer at the smallest width first), so a sweep stopped
-# part way has every mixer at the widths it reached.
+# pairs in batches of 64 for 1500 steps (96,000 examples: the budget at which sdpa learns the
+# lookup at width 64) and tests at 64 and 128 (4 and 8 pairs, 1000 examples each), widths 64
+# and 32: 32 runs, two at a time (width 128 and up are the paper profile's: docs/mqar.md,
+# "Profiles", gives the CPU time of a step of each run).
+# The runs go width by width in the order given and, within a width, learning rate by
+# learning rate (every mixer at the first lr before any at the second), so a sweep stopped
+# part way has every mixer at the (width, lr) pairs it reached.
 # A run already done in DIR (its row.json there) is not trained again; DIR/results.json is
 # written after every run, so a sweep stopped part way still has its table.
 # Writes DIR/<mixer>-d<width>-lr<lr>/ (the run, test_<N>.json, row.json), DIR/results.json
@@ -178,9 +180,9 @@ case "$profile" in
     data="$data --set data.mqar_lengths=64,128,256,256,256 --set data.mqar_pairs=4,8,16,32,64"
     data="$data --set data.mqar_test_lengths=64,64,64,128,256,512 --set data.mqar_test_pairs=4,8,16,32,64,128"
     tests="64 128 256 512"; test_max=512; vocab=8192;;
-  small) : "${widths:=32 64 128}" "${lrs:=2.2e-3 1e-2}" "${steps:=1000}" "${threads:=1}" "${jobs:=2}"
-    data="--set data.mqar_vocab=256 --set train.batch_size=32 --set train.seq_len=64 --set model.max_seq_len=128"
-    data="$data --set train.eval_every=500 --set data.mqar_valid=128 --set data.mqar_test=500"
+  small) : "${widths:=64 32}" "${lrs:=2.2e-3 1e-2}" "${steps:=1500}" "${threads:=1}" "${jobs:=2}"
+    data="--set data.mqar_vocab=256 --set train.batch_size=64 --set train.seq_len=64 --set model.max_seq_len=128"
+    data="$data --set train.eval_every=500 --set data.mqar_valid=128 --set data.mqar_test=1000"
     data="$data --set data.mqar_lengths=64 --set data.mqar_pairs=4"
     data="$data --set data.mqar_test_lengths=64,128 --set data.mqar_test_pairs=4,8"
     tests="64 128"; test_max=128; vocab=256;;
@@ -204,7 +206,7 @@ runline() { # MIXER WIDTH LR RUN: the gmatrain command of one run
 BIN=bin; case "$device" in *cuda*) BIN=bin/cuda;; esac
 if [ $dry = 1 ]; then
   echo "# $n runs, profile $profile, vocabulary $vocab, tests at lengths $tests (gmaeval --data test --seq-len N each)"
-  for w in $widths; do for m in $mixers; do for lr in $lrs; do runline "$m" "$w" "$lr" "$out/$m-d$w-lr$lr"; done; done; done
+  for w in $widths; do for lr in $lrs; do for m in $mixers; do runline "$m" "$w" "$lr" "$out/$m-d$w-lr$lr"; done; done; done
   exit 0
 fi
 if [ $collect = 1 ]; then
@@ -252,7 +254,7 @@ one_run() {
   write_results
 }
 k=0; failed=0
-[ $collect = 1 ] || for w in $widths; do for m in $mixers; do for lr in $lrs; do
+[ $collect = 1 ] || for w in $widths; do for lr in $lrs; do for m in $mixers; do
   run="$out/$m-d$w-lr$lr"; k=$((k + 1))
   if [ -f "$run/row.json" ]; then echo "[$k/$n] mqar $m width $w lr $lr: done before ($run/row.json)" >&2; continue; fi
   if [ "$jobs" = 1 ]; then one_run $k "$m" "$w" "$lr" || exit 1; continue; fi

@@ -97,17 +97,20 @@ want='| mixer | width | best lr | state bytes | acc@64 | acc@128 | mean |
   && grep -q "^8192 0.1875$" "$tmp/mqt/mqar_state.dat" && ok "reproduce_mqar.sh --table: plot data written, plots skipped without gnuplot" \
   || bad "reproduce_mqar.sh --table: '$out', width data '$(cat "$tmp/mqt/mqar_width.dat" 2>&1 | paste -sd' ' -)'"
 
-# 3c. reproduce_mqar.sh's small profile: the dry run (48 runs at vocabulary 256, width by
-# width: every mixer at width 32 before the first at 64); a bad --set
+# 3c. reproduce_mqar.sh's small profile: the dry run (32 runs at vocabulary 256, 1,500 steps
+# of 64, width 64 before 32 and within a width every mixer at lr 2.2e-3 before the first at
+# 1e-2); a bad --set
 # refused in one line; a tiny run of two mixers (3 steps, 16 test examples) writes a row per
 # run, the state bytes of docs/mqar.md and results.json; a second call trains nothing again;
 # --collect over a wider grid trains nothing and the MQAR section of write_results.sh lists
 # the runs not done, and replaces its own section of a page, keeping the rest
 out=$(scripts/reproduce_mqar.sh --dry-run 2>&1); rc=$?
-[ $rc -eq 0 ] && [ "$(printf '%s\n' "$out" | grep -c '^bin/gmatrain ')" = 48 ] && [[ "$out" == *"vocabulary 256, tests at lengths 64 128"* ]] \
-  && [[ "$out" == *"--set data.mqar_vocab=256 "* ]] \
-  && [[ "$(printf '%s\n' "$out" | grep '^bin/gmatrain ' | sed -n '16p;17p' | sed 's/.*--out [^ ]*\/\([^ ]*\) .*/\1/' | paste -sd' ' -)" = "hybrid-d32-lr1e-2 sdpa-d64-lr2.2e-3" ]] \
-  && ok "reproduce_mqar.sh --dry-run (small): 48 runs at vocabulary 256, width by width" \
+[ $rc -eq 0 ] && [ "$(printf '%s\n' "$out" | grep -c '^bin/gmatrain ')" = 32 ] && [[ "$out" == *"vocabulary 256, tests at lengths 64 128"* ]] \
+  && [[ "$out" == *"--set data.mqar_vocab=256 "* ]] && [[ "$out" == *"--set train.steps=1500 "* ]] \
+  && [[ "$out" == *"--set train.batch_size=64 "* ]] && [[ "$out" == *"--set data.mqar_test=1000 "* ]] \
+  && [[ "$(printf '%s\n' "$out" | grep '^bin/gmatrain ' | sed -n '1p;8p;9p;16p;17p' | sed 's/.*--out [^ ]*\/\([^ ]*\) .*/\1/' | paste -sd' ' -)" \
+     = "sdpa-d64-lr2.2e-3 hybrid-d64-lr2.2e-3 sdpa-d64-lr1e-2 hybrid-d64-lr1e-2 sdpa-d32-lr2.2e-3" ]] \
+  && ok "reproduce_mqar.sh --dry-run (small): 32 runs at vocabulary 256, width 64 first, lr by lr" \
   || bad "reproduce_mqar.sh --dry-run (small): exit $rc, '$(printf '%s\n' "$out" | head -2)'"
 out=$(scripts/reproduce_mqar.sh --dry-run --set data.mqar_vocab 2>&1); rc=$?
 [ $rc -eq 2 ] && [ "$(printf '%s\n' "$out" | wc -l)" = 1 ] && [[ "$out" == *"--set: 'data.mqar_vocab' is not KEY=VALUE"* ]] \
