@@ -322,10 +322,12 @@ static double rt_loss(void *p) {
                              c->shared);
     return gc_dot(c->gamma, c->r, (size_t)c->B * c->H * c->N * c->Kc);
 }
-static void route_case(int shared) {
+/* B N rows per head; more than 256 per parameter set (B N, or B H N shared) take the
+ * parameters prepared for the call instead of the cache of decoding's few-row calls */
+static void route_case(int shared, int B, int N, const char *s) {
     Rng rng;
-    rng_seed(&rng, 9 + shared);
-    RtCtx c = {.B = 2, .H = 2, .N = 3, .d = 4, .Kc = 3, .shared = shared};
+    rng_seed(&rng, 9 + shared + N);
+    RtCtx c = {.B = B, .H = 2, .N = N, .d = N > 3 ? 2 : 4, .Kc = 3, .shared = shared};
     int Hp = shared ? 1 : c.H;
     size_t nx = (size_t)c.B * c.H * c.N * c.d, np = (size_t)Hp * c.Kc * c.d, ng = (size_t)c.B * c.H * c.N * c.Kc;
     c.x = gc_random(nx, &rng, 1);
@@ -344,7 +346,6 @@ static void route_case(int shared) {
     real *dpr = xcalloc(Hp * c.Kc, sizeof(real));
     g_ops->gma_route_backward(dx, dmu, dvar, dpr, c.r, c.gamma, c.x, c.mu, c.var, c.prior, c.B, c.H, c.N, c.d, c.Kc,
                               0.8, 1e-4, shared);
-    const char *s = shared ? "gma route shared" : "gma route";
     gc_assert_grad(s, "dx", rt_loss, &c, c.x, dx, nx);
     gc_assert_grad(s, "dmu", rt_loss, &c, c.mu, dmu, np);
     gc_assert_grad(s, "dvar_raw", rt_loss, &c, c.var, dvar, np);
@@ -368,9 +369,13 @@ static void route_case(int shared) {
     for (int k = 0; k < c.Kc; k++) z += exp(l[k] - mx);
     for (int k = 0; k < c.Kc; k++) ck_assert(fabs(exp(l[k] - mx) / z - c.gamma[row * c.Kc + k]) < 1e-12);
 }
-START_TEST(test_route) { route_case(0); }
+START_TEST(test_route) { route_case(0, 2, 3, "gma route"); }
 END_TEST
-START_TEST(test_route_shared) { route_case(1); }
+START_TEST(test_route_shared) { route_case(1, 2, 3, "gma route shared"); }
+END_TEST
+START_TEST(test_route_many_rows) { route_case(0, 1, 300, "gma route, 300 rows"); }
+END_TEST
+START_TEST(test_route_shared_many_rows) { route_case(1, 2, 70, "gma route shared, 280 rows"); }
 END_TEST
 
 Suite *make_suite(void) {
@@ -390,6 +395,8 @@ Suite *make_suite(void) {
     tcase_add_test(tc, test_linmix_causal_one_chunk);
     tcase_add_test(tc, test_route);
     tcase_add_test(tc, test_route_shared);
+    tcase_add_test(tc, test_route_many_rows);
+    tcase_add_test(tc, test_route_shared_many_rows);
     suite_add_tcase(s, tc);
     return s;
 }

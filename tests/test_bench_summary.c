@@ -125,7 +125,8 @@ START_TEST(test_summary_table) {
 END_TEST
 
 /* a row's label is the model's model.mixer list where --set replaces the mixer; gmabench
- * model's rows carry their peak and planned memory, and one step only past --max-seconds;
+ * model's rows carry their peak and planned memory, one step only past --max-seconds and the
+ * plan alone past --max-mem-gib;
  * plot_scaling.sh tabulates and plots mixer and model rows against N */
 START_TEST(test_labels_memory_scaling) {
     const char *d = tu_tmpdir();
@@ -160,6 +161,22 @@ START_TEST(test_labels_memory_scaling) {
         cJSON_Delete(j);
         free(x);
     }
+    /* a row whose plan passes --max-mem-gib: the plan alone, no step, no dropout row */
+    ck_assert_msg(run("bin/gmabench model --mixers sdpa " SHAPE " --T 32 --B 2 --steps 1 --max-mem-gib 1e-6 "
+                      "--json %s/mm.json", d) == 0, "%s", g_out);
+    ck_assert_msg(strstr(g_out, "sdpa       skipped: memory (planned "), "%s", g_out);
+    snprintf(p, sizeof p, "%s/mm.json", d);
+    x = gma_read_file(p, NULL);
+    j = cJSON_Parse(x);
+    cJSON *mr = cJSON_GetObjectItem(j, "model");
+    ck_assert_int_eq(cJSON_GetArraySize(mr), 1);
+    cJSON *m0 = cJSON_GetArrayItem(mr, 0);
+    ck_assert_str_eq(cJSON_GetStringValue(cJSON_GetObjectItem(m0, "skipped")), "skipped: memory");
+    ck_assert(cJSON_GetNumberValue(cJSON_GetObjectItem(m0, "planned_mib")) >
+              cJSON_GetNumberValue(cJSON_GetObjectItem(m0, "params_grads_moments_mib")));
+    ck_assert_ptr_null(cJSON_GetObjectItem(m0, "step_ms"));
+    cJSON_Delete(j);
+    free(x);
     /* decode: a row past --max-seconds skips the mixer's later M */
     ck_assert_int_eq(run("bin/gmabench decode --mixers gma " SHAPE " --T 16 --samples 1,3 --repeat 1 --max-seconds 0 "
                          "--json %s/de0.json", d), 0);

@@ -101,6 +101,23 @@ static double model_row_here(const BenchOpts *o, BenchProf *p, cJSON *arr, const
     ops_mem_reset_peak();
     double base = bench_mem_now();
     if (bench_causal_model(o, t, o->B, &m, drop) != 0) return 0;
+    MemPlan plan;
+    model_memory_plan(&m, o->B, o->T, &plan);
+    if (plan.params + plan.acts > o->max_mem_gib * 1073741824.0) { /* as gmabench cross: the plan alone */
+        printf("%-10s skipped: memory (planned %.1f MiB, parameters, gradients and moments %.1f MiB; --max-mem-gib %g)\n",
+               label, (plan.params + plan.acts) / 1048576.0, plan.params / 1048576.0, o->max_mem_gib);
+        cJSON *row = cJSON_CreateObject();
+        cJSON_AddStringToObject(row, "mixer", label);
+        cJSON_AddNumberToObject(row, "dropout", drop);
+        cJSON_AddNumberToObject(row, "T", o->T);
+        cJSON_AddNumberToObject(row, "B", o->B);
+        cJSON_AddNumberToObject(row, "planned_mib", (plan.params + plan.acts) / 1048576.0);
+        cJSON_AddNumberToObject(row, "params_grads_moments_mib", plan.params / 1048576.0);
+        cJSON_AddStringToObject(row, "skipped", "skipped: memory");
+        cJSON_AddItemToArray(arr, row);
+        model_free(&m);
+        return 0;
+    }
     int whole = bench_mem_reset_peak() != 0; /* from here: the steps' high-water mark */
     int n = o->B * o->T;
     int32_t *tok = xmalloc(sizeof(int32_t) * n), *tgt = xmalloc(sizeof(int32_t) * n);
@@ -114,8 +131,6 @@ static double model_row_here(const BenchOpts *o, BenchProf *p, cJSON *arr, const
     if (S > 0) summarise(p, &r, S, &res);
     else res.med = res.tmin = res.tmax = r.times[0];
     res.peak = bench_mem_peak() - base;
-    MemPlan plan;
-    model_memory_plan(&m, o->B, o->T, &plan);
     res.plan = plan.params + plan.acts, res.pmem = plan.params, res.peak_whole = whole;
     cJSON *row = bench_report_model_row(arr, o, &res);
     if (o->shapes && time_all) bench_report_shapes(row, p, S);
@@ -156,7 +171,7 @@ static double model_row(const BenchOpts *o, BenchProf *p, cJSON *arr, const char
     close(fd[0]);
     int st = 0;
     if (pid > 0) waitpid(pid, &st, 0);
-    cJSON *row = ms > 0 ? cJSON_Parse(buf) : NULL;
+    cJSON *row = len > 0 ? cJSON_Parse(buf) : NULL; /* a row skipped for memory: ms 0 */
     if (row && cJSON_IsObject(row)) cJSON_AddItemToArray(arr, row);
     else cJSON_Delete(row);
     free(buf);

@@ -15,9 +15,11 @@
 static inline real softplus(real s) { return s > 20 ? s : rlog1p(rexp(s)); }
 static inline real sigmoid(real s) { return 1 / (1 + rexp(-s)); }
 
-/* P, M [Hp,Kc,d], cst [Hp,Kc] for the Hp parameter sets */
-static void prep(real *P, real *M, real *cst, const real *mu, const real *var_raw, const real *prior, int Hp, int d,
-                 int Kc, real var_floor) {
+/* W [Hp,Kc,2d] = [M | P] and cst [Hp,Kc] for the Hp parameter sets: W is the backward's
+ * operand as it stands and the forward's against [x | -x*x/2] (the halving is exact, so
+ * either side may carry it) */
+static void prep(real *W, real *cst, const real *mu, const real *var_raw, const real *prior, int Hp, int d, int Kc,
+                 real var_floor) {
     for (int h = 0; h < Hp; h++) {
         const real *a = prior + (size_t)h * Kc;
         real mx = -INFINITY;
@@ -27,12 +29,13 @@ static void prep(real *P, real *M, real *cst, const real *mu, const real *var_ra
         real lse = mx + (real)log(s);
         for (int k = 0; k < Kc; k++) {
             size_t o = ((size_t)h * Kc + k) * d;
+            real *w = W + 2 * o;
             double c = 0;
             for (int e = 0; e < d; e++) {
                 real s2 = softplus(var_raw[o + e]) + var_floor;
                 real p = 1 / s2;
-                P[o + e] = p;
-                M[o + e] = mu[o + e] * p;
+                w[d + e] = p;
+                w[e] = mu[o + e] * p;
                 c += mu[o + e] * mu[o + e] * p + log(s2);
             }
             cst[(size_t)h * Kc + k] = a[k] - lse - (real)(0.5 * c);
@@ -40,32 +43,24 @@ static void prep(real *P, real *M, real *cst, const real *mu, const real *var_ra
     }
 }
 
-/* W [Kc, 2d] = [M | a P] of one parameter set */
-static void cat_params(real *restrict W, const real *restrict Mh, const real *restrict Ph, int Kc, int d, real a) {
-    for (int k = 0; k < Kc; k++) {
-        const real *m = Mh + (size_t)k * d, *p = Ph + (size_t)k * d;
-        real *o = W + (size_t)k * 2 * d;
-        for (int e = 0; e < d; e++) o[e] = m[e], o[d + e] = a * p[e];
-    }
-}
-
-/* prep's results for the last PREP_CACHE parameter sets (a set per GMA layer). Incremental
- * decoding routes one token at a time, and recomputing P, M and cst (a softplus and a log
- * per entry) would cost more than the routing itself. An entry keeps a copy of the mu,
+/* prep's results for the last PREP_CACHE parameter sets (a set per GMA layer), for calls that
+ * route few rows per set (prep_params). Incremental decoding routes one token at a time, and
+ * recomputing P, M and cst (a softplus and a log per entry) would cost more than the routing
+ * itself. An entry keeps a copy of the mu,
  * var_raw and prior it was made from and is reused only when they are equal byte for byte
  * (memcmp, at cache bandwidth: no hash to collide, no writer to be told), together with the
  * sizes and var_floor; so any in-place update of the parameters (an optimiser step, a
  * checkpoint load, k-means init, a finite-difference probe) makes it miss. A miss takes
  * the entry last made from the same mu pointer (the same layer's parameters, changed by a
  * step) before any other, so that training keeps one entry per GMA layer, not PREP_CACHE
- * stale ones (32 x 386 KB at D 256, H 4, Kc 64, that the memory plan does not count). */
+ * stale ones (32 x 258 KB at D 256, H 4, Kc 64, that the memory plan does not count). */
 #define PREP_CACHE 32
 typedef struct PrepEntry {
     int dims[3];
     real var_floor;
     size_t n, cap;
     const real *src; /* the mu it was made from (an address, never read through) */
-    real *buf;       /* P, M, cst (n), the copy of mu, var_raw, prior (n), the forward's W (route_w) */
+    real *buf;       /* W, cst (n), the copy of mu, var_raw, prior (n) */
 } PrepEntry;
 static PrepEntry g_prep[PREP_CACHE];
 static int g_prep_next, g_prep_last;
@@ -94,7 +89,7 @@ static const real *prep_cached(const real *mu, const real *var_raw, const real *
     if (slot < 0) slot = g_prep_next, g_prep_next = (g_prep_next + 1) % PREP_CACHE;
     PrepEntry *e = &g_prep[g_prep_last = slot];
     e->src = mu;
-    size_t need = 2 * n + 2 * nkd;
+    size_t need = 2 * n;
     if (e->cap < need) e->buf = xrealloc(e->buf, sizeof(real) * need), e->cap = need;
     e->n = n;
     memcpy(e->dims, dims, sizeof dims);
@@ -103,40 +98,47 @@ static const real *prep_cached(const real *mu, const real *var_raw, const real *
     memcpy(c, mu, sizeof(real) * nkd);
     memcpy(c + nkd, var_raw, sizeof(real) * nkd);
     memcpy(c + 2 * nkd, prior, sizeof(real) * (size_t)Hp * Kc);
-    prep(e->buf, e->buf + nkd, e->buf + 2 * nkd, mu, var_raw, prior, Hp, d, Kc, var_floor);
-    for (int h = 0; h < Hp; h++) {
-        size_t o = (size_t)h * Kc * d;
-        cat_params(e->buf + 2 * n + 2 * o, e->buf + nkd + o, e->buf + o, Kc, d, (real)-0.5);
-    }
+    prep(e->buf, e->buf + 2 * nkd, mu, var_raw, prior, Hp, d, Kc, var_floor);
     return e->buf;
-}
-/* the forward's W [Hp, Kc, 2d] = [M | -P/2] per parameter set, kept with prep_cached's result */
-static const real *route_w(const real *P, int Hp, int d, int Kc) {
-    size_t nkd = (size_t)Hp * Kc * d;
-    return P + 2 * (2 * nkd + (size_t)Hp * Kc);
 }
 
 /* rows of a (batch, head) block routed together: [x | x*x] and the backward's buffers of
  * that many rows stay in cache */
-#define ROUTE_ROWS 256
+#define ROUTE_ROWS 64
 
-/* Xc [N, 2d] = [x | x*x] of N rows: the one matrix operand of the forward
- * product and of the backward's parameter product */
-static void cat_x_x2(real *restrict Xc, const real *restrict x, int N, int d) {
+/* W and cst (prep) for a call routing rows rows per parameter set. Up to PREP_CACHE_ROWS
+ * (incremental decoding: B rows of one position) from prep_cached; more (training, prefill)
+ * prepared again into the calling thread's workspace slot 2, which every layer shares: the
+ * routing's B H N Kc 2d multiply-adds per set then outweigh prep's Hp Kc d softplus and log,
+ * and the memory is one set's (129 KB at D 256, H 4, Kc 64) instead of one cache entry per
+ * layer (258 KB each) outside the memory plan. Slot 2 is free here: the loops below take
+ * slot 0 per thread and the backward slot 1. */
+#define PREP_CACHE_ROWS 256
+static const real *prep_params(const real *mu, const real *var_raw, const real *prior, int Hp, int d, int Kc,
+                               real var_floor, size_t rows) {
+    if (rows <= PREP_CACHE_ROWS) return prep_cached(mu, var_raw, prior, Hp, d, Kc, var_floor);
+    size_t nkd = (size_t)Hp * Kc * d;
+    real *buf = cpu_workspace(2, 2 * nkd + (size_t)Hp * Kc);
+    prep(buf, buf + 2 * nkd, mu, var_raw, prior, Hp, d, Kc, var_floor);
+    return buf;
+}
+
+/* Xc [N, 2d] = [x | a x*x] of N rows: the one matrix operand of the forward
+ * product (a = -1/2) and of the backward's parameter product (a = 1) */
+static void cat_x_x2(real *restrict Xc, const real *restrict x, int N, int d, real a) {
     for (int i = 0; i < N; i++) {
         const real *xi = x + (size_t)i * d;
         real *o = Xc + (size_t)i * 2 * d;
 #pragma omp simd
-        for (int e = 0; e < d; e++) o[e] = xi[e], o[d + e] = xi[e] * xi[e];
+        for (int e = 0; e < d; e++) o[e] = xi[e], o[d + e] = a * (xi[e] * xi[e]);
     }
 }
-
-/* L rows x (row i at x + i xs) routed to out [L, Kc]: l = [x | x*x] W^T / tau + c (one product
- * with inner size 2d; c = cst / tau), then each row's softmax (vectorised exp). Xc holds L
- * rows of [x | x*x]. */
+/* L rows x (row i at x + i xs) routed to out [L, Kc]: l = [x | -x*x/2] W^T / tau + c (one
+ * product with inner size 2d; W = [M | P], c = cst / tau), then each row's softmax
+ * (vectorised exp). Xc holds L rows of [x | -x*x/2]. */
 static void route_rows(real *out, const real *x, size_t xs, int L, const real *W, const real *c, int d, int Kc,
                        real itau, real *Xc) {
-    for (int i = 0; i < L; i++) cat_x_x2(Xc + (size_t)i * 2 * d, x + (size_t)i * xs, 1, d);
+    for (int i = 0; i < L; i++) cat_x_x2(Xc + (size_t)i * 2 * d, x + (size_t)i * xs, 1, d, (real)-0.5);
     cpu_matmul(out, Xc, W, L, Kc, 2 * d, 0, 1, itau, 0);
     for (int i = 0; i < L; i++) {
         real *row = out + (size_t)i * Kc;
@@ -152,14 +154,14 @@ static void route_rows(real *out, const real *x, size_t xs, int L, const real *W
     }
 }
 
-/* l(x) = [x | x*x] [M | -P/2]^T + cst, gamma = softmax(l / tau): each (batch, head) pair's
+/* l(x) = [x | -x*x/2] [M | P]^T + cst, gamma = softmax(l / tau): each (batch, head) pair's
  * rows in blocks of ROUTE_ROWS, or, for one position per sequence (incremental decoding of
  * B > 1 sequences), each head's B rows in one block */
 void cpu_gma_route_forward(real *gamma, const real *x, const real *mu, const real *var_raw, const real *prior, int B,
                            int H, int N, int d, int Kc, real tau, real var_floor, int shared) {
     int Hp = shared ? 1 : H;
-    const real *P = prep_cached(mu, var_raw, prior, Hp, d, Kc, var_floor), *cst = P + 2 * (size_t)Hp * Kc * d,
-               *Wf = route_w(P, Hp, d, Kc);
+    const real *Wf = prep_params(mu, var_raw, prior, Hp, d, Kc, var_floor, (size_t)B * N * (shared ? H : 1)),
+               *cst = Wf + 2 * (size_t)Hp * Kc * d;
     real itau = 1 / tau;
     int by_head = N == 1 && B > 1, groups = by_head ? H : B * H;
 #pragma omp parallel for schedule(static) if (PAR_WORTH((size_t)B * (size_t)H * (size_t)N * (size_t)Kc * (size_t)d))
@@ -192,7 +194,7 @@ void cpu_gma_route_backward(real *dx, real *dmu, real *dvar_raw, real *dprior, c
     int Hp = shared ? 1 : H;
     size_t per = (size_t)Kc * (2 * d + 1); /* [dM | dQ] and dcst of one (batch, head) pair */
     real *acc = cpu_workspace(1, (size_t)B * H * per);
-    const real *P = prep_cached(mu, var_raw, prior, Hp, d, Kc, var_floor), *M = P + (size_t)Hp * Kc * d;
+    const real *Wf = prep_params(mu, var_raw, prior, Hp, d, Kc, var_floor, (size_t)B * N * (shared ? H : 1));
     real itau = 1 / tau;
 #pragma omp parallel for schedule(static) if (PAR_WORTH((size_t)B * (size_t)H * (size_t)N * (size_t)Kc * (size_t)d))
     for (int bh = 0; bh < B * H; bh++) {
@@ -200,10 +202,9 @@ void cpu_gma_route_backward(real *dx, real *dmu, real *dvar_raw, real *dprior, c
         const real *xb = x + (size_t)bh * N * d, *g = gamma + (size_t)bh * N * Kc, *dg = dgamma + (size_t)bh * N * Kc;
         real *dxb = dx + (size_t)bh * N * d;
         int R = GMA_MIN(N, ROUTE_ROWS);
-        real *W = cpu_workspace(0, (size_t)Kc * 2 * d + (size_t)R * (Kc + 4 * d));
-        real *dl = W + (size_t)Kc * 2 * d, *Xc = dl + (size_t)R * Kc, *t = Xc + (size_t)R * 2 * d;
+        real *dl = cpu_workspace(0, (size_t)R * (Kc + 4 * d)), *Xc = dl + (size_t)R * Kc, *t = Xc + (size_t)R * 2 * d;
+        const real *W = Wf + (size_t)hp * Kc * 2 * d;
         real *dG = acc + (size_t)bh * per, *dc = dG + (size_t)Kc * 2 * d;
-        cat_params(W, M + (size_t)hp * Kc * d, P + (size_t)hp * Kc * d, Kc, d, 1);
         for (int k = 0; k < Kc; k++) dc[k] = 0;
         for (int i0 = 0; i0 < N; i0 += R) { /* blocks of rows: the work buffers stay in cache */
             int L = GMA_MIN(R, N - i0);
@@ -220,7 +221,7 @@ void cpu_gma_route_backward(real *dx, real *dmu, real *dvar_raw, real *dprior, c
                 }
             }
             const real *xr = xb + (size_t)i0 * d;
-            cat_x_x2(Xc, xr, L, d);
+            cat_x_x2(Xc, xr, L, d, 1);
             cpu_matmul(t, dl, W, L, 2 * d, Kc, 0, 0, 1, 0);
             for (int i = 0; i < L; i++) {
                 const real *ti = t + (size_t)i * 2 * d, *xi = xr + (size_t)i * d;
@@ -252,7 +253,7 @@ void cpu_gma_route_backward(real *dx, real *dmu, real *dvar_raw, real *dprior, c
             const real *dMk = dG + (size_t)k * 2 * d, *dQk = dMk + d;
             for (int e = 0; e < d; e++) {
                 size_t o = ((size_t)hp * Kc + k) * d + e;
-                real p = P[o], m = mu[o]; /* P = 1 / sigma2, as prep computed it */
+                real p = Wf[2 * (o - e) + d + e], m = mu[o]; /* P = 1 / sigma2, as prep computed it */
                 dmu[o] += dMk[e] * p - dc[k] * m * p;
                 real dPt = (real)-0.5 * dQk[e] + dMk[e] * m - (real)0.5 * dc[k] * m * m;
                 real ds2 = -dPt * p * p - (real)0.5 * dc[k] * p; /* sigma2 = softplus(var_raw) + floor */
