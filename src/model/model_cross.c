@@ -9,6 +9,15 @@
 #define XP(i) PT_PTR(params, x->pt, (i))
 #define XG(i) PT_PTR(grads, x->pt, (i))
 
+/* a LayerNorm's weight (ones) and bias (zeros), named PREFIX.weight and PREFIX.bias */
+static void ln_params(ParamTable *pt, const char *prefix, int D, int *w, int *b) {
+    char name[160];
+    snprintf(name, sizeof name, "%s.weight", prefix);
+    *w = pt_add1(pt, name, D, INIT_ONE, 0, GROUP_NORM);
+    snprintf(name, sizeof name, "%s.bias", prefix);
+    *b = pt_add1(pt, name, D, INIT_ZERO, 0, GROUP_BIAS);
+}
+
 XModel *xmodel_build(const Config *c, ParamTable *pt, int D, int L) {
     const CrossCfg *cc = cross_cfg(c);
     if (cc->mixer == CROSS_NONE) return NULL;
@@ -24,21 +33,16 @@ XModel *xmodel_build(const Config *c, ParamTable *pt, int D, int L) {
     char name[128];
     for (int l = 0; l < x->E; l++) {
         XEnc *e = &x->enc[l];
-        snprintf(name, sizeof name, "cross.enc.%d.ln.weight", l);
-        e->lnw = pt_add1(pt, name, D, INIT_ONE, 0, GROUP_NORM);
-        snprintf(name, sizeof name, "cross.enc.%d.ln.bias", l);
-        e->lnb = pt_add1(pt, name, D, INIT_ZERO, 0, GROUP_BIAS);
+        snprintf(name, sizeof name, "cross.enc.%d.ln", l);
+        ln_params(pt, name, D, &e->lnw, &e->lnb);
         snprintf(name, sizeof name, "cross.enc.%d.attn", l);
         e->att = cross_create(c, x->kind, cc->n_components, pt, name);
     }
-    x->lnfw = pt_add1(pt, "cross.enc.ln_f.weight", D, INIT_ONE, 0, GROUP_NORM);
-    x->lnfb = pt_add1(pt, "cross.enc.ln_f.bias", D, INIT_ZERO, 0, GROUP_BIAS);
+    ln_params(pt, "cross.enc.ln_f", D, &x->lnfw, &x->lnfb);
     for (int l = 0; l < x->L; l++) {
         XDec *d = &x->dec[l];
-        snprintf(name, sizeof name, "blocks.%d.ln3.weight", l);
-        d->lnw = pt_add1(pt, name, D, INIT_ONE, 0, GROUP_NORM);
-        snprintf(name, sizeof name, "blocks.%d.ln3.bias", l);
-        d->lnb = pt_add1(pt, name, D, INIT_ZERO, 0, GROUP_BIAS);
+        snprintf(name, sizeof name, "blocks.%d.ln3", l);
+        ln_params(pt, name, D, &d->lnw, &d->lnb);
         snprintf(name, sizeof name, "blocks.%d.cross", l);
         d->att = cross_create(c, x->kind, cc->n_components, pt, name);
     }

@@ -388,7 +388,6 @@ const MixerVT mixer_auto = {
     .causal_ok = 1,
     .bidir_ok = 1,
     .attn_dropout_why = "switches to its gma path, which has no attention probabilities to drop",
-    .config = &auto_section,
     .validate = auto_validate,
     .create = auto_create,
     .init = auto_init,
