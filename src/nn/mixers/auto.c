@@ -192,15 +192,13 @@ static double auto_fused_flops(const Mixer *m, int B, int N, int causal) {
     return s->vt->fused_flops(s, B, N, causal);
 }
 
-/* sum (a - b)^2 and sum b^2 over n reals (backend memory) */
-static void gap_sums(const real *a, const real *b, size_t n, double *dd, double *bb) {
-    real *ha = xmalloc(sizeof(real) * 2 * n), *hb = ha + n;
-    g_ops->to_host(ha, a, sizeof(real) * n);
-    g_ops->to_host(hb, b, sizeof(real) * n);
-    double s = 0, r = 0;
-    for (size_t i = 0; i < n; i++) s += ((double)ha[i] - hb[i]) * ((double)ha[i] - hb[i]), r += (double)hb[i] * hb[i];
-    free(ha);
-    *dd = s, *bb = r;
+/* sum (a - b)^2 and sum b^2 over n reals of backend memory, reduced on the backend
+ * (tmp: n reals of scratch), so a distilled step copies nothing to the host */
+static void gap_sums(const real *a, const real *b, real *tmp, size_t n, double *dd, double *bb) {
+    g_ops->copy(tmp, a, sizeof(real) * n);
+    g_ops->axpy(tmp, -1, b, n);
+    *dd = g_ops->sumsq(tmp, n);
+    *bb = g_ops->sumsq(b, n);
 }
 
 /* both paths on the shared projections; y from the path N takes */
@@ -227,7 +225,7 @@ static void forward_both(Mixer *m, const MixerCtx *c, real *y, const real *h, co
         tgt = p->target;
     }
     double dd, bb;
-    gap_sums(k.ohg, tgt, n, &dd, &bb);
+    gap_sums(k.ohg, tgt, scratch, n, &dd, &bb); /* scratch is free after the output projection */
     p->den = bb > 0 ? bb : 1;
     p->dist = dd / p->den;
     if (p->probe) p->gap_sq += dd, p->ref_sq += bb, p->gap_n += (double)n;

@@ -81,7 +81,10 @@ Cross *cross_create(const Config *c, int kind, int Kc, ParamTable *pt, const cha
     return x;
 }
 
-void cross_destroy(Cross *x) { free(x); }
+void cross_destroy(Cross *x) {
+    if (x && x->kb_row) g_ops->free(x->kb_row);
+    free(x);
+}
 
 static size_t rows_l(int N, int M) { return (size_t)GMA_MAX(N, M); }
 
@@ -170,13 +173,19 @@ static void route(const Cross *x, real *gamma, const real *xh, const real *param
 
 static real attn_scale(const Cross *x) { return (real)(1.0 / sqrt((double)x->m.d)); }
 
-/* kbias [B,L]: 0 for the M context rows, -inf past them */
-static void ctx_bias(real *kb, int B, int M, int L) {
-    uint8_t *mask = xmalloc((size_t)B * L);
-    for (int b = 0; b < B; b++)
-        for (int j = 0; j < L; j++) mask[(size_t)b * L + j] = j < M;
-    key_bias(kb, mask, B, L);
-    free(mask);
+/* kbias [B,L]: 0 for the M context rows, -inf past them; the row is built once for each
+ * (M, L) a layer meets and copied to every sequence on the backend */
+static void ctx_bias(Cross *x, real *kb, int B, int M, int L) {
+    if (!x->kb_row || x->kb_M != M || x->kb_L != L) {
+        uint8_t *mask = xmalloc((size_t)L);
+        for (int j = 0; j < L; j++) mask[j] = j < M;
+        if (x->kb_row) g_ops->free(x->kb_row);
+        x->kb_row = g_ops->alloc(sizeof(real) * (size_t)L);
+        key_bias(x->kb_row, mask, 1, L);
+        free(mask);
+        x->kb_M = M, x->kb_L = L;
+    }
+    for (int b = 0; b < B; b++) g_ops->copy(kb + (size_t)b * L, x->kb_row, sizeof(real) * (size_t)L);
 }
 
 void cross_forward(Cross *x, real *y, const real *hq, const real *hc, const real *params, real *act, real *scratch,
@@ -196,7 +205,7 @@ void cross_forward(Cross *x, real *y, const real *hq, const real *hc, const real
         route(x, gk, a.kh, params, B, M, L);
         g_ops->linmix_forward(a.oh, a.den, state, gq, gk, a.vh, B * H, L, x->Kc, d, 0, 1, x->eps);
     } else {
-        if (M < L) ctx_bias(a.kb, B, M, L);
+        if (M < L) ctx_bias(x, a.kb, B, M, L);
         g_ops->attn_forward(a.oh, a.den, a.qh, a.kh, a.vh, M < L ? a.kb : NULL, B, H, L, d, 0, attn_scale(x), NULL);
     }
     const real *oh = a.oh;

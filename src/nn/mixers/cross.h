@@ -40,6 +40,8 @@ typedef struct Cross {
     int kind;            /* CROSS_GMA | CROSS_SDPA */
     int Kc;              /* GMA components per head */
     real tau, var_floor, eps;
+    real *kb_row;        /* sdpa: one row of the context's key bias (0 below kb_M, -inf to kb_L), backend memory */
+    int kb_M, kb_L;
 } Cross;
 
 /* A cross layer of `kind` with Kc components (GMA) under prefix: the projections as
