@@ -257,30 +257,73 @@ START_TEST(test_decode_sdpa) {
 END_TEST
 
 /* ---- the encoder-decoder (model/model_cross.h) ---- */
-static Config model_cfg(const char *self, const char *kind) {
+static Config model_cfg_sets(const char *self, const char *kind, const char *extra) {
     Config c = tu_tiny_config(self);
-    char buf[160];
-    snprintf(buf, sizeof buf, "cross.mixer=%s;cross.ctx_len=3;cross.enc_layers=2;cross.n_components=3;train.seq_len=7",
-             kind);
+    char buf[256];
+    snprintf(buf, sizeof buf,
+             "cross.mixer=%s;cross.ctx_len=3;cross.enc_layers=2;cross.n_components=3;train.seq_len=7%s%s", kind,
+             extra ? ";" : "", extra ? extra : "");
     tu_apply_sets(&c, buf);
     return c;
 }
+static Config model_cfg(const char *self, const char *kind) { return model_cfg_sets(self, kind, NULL); }
 
 /* every parameter of the model (embeddings, encoder, decoder blocks with their cross
  * sub-layers, the head) against central differences of the mean loss over the 2 x 4
  * query rows of a 2 x 7 window (gradcheck.h GcModel) */
-static void model_grad_case(const char *self, const char *kind) {
-    Config cfg = model_cfg(self, kind);
+static void model_grad_sets(const char *self, const char *kind, const char *extra) {
+    Config cfg = model_cfg_sets(self, kind, extra);
     GcModel c;
     gc_model_setup(&c, &cfg);
     ck_assert(c.m.x != NULL);
-    char name[64];
-    snprintf(name, sizeof name, "cross model %s + %s", self, kind);
+    char name[96];
+    snprintf(name, sizeof name, "cross model %s + %s%s%s", self, kind, extra ? ", " : "", extra ? extra : "");
     gc_model_check(&c, name, name);
 }
+static void model_grad_case(const char *self, const char *kind) { model_grad_sets(self, kind, NULL); }
 START_TEST(test_model_gma) { model_grad_case("gma", "gma"); }
 END_TEST
 START_TEST(test_model_sdpa) { model_grad_case("sdpa", "sdpa"); }
+END_TEST
+/* a causal encoder (cross.enc_causal); GMA's scan in chunks of 2 over the 3 context rows */
+START_TEST(test_model_gma_enc_causal) { model_grad_sets("gma", "gma", "cross.enc_causal=true;gma.chunk=2"); }
+END_TEST
+START_TEST(test_model_sdpa_enc_causal) { model_grad_sets("sdpa", "sdpa", "cross.enc_causal=true"); }
+END_TEST
+
+/* cross.enc_causal: the encoded context row j depends on context tokens 0..j only (and on
+ * all of them without it): the last context token changed, rows 0..M-2 stay bit for bit */
+static void enc_causal_case(const char *kind, int causal) {
+    Config cfg = model_cfg_sets("sdpa", kind, causal ? "cross.enc_causal=true" : NULL);
+    GcModel c;
+    gc_model_setup(&c, &cfg);
+    XModel *x = c.m.x;
+    int M = x->M, D = x->D;
+    LossStats st;
+    ck_assert_int_eq(model_forward(&c.m, c.tok, c.tgt, 2, 7, NULL, 0, &st, 1, 0), 0);
+    real *before = malloc(sizeof(real) * (size_t)M * D);
+    memcpy(before, x->ctx, sizeof(real) * (size_t)M * D);
+    c.tok[M - 1] = (c.tok[M - 1] + 1) % 11;
+    ck_assert_int_eq(model_forward(&c.m, c.tok, c.tgt, 2, 7, NULL, 0, &st, 1, 0), 0);
+    double moved_early = 0, moved_last = 0;
+    for (int i = 0; i < M; i++)
+        for (int k = 0; k < D; k++) {
+            double dlt = fabs((double)x->ctx[(size_t)i * D + k] - before[(size_t)i * D + k]);
+            if (i < M - 1) moved_early = fmax(moved_early, dlt);
+            else moved_last = fmax(moved_last, dlt);
+        }
+    ck_assert_msg(moved_last > 1e-6, "%s: the changed row did not move (%g)", kind, moved_last);
+    if (causal) ck_assert_msg(moved_early == 0, "%s causal encoder: earlier rows moved by %g", kind, moved_early);
+    else ck_assert_msg(moved_early > 1e-9, "%s bidirectional encoder: earlier rows did not move", kind);
+    free(before);
+    model_free(&c.m);
+}
+START_TEST(test_enc_causal_rows) {
+    enc_causal_case("gma", 1);
+    enc_causal_case("sdpa", 1);
+    enc_causal_case("gma", 0);
+    enc_causal_case("sdpa", 0);
+}
 END_TEST
 
 /* the context's targets are not scored; the query rows' are */
@@ -410,6 +453,9 @@ Suite *make_suite(void) {
     tcase_set_timeout(tm, 300);
     tcase_add_test(tm, test_model_gma);
     tcase_add_test(tm, test_model_sdpa);
+    tcase_add_test(tm, test_model_gma_enc_causal);
+    tcase_add_test(tm, test_model_sdpa_enc_causal);
+    tcase_add_test(tm, test_enc_causal_rows);
     tcase_add_test(tm, test_model_scores_queries);
     tcase_add_test(tm, test_model_decode_gma);
     tcase_add_test(tm, test_model_decode_sdpa);

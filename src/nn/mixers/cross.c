@@ -22,15 +22,18 @@ enum { XP_MU = AP_N, XP_VAR, XP_PRIOR };
 static const CfgKey g_keys[] = {
     {"mixer", CFGT_ENUM, O(mixer), 0, "none", 0, 0, CROSS_KINDS,
      "Cross-attention (docs/model.md 3.8): none = a plain decoder over the window; gma or sdpa = the first cross.ctx_len "
-     "positions are a context, encoded by cross.enc_layers bidirectional blocks and read by a cross sub-layer in every "
+     "positions are a context, encoded by cross.enc_layers blocks (bidirectional; causal with cross.enc_causal) and read by a cross sub-layer in every "
      "decoder block; the decoder runs over the other positions."},
     {"n_components", CFGT_INT, O(n_components), 0, "16", 1, 65536, NULL,
      "Components per head Kc of the GMA cross layers and of the GMA encoder's layers (cross.mixer gma)."},
     {"enc_layers", CFGT_INT, O(enc_layers), 0, "1", 0, CFG_MAX_LAYERS, NULL,
-     "Blocks of the context encoder (LayerNorm, bidirectional self-attention of kind cross.mixer, residual; 0 = the "
-     "context's embeddings and a LayerNorm)."},
+     "Blocks of the context encoder (LayerNorm, self-attention of kind cross.mixer, bidirectional unless cross.enc_causal, "
+     "residual; 0 = the context's embeddings and a LayerNorm)."},
     {"ctx_len", CFGT_INT, O(ctx_len), 0, "0", 0, 1 << 24, NULL,
      "Positions of the context at the start of the window (cross.mixer gma or sdpa; data.source xmqar: data.xmqar_ctx)."},
+    {"enc_causal", CFGT_BOOL, O(enc_causal), 0, "false", 0, 0, NULL,
+     "The context encoder's self-attention causal (each context row reads the rows before it) instead of bidirectional; "
+     "the cross sub-layers still read the whole context."},
 };
 #undef O
 
@@ -66,6 +69,7 @@ Cross *cross_create(const Config *c, int kind, int Kc, ParamTable *pt, const cha
     x->tau = 1;
     x->var_floor = (real)1e-4;
     x->eps = (real)linear_core_cfg(c)->eps;
+    x->chunk = linear_core_cfg(c)->chunk;
     attn_proj_add(m, c, pt, prefix);
     for (int i = XP_MU; i <= XP_PRIOR; i++) m->p[i] = -1;
     if (kind == CROSS_GMA) {
@@ -95,7 +99,8 @@ size_t cross_act_size(const Cross *x, int B, int N, int M) {
 
 size_t cross_scratch_size(const Cross *x, int B, int N, int M) {
     size_t L = rows_l(N, M), hs = (size_t)B * L * x->m.D, BH = (size_t)B * x->m.H;
-    size_t gs = BH * L * x->Kc, st = BH * ((size_t)x->Kc * x->m.d + x->Kc);
+    size_t nch = x->causal ? (L + x->chunk - 1) / x->chunk : 1;
+    size_t gs = BH * L * x->Kc, st = BH * nch * ((size_t)x->Kc * x->m.d + x->Kc);
     if (x->kind == CROSS_SDPA) return 6 * hs;
     return GMA_MAX(2 * hs + 2 * gs + st, 6 * hs + 4 * gs);
 }
@@ -203,10 +208,12 @@ void cross_forward(Cross *x, real *y, const real *hq, const real *hc, const real
         real *gq = t2 + hs, *gk = gq + gs, *state = gk + gs;
         route(x, gq, a.qh, params, B, N, L);
         route(x, gk, a.kh, params, B, M, L);
-        g_ops->linmix_forward(a.oh, a.den, state, gq, gk, a.vh, B * H, L, x->Kc, d, 0, 1, x->eps);
+        g_ops->linmix_forward(a.oh, a.den, state, gq, gk, a.vh, B * H, L, x->Kc, d, x->causal, x->causal ? x->chunk : 1,
+                              x->eps);
     } else {
         if (M < L) ctx_bias(x, a.kb, B, M, L);
-        g_ops->attn_forward(a.oh, a.den, a.qh, a.kh, a.vh, M < L ? a.kb : NULL, B, H, L, d, 0, attn_scale(x), NULL);
+        g_ops->attn_forward(a.oh, a.den, a.qh, a.kh, a.vh, M < L ? a.kb : NULL, B, H, L, d, x->causal, attn_scale(x),
+                            NULL);
     }
     const real *oh = a.oh;
     if (N < L) {
@@ -240,7 +247,8 @@ void cross_backward(Cross *x, real *dhq, real *dhc, const real *dy, const real *
         route(x, gq, a.qh, params, B, N, L);
         route(x, gk, a.kh, params, B, M, L);
         g_ops->zero(dgq, sizeof(real) * 2 * gs);
-        g_ops->linmix_backward(dgq, dgk, dv, doh, a.oh, a.den, NULL, gq, gk, a.vh, BH, L, x->Kc, d, 0, 1);
+        g_ops->linmix_backward(dgq, dgk, dv, doh, a.oh, a.den, NULL, gq, gk, a.vh, BH, L, x->Kc, d, x->causal,
+                               x->causal ? x->chunk : 1);
         /* padded rows: no responsibility, so no gradient (their dgamma set to 0) */
         heads_zero_tail(dgq, BH, N, L, x->Kc);
         heads_zero_tail(dgk, BH, M, L, x->Kc);
@@ -251,8 +259,8 @@ void cross_backward(Cross *x, real *dhq, real *dhc, const real *dy, const real *
         g_ops->gma_route_backward(dk, rg[0], rg[1], rg[2], dgk, gk, a.kh, rp[0], rp[1], rp[2], B, H, L, d, x->Kc,
                                   x->tau, x->var_floor, 0);
     } else
-        g_ops->attn_backward(dq, dk, dv, doh, a.oh, a.den, a.qh, a.kh, a.vh, M < L ? a.kb : NULL, B, H, L, d, 0,
-                             attn_scale(x), NULL);
+        g_ops->attn_backward(dq, dk, dv, doh, a.oh, a.den, a.qh, a.kh, a.vh, M < L ? a.kb : NULL, B, H, L, d,
+                             x->causal, attn_scale(x), NULL);
     proj_heads_backward(m, dhq, grads, dq, hq, params, 0, B, N, L, t1, t2);
     proj_heads_backward(m, dhc, grads, dk, hc, params, 1, B, M, L, t1, t2);
     proj_heads_backward(m, dhc, grads, dv, hc, params, 2, B, M, L, t1, t2);

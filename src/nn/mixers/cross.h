@@ -31,6 +31,7 @@ typedef struct CrossCfg {
     int n_components; /* Kc of the GMA cross layers and encoder layers */
     int enc_layers;   /* the context encoder's blocks */
     int ctx_len;      /* M: the window's first M positions are the context */
+    int enc_causal;   /* the encoder's self-attention causal (a prefix decoder) instead of bidirectional */
 } CrossCfg;
 extern const CfgSection cross_cfg_section;
 const CrossCfg *cross_cfg(const Config *c);
@@ -40,6 +41,8 @@ typedef struct Cross {
     int kind;            /* CROSS_GMA | CROSS_SDPA */
     int Kc;              /* GMA components per head */
     real tau, var_floor, eps;
+    int causal;          /* self-attention of one sequence (N = M, hq = hc) with a causal mask; 0 for cross layers */
+    int chunk;           /* GMA's causal scan chunk (gma.chunk) */
     real *kb_row;        /* sdpa: one row of the context's key bias (0 below kb_M, -inf to kb_L), backend memory */
     int kb_M, kb_L;
 } Cross;
