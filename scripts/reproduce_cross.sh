@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
 # reproduce_cross.sh: the cross-attention measurements of docs/results.md ("## Cross-attention").
-#   scripts/reproduce_cross.sh run [--out DIR] [--steps N] [--threads N] [--seed S] [--set k=v]...
+#   scripts/reproduce_cross.sh run [--out DIR] [--kinds LIST] [--steps N] [--threads N] [--seed S] [--set k=v]...
 #       trains configs/xmqar_{gma,sdpa,none}.json (cross.mixer gma, sdpa, and a plain decoder
-#       over the whole window; nice -n 10, the three at once) on the cross-sequence MQAR task
-#       (data.source xmqar, docs/cross.md), each --set applied to all three, into
-#       DIR/{gma,sdpa,none} (DIR default runs/cross), then `collect`.
+#       over the whole window; nice -n 10, all at once) on the cross-sequence MQAR task
+#       (data.source xmqar, docs/cross.md), each --set applied to all, into DIR/KIND (DIR
+#       default runs/cross), then `collect`. --kinds (default "gma sdpa none") among gma,
+#       sdpa, none, gma_causal and sdpa_causal (the last two: cross.enc_causal true, a
+#       causal encoder).
 #   scripts/reproduce_cross.sh bench [--out DIR] [--seq 1K,...,64K] [gmabench options]
 #       bin/gmabench cross --threads 1 --repeat 1 --max-seconds 400 --json DIR/bench.json.
 #   scripts/reproduce_cross.sh collect DIR [--command TEXT]...
@@ -28,10 +30,11 @@ out=runs/cross
 # an option's value: exit 2 with one line when it is missing
 need() { [ "$#" -ge 2 ] || { echo "scripts/reproduce_cross.sh: $1 needs a value (see --help)" >&2; exit 2; }; }
 if [ "$cmd" = run ]; then
-  steps="" threads=1 seed="" sets=()
+  steps="" threads=1 seed="" sets=() kinds="gma sdpa none"
   while [ $# -gt 0 ]; do
     case "$1" in
       --out) need "$@"; out=$2; shift 2;;
+      --kinds) need "$@"; kinds=$2; shift 2;;
       --steps) need "$@"; steps=$2; shift 2;;
       --threads) need "$@"; threads=$2; shift 2;;
       --seed) need "$@"; seed=$2; shift 2;;
@@ -41,13 +44,17 @@ if [ "$cmd" = run ]; then
   done
   [ -n "$steps" ] && sets+=(--set "train.steps=$steps")
   [ -n "$seed" ] && sets+=(--set "seed=$seed")
+  for k in $kinds; do
+    case "$k" in gma|sdpa|none|gma_causal|sdpa_causal) ;; *) echo "$0: run: --kinds: unknown kind '$k' (gma sdpa none gma_causal sdpa_causal)" >&2; exit 2;; esac
+  done
   mkdir -p "$out"
-  for k in gma sdpa none; do
-    nice -n 10 bin/gmatrain --config "configs/xmqar_$k.json" "${sets[@]}" --out "$out/$k" --threads "$threads" --quiet \
-      > "$out/$k.log" 2>&1 &
+  for k in $kinds; do
+    extra=(); [ "${k%_causal}" != "$k" ] && extra=(--set cross.enc_causal=true)
+    nice -n 10 bin/gmatrain --config "configs/xmqar_${k%_causal}.json" "${sets[@]}" "${extra[@]}" --out "$out/$k" \
+      --threads "$threads" --quiet > "$out/$k.log" 2>&1 &
   done
   wait
-  exec "$0" collect "$out" --command "scripts/reproduce_cross.sh run --out $out --threads $threads ${sets[*]}"
+  exec "$0" collect "$out" --command "scripts/reproduce_cross.sh run --out $out --kinds '$kinds' --threads $threads ${sets[*]}"
 fi
 if [ "$cmd" = bench ]; then
   args=()
@@ -65,6 +72,8 @@ import json, os, platform, sys, time
 
 ME = "scripts/reproduce_cross.sh"
 HEAD = "## Cross-attention"
+KINDS = ("gma", "sdpa", "gma_causal", "sdpa_causal", "none")
+LABEL = {"none": "none (decoder over the window)", "gma_causal": "gma, causal encoder", "sdpa_causal": "sdpa, causal encoder"}
 
 def die(msg, code=1):
     sys.stderr.write(ME + ": " + msg + "\n")
@@ -82,7 +91,7 @@ def collect(args):
         if args[i] == "--command": commands.append(value(args, i)); i += 2
         else: die("collect: unknown argument " + args[i])
     runs = []
-    for k in ("gma", "sdpa", "none"):
+    for k in KINDS:
         mpath = os.path.join(d, k, "metrics.jsonl")
         if not os.path.exists(mpath): continue
         valid, test, last = [], None, None
@@ -130,7 +139,7 @@ def section(results, notes):
         for c in res["commands"]:
             if "gmabench" not in c: L.append("Command: `%s`" % c)
         L += ["", "Task: vocabulary %s, %s pairs in a context of %s tokens, %d queries after it (window %s); model width %s, %s decoder layers"
-              " (self mixer %s, %s), %s encoder layer(s), cross Kc %s; batch %s, lr %s, %s steps, seed %s (one seed). Chance: 1/%s pairs"
+              " (self mixer %s, %s), %s encoder layer(s) (bidirectional unless the row says causal), cross Kc %s; batch %s, lr %s, %s steps, seed %s (one seed). Chance: 1/%s pairs"
               " = %.3f for a model that answers some value of the context."
               % (dx.get("xmqar_vocab"), dx.get("xmqar_pairs"), dx.get("xmqar_ctx"), tr["seq_len"] - dx.get("xmqar_ctx", 0), tr["seq_len"],
                  mo["d_model"], mo["n_layers"], mo["mixer"], "MLP" if mo["mlp"] else "no MLP", (c0["cross"] or {}).get("enc_layers"),
@@ -143,7 +152,7 @@ def section(results, notes):
             va = {v["step"]: v["acc"] for v in r["valid"]}
             t = r["test"] or {}
             ran = "%d of %d (stopped; test by gmaeval)" % (r["stopped_at"], r["steps"]) if r.get("stopped_at") else str(r["steps"])
-            L.append("| %s | %s | %s | %s | %s | %s |" % (r["kind"] if r["kind"] != "none" else "none (decoder over the window)",
+            L.append("| %s | %s | %s | %s | %s | %s |" % (LABEL.get(r["kind"], r["kind"]),
                      " | ".join(fmt(va.get(s)) for s in steps), fmt(t.get("acc")), fmt(t.get("loss")), ran,
                      fmt(r["elapsed_s"] / 60 if r["elapsed_s"] else None, 1)))
         L.append("")

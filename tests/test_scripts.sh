@@ -49,7 +49,7 @@ check_data_parallel.sh:--bin --device --out --way --steps
 gpu_check.sh:--out --bin --precisions --mixers --extra
 migrate.sh:--teacher --data --steps-per-phase --out --name --seed --lr --threads --set --distill-weight --distill-temperature --bench-seq --gate-ppl-phase1 --gate-ppl-phase2 --phase2-against --gate-bench-phase3 --gate-util --phases
 reproduce_migration.sh:--sotu --steps --steps-per-phase --seeds --eval-speeches --threads --bench-seq --out --phases
-reproduce_cross.sh run:--out --steps --threads --seed --set
+reproduce_cross.sh run:--out --kinds --steps --threads --seed --set
 reproduce_cross.sh write R.json:--out --note
 reproduce_cross.sh collect DIR:--command
 EOF
@@ -289,6 +289,21 @@ if scripts/reproduce_cross.sh collect "$tmp/xc" --command "cmd one" > /dev/null 
 else
   bad "reproduce_cross.sh collect/write failed"
 fi
+# a causal-encoder run (folder sdpa_causal) is collected and labelled as such; an unknown kind refused
+mkdir -p "$tmp/xc/sdpa_causal"
+sed 's/"mixer":"gma"/"mixer":"sdpa"/' "$tmp/xc/gma/config.json" > "$tmp/xc/sdpa_causal/config.json"
+printf '%s\n' '{"step":20,"split":"valid","loss":0.5,"acc":0.875}' '{"step":20,"split":"test","loss":0.25,"acc":0.9375}' \
+  > "$tmp/xc/sdpa_causal/metrics.jsonl"
+if scripts/reproduce_cross.sh collect "$tmp/xc" > /dev/null 2>&1 &&
+   scripts/reproduce_cross.sh write "$tmp/xc/results.json" --out "$tmp/xc/page3.md" > /dev/null 2>&1 &&
+   grep -q '^| sdpa, causal encoder | n/a | 0.875 | 0.938 | 0.250 | 20 | n/a |$' "$tmp/xc/page3.md"; then
+  ok "reproduce_cross.sh collect + write: a causal-encoder run is its own labelled row"
+else
+  bad "reproduce_cross.sh causal row: '$(cat "$tmp/xc/page3.md" 2>&1)'"
+fi
+out=$(scripts/reproduce_cross.sh run --kinds "gma bogus" --out "$tmp/xc2" 2>&1); rc=$?
+[ $rc -eq 2 ] && [[ "$out" == *"unknown kind 'bogus'"* ]] && [ ! -d "$tmp/xc2" ] && ok "reproduce_cross.sh run --kinds: an unknown kind refused before any run" \
+  || bad "run --kinds bogus: exit $rc, '$out'"
 out=$(scripts/reproduce_cross.sh write "$tmp/xc/none.json" --out "$tmp/xc/p2.md" 2>&1); rc=$?
 [ $rc -eq 1 ] && [[ "$out" == *"none.json"* ]] && ok "reproduce_cross.sh write: a missing file named" || bad "write missing: exit $rc, '$out'"
 [ $fail -eq 0 ] && echo "scripts: ok"
