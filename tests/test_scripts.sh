@@ -4,7 +4,8 @@
 # and one line naming the option (need_value of lib_reproduce.sh). 2. A dry run of ListOps
 # alone makes ListOps' stand-in data and no other task's. 3. The LRA table's rows in percent
 # beside the paper's percent; reproduce_mqar.sh's dry run and its table of the best learning
-# rate per point from tests/fixtures/mqar_results.json; its small profile, a tiny run and the
+# rate per point from tests/fixtures/mqar_results.json; --seeds (3b': its dry run and refusals, the
+# table and section over two seeds of tests/fixtures/mqar_seeds_results.json); its small profile, a tiny run and the
 # MQAR section of write_results.sh (3c); reproduce_longctx.sh's dry run, refusals, its table
 # over seeds from tests/fixtures/longctx_results.json and its section in docs/results.md (3d). 4. reproduce_small.sh on a tiny corpus given by --sotu, in a
 # copy of the tree's layout (scripts, bin, configs linked): without a corpus one line and
@@ -35,7 +36,7 @@ reproduce_routing.sh:--sotu --steps --threads --variants --monitor-every
 reproduce_future.sh:--sotu --data --steps --warmup --threads --variants --set
 plot_k.sh:--out
 write_future_results.sh:--out --note --part
-reproduce_mqar.sh:--profile --mixers --widths --lrs --steps --threads --jobs --device --set --out --table
+reproduce_mqar.sh:--profile --mixers --widths --lrs --seeds --steps --threads --jobs --device --set --out --table
 reproduce_longctx.sh:--profile --mixers --tasks --pos --steps --seeds --threads --device --sotu --out --table
 reproduce_wikitext.sh:--profile --data --mixers --steps --device
 lra_dry_run.sh:--steps --dry-batch --tasks --mixers --data --device --threads --set --from
