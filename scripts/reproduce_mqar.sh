@@ -5,7 +5,8 @@
 # per (mixer, width) is the point reported, as Zoology reports the best of its sweep.
 #   scripts/reproduce_mqar.sh [--profile small|paper] [--mixers LIST] [--widths LIST]
 #                             [--lrs LIST] [--steps N] [--threads N] [--jobs N] [--device D]
-#                             [--set KEY=VALUE]... [--out DIR] [--dry-run] [--collect]
+#                             [--seeds LIST] [--set KEY=VALUE]... [--out DIR] [--dry-run]
+#                             [--collect]
 #   scripts/reproduce_mqar.sh --table RESULTS.json   (the table and plots again from it)
 #   --profile P   small (default): a sweep sized for 2 CPU cores (below); paper: Zoology's
 #                 sizes, for a GPU
@@ -19,10 +20,19 @@
 #   --threads N   threads of every run (paper 2; small 1)
 #   --jobs N      runs at once (paper 1; small 2: two runs of one thread use 2 cores better
 #                 than one of two threads at these sizes)
+#   --seeds LIST  the config's seed of the runs (default 1): the weights' initialisation,
+#                 dropout, and the generated train, valid and test examples all change with
+#                 it. The first seed of LIST runs the whole grid; each further seed S runs,
+#                 for each (mixer, width), only the best learning rate of the first seed (the
+#                 choice is made once, on the first seed, as Zoology picks it from its sweep),
+#                 after the first seed's grid is done, in DIR/<mixer>-d<width>-lr<lr>-s<S>/
+#                 (seed 1's runs keep the names without -s1). The best row of each point is
+#                 then the mean over the seeds run at that lr, with its min and max
 #   --set K=V     a config key for every run, after the profile's (repeatable; e.g.
 #                 data.mqar_test=64 for fewer test examples)
 #   --out DIR     where the runs and results go (default runs/mqar)
-#   --dry-run     print the runs (one gmatrain line each) and exit
+#   --dry-run     print the first seed's runs (one gmatrain line each), and how many the
+#                 other seeds add once the first seed's best lr is known, and exit
 #   --collect     train nothing: DIR/results.json and the table from the runs of the grid
 #                 already done in DIR (the points not run are listed as such)
 # Profiles (data.* keys of docs/mqar.md): paper: vocabulary 8192, Zoology's mixed lengths:
@@ -39,9 +49,13 @@
 # part way has every mixer at the (width, lr) pairs it reached.
 # A run already done in DIR (its row.json there) is not trained again; DIR/results.json is
 # written after every run, so a sweep stopped part way still has its table.
-# Writes DIR/<mixer>-d<width>-lr<lr>/ (the run, test_<N>.json, row.json), DIR/results.json
-# (the grid, every run done, and the best per point), DIR/results.md (the table of the best:
-# accuracy per test length against width and against the mixer's recurrent state in bytes),
+# Writes DIR/<mixer>-d<width>-lr<lr>/ (seed 1; -s<S> added for any other seed: the run,
+# test_<N>.json, row.json with its "seed"; a row without "seed" is seed 1), DIR/results.json
+# (the grid, the seeds, every run done, and the best per point: its accuracies the mean over
+# the seeds run at the first seed's best lr, "seeds" their number, "acc_min"/"acc_max" and
+# "mean_acc_min"/"mean_acc_max" the spread over them), DIR/results.md (the table of the best:
+# accuracy per test length, "mean (min-max)" where more than one seed ran, and the seeds,
+# against width and against the mixer's recurrent state in bytes),
 # DIR/mqar_width.dat, DIR/mqar_state.dat, DIR/mqar.gp and, with gnuplot, DIR/mqar_width.png,
 # DIR/mqar_state.png. State bytes (fp32, one sequence, both layers; docs/mqar.md): sdpa its
 # key-value cache 2 N d a layer at the longest test length N; gma Kc (d + 1) a head (the
@@ -50,15 +64,16 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . scripts/lib_reproduce.sh
-profile=small; mixers=""; widths=""; lrs=""; steps=""; threads=""; jobs=""; device=""; out=runs/mqar; dry=0; collect=0; table=""; user_sets=""
+profile=small; mixers=""; widths=""; lrs=""; seeds=1; steps=""; threads=""; jobs=""; device=""; out=runs/mqar; dry=0; collect=0; table=""; user_sets=""
 all="sdpa gma16 gma64 gma256 linear performer mamba hybrid"
-usage="[--profile small|paper] [--mixers LIST] [--widths LIST] [--lrs LIST] [--steps N] [--threads N] [--jobs N] [--device D] [--set K=V]... [--out DIR] [--dry-run] [--collect] | --table RESULTS.json"
+usage="[--profile small|paper] [--mixers LIST] [--widths LIST] [--lrs LIST] [--seeds LIST] [--steps N] [--threads N] [--jobs N] [--device D] [--set K=V]... [--out DIR] [--dry-run] [--collect] | --table RESULTS.json"
 while [ $# -gt 0 ]; do
   case "$1" in
     --profile) need_value "$@"; profile="$2"; shift 2;;
     --mixers) need_value "$@"; mixers="$2"; shift 2;;
     --widths) need_value "$@"; widths="$2"; shift 2;;
     --lrs) need_value "$@"; lrs="$2"; shift 2;;
+    --seeds) need_value "$@"; seeds="$2"; shift 2;;
     --steps) need_value "$@"; steps="$2"; shift 2;;
     --threads) need_value "$@"; threads="$2"; shift 2;;
     --jobs) need_value "$@"; jobs="$2"; shift 2;;
@@ -102,19 +117,55 @@ mixer_sets() {
   esac
 }
 
-# pick_best: of the run rows on stdin (one JSON object a line, as results.json's "runs"),
-# the best learning rate of each (mixer, width): the highest mean accuracy over the test
-# lengths (the first on a tie), in the order the points first appear
-pick_best() {
-  awk '{ m = $0; sub(/.*"mixer": "/, "", m); sub(/".*/, "", m); w = $0; sub(/.*"width": /, "", w); sub(/,.*/, "", w)
-    a = $0; sub(/.*"mean_acc": /, "", a); sub(/,.*/, "", a); key = m " " w; sub(/,$/, "")
-    if (!(key in b) || a + 0 > b[key] + 0) { b[key] = a; row[key] = $0 } if (!(key in seen)) { seen[key] = 1; order[++n] = key } }
-    END { for (i = 1; i <= n; i++) print row[order[i]] }'
+# best_rows FIRST: of the run rows on stdin (one JSON object a line, as results.json's
+# "runs"; a row without "seed" is seed 1), the best of each (mixer, width): the learning rate
+# of seed FIRST's rows with the highest mean accuracy over the test lengths (the first on a
+# tie), in the order the points first appear among them; its accuracies the mean over every
+# row of the point at that lr (each seed), "seeds" their number, "seed_list" the seeds, and
+# "acc_min", "acc_max", "mean_acc_min", "mean_acc_max" the spread over them
+best_rows() {
+  awk -v first="$1" '
+    function num(s, k) { if (!match(s, "\"" k "\": [-0-9.eE+]+")) return ""; s = substr(s, RSTART, RLENGTH); sub(/.*: /, "", s); return s }
+    function str(s, k) { if (!match(s, "\"" k "\": \"[^\"]*\"")) return ""; s = substr(s, RSTART, RLENGTH); sub(/.*: "/, "", s); sub(/"$/, "", s); return s }
+    # obj S K OUT TRACK: the numbers of the object "K": {...} of S into OUT by key (TRACK:
+    # the keys in order into keys[]), their count
+    function obj(s, k, out, track,   a, i, kv, parts, nk) { for (i in out) delete out[i]
+      if (!match(s, "\"" k "\": \\{[^}]*\\}")) return 0; a = substr(s, RSTART, RLENGTH)
+      sub(/^[^{]*\{/, "", a); sub(/\}$/, "", a); nk = split(a, parts, ", ")
+      for (i = 1; i <= nk; i++) { split(parts[i], kv, ": "); gsub(/"/, "", kv[1]); out[kv[1]] = kv[2]; if (track) keys[i] = kv[1] } return nk }
+    function list(s, a, i) { for (i = 1; i <= n_acc; i++) s = s (i > 1 ? ", " : "") sprintf("\"%s\": %.6g", keys[i], a[keys[i]]); return s }
+    { sub(/,$/, ""); row[NR] = $0; sd[NR] = num($0, "seed"); if (sd[NR] == "") sd[NR] = 1
+      key[NR] = str($0, "mixer") " " num($0, "width"); lr[NR] = num($0, "lr")
+      if (sd[NR] + 0 != first + 0) next
+      a = num($0, "mean_acc"); k = key[NR]
+      if (!(k in b) || a + 0 > b[k] + 0) { b[k] = a; br[k] = NR }
+      if (!(k in seen)) { seen[k] = 1; order[++n] = k } }
+    END {
+      for (q = 1; q <= n; q++) {
+        r0 = br[order[q]]; n_acc = obj(row[r0], "acc", acc0, 1); c = 0; sl = ""
+        for (i in sum) { delete sum[i]; delete lo[i]; delete hi[i] }
+        for (r = 1; r <= NR; r++) {
+          if (key[r] != order[q] || lr[r] + 0 != lr[r0] + 0) continue
+          obj(row[r], "acc", ac, 0); m = num(row[r], "mean_acc") + 0; c++; sl = sl (c > 1 ? ", " : "") sd[r]
+          for (i = 1; i <= n_acc; i++) { L = keys[i]; v = ac[L] + 0; sum[L] += v; if (c == 1 || v < lo[L]) lo[L] = v; if (c == 1 || v > hi[L]) hi[L] = v }
+          msum += m; if (c == 1 || m < mlo) mlo = m; if (c == 1 || m > mhi) mhi = m
+        }
+        for (i = 1; i <= n_acc; i++) mean[keys[i]] = sum[keys[i]] / c
+        printf "    {\"mixer\": \"%s\", \"width\": %s, \"lr\": %s, \"state_bytes\": %s, \"steps\": %s, \"seeds\": %d, \"seed_list\": [%s], ", \
+          str(row[r0], "mixer"), num(row[r0], "width"), lr[r0], num(row[r0], "state_bytes"), num(row[r0], "steps"), c, sl
+        printf "\"acc\": {%s}, \"acc_min\": {%s}, \"acc_max\": {%s}, ", list("", mean), list("", lo), list("", hi)
+        printf "\"mean_acc\": %.6g, \"mean_acc_min\": %.6g, \"mean_acc_max\": %.6g, \"run\": \"%s\"}\n", msum / c, mlo, mhi, str(row[r0], "run")
+        msum = 0
+      }
+    }'
 }
+# first_seed RESULTS: the first of RESULTS' "seeds" list (1 where it has none: written before
+# --seeds)
+first_seed() { local f; f=$(sed -n 's/.*"seeds": \[ *\([0-9][0-9]*\).*/\1/p' "$1" | head -1); echo "${f:-1}"; }
 
 # write_table RESULTS: DIR/results.md, the .dat files and mqar.gp beside RESULTS (and the
-# PNGs with gnuplot) from the best of its "runs" rows (pick_best), one a line as this script
-# writes them
+# PNGs with gnuplot) from the best of its "runs" rows (best_rows of its first seed), one a
+# line as this script writes them
 write_table() {
   local res="$1" dir
   dir=$(dirname "$res")
@@ -123,22 +174,27 @@ write_table() {
   awk -v md="$dir/results.md" -v wd="$dir/mqar_width.dat" -v sd="$dir/mqar_state.dat" '
     function num(k,   s) { if (!match($0, "\"" k "\": [-0-9.eE+]+")) return ""; s = substr($0, RSTART, RLENGTH); sub(/.*: /, "", s); return s }
     function str(k,   s) { if (!match($0, "\"" k "\": \"[^\"]*\"")) return ""; s = substr($0, RSTART, RLENGTH); sub(/.*: "/, "", s); sub(/"$/, "", s); return s }
+    function obj(k, tab, track,   a, i, kv, parts, nk) { if (!match($0, "\"" k "\": \{[^}]*\}")) return; a = substr($0, RSTART, RLENGTH)
+      sub(/^[^{]*\{/, "", a); sub(/\}$/, "", a); nk = split(a, parts, ", ")
+      for (i = 1; i <= nk; i++) { split(parts[i], kv, ": "); L = kv[1]; gsub(/"/, "", L); tab[n, L] = kv[2]
+        if (track && !(L in seen)) { seen[L] = 1; lens[++nl] = L } } }
+    # "mean (min-max)" over the seeds where more than one ran, else the mean alone
+    function cell(v, a, b, c) { return c > 1 ? sprintf("%.3f (%.3f-%.3f)", v, a, b) : sprintf("%.3f", v) }
     /"mixer"/ {
       n++; mix[n] = str("mixer"); w[n] = num("width"); lr[n] = num("lr"); sb[n] = num("state_bytes"); mean[n] = num("mean_acc")
-      a = $0; sub(/.*"acc": \{/, "", a); sub(/\}.*/, "", a)
-      k = split(a, parts, ", ")
-      for (i = 1; i <= k; i++) { split(parts[i], kv, ": "); L = kv[1]; gsub(/"/, "", L); acc[n, L] = kv[2]; if (!(L in seen)) { seen[L] = 1; lens[++nl] = L } }
+      ns[n] = num("seeds"); mlo[n] = num("mean_acc_min"); mhi[n] = num("mean_acc_max")
+      obj("acc", acc, 1); obj("acc_min", amin, 0); obj("acc_max", amax, 0)
     }
     END {
       if (n == 0) { print "no best rows" > "/dev/stderr"; exit 1 }
       for (i = 1; i < nl; i++) for (j = i + 1; j <= nl; j++) if (lens[j] + 0 < lens[i] + 0) { t = lens[i]; lens[i] = lens[j]; lens[j] = t }
       h = "| mixer | width | best lr | state bytes |"; s = "|---|---:|---:|---:|"
       for (i = 1; i <= nl; i++) { h = h " acc@" lens[i] " |"; s = s "---:|" }
-      print h " mean |" > md; print s "---:|" > md
+      print h " mean | seeds |" > md; print s "---:|---:|" > md
       for (r = 1; r <= n; r++) {
         line = "| " mix[r] " | " w[r] " | " lr[r] " | " sb[r] " |"
-        for (i = 1; i <= nl; i++) line = line " " (((r, lens[i]) in acc) ? sprintf("%.3f", acc[r, lens[i]]) : "-") " |"
-        print line " " sprintf("%.3f", mean[r]) " |" > md
+        for (i = 1; i <= nl; i++) line = line " " (((r, lens[i]) in acc) ? cell(acc[r, lens[i]], amin[r, lens[i]], amax[r, lens[i]], ns[r]) : "-") " |"
+        print line " " cell(mean[r], mlo[r], mhi[r], ns[r]) " | " ns[r] " |" > md
       }
       # one gnuplot data block per mixer (two blank lines between blocks), rows by width
       nm = 0
@@ -149,7 +205,7 @@ write_table() {
         printf "\n\n" > wd; printf "\n\n" > sd
       }
       print nm
-    }' <(sed -n '/"runs": \[/,/^ *\]/p' "$res" | grep '"mixer"' | pick_best) > "$dir/.mixers" || exit 1
+    }' <(sed -n '/"runs": \[/,/^ *\]/p' "$res" | grep '"mixer"' | best_rows "$(first_seed "$res")") > "$dir/.mixers" || exit 1
   local nm
   nm=$(cat "$dir/.mixers"); rm -f "$dir/.mixers"
   local names
@@ -197,16 +253,35 @@ for lr in $lrs; do
 done
 case "$user_sets" in *data.mqar_vocab=*) vocab=$(echo "$user_sets" | sed 's/.*data.mqar_vocab=\([0-9]*\).*/\1/');; esac
 
-n=$(( $(echo $mixers | wc -w) * $(echo $widths | wc -w) * $(echo $lrs | wc -w) ))
-runline() { # MIXER WIDTH LR RUN: the gmatrain command of one run
+# the seeds: positive integers (the config's seed is at most 2147483647), none twice; the
+# first runs the grid, the others (extra) the best lr of the first
+[ -n "$(echo $seeds)" ] || { echo "$0: --seeds must be a list of positive integers, not '$seeds'" >&2; exit 2; }
+for s in $seeds; do
+  positive_ints "seeds:$s"
+  [ ${#s} -le 10 ] && [ $((10#$s)) -le 2147483647 ] || { echo "$0: --seeds: '$s' is above 2147483647" >&2; exit 2; }
+done
+seeds=$(for s in $seeds; do echo $((10#$s)); done | paste -sd' ' -)
+twice=$(echo $seeds | tr ' ' '\n' | sort -n | uniq -d | head -1)
+[ -z "$twice" ] || { echo "$0: --seeds: seed $twice given twice" >&2; exit 2; }
+case "$user_sets" in *" --set seed="*) echo "$0: --set seed=...: give the seeds with --seeds" >&2; exit 2;; esac
+first=${seeds%% *}; extra=""; case "$seeds" in *" "*) extra=${seeds#* };; esac
+
+ngrid=$(( $(echo $mixers | wc -w) * $(echo $widths | wc -w) * $(echo $lrs | wc -w) ))
+nextra=$(( $(echo $mixers | wc -w) * $(echo $widths | wc -w) * $(echo $extra | wc -w) ))
+n=$((ngrid + nextra))
+rundir() { # MIXER WIDTH LR SEED: the run's directory (seed 1 without the -s<S> of the others)
+  if [ "$4" = 1 ]; then echo "$out/$1-d$2-lr$3"; else echo "$out/$1-d$2-lr$3-s$4"; fi
+}
+runline() { # MIXER WIDTH LR SEED RUN: the gmatrain command of one run
   # shellcheck disable=SC2046
-  echo "$BIN/gmatrain --config configs/mqar.json --out $4 $(mixer_sets "$1") --set model.d_model=$2 --set train.lr=$3" \
+  echo "$BIN/gmatrain --config configs/mqar.json --out $5 $(mixer_sets "$1") --set model.d_model=$2 --set train.lr=$3 --set seed=$4" \
     "--set train.steps=$steps --set threads=$threads $data$user_sets $device --quiet"
 }
 BIN=bin; case "$device" in *cuda*) BIN=bin/cuda;; esac
 if [ $dry = 1 ]; then
-  echo "# $n runs, profile $profile, vocabulary $vocab, tests at lengths $tests (gmaeval --data test --seq-len N each)"
-  for w in $widths; do for lr in $lrs; do for m in $mixers; do runline "$m" "$w" "$lr" "$out/$m-d$w-lr$lr"; done; done; done
+  echo "# $ngrid runs of seed $first (every learning rate), profile $profile, vocabulary $vocab, tests at lengths $tests (gmaeval --data test --seq-len N each)"
+  for w in $widths; do for lr in $lrs; do for m in $mixers; do runline "$m" "$w" "$lr" "$first" "$(rundir "$m" "$w" "$lr" "$first")"; done; done; done
+  [ -z "$extra" ] || echo "# then $nextra runs of seeds $extra: each (mixer, width) at the best learning rate of seed $first (known once its runs are done), in $out/<mixer>-d<width>-lr<lr>-s<seed>"
   exit 0
 fi
 if [ $collect = 1 ]; then
@@ -214,34 +289,51 @@ if [ $collect = 1 ]; then
 elif [ "$BIN" = bin ]; then make -s binaries; fi
 mkdir -p "$out"
 words() { echo "$1" | awk '{ for (i = 1; i <= NF; i++) printf "%s\"%s\"", (i > 1 ? ", " : ""), $i }'; }
-command_line="scripts/reproduce_mqar.sh --profile $profile --mixers '$mixers' --widths '$widths' --lrs '$lrs' --steps $steps --threads $threads --jobs $jobs${user_sets:+$user_sets}${device:+ $device}"
-# write_results: DIR/results.json from the row.json of every run of the grid done so far
+command_line="scripts/reproduce_mqar.sh --profile $profile --mixers '$mixers' --widths '$widths' --lrs '$lrs' --seeds '$seeds' --steps $steps --threads $threads --jobs $jobs${user_sets:+$user_sets}${device:+ $device}"
+# write_results: DIR/results.json from the row.json of every run of the grid done so far, at
+# each seed (the other seeds' runs at any lr of the grid: the best rows take only the first
+# seed's best lr)
 write_results() {
-  local rows="$out/.rows.$BASHPID" m w lr
+  local rows="$out/.rows.$BASHPID" m w lr s f
   : > "$rows"
-  for m in $mixers; do for w in $widths; do for lr in $lrs; do
-    [ -f "$out/$m-d$w-lr$lr/row.json" ] && cat "$out/$m-d$w-lr$lr/row.json" >> "$rows"
-  done; done; done
+  for m in $mixers; do for w in $widths; do for lr in $lrs; do for s in $seeds; do
+    f="$(rundir "$m" "$w" "$lr" "$s")/row.json"
+    [ -f "$f" ] && cat "$f" >> "$rows"
+  done; done; done; done
   {
     echo "{"
-    echo "  \"profile\": \"$profile\", \"steps\": $steps, \"vocab\": $vocab, \"test_lengths\": [$(echo $tests | sed 's/ /, /g')],"
+    echo "  \"profile\": \"$profile\", \"steps\": $steps, \"vocab\": $vocab, \"test_lengths\": [$(echo $tests | sed 's/ /, /g')], \"seeds\": [$(echo $seeds | sed 's/ /, /g')],"
     echo "  \"command\": \"$command_line\", \"date\": \"$(date -u '+%Y-%m-%d %H:%M') UTC\", \"machine\": \"$(nproc) cores, $(uname -m)\","
     echo "  \"grid\": {\"mixers\": [$(words "$mixers")], \"widths\": [$(echo $widths | sed 's/ /, /g')], \"lrs\": [$(echo $lrs | sed 's/ /, /g')]},"
     echo "  \"runs\": ["; sed '$!s/$/,/' "$rows"; echo "  ],"
-    echo "  \"best\": ["; pick_best < "$rows" | sed '$!s/$/,/'; echo "  ]"
+    echo "  \"best\": ["; best_rows "$first" < "$rows" | sed '$!s/$/,/'; echo "  ]"
     echo "}"
   } > "$out/results.json.tmp.$BASHPID"
   mv "$out/results.json.tmp.$BASHPID" "$out/results.json"
   rm -f "$rows"
 }
-# one_run K MIXER WIDTH LR: train, test at every test length, DIR/<run>/row.json, results.json
+# best_lr MIXER WIDTH: the learning rate of the first seed's run of the point with the
+# highest mean test accuracy (the first of --lrs on a tie; as best_rows), empty if none ran
+best_lr() {
+  local lr f a b="" ba=""
+  for lr in $lrs; do
+    f="$(rundir "$1" "$2" "$lr" "$first")/row.json"
+    [ -f "$f" ] || continue
+    a=$(sed -n 's/.*"mean_acc": \([-0-9.eE+]*\).*/\1/p' "$f")
+    if [ -z "$b" ] || awk -v a="$a" -v b="$ba" 'BEGIN { exit !(a + 0 > b + 0) }'; then b=$lr; ba=$a; fi
+  done
+  echo "$b"
+}
+# one_run K MIXER WIDTH LR SEED: train, test at every test length, DIR/<run>/row.json,
+# results.json
 one_run() {
-  local k=$1 m=$2 w=$3 lr=$4 run="$out/$2-d$3-lr$4" t0 accs="" sum=0 a L mean mins
-  progress "$k" "$n" "mqar $m width $w lr $lr" "$run"
+  local k=$1 m=$2 w=$3 lr=$4 sd=$5 run t0 accs="" sum=0 a L mean mins
+  run=$(rundir "$m" "$w" "$lr" "$sd")
+  progress "$k" "$n" "mqar $m width $w lr $lr seed $sd" "$run"
   t0=$(date +%s)
   rm -rf "$run"
   # shellcheck disable=SC2046
-  $(runline "$m" "$w" "$lr" "$run") > "$run.log" 2>&1 || { cat "$run.log" >&2; return 1; }
+  $(runline "$m" "$w" "$lr" "$sd" "$run") > "$run.log" 2>&1 || { cat "$run.log" >&2; return 1; }
   mv "$run.log" "$run/train.log"
   for L in $tests; do
     "$BIN"/gmaeval --checkpoint "$run" --data test --seq-len "$L" --threads "$threads" $device --json "$run/test_$L.json" > /dev/null || return 1
@@ -249,20 +341,38 @@ one_run() {
   done
   mean=$(awk -v s="$sum" -v c="$(echo $tests | wc -w)" 'BEGIN { printf "%.6f", s / c }')
   mins=$(awk -v t=$(( $(date +%s) - t0 )) 'BEGIN { printf "%.2f", t / 60 }')
-  printf '    {"mixer": "%s", "width": %d, "lr": %s, "state_bytes": %d, "steps": %d, "minutes": %s, "acc": {%s}, "mean_acc": %s, "run": "%s"}\n' \
-    "$m" "$w" "$lr" "$(state_bytes "$m" "$w")" "$steps" "$mins" "$accs" "$mean" "$run" > "$run/row.json"
+  printf '    {"mixer": "%s", "width": %d, "lr": %s, "seed": %d, "state_bytes": %d, "steps": %d, "minutes": %s, "acc": {%s}, "mean_acc": %s, "run": "%s"}\n' \
+    "$m" "$w" "$lr" "$sd" "$(state_bytes "$m" "$w")" "$steps" "$mins" "$accs" "$mean" "$run" > "$run/row.json"
   write_results
 }
-k=0; failed=0
-[ $collect = 1 ] || for w in $widths; do for lr in $lrs; do for m in $mixers; do
-  run="$out/$m-d$w-lr$lr"; k=$((k + 1))
-  if [ -f "$run/row.json" ]; then echo "[$k/$n] mqar $m width $w lr $lr: done before ($run/row.json)" >&2; continue; fi
-  if [ "$jobs" = 1 ]; then one_run $k "$m" "$w" "$lr" || exit 1; continue; fi
+# start K MIXER WIDTH LR SEED: the run, unless done before (its row.json), at once (--jobs 1)
+# or in the background once fewer than --jobs runs are going; 1 when a run has failed
+start() {
+  local run
+  run=$(rundir "$2" "$3" "$4" "$5")
+  if [ -f "$run/row.json" ]; then echo "[$1/$n] mqar $2 width $3 lr $4 seed $5: done before ($run/row.json)" >&2; return 0; fi
+  if [ "$jobs" = 1 ]; then one_run "$@" || exit 1; return 0; fi
   while [ "$(jobs -rp | wc -l)" -ge "$jobs" ]; do wait -n || failed=1; done
-  [ $failed = 0 ] || break
-  one_run $k "$m" "$w" "$lr" &
-done; done; done
-while [ "$(jobs -rp | wc -l)" -gt 0 ]; do wait -n || failed=1; done
+  [ $failed = 0 ] || return 1
+  one_run "$@" &
+}
+drain() { while [ "$(jobs -rp | wc -l)" -gt 0 ]; do wait -n || failed=1; done; }
+k=0; failed=0
+# the first seed's grid, then (once all of it is done: the other seeds need its best lr)
+# each other seed at the best lr of each (mixer, width)
+if [ $collect = 0 ]; then
+  for w in $widths; do for lr in $lrs; do for m in $mixers; do
+    k=$((k + 1)); start $k "$m" "$w" "$lr" "$first" || break 3
+  done; done; done
+  drain
+  [ $failed = 0 ] || { echo "$0: a run failed (its log above)" >&2; exit 1; }
+  for s in $extra; do for w in $widths; do for m in $mixers; do
+    k=$((k + 1)); lr=$(best_lr "$m" "$w")
+    [ -n "$lr" ] || { echo "[$k/$n] mqar $m width $w seed $s: skipped (no run of seed $first)" >&2; continue; }
+    start $k "$m" "$w" "$lr" "$s" || break 3
+  done; done; done
+  drain
+fi
 [ $failed = 0 ] || { echo "$0: a run failed (its log above)" >&2; exit 1; }
 write_results
 echo "results: $out/results.json"

@@ -18,10 +18,14 @@
 #       --out) from the results.json of scripts/reproduce_mqar.sh, put in place of that
 #       section when the page has it (up to the next "## " heading), else before "## Notes on
 #       these runs", else at the end; the rest of the page is kept as it is. The table: the
-#       best learning rate of each (mixer, width), its accuracy per test length, the range of
-#       the mean accuracy over the learning rates run (one seed a run: the spread there is),
-#       gma's best Kc against each baseline at each width, and every grid point not run; the
-#       plots beside RESULTS.json (reproduce_mqar.sh's PNGs) copied into results/ beside FILE.
+#       best learning rate of each (mixer, width) on the first of its "seeds" (1 where the
+#       file has none; a run without "seed" is seed 1), its accuracy per test length and
+#       mean, averaged over the seeds run at that lr, as "mean (min-max)" where more than one
+#       ran, the seeds, the range of the first seed's mean accuracy over the learning rates
+#       run, gma's best Kc against each baseline at each width (by the mean over seeds), every
+#       grid point of the first seed not run and every other seed's run at a best lr not run;
+#       the plots beside RESULTS.json (reproduce_mqar.sh's PNGs) copied into results/ beside
+#       FILE.
 # Statistics: mean, sample standard deviation (n - 1; 0 in the JSON for one seed, printed
 # "n/a"), min, max over the seeds.
 # A difference against gma "exceeds the spread" when the two ranges [min, max] over the seeds
@@ -406,39 +410,74 @@ def mqar_rows(res, path):
             number(r, k, path)
         if not isinstance(r.get("mixer"), str) or not isinstance(r.get("acc"), dict):
             die("%s: a run without 'mixer' or 'acc'" % path)
-    return rows, grid
+        sd = r.get("seed", 1)  # a row written before --seeds is seed 1
+        if isinstance(sd, bool) or not isinstance(sd, int) or sd < 1:
+            die("%s: a run's 'seed' is not a positive integer" % path)
+    seeds = res.get("seeds", [1])
+    if not isinstance(seeds, list) or not seeds or not all(isinstance(x, int) and not isinstance(x, bool) for x in seeds):
+        die("%s: field 'seeds' not a list of seeds" % path)
+    return rows, grid, seeds
+
+def over_seeds(rs, lens):
+    """The runs RS of one (mixer, width, lr), one a seed, as one row: the mean accuracy per
+    test length and of the mean, with the min and max over the seeds."""
+    b = dict(rs[0])
+    b["seeds"] = len(rs)
+    b["acc"], b["acc_min"], b["acc_max"] = {}, {}, {}
+    for x in lens:
+        v = [r["acc"][x] for r in rs if x in r["acc"]]
+        if v:
+            b["acc"][x], b["acc_min"][x], b["acc_max"][x] = sum(v) / len(v), min(v), max(v)
+    m = [r["mean_acc"] for r in rs]
+    b["mean_acc"], b["mean_acc_min"], b["mean_acc_max"] = sum(m) / len(m), min(m), max(m)
+    return b
+
+def seed_cell(b, key, x=None):
+    """'mean (min-max)' of the key of the row B over its seeds, the mean alone for one."""
+    v, lo, hi = (b[key], b[key + "_min"], b[key + "_max"]) if x is None else (b[key][x], b[key + "_min"][x], b[key + "_max"][x])
+    return "%.3f (%.3f-%.3f)" % (v, lo, hi) if b["seeds"] > 1 else "%.3f" % v
 
 def mqar_section(path, notes=(), page_dir=None):
     res = load(path)
-    rows, grid = mqar_rows(res, path)
+    rows, grid, seeds = mqar_rows(res, path)
     lens = [str(x) for x in res.get("test_lengths", [])]
-    done = {(r["mixer"], int(r["width"]), float(r["lr"])): r for r in rows}
+    first = seeds[0]
+    key = lambda r: (r["mixer"], int(r["width"]), float(r["lr"]))
+    done = {key(r): r for r in rows if r.get("seed", 1) == first}
+    by_seed = {key(r) + (r.get("seed", 1),): r for r in rows}
+    others = ("seed " if len(seeds) == 2 else "seeds ") + ", ".join(str(x) for x in seeds[1:])
+    nseeds = "one seed a run" if len(seeds) == 1 else (
+        "seed %d at every learning rate, then %s at the best learning rate of seed %d only (the choice made once, on seed %d)" % (
+            first, others, first, first))
     L = [MQAR_HEAD, "",
          "Written by `scripts/write_results.sh mqar %s` from the JSON of `scripts/reproduce_mqar.sh`" % path,
          "(docs/mqar.md: the generator against Zoology's, the recipe, each mixer's state size).", "",
          "Command: `%s` (%s; %s; a machine shared with other jobs, so the minutes are loose)." % (
              res.get("command", "?"), res.get("date", "?"), res.get("machine", "?")), "",
-         "Profile %s: vocabulary %s, %s steps a run, tested at lengths %s; one seed a run. Each row is the best" % (
-             res.get("profile", "?"), res.get("vocab", "?"), res.get("steps", "?"), ", ".join(lens)),
-         "learning rate of its (mixer, width) by mean test accuracy over the test lengths, as Zoology reports",
-         "the best of its sweep; \"lr range\" is the mean accuracy of the worst and the best learning rate run.", ""]
-    head = "| mixer | width | best lr | state bytes | " + " | ".join("acc@" + x for x in lens) + " | mean | lr range | lrs run |"
-    L += [head, "|---|---:|---:|---:|" + "---:|" * len(lens) + "---:|---|---:|"]
+         "Profile %s: vocabulary %s, %s steps a run, tested at lengths %s; %s. Each row is the best" % (
+             res.get("profile", "?"), res.get("vocab", "?"), res.get("steps", "?"), ", ".join(lens), nseeds),
+         "learning rate of its (mixer, width) by mean test accuracy over the test lengths on seed %d, as Zoology reports" % first,
+         "the best of its sweep; its accuracies are the mean over the seeds run at that learning rate, \"(min-max)\"",
+         "over them where more than one ran (a seed changes the initialisation and the generated train and test",
+         "examples); \"lr range\" is seed %d's mean accuracy of the worst and the best learning rate run." % first, ""]
+    head = "| mixer | width | best lr | state bytes | " + " | ".join("acc@" + x for x in lens) + " | mean | seeds | lr range | lrs run |"
+    L += [head, "|---|---:|---:|---:|" + "---:|" * len(lens) + "---:|---:|---|---:|"]
     best = {}
     for m in grid["mixers"]:
         for w in grid["widths"]:
             rs = [done[(m, int(w), float(lr))] for lr in grid["lrs"] if (m, int(w), float(lr)) in done]
             if not rs:
                 continue
-            b = max(rs, key=lambda r: r["mean_acc"])  # the first on a tie (grid order)
+            b1 = max(rs, key=lambda r: r["mean_acc"])  # the first on a tie (grid order)
+            b = over_seeds([by_seed[key(b1) + (sd,)] for sd in seeds if key(b1) + (sd,) in by_seed], lens)
             best[(m, int(w))] = b
             means = [r["mean_acc"] for r in rs]
-            L.append("| %s | %d | %g | %s | %s | %.3f | [%.3f, %.3f] | %d of %d |" % (
+            L.append("| %s | %d | %g | %s | %s | %s | %d | [%.3f, %.3f] | %d of %d |" % (
                 m, int(w), b["lr"], "{:,}".format(int(b["state_bytes"])),
-                " | ".join("%.3f" % b["acc"][x] if x in b["acc"] else "-" for x in lens),
-                b["mean_acc"], min(means), max(means), len(rs), len(grid["lrs"])))
+                " | ".join(seed_cell(b, "acc", x) if x in b["acc"] else "-" for x in lens),
+                seed_cell(b, "mean_acc"), b["seeds"], min(means), max(means), len(rs), len(grid["lrs"])))
     if not best:
-        L += ["| (no run done) |" + " |" * (6 + len(lens)), ""]
+        L += ["| (no run done) |" + " |" * (7 + len(lens)), ""]
     L.append("")
     cmp_lines = []
     for w in grid["widths"]:
@@ -459,6 +498,14 @@ def mqar_section(path, notes=(), page_dir=None):
         L += ["Not run (%d of %d runs of the grid): %s." % (len(missing), len(missing) + len(done), "; ".join(missing)), ""]
     else:
         L += ["Every run of the grid (%d) was done." % len(done), ""]
+    if len(seeds) > 1:
+        more = [(m, w, b["lr"], sd) for (m, w), b in best.items() for sd in seeds[1:]]
+        left = ["%s width %d lr %g seed %d" % x for x in more if (x[0], x[1], float(x[2]), x[3]) not in by_seed]
+        if left:
+            L += ["Not run on the other seeds (%d of %d: %s at the best lr of each (mixer, width) run on seed %d): %s." % (
+                len(left), len(more), others, first, "; ".join(left)), ""]
+        else:
+            L += ["Every run of %s at the best learning rates (%d) was done." % (others, len(more)), ""]
     figs = [(f, t) for f, t in (("mqar_width", "mean test accuracy against width"),
                                  ("mqar_state", "mean test accuracy against the recurrent state in bytes"))
             if os.path.exists(os.path.join(os.path.dirname(path), f + ".png"))]

@@ -4,7 +4,8 @@
 # and one line naming the option (need_value of lib_reproduce.sh). 2. A dry run of ListOps
 # alone makes ListOps' stand-in data and no other task's. 3. The LRA table's rows in percent
 # beside the paper's percent; reproduce_mqar.sh's dry run and its table of the best learning
-# rate per point from tests/fixtures/mqar_results.json; its small profile, a tiny run and the
+# rate per point from tests/fixtures/mqar_results.json; --seeds (3b': its dry run and refusals, the
+# table and section over two seeds of tests/fixtures/mqar_seeds_results.json); its small profile, a tiny run and the
 # MQAR section of write_results.sh (3c); reproduce_longctx.sh's dry run, refusals, its table
 # over seeds from tests/fixtures/longctx_results.json and its section in docs/results.md (3d). 4. reproduce_small.sh on a tiny corpus given by --sotu, in a
 # copy of the tree's layout (scripts, bin, configs linked): without a corpus one line and
@@ -35,7 +36,7 @@ reproduce_routing.sh:--sotu --steps --threads --variants --monitor-every
 reproduce_future.sh:--sotu --data --steps --warmup --threads --variants --set
 plot_k.sh:--out
 write_future_results.sh:--out --note --part
-reproduce_mqar.sh:--profile --mixers --widths --lrs --steps --threads --jobs --device --set --out --table
+reproduce_mqar.sh:--profile --mixers --widths --lrs --seeds --steps --threads --jobs --device --set --out --table
 reproduce_longctx.sh:--profile --mixers --tasks --pos --steps --seeds --threads --device --sotu --out --table
 reproduce_wikitext.sh:--profile --data --mixers --steps --device
 lra_dry_run.sh:--steps --dry-batch --tasks --mixers --data --device --threads --set --from
@@ -86,16 +87,85 @@ nl=$(printf '%s\n' "$out" | grep -c '^bin/gmatrain ')
   && ok "reproduce_mqar.sh --dry-run: 16 runs printed, none made" || bad "reproduce_mqar.sh --dry-run: exit $rc, $nl runs, '$(printf '%s\n' "$out" | head -2)'"
 mkdir -p "$tmp/mqt" && cp tests/fixtures/mqar_results.json "$tmp/mqt/results.json"
 out=$(GNUPLOT=no-such-gnuplot scripts/reproduce_mqar.sh --table "$tmp/mqt/results.json" 2>&1); rc=$?
-want='| mixer | width | best lr | state bytes | acc@64 | acc@128 | mean |
-|---|---:|---:|---:|---:|---:|---:|
-| sdpa | 64 | 1e-2 | 65536 | 1.000 | 0.500 | 0.750 |
-| sdpa | 128 | 2.2e-3 | 131072 | 1.000 | 0.800 | 0.900 |
-| gma16 | 64 | 2.2e-3 | 8192 | 0.250 | 0.125 | 0.188 |'
+want='| mixer | width | best lr | state bytes | acc@64 | acc@128 | mean | seeds |
+|---|---:|---:|---:|---:|---:|---:|---:|
+| sdpa | 64 | 1e-2 | 65536 | 1.000 | 0.500 | 0.750 | 1 |
+| sdpa | 128 | 2.2e-3 | 131072 | 1.000 | 0.800 | 0.900 | 1 |
+| gma16 | 64 | 2.2e-3 | 8192 | 0.250 | 0.125 | 0.188 | 1 |'
 [ $rc -eq 0 ] && [ "$(cat "$tmp/mqt/results.md" 2>&1)" = "$want" ] \
   && ok "reproduce_mqar.sh --table: the best lr of each point, one row each" || bad "reproduce_mqar.sh --table: exit $rc, '$out', table '$(cat "$tmp/mqt/results.md" 2>&1)'"
 [ "$(printf '%s\n' "$out" | grep -c '^gnuplot not found: plots skipped')" = 1 ] && grep -q "^128 0.9$" "$tmp/mqt/mqar_width.dat" \
   && grep -q "^8192 0.1875$" "$tmp/mqt/mqar_state.dat" && ok "reproduce_mqar.sh --table: plot data written, plots skipped without gnuplot" \
   || bad "reproduce_mqar.sh --table: '$out', width data '$(cat "$tmp/mqt/mqar_width.dat" 2>&1 | paste -sd' ' -)'"
+
+# 3b'. --seeds: the dry run prints the first seed's grid only (seed 1's run names unchanged,
+# --set seed=1) and one line for the other seeds' runs (they wait for its best lr); a first
+# seed other than 1 names its runs -s<S>; '0', 'x', '' and a seed given twice refused in one
+# line naming --seeds, exit 2
+out=$(scripts/reproduce_mqar.sh --profile paper --dry-run --mixers "sdpa gma64" --widths "64 128" --seeds "1 2 3" --out "$tmp/mq" 2>&1); rc=$?
+[ $rc -eq 0 ] && [ "$(printf '%s\n' "$out" | grep -c '^bin/gmatrain ')" = 16 ] && [ "$(printf '%s\n' "$out" | grep -c -- '--set seed=1 ')" = 16 ] \
+  && [[ "$out" == *"--out $tmp/mq/gma64-d128-lr1e-2 --set model.mixer=gma"* ]] && [[ "$out" != *"-s2 "* ]] \
+  && [[ "$out" == *"# then 8 runs of seeds 2 3: each (mixer, width) at the best learning rate of seed 1 "* ]] && [ ! -e "$tmp/mq" ] \
+  && ok "reproduce_mqar.sh --dry-run --seeds '1 2 3': seed 1's 16 runs, 8 more for seeds 2 3 announced" \
+  || bad "reproduce_mqar.sh --dry-run --seeds: exit $rc, '$(printf '%s\n' "$out" | grep '^#')'"
+out=$(scripts/reproduce_mqar.sh --dry-run --mixers sdpa --widths 64 --lrs 1e-2 --seeds "2 3" --out "$tmp/mq" 2>&1); rc=$?
+[ $rc -eq 0 ] && [[ "$out" == *"--out $tmp/mq/sdpa-d64-lr1e-2-s2 "*"--set seed=2 "* ]] && [[ "$out" == *"# then 1 runs of seeds 3:"* ]] \
+  && ok "reproduce_mqar.sh --seeds '2 3': the first seed's runs named -s2" || bad "reproduce_mqar.sh --seeds '2 3': exit $rc, '$out'"
+for a in 0 x "" "1 1"; do
+  out=$(scripts/reproduce_mqar.sh --dry-run --seeds "$a" 2>&1); rc=$?
+  [ $rc -eq 2 ] && [ "$(printf '%s\n' "$out" | wc -l)" = 1 ] && [[ "$out" == *"--seeds"* ]] \
+    && ok "reproduce_mqar.sh --seeds '$a' refused in one line" || bad "reproduce_mqar.sh --seeds '$a': exit $rc, '$out'"
+done
+# the table over two seeds from tests/fixtures/mqar_seeds_results.json (by hand: sdpa width
+# 64's best lr on seed 1 is 1e-2, mean 0.75 against 0.6; at 1e-2 seeds 1, 2 give acc@64 1 and
+# 0.8: 0.900 (0.800-1.000), acc@128 0.5, 0.3: 0.400, means 0.75, 0.55: 0.650 (0.550-0.750);
+# seed 2's 1.0 at lr 2.2e-3 is not the lr chosen and is left out; gma16 64: lrs tie on seed 1,
+# the first, 2.2e-3: (0.25 + 0.5) / 2 = 0.375, (0.125 + 0.25) / 2 = 0.1875, means 0.1875 and
+# 0.375: 0.28125; sdpa 32 ran seed 1 alone: no range, 1 seed); then the same file with the
+# seed-1 rows lacking "seed" (written before --seeds) gives the same table, and without the
+# seed-2 rows and the "seeds" list, the seed-1 numbers, each "1" seed
+want='| mixer | width | best lr | state bytes | acc@64 | acc@128 | mean | seeds |
+|---|---:|---:|---:|---:|---:|---:|---:|
+| sdpa | 64 | 1e-2 | 131072 | 0.900 (0.800-1.000) | 0.400 (0.300-0.500) | 0.650 (0.550-0.750) | 2 |
+| sdpa | 32 | 2.2e-3 | 65536 | 0.500 | 0.250 | 0.375 | 1 |
+| gma16 | 64 | 2.2e-3 | 8320 | 0.375 (0.250-0.500) | 0.188 (0.125-0.250) | 0.281 (0.188-0.375) | 2 |'
+mkdir -p "$tmp/mqs" "$tmp/mqo" "$tmp/mq1"
+cp tests/fixtures/mqar_seeds_results.json "$tmp/mqs/results.json"
+sed 's/"seed": 1, //' tests/fixtures/mqar_seeds_results.json > "$tmp/mqo/results.json"
+grep -v '"seed": 2' "$tmp/mqo/results.json" | sed 's/, "seeds": \[1, 2\]//' > "$tmp/mq1/results.json"
+for d in mqs mqo; do
+  out=$(GNUPLOT=no-such-gnuplot scripts/reproduce_mqar.sh --table "$tmp/$d/results.json" 2>&1); rc=$?
+  [ $rc -eq 0 ] && [ "$(cat "$tmp/$d/results.md" 2>&1)" = "$want" ] && grep -q '^64 0.65$' "$tmp/$d/mqar_width.dat" \
+    && grep -q '^8320 0.28125$' "$tmp/$d/mqar_state.dat" \
+    && ok "reproduce_mqar.sh --table ($d): mean (min-max) over two seeds at seed 1's best lr" \
+    || bad "reproduce_mqar.sh --table ($d): exit $rc, '$out', table '$(cat "$tmp/$d/results.md" 2>&1)'"
+done
+out=$(GNUPLOT=no-such-gnuplot scripts/reproduce_mqar.sh --table "$tmp/mq1/results.json" 2>&1); rc=$?
+[ $rc -eq 0 ] && grep -q '^| sdpa | 64 | 1e-2 | 131072 | 1.000 | 0.500 | 0.750 | 1 |$' "$tmp/mq1/results.md" \
+  && grep -q '^| gma16 | 64 | 2.2e-3 | 8320 | 0.250 | 0.125 | 0.188 | 1 |$' "$tmp/mq1/results.md" \
+  && ok "reproduce_mqar.sh --table: rows without \"seed\" and no \"seeds\" list read as seed 1" \
+  || bad "reproduce_mqar.sh --table (old rows): exit $rc, '$out', table '$(cat "$tmp/mq1/results.md" 2>&1)'"
+if ! command -v python3 > /dev/null; then
+  echo "SKIP: scripts: python3 not found (scripts/write_results.sh needs it), write_results.sh mqar over seeds skipped"
+else
+  for d in mqs mqo; do
+    if scripts/write_results.sh mqar "$tmp/$d/results.json" --out "$tmp/$d/page.md" > /dev/null 2>&1; then
+      p=$tmp/$d/page.md
+      grep -q '^| sdpa | 64 | 0.01 | 131,072 | 0.900 (0.800-1.000) | 0.400 (0.300-0.500) | 0.650 (0.550-0.750) | 2 | \[0.600, 0.750\] | 2 of 2 |$' "$p" \
+        && grep -q '^| gma16 | 64 | 0.0022 | 8,320 | 0.375 (0.250-0.500) | 0.188 (0.125-0.250) | 0.281 (0.188-0.375) | 2 | \[0.188, 0.188\] | 2 of 2 |$' "$p" \
+        && grep -q '^| sdpa | 32 | 0.0022 | 65,536 | 0.500 | 0.250 | 0.375 | 1 | \[0.375, 0.375\] | 1 of 2 |$' "$p" \
+        && grep -q '^\* width 64: the best gma (gma16, mean 0.281) minus each baseline.s best: sdpa -0.369\.$' "$p" \
+        && grep -q '^Not run (3 of 8 runs of the grid): sdpa width 32 lr 0.01; gma16 width 32 lr 0.0022; gma16 width 32 lr 0.01\.$' "$p" \
+        && grep -q '^Not run on the other seeds (1 of 3: seed 2 at the best lr .*): sdpa width 32 lr 0.0022 seed 2\.$' "$p" \
+        && ok "write_results.sh mqar ($d): mean (min-max) and seeds, gma against the baselines by the mean, the runs not done" \
+        || bad "write_results.sh mqar ($d): $(sed -n '/^| mixer/,$p' "$p")"
+    else bad "write_results.sh mqar $d: $(scripts/write_results.sh mqar "$tmp/$d/results.json" --out "$tmp/$d/page.md" 2>&1)"; fi
+  done
+  scripts/write_results.sh mqar "$tmp/mq1/results.json" --out "$tmp/mq1/page.md" > /dev/null 2>&1 \
+    && grep -q '^| sdpa | 64 | 0.01 | 131,072 | 1.000 | 0.500 | 0.750 | 1 | \[0.600, 0.750\] | 2 of 2 |$' "$tmp/mq1/page.md" \
+    && grep -q 'one seed a run' "$tmp/mq1/page.md" && ! grep -q '^Not run on the other seeds' "$tmp/mq1/page.md" \
+    && ok "write_results.sh mqar: rows without \"seed\" read as seed 1" || bad "write_results.sh mqar (old rows): $(sed -n '/^| mixer/,$p' "$tmp/mq1/page.md" 2>&1)"
+fi
 
 # 3c. reproduce_mqar.sh's small profile: the dry run (32 runs at vocabulary 256, 1,500 steps
 # of 64, width 64 before 32 and within a width every mixer at lr 2.2e-3 before the first at
@@ -138,6 +208,20 @@ sys.exit(0 if len(d["runs"]) == 2 and r["sdpa"]["state_bytes"] == 2*4*2*128*16 a
       && ok "--collect and the MQAR section: rows, the run not done named, the rest of the page kept" \
       || bad "MQAR section: $(sed -n '/^## Associative/,$p' "$tmp/page.md" | head -30)"
   else bad "reproduce_mqar.sh --collect / write_results.sh mqar: exit $rc, '$out'"; fi
+  # --seeds "1 2" over the runs done (their rows stripped of "seed", as written before
+  # --seeds): seed 1's runs done before, seed 2's at the best lr in <run>-s2 with --set seed=2,
+  # results.json's best the two seeds
+  sed -i 's/"seed": 1, //' "$tmp"/mqr/*-lr1e-2/row.json
+  out=$(GNUPLOT=no-such-gnuplot scripts/reproduce_mqar.sh --mixers "sdpa gma16" --seeds "1 2" "${mq[@]}" 2>&1); rc=$?
+  if [ $rc -eq 0 ] && [ "$(printf '%s\n' "$out" | grep -c 'seed 1: done before')" = 2 ] && grep -q '"seed": 2,' "$tmp/mqr/gma16-d16-lr1e-2-s2/row.json" \
+    && grep -q '"seed":[[:space:]]*2' "$tmp/mqr/sdpa-d16-lr1e-2-s2/config.json"; then
+    python3 -c 'import json,sys; d=json.load(open(sys.argv[1]))
+sys.exit(0 if len(d["runs"]) == 4 and d["seeds"] == [1, 2] and [b["seeds"] for b in d["best"]] == [2, 2]
+  and sorted(r.get("seed", 1) for r in d["runs"]) == [1, 1, 2, 2] else 1)' "$tmp/mqr/results.json" \
+      && grep -q '^| gma16 | 16 | 1e-2 | 2176 | .* | 2 |$' "$tmp/mqr/results.md" \
+      && ok "reproduce_mqar.sh --seeds '1 2': seed 1 done before (rows without \"seed\"), seed 2 at the best lr, best over 2 seeds" \
+      || bad "reproduce_mqar.sh --seeds '1 2': $(cat "$tmp/mqr/results.json")"
+  else bad "reproduce_mqar.sh --seeds '1 2' tiny run: exit $rc, '$out'"; fi
   echo '{"runs": []}' > "$tmp/nogrid.json"
   out=$(scripts/write_results.sh mqar "$tmp/nogrid.json" --out "$tmp/page2.md" 2>&1); rc=$?
   [ $rc -ne 0 ] && [[ "$out" == *"nogrid.json: field 'grid' missing"* ]] && [ ! -e "$tmp/page2.md" ] \
