@@ -5,8 +5,9 @@
 #       over the whole window; nice -n 10, all at once) on the cross-sequence MQAR task
 #       (data.source xmqar, docs/cross.md), each --set applied to all, into DIR/KIND (DIR
 #       default runs/cross), then `collect`. --kinds (default "gma sdpa none") among gma,
-#       sdpa, none, gma_causal and sdpa_causal (the last two: cross.enc_causal true, a
-#       causal encoder).
+#       sdpa, none, gma_causal and sdpa_causal (cross.enc_causal true: a causal encoder),
+#       gma_sdpaenc (gma cross layers reading a causal sdpa encoder: cross.enc_mixer sdpa)
+#       and sdpa_gmaenc (sdpa cross layers, a causal gma encoder).
 #   scripts/reproduce_cross.sh bench [--out DIR] [--seq 1K,...,64K] [gmabench options]
 #       bin/gmabench cross --threads 1 --repeat 1 --max-seconds 400 --json DIR/bench.json.
 #   scripts/reproduce_cross.sh collect DIR [--command TEXT]...
@@ -45,12 +46,18 @@ if [ "$cmd" = run ]; then
   [ -n "$steps" ] && sets+=(--set "train.steps=$steps")
   [ -n "$seed" ] && sets+=(--set "seed=$seed")
   for k in $kinds; do
-    case "$k" in gma|sdpa|none|gma_causal|sdpa_causal) ;; *) echo "$0: run: --kinds: unknown kind '$k' (gma sdpa none gma_causal sdpa_causal)" >&2; exit 2;; esac
+    case "$k" in gma|sdpa|none|gma_causal|sdpa_causal|gma_sdpaenc|sdpa_gmaenc) ;;
+      *) echo "$0: run: --kinds: unknown kind '$k' (gma sdpa none gma_causal sdpa_causal gma_sdpaenc sdpa_gmaenc)" >&2; exit 2;; esac
   done
   mkdir -p "$out"
   for k in $kinds; do
-    extra=(); [ "${k%_causal}" != "$k" ] && extra=(--set cross.enc_causal=true)
-    nice -n 10 bin/gmatrain --config "configs/xmqar_${k%_causal}.json" "${sets[@]}" "${extra[@]}" --out "$out/$k" \
+    case "$k" in
+      *_causal) extra=(--set cross.enc_causal=true);;
+      gma_sdpaenc) extra=(--set cross.enc_causal=true --set cross.enc_mixer=sdpa);;
+      sdpa_gmaenc) extra=(--set cross.enc_causal=true --set cross.enc_mixer=gma);;
+      *) extra=();;
+    esac
+    nice -n 10 bin/gmatrain --config "configs/xmqar_${k%%_*}.json" "${sets[@]}" "${extra[@]}" --out "$out/$k" \
       --threads "$threads" --quiet > "$out/$k.log" 2>&1 &
   done
   wait
@@ -72,8 +79,9 @@ import json, os, platform, sys, time
 
 ME = "scripts/reproduce_cross.sh"
 HEAD = "## Cross-attention"
-KINDS = ("gma", "sdpa", "gma_causal", "sdpa_causal", "none")
-LABEL = {"none": "none (decoder over the window)", "gma_causal": "gma, causal encoder", "sdpa_causal": "sdpa, causal encoder"}
+KINDS = ("gma", "sdpa", "gma_causal", "sdpa_causal", "gma_sdpaenc", "sdpa_gmaenc", "none")
+LABEL = {"none": "none (decoder over the window)", "gma_causal": "gma, causal encoder", "sdpa_causal": "sdpa, causal encoder",
+         "gma_sdpaenc": "gma cross, causal sdpa encoder", "sdpa_gmaenc": "sdpa cross, causal gma encoder"}
 
 def die(msg, code=1):
     sys.stderr.write(ME + ": " + msg + "\n")

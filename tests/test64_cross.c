@@ -290,6 +290,28 @@ START_TEST(test_model_gma_enc_causal) { model_grad_sets("gma", "gma", "cross.enc
 END_TEST
 START_TEST(test_model_sdpa_enc_causal) { model_grad_sets("sdpa", "sdpa", "cross.enc_causal=true"); }
 END_TEST
+/* cross.enc_mixer: an encoder of the other kind than the cross layers */
+START_TEST(test_model_gma_cross_sdpa_encoder) { model_grad_sets("gma", "gma", "cross.enc_mixer=sdpa;cross.enc_causal=true"); }
+END_TEST
+START_TEST(test_model_sdpa_cross_gma_encoder) { model_grad_sets("sdpa", "sdpa", "cross.enc_mixer=gma"); }
+END_TEST
+/* the encoder's layers take enc_mixer's kind, the decoder's cross layers cross.mixer's */
+START_TEST(test_enc_mixer_kinds) {
+    Config cfg = model_cfg_sets("sdpa", "gma", "cross.enc_mixer=sdpa");
+    Model m;
+    ck_assert_int_eq(model_build(&m, &cfg), 0);
+    ck_assert_int_eq(m.x->enc[0].att->kind, CROSS_SDPA);
+    ck_assert_int_eq(m.x->enc[1].att->kind, CROSS_SDPA);
+    ck_assert_int_eq(m.x->dec[0].att->kind, CROSS_GMA);
+    ck_assert_int_eq(pt_find(m.x->pt, "cross.enc.0.attn.gma.mu"), -1);
+    ck_assert(pt_find(m.x->pt, "blocks.0.cross.gma.mu") >= 0);
+    model_free(&m);
+    cfg = model_cfg_sets("sdpa", "gma", NULL);
+    ck_assert_int_eq(model_build(&m, &cfg), 0);
+    ck_assert_int_eq(m.x->enc[0].att->kind, CROSS_GMA);
+    model_free(&m);
+}
+END_TEST
 
 /* cross.enc_causal: the encoded context row j depends on context tokens 0..j only (and on
  * all of them without it): the last context token changed, rows 0..M-2 stay bit for bit */
@@ -456,6 +478,9 @@ Suite *make_suite(void) {
     tcase_add_test(tm, test_model_gma_enc_causal);
     tcase_add_test(tm, test_model_sdpa_enc_causal);
     tcase_add_test(tm, test_enc_causal_rows);
+    tcase_add_test(tm, test_model_gma_cross_sdpa_encoder);
+    tcase_add_test(tm, test_model_sdpa_cross_gma_encoder);
+    tcase_add_test(tm, test_enc_mixer_kinds);
     tcase_add_test(tm, test_model_scores_queries);
     tcase_add_test(tm, test_model_decode_gma);
     tcase_add_test(tm, test_model_decode_sdpa);

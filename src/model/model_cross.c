@@ -36,7 +36,7 @@ XModel *xmodel_build(const Config *c, ParamTable *pt, int D, int L) {
         snprintf(name, sizeof name, "cross.enc.%d.ln", l);
         ln_params(pt, name, D, &e->lnw, &e->lnb);
         snprintf(name, sizeof name, "cross.enc.%d.attn", l);
-        e->att = cross_create(c, x->kind, cc->n_components, pt, name);
+        e->att = cross_create(c, cc->enc_mixer == CROSS_ENC_SAME ? x->kind : cc->enc_mixer, cc->n_components, pt, name);
         e->att->causal = cc->enc_causal;
     }
     ln_params(pt, "cross.enc.ln_f", D, &x->lnfw, &x->lnfb);

@@ -34,6 +34,9 @@ static const CfgKey g_keys[] = {
     {"enc_causal", CFGT_BOOL, O(enc_causal), 0, "false", 0, 0, NULL,
      "The context encoder's self-attention causal (each context row reads the rows before it) instead of bidirectional; "
      "the cross sub-layers still read the whole context."},
+    {"enc_mixer", CFGT_ENUM, O(enc_mixer), 0, "same", 0, 0, CROSS_ENC_KINDS,
+     "The kind of the context encoder's self-attention layers: same = cross.mixer's, or gma or sdpa whatever "
+     "cross.mixer is (e.g. an sdpa encoder read by GMA cross layers)."},
 };
 #undef O
 

@@ -23,6 +23,9 @@
 
 typedef enum { CROSS_NONE, CROSS_GMA, CROSS_SDPA } CrossKind;
 #define CROSS_KINDS "none|gma|sdpa"
+/* cross.enc_mixer: "same" or a kind, its index the kind's (CROSS_GMA, CROSS_SDPA) */
+enum { CROSS_ENC_SAME = 0 };
+#define CROSS_ENC_KINDS "same|gma|sdpa"
 
 /* The keys cross.* (a stored section): the encoder-decoder of docs/model.md §3.8, whose
  * decoder blocks each get a cross sub-layer reading the encoded context (model/model_cross.h). */
@@ -32,6 +35,7 @@ typedef struct CrossCfg {
     int enc_layers;   /* the context encoder's blocks */
     int ctx_len;      /* M: the window's first M positions are the context */
     int enc_causal;   /* the encoder's self-attention causal (a prefix decoder) instead of bidirectional */
+    int enc_mixer;    /* CROSS_ENC_SAME: the encoder's layers of kind cross.mixer, else CROSS_GMA | CROSS_SDPA */
 } CrossCfg;
 extern const CfgSection cross_cfg_section;
 const CrossCfg *cross_cfg(const Config *c);
