@@ -22,8 +22,8 @@ enum { XP_MU = AP_N, XP_VAR, XP_PRIOR };
 static const CfgKey g_keys[] = {
     {"mixer", CFGT_ENUM, O(mixer), 0, "none", 0, 0, CROSS_KINDS,
      "Cross-attention (docs/model.md 3.8): none = a plain decoder over the window; gma or sdpa = the first cross.ctx_len "
-     "positions are a context, encoded by cross.enc_layers blocks (bidirectional; causal with cross.enc_causal) and read by a cross sub-layer in every "
-     "decoder block; the decoder runs over the other positions."},
+     "positions are a context, encoded by cross.enc_layers blocks (bidirectional; causal with cross.enc_causal) and "
+     "read by a cross sub-layer in every decoder block; the decoder runs over the other positions."},
     {"n_components", CFGT_INT, O(n_components), 0, "16", 1, 65536, NULL,
      "Components per head Kc of the GMA cross layers and of the GMA encoder's layers (cross.mixer gma)."},
     {"enc_layers", CFGT_INT, O(enc_layers), 0, "1", 0, CFG_MAX_LAYERS, NULL,
