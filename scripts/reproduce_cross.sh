@@ -10,12 +10,20 @@
 #       and sdpa_gmaenc (sdpa cross layers, a causal gma encoder).
 #   scripts/reproduce_cross.sh bench [--out DIR] [--seq 1K,...,64K] [gmabench options]
 #       bin/gmabench cross --threads 1 --repeat 1 --max-seconds 400 --json DIR/bench.json.
+#   scripts/reproduce_cross.sh lengths DIR [--ctx LIST] [--batch B] [--batches LIST] [--threads N] [--max-seconds S]
+#       each trained DIR/KIND (trained with cross.query_pos own) read at longer contexts:
+#       bin/gmaeval --data test --ctx-len M --batch B --batches N --json DIR/KIND/ctx_M.json for
+#       M in LIST (default 256,1K,4K,16K,64K), N the matching entry of --batches (default
+#       32,32,8,2,1: fewer windows where a window costs more; one entry: every M); a kind's next
+#       M is skipped once its last evaluation's seconds x 4.5 x (windows next / windows last)
+#       passes --max-seconds (default 1800). Then `collect` as run does.
 #   scripts/reproduce_cross.sh collect DIR [--command TEXT]...
 #       DIR/results.json from DIR/{gma,sdpa,none}/metrics.jsonl and config.json and
 #       DIR/bench.json (when there): per run the validation accuracy by step and the test
 #       loss and accuracy of the final evaluation (a run stopped before its end: those of
 #       DIR/KIND/test_eval.json, bin/gmaeval --data test --json of its checkpoint, and the
-#       step it stopped at); the layer's time and memory per M.
+#       step it stopped at); the layer's time and memory per M; the evaluations at other
+#       context lengths (DIR/KIND/ctx_M.json of `lengths`).
 #   scripts/reproduce_cross.sh write RESULTS.json... [--out FILE] [--note TEXT]...
 #       the section "## Cross-attention" of docs/results.md (or --out) from one or more
 #       results.json (their runs one table each, the bench of the last that has one), in
@@ -62,6 +70,51 @@ if [ "$cmd" = run ]; then
   done
   wait
   exec "$0" collect "$out" --command "scripts/reproduce_cross.sh run --out $out --kinds '$kinds' --threads $threads ${sets[*]}"
+fi
+if [ "$cmd" = lengths ]; then
+  [ $# -ge 1 ] || { echo "$0: lengths: DIR missing (see --help)" >&2; exit 2; }
+  out=$1
+  shift
+  ctx=256,1K,4K,16K,64K batch=8 batches=32,32,8,2,1 threads=1 maxs=1800
+  while [ $# -gt 0 ]; do
+    case "$1" in
+      --ctx) need "$@"; ctx=$2; shift 2;;
+      --batch) need "$@"; batch=$2; shift 2;;
+      --batches) need "$@"; batches=$2; shift 2;;
+      --threads) need "$@"; threads=$2; shift 2;;
+      --max-seconds) need "$@"; maxs=$2; shift 2;;
+      *) echo "$0: lengths: unknown option $1" >&2; exit 2;;
+    esac
+  done
+  IFS=, read -r -a ms <<< "$ctx"
+  IFS=, read -r -a ns <<< "$batches"
+  [ "${#ns[@]}" -eq 1 ] || [ "${#ns[@]}" -eq "${#ms[@]}" ] ||
+    { echo "$0: lengths: --batches has ${#ns[@]} entries for the ${#ms[@]} of --ctx" >&2; exit 2; }
+  for i in "${!ms[@]}"; do # 1K = 1024
+    m=${ms[$i]}
+    case "$m" in *K) m=$(( ${m%K} * 1024 ));; esac
+    [[ "$m" =~ ^[0-9]+$ ]] || { echo "$0: lengths: --ctx: '${ms[$i]}' is not a length" >&2; exit 2; }
+    ms[$i]=$m
+  done
+  found=0
+  for k in gma sdpa gma_causal sdpa_causal gma_sdpaenc sdpa_gmaenc; do
+    [ -e "$out/$k/latest" ] || continue
+    found=1
+    last_s="" last_w=""
+    for i in "${!ms[@]}"; do
+      m=${ms[$i]} n=${ns[$i]:-${ns[0]}}
+      if [ -n "$last_s" ] && python3 -c "import sys; sys.exit(0 if $last_s * 4.5 * $n / $last_w > $maxs else 1)"; then
+        printf '{"skipped": "time: %s s at the last length x 4.5 passes --max-seconds %s", "ctx_len": %d}\n' "$last_s" "$maxs" "$m" \
+          > "$out/$k/ctx_$m.json"
+        continue
+      fi
+      nice -n 10 bin/gmaeval --checkpoint "$out/$k" --data test --ctx-len "$m" --batch "$batch" --batches "$n" \
+        --threads "$threads" --json "$out/$k/ctx_$m.json" | tee -a "$out/lengths.txt"
+      last_s=$(python3 -c "import json; print(json.load(open('$out/$k/ctx_$m.json'))['seconds'])") last_w=$n
+    done
+  done
+  [ "$found" = 1 ] || { echo "$0: lengths: no trained run under $out (DIR/KIND/latest)" >&2; exit 1; }
+  exec "$0" collect "$out" --command "scripts/reproduce_cross.sh lengths $out --ctx $ctx --batch $batch --batches $batches --threads $threads --max-seconds $maxs"
 fi
 if [ "$cmd" = bench ]; then
   args=()
@@ -118,15 +171,26 @@ def collect(args):
             ck = os.path.basename(os.path.realpath(e.get("checkpoint", "")))  # RUN/latest -> ckpt_<step>
             if ck.startswith("ckpt_") and ck[5:].isdigit(): stopped = int(ck[5:])
             test = {"step": stopped, "acc": e.get("acc"), "loss": e["loss"], "gmaeval": True}
+        lengths = []
+        for fn in sorted(os.listdir(os.path.join(d, k))):
+            if fn.startswith("ctx_") and fn.endswith(".json"):
+                e = json.load(open(os.path.join(d, k, fn)))
+                lengths.append({x: e.get(x) for x in ("ctx_len", "acc", "loss", "windows", "tokens", "seconds", "skipped") if x in e})
+        lengths.sort(key=lambda e: e["ctx_len"])
         cfg = json.load(open(os.path.join(d, k, "config.json")))
-        runs.append({"kind": k, "valid": valid, "test": test, "steps": cfg["train"]["steps"], "seed": cfg.get("seed"), "stopped_at": stopped,
+        runs.append({"kind": k, "lengths": lengths, "valid": valid, "test": test, "steps": cfg["train"]["steps"], "seed": cfg.get("seed"), "stopped_at": stopped,
                      "elapsed_s": last.get("elapsed_s") if last else None,
                      "config": {"cross": cfg.get("cross"), "data": {x: v for x, v in cfg["data"].items() if x.startswith("xmqar") or x == "source"},
-                                "model": {x: cfg["model"][x] for x in ("d_model", "n_layers", "n_heads", "mixer", "mlp")},
+                                "model": {x: cfg["model"][x] for x in ("d_model", "n_layers", "n_heads", "mixer", "mlp", "pos") if x in cfg["model"]},
                                 "train": {x: cfg["train"][x] for x in ("batch_size", "seq_len", "lr", "steps")}}})
     bench = None
     bpath = os.path.join(d, "bench.json")
     if os.path.exists(bpath): bench = json.load(open(bpath))
+    rpath = os.path.join(d, "results.json")
+    if os.path.exists(rpath):  # a second collect (lengths after run) keeps the commands of the first
+        try: old = json.load(open(rpath)).get("commands", [])
+        except ValueError: die(rpath + ": not JSON")
+        commands = old + [c for c in commands if c not in old]
     res = {"date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "commands": commands,
            "machine": "%s, %d cores (nproc), %s %s" % (platform.processor() or platform.machine(), os.cpu_count(), platform.system(), platform.machine()),
            "runs": runs, "bench": bench}
@@ -166,6 +230,38 @@ def section(results, notes):
         L.append("")
     src = next((r for r in reversed(results) if r.get("bench")), None)
     bench = src["bench"] if src else None
+    cpu = {}  # (kind, M) -> the layer's cpu ms of the bench
+    for r in (bench or {}).get("cross", []):
+        if "cpu_ms" in r: cpu[(r["kind"], r["M"])] = r["cpu_ms"]
+    for res in results:
+        runs = [r for r in res["runs"] if r.get("lengths")]
+        if not runs: continue
+        c0 = runs[0]["config"]
+        M0 = c0["data"].get("xmqar_ctx")
+        L += ["### Accuracy at longer contexts than trained (collected %s)" % res["date"], ""]
+        L += ["Command: `%s`" % c for c in res["commands"] if "gmabench" not in c]
+        L += ["", "The models of the table above that have the rows (trained at a context of %s, cross.query_pos %s), each test window"
+              " read by `bin/gmaeval --ctx-len M`: the same pairs and queries, zeros from the pairs to M. acc: test accuracy over the"
+              " windows scored (%d queries a window); s: the evaluation's seconds; the last column the cross layer's cpu time, sdpa"
+              " over gma, of the bench below at that M (width 256, Kc 64, N = M)." % (M0, (c0["cross"] or {}).get("query_pos", "window"),
+              c0["train"]["seq_len"] - (M0 or 0)), ""]
+        Ms = sorted({e["ctx_len"] for r in runs for e in r["lengths"]})
+        L.append("| context M | " + " | ".join("%s acc | s" % LABEL.get(r["kind"], r["kind"]) for r in runs)
+                 + " | windows | layer cpu sdpa / gma |")
+        L.append("|---:|" + "---:|---:|" * len(runs) + "---:|---:|")
+        for M in Ms:
+            cells, wins = [], set()
+            for r in runs:
+                e = next((e for e in r["lengths"] if e["ctx_len"] == M), None)
+                if e is None: cells += ["", ""]
+                elif "skipped" in e: cells += ["skipped: time", ""]
+                else:
+                    cells += [fmt(e["acc"]), "%.0f" % e["seconds"]]
+                    wins.add(e["windows"])
+            g, q = cpu.get(("gma", M)), cpu.get(("sdpa", M))
+            L.append("| %d | %s | %s | %s |" % (M, " | ".join(cells), "/".join(str(w) for w in sorted(wins)) or "",
+                     fmt(q / g if g and q else None, 2)))
+        L.append("")
     if bench:
         rows = bench.get("cross", [])
         L += ["### Layer speed and memory against context length", "",
@@ -215,5 +311,5 @@ def write(args):
 cmd, rest = sys.argv[1], sys.argv[2:]
 if cmd == "collect": collect(rest)
 elif cmd == "write": write(rest)
-else: die("unknown command %s (run, bench, collect, write)" % cmd)
+else: die("unknown command %s (run, bench, lengths, collect, write)" % cmd)
 PY

@@ -295,6 +295,32 @@ START_TEST(test_model_gma_cross_sdpa_encoder) { model_grad_sets("gma", "gma", "c
 END_TEST
 START_TEST(test_model_sdpa_cross_gma_encoder) { model_grad_sets("sdpa", "sdpa", "cross.enc_mixer=gma"); }
 END_TEST
+/* cross.query_pos own: the query rows' positions from 0 (the learned table's gradient from both sequences) */
+START_TEST(test_model_query_pos_own) {
+    model_grad_sets("sdpa", "gma", "cross.query_pos=own;cross.enc_causal=true");
+    model_grad_sets("gma", "sdpa", "cross.query_pos=own;model.pos=sinusoidal");
+    /* the embedded rows: context row j = tok_emb + pos_emb[j], query row i = tok_emb + pos_emb[i] */
+    for (int own = 0; own <= 1; own++) {
+        Config cfg = model_cfg_sets("sdpa", "sdpa", own ? "cross.query_pos=own" : NULL);
+        GcModel c;
+        gc_model_setup(&c, &cfg);
+        Model *m = &c.m;
+        LossStats st;
+        ck_assert_int_eq(model_forward(m, c.tok, c.tgt, 2, 7, NULL, 0, &st, 0, 0), 0);
+        const real *wte = PT_PTR(m->params, &m->pt, m->wte), *wpe = PT_PTR(m->params, &m->pt, m->wpe);
+        int D = m->D;
+        for (int b = 0; b < 2; b++)
+            for (int t = 0; t < 7; t++) {
+                const real *row = t < 3 ? m->x->e[0] + ((size_t)b * 3 + t) * D : m->resid[0] + ((size_t)b * 4 + t - 3) * D;
+                int p = own && t >= 3 ? t - 3 : t;
+                for (int k = 0; k < D; k++)
+                    ck_assert_msg(fabs(row[k] - (wte[(size_t)c.tok[b * 7 + t] * D + k] + wpe[(size_t)p * D + k])) < 1e-12,
+                                  "own %d seq %d row %d dim %d", own, b, t, k);
+            }
+        model_free(m);
+    }
+}
+END_TEST
 /* the encoder's layers take enc_mixer's kind, the decoder's cross layers cross.mixer's */
 START_TEST(test_enc_mixer_kinds) {
     Config cfg = model_cfg_sets("sdpa", "gma", "cross.enc_mixer=sdpa");
@@ -373,8 +399,8 @@ END_TEST
 
 /* decoding: prefill (the context's memory once, then the first query token), then one query
  * token at a time for 2 sequences, gives the forward's logits of every query row */
-static void model_decode_case(const char *self, const char *kind) {
-    Config cfg = model_cfg(self, kind);
+static void model_decode_sets(const char *self, const char *kind, const char *extra) {
+    Config cfg = model_cfg_sets(self, kind, extra);
     GcModel c;
     gc_model_setup(&c, &cfg);
     Model *m = &c.m;
@@ -404,9 +430,17 @@ static void model_decode_case(const char *self, const char *kind) {
     free(want);
     model_free(m);
 }
+static void model_decode_case(const char *self, const char *kind) { model_decode_sets(self, kind, NULL); }
 START_TEST(test_model_decode_gma) { model_decode_case("gma", "gma"); }
 END_TEST
 START_TEST(test_model_decode_sdpa) { model_decode_case("sdpa", "sdpa"); }
+END_TEST
+/* with a causal encoder, and with the queries' own positions */
+START_TEST(test_model_decode_enc_causal_own_pos) {
+    model_decode_sets("gma", "gma", "cross.enc_causal=true;gma.chunk=2");
+    model_decode_sets("sdpa", "sdpa", "cross.enc_causal=true;cross.query_pos=own");
+    model_decode_sets("sdpa", "gma", "cross.query_pos=own");
+}
 END_TEST
 
 /* generation (model/generate.h): incremental decoding and a full forward per token draw the
@@ -484,6 +518,8 @@ Suite *make_suite(void) {
     tcase_add_test(tm, test_model_scores_queries);
     tcase_add_test(tm, test_model_decode_gma);
     tcase_add_test(tm, test_model_decode_sdpa);
+    tcase_add_test(tm, test_model_decode_enc_causal_own_pos);
+    tcase_add_test(tm, test_model_query_pos_own);
     tcase_add_test(tm, test_model_generate);
     tcase_add_test(tm, test_cross_refusals);
     suite_add_tcase(s, tm);

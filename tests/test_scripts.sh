@@ -385,6 +385,41 @@ if scripts/reproduce_cross.sh collect "$tmp/xc" > /dev/null 2>&1 &&
 else
   bad "reproduce_cross.sh causal row: '$(cat "$tmp/xc/page3.md" 2>&1)'"
 fi
+# the table of longer contexts: from DIR/KIND/ctx_M.json (numbers of the fixtures, ratio 3.0 = 30 / 10
+# of the bench rows at M 64), a skipped length said
+printf '%s\n' '{"ctx_len":16,"acc":0.5,"loss":1.5,"windows":4,"tokens":64,"seconds":2.2}' > "$tmp/xc/sdpa_causal/ctx_16.json"
+printf '%s\n' '{"ctx_len":64,"acc":0.25,"loss":2.5,"windows":4,"tokens":64,"seconds":7.6}' > "$tmp/xc/sdpa_causal/ctx_64.json"
+printf '%s\n' '{"skipped":"time: 7.6 s","ctx_len":256}' > "$tmp/xc/sdpa_causal/ctx_256.json"
+printf '%s\n' '{"backend":"cpu","blas_core":"x","cross":[{"M":64,"kind":"gma","ms":11,"cpu_ms":10,"peak_mib":1,"planned_mib":1},{"M":64,"kind":"sdpa","ms":31,"cpu_ms":30,"peak_mib":1,"planned_mib":1}]}' > "$tmp/xc/bench.json"
+if scripts/reproduce_cross.sh collect "$tmp/xc" --command "cmd two" > /dev/null 2>&1 &&
+   scripts/reproduce_cross.sh write "$tmp/xc/results.json" --out "$tmp/xc/page4.md" > /dev/null 2>&1; then
+  p=$tmp/xc/page4.md
+  grep -q '^| context M | sdpa, causal encoder acc | s | windows | layer cpu sdpa / gma |$' "$p" \
+    && grep -q '^| 16 | 0.500 | 2 | 4 | n/a |$' "$p" && grep -q '^| 64 | 0.250 | 8 | 4 | 3.00 |$' "$p" \
+    && grep -q '^| 256 | skipped: time |  |  | n/a |$' "$p" && grep -q '^Command: `cmd one`$' "$p" && grep -q '^Command: `cmd two`$' "$p" \
+    && ok "reproduce_cross.sh write: the longer-context table from ctx_M.json, the bench's ratio, the commands of both collects" \
+    || bad "reproduce_cross.sh lengths table: '$(cat "$p")'"
+else
+  bad "reproduce_cross.sh collect/write with ctx_M.json failed"
+fi
+# lengths on a trained model: gmaeval --ctx-len at each M, --batches windows of --batch each
+mkdir -p "$tmp/xl"
+if bin/gmatrain --config configs/xmqar_sdpa.json --set cross.query_pos=own --set cross.enc_causal=true --set data.xmqar_pairs=4 \
+     --set train.steps=2 --set train.eval_every=0 --set data.xmqar_test=8 --set model.max_seq_len=128 --set train.batch_size=4 \
+     --out "$tmp/xl/sdpa_causal" --threads 1 --quiet > "$tmp/xl/train.log" 2>&1 &&
+   scripts/reproduce_cross.sh lengths "$tmp/xl" --ctx 32,96 --batch 2 --batches 3,1 > "$tmp/xl/lengths.log" 2>&1; then
+  python3 -c "
+import json, sys
+r = json.load(open('$tmp/xl/results.json'))['runs'][0]['lengths']
+sys.exit(0 if [(e['ctx_len'], e['windows'], e['tokens']) for e in r] == [(32, 6, 192), (96, 2, 64)] else 1)" \
+    && ok "reproduce_cross.sh lengths: gmaeval --ctx-len at each M, the windows of --batches x --batch, collected" \
+    || bad "lengths: $(cat "$tmp/xl/results.json")"
+else
+  bad "reproduce_cross.sh lengths failed: $(tail -3 "$tmp/xl/train.log" "$tmp/xl/lengths.log")"
+fi
+out=$(scripts/reproduce_cross.sh lengths "$tmp/xl" --ctx 32,1K --batches 1,2,3 2>&1); rc=$?
+[ $rc -eq 2 ] && [[ "$out" == *"--batches has 3 entries for the 2 of --ctx"* ]] && ok "reproduce_cross.sh lengths: --batches of another count refused" \
+  || bad "lengths --batches: exit $rc, '$out'"
 out=$(scripts/reproduce_cross.sh run --kinds "gma bogus" --out "$tmp/xc2" 2>&1); rc=$?
 [ $rc -eq 2 ] && [[ "$out" == *"unknown kind 'bogus'"* ]] && [ ! -d "$tmp/xc2" ] && ok "reproduce_cross.sh run --kinds: an unknown kind refused before any run" \
   || bad "run --kinds bogus: exit $rc, '$out'"

@@ -1,8 +1,10 @@
 /* test_xmqar.c: the cross-sequence MQAR source (data/lm/xmqar.h): layout (pairs at the
  * start of the context, zeros after them, every query a context key whose target is its
  * value, each P queries a permutation of the pairs), determinism by (seed, split, index),
- * the splits differing, LmData serving it for training and evaluation, and the refusals
- * naming their keys. */
+ * the splits differing, the same pairs and queries at any context length, LmData serving it
+ * for training and evaluation, the refusals naming their keys, and gmaeval --ctx-len on a
+ * trained cross model (a longer context of the same examples, its refusals). */
+#include <stdlib.h>
 #include <string.h>
 
 #include "data/lm/lmdata.h"
@@ -45,6 +47,25 @@ START_TEST(test_xmqar_layout) {
                 seen = 0;
             }
         }
+    }
+}
+END_TEST
+
+/* an example at context 64 is the one at context 16 with 48 more zeros before its queries */
+START_TEST(test_xmqar_longer_context) {
+    Config c = xq_config("data.xmqar_pairs=5;data.xmqar_ctx=16;train.seq_len=40;model.max_seq_len=100");
+    XmqarTask a, b;
+    ck_assert_int_eq(xmqar_init(&a, &c, 40), 0);
+    ck_assert(cfg_set(&c, "data.xmqar_ctx=64") == 0);
+    ck_assert_int_eq(xmqar_init(&b, &c, 88), 0);
+    int32_t ta[40], ga[40], tb[88], gb[88];
+    for (uint64_t i = 0; i < 50; i++) {
+        xmqar_example(&a, (int)(i % 3), i, ta, ga);
+        xmqar_example(&b, (int)(i % 3), i, tb, gb);
+        ck_assert(!memcmp(ta, tb, sizeof(int32_t) * 10));                                /* the pairs */
+        for (int p = 10; p < 64; p++) ck_assert_int_eq(tb[p], 0);                       /* zeros to M */
+        ck_assert(!memcmp(ta + 16, tb + 64, sizeof(int32_t) * 24));                      /* the queries */
+        ck_assert(!memcmp(ga + 16, gb + 64, sizeof(int32_t) * 24) && gb[63] == -1);      /* their targets */
     }
 }
 END_TEST
@@ -106,6 +127,52 @@ START_TEST(test_xmqar_refusals) {
 }
 END_TEST
 
+/* "KEY VALUE" of gmaeval's printed line (e.g. "acc 0.2500"), as a number; -1 when absent */
+static double printed(const char *key) {
+    const char *p = strstr(g_out, key);
+    return p ? atof(p + strlen(key)) : -1;
+}
+
+/* gmaeval --ctx-len: a cross model trained at context 16 read at 16 (the plain evaluation's
+ * figures) and at 200 (the same 16 queries a window, the window 216); --batches; refusals */
+START_TEST(test_gmaeval_ctx_len) {
+    const char *cfg = tu_path("x.json");
+    tu_write(cfg, "{\"cross\":{\"mixer\":\"sdpa\",\"ctx_len\":16,\"enc_causal\":true},\"seed\":2,"
+                  "\"data\":{\"source\":\"xmqar\",\"xmqar_vocab\":32,\"xmqar_pairs\":4,\"xmqar_ctx\":16,\"xmqar_test\":24},"
+                  "\"model\":{\"d_model\":16,\"n_layers\":1,\"n_heads\":2,\"mixer\":\"sdpa\",\"mlp\":false,"
+                  "\"max_seq_len\":32,\"pos\":\"none\"},"
+                  "\"train\":{\"batch_size\":8,\"seq_len\":32,\"lr\":0.003,\"steps\":6,\"eval_every\":0}}");
+    const char *rd = tu_path("xrun");
+    ck_assert_msg(run("./bin/gmatrain --config %s --out %s --threads 1 --quiet", cfg, rd) == 0, "%s", g_out);
+    ck_assert_msg(run("./bin/gmaeval --checkpoint %s --data test --threads 1", rd) == 0, "%s", g_out);
+    double loss = printed("test loss "), acc = printed("acc ");
+    ck_assert_msg(strstr(g_out, "384 tokens in 24 windows"), "%s", g_out);
+    ck_assert_msg(run("./bin/gmaeval --checkpoint %s --data test --threads 1 --ctx-len 16", rd) == 0, "%s", g_out);
+    ck_assert_msg(printed("test loss ") == loss && printed("acc ") == acc, "--ctx-len 16 of a model of 16: %s", g_out);
+    const char *js = tu_path("x200.json");
+    ck_assert_msg(run("./bin/gmaeval --checkpoint %s --data test --threads 1 --ctx-len 200 --batch 8 --batches 2 --json %s",
+                      rd, js) == 0, "%s", g_out);
+    ck_assert_msg(strstr(g_out, "256 tokens in 16 windows"), "%s", g_out);
+    ck_assert_msg(run("grep -q '\"seq_len\":[[:space:]]*216' %s && grep -q '\"ctx_len\":[[:space:]]*200' %s", js, js) == 0,
+                  "%s", js);
+    /* refusals: one line, exit 2 */
+    ck_assert_int_eq(run("./bin/gmaeval --checkpoint %s --data test --ctx-len 7", rd), 2);
+    ck_assert_msg(strstr(g_out, "--ctx-len 7: the 4 pairs of ") && strstr(g_out, "take 8 positions"), "%s", g_out);
+    ck_assert_int_eq(run("./bin/gmaeval --checkpoint %s --data test --ctx-len 40 --seq-len 40", rd), 2);
+    ck_assert_msg(strstr(g_out, "--seq-len 40 leaves no query after the context of --ctx-len 40"), "%s", g_out);
+    const char *plain = tu_path("plain");
+    ck_assert_msg(run("./bin/gmatrain --config %s --set cross.mixer=none --set train.steps=1 --out %s --threads 1 --quiet", cfg,
+                      plain) == 0, "%s", g_out);
+    ck_assert_int_eq(run("./bin/gmaeval --checkpoint %s --data test --ctx-len 32", plain), 2);
+    ck_assert_msg(strstr(g_out, "is not a cross model (cross.mixer is none)"), "%s", g_out);
+    const char *learned = tu_path("learned");
+    ck_assert_msg(run("./bin/gmatrain --config %s --set model.pos=learned --set train.steps=1 --out %s --threads 1 --quiet", cfg,
+                      learned) == 0, "%s", g_out);
+    ck_assert_int_eq(run("./bin/gmaeval --checkpoint %s --data test --ctx-len 64", learned), 2);
+    ck_assert_msg(strstr(g_out, "model.pos \"learned\""), "%s", g_out);
+}
+END_TEST
+
 Suite *make_suite(void) {
     Suite *s = suite_create("cross-sequence MQAR source");
     TCase *tc = tcase_create("xmqar");
@@ -113,6 +180,8 @@ Suite *make_suite(void) {
     tcase_add_test(tc, test_xmqar_determinism);
     tcase_add_test(tc, test_xmqar_lmdata);
     tcase_add_test(tc, test_xmqar_refusals);
+    tcase_add_test(tc, test_xmqar_longer_context);
+    tcase_add_test(tc, test_gmaeval_ctx_len);
     suite_add_tcase(s, tc);
     return s;
 }

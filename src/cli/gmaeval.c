@@ -21,11 +21,13 @@
 #include "ops/ops.h"
 #include "train/cls_task.h"
 #include "train/evaluate.h"
+#include "nn/mixers/cross.h"
+#include "data/lm/xmqar.h"
 #include "analysis/route_eval.h"
 
 static const char *const USAGE =
     "gmaeval --checkpoint PATH --data SPLIT|FILE [--data-path DIR] [--seq-len N] [--batch B] [--stride S]\n"
-    "               [--bucket-size S]"
+    "               [--bucket-size S] [--batches N] [--ctx-len M]"
 " [--json OUT] [--device cpu|cuda] [--threads N] [--drop-last]\n"
     "               [--analyze] [--analyze-json FILE] [--dump-responsibilities FILE]\n";
 static const char *const ABOUT =
@@ -41,13 +43,17 @@ static const char *const ABOUT =
     "--seq-len N: past the model's max_seq_len when its positions are \"sinusoidal\" (the table is extended) or\n"
     "  \"none\" and no mixer is sized by it (docs/longctx.md); --bucket-size S: loss and perplexity at window\n"
     "  positions [0, S), [S, 2S), ... as flash-linear-attention's evals/ppl.py (printed and in the JSON).\n"
+    "--batches N: the first N batches of the split only (0, the default: all of it).\n"
+    "--ctx-len M: a cross model (cross.mixer gma or sdpa) read with a context of M positions instead of its\n"
+    "  cross.ctx_len, the queries after it as many as in training (the window M + those unless --seq-len); on\n"
+    "  data.source xmqar the context holds the same pairs, zeros to M (docs/cross.md, \"Longer contexts\").\n"
     "--drop-last: classifiers: score whole batches of B (--batch, else the run's train.batch_size) only,\n"
     "  as the trainer with train.eval_drop_last (the LRA release's drop_remainder).\n";
 
 /* the command line */
 typedef struct Args {
     const char *ckpt, *data, *json, *device, *ajson, *dump, *data_path;
-    int analyze, drop_last, seq_len, batch, stride, threads, bucket;
+    int analyze, drop_last, seq_len, batch, stride, threads, bucket, batches, ctx_len;
 } Args;
 
 /* OPTS_GO_ON, or the exit code (--help 0, bad input 2) */
@@ -61,6 +67,8 @@ static int parse_args(Args *a, int argc, char **argv) {
         OPTI("--batch", &a->batch, 1, INT_MAX, "windows per batch [train.batch_size]"),
         OPTI("--stride", &a->stride, 0, INT_MAX, "tokens scored per window [data.eval_stride]"),
         OPTI("--bucket-size", &a->bucket, 0, INT_MAX, "tokens per position bucket of the loss table (0 none)"),
+        OPTI("--batches", &a->batches, 0, INT_MAX, "batches scored, 0 all [0]"),
+        OPTI("--ctx-len", &a->ctx_len, 1, INT_MAX, "a cross model's context length [cross.ctx_len]"),
         OPTS("--json", &a->json, "OUT", "also write the figures as JSON"),
         OPTS("--device", &a->device, "cpu|cuda", "backend (the config key device) [the run's]"),
         OPT_THREADS(&a->threads, "CPU threads, 0 all [the run's]"),
@@ -283,6 +291,7 @@ static int lm_json(const Args *a, const char *dir, const Config *cfg, const LmDa
     if (d->is_passkey) cJSON_AddItemToObject(o, "passkey", passkey_json(r));
     if (r->n_buckets) cJSON_AddItemToObject(o, "position_buckets", buckets_json(r, N));
     cJSON_AddNumberToObject(o, "seq_len", N);
+    if (cross_cfg(cfg)->mixer != CROSS_NONE) cJSON_AddNumberToObject(o, "ctx_len", cross_cfg(cfg)->ctx_len);
     cJSON_AddNumberToObject(o, "stride", cfg->data.eval_stride);
     cJSON_AddNumberToObject(o, "windows", (double)r->windows);
     cJSON_AddNumberToObject(o, "tokens", r->tokens);
@@ -366,7 +375,7 @@ static int eval_lm(const Args *a, Config *cfg, const char *dir, int B, int N) {
     if ((rc = open_data(&d, cfg, a, dir, &split)) != 0 || (rc = load_model(&m, a, cfg, dir, B, N)) != 0) return rc;
     double t0 = gma_now();
     EvalResult r;
-    if (evaluate_buckets(&m, &d, split, B, N, 0, a->bucket, &r) != 0) return fail(1);
+    if (evaluate_buckets(&m, &d, split, B, N, a->batches, a->bucket, &r) != 0) return fail(1);
     if (!isfinite(r.loss)) { /* huge or broken weights: no figure to print or write */
         fprintf(stderr, "gmaeval: %s: the %s loss is not finite (%g) from window %ld on (%d tokens each): the weights give "
                 "non-finite logits\n", dir, split_file ? a->data : lmdata_split_name(split), r.loss, r.bad_window, N);
@@ -382,6 +391,30 @@ static int eval_lm(const Args *a, Config *cfg, const char *dir, int B, int N) {
     return 0;
 }
 
+/* --ctx-len M: a cross model's context of M positions, the query rows as many as in training
+ * (a->seq_len M + those unless given); on xmqar data its context too. 0, or -1 with gma_error. */
+static int set_ctx_len(Config *cfg, Args *a, const char *dir) {
+    const CrossCfg *cc = cross_cfg(cfg);
+    if (cc->mixer == CROSS_NONE)
+        return gma_errorf("--ctx-len %d: %s is not a cross model (cross.mixer is none)", a->ctx_len, dir);
+    int queries = cfg->train.seq_len - cc->ctx_len;
+    if (!a->seq_len) a->seq_len = a->ctx_len + queries;
+    if (a->seq_len <= a->ctx_len)
+        return gma_errorf("--seq-len %d leaves no query after the context of --ctx-len %d", a->seq_len, a->ctx_len);
+    char set[64];
+    snprintf(set, sizeof set, "cross.ctx_len=%d", a->ctx_len);
+    if (cfg_set(cfg, set) != 0) return -1;
+    if (cfg->data.source == DATA_xmqar) {
+        snprintf(set, sizeof set, "data.xmqar_ctx=%d", a->ctx_len);
+        if (cfg_set(cfg, set) != 0) return -1;
+        int pairs = xmqar_cfg(cfg)->pairs;
+        if (2 * pairs > a->ctx_len)
+            return gma_errorf("--ctx-len %d: the %d pairs of %s's data.xmqar_pairs take %d positions", a->ctx_len, pairs,
+                              dir, 2 * pairs);
+    }
+    return 0;
+}
+
 int main(int argc, char **argv) {
     gma_openmp_env(argv);
     config_register_all(); /* every module's config section, before the checkpoint's config */
@@ -392,6 +425,7 @@ int main(int argc, char **argv) {
     char dir[2048];
     Config cfg;
     if (ckpt_open_config(a.ckpt, a.device, a.threads, dir, sizeof dir, &cfg) != 0) return fail(2);
+    if (a.ctx_len && set_ctx_len(&cfg, &a, dir) != 0) return fail(2);
     if (model_extend_window(&cfg, a.seq_len, dir) != 0) return fail(2); /* past the training length: docs/longctx.md */
     int N = a.seq_len ? a.seq_len : cfg.train.seq_len, B = a.batch ? a.batch : cfg.train.batch_size;
     if (a.stride > N) { /* a window of N tokens cannot score the last S > N of them */
@@ -400,6 +434,7 @@ int main(int argc, char **argv) {
     }
     if (a.stride >= 0) cfg.data.eval_stride = a.stride;
     cfg.train.seq_len = N;
+    if (a.ctx_len && cfg_validate(&cfg) != 0) return fail(2); /* the cross and data keys of the new window */
     if (ops_select(cfg.device) != 0) return fail(2);
     ops_set_threads(cfg.threads);
     if (cfg.model.task == MODEL_CLASSIFY) return eval_classifier(&cfg, dir, a.data, B, a.drop_last, a.json);

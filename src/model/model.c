@@ -417,6 +417,42 @@ void model_zero_grad(Model *m) {
 static real *pos_table(const Model *m) { return m->wpe >= 0 ? PP(m->wpe) : m->pos_fixed; }
 static real *pos_grad(const Model *m) { return m->wpe >= 0 ? GG(m->wpe) : NULL; }
 
+/* The first row of the position table of window row t: a cross model's query rows with
+ * cross.query_pos "own" start again at row 0 (docs/model.md §3.8) */
+static int pos_row(const Model *m, int t) { return m->x && m->x->own_pos && t >= m->x->M ? t - m->x->M : t; }
+
+/* The embedded window [B,N,D] of m->tok into r0: tokens plus positions (pos_row) */
+static void embed_window(Model *m, real *r0, int B, int N) {
+    const real *pos = pos_table(m);
+    int M = m->x ? m->x->M : 0;
+    if (!pos || pos_row(m, M) == M || N <= M) {
+        g_ops->embed_forward(r0, m->tok, PP(m->wte), pos, B, N, m->D);
+        return;
+    }
+    size_t D = m->D;
+    g_ops->embed_forward(r0, m->tok, PP(m->wte), NULL, B, N, m->D);
+    for (int b = 0; b < B; b++) {
+        g_ops->axpy(r0 + (size_t)b * N * D, 1, pos, (size_t)M * D);
+        g_ops->axpy(r0 + ((size_t)b * N + M) * D, 1, pos, (size_t)(N - M) * D);
+    }
+}
+
+/* embed_window's backward from d [B,N,D]: the token embeddings' and (learned) positions' gradients */
+static void embed_window_backward(Model *m, const real *d, int B, int N) {
+    real *pg = pos_grad(m);
+    int M = m->x ? m->x->M : 0;
+    if (!pg || pos_row(m, M) == M || N <= M) {
+        g_ops->embed_backward(GG(m->wte), pg, d, m->tok, B, N, m->D);
+        return;
+    }
+    size_t D = m->D;
+    g_ops->embed_backward(GG(m->wte), NULL, d, m->tok, B, N, m->D);
+    for (int b = 0; b < B; b++) {
+        g_ops->axpy(pg, 1, d + (size_t)b * N * D, (size_t)M * D);
+        g_ops->axpy(pg, 1, d + ((size_t)b * N + M) * D, (size_t)(N - M) * D);
+    }
+}
+
 /* The LayerNorm that reads the residual stream after block l: the next block's ln1, or
  * ln_f after the last (l = -1: before the first block) */
 typedef struct {
@@ -632,10 +668,10 @@ int model_forward(Model *m, const int32_t *tok, const int32_t *tgt, int B, int N
     m->N = Nd;
     m->keymask = keymask;
     drop_start(m, training, step);
-    int R = B * Nd, D = m->D;
+    int R = B * Nd;
     g_ops->to_device(m->tok, tok, sizeof(int32_t) * B * N);
     g_ops->to_device(m->tgt, tgt_d, sizeof(int32_t) * R);
-    g_ops->embed_forward(m->resid[0], m->tok, PP(m->wte), pos_table(m), B, N, D);
+    embed_window(m, m->resid[0], B, N);
     if (m->x) xmodel_encode(m->x, m->params, m->resid[0], B, N);
     MixerCtx ctx = {.B = B, .N = Nd, .causal = m->causal, .keymask = keymask, .training = training, .step = step};
     blocks_forward(m, &ctx);
@@ -775,8 +811,7 @@ void model_backward(Model *m, double loss_scale) {
     if (m->x) xmodel_backward_begin(m->x);
     blocks_backward(m, &ctx);
     if (m->x) /* the whole window's rows: context and queries */
-        g_ops->embed_backward(GG(m->wte), pos_grad(m), xmodel_backward_end(m->x, m->params, m->grads, m->dresid), m->tok,
-                              B, m->x->T, D);
+        embed_window_backward(m, xmodel_backward_end(m->x, m->params, m->grads, m->dresid), B, m->x->T);
     else g_ops->embed_backward(GG(m->wte), pos_grad(m), m->dresid, m->tok, B, N, D);
 }
 
@@ -901,7 +936,8 @@ int model_decode_step_batch(Model *m, DecodeState *s, const int32_t *tokens) {
     g_ops->to_device(m->tok, tokens, sizeof(int32_t) * (size_t)B);
     /* the position embedding of row pos: with N = 1 the op adds row 0 of the table it is
      * given to every sequence */
-    g_ops->embed_forward(m->resid[0], m->tok, PP(m->wte), pos_table(m) ? pos_table(m) + (size_t)s->pos * D : NULL, B, 1, D);
+    g_ops->embed_forward(m->resid[0], m->tok, PP(m->wte), pos_table(m) ? pos_table(m) + (size_t)pos_row(m, s->pos) * D : NULL,
+                         B, 1, D);
     MixerCtx ctx = {.B = B, .N = 1, .causal = 1, .keymask = NULL, .training = 0, .step = 0};
     blocks_forward_dec(m, &ctx, s);
     g_ops->matmul(m->logits, m->lnf, PP(m->wte), B, m->V, D, 0, 1, 1, 0);

@@ -24,6 +24,7 @@ XModel *xmodel_build(const Config *c, ParamTable *pt, int D, int L) {
     XModel *x = xcalloc(1, sizeof *x);
     x->kind = cc->mixer;
     x->M = cc->ctx_len;
+    x->own_pos = cc->query_pos == CROSS_POS_OWN;
     x->E = cc->enc_layers;
     x->L = L;
     x->D = D;

@@ -43,6 +43,7 @@ typedef struct XModel {
     int mem_B;
     int32_t *tq_host;             /* host [B,N] the query rows' targets */
     int B, T;                     /* the last forward */
+    int own_pos;                  /* cross.query_pos own: the query rows' positions start at 0 */
 } XModel;
 
 /* The encoder and the cross sub-layers of L decoder blocks of width D for cross.mixer gma |

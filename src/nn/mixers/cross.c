@@ -37,6 +37,9 @@ static const CfgKey g_keys[] = {
     {"enc_mixer", CFGT_ENUM, O(enc_mixer), 0, "same", 0, 0, CROSS_ENC_KINDS,
      "The kind of the context encoder's self-attention layers: same = cross.mixer's, or gma or sdpa whatever "
      "cross.mixer is (e.g. an sdpa encoder read by GMA cross layers)."},
+    {"query_pos", CFGT_ENUM, O(query_pos), 0, "window", 0, 0, CROSS_POS_KINDS,
+     "The query sequence's positions: window = those of the window after the context (M..T-1); own = its own from 0 "
+     "(0..T-M-1), so that a longer context (gmaeval --ctx-len) leaves the queries' positions as in training."},
 };
 #undef O
 

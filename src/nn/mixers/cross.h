@@ -26,6 +26,9 @@ typedef enum { CROSS_NONE, CROSS_GMA, CROSS_SDPA } CrossKind;
 /* cross.enc_mixer: "same" or a kind, its index the kind's (CROSS_GMA, CROSS_SDPA) */
 enum { CROSS_ENC_SAME = 0 };
 #define CROSS_ENC_KINDS "same|gma|sdpa"
+/* cross.query_pos: where the query sequence's position embeddings start */
+enum { CROSS_POS_WINDOW, CROSS_POS_OWN };
+#define CROSS_POS_KINDS "window|own"
 
 /* The keys cross.* (a stored section): the encoder-decoder of docs/model.md §3.8, whose
  * decoder blocks each get a cross sub-layer reading the encoded context (model/model_cross.h). */
@@ -36,6 +39,7 @@ typedef struct CrossCfg {
     int ctx_len;      /* M: the window's first M positions are the context */
     int enc_causal;   /* the encoder's self-attention causal (a prefix decoder) instead of bidirectional */
     int enc_mixer;    /* CROSS_ENC_SAME: the encoder's layers of kind cross.mixer, else CROSS_GMA | CROSS_SDPA */
+    int query_pos;    /* CROSS_POS_WINDOW: the query rows at window positions M..T-1; CROSS_POS_OWN: at 0..T-M-1 */
 } CrossCfg;
 extern const CfgSection cross_cfg_section;
 const CrossCfg *cross_cfg(const Config *c);
