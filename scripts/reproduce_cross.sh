@@ -16,7 +16,8 @@
 #       M in LIST (default 256,1K,4K,16K,64K), N the matching entry of --batches (default
 #       32,32,8,2,1: fewer windows where a window costs more; one entry: every M); a kind's next
 #       M is skipped once its last evaluation's seconds x 4.5 x (windows next / windows last)
-#       passes --max-seconds (default 1800). Then `collect` as run does.
+#       passes --max-seconds (default 1800). A ctx_M.json newer than the checkpoint is kept (a
+#       second call resumes). Then `collect` as run does.
 #   scripts/reproduce_cross.sh collect DIR [--command TEXT]...
 #       DIR/results.json from DIR/{gma,sdpa,none}/metrics.jsonl and config.json and
 #       DIR/bench.json (when there): per run the validation accuracy by step and the test
@@ -106,6 +107,12 @@ if [ "$cmd" = lengths ]; then
       if [ -n "$last_s" ] && python3 -c "import sys; sys.exit(0 if $last_s * 4.5 * $n / $last_w > $maxs else 1)"; then
         printf '{"skipped": "time: %s s at the last length x 4.5 passes --max-seconds %s", "ctx_len": %d}\n' "$last_s" "$maxs" "$m" \
           > "$out/$k/ctx_$m.json"
+        continue
+      fi
+      j=$out/$k/ctx_$m.json
+      if [ -f "$j" ] && [ "$j" -nt "$out/$k/latest/model.safetensors" ] && ! grep -q '"skipped"' "$j"; then
+        echo "$k: $j kept (newer than the checkpoint; delete it to measure again)" # a second call resumes
+        last_s=$(python3 -c "import json; print(json.load(open('$j'))['seconds'])") last_w=$n
         continue
       fi
       nice -n 10 bin/gmaeval --checkpoint "$out/$k" --data test --ctx-len "$m" --batch "$batch" --batches "$n" \

@@ -417,6 +417,9 @@ sys.exit(0 if [(e['ctx_len'], e['windows'], e['tokens']) for e in r] == [(32, 6,
 else
   bad "reproduce_cross.sh lengths failed: $(tail -3 "$tmp/xl/train.log" "$tmp/xl/lengths.log")"
 fi
+out=$(scripts/reproduce_cross.sh lengths "$tmp/xl" --ctx 32,96 --batch 2 --batches 3,1 2>&1); rc=$?
+[ $rc -eq 0 ] && [ "$(grep -c ' kept (newer than the checkpoint' <<< "$out")" = 2 ] && ! grep -q '^checkpoint ' <<< "$out" \
+  && ok "reproduce_cross.sh lengths again: the evaluations already made are kept, none rerun" || bad "lengths again: exit $rc, '$out'"
 out=$(scripts/reproduce_cross.sh lengths "$tmp/xl" --ctx 32,1K --batches 1,2,3 2>&1); rc=$?
 [ $rc -eq 2 ] && [[ "$out" == *"--batches has 3 entries for the 2 of --ctx"* ]] && ok "reproduce_cross.sh lengths: --batches of another count refused" \
   || bad "lengths --batches: exit $rc, '$out'"
