@@ -1,13 +1,15 @@
 #!/usr/bin/env bash
 # reproduce_cross.sh: the cross-attention measurements of docs/results.md ("## Cross-attention").
-#   scripts/reproduce_cross.sh run [--out DIR] [--kinds LIST] [--steps N] [--threads N] [--seed S] [--set k=v]...
+#   scripts/reproduce_cross.sh run [--out DIR] [--kinds LIST] [--steps N] [--threads N] [--seed S] [--configs PREFIX] [--set k=v]...
 #       trains configs/xmqar_{gma,sdpa,none}.json (cross.mixer gma, sdpa, and a plain decoder
 #       over the whole window; nice -n 10, all at once) on the cross-sequence MQAR task
 #       (data.source xmqar, docs/cross.md), each --set applied to all, into DIR/KIND (DIR
 #       default runs/cross), then `collect`. --kinds (default "gma sdpa none") among gma,
 #       sdpa, none, gma_causal and sdpa_causal (cross.enc_causal true: a causal encoder),
 #       gma_sdpaenc (gma cross layers reading a causal sdpa encoder: cross.enc_mixer sdpa)
-#       and sdpa_gmaenc (sdpa cross layers, a causal gma encoder).
+#       and sdpa_gmaenc (sdpa cross layers, a causal gma encoder). --configs PREFIX (default
+#       configs/xmqar_): the configs PREFIX{gma,sdpa,none}.json, e.g. configs/xmqar_long_ for
+#       the models read at longer contexts (causal encoder, query_pos own; docs/cross.md).
 #   scripts/reproduce_cross.sh bench [--out DIR] [--seq 1K,...,64K] [gmabench options]
 #       bin/gmabench cross --threads 1 --repeat 1 --max-seconds 400 --json DIR/bench.json.
 #   scripts/reproduce_cross.sh lengths DIR [--ctx LIST] [--batch B] [--batches LIST] [--threads N] [--max-seconds S]
@@ -40,7 +42,7 @@ out=runs/cross
 # an option's value: exit 2 with one line when it is missing
 need() { [ "$#" -ge 2 ] || { echo "scripts/reproduce_cross.sh: $1 needs a value (see --help)" >&2; exit 2; }; }
 if [ "$cmd" = run ]; then
-  steps="" threads=1 seed="" sets=() kinds="gma sdpa none"
+  steps="" threads=1 seed="" sets=() kinds="gma sdpa none" prefix=configs/xmqar_
   while [ $# -gt 0 ]; do
     case "$1" in
       --out) need "$@"; out=$2; shift 2;;
@@ -48,6 +50,7 @@ if [ "$cmd" = run ]; then
       --steps) need "$@"; steps=$2; shift 2;;
       --threads) need "$@"; threads=$2; shift 2;;
       --seed) need "$@"; seed=$2; shift 2;;
+      --configs) need "$@"; prefix=$2; shift 2;;
       --set) need "$@"; sets+=(--set "$2"); shift 2;;
       *) echo "$0: run: unknown option $1" >&2; exit 2;;
     esac
@@ -57,6 +60,7 @@ if [ "$cmd" = run ]; then
   for k in $kinds; do
     case "$k" in gma|sdpa|none|gma_causal|sdpa_causal|gma_sdpaenc|sdpa_gmaenc) ;;
       *) echo "$0: run: --kinds: unknown kind '$k' (gma sdpa none gma_causal sdpa_causal gma_sdpaenc sdpa_gmaenc)" >&2; exit 2;; esac
+    [ -f "${prefix}${k%%_*}.json" ] || { echo "$0: run: kind $k: no config ${prefix}${k%%_*}.json (--configs)" >&2; exit 2; }
   done
   mkdir -p "$out"
   for k in $kinds; do
@@ -66,11 +70,13 @@ if [ "$cmd" = run ]; then
       sdpa_gmaenc) extra=(--set cross.enc_causal=true --set cross.enc_mixer=gma);;
       *) extra=();;
     esac
-    nice -n 10 bin/gmatrain --config "configs/xmqar_${k%%_*}.json" "${sets[@]}" "${extra[@]}" --out "$out/$k" \
+    nice -n 10 bin/gmatrain --config "${prefix}${k%%_*}.json" "${sets[@]}" "${extra[@]}" --out "$out/$k" \
       --threads "$threads" --quiet > "$out/$k.log" 2>&1 &
   done
   wait
-  exec "$0" collect "$out" --command "scripts/reproduce_cross.sh run --out $out --kinds '$kinds' --threads $threads ${sets[*]}"
+  cf=""
+  [ "$prefix" = configs/xmqar_ ] || cf=" --configs $prefix"
+  exec "$0" collect "$out" --command "scripts/reproduce_cross.sh run --out $out --kinds '$kinds'$cf --threads $threads ${sets[*]}"
 fi
 if [ "$cmd" = lengths ]; then
   [ $# -ge 1 ] || { echo "$0: lengths: DIR missing (see --help)" >&2; exit 2; }

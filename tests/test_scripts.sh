@@ -423,6 +423,9 @@ out=$(scripts/reproduce_cross.sh lengths "$tmp/xl" --ctx 32,96 --batch 2 --batch
 out=$(scripts/reproduce_cross.sh lengths "$tmp/xl" --ctx 32,1K --batches 1,2,3 2>&1); rc=$?
 [ $rc -eq 2 ] && [[ "$out" == *"--batches has 3 entries for the 2 of --ctx"* ]] && ok "reproduce_cross.sh lengths: --batches of another count refused" \
   || bad "lengths --batches: exit $rc, '$out'"
+out=$(scripts/reproduce_cross.sh run --kinds "sdpa_causal none" --configs configs/xmqar_long_ --out "$tmp/xc3" 2>&1); rc=$?
+[ $rc -eq 2 ] && [[ "$out" == *"kind none: no config configs/xmqar_long_none.json (--configs)"* ]] && [ ! -d "$tmp/xc3" ] \
+  && ok "reproduce_cross.sh run --configs: a kind without its config refused before any run" || bad "run --configs: exit $rc, '$out'"
 out=$(scripts/reproduce_cross.sh run --kinds "gma bogus" --out "$tmp/xc2" 2>&1); rc=$?
 [ $rc -eq 2 ] && [[ "$out" == *"unknown kind 'bogus'"* ]] && [ ! -d "$tmp/xc2" ] && ok "reproduce_cross.sh run --kinds: an unknown kind refused before any run" \
   || bad "run --kinds bogus: exit $rc, '$out'"
