@@ -5,12 +5,17 @@
 #
 #   scripts/gpu_check.sh [--quick] [--no-build] [--no-bench] [--sanitize] [--out DIR]
 #                        [--bin DIR] [--precisions "fp32 tf32 bf16"] [--mixers "gma sdpa ..."]
-#                        [--extra "ARGS"]
+#                        [--extra "ARGS"] [--sections LIST]
 #
 # --bin DIR takes the programs from DIR instead of bin/cuda/, where `make cuda` puts them
 # (scripts/cuda_emu_check.sh model runs these checks on binaries linked with the CPU
 # emulation of the CUDA backend). --extra
 # appends ARGS to every gmacheck call (e.g. "--batch 1" to make the emulated runs shorter).
+# --sections LIST (comma-separated; default all) runs only those parts of 2 and 3, so that a
+# lease too short for the whole can be split: mixers (every mixer at N = 200), shapes (the
+# extra shapes below), cls (classifiers, stem, head in chunks), cross (the encoder-decoder),
+# ctx (a cross model at a longer context), xdev (checkpoint and sampling across devices), dp,
+# prec (the training runs), repeat (determinism), sanitize (with --sanitize).
 #
 # 1. make cuda (unless --no-build): bin/cuda/*.
 # 2. For every mixer (gmacheck --list-mixers), causal and bidirectional, and every
@@ -44,8 +49,9 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 . scripts/lib_reproduce.sh
 QUICK=0; BUILD=1; BENCH=1; SAN=0; OUT=runs/gpu_check; BIN=bin/cuda; PRECS=""; ONLY=""; EXTRA=""
+ALL_SECTIONS=mixers,shapes,cls,cross,ctx,xdev,dp,prec,repeat,sanitize; SECTIONS=$ALL_SECTIONS
 while [ $# -gt 0 ]; do
-  case "$1" in --out|--bin|--precisions|--mixers) need_value "$@";; --extra) [ $# -ge 2 ] || need_value "$1";; esac
+  case "$1" in --out|--bin|--precisions|--mixers|--sections) need_value "$@";; --extra) [ $# -ge 2 ] || need_value "$1";; esac
   case "$1" in
     --help|-h) script_help; exit 0 ;;
     --quick) QUICK=1 ;;
@@ -57,10 +63,15 @@ while [ $# -gt 0 ]; do
     --precisions) PRECS="$2"; shift ;;
     --mixers) ONLY="$2"; shift ;;
     --extra) EXTRA="$2"; shift ;;
-    *) echo "usage: $0 [--quick] [--no-build] [--no-bench] [--sanitize] [--out DIR] [--bin DIR] [--precisions P] [--mixers M] [--extra ARGS]" >&2; exit 2 ;;
+    --sections) SECTIONS="$2"; shift ;;
+    *) echo "usage: $0 [--quick] [--no-build] [--no-bench] [--sanitize] [--out DIR] [--bin DIR] [--precisions P] [--mixers M] [--extra ARGS] [--sections LIST]" >&2; exit 2 ;;
   esac
   shift
 done
+for sec in ${SECTIONS//,/ }; do
+  case ",$ALL_SECTIONS," in *",$sec,"*) ;; *) echo "gpu_check: --sections: unknown section '$sec' ($ALL_SECTIONS)" >&2; exit 2 ;; esac
+done
+on() { case ",$SECTIONS," in *",$1,"*) return 0 ;; esac; return 1; }
 mkdir -p "$OUT"
 LOG="$OUT/checks.log"; SUM="$OUT/summary.md"; : > "$LOG"
 
@@ -94,6 +105,10 @@ check() { # mixer causal case precision [extra args...]
         --steps 3 --quiet "$@" $EXTRA 2>&1); rc=$?
   echo "$out" >> "$LOG"
   if [ $rc = 3 ]; then echo "   skipped: $(echo "$out" | tail -1)"; return; fi
+  # a mixer that cannot run in this direction (linformer causal, mamba bidirectional)
+  if [ $rc = 2 ] && echo "$out" | grep -q "cannot run \(causally\|bidirectionally\)"; then
+    echo "   not applicable: $(echo "$out" | tail -1)"; return
+  fi
   runs=$((runs + 1))
   local last; last=$(echo "$out" | grep '^gmacheck: \(PASS\|FAIL\)' | tail -1)
   if [ -z "$last" ]; then
@@ -115,50 +130,97 @@ MIXERS=$($BIN/gmacheck --list-mixers | tr '|' ' ')
 [ -n "$ONLY" ] && MIXERS="$ONLY"
 if [ -z "$PRECS" ]; then PRECS="fp32 tf32 bf16"; [ $QUICK = 1 ] && PRECS="fp32"; fi
 for p in $PRECS; do
-  for m in $MIXERS; do
-    for c in 1 0; do
-      check "$m" "$c" "N=200" "$p" --seq 200
+  if on mixers; then
+    for m in $MIXERS; do
+      for c in 1 0; do
+        check "$m" "$c" "N=200" "$p" --seq 200
+      done
     done
-  done
-  # GMA's chunked scan: N a multiple of the chunk, one chunk only, shared components, long N
-  check gma 1 "N=256" "$p" --seq 256
-  check gma 1 "N=48 (one chunk)" "$p" --seq 48
-  check gma 1 "shared, chunk 32" "$p" --seq 200 --set gma.shared_components=true --set gma.chunk=32
-  [ $QUICK = 1 ] || check gma 1 "N=2048, Kc=128" "$p" --seq 2048 --batch 2 --set gma.n_components=128 --set model.n_layers=1
-  # baselines: other head widths, state sizes, chunks and feature counts
-  for c in 1 0; do
-    check sdpa "$c" "d=64" "$p" --seq 200 --set model.n_heads=2
-    check sdpa "$c" "d=128, N=300" "$p" --seq 300 --set model.n_heads=1 --set model.max_seq_len=512
-    check sdpa "$c" "d=256" "$p" --seq 100 --batch 2 --set model.d_model=256 --set model.n_heads=1
-    check performer "$c" "m=37" "$p" --seq 200 --set performer.features=37
-  done
-  check mamba 1 "d_state 64, chunk 16" "$p" --seq 200 --set mamba.d_state=64 --set mamba.chunk=16
-  # dropout (docs/model.md §8): both backends draw the same masks, training steps agree
-  for c in 1 0; do
-    check sdpa "$c" "dropout 0.1, attn 0.1, hidden 0.1" "$p" --seq 200 --set model.dropout=0.1 \
-      --set model.attn_dropout=0.1 --set model.mlp_hidden_dropout=0.1
-  done
-  check gma 1 "dropout 0.2" "$p" --seq 100 --set model.dropout=0.2 --set model.mlp_hidden_dropout=0.2
-  check mamba 1 "d_state 200, chunk 7" "$p" --seq 50 --batch 2 --set mamba.d_state=200 --set mamba.chunk=7
-  check mamba 1 "N=64 = chunk" "$p" --seq 64
-  [ $QUICK = 1 ] || check sdpa 1 "N=2048" "$p" --seq 2048 --batch 2 --set model.n_layers=1 --set model.max_seq_len=2048
-  # classifiers: padded rows (the key-padding paths), cls pooling, the two-sequence head
-  for m in $MIXERS; do
-    case "$m" in mamba) continue ;; esac
-    check "$m" 0 "classifier, padded" "$p" --seq 100 --set model.task=classify --set model.n_classes=5
-  done
-  check gma 0 "classifier, cls pool, 2 seqs" "$p" --seq 60 --set model.task=classify --set model.pooling=cls \
-    --set model.n_seq=2 --set model.n_classes=3
-  # the convolutional stem over 8 x 8 images (docs/model.md §2.1): batch norm's batch
-  # statistics, instance norm
-  for sn in batch instance; do
-    check gma 0 "classifier, conv stem, $sn norm" "$p" --seq 64 --set model.task=classify --set model.stem=conv \
-      --set model.stem_dilations=1,2,4 --set model.stem_norm=$sn
-  done
-  # the language model's head in chunks of 5 rows (docs/model.md §1): its backward products
-  # run per chunk in the forward
-  check gma 1 "head in chunks of 5 rows" "$p" --set model.head_chunk=5
+  fi
+  if on shapes; then
+    # GMA's chunked scan: N a multiple of the chunk, one chunk only, shared components, long N
+    check gma 1 "N=256" "$p" --seq 256
+    check gma 1 "N=48 (one chunk)" "$p" --seq 48
+    check gma 1 "shared, chunk 32" "$p" --seq 200 --set gma.shared_components=true --set gma.chunk=32
+    [ $QUICK = 1 ] || check gma 1 "N=2048, Kc=128" "$p" --seq 2048 --batch 2 --set gma.n_components=128 --set model.n_layers=1
+    # baselines: other head widths, state sizes, chunks and feature counts
+    for c in 1 0; do
+      check sdpa "$c" "d=64" "$p" --seq 200 --set model.n_heads=2
+      check sdpa "$c" "d=128, N=300" "$p" --seq 300 --set model.n_heads=1 --set model.max_seq_len=512
+      check sdpa "$c" "d=256" "$p" --seq 100 --batch 2 --set model.d_model=256 --set model.n_heads=1
+      check performer "$c" "m=37" "$p" --seq 200 --set performer.features=37
+    done
+    check mamba 1 "d_state 64, chunk 16" "$p" --seq 200 --set mamba.d_state=64 --set mamba.chunk=16
+    # dropout (docs/model.md §8): both backends draw the same masks, training steps agree
+    for c in 1 0; do
+      check sdpa "$c" "dropout 0.1, attn 0.1, hidden 0.1" "$p" --seq 200 --set model.dropout=0.1 \
+        --set model.attn_dropout=0.1 --set model.mlp_hidden_dropout=0.1
+    done
+    check gma 1 "dropout 0.2" "$p" --seq 100 --set model.dropout=0.2 --set model.mlp_hidden_dropout=0.2
+    check mamba 1 "d_state 200, chunk 7" "$p" --seq 50 --batch 2 --set mamba.d_state=200 --set mamba.chunk=7
+    check mamba 1 "N=64 = chunk" "$p" --seq 64
+    [ $QUICK = 1 ] || check sdpa 1 "N=2048" "$p" --seq 2048 --batch 2 --set model.n_layers=1 --set model.max_seq_len=2048
+  fi
+  if on cls; then
+    # classifiers: padded rows (the key-padding paths), cls pooling, the two-sequence head
+    for m in $MIXERS; do
+      case "$m" in mamba) continue ;; esac
+      check "$m" 0 "classifier, padded" "$p" --seq 100 --set model.task=classify --set model.n_classes=5
+    done
+    check gma 0 "classifier, cls pool, 2 seqs" "$p" --seq 60 --set model.task=classify --set model.pooling=cls \
+      --set model.n_seq=2 --set model.n_classes=3
+    # the convolutional stem over 8 x 8 images (docs/model.md §2.1): batch norm's batch
+    # statistics, instance norm
+    for sn in batch instance; do
+      check gma 0 "classifier, conv stem, $sn norm" "$p" --seq 64 --set model.task=classify --set model.stem=conv \
+        --set model.stem_dilations=1,2,4 --set model.stem_norm=$sn
+    done
+    # the language model's head in chunks of 5 rows (docs/model.md §1): its backward products
+    # run per chunk in the forward
+    check gma 1 "head in chunks of 5 rows" "$p" --set model.head_chunk=5
+  fi
+  if on cross; then
+    # the encoder-decoder (docs/cross.md) of configs/xmqar_long_*.json: gma and sdpa cross
+    # layers over a causal or bidirectional encoder, the other mixer as encoder, window
+    # positions, and a context of 1024 (the decoder's self-attention is sdpa in each)
+    for cm in gma sdpa; do
+      XC=(--config configs/xmqar_long_$cm.json --batch 2)
+      check sdpa 1 "cross $cm, causal encoder" "$p" "${XC[@]}"
+      check sdpa 1 "cross $cm, bidirectional encoder, window pos" "$p" "${XC[@]}" --set cross.enc_causal=false \
+        --set cross.query_pos=window
+      check sdpa 1 "cross $cm, ctx 1024" "$p" "${XC[@]}" --set cross.ctx_len=1024 --set data.xmqar_ctx=1024 \
+        --set train.seq_len=1040
+    done
+    check sdpa 1 "cross gma, sdpa encoder" "$p" --config configs/xmqar_long_gma.json --batch 2 --set cross.enc_mixer=sdpa
+    check sdpa 1 "cross sdpa, gma encoder" "$p" --config configs/xmqar_long_sdpa.json --batch 2 --set cross.enc_mixer=gma
+  fi
 done
+
+# a cross model read at a longer context than trained (gmaeval --ctx-len, docs/cross.md):
+# trained 4 steps on the GPU, evaluated at context 4096 on both backends (test loss within 1e-4)
+ctx_check() {
+  local X="$OUT/xctx" la lb rel res
+  rm -rf "$X"
+  echo "-- cross model: trained on cuda, gmaeval --ctx-len 4096 on cuda and cpu" | tee -a "$LOG"
+  runs=$((runs + 1))
+  if $BIN/gmatrain --config configs/xmqar_long_gma.json --out "$X/run" --device cuda --set train.steps=4 \
+       --set train.checkpoint_every=4 --set train.eval_every=0 --set data.xmqar_test=64 --quiet >> "$LOG" 2>&1 &&
+     $BIN/gmaeval --checkpoint "$X/run" --data test --ctx-len 4096 --batch 4 --batches 2 --device cuda \
+       --json "$X/cuda.json" >> "$LOG" 2>&1 &&
+     $BIN/gmaeval --checkpoint "$X/run" --data test --ctx-len 4096 --batch 4 --batches 2 --device cpu \
+       --json "$X/cpu.json" >> "$LOG" 2>&1; then
+    jl() { grep -o '"loss":[[:space:]]*[-0-9.eE+]*' "$1" | head -1 | grep -o '[-0-9.eE+]*$'; }
+    la=$(jl "$X/cuda.json"); lb=$(jl "$X/cpu.json")
+    rel=$(awk -v a="$la" -v b="$lb" 'BEGIN { d = a - b; if (d < 0) d = -d; printf "%.2e", d / (b < 0 ? -b : b) }')
+    res=$(awk -v r="$rel" 'BEGIN { print (r < 1e-4) ? "PASS" : "FAIL" }')
+  else
+    rel=-; res=ERROR
+  fi
+  echo "   cross at ctx 4096: test loss cuda ${la:-?} cpu ${lb:-?} rel err $rel: $res"
+  [ "$res" = PASS ] || fails=$((fails + 1))
+  echo "| cross gma | cuda vs cpu | gmaeval --ctx-len 4096 | fp32 | $rel | - | 1.0e-04 | $res | - |" >> "$SUM"
+}
+on ctx && ctx_check
 
 # checkpoints cross devices: a few steps on the GPU, that checkpoint evaluated on both
 # backends (test loss within 1e-4), then resumed on the CPU
@@ -195,7 +257,7 @@ xdev_check() {
     echo "| gmasample | cuda vs cpu | 40 sampled tokens, incremental vs full forward | fp32 | - | - | same ids | $res | - |" >> "$SUM"
   fi
 }
-xdev_check
+on xdev && xdev_check
 
 # data-parallel on the GPU(s): bin/cuda-mpi/gmatrain (make cuda-mpi, when mpicc and mpirun
 # are here) on 2 ranks against one process with twice the batch. The ranks take GPU
@@ -219,7 +281,7 @@ dp_check() {
   while read -r line; do echo "| data-parallel | 2 ranks vs 1 | $line | fp32 | - | - | 1.0e-05 | - | - |" >> "$SUM"; done \
     < <(grep "all-reduce by" "$D.txt")
 }
-[ "$BIN" = bin/cuda ] && dp_check
+[ "$BIN" = bin/cuda ] && on dp && dp_check
 
 # the accuracy cost of each precision on a whole training run: the quickstart model trained
 # on the GPU in fp32, tf32 and bf16 (same seed and data), test loss and accuracy beside the
@@ -240,9 +302,10 @@ prec_runs() {
     fi
   done
 }
-[ $QUICK = 1 ] || prec_runs
+[ $QUICK = 1 ] || ! on prec || prec_runs
 
 # determinism: the same check twice prints the same numbers (fp32)
+if on repeat; then
 for m in $MIXERS; do
   case "$m" in gma|sdpa_ref) continue ;; esac
   for c in 1 0; do
@@ -254,21 +317,32 @@ for m in $MIXERS; do
     else fails=$((fails + 1)); echo "-- repeat $m causal=$c: DIFFERS" | tee -a "$LOG"; echo "| $m | causal=$c | repeat | fp32 | - | - | - | DIFFERS | - |" >> "$SUM"; fi
   done
 done
+fi
 
-if [ $SAN = 1 ] && command -v compute-sanitizer >/dev/null 2>&1; then
+if [ $SAN = 1 ] && on sanitize && command -v compute-sanitizer >/dev/null 2>&1; then
   # a sanitizer that cannot attach to this device (some virtualised machines) is a note, not a failure
   if compute-sanitizer --tool memcheck $BIN/gmacheck --device cuda --steps 1 --batch 1 --seq 16 --quiet 2>&1 |
      grep -q "Device not supported\|Error: Target application\|LibraryNotLoaded"; then
     echo "note: compute-sanitizer cannot run on this device: memcheck skipped" | tee -a "$SUM"; MIXERS_SAN=""
   else MIXERS_SAN=$MIXERS; fi
+  memcheck() { # name gmacheck-args...
+    local name=$1 rc res=PASS; shift
+    echo "== compute-sanitizer memcheck: $name" | tee -a "$LOG"
+    runs=$((runs + 1))
+    compute-sanitizer --tool memcheck --error-exitcode 9 $BIN/gmacheck --device cuda --steps 1 --batch 2 --quiet "$@" \
+      >> "$LOG" 2>&1
+    rc=$?; [ $rc = 0 ] || { res=FAIL; fails=$((fails + 1)); }
+    echo "   memcheck $name: rc $rc"
+    echo "| $name | memcheck | 1 step, batch 2 | fp32 | - | - | rc 0 | $res (rc $rc) | - |" >> "$SUM"
+  }
   for m in $MIXERS_SAN; do
-    echo "== compute-sanitizer memcheck: $m" | tee -a "$LOG"
     cz=1; $BIN/gmacheck --device cpu --set model.mixer=$m --steps 1 --batch 1 --seq 16 --quiet >/dev/null 2>&1 || cz=0
-    compute-sanitizer --tool memcheck --error-exitcode 9 $BIN/gmacheck --device cuda --set model.mixer=$m \
-      --set model.causal=$cz --steps 1 --batch 2 --seq 100 --quiet >> "$LOG" 2>&1
-    rc=$?; [ $rc = 0 ] || { fails=$((fails + 1)); echo "   memcheck $m: rc $rc (see $LOG)"; }
-    echo "   memcheck $m: rc $rc"
+    memcheck "$m" --set model.mixer=$m --set model.causal=$cz --seq 100
   done
+  # the encoder-decoder's layers (docs/cross.md), with gma among the mixers
+  if echo " $MIXERS_SAN " | grep -q " gma "; then
+    for cm in gma sdpa; do memcheck "cross $cm" --config configs/xmqar_long_$cm.json; done
+  fi
 fi
 
 echo >> "$SUM"
@@ -281,6 +355,9 @@ if [ $BENCH = 1 ]; then
     BMIX=sdpa; for m in gma linear performer; do echo " $MIXERS " | grep -q " $m " && BMIX="$BMIX,$m"; done
     "$BIN/gmabench" mixer --device cuda --mixers "$BMIX" --seq "$SEQS" --max-mem-gib 100 --json "$OUT/bench_mixer.json" 2>&1 |
       tee "$OUT/bench_mixer.txt"
+    # one cross-attention layer, gma against sdpa, M = N queries (docs/cross.md)
+    "$BIN/gmabench" cross --device cuda --seq "$SEQS" --max-mem-gib 100 --json "$OUT/bench_cross.json" 2>&1 |
+      tee "$OUT/bench_cross.txt"
     # whole model: the WikiText-103 GMA config's shape when the config exists
     CFG=configs/wikitext103_gma_k256.json; MARGS="--Kc 256"
     if [ -f "$CFG" ]; then

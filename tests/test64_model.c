@@ -8,6 +8,7 @@
 
 #include "gradcheck.h"
 #include "model/model.h"
+#include "nn/mixers/gma_core.h"
 #include "testutil.h"
 
 #define tiny_config tu_tiny_config
@@ -20,6 +21,32 @@ static void mixer_case(const char *name, int causal, int padded) {
 
 GC_MIXER_TESTS(sdpa, "sdpa")
 GC_MIXER_TESTS(gma, "gma")
+
+/* the backward in groups of (batch, head) rows (gma_backward_group): whole batches with a
+ * last, shorter group (B 5 in groups of 2 batches, key padding in the batches of the
+ * second group), and heads in groups of 2 of 3; the grouping asserted, then every gradient */
+static void group_case(const char *sets, int B, int causal, int want) {
+    static const uint8_t mask[35] = {1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0, 0,
+                                     1, 1, 1, 1, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1};
+    Config cfg = tiny_config("gma");
+    tu_apply_sets(&cfg, sets);
+    GcMix c;
+    gc_mix_setup(&c, &cfg, "gma", B, 7, causal, B == 5 ? mask : NULL, 11 + causal);
+    ck_assert_int_eq(gma_backward_group(c.m, B, 7), want);
+    char label[128];
+    snprintf(label, sizeof label, "gma %s, B %d, groups of %d", causal ? "causal" : "bidir", B, want);
+    free(gc_mix_check(&c, label));
+    gc_mix_free(&c);
+}
+START_TEST(test_gma_groups_of_batches) {
+    group_case("model.d_model=4;model.n_heads=2;gma.n_components=4", 5, 1, 4);
+    group_case("model.d_model=4;model.n_heads=2;gma.n_components=4", 5, 0, 4);
+}
+END_TEST
+START_TEST(test_gma_groups_of_heads) {
+    group_case("model.d_model=6;model.n_heads=3;gma.n_components=4", 2, 1, 2);
+}
+END_TEST
 
 /* ---------------- whole model ---------------- */
 static void model_case(const char *mixers) {
@@ -189,6 +216,8 @@ Suite *make_suite(void) {
     tcase_add_test(tc, test_gma_bidir);
     tcase_add_test(tc, test_gma_bidir_padded);
     tcase_add_test(tc, test_gma_causal_padded);
+    tcase_add_test(tc, test_gma_groups_of_batches);
+    tcase_add_test(tc, test_gma_groups_of_heads);
     suite_add_tcase(s, tc);
     TCase *tm = tcase_create("model");
     tcase_set_timeout(tm, 300);

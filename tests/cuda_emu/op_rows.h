@@ -78,7 +78,9 @@
     ROW(stem, chnorm, 1, (2, 300, 1))                                                                                  \
     ROW(stem, chnorm, 1, (1, 1, 3))                                                                                    \
     ROW(stem, maxpool, 1, (3, 40, 33))                                                                                 \
-    ROW(stem, maxpool, 1, (2, 1, 5))
+    ROW(stem, maxpool, 1, (2, 1, 5))                                                                                   \
+    ROW(route, route, 0, (2, 2, 100, 8, 33, 0)) /* k_route_dc: more rows than warps */                                 \
+    ROW(route, route, 0, (3, 2, 50, 4, 9, 1)) /* (float64 checks: the rows above) */
 
 #define BASE_ROWS(ROW)                                                                                                 \
     ROW(elem, elem, 1, (1000))                                                                                         \

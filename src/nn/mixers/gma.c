@@ -40,8 +40,10 @@
  * Memory (gma.memory "none"): the forward saves qh, kh, vh, oh [B,H,N,d] and den [B,H,N],
  * O(N d) a layer, no more than sdpa's; the responsibilities and the chunk states live in
  * scratch during the forward. The backward recomputes them, as the tiled sdpa recomputes its
- * probabilities: for a group of gh heads at a time (gh = D / (2 Kc) within [1, H]; all B x H
- * heads at once with the diversity loss, whose means run over every row) the routing of
+ * probabilities: for a group of (batch, head) rows at a time (group_heads: at least
+ * D / (2 Kc) within [1, H], and as many as the forward's scratch has room for, whole
+ * batches once a group reaches H; all B x H at once with the diversity loss, whose means
+ * run over every row) the routing of
  * that group's queries and keys, then linmix_backward with no saved state (the op rescans
  * one head's chunk states at a time), then the routing backward. Scratch:
  *   forward  gq, gk [B,H,N,Kc], states [B,H,ceil(N/C),Kc d + Kc]
@@ -324,17 +326,29 @@ static size_t gma_act(const Mixer *m, int B, int N) {
     return 4 * hs + (size_t)B * m->H * N + (g->ema ? 2 * gs : 0);
 }
 
-/* heads in one backward group (see the top of the file) */
-static int group_heads(const Mixer *m, int B) {
+/* (batch, head) rows in one backward group (see the top of the file): at least gh, and as
+ * many as the scratch that the forward and decoding need anyway leaves beside the
+ * backward's three [B*N*D] buffers (so the scratch does not grow); a group of H or more is
+ * whole batches (its rows contiguous). Fewer, larger groups: fewer and larger op calls. */
+static int group_heads(const Mixer *m, int B, int N) {
     const GmaPriv *g = m->priv;
-    return g->div_on ? B * m->H : g->gh;
+    int H = m->H;
+    if (g->div_on) return B * H;
+    size_t hs = (size_t)B * N * m->D, gs = (size_t)B * H * N * g->Kc;
+    size_t big = GMA_MAX(2 * gs + n_state(m, B, N), hs + 2 * gs);
+    size_t room = big > 3 * hs ? big - 3 * hs : 0, per = (g->Kc <= m->d ? 3 : 4) * (size_t)N * g->Kc;
+    size_t G = GMA_MAX((size_t)g->gh, per ? room / per : 0);
+    if (G >= (size_t)B * H) return B * H;
+    return G >= (size_t)H ? (int)(G / H) * H : (int)G;
 }
+
+int gma_backward_group(const Mixer *m, int B, int N) { return group_heads(m, B, N); }
 
 static size_t gma_scratch(const Mixer *m, int B, int N) {
     const GmaPriv *g = m->priv;
     size_t hs = (size_t)B * N * m->D, gs = (size_t)B * m->H * N * g->Kc;
     if (g->ema) return 5 * hs + 2 * gs;
-    size_t grp = (g->Kc <= m->d ? 3 : 4) * (size_t)group_heads(m, B) * N * g->Kc; /* dgq in dk's rows when it fits */
+    size_t grp = (g->Kc <= m->d ? 3 : 4) * (size_t)group_heads(m, B, N) * N * g->Kc; /* dgq in dk's rows when it fits */
     size_t fwd = 2 * gs + n_state(m, B, N), dec = hs + 2 * gs, bwd = 3 * hs + GMA_MAX(hs, grp);
     return GMA_MAX(GMA_MAX(fwd, dec), bwd);
 }
@@ -556,10 +570,10 @@ real *gma_mix_backward(Mixer *m, const MixerCtx *c, const real *params, real *gr
     Acts a = carve(m, B, N, act);
     real *doh = scratch, *dv = doh + hs, *dk = dv + hs, *grp = dk + hs, *dq = doh;
     g_ops->zero(dv, sizeof(real) * 2 * hs);
-    int all = g->div_on, gh = all ? H : g->gh;
-    for (int b = 0; b < (all ? 1 : B); b++)
+    int G = group_heads(m, B, N), gh = GMA_MIN(G, H), gb = G >= H ? G / H : 1; /* gb batches of gh heads */
+    for (int b = 0; b < B; b += gb)
         for (int h0 = 0; h0 < H; h0 += gh) {
-            int nb = all ? B : 1, hn = GMA_MIN(gh, H - h0), rows = nb * hn;
+            int nb = GMA_MIN(gb, B - b), hn = GMA_MIN(gh, H - h0), rows = nb * hn;
             size_t ox = ((size_t)b * H + h0) * N * d, on = ((size_t)b * H + h0) * N, gg = (size_t)rows * N * Kc;
             const uint8_t *km = c->keymask ? c->keymask + (size_t)b * N : NULL;
             int in_dk = Kc <= d; /* dgq in the group's rows of dk (see the top of the file) */

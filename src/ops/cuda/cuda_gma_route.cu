@@ -21,29 +21,36 @@
 __device__ __forceinline__ float softplusf(float s) { return s > 20.f ? s : log1pf(expf(s)); }
 __device__ __forceinline__ float sigmoidf(float s) { return 1.f / (1.f + expf(-s)); }
 
-/* one thread per (set, component) */
+/* block (set, group of 8 components): the set's log-sum-exp of the prior over the block's
+ * threads (fixed reduction tree), then one warp per component, lanes over the width */
+#define PREP_WARPS 8
 __global__ void k_route_prep(float *P, float *M, float *PT, float *MT, float *cst, const float *mu,
                              const float *var_raw, const float *prior, int Hp, int d, int Kc, float var_floor) {
-    GRID_STRIDE(idx, (size_t)Hp * Kc) {
-        int h = (int)(idx / Kc), k = (int)(idx % Kc);
-        const float *a = prior + (size_t)h * Kc;
-        float mx = -INFINITY;
-        for (int j = 0; j < Kc; j++) mx = fmaxf(mx, a[j]);
-        double s = 0;
-        for (int j = 0; j < Kc; j++) s += exp((double)(a[j] - mx));
-        float lse = mx + (float)log(s);
-        double c = 0;
-        for (int e = 0; e < d; e++) {
-            size_t o = ((size_t)h * Kc + k) * d + e, ot = ((size_t)h * d + e) * Kc + k;
-            float s2 = softplusf(var_raw[o]) + var_floor, p = 1.f / s2, m = mu[o] * p;
-            P[o] = p;
-            M[o] = m;
-            PT[ot] = p;
-            MT[ot] = m;
-            c += (double)mu[o] * mu[o] * p + log((double)s2);
-        }
-        cst[idx] = a[k] - lse - (float)(0.5 * c);
+    __shared__ float shm[32];
+    __shared__ double shs[32];
+    int h = blockIdx.y, lane = threadIdx.x & 31, w = threadIdx.x >> 5;
+    const float *a = prior + (size_t)h * Kc;
+    float mx = -INFINITY;
+    for (int j = threadIdx.x; j < Kc; j += blockDim.x) mx = fmaxf(mx, a[j]);
+    mx = block_max(mx, shm);
+    double s = 0;
+    for (int j = threadIdx.x; j < Kc; j += blockDim.x) s += exp((double)(a[j] - mx));
+    s = block_sum(s, shs);
+    float lse = mx + (float)log(s);
+    int k = blockIdx.x * PREP_WARPS + w;
+    if (k >= Kc) return;
+    double c = 0;
+    for (int e = lane; e < d; e += 32) {
+        size_t o = ((size_t)h * Kc + k) * d + e, ot = ((size_t)h * d + e) * Kc + k;
+        float s2 = softplusf(var_raw[o]) + var_floor, p = 1.f / s2, m = mu[o] * p;
+        P[o] = p;
+        M[o] = m;
+        PT[ot] = p;
+        MT[ot] = m;
+        c += (double)mu[o] * mu[o] * p + log((double)s2);
     }
+    c = warp_sum(c);
+    if (lane == 0) cst[(size_t)h * Kc + k] = a[k] - lse - (float)(0.5 * c);
 }
 
 struct RoutePre {
@@ -54,8 +61,8 @@ static RoutePre prep(const float *mu, const float *var_raw, const float *prior, 
     size_t n = (size_t)Hp * Kc * d;
     float *w = ws_f(WS_PRE, 4 * n + (size_t)Hp * Kc);
     RoutePre r = {w, w + n, w + 2 * n, w + 3 * n, w + 4 * n};
-    k_route_prep<<<grid_for((size_t)Hp * Kc, 128), 128>>>(r.P, r.M, r.PT, r.MT, r.cst, mu, var_raw, prior, Hp, d, Kc,
-                                                          var_floor);
+    dim3 grid((Kc + PREP_WARPS - 1) / PREP_WARPS, Hp);
+    k_route_prep<<<grid, PREP_WARPS * 32>>>(r.P, r.M, r.PT, r.MT, r.cst, mu, var_raw, prior, Hp, d, Kc, var_floor);
     KERNEL_CHECK("k_route_prep");
     return r;
 }
@@ -142,30 +149,41 @@ __global__ void k_route_bwd_rows(float *dl, float *x2, float *dx, const float *d
     }
 }
 
-/* dc[hp,k] = sum over the set's blocks (in order) and rows of dl */
+/* dc[hp,k] = sum over the set's rows of dl: block (32 components, set), lanes over the
+ * components, warp w over the set's rows w, w + 32, ... (in order), the warps' partial sums
+ * added in order */
+#define DC_WARPS 32
 __global__ void k_route_dc(float *dc, const float *dl, int B, int H, int N, int Kc, int Hp, int shared) {
-    GRID_STRIDE(idx, (size_t)Hp * Kc) {
-        int hp = (int)(idx / Kc), k = (int)(idx % Kc);
-        double s = 0;
-        for (int bh = 0; bh < B * H; bh++) {
-            if (!shared && bh % H != hp) continue;
-            const float *d0 = dl + (size_t)bh * N * Kc + k;
-            float t = 0;
-            for (int n = 0; n < N; n++) t += d0[(size_t)n * Kc];
-            s += t;
+    __shared__ double part[DC_WARPS][32];
+    int hp = blockIdx.y, lane = threadIdx.x & 31, w = threadIdx.x >> 5, k = blockIdx.x * 32 + lane;
+    size_t nrows = (size_t)(shared ? B * H : B) * N;
+    double s = 0;
+    if (k < Kc)
+        for (size_t i = w; i < nrows; i += DC_WARPS) {
+            size_t bh = shared ? i / N : (i / N) * H + hp, n = i % N;
+            s += dl[(bh * N + n) * Kc + k];
         }
-        dc[idx] = (float)s;
+    part[w][lane] = s;
+    __syncthreads();
+    if (w == 0 && k < Kc) {
+        double t = 0;
+        for (int j = 0; j < DC_WARPS; j++) t += part[j][lane];
+        dc[(size_t)hp * Kc + k] = (float)t;
     }
 }
 
-/* per set: max prior, sum exp(prior - max), sum dc (serial, in order) */
+/* per set, one warp: max prior, sum exp(prior - max), sum dc (fixed reduction tree) */
 __global__ void k_route_scalars(float *sc, const float *dc, const float *prior, int Hp, int Kc) {
-    GRID_STRIDE(hp, (size_t)Hp) {
-        const float *a = prior + hp * Kc, *c = dc + hp * Kc;
-        float mx = -INFINITY;
-        for (int k = 0; k < Kc; k++) mx = fmaxf(mx, a[k]);
-        double s = 0, sdc = 0;
-        for (int k = 0; k < Kc; k++) s += exp((double)(a[k] - mx)), sdc += c[k];
+    int hp = blockIdx.x, lane = threadIdx.x;
+    const float *a = prior + (size_t)hp * Kc, *c = dc + (size_t)hp * Kc;
+    float mx = -INFINITY;
+    for (int k = lane; k < Kc; k += 32) mx = fmaxf(mx, a[k]);
+    mx = warp_max(mx);
+    double s = 0, sdc = 0;
+    for (int k = lane; k < Kc; k += 32) s += exp((double)(a[k] - mx)), sdc += c[k];
+    s = warp_sum(s);
+    sdc = warp_sum(sdc);
+    if (lane == 0) {
         sc[3 * hp] = mx;
         sc[3 * hp + 1] = (float)s;
         sc[3 * hp + 2] = (float)sdc;
@@ -218,9 +236,9 @@ void cuda_gma_route_backward(real *dx, real *dmu, real *dvar_raw, real *dprior, 
     cuda_gemm_strided(dMp, dl, x, Kc, d, N, 1, 0, 1, 0, BH, (long long)N * Kc, (long long)N * d, (long long)blk);
     cuda_gemm_strided(dPp, dl, x2, Kc, d, N, 1, 0, -0.5f, 0, BH, (long long)N * Kc, (long long)N * d, (long long)blk);
     float *dc = ws_f(WS_DC, (size_t)Hp * Kc + 3 * (size_t)Hp), *sc = dc + (size_t)Hp * Kc;
-    k_route_dc<<<grid_for((size_t)Hp * Kc, 128), 128>>>(dc, dl, B, H, N, Kc, Hp, shared);
+    k_route_dc<<<dim3((Kc + 31) / 32, Hp), DC_WARPS * 32>>>(dc, dl, B, H, N, Kc, Hp, shared);
     KERNEL_CHECK("k_route_dc");
-    k_route_scalars<<<grid_for((size_t)Hp, 32), 32>>>(sc, dc, prior, Hp, Kc);
+    k_route_scalars<<<Hp, 32>>>(sc, dc, prior, Hp, Kc);
     KERNEL_CHECK("k_route_scalars");
     k_route_params<<<grid_for((size_t)Hp * blk), TPB>>>(dmu, dvar_raw, dprior, dMp, dPp, dc, sc, mu, var_raw, prior, B,
                                                          H, Kc, d, Hp, shared, var_floor);
