@@ -196,6 +196,15 @@ for p in $PRECS; do
   fi
 done
 
+# the test losses of two gmaeval --json files (cuda, cpu): sets the caller's la, lb, their
+# relative error rel and res (PASS below 1e-4)
+loss_pair() {
+  jl() { grep -o '"loss":[[:space:]]*[-0-9.eE+]*' "$1" | head -1 | grep -o '[-0-9.eE+]*$'; }
+  la=$(jl "$1"); lb=$(jl "$2")
+  rel=$(awk -v a="$la" -v b="$lb" 'BEGIN { d = a - b; if (d < 0) d = -d; printf "%.2e", d / (b < 0 ? -b : b) }')
+  res=$(awk -v r="$rel" 'BEGIN { print (r < 1e-4) ? "PASS" : "FAIL" }')
+}
+
 # a cross model read at a longer context than trained (gmaeval --ctx-len, docs/cross.md):
 # trained 4 steps on the GPU, evaluated at context 4096 on both backends (test loss within 1e-4)
 ctx_check() {
@@ -209,10 +218,7 @@ ctx_check() {
        --json "$X/cuda.json" >> "$LOG" 2>&1 &&
      $BIN/gmaeval --checkpoint "$X/run" --data test --ctx-len 4096 --batch 4 --batches 2 --device cpu \
        --json "$X/cpu.json" >> "$LOG" 2>&1; then
-    jl() { grep -o '"loss":[[:space:]]*[-0-9.eE+]*' "$1" | head -1 | grep -o '[-0-9.eE+]*$'; }
-    la=$(jl "$X/cuda.json"); lb=$(jl "$X/cpu.json")
-    rel=$(awk -v a="$la" -v b="$lb" 'BEGIN { d = a - b; if (d < 0) d = -d; printf "%.2e", d / (b < 0 ? -b : b) }')
-    res=$(awk -v r="$rel" 'BEGIN { print (r < 1e-4) ? "PASS" : "FAIL" }')
+    loss_pair "$X/cuda.json" "$X/cpu.json"
   else
     rel=-; res=ERROR
   fi
@@ -235,10 +241,7 @@ xdev_check() {
      $BIN/gmaeval --checkpoint "$X/run" --data test --batch 2 --device cuda --json "$X/cuda.json" >> "$LOG" 2>&1 &&
      $BIN/gmaeval --checkpoint "$X/run" --data test --batch 2 --device cpu --json "$X/cpu.json" >> "$LOG" 2>&1 &&
      $BIN/gmatrain --resume "$X/run" --set train.steps=6 --device cpu --quiet >> "$LOG" 2>&1 && [ -d "$X/run/ckpt_00000006" ]; then
-    jl() { grep -o '"loss":[[:space:]]*[-0-9.eE+]*' "$1" | grep -o '[-0-9.eE+]*$'; }
-    la=$(jl "$X/cuda.json"); lb=$(jl "$X/cpu.json")
-    rel=$(awk -v a="$la" -v b="$lb" 'BEGIN { d = a - b; if (d < 0) d = -d; printf "%.2e", d / (b < 0 ? -b : b) }')
-    res=$(awk -v r="$rel" 'BEGIN { print (r < 1e-4) ? "PASS" : "FAIL" }')
+    loss_pair "$X/cuda.json" "$X/cpu.json"
   else
     rel=-; res=ERROR
   fi
