@@ -204,6 +204,12 @@ loss_pair() {
   rel=$(awk -v a="$la" -v b="$lb" 'BEGIN { d = a - b; if (d < 0) d = -d; printf "%.2e", d / (b < 0 ? -b : b) }')
   res=$(awk -v r="$rel" 'BEGIN { print (r < 1e-4) ? "PASS" : "FAIL" }')
 }
+# its line, its count and its row of the summary (the row's first three cells given)
+pair_row() {
+  echo "   $1: test loss cuda ${la:-?} cpu ${lb:-?} rel err $rel: $res"
+  [ "$res" = PASS ] || fails=$((fails + 1))
+  echo "$2 | fp32 | $rel | - | 1.0e-04 | $res | - |" >> "$SUM"
+}
 
 # a cross model read at a longer context than trained (gmaeval --ctx-len, docs/cross.md):
 # trained 4 steps on the GPU, evaluated at context 4096 on both backends (test loss within 1e-4)
@@ -222,9 +228,7 @@ ctx_check() {
   else
     rel=-; res=ERROR
   fi
-  echo "   cross at ctx 4096: test loss cuda ${la:-?} cpu ${lb:-?} rel err $rel: $res"
-  [ "$res" = PASS ] || fails=$((fails + 1))
-  echo "| cross gma | cuda vs cpu | gmaeval --ctx-len 4096 | fp32 | $rel | - | 1.0e-04 | $res | - |" >> "$SUM"
+  pair_row "cross at ctx 4096" "| cross gma | cuda vs cpu | gmaeval --ctx-len 4096"
 }
 on ctx && ctx_check
 
@@ -245,9 +249,7 @@ xdev_check() {
   else
     rel=-; res=ERROR
   fi
-  echo "   checkpoint: test loss cuda ${la:-?} cpu ${lb:-?} rel err $rel: $res"
-  [ "$res" = PASS ] || fails=$((fails + 1))
-  echo "| checkpoint | cuda -> cpu | test loss, then resume on cpu | fp32 | $rel | - | 1.0e-04 | $res | - |" >> "$SUM"
+  pair_row "checkpoint" "| checkpoint | cuda -> cpu | test loss, then resume on cpu"
   # generation from that checkpoint: sampled tokens (temperature 1, one seed) with incremental
   # decoding on the GPU and a full forward per token on the CPU; the same draws unless a
   # uniform number lands within rounding of a boundary between two tokens' probabilities
