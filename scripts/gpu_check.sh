@@ -96,6 +96,9 @@ if [ $rc = 2 ]; then echo "$probe"; echo "gpu_check: the CUDA backend cannot run
 } > "$SUM"
 
 fails=0; runs=0
+# gmacheck's exit and output: a mixer that cannot run in this direction (linformer causal,
+# mamba bidirectional), its config refused (exit 2) naming it
+not_applicable() { [ "$1" = 2 ] && echo "$2" | grep -q "cannot run \(causally\|bidirectionally\)"; }
 check() { # mixer causal case precision [extra args...]
   local m=$1 c=$2 cs=$3 p=$4; shift 4
   local mode=causal; [ "$c" = 0 ] && mode=bidirectional
@@ -104,11 +107,7 @@ check() { # mixer causal case precision [extra args...]
   out=$(GMA_CUDA_SYNC=1 $BIN/gmacheck --device cuda --precision "$p" --set model.mixer="$m" --set model.causal="$c" \
         --steps 3 --quiet "$@" $EXTRA 2>&1); rc=$?
   echo "$out" >> "$LOG"
-  if [ $rc = 3 ]; then echo "   skipped: $(echo "$out" | tail -1)"; return; fi
-  # a mixer that cannot run in this direction (linformer causal, mamba bidirectional)
-  if [ $rc = 2 ] && echo "$out" | grep -q "cannot run \(causally\|bidirectionally\)"; then
-    echo "   not applicable: $(echo "$out" | tail -1)"; return
-  fi
+  if not_applicable $rc "$out"; then echo "   not applicable: $(echo "$out" | tail -1)"; return; fi
   runs=$((runs + 1))
   local last; last=$(echo "$out" | grep '^gmacheck: \(PASS\|FAIL\)' | tail -1)
   if [ -z "$last" ]; then
@@ -315,7 +314,7 @@ for m in $MIXERS; do
   case "$m" in gma|sdpa_ref) continue ;; esac
   for c in 1 0; do
     a=$(GMA_CUDA_SYNC=1 $BIN/gmacheck --device cuda --set model.mixer="$m" --set model.causal="$c" --steps 2 2>&1); ra=$?
-    [ $ra = 3 ] && continue
+    not_applicable $ra "$a" && continue
     b=$(GMA_CUDA_SYNC=1 $BIN/gmacheck --device cuda --set model.mixer="$m" --set model.causal="$c" --steps 2 2>&1)
     runs=$((runs + 1))
     if [ "$a" = "$b" ]; then echo "-- repeat $m causal=$c: identical" | tee -a "$LOG"

@@ -330,12 +330,17 @@ static size_t gma_act(const Mixer *m, int B, int N) {
  * many as the scratch that the forward and decoding need anyway leaves beside the
  * backward's three [B*N*D] buffers (so the scratch does not grow); a group of H or more is
  * whole batches (its rows contiguous). Fewer, larger groups: fewer and larger op calls. */
+/* the scratch of the forward (gq, gk, states) and of decoding, the larger */
+static size_t fwd_dec_scratch(const Mixer *m, int B, int N) {
+    const GmaPriv *g = m->priv;
+    size_t hs = (size_t)B * N * m->D, gs = (size_t)B * m->H * N * g->Kc;
+    return GMA_MAX(2 * gs + n_state(m, B, N), hs + 2 * gs);
+}
 static int group_heads(const Mixer *m, int B, int N) {
     const GmaPriv *g = m->priv;
     int H = m->H;
     if (g->div_on) return B * H;
-    size_t hs = (size_t)B * N * m->D, gs = (size_t)B * H * N * g->Kc;
-    size_t big = GMA_MAX(2 * gs + n_state(m, B, N), hs + 2 * gs);
+    size_t hs = (size_t)B * N * m->D, big = fwd_dec_scratch(m, B, N);
     size_t room = big > 3 * hs ? big - 3 * hs : 0, per = (g->Kc <= m->d ? 3 : 4) * (size_t)N * g->Kc;
     size_t G = GMA_MAX((size_t)g->gh, per ? room / per : 0);
     if (G >= (size_t)B * H) return B * H;
@@ -349,8 +354,7 @@ static size_t gma_scratch(const Mixer *m, int B, int N) {
     size_t hs = (size_t)B * N * m->D, gs = (size_t)B * m->H * N * g->Kc;
     if (g->ema) return 5 * hs + 2 * gs;
     size_t grp = (g->Kc <= m->d ? 3 : 4) * (size_t)group_heads(m, B, N) * N * g->Kc; /* dgq in dk's rows when it fits */
-    size_t fwd = 2 * gs + n_state(m, B, N), dec = hs + 2 * gs, bwd = 3 * hs + GMA_MAX(hs, grp);
-    return GMA_MAX(GMA_MAX(fwd, dec), bwd);
+    return GMA_MAX(fwd_dec_scratch(m, B, N), 3 * hs + GMA_MAX(hs, grp));
 }
 
 /* the Gaussian routing of queries and keys (forward 2, backward 4 products of 2 N Kc d a
