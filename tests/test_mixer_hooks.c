@@ -111,12 +111,10 @@ static double auto_decode_case(int threshold) {
         g_ops->to_host(full, m.logits + (size_t)(n - 1) * 11, sizeof full);
         ck_assert_int_eq(model_decode_step(&m, &ds, tok[n - 1]), 0);
         g_ops->to_host(step, m.logits, sizeof step);
-        for (int v = 0; v < 11; v++) {
-            double e = fabs((double)full[v] - step[v]) / fmax(1e-3, fabs((double)full[v]));
-            ck_assert_msg(e < 1e-5, "threshold %d position %d token %d: %g vs %g", threshold, n - 1, v, (double)full[v],
-                          (double)step[v]);
-            worst = fmax(worst, e);
-        }
+        double e = tu_row_rel_err(step, full, 11);
+        ck_assert_msg(e < TU_F32_DECODE_BOUND, "threshold %d position %d: decoded logits differ by %.2e of the row's largest",
+                      threshold, n - 1, e);
+        worst = fmax(worst, e);
     }
     model_decode_end(&m, &ds);
     model_free(&m);

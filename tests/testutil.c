@@ -75,6 +75,12 @@ double tu_max_rel_err(const double *a, const double *b, size_t n, double floor_a
     return worst;
 }
 
+double tu_row_rel_err(const real *a, const real *b, int n) {
+    double mx = 0, e = 0;
+    for (int i = 0; i < n; i++) mx = fmax(mx, fabs((double)b[i])), e = fmax(e, fabs((double)a[i] - b[i]));
+    return e / fmax(mx, 1e-30);
+}
+
 char g_out[65536];
 
 int run(const char *fmt, ...) {

@@ -40,6 +40,20 @@ struct LmData;
 void tu_train_batch_rows(struct LmData *d, int n_batches, int B, int N, int *scored, int *last);
 /* Max relative error between two arrays: max |a-b| / max(1e-12, max(|a|,|b|)) per element. */
 double tu_max_rel_err(const double *a, const double *b, size_t n, double floor_abs);
+/* Decoding against the full forward: the two compute the same logits in other summation
+ * orders (one row against N rows: BLAS picks other kernels for each, and other kernels again
+ * under another OPENBLAS_CORETYPE). A float32 sum of n terms in any order is within
+ * gamma_n = n u / (1 - n u) of the sum of its terms' magnitudes (u = 2^-24; Higham, Accuracy
+ * and Stability of Numerical Algorithms, 2nd ed., eq. 3.4). The tiny models of these tests
+ * (tu_tiny_config) sum at most 16 terms at a time (width 8, d_ff 12, 8 positions), so a sum
+ * is within 16 u of its terms; a logit ends a chain of about 8 such sums a block (the
+ * projections, the mixer's core, the norm, the MLP's two layers, the head), and the terms'
+ * magnitudes are of the order of the row's largest logit. So 2 blocks x 8 sums x 16 u =
+ * 256 u ~ 1.5e-5 of the row's largest logit bounds the gap for any kernel set; a wrong
+ * state or cache is off by 1e-3 or more. */
+#define TU_F32_DECODE_BOUND (256.0 * 5.9604644775390625e-8)
+/* max |a - b| over the row / max |b| over the row (b the reference) */
+double tu_row_rel_err(const real *a, const real *b, int n);
 
 #define GMA_TEST_MAIN()                                              \
     int main(int argc, char **argv) {                                \
