@@ -402,6 +402,15 @@ if scripts/reproduce_cross.sh collect "$tmp/xc" --command "cmd two" > /dev/null 
 else
   bad "reproduce_cross.sh collect/write with ctx_M.json failed"
 fi
+# every heading of the section distinct: the same results file twice gives its tables a numbered heading
+if scripts/reproduce_cross.sh write "$tmp/xc/results.json" "$tmp/xc/results.json" --out "$tmp/xc/page5.md" > /dev/null 2>&1 &&
+   [ -z "$(grep '^#' "$tmp/xc/page5.md" | sort | uniq -d)" ] &&
+   grep -q '^### Cross-sequence MQAR, vocabulary .*, seed .*: .*sdpa_causal.* (2)$' "$tmp/xc/page5.md" &&
+   grep -q '^### Longer contexts than trained, vocabulary .*, seed [0-9]* (2)$' "$tmp/xc/page5.md"; then
+  ok "reproduce_cross.sh write: every heading distinct, named by the task, Kc, seed and kinds"
+else
+  bad "reproduce_cross.sh write: repeated headings: '$(grep '^#' "$tmp/xc/page5.md" 2>&1)'"
+fi
 # lengths on a trained model: gmaeval --ctx-len at each M, --batches windows of --batch each
 mkdir -p "$tmp/xl"
 if bin/gmatrain --config configs/xmqar_sdpa.json --set cross.query_pos=own --set cross.enc_causal=true --set data.xmqar_pairs=4 \
