@@ -440,5 +440,16 @@ out=$(scripts/reproduce_cross.sh run --kinds "gma bogus" --out "$tmp/xc2" 2>&1);
   || bad "run --kinds bogus: exit $rc, '$out'"
 out=$(scripts/reproduce_cross.sh write "$tmp/xc/none.json" --out "$tmp/xc/p2.md" 2>&1); rc=$?
 [ $rc -eq 1 ] && [[ "$out" == *"none.json"* ]] && ok "reproduce_cross.sh write: a missing file named" || bad "write missing: exit $rc, '$out'"
+# scripts/gen_docs.py on a copy of the tree: --check passes on the committed text, fails naming the page and
+# section when a generated figure is edited by hand (nothing written), and the rewrite puts it back
+g=$tmp/gen; mkdir -p "$g/scripts" "$g/bin"
+cp -r README.md docs tests "$g/" && cp scripts/gen_docs.py "$g/scripts/" && cp bin/gm* "$g/bin/"
+if "$g/scripts/gen_docs.py" --check > /dev/null 2>&1; then ok "gen_docs.py --check: the committed sections current"; else bad "gen_docs.py --check on the committed text"; fi
+sed -i 's/^\(| small language model, State[^|]*|[^|]*| \)[0-9.]*/\1999.9/' "$g/README.md"
+out=$("$g/scripts/gen_docs.py" --check 2>&1); rc=$?
+[ $rc -eq 1 ] && [[ "$out" == *"README.md: section headline is out of date"* ]] && grep -q '| 999.9' "$g/README.md" \
+  && "$g/scripts/gen_docs.py" > /dev/null && ! grep -q '999.9' "$g/README.md" && cmp -s README.md "$g/README.md" \
+  && ok "gen_docs.py: a hand-edited figure fails --check naming its section; the rewrite restores it" \
+  || bad "gen_docs.py drift: exit $rc, '$out'"
 [ $fail -eq 0 ] && echo "scripts: ok"
 exit $fail
