@@ -80,7 +80,7 @@ def rooms(path, text):
     if path.endswith(".sh"):
         return "scripts/"
     inc = re.findall(r'^#include "([a-z0-9_]+)/', text, re.M)
-    return ", ".join("src/%s/" % r for r in sorted(set(inc))) or "-"
+    return ", ".join("src/%s/" % r for r in sorted(set(inc))) or "bin/ (the programs)"
 
 
 def gen_test_counts():
