@@ -2,7 +2,10 @@
 #
 #   make            CPU build: bin/gmatrain bin/gmaeval bin/gmasample bin/gmadata bin/gmabench bin/gmacheck
 #                   + build/libgma.a
-#   make test       set-up if needed, build, run every Check suite under tests/
+#   make test       set-up if needed, build, run every Check suite under tests/ and every script check
+#                   (CI's gate; tens of minutes on 2 cores)
+#   make check      build and run the C Check suites only (no script checks, no fuzz-smoke): a quicker
+#                   check that the build works here
 #   make quickstart set-up if needed, build, train and evaluate configs/quickstart.json
 #   make bench      build and run bin/gmabench for every causal mixer (scripts/bench_all.sh: layer, model,
 #                   generation at M = 1, 8, 64, prefill, the PyTorch peer when torch imports; JSON in
@@ -78,7 +81,7 @@ NVCCFLAGS ?= -O3 -lineinfo -std=c++17 -Xcompiler -fPIC,-Wall,-Wextra,-Wno-unused
 NVCCFLAGS += $(CUDA_ARCH) -Isrc -MMD -MP
 CUDA_LIBDIR := $(firstword $(wildcard $(CUDA_HOME)/lib64 $(CUDA_HOME)/lib $(CUDA_HOME)/targets/x86_64-linux/lib))
 
-.PHONY: all binaries test run-tests quickstart bench deps cuda cuda-mpi mpi mpi-if-available clean probe check-deps install asan help
+.PHONY: all binaries test check check-suites run-tests quickstart bench deps cuda cuda-mpi mpi mpi-if-available clean probe check-deps install asan help
 # The entry targets first make sure the Debian packages are there, then build in a second
 # make, so that the pkg-config / BLAS probes above see what setup.sh just installed.
 all: check-deps
@@ -146,9 +149,10 @@ test: check-deps
 	@$(MAKE) --no-print-directory run-tests
 # every Check suite, then the layer order of src/, the plots of scripts/plot_runs.sh, the LRA
 # stand-ins, the results writer, the scripts' command lines and make install, the migration
-# script end to end, and fuzz-smoke, counted in one closing line
+# script end to end, the generated documentation sections (scripts/gen_docs.py --check) and
+# fuzz-smoke, counted in one closing line
 run-tests: $(BINS) $(TESTS)
-	@scripts/run_tests.sh $(TESTS) -- "layers=scripts/check_layers.sh src" \
+	@scripts/run_tests.sh $(TESTS) -- "layers=scripts/check_layers.sh src" "docs=scripts/gen_docs.py --check" \
 	  "plot-runs=scripts/check_plot_runs.sh" "lra-standin=scripts/check_lra_standin.sh" \
 	  "results=tests/test_results.sh" "scripts=tests/test_scripts.sh" "migrate=tests/test_migrate.sh" \
 	  "fuzz-smoke=$(MAKE) --no-print-directory fuzz-smoke"
@@ -162,6 +166,12 @@ layers:
 # the targets, from the comment at the top of this file
 help:
 	@sed -n '1,/^$$/s/^#   //p' Makefile
+
+# the C Check suites alone, counted in one closing line: a quick check for users
+check: check-deps
+	@$(MAKE) --no-print-directory check-suites
+check-suites: $(BINS) $(TESTS)
+	@scripts/run_tests.sh $(TESTS)
 
 quickstart: check-deps
 	@$(MAKE) --no-print-directory binaries

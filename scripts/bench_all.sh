@@ -8,7 +8,7 @@
 # point, a prefill point, the model's rounds past --max-seconds keep one step, a decode row
 # past it ends its mixer's larger M), so a loaded machine shortens the run instead of
 # stretching it; the standard profile is sized to finish in under 15 minutes on a quiet
-# 2-core machine (6 min 56 s end to end on a quiet one, docs/benchmarks.md 2026-12-03 17:22 UTC;
+# 2-core machine (6 min 56 s end to end on a quiet one;
 # stopped at 1,461 s on a loaded one before the limits were added); --quick runs tiny shapes in seconds (the format
 # and plumbing, as tests/test_bench_summary.c checks).
 #

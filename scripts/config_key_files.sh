@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# config_key_files.sh: for every key of the generated configuration reference (the README
-# table between <!-- config-reference --> and <!-- /config-reference -->), the number of
+# config_key_files.sh: for every key of the generated configuration reference (the table of
+# docs/config.md between <!-- config-reference --> and <!-- /config-reference -->), the number of
 # files under src/ that mention it, and a histogram of those numbers. A source and its header
 # (model/model.c, model/model.h) count as one file, as a room of farm-studio's plan.
 #
@@ -17,8 +17,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 keys=$(awk '/<!-- config-reference -->/ {on = 1; next} /<!-- \/config-reference -->/ {on = 0}
-  on && /^\| `/ { split($0, f, "`"); print f[2] }' README.md)
-[ -n "$keys" ] || { echo "config_key_files.sh: no config reference table in README.md" >&2; exit 2; }
+  on && /^\| `/ { split($0, f, "`"); print f[2] }' docs/config.md)
+[ -n "$keys" ] || { echo "config_key_files.sh: no config reference table in docs/config.md" >&2; exit 2; }
 files() {
   local k=$1 re
   if [[ $k == *.* ]]; then

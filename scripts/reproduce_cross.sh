@@ -216,11 +216,19 @@ def section(results, notes):
     L = [HEAD, "", "Written by `%s write` from the JSON of `%s run` and `%s bench` (docs/cross.md: the task, the model, the" % (ME, ME, ME),
          "cross layer; docs/model.md §3.8 the math). Loose timings: a 2-core x86_64 VM shared with other jobs (load average",
          "well above 2), one thread a process; the cpu ms column is the process's own CPU time, the wall ms follows the load.", ""]
+    seen = {}
+    def heading(t):  # every heading of the section distinct: a repeated one numbered
+        seen[t] = seen.get(t, 0) + 1
+        return "### " + t + ("" if seen[t] == 1 else " (%d)" % seen[t])
+    def setting(res):  # what tells one results file from another: task, cross Kc, seed, kinds
+        c = res["runs"][0]["config"]
+        return "vocabulary %s, %s pairs in %s tokens, Kc %s, seed %s" % (c["data"].get("xmqar_vocab"), c["data"].get("xmqar_pairs"),
+               c["data"].get("xmqar_ctx"), (c["cross"] or {}).get("n_components"), res["runs"][0]["seed"])
     for res in results:
         if not res["runs"]: continue
         c0 = res["runs"][0]["config"]
         dx, tr, mo = c0["data"], c0["train"], c0["model"]
-        L += ["### Accuracy on cross-sequence MQAR, vocabulary %s (collected %s)" % (dx.get("xmqar_vocab"), res["date"]), ""]
+        L += [heading("Cross-sequence MQAR, %s: %s" % (setting(res), ", ".join(r["kind"] for r in res["runs"]))), ""]
         for c in res["commands"]:
             if "gmabench" not in c: L.append("Command: `%s`" % c)
         L += ["", "Task: vocabulary %s, %s pairs in a context of %s tokens, %d queries after it (window %s); model width %s, %s decoder layers"
@@ -251,7 +259,7 @@ def section(results, notes):
         if not runs: continue
         c0 = runs[0]["config"]
         M0 = c0["data"].get("xmqar_ctx")
-        L += ["### Accuracy at longer contexts than trained (collected %s)" % res["date"], ""]
+        L += [heading("Longer contexts than trained, %s" % setting(res)), ""]
         L += ["Command: `%s`" % c for c in res["commands"] if "gmabench" not in c]
         L += ["", "The models of the table above that have the rows (trained at a context of %s, cross.query_pos %s), each test window"
               " read by `bin/gmaeval --ctx-len M`: the same pairs and queries, zeros from the pairs to M. acc: test accuracy over the"

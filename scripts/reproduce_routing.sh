@@ -16,7 +16,7 @@
 #   --write-docs     write the results page into docs/results.md (figures docs/results/);
 #                    by default runs/results-<stamp>.md (figures runs/results-<stamp>/)
 #   --no-results     write no results page (scripts/write_results.sh) at the end
-# Variants (config keys in README's configuration table):
+# Variants (config keys in docs/config.md's reference):
 #   default              gaussian routing, default init
 #   kmeans               gma.init kmeans
 #   div_token_W          gma.div_mode token, gma.div_weight W   (default list: W = 0.01, 0.1; any W)

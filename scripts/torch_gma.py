@@ -243,7 +243,7 @@ class GPT(nn.Module):
 
 
 def init_like_gma(model, cfg):
-    """gma's default initialisation (README "The model"); the check loads weights instead"""
+    """gma's default initialisation (docs/model.md); the check loads weights instead"""
     std, L = cfg["model.init_std"], cfg["model.n_layers"]
     for name, p in model.named_parameters():
         leaf = name.rsplit(".", 1)[-1]

@@ -24,15 +24,15 @@ START_TEST(test_all_configs_validate) {
 }
 END_TEST
 
-/* the README's configuration reference is the schema's own (scripts/config_reference.sh) */
+/* docs/config.md's configuration reference is the schema's own (scripts/config_reference.sh) */
 START_TEST(test_readme_reference_current) {
-    char *readme = gma_read_file("README.md", NULL);
+    char *readme = gma_read_file("docs/config.md", NULL);
     ck_assert_ptr_nonnull(readme);
     char buf[1 << 16];
     FILE *f = fmemopen(buf, sizeof buf, "w");
     cfg_print_reference(f);
     fclose(f);
-    ck_assert_msg(strstr(readme, buf) != NULL, "README.md's configuration reference is out of date: run scripts/config_reference.sh");
+    ck_assert_msg(strstr(readme, buf) != NULL, "docs/config.md's configuration reference is out of date: run scripts/config_reference.sh");
     free(readme);
 }
 END_TEST

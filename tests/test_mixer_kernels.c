@@ -560,7 +560,7 @@ START_TEST(test_mixers_declare_fused_flops) {
 END_TEST
 
 /* the chunked causal core's products as gmabench counted them before the mixers declared
- * their FLOPs (its hidden_flops, docs/benchmarks.md), written out again here */
+ * their FLOPs (its fused_flops, docs/benchmarks.md), written out again here */
 static double old_linmix_flops(double BH, int N, int F, int d, int causal, int C) {
     if (!causal) return BH * 6 * 2.0 * N * F * d;
     double f = 0;

@@ -402,6 +402,15 @@ if scripts/reproduce_cross.sh collect "$tmp/xc" --command "cmd two" > /dev/null 
 else
   bad "reproduce_cross.sh collect/write with ctx_M.json failed"
 fi
+# every heading of the section distinct: the same results file twice gives its tables a numbered heading
+if scripts/reproduce_cross.sh write "$tmp/xc/results.json" "$tmp/xc/results.json" --out "$tmp/xc/page5.md" > /dev/null 2>&1 &&
+   [ -z "$(grep '^#' "$tmp/xc/page5.md" | sort | uniq -d)" ] &&
+   grep -q '^### Cross-sequence MQAR, vocabulary .*, seed .*: .*sdpa_causal.* (2)$' "$tmp/xc/page5.md" &&
+   grep -q '^### Longer contexts than trained, vocabulary .*, seed [0-9]* (2)$' "$tmp/xc/page5.md"; then
+  ok "reproduce_cross.sh write: every heading distinct, named by the task, Kc, seed and kinds"
+else
+  bad "reproduce_cross.sh write: repeated headings: '$(grep '^#' "$tmp/xc/page5.md" 2>&1)'"
+fi
 # lengths on a trained model: gmaeval --ctx-len at each M, --batches windows of --batch each
 mkdir -p "$tmp/xl"
 if bin/gmatrain --config configs/xmqar_sdpa.json --set cross.query_pos=own --set cross.enc_causal=true --set data.xmqar_pairs=4 \
@@ -431,5 +440,16 @@ out=$(scripts/reproduce_cross.sh run --kinds "gma bogus" --out "$tmp/xc2" 2>&1);
   || bad "run --kinds bogus: exit $rc, '$out'"
 out=$(scripts/reproduce_cross.sh write "$tmp/xc/none.json" --out "$tmp/xc/p2.md" 2>&1); rc=$?
 [ $rc -eq 1 ] && [[ "$out" == *"none.json"* ]] && ok "reproduce_cross.sh write: a missing file named" || bad "write missing: exit $rc, '$out'"
+# scripts/gen_docs.py on a copy of the tree: --check passes on the committed text, fails naming the page and
+# section when a generated figure is edited by hand (nothing written), and the rewrite puts it back
+g=$tmp/gen; mkdir -p "$g/scripts" "$g/bin"
+cp -r README.md docs tests "$g/" && cp scripts/gen_docs.py "$g/scripts/" && cp bin/gm* "$g/bin/"
+if "$g/scripts/gen_docs.py" --check > /dev/null 2>&1; then ok "gen_docs.py --check: the committed sections current"; else bad "gen_docs.py --check on the committed text"; fi
+sed -i 's/^\(| small language model, State[^|]*|[^|]*| \)[0-9.]*/\1999.9/' "$g/README.md"
+out=$("$g/scripts/gen_docs.py" --check 2>&1); rc=$?
+[ $rc -eq 1 ] && [[ "$out" == *"README.md: section headline is out of date"* ]] && grep -q '| 999.9' "$g/README.md" \
+  && "$g/scripts/gen_docs.py" > /dev/null && ! grep -q '999.9' "$g/README.md" && cmp -s README.md "$g/README.md" \
+  && ok "gen_docs.py: a hand-edited figure fails --check naming its section; the rewrite restores it" \
+  || bad "gen_docs.py drift: exit $rc, '$out'"
 [ $fail -eq 0 ] && echo "scripts: ok"
 exit $fail

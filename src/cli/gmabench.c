@@ -1,80 +1,11 @@
 /* gmabench.c: speed and memory benchmarks, printed as tables with ratios measured side by
- * side in the same run (tests never assert timings).
- *
- *   gmabench mixer [--mixers gma,sdpa] [--seq 512,1024,...] [--D 256] [--H 4] [--Kc 64]
- *                  [--B 1] [--bidir] [--repeat 3] [--max-seconds 60] [--max-mem-gib 12]
- *     one mixer layer, forward + backward: median time (min-max over repeats) and peak
- *     extra memory (resident high-water mark above the layer's parameters, measured in a
- *     forked child per point), with the ratio against the first mixer listed, and cpu ms
- *     (the median process CPU time of a repeat: with --threads 1 the layer's own time on a
- *     shared machine); then, from
- *     one more pass through the profiling op table (as `model` counts): GEMM GF/s (the
- *     FLOPs of the products that go through the op table over the layer time), BLAS GF/s
- *     (the same FLOPs over those shapes replayed alone), their ratio, GEMM % (the share of
- *     that pass inside them), nom GF (those FLOPs plus the products inside the mixer's fused
- *     kernels, hidden_flops), nom GF/s (over the layer time) and nom/BLAS.
- *   gmabench model [--mixers gma,sdpa] [--L 4] [--D 256] [--H 4] [--V 8192] [--B 4] [--T 256]
- *                  [--steps 9] [--Kc 64] [--peak-tflops X]
- *     whole-model training steps (forward, backward, AdamW): tokens/s, achieved GFLOP/s
- *     of the step's matrix products, the GFLOP/s the same BLAS reaches on exactly those
- *     matrix shapes replayed alone in the same run, and the share of the step spent outside
- *     matrix products, in rounds of one timed step and one replay of its shapes (ratio:
- *     the median over the rounds of replay time / step time, with its range; on a GPU the
- *     time inside products comes from one extra step with the device synchronised around
- *     each, the timed steps run unhindered). On the CPU the "all" columns add the products
- *     the backend runs inside its other ops (GMA routing, mixing cores, tiled attention:
- *     ops_set_cpu_product_hook) to the replay, each at 1/threads of its time when it ran in
- *     a parallel region of that many threads. --peak-tflops X adds the model FLOP
- *     utilisation: step GF/s (the step's counted matrix-product FLOPs over its time) over
- *     the device's peak X TFLOP/s for the precision (the caller's figure, not guessed).
- *     --shapes (CPU) adds, after each row, every op-table product shape with its count per
- *     step, its time inside the timed steps (per step) and its best replay times the count,
- *     so the products that run slower inside the step than alone can be named.
- *   gmabench decode [--mixers gma,sdpa] [--L 4] [--D 256] [--H 4] [--V 8192] [--T 256] [--Kc 64]
- *                   [--samples 1,8,64] [--repeat 3] [--full-forward] [--max-seconds 60]
- *     generation: a random prompt of T/2 tokens continued by T/2 greedy tokens in M
- *     sequences at once (model_generate_batch, one decode step for all M), for each M of
- *     --samples: tokens/s of the generated tokens (median, min-max over repeats), the
- *     limit measured in the same run on the step's own shapes (its weight products
- *     replayed alone, after each repeat as many times as it took steps: cblas_sgemv at
- *     M = 1, the same GEMM at M > 1; plus one streaming read (cblas_sasum) of as many bytes
- *     as the step reads from its decode state at the mean context -- sdpa's key/value rows,
- *     the linear cores' S and z -- so a memory-bound step is held to the bandwidth measured
- *     on a buffer of that size; a pass after each step of the generation, its time taken
- *     out of the generation's; median over repeats; CPU only) and the ratio. --full-forward adds tokens/s with a full forward per token (M = 1). Mixers
- *     without a decode step (auto with its threshold inside the window) say so. A row that
- *     took over --max-seconds skips the mixer's later rows of --samples ("skipped: time").
- *   gmabench prefill [--mixers gma,sdpa] [--seq 1K,4K,16K] [--L 4] [--D 256] [--H 4] [--V 8192] [--Kc 64]
- *                    [--repeat 3] [--feed-max 4096] [--max-seconds 60]
- *     time to first token: per N of --seq and mixer, side by side, the prefill of an N-token
- *     prompt (model_prefill: one forward filling every layer's decode state, median and
- *     min-max over repeats), its tokens/s beside a training forward's over the same N
- *     tokens, the prompt fed a decode step a token (N <= --feed-max, once) and decode
- *     tokens/s at context N after the prefill; then the crossover against sdpa (the shortest
- *     N from which a mixer's prefill, and its decode, are ahead at every longer N measured).
- *   gmabench cross [--mixers gma,sdpa] [--seq 1K,...,64K] [--D 256] [--H 4] [--Kc 64] [--B 1]
- *                  [--repeat 3] [--max-seconds 60] [--max-mem-gib 12]
- *     one cross-attention layer (docs/model.md §3.8), forward + backward, per context
- *     length M with as many queries: median time (min-max), cpu ms, peak extra memory and
- *     the planned bytes, with the ratio against the first kind listed (bench_cross.c).
- *   gmabench calibrate [--seq 512,1K,2K,4K,8K] [--out auto_calibration.json] [shape options]
- *     auto's threshold for this machine (docs/baselines.md): the prefill benchmark of gma and
- *     sdpa, then the shortest N from which GMA's training forward is ahead of sdpa's at
- *     every longer N measured (and decode's, for the record), written to --out: the file
- *     model.auto_threshold "calibrated" reads through auto.calibration (kept within
- *     2048-4096 there).
- *   gmabench summary --in A.json,B.json [--torch DIR]
- *     the table `make bench` ends with (bench_summary.c): date, CPU model, BLAS build and
- *     kernels, then from the files: training tok/s (against PyTorch eager from
- *     bench_torch.sh's DIR), layer time against sdpa and peak MiB per N, decode tok/s and
- *     ratio to the limit per M, time to first token per N. Measures nothing itself.
- *   gmabench all [--json FILE]: mixer and model with their defaults.
- * Common: --json FILE, --device cpu|cuda, --precision fp32|tf32|bf16 (cuda), --threads N,
- * --set key=value (any config key, e.g. performer.features=64 or linformer.k=128; repeatable).
- * On cuda, timings wait for the GPU (ops_sync) and memory is the backend's device memory
- * high-water mark (ops_mem_stats); mixer points run in-process (a CUDA context does not
- * survive fork).
- * This file parses the arguments and wires them to the measurements in src/bench/. */
+ * side in the same run (tests never assert timings). This file parses the arguments and
+ * wires them to the measurements in src/bench/ (bench.h): mixer, model, decode, prefill,
+ * cross, calibrate, summary, all. What each subcommand measures and what its columns mean
+ * (the nominal FLOPs are the mixers' fused_flops, mixer.h): docs/benchmarks.md; the options:
+ * `gmabench --help`. On cuda, timings wait for the GPU (ops_sync), memory is the backend's
+ * device high-water mark (ops_mem_stats), and mixer points run in-process (a CUDA context
+ * does not survive fork). */
 #include <cjson/cJSON.h>
 #include <errno.h>
 #include <limits.h>

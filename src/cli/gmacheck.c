@@ -1,28 +1,9 @@
-/* gmacheck.c: compare a backend against the CPU backend on one model and batch.
- *
- *   gmacheck [--config FILE] [--set key=value]... [--device cuda] [--precision fp32|tf32|bf16]
- *            [--steps S] [--batch B] [--seq N] [--tol X] [--quiet] [--digest]
- *   gmacheck --list-mixers
- *
- * Builds the model of the config twice, on the CPU backend and on --device, from the same
- * initial parameters (drawn once on the host and copied), feeds both the same random
- * batch (a classifier config, model.task "classify", gets random rows of random lengths
- * with padding and random labels), and for S steps compares the loss and every
- * parameter's gradient, then takes the trainer's optimiser step (optim_step: train.optimizer
- * with its weight-decay groups and clipping; buffers untouched) on both and reports how far
- * the updates differ. Every step starts both backends from the CPU's parameters and AdamW
- * moments, so the errors measure one step's arithmetic, not two trajectories drifting apart
- * (an element with a near-zero gradient can step the other way under AdamW, and the runs
- * would then diverge for reasons unrelated to the backend). Relative error of a tensor: |g_dev - g_cpu|_2 /
- * max(|g_cpu|_2, 1e-3 |g_cpu(all tensors)|_2) (the floor keeps tensors whose exact
- * gradient is zero, e.g. key biases of softmax attention, from dividing noise by noise).
- * --digest prints a hash of the device's loss and gradient bits per step (two runs that
- * print the same digests computed the same bits).
- * Exit status, as the other programs: 0 within the bound (default 1e-4 for fp32, 1e-2 tf32,
- * 5e-2 bf16; --tol sets it), 1 above it, 2 bad input (a flag, a refused config, a backend
- * that cannot be used here). Without arguments it prints its usage and exits 2.
- * This file parses the arguments and prepares the config; the comparison is
- * src/bench/backend_check.c. */
+/* gmacheck.c: compare a backend against the CPU backend on one model and batch. This file
+ * parses the arguments (`gmacheck --help`) and prepares the config; what is compared and how
+ * the error is measured: src/bench/backend_check.h; docs/cuda.md. --digest prints a hash of
+ * the device's loss and gradient bits per step. Exit status, as the other programs: 0 within
+ * the bound (default 1e-4 fp32, 1e-2 tf32, 5e-2 bf16; --tol sets it), 1 above it, 2 bad
+ * input (a flag, a refused config, a backend that cannot be used here, no arguments). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

@@ -1,6 +1,6 @@
 /* config.h: the run configuration and its schema engine: key types, JSON files and
  * `--set a.b=value` overrides, cross-field validation, the resolved dump written beside
- * each run and the reference table in the README (`gmatrain --config-reference`).
+ * each run and the reference table of docs/config.md (`gmatrain --config-reference`).
  *
  * Every key is one schema row (CfgKey). Core holds no rows: each module declares its keys
  * as a CfgSection with their defaults, ranges, docs and checks (validate). A section lies
@@ -99,9 +99,9 @@ typedef struct TrainCfg {
 } TrainCfg;
 
 /* The data keys over Config; the recall task's and MQAR's are stored sections of
- * data/lm/lmdata.c, the keys of loading a classification task one of train/cls_task.c. */
+ * data/lm/lmdata.c, passkey's and xmqar's of data/lm/passkey.c and xmqar.c, the keys of loading a classification task one of train/cls_task.c. */
 typedef struct DataCfg {
-    int source;             /* DataSource (data/lm/lmdata.h): recall | mqar | shards | cls */
+    int source;             /* DataSource (data/lm/lmdata.h, DATA_SOURCES): recall | mqar | passkey | xmqar | shards | cls */
     char path[CFG_STR];
     int eval_stride;
     int max_len;            /* cls: tokens per sequence (0 = train.seq_len, less the CLS slot) */

@@ -1,7 +1,10 @@
-/* lmdata.h: the language-model data a run trains and evaluates on: the embedded recall
- * task, Zoology's MQAR (data/lm/mqar.h), passkey retrieval (data/lm/passkey.h) or token shards DIR/{train,valid,test}.bin (+ DIR/meta.json).
+/* lmdata.h: the language-model data a run trains and evaluates on (data.source, DATA_SOURCES
+ * below): the embedded recall task (data/lm/recall.h), Zoology's MQAR (data/lm/mqar.h),
+ * passkey retrieval (data/lm/passkey.h), cross-sequence MQAR for the encoder-decoder
+ * (data/lm/xmqar.h), or token shards DIR/{train,valid,test}.bin (+ DIR/meta.json); "cls",
+ * the classification data, is loaded by train/cls_task.c, not here.
  *
- * Training batches: recall examples by index (step-determined), or random windows of
+ * Training batches: the generated tasks' examples by index (step-determined), or random windows of
  * N+1 tokens drawn from the train shard with the given RNG. Evaluation walks a split in
  * order: windows of N inputs without overlap (stride 0; the last window is partial and
  * padded), or sliding windows advanced by S tokens that score only their last S targets

@@ -1,60 +1,20 @@
-/* gma.c: Gaussian Mixture Attention (docs/model.md §3.2-§3.4, §4, §5; `mixer: "gma"`). Queries and
- * keys are routed to Kc components per head; the responsibilities are the feature maps of
- * the normalised linear mixing core (3.1), so a layer costs O(N Kc d):
- *   gamma_q = route(Q), gamma_k = route(K) (padded keys: zero rows),
- *   O = linmix(gamma_q, gamma_k, V)            (gma.memory "none")
- *   O_i = sum_k gamma_k(q_i) M_k               (gma.memory "ema": M a buffer, see below)
- *   y = O Wo^T + bo.
- *
- * Routing (`gma.routing`):
- *   gaussian (default): mu [Hp,Kc,d], var_raw [Hp,Kc,d], prior_logits [Hp,Kc] under
- *     PREFIX.gma.*; the fused op gma_route_* (docs/model.md §3.2).
- *   softmax: router.weight W [Hp,Kc,d], router.bias b [Hp,Kc] under PREFIX.gma.router.*;
- *     gamma(x) = softmax((W x + b) / tau), the same W for queries and keys, built from
- *     matmul_strided + bias + softmax_rows (and their backward).
- *   Hp = 1 with gma.shared_components, else H.
- *
- * EMA memory (`gma.memory: "ema"`, docs/model.md §3.4): PREFIX.gma.memory [H,Kc,d] is a
- * GROUP_BUFFER tensor (saved in checkpoints, never trained). After the backward of each
- * training micro-batch (update_buffers) M <- alpha M + (1 - alpha) mean_t gamma(k_t) v_t^T
- * over the non-padded (batch, position) rows; alpha = gma.ema_decay or 1 - 1/(B N).
- * Evaluation never updates M. The output does not depend on this sequence's values, so no
- * gradient reaches Wk, bk, Wv, bv through M (K still gets the diversity-loss gradient); M
- * is seeded by k-means on the first training batch's query rows.
- *
- * Diversity loss (docs/model.md §4): when gma.div_weight > 0, every training forward computes
- *   L_div(layer) = 1/(2H) sum_h [ L(gamma_q[h]) + L(gamma_k[h]) ]
- * (L the token or batch form of ops.h gma_div_forward over non-padded rows); backward adds
- * gma.div_weight * ctx->aux_scale * dL_div/dgamma before the routing backward (aux_loss
- * reports L_div and its weight to the model).
- *
- * Default initialisation (gaussian): var_raw so that sigma2 = 1, prior 0, mu ~ N(0, s^2)
- * with s = gma.init_mean_scale or, when 0, s = (2 d)^(-1/4): the spread of -|mu_k|^2/2
- * across components then has std 1/2 nat, so initial responsibilities are soft, not one-hot.
- * Softmax routing: W ~ N(0, s^2) with s = gma.init_mean_scale or 1/sqrt(d), b = 0;
- * gma.init "orthogonal" draws W with orthonormal rows (Kc <= d) or columns (Kc > d).
- * gma.init "kmeans": centroids c_k of the first batch's query rows set mu_k = c_k
- * (gaussian) or W_k = c_k, b_k = -|c_k|^2/2 (softmax: then argmax_k gamma_k(x) is the
- * nearest centroid, as in the k-means partition).
- *
- * Memory (gma.memory "none"): the forward saves qh, kh, vh, oh [B,H,N,d] and den [B,H,N],
- * O(N d) a layer, no more than sdpa's; the responsibilities and the chunk states live in
- * scratch during the forward. The backward recomputes them, as the tiled sdpa recomputes its
- * probabilities: for a group of (batch, head) rows at a time (group_heads: at least
- * D / (2 Kc) within [1, H], and as many as the forward's scratch has room for, whole
- * batches once a group reaches H; all B x H at once with the diversity loss, whose means
- * run over every row) the routing of
- * that group's queries and keys, then linmix_backward with no saved state (the op rescans
- * one head's chunk states at a time), then the routing backward. Scratch:
- *   forward  gq, gk [B,H,N,Kc], states [B,H,ceil(N/C),Kc d + Kc]
- *   backward doh then dq, dv, dk [B,H,N,d]; the group's gq, gk, dgk and, where Kc > d, dgq
- *            (or a [B*N*D] buffer); with Kc <= d the group's dgq lives in its own rows of dk,
- *            which the keys' routing backward writes only after the queries' has read it
- * query_resp recomputes the query responsibilities from the saved qh, with the parameter
- * buffer of the last forward as it is now (after an optimiser step: the updated values),
- * into a buffer of the mixer's own.
- * With the EMA memory (no linear core) the forward saves qh, kh, vh, oh, gq, gk [B,H,N,Kc],
- * den; scratch: two [B*N*D] buffers, dq, dk, dv [B,H,N,d], dgq, dgk [B,H,N,Kc]. */
+/* gma.c: Gaussian Mixture Attention (`mixer: "gma"`). The math, defaults and tensor names are
+ * docs/model.md's: routing §3.2 (gaussian) and §3.3 (softmax), the linear mixing core §3.1,
+ * the EMA memory §3.4, the diversity loss §4, initialisation §5. Contract:
+ *   y = linmix(route(Q), route(K), V) Wo^T + bo (gma.memory "none"; padded keys: zero rows),
+ *   or the EMA memory's read (gma.memory "ema"); Hp = 1 with gma.shared_components, else H.
+ *   Parameters under PREFIX.gma.*: mu, var_raw [Hp,Kc,d], prior_logits [Hp,Kc] (gaussian),
+ *   router.weight [Hp,Kc,d], router.bias [Hp,Kc] (softmax); memory [H,Kc,d] is a
+ *   GROUP_BUFFER (checkpointed, never trained, updated by update_buffers after each training
+ *   micro-batch, never by evaluation; no gradient reaches Wk, Wv through it).
+ *   The diversity loss is reported through aux_loss and its gradient added before the
+ *   routing backward.
+ * Memory: the forward saves qh, kh, vh, oh [B,H,N,d] and den [B,H,N] (with the EMA memory
+ * also gq, gk [B,H,N,Kc]); the backward recomputes the responsibilities and chunk states a
+ * group of (batch, head) rows at a time (group_heads), as the tiled sdpa recomputes its
+ * probabilities, so a layer keeps O(N d), never O(N Kc). With Kc <= d the group's dgq
+ * lives in its own rows of dk. query_resp recomputes the query responsibilities from the
+ * saved qh with the parameters as they are now. */
 #include <stdlib.h>
 #include <string.h>
 

@@ -1,7 +1,7 @@
 /* cpu_blas_core.c: which of its kernel sets OpenBLAS runs. A build for many CPUs
  * (DYNAMIC_ARCH, as Debian's packages are) picks one by CPU when it loads, unless the
  * environment names one in OPENBLAS_CORETYPE; the choice can halve or double every matrix
- * product (README, Benchmarks: Haswell's AVX2 kernels against Cooperlake's AVX-512 ones on
+ * product (docs/benchmarks.md, "Reading the figures": Haswell's AVX2 kernels against Cooperlake's AVX-512 ones on
  * the same CPU), so gmabench prints it beside its figures. */
 #include <stdio.h>
 #include <stdlib.h>

@@ -1,0 +1,309 @@
+#!/usr/bin/env python3
+"""gen_docs.py: the documentation's generated sections, each from the one file that holds its
+facts, written between the markers <!-- gen:NAME --> and <!-- /gen:NAME --> of its page.
+
+  scripts/gen_docs.py           rewrite every section in place
+  scripts/gen_docs.py --check   write nothing; exit 1 with one line per section that differs
+                                from what its sources give (run by `make test`)
+
+Sections (page: NAME <- source):
+  README.md: test-counts         <- tests/test_*.c, tests/test64_*.c, tests/*.sh
+  README.md: headline            <- docs/results.md's tables, docs/results/cross/xmqar_long_seed*.json
+  docs/programs.md: synopsis     <- `bin/PROGRAM --help` of the six programs (built first)
+  docs/testing.md: test-map      <- the suites' header comments and #include lines
+  docs/benchmarks.md: bench-summary <- the gmabench outputs under docs/results/gpu_h200/ and
+                                   docs/results/scaling/
+The configuration reference (docs/config.md) is written by scripts/config_reference.sh and
+checked by tests/test_configs.c. Python 3 standard library only; run from anywhere.
+"""
+import glob
+import json
+import os
+import re
+import subprocess
+import sys
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+PROGRAMS = ["gmatrain", "gmaeval", "gmasample", "gmadata", "gmabench", "gmacheck"]
+
+
+class Bad(Exception):
+    pass
+
+
+def read(path):
+    with open(os.path.join(ROOT, path), encoding="utf-8") as f:
+        return f.read()
+
+
+# ---- tests: counts and map ----
+
+def suites():
+    """(name, path) of every Check suite and script check, in make test's order"""
+    c = sorted(glob.glob(os.path.join(ROOT, "tests", "test_*.c"))) + \
+        sorted(glob.glob(os.path.join(ROOT, "tests", "test64_*.c")))
+    sh = sorted(glob.glob(os.path.join(ROOT, "tests", "test_*.sh")))
+    return [(os.path.basename(p).rsplit(".", 1)[0], os.path.relpath(p, ROOT)) for p in c + sh]
+
+
+def case_count(path, text):
+    """the test cases of a Check suite (START_TEST blocks); None for a script check"""
+    if path.endswith(".c"):
+        return len(re.findall(r"^START_TEST\(", text, re.M))
+    return None
+
+
+def header_sentence(name, path, text):
+    """the first sentence of the header comment, without the leading 'name.c:'"""
+    if path.endswith(".c"):
+        m = re.match(r"\s*/\*(.*?)\*/", text, re.S)
+        if not m:
+            raise Bad("%s: no header comment" % path)
+        body = " ".join(l.strip().lstrip("*").strip() for l in m.group(1).splitlines())
+    else:
+        lines = [l[1:].strip() for l in text.splitlines()[1:] if l.startswith("#")]
+        body = " ".join(lines[:6])
+    body = re.sub(r"\s+", " ", body).strip()
+    body = re.sub(r"^%s\.(c|sh):\s*" % re.escape(name), "", body)
+    depth, s = 0, body
+    for i, ch in enumerate(body):
+        depth += (ch in "([") - (ch in ")]")
+        if depth == 0 and ch in ".;" and (i + 1 == len(body) or body[i + 1] == " "):
+            s = body[:i]
+            break
+    if len(s) > 220:
+        s = s[:217].rsplit(" ", 1)[0] + " ..."
+    return s.replace("|", "\\|")
+
+
+def rooms(path, text):
+    if path.endswith(".sh"):
+        return "scripts/"
+    inc = re.findall(r'^#include "([a-z0-9_]+)/', text, re.M)
+    return ", ".join("src/%s/" % r for r in sorted(set(inc))) or "bin/ (the programs)"
+
+
+def gen_test_counts():
+    c32 = c64 = sh = 0
+    cases = 0
+    for name, path in suites():
+        t = read(path)
+        n = case_count(path, t)
+        if path.endswith(".sh"):
+            sh += 1
+        else:
+            cases += n
+            if name.startswith("test64_"):
+                c64 += 1
+            else:
+                c32 += 1
+    return ("%d Check suites (%d float32, %d float64 gradient-check suites) with %d test cases, "
+            "and %d script checks under tests/; the suite by suite map: "
+            "[docs/testing.md](docs/testing.md#test-map)." % (c32 + c64, c32, c64, cases, sh))
+
+
+def gen_test_map():
+    rows = ["| suite | covers | source rooms | cases |", "|---|---|---|---:|"]
+    for name, path in suites():
+        t = read(path)
+        n = case_count(path, t)
+        rows.append("| [%s](../%s) | %s | %s | %s |" % (name, path, header_sentence(name, path, t),
+                                                     rooms(path, t), "-" if n is None else n))
+    return "\n".join(rows)
+
+
+# ---- headline results ----
+
+def md_section(text, heading):
+    """the text of the section '## heading' (to the next '## ')"""
+    m = re.search(r"^## %s\n(.*?)(?=^## |\Z)" % re.escape(heading), text, re.M | re.S)
+    if not m:
+        raise Bad("docs/results.md: no section '## %s'" % heading)
+    return m.group(1)
+
+
+def table_rows(section, first_col_header):
+    """rows (lists of cells) of the first table in section whose header starts with first_col_header"""
+    lines = section.splitlines()
+    for i, l in enumerate(lines):
+        if l.startswith("| %s |" % first_col_header):
+            head = [c.strip() for c in l.strip("|").split("|")]
+            rows = []
+            for r in lines[i + 2:]:
+                if not r.startswith("|"):
+                    break
+                rows.append(dict(zip(head, [c.strip() for c in r.strip("|").split("|")])))
+            return rows
+    raise Bad("docs/results.md: no table with first column '%s'" % first_col_header)
+
+
+def row(rows, key, value, page):
+    for r in rows:
+        if r[key] == value:
+            return r
+    raise Bad("%s: no row '%s'" % (page, value))
+
+
+def gen_headline():
+    res = read("docs/results.md")
+    out = ["| study | measure | GMA | softmax attention (sdpa) | page |", "|---|---|---|---|---|"]
+    small = table_rows(md_section(res, "Small profile over seeds"), "mixer")
+    g, s = row(small, "mixer", "gma", "results.md"), row(small, "mixer", "sdpa", "results.md")
+    cut = lambda v: v.split(" [")[0]
+    out.append("| small language model, State of the Union, 3 seeds | test perplexity (mean ± std) | %s | %s | "
+               "[results](docs/results.md#small-profile-over-seeds) |" % (cut(g["test ppl"]), cut(s["test ppl"])))
+    lc = table_rows(md_section(res, "Long context"), "mixer")
+    col = [k for k in lc[0] if k.endswith("(16x)")][0]
+    g, s = row(lc, "mixer", "gma", "results.md"), row(lc, "mixer", "sdpa", "results.md")
+    out.append("| passkey, read at 16x the training length | exact (per-digit) accuracy at %s | %s | %s | "
+               "[results](docs/results.md#long-context) |" % (col.split()[0], g[col], s[col]))
+    mq = table_rows(md_section(res, "Associative recall (MQAR, Zoology protocol)"), "mixer")
+    g = [r for r in mq if r["mixer"] == "gma64" and r["width"] == "64"][0]
+    s = [r for r in mq if r["mixer"] == "sdpa" and r["width"] == "64"][0]
+    out.append("| associative recall (MQAR), width 64 | test accuracy at 64 tokens, mean (range) over seeds | %s | %s | "
+               "[results](docs/results.md#associative-recall-mqar-zoology-protocol) |" % (g["acc@64"], s["acc@64"]))
+    acc = {"gma_causal": [], "sdpa_causal": []}
+    sec = {"gma_causal": [], "sdpa_causal": []}
+    files = sorted(glob.glob(os.path.join(ROOT, "docs/results/cross/xmqar_long_seed*.json")))
+    if not files:
+        raise Bad("docs/results/cross/: no xmqar_long_seed*.json")
+    runs = [r for p in files for r in json.load(open(p))["runs"] if r["kind"] in acc]
+    # the longest context every run was read at
+    n = min(max(x["ctx_len"] for x in r["lengths"]) for r in runs)
+    for r in runs:
+        last = [x for x in r["lengths"] if x["ctx_len"] == n][0]
+        acc[r["kind"]].append(last["acc"])
+        sec[r["kind"]].append(last["seconds"])
+    f = lambda xs: " / ".join("%.3f" % x for x in xs)
+    out.append("| cross-attention recall, trained at 32, read at %dK context | test accuracy, seed by seed | %s | %s | "
+               "[cross](docs/cross.md) |" % (n // 1024, f(acc["gma_causal"]), f(acc["sdpa_causal"])))
+    out.append("| the same, CPU evaluation time at %dK (2 cores) | seconds, seed by seed | %s | %s | [cross](docs/cross.md) |"
+               % (n // 1024, " / ".join("%.1f" % x for x in sec["gma_causal"]),
+                  " / ".join("%.1f" % x for x in sec["sdpa_causal"])))
+    return "\n".join(out)
+
+
+# ---- program synopses ----
+
+def gen_synopsis():
+    out = []
+    for p in PROGRAMS:
+        exe = os.path.join(ROOT, "bin", p)
+        if not os.access(exe, os.X_OK):
+            raise Bad("bin/%s: not built (make binaries)" % p)
+        r = subprocess.run([exe, "--help"], capture_output=True, text=True)
+        if r.returncode != 0:
+            raise Bad("bin/%s --help: exit %d" % (p, r.returncode))
+        keep = []
+        for i, l in enumerate(r.stdout.splitlines()):
+            if i > 0 and (not l.strip() or not l.startswith(" ")):
+                break
+            keep.append(l.rstrip())
+        out.append("`%s` (all options: `bin/%s --help`):\n\n" % (p, p) + "\n".join("    " + l for l in keep))
+    return "\n\n".join(out)
+
+
+# ---- benchmark summary ----
+
+def gmabench_rows(path, first):
+    """rows of a gmabench text table: the lines after the header line starting with `first`"""
+    rows, head = [], None
+    for l in read(path).splitlines():
+        if l.startswith(first + " "):
+            head = l.split()
+            continue
+        if head and l.strip() and not l.startswith("#"):
+            rows.append(l.split())
+    if not rows:
+        raise Bad("%s: no gmabench rows" % path)
+    return head, rows
+
+
+def gen_bench_summary():
+    out = ["One GMA layer against one sdpa layer, forward + backward (causal, D 256, H 4, Kc 64, batch 1)",
+           "on an NVIDIA H200 in fp32 ([mixer.txt](results/gpu_h200/mixer.txt), its command in",
+           "[docs/results/gpu_h200/README.md](results/gpu_h200/README.md)):", "",
+           "| N | sdpa ms | gma ms | gma / sdpa | sdpa peak MiB | gma peak MiB |", "|---:|---:|---:|---:|---:|---:|"]
+    head, rows = gmabench_rows("docs/results/gpu_h200/mixer.txt", "mixer")
+    by = {}
+    for r in rows:
+        by.setdefault(int(r[1]), {})[r[0]] = r
+    for n in sorted(by):
+        s, g = by[n]["sdpa"], by[n]["gma"]
+        out.append("| %dK | %s | %s | %.3f | %s | %s |" % (n // 1024, s[2], g[2], float(g[2]) / float(s[2]), s[4], g[4]))
+    out += ["", "Whole-model training step on the H200 (L 8, D 512, H 8, V 50257, batch 16 x 512 tokens, Kc 256;",
+            "[model_fp32.txt](results/gpu_h200/model_fp32.txt), [model_bf16.txt](results/gpu_h200/model_bf16.txt)):", "",
+            "| precision | mixer | step ms | tokens/s | peak MiB |", "|---|---|---:|---:|---:|"]
+    for prec in ("fp32", "bf16"):
+        head, rows = gmabench_rows("docs/results/gpu_h200/model_%s.txt" % prec, "mixer")
+        for r in rows:
+            if r[0] in ("gma", "sdpa"):
+                out.append("| %s | %s | %s | %s | %s |" % (prec, r[0], r[2], r[4], r[5]))
+    out += ["", "Whole training step on a 2-core x86_64 CPU, heavily loaded (times loose by a factor of several,",
+            "memory exact), from [docs/results/scaling/](results/scaling/) (`model.dat`: N, ms, peak MiB):", ""]
+    blocks = {}
+    name = None
+    for l in read("docs/results/scaling/model.dat").splitlines():
+        if l.startswith("# "):
+            name = l[2:].strip()
+        elif l.strip() and name:
+            n, ms, mib = l.split()
+            blocks.setdefault(int(n), {})[name] = (float(ms), float(mib))
+    mixers = list(dict.fromkeys(m for n in blocks for m in blocks[n]))
+    out.append("| N | " + " | ".join(mixers) + " |")
+    out.append("|---:|" + "---:|" * len(mixers))
+    for n in sorted(blocks):
+        out.append("| %dK: ms (peak MiB) | " % (n // 1024) +
+                   " | ".join("%.1f (%.1f)" % blocks[n][m] if m in blocks[n] else "-" for m in mixers) + " |")
+    return "\n".join(out)
+
+
+SECTIONS = [
+    ("README.md", "test-counts", gen_test_counts),
+    ("README.md", "headline", gen_headline),
+    ("docs/programs.md", "synopsis", gen_synopsis),
+    ("docs/testing.md", "test-map", gen_test_map),
+    ("docs/benchmarks.md", "bench-summary", gen_bench_summary),
+]
+
+
+def splice(text, name, body, page):
+    a, b = "<!-- gen:%s -->" % name, "<!-- /gen:%s -->" % name
+    i, j = text.find(a), text.find(b)
+    if i < 0 or j < i:
+        raise Bad("%s: no markers %s ... %s" % (page, a, b))
+    return text[:i + len(a)] + "\n" + body + "\n" + text[j:]
+
+
+def main(argv):
+    check = argv[1:] == ["--check"]
+    if argv[1:] and not check:
+        print("usage: scripts/gen_docs.py [--check]", file=sys.stderr)
+        return 2
+    pages, stale = {}, []
+    try:
+        for page, name, fn in SECTIONS:
+            text = pages.get(page) or read(page)
+            new = splice(text, name, fn(), page)
+            if new != text:
+                stale.append("%s: section %s" % (page, name))
+            pages[page] = new
+    except (Bad, OSError, ValueError, KeyError, IndexError) as e:
+        print("gen_docs.py: %s" % e, file=sys.stderr)
+        return 2
+    if check:
+        for s in stale:
+            print("gen_docs.py: %s is out of date: run scripts/gen_docs.py" % s)
+        if not stale:
+            print("gen_docs.py: %d generated sections current" % len(SECTIONS))
+        return 1 if stale else 0
+    for page, text in pages.items():
+        with open(os.path.join(ROOT, page), "w", encoding="utf-8") as f:
+            f.write(text)
+    for s in stale:
+        print("written: %s" % s)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))
