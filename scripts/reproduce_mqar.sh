@@ -9,14 +9,26 @@
 #                             [--collect]
 #   scripts/reproduce_mqar.sh --table RESULTS.json   (the table and plots again from it)
 #   --profile P   small (default): a sweep sized for 2 CPU cores (below); paper: Zoology's
-#                 sizes, for a GPU
-#   --mixers LIST among sdpa gma16 gma64 gma256 linear performer mamba hybrid (default all;
-#                 gmaK: gma with Kc = K; hybrid: layers sdpa then gma with Kc 64)
-#   --widths LIST model.d_model values, run in this order (paper 64 128 256; small 64 32)
-#   --lrs LIST    train.lr values (paper 1e-4 4.6e-4 2.2e-3 1e-2, Zoology's logspace(-4, -2, 4);
-#                 small 2.2e-3 1e-2)
+#                 mixed-length sizes, for a GPU; zoology64: Zoology's own budget at its
+#                 (length 64, 4 pairs) point, for a GPU (below)
+#   --mixers LIST mixer tokens [bc-]NAME[+sc][+nopos], NAME among sdpa gma16 gma64 gma256
+#                 linear performer mamba hybrid gdn deltanet gla (gmaK: gma with Kc = K;
+#                 hybrid: layers sdpa then gma with Kc 64; deltanet and gla: gdn without
+#                 its decay or its delta rule). NAME alone: two layers of it with learned
+#                 positions (Zoology's Figure 2 build); bc-NAME: layer 0 baseconv, layer 1
+#                 NAME, no positions (the Hybrid that every sub-quadratic model of Zoology's
+#                 models_repo.py is); +sc: model.short_conv 4 (q, k, v through a kernel-4
+#                 causal convolution and SiLU, as flash-linear-attention's mixers); +nopos:
+#                 no positions. Default (small, zoology64): sdpa bc-sdpa bc-gma16 bc-gma64
+#                 bc-linear mamba+nopos and the bc- ones again with +sc; paper adds
+#                 bc-gma256 and bc-gma256+sc
+#   --widths LIST model.d_model values, run in this order (paper 64 128 256; small and
+#                 zoology64 64)
+#   --lrs LIST    train.lr values (paper and zoology64 1e-4 4.6e-4 2.2e-3 1e-2, Zoology's
+#                 logspace(-4, -2, 4); small 2.2e-3 1e-2)
 #   --steps N     train.steps of every run (paper 22500: 32 epochs of Zoology's 180,000
-#                 training examples in batches of 256; small 1500 of 64)
+#                 training examples in batches of 256; zoology64 12500: 64 epochs of 100,000
+#                 in batches of 512; small 1500 of 64)
 #   --threads N   threads of every run (paper 2; small 1)
 #   --jobs N      runs at once (paper 1; small 2: two runs of one thread use 2 cores better
 #                 than one of two threads at these sizes)
@@ -38,12 +50,17 @@
 # Profiles (data.* keys of docs/mqar.md): paper: vocabulary 8192, Zoology's mixed lengths:
 # trains on (length, pairs) (64, 4), (128, 8), (256, 16), (256, 32), (256, 64) in batches of
 # 256 and tests on (64, 4), (64, 8), (64, 16), (128, 32), (256, 64), (512, 128), reported per
-# length (64 the mean of its three); small: vocabulary 256 (8192 costs about 8 times as much
-# a step here: the output head over every position), trains on length 64 with 4
-# pairs in batches of 64 for 1500 steps (96,000 examples: the budget at which sdpa learns the
-# lookup at width 64) and tests at 64 and 128 (4 and 8 pairs, 1000 examples each), widths 64
-# and 32: 32 runs, two at a time (width 128 and up are the paper profile's: docs/mqar.md,
-# "Profiles", gives the CPU time of a step of each run).
+# length (64 the mean of its three); zoology64: vocabulary 8192, trains and tests on (64, 4)
+# in batches of 512 for 12,500 steps (Figure 2's 64 epochs of 100,000 examples; a fresh
+# stream here, and no early stop at 0.99: docs/mqar.md); small: vocabulary 256 (8192 costs
+# about 8 times as much a step here: the output head over every position), trains on
+# length 64 with 4 pairs in batches of 64 for 1500 steps and tests at 64 and 128 (4 and 8
+# pairs, 1000 examples each), width 64: 20 runs a seed, two at a time (docs/mqar.md,
+# "Profiles", gives their CPU time).
+# The page (DIR/results.md) states the command, budget and seeds, and the no-lookup rule: a
+# model that knows which tokens are values but looks nothing up scores 1/P at P pairs; a run
+# has left that plateau when its accuracy at some test length is at least 0.1 above 1/P
+# there, and when no run has, the page says that the sweep ranks nothing.
 # The runs go width by width in the order given and, within a width, learning rate by
 # learning rate (every mixer at the first lr before any at the second), so a sweep stopped
 # part way has every mixer at the (width, lr) pairs it reached.
@@ -65,7 +82,10 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 . scripts/lib_reproduce.sh
 profile=small; mixers=""; widths=""; lrs=""; seeds=1; steps=""; threads=""; jobs=""; device=""; out=runs/mqar; dry=0; collect=0; table=""; user_sets=""
-all="sdpa gma16 gma64 gma256 linear performer mamba hybrid"
+# the mixer tokens of each profile (their grammar: mixer_sets below)
+known_names="sdpa gma16 gma64 gma256 linear performer mamba hybrid gdn deltanet gla"
+plain="sdpa gma16 gma64 gma256 linear performer mamba hybrid"
+zoology="sdpa bc-sdpa bc-gma16 bc-gma64 bc-linear mamba+nopos bc-sdpa+sc bc-gma16+sc bc-gma64+sc bc-linear+sc"
 usage="[--profile small|paper] [--mixers LIST] [--widths LIST] [--lrs LIST] [--seeds LIST] [--steps N] [--threads N] [--jobs N] [--device D] [--set K=V]... [--out DIR] [--dry-run] [--collect] | --table RESULTS.json"
 while [ $# -gt 0 ]; do
   case "$1" in
@@ -97,26 +117,58 @@ done
 # d (d + 1); performer m (d + 1), m = 2 d features; mamba expand d (d_state + d_conv - 1)
 # (scan and convolution); hybrid one sdpa layer and one gma Kc 64 layer
 state_bytes() {
-  local m=$1 d=$2 n=$test_max
-  case "$m" in
-    sdpa) echo $((2 * 4 * 2 * n * d));;
-    gma*) echo $((2 * 4 * ${m#gma} * (d + 1)));;
-    linear) echo $((2 * 4 * d * (d + 1)));;
-    performer) echo $((2 * 4 * 2 * d * (d + 1)));;
-    mamba) echo $((2 * 4 * 2 * d * (16 + 3)));;
-    hybrid) echo $((4 * 2 * n * d + 4 * 64 * (d + 1)));;
+  local d=$2 n=$test_max layers=2 b
+  token_parts "$1" || return 1
+  [ $tk_bc = 0 ] || layers=1
+  case "$tk_name" in
+    sdpa) b=$((layers * 4 * 2 * n * d));;
+    gma*) b=$((layers * 4 * ${tk_name#gma} * (d + 1)));;
+    linear) b=$((layers * 4 * d * (d + 1)));;
+    performer) b=$((layers * 4 * 2 * d * (d + 1)));;
+    mamba) b=$((layers * 4 * 2 * d * (16 + 3)));;
+    hybrid) b=$((4 * 2 * n * d + 4 * 64 * (d + 1)));;
+    gdn|deltanet|gla) b=$((layers * 4 * (d * d + 3 * 3 * d)));; # S [d, d] and its kernel-4 convolution's last 3 rows of q, k, v
   esac
+  # the baseconv layer keeps its kernel-3 convolution's last 2 input rows; model.short_conv 4
+  # the last 3 rows of q, k and v in each layer that has it
+  [ $tk_bc = 0 ] || b=$((b + 4 * 2 * d))
+  [ $tk_sc = 0 ] || b=$((b + layers * 4 * 3 * 3 * d))
+  echo $b
 }
+# token_parts TOKEN: a mixer token [bc-]NAME[+sc][+nopos] into tk_bc, tk_name, tk_sc,
+# tk_nopos; 1 when it is not one (NAME among known_names)
+token_parts() {
+  local rest=$1 mods m
+  tk_bc=0; tk_sc=0; tk_nopos=0
+  case "$rest" in bc-*) tk_bc=1; rest=${rest#bc-};; esac
+  tk_name=${rest%%+*}; mods=${rest#"$tk_name"}
+  case " $known_names " in *" $tk_name "*) ;; *) return 1;; esac
+  for m in $(echo "$mods" | tr '+' ' '); do
+    case "$m" in sc) tk_sc=1;; nopos) tk_nopos=1;; *) return 1;; esac
+  done
+  [ "$tk_name" != hybrid ] || [ "$1" = hybrid ]
+}
+# mixer_sets TOKEN: the --set options of a mixer token. NAME: both layers NAME with learned
+# positions (Zoology's Figure 2 build; hybrid: sdpa then gma Kc 64); bc-NAME: layer 0
+# baseconv, layer 1 NAME, no positions (the Hybrid of every sub-quadratic model in Zoology's
+# models_repo.py); +sc: model.short_conv 4 (q, k, v through a kernel-4 causal convolution
+# and SiLU, as flash-linear-attention's mixers); +nopos: no positions
 mixer_sets() {
-  case "$1" in
-    sdpa) echo "--set model.mixer=sdpa --set model.attn_dropout=0.1";; # Zoology's MHA dropout
-    linear|performer|mamba) echo "--set model.mixer=$1";;
-    gma16|gma64|gma256) echo "--set model.mixer=gma --set gma.n_components=${1#gma}";;
-    hybrid) echo "--set model.mixer=sdpa,gma --set gma.n_components=64";;
-    *) return 1;;
+  local one sets=""
+  token_parts "$1" || return 1
+  case "$tk_name" in
+    sdpa) one="sdpa"; sets=" --set model.attn_dropout=0.1";; # Zoology's MHA dropout
+    linear|performer|mamba) one="$tk_name";;
+    gma16|gma64|gma256) one="gma"; sets=" --set gma.n_components=${tk_name#gma}";;
+    hybrid) echo "--set model.mixer=sdpa,gma --set gma.n_components=64"; return 0;;
+    gdn) one="gdn";;
+    deltanet) one="gdn"; sets=" --set gdn.decay=false";;
+    gla) one="gdn"; sets=" --set gdn.delta=false";;
   esac
+  [ $tk_bc = 0 ] && [ $tk_nopos = 0 ] || sets="$sets --set model.pos=none"
+  [ $tk_sc = 0 ] || sets="$sets --set model.short_conv=4"
+  if [ $tk_bc = 1 ]; then echo "--set model.mixer=baseconv,$one$sets"; else echo "--set model.mixer=$one$sets"; fi
 }
-
 # best_rows FIRST: of the run rows on stdin (one JSON object a line, as results.json's
 # "runs"; a row without "seed" is seed 1), the best of each (mixer, width): the learning rate
 # of seed FIRST's rows with the highest mean accuracy over the test lengths (the first on a
@@ -163,6 +215,54 @@ best_rows() {
 # --seeds)
 first_seed() { local f; f=$(sed -n 's/.*"seeds": \[ *\([0-9][0-9]*\).*/\1/p' "$1" | head -1); echo "${f:-1}"; }
 
+# rule_mean RESULTS: the mean over the test lengths of RESULTS' "no_lookup" accuracies (1/P),
+# 0 when it has none (written before they were recorded)
+rule_mean() {
+  sed -n 's/.*"no_lookup": {\([^}]*\)}.*/\1/p' "$1" | head -1 \
+    | awk -F', ' '{ for (i = 1; i <= NF; i++) { split($i, kv, ": "); s += kv[2]; n++ } } END { printf "%.6g\n", n ? s / n : 0 }'
+}
+# page_frame RESULTS PAGE: PAGE (the table alone) framed: before it the command, budget and
+# seeds, the no-lookup rule; after it which runs left the plateau (a run has left it when its
+# accuracy at some test length is at least 0.1 above 1/P there), or that none did, so the
+# sweep ranks nothing
+page_frame() {
+  local res=$1 page=$2 field
+  field() { sed -n "s/.*\"$1\": \([^,]*\),.*/\1/p" "$res" | head -1 | tr -d '"'; }
+  {
+    local cmd when where seeds_run vocab batch
+    cmd=$(sed -n 's/.*"command": "\([^"]*\)".*/\1/p' "$res" | head -1)
+    when=$(sed -n 's/.*"date": "\([^"]*\)".*/\1/p' "$res" | head -1); where=$(sed -n 's/.*"machine": "\([^"]*\)".*/\1/p' "$res" | head -1)
+    seeds_run=$(sed -n 's/.*"seeds": \[\([^]]*\)\].*/\1/p' "$res" | head -1); vocab=$(field vocab); batch=$(field batch)
+    echo "# MQAR sweep: profile $(field profile)"
+    echo
+    if [ -n "$cmd" ]; then echo "Command: \`$cmd\` (${when:-date not recorded}, ${where:-machine not recorded})."; else echo "Command: not recorded in this results.json."; fi
+    echo "Budget: $(field steps) steps$( [ -z "$batch" ] || echo " of $batch examples ($(( $(field steps) * batch )) training examples a run)")$( [ -z "$vocab" ] || echo ", vocabulary $vocab"); seeds: ${seeds_run:-1}. Each point is the first seed's best learning rate; with more seeds a cell is \"mean (min-max)\" over them."
+    echo
+    if grep -q '"no_lookup"' "$res"; then
+      echo "No-lookup rule: a model that knows which tokens are values but looks nothing up scores 1/P at P pairs: $(sed -n 's/.*"no_lookup": {\([^}]*\)}.*/\1/p' "$res" | head -1 | sed 's/"\([0-9]*\)": \([0-9.e-]*\)/\2 at length \1/g'). A run has left this plateau when its accuracy at some test length is at least 0.1 above 1/P there."
+    else
+      echo "No-lookup rule: not recorded in this results.json (written before it was); 1/P at P pairs."
+    fi
+    echo
+    cat "$page"
+    echo
+    sed -n '/"runs": \[/,/^ *\]/p' "$res" | grep '"mixer"' | awk -v rules="$(sed -n 's/.*"no_lookup": {\([^}]*\)}.*/\1/p' "$res" | head -1)" '
+      function str(k,   s) { if (!match($0, "\"" k "\": \"[^\"]*\"")) return ""; s = substr($0, RSTART, RLENGTH); sub(/.*: "/, "", s); sub(/"$/, "", s); return s }
+      BEGIN { n = split(rules, r, ", "); for (i = 1; i <= n; i++) { split(r[i], kv, ": "); gsub(/"/, "", kv[1]); rule[kv[1]] = kv[2] + 0 } }
+      { m = str("mixer"); if (!(m in tot)) order[++nm] = m; tot[m]++
+        if (!match($0, /"acc": \{[^}]*\}/)) next
+        a = substr($0, RSTART, RLENGTH); sub(/^[^{]*\{/, "", a); sub(/\}$/, "", a); k = split(a, p, ", "); up = 0
+        for (i = 1; i <= k; i++) { split(p[i], kv, ": "); gsub(/"/, "", kv[1]); if ((kv[1] in rule) && kv[2] + 0 >= rule[kv[1]] + 0.1) up = 1 }
+        left[m] += up }
+      END {
+        if (n == 0) { print "Plateau: no rule recorded, so no verdict."; exit }
+        s = ""; c = 0
+        for (q = 1; q <= nm; q++) if (left[order[q]] > 0) { s = s (c++ ? ", " : "") order[q] " (" left[order[q]] " of " tot[order[q]] " runs)" }
+        if (c == 0) print "**No mixer left the plateau: this run ranks nothing.** Every accuracy is within 0.1 of the no-lookup rule; differences between mixers here are noise, not recall."
+        else print "Left the plateau: " s "; every other mixer stayed on it (runs counted over every learning rate and seed)." }'
+  } > "$page.tmp.$$"
+  mv "$page.tmp.$$" "$page"
+}
 # write_table RESULTS: DIR/results.md, the .dat files and mqar.gp beside RESULTS (and the
 # PNGs with gnuplot) from the best of its "runs" rows (best_rows of its first seed), one a
 # line as this script writes them
@@ -208,6 +308,7 @@ write_table() {
     }' <(sed -n '/"runs": \[/,/^ *\]/p' "$res" | grep '"mixer"' | best_rows "$(first_seed "$res")") > "$dir/.mixers" || exit 1
   local nm
   nm=$(cat "$dir/.mixers"); rm -f "$dir/.mixers"
+  page_frame "$res" "$dir/results.md"
   local names
   names=$(sed -n 's/^# //p' "$dir/mqar_width.dat" | paste -sd ' ' -)
   {
@@ -215,9 +316,10 @@ write_table() {
     echo "set terminal pngcairo size 800,500; set key outside right; set yrange [0:1.05]; set ylabel 'mean test accuracy'"
     echo "names = \"$names\""
     echo "set output 'mqar_width.png'; set xlabel 'model width'; set logscale x 2"
-    echo "plot for [i=0:$((nm - 1))] 'mqar_width.dat' index i with linespoints title word(names, i + 1)"
+    echo "rule = $(rule_mean "$res") # the mean over the test lengths of the no-lookup accuracy 1/P"
+    echo "plot for [i=0:$((nm - 1))] 'mqar_width.dat' index i with linespoints title word(names, i + 1), (rule > 0 ? rule : 1/0) with lines dashtype 2 lc 'black' title 'no lookup (1/P)'"
     echo "set output 'mqar_state.png'; set xlabel 'recurrent state (bytes)'; set logscale x 10"
-    echo "plot for [i=0:$((nm - 1))] 'mqar_state.dat' index i with linespoints title word(names, i + 1)"
+    echo "plot for [i=0:$((nm - 1))] 'mqar_state.dat' index i with linespoints title word(names, i + 1), (rule > 0 ? rule : 1/0) with lines dashtype 2 lc 'black' title 'no lookup (1/P)'"
   } > "$dir/mqar.gp"
   echo "table: $dir/results.md"
   if ! command -v "${GNUPLOT:-gnuplot}" > /dev/null 2>&1; then
@@ -235,18 +337,24 @@ case "$profile" in
     data="--set train.batch_size=256 --set train.seq_len=256 --set model.max_seq_len=512"
     data="$data --set data.mqar_lengths=64,128,256,256,256 --set data.mqar_pairs=4,8,16,32,64"
     data="$data --set data.mqar_test_lengths=64,64,64,128,256,512 --set data.mqar_test_pairs=4,8,16,32,64,128"
-    tests="64 128 256 512"; test_max=512; vocab=8192;;
-  small) : "${widths:=64 32}" "${lrs:=2.2e-3 1e-2}" "${steps:=1500}" "${threads:=1}" "${jobs:=2}"
+    tests="64 128 256 512"; test_max=512; vocab=8192; batch=256
+    rules="0.145833 0.03125 0.015625 0.0078125";; # 1/P at each test length (64: the mean over its 4, 8, 16 pairs)
+  zoology64) : "${widths:=64}" "${lrs:=1e-4 4.6e-4 2.2e-3 1e-2}" "${steps:=12500}" "${threads:=2}" "${jobs:=1}"
+    data="--set train.batch_size=512 --set train.seq_len=64 --set model.max_seq_len=64"
+    data="$data --set data.mqar_lengths=64 --set data.mqar_pairs=4 --set data.mqar_test_lengths=64 --set data.mqar_test_pairs=4"
+    data="$data --set data.mqar_test=3000"
+    tests="64"; test_max=64; vocab=8192; rules="0.25"; batch=512;;
+  small) : "${widths:=64}" "${lrs:=2.2e-3 1e-2}" "${steps:=1500}" "${threads:=1}" "${jobs:=2}"
     data="--set data.mqar_vocab=256 --set train.batch_size=64 --set train.seq_len=64 --set model.max_seq_len=128"
     data="$data --set train.eval_every=500 --set data.mqar_valid=128 --set data.mqar_test=1000"
     data="$data --set data.mqar_lengths=64 --set data.mqar_pairs=4"
     data="$data --set data.mqar_test_lengths=64,128 --set data.mqar_test_pairs=4,8"
-    tests="64 128"; test_max=128; vocab=256;;
-  *) echo "$0: --profile must be paper or small" >&2; exit 2;;
+    tests="64 128"; test_max=128; vocab=256; rules="0.25 0.125"; batch=64;;
+  *) echo "$0: --profile must be paper, zoology64 or small" >&2; exit 2;;
 esac
-: "${mixers:=$all}"
+case "$profile" in paper) : "${mixers:=$zoology bc-gma256 bc-gma256+sc}";; *) : "${mixers:=$zoology}";; esac
 positive_ints "steps:$steps" "threads:$threads" "jobs:$jobs"
-for m in $mixers; do mixer_sets "$m" > /dev/null || { echo "$0: --mixers: unknown mixer '$m' (known: $all)" >&2; exit 2; }; done
+for m in $mixers; do mixer_sets "$m" > /dev/null || { echo "$0: --mixers: unknown mixer token '$m' ([bc-]NAME[+sc][+nopos], NAME among: $known_names)" >&2; exit 2; }; done
 for w in $widths; do positive_ints "widths:$w"; done
 for lr in $lrs; do
   case "$lr" in ''|*[!0-9.eE+-]*) echo "$0: --lrs: '$lr' is not a number" >&2; exit 2;; esac
@@ -302,7 +410,8 @@ write_results() {
   done; done; done; done
   {
     echo "{"
-    echo "  \"profile\": \"$profile\", \"steps\": $steps, \"vocab\": $vocab, \"test_lengths\": [$(echo $tests | sed 's/ /, /g')], \"seeds\": [$(echo $seeds | sed 's/ /, /g')],"
+    echo "  \"profile\": \"$profile\", \"steps\": $steps, \"batch\": $batch, \"vocab\": $vocab, \"test_lengths\": [$(echo $tests | sed 's/ /, /g')], \"seeds\": [$(echo $seeds | sed 's/ /, /g')],"
+    echo "  \"no_lookup\": {$(paste -d: <(echo $tests | tr ' ' '\n') <(echo $rules | tr ' ' '\n') | sed 's/^\([^:]*\):/"\1": /' | paste -sd, - | sed 's/,/, /g')},"
     echo "  \"command\": \"$command_line\", \"date\": \"$(date -u '+%Y-%m-%d %H:%M') UTC\", \"machine\": \"$(nproc) cores, $(uname -m)\","
     echo "  \"grid\": {\"mixers\": [$(words "$mixers")], \"widths\": [$(echo $widths | sed 's/ /, /g')], \"lrs\": [$(echo $lrs | sed 's/ /, /g')]},"
     echo "  \"runs\": ["; sed '$!s/$/,/' "$rows"; echo "  ],"

@@ -437,6 +437,77 @@ def seed_cell(b, key, x=None):
     v, lo, hi = (b[key], b[key + "_min"], b[key + "_max"]) if x is None else (b[key][x], b[key + "_min"][x], b[key + "_max"][x])
     return "%.3f (%.3f-%.3f)" % (v, lo, hi) if b["seeds"] > 1 else "%.3f" % v
 
+def token_name(m):
+    """The mixer NAME of a reproduce_mqar.sh token [bc-]NAME[+sc][+nopos]."""
+    return (m[3:] if m.startswith("bc-") else m).split("+")[0]
+
+def is_gma(m):
+    return token_name(m).startswith("gma")
+
+def off_plateau(acc, rule):
+    """1 when a run's accuracies ACC (test length -> acc) are at least 0.1 above the
+    no-lookup rule 1/P at some test length (docs/mqar.md, "The page and the no-lookup rule")."""
+    return any(x in rule and float(a) >= float(rule[x]) + 0.1 for x, a in acc.items())
+
+def mqar_plateau(res, best, grid, seeds, lens):
+    """The plateau lines of the MQAR section: the rule; each best point's seeds off the
+    plateau; each token against its +sc twin; and GMA's standing in plain sentences (where it
+    leaves the plateau, at which state size, and the baselines it still loses to)."""
+    rule = res.get("no_lookup")
+    if not isinstance(rule, dict) or not rule:
+        return ["No-lookup rule: not recorded in this results.json (written before it was), so no plateau verdict.", ""]
+    runs = res["runs"]
+    L = ["No-lookup rule: %s (1/P at P pairs: a model that knows the values but looks nothing up); a run has left the "
+         "plateau when its accuracy at some test length is at least 0.1 above it." % ", ".join(
+             "%s at length %s" % (rule[x], x) for x in lens if x in rule), ""]
+    off = {}
+    for (m, w), b in best.items():
+        rs = [r for r in runs if r["mixer"] == m and int(r["width"]) == w and float(r["lr"]) == float(b["lr"])]
+        off[(m, w)] = (sum(off_plateau(r["acc"], rule) for r in rs), len(rs))
+    if not any(k for k, _ in off.values()) and not any(off_plateau(r["acc"], rule) for r in runs):
+        return L + ["**No mixer left the plateau: this sweep ranks nothing.** Every accuracy is within 0.1 of the "
+                    "no-lookup rule; differences between mixers here are noise, not recall.", ""]
+    L.append("Off the plateau at the best learning rate (seeds): " + "; ".join(
+        "%s width %d: %d of %d" % (m, w, k, n) for (m, w), (k, n) in sorted(off.items(), key=lambda t: (t[0][1], grid["mixers"].index(t[0][0])))) + ".")
+    L.append("")
+    pairs = [(m, m + "+sc") for m in grid["mixers"] if "+sc" not in m and m + "+sc" in grid["mixers"]]
+    conv = []
+    for m, msc in pairs:
+        for w in grid["widths"]:
+            if (m, int(w)) in best and (msc, int(w)) in best:
+                a, b = best[(m, int(w))], best[(msc, int(w))]
+                conv.append("%s width %d: %.3f (%d of %d seeds off) without, %.3f (%d of %d) with" % (
+                    m, int(w), a["mean_acc"], off[(m, int(w))][0], off[(m, int(w))][1],
+                    b["mean_acc"], off[(msc, int(w))][0], off[(msc, int(w))][1]))
+    if conv:
+        L += ["The short convolution on q, k, v (`+sc`, model.short_conv 4), mean accuracy without and with it: " + "; ".join(conv) + ".", ""]
+    for w in grid["widths"]:
+        g = [(m, best[(m, int(w))]) for m in grid["mixers"] if is_gma(m) and (m, int(w)) in best]
+        if not g:
+            continue
+        up = [(m, b) for m, b in g if 2 * off[(m, int(w))][0] > off[(m, int(w))][1]]
+        if up:
+            m, b = min(up, key=lambda t: t[1]["state_bytes"])
+            s_ = ("At width %d GMA leaves the plateau on most seeds from %s on (%s state bytes, mean %.3f)" % (
+                int(w), m, "{:,}".format(int(b["state_bytes"])), b["mean_acc"]))
+            cap = b["state_bytes"]
+        else:
+            m, b = max(g, key=lambda t: t[1]["mean_acc"])
+            s_ = "At width %d no GMA setting leaves the plateau on most seeds (best %s, mean %.3f, %d of %d seeds off)" % (
+                int(w), m, b["mean_acc"], off[(m, int(w))][0], off[(m, int(w))][1])
+            cap = max(x["state_bytes"] for _, x in g)
+        base = [(x, best[(x, int(w))]) for x in grid["mixers"] if not is_gma(x) and (x, int(w)) in best]
+        beat = [(x, y) for x, y in base if y["mean_acc"] > b["mean_acc"]]
+        small = [(x, y) for x, y in beat if y["state_bytes"] <= cap]
+        if beat:
+            s_ += "; it loses to %s" % ", ".join("%s (%.3f, %s bytes)" % (x, y["mean_acc"], "{:,}".format(int(y["state_bytes"]))) for x, y in beat)
+            if small:
+                s_ += ", of which %s at no more state" % ", ".join(x for x, _ in small)
+        else:
+            s_ += "; no baseline run here beats it"
+        L += [s_ + ".", ""]
+    return L
+
 def mqar_section(path, notes=(), page_dir=None):
     res = load(path)
     rows, grid, seeds = mqar_rows(res, path)
@@ -479,14 +550,17 @@ def mqar_section(path, notes=(), page_dir=None):
     if not best:
         L += ["| (no run done) |" + " |" * (7 + len(lens)), ""]
     L.append("")
+    plateau = mqar_plateau(res, best, grid, seeds, lens)
+    L += plateau
+    flat = any("ranks nothing" in x for x in plateau)  # no ranking to print
     cmp_lines = []
-    for w in grid["widths"]:
-        g = [best[(m, int(w))] for m in grid["mixers"] if m.startswith("gma") and (m, int(w)) in best]
+    for w in ([] if flat else grid["widths"]):
+        g = [best[(m, int(w))] for m in grid["mixers"] if is_gma(m) and (m, int(w)) in best]
         if not g:
             continue
         gb = max(g, key=lambda r: r["mean_acc"])
         parts = ["%s %+.3f" % (m, gb["mean_acc"] - best[(m, int(w))]["mean_acc"])
-                 for m in grid["mixers"] if not m.startswith("gma") and (m, int(w)) in best]
+                 for m in grid["mixers"] if not is_gma(m) and (m, int(w)) in best]
         if parts:
             cmp_lines.append("* width %d: the best gma (%s, mean %.3f) minus each baseline's best: %s." % (
                 int(w), gb["mixer"], gb["mean_acc"], ", ".join(parts)))

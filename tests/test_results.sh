@@ -109,6 +109,27 @@ grep -q '^Not run (2 of 8 runs of the grid): gma64 width 64 lr 0.0022; linear wi
 [ "$(grep -c '^kept$' $tmp/page.md)" = 2 ] && ! grep -q '^old$' $tmp/page.md && grep -q '^the note$' $tmp/page.md \
   && [ "$(sed -n '/^## Associative/,/^## Notes/p' $tmp/page.md | grep -c '^## ')" = 2 ] \
   && ok "mqar section replaced in place, the rest kept" || bad "mqar page: $(cat $tmp/page.md)"
+grep -q '^No-lookup rule: not recorded' $tmp/page.md && ok "mqar: a results.json without the no-lookup rule says so" \
+  || bad "mqar rule missing: $(grep '^No-lookup' $tmp/page.md)"
+# Zoology's builds over three seeds (tests/results/mqar_zoology_results.json, by hand): with
+# the rule 0.25 / 0.125 (+ 0.1), bc-sdpa and bc-linear are off the plateau on 3 of 3 seeds,
+# bc-gma64 on none (0.25-0.26), bc-gma64+sc on seeds 1 and 3 (0.9, 0.8; seed 2 0.26); means
+# (0.75 + 0.695 + 0.64) / 3 = 0.695, 0.189, (0.6 + 0.19 + 0.5) / 3 = 0.430, 0.670; so GMA
+# leaves the plateau on most seeds from bc-gma64+sc (19,456 bytes) on, and loses to bc-sdpa
+# and to bc-linear, the latter at less state (17,152)
+scripts/write_results.sh mqar $f/mqar_zoology_results.json --out $tmp/z.md > /dev/null || bad "mqar zoology section exits 0"
+grep -q '^Off the plateau at the best learning rate (seeds): bc-sdpa width 64: 3 of 3; bc-gma64 width 64: 0 of 3; bc-gma64+sc width 64: 2 of 3; bc-linear width 64: 3 of 3\.$' $tmp/z.md \
+  && grep -q '^The short convolution on q, k, v .*: bc-gma64 width 64: 0.189 (0 of 3 seeds off) without, 0.430 (2 of 3) with\.$' $tmp/z.md \
+  && grep -q '^At width 64 GMA leaves the plateau on most seeds from bc-gma64+sc on (19,456 state bytes, mean 0.430); it loses to bc-sdpa (0.695, 66,048 bytes), bc-linear (0.670, 17,152 bytes), of which bc-linear at no more state\.$' $tmp/z.md \
+  && grep -q '^\* width 64: the best gma (bc-gma64+sc, mean 0.430) minus each baseline.s best: bc-sdpa -0.265, bc-linear -0.240\.$' $tmp/z.md \
+  && ok "mqar: seeds off the plateau, the short convolution's effect, GMA's standing in sentences" || bad "mqar plateau: $(sed -n '/^No-lookup/,$p' $tmp/z.md)"
+# every run on the plateau (a 400-step run: gma 0.256 against sdpa 0.172): the sweep ranks
+# nothing, and no gma-minus-baseline line suggests otherwise
+sed -e 's/"acc": {"64": [0-9.]*, "128": [0-9.]*}/"acc": {"64": 0.256, "128": 0.13}/' $f/mqar_zoology_results.json > $tmp/flat.json
+scripts/write_results.sh mqar $tmp/flat.json --out $tmp/flat.md > /dev/null \
+  && grep -q '^\*\*No mixer left the plateau: this sweep ranks nothing\.\*\*' $tmp/flat.md && ! grep -q '^At width' $tmp/flat.md \
+  && ! grep -q '^\* width' $tmp/flat.md \
+  && ok "mqar: every run on the plateau: the sweep ranks nothing" || bad "mqar flat: $(sed -n '/^No-lookup/,$p' $tmp/flat.md)"
 scripts/write_results.sh --small $s --out $tmp/page.md --no-plots > /dev/null && grep -q '^| gma64 | 64 | 0.01 |' $tmp/page.md \
   && grep -q '^## Small profile over seeds' $tmp/page.md && ok "the whole page written again keeps the MQAR section" \
   || bad "page rewritten: the MQAR section lost"

@@ -92,11 +92,42 @@ want='| mixer | width | best lr | state bytes | acc@64 | acc@128 | mean | seeds 
 | sdpa | 64 | 1e-2 | 65536 | 1.000 | 0.500 | 0.750 | 1 |
 | sdpa | 128 | 2.2e-3 | 131072 | 1.000 | 0.800 | 0.900 | 1 |
 | gma16 | 64 | 2.2e-3 | 8192 | 0.250 | 0.125 | 0.188 | 1 |'
-[ $rc -eq 0 ] && [ "$(cat "$tmp/mqt/results.md" 2>&1)" = "$want" ] \
+[ $rc -eq 0 ] && [ "$(grep '^|' "$tmp/mqt/results.md" 2>&1)" = "$want" ] \
   && ok "reproduce_mqar.sh --table: the best lr of each point, one row each" || bad "reproduce_mqar.sh --table: exit $rc, '$out', table '$(cat "$tmp/mqt/results.md" 2>&1)'"
 [ "$(printf '%s\n' "$out" | grep -c '^gnuplot not found: plots skipped')" = 1 ] && grep -q "^128 0.9$" "$tmp/mqt/mqar_width.dat" \
   && grep -q "^8192 0.1875$" "$tmp/mqt/mqar_state.dat" && ok "reproduce_mqar.sh --table: plot data written, plots skipped without gnuplot" \
   || bad "reproduce_mqar.sh --table: '$out', width data '$(cat "$tmp/mqt/mqar_width.dat" 2>&1 | paste -sd' ' -)'"
+# the page around the table: the command, budget and seeds; the no-lookup rule when
+# results.json records it (this fixture predates it: said so), and the plateau verdict: with
+# the rule 1/P = 0.25 at 64 and 0.125 at 128 (+ 0.1), every sdpa run is off the plateau (0.9,
+# 1, 1, 0.5 at 64) and no gma16 run is (0.25, 0.125); with every accuracy within 0.1 of the
+# rule (a 400-step run: gma 0.256 against sdpa 0.172) the page says the sweep ranks nothing
+grep -q '^No-lookup rule: not recorded' "$tmp/mqt/results.md" && grep -q '^Budget: 150 steps; seeds: 1\. ' "$tmp/mqt/results.md" \
+  && grep -q '^Command: not recorded' "$tmp/mqt/results.md" \
+  && ok "reproduce_mqar.sh --table: a results.json without the rule says so" || bad "reproduce_mqar.sh --table page: $(head -8 "$tmp/mqt/results.md")"
+sed 's/"profile": "small", "steps": 150,/"profile": "small", "steps": 150, "batch": 64, "no_lookup": {"64": 0.25, "128": 0.125},/' tests/fixtures/mqar_results.json > "$tmp/mqt/results.json"
+GNUPLOT=no-such-gnuplot scripts/reproduce_mqar.sh --table "$tmp/mqt/results.json" > /dev/null 2>&1
+grep -q '^No-lookup rule: .*0.25 at length 64, 0.125 at length 128\. A run has left' "$tmp/mqt/results.md" \
+  && grep -q '^Budget: 150 steps of 64 examples (9600 training examples a run)' "$tmp/mqt/results.md" \
+  && grep -q '^Left the plateau: sdpa (4 of 4 runs); every other mixer stayed on it' "$tmp/mqt/results.md" \
+  && grep -q '^rule = 0.1875 ' "$tmp/mqt/mqar.gp" && grep -q "no lookup (1/P)" "$tmp/mqt/mqar.gp" \
+  && ok "reproduce_mqar.sh --table: the rule stated and drawn, the runs off the plateau named" || bad "reproduce_mqar.sh --table rule: $(cat "$tmp/mqt/results.md")"
+mkdir -p "$tmp/mqp"
+printf '{\n  "profile": "small", "steps": 400, "batch": 64, "vocab": 256, "test_lengths": [64, 128], "seeds": [1],\n  "no_lookup": {"64": 0.25, "128": 0.125},\n  "runs": [\n    {"mixer": "sdpa", "width": 64, "lr": 1e-2, "state_bytes": 65536, "steps": 400, "minutes": 1.00, "acc": {"64": 0.172, "128": 0.09}, "mean_acc": 0.131, "run": "a"},\n    {"mixer": "gma64", "width": 64, "lr": 1e-2, "state_bytes": 33280, "steps": 400, "minutes": 1.00, "acc": {"64": 0.256, "128": 0.13}, "mean_acc": 0.193, "run": "b"}\n  ]\n}\n' > "$tmp/mqp/results.json"
+GNUPLOT=no-such-gnuplot scripts/reproduce_mqar.sh --table "$tmp/mqp/results.json" > /dev/null 2>&1
+grep -q '^\*\*No mixer left the plateau: this run ranks nothing\.\*\*' "$tmp/mqp/results.md" && ! grep -q '^Left the plateau' "$tmp/mqp/results.md" \
+  && ok "reproduce_mqar.sh --table: every mixer on the plateau: the page says the run ranks nothing" || bad "reproduce_mqar.sh plateau page: $(cat "$tmp/mqp/results.md")"
+# the mixer tokens: bc- (baseconv layer, no positions), +sc (short convolution), +nopos; an
+# unknown name or modifier refused in one line, exit 2
+out=$(scripts/reproduce_mqar.sh --dry-run --mixers "bc-gma64+sc mamba+nopos" --lrs 1e-2 --out "$tmp/mq" 2>&1); rc=$?
+[ $rc -eq 0 ] && [[ "$out" == *"--out $tmp/mq/bc-gma64+sc-d64-lr1e-2 --set model.mixer=baseconv,gma --set gma.n_components=64 --set model.pos=none --set model.short_conv=4 "* ]] \
+  && [[ "$out" == *"--out $tmp/mq/mamba+nopos-d64-lr1e-2 --set model.mixer=mamba --set model.pos=none "* ]] \
+  && ok "reproduce_mqar.sh tokens: bc-gma64+sc and mamba+nopos" || bad "reproduce_mqar.sh tokens: exit $rc, '$out'"
+for a in bc-foo gma64+xx bc-hybrid; do
+  out=$(scripts/reproduce_mqar.sh --dry-run --mixers "$a" 2>&1); rc=$?
+  [ $rc -eq 2 ] && [ "$(printf '%s\n' "$out" | wc -l)" = 1 ] && [[ "$out" == *"unknown mixer token '$a'"* ]] \
+    && ok "reproduce_mqar.sh --mixers '$a' refused in one line" || bad "reproduce_mqar.sh --mixers '$a': exit $rc, '$out'"
+done
 
 # 3b'. --seeds: the dry run prints the first seed's grid only (seed 1's run names unchanged,
 # --set seed=1) and one line for the other seeds' runs (they wait for its best lr); a first
@@ -135,7 +166,7 @@ sed 's/"seed": 1, //' tests/fixtures/mqar_seeds_results.json > "$tmp/mqo/results
 grep -v '"seed": 2' "$tmp/mqo/results.json" | sed 's/, "seeds": \[1, 2\]//' > "$tmp/mq1/results.json"
 for d in mqs mqo; do
   out=$(GNUPLOT=no-such-gnuplot scripts/reproduce_mqar.sh --table "$tmp/$d/results.json" 2>&1); rc=$?
-  [ $rc -eq 0 ] && [ "$(cat "$tmp/$d/results.md" 2>&1)" = "$want" ] && grep -q '^64 0.65$' "$tmp/$d/mqar_width.dat" \
+  [ $rc -eq 0 ] && [ "$(grep '^|' "$tmp/$d/results.md" 2>&1)" = "$want" ] && grep -q '^64 0.65$' "$tmp/$d/mqar_width.dat" \
     && grep -q '^8320 0.28125$' "$tmp/$d/mqar_state.dat" \
     && ok "reproduce_mqar.sh --table ($d): mean (min-max) over two seeds at seed 1's best lr" \
     || bad "reproduce_mqar.sh --table ($d): exit $rc, '$out', table '$(cat "$tmp/$d/results.md" 2>&1)'"
@@ -167,20 +198,19 @@ else
     && ok "write_results.sh mqar: rows without \"seed\" read as seed 1" || bad "write_results.sh mqar (old rows): $(sed -n '/^| mixer/,$p' "$tmp/mq1/page.md" 2>&1)"
 fi
 
-# 3c. reproduce_mqar.sh's small profile: the dry run (32 runs at vocabulary 256, 1,500 steps
-# of 64, width 64 before 32 and within a width every mixer at lr 2.2e-3 before the first at
-# 1e-2); a bad --set
+# 3c. reproduce_mqar.sh's small profile: the dry run (20 runs at vocabulary 256, 1,500 steps
+# of 64, width 64, every mixer token at lr 2.2e-3 before the first at 1e-2); a bad --set
 # refused in one line; a tiny run of two mixers (3 steps, 16 test examples) writes a row per
 # run, the state bytes of docs/mqar.md and results.json; a second call trains nothing again;
 # --collect over a wider grid trains nothing and the MQAR section of write_results.sh lists
 # the runs not done, and replaces its own section of a page, keeping the rest
 out=$(scripts/reproduce_mqar.sh --dry-run 2>&1); rc=$?
-[ $rc -eq 0 ] && [ "$(printf '%s\n' "$out" | grep -c '^bin/gmatrain ')" = 32 ] && [[ "$out" == *"vocabulary 256, tests at lengths 64 128"* ]] \
+[ $rc -eq 0 ] && [ "$(printf '%s\n' "$out" | grep -c '^bin/gmatrain ')" = 20 ] && [[ "$out" == *"vocabulary 256, tests at lengths 64 128"* ]] \
   && [[ "$out" == *"--set data.mqar_vocab=256 "* ]] && [[ "$out" == *"--set train.steps=1500 "* ]] \
   && [[ "$out" == *"--set train.batch_size=64 "* ]] && [[ "$out" == *"--set data.mqar_test=1000 "* ]] \
-  && [[ "$(printf '%s\n' "$out" | grep '^bin/gmatrain ' | sed -n '1p;8p;9p;16p;17p' | sed 's/.*--out [^ ]*\/\([^ ]*\) .*/\1/' | paste -sd' ' -)" \
-     = "sdpa-d64-lr2.2e-3 hybrid-d64-lr2.2e-3 sdpa-d64-lr1e-2 hybrid-d64-lr1e-2 sdpa-d32-lr2.2e-3" ]] \
-  && ok "reproduce_mqar.sh --dry-run (small): 32 runs at vocabulary 256, width 64 first, lr by lr" \
+  && [[ "$(printf '%s\n' "$out" | grep '^bin/gmatrain ' | sed -n '1p;2p;10p;11p;20p' | sed 's/.*--out [^ ]*\/\([^ ]*\) .*/\1/' | paste -sd' ' -)" \
+     = "sdpa-d64-lr2.2e-3 bc-sdpa-d64-lr2.2e-3 bc-linear+sc-d64-lr2.2e-3 sdpa-d64-lr1e-2 bc-linear+sc-d64-lr1e-2" ]] \
+  && ok "reproduce_mqar.sh --dry-run (small): 20 runs at vocabulary 256, width 64, lr by lr" \
   || bad "reproduce_mqar.sh --dry-run (small): exit $rc, '$(printf '%s\n' "$out" | head -2)'"
 out=$(scripts/reproduce_mqar.sh --dry-run --set data.mqar_vocab 2>&1); rc=$?
 [ $rc -eq 2 ] && [ "$(printf '%s\n' "$out" | wc -l)" = 1 ] && [[ "$out" == *"--set: 'data.mqar_vocab' is not KEY=VALUE"* ]] \
