@@ -26,6 +26,42 @@ need_value() {
   echo "$0: $1 needs a value (see --help)" >&2; exit 2
 }
 
+# unknown_option ARG USAGE: the one line for an argument the script does not take, exit 2:
+# an option names itself and, when one of the options in USAGE (the script's usage text) is
+# a near miss (at most 2 edits, transpositions counted as one, and at most one a three
+# characters, as the C programs' src/core/strdist.c), that one; anything else is an
+# unexpected argument. Every script with options ends its option loop with it.
+unknown_option() {
+  local near
+  case "$1" in
+    -?*) ;;
+    *) echo "$0: unexpected argument \"$1\" (see --help)" >&2; exit 2;;
+  esac
+  near=$(printf '%s\n' "$2" | grep -o -- '--[A-Za-z0-9][A-Za-z0-9-]*' | awk -v t="$1" '
+    function dist(a, b, max,   na, nb, i, j, d, cur, prev, pp) {
+      na = length(a); nb = length(b)
+      if (na - nb > max || nb - na > max) return max + 1
+      for (j = 0; j <= nb; j++) prev[j] = j
+      for (i = 1; i <= na; i++) {
+        cur[0] = i
+        for (j = 1; j <= nb; j++) {
+          d = prev[j - 1] + (substr(a, i, 1) != substr(b, j, 1))
+          if (prev[j] + 1 < d) d = prev[j] + 1
+          if (cur[j - 1] + 1 < d) d = cur[j - 1] + 1
+          if (i > 1 && j > 1 && substr(a, i, 1) == substr(b, j - 1, 1) && substr(a, i - 1, 1) == substr(b, j, 1) && pp[j - 2] + 1 < d) d = pp[j - 2] + 1
+          cur[j] = d
+        }
+        for (j = 0; j <= nb; j++) { pp[j] = prev[j]; prev[j] = cur[j] }
+      }
+      return prev[nb]
+    }
+    BEGIN { max = int((length(t) + 1) / 3); if (max > 2) max = 2; best = max + 1 }
+    !($0 in seen) { seen[$0] = 1; d = dist(t, $0, max); if (d < best) { best = d; name = $0 } }
+    END { if (best <= max) print name }')
+  echo "$0: unknown option \"$1\"${near:+ (did you mean $near?)} (see --help)" >&2
+  exit 2
+}
+
 # parse_options USAGE "$@": --profile paper|small, --mixers LIST, --steps N and --device D
 # into profile, mixers, steps and device ("--device D"), and BIN, where the programs that
 # train and evaluate are (bin, or bin/cuda for --device cuda: `make cuda` puts its
@@ -44,7 +80,7 @@ parse_options() {
       --mixers) need_value "$@"; mixers="$2";;
       --steps) need_value "$@"; steps="$2";;
       --device) need_value "$@"; device="--device $2"; if [ "$2" = cuda ]; then BIN=bin/cuda; else BIN=bin; fi;;
-      *) extra_option "$@" || { echo "usage: $0 $usage" >&2; exit 2; };;
+      *) extra_option "$@" || unknown_option "$1" "$usage --help";;
     esac
     shift 2
   done

@@ -67,6 +67,9 @@ while [ $# -gt 0 ]; do
     --no-bench) bench=0; shift; continue;;
     --keep-going) keep_going=1; shift; continue;;
     --dry-run) dry=1; shift; continue;;
+    --teacher|--data|--steps-per-phase|--out|--name|--seed|--lr|--threads|--set|--distill-weight|--distill-temperature) ;;
+    --bench-seq|--gate-ppl-phase1|--gate-ppl-phase2|--phase2-against|--gate-bench-phase3|--gate-util|--phases) ;;
+    *) unknown_option "$1" "$usage";;
   esac
   need_value "$@"
   case "$1" in
@@ -88,7 +91,7 @@ while [ $# -gt 0 ]; do
     --gate-bench-phase3) g3="$2";;
     --gate-util) gutil="$2";;
     --phases) nph="$2";;
-    *) echo "usage: $0 $usage" >&2; exit 2;;
+    *) unknown_option "$1" "$usage --help";;
   esac
   shift 2
 done

@@ -41,6 +41,7 @@ shift
 out=runs/cross
 # an option's value: exit 2 with one line when it is missing
 need() { [ "$#" -ge 2 ] || { echo "scripts/reproduce_cross.sh: $1 needs a value (see --help)" >&2; exit 2; }; }
+. scripts/lib_reproduce.sh
 if [ "$cmd" = run ]; then
   steps="" threads=1 seed="" sets=() kinds="gma sdpa none" prefix=configs/xmqar_
   while [ $# -gt 0 ]; do
@@ -52,7 +53,7 @@ if [ "$cmd" = run ]; then
       --seed) need "$@"; seed=$2; shift 2;;
       --configs) need "$@"; prefix=$2; shift 2;;
       --set) need "$@"; sets+=(--set "$2"); shift 2;;
-      *) echo "$0: run: unknown option $1" >&2; exit 2;;
+      *) unknown_option "$1" "--out --kinds --steps --threads --seed --configs --set --force";;
     esac
   done
   [ -n "$steps" ] && sets+=(--set "train.steps=$steps")
@@ -90,7 +91,7 @@ if [ "$cmd" = lengths ]; then
       --batches) need "$@"; batches=$2; shift 2;;
       --threads) need "$@"; threads=$2; shift 2;;
       --max-seconds) need "$@"; maxs=$2; shift 2;;
-      *) echo "$0: lengths: unknown option $1" >&2; exit 2;;
+      *) unknown_option "$1" "--ctx --batch --batches --threads --max-seconds";;
     esac
   done
   IFS=, read -r -a ms <<< "$ctx"

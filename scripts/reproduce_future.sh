@@ -53,7 +53,7 @@ while [ $# -gt 0 ]; do
     --sotu) need_value "$@"; SOTU="$2"; shift 2;;
     --write-docs) docs=1; shift;;
     --help|-h) script_help; exit 0;;
-    *) echo "usage: $0 $usage" >&2; exit 2;;
+    *) unknown_option "$1" "$usage --help";;
   esac
 done
 positive_ints "steps:$steps" "threads:$threads" "long-len:$long"

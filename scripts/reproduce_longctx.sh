@@ -52,7 +52,7 @@ while [ $# -gt 0 ]; do
     --dry-run) dry=1; shift;;
     --write-docs) docs=1; shift;;
     --help|-h) script_help; exit 0;;
-    *) echo "usage: $0 $usage" >&2; exit 2;;
+    *) unknown_option "$1" "$usage --help";;
   esac
 done
 

@@ -34,6 +34,8 @@ while [ $# -gt 0 ]; do
     --help|-h) script_help; exit 0;;
     --write-docs) docs=1; shift; continue;;
     --no-scratch) scratch=0; shift; continue;;
+    --sotu|--steps|--steps-per-phase|--seeds|--eval-speeches|--threads|--bench-seq|--out|--phases) ;;
+    *) unknown_option "$1" "$usage";;
   esac
   need_value "$@"
   case "$1" in
@@ -46,7 +48,7 @@ while [ $# -gt 0 ]; do
     --bench-seq) bseq="$2";;
     --out) out=$(from_start "$2");;
     --phases) nph="$2";;
-    *) echo "usage: $0 $usage" >&2; exit 2;;
+    *) unknown_option "$1" "$usage --help";;
   esac
   shift 2
 done

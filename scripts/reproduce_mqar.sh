@@ -87,7 +87,7 @@ while [ $# -gt 0 ]; do
     --dry-run) dry=1; shift;;
     --collect) collect=1; shift;;
     --help|-h) script_help; exit 0;;
-    *) echo "usage: $0 $usage" >&2; exit 2;;
+    *) unknown_option "$1" "$usage --help";;
   esac
 done
 

@@ -45,7 +45,7 @@ while [ $# -gt 0 ]; do
     --write-docs) results=docs; shift;;
     --no-results) results=0; shift;;
     --help|-h) script_help; exit 0;;
-    *) echo "usage: $0 $usage" >&2; exit 2;;
+    *) unknown_option "$1" "$usage --help";;
   esac
 done
 positive_ints "steps:$steps" "threads:$threads" "monitor-every:$monitor"

@@ -43,7 +43,7 @@ while [ $# -gt 0 ]; do
     --no-results) results=0; shift;;
     --gmaeval) gmaeval=1; shift;;
     --help|-h) script_help; exit 0;;
-    *) echo "usage: $0 $usage" >&2; exit 2;;
+    *) unknown_option "$1" "$usage --help";;
   esac
 done
 positive_ints "seeds:$seeds" "steps:$steps" "threads:$threads"

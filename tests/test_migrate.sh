@@ -70,7 +70,8 @@ one_line "--phase2-against x" "--phase2-against must be phase1 or teacher" "${co
 one_line "--bench-seq 1Q" "--bench-seq: '1Q' is not a length" "${common[@]}" --bench-seq 1Q
 one_line "--gate-util -1" "--gate-util must be a number >= 0" "${common[@]}" --gate-util -1
 one_line "--phases 4" "--phases must be 1, 2 or 3" "${common[@]}" --phases 4
-one_line "an unknown option" "usage: " "${common[@]}" --frobnicate 1
+one_line "an unknown option, given a value: named, not \"needs a value\"" 'unknown option "--frobnicate" (see --help)' "${common[@]}" --frobnicate 1
+one_line "a near miss of an option" 'unknown option "--teachr" (did you mean --teacher?)' --teachr "$T" --data "$tmp/shards"
 
 # 3. every gate passes
 M=$tmp/m

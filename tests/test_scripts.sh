@@ -54,6 +54,36 @@ reproduce_cross.sh run:--out --kinds --steps --threads --seed --set
 reproduce_cross.sh write R.json:--out --note
 reproduce_cross.sh collect DIR:--command
 EOF
+# 1b. an option the script does not take (a near miss of one, given with a value, and one
+# far from any): exit 2, one line naming it, the near miss suggested (unknown_option of
+# lib_reproduce.sh), nothing else said
+while IFS='|' read -r cmd typo want; do
+  # shellcheck disable=SC2086
+  out=$(scripts/$cmd $typo x 2>&1 < /dev/null); rc=$?
+  [ $rc -eq 2 ] && [ "$out" = "scripts/${cmd%% *}: unknown option \"$typo\" (did you mean $want?) (see --help)" ] \
+    || bad "scripts/$cmd $typo x: exit $rc, '$out' (want exit 2 and one line naming $typo, suggesting $want)"
+  # shellcheck disable=SC2086
+  out=$(scripts/$cmd --zzqqxx 2>&1 < /dev/null); rc=$?
+  [ $rc -eq 2 ] && [ "$out" = "scripts/${cmd%% *}: unknown option \"--zzqqxx\" (see --help)" ] \
+    || bad "scripts/$cmd --zzqqxx: exit $rc, '$out'"
+done <<'EOF'
+reproduce_longctx.sh|--mixer|--mixers
+reproduce_small.sh|--seed|--seeds
+reproduce_routing.sh|--variant|--variants
+reproduce_future.sh|--varaints|--variants
+reproduce_mqar.sh|--widht|--widths
+reproduce_wikitext.sh|--profil|--profile
+reproduce_lra.sh|--task|--tasks
+reproduce_migration.sh|--step|--steps
+reproduce_cross.sh run|--kind|--kinds
+migrate.sh|--teachr|--teacher
+lra_dry_run.sh|--step|--steps
+plot_runs.sh|--titel|--title
+plot_k.sh|--ot|--out
+gpu_check.sh|--quik|--quick
+EOF
+ok "unknown options: named in one line, a near miss suggested, exit 2"
+
 out=$(scripts/reproduce_lra.sh --dry-run --tasks listops 2>&1); rc=$?
 [ $rc -eq 2 ] && [ "$out" = "scripts/reproduce_lra.sh: --dry-run needs a value (see --help)" ] \
   && ok "options without their value: exit 2, one line naming the option" || bad "--dry-run --tasks listops: exit $rc, '$out'"
