@@ -179,3 +179,63 @@ prepare_sotu8() {
   [ -f data/bpe4k-sotu8/vocab.bpe ] || bin/gmadata train-tokenizer --vocab-size 4096 --out data/bpe4k-sotu8 data/sotu8/train.txt
   [ -f data/sotu8-bpe4k/meta.json ] || bin/gmadata prepare data/sotu8 --tokenizer bpe:data/bpe4k-sotu8 --out data/sotu8-bpe4k
 }
+
+# The run folders of the scripts: one rule for all (docs/results.md, "Reruns"). A rerun
+# with the same output continues: a run already finished (RUN/summary.json) is kept and
+# not trained again, a run stopped part way (RUN/latest, a checkpoint) is continued with
+# gmatrain --resume, and a start stopped before its first checkpoint is started again.
+# What a script trains is recorded in RUN/plan.txt (its gmatrain command without
+# --threads, --quiet and a nice before it); a folder the script did not make with the same plan (another
+# plan.txt, or none: made by hand, by another script, or before plans were kept) is
+# refused in one line, unless --force (force=1): then it is removed and trained again.
+# Nothing else is ever removed.
+force=0
+# run_plan_text CMD...: the plan of a training command, one line (what comes before
+# gmatrain, nice -n 10, left out too)
+run_plan_text() {
+  local a=("$@")
+  while [ ${#a[@]} -gt 1 ]; do case "${a[0]}" in *gmatrain) break;; esac; a=("${a[@]:1}"); done
+  printf '%s ' "${a[@]}" | sed -E 's/ --set threads=[0-9]+//g; s/ --threads [0-9]+//g; s/ --quiet//g; s/ $//'
+}
+# run_state RUN CMD...: what run_train will do with RUN: "fresh" (train it), "resume"
+# (continue it), "done" (keep it); one line and exit 2 (from the caller's command
+# substitution: st=$(run_state ...) || exit 2) when RUN is not this script's run of CMD
+run_state() {
+  local run="$1" plan
+  shift
+  plan=$(run_plan_text "$@")
+  [ -e "$run" ] || { echo fresh; return 0; }
+  if [ -f "$run/plan.txt" ] && [ "$(cat "$run/plan.txt")" = "$plan" ]; then
+    if [ -s "$run/summary.json" ]; then echo done
+    elif [ -e "$run/latest" ]; then echo resume
+    else echo fresh; fi
+    return 0
+  fi
+  [ "$force" = 1 ] && { echo fresh; return 0; }
+  if [ -f "$run/plan.txt" ]; then
+    echo "$0: $run was trained with other options (its plan.txt): rerun with those, give another --out, or --force to train it again" >&2
+  else
+    echo "$0: $run is there and was not made by this script (no plan.txt): give another --out, or --force to replace it" >&2
+  fi
+  exit 2
+}
+# run_train RUN CMD...: RUN as run_state says: trained with CMD (a gmatrain command whose
+# --out is RUN; an earlier folder there removed: see above), continued with CMD's gmatrain
+# --resume RUN, or kept ("done before" on stderr). Returns the training's status.
+run_train() {
+  local run="$1" st
+  shift
+  st=$(run_state "$run" "$@") || exit 2
+  case "$st" in
+    done) echo "$run: finished before, kept" >&2; return 0;;
+    resume) echo "$run: stopped part way, resumed" >&2
+      local pre=() # what comes before gmatrain (nice -n 10)
+      while [ $# -gt 1 ]; do case "$1" in *gmatrain) break;; esac; pre+=("$1"); shift; done
+      "${pre[@]+"${pre[@]}"}" "$1" --resume "$run" --quiet;;
+    fresh)
+      [ ! -e "$run" ] || rm -rf "$run"
+      mkdir -p "$run"
+      run_plan_text "$@" > "$run/plan.txt"
+      "$@";;
+  esac
+}

@@ -84,6 +84,35 @@ gpu_check.sh|--quik|--quick
 EOF
 ok "unknown options: named in one line, a near miss suggested, exit 2"
 
+# 1c. the run folders of lib_reproduce.sh (run_state, run_train), with a stand-in gmatrain
+# that logs its arguments and makes what a run leaves: a folder not there is trained; one
+# with this plan and a summary kept; with a checkpoint and no summary resumed (what is
+# before gmatrain, nice -n 10, kept); with this plan and neither started again; made
+# without this plan (none, or another) refused in one line naming it, exit 2, untouched,
+# unless --force (force=1)
+mkdir -p "$tmp/rl"
+printf '#!/bin/sh\necho "$*" >> %s/rl/calls\nwhile [ $# -gt 0 ]; do case "$1" in --out|--resume) d=$2;; esac; shift; done\nmkdir -p "$d/ckpt_1" && ln -sfn ckpt_1 "$d/latest" && echo "{}" > "$d/summary.json"\n' "$tmp" > "$tmp/rl/gmatrain"
+chmod +x "$tmp/rl/gmatrain"
+rl() { ( . scripts/lib_reproduce.sh; force=${F:-0}; "$@" ) 2>&1; }
+G=$tmp/rl/gmatrain R=$tmp/rl/run
+st=$(rl run_state "$R" $G --out "$R" --set a=1 --threads 2)
+rl run_train "$R" nice -n 10 $G --out "$R" --set a=1 --threads 2 > /dev/null
+st="$st $(rl run_state "$R" $G --out "$R" --set a=1 --threads 1 --quiet)"
+rm "$R/summary.json"; st="$st $(rl run_state "$R" $G --out "$R" --set a=1)"
+rl run_train "$R" nice -n 10 $G --out "$R" --set a=1 > /dev/null
+rm -r "$R/summary.json" "$R/latest" "$R/ckpt_1"; st="$st $(rl run_state "$R" $G --out "$R" --set a=1)"
+[ "$st" = "fresh done resume fresh" ] && [ "$(cat "$R/plan.txt")" = "$G --out $R --set a=1" ] \
+  && [ "$(sed -n 2p "$tmp/rl/calls")" = "--resume $R --quiet" ] \
+  && ok "run_state / run_train: fresh, done, resume (gmatrain --resume), a start without a checkpoint started again" \
+  || bad "run_state: '$st', plan '$(cat "$R/plan.txt")', calls '$(cat "$tmp/rl/calls")'"
+out=$(rl run_state "$R" $G --out "$R" --set a=2); rc=$?
+out2=$(mkdir -p "$tmp/rl/hand" && rl run_state "$tmp/rl/hand" $G --out "$tmp/rl/hand"); rc2=$?
+[ $rc -eq 2 ] && [ "$out" = "$0: $R was trained with other options (its plan.txt): rerun with those, give another --out, or --force to train it again" ] \
+  && [ $rc2 -eq 2 ] && [ "$out2" = "$0: $tmp/rl/hand is there and was not made by this script (no plan.txt): give another --out, or --force to replace it" ] \
+  && [ -d "$tmp/rl/hand" ] && [ "$(F=1 rl run_state "$tmp/rl/hand" $G --out "$tmp/rl/hand")" = fresh ] \
+  && ok "run_state: a folder of other options or not made by the script refused in one line, exit 2; --force: trained again" \
+  || bad "run_state refusals: exit $rc '$out', exit $rc2 '$out2'"
+
 out=$(scripts/reproduce_lra.sh --dry-run --tasks listops 2>&1); rc=$?
 [ $rc -eq 2 ] && [ "$out" = "scripts/reproduce_lra.sh: --dry-run needs a value (see --help)" ] \
   && ok "options without their value: exit 2, one line naming the option" || bad "--dry-run --tasks listops: exit $rc, '$out'"
@@ -323,6 +352,37 @@ out=$(cd "$r" && GNUPLOT=no-such-gnuplot scripts/reproduce_longctx.sh --table "$
   && grep -q '^| gma | 440.0 ± 7.1 | 515.0 ± 7.1 |$' "$r/docs/results.md" && grep -q '^note$' "$r/docs/results.md" \
   && ok "reproduce_longctx.sh --write-docs: the section replaced in docs/results.md, the rest kept" \
   || bad "reproduce_longctx.sh --write-docs: exit $rc, '$out', '$(cat "$r/docs/results.md")'"
+
+# reruns into one --out (the rule of every script, docs/results.md "Reruns"): a tiny passkey
+# run of gma, then of sdpa into the same folder: gma's run kept (a file put in it survives),
+# results.json and results.md hold both; gma again: kept, not trained; a run stopped before
+# its summary resumed (gmatrain --resume), not started over; other options for a run done
+# refused in one line naming it and --force, nothing changed; --force trains it again
+lc() { GNUPLOT=no-such-gnuplot scripts/reproduce_longctx.sh --tasks passkey --steps 2 --threads 1 --out "$tmp/lcr" "$@" > "$tmp/lcr.log" 2>&1; }
+g=$tmp/lcr/passkey-gma-s1
+if lc --mixers gma && touch "$g/mine" && lc --mixers sdpa; then
+  python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); sys.exit(0 if sorted(r["mixer"] for r in d["runs"]) == ["gma", "sdpa"] else 1)' "$tmp/lcr/results.json" \
+    && [ -e "$g/mine" ] && grep -q '^| gma |' "$tmp/lcr/results.md" && grep -q '^| sdpa |' "$tmp/lcr/results.md" \
+    && ok "reproduce_longctx.sh into the same --out: the earlier run kept, results.json and results.md merged" \
+    || bad "reproduce_longctx.sh merge: '$(cat "$tmp/lcr.log")', $(ls "$g" | paste -sd' ' -), '$(cat "$tmp/lcr/results.md")'"
+  sum=$(cksum < "$g/latest/model.safetensors")
+  lc --mixers gma; rc=$?
+  [ $rc -eq 0 ] && grep -q "$g: finished before, kept" "$tmp/lcr.log" && [ -e "$g/mine" ] && [ "$(cksum < "$g/latest/model.safetensors")" = "$sum" ] \
+    && ok "reproduce_longctx.sh again: the finished run kept, not trained again" || bad "reproduce_longctx.sh again: exit $rc, '$(cat "$tmp/lcr.log")'"
+  rm "$g/summary.json" "$g"/test_*.json
+  lc --mixers gma; rc=$?
+  [ $rc -eq 0 ] && grep -q "$g: stopped part way, resumed" "$g/train.log" && [ -e "$g/mine" ] && [ -s "$g/summary.json" ] && [ -s "$g/test_1024.json" ] \
+    && ok "reproduce_longctx.sh: a run stopped before its end resumed with gmatrain --resume" || bad "reproduce_longctx.sh resume: exit $rc, '$(cat "$tmp/lcr.log")'"
+  out=$(GNUPLOT=no-such-gnuplot scripts/reproduce_longctx.sh --tasks passkey --steps 3 --threads 1 --out "$tmp/lcr" --mixers gma 2>&1); rc=$?
+  [ $rc -eq 2 ] && [ "$out" = "scripts/reproduce_longctx.sh: $g was trained with other options (its plan.txt): rerun with those, give another --out, or --force to train it again" ] \
+    && [ -e "$g/mine" ] && ok "reproduce_longctx.sh: other options for a run there refused in one line, nothing changed" \
+    || bad "reproduce_longctx.sh --steps 3 over a run of 2: exit $rc, '$out'"
+  lc --mixers gma --steps 3 --force; rc=$?
+  [ $rc -eq 0 ] && [ ! -e "$g/mine" ] && grep -q '"steps":[[:space:]]*3' "$g/config.json" \
+    && ok "reproduce_longctx.sh --force: the run trained again with the new options" || bad "reproduce_longctx.sh --force: exit $rc, '$(cat "$tmp/lcr.log")'"
+else
+  bad "reproduce_longctx.sh tiny runs: $(tail -5 "$tmp/lcr.log")"
+fi
 
 # 4. reproduce_small.sh in a tree of its own: scripts, bin, configs linked, make a no-op
 r=$tmp/tree
