@@ -281,6 +281,18 @@ sys.exit(0 if len(d["runs"]) == 4 and d["seeds"] == [1, 2] and [b["seeds"] for b
       && ok "reproduce_mqar.sh --seeds '1 2': seed 1 done before (rows without \"seed\"), seed 2 at the best lr, best over 2 seeds" \
       || bad "reproduce_mqar.sh --seeds '1 2': $(cat "$tmp/mqr/results.json")"
   else bad "reproduce_mqar.sh --seeds '1 2' tiny run: exit $rc, '$out'"; fi
+  # a call over fewer runs into the same --out: nothing trained, results.json keeps the rows
+  # of the other runs there (merged by run), and other options for a run there refused
+  out=$(GNUPLOT=no-such-gnuplot scripts/reproduce_mqar.sh --mixers sdpa "${mq[@]}" 2>&1); rc=$?
+  [ $rc -eq 0 ] && [ "$(printf '%s\n' "$out" | grep -c 'done before')" = 1 ] \
+    && python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); sys.exit(0 if len(d["runs"]) == 4 else 1)' "$tmp/mqr/results.json" \
+    && grep -q '^| gma16 | 16 |' "$tmp/mqr/results.md" \
+    && ok "reproduce_mqar.sh over one mixer of the runs there: results.json keeps every run's row" \
+    || bad "reproduce_mqar.sh --mixers sdpa again: exit $rc, '$out', $(grep -c '"mixer"' "$tmp/mqr/results.json") rows"
+  out=$(scripts/reproduce_mqar.sh --mixers sdpa "${mq[@]}" --steps 4 2>&1); rc=$?
+  [ $rc -eq 2 ] && [ "$out" = "scripts/reproduce_mqar.sh: $tmp/mqr/sdpa-d16-lr1e-2 was trained with other options (its plan.txt): rerun with those, give another --out, or --force to train it again" ] \
+    && [ -f "$tmp/mqr/sdpa-d16-lr1e-2/row.json" ] && ok "reproduce_mqar.sh: another --steps over a run done refused in one line" \
+    || bad "reproduce_mqar.sh --steps 4 over runs of 3: exit $rc, '$out'"
   echo '{"runs": []}' > "$tmp/nogrid.json"
   out=$(scripts/write_results.sh mqar "$tmp/nogrid.json" --out "$tmp/page2.md" 2>&1); rc=$?
   [ $rc -ne 0 ] && [[ "$out" == *"nogrid.json: field 'grid' missing"* ]] && [ ! -e "$tmp/page2.md" ] \
