@@ -239,3 +239,12 @@ run_train() {
       "$@";;
   esac
 }
+
+# valid_stamp S: the stamp of a script's names (--stamp S: letters, digits, '.', '_', '-');
+# empty: stamp set to the time of the call
+valid_stamp() {
+  case "$1" in
+    '') stamp=$(date +%Y%m%d-%H%M%S);;
+    *[!A-Za-z0-9._-]*) echo "$0: --stamp: '$1' holds a character other than letters, digits, '.', '_', '-'" >&2; exit 2;;
+  esac
+}

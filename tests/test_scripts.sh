@@ -422,6 +422,16 @@ elif small; then
   if small --write-docs; then
     grep -q '^# Results' "$r/docs/results.md" && ok "--write-docs writes docs/results.md" || bad "--write-docs: docs/results.md not written"
   else bad "reproduce_small.sh --write-docs: $(tail -3 "$tmp/small.log")"; fi
+  # --stamp of the first call: its gma run kept (not trained again), sdpa added, and
+  # runs/small-<stamp>.json holds both; a stamp that is no name refused in one line
+  st=$(ls -d "$r"/runs/small_gma_s1337-* | head -1); st=${st##*/small_gma_s1337-}
+  touch "$r/runs/small_gma_s1337-$st/mine"
+  if small --stamp "$st" --mixers "gma sdpa" --no-results; then
+    grep -q "runs/small_gma_s1337-$st: finished before, kept" "$tmp/small.log" && [ -e "$r/runs/small_gma_s1337-$st/mine" ] \
+      && python3 -c 'import json,sys; sys.exit(0 if sorted(json.load(open(sys.argv[1]))["mixers"]) == ["gma", "sdpa"] else 1)' "$r/runs/small-$st.json" \
+      && ok "reproduce_small.sh --stamp of an earlier call: its run kept, the new one added to its results" \
+      || bad "reproduce_small.sh --stamp: '$(cat "$tmp/small.log")'"
+  else bad "reproduce_small.sh --stamp $st: $(tail -3 "$tmp/small.log")"; fi
 else
   bad "reproduce_small.sh --sotu: $(tail -3 "$tmp/small.log")"
 fi
@@ -432,6 +442,7 @@ one_line() { # WHAT WANT COMMAND...: exit 2 and one line holding WANT
   local out rc; out=$("${@:3}" 2>&1 < /dev/null); rc=$?
   [ $rc -eq 2 ] && [ "$(printf '%s\n' "$out" | wc -l)" = 1 ] && [[ "$out" == *"$2"* ]] || bad "$1: exit $rc, '$out'"
 }
+one_line "--stamp a/b" "--stamp: 'a/b' holds a character" scripts/reproduce_small.sh --stamp a/b
 one_line "--spam-dir missing" "--spam-dir / SPAM_DIR: $tmp/nospam is not a directory" scripts/reproduce_lra.sh --profile small --spam-dir "$tmp/nospam"
 one_line "check_lra_data without SPAM_DIR" "set SPAM_DIR=DIR" env -u SPAM_DIR scripts/check_lra_data.sh
 one_line "check_gpt2 without DIR" "GPT2_REF=DIR" env -u GPT2_REF scripts/check_gpt2.sh
