@@ -13,7 +13,8 @@
 #   --steps N      train.steps of every run (default 150; the configs say 1000: see docs/results.md for why)
 #   --mixers LIST  which configs/small_<mixer>.json (default "gma sdpa hybrid linear performer mamba")
 #   --threads N    threads of every run (default 2)
-#   --remedies     afterwards run scripts/reproduce_routing.sh with the same --steps and --threads
+#   --remedies     afterwards run scripts/reproduce_routing.sh with the same --steps, --threads
+#                  and stamp
 #   --gmaeval      evaluate with gmaeval --data valid/test --json (default: the closing
 #                  evaluation rows of gmatrain's metrics.jsonl, the same full splits and numbers)
 #   --write-docs   write the results page into docs/results.md (and its figures into
@@ -94,7 +95,7 @@ for f in runs/small_*_s*-"$stamp"/run.json; do [ -f "$f" ] && [[ " ${runs[*]} " 
 scripts/write_results.sh combine-small "runs/small-$stamp" "$cmd" "${runs[@]}"
 cat "runs/small-$stamp.txt"
 if [ $remedies = 1 ]; then
-  scripts/reproduce_routing.sh --steps "$steps" --threads "$threads" --no-results
+  scripts/reproduce_routing.sh --steps "$steps" --threads "$threads" --no-results --stamp "$stamp" $([ "$force" = 1 ] && echo --force)
 fi
 case $results in # the newest runs/routing-*.json comes with it (write_results.sh)
   docs) scripts/write_results.sh --small "runs/small-$stamp.json";;

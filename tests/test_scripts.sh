@@ -432,6 +432,26 @@ elif small; then
       && ok "reproduce_small.sh --stamp of an earlier call: its run kept, the new one added to its results" \
       || bad "reproduce_small.sh --stamp: '$(cat "$tmp/small.log")'"
   else bad "reproduce_small.sh --stamp $st: $(tail -3 "$tmp/small.log")"; fi
+  # reproduce_future.sh on the same shards: a call of gma32, then --stamp of it with gma32 and
+  # sdpa: gma32 kept, runs/future-<stamp>.json holds both
+  fut() { (cd "$r" && scripts/reproduce_future.sh --data data/sotu8-bpe4k --steps 2 --threads 1 "$@") > "$tmp/fut.log" 2>&1; }
+  if fut --variants gma32; then
+    fs=$(sed -n 's/^stamp \([^ ]*\) .*/\1/p' "$tmp/fut.log")
+    if fut --variants "gma32 sdpa" --stamp "$fs"; then
+      grep -q "runs/future_gma32-$fs: finished before, kept" "$tmp/fut.log" \
+        && python3 -c 'import json,sys; sys.exit(0 if [r["variant"] for r in json.load(open(sys.argv[1]))["runs"]] == ["gma32", "sdpa"] else 1)' "$r/runs/future-$fs.json" \
+        && ok "reproduce_future.sh --stamp of an earlier call: its run kept, the JSON holds both" \
+        || bad "reproduce_future.sh --stamp: '$(cat "$tmp/fut.log")'"
+    else bad "reproduce_future.sh --stamp: $(tail -3 "$tmp/fut.log")"; fi
+  else bad "reproduce_future.sh: $(tail -3 "$tmp/fut.log")"; fi
+  # reproduce_routing.sh likewise: default, then --stamp of it with default and kmeans
+  rou() { (cd "$r" && scripts/reproduce_routing.sh --steps 2 --threads 1 --no-results "$@") > "$tmp/rou.log" 2>&1; }
+  if rou --variants default && rs=$(sed -n 's/^stamp \([^ ]*\) .*/\1/p' "$tmp/rou.log") && rou --variants "default kmeans" --stamp "$rs"; then
+    grep -q "runs/routing_default-$rs: finished before, kept" "$tmp/rou.log" \
+      && python3 -c 'import json,sys; sys.exit(0 if sorted(v["variant"] for v in json.load(open(sys.argv[1]))["variants"]) == ["default", "kmeans"] else 1)' "$r/runs/routing-$rs.json" \
+      && ok "reproduce_routing.sh --stamp of an earlier call: its run kept, the JSON holds both" \
+      || bad "reproduce_routing.sh --stamp: '$(cat "$tmp/rou.log")'"
+  else bad "reproduce_routing.sh: $(tail -3 "$tmp/rou.log")"; fi
 else
   bad "reproduce_small.sh --sotu: $(tail -3 "$tmp/small.log")"
 fi
