@@ -62,13 +62,14 @@ unknown_option() {
   exit 2
 }
 
-# parse_options USAGE "$@": --profile paper|small, --mixers LIST, --steps N and --device D
-# into profile, mixers, steps and device ("--device D"), and BIN, where the programs that
+# parse_options USAGE "$@": --profile paper|small, --mixers LIST, --steps N, --device D,
+# --stamp S and --force into profile, mixers, steps, device ("--device D"), stamp (checked,
+# the time of the call when not given: valid_stamp) and force, and BIN, where the programs that
 # train and evaluate are (bin, or bin/cuda for --device cuda: `make cuda` puts its
 # programs there); any other option goes to the
 # script's own extra_option "$@" (which sets its variable, or returns 1 for an unknown
 # option: the usage line and exit 2). Every option takes a value (need_value: extra_option
-# calls it too), except --help / -h (script_help, exit 0).
+# calls it too), except --force and --help / -h (script_help, exit 0).
 BIN=bin
 parse_options() {
   local usage="$1"
@@ -80,10 +81,13 @@ parse_options() {
       --mixers) need_value "$@"; mixers="$2";;
       --steps) need_value "$@"; steps="$2";;
       --device) need_value "$@"; device="--device $2"; if [ "$2" = cuda ]; then BIN=bin/cuda; else BIN=bin; fi;;
-      *) extra_option "$@" || unknown_option "$1" "$usage --help";;
+      --stamp) need_value "$@"; stamp="$2";;
+      --force) force=1; shift; continue;;
+      *) extra_option "$@" || unknown_option "$1" "$usage --stamp --force --help";;
     esac
     shift 2
   done
+  valid_stamp "${stamp:-}"
   case "$profile" in paper|small) ;; *) echo "$0: --profile must be paper or small" >&2; exit 2;; esac
 }
 

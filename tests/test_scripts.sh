@@ -30,15 +30,15 @@ while IFS=: read -r cmd opts; do
     else bad "scripts/$cmd $o: exit $rc, '$out' (want exit 2 and one line '... $o needs a value')"; fi
   done
 done <<'EOF'
-reproduce_lra.sh:--profile --tasks --mixers --steps --device --cnn-seconds --spam-dir --dry-run --dry-batch
-reproduce_small.sh:--sotu --seeds --steps --mixers --threads
-reproduce_routing.sh:--sotu --steps --threads --variants --monitor-every
-reproduce_future.sh:--sotu --data --steps --warmup --threads --variants --set
+reproduce_lra.sh:--profile --tasks --mixers --steps --device --cnn-seconds --spam-dir --dry-run --dry-batch --stamp
+reproduce_small.sh:--sotu --seeds --steps --mixers --threads --stamp
+reproduce_routing.sh:--sotu --steps --threads --variants --monitor-every --stamp
+reproduce_future.sh:--sotu --data --steps --warmup --threads --variants --set --stamp
 plot_k.sh:--out
 write_future_results.sh:--out --note --part
 reproduce_mqar.sh:--profile --mixers --widths --lrs --seeds --steps --threads --jobs --device --set --out --table
 reproduce_longctx.sh:--profile --mixers --tasks --pos --steps --seeds --threads --device --sotu --out --table
-reproduce_wikitext.sh:--profile --data --mixers --steps --device
+reproduce_wikitext.sh:--profile --data --mixers --steps --device --stamp
 lra_dry_run.sh:--steps --dry-batch --tasks --mixers --data --device --threads --set --from
 lra_standin.sh DIR:--n --seed --tasks
 plot_runs.sh:--out --title --label --routing
