@@ -553,6 +553,19 @@ fi
 out=$(scripts/reproduce_cross.sh lengths "$tmp/xl" --ctx 32,96 --batch 2 --batches 3,1 2>&1); rc=$?
 [ $rc -eq 0 ] && [ "$(grep -c ' kept (newer than the checkpoint' <<< "$out")" = 2 ] && ! grep -q '^checkpoint ' <<< "$out" \
   && ok "reproduce_cross.sh lengths again: the evaluations already made are kept, none rerun" || bad "lengths again: exit $rc, '$out'"
+# run twice into one DIR: the run finished there kept (a file put in it survives), not trained again
+xr=(run --kinds sdpa --out "$tmp/xr" --threads 1 --set data.xmqar_pairs=4 --set train.steps=2 --set train.eval_every=0
+    --set data.xmqar_test=8 --set model.max_seq_len=128 --set train.batch_size=4)
+if scripts/reproduce_cross.sh "${xr[@]}" > "$tmp/xr.log" 2>&1 && touch "$tmp/xr/sdpa/mine" \
+   && out=$(scripts/reproduce_cross.sh "${xr[@]}" 2>&1); then
+  [[ "$out" == *"$tmp/xr/sdpa: finished before, kept"* ]] && [ -e "$tmp/xr/sdpa/mine" ] && [ -s "$tmp/xr/results.json" ] \
+    && ok "reproduce_cross.sh run again into the same DIR: the finished run kept" || bad "reproduce_cross.sh run again: '$out'"
+  out=$(scripts/reproduce_cross.sh "${xr[@]}" --set train.steps=3 2>&1); rc=$?
+  [ $rc -eq 2 ] && [[ "$out" == *"$tmp/xr/sdpa was trained with other options"* ]] && [ -e "$tmp/xr/sdpa/mine" ] \
+    && ok "reproduce_cross.sh run with other options over a run there: refused, nothing changed" || bad "reproduce_cross.sh run, other options: exit $rc, '$out'"
+else
+  bad "reproduce_cross.sh run: $(tail -3 "$tmp/xr.log") $out"
+fi
 out=$(scripts/reproduce_cross.sh lengths "$tmp/xl" --ctx 32,1K --batches 1,2,3 2>&1); rc=$?
 [ $rc -eq 2 ] && [[ "$out" == *"--batches has 3 entries for the 2 of --ctx"* ]] && ok "reproduce_cross.sh lengths: --batches of another count refused" \
   || bad "lengths --batches: exit $rc, '$out'"
