@@ -294,7 +294,10 @@ for ((k = 1; k <= nph; k++)); do
     [ $force = 1 ] || die "$d is there and was not made by migrate.sh (no plan.txt): give another --out, or --force to replace it"
     again=1
   fi
-  if [ $again = 1 ] && [ -e "$d" ]; then echo "phase $k: --force: made again" >&2; rm -rf "$d"; fi
+  if [ $again = 1 ] && [ -e "$d" ]; then
+    [ $force = 1 ] || die "$d was made from a phase this call makes again: give another --out, or --force to make it again too"
+    echo "phase $k: --force: made again" >&2; rm -rf "$d"
+  fi
   if [ -s "$d/summary.json" ] && [ -s "$d/$(printf "ckpt_%08d" "$steps")/model.safetensors" ]; then
     echo "phase $k: finished in $d, skipped" >&2
   elif [ -f "$d/config.json" ] && [ -n "$(ls -d "$d"/ckpt_* 2> /dev/null)" ]; then
