@@ -25,7 +25,7 @@ while [ $# -gt 0 ]; do
   esac
   case "$1" in
     --out) OUT=$2 ;; --threads) THREADS=$2 ;;
-    *) echo "bench_all.sh: unknown option \"$1\" (--quick --out --threads)" >&2; exit 2 ;;
+    *) unknown_option "$1" "--quick --out --threads --help" ;;
   esac
   shift 2
 done

@@ -29,7 +29,7 @@ while [ $# -gt 0 ]; do
     --device) need_value "$@"; dev="$2"; shift 2 ;;
     --mpi-bin) need_value "$@"; mpibin="$2"; shift 2 ;;
     --one-bin) need_value "$@"; onebin="$2"; shift 2 ;;
-    *) echo "usage: $0 [--np R] [--batch b] [--steps S] [--repeat N] [--device cpu|cuda] [--mpi-bin P] [--one-bin P] [--set key=value]..." >&2; exit 2 ;;
+    *) unknown_option "$1" "[--np R] [--batch b] [--steps S] [--repeat N] [--device cpu|cuda] [--mpi-bin P] [--one-bin P] [--set key=value]... --help" ;;
   esac
 done
 command -v mpirun > /dev/null || { echo "$0: mpirun not found (apt-get install openmpi-bin libopenmpi-dev)" >&2; exit 2; }

@@ -20,7 +20,7 @@ while [ $# -gt 0 ]; do
     --help|-h) script_help; exit 0 ;;
     --mixers) MIXERS=$2 ;; --B) B=$2 ;; --T) T=$2 ;; --V) V=$2 ;; --steps) STEPS=$2 ;;
     --repeat) REPEAT=$2 ;; --threads) THREADS=$2 ;; --out) OUT=$2 ;;
-    *) echo "bench_torch.sh: unknown option \"$1\" (--mixers --B --T --V --steps --repeat --threads --out)" >&2; exit 2 ;;
+    *) unknown_option "$1" "--mixers --B --T --V --steps --repeat --threads --out --help" ;;
   esac
   shift 2
 done

@@ -26,7 +26,7 @@ while [ $# -gt 0 ]; do
     --out) OUT="$2"; shift ;;
     --way) WAYS+=("$2"); shift ;;
     --steps) STEPS="$2"; shift ;;
-    *) usage ;;
+    *) unknown_option "$1" "--bin --device --out --way --steps --help" ;;
   esac
   shift
 done

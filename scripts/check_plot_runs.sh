@@ -98,7 +98,8 @@ bad "no metrics.jsonl" "$t/none/metrics.jsonl" "$t/gma" "$t/none"
 bad "empty metrics.jsonl" "$t/empty/metrics.jsonl" "$t/empty"
 bad "malformed line" "$t/broken/metrics.jsonl:3:" "$t/gma" "$t/broken"
 bad "not an analysis file" "$t/gma/config.json:" --routing "$t/gma/config.json"
-bad "unknown option" "usage:" --bogus
+bad "unknown option" 'unknown option "--bogus"' --bogus
+bad "a near miss of an option" 'unknown option "--titel" (did you mean --title?)' --titel T
 [ "$(ls -l --time-style=+%s.%N "$out" | md5sum)" = "$before" ] || fail "bad input changed $out"
 ls -a "$out" | grep -q '^\.plot_runs' && fail "a staging directory was left in $out"
 

@@ -64,7 +64,7 @@ while [ $# -gt 0 ]; do
     --mixers) ONLY="$2"; shift ;;
     --extra) EXTRA="$2"; shift ;;
     --sections) SECTIONS="$2"; shift ;;
-    *) echo "usage: $0 [--quick] [--no-build] [--no-bench] [--sanitize] [--out DIR] [--bin DIR] [--precisions P] [--mixers M] [--extra ARGS] [--sections LIST]" >&2; exit 2 ;;
+    *) unknown_option "$1" "[--quick] [--no-build] [--no-bench] [--sanitize] [--out DIR] [--bin DIR] [--precisions P] [--mixers M] [--extra ARGS] [--sections LIST] --help" ;;
   esac
   shift
 done

@@ -26,13 +26,50 @@ need_value() {
   echo "$0: $1 needs a value (see --help)" >&2; exit 2
 }
 
-# parse_options USAGE "$@": --profile paper|small, --mixers LIST, --steps N and --device D
-# into profile, mixers, steps and device ("--device D"), and BIN, where the programs that
+# unknown_option ARG USAGE: the one line for an argument the script does not take, exit 2:
+# an option names itself and, when one of the options in USAGE (the script's usage text) is
+# a near miss (at most 2 edits, transpositions counted as one, and at most one a three
+# characters, as the C programs' src/core/strdist.c), that one; anything else is an
+# unexpected argument. Every script with options ends its option loop with it.
+unknown_option() {
+  local near
+  case "$1" in
+    -?*) ;;
+    *) echo "$0: unexpected argument \"$1\" (see --help)" >&2; exit 2;;
+  esac
+  near=$(printf '%s\n' "$2" | grep -o -- '--[A-Za-z0-9][A-Za-z0-9-]*' | awk -v t="$1" '
+    function dist(a, b, max,   na, nb, i, j, d, cur, prev, pp) {
+      na = length(a); nb = length(b)
+      if (na - nb > max || nb - na > max) return max + 1
+      for (j = 0; j <= nb; j++) prev[j] = j
+      for (i = 1; i <= na; i++) {
+        cur[0] = i
+        for (j = 1; j <= nb; j++) {
+          d = prev[j - 1] + (substr(a, i, 1) != substr(b, j, 1))
+          if (prev[j] + 1 < d) d = prev[j] + 1
+          if (cur[j - 1] + 1 < d) d = cur[j - 1] + 1
+          if (i > 1 && j > 1 && substr(a, i, 1) == substr(b, j - 1, 1) && substr(a, i - 1, 1) == substr(b, j, 1) && pp[j - 2] + 1 < d) d = pp[j - 2] + 1
+          cur[j] = d
+        }
+        for (j = 0; j <= nb; j++) { pp[j] = prev[j]; prev[j] = cur[j] }
+      }
+      return prev[nb]
+    }
+    BEGIN { max = int((length(t) + 1) / 3); if (max > 2) max = 2; best = max + 1 }
+    !($0 in seen) { seen[$0] = 1; d = dist(t, $0, max); if (d < best) { best = d; name = $0 } }
+    END { if (best <= max) print name }')
+  echo "$0: unknown option \"$1\"${near:+ (did you mean $near?)} (see --help)" >&2
+  exit 2
+}
+
+# parse_options USAGE "$@": --profile paper|small, --mixers LIST, --steps N, --device D,
+# --stamp S and --force into profile, mixers, steps, device ("--device D"), stamp (checked,
+# the time of the call when not given: valid_stamp) and force, and BIN, where the programs that
 # train and evaluate are (bin, or bin/cuda for --device cuda: `make cuda` puts its
 # programs there); any other option goes to the
 # script's own extra_option "$@" (which sets its variable, or returns 1 for an unknown
 # option: the usage line and exit 2). Every option takes a value (need_value: extra_option
-# calls it too), except --help / -h (script_help, exit 0).
+# calls it too), except --force and --help / -h (script_help, exit 0).
 BIN=bin
 parse_options() {
   local usage="$1"
@@ -44,10 +81,13 @@ parse_options() {
       --mixers) need_value "$@"; mixers="$2";;
       --steps) need_value "$@"; steps="$2";;
       --device) need_value "$@"; device="--device $2"; if [ "$2" = cuda ]; then BIN=bin/cuda; else BIN=bin; fi;;
-      *) extra_option "$@" || { echo "usage: $0 $usage" >&2; exit 2; };;
+      --stamp) need_value "$@"; stamp="$2";;
+      --force) force=1; shift; continue;;
+      *) extra_option "$@" || unknown_option "$1" "$usage --stamp --force --help";;
     esac
     shift 2
   done
+  valid_stamp "${stamp:-}"
   case "$profile" in paper|small) ;; *) echo "$0: --profile must be paper or small" >&2; exit 2;; esac
 }
 
@@ -142,4 +182,73 @@ prepare_sotu8() {
   scripts/sotu_split.sh data/sotu8
   [ -f data/bpe4k-sotu8/vocab.bpe ] || bin/gmadata train-tokenizer --vocab-size 4096 --out data/bpe4k-sotu8 data/sotu8/train.txt
   [ -f data/sotu8-bpe4k/meta.json ] || bin/gmadata prepare data/sotu8 --tokenizer bpe:data/bpe4k-sotu8 --out data/sotu8-bpe4k
+}
+
+# The run folders of the scripts: one rule for all (docs/results.md, "Reruns"). A rerun
+# with the same output continues: a run already finished (RUN/summary.json) is kept and
+# not trained again, a run stopped part way (RUN/latest, a checkpoint) is continued with
+# gmatrain --resume, and a start stopped before its first checkpoint is started again.
+# What a script trains is recorded in RUN/plan.txt (its gmatrain command without
+# --threads, --quiet and a nice before it); a folder the script did not make with the same plan (another
+# plan.txt, or none: made by hand, by another script, or before plans were kept) is
+# refused in one line, unless --force (force=1): then it is removed and trained again.
+# Nothing else is ever removed.
+force=0
+# run_plan_text CMD...: the plan of a training command, one line (what comes before
+# gmatrain, nice -n 10, left out too)
+run_plan_text() {
+  local a=("$@")
+  while [ ${#a[@]} -gt 1 ]; do case "${a[0]}" in *gmatrain) break;; esac; a=("${a[@]:1}"); done
+  printf '%s ' "${a[@]}" | sed -E 's/ --set threads=[0-9]+//g; s/ --threads [0-9]+//g; s/ --quiet//g; s/ $//'
+}
+# run_state RUN CMD...: what run_train will do with RUN: "fresh" (train it), "resume"
+# (continue it), "done" (keep it); one line and exit 2 (from the caller's command
+# substitution: st=$(run_state ...) || exit 2) when RUN is not this script's run of CMD
+run_state() {
+  local run="$1" plan
+  shift
+  plan=$(run_plan_text "$@")
+  [ -e "$run" ] || { echo fresh; return 0; }
+  if [ -f "$run/plan.txt" ] && [ "$(cat "$run/plan.txt")" = "$plan" ]; then
+    if [ -s "$run/summary.json" ]; then echo done
+    elif [ -e "$run/latest" ]; then echo resume
+    else echo fresh; fi
+    return 0
+  fi
+  [ "$force" = 1 ] && { echo fresh; return 0; }
+  if [ -f "$run/plan.txt" ]; then
+    echo "$0: $run was trained with other options (its plan.txt): rerun with those, give another --out, or --force to train it again" >&2
+  else
+    echo "$0: $run is there and was not made by this script (no plan.txt): give another --out, or --force to replace it" >&2
+  fi
+  exit 2
+}
+# run_train RUN CMD...: RUN as run_state says: trained with CMD (a gmatrain command whose
+# --out is RUN; an earlier folder there removed: see above), continued with CMD's gmatrain
+# --resume RUN, or kept ("done before" on stderr). Returns the training's status.
+run_train() {
+  local run="$1" st
+  shift
+  st=$(run_state "$run" "$@") || exit 2
+  case "$st" in
+    done) echo "$run: finished before, kept" >&2; return 0;;
+    resume) echo "$run: stopped part way, resumed" >&2
+      local pre=() # what comes before gmatrain (nice -n 10)
+      while [ $# -gt 1 ]; do case "$1" in *gmatrain) break;; esac; pre+=("$1"); shift; done
+      "${pre[@]+"${pre[@]}"}" "$1" --resume "$run" --quiet;;
+    fresh)
+      [ ! -e "$run" ] || rm -rf "$run"
+      mkdir -p "$run"
+      run_plan_text "$@" > "$run/plan.txt"
+      "$@";;
+  esac
+}
+
+# valid_stamp S: the stamp of a script's names (--stamp S: letters, digits, '.', '_', '-');
+# empty: stamp set to the time of the call
+valid_stamp() {
+  case "$1" in
+    '') stamp=$(date +%Y%m%d-%H%M%S);;
+    *[!A-Za-z0-9._-]*) echo "$0: --stamp: '$1' holds a character other than letters, digits, '.', '_', '-'" >&2; exit 2;;
+  esac
 }

@@ -70,7 +70,7 @@ while [ $# -gt 0 ]; do
     --set) user_sets+=(--set "$2");;
     --from) from="$2";;
     --device) device="--device $2"; if [ "$2" = cuda ]; then BIN=bin/cuda; else BIN=bin; fi;;
-    *) echo "usage: $0 $usage" >&2; exit 2;;
+    *) unknown_option "$1" "$usage --help";;
   esac
   shift 2
 done

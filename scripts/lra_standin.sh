@@ -39,7 +39,7 @@ while [ $# -gt 0 ]; do
     --seed) need_value "$@"; seed="$2"; shift 2;;
     --tasks) need_value "$@"; tasks="$2"; shift 2;;
     --no-pathx) pathx=0; shift;;
-    *) echo "$usage" >&2; exit 2;;
+    *) unknown_option "$1" "$usage --help";;
   esac
 done
 case "$n$seed" in *[!0-9]*) echo "$0: --n and --seed take whole numbers" >&2; exit 2;; esac

@@ -7,7 +7,7 @@
 #                      [--bench-seq LIST] [--quick] [--no-bench] [--gate-ppl-phase1 PCT]
 #                      [--gate-ppl-phase2 PCT] [--phase2-against phase1|teacher]
 #                      [--gate-bench-phase3 PCT] [--gate-util PCT] [--keep-going] [--phases P]
-#                      [--dry-run] [--help]
+#                      [--force] [--dry-run] [--help]
 #   --teacher RUN        the trained run to migrate (its config.json and latest checkpoint); its
 #                        model.mixer one attention mixer (e.g. "sdpa"), at least 2 layers
 #   --data DIR           token shards (gmadata prepare: DIR/train.bin, valid.bin, test.bin) of the
@@ -40,13 +40,19 @@
 #   --keep-going         run every phase even after a failed gate (the result is still the last
 #                        phase before the first failure): the full picture for a report
 #   --phases P           run the first P phases only (1, 2 or 3; default 3): the rows of those
+#   --force              start again what a rerun would refuse: a phase made with other options
+#                        (and the phases after it), or everything when the teacher changed
 #   --dry-run            print the plan (phases, layers, commands) and exit 0
 # Writes OUT/teacher.valid.json, OUT/phase<K>/ (the run, valid.json, test.json, analysis.json,
 # prefill.json, decode_<N>.json, gates.txt), OUT/migration.json (one row per phase),
 # OUT/teacher.bench/ (the teacher's prefill.json, decode_<N>.json), OUT/migration.md, OUT/plots/ (the loss curves of all phases, scripts/plot_runs.sh; skipped
 # without gnuplot) and OUT/result (a link to the resulting phase, or to the teacher).
 # A rerun with the same options skips the phases already finished with their outputs intact
-# (a phase stopped midway is resumed from its checkpoint); other options: one line, exit 2.
+# (a phase stopped midway is resumed from its checkpoint); other options: one line, exit 2
+# (docs/results.md, "Reruns"). The teacher's checkpoint (its step and the SHA-256 of its
+# model.safetensors) is recorded in OUT/teacher.json and migration.json; a rerun after the
+# teacher changed (trained on: its latest checkpoint moved) is refused in one line naming
+# both, unless --force: then its figures and every phase are made again from the new one.
 # Exit: 0 every phase run passed, 3 a gate failed (the result is an earlier phase), 2 bad input,
 # 1 a program failed.
 { # the whole script in one group: bash reads it all before running it, so an edit of this
@@ -56,8 +62,8 @@ cd "$(dirname "$0")/.."
 . scripts/lib_reproduce.sh
 teacher=""; data=""; steps=200; out=""; name=""; seed=1337; lr=5e-4; threads=2; sets=()
 distill=1; dw=0.5; dt=2; freeze=0; bench_seq=1K,4K,16K; quick=0; bench=1
-g1=2; g2=1; g2_against=phase1; g3=3; gutil=5; keep_going=0; dry=0; nph=3
-usage="--teacher RUN --data DIR [--steps-per-phase N] [--out DIR] [--name NAME] [--seed S] [--lr X] [--threads N] [--set key=value ...] [--no-distill] [--distill-weight W] [--distill-temperature T] [--freeze-kept] [--bench-seq LIST] [--quick] [--no-bench] [--gate-ppl-phase1 PCT] [--gate-ppl-phase2 PCT] [--phase2-against phase1|teacher] [--gate-bench-phase3 PCT] [--gate-util PCT] [--keep-going] [--phases P] [--dry-run] [--help]"
+g1=2; g2=1; g2_against=phase1; g3=3; gutil=5; keep_going=0; dry=0; nph=3; force=0
+usage="--teacher RUN --data DIR [--steps-per-phase N] [--out DIR] [--name NAME] [--seed S] [--lr X] [--threads N] [--set key=value ...] [--no-distill] [--distill-weight W] [--distill-temperature T] [--freeze-kept] [--bench-seq LIST] [--quick] [--no-bench] [--gate-ppl-phase1 PCT] [--gate-ppl-phase2 PCT] [--phase2-against phase1|teacher] [--gate-bench-phase3 PCT] [--gate-util PCT] [--keep-going] [--phases P] [--force] [--dry-run] [--help]"
 while [ $# -gt 0 ]; do
   case "$1" in
     --help|-h) script_help; exit 0;;
@@ -67,6 +73,10 @@ while [ $# -gt 0 ]; do
     --no-bench) bench=0; shift; continue;;
     --keep-going) keep_going=1; shift; continue;;
     --dry-run) dry=1; shift; continue;;
+    --force) force=1; shift; continue;;
+    --teacher|--data|--steps-per-phase|--out|--name|--seed|--lr|--threads|--set|--distill-weight|--distill-temperature) ;;
+    --bench-seq|--gate-ppl-phase1|--gate-ppl-phase2|--phase2-against|--gate-bench-phase3|--gate-util|--phases) ;;
+    *) unknown_option "$1" "$usage";;
   esac
   need_value "$@"
   case "$1" in
@@ -88,7 +98,7 @@ while [ $# -gt 0 ]; do
     --gate-bench-phase3) g3="$2";;
     --gate-util) gutil="$2";;
     --phases) nph="$2";;
-    *) echo "usage: $0 $usage" >&2; exit 2;;
+    *) unknown_option "$1" "$usage --help";;
   esac
   shift 2
 done
@@ -184,7 +194,34 @@ fi
 # the training command a finished phase was made with: a rerun must give the same one (the
 # gates and speeds may change: they are computed again from the phase's files)
 plan_of() { train_cmd $1 "$(from_of $1)"; }
+
+# the teacher's checkpoint: the folder its latest resolves to (or the teacher, a run of
+# gmadata import), the step of its model.safetensors and that file's SHA-256, as
+# gmatrain records a distillation's teacher (RUN/distill.json)
+tck=$teacher; [ -e "$teacher/latest" ] && tck=$(cd "$teacher/latest" && pwd -P)
+[ -s "$tck/model.safetensors" ] || die "$teacher: no checkpoint (no model.safetensors in it or under latest/)"
+tstep=$(head -c 1048576 "$tck/model.safetensors" | grep -aoE '"step": ?"[0-9]+"' | head -n 1 | grep -oE '[0-9]+' || true)
+tsha=$(sha256sum "$tck/model.safetensors" | cut -d' ' -f1)
+tid="{\"checkpoint\": \"$tck\", \"step\": ${tstep:--1}, \"sha256\": \"$tsha\"}"
+# a rerun: the teacher its figures and phases were made from (OUT/teacher.json; an OUT made
+# before the record was kept: its teacher.valid.json older than the teacher's checkpoint)
+if [ -f "$out/teacher.json" ] || [ -f "$out/teacher.valid.json" ]; then
+  was=""
+  if [ -f "$out/teacher.json" ]; then
+    ostep=$(sed -n 's/.*"step": \(-\{0,1\}[0-9]*\).*/\1/p' "$out/teacher.json"); osha=$(sed -n 's/.*"sha256": "\([0-9a-f]*\)".*/\1/p' "$out/teacher.json")
+    [ "$ostep" = "${tstep:--1}" ] && [ "$osha" = "$tsha" ] || was="$(sed -n 's/.*"checkpoint": "\([^"]*\)".*/\1/p' "$out/teacher.json") (step $ostep, sha256 ${osha:0:12})"
+  elif [ "$tck/model.safetensors" -nt "$out/teacher.valid.json" ]; then
+    was="an earlier checkpoint (its figures in $out/teacher.valid.json are older than $tck)"
+  fi
+  if [ -n "$was" ] && [ $force = 0 ]; then
+    die "the teacher changed since $out was made: $tck (step ${tstep:--1}, sha256 ${tsha:0:12}) now, $was then: its figures and phases are of that teacher: give another --out, or --force to migrate again from this one"
+  elif [ -n "$was" ]; then
+    echo "the teacher changed since $out was made ($was then): --force: its figures and every phase made again" >&2
+    rm -rf "$out/teacher.valid.json" "$out/teacher.test.json" "$out/teacher.bench" "$out"/phase[123]
+  fi
+fi
 mkdir -p "$out"
+echo "$tid" > "$out/teacher.json"
 [ -x bin/gmatrain ] && [ -x bin/gmaeval ] && [ -x bin/gmabench ] || make -s binaries
 eval_to() { # CKPT SPLIT JSON: gmaeval unless JSON is there
   [ -s "$3" ] || bin/gmaeval --checkpoint "$1" --data "$data/$2.bin" --threads "$threads" --json "$3" > /dev/null
@@ -240,23 +277,35 @@ util_of() { # ANALYSIS.json: "layer frac min_load" lines
     END { for (i = 1; i <= no; i++) { l = order[i]; printf "%s %.4f %.4f\n", l, ok[l] / n[l], mn[l] } }' "$1"
 }
 
-rows=(); result=teacher; failed=""; status=0; stop=0
+rows=(); result=teacher; failed=""; status=0; stop=0; again=0
 for ((k = 1; k <= nph; k++)); do
   d="$out/phase$k"
   [ $stop = 0 ] || break
   plan=$(plan_of $k)
   for f in "$d/plan.txt" "$d/plan.txt.new"; do # the plan of a finished phase, or of one under way
     if [ -f "$f" ] && [ "$(cat "$f")" != "$plan" ]; then
-      die "$d was made with other options (its $(basename "$f")): rerun with those, or give another --out"
+      [ $force = 1 ] || die "$d was made with other options (its $(basename "$f")): rerun with those, give another --out, or --force to train it again"
+      again=1
     fi
   done
+  # a folder there that migrate.sh did not make (no plan): refused unless --force; a phase
+  # after one made again starts from it, so it is made again too
+  if [ -e "$d" ] && [ ! -f "$d/plan.txt" ] && [ ! -f "$d/plan.txt.new" ]; then
+    [ $force = 1 ] || die "$d is there and was not made by migrate.sh (no plan.txt): give another --out, or --force to replace it"
+    again=1
+  fi
+  if [ $again = 1 ] && [ -e "$d" ]; then
+    [ $force = 1 ] || die "$d was made from a phase this call makes again: give another --out, or --force to make it again too"
+    echo "phase $k: --force: made again" >&2; rm -rf "$d"
+  fi
   if [ -s "$d/summary.json" ] && [ -s "$d/$(printf "ckpt_%08d" "$steps")/model.safetensors" ]; then
     echo "phase $k: finished in $d, skipped" >&2
   elif [ -f "$d/config.json" ] && [ -n "$(ls -d "$d"/ckpt_* 2> /dev/null)" ]; then
     echo "phase $k: resumed in $d" >&2
     bin/gmatrain --resume "$d" --quiet --threads "$threads"
   else
-    [ ! -e "$d" ] || rm -rf "$d" # a start that wrote no checkpoint yet
+    [ ! -e "$d" ] || rm -rf "$d" # a start of this plan that wrote no checkpoint yet
+    again=1 # the phases after this one start from it
     mkdir -p "$d"; echo "$plan" > "$d/plan.txt.new"
     echo "[$k/$nph] phase $k: GMA in layers $(layers_of $k) -> $d" >&2
     eval "$(train_cmd $k "$(from_of $k)")"
@@ -309,8 +358,8 @@ done
 mkdir -p "$out/teacher.bench"
 tspeeds=$(speeds_json "$out/teacher.bench" "[$(for ((l = 0; l < L; l++)); do printf '"%s"%s' "$tmix" "$([ $l -lt $((L - 1)) ] && echo ,)"; done)]" | sed 's/^"speeds"/"teacher_speeds"/')
 {
-  printf '{"teacher": "%s", "data": "%s", "steps_per_phase": %d, "seed": %d, "lr": %s, "distill": %s, "freeze_kept": %s,\n' \
-    "$teacher" "$data" "$steps" "$seed" "$lr" "$([ $distill = 1 ] && echo "{\"weight\": $dw, \"temperature\": $dt}" || echo false)" "$([ $freeze = 1 ] && echo true || echo false)"
+  printf '{"teacher": "%s", "teacher_checkpoint": %s, "data": "%s", "steps_per_phase": %d, "seed": %d, "lr": %s, "distill": %s, "freeze_kept": %s,\n' \
+    "$teacher" "$tid" "$data" "$steps" "$seed" "$lr" "$([ $distill = 1 ] && echo "{\"weight\": $dw, \"temperature\": $dt}" || echo false)" "$([ $freeze = 1 ] && echo true || echo false)"
   printf ' "n_layers": %d, "n_components": %s, "teacher_valid_ppl": %s, "teacher_test_ppl": %s, "teacher_valid_acc": %s, %s,\n' \
     "$L" "$K" "$t_vppl" "$t_tppl" "$t_vacc" "$tspeeds"
   printf ' "gates": {"ppl_phase1_pct": %s, "ppl_phase2_pct": %s, "phase2_against": "%s", "bench_phase3_pct": %s, "util_pct_of_uniform": %s},\n' "$g1" "$g2" "$g2_against" "$g3" "$gutil"

@@ -19,7 +19,7 @@ while [ $# -gt 0 ]; do
   case "$1" in
     --help|-h) script_help; exit 0;;
     --out) need_value "$@"; out="$2"; shift 2;;
-    -*) echo "$usage" >&2; exit 2;;
+    -*) unknown_option "$1" "$usage --help";;
     *) runs+=("$1"); shift;;
   esac
 done

@@ -44,7 +44,7 @@ while [ $# -gt 0 ]; do
         --routing) routing+=("$2");;
       esac
       shift 2;;
-    -*) echo "$usage" >&2; exit 2;;
+    -*) unknown_option "$1" "$usage --help";;
     *) runs+=("$1"); shift;;
   esac
 done

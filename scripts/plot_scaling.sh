@@ -23,7 +23,7 @@ while [ $# -gt 0 ]; do
   case "$1" in
     --help|-h) script_help; exit 0;;
     --out) need_value "$@"; out=$2; shift 2;;
-    -*) die "unknown option \"$1\" (--out)";;
+    -*) unknown_option "$1" "--out --help";;
     *) files+=("$1"); shift;;
   esac
 done

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # reproduce_cross.sh: the cross-attention measurements of docs/results.md ("## Cross-attention").
-#   scripts/reproduce_cross.sh run [--out DIR] [--kinds LIST] [--steps N] [--threads N] [--seed S] [--configs PREFIX] [--set k=v]...
+#   scripts/reproduce_cross.sh run [--out DIR] [--kinds LIST] [--steps N] [--threads N] [--seed S] [--configs PREFIX] [--set k=v]... [--force]
 #       trains configs/xmqar_{gma,sdpa,none}.json (cross.mixer gma, sdpa, and a plain decoder
 #       over the whole window; nice -n 10, all at once) on the cross-sequence MQAR task
 #       (data.source xmqar, docs/cross.md), each --set applied to all, into DIR/KIND (DIR
@@ -10,6 +10,8 @@
 #       and sdpa_gmaenc (sdpa cross layers, a causal gma encoder). --configs PREFIX (default
 #       configs/xmqar_): the configs PREFIX{gma,sdpa,none}.json, e.g. configs/xmqar_long_ for
 #       the models read at longer contexts (causal encoder, query_pos own; docs/cross.md).
+#       A second call into DIR keeps the runs finished there and resumes those stopped part
+#       way; a run of other options is refused unless --force (docs/results.md, "Reruns").
 #   scripts/reproduce_cross.sh bench [--out DIR] [--seq 1K,...,64K] [gmabench options]
 #       bin/gmabench cross --threads 1 --repeat 1 --max-seconds 400 --json DIR/bench.json.
 #   scripts/reproduce_cross.sh lengths DIR [--ctx LIST] [--batch B] [--batches LIST] [--threads N] [--max-seconds S]
@@ -41,6 +43,7 @@ shift
 out=runs/cross
 # an option's value: exit 2 with one line when it is missing
 need() { [ "$#" -ge 2 ] || { echo "scripts/reproduce_cross.sh: $1 needs a value (see --help)" >&2; exit 2; }; }
+. scripts/lib_reproduce.sh
 if [ "$cmd" = run ]; then
   steps="" threads=1 seed="" sets=() kinds="gma sdpa none" prefix=configs/xmqar_
   while [ $# -gt 0 ]; do
@@ -52,7 +55,8 @@ if [ "$cmd" = run ]; then
       --seed) need "$@"; seed=$2; shift 2;;
       --configs) need "$@"; prefix=$2; shift 2;;
       --set) need "$@"; sets+=(--set "$2"); shift 2;;
-      *) echo "$0: run: unknown option $1" >&2; exit 2;;
+      --force) force=1; shift;;
+      *) unknown_option "$1" "--out --kinds --steps --threads --seed --configs --set --force";;
     esac
   done
   [ -n "$steps" ] && sets+=(--set "train.steps=$steps")
@@ -62,16 +66,23 @@ if [ "$cmd" = run ]; then
       *) echo "$0: run: --kinds: unknown kind '$k' (gma sdpa none gma_causal sdpa_causal gma_sdpaenc sdpa_gmaenc)" >&2; exit 2;; esac
     [ -f "${prefix}${k%%_*}.json" ] || { echo "$0: run: kind $k: no config ${prefix}${k%%_*}.json (--configs)" >&2; exit 2; }
   done
-  mkdir -p "$out"
-  for k in $kinds; do
-    case "$k" in
+  runcmd() { # KIND: the gmatrain command of its run
+    local extra=()
+    case "$1" in
       *_causal) extra=(--set cross.enc_causal=true);;
       gma_sdpaenc) extra=(--set cross.enc_causal=true --set cross.enc_mixer=sdpa);;
       sdpa_gmaenc) extra=(--set cross.enc_causal=true --set cross.enc_mixer=gma);;
-      *) extra=();;
     esac
-    nice -n 10 bin/gmatrain --config "${prefix}${k%%_*}.json" "${sets[@]}" "${extra[@]}" --out "$out/$k" \
-      --threads "$threads" --quiet > "$out/$k.log" 2>&1 &
+    echo bin/gmatrain --config "${prefix}${1%%_*}.json" "${sets[@]}" "${extra[@]}" --out "$out/$1" --threads "$threads" --quiet
+  }
+  # shellcheck disable=SC2046
+  for k in $kinds; do run_state "$out/$k" $(runcmd "$k") > /dev/null || exit 2; done # every run there checked first
+  mkdir -p "$out"
+  for k in $kinds; do
+    # shellcheck disable=SC2046
+    if [ "$(run_state "$out/$k" $(runcmd "$k"))" = done ]; then echo "$out/$k: finished before, kept"; continue; fi
+    # shellcheck disable=SC2046
+    run_train "$out/$k" nice -n 10 $(runcmd "$k") >> "$out/$k.log" 2>&1 &
   done
   wait
   cf=""
@@ -90,7 +101,7 @@ if [ "$cmd" = lengths ]; then
       --batches) need "$@"; batches=$2; shift 2;;
       --threads) need "$@"; threads=$2; shift 2;;
       --max-seconds) need "$@"; maxs=$2; shift 2;;
-      *) echo "$0: lengths: unknown option $1" >&2; exit 2;;
+      *) unknown_option "$1" "--ctx --batch --batches --threads --max-seconds";;
     esac
   done
   IFS=, read -r -a ms <<< "$ctx"

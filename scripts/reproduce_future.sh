@@ -13,7 +13,7 @@
 #   sdpa) and auto_distill001 (auto.distill_weight 0.01).
 #   scripts/reproduce_future.sh [--sotu DIR] [--data DIR] [--steps N] [--warmup N] [--threads N]
 #                               [--variants LIST] [--set KEY=VALUE]... [--long-len N]
-#                               [--write-docs] [--help]
+#                               [--stamp S] [--force] [--write-docs] [--help]
 #   --data DIR       shards to train on instead of data/sotu8-bpe4k (then not prepared)
 #   --steps N        train.steps of every run (default 150)
 #   --warmup N       train.warmup of every run (default: the config's, 100)
@@ -26,6 +26,10 @@
 #                    (gmaeval --seq-len N on the valid and test splits; default 2048, at
 #                    auto's threshold: its GMA path), and the auto variants analysed there
 #                    and at the training length (gmaeval --analyze: the gap between the paths)
+#   --stamp S        the stamp of the names below (default the time of the call, printed as it
+#                    starts): the stamp of an earlier call continues it, its runs/future-S.json
+#                    keeping the rows of the variants not run again (docs/results.md, "Reruns")
+#   --force          train again a run made with other options (or not by this script)
 #   --write-docs     afterwards write the section of docs/results.md
 #                    (scripts/write_future_results.sh) from the JSON
 # Environment: SOTU=DIR the corpus, as --sotu (needed until data/sotu8 is made).
@@ -39,8 +43,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . scripts/lib_reproduce.sh
-steps=150; warmup=; threads=2; data=; extra=""; variants="gma32 gma64 gma64_32 dir64 gated sdpa"; docs=0; long=2048
-usage="[--sotu DIR] [--data DIR] [--steps N] [--warmup N] [--threads N] [--variants LIST] [--set KEY=VALUE]... [--long-len N] [--write-docs] [--help]"
+steps=150; warmup=; threads=2; data=; extra=""; variants="gma32 gma64 gma64_32 dir64 gated sdpa"; docs=0; long=2048; stamp=""
+usage="[--sotu DIR] [--data DIR] [--steps N] [--warmup N] [--threads N] [--variants LIST] [--set KEY=VALUE]... [--long-len N] [--stamp S] [--force] [--write-docs] [--help]"
 while [ $# -gt 0 ]; do
   case "$1" in
     --steps) need_value "$@"; steps="$2"; shift 2;;
@@ -51,9 +55,11 @@ while [ $# -gt 0 ]; do
     --variants) need_value "$@"; variants="$2"; shift 2;;
     --long-len) need_value "$@"; long="$2"; shift 2;;
     --sotu) need_value "$@"; SOTU="$2"; shift 2;;
+    --stamp) need_value "$@"; stamp="$2"; shift 2;;
+    --force) force=1; shift;;
     --write-docs) docs=1; shift;;
     --help|-h) script_help; exit 0;;
-    *) echo "usage: $0 $usage" >&2; exit 2;;
+    *) unknown_option "$1" "$usage --help";;
   esac
 done
 positive_ints "steps:$steps" "threads:$threads" "long-len:$long"
@@ -82,29 +88,35 @@ sets_of() {
   esac
 }
 for v in $variants; do sets_of "$v" > /dev/null; done
+valid_stamp "$stamp"
+# shellcheck disable=SC2046
+traincmd() { set -- $(sets_of "$1"); local c="$1"; shift; echo "bin/gmatrain --config $c $*$extra --set data.path=${data:-data/sotu8-bpe4k} --set train.steps=$steps${warmup:+ --set train.warmup=$warmup} --set threads=$threads"; }
+# shellcheck disable=SC2046
+for v in $variants; do run_state "runs/future_$v-$stamp" $(traincmd "$v") --out "runs/future_$v-$stamp" > /dev/null; done
 if [ -z "$data" ]; then prepare_sotu8; data=data/sotu8-bpe4k
 else [ -f "$data/meta.json" ] || { echo "$0: --data $data: no meta.json there (bin/gmadata prepare makes one)" >&2; exit 2; }; make -s binaries; fi
-stamp=$(date +%Y%m%d-%H%M%S)
+echo "stamp $stamp (a rerun with --stamp $stamp continues this call)" >&2
 k=0; n=$(echo $variants | wc -w); rows=()
 for v in $variants; do
   out="runs/future_$v-$stamp"; set -- $(sets_of "$v"); cfg="$1"; shift
   k=$((k + 1)); progress $k $n "$cfg $*" "$out"
-  cmd="bin/gmatrain --config $cfg $*$extra --set data.path=$data --set train.steps=$steps${warmup:+ --set train.warmup=$warmup} --set threads=$threads"
-  $cmd --out "$out" --quiet
+  cmd=$(traincmd "$v")
+  # shellcheck disable=SC2086
+  run_train "$out" $cmd --out "$out" --quiet
   gates=null
-  if [ "$v" = gated ]; then
-    bin/gmaeval --checkpoint "$out" --data valid --threads "$threads" --analyze-json "$out/analysis.json" > /dev/null
+  if [ "$v" = gated ]; then # an evaluation already there kept (also below)
+    [ -s "$out/analysis.json" ] || bin/gmaeval --checkpoint "$out" --data valid --threads "$threads" --analyze-json "$out/analysis.json" > /dev/null
     gates="$out/analysis.json"
   fi
   longs=null
   case "$v" in *_np|auto_distill*)
     longs="$out/long"; mkdir -p "$longs"
     for split in valid test; do
-      bin/gmaeval --checkpoint "$out" --data $split --seq-len "$long" --batch 1 --threads "$threads" --json "$longs/$split.json" > /dev/null
+      [ -s "$longs/$split.json" ] || bin/gmaeval --checkpoint "$out" --data $split --seq-len "$long" --batch 1 --threads "$threads" --json "$longs/$split.json" > /dev/null
     done
     case "$v" in auto*)
-      bin/gmaeval --checkpoint "$out" --data valid --threads "$threads" --analyze-json "$longs/analysis_train_len.json" > /dev/null
-      bin/gmaeval --checkpoint "$out" --data valid --seq-len "$long" --batch 1 --threads "$threads" --analyze-json "$longs/analysis_long.json" > /dev/null;;
+      [ -s "$longs/analysis_train_len.json" ] || bin/gmaeval --checkpoint "$out" --data valid --threads "$threads" --analyze-json "$longs/analysis_train_len.json" > /dev/null
+      [ -s "$longs/analysis_long.json" ] || bin/gmaeval --checkpoint "$out" --data valid --seq-len "$long" --batch 1 --threads "$threads" --analyze-json "$longs/analysis_long.json" > /dev/null;;
     esac;;
   esac
   rows+=("$v|$cmd|$out|$gates|$longs")
@@ -151,6 +163,12 @@ for r in rows:
             if os.path.exists(a):
                 row["auto_%s" % tag] = json.load(open(a)).get("auto", [])
     res.append(row)
+# an earlier call of the same stamp: the rows of its other runs kept before this call's
+try:
+    old = [r for r in json.load(open(out))["runs"] if r["run"] not in {x["run"] for x in res}]
+except (OSError, ValueError, KeyError, TypeError):
+    old = []
+res = old + res
 json.dump({"steps": steps, "warmup": warmup, "threads": threads, "runs": res}, open(out, "w"), indent=1)
 print(out)
 PY

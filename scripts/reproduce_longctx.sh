@@ -6,7 +6,7 @@
 # "sinusoidal": nothing in the model is sized by the length).
 #   scripts/reproduce_longctx.sh [--profile small|paper] [--mixers LIST] [--tasks LIST]
 #                                [--pos none|sinusoidal] [--steps N] [--seeds N] [--threads N]
-#                                [--device D] [--sotu DIR] [--out DIR] [--dry-run] [--write-docs]
+#                                [--device D] [--sotu DIR] [--out DIR] [--force] [--dry-run] [--write-docs]
 #   scripts/reproduce_longctx.sh --table RESULTS.json [--write-docs]  (table and plots again)
 #   --profile P   small (default): passkey trained at 64 tokens for 1000 steps and tested at
 #                 64..1024, lm trained at 128 for 150 steps and tested at 128..2048, one seed:
@@ -19,11 +19,15 @@
 #   --steps N     train.steps of every run (both tasks); --seeds N: seeds 1..N of every run (default 1)
 #   --threads N   threads of every run (default 2)
 #   --sotu DIR    the corpus for the lm task while data/sotu8 is not there (scripts/sotu_split.sh)
-#   --out DIR     where the runs and results go (default runs/longctx)
+#   --out DIR     where the runs and results go (default runs/longctx); a rerun continues
+#                 there: runs finished before are kept, rows of other runs stay in the results
+#                 (the rule for every script: docs/results.md, "Reruns")
+#   --force       train again a run folder made with other options (or not by this script)
 #   --dry-run     print the runs (one gmatrain line each) and exit
 #   --write-docs  also put the section "## Long context" into docs/results.md (replacing it)
 # Writes DIR/<task>-<mixer>-s<seed>/ (the run, test_<N>.json of gmaeval --data test --seq-len N
-# --bucket-size <train length> --json), DIR/results.json (every run's figures by length),
+# --bucket-size <train length> --json), DIR/results.json (every run's figures by length; the
+# rows of DIR's other runs in an earlier results.json kept, a run's own row replaced),
 # DIR/results.md (the section: passkey exact/per-digit accuracy and test perplexity against
 # length, mean and sample standard deviation over the seeds), DIR/*.dat, DIR/longctx.gp and,
 # with gnuplot, DIR/ppl_position.png (perplexity against position bucket at the longest
@@ -35,7 +39,7 @@ cd "$(dirname "$0")/.."
 profile=small; mixers=""; tasks="passkey lm"; pos=none; steps=""; seeds=1; threads=2; device=""
 out=runs/longctx; dry=0; table=""; docs=0
 all="sdpa gma linear performer mamba"
-usage="[--profile small|paper] [--mixers LIST] [--tasks LIST] [--pos none|sinusoidal] [--steps N] [--seeds N] [--threads N] [--device D] [--sotu DIR] [--out DIR] [--dry-run] [--write-docs] | --table RESULTS.json [--write-docs]"
+usage="[--profile small|paper] [--mixers LIST] [--tasks LIST] [--pos none|sinusoidal] [--steps N] [--seeds N] [--threads N] [--device D] [--sotu DIR] [--out DIR] [--force] [--dry-run] [--write-docs] | --table RESULTS.json [--write-docs]"
 while [ $# -gt 0 ]; do
   case "$1" in
     --profile) need_value "$@"; profile="$2"; shift 2;;
@@ -50,9 +54,10 @@ while [ $# -gt 0 ]; do
     --out) need_value "$@"; out="$2"; shift 2;;
     --table) need_value "$@"; table="$2"; shift 2;;
     --dry-run) dry=1; shift;;
+    --force) force=1; shift;;
     --write-docs) docs=1; shift;;
     --help|-h) script_help; exit 0;;
-    *) echo "usage: $0 $usage" >&2; exit 2;;
+    *) unknown_option "$1" "$usage --help";;
   esac
 done
 
@@ -244,6 +249,11 @@ if [ $dry = 1 ]; then
   for t in $tasks; do for m in $mixers; do for ((s = 1; s <= seeds; s++)); do runline "$t" "$m" "$s" "$out/$t-$m-s$s"; done; done; done
   exit 0
 fi
+# every run folder checked before anything is trained (run_state: exit 2 naming it)
+for t in $tasks; do for m in $mixers; do for ((s = 1; s <= seeds; s++)); do
+  # shellcheck disable=SC2046
+  run_state "$out/$t-$m-s$s" $(runline "$t" "$m" "$s" "$out/$t-$m-s$s") > /dev/null || exit 2
+done; done; done
 case " $tasks " in *" lm "*) prepare_sotu8;; *) if [ "$BIN" = bin ]; then make -s binaries; fi;; esac
 mkdir -p "$out"
 rows="$out/.rows"; : > "$rows"
@@ -252,22 +262,25 @@ for t in $tasks; do for m in $mixers; do for ((s = 1; s <= seeds; s++)); do
   run="$out/$t-$m-s$s"; k=$((k + 1))
   progress $k $n "$t $m seed $s" "$run"
   t0=$(date +%s)
-  rm -rf "$run"
   # shellcheck disable=SC2046
-  $(runline "$t" "$m" "$s" "$run") > "$run.log" 2>&1 || { cat "$run.log" >&2; exit 1; }
-  mv "$run.log" "$run/train.log"
+  if [ "$(run_state "$run" $(runline "$t" "$m" "$s" "$run"))" = done ]; then echo "$run: finished before, kept" >&2
+  else # shellcheck disable=SC2046
+    run_train "$run" $(runline "$t" "$m" "$s" "$run") > "$run.log" 2>&1 || { cat "$run.log" >&2; exit 1; }
+    cat "$run.log" >> "$run/train.log"; rm -f "$run.log"
+  fi
   if [ "$t" = passkey ]; then tl=$pkT; lens=$pktests; else tl=$T; lens=$tests; fi
-  for L in $lens; do
-    "$BIN"/gmaeval --checkpoint "$run" --data test --seq-len "$L" --bucket-size "$tl" --threads "$threads" $device \
+  for L in $lens; do # an evaluation already made is kept
+    [ -s "$run/test_$L.json" ] || "$BIN"/gmaeval --checkpoint "$run" --data test --seq-len "$L" --bucket-size "$tl" --threads "$threads" $device \
       --json "$run/test_$L.json" > "$run/test_$L.txt"
   done
-  mins=$(awk -v t=$(( $(date +%s) - t0 )) 'BEGIN { printf "%.2f", t / 60 }')
+  [ -s "$run/minutes" ] || awk -v t=$(( $(date +%s) - t0 )) 'BEGIN { printf "%.2f\n", t / 60 }' > "$run/minutes"
+  mins=$(cat "$run/minutes")
   printf '%s %s %s %s %s\n' "$t" "$m" "$s" "$run" "$mins" >> "$rows"
 done; done; done
 machine="$(nproc)-core $(lscpu 2> /dev/null | sed -n 's/^Model name: *//p' | head -1), load average $(cut -d' ' -f1-3 /proc/loadavg) at the end"
 cmd="scripts/reproduce_longctx.sh --profile $profile --mixers \"$mixers\" --tasks \"$tasks\" --pos $pos${steps:+ --steps $steps} --seeds $seeds --threads $threads"
 python3 - "$rows" "$out/results.json" "$tests" "$T" "$pktests" "$pkT" "$profile" "$pos" "$pk_steps $lm_steps" "$cmd" "$machine" "$(( ($(date +%s) - t_start + 30) / 60 ))" <<'PY'
-import json, sys, time
+import json, os, sys, time
 rows, dst, tests, T, pktests, pkT, profile, pos, steps, cmd, machine, minutes = sys.argv[1:]
 tests = [int(x) for x in tests.split()]
 pktests = [int(x) for x in pktests.split()]
@@ -285,6 +298,15 @@ for line in open(rows):
             e["buckets"] = j["position_buckets"]["buckets"]
         by[str(N)] = e
     runs.append({"task": task, "mixer": mixer, "seed": int(seed), "run": run, "minutes": float(mins), "by_length": by})
+# merged with the rows of an earlier results.json there: a row a run (by its folder's name),
+# this call's row for a run it has, the earlier rows of the other runs kept before them
+try:
+    with open(dst) as f:
+        old = json.load(f)["runs"]
+except (OSError, ValueError, KeyError, TypeError):
+    old = []
+mine = {os.path.basename(r["run"]) for r in runs}
+runs = [r for r in old if isinstance(r, dict) and os.path.basename(str(r.get("run"))) not in mine] + runs
 try:
     pk = json.load(open("configs/passkey.json"))["data"]
     pkd = "%d digits, vocabulary %d, filler \"%s\", depth uniform in [%g, %g]" % (pk["passkey_digits"], pk["passkey_vocab"],

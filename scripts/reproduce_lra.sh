@@ -7,7 +7,8 @@
 #
 #   scripts/reproduce_lra.sh [--profile paper|small] [--tasks "listops text retrieval image pathfinder"]
 #                            [--mixers "gma sdpa linear performer linformer"] [--steps N] [--device D]
-#                            [--cnn-seconds S] [--spam-dir DIR] [--dry-run N [--dry-batch SPEC]] [--help]
+#                            [--cnn-seconds S] [--spam-dir DIR] [--dry-run N [--dry-batch SPEC]]
+#                            [--stamp S] [--force] [--help]
 #   --profile paper  the release's settings at full size (GPU-scale; docs/lra.md gives the cost)
 #   --profile small  2 layers of width 64, sequences of at most 256 tokens, 600 steps, on the
 #                    data this machine has or makes: generated ListOps (2,000 short
@@ -31,6 +32,10 @@
 #                    seconds per step and the projected time of the full run (Path-X included
 #                    unless --tasks says otherwise); --dry-batch SPEC measures at micro-batches b
 #                    and 2b and projects the config's batch (lra_dry_run.sh --help)
+#   --stamp S        the stamp of the names below (default the time of the call, printed as it
+#                    starts): the stamp of an earlier call continues it, its table keeping the
+#                    rows of the runs not made again (docs/results.md, "Reruns")
+#   --force          train again a run made with other options (or not by this script)
 # Data: listops is generated into data/listops when missing (`gmadata generate listops`);
 # text needs data/aclImdb_v1.tar.gz (`gmadata fetch imdb`); retrieval needs
 # data/lra_release/tsv_data (`gmadata fetch lra`); image needs data/cifar-10-binary.tar.gz
@@ -50,7 +55,7 @@ extra_option() { case "$1" in --tasks|--dry-run|--dry-batch|--cnn-seconds|--spam
                  --cnn-seconds) [[ "$2" =~ ^[0-9]+$ ]] || { echo "$0: --cnn-seconds needs a whole number of seconds, got '$2'" >&2; exit 2; }
                                 cnn_seconds="$2";;
                  --spam-dir) SPAM_DIR="$2";; esac; }
-parse_options "[--profile paper|small] [--tasks LIST] [--mixers LIST] [--steps N] [--device D] [--cnn-seconds S] [--spam-dir DIR] [--dry-run N [--dry-batch SPEC]]" "$@"
+parse_options "[--profile paper|small] [--tasks LIST] [--mixers LIST] [--steps N] [--device D] [--cnn-seconds S] [--spam-dir DIR] [--dry-run N [--dry-batch SPEC]] [--stamp S] [--force]" "$@"
 SPAM_DIR=$(from_start "$SPAM_DIR")
 [ -z "$SPAM_DIR" ] || [ -d "$SPAM_DIR" ] || { echo "$0: --spam-dir / SPAM_DIR: $SPAM_DIR is not a directory" >&2; exit 2; }
 if [ -z "$dry" ] && [ -n "$dry_batch" ]; then
@@ -77,8 +82,8 @@ pf_small_sets=(--set model.max_seq_len=1024 --set train.seq_len=1024 --set data.
                --set model.dropout=0 --set model.mlp_hidden_dropout=0 --set model.attn_dropout=0
                --set train.batch_size=16 --set train.lr=0.002 --set train.warmup=30 --set train.weight_decay=0
                --set train.steps=300 --set train.eval_every=100 --set train.eval_batches=32)
-stamp=$(date +%Y%m%d-%H%M%S)
-mode=$profile
+echo "stamp $stamp (a rerun with --stamp $stamp continues this call)" >&2
+mode=$profile; made=" "
 table="runs/lra-$mode-$stamp.txt"
 mkdir -p runs
 lra_header > "$table"
@@ -138,8 +143,9 @@ for t in $tasks; do
     [ -n "$steps" ] && run_sets+=(--set "train.steps=$steps")
     out="runs/lra_${t}_${m}-$mode-$stamp"
     progress "$t" "$m" "$cfg" "$out"
-    $BIN/gmatrain --config "$cfg" --out "$out" "${run_sets[@]}" $device --quiet
-    lra_row "$t" "$m" $(lra_acc "$out/summary.json") "${ref[$m:$t]:--}" >> "$table"
+    # shellcheck disable=SC2086
+    run_train "$out" $BIN/gmatrain --config "$cfg" --out "$out" "${run_sets[@]}" $device --quiet
+    lra_row "$t" "$m" $(lra_acc "$out/summary.json") "${ref[$m:$t]:--}" >> "$table"; made="$made$out "
   done
   # --profile small, Pathfinder: the CPU check's model, a gma block behind a convolutional
   # stem (configs/small_lra_pathfinder_stem.json; docs/lra.md, "CPU check")
@@ -148,8 +154,9 @@ for t in $tasks; do
     stem_sets=(--set "data.path=$need" --set threads=2)
     [ -n "$steps" ] && stem_sets+=(--set "train.steps=$steps")
     progress "$t" "gma+stem" configs/small_lra_pathfinder_stem.json "$out"
-    $BIN/gmatrain --config configs/small_lra_pathfinder_stem.json --out "$out" "${stem_sets[@]}" $device --quiet
-    lra_row "$t" gma+stem $(lra_acc "$out/summary.json") - >> "$table"
+    # shellcheck disable=SC2086
+    run_train "$out" $BIN/gmatrain --config configs/small_lra_pathfinder_stem.json --out "$out" "${stem_sets[@]}" $device --quiet
+    lra_row "$t" gma+stem $(lra_acc "$out/summary.json") - >> "$table"; made="$made$out "
   fi
   # --profile small, Pathfinder: a reference row from the convolutional network of
   # scripts/pathfinder_cnn.py on the same images (docs/lra.md, "CPU check": the labels are
@@ -157,15 +164,24 @@ for t in $tasks; do
   if [ "$t" = pathfinder ] && [ "$profile" = small ] && [ "$cnn_seconds" != 0 ] && [ -n "$need" ] && [ -e "$need" ]; then
     if python3 -c "import torch, PIL" 2>/dev/null; then
       log="runs/lra_pathfinder_cnn-$mode-$stamp.log"
-      echo "[$t/cnn] scripts/pathfinder_cnn.py $need --seconds $cnn_seconds -> $log" >&2
-      python3 scripts/pathfinder_cnn.py "$need" --seconds "$cnn_seconds" --threads 2 > "$log" ||
-        echo "$t: scripts/pathfinder_cnn.py failed (exit $?; $log)" >&2
+      if grep -q '^final .* test_acc ' "$log" 2> /dev/null; then echo "[$t/cnn] $log: finished before, kept" >&2
+      else
+        echo "[$t/cnn] scripts/pathfinder_cnn.py $need --seconds $cnn_seconds -> $log" >&2
+        python3 scripts/pathfinder_cnn.py "$need" --seconds "$cnn_seconds" --threads 2 > "$log" ||
+          echo "$t: scripts/pathfinder_cnn.py failed (exit $?; $log)" >&2
+      fi
       acc=$(sed -n 's/^final .* test_acc \([0-9.]*\) on .*/\1/p' "$log")
       lra_row "$t" "cnn(torch)" - - "${acc:--}" - >> "$table"
     else
       echo "$t: the CNN reference row skipped (python3 cannot import torch and PIL)"
     fi
   fi
+done
+# the runs of an earlier call of the same stamp (other tasks or mixers) stay in the table
+for d in runs/lra_*-"$mode-$stamp"; do
+  [ -s "$d/summary.json" ] && [[ "$made" != *" $d "* ]] || continue
+  n=${d#runs/lra_}; n=${n%-"$mode-$stamp"}; t=${n%%_*}; m=${n#*_}
+  lra_row "$t" "$m" $(lra_acc "$d/summary.json") "${ref[$m:$t]:--}" >> "$table"
 done
 cat "$table"
 # the table as Markdown and the curves of this invocation's runs (scripts/plot_runs.sh)

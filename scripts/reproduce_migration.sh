@@ -11,7 +11,7 @@
 # the 8 speeches of each take minutes a pass on a loaded 2-core machine).
 #   scripts/reproduce_migration.sh [--sotu DIR] [--steps N] [--steps-per-phase N] [--seeds N]
 #                                  [--eval-speeches E] [--threads N] [--bench-seq LIST] [--out DIR]
-#                                  [--phases P] [--no-scratch] [--write-docs] [--help]
+#                                  [--phases P] [--no-scratch] [--force] [--write-docs] [--help]
 #   --sotu DIR           the State of the Union corpus (also SOTU=DIR; needed until data/sotu8 is made)
 #   --steps N            the teacher's training steps (default 400)
 #   --steps-per-phase N  each phase's fine-tuning steps (default 33)
@@ -22,18 +22,23 @@
 #   --out DIR            where the runs go (default runs/migration-evidence)
 #   --phases P           the first P phases of each migration only (migrate.sh --phases; default 3)
 #   --no-scratch         no GMA model from scratch (its row says so)
+#   --force              train again a run made with other options (also migrate.sh --force)
 #   --write-docs         write the section into docs/migration.md (else OUT/evidence.md only)
-# Every step whose output is there is skipped (a rerun continues).
+# Every step whose output is there is skipped, a run stopped part way resumed (a rerun
+# continues: docs/results.md, "Reruns").
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . scripts/lib_reproduce.sh
 steps=400; psteps=33; nev=2; seeds=1; threads=2; bseq=1K,4K,16K; out=runs/migration-evidence; docs=0; nph=3; scratch=1
-usage="[--sotu DIR] [--steps N] [--steps-per-phase N] [--seeds N] [--eval-speeches E] [--threads N] [--bench-seq LIST] [--out DIR] [--phases P] [--no-scratch] [--write-docs] [--help]"
+usage="[--sotu DIR] [--steps N] [--steps-per-phase N] [--seeds N] [--eval-speeches E] [--threads N] [--bench-seq LIST] [--out DIR] [--phases P] [--no-scratch] [--force] [--write-docs] [--help]"
 while [ $# -gt 0 ]; do
   case "$1" in
     --help|-h) script_help; exit 0;;
     --write-docs) docs=1; shift; continue;;
     --no-scratch) scratch=0; shift; continue;;
+    --force) force=1; shift; continue;;
+    --sotu|--steps|--steps-per-phase|--seeds|--eval-speeches|--threads|--bench-seq|--out|--phases) ;;
+    *) unknown_option "$1" "$usage";;
   esac
   need_value "$@"
   case "$1" in
@@ -46,7 +51,7 @@ while [ $# -gt 0 ]; do
     --bench-seq) bseq="$2";;
     --out) out=$(from_start "$2");;
     --phases) nph="$2";;
-    *) echo "usage: $0 $usage" >&2; exit 2;;
+    *) unknown_option "$1" "$usage --help";;
   esac
   shift 2
 done
@@ -63,26 +68,25 @@ fi
 total=$((steps + 3 * psteps))
 cmd="scripts/reproduce_migration.sh --steps $steps --steps-per-phase $psteps --seeds $seeds --eval-speeches $nev --threads $threads --bench-seq $bseq --phases $nph$([ $scratch = 1 ] || echo " --no-scratch")"
 mkdir -p "$out"
-train() { # CONFIG OUT STEPS SEED DATA: unless OUT/summary.json is there
-  [ -s "$2/summary.json" ] && return 0
-  rm -rf "$2"
+train() { # CONFIG OUT STEPS SEED DATA: unless done before (lib_reproduce.sh run_train)
   echo "training $1 ($3 steps, seed $4) -> $2" >&2
-  nice -n 10 bin/gmatrain --config "$1" --out "$2" --quiet --threads "$threads" --set data.path="$5" \
+  run_train "$2" nice -n 10 bin/gmatrain --config "$1" --out "$2" --quiet --threads "$threads" --set data.path="$5" \
     --set model.n_layers=4 --set seed="$4" --set train.steps="$3"
 }
+mf=(); [ "$force" = 1 ] && mf=(--force)
 jnum() { grep -o "\"$2\":[[:space:]]*[-0-9.eE+]*" "$1" | head -n 1 | sed -E 's/.*:[[:space:]]*//'; }
 for ((i = 0; i < seeds; i++)); do
   s=$((1337 + i)); d="$out/s$s"
   mkdir -p "$d"
   train configs/small_sdpa.json "$d/teacher" "$steps" "$s" "$tdata"
   nice -n 10 scripts/migrate.sh --teacher "$d/teacher" --data "$data" --steps-per-phase "$psteps" --seed "$s" \
-    --threads "$threads" --out "$d/migrate-nodistill" --no-distill --no-bench --keep-going --phases "$nph" || [ $? = 3 ]
+    --threads "$threads" --out "$d/migrate-nodistill" --no-distill --no-bench --keep-going --phases "$nph" "${mf[@]+"${mf[@]}"}" || [ $? = 3 ]
   if [ $scratch = 1 ]; then
     train configs/small_gma.json "$d/scratch" "$total" "$s" "$data"
     for sp in valid test; do grep "\"split\":\"$sp\"" "$d/scratch/metrics.jsonl" | tail -n 1 > "$d/scratch/$sp.json"; done
   fi
   nice -n 10 scripts/migrate.sh --teacher "$d/teacher" --data "$data" --steps-per-phase "$psteps" --seed "$s" \
-    --threads "$threads" --out "$d/migrate" --bench-seq "$bseq" --quick --keep-going --phases "$nph" || [ $? = 3 ]
+    --threads "$threads" --out "$d/migrate" --bench-seq "$bseq" --quick --keep-going --phases "$nph" "${mf[@]+"${mf[@]}"}" || [ $? = 3 ]
 done
 
 # the section: per seed one table of teacher, phases (distilled and not) and scratch

@@ -5,8 +5,8 @@
 # per (mixer, width) is the point reported, as Zoology reports the best of its sweep.
 #   scripts/reproduce_mqar.sh [--profile small|paper] [--mixers LIST] [--widths LIST]
 #                             [--lrs LIST] [--steps N] [--threads N] [--jobs N] [--device D]
-#                             [--seeds LIST] [--set KEY=VALUE]... [--out DIR] [--dry-run]
-#                             [--collect]
+#                             [--seeds LIST] [--set KEY=VALUE]... [--out DIR] [--force]
+#                             [--dry-run] [--collect]
 #   scripts/reproduce_mqar.sh --table RESULTS.json   (the table and plots again from it)
 #   --profile P   small (default): a sweep sized for 2 CPU cores (below); paper: Zoology's
 #                 mixed-length sizes, for a GPU; zoology64: Zoology's own budget at its
@@ -43,6 +43,7 @@
 #   --set K=V     a config key for every run, after the profile's (repeatable; e.g.
 #                 data.mqar_test=64 for fewer test examples)
 #   --out DIR     where the runs and results go (default runs/mqar)
+#   --force       train again a run folder made with other options (or not by this script)
 #   --dry-run     print the first seed's runs (one gmatrain line each), and how many the
 #                 other seeds add once the first seed's best lr is known, and exit
 #   --collect     train nothing: DIR/results.json and the table from the runs of the grid
@@ -64,8 +65,10 @@
 # The runs go width by width in the order given and, within a width, learning rate by
 # learning rate (every mixer at the first lr before any at the second), so a sweep stopped
 # part way has every mixer at the (width, lr) pairs it reached.
-# A run already done in DIR (its row.json there) is not trained again; DIR/results.json is
-# written after every run, so a sweep stopped part way still has its table.
+# A run already done in DIR (its row.json there) is not trained again, a run stopped part
+# way is resumed (docs/results.md, "Reruns"); DIR/results.json is written after every run,
+# so a sweep stopped part way still has its table, and holds the rows of every run in DIR
+# (those of other calls too: a sweep over other mixers or widths adds to it).
 # Writes DIR/<mixer>-d<width>-lr<lr>/ (seed 1; -s<S> added for any other seed: the run,
 # test_<N>.json, row.json with its "seed"; a row without "seed" is seed 1), DIR/results.json
 # (the grid, the seeds, every run done, and the best per point: its accuracies the mean over
@@ -86,7 +89,7 @@ profile=small; mixers=""; widths=""; lrs=""; seeds=1; steps=""; threads=""; jobs
 known_names="sdpa gma16 gma64 gma256 linear performer mamba hybrid gdn deltanet gla"
 plain="sdpa gma16 gma64 gma256 linear performer mamba hybrid"
 zoology="sdpa bc-sdpa bc-gma16 bc-gma64 bc-linear mamba+nopos bc-sdpa+sc bc-gma16+sc bc-gma64+sc bc-linear+sc"
-usage="[--profile small|paper] [--mixers LIST] [--widths LIST] [--lrs LIST] [--seeds LIST] [--steps N] [--threads N] [--jobs N] [--device D] [--set K=V]... [--out DIR] [--dry-run] [--collect] | --table RESULTS.json"
+usage="[--profile small|paper|zoology64] [--mixers LIST] [--widths LIST] [--lrs LIST] [--seeds LIST] [--steps N] [--threads N] [--jobs N] [--device D] [--set K=V]... [--out DIR] [--force] [--dry-run] [--collect] | --table RESULTS.json"
 while [ $# -gt 0 ]; do
   case "$1" in
     --profile) need_value "$@"; profile="$2"; shift 2;;
@@ -106,8 +109,9 @@ while [ $# -gt 0 ]; do
     --table) need_value "$@"; table="$2"; shift 2;;
     --dry-run) dry=1; shift;;
     --collect) collect=1; shift;;
+    --force) force=1; shift;;
     --help|-h) script_help; exit 0;;
-    *) echo "usage: $0 $usage" >&2; exit 2;;
+    *) unknown_option "$1" "$usage --help";;
   esac
 done
 
@@ -400,14 +404,18 @@ words() { echo "$1" | awk '{ for (i = 1; i <= NF; i++) printf "%s\"%s\"", (i > 1
 command_line="scripts/reproduce_mqar.sh --profile $profile --mixers '$mixers' --widths '$widths' --lrs '$lrs' --seeds '$seeds' --steps $steps --threads $threads --jobs $jobs${user_sets:+$user_sets}${device:+ $device}"
 # write_results: DIR/results.json from the row.json of every run of the grid done so far, at
 # each seed (the other seeds' runs at any lr of the grid: the best rows take only the first
-# seed's best lr)
+# seed's best lr), then those of DIR's other runs (of earlier calls with other options)
 write_results() {
-  local rows="$out/.rows.$BASHPID" m w lr s f
+  local rows="$out/.rows.$BASHPID" m w lr s f mine=" "
   : > "$rows"
   for m in $mixers; do for w in $widths; do for lr in $lrs; do for s in $seeds; do
     f="$(rundir "$m" "$w" "$lr" "$s")/row.json"
+    mine="$mine$f "
     [ -f "$f" ] && cat "$f" >> "$rows"
   done; done; done; done
+  for f in "$out"/*/row.json; do
+    [ -f "$f" ] && [[ "$mine" != *" $f "* ]] && cat "$f" >> "$rows"
+  done
   {
     echo "{"
     echo "  \"profile\": \"$profile\", \"steps\": $steps, \"batch\": $batch, \"vocab\": $vocab, \"test_lengths\": [$(echo $tests | sed 's/ /, /g')], \"seeds\": [$(echo $seeds | sed 's/ /, /g')],"
@@ -440,10 +448,9 @@ one_run() {
   run=$(rundir "$m" "$w" "$lr" "$sd")
   progress "$k" "$n" "mqar $m width $w lr $lr seed $sd" "$run"
   t0=$(date +%s)
-  rm -rf "$run"
   # shellcheck disable=SC2046
-  $(runline "$m" "$w" "$lr" "$sd" "$run") > "$run.log" 2>&1 || { cat "$run.log" >&2; return 1; }
-  mv "$run.log" "$run/train.log"
+  run_train "$run" $(runline "$m" "$w" "$lr" "$sd" "$run") > "$run.log" 2>&1 || { cat "$run.log" >&2; return 1; }
+  cat "$run.log" >> "$run/train.log"; rm -f "$run.log"
   for L in $tests; do
     "$BIN"/gmaeval --checkpoint "$run" --data test --seq-len "$L" --threads "$threads" $device --json "$run/test_$L.json" > /dev/null || return 1
     a=$(get "$run/test_$L.json" acc); accs="$accs${accs:+, }\"$L\": $a"; sum=$(awk -v s="$sum" -v a="$a" 'BEGIN { print s + a }')
@@ -454,12 +461,22 @@ one_run() {
     "$m" "$w" "$lr" "$sd" "$(state_bytes "$m" "$w")" "$steps" "$mins" "$accs" "$mean" "$run" > "$run/row.json"
   write_results
 }
+# done_before MIXER WIDTH LR SEED: the run's row.json is there, of this plan (or of a run
+# made before plans were kept)
+done_before() {
+  local run
+  run=$(rundir "$@")
+  # shellcheck disable=SC2046
+  [ -f "$run/row.json" ] && { [ ! -f "$run/plan.txt" ] || [ "$(cat "$run/plan.txt")" = "$(run_plan_text $(runline "$@" "$run"))" ]; }
+}
 # start K MIXER WIDTH LR SEED: the run, unless done before (its row.json), at once (--jobs 1)
 # or in the background once fewer than --jobs runs are going; 1 when a run has failed
 start() {
   local run
   run=$(rundir "$2" "$3" "$4" "$5")
-  if [ -f "$run/row.json" ]; then echo "[$1/$n] mqar $2 width $3 lr $4 seed $5: done before ($run/row.json)" >&2; return 0; fi
+  if done_before "$2" "$3" "$4" "$5"; then echo "[$1/$n] mqar $2 width $3 lr $4 seed $5: done before ($run/row.json)" >&2; return 0; fi
+  # shellcheck disable=SC2046
+  [ "$force" = 1 ] || run_state "$run" $(runline "$2" "$3" "$4" "$5" "$run") > /dev/null || exit 2
   if [ "$jobs" = 1 ]; then one_run "$@" || exit 1; return 0; fi
   while [ "$(jobs -rp | wc -l)" -ge "$jobs" ]; do wait -n || failed=1; done
   [ $failed = 0 ] || return 1
@@ -467,6 +484,14 @@ start() {
 }
 drain() { while [ "$(jobs -rp | wc -l)" -gt 0 ]; do wait -n || failed=1; done; }
 k=0; failed=0
+# the first seed's runs there checked before any is trained (run_state: one line, exit 2)
+if [ $collect = 0 ]; then
+  for w in $widths; do for lr in $lrs; do for m in $mixers; do
+    # shellcheck disable=SC2046
+    done_before "$m" "$w" "$lr" "$first" || run_state "$(rundir "$m" "$w" "$lr" "$first")" \
+      $(runline "$m" "$w" "$lr" "$first" "$(rundir "$m" "$w" "$lr" "$first")") > /dev/null || exit 2
+  done; done; done
+fi
 # the first seed's grid, then (once all of it is done: the other seeds need its best lr)
 # each other seed at the best lr of each (mixer, width)
 if [ $collect = 0 ]; then

@@ -5,7 +5,8 @@
 # analysis (gmaeval --analyze-json): used components, usage entropy, NMI (pooled over layers
 # and heads), test perplexity, and the collapse alerts of its metrics.jsonl.
 #   scripts/reproduce_routing.sh [--sotu DIR] [--steps N] [--threads N] [--variants LIST]
-#                                [--monitor-every N] [--write-docs | --no-results] [--help]
+#                                [--monitor-every N] [--write-docs | --no-results] [--stamp S]
+#                                [--force] [--help]
 #   --sotu DIR       the State of the Union corpus, as scripts/reproduce_small.sh --sotu
 #   --steps N        train.steps of every run (default 150)
 #   --threads N      threads of every run (default 2)
@@ -16,6 +17,9 @@
 #   --write-docs     write the results page into docs/results.md (figures docs/results/);
 #                    by default runs/results-<stamp>.md (figures runs/results-<stamp>/)
 #   --no-results     write no results page (scripts/write_results.sh) at the end
+#   --stamp S        the stamp of the names below (default the time of the call, printed as it
+#                    starts): the stamp of an earlier call continues it (docs/results.md, "Reruns")
+#   --force          train again a run made with other options (or not by this script)
 # Variants (config keys in docs/config.md's reference):
 #   default              gaussian routing, default init
 #   kmeans               gma.init kmeans
@@ -31,10 +35,10 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . scripts/lib_reproduce.sh
-steps=150; threads=2; results=1; monitor=25
+steps=150; threads=2; results=1; monitor=25; stamp=""
 all="default kmeans div_token_0.01 div_token_0.1 div_batch_0.01 div_batch_0.1 reinit softmax_orthogonal ema"
 variants=$all
-usage="[--sotu DIR] [--steps N] [--threads N] [--variants LIST] [--monitor-every N] [--write-docs | --no-results] [--help]"
+usage="[--sotu DIR] [--steps N] [--threads N] [--variants LIST] [--monitor-every N] [--write-docs | --no-results] [--stamp S] [--force] [--help]"
 while [ $# -gt 0 ]; do
   case "$1" in
     --steps) need_value "$@"; steps="$2"; shift 2;;
@@ -42,10 +46,12 @@ while [ $# -gt 0 ]; do
     --variants) need_value "$@"; variants="$2"; shift 2;;
     --monitor-every) need_value "$@"; monitor="$2"; shift 2;;
     --sotu) need_value "$@"; SOTU="$2"; shift 2;;
+    --stamp) need_value "$@"; stamp="$2"; shift 2;;
+    --force) force=1; shift;;
     --write-docs) results=docs; shift;;
     --no-results) results=0; shift;;
     --help|-h) script_help; exit 0;;
-    *) echo "usage: $0 $usage" >&2; exit 2;;
+    *) unknown_option "$1" "$usage --help";;
   esac
 done
 positive_ints "steps:$steps" "threads:$threads" "monitor-every:$monitor"
@@ -66,20 +72,27 @@ variant_sets() {
 for v in $variants; do
   variant_sets "$v" > /dev/null || { echo "$0: --variants: unknown variant '$v' (known: $all)" >&2; exit 2; }
 done
+valid_stamp "$stamp"
+runcmd() { # VARIANT OUT: the gmatrain command of a run
+  echo "bin/gmatrain --config configs/small_gma.json --out $2 --set data.path=data/sotu8-bpe4k --set gma.n_components=128 --set gma.monitor_every=$monitor --set train.steps=$steps --set threads=$threads $(variant_sets "$1") --quiet"
+}
+# shellcheck disable=SC2046
+for v in $variants; do run_state "runs/routing_$v-$stamp" $(runcmd "$v" "runs/routing_$v-$stamp") > /dev/null; done
 prepare_sotu8
-stamp=$(date +%Y%m%d-%H%M%S)
+echo "stamp $stamp (a rerun with --stamp $stamp continues this call)" >&2
 cmd="scripts/reproduce_routing.sh --steps $steps --threads $threads --monitor-every $monitor --variants \"$variants\""
 k=0; n=$(echo $variants | wc -w); outs=()
 for v in $variants; do
   out="runs/routing_$v-$stamp"
   k=$((k + 1)); progress $k $n "configs/small_gma.json Kc 128 variant $v" "$out"
   # shellcheck disable=SC2046
-  bin/gmatrain --config configs/small_gma.json --out "$out" --set data.path=data/sotu8-bpe4k \
-    --set gma.n_components=128 --set gma.monitor_every=$monitor --set train.steps=$steps --set threads=$threads \
-    $(variant_sets "$v") --quiet > "$out.log" 2>&1 || { cat "$out.log" >&2; exit 1; }
-  mv "$out.log" "$out/train.log"
-  bin/gmaeval --checkpoint "$out" --data test --threads "$threads" --json "$out/test.json" \
-    --analyze-json "$out/test.analysis.json" > /dev/null
+  if [ "$(run_state "$out" $(runcmd "$v" "$out"))" = done ]; then echo "$out: finished before, kept" >&2
+  else # shellcheck disable=SC2046
+    run_train "$out" $(runcmd "$v" "$out") > "$out.log" 2>&1 || { cat "$out.log" >&2; exit 1; }
+    cat "$out.log" >> "$out/train.log"; rm -f "$out.log"
+  fi
+  [ -s "$out/test.json" ] && [ -s "$out/test.analysis.json" ] || bin/gmaeval --checkpoint "$out" --data test --threads "$threads" \
+    --json "$out/test.json" --analyze-json "$out/test.analysis.json" > /dev/null
   alerts=$(grep -c '"event":"collapse_alert"' "$out/metrics.jsonl" || true)
   reseeded=$(grep '"event":"collapse_alert"' "$out/metrics.jsonl" | grep -c '"reseeded"' || true)
   printf '{"variant": "%s", "sets": "%s", "steps": %d, "run": "%s", "test_ppl": %s, "collapse_alerts": %d, "reseeded_alerts": %d, "analysis": "%s"}\n' \
@@ -87,6 +100,8 @@ for v in $variants; do
     "$alerts" "$reseeded" "$out/test.analysis.json" > "$out/variant.json"
   outs+=("$out/variant.json")
 done
+# the runs of an earlier call of the same stamp (other variants) stay in its results
+for f in runs/routing_*-"$stamp"/variant.json; do [ -f "$f" ] && [[ " ${outs[*]} " != *" $f "* ]] && outs+=("$f"); done
 scripts/write_results.sh combine-routing "runs/routing-$stamp" "$cmd" "${outs[@]}"
 cat "runs/routing-$stamp.txt"
 case $results in # the newest runs/small-*.json comes with it (write_results.sh)

@@ -4,7 +4,7 @@
 # perplexity) and prints one table (also written to runs/wikitext-<profile>-<stamp>.txt).
 #
 #   scripts/reproduce_wikitext.sh [--profile paper|small] [--data DIR] [--mixers "gma_k256 sdpa ..."]
-#                                 [--steps N] [--device cpu|cuda] [--help]
+#                                 [--steps N] [--device cpu|cuda] [--stamp S] [--force] [--help]
 #   --profile paper  the configurations as they are (GPU-scale: 8 layers, d_model 512, N 512)
 #   --profile small  the same configurations shrunk for a CPU (2 layers, d_model 128, N 128,
 #                    300 steps, Kc 32, 64 Performer features): a smoke run of the pipeline
@@ -13,6 +13,10 @@
 #   --mixers LIST    which configs/wikitext103_<mixer>.json to train
 #                    (default "gma_k256 sdpa linear performer mamba hybrid")
 #   --steps N        train.steps of every run; --device cpu|cuda (cuda: the programs of bin/cuda)
+#   --stamp S        the stamp of the names below (default the time of the call, printed as it
+#                    starts): the stamp of an earlier call continues it, its table keeping the
+#                    rows of the mixers not run again (docs/results.md, "Reruns")
+#   --force          train again a run made with other options (or not by this script)
 # Environment: none read. Prints one line as each run starts; the table at the end, also
 # as Markdown (runs/wikitext-<profile>-<stamp>.md), and the loss and perplexity curves of
 # the runs (scripts/plot_runs.sh) in runs/wikitext-<profile>-<stamp>_plots/.
@@ -22,7 +26,7 @@ profile=paper; data=data/wikitext-103-gpt2; device=""; steps=""
 mixers="gma_k256 sdpa linear performer mamba hybrid"
 . scripts/lib_reproduce.sh
 extra_option() { case "$1" in --data) need_value "$@"; data="$2";; *) return 1;; esac; }
-parse_options "[--profile paper|small] [--data DIR] [--mixers LIST] [--steps N] [--device D]" "$@"
+parse_options "[--profile paper|small] [--data DIR] [--mixers LIST] [--steps N] [--device D] [--stamp S] [--force]" "$@"
 make -s binaries
 if [ ! -f "$data/meta.json" ]; then
   if [ "$data" != data/wikitext-103-gpt2 ]; then echo "$0: $data/meta.json missing" >&2; exit 2; fi
@@ -30,9 +34,14 @@ if [ ! -f "$data/meta.json" ]; then
   bin/gmadata fetch gpt2
   bin/gmadata prepare wikitext-103 --tokenizer gpt2 --out "$data"
 fi
-stamp=$(date +%Y%m%d-%H%M%S)
+echo "stamp $stamp (a rerun with --stamp $stamp continues this call)" >&2
 table="runs/wikitext-$profile-$stamp.txt"
 mkdir -p runs
+wrow() { # MIXER RUN: its row of the table
+  printf "%-10s %12s %10.3f %10.3f %12.3f %12.0f\n" "$1" "$(get "$2/summary.json" parameters)" \
+    "$(get "$2/summary.json" ppl)" "$(get "$2/test.json" ppl)" "$(get "$2/test.json" word_ppl)" \
+    "$(get "$2/summary.json" tokens_per_s)" >> "$table"
+}
 printf "%-10s %12s %10s %10s %12s %12s\n" mixer params valid_ppl test_ppl test_wppl tokens/s > "$table"
 k=0; n=$(echo $mixers | wc -w)
 for m in $mixers; do
@@ -49,11 +58,15 @@ for m in $mixers; do
   [ -n "$steps" ] && sets+=(--set "train.steps=$steps")
   out="runs/wikitext_${m}-$profile-$stamp"
   k=$((k + 1)); progress $k $n "$cfg" "$out"
-  $BIN/gmatrain --config "$cfg" --out "$out" "${sets[@]}" $device --quiet
-  $BIN/gmaeval --checkpoint "$out" --data test --json "$out/test.json" $device > /dev/null
-  printf "%-10s %12s %10.3f %10.3f %12.3f %12.0f\n" "$m" "$(get "$out/summary.json" parameters)" \
-    "$(get "$out/summary.json" ppl)" "$(get "$out/test.json" ppl)" "$(get "$out/test.json" word_ppl)" \
-    "$(get "$out/summary.json" tokens_per_s)" >> "$table"
+  # shellcheck disable=SC2086
+  run_train "$out" $BIN/gmatrain --config "$cfg" --out "$out" "${sets[@]}" $device --quiet
+  [ -s "$out/test.json" ] || $BIN/gmaeval --checkpoint "$out" --data test --json "$out/test.json" $device > /dev/null
+  wrow "$m" "$out"
+done
+# the runs of an earlier call of the same stamp (other mixers) stay in the table
+for out in runs/wikitext_*-"$profile-$stamp"; do
+  m=${out#runs/wikitext_}; m=${m%-"$profile-$stamp"}
+  [[ " $mixers " == *" $m "* ]] || [ ! -s "$out/test.json" ] || { wrow "$m" "$out"; mixers="$mixers $m"; }
 done
 cat "$table"
 # the table as Markdown and the curves of this invocation's runs (scripts/plot_runs.sh)

@@ -347,6 +347,17 @@ def results_md(small_path, routing_path, out_path, figdir, do_plots, notes=()):
     L = ["# Results", "",
          "Written by `scripts/write_results.sh` from the JSON outputs of `scripts/reproduce_small.sh` and",
          "`scripts/reproduce_routing.sh`; do not edit by hand, rerun the scripts (with `--write-docs` they write it here).", "",
+         "Reruns: every `scripts/reproduce_*.sh` and `scripts/migrate.sh` continues where an earlier call into the same",
+         "output stopped. The output is `--out DIR` (reproduce_longctx, reproduce_mqar, reproduce_migration, reproduce_cross `run`,",
+         "migrate.sh) or the stamp of the run names (`--stamp S`, printed as a call starts: reproduce_small, reproduce_routing,",
+         "reproduce_future, reproduce_wikitext, reproduce_lra). A run finished there is kept and not trained again; a run stopped",
+         "part way is continued with `gmatrain --resume` (one stopped before its first checkpoint is started again); an evaluation",
+         "already made is kept; a results file keeps the rows of the runs it held (a row a run, this call's row for a run it has).",
+         "What a script trains is recorded in the run's plan.txt: a run made with other options, or a folder the script did not",
+         "make, is refused in one line naming it, and only `--force` trains it again (removing it). migrate.sh records the",
+         "teacher's checkpoint (step, SHA-256 of its model.safetensors) and refuses a teacher that changed since, unless `--force`",
+         "(its figures and every phase are then made again). Nothing else is removed.",
+         "",
          "Machine: %s. Written %s." % (machine(), time.strftime("%Y-%m-%d")), ""]
     if small:
         L += ["## Small profile over seeds", "",

@@ -3,8 +3,8 @@
  * others change, the checkpoints hold no moments for them, a pattern that matches nothing
  * is refused. train.distill: the KL to the teacher drops while distilling, weight 0 trains
  * the bits of no distillation, the head in chunks gives the KL of the whole head, a
- * teacher of another vocabulary is refused, and a resume mid-window logs the kl rows of
- * an uninterrupted run. */
+ * teacher of another vocabulary is refused, a resume mid-window logs the kl rows of an
+ * uninterrupted run, and a resume refuses a teacher trained on since the run began. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -154,6 +154,34 @@ START_TEST(test_distill_resume) {
 }
 END_TEST
 
+/* A teacher trained on after a student started distilling from it: the student's
+ * RUN/distill.json records the teacher's checkpoint, step and digest; its resume refuses the
+ * moved teacher in one line naming both checkpoints, and resumes when train.distill.teacher
+ * names the checkpoint it started with. */
+START_TEST(test_distill_teacher_moved) {
+    char T[1100], S[1100], p[1300];
+    snprintf(T, sizeof T, "%s", tu_path("MT"));
+    snprintf(S, sizeof S, "%s", tu_path("MS"));
+    const char *q = "--quiet --threads 1";
+    ck_assert_msg(run("./bin/gmatrain --config %s --out %s %s --set train.steps=4 --set train.keep_checkpoints=5", tiny(), T, q) == 0,
+                  "%s", g_out);
+    ck_assert_msg(run("./bin/gmatrain --config %s --out %s %s --set seed=9 --set train.steps=6 --set train.checkpoint_every=3 "
+                      "--set train.keep_checkpoints=5 --set train.distill.teacher=%s", tiny(), S, q, T) == 0, "%s", g_out);
+    snprintf(p, sizeof p, "%s/distill.json", S);
+    char *rec = gma_read_file(p, NULL);
+    ck_assert_ptr_nonnull(rec);
+    ck_assert_msg(strstr(rec, "\"step\":\t4") && strstr(rec, "ckpt_00000004\"") && strstr(rec, "\"sha256\":\t\""), "%s", rec);
+    free(rec);
+    ck_assert_msg(run("./bin/gmatrain --resume %s %s --set train.steps=8", T, q) == 0, "%s", g_out);
+    ck_assert_int_eq(run("./bin/gmatrain --resume %s/ckpt_00000003 %s", S, q), 2);
+    ck_assert_msg(strstr(g_out, "ckpt_00000008 (step 8, sha256 ") && strstr(g_out, "ckpt_00000004 (step 4, sha256 ") &&
+                      strstr(g_out, "distill.json") && !strchr(strchr(g_out, '\n') + 1, '\n'),
+                  "want one line naming both teachers: %s", g_out);
+    ck_assert_msg(run("./bin/gmatrain --resume %s/ckpt_00000003 %s --set train.distill.teacher=%s/ckpt_00000004", S, q, T) == 0,
+                  "%s", g_out);
+}
+END_TEST
+
 Suite *make_suite(void) {
     Suite *s = suite_create("finetune");
     TCase *tc = tcase_create("finetune");
@@ -161,6 +189,7 @@ Suite *make_suite(void) {
     tcase_add_test(tc, test_freeze);
     tcase_add_test(tc, test_distill);
     tcase_add_test(tc, test_distill_resume);
+    tcase_add_test(tc, test_distill_teacher_moved);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -11,7 +11,9 @@
 #    and, with a phase 2 (phase 3) gate no model can pass, rolls back to phase 1 (phase 2)
 #    naming the gate and the amount, exit 3;
 # 5. a phase 1 gate no model can pass: one row, result the teacher, exit 3; --phases 1: one row;
-# 6. distillation by default (the KL in the phase's metrics; without train.distill: one line, exit 2).
+#    a teacher trained on since: the rerun refused naming both checkpoints, --force starts again;
+# 6. distillation by default (the KL in the phase's metrics, the teacher's digest in the phase's
+#    distill.json; without train.distill: one line, exit 2).
 # Run from the repository root.
 set -u
 cd "$(dirname "$0")/.."
@@ -70,7 +72,8 @@ one_line "--phase2-against x" "--phase2-against must be phase1 or teacher" "${co
 one_line "--bench-seq 1Q" "--bench-seq: '1Q' is not a length" "${common[@]}" --bench-seq 1Q
 one_line "--gate-util -1" "--gate-util must be a number >= 0" "${common[@]}" --gate-util -1
 one_line "--phases 4" "--phases must be 1, 2 or 3" "${common[@]}" --phases 4
-one_line "an unknown option" "usage: " "${common[@]}" --frobnicate 1
+one_line "an unknown option, given a value: named, not \"needs a value\"" 'unknown option "--frobnicate" (see --help)' "${common[@]}" --frobnicate 1
+one_line "a near miss of an option" 'unknown option "--teachr" (did you mean --teacher?)' --teachr "$T" --data "$tmp/shards"
 
 # 3. every gate passes
 M=$tmp/m
@@ -128,6 +131,24 @@ if [ $rc -eq 0 ] && [ -s "$J" ]; then
   out=$(scripts/migrate.sh "${common[@]}" --steps-per-phase 3 --out "$M" 2>&1); rc=$?
   [ $rc -eq 2 ] && [[ "$out" == *"$M/phase1 was made with other options"* ]] \
     && ok "a rerun with another training plan refused in one line" || bad "other plan: exit $rc, '$out'"
+  # the teacher trained on (its latest checkpoint moves from step 6 to 8): a rerun refuses
+  # in one line naming both checkpoints, nothing changed; --force migrates again from it
+  grep -q '"teacher_checkpoint": {"checkpoint": "[^"]*ckpt_00000006", "step": 6, "sha256": "[0-9a-f]\{64\}"}' "$J" \
+    && ok "migration.json records the teacher's checkpoint, step and digest" || bad "teacher record: '$(head -2 "$J")'"
+  bin/gmatrain --resume "$T" --set train.steps=8 --quiet --threads 1 || bad "the teacher trains on"
+  sum=$(cat "$M"/phase*/ckpt_*/model.safetensors "$M/teacher.valid.json" | cksum)
+  out=$(scripts/migrate.sh "${common[@]}" "${pass[@]}" --out "$M" 2>&1); rc=$?
+  [ $rc -eq 2 ] && [ "$(printf '%s\n' "$out" | wc -l)" = 1 ] && [[ "$out" == *"the teacher changed since $M was made: "*"ckpt_00000008 (step 8, sha256 "*"ckpt_00000006 (step 6, sha256 "*"--force"* ]] \
+    && [ "$(cat "$M"/phase*/ckpt_*/model.safetensors "$M/teacher.valid.json" | cksum)" = "$sum" ] \
+    && ok "a teacher trained on since: the rerun refused in one line naming both checkpoints, nothing changed" \
+    || bad "moved teacher: exit $rc, '$out'"
+  scripts/migrate.sh "${common[@]}" "${pass[@]}" --out "$M" --force > "$tmp/m8.log" 2>&1; rc=$?
+  bin/gmaeval --checkpoint "$T" --data "$tmp/shards/valid.bin" --threads 1 --json "$tmp/t8.json" > /dev/null 2>&1
+  tv8=$(jnum "$tmp/t8.json" ppl)
+  [ $rc -eq 0 ] && grep -q '"teacher_checkpoint": {"checkpoint": "[^"]*ckpt_00000008", "step": 8,' "$M/migration.json" \
+    && [ "$(jnum "$M/migration.json" teacher_valid_ppl)" = "$tv8" ] && [ "$(grep -c 'finished in .*skipped' "$tmp/m8.log")" = 0 ] \
+    && ok "--force after the teacher changed: its figures ($tv8) and every phase made again from the new checkpoint" \
+    || bad "--force, moved teacher: exit $rc, want teacher ppl $tv8, '$(tail -3 "$tmp/m8.log")'"
 else
   bad "migrate.sh: exit $rc, '$(tail -5 "$tmp/m.log")'"
 fi
@@ -150,6 +171,7 @@ if bin/gmatrain --config-reference | grep -q 'train.distill'; then
   scripts/migrate.sh --teacher "$T" --data "$tmp/shards" --steps-per-phase 2 --threads 1 --no-bench --gate-ppl-phase1 -1000 \
     --out "$tmp/dist" > "$tmp/dist.log" 2>&1; rc=$?
   [ $rc -eq 3 ] && grep -q '"kl":' "$tmp/dist/phase1/metrics.jsonl" && grep -q "\"teacher\":.\"$T\"" "$tmp/dist/phase1/config.json" \
+    && grep -q "\"sha256\":.\"$(sha256sum "$T/latest/model.safetensors" | cut -d' ' -f1)\"" "$tmp/dist/phase1/distill.json" \
     && ok "distillation from the teacher by default (KL logged)" || bad "distillation: exit $rc, '$(tail -3 "$tmp/dist.log")'"
 else
   out=$(scripts/migrate.sh --teacher "$T" --data "$tmp/shards" --out "$tmp/nd" 2>&1); rc=$?

@@ -48,7 +48,8 @@ grep -q '^Closest to .*: reinit (distance 0.148.*+10.0 against default' $tmp/rou
 
 scripts/write_results.sh --small $s --routing $r --out $tmp/results.md --no-plots > /dev/null || bad "results.md exits 0"
 grep -q '^\* sdpa - gma: ' $tmp/results.md && grep -q 'Closest to .*reinit' $tmp/results.md && grep -q 'Command: `cmd small`' $tmp/results.md \
-  && ok "results.md holds the tables, verdicts and commands" || bad "results.md content"
+  && grep -q '^Reruns: every `scripts/reproduce_\*.sh` and `scripts/migrate.sh` continues' $tmp/results.md \
+  && ok "results.md holds the tables, verdicts, commands and the rule of reruns" || bad "results.md content"
 # a "## Long context" section (scripts/reproduce_longctx.sh --write-docs) survives a rewrite, once
 printf '\n## Long context\n\n| mixer | 128 (1x) |\n|---|---:|\n| gma | 0.5 |\n' >> $tmp/results.md
 scripts/write_results.sh --small $s --routing $r --out $tmp/results.md --no-plots > /dev/null || bad "results.md rewrite exits 0"

@@ -30,15 +30,15 @@ while IFS=: read -r cmd opts; do
     else bad "scripts/$cmd $o: exit $rc, '$out' (want exit 2 and one line '... $o needs a value')"; fi
   done
 done <<'EOF'
-reproduce_lra.sh:--profile --tasks --mixers --steps --device --cnn-seconds --spam-dir --dry-run --dry-batch
-reproduce_small.sh:--sotu --seeds --steps --mixers --threads
-reproduce_routing.sh:--sotu --steps --threads --variants --monitor-every
-reproduce_future.sh:--sotu --data --steps --warmup --threads --variants --set
+reproduce_lra.sh:--profile --tasks --mixers --steps --device --cnn-seconds --spam-dir --dry-run --dry-batch --stamp
+reproduce_small.sh:--sotu --seeds --steps --mixers --threads --stamp
+reproduce_routing.sh:--sotu --steps --threads --variants --monitor-every --stamp
+reproduce_future.sh:--sotu --data --steps --warmup --threads --variants --set --stamp
 plot_k.sh:--out
 write_future_results.sh:--out --note --part
 reproduce_mqar.sh:--profile --mixers --widths --lrs --seeds --steps --threads --jobs --device --set --out --table
 reproduce_longctx.sh:--profile --mixers --tasks --pos --steps --seeds --threads --device --sotu --out --table
-reproduce_wikitext.sh:--profile --data --mixers --steps --device
+reproduce_wikitext.sh:--profile --data --mixers --steps --device --stamp
 lra_dry_run.sh:--steps --dry-batch --tasks --mixers --data --device --threads --set --from
 lra_standin.sh DIR:--n --seed --tasks
 plot_runs.sh:--out --title --label --routing
@@ -54,6 +54,65 @@ reproduce_cross.sh run:--out --kinds --steps --threads --seed --set
 reproduce_cross.sh write R.json:--out --note
 reproduce_cross.sh collect DIR:--command
 EOF
+# 1b. an option the script does not take (a near miss of one, given with a value, and one
+# far from any): exit 2, one line naming it, the near miss suggested (unknown_option of
+# lib_reproduce.sh), nothing else said
+while IFS='|' read -r cmd typo want; do
+  # shellcheck disable=SC2086
+  out=$(scripts/$cmd $typo x 2>&1 < /dev/null); rc=$?
+  [ $rc -eq 2 ] && [ "$out" = "scripts/${cmd%% *}: unknown option \"$typo\" (did you mean $want?) (see --help)" ] \
+    || bad "scripts/$cmd $typo x: exit $rc, '$out' (want exit 2 and one line naming $typo, suggesting $want)"
+  # shellcheck disable=SC2086
+  out=$(scripts/$cmd --zzqqxx 2>&1 < /dev/null); rc=$?
+  [ $rc -eq 2 ] && [ "$out" = "scripts/${cmd%% *}: unknown option \"--zzqqxx\" (see --help)" ] \
+    || bad "scripts/$cmd --zzqqxx: exit $rc, '$out'"
+done <<'EOF'
+reproduce_longctx.sh|--mixer|--mixers
+reproduce_small.sh|--seed|--seeds
+reproduce_routing.sh|--variant|--variants
+reproduce_future.sh|--varaints|--variants
+reproduce_mqar.sh|--widht|--widths
+reproduce_wikitext.sh|--profil|--profile
+reproduce_lra.sh|--task|--tasks
+reproduce_migration.sh|--step|--steps
+reproduce_cross.sh run|--kind|--kinds
+migrate.sh|--teachr|--teacher
+lra_dry_run.sh|--step|--steps
+plot_runs.sh|--titel|--title
+plot_k.sh|--ot|--out
+gpu_check.sh|--quik|--quick
+EOF
+ok "unknown options: named in one line, a near miss suggested, exit 2"
+
+# 1c. the run folders of lib_reproduce.sh (run_state, run_train), with a stand-in gmatrain
+# that logs its arguments and makes what a run leaves: a folder not there is trained; one
+# with this plan and a summary kept; with a checkpoint and no summary resumed (what is
+# before gmatrain, nice -n 10, kept); with this plan and neither started again; made
+# without this plan (none, or another) refused in one line naming it, exit 2, untouched,
+# unless --force (force=1)
+mkdir -p "$tmp/rl"
+printf '#!/bin/sh\necho "$*" >> %s/rl/calls\nwhile [ $# -gt 0 ]; do case "$1" in --out|--resume) d=$2;; esac; shift; done\nmkdir -p "$d/ckpt_1" && ln -sfn ckpt_1 "$d/latest" && echo "{}" > "$d/summary.json"\n' "$tmp" > "$tmp/rl/gmatrain"
+chmod +x "$tmp/rl/gmatrain"
+rl() { ( . scripts/lib_reproduce.sh; force=${F:-0}; "$@" ) 2>&1; }
+G=$tmp/rl/gmatrain R=$tmp/rl/run
+st=$(rl run_state "$R" $G --out "$R" --set a=1 --threads 2)
+rl run_train "$R" nice -n 10 $G --out "$R" --set a=1 --threads 2 > /dev/null
+st="$st $(rl run_state "$R" $G --out "$R" --set a=1 --threads 1 --quiet)"
+rm "$R/summary.json"; st="$st $(rl run_state "$R" $G --out "$R" --set a=1)"
+rl run_train "$R" nice -n 10 $G --out "$R" --set a=1 > /dev/null
+rm -r "$R/summary.json" "$R/latest" "$R/ckpt_1"; st="$st $(rl run_state "$R" $G --out "$R" --set a=1)"
+[ "$st" = "fresh done resume fresh" ] && [ "$(cat "$R/plan.txt")" = "$G --out $R --set a=1" ] \
+  && [ "$(sed -n 2p "$tmp/rl/calls")" = "--resume $R --quiet" ] \
+  && ok "run_state / run_train: fresh, done, resume (gmatrain --resume), a start without a checkpoint started again" \
+  || bad "run_state: '$st', plan '$(cat "$R/plan.txt")', calls '$(cat "$tmp/rl/calls")'"
+out=$(rl run_state "$R" $G --out "$R" --set a=2); rc=$?
+out2=$(mkdir -p "$tmp/rl/hand" && rl run_state "$tmp/rl/hand" $G --out "$tmp/rl/hand"); rc2=$?
+[ $rc -eq 2 ] && [ "$out" = "$0: $R was trained with other options (its plan.txt): rerun with those, give another --out, or --force to train it again" ] \
+  && [ $rc2 -eq 2 ] && [ "$out2" = "$0: $tmp/rl/hand is there and was not made by this script (no plan.txt): give another --out, or --force to replace it" ] \
+  && [ -d "$tmp/rl/hand" ] && [ "$(F=1 rl run_state "$tmp/rl/hand" $G --out "$tmp/rl/hand")" = fresh ] \
+  && ok "run_state: a folder of other options or not made by the script refused in one line, exit 2; --force: trained again" \
+  || bad "run_state refusals: exit $rc '$out', exit $rc2 '$out2'"
+
 out=$(scripts/reproduce_lra.sh --dry-run --tasks listops 2>&1); rc=$?
 [ $rc -eq 2 ] && [ "$out" = "scripts/reproduce_lra.sh: --dry-run needs a value (see --help)" ] \
   && ok "options without their value: exit 2, one line naming the option" || bad "--dry-run --tasks listops: exit $rc, '$out'"
@@ -252,6 +311,18 @@ sys.exit(0 if len(d["runs"]) == 4 and d["seeds"] == [1, 2] and [b["seeds"] for b
       && ok "reproduce_mqar.sh --seeds '1 2': seed 1 done before (rows without \"seed\"), seed 2 at the best lr, best over 2 seeds" \
       || bad "reproduce_mqar.sh --seeds '1 2': $(cat "$tmp/mqr/results.json")"
   else bad "reproduce_mqar.sh --seeds '1 2' tiny run: exit $rc, '$out'"; fi
+  # a call over fewer runs into the same --out: nothing trained, results.json keeps the rows
+  # of the other runs there (merged by run), and other options for a run there refused
+  out=$(GNUPLOT=no-such-gnuplot scripts/reproduce_mqar.sh --mixers sdpa "${mq[@]}" 2>&1); rc=$?
+  [ $rc -eq 0 ] && [ "$(printf '%s\n' "$out" | grep -c 'done before')" = 1 ] \
+    && python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); sys.exit(0 if len(d["runs"]) == 4 else 1)' "$tmp/mqr/results.json" \
+    && grep -q '^| gma16 | 16 |' "$tmp/mqr/results.md" \
+    && ok "reproduce_mqar.sh over one mixer of the runs there: results.json keeps every run's row" \
+    || bad "reproduce_mqar.sh --mixers sdpa again: exit $rc, '$out', $(grep -c '"mixer"' "$tmp/mqr/results.json") rows"
+  out=$(scripts/reproduce_mqar.sh --mixers sdpa "${mq[@]}" --steps 4 2>&1); rc=$?
+  [ $rc -eq 2 ] && [ "$out" = "scripts/reproduce_mqar.sh: $tmp/mqr/sdpa-d16-lr1e-2 was trained with other options (its plan.txt): rerun with those, give another --out, or --force to train it again" ] \
+    && [ -f "$tmp/mqr/sdpa-d16-lr1e-2/row.json" ] && ok "reproduce_mqar.sh: another --steps over a run done refused in one line" \
+    || bad "reproduce_mqar.sh --steps 4 over runs of 3: exit $rc, '$out'"
   echo '{"runs": []}' > "$tmp/nogrid.json"
   out=$(scripts/write_results.sh mqar "$tmp/nogrid.json" --out "$tmp/page2.md" 2>&1); rc=$?
   [ $rc -ne 0 ] && [[ "$out" == *"nogrid.json: field 'grid' missing"* ]] && [ ! -e "$tmp/page2.md" ] \
@@ -324,6 +395,37 @@ out=$(cd "$r" && GNUPLOT=no-such-gnuplot scripts/reproduce_longctx.sh --table "$
   && ok "reproduce_longctx.sh --write-docs: the section replaced in docs/results.md, the rest kept" \
   || bad "reproduce_longctx.sh --write-docs: exit $rc, '$out', '$(cat "$r/docs/results.md")'"
 
+# reruns into one --out (the rule of every script, docs/results.md "Reruns"): a tiny passkey
+# run of gma, then of sdpa into the same folder: gma's run kept (a file put in it survives),
+# results.json and results.md hold both; gma again: kept, not trained; a run stopped before
+# its summary resumed (gmatrain --resume), not started over; other options for a run done
+# refused in one line naming it and --force, nothing changed; --force trains it again
+lc() { GNUPLOT=no-such-gnuplot scripts/reproduce_longctx.sh --tasks passkey --steps 2 --threads 1 --out "$tmp/lcr" "$@" > "$tmp/lcr.log" 2>&1; }
+g=$tmp/lcr/passkey-gma-s1
+if lc --mixers gma && touch "$g/mine" && lc --mixers sdpa; then
+  python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); sys.exit(0 if sorted(r["mixer"] for r in d["runs"]) == ["gma", "sdpa"] else 1)' "$tmp/lcr/results.json" \
+    && [ -e "$g/mine" ] && grep -q '^| gma |' "$tmp/lcr/results.md" && grep -q '^| sdpa |' "$tmp/lcr/results.md" \
+    && ok "reproduce_longctx.sh into the same --out: the earlier run kept, results.json and results.md merged" \
+    || bad "reproduce_longctx.sh merge: '$(cat "$tmp/lcr.log")', $(ls "$g" | paste -sd' ' -), '$(cat "$tmp/lcr/results.md")'"
+  sum=$(cksum < "$g/latest/model.safetensors")
+  lc --mixers gma; rc=$?
+  [ $rc -eq 0 ] && grep -q "$g: finished before, kept" "$tmp/lcr.log" && [ -e "$g/mine" ] && [ "$(cksum < "$g/latest/model.safetensors")" = "$sum" ] \
+    && ok "reproduce_longctx.sh again: the finished run kept, not trained again" || bad "reproduce_longctx.sh again: exit $rc, '$(cat "$tmp/lcr.log")'"
+  rm "$g/summary.json" "$g"/test_*.json
+  lc --mixers gma; rc=$?
+  [ $rc -eq 0 ] && grep -q "$g: stopped part way, resumed" "$g/train.log" && [ -e "$g/mine" ] && [ -s "$g/summary.json" ] && [ -s "$g/test_1024.json" ] \
+    && ok "reproduce_longctx.sh: a run stopped before its end resumed with gmatrain --resume" || bad "reproduce_longctx.sh resume: exit $rc, '$(cat "$tmp/lcr.log")'"
+  out=$(GNUPLOT=no-such-gnuplot scripts/reproduce_longctx.sh --tasks passkey --steps 3 --threads 1 --out "$tmp/lcr" --mixers gma 2>&1); rc=$?
+  [ $rc -eq 2 ] && [ "$out" = "scripts/reproduce_longctx.sh: $g was trained with other options (its plan.txt): rerun with those, give another --out, or --force to train it again" ] \
+    && [ -e "$g/mine" ] && ok "reproduce_longctx.sh: other options for a run there refused in one line, nothing changed" \
+    || bad "reproduce_longctx.sh --steps 3 over a run of 2: exit $rc, '$out'"
+  lc --mixers gma --steps 3 --force; rc=$?
+  [ $rc -eq 0 ] && [ ! -e "$g/mine" ] && grep -q '"steps":[[:space:]]*3' "$g/config.json" \
+    && ok "reproduce_longctx.sh --force: the run trained again with the new options" || bad "reproduce_longctx.sh --force: exit $rc, '$(cat "$tmp/lcr.log")'"
+else
+  bad "reproduce_longctx.sh tiny runs: $(tail -5 "$tmp/lcr.log")"
+fi
+
 # 4. reproduce_small.sh in a tree of its own: scripts, bin, configs linked, make a no-op
 r=$tmp/tree
 mkdir -p "$r/docs" "$r/sotu"
@@ -350,6 +452,36 @@ elif small; then
   if small --write-docs; then
     grep -q '^# Results' "$r/docs/results.md" && ok "--write-docs writes docs/results.md" || bad "--write-docs: docs/results.md not written"
   else bad "reproduce_small.sh --write-docs: $(tail -3 "$tmp/small.log")"; fi
+  # --stamp of the first call: its gma run kept (not trained again), sdpa added, and
+  # runs/small-<stamp>.json holds both; a stamp that is no name refused in one line
+  st=$(ls -d "$r"/runs/small_gma_s1337-* | head -1); st=${st##*/small_gma_s1337-}
+  touch "$r/runs/small_gma_s1337-$st/mine"
+  if small --stamp "$st" --mixers "gma sdpa" --no-results; then
+    grep -q "runs/small_gma_s1337-$st: finished before, kept" "$tmp/small.log" && [ -e "$r/runs/small_gma_s1337-$st/mine" ] \
+      && python3 -c 'import json,sys; sys.exit(0 if sorted(json.load(open(sys.argv[1]))["mixers"]) == ["gma", "sdpa"] else 1)' "$r/runs/small-$st.json" \
+      && ok "reproduce_small.sh --stamp of an earlier call: its run kept, the new one added to its results" \
+      || bad "reproduce_small.sh --stamp: '$(cat "$tmp/small.log")'"
+  else bad "reproduce_small.sh --stamp $st: $(tail -3 "$tmp/small.log")"; fi
+  # reproduce_future.sh on the same shards: a call of gma32, then --stamp of it with gma32 and
+  # sdpa: gma32 kept, runs/future-<stamp>.json holds both
+  fut() { (cd "$r" && scripts/reproduce_future.sh --data data/sotu8-bpe4k --steps 2 --threads 1 "$@") > "$tmp/fut.log" 2>&1; }
+  if fut --variants gma32; then
+    fs=$(sed -n 's/^stamp \([^ ]*\) .*/\1/p' "$tmp/fut.log")
+    if fut --variants "gma32 sdpa" --stamp "$fs"; then
+      grep -q "runs/future_gma32-$fs: finished before, kept" "$tmp/fut.log" \
+        && python3 -c 'import json,sys; sys.exit(0 if [r["variant"] for r in json.load(open(sys.argv[1]))["runs"]] == ["gma32", "sdpa"] else 1)' "$r/runs/future-$fs.json" \
+        && ok "reproduce_future.sh --stamp of an earlier call: its run kept, the JSON holds both" \
+        || bad "reproduce_future.sh --stamp: '$(cat "$tmp/fut.log")'"
+    else bad "reproduce_future.sh --stamp: $(tail -3 "$tmp/fut.log")"; fi
+  else bad "reproduce_future.sh: $(tail -3 "$tmp/fut.log")"; fi
+  # reproduce_routing.sh likewise: default, then --stamp of it with default and kmeans
+  rou() { (cd "$r" && scripts/reproduce_routing.sh --steps 2 --threads 1 --no-results "$@") > "$tmp/rou.log" 2>&1; }
+  if rou --variants default && rs=$(sed -n 's/^stamp \([^ ]*\) .*/\1/p' "$tmp/rou.log") && rou --variants "default kmeans" --stamp "$rs"; then
+    grep -q "runs/routing_default-$rs: finished before, kept" "$tmp/rou.log" \
+      && python3 -c 'import json,sys; sys.exit(0 if sorted(v["variant"] for v in json.load(open(sys.argv[1]))["variants"]) == ["default", "kmeans"] else 1)' "$r/runs/routing-$rs.json" \
+      && ok "reproduce_routing.sh --stamp of an earlier call: its run kept, the JSON holds both" \
+      || bad "reproduce_routing.sh --stamp: '$(cat "$tmp/rou.log")'"
+  else bad "reproduce_routing.sh: $(tail -3 "$tmp/rou.log")"; fi
 else
   bad "reproduce_small.sh --sotu: $(tail -3 "$tmp/small.log")"
 fi
@@ -360,6 +492,7 @@ one_line() { # WHAT WANT COMMAND...: exit 2 and one line holding WANT
   local out rc; out=$("${@:3}" 2>&1 < /dev/null); rc=$?
   [ $rc -eq 2 ] && [ "$(printf '%s\n' "$out" | wc -l)" = 1 ] && [[ "$out" == *"$2"* ]] || bad "$1: exit $rc, '$out'"
 }
+one_line "--stamp a/b" "--stamp: 'a/b' holds a character" scripts/reproduce_small.sh --stamp a/b
 one_line "--spam-dir missing" "--spam-dir / SPAM_DIR: $tmp/nospam is not a directory" scripts/reproduce_lra.sh --profile small --spam-dir "$tmp/nospam"
 one_line "check_lra_data without SPAM_DIR" "set SPAM_DIR=DIR" env -u SPAM_DIR scripts/check_lra_data.sh
 one_line "check_gpt2 without DIR" "GPT2_REF=DIR" env -u GPT2_REF scripts/check_gpt2.sh
@@ -459,6 +592,19 @@ fi
 out=$(scripts/reproduce_cross.sh lengths "$tmp/xl" --ctx 32,96 --batch 2 --batches 3,1 2>&1); rc=$?
 [ $rc -eq 0 ] && [ "$(grep -c ' kept (newer than the checkpoint' <<< "$out")" = 2 ] && ! grep -q '^checkpoint ' <<< "$out" \
   && ok "reproduce_cross.sh lengths again: the evaluations already made are kept, none rerun" || bad "lengths again: exit $rc, '$out'"
+# run twice into one DIR: the run finished there kept (a file put in it survives), not trained again
+xr=(run --kinds sdpa --out "$tmp/xr" --threads 1 --set data.xmqar_pairs=4 --set train.steps=2 --set train.eval_every=0
+    --set data.xmqar_test=8 --set model.max_seq_len=128 --set train.batch_size=4)
+if scripts/reproduce_cross.sh "${xr[@]}" > "$tmp/xr.log" 2>&1 && touch "$tmp/xr/sdpa/mine" \
+   && out=$(scripts/reproduce_cross.sh "${xr[@]}" 2>&1); then
+  [[ "$out" == *"$tmp/xr/sdpa: finished before, kept"* ]] && [ -e "$tmp/xr/sdpa/mine" ] && [ -s "$tmp/xr/results.json" ] \
+    && ok "reproduce_cross.sh run again into the same DIR: the finished run kept" || bad "reproduce_cross.sh run again: '$out'"
+  out=$(scripts/reproduce_cross.sh "${xr[@]}" --set train.steps=3 2>&1); rc=$?
+  [ $rc -eq 2 ] && [[ "$out" == *"$tmp/xr/sdpa was trained with other options"* ]] && [ -e "$tmp/xr/sdpa/mine" ] \
+    && ok "reproduce_cross.sh run with other options over a run there: refused, nothing changed" || bad "reproduce_cross.sh run, other options: exit $rc, '$out'"
+else
+  bad "reproduce_cross.sh run: $(tail -3 "$tmp/xr.log") $out"
+fi
 out=$(scripts/reproduce_cross.sh lengths "$tmp/xl" --ctx 32,1K --batches 1,2,3 2>&1); rc=$?
 [ $rc -eq 2 ] && [[ "$out" == *"--batches has 3 entries for the 2 of --ctx"* ]] && ok "reproduce_cross.sh lengths: --batches of another count refused" \
   || bad "lengths --batches: exit $rc, '$out'"

@@ -272,9 +272,10 @@ static int open_state(Run *r) {
         int rc = dist_agree(init_weights(r));
         if (rc) return rc;
     }
-    if (r->cfg.train.distill_teacher[0] && !r->finished) {
-        r->teacher_built = distill_open(&r->m, &r->cfg, &r->teacher, r->quiet) == 0;
-        int rc = dist_agree(r->teacher_built ? 0 : TRAIN_BAD_INPUT);
+    if (r->cfg.train.distill_teacher[0] && !r->finished) { /* a resume: the teacher it started with (run_distill.h) */
+        r->teacher_built = distill_open(&r->m, &r->cfg, &r->teacher, &r->teacher_id, r->quiet) == 0;
+        int ok = r->teacher_built && (!r->o.resume_dir || distill_check(r->o.run_dir, &r->teacher_id, r->quiet) == 0);
+        int rc = dist_agree(ok ? 0 : TRAIN_BAD_INPUT);
         if (rc) return rc;
     }
     run_bcast_model(&r->m, 1);
@@ -310,6 +311,7 @@ static int open_outputs(Run *r) {
         /* what sampling and evaluation need from any folder: RUN/data.json, RUN/tokenizer/ */
         if (!rc && r->cfg.data.source == DATA_shards && r->cfg.data.path[0] && write_data_json(r) != 0)
             rc = TRAIN_ERROR;
+        if (!rc && r->teacher_built && distill_record(dir, &r->teacher_id) != 0) rc = TRAIN_ERROR; /* RUN/distill.json */
         char *ij = !rc && r->init_json ? cJSON_Print(r->init_json) : NULL;
         if (ij && run_write_json(dir, "init_from.json", ij) != 0) rc = TRAIN_ERROR;
         free(ij);

@@ -19,6 +19,7 @@
 
 #include "model/checkpoint.h"
 #include "train/health.h"
+#include "train/run_distill.h"
 #include "train/run_task.h"
 #include "train/train_sample.h"
 #include "train/train_opts.h"
@@ -72,6 +73,7 @@ typedef struct Run {
     double lr_from, lr_to;
     Model teacher;       /* train.distill.teacher (distilling when teacher_built) */
     int teacher_built;
+    DistillId teacher_id; /* the teacher's checkpoint, step and digest (RUN/distill.json) */
 } Run;
 
 int run_open(Run *r, const Config *cfg, const TrainerOptions *o);
