@@ -195,7 +195,7 @@ static void gate_report(const Model *m, FILE *f, cJSON **arr) {
     free(a);
 }
 
-/* the auto layers (mixer "auto", docs/model.md §3.9): the path a window of N tokens takes
+/* the auto layers (mixer "auto", docs/model.md §3.6): the path a window of N tokens takes
  * and the gap between the two paths' head outputs over the pass (mixer_auto_probe), one
  * line per layer to f and an entry of *arr (NULL: no such layer) */
 static void auto_report(const Model *m, int N, FILE *f, cJSON **arr) {

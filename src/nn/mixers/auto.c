@@ -1,15 +1,15 @@
-/* auto.c: `mixer: "auto"` (docs/model.md §3.9): a layer that holds both SDPA and GMA and picks
+/* auto.c: `mixer: "auto"` (docs/model.md §3.6): a layer that holds both SDPA and GMA and picks
  * per call by sequence length: tiled softmax attention (sdpa) when N < model.auto_threshold,
  * GMA otherwise.
  *
- * Parameter sharing (a choice of the code, docs/model.md §3.9): SDPA's parameters are exactly the
+ * Parameter sharing (a choice of the code, docs/model.md §3.6): SDPA's parameters are exactly the
  * Q/K/V/O projections, so the two paths share them and the layer's tensors are those of a
  * gma layer: PREFIX.{q,k,v,o}.{weight,bias} and PREFIX.gma.{mu,var_raw,prior_logits}.
  * Training at any length therefore trains the projections both paths use (separate
  * copies would leave one path at its initial values whenever training runs at a single
  * length), and an auto checkpoint loads into a gma model and back.
  *
- * Distillation (auto.distill_weight w > 0, docs/model.md §3.9): a training forward that
+ * Distillation (auto.distill_weight w > 0, docs/model.md §3.6): a training forward that
  * takes the sdpa path also runs the GMA path on the same projections and adds
  *   w * sum (oh_gma - stopgrad(oh_sdpa))^2 / sum stopgrad(oh_sdpa)^2
  * (sums over B,H,N,d: the squared gap relative to sdpa's own, free of the outputs' scale)
@@ -68,7 +68,7 @@ typedef struct AutoCfg {
 static const CfgKey auto_keys[] = {
     {"distill_weight", CFGT_REAL, O(distill_weight), 0, "0", 0, 1e6, NULL,
      "mixer \"auto\": weight w of the distillation of the GMA path from the sdpa path on training calls below the "
-     "threshold, w sum (oh_gma - stopgrad(oh_sdpa))^2 / sum stopgrad(oh_sdpa)^2 (0 = off; docs/model.md 3.9)."},
+     "threshold, w sum (oh_gma - stopgrad(oh_sdpa))^2 / sum stopgrad(oh_sdpa)^2 (0 = off; docs/model.md 3.6)."},
     {"calibration", CFGT_STR, O(calibration), CFG_STR, "auto_calibration.json", 0, 0, NULL,
      "mixer \"auto\": the file of gmabench calibrate read when model.auto_threshold is \"calibrated\"."},
 };
