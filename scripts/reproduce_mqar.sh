@@ -95,8 +95,19 @@ done
 # configs/mqar.json (one head: d = WIDTH): sdpa its key-value cache 2 N d a layer at the
 # longest test length N; gma Kc (d + 1) a head (the core's S [Kc,d] and z [Kc]); linear
 # d (d + 1); performer m (d + 1), m = 2 d features; mamba expand d (d_state + d_conv - 1)
-# (scan and convolution); hybrid one sdpa layer and one gma Kc 64 layer
+# (scan and convolution); hybrid one sdpa layer and one gma Kc 64 layer; with a --set of
+# model.short_conv=K (not for mamba, which refuses it) 3 (K - 1) d more a layer, the
+# convolutions' last inputs of q, k and v (docs/model.md 3.9)
 state_bytes() {
+  local m=$1 d=$2 n=$test_max k
+  k=$(printf '%s\n' "$user_sets" | sed -n 's/.*model\.short_conv=\([0-9][0-9]*\).*/\1/p')
+  if [ -n "$k" ] && [ "$k" -gt 1 ] && [ "$m" != mamba ]; then
+    echo $(( $(state_bytes_core "$m" "$d") + 2 * 4 * 3 * (k - 1) * d ))
+  else
+    state_bytes_core "$m" "$d"
+  fi
+}
+state_bytes_core() {
   local m=$1 d=$2 n=$test_max
   case "$m" in
     sdpa) echo $((2 * 4 * 2 * n * d));;
