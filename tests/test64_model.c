@@ -242,6 +242,37 @@ START_TEST(test_sdpa_short_conv) {
     conv_case("sdpa", "model.short_conv=2", 1, 1);
 }
 END_TEST
+/* a padded position with real rows after it inside their windows: its row enters the
+ * convolutions as zeros (as FLA's mask), so changing it leaves every other output as it
+ * was; and the gradients with that mask */
+START_TEST(test_short_conv_inner_padding) {
+    static const uint8_t mask[14] = {1, 1, 0, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0};
+    const char *names[] = {"gma", "sdpa"};
+    for (int i = 0; i < 2; i++) {
+        Config cfg = tiny_config(names[i]);
+        tu_apply_sets(&cfg, "model.short_conv=4");
+        GcMix c;
+        gc_mix_setup(&c, &cfg, names[i], 2, 7, 1, mask, 3);
+        int D = c.m->D;
+        gc_mix_loss(&c);
+        real *y0 = xcalloc(c.n, sizeof(real));
+        memcpy(y0, c.y, c.n * sizeof(real));
+        for (int e = 0; e < D; e++) c.h[2 * D + e] += 3;
+        gc_mix_loss(&c);
+        double worst = 0;
+        for (int n = 0; n < 14; n++)
+            if (n != 2)
+                for (int e = 0; e < D; e++) worst = fmax(worst, fabs(c.y[n * D + e] - y0[n * D + e]));
+        printf("%s short_conv 4, padded position 2: other rows moved by %.1e\n", names[i], worst);
+        ck_assert_msg(worst < 1e-12, "%s: the padded row reached later rows (%.3e)", names[i], worst);
+        char label[64];
+        snprintf(label, sizeof label, "%s conv4 inner padding", names[i]);
+        free(gc_mix_check(&c, label));
+        free(y0);
+        gc_mix_free(&c);
+    }
+}
+END_TEST
 START_TEST(test_model_short_conv) {
     const char *sets[] = {"model.mixer=gma;model.short_conv=4", "model.mixer=sdpa,gma;model.short_conv=2"};
     for (int i = 0; i < 2; i++) {
@@ -281,6 +312,7 @@ Suite *make_suite(void) {
     tcase_add_test(tc, test_gma_groups_of_heads);
     tcase_add_test(tc, test_gma_short_conv);
     tcase_add_test(tc, test_sdpa_short_conv);
+    tcase_add_test(tc, test_short_conv_inner_padding);
     suite_add_tcase(s, tc);
     TCase *tm = tcase_create("model");
     tcase_set_timeout(tm, 300);
