@@ -9,7 +9,9 @@
  * config checks that refuse bad mixer settings naming the key. The LRA release's variants:
  * performer.kernel "relu" (gradient checks in both modes with and without padding, its
  * features against a direct evaluation) and linformer.shared_kv (gradient checks, one
- * projection tensor, the same output as separate E, F set equal). */
+ * projection tensor, the same output as separate E, F set equal). The short convolutions on
+ * q, k, v (model.short_conv): sdpa_ref, linear, performer (both kernels) as layers, in
+ * models and in the causality check, and the refusals of the mixers that do not take them. */
 #include <string.h>
 
 #include "gradcheck.h"
@@ -236,6 +238,36 @@ START_TEST(test_tiled_vs_ref) {
 }
 END_TEST
 
+/* ---------------- the short convolutions on q, k, v (model.short_conv, docs/model.md §3.9) ---------------- */
+/* one layer with `sets`: the [D, K] weights in the table, then gc_mixer_case */
+static void conv_case(const char *name, const char *sets, int causal, int padded) {
+    Config cfg = tiny_config(name);
+    tu_apply_sets(&cfg, sets);
+    cfg.model.causal = causal;
+    GcMix c;
+    gc_mix_setup(&c, &cfg, name, 2, 7, causal, NULL, 1);
+    ck_assert_int_eq(c.m->conv_k, (int)cfg_num(&cfg, "model.short_conv"));
+    ck_assert_int_ge(pt_find(&c.pt, "blocks.0.mixer.q_conv.weight"), 0);
+    ck_assert_int_ge(pt_find(&c.pt, "blocks.0.mixer.k_conv.weight"), 0);
+    ck_assert_int_ge(pt_find(&c.pt, "blocks.0.mixer.v_conv.weight"), 0);
+    gc_mix_free(&c);
+    printf("%s %s:\n", name, sets);
+    gc_mixer_case(&cfg, name, causal, padded);
+}
+static void conv_cases(const char *name, const char *sets) {
+    for (int k = 0; k < 4; k++) conv_case(name, sets, k & 1, k >> 1);
+}
+START_TEST(test_short_conv_mixers) {
+    conv_cases("sdpa_ref", "model.short_conv=4");
+    conv_cases("linear", "model.short_conv=4");
+    conv_cases("performer", "model.short_conv=4");
+    conv_case("performer", "model.short_conv=2;performer.kernel=relu;performer.features=0", 1, 1);
+    conv_case("performer", "model.short_conv=4;performer.kernel=relu;performer.features=0", 0, 1);
+    conv_case("linear", "model.short_conv=2", 1, 1);
+    conv_case("sdpa_ref", "model.short_conv=2", 0, 1);
+}
+END_TEST
+
 /* ---------------- whole models ---------------- */
 static void model_case(const char *mixers, const char *extra, const char *extra2) {
     Config cfg = tiny_config("gma");
@@ -267,6 +299,11 @@ START_TEST(test_model_lra_variants) {
     gc_model_check(&c, "sdpa,performer", "2-layer model sdpa,performer (relu kernel)");
 }
 END_TEST
+START_TEST(test_model_short_conv) {
+    model_case("model.mixer=sdpa,linear", "model.short_conv=4", NULL);
+    model_case("model.mixer=performer,sdpa_ref", "model.short_conv=3", NULL);
+}
+END_TEST
 START_TEST(test_model_auto_gma) { model_case("model.mixer=auto,gma", "model.auto_threshold=4", NULL); }
 END_TEST
 
@@ -287,6 +324,14 @@ START_TEST(test_causal_baselines) {
     Config cfg = relu_config();
     ck_assert_msg(cfg_validate(&cfg) == 0, "%s", gma_error());
     gc_causal_case(&cfg, "performer", 0);
+    const char *conv[] = {"sdpa_ref", "linear", "performer"};
+    for (int i = 0; i < 3; i++) { /* with the short convolutions */
+        Config cc = tiny_config(conv[i]);
+        tu_apply_sets(&cc, "model.short_conv=4");
+        char nm[32];
+        snprintf(nm, sizeof nm, "%s conv4", conv[i]);
+        gc_causal_case(&cc, nm, i == 2 ? 1e-13 : 0);
+    }
 }
 END_TEST
 
@@ -361,6 +406,17 @@ START_TEST(test_config_refusals) {
             "performer.features");
     refused("{\"model\": {\"mixer\": \"performer\"}, \"performer\": {\"kernel\": \"relu\", \"redraw\": 1}}",
             "performer.redraw");
+    /* model.short_conv: its range, and the mixers that do not take it, by name and layer */
+    refused("{\"model\": {\"short_conv\": 65}}", "model.short_conv");
+    refused("{\"model\": {\"short_conv\": -1}}", "model.short_conv");
+    refused("{\"model\": {\"mixer\": \"mamba\", \"short_conv\": 4}}", "model.short_conv");
+    ck_assert(strstr(gma_error(), "mixer \"mamba\" (layer 0) has its own convolution"));
+    refused("{\"model\": {\"mixer\": [\"gma\", \"auto\", \"gma\", \"gma\"], \"short_conv\": 4}}", "model.short_conv");
+    ck_assert(strstr(gma_error(), "mixer \"auto\" (layer 1)"));
+    ck_assert(strstr(gma_error(), "gma, sdpa, sdpa_ref, linear, performer"));
+    refused("{\"model\": {\"mixer\": \"gated\", \"short_conv\": 2}}", "model.short_conv");
+    refused("{\"model\": {\"mixer\": \"linformer\", \"causal\": 0, \"short_conv\": 4}, \"linformer\": {\"k\": 64}}",
+            "model.short_conv");
     Config c;
     cfg_defaults(&c);
     ck_assert_int_eq(cfg_load_text(&c, "{\"model\": {\"mixer\": [\"sdpa\",\"gma\",\"gma\",\"gma\"]}}", "t"), 0);
@@ -399,6 +455,7 @@ Suite *make_suite(void) {
     tcase_add_test(tc, test_mamba_causal);
     tcase_add_test(tc, test_auto_both_paths);
     tcase_add_test(tc, test_tiled_vs_ref);
+    tcase_add_test(tc, test_short_conv_mixers);
     suite_add_tcase(s, tc);
     TCase *tm = tcase_create("models");
     tcase_set_timeout(tm, 300);
@@ -407,6 +464,7 @@ Suite *make_suite(void) {
     tcase_add_test(tm, test_model_performer_linformer);
     tcase_add_test(tm, test_model_lra_variants);
     tcase_add_test(tm, test_model_auto_gma);
+    tcase_add_test(tm, test_model_short_conv);
     tcase_add_test(tm, test_causal_baselines);
     tcase_add_test(tm, test_performer_redraw);
     tcase_add_test(tm, test_config_refusals);

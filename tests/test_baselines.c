@@ -203,6 +203,8 @@ START_TEST(test_checkpoint_roundtrip) {
     ckpt_case("model.mixer=mamba,sdpa", "model.mlp=false", mb, 10);
     const char *lf[] = {"blocks.0.mixer.linformer.E", "blocks.0.mixer.linformer.F", "blocks.1.mixer.gma.mu"};
     ckpt_case("model.mixer=linformer,auto", "model.causal=0", lf, 3);
+    const char *sc[] = {"blocks.0.mixer.q_conv.weight", "blocks.0.mixer.k_conv.weight", "blocks.1.mixer.v_conv.weight"};
+    ckpt_case("model.mixer=gma,performer", "model.short_conv=4", sc, 3);
 }
 END_TEST
 

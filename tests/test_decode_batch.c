@@ -25,6 +25,13 @@ static const char *g_cases[][2] = {
     {"performer", ""},
     {"performer", "performer.kernel=relu"},
     {"mamba", ""},
+    {"gma", "model.short_conv=4"},
+    {"gma", "model.short_conv=4;gma.memory=ema"},
+    {"linear", "model.short_conv=4"},
+    {"sdpa", "model.short_conv=4"},
+    {"sdpa_ref", "model.short_conv=2"},
+    {"performer", "model.short_conv=4"},
+    {"performer", "model.short_conv=3;performer.kernel=relu"},
 };
 
 static void tiny_model(Model *m, size_t c, int W, uint64_t seed) {
