@@ -25,6 +25,8 @@ static const char *g_cases[][2] = {
     {"performer", ""},
     {"performer", "performer.kernel=relu"},
     {"mamba", ""},
+    {"gma", "model.mixer=baseconv,gma;model.pos=none"},
+    {"baseconv", "baseconv.act=true;baseconv.kernel=4"},
 };
 
 static void tiny_model(Model *m, size_t c, int W, uint64_t seed) {
