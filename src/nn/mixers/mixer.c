@@ -11,7 +11,7 @@
 #include "nn/mixers/linear_core.h"
 
 /* The registry, in the order of the configuration reference: one line per mixer. */
-#define MIXERS(X) X(gma) X(sdpa) X(sdpa_ref) X(linear) X(performer) X(linformer) X(mamba) X(auto) X(gated)
+#define MIXERS(X) X(gma) X(sdpa) X(sdpa_ref) X(linear) X(performer) X(linformer) X(mamba) X(baseconv) X(auto) X(gated)
 
 #define DECLARE(n) extern const MixerVT mixer_##n;
 MIXERS(DECLARE)
@@ -74,7 +74,7 @@ static const char *short_conv_mixers(void) {
 
 /* cfg_validate's checks of the layers' mixers: direction, then each mixer's own keys */
 static int validate_layers(const Config *c) {
-    int causal = cfg_causal(c);
+    int causal = cfg_causal(c), takes = 0;
     for (int l = 0; l < c->model.n_layers; l++) {
         const MixerVT *vt = mixer_of_layer(c, l);
         if (!vt) return gma_errorf("key model.mixer: unknown mixer \"%s\" (known: %s)", cfg_layer_mixer(c, l), mixer_names());
@@ -86,13 +86,15 @@ static int validate_layers(const Config *c) {
             return gma_errorf("key model.attn_dropout: %g, but mixer \"%s\" (layer %d) %s; set it to 0 (model.dropout still applies)",
                               c->model.attn_dropout, vt->name, l,
                               vt->attn_dropout_why ? vt->attn_dropout_why : "has no attention probabilities to drop");
-        if (attn_cfg(c)->short_conv > 0 && !vt->short_conv_ok)
-            return gma_errorf("key model.short_conv: %d, but mixer \"%s\" (layer %d) %s; set 0 (the mixers that take it: %s)",
-                              attn_cfg(c)->short_conv, vt->name, l,
-                              vt == mixer_find("mamba") ? "has its own convolution" : "does not take the short convolutions",
-                              short_conv_mixers());
+        if (attn_cfg(c)->short_conv > 0 && !vt->short_conv_ok && !vt->own_conv)
+            return gma_errorf("key model.short_conv: %d, but mixer \"%s\" (layer %d) does not take the short convolutions; "
+                              "set 0 (the mixers that take it: %s)", attn_cfg(c)->short_conv, vt->name, l, short_conv_mixers());
+        takes += vt->short_conv_ok;
         if (vt->validate && vt->validate(c) != 0) return -1;
     }
+    if (attn_cfg(c)->short_conv > 0 && !takes)
+        return gma_errorf("key model.short_conv: %d, but no layer's mixer takes it (%s keeps its own convolution); set 0 "
+                          "(the mixers that take it: %s)", attn_cfg(c)->short_conv, cfg_layer_mixer(c, 0), short_conv_mixers());
     return 0;
 }
 
