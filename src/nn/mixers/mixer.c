@@ -74,7 +74,7 @@ static const char *short_conv_mixers(void) {
 
 /* cfg_validate's checks of the layers' mixers: direction, then each mixer's own keys */
 static int validate_layers(const Config *c) {
-    int causal = cfg_causal(c), takes = 0;
+    int causal = cfg_causal(c), takes = 0, drops = 0;
     for (int l = 0; l < c->model.n_layers; l++) {
         const MixerVT *vt = mixer_of_layer(c, l);
         if (!vt) return gma_errorf("key model.mixer: unknown mixer \"%s\" (known: %s)", cfg_layer_mixer(c, l), mixer_names());
@@ -82,16 +82,19 @@ static int validate_layers(const Config *c) {
             return gma_errorf("key model.mixer: mixer \"%s\" (layer %d) cannot run causally (the model is causal: model.causal or model.task \"lm\"); use a causal mixer", vt->name, l);
         if (!causal && !vt->bidir_ok)
             return gma_errorf("key model.mixer: mixer \"%s\" (layer %d) cannot run bidirectionally (model.causal or model.task \"classify\")", vt->name, l);
-        if (c->model.attn_dropout > 0 && !vt->attn_dropout_ok)
-            return gma_errorf("key model.attn_dropout: %g, but mixer \"%s\" (layer %d) %s; set it to 0 (model.dropout still applies)",
-                              c->model.attn_dropout, vt->name, l,
-                              vt->attn_dropout_why ? vt->attn_dropout_why : "has no attention probabilities to drop");
+        drops += vt->attn_dropout_ok;
         if (attn_cfg(c)->short_conv > 0 && !vt->short_conv_ok && !vt->own_conv)
             return gma_errorf("key model.short_conv: %d, but mixer \"%s\" (layer %d) does not take the short convolutions; "
                               "set 0 (the mixers that take it: %s)", attn_cfg(c)->short_conv, vt->name, l, short_conv_mixers());
         takes += vt->short_conv_ok;
         if (vt->validate && vt->validate(c) != 0) return -1;
     }
+    /* attention dropout acts in the layers with attention probabilities (a hybrid's sdpa
+     * layer, as Zoology's MHA inside its Hybrid); a model with none is refused, naming the first */
+    const MixerVT *v0 = mixer_of_layer(c, 0);
+    if (c->model.attn_dropout > 0 && !drops)
+        return gma_errorf("key model.attn_dropout: %g, but mixer \"%s\" (layer 0) %s; set it to 0 (model.dropout still applies)",
+                          c->model.attn_dropout, v0->name, v0->attn_dropout_why ? v0->attn_dropout_why : "has no attention probabilities to drop");
     if (attn_cfg(c)->short_conv > 0 && !takes)
         return gma_errorf("key model.short_conv: %d, but no layer's mixer takes it (%s keeps its own convolution); set 0 "
                           "(the mixers that take it: %s)", attn_cfg(c)->short_conv, cfg_layer_mixer(c, 0), short_conv_mixers());
