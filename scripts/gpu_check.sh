@@ -163,7 +163,7 @@ for p in $PRECS; do
   if on cls; then
     # classifiers: padded rows (the key-padding paths), cls pooling, the two-sequence head
     for m in $MIXERS; do
-      case "$m" in mamba) continue ;; esac
+      case "$m" in mamba|baseconv) continue ;; esac # causal only
       check "$m" 0 "classifier, padded" "$p" --seq 100 --set model.task=classify --set model.n_classes=5
     done
     check gma 0 "classifier, cls pool, 2 seqs" "$p" --seq 60 --set model.task=classify --set model.pooling=cls \

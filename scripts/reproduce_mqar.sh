@@ -115,11 +115,13 @@ while [ $# -gt 0 ]; do
   esac
 done
 
-# state_bytes MIXER WIDTH: the fp32 recurrent state of one sequence over the two layers of
-# configs/mqar.json (one head: d = WIDTH): sdpa its key-value cache 2 N d a layer at the
-# longest test length N; gma Kc (d + 1) a head (the core's S [Kc,d] and z [Kc]); linear
-# d (d + 1); performer m (d + 1), m = 2 d features; mamba expand d (d_state + d_conv - 1)
-# (scan and convolution); hybrid one sdpa layer and one gma Kc 64 layer
+# state_bytes TOKEN WIDTH: the fp32 recurrent state of one sequence over the two layers of
+# configs/mqar.json (one head: d = WIDTH; docs/mqar.md, "Recurrent state in bytes"): sdpa its
+# key-value cache 2 N d a layer at the longest test length N; gma Kc (d + 1) a head (the
+# core's S [Kc,d] and z [Kc]); linear d (d + 1); performer m (d + 1), m = 2 d features;
+# mamba expand d (d_state + d_conv - 1) (scan and convolution); hybrid one sdpa layer and one
+# gma Kc 64 layer; gdn its S [d, d] and convolution rows; a bc- token one such layer and the
+# baseconv layer's 2 d; model.short_conv K 3 (K - 1) d more in each layer that takes it
 state_bytes() {
   local d=$2 n=$test_max layers=2 b
   token_parts "$1" || return 1
@@ -133,10 +135,14 @@ state_bytes() {
     hybrid) b=$((4 * 2 * n * d + 4 * 64 * (d + 1)));;
     gdn|deltanet|gla) b=$((layers * 4 * (d * d + 3 * 3 * d)));; # S [d, d] and its kernel-4 convolution's last 3 rows of q, k, v
   esac
-  # the baseconv layer keeps its kernel-3 convolution's last 2 input rows; model.short_conv 4
-  # the last 3 rows of q, k and v in each layer that has it
+  # the baseconv layer keeps its kernel-3 convolution's last 2 input rows; model.short_conv K
+  # (4 with +sc, else a --set of it) the last K - 1 rows of q, k and v in each layer that has it
   [ $tk_bc = 0 ] || b=$((b + 4 * 2 * d))
-  [ $tk_sc = 0 ] || b=$((b + layers * 4 * 3 * 3 * d))
+  local k
+  k=$(printf '%s\n' "$user_sets" | sed -n 's/.*model\.short_conv=\([0-9][0-9]*\).*/\1/p')
+  [ $tk_sc = 0 ] || k=4
+  case "$tk_name" in mamba|gdn|deltanet|gla) k="";; esac # their own convolutions, counted above
+  [ -z "$k" ] || [ "$k" -le 1 ] || b=$((b + layers * 4 * 3 * (k - 1) * d))
   echo $b
 }
 # token_parts TOKEN: a mixer token [bc-]NAME[+sc][+nopos] into tk_bc, tk_name, tk_sc,

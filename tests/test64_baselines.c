@@ -1,15 +1,19 @@
 /* test64_baselines.c: finite-difference gradient checks (float64 build) of the baseline
  * mixers (docs/model.md §3.5): sdpa_ref, linear, performer (causal and bidirectional, with and
  * without key padding), linformer (bidirectional, with padding), mamba (causal, two scan
- * chunks and two channel groups), auto (both paths); every parameter element and the
- * input. Also: the tiled sdpa against sdpa_ref over several tiles (forward and every
+ * chunks and two channel groups), baseconv (causal, with and without its activation;
+ * its output against a direct evaluation), auto (both paths); every parameter
+ * element and the input. Also: the tiled sdpa against sdpa_ref over several tiles (forward and every
  * gradient, one-pass and two-pass backward), causality of each causal mixer inside a
  * model, 2-layer models with mixer lists ("sdpa,linear", "mamba" without MLP,
- * "performer,linformer" bidirectional, "auto,gma"), the Performer redraw schedule and the
+ * "performer,linformer" bidirectional, "auto,gma", "baseconv,gma" and "baseconv,sdpa" with
+ * model.pos "none"), the Performer redraw schedule and the
  * config checks that refuse bad mixer settings naming the key. The LRA release's variants:
  * performer.kernel "relu" (gradient checks in both modes with and without padding, its
  * features against a direct evaluation) and linformer.shared_kv (gradient checks, one
- * projection tensor, the same output as separate E, F set equal). */
+ * projection tensor, the same output as separate E, F set equal). The short convolutions on
+ * q, k, v (model.short_conv): sdpa_ref, linear, performer (both kernels) as layers, in
+ * models and in the causality check, and the refusals of the mixers that do not take them. */
 #include <string.h>
 
 #include "gradcheck.h"
@@ -167,6 +171,76 @@ START_TEST(test_linformer_shared_equals_tied) {
 END_TEST
 START_TEST(test_mamba_causal) { mixer_case("mamba", 1, 0); }
 END_TEST
+
+/* baseconv (causal only; it reads no key mask: right padding cannot reach earlier
+ * positions, test_causal_baselines): the default (kernel 3, no activation), and
+ * baseconv.act with a kernel (9) longer than the sequence (7) */
+START_TEST(test_baseconv_causal) { mixer_case("baseconv", 1, 0); }
+END_TEST
+START_TEST(test_baseconv_act) {
+    Config cfg = tiny_config("baseconv");
+    ck_assert_int_eq(cfg_set(&cfg, "baseconv.act=true"), 0);
+    ck_assert_int_eq(cfg_set(&cfg, "baseconv.kernel=9"), 0);
+    gc_mixer_case(&cfg, "baseconv", 1, 0);
+}
+END_TEST
+/* the layer's output against a direct evaluation of docs/model.md's definition,
+ * y[t] = (cb + sum_k cw[:,k] h[t-K+1+k]) * (W h[t] + b) + h[t] (act: silu of both factors),
+ * and its tensors' shapes and initialisation */
+static double silu_d(double x) { return x / (1 + exp(-x)); }
+static void baseconv_direct_case(int act, int K) {
+    Config cfg = tiny_config("baseconv");
+    ck_assert_int_eq(cfg_set(&cfg, act ? "baseconv.act=true" : "baseconv.act=false"), 0);
+    char set[64];
+    snprintf(set, sizeof set, "baseconv.kernel=%d", K);
+    ck_assert_int_eq(cfg_set(&cfg, set), 0);
+    GcMix c;
+    int B = 2, N = 7;
+    gc_mix_setup(&c, &cfg, "baseconv", B, N, 1, NULL, 17);
+    ck_assert_int_eq(c.pt.n, 4);
+    int iw = pt_find(&c.pt, "blocks.0.mixer.baseconv.projection.weight"), ib = pt_find(&c.pt, "blocks.0.mixer.baseconv.projection.bias"),
+        icw = pt_find(&c.pt, "blocks.0.mixer.baseconv.conv.weight"), icb = pt_find(&c.pt, "blocks.0.mixer.baseconv.conv.bias");
+    ck_assert(iw >= 0 && ib >= 0 && icw >= 0 && icb >= 0);
+    int D = c.m->Dm;
+    ck_assert_int_eq(c.pt.t[icw].numel, (size_t)D * K);
+    const real *W = c.params + c.pt.t[iw].offset, *bb = c.params + c.pt.t[ib].offset,
+               *cw = c.params + c.pt.t[icw].offset, *cb = c.params + c.pt.t[icb].offset;
+    /* PyTorch's Conv1d default: uniform in [-1/sqrt(K), 1/sqrt(K)], weight and bias */
+    double bound = 1 / sqrt((double)K), wmax = 0;
+    for (size_t i = 0; i < c.pt.t[icw].numel; i++) wmax = fmax(wmax, fabs(cw[i]));
+    for (int i = 0; i < D; i++) wmax = fmax(wmax, fabs(cb[i]));
+    ck_assert(wmax <= bound && wmax > 0.3 * bound);
+    for (int i = 0; i < D; i++) ck_assert(bb[i] == 0);
+    for (int i = 0; i < D; i++) ((real *)bb)[i] = 0.1 * (i - 3); /* a bias that shows */
+    gc_mix_loss(&c);
+    double err = 0, mx = 0;
+    for (int b = 0; b < B; b++)
+        for (int t = 0; t < N; t++) {
+            const real *ht = c.h + ((size_t)b * N + t) * D;
+            for (int e = 0; e < D; e++) {
+                double cv = cb[e], pj = bb[e];
+                for (int k = 0; k < K; k++) {
+                    int ts = t - K + 1 + k;
+                    if (ts >= 0) cv += cw[e * K + k] * c.h[((size_t)b * N + ts) * D + e];
+                }
+                for (int i = 0; i < D; i++) pj += W[e * D + i] * ht[i];
+                double want = (act ? silu_d(cv) * silu_d(pj) : cv * pj) + ht[e];
+                err = fmax(err, fabs(c.y[((size_t)b * N + t) * D + e] - want));
+                mx = fmax(mx, fabs(want));
+            }
+        }
+    printf("baseconv K=%d%s: direct evaluation max |dy| %.2e (of %.2e)\n", K, act ? " act" : "", err, mx);
+    ck_assert(mx > 0);
+    ck_assert(err < 1e-12 * mx);
+    gc_mix_free(&c);
+}
+START_TEST(test_baseconv_direct) {
+    baseconv_direct_case(0, 3);
+    baseconv_direct_case(1, 3);
+    baseconv_direct_case(0, 1);
+    baseconv_direct_case(0, 9);
+}
+END_TEST
 START_TEST(test_auto_both_paths) {
     Config cfg = tiny_config("auto");
     ck_assert_int_eq(cfg_set(&cfg, "model.auto_threshold=8"), 0); /* N = 7 < 8: sdpa */
@@ -236,6 +310,36 @@ START_TEST(test_tiled_vs_ref) {
 }
 END_TEST
 
+/* ---------------- the short convolutions on q, k, v (model.short_conv, docs/model.md §3.9) ---------------- */
+/* one layer with `sets`: the [D, K] weights in the table, then gc_mixer_case */
+static void conv_case(const char *name, const char *sets, int causal, int padded) {
+    Config cfg = tiny_config(name);
+    tu_apply_sets(&cfg, sets);
+    cfg.model.causal = causal;
+    GcMix c;
+    gc_mix_setup(&c, &cfg, name, 2, 7, causal, NULL, 1);
+    ck_assert_int_eq(c.m->conv_k, (int)cfg_num(&cfg, "model.short_conv"));
+    ck_assert_int_ge(pt_find(&c.pt, "blocks.0.mixer.q_conv.weight"), 0);
+    ck_assert_int_ge(pt_find(&c.pt, "blocks.0.mixer.k_conv.weight"), 0);
+    ck_assert_int_ge(pt_find(&c.pt, "blocks.0.mixer.v_conv.weight"), 0);
+    gc_mix_free(&c);
+    printf("%s %s:\n", name, sets);
+    gc_mixer_case(&cfg, name, causal, padded);
+}
+static void conv_cases(const char *name, const char *sets) {
+    for (int k = 0; k < 4; k++) conv_case(name, sets, k & 1, k >> 1);
+}
+START_TEST(test_short_conv_mixers) {
+    conv_cases("sdpa_ref", "model.short_conv=4");
+    conv_cases("linear", "model.short_conv=4");
+    conv_cases("performer", "model.short_conv=4");
+    conv_case("performer", "model.short_conv=2;performer.kernel=relu;performer.features=0", 1, 1);
+    conv_case("performer", "model.short_conv=4;performer.kernel=relu;performer.features=0", 0, 1);
+    conv_case("linear", "model.short_conv=2", 1, 1);
+    conv_case("sdpa_ref", "model.short_conv=2", 0, 1);
+}
+END_TEST
+
 /* ---------------- whole models ---------------- */
 static void model_case(const char *mixers, const char *extra, const char *extra2) {
     Config cfg = tiny_config("gma");
@@ -267,7 +371,26 @@ START_TEST(test_model_lra_variants) {
     gc_model_check(&c, "sdpa,performer", "2-layer model sdpa,performer (relu kernel)");
 }
 END_TEST
+START_TEST(test_model_short_conv) {
+    model_case("model.mixer=sdpa,linear", "model.short_conv=4", NULL);
+    model_case("model.mixer=performer,sdpa_ref", "model.short_conv=3", NULL);
+}
+END_TEST
 START_TEST(test_model_auto_gma) { model_case("model.mixer=auto,gma", "model.auto_threshold=4", NULL); }
+END_TEST
+/* Zoology's sub-quadratic MQAR model: baseconv then the mixer, no positions (model.pos
+ * "none": no pos_emb tensor); and baseconv on both layers with its activation, no MLP */
+START_TEST(test_model_baseconv) {
+    Config cfg = tiny_config("gma");
+    ck_assert_int_eq(cfg_set(&cfg, "model.pos=none"), 0);
+    GcModel c;
+    gc_model_setup(&c, &cfg);
+    ck_assert_int_lt(pt_find(&c.m.pt, "pos_emb.weight"), 0);
+    model_free(&c.m);
+    model_case("model.mixer=baseconv,gma", "model.pos=none", NULL);
+    model_case("model.mixer=baseconv,sdpa", "model.pos=none", "model.mlp=false");
+    model_case("model.mixer=baseconv", "baseconv.act=true", "model.mlp=false");
+}
 END_TEST
 
 /* ---------------- causality inside a model ---------------- */
@@ -282,11 +405,20 @@ START_TEST(test_causal_baselines) {
     causal_case("sdpa_ref", 0);
     causal_case("linear", 0);
     causal_case("mamba", 0);
+    causal_case("baseconv", 0);
     causal_case("auto", 0);
     causal_case("performer", 1e-13); /* the key stabiliser cancels exactly; only rounding remains */
     Config cfg = relu_config();
     ck_assert_msg(cfg_validate(&cfg) == 0, "%s", gma_error());
     gc_causal_case(&cfg, "performer", 0);
+    const char *conv[] = {"sdpa_ref", "linear", "performer"};
+    for (int i = 0; i < 3; i++) { /* with the short convolutions */
+        Config cc = tiny_config(conv[i]);
+        tu_apply_sets(&cc, "model.short_conv=4");
+        char nm[32];
+        snprintf(nm, sizeof nm, "%s conv4", conv[i]);
+        gc_causal_case(&cc, nm, i == 2 ? 1e-13 : 0);
+    }
 }
 END_TEST
 
@@ -352,6 +484,11 @@ START_TEST(test_config_refusals) {
     refused("{\"model\": {\"mixer\": \"linformer\"}}", "model.mixer"); /* lm: causal */
     refused("{\"model\": {\"mixer\": [\"sdpa\",\"linformer\",\"gma\",\"gma\"], \"causal\": 1}}", "model.mixer");
     refused("{\"model\": {\"mixer\": \"mamba\", \"task\": \"classify\"}}", "model.mixer");
+    refused("{\"model\": {\"mixer\": [\"baseconv\", \"linformer\", \"gma\", \"gma\"], \"causal\": 0}}", "mixer \"baseconv\" (layer 0) cannot run bidirectionally");
+    refused("{\"model\": {\"mixer\": \"baseconv\"}, \"baseconv\": {\"kernel\": 0}}", "baseconv.kernel");
+    refused("{\"model\": {\"mixer\": \"baseconv\"}, \"baseconv\": {\"kernel\": 1025}}", "baseconv.kernel");
+    refused("{\"baseconv\": {\"width\": 2}}", "baseconv.width");
+    refused("{\"model\": {\"mixer\": [\"baseconv\", \"gma\", \"gma\", \"gma\"], \"attn_dropout\": 0.1}}", "model.attn_dropout");
     refused("{\"model\": {\"mixer\": \"linformer\", \"causal\": 0, \"max_seq_len\": 128}, \"train\": {\"seq_len\": 128}}",
             "linformer.k");
     refused("{\"model\": {\"d_model\": 100, \"n_heads\": 3}}", "model.d_model");
@@ -361,6 +498,28 @@ START_TEST(test_config_refusals) {
             "performer.features");
     refused("{\"model\": {\"mixer\": \"performer\"}, \"performer\": {\"kernel\": \"relu\", \"redraw\": 1}}",
             "performer.redraw");
+    /* model.short_conv: its range, and the mixers that do not take it, by name and layer */
+    refused("{\"model\": {\"short_conv\": 65}}", "model.short_conv");
+    refused("{\"model\": {\"short_conv\": -1}}", "model.short_conv");
+    refused("{\"model\": {\"mixer\": \"mamba\", \"short_conv\": 4}}", "model.short_conv");
+    ck_assert(strstr(gma_error(), "no layer's mixer takes it (mamba keeps its own convolution)"));
+    /* a layer with its own convolution is left as it is where another layer takes it (Zoology's
+     * baseconv layer before the mixer, the short convolution in the mixer) */
+    {
+        Config z;
+        cfg_defaults(&z);
+        ck_assert_int_eq(cfg_load_text(&z, "{\"model\": {\"mixer\": [\"baseconv\",\"gma\"], \"n_layers\": 2, \"short_conv\": 4}}", "t"), 0);
+        ck_assert_msg(cfg_validate(&z) == 0, "%s", gma_error());
+        ck_assert_int_eq(cfg_load_text(&z, "{\"model\": {\"mixer\": [\"mamba\",\"linear\"], \"n_layers\": 2, \"short_conv\": 3}}", "t"), 0);
+        ck_assert_msg(cfg_validate(&z) == 0, "%s", gma_error());
+    }
+    refused("{\"model\": {\"mixer\": [\"baseconv\",\"mamba\"], \"n_layers\": 2, \"short_conv\": 4}}", "model.short_conv");
+    refused("{\"model\": {\"mixer\": [\"gma\", \"auto\", \"gma\", \"gma\"], \"short_conv\": 4}}", "model.short_conv");
+    ck_assert(strstr(gma_error(), "mixer \"auto\" (layer 1)"));
+    ck_assert(strstr(gma_error(), "gma, sdpa, sdpa_ref, linear, performer"));
+    refused("{\"model\": {\"mixer\": \"gated\", \"short_conv\": 2}}", "model.short_conv");
+    refused("{\"model\": {\"mixer\": \"linformer\", \"causal\": 0, \"short_conv\": 4}, \"linformer\": {\"k\": 64}}",
+            "model.short_conv");
     Config c;
     cfg_defaults(&c);
     ck_assert_int_eq(cfg_load_text(&c, "{\"model\": {\"mixer\": [\"sdpa\",\"gma\",\"gma\",\"gma\"]}}", "t"), 0);
@@ -397,8 +556,12 @@ Suite *make_suite(void) {
     tcase_add_test(tc, test_linformer_shared_bidir_padded);
     tcase_add_test(tc, test_linformer_shared_equals_tied);
     tcase_add_test(tc, test_mamba_causal);
+    tcase_add_test(tc, test_baseconv_causal);
+    tcase_add_test(tc, test_baseconv_act);
+    tcase_add_test(tc, test_baseconv_direct);
     tcase_add_test(tc, test_auto_both_paths);
     tcase_add_test(tc, test_tiled_vs_ref);
+    tcase_add_test(tc, test_short_conv_mixers);
     suite_add_tcase(s, tc);
     TCase *tm = tcase_create("models");
     tcase_set_timeout(tm, 300);
@@ -407,6 +570,8 @@ Suite *make_suite(void) {
     tcase_add_test(tm, test_model_performer_linformer);
     tcase_add_test(tm, test_model_lra_variants);
     tcase_add_test(tm, test_model_auto_gma);
+    tcase_add_test(tm, test_model_short_conv);
+    tcase_add_test(tm, test_model_baseconv);
     tcase_add_test(tm, test_causal_baselines);
     tcase_add_test(tm, test_performer_redraw);
     tcase_add_test(tm, test_config_refusals);

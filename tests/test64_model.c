@@ -3,7 +3,9 @@
  * gc_mixer_case: also the accumulate contract and padding isolation) and of a whole 2-layer
  * model (every parameter element; also with the head in chunks of rows, and the chunked
  * head equal to the whole one; distilled from a teacher, the KL term with it), plus causality: changing a future token leaves
- * earlier outputs and losses unchanged. */
+ * earlier outputs and losses unchanged. The same with the short convolutions on q, k, v
+ * (model.short_conv; gma, also with its EMA memory and softmax routing, and sdpa; a model of
+ * each). */
 #include <string.h>
 
 #include "gradcheck.h"
@@ -204,6 +206,96 @@ END_TEST
 START_TEST(test_causal_sdpa) { causal_case("sdpa"); }
 END_TEST
 
+/* ---------------- the short convolutions on q, k, v (model.short_conv, docs/model.md §3.9) ---------------- */
+/* one layer with `sets` (model.short_conv=K among them): the three [D, K] weights are in
+ * the table (so their gradients are checked with every other tensor's), then
+ * gc_mixer_case: gradients, the accumulate contract, padding isolation */
+static void conv_case(const char *name, const char *sets, int causal, int padded) {
+    Config cfg = tiny_config(name);
+    tu_apply_sets(&cfg, sets);
+    GcMix c;
+    gc_mix_setup(&c, &cfg, name, 2, 7, causal, NULL, 1);
+    int K = (int)cfg_num(&cfg, "model.short_conv");
+    ck_assert_int_eq(c.m->conv_k, K);
+    const char *w[] = {"blocks.0.mixer.q_conv.weight", "blocks.0.mixer.k_conv.weight", "blocks.0.mixer.v_conv.weight"};
+    for (int i = 0; i < 3; i++) {
+        int t = pt_find(&c.pt, w[i]);
+        ck_assert_msg(t >= 0, "%s %s: no %s", name, sets, w[i]);
+        ck_assert(c.pt.t[t].shape[0] == c.m->D && c.pt.t[t].shape[1] == K);
+    }
+    gc_mix_free(&c);
+    printf("%s %s:\n", name, sets);
+    gc_mixer_case(&cfg, name, causal, padded);
+}
+static void conv_cases(const char *name, const char *sets) {
+    for (int k = 0; k < 4; k++) conv_case(name, sets, k & 1, k >> 1);
+}
+START_TEST(test_gma_short_conv) {
+    conv_cases("gma", "model.short_conv=4"); /* N = 7: windows cut at position 0 and whole */
+    conv_case("gma", "model.short_conv=2", 1, 1);
+    conv_case("gma", "model.short_conv=4;gma.memory=ema", 1, 1);
+    conv_case("gma", "model.short_conv=3;gma.routing=softmax;model.attn_bias=false", 0, 1);
+}
+END_TEST
+START_TEST(test_sdpa_short_conv) {
+    conv_cases("sdpa", "model.short_conv=4");
+    conv_case("sdpa", "model.short_conv=2", 1, 1);
+}
+END_TEST
+/* a padded position with real rows after it inside their windows: its row enters the
+ * convolutions as zeros (as FLA's mask), so changing it leaves every other output as it
+ * was; and the gradients with that mask */
+START_TEST(test_short_conv_inner_padding) {
+    static const uint8_t mask[14] = {1, 1, 0, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0};
+    const char *names[] = {"gma", "sdpa"};
+    for (int i = 0; i < 2; i++) {
+        Config cfg = tiny_config(names[i]);
+        tu_apply_sets(&cfg, "model.short_conv=4");
+        GcMix c;
+        gc_mix_setup(&c, &cfg, names[i], 2, 7, 1, mask, 3);
+        int D = c.m->D;
+        gc_mix_loss(&c);
+        real *y0 = xcalloc(c.n, sizeof(real));
+        memcpy(y0, c.y, c.n * sizeof(real));
+        for (int e = 0; e < D; e++) c.h[2 * D + e] += 3;
+        gc_mix_loss(&c);
+        double worst = 0;
+        for (int n = 0; n < 14; n++)
+            if (n != 2)
+                for (int e = 0; e < D; e++) worst = fmax(worst, fabs(c.y[n * D + e] - y0[n * D + e]));
+        printf("%s short_conv 4, padded position 2: other rows moved by %.1e\n", names[i], worst);
+        ck_assert_msg(worst < 1e-12, "%s: the padded row reached later rows (%.3e)", names[i], worst);
+        char label[64];
+        snprintf(label, sizeof label, "%s conv4 inner padding", names[i]);
+        free(gc_mix_check(&c, label));
+        free(y0);
+        gc_mix_free(&c);
+    }
+}
+END_TEST
+START_TEST(test_model_short_conv) {
+    const char *sets[] = {"model.mixer=gma;model.short_conv=4", "model.mixer=sdpa,gma;model.short_conv=2"};
+    for (int i = 0; i < 2; i++) {
+        Config cfg = tiny_config("gma");
+        tu_apply_sets(&cfg, sets[i]);
+        GcModel c;
+        gc_model_setup(&c, &cfg);
+        ck_assert_int_ge(pt_find(&c.m.pt, "blocks.1.mixer.v_conv.weight"), 0);
+        char nm[96];
+        snprintf(nm, sizeof nm, "2-layer model %s (%d tensors)", sets[i] + 12, c.m.pt.n);
+        gc_model_check(&c, sets[i], nm);
+    }
+}
+END_TEST
+START_TEST(test_causal_short_conv) {
+    for (int i = 0; i < 2; i++) {
+        Config cfg = tiny_config(i ? "sdpa" : "gma");
+        tu_apply_sets(&cfg, "model.short_conv=4");
+        gc_causal_case(&cfg, i ? "sdpa conv4" : "gma conv4", 0);
+    }
+}
+END_TEST
+
 Suite *make_suite(void) {
     Suite *s = suite_create("mixers and model (float64 gradient checks)");
     TCase *tc = tcase_create("mixers");
@@ -218,6 +310,9 @@ Suite *make_suite(void) {
     tcase_add_test(tc, test_gma_causal_padded);
     tcase_add_test(tc, test_gma_groups_of_batches);
     tcase_add_test(tc, test_gma_groups_of_heads);
+    tcase_add_test(tc, test_gma_short_conv);
+    tcase_add_test(tc, test_sdpa_short_conv);
+    tcase_add_test(tc, test_short_conv_inner_padding);
     suite_add_tcase(s, tc);
     TCase *tm = tcase_create("model");
     tcase_set_timeout(tm, 300);
@@ -229,6 +324,8 @@ Suite *make_suite(void) {
     tcase_add_test(tm, test_distill_vocab);
     tcase_add_test(tm, test_causal_gma);
     tcase_add_test(tm, test_causal_sdpa);
+    tcase_add_test(tm, test_model_short_conv);
+    tcase_add_test(tm, test_causal_short_conv);
     suite_add_tcase(s, tm);
     return s;
 }

@@ -320,6 +320,7 @@ static void f_map(Op *o) {
     f[o->i[0]](o->y[0], o->x[0], o->nx[0]);
 }
 static void f_gate(Op *o) { g_ops->gate_silu_forward(o->y[0], o->x[0], o->x[1], o->nx[0]); }
+static void f_mul(Op *o) { g_ops->mul_forward(o->y[0], o->x[0], o->x[1], o->nx[0]); }
 static void g_elem(size_t n) {
     static const char *names[3] = {"elu1", "silu", "softplus"};
     void (*b[3])(real *, const real *, const real *, size_t) = {g_ops->elu1_backward, g_ops->silu_backward,
@@ -335,6 +336,10 @@ static void g_elem(size_t n) {
     in(&o, "y", n, 5, 0), in(&o, "z", n, 5, 0), out(&o, n);
     g_ops->gate_silu_backward(o.g[0], o.g[1], o.r[0], o.x[0], o.x[1], n);
     check(&o, "gate_silu");
+    Op p = {.fwd = f_mul};
+    in(&p, "a", n, 5, 0), in(&p, "b", n, 5, 0), out(&p, n);
+    g_ops->mul_backward(p.g[0], p.g[1], p.r[0], p.x[0], p.x[1], n);
+    check(&p, "mul");
 }
 
 /* ---- Performer FAVOR+: exponents, and features with the row max or a given constant ---- */

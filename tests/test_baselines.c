@@ -203,6 +203,11 @@ START_TEST(test_checkpoint_roundtrip) {
     ckpt_case("model.mixer=mamba,sdpa", "model.mlp=false", mb, 10);
     const char *lf[] = {"blocks.0.mixer.linformer.E", "blocks.0.mixer.linformer.F", "blocks.1.mixer.gma.mu"};
     ckpt_case("model.mixer=linformer,auto", "model.causal=0", lf, 3);
+    const char *sc[] = {"blocks.0.mixer.q_conv.weight", "blocks.0.mixer.k_conv.weight", "blocks.1.mixer.v_conv.weight"};
+    ckpt_case("model.mixer=gma,performer", "model.short_conv=4", sc, 3);
+    const char *bc[] = {"blocks.0.mixer.baseconv.projection.weight", "blocks.0.mixer.baseconv.projection.bias",
+                        "blocks.0.mixer.baseconv.conv.weight", "blocks.0.mixer.baseconv.conv.bias", "blocks.1.mixer.gma.mu"};
+    ckpt_case("model.mixer=baseconv,gma", "model.pos=none", bc, 5);
 }
 END_TEST
 
@@ -215,6 +220,7 @@ START_TEST(test_backend_without_baseline_ops) {
     partial.elu1_forward = NULL;
     partial.attn_forward = NULL;
     partial.scan_backward = NULL;
+    partial.mul_backward = NULL;
     ck_assert_int_ne(ops_check_table(&partial), 0);
     ck_assert_msg(strstr(gma_error(), "elu1_forward") && strstr(gma_error(), "partial"), "%s", gma_error());
     const GmaOps *saved = g_ops;
@@ -226,6 +232,8 @@ START_TEST(test_backend_without_baseline_ops) {
     ck_assert_msg(strstr(gma_error(), "elu1_forward") && strstr(gma_error(), "model.mixer"), "%s", gma_error());
     ck_assert_ptr_null(mixer_find("mamba")->create(&c, 0, &pt, "y"));
     ck_assert_msg(strstr(gma_error(), "scan_backward"), "%s", gma_error());
+    ck_assert_ptr_null(mixer_find("baseconv")->create(&c, 0, &pt, "v"));
+    ck_assert_msg(strstr(gma_error(), "mul_backward") && strstr(gma_error(), "baseconv"), "%s", gma_error());
     Mixer *m = mixer_find("sdpa")->create(&c, 0, &pt, "z");
     ck_assert_ptr_nonnull(m);
     ck_assert_str_eq(m->vt->name, "sdpa_ref");

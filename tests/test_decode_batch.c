@@ -25,6 +25,15 @@ static const char *g_cases[][2] = {
     {"performer", ""},
     {"performer", "performer.kernel=relu"},
     {"mamba", ""},
+    {"gma", "model.short_conv=4"},
+    {"gma", "model.short_conv=4;gma.memory=ema"},
+    {"linear", "model.short_conv=4"},
+    {"sdpa", "model.short_conv=4"},
+    {"sdpa_ref", "model.short_conv=2"},
+    {"performer", "model.short_conv=4"},
+    {"performer", "model.short_conv=3;performer.kernel=relu"},
+    {"gma", "model.mixer=baseconv,gma;model.pos=none"},
+    {"baseconv", "baseconv.act=true;baseconv.kernel=4"},
 };
 
 static void tiny_model(Model *m, size_t c, int W, uint64_t seed) {

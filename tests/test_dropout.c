@@ -265,6 +265,8 @@ START_TEST(test_eval_and_decode_never_drop) {
 }
 END_TEST
 
+/* attention dropout is refused for a model none of whose layers has attention probabilities,
+ * in one line naming the mixer; a stack with an attention layer takes it there */
 START_TEST(test_attn_dropout_refused_without_probabilities) {
     const char *mixers[] = {"gma", "linear", "performer", "mamba", "auto"};
     for (int i = 0; i < 5; i++) {
@@ -277,6 +279,14 @@ START_TEST(test_attn_dropout_refused_without_probabilities) {
         ck_assert_int_eq(cfg_set(&c, "model.attn_dropout=0"), 0);
         ck_assert_int_eq(cfg_set(&c, "model.dropout=0.1"), 0);
         ck_assert_msg(cfg_validate(&c) == 0, "%s: %s", mixers[i], gma_error());
+    }
+    /* a stack with an attention layer takes it there (a baseconv or gma layer has nothing to drop) */
+    const char *stacks[] = {"model.mixer=baseconv,sdpa", "model.mixer=sdpa,gma"};
+    for (int i = 0; i < 2; i++) {
+        Config h = tu_tiny_config("sdpa");
+        tu_apply_sets(&h, stacks[i]);
+        ck_assert_int_eq(cfg_set(&h, "model.attn_dropout=0.1"), 0);
+        ck_assert_msg(cfg_validate(&h) == 0, "%s: %s", stacks[i], gma_error());
     }
     Config c = tu_tiny_config("sdpa");
     ck_assert_int_ne(cfg_set(&c, "model.dropout=1"), 0); /* out of range */

@@ -3,8 +3,9 @@
  * JSON, --set and cfg_num, the resolved JSON with the same keys), the per-mixer
  * validation, the auxiliary loss and rank-averaged buffers the model collects, auto's
  * incremental decoding through its children, gmacheck
- * stepping with the trainer's optimiser (buffers untouched), and gmabench validating its
- * --set values. */
+ * stepping with the trainer's optimiser (buffers untouched), gmabench validating its
+ * --set values, and model.short_conv's default leaving every model as it was. */
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -151,6 +152,80 @@ START_TEST(test_gmabench_validates_set) {
 }
 END_TEST
 
+/* model.short_conv: 0 by default, and then every mixer's table, initial values, act and
+ * decode state are those without the key; K = 4 adds exactly PREFIX.{q,k,v}_conv.weight
+ * [D, 4] after the projections of each layer (every other tensor in its place, the ones
+ * before the first addition with the same initial values), U(-1/2, 1/2) as PyTorch's
+ * nn.Conv1d (bound 1/sqrt(K), variance 1/(3K)), 3 (K-1) D more reals of decode state a
+ * layer and its act block */
+START_TEST(test_short_conv_default) {
+    Config d;
+    cfg_defaults(&d);
+    ck_assert(cfg_num(&d, "model.short_conv") == 0);
+    const char *mixers[] = {"gma", "sdpa", "sdpa_ref", "linear", "performer"};
+    for (int i = 0; i < 5; i++) {
+        Model m[3];
+        for (int k = 0; k < 3; k++) {
+            Config c = tu_tiny_config(mixers[i]);
+            c.model.d_model = 64;
+            c.model.n_heads = 4;
+            if (k) tu_apply_sets(&c, k == 1 ? "model.short_conv=0" : "model.short_conv=4");
+            ck_assert_int_eq(model_build(&m[k], &c), 0);
+            model_alloc(&m[k], 1, 8);
+            model_init_params(&m[k], 5);
+        }
+        /* default and 0: the same table and bits */
+        ck_assert_int_eq(m[0].pt.n, m[1].pt.n);
+        ck_assert(m[0].pt.total == m[1].pt.total);
+        for (int t = 0; t < m[0].pt.n; t++) {
+            ck_assert_str_eq(m[0].pt.t[t].name, m[1].pt.t[t].name);
+            ck_assert_msg(!strstr(m[0].pt.t[t].name, "_conv."), "%s: %s by default", mixers[i], m[0].pt.t[t].name);
+        }
+        ck_assert(memcmp(m[0].params, m[1].params, m[0].pt.total * sizeof(real)) == 0);
+        /* K = 4: the default's tensors in order, plus three a layer */
+        int t0 = 0, added = 0, first = -1;
+        double s2 = 0, amax = 0;
+        size_t nw = 0;
+        for (int t = 0; t < m[2].pt.n; t++) {
+            const ParamInfo *p = &m[2].pt.t[t];
+            if (strstr(p->name, "_conv.weight")) {
+                ck_assert(p->ndim == 2 && p->shape[0] == 64 && p->shape[1] == 4 && p->group == GROUP_WEIGHT);
+                if (first < 0) first = t;
+                added++;
+                for (size_t j = 0; j < p->numel; j++) {
+                    double w = m[2].params[p->offset + j];
+                    s2 += w * w, amax = fmax(amax, fabs(w)), nw++;
+                }
+                continue;
+            }
+            ck_assert_str_eq(p->name, m[0].pt.t[t0].name);
+            ck_assert(p->numel == m[0].pt.t[t0].numel);
+            if (first < 0) /* drawn before any convolution: the same values */
+                ck_assert(memcmp(m[2].params + p->offset, m[0].params + m[0].pt.t[t0].offset, p->numel * sizeof(real)) == 0);
+            t0++;
+        }
+        ck_assert_int_eq(t0, m[0].pt.n);
+        ck_assert_int_eq(added, 3 * 2);
+        ck_assert_str_eq(m[2].pt.t[first].name, "blocks.0.mixer.q_conv.weight");
+        double var = s2 / (double)nw;
+        printf("short_conv %-9s %d tensors, +%d; conv weights: max |w| %.3f (bound 0.5), variance %.4f (1/12 = %.4f)\n",
+               mixers[i], m[0].pt.n, added, amax, var, 1 / 12.0);
+        ck_assert(amax <= 0.5 && amax > 0.45);
+        ck_assert_msg(fabs(var * 12 - 1) < 0.15, "variance %g", var);
+        /* decode state and act: the default's, 3 (K - 1) D a layer more */
+        for (int l = 0; l < 2; l++) {
+            const Mixer *a = m[0].blocks[l].mixer, *c = m[2].blocks[l].mixer;
+            ck_assert_int_eq(a->conv_k, 0);
+            ck_assert_int_eq(c->conv_k, 4);
+            ck_assert(c->vt->decode_state(c, 8) == a->vt->decode_state(a, 8) + 3 * 3 * 64);
+            ck_assert(c->vt->act_size(c, 2, 8) == a->vt->act_size(a, 2, 8) + 6 * 2 * 8 * 64);
+            ck_assert(c->vt->act_size(c, 2, 1) == a->vt->act_size(a, 2, 1) + 2 * 2 * 4 * 64); /* the decode windows */
+        }
+        for (int k = 0; k < 3; k++) model_free(&m[k]);
+    }
+}
+END_TEST
+
 Suite *make_suite(void) {
     Suite *s = suite_create("mixer_hooks");
     TCase *tc = tcase_create("mixer_hooks");
@@ -160,6 +235,7 @@ Suite *make_suite(void) {
     tcase_add_test(tc, test_auto_decodes_like_the_forward);
     tcase_add_test(tc, test_gmacheck_keeps_buffers);
     tcase_add_test(tc, test_gmabench_validates_set);
+    tcase_add_test(tc, test_short_conv_default);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -3,7 +3,8 @@
  * the prompt's last position and of every decoded position after it agree within 1e-5 of
  * the largest logit, and greedy decoding draws the same tokens, for every mixer with a
  * decode step, at prompts longer than one chunk of the linear core and of mamba's scan and
- * shorter than mamba's convolution window; the step-a-row fallback of a mixer without the
+ * shorter than mamba's and baseconv's convolution windows (and than model.short_conv's, whose cases run
+ * every mixer that takes it); the step-a-row fallback of a mixer without the
  * hook; several sequences from one prefill; the refusals; gmasample prefilled, with
  * --no-prefill and with --no-cache drawing the same samples (run from the repository root). */
 #include <cjson/cJSON.h>
@@ -31,6 +32,20 @@ static const char *g_cases[][2] = {
     {"performer", "performer.kernel=relu"},
     {"mamba", ""},
     {"mamba", "mamba.d_conv=1"},
+    {"gma", "model.short_conv=4"},
+    {"gma", "model.short_conv=4;gma.memory=ema"},
+    {"gma", "model.short_conv=2;gma.routing=softmax"},
+    {"linear", "model.short_conv=4"},
+    {"sdpa", "model.short_conv=4"},
+    {"sdpa_ref", "model.short_conv=3"},
+    {"performer", "model.short_conv=4"},
+    {"performer", "model.short_conv=4;performer.kernel=relu"},
+    {"gma", "model.mixer=sdpa,gma;model.short_conv=4"},
+    {"gma", "model.mixer=sdpa,linear;model.short_conv=1"},
+    {"gma", "model.mixer=baseconv,gma;model.pos=none"},
+    {"baseconv", "baseconv.act=true;model.pos=none"},
+    {"baseconv", "baseconv.kernel=1"},
+    {"gma", "model.mixer=baseconv,sdpa;baseconv.kernel=30"}, /* a window longer than every prompt */
 };
 enum { W = 24, V = 23, NEW = 6 };
 

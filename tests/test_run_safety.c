@@ -224,8 +224,9 @@ static int same_tensor(const char *run_a, const char *run_b, const char *name) {
 
 /* --init-from: a new run (step 0) takes every tensor whose name and shape match (with lr 0
  * they are still the source's after a step, GMA routing included: no k-means re-fit),
- * keeps new ones fresh, drops the rest, and says so in init_from.json; another width is
- * refused, and so is --init-from with --resume. */
+ * keeps new ones fresh, drops the rest, and says so in init_from.json (the position table
+ * too, between model.pos "learned" and "none"); another width is refused, and so is
+ * --init-from with --resume. */
 START_TEST(test_init_from) {
     tu_write(tu_path("tiny.json"), CE_TINY);
     char S[1100], T[1100], U[1100], cfg[1100];
@@ -256,6 +257,17 @@ START_TEST(test_init_from) {
                       S, U, lr0) == 0, "%s", g_out);
     ck_assert_msg(strstr(g_out, "23 tensors copied; 16 dropped: blocks.1.ln1.weight"), "%s", g_out);
     ck_assert(same_tensor(S, U, "blocks.0.mixer.gma.var_raw"));
+    /* positions learned -> none: the table is dropped, named; none -> learned: a fresh table, named */
+    char P[1100];
+    snprintf(P, sizeof P, "%s", tu_path("P"));
+    ck_assert_msg(run("./bin/gmatrain --config %s --init-from %s --out %s %s --set model.pos=none", cfg, S, P, lr0) == 0, "%s",
+                  g_out);
+    ck_assert_msg(strstr(g_out, "; 1 dropped: pos_emb.weight (all in init_from.json)") && !strstr(g_out, " new, "), "%s", g_out);
+    ck_assert(same_tensor(S, P, "tok_emb.weight"));
+    ck_assert_msg(run("./bin/gmatrain --config %s --init-from %s --out %s/l %s --set model.pos=learned", cfg, P, tu_tmpdir(), lr0) == 0,
+                  "%s", g_out);
+    ck_assert_msg(strstr(g_out, "; 1 new, at their fresh initialisation: pos_emb.weight (all in init_from.json)") &&
+                      !strstr(g_out, "dropped"), "%s", g_out);
     /* refused: another width, head count; with --resume */
     ck_assert_int_eq(run("./bin/gmatrain --config %s --init-from %s --out %s/w --set model.d_model=32", cfg, S, tu_tmpdir()), 2);
     ck_assert_msg(ce_lines(g_out) == 1 && strstr(g_out, "model.d_model is 16 there, 32 here"), "%s", g_out);

@@ -229,7 +229,8 @@ END_TEST
 
 /* incremental decoding (model_decode_step) gives the logits of one full causal forward,
  * position by position, for every mixer with a decode step (performer: with a running key
- * stabiliser; mamba: the convolution window and the scan state); auto with its threshold
+ * stabiliser; mamba: the convolution window and the scan state; baseconv: the convolution window;
+ * model.short_conv: the convolutions' last inputs); auto with its threshold
  * inside the window says it has none */
 START_TEST(test_decode_matches_forward) {
     const char *cases[][2] = {
@@ -247,6 +248,18 @@ START_TEST(test_decode_matches_forward) {
         {"performer", "performer.kernel=relu"},
         {"mamba", ""},
         {"mamba", "mamba.d_conv=1;mamba.d_state=3"},
+        {"gma", "model.short_conv=4"},
+        {"gma", "model.short_conv=4;gma.memory=ema"},
+        {"gma", "model.short_conv=1;gma.routing=softmax"},
+        {"linear", "model.short_conv=4"},
+        {"sdpa", "model.short_conv=4"},
+        {"sdpa_ref", "model.short_conv=2"},
+        {"performer", "model.short_conv=4"},
+        {"performer", "model.short_conv=4;performer.kernel=relu"},
+        {"gma", "model.mixer=sdpa,gma;model.short_conv=3"},
+        {"gma", "model.mixer=baseconv,gma;model.pos=none"},
+        {"baseconv", "baseconv.act=true;baseconv.kernel=5"},
+        {"baseconv", "baseconv.kernel=1;model.mlp=false"},
     };
     ck_assert_int_eq(ops_select(OPS_CPU), 0);
     for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {

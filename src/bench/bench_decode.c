@@ -75,7 +75,8 @@ static void replay_close(Replay *r) {
 }
 
 /* bytes of decode state one step of M sequences reads at context n: each layer's
- * decode_state for a window of n (the attention caches grow with it; the others do not) */
+ * decode_state for a window of n (the attention caches grow with it; the others do not;
+ * with model.short_conv it holds the convolutions' last inputs too) */
 static size_t step_state_bytes(const Model *m, int M, int n) {
     size_t b = 0;
     for (int l = 0; l < m->L; l++) {

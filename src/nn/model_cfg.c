@@ -25,7 +25,7 @@ static const CfgKey g_model[] = {
     {"model.dropout", CFGT_REAL, O(model.dropout), 0, "0", 0, 0.95, NULL,
      "Dropout rate after the embedding sum and on each mixer's and MLP's output before the residual add (training only; 0 = off)."},
     {"model.attn_dropout", CFGT_REAL, O(model.attn_dropout), 0, "0", 0, 0.95, NULL,
-     "Dropout rate on the attention probabilities of sdpa, sdpa_ref and linformer (training only; refused for the other mixers)."},
+     "Dropout rate on the attention probabilities of sdpa, sdpa_ref and linformer layers (training only; other layers have none; refused when no layer has any)."},
     {"model.qkv_dim", CFGT_INT, O(model.qkv_dim), 0, "0", 0, 65536, NULL,
      "Width of the q/k/v projections, split over the heads (0 = d_model; must be divisible by model.n_heads)."},
     {"model.dense_init", CFGT_ENUM, O(model.dense_init), 0, "normal", 0, 0, "normal|xavier_uniform",

@@ -78,6 +78,7 @@ void pt_init(const ParamTable *pt, real *params, Rng *rng) {
             case INIT_NORMAL: x[j] = (real)(p->init_a * rng_normal(rng)); break;
             case INIT_XAVIER_UNIFORM: x[j] = (real)(xa * (2 * rng_uniform(rng) - 1)); break;
             case INIT_LECUN_NORMAL: x[j] = (real)(ls * trunc_normal2(rng)); break;
+            case INIT_UNIFORM: x[j] = (real)(p->init_a * (2 * rng_uniform(rng) - 1)); break;
             case INIT_RAMP: break; /* above */
             }
         }

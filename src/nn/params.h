@@ -14,8 +14,9 @@
  * lecun_normal, a normal truncated to +-2 and scaled to standard deviation 1 / sqrt(fan_in)
  * (docs/model.md §1); for a 2-d [out, in] tensor; init_a is unused by both. RAMP, for a
  * [V, D] table of V >= 3 rows: one row u ~ N(0, init_a^2) is drawn and row t is
- * max(t - 1, 0) / (V - 2) u, so rows 1 .. V-1 run from 0 to u in order and row 0 is 0. */
-typedef enum { INIT_ZERO, INIT_ONE, INIT_NORMAL, INIT_CONST, INIT_XAVIER_UNIFORM, INIT_LECUN_NORMAL, INIT_RAMP } InitKind;
+ * max(t - 1, 0) / (V - 2) u, so rows 1 .. V-1 run from 0 to u in order and row 0 is 0.
+ * UNIFORM: U(-init_a, init_a). */
+typedef enum { INIT_ZERO, INIT_ONE, INIT_NORMAL, INIT_CONST, INIT_XAVIER_UNIFORM, INIT_LECUN_NORMAL, INIT_RAMP, INIT_UNIFORM } InitKind;
 /* Groups decide weight decay (config train.decay_*); BUFFER tensors are state, not trained. */
 typedef enum { GROUP_WEIGHT, GROUP_BIAS, GROUP_NORM, GROUP_EMBED, GROUP_MIXTURE, GROUP_BUFFER } ParamGroup;
 
@@ -25,7 +26,7 @@ typedef struct ParamInfo {
     int shape[4];
     size_t numel, offset;
     InitKind init;
-    double init_a; /* std for NORMAL, value for CONST */
+    double init_a; /* std for NORMAL, value for CONST, bound for UNIFORM */
     ParamGroup group;
     int frozen; /* 1: not trained (train.freeze): no update, no moments, out of the gradient norm */
 } ParamInfo;

@@ -192,6 +192,10 @@
     /* Gate: out = y * silu(z) ; dy += dout * silu(z), dz += dout * y * silu'(z) */                                    \
     X(void, gate_silu_forward, (real *out, const real *y, const real *z, size_t n))                                    \
     X(void, gate_silu_backward, (real *dy, real *dz, const real *dout, const real *y, const real *z, size_t n))        \
+    /* Product (BaseConv's gate, docs/model.md §3.5 `baseconv`): out = a * b ;                                        \
+     * da += dout * b, db += dout * a (da and db distinct) */                                                          \
+    X(void, mul_forward, (real *out, const real *a, const real *b, size_t n))                                          \
+    X(void, mul_backward, (real *da, real *db, const real *dout, const real *a, const real *b, size_t n))              \
     /* Largest element, returned to the host in double (-inf for n = 0). */                                            \
     X(double, maxval, (const real *x, size_t n))                                                                       \
     /* Tiled softmax attention (online softmax, docs/model.md §3.5 `sdpa`), no N x N buffer.                           \

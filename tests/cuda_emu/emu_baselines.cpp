@@ -1,7 +1,7 @@
 /* emu_baselines.cpp: the baseline ops' CUDA kernels (src/ops/cuda/cuda_{baselines,mamba,
  * sdpa}.cu, rewritten by launch2call.c and run under the CPU emulation of
  * ops/cuda/cuda_common.cuh in this folder) against their CPU twins (build/libgma.a):
- * elementwise maps, maxval, FAVOR+ (and the ReLU kernel's features), causal conv1d, selective scan (register, S > 32 and
+ * elementwise maps (the product too), maxval, FAVOR+ (and the ReLU kernel's features), causal conv1d, selective scan (register, S > 32 and
  * local-memory variants, ragged chunks), its decoding step, and tiled attention (causal and bidirectional,
  * padded keys with fully hidden rows, head widths 16 ... 256), one row of the op table
  * op_rows.h (BASE_ROWS) at a time (op_driver.h). Relative L2 error bound 1e-4 per
@@ -56,6 +56,10 @@ static void t_elem(size_t n) {
     V a2 = rnd(n), b2 = a2; a = rnd(n); b = a;
     cpu_gate_silu_backward(a.data(), a2.data(), g.data(), x.data(), z.data(), n); cuda_gate_silu_backward(b.data(), b2.data(), g.data(), x.data(), z.data(), n);
     cmp("gate bwd dy", b, a); cmp("gate bwd dz", b2, a2);
+    cpu_mul_forward(a.data(), x.data(), z.data(), n); cuda_mul_forward(b.data(), x.data(), z.data(), n); cmp("mul fwd", b, a);
+    a2 = rnd(n); b2 = a2; a = rnd(n); b = a;
+    cpu_mul_backward(a.data(), a2.data(), g.data(), x.data(), z.data(), n); cuda_mul_backward(b.data(), b2.data(), g.data(), x.data(), z.data(), n);
+    cmp("mul bwd da", b, a); cmp("mul bwd db", b2, a2);
     V big = rnd(100000, 3); big[77777] = 9.5f;
     double m1 = cpu_maxval(big.data(), big.size()), m2 = cuda_maxval(big.data(), big.size());
     printf("maxval %g %g %s\n", m1, m2, m1 == m2 ? "ok" : "FAIL"); ncheck++; if (m1 != m2) nfail++;

@@ -10,13 +10,17 @@ size_t linmix_decode_state(int H, int F, int d) { return (size_t)H * F * d + (si
 
 size_t attn_decode_state(int H, int Nmax, int d) { return 2 * (size_t)H * Nmax * d + (size_t)H * Nmax; }
 
-size_t attn_mixer_decode_state(const Mixer *m, int Nmax) { return attn_decode_state(m->H, Nmax, m->d); }
+/* the caches, then the short convolutions' state */
+size_t attn_mixer_decode_state(const Mixer *m, int Nmax) {
+    return attn_decode_state(m->H, Nmax, m->d) + attn_proj_state_size(m);
+}
 
 void attn_mixer_decode(Mixer *m, real *y, const real *h, const real *params, real *state, int B, int pos, int Nmax,
                        real *act, real *scratch) {
-    size_t hs = (size_t)B * m->D, ss = attn_decode_state(m->H, Nmax, m->d);
+    size_t hs = (size_t)B * m->D, ss = attn_mixer_decode_state(m, Nmax);
     real *qh = act, *kh = qh + hs, *vh = kh + hs, *oh = vh + hs;
-    attn_proj_qkv(m, params, h, qh, kh, vh, scratch, B, 1);
+    attn_proj_qkv_step(m, params, h, qh, kh, vh, state + attn_decode_state(m->H, Nmax, m->d), ss,
+                       attn_proj_act(m, act, B, 1), scratch, B);
     /* the cache step of every (sequence, head) pair as one op: scores over keys 0..pos
      * (causal: all of them), softmax, then the weighted values */
     g_ops->attn_step(oh, state, ss, qh, kh, vh, B, m->H, m->d, Nmax, pos, (real)(1.0 / sqrt((double)m->d)));
@@ -37,7 +41,7 @@ void attn_mixer_prefill(Mixer *m, const MixerCtx *c, const real *h, const real *
                         int Nmax, real *scratch) {
     (void)h, (void)params, (void)scratch;
     int B = c->B, N = c->N, H = m->H, d = m->d;
-    size_t hs = (size_t)B * N * m->D, ss = attn_decode_state(H, Nmax, d), hk = (size_t)Nmax * d;
+    size_t hs = (size_t)B * N * m->D, ss = attn_mixer_decode_state(m, Nmax), hk = (size_t)Nmax * d;
     const real *kh = act + hs, *vh = kh + hs;
     for (int b = 0; b < B; b++)
         for (int j = 0; j < H; j++) { /* head j's rows 0..N-1 of K and of V */
@@ -46,4 +50,5 @@ void attn_mixer_prefill(Mixer *m, const MixerCtx *c, const real *h, const real *
             g_ops->copy(K, kh + src, sizeof(real) * (size_t)N * d);
             g_ops->copy(V, vh + src, sizeof(real) * (size_t)N * d);
         }
+    attn_proj_conv_prefill(m, c, attn_proj_act(m, act, B, N), state + attn_decode_state(H, Nmax, d), ss);
 }

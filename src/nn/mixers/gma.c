@@ -283,7 +283,7 @@ static size_t n_state(const Mixer *m, int B, int N) {
 static size_t gma_act(const Mixer *m, int B, int N) {
     const GmaPriv *g = m->priv;
     size_t hs = (size_t)B * N * m->D, gs = (size_t)B * m->H * N * g->Kc;
-    return 4 * hs + (size_t)B * m->H * N + (g->ema ? 2 * gs : 0);
+    return 4 * hs + (size_t)B * m->H * N + (g->ema ? 2 * gs : 0) + attn_proj_act_size(m, B, N);
 }
 
 /* (batch, head) rows in one backward group (see the top of the file): at least gh, and as
@@ -437,25 +437,28 @@ void gma_mix_forward(Mixer *m, const MixerCtx *c, const real *params, real *act,
 static void gma_forward(Mixer *m, const MixerCtx *c, real *y, const real *h, const real *params, real *act,
                         real *scratch) {
     Acts a = carve(m, c->B, c->N, act);
-    attn_proj_qkv(m, params, h, a.qh, a.kh, a.vh, scratch, c->B, c->N);
+    attn_proj_qkv_conv(m, c, params, h, a.qh, a.kh, a.vh, attn_proj_act(m, act, c->B, c->N), scratch);
     gma_mix_forward(m, c, params, act, scratch);
     attn_proj_out(m, params, y, a.oh, scratch, c->B, c->N);
 }
 
 /* incremental decoding: the routing of one token, then the linear core's state step, or a
- * read of the EMA memory (which keeps no state across tokens) */
-static size_t gma_dstate(const Mixer *m, int Nmax) {
+ * read of the EMA memory (which keeps no state across tokens); the state: the core's S and
+ * z (none with the EMA memory), then the short convolutions' */
+static size_t gma_core_state(const Mixer *m) {
     const GmaPriv *g = m->priv;
     return g->ema ? 0 : linmix_decode_state(m->H, g->Kc, m->d);
 }
+static size_t gma_dstate(const Mixer *m, int Nmax) { return gma_core_state(m) + attn_proj_state_size(m); }
 static void gma_decode(Mixer *m, real *y, const real *h, const real *params, real *state, int B, int pos, int Nmax,
                        real *act, real *scratch) {
     const GmaPriv *g = m->priv;
     int H = m->H, d = m->d, Kc = g->Kc;
     size_t hs = (size_t)m->D, gs = (size_t)H * Kc, ss = gma_dstate(m, Nmax);
     Acts a = carve(m, B, 1, act);
-    attn_proj_qkv(m, params, h, a.qh, a.kh, a.vh, scratch, B, 1);
-    if (!g->ema) { /* after attn_proj_qkv's [B*D] buffer, read before attn_proj_out's */
+    attn_proj_qkv_step(m, params, h, a.qh, a.kh, a.vh, state + gma_core_state(m), ss, attn_proj_act(m, act, B, 1),
+                       scratch, B);
+    if (!g->ema) { /* after attn_proj_qkv_step's [B*D] buffer, read before attn_proj_out's */
         a.gq = scratch + (size_t)B * hs;
         a.gk = a.gq + (size_t)B * gs;
     }
@@ -472,11 +475,12 @@ static void gma_decode(Mixer *m, real *y, const real *h, const real *params, rea
 }
 
 /* prefill: the linear core's state from the forward's keys, routed again (the forward keeps
- * their responsibilities in scratch only); the EMA memory keeps no state */
+ * their responsibilities in scratch only; the EMA memory keeps none), the convolutions' */
 static void gma_prefill(Mixer *m, const MixerCtx *c, const real *h, const real *params, const real *act, real *state,
                         int Nmax, real *scratch) {
     const GmaPriv *g = m->priv;
     (void)h;
+    attn_proj_conv_prefill(m, c, attn_proj_act(m, act, c->B, c->N), state + gma_core_state(m), gma_dstate(m, Nmax));
     if (g->ema) return;
     Acts a = carve(m, c->B, c->N, act);
     route_forward(m, params, scratch, a.kh, c->B, c->N);
@@ -520,7 +524,7 @@ static void gma_backward_ema(Mixer *m, const MixerCtx *c, real *dh, const real *
     g_ops->zero(dq, sizeof(real) * 2 * hs);
     route_backward_heads(m, params, grads, dq, dgq, a.gq, a.qh, B, H, 0, N);
     route_backward_heads(m, params, grads, dk, dgk, a.gk, a.kh, B, H, 0, N);
-    attn_proj_qkv_backward(m, params, grads, dh, h, dq, dk, dv, t2, B, N);
+    attn_proj_qkv_conv_backward(m, c, params, grads, dh, h, dq, dk, dv, attn_proj_act(m, act, B, N), t2);
 }
 
 /* the linear core's backward (see the top of the file for the scratch layout): per group of
@@ -576,7 +580,7 @@ static void gma_backward(Mixer *m, const MixerCtx *c, real *dh, const real *dy, 
     real *doh = scratch, *dv = doh + hs, *dk = dv + hs;
     attn_proj_out_backward(m, params, grads, doh, dy, carve(m, B, N, act).oh, doh, dv, B, N);
     real *tmp = gma_mix_backward(m, c, params, grads, act, scratch);
-    attn_proj_qkv_backward(m, params, grads, dh, h, doh, dk, dv, tmp, B, N);
+    attn_proj_qkv_conv_backward(m, c, params, grads, dh, h, doh, dk, dv, attn_proj_act(m, act, B, N), tmp);
 }
 
 void gma_mix_step(Mixer *m, const real *params, real *oh, real *state, size_t stride, const real *qh, const real *kh,
@@ -679,6 +683,7 @@ const MixerVT mixer_gma = {
     .causal_ok = 1,
     .bidir_ok = 1,
     .attn_dropout_why = "mixes through Gaussian routing and a normalised linear core: it has no attention probabilities to drop",
+    .short_conv_ok = 1,
     .config = &gma_section,
     .validate = gma_validate,
     .create = gma_create,

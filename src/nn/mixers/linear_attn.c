@@ -5,7 +5,9 @@
  *   O_i = phi(q_i)^T sum_j phi(k_j) v_j^T / (phi(q_i) . sum_j phi(k_j) + eps).
  * Padded keys: their phi(k) rows are zeroed. Parameters: PREFIX.{q,k,v,o}.{weight,bias}.
  *
- * act:     qh, kh, vh, oh, fq, fk [B,H,N,d]; den [B,H,N]; chunk states
+ * With model.short_conv the projections go through the short convolutions (mixer.h).
+ *
+ * act:     qh, kh, vh, oh, fq, fk [B,H,N,d]; den [B,H,N]; chunk states; the projections' block
  * scratch: two [B*N*D] buffers, dq, dk, dv, dfq, dfk [B,H,N,d] */
 #include <stdlib.h>
 
@@ -32,7 +34,7 @@ static size_t n_state(const Mixer *m, int B, int N) {
     return (size_t)B * m->H * nc * ((size_t)m->d * m->d + m->d);
 }
 static size_t lin_act(const Mixer *m, int B, int N) {
-    return 6 * (size_t)B * N * m->D + (size_t)B * m->H * N + n_state(m, B, N);
+    return 6 * (size_t)B * N * m->D + (size_t)B * m->H * N + n_state(m, B, N) + attn_proj_act_size(m, B, N);
 }
 static size_t lin_scratch(const Mixer *m, int B, int N) { return 7 * (size_t)B * N * m->D; }
 /* the mixing core with F = d features */
@@ -54,7 +56,7 @@ static void lin_forward(Mixer *m, const MixerCtx *c, real *y, const real *h, con
     int B = c->B, N = c->N, H = m->H, d = m->d;
     size_t hs = (size_t)B * N * m->D;
     Acts a = carve(m, B, N, act);
-    attn_proj_qkv(m, params, h, a.qh, a.kh, a.vh, scratch, B, N);
+    attn_proj_qkv_conv(m, c, params, h, a.qh, a.kh, a.vh, attn_proj_act(m, act, B, N), scratch);
     g_ops->elu1_forward(a.fq, a.qh, hs);
     g_ops->elu1_forward(a.fk, a.kh, hs);
     mask_rows(a.fk, c->keymask, B, H, N, d);
@@ -62,13 +64,15 @@ static void lin_forward(Mixer *m, const MixerCtx *c, real *y, const real *h, con
     attn_proj_out(m, params, y, a.oh, scratch, B, N);
 }
 
-static size_t lin_dstate(const Mixer *m, int Nmax) { return linmix_decode_state(m->H, m->d, m->d); }
+/* the core's S and z, then the short convolutions' state */
+static size_t lin_dstate(const Mixer *m, int Nmax) { return linmix_decode_state(m->H, m->d, m->d) + attn_proj_state_size(m); }
 static void lin_decode(Mixer *m, real *y, const real *h, const real *params, real *state, int B, int pos, int Nmax,
                        real *act, real *scratch) {
     const LinPriv *p = m->priv;
     size_t hs = (size_t)m->D, ss = lin_dstate(m, Nmax);
     Acts a = carve(m, B, 1, act);
-    attn_proj_qkv(m, params, h, a.qh, a.kh, a.vh, scratch, B, 1);
+    attn_proj_qkv_step(m, params, h, a.qh, a.kh, a.vh, state + linmix_decode_state(m->H, m->d, m->d), ss,
+                       attn_proj_act(m, act, B, 1), scratch, B);
     g_ops->elu1_forward(a.fq, a.qh, B * hs);
     g_ops->elu1_forward(a.fk, a.kh, B * hs);
     g_ops->linmix_step(a.oh, state, ss, a.fq, a.fk, a.vh, B, m->H, m->d, m->d, p->eps);
@@ -81,6 +85,8 @@ static void lin_prefill(Mixer *m, const MixerCtx *c, const real *h, const real *
     (void)h, (void)params, (void)scratch;
     Acts a = carve(m, c->B, c->N, (real *)act);
     linmix_prefill(state, lin_dstate(m, Nmax), a.fk, a.vh, c->B, m->H, c->N, m->d, m->d);
+    attn_proj_conv_prefill(m, c, attn_proj_act(m, act, c->B, c->N), state + linmix_decode_state(m->H, m->d, m->d),
+                           lin_dstate(m, Nmax));
 }
 
 static void lin_backward(Mixer *m, const MixerCtx *c, real *dh, const real *dy, const real *h, const real *params,
@@ -98,7 +104,7 @@ static void lin_backward(Mixer *m, const MixerCtx *c, real *dh, const real *dy, 
     mask_rows(dfk, c->keymask, B, H, N, d);
     g_ops->elu1_backward(dq, dfq, a.qh, hs);
     g_ops->elu1_backward(dk, dfk, a.kh, hs);
-    attn_proj_qkv_backward(m, params, grads, dh, h, dq, dk, dv, t2, B, N);
+    attn_proj_qkv_conv_backward(m, c, params, grads, dh, h, dq, dk, dv, attn_proj_act(m, act, B, N), t2);
 }
 
 static void lin_destroy(Mixer *m) {
@@ -111,6 +117,7 @@ const MixerVT mixer_linear = {
     .causal_ok = 1,
     .bidir_ok = 1,
     .attn_dropout_why = "has no attention probabilities to drop (the LRA release's Linear Transformer applies no attention dropout)",
+    .short_conv_ok = 1,
     .create = lin_create,
     .act_size = lin_act,
     .scratch_size = lin_scratch,

@@ -257,6 +257,7 @@ static void mb_prefill(Mixer *m, const MixerCtx *c, const real *h, const real *p
 
 const MixerVT mixer_mamba = {
     .name = "mamba",
+    .own_conv = 1,
     .config = &mb_section,
     .causal_ok = 1,
     .bidir_ok = 0,

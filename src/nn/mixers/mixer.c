@@ -3,6 +3,7 @@
  * projections that the attention-style mixers share. */
 #include "nn/mixers/mixer.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -10,7 +11,7 @@
 #include "nn/mixers/linear_core.h"
 
 /* The registry, in the order of the configuration reference: one line per mixer. */
-#define MIXERS(X) X(gma) X(sdpa) X(sdpa_ref) X(linear) X(performer) X(linformer) X(mamba) X(auto) X(gated)
+#define MIXERS(X) X(gma) X(sdpa) X(sdpa_ref) X(linear) X(performer) X(linformer) X(mamba) X(baseconv) X(auto) X(gated)
 
 #define DECLARE(n) extern const MixerVT mixer_##n;
 MIXERS(DECLARE)
@@ -42,9 +43,38 @@ const char *mixer_names(void) {
     return buf;
 }
 
+/* model.attn_bias, model.short_conv: the attention projections' own keys (attn_proj_add), a
+ * stored section (prefix model) */
+typedef struct AttnProjCfg {
+    int bias;
+    int short_conv; /* K of the short convolutions on q, k, v (0 = none) */
+} AttnProjCfg;
+static const CfgKey g_attn_keys[] = {
+    {"attn_bias", CFGT_BOOL, offsetof(AttnProjCfg, bias), 0, "true", 0, 0, NULL,
+     "Biases on the attention projections q, k, v and o (false: none, as LRA)."},
+    {"short_conv", CFGT_INT, offsetof(AttnProjCfg, short_conv), 0, "0", 0, 64, NULL,
+     "Kernel K of a short causal depthwise convolution with SiLU on each of the q, k, v projections, as "
+     "flash-linear-attention's ShortConvolution (docs/model.md 3.9; 0 = none). Mixers gma, sdpa, sdpa_ref, linear "
+     "and performer; refused for the others."},
+};
+static const CfgSection g_attn_section = {"attn_proj", sizeof(AttnProjCfg), g_attn_keys, CFG_N(g_attn_keys), NULL, "model"};
+static const AttnProjCfg *attn_cfg(const Config *c) { return cfg_section_of(c, &g_attn_section); }
+
+/* "gma, sdpa, ...": the mixers that take model.short_conv */
+static const char *short_conv_mixers(void) {
+    static char buf[256];
+    if (!buf[0])
+        for (int i = 0; i < N_MIXERS; i++)
+            if (g_mixers[i]->short_conv_ok) {
+                if (buf[0]) strcat(buf, ", ");
+                strcat(buf, g_mixers[i]->name);
+            }
+    return buf;
+}
+
 /* cfg_validate's checks of the layers' mixers: direction, then each mixer's own keys */
 static int validate_layers(const Config *c) {
-    int causal = cfg_causal(c);
+    int causal = cfg_causal(c), takes = 0, drops = 0;
     for (int l = 0; l < c->model.n_layers; l++) {
         const MixerVT *vt = mixer_of_layer(c, l);
         if (!vt) return gma_errorf("key model.mixer: unknown mixer \"%s\" (known: %s)", cfg_layer_mixer(c, l), mixer_names());
@@ -52,27 +82,27 @@ static int validate_layers(const Config *c) {
             return gma_errorf("key model.mixer: mixer \"%s\" (layer %d) cannot run causally (the model is causal: model.causal or model.task \"lm\"); use a causal mixer", vt->name, l);
         if (!causal && !vt->bidir_ok)
             return gma_errorf("key model.mixer: mixer \"%s\" (layer %d) cannot run bidirectionally (model.causal or model.task \"classify\")", vt->name, l);
-        if (c->model.attn_dropout > 0 && !vt->attn_dropout_ok)
-            return gma_errorf("key model.attn_dropout: %g, but mixer \"%s\" (layer %d) %s; set it to 0 (model.dropout still applies)",
-                              c->model.attn_dropout, vt->name, l,
-                              vt->attn_dropout_why ? vt->attn_dropout_why : "has no attention probabilities to drop");
+        drops += vt->attn_dropout_ok;
+        if (attn_cfg(c)->short_conv > 0 && !vt->short_conv_ok && !vt->own_conv)
+            return gma_errorf("key model.short_conv: %d, but mixer \"%s\" (layer %d) does not take the short convolutions; "
+                              "set 0 (the mixers that take it: %s)", attn_cfg(c)->short_conv, vt->name, l, short_conv_mixers());
+        takes += vt->short_conv_ok;
         if (vt->validate && vt->validate(c) != 0) return -1;
     }
+    /* attention dropout acts in the layers with attention probabilities (a hybrid's sdpa
+     * layer, as Zoology's MHA inside its Hybrid); a model with none is refused, naming the first */
+    const MixerVT *v0 = mixer_of_layer(c, 0);
+    if (c->model.attn_dropout > 0 && !drops)
+        return gma_errorf("key model.attn_dropout: %g, but mixer \"%s\" (layer 0) %s; set it to 0 (model.dropout still applies)",
+                          c->model.attn_dropout, v0->name, v0->attn_dropout_why ? v0->attn_dropout_why : "has no attention probabilities to drop");
+    if (attn_cfg(c)->short_conv > 0 && !takes)
+        return gma_errorf("key model.short_conv: %d, but no layer's mixer takes it (%s keeps its own convolution); set 0 "
+                          "(the mixers that take it: %s)", attn_cfg(c)->short_conv, cfg_layer_mixer(c, 0), short_conv_mixers());
     return 0;
 }
 
 /* no keys of its own: the checks of each layer's mixer, after the mixers' sections */
 static const CfgSection g_layers_section = {NULL, 0, NULL, 0, validate_layers, NULL};
-
-/* model.attn_bias: the attention projections' own key (attn_proj_add), a stored section (prefix model) */
-typedef struct AttnProjCfg {
-    int bias;
-} AttnProjCfg;
-static const CfgKey g_attn_keys[] = {
-    {"attn_bias", CFGT_BOOL, offsetof(AttnProjCfg, bias), 0, "true", 0, 0, NULL,
-     "Biases on the attention projections q, k, v and o (false: none, as LRA)."},
-};
-static const CfgSection g_attn_section = {"attn_proj", sizeof(AttnProjCfg), g_attn_keys, CFG_N(g_attn_keys), NULL, "model"};
 
 int mixer_config_sections(const CfgSection **out, int max) {
     int n = 0;
@@ -107,7 +137,15 @@ void attn_proj_add(Mixer *m, const Config *c, ParamTable *pt, const char *prefix
         m->p[2 * i] = pt_add2(pt, name, i == 3 ? Dm : E, i == 3 ? E : Dm, xavier ? INIT_XAVIER_UNIFORM : INIT_NORMAL,
                               i == 3 ? ostd : std, GROUP_WEIGHT);
         snprintf(name, sizeof name, "%s.%s.bias", prefix, nm[i]);
-        m->p[2 * i + 1] = ((const AttnProjCfg *)cfg_section_of(c, &g_attn_section))->bias ? pt_add1(pt, name, i == 3 ? Dm : E, INIT_ZERO, 0, GROUP_BIAS) : -1;
+        m->p[2 * i + 1] = attn_cfg(c)->bias ? pt_add1(pt, name, i == 3 ? Dm : E, INIT_ZERO, 0, GROUP_BIAS) : -1;
+    }
+    /* the short convolutions [E, K]: PyTorch's nn.Conv1d default for a depthwise kernel,
+     * U(-1/sqrt(K), 1/sqrt(K)) (fan_in K; docs/model.md 3.9); no bias, as FLA's default */
+    int K = m->vt && m->vt->short_conv_ok ? attn_cfg(c)->short_conv : 0; /* cross.c: no vt, none */
+    m->conv_k = K;
+    for (int i = 0; i < 3; i++) {
+        snprintf(name, sizeof name, "%s.%s_conv.weight", prefix, nm[i]);
+        m->conv_p[i] = K > 0 ? pt_add2(pt, name, E, K, INIT_UNIFORM, 1 / sqrt((double)K), GROUP_WEIGHT) : -1;
     }
 }
 
@@ -147,6 +185,106 @@ void attn_proj_qkv_backward(const Mixer *m, const real *params, real *grads, rea
         linear_backward(dh, MP(m, grads, 2 * i), proj_bias(m, grads, 2 * i + 1), tmp, h, MP(m, params, 2 * i), R, m->Dm,
                         m->D);
     }
+}
+
+/* ---- the short convolutions on q, k, v (mixer.h; docs/model.md 3.9) ----
+ * The backward needs each projection's x and conv(x) (the SiLU's input). They are kept in
+ * the act block pa rather than recomputed from h: a recomputation costs three more
+ * [B N, Dm] x [Dm, D] products in every backward and two more [B*N*D] scratch buffers in
+ * every mixer, while pa is one block each mixer adds to its act, 6 B N D reals, only when
+ * model.short_conv is on. */
+/* the weights [D, K] of convolution i (q, k, v) in the buffer base (parameters or gradients) */
+static real *conv_w(const Mixer *m, const real *base, int i) { return (real *)base + m->pt->t[m->conv_p[i]].offset; }
+
+size_t attn_proj_act_size(const Mixer *m, int B, int N) {
+    if (!m->conv_k) return 0;
+    return GMA_MAX(6 * (size_t)B * N * m->D, 2 * (size_t)B * m->conv_k * m->D);
+}
+
+real *attn_proj_act(const Mixer *m, const real *act, int B, int N) {
+    return (real *)act + m->vt->act_size(m, B, N) - attn_proj_act_size(m, B, N);
+}
+
+size_t attn_proj_state_size(const Mixer *m) { return m->conv_k ? 3 * (size_t)(m->conv_k - 1) * m->D : 0; }
+
+void attn_proj_qkv_conv(const Mixer *m, const MixerCtx *c, const real *params, const real *h, real *qh, real *kh,
+                        real *vh, real *pa, real *tmp) {
+    int B = c->B, N = c->N, K = m->conv_k;
+    if (!K) {
+        attn_proj_qkv(m, params, h, qh, kh, vh, tmp, B, N);
+        return;
+    }
+    size_t R = (size_t)B * N, RD = R * m->D;
+    real *outs[3] = {qh, kh, vh};
+    for (int i = 0; i < 3; i++) {
+        real *x = pa + i * RD, *cx = pa + (3 + i) * RD; /* x [B,N,D], conv(x) [B,N,D] */
+        linear_forward(x, h, MP(m, params, 2 * i), proj_bias(m, params, 2 * i + 1), (int)R, m->Dm, m->D);
+        mask_rows(x, c->keymask, B, 1, N, m->D); /* padded rows enter as zeros */
+        g_ops->conv1d_causal_forward(cx, x, conv_w(m, params, i), NULL, B, N, m->D, K);
+        g_ops->silu_forward(tmp, cx, RD);
+        g_ops->split_heads(outs[i], tmp, B, N, m->H, m->d);
+    }
+}
+
+void attn_proj_qkv_conv_backward(const Mixer *m, const MixerCtx *c, const real *params, real *grads, real *dh,
+                                 const real *h, real *dqh, real *dkh, real *dvh, const real *pa, real *tmp) {
+    int B = c->B, N = c->N, K = m->conv_k;
+    if (!K) {
+        attn_proj_qkv_backward(m, params, grads, dh, h, dqh, dkh, dvh, tmp, B, N);
+        return;
+    }
+    size_t R = (size_t)B * N, RD = R * m->D;
+    real *ds[3] = {dqh, dkh, dvh};
+    for (int i = 0; i < 3; i++) {
+        const real *x = pa + i * RD, *cx = pa + (3 + i) * RD;
+        real *dcx = ds[i]; /* read into tmp first: free for d conv(x) */
+        g_ops->merge_heads(tmp, ds[i], B, N, m->H, m->d);
+        g_ops->zero(dcx, sizeof(real) * RD);
+        g_ops->silu_backward(dcx, tmp, cx, RD);
+        g_ops->zero(tmp, sizeof(real) * RD);
+        g_ops->conv1d_causal_backward(tmp, conv_w(m, grads, i), NULL, dcx, x, conv_w(m, params, i), B, N, m->D, K);
+        mask_rows(tmp, c->keymask, B, 1, N, m->D);
+        linear_backward(dh, MP(m, grads, 2 * i), proj_bias(m, grads, 2 * i + 1), tmp, h, MP(m, params, 2 * i), (int)R,
+                        m->Dm, m->D);
+    }
+}
+
+/* each sequence's window [K,D] (its K-1 earlier inputs, then this one) in pa, their
+ * convolution beside them: the last row of each is the forward's row at this position */
+void attn_proj_qkv_step(const Mixer *m, const real *params, const real *h, real *qh, real *kh, real *vh, real *cstate,
+                        size_t stride, real *pa, real *tmp, int B) {
+    int K = m->conv_k, D = m->D;
+    if (!K) {
+        attn_proj_qkv(m, params, h, qh, kh, vh, tmp, B, 1);
+        return;
+    }
+    size_t KD = (size_t)K * D, hist = (size_t)(K - 1) * D, row = sizeof(real) * (size_t)D;
+    real *win = pa, *out = win + (size_t)B * KD, *outs[3] = {qh, kh, vh};
+    for (int i = 0; i < 3; i++) {
+        linear_forward(tmp, h, MP(m, params, 2 * i), proj_bias(m, params, 2 * i + 1), B, m->Dm, D);
+        for (int b = 0; b < B; b++) {
+            real *st = cstate + b * stride + i * hist, *w = win + b * KD;
+            if (K > 1) g_ops->copy(w, st, row * (K - 1));
+            g_ops->copy(w + hist, tmp + (size_t)b * D, row);
+        }
+        g_ops->conv1d_causal_forward(out, win, conv_w(m, params, i), NULL, B, K, D, K);
+        for (int b = 0; b < B; b++) {
+            g_ops->copy(tmp + (size_t)b * D, out + b * KD + hist, row);
+            if (K > 1) g_ops->copy(cstate + b * stride + i * hist, win + b * KD + D, row * (K - 1));
+        }
+        g_ops->silu_forward(out, tmp, (size_t)B * D);
+        g_ops->split_heads(outs[i], out, B, 1, m->H, m->d);
+    }
+}
+
+void attn_proj_conv_prefill(const Mixer *m, const MixerCtx *c, const real *pa, real *cstate, size_t stride) {
+    int K = m->conv_k, D = m->D, B = c->B, N = c->N, n = GMA_MIN(K - 1, N);
+    if (K < 2) return;
+    size_t RD = (size_t)B * N * D, hist = (size_t)(K - 1) * D;
+    for (int i = 0; i < 3; i++)
+        for (int b = 0; b < B; b++) /* rows K-1-n .. K-2 hold inputs N-n .. N-1 (zeros before position 0) */
+            g_ops->copy(cstate + b * stride + i * hist + (size_t)(K - 1 - n) * D, pa + i * RD + ((size_t)b * N + N - n) * D,
+                        sizeof(real) * (size_t)n * D);
 }
 
 void mask_rows(real *x, const uint8_t *keymask, int B, int H, int N, int W) {

@@ -115,6 +115,14 @@ typedef struct MixerVT {
      * refuses attn_dropout > 0 with attn_dropout_why (docs/model.md §8) */
     int attn_dropout_ok;
     const char *attn_dropout_why;
+    /* 1 when the mixer runs model.short_conv's convolutions on q, k, v (the attn_proj_*_conv
+     * helpers below, their act block and decode state); else validation refuses
+     * model.short_conv > 0 for it */
+    int short_conv_ok;
+    /* 1 when the mixer has a short convolution of its own (mamba, baseconv): model.short_conv
+     * leaves such a layer as it is, so a stack like ["baseconv", "gma"] takes it in its gma
+     * layer; a model.short_conv > 0 that no layer takes is refused */
+    int own_conv;
     /* optional: why the mixer cannot run a window longer than model.max_seq_len (its
      * parameters are shaped by it), naming the tensor; NULL = any length (gmaeval --seq-len
      * past the training length, model_extend_window) */
@@ -180,6 +188,8 @@ struct Mixer {
     const ParamTable *pt;
     int D, H, d;  /* D: width of the q/k/v projections (model.qkv_dim, = d_model by default), d = D / H */
     int Dm;       /* model width d_model: the input h and the output y are [B,N,Dm] */
+    int conv_k;   /* kernel of the short convolutions on q, k, v (model.short_conv; 0 = none) */
+    int conv_p[3];/* their weights [D, conv_k], indices into pt (attn_proj_add; -1: none) */
     int p[MIXER_MAX_PARAMS]; /* indices into pt */
     void *priv;
 };
@@ -226,11 +236,45 @@ Mixer *mixer_new(const MixerVT *vt, const Config *c, ParamTable *pt);
 /* ---- shared Q, K, V, O projections of the attention-style mixers (mixer.c) ---- */
 enum { AP_WQ, AP_BQ, AP_WK, AP_BK, AP_WV, AP_BV, AP_WO, AP_BO, AP_N };
 /* Registers prefix.{q,k,v,o}.{weight,bias} into m->p[0..7]: q, k, v weights [D, Dm], o
- * [Dm, D]; the biases only with model.attn_bias (else their index is -1). */
+ * [Dm, D]; the biases only with model.attn_bias (else their index is -1). With
+ * model.short_conv K > 0 and a mixer that takes it (MixerVT.short_conv_ok) also
+ * prefix.{q,k,v}_conv.weight [D, K] into m->conv_p[0..2] and m->conv_k = K (else -1, 0). */
 void attn_proj_add(Mixer *m, const Config *c, ParamTable *pt, const char *prefix);
-/* q, k, v [B,H,N,d] from h [B,N,D]; tmp [B*N*D] scratch */
+/* q, k, v [B,H,N,d] from h [B,N,D]; tmp [B*N*D] scratch. Without the short convolutions
+ * (m->conv_k 0: the mixers that do not take them) */
 void attn_proj_qkv(const Mixer *m, const real *params, const real *h, real *qh, real *kh, real *vh, real *tmp, int B,
                    int N);
+/* ---- the short convolutions on q, k, v (model.short_conv, docs/model.md §3.9) ----
+ * With m->conv_k = K > 0 each projection x = h W^T + b [B,N,D] becomes silu(conv(x)), conv
+ * causal and depthwise over the sequence with PREFIX.{q,k,v}_conv.weight [D,K] (padded rows
+ * of x zeroed first). A mixer that takes them keeps the projections' block `pa` at the end
+ * of its act (attn_proj_act_size reals more; attn_proj_act finds it) and the three
+ * convolutions' last K-1 inputs at the end of each sequence's decode state
+ * (attn_proj_state_size reals more). With K = 0 all of these are the plain projections and
+ * sizes 0. */
+/* reals of the block pa for B x N: x and conv(x) of q, k, v [B*N*D] each, kept for the
+ * backward; at least 2 B K D, the decode step's windows */
+size_t attn_proj_act_size(const Mixer *m, int B, int N);
+/* the block pa inside act, a mixer's act block for B x N (its last attn_proj_act_size reals) */
+real *attn_proj_act(const Mixer *m, const real *act, int B, int N);
+/* reals of one sequence's convolution state: the last K-1 inputs x of q, k, v, 3 (K-1) D */
+size_t attn_proj_state_size(const Mixer *m);
+/* attn_proj_qkv over the c->B x c->N rows of h, padded rows (c->keymask) masked before
+ * the convolutions; pa the mixer's block */
+void attn_proj_qkv_conv(const Mixer *m, const MixerCtx *c, const real *params, const real *h, real *qh, real *kh,
+                        real *vh, real *pa, real *tmp);
+/* backward of attn_proj_qkv_conv: dh += ..., grads of Wq..bv and the convolutions; with
+ * conv_k > 0 dqh, dkh, dvh are overwritten (scratch) */
+void attn_proj_qkv_conv_backward(const Mixer *m, const MixerCtx *c, const real *params, real *grads, real *dh,
+                                 const real *h, real *dqh, real *dkh, real *dvh, const real *pa, real *tmp);
+/* the decode step's projections of B rows h [B,Dm] (one token of each sequence) into qh,
+ * kh, vh [B,H,1,d], moving the convolution states on: sequence b's at cstate + b stride
+ * (attn_proj_state_size reals); pa the mixer's block for B x 1, tmp [B*D] */
+void attn_proj_qkv_step(const Mixer *m, const real *params, const real *h, real *qh, real *kh, real *vh, real *cstate,
+                        size_t stride, real *pa, real *tmp, int B);
+/* prefill: the convolution states after the c->N tokens of a forward (c->B sequences from
+ * position 0) from its block pa, into zeroed states at cstate + b stride */
+void attn_proj_conv_prefill(const Mixer *m, const MixerCtx *c, const real *pa, real *cstate, size_t stride);
 /* y = merge(oh) Wo^T + bo; tmp [B*N*D] scratch */
 void attn_proj_out(const Mixer *m, const real *params, real *y, const real *oh, real *tmp, int B, int N);
 /* backward of attn_proj_out: doh (overwritten) from dy; grads of Wo, bo. tmp, tmp2 [B*N*D]; doh may be tmp */

@@ -29,7 +29,10 @@
  * The release's denominator stabiliser is 0 there (numerical_stabilizer, :265, used at
  * :695-696); ours adds gma.eps as every user of the core does.
  *
- * act:     qh, kh, vh, oh [B,H,N,d]; fq, fk [B,H,N,m]; argmax, den [B,H,N]; chunk states
+ * With model.short_conv the projections go through the short convolutions (mixer.h).
+ *
+ * act:     qh, kh, vh, oh [B,H,N,d]; fq, fk [B,H,N,m]; argmax, den [B,H,N]; chunk states; the
+ *          projections' block
  * scratch: two [B*N*D] buffers, dq, dk, dv [B,H,N,d]; dfq, dfk, e [B,H,N,m] */
 #include <stdlib.h>
 #include <string.h>
@@ -163,7 +166,8 @@ static size_t n_state(const Mixer *m, int B, int N) {
 }
 static size_t gsz(const Mixer *m, int B, int N) { return (size_t)B * m->H * N * ((const PerfPriv *)m->priv)->m; }
 static size_t perf_act(const Mixer *m, int B, int N) {
-    return 4 * (size_t)B * N * m->D + 2 * gsz(m, B, N) + 2 * (size_t)B * m->H * N + n_state(m, B, N);
+    return 4 * (size_t)B * N * m->D + 2 * gsz(m, B, N) + 2 * (size_t)B * m->H * N + n_state(m, B, N) +
+           attn_proj_act_size(m, B, N);
 }
 static size_t perf_scratch(const Mixer *m, int B, int N) { return 5 * (size_t)B * N * m->D + 3 * gsz(m, B, N); }
 /* the mixing core with F features; FAVOR+ adds the feature logits of queries and keys
@@ -211,7 +215,7 @@ static void perf_forward(Mixer *m, const MixerCtx *c, real *y, const real *h, co
     size_t hs = (size_t)B * N * m->D;
     maybe_redraw(m, c, params);
     Acts a = carve(m, B, N, act);
-    attn_proj_qkv(m, params, h, a.qh, a.kh, a.vh, scratch, B, N);
+    attn_proj_qkv_conv(m, c, params, h, a.qh, a.kh, a.vh, attn_proj_act(m, act, B, N), scratch);
     if (p->relu) { /* phi = relu(x) + 0.001 on the d channels (F = d) */
         g_ops->favor_relu_forward(a.fq, a.qh, hs, (real)RELU_KERNEL_EPS);
         g_ops->favor_relu_forward(a.fk, a.kh, hs, (real)RELU_KERNEL_EPS);
@@ -253,7 +257,7 @@ static void perf_backward(Mixer *m, const MixerCtx *c, real *dh, const real *dy,
     if (p->relu) { /* d phi / dx = [x > 0]; padded keys' dfk rows are zero */
         g_ops->relu_backward(dq, dfq, a.qh, hs);
         g_ops->relu_backward(dk, dfk, a.kh, hs);
-        attn_proj_qkv_backward(m, params, grads, dh, h, dq, dk, dv, t2, B, N);
+        attn_proj_qkv_conv_backward(m, c, params, grads, dh, h, dq, dk, dv, attn_proj_act(m, act, B, N), t2);
         return;
     }
     const real *om = MP(m, params, P_OMEGA);
@@ -262,7 +266,7 @@ static void perf_backward(Mixer *m, const MixerCtx *c, real *dh, const real *dy,
     g_ops->zero(e, sizeof(real) * gs);
     g_ops->favor_exp_backward(e, dfk, a.fk, NULL, R, F); /* key stabiliser cancels exactly: no gradient */
     g_ops->favor_logits_backward(dk, e, a.kh, om, B, H, N, d, F);
-    attn_proj_qkv_backward(m, params, grads, dh, h, dq, dk, dv, t2, B, N);
+    attn_proj_qkv_conv_backward(m, c, params, grads, dh, h, dq, dk, dv, attn_proj_act(m, act, B, N), t2);
 }
 
 /* incremental decoding: the linear core's S and z (linmix_step) kept scaled by exp(-c)
@@ -274,18 +278,19 @@ static void perf_backward(Mixer *m, const MixerCtx *c, real *dh, const real *dy,
  * (exp(-20) keeps the scaled query features far from float32's underflow); wider: a core
  * step a sequence */
 #define PERF_STEP_SPREAD 20
+/* the core's S and z, the running maximum c (real `core`), then the short convolutions' state */
+static size_t perf_core(const Mixer *m) { return linmix_decode_state(m->H, ((const PerfPriv *)m->priv)->m, m->d); }
 static size_t perf_dstate(const Mixer *m, int Nmax) {
-    const PerfPriv *p = m->priv;
     (void)Nmax;
-    return linmix_decode_state(m->H, p->m, m->d) + 1;
+    return perf_core(m) + 1 + attn_proj_state_size(m);
 }
 static void perf_decode(Mixer *m, real *y, const real *h, const real *params, real *state, int B, int pos, int Nmax,
                         real *act, real *scratch) {
     const PerfPriv *p = m->priv;
     int H = m->H, d = m->d, F = p->m;
-    size_t hs = (size_t)m->D, gs = (size_t)H * F, ss = perf_dstate(m, Nmax), core = ss - 1;
+    size_t hs = (size_t)m->D, gs = (size_t)H * F, ss = perf_dstate(m, Nmax), core = perf_core(m);
     Acts a = carve(m, B, 1, act);
-    attn_proj_qkv(m, params, h, a.qh, a.kh, a.vh, scratch, B, 1);
+    attn_proj_qkv_step(m, params, h, a.qh, a.kh, a.vh, state + core + 1, ss, attn_proj_act(m, act, B, 1), scratch, B);
     if (p->relu) {
         g_ops->favor_relu_forward(a.fq, a.qh, B * hs, (real)RELU_KERNEL_EPS);
         g_ops->favor_relu_forward(a.fk, a.kh, B * hs, (real)RELU_KERNEL_EPS);
@@ -332,11 +337,12 @@ static void perf_prefill(Mixer *m, const MixerCtx *c, const real *h, const real 
                          int Nmax, real *scratch) {
     const PerfPriv *p = m->priv;
     (void)h, (void)params, (void)scratch;
-    size_t ss = perf_dstate(m, Nmax);
+    size_t ss = perf_dstate(m, Nmax), core = perf_core(m);
     Acts a = carve(m, c->B, c->N, (real *)act);
     linmix_prefill(state, ss, a.fk, a.vh, c->B, m->H, c->N, p->m, m->d);
     if (!p->relu)
-        for (int b = 0; b < c->B; b++) g_ops->to_device(state + b * ss + ss - 1, &p->cmax_last, sizeof(real));
+        for (int b = 0; b < c->B; b++) g_ops->to_device(state + b * ss + core, &p->cmax_last, sizeof(real));
+    attn_proj_conv_prefill(m, c, attn_proj_act(m, act, c->B, c->N), state + core + 1, ss);
 }
 
 static void perf_destroy(Mixer *m) {
@@ -348,6 +354,7 @@ const MixerVT mixer_performer = {
     .name = "performer",
     .config = &perf_section,
     .validate = perf_validate,
+    .short_conv_ok = 1,
     .causal_ok = 1,
     .bidir_ok = 1,
     .attn_dropout_why = "has no attention probabilities to drop (the LRA release's Performer accepts the rate and never applies it)",

@@ -8,7 +8,9 @@
  * on a backend that lacks attn_forward/attn_backward, `sdpa` creates that plain version.
  * Parameters: PREFIX.{q,k,v,o}.{weight,bias}.
  *
- * act:     qh, kh, vh, oh [B,H,N,d]; lse [B,H,N]; kbias [B,N]
+ * With model.short_conv the projections go through the short convolutions (mixer.h).
+ *
+ * act:     qh, kh, vh, oh [B,H,N,d]; lse [B,H,N]; kbias [B,N]; the projections' block
  * scratch: two [B*N*D] buffers, dq, dk, dv [B,H,N,d] */
 #include <stdlib.h>
 
@@ -25,7 +27,7 @@ static Mixer *sdpa_create(const Config *c, int layer, ParamTable *pt, const char
 }
 
 static size_t sdpa_act(const Mixer *m, int B, int N) {
-    return 4 * (size_t)B * N * m->D + (size_t)B * m->H * N + (size_t)B * N;
+    return 4 * (size_t)B * N * m->D + (size_t)B * m->H * N + (size_t)B * N + attn_proj_act_size(m, B, N);
 }
 static size_t sdpa_scratch(const Mixer *m, int B, int N) { return 5 * (size_t)B * N * m->D; }
 /* the tile products: S and P V forward; S again, dP, dV, dK, dQ backward; 2 d each per
@@ -40,7 +42,7 @@ static void sdpa_forward(Mixer *m, const MixerCtx *c, real *y, const real *h, co
     int B = c->B, N = c->N, H = m->H, d = m->d;
     size_t hs = (size_t)B * N * m->D;
     real *qh = act, *kh = qh + hs, *vh = kh + hs, *oh = vh + hs, *lse = oh + hs, *kb = lse + (size_t)B * H * N;
-    attn_proj_qkv(m, params, h, qh, kh, vh, scratch, B, N);
+    attn_proj_qkv_conv(m, c, params, h, qh, kh, vh, attn_proj_act(m, act, B, N), scratch);
     if (c->keymask) key_bias(kb, c->keymask, B, N);
     g_ops->attn_forward(oh, lse, qh, kh, vh, c->keymask ? kb : NULL, B, H, N, d, c->causal,
                         (real)(1.0 / sqrt((double)d)), c->attn_drop);
@@ -58,7 +60,7 @@ static void sdpa_backward(Mixer *m, const MixerCtx *c, real *dh, const real *dy,
     g_ops->zero(dq, sizeof(real) * 3 * hs);
     g_ops->attn_backward(dq, dk, dv, doh, oh, lse, qh, kh, vh, c->keymask ? kb : NULL, B, H, N, d, c->causal,
                          (real)(1.0 / sqrt((double)d)), c->attn_drop);
-    attn_proj_qkv_backward(m, params, grads, dh, h, dq, dk, dv, t2, B, N);
+    attn_proj_qkv_conv_backward(m, c, params, grads, dh, h, dq, dk, dv, attn_proj_act(m, act, B, N), t2);
 }
 
 static void sdpa_destroy(Mixer *m) { free(m); }
@@ -68,6 +70,7 @@ const MixerVT mixer_sdpa = {
     .causal_ok = 1,
     .bidir_ok = 1,
     .attn_dropout_ok = 1,
+    .short_conv_ok = 1,
     .create = sdpa_create,
     .act_size = sdpa_act,
     .scratch_size = sdpa_scratch,

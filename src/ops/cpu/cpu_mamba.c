@@ -1,5 +1,5 @@
 /* cpu_mamba.c: the Mamba block's kernels on the CPU (docs/model.md §3.5 `mamba`): SiLU,
- * softplus, the SiLU gate, the causal depthwise convolution and the selective scan.
+ * softplus, the SiLU gate, the product of two tensors (BaseConv's gate), the causal depthwise convolution and the selective scan.
  *
  * Selective scan, per batch row b and channel c with S states:
  *   h_t = exp(dt_t A_c) h_{t-1} + dt_t Bm_t u_t ,  y_t = Cm_t . h_t + Dskip_c u_t.
@@ -152,6 +152,18 @@ void cpu_gate_silu_backward(real *dy, real *dz, const real *dout, const real *y,
         dz[i] += dout[i] * y[i] * s * (1 + z[i] * (1 - s));
     }
 #endif
+}
+/* the product of two tensors (BaseConv's gate): the compiler vectorises the plain loops */
+void cpu_mul_forward(real *out, const real *a, const real *b, size_t n) {
+#pragma omp parallel for schedule(static)
+    for (size_t i = 0; i < n; i++) out[i] = a[i] * b[i];
+}
+void cpu_mul_backward(real *da, real *db, const real *dout, const real *a, const real *b, size_t n) {
+#pragma omp parallel for schedule(static)
+    for (size_t i = 0; i < n; i++) {
+        da[i] += dout[i] * b[i];
+        db[i] += dout[i] * a[i];
+    }
 }
 
 #define CONV_CB 16

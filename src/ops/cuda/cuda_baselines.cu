@@ -1,5 +1,5 @@
 /* cuda_baselines.cu: the baseline mixers' elementwise and Performer ops on the GPU, twins
- * of ops/cpu/cpu_linear.c (elu+1), cpu_mamba.c (silu, softplus, the silu gate) and
+ * of ops/cpu/cpu_linear.c (elu+1), cpu_mamba.c (silu, softplus, the silu gate, the product) and
  * cpu_performer.c (FAVOR+ exponents and features, the ReLU kernel's features, maxval). The causal convolution and
  * the selective scan are in cuda_mamba.cu, the tiled attention in cuda_sdpa.cu.
  *
@@ -42,6 +42,13 @@ __global__ void k_gate_silu_bwd(float *dy, float *dz, const float *dout, const f
         dz[i] += dout[i] * y[i] * s * (1.f + z[i] * (1.f - s));
     }
 }
+__global__ void k_mul_fwd(float *out, const float *a, const float *b, size_t n) { GRID_STRIDE(i, n) out[i] = a[i] * b[i]; }
+__global__ void k_mul_bwd(float *da, float *db, const float *dout, const float *a, const float *b, size_t n) {
+    GRID_STRIDE(i, n) {
+        da[i] += dout[i] * b[i];
+        db[i] += dout[i] * a[i];
+    }
+}
 
 #define EW_LAUNCH(kern, n, ...)                                                                                        \
     do {                                                                                                               \
@@ -63,6 +70,10 @@ void cuda_gate_silu_forward(real *out, const real *y, const real *z, size_t n) {
 }
 void cuda_gate_silu_backward(real *dy, real *dz, const real *dout, const real *y, const real *z, size_t n) {
     EW_LAUNCH(k_gate_silu_bwd, n, dy, dz, dout, y, z, n);
+}
+void cuda_mul_forward(real *out, const real *a, const real *b, size_t n) { EW_LAUNCH(k_mul_fwd, n, out, a, b, n); }
+void cuda_mul_backward(real *da, real *db, const real *dout, const real *a, const real *b, size_t n) {
+    EW_LAUNCH(k_mul_bwd, n, da, db, dout, a, b, n);
 }
 
 /* ---------------------------------------------------------------- maxval */
