@@ -266,8 +266,8 @@ START_TEST(test_eval_and_decode_never_drop) {
 END_TEST
 
 START_TEST(test_attn_dropout_refused_without_probabilities) {
-    const char *mixers[] = {"gma", "linear", "performer", "mamba", "auto"};
-    for (int i = 0; i < 5; i++) {
+    const char *mixers[] = {"gma", "linear", "performer", "mamba", "baseconv", "auto"};
+    for (int i = 0; i < 6; i++) {
         Config c = tu_tiny_config(mixers[i]);
         ck_assert_int_eq(cfg_set(&c, "model.attn_dropout=0.1"), 0);
         ck_assert_int_ne(cfg_validate(&c), 0);
