@@ -95,9 +95,7 @@ done
 # configs/mqar.json (one head: d = WIDTH): sdpa its key-value cache 2 N d a layer at the
 # longest test length N; gma Kc (d + 1) a head (the core's S [Kc,d] and z [Kc]); linear
 # d (d + 1); performer m (d + 1), m = 2 d features; mamba expand d (d_state + d_conv - 1)
-# (scan and convolution); hybrid one sdpa layer and one gma Kc 64 layer; baseconv one layer
-# alone, its convolution's last baseconv.kernel - 1 = 2 inputs of d (a profile that puts it
-# before another mixer adds that layer's)
+# (scan and convolution); hybrid one sdpa layer and one gma Kc 64 layer
 state_bytes() {
   local m=$1 d=$2 n=$test_max
   case "$m" in
@@ -107,7 +105,6 @@ state_bytes() {
     performer) echo $((2 * 4 * 2 * d * (d + 1)));;
     mamba) echo $((2 * 4 * 2 * d * (16 + 3)));;
     hybrid) echo $((4 * 2 * n * d + 4 * 64 * (d + 1)));;
-    baseconv) echo $((4 * 2 * d));;
   esac
 }
 mixer_sets() {
