@@ -78,8 +78,12 @@ model_checks() {
       if [ $c = classify ]; then args+=(--set model.task=classify --set model.n_classes=3); else args+=(--set model.causal=$c); fi
       ra=0; a=$("$M/gmacheck" "${args[@]}" 2>&1) || ra=$?
       [ $ra = 3 ] && continue
-      b=$(EMU_REVERSE=1 "$M/gmacheck" "${args[@]}" 2>&1) || true
       local lbl=causal; [ $c = 0 ] && lbl=bidirectional; [ $c = classify ] && lbl=classifier
+      # a mixer refused in this direction (linformer causal, mamba and baseconv bidirectional)
+      if [ $ra = 2 ] && echo "$a" | grep -q "cannot run \(causally\|bidirectionally\)"; then
+        echo "order $m $lbl: not applicable"; continue
+      fi
+      b=$(EMU_REVERSE=1 "$M/gmacheck" "${args[@]}" 2>&1) || true
       if [ $ra = 0 ] && [ "$(echo "$a" | grep digest)" = "$(echo "$b" | grep digest)" ]; then
         echo "order $m $lbl: same bits"
       else echo "order $m $lbl: DIFFERS (or failed, rc $ra)"; echo "$a"; echo "$b"; rc=1; fi

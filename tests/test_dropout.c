@@ -268,8 +268,8 @@ END_TEST
 /* attention dropout is refused for a model none of whose layers has attention probabilities,
  * in one line naming the mixer; a stack with an attention layer takes it there */
 START_TEST(test_attn_dropout_refused_without_probabilities) {
-    const char *mixers[] = {"gma", "linear", "performer", "mamba", "auto"};
-    for (int i = 0; i < 5; i++) {
+    const char *mixers[] = {"gma", "linear", "performer", "mamba", "baseconv", "auto"};
+    for (int i = 0; i < 6; i++) {
         Config c = tu_tiny_config(mixers[i]);
         ck_assert_int_eq(cfg_set(&c, "model.attn_dropout=0.1"), 0);
         ck_assert_int_ne(cfg_validate(&c), 0);

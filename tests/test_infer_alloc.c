@@ -21,6 +21,7 @@ static const char *g_cases[][2] = {
     {"mamba", "mamba.chunk=4"},
     {"linformer", "model.causal=0;linformer.k=5"},
     {"gma", "model.mixer=sdpa,gma;model.head_chunk=5"},
+    {"gma", "model.mixer=baseconv,gma;model.pos=none"},
 };
 enum { B = 2, N = 8, V = 11, NEW = 3 }; /* prompt 5 + NEW fit the window N */
 

@@ -24,6 +24,8 @@ START_TEST(test_sections_round_trip) {
     ck_assert(cfg_set(&c, "performer.redraw=4") == 0);
     ck_assert(cfg_set(&c, "linformer.k=32") == 0);
     ck_assert(cfg_set(&c, "mamba.d_state=5") == 0);
+    ck_assert(cfg_set(&c, "baseconv.kernel=5") == 0);
+    ck_assert(cfg_num(&c, "baseconv.kernel") == 5);
     ck_assert(cfg_num(&c, "gma.n_components") == 7);
     ck_assert(cfg_num(&c, "performer.redraw") == 4);
     ck_assert(cfg_num(&c, "mamba.d_state") == 5);
@@ -31,8 +33,8 @@ START_TEST(test_sections_round_trip) {
     char *js = cfg_to_json(&c);
     cJSON *j = cJSON_Parse(js);
     ck_assert_ptr_nonnull(j);
-    const char *sections[] = {"gma", "performer", "linformer", "mamba"};
-    for (int i = 0; i < 4; i++) ck_assert_msg(cJSON_IsObject(cJSON_GetObjectItem(j, sections[i])), "%s missing", sections[i]);
+    const char *sections[] = {"gma", "performer", "linformer", "mamba", "baseconv"};
+    for (int i = 0; i < 5; i++) ck_assert_msg(cJSON_IsObject(cJSON_GetObjectItem(j, sections[i])), "%s missing", sections[i]);
     ck_assert_str_eq(cJSON_GetObjectItem(cJSON_GetObjectItem(j, "gma"), "routing")->valuestring, "softmax");
     cJSON_Delete(j);
     Config d;
