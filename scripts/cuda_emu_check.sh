@@ -22,7 +22,7 @@
 # Both `model` and `mpi` also run the CUDA build as on a machine without a GPU
 # (cpu_table_checks).
 #
-#   scripts/cuda_emu_check.sh [all | self | elem|favor|conv|scan|attn | core|mem|matmul|nn|linmix|route|div|stem]
+#   scripts/cuda_emu_check.sh [all | self | elem|favor|conv|scan|attn | core|mem|matmul|nn|linmix|route|div|stem|delta]
 #   scripts/cuda_emu_check.sh model [gpu_check.sh options]
 #   scripts/cuda_emu_check.sh mpi [full]
 #   scripts/cuda_emu_check.sh build     (only the emulated CLI binaries, in build/cuda_emu/model)
@@ -163,7 +163,7 @@ if [ "$W" = model ]; then model_checks "${@:2}"; exit $?; fi
 if [ "$W" = mpi ]; then mpi_checks "${@:2}"; exit $?; fi
 if [ "$W" = build ]; then build_model "$O/model"; exit $?; fi
 case $W in all|elem|favor|conv|scan|attn) base=1 ;; *) base=0 ;; esac
-case $W in all|core|mem|matmul|nn|linmix|route|div|stem) core=1 ;; *) core=0 ;; esac
+case $W in all|core|mem|matmul|nn|linmix|route|div|stem|delta) core=1 ;; *) core=0 ;; esac
 case $W in all|self) self=1 ;; *) self=0 ;; esac
 if [ $base = 0 ] && [ $core = 0 ] && [ $self = 0 ]; then echo "cuda_emu_check.sh: unknown part '$W'" >&2; exit 2; fi
 GXX="g++ -O1 -std=c++20 -w -Itests/cuda_emu -Isrc"

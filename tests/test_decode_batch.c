@@ -25,6 +25,9 @@ static const char *g_cases[][2] = {
     {"performer", ""},
     {"performer", "performer.kernel=relu"},
     {"mamba", ""},
+    {"gdn", ""},
+    {"gdn", "gdn.delta=false;gdn.expand_v=2"},
+    {"gdn", "gdn.decay=false"},
 };
 
 static void tiny_model(Model *m, size_t c, int W, uint64_t seed) {
