@@ -95,7 +95,9 @@ done
 # configs/mqar.json (one head: d = WIDTH): sdpa its key-value cache 2 N d a layer at the
 # longest test length N; gma Kc (d + 1) a head (the core's S [Kc,d] and z [Kc]); linear
 # d (d + 1); performer m (d + 1), m = 2 d features; mamba expand d (d_state + d_conv - 1)
-# (scan and convolution); hybrid one sdpa layer and one gma Kc 64 layer
+# (scan and convolution); gdn d (d + 9), the state S [d,d] and the last d_conv - 1 = 3
+# inputs of its three convolutions of d channels (--mixers gdn; not in the default list);
+# hybrid one sdpa layer and one gma Kc 64 layer
 state_bytes() {
   local m=$1 d=$2 n=$test_max
   case "$m" in
@@ -104,13 +106,14 @@ state_bytes() {
     linear) echo $((2 * 4 * d * (d + 1)));;
     performer) echo $((2 * 4 * 2 * d * (d + 1)));;
     mamba) echo $((2 * 4 * 2 * d * (16 + 3)));;
+    gdn) echo $((2 * 4 * d * (d + 9)));;
     hybrid) echo $((4 * 2 * n * d + 4 * 64 * (d + 1)));;
   esac
 }
 mixer_sets() {
   case "$1" in
     sdpa) echo "--set model.mixer=sdpa --set model.attn_dropout=0.1";; # Zoology's MHA dropout
-    linear|performer|mamba) echo "--set model.mixer=$1";;
+    linear|performer|mamba|gdn) echo "--set model.mixer=$1";;
     gma16|gma64|gma256) echo "--set model.mixer=gma --set gma.n_components=${1#gma}";;
     hybrid) echo "--set model.mixer=sdpa,gma --set gma.n_components=64";;
     *) return 1;;
