@@ -4,9 +4,10 @@
  * gates, the recurrence, the gated RMSNorm and the projections), with expand_v 2 and a
  * kernel longer than a chunk; the op delta_forward against a naive float64 loop of the
  * recurrence written here (outputs and the final state, chunk sizes 1 .. past N); the
- * backward's gradients independent of the checkpoint interval; a 2-layer model's
- * gradients and causality; the parameters each switch registers and their initialisation;
- * and the config checks that refuse bad settings naming the key. */
+ * backward's gradients independent of the checkpoint interval; 2-layer models' gradients
+ * (gdn,sdpa, and gdn with model.qkv_dim apart from d_model) and causality; the parameters
+ * each switch registers and their initialisation; and the config checks that refuse bad
+ * settings naming the key. */
 #include <string.h>
 
 #include "gradcheck.h"
@@ -176,6 +177,12 @@ START_TEST(test_gdn_model) {
     GcModel c;
     gc_model_setup(&c, &cfg);
     gc_model_check(&c, "gdn,sdpa", "2-layer model gdn,sdpa");
+    /* q, k, v widths apart from the model's (model.qkv_dim 16: d 8, D 16 against d_model 8) */
+    cfg = gdn_config(1, 1);
+    ck_assert(cfg_set(&cfg, "model.qkv_dim=16") == 0);
+    ck_assert_msg(cfg_validate(&cfg) == 0, "%s", gma_error());
+    gc_model_setup(&c, &cfg);
+    gc_model_check(&c, "gdn qkv_dim 16", "2-layer gdn model, qkv_dim 16");
     for (int mode = 0; mode < 4; mode++) {
         Config cc = gdn_config(mode & 2, mode & 1);
         ck_assert_msg(cfg_validate(&cc) == 0, "%s", gma_error());
