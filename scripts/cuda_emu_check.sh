@@ -132,11 +132,11 @@ cpu_table_checks() {
 # generation on the emulated device: 20 tokens sampled (temperature 1, one seed) after a
 # 40-token prompt (more than two chunks of gma.chunk 16) with incremental decoding, the
 # prompt prefilled (model_prefill), against bin/gmasample on the CPU with a full forward
-# per token, from small checkpoints of four mixers trained on the CPU
+# per token, from small checkpoints of five mixers trained on the CPU
 decode_checks() {
   local M=$1 rc=0 mx d a b G
   make -s bin/gmatrain bin/gmasample
-  for mx in gma sdpa linear gated; do
+  for mx in gma sdpa linear gated gdn; do
     d=$O/decode-$mx; rm -rf "$d"
     bin/gmatrain --config configs/quickstart.json --out "$d" --set model.mixer=$mx --set train.steps=20 \
       --set train.eval_every=0 --set data.recall_valid=4 --set data.recall_test=4 --threads 1 --quiet || { rc=1; continue; }
