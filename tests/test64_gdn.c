@@ -243,6 +243,13 @@ START_TEST(test_gdn_config_errors) {
     ParamTable pt = {0};
     ck_assert_ptr_null(mixer_find("gdn")->create(&c, 0, &pt, "x"));
     pt_free(&pt);
+    c = tu_tiny_config("gdn"); /* the CUDA kernels' head widths */
+    ck_assert(cfg_set(&c, "gdn.expand_v=8") == 0);
+    c.model.d_model = 512, c.model.n_heads = 2;
+    ck_assert_int_eq(cfg_validate(&c), 0); /* on the cpu */
+    c.device = OPS_CUDA;
+    ck_assert_int_ne(cfg_validate(&c), 0);
+    ck_assert_msg(strstr(gma_error(), "gdn.expand_v") && strstr(gma_error(), "2048"), "%s", gma_error());
     c = tu_tiny_config("gdn");
     ck_assert(cfg_set(&c, "model.attn_dropout=0.1") == 0);
     ck_assert_int_ne(cfg_validate(&c), 0);

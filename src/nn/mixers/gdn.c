@@ -58,6 +58,17 @@ static const CfgKey gdn_keys[] = {
 static const CfgSection gdn_section = {"gdn", sizeof(GdnCfg), gdn_keys, (int)(sizeof gdn_keys / sizeof gdn_keys[0]), NULL,
                                        NULL};
 
+/* the CUDA kernels hold a head's key and value rows in shared memory: widths up to 1024 */
+static int gdn_validate(const Config *c) {
+    const GdnCfg *gc = cfg_section_of(c, &gdn_section);
+    int d = cfg_qkv_dim(c) / c->model.n_heads;
+    if (c->device == OPS_CUDA && (d > 1024 || gc->expand_v * d > 1024))
+        return gma_errorf("key gdn.expand_v: head widths %d (keys) and %d (values) on device cuda; its delta rule "
+                          "supports at most 1024 (model.qkv_dim / model.n_heads, times gdn.expand_v)",
+                          d, gc->expand_v * d);
+    return 0;
+}
+
 static Mixer *gdn_create(const Config *c, int layer, ParamTable *pt, const char *prefix) {
     if (NEED_OP("gdn", silu_forward) || NEED_OP("gdn", silu_backward) || NEED_OP("gdn", conv1d_causal_forward) ||
         NEED_OP("gdn", conv1d_causal_backward) || NEED_OP("gdn", rownorm_forward) || NEED_OP("gdn", rownorm_backward) ||
@@ -319,6 +330,7 @@ static void gdn_prefill(Mixer *m, const MixerCtx *c, const real *h, const real *
 const MixerVT mixer_gdn = {
     .name = "gdn",
     .config = &gdn_section,
+    .validate = gdn_validate,
     .causal_ok = 1,
     .bidir_ok = 0,
     .attn_dropout_why = "is a linear recurrence: it has no attention probabilities to drop",
