@@ -22,7 +22,7 @@
 # Both `model` and `mpi` also run the CUDA build as on a machine without a GPU
 # (cpu_table_checks).
 #
-#   scripts/cuda_emu_check.sh [all | self | elem|favor|conv|scan|attn | core|mem|matmul|nn|linmix|route|div|stem]
+#   scripts/cuda_emu_check.sh [all | self | elem|favor|conv|scan|attn | core|mem|matmul|nn|linmix|route|div|stem|delta]
 #   scripts/cuda_emu_check.sh model [gpu_check.sh options]
 #   scripts/cuda_emu_check.sh mpi [full]
 #   scripts/cuda_emu_check.sh build     (only the emulated CLI binaries, in build/cuda_emu/model)
@@ -136,11 +136,11 @@ cpu_table_checks() {
 # generation on the emulated device: 20 tokens sampled (temperature 1, one seed) after a
 # 40-token prompt (more than two chunks of gma.chunk 16) with incremental decoding, the
 # prompt prefilled (model_prefill), against bin/gmasample on the CPU with a full forward
-# per token, from small checkpoints of four mixers trained on the CPU
+# per token, from small checkpoints of five mixers trained on the CPU
 decode_checks() {
   local M=$1 rc=0 mx d a b G
   make -s bin/gmatrain bin/gmasample
-  for mx in gma sdpa linear gated; do
+  for mx in gma sdpa linear gated gdn; do
     d=$O/decode-$mx; rm -rf "$d"
     bin/gmatrain --config configs/quickstart.json --out "$d" --set model.mixer=$mx --set train.steps=20 \
       --set train.eval_every=0 --set data.recall_valid=4 --set data.recall_test=4 --threads 1 --quiet || { rc=1; continue; }
@@ -167,7 +167,7 @@ if [ "$W" = model ]; then model_checks "${@:2}"; exit $?; fi
 if [ "$W" = mpi ]; then mpi_checks "${@:2}"; exit $?; fi
 if [ "$W" = build ]; then build_model "$O/model"; exit $?; fi
 case $W in all|elem|favor|conv|scan|attn) base=1 ;; *) base=0 ;; esac
-case $W in all|core|mem|matmul|nn|linmix|route|div|stem) core=1 ;; *) core=0 ;; esac
+case $W in all|core|mem|matmul|nn|linmix|route|div|stem|delta) core=1 ;; *) core=0 ;; esac
 case $W in all|self) self=1 ;; *) self=0 ;; esac
 if [ $base = 0 ] && [ $core = 0 ] && [ $self = 0 ]; then echo "cuda_emu_check.sh: unknown part '$W'" >&2; exit 2; fi
 GXX="g++ -O1 -std=c++20 -w -Itests/cuda_emu -Isrc"

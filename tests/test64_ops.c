@@ -14,7 +14,7 @@
 
 #define GC_N 256  /* elements of each input perturbed (the first ones) */
 #define GC_R 256 /* outputs in the loss (the first ones: its rounding stays below GC_ABS_TOL) */
-#define MAXT 6
+#define MAXT 8
 
 /* one op case: inputs with their analytic gradients, outputs with their loss weights r;
  * fwd computes the outputs from the inputs (ints i[] and the pointers p[] as it needs) */
@@ -422,6 +422,53 @@ static void g_attn(int B, int H, int N, int d, int causal, int pad, double p) {
                          o.s, o.p[1]);
     check(&o, p > 0 ? "attn dropout" : "attn");
     free(kb);
+}
+
+/* ---- Gated DeltaNet: row normalisation (L2: mean 0, no weight or gate; the gated RMSNorm: mean 1
+ * with w and g), the delta rule (inputs q, k, v, then with decay ga, A_log, dt_bias, then with the
+ * delta rule gb) ---- */
+static void f_rownorm(Op *o) {
+    int gated = o->i[3];
+    g_ops->rownorm_forward(o->y[0], o->y[1], o->x[0], gated ? o->x[1] : NULL, gated ? o->x[2] : NULL, o->i[0], o->i[1],
+                           o->s, o->i[2]);
+}
+static void g_rownorm(int R, int C, int mean, int gated) {
+    Rng keep = g_rng; /* the later rows (BASE_ROWS) draw what they drew before these rows came */
+    Op o = {.fwd = f_rownorm, .i = {R, C, mean, gated}, .s = mean ? 1e-5 : 1e-6};
+    in(&o, "x", (size_t)R * C, 1, 0);
+    if (gated) in(&o, "w", C, 0.5, 1), in(&o, "g", (size_t)R * C, 2, 0);
+    out(&o, (size_t)R * C), out(&o, R);
+    memset(o.r[1], 0, sizeof(real) * R); /* rstd: saved */
+    o.fwd(&o);
+    g_ops->rownorm_backward(o.g[0], gated ? o.g[1] : NULL, gated ? o.g[2] : NULL, o.r[0], o.x[0], gated ? o.x[1] : NULL,
+                            gated ? o.x[2] : NULL, o.y[1], R, C, mean);
+    check(&o, gated ? "rownorm gated" : "rownorm l2");
+    g_rng = keep;
+}
+static void f_delta(Op *o) {
+    int *i = o->i, dl = i[6], dc = i[7];
+    real **x = o->x;
+    g_ops->delta_forward(o->y[0], o->y[1], x[0], x[1], x[2], dc ? x[3] : NULL, dl ? x[dc ? 6 : 3] : NULL,
+                         dc ? x[4] : NULL, dc ? x[5] : NULL, i[0], i[1], i[2], i[3], i[4], i[5], o->s);
+}
+static void g_delta(int B, int H, int N, int dk, int dv, int chunk, int delta, int decay) {
+    int nck = (N + chunk - 1) / chunk;
+    size_t R = (size_t)B * H * N;
+    Rng keep = g_rng;
+    Op o = {.fwd = f_delta, .i = {B, H, N, dk, dv, chunk, delta, decay}, .s = 0.6};
+    in(&o, "q", R * dk, 0.5, 0), in(&o, "k", R * dk, 0.5, 0), in(&o, "v", R * dv, 1, 0);
+    if (decay) in(&o, "ga", R, 1, 0), in(&o, "A_log", H, 0.5, 0), in(&o, "dt_bias", H, 0.5, 0);
+    if (delta) in(&o, "gb", R, 1.5, 0);
+    out(&o, R * dv), out(&o, (size_t)B * H * (nck + 1) * dk * dv);
+    memset(o.r[1], 0, sizeof(real) * o.ny[1]); /* the states: saved */
+    o.fwd(&o);
+    real **x = o.x, **g = o.g;
+    g_ops->delta_backward(g[0], g[1], g[2], decay ? g[3] : NULL, delta ? g[decay ? 6 : 3] : NULL, decay ? g[4] : NULL,
+                          decay ? g[5] : NULL, o.r[0], o.y[1], x[0], x[1], x[2], decay ? x[3] : NULL,
+                          delta ? x[decay ? 6 : 3] : NULL, decay ? x[4] : NULL, decay ? x[5] : NULL, B, H, N, dk, dv,
+                          chunk, o.s);
+    check(&o, delta ? (decay ? "delta rule, decay" : "delta rule") : (decay ? "decay only" : "linear"));
+    g_rng = keep;
 }
 
 /* every row with a backward, in the table's order; each must check a gradient */

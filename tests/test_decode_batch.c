@@ -34,6 +34,9 @@ static const char *g_cases[][2] = {
     {"performer", "model.short_conv=3;performer.kernel=relu"},
     {"gma", "model.mixer=baseconv,gma;model.pos=none"},
     {"baseconv", "baseconv.act=true;baseconv.kernel=4"},
+    {"gdn", ""},
+    {"gdn", "gdn.delta=false;gdn.expand_v=2"},
+    {"gdn", "gdn.decay=false"},
 };
 
 static void tiny_model(Model *m, size_t c, int W, uint64_t seed) {

@@ -2,9 +2,9 @@
  * state (MixerVT.prefill), against feeding the prompt one decode step a token: the logits of
  * the prompt's last position and of every decoded position after it agree within 1e-5 of
  * the largest logit, and greedy decoding draws the same tokens, for every mixer with a
- * decode step, at prompts longer than one chunk of the linear core and of mamba's scan and
- * shorter than mamba's and baseconv's convolution windows (and than model.short_conv's, whose cases run
- * every mixer that takes it); the step-a-row fallback of a mixer without the
+ * decode step, at prompts longer than one chunk of the linear core and of mamba's and gdn's
+ * recurrences and shorter than the convolution windows of mamba, gdn and baseconv (and than
+ * model.short_conv's, whose cases run every mixer that takes it); the step-a-row fallback of a mixer without the
  * hook; several sequences from one prefill; the refusals; gmasample prefilled, with
  * --no-prefill and with --no-cache drawing the same samples (run from the repository root). */
 #include <cjson/cJSON.h>
@@ -46,6 +46,12 @@ static const char *g_cases[][2] = {
     {"baseconv", "baseconv.act=true;model.pos=none"},
     {"baseconv", "baseconv.kernel=1"},
     {"gma", "model.mixer=baseconv,sdpa;baseconv.kernel=30"}, /* a window longer than every prompt */
+    {"gdn", "gdn.chunk=4"},
+    {"gdn", "gdn.delta=false;gdn.chunk=5"},
+    {"gdn", "gdn.decay=false;gdn.expand_v=2"},
+    {"gdn", "gdn.delta=false;gdn.decay=false"},
+    {"gdn", "gdn.conv_size=1"},
+    {"gdn", "model.mixer=gdn,sdpa"},
 };
 enum { W = 24, V = 23, NEW = 6 };
 
@@ -140,7 +146,7 @@ END_TEST
 START_TEST(test_prefill_fallback) {
     ck_assert_int_eq(ops_select(OPS_CPU), 0);
     for (size_t c = 0; c < sizeof g_cases / sizeof g_cases[0]; c++) {
-        if (strcmp(g_cases[c][0], "linear") && strcmp(g_cases[c][0], "mamba")) continue;
+        if (strcmp(g_cases[c][0], "linear") && strcmp(g_cases[c][0], "mamba") && strcmp(g_cases[c][0], "gdn")) continue;
         Model m;
         tiny_model(&m, c, 40 + c);
         MixerVT *vt = xmalloc(sizeof *vt);

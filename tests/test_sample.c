@@ -230,7 +230,8 @@ END_TEST
 /* incremental decoding (model_decode_step) gives the logits of one full causal forward,
  * position by position, for every mixer with a decode step (performer: with a running key
  * stabiliser; mamba: the convolution window and the scan state; baseconv: the convolution window;
- * model.short_conv: the convolutions' last inputs); auto with its threshold
+ * model.short_conv: the convolutions' last inputs; gdn: the windows of its three convolutions and
+ * the state S of each variant); auto with its threshold
  * inside the window says it has none */
 START_TEST(test_decode_matches_forward) {
     const char *cases[][2] = {
@@ -260,6 +261,10 @@ START_TEST(test_decode_matches_forward) {
         {"gma", "model.mixer=baseconv,gma;model.pos=none"},
         {"baseconv", "baseconv.act=true;baseconv.kernel=5"},
         {"baseconv", "baseconv.kernel=1;model.mlp=false"},
+        {"gdn", ""},
+        {"gdn", "gdn.delta=false;gdn.expand_v=2"},
+        {"gdn", "gdn.decay=false;gdn.conv_size=1"},
+        {"gdn", "gdn.delta=false;gdn.decay=false;gdn.chunk=5"},
     };
     ck_assert_int_eq(ops_select(OPS_CPU), 0);
     for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {

@@ -9,7 +9,8 @@
  * entropy, argmax, head split/merge, row softmax, attention mask, linmix (bidirectional and
  * causal; chunks that divide N, that do not, and one chunk; the decoding step linmix_step), GMA routing (per-head and
  * shared, Kc over 32), the diversity loss, pair features, AdamW and SGD, and the
- * convolutional stem's im2col (both tap orders) and per-channel normalisation, and max pooling. Bound: relative L2
+ * convolutional stem's im2col (both tap orders) and per-channel normalisation, max pooling, and Gated DeltaNet's
+ * row normalisation, delta rule (forward, backward, decoding step). Bound: relative L2
  * error 1e-4 per tensor in fp32 (tf32 2e-3, bf16 1e-2 against the fp32 CPU product);
  * integer outputs and the copy ops must match exactly. Run by scripts/cuda_emu_check.sh. */
 #include "ops/cuda/cuda_common.cuh"
@@ -353,6 +354,51 @@ static void t_opt(size_t n) {
         V q1 = p, q2 = p, b1 = m, b2 = m;
         for (int s = 0; s < 3; s++) { CP->sgd(F(q1), F(g), F(b1), n, 0.05f, mom ? 0.9f : 0.f, 0.01f); CU->sgd(F(q2), F(g), F(b2), n, 0.05f, mom ? 0.9f : 0.f, 0.01f); }
         cmp(mom ? "sgd p (momentum 0.9)" : "sgd p (no momentum)", q2, q1); if (mom) cmp("sgd momentum buffer", b2, b1);
+    }
+}
+/* Gated DeltaNet: row normalisation (the L2 norm; the gated RMSNorm with weight and gate) */
+static void t_rownorm(int R, int C, int mean, int gated) {
+    printf("rownorm R%d C%d mean%d gated%d\n", R, C, mean, gated);
+    size_t n = (size_t)R * C; float eps = mean ? 1e-5f : 1e-6f;
+    V x = rnd(n, 2), w = rnd(C, 0.5f, 1), g = rnd(n, 3), o1(n), o2(n), r1(R), r2(R);
+    const float *pw = gated ? F(w) : NULL, *pg = gated ? F(g) : NULL;
+    CP->rownorm_forward(F(o1), F(r1), F(x), pw, pg, R, C, eps, mean);
+    CU->rownorm_forward(F(o2), F(r2), F(x), pw, pg, R, C, eps, mean);
+    cmp("rownorm out", o2, o1); cmp("rownorm rstd", r2, r1);
+    V dy = rnd(n), dx1 = rnd(n), dx2 = dx1, dw1 = rnd(C), dw2 = dw1, dg1 = rnd(n), dg2 = dg1;
+    CP->rownorm_backward(F(dx1), gated ? F(dw1) : NULL, gated ? F(dg1) : NULL, F(dy), F(x), pw, pg, F(r1), R, C, mean);
+    CU->rownorm_backward(F(dx2), gated ? F(dw2) : NULL, gated ? F(dg2) : NULL, F(dy), F(x), pw, pg, F(r1), R, C, mean);
+    cmp("rownorm dx", dx2, dx1);
+    if (gated) cmp("rownorm dw", dw2, dw1), cmp("rownorm dg", dg2, dg1);
+}
+/* the delta rule: outputs, the saved states, every gradient (the CPU's states given to both backward passes) */
+static void t_delta(int B, int H, int N, int dk, int dv, int chunk, int delta, int decay) {
+    printf("delta B%d H%d N%d dk%d dv%d chunk%d delta%d decay%d\n", B, H, N, dk, dv, chunk, delta, decay);
+    size_t R = (size_t)B * H * N, nst = (size_t)B * H * ((N + chunk - 1) / chunk + 1) * dk * dv;
+    V q = rnd(R * dk, 0.5f), k = rnd(R * dk, 0.5f), v = rnd(R * dv), ga = rnd(R), gb = rnd(R, 1.5f), Al = rnd(H, 0.5f), dtb = rnd(H, 0.5f);
+    const float *pa = decay ? F(ga) : NULL, *pb = delta ? F(gb) : NULL, *pA = decay ? F(Al) : NULL, *pd = decay ? F(dtb) : NULL;
+    V o1(R * dv), o2(o1.size()), s1(nst), s2(nst);
+    CP->delta_forward(F(o1), F(s1), F(q), F(k), F(v), pa, pb, pA, pd, B, H, N, dk, dv, chunk, 0.6f);
+    CU->delta_forward(F(o2), F(s2), F(q), F(k), F(v), pa, pb, pA, pd, B, H, N, dk, dv, chunk, 0.6f);
+    cmp("delta out", o2, o1); cmp("delta states", s2, s1);
+    V dout = rnd(o1.size()), dq1 = rnd(q.size()), dq2 = dq1, dk1 = rnd(k.size()), dk2 = dk1, dv1 = rnd(v.size()), dv2 = dv1,
+      da1 = rnd(R), da2 = da1, db1 = rnd(R), db2 = db1, dA1 = rnd(H), dA2 = dA1, dt1 = rnd(H), dt2 = dt1;
+    CP->delta_backward(F(dq1), F(dk1), F(dv1), F(da1), F(db1), F(dA1), F(dt1), F(dout), F(s1), F(q), F(k), F(v), pa, pb, pA, pd, B, H, N, dk, dv, chunk, 0.6f);
+    CU->delta_backward(F(dq2), F(dk2), F(dv2), F(da2), F(db2), F(dA2), F(dt2), F(dout), F(s1), F(q), F(k), F(v), pa, pb, pA, pd, B, H, N, dk, dv, chunk, 0.6f);
+    cmp("delta dq", dq2, dq1); cmp("delta dk", dk2, dk1); cmp("delta dv", dv2, dv1);
+    if (decay) cmp("delta dga", da2, da1), cmp("delta dA_log", dA2, dA1), cmp("delta ddt_bias", dt2, dt1);
+    if (delta) cmp("delta dgb", db2, db1);
+}
+/* the decoding step on states a stride apart, three steps from a random state */
+static void t_delta_step(int B, int H, int dk, int dv, int delta, int decay) {
+    printf("delta_step B%d H%d dk%d dv%d delta%d decay%d\n", B, H, dk, dv, delta, decay);
+    size_t ss = (size_t)H * dk * dv + 5, hd = (size_t)B * H;
+    V st1 = rnd(B * ss, 0.3f), st2 = st1, Al = rnd(H, 0.5f), dtb = rnd(H, 0.5f), o1(hd * dv), o2(o1.size());
+    for (int t = 0; t < 3; t++) {
+        V q = rnd(hd * dk, 0.5f), k = rnd(hd * dk, 0.5f), v = rnd(hd * dv), ga = rnd(hd), gb = rnd(hd, 1.5f);
+        CP->delta_step(F(o1), F(st1), ss, F(q), F(k), F(v), decay ? F(ga) : NULL, delta ? F(gb) : NULL, F(Al), F(dtb), B, H, dk, dv, 0.6f);
+        CU->delta_step(F(o2), F(st2), ss, F(q), F(k), F(v), decay ? F(ga) : NULL, delta ? F(gb) : NULL, F(Al), F(dtb), B, H, dk, dv, 0.6f);
+        cmp("delta_step out", o2, o1); cmp("delta_step state", st2, st1);
     }
 }
 /* the table (op_rows.h, OP_ROWS) */

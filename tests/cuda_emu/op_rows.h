@@ -3,7 +3,7 @@
  *   ROW(part, op, grad, (args))
  *
  * part: the selector of scripts/cuda_emu_check.sh (mem, matmul, nn, linmix, route, div,
- *       stem; "core" and "all" run every row);
+ *       stem, delta; "core" and "all" run every row);
  * op:   emu_core.cpp runs t_<op>(args) on the CPU backend and on the emulated CUDA
  *       backend and compares every output by normalised error (relative L2; integer and
  *       copy outputs exactly);
@@ -80,7 +80,19 @@
     ROW(stem, maxpool, 1, (3, 40, 33))                                                                                 \
     ROW(stem, maxpool, 1, (2, 1, 5))                                                                                   \
     ROW(route, route, 0, (2, 2, 100, 8, 33, 0)) /* k_route_dc: more rows than warps */                                 \
-    ROW(route, route, 0, (3, 2, 50, 4, 9, 1)) /* (float64 checks: the rows above) */
+    ROW(route, route, 0, (3, 2, 50, 4, 9, 1)) /* (float64 checks: the rows above) */                                \
+    ROW(delta, rownorm, 1, (37, 16, 0, 0))        /* R, C, mean, gated: the L2 norm of q, k */                      \
+    ROW(delta, rownorm, 1, (20, 40, 1, 1))        /* the gated RMSNorm */                                             \
+    ROW(delta, rownorm, 1, (3, 1, 1, 1))                                                                               \
+    ROW(delta, rownorm, 0, (600, 70, 1, 1))                                                                            \
+    ROW(delta, delta, 1, (2, 3, 11, 4, 5, 3, 1, 1)) /* B, H, N, dk, dv, chunk, delta, decay */                         \
+    ROW(delta, delta, 1, (1, 2, 9, 6, 6, 4, 0, 1))                                                                     \
+    ROW(delta, delta, 1, (2, 1, 7, 3, 4, 16, 1, 0))                                                                    \
+    ROW(delta, delta, 1, (1, 1, 5, 2, 3, 1, 0, 0))                                                                     \
+    ROW(delta, delta, 0, (2, 2, 70, 40, 70, 16, 1, 1)) /* more columns than a warp, ragged chunks */                   \
+    ROW(delta, delta, 0, (1, 2, 33, 64, 32, 64, 1, 1)) /* one chunk */                                                 \
+    ROW(delta, delta_step, 0, (3, 2, 5, 7, 1, 1))     /* B, H, dk, dv, delta, decay */                               \
+    ROW(delta, delta_step, 0, (2, 1, 33, 40, 0, 1))
 
 #define BASE_ROWS(ROW)                                                                                                 \
     ROW(elem, elem, 1, (1000))                                                                                         \

@@ -11,7 +11,7 @@
 #include "nn/mixers/linear_core.h"
 
 /* The registry, in the order of the configuration reference: one line per mixer. */
-#define MIXERS(X) X(gma) X(sdpa) X(sdpa_ref) X(linear) X(performer) X(linformer) X(mamba) X(baseconv) X(auto) X(gated)
+#define MIXERS(X) X(gma) X(sdpa) X(sdpa_ref) X(linear) X(performer) X(linformer) X(mamba) X(baseconv) X(auto) X(gated) X(gdn)
 
 #define DECLARE(n) extern const MixerVT mixer_##n;
 MIXERS(DECLARE)

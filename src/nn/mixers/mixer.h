@@ -119,7 +119,7 @@ typedef struct MixerVT {
      * helpers below, their act block and decode state); else validation refuses
      * model.short_conv > 0 for it */
     int short_conv_ok;
-    /* 1 when the mixer has a short convolution of its own (mamba, baseconv): model.short_conv
+    /* 1 when the mixer has a short convolution of its own (mamba, baseconv, gdn): model.short_conv
      * leaves such a layer as it is, so a stack like ["baseconv", "gma"] takes it in its gma
      * layer; a model.short_conv > 0 that no layer takes is refused */
     int own_conv;

@@ -4,7 +4,7 @@
  * lives in the file named for its kind: cuda_core.cu (memory, the backend hooks, matrix
  * products, elementwise ops, reductions, the optimisers), cuda_nn.cu (GELU, LayerNorm,
  * embeddings, cross-entropy, heads, softmax, masks), cuda_linmix.cu, cuda_gma_route.cu,
- * cuda_gma_div.cu, cuda_cls.cu, cuda_baselines.cu, cuda_sdpa.cu, cuda_mamba.cu. */
+ * cuda_gma_div.cu, cuda_cls.cu, cuda_baselines.cu, cuda_sdpa.cu, cuda_mamba.cu, cuda_delta.cu. */
 #ifndef GMA_OPS_CUDA_H
 #define GMA_OPS_CUDA_H
 
