@@ -160,6 +160,13 @@ START_TEST(test_gmaeval_ctx_len) {
     ck_assert_msg(strstr(g_out, "--ctx-len 7: the 4 pairs of ") && strstr(g_out, "take 8 positions"), "%s", g_out);
     ck_assert_int_eq(run("./bin/gmaeval --checkpoint %s --data test --ctx-len 40 --seq-len 40", rd), 2);
     ck_assert_msg(strstr(g_out, "--seq-len 40 leaves no query after the context of --ctx-len 40"), "%s", g_out);
+    /* a context near INT_MAX: refused naming --ctx-len, never a --seq-len not given (ctx + queries overflowed) */
+    ck_assert_int_eq(run("./bin/gmaeval --checkpoint %s --data test --ctx-len 2147483647", rd), 2);
+    ck_assert_msg(strstr(g_out, "--ctx-len") && !strstr(g_out, "--seq-len") && !strchr(strchr(g_out, '\n') + 1, '\n'), "%s",
+                  g_out);
+    ck_assert_int_eq(run("./bin/gmaeval --checkpoint %s --data test --ctx-len 16777215", rd), 2);
+    ck_assert_msg(strstr(g_out, "--ctx-len 16777215: with the 16 query positions of ") && !strstr(g_out, "--seq-len"), "%s",
+                  g_out);
     const char *plain = tu_path("plain");
     ck_assert_msg(run("./bin/gmatrain --config %s --set cross.mixer=none --set train.steps=1 --out %s --threads 1 --quiet", cfg,
                       plain) == 0, "%s", g_out);
@@ -169,7 +176,8 @@ START_TEST(test_gmaeval_ctx_len) {
     ck_assert_msg(run("./bin/gmatrain --config %s --set model.pos=learned --set train.steps=1 --out %s --threads 1 --quiet", cfg,
                       learned) == 0, "%s", g_out);
     ck_assert_int_eq(run("./bin/gmaeval --checkpoint %s --data test --ctx-len 64", learned), 2);
-    ck_assert_msg(strstr(g_out, "model.pos \"learned\""), "%s", g_out);
+    ck_assert_msg(strstr(g_out, "model.pos \"learned\"") && strstr(g_out, "--ctx-len 64 (a window of 80)") &&
+                  !strstr(g_out, "--seq-len"), "%s", g_out);
 }
 END_TEST
 

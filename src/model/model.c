@@ -2,6 +2,7 @@
  * the encoder classifier (same embeddings and blocks; see model.h). */
 #include "model/model.h"
 
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
@@ -134,21 +135,24 @@ int model_build(Model *m, const Config *c) {
     return 0;
 }
 
-int model_extend_window(Config *c, int N, const char *src) {
+int model_extend_window(Config *c, int N, const char *given, const char *src) {
+    char opt[96];
+    if (given) snprintf(opt, sizeof opt, "%s", given);
+    else snprintf(opt, sizeof opt, "--seq-len %d", N);
     ModelCfg *mc = &c->model;
     if (N <= mc->max_seq_len) return 0;
     if (model_keys(c)->pos == POS_LEARNED)
-        return gma_errorf("--seq-len %d is longer than model.max_seq_len %d: model.pos \"learned\" of checkpoint %s has one row of "
+        return gma_errorf("%s is longer than model.max_seq_len %d: model.pos \"learned\" of checkpoint %s has one row of "
                           "pos_emb.weight per position, none past %d (positions \"sinusoidal\" or \"none\" extend)",
-                          N, mc->max_seq_len, src, mc->max_seq_len);
+                          opt, mc->max_seq_len, src, mc->max_seq_len);
     if (mc->task == MODEL_CLASSIFY)
-        return gma_errorf("--seq-len %d is longer than model.max_seq_len %d of checkpoint %s: a classifier is evaluated within it", N,
+        return gma_errorf("%s is longer than model.max_seq_len %d of checkpoint %s: a classifier is evaluated within it", opt,
                           mc->max_seq_len, src);
     for (int l = 0; l < mc->n_layers; l++) {
         const MixerVT *vt = mixer_of_layer(c, l);
         if (vt && vt->fixed_window)
-            return gma_errorf("--seq-len %d is longer than model.max_seq_len %d: layer %d's mixer %s of checkpoint %s: %s",
-                              N, mc->max_seq_len, l, vt->name, src, vt->fixed_window);
+            return gma_errorf("%s is longer than model.max_seq_len %d: layer %d's mixer %s of checkpoint %s: %s",
+                              opt, mc->max_seq_len, l, vt->name, src, vt->fixed_window);
     }
     mc->max_seq_len = N;
     return 0;
@@ -257,14 +261,17 @@ int model_check_memory(const Model *m, int Bmax, int Nmax) {
 
 int model_check_memory_plan(const Model *m, int Bmax, int Nmax, MemPlan *plan) {
     model_memory_plan(m, Bmax, Nmax, plan);
-    if (g_ops->device != OPS_CPU) return 0; /* device memory: the backend reports its own failure */
     const MemPlan p = *plan;
-    if (p.avail > 0 && p.total > p.avail)
+    if (g_ops->device == OPS_CPU && p.avail > 0 && p.total > p.avail) /* device memory: the backend reports its own failure */
         return gma_errorf("batch %d x %d (train.batch_size x train.seq_len) plans %.1f GiB: parameters%s %.1f, activations %.1f "
                           "(%s) -> more than the %.1f GiB of %s",
                           Bmax, Nmax, p.total / 1073741824.0, m->infer ? "" : ", gradients and optimiser moments",
                           p.params / 1073741824.0, p.acts / 1073741824.0, p.drivers,
                           p.avail / 1073741824.0, p.avail_what);
+    double rows = (double)Bmax * (m->classify ? m->n_seq : 1) * (Nmax + m->pool_cls);
+    if (rows > INT_MAX) /* the layers index the B x N rows with an int */
+        return gma_errorf("batch %d x %d (train.batch_size x train.seq_len) is %.0f rows, more than the %d a model runs", Bmax,
+                          Nmax, rows, INT_MAX);
     return 0;
 }
 
