@@ -379,6 +379,14 @@ static int eval_lm(const Args *a, Config *cfg, const char *dir, int B, int N) {
     double t0 = gma_now();
     EvalResult r;
     if (evaluate_buckets(&m, &d, split, B, N, a->batches, a->bucket, &r) != 0) return fail(1);
+    if (r.tokens == 0) { /* a loss of 0 over no token is no figure: e.g. MQAR examples longer than the window */
+        fprintf(stderr, "gmaeval: %s: no token of %s%s%s was scored in %ld windows of %d tokens%s\n", dir,
+                split_file ? "" : "the ", split_file ? a->data : lmdata_split_name(split), split_file ? "" : " split", r.windows, N,
+                d.is_mqar || d.is_recall || d.is_passkey || d.is_xmqar
+                    ? ": every example's targets lie past the window (give a --seq-len that holds the data's examples)"
+                    : "");
+        return 2;
+    }
     if (!isfinite(r.loss)) { /* huge or broken weights: no figure to print or write */
         fprintf(stderr, "gmaeval: %s: the %s loss is not finite (%g) from window %ld on (%d tokens each): the weights give "
                 "non-finite logits\n", dir, split_file ? a->data : lmdata_split_name(split), r.loss, r.bad_window, N);

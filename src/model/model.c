@@ -219,6 +219,9 @@ void model_memory_plan(const Model *m, int Bmax, int Nmax, MemPlan *p) {
     double rough = R * ((double)m->L * (6.0 * m->D + 2.0 * m->F)) + fmin(R, (double)model_head_rows(m, SIZE_MAX)) * (double)m->V;
     p->params = (m->infer ? 1.0 : 4.0) * (double)m->pt.total * sizeof(real); /* parameters, gradients, two moments */
     p->acts = rough * sizeof(real) > 1e18 ? rough * sizeof(real) : (double)plan_total(m, Bmax, Nmax) * sizeof(real);
+    /* the encoder and the cross sub-layers of a cross model: buffers of their own (model_cross.c) */
+    double cross = rough * sizeof(real) > 1e18 ? 0 : (double)xmodel_act_size(m->x, Bmax, Nmax) * sizeof(real);
+    p->acts += cross;
     /* and for a while: model_init_params' host copy of the parameters, the sinusoidal table (host and device) */
     double table = model_keys(&m->cfg)->pos == POS_SINUSOIDAL ? 2.0 * m->Nmax * m->D * sizeof(real) : 0;
     p->total = p->params + p->acts + (double)m->pt.total * sizeof(real) + table;
@@ -241,6 +244,9 @@ void model_memory_plan(const Model *m, int Bmax, int Nmax, MemPlan *p) {
     if (pos > 0.5 * p->total)
         snprintf(p->drivers, sizeof p->drivers, "mostly the position table: model.max_seq_len %d x model.d_model %d", m->Nmax,
                  m->D);
+    else if (cross > 0.5 * p->acts)
+        snprintf(p->drivers, sizeof p->drivers, "mostly the cross layers: cross.ctx_len %d, cross.enc_layers %d and "
+                 "model.n_layers %d (cross.mixer %s)", m->x->M, m->x->E, m->x->L, cfg_enum_name(c, "cross.mixer"));
     else if (p->params > p->acts)
         snprintf(p->drivers, sizeof p->drivers, "mostly parameters: model.vocab_size %d x model.d_model %d, model.n_layers %d x "
                  "model.d_ff %d", m->V, m->D, m->L, m->F);
