@@ -85,6 +85,12 @@ START_TEST(test_second_writer) {
     char *cfg1 = read_rel(rd, "config.json", &len1);
     ck_assert_msg(len0 == len1 && !memcmp(cfg0, cfg1, len0), "config.json changed under the first trainer");
     free(cfg0), free(cfg1);
+    /* --resume before its first checkpoint: the holder named, not "not a checkpoint" (config from the checkpoint, then
+     * from --config) */
+    ck_assert_int_eq(run("./bin/gmatrain --resume %s --quiet", rd), 2);
+    ck_assert_msg(ce_lines(g_out) == 1 && strstr(g_out, pidtxt) && strstr(g_out, "is in use"), "%s", g_out);
+    ck_assert_int_eq(run("./bin/gmatrain --config %s --resume %s --quiet", cfg, rd), 2);
+    ck_assert_msg(ce_lines(g_out) == 1 && strstr(g_out, pidtxt) && strstr(g_out, "is in use"), "%s", g_out);
     stop(pid);
     char *m = read_rel(rd, "metrics.jsonl", &mlen);
     ck_assert_msg(m && strlen(m) == mlen, "metrics.jsonl holds a NUL byte");
@@ -261,6 +267,8 @@ START_TEST(test_init_from) {
     ck_assert_msg(ce_lines(g_out) == 1 && strstr(g_out, "model.d_model is 16 there, 32 here"), "%s", g_out);
     ck_assert_int_eq(run("./bin/gmatrain --config %s --init-from %s --out %s/h --set model.n_heads=4", cfg, S, tu_tmpdir()), 2);
     ck_assert_msg(ce_lines(g_out) == 1 && strstr(g_out, "model.n_heads is 2 there, 4 here"), "%s", g_out);
+    ck_assert_int_eq(run("./bin/gmatrain --init-from %s --quiet", S), 2);
+    ck_assert_msg(ce_lines(g_out) == 1 && strstr(g_out, "--init-from needs --out DIR"), "%s", g_out);
     ck_assert_int_eq(run("./bin/gmatrain --init-from %s --resume %s", S, S), 2);
     ck_assert_msg(ce_lines(g_out) == 1 && strstr(g_out, "cannot go together"), "%s", g_out);
     /* the config from the checkpoint when no --config is given */

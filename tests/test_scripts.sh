@@ -431,5 +431,14 @@ out=$(scripts/reproduce_cross.sh run --kinds "gma bogus" --out "$tmp/xc2" 2>&1);
   || bad "run --kinds bogus: exit $rc, '$out'"
 out=$(scripts/reproduce_cross.sh write "$tmp/xc/none.json" --out "$tmp/xc/p2.md" 2>&1); rc=$?
 [ $rc -eq 1 ] && [[ "$out" == *"none.json"* ]] && ok "reproduce_cross.sh write: a missing file named" || bad "write missing: exit $rc, '$out'"
+# run_tests.sh: the suites' timeouts scaled by GMA_TEST_TIMEOUT_SCALE (Check's CK_TIMEOUT_MULTIPLIER), a bad scale refused
+printf '#!/bin/sh\n[ "$CK_TIMEOUT_MULTIPLIER" = 3 ] && echo "100%%: Checks: 1, Failures: 0, Errors: 0"\n' > "$tmp/fake_suite"
+chmod +x "$tmp/fake_suite"
+out=$(env -u CK_TIMEOUT_MULTIPLIER GMA_TEST_TIMEOUT_SCALE=3 scripts/run_tests.sh "$tmp/fake_suite" 2>&1); rc=$?
+[ $rc -eq 0 ] && [[ "$out" == *"1 passed, 0 failed, 0 skipped"* ]] && ok "run_tests.sh: GMA_TEST_TIMEOUT_SCALE=3 gives the suites CK_TIMEOUT_MULTIPLIER=3" \
+  || bad "run_tests.sh GMA_TEST_TIMEOUT_SCALE: exit $rc, '$out'"
+out=$(env -u CK_TIMEOUT_MULTIPLIER GMA_TEST_TIMEOUT_SCALE=x scripts/run_tests.sh "$tmp/fake_suite" 2>&1); rc=$?
+[ $rc -eq 2 ] && [[ "$out" == *"GMA_TEST_TIMEOUT_SCALE=x is not a whole number"* ]] && ok "run_tests.sh: a bad GMA_TEST_TIMEOUT_SCALE refused" \
+  || bad "run_tests.sh GMA_TEST_TIMEOUT_SCALE=x: exit $rc, '$out'"
 [ $fail -eq 0 ] && echo "scripts: ok"
 exit $fail

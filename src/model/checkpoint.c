@@ -241,7 +241,11 @@ static long newest_intact(const char *run_dir, const char *except) {
 int ckpt_hint_intact(const char *path) {
     char run[2100], latest[2200], broken[2200];
     snprintf(latest, sizeof latest, "%s/latest", path);
+    snprintf(broken, sizeof broken, "%s/model.safetensors", path);
+    struct stat st;
     if (access(latest, F_OK) == 0) snprintf(run, sizeof run, "%s", path), snprintf(broken, sizeof broken, "%s", latest);
+    else if (stat(path, &st) == 0 && S_ISDIR(st.st_mode) && access(broken, F_OK) != 0) /* RUN whose latest is gone */
+        snprintf(run, sizeof run, "%s", path), broken[0] = 0;
     else { /* RUN/ckpt_N (or RUN/latest) itself */
         snprintf(broken, sizeof broken, "%s", path);
         snprintf(run, sizeof run, "%s", path);
@@ -253,7 +257,7 @@ int ckpt_hint_intact(const char *path) {
     }
     char why[1024];
     snprintf(why, sizeof why, "%s", gma_error());
-    long s = newest_intact(run, broken);
+    long s = newest_intact(run, broken[0] ? broken : NULL);
     if (s < 0) return gma_errorf("%s", why);
     return gma_errorf("%s; the newest intact checkpoint is %s/ckpt_%08ld (--resume %s/ckpt_%08ld)", why, run, s, run, s);
 }
