@@ -245,6 +245,9 @@ END_TEST
 /* gmaeval with a window shorter than every example scores nothing: refused in one line
  * (exit 2), never "loss 0.0000, ppl 1.000, 0 tokens" */
 START_TEST(test_mqar_gmaeval_nothing_scored) {
+    /* a generated source's refusal names its key only, never how to prepare shards */
+    ck_assert_int_eq(run("./bin/gmatrain --config configs/mqar.json --out %s --set data.mqar_vocab=64 --quiet", tu_path("mq0")), 2);
+    ck_assert_msg(strstr(g_out, "key data.mqar_lengths") && !strstr(g_out, "gmadata prepare"), "%s", g_out);
     const char *rd = tu_path("mq");
     ck_assert_msg(run("./bin/gmatrain --config configs/mqar.json --out %s --threads 1 --quiet --set model.d_model=16 "
                       "--set model.n_layers=1 --set train.steps=2 --set train.batch_size=2 --set train.eval_every=0 "

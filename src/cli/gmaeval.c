@@ -338,8 +338,15 @@ static int open_data(LmData *d, Config *cfg, const Args *a, const char *dir, int
         if (cfg->data.source == DATA_shards) {
             char run[2048], found[CFG_STR];
             lmmeta_run_dir(dir, run, sizeof run); /* without data.json: the folder above the checkpoint */
-            if (lmmeta_find_data(cfg->data.path, run, a->data_path, "--data-path DIR", found, sizeof found) != 0)
+            if (lmmeta_find_data(cfg->data.path, run, a->data_path, "--data-path DIR", found, sizeof found) != 0) {
+                char opt[2100];
+                snprintf(opt, sizeof opt, "%s/optim.safetensors", dir);
+                if (!a->data_path && !gma_path_exists(opt)) /* no training state: an import, never trained on data */
+                    gma_errorf("%s: no %s data: the checkpoint was never trained here (an import: its data.path %s names "
+                               "no data of its own); give shards with --data FILE.bin or --data-path DIR (gmadata prepare "
+                               "TEXT_DIR --tokenizer gpt2 --out DIR)", dir, a->data, cfg->data.path);
                 return fail(2);
+            }
             snprintf(cfg->data.path, sizeof cfg->data.path, "%s", found);
             if (check_identity(dir, found, NULL) != 0) return fail(2);
         }

@@ -14,6 +14,7 @@ typedef struct Gpt2Info {
     int L, D, H, V, T; /* layers, width, heads, vocabulary, positions */
     long params;       /* parameters written */
     int tokenizer;     /* 1 when tokenizer/ was written */
+    int swept;         /* stale temporary folders (RUN.tmp.PID of killed imports) removed */
     char format[32];   /* "hugging face" or "llm.c v3" / "llm.c v5" */
 } Gpt2Info;
 

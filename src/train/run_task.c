@@ -96,7 +96,7 @@ static int cls_open(Task *t, Config *cfg, int quiet) {
 static int missing_data_hint(const Config *cfg) {
     char train[2100];
     snprintf(train, sizeof train, "%s/train.bin", cfg->data.path);
-    if (gma_path_exists(train)) return -1; /* some other error: as it is */
+    if (cfg->data.source != DATA_shards || gma_path_exists(train)) return -1; /* generated data, or another error: as it is */
     char msg[1024], base[256], src[256] = "";
     snprintf(msg, sizeof msg, "%s", gma_error());
     const char *b = strrchr(cfg->data.path, '/');
