@@ -262,6 +262,25 @@ int ckpt_hint_intact(const char *path) {
     return gma_errorf("%s; the newest intact checkpoint is %s/ckpt_%08ld (--resume %s/ckpt_%08ld)", why, run, s, run, s);
 }
 
+/* dir (cap bytes) pinned: when it is a link (RUN/latest -> ckpt_N) the folder it names
+ * now, so a reader takes the config and every tensor from one checkpoint even when a
+ * writer moves latest between its reads; a link that names no checkpoint is kept */
+static void pin_link(char *dir, size_t cap) {
+    struct stat st;
+    char t[1024], buf[4200];
+    ssize_t n;
+    if (lstat(dir, &st) != 0 || !S_ISLNK(st.st_mode) || (n = readlink(dir, t, sizeof t - 1)) <= 0) return;
+    t[n] = 0;
+    if (t[0] == '/') snprintf(buf, sizeof buf, "%s", t);
+    else {
+        const char *slash = strrchr(dir, '/');
+        snprintf(buf, sizeof buf, "%.*s%s", slash ? (int)(slash - dir + 1) : 0, dir, t);
+    }
+    char probe[4300];
+    snprintf(probe, sizeof probe, "%s/model.safetensors", buf);
+    if (strlen(buf) < cap && gma_path_exists(probe)) snprintf(dir, cap, "%s", buf);
+}
+
 int ckpt_resolve(const char *path, char *out, size_t cap) {
     struct stat st;
     if (stat(path, &st) != 0) return gma_errorf("%s: no such checkpoint: %s", path, strerror(errno));
@@ -272,17 +291,19 @@ int ckpt_resolve(const char *path, char *out, size_t cap) {
         if (slash) *slash = 0;
         else snprintf(buf, sizeof buf, ".");
         snprintf(out, cap, "%s", buf);
-        return 0;
+        return pin_link(out, cap), 0;
     }
     snprintf(buf, sizeof buf, "%s/model.safetensors", path);
     if (gma_path_exists(buf)) {
         snprintf(out, cap, "%s", path);
-        return 0;
+        size_t n = strlen(out);
+        while (n > 1 && out[n - 1] == '/') out[--n] = 0; /* RUN/latest/ is the link RUN/latest */
+        return pin_link(out, cap), 0;
     }
     snprintf(buf, sizeof buf, "%s/latest/model.safetensors", path);
     if (gma_path_exists(buf)) {
         snprintf(out, cap, "%s/latest", path);
-        return 0;
+        return pin_link(out, cap), 0;
     }
     return gma_errorf("%s: not a checkpoint (no model.safetensors here or under latest/)", path);
 }
