@@ -35,7 +35,7 @@ static int in_range(int32_t v, int lo, int hi) {
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t n) {
     char *json = fz_cut(&data, &n);
     if (n < 12) return free(json), 0;
-    int B = in_range(le32(data), 1, 1000000), N = in_range(le32(data + 4), 1, 1 << 24);
+    int B = in_range(le32(data), 1, 2147483647), N = in_range(le32(data + 4), 1, 1 << 24);
     int S = in_range(le32(data + 8), 1, 2147483647);
     long nbk = GMA_DIV_UP(N, S);
     if (nbk != (N + (long)S - 1) / S || nbk < 1) fz_fail("bucket count %ld of N %d, S %d", nbk, N, S);

@@ -98,7 +98,7 @@ START_TEST(test_exit_codes) {
     }
     static const char *const range[][2] = {
         {"gmatrain --threads 2000", "gmatrain: --threads: \"2000\" is not an integer in [0, 1024]"},
-        {"gmaeval --checkpoint x --data y --batch 0", "gmaeval: --batch: \"0\" is not an integer in [1, 1000000]"},
+        {"gmaeval --checkpoint x --data y --batch 0", "gmaeval: --batch: \"0\" is not an integer in [1, 2147483647]"},
         {"gmasample --checkpoint x --tokens x", "gmasample: --tokens: \"x\" is not an integer in [1, 16777216]"},
         {"gmadata encode --threads -1 f", "gmadata: --threads: \"-1\" is not an integer in [0, 1024]"},
         {"gmabench model --threads 2000", "gmabench: --threads: \"2000\" is not an integer in [0, 1024]"},

@@ -151,7 +151,11 @@ START_TEST(test_gmaeval_and_gmasample_on_the_import) {
     ids[r.n] = 5;
     const char *sh = tu_path("seq.bin");
     ck_assert_int_eq(shard_write(sh, ids, (uint64_t)r.n + 1, (uint32_t)r.V), 0);
-    /* the import has no data of its own: gmaeval --data valid says so, not "give the moved data" */
+    /* the import has no data of its own: gmatrain --init-from without data.path and gmaeval --data valid say so, not
+     * "give the moved data" or how to fetch WikiText-103 */
+    ck_assert_int_eq(run("./bin/gmatrain --init-from %s --out %s --quiet --threads 1", hf, tu_path("ft_nodata")), 2);
+    ck_assert_msg(strstr(g_out, "no data of its own") && strstr(g_out, "--set data.path=DIR") && !strstr(g_out, "fetch") &&
+                  !strchr(strchr(g_out, '\n') + 1, '\n'), "%s", g_out);
     ck_assert_int_eq(run("./bin/gmaeval --checkpoint %s --data valid --threads 1", hf), 2);
     ck_assert_msg(strstr(g_out, "never trained here") && strstr(g_out, "--data FILE.bin or --data-path DIR") &&
                   !strstr(g_out, "moved data") && !strstr(g_out, "fetch") && !strchr(strchr(g_out, '\n') + 1, '\n'), "%s", g_out);

@@ -67,7 +67,7 @@ static int parse_args(Args *a, int argc, char **argv) {
         OPTS("--data", &a->data, "SPLIT|FILE", "train, valid, test or a token shard (required)"),
         OPTS("--data-path", &a->data_path, "DIR", "where the run's data directory moved"),
         OPTI("--seq-len", &a->seq_len, 1, CTX_LEN_MAX, "window length [train.seq_len]"),
-        OPTI("--batch", &a->batch, 1, 1000000, "windows per batch [train.batch_size]"),
+        OPTI("--batch", &a->batch, 1, INT_MAX, "windows per batch [train.batch_size]"),
         OPTI("--stride", &a->stride, 0, INT_MAX, "tokens scored per window [data.eval_stride]"),
         OPTI("--bucket-size", &a->bucket, 0, INT_MAX, "tokens per position bucket of the loss table (0 none)"),
         OPTI("--batches", &a->batches, 0, INT_MAX, "batches scored, 0 all [0]"),

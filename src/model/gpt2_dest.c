@@ -17,7 +17,7 @@ static int set(Config *c, const char *key, long v) {
 int gpt2_dest_build(Gpt2Dest *d, const Gpt2Info *s) {
     Config c;
     cfg_defaults(&c);
-    snprintf(c.name, sizeof c.name, "gpt2-import");
+    snprintf(c.name, sizeof c.name, "%s", GPT2_IMPORT_NAME);
     int rc = set(&c, "model.vocab_size", s->V) || set(&c, "model.d_model", s->D) || set(&c, "model.n_heads", s->H) ||
              set(&c, "model.n_layers", s->L) || set(&c, "model.max_seq_len", s->T) ||
              set(&c, "model.d_ff", 4L * s->D) || set(&c, "train.seq_len", s->T);

@@ -218,9 +218,11 @@ void model_memory_plan(const Model *m, int Bmax, int Nmax, MemPlan *p) {
     double R = (double)Bmax * (m->classify ? m->n_seq : 1) * (Nmax + m->pool_cls);
     double rough = R * ((double)m->L * (6.0 * m->D + 2.0 * m->F)) + fmin(R, (double)model_head_rows(m, SIZE_MAX)) * (double)m->V;
     p->params = (m->infer ? 1.0 : 4.0) * (double)m->pt.total * sizeof(real); /* parameters, gradients, two moments */
-    p->acts = rough * sizeof(real) > 1e18 ? rough * sizeof(real) : (double)plan_total(m, Bmax, Nmax) * sizeof(real);
+    /* the exact plan only where its sizes hold: the mixers' sizes take B x N rows as an int */
+    int exact = rough * sizeof(real) <= 1e18 && R <= INT_MAX;
+    p->acts = !exact ? rough * sizeof(real) : (double)plan_total(m, Bmax, Nmax) * sizeof(real);
     /* the encoder and the cross sub-layers of a cross model: buffers of their own (model_cross.c) */
-    double cross = rough * sizeof(real) > 1e18 ? 0 : (double)xmodel_act_size(m->x, Bmax, Nmax) * sizeof(real);
+    double cross = !exact ? 0 : (double)xmodel_act_size(m->x, Bmax, Nmax) * sizeof(real);
     p->acts += cross;
     /* and for a while: model_init_params' host copy of the parameters, the sinusoidal table (host and device) */
     double table = model_keys(&m->cfg)->pos == POS_SINUSOIDAL ? 2.0 * m->Nmax * m->D * sizeof(real) : 0;
@@ -231,7 +233,7 @@ void model_memory_plan(const Model *m, int Bmax, int Nmax, MemPlan *p) {
     double top = 0;
     const char *name = NULL;
     int routed = 0; /* the heaviest mixer has routing components (gma, auto): gma.n_components drives it */
-    for (int l = 0; l < m->L && rough * sizeof(real) <= 1e18; l++) {
+    for (int l = 0; l < m->L && exact; l++) {
         const Mixer *mx = m->blocks[l].mixer;
         double a = 0;
         for (int j = 0; j < m->L; j++)
