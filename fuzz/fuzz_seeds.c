@@ -243,6 +243,19 @@ static void import_seeds(void) {
     put(&b, "\0", 1);
     put(&b, st, sn);
     seed("import", "hf.bin", b.p, b.n);
+    /* what the readers must refuse before allocating: GPT-2 XL's config beside the tiny
+     * weights, and GPT-2 XL's llm.c header alone (1 KiB) */
+    b.n = 0;
+    static const char xl[] = "{\"n_embd\": 1600, \"n_head\": 25, \"n_layer\": 48}";
+    put(&b, "\1", 1);
+    put(&b, xl, sizeof xl); /* with its NUL */
+    put(&b, st, sn);
+    seed("import", "hf_xl_config.bin", b.p, b.n);
+    b.n = 0;
+    int32_t h[256] = {20240326, 3, 1024, 50257, 48, 25, 1600, 50304};
+    put(&b, "\0", 1);
+    put(&b, h, sizeof h);
+    seed("import", "llmc_xl_header.bin", b.p, b.n);
     free(cj), free(st), free(b.p);
 }
 

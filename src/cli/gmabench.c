@@ -161,7 +161,7 @@ static int parse_args(Args *a, int argc, char **argv) {
         OPTFN("--seq", seq_list, o, "512,1K,...", "sequence lengths (mixer) [512,...,16384]"),
         SHAPE_ROWS(o),
         OPTF("--bidir", &bidir, "bidirectional instead of causal"),
-        OPTI("--repeat", &o->repeat, 1, INT_MAX, "repeats per point (median reported) [3]"),
+        OPTI("--repeat", &o->repeat, 1, 1000000, "repeats per point (median reported) [3]"), /* a time per repeat is kept */
         OPTD("--max-seconds", &o->max_seconds, 0, 1e9, "time limit of a point: longer ones are skipped [60]"),
         OPTD("--max-mem-gib", &o->max_mem_gib, 0, 1e9, "memory limit of a point: larger ones are skipped [12]"),
         OPTI("--steps", &o->steps, 1, INT_MAX, "timed rounds of the training step (model) [9]"),
