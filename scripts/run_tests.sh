@@ -27,7 +27,7 @@ if [ -z "${CK_TIMEOUT_MULTIPLIER:-}" ]; then
     esac
     CK_TIMEOUT_MULTIPLIER=$GMA_TEST_TIMEOUT_SCALE
   else
-    CK_TIMEOUT_MULTIPLIER=$(awk -v c="$(nproc 2>/dev/null || echo 1)" '{m = 1 + int($1 / c); print m > 8 ? 8 : m}' /proc/loadavg 2>/dev/null)
+    CK_TIMEOUT_MULTIPLIER=$(awk -v c="$(nproc 2>/dev/null || echo 1)" '{m = 1 + int($1 / c); print (m > 8 ? 8 : m)}' /proc/loadavg 2>/dev/null)
     CK_TIMEOUT_MULTIPLIER=${CK_TIMEOUT_MULTIPLIER:-1}
   fi
   export CK_TIMEOUT_MULTIPLIER
