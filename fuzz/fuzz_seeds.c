@@ -226,6 +226,64 @@ static void png_seeds(void) {
     }
 }
 
+/* ---- the GPT-2 import readers: the test fixture's two files (tests/fixtures/gpt2) ---- */
+static void import_seeds(void) {
+    size_t n;
+    char *bin = slurp("tests/fixtures/gpt2/gpt2_tiny.bin", &n);
+    Buf b = {0};
+    put(&b, "\0", 1); /* even: llm.c */
+    put(&b, bin, n);
+    seed("import", "llmc_v3.bin", b.p, b.n);
+    free(bin);
+    b.n = 0;
+    size_t cn, sn;
+    char *cj = slurp("tests/fixtures/gpt2/hf/config.json", &cn), *st = slurp("tests/fixtures/gpt2/hf/model.safetensors", &sn);
+    put(&b, "\1", 1); /* odd: Hugging Face */
+    put(&b, cj, cn);
+    put(&b, "\0", 1);
+    put(&b, st, sn);
+    seed("import", "hf.bin", b.p, b.n);
+    /* what the readers must refuse before allocating: GPT-2 XL's config beside the tiny
+     * weights, and GPT-2 XL's llm.c header alone (1 KiB) */
+    b.n = 0;
+    static const char xl[] = "{\"n_embd\": 1600, \"n_head\": 25, \"n_layer\": 48}";
+    put(&b, "\1", 1);
+    put(&b, xl, sizeof xl); /* with its NUL */
+    put(&b, st, sn);
+    seed("import", "hf_xl_config.bin", b.p, b.n);
+    b.n = 0;
+    int32_t h[256] = {20240326, 3, 1024, 50257, 48, 25, 1600, 50304};
+    put(&b, "\0", 1);
+    put(&b, h, sizeof h);
+    seed("import", "llmc_xl_header.bin", b.p, b.n);
+    free(cj), free(st), free(b.p);
+}
+
+/* ---- sizes: configs of small models, then B, N and the bucket size ---- */
+static void size_seeds(void) {
+    static const char *const cfgs[] = {
+        "{\"model\": {\"vocab_size\": 64, \"d_model\": 16, \"n_heads\": 2, \"n_layers\": 2, \"mixer\": \"gma\"}}",
+        "{\"model\": {\"vocab_size\": 32, \"d_model\": 16, \"n_heads\": 2, \"n_layers\": 1, \"mixer\": \"sdpa\", "
+        "\"max_seq_len\": 32}, \"cross\": {\"mixer\": \"sdpa\", \"ctx_len\": 16}, \"train\": {\"seq_len\": 32}}",
+        "{\"model\": {\"vocab_size\": 300, \"d_model\": 32, \"n_heads\": 4, \"n_layers\": 2, \"mixer\": [\"mamba\", \"linear\"]}}",
+    };
+    static const int32_t shapes[3][3] = {{8, 256, 64}, {1000000, 16777216, 2147483647}, {3, 1000, 7}};
+    for (int i = 0; i < 3; i++)
+        for (int k = 0; k < 3; k++) {
+            Buf b = {0};
+            put(&b, cfgs[i], strlen(cfgs[i]) + 1);
+            for (int j = 0; j < 3; j++) {
+                uint8_t le[4] = {(uint8_t)shapes[k][j], (uint8_t)(shapes[k][j] >> 8), (uint8_t)(shapes[k][j] >> 16),
+                                 (uint8_t)((uint32_t)shapes[k][j] >> 24)};
+                put(&b, le, 4);
+            }
+            char name[32];
+            snprintf(name, sizeof name, "cfg%d_shape%d.bin", i, k);
+            seed("sizes", name, b.p, b.n);
+            free(b.p);
+        }
+}
+
 int main(int argc, char **argv) {
     if (argc != 2) {
         fprintf(stderr, "usage: fuzz_seeds OUT_DIR\n");
@@ -245,6 +303,8 @@ int main(int argc, char **argv) {
     tokenizer_seeds();
     cls_seeds();
     png_seeds();
+    import_seeds();
+    size_seeds();
     static const char cfg[] = "{\"name\": \"fz\", \"model\": {\"d_model\": 16, \"mixer\": [\"gma\", \"sdpa\"], \"n_layers\": 2},"
                               " \"train\": {\"lr\": 1e-3}}\0model.d_model=3\0train.batch_size=0x10\0device=cuda";
     seed("config", "sets.bin", cfg, sizeof cfg - 1);

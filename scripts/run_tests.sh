@@ -15,7 +15,24 @@
 #
 # Before the closing line, each failing suite is named again with its Check failure lines
 # (or its last lines when it printed none), so the tail of a long log says what failed.
+#
+# Check's per-test timeouts are multiplied by CK_TIMEOUT_MULTIPLIER (Check's own variable),
+# so a loaded machine does not fail a test that an idle one passes: GMA_TEST_TIMEOUT_SCALE
+# sets it; without either, it is 1 + the load average per core at the start, at most 8.
 set -u
+if [ -z "${CK_TIMEOUT_MULTIPLIER:-}" ]; then
+  if [ -n "${GMA_TEST_TIMEOUT_SCALE:-}" ]; then
+    case $GMA_TEST_TIMEOUT_SCALE in
+      ''|*[!0-9]*|0) echo "run_tests.sh: GMA_TEST_TIMEOUT_SCALE=$GMA_TEST_TIMEOUT_SCALE is not a whole number >= 1" >&2; exit 2 ;;
+    esac
+    CK_TIMEOUT_MULTIPLIER=$GMA_TEST_TIMEOUT_SCALE
+  else
+    CK_TIMEOUT_MULTIPLIER=$(awk -v c="$(nproc 2>/dev/null || echo 1)" '{m = 1 + int($1 / c); print (m > 8 ? 8 : m)}' /proc/loadavg 2>/dev/null)
+    CK_TIMEOUT_MULTIPLIER=${CK_TIMEOUT_MULTIPLIER:-1}
+  fi
+  export CK_TIMEOUT_MULTIPLIER
+fi
+echo "test timeouts x$CK_TIMEOUT_MULTIPLIER (CK_TIMEOUT_MULTIPLIER; GMA_TEST_TIMEOUT_SCALE=N sets it)"
 pass=0; fail=0; skip=0; bad_bins=(); cmds=(); why=""
 suites=()
 while [ $# -gt 0 ]; do

@@ -85,6 +85,17 @@ START_TEST(test_exit_codes) {
         snprintf(want, sizeof want, "unknown option \"%s\" (did you mean %s?)", near[i][1], near[i][2]);
         ck_assert_msg(strstr(g_se, want), "%s: %s", cmd, g_se);
     }
+    /* an unknown flag that is a config key's last component: the --set that does it */
+    static const char *const as_set[][2] = {
+        {"gmatrain --config configs/quickstart.json --steps 10", "unknown option \"--steps\" (did you mean --set train.steps=10?)"},
+        {"gmatrain --batch-size=3", "unknown option \"--batch-size=3\" (did you mean --set train.batch_size=3?)"},
+        {"gmacheck --device cpu --lr", "unknown option \"--lr\" (did you mean --set train.lr=VALUE?)"},
+    };
+    for (int i = 0; i < 3; i++) {
+        snprintf(cmd, sizeof cmd, "./bin/%s", as_set[i][0]);
+        ck_assert_msg(run_split(cmd, g_so, sizeof g_so, g_se, sizeof g_se) == 2 && strstr(g_se, as_set[i][1]), "%s: %s", cmd,
+                      g_se);
+    }
     static const char *const range[][2] = {
         {"gmatrain --threads 2000", "gmatrain: --threads: \"2000\" is not an integer in [0, 1024]"},
         {"gmaeval --checkpoint x --data y --batch 0", "gmaeval: --batch: \"0\" is not an integer in [1, 2147483647]"},

@@ -161,6 +161,18 @@ START_TEST(test_broken_latest) {
                       "case %d: %s", k, g_out);
     }
     ck_assert_msg(run("./bin/gmatrain --resume %s/ckpt_00000002 --quiet --set train.steps=4", rd) == 0, "%s", g_out);
+    /* RUN/latest gone: the newest intact ckpt_N of RUN named (config from the checkpoint, then from --config) */
+    snprintf(p, sizeof p, "%s/latest", rd);
+    ck_assert_int_eq(unlink(p), 0);
+    for (int k = 0; k < 2; k++) {
+        if (k == 0) ck_assert_int_eq(run("./bin/gmatrain --resume %s --quiet --set train.steps=5", rd), 2);
+        else
+            ck_assert_int_eq(run("./bin/gmatrain --config %s --resume %s --quiet --set train.steps=5", tu_path("tiny.json"), rd),
+                             2);
+        ck_assert_msg(ce_lines(g_out) == 1 && strstr(g_out, "the newest intact checkpoint is") &&
+                          strstr(g_out, "/bl/ckpt_00000004 (--resume "),
+                      "latest gone, case %d: %s", k, g_out);
+    }
 }
 END_TEST
 

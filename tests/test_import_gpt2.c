@@ -151,6 +151,14 @@ START_TEST(test_gmaeval_and_gmasample_on_the_import) {
     ids[r.n] = 5;
     const char *sh = tu_path("seq.bin");
     ck_assert_int_eq(shard_write(sh, ids, (uint64_t)r.n + 1, (uint32_t)r.V), 0);
+    /* the import has no data of its own: gmatrain --init-from without data.path and gmaeval --data valid say so, not
+     * "give the moved data" or how to fetch WikiText-103 */
+    ck_assert_int_eq(run("./bin/gmatrain --init-from %s --out %s --quiet --threads 1", hf, tu_path("ft_nodata")), 2);
+    ck_assert_msg(strstr(g_out, "no data of its own") && strstr(g_out, "--set data.path=DIR") && !strstr(g_out, "fetch") &&
+                  !strchr(strchr(g_out, '\n') + 1, '\n'), "%s", g_out);
+    ck_assert_int_eq(run("./bin/gmaeval --checkpoint %s --data valid --threads 1", hf), 2);
+    ck_assert_msg(strstr(g_out, "never trained here") && strstr(g_out, "--data FILE.bin or --data-path DIR") &&
+                  !strstr(g_out, "moved data") && !strstr(g_out, "fetch") && !strchr(strchr(g_out, '\n') + 1, '\n'), "%s", g_out);
     const char *js = tu_path("eval.json");
     ck_assert_msg(run("./bin/gmaeval --checkpoint %s --data %s --seq-len %d --batch 1 --threads 1 --json %s", hf, sh, r.n, js) == 0,
                   "%s", g_out);
@@ -206,6 +214,27 @@ START_TEST(test_gmaeval_and_gmasample_on_the_import) {
                   "every one of the 36 tensors is copied: %s", t);
     cJSON_Delete(o);
     free(t);
+    /* a shorter model.max_seq_len: the first rows of the position table (nanoGPT's crop_block_size), not a fresh one */
+    const char *f8 = tu_path("finetune8");
+    ck_assert_msg(run("./bin/gmatrain --init-from %s --out %s --threads 1 --set data.path=%s --set train.steps=1 "
+                      "--set train.lr=0 --set model.max_seq_len=8 --set train.seq_len=8 --set train.batch_size=2 "
+                      "--set train.eval_every=0 --set train.sample_every=0",
+                      hf, f8, dd) == 0,
+                  "%s", g_out);
+    ck_assert_msg(strstr(g_out, "1 cropped to the first model.max_seq_len 8 rows: pos_emb.weight"), "%s", g_out);
+    snprintf(ij, sizeof ij, "%s/init_from.json", f8);
+    file_bytes(ij, &t);
+    ck_assert_msg(strstr(t, "\"cropped\":\t[\"pos_emb.weight\"]") && strstr(t, "\"shape_differs\":\t[]"), "%s", t);
+    free(t);
+    char pa[2300], pb[2300];
+    snprintf(pa, sizeof pa, "%s/model.safetensors", hf);
+    snprintf(pb, sizeof pb, "%s/latest/model.safetensors", f8);
+    StFile fa, fb;
+    ck_assert_msg(st_open(&fa, pa) == 0 && st_open(&fb, pb) == 0, "%s", gma_error());
+    const StEntry *ea = st_find(&fa, "pos_emb.weight"), *eb = st_find(&fb, "pos_emb.weight");
+    ck_assert(ea && eb && ea->shape[0] == 16 && eb->shape[0] == 8 && ea->shape[1] == eb->shape[1]);
+    ck_assert_msg(!memcmp(ea->data, eb->data, eb->numel * sizeof(real)), "pos_emb.weight is not the first 8 rows");
+    st_close(&fa), st_close(&fb);
     free(r.logits);
 }
 END_TEST
@@ -312,7 +341,39 @@ START_TEST(test_hf_variants_and_refusals) {
     /* a truncated model.safetensors */
     write_variant(tu_path("v_trunc"), t, n, "", NULL);
     ck_assert_int_eq(run("truncate -s -100 %s/model.safetensors", tu_path("v_trunc")), 0);
-    refused(tu_path("v_trunc"), tu_path("r_trunc"), "model.safetensors: tensor h.1.attn.bias", "data bytes"); /* the last one */
+    refused(tu_path("v_trunc"), tu_path("r_trunc"), "model.safetensors: truncated: ", "the header needs"); /* sizes, not a tensor */
+    /* a small model.safetensors beside a config.json of GPT-2 XL: refused from the sizes before the 6 GB model is
+     * allocated (under a 2 GB address-space limit the allocation would abort) */
+    ck_assert_int_eq(gma_mkdirs(tu_path("v_small")), 0);
+    real one[2] = {1, 2};
+    StTensor st1 = {"wte.weight", 1, {2}, one};
+    ck_assert_int_eq(st_write(tu_path("v_small/model.safetensors"), &st1, 1, NULL, NULL, 0), 0);
+    tu_write(tu_path("v_small/config.json"), "{\"n_embd\": 1600, \"n_head\": 25, \"n_layer\": 48}\n");
+    ck_assert_int_eq(run("ulimit -v 2000000; ./bin/gmadata import gpt2 --from %s --out %s", tu_path("v_small"), tu_path("r_small")),
+                     2);
+    ck_assert_msg(strstr(g_out, "v_small/model.safetensors: truncated: ") && strstr(g_out, "bytes, the header needs 6") &&
+                  !strchr(strchr(g_out, '\n') + 1, '\n') && !gma_path_exists(tu_path("r_small")), "%s", g_out);
+    /* a NaN weight: refused naming the tensor and the index */
+    Tens *pb = find(t, n, "h.1.attn.c_proj.bias");
+    real keep = pb->data[3];
+    pb->data[3] = NAN;
+    write_variant(tu_path("v_nan"), t, n, "", NULL);
+    pb->data[3] = keep;
+    refused(tu_path("v_nan"), tu_path("r_nan"), "tensor h.1.attn.c_proj.bias holds NaN at index 3", "model.safetensors");
+    /* --out RUN/ (a trailing slash): the run at RUN, nothing left beside it; a refusal with one leaves no RUN/ */
+    char slash[2200];
+    snprintf(slash, sizeof slash, "%s/", tu_path("r_slash"));
+    ck_assert_msg(import(FIX "/hf", slash) == 0, "%s", g_out);
+    ck_assert_int_eq(run("test -f %s/model.safetensors && ! ls -a %s | grep -q tmp", tu_path("r_slash"), tu_path("r_slash")), 0);
+    snprintf(slash, sizeof slash, "%s/", tu_path("r_slash2"));
+    ck_assert_int_eq(import(tu_path("v_nan"), slash), 2);
+    ck_assert_msg(!gma_path_exists(tu_path("r_slash2")), "a refused import left %s", slash);
+    /* the temporary folder of a killed import (RUN.tmp.PID, PID gone) is removed by the next import into RUN */
+    char stale[2200];
+    snprintf(stale, sizeof stale, "%s.tmp.%d", tu_path("r_stale"), tu_dead_pid());
+    ck_assert_int_eq(run("mkdir -p %s/tokenizer && touch %s/model.safetensors %s/tokenizer/encoder.json", stale, stale, stale), 0);
+    ck_assert_msg(import(FIX "/hf", tu_path("r_stale")) == 0, "%s", g_out);
+    ck_assert_msg(!gma_path_exists(stale) && strstr(g_out, "removed 1 stale temporary folder"), "%s", g_out);
     /* a folder without weights, and a non-empty --out (left as it was) */
     ck_assert_int_eq(gma_mkdirs(tu_path("empty_src")), 0);
     refused(tu_path("empty_src"), tu_path("r_empty"), "model.safetensors", NULL);
@@ -333,7 +394,8 @@ START_TEST(test_llmc_versions_and_refusals) {
     memcpy(h, b, sizeof h);
     ck_assert_int_eq(h[0], 20240326);
     ck_assert_int_eq(h[7], 128); /* llm.c pads V = 61 to a multiple of 128 */
-    const char *p = tu_path("x.bin");
+    char p[2200]; /* tu_path's buffers rotate: kept */
+    snprintf(p, sizeof p, "%s", tu_path("x.bin"));
     /* bad magic, bad version */
     char *c = malloc(len);
     memcpy(c, b, len);
@@ -353,7 +415,27 @@ START_TEST(test_llmc_versions_and_refusals) {
     write_bytes(p, b, 1000);
     refused(p, tu_path("r_trunc_h"), "truncated", "header");
     write_bytes(p, b, len - 8);
-    refused(p, tu_path("r_trunc_t"), "tensor lnfb", "offset");
+    char need[96];
+    snprintf(need, sizeof need, "truncated: %zu bytes, the header needs %zu", len - 8, len);
+    refused(p, tu_path("r_trunc_t"), need, NULL);
+    /* the 1 KiB header of GPT-2 XL alone: refused from the sizes before the model is allocated (a 2 GB limit) */
+    memcpy(c, b, 1024);
+    ((int32_t *)c)[2] = 1024, ((int32_t *)c)[3] = 50257, ((int32_t *)c)[4] = 48, ((int32_t *)c)[5] = 25;
+    ((int32_t *)c)[6] = 1600, ((int32_t *)c)[7] = 50304;
+    write_bytes(p, c, 1024);
+    ck_assert_int_eq(run("ulimit -v 2000000; ./bin/gmadata import gpt2 --from %s --out %s", p, tu_path("r_xl")), 2);
+    ck_assert_msg(strstr(g_out, "x.bin: truncated: 1024 bytes, the header needs ") && !strchr(strchr(g_out, '\n') + 1, '\n') &&
+                  !gma_path_exists(tu_path("r_xl")), "%s", g_out);
+    /* a NaN weight (lnfb's last, version 3 float32): the tensor, index and offset named */
+    if (((int32_t *)b)[1] == 3) {
+        memcpy(c, b, len);
+        uint32_t qnan = 0x7fc00000u;
+        memcpy(c + len - 4, &qnan, 4);
+        write_bytes(p, c, len);
+        char nan_at[96];
+        snprintf(nan_at, sizeof nan_at, "tensor lnfb holds NaN at index 15 (offset %zu)", len - 4);
+        refused(p, tu_path("r_nan"), nan_at, NULL);
+    }
     memcpy(c, b, len);
     write_bytes(p, c, len);
     FILE *f = fopen(p, "ab");
@@ -417,7 +499,9 @@ START_TEST(test_tokenizer_is_copied) {
     free(wte->data);
     wte->data = w;
     wte->shape[0] = 257;
-    const char *src = tu_path("v_tok");
+    char src[2200], r[2200]; /* tu_path's buffers rotate: kept */
+    snprintf(src, sizeof src, "%s", tu_path("v_tok"));
+    snprintf(r, sizeof r, "%s", tu_path("r_tok"));
     write_variant(src, t, n, "", NULL);
     tu_write(tu_path("v_tok/config.json"), "{\"n_embd\": 16, \"n_head\": 2, \"n_layer\": 2, \"vocab_size\": 257, "
                                            "\"n_positions\": 16, \"n_ctx\": 16}\n");
@@ -436,7 +520,6 @@ START_TEST(test_tokenizer_is_copied) {
     fprintf(f, "\"<|endoftext|>\": 256}\n");
     fclose(f);
     tu_write(tu_path("v_tok/merges.txt"), "#version: 0.2\n");
-    const char *r = tu_path("r_tok");
     ck_assert_msg(import(src, r) == 0, "%s", g_out);
     ck_assert_msg(strstr(g_out, "with its tokenizer"), "%s", g_out);
     ck_assert_int_eq(run("test -f %s/tokenizer/encoder.json && test -f %s/tokenizer/vocab.bpe && test -f %s/data.json", r, r, r), 0);
@@ -444,8 +527,49 @@ START_TEST(test_tokenizer_is_copied) {
                   "%s", g_out);
     const char *text = strchr(g_out, '\n'); /* after the banner line, the text: the prompt first */
     ck_assert_msg(text && !strncmp(text + 1, "ab", 2), "the sample starts with the prompt: %s", g_out);
-    /* only half of a tokenizer: refused, naming the file that is there */
+    /* the imported run records its tokenizer's identity: gmaeval refuses shards of another tokenizer (as for a
+     * trained run) and takes shards prepared with the imported tokenizer */
+    const char *corpus = tu_path("tok_corpus");
+    ck_assert_int_eq(gma_mkdirs(corpus), 0);
+    static const char *const split_txt[3] = {"train.txt", "valid.txt", "test.txt"};
+    for (int i = 0; i < 3; i++) {
+        char sp[2300];
+        snprintf(sp, sizeof sp, "%s/%s", corpus, split_txt[i]);
+        tu_write(sp, "the cat sat on the mat and the dog sat on the log, over and over again.\n");
+    }
+    ck_assert_msg(run("./bin/gmadata prepare %s --tokenizer bytes --out %s/d_bytes --quiet && ./bin/gmadata prepare %s "
+                      "--tokenizer gpt2 --vocab %s/tokenizer --out %s/d_gpt2 --quiet", corpus, tu_tmpdir(), corpus, r,
+                      tu_tmpdir()) == 0, "%s", g_out);
+    ck_assert_int_eq(run("./bin/gmaeval --checkpoint %s --data valid --data-path %s/d_bytes --seq-len 8 --threads 1", r,
+                         tu_tmpdir()), 2);
+    ck_assert_msg(strstr(g_out, "tokenizer gpt2 there, bytes here") && !strchr(strchr(g_out, '\n') + 1, '\n'), "%s", g_out);
+    ck_assert_msg(run("./bin/gmaeval --checkpoint %s --data valid --data-path %s/d_gpt2 --seq-len 8 --threads 1", r,
+                      tu_tmpdir()) == 0, "%s", g_out);
+    /* tokenizer.json alone (what current Hugging Face GPT-2 folders ship): model.vocab and model.merges read, the
+     * same tokenizer files as from vocab.json + merges.txt */
+    char *vj;
+    file_bytes(tu_path("v_tok/vocab.json"), &vj);
+    FILE *tj = fopen(tu_path("v_tok/tokenizer.json"), "w");
+    fprintf(tj, "{\"version\": \"1.0\", \"model\": {\"type\": \"BPE\", \"vocab\": %s, \"merges\": []}}\n", vj);
+    fclose(tj);
+    free(vj);
+    unlink(tu_path("v_tok/vocab.json"));
     unlink(tu_path("v_tok/merges.txt"));
+    char rj[2200];
+    snprintf(rj, sizeof rj, "%s", tu_path("r_tokjson"));
+    ck_assert_msg(import(src, rj) == 0 && strstr(g_out, "with its tokenizer"), "%s", g_out);
+    ck_assert_int_eq(run("cmp %s/tokenizer/encoder.json %s/tokenizer/encoder.json && cmp %s/tokenizer/vocab.bpe "
+                         "%s/tokenizer/vocab.bpe && cmp %s/data.json %s/data.json", r, rj, r, rj, r, rj), 0);
+    /* no tokenizer at all: imported, saying what was looked for and what gmasample then needs */
+    unlink(tu_path("v_tok/tokenizer.json"));
+    ck_assert_msg(import(src, tu_path("r_notok")) == 0, "%s", g_out);
+    ck_assert_msg(strstr(g_out, "no tokenizer beside the weights (looked for encoder.json + vocab.bpe, vocab.json + "
+                                "merges.txt, or tokenizer.json)") && strstr(g_out, "--tokenizer gpt2 --vocab DIR"), "%s", g_out);
+    ck_assert_int_eq(run("./bin/gmasample --checkpoint %s --prompt 'ab' --tokens 2 --threads 1", tu_path("r_notok")), 2);
+    ck_assert_msg(strstr(g_out, "--tokenizer gpt2 --vocab DIR") && !strstr(g_out, "wikitext") && !strstr(g_out, "--data-path"),
+                  "%s", g_out);
+    /* only half of a tokenizer: refused, naming the file that is there */
+    tu_write(tu_path("v_tok/vocab.json"), "{}");
     refused(src, tu_path("r_tok2"), "vocab.json", "merges.txt");
     for (int i = 0; i < n; i++) free(t[i].data);
 }

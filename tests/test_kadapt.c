@@ -6,11 +6,15 @@
  * gmatrain logs K per layer, checkpoints carry it and a resume across a K change ends where
  * the straight run does. */
 #include <cjson/cJSON.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "core/safetensors.h"
+#include "model/checkpoint.h"
 #include "model/model.h"
+#include "ops/ops.h"
 #include "testutil.h"
 #include "train/kadapt.h"
 
@@ -171,6 +175,50 @@ START_TEST(test_split_zero_offset) {
 }
 END_TEST
 
+/* the largest softplus(var_raw) (sigma2 less the floor) over the layers' components */
+static double max_var(Model *m) {
+    double w = 0;
+    int d = m->D / m->H, K = Kc(m, 0);
+    for (int l = 0; l < 2; l++)
+        for (size_t i = 0; i < (size_t)m->H * K * d; i++) {
+            double v = T(m, m->params, l, "var_raw")[i];
+            w = fmax(w, v > 20 ? v : log1p(exp(v)));
+        }
+    return w;
+}
+
+/* Many adaptations of a layer whose component 0 always carries most of the load: it splits
+ * each time; at a merge_dist between a fresh split's per-dimension mean distance
+ * (split_shift^2 / (2d) = 0.031 at d 4) and its largest per-dimension term (0.125), the
+ * split is not merged straight back (the mean distance merged it, and each merge grew the
+ * variance on the split axis by 1 + split_shift^2: after 300 cycles far past float), K
+ * grows to k_max and stays in [k_min, k_max], and the variances stay where they were. */
+START_TEST(test_split_merge_cycles) {
+    Model m;
+    build(&m, "gma.split_above=2;gma.split_shift=0.5;gma.merge_dist=0.05;gma.k_max=8");
+    double v0 = max_var(&m);
+    int merged = 0;
+    for (int c = 0; c < 300; c++) {
+        KadaptTally t;
+        ck_assert_int_ge(kadapt_apply(&m, loads(&m, 0, 0.7, -1, 0), c, NULL, &t), 0);
+        if (c >= 200) merged += t.merged; /* before: pairs of the initial components may be close and merge */
+        ck_assert(Kc(&m, 0) >= 1 && Kc(&m, 0) <= 8 && Kc(&m, 1) <= 8);
+        double v = max_var(&m);
+        ck_assert_msg(isfinite(v) && v <= 2 * v0, "adaptation %d: the largest variance %g, %g at the start", c, v, v0);
+    }
+    ck_assert_int_eq(Kc(&m, 0), 8);
+    ck_assert_int_eq(Kc(&m, 1), 8);
+    ck_assert_msg(merged == 0, "%d merges in the last 100 adaptations: a split and a merge cycle", merged);
+    model_free(&m);
+    /* a merge_dist that would merge a fresh split straight back is refused */
+    Config c = tu_tiny_config("gma");
+    tu_apply_sets(&c, "gma.adapt_every=1;gma.split_above=2;gma.split_shift=0.5");
+    ck_assert_int_eq(cfg_set(&c, "gma.merge_dist=0.125"), 0);
+    ck_assert_int_ne(cfg_validate(&c), 0);
+    ck_assert_msg(strstr(gma_error(), "key gma.merge_dist") && strstr(gma_error(), "straight back"), "%s", gma_error());
+}
+END_TEST
+
 START_TEST(test_prune_unused) {
     double before[B * N], after[B * N];
     Model m;
@@ -315,6 +363,41 @@ START_TEST(test_train_resume) {
 }
 END_TEST
 
+/* A reader of a run whose K is adapting: latest moves to a checkpoint of another K between
+ * reading the config and reading the tensors. The checkpoint is resolved once, to the
+ * ckpt_N latest names then, and both reads come from it (by construction: two runs of K 6
+ * and 8, the second's checkpoint moved into the first run and latest pointed at it after
+ * the config was read). */
+START_TEST(test_latest_moves_between_reads) {
+    char a[1100], b[1100], p[2300];
+    snprintf(a, sizeof a, "%s", tu_path("la"));
+    snprintf(b, sizeof b, "%s", tu_path("lb"));
+    tu_write(tu_path("ka.json"), KA);
+    const char *sets = "--set train.steps=2 --set gma.adapt_every=0 --set train.checkpoint_every=0 --quiet --threads 1";
+    ck_assert_msg(run("./bin/gmatrain --config %s --out %s --set gma.n_components=6 %s", tu_path("ka.json"), a, sets) == 0, "%s",
+                  g_out);
+    ck_assert_msg(run("./bin/gmatrain --config %s --out %s --set gma.n_components=8 %s", tu_path("ka.json"), b, sets) == 0, "%s",
+                  g_out);
+    ck_assert_int_eq(run("cp -r %s/ckpt_00000002 %s/ckpt_00000009", b, a), 0);
+    char dir[2048];
+    Config c;
+    ck_assert_msg(ckpt_open_config(a, "cpu", 1, dir, sizeof dir, &c) == 0, "%s", gma_error());
+    ck_assert_msg(!strstr(dir, "latest") && strstr(dir, "ckpt_00000002"), "resolved to %s", dir);
+    snprintf(p, sizeof p, "%s/latest", a); /* the writer moves latest, as ckpt_save does */
+    ck_assert_int_eq(unlink(p), 0);
+    ck_assert_int_eq(symlink("ckpt_00000009", p), 0);
+    ck_assert_int_eq(ops_select(OPS_CPU), 0);
+    Model m;
+    ck_assert_msg(model_build(&m, &c) == 0, "%s", gma_error());
+    model_alloc(&m, 1, 8);
+    ck_assert_msg(ckpt_load(&m, NULL, dir) == 0, "the tensors of another checkpoint than the config's: %s", gma_error());
+    model_free(&m);
+    /* gmaeval reads RUN/latest as it is now: K 8 */
+    ck_assert_msg(run("./bin/gmaeval --checkpoint %s --data test --threads 1 --batches 1", a) == 0, "%s", g_out);
+    ck_assert_msg(strstr(g_out, "ckpt_00000009"), "%s", g_out);
+}
+END_TEST
+
 Suite *make_suite(void) {
     Suite *s = suite_create("kadapt");
     TCase *tc = tcase_create("kadapt");
@@ -322,6 +405,8 @@ Suite *make_suite(void) {
     tcase_add_test(tc, test_merge_identical);
     tcase_add_test(tc, test_split_zero_offset);
     tcase_add_test(tc, test_prune_unused);
+    tcase_add_test(tc, test_split_merge_cycles);
+    tcase_add_test(tc, test_latest_moves_between_reads);
     tcase_add_test(tc, test_k_range);
     tcase_add_test(tc, test_train_resume);
     suite_add_tcase(s, tc);

@@ -242,6 +242,26 @@ START_TEST(test_mqar_lmdata) {
 }
 END_TEST
 
+/* gmaeval with a window shorter than every example scores nothing: refused in one line
+ * (exit 2), never "loss 0.0000, ppl 1.000, 0 tokens" */
+START_TEST(test_mqar_gmaeval_nothing_scored) {
+    /* a generated source's refusal names its key only, never how to prepare shards */
+    ck_assert_int_eq(run("./bin/gmatrain --config configs/mqar.json --out %s --set data.mqar_vocab=64 --quiet", tu_path("mq0")), 2);
+    ck_assert_msg(strstr(g_out, "key data.mqar_lengths") && !strstr(g_out, "gmadata prepare"), "%s", g_out);
+    const char *rd = tu_path("mq");
+    ck_assert_msg(run("./bin/gmatrain --config configs/mqar.json --out %s --threads 1 --quiet --set model.d_model=16 "
+                      "--set model.n_layers=1 --set train.steps=2 --set train.batch_size=2 --set train.eval_every=0 "
+                      "--set data.mqar_vocab=256 --set data.mqar_valid=8 --set data.mqar_test=8 --set model.max_seq_len=128 "
+                      "--set train.seq_len=128 --set data.mqar_lengths=64,128 --set data.mqar_pairs=4,8 "
+                      "--set data.mqar_test_lengths=64,128 --set data.mqar_test_pairs=4,8", rd) == 0, "%s", g_out);
+    ck_assert_int_eq(run("./bin/gmaeval --checkpoint %s --data valid --seq-len 32 --threads 1", rd), 2);
+    ck_assert_msg(strstr(g_out, "no token of the valid split was scored in 8 windows of 32 tokens") &&
+                  !strchr(strchr(g_out, '\n') + 1, '\n'), "%s", g_out);
+    ck_assert_msg(run("./bin/gmaeval --checkpoint %s --data valid --seq-len 64 --threads 1", rd) == 0, "%s", g_out);
+    ck_assert_msg(strstr(g_out, "32 tokens in 8 windows"), "%s", g_out);
+}
+END_TEST
+
 Suite *make_suite(void) {
     Suite *s = suite_create("mqar");
     TCase *tc = tcase_create("mqar");
@@ -253,6 +273,7 @@ Suite *make_suite(void) {
     tcase_add_test(tc, test_mqar_repeated_lengths);
     tcase_add_test(tc, test_mqar_refusals);
     tcase_add_test(tc, test_mqar_lmdata);
+    tcase_add_test(tc, test_mqar_gmaeval_nothing_scored);
     suite_add_tcase(s, tc);
     return s;
 }

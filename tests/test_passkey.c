@@ -3,6 +3,7 @@
  * LmData serving it, evaluation by position bucket and passkey accuracy, model_extend_window
  * (positions that extend, and the refusals), gmaeval --seq-len past max_seq_len and
  * --bucket-size on a run the test trains, and the warning of a dwarfing sinusoidal table. */
+#include <limits.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -179,11 +180,11 @@ START_TEST(test_passkey_long_eval) {
     ops_select(OPS_CPU);
     Config c = tu_tiny_config("gma");
     ck_assert_int_eq(cfg_set(&c, "model.pos=learned"), 0);
-    ck_assert_int_ne(model_extend_window(&c, 64, "RUN/latest"), 0);
+    ck_assert_int_ne(model_extend_window(&c, 64, NULL, "RUN/latest"), 0);
     ck_assert_msg(strstr(gma_error(), "model.pos \"learned\"") && strstr(gma_error(), "RUN/latest") &&
                   strstr(gma_error(), "pos_emb.weight"), "%s", gma_error());
     ck_assert_int_eq(c.model.max_seq_len, 8);
-    ck_assert_int_eq(model_extend_window(&c, 8, "RUN/latest"), 0); /* within: nothing to do */
+    ck_assert_int_eq(model_extend_window(&c, 8, NULL, "RUN/latest"), 0); /* within: nothing to do */
     const char *pos[] = {"none", "sinusoidal"};
     for (int p = 0; p < 2; p++) {
         Config e = tu_tiny_config("gma");
@@ -195,7 +196,7 @@ START_TEST(test_passkey_long_eval) {
         ck_assert_int_eq(cfg_set(&e, "data.passkey_vocab=16"), 0);
         ck_assert_int_eq(cfg_set(&e, "data.passkey_test=6"), 0);
         e.model.vocab_size = 16;
-        ck_assert_int_eq(model_extend_window(&e, 48, "RUN"), 0);
+        ck_assert_int_eq(model_extend_window(&e, 48, NULL, "RUN"), 0);
         ck_assert_int_eq(e.model.max_seq_len, 48);
         e.train.seq_len = 48;
         LmData d;
@@ -213,6 +214,11 @@ START_TEST(test_passkey_long_eval) {
         ck_assert(fabs(n - r.tokens) < 1e-9 && r.tokens == 12);
         ck_assert(fabs(l / n - r.loss) < 1e-5);
         ck_assert(r.bucket_tokens[0] == 0 && r.bucket_tokens[2] == 12); /* the answers are at the end */
+        /* a bucket near INT_MAX: one bucket of the whole window ((N + S - 1) / S in int overflowed to -1) */
+        EvalResult big;
+        ck_assert_msg(evaluate_buckets(&m, &d, SPLIT_TEST, 4, 48, 0, INT_MAX, &big) == 0, "%s", gma_error());
+        ck_assert_int_eq(big.n_buckets, 1);
+        ck_assert(big.bucket_tokens[0] == big.tokens && big.tokens == 12);
         ck_assert(r.pk_examples == 6 && r.pk_exact <= r.pk_digit && r.pk_digit >= 0 && r.pk_digit <= 1);
         ck_assert(fabs(r.pk_digit - r.acc) < 1e-9); /* the same 2 digits of each example */
         double dn = 0;
@@ -228,7 +234,7 @@ END_TEST
 START_TEST(test_passkey_fixed_window) {
     Config c = tu_tiny_config("linformer");
     ck_assert_int_eq(cfg_set(&c, "model.pos=none"), 0);
-    ck_assert_int_ne(model_extend_window(&c, 64, "RUN"), 0);
+    ck_assert_int_ne(model_extend_window(&c, 64, NULL, "RUN"), 0);
     ck_assert_msg(strstr(gma_error(), "linformer") && strstr(gma_error(), "model.max_seq_len"), "%s", gma_error());
 }
 END_TEST
@@ -252,6 +258,9 @@ START_TEST(test_passkey_gmaeval) {
     ck_assert_int_eq(run("./bin/gmaeval --checkpoint %s --data test --bucket-size 0 --seq-len 100000 --batch 1 --threads 1 "
                          "--bucket-size 1", tu_path("pn")), 2);
     ck_assert_msg(strstr(g_out, "--bucket-size 1") && strstr(g_out, "buckets"), "%s", g_out);
+    ck_assert_msg(run("./bin/gmaeval --checkpoint %s --data test --seq-len 128 --bucket-size 2147483647 --threads 1",
+                      tu_path("pn")) == 0, "%s", g_out);
+    ck_assert_msg(strstr(g_out, "buckets of 2147483647 tokens") && strstr(g_out, "\n0-127 "), "%s", g_out);
     /* the buffers are planned for the longer window: one far too long for this machine is refused before anything is taken */
     ck_assert_int_eq(run("./bin/gmaeval --checkpoint %s --data test --seq-len 16000000 --batch 4096 --threads 1", tu_path("pn")), 2);
     ck_assert_msg(strstr(g_out, "batch 4096 x 16000000") && strstr(g_out, "GiB"), "%s", g_out);

@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "ckpt_edit.h"
+#include "data/lm/manifest.h"
 #include "data/lm/shard.h"
 
 /* gmatrain with the arguments (NULL-terminated) in the background, output discarded. */
@@ -85,6 +86,12 @@ START_TEST(test_second_writer) {
     char *cfg1 = read_rel(rd, "config.json", &len1);
     ck_assert_msg(len0 == len1 && !memcmp(cfg0, cfg1, len0), "config.json changed under the first trainer");
     free(cfg0), free(cfg1);
+    /* --resume before its first checkpoint: the holder named, not "not a checkpoint" (config from the checkpoint, then
+     * from --config) */
+    ck_assert_int_eq(run("./bin/gmatrain --resume %s --quiet", rd), 2);
+    ck_assert_msg(ce_lines(g_out) == 1 && strstr(g_out, pidtxt) && strstr(g_out, "is in use"), "%s", g_out);
+    ck_assert_int_eq(run("./bin/gmatrain --config %s --resume %s --quiet", cfg, rd), 2);
+    ck_assert_msg(ce_lines(g_out) == 1 && strstr(g_out, pidtxt) && strstr(g_out, "is in use"), "%s", g_out);
     stop(pid);
     char *m = read_rel(rd, "metrics.jsonl", &mlen);
     ck_assert_msg(m && strlen(m) == mlen, "metrics.jsonl holds a NUL byte");
@@ -222,6 +229,61 @@ static int same_tensor(const char *run_a, const char *run_b, const char *name) {
     return same;
 }
 
+/* dir's meta.json with the manifest gmadata prepare writes (size and SHA-256 of each file) */
+static void add_manifest(const char *dir) {
+    cJSON *meta = cJSON_CreateObject();
+    cJSON_AddStringToObject(meta, "tokenizer", "word");
+    cJSON *files = cJSON_AddArrayToObject(meta, "tokenizer_files");
+    cJSON_AddItemToArray(files, cJSON_CreateString("vocab.txt"));
+    static const char *const f[4] = {"train.bin", "valid.bin", "test.bin", "vocab.txt"};
+    for (int i = 0; i < 4; i++) ck_assert_msg(manifest_add(meta, dir, f[i]) == 0, "%s", gma_error());
+    char *js = cJSON_Print(meta), p[1200];
+    snprintf(p, sizeof p, "%s/meta.json", dir);
+    tu_write(p, js);
+    free(js);
+    cJSON_Delete(meta);
+}
+
+/* Two data sets of one tokenizer whose shards have the same token counts (the same 32-byte
+ * headers) but other tokens: a resume on the other is refused by the content digests of
+ * meta.json's manifest, which the run records; a run recorded without them (before they
+ * were kept) resumes on the headers alone. */
+START_TEST(test_resume_same_counts_other_content) {
+    tu_write(tu_path("tiny.json"), CE_TINY);
+    char E[1100], F[1100], rd[1100], cfg[1100], p[1200];
+    snprintf(E, sizeof E, "%s", tu_path("E"));
+    snprintf(F, sizeof F, "%s", tu_path("F"));
+    snprintf(rd, sizeof rd, "%s", tu_path("rc"));
+    snprintf(cfg, sizeof cfg, "%s", tu_path("tiny.json"));
+    make_data(E, "last", 20, 160);
+    make_data(F, "last", 20, 160);
+    uint32_t t[160];
+    for (int i = 0; i < 160; i++) t[i] = (uint32_t)(i * 3 % 19); /* other tokens, the same count and vocabulary */
+    snprintf(p, sizeof p, "%s/train.bin", F);
+    ck_assert_int_eq(shard_write(p, t, 160, 20), 0);
+    add_manifest(E), add_manifest(F);
+    ck_assert_msg(run("./bin/gmatrain --config %s --out %s --quiet --set data.source=shards --set data.path=%s "
+                      "--set train.steps=2", cfg, rd, E) == 0, "%s", g_out);
+    char dj[1200];
+    snprintf(dj, sizeof dj, "%s/data.json", rd);
+    char *dj0 = gma_read_file(dj, NULL);
+    ck_assert_msg(dj0 && strstr(dj0, "\"sha256\""), "%s", dj0 ? dj0 : "");
+    ck_assert_int_eq(run("./bin/gmatrain --resume %s --quiet --set train.steps=3 --set data.path=%s", rd, F), 2);
+    ck_assert_msg(ce_lines(g_out) == 1 && strstr(g_out, "train.bin of 160 tokens in both, other tokens") &&
+                  strstr(g_out, "--init-from"), "%s", g_out);
+    ck_assert_msg(run("./bin/gmatrain --resume %s --quiet --set train.steps=3 --set data.path=%s", rd, E) == 0, "%s", g_out);
+    /* a run recorded before content digests were kept: the headers alone, so F resumes */
+    cJSON *j = cJSON_Parse(dj0);
+    cJSON *sh = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(j, "identity"), "shards"), *e;
+    cJSON_ArrayForEach(e, sh) cJSON_DeleteItemFromObjectCaseSensitive(e, "sha256");
+    char *old = cJSON_Print(j);
+    tu_write(dj, old);
+    ck_assert_msg(run("./bin/gmatrain --resume %s --quiet --set train.steps=4 --set data.path=%s", rd, F) == 0, "%s", g_out);
+    cJSON_Delete(j);
+    free(old), free(dj0);
+}
+END_TEST
+
 /* --init-from: a new run (step 0) takes every tensor whose name and shape match (with lr 0
  * they are still the source's after a step, GMA routing included: no k-means re-fit),
  * keeps new ones fresh, drops the rest, and says so in init_from.json (the position table
@@ -273,6 +335,8 @@ START_TEST(test_init_from) {
     ck_assert_msg(ce_lines(g_out) == 1 && strstr(g_out, "model.d_model is 16 there, 32 here"), "%s", g_out);
     ck_assert_int_eq(run("./bin/gmatrain --config %s --init-from %s --out %s/h --set model.n_heads=4", cfg, S, tu_tmpdir()), 2);
     ck_assert_msg(ce_lines(g_out) == 1 && strstr(g_out, "model.n_heads is 2 there, 4 here"), "%s", g_out);
+    ck_assert_int_eq(run("./bin/gmatrain --init-from %s --quiet", S), 2);
+    ck_assert_msg(ce_lines(g_out) == 1 && strstr(g_out, "--init-from needs --out DIR"), "%s", g_out);
     ck_assert_int_eq(run("./bin/gmatrain --init-from %s --resume %s", S, S), 2);
     ck_assert_msg(ce_lines(g_out) == 1 && strstr(g_out, "cannot go together"), "%s", g_out);
     /* the config from the checkpoint when no --config is given */
@@ -410,6 +474,7 @@ Suite *make_suite(void) {
     tcase_set_timeout(tc, 120);
     tcase_add_test(tc, test_second_writer);
     tcase_add_test(tc, test_resume_other_data);
+    tcase_add_test(tc, test_resume_same_counts_other_content);
     tcase_add_test(tc, test_init_from);
     tcase_add_test(tc, test_init_from_mixer_change);
     tcase_add_test(tc, test_resume_accounting);

@@ -627,5 +627,19 @@ out=$("$g/scripts/gen_docs.py" --check 2>&1); rc=$?
   && "$g/scripts/gen_docs.py" > /dev/null && ! grep -q '999.9' "$g/README.md" && cmp -s README.md "$g/README.md" \
   && ok "gen_docs.py: a hand-edited figure fails --check naming its section; the rewrite restores it" \
   || bad "gen_docs.py drift: exit $rc, '$out'"
+# run_tests.sh: the suites' timeouts scaled by GMA_TEST_TIMEOUT_SCALE (Check's CK_TIMEOUT_MULTIPLIER), a bad scale refused
+printf '#!/bin/sh\n[ "$CK_TIMEOUT_MULTIPLIER" = 3 ] && echo "100%%: Checks: 1, Failures: 0, Errors: 0"\n' > "$tmp/fake_suite"
+chmod +x "$tmp/fake_suite"
+out=$(env -u CK_TIMEOUT_MULTIPLIER GMA_TEST_TIMEOUT_SCALE=3 scripts/run_tests.sh "$tmp/fake_suite" 2>&1); rc=$?
+[ $rc -eq 0 ] && [[ "$out" == *"1 passed, 0 failed, 0 skipped"* ]] && ok "run_tests.sh: GMA_TEST_TIMEOUT_SCALE=3 gives the suites CK_TIMEOUT_MULTIPLIER=3" \
+  || bad "run_tests.sh GMA_TEST_TIMEOUT_SCALE: exit $rc, '$out'"
+mkdir -p "$tmp/rt"
+out=$(cd "$tmp/rt" && env -u CK_TIMEOUT_MULTIPLIER -u GMA_TEST_TIMEOUT_SCALE "$OLDPWD/scripts/run_tests.sh" 2>&1); rc=$?
+[ $rc -eq 0 ] && [[ "$out" =~ "test timeouts x"[1-8]" " ]] && [ -z "$(ls -A "$tmp/rt")" ] \
+  && ok "run_tests.sh: without either variable the multiplier from the load, 1 to 8, and nothing written" \
+  || bad "run_tests.sh from the load: exit $rc, '$out', $(ls -A "$tmp/rt")"
+out=$(env -u CK_TIMEOUT_MULTIPLIER GMA_TEST_TIMEOUT_SCALE=x scripts/run_tests.sh "$tmp/fake_suite" 2>&1); rc=$?
+[ $rc -eq 2 ] && [[ "$out" == *"GMA_TEST_TIMEOUT_SCALE=x is not a whole number"* ]] && ok "run_tests.sh: a bad GMA_TEST_TIMEOUT_SCALE refused" \
+  || bad "run_tests.sh GMA_TEST_TIMEOUT_SCALE=x: exit $rc, '$out'"
 [ $fail -eq 0 ] && echo "scripts: ok"
 exit $fail

@@ -9,6 +9,8 @@
 
 #include "data/lm/lmdata.h"
 #include "data/lm/xmqar.h"
+#include "model/model.h"
+#include "model/model_cross.h"
 #include "testutil.h"
 
 static Config xq_config(const char *sets) {
@@ -160,6 +162,18 @@ START_TEST(test_gmaeval_ctx_len) {
     ck_assert_msg(strstr(g_out, "--ctx-len 7: the 4 pairs of ") && strstr(g_out, "take 8 positions"), "%s", g_out);
     ck_assert_int_eq(run("./bin/gmaeval --checkpoint %s --data test --ctx-len 40 --seq-len 40", rd), 2);
     ck_assert_msg(strstr(g_out, "--seq-len 40 leaves no query after the context of --ctx-len 40"), "%s", g_out);
+    /* the encoder and cross buffers are planned: a context they cannot hold is refused naming them, never an abort */
+    ck_assert_int_eq(run("ulimit -v 4000000; ./bin/gmaeval --checkpoint %s --data test --threads 1 --ctx-len 1000000 --batch 8",
+                         rd), 2);
+    ck_assert_msg(strstr(g_out, "GiB") && strstr(g_out, "cross.ctx_len 1000000") && !strchr(strchr(g_out, '\n') + 1, '\n'),
+                  "%s", g_out);
+    /* a context near INT_MAX: refused naming --ctx-len, never a --seq-len not given (ctx + queries overflowed) */
+    ck_assert_int_eq(run("./bin/gmaeval --checkpoint %s --data test --ctx-len 2147483647", rd), 2);
+    ck_assert_msg(strstr(g_out, "--ctx-len") && !strstr(g_out, "--seq-len") && !strchr(strchr(g_out, '\n') + 1, '\n'), "%s",
+                  g_out);
+    ck_assert_int_eq(run("./bin/gmaeval --checkpoint %s --data test --ctx-len 16777215", rd), 2);
+    ck_assert_msg(strstr(g_out, "--ctx-len 16777215: with the 16 query positions of ") && !strstr(g_out, "--seq-len"), "%s",
+                  g_out);
     const char *plain = tu_path("plain");
     ck_assert_msg(run("./bin/gmatrain --config %s --set cross.mixer=none --set train.steps=1 --out %s --threads 1 --quiet", cfg,
                       plain) == 0, "%s", g_out);
@@ -169,7 +183,31 @@ START_TEST(test_gmaeval_ctx_len) {
     ck_assert_msg(run("./bin/gmatrain --config %s --set model.pos=learned --set train.steps=1 --out %s --threads 1 --quiet", cfg,
                       learned) == 0, "%s", g_out);
     ck_assert_int_eq(run("./bin/gmaeval --checkpoint %s --data test --ctx-len 64", learned), 2);
-    ck_assert_msg(strstr(g_out, "model.pos \"learned\""), "%s", g_out);
+    ck_assert_msg(strstr(g_out, "model.pos \"learned\"") && strstr(g_out, "--ctx-len 64 (a window of 80)") &&
+                  !strstr(g_out, "--seq-len"), "%s", g_out);
+}
+END_TEST
+
+/* the memory plan holds the encoder and the cross sub-layers: what model_alloc carves plus
+ * xmodel_alloc's buffers, at least the [B,M,D] and [B,T,D] rows counted here from the shapes */
+START_TEST(test_cross_plan) {
+    Config c = xq_config("cross.mixer=sdpa;cross.ctx_len=16;data.xmqar_ctx=16;data.xmqar_vocab=32;data.xmqar_pairs=4;"
+                         "model.d_model=16;model.n_heads=2;model.n_layers=2;cross.enc_layers=2");
+    c.model.vocab_size = 32;
+    Model m;
+    ck_assert_msg(model_build(&m, &c) == 0, "%s", gma_error());
+    m.infer = 1;
+    const int B = 3, T = 40, M = 16, D = 16, E = 2, L = 2;
+    MemPlan p;
+    model_memory_plan(&m, B, T, &p);
+    double cross = (double)xmodel_act_size(m.x, B, T) * sizeof(real);
+    /* e, the encoder's ln, ctx, dctx, de, dtmp of [B,M,D]; tmp, and xmid, ln, out per layer of [B,T,D] */
+    double rows = (double)(E + 1 + E + 4) * B * M * D + (double)(1 + 3 * L) * B * T * D;
+    ck_assert_msg(cross >= rows * sizeof(real), "cross buffers %.0f bytes, the rows alone %.0f", cross, rows * sizeof(real));
+    model_alloc(&m, B, T);
+    ck_assert_msg(p.acts == (double)m.act_bytes + cross, "plan %.0f, model %.0f + cross %.0f", p.acts, (double)m.act_bytes,
+                  cross);
+    model_free(&m);
 }
 END_TEST
 
@@ -181,6 +219,7 @@ Suite *make_suite(void) {
     tcase_add_test(tc, test_xmqar_lmdata);
     tcase_add_test(tc, test_xmqar_refusals);
     tcase_add_test(tc, test_xmqar_longer_context);
+    tcase_add_test(tc, test_cross_plan);
     tcase_add_test(tc, test_gmaeval_ctx_len);
     suite_add_tcase(s, tc);
     return s;

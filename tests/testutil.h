@@ -7,6 +7,7 @@
 #ifndef GMA_TESTUTIL_H
 #define GMA_TESTUTIL_H
 #include <check.h>
+#include <stdlib.h>
 #include "core/common.h"
 #include "core/config.h"
 #include "nn/mixers/mixer.h"
@@ -55,11 +56,15 @@ double tu_max_rel_err(const double *a, const double *b, size_t n, double floor_a
 /* max |a - b| over the row / max |b| over the row (b the reference) */
 double tu_row_rel_err(const real *a, const real *b, int n);
 
+/* GMA_TEST_TIMEOUT_SCALE=N, when CK_TIMEOUT_MULTIPLIER (Check's own) is not set, becomes
+ * it before the suite is made: every case's timeout x N (scripts/run_tests.sh sets it too) */
 #define GMA_TEST_MAIN()                                              \
     int main(int argc, char **argv) {                                \
         (void)argc;                                                  \
         gma_openmp_env(argv);                                        \
         config_register_all();                                        \
+        if (!getenv("CK_TIMEOUT_MULTIPLIER") && getenv("GMA_TEST_TIMEOUT_SCALE")) \
+            setenv("CK_TIMEOUT_MULTIPLIER", getenv("GMA_TEST_TIMEOUT_SCALE"), 1); \
         SRunner *sr = srunner_create(make_suite());                  \
         srunner_run_all(sr, CK_NORMAL);                              \
         int nf = srunner_ntests_failed(sr);                          \

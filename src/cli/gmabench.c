@@ -71,13 +71,16 @@ static int samples_list(const char *v, void *o) {
 }
 
 /* the options of the benchmarks' shapes */
+/* the options of the benchmarks' shapes, in the ranges of the config keys they stand for
+ * (model.d_model, model.n_heads, gma.n_components, train.batch_size, model.n_layers,
+ * model.vocab_size, train.seq_len), so that no size made of them wraps */
 #define SHAPE_ROWS(o)                                                                                                    \
-    OPTI("--D", &(o)->D, 1, INT_MAX, "width [256]"), OPTI("--H", &(o)->H, 1, INT_MAX, "heads [4]"),                    \
-        OPTI("--Kc", &(o)->Kc, 1, INT_MAX, "GMA components [64]"),                                                      \
-        OPTI("--B", &(o)->B, 1, INT_MAX, "batch [mixer 1, model 4]"),                                                   \
-        OPTI("--L", &(o)->L, 1, INT_MAX, "layers (model, decode) [4]"),                                                 \
-        OPTI("--V", &(o)->V, 1, INT_MAX, "vocabulary (model, decode) [8192]"),                                          \
-        OPTI("--T", &(o)->T, 1, INT_MAX, "tokens per sequence (model, decode) [256]")
+    OPTI("--D", &(o)->D, 1, 65536, "width [256]"), OPTI("--H", &(o)->H, 1, 1024, "heads [4]"),                          \
+        OPTI("--Kc", &(o)->Kc, 1, 65536, "GMA components [64]"),                                                        \
+        OPTI("--B", &(o)->B, 1, 1000000, "batch [mixer 1, model 4]"),                                                   \
+        OPTI("--L", &(o)->L, 1, CFG_MAX_LAYERS, "layers (model, decode) [4]"),                                          \
+        OPTI("--V", &(o)->V, 1, 16777216, "vocabulary (model, decode) [8192]"),                                         \
+        OPTI("--T", &(o)->T, 1, 16777216, "tokens per sequence (model, decode) [256]")
 
 /* argv into a: OPTS_GO_ON, or the exit code (--help 0, bad input 2) */
 static int parse_args(Args *a, int argc, char **argv) {
@@ -89,7 +92,7 @@ static int parse_args(Args *a, int argc, char **argv) {
         OPTFN("--seq", seq_list, o, "512,1K,...", "sequence lengths (mixer) [512,...,16384]"),
         SHAPE_ROWS(o),
         OPTF("--bidir", &bidir, "bidirectional instead of causal"),
-        OPTI("--repeat", &o->repeat, 1, INT_MAX, "repeats per point (median reported) [3]"),
+        OPTI("--repeat", &o->repeat, 1, 1000000, "repeats per point (median reported) [3]"), /* a time per repeat is kept */
         OPTD("--max-seconds", &o->max_seconds, 0, 1e9, "time limit of a point: longer ones are skipped [60]"),
         OPTD("--max-mem-gib", &o->max_mem_gib, 0, 1e9, "memory limit of a point: larger ones are skipped [12]"),
         OPTI("--steps", &o->steps, 1, INT_MAX, "timed rounds of the training step (model) [9]"),

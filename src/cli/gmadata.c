@@ -93,7 +93,7 @@ static int parse(int argc, char **argv, Args *a) {
         OPTS("--data", &a->data, "DIR", "the data directory [data]"),
         OPT_THREADS(&a->threads, "threads, 0 all"),
         OPTI("--retries", &a->retries, 0, INT_MAX, "download attempts after the first"),
-        OPTI("--vocab-size", &vocab_size, 0, INT_MAX, "the trained tokenizer's vocabulary"),
+        OPTI("--vocab-size", &vocab_size, 0, 16777216, "the trained tokenizer's vocabulary"),
         OPTD("--mb", &a->mb, 0, 2147483647.0, "megabytes of text to time [64]"),
         {.name = "--quiet", .type = OPT_FLAG, .dest = &a->quiet, .alias = "-q", .help = "no progress"},
         OPTF("--list", &a->list, "the datasets fetch knows"),

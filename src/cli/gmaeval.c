@@ -25,6 +25,9 @@
 #include "data/lm/xmqar.h"
 #include "analysis/route_eval.h"
 
+/* the longest window (--seq-len, --ctx-len) a config holds: the range of train.seq_len and model.max_seq_len */
+#define CTX_LEN_MAX (1 << 24)
+
 static const char *const USAGE =
     "gmaeval --checkpoint PATH --data SPLIT|FILE [--data-path DIR] [--seq-len N] [--batch B] [--stride S]\n"
     "               [--bucket-size S] [--batches N] [--ctx-len M]"
@@ -53,7 +56,7 @@ static const char *const ABOUT =
 /* the command line */
 typedef struct Args {
     const char *ckpt, *data, *json, *device, *ajson, *dump, *data_path;
-    int analyze, drop_last, seq_len, batch, stride, threads, bucket, batches, ctx_len;
+    int analyze, drop_last, seq_len, seq_given, batch, stride, threads, bucket, batches, ctx_len;
 } Args;
 
 /* OPTS_GO_ON, or the exit code (--help 0, bad input 2) */
@@ -63,12 +66,12 @@ static int parse_args(Args *a, int argc, char **argv) {
         OPTS("--checkpoint", &a->ckpt, "PATH", "the checkpoint, run or model.safetensors (required)"),
         OPTS("--data", &a->data, "SPLIT|FILE", "train, valid, test or a token shard (required)"),
         OPTS("--data-path", &a->data_path, "DIR", "where the run's data directory moved"),
-        OPTI("--seq-len", &a->seq_len, 1, INT_MAX, "window length [train.seq_len]"),
+        OPTI("--seq-len", &a->seq_len, 1, CTX_LEN_MAX, "window length [train.seq_len]"),
         OPTI("--batch", &a->batch, 1, INT_MAX, "windows per batch [train.batch_size]"),
         OPTI("--stride", &a->stride, 0, INT_MAX, "tokens scored per window [data.eval_stride]"),
         OPTI("--bucket-size", &a->bucket, 0, INT_MAX, "tokens per position bucket of the loss table (0 none)"),
         OPTI("--batches", &a->batches, 0, INT_MAX, "batches scored, 0 all [0]"),
-        OPTI("--ctx-len", &a->ctx_len, 1, INT_MAX, "a cross model's context length [cross.ctx_len]"),
+        OPTI("--ctx-len", &a->ctx_len, 1, CTX_LEN_MAX, "a cross model's context length [cross.ctx_len]"),
         OPTS("--json", &a->json, "OUT", "also write the figures as JSON"),
         OPTS("--device", &a->device, "cpu|cuda", "backend (the config key device) [the run's]"),
         OPT_THREADS(&a->threads, "CPU threads, 0 all [the run's]"),
@@ -257,7 +260,7 @@ static void buckets_print(const EvalResult *r, int N) {
     printf("by position (buckets of %d tokens):\n%-16s %12s %8s %10s\n", r->bucket, "positions", "tokens", "loss", "ppl");
     for (int i = 0; i < r->n_buckets; i++) {
         char pos[40];
-        snprintf(pos, sizeof pos, "%d-%d", i * r->bucket, GMA_MIN((i + 1) * r->bucket, N) - 1);
+        snprintf(pos, sizeof pos, "%ld-%ld", (long)i * r->bucket, GMA_MIN((long)(i + 1) * r->bucket, (long)N) - 1);
         if (r->bucket_tokens[i] > 0)
             printf("%-16s %12s %8.4f %10.3f\n", pos, fmt_count(nt, sizeof nt, r->bucket_tokens[i]), r->bucket_loss[i],
                    exp(r->bucket_loss[i]));
@@ -272,8 +275,8 @@ static cJSON *buckets_json(const EvalResult *r, int N) {
     cJSON *a = cJSON_AddArrayToObject(o, "buckets");
     for (int i = 0; i < r->n_buckets; i++) {
         cJSON *e = cJSON_CreateObject();
-        cJSON_AddNumberToObject(e, "from", i * r->bucket);
-        cJSON_AddNumberToObject(e, "to", GMA_MIN((i + 1) * r->bucket, N));
+        cJSON_AddNumberToObject(e, "from", (double)i * r->bucket);
+        cJSON_AddNumberToObject(e, "to", GMA_MIN((double)(i + 1) * r->bucket, (double)N));
         cJSON_AddNumberToObject(e, "tokens", r->bucket_tokens[i]);
         cJSON_AddNumberToObject(e, "loss", r->bucket_loss[i]);
         cJSON_AddNumberToObject(e, "ppl", r->bucket_tokens[i] > 0 ? exp(r->bucket_loss[i]) : 0);
@@ -335,8 +338,15 @@ static int open_data(LmData *d, Config *cfg, const Args *a, const char *dir, int
         if (cfg->data.source == DATA_shards) {
             char run[2048], found[CFG_STR];
             lmmeta_run_dir(dir, run, sizeof run); /* without data.json: the folder above the checkpoint */
-            if (lmmeta_find_data(cfg->data.path, run, a->data_path, "--data-path DIR", found, sizeof found) != 0)
+            if (lmmeta_find_data(cfg->data.path, run, a->data_path, "--data-path DIR", found, sizeof found) != 0) {
+                char opt[2100];
+                snprintf(opt, sizeof opt, "%s/optim.safetensors", dir);
+                if (!a->data_path && !gma_path_exists(opt)) /* no training state: an import, never trained on data */
+                    gma_errorf("%s: no %s data: the checkpoint was never trained here (an import: its data.path %s names "
+                               "no data of its own); give shards with --data FILE.bin or --data-path DIR (gmadata prepare "
+                               "TEXT_DIR --tokenizer gpt2 --out DIR)", dir, a->data, cfg->data.path);
                 return fail(2);
+            }
             snprintf(cfg->data.path, sizeof cfg->data.path, "%s", found);
             if (check_identity(dir, found, NULL) != 0) return fail(2);
         }
@@ -368,7 +378,7 @@ static int eval_lm(const Args *a, Config *cfg, const char *dir, int B, int N) {
     LmData d;
     Model m;
     int split, split_file = lmdata_split_index(a->data) < 0, rc;
-    if (a->bucket > 0 && (N + a->bucket - 1) / a->bucket > EVAL_MAX_BUCKETS) {
+    if (a->bucket > 0 && GMA_DIV_UP(N, a->bucket) > EVAL_MAX_BUCKETS) {
         fprintf(stderr, "gmaeval: --bucket-size %d makes more than %d buckets of a window of %d\n", a->bucket, EVAL_MAX_BUCKETS, N);
         return 2;
     }
@@ -376,6 +386,14 @@ static int eval_lm(const Args *a, Config *cfg, const char *dir, int B, int N) {
     double t0 = gma_now();
     EvalResult r;
     if (evaluate_buckets(&m, &d, split, B, N, a->batches, a->bucket, &r) != 0) return fail(1);
+    if (r.tokens == 0) { /* a loss of 0 over no token is no figure: e.g. MQAR examples longer than the window */
+        fprintf(stderr, "gmaeval: %s: no token of %s%s%s was scored in %ld windows of %d tokens%s\n", dir,
+                split_file ? "" : "the ", split_file ? a->data : lmdata_split_name(split), split_file ? "" : " split", r.windows, N,
+                d.is_mqar || d.is_recall || d.is_passkey || d.is_xmqar
+                    ? ": every example's targets lie past the window (give a --seq-len that holds the data's examples)"
+                    : "");
+        return 2;
+    }
     if (!isfinite(r.loss)) { /* huge or broken weights: no figure to print or write */
         fprintf(stderr, "gmaeval: %s: the %s loss is not finite (%g) from window %ld on (%d tokens each): the weights give "
                 "non-finite logits\n", dir, split_file ? a->data : lmdata_split_name(split), r.loss, r.bad_window, N);
@@ -398,8 +416,13 @@ static int set_ctx_len(Config *cfg, Args *a, const char *dir) {
     if (cc->mixer == CROSS_NONE)
         return gma_errorf("--ctx-len %d: %s is not a cross model (cross.mixer is none)", a->ctx_len, dir);
     int queries = cfg->train.seq_len - cc->ctx_len;
-    if (!a->seq_len) a->seq_len = a->ctx_len + queries;
-    if (a->seq_len <= a->ctx_len)
+    if (!a->seq_len) { /* the window the training's query rows need after the new context */
+        long n = (long)a->ctx_len + queries;
+        if (queries <= 0 || n > CTX_LEN_MAX)
+            return gma_errorf("--ctx-len %d: with the %d query positions of %s the window is %ld positions, more than %d",
+                              a->ctx_len, queries, dir, n, CTX_LEN_MAX);
+        a->seq_len = (int)n;
+    } else if (a->seq_len <= a->ctx_len)
         return gma_errorf("--seq-len %d leaves no query after the context of --ctx-len %d", a->seq_len, a->ctx_len);
     char set[64];
     snprintf(set, sizeof set, "cross.ctx_len=%d", a->ctx_len);
@@ -425,8 +448,12 @@ int main(int argc, char **argv) {
     char dir[2048];
     Config cfg;
     if (ckpt_open_config(a.ckpt, a.device, a.threads, dir, sizeof dir, &cfg) != 0) return fail(2);
+    a.seq_given = a.seq_len > 0;
     if (a.ctx_len && set_ctx_len(&cfg, &a, dir) != 0) return fail(2);
-    if (model_extend_window(&cfg, a.seq_len, dir) != 0) return fail(2); /* past the training length: docs/longctx.md */
+    char given[96] = "";
+    if (a.ctx_len && !a.seq_given) snprintf(given, sizeof given, "--ctx-len %d (a window of %d)", a.ctx_len, a.seq_len);
+    if (model_extend_window(&cfg, a.seq_len, *given ? given : NULL, dir) != 0)
+        return fail(2); /* past the training length: docs/longctx.md */
     int N = a.seq_len ? a.seq_len : cfg.train.seq_len, B = a.batch ? a.batch : cfg.train.batch_size;
     if (a.stride > N) { /* a window of N tokens cannot score the last S > N of them */
         fprintf(stderr, "gmaeval: --stride %d is larger than the window length %d (--seq-len)\n", a.stride, N);

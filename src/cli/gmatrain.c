@@ -14,6 +14,7 @@
 #include "nn/mixers/mixer.h"
 #include "ops/ops.h"
 #include "train/dist.h"
+#include "train/run_lock.h"
 #include "train/trainer.h"
 #include "train/config_registry.h"
 
@@ -146,8 +147,9 @@ static int load_config(Args *a, Config *cfg) {
         if (cfg_load_file(cfg, a->config) != 0) return 2;
     } else { /* the config of the checkpoint resumed or started from */
         const char *from = a->resume ? a->resume : a->init_from;
-        if (ckpt_resolve(from, ckdir, sizeof ckdir) != 0 || ckpt_read_config(ckdir, cfg) != 0) {
-            if (a->resume) ckpt_hint_intact(a->resume);
+        int found = ckpt_resolve(from, ckdir, sizeof ckdir) == 0;
+        if (!found || ckpt_read_config(ckdir, cfg) != 0) { /* none yet: a writer before its first checkpoint? */
+            if (a->resume && (found || !run_lock_busy(a->resume))) ckpt_hint_intact(a->resume);
             return 2;
         }
     }
@@ -170,7 +172,10 @@ static int run_dir_of(Args *a, const Config *cfg, char *run_dir, size_t cap) {
     else if (cfg->out_dir[0]) snprintf(run_dir, cap, "%s", cfg->out_dir);
     else if (a->resume) {
         char dir[2048];
-        if (ckpt_resolve(a->resume, dir, sizeof dir) != 0) return 2;
+        if (ckpt_resolve(a->resume, dir, sizeof dir) != 0) { /* a writer before its first checkpoint, or latest gone */
+            if (!run_lock_busy(a->resume)) ckpt_hint_intact(a->resume);
+            return 2;
+        }
         char *slash = strrchr(dir, '/');
         if (slash) *slash = 0;
         else snprintf(dir, sizeof dir, ".");
@@ -192,6 +197,8 @@ static int train(Args *a, int *done) {
         return gma_errorf("--init-from and --resume cannot go together: --resume continues a run on its own data, "
                           "--init-from starts a new run from another run's weights"),
                2;
+    if (a->init_from && !a->out)
+        return gma_errorf("--init-from needs --out DIR: the new run's own folder (%s keeps its own)", a->init_from), 2;
     if (!a->config && !a->resume && !a->init_from)
         return gma_errorf("--config FILE, --resume DIR or --init-from RUN is required (see --help)"), 2;
     Config cfg;

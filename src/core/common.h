@@ -92,5 +92,7 @@ void gma_openmp_env(char **argv);
 
 #define GMA_MIN(a, b) ((a) < (b) ? (a) : (b))
 #define GMA_MAX(a, b) ((a) > (b) ? (a) : (b))
+/* ceil(a / b) for a >= 0, b > 0 without the overflow of (a + b - 1) / b near the type's end */
+#define GMA_DIV_UP(a, b) ((a) / (b) + ((a) % (b) != 0))
 
 #endif

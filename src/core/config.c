@@ -783,3 +783,17 @@ void cfg_print_reference(FILE *f) {
         fprintf(f, "| `%s` | %s | `%s` | %s | %s |\n", key.full, tn[k->type], k->def, allowed, doc);
     }
 }
+
+int cfg_keys_ending(const char *last, char *out, size_t cap) {
+    int n = 0;
+    size_t len = strlen(last);
+    Key key;
+    if (cap) out[0] = 0;
+    for (size_t i = 0, nk = n_keys(); i < nk && len; i++) {
+        key_at(i, &key);
+        size_t fl = strlen(key.full);
+        if (fl < len || strcmp(key.full + fl - len, last) || (fl > len && key.full[fl - len - 1] != '.')) continue;
+        if (n++ == 0) snprintf(out, cap, "%s", key.full);
+    }
+    return n;
+}

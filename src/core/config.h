@@ -174,4 +174,7 @@ int cfg_list_next(const char **p, char *buf, size_t n);
 int cfg_list_count(const char *list);
 /* Write the configuration reference as a Markdown table. */
 void cfg_print_reference(FILE *f);
+/* The keys whose last dotted component (or whole name) is `last` ("steps" -> train.steps):
+ * their count, the first one's full name in out. For suggestions on a mistyped flag. */
+int cfg_keys_ending(const char *last, char *out, size_t cap);
 #endif

@@ -126,6 +126,20 @@ int st_open(StFile *f, const char *path) {
         return gma_errorf("%s: malformed JSON header (offset 8)", path);
     }
     size_t data0 = 8 + hl, dlen = f->len - data0;
+    /* a file cut short (a download or copy stopped): the header promises data past its end */
+    double need = 0;
+    const cJSON *t;
+    cJSON_ArrayForEach(t, h) {
+        const cJSON *of = cJSON_GetObjectItemCaseSensitive(t, "data_offsets"), *oe = cJSON_GetArrayItem(of, 1);
+        if (cJSON_IsArray(of) && cJSON_IsNumber(oe) && oe->valuedouble == floor(oe->valuedouble) && oe->valuedouble < 9e15)
+            need = fmax(need, oe->valuedouble);
+    }
+    if (need > (double)dlen) {
+        size_t have = f->len;
+        cJSON_Delete(h);
+        st_close(f);
+        return gma_errorf("%s: truncated: %zu bytes, the header needs %.0f", path, have, (double)data0 + need);
+    }
     int cap = cJSON_GetArraySize(h);
     f->e = xcalloc(cap + 1, sizeof(StEntry));
     int rc = 0;

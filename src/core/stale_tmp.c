@@ -5,7 +5,9 @@
 #include <errno.h>
 #include <limits.h>
 #include <signal.h>
+#include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "core/common.h"
@@ -26,6 +28,29 @@ int stale_tmp_name(const char *name, size_t *base_len) {
     return 1;
 }
 
+/* remove path, and when it is a folder (an import's RUN.tmp.PID) what it holds, links not
+ * followed; 0 or -1 with errno */
+static int remove_tree(const char *path, int depth) {
+    struct stat st;
+    if (lstat(path, &st) != 0) return errno == ENOENT ? 0 : -1;
+    if (!S_ISDIR(st.st_mode)) return unlink(path) != 0 && errno != ENOENT ? -1 : 0;
+    if (depth > 8) return errno = ELOOP, -1;
+    DIR *d = opendir(path);
+    if (!d) return -1;
+    struct dirent *e;
+    int rc = 0;
+    while (!rc && (e = readdir(d))) {
+        if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..")) continue;
+        char p[4200];
+        snprintf(p, sizeof p, "%s/%s", path, e->d_name);
+        rc = remove_tree(p, depth + 1);
+    }
+    int e2 = errno;
+    closedir(d);
+    if (rc) return errno = e2, -1;
+    return rmdir(path) != 0 && errno != ENOENT ? -1 : 0;
+}
+
 int stale_tmp_sweep(const char *dir, const char *const *names, int n) {
     DIR *d = opendir(dir);
     if (!d) return errno == ENOENT ? 0 : gma_errorf("%s: cannot read the directory: %s", dir, strerror(errno));
@@ -38,7 +63,7 @@ int stale_tmp_sweep(const char *dir, const char *const *names, int n) {
             if (strlen(names[i]) != bl || strncmp(names[i], e->d_name, bl)) continue;
             char path[4200];
             snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
-            if (unlink(path) != 0 && errno != ENOENT) rc = gma_errorf("%s: cannot remove: %s", path, strerror(errno));
+            if (remove_tree(path, 0) != 0) rc = gma_errorf("%s: cannot remove: %s", path, strerror(errno));
             else removed++;
             break;
         }

@@ -241,7 +241,11 @@ static long newest_intact(const char *run_dir, const char *except) {
 int ckpt_hint_intact(const char *path) {
     char run[2100], latest[2200], broken[2200];
     snprintf(latest, sizeof latest, "%s/latest", path);
+    snprintf(broken, sizeof broken, "%s/model.safetensors", path);
+    struct stat st;
     if (access(latest, F_OK) == 0) snprintf(run, sizeof run, "%s", path), snprintf(broken, sizeof broken, "%s", latest);
+    else if (stat(path, &st) == 0 && S_ISDIR(st.st_mode) && access(broken, F_OK) != 0) /* RUN whose latest is gone */
+        snprintf(run, sizeof run, "%s", path), broken[0] = 0;
     else { /* RUN/ckpt_N (or RUN/latest) itself */
         snprintf(broken, sizeof broken, "%s", path);
         snprintf(run, sizeof run, "%s", path);
@@ -253,9 +257,28 @@ int ckpt_hint_intact(const char *path) {
     }
     char why[1024];
     snprintf(why, sizeof why, "%s", gma_error());
-    long s = newest_intact(run, broken);
+    long s = newest_intact(run, broken[0] ? broken : NULL);
     if (s < 0) return gma_errorf("%s", why);
     return gma_errorf("%s; the newest intact checkpoint is %s/ckpt_%08ld (--resume %s/ckpt_%08ld)", why, run, s, run, s);
+}
+
+/* dir (cap bytes) pinned: when it is a link (RUN/latest -> ckpt_N) the folder it names
+ * now, so a reader takes the config and every tensor from one checkpoint even when a
+ * writer moves latest between its reads; a link that names no checkpoint is kept */
+static void pin_link(char *dir, size_t cap) {
+    struct stat st;
+    char t[1024], buf[4200];
+    ssize_t n;
+    if (lstat(dir, &st) != 0 || !S_ISLNK(st.st_mode) || (n = readlink(dir, t, sizeof t - 1)) <= 0) return;
+    t[n] = 0;
+    if (t[0] == '/') snprintf(buf, sizeof buf, "%s", t);
+    else {
+        const char *slash = strrchr(dir, '/');
+        snprintf(buf, sizeof buf, "%.*s%s", slash ? (int)(slash - dir + 1) : 0, dir, t);
+    }
+    char probe[4300];
+    snprintf(probe, sizeof probe, "%s/model.safetensors", buf);
+    if (strlen(buf) < cap && gma_path_exists(probe)) snprintf(dir, cap, "%s", buf);
 }
 
 int ckpt_resolve(const char *path, char *out, size_t cap) {
@@ -268,17 +291,19 @@ int ckpt_resolve(const char *path, char *out, size_t cap) {
         if (slash) *slash = 0;
         else snprintf(buf, sizeof buf, ".");
         snprintf(out, cap, "%s", buf);
-        return 0;
+        return pin_link(out, cap), 0;
     }
     snprintf(buf, sizeof buf, "%s/model.safetensors", path);
     if (gma_path_exists(buf)) {
         snprintf(out, cap, "%s", path);
-        return 0;
+        size_t n = strlen(out);
+        while (n > 1 && out[n - 1] == '/') out[--n] = 0; /* RUN/latest/ is the link RUN/latest */
+        return pin_link(out, cap), 0;
     }
     snprintf(buf, sizeof buf, "%s/latest/model.safetensors", path);
     if (gma_path_exists(buf)) {
         snprintf(out, cap, "%s/latest", path);
-        return 0;
+        return pin_link(out, cap), 0;
     }
     return gma_errorf("%s: not a checkpoint (no model.safetensors here or under latest/)", path);
 }

@@ -41,7 +41,9 @@ int ckpt_write_model(const Model *m, const real *host, const char *dir);
  * a resumed run calls it before its first step. */
 void ckpt_clean_run(const char *run_dir);
 /* Resolve PATH (a checkpoint dir, a run dir with `latest`, or a model.safetensors file) to
- * the checkpoint directory. Returns 0 and fills out. */
+ * the checkpoint directory, a link (RUN/latest) to the ckpt_N it names now: a reader
+ * takes the config and the tensors from that one folder even when a writer moves latest
+ * between its reads. Returns 0 and fills out. */
 int ckpt_resolve(const char *path, char *out, size_t cap);
 /* After a checkpoint at path (a run directory or RUN/ckpt_N) failed to open: add to the
  * current error the newest intact ckpt_N/ of that run (both files open, the config

@@ -17,7 +17,7 @@ static int set(Config *c, const char *key, long v) {
 int gpt2_dest_build(Gpt2Dest *d, const Gpt2Info *s) {
     Config c;
     cfg_defaults(&c);
-    snprintf(c.name, sizeof c.name, "gpt2-import");
+    snprintf(c.name, sizeof c.name, "%s", GPT2_IMPORT_NAME);
     int rc = set(&c, "model.vocab_size", s->V) || set(&c, "model.d_model", s->D) || set(&c, "model.n_heads", s->H) ||
              set(&c, "model.n_layers", s->L) || set(&c, "model.max_seq_len", s->T) ||
              set(&c, "model.d_ff", 4L * s->D) || set(&c, "train.seq_len", s->T);
@@ -25,7 +25,7 @@ int gpt2_dest_build(Gpt2Dest *d, const Gpt2Info *s) {
      * positions, tanh GELU, pre-LayerNorm blocks, ln_f and the tied head */
     static const char *const fixed[] = {"model.mixer=sdpa", "model.pos=learned", "model.attn_bias=true",
                                         "model.mlp=true",   "model.task=lm",     "model.dropout=0",
-                                        "model.qkv_dim=0",  "data.source=shards", "data.path=" GPT2_DATA};
+                                        "model.qkv_dim=0",  "data.source=shards", ("data.path=" GPT2_DATA)};
     for (size_t i = 0; !rc && i < sizeof fixed / sizeof *fixed; i++) rc = cfg_set(&c, fixed[i]);
     if (rc || cfg_validate(&c) != 0) return gma_error_prefix("%s: a GPT-2 of this shape is not a model here", d->src);
     if (model_build(&d->m, &c) != 0) return -1;

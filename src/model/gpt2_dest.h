@@ -9,11 +9,14 @@
 /* the data.path of the config: GPT-2-tokenised WikiText-103 (gmadata prepare wikitext-103
  * --tokenizer gpt2), which gmaeval --data valid then reads; --data FILE takes any shard */
 #define GPT2_DATA "data/wikitext-103-gpt2"
+/* the config's name of an import (and of a run started from one with its config) */
+#define GPT2_IMPORT_NAME "gpt2-import"
 
 typedef struct Gpt2Info {
     int L, D, H, V, T; /* layers, width, heads, vocabulary, positions */
     long params;       /* parameters written */
     int tokenizer;     /* 1 when tokenizer/ was written */
+    int swept;         /* stale temporary folders (RUN.tmp.PID of killed imports) removed */
     char format[32];   /* "hugging face" or "llm.c v3" / "llm.c v5" */
 } Gpt2Info;
 

@@ -10,14 +10,20 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cjson/cJSON.h>
+
 #include "core/common.h"
 #include "core/config.h"
+#include "core/stale_tmp.h"
+#include "data/fetch/digest.h"
+#include "data/lm/dataid.h"
 #include "data/text/tokenizer.h"
 #include "model/checkpoint.h"
 #include "model/gpt2_dest.h"
 
-/* ---- tokenizer files: encoder.json + vocab.bpe (gmadata fetch gpt2), or Hugging Face's
- * vocab.json + merges.txt (the same two files under other names) ---- */
+/* ---- tokenizer files: encoder.json + vocab.bpe (gmadata fetch gpt2), Hugging Face's
+ * vocab.json + merges.txt (the same two files under other names), or Hugging Face's
+ * tokenizer.json alone (model.vocab and model.merges in one file) ---- */
 
 static int copy_file(const char *from, const char *to) {
     size_t n;
@@ -28,7 +34,8 @@ static int copy_file(const char *from, const char *to) {
     return rc;
 }
 
-/* 1 when dir has a tokenizer (names set), 0 when it has none, -1 when it has half of one */
+/* 1 when dir has a tokenizer as two files (names set), 2 when it has only Hugging Face's
+ * tokenizer.json (enc set to it), 0 when it has none, -1 when it has half of a pair */
 static int find_tokenizer(const char *dir, char *enc, char *merges, size_t cap) {
     static const char *const pairs[2][2] = {{"encoder.json", "vocab.bpe"}, {"vocab.json", "merges.txt"}};
     for (int i = 0; i < 2; i++) {
@@ -40,11 +47,77 @@ static int find_tokenizer(const char *dir, char *enc, char *merges, size_t cap) 
             return gma_errorf("%s: %s without %s: GPT-2's tokenizer needs both", dir, a ? pairs[i][0] : pairs[i][1],
                               a ? pairs[i][1] : pairs[i][0]);
     }
+    snprintf(enc, cap, "%s/tokenizer.json", dir);
+    return gma_path_exists(enc) ? 2 : 0;
+}
+
+/* Hugging Face's tokenizer.json (a byte-level BPE: model.vocab {token: id}, model.merges
+ * ["a b", ...] or [["a", "b"], ...]) as encoder.json and vocab.bpe in tdir. 0 or -1. */
+static int split_tokenizer_json(const char *path, const char *tdir) {
+    char *text = gma_read_file(path, NULL);
+    cJSON *j = text ? cJSON_Parse(text) : NULL;
+    free(text);
+    if (!j) return gma_errorf("%s: not valid JSON", path);
+    const cJSON *m = cJSON_GetObjectItemCaseSensitive(j, "model");
+    const cJSON *type = cJSON_GetObjectItemCaseSensitive(m, "type"), *voc = cJSON_GetObjectItemCaseSensitive(m, "vocab");
+    const cJSON *mer = cJSON_GetObjectItemCaseSensitive(m, "merges");
+    if (!cJSON_IsObject(m) || (type && !(cJSON_IsString(type) && !strcmp(type->valuestring, "BPE"))) || !cJSON_IsObject(voc) ||
+        !cJSON_IsArray(mer)) {
+        cJSON_Delete(j);
+        return gma_errorf("%s: key model: want a BPE with model.vocab (an object) and model.merges (a list), as GPT-2's", path);
+    }
+    int rc = 0, i = 0;
+    char *vs = cJSON_PrintUnformatted(voc);
+    size_t cap = 1 << 16, n = 0;
+    char *mb = xmalloc(cap);
+    n = (size_t)snprintf(mb, cap, "#version: 0.2\n");
+    const cJSON *e;
+    cJSON_ArrayForEach(e, mer) {
+        const cJSON *a = cJSON_IsArray(e) ? cJSON_GetArrayItem(e, 0) : NULL, *b = cJSON_IsArray(e) ? cJSON_GetArrayItem(e, 1) : NULL;
+        const char *one = cJSON_IsString(e) ? e->valuestring : NULL;
+        if (!one && !(cJSON_IsString(a) && cJSON_IsString(b) && cJSON_GetArraySize(e) == 2)) {
+            rc = gma_errorf("%s: key model.merges[%d]: want \"LEFT RIGHT\" or [\"LEFT\", \"RIGHT\"]", path, i);
+            break;
+        }
+        size_t l = one ? strlen(one) : strlen(a->valuestring) + 1 + strlen(b->valuestring);
+        if (n + l + 2 > cap) mb = xrealloc(mb, cap = (cap + l) * 2);
+        if (one) n += (size_t)snprintf(mb + n, cap - n, "%s\n", one);
+        else n += (size_t)snprintf(mb + n, cap - n, "%s %s\n", a->valuestring, b->valuestring);
+        i++;
+    }
+    char a[2400], b[2400];
+    snprintf(a, sizeof a, "%s/encoder.json", tdir);
+    snprintf(b, sizeof b, "%s/vocab.bpe", tdir);
+    if (!rc && (gma_write_file_atomic(a, vs, strlen(vs)) != 0 || gma_write_file_atomic(b, mb, n) != 0)) rc = -1;
+    cJSON_free(vs);
+    free(mb);
+    cJSON_Delete(j);
+    return rc;
+}
+
+/* the SHA-256 of tdir's encoder.json then vocab.bpe: the digest a data set prepared with
+ * this tokenizer records for its tokenizer files (dataid.h) */
+static int tokenizer_digest(const char *tdir, char *hex) {
+    static const char *const files[2] = {"encoder.json", "vocab.bpe"};
+    Digest d;
+    digest_init(&d, DIGEST_SHA256);
+    for (int i = 0; i < 2; i++) {
+        char p[2400];
+        snprintf(p, sizeof p, "%s/%s", tdir, files[i]);
+        size_t n;
+        char *b = gma_read_file(p, &n);
+        if (!b) return -1;
+        digest_update(&d, b, n);
+        free(b);
+    }
+    digest_final_hex(&d, hex);
     return 0;
 }
 
-/* Copy the source folder's tokenizer into run/tokenizer/ and write run/data.json naming it
- * (as a trained run's, lmmeta.h). 0 (also when there is none), or -1. */
+/* Copy the source folder's tokenizer into run/tokenizer/ (written as the tokenizer writes
+ * its files, as gmadata prepare does) and write run/data.json naming it, with the identity
+ * a trained run records (the tokenizer's kind, vocabulary and files' digest; dataid.h), so
+ * gmaeval refuses shards of another tokenizer. 0 (also when there is none), or -1. */
 static int write_tokenizer(const char *src_dir, const char *run, int V, int *written) {
     char enc[2200], merges[2200], tdir[2200], a[2300], b[2300];
     int have = find_tokenizer(src_dir, enc, merges, sizeof enc);
@@ -53,17 +126,32 @@ static int write_tokenizer(const char *src_dir, const char *run, int V, int *wri
     snprintf(tdir, sizeof tdir, "%s/tokenizer", run);
     snprintf(a, sizeof a, "%s/encoder.json", tdir);
     snprintf(b, sizeof b, "%s/vocab.bpe", tdir);
-    if (gma_mkdirs(tdir) != 0 || copy_file(enc, a) != 0 || copy_file(merges, b) != 0) return -1;
+    if (gma_mkdirs(tdir) != 0) return -1;
+    if (have == 2 ? split_tokenizer_json(enc, tdir) != 0 : copy_file(enc, a) != 0 || copy_file(merges, b) != 0) return -1;
     Tokenizer *tk = tokenizer_load("gpt2", tdir);
     if (!tk) return gma_error_prefix("%s: tokenizer", src_dir);
     uint32_t tv = tokenizer_vocab_size(tk);
+    int rc = tokenizer_save(tk, tdir);
     tokenizer_free(tk);
+    if (rc) return -1;
     if ((int)tv != V)
         return gma_errorf("%s: the tokenizer has %u tokens, the model's vocabulary %d", enc, tv, V);
-    const char *js = "{\n  \"path\": \"" GPT2_DATA "\",\n  \"path_abs\": \"\",\n  \"tokenizer\": \"gpt2\",\n"
-                     "  \"tokenizer_files\": [\"tokenizer/encoder.json\", \"tokenizer/vocab.bpe\"]\n}\n";
+    DataId id = {.tokenizer = "gpt2", .vocab = (uint32_t)V};
+    if (tokenizer_digest(tdir, id.tok_sha) != 0) return -1;
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddStringToObject(o, "path", GPT2_DATA);
+    cJSON_AddStringToObject(o, "path_abs", "");
+    cJSON_AddStringToObject(o, "tokenizer", "gpt2");
+    cJSON *files = cJSON_AddArrayToObject(o, "tokenizer_files");
+    cJSON_AddItemToArray(files, cJSON_CreateString("tokenizer/encoder.json"));
+    cJSON_AddItemToArray(files, cJSON_CreateString("tokenizer/vocab.bpe"));
+    cJSON_AddItemToObject(o, "identity", dataid_to_json(&id));
+    char *js = cJSON_Print(o);
+    cJSON_Delete(o);
     snprintf(a, sizeof a, "%s/data.json", run);
-    if (gma_write_file_atomic(a, js, strlen(js)) != 0) return -1;
+    rc = gma_write_file_atomic(a, js, strlen(js));
+    cJSON_free(js);
+    if (rc) return -1;
     *written = 1;
     return 0;
 }
@@ -149,13 +237,25 @@ static int write_run(Gpt2Dest *d, const char *tmp, const char *src_dir, Gpt2Info
     return rc;
 }
 
-int gpt2_import(const char *from, const char *out, Gpt2Info *info) {
+int gpt2_import(const char *from, const char *out_arg, Gpt2Info *info) {
     Gpt2Info local;
     if (!info) info = &local;
     memset(info, 0, sizeof *info);
+    char out[2048], parent[2048], tmp[2200], src_dir[2200];
+    snprintf(out, sizeof out, "%s", out_arg);
+    for (size_t n = strlen(out); n > 1 && out[n - 1] == '/'; n--) out[n - 1] = 0; /* RUN/ is RUN */
     if (check_out(out) != 0) return -1;
+    /* the temporary folders of imports into out that were killed (out.tmp.PID, PID gone) */
+    snprintf(parent, sizeof parent, "%s", out);
+    char *slash = strrchr(parent, '/');
+    const char *base = slash ? slash + 1 : out;
+    if (slash == parent) snprintf(parent, sizeof parent, "/");
+    else if (slash) *slash = 0;
+    else snprintf(parent, sizeof parent, ".");
+    int swept = stale_tmp_sweep(parent, &base, 1);
+    if (swept < 0) return -1;
+    info->swept = swept;
     Gpt2Dest d = {0};
-    char src_dir[2200], tmp[2200];
     int rc = read_source(from, &d, info, src_dir, sizeof src_dir);
     if (!rc) {
         info->params = (long)d.m.pt.total;

@@ -8,13 +8,21 @@
  * learned positions, attention biases and the tied head, which computes GPT-2's function
  * (docs/model.md §1, §3.5). The run folder holds config.json, model.safetensors (the
  * names of docs/model.md §7, no optimiser state) and, when the source folder has GPT-2's
- * tokenizer files, data.json + tokenizer/. */
+ * tokenizer files (GPT2_TOKENIZER_FILES), data.json + tokenizer/; data.json records the
+ * tokenizer's identity (dataid.h) as a trained run's does. Sizes are checked against what
+ * the header or config.json promise before the model is allocated; a non-finite weight is
+ * refused naming the tensor and index. Temporary folders of killed imports (RUN.tmp.PID,
+ * PID gone) are removed (stale_tmp.h). */
 #ifndef GMA_IMPORT_GPT2_H
 #define GMA_IMPORT_GPT2_H
 #include "model/gpt2_dest.h" /* Gpt2Info */
 
+/* the tokenizer files an import looks for beside the weights, for messages */
+#define GPT2_TOKENIZER_FILES "encoder.json + vocab.bpe, vocab.json + merges.txt, or tokenizer.json"
+
 /* Import from (a folder with model.safetensors, a .safetensors file with config.json
- * beside it, or an llm.c .bin) into the run folder out, which must not exist or be empty.
+ * beside it, or an llm.c .bin) into the run folder out (trailing slashes ignored), which
+ * must not exist or be empty.
  * The folder is built beside out under a temporary name and renamed at the end, so a
  * refusal or a failure leaves nothing at out. 0, or -1 with one line in gma_error naming
  * the file and the tensor or offset. info (may be NULL) gets what was imported. */

@@ -91,6 +91,12 @@ static const real *get(Hf *h, const char *fmt, int layer, int64_t d0, int64_t d1
         return NULL;
     }
     st_read_tensor(e, h->buf);
+    for (size_t i = 0; i < e->numel; i++)
+        if (!isfinite(h->buf[i])) {
+            gma_errorf("%s: tensor %s holds %s at index %zu: not a weight to import", h->f->path, name,
+                       isnan(h->buf[i]) ? "NaN" : "an infinity", i);
+            return NULL;
+        }
     return h->buf;
 }
 
@@ -211,6 +217,14 @@ int gpt2_read_hf(const char *st_path, const char *config_path, Gpt2Dest *d, Gpt2
     snprintf(info->format, sizeof info->format, "hugging face");
     StFile f;
     if (st_open(&f, st_path) != 0) return -1;
+    /* the weights config.json promises (float32), against the file's size, before the model is allocated */
+    double D = info->D, need = 4 * ((double)info->V * D + (double)info->T * D + info->L * (12 * D * D + 13 * D) + 2 * D);
+    if ((double)f.len < need) {
+        size_t have = f.len;
+        st_close(&f);
+        return gma_errorf("%s: truncated: %zu bytes, the header needs %.0f (the weights of the GPT-2 of %s)", st_path, have,
+                          need, config_path);
+    }
     Hf h = {.f = &f, .pre = st_find(&f, "transformer.wte.weight") ? "transformer." : ""};
     size_t big = (size_t)info->V * info->D;
     if ((size_t)info->T * info->D > big) big = (size_t)info->T * info->D;

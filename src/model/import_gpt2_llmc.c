@@ -5,6 +5,7 @@
  * project stores them. wte has Vp rows; the rows past V are padding and are dropped. */
 #include <errno.h>
 #include <fcntl.h>
+#include <math.h>
 #include <stdint.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -61,17 +62,23 @@ static size_t dim_of(int code, const Gpt2Info *s, int Vp) {
     }
 }
 
-/* n values from the file at x->off into dst (float32 or bfloat16: the high half of a float32) */
-static void take(Llmc *x, real *dst, size_t n) {
+/* n values from the file at x->off into dst (float32 or bfloat16: the high half of a
+ * float32); a NaN or infinity refused naming the tensor `what`, its index and offset */
+static int take(Llmc *x, real *dst, size_t n, const char *what) {
     const uint8_t *p = x->map + x->off;
+    size_t esz = x->bf16 ? 2 : 4;
     for (size_t i = 0; i < n; i++) {
         uint32_t u = 0;
         if (x->bf16) u = (uint32_t)(p[2 * i] | p[2 * i + 1] << 8) << 16;
         else memcpy(&u, p + 4 * i, 4);
         float f;
         memcpy(&f, &u, 4);
+        if (!isfinite(f))
+            return gma_errorf("%s: tensor %s holds %s at index %zu (offset %zu): not a weight to import", x->path, what,
+                              isnan(f) ? "NaN" : "an infinity", i, x->off + i * esz);
         dst[i] = (real)f;
     }
+    return 0;
 }
 
 /* the tensor of one layer (or the whole one): refuse when the file ends inside it */
@@ -90,16 +97,16 @@ static int one(Llmc *x, Gpt2Dest *d, const Gpt2Info *s, const LlmcTensor *t, int
             char name[64];
             snprintf(name, sizeof name, t->dst, l, "qkv"[p]);
             real *dst = gpt2_dest_at(d, part, name, 0); /* name holds no % */
-            if (!dst) return -1;
-            take(x, dst, part);
+            if (!dst || take(x, dst, part, name) != 0) return -1;
             x->off += part * esz;
         }
         return 0;
     }
     size_t keep = t->rows == 1 ? (size_t)s->V * cols : n; /* wte: the padding rows are dropped */
     real *dst = gpt2_dest_at(d, keep, t->dst, l);
-    if (!dst) return -1;
-    take(x, dst, keep);
+    char what[64];
+    snprintf(what, sizeof what, t->per_layer ? "%s of layer %d" : "%s", t->name, l);
+    if (!dst || take(x, dst, keep, what) != 0) return -1;
     x->off += n * esz;
     return 0;
 }
@@ -125,6 +132,15 @@ static int header(Llmc *x, Gpt2Info *s) {
     if (x->Vp < s->V) return gma_errorf("%s: header Vp = %d at offset 28 is below V = %d", x->path, x->Vp, s->V);
     if (s->D % s->H) return gma_errorf("%s: header C = %d at offset 24 is not divisible by H = %d", x->path, s->D, s->H);
     snprintf(s->format, sizeof s->format, "llm.c v%d", h[1]);
+    /* the file's size is what the header promises, checked before the model is allocated */
+    double need = LLMC_HEADER_BYTES;
+    for (int t = 0; t < 16; t++) {
+        const LlmcTensor *tt = &TENSORS[t];
+        double cols = tt->cols == 1 ? 1 : tt->cols == 4 ? 4.0 * s->D : s->D;
+        need += (tt->per_layer ? s->L : 1) * (double)dim_of(tt->rows, s, x->Vp) * cols * (x->bf16 ? 2 : 4);
+    }
+    if ((double)x->len < need)
+        return gma_errorf("%s: truncated: %zu bytes, the header needs %.0f", x->path, x->len, need);
     return 0;
 }
 

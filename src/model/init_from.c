@@ -12,7 +12,13 @@ static InitOutcome outcome_of(const ParamInfo *p, const StEntry *e) {
     if (!e) return INIT_NEW;
     if (e->ndim != p->ndim) return INIT_SHAPE;
     for (int d = 0; d < p->ndim; d++)
-        if (e->shape[d] != p->shape[d]) return INIT_SHAPE;
+        if (e->shape[d] != p->shape[d]) {
+            /* a learned position table of more positions than this model's: its first rows */
+            if (!strcmp(p->name, "pos_emb.weight") && p->ndim == 2 && d == 0 && e->shape[0] > p->shape[0] &&
+                e->shape[1] == p->shape[1])
+                return INIT_CROPPED;
+            return INIT_SHAPE;
+        }
     return INIT_COPIED;
 }
 
@@ -81,10 +87,16 @@ int init_from_ckpt(Model *m, const char *dir, const Config *src, InitReport *rep
         rep->outcome[i] = outcome_of(p, e);
         if (old && rep->outcome[i] == INIT_COPIED) rep->outcome[i] = INIT_MAPPED;
         rep->counts[rep->outcome[i]]++;
-        if (rep->outcome[i] != INIT_COPIED && rep->outcome[i] != INIT_MAPPED) continue;
+        if (rep->outcome[i] != INIT_COPIED && rep->outcome[i] != INIT_MAPPED && rep->outcome[i] != INIT_CROPPED) continue;
         rep->from[i] = xstrdup(e->name);
         real *dst = host + p->offset;
-        st_read_tensor(e, dst);
+        if (rep->outcome[i] == INIT_CROPPED) { /* rows are contiguous: the first p->numel values are the first rows */
+            real *all = xmalloc(e->numel * sizeof(real));
+            st_read_tensor(e, all);
+            memcpy(dst, all, p->numel * sizeof(real));
+            free(all);
+        } else
+            st_read_tensor(e, dst);
         for (size_t j = 0; j < p->numel && !rc; j++)
             if (!isfinite(dst[j])) rc = gma_errorf("%s: tensor %s holds a non-finite value at element %zu", path, p->name, j);
     }
@@ -108,13 +120,13 @@ void init_report_free(InitReport *rep) {
     memset(rep, 0, sizeof *rep);
 }
 
-static const char *const g_key[4] = {"copied", "new", "shape_differs", "mapped"};
+static const char *const g_key[INIT_N] = {"copied", "new", "shape_differs", "mapped", "cropped"};
 
 cJSON *init_report_json(const Model *m, const InitReport *rep) {
     cJSON *o = cJSON_CreateObject();
     cJSON_AddStringToObject(o, "from", rep->dir);
     cJSON_AddNumberToObject(o, "step", (double)rep->step);
-    for (int k = 0; k < 4; k++) {
+    for (int k = 0; k < INIT_N; k++) {
         cJSON *a = cJSON_AddArrayToObject(o, g_key[k]);
         for (int i = 0; i < rep->n; i++) {
             if ((int)rep->outcome[i] != k) continue;
@@ -144,12 +156,12 @@ cJSON *init_report_json(const Model *m, const InitReport *rep) {
     return o;
 }
 
-/* ": name, name" of the tensors with outcome k (4: dropped), at most 8 named, then a count */
+/* ": name, name" of the tensors with outcome k (INIT_N: dropped), at most 8 named, then a count */
 static void names(const Model *m, const InitReport *rep, int k, FILE *f) {
-    int shown = 0, n = k < 4 ? rep->counts[k] : rep->n_dropped;
-    for (int i = 0; i < (k < 4 ? rep->n : rep->n_dropped) && shown < 8; i++) {
-        if (k < 4 && (int)rep->outcome[i] != k) continue;
-        fprintf(f, "%s%s", shown++ ? ", " : ": ", k < 4 ? m->pt.t[i].name : rep->dropped[i]);
+    int shown = 0, n = k < INIT_N ? rep->counts[k] : rep->n_dropped;
+    for (int i = 0; i < (k < INIT_N ? rep->n : rep->n_dropped) && shown < 8; i++) {
+        if (k < INIT_N && (int)rep->outcome[i] != k) continue;
+        fprintf(f, "%s%s", shown++ ? ", " : ": ", k < INIT_N ? m->pt.t[i].name : rep->dropped[i]);
     }
     if (n > shown) fprintf(f, ", %d more", n - shown);
 }
@@ -163,12 +175,15 @@ void init_report_print(const Model *m, const InitReport *rep, FILE *f) {
         fprintf(f, ")");
         names(m, rep, INIT_MAPPED, f);
     }
+    if (rep->counts[INIT_CROPPED])
+        fprintf(f, "; %d cropped to the first model.max_seq_len %d rows", rep->counts[INIT_CROPPED], m->cfg.model.max_seq_len);
+    names(m, rep, INIT_CROPPED, f);
     if (rep->counts[INIT_NEW]) fprintf(f, "; %d new, at their fresh initialisation", rep->counts[INIT_NEW]);
     names(m, rep, INIT_NEW, f);
     if (rep->counts[INIT_SHAPE]) fprintf(f, "; %d of another shape, at their fresh initialisation", rep->counts[INIT_SHAPE]);
     names(m, rep, INIT_SHAPE, f);
     if (rep->n_dropped) fprintf(f, "; %d dropped", rep->n_dropped);
-    names(m, rep, 4, f);
+    names(m, rep, INIT_N, f);
     if (rep->n_seed) {
         fprintf(f, "; the routing of layer%s", rep->n_seed > 1 ? "s" : "");
         for (int l = 0, k = 0; l < m->L && l < CFG_MAX_LAYERS; l++)

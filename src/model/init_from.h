@@ -16,8 +16,10 @@
 #include "model/model.h"
 
 /* INIT_SHAPE: in both, other shape: kept fresh; INIT_MAPPED: a projection of a layer whose
- * mixer changed, copied from the attention it replaces */
-typedef enum { INIT_COPIED, INIT_NEW, INIT_SHAPE, INIT_MAPPED } InitOutcome;
+ * mixer changed, copied from the attention it replaces; INIT_CROPPED: the learned position
+ * table pos_emb.weight of a shorter model.max_seq_len, its first rows copied (positions
+ * 0..max_seq_len-1, as nanoGPT's crop_block_size) */
+typedef enum { INIT_COPIED, INIT_NEW, INIT_SHAPE, INIT_MAPPED, INIT_CROPPED, INIT_N } InitOutcome;
 
 typedef struct InitReport {
     char dir[2048];       /* the checkpoint directory */
@@ -27,7 +29,7 @@ typedef struct InitReport {
     char **from;          /* per tensor: the checkpoint's name it came from (NULL unless copied or mapped) */
     int n_dropped;
     char **dropped;       /* the checkpoint's tensors the model has not */
-    int counts[4];        /* tensors per outcome */
+    int counts[INIT_N];   /* tensors per outcome */
     char old_mixer[CFG_MAX_LAYERS][16]; /* per layer: the checkpoint's mixer when it differs from the model's ("" = same or none) */
     uint8_t seed[CFG_MAX_LAYERS];       /* 1: the layer's routing was not copied: k-means seeds it */
     int n_seed;
@@ -40,7 +42,7 @@ typedef struct InitReport {
  * naming the file. */
 int init_from_ckpt(Model *m, const char *dir, const Config *src, InitReport *rep);
 void init_report_free(InitReport *rep);
-/* {"from", "step", "copied": [...], "mapped": ["new <- old", ...], "replaced": [{"layer",
+/* {"from", "step", "copied": [...], "mapped": ["new <- old", ...], "cropped": [...], "replaced": [{"layer",
  * "from", "to"}], "new": [...], "shape_differs": [...], "dropped": [...], "kmeans_seeded":
  * ["blocks.L.mixer", ...]} */
 cJSON *init_report_json(const Model *m, const InitReport *rep);

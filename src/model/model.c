@@ -2,6 +2,7 @@
  * the encoder classifier (same embeddings and blocks; see model.h). */
 #include "model/model.h"
 
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
@@ -134,21 +135,24 @@ int model_build(Model *m, const Config *c) {
     return 0;
 }
 
-int model_extend_window(Config *c, int N, const char *src) {
+int model_extend_window(Config *c, int N, const char *given, const char *src) {
+    char opt[96];
+    if (given) snprintf(opt, sizeof opt, "%s", given);
+    else snprintf(opt, sizeof opt, "--seq-len %d", N);
     ModelCfg *mc = &c->model;
     if (N <= mc->max_seq_len) return 0;
     if (model_keys(c)->pos == POS_LEARNED)
-        return gma_errorf("--seq-len %d is longer than model.max_seq_len %d: model.pos \"learned\" of checkpoint %s has one row of "
+        return gma_errorf("%s is longer than model.max_seq_len %d: model.pos \"learned\" of checkpoint %s has one row of "
                           "pos_emb.weight per position, none past %d (positions \"sinusoidal\" or \"none\" extend)",
-                          N, mc->max_seq_len, src, mc->max_seq_len);
+                          opt, mc->max_seq_len, src, mc->max_seq_len);
     if (mc->task == MODEL_CLASSIFY)
-        return gma_errorf("--seq-len %d is longer than model.max_seq_len %d of checkpoint %s: a classifier is evaluated within it", N,
+        return gma_errorf("%s is longer than model.max_seq_len %d of checkpoint %s: a classifier is evaluated within it", opt,
                           mc->max_seq_len, src);
     for (int l = 0; l < mc->n_layers; l++) {
         const MixerVT *vt = mixer_of_layer(c, l);
         if (vt && vt->fixed_window)
-            return gma_errorf("--seq-len %d is longer than model.max_seq_len %d: layer %d's mixer %s of checkpoint %s: %s",
-                              N, mc->max_seq_len, l, vt->name, src, vt->fixed_window);
+            return gma_errorf("%s is longer than model.max_seq_len %d: layer %d's mixer %s of checkpoint %s: %s",
+                              opt, mc->max_seq_len, l, vt->name, src, vt->fixed_window);
     }
     mc->max_seq_len = N;
     return 0;
@@ -214,7 +218,12 @@ void model_memory_plan(const Model *m, int Bmax, int Nmax, MemPlan *p) {
     double R = (double)Bmax * (m->classify ? m->n_seq : 1) * (Nmax + m->pool_cls);
     double rough = R * ((double)m->L * (6.0 * m->D + 2.0 * m->F)) + fmin(R, (double)model_head_rows(m, SIZE_MAX)) * (double)m->V;
     p->params = (m->infer ? 1.0 : 4.0) * (double)m->pt.total * sizeof(real); /* parameters, gradients, two moments */
-    p->acts = rough * sizeof(real) > 1e18 ? rough * sizeof(real) : (double)plan_total(m, Bmax, Nmax) * sizeof(real);
+    /* the exact plan only where its sizes hold: the mixers' sizes take B x N rows as an int */
+    int exact = rough * sizeof(real) <= 1e18 && R <= INT_MAX;
+    p->acts = !exact ? rough * sizeof(real) : (double)plan_total(m, Bmax, Nmax) * sizeof(real);
+    /* the encoder and the cross sub-layers of a cross model: buffers of their own (model_cross.c) */
+    double cross = !exact ? 0 : (double)xmodel_act_size(m->x, Bmax, Nmax) * sizeof(real);
+    p->acts += cross;
     /* and for a while: model_init_params' host copy of the parameters, the sinusoidal table (host and device) */
     double table = model_keys(&m->cfg)->pos == POS_SINUSOIDAL ? 2.0 * m->Nmax * m->D * sizeof(real) : 0;
     p->total = p->params + p->acts + (double)m->pt.total * sizeof(real) + table;
@@ -224,7 +233,7 @@ void model_memory_plan(const Model *m, int Bmax, int Nmax, MemPlan *p) {
     double top = 0;
     const char *name = NULL;
     int routed = 0; /* the heaviest mixer has routing components (gma, auto): gma.n_components drives it */
-    for (int l = 0; l < m->L && rough * sizeof(real) <= 1e18; l++) {
+    for (int l = 0; l < m->L && exact; l++) {
         const Mixer *mx = m->blocks[l].mixer;
         double a = 0;
         for (int j = 0; j < m->L; j++)
@@ -237,6 +246,9 @@ void model_memory_plan(const Model *m, int Bmax, int Nmax, MemPlan *p) {
     if (pos > 0.5 * p->total)
         snprintf(p->drivers, sizeof p->drivers, "mostly the position table: model.max_seq_len %d x model.d_model %d", m->Nmax,
                  m->D);
+    else if (cross > 0.5 * p->acts)
+        snprintf(p->drivers, sizeof p->drivers, "mostly the cross layers: cross.ctx_len %d, cross.enc_layers %d and "
+                 "model.n_layers %d (cross.mixer %s)", m->x->M, m->x->E, m->x->L, cfg_enum_name(c, "cross.mixer"));
     else if (p->params > p->acts)
         snprintf(p->drivers, sizeof p->drivers, "mostly parameters: model.vocab_size %d x model.d_model %d, model.n_layers %d x "
                  "model.d_ff %d", m->V, m->D, m->L, m->F);
@@ -257,14 +269,17 @@ int model_check_memory(const Model *m, int Bmax, int Nmax) {
 
 int model_check_memory_plan(const Model *m, int Bmax, int Nmax, MemPlan *plan) {
     model_memory_plan(m, Bmax, Nmax, plan);
-    if (g_ops->device != OPS_CPU) return 0; /* device memory: the backend reports its own failure */
     const MemPlan p = *plan;
-    if (p.avail > 0 && p.total > p.avail)
+    if (g_ops->device == OPS_CPU && p.avail > 0 && p.total > p.avail) /* device memory: the backend reports its own failure */
         return gma_errorf("batch %d x %d (train.batch_size x train.seq_len) plans %.1f GiB: parameters%s %.1f, activations %.1f "
                           "(%s) -> more than the %.1f GiB of %s",
                           Bmax, Nmax, p.total / 1073741824.0, m->infer ? "" : ", gradients and optimiser moments",
                           p.params / 1073741824.0, p.acts / 1073741824.0, p.drivers,
                           p.avail / 1073741824.0, p.avail_what);
+    double rows = (double)Bmax * (m->classify ? m->n_seq : 1) * (Nmax + m->pool_cls);
+    if (rows > INT_MAX) /* the layers index the B x N rows with an int */
+        return gma_errorf("batch %d x %d (train.batch_size x train.seq_len) is %.0f rows, more than the %d a model runs", Bmax,
+                          Nmax, rows, INT_MAX);
     return 0;
 }
 

@@ -125,9 +125,10 @@ int model_build(Model *m, const Config *c);
 /* Let a model of config c run windows of N tokens, N beyond model.max_seq_len (gmaeval
  * --seq-len past the training length): model.max_seq_len becomes N when no part of the
  * model is sized by it (positions "sinusoidal", whose table is extended, or "none"; every
- * mixer but those with a fixed_window); else one line naming the key and `src` (the
+ * mixer but those with a fixed_window); else one line naming the option `given` (e.g.
+ * "--ctx-len 200 (a window of 216)"; NULL: "--seq-len N"), the key and `src` (the
  * checkpoint's config). 0 or -1 with gma_error. */
-int model_extend_window(Config *c, int N, const char *src);
+int model_extend_window(Config *c, int N, const char *given, const char *src);
 /* The memory model_alloc takes for batches of Bmax x Nmax, in bytes: params (parameters,
  * gradients, the two optimiser moments; parameters alone when m->infer), acts (activations and scratch), total (both and
  * what model_alloc and model_init_params hold for a while: a host copy of the parameters,

@@ -51,34 +51,53 @@ XModel *xmodel_build(const Config *c, ParamTable *pt, int D, int L) {
     return x;
 }
 
-void xmodel_alloc(XModel *x, int Bmax, int Nmax) {
-    if (!x) return;
-    size_t D = x->D, RM = (size_t)Bmax * x->M, RT = (size_t)Bmax * Nmax, scr = 0;
+/* The buffers of Bmax windows of up to Nmax tokens, one walk for the plan and the
+ * allocation: with take 0 only their reals are counted (xmodel_act_size), with take 1 they
+ * are allocated too. Returns the reals. */
+static size_t xmodel_walk(XModel *x, int Bmax, int Nmax, int take) {
+    size_t D = x->D, RM = (size_t)Bmax * x->M, RT = (size_t)Bmax * Nmax, scr = 0, total = 0;
     int Nq = GMA_MAX(Nmax - x->M, 1);
-#define AL(n) ((real *)g_ops->alloc(sizeof(real) * ((n) + 1)))
-    x->e = xcalloc((size_t)x->E + 1, sizeof(real *));
-    for (int l = 0; l <= x->E; l++) x->e[l] = AL(RM * D);
+#define AL(n) (total += (n) + 1, take ? (real *)g_ops->alloc(sizeof(real) * ((n) + 1)) : NULL)
+    if (take) x->e = xcalloc((size_t)x->E + 1, sizeof(real *));
+    for (int l = 0; l <= x->E; l++) {
+        real *p = AL(RM * D);
+        if (take) x->e[l] = p;
+    }
     for (int l = 0; l < x->E; l++) {
-        XEnc *e = &x->enc[l];
+        XEnc *e = &x->enc[l], t;
+        if (!take) e = &t;
         e->ln = AL(RM * D), e->mean = AL(RM), e->rstd = AL(RM);
-        e->act = AL(cross_act_size(e->att, Bmax, x->M, x->M));
-        scr = GMA_MAX(scr, cross_scratch_size(e->att, Bmax, x->M, x->M));
+        e->act = AL(cross_act_size(x->enc[l].att, Bmax, x->M, x->M));
+        scr = GMA_MAX(scr, cross_scratch_size(x->enc[l].att, Bmax, x->M, x->M));
     }
-    x->ctx = AL(RM * D), x->ctx_mean = AL(RM), x->ctx_rstd = AL(RM);
-    x->dctx = AL(RM * D), x->de = AL(RM * D), x->dtmp = AL(RM * D);
-    x->tmp = AL(RT * D);
+    XModel t = *x;
+    XModel *w = take ? x : &t;
+    w->ctx = AL(RM * D), w->ctx_mean = AL(RM), w->ctx_rstd = AL(RM);
+    w->dctx = AL(RM * D), w->de = AL(RM * D), w->dtmp = AL(RM * D);
+    w->tmp = AL(RT * D);
     for (int l = 0; l < x->L; l++) {
-        XDec *d = &x->dec[l];
+        XDec *d = &x->dec[l], dt;
+        if (!take) d = &dt;
+        const Cross *att = x->dec[l].att;
         d->xmid = AL(RT * D), d->ln = AL(RT * D), d->mean = AL(RT), d->rstd = AL(RT), d->out = AL(RT * D);
-        d->act = AL(cross_act_size(d->att, Bmax, Nq, x->M));
-        scr = GMA_MAX(scr, cross_scratch_size(d->att, Bmax, Nq, x->M));
+        d->act = AL(cross_act_size(att, Bmax, Nq, x->M));
+        scr = GMA_MAX(scr, cross_scratch_size(att, Bmax, Nq, x->M));
         /* decoding: the memory of one context, then steps of up to RT rows */
-        scr = GMA_MAX(scr, cross_decode_scratch(d->att, 1, x->M));
-        scr = GMA_MAX(scr, cross_decode_scratch(d->att, (int)RT, 1));
+        scr = GMA_MAX(scr, cross_decode_scratch(att, 1, x->M));
+        scr = GMA_MAX(scr, cross_decode_scratch(att, (int)RT, 1));
     }
-    x->scratch = AL(scr);
+    w->scratch = AL(scr);
 #undef AL
-    x->tq_host = xcalloc(RT + 1, sizeof(int32_t));
+    if (take) x->tq_host = xcalloc(RT + 1, sizeof(int32_t));
+    return total + (RT + 1) * sizeof(int32_t) / sizeof(real);
+}
+
+void xmodel_alloc(XModel *x, int Bmax, int Nmax) {
+    if (x) xmodel_walk(x, Bmax, Nmax, 1);
+}
+
+size_t xmodel_act_size(const XModel *x, int Bmax, int Nmax) {
+    return x ? xmodel_walk((XModel *)x, Bmax, Nmax, 0) : 0;
 }
 
 void xmodel_free(XModel *x) {

@@ -51,6 +51,9 @@ typedef struct XModel {
 XModel *xmodel_build(const Config *c, ParamTable *pt, int D, int L);
 /* activations for Bmax windows of up to Nmax tokens */
 void xmodel_alloc(XModel *x, int Bmax, int Nmax);
+/* the reals (host targets included) xmodel_alloc takes for Bmax x Nmax: the memory plan's
+ * share of the encoder and the cross sub-layers; 0 for NULL */
+size_t xmodel_act_size(const XModel *x, int Bmax, int Nmax);
 void xmodel_free(XModel *x);
 /* the query rows' targets of tgt [B,T] (host) into x->tq_host; returns N = T - M, or -1
  * (gma_error) when T <= M */

@@ -92,7 +92,7 @@ int evaluate_buckets(Model *m, const LmData *d, int s, int B, int N, long max_ba
      * batch order; with R
      * data-parallel ranks rank r evaluates batches r, r+R, ... and the tables are summed */
     int Q = d->is_recall ? d->recall.queries : 0, Qc = GMA_MIN(Q, RECALL_EVAL_Q);
-    int nbk = bucket > 0 ? (N + bucket - 1) / bucket : 0;
+    int nbk = bucket > 0 ? GMA_DIV_UP(N, bucket) : 0;
     if (nbk > EVAL_MAX_BUCKETS) return gma_errorf("%d position buckets of %d tokens in a window of %d: more than %d", nbk, bucket, N,
                                                  EVAL_MAX_BUCKETS);
     size_t WR = 7 + 4 * (size_t)Qc, WP = d->is_passkey ? 3 + 3 * PASSKEY_DEPTH_BUCKETS : 0, W = WR + WP + 2 * (size_t)nbk;

@@ -67,16 +67,19 @@ static real *head_insert_after(const Ad *a, Head *h, int k) {
     return h->rows + (k + 1) * W;
 }
 
-/* Bhattacharyya distance between two diagonal Gaussians, per dimension (docs/model.md §4.2) */
+/* The largest per-dimension term of the Bhattacharyya distance between two diagonal
+ * Gaussians (docs/model.md §4.2): a split moves its copies apart along one axis, so a
+ * mean over the d axes would shrink their distance with d and merge a fresh split
+ * straight back; the largest term is split_shift^2 / 2 for a fresh split at any d. */
 static double distance(const Ad *a, const real *x, const real *y) {
     const Layout *L = &a->lay;
     double s = 0;
     for (int e = 0; e < L->d; e++) {
         double sx = softplus(x[AT(L, F_VR) + e]) + a->floor, sy = softplus(y[AT(L, F_VR) + e]) + a->floor;
         double sm = 0.5 * (sx + sy), dm = (double)x[e] - y[e];
-        s += dm * dm / (8 * sm) + 0.5 * log(sm / sqrt(sx * sy));
+        s = fmax(s, dm * dm / (8 * sm) + 0.5 * log(sm / sqrt(sx * sy)));
     }
-    return s / L->d;
+    return s;
 }
 
 /* row x <- the merge of x and y: mixture weights added, mean and variance moment-matched,

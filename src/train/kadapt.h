@@ -5,8 +5,8 @@
  * At every gma.adapt_every-th step, in each layer with Gaussian components, per routing
  * head: components the Dirichlet prior dropped are removed; live components whose load
  * (their mean responsibility over the last training batch's query rows) is below prune_below / K are
- * pruned; the closest pairs whose Bhattacharyya distance per dimension is below merge_dist
- * are merged (moment matching, mixture weights added); components whose load is above
+ * pruned; the closest pairs whose largest per-dimension Bhattacharyya term is below
+ * merge_dist are merged (moment matching, mixture weights added); components whose load is above
  * split_above / K are split into two copies split_shift standard deviations either side
  * of the mean along the widest axis, each with half the mixture weight. K is the layer's
  * tensor size, the same for every head: the largest live count over its routing heads,

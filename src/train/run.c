@@ -260,8 +260,8 @@ static int open_state(Run *r) {
     rng_seed2(&ts->rng, (uint64_t)r->cfg.seed, 0x747261696eULL);
     if (r->o.resume_dir) {
         char dir[2048];
-        int ok = ckpt_resolve(r->o.resume_dir, dir, sizeof dir) == 0 && ckpt_load(&r->m, ts, dir) == 0;
-        if (!ok) ckpt_hint_intact(r->o.resume_dir);
+        int found = ckpt_resolve(r->o.resume_dir, dir, sizeof dir) == 0, ok = found && ckpt_load(&r->m, ts, dir) == 0;
+        if (!ok && (found || !run_lock_busy(r->o.resume_dir))) ckpt_hint_intact(r->o.resume_dir);
         int rc = dist_agree(ok ? 0 : TRAIN_BAD_INPUT);
         if (rc) return rc;
         if (!r->quiet) fprintf(stderr, "resumed from %s at step %ld\n", dir, ts->step);

@@ -52,3 +52,25 @@ int run_lock_take(const char *run_dir) {
 void run_lock_release(int fd) {
     if (fd >= 0) close(fd); /* closing the last descriptor releases the flock */
 }
+
+int run_lock_busy(const char *path) {
+    char lock[2100];
+    snprintf(lock, sizeof lock, "%s/.lock", path);
+    int fd = open(lock, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return 0;
+    /* a shared probe, dropped at once: it never makes or writes the file */
+    if (flock(fd, LOCK_SH | LOCK_NB) == 0) {
+        flock(fd, LOCK_UN);
+        close(fd);
+        return 0;
+    }
+    int e = errno;
+    long pid = e == EWOULDBLOCK ? holder_pid(fd) : 0;
+    close(fd);
+    if (e != EWOULDBLOCK) return 0;
+    char who[64] = "another gmatrain";
+    if (pid > 0) snprintf(who, sizeof who, "another gmatrain (pid %ld)", pid);
+    gma_errorf("%s is in use: %s is writing this run and has no checkpoint yet (lock %s); wait for it to end, or pass "
+               "--out DIR for a new run", path, who, lock);
+    return 1;
+}

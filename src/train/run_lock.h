@@ -13,6 +13,11 @@
  * holder's pid when another process holds the lock; -1 with gma_error when the directory
  * or the file cannot be made or locked. */
 int run_lock_take(const char *run_dir);
+/* For a resume of `path` that found no checkpoint: 1 with gma_error naming the holder's pid
+ * when another process holds path's lock (a run before its first checkpoint), else 0 (no
+ * lock file, or nobody holds it). Creates nothing; its probe is a shared lock dropped at
+ * once. */
+int run_lock_busy(const char *path);
 /* Release a lock run_lock_take returned (fd < 0: nothing). */
 void run_lock_release(int fd);
 #endif

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "data/fetch/fetch.h"
+#include "model/gpt2_dest.h"
 #include "nn/cls_head.h"
 #include "train/dist.h"
 #include "train/health.h"
@@ -96,7 +97,7 @@ static int cls_open(Task *t, Config *cfg, int quiet) {
 static int missing_data_hint(const Config *cfg) {
     char train[2100];
     snprintf(train, sizeof train, "%s/train.bin", cfg->data.path);
-    if (gma_path_exists(train)) return -1; /* some other error: as it is */
+    if (cfg->data.source != DATA_shards || gma_path_exists(train)) return -1; /* generated data, or another error: as it is */
     char msg[1024], base[256], src[256] = "";
     snprintf(msg, sizeof msg, "%s", gma_error());
     const char *b = strrchr(cfg->data.path, '/');
@@ -104,6 +105,10 @@ static int missing_data_hint(const Config *cfg) {
     char *dash = strrchr(base, '-');
     const char *tok = dash ? dash + 1 : "gpt2";
     if (dash) snprintf(src, sizeof src, "%.*s", (int)(dash - base), base);
+    if (!strcmp(cfg->name, GPT2_IMPORT_NAME) && !strcmp(cfg->data.path, GPT2_DATA)) /* an import's placeholder */
+        return gma_errorf("%s; an imported GPT-2 has no data of its own (data.path %s is a placeholder): give shards of its "
+                          "tokenizer with --set data.path=DIR (gmadata prepare TEXT_DIR --tokenizer gpt2 --vocab "
+                          "RUN/tokenizer --out DIR)", msg, cfg->data.path);
     if (src[0] && fetch_find(src))
         return gma_errorf("%s; make it with: bin/gmadata fetch %s%s && bin/gmadata prepare %s --tokenizer %s --out %s", msg, src,
                           !strcmp(tok, "gpt2") ? " && bin/gmadata fetch gpt2" : "", src, tok, cfg->data.path);

@@ -12,7 +12,8 @@
 static const char *USAGE_IMPORT = "gmadata import gpt2 --from DIR|FILE --out RUN [--quiet]\n";
 static const char *ABOUT_IMPORT =
     "  DIR: a Hugging Face GPT-2 folder (config.json, model.safetensors; tokenizer files vocab.json +\n"
-    "       merges.txt or encoder.json + vocab.bpe when present); FILE: llm.c's gpt2_*.bin (version 3 or 5).\n"
+    "       merges.txt, encoder.json + vocab.bpe, or tokenizer.json, when present); FILE: llm.c's gpt2_*.bin\n"
+    "       (version 3 or 5).\n"
     "  RUN: a new (or empty) run folder: config.json, model.safetensors, and data.json + tokenizer/ when\n"
     "       the source has a tokenizer; gmaeval, gmasample and gmatrain read it as a checkpoint.\n";
 
@@ -51,9 +52,16 @@ int import_model_main(int argc, char **argv) {
         fprintf(stderr, "gmadata: %s\n", gma_error());
         return 2;
     }
+    if (!quiet && in.swept)
+        fprintf(stderr, "gmadata: removed %d stale temporary folder%s (%s.tmp.PID) of an import that was killed\n", in.swept,
+                in.swept == 1 ? "" : "s", out);
     if (!quiet)
         printf("gmadata: imported GPT-2 (%s: %d layers, n_embd %d, %d heads, vocabulary %d, %d positions; %ld parameters) "
                "into %s%s\n",
                in.format, in.L, in.D, in.H, in.V, in.T, in.params, out, in.tokenizer ? " with its tokenizer" : "");
+    if (!quiet && !in.tokenizer) /* said even when the summary is the only line: gmasample needs one */
+        printf("gmadata: no tokenizer beside the weights (looked for %s): gmasample --prompt needs --tokenizer gpt2 "
+               "--vocab DIR (DIR with encoder.json and vocab.bpe: gmadata fetch gpt2)\n",
+               GPT2_TOKENIZER_FILES);
     return 0;
 }

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "core/common.h"
+#include "core/config.h"
 #include "core/strdist.h"
 
 static const Opt *find(const OptProg *p, const char *a) {
@@ -97,8 +98,28 @@ static int set_value(const Opt *o, const char *v) {
     }
 }
 
-static int unknown(const OptProg *p, const char *a) {
+/* an unknown --flag of a program with --set that names a config key by its last
+ * component (--steps for train.steps, --batch-size for train.batch_size): "--set KEY=VALUE"
+ * into buf (VALUE the next argument when there is one), else NULL */
+static const char *as_set(const OptProg *p, const char *a, const char *next, char *buf, size_t cap) {
+    if (!find(p, "--set") || strncmp(a, "--", 2)) return NULL;
+    char last[128], key[128];
+    snprintf(last, sizeof last, "%s", a + 2);
+    for (char *c = last; *c; c++)
+        if (*c == '-') *c = '_';
+    char *eq = strchr(last, '='); /* --steps=10 */
+    if (eq) next = a + 2 + (eq - last) + 1, *eq = 0;
+    int n = cfg_keys_ending(last, key, sizeof key);
+    if (n == 0) return NULL;
+    snprintf(buf, cap, "--set %s=%s%s", key, next && strncmp(next, "--", 2) ? next : "VALUE",
+             n > 1 ? ", or another key of that name" : "");
+    return buf;
+}
+
+static int unknown(const OptProg *p, const char *a, const char *next) {
     if (a[0] != '-' || !a[1]) return gma_errorf("unexpected argument \"%s\" (see --help)", a);
+    char set[256];
+    if (as_set(p, a, next, set, sizeof set)) return gma_errorf("unknown option \"%s\" (did you mean %s?) (see --help)", a, set);
     const char *near = opts_near(p, a);
     if (near) return gma_errorf("unknown option \"%s\" (did you mean %s?) (see --help)", a, near);
     return gma_errorf("unknown option \"%s\" (see --help)", a);
@@ -128,7 +149,7 @@ int opts_parse(const OptProg *p, int argc, char **argv, int first) {
             if (*p->n_pos >= p->max_pos) return gma_errorf("too many arguments: \"%s\" (see --help)", a), 2;
             p->pos[(*p->n_pos)++] = a;
         } else
-            return unknown(p, a), 2;
+            return unknown(p, a, i + 1 < argc ? argv[i + 1] : NULL), 2;
     }
     return 0;
 }

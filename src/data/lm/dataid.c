@@ -42,12 +42,24 @@ static int read_json(char *p, size_t cap, const char *dir, const char *name, cJS
     return *j ? 1 : gma_errorf("%s: not valid JSON", p);
 }
 
-/* the tokenizer of the meta.json in dir: kind and the digest of its listed files */
+/* the SHA-256 meta.json's manifest records for each shard (manifest.h), "" when none */
+static void content_ids(const cJSON *meta, DataId *id) {
+    const cJSON *m = cJSON_GetObjectItemCaseSensitive(meta, "manifest");
+    for (int s = 0; s < 3; s++) {
+        const cJSON *sha = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(m, g_shard[s]), "sha256");
+        if (cJSON_IsString(sha) && strlen(sha->valuestring) == 64)
+            snprintf(id->shard[s].content, sizeof id->shard[s].content, "%s", sha->valuestring);
+    }
+}
+
+/* the tokenizer of the meta.json in dir: kind and the digest of its listed files; the
+ * shards' content digests of its manifest */
 static int tokenizer_id(const char *dir, DataId *id) {
     char p[2300];
     cJSON *j;
     int have = read_json(p, sizeof p, dir, "meta.json", &j);
     if (have <= 0) return have;
+    content_ids(j, id);
     const cJSON *t = cJSON_GetObjectItemCaseSensitive(j, "tokenizer");
     const cJSON *files = cJSON_GetObjectItemCaseSensitive(j, "tokenizer_files");
     if (cJSON_IsString(t)) /* the kind: "bpe:DIR" names a folder that may move */
@@ -74,9 +86,11 @@ int dataid_of_dir(const char *dir, DataId *id) {
     memset(id, 0, sizeof *id);
     if (tokenizer_id(dir, id) != 0) return -1;
     for (int s = 0; s < 3; s++) {
-        char p[2300];
+        char p[2300], content[65];
         snprintf(p, sizeof p, "%s/%s", dir, g_shard[s]);
+        snprintf(content, sizeof content, "%s", id->shard[s].content);
         if (shard_id(p, &id->shard[s]) != 0) return -1;
+        if (id->shard[s].present) snprintf(id->shard[s].content, sizeof id->shard[s].content, "%s", content);
         if (id->shard[s].vocab > id->vocab) id->vocab = id->shard[s].vocab;
     }
     return 0;
@@ -107,6 +121,7 @@ cJSON *dataid_to_json(const DataId *id) {
         cJSON_AddNumberToObject(e, "tokens", (double)id->shard[s].tokens);
         cJSON_AddNumberToObject(e, "vocab_size", id->shard[s].vocab);
         cJSON_AddStringToObject(e, "header_sha256", id->shard[s].sha);
+        if (id->shard[s].content[0]) cJSON_AddStringToObject(e, "sha256", id->shard[s].content);
     }
     return o;
 }
@@ -144,6 +159,9 @@ static int from_json(const cJSON *o, DataId *id) {
             str_field(e, "header_sha256", d->sha, sizeof d->sha))
             return -1;
         d->present = 1, d->tokens = (uint64_t)t, d->vocab = (uint32_t)v;
+        const cJSON *c = cJSON_GetObjectItemCaseSensitive(e, "sha256"); /* absent in runs recorded before it was kept */
+        if (c && (!cJSON_IsString(c) || strlen(c->valuestring) != 64)) return -1;
+        if (c) snprintf(d->content, sizeof d->content, "%s", c->valuestring);
     }
     return 0;
 }
@@ -179,6 +197,10 @@ int dataid_diff(const DataId *want, const DataId *have, int shards, char *out, s
         if (a->present && strcmp(a->sha, b->sha))
             return snprintf(out, cap, "%s of %llu tokens there, %llu here (header sha256 %.12s, %.12s)", g_shard[s],
                             (unsigned long long)a->tokens, (unsigned long long)b->tokens, a->sha, b->sha),
+                   1;
+        if (a->present && a->content[0] && b->content[0] && strcmp(a->content, b->content))
+            return snprintf(out, cap, "%s of %llu tokens in both, other tokens (sha256 %.12s there, %.12s here, "
+                            "meta.json's manifest)", g_shard[s], (unsigned long long)a->tokens, a->content, b->content),
                    1;
     }
     return 0;

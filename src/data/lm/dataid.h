@@ -5,9 +5,13 @@
  * (the largest of the shards' headers), the SHA-256 of the tokenizer's files (meta.json
  * "tokenizer_files", in order; "" when meta.json lists none or one is not there, and then
  * not compared) and, for each of
- * train/valid/test.bin present, its token count, vocabulary and the SHA-256 of its
- * 32-byte header. gmatrain records it in RUN/data.json ("identity") when a run is made;
- * a resume compares all of it, gmaeval the tokenizer and the vocabulary. */
+ * train/valid/test.bin present, its token count, vocabulary, the SHA-256 of its 32-byte
+ * header and the SHA-256 of the whole file that meta.json's manifest records (manifest.h,
+ * written by gmadata prepare and checked by the loader; "" for a data set without one).
+ * gmatrain records it in RUN/data.json ("identity") when a run is made; a resume compares
+ * all of it (a content digest only where both sides know it: runs recorded before it was
+ * kept, and data without a manifest, compare the headers alone), gmaeval the tokenizer
+ * and the vocabulary. */
 #ifndef GMA_DATAID_H
 #define GMA_DATAID_H
 #include <cjson/cJSON.h>
@@ -18,7 +22,8 @@ typedef struct DataShardId {
     int present;
     uint64_t tokens;
     uint32_t vocab;
-    char sha[65]; /* of the header */
+    char sha[65];     /* of the header */
+    char content[65]; /* of the whole shard, from meta.json's manifest; "" when unknown */
 } DataShardId;
 
 typedef struct DataId {

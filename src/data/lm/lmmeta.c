@@ -237,7 +237,8 @@ Tokenizer *lmmeta_ckpt_tokenizer(const char *ckpt_dir, const char *data_dir) {
         if (!data_dir) return gma_errorf("%s", why), NULL;
     }
     if (!data_dir) {
-        gma_errorf("no tokenizer: the checkpoint's run has no data.json and its data is not found");
+        gma_errorf("no tokenizer: the checkpoint's run has no data.json (RUN/tokenizer/) and its data is not found; give "
+                   "one with --tokenizer gpt2 --vocab DIR (DIR with encoder.json and vocab.bpe), bpe:DIR, word:FILE or bytes");
         return NULL;
     }
     snprintf(p, sizeof p, "%s/meta.json", data_dir);

@@ -148,6 +148,10 @@ static int gma_validate(const Config *c) {
                           "the adaptation prunes; use \"warn\" or \"stop\"");
     if (g->adapt_every > 0 && g->k_min > g->k_max)
         return gma_errorf("key gma.k_min: %d is above gma.k_max %d", g->k_min, g->k_max);
+    if (g->adapt_every > 0 && g->split_above > 0 && g->merge_dist > 0 && g->merge_dist >= g->split_shift * g->split_shift / 2)
+        return gma_errorf("key gma.merge_dist: %g would merge a fresh split straight back (its copies lie gma.split_shift^2 / 2 "
+                          "= %g apart on the split axis; docs/model.md 4.2): below it, or 0", g->merge_dist,
+                          g->split_shift * g->split_shift / 2);
     if (g->dirichlet_weight > 0 && g->on_collapse == COLLAPSE_REINIT)
         return gma_errorf("key gma.dirichlet_weight: with gma.on_collapse \"reinit\" the monitor would re-seed the "
                           "components the prior drops; use \"warn\" or \"stop\"");
