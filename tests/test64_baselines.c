@@ -9,7 +9,9 @@
  * config checks that refuse bad mixer settings naming the key. The LRA release's variants:
  * performer.kernel "relu" (gradient checks in both modes with and without padding, its
  * features against a direct evaluation) and linformer.shared_kv (gradient checks, one
- * projection tensor, the same output as separate E, F set equal). */
+ * projection tensor, the same output as separate E, F set equal). Sliding-window sdpa
+ * (sdpa.window 3 over 7 tokens: causal band and the symmetric one, with and without padding;
+ * a 2-layer model; causality). */
 #include <string.h>
 
 #include "gradcheck.h"
@@ -236,6 +238,21 @@ START_TEST(test_tiled_vs_ref) {
 }
 END_TEST
 
+/* ---------------- sliding-window sdpa (sdpa.window = 3 < N = 7) ---------------- */
+static void window_case(int causal, int padded) {
+    Config cfg = tiny_config("sdpa");
+    ck_assert_int_eq(cfg_set(&cfg, "sdpa.window=3"), 0);
+    cfg.model.causal = causal;
+    gc_mixer_case(&cfg, "sdpa", causal, padded);
+}
+START_TEST(test_sdpa_window) {
+    window_case(1, 0);
+    window_case(1, 1);
+    window_case(0, 0); /* the symmetric band i-2..i+2 */
+    window_case(0, 1);
+}
+END_TEST
+
 /* ---------------- whole models ---------------- */
 static void model_case(const char *mixers, const char *extra, const char *extra2) {
     Config cfg = tiny_config("gma");
@@ -252,6 +269,8 @@ static void model_case(const char *mixers, const char *extra, const char *extra2
 }
 
 START_TEST(test_model_sdpa_linear) { model_case("model.mixer=sdpa,linear", NULL, NULL); }
+END_TEST
+START_TEST(test_model_sdpa_window) { model_case("model.mixer=sdpa,linear", "sdpa.window=2", NULL); }
 END_TEST
 START_TEST(test_model_mamba_nomlp) { model_case("model.mixer=mamba", "model.mlp=false", NULL); }
 END_TEST
@@ -283,6 +302,10 @@ START_TEST(test_causal_baselines) {
     causal_case("linear", 0);
     causal_case("mamba", 0);
     causal_case("auto", 0);
+    Config wc = tiny_config("sdpa");
+    ck_assert_int_eq(cfg_set(&wc, "sdpa.window=2"), 0);
+    ck_assert_msg(cfg_validate(&wc) == 0, "%s", gma_error());
+    gc_causal_case(&wc, "sdpa", 0);
     causal_case("performer", 1e-13); /* the key stabiliser cancels exactly; only rounding remains */
     Config cfg = relu_config();
     ck_assert_msg(cfg_validate(&cfg) == 0, "%s", gma_error());
@@ -399,10 +422,12 @@ Suite *make_suite(void) {
     tcase_add_test(tc, test_mamba_causal);
     tcase_add_test(tc, test_auto_both_paths);
     tcase_add_test(tc, test_tiled_vs_ref);
+    tcase_add_test(tc, test_sdpa_window);
     suite_add_tcase(s, tc);
     TCase *tm = tcase_create("models");
     tcase_set_timeout(tm, 300);
     tcase_add_test(tm, test_model_sdpa_linear);
+    tcase_add_test(tm, test_model_sdpa_window);
     tcase_add_test(tm, test_model_mamba_nomlp);
     tcase_add_test(tm, test_model_performer_linformer);
     tcase_add_test(tm, test_model_lra_variants);

@@ -398,9 +398,10 @@ static void g_scan(int B, int N, int E, int S, int chunk) {
  * cross layer pads a shorter context, nn/mixers/cross.c), attention dropout p ---- */
 static void f_attn(Op *o) {
     int *i = o->i;
-    g_ops->attn_forward(o->y[0], o->y[1], o->x[0], o->x[1], o->x[2], o->p[0], i[0], i[1], i[2], i[3], i[4], o->s, o->p[1]);
+    g_ops->attn_forward(o->y[0], o->y[1], o->x[0], o->x[1], o->x[2], o->p[0], i[0], i[1], i[2], i[3], i[4], i[5], o->s,
+                        o->p[1]);
 }
-static void g_attn(int B, int H, int N, int d, int causal, int pad, double p) {
+static void g_attn(int B, int H, int N, int d, int causal, int pad, double p, int window) {
     GmaDrop dg = {{1337u, 0u}, 5u, (2u << 16) | (1u << 4) | GMA_DROP_ATTN, gma_drop_threshold(p), 1.0 / (1.0 - p), B,
                   3 * (int64_t)B, 1};
     real *kb = xcalloc((size_t)B * N, sizeof(real));
@@ -408,14 +409,14 @@ static void g_attn(int B, int H, int N, int d, int causal, int pad, double p) {
         for (int j = 0; j < N; j++)
             if (pad == 1 && (j % 5 == 3 || (b == 1 && j < 40))) kb[b * N + j] = -INFINITY;
             else if (pad == 2 && j >= 3 * N / 5) kb[b * N + j] = -INFINITY; /* cross layer: padded context tail */
-    Op o = {.fwd = f_attn, .i = {B, H, N, d, causal}, .p = {pad ? kb : NULL, p > 0 ? &dg : NULL}, .s = 1 / sqrt((double)d)};
+    Op o = {.fwd = f_attn, .i = {B, H, N, d, causal, window}, .p = {pad ? kb : NULL, p > 0 ? &dg : NULL}, .s = 1 / sqrt((double)d)};
     size_t n = (size_t)B * H * N * d;
     in(&o, "q", n, 1, 0), in(&o, "k", n, 1, 0), in(&o, "v", n, 1, 0), out(&o, n), out(&o, (size_t)B * H * N);
     memset(o.r[1], 0, sizeof(real) * o.ny[1]); /* lse: saved */
     o.fwd(&o);
     g_ops->attn_backward(o.g[0], o.g[1], o.g[2], o.r[0], o.y[0], o.y[1], o.x[0], o.x[1], o.x[2], o.p[0], B, H, N, d, causal,
-                         o.s, o.p[1]);
-    check(&o, p > 0 ? "attn dropout" : "attn");
+                         window, o.s, o.p[1]);
+    check(&o, window ? "attn window" : p > 0 ? "attn dropout" : "attn");
     free(kb);
 }
 

@@ -31,6 +31,8 @@ static const char *g_cases[][2] = {
     {"performer", "performer.kernel=relu"},
     {"mamba", ""},
     {"mamba", "mamba.d_conv=1"},
+    {"sdpa", "sdpa.window=4"},                          /* a ring of 4 rows: prompts past it wrap */
+    {"gma", "model.mixer=sdpa,gma;sdpa.window=1"},      /* a ring of one row */
 };
 enum { W = 24, V = 23, NEW = 6 };
 

@@ -94,18 +94,24 @@
     ROW(scan, scan, 1, (1, 9, 9, 200, 4))                                                                              \
     ROW(scan, scan_step, 0, (3, 40, 16))                                                                               \
     ROW(scan, scan_step, 0, (2, 300, 7))                                                                               \
-    ROW(attn, attn, 1, (2, 2, 70, 16, 1, 0, 0))                                                                        \
-    ROW(attn, attn, 1, (2, 2, 70, 16, 0, 0, 0))                                                                        \
-    ROW(attn, attn, 1, (2, 1, 100, 40, 1, 1, 0))                                                                       \
-    ROW(attn, attn, 1, (2, 1, 100, 40, 0, 1, 0))                                                                       \
-    ROW(attn, attn, 1, (1, 1, 33, 64, 1, 0, 0))                                                                        \
-    ROW(attn, attn, 1, (1, 1, 40, 130, 0, 0, 0))                                                                       \
-    ROW(attn, attn, 1, (1, 1, 20, 256, 1, 0, 0))                                                                       \
-    ROW(attn, attn, 1, (2, 2, 70, 16, 1, 0, 0.1)) /* attention dropout */                                              \
-    ROW(attn, attn, 1, (2, 1, 100, 40, 0, 1, 0.3))                                                                     \
-    ROW(attn, attn, 1, (1, 1, 40, 130, 1, 0, 0.5))                                                                     \
-    ROW(attn, attn, 1, (2, 2, 70, 16, 0, 2, 0)) /* the cross layer's layout: a padded context tail */              \
-    ROW(attn, attn, 1, (1, 1, 90, 8, 0, 2, 0))                                                                         \
-    ROW(attn, attn_step, 0, (3, 2, 16, 150, 160)) /* the decoding step: 150 tokens into a 160-row cache */              \
+    ROW(attn, attn, 1, (2, 2, 70, 16, 1, 0, 0, 0))                                                                     \
+    ROW(attn, attn, 1, (2, 2, 70, 16, 0, 0, 0, 0))                                                                     \
+    ROW(attn, attn, 1, (2, 1, 100, 40, 1, 1, 0, 0))                                                                    \
+    ROW(attn, attn, 1, (2, 1, 100, 40, 0, 1, 0, 0))                                                                    \
+    ROW(attn, attn, 1, (1, 1, 33, 64, 1, 0, 0, 0))                                                                     \
+    ROW(attn, attn, 1, (1, 1, 40, 130, 0, 0, 0, 0))                                                                    \
+    ROW(attn, attn, 1, (1, 1, 20, 256, 1, 0, 0, 0))                                                                    \
+    ROW(attn, attn, 1, (2, 2, 70, 16, 1, 0, 0.1, 0)) /* attention dropout */                                           \
+    ROW(attn, attn, 1, (2, 1, 100, 40, 0, 1, 0.3, 0))                                                                  \
+    ROW(attn, attn, 1, (1, 1, 40, 130, 1, 0, 0.5, 0))                                                                  \
+    ROW(attn, attn, 1, (2, 2, 70, 16, 0, 2, 0, 0)) /* the cross layer's layout: a padded context tail */               \
+    ROW(attn, attn, 1, (1, 1, 90, 8, 0, 2, 0, 0))                                                                      \
+    ROW(attn, attn, 1, (2, 2, 70, 16, 1, 0, 0, 9)) /* sliding window: causal band of 9 keys */                         \
+    ROW(attn, attn, 1, (2, 1, 100, 40, 0, 1, 0, 20)) /* a symmetric band of 39, padding */                             \
+    ROW(attn, attn, 1, (1, 1, 150, 8, 1, 0, 0.3, 40)) /* band over several tiles, dropout */                           \
+    ROW(attn, attn, 1, (2, 1, 130, 16, 0, 0, 0, 1)) /* W = 1: each query its own key */                                \
+    ROW(attn, attn, 1, (1, 1, 40, 16, 1, 0, 0, 64)) /* W > N: full causal attention */                                 \
+    ROW(attn, attn_step, 0, (3, 2, 16, 150, 160)) /* the decoding step: 150 tokens into a 160-row cache */             \
+    ROW(attn, attn_step, 0, (2, 2, 16, 150, 40)) /* a 40-row ring cache (sliding window), 150 tokens */                \
     ROW(attn, attn_step, 0, (1, 1, 130, 9, 9))
 #endif
