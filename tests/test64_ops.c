@@ -91,13 +91,24 @@ static void g_basic(int R, int C) {
 }
 
 /* ---- nn: layernorm, residual add + layernorm ---- */
-static void f_ln(Op *o) { g_ops->layernorm_forward(o->y[0], o->y[1], o->y[2], o->x[0], o->x[1], o->x[2], o->i[0], o->i[1]); }
-static void f_add_ln(Op *o) {
-    g_ops->add_layernorm_forward(o->y[3], o->y[0], o->y[1], o->y[2], o->x[3], o->x[0], o->x[1], o->x[2], o->i[0], o->i[1]);
+/* i[2] rms: RMSNorm, mean and b NULL (their buffers stay untouched) */
+static void f_ln(Op *o) {
+    int rms = o->i[2];
+    g_ops->layernorm_forward(o->y[0], rms ? NULL : o->y[1], o->y[2], o->x[0], o->x[1], rms ? NULL : o->x[2], o->i[0],
+                             o->i[1]);
 }
-static void g_ln(int R, int C) {
+static void f_add_ln(Op *o) {
+    int rms = o->i[2];
+    g_ops->add_layernorm_forward(o->y[3], o->y[0], rms ? NULL : o->y[1], o->y[2], o->x[3], o->x[0], o->x[1],
+                                 rms ? NULL : o->x[2], o->i[0], o->i[1]);
+}
+static void g_ln(int R, int C, int rms) {
+    /* the RMSNorm rows draw from a stream of their own, so every other row keeps the inputs
+     * it had before they were added (some float64 checks sit near their bound) */
+    Rng kept = g_rng;
+    if (rms) rng_seed(&g_rng, 1000 + (uint64_t)R * C);
     for (int add = 0; add < 2; add++) {
-        Op o = {.fwd = add ? f_add_ln : f_ln, .i = {R, C}};
+        Op o = {.fwd = add ? f_add_ln : f_ln, .i = {R, C, rms}};
         size_t n = (size_t)R * C;
         in(&o, "x", n, 2, 0.5), in(&o, "w", C, 1, 1), in(&o, "b", C, 1, 0);
         if (add) in(&o, "a", n, 1, 0);
@@ -106,10 +117,12 @@ static void g_ln(int R, int C) {
         memset(o.r[1], 0, sizeof(real) * R), memset(o.r[2], 0, sizeof(real) * R); /* statistics: not in the loss */
         if (add) memset(o.r[3], 0, sizeof(real) * n);
         o.fwd(&o);
-        g_ops->layernorm_backward(o.g[0], o.g[1], o.g[2], o.r[0], add ? o.y[3] : o.x[0], o.x[1], o.y[1], o.y[2], R, C);
+        g_ops->layernorm_backward(o.g[0], o.g[1], rms ? NULL : o.g[2], o.r[0], add ? o.y[3] : o.x[0], o.x[1],
+                                  rms ? NULL : o.y[1], o.y[2], R, C);
         if (add) memcpy(o.g[3], o.g[0], sizeof(real) * n); /* d sum / d a = d sum / d x = 1 */
-        check(&o, add ? "add_layernorm" : "layernorm");
+        check(&o, add ? (rms ? "add_rmsnorm" : "add_layernorm") : rms ? "rmsnorm" : "layernorm");
     }
+    if (rms) g_rng = kept;
 }
 
 /* ---- nn: embeddings ---- */

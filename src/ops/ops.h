@@ -71,13 +71,16 @@
     /* ReLU: out = max(x, 0) ; dx += dout * [x > 0] (the classifier head, docs/model.md §2) */                         \
     X(void, relu_forward, (real *out, const real *x, size_t n))                                                        \
     X(void, relu_backward, (real *dx, const real *dout, const real *x, size_t n))                                      \
-    /* LayerNorm over the last dim C; mean, rstd [R] saved */                                                          \
+    /* LayerNorm over the last dim C; mean, rstd [R] saved. mean NULL: RMSNorm instead                                \
+     * (docs/model.md §1, model.norm "rmsnorm"): out = x / sqrt(mean(x^2) + 1e-6) w (+ b), rstd                        \
+     * saved; b and db may be NULL (no shift). */                                                                      \
     X(void, layernorm_forward, (real *out, real *mean, real *rstd, const real *x, const real *w, const real *b,        \
         int R, int C))                                                                                                 \
     X(void, layernorm_backward, (real *dx, real *dw, real *db, const real *dout, const real *x, const real *w,         \
         const real *mean, const real *rstd, int R, int C))                                                             \
     /* The residual add and the LayerNorm that reads it, in one pass: sum = a + b (sum may be a),                     \
-     * then out, mean, rstd = layernorm_forward of sum; its backward is layernorm_backward on sum. */                  \
+     * then out, mean, rstd = layernorm_forward of sum (mean NULL: RMSNorm); its backward is                           \
+     * layernorm_backward on sum. */                                                                                   \
     X(void, add_layernorm_forward, (real *sum, real *out, real *mean, real *rstd, const real *a, const real *b,         \
         const real *w, const real *bias, int R, int C))                                                                \
     /* out[b,t,:] = wte[tok[b,t],:] + (wpe ? wpe[t,:] : 0) ; backward scatters into dwte, dwpe */                      \

@@ -25,8 +25,10 @@
     ROW(matmul, matmul, 0, (OPS_TF32, 2e-3))                                                                             \
     ROW(matmul, matmul, 0, (OPS_BF16, 1e-2))                                                                             \
     ROW(nn, basic, 1, (70, 45))                                                                                        \
-    ROW(nn, ln, 1, (37, 70))                                                                                           \
-    ROW(nn, ln, 1, (300, 33))                                                                                          \
+    ROW(nn, ln, 1, (37, 70, 0))                                                                                        \
+    ROW(nn, ln, 1, (300, 33, 0))                                                                                       \
+    ROW(nn, ln, 1, (37, 70, 1)) /* RMSNorm (mean and bias NULL) */                                                     \
+    ROW(nn, ln, 1, (300, 33, 1))                                                                                       \
     ROW(nn, embed, 1, (2, 9, 150, 200, 1))                                                                             \
     ROW(nn, embed, 1, (3, 5, 20, 7, 0))                                                                                \
     ROW(nn, xent, 1, (12, 1000))                                                                                       \
@@ -40,7 +42,8 @@
     ROW(nn, mask, 0, (2, 2, 13))                                                                                       \
     ROW(nn, cls, 1, (5, 70))                                                                                           \
     ROW(nn, opt, 0, (3000))                                                                                            \
-    ROW(nn, ln, 1, (5, 7))                   /* degenerate widths */                                                   \
+    ROW(nn, ln, 1, (5, 7, 0))                /* degenerate widths */                                                   \
+    ROW(nn, ln, 1, (5, 7, 1))                                                                                          \
     ROW(nn, xent, 1, (3, 1))                                                                                           \
     ROW(nn, softmax, 1, (4, 1, 0))                                                                                     \
     ROW(nn, embed, 1, (1, 1, 1, 1, 1))                                                                                 \
