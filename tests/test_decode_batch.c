@@ -26,6 +26,7 @@ static const char *g_cases[][2] = {
     {"performer", "performer.kernel=relu"},
     {"mamba", ""},
     {"sdpa", "sdpa.window=3"}, /* a ring of 3 rows, 10 positions */
+    {"gma", "model.mixer=sdpa,gma;model.norm=rmsnorm;model.mlp_act=swiglu;model.tie_embeddings=false"}, /* recipe */
 };
 
 static void tiny_model(Model *m, size_t c, int W, uint64_t seed) {
@@ -132,17 +133,19 @@ END_TEST
 
 /* sliding-window sdpa (sdpa.window W, a ring of W key/value rows): each decoded token gets
  * the logits of a full forward over the tokens so far, at positions past W (the ring wraps
- * several times), for W = 1, 3 and one past the window of 12 (no wrap) */
+ * several times), for W = 1, 3 and one past the window of 12 (no wrap), and W = 3 with the
+ * block recipe (RMSNorm, SwiGLU, untied head) */
 START_TEST(test_window_decode_matches_forward) {
     ck_assert_int_eq(ops_select(OPS_CPU), 0);
-    const int windows[] = {1, 3, 13};
+    const int windows[] = {1, 3, 13, 3};
     enum { N = 12 };
-    for (int w = 0; w < 3; w++) {
+    for (int w = 0; w < 4; w++) {
         Config cfg = tu_tiny_config("sdpa");
         cfg.model.vocab_size = V;
         cfg.model.max_seq_len = cfg.train.seq_len = N;
-        char set[64];
-        snprintf(set, sizeof set, "sdpa.window=%d", windows[w]);
+        char set[160];
+        snprintf(set, sizeof set, "sdpa.window=%d%s", windows[w],
+                 w == 3 ? ";model.norm=rmsnorm;model.mlp_act=swiglu;model.tie_embeddings=false" : "");
         tu_apply_sets(&cfg, set);
         Model m;
         ck_assert_int_eq(model_build(&m, &cfg), 0);
@@ -168,7 +171,7 @@ START_TEST(test_window_decode_matches_forward) {
         model_decode_end(&m, &ds);
         ck_assert_msg(worst < 1e-5, "sdpa.window=%d: decoded logits differ from the forward's by %.2e", windows[w],
                       worst);
-        printf("window decode W %2d vs forward over %d positions: max rel err %.1e\n", windows[w], N, worst);
+        printf("window decode %-75s vs forward over %d positions: max rel err %.1e\n", set, N, worst);
         model_free(&m);
     }
     /* the window changes the forward: W = 3 and full attention differ past position 3 */

@@ -33,6 +33,7 @@ static const char *g_cases[][2] = {
     {"mamba", "mamba.d_conv=1"},
     {"sdpa", "sdpa.window=4"},                          /* a ring of 4 rows: prompts past it wrap */
     {"gma", "model.mixer=sdpa,gma;sdpa.window=1"},      /* a ring of one row */
+    {"gma", "model.mixer=sdpa,gma;model.norm=rmsnorm;model.mlp_act=swiglu;model.tie_embeddings=false"}, /* recipe */
 };
 enum { W = 24, V = 23, NEW = 6 };
 
