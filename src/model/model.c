@@ -76,7 +76,7 @@ int model_build(Model *m, const Config *c) {
     const ModelRecipe *rc = model_recipe(c);
     m->mlp = mk->mlp;
     m->rms = rc->norm == NORM_RMSNORM;       /* norms without bias (docs/model.md §1) */
-    m->swiglu = rc->mlp_act == MLP_ACT_SWIGLU; /* gate, up, down without biases */
+    m->swiglu = m->mlp && rc->mlp_act == MLP_ACT_SWIGLU; /* gate, up, down without biases */
     double std = mc->init_std, ostd = std / sqrt(2.0 * m->L);
     ParamTable *pt = &m->pt;
     /* initialisation options (docs/model.md §1): tok_emb std, the blocks' dense weights and MLP biases */
