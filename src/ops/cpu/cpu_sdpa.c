@@ -169,7 +169,7 @@ static void kv_tile(real *dq, real *dk, real *dv, const real *dout, const real *
     real *S = cpu_workspace(0, 2 * (size_t)TQ * TK + TQ + TK), *dP = S + (size_t)TQ * TK, *Drow = dP + (size_t)TQ * TK;
     int iend = query_hi(j0 + Lk - 1, N, window);
     for (int i0 = (query_lo(j0, causal, window) / TQ) * TQ; i0 < iend; i0 += TQ) {
-        int Lq = GMA_MIN(TQ, N - i0);
+        int Lq = GMA_MIN(TQ, iend - i0);
         size_t qo = base + (size_t)i0 * d;
         tile_grads(S, dP, Drow, q + qo, kj, vj, dout + qo, out + qo, lse + (size_t)bh * N + i0, kb, i0, j0, Lq, Lk, d,
                    causal, window, scale, drop, bh, H, N);
