@@ -13,7 +13,9 @@
  * features against a direct evaluation) and linformer.shared_kv (gradient checks, one
  * projection tensor, the same output as separate E, F set equal). The short convolutions on
  * q, k, v (model.short_conv): sdpa_ref, linear, performer (both kernels) as layers, in
- * models and in the causality check, and the refusals of the mixers that do not take them. */
+ * models and in the causality check, and the refusals of the mixers that do not take them.
+ * Sliding-window sdpa (sdpa.window 3 over 7 tokens: causal band and the symmetric one, with
+ * and without padding; a 2-layer model; causality). */
 #include <string.h>
 
 #include "gradcheck.h"
@@ -337,6 +339,18 @@ START_TEST(test_short_conv_mixers) {
     conv_case("performer", "model.short_conv=4;performer.kernel=relu;performer.features=0", 0, 1);
     conv_case("linear", "model.short_conv=2", 1, 1);
     conv_case("sdpa_ref", "model.short_conv=2", 0, 1);
+/* ---------------- sliding-window sdpa (sdpa.window = 3 < N = 7) ---------------- */
+static void window_case(int causal, int padded) {
+    Config cfg = tiny_config("sdpa");
+    ck_assert_int_eq(cfg_set(&cfg, "sdpa.window=3"), 0);
+    cfg.model.causal = causal;
+    gc_mixer_case(&cfg, "sdpa", causal, padded);
+}
+START_TEST(test_sdpa_window) {
+    window_case(1, 0);
+    window_case(1, 1);
+    window_case(0, 0); /* the symmetric band i-2..i+2 */
+    window_case(0, 1);
 }
 END_TEST
 
@@ -356,6 +370,8 @@ static void model_case(const char *mixers, const char *extra, const char *extra2
 }
 
 START_TEST(test_model_sdpa_linear) { model_case("model.mixer=sdpa,linear", NULL, NULL); }
+END_TEST
+START_TEST(test_model_sdpa_window) { model_case("model.mixer=sdpa,linear", "sdpa.window=2", NULL); }
 END_TEST
 START_TEST(test_model_mamba_nomlp) { model_case("model.mixer=mamba", "model.mlp=false", NULL); }
 END_TEST
@@ -407,6 +423,10 @@ START_TEST(test_causal_baselines) {
     causal_case("mamba", 0);
     causal_case("baseconv", 0);
     causal_case("auto", 0);
+    Config wc = tiny_config("sdpa");
+    ck_assert_int_eq(cfg_set(&wc, "sdpa.window=2"), 0);
+    ck_assert_msg(cfg_validate(&wc) == 0, "%s", gma_error());
+    gc_causal_case(&wc, "sdpa", 0);
     causal_case("performer", 1e-13); /* the key stabiliser cancels exactly; only rounding remains */
     Config cfg = relu_config();
     ck_assert_msg(cfg_validate(&cfg) == 0, "%s", gma_error());
@@ -562,10 +582,12 @@ Suite *make_suite(void) {
     tcase_add_test(tc, test_auto_both_paths);
     tcase_add_test(tc, test_tiled_vs_ref);
     tcase_add_test(tc, test_short_conv_mixers);
+    tcase_add_test(tc, test_sdpa_window);
     suite_add_tcase(s, tc);
     TCase *tm = tcase_create("models");
     tcase_set_timeout(tm, 300);
     tcase_add_test(tm, test_model_sdpa_linear);
+    tcase_add_test(tm, test_model_sdpa_window);
     tcase_add_test(tm, test_model_mamba_nomlp);
     tcase_add_test(tm, test_model_performer_linformer);
     tcase_add_test(tm, test_model_lra_variants);

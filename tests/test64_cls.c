@@ -4,7 +4,8 @@
  * batches, mean, max and cls pooling, one and two sequences) on every parameter element;
  * a convolutional stem before the blocks (batch, instance and no normalisation); the
  * accumulate contract of the pooling; padding invariance of the logits, and padding as
- * content with model.key_padding_mask false. */
+ * content with model.key_padding_mask false; the block recipe (RMSNorm, SwiGLU) with
+ * sdpa's symmetric sliding-window band. */
 #include <string.h>
 
 #include "gradcheck.h"
@@ -261,6 +262,14 @@ START_TEST(test_cls_lra_settings) {
 }
 END_TEST
 
+/* the block recipe in a classifier (RMSNorm, SwiGLU; nn/recipe.h) and sdpa's symmetric
+ * sliding-window band over padded sequences, pairs with a CLS slot */
+START_TEST(test_cls_recipe_window) {
+    model_case_sets("sdpa", "mean", 1, "model.norm=rmsnorm;model.mlp_act=swiglu;sdpa.window=2");
+    model_case_sets("sdpa", "cls", 2, "model.norm=rmsnorm;model.mlp_act=swiglu;sdpa.window=3");
+}
+END_TEST
+
 /* dropout on the head's hidden activations (model.head_dropout), both hidden layers, with
  * the residual sites on too: a fixed mask per check, and the head's mask acts alone */
 START_TEST(test_cls_head_dropout) {
@@ -459,6 +468,7 @@ Suite *make_suite(void) {
     tcase_add_test(tm, test_cls_sdpa_cls);
     tcase_add_test(tm, test_cls_baselines);
     tcase_add_test(tm, test_cls_lra_settings);
+    tcase_add_test(tm, test_cls_recipe_window);
     tcase_add_test(tm, test_cls_head_dropout);
     tcase_add_test(tm, test_cls_stem);
     tcase_add_test(tm, test_cls_gma_max);

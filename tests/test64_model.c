@@ -5,7 +5,9 @@
  * head equal to the whole one; distilled from a teacher, the KL term with it), plus causality: changing a future token leaves
  * earlier outputs and losses unchanged. The same with the short convolutions on q, k, v
  * (model.short_conv; gma, also with its EMA memory and softmax routing, and sdpa; a model of
- * each). */
+ * each). The block recipe (nn/recipe.h): RMSNorm, the SwiGLU MLP, an untied head, each
+ * alone and all together (with a chunked head, a sliding window and a distilled student), and
+ * causality with them. */
 #include <string.h>
 
 #include "gradcheck.h"
@@ -61,6 +63,35 @@ static void model_case(const char *mixers) {
     snprintf(nm, sizeof nm, "2-layer model %s (%d tensors)", strncmp(mixers, "model.mixer=", 12) ? mixers : mixers + 12, c.m.pt.n);
     gc_model_check(&c, mixers, nm);
 }
+
+/* the block recipe: several keys (tu_apply_sets) */
+static void recipe_case(const char *sets) {
+    Config cfg = tiny_config("gma");
+    tu_apply_sets(&cfg, sets);
+    GcModel c;
+    gc_model_setup(&c, &cfg);
+    char nm[160];
+    snprintf(nm, sizeof nm, "2-layer model %s (%d tensors)", sets, c.m.pt.n);
+    gc_model_check(&c, sets, nm);
+}
+START_TEST(test_model_rmsnorm) { recipe_case("model.mixer=sdpa,gma;model.norm=rmsnorm"); }
+END_TEST
+START_TEST(test_model_swiglu) { recipe_case("model.mixer=sdpa,gma;model.mlp_act=swiglu"); }
+END_TEST
+START_TEST(test_model_untied) { recipe_case("model.mixer=sdpa,gma;model.tie_embeddings=false"); }
+END_TEST
+START_TEST(test_model_recipe_all) {
+    recipe_case("model.mixer=sdpa,gma;model.norm=rmsnorm;model.mlp_act=swiglu;model.tie_embeddings=false");
+    recipe_case("model.mixer=sdpa;sdpa.window=3;model.norm=rmsnorm;model.mlp_act=swiglu;model.tie_embeddings=false;"
+                "model.head_chunk=5;model.mlp_hidden_dropout=0.3");
+}
+END_TEST
+START_TEST(test_causal_recipe) {
+    Config cfg = tiny_config("sdpa");
+    tu_apply_sets(&cfg, "model.norm=rmsnorm;model.mlp_act=swiglu;model.tie_embeddings=false;sdpa.window=2");
+    gc_causal_case(&cfg, "sdpa (rmsnorm, swiglu, untied, window 2)", 0);
+}
+END_TEST
 
 START_TEST(test_model_gma) { model_case("model.mixer=gma"); }
 END_TEST
@@ -318,6 +349,11 @@ Suite *make_suite(void) {
     tcase_set_timeout(tm, 300);
     tcase_add_test(tm, test_model_gma);
     tcase_add_test(tm, test_model_hybrid);
+    tcase_add_test(tm, test_model_rmsnorm);
+    tcase_add_test(tm, test_model_swiglu);
+    tcase_add_test(tm, test_model_untied);
+    tcase_add_test(tm, test_model_recipe_all);
+    tcase_add_test(tm, test_causal_recipe);
     tcase_add_test(tm, test_model_head_chunk);
     tcase_add_test(tm, test_head_chunk_equal);
     tcase_add_test(tm, test_model_distill);

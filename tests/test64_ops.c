@@ -91,13 +91,24 @@ static void g_basic(int R, int C) {
 }
 
 /* ---- nn: layernorm, residual add + layernorm ---- */
-static void f_ln(Op *o) { g_ops->layernorm_forward(o->y[0], o->y[1], o->y[2], o->x[0], o->x[1], o->x[2], o->i[0], o->i[1]); }
-static void f_add_ln(Op *o) {
-    g_ops->add_layernorm_forward(o->y[3], o->y[0], o->y[1], o->y[2], o->x[3], o->x[0], o->x[1], o->x[2], o->i[0], o->i[1]);
+/* i[2] rms: RMSNorm, mean and b NULL (their buffers stay untouched) */
+static void f_ln(Op *o) {
+    int rms = o->i[2];
+    g_ops->layernorm_forward(o->y[0], rms ? NULL : o->y[1], o->y[2], o->x[0], o->x[1], rms ? NULL : o->x[2], o->i[0],
+                             o->i[1]);
 }
-static void g_ln(int R, int C) {
+static void f_add_ln(Op *o) {
+    int rms = o->i[2];
+    g_ops->add_layernorm_forward(o->y[3], o->y[0], rms ? NULL : o->y[1], o->y[2], o->x[3], o->x[0], o->x[1],
+                                 rms ? NULL : o->x[2], o->i[0], o->i[1]);
+}
+static void g_ln(int R, int C, int rms) {
+    /* the RMSNorm rows draw from a stream of their own, so every other row keeps the inputs
+     * it had before they were added (some float64 checks sit near their bound) */
+    Rng kept = g_rng;
+    if (rms) rng_seed(&g_rng, 1000 + (uint64_t)R * C);
     for (int add = 0; add < 2; add++) {
-        Op o = {.fwd = add ? f_add_ln : f_ln, .i = {R, C}};
+        Op o = {.fwd = add ? f_add_ln : f_ln, .i = {R, C, rms}};
         size_t n = (size_t)R * C;
         in(&o, "x", n, 2, 0.5), in(&o, "w", C, 1, 1), in(&o, "b", C, 1, 0);
         if (add) in(&o, "a", n, 1, 0);
@@ -106,10 +117,12 @@ static void g_ln(int R, int C) {
         memset(o.r[1], 0, sizeof(real) * R), memset(o.r[2], 0, sizeof(real) * R); /* statistics: not in the loss */
         if (add) memset(o.r[3], 0, sizeof(real) * n);
         o.fwd(&o);
-        g_ops->layernorm_backward(o.g[0], o.g[1], o.g[2], o.r[0], add ? o.y[3] : o.x[0], o.x[1], o.y[1], o.y[2], R, C);
+        g_ops->layernorm_backward(o.g[0], o.g[1], rms ? NULL : o.g[2], o.r[0], add ? o.y[3] : o.x[0], o.x[1],
+                                  rms ? NULL : o.y[1], o.y[2], R, C);
         if (add) memcpy(o.g[3], o.g[0], sizeof(real) * n); /* d sum / d a = d sum / d x = 1 */
-        check(&o, add ? "add_layernorm" : "layernorm");
+        check(&o, add ? (rms ? "add_rmsnorm" : "add_layernorm") : rms ? "rmsnorm" : "layernorm");
     }
+    if (rms) g_rng = kept;
 }
 
 /* ---- nn: embeddings ---- */
@@ -403,9 +416,10 @@ static void g_scan(int B, int N, int E, int S, int chunk) {
  * cross layer pads a shorter context, nn/mixers/cross.c), attention dropout p ---- */
 static void f_attn(Op *o) {
     int *i = o->i;
-    g_ops->attn_forward(o->y[0], o->y[1], o->x[0], o->x[1], o->x[2], o->p[0], i[0], i[1], i[2], i[3], i[4], o->s, o->p[1]);
+    g_ops->attn_forward(o->y[0], o->y[1], o->x[0], o->x[1], o->x[2], o->p[0], i[0], i[1], i[2], i[3], i[4], i[5], o->s,
+                        o->p[1]);
 }
-static void g_attn(int B, int H, int N, int d, int causal, int pad, double p) {
+static void g_attn(int B, int H, int N, int d, int causal, int pad, double p, int window) {
     GmaDrop dg = {{1337u, 0u}, 5u, (2u << 16) | (1u << 4) | GMA_DROP_ATTN, gma_drop_threshold(p), 1.0 / (1.0 - p), B,
                   3 * (int64_t)B, 1};
     real *kb = xcalloc((size_t)B * N, sizeof(real));
@@ -413,14 +427,14 @@ static void g_attn(int B, int H, int N, int d, int causal, int pad, double p) {
         for (int j = 0; j < N; j++)
             if (pad == 1 && (j % 5 == 3 || (b == 1 && j < 40))) kb[b * N + j] = -INFINITY;
             else if (pad == 2 && j >= 3 * N / 5) kb[b * N + j] = -INFINITY; /* cross layer: padded context tail */
-    Op o = {.fwd = f_attn, .i = {B, H, N, d, causal}, .p = {pad ? kb : NULL, p > 0 ? &dg : NULL}, .s = 1 / sqrt((double)d)};
+    Op o = {.fwd = f_attn, .i = {B, H, N, d, causal, window}, .p = {pad ? kb : NULL, p > 0 ? &dg : NULL}, .s = 1 / sqrt((double)d)};
     size_t n = (size_t)B * H * N * d;
     in(&o, "q", n, 1, 0), in(&o, "k", n, 1, 0), in(&o, "v", n, 1, 0), out(&o, n), out(&o, (size_t)B * H * N);
     memset(o.r[1], 0, sizeof(real) * o.ny[1]); /* lse: saved */
     o.fwd(&o);
     g_ops->attn_backward(o.g[0], o.g[1], o.g[2], o.r[0], o.y[0], o.y[1], o.x[0], o.x[1], o.x[2], o.p[0], B, H, N, d, causal,
-                         o.s, o.p[1]);
-    check(&o, p > 0 ? "attn dropout" : "attn");
+                         window, o.s, o.p[1]);
+    check(&o, window ? "attn window" : p > 0 ? "attn dropout" : "attn");
     free(kb);
 }
 

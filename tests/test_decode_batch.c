@@ -37,6 +37,9 @@ static const char *g_cases[][2] = {
     {"gdn", ""},
     {"gdn", "gdn.delta=false;gdn.expand_v=2"},
     {"gdn", "gdn.decay=false"},
+    {"sdpa", "sdpa.window=3"}, /* a ring of 3 rows, 10 positions */
+    {"sdpa", "sdpa.window=3;model.short_conv=4"}, /* the ring and the convolutions' rows in one state */
+    {"gma", "model.mixer=sdpa,gma;model.norm=rmsnorm;model.mlp_act=swiglu;model.tie_embeddings=false"}, /* recipe */
 };
 
 static void tiny_model(Model *m, size_t c, int W, uint64_t seed) {
@@ -138,6 +141,72 @@ START_TEST(test_performer_far_maxima) {
     ck_assert_msg(worst < 1e-5, "performer, keys x12: batched logits differ by %.2e", worst);
     printf("batch decode performer, key weights x12: max rel err %.1e\n", worst);
     model_free(&m);
+}
+END_TEST
+
+/* sliding-window sdpa (sdpa.window W, a ring of W key/value rows): each decoded token gets
+ * the logits of a full forward over the tokens so far, at positions past W (the ring wraps
+ * several times), for W = 1, 3 and one past the window of 12 (no wrap), and W = 3 with the
+ * block recipe (RMSNorm, SwiGLU, untied head) */
+START_TEST(test_window_decode_matches_forward) {
+    ck_assert_int_eq(ops_select(OPS_CPU), 0);
+    const int windows[] = {1, 3, 13, 3};
+    enum { N = 12 };
+    for (int w = 0; w < 4; w++) {
+        Config cfg = tu_tiny_config("sdpa");
+        cfg.model.vocab_size = V;
+        cfg.model.max_seq_len = cfg.train.seq_len = N;
+        char set[160];
+        snprintf(set, sizeof set, "sdpa.window=%d%s", windows[w],
+                 w == 3 ? ";model.norm=rmsnorm;model.mlp_act=swiglu;model.tie_embeddings=false" : "");
+        tu_apply_sets(&cfg, set);
+        Model m;
+        ck_assert_int_eq(model_build(&m, &cfg), 0);
+        model_alloc(&m, 1, N);
+        model_init_params(&m, 5 + w);
+        const Mixer *mx = m.blocks[0].mixer; /* its cache keeps min(W, 12) rows, not 12 */
+        ck_assert_uint_eq(mx->vt->decode_state(mx, N), attn_decode_state(mx->H, GMA_MIN(windows[w], N), mx->d));
+        int32_t tok[N] = {3, 1, 4, 1, 5, 9, 2, 6, 5, 3, 5, 8}, tgt[N] = {0};
+        real full[V], step[V];
+        double worst = 0;
+        DecodeState ds;
+        ck_assert_int_eq(model_decode_begin(&m, &ds), 0);
+        for (int n = 1; n <= N; n++) {
+            LossStats st;
+            ck_assert_int_eq(model_forward(&m, tok, tgt, 1, n, NULL, 0, &st, 0, 0), 0);
+            g_ops->to_host(full, m.logits + (size_t)(n - 1) * V, sizeof full);
+            ck_assert_int_eq(model_decode_step(&m, &ds, tok[n - 1]), 0);
+            g_ops->to_host(step, m.logits, sizeof step);
+            double mx = 0, e = 0;
+            for (int v = 0; v < V; v++) mx = fmax(mx, fabs((double)full[v])), e = fmax(e, fabs((double)full[v] - step[v]));
+            worst = fmax(worst, e / fmax(mx, 1e-6));
+        }
+        model_decode_end(&m, &ds);
+        ck_assert_msg(worst < 1e-5, "sdpa.window=%d: decoded logits differ from the forward's by %.2e", windows[w],
+                      worst);
+        printf("window decode %-75s vs forward over %d positions: max rel err %.1e\n", set, N, worst);
+        model_free(&m);
+    }
+    /* the window changes the forward: W = 3 and full attention differ past position 3 */
+    double d = 0;
+    real lg[2][V];
+    for (int w = 0; w < 2; w++) {
+        Config cfg = tu_tiny_config("sdpa");
+        cfg.model.vocab_size = V;
+        cfg.model.max_seq_len = cfg.train.seq_len = N;
+        tu_apply_sets(&cfg, w ? "sdpa.window=3" : "sdpa.window=0");
+        Model m;
+        ck_assert_int_eq(model_build(&m, &cfg), 0);
+        model_alloc(&m, 1, N);
+        model_init_params(&m, 5);
+        int32_t tok[N] = {3, 1, 4, 1, 5, 9, 2, 6, 5, 3, 5, 8}, tgt[N] = {0};
+        LossStats st;
+        ck_assert_int_eq(model_forward(&m, tok, tgt, 1, N, NULL, 0, &st, 0, 0), 0);
+        g_ops->to_host(lg[w], m.logits + (size_t)(N - 1) * V, sizeof lg[w]);
+        model_free(&m);
+    }
+    for (int v = 0; v < V; v++) d = fmax(d, fabs((double)lg[0][v] - lg[1][v]));
+    ck_assert_msg(d > 1e-3, "sdpa.window=3 gave the logits of full attention (%.1e)", d);
 }
 END_TEST
 
@@ -323,6 +392,7 @@ Suite *make_suite(void) {
     tcase_set_timeout(tc, 300);
     tcase_add_test(tc, test_batch_step_matches_single);
     tcase_add_test(tc, test_performer_far_maxima);
+    tcase_add_test(tc, test_window_decode_matches_forward);
     tcase_add_test(tc, test_route_cache_sees_in_place_changes);
     tcase_add_test(tc, test_generate_batch_is_separate_runs);
     tcase_add_test(tc, test_gmasample_batch);

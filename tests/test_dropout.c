@@ -195,9 +195,9 @@ static void counting_dropout(real *y, const real *x, int S, size_t per_seq, cons
     g_inner->dropout(y, x, S, per_seq, d);
 }
 static void counting_attn_forward(real *out, real *lse, const real *q, const real *k, const real *v, const real *kb, int B,
-                                  int H, int N, int d, int causal, real scale, const GmaDrop *drop) {
+                                  int H, int N, int d, int causal, int window, real scale, const GmaDrop *drop) {
     g_drops += drop != NULL;
-    g_inner->attn_forward(out, lse, q, k, v, kb, B, H, N, d, causal, scale, drop);
+    g_inner->attn_forward(out, lse, q, k, v, kb, B, H, N, d, causal, window, scale, drop);
 }
 
 static void forward_pair(const char *sets, int training, real *loss_rows_out, long *drops) {

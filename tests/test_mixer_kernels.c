@@ -234,9 +234,10 @@ END_TEST
 static double rel1(double a, double b) { return fabs(a - b) / fmax(fabs(b), 1e-30); }
 
 /* ---- sdpa's decoding step (attn_step): B sequences of H heads, one token at a time, over a
- * cache of Nmax rows, against causal softmax attention in double over the same tokens; the
- * cache rows are the tokens' keys and values (the layout of ops.h); the same outputs bit for
- * bit with one and two threads (each (sequence, head) pair is one thread's) ---- */
+ * cache of Nmax rows, against causal softmax attention in double over the same tokens (over
+ * the last Nmax of them when N > Nmax: the ring of sdpa.window); the cache rows are the
+ * tokens' keys and values (the layout of ops.h, token j in row j mod Nmax); the same outputs
+ * bit for bit with one and two threads (each (sequence, head) pair is one thread's) ---- */
 static void attn_step_case(int B, int H, int d, int N, int Nmax) {
     Rng r;
     rng_seed(&r, 71 + N);
@@ -271,26 +272,27 @@ static void attn_step_case(int B, int H, int d, int N, int Nmax) {
             for (int h = 0; h < H; h++) {
                 const real *qi = q + ((size_t)b * N + i) * hd + (size_t)h * d;
                 double mx = -INFINITY, sum = 0;
-                for (int j = 0; j <= i; j++) {
+                int j0 = GMA_MAX(0, i - Nmax + 1);
+                for (int j = j0; j <= i; j++) {
                     const real *kj = k + ((size_t)b * N + j) * hd + (size_t)h * d;
                     double s = 0;
                     for (int e = 0; e < d; e++) s += (double)qi[e] * kj[e];
                     sc[j] = s * scale, mx = fmax(mx, sc[j]);
                 }
-                for (int j = 0; j <= i; j++) sum += (sc[j] = exp(sc[j] - mx));
+                for (int j = j0; j <= i; j++) sum += (sc[j] = exp(sc[j] - mx));
                 for (int e = 0; e < d; e++) {
                     double a = 0;
-                    for (int j = 0; j <= i; j++) a += sc[j] * v[((size_t)b * N + j) * hd + (size_t)h * d + e];
+                    for (int j = j0; j <= i; j++) a += sc[j] * v[((size_t)b * N + j) * hd + (size_t)h * d + e];
                     want[(size_t)b * hd + (size_t)h * d + e] = a / sum;
                 }
             }
         worst = fmax(worst, rel_err(out[0] + (size_t)i * B * hd, want, (size_t)B * hd));
     }
     ck_assert_msg(worst < 1e-5, "attn_step B%d H%d d%d N%d: rel err %.2e", B, H, d, N, worst);
-    for (int b = 0; b < B; b++) /* the cache: K then V [H,Nmax,d], head h's row j the token's */
+    for (int b = 0; b < B; b++) /* the cache: K then V [H,Nmax,d], head h's row j mod Nmax token j's */
         for (int h = 0; h < H; h++)
-            for (int j = 0; j < N; j += 13) {
-                const real *K = st[1] + b * ss + ((size_t)h * Nmax + j) * d, *V = K + hd * Nmax;
+            for (int j = GMA_MAX(0, N - Nmax); j < N; j += 13) {
+                const real *K = st[1] + b * ss + ((size_t)h * Nmax + j % Nmax) * d, *V = K + hd * Nmax;
                 size_t o = ((size_t)b * N + j) * hd + (size_t)h * d;
                 ck_assert_int_eq(memcmp(K, k + o, sizeof(real) * d), 0);
                 ck_assert_int_eq(memcmp(V, v + o, sizeof(real) * d), 0);
@@ -300,11 +302,131 @@ static void attn_step_case(int B, int H, int d, int N, int Nmax) {
     free(q), free(k), free(v), free(qt), free(kt), free(vt), free(want), free(sc);
 }
 /* more sequences than threads, a context past the forward's 128-row tiles, a cache longer
- * than the context; and one sequence of one head (no parallel region) */
+ * than the context; one sequence of one head (no parallel region); a ring of 70 rows (the
+ * sliding window) walked four times, and a ring of one row */
 START_TEST(test_attn_step_float32) {
     ck_assert_int_eq(ops_select(OPS_CPU), 0);
     attn_step_case(5, 3, 16, 300, 320);
     attn_step_case(1, 1, 24, 40, 40);
+    attn_step_case(3, 2, 16, 300, 70);
+    attn_step_case(2, 1, 8, 20, 1);
+}
+END_TEST
+
+/* ---- sliding-window attention (attn_forward / attn_backward with window W): the tiled
+ * float32 op against the naive masked softmax in double, P = softmax(scale q k^T + mask)
+ * with the band's mask, O = P V, lse; dP = dO V^T, dS = P (dP - rowsum(dO O)),
+ * dq = scale dS K, dk = scale dS^T q, dv = P^T dO ---- */
+static double rel_err_floor(const real *a, const double *b, size_t n) {
+    double e = 0, m = 1e-2;
+    for (size_t i = 0; i < n; i++) e = fmax(e, fabs((double)a[i] - b[i])), m = fmax(m, fabs(b[i]));
+    return e / m;
+}
+static int band_visible(int i, int j, int causal, int W) {
+    if (causal && j > i) return 0;
+    return W <= 0 || (j > i - W && j < i + W);
+}
+static void attn_window_case(int B, int H, int N, int d, int causal, int W, int threads) {
+    Rng r;
+    rng_seed(&r, 91 + N + W);
+    size_t n = (size_t)B * H * N * d, R = (size_t)B * H * N;
+    real *q = xmalloc(sizeof(real) * n), *k = xmalloc(sizeof(real) * n), *v = xmalloc(sizeof(real) * n);
+    real *go = xmalloc(sizeof(real) * n), *o = xmalloc(sizeof(real) * n), *lse = xmalloc(sizeof(real) * R);
+    real *dq = xcalloc(n, sizeof(real)), *dk = xcalloc(n, sizeof(real)), *dv = xcalloc(n, sizeof(real));
+    fill(q, n, &r, -2, 2), fill(k, n, &r, -2, 2), fill(v, n, &r, -1, 1), fill(go, n, &r, -1, 1);
+    double sc = 1 / sqrt((double)d);
+    ops_set_threads(threads);
+    g_ops->attn_forward(o, lse, q, k, v, NULL, B, H, N, d, causal, W, (real)sc, NULL);
+    g_ops->attn_backward(dq, dk, dv, go, o, lse, q, k, v, NULL, B, H, N, d, causal, W, (real)sc, NULL);
+    ops_set_threads(1);
+    double *wo = xcalloc(n, sizeof(double)), *wl = xcalloc(R, sizeof(double)), *wdq = xcalloc(n, sizeof(double));
+    double *wdk = xcalloc(n, sizeof(double)), *wdv = xcalloc(n, sizeof(double)), *P = xmalloc(sizeof(double) * N);
+    double *dP = xmalloc(sizeof(double) * N);
+    for (size_t bh = 0; bh < (size_t)B * H; bh++) {
+        const real *qh = q + bh * N * d, *kh = k + bh * N * d, *vh = v + bh * N * d, *gh = go + bh * N * d;
+        double *oh = wo + bh * N * d, *dqh = wdq + bh * N * d, *dkh = wdk + bh * N * d, *dvh = wdv + bh * N * d;
+        for (int i = 0; i < N; i++) {
+            double mx = -INFINITY, sum = 0, D = 0;
+            for (int j = 0; j < N; j++) {
+                double s = 0;
+                for (int e = 0; e < d; e++) s += (double)qh[(size_t)i * d + e] * kh[(size_t)j * d + e];
+                P[j] = band_visible(i, j, causal, W) ? s * sc : -INFINITY;
+                mx = fmax(mx, P[j]);
+            }
+            for (int j = 0; j < N; j++) sum += (P[j] = exp(P[j] - mx));
+            for (int j = 0; j < N; j++) P[j] /= sum;
+            wl[bh * N + i] = mx + log(sum);
+            for (int e = 0; e < d; e++) {
+                for (int j = 0; j < N; j++) oh[(size_t)i * d + e] += P[j] * vh[(size_t)j * d + e];
+                D += gh[(size_t)i * d + e] * oh[(size_t)i * d + e];
+            }
+            for (int j = 0; j < N; j++) {
+                double g = 0;
+                for (int e = 0; e < d; e++) g += (double)gh[(size_t)i * d + e] * vh[(size_t)j * d + e];
+                dP[j] = P[j] * (g - D); /* dS */
+                for (int e = 0; e < d; e++) {
+                    dvh[(size_t)j * d + e] += P[j] * gh[(size_t)i * d + e];
+                    dqh[(size_t)i * d + e] += sc * dP[j] * kh[(size_t)j * d + e];
+                    dkh[(size_t)j * d + e] += sc * dP[j] * qh[(size_t)i * d + e];
+                }
+            }
+        }
+    }
+    /* relative to the largest value, at least 0.01 (W = 1: dS and so dq, dk are 0) */
+    double eo = rel_err_floor(o, wo, n), el = rel_err_floor(lse, wl, R), eq = rel_err_floor(dq, wdq, n),
+           ek = rel_err_floor(dk, wdk, n), ev = rel_err_floor(dv, wdv, n);
+    printf("attn window B%d H%d N%d d%d causal %d W %d threads %d: rel err out %.1e lse %.1e dq %.1e dk %.1e dv %.1e\n",
+           B, H, N, d, causal, W, threads, eo, el, eq, ek, ev);
+    /* float32 sums of at most N terms of O(1) relative to the largest value */
+    double tol = 64 * N * 6e-8;
+    ck_assert_msg(eo < tol && el < tol && eq < tol && ek < tol && ev < tol,
+                  "attn window N%d causal %d W %d: rel err out %.1e lse %.1e dq %.1e dk %.1e dv %.1e > %.1e", N,
+                  causal, W, eo, el, eq, ek, ev, tol);
+    free(q), free(k), free(v), free(go), free(o), free(lse), free(dq), free(dk), free(dv);
+    free(wo), free(wl), free(wdq), free(wdk), free(wdv), free(P), free(dP);
+}
+/* bands inside one 128-row tile, across tiles, of one key, wider than the sequence;
+ * causal and the symmetric band; one pass (heads >= threads) and the two-pass backward */
+START_TEST(test_attn_window_float32) {
+    ck_assert_int_eq(ops_select(OPS_CPU), 0);
+    int Ws[] = {1, 7, 40, 150, 400};
+    for (int causal = 1; causal >= 0; causal--)
+        for (int w = 0; w < 5; w++) attn_window_case(2, 2, 300, 16, causal, Ws[w], w % 2 ? 1 : 2);
+    attn_window_case(1, 1, 300, 8, 1, 40, 2);
+    attn_window_case(1, 1, 300, 8, 0, 40, 2);
+}
+END_TEST
+
+/* the tiles outside the band are never read: rows of q, k, v and dO before 300 are NaN;
+ * queries and keys from 600 on (whose tiles lie 300 or more rows past any NaN row with
+ * W 64, TQ = TK = 128) come out as with finite rows there, bit for bit: a kernel that
+ * visited those tiles, even masked, would carry the NaN (NaN times 0) into them */
+START_TEST(test_attn_window_skips_tiles) {
+    ck_assert_int_eq(ops_select(OPS_CPU), 0);
+    int N = 1024, d = 8, W = 64;
+    size_t n = (size_t)N * d;
+    for (int causal = 1; causal >= 0; causal--) {
+        real *x[2][10];
+        for (int t = 0; t < 2; t++) {
+            Rng r;
+            rng_seed(&r, 5);
+            for (int a = 0; a < 10; a++) x[t][a] = xcalloc(a == 4 ? (size_t)N : n, sizeof(real));
+            for (int a = 0; a < 4; a++) fill(x[t][a], n, &r, -1, 1);
+            if (t)
+                for (int a = 0; a < 4; a++)
+                    for (size_t e = 0; e < (size_t)300 * d; e++) x[t][a][e] = NAN;
+            real **p = x[t]; /* q k v dO, lse, out, dq dk dv */
+            g_ops->attn_forward(p[5], p[4], p[0], p[1], p[2], NULL, 1, 1, N, d, causal, W, (real)0.3, NULL);
+            g_ops->attn_backward(p[6], p[7], p[8], p[3], p[5], p[4], p[0], p[1], p[2], NULL, 1, 1, N, d, causal, W,
+                                 (real)0.3, NULL);
+        }
+        size_t from = (size_t)600 * d;
+        ck_assert_int_eq(memcmp(x[0][4] + 600, x[1][4] + 600, sizeof(real) * (N - 600)), 0);
+        for (int a = 5; a < 9; a++) ck_assert_int_eq(memcmp(x[0][a] + from, x[1][a] + from, sizeof(real) * (n - from)), 0);
+        ck_assert(memcmp(x[0][5], x[1][5], sizeof(real) * d) != 0); /* the NaN rows did change their own */
+        for (int t = 0; t < 2; t++)
+            for (int a = 0; a < 10; a++) free(x[t][a]);
+    }
 }
 END_TEST
 
@@ -666,6 +788,8 @@ Suite *make_suite(void) {
     tcase_add_test(tc, test_scan_float32_odd_states);
     tcase_add_test(tc, test_scan_float32_many_rows);
     tcase_add_test(tc, test_attn_step_float32);
+    tcase_add_test(tc, test_attn_window_float32);
+    tcase_add_test(tc, test_attn_window_skips_tiles);
     tcase_add_test(tc, test_elementwise_float32);
     tcase_add_test(tc, test_conv_backward_float32);
     tcase_add_test(tc, test_bench_mixer_flops);

@@ -52,6 +52,10 @@ static const char *g_cases[][2] = {
     {"gdn", "gdn.delta=false;gdn.decay=false"},
     {"gdn", "gdn.conv_size=1"},
     {"gdn", "model.mixer=gdn,sdpa"},
+    {"sdpa", "sdpa.window=4"},                          /* a ring of 4 rows: prompts past it wrap */
+    {"sdpa", "sdpa.window=3;model.short_conv=4"}, /* the ring and the convolutions' rows in one state */
+    {"gma", "model.mixer=sdpa,gma;sdpa.window=1"},      /* a ring of one row */
+    {"gma", "model.mixer=sdpa,gma;model.norm=rmsnorm;model.mlp_act=swiglu;model.tie_embeddings=false"}, /* recipe */
 };
 enum { W = 24, V = 23, NEW = 6 };
 

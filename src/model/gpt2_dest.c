@@ -22,8 +22,9 @@ int gpt2_dest_build(Gpt2Dest *d, const Gpt2Info *s) {
              set(&c, "model.n_layers", s->L) || set(&c, "model.max_seq_len", s->T) ||
              set(&c, "model.d_ff", 4L * s->D) || set(&c, "train.seq_len", s->T);
     /* GPT-2's function (docs/model.md §1, §3.5): softmax attention with biases, learned
-     * positions, tanh GELU, pre-LayerNorm blocks, ln_f and the tied head */
+     * positions, tanh GELU, pre-LayerNorm blocks, ln_f and the tied head (its block recipe) */
     static const char *const fixed[] = {"model.mixer=sdpa", "model.pos=learned", "model.attn_bias=true",
+                                        "model.norm=layernorm", "model.mlp_act=gelu", "model.tie_embeddings=true",
                                         "model.mlp=true",   "model.task=lm",     "model.dropout=0",
                                         "model.qkv_dim=0",  "data.source=shards", ("data.path=" GPT2_DATA)};
     for (size_t i = 0; !rc && i < sizeof fixed / sizeof *fixed; i++) rc = cfg_set(&c, fixed[i]);

@@ -6,6 +6,7 @@
 
 #include "core/safetensors.h"
 #include "nn/model_cfg.h"
+#include "nn/recipe.h"
 #include "ops/ops.h"
 
 static InitOutcome outcome_of(const ParamInfo *p, const StEntry *e) {
@@ -63,6 +64,10 @@ static void find_seeded(const Model *m, InitReport *rep) {
 int init_from_ckpt(Model *m, const char *dir, const Config *src, InitReport *rep) {
     memset(rep, 0, sizeof *rep);
     snprintf(rep->dir, sizeof rep->dir, "%s", dir);
+    char what[2100];
+    snprintf(what, sizeof what, "--init-from %s", dir);
+    /* another block recipe has other tensors (norm biases, MLP, head): none would carry over */
+    if (src && recipe_same(src, &m->cfg, what) != 0) return -1;
     for (int l = 0; src && l < m->L && l < src->model.n_layers && l < CFG_MAX_LAYERS; l++) {
         if (mixer_of_layer(src, l) != mixer_of_layer(&m->cfg, l))
             snprintf(rep->old_mixer[l], sizeof rep->old_mixer[l], "%s", cfg_layer_mixer(src, l));

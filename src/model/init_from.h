@@ -36,7 +36,8 @@ typedef struct InitReport {
 } InitReport;
 
 /* Copy into m's parameters every tensor of checkpoint directory dir whose name and
- * shape match, and the attention projections of layers whose mixer changed against src
+ * shape match (refused, naming the key, when src's block recipe, model.norm, mlp_act or
+ * tie_embeddings, differs from m's: nn/recipe.h), and the attention projections of layers whose mixer changed against src
  * (the checkpoint's config; NULL: no layer counts as changed), m already holding its fresh
  * initialisation. 0 with rep filled (free it with init_report_free), or -1 with gma_error
  * naming the file. */

@@ -11,6 +11,7 @@
 #include "model/model_cross.h"
 #include "nn/linear.h"
 #include "nn/pool.h"
+#include "nn/recipe.h"
 
 /* the model's own keys (the stored section model_keys_section, at the end) */
 enum { POS_LEARNED, POS_SINUSOIDAL, POS_NONE }; /* model.pos: learned|sinusoidal|none */
@@ -69,11 +70,14 @@ int model_build(Model *m, const Config *c) {
     m->D = mc->d_model;
     m->L = mc->n_layers;
     m->H = mc->n_heads;
-    m->F = cfg_d_ff(c);
+    m->F = recipe_d_ff(c);
     m->Nmax = mc->max_seq_len;
     m->causal = cfg_causal(c);
     const ModelKeys *mk = model_keys(c);
+    const ModelRecipe *rc = model_recipe(c);
     m->mlp = mk->mlp;
+    m->rms = rc->norm == NORM_RMSNORM;       /* norms without bias (docs/model.md §1) */
+    m->swiglu = m->mlp && rc->mlp_act == MLP_ACT_SWIGLU; /* gate, up, down without biases */
     double std = mc->init_std, ostd = std / sqrt(2.0 * m->L);
     ParamTable *pt = &m->pt;
     /* initialisation options (docs/model.md §1): tok_emb std, the blocks' dense weights and MLP biases */
@@ -92,16 +96,22 @@ int model_build(Model *m, const Config *c) {
         snprintf(pre, sizeof pre, "blocks.%d", l);
 #define NM(s) (snprintf(name, sizeof name, "%s.%s", pre, s), name)
         b->ln1w = pt_add1(pt, NM("ln1.weight"), m->D, INIT_ONE, 0, GROUP_NORM);
-        b->ln1b = pt_add1(pt, NM("ln1.bias"), m->D, INIT_ZERO, 0, GROUP_BIAS);
+        b->ln1b = m->rms ? -1 : pt_add1(pt, NM("ln1.bias"), m->D, INIT_ZERO, 0, GROUP_BIAS);
         const MixerVT *vt = mixer_of_layer(c, l);
         if (!vt) return gma_errorf("key model.mixer: unknown mixer \"%s\"", cfg_layer_mixer(c, l));
         snprintf(name, sizeof name, "%s.mixer", pre);
         b->mixer = vt->create(c, l, pt, name);
         if (!b->mixer) return -1;
-        b->ln2w = b->ln2b = b->fcw = b->fcb = b->projw = b->projb = -1;
-        if (m->mlp) {
+        b->ln2w = b->ln2b = b->fcw = b->fcb = b->projw = b->projb = b->upw = -1;
+        if (m->mlp && m->swiglu) { /* FLA's GatedMLP: gate, up [F, D], down [D, F], no biases */
             b->ln2w = pt_add1(pt, NM("ln2.weight"), m->D, INIT_ONE, 0, GROUP_NORM);
-            b->ln2b = pt_add1(pt, NM("ln2.bias"), m->D, INIT_ZERO, 0, GROUP_BIAS);
+            b->ln2b = m->rms ? -1 : pt_add1(pt, NM("ln2.bias"), m->D, INIT_ZERO, 0, GROUP_BIAS);
+            b->fcw = pt_add2(pt, NM("mlp.gate.weight"), m->F, m->D, dense, std, GROUP_WEIGHT);
+            b->upw = pt_add2(pt, NM("mlp.up.weight"), m->F, m->D, dense, std, GROUP_WEIGHT);
+            b->projw = pt_add2(pt, NM("mlp.down.weight"), m->D, m->F, dense, ostd, GROUP_WEIGHT);
+        } else if (m->mlp) {
+            b->ln2w = pt_add1(pt, NM("ln2.weight"), m->D, INIT_ONE, 0, GROUP_NORM);
+            b->ln2b = m->rms ? -1 : pt_add1(pt, NM("ln2.bias"), m->D, INIT_ZERO, 0, GROUP_BIAS);
             b->fcw = pt_add2(pt, NM("mlp.fc.weight"), m->F, m->D, dense, std, GROUP_WEIGHT);
             b->fcb = pt_add1(pt, NM("mlp.fc.bias"), m->F, bias_init, mk->mlp_bias_std, GROUP_BIAS);
             b->projw = pt_add2(pt, NM("mlp.proj.weight"), m->D, m->F, dense, ostd, GROUP_WEIGHT);
@@ -110,7 +120,9 @@ int model_build(Model *m, const Config *c) {
 #undef NM
     }
     m->lnfw = pt_add1(pt, "ln_f.weight", m->D, INIT_ONE, 0, GROUP_NORM);
-    m->lnfb = pt_add1(pt, "ln_f.bias", m->D, INIT_ZERO, 0, GROUP_BIAS);
+    m->lnfb = m->rms ? -1 : pt_add1(pt, "ln_f.bias", m->D, INIT_ZERO, 0, GROUP_BIAS);
+    /* the language model's head: tok_emb (tied) or its own [V, D] (model.tie_embeddings false) */
+    m->wout = rc->tie_embeddings ? m->wte : pt_add2(pt, "lm_head.weight", m->V, m->D, INIT_NORMAL, std, GROUP_WEIGHT);
     m->cls_tok = -1;
     if (mc->task == MODEL_CLASSIFY) {
         m->classify = 1;
@@ -182,11 +194,11 @@ static size_t plan_total(const Model *m, int Bmax, int Nmax) {
     size_t scratch = 0;
     for (int l = 0; l < m->L; l++) {
         Mixer *mx = m->blocks[l].mixer;
-        total += 4 * R * D + 4 * R + 2 * R * F + mx->vt->act_size(mx, S, Nt);
+        total += 4 * R * D + 4 * R + (2 + m->swiglu) * R * F + mx->vt->act_size(mx, S, Nt); /* swiglu: gate, up, h */
         scratch = GMA_MAX(scratch, mx->vt->scratch_size(mx, S, Nt));
     }
     int bwd = !m->infer; /* the backward's buffers */
-    total += bwd * (2 * R * D + R * F) + scratch; /* dresid, dtmp, dfc, scratch */
+    total += bwd * (2 * R * D + (1 + m->swiglu) * R * F) + scratch; /* dresid, dtmp, dfc (swiglu: dh, dgate), scratch */
     size_t head_act = m->classify ? cls_head_act_size(&m->head, Bmax) : 0;
     if (m->classify) total += R + (1 + bwd) * ((size_t)S * D + head_act); /* pool_w, pooled, dpooled, head act + scratch */
     return total + stem_act_size(&m->stem, S, Nt);
@@ -323,14 +335,14 @@ void model_alloc(Model *m, int Bmax, int Nmax) {
         b->ln2 = TAKE(R * D);
         b->ln2_mean = TAKE(R);
         b->ln2_rstd = TAKE(R);
-        b->fc = TAKE(R * F);
+        b->fc = TAKE((1 + m->swiglu) * R * F);
         b->gelu = TAKE(R * F);
         b->act = TAKE(b->mixer->vt->act_size(b->mixer, S, Nt));
     }
     if (!m->infer) {
         m->dresid = TAKE(R * D);
         m->dtmp = TAKE(R * D);
-        m->dfc = TAKE(R * F);
+        m->dfc = TAKE((1 + m->swiglu) * R * F);
     }
     m->scratch = TAKE(scratch);
     stem_carve(&m->stem, &p, S, Nt);
@@ -426,6 +438,11 @@ void model_zero_grad(Model *m) {
 
 #define PP(i) PT_PTR(m->params, &m->pt, (i))
 #define GG(i) PT_PTR(m->grads, &m->pt, (i))
+/* a tensor the recipe may leave out (the norms' and the MLP's biases): NULL for index -1 */
+#define PPB(i) ((i) >= 0 ? PP(i) : NULL)
+#define GGB(i) ((i) >= 0 ? GG(i) : NULL)
+/* model.norm "rmsnorm": the LayerNorm ops without mean (and bias) are RMSNorm (ops.h) */
+static real *norm_mean(const Model *m, real *mean) { return m->rms ? NULL : mean; }
 
 /* The position table the embedding adds (learned pos_emb, the fixed sinusoidal table, or
  * none) and where its gradient goes (NULL unless learned). */
@@ -477,9 +494,9 @@ typedef struct {
 static LnSite ln_after(Model *m, int l) {
     if (l + 1 < m->L) {
         Block *n = &m->blocks[l + 1];
-        return (LnSite){n->ln1, n->ln1_mean, n->ln1_rstd, PP(n->ln1w), PP(n->ln1b)};
+        return (LnSite){n->ln1, norm_mean(m, n->ln1_mean), n->ln1_rstd, PP(n->ln1w), PPB(n->ln1b)};
     }
-    return (LnSite){m->lnf, m->lnf_mean, m->lnf_rstd, PP(m->lnfw), PP(m->lnfb)};
+    return (LnSite){m->lnf, norm_mean(m, m->lnf_mean), m->lnf_rstd, PP(m->lnfw), PPB(m->lnfb)};
 }
 /* resid[l + 1] = sum = a + b and the LayerNorm after block l over it, in one op */
 static void add_next_ln(Model *m, int l, real *sum, const real *a, const real *b, int R) {
@@ -491,6 +508,27 @@ static void add_next_ln(Model *m, int l, real *sum, const real *a, const real *b
  * (incremental decoding, B sequences of N = 1) each mixer takes one step on its states
  * instead of a forward over the sequence. Each residual add is fused with the LayerNorm that
  * reads its sum (ln2 of its block, the next ln1, ln_f). */
+/* the SwiGLU MLP's hidden rows (model.mlp_act "swiglu", docs/model.md §1): gate and up
+ * rows [R, F] each into b->fc, h = silu(gate) * up into b->gelu */
+static void swiglu_forward(Model *m, Block *b, int R) {
+    size_t RF = (size_t)R * m->F;
+    real *gate = b->fc, *up = gate + RF;
+    linear_forward(gate, b->ln2, PP(b->fcw), NULL, R, m->D, m->F);
+    linear_forward(up, b->ln2, PP(b->upw), NULL, R, m->D, m->F);
+    g_ops->gate_silu_forward(b->gelu, up, gate, RF);
+}
+/* its backward from dh [R, F] (in m->dfc): dtmp = d ln2 (written), the gate's and up's
+ * weight gradients; b->gelu (h, read already by down's backward) takes d up */
+static void swiglu_backward(Model *m, Block *b, const real *dh, int R) {
+    size_t RF = (size_t)R * m->F;
+    real *gate = b->fc, *up = gate + RF, *dgate = m->dfc + RF, *dup = b->gelu;
+    g_ops->zero(dgate, sizeof(real) * RF);
+    g_ops->zero(dup, sizeof(real) * RF);
+    g_ops->gate_silu_backward(dup, dgate, dh, up, gate, RF);
+    linear_backward_set(m->dtmp, GG(b->fcw), NULL, dgate, b->ln2, PP(b->fcw), R, m->D, m->F);
+    linear_backward(m->dtmp, GG(b->upw), NULL, dup, b->ln2, PP(b->upw), R, m->D, m->F);
+}
+
 static void blocks_forward_dec(Model *m, const MixerCtx *ctx, const DecodeState *dec) {
     const ModelCfg *mc = &m->cfg.model;
     if (!dec) drop_site(m, m->resid[0], 0, GMA_DROP_EMBED, mc->dropout, ctx->B, ctx->N, m->D);
@@ -514,12 +552,15 @@ static void blocks_forward_dec(Model *m, const MixerCtx *ctx, const DecodeState 
             add_next_ln(m, l, m->resid[l + 1], m->resid[l], b->mix, R);
             continue;
         }
-        g_ops->add_layernorm_forward(b->mid, b->ln2, b->ln2_mean, b->ln2_rstd, m->resid[l], b->mix, PP(b->ln2w),
-                                     PP(b->ln2b), R, D);
-        linear_forward(b->fc, b->ln2, PP(b->fcw), NULL, R, D, F);
-        g_ops->bias_gelu_forward(b->fc, b->gelu, PP(b->fcb), R, F);
+        g_ops->add_layernorm_forward(b->mid, b->ln2, norm_mean(m, b->ln2_mean), b->ln2_rstd, m->resid[l], b->mix,
+                                     PP(b->ln2w), PPB(b->ln2b), R, D);
+        if (m->swiglu) swiglu_forward(m, b, R);
+        else {
+            linear_forward(b->fc, b->ln2, PP(b->fcw), NULL, R, D, F);
+            g_ops->bias_gelu_forward(b->fc, b->gelu, PP(b->fcb), R, F);
+        }
         drop_site(m, b->gelu, l, GMA_DROP_MLP_HIDDEN, model_keys(&m->cfg)->mlp_hidden_dropout, ctx->B, ctx->N, F);
-        linear_forward(m->resid[l + 1], b->gelu, PP(b->projw), PP(b->projb), R, F, D);
+        linear_forward(m->resid[l + 1], b->gelu, PP(b->projw), PPB(b->projb), R, F, D);
         drop_site(m, m->resid[l + 1], l, GMA_DROP_MLP, mc->dropout, ctx->B, ctx->N, D);
         add_next_ln(m, l, m->resid[l + 1], m->resid[l + 1], b->mid, R);
     }
@@ -533,23 +574,26 @@ static void blocks_backward(Model *m, const MixerCtx *ctx) {
     const ModelCfg *mc = &m->cfg.model;
     GmaDrop gd;
     g_ops->zero(m->dresid, sizeof(real) * (size_t)R * D);
-    g_ops->layernorm_backward(m->dresid, GG(m->lnfw), GG(m->lnfb), m->dtmp, m->resid[m->L], PP(m->lnfw), m->lnf_mean,
-                              m->lnf_rstd, R, D);
+    g_ops->layernorm_backward(m->dresid, GG(m->lnfw), GGB(m->lnfb), m->dtmp, m->resid[m->L], PP(m->lnfw),
+                              norm_mean(m, m->lnf_mean), m->lnf_rstd, R, D);
     for (int l = m->L - 1; l >= 0; l--) {
         Block *b = &m->blocks[l];
         if (m->mlp) {
-            /* resid[l+1] = mid + proj(gelu(fc(ln2(mid)))) */
+            /* resid[l+1] = mid + proj(gelu(fc(ln2(mid)))) (swiglu: down(silu(gate) * up)) */
             real *dgelu = m->dfc, *dout = m->dresid;
             if (site_drop(m, &gd, l, GMA_DROP_MLP, mc->dropout)) { /* the MLP output's mask, in dtmp */
                 g_ops->dropout(m->dtmp, m->dresid, ctx->B, (size_t)ctx->N * D, &gd);
                 dout = m->dtmp;
             }
-            linear_backward_set(dgelu, GG(b->projw), GG(b->projb), dout, b->gelu, PP(b->projw), R, F, D);
+            linear_backward_set(dgelu, GG(b->projw), GGB(b->projb), dout, b->gelu, PP(b->projw), R, F, D);
             drop_site(m, dgelu, l, GMA_DROP_MLP_HIDDEN, model_keys(&m->cfg)->mlp_hidden_dropout, ctx->B, ctx->N, F);
-            g_ops->bias_gelu_backward(dgelu, GG(b->fcb), dgelu, b->fc, R, F); /* in place: d pre-activation */
-            linear_backward_set(m->dtmp, GG(b->fcw), NULL, dgelu, b->ln2, PP(b->fcw), R, D, F);
-            g_ops->layernorm_backward(m->dresid, GG(b->ln2w), GG(b->ln2b), m->dtmp, b->mid, PP(b->ln2w), b->ln2_mean,
-                                      b->ln2_rstd, R, D);
+            if (m->swiglu) swiglu_backward(m, b, dgelu, R);
+            else {
+                g_ops->bias_gelu_backward(dgelu, GG(b->fcb), dgelu, b->fc, R, F); /* in place: d pre-activation */
+                linear_backward_set(m->dtmp, GG(b->fcw), NULL, dgelu, b->ln2, PP(b->fcw), R, D, F);
+            }
+            g_ops->layernorm_backward(m->dresid, GG(b->ln2w), GGB(b->ln2b), m->dtmp, b->mid, PP(b->ln2w),
+                                      norm_mean(m, b->ln2_mean), b->ln2_rstd, R, D);
         }
         /* a cross model: mid = u + X(LN3(u), C), u = resid[l] + mixer(...): dresid becomes d u */
         if (m->x) xmodel_block_backward(m->x, m->params, m->grads, l, m->dresid, m->dtmp, ctx->B, ctx->N);
@@ -564,8 +608,8 @@ static void blocks_backward(Model *m, const MixerCtx *ctx) {
         MixerCtx lc = *ctx;
         lc.attn_drop = site_drop(m, &ga, l, GMA_DROP_ATTN, mc->attn_dropout);
         b->mixer->vt->backward(b->mixer, &lc, m->dtmp, dmix, b->ln1, m->params, m->grads, b->act, m->scratch);
-        g_ops->layernorm_backward(m->dresid, GG(b->ln1w), GG(b->ln1b), m->dtmp, m->resid[l], PP(b->ln1w), b->ln1_mean,
-                                  b->ln1_rstd, R, D);
+        g_ops->layernorm_backward(m->dresid, GG(b->ln1w), GGB(b->ln1b), m->dtmp, m->resid[l], PP(b->ln1w),
+                                  norm_mean(m, b->ln1_mean), b->ln1_rstd, R, D);
     }
     drop_site(m, m->dresid, 0, GMA_DROP_EMBED, mc->dropout, ctx->B, ctx->N, D);
 }
@@ -621,10 +665,10 @@ static void head_forward(Model *m, int R, int want_acc, int training) {
     for (int r0 = 0; r0 < R; r0 += Rc) {
         int L = GMA_MIN(Rc, R - r0);
         const real *x = m->lnf + (size_t)r0 * D;
-        g_ops->matmul(m->logits, x, PP(m->wte), L, V, D, 0, 1, 1, 0);
+        g_ops->matmul(m->logits, x, PP(m->wout), L, V, D, 0, 1, 1, 0);
         if (want_acc) g_ops->argmax_rows(m->tok + r0, m->logits, L, V); /* reuse the token buffer */
         if (t) { /* teacher logits of the chunk -> w T (q - p), the KL term's gradient */
-            g_ops->matmul(t->logits, t->lnf + (size_t)r0 * t->D, PT_PTR(t->params, &t->pt, t->wte), L, V, t->D, 0, 1, 1, 0);
+            g_ops->matmul(t->logits, t->lnf + (size_t)r0 * t->D, PT_PTR(t->params, &t->pt, t->wout), L, V, t->D, 0, 1, 1, 0);
             g_ops->distill_grad(m->kl_rows + r0, t->logits, m->logits, m->tgt + r0, L, V, m->distill_T,
                                 m->distill_w * m->distill_T);
         }
@@ -632,7 +676,7 @@ static void head_forward(Model *m, int R, int want_acc, int training) {
         else g_ops->xent_forward(m->loss_rows + r0, m->valid_rows + r0, m->logits, m->tgt + r0, L, V);
         if (t && m->distill_w > 0) g_ops->axpy(m->logits, 1, t->logits, (size_t)L * V);
         if (m->head_done) {
-            g_ops->matmul(m->dtmp + (size_t)r0 * D, m->logits, PP(m->wte), L, D, V, 0, 0, 1, 0);
+            g_ops->matmul(m->dtmp + (size_t)r0 * D, m->logits, PP(m->wout), L, D, V, 0, 0, 1, 0);
             g_ops->matmul(m->head_gw, m->logits, x, V, D, L, 1, 0, 1, r0 > 0);
         }
         m->logits_row0 = r0;
@@ -647,7 +691,7 @@ static void head_backward(Model *m, int R, real scale) {
     int D = m->D, V = m->V, Rc = GMA_MIN(m->head_rows, R);
     if (m->head_done) {
         g_ops->scale(m->dtmp, scale, (size_t)R * D);
-        g_ops->axpy(GG(m->wte), scale, m->head_gw, (size_t)V * D);
+        g_ops->axpy(GG(m->wout), scale, m->head_gw, (size_t)V * D);
         m->head_done = 0; /* the blocks' backward overwrites dtmp: a second backward takes the logits again */
         return;
     }
@@ -656,12 +700,12 @@ static void head_backward(Model *m, int R, real scale) {
         const real *x = m->lnf + (size_t)r0 * D;
         real alpha = scale; /* after a training forward logits hold softmax - onehot */
         if (!m->logits_grad) {
-            if (Rc < R) g_ops->matmul(m->logits, x, PP(m->wte), L, V, D, 0, 1, 1, 0);
+            if (Rc < R) g_ops->matmul(m->logits, x, PP(m->wout), L, V, D, 0, 1, 1, 0);
             g_ops->xent_backward(m->logits, m->tgt + r0, L, V, scale);
             alpha = 1;
         }
-        g_ops->matmul(m->dtmp + (size_t)r0 * D, m->logits, PP(m->wte), L, D, V, 0, 0, alpha, 0);
-        g_ops->matmul(GG(m->wte), m->logits, x, V, D, L, 1, 0, alpha, 1);
+        g_ops->matmul(m->dtmp + (size_t)r0 * D, m->logits, PP(m->wout), L, D, V, 0, 0, alpha, 0);
+        g_ops->matmul(GG(m->wout), m->logits, x, V, D, L, 1, 0, alpha, 1);
     }
 }
 
@@ -955,7 +999,7 @@ int model_decode_step_batch(Model *m, DecodeState *s, const int32_t *tokens) {
                          B, 1, D);
     MixerCtx ctx = {.B = B, .N = 1, .causal = 1, .keymask = NULL, .training = 0, .step = 0};
     blocks_forward_dec(m, &ctx, s);
-    g_ops->matmul(m->logits, m->lnf, PP(m->wte), B, m->V, D, 0, 1, 1, 0);
+    g_ops->matmul(m->logits, m->lnf, PP(m->wout), B, m->V, D, 0, 1, 1, 0);
     m->logits_row0 = 0;
     s->pos++;
     return 0;
@@ -1017,7 +1061,7 @@ int model_prefill(Model *m, DecodeState *s, const int32_t *prompt, int np) {
         for (int q = 1; q < s->B; q++) g_ops->copy(s->layer[l] + q * ss, s->layer[l], sizeof(real) * ss);
     }
     /* the last position's logits only, for every sequence */
-    g_ops->matmul(m->logits, m->lnf + (size_t)(np - 1) * D, PP(m->wte), 1, V, D, 0, 1, 1, 0);
+    g_ops->matmul(m->logits, m->lnf + (size_t)(np - 1) * D, PP(m->wout), 1, V, D, 0, 1, 1, 0);
     for (int q = 1; q < s->B; q++) g_ops->copy(m->logits + (size_t)q * V, m->logits, sizeof(real) * V);
     m->logits_row0 = 0;
     s->pos = np;

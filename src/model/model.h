@@ -25,18 +25,19 @@
 
 typedef struct Block {
     Mixer *mixer;
-    int ln1w, ln1b, ln2w, ln2b, fcw, fcb, projw, projb; /* param indices (-1 without MLP) */
+    int ln1w, ln1b, ln2w, ln2b, fcw, fcb, projw, projb; /* param indices (-1 without MLP; biases -1 with rmsnorm, swiglu) */
+    int upw;        /* model.mlp_act "swiglu": mlp.up.weight (fcw is mlp.gate.weight, projw mlp.down.weight); else -1 */
     /* activations of the last forward */
     real *ln1;      /* (B, N, D) LayerNorm 1 of the residual stream: the mixer's input */
-    real *ln1_mean; /* (B, N) */
+    real *ln1_mean; /* (B, N); unused with model.norm "rmsnorm" (no centring) */
     real *ln1_rstd; /* (B, N) */
     real *mix;      /* (B, N, D) the mixer's output */
     real *mid;      /* (B, N, D) residual + mix: the MLP's residual input */
     real *ln2;      /* (B, N, D) LayerNorm 2 of mid: the MLP's input */
     real *ln2_mean; /* (B, N) */
     real *ln2_rstd; /* (B, N) */
-    real *fc;       /* (B, N, F) ln2 Wfc^T + bfc: GELU's input */
-    real *gelu;     /* (B, N, F) */
+    real *fc;       /* (B, N, F) ln2 Wfc^T + bfc: GELU's input; swiglu: (B, N, 2F) gate then up */
+    real *gelu;     /* (B, N, F) the hidden activation: GELU(fc), or silu(gate) * up */
     real *act;      /* the mixer's act_size(B, N) reals (layout: its file) */
 } Block;
 
@@ -44,7 +45,9 @@ typedef struct Model {
     Config cfg;
     int V, D, L, H, F, Nmax, causal, mlp;
     ParamTable pt;
-    int wte, wpe, lnfw, lnfb; /* param indices (wpe -1 unless pos "learned") */
+    int wte, wpe, lnfw, lnfb; /* param indices (wpe -1 unless pos "learned"; lnfb -1 with rmsnorm) */
+    int wout;                 /* the head's weight [V, D]: wte when tied, else lm_head.weight (model.tie_embeddings) */
+    int rms, swiglu;          /* model.norm "rmsnorm", model.mlp_act "swiglu" */
     real *pos_fixed;          /* (Nmax, D) the fixed table of pos "sinusoidal", else NULL */
     Stem stem;                /* image classifiers' convolutional stem (stem.n 0: none; nn/stem.h) */
     Block *blocks;

@@ -71,13 +71,16 @@
     /* ReLU: out = max(x, 0) ; dx += dout * [x > 0] (the classifier head, docs/model.md §2) */                         \
     X(void, relu_forward, (real *out, const real *x, size_t n))                                                        \
     X(void, relu_backward, (real *dx, const real *dout, const real *x, size_t n))                                      \
-    /* LayerNorm over the last dim C; mean, rstd [R] saved */                                                          \
+    /* LayerNorm over the last dim C; mean, rstd [R] saved. mean NULL: RMSNorm instead                                \
+     * (docs/model.md §1, model.norm "rmsnorm"): out = x / sqrt(mean(x^2) + 1e-6) w (+ b), rstd                        \
+     * saved; b and db may be NULL (no shift). */                                                                      \
     X(void, layernorm_forward, (real *out, real *mean, real *rstd, const real *x, const real *w, const real *b,        \
         int R, int C))                                                                                                 \
     X(void, layernorm_backward, (real *dx, real *dw, real *db, const real *dout, const real *x, const real *w,         \
         const real *mean, const real *rstd, int R, int C))                                                             \
     /* The residual add and the LayerNorm that reads it, in one pass: sum = a + b (sum may be a),                     \
-     * then out, mean, rstd = layernorm_forward of sum; its backward is layernorm_backward on sum. */                  \
+     * then out, mean, rstd = layernorm_forward of sum (mean NULL: RMSNorm); its backward is                           \
+     * layernorm_backward on sum. */                                                                                   \
     X(void, add_layernorm_forward, (real *sum, real *out, real *mean, real *rstd, const real *a, const real *b,         \
         const real *w, const real *bias, int R, int C))                                                                \
     /* out[b,t,:] = wte[tok[b,t],:] + (wpe ? wpe[t,:] : 0) ; backward scatters into dwte, dwpe */                      \
@@ -202,20 +205,24 @@
      * q, k, v, out [B,H,N,d]; lse [B,H,N] log-sum-exp of each row's scaled scores (saved                              \
      * for backward; -inf for a row with no visible key, whose output is 0); kbias [B,N]                               \
      * additive key bias (0 visible, -inf padding) or NULL. Scores = scale q k^T, causal                               \
-     * hides j > i. Backward recomputes the score tiles and accumulates dq, dk, dv.                                    \
+     * hides j > i; window W > 0 (sliding-window attention, docs/model.md §3.5) also hides                             \
+     * j <= i - W, and without causal j >= i + W (a symmetric band of 2W - 1 keys); the                               \
+     * tiles wholly outside the band are skipped, so the cost is O(N W). Backward                                      \
+     * recomputes the score tiles and accumulates dq, dk, dv.                                                          \
      * drop (host memory, NULL = none): attention dropout on the probabilities [B,H,N,N]                               \
      * (docs/model.md §8): out = (P * mask / (1 - p)) V, lse of the undropped P; the                                   \
      * backward regenerates the same mask tile by tile (nothing N x N is stored). */                                   \
     X(void, attn_forward, (real *out, real *lse, const real *q, const real *k, const real *v, const real *kbias,       \
-        int B, int H, int N, int d, int causal, real scale, const GmaDrop *drop))                                      \
+        int B, int H, int N, int d, int causal, int window, real scale, const GmaDrop *drop))                          \
     X(void, attn_backward, (real *dq, real *dk, real *dv, const real *dout, const real *out, const real *lse,          \
         const real *q, const real *k, const real *v, const real *kbias, int B, int H, int N, int d, int causal,        \
-        real scale, const GmaDrop *drop))                                                                              \
+        int window, real scale, const GmaDrop *drop))                                                                  \
     /* One token of causal attn_forward for incremental decoding, for B sequences of H heads:                         \
      * sequence b's key/value cache at state + b state_stride (attn_decode_state): K, V [H,Nmax,d]                     \
      * (a head's rows 0..pos contiguous), then a row of Nmax scores per head; q, k, v, out                             \
      * [B,H,d]. Writes k, v into row pos of the cache, then out_h = softmax(scale q_h K_h^T) V_h                       \
-     * over rows 0..pos. */                                                                                            \
+     * over rows 0..pos. The cache is a ring: past its end (pos >= Nmax) row pos mod Nmax is                           \
+     * written and all Nmax rows are read, the last Nmax tokens (sliding-window decoding). */                          \
     X(void, attn_step, (real *out, real *state, size_t state_stride, const real *q, const real *k, const real *v,     \
         int B, int H, int d, int Nmax, int pos, real scale))                                                           \
     /* Performer FAVOR+ (docs/model.md §3.5 `performer`). Exponents for m random features:                             \

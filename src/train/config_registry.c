@@ -12,12 +12,13 @@
 #include "model/model.h"
 #include "nn/model_cfg.h"
 #include "nn/pool.h"
+#include "nn/recipe.h"
 #include "nn/stem.h"
 #include "optim/optim.h"
 #include "train/cls_task.h"
 #include "train/run_cfg.h"
 
-#define MAX_SECTIONS 32
+#define MAX_SECTIONS 48
 
 void config_register_all(void) {
     static const CfgSection *sections[MAX_SECTIONS];
@@ -27,6 +28,7 @@ void config_register_all(void) {
         sections[n++] = &run_top_cfg_section;
         sections[n++] = &model_cfg_section;
         sections[n++] = &model_keys_section;
+        sections[n++] = &model_recipe_section;
         sections[n++] = &pool_cfg_section;
         sections[n++] = &stem_cfg_section;
         sections[n++] = &cls_head_cfg_section;

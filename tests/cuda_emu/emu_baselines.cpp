@@ -139,8 +139,8 @@ static void t_attn_step(int B, int H, int d, int N, int Nmax) {
     }
     cmp("attn_step cache", st2, st1);
 }
-static void t_attn(int B, int H, int N, int d, int causal, int pad, double p) {
-    printf("attn B%d H%d N%d d%d causal%d pad%d dropout%g\n", B, H, N, d, causal, pad, p);
+static void t_attn(int B, int H, int N, int d, int causal, int pad, double p, int window) {
+    printf("attn B%d H%d N%d d%d causal%d pad%d dropout%g window%d\n", B, H, N, d, causal, pad, p, window);
     /* attention dropout: both backends draw the mask of ops/dropout.h; a slice of a larger batch */
     GmaDrop dg = {{1337u, 0u}, 5u, (2u << 16) | (1u << 4) | GMA_DROP_ATTN, gma_drop_threshold(p), 1.0 / (1.0 - p), B, 3 * (int64_t)B, 1};
     const GmaDrop *drop = p > 0 ? &dg : NULL;
@@ -150,12 +150,12 @@ static void t_attn(int B, int H, int N, int d, int causal, int pad, double p) {
     if (pad == 2) for (int b = 0; b < B; b++) for (int j = 3 * N / 5; j < N; j++) kb[b * N + j] = -INFINITY; /* cross layer */
     float sc = 1 / sqrtf((float)d);
     V o1(n), o2(n), l1((size_t)B * H * N), l2(l1.size());
-    cpu_attn_forward(o1.data(), l1.data(), q.data(), k.data(), v.data(), pad ? kb.data() : NULL, B, H, N, d, causal, sc, drop);
-    cuda_attn_forward(o2.data(), l2.data(), q.data(), k.data(), v.data(), pad ? kb.data() : NULL, B, H, N, d, causal, sc, drop);
+    cpu_attn_forward(o1.data(), l1.data(), q.data(), k.data(), v.data(), pad ? kb.data() : NULL, B, H, N, d, causal, window, sc, drop);
+    cuda_attn_forward(o2.data(), l2.data(), q.data(), k.data(), v.data(), pad ? kb.data() : NULL, B, H, N, d, causal, window, sc, drop);
     cmp("attn out", o2, o1); cmp("attn lse", l2, l1);
     V g = rnd(n), dq1 = rnd(n), dq2 = dq1, dk1 = rnd(n), dk2 = dk1, dv1 = rnd(n), dv2 = dv1;
-    cpu_attn_backward(dq1.data(), dk1.data(), dv1.data(), g.data(), o1.data(), l1.data(), q.data(), k.data(), v.data(), pad ? kb.data() : NULL, B, H, N, d, causal, sc, drop);
-    cuda_attn_backward(dq2.data(), dk2.data(), dv2.data(), g.data(), o1.data(), l1.data(), q.data(), k.data(), v.data(), pad ? kb.data() : NULL, B, H, N, d, causal, sc, drop);
+    cpu_attn_backward(dq1.data(), dk1.data(), dv1.data(), g.data(), o1.data(), l1.data(), q.data(), k.data(), v.data(), pad ? kb.data() : NULL, B, H, N, d, causal, window, sc, drop);
+    cuda_attn_backward(dq2.data(), dk2.data(), dv2.data(), g.data(), o1.data(), l1.data(), q.data(), k.data(), v.data(), pad ? kb.data() : NULL, B, H, N, d, causal, window, sc, drop);
     cmp("attn dq", dq2, dq1); cmp("attn dk", dk2, dk1); cmp("attn dv", dv2, dv1);
 }
 /* the table (op_rows.h, BASE_ROWS) */

@@ -132,19 +132,22 @@ static void t_basic(int R, int C) {
     CP->relu_forward(F(o1), F(x), n); CU->relu_forward(F(o2), F(x), n); cmp("relu fwd", o2, o1);
     o1 = rnd(n); o2 = o1; CP->relu_backward(F(o1), F(g), F(x), n); CU->relu_backward(F(o2), F(g), F(x), n); cmp("relu bwd", o2, o1);
 }
-static void t_ln(int R, int C) {
+/* rms: RMSNorm (mean and b NULL, ops.h) */
+static void t_ln(int R, int C, int rms) {
     char nm[64]; size_t n = (size_t)R * C;
     V x = rnd(n, 2, 0.5f), w = rnd(C, 1, 1), b = rnd(C), o1(n), o2(n), m1(R), m2(R), r1(R), r2(R);
-    CP->layernorm_forward(F(o1), F(m1), F(r1), F(x), F(w), F(b), R, C); CU->layernorm_forward(F(o2), F(m2), F(r2), F(x), F(w), F(b), R, C);
-    snprintf(nm, sizeof nm, "layernorm fwd R%d C%d out", R, C); cmp(nm, o2, o1);
+#define MN(v) (rms ? NULL : F(v))
+    CP->layernorm_forward(F(o1), MN(m1), F(r1), F(x), F(w), MN(b), R, C); CU->layernorm_forward(F(o2), MN(m2), F(r2), F(x), F(w), MN(b), R, C);
+    snprintf(nm, sizeof nm, "%s fwd R%d C%d out", rms ? "rmsnorm" : "layernorm", R, C); cmp(nm, o2, o1);
     cmp("layernorm fwd mean", m2, m1); cmp("layernorm fwd rstd", r2, r1);
     V g = rnd(n), dx1 = rnd(n), dx2 = dx1, dw1 = rnd(C), dw2 = dw1, db1 = rnd(C), db2 = db1;
-    CP->layernorm_backward(F(dx1), F(dw1), F(db1), F(g), F(x), F(w), F(m1), F(r1), R, C);
-    CU->layernorm_backward(F(dx2), F(dw2), F(db2), F(g), F(x), F(w), F(m1), F(r1), R, C);
+    CP->layernorm_backward(F(dx1), F(dw1), MN(db1), F(g), F(x), F(w), MN(m1), F(r1), R, C);
+    CU->layernorm_backward(F(dx2), F(dw2), MN(db2), F(g), F(x), F(w), MN(m1), F(r1), R, C);
     cmp("layernorm bwd dx", dx2, dx1); cmp("layernorm bwd dw", dw2, dw1); cmp("layernorm bwd db", db2, db1);
     V a = rnd(n, 4, 0.5f), s1(n), s2 = a;
-    CP->add_layernorm_forward(F(s1), F(o1), F(m1), F(r1), F(a), F(x), F(w), F(b), R, C);
-    CU->add_layernorm_forward(F(s2), F(o2), F(m2), F(r2), F(s2), F(x), F(w), F(b), R, C); /* sum = a */
+    CP->add_layernorm_forward(F(s1), F(o1), MN(m1), F(r1), F(a), F(x), F(w), MN(b), R, C);
+    CU->add_layernorm_forward(F(s2), F(o2), MN(m2), F(r2), F(s2), F(x), F(w), MN(b), R, C); /* sum = a */
+#undef MN
     cmp("add_layernorm sum", s2, s1); cmp("add_layernorm out", o2, o1);
     cmp("add_layernorm mean", m2, m1); cmp("add_layernorm rstd", r2, r1);
 }

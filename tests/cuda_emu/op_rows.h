@@ -25,8 +25,10 @@
     ROW(matmul, matmul, 0, (OPS_TF32, 2e-3))                                                                             \
     ROW(matmul, matmul, 0, (OPS_BF16, 1e-2))                                                                             \
     ROW(nn, basic, 1, (70, 45))                                                                                        \
-    ROW(nn, ln, 1, (37, 70))                                                                                           \
-    ROW(nn, ln, 1, (300, 33))                                                                                          \
+    ROW(nn, ln, 1, (37, 70, 0))                                                                                        \
+    ROW(nn, ln, 1, (300, 33, 0))                                                                                       \
+    ROW(nn, ln, 1, (37, 70, 1)) /* RMSNorm (mean and bias NULL) */                                                     \
+    ROW(nn, ln, 1, (300, 33, 1))                                                                                       \
     ROW(nn, embed, 1, (2, 9, 150, 200, 1))                                                                             \
     ROW(nn, embed, 1, (3, 5, 20, 7, 0))                                                                                \
     ROW(nn, xent, 1, (12, 1000))                                                                                       \
@@ -40,7 +42,8 @@
     ROW(nn, mask, 0, (2, 2, 13))                                                                                       \
     ROW(nn, cls, 1, (5, 70))                                                                                           \
     ROW(nn, opt, 0, (3000))                                                                                            \
-    ROW(nn, ln, 1, (5, 7))                   /* degenerate widths */                                                   \
+    ROW(nn, ln, 1, (5, 7, 0))                /* degenerate widths */                                                   \
+    ROW(nn, ln, 1, (5, 7, 1))                                                                                          \
     ROW(nn, xent, 1, (3, 1))                                                                                           \
     ROW(nn, softmax, 1, (4, 1, 0))                                                                                     \
     ROW(nn, embed, 1, (1, 1, 1, 1, 1))                                                                                 \
@@ -106,18 +109,24 @@
     ROW(scan, scan, 1, (1, 9, 9, 200, 4))                                                                              \
     ROW(scan, scan_step, 0, (3, 40, 16))                                                                               \
     ROW(scan, scan_step, 0, (2, 300, 7))                                                                               \
-    ROW(attn, attn, 1, (2, 2, 70, 16, 1, 0, 0))                                                                        \
-    ROW(attn, attn, 1, (2, 2, 70, 16, 0, 0, 0))                                                                        \
-    ROW(attn, attn, 1, (2, 1, 100, 40, 1, 1, 0))                                                                       \
-    ROW(attn, attn, 1, (2, 1, 100, 40, 0, 1, 0))                                                                       \
-    ROW(attn, attn, 1, (1, 1, 33, 64, 1, 0, 0))                                                                        \
-    ROW(attn, attn, 1, (1, 1, 40, 130, 0, 0, 0))                                                                       \
-    ROW(attn, attn, 1, (1, 1, 20, 256, 1, 0, 0))                                                                       \
-    ROW(attn, attn, 1, (2, 2, 70, 16, 1, 0, 0.1)) /* attention dropout */                                              \
-    ROW(attn, attn, 1, (2, 1, 100, 40, 0, 1, 0.3))                                                                     \
-    ROW(attn, attn, 1, (1, 1, 40, 130, 1, 0, 0.5))                                                                     \
-    ROW(attn, attn, 1, (2, 2, 70, 16, 0, 2, 0)) /* the cross layer's layout: a padded context tail */              \
-    ROW(attn, attn, 1, (1, 1, 90, 8, 0, 2, 0))                                                                         \
-    ROW(attn, attn_step, 0, (3, 2, 16, 150, 160)) /* the decoding step: 150 tokens into a 160-row cache */              \
+    ROW(attn, attn, 1, (2, 2, 70, 16, 1, 0, 0, 0))                                                                     \
+    ROW(attn, attn, 1, (2, 2, 70, 16, 0, 0, 0, 0))                                                                     \
+    ROW(attn, attn, 1, (2, 1, 100, 40, 1, 1, 0, 0))                                                                    \
+    ROW(attn, attn, 1, (2, 1, 100, 40, 0, 1, 0, 0))                                                                    \
+    ROW(attn, attn, 1, (1, 1, 33, 64, 1, 0, 0, 0))                                                                     \
+    ROW(attn, attn, 1, (1, 1, 40, 130, 0, 0, 0, 0))                                                                    \
+    ROW(attn, attn, 1, (1, 1, 20, 256, 1, 0, 0, 0))                                                                    \
+    ROW(attn, attn, 1, (2, 2, 70, 16, 1, 0, 0.1, 0)) /* attention dropout */                                           \
+    ROW(attn, attn, 1, (2, 1, 100, 40, 0, 1, 0.3, 0))                                                                  \
+    ROW(attn, attn, 1, (1, 1, 40, 130, 1, 0, 0.5, 0))                                                                  \
+    ROW(attn, attn, 1, (2, 2, 70, 16, 0, 2, 0, 0)) /* the cross layer's layout: a padded context tail */               \
+    ROW(attn, attn, 1, (1, 1, 90, 8, 0, 2, 0, 0))                                                                      \
+    ROW(attn, attn, 1, (2, 2, 70, 16, 1, 0, 0, 9)) /* sliding window: causal band of 9 keys */                         \
+    ROW(attn, attn, 1, (2, 1, 100, 40, 0, 1, 0, 20)) /* a symmetric band of 39, padding */                             \
+    ROW(attn, attn, 1, (1, 1, 150, 8, 1, 0, 0.3, 40)) /* band over several tiles, dropout */                           \
+    ROW(attn, attn, 1, (2, 1, 130, 16, 0, 0, 0, 1)) /* W = 1: each query its own key */                                \
+    ROW(attn, attn, 1, (1, 1, 40, 16, 1, 0, 0, 64)) /* W > N: full causal attention */                                 \
+    ROW(attn, attn_step, 0, (3, 2, 16, 150, 160)) /* the decoding step: 150 tokens into a 160-row cache */             \
+    ROW(attn, attn_step, 0, (2, 2, 16, 150, 40)) /* a 40-row ring cache (sliding window), 150 tokens */                \
     ROW(attn, attn_step, 0, (1, 1, 130, 9, 9))
 #endif

@@ -210,7 +210,7 @@ static void forward_both(Mixer *m, const MixerCtx *c, real *y, const real *h, co
     attn_proj_qkv(m, params, h, k.qh, k.kh, k.vh, scratch, B, N);
     gma_mix_forward(p->gma, c, params, act, scratch);
     if (c->keymask) key_bias(k.kb, c->keymask, B, N);
-    g_ops->attn_forward(k.ohs, k.lse, k.qh, k.kh, k.vh, c->keymask ? k.kb : NULL, B, m->H, N, m->d, c->causal,
+    g_ops->attn_forward(k.ohs, k.lse, k.qh, k.kh, k.vh, c->keymask ? k.kb : NULL, B, m->H, N, m->d, c->causal, 0,
                         (real)p->scale, NULL);
     attn_proj_out(m, params, y, N < p->threshold ? k.ohs : k.ohg, scratch, B, N);
     size_t n = (size_t)B * N * m->D;
@@ -255,7 +255,7 @@ static void backward_distilled(Mixer *m, const MixerCtx *c, real *dh, const real
     attn_proj_out_backward(m, params, grads, doh, dy, k.ohs, doh, tmp, B, N);
     g_ops->zero(dq, sizeof(real) * 3 * hs);
     g_ops->attn_backward(dq, dk, dv, doh, k.ohs, k.lse, k.qh, k.kh, k.vh, c->keymask ? k.kb : NULL, B, m->H, N, m->d,
-                         c->causal, (real)p->scale, NULL);
+                         c->causal, 0, (real)p->scale, NULL);
     real sc = (real)(2 * p->distill_weight * c->aux_scale / p->den);
     g_ops->copy(sg, k.ohg, sizeof(real) * hs);
     g_ops->axpy(sg, -1, k.ohs, hs);

@@ -218,8 +218,8 @@ void cross_forward(Cross *x, real *y, const real *hq, const real *hc, const real
                               x->eps);
     } else {
         if (M < L) ctx_bias(x, a.kb, B, M, L);
-        g_ops->attn_forward(a.oh, a.den, a.qh, a.kh, a.vh, M < L ? a.kb : NULL, B, H, L, d, x->causal, attn_scale(x),
-                            NULL);
+        g_ops->attn_forward(a.oh, a.den, a.qh, a.kh, a.vh, M < L ? a.kb : NULL, B, H, L, d, x->causal, 0,
+                            attn_scale(x), NULL);
     }
     const real *oh = a.oh;
     if (N < L) {
@@ -266,7 +266,7 @@ void cross_backward(Cross *x, real *dhq, real *dhc, const real *dy, const real *
                                   x->tau, x->var_floor, 0);
     } else
         g_ops->attn_backward(dq, dk, dv, doh, a.oh, a.den, a.qh, a.kh, a.vh, M < L ? a.kb : NULL, B, H, L, d,
-                             x->causal, attn_scale(x), NULL);
+                             x->causal, 0, attn_scale(x), NULL);
     proj_heads_backward(m, dhq, grads, dq, hq, params, 0, B, N, L, t1, t2);
     proj_heads_backward(m, dhc, grads, dk, hc, params, 1, B, M, L, t1, t2);
     proj_heads_backward(m, dhc, grads, dv, hc, params, 2, B, M, L, t1, t2);

@@ -126,7 +126,7 @@ static void gated_forward(Mixer *m, const MixerCtx *c, real *y, const real *h, c
     attn_proj_qkv(m, params, h, k.qh, k.kh, k.vh, scratch, B, N);
     gma_mix_forward(CHILD(m), c, params, act, scratch);
     if (c->keymask) key_bias(k.kb, c->keymask, B, N);
-    g_ops->attn_forward(k.ohs, k.lse, k.qh, k.kh, k.vh, c->keymask ? k.kb : NULL, B, m->H, N, m->d, c->causal,
+    g_ops->attn_forward(k.ohs, k.lse, k.qh, k.kh, k.vh, c->keymask ? k.kb : NULL, B, m->H, N, m->d, c->causal, 0,
                         (real)((GatedPriv *)m->priv)->scale, NULL);
     mix_heads(m, k.oh, k.ohs, k.ohg, gates(m, params), B, (size_t)N * m->d, 1, 1);
     attn_proj_out(m, params, y, k.oh, scratch, B, N);
@@ -161,7 +161,7 @@ static void gated_backward(Mixer *m, const MixerCtx *c, real *dh, const real *dy
     mix_heads(m, doh, doh, NULL, g, B, L, 1, 0);
     g_ops->zero(dq, sizeof(real) * 3 * hs);
     g_ops->attn_backward(dq, dk, dv, doh, k.ohs, k.lse, k.qh, k.kh, k.vh, c->keymask ? k.kb : NULL, B, H, N, m->d, c->causal,
-                         (real)((GatedPriv *)m->priv)->scale, NULL);
+                         0, (real)((GatedPriv *)m->priv)->scale, NULL);
     g_ops->axpy(dq, 1, sg, hs);          /* the child's dq */
     g_ops->axpy(dv, 1, sg + hs, hs);     /* dv */
     g_ops->axpy(dk, 1, sg + 2 * hs, hs); /* dk */

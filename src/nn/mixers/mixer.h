@@ -298,7 +298,8 @@ double linmix_rescan_flops(double BH, int N, int F, int d, int causal, int C);
  * [H,F]; ops.h linmix_step moves it one token on */
 size_t linmix_decode_state(int H, int F, int d);
 /* the key/value cache of causal softmax attention per sequence: K, V [H,Nmax,d], then
- * [H,Nmax] scores; ops.h attn_step moves it one token on */
+ * [H,Nmax] scores; ops.h attn_step moves it one token on (a ring past Nmax tokens: sdpa.window
+ * passes its W rows as Nmax) */
 size_t attn_decode_state(int H, int Nmax, int d);
 /* the decode hooks of sdpa and sdpa_ref (projections of the B rows + one attn_step for
  * every sequence and head; act: qh, kh, vh, oh [B,H,1,d]) */
@@ -310,7 +311,8 @@ void attn_mixer_decode(Mixer *m, real *y, const real *h, const real *params, rea
  * column sums of phk_h (phk [B,H,N,F], v [B,H,N,d]), into the zeroed states at state + b ss */
 void linmix_prefill(real *state, size_t ss, const real *phk, const real *v, int B, int H, int N, int F, int d);
 /* the prefill of sdpa and sdpa_ref: the forward's k, v rows [B,H,N,d] (act: qh, kh, vh first)
- * into rows 0..N-1 of each head's cache */
+ * into rows 0..N-1 of each head's cache of Nmax rows; with N > Nmax (sdpa.window's ring of
+ * Nmax rows), the last Nmax tokens, token p in row p mod Nmax as attn_step leaves them */
 void attn_mixer_prefill(Mixer *m, const MixerCtx *c, const real *h, const real *params, const real *act, real *state,
                         int Nmax, real *scratch);
 

@@ -157,21 +157,22 @@ static inline double hsum8(v8f a) {
 }
 #endif
 
-/* mean and 1/sqrt(var + 1e-5) of one row (two passes: the mean, then the centred squares) */
-static inline void ln_stats(const real *xr, int C, real *mean, real *rstd) {
+/* mean and 1/sqrt(var + 1e-5) of one row (two passes: the mean, then the centred squares);
+ * rms (RMSNorm): mean 0 and 1/sqrt(mean(x^2) + 1e-6) */
+static inline void ln_stats(const real *xr, int C, int rms, real *mean, real *rstd) {
     int c = 0;
     double m = 0, v = 0;
 #ifndef GMA_DOUBLE
     int c8 = C / 8 * 8;
     v8f s8 = {0};
-    for (; c < c8; c += 8) {
+    for (; c < c8 && !rms; c += 8) {
         v8f x;
         memcpy(&x, xr + c, sizeof x);
         s8 += x;
     }
     m = hsum8(s8);
 #endif
-    for (; c < C; c++) m += xr[c];
+    for (; c < C && !rms; c++) m += xr[c];
     m /= C;
     c = 0;
 #ifndef GMA_DOUBLE
@@ -188,30 +189,32 @@ static inline void ln_stats(const real *xr, int C, real *mean, real *rstd) {
     for (; c < C; c++) v += (xr[c] - m) * (xr[c] - m);
     v /= C;
     *mean = (real)m;
-    *rstd = (real)(1.0 / sqrt(v + 1e-5));
+    *rstd = (real)(1.0 / sqrt(v + (rms ? 1e-6 : 1e-5)));
 }
 
-/* one row: its stats and the normalised, scaled and shifted row */
+/* one row: its stats and the normalised, scaled and shifted row; mean NULL: RMSNorm (no
+ * centring), b NULL: no shift */
 static inline void ln_row(real *o, real *mean, real *rstd, const real *xr, const real *w, const real *b, int C) {
     real m, s;
-    ln_stats(xr, C, &m, &s);
+    ln_stats(xr, C, mean == NULL, &m, &s);
     int c = 0;
 #ifndef GMA_DOUBLE
     for (; c + 8 <= C; c += 8) {
-        v8f xv, wv, bv;
-        memcpy(&xv, xr + c, sizeof xv), memcpy(&wv, w + c, sizeof wv), memcpy(&bv, b + c, sizeof bv);
+        v8f xv, wv, bv = {0};
+        memcpy(&xv, xr + c, sizeof xv), memcpy(&wv, w + c, sizeof wv);
+        if (b) memcpy(&bv, b + c, sizeof bv);
         xv = (xv - m) * s * wv + bv;
         memcpy(o + c, &xv, sizeof xv);
     }
 #endif
-    for (; c < C; c++) o[c] = (xr[c] - m) * s * w[c] + b[c];
-    *mean = m;
+    for (; c < C; c++) o[c] = (xr[c] - m) * s * w[c] + (b ? b[c] : 0);
+    if (mean) *mean = m;
     *rstd = s;
 }
 
 void cpu_layernorm_forward(real *out, real *mean, real *rstd, const real *x, const real *w, const real *b, int R, int C) {
 #pragma omp parallel for schedule(static) if (PAR_WORTH((size_t)R * (size_t)C))
-    for (int r = 0; r < R; r++) ln_row(out + (size_t)r * C, mean + r, rstd + r, x + (size_t)r * C, w, b, C);
+    for (int r = 0; r < R; r++) ln_row(out + (size_t)r * C, mean ? mean + r : NULL, rstd + r, x + (size_t)r * C, w, b, C);
 }
 
 void cpu_add_layernorm_forward(real *sum, real *out, real *mean, real *rstd, const real *a, const real *b, const real *w,
@@ -221,11 +224,11 @@ void cpu_add_layernorm_forward(real *sum, real *out, real *mean, real *rstd, con
         real *sr = sum + (size_t)r * C;
         const real *ar = a + (size_t)r * C, *br = b + (size_t)r * C;
         for (int c = 0; c < C; c++) sr[c] = ar[c] + br[c];
-        ln_row(out + (size_t)r * C, mean + r, rstd + r, sr, w, bias, C);
+        ln_row(out + (size_t)r * C, mean ? mean + r : NULL, rstd + r, sr, w, bias, C);
     }
 }
 
-/* One pass over the rows: each row's dx from its two means, and the weight and bias
+/* One pass over the rows (mean NULL: RMSNorm, db NULL: no bias): each row's dx from its two means, and the weight and bias
  * gradients summed into the partial rows of fixed blocks of rows (in parallel; float32 on
  * eight lanes within a block), then the partials added in block order in double, so the
  * result does not depend on the number of threads. */
@@ -242,7 +245,7 @@ void cpu_layernorm_backward(real *dx, real *dw, real *db, const real *dout, cons
         for (int r = blk * per; r < r1; r++) {
             const real *xr = x + (size_t)r * C, *dr = dout + (size_t)r * C;
             real *dxr = dx + (size_t)r * C;
-            real m = mean[r], s = rstd[r];
+            real m = mean ? mean[r] : 0, s = rstd[r]; /* mean NULL: RMSNorm */
             double a = 0, bsum = 0; /* sums of dnorm and dnorm * norm */
             int c = 0;
 #ifndef GMA_DOUBLE
@@ -268,7 +271,7 @@ void cpu_layernorm_backward(real *dx, real *dw, real *db, const real *dout, cons
                 gw[c] += dr[c] * n;
                 gb[c] += dr[c];
             }
-            real am = (real)(a / C), bm = (real)(bsum / C);
+            real am = mean ? (real)(a / C) : 0, bm = (real)(bsum / C); /* RMSNorm: no centring term */
             c = 0;
 #ifndef GMA_DOUBLE
             for (; c + 8 <= C; c += 8) {
@@ -288,7 +291,7 @@ void cpu_layernorm_backward(real *dx, real *dw, real *db, const real *dout, cons
         }
     }
     add_block_sums(dw, part, nb, (size_t)2 * C, C);
-    add_block_sums(db, part + C, nb, (size_t)2 * C, C);
+    if (db) add_block_sums(db, part + C, nb, (size_t)2 * C, C);
 }
 
 void cpu_embed_forward(real *out, const int32_t *tok, const real *wte, const real *wpe, int B, int T, int C) {

@@ -78,20 +78,20 @@ void cuda_relu_backward(real *dx, const real *dout, const real *x, size_t n) {
 
 /* ---------------------------------------------------------------- LayerNorm */
 /* one warp per row: the row's stats and the normalised row (each lane reads only its own
- * columns c = lane, lane + 32, ...) */
+ * columns c = lane, lane + 32, ...). mean NULL: RMSNorm (mean 0, eps 1e-6); b NULL: no shift */
 __device__ __forceinline__ void ln_row_warp(float *o, float *mean, float *rstd, const float *xr, const float *w,
                                             const float *b, int C, int lane, float s) {
-    float m = warp_sum(s) / C;
+    float m = mean ? warp_sum(s) / C : 0.f;
     float v = 0;
     for (int c = lane; c < C; c += 32) {
         float t = xr[c] - m;
         v += t * t;
     }
     v = warp_sum(v) / C;
-    float rs = 1.f / sqrtf(v + 1e-5f);
-    for (int c = lane; c < C; c += 32) o[c] = (xr[c] - m) * rs * w[c] + b[c];
+    float rs = 1.f / sqrtf(v + (mean ? 1e-5f : 1e-6f));
+    for (int c = lane; c < C; c += 32) o[c] = (xr[c] - m) * rs * w[c] + (b ? b[c] : 0.f);
     if (lane == 0) {
-        *mean = m;
+        if (mean) *mean = m;
         *rstd = rs;
     }
 }
@@ -102,7 +102,7 @@ __global__ void k_ln_fwd(float *out, float *mean, float *rstd, const float *x, c
     const float *xr = x + (size_t)r * C;
     float s = 0;
     for (int c = lane; c < C; c += 32) s += xr[c];
-    ln_row_warp(out + (size_t)r * C, mean + r, rstd + r, xr, w, b, C, lane, s);
+    ln_row_warp(out + (size_t)r * C, mean ? mean + r : NULL, rstd + r, xr, w, b, C, lane, s);
 }
 void cuda_layernorm_forward(real *out, real *mean, real *rstd, const real *x, const real *w, const real *b, int R,
                             int C) {
@@ -124,7 +124,7 @@ __global__ void k_add_ln_fwd(float *sum, float *out, float *mean, float *rstd, c
         sr[c] = t;
         s += t;
     }
-    ln_row_warp(out + (size_t)r * C, mean + r, rstd + r, sr, w, bias, C, lane, s);
+    ln_row_warp(out + (size_t)r * C, mean ? mean + r : NULL, rstd + r, sr, w, bias, C, lane, s);
 }
 void cuda_add_layernorm_forward(real *sum, real *out, real *mean, real *rstd, const real *a, const real *b, const real *w,
                                 const real *bias, int R, int C) {
@@ -138,14 +138,14 @@ __global__ void k_ln_bwd_dx(float *dx, const float *dout, const float *x, const 
     int r = blockIdx.x * (blockDim.x / 32) + threadIdx.x / 32, lane = threadIdx.x & 31;
     if (r >= R) return;
     const float *xr = x + (size_t)r * C, *dr = dout + (size_t)r * C;
-    float m = mean[r], s = rstd[r];
+    float m = mean ? mean[r] : 0.f, s = rstd[r]; /* mean NULL: RMSNorm */
     float a = 0, bs = 0;
     for (int c = lane; c < C; c += 32) {
         float n = (xr[c] - m) * s, dn = dr[c] * w[c];
         a += dn;
         bs += dn * n;
     }
-    a = warp_sum(a) / C;
+    a = mean ? warp_sum(a) / C : 0.f; /* RMSNorm: no centring term */
     bs = warp_sum(bs) / C;
     float *dxr = dx + (size_t)r * C;
     for (int c = lane; c < C; c += 32) {
@@ -163,7 +163,7 @@ __global__ void k_ln_dwdb_part(double *pw, double *pb, const float *dout, const 
     if (c < C)
         for (int r = r0 + threadIdx.y; r < r1; r += 8) {
             float g = dout[(size_t)r * C + c];
-            gw += g * ((x[(size_t)r * C + c] - mean[r]) * rstd[r]);
+            gw += g * ((x[(size_t)r * C + c] - (mean ? mean[r] : 0.f)) * rstd[r]);
             gb += g;
         }
     shw[threadIdx.y][threadIdx.x] = gw;
@@ -181,7 +181,7 @@ __global__ void k_ln_dwdb_final(float *dw, float *db, const double *pw, const do
         double tw = 0, tb = 0;
         for (int b = 0; b < nrb; b++) tw += pw[(size_t)b * C + c], tb += pb[(size_t)b * C + c];
         dw[c] += (float)tw;
-        db[c] += (float)tb;
+        if (db) db[c] += (float)tb;
     }
 }
 void cuda_layernorm_backward(real *dx, real *dw, real *db, const real *dout, const real *x, const real *w,

@@ -23,6 +23,11 @@
  * forward accumulates P * mask / (1 - p) into the output while l sums the undropped P; the
  * backward regenerates the multipliers: dS = P (mask dP' - D), dV += (P mask)^T dO.
  *
+ * Sliding window W > 0 (docs/model.md §3.5): query i sees keys [band_lo(i), band_hi(i)),
+ * i-W+1..i causal, i-W+1..i+W-1 bidirectional; a query block streams only the key tiles
+ * from its first row's band_lo to its last row's band_hi, a key block only the query tiles
+ * that see its keys (O(N W) work); attn_score masks the boundary tiles.
+ *
  * Head width: d <= 256 (AT_DT_MAX = 8 registers per lane per row); a larger d stops with
  * a message. */
 #include <stdio.h>
@@ -75,11 +80,27 @@ __device__ __forceinline__ void dot2(float &s, float &t, const float *a, const f
     for (int e = 0; e < d; e++) s += a[e] * b[e], t += c[e] * g[e];
 }
 
+/* the band of keys query i sees, [band_lo, band_hi), and the queries that see key j,
+ * [query_lo, query_hi) (window 0: no band) */
+__device__ __forceinline__ int band_lo(int i, int window) { return window ? max(0, i - window + 1) : 0; }
+__device__ __forceinline__ int band_hi(int i, int N, int causal, int window) {
+    return causal ? i + 1 : window ? min(N, i + window) : N;
+}
+__device__ __forceinline__ int query_lo(int j, int causal, int window) {
+    return causal ? j : window ? max(0, j - window + 1) : 0;
+}
+__device__ __forceinline__ int query_hi(int j, int N, int window) { return window ? min(N, j + window) : N; }
+/* 1 when query i sees key j */
+__device__ __forceinline__ int attn_visible(int i, int j, int N, int causal, int window) {
+    return j >= band_lo(i, window) && j < band_hi(i, N, causal, window);
+}
+
 /* score of query i and key j from their dot product qk: scale qk + key bias, -inf where
- * causal hides j > i */
-__device__ __forceinline__ float attn_score(float qk, float scale, float kbj, int causal, int i, int j) {
+ * causal or the window hides j */
+__device__ __forceinline__ float attn_score(float qk, float scale, float kbj, int N, int causal, int window, int i,
+                                            int j) {
     float s = qk * scale + kbj;
-    return causal && j > i ? -INFINITY : s;
+    return attn_visible(i, j, N, causal, window) ? s : -INFINITY;
 }
 
 /* the dropout multiplier of probability (bh, i, j) */
@@ -110,7 +131,8 @@ __device__ __forceinline__ void lane_put(float *row, const float (&acc)[DT], flo
 template <int DT>
 __global__ void __launch_bounds__(AT_WARPS * 32) k_attn_fwd(float *out, float *lse, const float *q, const float *k,
                                                              const float *v, const float *kbias, int H, int N, int d,
-                                                             int causal, float scale, GmaDrop dg, int don) {
+                                                             int causal, int window, float scale, GmaDrop dg,
+                                                             int don) {
     extern __shared__ float sm[];
     float *Qs = sm, *Ks = Qs + AT_Q * d, *Vs = Ks + AT_K * (d + 1);
     int bh = blockIdx.y, b = bh / H, i0 = blockIdx.x * AT_Q, Lq = min(AT_Q, N - i0);
@@ -125,8 +147,8 @@ __global__ void __launch_bounds__(AT_WARPS * 32) k_attn_fwd(float *out, float *l
 #pragma unroll
         for (int t = 0; t < DT; t++) acc[rr][t] = 0;
     }
-    int jend = causal ? i0 + Lq : N;
-    for (int j0 = 0; j0 < jend; j0 += AT_K) {
+    int jend = band_hi(i0 + Lq - 1, N, causal, window);
+    for (int j0 = band_lo(i0, window); j0 < jend; j0 += AT_K) {
         int Lk = min(AT_K, jend - j0), j = j0 + lane;
         stream_kv(Ks, Vs, ld, k + base, v + base, j0, Lk, d);
         float kbj = kbias_at(kb, j, lane < Lk);
@@ -137,7 +159,7 @@ __global__ void __launch_bounds__(AT_WARPS * 32) k_attn_fwd(float *out, float *l
             const float *qr = Qs + r * d, *kr = Ks + lane * ld;
             float qk = 0;
             for (int e = 0; e < d; e++) qk += qr[e] * kr[e];
-            float s = attn_score(qk, scale, kbj, causal, i, j);
+            float s = attn_score(qk, scale, kbj, N, causal, window, i, j);
             float mnew = fmaxf(m[rr], warp_max(s));
             if (mnew == -INFINITY) continue; /* nothing visible yet (warp-uniform) */
             float alpha = expf(m[rr] - mnew), p = expf(s - mnew);
@@ -179,7 +201,8 @@ template <int DT>
 __global__ void __launch_bounds__(AT_WARPS * 32) k_attn_bwd_dq(float *dq, const float *dout, const float *lse,
                                                                 const float *Drow, const float *q, const float *k,
                                                                 const float *v, const float *kbias, int H, int N,
-                                                                int d, int causal, float scale, GmaDrop dg, int don) {
+                                                                int d, int causal, int window, float scale, GmaDrop dg,
+                                                                int don) {
     extern __shared__ float sm[];
     float *Qs = sm, *dOs = Qs + AT_Q * d, *Ks = dOs + AT_Q * d, *Vs = Ks + AT_K * (d + 1);
     int bh = blockIdx.y, b = bh / H, i0 = blockIdx.x * AT_Q, Lq = min(AT_Q, N - i0);
@@ -198,8 +221,8 @@ __global__ void __launch_bounds__(AT_WARPS * 32) k_attn_bwd_dq(float *dq, const 
 #pragma unroll
         for (int t = 0; t < DT; t++) acc[rr][t] = 0;
     }
-    int jend = causal ? i0 + Lq : N;
-    for (int j0 = 0; j0 < jend; j0 += AT_K) {
+    int jend = band_hi(i0 + Lq - 1, N, causal, window);
+    for (int j0 = band_lo(i0, window); j0 < jend; j0 += AT_K) {
         int Lk = min(AT_K, jend - j0), j = j0 + lane;
         stream_kv(Ks, Vs, ld, k + base, v + base, j0, Lk, d);
         float kbj = kbias_at(kb, j, lane < Lk);
@@ -209,7 +232,7 @@ __global__ void __launch_bounds__(AT_WARPS * 32) k_attn_bwd_dq(float *dq, const 
             if (r >= Lq || ls[rr] == -INFINITY) continue; /* warp-uniform; P = 0 */
             float qk, dp;
             dot2(qk, dp, Qs + r * d, Ks + lane * ld, dOs + r * d, Vs + lane * ld, d);
-            float s = attn_score(qk, scale, kbj, causal, i, j);
+            float s = attn_score(qk, scale, kbj, N, causal, window, i, j);
             float mk = don && lane < Lk ? drop_mul(dg, bh, H, N, i, j) : 1.f;
             float p = expf(s - ls[rr]), ds = p * (mk * dp - Dr[rr]);
             for (int jj = 0; jj < Lk; jj++) {
@@ -233,8 +256,8 @@ template <int DT>
 __global__ void __launch_bounds__(AT_WARPS * 32) k_attn_bwd_dkv(float *dk, float *dv, const float *dout,
                                                                  const float *lse, const float *Drow, const float *q,
                                                                  const float *k, const float *v, const float *kbias,
-                                                                 int H, int N, int d, int causal, float scale,
-                                                                 GmaDrop dg, int don) {
+                                                                 int H, int N, int d, int causal, int window,
+                                                                 float scale, GmaDrop dg, int don) {
     extern __shared__ float sm[];
     float *Ksh = sm, *Vsh = Ksh + AT_Q * d, *Qs = Vsh + AT_Q * d, *dOs = Qs + AT_K * (d + 1);
     float *lss = dOs + AT_K * (d + 1), *Ds = lss + AT_K;
@@ -252,9 +275,10 @@ __global__ void __launch_bounds__(AT_WARPS * 32) k_attn_bwd_dkv(float *dk, float
 #pragma unroll
         for (int t = 0; t < DT; t++) adk[rr][t] = 0, adv[rr][t] = 0;
     }
-    /* causal: query rows i >= j0 only (earlier rows see none of these keys) */
-    for (int q0 = causal ? j0 : 0; q0 < N; q0 += AT_K) {
-        int Lq = min(AT_K, N - q0);
+    /* only the query rows that see some of these keys (causal: i >= j0) */
+    int qend = query_hi(j0 + Lk - 1, N, window);
+    for (int q0 = query_lo(j0, causal, window); q0 < qend; q0 += AT_K) {
+        int Lq = min(AT_K, qend - q0);
         __syncthreads();
         load_tile(Qs, AT_K, ld, q + base, q0, Lq, d);
         load_tile(dOs, AT_K, ld, dout + base, q0, Lq, d);
@@ -273,7 +297,7 @@ __global__ void __launch_bounds__(AT_WARPS * 32) k_attn_bwd_dkv(float *dk, float
             float s, dp;
             dot2(s, dp, Qs + lane * ld, Ksh + r * d, dOs + lane * ld, Vsh + r * d, d);
             s = s * scale + kbr[rr];
-            float p = (lane < Lq && li != -INFINITY && !(causal && j > i)) ? expf(s - li) : 0.f;
+            float p = (lane < Lq && li != -INFINITY && attn_visible(i, j, N, causal, window)) ? expf(s - li) : 0.f;
             float mk = don && p != 0.f ? drop_mul(dg, bh, H, N, i, j) : 1.f;
             float ds = p * (mk * dp - Di);
             p *= mk;
@@ -306,45 +330,47 @@ template <class K> static void allow_shm(K kern, size_t bytes) {
 
 template <int DT>
 static void fwd_t(real *out, real *lse, const real *q, const real *k, const real *v, const real *kbias, int BH, int H,
-                  int N, int d, int causal, real scale, const GmaDrop &dg, int don) {
+                  int N, int d, int causal, int window, real scale, const GmaDrop &dg, int don) {
     size_t shm = shm_fwd(d);
     allow_shm(k_attn_fwd<DT>, shm);
     k_attn_fwd<DT><<<dim3((N + AT_Q - 1) / AT_Q, BH), AT_WARPS * 32, shm>>>(out, lse, q, k, v, kbias, H, N, d, causal,
-                                                                            scale, dg, don);
+                                                                            window, scale, dg, don);
     KERNEL_CHECK("k_attn_fwd");
 }
 
 template <int DT>
 static void bwd_t(real *dq, real *dk, real *dv, const real *dout, const real *lse, const real *D, const real *q,
                   const real *k, const real *v, const real *kbias, int BH, int H, int N, int d, int causal,
-                  real scale, const GmaDrop &dg, int don) {
+                  int window, real scale, const GmaDrop &dg, int don) {
     size_t s1 = shm_dq(d), s2 = shm_dkv(d);
     allow_shm(k_attn_bwd_dq<DT>, s1);
     allow_shm(k_attn_bwd_dkv<DT>, s2);
     dim3 grid((N + AT_Q - 1) / AT_Q, BH);
-    k_attn_bwd_dq<DT><<<grid, AT_WARPS * 32, s1>>>(dq, dout, lse, D, q, k, v, kbias, H, N, d, causal, scale, dg, don);
+    k_attn_bwd_dq<DT><<<grid, AT_WARPS * 32, s1>>>(dq, dout, lse, D, q, k, v, kbias, H, N, d, causal, window, scale, dg,
+                                                   don);
     KERNEL_CHECK("k_attn_bwd_dq");
-    k_attn_bwd_dkv<DT><<<grid, AT_WARPS * 32, s2>>>(dk, dv, dout, lse, D, q, k, v, kbias, H, N, d, causal, scale, dg, don);
+    k_attn_bwd_dkv<DT><<<grid, AT_WARPS * 32, s2>>>(dk, dv, dout, lse, D, q, k, v, kbias, H, N, d, causal, window, scale,
+                                                   dg, don);
     KERNEL_CHECK("k_attn_bwd_dkv");
 }
 
 void cuda_attn_forward(real *out, real *lse, const real *q, const real *k, const real *v, const real *kbias, int B,
-                       int H, int N, int d, int causal, real scale, const GmaDrop *drop) {
+                       int H, int N, int d, int causal, int window, real scale, const GmaDrop *drop) {
     int BH = B * H;
     GmaDrop dg = drop ? *drop : GmaDrop{};
     int don = drop != NULL;
     if (BH <= 0 || N <= 0 || d <= 0) return;
     at_check(d);
     int dt = (d + 31) / 32;
-    if (dt <= 1) fwd_t<1>(out, lse, q, k, v, kbias, BH, H, N, d, causal, scale, dg, don);
-    else if (dt <= 2) fwd_t<2>(out, lse, q, k, v, kbias, BH, H, N, d, causal, scale, dg, don);
-    else if (dt <= 4) fwd_t<4>(out, lse, q, k, v, kbias, BH, H, N, d, causal, scale, dg, don);
-    else fwd_t<8>(out, lse, q, k, v, kbias, BH, H, N, d, causal, scale, dg, don);
+    if (dt <= 1) fwd_t<1>(out, lse, q, k, v, kbias, BH, H, N, d, causal, window, scale, dg, don);
+    else if (dt <= 2) fwd_t<2>(out, lse, q, k, v, kbias, BH, H, N, d, causal, window, scale, dg, don);
+    else if (dt <= 4) fwd_t<4>(out, lse, q, k, v, kbias, BH, H, N, d, causal, window, scale, dg, don);
+    else fwd_t<8>(out, lse, q, k, v, kbias, BH, H, N, d, causal, window, scale, dg, don);
 }
 
 void cuda_attn_backward(real *dq, real *dk, real *dv, const real *dout, const real *out, const real *lse,
                         const real *q, const real *k, const real *v, const real *kbias, int B, int H, int N, int d,
-                        int causal, real scale, const GmaDrop *drop) {
+                        int causal, int window, real scale, const GmaDrop *drop) {
     int BH = B * H;
     GmaDrop dg = drop ? *drop : GmaDrop{};
     int don = drop != NULL;
@@ -355,27 +381,27 @@ void cuda_attn_backward(real *dq, real *dk, real *dv, const real *dout, const re
     k_attn_drow<<<(unsigned)((R + 7) / 8), 256>>>(D, dout, out, R, d);
     KERNEL_CHECK("k_attn_drow");
     int dt = (d + 31) / 32;
-    if (dt <= 1) bwd_t<1>(dq, dk, dv, dout, lse, D, q, k, v, kbias, BH, H, N, d, causal, scale, dg, don);
-    else if (dt <= 2) bwd_t<2>(dq, dk, dv, dout, lse, D, q, k, v, kbias, BH, H, N, d, causal, scale, dg, don);
-    else if (dt <= 4) bwd_t<4>(dq, dk, dv, dout, lse, D, q, k, v, kbias, BH, H, N, d, causal, scale, dg, don);
-    else bwd_t<8>(dq, dk, dv, dout, lse, D, q, k, v, kbias, BH, H, N, d, causal, scale, dg, don);
+    if (dt <= 1) bwd_t<1>(dq, dk, dv, dout, lse, D, q, k, v, kbias, BH, H, N, d, causal, window, scale, dg, don);
+    else if (dt <= 2) bwd_t<2>(dq, dk, dv, dout, lse, D, q, k, v, kbias, BH, H, N, d, causal, window, scale, dg, don);
+    else if (dt <= 4) bwd_t<4>(dq, dk, dv, dout, lse, D, q, k, v, kbias, BH, H, N, d, causal, window, scale, dg, don);
+    else bwd_t<8>(dq, dk, dv, dout, lse, D, q, k, v, kbias, BH, H, N, d, causal, window, scale, dg, don);
 }
 
 /* One decoding token (attn_step): a block per (sequence, head). The first d threads write
- * k, v into row pos of the cache; each thread then scores keys j = t, t + blockDim, ...
+ * k, v into row pos of the cache (row pos mod Nmax past its end: a ring); each thread then scores keys j = t, t + blockDim, ...
  * (a key row a thread), the block takes the max and the sum of exp, and each thread owns
  * value columns, reading every row of them (coalesced across threads). */
 __global__ void k_attn_step(float *out, float *state, size_t state_stride, const float *q, const float *k,
                             const float *v, int H, int d, int Nmax, int pos, float scale) {
     __shared__ float sh[32];
-    int bh = blockIdx.x, b = bh / H, h = bh % H, n = pos + 1;
+    int bh = blockIdx.x, b = bh / H, h = bh % H, n = min(pos + 1, Nmax), slot = pos % Nmax;
     size_t hk = (size_t)Nmax * d;
     float *st = state + (size_t)b * state_stride;
     float *K = st + h * hk, *V = st + (size_t)H * hk + h * hk, *P = st + 2 * (size_t)H * hk + (size_t)h * Nmax;
     const float *qh = q + (size_t)bh * d;
     for (int e = threadIdx.x; e < d; e += blockDim.x) {
-        K[(size_t)pos * d + e] = k[(size_t)bh * d + e];
-        V[(size_t)pos * d + e] = v[(size_t)bh * d + e];
+        K[(size_t)slot * d + e] = k[(size_t)bh * d + e];
+        V[(size_t)slot * d + e] = v[(size_t)bh * d + e];
     }
     __syncthreads();
     float mx = -INFINITY;
