@@ -339,6 +339,9 @@ START_TEST(test_short_conv_mixers) {
     conv_case("performer", "model.short_conv=4;performer.kernel=relu;performer.features=0", 0, 1);
     conv_case("linear", "model.short_conv=2", 1, 1);
     conv_case("sdpa_ref", "model.short_conv=2", 0, 1);
+}
+END_TEST
+
 /* ---------------- sliding-window sdpa (sdpa.window = 3 < N = 7) ---------------- */
 static void window_case(int causal, int padded) {
     Config cfg = tiny_config("sdpa");
