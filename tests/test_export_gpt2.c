@@ -6,8 +6,10 @@
  * (the two forms give the same weights), whose loss on a sequence is gmaeval's within a
  * float32 bound; the run's GPT-2 tokenizer goes out as vocab.json + merges.txt; refusals
  * (a gma layer, other positions, no MLP, no attention biases, another d_ff, short
- * convolutions, a missing tensor or run, an existing --out or --llmc, a tokenizer of
- * another vocabulary) exit 2 with one line naming what and write nothing. */
+ * convolutions, RMSNorm, SwiGLU, an untied head, a sliding window (these four where the
+ * build has their keys, else a "SKIP: " line), a missing tensor or run, an existing --out
+ * or --llmc, a tokenizer of another vocabulary) exit 2 with one line naming what and
+ * write nothing. */
 #include <cjson/cJSON.h>
 #include <math.h>
 #include <stdio.h>
@@ -486,9 +488,20 @@ START_TEST(test_refusals) {
         {"model.attn_bias=false", "model.attn_bias is false", "biases"},
         {"model.d_ff=32", "model.d_ff is 32", "4 d_model = 64"},
         {"model.short_conv=4", "model.short_conv is 4", "short convolutions"},
+        /* the block recipe and the attention window, where this build has those keys */
+        {"model.norm=rmsnorm", "model.norm is rmsnorm", "LayerNorm"},
+        {"model.mlp_act=swiglu", "model.mlp_act is swiglu", "GELU"},
+        {"model.tie_embeddings=false", "model.tie_embeddings is false", "tied"},
+        {"sdpa.window=4", "sdpa.window is 4", "every earlier position"},
     };
     char name[64];
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        Config probe;
+        cfg_defaults(&probe);
+        if (cfg_set(&probe, cases[i].sets) != 0) {
+            printf("SKIP: test_export_gpt2: %s: the key is not in this build\n", cases[i].sets);
+            continue;
+        }
         snprintf(name, sizeof name, "bad_run%zu", i);
         PATH(r, name);
         make_run(r, 61, cases[i].sets);

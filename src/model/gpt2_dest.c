@@ -1,4 +1,4 @@
-/* gpt2_dest.c: the model a GPT-2 reader fills, and llm.c's tensor table (see gpt2_dest.h). */
+/* gpt2_dest.c: the model a GPT-2 reader fills (see gpt2_dest.h). */
 #include "model/gpt2_dest.h"
 
 #include <stdio.h>
@@ -48,29 +48,4 @@ real *gpt2_dest_at(Gpt2Dest *d, size_t numel, const char *fmt, int layer) {
 void gpt2_dest_free(Gpt2Dest *d) {
     if (d->built) model_free(&d->m);
     free(d->host);
-}
-
-const Gpt2LlmcTensor GPT2_LLMC_TENSORS[16] = {
-    {"wte", "tok_emb.weight", 0, 1, 0},
-    {"wpe", "pos_emb.weight", 0, 2, 0},
-    {"ln1w", "blocks.%d.ln1.weight", 1, 0, 1},
-    {"ln1b", "blocks.%d.ln1.bias", 1, 0, 1},
-    {"qkvw", "blocks.%d.mixer.%c.weight", 1, 3, 0},
-    {"qkvb", "blocks.%d.mixer.%c.bias", 1, 3, 1},
-    {"attprojw", "blocks.%d.mixer.o.weight", 1, 0, 0},
-    {"attprojb", "blocks.%d.mixer.o.bias", 1, 0, 1},
-    {"ln2w", "blocks.%d.ln2.weight", 1, 0, 1},
-    {"ln2b", "blocks.%d.ln2.bias", 1, 0, 1},
-    {"fcw", "blocks.%d.mlp.fc.weight", 1, 4, 0},
-    {"fcb", "blocks.%d.mlp.fc.bias", 1, 4, 1},
-    {"fcprojw", "blocks.%d.mlp.proj.weight", 1, 0, 4},
-    {"fcprojb", "blocks.%d.mlp.proj.bias", 1, 0, 1},
-    {"lnfw", "ln_f.weight", 0, 0, 1},
-    {"lnfb", "ln_f.bias", 0, 0, 1},
-};
-
-void gpt2_llmc_dims(const Gpt2LlmcTensor *t, const Gpt2Info *s, int Vp, size_t *rows, size_t *cols) {
-    static const int mult[5] = {1, 0, 0, 3, 4}; /* rows in units of C */
-    *rows = t->rows == 1 ? (size_t)Vp : t->rows == 2 ? (size_t)s->T : (size_t)mult[t->rows] * s->D;
-    *cols = t->cols == 1 ? 1 : t->cols == 4 ? (size_t)4 * s->D : (size_t)s->D;
 }

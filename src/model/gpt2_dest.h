@@ -32,23 +32,6 @@ int gpt2_dest_build(Gpt2Dest *d, const Gpt2Info *s);
 real *gpt2_dest_at(Gpt2Dest *d, size_t numel, const char *fmt, int layer);
 void gpt2_dest_free(Gpt2Dest *d);
 
-/* ---- llm.c's model file (karpathy/llm.c train_gpt2.py:449 write_model, train_gpt2.c:707
- * gpt2_build_from_checkpoint): 256 int32 of header, then the 16 tensors below in order ---- */
-#define GPT2_LLMC_MAGIC 20240326
-#define GPT2_LLMC_HEADER_BYTES 1024
-#define GPT2_LLMC_PAD 128 /* train_gpt2.py:429 pad_vocab: wte's rows padded to a multiple of 128 */
-
-/* llm.c's tensors in file order (train_gpt2.c:556 fill_in_parameter_sizes): its name, this
- * project's (a format with the layer; the fused qkv ones with %c for q, k, v), whether
- * there is one per layer, its rows and columns */
-typedef struct Gpt2LlmcTensor {
-    const char *name, *dst;
-    int per_layer, rows, cols; /* rows: 0 C, 1 Vp, 2 maxT, 3 3C, 4 4C; cols: 0 C, 4 4C, 1 one */
-} Gpt2LlmcTensor;
-extern const Gpt2LlmcTensor GPT2_LLMC_TENSORS[16];
-/* the rows and columns of t (one layer's) for shape s and padded vocabulary Vp */
-void gpt2_llmc_dims(const Gpt2LlmcTensor *t, const Gpt2Info *s, int Vp, size_t *rows, size_t *cols);
-
 /* Readers: the shape (into info) and every parameter (into d, built by them). 0 or -1. */
 int gpt2_read_hf(const char *st_path, const char *config_path, Gpt2Dest *d, Gpt2Info *info);
 int gpt2_read_llmc(const char *path, Gpt2Dest *d, Gpt2Info *info);

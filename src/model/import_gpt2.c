@@ -85,14 +85,16 @@ static void clear_files(const char *dir) {
     rmdir(dir);
 }
 
-void gpt2_remove_tmp(const char *dir) {
+/* remove the temporary folder: tokenizer/, then the files (finished or cut short) */
+static void remove_tmp(const char *dir) {
     char p[2300];
     snprintf(p, sizeof p, "%s/tokenizer", dir);
     clear_files(p);
     clear_files(dir);
 }
 
-int gpt2_check_out(const char *out) {
+/* 0 when out does not exist or is an empty folder */
+static int check_out(const char *out) {
     struct stat st;
     if (stat(out, &st) != 0) return errno == ENOENT ? 0 : gma_errorf("%s: %s", out, strerror(errno));
     if (!S_ISDIR(st.st_mode)) return gma_errorf("--out %s exists and is not a folder", out);
@@ -151,20 +153,26 @@ int gpt2_import(const char *from, const char *out, Gpt2Info *info) {
     Gpt2Info local;
     if (!info) info = &local;
     memset(info, 0, sizeof *info);
-    if (gpt2_check_out(out) != 0) return -1;
+    if (check_out(out) != 0) return -1;
     Gpt2Dest d = {0};
     char src_dir[2200], tmp[2200];
     int rc = read_source(from, &d, info, src_dir, sizeof src_dir);
     if (!rc) {
         info->params = (long)d.m.pt.total;
         snprintf(tmp, sizeof tmp, "%s.tmp.%d", out, (int)getpid());
-        gpt2_remove_tmp(tmp);
+        remove_tmp(tmp);
         rc = gma_mkdirs(tmp);
         if (!rc) rc = write_run(&d, tmp, src_dir, info);
         if (!rc && gma_path_exists(out) && rmdir(out) != 0) rc = gma_errorf("%s: %s", out, strerror(errno));
         if (!rc && rename(tmp, out) != 0) rc = gma_errorf("%s: cannot rename %s to it: %s", out, tmp, strerror(errno));
-        if (rc) gpt2_remove_tmp(tmp);
+        if (rc) remove_tmp(tmp);
     }
     gpt2_dest_free(&d);
     return rc;
 }
+
+/* ---- the folder rules, for the export too (export_gpt2.c) ---- */
+
+int gpt2_check_out(const char *out) { return check_out(out); }
+
+void gpt2_remove_tmp(const char *dir) { remove_tmp(dir); }

@@ -1,8 +1,8 @@
 /* import_gpt2_llmc.c: llm.c's GPT-2 model file into the model (docs/data.md, "Importing
  * GPT-2"). 256 little-endian int32 of header: magic 20240326, version (3: float32, 5:
  * bfloat16, both with the padded vocabulary), maxT, V, L, H, C, Vp; then 16 tensors in
- * llm.c's fixed order (GPT2_LLMC_TENSORS, gpt2_dest.h), each for all L layers in turn, the
- * weights [out, in] as this project stores them. wte has Vp rows; the rows past V are padding and are dropped. */
+ * llm.c's fixed order, each for all L layers in turn, the weights [out, in] as this
+ * project stores them. wte has Vp rows; the rows past V are padding and are dropped. */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdint.h>
@@ -14,12 +14,52 @@
 #include "core/common.h"
 #include "model/gpt2_dest.h"
 
+#define LLMC_MAGIC 20240326
+#define LLMC_HEADER_BYTES 1024
+
+/* llm.c's tensors in file order: its name, this project's (a format with the layer; the
+ * fused qkv ones with %c for q, k, v), whether there is one per layer, its rows and
+ * columns */
+typedef struct LlmcTensor {
+    const char *name, *dst;
+    int per_layer, rows, cols; /* rows: 0 C, 1 Vp, 2 maxT, 3 3C, 4 4C; cols: 0 C, 4 4C, 1 one */
+} LlmcTensor;
+
+static const LlmcTensor TENSORS[16] = {
+    {"wte", "tok_emb.weight", 0, 1, 0},
+    {"wpe", "pos_emb.weight", 0, 2, 0},
+    {"ln1w", "blocks.%d.ln1.weight", 1, 0, 1},
+    {"ln1b", "blocks.%d.ln1.bias", 1, 0, 1},
+    {"qkvw", "blocks.%d.mixer.%c.weight", 1, 3, 0},
+    {"qkvb", "blocks.%d.mixer.%c.bias", 1, 3, 1},
+    {"attprojw", "blocks.%d.mixer.o.weight", 1, 0, 0},
+    {"attprojb", "blocks.%d.mixer.o.bias", 1, 0, 1},
+    {"ln2w", "blocks.%d.ln2.weight", 1, 0, 1},
+    {"ln2b", "blocks.%d.ln2.bias", 1, 0, 1},
+    {"fcw", "blocks.%d.mlp.fc.weight", 1, 4, 0},
+    {"fcb", "blocks.%d.mlp.fc.bias", 1, 4, 1},
+    {"fcprojw", "blocks.%d.mlp.proj.weight", 1, 0, 4},
+    {"fcprojb", "blocks.%d.mlp.proj.bias", 1, 0, 1},
+    {"lnfw", "ln_f.weight", 0, 0, 1},
+    {"lnfb", "ln_f.bias", 0, 0, 1},
+};
+
 typedef struct Llmc {
     const char *path;
     const uint8_t *map;
     size_t len, off;
     int bf16, Vp;
 } Llmc;
+
+static size_t dim_of(int code, const Gpt2Info *s, int Vp) {
+    switch (code) {
+    case 0: return (size_t)s->D;
+    case 1: return (size_t)Vp;
+    case 2: return (size_t)s->T;
+    case 3: return (size_t)3 * s->D;
+    default: return (size_t)4 * s->D;
+    }
+}
 
 /* n values from the file at x->off into dst (float32 or bfloat16: the high half of a float32) */
 static void take(Llmc *x, real *dst, size_t n) {
@@ -35,9 +75,8 @@ static void take(Llmc *x, real *dst, size_t n) {
 }
 
 /* the tensor of one layer (or the whole one): refuse when the file ends inside it */
-static int one(Llmc *x, Gpt2Dest *d, const Gpt2Info *s, const Gpt2LlmcTensor *t, int l) {
-    size_t rows, cols;
-    gpt2_llmc_dims(t, s, x->Vp, &rows, &cols);
+static int one(Llmc *x, Gpt2Dest *d, const Gpt2Info *s, const LlmcTensor *t, int l) {
+    size_t rows = dim_of(t->rows, s, x->Vp), cols = t->cols == 1 ? 1 : t->cols == 4 ? (size_t)4 * s->D : (size_t)s->D;
     size_t n = rows * cols, esz = x->bf16 ? 2 : 4;
     if (x->off > x->len || n > (x->len - x->off) / esz) {
         char which[48] = "";
@@ -67,12 +106,12 @@ static int one(Llmc *x, Gpt2Dest *d, const Gpt2Info *s, const Gpt2LlmcTensor *t,
 
 /* the header: magic, version, the shape; one line naming the offset when it is not llm.c's */
 static int header(Llmc *x, Gpt2Info *s) {
-    if (x->len < GPT2_LLMC_HEADER_BYTES)
-        return gma_errorf("%s: truncated: the llm.c header needs %d bytes, the file has %zu", x->path, GPT2_LLMC_HEADER_BYTES, x->len);
+    if (x->len < LLMC_HEADER_BYTES)
+        return gma_errorf("%s: truncated: the llm.c header needs %d bytes, the file has %zu", x->path, LLMC_HEADER_BYTES, x->len);
     int32_t h[8];
     memcpy(h, x->map, sizeof h);
-    if (h[0] != GPT2_LLMC_MAGIC)
-        return gma_errorf("%s: bad magic %d at offset 0 (llm.c's model file has %d)", x->path, h[0], GPT2_LLMC_MAGIC);
+    if (h[0] != LLMC_MAGIC)
+        return gma_errorf("%s: bad magic %d at offset 0 (llm.c's model file has %d)", x->path, h[0], LLMC_MAGIC);
     if (h[1] != 3 && h[1] != 5)
         return gma_errorf("%s: version %d at offset 4 is not an llm.c model version this reads (3 float32, 5 bfloat16)", x->path, h[1]);
     static const char *const names[6] = {"maxT", "V", "L", "H", "C", "Vp"};
@@ -91,10 +130,10 @@ static int header(Llmc *x, Gpt2Info *s) {
 
 static int read_all(Llmc *x, Gpt2Dest *d, Gpt2Info *s) {
     if (header(x, s) != 0 || gpt2_dest_build(d, s) != 0) return -1;
-    x->off = GPT2_LLMC_HEADER_BYTES;
+    x->off = LLMC_HEADER_BYTES;
     for (int t = 0; t < 16; t++)
-        for (int l = 0; l < (GPT2_LLMC_TENSORS[t].per_layer ? s->L : 1); l++)
-            if (one(x, d, s, &GPT2_LLMC_TENSORS[t], l) != 0) return -1;
+        for (int l = 0; l < (TENSORS[t].per_layer ? s->L : 1); l++)
+            if (one(x, d, s, &TENSORS[t], l) != 0) return -1;
     if (x->off != x->len)
         return gma_errorf("%s: %zu bytes after the last tensor (lnfb ends at offset %zu): not llm.c's layout for this header",
                           x->path, x->len - x->off, x->off);
