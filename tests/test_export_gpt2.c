@@ -565,6 +565,12 @@ START_TEST(test_refusals) {
     PATH(empty, "empty_hf");
     ck_assert_int_eq(gma_mkdirs(empty), 0);
     ck_assert_msg(export(good, empty, NULL) == 0, "%s", g_out);
+    /* HF_DIR/ is HF_DIR */
+    PATH(slashed, "slashed_hf/");
+    ck_assert_msg(export(good, slashed, NULL) == 0, "%s", g_out);
+    snprintf(p, sizeof p, "%sconfig.json", slashed);
+    ck_assert_msg(gma_path_exists(p), "%s", g_out);
+    ck_assert_int_eq(run("ls -a %s | grep -c tmp", tu_tmpdir()), 1); /* grep found none */
     /* neither target: a usage error */
     ck_assert_int_eq(run("./bin/gmadata export gpt2 --from %s", good), 2);
     ck_assert_msg(strstr(g_out, "--llmc"), "%s", g_out);

@@ -229,10 +229,17 @@ static int check_targets(const char *out, const char *llmc) {
     return 0;
 }
 
-int gpt2_export(const char *from, const char *out, const char *llmc, Gpt2Info *info) {
+int gpt2_export(const char *from, const char *out_arg, const char *llmc, Gpt2Info *info) {
     Gpt2Info local;
     if (!info) info = &local;
     memset(info, 0, sizeof *info);
+    char out_buf[2048];
+    const char *out = NULL;
+    if (out_arg) { /* HF_DIR/ is HF_DIR: the temporary folder goes beside it, not into it */
+        snprintf(out_buf, sizeof out_buf, "%s", out_arg);
+        for (size_t n = strlen(out_buf); n > 1 && out_buf[n - 1] == '/'; n--) out_buf[n - 1] = 0;
+        out = out_buf;
+    }
     if (check_targets(out, llmc) != 0) return -1;
     Gpt2Dest d = {.src = from};
     char ckdir[2200], tok_dir[2200] = "", tmp[2200] = "", tmp_llmc[2200] = "";
