@@ -37,8 +37,9 @@ START_TEST(test_help_and_version) {
     }
     /* the subcommands answer --help too */
     static const char *const sub[] = {"gmadata prepare", "gmadata fetch", "gmadata encode", "gmadata generate",
-                                      "gmadata generate listops", "gmabench model", "gmabench mixer", "gmadata import"};
-    for (int i = 0; i < 8; i++) {
+                                      "gmadata generate listops", "gmabench model", "gmabench mixer", "gmadata import",
+                                      "gmadata export"};
+    for (int i = 0; i < 9; i++) {
         snprintf(cmd, sizeof cmd, "./bin/%s --help", sub[i]);
         ck_assert_msg(run_split(cmd, g_so, sizeof g_so, g_se, sizeof g_se) == 0, "%s: %s", cmd, g_se);
         ck_assert_msg(strncmp(g_so, "usage:", 6) == 0, "%s: \"%.80s\"", cmd, g_so);

@@ -1,5 +1,6 @@
 /* gmadata.c: the data command line: fetch, extract, prepare, encode, decode, stats,
- * train-tokenizer, bench-tokenizer, and generate (LRA generators, when linked in).
+ * train-tokenizer, bench-tokenizer, generate (LRA generators, when linked in), and import
+ * and export of GPT-2.
  * Argument parsing and wiring only; every error is one line `gmadata: <message>`. */
 #include <errno.h>
 #include <limits.h>
@@ -14,6 +15,7 @@
 #include "data/fetch/fetch.h"
 #include "data/lm/prepare.h"
 #include "data/lm/shard.h"
+#include "cli/args/export_model.h"
 #include "cli/args/import_model.h"
 #include "cli/args/lra_generate.h"
 #include "cli/args/opts.h"
@@ -35,6 +37,7 @@ static const char *USAGE =
     "  bench-tokenizer [--tokenizer gpt2] [--vocab DIR] [--threads N] [--mb 64] FILE\n"
     "  generate ...                                        (LRA generators)\n"
     "  import gpt2 --from DIR|FILE --out RUN               (a pretrained GPT-2 as a run folder; import --help)\n"
+    "  export gpt2 --from RUN --out HF_DIR [--llmc F.bin]  (a GPT-2-shaped run as GPT-2's files; export --help)\n"
     "  --help | --version                                  (gmadata COMMAND --help: that command's usage)\n"
     "Tokenizers: gpt2 (files in --vocab, default data/gpt2), bpe:DIR, word:VOCAB.txt, bytes, bytes:N.\n"
     EXIT_CODES;
@@ -381,6 +384,7 @@ int main(int argc, char **argv) {
         return lra_generate_main(argc - 1, argv + 1);
     }
     if (strcmp(cmd, "import") == 0) return import_model_main(argc - 1, argv + 1);
+    if (strcmp(cmd, "export") == 0) return export_model_main(argc - 1, argv + 1);
     for (int i = 2; i < argc; i++)
         if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
             if (command_usage(cmd) == 0) return 0;

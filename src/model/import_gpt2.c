@@ -270,3 +270,9 @@ int gpt2_import(const char *from, const char *out_arg, Gpt2Info *info) {
     gpt2_dest_free(&d);
     return rc;
 }
+
+/* ---- the folder rules, for the export too (export_gpt2.c) ---- */
+
+int gpt2_check_out(const char *out) { return check_out(out); }
+
+void gpt2_remove_tmp(const char *dir) { remove_tmp(dir); }

@@ -27,4 +27,10 @@
  * refusal or a failure leaves nothing at out. 0, or -1 with one line in gma_error naming
  * the file and the tensor or offset. info (may be NULL) gets what was imported. */
 int gpt2_import(const char *from, const char *out, Gpt2Info *info);
+
+/* The folder rules of import and export (gpt2_export, export_gpt2.h): 0 when out does not
+ * exist or is an empty folder, else -1 with one line; and removing a temporary folder of
+ * files (and its tokenizer/ of files) that a refusal or a failure left. */
+int gpt2_check_out(const char *out);
+void gpt2_remove_tmp(const char *dir);
 #endif
