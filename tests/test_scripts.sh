@@ -135,6 +135,13 @@ head=$( . scripts/lib_reproduce.sh && lra_header | tr -s ' ')
 [ "$row" = "listops sdpa 50.00 25.00 37.12 36.37" ] && [[ "$head" == *"test_reported_% LRA paper %" ]] \
   && ok "LRA rows in percent beside the paper's" || bad "LRA row '$row', header '$head'"
 
+# quickstart.sh ends with one line saying what to expect against the rules gmaeval prints
+# (stand-in programs: the pipeline's own output is covered by the suites)
+mkdir -p "$tmp/qsbin" && printf '#!/bin/sh\nexit 0\n' > "$tmp/qsbin/gmatrain" && cp "$tmp/qsbin/gmatrain" "$tmp/qsbin/gmaeval" && chmod +x "$tmp/qsbin/"*
+out=$(GMA_BIN="$tmp/qsbin" scripts/quickstart.sh 2>&1); rc=$?
+[ $rc -eq 0 ] && [[ "$(printf '%s\n' "$out" | grep '^==' | tail -1)" == "== what to expect: an accuracy between the two rules printed above"* ]] \
+  && ok "quickstart.sh: the last step says what to expect against the printed rules" || bad "quickstart.sh: exit $rc, '$out'"
+
 # 3b. reproduce_mqar.sh: the dry run prints one gmatrain line per mixer x width x lr and
 # trains nothing; the table writer on tests/fixtures/mqar_results.json takes the best
 # learning rate of each (mixer, width) (the first on a tie), one row each, and without
