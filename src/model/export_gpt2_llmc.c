@@ -1,7 +1,7 @@
 /* export_gpt2_llmc.c: the model as llm.c's model file, version 3 (docs/data.md, "Exporting
  * GPT-2"), the inverse of import_gpt2_llmc.c: 256 little-endian int32 of header (magic,
  * version, maxT, V, L, H, C, Vp; the rest 0, as llm.c's write_model leaves it), then the
- * tensors of TENSORS in order, each for every layer in turn, float32, the
+ * tensors of llmc_tensors (gpt2_llmc.h) in order, each for every layer in turn, float32, the
  * weights [out, in] as this project stores them; q, k, v stacked into qkvw/qkvb; wte
  * followed by Vp - V zero rows (Vp: V rounded up to a multiple of 128, as llm.c's
  * pad_vocab). */
@@ -13,39 +13,10 @@
 
 #include "core/common.h"
 #include "model/export_gpt2.h"
+#include "model/gpt2_llmc.h"
 
-#define LLMC_MAGIC 20240326 /* karpathy/llm.c train_gpt2.c:713 */
-#define LLMC_HEADER_INTS 256
+#define LLMC_HEADER_INTS (LLMC_HEADER_BYTES / 4)
 #define LLMC_PAD 128 /* train_gpt2.py:429 pad_vocab: wte's rows padded to a multiple of 128 */
-
-/* llm.c's tensors in file order (train_gpt2.c:556-575 fill_in_parameter_sizes; the order
- * of import_gpt2_llmc.c's table, which the round-trip tests hold it to): its name, this
- * project's (a format with the layer; the fused qkv ones with %c for q, k, v), whether
- * there is one per layer, its rows (0 C, 1 Vp, 2 maxT, 3 3C, 4 4C) and columns (0 C, 4 4C,
- * 1 one) */
-typedef struct LlmcTensor {
-    const char *name, *dst;
-    int per_layer, rows, cols;
-} LlmcTensor;
-
-static const LlmcTensor TENSORS[16] = {
-    {"wte", "tok_emb.weight", 0, 1, 0},
-    {"wpe", "pos_emb.weight", 0, 2, 0},
-    {"ln1w", "blocks.%d.ln1.weight", 1, 0, 1},
-    {"ln1b", "blocks.%d.ln1.bias", 1, 0, 1},
-    {"qkvw", "blocks.%d.mixer.%c.weight", 1, 3, 0},
-    {"qkvb", "blocks.%d.mixer.%c.bias", 1, 3, 1},
-    {"attprojw", "blocks.%d.mixer.o.weight", 1, 0, 0},
-    {"attprojb", "blocks.%d.mixer.o.bias", 1, 0, 1},
-    {"ln2w", "blocks.%d.ln2.weight", 1, 0, 1},
-    {"ln2b", "blocks.%d.ln2.bias", 1, 0, 1},
-    {"fcw", "blocks.%d.mlp.fc.weight", 1, 4, 0},
-    {"fcb", "blocks.%d.mlp.fc.bias", 1, 4, 1},
-    {"fcprojw", "blocks.%d.mlp.proj.weight", 1, 0, 4},
-    {"fcprojb", "blocks.%d.mlp.proj.bias", 1, 0, 1},
-    {"lnfw", "ln_f.weight", 0, 0, 1},
-    {"lnfb", "ln_f.bias", 0, 0, 1},
-};
 
 static void dims(const LlmcTensor *t, const Gpt2Info *s, int Vp, size_t *rows, size_t *cols) {
     static const int mult[5] = {1, 0, 0, 3, 4}; /* rows in units of C */
@@ -100,8 +71,8 @@ int gpt2_write_llmc(Gpt2Dest *d, const Gpt2Info *s, const char *path) {
     if (fwrite(h, sizeof h, 1, o.f) != 1) o.err = errno ? errno : EIO;
     int rc = 0;
     for (int t = 0; !rc && !o.err && t < 16; t++)
-        for (int l = 0; !rc && l < (TENSORS[t].per_layer ? s->L : 1); l++)
-            rc = one(&o, d, s, &TENSORS[t], l, Vp);
+        for (int l = 0; !rc && l < (llmc_tensors[t].per_layer ? s->L : 1); l++)
+            rc = one(&o, d, s, &llmc_tensors[t], l, Vp);
     if (!rc && !o.err && (fflush(o.f) != 0 || fsync(fileno(o.f)) != 0)) o.err = errno;
     if (fclose(o.f) != 0 && !o.err) o.err = errno;
     if (!rc && o.err) rc = gma_errorf("%s: write failed: %s", path, strerror(o.err));

@@ -14,19 +14,10 @@
 
 #include "core/common.h"
 #include "model/gpt2_dest.h"
+#include "model/gpt2_llmc.h"
 
-#define LLMC_MAGIC 20240326
-#define LLMC_HEADER_BYTES 1024
-
-/* llm.c's tensors in file order: its name, this project's (a format with the layer; the
- * fused qkv ones with %c for q, k, v), whether there is one per layer, its rows and
- * columns */
-typedef struct LlmcTensor {
-    const char *name, *dst;
-    int per_layer, rows, cols; /* rows: 0 C, 1 Vp, 2 maxT, 3 3C, 4 4C; cols: 0 C, 4 4C, 1 one */
-} LlmcTensor;
-
-static const LlmcTensor TENSORS[16] = {
+/* the table of gpt2_llmc.h */
+const LlmcTensor llmc_tensors[LLMC_N_TENSORS] = {
     {"wte", "tok_emb.weight", 0, 1, 0},
     {"wpe", "pos_emb.weight", 0, 2, 0},
     {"ln1w", "blocks.%d.ln1.weight", 1, 0, 1},
@@ -135,7 +126,7 @@ static int header(Llmc *x, Gpt2Info *s) {
     /* the file's size is what the header promises, checked before the model is allocated */
     double need = LLMC_HEADER_BYTES;
     for (int t = 0; t < 16; t++) {
-        const LlmcTensor *tt = &TENSORS[t];
+        const LlmcTensor *tt = &llmc_tensors[t];
         double cols = tt->cols == 1 ? 1 : tt->cols == 4 ? 4.0 * s->D : s->D;
         need += (tt->per_layer ? s->L : 1) * (double)dim_of(tt->rows, s, x->Vp) * cols * (x->bf16 ? 2 : 4);
     }
@@ -148,8 +139,8 @@ static int read_all(Llmc *x, Gpt2Dest *d, Gpt2Info *s) {
     if (header(x, s) != 0 || gpt2_dest_build(d, s) != 0) return -1;
     x->off = LLMC_HEADER_BYTES;
     for (int t = 0; t < 16; t++)
-        for (int l = 0; l < (TENSORS[t].per_layer ? s->L : 1); l++)
-            if (one(x, d, s, &TENSORS[t], l) != 0) return -1;
+        for (int l = 0; l < (llmc_tensors[t].per_layer ? s->L : 1); l++)
+            if (one(x, d, s, &llmc_tensors[t], l) != 0) return -1;
     if (x->off != x->len)
         return gma_errorf("%s: %zu bytes after the last tensor (lnfb ends at offset %zu): not llm.c's layout for this header",
                           x->path, x->len - x->off, x->off);
