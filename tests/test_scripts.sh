@@ -386,7 +386,7 @@ md=$(cat "$tmp/lcp/results.md" 2>&1)
   && ok "reproduce_longctx.sh --table: the passkey against its own training length" \
   || bad "reproduce_longctx.sh --table (passkey lengths): exit $rc, '$out', '$md', '$(cat "$tmp/lcp/passkey_length.dat" 2>&1)'"
 r=$tmp/lctree; mkdir -p "$r/scripts" "$r/docs"
-cp scripts/reproduce_longctx.sh scripts/lib_reproduce.sh "$r/scripts/"
+cp scripts/reproduce_longctx.sh scripts/lib_reproduce.sh scripts/longctx_*.py "$r/scripts/"
 printf '# Results\n\n## Small profile over seeds\n\nold\n\n## Long context\n\nstale\n\n## Notes on these runs\n\nnote\n' > "$r/docs/results.md"
 out=$(cd "$r" && GNUPLOT=no-such-gnuplot scripts/reproduce_longctx.sh --table "$tmp/lct/results.json" --write-docs 2>&1); rc=$?
 [ $rc -eq 0 ] && ! grep -q stale "$r/docs/results.md" && [ "$(grep -c '^## Long context$' "$r/docs/results.md")" = 1 ] \
