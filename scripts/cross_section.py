@@ -64,7 +64,7 @@ def section(results, notes):
             for r in runs:
                 e = next((e for e in r["lengths"] if e["ctx_len"] == M), None)
                 if e is None: cells += ["", ""]
-                elif "skipped" in e: cells += ["skipped: time", ""]
+                elif "skipped" in e: cells += ["skipped (time)", ""]
                 else:
                     cells += [fmt(e["acc"]), "%.0f" % e["seconds"]]
                     wins.add(e["windows"])

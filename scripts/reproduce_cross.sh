@@ -20,7 +20,8 @@
 #       M in LIST (default 256,1K,4K,16K,64K), N the matching entry of --batches (default
 #       32,32,8,2,1: fewer windows where a window costs more; one entry: every M); a kind's next
 #       M is skipped once its last evaluation's seconds x 4.5 x (windows next / windows last)
-#       passes --max-seconds (default 1800). A ctx_M.json newer than the checkpoint is kept (a
+#       passes --max-seconds (default 1800; the line and the table's cell say "skipped (time)"). Each line
+#       printed (and kept in DIR/lengths.txt) starts "KIND ctx M:". A ctx_M.json newer than the checkpoint is kept (a
 #       second call resumes). Then `collect` as run does.
 #   scripts/reproduce_cross.sh collect DIR [--command TEXT]...
 #       DIR/results.json from DIR/{gma,sdpa,none}/metrics.jsonl and config.json and
@@ -124,16 +125,17 @@ if [ "$cmd" = lengths ]; then
       if [ -n "$last_s" ] && python3 -B scripts/cross_lengths.py over "$last_s" "$n" "$last_w" "$maxs"; then
         printf '{"skipped": "time: %s s at the last length x 4.5 passes --max-seconds %s", "ctx_len": %d}\n' "$last_s" "$maxs" "$m" \
           > "$out/$k/ctx_$m.json"
+        echo "$k ctx $m: skipped (time: $last_s s at the last length x 4.5 passes --max-seconds $maxs)" | tee -a "$out/lengths.txt"
         continue
       fi
       j=$out/$k/ctx_$m.json
       if [ -f "$j" ] && [ "$j" -nt "$out/$k/latest/model.safetensors" ] && ! grep -q '"skipped"' "$j"; then
-        echo "$k: $j kept (newer than the checkpoint; delete it to measure again)" # a second call resumes
+        echo "$k ctx $m: $j kept (newer than the checkpoint; delete it to measure again)" # a second call resumes
         last_s=$(python3 -B scripts/cross_lengths.py seconds "$j") last_w=$n
         continue
       fi
       nice -n 10 bin/gmaeval --checkpoint "$out/$k" --data test --ctx-len "$m" --batch "$batch" --batches "$n" \
-        --threads "$threads" --json "$out/$k/ctx_$m.json" | tee -a "$out/lengths.txt"
+        --threads "$threads" --json "$out/$k/ctx_$m.json" | sed "s/^/$k ctx $m: /" | tee -a "$out/lengths.txt"
       last_s=$(python3 -B scripts/cross_lengths.py seconds "$out/$k/ctx_$m.json") last_w=$n
     done
   done

@@ -39,7 +39,8 @@
 # "adapt" rows, else the Dirichlet prior's last "components" rows, else the configured K),
 # for gated the gates per layer (gmaeval --analyze on the valid split), for the long-window
 # variants the ppl at --long-len and for auto the paths' gap (gmaeval --analyze) at both
-# lengths.
+# lengths. Then runs/future-<stamp>.md, the section of scripts/write_future_results.sh from
+# that JSON (every run of the stamp), and its tables printed.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . scripts/lib_reproduce.sh
@@ -122,5 +123,8 @@ for v in $variants; do
   rows+=("$v|$cmd|$out|$gates|$longs")
 done
 python3 -B scripts/future_collect.py "runs/future-$stamp.json" "$steps" "$threads" "${warmup:-100}" "$long" "${rows[@]}"
+scripts/write_future_results.sh "runs/future-$stamp.json" --out "runs/future-$stamp.md" > /dev/null
+grep '^|' "runs/future-$stamp.md" || true # the tables
+echo "runs/future-$stamp.md"
 [ $docs = 1 ] && scripts/write_future_results.sh "runs/future-$stamp.json"
 exit 0
