@@ -8,7 +8,9 @@
 # drawn with points (a line through one point is not drawn); without gnuplot (GNUPLOT=a
 # missing program) the .dat files and plots.gp are written, no PNG, exit 0; a RUN without
 # metrics.jsonl, an empty metrics.jsonl and a malformed line exit 2 with one line naming
-# the file (and line) and leave the output directory as it was. When gnuplot is not
+# the file (and line) and leave the output directory as it was; runs of different tokenizers
+# get validation bits per byte (each data's meta.json), or word-level perplexity with one
+# line when a run's data is not there. When gnuplot is not
 # installed the PNG checks are skipped with a "SKIP: " line (the rest still runs).
 set -u
 cd "$(dirname "$0")/.."
@@ -72,6 +74,31 @@ scripts/plot_runs.sh --out "$t/oneplot" "$t/one" > "$t/one.log" 2>&1 || { fail "
 [ "$(data_rows "$t/oneplot/one.train.dat")" = 1 ] || fail "one-row run: one.train.dat is not one row"
 grep -q "'one.train.dat' using 1:3 with points" "$t/oneplot/plots.gp" || fail "one-row run: its training loss is not drawn with points"
 [ $have_gnuplot = 0 ] || png_ok "$t/oneplot/loss_steps.png" || fail "one-row run: loss_steps.png missing or not a PNG"
+
+# runs of different tokenizers (RUN/data.json): validation bits per byte from each data's
+# meta.json (loss x valid tokens / valid bytes / ln 2); a run whose data is not there: one
+# line, and the word-level perplexity instead; runs of one tokenizer: neither figure
+for k in A:bytes:1000 B:gpt2:250; do
+  IFS=: read -r n tk tok <<< "$k"
+  mkdir -p "$t/tk$n" "$t/data$n"
+  { cat "$t/gma/metrics.jsonl"; echo '{"step":40,"split":"valid","loss":2,"ppl":7.389,"word_ppl":20.5,"tokens":99}'; } > "$t/tk$n/metrics.jsonl"
+  cp "$t/gma/config.json" "$t/tk$n/"
+  printf '{\n\t"path":\t"x",\n\t"path_abs":\t"%s",\n\t"tokenizer":\t"%s",\n\t"tokenizer_files":\t[]\n}\n' "$t/data$n" "$tk" > "$t/tk$n/data.json"
+  printf '{\n\t"splits":\t{\n\t\t"train":\t{\n\t\t\t"tokens":\t7,\n\t\t\t"bytes":\t9\n\t\t},\n\t\t"valid":\t{\n\t\t\t"tokens":\t%s,\n\t\t\t"words":\t200,\n\t\t\t"bytes":\t1000\n\t\t}\n\t}\n}\n' "$tok" > "$t/data$n/meta.json"
+done
+scripts/plot_runs.sh --out "$t/tkplot" "$t/tkA" "$t/tkB" > "$t/tk.log" 2>&1 || { fail "two tokenizers: exit $?"; cat "$t/tk.log"; }
+grep -q "'tkA.valid.dat' using 1:(\$3\*1.442695041) " "$t/tkplot/plots.gp" && grep -q "'tkB.valid.dat' using 1:(\$3\*0.3606737602) " "$t/tkplot/plots.gp" \
+  && grep -q "^set output 'bpb_steps.png'" "$t/tkplot/plots.gp" && ! grep -q wordppl "$t/tkplot/plots.gp" \
+  || { fail "two tokenizers: no bits-per-byte figure (tokens / bytes / ln 2 of each run)"; cat "$t/tkplot/plots.gp"; }
+[ "$(tail -1 "$t/tkplot/tkA.valid.dat")" = "40 $(tail -1 "$t/tkplot/tkA.valid.dat" | cut -d' ' -f2) 2 7.389 ? 20.5" ] \
+  || fail "tkA.valid.dat: the word ppl column: $(tail -1 "$t/tkplot/tkA.valid.dat")"
+[ $have_gnuplot = 0 ] || png_ok "$t/tkplot/bpb_steps.png" || fail "bpb_steps.png missing or not a PNG"
+rm "$t/dataB/meta.json"
+scripts/plot_runs.sh --out "$t/tkplot2" "$t/tkA" "$t/tkB" > "$t/tk2.log" 2>&1 || { fail "no bytes: exit $?"; cat "$t/tk2.log"; }
+grep -q "^bits per byte not drawn: no valid split bytes in the data's meta.json of $t/tkB " "$t/tk2.log" \
+  && grep -q "^set output 'wordppl_steps.png'" "$t/tkplot2/plots.gp" && grep -q "'tkB.valid.dat' using 1:6 " "$t/tkplot2/plots.gp" \
+  && ! grep -q bpb_steps "$t/tkplot2/plots.gp" || { fail "no bytes: not the word-level perplexity with one line"; cat "$t/tk2.log"; }
+grep -q "bpb_steps\|wordppl_steps" "$out/plots.gp" && fail "runs of one tokenizer: a per-byte or per-word figure"
 
 # without gnuplot: data and script, no PNG, exit 0
 GNUPLOT=/nonexistent scripts/plot_runs.sh --out "$t/nognu" "$t/gma" > "$t/nognu.log" 2>&1 || fail "without gnuplot: exit $?"

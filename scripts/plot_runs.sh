@@ -18,10 +18,16 @@
 # with --routing (share of tokens per component, components sorted by share within each
 # head, the mean at each rank over every layer and head, log y; zero shares not drawn);
 # and the data and script they come from: LABEL.train.dat (step tokens loss lr),
-# LABEL.valid.dat (step tokens loss ppl acc), LABEL.routing.dat (rank share) and plots.gp
+# LABEL.valid.dat (step tokens loss ppl acc word_ppl), LABEL.routing.dat (rank share) and plots.gp
 # (`cd DIR && gnuplot plots.gp` draws them again). Tokens at a step are the step times the
 # run's tokens per step: summary.json tokens_seen / steps, else config.json batch_size x
 # seq_len x grad_accum (one process). Both RUNs and --routing FILEs may be given in one call.
+# Runs of different tokenizers (RUN/data.json "tokenizer") compare per byte, not per token:
+# bpb_steps.png, validation bits per byte = loss x (tokens / bytes of the valid split, from
+# the meta.json of the run's data, RUN/data.json path_abs) / ln 2 (the split's mean bytes per
+# token: exact for an evaluation of the whole split). When a run's data (its meta.json with
+# the valid split's bytes) is not there, one line says so and wordppl_steps.png is drawn
+# instead: the word-level perplexity gmatrain logs on evaluations of the whole valid split.
 # Without gnuplot the .dat files and plots.gp are written and the PNGs skipped (exit 0).
 # Environment: GNUPLOT=PROG the gnuplot to run (default gnuplot, looked up on PATH).
 # Bad input (a RUN without metrics.jsonl, an empty file, a malformed line): one line naming
@@ -129,7 +135,7 @@ split_metrics() { # FILE TOKENS_PER_STEP TRAIN_DAT VALID_DAT
     function v(k) { return ((k in F) && F[k] ~ /^-?[0-9]/) ? F[k] : "?" }
     BEGIN {
       print "# step tokens loss lr (training rows of " file ")" > tdat
-      print "# step tokens loss ppl acc (validation rows of " file ")" > vdat
+      print "# step tokens loss ppl acc word_ppl (validation rows of " file ")" > vdat
     }
     {
       s = $0
@@ -138,7 +144,7 @@ split_metrics() { # FILE TOKENS_PER_STEP TRAIN_DAT VALID_DAT
       if (!("step" in F) || F["step"] !~ /^[0-9]/) next
       if ("split" in F) {
         if (F["split"] != "\"valid") next
-        printf "%s %.0f %s %s %s\n", F["step"], F["step"] * tps, v("loss"), v("ppl"), v("acc") > vdat
+        printf "%s %.0f %s %s %s %s\n", F["step"], F["step"] * tps, v("loss"), v("ppl"), v("acc"), v("word_ppl") > vdat
         nv++; if (v("ppl") != "?") hp = 1; if (v("acc") != "?") ha = 1
       } else if (!("event" in F) && ("loss" in F)) {
         printf "%s %.0f %s %s\n", F["step"], F["step"] * tps, v("loss"), v("lr") > tdat
@@ -203,6 +209,7 @@ gp="$stage/plots.gp"
 written=(plots.gp)
 
 train_el=(); valid_el=(); ppl_tr=(); ppl_va=(); acc_el=(); any_ppl=0; any_acc=0; i=0
+tokenizers=(); nobytes=(); bpb_el=(); wppl_el=()
 for r in "${runs[@]+"${runs[@]}"}"; do
   m="${r%/}/metrics.jsonl"
   [ -f "$m" ] || die "$m: no such file (is $r a run directory of bin/gmatrain?)"
@@ -235,6 +242,19 @@ for r in "${runs[@]+"${runs[@]}"}"; do
     [ "$ha" = 1 ] && acc_el+=("$vdat using 1:5 with linespoints lw 2 pt 7 ps 0.7 lc rgb '#$(printf %06x $col)' title $q")
   fi
   [ "$hp" = 1 ] && any_ppl=1; [ "$ha" = 1 ] && any_acc=1
+  # per byte: the run's tokenizer and its valid split's tokens / bytes / ln 2 (empty when unknown)
+  dj="${r%/}/data.json"; tk=""; f=""; meta=""
+  if [ -f "$dj" ]; then
+    tk=$(sed -n 's/^[[:space:]]*"tokenizer":[[:space:]]*"\(.*\)",\{0,1\}[[:space:]]*$/\1/p' "$dj" | head -1)
+    meta="$(sed -n 's/^[[:space:]]*"path_abs":[[:space:]]*"\(.*\)",\{0,1\}[[:space:]]*$/\1/p' "$dj" | head -1)/meta.json"
+  fi
+  [ -f "$meta" ] && f=$(awk '/"valid"[ \t]*:[ \t]*\{/ { v = 1 } v && /"tokens"/ && t == "" { t = $0; sub(/.*:[ \t]*/, "", t); sub(/,.*/, "", t) }
+    v && /"bytes"/ && b == "" { b = $0; sub(/.*:[ \t]*/, "", b); sub(/,.*/, "", b) }
+    END { if (t > 0 && b > 0) printf "%.10g", t / b / log(2) }' "$meta")
+  tokenizers+=("${tk:-?}")
+  [ -n "$f" ] || nobytes+=("$r")
+  bpb_el+=("$vdat using X:(\$3*${f:-0}) with linespoints lw 2 pt 7 ps 0.7 lc rgb '#$(printf %06x $col)' title $q")
+  wppl_el+=("$vdat using X:6 with linespoints lw 2 pt 7 ps 0.7 lc rgb '#$(printf %06x $col)' title $q")
 done
 
 pngs=()
@@ -270,6 +290,15 @@ if [ ${#runs[@]} -gt 0 ]; then
     figure ppl_tokens.png 2 "training tokens" "perplexity (log)" "validation perplexity and exp(training loss)" 1 "top right" "${all[@]}"
   fi
   [ $any_acc = 1 ] && figure acc_steps.png 1 step "validation accuracy" "validation accuracy" 0 "bottom right" "${acc_el[@]}"
+  # runs of different tokenizers: per byte (or per word when a run's bytes are not known)
+  if [ "$(printf '%s\n' "${tokenizers[@]}" | sort -u | wc -l)" -gt 1 ]; then
+    if [ ${#nobytes[@]} -eq 0 ]; then
+      figure bpb_steps.png 1 step "validation bits per byte" "validation bits per byte (the runs differ in tokenizer)" 0 "top right" "${bpb_el[@]}"
+    else
+      echo "bits per byte not drawn: no valid split bytes in the data's meta.json of ${nobytes[*]} (RUN/data.json path_abs); word-level perplexity drawn instead"
+      figure wordppl_steps.png 1 step "word-level perplexity (log)" "validation word-level perplexity (the runs differ in tokenizer)" 1 "top right" "${wppl_el[@]}"
+    fi
+  fi
 fi
 
 k=0; rel=()

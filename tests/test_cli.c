@@ -137,6 +137,11 @@ START_TEST(test_config_lookup_and_missing_data) {
     ck_assert_int_eq(run("./bin/gmatrain --config quickstart --set data.source=shards --set data.path=%s/mine --out %s",
                          tu_tmpdir(), tu_path("w")), 2);
     ck_assert_msg(strstr(g_out, "bin/gmadata prepare TEXT_DIR --tokenizer"), "%s", g_out);
+    /* a small config without its data: the page that gives the one command making it */
+    ck_assert_int_eq(run("./bin/gmatrain --config small_gma --set data.path=%s/sotu-bpe4k --out %s", tu_tmpdir(), tu_path("w")),
+                     2);
+    ck_assert_msg(strstr(g_out, "docs/data.md, \"The data of the small configs\"") && !strchr(strchr(g_out, '\n') + 1, '\n'),
+                  "%s", g_out);
     ck_assert(!gma_path_exists(tu_path("w")) && !gma_path_exists(tu_path("q")));
 }
 END_TEST

@@ -393,7 +393,7 @@ md=$(cat "$tmp/lcp/results.md" 2>&1)
   && ok "reproduce_longctx.sh --table: the passkey against its own training length" \
   || bad "reproduce_longctx.sh --table (passkey lengths): exit $rc, '$out', '$md', '$(cat "$tmp/lcp/passkey_length.dat" 2>&1)'"
 r=$tmp/lctree; mkdir -p "$r/scripts" "$r/docs"
-cp scripts/reproduce_longctx.sh scripts/lib_reproduce.sh "$r/scripts/"
+cp scripts/reproduce_longctx.sh scripts/lib_reproduce.sh scripts/longctx_*.py "$r/scripts/"
 printf '# Results\n\n## Small profile over seeds\n\nold\n\n## Long context\n\nstale\n\n## Notes on these runs\n\nnote\n' > "$r/docs/results.md"
 out=$(cd "$r" && GNUPLOT=no-such-gnuplot scripts/reproduce_longctx.sh --table "$tmp/lct/results.json" --write-docs 2>&1); rc=$?
 [ $rc -eq 0 ] && ! grep -q stale "$r/docs/results.md" && [ "$(grep -c '^## Long context$' "$r/docs/results.md")" = 1 ] \
@@ -479,6 +479,11 @@ elif small; then
         && python3 -c 'import json,sys; sys.exit(0 if [r["variant"] for r in json.load(open(sys.argv[1]))["runs"]] == ["gma32", "sdpa"] else 1)' "$r/runs/future-$fs.json" \
         && ok "reproduce_future.sh --stamp of an earlier call: its run kept, the JSON holds both" \
         || bad "reproduce_future.sh --stamp: '$(cat "$tmp/fut.log")'"
+      # its table printed and runs/future-<stamp>.md written (the section of write_future_results.sh)
+      grep -q '^| gma, K 32 | 2 |' "$tmp/fut.log" && grep -q '^| sdpa | 2 |' "$tmp/fut.log" && grep -q "^runs/future-$fs.md$" "$tmp/fut.log" \
+        && grep -q '^## Future work: per-layer K' "$r/runs/future-$fs.md" && grep -q '^| sdpa | 2 |' "$r/runs/future-$fs.md" \
+        && ok "reproduce_future.sh: the table printed, runs/future-<stamp>.md written" \
+        || bad "reproduce_future.sh table/page: '$(cat "$tmp/fut.log")'"
     else bad "reproduce_future.sh --stamp: $(tail -3 "$tmp/fut.log")"; fi
   else bad "reproduce_future.sh: $(tail -3 "$tmp/fut.log")"; fi
   # reproduce_routing.sh likewise: default, then --stamp of it with default and kmeans
@@ -566,7 +571,7 @@ if scripts/reproduce_cross.sh collect "$tmp/xc" --command "cmd two" > /dev/null 
   p=$tmp/xc/page4.md
   grep -q '^| context M | sdpa, causal encoder acc | s | windows | layer cpu sdpa / gma |$' "$p" \
     && grep -q '^| 16 | 0.500 | 2 | 4 | n/a |$' "$p" && grep -q '^| 64 | 0.250 | 8 | 4 | 3.00 |$' "$p" \
-    && grep -q '^| 256 | skipped: time |  |  | n/a |$' "$p" && grep -q '^Command: `cmd one`$' "$p" && grep -q '^Command: `cmd two`$' "$p" \
+    && grep -q '^| 256 | skipped (time) |  |  | n/a |$' "$p" && grep -q '^Command: `cmd one`$' "$p" && grep -q '^Command: `cmd two`$' "$p" \
     && ok "reproduce_cross.sh write: the longer-context table from ctx_M.json, the bench's ratio, the commands of both collects" \
     || bad "reproduce_cross.sh lengths table: '$(cat "$p")'"
 else
@@ -591,14 +596,22 @@ if bin/gmatrain --config configs/xmqar_sdpa.json --set cross.query_pos=own --set
 import json, sys
 r = json.load(open('$tmp/xl/results.json'))['runs'][0]['lengths']
 sys.exit(0 if [(e['ctx_len'], e['windows'], e['tokens']) for e in r] == [(32, 6, 192), (96, 2, 64)] else 1)" \
-    && ok "reproduce_cross.sh lengths: gmaeval --ctx-len at each M, the windows of --batches x --batch, collected" \
+    && grep -q '^sdpa_causal ctx 32: checkpoint ' "$tmp/xl/lengths.log" && grep -q '^sdpa_causal ctx 96: test loss ' "$tmp/xl/lengths.log" \
+    && ok "reproduce_cross.sh lengths: gmaeval --ctx-len at each M (each line labelled KIND ctx M), the windows of --batches x --batch, collected" \
     || bad "lengths: $(cat "$tmp/xl/results.json")"
 else
   bad "reproduce_cross.sh lengths failed: $(tail -3 "$tmp/xl/train.log" "$tmp/xl/lengths.log")"
 fi
 out=$(scripts/reproduce_cross.sh lengths "$tmp/xl" --ctx 32,96 --batch 2 --batches 3,1 2>&1); rc=$?
-[ $rc -eq 0 ] && [ "$(grep -c ' kept (newer than the checkpoint' <<< "$out")" = 2 ] && ! grep -q '^checkpoint ' <<< "$out" \
+[ $rc -eq 0 ] && [ "$(grep -c '^sdpa_causal ctx [0-9]*: .* kept (newer than the checkpoint' <<< "$out")" = 2 ] && ! grep -q ': checkpoint ' <<< "$out" \
   && ok "reproduce_cross.sh lengths again: the evaluations already made are kept, none rerun" || bad "lengths again: exit $rc, '$out'"
+# a length past --max-seconds: skipped, said on its labelled line and in the page's cell
+out=$(scripts/reproduce_cross.sh lengths "$tmp/xl" --ctx 32,64 --batch 2 --batches 3,1 --max-seconds 0 2>&1); rc=$?
+[ $rc -eq 0 ] && grep -q '^sdpa_causal ctx 64: skipped (time: ' <<< "$out" && ! grep -q ': checkpoint ' <<< "$out" \
+  && scripts/reproduce_cross.sh write "$tmp/xl/results.json" --out "$tmp/xl/page.md" > /dev/null 2>&1 \
+  && grep -q '^| 64 | skipped (time) |  |  | n/a |$' "$tmp/xl/page.md" \
+  && ok "reproduce_cross.sh lengths: a length past --max-seconds skipped, said on its line and in its cell" \
+  || bad "lengths --max-seconds 0: exit $rc, '$out', '$(grep '^| 64' "$tmp/xl/page.md" 2>&1)'"
 # run twice into one DIR: the run finished there kept (a file put in it survives), not trained again
 xr=(run --kinds sdpa --out "$tmp/xr" --threads 1 --set data.xmqar_pairs=4 --set train.steps=2 --set train.eval_every=0
     --set data.xmqar_test=8 --set model.max_seq_len=128 --set train.batch_size=4)

@@ -1,6 +1,8 @@
 /* gmaeval.c: evaluate a checkpoint on a held-out split or a token shard file: loss,
  * token-level perplexity, accuracy (argmax; the recall task's figure of merit), word-level
  * perplexity when the data's meta.json gives the word count; printed and written as JSON.
+ * --text FILE: a text file encoded with the run's own tokenizer and scored the same way
+ * (word-level perplexity and bits per byte from the file's own counts).
  * A classifier checkpoint (model.task "classify", e.g. RUN/best) is evaluated on a split
  * of its classification data: loss and accuracy over the examples. */
 #include <cjson/cJSON.h>
@@ -13,6 +15,7 @@
 #include "data/lm/lmdata.h"
 #include "data/lm/dataid.h"
 #include "data/lm/lmmeta.h"
+#include "data/lm/prepare.h"
 #include "model/checkpoint.h"
 #include "model/model.h"
 #include "cli/args/opts.h"
@@ -29,7 +32,7 @@
 #define CTX_LEN_MAX (1 << 24)
 
 static const char *const USAGE =
-    "gmaeval --checkpoint PATH --data SPLIT|FILE [--data-path DIR] [--seq-len N] [--batch B] [--stride S]\n"
+    "gmaeval --checkpoint PATH (--data SPLIT|FILE | --text FILE) [--data-path DIR] [--seq-len N] [--batch B] [--stride S]\n"
     "               [--bucket-size S] [--batches N] [--ctx-len M]"
 " [--json OUT] [--device cpu|cuda] [--threads N] [--drop-last]\n"
     "               [--analyze] [--analyze-json FILE] [--dump-responsibilities FILE]\n";
@@ -39,6 +42,10 @@ static const char *const ABOUT =
     "  FILE: a token shard. The data directory is looked up at the absolute path the run recorded\n"
     "  (RUN/data.json), then at data.path from here, then from the run folder's parent and grandparent;\n"
     "  --data-path DIR gives it where it moved.\n"
+    "--text FILE: a text file instead of --data, encoded with the run's own tokenizer (the run's copy, else\n"
+    "  the one its data's meta.json names: as gmadata prepare encodes a split) and scored as a split; word ppl\n"
+    "  (words counted as gmadata prepare counts them) and bits per byte (the scored tokens' NLL / ln 2 / the\n"
+    "  file's bytes). A run without a tokenizer (a generated task) is refused.\n"
     "--analyze: routing analysis of the GMA layers (docs/routing.md): JSON to --analyze-json FILE (default\n"
     "  beside --json as X.analysis.json, else analysis.json), a readable report (stdout and FILE's .txt),\n"
     "  PNG plots in FILE's _plots/ directory through gnuplot when installed.\n"
@@ -55,7 +62,7 @@ static const char *const ABOUT =
 
 /* the command line */
 typedef struct Args {
-    const char *ckpt, *data, *json, *device, *ajson, *dump, *data_path;
+    const char *ckpt, *data, *json, *device, *ajson, *dump, *data_path, *text;
     int analyze, drop_last, seq_len, seq_given, batch, stride, threads, bucket, batches, ctx_len;
 } Args;
 
@@ -66,6 +73,7 @@ static int parse_args(Args *a, int argc, char **argv) {
         OPTS("--checkpoint", &a->ckpt, "PATH", "the checkpoint, run or model.safetensors (required)"),
         OPTS("--data", &a->data, "SPLIT|FILE", "train, valid, test or a token shard (required)"),
         OPTS("--data-path", &a->data_path, "DIR", "where the run's data directory moved"),
+        OPTS("--text", &a->text, "FILE", "a text file scored with the run's tokenizer (instead of --data)"),
         OPTI("--seq-len", &a->seq_len, 1, CTX_LEN_MAX, "window length [train.seq_len]"),
         OPTI("--batch", &a->batch, 1, INT_MAX, "windows per batch [train.batch_size]"),
         OPTI("--stride", &a->stride, 0, INT_MAX, "tokens scored per window [data.eval_stride]"),
@@ -85,10 +93,15 @@ static int parse_args(Args *a, int argc, char **argv) {
     int rc = cli_parse(&p, argc, argv, 1);
     if (rc != OPTS_GO_ON) return rc;
     if (a->ajson) a->analyze = 1;
-    if (!a->ckpt || !a->data) {
-        fprintf(stderr, "gmaeval: %s is required (see --help)\n", !a->ckpt ? "--checkpoint" : "--data");
+    if (!a->ckpt || (!a->data && !a->text)) {
+        fprintf(stderr, "gmaeval: %s is required (see --help)\n", !a->ckpt ? "--checkpoint" : "--data (or --text)");
         return 2;
     }
+    if (a->data && a->text) {
+        fprintf(stderr, "gmaeval: --data %s and --text %s: give one of them\n", a->data, a->text);
+        return 2;
+    }
+    if (a->text) a->data = a->text; /* named so in the printout and the JSON */
     return OPTS_GO_ON;
 }
 
@@ -286,7 +299,8 @@ static cJSON *buckets_json(const EvalResult *r, int N) {
 }
 
 /* the evaluation's figures as JSON: 0, or 1 with one line */
-static int lm_json(const Args *a, const char *dir, const Config *cfg, const LmData *d, const EvalResult *r, int N, double dt) {
+static int lm_json(const Args *a, const char *dir, const Config *cfg, const LmData *d, const EvalResult *r, int N, double dt,
+                   double bytes) {
     cJSON *o = cJSON_CreateObject();
     cJSON_AddStringToObject(o, "checkpoint", dir);
     cJSON_AddStringToObject(o, "data", a->data);
@@ -305,6 +319,10 @@ static int lm_json(const Args *a, const char *dir, const Config *cfg, const LmDa
         cJSON_AddNumberToObject(o, "words", r->words);
         cJSON_AddNumberToObject(o, "word_ppl", r->word_ppl);
     }
+    if (bytes > 0) {
+        cJSON_AddNumberToObject(o, "bytes", bytes);
+        cJSON_AddNumberToObject(o, "bits_per_byte", r->loss * r->tokens / (bytes * M_LN2));
+    }
     cJSON_AddNumberToObject(o, "seconds", dt);
     return write_json(a->json, o) ? fail(1) : 0;
 }
@@ -312,12 +330,13 @@ static int lm_json(const Args *a, const char *dir, const Config *cfg, const LmDa
 /* labelled values: ppl; word ppl when the data counts words; acc where it is the measure
  * (the recall task); the JSON has them all */
 static void lm_print(const Args *a, const char *dir, const Config *cfg, const LmData *d, int split, int split_file,
-                     const EvalResult *r, double dt) {
+                     const EvalResult *r, double dt, double bytes) {
     char nt[32], nw[32], nwin[32];
     printf("checkpoint %s | data %s\n", dir, split_file ? a->data : d->is_recall ? "recall"
            : d->is_mqar ? "mqar" : d->is_passkey ? "passkey" : d->is_xmqar ? "xmqar" : cfg->data.path);
-    printf("%s loss %.4f | ppl %.3f", split_file ? "file" : lmdata_split_name(split), r->loss, r->ppl);
+    printf("%s loss %.4f | ppl %.3f", a->text ? "text" : split_file ? "file" : lmdata_split_name(split), r->loss, r->ppl);
     if (r->word_ppl > 0) printf(" | word ppl %.3f (%s words)", r->word_ppl, fmt_count(nw, sizeof nw, r->words));
+    if (bytes > 0) printf(" | bits/byte %.4f", r->loss * r->tokens / (bytes * M_LN2));
     if (d->is_recall || d->is_mqar || d->is_passkey || d->is_xmqar) printf(" | acc %.4f", r->acc);
     printf(" | %s tokens in %s windows | %.1f s\n", fmt_count(nt, sizeof nt, r->tokens),
            fmt_count(nwin, sizeof nwin, (double)r->windows), dt);
@@ -359,6 +378,60 @@ static int open_data(LmData *d, Config *cfg, const Args *a, const char *dir, int
     return 0;
 }
 
+/* ids gathered from tokenizer_encode_file */
+typedef struct TextIds {
+    uint32_t *ids;
+    size_t n, cap;
+} TextIds;
+
+static int text_sink(void *ctx, const uint32_t *ids, size_t n) {
+    TextIds *t = ctx;
+    if (t->n + n > t->cap) {
+        size_t cap = GMA_MAX(2 * t->cap, t->n + n);
+        uint32_t *p = realloc(t->ids, cap * sizeof *p);
+        if (!p) return gma_errorf("out of memory for %zu tokens", cap);
+        t->ids = p, t->cap = cap;
+    }
+    memcpy(t->ids + t->n, ids, n * sizeof *ids);
+    t->n += n;
+    return 0;
+}
+
+/* --text FILE: its tokens through the run's tokenizer (the run's copy, else its data's, as
+ * gmasample finds it), in memory as the test split, with the file's words; *ids (freed by the
+ * caller) and *bytes set. 0 or 2 (one line: no tokenizer, an unreadable file, too few tokens). */
+static int open_text(LmData *d, const Config *cfg, const Args *a, const char *dir, uint32_t **ids, double *bytes) {
+    char run[2048], found[CFG_STR];
+    int have_data = 0;
+    if (cfg->data.path[0] && cfg->data.source == DATA_shards) {
+        lmmeta_run_dir(dir, run, sizeof run);
+        have_data = lmmeta_find_data(cfg->data.path, run, a->data_path, "--data-path DIR", found, sizeof found) == 0;
+    }
+    Tokenizer *tk = lmmeta_ckpt_tokenizer(dir, have_data ? found : NULL);
+    if (!tk) {
+        fprintf(stderr, "gmaeval: --text %s: %s has no tokenizer to encode it with (%s)\n", a->text, dir, gma_error());
+        return 2;
+    }
+    if (tokenizer_vocab_size(tk) > (uint32_t)cfg->model.vocab_size) {
+        fprintf(stderr, "gmaeval: --text %s: the tokenizer's vocabulary (%u) is larger than the model's (%d) of %s\n", a->text,
+                tokenizer_vocab_size(tk), cfg->model.vocab_size, dir);
+        tokenizer_free(tk);
+        return 2;
+    }
+    TextCounts tc;
+    char hex[65];
+    TextIds t = {0};
+    uint64_t nbytes = 0;
+    int rc = prepare_count_file(a->text, &tc, hex) != 0 || tokenizer_encode_file(tk, a->text, 1, text_sink, &t, &nbytes) != 0 ||
+             lmdata_open_tokens(d, a->text, t.ids, t.n, tokenizer_vocab_size(tk), (double)tc.words) != 0;
+    tokenizer_free(tk);
+    if (rc) return free(t.ids), fail(2);
+    d->eval_stride = cfg->data.eval_stride;
+    *ids = t.ids;
+    *bytes = (double)tc.bytes;
+    return 0;
+}
+
 /* the model of the checkpoint for batches of B x N: 0 or 2 */
 static int load_model(Model *m, const Args *a, const Config *cfg, const char *dir, int B, int N) {
     if (model_build(m, cfg) != 0) return fail(2);
@@ -377,12 +450,16 @@ static int load_model(Model *m, const Args *a, const Config *cfg, const char *di
 static int eval_lm(const Args *a, Config *cfg, const char *dir, int B, int N) {
     LmData d;
     Model m;
-    int split, split_file = lmdata_split_index(a->data) < 0, rc;
+    int split = SPLIT_TEST, split_file = a->text || lmdata_split_index(a->data) < 0, rc;
+    uint32_t *ids = NULL; /* --text: its tokens */
+    double bytes = 0;
     if (a->bucket > 0 && GMA_DIV_UP(N, a->bucket) > EVAL_MAX_BUCKETS) {
         fprintf(stderr, "gmaeval: --bucket-size %d makes more than %d buckets of a window of %d\n", a->bucket, EVAL_MAX_BUCKETS, N);
         return 2;
     }
-    if ((rc = open_data(&d, cfg, a, dir, &split)) != 0 || (rc = load_model(&m, a, cfg, dir, B, N)) != 0) return rc;
+    if ((rc = a->text ? open_text(&d, cfg, a, dir, &ids, &bytes) : open_data(&d, cfg, a, dir, &split)) != 0 ||
+        (rc = load_model(&m, a, cfg, dir, B, N)) != 0)
+        return free(ids), rc;
     double t0 = gma_now();
     EvalResult r;
     if (evaluate_buckets(&m, &d, split, B, N, a->batches, a->bucket, &r) != 0) return fail(1);
@@ -400,12 +477,13 @@ static int eval_lm(const Args *a, Config *cfg, const char *dir, int B, int N) {
         return 1;
     }
     double dt = gma_now() - t0;
-    lm_print(a, dir, cfg, &d, split, split_file, &r, dt);
-    if (a->json && (rc = lm_json(a, dir, cfg, &d, &r, N, dt)) != 0) return rc;
+    lm_print(a, dir, cfg, &d, split, split_file, &r, dt, bytes);
+    if (a->json && (rc = lm_json(a, dir, cfg, &d, &r, N, dt, bytes)) != 0) return rc;
     RouteEvalOpts ro = {a->analyze, a->ajson, a->json, a->dump, "gmaeval"};
     if ((a->analyze || a->dump) && route_eval_run(&m, cfg, &d, split, B, N, &ro) != 0) return fail(1);
     model_free(&m);
     lmdata_close(&d);
+    free(ids);
     return 0;
 }
 
@@ -464,6 +542,10 @@ int main(int argc, char **argv) {
     if (a.ctx_len && cfg_validate(&cfg) != 0) return fail(2); /* the cross and data keys of the new window */
     if (ops_select(cfg.device) != 0) return fail(2);
     ops_set_threads(cfg.threads);
+    if (cfg.model.task == MODEL_CLASSIFY && a.text) {
+        fprintf(stderr, "gmaeval: --text %s: %s is a classifier; --text scores a language model\n", a.text, dir);
+        return 2;
+    }
     if (cfg.model.task == MODEL_CLASSIFY) return eval_classifier(&cfg, dir, a.data, B, a.drop_last, a.json);
     if (a.drop_last) {
         fprintf(stderr, "gmaeval: --drop-last is for classifiers; %s is a language model\n", dir);

@@ -93,7 +93,7 @@ static int cls_open(Task *t, Config *cfg, int quiet) {
 /* Shards that are not there: the error names the commands that make them. A data.path
  * whose last part is SOURCE-TOKENIZER (data/wikitext-103-gpt2) with SOURCE a data set
  * gmadata fetches gives the fetch and prepare lines for it; any other path the prepare
- * line. Returns -1. */
+ * line and the page that lists the small configs' data commands. Returns -1. */
 static int missing_data_hint(const Config *cfg) {
     char train[2100];
     snprintf(train, sizeof train, "%s/train.bin", cfg->data.path);
@@ -113,7 +113,8 @@ static int missing_data_hint(const Config *cfg) {
         return gma_errorf("%s; make it with: bin/gmadata fetch %s%s && bin/gmadata prepare %s --tokenizer %s --out %s", msg, src,
                           !strcmp(tok, "gpt2") ? " && bin/gmadata fetch gpt2" : "", src, tok, cfg->data.path);
     return gma_errorf("%s; make it with: bin/gmadata prepare TEXT_DIR --tokenizer gpt2|bpe:DIR|bytes --out %s "
-                      "(see bin/gmadata prepare --help)", msg, cfg->data.path);
+                      "(see bin/gmadata prepare --help; the command for each small config's data: docs/data.md, "
+                      "\"The data of the small configs\")", msg, cfg->data.path);
 }
 
 static int lm_open(Task *t, Config *cfg) {

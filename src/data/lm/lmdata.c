@@ -207,6 +207,22 @@ int lmdata_open_file(LmData *d, const char *path) {
     return 0;
 }
 
+int lmdata_open_tokens(LmData *d, const char *name, const uint32_t *ids, uint64_t n, uint32_t vocab, double words) {
+    memset(d, 0, sizeof *d);
+    if (n < 2) /* evaluation scores token i+1 from token i: it needs two */
+        return gma_errorf("%s: only %llu token%s (evaluation needs at least 2)", name, (unsigned long long)n, n == 1 ? "" : "s");
+    TokenShard *s = &d->shard[SPLIT_TEST]; /* no mapping: shard_close leaves the caller's ids alone */
+    snprintf(s->path, sizeof s->path, "%s", name);
+    s->tok = (const uint8_t *)ids;
+    s->width = 4;
+    s->count = n;
+    s->vocab = vocab;
+    d->have[SPLIT_TEST] = 1;
+    d->vocab = vocab;
+    d->words[SPLIT_TEST] = words;
+    return 0;
+}
+
 void lmdata_close(LmData *d) {
     for (int s = 0; s < 3; s++)
         if (d->have[s] && !d->is_recall && !d->is_mqar && !d->is_passkey && !d->is_xmqar) shard_close(&d->shard[s]);

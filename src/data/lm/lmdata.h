@@ -51,6 +51,10 @@ int lmdata_check_train_window(const LmData *d, const Config *c);
 int lmdata_open_splits(LmData *d, const Config *c, unsigned mask, int required);
 /* Open a single shard file as the evaluation split (for gmaeval --data FILE). */
 int lmdata_open_file(LmData *d, const char *path);
+/* Tokens in memory (n ids < vocab, kept by the caller until lmdata_close) as the evaluation
+ * split SPLIT_TEST, `words` the source's word count (0 unknown), `name` in messages
+ * (gmaeval --text FILE). 0, or -1 with gma_error when there are fewer than 2. */
+int lmdata_open_tokens(LmData *d, const char *name, const uint32_t *ids, uint64_t n, uint32_t vocab, double words);
 void lmdata_close(LmData *d);
 int lmdata_split_index(const char *name); /* "train" | "valid" | "test" -> index or -1 */
 const char *lmdata_split_name(int s);      /* index -> "train" | "valid" | "test" */

@@ -1,0 +1,54 @@
+"""future_results.py: the command line of scripts/write_future_results.sh (see its --help)."""
+from future_common import *
+from future_section import section, sub_section
+from future_part import part, put_part
+
+def main(argv):
+    paths, out, notes, i, title = [], "docs/results.md", [], 0, None
+    while i < len(argv):
+        a = argv[i]
+        if a in ("--out", "--note", "--part"):
+            if i + 1 >= len(argv): die("%s needs a value (see --help)" % a)
+            if a == "--out": out = argv[i + 1]
+            elif a == "--part": title = argv[i + 1]
+            else: notes.append(argv[i + 1])
+            i += 2; continue
+        if a.startswith("--"): die("unknown option %s (see --help)" % a)
+        paths.append(a); i += 1
+    if not paths:
+        c = sorted(glob.glob("runs/future-*.json"))
+        if not c: die("no runs/future-*.json (run scripts/reproduce_future.sh first)")
+        paths = [c[-1]]
+    docs, mpaths, lpaths, ldocs = [], [], [], []
+    for path in paths:
+        try:
+            d = json.load(open(path))
+        except (OSError, ValueError) as e:
+            die("%s: %s" % (path, e))
+        if not isinstance(d, dict) or "runs" not in d or "steps" not in d or "threads" not in d:
+            die("%s: not a reproduce_future.sh JSON (fields runs, steps, threads)" % path)
+        if any("long_len" in r for r in d["runs"]):
+            lpaths.append(path); ldocs.append(d)
+        d = dict(d, runs=[r for r in d["runs"] if "long_len" not in r])
+        if d["runs"]: docs.append(d); mpaths.append(path)
+    old = open(out).read() if os.path.exists(out) else ""
+    page, mnotes = old, [] if ldocs else notes
+    if docs and title:
+        page = put_part(page, part(docs, mpaths, mnotes, title), title)
+    elif docs:
+        # the main table is rewritten; the section's "### " parts are kept
+        at = page.find("\n" + HEAD)
+        sec = page[at + 1:] if at >= 0 else ""
+        sa = sec.find("\n### ")
+        kept = sec[sa:].rstrip("\n") if sa >= 0 else ""
+        page = (page[:at] if at >= 0 else page.rstrip("\n")) + "\n\n" + section(docs, mpaths, mnotes).rstrip("\n") + kept + "\n"
+    if ldocs:
+        if page.find("\n" + HEAD) < 0 and not page.startswith(HEAD):
+            page = page.rstrip("\n") + "\n\n" + HEAD + "\n"
+        page = put_part(page, sub_section(ldocs, lpaths, notes).rstrip("\n") + "\n", SUB[4:])
+    tmp = out + ".tmp"
+    with open(tmp, "w") as f: f.write(page.lstrip("\n") if not old else page)
+    os.replace(tmp, out)
+    print("%s: wrote %s" % (ME, out))
+
+main(sys.argv[1:])

@@ -1,0 +1,65 @@
+"""results_common.py: what the results pages of scripts/write_results.sh share: reading the JSON, statistics over seeds, number formats."""
+import glob, json, math, os, platform, shutil, subprocess, sys, time
+
+FUTURE_HEAD = "## Future work: per-layer K, adaptive K, gated hybrid"  # scripts/write_future_results.sh
+PAPER = {"used_components": 104.0, "usage_entropy": 0.933, "nmi": 0.244}
+KC = 128
+METRICS = [("valid_ppl", "valid ppl", 1), ("test_ppl", "test ppl", 1),
+           ("test_word_ppl", "test word ppl", 0), ("tokens_per_s", "tokens/s", 0)]
+ME = "scripts/write_results.sh"
+
+def die(msg):
+    sys.stderr.write(ME + ": " + msg + "\n")
+    sys.exit(1)
+
+def load(path):
+    try:
+        # errors="replace": gmaeval's top_tokens texts may hold a byte-level token that is
+        # only part of a UTF-8 character
+        with open(path, encoding="utf-8", errors="replace") as f:
+            return json.load(f)
+    except OSError as e:
+        die("%s: %s" % (path, e.strerror))
+    except ValueError as e:
+        die("%s: not JSON (%s)" % (path, e))
+
+def number(d, key, path):
+    v = d.get(key)
+    if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
+        die("%s: field '%s' missing or not a finite number" % (path, key))
+    return float(v)
+
+def stats(xs):
+    n = len(xs)
+    mean = sum(xs) / n
+    std = math.sqrt(sum((x - mean) ** 2 for x in xs) / (n - 1)) if n > 1 else 0.0
+    return {"n": n, "mean": mean, "std": std, "min": min(xs), "max": max(xs)}
+
+def compare(a, b):
+    """a against b (stats dicts): difference of means, Welch t, ranges disjoint."""
+    diff = a["mean"] - b["mean"]
+    se = math.sqrt(a["std"] ** 2 / a["n"] + b["std"] ** 2 / b["n"])
+    t = diff / se if se > 0 else None
+    if a["n"] < 2 or b["n"] < 2:
+        verdict = None
+    else:
+        verdict = a["min"] > b["max"] or a["max"] < b["min"]
+    return {"diff": diff, "welch_t": t, "exceeds_spread": verdict}
+
+def write(path, text):
+    tmp = path + ".tmp"
+    with open(tmp, "w") as f:
+        f.write(text)
+    os.replace(tmp, path)
+
+def fmt(x, d):
+    return ("%%.%df" % d) % x
+
+def spread(st, d):
+    """the sample std of a stats dict, "n/a" for one seed (it has none)"""
+    return "n/a" if st["n"] < 2 else fmt(st["std"], d)
+
+def verdict_word(v):
+    return "n/a (one seed)" if v is None else ("yes" if v else "no")
+
+MQAR_HEAD = "## Associative recall (MQAR, Zoology protocol)"

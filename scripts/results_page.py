@@ -1,0 +1,194 @@
+"""results_page.py: docs/results.md from the JSON of scripts/reproduce_small.sh and reproduce_routing.sh, and the commands of scripts/write_results.sh (see its --help)."""
+from results_common import *
+from results_small import combine_small, small_md, verdict_lines
+from results_routing import combine_routing, routing_md
+from mqar_section import mqar_main, splice
+
+def newest(pattern):
+    fs = sorted(f for f in glob.glob(pattern) if f.endswith(".json"))
+    return fs[-1] if fs else None
+
+def machine():
+    model, cores = "unknown", str(os.cpu_count() or "?")
+    try:
+        out = subprocess.run(["lscpu"], capture_output=True, text=True).stdout
+        for line in out.splitlines():
+            k, _, v = line.partition(":")
+            if k.strip() == "Model name":
+                model = v.strip()
+    except OSError:
+        pass
+    return "%s, %s cores (lscpu / nproc), %s %s" % (model, cores, platform.system(), platform.machine())
+
+def plots(figdir, small, routing):
+    """figures through scripts/plot_runs.sh, when it exists: [(title, path, command)]"""
+    tool = "scripts/plot_runs.sh"
+    if not os.access(tool, os.X_OK):
+        return []
+    figs = []
+    os.makedirs(figdir, exist_ok=True)
+    if small:
+        args, runs = [], []
+        for m in small["order"]:
+            r = sorted(small["mixers"][m]["runs"], key=lambda x: x["seed"])[0]
+            if r["run"]:
+                args += ["--label", "%s=%s" % (m, r["run"])]
+                runs.append(r["run"])
+        if runs:
+            cmd = [tool, "--out", figdir, "--title", "small profile, seed %d" % small["seeds"][0]] + args + runs
+            if subprocess.run(cmd, stdout=subprocess.DEVNULL).returncode == 0:
+                for f, t in (("loss_steps", "training and validation loss against steps"),
+                             ("loss_tokens", "training and validation loss against tokens"),
+                             ("ppl_steps", "validation perplexity against steps")):
+                    if os.path.exists(os.path.join(figdir, f + ".png")):
+                        figs.append(("small", t, os.path.join(figdir, f + ".png"), cmd))
+    if routing:
+        rdir = os.path.join(figdir, "routing")
+        args = []
+        for v in routing["variants"]:
+            if v["analysis"]:
+                args += ["--routing", v["analysis"], "--label", "%s=%s" % (v["variant"], v["analysis"])]
+        if args:
+            os.makedirs(rdir, exist_ok=True)
+            cmd = [tool, "--out", rdir] + args
+            if subprocess.run(cmd, stdout=subprocess.DEVNULL).returncode == 0 and \
+                    os.path.exists(os.path.join(rdir, "utilisation.png")):
+                figs.append(("routing", "routing utilisation per variant (share of tokens per component, sorted)",
+                             os.path.join(rdir, "utilisation.png"), cmd))
+    return figs
+
+def shell(cmd):
+    return " ".join(a if a and all(c.isalnum() or c in "-_./=:," for c in a) else "'%s'" % a for a in cmd)
+
+def split_lines(meta_path):
+    """one line per split of the shards' meta.json: speeches, words, tokens"""
+    try:
+        with open(meta_path) as f:
+            meta = json.load(f)
+        sp = meta["splits"]
+        return ["%s: %d speeches, %s words, %s tokens" % (k, (sp[k]["lines"] + 1) // 2,
+                "{:,}".format(sp[k]["words"]), "{:,}".format(sp[k]["tokens"])) for k in ("train", "valid", "test")]
+    except (OSError, ValueError, KeyError, TypeError):
+        return []
+
+def kept_section(path, head):
+    """The section `head` of the page at path as it stands (scripts/reproduce_longctx.sh
+    --write-docs writes it from its own JSON), so that rewriting the page keeps it."""
+    try:
+        with open(path) as f:
+            lines = f.read().split("\n")
+    except OSError:
+        return []
+    if head not in lines:
+        return []
+    i = lines.index(head)
+    j = next((k for k in range(i + 1, len(lines)) if lines[k].startswith("## ")), len(lines))
+    sec = lines[i:j]
+    while sec and not sec[-1].strip():
+        sec.pop()
+    return sec + [""]
+
+def results_md(small_path, routing_path, out_path, figdir, do_plots, notes=()):
+    small = load(small_path) if small_path else None
+    routing = load(routing_path) if routing_path else None
+    if not small and not routing:
+        die("no runs/small-*.json or runs/routing-*.json (run scripts/reproduce_small.sh first)")
+    figs = plots(figdir, small, routing) if do_plots else []
+    rel = lambda p: os.path.relpath(p, os.path.dirname(out_path) or ".")
+    L = ["# Results", "",
+         "Written by `scripts/write_results.sh` from the JSON outputs of `scripts/reproduce_small.sh` and",
+         "`scripts/reproduce_routing.sh`; do not edit by hand, rerun the scripts (with `--write-docs` they write it here).", "",
+         "Reruns: every `scripts/reproduce_*.sh` and `scripts/migrate.sh` continues where an earlier call into the same",
+         "output stopped. The output is `--out DIR` (reproduce_longctx, reproduce_mqar, reproduce_migration, reproduce_cross `run`,",
+         "migrate.sh) or the stamp of the run names (`--stamp S`, printed as a call starts: reproduce_small, reproduce_routing,",
+         "reproduce_future, reproduce_wikitext, reproduce_lra). A run finished there is kept and not trained again; a run stopped",
+         "part way is continued with `gmatrain --resume` (one stopped before its first checkpoint is started again); an evaluation",
+         "already made is kept; a results file keeps the rows of the runs it held (a row a run, this call's row for a run it has).",
+         "What a script trains is recorded in the run's plan.txt: a run made with other options, or a folder the script did not",
+         "make, is refused in one line naming it, and only `--force` trains it again (removing it). migrate.sh records the",
+         "teacher's checkpoint (step, SHA-256 of its model.safetensors) and refuses a teacher that changed since, unless `--force`",
+         "(its figures and every phase are then made again). Nothing else is removed.",
+         "",
+         "Machine: %s. Written %s." % (machine(), time.strftime("%Y-%m-%d")), ""]
+    if small:
+        L += ["## Small profile over seeds", "",
+              "Command: `%s` (%s; JSON `%s`)." % (small["command"], small["date"], small_path), "",
+              "Data: the State of the Union corpus split by `scripts/sotu_split.sh` (the last 8 speeches test,",
+              "the 8 before valid, the rest train), a 4096-token byte-level BPE trained on its train split;",
+              "configs `configs/small_<mixer>.json` with `train.steps` %d, evaluated on the full valid and test splits." % small["steps"], "",
+              ] + (["Splits (`data/sotu8-bpe4k/meta.json`): " + "; ".join(split_lines("data/sotu8-bpe4k/meta.json")) + ".", ""]
+                   if split_lines("data/sotu8-bpe4k/meta.json") else []) + [
+              small_md(small).rstrip(), "",
+              "Training tokens/s is the speed at the time of each run; on a machine shared with other jobs",
+              "it measures the load as much as the mixer.", "",
+              "Which differences against gma exceed the spread (%s):" % small["spread_rule"], ""]
+        L += ["* " + l for l in verdict_lines(small)]
+        L.append("")
+        for f in figs:
+            if f[0] == "small":
+                L += ["![%s](%s)" % (f[1], rel(f[2])), "", "%s: `%s`" % (f[1][0].upper() + f[1][1:], shell(f[3])), ""]
+    if routing:
+        L += ["## Routing remedies at Kc = 128", "",
+              "Command: `%s` (%s; JSON `%s`); `configs/small_gma.json` with `gma.n_components` 128 and" % (
+                  routing["command"], routing["date"], routing_path),
+              "`train.steps` %d on the same data, seed 1337, one run per variant; figures from" % routing["steps"],
+              "`gmaeval --data test --analyze-json` pooled over layers and heads; collapse alerts are the",
+              "`collapse_alert` rows of each run's metrics.jsonl (docs/routing.md).", "",
+              routing_md(routing).rstrip(), "",
+              "Distance: " + routing["distance_rule"] + ".", ""]
+        for f in figs:
+            if f[0] == "routing":
+                L += ["![%s](%s)" % (f[1], rel(f[2])), "", "%s: `%s`" % (f[1][0].upper() + f[1][1:], shell(f[3])), ""]
+    L += kept_section(out_path, "## Long context")
+    if notes:
+        L += ["## Notes on these runs", ""]
+        for n in notes:
+            L += [n, ""]
+    if do_plots and not figs:
+        L += ["(No figures: scripts/plot_runs.sh is not there or drew nothing.)", ""]
+    kept = kept_section(out_path, MQAR_HEAD)
+    try:  # the section of scripts/write_future_results.sh, from its heading on, stays
+        old = open(out_path).read()
+        at = old.find("\n" + FUTURE_HEAD)
+        if at >= 0: L += [old[at + 1:].rstrip("\n"), ""]
+    except OSError:
+        pass
+    write(out_path, "\n".join(L))
+    if kept:  # the MQAR section (written by the mqar command) stays on the page
+        splice(out_path, kept)
+    print("%s: wrote %s" % (ME, out_path))
+
+def main(argv):
+    if argv and argv[0] == "mqar":
+        mqar_main(argv[1:])
+        return
+    if argv and argv[0] in ("combine-small", "combine-routing"):
+        if len(argv) < 4:
+            die("usage: %s %s PREFIX COMMAND FILE.json..." % (ME, argv[0]))
+        (combine_small if argv[0] == "combine-small" else combine_routing)(argv[1], argv[2], argv[3:])
+        return
+    small = routing = None
+    out, figdir, do_plots, notes = "docs/results.md", "docs/results", True, []
+    i = 0
+    while i < len(argv):
+        a = argv[i]
+        if a == "--no-plots":
+            do_plots = False; i += 1; continue
+        if a not in ("--small", "--routing", "--out", "--figures", "--note"):
+            sys.stderr.write("usage: %s [--small FILE] [--routing FILE] [--out FILE] [--figures DIR] [--note TEXT]... [--no-plots]\n" % ME)
+            sys.exit(2)
+        if i + 1 >= len(argv) or argv[i + 1].startswith("--"):  # as need_value of lib_reproduce.sh
+            sys.stderr.write("%s: %s needs a value (see --help)\n" % (ME, a))
+            sys.exit(2)
+        v = argv[i + 1]
+        if a == "--note": notes.append(v)
+        elif a == "--small": small = v
+        elif a == "--routing": routing = v
+        elif a == "--out": out = v
+        else: figdir = v
+        i += 2
+    small = small or newest("runs/small-*.json")
+    routing = routing or newest("runs/routing-*.json")
+    results_md(small, routing, out, figdir, do_plots, notes)
+
+main(sys.argv[1:])
