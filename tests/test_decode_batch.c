@@ -37,6 +37,8 @@ static const char *g_cases[][2] = {
     {"gdn", ""},
     {"gdn", "gdn.delta=false;gdn.expand_v=2"},
     {"gdn", "gdn.decay=false"},
+    {"gma", "gma.write=delta"},
+    {"gma", "gma.write=delta;model.short_conv=4;gma.n_components=5"},
 };
 
 static void tiny_model(Model *m, size_t c, int W, uint64_t seed) {

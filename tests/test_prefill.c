@@ -52,6 +52,9 @@ static const char *g_cases[][2] = {
     {"gdn", "gdn.delta=false;gdn.decay=false"},
     {"gdn", "gdn.conv_size=1"},
     {"gdn", "model.mixer=gdn,sdpa"},
+    {"gma", "gma.write=delta"},
+    {"gma", "gma.write=delta;gma.routing=softmax;model.short_conv=4"},
+    {"gma", "model.mixer=baseconv,gma;model.pos=none;gma.write=delta;gma.chunk=5"},
 };
 enum { W = 24, V = 23, NEW = 6 };
 
