@@ -61,7 +61,7 @@ static void route(double *g, const real *x, const real *W, const real *bias, int
 }
 
 /* one layer without biases on q, k, v, o (model.attn_bias false): y from h by docs/model.md
- * §3.6 written out, S_t = S_{t-1} + r_t (b_t (v_t - S_{t-1}^T r_t))^T, o_t = S_t^T gq_t */
+ * §3.10 written out, S_t = S_{t-1} + r_t (b_t (v_t - S_{t-1}^T r_t))^T, o_t = S_t^T gq_t */
 START_TEST(test_delta_naive) {
     Config cfg = delta_config("gma.routing=softmax;model.attn_bias=false;gma.n_components=4");
     GcMix c;
