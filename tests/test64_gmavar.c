@@ -20,6 +20,8 @@ static Config delta_config(const char *extra) {
     return c;
 }
 
+static double sigm(double x) { return 1 / (1 + exp(-x)); }
+
 static void layer_case(const char *extra, int padded) {
     Config cfg = delta_config(extra);
     gc_mixer_case(&cfg, "gma", 1, padded);
@@ -36,6 +38,12 @@ START_TEST(test_delta_softmax) {
     layer_case("gma.routing=softmax;gma.temperature=0.5;gma.n_components=5", 1);
 }
 END_TEST
+START_TEST(test_slot_decay) {
+    layer_case("gma.slot_decay=true", 0);
+    layer_case("gma.slot_decay=true;gma.routing=softmax;model.short_conv=2", 1);
+    layer_case("gma.slot_decay=true;gma.shared_components=true;gma.chunk=2", 0);
+}
+END_TEST
 START_TEST(test_delta_options) {
     layer_case("gma.shared_components=true", 1);
     layer_case("model.short_conv=4", 1);
@@ -45,8 +53,6 @@ START_TEST(test_delta_options) {
 END_TEST
 
 /* ---------------- the layer against its definition ---------------- */
-static double sigm(double x) { return 1 / (1 + exp(-x)); }
-
 /* softmax routing with tau 1: gamma = softmax(x W_h^T + b_h) */
 static void route(double *g, const real *x, const real *W, const real *bias, int Kc, int d) {
     double mx = -1e300, s = 0;
@@ -62,8 +68,9 @@ static void route(double *g, const real *x, const real *W, const real *bias, int
 
 /* one layer without biases on q, k, v, o (model.attn_bias false): y from h by docs/model.md
  * §3.10 written out, S_t = S_{t-1} + r_t (b_t (v_t - S_{t-1}^T r_t))^T, o_t = S_t^T gq_t */
-START_TEST(test_delta_naive) {
-    Config cfg = delta_config("gma.routing=softmax;model.attn_bias=false;gma.n_components=4");
+static void naive_case(int slot_decay) {
+    Config cfg = delta_config(slot_decay ? "gma.routing=softmax;model.attn_bias=false;gma.n_components=4;gma.slot_decay=true"
+                                         : "gma.routing=softmax;model.attn_bias=false;gma.n_components=4");
     GcMix c;
     int B = 2, N = 7;
     gc_mix_setup(&c, &cfg, "gma", B, N, 1, NULL, 5);
@@ -73,7 +80,11 @@ START_TEST(test_delta_naive) {
     const real *Wq = T("q.weight"), *Wk = T("k.weight"), *Wv = T("v.weight"), *Wo = T("o.weight");
     const real *Rw = T("gma.router.weight"), *Rb = T("gma.router.bias"), *Bw = T("gma.b_proj.weight"),
                *Bb = T("gma.b_proj.bias");
+    real *th = slot_decay ? T("gma.slot_decay") : NULL;
 #undef T
+    if (th) /* the slots' decays apart from each other and from 1 */
+        for (int i = 0; i < H * Kc; i++) th[i] = (real)(0.5 * i - 1);
+    if (th) gc_mix_loss(&c);
     double err = 0, ymax = 0;
     for (int b = 0; b < B; b++) {
         double S[2][4][4] = {{{0}}}, o[7][8];
@@ -94,6 +105,9 @@ START_TEST(test_delta_naive) {
                 route(gk, kh, Rw + h * Kc * d, Rb + h * Kc, Kc, d);
                 for (int e = 0; e < D; e++) pre += (double)Bw[h * D + e] * x[e];
                 double beta = sigm(pre);
+                if (th) /* S <- diag(a) S, a_c = sigmoid(theta_hc) */
+                    for (int cc = 0; cc < Kc; cc++)
+                        for (int j = 0; j < d; j++) S[h][cc][j] *= sigm(th[h * Kc + cc]);
                 for (int j = 0; j < d; j++)
                     for (int cc = 0; cc < Kc; cc++) pred[j] += S[h][cc][j] * gk[cc];
                 for (int cc = 0; cc < Kc; cc++)
@@ -112,8 +126,12 @@ START_TEST(test_delta_naive) {
         }
     }
     ck_assert(ymax > 1e-2);
-    ck_assert_msg(err < 1e-12 * ymax, "layer against the naive loop: %.3e of %.3e", err, ymax);
+    ck_assert_msg(err < 1e-12 * ymax, "layer (slot decay %d) against the naive loop: %.3e of %.3e", slot_decay, err, ymax);
     gc_mix_free(&c);
+}
+START_TEST(test_delta_naive) {
+    naive_case(0);
+    naive_case(1);
 }
 END_TEST
 
@@ -133,6 +151,7 @@ START_TEST(test_delta_params) {
     for (int delta = 0; delta < 2; delta++) {
         Config cfg = tu_tiny_config("gma");
         if (delta) ck_assert(cfg_set(&cfg, "gma.write=delta") == 0);
+        if (delta) ck_assert(cfg_set(&cfg, "gma.slot_decay=true") == 0);
         GcMix c;
         gc_mix_setup(&c, &cfg, "gma", 1, 4, 1, NULL, 3);
         int w = pt_find(&c.pt, "blocks.0.mixer.gma.b_proj.weight"), bb = pt_find(&c.pt, "blocks.0.mixer.gma.b_proj.bias");
@@ -143,6 +162,13 @@ START_TEST(test_delta_params) {
             ck_assert_int_eq(c.pt.t[w].shape[1], 8);
             ck_assert_int_eq(c.pt.t[bb].numel, 2);
             for (int h = 0; h < 2; h++) ck_assert(c.params[c.pt.t[bb].offset + h] == 0); /* b = 1/2 at the start */
+            int sd = pt_find(&c.pt, "blocks.0.mixer.gma.slot_decay");
+            ck_assert_int_ge(sd, 0);
+            ck_assert_int_eq(c.pt.t[sd].shape[0], 2); /* [H, Kc] */
+            ck_assert_int_eq(c.pt.t[sd].shape[1], 3);
+            for (int i = 0; i < 6; i++) ck_assert(c.params[c.pt.t[sd].offset + i] == 5); /* a = sigmoid(5) */
+        } else {
+            ck_assert_int_lt(pt_find(&c.pt, "blocks.0.mixer.gma.slot_decay"), 0);
         }
         gc_mix_free(&c);
     }
@@ -171,7 +197,11 @@ START_TEST(test_delta_config_errors) {
                       gma_error());
         ck_assert(!strchr(gma_error(), '\n'));
     }
-    Config c = tu_tiny_config("gma");
+    Config c = tu_tiny_config("gma"); /* the add write has no per-slot decay */
+    ck_assert(cfg_set(&c, "gma.slot_decay=true") == 0);
+    ck_assert_int_ne(cfg_validate(&c), 0);
+    ck_assert_msg(strstr(gma_error(), "gma.slot_decay") && strstr(gma_error(), "delta"), "%s", gma_error());
+    c = tu_tiny_config("gma");
     ck_assert(cfg_set(&c, "gma.write=overwrite") != 0);
     ck_assert_msg(strstr(gma_error(), "gma.write"), "%s", gma_error());
     c = tu_tiny_config("gma"); /* the CUDA kernels' widths */
@@ -191,6 +221,7 @@ Suite *make_suite(void) {
     tcase_add_test(tc, test_delta_gaussian);
     tcase_add_test(tc, test_delta_softmax);
     tcase_add_test(tc, test_delta_options);
+    tcase_add_test(tc, test_slot_decay);
     tcase_add_test(tc, test_delta_naive);
     tcase_add_test(tc, test_delta_model);
     tcase_add_test(tc, test_delta_params);

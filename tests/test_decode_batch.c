@@ -39,6 +39,7 @@ static const char *g_cases[][2] = {
     {"gdn", "gdn.decay=false"},
     {"gma", "gma.write=delta"},
     {"gma", "gma.write=delta;model.short_conv=4;gma.n_components=5"},
+    {"gma", "gma.write=delta;gma.slot_decay=true"},
 };
 
 static void tiny_model(Model *m, size_t c, int W, uint64_t seed) {

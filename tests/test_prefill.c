@@ -55,6 +55,7 @@ static const char *g_cases[][2] = {
     {"gma", "gma.write=delta"},
     {"gma", "gma.write=delta;gma.routing=softmax;model.short_conv=4"},
     {"gma", "model.mixer=baseconv,gma;model.pos=none;gma.write=delta;gma.chunk=5"},
+    {"gma", "gma.write=delta;gma.slot_decay=true;model.short_conv=3"},
 };
 enum { W = 24, V = 23, NEW = 6 };
 

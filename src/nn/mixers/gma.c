@@ -25,7 +25,7 @@
 #include "nn/mixers/mixer.h"
 
 const MixerVT mixer_gma;
-enum { P_MU = AP_N, P_VAR, P_PRIOR, P_RW, P_RB, P_MEM, P_BW, P_BB };
+enum { P_MU = AP_N, P_VAR, P_PRIOR, P_RW, P_RB, P_MEM, P_BW, P_BB, P_SD };
 
 /* the keys gma.* */
 /* the values of gma's choice keys, in the order of their rows' choices */
@@ -46,6 +46,7 @@ typedef struct GmaCfg {
     double init_mean_scale;
     int memory;             /* MEMORY_NONE | MEMORY_EMA */
     int write;              /* WRITE_ADD | WRITE_DELTA (docs/model.md §3.10) */
+    int slot_decay;         /* a learned decay of each slot (gma.write "delta") */
     double ema_decay;       /* 0 = 1 - 1/(B N) */
     double div_weight;
     int div_mode;           /* DIV_TOKEN | DIV_BATCH */
@@ -79,6 +80,9 @@ static const CfgKey gma_keys[] = {
     {"write", CFGT_ENUM, O(write), 0, "add", 0, 0, "add|delta",
      "How a key writes the values into the Kc slots: add = the normalised linear core (3.1); delta = a delta-rule write "
      "with the key responsibilities as the key and a learned per-head gate, read without a denominator (docs/model.md 3.10; causal only)."},
+    {"slot_decay", CFGT_BOOL, O(slot_decay), 0, "false", 0, 0, NULL,
+     "With gma.write \"delta\": a learned forgetting rate a_c = sigmoid(theta_c) of each slot (component) per head, "
+     "S_t = diag(a) S_{t-1} before the write (docs/model.md 3.10)."},
     {"ema_decay", CFGT_REAL, O(ema_decay), 0, "0", 0, 0.999999999, NULL, "EMA decay alpha in (0,1) (0 = 1 - 1/(B N))."},
     {"div_weight", CFGT_REAL, O(div_weight), 0, "0", 0, 1e6, NULL, "Weight of the diversity loss (0 = off)."},
     {"div_mode", CFGT_ENUM, O(div_mode), 0, "token", 0, 0, "token|batch", "Diversity loss form."},
@@ -115,10 +119,13 @@ static const CfgKey gma_keys[] = {
 static const CfgSection gma_section = {"gma", sizeof(GmaCfg), gma_keys, (int)(sizeof gma_keys / sizeof gma_keys[0]), NULL, NULL};
 static const GmaCfg *gcfg(const Config *c) { return cfg_section_of(c, &gma_section); }
 
+#define SLOT_DECAY_INIT 5.0 /* theta_c at the start (gma.slot_decay): a = sigmoid(5) = 0.9933, a half-life of ~100 steps */
+
 typedef struct GmaPriv {
     int Kc, chunk, shared, Hp;
     int softmax, ema, kmeans;
     int delta;                /* gma.write "delta": the delta-rule write (docs/model.md §3.10) */
+    int slot_decay;           /* gma.slot_decay: the slots' decay logits theta [H,Kc] */
     real tau, var_floor, eps;
     double mean_scale, ema_decay, var0;
     int div_on, div_mode;
@@ -156,6 +163,9 @@ static int gma_validate(const Config *c) {
                           "the adaptation prunes; use \"warn\" or \"stop\"");
     if (g->adapt_every > 0 && g->k_min > g->k_max)
         return gma_errorf("key gma.k_min: %d is above gma.k_max %d", g->k_min, g->k_max);
+    if (g->slot_decay && g->write != WRITE_DELTA)
+        return gma_errorf("key gma.slot_decay: built for gma.write \"delta\" only (the add write's chunked core has no "
+                          "per-slot decay)");
     if (g->write == WRITE_DELTA) {
         if (g->memory == MEMORY_EMA)
             return gma_errorf("key gma.write: \"delta\" writes the sequence's own values; gma.memory \"ema\" reads a "
@@ -228,6 +238,7 @@ static Mixer *gma_create(const Config *c, int layer, ParamTable *pt, const char 
     g->softmax = gc->routing == ROUTING_SOFTMAX;
     g->ema = gc->memory == MEMORY_EMA;
     g->delta = gc->write == WRITE_DELTA;
+    g->slot_decay = g->delta && gc->slot_decay;
     g->kmeans = gc->init == GINIT_KMEANS;
     g->orthogonal = gc->init == GINIT_ORTHOGONAL;
     g->ema_decay = gc->ema_decay;
@@ -258,7 +269,7 @@ static Mixer *gma_create(const Config *c, int layer, ParamTable *pt, const char 
         g->mean_scale = gc->init_mean_scale > 0 ? gc->init_mean_scale : pow(2.0 * m->d, -0.25);
     g->gh = GMA_MAX(1, GMA_MIN(m->H, m->D / (2 * g->Kc)));
     m->priv = g;
-    for (int i = P_MU; i <= P_BB; i++) m->p[i] = -1;
+    for (int i = P_MU; i <= P_SD; i++) m->p[i] = -1;
     attn_proj_add(m, c, pt, prefix);
     int s3[3] = {g->Hp, g->Kc, m->d};
     char name[128];
@@ -287,6 +298,10 @@ static Mixer *gma_create(const Config *c, int layer, ParamTable *pt, const char 
         m->p[P_BW] = pt_add2(pt, name, m->H, m->Dm, INIT_NORMAL, c->model.init_std, GROUP_WEIGHT);
         snprintf(name, sizeof name, "%s.gma.b_proj.bias", prefix);
         m->p[P_BB] = pt_add1(pt, name, m->H, INIT_ZERO, 0, GROUP_BIAS);
+    }
+    if (g->slot_decay) { /* a_c = sigmoid(theta_c) */
+        snprintf(name, sizeof name, "%s.gma.slot_decay", prefix);
+        m->p[P_SD] = pt_add2(pt, name, m->H, g->Kc, INIT_CONST, SLOT_DECAY_INIT, GROUP_MIXTURE);
     }
     return m;
 }
@@ -505,6 +520,9 @@ void gma_mix_forward(Mixer *m, const MixerCtx *c, const real *params, real *act,
  * of the gdn mixer's delta-rule op, without decay (ga NULL: a_t = 1) and at scale 1; the
  * gate b_t = sigmoid(h Wb^T + bb) per head. The forward saves gq, gk, the gate's input gb
  * and the op's checkpoints of S; the backward runs the op's adjoint, then the routing's. */
+/* the slots' decay logits theta [H,Kc] in a parameter or gradient buffer (NULL without gma.slot_decay) */
+static real *slot_theta(const Mixer *m, const real *base) { return m->p[P_SD] >= 0 ? (real *)MP(m, base, P_SD) : NULL; }
+
 static void delta_mix_forward(Mixer *m, const MixerCtx *c, const real *params, const real *h, real *act,
                               real *scratch) {
     GmaPriv *g = m->priv;
@@ -516,7 +534,8 @@ static void delta_mix_forward(Mixer *m, const MixerCtx *c, const real *params, c
     mask_rows(a.gk, c->keymask, B, H, N, Kc); /* a zero key writes nothing */
     linear_forward(scratch, h, MP(m, params, P_BW), MP(m, params, P_BB), B * N, m->Dm, H);
     g_ops->split_heads(a.gb, scratch, B, N, H, 1);
-    g_ops->delta_forward(a.oh, a.Sck, a.gq, a.gk, a.vh, NULL, a.gb, NULL, NULL, B, H, N, Kc, d, g->chunk, 1);
+    g_ops->delta_forward(a.oh, a.Sck, a.gq, a.gk, a.vh, NULL, a.gb, NULL, NULL, slot_theta(m, params), B, H, N, Kc, d,
+                         g->chunk, 1);
     g->div_last = 0;
     if (g->div_on && c->training)
         g->div_last = (g_ops->gma_div_forward(a.gq, c->keymask, B, H, N, Kc, g->div_mode) +
@@ -538,8 +557,8 @@ static void delta_backward(Mixer *m, const MixerCtx *c, real *dh, const real *dy
     attn_proj_out_backward(m, params, grads, doh, dy, a.oh, doh, dv, B, N);
     g_ops->zero(dv, sizeof(real) * hs);
     g_ops->zero(dgq, sizeof(real) * (2 * gs + bhn));
-    g_ops->delta_backward(dgq, dgk, dv, NULL, dgb, NULL, NULL, doh, a.Sck, a.gq, a.gk, a.vh, NULL, a.gb, NULL, NULL, B, H,
-                          N, Kc, d, g->chunk, 1);
+    g_ops->delta_backward(dgq, dgk, dv, NULL, dgb, NULL, NULL, slot_theta(m, grads), doh, a.Sck, a.gq, a.gk, a.vh, NULL,
+                          a.gb, NULL, NULL, slot_theta(m, params), B, H, N, Kc, d, g->chunk, 1);
     mask_rows(dgk, c->keymask, B, H, N, Kc);
     if (g->div_on && c->aux_scale != 0) {
         real s = (real)(g->div_weight * c->aux_scale / (2.0 * H));
@@ -587,7 +606,7 @@ static void gma_decode(Mixer *m, real *y, const real *h, const real *params, rea
         route_forward(m, params, a.gq, a.qh, B, 1);
         route_forward(m, params, a.gk, a.kh, B, 1);
         linear_forward(a.gb, h, MP(m, params, P_BW), MP(m, params, P_BB), B, m->Dm, H); /* [B,H] */
-        g_ops->delta_step(a.oh, state, ss, a.gq, a.gk, a.vh, NULL, a.gb, NULL, NULL, B, H, Kc, d, 1);
+        g_ops->delta_step(a.oh, state, ss, a.gq, a.gk, a.vh, NULL, a.gb, NULL, NULL, slot_theta(m, params), B, H, Kc, d, 1);
         attn_proj_out(m, params, y, a.oh, scratch, B, 1);
         return;
     }
