@@ -2,7 +2,10 @@
  * docs/model.md's: routing §3.2 (gaussian) and §3.3 (softmax), the linear mixing core §3.1,
  * the EMA memory §3.4, the diversity loss §4, initialisation §5. Contract:
  *   y = linmix(route(Q), route(K), V) Wo^T + bo (gma.memory "none"; padded keys: zero rows),
- *   or the EMA memory's read (gma.memory "ema"); Hp = 1 with gma.shared_components, else H.
+ *   or the EMA memory's read (gma.memory "ema"), or the delta-rule slot memory's read
+ *   (gma.write "delta", §3.10: the gdn mixer's delta ops with route(K) as the keys, gate
+ *   b_proj, and with gma.slot_decay the slots' decay logits slot_decay [H,Kc]);
+ *   Hp = 1 with gma.shared_components, else H.
  *   Parameters under PREFIX.gma.*: mu, var_raw [Hp,Kc,d], prior_logits [Hp,Kc] (gaussian),
  *   router.weight [Hp,Kc,d], router.bias [Hp,Kc] (softmax); memory [H,Kc,d] is a
  *   GROUP_BUFFER (checkpointed, never trained, updated by update_buffers after each training
@@ -10,9 +13,11 @@
  *   The diversity loss is reported through aux_loss and its gradient added before the
  *   routing backward.
  * Memory: the forward saves qh, kh, vh, oh [B,H,N,d] and den [B,H,N] (with the EMA memory
- * also gq, gk [B,H,N,Kc]); the backward recomputes the responsibilities and chunk states a
- * group of (batch, head) rows at a time (group_heads), as the tiled sdpa recomputes its
- * probabilities, so a layer keeps O(N d), never O(N Kc). With Kc <= d the group's dgq
+ * also gq, gk [B,H,N,Kc]; with the delta write gq, gk, the gate's input and the op's
+ * checkpoints of S instead of den); the add write's backward recomputes the
+ * responsibilities and chunk states a group of (batch, head) rows at a time (group_heads),
+ * as the tiled sdpa recomputes its probabilities, so a layer keeps O(N d), never O(N Kc)
+ * (the delta write keeps O(N Kc)). With Kc <= d the group's dgq
  * lives in its own rows of dk. query_resp recomputes the query responsibilities from the
  * saved qh with the parameters as they are now. */
 #include <stdlib.h>
