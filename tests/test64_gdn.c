@@ -49,10 +49,11 @@ END_TEST
 static double sigm(double x) { return 1 / (1 + exp(-x)); }
 static double softplus(double x) { return log1p(exp(x)); }
 
-/* the recurrence as docs/model.md writes it, one head at a time: o [BH,N,dv], S [BH,dk,dv] */
+/* the recurrence as docs/model.md writes it, one head at a time: o [BH,N,dv], S [BH,dk,dv];
+ * with sd [H,dk] row r of S decays by sigmoid(sd_hr) too (the rows' decays of gma.slot_decay) */
 static void naive_delta(double *o, double *S, const real *q, const real *k, const real *v, const real *ga,
-                        const real *gb, const real *A_log, const real *dtb, int B, int H, int N, int dk, int dv,
-                        double scale) {
+                        const real *gb, const real *A_log, const real *dtb, const real *sd, int B, int H, int N, int dk,
+                        int dv, double scale) {
     for (int bh = 0; bh < B * H; bh++) {
         int h = bh % H;
         double *s = S + (size_t)bh * dk * dv;
@@ -61,7 +62,7 @@ static void naive_delta(double *o, double *S, const real *q, const real *k, cons
             size_t i = (size_t)bh * N + t;
             const real *kt = k + i * dk, *vt = v + i * dv, *qt = q + i * dk;
             double a = ga ? exp(-exp(A_log[h]) * softplus(ga[i] + dtb[h])) : 1;
-            for (int e = 0; e < dk * dv; e++) s[e] *= a;
+            for (int e = 0; e < dk * dv; e++) s[e] *= a * (sd ? sigm(sd[h * dk + e / dv]) : 1);
             for (int j = 0; j < dv; j++) {
                 double pred = 0;
                 for (int r = 0; r < dk; r++) pred += s[r * dv + j] * kt[r];
@@ -84,20 +85,20 @@ START_TEST(test_delta_op_naive) {
     size_t nq = (size_t)BH * N * dk, nv = (size_t)BH * N * dv, SS = (size_t)dk * dv;
     real *q = gc_random(nq, &rng, 0.5), *k = gc_random(nq, &rng, 0.5), *v = gc_random(nv, &rng, 1);
     real *ga = gc_random((size_t)BH * N, &rng, 1), *gb = gc_random((size_t)BH * N, &rng, 1.5);
-    real *Al = gc_random(H, &rng, 0.5), *dtb = gc_random(H, &rng, 0.5);
+    real *Al = gc_random(H, &rng, 0.5), *dtb = gc_random(H, &rng, 0.5), *sdv = gc_random((size_t)H * dk, &rng, 2);
     real *o = xcalloc(nv, sizeof(real));
     double *o_ref = xcalloc(nv, sizeof(double)), *S_ref = xcalloc(BH * SS, sizeof(double));
     int chunks[] = {1, 3, 11, 16};
-    for (int mode = 0; mode < 4; mode++) {
-        const real *pa = mode & 1 ? ga : NULL, *pb = mode & 2 ? gb : NULL;
-        naive_delta(o_ref, S_ref, q, k, v, pa, pb, Al, dtb, B, H, N, dk, dv, 0.7);
+    for (int mode = 0; mode < 8; mode++) { /* bits: decay, delta, the rows' decays */
+        const real *pa = mode & 1 ? ga : NULL, *pb = mode & 2 ? gb : NULL, *ps = mode & 4 ? sdv : NULL;
+        naive_delta(o_ref, S_ref, q, k, v, pa, pb, Al, dtb, ps, B, H, N, dk, dv, 0.7);
         double omax = 0;
         for (size_t i = 0; i < nv; i++) omax = fmax(omax, fabs(o_ref[i]));
         ck_assert(omax > 0.05);
         for (int ci = 0; ci < 4; ci++) {
             int C = chunks[ci], nck = (N + C - 1) / C;
             real *Sck = xcalloc((size_t)BH * (nck + 1) * SS, sizeof(real));
-            g_ops->delta_forward(o, Sck, q, k, v, pa, pb, Al, dtb, B, H, N, dk, dv, C, 0.7);
+            g_ops->delta_forward(o, Sck, q, k, v, pa, pb, Al, dtb, ps, B, H, N, dk, dv, C, 0.7);
             double eo = 0, es = 0;
             for (size_t i = 0; i < nv; i++) eo = fmax(eo, fabs(o[i] - o_ref[i]));
             for (int bh = 0; bh < BH; bh++) {
@@ -106,8 +107,8 @@ START_TEST(test_delta_op_naive) {
                     ck_assert(Sck[(size_t)bh * (nck + 1) * SS + e] == 0); /* the state before step 0 */
                 }
             }
-            ck_assert_msg(eo < 1e-12 && es < 1e-12, "delta %d decay %d chunk %d: |o| err %.3e, |S| err %.3e",
-                          mode >> 1, mode & 1, C, eo, es);
+            ck_assert_msg(eo < 1e-12 && es < 1e-12, "delta %d decay %d rows %d chunk %d: |o| err %.3e, |S| err %.3e",
+                          (mode >> 1) & 1, mode & 1, mode >> 2, C, eo, es);
             free(Sck);
         }
         /* the decoding step: N steps from a zero state give the same outputs and state */
@@ -123,7 +124,8 @@ START_TEST(test_delta_op_naive) {
                 memcpy(vs + bh * dv, v + i * dv, sizeof(real) * dv);
                 as[bh] = ga[i], bs[bh] = gb[i];
             }
-            g_ops->delta_step(os, st, H * SS + 3, qs, ks, vs, pa ? as : NULL, pb ? bs : NULL, Al, dtb, B, H, dk, dv, 0.7);
+            g_ops->delta_step(os, st, H * SS + 3, qs, ks, vs, pa ? as : NULL, pb ? bs : NULL, Al, dtb, ps, B, H, dk, dv,
+                              0.7);
             for (int bh = 0; bh < BH; bh++)
                 for (int j = 0; j < dv; j++) eo = fmax(eo, fabs(os[bh * dv + j] - o_ref[((size_t)bh * N + t) * dv + j]));
         }
@@ -131,10 +133,11 @@ START_TEST(test_delta_op_naive) {
         for (int bh = 0; bh < BH; bh++)
             for (size_t e = 0; e < SS; e++)
                 es = fmax(es, fabs(st[(bh / H) * (H * SS + 3) + (bh % H) * SS + e] - S_ref[bh * SS + e]));
-        ck_assert_msg(eo < 1e-12 && es < 1e-12, "delta_step delta %d decay %d: %.3e %.3e", mode >> 1, mode & 1, eo, es);
+        ck_assert_msg(eo < 1e-12 && es < 1e-12, "delta_step delta %d decay %d rows %d: %.3e %.3e", (mode >> 1) & 1,
+                      mode & 1, mode >> 2, eo, es);
         free(st), free(qs), free(ks), free(vs), free(as), free(bs), free(os);
     }
-    free(q), free(k), free(v), free(ga), free(gb), free(Al), free(dtb), free(o), free(o_ref), free(S_ref);
+    free(q), free(k), free(v), free(ga), free(gb), free(Al), free(dtb), free(sdv), free(o), free(o_ref), free(S_ref);
 }
 END_TEST
 
@@ -148,16 +151,18 @@ START_TEST(test_delta_backward_chunks) {
     real *q = gc_random(nq, &rng, 0.5), *k = gc_random(nq, &rng, 0.5), *v = gc_random(nv, &rng, 1);
     real *ga = gc_random(ng, &rng, 1), *gb = gc_random(ng, &rng, 1), *Al = gc_random(H, &rng, 0.5);
     real *dtb = gc_random(H, &rng, 0.5), *dout = gc_random(nv, &rng, 1), *o = xcalloc(nv, sizeof(real));
-    size_t ntot = 2 * nq + nv + 2 * ng + 2 * H;
+    real *sdv = gc_random((size_t)H * dk, &rng, 2); /* with the rows' decays (gma.slot_decay) */
+    size_t ntot = 2 * nq + nv + 2 * ng + 2 * H + (size_t)H * dk;
     real *ref = xcalloc(ntot, sizeof(real)), *g = xcalloc(ntot, sizeof(real));
     int chunks[] = {9, 1, 4, 20};
     for (int ci = 0; ci < 4; ci++) {
         int C = chunks[ci], nck = (N + C - 1) / C;
         real *Sck = xcalloc((size_t)BH * (nck + 1) * SS, sizeof(real));
         memset(g, 0, sizeof(real) * ntot);
-        g_ops->delta_forward(o, Sck, q, k, v, ga, gb, Al, dtb, B, H, N, dk, dv, C, 0.5);
+        g_ops->delta_forward(o, Sck, q, k, v, ga, gb, Al, dtb, sdv, B, H, N, dk, dv, C, 0.5);
         g_ops->delta_backward(g, g + nq, g + 2 * nq, g + 2 * nq + nv, g + 2 * nq + nv + ng, g + 2 * nq + nv + 2 * ng,
-                              g + 2 * nq + nv + 2 * ng + H, dout, Sck, q, k, v, ga, gb, Al, dtb, B, H, N, dk, dv, C, 0.5);
+                              g + 2 * nq + nv + 2 * ng + H, g + 2 * nq + nv + 2 * ng + 2 * H, dout, Sck, q, k, v, ga, gb,
+                              Al, dtb, sdv, B, H, N, dk, dv, C, 0.5);
         if (ci == 0) memcpy(ref, g, sizeof(real) * ntot);
         double e = 0, gm = 0;
         for (size_t i = 0; i < ntot; i++) e = fmax(e, fabs(g[i] - ref[i])), gm = fmax(gm, fabs(ref[i]));
@@ -165,7 +170,7 @@ START_TEST(test_delta_backward_chunks) {
         ck_assert_msg(e < 1e-12 * gm, "chunk %d: gradients differ from chunk N by %.3e", C, e);
         free(Sck);
     }
-    free(q), free(k), free(v), free(ga), free(gb), free(Al), free(dtb), free(dout), free(o), free(ref), free(g);
+    free(q), free(k), free(v), free(ga), free(gb), free(Al), free(dtb), free(sdv), free(dout), free(o), free(ref), free(g);
 }
 END_TEST
 

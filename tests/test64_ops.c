@@ -24,7 +24,7 @@ struct Op {
     real *x[MAXT], *g[MAXT], *y[MAXT], *r[MAXT];
     size_t nx[MAXT], ny[MAXT];
     const char *name[MAXT];
-    int ni, no, i[8];
+    int ni, no, i[9];
     const void *p[2];
     real s;
 };
@@ -459,29 +459,36 @@ static void g_rownorm(int R, int C, int mean, int gated) {
     check(&o, gated ? "rownorm gated" : "rownorm l2");
     g_rng = keep;
 }
+/* the inputs in order: q, k, v, (ga, A_log, dt_bias with decay), (gb with delta), (sd with the
+ * rows' decays) */
 static void f_delta(Op *o) {
-    int *i = o->i, dl = i[6], dc = i[7];
+    int *i = o->i, dl = i[6], dc = i[7], rw = i[8], isd = 3 + 3 * dc + dl;
     real **x = o->x;
     g_ops->delta_forward(o->y[0], o->y[1], x[0], x[1], x[2], dc ? x[3] : NULL, dl ? x[dc ? 6 : 3] : NULL,
-                         dc ? x[4] : NULL, dc ? x[5] : NULL, i[0], i[1], i[2], i[3], i[4], i[5], o->s);
+                         dc ? x[4] : NULL, dc ? x[5] : NULL, rw ? x[isd] : NULL, i[0], i[1], i[2], i[3], i[4], i[5],
+                         o->s);
 }
-static void g_delta(int B, int H, int N, int dk, int dv, int chunk, int delta, int decay) {
-    int nck = (N + chunk - 1) / chunk;
+static void g_delta(int B, int H, int N, int dk, int dv, int chunk, int delta, int decay, int rows) {
+    int nck = (N + chunk - 1) / chunk, isd = 3 + 3 * decay + delta;
     size_t R = (size_t)B * H * N;
     Rng keep = g_rng;
-    Op o = {.fwd = f_delta, .i = {B, H, N, dk, dv, chunk, delta, decay}, .s = 0.6};
+    Op o = {.fwd = f_delta, .i = {B, H, N, dk, dv, chunk, delta, decay, rows}, .s = 0.6};
     in(&o, "q", R * dk, 0.5, 0), in(&o, "k", R * dk, 0.5, 0), in(&o, "v", R * dv, 1, 0);
     if (decay) in(&o, "ga", R, 1, 0), in(&o, "A_log", H, 0.5, 0), in(&o, "dt_bias", H, 0.5, 0);
     if (delta) in(&o, "gb", R, 1.5, 0);
+    if (rows) in(&o, "sd", (size_t)H * dk, 2, 0);
     out(&o, R * dv), out(&o, (size_t)B * H * (nck + 1) * dk * dv);
     memset(o.r[1], 0, sizeof(real) * o.ny[1]); /* the states: saved */
     o.fwd(&o);
     real **x = o.x, **g = o.g;
     g_ops->delta_backward(g[0], g[1], g[2], decay ? g[3] : NULL, delta ? g[decay ? 6 : 3] : NULL, decay ? g[4] : NULL,
-                          decay ? g[5] : NULL, o.r[0], o.y[1], x[0], x[1], x[2], decay ? x[3] : NULL,
-                          delta ? x[decay ? 6 : 3] : NULL, decay ? x[4] : NULL, decay ? x[5] : NULL, B, H, N, dk, dv,
-                          chunk, o.s);
-    check(&o, delta ? (decay ? "delta rule, decay" : "delta rule") : (decay ? "decay only" : "linear"));
+                          decay ? g[5] : NULL, rows ? g[isd] : NULL, o.r[0], o.y[1], x[0], x[1], x[2],
+                          decay ? x[3] : NULL, delta ? x[decay ? 6 : 3] : NULL, decay ? x[4] : NULL,
+                          decay ? x[5] : NULL, rows ? x[isd] : NULL, B, H, N, dk, dv, chunk, o.s);
+    char label[64];
+    snprintf(label, sizeof label, "%s%s", delta ? (decay ? "delta rule, decay" : "delta rule") : (decay ? "decay only" : "linear"),
+             rows ? ", rows' decays" : "");
+    check(&o, label);
     g_rng = keep;
 }
 

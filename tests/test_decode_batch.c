@@ -40,6 +40,9 @@ static const char *g_cases[][2] = {
     {"sdpa", "sdpa.window=3"}, /* a ring of 3 rows, 10 positions */
     {"sdpa", "sdpa.window=3;model.short_conv=4"}, /* the ring and the convolutions' rows in one state */
     {"gma", "model.mixer=sdpa,gma;model.norm=rmsnorm;model.mlp_act=swiglu;model.tie_embeddings=false"}, /* recipe */
+    {"gma", "gma.write=delta"},
+    {"gma", "gma.write=delta;model.short_conv=4;gma.n_components=5"},
+    {"gma", "gma.write=delta;gma.slot_decay=true"},
 };
 
 static void tiny_model(Model *m, size_t c, int W, uint64_t seed) {

@@ -56,6 +56,10 @@ static const char *g_cases[][2] = {
     {"sdpa", "sdpa.window=3;model.short_conv=4"}, /* the ring and the convolutions' rows in one state */
     {"gma", "model.mixer=sdpa,gma;sdpa.window=1"},      /* a ring of one row */
     {"gma", "model.mixer=sdpa,gma;model.norm=rmsnorm;model.mlp_act=swiglu;model.tie_embeddings=false"}, /* recipe */
+    {"gma", "gma.write=delta"},
+    {"gma", "gma.write=delta;gma.routing=softmax;model.short_conv=4"},
+    {"gma", "model.mixer=baseconv,gma;model.pos=none;gma.write=delta;gma.chunk=5"},
+    {"gma", "gma.write=delta;gma.slot_decay=true;model.short_conv=3"},
 };
 enum { W = 24, V = 23, NEW = 6 };
 

@@ -231,7 +231,7 @@ END_TEST
  * position by position, for every mixer with a decode step (performer: with a running key
  * stabiliser; mamba: the convolution window and the scan state; baseconv: the convolution window;
  * model.short_conv: the convolutions' last inputs; gdn: the windows of its three convolutions and
- * the state S of each variant); auto with its threshold
+ * the state S of each variant; gma.write "delta": its slot memory S); auto with its threshold
  * inside the window says it has none */
 START_TEST(test_decode_matches_forward) {
     const char *cases[][2] = {
@@ -265,6 +265,10 @@ START_TEST(test_decode_matches_forward) {
         {"gdn", "gdn.delta=false;gdn.expand_v=2"},
         {"gdn", "gdn.decay=false;gdn.conv_size=1"},
         {"gdn", "gdn.delta=false;gdn.decay=false;gdn.chunk=5"},
+        {"gma", "gma.write=delta"},
+        {"gma", "gma.write=delta;gma.routing=softmax;model.short_conv=4"},
+        {"gma", "model.mixer=baseconv,gma;model.pos=none;gma.write=delta;gma.n_components=5"},
+        {"gma", "gma.write=delta;gma.slot_decay=true;gma.routing=softmax"},
     };
     ck_assert_int_eq(ops_select(OPS_CPU), 0);
     for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {

@@ -276,24 +276,26 @@
     /* The (gated) delta rule for B H heads, q, k [B,H,N,dk], v, o [B,H,N,dv], per head S [dk,dv] (S_{-1} = 0):       \
      *   a_t = exp(-exp(A_log_h) softplus(ga_t + dt_bias_h))  (ga [B,H,N]; NULL: a_t = 1)                             \
      *   b_t = sigmoid(gb_t)  (gb [B,H,N]; NULL: no delta, S_t = a_t S_{t-1} + k_t v_t^T)                            \
-     *   S_t = a_t S_{t-1} + k_t (b_t (v_t - (a_t S_{t-1})^T k_t))^T ;  o_t = scale S_t^T q_t.                       \
+     *   D_h = diag(sigmoid(sd_h))  (sd [H,dk]: a fixed decay of each row of S; NULL: D = I)                          \
+     *   S_t = a_t D S_{t-1} + k_t (b_t (v_t - (a_t D S_{t-1})^T k_t))^T ;  o_t = scale S_t^T q_t.                   \
      * Sck [B,H,ceil(N/chunk)+1,dk,dv]: the state before each chunk of `chunk` steps, then the                        \
      * final state. The backward pass walks the chunks in reverse, recomputing the chunk's                           \
-     * states from its checkpoint, and accumulates dq, dk, dv, dga, dgb and dA_log, ddt_bias [H]                    \
-     * (dga, dA_log, ddt_bias unused when ga is NULL; dgb when gb is NULL). */                                        \
+     * states from its checkpoint, and accumulates dq, dk, dv, dga, dgb, dA_log, ddt_bias [H]                       \
+     * and dsd [H,dk] (dga, dA_log, ddt_bias unused when ga is NULL; dgb when gb is NULL; dsd                        \
+     * when sd is NULL). */                                                                                           \
     X(void, delta_forward, (real *o, real *Sck, const real *q, const real *k, const real *v, const real *ga,          \
-        const real *gb, const real *A_log, const real *dt_bias, int B, int H, int N, int dk, int dv, int chunk,       \
-        real scale))                                                                                                  \
+        const real *gb, const real *A_log, const real *dt_bias, const real *sd, int B, int H, int N, int dk, int dv,  \
+        int chunk, real scale))                                                                                       \
     X(void, delta_backward, (real *dq, real *dk_, real *dv_, real *dga, real *dgb, real *dA_log, real *ddt_bias,       \
-        const real *dout, const real *Sck, const real *q, const real *k, const real *v, const real *ga,               \
-        const real *gb, const real *A_log, const real *dt_bias, int B, int H, int N, int dk, int dv, int chunk,       \
-        real scale))                                                                                                  \
+        real *dsd, const real *dout, const real *Sck, const real *q, const real *k, const real *v, const real *ga,    \
+        const real *gb, const real *A_log, const real *dt_bias, const real *sd, int B, int H, int N, int dk, int dv,  \
+        int chunk, real scale))                                                                                       \
     /* One step of delta_forward for incremental decoding: sequence b's S [H,dk,dv] at                                \
      * state + b state_stride, carried from call to call (zero before the first token);                               \
-     * q, k [B,H,dk], v, o [B,H,dv], ga, gb [B,H] (or NULL as in delta_forward). */                                   \
+     * q, k [B,H,dk], v, o [B,H,dv], ga, gb [B,H], sd [H,dk] (or NULL as in delta_forward). */                        \
     X(void, delta_step, (real *o, real *state, size_t state_stride, const real *q, const real *k, const real *v,      \
-        const real *ga, const real *gb, const real *A_log, const real *dt_bias, int B, int H, int dk, int dv,        \
-        real scale))
+        const real *ga, const real *gb, const real *A_log, const real *dt_bias, const real *sd, int B, int H, int dk, \
+        int dv, real scale))
 
 /* The backends and the precisions of their matrix products, as the config keys device and
  * precision hold them (CFGT_ENUM: the index of the name among OPS_DEVICES, OPS_PRECISIONS). */

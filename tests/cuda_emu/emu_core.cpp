@@ -375,32 +375,38 @@ static void t_rownorm(int R, int C, int mean, int gated) {
     if (gated) cmp("rownorm dw", dw2, dw1), cmp("rownorm dg", dg2, dg1);
 }
 /* the delta rule: outputs, the saved states, every gradient (the CPU's states given to both backward passes) */
-static void t_delta(int B, int H, int N, int dk, int dv, int chunk, int delta, int decay) {
-    printf("delta B%d H%d N%d dk%d dv%d chunk%d delta%d decay%d\n", B, H, N, dk, dv, chunk, delta, decay);
+static void t_delta(int B, int H, int N, int dk, int dv, int chunk, int delta, int decay, int rows) {
+    printf("delta B%d H%d N%d dk%d dv%d chunk%d delta%d decay%d rows%d\n", B, H, N, dk, dv, chunk, delta, decay, rows);
     size_t R = (size_t)B * H * N, nst = (size_t)B * H * ((N + chunk - 1) / chunk + 1) * dk * dv;
     V q = rnd(R * dk, 0.5f), k = rnd(R * dk, 0.5f), v = rnd(R * dv), ga = rnd(R), gb = rnd(R, 1.5f), Al = rnd(H, 0.5f), dtb = rnd(H, 0.5f);
+    V sd = rnd((size_t)H * dk, 2);
     const float *pa = decay ? F(ga) : NULL, *pb = delta ? F(gb) : NULL, *pA = decay ? F(Al) : NULL, *pd = decay ? F(dtb) : NULL;
+    const float *ps = rows ? F(sd) : NULL;
     V o1(R * dv), o2(o1.size()), s1(nst), s2(nst);
-    CP->delta_forward(F(o1), F(s1), F(q), F(k), F(v), pa, pb, pA, pd, B, H, N, dk, dv, chunk, 0.6f);
-    CU->delta_forward(F(o2), F(s2), F(q), F(k), F(v), pa, pb, pA, pd, B, H, N, dk, dv, chunk, 0.6f);
+    CP->delta_forward(F(o1), F(s1), F(q), F(k), F(v), pa, pb, pA, pd, ps, B, H, N, dk, dv, chunk, 0.6f);
+    CU->delta_forward(F(o2), F(s2), F(q), F(k), F(v), pa, pb, pA, pd, ps, B, H, N, dk, dv, chunk, 0.6f);
     cmp("delta out", o2, o1); cmp("delta states", s2, s1);
     V dout = rnd(o1.size()), dq1 = rnd(q.size()), dq2 = dq1, dk1 = rnd(k.size()), dk2 = dk1, dv1 = rnd(v.size()), dv2 = dv1,
-      da1 = rnd(R), da2 = da1, db1 = rnd(R), db2 = db1, dA1 = rnd(H), dA2 = dA1, dt1 = rnd(H), dt2 = dt1;
-    CP->delta_backward(F(dq1), F(dk1), F(dv1), F(da1), F(db1), F(dA1), F(dt1), F(dout), F(s1), F(q), F(k), F(v), pa, pb, pA, pd, B, H, N, dk, dv, chunk, 0.6f);
-    CU->delta_backward(F(dq2), F(dk2), F(dv2), F(da2), F(db2), F(dA2), F(dt2), F(dout), F(s1), F(q), F(k), F(v), pa, pb, pA, pd, B, H, N, dk, dv, chunk, 0.6f);
+      da1 = rnd(R), da2 = da1, db1 = rnd(R), db2 = db1, dA1 = rnd(H), dA2 = dA1, dt1 = rnd(H), dt2 = dt1,
+      ds1 = rnd(sd.size()), ds2 = ds1;
+    CP->delta_backward(F(dq1), F(dk1), F(dv1), F(da1), F(db1), F(dA1), F(dt1), F(ds1), F(dout), F(s1), F(q), F(k), F(v), pa, pb, pA, pd, ps, B, H, N, dk, dv, chunk, 0.6f);
+    CU->delta_backward(F(dq2), F(dk2), F(dv2), F(da2), F(db2), F(dA2), F(dt2), F(ds2), F(dout), F(s1), F(q), F(k), F(v), pa, pb, pA, pd, ps, B, H, N, dk, dv, chunk, 0.6f);
     cmp("delta dq", dq2, dq1); cmp("delta dk", dk2, dk1); cmp("delta dv", dv2, dv1);
     if (decay) cmp("delta dga", da2, da1), cmp("delta dA_log", dA2, dA1), cmp("delta ddt_bias", dt2, dt1);
     if (delta) cmp("delta dgb", db2, db1);
+    if (rows) cmp("delta dsd", ds2, ds1);
 }
 /* the decoding step on states a stride apart, three steps from a random state */
-static void t_delta_step(int B, int H, int dk, int dv, int delta, int decay) {
-    printf("delta_step B%d H%d dk%d dv%d delta%d decay%d\n", B, H, dk, dv, delta, decay);
+static void t_delta_step(int B, int H, int dk, int dv, int delta, int decay, int rows) {
+    printf("delta_step B%d H%d dk%d dv%d delta%d decay%d rows%d\n", B, H, dk, dv, delta, decay, rows);
     size_t ss = (size_t)H * dk * dv + 5, hd = (size_t)B * H;
     V st1 = rnd(B * ss, 0.3f), st2 = st1, Al = rnd(H, 0.5f), dtb = rnd(H, 0.5f), o1(hd * dv), o2(o1.size());
+    V sd = rnd((size_t)H * dk, 2);
+    const float *ps = rows ? F(sd) : NULL;
     for (int t = 0; t < 3; t++) {
         V q = rnd(hd * dk, 0.5f), k = rnd(hd * dk, 0.5f), v = rnd(hd * dv), ga = rnd(hd), gb = rnd(hd, 1.5f);
-        CP->delta_step(F(o1), F(st1), ss, F(q), F(k), F(v), decay ? F(ga) : NULL, delta ? F(gb) : NULL, F(Al), F(dtb), B, H, dk, dv, 0.6f);
-        CU->delta_step(F(o2), F(st2), ss, F(q), F(k), F(v), decay ? F(ga) : NULL, delta ? F(gb) : NULL, F(Al), F(dtb), B, H, dk, dv, 0.6f);
+        CP->delta_step(F(o1), F(st1), ss, F(q), F(k), F(v), decay ? F(ga) : NULL, delta ? F(gb) : NULL, F(Al), F(dtb), ps, B, H, dk, dv, 0.6f);
+        CU->delta_step(F(o2), F(st2), ss, F(q), F(k), F(v), decay ? F(ga) : NULL, delta ? F(gb) : NULL, F(Al), F(dtb), ps, B, H, dk, dv, 0.6f);
         cmp("delta_step out", o2, o1); cmp("delta_step state", st2, st1);
     }
 }

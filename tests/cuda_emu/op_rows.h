@@ -88,14 +88,17 @@
     ROW(delta, rownorm, 1, (20, 40, 1, 1))        /* the gated RMSNorm */                                             \
     ROW(delta, rownorm, 1, (3, 1, 1, 1))                                                                               \
     ROW(delta, rownorm, 0, (600, 70, 1, 1))                                                                            \
-    ROW(delta, delta, 1, (2, 3, 11, 4, 5, 3, 1, 1)) /* B, H, N, dk, dv, chunk, delta, decay */                         \
-    ROW(delta, delta, 1, (1, 2, 9, 6, 6, 4, 0, 1))                                                                     \
-    ROW(delta, delta, 1, (2, 1, 7, 3, 4, 16, 1, 0))                                                                    \
-    ROW(delta, delta, 1, (1, 1, 5, 2, 3, 1, 0, 0))                                                                     \
-    ROW(delta, delta, 0, (2, 2, 70, 40, 70, 16, 1, 1)) /* more columns than a warp, ragged chunks */                   \
-    ROW(delta, delta, 0, (1, 2, 33, 64, 32, 64, 1, 1)) /* one chunk */                                                 \
-    ROW(delta, delta_step, 0, (3, 2, 5, 7, 1, 1))     /* B, H, dk, dv, delta, decay */                               \
-    ROW(delta, delta_step, 0, (2, 1, 33, 40, 0, 1))
+    ROW(delta, delta, 1, (2, 3, 11, 4, 5, 3, 1, 1, 1)) /* B, H, N, dk, dv, chunk, delta, decay, rows' decays */       \
+    ROW(delta, delta, 1, (1, 2, 9, 6, 6, 4, 0, 1, 0))                                                                  \
+    ROW(delta, delta, 1, (2, 1, 7, 3, 4, 16, 1, 0, 1)) /* gma.write delta with gma.slot_decay */                      \
+    ROW(delta, delta, 1, (2, 1, 7, 3, 4, 16, 1, 0, 0))                                                                 \
+    ROW(delta, delta, 1, (1, 1, 5, 2, 3, 1, 0, 0, 0))                                                                  \
+    ROW(delta, delta, 0, (2, 2, 70, 40, 70, 16, 1, 1, 0)) /* more columns than a warp, ragged chunks */                \
+    ROW(delta, delta, 0, (2, 2, 40, 40, 70, 16, 1, 0, 1))                                                              \
+    ROW(delta, delta, 0, (1, 2, 33, 64, 32, 64, 1, 1, 0)) /* one chunk */                                              \
+    ROW(delta, delta_step, 0, (3, 2, 5, 7, 1, 1, 1))     /* B, H, dk, dv, delta, decay, rows' decays */               \
+    ROW(delta, delta_step, 0, (2, 1, 33, 40, 0, 1, 0))                                                                 \
+    ROW(delta, delta_step, 0, (2, 2, 40, 70, 1, 0, 1))
 
 #define BASE_ROWS(ROW)                                                                                                 \
     ROW(elem, elem, 1, (1000))                                                                                         \

@@ -191,7 +191,7 @@ static void gdn_forward(Mixer *m, const MixerCtx *c, real *y, const real *h, con
     if (p->decay) gate_forward(m, params, P_A, h, a.ga, tg, B, N);
     if (p->delta) gate_forward(m, params, P_B, h, a.gb, tg, B, N);
     g_ops->delta_forward(a.oh, a.Sck, a.qn, a.kn, a.vh, p->decay ? a.ga : NULL, p->delta ? a.gb : NULL,
-                         opt_param(m, params, P_ALOG), opt_param(m, params, P_DTB), B, H, N, d, p->dv, p->chunk,
+                         opt_param(m, params, P_ALOG), opt_param(m, params, P_DTB), NULL, B, H, N, d, p->dv, p->chunk,
                          (real)(1 / sqrt((double)d)));
     g_ops->merge_heads(a.om, a.oh, B, N, H, p->dv);
     linear_forward(a.gg, h, MP(m, params, P_G), NULL, R, m->Dm, p->Dv);
@@ -228,9 +228,9 @@ static void gdn_backward(Mixer *m, const MixerCtx *c, real *dh, const real *dy, 
                             p->dv, 1);
     linear_backward(dh, MP(m, grads, P_G), NULL, dgg, h, MP(m, params, P_G), R, m->Dm, p->Dv);
     g_ops->split_heads(doh, dom, B, N, H, p->dv);
-    g_ops->delta_backward(dqn, dkn, dvh, dga, dgb, opt_param(m, grads, P_ALOG), opt_param(m, grads, P_DTB), doh, a.Sck,
+    g_ops->delta_backward(dqn, dkn, dvh, dga, dgb, opt_param(m, grads, P_ALOG), opt_param(m, grads, P_DTB), NULL, doh, a.Sck,
                           a.qn, a.kn, a.vh, p->decay ? a.ga : NULL, p->delta ? a.gb : NULL,
-                          opt_param(m, params, P_ALOG), opt_param(m, params, P_DTB), B, H, N, d, p->dv, p->chunk,
+                          opt_param(m, params, P_ALOG), opt_param(m, params, P_DTB), NULL, B, H, N, d, p->dv, p->chunk,
                           (real)(1 / sqrt((double)d)));
     const real *dg[2] = {dga, dgb};
     int pg[2] = {P_A, P_B}, on[2] = {p->decay, p->delta};
@@ -295,7 +295,7 @@ static void gdn_decode(Mixer *m, real *y, const real *h, const real *params, rea
     if (p->decay) linear_forward(a.ga, h, MP(m, params, P_A), NULL, B, m->Dm, H); /* [B,H] */
     if (p->delta) linear_forward(a.gb, h, MP(m, params, P_B), NULL, B, m->Dm, H);
     g_ops->delta_step(a.oh, state, ss, a.qn, a.kn, a.vh, p->decay ? a.ga : NULL, p->delta ? a.gb : NULL,
-                      opt_param(m, params, P_ALOG), opt_param(m, params, P_DTB), B, H, d, p->dv,
+                      opt_param(m, params, P_ALOG), opt_param(m, params, P_DTB), NULL, B, H, d, p->dv,
                       (real)(1 / sqrt((double)d)));
     linear_forward(a.gg, h, MP(m, params, P_G), NULL, B, m->Dm, Dv);
     g_ops->rownorm_forward(a.on, a.ro, a.oh, MP(m, params, P_NORM), a.gg, B * H, p->dv, NORM_EPS, 1);

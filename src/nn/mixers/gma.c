@@ -2,7 +2,10 @@
  * docs/model.md's: routing §3.2 (gaussian) and §3.3 (softmax), the linear mixing core §3.1,
  * the EMA memory §3.4, the diversity loss §4, initialisation §5. Contract:
  *   y = linmix(route(Q), route(K), V) Wo^T + bo (gma.memory "none"; padded keys: zero rows),
- *   or the EMA memory's read (gma.memory "ema"); Hp = 1 with gma.shared_components, else H.
+ *   or the EMA memory's read (gma.memory "ema"), or the delta-rule slot memory's read
+ *   (gma.write "delta", §3.10: the gdn mixer's delta ops with route(K) as the keys, gate
+ *   b_proj, and with gma.slot_decay the slots' decay logits slot_decay [H,Kc]);
+ *   Hp = 1 with gma.shared_components, else H.
  *   Parameters under PREFIX.gma.*: mu, var_raw [Hp,Kc,d], prior_logits [Hp,Kc] (gaussian),
  *   router.weight [Hp,Kc,d], router.bias [Hp,Kc] (softmax); memory [H,Kc,d] is a
  *   GROUP_BUFFER (checkpointed, never trained, updated by update_buffers after each training
@@ -10,26 +13,31 @@
  *   The diversity loss is reported through aux_loss and its gradient added before the
  *   routing backward.
  * Memory: the forward saves qh, kh, vh, oh [B,H,N,d] and den [B,H,N] (with the EMA memory
- * also gq, gk [B,H,N,Kc]); the backward recomputes the responsibilities and chunk states a
- * group of (batch, head) rows at a time (group_heads), as the tiled sdpa recomputes its
- * probabilities, so a layer keeps O(N d), never O(N Kc). With Kc <= d the group's dgq
+ * also gq, gk [B,H,N,Kc]; with the delta write gq, gk, the gate's input and the op's
+ * checkpoints of S instead of den); the add write's backward recomputes the
+ * responsibilities and chunk states a group of (batch, head) rows at a time (group_heads),
+ * as the tiled sdpa recomputes its probabilities, so a layer keeps O(N d), never O(N Kc)
+ * (the delta write keeps O(N Kc)). With Kc <= d the group's dgq
  * lives in its own rows of dk. query_resp recomputes the query responsibilities from the
  * saved qh with the parameters as they are now. */
 #include <stdlib.h>
 #include <string.h>
 
+#include "nn/linear.h"
+#include "nn/mixers/cross.h"
 #include "nn/mixers/gma_core.h"
 #include "nn/mixers/linear_core.h"
 #include "nn/mixers/mixer.h"
 
 const MixerVT mixer_gma;
-enum { P_MU = AP_N, P_VAR, P_PRIOR, P_RW, P_RB, P_MEM };
+enum { P_MU = AP_N, P_VAR, P_PRIOR, P_RW, P_RB, P_MEM, P_BW, P_BB, P_SD };
 
 /* the keys gma.* */
 /* the values of gma's choice keys, in the order of their rows' choices */
 enum { ROUTING_GAUSSIAN, ROUTING_SOFTMAX };
 enum { GINIT_DEFAULT, GINIT_KMEANS, GINIT_ORTHOGONAL };
 enum { MEMORY_NONE, MEMORY_EMA };
+enum { WRITE_ADD, WRITE_DELTA };
 enum { DIV_TOKEN, DIV_BATCH };
 enum { COLLAPSE_WARN, COLLAPSE_REINIT, COLLAPSE_STOP };
 
@@ -42,6 +50,8 @@ typedef struct GmaCfg {
     int init;               /* GINIT_DEFAULT | GINIT_KMEANS | GINIT_ORTHOGONAL */
     double init_mean_scale;
     int memory;             /* MEMORY_NONE | MEMORY_EMA */
+    int write;              /* WRITE_ADD | WRITE_DELTA (docs/model.md §3.10) */
+    int slot_decay;         /* a learned decay of each slot (gma.write "delta") */
     double ema_decay;       /* 0 = 1 - 1/(B N) */
     double div_weight;
     int div_mode;           /* DIV_TOKEN | DIV_BATCH */
@@ -72,6 +82,12 @@ static const CfgKey gma_keys[] = {
     {"init_mean_scale", CFGT_REAL, O(init_mean_scale), 0, "0", 0, 1e6, NULL,
      "Std of the initial means (0 = (2 d)^(-1/4): soft initial responsibilities, see README)."},
     {"memory", CFGT_ENUM, O(memory), 0, "none", 0, 0, "none|ema", "Value memory: from the sequence, or an EMA buffer."},
+    {"write", CFGT_ENUM, O(write), 0, "add", 0, 0, "add|delta",
+     "How a key writes the values into the Kc slots: add = the normalised linear core (3.1); delta = a delta-rule write "
+     "with the key responsibilities as the key and a learned per-head gate, read without a denominator (docs/model.md 3.10; causal only)."},
+    {"slot_decay", CFGT_BOOL, O(slot_decay), 0, "false", 0, 0, NULL,
+     "With gma.write \"delta\": a learned forgetting rate a_c = sigmoid(theta_c) of each slot (component) per head, "
+     "S_t = diag(a) S_{t-1} before the write (docs/model.md 3.10)."},
     {"ema_decay", CFGT_REAL, O(ema_decay), 0, "0", 0, 0.999999999, NULL, "EMA decay alpha in (0,1) (0 = 1 - 1/(B N))."},
     {"div_weight", CFGT_REAL, O(div_weight), 0, "0", 0, 1e6, NULL, "Weight of the diversity loss (0 = off)."},
     {"div_mode", CFGT_ENUM, O(div_mode), 0, "token", 0, 0, "token|batch", "Diversity loss form."},
@@ -108,9 +124,13 @@ static const CfgKey gma_keys[] = {
 static const CfgSection gma_section = {"gma", sizeof(GmaCfg), gma_keys, (int)(sizeof gma_keys / sizeof gma_keys[0]), NULL, NULL};
 static const GmaCfg *gcfg(const Config *c) { return cfg_section_of(c, &gma_section); }
 
+#define SLOT_DECAY_INIT 5.0 /* theta_c at the start (gma.slot_decay): a = sigmoid(5) = 0.9933, a half-life of ~100 steps */
+
 typedef struct GmaPriv {
     int Kc, chunk, shared, Hp;
     int softmax, ema, kmeans;
+    int delta;                /* gma.write "delta": the delta-rule write (docs/model.md §3.10) */
+    int slot_decay;           /* gma.slot_decay: the slots' decay logits theta [H,Kc] */
     real tau, var_floor, eps;
     double mean_scale, ema_decay, var0;
     int div_on, div_mode;
@@ -152,6 +172,35 @@ static int gma_validate(const Config *c) {
         return gma_errorf("key gma.merge_dist: %g would merge a fresh split straight back (its copies lie gma.split_shift^2 / 2 "
                           "= %g apart on the split axis; docs/model.md 4.2): below it, or 0", g->merge_dist,
                           g->split_shift * g->split_shift / 2);
+    if (g->slot_decay && g->write != WRITE_DELTA)
+        return gma_errorf("key gma.slot_decay: built for gma.write \"delta\" only (the add write's chunked core has no "
+                          "per-slot decay)");
+    if (g->write == WRITE_DELTA) {
+        if (g->memory == MEMORY_EMA)
+            return gma_errorf("key gma.write: \"delta\" writes the sequence's own values; gma.memory \"ema\" reads a "
+                              "buffer instead (use gma.memory \"none\")");
+        if (!cfg_causal(c))
+            return gma_errorf("key gma.write: \"delta\" is a causal recurrence; the model is bidirectional (model.causal)");
+        if (g->adapt_every > 0)
+            return gma_errorf("key gma.adapt_every: the structural adaptation of K is not built for gma.write \"delta\"");
+        for (int l = 0; l < c->model.n_layers; l++) {
+            const MixerVT *vt = mixer_of_layer(c, l);
+            if (vt && vt->gma_layer && vt != &mixer_gma)
+                return gma_errorf("key gma.write: \"delta\" is built for mixer \"gma\"; layer %d's mixer \"%s\" "
+                                  "embeds the add write", l, vt->name);
+        }
+        const CrossCfg *x = cross_cfg(c);
+        if (x->mixer == CROSS_GMA || (x->mixer != CROSS_NONE && x->enc_mixer == CROSS_GMA))
+            return gma_errorf("key gma.write: \"delta\" is built for mixer \"gma\"; the GMA cross-attention layers "
+                              "(cross.mixer, cross.enc_mixer) keep the add write");
+        int d = cfg_qkv_dim(c) / c->model.n_heads;
+        for (int l = 0; l < c->model.n_layers && c->device == OPS_CUDA; l++) {
+            int kc = gma_layer_kc(c, l);
+            if (kc > 1024 || d > 1024)
+                return gma_errorf("key gma.n_components: gma.write \"delta\" on device cuda holds a head's Kc %d "
+                                  "responsibilities and d %d values in shared memory: at most 1024 each", kc, d);
+        }
+    }
     if (g->dirichlet_weight > 0 && g->on_collapse == COLLAPSE_REINIT)
         return gma_errorf("key gma.dirichlet_weight: with gma.on_collapse \"reinit\" the monitor would re-seed the "
                           "components the prior drops; use \"warn\" or \"stop\"");
@@ -180,6 +229,11 @@ int gma_layer_kc(const Config *c, int layer) {
 }
 
 static Mixer *gma_create(const Config *c, int layer, ParamTable *pt, const char *prefix) {
+    if (gcfg(c)->write == WRITE_DELTA &&
+        (NEED_OP("gma", delta_forward) || NEED_OP("gma", delta_backward) || NEED_OP("gma", delta_step)))
+        return NULL;
+    if (gcfg(c)->write == WRITE_DELTA && !cfg_causal(c)) /* also for callers that build without cfg_validate */
+        return gma_errorf("key gma.write: \"delta\" (layer %d) is a causal recurrence", layer), NULL;
     Mixer *m = mixer_new(&mixer_gma, c, pt);
     GmaPriv *g = xcalloc(1, sizeof *g);
     const GmaCfg *gc = gcfg(c);
@@ -192,6 +246,8 @@ static Mixer *gma_create(const Config *c, int layer, ParamTable *pt, const char 
     g->eps = (real)linear_core_cfg(c)->eps;
     g->softmax = gc->routing == ROUTING_SOFTMAX;
     g->ema = gc->memory == MEMORY_EMA;
+    g->delta = gc->write == WRITE_DELTA;
+    g->slot_decay = g->delta && gc->slot_decay;
     g->kmeans = gc->init == GINIT_KMEANS;
     g->orthogonal = gc->init == GINIT_ORTHOGONAL;
     g->ema_decay = gc->ema_decay;
@@ -222,7 +278,7 @@ static Mixer *gma_create(const Config *c, int layer, ParamTable *pt, const char 
         g->mean_scale = gc->init_mean_scale > 0 ? gc->init_mean_scale : pow(2.0 * m->d, -0.25);
     g->gh = GMA_MAX(1, GMA_MIN(m->H, m->D / (2 * g->Kc)));
     m->priv = g;
-    for (int i = P_MU; i <= P_MEM; i++) m->p[i] = -1;
+    for (int i = P_MU; i <= P_SD; i++) m->p[i] = -1;
     attn_proj_add(m, c, pt, prefix);
     int s3[3] = {g->Hp, g->Kc, m->d};
     char name[128];
@@ -245,6 +301,16 @@ static Mixer *gma_create(const Config *c, int layer, ParamTable *pt, const char 
         int sm[3] = {m->H, g->Kc, m->d};
         snprintf(name, sizeof name, "%s.gma.memory", prefix);
         m->p[P_MEM] = pt_add(pt, name, 3, sm, INIT_NORMAL, c->model.init_std, GROUP_BUFFER);
+    }
+    if (g->delta) { /* the write gate b = sigmoid(h Wb^T + bb), one a head */
+        snprintf(name, sizeof name, "%s.gma.b_proj.weight", prefix);
+        m->p[P_BW] = pt_add2(pt, name, m->H, m->Dm, INIT_NORMAL, c->model.init_std, GROUP_WEIGHT);
+        snprintf(name, sizeof name, "%s.gma.b_proj.bias", prefix);
+        m->p[P_BB] = pt_add1(pt, name, m->H, INIT_ZERO, 0, GROUP_BIAS);
+    }
+    if (g->slot_decay) { /* a_c = sigmoid(theta_c) */
+        snprintf(name, sizeof name, "%s.gma.slot_decay", prefix);
+        m->p[P_SD] = pt_add2(pt, name, m->H, g->Kc, INIT_CONST, SLOT_DECAY_INIT, GROUP_MIXTURE);
     }
     return m;
 }
@@ -284,9 +350,19 @@ static size_t n_state(const Mixer *m, int B, int N) {
     return (size_t)B * m->H * nc * ((size_t)g->Kc * m->d + g->Kc);
 }
 
+/* gma.write "delta": the delta rule's checkpoints of S [Kc,d] a (batch, head), before every
+ * chunk of the scan and after the last (delta_forward's Sck) */
+static size_t n_ck(const Mixer *m, int N) {
+    int C = ((const GmaPriv *)m->priv)->chunk;
+    return (size_t)(N + C - 1) / C + 1;
+}
+
 static size_t gma_act(const Mixer *m, int B, int N) {
     const GmaPriv *g = m->priv;
     size_t hs = (size_t)B * N * m->D, gs = (size_t)B * m->H * N * g->Kc;
+    if (g->delta) /* qh kh vh oh gq gk gb Sck */
+        return 4 * hs + 2 * gs + (size_t)B * m->H * N + (size_t)B * m->H * n_ck(m, N) * g->Kc * m->d +
+               attn_proj_act_size(m, B, N);
     return 4 * hs + (size_t)B * m->H * N + (g->ema ? 2 * gs : 0) + attn_proj_act_size(m, B, N);
 }
 
@@ -317,6 +393,7 @@ static size_t gma_scratch(const Mixer *m, int B, int N) {
     const GmaPriv *g = m->priv;
     size_t hs = (size_t)B * N * m->D, gs = (size_t)B * m->H * N * g->Kc;
     if (g->ema) return 5 * hs + 2 * gs;
+    if (g->delta) return 5 * hs + 2 * gs + 2 * (size_t)B * m->H * N; /* the backward's; the forward's is smaller */
     size_t grp = (g->Kc <= m->d ? 3 : 4) * (size_t)group_heads(m, B, N) * N * g->Kc; /* dgq in dk's rows when it fits */
     return GMA_MAX(fwd_dec_scratch(m, B, N), 3 * hs + GMA_MAX(hs, grp));
 }
@@ -330,12 +407,14 @@ static double gma_fused_flops(const Mixer *m, int B, int N, int causal) {
     double BH = (double)B * m->H;
     double route = g->softmax ? 0 : 2 * BH * (g->ema ? 6 : 8) * 2.0 * N * g->Kc * m->d;
     if (g->ema) return route;
+    if (g->delta) /* the routing's 2 + 4 products (the responsibilities are saved) and cpu_delta.c's 22 d Kc a token */
+        return (g->softmax ? 0 : 2 * BH * 6 * 2.0 * N * g->Kc * m->d) + BH * N * g->Kc * m->d * 22;
     return route + linmix_flops(BH, N, g->Kc, m->d, causal, g->chunk) +
            linmix_rescan_flops(BH, N, g->Kc, m->d, causal, g->chunk);
 }
 
 /* the saved activations; gq, gk only with the EMA memory (NULL: in scratch, recomputed) */
-typedef struct Acts { real *qh, *kh, *vh, *oh, *den, *gq, *gk; } Acts;
+typedef struct Acts { real *qh, *kh, *vh, *oh, *den, *gq, *gk, *gb, *Sck; } Acts;
 static Acts carve(const Mixer *m, int B, int N, const real *act_c) {
     const GmaPriv *g = m->priv;
     real *act = (real *)act_c;
@@ -348,6 +427,14 @@ static Acts carve(const Mixer *m, int B, int N, const real *act_c) {
     a.gq = g->ema ? a.oh + hs : NULL; /* EMA memory: qh kh vh oh gq gk den */
     a.gk = g->ema ? a.gq + gs : NULL;
     a.den = g->ema ? a.gk + gs : a.oh + hs;
+    a.gb = a.Sck = NULL;
+    if (g->delta) { /* qh kh vh oh gq gk gb Sck; no denominator */
+        a.gq = a.oh + hs;
+        a.gk = a.gq + gs;
+        a.gb = a.gk + gs;
+        a.Sck = a.gb + (size_t)B * m->H * N;
+        a.den = NULL;
+    }
     return a;
 }
 
@@ -438,11 +525,72 @@ void gma_mix_forward(Mixer *m, const MixerCtx *c, const real *params, real *act,
                       (2.0 * H);
 }
 
+/* ---- gma.write "delta" (docs/model.md §3.10): the responsibilities as the keys and queries
+ * of the gdn mixer's delta-rule op, without decay (ga NULL: a_t = 1) and at scale 1; the
+ * gate b_t = sigmoid(h Wb^T + bb) per head. The forward saves gq, gk, the gate's input gb
+ * and the op's checkpoints of S; the backward runs the op's adjoint, then the routing's. */
+/* the slots' decay logits theta [H,Kc] in a parameter or gradient buffer (NULL without gma.slot_decay) */
+static real *slot_theta(const Mixer *m, const real *base) { return m->p[P_SD] >= 0 ? (real *)MP(m, base, P_SD) : NULL; }
+
+static void delta_mix_forward(Mixer *m, const MixerCtx *c, const real *params, const real *h, real *act,
+                              real *scratch) {
+    GmaPriv *g = m->priv;
+    int B = c->B, N = c->N, H = m->H, d = m->d, Kc = g->Kc;
+    Acts a = carve(m, B, N, act);
+    g->params_last = params;
+    route_forward(m, params, a.gq, a.qh, B, N);
+    route_forward(m, params, a.gk, a.kh, B, N);
+    mask_rows(a.gk, c->keymask, B, H, N, Kc); /* a zero key writes nothing */
+    linear_forward(scratch, h, MP(m, params, P_BW), MP(m, params, P_BB), B * N, m->Dm, H);
+    g_ops->split_heads(a.gb, scratch, B, N, H, 1);
+    g_ops->delta_forward(a.oh, a.Sck, a.gq, a.gk, a.vh, NULL, a.gb, NULL, NULL, slot_theta(m, params), B, H, N, Kc, d,
+                         g->chunk, 1);
+    g->div_last = 0;
+    if (g->div_on && c->training)
+        g->div_last = (g_ops->gma_div_forward(a.gq, c->keymask, B, H, N, Kc, g->div_mode) +
+                       g_ops->gma_div_forward(a.gk, c->keymask, B, H, N, Kc, g->div_mode)) /
+                      (2.0 * H);
+}
+
+static void dirichlet_backward(const Mixer *m, const real *params, real *grads, double scale);
+/* scratch: doh, dv, dk, dq, tmp [B,N,D]; dgq, dgk [B,H,N,Kc]; dgb, tg [B,H,N] */
+static void delta_backward(Mixer *m, const MixerCtx *c, real *dh, const real *dy, const real *h, const real *params,
+                           real *grads, real *act, real *scratch) {
+    const GmaPriv *g = m->priv;
+    int B = c->B, N = c->N, H = m->H, d = m->d, Kc = g->Kc;
+    size_t hs = (size_t)B * N * m->D, gs = (size_t)B * H * N * Kc, bhn = (size_t)B * H * N;
+    Acts a = carve(m, B, N, act);
+    real *doh = scratch, *dv = doh + hs, *dk = dv + hs, *dq = dk + hs, *tmp = dq + hs, *dgq = tmp + hs, *dgk = dgq + gs;
+    real *dgb = dgk + gs, *tg = dgb + bhn;
+    if (g->dir_weight > 0 && c->aux_scale != 0) dirichlet_backward(m, params, grads, g->dir_weight * c->aux_scale);
+    attn_proj_out_backward(m, params, grads, doh, dy, a.oh, doh, dv, B, N);
+    g_ops->zero(dv, sizeof(real) * hs);
+    g_ops->zero(dgq, sizeof(real) * (2 * gs + bhn));
+    g_ops->delta_backward(dgq, dgk, dv, NULL, dgb, NULL, NULL, slot_theta(m, grads), doh, a.Sck, a.gq, a.gk, a.vh, NULL,
+                          a.gb, NULL, NULL, slot_theta(m, params), B, H, N, Kc, d, g->chunk, 1);
+    mask_rows(dgk, c->keymask, B, H, N, Kc);
+    if (g->div_on && c->aux_scale != 0) {
+        real s = (real)(g->div_weight * c->aux_scale / (2.0 * H));
+        g_ops->gma_div_backward(dgq, a.gq, c->keymask, B, H, N, Kc, g->div_mode, s);
+        g_ops->gma_div_backward(dgk, a.gk, c->keymask, B, H, N, Kc, g->div_mode, s);
+    }
+    g_ops->zero(dk, sizeof(real) * 2 * hs); /* dk, dq */
+    route_backward_heads(m, params, grads, dq, dgq, a.gq, a.qh, B, H, 0, N);
+    route_backward_heads(m, params, grads, dk, dgk, a.gk, a.kh, B, H, 0, N);
+    g_ops->merge_heads(tg, dgb, B, N, H, 1);
+    linear_backward(dh, MP(m, grads, P_BW), MP(m, grads, P_BB), tg, h, MP(m, params, P_BW), B * N, m->Dm, H);
+    attn_proj_qkv_conv_backward(m, c, params, grads, dh, h, dq, dk, dv, attn_proj_act(m, act, B, N), tmp);
+}
+
 static void gma_forward(Mixer *m, const MixerCtx *c, real *y, const real *h, const real *params, real *act,
                         real *scratch) {
+    const GmaPriv *g = m->priv;
     Acts a = carve(m, c->B, c->N, act);
     attn_proj_qkv_conv(m, c, params, h, a.qh, a.kh, a.vh, attn_proj_act(m, act, c->B, c->N), scratch);
-    gma_mix_forward(m, c, params, act, scratch);
+    if (g->delta)
+        delta_mix_forward(m, c, params, h, act, scratch);
+    else
+        gma_mix_forward(m, c, params, act, scratch);
     attn_proj_out(m, params, y, a.oh, scratch, c->B, c->N);
 }
 
@@ -451,6 +599,7 @@ static void gma_forward(Mixer *m, const MixerCtx *c, real *y, const real *h, con
  * z (none with the EMA memory), then the short convolutions' */
 static size_t gma_core_state(const Mixer *m) {
     const GmaPriv *g = m->priv;
+    if (g->delta) return (size_t)m->H * g->Kc * m->d; /* S [H,Kc,d] */
     return g->ema ? 0 : linmix_decode_state(m->H, g->Kc, m->d);
 }
 static size_t gma_dstate(const Mixer *m, int Nmax) { return gma_core_state(m) + attn_proj_state_size(m); }
@@ -462,6 +611,14 @@ static void gma_decode(Mixer *m, real *y, const real *h, const real *params, rea
     Acts a = carve(m, B, 1, act);
     attn_proj_qkv_step(m, params, h, a.qh, a.kh, a.vh, state + gma_core_state(m), ss, attn_proj_act(m, act, B, 1),
                        scratch, B);
+    if (g->delta) { /* gq, gk, gb in act */
+        route_forward(m, params, a.gq, a.qh, B, 1);
+        route_forward(m, params, a.gk, a.kh, B, 1);
+        linear_forward(a.gb, h, MP(m, params, P_BW), MP(m, params, P_BB), B, m->Dm, H); /* [B,H] */
+        g_ops->delta_step(a.oh, state, ss, a.gq, a.gk, a.vh, NULL, a.gb, NULL, NULL, slot_theta(m, params), B, H, Kc, d, 1);
+        attn_proj_out(m, params, y, a.oh, scratch, B, 1);
+        return;
+    }
     if (!g->ema) { /* after attn_proj_qkv_step's [B*D] buffer, read before attn_proj_out's */
         a.gq = scratch + (size_t)B * hs;
         a.gk = a.gq + (size_t)B * gs;
@@ -487,6 +644,14 @@ static void gma_prefill(Mixer *m, const MixerCtx *c, const real *h, const real *
     attn_proj_conv_prefill(m, c, attn_proj_act(m, act, c->B, c->N), state + gma_core_state(m), gma_dstate(m, Nmax));
     if (g->ema) return;
     Acts a = carve(m, c->B, c->N, act);
+    if (g->delta) { /* S: the forward's final state, the last of its checkpoints */
+        size_t SS = (size_t)g->Kc * m->d, nck = n_ck(m, c->N), ss = gma_dstate(m, Nmax);
+        for (int b = 0; b < c->B; b++)
+            for (int hh = 0; hh < m->H; hh++)
+                g_ops->copy(state + b * ss + hh * SS, a.Sck + (((size_t)b * m->H + hh) * nck + nck - 1) * SS,
+                            sizeof(real) * SS);
+        return;
+    }
     route_forward(m, params, scratch, a.kh, c->B, c->N);
     mask_rows(scratch, c->keymask, c->B, m->H, c->N, g->Kc);
     linmix_prefill(state, gma_dstate(m, Nmax), scratch, a.vh, c->B, m->H, c->N, g->Kc, m->d);
@@ -575,6 +740,10 @@ static void gma_backward(Mixer *m, const MixerCtx *c, real *dh, const real *dy, 
                          real *grads, real *act, real *scratch) {
     const GmaPriv *g = m->priv;
     int B = c->B, N = c->N;
+    if (g->delta) {
+        delta_backward(m, c, dh, dy, h, params, grads, act, scratch);
+        return;
+    }
     if (g->ema) {
         if (g->dir_weight > 0 && c->aux_scale != 0) dirichlet_backward(m, params, grads, g->dir_weight * c->aux_scale);
         gma_backward_ema(m, c, dh, dy, h, params, grads, act, scratch);
@@ -625,7 +794,7 @@ static int gma_rank_averaged(const Mixer *m, int tensor) {
  * read, with its current values) */
 static const real *query_resp(const Mixer *m, const real *act, int B, int N) {
     GmaPriv *g = m->priv;
-    if (g->ema) return carve(m, B, N, act).gq;
+    if (g->ema || g->delta) return carve(m, B, N, act).gq;
     if (!g->params_last) return NULL;
     size_t n = (size_t)B * m->H * N * g->Kc;
     if (n > g->gq_cap) {

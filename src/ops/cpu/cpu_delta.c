@@ -3,7 +3,7 @@
  * recurrence with its decoding step.
  *
  * Recurrence, per (batch, head) with the state S [dk,dv] (a thread walks time for a head):
- *   S' = a_t S_{t-1};  r_t = v_t - S'^T k_t;  S_t = S' + b_t k_t r_t^T;  o_t = scale S_t^T q_t
+ *   S' = a_t D S_{t-1} (D = diag(sigmoid(sd_h)), the rows' fixed decay; I without sd);  r_t = v_t - S'^T k_t;  S_t = S' + b_t k_t r_t^T;  o_t = scale S_t^T q_t
  * (without the delta rule S_t = S' + k_t v_t^T). Its products go through cpu_matmul (a
  * matrix-vector product or a rank-one update a step), so the profiler counts them.
  *
@@ -16,6 +16,8 @@
  *   dS += scale q_t do_t^T;  dq_t = scale S_t do_t;  dd = dS^T k_t;  dk_t += b_t dS r_t
  *   db_t = dd . r_t;  dv_t += b_t dd;  du = -b_t dd;  dk_t += S' du;  dS += k_t du^T
  *   da_t = <dS, S_{t-1}>;  dS = a_t dS
+ * (with sd: dk_t += S' du with S' = a_t D S_{t-1}; da_t = <dS, D S_{t-1}>;
+ * dsd_c += a_t (dS S_{t-1}^T)_cc D_c (1 - D_c); dS = a_t D dS)
  * Memory O(N / chunk dk dv) a head, time linear in N. dA_log, ddt_bias: one partial a
  * (batch, head), summed over the batch in a fixed order after the parallel loop, so the
  * result does not depend on the number of threads. */
@@ -98,12 +100,18 @@ void cpu_rownorm_backward(real *dx, real *dw, real *dg, const real *dout, const 
 /* the decay of a step: a = exp(lg), lg = -exp(A_log) softplus(ga + dt_bias) */
 static inline double decay_log(real ga, real A_log, real dt_bias) { return -exp(A_log) * softplus_d((double)ga + dt_bias); }
 
-/* one step on S [dk,dv]: S = a S, then with the delta rule (beta >= 0) r = v - S^T k and
- * S += beta k r^T, r written (dv); without (beta < 0) S += k v^T */
-static void delta_update(real *S, real *r, const real *k, const real *v, real a, real beta, int dk, int dv) {
+/* one step on S [dk,dv]: S = a S (with the rows' decays ad [dk]: S = a diag(ad) S), then with
+ * the delta rule (beta >= 0) r = v - S^T k and S += beta k r^T, r written (dv); without
+ * (beta < 0) S += k v^T */
+static void delta_update(real *S, real *r, const real *k, const real *v, real a, const real *ad, real beta, int dk,
+                         int dv) {
     size_t SS = (size_t)dk * dv;
-    if (a != 1)
+    if (ad) {
+        for (int c = 0; c < dk; c++)
+            for (int j = 0; j < dv; j++) S[(size_t)c * dv + j] *= a * ad[c];
+    } else if (a != 1) {
         for (size_t i = 0; i < SS; i++) S[i] *= a;
+    }
     if (beta >= 0) {
         cpu_matmul(r, k, S, 1, dv, dk, 0, 0, 1, 0); /* S^T k */
         for (int j = 0; j < dv; j++) r[j] = v[j] - r[j];
@@ -111,6 +119,13 @@ static void delta_update(real *S, real *r, const real *k, const real *v, real a,
     } else {
         cpu_matmul(S, k, v, dk, dv, 1, 0, 0, 1, 1);
     }
+}
+
+/* the rows' decays of head h, sigmoid(sd_h) (NULL without sd) into ad [dk] */
+static const real *row_decays(real *ad, const real *sd, int h, int dk) {
+    if (!sd) return NULL;
+    for (int c = 0; c < dk; c++) ad[c] = (real)sigmoid_d(sd[(size_t)h * dk + c]);
+    return ad;
 }
 
 /* a_t and b_t (b_t = -1: no delta rule) of step t of head bh */
@@ -121,41 +136,46 @@ static inline void step_gates(const real *ga, const real *gb, const real *A_log,
 }
 
 void cpu_delta_forward(real *o, real *Sck, const real *q, const real *k, const real *v, const real *ga, const real *gb,
-                       const real *A_log, const real *dt_bias, int B, int H, int N, int dk, int dv, int chunk,
-                       real scale) {
+                       const real *A_log, const real *dt_bias, const real *sd, int B, int H, int N, int dk, int dv,
+                       int chunk, real scale) {
     int BH = B * H, nck = (N + chunk - 1) / chunk;
     size_t SS = (size_t)dk * dv;
 #pragma omp parallel for schedule(static)
     for (int bh = 0; bh < BH; bh++) {
         int h = bh % H;
-        real *S = cpu_workspace(0, SS + dv), *r = S + SS, *ck = Sck + (size_t)bh * (nck + 1) * SS;
+        real *S = cpu_workspace(0, SS + dv + dk), *r = S + SS, *ck = Sck + (size_t)bh * (nck + 1) * SS;
+        const real *ad = row_decays(r + dv, sd, h, dk);
         memset(S, 0, sizeof(real) * SS);
         for (int t = 0; t < N; t++) {
             size_t i = (size_t)bh * N + t;
             real a, beta;
             if (t % chunk == 0) memcpy(ck + (size_t)(t / chunk) * SS, S, sizeof(real) * SS);
             step_gates(ga, gb, A_log, dt_bias, h, i, &a, &beta);
-            delta_update(S, r, k + i * dk, v + i * dv, a, beta, dk, dv);
+            delta_update(S, r, k + i * dk, v + i * dv, a, ad, beta, dk, dv);
             cpu_matmul(o + i * dv, q + i * dk, S, 1, dv, dk, 0, 0, scale, 0);
         }
         memcpy(ck + (size_t)nck * SS, S, sizeof(real) * SS);
     }
 }
 
-void cpu_delta_backward(real *dq, real *dk_, real *dv_, real *dga, real *dgb, real *dA_log, real *ddt_bias,
+void cpu_delta_backward(real *dq, real *dk_, real *dv_, real *dga, real *dgb, real *dA_log, real *ddt_bias, real *dsd,
                         const real *dout, const real *Sck, const real *q, const real *k, const real *v, const real *ga,
-                        const real *gb, const real *A_log, const real *dt_bias, int B, int H, int N, int dk, int dv,
-                        int chunk, real scale) {
+                        const real *gb, const real *A_log, const real *dt_bias, const real *sd, int B, int H, int N,
+                        int dk, int dv, int chunk, real scale) {
     int BH = B * H, nck = (N + chunk - 1) / chunk, C = GMA_MIN(chunk, N);
-    size_t SS = (size_t)dk * dv;
-    double *part = ga ? (double *)cpu_workspace(1, sizeof(double) / sizeof(real) * (2 * (size_t)BH + 1)) : NULL;
+    size_t SS = (size_t)dk * dv, np = (ga ? 2 : 0) + (sd ? (size_t)dk : 0); /* partials a (batch, head) */
+    double *part = np ? (double *)cpu_workspace(1, sizeof(double) / sizeof(real) * (np * BH + 1)) : NULL;
 #pragma omp parallel for schedule(static)
     for (int bh = 0; bh < BH; bh++) {
         int h = bh % H;
-        double pA = 0, pdt = 0;
-        /* st: the chunk's states S_{t0-1} .. S_{t1-1}; rr: its r_t; dS; dd, du */
-        real *st = cpu_workspace(0, (C + 1) * SS + SS + (size_t)C * dv + 2 * (size_t)dv);
-        real *dS = st + (C + 1) * SS, *rr = dS + SS, *dd = rr + (size_t)C * dv, *du = dd + dv;
+        double pA = 0, pdt = 0, *psd = sd ? part + np * bh + (ga ? 2 : 0) : NULL;
+        /* st: the chunk's states S_{t0-1} .. S_{t1-1}; rr: its r_t; dS; dd, du; with sd the rows'
+         * decays ad and S' du (tk) [dk] */
+        real *st = cpu_workspace(0, (C + 1) * SS + SS + (size_t)C * dv + 2 * (size_t)dv + 2 * (size_t)dk);
+        real *dS = st + (C + 1) * SS, *rr = dS + SS, *dd = rr + (size_t)C * dv, *du = dd + dv, *tk = du + dv + dk;
+        const real *ad = row_decays(du + dv, sd, h, dk);
+        if (psd)
+            for (int e = 0; e < dk; e++) psd[e] = 0;
         const real *ck = Sck + (size_t)bh * (nck + 1) * SS;
         memset(dS, 0, sizeof(real) * SS);
         for (int c = nck - 1; c >= 0; c--) {
@@ -166,7 +186,7 @@ void cpu_delta_backward(real *dq, real *dk_, real *dv_, real *dga, real *dgb, re
                 real a, beta, *S = st + (size_t)(t - t0 + 1) * SS;
                 memcpy(S, S - SS, sizeof(real) * SS);
                 step_gates(ga, gb, A_log, dt_bias, h, i, &a, &beta);
-                delta_update(S, rr + (size_t)(t - t0) * dv, k + i * dk, v + i * dv, a, beta, dk, dv);
+                delta_update(S, rr + (size_t)(t - t0) * dv, k + i * dk, v + i * dv, a, ad, beta, dk, dv);
             }
             for (int t = t1 - 1; t >= t0; t--) {
                 size_t i = (size_t)bh * N + t;
@@ -186,14 +206,35 @@ void cpu_delta_backward(real *dq, real *dk_, real *dv_, real *dga, real *dgb, re
                         dvt[j] += beta * dd[j];
                         du[j] = -beta * dd[j];
                     }
-                    cpu_matmul(dkt, du, Sp, 1, dk, dv, 0, 1, a, 1); /* dk += S' du, S' = a S_{t-1} */
+                    if (ad) { /* dk += S' du, S' = a D S_{t-1} */
+                        cpu_matmul(tk, du, Sp, 1, dk, dv, 0, 1, 1, 0);
+                        for (int e = 0; e < dk; e++) dkt[e] += a * ad[e] * tk[e];
+                    } else {
+                        cpu_matmul(dkt, du, Sp, 1, dk, dv, 0, 1, a, 1); /* dk += S' du, S' = a S_{t-1} */
+                    }
                     cpu_matmul(dS, kt, du, dk, dv, 1, 0, 0, 1, 1);  /* dS += k du^T */
                     dgb[i] += (real)(db * beta * (1 - beta));
                 } else {
                     cpu_matmul(dvt, kt, dS, 1, dv, dk, 0, 0, 1, 1); /* dv += dS^T k */
                     cpu_matmul(dkt, vt, dS, 1, dk, dv, 0, 1, 1, 1); /* dk += dS v */
                 }
-                if (ga) {
+                if (ad) { /* da_t = <dS, D S_{t-1}>, dsd; dS = a D dS */
+                    double da = 0;
+                    for (int e = 0; e < dk; e++) {
+                        double rs = 0;
+                        for (int j = 0; j < dv; j++) rs += (double)dS[(size_t)e * dv + j] * Sp[(size_t)e * dv + j];
+                        da += rs * ad[e];
+                        psd[e] += a * rs * ad[e] * (1 - ad[e]);
+                        for (int j = 0; j < dv; j++) dS[(size_t)e * dv + j] *= a * ad[e];
+                    }
+                    if (ga) {
+                        double lg = decay_log(ga[i], A_log[h], dt_bias[h]);
+                        double dlg = da * a, dpre = dlg * -exp(A_log[h]) * sigmoid_d((double)ga[i] + dt_bias[h]);
+                        dga[i] += (real)dpre;
+                        pA += dlg * lg;
+                        pdt += dpre;
+                    }
+                } else if (ga) {
                     double da = 0, lg = decay_log(ga[i], A_log[h], dt_bias[h]);
                     for (size_t e = 0; e < SS; e++) da += (double)dS[e] * Sp[e];
                     for (size_t e = 0; e < SS; e++) dS[e] *= a;
@@ -204,27 +245,35 @@ void cpu_delta_backward(real *dq, real *dk_, real *dv_, real *dga, real *dgb, re
                 }
             }
         }
-        if (part) part[2 * bh] = pA, part[2 * bh + 1] = pdt;
+        if (ga) part[np * bh] = pA, part[np * bh + 1] = pdt;
     }
-    if (part)
+    if (ga)
         for (int h = 0; h < H; h++) {
             double sA = 0, sdt = 0;
-            for (int b = 0; b < B; b++) sA += part[2 * ((size_t)b * H + h)], sdt += part[2 * ((size_t)b * H + h) + 1];
+            for (int b = 0; b < B; b++) sA += part[np * ((size_t)b * H + h)], sdt += part[np * ((size_t)b * H + h) + 1];
             dA_log[h] += (real)sA;
             ddt_bias[h] += (real)sdt;
         }
+    if (sd)
+        for (int h = 0; h < H; h++)
+            for (int e = 0; e < dk; e++) {
+                double s = 0;
+                for (int b = 0; b < B; b++) s += part[np * ((size_t)b * H + h) + (ga ? 2 : 0) + e];
+                dsd[(size_t)h * dk + e] += (real)s;
+            }
 }
 
 void cpu_delta_step(real *o, real *state, size_t state_stride, const real *q, const real *k, const real *v,
-                    const real *ga, const real *gb, const real *A_log, const real *dt_bias, int B, int H, int dk, int dv,
-                    real scale) {
+                    const real *ga, const real *gb, const real *A_log, const real *dt_bias, const real *sd, int B, int H,
+                    int dk, int dv, real scale) {
     size_t SS = (size_t)dk * dv;
 #pragma omp parallel for schedule(static) if (PAR_WORTH((size_t)B * H * SS))
     for (int bh = 0; bh < B * H; bh++) {
         int b = bh / H, h = bh % H;
-        real a, beta, *S = state + b * state_stride + h * SS, *r = cpu_workspace(0, dv);
+        real a, beta, *S = state + b * state_stride + h * SS, *r = cpu_workspace(0, dv + dk);
+        const real *ad = row_decays(r + dv, sd, h, dk);
         step_gates(ga, gb, A_log, dt_bias, h, bh, &a, &beta);
-        delta_update(S, r, k + (size_t)bh * dk, v + (size_t)bh * dv, a, beta, dk, dv);
+        delta_update(S, r, k + (size_t)bh * dk, v + (size_t)bh * dv, a, ad, beta, dk, dv);
         cpu_matmul(o + (size_t)bh * dv, q + (size_t)bh * dk, S, 1, dv, dk, 0, 0, scale, 0);
     }
 }

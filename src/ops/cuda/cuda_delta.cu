@@ -13,8 +13,11 @@
  * then runs the adjoint steps in three phases a step: per column (dS += scale q do^T,
  * dd = dS^T k, dv, du), per row (dq, dk: sums over the columns in order), per column
  * (dS += k du^T, <dS, S_{t-1}>, dS *= a); the step's scalars (db, da) are summed over the
- * columns in order by thread 0. dA_log, ddt_bias: one partial a (batch, head), summed over
- * the batch in order by a second kernel. No atomics: results repeat bit for bit. A
+ * columns in order by thread 0. With the rows' decays D = diag(sigmoid(sd_h)) (sd) the
+ * forward scales row i of S by a_t D_i, and the backward adds a per-row phase after the
+ * third (<dS, S_{t-1}> of each row, summed over the columns in order, then dS *= a D).
+ * dA_log, ddt_bias, dsd: one partial a (batch, head), summed over the batch in order by a
+ * second kernel. No atomics: results repeat bit for bit. A
  * decoding step is one block per (sequence, head) on the state in the decode buffer. */
 #include "ops/cuda/cuda_common.cuh"
 
@@ -112,13 +115,14 @@ __device__ __forceinline__ void gates(const float *ga, const float *gb, const fl
     *beta = gb ? sigm_f(gb[i]) : -1.f;
 }
 
-/* one step on column j of S [dk,dv] (row stride dv): S = a S, r_j = v_j - S[:,j] . k,
- * S[:,j] += beta k r_j (without delta: S[:,j] += k v_j); the new column's S^T q, scaled */
-__device__ __forceinline__ float step_col(float *S, float *r, const float *sk, const float *sq, float vj, float a,
-                                          float beta, int dk, int dv, int j, float scale) {
+/* one step on column j of S [dk,dv] (row stride dv): S = a S (with the rows' decays ad:
+ * S[i,j] = a ad_i S[i,j]), r_j = v_j - S[:,j] . k, S[:,j] += beta k r_j (without delta:
+ * S[:,j] += k v_j); the new column's S^T q, scaled */
+__device__ __forceinline__ float step_col(float *S, float *r, const float *sk, const float *sq, const float *ad, float vj,
+                                          float a, float beta, int dk, int dv, int j, float scale) {
     float u = 0;
     for (int i = 0; i < dk; i++) {
-        float s = S[(size_t)i * dv + j] * a;
+        float s = S[(size_t)i * dv + j] * (ad ? a * ad[i] : a);
         S[(size_t)i * dv + j] = s;
         u += s * sk[i];
     }
@@ -132,12 +136,21 @@ __device__ __forceinline__ float step_col(float *S, float *r, const float *sk, c
     return o * scale;
 }
 
+/* the rows' decays of head h, sigmoid(sd_h), into shared ad [dk] (NULL without sd); the
+ * caller synchronises before reading them */
+__device__ __forceinline__ const float *row_decays(float *ad, const float *sd, int h, int dk) {
+    if (!sd) return NULL;
+    for (int c = threadIdx.x; c < dk; c += blockDim.x) ad[c] = sigm_f(sd[(size_t)h * dk + c]);
+    return ad;
+}
+
 __global__ void k_delta_fwd(float *o, float *Sck, float *Sws, const float *q, const float *k, const float *v,
-                            const float *ga, const float *gb, const float *A_log, const float *dt_bias, int H, int N,
-                            int dk, int dv, int chunk, float scale) {
-    extern __shared__ float sm[]; /* q [dk], k [dk] */
+                            const float *ga, const float *gb, const float *A_log, const float *dt_bias, const float *sd,
+                            int H, int N, int dk, int dv, int chunk, float scale) {
+    extern __shared__ float sm[]; /* q [dk], k [dk], the rows' decays [dk] */
     float *sq = sm, *sk = sm + dk;
     int bh = blockIdx.x, h = bh % H, nck = (N + chunk - 1) / chunk;
+    const float *ad = row_decays(sk + dk, sd, h, dk);
     size_t SS = (size_t)dk * dv;
     float *S = Sws + (size_t)bh * SS, *ck = Sck + (size_t)bh * (nck + 1) * SS;
     for (size_t e = threadIdx.x; e < SS; e += blockDim.x) S[e] = 0;
@@ -151,7 +164,7 @@ __global__ void k_delta_fwd(float *o, float *Sck, float *Sws, const float *q, co
         for (int j = threadIdx.x; j < dv; j += blockDim.x) {
             if (t % chunk == 0)
                 for (int r = 0; r < dk; r++) ck[(size_t)(t / chunk) * SS + (size_t)r * dv + j] = S[(size_t)r * dv + j];
-            o[i * dv + j] = step_col(S, NULL, sk, sq, v[i * dv + j], a, beta, dk, dv, j, scale);
+            o[i * dv + j] = step_col(S, NULL, sk, sq, ad, v[i * dv + j], a, beta, dk, dv, j, scale);
         }
     }
     for (int j = threadIdx.x; j < dv; j += blockDim.x)
@@ -159,24 +172,28 @@ __global__ void k_delta_fwd(float *o, float *Sck, float *Sws, const float *q, co
 }
 
 void cuda_delta_forward(real *o, real *Sck, const real *q, const real *k, const real *v, const real *ga, const real *gb,
-                        const real *A_log, const real *dt_bias, int B, int H, int N, int dk, int dv, int chunk,
-                        real scale) {
+                        const real *A_log, const real *dt_bias, const real *sd, int B, int H, int N, int dk, int dv,
+                        int chunk, real scale) {
     if (B * H == 0 || N == 0) return;
     delta_check(dk, dv);
     float *Sws = ws_f(WS_DSTATE, (size_t)B * H * dk * dv);
-    k_delta_fwd<<<B * H, delta_threads(dk, dv), 2 * dk * sizeof(float)>>>(o, Sck, Sws, q, k, v, ga, gb, A_log, dt_bias,
-                                                                          H, N, dk, dv, chunk, scale);
+    k_delta_fwd<<<B * H, delta_threads(dk, dv), 3 * dk * sizeof(float)>>>(o, Sck, Sws, q, k, v, ga, gb, A_log, dt_bias,
+                                                                          sd, H, N, dk, dv, chunk, scale);
     KERNEL_CHECK("k_delta_fwd");
 }
 
-__global__ void k_delta_bwd(float *dq, float *dk_, float *dv_, float *dga, float *dgb, float *part, float *ws,
+__global__ void k_delta_bwd(float *dq, float *dk_, float *dv_, float *dga, float *dgb, float *part, int np, float *ws,
                             const float *dout, const float *Sck, const float *q, const float *k, const float *v,
-                            const float *ga, const float *gb, const float *A_log, const float *dt_bias, int H, int N,
-                            int dk, int dv, int chunk, float scale) {
-    /* q, k [dk]; do, v, du, per-column db and da partials [dv] */
+                            const float *ga, const float *gb, const float *A_log, const float *dt_bias, const float *sd,
+                            int H, int N, int dk, int dv, int chunk, float scale) {
+    /* q, k [dk]; do, v, du, per-column db and da partials [dv]; the rows' decays [dk] */
     extern __shared__ float sm[];
     float *sq = sm, *sk = sq + dk, *sdo = sk + dk, *sv = sdo + dv, *sdu = sv + dv, *pdb = sdu + dv, *pda = pdb + dv;
     int bh = blockIdx.x, h = bh % H, nck = (N + chunk - 1) / chunk, C = chunk < N ? chunk : N;
+    const float *ad = row_decays(pda + dv, sd, h, dk);
+    float *psd = sd ? part + (size_t)np * bh + (ga ? 2 : 0) : NULL; /* dsd partial [dk] of this (batch, head) */
+    if (psd)
+        for (int e = threadIdx.x; e < dk; e += blockDim.x) psd[e] = 0;
     size_t SS = (size_t)dk * dv;
     float *st = ws + (size_t)bh * ((C + 2) * SS + (size_t)C * dv), *dS = st + (C + 1) * SS, *rr = dS + SS;
     const float *ck = Sck + (size_t)bh * (nck + 1) * SS;
@@ -195,7 +212,7 @@ __global__ void k_delta_bwd(float *dq, float *dk_, float *dv_, float *dga, float
             float *S = st + (size_t)(t - t0 + 1) * SS;
             for (int j = threadIdx.x; j < dv; j += blockDim.x) {
                 for (int r = 0; r < dk; r++) S[(size_t)r * dv + j] = S[(size_t)r * dv + j - SS];
-                step_col(S, rr + (size_t)(t - t0) * dv + j, sk, NULL, v[i * dv + j], a, beta, dk, dv, j, 0.f);
+                step_col(S, rr + (size_t)(t - t0) * dv + j, sk, NULL, ad, v[i * dv + j], a, beta, dk, dv, j, 0.f);
             }
         }
         for (int t = t1 - 1; t >= t0; t--) {
@@ -233,20 +250,29 @@ __global__ void k_delta_bwd(float *dq, float *dk_, float *dv_, float *dga, float
                     else sk1 += dS[(size_t)e * dv + j] * sv[j];
                 }
                 dq[i * dk + e] += scale * sq_;
-                dk_[i * dk + e] += gb ? beta * sk1 + a * sk2 : sk1;
+                dk_[i * dk + e] += gb ? beta * sk1 + (ad ? a * ad[e] : a) * sk2 : sk1;
             }
             __syncthreads();
-            /* columns: dS += k du^T, da partials, dS *= a */
+            /* columns: dS += k du^T, da partials, dS *= a (with the rows' decays: the next phase) */
             for (int j = threadIdx.x; j < dv; j += blockDim.x) {
                 float da = 0;
                 for (int e = 0; e < dk; e++) {
                     float s = dS[(size_t)e * dv + j] + (gb ? sk[e] * sdu[j] : 0.f);
-                    da += s * Sp[(size_t)e * dv + j];
-                    dS[(size_t)e * dv + j] = s * a;
+                    da += s * Sp[(size_t)e * dv + j] * (ad ? ad[e] : 1.f);
+                    dS[(size_t)e * dv + j] = ad ? s : s * a;
                 }
                 pda[j] = da;
             }
             __syncthreads();
+            if (ad) { /* rows: <dS, S_{t-1}> of the row, dsd, dS *= a D */
+                for (int e = threadIdx.x; e < dk; e += blockDim.x) {
+                    float rs = 0;
+                    for (int j = 0; j < dv; j++) rs += dS[(size_t)e * dv + j] * Sp[(size_t)e * dv + j];
+                    psd[e] += a * rs * ad[e] * (1.f - ad[e]);
+                    for (int j = 0; j < dv; j++) dS[(size_t)e * dv + j] *= a * ad[e];
+                }
+                __syncthreads();
+            }
             if (threadIdx.x == 0) {
                 if (gb) {
                     float db = 0;
@@ -264,60 +290,74 @@ __global__ void k_delta_bwd(float *dq, float *dk_, float *dv_, float *dga, float
             }
         }
     }
-    if (threadIdx.x == 0 && part) part[2 * bh] = pA, part[2 * bh + 1] = pdt;
+    if (threadIdx.x == 0 && ga) part[(size_t)np * bh] = pA, part[(size_t)np * bh + 1] = pdt;
 }
 
 /* dA_log[h] += sum_b part[b, h, 0], ddt_bias[h] += sum_b part[b, h, 1], b in order */
-__global__ void k_delta_gate_sum(float *dA_log, float *ddt_bias, const float *part, int B, int H) {
+__global__ void k_delta_gate_sum(float *dA_log, float *ddt_bias, const float *part, int np, int B, int H) {
     int h = blockIdx.x * blockDim.x + threadIdx.x;
     if (h >= H) return;
     float sA = 0, sdt = 0;
-    for (int b = 0; b < B; b++) sA += part[2 * ((size_t)b * H + h)], sdt += part[2 * ((size_t)b * H + h) + 1];
+    for (int b = 0; b < B; b++) sA += part[(size_t)np * ((size_t)b * H + h)], sdt += part[(size_t)np * ((size_t)b * H + h) + 1];
     dA_log[h] += sA;
     ddt_bias[h] += sdt;
 }
+/* dsd[h, e] += sum_b part[b, h, off + e], b in order */
+__global__ void k_delta_sd_sum(float *dsd, const float *part, int np, int off, int B, int H, int dk) {
+    int he = blockIdx.x * blockDim.x + threadIdx.x;
+    if (he >= H * dk) return;
+    int h = he / dk, e = he % dk;
+    float s = 0;
+    for (int b = 0; b < B; b++) s += part[(size_t)np * ((size_t)b * H + h) + off + e];
+    dsd[he] += s;
+}
 
-void cuda_delta_backward(real *dq, real *dk_, real *dv_, real *dga, real *dgb, real *dA_log, real *ddt_bias,
+void cuda_delta_backward(real *dq, real *dk_, real *dv_, real *dga, real *dgb, real *dA_log, real *ddt_bias, real *dsd,
                          const real *dout, const real *Sck, const real *q, const real *k, const real *v, const real *ga,
-                         const real *gb, const real *A_log, const real *dt_bias, int B, int H, int N, int dk, int dv,
-                         int chunk, real scale) {
+                         const real *gb, const real *A_log, const real *dt_bias, const real *sd, int B, int H, int N,
+                         int dk, int dv, int chunk, real scale) {
     if (B * H == 0 || N == 0) return;
     delta_check(dk, dv);
-    int C = chunk < N ? chunk : N;
+    int C = chunk < N ? chunk : N, np = (ga ? 2 : 0) + (sd ? dk : 0); /* partials a (batch, head) */
     size_t SS = (size_t)dk * dv;
     float *ws = ws_f(WS_DSTATE, (size_t)B * H * ((C + 2) * SS + (size_t)C * dv));
-    float *part = ga ? ws_f(WS_DPART, 2 * (size_t)B * H) : NULL;
-    size_t shm = (2 * (size_t)dk + 5 * (size_t)dv) * sizeof(float);
-    k_delta_bwd<<<B * H, delta_threads(dk, dv), shm>>>(dq, dk_, dv_, dga, dgb, part, ws, dout, Sck, q, k, v, ga, gb,
-                                                       A_log, dt_bias, H, N, dk, dv, chunk, scale);
+    float *part = np ? ws_f(WS_DPART, (size_t)np * B * H) : NULL;
+    size_t shm = (3 * (size_t)dk + 5 * (size_t)dv) * sizeof(float);
+    k_delta_bwd<<<B * H, delta_threads(dk, dv), shm>>>(dq, dk_, dv_, dga, dgb, part, np, ws, dout, Sck, q, k, v, ga, gb,
+                                                       A_log, dt_bias, sd, H, N, dk, dv, chunk, scale);
     KERNEL_CHECK("k_delta_bwd");
-    if (part) {
-        k_delta_gate_sum<<<(H + 127) / 128, 128>>>(dA_log, ddt_bias, part, B, H);
+    if (ga) {
+        k_delta_gate_sum<<<(H + 127) / 128, 128>>>(dA_log, ddt_bias, part, np, B, H);
         KERNEL_CHECK("k_delta_gate_sum");
+    }
+    if (sd) {
+        k_delta_sd_sum<<<(H * dk + 127) / 128, 128>>>(dsd, part, np, ga ? 2 : 0, B, H, dk);
+        KERNEL_CHECK("k_delta_sd_sum");
     }
 }
 
 __global__ void k_delta_step(float *o, float *state, size_t state_stride, const float *q, const float *k,
                              const float *v, const float *ga, const float *gb, const float *A_log,
-                             const float *dt_bias, int H, int dk, int dv, float scale) {
+                             const float *dt_bias, const float *sd, int H, int dk, int dv, float scale) {
     extern __shared__ float sm[];
     float *sq = sm, *sk = sm + dk;
     int bh = blockIdx.x, b = bh / H, h = bh % H;
+    const float *ad = row_decays(sk + dk, sd, h, dk);
     float *S = state + b * state_stride + (size_t)h * dk * dv;
     for (int c = threadIdx.x; c < dk; c += blockDim.x) sq[c] = q[(size_t)bh * dk + c], sk[c] = k[(size_t)bh * dk + c];
     __syncthreads();
     float a, lg, beta;
     gates(ga, gb, A_log, dt_bias, h, bh, &a, &lg, &beta);
     for (int j = threadIdx.x; j < dv; j += blockDim.x)
-        o[(size_t)bh * dv + j] = step_col(S, NULL, sk, sq, v[(size_t)bh * dv + j], a, beta, dk, dv, j, scale);
+        o[(size_t)bh * dv + j] = step_col(S, NULL, sk, sq, ad, v[(size_t)bh * dv + j], a, beta, dk, dv, j, scale);
 }
 
 void cuda_delta_step(real *o, real *state, size_t state_stride, const real *q, const real *k, const real *v,
-                     const real *ga, const real *gb, const real *A_log, const real *dt_bias, int B, int H, int dk, int dv,
-                     real scale) {
+                     const real *ga, const real *gb, const real *A_log, const real *dt_bias, const real *sd, int B, int H,
+                     int dk, int dv, real scale) {
     if (B * H == 0) return;
     delta_check(dk, dv);
-    k_delta_step<<<B * H, delta_threads(dk, dv), 2 * dk * sizeof(float)>>>(o, state, state_stride, q, k, v, ga, gb,
-                                                                           A_log, dt_bias, H, dk, dv, scale);
+    k_delta_step<<<B * H, delta_threads(dk, dv), 3 * dk * sizeof(float)>>>(o, state, state_stride, q, k, v, ga, gb,
+                                                                           A_log, dt_bias, sd, H, dk, dv, scale);
     KERNEL_CHECK("k_delta_step");
 }
