@@ -298,3 +298,12 @@ void gma_openmp_env(char **argv) {
     execv("/proc/self/exe", argv);
     /* exec failed: carry on with the defaults */
 }
+
+int gma_copy_file(const char *from, const char *to) {
+    size_t n;
+    char *b = gma_read_file(from, &n);
+    if (!b) return -1;
+    int rc = gma_write_file_atomic(to, b, n);
+    free(b);
+    return rc;
+}

@@ -82,6 +82,8 @@ char *gma_read_file(const char *path, size_t *len_out);
 /* Write bytes to path atomically: path.tmp, fsync, rename, fsync the directory.
  * On failure the previous file at path is untouched. */
 int gma_write_file_atomic(const char *path, const void *data, size_t len);
+/* from's bytes into to, written as gma_write_file_atomic does; 0 or -1 with gma_error */
+int gma_copy_file(const char *from, const char *to);
 /* mkdir -p. */
 int gma_mkdirs(const char *path);
 int gma_path_exists(const char *path);

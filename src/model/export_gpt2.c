@@ -195,15 +195,6 @@ static int run_tokenizer(const char *ckdir, int V, char *dir, size_t cap) {
     return 1;
 }
 
-static int copy_file(const char *from, const char *to) {
-    size_t n;
-    char *b = gma_read_file(from, &n);
-    if (!b) return -1;
-    int rc = gma_write_file_atomic(to, b, n);
-    free(b);
-    return rc;
-}
-
 /* the Hugging Face folder into tmp: config.json, model.safetensors, vocab.json + merges.txt */
 static int write_hf_dir(Gpt2Dest *d, Gpt2Info *s, const char *tmp, const char *tok_dir) {
     if (gma_mkdirs(tmp) != 0 || gpt2_write_hf(d, s, tmp) != 0) return -1;
@@ -211,10 +202,10 @@ static int write_hf_dir(Gpt2Dest *d, Gpt2Info *s, const char *tmp, const char *t
     char a[2300], b[2300];
     snprintf(a, sizeof a, "%s/encoder.json", tok_dir);
     snprintf(b, sizeof b, "%s/vocab.json", tmp);
-    if (copy_file(a, b) != 0) return -1;
+    if (gma_copy_file(a, b) != 0) return -1;
     snprintf(a, sizeof a, "%s/vocab.bpe", tok_dir);
     snprintf(b, sizeof b, "%s/merges.txt", tmp);
-    if (copy_file(a, b) != 0) return -1;
+    if (gma_copy_file(a, b) != 0) return -1;
     s->tokenizer = 1;
     return 0;
 }

@@ -25,15 +25,6 @@
  * vocab.json + merges.txt (the same two files under other names), or Hugging Face's
  * tokenizer.json alone (model.vocab and model.merges in one file) ---- */
 
-static int copy_file(const char *from, const char *to) {
-    size_t n;
-    char *b = gma_read_file(from, &n);
-    if (!b) return -1;
-    int rc = gma_write_file_atomic(to, b, n);
-    free(b);
-    return rc;
-}
-
 /* 1 when dir has a tokenizer as two files (names set), 2 when it has only Hugging Face's
  * tokenizer.json (enc set to it), 0 when it has none, -1 when it has half of a pair */
 static int find_tokenizer(const char *dir, char *enc, char *merges, size_t cap) {
@@ -127,7 +118,7 @@ static int write_tokenizer(const char *src_dir, const char *run, int V, int *wri
     snprintf(a, sizeof a, "%s/encoder.json", tdir);
     snprintf(b, sizeof b, "%s/vocab.bpe", tdir);
     if (gma_mkdirs(tdir) != 0) return -1;
-    if (have == 2 ? split_tokenizer_json(enc, tdir) != 0 : copy_file(enc, a) != 0 || copy_file(merges, b) != 0) return -1;
+    if (have == 2 ? split_tokenizer_json(enc, tdir) != 0 : gma_copy_file(enc, a) != 0 || gma_copy_file(merges, b) != 0) return -1;
     Tokenizer *tk = tokenizer_load("gpt2", tdir);
     if (!tk) return gma_error_prefix("%s: tokenizer", src_dir);
     uint32_t tv = tokenizer_vocab_size(tk);
