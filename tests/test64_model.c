@@ -93,6 +93,35 @@ START_TEST(test_causal_recipe) {
 }
 END_TEST
 
+/* model.pos "rope": rotary positions on q and k of the softmax-attention layers (after the
+ * short convolutions), every parameter of models with sdpa and gma, sdpa_ref and windowed
+ * sdpa; causality with them; an odd head width refused in one line naming model.pos */
+START_TEST(test_model_rope) {
+    recipe_case("model.mixer=sdpa,gma;model.pos=rope;model.short_conv=4");
+    recipe_case("model.mixer=sdpa_ref,sdpa;model.pos=rope;sdpa.window=3;model.norm=rmsnorm;model.mlp_act=swiglu");
+}
+END_TEST
+START_TEST(test_causal_rope) {
+    Config cfg = tiny_config("sdpa");
+    tu_apply_sets(&cfg, "model.pos=rope;model.short_conv=3");
+    gc_causal_case(&cfg, "sdpa (rope, short_conv 3)", 0);
+}
+END_TEST
+START_TEST(test_rope_odd_width) {
+    Config cfg = tiny_config("sdpa");
+    tu_apply_sets(&cfg, "model.pos=rope;model.d_model=6;model.n_heads=2");
+    ck_assert_msg(cfg_validate(&cfg) == 0, "%s", gma_error());
+    Model m;
+    ck_assert_int_eq(model_build(&m, &cfg), -1);
+    ck_assert_msg(strstr(gma_error(), "model.pos") && strstr(gma_error(), "odd"), "%s", gma_error());
+    printf("odd head width: %s\n", gma_error());
+    tu_apply_sets(&cfg, "model.mixer=gma"); /* no softmax attention: no rotation, any width */
+    ck_assert_msg(cfg_validate(&cfg) == 0, "%s", gma_error());
+    ck_assert_int_eq(model_build(&m, &cfg), 0);
+    model_free(&m);
+}
+END_TEST
+
 START_TEST(test_model_gma) { model_case("model.mixer=gma"); }
 END_TEST
 START_TEST(test_model_hybrid) { model_case("model.mixer=sdpa,gma"); }
@@ -362,6 +391,9 @@ Suite *make_suite(void) {
     tcase_add_test(tm, test_causal_sdpa);
     tcase_add_test(tm, test_model_short_conv);
     tcase_add_test(tm, test_causal_short_conv);
+    tcase_add_test(tm, test_model_rope);
+    tcase_add_test(tm, test_causal_rope);
+    tcase_add_test(tm, test_rope_odd_width);
     suite_add_tcase(s, tm);
     return s;
 }

@@ -492,6 +492,19 @@ static void g_delta(int B, int H, int N, int dk, int dv, int chunk, int delta, i
     g_rng = keep;
 }
 
+/* ---- rotary positions (model.pos "rope"): the backward is the inverse rotation ---- */
+static void f_rope(Op *o) { g_ops->rope_forward(o->y[0], o->x[0], o->i[0], o->i[1], o->i[2], o->i[3], o->i[4], 10000); }
+static void g_rope(int B, int H, int N, int d, int pos0) {
+    Rng keep = g_rng;
+    size_t n = (size_t)B * H * N * d;
+    Op o = {.fwd = f_rope, .i = {B, H, N, d, pos0}};
+    in(&o, "x", n, 1, 0);
+    out(&o, n);
+    g_ops->rope_backward(o.g[0], o.r[0], B, H, N, d, pos0, 10000);
+    check(&o, "rope");
+    g_rng = keep;
+}
+
 /* every row with a backward, in the table's order; each must check a gradient */
 #define GRAD_0(op, args) 0
 #define GRAD_1(op, args) (g_##op args, 1)
@@ -512,11 +525,48 @@ START_TEST(test_op_rows_gradcheck) {
 END_TEST
 #undef ROW
 
+/* rotary positions make softmax attention relative (docs/model.md §1): q and k turned from
+ * position 0 or from position 5 give the same attn_forward output, causal and
+ * bidirectional, with and without a window, up to float64 rounding; turning only q (a
+ * real change of relative position) moves it, so the check can fail */
+START_TEST(test_rope_relative) {
+    enum { B = 2, H = 2, N = 11, d = 8 };
+    size_t n = (size_t)B * H * N * d;
+    Rng rng;
+    rng_seed(&rng, 3);
+    real *q = gc_random(n, &rng, 1), *k = gc_random(n, &rng, 1), *v = gc_random(n, &rng, 1);
+    real *qr = xcalloc(n, sizeof(real)), *kr = xcalloc(n, sizeof(real)), *o[3], *lse = xcalloc((size_t)B * H * N, sizeof(real));
+    for (int i = 0; i < 3; i++) o[i] = xcalloc(n, sizeof(real));
+    for (int causal = 0; causal < 2; causal++)
+        for (int window = 0; window <= 4; window += 4) {
+            int shifts[3][2] = {{0, 0}, {5, 5}, {5, 0}}; /* (q's pos0, k's pos0) */
+            for (int s = 0; s < 3; s++) {
+                g_ops->rope_forward(qr, q, B, H, N, d, shifts[s][0], 10000);
+                g_ops->rope_forward(kr, k, B, H, N, d, shifts[s][1], 10000);
+                g_ops->attn_forward(o[s], lse, qr, kr, v, NULL, B, H, N, d, causal, window, 1 / sqrt((double)d), NULL);
+            }
+            double same = 0, moved = 0, big = 0;
+            for (size_t i = 0; i < n; i++) {
+                same = fmax(same, fabs(o[1][i] - o[0][i]));
+                moved = fmax(moved, fabs(o[2][i] - o[0][i]));
+                big = fmax(big, fabs(o[0][i]));
+            }
+            printf("rope shift 5 (causal %d, window %d): output moves by %.1e of the largest, q alone by %.1e\n", causal,
+                   window, same / big, moved / big);
+            ck_assert_msg(same <= 1e-12 * big, "shifting q and k by 5 moved sdpa's output by %g", same / big);
+            ck_assert_msg(moved > 1e-3 * big, "shifting q alone left sdpa's output (%g)", moved / big);
+        }
+    free(q), free(k), free(v), free(qr), free(kr), free(lse);
+    for (int i = 0; i < 3; i++) free(o[i]);
+}
+END_TEST
+
 Suite *make_suite(void) {
     Suite *s = suite_create("op table gradients (float64)");
     TCase *tc = tcase_create("rows");
     tcase_set_timeout(tc, 300);
     tcase_add_test(tc, test_op_rows_gradcheck);
+    tcase_add_test(tc, test_rope_relative);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -134,7 +134,8 @@ START_TEST(test_configs_build) {
         ck_assert_msg(cfg_validate(&c) == 0, "%s: %s", path, gma_error());
         size_t n = count_params(&c, &ok);
         ck_assert_msg(ok, "%s: %s", path, gma_error());
-        size_t e = (size_t)50257 * c.model.d_model + (size_t)c.model.max_seq_len * c.model.d_model;
+        size_t pos = strcmp(cfg_pos_name(&c), "learned") ? 0 : (size_t)c.model.max_seq_len * c.model.d_model;
+        size_t e = (size_t)50257 * c.model.d_model + pos; /* tok_emb and a learned position table */
         printf("params %-32s %11zu  (non-embedding %zu)%s\n", path + 8, n, n - e,
                c.model.vocab_size == 0 ? "  [vocab from data; counted with 50257]" : "");
         if (strstr(path, "wikitext103_"))

@@ -43,6 +43,10 @@ static const char *g_cases[][2] = {
     {"gma", "gma.write=delta"},
     {"gma", "gma.write=delta;model.short_conv=4;gma.n_components=5"},
     {"gma", "gma.write=delta;gma.slot_decay=true"},
+    {"sdpa", "model.pos=rope"}, /* rotary positions */
+    {"sdpa_ref", "model.pos=rope;model.short_conv=2"},
+    {"sdpa", "model.pos=rope;sdpa.window=3;model.short_conv=4"},
+    {"gma", "model.mixer=sdpa,gma;model.pos=rope"},
 };
 
 static void tiny_model(Model *m, size_t c, int W, uint64_t seed) {

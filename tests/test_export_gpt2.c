@@ -484,6 +484,7 @@ START_TEST(test_refusals) {
     } cases[] = {
         {"model.mixer=sdpa,gma", "layer 1 is gma", "softmax attention in every layer"},
         {"model.pos=sinusoidal", "model.pos is sinusoidal", "learned positions"},
+        {"model.pos=rope", "model.pos is rope", "learned positions"},
         {"model.mlp=false", "model.mlp is false", "MLP"},
         {"model.attn_bias=false", "model.attn_bias is false", "biases"},
         {"model.d_ff=32", "model.d_ff is 32", "4 d_model = 64"},

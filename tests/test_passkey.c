@@ -173,7 +173,7 @@ START_TEST(test_passkey_lmdata) {
 }
 END_TEST
 
-/* model_extend_window: "none" and "sinusoidal" extend, "learned" is refused naming the key
+/* model_extend_window: "none", "sinusoidal" and "rope" (an sdpa layer) extend, "learned" is refused naming the key
  * and the checkpoint; the extended model evaluates windows past the old max_seq_len with its
  * buffers planned for them; the buckets add up to the whole; passkey tallies are shares */
 START_TEST(test_passkey_long_eval) {
@@ -185,12 +185,10 @@ START_TEST(test_passkey_long_eval) {
                   strstr(gma_error(), "pos_emb.weight"), "%s", gma_error());
     ck_assert_int_eq(c.model.max_seq_len, 8);
     ck_assert_int_eq(model_extend_window(&c, 8, NULL, "RUN/latest"), 0); /* within: nothing to do */
-    const char *pos[] = {"none", "sinusoidal"};
-    for (int p = 0; p < 2; p++) {
+    const char *pos[] = {"model.pos=none", "model.pos=sinusoidal", "model.pos=rope;model.mixer=sdpa,gma"};
+    for (int p = 0; p < 3; p++) {
         Config e = tu_tiny_config("gma");
-        char set[64];
-        snprintf(set, sizeof set, "model.pos=%s", pos[p]);
-        ck_assert_int_eq(cfg_set(&e, set), 0);
+        tu_apply_sets(&e, pos[p]);
         ck_assert_int_eq(cfg_set(&e, "data.source=passkey"), 0);
         ck_assert_int_eq(cfg_set(&e, "data.passkey_digits=2"), 0);
         ck_assert_int_eq(cfg_set(&e, "data.passkey_vocab=16"), 0);

@@ -60,6 +60,11 @@ static const char *g_cases[][2] = {
     {"gma", "gma.write=delta;gma.routing=softmax;model.short_conv=4"},
     {"gma", "model.mixer=baseconv,gma;model.pos=none;gma.write=delta;gma.chunk=5"},
     {"gma", "gma.write=delta;gma.slot_decay=true;model.short_conv=3"},
+    {"sdpa", "model.pos=rope"}, /* rotary positions: the cache holds turned keys */
+    {"sdpa_ref", "model.pos=rope;model.short_conv=3"},
+    {"sdpa", "model.pos=rope;sdpa.window=4"},
+    {"sdpa", "model.pos=rope;sdpa.window=3;model.short_conv=4"},
+    {"gma", "model.mixer=sdpa,gma;model.pos=rope;model.short_conv=4"}, /* gma takes no positions */
 };
 enum { W = 24, V = 23, NEW = 6 };
 

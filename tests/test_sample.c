@@ -269,6 +269,11 @@ START_TEST(test_decode_matches_forward) {
         {"gma", "gma.write=delta;gma.routing=softmax;model.short_conv=4"},
         {"gma", "model.mixer=baseconv,gma;model.pos=none;gma.write=delta;gma.n_components=5"},
         {"gma", "gma.write=delta;gma.slot_decay=true;gma.routing=softmax"},
+        {"sdpa", "model.pos=rope"}, /* rotary positions on q and k */
+        {"sdpa_ref", "model.pos=rope;model.short_conv=2"},
+        {"sdpa", "model.pos=rope;sdpa.window=3"},
+        {"sdpa", "model.pos=rope;sdpa.window=2;model.short_conv=4"},
+        {"gma", "model.mixer=sdpa,gma;model.pos=rope;model.short_conv=3"},
     };
     ck_assert_int_eq(ops_select(OPS_CPU), 0);
     for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {

@@ -68,6 +68,12 @@ int init_from_ckpt(Model *m, const char *dir, const Config *src, InitReport *rep
     snprintf(what, sizeof what, "--init-from %s", dir);
     /* another block recipe has other tensors (norm biases, MLP, head): none would carry over */
     if (src && recipe_same(src, &m->cfg, what) != 0) return -1;
+    /* rotary positions change what the attention projections compute from the same weights */
+    if (src && strcmp(cfg_pos_name(src), cfg_pos_name(&m->cfg)) &&
+        (!strcmp(cfg_pos_name(src), "rope") || !strcmp(cfg_pos_name(&m->cfg), "rope")))
+        return gma_errorf("%s: key model.pos: \"%s\" here, \"%s\" in the checkpoint: the attention projections of "
+                          "one were trained with rotary positions on q and k, which the other lacks",
+                          what, cfg_pos_name(&m->cfg), cfg_pos_name(src));
     for (int l = 0; src && l < m->L && l < src->model.n_layers && l < CFG_MAX_LAYERS; l++) {
         if (mixer_of_layer(src, l) != mixer_of_layer(&m->cfg, l))
             snprintf(rep->old_mixer[l], sizeof rep->old_mixer[l], "%s", cfg_layer_mixer(src, l));

@@ -14,10 +14,10 @@
 #include "nn/recipe.h"
 
 /* the model's own keys (the stored section model_keys_section, at the end) */
-enum { POS_LEARNED, POS_SINUSOIDAL, POS_NONE }; /* model.pos: learned|sinusoidal|none */
+enum { POS_LEARNED, POS_SINUSOIDAL, POS_NONE, POS_ROPE }; /* model.pos: learned|sinusoidal|none|rope */
 enum { EMBED_INIT_NORMAL, EMBED_INIT_RAMP };    /* model.embed_init: normal|ramp */
 typedef struct ModelKeys {
-    int pos;                   /* POS_LEARNED | POS_SINUSOIDAL | POS_NONE */
+    int pos;                   /* POS_LEARNED | POS_SINUSOIDAL | POS_NONE | POS_ROPE */
     int mlp;                   /* include the MLP in each block */
     double mlp_hidden_dropout; /* MLP hidden activation after GELU (the LRA release's MlpBlock) */
     double embed_std;          /* tok_emb init std (< 0 = model.init_std) */
@@ -102,6 +102,12 @@ int model_build(Model *m, const Config *c) {
         snprintf(name, sizeof name, "%s.mixer", pre);
         b->mixer = vt->create(c, l, pt, name);
         if (!b->mixer) return -1;
+        if (mk->pos == POS_ROPE && vt->rope_ok) { /* rotary positions on q, k (docs/model.md §1) */
+            if (b->mixer->d % 2)
+                return gma_errorf("key model.pos: \"rope\" turns pairs of a head's channels, and layer %d's head width "
+                                  "%d (model.qkv_dim / model.n_heads) is odd", l, b->mixer->d);
+            b->mixer->rope = 1;
+        }
         b->ln2w = b->ln2b = b->fcw = b->fcb = b->projw = b->projb = b->upw = -1;
         if (m->mlp && m->swiglu) { /* FLA's GatedMLP: gate, up [F, D], down [D, F], no biases */
             b->ln2w = pt_add1(pt, NM("ln2.weight"), m->D, INIT_ONE, 0, GROUP_NORM);
@@ -155,7 +161,7 @@ int model_extend_window(Config *c, int N, const char *given, const char *src) {
     if (N <= mc->max_seq_len) return 0;
     if (model_keys(c)->pos == POS_LEARNED)
         return gma_errorf("%s is longer than model.max_seq_len %d: model.pos \"learned\" of checkpoint %s has one row of "
-                          "pos_emb.weight per position, none past %d (positions \"sinusoidal\" or \"none\" extend)",
+                          "pos_emb.weight per position, none past %d (positions \"sinusoidal\", \"none\" or \"rope\" extend)",
                           opt, mc->max_seq_len, src, mc->max_seq_len);
     if (mc->task == MODEL_CLASSIFY)
         return gma_errorf("%s is longer than model.max_seq_len %d of checkpoint %s: a classifier is evaluated within it", opt,
@@ -1083,8 +1089,10 @@ void model_decode_end(Model *m, DecodeState *s) {
 /* ---- the model's own keys (model.pos, mlp, embed_*, mlp_*): a stored section ---- */
 #define O(f) offsetof(ModelKeys, f)
 static const CfgKey g_model_keys[] = {
-    {"pos", CFGT_ENUM, O(pos), 0, "learned", 0, 0, "learned|sinusoidal|none",
-     "Position embedding: learned table, fixed sinusoidal table (not trained; docs/model.md §1), or none."},
+    {"pos", CFGT_ENUM, O(pos), 0, "learned", 0, 0, "learned|sinusoidal|none|rope",
+     "Position embedding: learned table, fixed sinusoidal table (not trained; docs/model.md §1), none, or rope: rotary "
+     "positions on q and k of the softmax-attention layers (sdpa, sdpa_ref; base 10000, rotate_half pairs, even head "
+     "width; docs/model.md §1), no table, nothing for the other mixers."},
     {"mlp", CFGT_BOOL, O(mlp), 0, "true", 0, 0, NULL, "Include the MLP in each block."},
     {"mlp_hidden_dropout", CFGT_REAL, O(mlp_hidden_dropout), 0, "0", 0, 0.95, NULL,
      "Dropout rate on the MLP hidden activation after GELU, as the LRA release's MlpBlock (training only)."},
@@ -1098,6 +1106,11 @@ static const CfgKey g_model_keys[] = {
 };
 #undef O
 const CfgSection model_keys_section = {"model_keys", sizeof(ModelKeys), g_model_keys, CFG_N(g_model_keys), NULL, "model"};
+
+const char *cfg_pos_name(const Config *c) {
+    static const char *const names[] = {"learned", "sinusoidal", "none", "rope"};
+    return names[model_keys(c)->pos];
+}
 
 double cfg_pos_scale_ratio(const Config *c) {
     const ModelKeys *k = model_keys(c);

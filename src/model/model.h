@@ -127,7 +127,7 @@ typedef struct Model {
 int model_build(Model *m, const Config *c);
 /* Let a model of config c run windows of N tokens, N beyond model.max_seq_len (gmaeval
  * --seq-len past the training length): model.max_seq_len becomes N when no part of the
- * model is sized by it (positions "sinusoidal", whose table is extended, or "none"; every
+ * model is sized by it (positions "sinusoidal", whose table is extended, "none" or "rope"; every
  * mixer but those with a fixed_window); else one line naming the option `given` (e.g.
  * "--ctx-len 200 (a window of 216)"; NULL: "--seq-len N"), the key and `src` (the
  * checkpoint's config). 0 or -1 with gma_error. */
@@ -258,6 +258,8 @@ void model_decode_end(Model *m, DecodeState *s);
 /* The model's own keys (model.pos, mlp, mlp_hidden_dropout, embed_std, embed_init,
  * mlp_bias_std): a stored section with the prefix model, read only in model.c. */
 extern const CfgSection model_keys_section;
+/* model.pos as its name: "learned", "sinusoidal", "none" or "rope" */
+const char *cfg_pos_name(const Config *c);
 /* model.pos "sinusoidal": the table's RMS, sqrt(1/2), over the token embedding's init std
  * (model.embed_std, else model.init_std); 0 for other positions. Above POS_SCALE_WARN the
  * position table dwarfs the tokens and a language model barely trains (docs/longctx.md). */

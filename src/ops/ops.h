@@ -225,6 +225,13 @@
      * written and all Nmax rows are read, the last Nmax tokens (sliding-window decoding). */                          \
     X(void, attn_step, (real *out, real *state, size_t state_stride, const real *q, const real *k, const real *v,     \
         int B, int H, int d, int Nmax, int pos, real scale))                                                           \
+    /* Rotary position embedding (docs/model.md §1, model.pos "rope") of x [B,H,N,d], d even: row n of      \
+     * every (sequence, head) at position p = pos0 + n turns channels i and i + d/2 (i < d/2, the                   \
+     * rotate_half pairing) by the angle p theta^(-2i/d):                                                              \
+     *   y_i = x_i cos - x_{i+d/2} sin ,  y_{i+d/2} = x_{i+d/2} cos + x_i sin   (angles in double).                   \
+     * y may be x. Backward: dx = the inverse rotation of dy, written (not accumulated; dx may be dy). */             \
+    X(void, rope_forward, (real *y, const real *x, int B, int H, int N, int d, int pos0, real theta))                  \
+    X(void, rope_backward, (real *dx, const real *dy, int B, int H, int N, int d, int pos0, real theta))               \
     /* Performer FAVOR+ (docs/model.md §3.5 `performer`). Exponents for m random features:                             \
      * e [B,H,N,m] = (x omega_h^T) / d^(1/4) - |x|^2 / (2 sqrt d), x [B,H,N,d], omega [H,m,d]                          \
      * (a buffer: no gradient). Backward: dx += de omega / d^(1/4) - rowsum(de) x / sqrt(d). */                        \

@@ -139,6 +139,16 @@ static void t_attn_step(int B, int H, int d, int N, int Nmax) {
     }
     cmp("attn_step cache", st2, st1);
 }
+/* rotary positions: forward out of place and in place, backward (the inverse rotation) */
+static void t_rope(int B, int H, int N, int d, int pos0) {
+    size_t n = (size_t)B * H * N * d;
+    V x = rnd(n, 2), a(n), b(n);
+    cpu_rope_forward(a.data(), x.data(), B, H, N, d, pos0, 10000.f);
+    cuda_rope_forward(b.data(), x.data(), B, H, N, d, pos0, 10000.f); cmp("rope fwd", b, a);
+    b = x; cuda_rope_forward(b.data(), b.data(), B, H, N, d, pos0, 10000.f); cmp("rope fwd in place", b, a);
+    cpu_rope_backward(a.data(), x.data(), B, H, N, d, pos0, 10000.f);
+    cuda_rope_backward(b.data(), x.data(), B, H, N, d, pos0, 10000.f); cmp("rope bwd", b, a);
+}
 static void t_attn(int B, int H, int N, int d, int causal, int pad, double p, int window) {
     printf("attn B%d H%d N%d d%d causal%d pad%d dropout%g window%d\n", B, H, N, d, causal, pad, p, window);
     /* attention dropout: both backends draw the mask of ops/dropout.h; a slice of a larger batch */

@@ -131,5 +131,8 @@
     ROW(attn, attn, 1, (1, 1, 40, 16, 1, 0, 0, 64)) /* W > N: full causal attention */                                 \
     ROW(attn, attn_step, 0, (3, 2, 16, 150, 160)) /* the decoding step: 150 tokens into a 160-row cache */             \
     ROW(attn, attn_step, 0, (2, 2, 16, 150, 40)) /* a 40-row ring cache (sliding window), 150 tokens */                \
-    ROW(attn, attn_step, 0, (1, 1, 130, 9, 9))
+    ROW(attn, attn_step, 0, (1, 1, 130, 9, 9))                                                                         \
+    ROW(attn, rope, 1, (2, 3, 37, 16, 0)) /* rotary positions (model.pos "rope") */                                    \
+    ROW(attn, rope, 1, (1, 2, 9, 6, 5000)) /* from position 5000 (decoding far into a sequence) */                      \
+    ROW(attn, rope, 1, (1, 1, 3, 2, 0))
 #endif

@@ -21,6 +21,7 @@ void attn_mixer_decode(Mixer *m, real *y, const real *h, const real *params, rea
     real *qh = act, *kh = qh + hs, *vh = kh + hs, *oh = vh + hs;
     attn_proj_qkv_step(m, params, h, qh, kh, vh, state + attn_decode_state(m->H, Nmax, m->d), ss,
                        attn_proj_act(m, act, B, 1), scratch, B);
+    attn_rope(m, qh, kh, B, 1, pos); /* the cache keeps turned keys, as the forward's */
     /* the cache step of every (sequence, head) pair as one op: scores over keys 0..pos
      * (causal: all of them), softmax, then the weighted values */
     g_ops->attn_step(oh, state, ss, qh, kh, vh, B, m->H, m->d, Nmax, pos, (real)(1.0 / sqrt((double)m->d)));

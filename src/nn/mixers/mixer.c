@@ -287,6 +287,18 @@ void attn_proj_conv_prefill(const Mixer *m, const MixerCtx *c, const real *pa, r
                         sizeof(real) * (size_t)n * D);
 }
 
+void attn_rope(const Mixer *m, real *qh, real *kh, int B, int N, int pos0) {
+    if (!m->rope) return;
+    g_ops->rope_forward(qh, qh, B, m->H, N, m->d, pos0, (real)ROPE_THETA);
+    g_ops->rope_forward(kh, kh, B, m->H, N, m->d, pos0, (real)ROPE_THETA);
+}
+
+void attn_rope_backward(const Mixer *m, real *dqh, real *dkh, int B, int N) {
+    if (!m->rope) return;
+    g_ops->rope_backward(dqh, dqh, B, m->H, N, m->d, 0, (real)ROPE_THETA);
+    g_ops->rope_backward(dkh, dkh, B, m->H, N, m->d, 0, (real)ROPE_THETA);
+}
+
 void mask_rows(real *x, const uint8_t *keymask, int B, int H, int N, int W) {
     if (!keymask) return;
     for (int b = 0; b < B; b++)

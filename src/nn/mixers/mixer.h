@@ -119,6 +119,10 @@ typedef struct MixerVT {
      * helpers below, their act block and decode state); else validation refuses
      * model.short_conv > 0 for it */
     int short_conv_ok;
+    /* 1 when the mixer turns its q and k by rotary positions under model.pos "rope" (sdpa,
+     * sdpa_ref: attn_rope below); model_build then sets Mixer.rope. The other mixers take no
+     * positions under "rope" */
+    int rope_ok;
     /* 1 when the mixer has a short convolution of its own (mamba, baseconv, gdn): model.short_conv
      * leaves such a layer as it is, so a stack like ["baseconv", "gma"] takes it in its gma
      * layer; a model.short_conv > 0 that no layer takes is refused */
@@ -190,6 +194,7 @@ struct Mixer {
     int Dm;       /* model width d_model: the input h and the output y are [B,N,Dm] */
     int conv_k;   /* kernel of the short convolutions on q, k, v (model.short_conv; 0 = none) */
     int conv_p[3];/* their weights [D, conv_k], indices into pt (attn_proj_add; -1: none) */
+    int rope;     /* rotary positions on q and k (model.pos "rope" and MixerVT.rope_ok; head width d even) */
     int p[MIXER_MAX_PARAMS]; /* indices into pt */
     void *priv;
 };
@@ -275,6 +280,13 @@ void attn_proj_qkv_step(const Mixer *m, const real *params, const real *h, real 
 /* prefill: the convolution states after the c->N tokens of a forward (c->B sequences from
  * position 0) from its block pa, into zeroed states at cstate + b stride */
 void attn_proj_conv_prefill(const Mixer *m, const MixerCtx *c, const real *pa, real *cstate, size_t stride);
+/* ---- rotary positions (model.pos "rope", docs/model.md §1) ----
+ * With m->rope, q and k [B,H,N,d] turn in place by the angles of positions pos0..pos0+N-1
+ * (ops.h rope_forward, base ROPE_THETA), after the projections (and the short convolutions)
+ * and before the attention op; the backward turns their gradients back. No-ops without. */
+#define ROPE_THETA 10000.0
+void attn_rope(const Mixer *m, real *qh, real *kh, int B, int N, int pos0);
+void attn_rope_backward(const Mixer *m, real *dqh, real *dkh, int B, int N);
 /* y = merge(oh) Wo^T + bo; tmp [B*N*D] scratch */
 void attn_proj_out(const Mixer *m, const real *params, real *y, const real *oh, real *tmp, int B, int N);
 /* backward of attn_proj_out: doh (overwritten) from dy; grads of Wo, bo. tmp, tmp2 [B*N*D]; doh may be tmp */

@@ -8,7 +8,8 @@
  * on a backend that lacks attn_forward/attn_backward, `sdpa` creates that plain version.
  * Parameters: PREFIX.{q,k,v,o}.{weight,bias}.
  *
- * With model.short_conv the projections go through the short convolutions (mixer.h).
+ * With model.short_conv the projections go through the short convolutions (mixer.h); with
+ * model.pos "rope" q and k then turn by their positions (attn_rope, mixer.h).
  *
  * sdpa.window W > 0: sliding-window attention (docs/model.md §3.5), query i sees keys
  * i-W+1..i (causal) or the symmetric band i-W+1..i+W-1 (bidirectional); the tiled ops skip
@@ -83,6 +84,7 @@ static void sdpa_forward(Mixer *m, const MixerCtx *c, real *y, const real *h, co
     size_t hs = (size_t)B * N * m->D;
     real *qh = act, *kh = qh + hs, *vh = kh + hs, *oh = vh + hs, *lse = oh + hs, *kb = lse + (size_t)B * H * N;
     attn_proj_qkv_conv(m, c, params, h, qh, kh, vh, attn_proj_act(m, act, B, N), scratch);
+    attn_rope(m, qh, kh, B, N, 0); /* the act keeps the turned q, k: the backward's and prefill's */
     if (c->keymask) key_bias(kb, c->keymask, B, N);
     g_ops->attn_forward(oh, lse, qh, kh, vh, c->keymask ? kb : NULL, B, H, N, d, c->causal, window_of(m),
                         (real)(1.0 / sqrt((double)d)), c->attn_drop);
@@ -100,6 +102,7 @@ static void sdpa_backward(Mixer *m, const MixerCtx *c, real *dh, const real *dy,
     g_ops->zero(dq, sizeof(real) * 3 * hs);
     g_ops->attn_backward(dq, dk, dv, doh, oh, lse, qh, kh, vh, c->keymask ? kb : NULL, B, H, N, d, c->causal,
                          window_of(m), (real)(1.0 / sqrt((double)d)), c->attn_drop);
+    attn_rope_backward(m, dq, dk, B, N);
     attn_proj_qkv_conv_backward(m, c, params, grads, dh, h, dq, dk, dv, attn_proj_act(m, act, B, N), t2);
 }
 
@@ -126,6 +129,7 @@ const MixerVT mixer_sdpa = {
     .bidir_ok = 1,
     .attn_dropout_ok = 1,
     .short_conv_ok = 1,
+    .rope_ok = 1,
     .config = &sdpa_section,
     .create = sdpa_create,
     .act_size = sdpa_act,

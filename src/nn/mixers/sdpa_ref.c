@@ -5,7 +5,8 @@
  * Attention dropout (docs/model.md §8): O = drop(P) V; drop(P) lives in the scratch dP
  * block during the forward and is regenerated (same mask) in the backward.
  *
- * With model.short_conv the projections go through the short convolutions (mixer.h).
+ * With model.short_conv the projections go through the short convolutions (mixer.h); with
+ * model.pos "rope" q and k then turn by their positions (attn_rope, mixer.h).
  *
  * act:     qh, kh, vh, oh [B,H,N,d] ; P [B,H,N,N]; the projections' block
  * scratch: two [B*N*D] buffers + dP [B,H,N,N] + dq, dk, dv [B,H,N,d] */
@@ -34,6 +35,7 @@ static void ref_forward(Mixer *m, const MixerCtx *c, real *y, const real *h, con
     size_t hs = (size_t)B * N * m->D;
     real *qh = act, *kh = qh + hs, *vh = kh + hs, *oh = vh + hs, *P = oh + hs;
     attn_proj_qkv_conv(m, c, params, h, qh, kh, vh, attn_proj_act(m, act, B, N), scratch);
+    attn_rope(m, qh, kh, B, N, 0);
     g_ops->matmul_strided(P, qh, kh, N, N, d, 0, 1, 1, 0, B * H, (size_t)N * d, (size_t)N * d, (size_t)N * N);
     g_ops->attn_mask(P, c->keymask, B, H, N, c->causal);
     g_ops->softmax_rows(P, B * H * N, N, (real)(1.0 / sqrt((double)d)), NULL);
@@ -70,6 +72,7 @@ static void ref_backward(Mixer *m, const MixerCtx *c, real *dh, const real *dy, 
     g_ops->softmax_rows_backward(dP, P, B * H * N, N); /* dS (before the 1/sqrt(d) scale) */
     g_ops->matmul_strided(dq, dP, kh, N, d, N, 0, 0, sc, 0, B * H, sNN, sNd, sNd);
     g_ops->matmul_strided(dk, dP, qh, N, d, N, 1, 0, sc, 0, B * H, sNN, sNd, sNd);
+    attn_rope_backward(m, dq, dk, B, N);
     attn_proj_qkv_conv_backward(m, c, params, grads, dh, h, dq, dk, dv, attn_proj_act(m, act, B, N), t2);
 }
 
@@ -81,6 +84,7 @@ const MixerVT mixer_sdpa_ref = {
     .bidir_ok = 1,
     .attn_dropout_ok = 1,
     .short_conv_ok = 1,
+    .rope_ok = 1,
     .create = ref_create,
     .act_size = ref_act,
     .scratch_size = ref_scratch,

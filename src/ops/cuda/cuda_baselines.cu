@@ -1,6 +1,7 @@
 /* cuda_baselines.cu: the baseline mixers' elementwise and Performer ops on the GPU, twins
  * of ops/cpu/cpu_linear.c (elu+1), cpu_mamba.c (silu, softplus, the silu gate, the product) and
- * cpu_performer.c (FAVOR+ exponents and features, the ReLU kernel's features, maxval). The causal convolution and
+ * cpu_performer.c (FAVOR+ exponents and features, the ReLU kernel's features, maxval), cpu_rope.c (rotary
+ * positions). The causal convolution and
  * the selective scan are in cuda_mamba.cu, the tiled attention in cuda_sdpa.cu.
  *
  * Elementwise maps are one thread per element (grid-stride). favor_logits is a
@@ -74,6 +75,34 @@ void cuda_gate_silu_backward(real *dy, real *dz, const real *dout, const real *y
 void cuda_mul_forward(real *out, const real *a, const real *b, size_t n) { EW_LAUNCH(k_mul_fwd, n, out, a, b, n); }
 void cuda_mul_backward(real *da, real *db, const real *dout, const real *a, const real *b, size_t n) {
     EW_LAUNCH(k_mul_bwd, n, da, db, dout, a, b, n);
+}
+
+/* ---------------------------------------------------------------- rotary positions */
+/* one thread per pair (i, i + d/2) of a row of x [B,H,N,d] (ops.h rope_forward); the angle
+ * in double as the CPU's table, sign -1 for the inverse rotation (the backward) */
+__global__ void k_rope(float *y, const float *x, size_t pairs, int N, int d, int pos0, double theta, double sign) {
+    int h2 = d / 2;
+    GRID_STRIDE(t, pairs) {
+        int i = (int)(t % h2);
+        size_t row = t / h2;
+        int n = (int)(row % N);
+        double a = (double)(pos0 + n) * pow(theta, -2.0 * i / d), s, c;
+        sincos(a, &s, &c);
+        s *= sign;
+        const float *xr = x + row * d;
+        float *yr = y + row * d;
+        double u = xr[i], v = xr[i + h2];
+        yr[i] = (float)(u * c - v * s);
+        yr[i + h2] = (float)(v * c + u * s);
+    }
+}
+void cuda_rope_forward(real *y, const real *x, int B, int H, int N, int d, int pos0, real theta) {
+    size_t pairs = (size_t)B * H * N * (d / 2);
+    EW_LAUNCH(k_rope, pairs, y, x, pairs, N, d, pos0, (double)theta, 1.0);
+}
+void cuda_rope_backward(real *dx, const real *dy, int B, int H, int N, int d, int pos0, real theta) {
+    size_t pairs = (size_t)B * H * N * (d / 2);
+    EW_LAUNCH(k_rope, pairs, dx, dy, pairs, N, d, pos0, (double)theta, -1.0);
 }
 
 /* ---------------------------------------------------------------- maxval */
