@@ -45,7 +45,7 @@ verdict defaults $?
 echo "== training three tiny models (bin/gmatrain, 300 steps each)"
 train() { # train NAME --set ...
     local name=$1; shift
-    bin/gmatrain --config configs/quickstart.json --out "$TMP/$name" --set train.steps=300 --set train.eval_every=0 \
+    bin/gmatrain --config configs/quickstart.json --out "$TMP/$name" --set model.short_conv=0 --set train.steps=300 --set train.eval_every=0 \
         --set train.checkpoint_every=0 --set gma.monitor_every=0 "$@" > "$TMP/$name.log" 2>&1
     local rc=$?
     echo "$name: $(grep -m1 '^gmatrain:' "$TMP/$name.log") | $(grep 'final step.*test' "$TMP/$name.log")"
@@ -70,7 +70,7 @@ fi
 
 echo "== torch_gma.py --bench --device cpu smoke, and gmabench model on the same shapes"
 for mixer in gma sdpa; do
-    ref --bench --config configs/quickstart.json --set model.mixer=$mixer --set model.vocab_size=512 --batch 2 \
+    ref --bench --config configs/quickstart.json --set model.mixer=$mixer --set model.short_conv=0 --set model.vocab_size=512 --batch 2 \
         --seq 64 --steps 2 --warmup 1 --repeat 1 --json "$TMP/torch_$mixer.json" | tee "$TMP/torch_$mixer.txt"
     verdict "bench $mixer" "${PIPESTATUS[0]}"
     gb=$(sed -n 's/^# gma on the same shapes: //p' "$TMP/torch_$mixer.txt")

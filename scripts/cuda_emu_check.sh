@@ -138,11 +138,14 @@ cpu_table_checks() {
 # prompt prefilled (model_prefill), against bin/gmasample on the CPU with a full forward
 # per token, from small checkpoints of five mixers trained on the CPU
 decode_checks() {
-  local M=$1 rc=0 mx d a b G
+  local M=$1 rc=0 mx d a b G sc
   make -s bin/gmatrain bin/gmasample
   for mx in gma sdpa linear gated gdn; do
     d=$O/decode-$mx; rm -rf "$d"
-    bin/gmatrain --config configs/quickstart.json --out "$d" --set model.mixer=$mx --set train.steps=20 \
+    # configs/quickstart.json's model.short_conv is for the mixers that take it (gated does
+    # not; gdn keeps its own convolution)
+    sc=(); case "$mx" in gated|gdn) sc=(--set model.short_conv=0);; esac
+    bin/gmatrain --config configs/quickstart.json --out "$d" --set model.mixer=$mx "${sc[@]}" --set train.steps=20 \
       --set train.eval_every=0 --set data.recall_valid=4 --set data.recall_test=4 --threads 1 --quiet || { rc=1; continue; }
     G=(--checkpoint "$d" --prompt-ids "$(seq -s ' ' 1 8) $(seq -s ' ' 8 -1 1) $(seq -s ' ' 1 8) $(seq -s ' ' 8 -1 1) $(seq -s ' ' 1 8)" --tokens 20 --temperature 1 --seed 5)
     a=$("$M/gmasample" "${G[@]}" --device cuda 2> "$d.err") || true

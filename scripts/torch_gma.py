@@ -32,7 +32,8 @@ import torch.nn.functional as F
 DEFAULTS = {
     "seed": 1337, "model.task": "lm", "model.vocab_size": 0, "model.d_model": 256, "model.n_layers": 4,
     "model.n_heads": 4, "model.d_ff": 0, "model.max_seq_len": 256, "model.mixer": "gma", "model.causal": -1,
-    "model.pos": "learned", "model.mlp": True, "model.init_std": 0.02,
+    "model.pos": "learned", "model.mlp": True, "model.init_std": 0.02, "model.short_conv": 0,
+    "model.norm": "layernorm", "model.mlp_act": "gelu", "model.tie_embeddings": True, "sdpa.window": 0,
     "gma.n_components": 64, "gma.routing": "gaussian", "gma.temperature": 1.0, "gma.var_floor": 0.0001,
     "gma.eps": 1e-06, "gma.chunk": 64, "gma.shared_components": False, "gma.init_mean_scale": 0.0,
     "gma.memory": "none", "gma.div_weight": 0.0,
@@ -108,6 +109,11 @@ def resolve_config(base, config_file, sets):
     for k, ok in refuse:
         if cfg[k] != ok and (k == "model.task" or "gma" in mix):
             raise InputError(f"key {k}: \"{cfg[k]}\" is not written here (only \"{ok}\")")
+    # the block recipe and the short convolutions are not written here: a checkpoint or
+    # config that sets them is refused rather than read as the plain block
+    for k in ("model.short_conv", "model.norm", "model.mlp_act", "model.tie_embeddings", "sdpa.window"):
+        if cfg[k] != DEFAULTS[k]:
+            raise InputError(f"key {k}: {json.dumps(cfg[k])} is not written here (only {json.dumps(DEFAULTS[k])})")
     if len(mix) != L or D % H:
         raise InputError(f"key model.mixer/model.d_model: {len(mix)} mixers for {L} layers, D={D}, H={H}")
     cfg["mixers"] = mix
