@@ -267,9 +267,10 @@ static void size_seeds(void) {
         "\"max_seq_len\": 32}, \"cross\": {\"mixer\": \"sdpa\", \"ctx_len\": 16}, \"train\": {\"seq_len\": 32}}",
         "{\"model\": {\"vocab_size\": 300, \"d_model\": 32, \"n_heads\": 4, \"n_layers\": 2, \"mixer\": [\"mamba\", \"linear\"]}}",
     };
-    static const int32_t shapes[3][3] = {{8, 256, 64}, {1000000, 16777216, 2147483647}, {3, 1000, 7}};
+    /* the last: B x H pairs past INT_MAX in GMA's backward grouping (a crash once) */
+    static const int32_t shapes[4][3] = {{8, 256, 64}, {1000000, 16777216, 2147483647}, {3, 1000, 7}, {2147418115, 1000, 7}};
     for (int i = 0; i < 3; i++)
-        for (int k = 0; k < 3; k++) {
+        for (int k = 0; k < 4; k++) {
             Buf b = {0};
             put(&b, cfgs[i], strlen(cfgs[i]) + 1);
             for (int j = 0; j < 3; j++) {

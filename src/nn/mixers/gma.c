@@ -20,6 +20,7 @@
  * (the delta write keeps O(N Kc)). With Kc <= d the group's dgq
  * lives in its own rows of dk. query_resp recomputes the query responsibilities from the
  * saved qh with the parameters as they are now. */
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -379,12 +380,15 @@ static size_t fwd_dec_scratch(const Mixer *m, int B, int N) {
 static int group_heads(const Mixer *m, int B, int N) {
     const GmaPriv *g = m->priv;
     int H = m->H;
-    if (g->div_on) return B * H;
+    /* B x H pairs, at most INT_MAX rounded down to whole batches (a plan for more rows than
+     * an int counts is refused later; its sizes must not overflow on the way) */
+    size_t BH = (size_t)B * H, all = BH <= (size_t)INT_MAX ? BH : (size_t)INT_MAX / H * H;
+    if (g->div_on) return (int)all;
     size_t hs = (size_t)B * N * m->D, big = fwd_dec_scratch(m, B, N);
     size_t room = big > 3 * hs ? big - 3 * hs : 0, per = (g->Kc <= m->d ? 3 : 4) * (size_t)N * g->Kc;
     size_t G = GMA_MAX((size_t)g->gh, per ? room / per : 0);
-    if (G >= (size_t)B * H) return B * H;
-    return G >= (size_t)H ? (int)(G / H) * H : (int)G;
+    if (G >= all) return (int)all;
+    return G >= (size_t)H ? (int)(G / H * H) : (int)G;
 }
 
 int gma_backward_group(const Mixer *m, int B, int N) { return group_heads(m, B, N); }
