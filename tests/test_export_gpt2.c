@@ -415,18 +415,7 @@ static void write_byte_tokenizer(const char *dir) {
     ck_assert_int_eq(gma_mkdirs(dir), 0);
     char p[2300];
     snprintf(p, sizeof p, "%s/encoder.json", dir);
-    FILE *f = fopen(p, "w");
-    fputc('{', f);
-    int extra = 0;
-    for (int bt = 0; bt < 256; bt++) {
-        int printable = (bt >= '!' && bt <= '~') || (bt >= 0xA1 && bt <= 0xAC) || (bt >= 0xAE);
-        unsigned cp = printable ? (unsigned)bt : 256u + (unsigned)extra++;
-        if (cp == '"' || cp == '\\') fprintf(f, "\"\\%c\": %d, ", (char)cp, bt);
-        else if (cp < 0x80) fprintf(f, "\"%c\": %d, ", (char)cp, bt);
-        else fprintf(f, "\"\\u%04x\": %d, ", cp, bt);
-    }
-    fprintf(f, "\"<|endoftext|>\": 256}\n");
-    fclose(f);
+    tu_write_gpt2_byte_vocab(p);
     snprintf(p, sizeof p, "%s/vocab.bpe", dir);
     tu_write(p, "#version: 0.2\n");
 }

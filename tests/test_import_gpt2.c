@@ -522,18 +522,7 @@ START_TEST(test_tokenizer_is_copied) {
                                            "\"n_positions\": 16, \"n_ctx\": 16}\n");
     /* encoder.json: GPT-2's byte alphabet (bytes outside ! .. ~, 0xA1 .. 0xAC, 0xAE .. 0xFF
      * map to U+0100 and up, in order), no merges */
-    FILE *f = fopen(tu_path("v_tok/vocab.json"), "w");
-    fputc('{', f);
-    int extra = 0;
-    for (int bt = 0; bt < 256; bt++) {
-        int printable = (bt >= '!' && bt <= '~') || (bt >= 0xA1 && bt <= 0xAC) || (bt >= 0xAE);
-        unsigned cp = printable ? (unsigned)bt : 256u + (unsigned)extra++;
-        if (cp == '"' || cp == '\\') fprintf(f, "\"\\%c\": %d, ", (char)cp, bt);
-        else if (cp < 0x80) fprintf(f, "\"%c\": %d, ", (char)cp, bt);
-        else fprintf(f, "\"\\u%04x\": %d, ", cp, bt);
-    }
-    fprintf(f, "\"<|endoftext|>\": 256}\n");
-    fclose(f);
+    tu_write_gpt2_byte_vocab(tu_path("v_tok/vocab.json"));
     tu_write(tu_path("v_tok/merges.txt"), "#version: 0.2\n");
     ck_assert_msg(import(src, r) == 0, "%s", g_out);
     ck_assert_msg(strstr(g_out, "with its tokenizer"), "%s", g_out);

@@ -81,6 +81,22 @@ double tu_row_rel_err(const real *a, const real *b, int n) {
     return e / fmax(mx, 1e-30);
 }
 
+void tu_write_gpt2_byte_vocab(const char *path) {
+    FILE *f = fopen(path, "w");
+    ck_assert_msg(f != NULL, "%s", path);
+    fputc('{', f);
+    int extra = 0;
+    for (int bt = 0; bt < 256; bt++) {
+        int printable = (bt >= '!' && bt <= '~') || (bt >= 0xA1 && bt <= 0xAC) || (bt >= 0xAE);
+        unsigned cp = printable ? (unsigned)bt : 256u + (unsigned)extra++;
+        if (cp == '"' || cp == '\\') fprintf(f, "\"\\%c\": %d, ", (char)cp, bt);
+        else if (cp < 0x80) fprintf(f, "\"%c\": %d, ", (char)cp, bt);
+        else fprintf(f, "\"\\u%04x\": %d, ", cp, bt);
+    }
+    fprintf(f, "\"<|endoftext|>\": 256}\n");
+    fclose(f);
+}
+
 char g_out[65536];
 
 int run(const char *fmt, ...) {

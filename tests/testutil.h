@@ -55,6 +55,9 @@ double tu_max_rel_err(const double *a, const double *b, size_t n, double floor_a
 #define TU_F32_DECODE_BOUND (256.0 * 5.9604644775390625e-8)
 /* max |a - b| over the row / max |b| over the row (b the reference) */
 double tu_row_rel_err(const real *a, const real *b, int n);
+/* path: GPT-2's byte alphabet as an encoder.json / vocab.json (bytes outside ! .. ~, 0xA1 ..
+ * 0xAC, 0xAE .. 0xFF map to U+0100 and up, in order) and <|endoftext|> = 256, no merges */
+void tu_write_gpt2_byte_vocab(const char *path);
 
 /* GMA_TEST_TIMEOUT_SCALE=N, when CK_TIMEOUT_MULTIPLIER (Check's own) is not set, becomes
  * it before the suite is made: every case's timeout x N (scripts/run_tests.sh sets it too) */
