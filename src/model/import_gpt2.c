@@ -15,7 +15,6 @@
 #include "core/common.h"
 #include "core/config.h"
 #include "core/stale_tmp.h"
-#include "data/fetch/digest.h"
 #include "data/lm/dataid.h"
 #include "data/text/tokenizer.h"
 #include "model/checkpoint.h"
@@ -86,25 +85,6 @@ static int split_tokenizer_json(const char *path, const char *tdir) {
     return rc;
 }
 
-/* the SHA-256 of tdir's encoder.json then vocab.bpe: the digest a data set prepared with
- * this tokenizer records for its tokenizer files (dataid.h) */
-static int tokenizer_digest(const char *tdir, char *hex) {
-    static const char *const files[2] = {"encoder.json", "vocab.bpe"};
-    Digest d;
-    digest_init(&d, DIGEST_SHA256);
-    for (int i = 0; i < 2; i++) {
-        char p[2400];
-        snprintf(p, sizeof p, "%s/%s", tdir, files[i]);
-        size_t n;
-        char *b = gma_read_file(p, &n);
-        if (!b) return -1;
-        digest_update(&d, b, n);
-        free(b);
-    }
-    digest_final_hex(&d, hex);
-    return 0;
-}
-
 /* Copy the source folder's tokenizer into run/tokenizer/ (written as the tokenizer writes
  * its files, as gmadata prepare does) and write run/data.json naming it, with the identity
  * a trained run records (the tokenizer's kind, vocabulary and files' digest; dataid.h), so
@@ -128,7 +108,9 @@ static int write_tokenizer(const char *src_dir, const char *run, int V, int *wri
     if ((int)tv != V)
         return gma_errorf("%s: the tokenizer has %u tokens, the model's vocabulary %d", enc, tv, V);
     DataId id = {.tokenizer = "gpt2", .vocab = (uint32_t)V};
-    if (tokenizer_digest(tdir, id.tok_sha) != 0) return -1;
+    /* the digest a data set prepared with this tokenizer records for its files (dataid.h) */
+    static const char *const tok_files[2] = {"encoder.json", "vocab.bpe"};
+    if (dataid_files_sha(tdir, tok_files, 2, id.tok_sha) != 0) return gma_errorf("%s: cannot read the tokenizer files", tdir);
     cJSON *o = cJSON_CreateObject();
     cJSON_AddStringToObject(o, "path", GPT2_DATA);
     cJSON_AddStringToObject(o, "path_abs", "");

@@ -52,6 +52,22 @@ static void content_ids(const cJSON *meta, DataId *id) {
     }
 }
 
+int dataid_files_sha(const char *dir, const char *const *files, int n, char *hex) {
+    Digest d;
+    digest_init(&d, DIGEST_SHA256);
+    for (int i = 0; i < n; i++) {
+        char fp[2400];
+        snprintf(fp, sizeof fp, "%s/%s", dir, files[i]);
+        size_t len;
+        char *b = gma_path_exists(fp) ? gma_read_file(fp, &len) : NULL;
+        if (!b) return -1;
+        digest_update(&d, b, len);
+        free(b);
+    }
+    digest_final_hex(&d, hex);
+    return 0;
+}
+
 /* the tokenizer of the meta.json in dir: kind and the digest of its listed files; the
  * shards' content digests of its manifest */
 static int tokenizer_id(const char *dir, DataId *id) {
@@ -64,20 +80,15 @@ static int tokenizer_id(const char *dir, DataId *id) {
     const cJSON *files = cJSON_GetObjectItemCaseSensitive(j, "tokenizer_files");
     if (cJSON_IsString(t)) /* the kind: "bpe:DIR" names a folder that may move */
         snprintf(id->tokenizer, sizeof id->tokenizer, "%.*s", (int)strcspn(t->valuestring, ":"), t->valuestring);
-    int missing = 0, n = cJSON_IsArray(files) ? cJSON_GetArraySize(files) : 0;
-    Digest d;
-    digest_init(&d, DIGEST_SHA256);
-    for (int i = 0; i < n && !missing; i++) {
+    int n = cJSON_IsArray(files) ? cJSON_GetArraySize(files) : 0, ok = n > 0 && n <= 64;
+    const char *names[64];
+    for (int i = 0; ok && i < n; i++) {
         const cJSON *f = cJSON_GetArrayItem(files, i);
-        char fp[2400];
-        snprintf(fp, sizeof fp, "%s/%s", dir, cJSON_IsString(f) ? f->valuestring : "");
-        size_t len;
-        char *b = cJSON_IsString(f) && gma_path_exists(fp) ? gma_read_file(fp, &len) : NULL;
-        if (!b) missing = 1; /* a file not there (a split copied alone): the digest is unknown */
-        else digest_update(&d, b, len);
-        free(b);
+        ok = cJSON_IsString(f);
+        names[i] = ok ? f->valuestring : NULL;
     }
-    if (!missing && n > 0) digest_final_hex(&d, id->tok_sha);
+    /* a file not there (a split copied alone): the digest is unknown */
+    if (ok) (void)dataid_files_sha(dir, names, n, id->tok_sha);
     cJSON_Delete(j);
     return 0;
 }

@@ -45,5 +45,8 @@ int dataid_of_run(const char *run_dir, DataId *id);
 /* 0 when `have` is the identity `want` (shards: compare the shards too, else the
  * tokenizer and vocabulary alone); 1 with the first difference in out ("vocabulary 50257
  * there, 4096 here"). */
+/* the SHA-256 (hex, 65 bytes) of the n files dir/files[i] read one after the other: the
+ * tokenizer digest of a DataId. 0, or -1 when a file cannot be read (hex untouched). */
+int dataid_files_sha(const char *dir, const char *const *files, int n, char *hex);
 int dataid_diff(const DataId *want, const DataId *have, int shards, char *out, size_t cap);
 #endif
