@@ -40,13 +40,12 @@ int recipe_d_ff(const Config *c) {
 
 int recipe_same(const Config *a, const Config *b, const char *what) {
     const ModelRecipe *x = model_recipe(a), *y = model_recipe(b);
-    static const char *const norm[] = {"layernorm", "rmsnorm"}, *const act[] = {"gelu", "swiglu"};
     if (x->norm != y->norm)
-        return gma_errorf("%s: model.norm \"%s\" there, \"%s\" here: the norms' tensors differ", what, norm[x->norm],
-                          norm[y->norm]);
+        return gma_errorf("%s: model.norm \"%s\" there, \"%s\" here: the norms' tensors differ", what,
+                          cfg_enum_name(a, "model.norm"), cfg_enum_name(b, "model.norm"));
     if (x->mlp_act != y->mlp_act)
         return gma_errorf("%s: model.mlp_act \"%s\" there, \"%s\" here: the MLPs' tensors differ", what,
-                          act[x->mlp_act], act[y->mlp_act]);
+                          cfg_enum_name(a, "model.mlp_act"), cfg_enum_name(b, "model.mlp_act"));
     if (x->tie_embeddings != y->tie_embeddings)
         return gma_errorf("%s: model.tie_embeddings %s there, %s here: the head's tensors differ", what,
                           x->tie_embeddings ? "true" : "false", y->tie_embeddings ? "true" : "false");

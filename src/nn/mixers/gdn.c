@@ -22,7 +22,7 @@
  *
  * act:     xq, xk, cq, ck [R,D]; xv, cv [R,Dv]; qh, kh, qn, kn [B,H,N,d]; vh, oh [B,H,N,dv];
  *          om, gg, on [R,Dv]; rq, rk, ro, ga, gb [B H N]; Sck [B,H,ceil(N/chunk)+1,d,dv]
- * scratch: 6 [R,Dv], 4 [R,D], 3 [R,max(D,Dv)], 4 [R,H] */
+ * scratch: 5 [R,Dv], 4 [R,D], 3 [R,max(D,Dv)], 3 [R,H] */
 #include <stdlib.h>
 
 #include "nn/linear.h"
@@ -133,7 +133,7 @@ static size_t gdn_act(const Mixer *m, int B, int N) {
 static size_t gdn_scratch(const Mixer *m, int B, int N) {
     const GdnPriv *p = m->priv;
     size_t R = (size_t)B * N;
-    return 6 * R * p->Dv + 4 * R * m->D + 3 * R * GMA_MAX(m->D, p->Dv) + 4 * R * m->H;
+    return 5 * R * p->Dv + 4 * R * m->D + 3 * R * GMA_MAX(m->D, p->Dv) + 3 * R * m->H;
 }
 /* the recurrence's products per token and head, in units of d dv, as cpu_delta.c runs them:
  * forward S^T k, the rank-one update, S^T q (6; without delta 4); backward the recomputed
@@ -219,10 +219,13 @@ static void gdn_backward(Mixer *m, const MixerCtx *c, real *dh, const real *dy, 
     int B = c->B, N = c->N, H = m->H, d = m->d, R = B * N;
     size_t RD = (size_t)R * m->D, RV = (size_t)R * p->Dv, RE = (size_t)R * GMA_MAX(m->D, p->Dv), BHN = (size_t)R * H;
     Acts a = carve(m, B, N, act);
-    real *don = scratch, *dom = don + RV, *dgg = dom + RV, *doh = dgg + RV, *dvh = doh + RV, *dqn = dvh + RV + RV;
+    real *don = scratch, *dom = don + RV, *dgg = dom + RV, *doh = dgg + RV, *dvh = doh + RV, *dqn = dvh + RV;
     real *dkn = dqn + RD, *dqh = dkn + RD, *dkh = dqh + RD, *t1 = dkh + RD, *t2 = t1 + RE, *t3 = t2 + RE;
     real *dga = t3 + RE, *dgb = dga + BHN, *tg = dgb + BHN;
-    g_ops->zero(scratch, sizeof(real) * gdn_scratch(m, B, N));
+    /* the accumulators; t1..t3 are branch_backward's (it zeroes what it accumulates into), tg
+     * is written whole by merge_heads */
+    g_ops->zero(scratch, sizeof(real) * (size_t)(t1 - scratch));
+    g_ops->zero(dga, sizeof(real) * 2 * BHN);
     linear_backward_set(don, MP(m, grads, P_O), NULL, dy, a.on, MP(m, params, P_O), R, p->Dv, m->Dm);
     g_ops->rownorm_backward(dom, MP(m, grads, P_NORM), dgg, don, a.om, MP(m, params, P_NORM), a.gg, a.ro, (int)BHN,
                             p->dv, 1);

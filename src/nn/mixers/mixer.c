@@ -32,15 +32,20 @@ const MixerVT *mixer_of_layer(const Config *c, int l) {
     return id < N_MIXERS ? g_mixers[id] : NULL;
 }
 
+/* the names of the registry's mixers (all, or those with short_conv_ok) joined by sep into buf */
+static const char *join_names(char *buf, const char *sep, int short_conv_only) {
+    if (!buf[0])
+        for (int i = 0; i < N_MIXERS; i++)
+            if (!short_conv_only || g_mixers[i]->short_conv_ok) {
+                if (buf[0]) strcat(buf, sep);
+                strcat(buf, g_mixers[i]->name);
+            }
+    return buf;
+}
+
 const char *mixer_names(void) {
     static char buf[256];
-    if (!buf[0]) {
-        for (int i = 0; i < N_MIXERS; i++) {
-            if (i) strcat(buf, "|");
-            strcat(buf, g_mixers[i]->name);
-        }
-    }
-    return buf;
+    return join_names(buf, "|", 0);
 }
 
 /* model.attn_bias, model.short_conv: the attention projections' own keys (attn_proj_add), a
@@ -63,13 +68,7 @@ static const AttnProjCfg *attn_cfg(const Config *c) { return cfg_section_of(c, &
 /* "gma, sdpa, ...": the mixers that take model.short_conv */
 static const char *short_conv_mixers(void) {
     static char buf[256];
-    if (!buf[0])
-        for (int i = 0; i < N_MIXERS; i++)
-            if (g_mixers[i]->short_conv_ok) {
-                if (buf[0]) strcat(buf, ", ");
-                strcat(buf, g_mixers[i]->name);
-            }
-    return buf;
+    return join_names(buf, ", ", 1);
 }
 
 /* cfg_validate's checks of the layers' mixers: direction, then each mixer's own keys */

@@ -9,9 +9,9 @@
 #include "ops/cpu/cpu.h"
 
 /* The angle table cos, sin [N, d/2] of the last (N, d, pos0, theta): a layer's q and k and
- * their backward turn by the same angles, so the table is made once and kept (the ops are
- * called from one thread at a time; the loop below is the parallel part). */
-static struct {
+ * their backward turn by the same angles, so the table is made once and kept, one a calling
+ * thread; the loop below is the parallel part). */
+static _Thread_local struct {
     double *cs; size_t cap; int N, d, pos0; real theta;
 } g_tab;
 static const double *angles(int N, int d, int pos0, real theta) {
