@@ -49,7 +49,7 @@ static const GmaDrop *site_drop(const Model *m, GmaDrop *g, int layer, int site,
                    .first = m->drop_first};
     return g;
 }
-static void drop_start(Model *m, int training, long step) {
+void model_drop_start(Model *m, int training, long step) {
     const ModelCfg *mc = &m->cfg.model;
     m->drop_live = training && (mc->dropout > 0 || mc->attn_dropout > 0 || model_keys(&m->cfg)->mlp_hidden_dropout > 0 ||
                                 (m->classify && cls_head_cfg(&m->cfg)->head_dropout > 0));
@@ -210,9 +210,7 @@ static size_t plan_total(const Model *m, int Bmax, int Nmax) {
     return total + stem_act_size(&m->stem, S, Nt);
 }
 
-/* The memory this process can still take: physical memory, or the address-space limit
- * (RLIMIT_AS) less what is mapped already when that is lower; 0 when unknown. */
-static double memory_available(const char **what) {
+double model_memory_available(const char **what) {
     long pages = sysconf(_SC_PHYS_PAGES), psz = sysconf(_SC_PAGESIZE);
     double have = pages > 0 && psz > 0 ? (double)pages * (double)psz : 0;
     *what = "memory of this machine";
@@ -277,7 +275,7 @@ void model_memory_plan(const Model *m, int Bmax, int Nmax, MemPlan *p) {
         snprintf(p->drivers, sizeof p->drivers, "mostly the %s layers (model.mixer) x model.n_heads %d", name, m->H);
     else
         snprintf(p->drivers, sizeof p->drivers, "model.n_layers %d x model.d_model %d, model.vocab_size %d", m->L, m->D, m->V);
-    p->avail = memory_available(&p->avail_what);
+    p->avail = model_memory_available(&p->avail_what);
 }
 
 int model_check_memory(const Model *m, int Bmax, int Nmax) {
@@ -450,20 +448,17 @@ void model_zero_grad(Model *m) {
 /* model.norm "rmsnorm": the LayerNorm ops without mean (and bias) are RMSNorm (ops.h) */
 static real *norm_mean(const Model *m, real *mean) { return m->rms ? NULL : mean; }
 
-/* The position table the embedding adds (learned pos_emb, the fixed sinusoidal table, or
- * none) and where its gradient goes (NULL unless learned). */
-static real *pos_table(const Model *m) { return m->wpe >= 0 ? PP(m->wpe) : m->pos_fixed; }
+real *model_pos_table(const Model *m) { return m->wpe >= 0 ? PP(m->wpe) : m->pos_fixed; }
+/* where the position table's gradient goes (NULL unless learned) */
 static real *pos_grad(const Model *m) { return m->wpe >= 0 ? GG(m->wpe) : NULL; }
 
-/* The first row of the position table of window row t: a cross model's query rows with
- * cross.query_pos "own" start again at row 0 (docs/model.md §3.8) */
-static int pos_row(const Model *m, int t) { return m->x && m->x->own_pos && t >= m->x->M ? t - m->x->M : t; }
+int model_pos_row(const Model *m, int t) { return m->x && m->x->own_pos && t >= m->x->M ? t - m->x->M : t; }
 
 /* The embedded window [B,N,D] of m->tok into r0: tokens plus positions (pos_row) */
 static void embed_window(Model *m, real *r0, int B, int N) {
-    const real *pos = pos_table(m);
+    const real *pos = model_pos_table(m);
     int M = m->x ? m->x->M : 0;
-    if (!pos || pos_row(m, M) == M || N <= M) {
+    if (!pos || model_pos_row(m, M) == M || N <= M) {
         g_ops->embed_forward(r0, m->tok, PP(m->wte), pos, B, N, m->D);
         return;
     }
@@ -479,7 +474,7 @@ static void embed_window(Model *m, real *r0, int B, int N) {
 static void embed_window_backward(Model *m, const real *d, int B, int N) {
     real *pg = pos_grad(m);
     int M = m->x ? m->x->M : 0;
-    if (!pg || pos_row(m, M) == M || N <= M) {
+    if (!pg || model_pos_row(m, M) == M || N <= M) {
         g_ops->embed_backward(GG(m->wte), pg, d, m->tok, B, N, m->D);
         return;
     }
@@ -510,10 +505,6 @@ static void add_next_ln(Model *m, int l, real *sum, const real *a, const real *b
     g_ops->add_layernorm_forward(sum, n.out, n.mean, n.rstd, a, b, n.w, n.b, R, m->D);
 }
 
-/* resid[0] (embedded, R = B*N rows) -> lnf through the blocks and ln_f; with `dec`
- * (incremental decoding, B sequences of N = 1) each mixer takes one step on its states
- * instead of a forward over the sequence. Each residual add is fused with the LayerNorm that
- * reads its sum (ln2 of its block, the next ln1, ln_f). */
 /* the SwiGLU MLP's hidden rows (model.mlp_act "swiglu", docs/model.md §1): gate and up
  * rows [R, F] each into b->fc, h = silu(gate) * up into b->gelu */
 static void swiglu_forward(Model *m, Block *b, int R) {
@@ -535,7 +526,9 @@ static void swiglu_backward(Model *m, Block *b, const real *dh, int R) {
     linear_backward(m->dtmp, GG(b->upw), NULL, dup, b->ln2, PP(b->upw), R, m->D, m->F);
 }
 
-static void blocks_forward_dec(Model *m, const MixerCtx *ctx, const DecodeState *dec) {
+/* Each residual add is fused with the LayerNorm that reads its sum (ln2 of its block, the
+ * next ln1, ln_f). */
+void model_blocks_forward(Model *m, const MixerCtx *ctx, const DecodeState *dec) {
     const ModelCfg *mc = &m->cfg.model;
     if (!dec) drop_site(m, m->resid[0], 0, GMA_DROP_EMBED, mc->dropout, ctx->B, ctx->N, m->D);
     int R = ctx->B * ctx->N, D = m->D, F = m->F;
@@ -571,8 +564,6 @@ static void blocks_forward_dec(Model *m, const MixerCtx *ctx, const DecodeState 
         add_next_ln(m, l, m->resid[l + 1], m->resid[l + 1], b->mid, R);
     }
 }
-
-static void blocks_forward(Model *m, const MixerCtx *ctx) { blocks_forward_dec(m, ctx, NULL); }
 
 /* d lnf in m->dtmp -> d resid[0] in m->dresid (overwritten), parameter gradients accumulated */
 static void blocks_backward(Model *m, const MixerCtx *ctx) {
@@ -626,12 +617,12 @@ static void teacher_features(Model *t, const int32_t *tok, int B, int N) {
     t->B = B;
     t->N = N;
     t->keymask = NULL;
-    drop_start(t, 0, 0);
+    model_drop_start(t, 0, 0);
     g_ops->to_device(t->tok, tok, sizeof(int32_t) * (size_t)B * N);
     real *wpe = t->wpe >= 0 ? PT_PTR(t->params, &t->pt, t->wpe) : t->pos_fixed;
     g_ops->embed_forward(t->resid[0], t->tok, PT_PTR(t->params, &t->pt, t->wte), wpe, B, N, t->D);
     MixerCtx ctx = {.B = B, .N = N, .causal = t->causal};
-    blocks_forward(t, &ctx);
+    model_blocks_forward(t, &ctx, NULL);
 }
 
 int model_set_teacher(Model *m, Model *t, double weight, double T) {
@@ -732,14 +723,14 @@ int model_forward(Model *m, const int32_t *tok, const int32_t *tgt, int B, int N
     m->B = B;
     m->N = Nd;
     m->keymask = keymask;
-    drop_start(m, training, step);
+    model_drop_start(m, training, step);
     int R = B * Nd;
     g_ops->to_device(m->tok, tok, sizeof(int32_t) * B * N);
     g_ops->to_device(m->tgt, tgt_d, sizeof(int32_t) * R);
     embed_window(m, m->resid[0], B, N);
     if (m->x) xmodel_encode(m->x, m->params, m->resid[0], B, N);
     MixerCtx ctx = {.B = B, .N = Nd, .causal = m->causal, .keymask = keymask, .training = training, .step = step};
-    blocks_forward(m, &ctx);
+    model_blocks_forward(m, &ctx, NULL);
     if (training && m->teacher) teacher_features(m->teacher, tok, B, N);
     head_forward(m, R, want_acc, training);
     st->correct = 0;
@@ -791,7 +782,7 @@ int model_forward_cls(Model *m, const int32_t *tok, const uint8_t *keymask, cons
     m->N = Nt;
     m->n_ex = B;
     m->keymask = mixer_keymask(m); /* what the mixers see (buffers and routing statistics too) */
-    drop_start(m, training, step);
+    model_drop_start(m, training, step);
     size_t R = (size_t)S * Nt;
     g_ops->to_device(m->tok, m->tok_host, sizeof(int32_t) * R);
     g_ops->to_device(m->tgt, labels, sizeof(int32_t) * B);
@@ -800,18 +791,18 @@ int model_forward_cls(Model *m, const int32_t *tok, const uint8_t *keymask, cons
         if (stem_shape(&m->stem, Nt, &H, &W) != 0) return -1;
         g_ops->embed_forward(m->stem.x0, m->tok, PP(m->wte), NULL, S, Nt, D);
         stem_forward(&m->stem, m->resid[0], &m->pt, m->params, S, Nt, training);
-        if (pos_table(m))
-            for (int r = 0; r < S; r++) g_ops->axpy(m->resid[0] + (size_t)r * Nt * D, 1, pos_table(m), (size_t)Nt * D);
+        if (model_pos_table(m))
+            for (int r = 0; r < S; r++) g_ops->axpy(m->resid[0] + (size_t)r * Nt * D, 1, model_pos_table(m), (size_t)Nt * D);
     } else
-        g_ops->embed_forward(m->resid[0], m->tok, PP(m->wte), pos_table(m), S, Nt, D);
+        g_ops->embed_forward(m->resid[0], m->tok, PP(m->wte), model_pos_table(m), S, Nt, D);
     if (m->pool_cls) /* position 0: cls_token + pos_emb[0] */
         for (int r = 0; r < S; r++) {
             real *row = m->resid[0] + (size_t)r * Nt * D;
             g_ops->copy(row, PP(m->cls_tok), sizeof(real) * D);
-            if (pos_table(m)) g_ops->axpy(row, 1, pos_table(m), D);
+            if (model_pos_table(m)) g_ops->axpy(row, 1, model_pos_table(m), D);
         }
     MixerCtx ctx = {.B = S, .N = Nt, .causal = m->causal, .keymask = mixer_keymask(m), .training = training, .step = step};
-    blocks_forward(m, &ctx);
+    model_blocks_forward(m, &ctx, NULL);
     pool_weights(m->pool_w_host, m->mask_host, S, Nt, m->pool_cls ? POOL_CLS : POOL_MEAN);
     g_ops->to_device(m->pool_w, m->pool_w_host, sizeof(real) * R);
     if (m->pool_max) g_ops->maxpool_forward(m->pooled, m->pool_arg, m->lnf, m->pool_w, S, Nt, D);
@@ -925,165 +916,6 @@ void model_update_buffers(Model *m) {
         Mixer *mx = m->blocks[l].mixer;
         if (mx->vt->health) mx->vt->health->update_buffers(mx, &ctx, m->params, m->blocks[l].act);
     }
-}
-
-/* ---- incremental decoding ---- */
-int model_can_decode(const Model *m) {
-    if (m->classify || !m->causal) return 0;
-    int W = m->Nmax < m->Nmax_act ? m->Nmax : m->Nmax_act; /* the window of model_decode_begin */
-    for (int l = 0; l < m->L; l++) {
-        const Mixer *mx = m->blocks[l].mixer;
-        if (!mx->vt->decode || (mx->vt->can_decode && !mx->vt->can_decode(mx, W))) return 0;
-    }
-    return 1;
-}
-
-int model_decode_begin(Model *m, DecodeState *s) { return model_decode_begin_batch(m, s, 1); }
-
-int model_decode_begin_batch(Model *m, DecodeState *s, int B) {
-    memset(s, 0, sizeof *s);
-    if (!model_can_decode(m)) return gma_errorf("this model's mixers cannot decode incrementally");
-    if (B < 1 || (size_t)B > (size_t)m->Bmax * m->Nmax_act)
-        return gma_errorf("incremental decoding of %d sequences: the model is allocated for %d rows", B,
-                          m->Bmax * m->Nmax_act);
-    int W = m->Nmax < m->Nmax_act ? m->Nmax : m->Nmax_act;
-    double need = (double)B * m->V, have;
-    const char *what;
-    for (int l = 0; l < m->L; l++) {
-        const Mixer *mx = m->blocks[l].mixer;
-        need += (double)B * mx->vt->decode_state(mx, W) + (double)mx->vt->act_size(mx, B, 1) + mx->vt->scratch_size(mx, B, 1);
-    }
-    need *= sizeof(real);
-    if (g_ops->device == OPS_CPU && (have = memory_available(&what)) > 0 && need > have) /* callers decode without */
-        return gma_errorf("incremental decoding of %d sequences needs %.1f GiB, more than the %.1f GiB of %s", B,
-                          need / 1073741824.0, have / 1073741824.0, what);
-    if (B > m->head_rows) { /* more rows than a chunk of the head's logits: a buffer of their own */
-        s->logits = g_ops->alloc(sizeof(real) * (size_t)B * m->V);
-        s->head_logits = m->logits;
-        m->logits = s->logits;
-    }
-    s->W = m->Nmax < m->Nmax_act ? m->Nmax : m->Nmax_act;
-    s->B = B;
-    s->layer = xcalloc((size_t)m->L, sizeof(real *));
-    size_t total = 0, act = 0, scr = 0, *n = xcalloc((size_t)m->L, sizeof(size_t));
-    for (int l = 0; l < m->L; l++) {
-        const Mixer *mx = m->blocks[l].mixer;
-        total += n[l] = (size_t)B * mx->vt->decode_state(mx, s->W);
-        act = GMA_MAX(act, mx->vt->act_size(mx, B, 1));
-        scr = GMA_MAX(scr, mx->vt->scratch_size(mx, B, 1));
-    }
-    s->buf = g_ops->alloc(sizeof(real) * (total + 1)); /* zero-filled */
-    s->act = g_ops->alloc(sizeof(real) * (act + 1));
-    s->scratch = g_ops->alloc(sizeof(real) * (scr + 1));
-    size_t off = 0;
-    for (int l = 0; l < m->L; off += n[l], l++) s->layer[l] = s->buf + off;
-    free(n);
-    return 0;
-}
-
-int model_decode_step(Model *m, DecodeState *s, int32_t token) {
-    if (s->B != 1) return gma_errorf("incremental decoding: model_decode_step feeds one sequence, the state holds %d", s->B);
-    return model_decode_step_batch(m, s, &token);
-}
-
-int model_decode_step_batch(Model *m, DecodeState *s, const int32_t *tokens) {
-    if (s->pos >= s->W) return gma_errorf("incremental decoding: position %d is past the window of %d", s->pos, s->W);
-    if (m->x && (s->pos < m->x->M || m->x->mem_B != s->B))
-        return gma_errorf("incremental decoding of a cross model: model_prefill feeds the context first");
-    int D = m->D, B = s->B;
-    for (int b = 0; b < B; b++)
-        if (tokens[b] < 0 || tokens[b] >= m->V)
-            return gma_errorf("token id %d is outside the vocabulary [0, %d)", tokens[b], m->V);
-    m->B = B;
-    m->N = 1;
-    m->keymask = NULL;
-    m->drop_live = 0; /* decoding never drops */
-    g_ops->to_device(m->tok, tokens, sizeof(int32_t) * (size_t)B);
-    /* the position embedding of row pos: with N = 1 the op adds row 0 of the table it is
-     * given to every sequence */
-    g_ops->embed_forward(m->resid[0], m->tok, PP(m->wte), pos_table(m) ? pos_table(m) + (size_t)pos_row(m, s->pos) * D : NULL,
-                         B, 1, D);
-    MixerCtx ctx = {.B = B, .N = 1, .causal = 1, .keymask = NULL, .training = 0, .step = 0};
-    blocks_forward_dec(m, &ctx, s);
-    g_ops->matmul(m->logits, m->lnf, PP(m->wout), B, m->V, D, 0, 1, 1, 0);
-    m->logits_row0 = 0;
-    s->pos++;
-    return 0;
-}
-
-/* model_prefill of a cross model: the memories of the context prompt[0..M) for the s->B
- * sequences (the encoder once), then prompt[M..np) a decode step a token */
-static int prefill_cross(Model *m, DecodeState *s, const int32_t *prompt, int np) {
-    XModel *x = m->x;
-    int M = x->M, B = s->B;
-    if (np <= M)
-        return gma_errorf("prefill of %d tokens: a cross model's prompt is its context (cross.ctx_len %d tokens) and at "
-                          "least one query token", np, M);
-    for (int i = 0; i < np; i++)
-        if (prompt[i] < 0 || prompt[i] >= m->V)
-            return gma_errorf("token id %d at position %d is outside the vocabulary [0, %d)", prompt[i], i, m->V);
-    g_ops->to_device(m->tok, prompt, sizeof(int32_t) * (size_t)M);
-    g_ops->embed_forward(x->e[0], m->tok, PP(m->wte), pos_table(m), 1, M, m->D);
-    xmodel_memory(x, m->params, B);
-    s->pos = M;
-    int32_t *tk = xmalloc(sizeof(int32_t) * (size_t)B);
-    int rc = 0;
-    for (int i = M; i < np && rc == 0; i++) {
-        for (int b = 0; b < B; b++) tk[b] = prompt[i];
-        rc = model_decode_step_batch(m, s, tk);
-    }
-    free(tk);
-    return rc;
-}
-
-int model_prefill(Model *m, DecodeState *s, const int32_t *prompt, int np) {
-    if (s->pos != 0) return gma_errorf("prefill: the decode state is at position %d, not 0", s->pos);
-    if (np < 1 || np > s->W)
-        return gma_errorf("prefill of %d tokens: the window is %d positions", np, s->W);
-    if (m->x) return prefill_cross(m, s, prompt, np);
-    for (int i = 0; i < np; i++)
-        if (prompt[i] < 0 || prompt[i] >= m->V)
-            return gma_errorf("token id %d at position %d is outside the vocabulary [0, %d)", prompt[i], i, m->V);
-    int D = m->D, V = m->V;
-    m->B = 1;
-    m->N = np;
-    m->keymask = NULL;
-    drop_start(m, 0, 0);
-    g_ops->to_device(m->tok, prompt, sizeof(int32_t) * (size_t)np);
-    g_ops->embed_forward(m->resid[0], m->tok, PP(m->wte), pos_table(m), 1, np, D);
-    MixerCtx ctx = {.B = 1, .N = np, .causal = 1, .training = 0};
-    blocks_forward(m, &ctx);
-    for (int l = 0; l < m->L; l++) {
-        Block *b = &m->blocks[l];
-        Mixer *mx = b->mixer;
-        size_t ss = mx->vt->decode_state(mx, s->W);
-        if (ss == 0) continue;
-        g_ops->zero(s->layer[l], sizeof(real) * ss * s->B);
-        if (mx->vt->prefill) mx->vt->prefill(mx, &ctx, b->ln1, m->params, b->act, s->layer[l], s->W, m->scratch);
-        else /* a decode step a row; the forward's mixer output (b->mix) is free now */
-            for (int t = 0; t < np; t++)
-                mx->vt->decode(mx, b->mix + (size_t)t * D, b->ln1 + (size_t)t * D, m->params, s->layer[l], 1, t, s->W,
-                               s->act, s->scratch);
-        for (int q = 1; q < s->B; q++) g_ops->copy(s->layer[l] + q * ss, s->layer[l], sizeof(real) * ss);
-    }
-    /* the last position's logits only, for every sequence */
-    g_ops->matmul(m->logits, m->lnf + (size_t)(np - 1) * D, PP(m->wout), 1, V, D, 0, 1, 1, 0);
-    for (int q = 1; q < s->B; q++) g_ops->copy(m->logits + (size_t)q * V, m->logits, sizeof(real) * V);
-    m->logits_row0 = 0;
-    s->pos = np;
-    return 0;
-}
-
-void model_decode_end(Model *m, DecodeState *s) {
-    if (s->logits) {
-        m->logits = s->head_logits;
-        g_ops->free(s->logits);
-    }
-    if (s->buf) g_ops->free(s->buf);
-    if (s->act) g_ops->free(s->act);
-    if (s->scratch) g_ops->free(s->scratch);
-    free(s->layer);
-    memset(s, 0, sizeof *s);
 }
 
 /* ---- the model's own keys (model.pos, mlp, embed_*, mlp_*): a stored section ---- */

@@ -255,6 +255,24 @@ int model_decode_step_batch(Model *m, DecodeState *s, const int32_t *tokens);
 int model_prefill(Model *m, DecodeState *s, const int32_t *prompt, int np);
 void model_decode_end(Model *m, DecodeState *s);
 
+/* ---- the backbone's steps that model.c shares with model_decode.c (not for callers
+ * outside src/model) ---- */
+/* resid[0] (embedded, R = B*N rows) -> lnf through the blocks and ln_f; with `dec`
+ * (incremental decoding, B sequences of N = 1) each mixer takes one step on its states
+ * instead of a forward over the sequence */
+void model_blocks_forward(Model *m, const MixerCtx *ctx, const DecodeState *dec);
+/* the position table the embedding adds (learned pos_emb, the fixed sinusoidal table, or
+ * none: NULL) */
+real *model_pos_table(const Model *m);
+/* the first row of the position table of window row t: a cross model's query rows with
+ * cross.query_pos "own" start again at row 0 (docs/model.md §3.8) */
+int model_pos_row(const Model *m, int t);
+/* a forward begins: dropout live for a training forward with some rate > 0 (docs/model.md §8) */
+void model_drop_start(Model *m, int training, long step);
+/* the memory this process can still take: physical memory, or the address-space limit
+ * (RLIMIT_AS) less what is mapped already when that is lower; 0 when unknown */
+double model_memory_available(const char **what);
+
 /* The model's own keys (model.pos, mlp, mlp_hidden_dropout, embed_std, embed_init,
  * mlp_bias_std): a stored section with the prefix model, read only in model.c. */
 extern const CfgSection model_keys_section;
