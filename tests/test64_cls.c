@@ -194,7 +194,7 @@ typedef struct {
 static double cls_loss(void *p) {
     ModCtx *c = p;
     LossStats st;
-    ck_assert_msg(model_forward_cls(&c->m, c->tok, NULL, c->lab, CB, CN, &st, 1, 0) == 0, "%s", gma_error());
+    ck_assert_msg(model_forward(&c->m, c->tok, c->lab, CB, CN, NULL, 0, &st, 1, 0) == 0, "%s", gma_error());
     return st.loss_sum / st.count;
 }
 
@@ -285,9 +285,9 @@ START_TEST(test_cls_head_dropout) {
     model_init_params(&c.m, 7);
     fill_batch(&c, 3);
     LossStats tr, ev, tr2;
-    ck_assert_int_eq(model_forward_cls(&c.m, c.tok, NULL, c.lab, CB, CN, &tr, 1, 0), 0);
-    ck_assert_int_eq(model_forward_cls(&c.m, c.tok, NULL, c.lab, CB, CN, &ev, 0, 0), 0);
-    ck_assert_int_eq(model_forward_cls(&c.m, c.tok, NULL, c.lab, CB, CN, &tr2, 1, 0), 0);
+    ck_assert_int_eq(model_forward(&c.m, c.tok, c.lab, CB, CN, NULL, 0, &tr, 1, 0), 0);
+    ck_assert_int_eq(model_forward(&c.m, c.tok, c.lab, CB, CN, NULL, 0, &ev, 0, 0), 0);
+    ck_assert_int_eq(model_forward(&c.m, c.tok, c.lab, CB, CN, NULL, 0, &tr2, 1, 0), 0);
     ck_assert_msg(fabs(tr.loss_sum - ev.loss_sum) > 1e-9, "head dropout changed nothing");
     ck_assert_msg(tr.loss_sum == tr2.loss_sum, "the same step drew another mask");
     model_free(&c.m);
@@ -363,7 +363,7 @@ static void pad_case(const char *mixer, const char *pooling, int n_seq) {
     uint8_t mask[2 * CB * CN];
     for (int i = 0; i < n_seq * CB * CN; i++) mask[i] = c.tok[i] != 0;
     LossStats st;
-    ck_assert_int_eq(model_forward_cls(&c.m, c.tok, mask, c.lab, CB, CN, &st, 0, 0), 0);
+    ck_assert_int_eq(model_forward(&c.m, c.tok, c.lab, CB, CN, mask, 0, &st, 0, 0), 0);
     real l0[CB * 3];
     memcpy(l0, c.m.logits, sizeof l0);
     /* the same batch padded to a longer length gives the same logits */
@@ -371,11 +371,11 @@ static void pad_case(const char *mixer, const char *pooling, int n_seq) {
     for (int i = 0; i < n_seq * CB * CN; i++)
         if (!mask[i]) c.tok[i] = 5, changed++;
     ck_assert_int_gt(changed, 0);
-    ck_assert_int_eq(model_forward_cls(&c.m, c.tok, mask, c.lab, CB, CN, &st, 0, 0), 0);
+    ck_assert_int_eq(model_forward(&c.m, c.tok, c.lab, CB, CN, mask, 0, &st, 0, 0), 0);
     for (int i = 0; i < CB * 3; i++) ck_assert_msg(c.m.logits[i] == l0[i], "logit %d changed with a padded token", i);
     /* a real token does change them */
     c.tok[CN - 1 + CN] = c.tok[CN - 1 + CN] == 1 ? 2 : 1; /* last token of example 1 (unpadded) */
-    ck_assert_int_eq(model_forward_cls(&c.m, c.tok, mask, c.lab, CB, CN, &st, 0, 0), 0);
+    ck_assert_int_eq(model_forward(&c.m, c.tok, c.lab, CB, CN, mask, 0, &st, 0, 0), 0);
     ck_assert(c.m.logits[3] != l0[3] || c.m.logits[4] != l0[4] || c.m.logits[5] != l0[5]);
     /* shorter padding: example 0 alone, cut to its real length, scores the same */
     model_free(&c.m);
@@ -407,12 +407,12 @@ static void unmasked_case(const char *mixer) {
     ModCtx c;
     pad_setup(&c, &cfg, 1);
     LossStats st;
-    ck_assert_int_eq(model_forward_cls(&c.m, c.tok, NULL, c.lab, CB, CN, &st, 0, 0), 0);
+    ck_assert_int_eq(model_forward(&c.m, c.tok, c.lab, CB, CN, NULL, 0, &st, 0, 0), 0);
     real l0[CB * 3];
     memcpy(l0, c.m.logits, sizeof l0);
     ck_assert_int_eq(c.tok[CN - 1], 0); /* example 0 ends in padding */
     c.tok[CN - 1] = 5;
-    ck_assert_int_eq(model_forward_cls(&c.m, c.tok, NULL, c.lab, CB, CN, &st, 0, 0), 0);
+    ck_assert_int_eq(model_forward(&c.m, c.tok, c.lab, CB, CN, NULL, 0, &st, 0, 0), 0);
     ck_assert_msg(c.m.logits[0] != l0[0] || c.m.logits[1] != l0[1] || c.m.logits[2] != l0[2], "%s: padding is ignored", mixer);
     for (int i = 3; i < CB * 3; i++) ck_assert_msg(c.m.logits[i] == l0[i], "%s: logit %d of another example changed", mixer, i);
     model_free(&c.m);
@@ -434,14 +434,14 @@ START_TEST(test_trim_padding) {
     model_init_params(&m, 9);
     int32_t tok[CN] = {3, 1, 4, 1, 0, 0}, lab[1] = {2};
     LossStats st;
-    ck_assert_int_eq(model_forward_cls(&m, tok, NULL, lab, 1, CN, &st, 0, 0), 0);
+    ck_assert_int_eq(model_forward(&m, tok, lab, 1, CN, NULL, 0, &st, 0, 0), 0);
     real a[3];
     memcpy(a, m.logits, sizeof a);
-    ck_assert_int_eq(model_forward_cls(&m, tok, NULL, lab, 1, 4, &st, 0, 0), 0);
+    ck_assert_int_eq(model_forward(&m, tok, lab, 1, 4, NULL, 0, &st, 0, 0), 0);
     for (int i = 0; i < 3; i++) ck_assert_msg(fabs(m.logits[i] - a[i]) < 1e-12, "%g vs %g", m.logits[i], a[i]);
     /* a label outside the classes is refused */
     lab[0] = 3;
-    ck_assert_int_ne(model_forward_cls(&m, tok, NULL, lab, 1, 4, &st, 0, 0), 0);
+    ck_assert_int_ne(model_forward(&m, tok, lab, 1, 4, NULL, 0, &st, 0, 0), 0);
     ck_assert_ptr_nonnull(strstr(gma_error(), "outside the classes"));
     model_free(&m);
 }

@@ -12,6 +12,7 @@
 
 #include "gradcheck.h"
 #include "model/model.h"
+#include "model/model_cls.h"
 #include "ops/ops.h"
 #include "testutil.h"
 
@@ -137,14 +138,14 @@ START_TEST(test_running_stats) {
     Model m;
     stem_model(&m, "batch");
     LossStats tr, ev, ev2;
-    ck_assert_int_eq(model_forward_cls(&m, TOK, NULL, LAB, 2, 6, &ev, 0, 0), 0);
-    ck_assert_int_eq(model_forward_cls(&m, TOK, NULL, LAB, 2, 6, &tr, 1, 0), 0);
+    ck_assert_int_eq(model_forward(&m, TOK, LAB, 2, 6, NULL, 0, &ev, 0, 0), 0);
+    ck_assert_int_eq(model_forward(&m, TOK, LAB, 2, 6, NULL, 0, &tr, 1, 0), 0);
     ck_assert_msg(fabs(tr.loss_sum - ev.loss_sum) > 1e-9, "batch statistics and the initial running ones agree");
     /* the batch's statistics of the convolution's output, channel by channel */
     int D = m.D, R = 12;
-    const real *y = m.stem.y[0];
+    const real *y = m.cls->stem.y[0];
     model_update_buffers(&m);
-    const real *rm = m.params + m.pt.t[m.stem.rmean[0]].offset, *rv = m.params + m.pt.t[m.stem.rvar[0]].offset;
+    const real *rm = m.params + m.pt.t[m.cls->stem.rmean[0]].offset, *rv = m.params + m.pt.t[m.cls->stem.rvar[0]].offset;
     for (int c = 0; c < D; c++) {
         double mu = 0, v = 0;
         for (int r = 0; r < R; r++) mu += y[r * D + c];
@@ -154,10 +155,10 @@ START_TEST(test_running_stats) {
         ck_assert_msg(fabs(rm[c] - 0.1 * mu) < 1e-9, "running mean %g, want %g", rm[c], 0.1 * mu);
         ck_assert_msg(fabs(rv[c] - (0.9 + 0.1 * v)) < 1e-9, "running var %g, want %g", rv[c], 0.9 + 0.1 * v);
     }
-    ck_assert(model_rank_averaged(&m, m.stem.rmean[0]) && model_rank_averaged(&m, m.stem.rvar[0]));
-    ck_assert(!model_rank_averaged(&m, m.stem.convw[0]));
+    ck_assert(model_rank_averaged(&m, m.cls->stem.rmean[0]) && model_rank_averaged(&m, m.cls->stem.rvar[0]));
+    ck_assert(!model_rank_averaged(&m, m.cls->stem.convw[0]));
     /* evaluation reads the running statistics: a second update moves them, and the loss with them */
-    ck_assert_int_eq(model_forward_cls(&m, TOK, NULL, LAB, 2, 6, &ev2, 0, 0), 0);
+    ck_assert_int_eq(model_forward(&m, TOK, LAB, 2, 6, NULL, 0, &ev2, 0, 0), 0);
     ck_assert_msg(fabs(ev2.loss_sum - ev.loss_sum) > 1e-9, "evaluation ignored the running statistics");
     /* an evaluation forward changes no buffer */
     real before = rm[0];
@@ -166,13 +167,13 @@ START_TEST(test_running_stats) {
     model_free(&m);
     /* instance norm: the same in training and evaluation, and no buffers */
     stem_model(&m, "instance");
-    ck_assert_int_eq(model_forward_cls(&m, TOK, NULL, LAB, 2, 6, &tr, 1, 0), 0);
-    ck_assert_int_eq(model_forward_cls(&m, TOK, NULL, LAB, 2, 6, &ev, 0, 0), 0);
+    ck_assert_int_eq(model_forward(&m, TOK, LAB, 2, 6, NULL, 0, &tr, 1, 0), 0);
+    ck_assert_int_eq(model_forward(&m, TOK, LAB, 2, 6, NULL, 0, &ev, 0, 0), 0);
     ck_assert(tr.loss_sum == ev.loss_sum);
     ck_assert_int_lt(pt_find(&m.pt, "stem.0.norm.running_mean"), 0);
     ck_assert_int_ge(pt_find(&m.pt, "stem.0.norm.weight"), 0);
     /* a sequence that is not whole rows of the image is refused, naming the setting */
-    ck_assert_int_ne(model_forward_cls(&m, TOK, NULL, LAB, 2, 5, &tr, 1, 0), 0);
+    ck_assert_int_ne(model_forward(&m, TOK, LAB, 2, 5, NULL, 0, &tr, 1, 0), 0);
     ck_assert_ptr_nonnull(strstr(gma_error(), "model.stem_width"));
     model_free(&m);
 }
@@ -188,7 +189,7 @@ typedef struct {
 static double nine_loss(void *p) {
     NineCtx *c = p;
     LossStats st;
-    ck_assert(model_forward_cls(&c->m, c->tok, NULL, c->lab, 9, 6, &st, 1, 0) == 0);
+    ck_assert(model_forward(&c->m, c->tok, c->lab, 9, 6, NULL, 0, &st, 1, 0) == 0);
     return st.loss_sum / st.count;
 }
 START_TEST(test_nine_images) {
@@ -196,14 +197,14 @@ START_TEST(test_nine_images) {
     stem_model_b(&c.m, "batch", 9);
     for (int i = 0; i < 9 * 6; i++) c.tok[i] = 1 + (i * 7 + i / 5) % 8;
     for (int b = 0; b < 9; b++) c.lab[b] = b % 3;
-    ck_assert_int_eq(c.m.stem.run, 9); /* a tiny batch fits in one run */
+    ck_assert_int_eq(c.m.cls->stem.run, 9); /* a tiny batch fits in one run */
     size_t np = c.m.pt.total;
     real *whole = xcalloc(np, sizeof(real));
     double loss_whole = nine_loss(&c);
     model_zero_grad(&c.m);
     model_backward(&c.m, 1.0);
     memcpy(whole, c.m.grads, np * sizeof(real));
-    c.m.stem.run = 4; /* the buffers hold 9; runs of fewer images fit in them */
+    c.m.cls->stem.run = 4; /* the buffers hold 9; runs of fewer images fit in them */
     ck_assert(fabs(nine_loss(&c) - loss_whole) < 1e-12);
     model_zero_grad(&c.m);
     model_backward(&c.m, 1.0);

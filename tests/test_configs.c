@@ -7,6 +7,7 @@
 
 #include "core/config.h"
 #include "model/model.h"
+#include "nn/cls_head.h"
 #include "testutil.h"
 
 START_TEST(test_all_configs_validate) {

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "model/model.h"
+#include "model/model_cls.h"
 #include "nn/cls_head.h"
 #include "ops/ops.h"
 #include "testutil.h"
@@ -134,11 +135,11 @@ START_TEST(test_classifier) {
             int32_t tok[B * 6] = {1, 2, 3, 4, 0, 0, 5, 6, 7, 8, 9, 10};
             int32_t lab[B] = {0, 2};
             LossStats st;
-            ck_assert_msg(model_forward_cls(&m[infer], tok, NULL, lab, B, 6, &st, 0, 0) == 0, "%s", gma_error());
+            ck_assert_msg(model_forward(&m[infer], tok, lab, B, 6, NULL, 0, &st, 0, 0) == 0, "%s", gma_error());
             g_ops->to_host(h[infer], m[infer].logits, sizeof(real) * B * 3);
             loss[infer] = st.loss_sum;
         }
-        ck_assert(m[1].dpooled == NULL && m[1].head_scratch == NULL);
+        ck_assert(m[1].cls->dpooled == NULL && m[1].cls->head_scratch == NULL);
         ck_assert_msg(memcmp(h[0], h[1], sizeof h[0]) == 0, "pooling %s: classifier logits differ", pool[k]);
         ck_assert(loss[0] == loss[1]);
         model_free(&m[0]), model_free(&m[1]);

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "model/model.h"
+#include "model/model_cls.h"
 #include "ops/ops.h"
 #include "optim/optim.h"
 
@@ -64,8 +65,7 @@ static void batch_free(Batch *b) {
 static int loss_and_grads(Model *m, const Batch *b, int B, int N, long step, double *loss) {
     LossStats st;
     model_zero_grad(m);
-    int rc = b->labels ? model_forward_cls(m, b->tok, b->mask, b->labels, B, N, &st, 1, step)
-                       : model_forward(m, b->tok, b->tgt, B, N, NULL, 0, &st, 1, step);
+    int rc = model_forward(m, b->tok, b->labels ? b->labels : b->tgt, B, N, b->labels ? b->mask : NULL, 0, &st, 1, step);
     if (rc != 0) {
         char why[512];
         snprintf(why, sizeof why, "%s", gma_error());
@@ -149,7 +149,7 @@ static int check_step(Check *k, int s) {
     k->dev->to_device(k->mb.m, k->ma.m, P * sizeof(real));
     k->dev->to_device(k->mb.v, k->ma.v, P * sizeof(real));
     memcpy(k->p0, k->ma.params, P * sizeof(real));
-    double la, lb;
+    double la = 0, lb = 0;
     g_ops = k->cpu;
     if (loss_and_grads(&k->ma, &k->batch, o->B, o->N, s, &la) != 0) return -1;
     g_ops = k->dev;
@@ -222,7 +222,7 @@ int backend_check(const Config *c, const CheckOpts *o) {
         return -1;
     }
     size_t P = k->ma.pt.total;
-    batch_new(&k->batch, c, o->B, o->N, k->mb.n_seq, c->model.task == MODEL_CLASSIFY);
+    batch_new(&k->batch, c, o->B, o->N, k->mb.cls ? k->mb.cls->n_seq : 1, k->mb.cls != NULL);
     k->gb = xcalloc(P, sizeof(real)), k->p0 = xcalloc(P, sizeof(real)), k->st = xcalloc(P, sizeof(real));
     print_head(k);
     for (int i = 0; i < k->ma.pt.n; i++) k->n_buf += k->ma.pt.t[i].group == GROUP_BUFFER;

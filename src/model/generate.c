@@ -57,7 +57,7 @@ int model_generate(Model *m, const int32_t *prompt, int np, int n_new, const Sam
 
 int model_generate_batch(Model *m, const int32_t *prompt, int np, int n_new, int M, const SampleOpts *o, Rng *rng,
                          generate_batch_fn emit, void *ctx) {
-    if (m->classify) return gma_errorf("this model is a classifier: it does not generate text");
+    if (m->cls) return gma_errorf("this model is a classifier: it does not generate text");
     if (!m->causal) return gma_errorf("this model is bidirectional (model.causal false): it cannot generate text");
     if (np < 1) return gma_errorf("generation needs a prompt of at least one token");
     if (M < 1) return gma_errorf("generation needs at least one sequence");

@@ -1,5 +1,6 @@
-/* model.c: build, allocate, forward and backward of the decoder language model and of
- * the encoder classifier (same embeddings and blocks; see model.h). */
+/* model.c: build, allocate, forward and backward of the decoder language model (model.h),
+ * the blocks and embeddings the encoder classifier shares: its own parts are model_cls.c's,
+ * the cross model's model_cross.c's, decoding model_decode.c's. */
 #include "model/model.h"
 
 #include <limits.h>
@@ -8,9 +9,9 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
+#include "model/model_cls.h"
 #include "model/model_cross.h"
 #include "nn/linear.h"
-#include "nn/pool.h"
 #include "nn/recipe.h"
 
 /* the model's own keys (the stored section model_keys_section, at the end) */
@@ -38,7 +39,7 @@ void model_set_dropout_batch(Model *m, long micro, int64_t first, int64_t global
 static const GmaDrop *site_drop(const Model *m, GmaDrop *g, int layer, int site, double p) {
     if (!m->drop_live || p <= 0) return NULL;
     uint64_t seed = (uint64_t)(uint32_t)m->cfg.seed;
-    int seg = m->classify ? m->n_ex : m->B; /* sequences per segment: the examples of one of the n_seq */
+    int seg = m->cls ? m->cls->n_ex : m->B; /* sequences per segment: the examples of one of the n_seq */
     *g = (GmaDrop){.key = {(uint32_t)seed, (uint32_t)(seed >> 32)},
                    .c2 = (uint32_t)m->drop_step,
                    .c3 = gma_drop_c3((uint32_t)m->drop_micro, layer, site),
@@ -52,7 +53,7 @@ static const GmaDrop *site_drop(const Model *m, GmaDrop *g, int layer, int site,
 void model_drop_start(Model *m, int training, long step) {
     const ModelCfg *mc = &m->cfg.model;
     m->drop_live = training && (mc->dropout > 0 || mc->attn_dropout > 0 || model_keys(&m->cfg)->mlp_hidden_dropout > 0 ||
-                                (m->classify && cls_head_cfg(&m->cfg)->head_dropout > 0));
+                                (m->cls && m->cls->head_dropout > 0));
     m->drop_step = step;
 }
 /* x [B*N, W] in place (forward and backward are the same op) */
@@ -88,7 +89,7 @@ int model_build(Model *m, const Config *c) {
     if (ramp && m->V < 3) return gma_errorf("key model.embed_init: \"ramp\" needs at least 3 tokens (vocabulary %d)", m->V);
     m->wte = pt_add2(pt, "tok_emb.weight", m->V, m->D, ramp ? INIT_RAMP : INIT_NORMAL, estd, GROUP_EMBED);
     m->wpe = mk->pos == POS_LEARNED ? pt_add2(pt, "pos_emb.weight", m->Nmax, m->D, INIT_NORMAL, std, GROUP_EMBED) : -1;
-    if (stem_build(&m->stem, c, pt) != 0) return -1;
+    if (mc->task == MODEL_CLASSIFY && clsmodel_create(&m->cls, c, pt) != 0) return -1; /* the stem's tensors */
     m->blocks = xcalloc(m->L, sizeof(Block));
     char name[128], pre[64];
     for (int l = 0; l < m->L; l++) {
@@ -129,26 +130,7 @@ int model_build(Model *m, const Config *c) {
     m->lnfb = m->rms ? -1 : pt_add1(pt, "ln_f.bias", m->D, INIT_ZERO, 0, GROUP_BIAS);
     /* the language model's head: tok_emb (tied) or its own [V, D] (model.tie_embeddings false) */
     m->wout = rc->tie_embeddings ? m->wte : pt_add2(pt, "lm_head.weight", m->V, m->D, INIT_NORMAL, std, GROUP_WEIGHT);
-    m->cls_tok = -1;
-    if (mc->task == MODEL_CLASSIFY) {
-        m->classify = 1;
-        m->pool_cls = mc->pooling == POOL_CLS;
-        m->pool_max = mc->pooling == POOL_MAX;
-        const ClsHeadCfg *hc = cls_head_cfg(c);
-        m->n_seq = hc->n_seq > 0 ? hc->n_seq : 1;
-        m->C = hc->n_classes;
-        double cstd = hc->cls_std >= 0 ? hc->cls_std : std;
-        if (m->pool_cls) m->cls_tok = pt_add1(pt, "cls_token", m->D, cstd > 0 ? INIT_NORMAL : INIT_ZERO, cstd, GROUP_EMBED);
-        static const InitKind head_init[] = {[HEAD_INIT_NORMAL] = INIT_NORMAL, [HEAD_INIT_XAVIER_UNIFORM] = INIT_XAVIER_UNIFORM,
-                                             [HEAD_INIT_LECUN_NORMAL] = INIT_LECUN_NORMAL};
-        ClsHeadSpec hs = {.relu = hc->head_act == HEAD_ACT_RELU, .std = std, .init = head_init[hc->head_init]};
-        int h1 = hc->head_hidden >= 0 ? hc->head_hidden : m->n_seq == 2 ? m->F : 0;
-        if (h1 > 0) hs.Dh[hs.nh++] = h1;
-        if (h1 > 0 && hc->head_hidden2 > 0) hs.Dh[hs.nh++] = hc->head_hidden2;
-        cls_head_add(&m->head, pt, m->D, m->C, m->n_seq == 2, &hs);
-    }
-    if (m->stem.n && (!m->classify || m->pool_cls || m->n_seq != 1))
-        return gma_errorf("key model.stem: the convolutional stem needs a classifier of one sequence with mean or max pooling");
+    if (m->cls && clsmodel_add_head(m->cls, c, pt, m->D, m->F, std) != 0) return -1;
     m->x = xmodel_build(c, pt, m->D, m->L);
     return 0;
 }
@@ -187,14 +169,18 @@ int model_head_rows(const Model *m, size_t R) {
     return (int)GMA_MIN(rows, GMA_MAX(R, 1));
 }
 
+/* The backbone runs S sequences of Nt positions for batches of B x N: a classifier's B
+ * examples of n_seq sequences each, with its CLS slot in front (model_cls.h) */
+static int seqs_per_row(const Model *m) { return m->cls ? m->cls->n_seq : 1; }
+static int slots(const Model *m) { return m->cls ? m->cls->pool_cls : 0; }
+
 /* Activation plan in reals (model_alloc carves one allocation in this order). */
 static size_t plan_total(const Model *m, int Bmax, int Nmax) {
-    /* the backbone runs S sequences of Nt positions; the classifier has Bmax*n_seq
-     * sequences with the CLS slot, and logits only per example */
-    int S = m->classify ? Bmax * m->n_seq : Bmax, Nt = Nmax + m->pool_cls;
+    /* a classifier's logits are per example */
+    int S = Bmax * seqs_per_row(m), Nt = Nmax + slots(m);
     size_t R = (size_t)S * Nt, D = m->D, F = m->F;
-    size_t LR = m->classify ? (size_t)Bmax : R, LV = m->classify ? (size_t)m->C : (size_t)m->V;
-    size_t LH = m->classify ? LR : (size_t)model_head_rows(m, R); /* rows of logits kept (at most R) */
+    size_t LR = m->cls ? (size_t)Bmax : R, LV = m->cls ? (size_t)m->cls->C : (size_t)m->V;
+    size_t LH = m->cls ? LR : (size_t)model_head_rows(m, R); /* rows of logits kept (at most R) */
     size_t total = (m->L + 1) * R * D + 2 * R + R * D + LH * LV + 2 * LR; /* resid, lnf stats, lnf, logits, loss, valid */
     if (LH < LR && !m->infer) total += LV * D; /* head_gw */
     size_t scratch = 0;
@@ -205,9 +191,7 @@ static size_t plan_total(const Model *m, int Bmax, int Nmax) {
     }
     int bwd = !m->infer; /* the backward's buffers */
     total += bwd * (2 * R * D + (1 + m->swiglu) * R * F) + scratch; /* dresid, dtmp, dfc (swiglu: dh, dgate), scratch */
-    size_t head_act = m->classify ? cls_head_act_size(&m->head, Bmax) : 0;
-    if (m->classify) total += R + (1 + bwd) * ((size_t)S * D + head_act); /* pool_w, pooled, dpooled, head act + scratch */
-    return total + stem_act_size(&m->stem, S, Nt);
+    return total + (m->cls ? clsmodel_act_size(m->cls, Bmax, Nt, m->infer) : 0);
 }
 
 double model_memory_available(const char **what) {
@@ -231,7 +215,7 @@ double model_memory_available(const char **what) {
 void model_memory_plan(const Model *m, int Bmax, int Nmax, MemPlan *p) {
     memset(p, 0, sizeof *p);
     /* rough sizes in double first: the size_t plan could wrap for absurd shapes */
-    double R = (double)Bmax * (m->classify ? m->n_seq : 1) * (Nmax + m->pool_cls);
+    double R = (double)Bmax * seqs_per_row(m) * (Nmax + slots(m));
     double rough = R * ((double)m->L * (6.0 * m->D + 2.0 * m->F)) + fmin(R, (double)model_head_rows(m, SIZE_MAX)) * (double)m->V;
     p->params = (m->infer ? 1.0 : 4.0) * (double)m->pt.total * sizeof(real); /* parameters, gradients, two moments */
     /* the exact plan only where its sizes hold: the mixers' sizes take B x N rows as an int */
@@ -245,7 +229,7 @@ void model_memory_plan(const Model *m, int Bmax, int Nmax, MemPlan *p) {
     p->total = p->params + p->acts + (double)m->pt.total * sizeof(real) + table;
     /* the mixer whose activations (and scratch, the one buffer of its kind: GMA's grows with
      * its components) weigh most, when they are most of the plan */
-    int S = m->classify ? Bmax * m->n_seq : Bmax, Nt = Nmax + m->pool_cls;
+    int S = Bmax * seqs_per_row(m), Nt = Nmax + slots(m);
     double top = 0;
     const char *name = NULL;
     int routed = 0; /* the heaviest mixer has routing components (gma, auto): gma.n_components drives it */
@@ -292,7 +276,7 @@ int model_check_memory_plan(const Model *m, int Bmax, int Nmax, MemPlan *plan) {
                           Bmax, Nmax, p.total / 1073741824.0, m->infer ? "" : ", gradients and optimiser moments",
                           p.params / 1073741824.0, p.acts / 1073741824.0, p.drivers,
                           p.avail / 1073741824.0, p.avail_what);
-    double rows = (double)Bmax * (m->classify ? m->n_seq : 1) * (Nmax + m->pool_cls);
+    double rows = (double)Bmax * seqs_per_row(m) * (Nmax + slots(m));
     if (rows > INT_MAX) /* the layers index the B x N rows with an int */
         return gma_errorf("batch %d x %d (train.batch_size x train.seq_len) is %.0f rows, more than the %d a model runs", Bmax,
                           Nmax, rows, INT_MAX);
@@ -309,12 +293,12 @@ void model_alloc(Model *m, int Bmax, int Nmax) {
     }
     m->Bmax = Bmax;
     m->Nmax_act = Nmax;
-    int S = m->classify ? Bmax * m->n_seq : Bmax, Nt = Nmax + m->pool_cls;
+    int S = Bmax * seqs_per_row(m), Nt = Nmax + slots(m);
     size_t R = (size_t)S * Nt, D = m->D, F = m->F;
-    size_t LR = m->classify ? (size_t)Bmax : R, LV = m->classify ? (size_t)m->C : (size_t)m->V;
+    size_t LR = m->cls ? (size_t)Bmax : R, LV = m->cls ? (size_t)m->cls->C : (size_t)m->V;
     /* plan: sizes first (plan_total), then one allocation carved in the same order */
     size_t total = plan_total(m, Bmax, Nmax);
-    size_t head_act = m->classify ? cls_head_act_size(&m->head, Bmax) : 0, scratch = 0;
+    size_t scratch = 0;
     for (int l = 0; l < m->L; l++) scratch = GMA_MAX(scratch, m->blocks[l].mixer->vt->scratch_size(m->blocks[l].mixer, S, Nt));
     m->act_bytes = total * sizeof(real);
     real *p = m->actmem = g_ops->alloc(total * sizeof(real));
@@ -324,7 +308,7 @@ void model_alloc(Model *m, int Bmax, int Nmax) {
     m->lnf = TAKE(R * D);
     m->lnf_mean = TAKE(R);
     m->lnf_rstd = TAKE(R);
-    size_t LH = m->classify ? LR : (size_t)(m->head_rows = model_head_rows(m, R));
+    size_t LH = m->cls ? LR : (size_t)(m->head_rows = model_head_rows(m, R));
     m->logits = TAKE(LH * LV);
     m->head_gw = LH < LR && !m->infer ? TAKE(LV * D) : NULL;
     m->loss_rows = TAKE(LR);
@@ -349,19 +333,7 @@ void model_alloc(Model *m, int Bmax, int Nmax) {
         m->dfc = TAKE((1 + m->swiglu) * R * F);
     }
     m->scratch = TAKE(scratch);
-    stem_carve(&m->stem, &p, S, Nt);
-    if (m->classify) {
-        m->pool_w = TAKE(R);
-        m->pooled = TAKE((size_t)S * D);
-        m->dpooled = m->infer ? NULL : TAKE((size_t)S * D);
-        m->head_act = TAKE(head_act);
-        m->head_scratch = m->infer ? NULL : TAKE(head_act);
-        m->pred = g_ops->alloc(Bmax * sizeof(int32_t));
-        m->pool_arg = g_ops->alloc((size_t)S * D * sizeof(int32_t));
-        m->pool_w_host = xcalloc(R, sizeof(real));
-        m->mask_host = xcalloc(R, 1);
-        m->tok_host = xcalloc(R, sizeof(int32_t));
-    }
+    if (m->cls) clsmodel_carve(m->cls, &p, Bmax, Nt, m->infer);
 #undef TAKE
     m->tok = g_ops->alloc(R * sizeof(int32_t));
     m->tgt = g_ops->alloc(R * sizeof(int32_t));
@@ -410,14 +382,9 @@ void model_free(Model *m) {
         g_ops->free(m->actmem);
         g_ops->free(m->tok);
         g_ops->free(m->tgt);
-        if (m->pred) g_ops->free(m->pred);
-        if (m->pool_arg) g_ops->free(m->pool_arg);
     }
     if (m->pos_fixed) g_ops->free(m->pos_fixed);
-    stem_free(&m->stem);
-    free(m->pool_w_host);
-    free(m->mask_host);
-    free(m->tok_host);
+    clsmodel_free(m->cls);
     free(m->resid);
     free(m->pred_host);
     if (m->kl_rows) g_ops->free(m->kl_rows);
@@ -631,7 +598,7 @@ int model_set_teacher(Model *m, Model *t, double weight, double T) {
     m->kl_rows = NULL;
     m->teacher = NULL;
     if (!t) return 0;
-    if (m->classify || t->classify) return gma_errorf("distillation: teacher and student must both be language models");
+    if (m->cls || t->cls) return gma_errorf("distillation: teacher and student must both be language models");
     if (t->V != m->V) return gma_errorf("distillation: the teacher's vocabulary is %d tokens, the model's %d", t->V, m->V);
     if (!t->params || t->Bmax < m->Bmax || t->Nmax_act < m->Nmax_act || t->head_rows < m->head_rows)
         return gma_errorf("distillation: the teacher is planned for %dx%d rows (head chunks of %d), the model for %dx%d (%d)",
@@ -706,10 +673,39 @@ static void head_backward(Model *m, int R, real scale) {
     }
 }
 
+/* model_forward of a classifier (model_cls.h): tok [B*n_seq, N], labels [B] */
+static int forward_cls(Model *m, const int32_t *tok, const int32_t *labels, int B, int N, const uint8_t *keymask,
+                       LossStats *st, int training, long step) {
+    ClsModel *k = m->cls;
+    if (B > m->Bmax || N > m->Nmax_act)
+        return gma_errorf("batch of %d examples x %d tokens exceeds the planned %dx%d", B, N, m->Bmax, m->Nmax_act);
+    int Nt = N + k->pool_cls, S = B * k->n_seq;
+    if (Nt > m->Nmax)
+        return gma_errorf("sequence length %d%s is longer than model.max_seq_len = %d", N,
+                          k->pool_cls ? " plus the CLS slot" : "", m->Nmax);
+    if (clsmodel_prepare(k, tok, keymask, labels, B, N, m->V) != 0) return -1;
+    m->B = S;
+    m->N = Nt;
+    m->keymask = clsmodel_keymask(k); /* what the mixers see (buffers and routing statistics too) */
+    model_drop_start(m, training, step);
+    g_ops->to_device(m->tok, k->tok_host, sizeof(int32_t) * (size_t)S * Nt);
+    g_ops->to_device(m->tgt, labels, sizeof(int32_t) * B);
+    if (clsmodel_embed(k, m->resid[0], m->tok, PP(m->wte), model_pos_table(m), &m->pt, m->params, S, Nt, training) != 0)
+        return -1;
+    MixerCtx ctx = {.B = S, .N = Nt, .causal = m->causal, .keymask = m->keymask, .training = training, .step = step};
+    model_blocks_forward(m, &ctx, NULL);
+    GmaDrop gh;
+    clsmodel_head_forward(k, m->logits, m->loss_rows, m->valid_rows, m->lnf, m->tgt, m->params, labels, m->pred_host, B, Nt,
+                          site_drop(m, &gh, 0, GMA_DROP_HEAD, k->head_dropout), &st->loss_sum, &st->correct);
+    st->count = B;
+    st->kl_sum = 0;
+    return 0;
+}
+
 int model_forward(Model *m, const int32_t *tok, const int32_t *tgt, int B, int N, const uint8_t *keymask,
                   int want_acc, LossStats *st, int training, long step) {
-    if (m->classify) return gma_errorf("model_forward: this model is a classifier (use model_forward_cls)");
     if (training && m->infer) return gma_errorf("model_forward: a training forward on a model allocated for inference only");
+    if (m->cls) return forward_cls(m, tok, tgt, B, N, keymask, st, training, step);
     if (B > m->Bmax || N > m->Nmax_act) return gma_errorf("batch %dx%d exceeds the planned %dx%d", B, N, m->Bmax, m->Nmax_act);
     if (N > m->Nmax) return gma_errorf("sequence length %d is longer than model.max_seq_len = %d", N, m->Nmax);
     for (size_t i = 0; i < (size_t)B * N; i++)
@@ -745,128 +741,27 @@ int model_forward(Model *m, const int32_t *tok, const int32_t *tgt, int B, int N
     return 0;
 }
 
-/* The key mask the classifier's mixers see: the padding mask with its CLS slot, or none with
- * model.key_padding_mask false (padding tokens are then keys like the others; docs/model.md §2) */
-static const uint8_t *mixer_keymask(const Model *m) { return cls_head_cfg(&m->cfg)->key_padding_mask ? m->mask_host : NULL; }
-
-int model_forward_cls(Model *m, const int32_t *tok, const uint8_t *keymask, const int32_t *labels, int B, int N,
-                      LossStats *st, int training, long step) {
-    if (!m->classify) return gma_errorf("model_forward_cls: this model is a language model (model.task \"lm\")");
-    if (training && m->infer) return gma_errorf("model_forward_cls: a training forward on a model allocated for inference only");
-    if (B > m->Bmax || N > m->Nmax_act)
-        return gma_errorf("batch of %d examples x %d tokens exceeds the planned %dx%d", B, N, m->Bmax, m->Nmax_act);
-    int Nt = N + m->pool_cls, S = B * m->n_seq, D = m->D;
-    if (Nt > m->Nmax)
-        return gma_errorf("sequence length %d%s is longer than model.max_seq_len = %d", N,
-                          m->pool_cls ? " plus the CLS slot" : "", m->Nmax);
-    for (int b = 0; b < B; b++)
-        if (labels[b] < 0 || labels[b] >= m->C)
-            return gma_errorf("label %d of example %d is outside the classes [0, %d)", labels[b], b, m->C);
-    /* tokens and key mask with the CLS slot (token 0, real) in front */
-    for (int r = 0; r < S; r++) {
-        int32_t *t_r = m->tok_host + (size_t)r * Nt;
-        uint8_t *k_r = m->mask_host + (size_t)r * Nt;
-        if (m->pool_cls) {
-            t_r[0] = 0;
-            k_r[0] = 1;
-        }
-        for (int n = 0; n < N; n++) {
-            int32_t t = tok[(size_t)r * N + n];
-            if (t < 0 || t >= m->V)
-                return gma_errorf("token id %d at sequence %d position %d is outside the vocabulary [0, %d)", t, r, n, m->V);
-            t_r[m->pool_cls + n] = t;
-            k_r[m->pool_cls + n] = keymask ? keymask[(size_t)r * N + n] != 0 : t != 0;
-        }
-    }
-    m->B = S;
-    m->N = Nt;
-    m->n_ex = B;
-    m->keymask = mixer_keymask(m); /* what the mixers see (buffers and routing statistics too) */
-    model_drop_start(m, training, step);
-    size_t R = (size_t)S * Nt;
-    g_ops->to_device(m->tok, m->tok_host, sizeof(int32_t) * R);
-    g_ops->to_device(m->tgt, labels, sizeof(int32_t) * B);
-    if (m->stem.n) { /* tokens -> stem -> + positions (docs/model.md §2.1) */
-        int H, W;
-        if (stem_shape(&m->stem, Nt, &H, &W) != 0) return -1;
-        g_ops->embed_forward(m->stem.x0, m->tok, PP(m->wte), NULL, S, Nt, D);
-        stem_forward(&m->stem, m->resid[0], &m->pt, m->params, S, Nt, training);
-        if (model_pos_table(m))
-            for (int r = 0; r < S; r++) g_ops->axpy(m->resid[0] + (size_t)r * Nt * D, 1, model_pos_table(m), (size_t)Nt * D);
-    } else
-        g_ops->embed_forward(m->resid[0], m->tok, PP(m->wte), model_pos_table(m), S, Nt, D);
-    if (m->pool_cls) /* position 0: cls_token + pos_emb[0] */
-        for (int r = 0; r < S; r++) {
-            real *row = m->resid[0] + (size_t)r * Nt * D;
-            g_ops->copy(row, PP(m->cls_tok), sizeof(real) * D);
-            if (model_pos_table(m)) g_ops->axpy(row, 1, model_pos_table(m), D);
-        }
-    MixerCtx ctx = {.B = S, .N = Nt, .causal = m->causal, .keymask = mixer_keymask(m), .training = training, .step = step};
-    model_blocks_forward(m, &ctx, NULL);
-    pool_weights(m->pool_w_host, m->mask_host, S, Nt, m->pool_cls ? POOL_CLS : POOL_MEAN);
-    g_ops->to_device(m->pool_w, m->pool_w_host, sizeof(real) * R);
-    if (m->pool_max) g_ops->maxpool_forward(m->pooled, m->pool_arg, m->lnf, m->pool_w, S, Nt, D);
-    else pool_forward(m->pooled, m->lnf, m->pool_w, S, Nt, D);
-    GmaDrop gh;
-    cls_head_forward(&m->head, m->logits, m->head_act, m->pooled, m->params, B,
-                     site_drop(m, &gh, 0, GMA_DROP_HEAD, cls_head_cfg(&m->cfg)->head_dropout));
-    g_ops->xent_forward(m->loss_rows, m->valid_rows, m->logits, m->tgt, B, m->C);
-    st->loss_sum = g_ops->sum(m->loss_rows, B);
-    st->count = B;
-    g_ops->argmax_rows(m->pred, m->logits, B, m->C);
-    g_ops->to_host(m->pred_host, m->pred, sizeof(int32_t) * B);
-    st->kl_sum = 0;
-    st->correct = 0;
-    for (int b = 0; b < B; b++) st->correct += m->pred_host[b] == labels[b];
-    return 0;
-}
-
-static void backward_cls(Model *m, double loss_scale) {
-    int B = m->n_ex, S = m->B, Nt = m->N, D = m->D;
-    size_t R = (size_t)S * Nt;
-    g_ops->xent_backward(m->logits, m->tgt, B, m->C, (real)(loss_scale / B));
-    g_ops->zero(m->dpooled, sizeof(real) * (size_t)S * D);
-    GmaDrop gh;
-    cls_head_backward(&m->head, m->dpooled, m->grads, m->logits, m->head_act, m->pooled, m->params, m->head_scratch, B,
-                      site_drop(m, &gh, 0, GMA_DROP_HEAD, cls_head_cfg(&m->cfg)->head_dropout));
-    g_ops->zero(m->dtmp, sizeof(real) * R * D);
-    if (m->pool_max) g_ops->maxpool_backward(m->dtmp, m->dpooled, m->pool_arg, S, Nt, D);
-    else pool_backward(m->dtmp, m->dpooled, m->pool_w, S, Nt, D);
-    MixerCtx ctx = {.B = S, .N = Nt, .causal = m->causal, .keymask = mixer_keymask(m), .training = 1,
-                    .aux_scale = loss_scale};
-    blocks_backward(m, &ctx);
-    if (m->pool_cls)
-        for (int r = 0; r < S; r++) {
-            real *row = m->dresid + (size_t)r * Nt * D;
-            g_ops->axpy(GG(m->cls_tok), 1, row, D);
-            if (m->wpe >= 0) g_ops->axpy(GG(m->wpe), 1, row, D);
-            g_ops->zero(row, sizeof(real) * D); /* keep the slot's token 0 out of tok_emb */
-        }
-    if (m->stem.n) {
-        if (pos_grad(m))
-            for (int r = 0; r < S; r++) g_ops->axpy(pos_grad(m), 1, m->dresid + (size_t)r * Nt * D, (size_t)Nt * D);
-        g_ops->zero(m->dtmp, sizeof(real) * R * D);
-        stem_backward(&m->stem, m->dtmp, m->dresid, &m->pt, m->params, m->grads);
-        g_ops->embed_backward(GG(m->wte), NULL, m->dtmp, m->tok, S, Nt, D);
-    } else
-        g_ops->embed_backward(GG(m->wte), pos_grad(m), m->dresid, m->tok, S, Nt, D);
-}
-
 void model_backward(Model *m, double loss_scale) {
     need_training_state(m, "model_backward");
-    if (m->classify) {
-        backward_cls(m, loss_scale);
-        return;
+    int B = m->B, N = m->N, R = B * N, D = m->D; /* a classifier's B: its sequences, N its positions */
+    if (m->cls) { /* the loss is the mean over the examples */
+        GmaDrop gh;
+        int ex = m->cls->n_ex;
+        clsmodel_head_backward(m->cls, m->dtmp, m->logits, m->tgt, m->params, m->grads, ex, N, loss_scale / ex,
+                               site_drop(m, &gh, 0, GMA_DROP_HEAD, m->cls->head_dropout));
+    } else { /* the mean over the scored rows */
+        double count = g_ops->sum(m->valid_rows, R);
+        if (count <= 0) return;
+        head_backward(m, R, (real)(loss_scale / count));
     }
-    int B = m->B, N = m->N, R = B * N, D = m->D;
-    double count = g_ops->sum(m->valid_rows, R);
-    if (count <= 0) return;
-    head_backward(m, R, (real)(loss_scale / count));
     MixerCtx ctx = {.B = B, .N = N, .causal = m->causal, .keymask = m->keymask, .training = 1,
                     .aux_scale = loss_scale};
     if (m->x) xmodel_backward_begin(m->x);
     blocks_backward(m, &ctx);
-    if (m->x) /* the whole window's rows: context and queries */
+    if (m->cls)
+        clsmodel_embed_backward(m->cls, GG(m->wte), pos_grad(m), m->dresid, m->dtmp, m->tok, &m->pt, m->params, m->grads, B,
+                                N);
+    else if (m->x) /* the whole window's rows: context and queries */
         embed_window_backward(m, xmodel_backward_end(m->x, m->params, m->grads, m->dresid), B, m->x->T);
     else g_ops->embed_backward(GG(m->wte), pos_grad(m), m->dresid, m->tok, B, N, D);
 }
@@ -901,7 +796,7 @@ double model_aux_loss(const Model *m, double *weighted) {
 }
 
 int model_rank_averaged(const Model *m, int tensor) {
-    if (stem_rank_averaged(&m->stem, tensor)) return 1;
+    if (m->cls && stem_rank_averaged(&m->cls->stem, tensor)) return 1;
     for (int l = 0; l < m->L; l++) {
         const Mixer *mx = m->blocks[l].mixer;
         if (mx->vt->rank_averaged && mx->vt->rank_averaged(mx, tensor)) return 1;
@@ -910,7 +805,7 @@ int model_rank_averaged(const Model *m, int tensor) {
 }
 
 void model_update_buffers(Model *m) {
-    stem_update_buffers(&m->stem, &m->pt, m->params);
+    if (m->cls) stem_update_buffers(&m->cls->stem, &m->pt, m->params);
     MixerCtx ctx = {.B = m->B, .N = m->N, .causal = m->causal, .keymask = m->keymask, .training = 1};
     for (int l = 0; l < m->L; l++) {
         Mixer *mx = m->blocks[l].mixer;

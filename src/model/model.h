@@ -2,9 +2,11 @@
  * position embeddings, L blocks of (LN1, mixer, residual, LN2, MLP, residual), final LN and
  * the tied output projection with cross-entropy. With model.task "classify" the same
  * blocks form the encoder classifier (docs/model.md §2): bidirectional mixers with a key-padding
- * mask, pooling (mean over real positions, or a learned CLS slot prepended at position
- * 0, which takes one of max_seq_len), no LM head but head.* (nn/cls_head.h), and for
- * two-sequence tasks one shared encoder over both sequences. Parameters, gradients and optimiser
+ * mask and, in place of the LM head, the classifier's parts (model/model_cls.h: the CLS slot,
+ * the stem, pooling, head.*), for two-sequence tasks one shared encoder over both
+ * sequences. Code: model.c (build, memory, forward, backward), model_cls.c (the
+ * classifier's parts), model_cross.c (cross.mixer's encoder and cross sub-layers),
+ * model_decode.c (incremental decoding and prefill). Parameters, gradients and optimiser
  * moments are four contiguous buffers indexed by one ParamTable (parameters alone for a model
  * allocated for inference, Model.infer); activations are planned for (B_max, N_max) once, so
  * a training step does not allocate.
@@ -18,10 +20,8 @@
 
 #include "core/config.h"
 #include "core/rng.h"
-#include "nn/cls_head.h"
 #include "nn/mixers/mixer.h"
 #include "nn/params.h"
-#include "nn/stem.h"
 
 typedef struct Block {
     Mixer *mixer;
@@ -49,13 +49,12 @@ typedef struct Model {
     int wout;                 /* the head's weight [V, D]: wte when tied, else lm_head.weight (model.tie_embeddings) */
     int rms, swiglu;          /* model.norm "rmsnorm", model.mlp_act "swiglu" */
     real *pos_fixed;          /* (Nmax, D) the fixed table of pos "sinusoidal", else NULL */
-    Stem stem;                /* image classifiers' convolutional stem (stem.n 0: none; nn/stem.h) */
     Block *blocks;
     real *params, *grads, *m, *v; /* backend memory, pt.total reals each (grads, m, v NULL when infer) */
     /* allocation mode, set between model_build and model_check_memory / model_alloc: 1 = the
      * model only runs evaluation forwards and decoding (distillation teacher, gmasample,
      * gmaeval): no gradients, optimiser moments or backward buffers (dresid, dtmp, dfc,
-     * head_gw, dpooled, head_scratch), about 3 x the parameters less; the logits are the
+     * head_gw, the classifier's dpooled and head_scratch), about 3 x the parameters less; the logits are the
      * same bits as a training-allocated model's. A training forward or a backward is refused. */
     int infer;
     /* activations, planned for Bmax x Nmax in one block (actmem) */
@@ -85,19 +84,10 @@ typedef struct Model {
     int head_done;
     real *head_gw;
     const uint8_t *keymask;  /* host (B, N) or NULL */
-    /* classifier (task "classify"); B above counts sequences (examples * n_seq) there */
-    int classify, pool_cls, pool_max, n_seq, C; /* C classes; pool_cls: CLS slot at position 0; pool_max: max pooling */
-    int cls_tok;             /* param index of cls_token [D] (-1 without cls pooling) */
-    ClsHead head;
-    int n_ex;                /* examples in the last classifier forward */
-    real *pool_w;            /* (B, N) pooling weights */
-    real *pooled, *dpooled;  /* (B, D) the pooled sequences and their gradient */
-    real *head_act, *head_scratch; /* cls_head_act_size reals each (nn/cls_head.h) */
-    int32_t *pred;           /* (B examples) argmax */
-    int32_t *pool_arg;       /* (B, D) max pooling's positions */
-    real *pool_w_host;       /* host (B, N) */
-    uint8_t *mask_host;      /* host (B, N) key mask, the CLS slot included */
-    int32_t *tok_host;       /* host (B, N) tokens, the CLS slot included */
+    /* model.task "classify": the classifier's parts (model/model_cls.h), NULL for a language
+     * model; B and N above then count its sequences (examples x n_seq) and positions (the CLS
+     * slot included) */
+    struct ClsModel *cls;
     /* rows of every data-parallel rank for k-means and re-seeding (set by the training
      * layer; NULL = this process's rows), passed to the mixers in MixerCtx */
     MixerGatherFn gather;
@@ -170,18 +160,16 @@ typedef struct LossStats {
     double kl_sum;   /* distillation: summed KL(teacher || student) at T over scored positions (else 0) */
 } LossStats;
 
-/* Forward: tokens and targets [B,N] host arrays (target -1 = not scored). Fills stats.
- * m->logits then holds the logits of rows logits_row0 .. B*N-1 (all rows unless the head
- * ran in chunks: then the last chunk's). */
+/* Forward of a language model: tokens and targets [B,N] host arrays (target -1 = not
+ * scored), keymask [B,N] (1 = real) or NULL. Fills stats. m->logits then holds the logits of
+ * rows logits_row0 .. B*N-1 (all rows unless the head ran in chunks: then the last chunk's).
+ * Of a classifier (model.task "classify"): tok [B*n_seq, N], sequence s of example b at row
+ * s*B + b (all first sequences, then all second ones), padded with 0; keymask [B*n_seq, N]
+ * (1 = real) or NULL to take tok != 0 as real; tgt the labels [B] in [0, n_classes); want_acc
+ * is implied. st gets the summed loss over the B examples, count B and correct (argmax ==
+ * label); the logits stay in m->logits [B, n_classes]. */
 int model_forward(Model *m, const int32_t *tok, const int32_t *tgt, int B, int N, const uint8_t *keymask,
                   int want_acc, LossStats *st, int training, long step);
-/* Classifier forward (task "classify"): tok [B*n_seq, N] host, sequence s of example b at
- * row s*B + b (all first sequences, then all second ones), padded with 0; keymask [B*n_seq,
- * N] (1 = real) or NULL to take tok != 0 as real; labels [B] in [0, n_classes). st gets the
- * summed loss over the B examples, count B and correct (argmax == label). The logits stay
- * in m->logits [B, n_classes]. */
-int model_forward_cls(Model *m, const int32_t *tok, const uint8_t *keymask, const int32_t *labels, int B, int N,
-                      LossStats *st, int training, long step);
 /* Distillation: every later training forward of m (a language model) also runs teacher t
  * (allocated for batches as large as m's, its head's chunks at least as many rows as m's,
  * the same vocabulary) forward on the same tokens, no gradient, and the loss model_backward
@@ -190,7 +178,7 @@ int model_forward_cls(Model *m, const int32_t *tok, const uint8_t *keymask, cons
  * forward's LossStats.kl_sum gets the summed KL. t NULL detaches. 0, or -1 (gma_error)
  * when t does not fit m. */
 int model_set_teacher(Model *m, struct Model *t, double weight, double T);
-/* Backward after model_forward or model_forward_cls: accumulates d(loss_scale * mean loss)
+/* Backward after a training model_forward: accumulates d(loss_scale * mean loss)
  * into m->grads. */
 void model_backward(Model *m, double loss_scale);
 /* Where the next training forwards sit for the dropout masks (docs/model.md §8): micro-

@@ -11,7 +11,7 @@
 #define PP(i) PT_PTR(m->params, &m->pt, (i))
 
 int model_can_decode(const Model *m) {
-    if (m->classify || !m->causal) return 0;
+    if (m->cls || !m->causal) return 0;
     int W = m->Nmax < m->Nmax_act ? m->Nmax : m->Nmax_act; /* the window of model_decode_begin */
     for (int l = 0; l < m->L; l++) {
         const Mixer *mx = m->blocks[l].mixer;

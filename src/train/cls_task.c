@@ -168,7 +168,7 @@ int clstask_evaluate(ClsTask *t, Model *m, int s, long max_batches, ClsEval *r) 
         for (int b = 0; b < cnt; b++) t->idx[b] = first + b;
         int N = clstask_fill(t, s, t->idx, cnt);
         LossStats st;
-        if (model_forward_cls(m, t->tok, NULL, t->lab, cnt, N, &st, 0, 0) != 0) {
+        if (model_forward(m, t->tok, t->lab, cnt, N, NULL, 0, &st, 0, 0) != 0) {
             rc = -1;
             break;
         }

@@ -394,7 +394,7 @@ int model_kmeans_init_cls(Model *m, const int32_t *tok, const int32_t *labels, i
         Mixer *mx = m->blocks[l].mixer;
         if (!layer_wants_kmeans(m, l)) continue;
         LossStats st;
-        if (model_forward_cls(m, tok, NULL, labels, B, N, &st, 0, 0) != 0) return -1;
+        if (model_forward(m, tok, labels, B, N, NULL, 0, &st, 0, 0) != 0) return -1;
         /* the forward's rows: sequences x (pooling slots + tokens), its key mask */
         MixerCtx ctx = {.B = m->B, .N = m->N, .causal = m->causal, .keymask = m->keymask, .gather = m->gather,
                         .gather_ctx = m->gather_ctx};

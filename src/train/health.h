@@ -45,7 +45,7 @@ int model_wants_kmeans(const Model *m);
  * from its query rows, forward again for layer l+1... Deterministic under rng. */
 int model_kmeans_init(Model *m, const int32_t *tok, const int32_t *tgt, int B, int N, const uint8_t *keymask,
                       Rng *rng);
-/* The same for a classifier batch (tok, labels as model_forward_cls; tok != 0 is real). */
+/* The same for a classifier batch (tok, labels as model_forward of a classifier; tok != 0 is real). */
 int model_kmeans_init_cls(Model *m, const int32_t *tok, const int32_t *labels, int B, int N, Rng *rng);
 
 /* ---- the monitor ---- */

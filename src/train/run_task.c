@@ -33,13 +33,13 @@ static int cls_train_forward(Task *t, Model *m, Rng *rng, long k, long step, Los
     int N = t->cls_N = clstask_train_batch_part(&t->cls, k, t->B_global, t->first);
     *tokens = (double)t->B * t->cls.n_seq * N;
     model_set_dropout_batch(m, k, t->first, t->B_global);
-    return model_forward_cls(m, t->cls.tok, NULL, t->cls.lab, t->B, N, st, 1, step);
+    return model_forward(m, t->cls.tok, t->cls.lab, t->B, N, NULL, 0, st, 1, step);
 }
 static int cls_kmeans(Task *t, Model *m, Rng *krng) {
     return model_kmeans_init_cls(m, t->cls.tok, t->cls.lab, t->B, t->cls_N, krng);
 }
 static int cls_reforward(Task *t, Model *m, long step, LossStats *st) {
-    return model_forward_cls(m, t->cls.tok, NULL, t->cls.lab, t->B, t->cls_N, st, 1, step);
+    return model_forward(m, t->cls.tok, t->cls.lab, t->B, t->cls_N, NULL, 0, st, 1, step);
 }
 void task_cls_result(const ClsEval *e, EvalResult *r) {
     memset(r, 0, sizeof *r);
