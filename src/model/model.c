@@ -212,6 +212,16 @@ double model_memory_available(const char **what) {
     return have;
 }
 
+/* the largest gma.n_components of the layers with a GMA path */
+static int gma_kc_max(const Config *c) {
+    int k = 0;
+    for (int l = 0; l < c->model.n_layers; l++) {
+        const MixerVT *vt = mixer_of_layer(c, l);
+        if (vt && vt->gma_layer) k = GMA_MAX(k, gma_layer_kc(c, l));
+    }
+    return k;
+}
+
 void model_memory_plan(const Model *m, int Bmax, int Nmax, MemPlan *p) {
     memset(p, 0, sizeof *p);
     /* rough sizes in double first: the size_t plan could wrap for absurd shapes */
@@ -254,7 +264,7 @@ void model_memory_plan(const Model *m, int Bmax, int Nmax, MemPlan *p) {
                  "model.d_ff %d", m->V, m->D, m->L, m->F);
     else if (name && top > 0.5 * p->acts && routed)
         snprintf(p->drivers, sizeof p->drivers, "mostly the gma layers: gma.n_components %d x model.n_heads %d per token",
-                 (int)cfg_num(c, "gma.n_components"), m->H);
+                 gma_kc_max(c), m->H);
     else if (name && top > 0.5 * p->acts)
         snprintf(p->drivers, sizeof p->drivers, "mostly the %s layers (model.mixer) x model.n_heads %d", name, m->H);
     else

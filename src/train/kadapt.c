@@ -277,16 +277,10 @@ static void k_list(const Config *c, const int *knew, char *out, size_t cap) {
     }
 }
 
-static int set_k_list(Config *c, const char *list) {
-    char set[CFG_MAX_LAYERS * 8 + 32];
-    snprintf(set, sizeof set, "gma.n_components=%s", list);
-    return cfg_set(c, set);
-}
-
 int kadapt_sync_cfg(Config *dst, const Config *src) {
     char list[CFG_MAX_LAYERS * 8];
     k_list(src, NULL, list, sizeof list);
-    return list[0] ? set_k_list(dst, list) : 0;
+    return list[0] ? gma_set_kc_list(dst, list) : 0;
 }
 
 /* the new model nm (built and allocated) takes m's tensors by name; the adapted layers'
@@ -341,7 +335,7 @@ static int rebuild(Model *m, Ad *ads, int nad) {
     k_list(&m->cfg, knew, list, sizeof list);
     free(knew);
     Config c = m->cfg;
-    if (set_k_list(&c, list) != 0) return -1;
+    if (gma_set_kc_list(&c, list) != 0) return -1;
     Model old = *m;
     memset(m, 0, sizeof *m);
     if (model_build(m, &c) != 0) return *m = old, -1;

@@ -339,7 +339,7 @@ static int resume_k(Run *r) {
     cfg_defaults(&old);
     if (!r->o.resume_dir || ckpt_resolve(r->o.resume_dir, dir, sizeof dir) != 0 || ckpt_read_config(dir, &old) != 0)
         return 0; /* said when the checkpoint is loaded */
-    if (cfg_num(&old, "gma.adapt_every") <= 0) return 0;
+    if (!gma_adapt_on(&old)) return 0;
     return kadapt_sync_cfg(&r->cfg, &old) != 0 ? TRAIN_BAD_INPUT : 0;
 }
 

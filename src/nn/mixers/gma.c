@@ -229,6 +229,14 @@ int gma_layer_kc(const Config *c, int layer) {
     return k->v[GMA_MIN(i, k->n - 1)];
 }
 
+int gma_adapt_on(const Config *c) { return gcfg(c)->adapt_every > 0; }
+
+int gma_set_kc_list(Config *c, const char *list) {
+    char set[CFG_MAX_LAYERS * 8 + 32];
+    snprintf(set, sizeof set, "gma.n_components=%s", list);
+    return cfg_set(c, set);
+}
+
 static Mixer *gma_create(const Config *c, int layer, ParamTable *pt, const char *prefix) {
     if (gcfg(c)->write == WRITE_DELTA &&
         (NEED_OP("gma", delta_forward) || NEED_OP("gma", delta_backward) || NEED_OP("gma", delta_step)))

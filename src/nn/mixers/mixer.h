@@ -234,6 +234,11 @@ int mixer_auto_gap(const Mixer *m, double *mse, double *rel);
 /* gma.n_components of model layer `layer` (gma.c): the one number, or the entry of that
  * layer among the layers whose mixer holds a GMA path (MixerVT.gma_layer) */
 int gma_layer_kc(const Config *c, int layer);
+/* 1 when c adapts K (gma.adapt_every > 0, docs/model.md §4.2) */
+int gma_adapt_on(const Config *c);
+/* set gma.n_components to list ("a,b,..": one per GMA layer, or one number); 0, or -1 as
+ * cfg_set */
+int gma_set_kc_list(Config *c, const char *list);
 /* Create with the common fields set (D, H, d, pt). */
 Mixer *mixer_new(const MixerVT *vt, const Config *c, ParamTable *pt);
 #define MP(m, base, i) ((base) + (m)->pt->t[(m)->p[i]].offset)
