@@ -54,7 +54,7 @@ START_TEST(test_lra_configs) {
             ck_assert_str_eq(cfg_enum_name(&c, "model.task"), "classify");
             ck_assert_str_eq(cfg_enum_name(&c, "data.source"), "cls");
             ck_assert_str_eq(cfg_enum_name(&c, "data.task"), tasks[t]);
-            ck_assert_str_eq(c.model.mixer[0], mixers[x]);
+            ck_assert_str_eq(c.model.mixer.name[0], mixers[x]);
             ck_assert_int_eq(cfg_causal(&c), 0);
             /* every task: learned CLS token with its slot, MLP head with ReLU, projections
              * without bias, AdamW 0.9/0.98/1e-9 decaying every tensor, no clipping, the
@@ -138,7 +138,7 @@ START_TEST(test_pathfinder_configs) {
             ck_assert_msg(cfg_load_file(&c, path) == 0, "%s", gma_error());
             ck_assert_msg(cfg_validate(&c) == 0, "%s: %s", path, gma_error());
             ck_assert_str_eq(cfg_enum_name(&c, "data.task"), "pathfinder");
-            ck_assert_str_eq(c.model.mixer[0], mixers[x]);
+            ck_assert_str_eq(c.model.mixer.name[0], mixers[x]);
             ck_assert_int_eq(cfg_causal(&c), 0);
             /* 160,000 training images: batch 512 (Path-X 64), 200 epochs, an evaluation and
              * one warmup epoch, cosine to zero, mean pooling, whole evaluation batches only */

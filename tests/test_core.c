@@ -182,7 +182,7 @@ START_TEST(test_config_set_and_roundtrip) {
     ck_assert_int_eq(cfg_set(&c, "train.lr=0.01"), 0);
     ck_assert(cfg_num(&c, "train.lr") == 0.01);
     ck_assert_int_eq(cfg_set(&c, "model.mixer=sdpa,gma,gma,gma"), 0);
-    ck_assert_int_eq(c.model.n_mixer, 4);
+    ck_assert_int_eq(c.model.mixer.n, 4);
     ck_assert_str_eq(cfg_layer_mixer(&c, 0), "sdpa");
     /* the mixers are resolved when read: each layer's vtable without a name compared */
     ck_assert_ptr_eq(mixer_of_layer(&c, 0), mixer_find("sdpa"));

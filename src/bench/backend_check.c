@@ -197,7 +197,7 @@ fail:
 static void print_head(const Check *k) {
     const Config *c = k->c;
     printf("gmacheck: mixer %s, %s%s, cpu vs %s (%s), precision %s, B=%d N=%d D=%d L=%d H=%d, %zu parameters, bound %.1e\n",
-           c->model.mixer[0], cfg_causal(c) ? "causal" : "bidirectional", k->batch.labels ? " classifier (padded rows)" : "",
+           c->model.mixer.name[0], cfg_causal(c) ? "causal" : "bidirectional", k->batch.labels ? " classifier (padded rows)" : "",
            ops_device_key(k->o->device), ops_device_name(), ops_precision_name(c->precision), k->o->B, k->o->N, c->model.d_model, c->model.n_layers,
            c->model.n_heads, model_param_count(&k->ma), k->o->tol);
 }
@@ -209,7 +209,7 @@ static int verdict(const Check *k) {
     int ok = k->worst_loss <= k->o->tol && k->worst_grad <= k->o->tol && k->buf_changed == 0;
     printf("gmacheck: %s: mixer %s %s precision %s: max loss rel err %.2e, max grad rel err %.2e (%s), bound %.1e; "
            "max update rel err %.2e\n",
-           ok ? "PASS" : "FAIL", c->model.mixer[0], cfg_causal(c) ? "causal" : "bidirectional", ops_precision_name(c->precision),
+           ok ? "PASS" : "FAIL", c->model.mixer.name[0], cfg_causal(c) ? "causal" : "bidirectional", ops_precision_name(c->precision),
            k->worst_loss, k->worst_grad, k->worst_name, k->o->tol, k->worst_upd);
     return ok ? 0 : 1;
 }

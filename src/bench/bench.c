@@ -56,8 +56,8 @@ void bench_mixer_labels(const BenchOpts *o, char names[][32], int n, char labels
         Config c = bench_config(o, names[k], o->T);
         size_t at = 0;
         labels[k][0] = 0;
-        for (int l = 0; l < c.model.n_mixer && at + 1 < BENCH_LABEL; l++)
-            at += (size_t)snprintf(labels[k] + at, BENCH_LABEL - at, "%s%s", l ? "," : "", c.model.mixer[l]);
+        for (int l = 0; l < c.model.mixer.n && at + 1 < BENCH_LABEL; l++)
+            at += (size_t)snprintf(labels[k] + at, BENCH_LABEL - at, "%s%s", l ? "," : "", c.model.mixer.name[l]);
     }
 }
 

@@ -238,20 +238,33 @@ static int set_int_word(Config *c, const Key *k, const char *v, const char *src)
     return 0;
 }
 
-static int set_mixers_list(Config *c, const char **names, int n, const char *src) {
-    if (n < 1 || n > CFG_MAX_LAYERS) return gma_errorf("%s: key model.mixer: expected 1 to %d names", src, CFG_MAX_LAYERS);
+/* The registry's choices of CFGT_CHOICES key k; aborts when it supplies none (a
+ * programming error: the key's registry is not installed). */
+static const CfgChoiceList *choice_list(const Key *k) {
+    const CfgRegistry *r = reg();
+    for (int i = 0; i < r->n_lists; i++)
+        if (!strcmp(r->lists[i].key, k->full)) return &r->lists[i];
+    fprintf(stderr, "gma: the registry supplies no choices for key %s\n", k->full);
+    abort();
+}
+
+/* A CFGT_CHOICES value from n names: each valid text among the registry's choices */
+static int set_choices(Config *c, const Key *k, const char **names, int n, const char *src) {
+    const CfgChoiceList *cl = choice_list(k);
+    if (n < 1 || n > CFG_MAX_LAYERS) return gma_errorf("%s: key %s: expected 1 to %d names", src, k->full, CFG_MAX_LAYERS);
     for (int i = 0; i < n; i++) {
-        if (check_text(names[i], src, "model.mixer") != 0) return -1;
-        if (!in_choices(names[i], reg()->mixers) || strlen(names[i]) >= sizeof c->model.mixer[i])
-            return gma_errorf("%s: key model.mixer: unknown mixer \"%s\" (known: %s)", src, gma_quote(names[i]), reg()->mixers);
+        if (check_text(names[i], src, k->full) != 0) return -1;
+        if (!in_choices(names[i], cl->choices) || strlen(names[i]) >= CFG_CHOICE_LEN)
+            return gma_errorf("%s: key %s: unknown %s \"%s\" (known: %s)", src, k->full, cl->what, gma_quote(names[i]),
+                              cl->choices);
     }
-    memset(c->model.mixer, 0, sizeof c->model.mixer); /* one value, one bit pattern */
-    memset(c->model.mixer_id, 0, sizeof c->model.mixer_id);
+    CfgChoices *v = (CfgChoices *)AT(c, k);
+    memset(v, 0, sizeof *v); /* one value, one bit pattern */
     for (int i = 0; i < n; i++) {
-        snprintf(c->model.mixer[i], sizeof c->model.mixer[i], "%s", names[i]);
-        c->model.mixer_id[i] = (unsigned char)choice_index(names[i], reg()->mixers);
+        snprintf(v->name[i], sizeof v->name[i], "%s", names[i]);
+        v->id[i] = (unsigned char)choice_index(names[i], cl->choices);
     }
-    c->model.n_mixer = n;
+    v->n = n;
     return 0;
 }
 
@@ -376,21 +389,21 @@ static int set_json(Config *c, const Key *k, const cJSON *v, const char *src) {
     case CFGT_ENUM:
         if (!cJSON_IsString(v)) return gma_errorf("%s: key %s: expected a string", src, k->full);
         return set_enum(c, k, v->valuestring, src);
-    case CFGT_MIXERS: {
+    case CFGT_CHOICES: {
         if (cJSON_IsString(v)) {
             const char *one = v->valuestring;
-            return set_mixers_list(c, &one, 1, src);
+            return set_choices(c, k, &one, 1, src);
         }
-        if (!cJSON_IsArray(v)) return gma_errorf("%s: key model.mixer: expected a string or a list of strings", src);
+        if (!cJSON_IsArray(v)) return gma_errorf("%s: key %s: expected a string or a list of strings", src, k->full);
         const char *names[CFG_MAX_LAYERS];
         int n = 0;
         const cJSON *e;
         cJSON_ArrayForEach(e, v) {
-            if (!cJSON_IsString(e)) return gma_errorf("%s: key model.mixer: element %d is not a string", src, n);
-            if (n >= CFG_MAX_LAYERS) return gma_errorf("%s: key model.mixer: more than %d layers", src, CFG_MAX_LAYERS);
+            if (!cJSON_IsString(e)) return gma_errorf("%s: key %s: element %d is not a string", src, k->full, n);
+            if (n >= CFG_MAX_LAYERS) return gma_errorf("%s: key %s: more than %d names", src, k->full, CFG_MAX_LAYERS);
             names[n++] = e->valuestring;
         }
-        return set_mixers_list(c, names, n, src);
+        return set_choices(c, k, names, n, src);
     }
     case CFGT_STRLIST:
         return set_list_json(c, k, v, src);
@@ -454,10 +467,10 @@ static int set_text(Config *c, const Key *k, const char *v, const char *src) {
         return set_str(c, k, v, src);
     case CFGT_ENUM:
         return set_enum(c, k, v, src);
-    case CFGT_MIXERS: {
+    case CFGT_CHOICES: {
         if (v[0] == '[') {
             cJSON *j = cJSON_Parse(v);
-            if (!j) return gma_errorf("%s: key model.mixer: malformed list %s", src, gma_quote(v));
+            if (!j) return gma_errorf("%s: key %s: malformed list %s", src, k->full, gma_quote(v));
             int rc = set_json(c, k, j, src);
             cJSON_Delete(j);
             return rc;
@@ -468,7 +481,7 @@ static int set_text(Config *c, const Key *k, const char *v, const char *src) {
         int n = 0;
         char *save = NULL;
         for (char *tok = strtok_r(buf, ",", &save); tok && n < CFG_MAX_LAYERS; tok = strtok_r(NULL, ",", &save)) names[n++] = tok;
-        return set_mixers_list(c, names, n, src);
+        return set_choices(c, k, names, n, src);
     }
     case CFGT_STRLIST:
         return set_list_text(c, k, v, src);
@@ -520,7 +533,7 @@ void cfg_defaults(Config *c) {
 
 double cfg_num(const Config *c, const char *key) {
     Key k;
-    if (!find_key(key, &k) || k.k->type == CFGT_STR || k.k->type == CFGT_MIXERS || k.k->type == CFGT_ENUM ||
+    if (!find_key(key, &k) || k.k->type == CFGT_STR || k.k->type == CFGT_CHOICES || k.k->type == CFGT_ENUM ||
         k.k->type == CFGT_STRLIST) {
         fprintf(stderr, "gma: cfg_num: %s is not a numeric configuration key\n", key);
         abort();
@@ -728,13 +741,15 @@ char *cfg_to_json(const Config *c) {
             cJSON_AddStringToObject(parent, leaf, choice_name(k->choices, *(const int *)p, name, sizeof name));
             break;
         }
-        case CFGT_MIXERS:
-            if (c->model.n_mixer == 1) cJSON_AddStringToObject(parent, leaf, c->model.mixer[0]);
+        case CFGT_CHOICES: {
+            const CfgChoices *v = (const CfgChoices *)p;
+            if (v->n == 1) cJSON_AddStringToObject(parent, leaf, v->name[0]);
             else {
                 cJSON *arr = cJSON_AddArrayToObject(parent, leaf);
-                for (int l = 0; l < c->model.n_mixer; l++) cJSON_AddItemToArray(arr, cJSON_CreateString(c->model.mixer[l]));
+                for (int l = 0; l < v->n; l++) cJSON_AddItemToArray(arr, cJSON_CreateString(v->name[l]));
             }
             break;
+        }
         case CFGT_STRLIST: {
             cJSON *arr = cJSON_AddArrayToObject(parent, leaf);
             char item[CFG_STR];
@@ -770,11 +785,12 @@ void cfg_print_reference(FILE *f) {
         else if (k->choices) snprintf(allowed, sizeof allowed, "%s", k->choices);
         else if (k->type == CFGT_INT || k->type == CFGT_INTS) snprintf(allowed, sizeof allowed, "[%.0f, %.0f]", k->lo, k->hi);
         else if (k->type == CFGT_REAL) snprintf(allowed, sizeof allowed, "[%g, %g]", k->lo, k->hi);
-        else if (k->type == CFGT_MIXERS) { /* the registered names, also listed in the meaning */
-            snprintf(allowed, sizeof allowed, "%s", reg()->mixers);
+        else if (k->type == CFGT_CHOICES) { /* the registry's names, also listed in the meaning */
+            const char *names = choice_list(&key)->choices;
+            snprintf(allowed, sizeof allowed, "%s", names);
             size_t n = strlen(doc);
             n += (size_t)snprintf(doc + n, sizeof doc - n, " (");
-            for (const char *q = reg()->mixers; *q && n + 3 < sizeof doc; q++)
+            for (const char *q = names; *q && n + 3 < sizeof doc; q++)
                 n += (size_t)snprintf(doc + n, sizeof doc - n, *q == '|' ? ", " : "%c", *q);
             snprintf(doc + n, sizeof doc - n, ").");
         }

@@ -21,7 +21,7 @@
 #define CFG_MAX_SECTIONS 24    /* stored sections (gma, performer, stem, passkey, ...) */
 #define CFG_SECTION_BYTES 1024 /* storage of one section's struct (optim's holds train.freeze's 512) */
 
-typedef enum { CFGT_INT, CFGT_REAL, CFGT_BOOL, CFGT_STR, CFGT_MIXERS, CFGT_ENUM, CFGT_STRLIST, CFGT_INTS } CfgType;
+typedef enum { CFGT_INT, CFGT_REAL, CFGT_BOOL, CFGT_STR, CFGT_CHOICES, CFGT_ENUM, CFGT_STRLIST, CFGT_INTS } CfgType;
 
 /* The value of a CFGT_INTS key: one integer (n = 1, written as a number) or a list of
  * 1..CFG_MAX_LAYERS integers (written as a JSON list when n > 1), each in the row's range.
@@ -30,6 +30,17 @@ typedef struct CfgInts {
     int n;
     int v[CFG_MAX_LAYERS];
 } CfgInts;
+
+/* The value of a CFGT_CHOICES key: one name (n = 1, written as a string) or a list of
+ * 1..CFG_MAX_LAYERS names (written as a JSON list when n > 1), each one of the choices the
+ * registry supplies for the key (CfgRegistry.lists: a registry of modules, as the mixers'),
+ * with its index among them in id. */
+#define CFG_CHOICE_LEN 16
+typedef struct CfgChoices {
+    int n;
+    unsigned char id[CFG_MAX_LAYERS];
+    char name[CFG_MAX_LAYERS][CFG_CHOICE_LEN];
+} CfgChoices;
 
 /* One key. In a stored section `key` is the name after "SECTION." and `off` an offset into
  * the section's struct; in a section over Config, the dotted path and an offset into Config. */
@@ -41,7 +52,10 @@ typedef struct CfgKey {
                            CFGT_STRLIST: char[size], a list of non-empty strings without commas kept
                            comma-joined (JSON: a list of strings; --set: "a,b"; read with cfg_list_next),
                            CFGT_INTS: CfgInts, a number or a list of numbers (JSON list, or "4,8" / "[4,8]"
-                           on the command line), each integer in [lo, hi] */
+                           on the command line), each integer in [lo, hi],
+                           CFGT_CHOICES: CfgChoices, a name or a list of names (JSON list, or "a,b" /
+                           '["a","b"]' on the command line) among the registry's choices for the key
+                           (`choices` NULL) */
     size_t off;
     size_t size;        /* for strings: the array size */
     const char *def;    /* default, as text */
@@ -73,9 +87,7 @@ typedef struct ModelCfg {
     int task;               /* MODEL_LM | MODEL_CLASSIFY (nn/model_cfg.h) */
     int vocab_size;         /* 0 = from the data */
     int d_model, n_layers, n_heads, d_ff, max_seq_len;
-    char mixer[CFG_MAX_LAYERS][16];
-    unsigned char mixer_id[CFG_MAX_LAYERS]; /* each name's index in CfgRegistry.mixers, set with it (set it through cfg_set) */
-    int n_mixer;            /* 1 = same for all layers, else n_layers */
+    CfgChoices mixer;       /* model.mixer: n 1 = same for all layers, else n_layers (set it through cfg_set) */
     int causal;             /* -1 = by task (lm causal, classify bidirectional) */
     double init_std;
     int pooling;            /* PoolKind (nn/pool.h): mean | cls | max (classify) */
@@ -127,9 +139,16 @@ struct Config {
 #define CFG_SIZE(f) sizeof(((Config *)0)->f)
 #define CFG_N(rows) (int)(sizeof(rows) / sizeof((rows)[0]))
 
+/* The choices of a CFGT_CHOICES key, supplied by the registry that knows them (the mixers'
+ * for model.mixer): "a|b|..."; `what` names one of them in messages ("mixer"). */
+typedef struct CfgChoiceList {
+    const char *key, *what, *choices;
+} CfgChoiceList;
+
 /* What the modules tell the configuration (cfg_register). */
 typedef struct CfgRegistry {
-    const char *mixers;                /* "gma|sdpa|...": the names model.mixer accepts */
+    const CfgChoiceList *lists;        /* the choices of every CFGT_CHOICES key */
+    int n_lists;
     const CfgSection *const *sections; /* every module's section, in the reference's order */
     int n_sections;
 } CfgRegistry;

@@ -13,7 +13,7 @@ static const CfgKey g_model[] = {
     {"model.n_heads", CFGT_INT, O(model.n_heads), 0, "4", 1, 1024, NULL, "Heads H (D must be divisible by H)."},
     {"model.d_ff", CFGT_INT, O(model.d_ff), 0, "0", 0, 1048576, NULL, "MLP hidden width (0 = 4 D)."},
     {"model.max_seq_len", CFGT_INT, O(model.max_seq_len), 0, "256", 1, 16777216, NULL, "Longest sequence N_max (size of pos_emb)."},
-    {"model.mixer", CFGT_MIXERS, O(model.mixer), 0, "gma", 0, 0, NULL,
+    {"model.mixer", CFGT_CHOICES, O(model.mixer), 0, "gma", 0, 0, NULL,
      "Sequence mixer: one name for every layer or a list with one per layer"},
     {"model.causal", CFGT_INT, O(model.causal), 0, "-1", -1, 1, NULL, "1 causal, 0 bidirectional, -1 by task (lm causal, classify not)."},
     {"model.init_std", CFGT_REAL, O(model.init_std), 0, "0.02", 0, 10, NULL,
@@ -40,8 +40,8 @@ static int validate_model(const Config *c) {
         return gma_errorf("key model.d_model: %d is not divisible by model.n_heads = %d", m->d_model, m->n_heads);
     if (cfg_qkv_dim(c) % m->n_heads)
         return gma_errorf("key model.qkv_dim: %d is not divisible by model.n_heads = %d", cfg_qkv_dim(c), m->n_heads);
-    if (m->n_mixer != 1 && m->n_mixer != m->n_layers)
-        return gma_errorf("key model.mixer: %d names for %d layers (give one name or one per layer)", m->n_mixer, m->n_layers);
+    if (m->mixer.n != 1 && m->mixer.n != m->n_layers)
+        return gma_errorf("key model.mixer: %d names for %d layers (give one name or one per layer)", m->mixer.n, m->n_layers);
     if (c->train.seq_len > m->max_seq_len)
         return gma_errorf("key train.seq_len: %d is longer than model.max_seq_len = %d", c->train.seq_len, m->max_seq_len);
     return 0;
@@ -50,7 +50,7 @@ static int validate_model(const Config *c) {
 const CfgSection model_cfg_section = {NULL, 0, g_model, CFG_N(g_model), validate_model, NULL};
 
 const char *cfg_layer_mixer(const Config *c, int l) {
-    return c->model.n_mixer == 1 ? c->model.mixer[0] : c->model.mixer[l];
+    return c->model.mixer.name[c->model.mixer.n == 1 ? 0 : l];
 }
 
 int cfg_causal(const Config *c) {

@@ -23,7 +23,8 @@
 void config_register_all(void) {
     static const CfgSection *sections[MAX_SECTIONS];
     static CfgRegistry reg;
-    if (!reg.mixers) {
+    static CfgChoiceList lists[1];
+    if (!reg.sections) {
         int n = 0;
         sections[n++] = &run_top_cfg_section;
         sections[n++] = &model_cfg_section;
@@ -42,7 +43,8 @@ void config_register_all(void) {
         sections[n++] = &clstask_cfg_section;
         sections[n++] = &xmqar_cfg_section;
         sections[n++] = &clsdata_cfg_section;
-        reg = (CfgRegistry){.mixers = mixer_names(), .sections = sections, .n_sections = n};
+        lists[0] = mixer_choice_list();
+        reg = (CfgRegistry){.lists = lists, .n_lists = 1, .sections = sections, .n_sections = n};
     }
     cfg_register(&reg);
 }

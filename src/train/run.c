@@ -351,7 +351,7 @@ static void print_banner(const Run *r) {
     char head[64] = ""; /* the language model's head in chunks of rows (model.head_chunk) */
     if (r->m.head_gw) snprintf(head, sizeof head, " (logits in chunks of %d rows)", r->m.head_rows);
     fprintf(stderr, "gmatrain: %s | %zu parameters | mixers %s%s | B=%d N=%d accum=%d%s | %s | activations %.1f MiB%s\n",
-            c->name, model_param_count(&r->m), c->model.mixer[0], c->model.n_mixer > 1 ? ",..." : "", B, r->task.N,
+            c->name, model_param_count(&r->m), c->model.mixer.name[0], c->model.mixer.n > 1 ? ",..." : "", B, r->task.N,
             run_keys(c)->grad_accum, ranks, g_ops->name, r->m.act_bytes / 1048576.0, head);
 }
 

@@ -56,8 +56,8 @@ int distill_open(Model *s, const Config *cfg, Model *t, DistillId *id, int quiet
     }
     if (!quiet)
         fprintf(stderr, "gmatrain: distilling from %s (step %ld, %zu parameters, mixers %s%s): loss = CE + %g * %g^2 "
-                        "KL(teacher || model) at temperature %g\n", dir, id->step, model_param_count(t), c.model.mixer[0],
-                c.model.n_mixer > 1 ? ",..." : "", tc->distill_weight, tc->distill_temperature, tc->distill_temperature);
+                        "KL(teacher || model) at temperature %g\n", dir, id->step, model_param_count(t), c.model.mixer.name[0],
+                c.model.mixer.n > 1 ? ",..." : "", tc->distill_weight, tc->distill_temperature, tc->distill_temperature);
     return 0;
 }
 

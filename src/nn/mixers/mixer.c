@@ -28,7 +28,7 @@ const MixerVT *mixer_find(const char *name) {
 }
 
 const MixerVT *mixer_of_layer(const Config *c, int l) {
-    int id = c->model.mixer_id[c->model.n_mixer == 1 ? 0 : l]; /* mixer_names()'s order is g_mixers' */
+    int id = c->model.mixer.id[c->model.mixer.n == 1 ? 0 : l]; /* mixer_names()'s order is g_mixers' */
     return id < N_MIXERS ? g_mixers[id] : NULL;
 }
 
@@ -47,6 +47,8 @@ const char *mixer_names(void) {
     static char buf[256];
     return join_names(buf, "|", 0);
 }
+
+CfgChoiceList mixer_choice_list(void) { return (CfgChoiceList){"model.mixer", "mixer", mixer_names()}; }
 
 /* model.attn_bias, model.short_conv: the attention projections' own keys (attn_proj_add), a
  * stored section (prefix model) */

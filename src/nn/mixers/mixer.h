@@ -205,6 +205,9 @@ const MixerVT *mixer_find(const char *name);
 const MixerVT *mixer_of_layer(const Config *c, int l);
 /* "gma|sdpa|..." */
 const char *mixer_names(void);
+/* the choices of model.mixer (a CFGT_CHOICES key): the registry's names (config_register_all
+ * installs them) */
+CfgChoiceList mixer_choice_list(void);
 /* The mixers' configuration sections in registry order, then a keyless section that checks
  * each layer's mixer against the model, into out[0..max): their number
  * (config_register_all installs them with the other modules'). */
