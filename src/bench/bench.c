@@ -39,9 +39,9 @@ Config bench_config(const BenchOpts *o, const char *mixer, int N) {
     c.model.max_seq_len = N;
     c.train.seq_len = N;
     c.model.vocab_size = o->V;
-    char kc[48];
-    snprintf(kc, sizeof kc, "gma.n_components=%d", o->Kc);
-    if (cfg_set(&c, kc) != 0) fprintf(stderr, "gmabench: --Kc: %s\n", gma_error());
+    char kc[16];
+    snprintf(kc, sizeof kc, "%d", o->Kc);
+    if (gma_set_kc_list(&c, kc) != 0) fprintf(stderr, "gmabench: --Kc: %s\n", gma_error());
     c.model.causal = o->causal;
     char mx[64];
     snprintf(mx, sizeof mx, "model.mixer=%s", mixer);

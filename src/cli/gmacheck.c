@@ -37,7 +37,7 @@ static void small_model(Config *c) {
     c->model.n_layers = 2;
     c->model.max_seq_len = 256;
     c->train.seq_len = 200;
-    cfg_set(c, "gma.n_components=32");
+    gma_set_kc_list(c, "32");
     cfg_set(c, "train.lr=1e-3");
 }
 
