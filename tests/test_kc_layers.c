@@ -1,5 +1,6 @@
 /* test_kc_layers.c: gma.n_components as one number or one entry per GMA layer (the config
- * engine's CFGT_INTS key type, the layers' tensors, training, checkpoints, resume,
+ * engine's CFGT_INTS key type, and its CFGT_CHOICES type whose choices the registry
+ * supplies, the layers' tensors, training, checkpoints, resume,
  * sampling, the routing analysis, the refusal of a list of the wrong length), and the
  * Dirichlet prior's drops of components (gma.dirichlet_*: K per layer in metrics.jsonl,
  * kept across a resume). */
@@ -21,7 +22,7 @@ static const CfgKey ints_keys[] = {
 };
 static const CfgSection ints_section = {"t", sizeof(IntsCfg), ints_keys, 1, NULL, NULL};
 static const CfgSection *const ints_sections[] = {&ints_section};
-static const CfgRegistry ints_reg = {"x", ints_sections, 1};
+static const CfgRegistry ints_reg = {.sections = ints_sections, .n_sections = 1};
 
 START_TEST(test_ints_key_type) {
     cfg_register(&ints_reg);
@@ -73,6 +74,55 @@ START_TEST(test_ints_key_type) {
     ck_assert(fread(buf, 1, sizeof buf - 1, f) > 0);
     fclose(f);
     ck_assert_msg(strstr(buf, "| `t.k` | int or list | `3` | [1, 100] |"), "%s", buf);
+    config_register_all();
+}
+END_TEST
+
+/* ---- the engine: a CFGT_CHOICES key whose choices the registry supplies ---- */
+/* a row over Config (a CfgChoices is too large for a stored section) on model.mixer's field */
+static const CfgKey pick_keys[] = {
+    {"t.pick", CFGT_CHOICES, CFG_OFF(model.mixer), 0, "pear", 0, 0, NULL, "A name or a list."},
+};
+static const CfgSection pick_section = {NULL, 0, pick_keys, 1, NULL, NULL};
+static const CfgSection *const pick_sections[] = {&pick_section};
+static const CfgChoiceList pick_lists[] = {{"t.pick", "fruit", "apple|pear|plum"}};
+static const CfgRegistry pick_reg = {.lists = pick_lists, .n_lists = 1, .sections = pick_sections, .n_sections = 1};
+
+START_TEST(test_choices_key_type) {
+    cfg_register(&pick_reg);
+    Config c;
+    cfg_defaults(&c);
+    const CfgChoices *v = &c.model.mixer;
+    ck_assert(v->n == 1 && !strcmp(v->name[0], "pear") && v->id[0] == 1);
+    ck_assert_int_eq(cfg_set(&c, "t.pick=plum,apple,plum"), 0);
+    ck_assert(v->n == 3 && v->id[0] == 2 && v->id[1] == 0 && !strcmp(v->name[2], "plum"));
+    ck_assert_int_eq(cfg_set(&c, "t.pick=[\"apple\", \"pear\"]"), 0);
+    ck_assert(v->n == 2 && v->id[1] == 1);
+    ck_assert_int_eq(cfg_load_text(&c, "{\"t\": {\"pick\": [\"pear\", \"plum\", \"apple\"]}}", "x.json"), 0);
+    char *js = cfg_to_json(&c);
+    Config d;
+    cfg_defaults(&d);
+    ck_assert_int_eq(cfg_load_text(&d, js, "r.json"), 0); /* the resolved JSON loads back to the same value */
+    free(js);
+    ck_assert(memcmp(&d.model.mixer, v, sizeof *v) == 0);
+    /* refused, naming the key and the registry's choices, the value unchanged */
+    const char *bad[] = {"t.pick=kiwi", "t.pick=pear,kiwi", "t.pick=[\"pear\", 3]", "t.pick=[\"pear\""};
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        ck_assert_msg(cfg_set(&c, bad[i]) != 0, "%s accepted", bad[i]);
+        ck_assert_msg(strstr(gma_error(), "key t.pick"), "%s: %s", bad[i], gma_error());
+        ck_assert(v->n == 3 && v->id[2] == 0);
+    }
+    ck_assert_int_ne(cfg_set(&c, "t.pick=kiwi"), 0);
+    ck_assert_msg(strstr(gma_error(), "unknown fruit \"kiwi\" (known: apple|pear|plum)"), "%s", gma_error());
+    /* the reference lists the registry's choices */
+    FILE *f = tmpfile();
+    cfg_print_reference(f);
+    rewind(f);
+    char buf[512] = "";
+    ck_assert(fread(buf, 1, sizeof buf - 1, f) > 0);
+    fclose(f);
+    ck_assert_msg(strstr(buf, "| `t.pick` | string or list | `pear` | apple,pear,plum | A name or a list. (apple, pear, plum). |"),
+                  "%s", buf);
     config_register_all();
 }
 END_TEST
@@ -252,6 +302,7 @@ Suite *make_suite(void) {
     TCase *tc = tcase_create("kc_layers");
     tcase_set_timeout(tc, 300);
     tcase_add_test(tc, test_ints_key_type);
+    tcase_add_test(tc, test_choices_key_type);
     tcase_add_test(tc, test_kc_per_layer_end_to_end);
     tcase_add_test(tc, test_kc_list_length_refused);
     tcase_add_test(tc, test_dirichlet_drops_components);
