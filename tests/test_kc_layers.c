@@ -15,6 +15,17 @@
 #include "testutil.h"
 #include "train/config_registry.h"
 
+/* the first cap - 1 bytes of the configuration reference of the registry installed now */
+static void reference_head(char *buf, size_t cap) {
+    FILE *f = tmpfile();
+    ck_assert_ptr_nonnull(f);
+    cfg_print_reference(f);
+    rewind(f);
+    memset(buf, 0, cap);
+    ck_assert(fread(buf, 1, cap - 1, f) > 0);
+    fclose(f);
+}
+
 /* ---- the engine: a section of its own with one CFGT_INTS key ---- */
 typedef struct IntsCfg { CfgInts k; } IntsCfg;
 static const CfgKey ints_keys[] = {
@@ -67,12 +78,8 @@ START_TEST(test_ints_key_type) {
         ck_assert_msg(strstr(gma_error(), "x.json: key t.k"), "%s: %s", bad_json[i], gma_error());
     }
     /* the reference names the type */
-    FILE *f = tmpfile();
-    cfg_print_reference(f);
-    rewind(f);
-    char buf[512] = "";
-    ck_assert(fread(buf, 1, sizeof buf - 1, f) > 0);
-    fclose(f);
+    char buf[512];
+    reference_head(buf, sizeof buf);
     ck_assert_msg(strstr(buf, "| `t.k` | int or list | `3` | [1, 100] |"), "%s", buf);
     config_register_all();
 }
@@ -115,12 +122,8 @@ START_TEST(test_choices_key_type) {
     ck_assert_int_ne(cfg_set(&c, "t.pick=kiwi"), 0);
     ck_assert_msg(strstr(gma_error(), "unknown fruit \"kiwi\" (known: apple|pear|plum)"), "%s", gma_error());
     /* the reference lists the registry's choices */
-    FILE *f = tmpfile();
-    cfg_print_reference(f);
-    rewind(f);
-    char buf[512] = "";
-    ck_assert(fread(buf, 1, sizeof buf - 1, f) > 0);
-    fclose(f);
+    char buf[512];
+    reference_head(buf, sizeof buf);
     ck_assert_msg(strstr(buf, "| `t.pick` | string or list | `pear` | apple,pear,plum | A name or a list. (apple, pear, plum). |"),
                   "%s", buf);
     config_register_all();

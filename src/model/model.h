@@ -54,8 +54,9 @@ typedef struct Model {
     /* allocation mode, set between model_build and model_check_memory / model_alloc: 1 = the
      * model only runs evaluation forwards and decoding (distillation teacher, gmasample,
      * gmaeval): no gradients, optimiser moments or backward buffers (dresid, dtmp, dfc,
-     * head_gw, the classifier's dpooled and head_scratch), about 3 x the parameters less; the logits are the
-     * same bits as a training-allocated model's. A training forward or a backward is refused. */
+     * head_gw, the classifier's dpooled and head_scratch), about 3 x the parameters less;
+     * the logits are the same bits as a training-allocated model's. A training forward or a
+     * backward is refused. */
     int infer;
     /* activations, planned for Bmax x Nmax in one block (actmem) */
     int Bmax, Nmax_act;
