@@ -9,6 +9,7 @@
 
 #include "core/safetensors.h"
 #include "model/checkpoint.h"
+#include "nn/cls_head.h"
 #include "fuzz_util.h"
 
 int LLVMFuzzerInitialize(int *argc, char ***argv) {
