@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # test_results.sh: scripts/write_results.sh on the fixtures of tests/results/ (known numbers):
 # mean, sample std, Welch t and the "exceeds the spread" verdict of the seed table, the distance
-# to the paper and the closest routing variant, docs/results.md written from both, the MQAR
+# to the paper and the closest routing variant, the page docs/results/small.md written from both, the MQAR
 # section from its fixture (best lr per point, not-run list, spliced into a page), and bad input
 # refused with one line naming file and field, nothing written. Run from the repository root.
 set -u
