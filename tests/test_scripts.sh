@@ -439,10 +439,11 @@ fi
 
 # 4. reproduce_small.sh in a tree of its own: scripts, bin, configs linked, make a no-op
 r=$tmp/tree
-mkdir -p "$r/docs" "$r/sotu"
+mkdir -p "$r/docs/results" "$r/sotu"
 for d in scripts bin configs; do ln -s "$PWD/$d" "$r/$d"; done
 printf 'binaries:\n\t@:\n' > "$r/Makefile"
 echo "the tracked page" > "$r/docs/results/small.md"
+echo "the index" > "$r/docs/results.md"
 out=$(cd "$r" && env -u SOTU scripts/reproduce_small.sh --steps 2 --mixers gma 2>&1); rc=$?
 [ $rc -eq 2 ] && [ "$(printf '%s\n' "$out" | wc -l)" = 1 ] && [[ "$out" == *"--sotu DIR or SOTU=DIR"* ]] && [ ! -e "$r/runs" ] \
   && ok "no corpus: one line naming --sotu / SOTU=, exit 2, nothing made" || bad "no corpus: exit $rc, '$out'"
