@@ -14,6 +14,10 @@ Sections (page: NAME <- source):
   docs/testing.md: test-map      <- the suites' header comments and #include lines
   docs/benchmarks.md: bench-summary <- the gmabench outputs under docs/results/gpu_h200/ and
                                    docs/results/scaling/
+Results pages whose JSON is committed, each rewritten by the script that measured it (the
+page's "## What it shows" and other sections kept):
+  docs/results/mqar.md           <- scripts/write_results.sh mqar docs/results/mqar/results.json
+  docs/results/cross.md          <- scripts/reproduce_cross.sh write CROSS_JSON (below, the page's order)
 The configuration reference (docs/config.md) is written by scripts/config_reference.sh and
 checked by tests/test_configs.c. Python 3 standard library only; run from anywhere.
 """
@@ -21,8 +25,10 @@ import glob
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
+import tempfile
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 PROGRAMS = ["gmatrain", "gmaeval", "gmasample", "gmadata", "gmabench", "gmacheck"]
@@ -291,6 +297,33 @@ SECTIONS = [
 ]
 
 
+# the JSON of docs/results/cross.md's tables, in the page's order
+CROSS_JSON = ["docs/results/cross/%s.json" % n for n in (
+    "xmqar_long_seed1", "xmqar_long_seed2", "xmqar_long_seed3", "xmqar_v256_p4_encoders",
+    "xmqar_v256_p4_gma_kc64", "xmqar_v256_p16_m64", "xmqar_v256_p4_seed2",
+    "xmqar_v256_p4_gma_kc64_seed2", "xmqar_v256", "xmqar_v64", "xmqar_v256_p4", "xmqar_v64_p4")]
+RESULT_PAGES = [
+    ("docs/results/mqar.md", ["scripts/write_results.sh", "mqar", "docs/results/mqar/results.json"]),
+    ("docs/results/cross.md", ["scripts/reproduce_cross.sh", "write"] + CROSS_JSON),
+]
+
+
+def gen_result_page(page, cmd):
+    """the page as its writer makes it from the committed JSON: the writer run on a copy"""
+    tmp = tempfile.mkdtemp()
+    try:
+        out = os.path.join(tmp, os.path.basename(page))
+        shutil.copyfile(os.path.join(ROOT, page), out)
+        r = subprocess.run(cmd + ["--out", out], cwd=ROOT, stdout=subprocess.DEVNULL,
+                           stderr=subprocess.PIPE, universal_newlines=True)
+        if r.returncode != 0:
+            raise Bad("%s: %s failed: %s" % (page, " ".join(cmd[:2]), r.stderr.strip()))
+        with open(out, encoding="utf-8") as f:
+            return f.read()
+    finally:
+        shutil.rmtree(tmp)
+
+
 def splice(text, name, body, page):
     a, b = "<!-- gen:%s -->" % name, "<!-- /gen:%s -->" % name
     i, j = text.find(a), text.find(b)
@@ -306,6 +339,11 @@ def main(argv):
         return 2
     pages, stale = {}, []
     try:
+        for page, cmd in RESULT_PAGES:
+            new = gen_result_page(page, cmd)
+            if new != read(page):
+                stale.append("%s: the page" % page)
+            pages[page] = new
         for page, name, fn in SECTIONS:
             text = pages.get(page) or read(page)
             new = splice(text, name, fn(), page)
@@ -319,7 +357,7 @@ def main(argv):
         for s in stale:
             print("gen_docs.py: %s is out of date: run scripts/gen_docs.py" % s)
         if not stale:
-            print("gen_docs.py: %d generated sections current" % len(SECTIONS))
+            print("gen_docs.py: %d generated sections and %d results pages current" % (len(SECTIONS), len(RESULT_PAGES)))
         return 1 if stale else 0
     for page, text in pages.items():
         with open(os.path.join(ROOT, page), "w", encoding="utf-8") as f:
