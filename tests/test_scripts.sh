@@ -644,9 +644,12 @@ out=$(scripts/reproduce_cross.sh run --kinds "gma bogus" --out "$tmp/xc2" 2>&1);
 out=$(scripts/reproduce_cross.sh write "$tmp/xc/none.json" --out "$tmp/xc/p2.md" 2>&1); rc=$?
 [ $rc -eq 1 ] && [[ "$out" == *"none.json"* ]] && ok "reproduce_cross.sh write: a missing file named" || bad "write missing: exit $rc, '$out'"
 # scripts/gen_docs.py on a copy of the tree: --check passes on the committed text, fails naming the page and
-# section when a generated figure is edited by hand (nothing written), and the rewrite puts it back
+# section when a generated figure is edited by hand (nothing written), and the rewrite puts it back; the
+# same for a results page written from committed JSON (docs/results/mqar.md), its "What it shows" kept
 g=$tmp/gen; mkdir -p "$g/scripts" "$g/bin"
-cp -r README.md docs tests "$g/" && cp scripts/gen_docs.py "$g/scripts/" && cp bin/gm* "$g/bin/"
+cp -r README.md docs tests "$g/" && cp bin/gm* "$g/bin/" \
+  && cp scripts/gen_docs.py scripts/write_results.sh scripts/results_*.py scripts/mqar_section.py \
+        scripts/reproduce_cross.sh scripts/lib_reproduce.sh scripts/cross_*.py "$g/scripts/"
 if "$g/scripts/gen_docs.py" --check > /dev/null 2>&1; then ok "gen_docs.py --check: the committed sections current"; else bad "gen_docs.py --check on the committed text"; fi
 sed -i 's/^\(| small language model, State[^|]*|[^|]*| \)[0-9.]*/\1999.9/' "$g/README.md"
 out=$("$g/scripts/gen_docs.py" --check 2>&1); rc=$?
@@ -654,6 +657,13 @@ out=$("$g/scripts/gen_docs.py" --check 2>&1); rc=$?
   && "$g/scripts/gen_docs.py" > /dev/null && ! grep -q '999.9' "$g/README.md" && cmp -s README.md "$g/README.md" \
   && ok "gen_docs.py: a hand-edited figure fails --check naming its section; the rewrite restores it" \
   || bad "gen_docs.py drift: exit $rc, '$out'"
+sed -i 's/^\(| bc-gma16 | 64 | [^|]* | [^|]* | \)[0-9.]*/\1999.9/' "$g/docs/results/mqar.md"
+out=$("$g/scripts/gen_docs.py" --check 2>&1); rc=$?
+[ $rc -eq 1 ] && [[ "$out" == *"docs/results/mqar.md: the page is out of date"* ]] && grep -q '| 999.9' "$g/docs/results/mqar.md" \
+  && "$g/scripts/gen_docs.py" > /dev/null && cmp -s docs/results/mqar.md "$g/docs/results/mqar.md" \
+  && grep -q '^## What it shows$' "$g/docs/results/mqar.md" \
+  && ok "gen_docs.py: a hand-edited results page fails --check naming it; the rewrite restores it, its reading kept" \
+  || bad "gen_docs.py results page drift: exit $rc, '$out'"
 # run_tests.sh: the suites' timeouts scaled by GMA_TEST_TIMEOUT_SCALE (Check's CK_TIMEOUT_MULTIPLIER), a bad scale refused
 printf '#!/bin/sh\n[ "$CK_TIMEOUT_MULTIPLIER" = 3 ] && echo "100%%: Checks: 1, Failures: 0, Errors: 0"\n' > "$tmp/fake_suite"
 chmod +x "$tmp/fake_suite"
