@@ -1,4 +1,4 @@
-"""cross_section.py: RESULTS.json... [--out FILE] [--note TEXT]...: the section "## Cross-attention" of docs/results.md (scripts/reproduce_cross.sh write)."""
+"""cross_section.py: RESULTS.json... [--out FILE] [--note TEXT]...: the section "## Cross-attention" of docs/results/cross.md (scripts/reproduce_cross.sh write)."""
 from cross_common import *
 
 def section(results, notes):
@@ -93,7 +93,7 @@ def section(results, notes):
     return "\n".join(L).rstrip() + "\n"
 
 def write(args):
-    files, out, notes, i = [], "docs/results.md", [], 0
+    files, out, notes, i = [], "docs/results/cross.md", [], 0
     while i < len(args):
         a = args[i]
         if a == "--out": out = value(args, i); i += 2
@@ -105,7 +105,7 @@ def write(args):
         try: results.append(json.load(open(f)))
         except (OSError, ValueError) as e: die("%s: %s" % (f, e))
     sec = section(results, notes)
-    page = open(out).read() if os.path.exists(out) else "# Results\n"
+    page = open(out).read() if os.path.exists(out) else "# Cross-attention\n"
     if HEAD + "\n" in page:
         a = page.index(HEAD + "\n")
         b = page.find("\n## ", a + len(HEAD))

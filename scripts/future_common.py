@@ -1,4 +1,4 @@
-"""future_common.py: what the future-work section of docs/results.md (scripts/write_future_results.sh) shares: names, K per layer, gates."""
+"""future_common.py: what the future-work page docs/results/future.md (scripts/write_future_results.sh) shares: names, K per layer, gates."""
 import glob, json, math, os, platform, struct, subprocess, sys, time
 
 ME = "scripts/write_future_results.sh"

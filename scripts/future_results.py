@@ -4,7 +4,7 @@ from future_section import section, sub_section
 from future_part import part, put_part
 
 def main(argv):
-    paths, out, notes, i, title = [], "docs/results.md", [], 0, None
+    paths, out, notes, i, title = [], "docs/results/future.md", [], 0, None
     while i < len(argv):
         a = argv[i]
         if a in ("--out", "--note", "--part"):

@@ -8,11 +8,16 @@ facts, written between the markers <!-- gen:NAME --> and <!-- /gen:NAME --> of i
 
 Sections (page: NAME <- source):
   README.md: test-counts         <- tests/test_*.c, tests/test64_*.c, tests/*.sh
-  README.md: headline            <- docs/results.md's tables, docs/results/cross/xmqar_long_seed*.json
+  README.md: headline            <- the tables of docs/results/{small,longctx,mqar}.md,
+                                   docs/results/cross/xmqar_long_seed*.json
   docs/programs.md: synopsis     <- `bin/PROGRAM --help` of the six programs (built first)
   docs/testing.md: test-map      <- the suites' header comments and #include lines
   docs/benchmarks.md: bench-summary <- the gmabench outputs under docs/results/gpu_h200/ and
                                    docs/results/scaling/
+Results pages whose JSON is committed, each rewritten by the script that measured it (the
+page's "## What it shows" and other sections kept):
+  docs/results/mqar.md           <- scripts/write_results.sh mqar docs/results/mqar/results.json
+  docs/results/cross.md          <- scripts/reproduce_cross.sh write CROSS_JSON (below, the page's order)
 The configuration reference (docs/config.md) is written by scripts/config_reference.sh and
 checked by tests/test_configs.c. Python 3 standard library only; run from anywhere.
 """
@@ -20,8 +25,10 @@ import glob
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
+import tempfile
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 PROGRAMS = ["gmatrain", "gmaeval", "gmasample", "gmadata", "gmabench", "gmacheck"]
@@ -114,11 +121,11 @@ def gen_test_map():
 
 # ---- headline results ----
 
-def md_section(text, heading):
-    """the text of the section '## heading' (to the next '## ')"""
+def md_section(text, heading, page):
+    """the text of the section '## heading' of page (to the next '## ')"""
     m = re.search(r"^## %s\n(.*?)(?=^## |\Z)" % re.escape(heading), text, re.M | re.S)
     if not m:
-        raise Bad("docs/results.md: no section '## %s'" % heading)
+        raise Bad("%s: no section '## %s'" % (page, heading))
     return m.group(1)
 
 
@@ -134,7 +141,7 @@ def table_rows(section, first_col_header):
                     break
                 rows.append(dict(zip(head, [c.strip() for c in r.strip("|").split("|")])))
             return rows
-    raise Bad("docs/results.md: no table with first column '%s'" % first_col_header)
+    raise Bad("docs/results/: no table with first column '%s'" % first_col_header)
 
 
 def row(rows, key, value, page):
@@ -154,33 +161,36 @@ def best_other(rows, col, key=lambda v: v, lower=False, skip=("gma", "sdpa")):
 
 
 def gen_headline():
-    res = read("docs/results.md")
+    page = lambda name: ("docs/results/%s.md" % name, read("docs/results/%s.md" % name))
     out = ["| study | measure | GMA | softmax attention (sdpa) | strongest other mixer | page |", "|---|---|---|---|---|---|"]
-    small = table_rows(md_section(res, "Small profile over seeds"), "mixer")
-    g, s = row(small, "mixer", "gma", "results.md"), row(small, "mixer", "sdpa", "results.md")
+    name, res = page("small")
+    small = table_rows(md_section(res, "Small profile over seeds", name), "mixer")
+    g, s = row(small, "mixer", "gma", name), row(small, "mixer", "sdpa", name)
     cut = lambda v: v.split(" [")[0]
     first = lambda v: float(v.split()[0])
     small = [dict(r, **{"test ppl": cut(r["test ppl"])}) for r in small]
     out.append("| small language model, State of the Union, 3 seeds | test perplexity (mean ± std) | %s | %s | %s | "
-               "[results](docs/results.md#small-profile-over-seeds) |" % (cut(g["test ppl"]), cut(s["test ppl"]),
+               "[results](docs/results/small.md#small-profile-over-seeds) |" % (cut(g["test ppl"]), cut(s["test ppl"]),
                                                                            best_other(small, "test ppl", first, lower=True)))
-    lc = table_rows(md_section(res, "Long context"), "mixer")
+    name, res = page("longctx")
+    lc = table_rows(md_section(res, "Long context", name), "mixer")
     col = [k for k in lc[0] if k.endswith("(16x)")][0]
-    g, s = row(lc, "mixer", "gma", "results.md"), row(lc, "mixer", "sdpa", "results.md")
+    g, s = row(lc, "mixer", "gma", name), row(lc, "mixer", "sdpa", name)
     out.append("| passkey, read at 16x the training length | exact (per-digit) accuracy at %s | %s | %s | %s | "
-               "[results](docs/results.md#long-context) |" % (col.split()[0], g[col], s[col], best_other(lc, col, first)))
+               "[results](docs/results/longctx.md) |" % (col.split()[0], g[col], s[col], best_other(lc, col, first)))
     # MQAR in Zoology's build (a baseconv layer, the mixer, no positions): GMA's best setting
     # there against attention in the same build and the best other token
-    mq = table_rows(md_section(res, "Associative recall (MQAR, Zoology protocol)"), "mixer")
+    name, res = page("mqar")
+    mq = table_rows(md_section(res, "Associative recall (MQAR, Zoology protocol)", name), "mixer")
     gs = [r for r in mq if r["width"] == "64" and "gma" in r["mixer"] and r["mixer"].startswith("bc-")]
     if not gs:
-        raise Bad("docs/results.md: no bc-gma row at width 64 in the MQAR table")
+        raise Bad("%s: no bc-gma row at width 64 in the MQAR table" % name)
     g = max(gs, key=lambda r: first(r["acc@64"]))
     s = [r for r in mq if r["mixer"] == "bc-sdpa" and r["width"] == "64"][0]
     others = [r for r in mq if r["width"] == "64" and "gma" not in r["mixer"] and "sdpa" not in r["mixer"]]
     out.append("| associative recall (MQAR), Zoology's build (a baseconv layer, then the mixer), width 64 | test accuracy at "
                "64 tokens (no lookup: 0.25), mean (range) over seeds | %s %s | %s | %s | "
-               "[results](docs/results.md#associative-recall-mqar-zoology-protocol) |"
+               "[results](docs/results/mqar.md) |"
                % (g["mixer"], g["acc@64"], s["acc@64"], best_other(others, "acc@64", first, skip=())))
     acc = {"gma_causal": [], "sdpa_causal": []}
     sec = {"gma_causal": [], "sdpa_causal": []}
@@ -196,8 +206,8 @@ def gen_headline():
         sec[r["kind"]].append(last["seconds"])
     f = lambda xs: " / ".join("%.3f" % x for x in xs)
     out.append("| cross-attention recall, trained at 32, read at %dK context | test accuracy, seed by seed | %s | %s | - | "
-               "[cross](docs/cross.md) |" % (n // 1024, f(acc["gma_causal"]), f(acc["sdpa_causal"])))
-    out.append("| the same, CPU evaluation time at %dK (2 cores) | seconds, seed by seed | %s | %s | - | [cross](docs/cross.md) |"
+               "[results](docs/results/cross.md) |" % (n // 1024, f(acc["gma_causal"]), f(acc["sdpa_causal"])))
+    out.append("| the same, CPU evaluation time at %dK (2 cores) | seconds, seed by seed | %s | %s | - | [results](docs/results/cross.md) |"
                % (n // 1024, " / ".join("%.1f" % x for x in sec["gma_causal"]),
                   " / ".join("%.1f" % x for x in sec["sdpa_causal"])))
     return "\n".join(out)
@@ -287,6 +297,33 @@ SECTIONS = [
 ]
 
 
+# the JSON of docs/results/cross.md's tables, in the page's order
+CROSS_JSON = ["docs/results/cross/%s.json" % n for n in (
+    "xmqar_long_seed1", "xmqar_long_seed2", "xmqar_long_seed3", "xmqar_v256_p4_encoders",
+    "xmqar_v256_p4_gma_kc64", "xmqar_v256_p16_m64", "xmqar_v256_p4_seed2",
+    "xmqar_v256_p4_gma_kc64_seed2", "xmqar_v256", "xmqar_v64", "xmqar_v256_p4", "xmqar_v64_p4")]
+RESULT_PAGES = [
+    ("docs/results/mqar.md", ["scripts/write_results.sh", "mqar", "docs/results/mqar/results.json"]),
+    ("docs/results/cross.md", ["scripts/reproduce_cross.sh", "write"] + CROSS_JSON),
+]
+
+
+def gen_result_page(page, cmd):
+    """the page as its writer makes it from the committed JSON: the writer run on a copy"""
+    tmp = tempfile.mkdtemp()
+    try:
+        out = os.path.join(tmp, os.path.basename(page))
+        shutil.copyfile(os.path.join(ROOT, page), out)
+        r = subprocess.run(cmd + ["--out", out], cwd=ROOT, stdout=subprocess.DEVNULL,
+                           stderr=subprocess.PIPE, universal_newlines=True)
+        if r.returncode != 0:
+            raise Bad("%s: %s failed: %s" % (page, " ".join(cmd[:2]), r.stderr.strip()))
+        with open(out, encoding="utf-8") as f:
+            return f.read()
+    finally:
+        shutil.rmtree(tmp)
+
+
 def splice(text, name, body, page):
     a, b = "<!-- gen:%s -->" % name, "<!-- /gen:%s -->" % name
     i, j = text.find(a), text.find(b)
@@ -302,6 +339,11 @@ def main(argv):
         return 2
     pages, stale = {}, []
     try:
+        for page, cmd in RESULT_PAGES:
+            new = gen_result_page(page, cmd)
+            if new != read(page):
+                stale.append("%s: the page" % page)
+            pages[page] = new
         for page, name, fn in SECTIONS:
             text = pages.get(page) or read(page)
             new = splice(text, name, fn(), page)
@@ -315,7 +357,7 @@ def main(argv):
         for s in stale:
             print("gen_docs.py: %s is out of date: run scripts/gen_docs.py" % s)
         if not stale:
-            print("gen_docs.py: %d generated sections current" % len(SECTIONS))
+            print("gen_docs.py: %d generated sections and %d results pages current" % (len(SECTIONS), len(RESULT_PAGES)))
         return 1 if stale else 0
     for page, text in pages.items():
         with open(os.path.join(ROOT, page), "w", encoding="utf-8") as f:

@@ -184,7 +184,7 @@ prepare_sotu8() {
   [ -f data/sotu8-bpe4k/meta.json ] || bin/gmadata prepare data/sotu8 --tokenizer bpe:data/bpe4k-sotu8 --out data/sotu8-bpe4k
 }
 
-# The run folders of the scripts: one rule for all (docs/results.md, "Reruns"). A rerun
+# The run folders of the scripts: one rule for all (docs/reproducing.md, "Reruns"). A rerun
 # with the same output continues: a run already finished (RUN/summary.json) is kept and
 # not trained again, a run stopped part way (RUN/latest, a checkpoint) is continued with
 # gmatrain --resume, and a start stopped before its first checkpoint is started again.

@@ -1,4 +1,4 @@
-"""longctx_table.py: RESULTS DIR DOCS: the long-context table of scripts/reproduce_longctx.sh (DIR/results.md, the .dat files, longctx.gp) and, with DOCS 1, its section "## Long context" of docs/results.md."""
+"""longctx_table.py: RESULTS DIR DOCS: the long-context table of scripts/reproduce_longctx.sh (DIR/results.md, the .dat files, longctx.gp) and, with DOCS 1, its section "## Long context" of docs/results/longctx.md."""
 import json, math, os, sys
 res, d, docs = sys.argv[1], sys.argv[2], sys.argv[3] == "1"
 try:

@@ -49,7 +49,7 @@
 # without gnuplot) and OUT/result (a link to the resulting phase, or to the teacher).
 # A rerun with the same options skips the phases already finished with their outputs intact
 # (a phase stopped midway is resumed from its checkpoint); other options: one line, exit 2
-# (docs/results.md, "Reruns"). The teacher's checkpoint (its step and the SHA-256 of its
+# (docs/reproducing.md, "Reruns"). The teacher's checkpoint (its step and the SHA-256 of its
 # model.safetensors) is recorded in OUT/teacher.json and migration.json; a rerun after the
 # teacher changed (trained on: its latest checkpoint moved) is refused in one line naming
 # both, unless --force: then its figures and every phase are made again from the new one.

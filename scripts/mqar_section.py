@@ -1,4 +1,4 @@
-"""mqar_section.py: the section "## Associative recall (MQAR, Zoology protocol)" of docs/results.md (scripts/write_results.sh mqar)."""
+"""mqar_section.py: the section "## Associative recall (MQAR, Zoology protocol)" of docs/results/mqar.md (scripts/write_results.sh mqar)."""
 from results_common import *
 
 def mqar_rows(res, path):
@@ -187,11 +187,14 @@ def mqar_section(path, notes=(), page_dir=None):
                                  ("mqar_state", "mean test accuracy against the recurrent state in bytes"))
             if os.path.exists(os.path.join(os.path.dirname(path), f + ".png"))]
     if figs and page_dir is not None:
-        os.makedirs(os.path.join(page_dir, "results"), exist_ok=True)
+        fig_dir = os.path.join(page_dir, "mqar")  # the page's figures: mqar/ beside it
+        os.makedirs(fig_dir, exist_ok=True)
         for f, t in figs:
-            shutil.copyfile(os.path.join(os.path.dirname(path), f + ".png"), os.path.join(page_dir, "results", f + ".png"))
-            L += ["![%s](results/%s.png)" % (t, f), ""]
-        L += ["Plots: `scripts/reproduce_mqar.sh --table %s` (gnuplot), copied beside this page." % path, ""]
+            src, dst = os.path.join(os.path.dirname(path), f + ".png"), os.path.join(fig_dir, f + ".png")
+            if os.path.abspath(src) != os.path.abspath(dst):
+                shutil.copyfile(src, dst)
+            L += ["![%s](mqar/%s.png)" % (t, f), ""]
+        L += ["Plots: `scripts/reproduce_mqar.sh --table %s` (gnuplot), copied into mqar/ beside this page." % path, ""]
     for n in notes:
         L += [n, ""]
     return L
@@ -219,7 +222,7 @@ def mqar_main(argv):
     if not argv or argv[0].startswith("--"):
         sys.stderr.write("usage: %s mqar RESULTS.json [--out FILE] [--note TEXT]...\n" % ME)
         sys.exit(2)
-    res, out, notes, i = argv[0], "docs/results.md", [], 1
+    res, out, notes, i = argv[0], "docs/results/mqar.md", [], 1
     while i < len(argv):
         a = argv[i]
         if a not in ("--out", "--note"):

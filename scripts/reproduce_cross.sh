@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# reproduce_cross.sh: the cross-attention measurements of docs/results.md ("## Cross-attention").
+# reproduce_cross.sh: the cross-attention measurements of docs/results/cross.md.
 #   scripts/reproduce_cross.sh run [--out DIR] [--kinds LIST] [--steps N] [--threads N] [--seed S] [--configs PREFIX] [--set k=v]... [--force]
 #       trains configs/xmqar_{gma,sdpa,none}.json (cross.mixer gma, sdpa, and a plain decoder
 #       over the whole window; nice -n 10, all at once) on the cross-sequence MQAR task
@@ -11,7 +11,7 @@
 #       configs/xmqar_): the configs PREFIX{gma,sdpa,none}.json, e.g. configs/xmqar_long_ for
 #       the models read at longer contexts (causal encoder, query_pos own; docs/cross.md).
 #       A second call into DIR keeps the runs finished there and resumes those stopped part
-#       way; a run of other options is refused unless --force (docs/results.md, "Reruns").
+#       way; a run of other options is refused unless --force (docs/reproducing.md, "Reruns").
 #   scripts/reproduce_cross.sh bench [--out DIR] [--seq 1K,...,64K] [gmabench options]
 #       bin/gmabench cross --threads 1 --repeat 1 --max-seconds 400 --json DIR/bench.json.
 #   scripts/reproduce_cross.sh lengths DIR [--ctx LIST] [--batch B] [--batches LIST] [--threads N] [--max-seconds S]
@@ -31,7 +31,7 @@
 #       step it stopped at); the layer's time and memory per M; the evaluations at other
 #       context lengths (DIR/KIND/ctx_M.json of `lengths`).
 #   scripts/reproduce_cross.sh write RESULTS.json... [--out FILE] [--note TEXT]...
-#       the section "## Cross-attention" of docs/results.md (or --out) from one or more
+#       the section "## Cross-attention" of docs/results/cross.md (or --out) from one or more
 #       results.json (their runs one table each, the bench of the last that has one), in
 #       place of that section when the page has it (up to the next "## " heading), else
 #       before "## Notes on these runs", else at the end; the rest of the page is kept.

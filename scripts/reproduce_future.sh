@@ -28,9 +28,9 @@
 #                    and at the training length (gmaeval --analyze: the gap between the paths)
 #   --stamp S        the stamp of the names below (default the time of the call, printed as it
 #                    starts): the stamp of an earlier call continues it, its runs/future-S.json
-#                    keeping the rows of the variants not run again (docs/results.md, "Reruns")
+#                    keeping the rows of the variants not run again (docs/reproducing.md, "Reruns")
 #   --force          train again a run made with other options (or not by this script)
-#   --write-docs     afterwards write the section of docs/results.md
+#   --write-docs     afterwards write the section of docs/results/future.md
 #                    (scripts/write_future_results.sh) from the JSON
 # Environment: SOTU=DIR the corpus, as --sotu (needed until data/sotu8 is made).
 # Writes runs/future_<variant>-<stamp>/ per run and runs/future-<stamp>.json: per variant

@@ -21,10 +21,10 @@
 #   --sotu DIR    the corpus for the lm task while data/sotu8 is not there (scripts/sotu_split.sh)
 #   --out DIR     where the runs and results go (default runs/longctx); a rerun continues
 #                 there: runs finished before are kept, rows of other runs stay in the results
-#                 (the rule for every script: docs/results.md, "Reruns")
+#                 (the rule for every script: docs/reproducing.md, "Reruns")
 #   --force       train again a run folder made with other options (or not by this script)
 #   --dry-run     print the runs (one gmatrain line each) and exit
-#   --write-docs  also put the section "## Long context" into docs/results.md (replacing it)
+#   --write-docs  also put the section "## Long context" into docs/results/longctx.md (replacing it)
 # Writes DIR/<task>-<mixer>-s<seed>/ (the run, test_<N>.json of gmaeval --data test --seq-len N
 # --bucket-size <train length> --json), DIR/results.json (every run's figures by length; the
 # rows of DIR's other runs in an earlier results.json kept, a run's own row replaced),
@@ -63,7 +63,7 @@ done
 
 # table RESULTS [DOCS]: DIR/results.md, the .dat files, longctx.gp (and the PNGs with
 # gnuplot) beside RESULTS; with DOCS 1 the section replaces "## Long context" in
-# docs/results.md (appended when there is none)
+# docs/results/longctx.md (appended when there is none; the page made when missing)
 write_table() {
   local res="$1" dir
   dir=$(dirname "$res")
@@ -80,8 +80,10 @@ write_table() {
     echo "$0: gnuplot failed on $dir/longctx.gp (see $dir/gnuplot.err)" >&2
   fi
   [ "${2:-0}" = 1 ] || return 0
-  # the section into docs/results.md, its figures into docs/results/longctx/
+  # the section into docs/results/longctx.md, its figures into docs/results/longctx/
+  local page=docs/results/longctx.md
   mkdir -p docs/results/longctx
+  [ -f "$page" ] || printf '# Long context\n' > "$page"
   local figs="" p
   for p in $pngs; do
     [ -f "$dir/$p" ] || continue
@@ -91,7 +93,7 @@ write_table() {
       passkey_length.png) cap="passkey exact match against evaluation length, per mixer";;
       *) cap="passkey exact match against the depth of the key at twice the training length, per mixer";;
     esac
-    figs="$figs![$cap](results/longctx/$p)"$'\n\n'
+    figs="$figs![$cap](longctx/$p)"$'\n\n'
   done
   { cat "$dir/results.md"; echo; [ -n "$figs" ] && printf '%s' "$figs"; [ -f "$dir/notes.md" ] && cat "$dir/notes.md"; } > "$dir/section.md"
   awk -v sec="$dir/section.md" 'function put() { while ((getline l < sec) > 0) print l; print ""; done = 1 }
@@ -99,9 +101,9 @@ write_table() {
     skip && /^## / { skip = 0 }
     !skip && /^## Notes on these runs$/ && !done { put() }
     !skip { print }
-    END { if (!done) { print ""; put() } }' docs/results.md > docs/results.md.tmp.$$
-  mv docs/results.md.tmp.$$ docs/results.md
-  echo "docs: docs/results.md (## Long context)"
+    END { if (!done) { print ""; put() } }' "$page" > "$page.tmp.$$"
+  mv "$page.tmp.$$" "$page"
+  echo "docs: $page (## Long context)"
 }
 if [ -n "$table" ]; then write_table "$(from_start "$table")" "$docs"; exit 0; fi
 

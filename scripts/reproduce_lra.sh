@@ -34,7 +34,7 @@
 #                    and 2b and projects the config's batch (lra_dry_run.sh --help)
 #   --stamp S        the stamp of the names below (default the time of the call, printed as it
 #                    starts): the stamp of an earlier call continues it, its table keeping the
-#                    rows of the runs not made again (docs/results.md, "Reruns")
+#                    rows of the runs not made again (docs/reproducing.md, "Reruns")
 #   --force          train again a run made with other options (or not by this script)
 # Data: listops is generated into data/listops when missing (`gmadata generate listops`);
 # text needs data/aclImdb_v1.tar.gz (`gmadata fetch imdb`); retrieval needs

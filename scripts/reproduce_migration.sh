@@ -25,7 +25,7 @@
 #   --force              train again a run made with other options (also migrate.sh --force)
 #   --write-docs         write the section into docs/migration.md (else OUT/evidence.md only)
 # Every step whose output is there is skipped, a run stopped part way resumed (a rerun
-# continues: docs/results.md, "Reruns").
+# continues: docs/reproducing.md, "Reruns").
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . scripts/lib_reproduce.sh

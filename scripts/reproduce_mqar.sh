@@ -66,7 +66,7 @@
 # learning rate (every mixer at the first lr before any at the second), so a sweep stopped
 # part way has every mixer at the (width, lr) pairs it reached.
 # A run already done in DIR (its row.json there) is not trained again, a run stopped part
-# way is resumed (docs/results.md, "Reruns"); DIR/results.json is written after every run,
+# way is resumed (docs/reproducing.md, "Reruns"); DIR/results.json is written after every run,
 # so a sweep stopped part way still has its table, and holds the rows of every run in DIR
 # (those of other calls too: a sweep over other mixers or widths adds to it).
 # Writes DIR/<mixer>-d<width>-lr<lr>/ (seed 1; -s<S> added for any other seed: the run,

@@ -14,11 +14,11 @@
 #   --monitor-every N  gma.monitor_every of every run (default 25: with the default 100 and
 #                    patience 3 a short run never raises a dead_components alert, and reinit
 #                    never fires)
-#   --write-docs     write the results page into docs/results.md (figures docs/results/);
+#   --write-docs     write the results page into docs/results/small.md (figures docs/results/);
 #                    by default runs/results-<stamp>.md (figures runs/results-<stamp>/)
 #   --no-results     write no results page (scripts/write_results.sh) at the end
 #   --stamp S        the stamp of the names below (default the time of the call, printed as it
-#                    starts): the stamp of an earlier call continues it (docs/results.md, "Reruns")
+#                    starts): the stamp of an earlier call continues it (docs/reproducing.md, "Reruns")
 #   --force          train again a run made with other options (or not by this script)
 # Variants (config keys in docs/config.md's reference):
 #   default              gaussian routing, default init

@@ -10,20 +10,20 @@
 #   --sotu DIR     the State of the Union corpus: DIR/train.txt, valid.txt, test.txt, one speech
 #                  a line (also SOTU=DIR; needed until data/sotu8 is made; scripts/sotu_split.sh)
 #   --seeds N      seeds per mixer (default 1)
-#   --steps N      train.steps of every run (default 150; the configs say 1000: see docs/results.md for why)
+#   --steps N      train.steps of every run (default 150; the configs say 1000: see docs/results/small.md)
 #   --mixers LIST  which configs/small_<mixer>.json (default "gma sdpa hybrid linear performer mamba")
 #   --threads N    threads of every run (default 2)
 #   --remedies     afterwards run scripts/reproduce_routing.sh with the same --steps, --threads
 #                  and stamp
 #   --gmaeval      evaluate with gmaeval --data valid/test --json (default: the closing
 #                  evaluation rows of gmatrain's metrics.jsonl, the same full splits and numbers)
-#   --write-docs   write the results page into docs/results.md (and its figures into
+#   --write-docs   write the results page into docs/results/small.md (and its figures into
 #                  docs/results/), the tracked page; by default it goes to
 #                  runs/results-<stamp>.md (figures runs/results-<stamp>/) and docs/ is untouched
 #   --no-results   write no results page (scripts/write_results.sh) at the end
 #   --stamp S      the stamp of the names below (default the time of the call, YYYYmmdd-HHMMSS,
 #                  printed as the call starts): the stamp of an earlier call continues it
-#                  (docs/results.md, "Reruns"); runs/small-S.json then holds the runs of both
+#                  (docs/reproducing.md, "Reruns"); runs/small-S.json then holds the runs of both
 #   --force        train again a run made with other options (or not by this script)
 # Environment: SOTU=DIR the corpus, as --sotu (no default).
 # Writes per run runs/small_<mixer>_s<seed>-<stamp>/ (metrics, checkpoint, valid.json,

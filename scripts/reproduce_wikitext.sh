@@ -15,7 +15,7 @@
 #   --steps N        train.steps of every run; --device cpu|cuda (cuda: the programs of bin/cuda)
 #   --stamp S        the stamp of the names below (default the time of the call, printed as it
 #                    starts): the stamp of an earlier call continues it, its table keeping the
-#                    rows of the mixers not run again (docs/results.md, "Reruns")
+#                    rows of the mixers not run again (docs/reproducing.md, "Reruns")
 #   --force          train again a run made with other options (or not by this script)
 # Environment: none read. Prints one line as each run starts; the table at the end, also
 # as Markdown (runs/wikitext-<profile>-<stamp>.md), and the loss and perplexity curves of

@@ -1,4 +1,4 @@
-"""results_page.py: docs/results.md from the JSON of scripts/reproduce_small.sh and reproduce_routing.sh, and the commands of scripts/write_results.sh (see its --help)."""
+"""results_page.py: docs/results/small.md from the JSON of scripts/reproduce_small.sh and reproduce_routing.sh, and the commands of scripts/write_results.sh (see its --help)."""
 from results_common import *
 from results_small import combine_small, small_md, verdict_lines
 from results_routing import combine_routing, routing_md
@@ -95,20 +95,9 @@ def results_md(small_path, routing_path, out_path, figdir, do_plots, notes=()):
         die("no runs/small-*.json or runs/routing-*.json (run scripts/reproduce_small.sh first)")
     figs = plots(figdir, small, routing) if do_plots else []
     rel = lambda p: os.path.relpath(p, os.path.dirname(out_path) or ".")
-    L = ["# Results", "",
+    L = ["# Small language model: the mixers over seeds, and routing remedies at Kc 128", "",
          "Written by `scripts/write_results.sh` from the JSON outputs of `scripts/reproduce_small.sh` and",
          "`scripts/reproduce_routing.sh`; do not edit by hand, rerun the scripts (with `--write-docs` they write it here).", "",
-         "Reruns: every `scripts/reproduce_*.sh` and `scripts/migrate.sh` continues where an earlier call into the same",
-         "output stopped. The output is `--out DIR` (reproduce_longctx, reproduce_mqar, reproduce_migration, reproduce_cross `run`,",
-         "migrate.sh) or the stamp of the run names (`--stamp S`, printed as a call starts: reproduce_small, reproduce_routing,",
-         "reproduce_future, reproduce_wikitext, reproduce_lra). A run finished there is kept and not trained again; a run stopped",
-         "part way is continued with `gmatrain --resume` (one stopped before its first checkpoint is started again); an evaluation",
-         "already made is kept; a results file keeps the rows of the runs it held (a row a run, this call's row for a run it has).",
-         "What a script trains is recorded in the run's plan.txt: a run made with other options, or a folder the script did not",
-         "make, is refused in one line naming it, and only `--force` trains it again (removing it). migrate.sh records the",
-         "teacher's checkpoint (step, SHA-256 of its model.safetensors) and refuses a teacher that changed since, unless `--force`",
-         "(its figures and every phase are then made again). Nothing else is removed.",
-         "",
          "Machine: %s. Written %s." % (machine(), time.strftime("%Y-%m-%d")), ""]
     if small:
         L += ["## Small profile over seeds", "",
@@ -140,6 +129,7 @@ def results_md(small_path, routing_path, out_path, figdir, do_plots, notes=()):
             if f[0] == "routing":
                 L += ["![%s](%s)" % (f[1], rel(f[2])), "", "%s: `%s`" % (f[1][0].upper() + f[1][1:], shell(f[3])), ""]
     L += kept_section(out_path, "## Long context")
+    L += kept_section(out_path, "## What it shows")  # the page's reading, written by hand, stays
     if notes:
         L += ["## Notes on these runs", ""]
         for n in notes:
@@ -168,7 +158,7 @@ def main(argv):
         (combine_small if argv[0] == "combine-small" else combine_routing)(argv[1], argv[2], argv[3:])
         return
     small = routing = None
-    out, figdir, do_plots, notes = "docs/results.md", "docs/results", True, []
+    out, figdir, do_plots, notes = "docs/results/small.md", "docs/results", True, []
     i = 0
     while i < len(argv):
         a = argv[i]

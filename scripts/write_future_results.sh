@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # write_future_results.sh: the section "## Future work: per-layer K, adaptive K, gated
-# hybrid" of docs/results.md from the JSON of scripts/reproduce_future.sh (python3,
+# hybrid" of docs/results/future.md from the JSON of scripts/reproduce_future.sh (python3,
 # standard library only).
 #   scripts/write_future_results.sh [FILE.json]... [--out FILE] [--note TEXT]... [--part TITLE]
 #       FILE.json: one or more (their runs in order, each with its own steps); default the
-#       newest runs/future-*.json; --out: default docs/results.md.
+#       newest runs/future-*.json; --out: default docs/results/future.md.
 #       The section replaces the file's own from its heading to the end (else it is
 #       appended); scripts/write_results.sh keeps it when it rewrites the page. Each
 #       --note TEXT a paragraph after the generated one.

@@ -1,20 +1,20 @@
 #!/usr/bin/env bash
-# write_results.sh: the tables and docs/results.md from the JSON files of
+# write_results.sh: the tables and docs/results/small.md from the JSON files of
 # scripts/reproduce_small.sh and scripts/reproduce_routing.sh (python3, standard library only).
 #   scripts/write_results.sh [--small FILE] [--routing FILE] [--out FILE] [--figures DIR]
 #                            [--note TEXT]... [--no-plots]
-#       docs/results.md (or --out) from runs/small-*.json and runs/routing-*.json (the newest of
+#       docs/results/small.md (or --out) from runs/small-*.json and runs/routing-*.json (the newest of
 #       each unless given): the tables, which differences exceed the spread, which remedy is
 #       closest to the paper, the commands, date and machine; figures through
 #       scripts/plot_runs.sh (when present) into docs/results/ (or --figures), embedded;
-#       each --note TEXT a paragraph under "Notes on these runs". A section "## Long context"
-#       already in the page (scripts/reproduce_longctx.sh --write-docs) is kept as it stands.
+#       each --note TEXT a paragraph under "Notes on these runs". The sections "## Long context"
+#       and "## What it shows" (the reading, by hand) already in the page are kept as they stand.
 #   scripts/write_results.sh combine-small PREFIX COMMAND RUN.json...
 #       PREFIX.json, PREFIX.txt, PREFIX.md from the per-run files of reproduce_small.sh.
 #   scripts/write_results.sh combine-routing PREFIX COMMAND VARIANT.json...
 #       the same from the per-variant files of reproduce_routing.sh.
 #   scripts/write_results.sh mqar RESULTS.json [--out FILE] [--note TEXT]...
-#       the section "## Associative recall (MQAR, Zoology protocol)" of docs/results.md (or
+#       the section "## Associative recall (MQAR, Zoology protocol)" of docs/results/mqar.md (or
 #       --out) from the results.json of scripts/reproduce_mqar.sh, put in place of that
 #       section when the page has it (up to the next "## " heading), else before "## Notes on
 #       these runs", else at the end; the rest of the page is kept as it is. The table: the
@@ -24,7 +24,7 @@
 #       ran, the seeds, the range of the first seed's mean accuracy over the learning rates
 #       run, gma's best Kc against each baseline at each width (by the mean over seeds), every
 #       grid point of the first seed not run and every other seed's run at a best lr not run;
-#       the plots beside RESULTS.json (reproduce_mqar.sh's PNGs) copied into results/ beside
+#       the plots beside RESULTS.json (reproduce_mqar.sh's PNGs) copied into mqar/ beside
 #       FILE.
 # Statistics: mean, sample standard deviation (n - 1; 0 in the JSON for one seed, printed
 # "n/a"), min, max over the seeds.

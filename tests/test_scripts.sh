@@ -7,10 +7,10 @@
 # rate per point from tests/fixtures/mqar_results.json; --seeds (3b': its dry run and refusals, the
 # table and section over two seeds of tests/fixtures/mqar_seeds_results.json); its small profile, a tiny run and the
 # MQAR section of write_results.sh (3c); reproduce_longctx.sh's dry run, refusals, its table
-# over seeds from tests/fixtures/longctx_results.json and its section in docs/results.md (3d). 4. reproduce_small.sh on a tiny corpus given by --sotu, in a
+# over seeds from tests/fixtures/longctx_results.json and its section in docs/results/longctx.md (3d). 4. reproduce_small.sh on a tiny corpus given by --sotu, in a
 # copy of the tree's layout (scripts, bin, configs linked): without a corpus one line and
-# exit 2; with one, the results page under runs/, docs/results.md untouched, "n/a" for the
-# spread of one seed; --write-docs writes docs/results.md; the other data folders (--spam-dir,
+# exit 2; with one, the results page under runs/, docs/results/small.md untouched, "n/a" for the
+# spread of one seed; --write-docs writes docs/results/small.md; the other data folders (--spam-dir,
 # SPAM_DIR=, check_gpt2.sh DIR) refused in one line when missing, and no script or doc names
 # a folder beside the checkout. 5. make install with DESTDIR:
 # the configs in share/gma/configs, found by the installed gmatrain from any directory, and
@@ -343,7 +343,7 @@ fi
 # trains nothing; bad values refused in one line; the table writer on
 # tests/fixtures/longctx_results.json gives mean ± sample std over the two seeds by length,
 # the plot data (exact match against length, perplexity against position at the longest
-# length), and --write-docs puts the section into docs/results.md of a copy, before "## Notes"
+# length), and --write-docs puts the section into docs/results/longctx.md of a copy, the rest kept
 out=$(scripts/reproduce_longctx.sh --profile paper --dry-run --mixers "sdpa gma" --seeds 2 --out "$tmp/lc" 2>&1); rc=$?
 nl=$(printf '%s\n' "$out" | grep -c '^bin/gmatrain ')
 [ $rc -eq 0 ] && [ "$nl" = 8 ] && [[ "$out" == *"--out $tmp/lc/passkey-gma-s2 --set model.mixer=gma --set seed=2"* ]] \
@@ -393,17 +393,20 @@ md=$(cat "$tmp/lcp/results.md" 2>&1)
   && [ "$(sed -n 2,3p "$tmp/lcp/passkey_length.dat" | paste -sd' ' -)" = "64 0.65 128 0.15" ] \
   && ok "reproduce_longctx.sh --table: the passkey against its own training length" \
   || bad "reproduce_longctx.sh --table (passkey lengths): exit $rc, '$out', '$md', '$(cat "$tmp/lcp/passkey_length.dat" 2>&1)'"
-r=$tmp/lctree; mkdir -p "$r/scripts" "$r/docs"
+r=$tmp/lctree; mkdir -p "$r/scripts" "$r/docs/results"
 cp scripts/reproduce_longctx.sh scripts/lib_reproduce.sh scripts/longctx_*.py "$r/scripts/"
-printf '# Results\n\n## Small profile over seeds\n\nold\n\n## Long context\n\nstale\n\n## Notes on these runs\n\nnote\n' > "$r/docs/results.md"
+printf '# Long context\n\nintro\n\n## Long context\n\nstale\n\n## What it shows\n\nnote\n' > "$r/docs/results/longctx.md"
+echo "the index" > "$r/docs/results.md"
 out=$(cd "$r" && GNUPLOT=no-such-gnuplot scripts/reproduce_longctx.sh --table "$tmp/lct/results.json" --write-docs 2>&1); rc=$?
-[ $rc -eq 0 ] && ! grep -q stale "$r/docs/results.md" && [ "$(grep -c '^## Long context$' "$r/docs/results.md")" = 1 ] \
-  && [ "$(grep -n '^## ' "$r/docs/results.md" | cut -d: -f2- | paste -sd'|' -)" = "## Small profile over seeds|## Long context|## Notes on these runs" ] \
-  && grep -q '^| gma | 440.0 ± 7.1 | 515.0 ± 7.1 |$' "$r/docs/results.md" && grep -q '^note$' "$r/docs/results.md" \
-  && ok "reproduce_longctx.sh --write-docs: the section replaced in docs/results.md, the rest kept" \
-  || bad "reproduce_longctx.sh --write-docs: exit $rc, '$out', '$(cat "$r/docs/results.md")'"
+p="$r/docs/results/longctx.md"
+[ $rc -eq 0 ] && ! grep -q stale "$p" && [ "$(grep -c '^## Long context$' "$p")" = 1 ] \
+  && [ "$(grep -n '^## ' "$p" | cut -d: -f2- | paste -sd'|' -)" = "## Long context|## What it shows" ] \
+  && grep -q '^| gma | 440.0 ± 7.1 | 515.0 ± 7.1 |$' "$p" && grep -q '^note$' "$p" && grep -q '^intro$' "$p" \
+  && [ "$(cat "$r/docs/results.md")" = "the index" ] \
+  && ok "reproduce_longctx.sh --write-docs: the section replaced in docs/results/longctx.md, the rest kept" \
+  || bad "reproduce_longctx.sh --write-docs: exit $rc, '$out', '$(cat "$p")'"
 
-# reruns into one --out (the rule of every script, docs/results.md "Reruns"): a tiny passkey
+# reruns into one --out (the rule of every script, docs/reproducing.md, "Reruns"): a tiny passkey
 # run of gma, then of sdpa into the same folder: gma's run kept (a file put in it survives),
 # results.json and results.md hold both; gma again: kept, not trained; a run stopped before
 # its summary resumed (gmatrain --resume), not started over; other options for a run done
@@ -436,10 +439,11 @@ fi
 
 # 4. reproduce_small.sh in a tree of its own: scripts, bin, configs linked, make a no-op
 r=$tmp/tree
-mkdir -p "$r/docs" "$r/sotu"
+mkdir -p "$r/docs/results" "$r/sotu"
 for d in scripts bin configs; do ln -s "$PWD/$d" "$r/$d"; done
 printf 'binaries:\n\t@:\n' > "$r/Makefile"
-echo "the tracked page" > "$r/docs/results.md"
+echo "the tracked page" > "$r/docs/results/small.md"
+echo "the index" > "$r/docs/results.md"
 out=$(cd "$r" && env -u SOTU scripts/reproduce_small.sh --steps 2 --mixers gma 2>&1); rc=$?
 [ $rc -eq 2 ] && [ "$(printf '%s\n' "$out" | wc -l)" = 1 ] && [[ "$out" == *"--sotu DIR or SOTU=DIR"* ]] && [ ! -e "$r/runs" ] \
   && ok "no corpus: one line naming --sotu / SOTU=, exit 2, nothing made" || bad "no corpus: exit $rc, '$out'"
@@ -452,13 +456,15 @@ if ! command -v python3 > /dev/null; then
   echo "SKIP: scripts: python3 not found (scripts/write_results.sh needs it), reproduce_small.sh's run skipped"
 elif small; then
   res=$(ls "$r"/runs/results-*.md 2> /dev/null | head -1)
-  [ "$(cat "$r/docs/results.md")" = "the tracked page" ] && [ -n "$res" ] && grep -q '^| gma |' "$res" \
-    && ok "results page under runs/, docs/results.md untouched" || bad "results page: docs/results.md '$(head -1 "$r/docs/results.md")', runs/ '$res'"
+  [ "$(cat "$r/docs/results/small.md")" = "the tracked page" ] && [ -n "$res" ] && grep -q '^| gma |' "$res" \
+    && ok "results page under runs/, docs/results/small.md untouched" || bad "results page: docs/results/small.md '$(head -1 "$r/docs/results/small.md")', runs/ '$res'"
   grep -q '^gma .* +- n/a ' "$r"/runs/small-*.txt && grep -q '^| gma | .* ± n/a \[' "$r"/runs/small-*.md \
     && ok "one seed: spread n/a" || bad "one seed: no 'n/a' spread in $(ls "$r"/runs/small-*.txt)"
   sleep 1 # a new stamp for the second run
   if small --write-docs; then
-    grep -q '^# Results' "$r/docs/results.md" && ok "--write-docs writes docs/results.md" || bad "--write-docs: docs/results.md not written"
+    grep -q '^# Small language model' "$r/docs/results/small.md" && grep -q '^| gma |' "$r/docs/results/small.md" \
+      && [ "$(cat "$r/docs/results.md")" = "the index" ] \
+      && ok "--write-docs writes docs/results/small.md" || bad "--write-docs: docs/results/small.md not written"
   else bad "reproduce_small.sh --write-docs: $(tail -3 "$tmp/small.log")"; fi
   # --stamp of the first call: its gma run kept (not trained again), sdpa added, and
   # runs/small-<stamp>.json holds both; a stamp that is no name refused in one line
@@ -638,9 +644,12 @@ out=$(scripts/reproduce_cross.sh run --kinds "gma bogus" --out "$tmp/xc2" 2>&1);
 out=$(scripts/reproduce_cross.sh write "$tmp/xc/none.json" --out "$tmp/xc/p2.md" 2>&1); rc=$?
 [ $rc -eq 1 ] && [[ "$out" == *"none.json"* ]] && ok "reproduce_cross.sh write: a missing file named" || bad "write missing: exit $rc, '$out'"
 # scripts/gen_docs.py on a copy of the tree: --check passes on the committed text, fails naming the page and
-# section when a generated figure is edited by hand (nothing written), and the rewrite puts it back
+# section when a generated figure is edited by hand (nothing written), and the rewrite puts it back; the
+# same for a results page written from committed JSON (docs/results/mqar.md), its "What it shows" kept
 g=$tmp/gen; mkdir -p "$g/scripts" "$g/bin"
-cp -r README.md docs tests "$g/" && cp scripts/gen_docs.py "$g/scripts/" && cp bin/gm* "$g/bin/"
+cp -r README.md docs tests "$g/" && cp bin/gm* "$g/bin/" \
+  && cp scripts/gen_docs.py scripts/write_results.sh scripts/results_*.py scripts/mqar_section.py \
+        scripts/reproduce_cross.sh scripts/lib_reproduce.sh scripts/cross_*.py "$g/scripts/"
 if "$g/scripts/gen_docs.py" --check > /dev/null 2>&1; then ok "gen_docs.py --check: the committed sections current"; else bad "gen_docs.py --check on the committed text"; fi
 sed -i 's/^\(| small language model, State[^|]*|[^|]*| \)[0-9.]*/\1999.9/' "$g/README.md"
 out=$("$g/scripts/gen_docs.py" --check 2>&1); rc=$?
@@ -648,6 +657,13 @@ out=$("$g/scripts/gen_docs.py" --check 2>&1); rc=$?
   && "$g/scripts/gen_docs.py" > /dev/null && ! grep -q '999.9' "$g/README.md" && cmp -s README.md "$g/README.md" \
   && ok "gen_docs.py: a hand-edited figure fails --check naming its section; the rewrite restores it" \
   || bad "gen_docs.py drift: exit $rc, '$out'"
+sed -i 's/^\(| bc-gma16 | 64 | [^|]* | [^|]* | \)[0-9.]*/\1999.9/' "$g/docs/results/mqar.md"
+out=$("$g/scripts/gen_docs.py" --check 2>&1); rc=$?
+[ $rc -eq 1 ] && [[ "$out" == *"docs/results/mqar.md: the page is out of date"* ]] && grep -q '| 999.9' "$g/docs/results/mqar.md" \
+  && "$g/scripts/gen_docs.py" > /dev/null && cmp -s docs/results/mqar.md "$g/docs/results/mqar.md" \
+  && grep -q '^## What it shows$' "$g/docs/results/mqar.md" \
+  && ok "gen_docs.py: a hand-edited results page fails --check naming it; the rewrite restores it, its reading kept" \
+  || bad "gen_docs.py results page drift: exit $rc, '$out'"
 # run_tests.sh: the suites' timeouts scaled by GMA_TEST_TIMEOUT_SCALE (Check's CK_TIMEOUT_MULTIPLIER), a bad scale refused
 printf '#!/bin/sh\n[ "$CK_TIMEOUT_MULTIPLIER" = 3 ] && echo "100%%: Checks: 1, Failures: 0, Errors: 0"\n' > "$tmp/fake_suite"
 chmod +x "$tmp/fake_suite"

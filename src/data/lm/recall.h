@@ -24,7 +24,7 @@ void recall_example(const RecallTask *t, int split, uint64_t index, int32_t *tok
 /* Position in a window of query q's key (its target is the value that follows). */
 static inline int recall_query_pos(const RecallTask *t, int q) { return 2 * t->pairs + 1 + 2 * q; }
 /* The answers of the two rules that use no key-value matching, for each query q of the
- * window tok[N] (docs/results.md, "The embedded default"): freq[q] the value most frequent
+ * window tok[N] (docs/quickstart.md): freq[q] the value most frequent
  * among the P pairs, unans[q] the value most frequent among the pairs' values that the
  * answers of queries 0..q-1 have not used up (each answer in the window takes one
  * occurrence). Ties go to the value of the earliest pair. */
