@@ -11,15 +11,18 @@
 #   --profile P   small (default): a sweep sized for 2 CPU cores (below); paper: Zoology's
 #                 mixed-length sizes, for a GPU; zoology64: Zoology's own budget at its
 #                 (length 64, 4 pairs) point, for a GPU (below)
-#   --mixers LIST mixer tokens [bc-]NAME[+sc][+nopos], NAME among sdpa gma16 gma64 gma256
-#                 linear performer mamba hybrid gdn deltanet gla (gmaK: gma with Kc = K;
+#   --mixers LIST mixer tokens [bc-]NAME[+sc][+nopos][+pp], NAME among sdpa swaW gma16
+#                 gma64 gma256 linear performer mamba hybrid gdn deltanet gla (swaW: sdpa
+#                 with sdpa.window W, sliding-window attention; gmaK: gma with Kc = K;
 #                 hybrid: layers sdpa then gma with Kc 64; deltanet and gla: gdn without
 #                 its decay or its delta rule). NAME alone: two layers of it with learned
 #                 positions (Zoology's Figure 2 build); bc-NAME: layer 0 baseconv, layer 1
 #                 NAME, no positions (the Hybrid that every sub-quadratic model of Zoology's
 #                 models_repo.py is); +sc: model.short_conv 4 (q, k, v through a kernel-4
 #                 causal convolution and SiLU, as flash-linear-attention's mixers); +nopos:
-#                 no positions. Default (small, zoology64): sdpa bc-sdpa bc-gma16 bc-gma64
+#                 no positions; +pp: the field's block recipe (model.norm rmsnorm,
+#                 model.mlp_act swiglu, model.tie_embeddings false and, unless the build
+#                 has no positions, model.pos rope). Default (small, zoology64): sdpa bc-sdpa bc-gma16 bc-gma64
 #                 bc-linear mamba+nopos and the bc- ones again with +sc; paper adds
 #                 bc-gma256 and bc-gma256+sc
 #   --widths LIST model.d_model values, run in this order (paper 64 128 256; small and
@@ -128,6 +131,7 @@ state_bytes() {
   [ $tk_bc = 0 ] || layers=1
   case "$tk_name" in
     sdpa) b=$((layers * 4 * 2 * n * d));;
+    swa*) local w=${tk_name#swa}; [ "$w" -le "$n" ] || w=$n; b=$((layers * 4 * 2 * w * d));; # its ring cache of W rows
     gma*) b=$((layers * 4 * ${tk_name#gma} * (d + 1)));;
     linear) b=$((layers * 4 * d * (d + 1)));;
     performer) b=$((layers * 4 * 2 * d * (d + 1)));;
@@ -146,15 +150,18 @@ state_bytes() {
   echo $b
 }
 # token_parts TOKEN: a mixer token [bc-]NAME[+sc][+nopos] into tk_bc, tk_name, tk_sc,
-# tk_nopos; 1 when it is not one (NAME among known_names)
+# tk_nopos, tk_pp; 1 when it is not one (NAME among known_names, or swaW with W > 0)
 token_parts() {
   local rest=$1 mods m
-  tk_bc=0; tk_sc=0; tk_nopos=0
+  tk_bc=0; tk_sc=0; tk_nopos=0; tk_pp=0
   case "$rest" in bc-*) tk_bc=1; rest=${rest#bc-};; esac
   tk_name=${rest%%+*}; mods=${rest#"$tk_name"}
-  case " $known_names " in *" $tk_name "*) ;; *) return 1;; esac
+  case "$tk_name" in
+    swa[1-9]*) case "${tk_name#swa}" in *[!0-9]*) return 1;; esac;;
+    *) case " $known_names " in *" $tk_name "*) ;; *) return 1;; esac;;
+  esac
   for m in $(echo "$mods" | tr '+' ' '); do
-    case "$m" in sc) tk_sc=1;; nopos) tk_nopos=1;; *) return 1;; esac
+    case "$m" in sc) tk_sc=1;; nopos) tk_nopos=1;; pp) tk_pp=1;; *) return 1;; esac
   done
   [ "$tk_name" != hybrid ] || [ "$1" = hybrid ]
 }
@@ -168,6 +175,7 @@ mixer_sets() {
   token_parts "$1" || return 1
   case "$tk_name" in
     sdpa) one="sdpa"; sets=" --set model.attn_dropout=0.1";; # Zoology's MHA dropout
+    swa*) one="sdpa"; sets=" --set model.attn_dropout=0.1 --set sdpa.window=${tk_name#swa}";;
     linear|performer|mamba) one="$tk_name";;
     gma16|gma64|gma256) one="gma"; sets=" --set gma.n_components=${tk_name#gma}";;
     hybrid) echo "--set model.mixer=sdpa,gma --set gma.n_components=64"; return 0;;
@@ -175,7 +183,9 @@ mixer_sets() {
     deltanet) one="gdn"; sets=" --set gdn.decay=false";;
     gla) one="gdn"; sets=" --set gdn.delta=false";;
   esac
-  [ $tk_bc = 0 ] && [ $tk_nopos = 0 ] || sets="$sets --set model.pos=none"
+  if [ $tk_bc = 0 ] && [ $tk_nopos = 0 ]; then [ $tk_pp = 0 ] || sets="$sets --set model.pos=rope"
+  else sets="$sets --set model.pos=none"; fi
+  [ $tk_pp = 0 ] || sets="$sets --set model.norm=rmsnorm --set model.mlp_act=swiglu --set model.tie_embeddings=false"
   [ $tk_sc = 0 ] || sets="$sets --set model.short_conv=4"
   if [ $tk_bc = 1 ]; then echo "--set model.mixer=baseconv,$one$sets"; else echo "--set model.mixer=$one$sets"; fi
 }
@@ -364,7 +374,7 @@ case "$profile" in
 esac
 case "$profile" in paper) : "${mixers:=$zoology bc-gma256 bc-gma256+sc}";; *) : "${mixers:=$zoology}";; esac
 positive_ints "steps:$steps" "threads:$threads" "jobs:$jobs"
-for m in $mixers; do mixer_sets "$m" > /dev/null || { echo "$0: --mixers: unknown mixer token '$m' ([bc-]NAME[+sc][+nopos], NAME among: $known_names)" >&2; exit 2; }; done
+for m in $mixers; do mixer_sets "$m" > /dev/null || { echo "$0: --mixers: unknown mixer token '$m' ([bc-]NAME[+sc][+nopos][+pp], NAME among: $known_names swaW)" >&2; exit 2; }; done
 for w in $widths; do positive_ints "widths:$w"; done
 for lr in $lrs; do
   case "$lr" in ''|*[!0-9.eE+-]*) echo "$0: --lrs: '$lr' is not a number" >&2; exit 2;; esac

@@ -427,6 +427,24 @@ static int read_clocks(TrainState *ts, const StFile *f, const char *path) {
     return 0;
 }
 
+/* every tensor of pt from f (load_into), and no tensor the model does not have */
+static int read_params(const ParamTable *pt, real *host, const StFile *f) {
+    int rc = load_into(pt, host, f, "", 0, 0);
+    for (int i = 0; !rc && f->n != pt->n && i < f->n; i++)
+        if (pt_find(pt, f->e[i].name) < 0) rc = gma_errorf("%s: tensor %s is not part of this model", f->path, f->e[i].name);
+    return rc;
+}
+
+int ckpt_read_params(const ParamTable *pt, real *host, const char *dir) {
+    char path[2100];
+    snprintf(path, sizeof path, "%s/model.safetensors", dir);
+    StFile f;
+    if (st_open(&f, path) != 0) return -1;
+    int rc = read_params(pt, host, &f);
+    st_close(&f);
+    return rc;
+}
+
 int ckpt_load(Model *m, TrainState *ts, const char *dir) {
     size_t P = m->pt.total;
     char path[2100];
@@ -434,14 +452,7 @@ int ckpt_load(Model *m, TrainState *ts, const char *dir) {
     StFile f;
     if (st_open(&f, path) != 0) return -1;
     real *host = xcalloc(2 * P, sizeof(real));
-    int rc = load_into(&m->pt, host, &f, "", 0, 0);
-    if (!rc && f.n != m->pt.n) { /* a tensor the model does not have */
-        for (int i = 0; i < f.n; i++)
-            if (pt_find(&m->pt, f.e[i].name) < 0) {
-                rc = gma_errorf("%s: tensor %s is not part of this model", path, f.e[i].name);
-                break;
-            }
-    }
+    int rc = read_params(&m->pt, host, &f);
     if (!rc && ts) {
         const char *s = st_meta(&f, "step"), *r = st_meta(&f, "rng"), *t = st_meta(&f, "tokens_seen"),
                    *b = st_meta(&f, "best_valid");

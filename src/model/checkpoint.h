@@ -58,4 +58,7 @@ int ckpt_open_config(const char *path, const char *device, long threads, char *d
 /* Load parameters (and, when ts is non-NULL, optimiser moments and train state). Shapes
  * are checked against the model's table; a mismatch names the tensor. */
 int ckpt_load(Model *m, TrainState *ts, const char *dir);
+/* The parameters of dir/model.safetensors into host (pt->total reals) with ckpt_load's
+ * checks: every tensor of pt there with its shape and finite, and no other. 0 or -1. */
+int ckpt_read_params(const ParamTable *pt, real *host, const char *dir);
 #endif

@@ -14,7 +14,6 @@
 
 #include "core/common.h"
 #include "core/config.h"
-#include "core/safetensors.h"
 #include "data/lm/lmmeta.h"
 #include "data/text/tokenizer.h"
 #include "model/checkpoint.h"
@@ -92,28 +91,23 @@ static int check_config(const Config *c, const char *run) {
     return 0;
 }
 
-/* tensor i of GPT-2 (i < 4 + 16 L) in this project's names: its name and elements */
+/* tensor i of GPT-2 (i < 4 + GPT2_BLOCK_TENSORS L) in this project's names: its name and elements */
 static void gpt2_tensor(const Gpt2Info *s, int i, char *name, size_t cap, size_t *numel) {
     static const char *const top[4] = {"tok_emb.weight", "pos_emb.weight", "ln_f.weight", "ln_f.bias"};
-    static const char *const per[16] = {"ln1.weight", "ln1.bias", "mixer.q.weight", "mixer.q.bias", "mixer.k.weight",
-                                        "mixer.k.bias", "mixer.v.weight", "mixer.v.bias", "mixer.o.weight", "mixer.o.bias",
-                                        "ln2.weight", "ln2.bias", "mlp.fc.weight", "mlp.fc.bias", "mlp.proj.weight",
-                                        "mlp.proj.bias"};
-    static const int per_rows[16] = {0, 0, 1, 0, 1, 0, 1, 0, 1, 0, 0, 0, 4, 0, 4, 0}; /* D x D times 1, 4 (0: [D] or [4D]) */
     size_t D = (size_t)s->D;
     if (i < 4) {
         snprintf(name, cap, "%s", top[i]);
         *numel = i == 0 ? (size_t)s->V * D : i == 1 ? (size_t)s->T * D : D;
         return;
     }
-    int l = (i - 4) / 16, k = (i - 4) % 16;
-    snprintf(name, cap, "blocks.%d.%s", l, per[k]);
-    *numel = per_rows[k] ? (size_t)per_rows[k] * D * D : k == 13 ? 4 * D : D;
+    char fmt[96];
+    gpt2_block_tensor((i - 4) % GPT2_BLOCK_TENSORS, D, fmt, sizeof fmt, numel);
+    snprintf(name, cap, fmt, (i - 4) / GPT2_BLOCK_TENSORS);
 }
 
 /* the model's tensors are GPT-2's, no more and no fewer (whatever key made them) */
 static int check_tensors(const ParamTable *pt, const Gpt2Info *s, const char *run) {
-    int n = 4 + 16 * s->L;
+    int n = 4 + GPT2_BLOCK_TENSORS * s->L;
     char name[128];
     size_t numel;
     for (int i = 0; i < n; i++) {
@@ -148,22 +142,8 @@ static int read_run(const char *from, Gpt2Dest *d, Gpt2Info *s, char *ckdir, siz
     d->built = 1;
     if (check_tensors(&d->m.pt, s, from) != 0) return -1;
     d->host = xcalloc(d->m.pt.total, sizeof(real));
-    char path[2300];
-    snprintf(path, sizeof path, "%s/model.safetensors", ckdir);
-    StFile f;
-    if (st_open(&f, path) != 0) return -1;
-    int rc = 0;
-    for (int k = 0; !rc && k < d->m.pt.n; k++) {
-        const ParamInfo *t = &d->m.pt.t[k];
-        const StEntry *e = st_find(&f, t->name);
-        if (!e) rc = gma_errorf("%s: tensor %s is missing", path, t->name);
-        else if (e->numel != t->numel)
-            rc = gma_errorf("%s: tensor %s has %zu elements, the config's model %zu", path, t->name, e->numel, t->numel);
-        else st_read_tensor(e, d->host + t->offset);
-        s->params += (long)t->numel;
-    }
-    st_close(&f);
-    return rc;
+    for (int k = 0; k < d->m.pt.n; k++) s->params += (long)d->m.pt.t[k].numel;
+    return ckpt_read_params(&d->m.pt, d->host, ckdir);
 }
 
 /* the run's GPT-2 tokenizer (RUN/data.json "tokenizer": "gpt2", its tokenizer_files): the

@@ -57,32 +57,34 @@ static int vec(HfOut *o, Gpt2Dest *d, const char *fmt, const char *src, int l, i
     return 0;
 }
 
-/* c_attn: weight [D, 3D] and bias [3D], columns q | k | v */
-static int attn_in(HfOut *o, Gpt2Dest *d, int l, int D) {
-    static const char *const wn[3] = {"blocks.%d.mixer.q.weight", "blocks.%d.mixer.k.weight", "blocks.%d.mixer.v.weight"};
-    static const char *const bn[3] = {"blocks.%d.mixer.q.bias", "blocks.%d.mixer.k.bias", "blocks.%d.mixer.v.bias"};
-    real *w = owned(o, (size_t)3 * D * D), *b = owned(o, (size_t)3 * D);
+/* q, k and v into c_attn's weight [D, 3D] (or bias [3D]), columns q | k | v */
+static int attn_in(HfOut *o, Gpt2Dest *d, const Gpt2HfTensor *t, int l, int D) {
+    char fmt[96], hf[96];
+    int w = t->kind == GPT2_QKV_W;
+    real *dst = owned(o, w ? (size_t)3 * D * D : (size_t)3 * D);
     for (int p = 0; p < 3; p++) {
-        const real *sw = gpt2_dest_at(d, (size_t)D * D, wn[p], l), *sb = gpt2_dest_at(d, (size_t)D, bn[p], l);
-        if (!sw || !sb) return -1;
-        transpose_into(w, sw, D, 3 * D, p * D, D);
-        memcpy(b + (size_t)p * D, sb, (size_t)D * sizeof(real));
+        gpt2_hf_formats(t, p, fmt, hf, sizeof fmt);
+        const real *s = gpt2_dest_at(d, w ? (size_t)D * D : (size_t)D, fmt, l);
+        if (!s) return -1;
+        if (w) transpose_into(dst, s, D, 3 * D, p * D, D);
+        else memcpy(dst + (size_t)p * D, s, (size_t)D * sizeof(real));
     }
-    add(o, "h.%d.attn.c_attn.weight", l, w, D, 3 * D);
-    add(o, "h.%d.attn.c_attn.bias", l, b, 3 * D, 0);
+    add(o, hf, l, dst, w ? D : 3 * D, w ? 3 * D : 0);
     return 0;
 }
 
+/* layer l's tensors, as gpt2_hf_block lists them */
 static int block(HfOut *o, Gpt2Dest *d, int l, int D) {
-    int F = 4 * D;
-    return vec(o, d, "h.%d.ln_1.weight", "blocks.%d.ln1.weight", l, D) || vec(o, d, "h.%d.ln_1.bias", "blocks.%d.ln1.bias", l, D) ||
-           attn_in(o, d, l, D) || conv_w(o, d, "h.%d.attn.c_proj.weight", "blocks.%d.mixer.o.weight", l, D, D) ||
-           vec(o, d, "h.%d.attn.c_proj.bias", "blocks.%d.mixer.o.bias", l, D) ||
-           vec(o, d, "h.%d.ln_2.weight", "blocks.%d.ln2.weight", l, D) || vec(o, d, "h.%d.ln_2.bias", "blocks.%d.ln2.bias", l, D) ||
-           conv_w(o, d, "h.%d.mlp.c_fc.weight", "blocks.%d.mlp.fc.weight", l, D, F) ||
-           vec(o, d, "h.%d.mlp.c_fc.bias", "blocks.%d.mlp.fc.bias", l, F) ||
-           conv_w(o, d, "h.%d.mlp.c_proj.weight", "blocks.%d.mlp.proj.weight", l, F, D) ||
-           vec(o, d, "h.%d.mlp.c_proj.bias", "blocks.%d.mlp.proj.bias", l, D);
+    for (int i = 0; i < GPT2_HF_BLOCK; i++) {
+        const Gpt2HfTensor *t = &gpt2_hf_block[i];
+        char fmt[96], hf[96];
+        gpt2_hf_formats(t, 0, fmt, hf, sizeof fmt);
+        int rc = t->kind == GPT2_VEC ? vec(o, d, hf, fmt, l, t->in * D)
+                 : t->kind == GPT2_CONV ? conv_w(o, d, hf, fmt, l, t->in * D, t->out * D)
+                                        : attn_in(o, d, t, l, D);
+        if (rc) return -1;
+    }
+    return 0;
 }
 
 /* config.json: the keys GPT2Config reads, GPT-2's values for the ones that fix the function */

@@ -50,3 +50,39 @@ void gpt2_dest_free(Gpt2Dest *d) {
     if (d->built) model_free(&d->m);
     free(d->host);
 }
+
+const Gpt2HfTensor gpt2_hf_block[GPT2_HF_BLOCK] = {
+    {"ln_1.weight", "ln1.weight", GPT2_VEC, 1, 0},
+    {"ln_1.bias", "ln1.bias", GPT2_VEC, 1, 0},
+    {"attn.c_attn.weight", "mixer.%c.weight", GPT2_QKV_W, 1, 3},
+    {"attn.c_attn.bias", "mixer.%c.bias", GPT2_QKV_B, 3, 0},
+    {"attn.c_proj.weight", "mixer.o.weight", GPT2_CONV, 1, 1},
+    {"attn.c_proj.bias", "mixer.o.bias", GPT2_VEC, 1, 0},
+    {"ln_2.weight", "ln2.weight", GPT2_VEC, 1, 0},
+    {"ln_2.bias", "ln2.bias", GPT2_VEC, 1, 0},
+    {"mlp.c_fc.weight", "mlp.fc.weight", GPT2_CONV, 1, 4},
+    {"mlp.c_fc.bias", "mlp.fc.bias", GPT2_VEC, 4, 0},
+    {"mlp.c_proj.weight", "mlp.proj.weight", GPT2_CONV, 4, 1},
+    {"mlp.c_proj.bias", "mlp.proj.bias", GPT2_VEC, 1, 0},
+};
+
+void gpt2_hf_formats(const Gpt2HfTensor *t, int p, char *fmt, char *hf_fmt, size_t cap) {
+    char dst[64];
+    snprintf(dst, sizeof dst, t->dst, "qkv"[p]); /* a dst without %c ignores the argument */
+    snprintf(fmt, cap, "blocks.%%d.%s", dst);
+    if (hf_fmt) snprintf(hf_fmt, cap, "h.%%d.%s", t->hf);
+}
+
+void gpt2_block_tensor(int k, size_t D, char *fmt, size_t cap, size_t *numel) {
+    for (int i = 0; i < GPT2_HF_BLOCK; i++) {
+        const Gpt2HfTensor *t = &gpt2_hf_block[i];
+        int parts = t->kind == GPT2_QKV_W || t->kind == GPT2_QKV_B ? 3 : 1;
+        if (k >= parts) {
+            k -= parts;
+            continue;
+        }
+        gpt2_hf_formats(t, k, fmt, NULL, cap);
+        *numel = t->kind == GPT2_VEC ? t->in * D : t->kind == GPT2_CONV ? t->in * t->out * D * D : t->kind == GPT2_QKV_W ? D * D : D;
+        return;
+    }
+}

@@ -35,6 +35,26 @@ int gpt2_dest_build(Gpt2Dest *d, const Gpt2Info *s);
 real *gpt2_dest_at(Gpt2Dest *d, size_t numel, const char *fmt, int layer);
 void gpt2_dest_free(Gpt2Dest *d);
 
+/* A block's tensors as Hugging Face's GPT2Model names them ("h.%d." + hf) and where they go
+ * in this project ("blocks.%d." + dst; the fused c_attn ones with %c for q, k, v, its
+ * columns q | k | v in that order): transformers models/gpt2/modeling_gpt2.py GPT2Block
+ * and GPT2Attention.c_attn. Sizes in units of the width D: a vector [in D]; a Conv1D
+ * weight [in D, out D] (this project stores it transposed, [out D, in D]). */
+enum { GPT2_VEC, GPT2_CONV, GPT2_QKV_W, GPT2_QKV_B };
+typedef struct Gpt2HfTensor {
+    const char *hf, *dst;
+    int kind, in, out;
+} Gpt2HfTensor;
+#define GPT2_HF_BLOCK 12  /* rows of gpt2_hf_block */
+#define GPT2_BLOCK_TENSORS 16 /* this project's tensors of a block (c_attn's two as six) */
+extern const Gpt2HfTensor gpt2_hf_block[GPT2_HF_BLOCK];
+/* The k-th (k < GPT2_BLOCK_TENSORS) of a block's tensors in this project: its name as a
+ * format with the layer ("blocks.%d.mixer.q.weight") into fmt, its elements at width D. */
+void gpt2_block_tensor(int k, size_t D, char *fmt, size_t cap, size_t *numel);
+/* The project-side format of row t ("blocks.%d." + dst, part p = 0, 1, 2 of a c_attn row
+ * as q, k, v) into fmt; "h.%d." + hf into hf_fmt when it is non-NULL. */
+void gpt2_hf_formats(const Gpt2HfTensor *t, int p, char *fmt, char *hf_fmt, size_t cap);
+
 /* Readers: the shape (into info) and every parameter (into d, built by them). 0 or -1. */
 int gpt2_read_hf(const char *st_path, const char *config_path, Gpt2Dest *d, Gpt2Info *info);
 int gpt2_read_llmc(const char *path, Gpt2Dest *d, Gpt2Info *info);

@@ -16,6 +16,7 @@
 #include "core/config.h"
 #include "core/stale_tmp.h"
 #include "data/lm/dataid.h"
+#include "data/lm/lmmeta.h"
 #include "data/text/tokenizer.h"
 #include "model/checkpoint.h"
 #include "model/gpt2_dest.h"
@@ -97,27 +98,31 @@ static int write_tokenizer(const char *src_dir, const char *run, int V, int *wri
     snprintf(tdir, sizeof tdir, "%s/tokenizer", run);
     snprintf(a, sizeof a, "%s/encoder.json", tdir);
     snprintf(b, sizeof b, "%s/vocab.bpe", tdir);
+    /* the loader reads encoder.json + vocab.bpe from a folder: other names are staged in
+     * tdir first, then overwritten by the tokenizer's own files */
+    int direct = have == 1 && !strcmp(strrchr(enc, '/'), "/encoder.json");
     if (gma_mkdirs(tdir) != 0) return -1;
-    if (have == 2 ? split_tokenizer_json(enc, tdir) != 0 : gma_copy_file(enc, a) != 0 || gma_copy_file(merges, b) != 0) return -1;
-    Tokenizer *tk = tokenizer_load("gpt2", tdir);
+    if (!direct &&
+        (have == 2 ? split_tokenizer_json(enc, tdir) != 0 : gma_copy_file(enc, a) != 0 || gma_copy_file(merges, b) != 0))
+        return -1;
+    Tokenizer *tk = tokenizer_load("gpt2", direct ? src_dir : tdir);
     if (!tk) return gma_error_prefix("%s: tokenizer", src_dir);
     uint32_t tv = tokenizer_vocab_size(tk);
-    int rc = tokenizer_save(tk, tdir);
-    tokenizer_free(tk);
-    if (rc) return -1;
-    if ((int)tv != V)
-        return gma_errorf("%s: the tokenizer has %u tokens, the model's vocabulary %d", enc, tv, V);
-    DataId id = {.tokenizer = "gpt2", .vocab = (uint32_t)V};
-    /* the digest a data set prepared with this tokenizer records for its files (dataid.h) */
-    static const char *const tok_files[2] = {"encoder.json", "vocab.bpe"};
-    if (dataid_files_sha(tdir, tok_files, 2, id.tok_sha) != 0) return gma_errorf("%s: cannot read the tokenizer files", tdir);
     cJSON *o = cJSON_CreateObject();
     cJSON_AddStringToObject(o, "path", GPT2_DATA);
     cJSON_AddStringToObject(o, "path_abs", "");
     cJSON_AddStringToObject(o, "tokenizer", "gpt2");
-    cJSON *files = cJSON_AddArrayToObject(o, "tokenizer_files");
-    cJSON_AddItemToArray(files, cJSON_CreateString("tokenizer/encoder.json"));
-    cJSON_AddItemToArray(files, cJSON_CreateString("tokenizer/vocab.bpe"));
+    int rc = (int)tv != V ? gma_errorf("%s: the tokenizer has %u tokens, the model's vocabulary %d", enc, tv, V)
+                          : lmmeta_save_tokenizer(o, tk, run, "tokenizer"); /* written as gmadata prepare writes it */
+    tokenizer_free(tk);
+    DataId id = {.tokenizer = "gpt2", .vocab = (uint32_t)V};
+    /* the digest a data set prepared with this tokenizer records for its files (dataid.h) */
+    static const char *const tok_files[2] = {"encoder.json", "vocab.bpe"};
+    if (!rc && dataid_files_sha(tdir, tok_files, 2, id.tok_sha) != 0) rc = gma_errorf("%s: cannot read the tokenizer files", tdir);
+    if (rc) {
+        cJSON_Delete(o);
+        return -1;
+    }
     cJSON_AddItemToObject(o, "identity", dataid_to_json(&id));
     char *js = cJSON_Print(o);
     cJSON_Delete(o);

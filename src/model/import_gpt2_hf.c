@@ -124,43 +124,39 @@ static int conv_w(Hf *h, Gpt2Dest *d, const char *fmt, const char *dfmt, int l, 
     return 0;
 }
 
-/* c_attn: weight [D, 3D] and bias [3D], columns q | k | v */
-static int attn_in(Hf *h, Gpt2Dest *d, int l, int D) {
-    static const char *const wn[3] = {"blocks.%d.mixer.q.weight", "blocks.%d.mixer.k.weight", "blocks.%d.mixer.v.weight"};
-    static const char *const bn[3] = {"blocks.%d.mixer.q.bias", "blocks.%d.mixer.k.bias", "blocks.%d.mixer.v.bias"};
-    const real *s = get(h, "h.%d.attn.c_attn.weight", l, D, 3 * D);
+/* c_attn's weight [D, 3D] (or bias [3D]), columns q | k | v, into q, k and v */
+static int attn_in(Hf *h, Gpt2Dest *d, const Gpt2HfTensor *t, int l, int D) {
+    char fmt[96], hf[96];
+    gpt2_hf_formats(t, 0, fmt, hf, sizeof fmt);
+    int w = t->kind == GPT2_QKV_W;
+    const real *s = get(h, hf, l, w ? D : 3 * D, w ? 3 * D : 0);
     for (int p = 0; s && p < 3; p++) {
-        real *t = gpt2_dest_at(d, (size_t)D * D, wn[p], l);
-        if (!t) return -1;
-        transpose_cols(t, s, D, 3 * D, p * D, D);
+        gpt2_hf_formats(t, p, fmt, NULL, sizeof fmt);
+        real *o = gpt2_dest_at(d, w ? (size_t)D * D : (size_t)D, fmt, l);
+        if (!o) return -1;
+        if (w) transpose_cols(o, s, D, 3 * D, p * D, D);
+        else memcpy(o, s + (size_t)p * D, (size_t)D * sizeof(real));
     }
-    if (!s || !(s = get(h, "h.%d.attn.c_attn.bias", l, 3 * D, 0))) return -1;
-    for (int p = 0; p < 3; p++) {
-        real *t = gpt2_dest_at(d, (size_t)D, bn[p], l);
-        if (!t) return -1;
-        memcpy(t, s + (size_t)p * D, (size_t)D * sizeof(real));
-    }
-    return 0;
+    return s ? 0 : -1;
 }
 
+/* layer l's tensors, as gpt2_hf_block lists them */
 static int block(Hf *h, Gpt2Dest *d, int l, int D) {
-    int F = 4 * D;
-    return vec(h, d, "h.%d.ln_1.weight", "blocks.%d.ln1.weight", l, D) || vec(h, d, "h.%d.ln_1.bias", "blocks.%d.ln1.bias", l, D) ||
-           attn_in(h, d, l, D) || conv_w(h, d, "h.%d.attn.c_proj.weight", "blocks.%d.mixer.o.weight", l, D, D) ||
-           vec(h, d, "h.%d.attn.c_proj.bias", "blocks.%d.mixer.o.bias", l, D) ||
-           vec(h, d, "h.%d.ln_2.weight", "blocks.%d.ln2.weight", l, D) || vec(h, d, "h.%d.ln_2.bias", "blocks.%d.ln2.bias", l, D) ||
-           conv_w(h, d, "h.%d.mlp.c_fc.weight", "blocks.%d.mlp.fc.weight", l, D, F) ||
-           vec(h, d, "h.%d.mlp.c_fc.bias", "blocks.%d.mlp.fc.bias", l, F) ||
-           conv_w(h, d, "h.%d.mlp.c_proj.weight", "blocks.%d.mlp.proj.weight", l, F, D) ||
-           vec(h, d, "h.%d.mlp.c_proj.bias", "blocks.%d.mlp.proj.bias", l, D);
+    for (int i = 0; i < GPT2_HF_BLOCK; i++) {
+        const Gpt2HfTensor *t = &gpt2_hf_block[i];
+        char fmt[96], hf[96];
+        gpt2_hf_formats(t, 0, fmt, hf, sizeof fmt);
+        int rc = t->kind == GPT2_VEC ? vec(h, d, hf, fmt, l, t->in * D)
+                 : t->kind == GPT2_CONV ? conv_w(h, d, hf, fmt, l, t->in * D, t->out * D)
+                                        : attn_in(h, d, t, l, D);
+        if (rc) return -1;
+    }
+    return 0;
 }
 
 /* 1 when name (after the prefix) is one GPT-2 tensor this reader takes, or a mask buffer */
 static int known(const char *name, int L, int *is_buffer) {
     static const char *const top[] = {"wte.weight", "wpe.weight", "ln_f.weight", "ln_f.bias"};
-    static const char *const per[] = {"ln_1.weight", "ln_1.bias", "attn.c_attn.weight", "attn.c_attn.bias",
-                                      "attn.c_proj.weight", "attn.c_proj.bias", "ln_2.weight", "ln_2.bias",
-                                      "mlp.c_fc.weight", "mlp.c_fc.bias", "mlp.c_proj.weight", "mlp.c_proj.bias"};
     *is_buffer = 0;
     for (size_t i = 0; i < 4; i++)
         if (!strcmp(name, top[i])) return 1;
@@ -171,8 +167,8 @@ static int known(const char *name, int L, int *is_buffer) {
     if (strncmp(name, canon, strlen(canon))) return 0; /* h.01. and the like */
     const char *rest = name + k;
     if (!strcmp(rest, "attn.bias") || !strcmp(rest, "attn.masked_bias")) return *is_buffer = 1;
-    for (size_t i = 0; i < sizeof per / sizeof *per; i++)
-        if (!strcmp(rest, per[i])) return 1;
+    for (int i = 0; i < GPT2_HF_BLOCK; i++)
+        if (!strcmp(rest, gpt2_hf_block[i].hf)) return 1;
     return 0;
 }
 
