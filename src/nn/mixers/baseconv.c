@@ -15,11 +15,12 @@
  * [D,K], conv.bias [D]}.
  *
  * act:     c, p [R,D]; with act also silu(c) [R,D]
- * scratch: the backward's dc, dp (and d silu(c)) [R,D]; a decoding step's window and its
+ * scratch: the backward's dc, dp (and d silu(c)) [R,D]; a decoding step's windows and their
  *          convolution [B,K,D] each */
 #include <stdlib.h>
 
 #include "nn/linear.h"
+#include "nn/mixers/conv_state.h"
 #include "nn/mixers/mixer.h"
 
 const MixerVT mixer_baseconv;
@@ -85,7 +86,7 @@ static size_t bc_act(const Mixer *m, int B, int N) {
 }
 static size_t bc_scratch(const Mixer *m, int B, int N) {
     const BcPriv *p = m->priv;
-    return GMA_MAX(bc_act(m, B, N), 2 * (size_t)B * p->K * m->Dm);
+    return GMA_MAX(bc_act(m, B, N), conv_state_scratch(B, p->K, m->Dm));
 }
 
 /* y = c * p + h over R rows (act: silu(c) into sc, then sc * silu(p)) */
@@ -135,9 +136,7 @@ static void bc_destroy(Mixer *m) {
 }
 
 /* incremental decoding: a sequence's state is the convolution's last K-1 inputs [K-1,D]
- * (zeros before position 0). A step builds each sequence's window [K,D] (the state, then
- * the new row) in scratch, convolves the B windows in one call (the last row of each is
- * the forward's sum) and shifts the window's last K-1 rows back into the state. */
+ * (conv_state.h; its windows in scratch) */
 static size_t bc_dstate(const Mixer *m, int Nmax) {
     (void)Nmax;
     return (size_t)(((const BcPriv *)m->priv)->K - 1) * m->Dm;
@@ -146,18 +145,10 @@ static void bc_decode(Mixer *m, real *y, const real *h, const real *params, real
                       real *act, real *scratch) {
     const BcPriv *p = m->priv;
     int D = m->Dm, K = p->K;
-    size_t ss = bc_dstate(m, Nmax), KD = (size_t)K * D, row = sizeof(real) * (size_t)D, BD = (size_t)B * D;
-    real *cv = act, *pj = cv + BD, *sc = pj + BD, *win = scratch, *out = win + (size_t)B * KD;
+    size_t BD = (size_t)B * D;
+    real *cv = act, *pj = cv + BD, *sc = pj + BD;
     (void)pos;
-    for (int b = 0; b < B; b++) {
-        if (K > 1) g_ops->copy(win + b * KD, state + b * ss, sizeof(real) * ss);
-        g_ops->copy(win + b * KD + ss, h + (size_t)b * D, row);
-    }
-    g_ops->conv1d_causal_forward(out, win, MP(m, params, P_CONVW), MP(m, params, P_CONVB), B, K, D, K);
-    for (int b = 0; b < B; b++) {
-        g_ops->copy(cv + (size_t)b * D, out + b * KD + ss, row);
-        if (K > 1) g_ops->copy(state + b * ss, win + b * KD + D, sizeof(real) * ss);
-    }
+    conv_state_step(cv, h, state, bc_dstate(m, Nmax), MP(m, params, P_CONVW), MP(m, params, P_CONVB), B, K, D, scratch);
     linear_forward(pj, h, MP(m, params, P_W), MP(m, params, P_B), B, D, D);
     combine(m, y, h, cv, pj, sc, BD);
 }
@@ -165,13 +156,8 @@ static void bc_decode(Mixer *m, real *y, const real *h, const real *params, real
 /* prefill: the state is the last K-1 rows of the forward's input (zeros before position 0) */
 static void bc_prefill(Mixer *m, const MixerCtx *c, const real *h, const real *params, const real *act, real *state,
                        int Nmax, real *scratch) {
-    int B = c->B, N = c->N, D = m->Dm, K = ((const BcPriv *)m->priv)->K;
-    size_t ss = bc_dstate(m, Nmax);
-    int n = GMA_MIN(K - 1, N); /* rows K-1-n .. K-2 hold inputs N-n .. N-1 */
     (void)params, (void)act, (void)scratch;
-    for (int b = 0; n > 0 && b < B; b++)
-        g_ops->copy(state + b * ss + (size_t)(K - 1 - n) * D, h + ((size_t)b * N + N - n) * D,
-                    sizeof(real) * (size_t)n * D);
+    conv_state_prefill(state, bc_dstate(m, Nmax), h, c->B, c->N, ((const BcPriv *)m->priv)->K, m->Dm);
 }
 
 const MixerVT mixer_baseconv = {

@@ -26,6 +26,7 @@
 #include <stdlib.h>
 
 #include "nn/linear.h"
+#include "nn/mixers/conv_state.h"
 #include "nn/mixers/mixer.h"
 
 const MixerVT mixer_gdn;
@@ -133,7 +134,8 @@ static size_t gdn_act(const Mixer *m, int B, int N) {
 static size_t gdn_scratch(const Mixer *m, int B, int N) {
     const GdnPriv *p = m->priv;
     size_t R = (size_t)B * N;
-    return 5 * R * p->Dv + 4 * R * m->D + 3 * R * GMA_MAX(m->D, p->Dv) + 3 * R * m->H;
+    return GMA_MAX(5 * R * p->Dv + 4 * R * m->D + 3 * R * GMA_MAX(m->D, p->Dv) + 3 * R * m->H,
+                   conv_state_scratch(B, p->K, GMA_MAX(m->D, p->Dv))); /* a decoding step's windows */
 }
 /* the recurrence's products per token and head, in units of d dv, as cpu_delta.c runs them:
  * forward S^T k, the rank-one update, S^T q (6; without delta 4); backward the recomputed
@@ -255,41 +257,27 @@ static void gdn_destroy(Mixer *m) {
 }
 
 /* incremental decoding: a sequence's state is S [H,d,dv], then for each of q, k, v (C = D,
- * D, Dv channels) the last K-1 inputs of its convolution [K-1,C], a [K,C] window and its
- * [K,C] convolution (the op over the window gives the forward's sum for its last row) */
-static size_t conv_block(const Mixer *m, int C) { return (size_t)(3 * ((const GdnPriv *)m->priv)->K - 1) * C; }
+ * D, Dv channels) the last K-1 inputs of its convolution [K-1,C] (conv_state.h; the
+ * windows of a step in scratch) */
+static size_t conv_block(const Mixer *m, int C) { return (size_t)(((const GdnPriv *)m->priv)->K - 1) * C; }
 static size_t gdn_dstate(const Mixer *m, int Nmax) {
     const GdnPriv *p = m->priv;
     (void)Nmax;
     return (size_t)m->H * m->d * p->dv + 2 * conv_block(m, m->D) + conv_block(m, p->Dv);
-}
-/* the convolution of B rows x [B,C] with the states' windows at st + b ss: out [B,C] */
-static void conv_step(const Mixer *m, const real *params, int pc, real *st, size_t ss, real *out, const real *x, int B,
-                      int C) {
-    int K = ((const GdnPriv *)m->priv)->K;
-    size_t row = sizeof(real) * (size_t)C;
-    for (int b = 0; b < B; b++) {
-        real *prev = st + b * ss, *win = prev + (size_t)(K - 1) * C, *cout = win + (size_t)K * C;
-        if (K > 1) g_ops->copy(win, prev, row * (K - 1));
-        g_ops->copy(win + (size_t)(K - 1) * C, x + (size_t)b * C, row);
-        g_ops->conv1d_causal_forward(cout, win, MP(m, params, pc), NULL, 1, K, C, K);
-        g_ops->copy(out + (size_t)b * C, cout + (size_t)(K - 1) * C, row);
-        if (K > 1) g_ops->copy(prev, win + C, row * (K - 1));
-    }
 }
 static void gdn_decode(Mixer *m, real *y, const real *h, const real *params, real *state, int B, int pos, int Nmax,
                        real *act, real *scratch) {
     const GdnPriv *p = m->priv;
     int D = m->D, Dv = p->Dv, H = m->H, d = m->d;
     size_t ss = gdn_dstate(m, Nmax), SH = (size_t)H * d * p->dv;
-    (void)pos, (void)scratch;
+    (void)pos;
     Acts a = carve(m, B, 1, act);
     real *cs = state + SH; /* q's convolution state; k's, v's after it */
     const int pw[3] = {P_Q, P_K, P_V}, pc[3] = {P_QC, P_KC, P_VC}, C[3] = {D, D, Dv};
     real *x[3] = {a.xq, a.xk, a.xv}, *cc[3] = {a.cq, a.ck, a.cv}, *u[3] = {a.qh, a.kh, a.vh};
     for (int i = 0; i < 3; i++) {
         linear_forward(x[i], h, MP(m, params, pw[i]), NULL, B, m->Dm, C[i]);
-        conv_step(m, params, pc[i], cs, ss, cc[i], x[i], B, C[i]);
+        conv_state_step(cc[i], x[i], cs, ss, MP(m, params, pc[i]), NULL, B, p->K, C[i], scratch);
         g_ops->silu_forward(u[i], cc[i], (size_t)B * C[i]); /* [B,C] = [B,H,1,w] */
         cs += conv_block(m, C[i]);
     }
@@ -316,17 +304,13 @@ static void gdn_prefill(Mixer *m, const MixerCtx *c, const real *h, const real *
     Acts a = carve(m, B, N, (real *)act);
     const real *x[3] = {a.xq, a.xk, a.xv};
     const int C[3] = {m->D, m->D, p->Dv};
-    int n = GMA_MIN(K - 1, N); /* conv rows K-1-n .. K-2 hold inputs N-n .. N-1 */
-    for (int b = 0; b < B; b++) {
-        real *st = state + b * ss, *cs = st + (size_t)H * SS;
+    for (int b = 0; b < B; b++)
         for (int hh = 0; hh < H; hh++)
-            g_ops->copy(st + hh * SS, a.Sck + (((size_t)b * H + hh) * nck + nck - 1) * SS, sizeof(real) * SS);
-        for (int i = 0; i < 3; i++) {
-            if (n > 0)
-                g_ops->copy(cs + (size_t)(K - 1 - n) * C[i], x[i] + ((size_t)b * N + N - n) * C[i],
-                            sizeof(real) * (size_t)n * C[i]);
-            cs += conv_block(m, C[i]);
-        }
+            g_ops->copy(state + b * ss + hh * SS, a.Sck + (((size_t)b * H + hh) * nck + nck - 1) * SS, sizeof(real) * SS);
+    real *cs = state + (size_t)H * SS; /* q's convolution state; k's, v's after it */
+    for (int i = 0; i < 3; i++) {
+        conv_state_prefill(cs, ss, x[i], B, N, K, C[i]);
+        cs += conv_block(m, C[i]);
     }
 }
 

@@ -25,6 +25,7 @@
 #include <stdlib.h>
 
 #include "nn/linear.h"
+#include "nn/mixers/conv_state.h"
 #include "nn/mixers/mixer.h"
 
 const MixerVT mixer_mamba;
@@ -109,7 +110,7 @@ static size_t mb_act(const Mixer *m, int B, int N) {
 static size_t mb_scratch(const Mixer *m, int B, int N) {
     const MbPriv *p = m->priv;
     size_t R = (size_t)B * N;
-    return 8 * R * p->E + R * p->Rk + 2 * R * p->S;
+    return GMA_MAX(8 * R * p->E + R * p->Rk + 2 * R * p->S, conv_state_scratch(B, p->K, p->E)); /* with a decoding step's windows */
 }
 
 typedef struct Acts { real *x, *z, *xc, *u, *dtr, *dt, *ys, *g, *dtl, *Bm, *Cm, *hck; } Acts;
@@ -196,32 +197,24 @@ static void mb_destroy(Mixer *m) {
 }
 
 /* incremental decoding: a sequence's state is the last K-1 inputs of the causal
- * convolution [K-1,E], the scan state h [E,S], then a [K,E] window and its [K,E]
- * convolution (the op over the window gives the forward's sum for its last row). The
- * scan's step (op scan_step) updates h in place on the backend. */
+ * convolution [K-1,E] (conv_state.h; the windows of a step in scratch), then the scan
+ * state h [E,S]. The scan's step (op scan_step) updates h in place on the backend. */
 static size_t mb_dstate(const Mixer *m, int Nmax) {
     const MbPriv *p = m->priv;
     (void)Nmax;
-    return (size_t)(p->K - 1) * p->E + (size_t)p->E * p->S + 2 * (size_t)p->K * p->E;
+    return (size_t)(p->K - 1) * p->E + (size_t)p->E * p->S;
 }
 static void mb_decode(Mixer *m, real *y, const real *h, const real *params, real *state, int B, int pos, int Nmax,
                       real *act, real *scratch) {
     const MbPriv *p = m->priv;
     int D = m->Dm, E = p->E, S = p->S, K = p->K;
     (void)pos;
-    size_t RE = (size_t)B * E, ES = (size_t)E * S, ss = mb_dstate(m, Nmax), row = sizeof(real) * (size_t)E;
+    size_t RE = (size_t)B * E, ss = mb_dstate(m, Nmax);
     Acts a = carve(m, B, 1, act);
     const real *Win = MP(m, params, P_IN);
     linear_forward(a.x, h, Win, NULL, B, D, E);
     linear_forward(a.z, h, Win + (size_t)E * D, NULL, B, D, E);
-    for (int b = 0; b < B; b++) {
-        real *conv = state + b * ss, *win = conv + (size_t)(K - 1) * E + ES, *out = win + (size_t)K * E;
-        if (K > 1) g_ops->copy(win, conv, row * (K - 1));
-        g_ops->copy(win + (size_t)(K - 1) * E, a.x + b * E, row);
-        g_ops->conv1d_causal_forward(out, win, MP(m, params, P_CONVW), MP(m, params, P_CONVB), 1, K, E, K);
-        g_ops->copy(a.xc + b * E, out + (size_t)(K - 1) * E, row);
-        if (K > 1) g_ops->copy(conv, win + E, row * (K - 1));
-    }
+    conv_state_step(a.xc, a.x, state, ss, MP(m, params, P_CONVW), MP(m, params, P_CONVB), B, K, E, scratch);
     g_ops->silu_forward(a.u, a.xc, RE);
     step_params(m, params, &a, B);
     /* h = exp(dt A) h + dt Bm u, ys = Cm . h + D u, per channel */
@@ -241,11 +234,9 @@ static void mb_prefill(Mixer *m, const MixerCtx *c, const real *h, const real *p
     size_t ss = mb_dstate(m, Nmax), nck = n_ck(m, N), ES = (size_t)E * S;
     (void)h;
     Acts a = carve(m, B, N, (real *)act);
+    conv_state_prefill(state, ss, a.x, B, N, K, E);
     for (int b = 0; b < B; b++) {
-        real *st = state + b * ss, *hs = st + (size_t)(K - 1) * E;
-        int n = GMA_MIN(K - 1, N); /* conv rows K-1-n .. K-2 hold inputs N-n .. N-1 */
-        if (n > 0)
-            g_ops->copy(st + (size_t)(K - 1 - n) * E, a.x + ((size_t)b * N + N - n) * E, sizeof(real) * (size_t)n * E);
+        real *hs = state + b * ss + (size_t)(K - 1) * E;
         g_ops->copy(hs, a.hck + ((size_t)b * nck + nck - 1) * ES, sizeof(real) * ES);
         for (int t = t0; t < N; t++) {
             size_t r = (size_t)b * N + t;

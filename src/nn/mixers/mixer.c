@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "nn/linear.h"
+#include "nn/mixers/conv_state.h"
 #include "nn/mixers/linear_core.h"
 
 /* The registry, in the order of the configuration reference: one line per mixer. */
@@ -199,7 +200,7 @@ static real *conv_w(const Mixer *m, const real *base, int i) { return (real *)ba
 
 size_t attn_proj_act_size(const Mixer *m, int B, int N) {
     if (!m->conv_k) return 0;
-    return GMA_MAX(6 * (size_t)B * N * m->D, 2 * (size_t)B * m->conv_k * m->D);
+    return GMA_MAX(6 * (size_t)B * N * m->D, conv_state_scratch(B, m->conv_k, m->D));
 }
 
 real *attn_proj_act(const Mixer *m, const real *act, int B, int N) {
@@ -250,8 +251,7 @@ void attn_proj_qkv_conv_backward(const Mixer *m, const MixerCtx *c, const real *
     }
 }
 
-/* each sequence's window [K,D] (its K-1 earlier inputs, then this one) in pa, their
- * convolution beside them: the last row of each is the forward's row at this position */
+/* each projection's convolution step (conv_state.h) with its windows in pa */
 void attn_proj_qkv_step(const Mixer *m, const real *params, const real *h, real *qh, real *kh, real *vh, real *cstate,
                         size_t stride, real *pa, real *tmp, int B) {
     int K = m->conv_k, D = m->D;
@@ -259,33 +259,21 @@ void attn_proj_qkv_step(const Mixer *m, const real *params, const real *h, real 
         attn_proj_qkv(m, params, h, qh, kh, vh, tmp, B, 1);
         return;
     }
-    size_t KD = (size_t)K * D, hist = (size_t)(K - 1) * D, row = sizeof(real) * (size_t)D;
-    real *win = pa, *out = win + (size_t)B * KD, *outs[3] = {qh, kh, vh};
+    size_t hist = (size_t)(K - 1) * D;
+    real *outs[3] = {qh, kh, vh};
     for (int i = 0; i < 3; i++) {
         linear_forward(tmp, h, MP(m, params, 2 * i), proj_bias(m, params, 2 * i + 1), B, m->Dm, D);
-        for (int b = 0; b < B; b++) {
-            real *st = cstate + b * stride + i * hist, *w = win + b * KD;
-            if (K > 1) g_ops->copy(w, st, row * (K - 1));
-            g_ops->copy(w + hist, tmp + (size_t)b * D, row);
-        }
-        g_ops->conv1d_causal_forward(out, win, conv_w(m, params, i), NULL, B, K, D, K);
-        for (int b = 0; b < B; b++) {
-            g_ops->copy(tmp + (size_t)b * D, out + b * KD + hist, row);
-            if (K > 1) g_ops->copy(cstate + b * stride + i * hist, win + b * KD + D, row * (K - 1));
-        }
-        g_ops->silu_forward(out, tmp, (size_t)B * D);
-        g_ops->split_heads(outs[i], out, B, 1, m->H, m->d);
+        conv_state_step(tmp, tmp, cstate + i * hist, stride, conv_w(m, params, i), NULL, B, K, D, pa);
+        g_ops->silu_forward(pa, tmp, (size_t)B * D);
+        g_ops->split_heads(outs[i], pa, B, 1, m->H, m->d);
     }
 }
 
 void attn_proj_conv_prefill(const Mixer *m, const MixerCtx *c, const real *pa, real *cstate, size_t stride) {
-    int K = m->conv_k, D = m->D, B = c->B, N = c->N, n = GMA_MIN(K - 1, N);
+    int K = m->conv_k, D = m->D, B = c->B, N = c->N;
     if (K < 2) return;
     size_t RD = (size_t)B * N * D, hist = (size_t)(K - 1) * D;
-    for (int i = 0; i < 3; i++)
-        for (int b = 0; b < B; b++) /* rows K-1-n .. K-2 hold inputs N-n .. N-1 (zeros before position 0) */
-            g_ops->copy(cstate + b * stride + i * hist + (size_t)(K - 1 - n) * D, pa + i * RD + ((size_t)b * N + N - n) * D,
-                        sizeof(real) * (size_t)n * D);
+    for (int i = 0; i < 3; i++) conv_state_prefill(cstate + i * hist, stride, pa + i * RD, B, N, K, D);
 }
 
 void attn_rope(const Mixer *m, real *qh, real *kh, int B, int N, int pos0) {
