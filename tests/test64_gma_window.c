@@ -62,6 +62,44 @@ START_TEST(test_window_gate_tensor) {
 }
 END_TEST
 
+/* refusals, one line each naming the key: the mixers that embed a GMA path without the
+ * window, the delta write, the EMA memory, a share outside (0, 1), a negative window */
+START_TEST(test_window_refusals) {
+    const char *bad[][2] = {
+        {"model.mixer=gated;gma.window=3", "gated"},
+        {"model.mixer=auto;gma.window=3", "auto"},
+        {"gma.write=delta;gma.window=3", "delta"},
+        {"gma.memory=ema;gma.window=3", "ema"},
+    };
+    for (int i = 0; i < 4; i++) {
+        Config c = tu_tiny_config("gma");
+        char buf[128], *sv = NULL;
+        snprintf(buf, sizeof buf, "%s", bad[i][0]);
+        for (char *t = strtok_r(buf, ";", &sv); t; t = strtok_r(NULL, ";", &sv)) ck_assert(cfg_set(&c, t) == 0);
+        ck_assert_msg(cfg_validate(&c) != 0, "%s accepted", bad[i][0]);
+        ck_assert_msg(strstr(gma_error(), "gma.window") && strstr(gma_error(), bad[i][1]), "%s: %s", bad[i][0],
+                      gma_error());
+        ck_assert(!strchr(gma_error(), '\n'));
+    }
+    Config c = tu_tiny_config("gma");
+    ck_assert(cfg_set(&c, "gma.window_share=1") != 0);
+    ck_assert_msg(strstr(gma_error(), "gma.window_share"), "%s", gma_error());
+    ck_assert(cfg_set(&c, "gma.window=-1") != 0);
+    ck_assert_msg(strstr(gma_error(), "gma.window"), "%s", gma_error());
+    /* the keys are inert without a GMA layer, as gma's others */
+    c = tu_tiny_config("sdpa");
+    tu_apply_sets(&c, "gma.window=3");
+}
+END_TEST
+
+/* causality: a windowed gma layer's earlier outputs do not see a later token */
+START_TEST(test_window_causal) {
+    Config cfg = tu_tiny_config("gma");
+    tu_apply_sets(&cfg, "gma.window=2");
+    gc_causal_case(&cfg, "gma window 2", 1e-13);
+}
+END_TEST
+
 /* the whole model: a windowed gma layer under an sdpa layer in a language model's objective */
 START_TEST(test_window_model) {
     Config cfg = tu_tiny_config("gma");
@@ -78,6 +116,8 @@ Suite *make_suite(void) {
     tcase_set_timeout(tc, 300);
     tcase_add_loop_test(tc, test_window_layer, 0, N_CASES);
     tcase_add_test(tc, test_window_gate_tensor);
+    tcase_add_test(tc, test_window_refusals);
+    tcase_add_test(tc, test_window_causal);
     tcase_add_test(tc, test_window_model);
     suite_add_tcase(s, tc);
     return s;

@@ -46,8 +46,8 @@ static int window_validate(const Config *c) {
     if (gma_cfg_delta(c))
         return gma_errorf("key gma.window: built for gma.write \"add\" (the delta write keeps its own state)");
     if (gma_cfg_memory(c))
-        return gma_errorf("key gma.window: built for gma.memory \"none\" (the EMA memory reads no values of the "
-                          "sequence to window)");
+        return gma_errorf("key gma.window: built for gma.memory \"none\" (gma.memory \"ema\" reads a buffer, not the "
+                          "sequence's values)");
     return 0;
 }
 
