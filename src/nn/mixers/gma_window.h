@@ -17,9 +17,6 @@
 
 typedef struct GmaWindow GmaWindow;
 
-/* gma.window and gma.window_share (a stored section with the prefix gma, installed by
- * mixer_config_sections) */
-extern const CfgSection gma_window_section;
 /* gma.window of c (0 = off) */
 int gma_window_of(const Config *c);
 /* 0, or -1 (with gma_error) when gma.window > 0 and the backend lacks the tiled attention

@@ -8,7 +8,6 @@
 #include <string.h>
 
 #include "nn/linear.h"
-#include "nn/mixers/gma_window.h"
 #include "nn/mixers/linear_core.h"
 
 /* The registry, in the order of the configuration reference: one line per mixer. */

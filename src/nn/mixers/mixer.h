@@ -218,6 +218,8 @@ int mixer_need(const char *mixer, int present, const char *op);
 const char *mixer_auto_choice(const Mixer *m, int N);
 /* model.auto_threshold's section (prefix model), owned by auto.c */
 extern const CfgSection auto_threshold_section;
+/* gma.window, gma.window_share: a stored section of gma_window.c (prefix gma) */
+extern const CfgSection gma_window_section;
 /* mixer "auto": its threshold (model.auto_threshold, or the calibrated one) */
 int mixer_auto_threshold(const Mixer *m);
 /* mixer "auto", for gradient checks of its distillation: on 1, the next forward's
