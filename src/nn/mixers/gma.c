@@ -6,6 +6,8 @@
  *   (gma.write "delta", §3.10: the gdn mixer's delta ops with route(K) as the keys, gate
  *   b_proj, and with gma.slot_decay the slots' decay logits slot_decay [H,Kc]);
  *   Hp = 1 with gma.shared_components, else H.
+ *   With gma.window W > 0 (the add write, §3.11; gma_window.h) the heads' outputs are mixed
+ *   per head with a sliding-window softmax attention over the same q, k, v before Wo.
  *   Parameters under PREFIX.gma.*: mu, var_raw [Hp,Kc,d], prior_logits [Hp,Kc] (gaussian),
  *   router.weight [Hp,Kc,d], router.bias [Hp,Kc] (softmax); memory [H,Kc,d] is a
  *   GROUP_BUFFER (checkpointed, never trained, updated by update_buffers after each training
