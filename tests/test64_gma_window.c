@@ -88,7 +88,7 @@ START_TEST(test_window_refusals) {
     ck_assert_msg(strstr(gma_error(), "gma.window"), "%s", gma_error());
     /* the keys are inert without a GMA layer, as gma's others */
     c = tu_tiny_config("sdpa");
-    tu_apply_sets(&c, "gma.window=3");
+    tu_apply_sets(&c, "gma.window=3;gma.write=delta");
 }
 END_TEST
 

@@ -34,15 +34,19 @@ const CfgSection gma_window_section = {"gma_window", sizeof(GmaWindowCfg), g_key
 static const GmaWindowCfg *wcfg(const Config *c) { return cfg_section_of(c, &gma_window_section); }
 int gma_window_of(const Config *c) { return wcfg(c)->window; }
 
-/* the window is built on the add write's GMA path of mixer "gma" */
+/* the window is built on the add write's GMA path of mixer "gma" (inert, as gma's other
+ * keys, in a model without a GMA layer) */
 static int window_validate(const Config *c) {
     if (wcfg(c)->window == 0) return 0;
+    int gma = 0;
     for (int l = 0; l < c->model.n_layers; l++) {
         const MixerVT *vt = mixer_of_layer(c, l);
         if (vt && vt->gma_layer && vt != &mixer_gma)
             return gma_errorf("key gma.window: the window is built for mixer \"gma\"; layer %d's mixer \"%s\" holds a "
                               "GMA path without it (set 0)", l, vt->name);
+        gma += vt == &mixer_gma;
     }
+    if (!gma) return 0;
     if (gma_cfg_delta(c))
         return gma_errorf("key gma.window: built for gma.write \"add\" (the delta write keeps its own state)");
     if (gma_cfg_memory(c))
