@@ -7,7 +7,7 @@
 #                      [--bench-seq LIST] [--quick] [--no-bench] [--gate-ppl-phase1 PCT]
 #                      [--gate-ppl-phase2 PCT] [--phase2-against phase1|teacher]
 #                      [--gate-bench-phase3 PCT] [--gate-util PCT] [--keep-going] [--phases P]
-#                      [--force] [--dry-run] [--help]
+#                      [--force] [--dry-run] [--window W] [--help]
 #   --teacher RUN        the trained run to migrate (its config.json and latest checkpoint); its
 #                        model.mixer one attention mixer (e.g. "sdpa"), at least 2 layers
 #   --data DIR           token shards (gmadata prepare: DIR/train.bin, valid.bin, test.bin) of the
@@ -19,6 +19,8 @@
 #   --lr X               peak learning rate of the fine-tuning (default 5e-4; warmup N/10 steps)
 #   --threads N          threads of training, evaluation and benchmarks (default 2)
 #   --set key=value      one more config key for every phase (repeatable), e.g. gma.n_components=16
+#   --window W           the migrated layers keep an exact softmax window over the last W tokens
+#                        beside their GMA path (gma.window, docs/model.md §3.11; default 64, 0 = none)
 #   --no-distill         fine-tune on the cross-entropy alone (default: distillation from the
 #                        teacher, train.distill, weight 0.5, temperature 2)
 #   --distill-weight W, --distill-temperature T   the distillation's w and T
@@ -62,8 +64,8 @@ cd "$(dirname "$0")/.."
 . scripts/lib_reproduce.sh
 teacher=""; data=""; steps=200; out=""; name=""; seed=1337; lr=5e-4; threads=2; sets=()
 distill=1; dw=0.5; dt=2; freeze=0; bench_seq=1K,4K,16K; quick=0; bench=1
-g1=2; g2=1; g2_against=phase1; g3=3; gutil=5; keep_going=0; dry=0; nph=3; force=0
-usage="--teacher RUN --data DIR [--steps-per-phase N] [--out DIR] [--name NAME] [--seed S] [--lr X] [--threads N] [--set key=value ...] [--no-distill] [--distill-weight W] [--distill-temperature T] [--freeze-kept] [--bench-seq LIST] [--quick] [--no-bench] [--gate-ppl-phase1 PCT] [--gate-ppl-phase2 PCT] [--phase2-against phase1|teacher] [--gate-bench-phase3 PCT] [--gate-util PCT] [--keep-going] [--phases P] [--force] [--dry-run] [--help]"
+g1=2; g2=1; g2_against=phase1; g3=3; gutil=5; keep_going=0; dry=0; nph=3; force=0; window=64
+usage="--teacher RUN --data DIR [--steps-per-phase N] [--out DIR] [--name NAME] [--seed S] [--lr X] [--threads N] [--set key=value ...] [--no-distill] [--distill-weight W] [--distill-temperature T] [--freeze-kept] [--bench-seq LIST] [--quick] [--no-bench] [--gate-ppl-phase1 PCT] [--gate-ppl-phase2 PCT] [--phase2-against phase1|teacher] [--gate-bench-phase3 PCT] [--gate-util PCT] [--keep-going] [--phases P] [--force] [--dry-run] [--window W] [--help]"
 while [ $# -gt 0 ]; do
   case "$1" in
     --help|-h) script_help; exit 0;;
@@ -75,7 +77,7 @@ while [ $# -gt 0 ]; do
     --dry-run) dry=1; shift; continue;;
     --force) force=1; shift; continue;;
     --teacher|--data|--steps-per-phase|--out|--name|--seed|--lr|--threads|--set|--distill-weight|--distill-temperature) ;;
-    --bench-seq|--gate-ppl-phase1|--gate-ppl-phase2|--phase2-against|--gate-bench-phase3|--gate-util|--phases) ;;
+    --bench-seq|--gate-ppl-phase1|--gate-ppl-phase2|--phase2-against|--gate-bench-phase3|--gate-util|--phases|--window) ;;
     *) unknown_option "$1" "$usage";;
   esac
   need_value "$@"
@@ -98,6 +100,7 @@ while [ $# -gt 0 ]; do
     --gate-bench-phase3) g3="$2";;
     --gate-util) gutil="$2";;
     --phases) nph="$2";;
+    --window) window="$2";;
     *) unknown_option "$1" "$usage --help";;
   esac
   shift 2
@@ -113,6 +116,8 @@ signed() { isnum "$1" "${2#-}"; } # a gate may be negative (a rise it must beat)
 signed gate-ppl-phase1 "$g1"; signed gate-ppl-phase2 "$g2"; signed gate-bench-phase3 "$g3"; isnum gate-util "$gutil"
 case "$g2_against" in phase1|teacher) ;; *) die "--phase2-against must be phase1 or teacher, not '$g2_against'";; esac
 case "$nph" in 1|2|3) ;; *) die "--phases must be 1, 2 or 3, not '$nph'";; esac
+case "$window" in ''|*[!0-9]*) die "--window must be a whole number (0 = none), not '$window'";; esac
+wset=(); [ "$window" = 0 ] || wset=(--set "gma.window=$window") # the GMA layers' window, trained and benchmarked
 # the lengths: 1K = 1024; each a positive integer
 seqs=()
 for s in ${bench_seq//,/ }; do
@@ -169,6 +174,7 @@ train_cmd() { # phase K, the run it starts from
     --set "train.eval_every=$steps" --set "train.checkpoint_every=$steps" --set "train.log_every=$(( steps < 10 ? 1 : steps / 10 ))")
   if [ $distill = 1 ]; then a+=(--set "train.distill.teacher=$teacher" --set "train.distill.weight=$dw" --set "train.distill.temperature=$dt"); fi
   if [ $freeze = 1 ] && [ -n "$(freeze_of $k)" ]; then a+=(--set "train.freeze=$(freeze_of $k)"); fi
+  a+=("${wset[@]+"${wset[@]}"}")
   for s in "${sets[@]+"${sets[@]}"}"; do a+=(--set "$s"); done
   for s in "${a[@]}"; do
     case "$s" in *[!A-Za-z0-9_./=:,+-]*) printf "'%s' " "${s//\'/\'\\\'\'}";; *) printf '%s ' "$s";; esac
@@ -239,7 +245,7 @@ t_vacc=$(jnum "$out/teacher.valid.json" acc)
 # token of an N-token prompt (gmabench prefill: one forward filling every layer's decode state,
 # then the last position's logits) and decoding tokens/s from context N/2 to N (gmabench decode)
 prefill_of() { # DIR MIXERJSON: DIR/prefill.json at every length (measured unless there)
-  [ -s "$1/prefill.json" ] || bin/gmabench prefill --mixers "$tmix" --set "model.mixer=$2" --L "$L" --D "$D" --H "$H" --Kc "$K" --V "$V" \
+  [ -s "$1/prefill.json" ] || bin/gmabench prefill --mixers "$tmix" --set "model.mixer=$2" "${wset[@]+"${wset[@]}"}" --L "$L" --D "$D" --H "$H" --Kc "$K" --V "$V" \
     --seq "$(IFS=,; echo "${seqs[*]}")" --repeat 1 --feed-max 0 --threads "$threads" --json "$1/prefill.json" > "$1/prefill.txt"
 }
 ttft_of() { # PREFILL.json N: the time to the first token in ms, "skipped: WHY" or "" (not there)
@@ -249,7 +255,7 @@ ttft_of() { # PREFILL.json N: the time to the first token in ms, "skipped: WHY" 
 }
 decode_of() { # DIR MIXERJSON N: tokens/s of decode_N.json in DIR (measured unless there)
   local f="$1/decode_$3.json"
-  [ -s "$f" ] || bin/gmabench decode --mixers "$tmix" --set "model.mixer=$2" --L "$L" --D "$D" --H "$H" --Kc "$K" --V "$V" \
+  [ -s "$f" ] || bin/gmabench decode --mixers "$tmix" --set "model.mixer=$2" "${wset[@]+"${wset[@]}"}" --L "$L" --D "$D" --H "$H" --Kc "$K" --V "$V" \
     --T "$3" --repeat 1 --threads "$threads" --json "$f" > /dev/null
   jnum "$f" tokens_per_s
 }

@@ -54,6 +54,12 @@ out=$(scripts/migrate.sh "${common[@]}" --out "$tmp/dry" --dry-run 2>&1); rc=$?
   && [ "$(printf '%s\n' "$out" | grep -c '^  bin/gmatrain --init-from ')" = 3 ] \
   && [[ "$out" == *"--init-from $tmp/dry/phase2 --out $tmp/dry/phase3"* ]] \
   && ok "--dry-run: three phases, their layers and commands, nothing written" || bad "--dry-run: exit $rc, '$out'"
+[ "$(printf '%s\n' "$out" | grep -c -- '--set gma.window=64 ')" = 3 ] \
+  && ok "--dry-run: the migrated layers keep a window of 64 by default" || bad "--dry-run: no gma.window=64 in every phase: '$out'"
+w0=$(scripts/migrate.sh "${common[@]}" --out "$tmp/dry" --dry-run --window 0 2>&1)
+w16=$(scripts/migrate.sh "${common[@]}" --out "$tmp/dry" --dry-run --window 16 2>&1)
+[[ "$w0" != *gma.window* ]] && [ "$(printf '%s\n' "$w16" | grep -c -- '--set gma.window=16 ')" = 3 ] \
+  && ok "--window 0: no window; --window 16: gma.window=16 in every phase" || bad "--window: '$w0' '$w16'"
 out=$(scripts/migrate.sh "${common[@]/--no-distill/--freeze-kept}" --out "$tmp/dry" --dry-run 2>&1)
 [[ "$out" == *"train.distill.teacher=$T"* ]] && [[ "$out" == *"'train.freeze=blocks.0.*'"* ]] \
   && ok "--dry-run: distillation by default, --freeze-kept freezes the kept blocks" || bad "--dry-run distill/freeze: '$out'"
@@ -72,6 +78,7 @@ one_line "--phase2-against x" "--phase2-against must be phase1 or teacher" "${co
 one_line "--bench-seq 1Q" "--bench-seq: '1Q' is not a length" "${common[@]}" --bench-seq 1Q
 one_line "--gate-util -1" "--gate-util must be a number >= 0" "${common[@]}" --gate-util -1
 one_line "--phases 4" "--phases must be 1, 2 or 3" "${common[@]}" --phases 4
+one_line "--window x" "--window must be a whole number" "${common[@]}" --window x
 one_line "an unknown option, given a value: named, not \"needs a value\"" 'unknown option "--frobnicate" (see --help)' "${common[@]}" --frobnicate 1
 one_line "a near miss of an option" 'unknown option "--teachr" (did you mean --teacher?)' --teachr "$T" --data "$tmp/shards"
 
@@ -108,6 +115,9 @@ if [ $rc -eq 0 ] && [ -s "$J" ]; then
     && tr -d '\n\t' < "$M/phase1/init_from.json" | grep -q '"kmeans_seeded":.\{0,2\}\["blocks.1.mixer"\]' \
     && grep -q '"mixer":.\["sdpa", "gma"\]' "$M/phase1/config.json" \
     && ok "phase 1 made with --init-from the teacher (q/k/v/o of the replaced attention, routing seeded by k-means)" || bad "phase 1's init_from.json: '$(head -c 300 "$M/phase1/init_from.json")'"
+  tr -d ' \n\t' < "$M/phase1/config.json" | grep -q '"gma":{[^}]*"window":64' \
+    && tr -d ' \n\t' < "$M/phase1/init_from.json" | grep -q 'blocks.1.mixer.gma.window_gate' \
+    && ok "phase 1 trained with the window of 64 (gma.window), its gate new" || bad "phase 1 without gma.window 64"
   [ "$(grep -c '^| [123] |' "$M/migration.md")" = 3 ] && grep -q 'Result: \*\*phase3\*\*' "$M/migration.md" \
     && ok "migration.md: a table row per phase and the result" || bad "migration.md: '$(cat "$M/migration.md")'"
   [ -f "$M/plots/phase1.train.dat" ] && [ -f "$M/plots/phase3.train.dat" ] && [ -f "$M/plots/plots.gp" ] \

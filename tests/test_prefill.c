@@ -65,6 +65,9 @@ static const char *g_cases[][2] = {
     {"sdpa", "model.pos=rope;sdpa.window=4"},
     {"sdpa", "model.pos=rope;sdpa.window=3;model.short_conv=4"},
     {"gma", "model.mixer=sdpa,gma;model.pos=rope;model.short_conv=4"}, /* gma takes no positions */
+    {"gma", "gma.window=4"},                            /* GMA and a ring of 4 rows: prompts past it wrap */
+    {"gma", "gma.window=3;model.short_conv=4;gma.routing=softmax"}, /* the core, the convolutions and the ring */
+    {"gma", "model.mixer=sdpa,gma;gma.window=1"},       /* a ring of one row */
 };
 enum { W = 24, V = 23, NEW = 6 };
 

@@ -6,6 +6,8 @@
  *   (gma.write "delta", §3.10: the gdn mixer's delta ops with route(K) as the keys, gate
  *   b_proj, and with gma.slot_decay the slots' decay logits slot_decay [H,Kc]);
  *   Hp = 1 with gma.shared_components, else H.
+ *   With gma.window W > 0 (the add write, §3.11; gma_window.h) the heads' outputs are mixed
+ *   per head with a sliding-window softmax attention over the same q, k, v before Wo.
  *   Parameters under PREFIX.gma.*: mu, var_raw [Hp,Kc,d], prior_logits [Hp,Kc] (gaussian),
  *   router.weight [Hp,Kc,d], router.bias [Hp,Kc] (softmax); memory [H,Kc,d] is a
  *   GROUP_BUFFER (checkpointed, never trained, updated by update_buffers after each training
@@ -27,6 +29,7 @@
 #include "nn/linear.h"
 #include "nn/mixers/cross.h"
 #include "nn/mixers/gma_core.h"
+#include "nn/mixers/gma_window.h"
 #include "nn/mixers/linear_core.h"
 #include "nn/mixers/mixer.h"
 
@@ -143,6 +146,7 @@ typedef struct GmaPriv {
     real *gq_buf;             /* query_resp's recomputed responsibilities (backend memory) */
     size_t gq_cap;
     MixerMonitor mon;
+    GmaWindow *win;           /* gma.window: the exact local window (gma_window.h); NULL without */
 } GmaPriv;
 
 static int gma_layers(const Config *c);
@@ -243,6 +247,7 @@ static Mixer *gma_create(const Config *c, int layer, ParamTable *pt, const char 
         return NULL;
     if (gcfg(c)->write == WRITE_DELTA && !cfg_causal(c)) /* also for callers that build without cfg_validate */
         return gma_errorf("key gma.write: \"delta\" (layer %d) is a causal recurrence", layer), NULL;
+    if (gma_window_need_ops(c) != 0) return NULL;
     Mixer *m = mixer_new(&mixer_gma, c, pt);
     GmaPriv *g = xcalloc(1, sizeof *g);
     const GmaCfg *gc = gcfg(c);
@@ -321,6 +326,7 @@ static Mixer *gma_create(const Config *c, int layer, ParamTable *pt, const char 
         snprintf(name, sizeof name, "%s.gma.slot_decay", prefix);
         m->p[P_SD] = pt_add2(pt, name, m->H, g->Kc, INIT_CONST, SLOT_DECAY_INIT, GROUP_MIXTURE);
     }
+    g->win = gma_window_create(m, c, pt, prefix);
     return m;
 }
 
@@ -372,7 +378,12 @@ static size_t gma_act(const Mixer *m, int B, int N) {
     if (g->delta) /* qh kh vh oh gq gk gb Sck */
         return 4 * hs + 2 * gs + (size_t)B * m->H * N + (size_t)B * m->H * n_ck(m, N) * g->Kc * m->d +
                attn_proj_act_size(m, B, N);
-    return 4 * hs + (size_t)B * m->H * N + (g->ema ? 2 * gs : 0) + attn_proj_act_size(m, B, N);
+    return 4 * hs + (size_t)B * m->H * N + (g->ema ? 2 * gs : 0) + (g->win ? gma_window_act(m, B, N) : 0) +
+           attn_proj_act_size(m, B, N);
+}
+/* gma.window's blocks: in act just before the projections' block, in scratch at its end */
+static real *win_act(const Mixer *m, const real *act, int B, int N) {
+    return attn_proj_act(m, act, B, N) - gma_window_act(m, B, N);
 }
 
 /* (batch, head) rows in one backward group (see the top of the file): at least gh, and as
@@ -407,7 +418,10 @@ static size_t gma_scratch(const Mixer *m, int B, int N) {
     if (g->ema) return 5 * hs + 2 * gs;
     if (g->delta) return 5 * hs + 2 * gs + 2 * (size_t)B * m->H * N; /* the backward's; the forward's is smaller */
     size_t grp = (g->Kc <= m->d ? 3 : 4) * (size_t)group_heads(m, B, N) * N * g->Kc; /* dgq in dk's rows when it fits */
-    return GMA_MAX(fwd_dec_scratch(m, B, N), 3 * hs + GMA_MAX(hs, grp));
+    return GMA_MAX(fwd_dec_scratch(m, B, N), 3 * hs + GMA_MAX(hs, grp)) + (g->win ? gma_window_scratch(m, B, N) : 0);
+}
+static real *win_scratch(const Mixer *m, real *scratch, int B, int N) {
+    return scratch + gma_scratch(m, B, N) - gma_window_scratch(m, B, N);
 }
 
 /* the Gaussian routing of queries and keys (forward 2, backward 4 products of 2 N Kc d a
@@ -422,7 +436,7 @@ static double gma_fused_flops(const Mixer *m, int B, int N, int causal) {
     if (g->delta) /* the routing's 2 + 4 products (the responsibilities are saved) and cpu_delta.c's 22 d Kc a token */
         return (g->softmax ? 0 : 2 * BH * 6 * 2.0 * N * g->Kc * m->d) + BH * N * g->Kc * m->d * 22;
     return route + linmix_flops(BH, N, g->Kc, m->d, causal, g->chunk) +
-           linmix_rescan_flops(BH, N, g->Kc, m->d, causal, g->chunk);
+           linmix_rescan_flops(BH, N, g->Kc, m->d, causal, g->chunk) + (g->win ? gma_window_flops(g->win, m, B, N, causal) : 0);
 }
 
 /* the saved activations; gq, gk only with the EMA memory (NULL: in scratch, recomputed) */
@@ -603,7 +617,9 @@ static void gma_forward(Mixer *m, const MixerCtx *c, real *y, const real *h, con
         delta_mix_forward(m, c, params, h, act, scratch);
     else
         gma_mix_forward(m, c, params, act, scratch);
-    attn_proj_out(m, params, y, a.oh, scratch, c->B, c->N);
+    const real *o = g->win ? gma_window_forward(g->win, m, c, params, a.qh, a.kh, a.vh, a.oh, win_act(m, act, c->B, c->N))
+                           : a.oh;
+    attn_proj_out(m, params, y, o, scratch, c->B, c->N);
 }
 
 /* incremental decoding: the routing of one token, then the linear core's state step, or a
@@ -614,7 +630,11 @@ static size_t gma_core_state(const Mixer *m) {
     if (g->delta) return (size_t)m->H * g->Kc * m->d; /* S [H,Kc,d] */
     return g->ema ? 0 : linmix_decode_state(m->H, g->Kc, m->d);
 }
-static size_t gma_dstate(const Mixer *m, int Nmax) { return gma_core_state(m) + attn_proj_state_size(m); }
+/* then gma.window's ring */
+static size_t gma_dstate(const Mixer *m, int Nmax) {
+    const GmaPriv *g = m->priv;
+    return gma_core_state(m) + attn_proj_state_size(m) + (g->win ? gma_window_state(g->win, m, Nmax) : 0);
+}
 static void gma_decode(Mixer *m, real *y, const real *h, const real *params, real *state, int B, int pos, int Nmax,
                        real *act, real *scratch) {
     const GmaPriv *g = m->priv;
@@ -644,7 +664,11 @@ static void gma_decode(Mixer *m, real *y, const real *h, const real *params, rea
         route_forward(m, params, a.gk, a.kh, B, 1);
         g_ops->linmix_step(a.oh, state, ss, a.gq, a.gk, a.vh, B, H, Kc, d, g->eps);
     }
-    attn_proj_out(m, params, y, a.oh, scratch, B, 1);
+    const real *o = a.oh;
+    if (g->win)
+        o = gma_window_step(g->win, m, params, state + gma_core_state(m) + attn_proj_state_size(m), ss, a.qh, a.kh, a.vh,
+                            a.oh, B, pos, Nmax, win_act(m, act, B, 1));
+    attn_proj_out(m, params, y, o, scratch, B, 1);
 }
 
 /* prefill: the linear core's state from the forward's keys, routed again (the forward keeps
@@ -667,6 +691,9 @@ static void gma_prefill(Mixer *m, const MixerCtx *c, const real *h, const real *
     route_forward(m, params, scratch, a.kh, c->B, c->N);
     mask_rows(scratch, c->keymask, c->B, m->H, c->N, g->Kc);
     linmix_prefill(state, gma_dstate(m, Nmax), scratch, a.vh, c->B, m->H, c->N, g->Kc, m->d);
+    if (g->win)
+        gma_window_prefill(g->win, m, c, a.kh, a.vh, state + gma_core_state(m) + attn_proj_state_size(m),
+                           gma_dstate(m, Nmax), Nmax);
 }
 
 /* The Dirichlet prior's gradient (docs/model.md §4.1), scale x dL/dl into the prior logits'
@@ -763,8 +790,12 @@ static void gma_backward(Mixer *m, const MixerCtx *c, real *dh, const real *dy, 
     }
     size_t hs = (size_t)B * N * m->D;
     real *doh = scratch, *dv = doh + hs, *dk = dv + hs;
-    attn_proj_out_backward(m, params, grads, doh, dy, carve(m, B, N, act).oh, doh, dv, B, N);
+    Acts a = carve(m, B, N, act);
+    real *wa = g->win ? win_act(m, act, B, N) : NULL, *ws = g->win ? win_scratch(m, scratch, B, N) : NULL;
+    attn_proj_out_backward(m, params, grads, doh, dy, g->win ? gma_window_mix(m, B, N, wa) : a.oh, doh, dv, B, N);
+    if (g->win) gma_window_backward_split(g->win, m, c, params, grads, doh, a.oh, wa, ws);
     real *tmp = gma_mix_backward(m, c, params, grads, act, scratch);
+    if (g->win) gma_window_backward_attn(g->win, m, c, doh, dk, dv, a.qh, a.kh, a.vh, wa, ws);
     attn_proj_qkv_conv_backward(m, c, params, grads, dh, h, doh, dk, dv, attn_proj_act(m, act, B, N), tmp);
 }
 
@@ -778,12 +809,14 @@ void gma_mix_step(Mixer *m, const real *params, real *oh, real *state, size_t st
 }
 
 int gma_cfg_memory(const Config *c) { return gcfg(c)->memory == MEMORY_EMA; }
+int gma_cfg_delta(const Config *c) { return gcfg(c)->write == WRITE_DELTA; }
 size_t gma_mix_step_state(const Mixer *m) { return linmix_decode_state(m->H, ((const GmaPriv *)m->priv)->Kc, m->d); }
 size_t gma_mix_step_scratch(const Mixer *m, int B) { return 2 * (size_t)B * m->H * ((const GmaPriv *)m->priv)->Kc; }
 
 static void gma_destroy(Mixer *m) {
     GmaPriv *g = m->priv;
     if (g->gq_buf) g_ops->free(g->gq_buf);
+    gma_window_destroy(g->win);
     free(m->priv);
     free(m);
 }

@@ -22,6 +22,8 @@ void gma_mix_step(Mixer *m, const real *params, real *oh, real *state, size_t st
 size_t gma_mix_step_state(const Mixer *m);
 /* 1 when c asks for the EMA memory (gma.memory "ema") */
 int gma_cfg_memory(const Config *c);
+/* 1 when c asks for the delta write (gma.write "delta") */
+int gma_cfg_delta(const Config *c);
 size_t gma_mix_step_scratch(const Mixer *m, int B);
 /* (batch, head) rows the backward of a B x N batch recomputes at once (gma.c: at least
  * D / (2 Kc) heads, more where the forward's scratch has room; whole batches from H on) */

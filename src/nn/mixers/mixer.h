@@ -221,6 +221,8 @@ int mixer_need(const char *mixer, int present, const char *op);
 const char *mixer_auto_choice(const Mixer *m, int N);
 /* model.auto_threshold's section (prefix model), owned by auto.c */
 extern const CfgSection auto_threshold_section;
+/* gma.window, gma.window_share: a stored section of gma_window.c (prefix gma) */
+extern const CfgSection gma_window_section;
 /* mixer "auto": its threshold (model.auto_threshold, or the calibrated one) */
 int mixer_auto_threshold(const Mixer *m);
 /* mixer "auto", for gradient checks of its distillation: on 1, the next forward's
@@ -306,6 +308,10 @@ void attn_proj_qkv_backward(const Mixer *m, const real *params, real *grads, rea
 /* ---- FLOP counts (MixerVT.fused_flops; mixer.c) ---- */
 /* the fused_flops of a mixer with no products outside the op table: 0 */
 double mixer_no_fused_flops(const Mixer *m, int B, int N, int causal);
+/* the tile products of the tiled softmax attention (ops.h attn_forward + attn_backward) over
+ * BH heads of N tokens, causal or not, with a sliding window W (0 = none): S and P V
+ * forward; S again, dP, dV, dK, dQ backward; 2 d each per visible (query, key) pair */
+double attn_tile_flops(double BH, int N, int d, int causal, int W);
 /* the products of the normalised linear mixing core (docs/model.md §3.1) over BH heads,
  * forward and backward, as the CPU backend runs them (cpu_linmix.c): bidirectional, or
  * causal in chunks of C; F features, d value channels */
@@ -333,6 +339,10 @@ void linmix_prefill(real *state, size_t ss, const real *phk, const real *v, int 
 /* the prefill of sdpa and sdpa_ref: the forward's k, v rows [B,H,N,d] (act: qh, kh, vh first)
  * into rows 0..N-1 of each head's cache of Nmax rows; with N > Nmax (sdpa.window's ring of
  * Nmax rows), the last Nmax tokens, token p in row p mod Nmax as attn_step leaves them */
+/* the ring copy of attn_mixer_prefill for any state layout: the forward's k, v rows [B,H,N,d]
+ * into the caches of Nmax rows (attn_decode_state) at cache + b ss, the last min(N, Nmax)
+ * tokens, token p in row p mod Nmax */
+void attn_ring_prefill(real *cache, size_t ss, const real *kh, const real *vh, int B, int H, int N, int d, int Nmax);
 void attn_mixer_prefill(Mixer *m, const MixerCtx *c, const real *h, const real *params, const real *act, real *state,
                         int Nmax, real *scratch);
 
