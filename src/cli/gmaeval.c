@@ -16,6 +16,7 @@
 #include "data/lm/dataid.h"
 #include "data/lm/lmmeta.h"
 #include "data/lm/prepare.h"
+#include "data/lm/recall.h"
 #include "model/checkpoint.h"
 #include "model/model.h"
 #include "cli/args/opts.h"
@@ -304,8 +305,8 @@ static int lm_json(const Args *a, const char *dir, const Config *cfg, const LmDa
     cJSON *o = cJSON_CreateObject();
     cJSON_AddStringToObject(o, "checkpoint", dir);
     cJSON_AddStringToObject(o, "data", a->data);
-    if (r->queries) cJSON_AddItemToObject(o, "recall", recall_json(r, &d->recall));
-    if (d->is_passkey) cJSON_AddItemToObject(o, "passkey", passkey_json(r));
+    if (r->queries) cJSON_AddItemToObject(o, "recall", recall_json(r, lmdata_task(d, DATA_recall)));
+    if (lmdata_task(d, DATA_passkey)) cJSON_AddItemToObject(o, "passkey", passkey_json(r));
     if (r->n_buckets) cJSON_AddItemToObject(o, "position_buckets", buckets_json(r, N));
     cJSON_AddNumberToObject(o, "seq_len", N);
     if (cross_cfg(cfg)->mixer != CROSS_NONE) cJSON_AddNumberToObject(o, "ctx_len", cross_cfg(cfg)->ctx_len);
@@ -328,26 +329,26 @@ static int lm_json(const Args *a, const char *dir, const Config *cfg, const LmDa
 }
 
 /* labelled values: ppl; word ppl when the data counts words; acc where it is the measure
- * (the recall task); the JSON has them all */
+ * (the generated tasks: LmSource.scored); the JSON has them all */
 static void lm_print(const Args *a, const char *dir, const Config *cfg, const LmData *d, int split, int split_file,
                      const EvalResult *r, double dt, double bytes) {
     char nt[32], nw[32], nwin[32];
-    printf("checkpoint %s | data %s\n", dir, split_file ? a->data : d->is_recall ? "recall"
-           : d->is_mqar ? "mqar" : d->is_passkey ? "passkey" : d->is_xmqar ? "xmqar" : cfg->data.path);
+    printf("checkpoint %s | data %s\n", dir, split_file ? a->data : d->src->label ? d->src->label : cfg->data.path);
     printf("%s loss %.4f | ppl %.3f", a->text ? "text" : split_file ? "file" : lmdata_split_name(split), r->loss, r->ppl);
     if (r->word_ppl > 0) printf(" | word ppl %.3f (%s words)", r->word_ppl, fmt_count(nw, sizeof nw, r->words));
     if (bytes > 0) printf(" | bits/byte %.4f", r->loss * r->tokens / (bytes * M_LN2));
-    if (d->is_recall || d->is_mqar || d->is_passkey || d->is_xmqar) printf(" | acc %.4f", r->acc);
+    if (d->src->scored) printf(" | acc %.4f", r->acc);
     printf(" | %s tokens in %s windows | %.1f s\n", fmt_count(nt, sizeof nt, r->tokens),
            fmt_count(nwin, sizeof nwin, (double)r->windows), dt);
-    if (r->queries) recall_print(r, &d->recall);
-    if (d->is_passkey) passkey_print(r);
+    if (r->queries) recall_print(r, lmdata_task(d, DATA_recall));
+    if (lmdata_task(d, DATA_passkey)) passkey_print(r);
     if (r->n_buckets) buckets_print(r, r->window);
 }
 
-/* the data: a split of the run's (its directory found wherever the run and the data went,
- * lmmeta_find_data; only that split opened) or a shard file; *split set. 0 or 2. */
-static int open_data(LmData *d, Config *cfg, const Args *a, const char *dir, int *split) {
+/* the data at windows of N tokens: a split of the run's (its directory found wherever the
+ * run and the data went, lmmeta_find_data; only that split opened) or a shard file; *split
+ * set. 0 or 2. */
+static int open_data(LmData *d, Config *cfg, const Args *a, const char *dir, int N, int *split) {
     if ((*split = lmdata_split_index(a->data)) < 0) {
         if (lmdata_open_file(d, a->data) != 0) return fail(2);
         if (check_identity(dir, NULL, a->data) != 0) return lmdata_close(d), fail(2);
@@ -369,7 +370,8 @@ static int open_data(LmData *d, Config *cfg, const Args *a, const char *dir, int
             snprintf(cfg->data.path, sizeof cfg->data.path, "%s", found);
             if (check_identity(dir, found, NULL) != 0) return fail(2);
         }
-        if (lmdata_open_splits(d, cfg, 1u << *split, *split) != 0) return fail(2);
+        LmSpec spec = lmdata_spec(cfg, N);
+        if (lmdata_open_splits(d, &spec, 1u << *split, *split) != 0) return fail(2);
     }
     if (d->vocab > (uint32_t)cfg->model.vocab_size) {
         fprintf(stderr, "gmaeval: %s: vocabulary %u is larger than the model's %d\n", a->data, d->vocab, cfg->model.vocab_size);
@@ -457,7 +459,7 @@ static int eval_lm(const Args *a, Config *cfg, const char *dir, int B, int N) {
         fprintf(stderr, "gmaeval: --bucket-size %d makes more than %d buckets of a window of %d\n", a->bucket, EVAL_MAX_BUCKETS, N);
         return 2;
     }
-    if ((rc = a->text ? open_text(&d, cfg, a, dir, &ids, &bytes) : open_data(&d, cfg, a, dir, &split)) != 0 ||
+    if ((rc = a->text ? open_text(&d, cfg, a, dir, &ids, &bytes) : open_data(&d, cfg, a, dir, N, &split)) != 0 ||
         (rc = load_model(&m, a, cfg, dir, B, N)) != 0)
         return free(ids), rc;
     double t0 = gma_now();
@@ -466,7 +468,7 @@ static int eval_lm(const Args *a, Config *cfg, const char *dir, int B, int N) {
     if (r.tokens == 0) { /* a loss of 0 over no token is no figure: e.g. MQAR examples longer than the window */
         fprintf(stderr, "gmaeval: %s: no token of %s%s%s was scored in %ld windows of %d tokens%s\n", dir,
                 split_file ? "" : "the ", split_file ? a->data : lmdata_split_name(split), split_file ? "" : " split", r.windows, N,
-                d.is_mqar || d.is_recall || d.is_passkey || d.is_xmqar
+                d.src->scored
                     ? ": every example's targets lie past the window (give a --seq-len that holds the data's examples)"
                     : "");
         return 2;
@@ -538,8 +540,6 @@ int main(int argc, char **argv) {
         return 2;
     }
     if (a.stride >= 0) cfg.data.eval_stride = a.stride;
-    cfg.train.seq_len = N;
-    if (a.ctx_len && cfg_validate(&cfg) != 0) return fail(2); /* the cross and data keys of the new window */
     if (ops_select(cfg.device) != 0) return fail(2);
     ops_set_threads(cfg.threads);
     if (cfg.model.task == MODEL_CLASSIFY && a.text) {

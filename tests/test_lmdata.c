@@ -1,0 +1,128 @@
+/* test_lmdata.c: the data sources' registry and dispatcher (data/lm/lm_sources.h, lmdata.h):
+ * every row has a reader and its config section in the reference, the enum and the choices
+ * come from the rows; a source opens from its spec's window, never train.seq_len; the rows
+ * a data-parallel rank draws are those rows of the global batch, for every source; "cls"
+ * is refused by the language-model reader. */
+#include <string.h>
+
+#include "data/lm/lmdata.h"
+#include "data/lm/recall.h"
+#include "data/lm/shard.h"
+#include "testutil.h"
+
+START_TEST(test_registry_rows) {
+    const char *names[] = {"recall", "mqar", "passkey", "xmqar", "shards", "cls"};
+    ck_assert_int_eq(N_DATA_SOURCES, 6);
+    ck_assert_str_eq(DATA_SOURCE_CHOICES, "recall|mqar|passkey|xmqar|shards|cls");
+    for (int i = 0; i < N_DATA_SOURCES; i++) {
+        const LmSource *s = lmdata_source(i);
+        ck_assert_ptr_nonnull(s);
+        ck_assert_str_eq(s->name, names[i]);
+        if (i == DATA_cls) { /* no reader: train/cls_task.c loads it */
+            ck_assert(!s->open && s->needs_path);
+            continue;
+        }
+        ck_assert_msg(s->open && s->train_example && s->eval_count && s->eval_example, "%s: a reader without a part", s->name);
+        ck_assert_int_eq(s->needs_path, i == DATA_shards);
+        ck_assert_int_eq(s->scored, i != DATA_shards); /* the generated tasks */
+        ck_assert(!s->scored || (s->label && !strcmp(s->label, s->name)));
+        /* its own keys are in the reference: data.NAME_* for the generated sources */
+        if (s->section) {
+            char key[64];
+            snprintf(key, sizeof key, "data.%s", s->section->keys[0].key);
+            Config c;
+            cfg_defaults(&c);
+            ck_assert_msg(!strncmp(s->section->keys[0].key, s->name, strlen(s->name)), "%s", key);
+            ck_assert_msg(cfg_num(&c, key) > 0, "%s", key); /* the vocabulary: in the reference, or cfg_num aborts */
+        }
+    }
+    ck_assert_ptr_null(lmdata_source(N_DATA_SOURCES));
+    ck_assert_ptr_null(lmdata_source(-1));
+    /* cls through the language-model reader: one line naming the key */
+    Config c;
+    cfg_defaults(&c);
+    ck_assert_int_eq(cfg_set(&c, "data.source=cls"), 0);
+    LmSpec s = lmdata_spec(&c, 16);
+    LmData d;
+    ck_assert_int_ne(lmdata_open(&d, &s), 0);
+    ck_assert_msg(strstr(gma_error(), "key data.source") && strstr(gma_error(), "cls"), "%s", gma_error());
+}
+END_TEST
+
+/* the window is the spec's: recall opened at 24 with train.seq_len 64 writes windows of 24 */
+START_TEST(test_spec_window) {
+    Config c;
+    cfg_defaults(&c);
+    tu_apply_sets(&c, "data.source=recall;data.recall_pairs=4;train.seq_len=64;model.max_seq_len=64;seed=9");
+    LmSpec s = lmdata_spec(&c, 24);
+    ck_assert_int_eq(s.window, 24);
+    ck_assert(s.seed == 9 && s.source == DATA_recall && s.section);
+    LmData d;
+    ck_assert_msg(lmdata_open(&d, &s) == 0, "%s", gma_error());
+    const RecallTask *t = lmdata_task(&d, DATA_recall);
+    ck_assert_ptr_nonnull(t);
+    ck_assert_ptr_null(lmdata_task(&d, DATA_mqar));
+    ck_assert_int_eq(t->seq_len, 24);
+    ck_assert_int_eq(c.train.seq_len, 64);
+    int32_t tok[24], tgt[24], want[24], wt[24];
+    ck_assert_int_eq(lmdata_eval_batch(&d, SPLIT_VALID, 3, 1, 24, tok, tgt), 1);
+    RecallTask ref;
+    ck_assert_int_eq(recall_init(&ref, 64, 4, 0, 24, 9), 0);
+    recall_example(&ref, SPLIT_VALID, 3, want, wt);
+    ck_assert(!memcmp(tok, want, sizeof want) && !memcmp(tgt, wt, sizeof wt));
+    lmdata_close(&d);
+    /* a window too short for the pairs: refused at open, naming the window's key */
+    s = lmdata_spec(&c, 8);
+    ck_assert_int_ne(lmdata_open(&d, &s), 0);
+    ck_assert_msg(strstr(gma_error(), "key train.seq_len"), "%s", gma_error());
+}
+END_TEST
+
+/* rows [first, first+B) of lmdata_train_batch_part are those rows of the whole global batch,
+ * and the rng ends where the whole batch leaves it, for every source */
+START_TEST(test_batch_part_every_source) {
+    const char *dir = tu_path("shards");
+    ck_assert_int_eq(gma_mkdirs(dir), 0);
+    uint32_t ids[500];
+    for (int i = 0; i < 500; i++) ids[i] = (uint32_t)(i * 7 % 50);
+    char p[2100];
+    snprintf(p, sizeof p, "%s/train.bin", dir);
+    ck_assert_int_eq(shard_write(p, ids, 500, 50), 0);
+    const char *sets[] = {"data.source=recall", "data.source=mqar", "data.source=passkey",
+                          "data.source=xmqar;data.xmqar_ctx=16", "data.source=shards"};
+    for (int i = 0; i < (int)(sizeof sets / sizeof *sets); i++) {
+        Config c;
+        cfg_defaults(&c);
+        tu_apply_sets(&c, "model.max_seq_len=64;train.seq_len=64");
+        snprintf(c.data.path, sizeof c.data.path, "%s", dir);
+        tu_apply_sets(&c, sets[i]);
+        LmSpec s = lmdata_spec(&c, 64);
+        LmData d;
+        ck_assert_msg(lmdata_open(&d, &s) == 0, "%s: %s", sets[i], gma_error());
+        enum { G = 4, F = 1, B = 2, N = 64 };
+        int32_t tok[G * N], tgt[G * N], pt[B * N], pg[B * N];
+        Rng a, b;
+        rng_seed(&a, 5), rng_seed(&b, 5);
+        lmdata_train_batch(&d, &a, 3, G, N, tok, tgt);
+        lmdata_train_batch_part(&d, &b, 3, G, F, B, N, pt, pg);
+        ck_assert_msg(!memcmp(pt, tok + F * N, sizeof pt) && !memcmp(pg, tgt + F * N, sizeof pg), "%s", sets[i]);
+        ck_assert_msg(rng_below(&a, 1000000) == rng_below(&b, 1000000), "%s: the rng", sets[i]);
+        int scored = 0;
+        for (int j = 0; j < G * N; j++) scored += tgt[j] >= 0;
+        ck_assert_msg(scored > 0, "%s: nothing scored", sets[i]);
+        lmdata_close(&d);
+    }
+}
+END_TEST
+
+Suite *make_suite(void) {
+    Suite *s = suite_create("language-model data sources");
+    TCase *tc = tcase_create("lmdata");
+    tcase_add_test(tc, test_registry_rows);
+    tcase_add_test(tc, test_spec_window);
+    tcase_add_test(tc, test_batch_part_every_source);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+GMA_TEST_MAIN()
