@@ -2,10 +2,13 @@
  * every row has a reader and its config section in the reference, the enum and the choices
  * come from the rows; a source opens from its spec's window, never train.seq_len; the rows
  * a data-parallel rank draws are those rows of the global batch, for every source; "cls"
- * is refused by the language-model reader. */
+ * is refused by the language-model reader; the data's identity against a run's
+ * (dataid_check, gmatrain --resume's and gmaeval's one check). */
 #include <string.h>
 
+#include "data/lm/dataid.h"
 #include "data/lm/lmdata.h"
+#include "data/lm/lmmeta.h"
 #include "data/lm/recall.h"
 #include "data/lm/shard.h"
 #include "testutil.h"
@@ -115,12 +118,51 @@ START_TEST(test_batch_part_every_source) {
 }
 END_TEST
 
+/* shards of vocabulary V in dir (train and valid) */
+static void make_shards(const char *dir, uint32_t V) {
+    ck_assert_int_eq(gma_mkdirs(dir), 0);
+    uint32_t ids[64];
+    for (int i = 0; i < 64; i++) ids[i] = (uint32_t)i % V;
+    char p[2100];
+    snprintf(p, sizeof p, "%s/train.bin", dir);
+    ck_assert_int_eq(shard_write(p, ids, 64, V), 0);
+    snprintf(p, sizeof p, "%s/valid.bin", dir);
+    ck_assert_int_eq(shard_write(p, ids, 32, V), 0);
+}
+
+START_TEST(test_identity_check) {
+    const char *a = tu_path("id_a"), *b = tu_path("id_b"), *run = tu_path("id_run");
+    make_shards(a, 50);
+    make_shards(b, 60);
+    ck_assert_int_eq(gma_mkdirs(run), 0);
+    char what[512] = "";
+    ck_assert_int_eq(dataid_check(run, a, NULL, 1, what, sizeof what), 0); /* no data.json: nothing recorded */
+    ck_assert_msg(lmmeta_write_run(run, a, a) == 0, "%s", gma_error());
+    ck_assert_int_eq(dataid_check(run, a, NULL, 1, what, sizeof what), 1);
+    ck_assert_int_eq(dataid_check(run, b, NULL, 0, what, sizeof what), 2);
+    ck_assert_msg(strstr(what, "vocabulary 50 there, 60 here"), "%s", what);
+    char f[2100];
+    snprintf(f, sizeof f, "%s/valid.bin", a); /* a bare shard: its vocabulary alone */
+    ck_assert_int_eq(dataid_check(run, NULL, f, 0, what, sizeof what), 1);
+    snprintf(f, sizeof f, "%s/valid.bin", b);
+    ck_assert_int_eq(dataid_check(run, NULL, f, 0, what, sizeof what), 2);
+    /* the shards too with shards 1: another valid.bin in a (its header differs) */
+    uint32_t ids[30] = {0};
+    snprintf(f, sizeof f, "%s/valid.bin", a);
+    ck_assert_int_eq(shard_write(f, ids, 30, 50), 0);
+    ck_assert_int_eq(dataid_check(run, a, NULL, 0, what, sizeof what), 1);
+    ck_assert_int_eq(dataid_check(run, a, NULL, 1, what, sizeof what), 2);
+    ck_assert_msg(strstr(what, "valid"), "%s", what);
+}
+END_TEST
+
 Suite *make_suite(void) {
     Suite *s = suite_create("language-model data sources");
     TCase *tc = tcase_create("lmdata");
     tcase_add_test(tc, test_registry_rows);
     tcase_add_test(tc, test_spec_window);
     tcase_add_test(tc, test_batch_part_every_source);
+    tcase_add_test(tc, test_identity_check);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -140,16 +140,11 @@ static int fail(int code) {
 static int check_identity(const char *ckdir, const char *data_dir, const char *file) {
     char run[2048], what[512];
     if (lmmeta_run_dir(ckdir, run, sizeof run) != 0) return 0;
-    DataId want, have;
-    int got = dataid_of_run(run, &want);
-    if (got <= 0) return got;
-    if ((file ? dataid_of_file(file, &have) : dataid_of_dir(data_dir, &have)) != 0) return -1;
-    if (file && !have.tokenizer[0]) /* a bare shard: its vocabulary alone */
-        snprintf(have.tokenizer, sizeof have.tokenizer, "%s", want.tokenizer);
-    if (dataid_diff(&want, &have, 0, what, sizeof what))
+    int rc = dataid_check(run, data_dir, file, 0, what, sizeof what);
+    if (rc == 2)
         return gma_errorf("%s is not data of the tokenizer %s was trained on: %s (%s/data.json)", file ? file : data_dir, run,
                           what, run);
-    return 0;
+    return rc < 0 ? -1 : 0;
 }
 
 /* the classifier's figures as JSON: 0, or 1 with one line */
