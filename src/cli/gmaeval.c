@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "core/config.h"
+#include "core/json_nums.h"
 #include "data/lm/lmdata.h"
 #include "data/lm/dataid.h"
 #include "data/lm/lmmeta.h"
@@ -154,10 +155,8 @@ static int cls_json(const char *json, const Config *cfg, const char *dir, const 
     cJSON_AddStringToObject(o, "data", data);
     cJSON_AddStringToObject(o, "task", cfg_enum_name(cfg, "data.task"));
     cJSON_AddStringToObject(o, "path", cfg->data.path);
-    cJSON_AddNumberToObject(o, "examples", (double)r->examples);
-    cJSON_AddNumberToObject(o, "loss", r->loss);
-    cJSON_AddNumberToObject(o, "acc", r->acc);
-    cJSON_AddNumberToObject(o, "seconds", dt);
+    const JsonNum figures[] = {{"examples", (double)r->examples}, {"loss", r->loss}, {"acc", r->acc}, {"seconds", dt}};
+    json_add_nums(o, figures, JSON_NUMS_N(figures));
     return write_json(json, o) ? fail(1) : 0;
 }
 
@@ -222,15 +221,14 @@ static void recall_print(const EvalResult *r, const RecallTask *t) {
 static cJSON *recall_json(const EvalResult *r, const RecallTask *t) {
     int K = (t->vocab - 2) / 2;
     cJSON *o = cJSON_CreateObject(), *q = cJSON_AddArrayToObject(o, "by_query");
-    cJSON_AddNumberToObject(o, "queries", r->queries);
-    cJSON_AddNumberToObject(o, "most_frequent", r->base_freq);
-    cJSON_AddNumberToObject(o, "most_frequent_unanswered", r->base_unans);
-    cJSON_AddNumberToObject(o, "chance", 1.0 / (t->vocab - 2 - K));
+    const JsonNum figures[] = {{"queries", r->queries}, {"most_frequent", r->base_freq},
+                               {"most_frequent_unanswered", r->base_unans}, {"chance", 1.0 / (t->vocab - 2 - K)}};
+    json_add_nums(o, figures, JSON_NUMS_N(figures));
     for (int i = 0; i < GMA_MIN(r->queries, RECALL_EVAL_Q); i++) {
         cJSON *e = cJSON_CreateObject();
-        cJSON_AddNumberToObject(e, "acc", r->query_acc[i]);
-        cJSON_AddNumberToObject(e, "most_frequent", r->query_freq[i]);
-        cJSON_AddNumberToObject(e, "most_frequent_unanswered", r->query_unans[i]);
+        const JsonNum query[] = {{"acc", r->query_acc[i]}, {"most_frequent", r->query_freq[i]},
+                                 {"most_frequent_unanswered", r->query_unans[i]}};
+        json_add_nums(e, query, JSON_NUMS_N(query));
         cJSON_AddItemToArray(q, e);
     }
     return o;
@@ -247,17 +245,15 @@ static void passkey_print(const EvalResult *r) {
 
 static cJSON *passkey_json(const EvalResult *r) {
     cJSON *o = cJSON_CreateObject();
-    cJSON_AddNumberToObject(o, "examples", r->pk_examples);
-    cJSON_AddNumberToObject(o, "exact", r->pk_exact);
-    cJSON_AddNumberToObject(o, "digit", r->pk_digit);
+    const JsonNum figures[] = {{"examples", r->pk_examples}, {"exact", r->pk_exact}, {"digit", r->pk_digit}};
+    json_add_nums(o, figures, JSON_NUMS_N(figures));
     cJSON *a = cJSON_AddArrayToObject(o, "by_depth");
     for (int b = 0; b < PASSKEY_DEPTH_BUCKETS; b++) {
         cJSON *e = cJSON_CreateObject();
-        cJSON_AddNumberToObject(e, "from", (double)b / PASSKEY_DEPTH_BUCKETS);
-        cJSON_AddNumberToObject(e, "to", (double)(b + 1) / PASSKEY_DEPTH_BUCKETS);
-        cJSON_AddNumberToObject(e, "examples", r->pk_depth_n[b]);
-        cJSON_AddNumberToObject(e, "exact", r->pk_depth_exact[b]);
-        cJSON_AddNumberToObject(e, "digit", r->pk_depth_digit[b]);
+        const JsonNum depth[] = {{"from", (double)b / PASSKEY_DEPTH_BUCKETS}, {"to", (double)(b + 1) / PASSKEY_DEPTH_BUCKETS},
+                                 {"examples", r->pk_depth_n[b]}, {"exact", r->pk_depth_exact[b]},
+                                 {"digit", r->pk_depth_digit[b]}};
+        json_add_nums(e, depth, JSON_NUMS_N(depth));
         cJSON_AddItemToArray(a, e);
     }
     return o;
@@ -284,11 +280,10 @@ static cJSON *buckets_json(const EvalResult *r, int N) {
     cJSON *a = cJSON_AddArrayToObject(o, "buckets");
     for (int i = 0; i < r->n_buckets; i++) {
         cJSON *e = cJSON_CreateObject();
-        cJSON_AddNumberToObject(e, "from", (double)i * r->bucket);
-        cJSON_AddNumberToObject(e, "to", GMA_MIN((double)(i + 1) * r->bucket, (double)N));
-        cJSON_AddNumberToObject(e, "tokens", r->bucket_tokens[i]);
-        cJSON_AddNumberToObject(e, "loss", r->bucket_loss[i]);
-        cJSON_AddNumberToObject(e, "ppl", r->bucket_tokens[i] > 0 ? exp(r->bucket_loss[i]) : 0);
+        const JsonNum bucket[] = {{"from", (double)i * r->bucket}, {"to", GMA_MIN((double)(i + 1) * r->bucket, (double)N)},
+                                  {"tokens", r->bucket_tokens[i]}, {"loss", r->bucket_loss[i]},
+                                  {"ppl", r->bucket_tokens[i] > 0 ? exp(r->bucket_loss[i]) : 0}};
+        json_add_nums(e, bucket, JSON_NUMS_N(bucket));
         cJSON_AddItemToArray(a, e);
     }
     return o;
@@ -305,12 +300,9 @@ static int lm_json(const Args *a, const char *dir, const Config *cfg, const LmDa
     if (r->n_buckets) cJSON_AddItemToObject(o, "position_buckets", buckets_json(r, N));
     cJSON_AddNumberToObject(o, "seq_len", N);
     if (cross_cfg(cfg)->mixer != CROSS_NONE) cJSON_AddNumberToObject(o, "ctx_len", cross_cfg(cfg)->ctx_len);
-    cJSON_AddNumberToObject(o, "stride", cfg->data.eval_stride);
-    cJSON_AddNumberToObject(o, "windows", (double)r->windows);
-    cJSON_AddNumberToObject(o, "tokens", r->tokens);
-    cJSON_AddNumberToObject(o, "loss", r->loss);
-    cJSON_AddNumberToObject(o, "ppl", r->ppl);
-    cJSON_AddNumberToObject(o, "acc", r->acc);
+    const JsonNum figures[] = {{"stride", cfg->data.eval_stride}, {"windows", (double)r->windows}, {"tokens", r->tokens},
+                               {"loss", r->loss}, {"ppl", r->ppl}, {"acc", r->acc}};
+    json_add_nums(o, figures, JSON_NUMS_N(figures));
     if (r->word_ppl > 0) {
         cJSON_AddNumberToObject(o, "words", r->words);
         cJSON_AddNumberToObject(o, "word_ppl", r->word_ppl);
