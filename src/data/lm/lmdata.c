@@ -206,7 +206,6 @@ int lmdata_open_tokens(LmData *d, const char *name, const uint32_t *ids, uint64_
 /* a random window of N+1 tokens of the train shard, drawn for every row of the global batch */
 static void shards_train_example(const LmData *d, Rng *rng, uint64_t batch, uint64_t index, int N, int32_t *tok,
                                  int32_t *tgt) {
-    (void)batch, (void)index;
     const TokenShard *s = &d->shard[SPLIT_TRAIN];
     uint64_t span = s->count > (uint64_t)N + 1 ? s->count - N - 1 : 0;
     uint64_t start = span ? rng_below(rng, span + 1) : 0;

@@ -186,7 +186,6 @@ static const CfgSection mqar_cfg_section = {"mqar", sizeof(MqarCfg), g_mqar_keys
  * gmaeval opens one split at its own window), test the test lengths, of which one at least
  * must fit the window it is evaluated at */
 static int mqar_open(LmData *d, const LmSpec *s, unsigned mask, int required) {
-    (void)required;
     const MqarCfg *g = s->section;
     MqarTask *t = d->task = xcalloc(1, sizeof *t);
     if (mqar_init(t, g->vocab, g->power_a, g->filler, s->seed) != 0 ||
@@ -205,7 +204,6 @@ static int mqar_open(LmData *d, const LmSpec *s, unsigned mask, int required) {
 
 /* one length per batch, cycling over data.mqar_lengths */
 static void mqar_train(const LmData *d, Rng *rng, uint64_t batch, uint64_t index, int N, int32_t *tok, int32_t *tgt) {
-    (void)rng;
     if (tok) mqar_example(d->task, SPLIT_TRAIN, mqar_train_entry(d->task, batch), index, N, tok, tgt);
 }
 

@@ -114,7 +114,6 @@ static int passkey_check(const LmSpec *s) {
 /* the training lengths within the window when train is opened; the window (gmaeval's
  * --seq-len for test) holds one example */
 static int passkey_open(LmData *d, const LmSpec *s, unsigned mask, int required) {
-    (void)required;
     const PasskeyCfg *p = s->section;
     PasskeyTask *t = d->task = xcalloc(1, sizeof *t);
     if (passkey_init(t, p, s->seed, (mask & 1u) ? s->window : 0) != 0) return -1;
@@ -127,7 +126,6 @@ static int passkey_open(LmData *d, const LmSpec *s, unsigned mask, int required)
 
 /* one length per batch, cycling over data.passkey_lengths */
 static void passkey_train(const LmData *d, Rng *rng, uint64_t batch, uint64_t index, int N, int32_t *tok, int32_t *tgt) {
-    (void)rng;
     if (tok) passkey_example(d->task, SPLIT_TRAIN, index, passkey_train_len(d->task, batch, N), N, tok, tgt);
 }
 

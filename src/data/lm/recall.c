@@ -129,7 +129,6 @@ static int recall_check(const LmSpec *s) {
 }
 
 static int recall_open(LmData *d, const LmSpec *s, unsigned mask, int required) {
-    (void)mask, (void)required;
     const RecallCfg *rc = s->section;
     RecallTask *t = d->task = xcalloc(1, sizeof *t);
     if (recall_init(t, rc->vocab, rc->pairs, rc->queries, s->window, s->seed) != 0) return -1;
@@ -138,12 +137,10 @@ static int recall_open(LmData *d, const LmSpec *s, unsigned mask, int required) 
 }
 
 static void recall_train(const LmData *d, Rng *rng, uint64_t batch, uint64_t index, int N, int32_t *tok, int32_t *tgt) {
-    (void)rng, (void)batch, (void)N;
     if (tok) recall_example(d->task, SPLIT_TRAIN, index, tok, tgt);
 }
 
 static void recall_eval(const LmData *d, int split, uint64_t w, int N, int32_t *tok, int32_t *tgt) {
-    (void)N;
     recall_example(d->task, split, w, tok, tgt);
 }
 

@@ -92,7 +92,6 @@ static int xmqar_check(const LmSpec *s) {
 }
 
 static int xmqar_open(LmData *d, const LmSpec *s, unsigned mask, int required) {
-    (void)mask, (void)required;
     const XmqarCfg *x = s->section;
     XmqarTask *t = d->task = xcalloc(1, sizeof *t);
     if (xmqar_init(t, x, s->seed, s->window) != 0) return -1;
@@ -101,7 +100,6 @@ static int xmqar_open(LmData *d, const LmSpec *s, unsigned mask, int required) {
 }
 
 static void xmqar_train(const LmData *d, Rng *rng, uint64_t batch, uint64_t index, int N, int32_t *tok, int32_t *tgt) {
-    (void)rng, (void)batch, (void)N;
     if (tok) xmqar_example(d->task, SPLIT_TRAIN, index, tok, tgt);
 }
 
