@@ -10,6 +10,7 @@
 
 #include "analysis/route_plots.h"
 #include "analysis/routing.h"
+#include "data/lm/recall.h"
 #include "data/text/tokenizer.h"
 #include "ops/ops.h"
 
@@ -60,8 +61,9 @@ static void categories(Pass *p, const Config *cfg, const LmData *d, const RouteE
     int ncat;
     const char *const *names;
     p->cat = xcalloc(p->V, sizeof(int));
-    if (d->is_recall) {
-        int K = (d->recall.vocab - 2) / 2;
+    const RecallTask *rt = lmdata_task(d, DATA_recall);
+    if (rt) {
+        int K = (rt->vocab - 2) / 2;
         for (int i = 0; i < p->V; i++) p->cat[i] = i == 0 ? 0 : i == 1 ? 1 : i < 2 + K ? 2 : 3;
         ncat = 4, names = RECALL_CATS;
     } else {
@@ -157,7 +159,7 @@ static int pass_run(Pass *p, Model *m, const LmData *d, int split) {
         if (model_forward(m, p->tok, p->tgt, p->B, p->N, NULL, 0, &st, 0, 0) != 0) return -1;
         /* shards: the scored positions; recall (only query keys are scored): every non-pad input */
         for (long i = 0; i < BN; i++)
-            p->score[i] = i < (long)filled * p->N && (d->is_recall ? p->tok[i] != 0 : p->tgt[i] >= 0);
+            p->score[i] = i < (long)filled * p->N && (d->source == DATA_recall ? p->tok[i] != 0 : p->tgt[i] >= 0);
         for (int s = 0; s < p->L; s++) take_layer(p, m, s, b, filled, w0);
         if (p->df)
             for (int i = 0; i < filled && w0 + i < p->W; i++)

@@ -174,15 +174,14 @@ static int resume_check(Run *r, const char *dir) {
  * run; on resume (the run or the data may have moved) the first that exists of
  * RUN/data.json's absolute path, data.path from here, data.path from the run folder's
  * parent or grandparent (lmmeta_find_data), unless --set data.path changed it. */
-static char g_data_dir[CFG_STR];
-static int find_data(const Run *r) {
+static int find_data(Run *r) {
     const char *p = r->cfg.data.path;
-    snprintf(g_data_dir, sizeof g_data_dir, "%s", p);
+    snprintf(r->data_dir, sizeof r->data_dir, "%s", p);
     if (r->cfg.data.source != DATA_shards || !p[0] || !r->o.resume_dir) return 0;
     char recorded[CFG_STR];
     lmmeta_run_field(r->o.run_dir, "path", recorded, sizeof recorded);
     const char *override = recorded[0] && strcmp(recorded, p) ? p : NULL;
-    return lmmeta_find_data(p, r->o.run_dir, override, "--set data.path=DIR", g_data_dir, sizeof g_data_dir);
+    return lmmeta_find_data(p, r->o.run_dir, override, "--set data.path=DIR", r->data_dir, sizeof r->data_dir);
 }
 
 /* A resume continues on the data its run was made on: the identity RUN/data.json records
@@ -194,20 +193,18 @@ static int check_identity(Run *r) {
     char ck[2048], run[2048], what[512];
     if (ckpt_resolve(r->o.resume_dir, ck, sizeof ck) != 0) return 0; /* said when the checkpoint is loaded */
     lmmeta_run_dir(ck, run, sizeof run);
-    DataId want, have;
-    int got = dataid_of_run(run, &want);
-    if (got < 0) return TRAIN_BAD_INPUT;
-    if (got == 0) {
+    int rc = dataid_check(run, r->data_dir, NULL, 1, what, sizeof what);
+    if (rc < 0) return TRAIN_BAD_INPUT;
+    if (rc == 0) {
         if (!r->quiet)
             fprintf(stderr, "gmatrain: warning: %s/data.json records no data identity (a run made before identities were "
-                            "kept): the data at %s is not checked against the checkpoints\n", run, g_data_dir);
+                            "kept): the data at %s is not checked against the checkpoints\n", run, r->data_dir);
         return 0;
     }
-    if (dataid_of_dir(g_data_dir, &have) != 0) return TRAIN_BAD_INPUT;
-    if (dataid_diff(&want, &have, 1, what, sizeof what))
+    if (rc == 2)
         return gma_errorf("%s is not the data %s was trained on: %s (%s/data.json); a resume continues on the same data: "
                           "to train these weights on other data, start a new run with --init-from %s",
-                          g_data_dir, run, what, run, run),
+                          r->data_dir, run, what, run, run),
                TRAIN_BAD_INPUT;
     r->data_checked = 1;
     return 0;
@@ -220,8 +217,8 @@ static int write_data_json(const Run *r) {
     const char *dir = r->o.run_dir;
     char p[2100];
     snprintf(p, sizeof p, "%s/data.json", dir);
-    if (!r->o.resume_dir || !gma_path_exists(p)) return lmmeta_write_run(dir, r->cfg.data.path, g_data_dir);
-    return r->data_checked ? lmmeta_update_location(dir, r->cfg.data.path, g_data_dir) : 0;
+    if (!r->o.resume_dir || !gma_path_exists(p)) return lmmeta_write_run(dir, r->cfg.data.path, r->data_dir);
+    return r->data_checked ? lmmeta_update_location(dir, r->cfg.data.path, r->data_dir) : 0;
 }
 
 /* --init-from: the fresh model takes every tensor of the checkpoint whose name and shape
@@ -375,7 +372,7 @@ int run_open(Run *r, const Config *cfg, const TrainerOptions *o) {
      * checkpoints and data.json keep data.path as given */
     char user[CFG_STR];
     snprintf(user, sizeof user, "%s", r->cfg.data.path);
-    snprintf(r->cfg.data.path, sizeof r->cfg.data.path, "%s", g_data_dir);
+    snprintf(r->cfg.data.path, sizeof r->cfg.data.path, "%s", r->data_dir);
     if (!(rc = open_data_and_model(r)) && !(rc = open_state(r))) rc = open_sampler(r);
     snprintf(r->cfg.data.path, sizeof r->cfg.data.path, "%s", user);
     if (r->model_built) /* the model's copy goes into every checkpoint */

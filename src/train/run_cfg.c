@@ -5,6 +5,8 @@
 
 #include "core/common.h"
 #include "data/lm/lmdata.h"
+#include "data/lm/xmqar.h"
+#include "nn/mixers/cross.h"
 #include "nn/model_cfg.h"
 #include "ops/ops.h"
 
@@ -62,11 +64,16 @@ static int validate_top(const Config *c) {
     return 0;
 }
 
-/* after the mixers' checks: the model's task against the data's source, then samples */
+/* after the mixers' checks: the model's task and a cross model's context against the data's
+ * source, then samples */
 static int validate_train(const Config *c) {
     int classify = c->model.task == MODEL_CLASSIFY, cls_data = c->data.source == DATA_cls;
     if (classify && !cls_data) return gma_errorf("key data.source: model.task \"classify\" needs data.source \"cls\"");
     if (!classify && cls_data) return gma_errorf("key model.task: data.source \"cls\" needs model.task \"classify\"");
+    const CrossCfg *x = cross_cfg(c);
+    if (x->mixer != CROSS_NONE && c->data.source == DATA_xmqar && x->ctx_len != xmqar_cfg(c)->ctx)
+        return gma_errorf("key cross.ctx_len: %d, but the xmqar context is data.xmqar_ctx = %d positions", x->ctx_len,
+                          xmqar_cfg(c)->ctx);
     if (c->train.sample_every > 0 && (c->model.task != MODEL_LM || !cfg_causal(c)))
         return gma_errorf("key train.sample_every: only causal language models generate samples (model.task \"lm\", model.causal true)");
     if (c->train.distill_teacher[0] && classify)

@@ -11,7 +11,6 @@
  *          dgk [B,H,L,Kc] (the backward routes again, as gma.c's does) */
 #include <stdlib.h>
 
-#include "data/lm/lmdata.h"
 #include "nn/linear.h"
 #include "nn/mixers/cross.h"
 #include "nn/mixers/linear_core.h"
@@ -53,9 +52,6 @@ static int cross_validate(const Config *c) {
         return gma_errorf("key cross.mixer: cross-attention is for language models (model.task \"lm\")");
     if (!cfg_causal(c))
         return gma_errorf("key cross.mixer: the decoder of a cross model is causal (model.causal)");
-    if (c->data.source == DATA_xmqar && x->ctx_len != xmqar_cfg(c)->ctx)
-        return gma_errorf("key cross.ctx_len: %d, but the xmqar context is data.xmqar_ctx = %d positions", x->ctx_len,
-                          xmqar_cfg(c)->ctx);
     return 0;
 }
 
