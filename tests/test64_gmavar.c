@@ -261,6 +261,24 @@ START_TEST(test_topk_add) {
     topk_case("gma.memory=ema", 1, 1, 1);
 }
 END_TEST
+/* the routing monitor reads the dense responsibilities (every entry > 0), the layer the cut */
+static void topk_monitor_case(const char *extra) {
+    Config cfg = topk_config(extra);
+    GcMix c;
+    gc_mix_setup(&c, &cfg, "gma", 2, 7, 1, NULL, 3);
+    gc_mix_loss(&c);
+    MixerComponents mc;
+    c.m->vt->health->components(c.m, c.act, 2, 7, &mc);
+    ck_assert(mc.gq != NULL);
+    for (size_t i = 0; i < (size_t)2 * 2 * 7 * 5; i++) ck_assert_msg(mc.gq[i] > 0, "%s: entry %zu cut", extra, i);
+    gc_mix_free(&c);
+}
+START_TEST(test_topk_monitor) {
+    topk_monitor_case("gma.write=add");
+    topk_monitor_case("gma.write=delta");
+    topk_monitor_case("gma.memory=ema");
+}
+END_TEST
 START_TEST(test_topk_delta) {
     topk_case("gma.write=delta", 1, 0, 0);
     topk_case("gma.write=delta", 1, 1, 1);
@@ -411,6 +429,7 @@ Suite *make_suite(void) {
     tcase_set_timeout(tc, 600);
     tcase_add_test(tc, test_topk_add);
     tcase_add_test(tc, test_topk_delta);
+    tcase_add_test(tc, test_topk_monitor);
     tcase_add_test(tc, test_topk_op);
     tcase_add_test(tc, test_topk_model);
     tcase_add_test(tc, test_topk_config_errors);

@@ -857,12 +857,13 @@ static int gma_rank_averaged(const Mixer *m, int tensor) {
 }
 
 /* ================= routing-health hooks (docs/routing.md; used by train/health.c) ================= */
-/* the query responsibilities of the last forward: saved with the EMA memory, else
- * recomputed from the saved qh into a buffer of the mixer (the parameter buffer that forward
- * read, with its current values) */
+/* the query responsibilities of the last forward: saved with the EMA memory and the delta
+ * write, else recomputed from the saved qh into a buffer of the mixer (the parameter buffer
+ * that forward read, with its current values); with gma.topk always recomputed, dense: the
+ * monitor describes the routing before the cut (docs/model.md §3.11) */
 static const real *query_resp(const Mixer *m, const real *act, int B, int N) {
     GmaPriv *g = m->priv;
-    if (g->ema || g->delta) return carve(m, B, N, act).gq;
+    if ((g->ema || g->delta) && g->topk <= 0) return carve(m, B, N, act).gq;
     if (!g->params_last) return NULL;
     size_t n = (size_t)B * m->H * N * g->Kc;
     if (n > g->gq_cap) {
@@ -871,7 +872,6 @@ static const real *query_resp(const Mixer *m, const real *act, int B, int N) {
         g->gq_cap = n;
     }
     route_forward(m, g->params_last, g->gq_buf, carve(m, B, N, act).qh, B, N);
-    topk_cut(m, NULL, g->gq_buf, B, m->H, 0, 0, N, 0);
     return g->gq_buf;
 }
 
