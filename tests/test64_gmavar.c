@@ -1,4 +1,4 @@
-/* test64_gmavar.c: the GMA variants (docs/model.md §3.10) in the float64 build. gma.write
+/* test64_gmavar.c: the GMA variants (docs/model.md §3.10-3.11) in the float64 build. gma.write
  * "delta": central-difference gradient checks of every parameter and the input (Gaussian and
  * softmax routing, shared components, key padding, the short convolutions, the diversity
  * loss and the Dirichlet prior, one chunk and several); a 2-layer model's gradients and
