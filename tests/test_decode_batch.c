@@ -43,6 +43,8 @@ static const char *g_cases[][2] = {
     {"gma", "gma.write=delta"},
     {"gma", "gma.write=delta;model.short_conv=4;gma.n_components=5"},
     {"gma", "gma.write=delta;gma.slot_decay=true"},
+    {"gma", "gma.topk=2"}, /* sparse routing */
+    {"gma", "gma.topk=2;gma.write=delta;gma.n_components=5;model.short_conv=4"},
     {"sdpa", "model.pos=rope"}, /* rotary positions */
     {"sdpa_ref", "model.pos=rope;model.short_conv=2"},
     {"sdpa", "model.pos=rope;sdpa.window=3;model.short_conv=4"},

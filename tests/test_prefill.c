@@ -60,6 +60,10 @@ static const char *g_cases[][2] = {
     {"gma", "gma.write=delta;gma.routing=softmax;model.short_conv=4"},
     {"gma", "model.mixer=baseconv,gma;model.pos=none;gma.write=delta;gma.chunk=5"},
     {"gma", "gma.write=delta;gma.slot_decay=true;model.short_conv=3"},
+    {"gma", "gma.topk=2"}, /* sparse routing: no noise outside training */
+    {"gma", "gma.topk=1;gma.routing=softmax;model.short_conv=4"},
+    {"gma", "gma.topk=2;gma.memory=ema"},
+    {"gma", "gma.topk=2;gma.write=delta;gma.n_components=5;gma.chunk=5"},
     {"sdpa", "model.pos=rope"}, /* rotary positions: the cache holds turned keys */
     {"sdpa_ref", "model.pos=rope;model.short_conv=3"},
     {"sdpa", "model.pos=rope;sdpa.window=4"},

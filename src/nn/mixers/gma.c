@@ -56,6 +56,8 @@ typedef struct GmaCfg {
     int memory;             /* MEMORY_NONE | MEMORY_EMA */
     int write;              /* WRITE_ADD | WRITE_DELTA (docs/model.md §3.10) */
     int slot_decay;         /* a learned decay of each slot (gma.write "delta") */
+    int topk;               /* sparse routing: keep the k largest responsibilities (0 = dense; docs/model.md §3.12) */
+    double topk_noise;      /* the scale of its Gumbel noise in training (0 = none) */
     double ema_decay;       /* 0 = 1 - 1/(B N) */
     double div_weight;
     int div_mode;           /* DIV_TOKEN | DIV_BATCH */
@@ -92,6 +94,12 @@ static const CfgKey gma_keys[] = {
     {"slot_decay", CFGT_BOOL, O(slot_decay), 0, "false", 0, 0, NULL,
      "With gma.write \"delta\": a learned forgetting rate a_c = sigmoid(theta_c) of each slot (component) per head, "
      "S_t = diag(a) S_{t-1} before the write (docs/model.md 3.10)."},
+    {"topk", CFGT_INT, O(topk), 0, "0", 0, 65536, NULL,
+     "Sparse routing: each query's and key's responsibilities cut to their k largest and renormalised to sum 1, with "
+     "Gumbel noise on the routing logits in training (0 = dense; below Kc; docs/model.md 3.12)."},
+    {"topk_noise", CFGT_REAL, O(topk_noise), 0, "1", 0, 100, NULL,
+     "With gma.topk: the scale s of the Gumbel noise s g added to the routing logits l / tau in training forwards "
+     "(0 = none; never at evaluation, decoding or prefill)."},
     {"ema_decay", CFGT_REAL, O(ema_decay), 0, "0", 0, 0.999999999, NULL, "EMA decay alpha in (0,1) (0 = 1 - 1/(B N))."},
     {"div_weight", CFGT_REAL, O(div_weight), 0, "0", 0, 1e6, NULL, "Weight of the diversity loss (0 = off)."},
     {"div_mode", CFGT_ENUM, O(div_mode), 0, "token", 0, 0, "token|batch", "Diversity loss form."},
@@ -135,6 +143,8 @@ typedef struct GmaPriv {
     int softmax, ema, kmeans;
     int delta;                /* gma.write "delta": the delta-rule write (docs/model.md §3.10) */
     int slot_decay;           /* gma.slot_decay: the slots' decay logits theta [H,Kc] */
+    int topk;                 /* gma.topk: k (0 = dense) */
+    double topk_noise;        /* gma.topk_noise: s */
     real tau, var_floor, eps;
     double mean_scale, ema_decay, var0;
     int div_on, div_mode;
@@ -150,6 +160,7 @@ typedef struct GmaPriv {
 } GmaPriv;
 
 static int gma_layers(const Config *c);
+static int topk_validate(const Config *c, const GmaCfg *g);
 static int gma_validate(const Config *c) {
     const GmaCfg *g = gcfg(c);
     if (g->init == GINIT_ORTHOGONAL && g->routing != ROUTING_SOFTMAX)
@@ -206,6 +217,7 @@ static int gma_validate(const Config *c) {
                                   "responsibilities and d %d values in shared memory: at most 1024 each", kc, d);
         }
     }
+    if (g->topk > 0 && topk_validate(c, g) != 0) return -1;
     if (g->dirichlet_weight > 0 && g->on_collapse == COLLAPSE_REINIT)
         return gma_errorf("key gma.dirichlet_weight: with gma.on_collapse \"reinit\" the monitor would re-seed the "
                           "components the prior drops; use \"warn\" or \"stop\"");
@@ -262,6 +274,8 @@ static Mixer *gma_create(const Config *c, int layer, ParamTable *pt, const char 
     g->ema = gc->memory == MEMORY_EMA;
     g->delta = gc->write == WRITE_DELTA;
     g->slot_decay = g->delta && gc->slot_decay;
+    g->topk = gc->topk;
+    g->topk_noise = gc->topk_noise;
     g->kmeans = gc->init == GINIT_KMEANS;
     g->orthogonal = gc->init == GINIT_ORTHOGONAL;
     g->ema_decay = gc->ema_decay;
@@ -489,6 +503,43 @@ static void route_forward(const Mixer *m, const real *params, real *gamma, const
     route_forward_heads(m, params, gamma, x, B, m->H, 0, N);
 }
 
+/* ---- gma.topk (docs/model.md §3.12): the responsibilities gamma [B,H,N,Kc] of sequences b0..,
+ * heads h0.. cut in place to each row's k largest and renormalised (gma_topk_forward), with
+ * the Gumbel noise of c->noise in a training forward and its backward (c NULL: none, as in
+ * decoding, prefill and the monitor's recomputation). which: 0 queries, 1 keys. The backward
+ * needs no op of its own: the cut after the routing's softmax is a softmax over the kept
+ * entries, whose gradient is the routing backward's at the cut responsibilities. */
+static void topk_cut(const Mixer *m, const MixerCtx *c, real *gamma, int B, int H, int b0, int h0, int N, int which) {
+    const GmaPriv *g = m->priv;
+    if (g->topk <= 0) return;
+    GmaTopkNoise z;
+    int noisy = c && c->training && c->noise && g->topk_noise > 0;
+    if (noisy) z = (GmaTopkNoise){.drop = *c->noise, .scale = g->topk_noise, .which = which, .b0 = b0, .h0 = h0, .H = m->H};
+    g_ops->gma_topk_forward(gamma, gamma, B, H, N, g->Kc, g->topk, noisy ? &z : NULL);
+}
+
+/* gma.topk's refusals: k below every GMA layer's Kc; the mixer gma only (auto, gated and GMA
+ * cross-attention route through other code); no structural adaptation of K */
+static int topk_validate(const Config *c, const GmaCfg *g) {
+    for (int l = 0; l < c->model.n_layers; l++) {
+        const MixerVT *vt = mixer_of_layer(c, l);
+        if (!vt || !vt->gma_layer) continue;
+        if (vt != &mixer_gma)
+            return gma_errorf("key gma.topk: built for mixer \"gma\"; layer %d's mixer \"%s\" keeps dense routing", l,
+                              vt->name);
+        if (g->topk >= gma_layer_kc(c, l))
+            return gma_errorf("key gma.topk: %d keeps all %d components of layer %d (gma.n_components): below Kc, "
+                              "or 0 for dense routing", g->topk, gma_layer_kc(c, l), l);
+    }
+    const CrossCfg *x = cross_cfg(c);
+    if (x->mixer == CROSS_GMA || (x->mixer != CROSS_NONE && x->enc_mixer == CROSS_GMA))
+        return gma_errorf("key gma.topk: built for mixer \"gma\"; the GMA cross-attention layers (cross.mixer, "
+                          "cross.enc_mixer) keep dense routing");
+    if (g->adapt_every > 0)
+        return gma_errorf("key gma.topk: the structural adaptation of K (gma.adapt_every) would move Kc under k");
+    return 0;
+}
+
 /* dx += ..., parameter gradients += ...; dgamma is overwritten (softmax routing); heads as
  * route_forward_heads */
 static void route_backward_heads(const Mixer *m, const real *params, real *grads, real *dx, real *dgamma,
@@ -535,6 +586,8 @@ void gma_mix_forward(Mixer *m, const MixerCtx *c, const real *params, real *act,
     }
     route_forward(m, params, a.gq, a.qh, B, N);
     route_forward(m, params, a.gk, a.kh, B, N);
+    topk_cut(m, c, a.gq, B, H, 0, 0, N, 0);
+    topk_cut(m, c, a.gk, B, H, 0, 0, N, 1);
     mask_rows(a.gk, c->keymask, B, H, N, Kc);
     if (g->ema) {
         const real *M = MP(m, params, P_MEM);
@@ -566,6 +619,8 @@ static void delta_mix_forward(Mixer *m, const MixerCtx *c, const real *params, c
     g->params_last = params;
     route_forward(m, params, a.gq, a.qh, B, N);
     route_forward(m, params, a.gk, a.kh, B, N);
+    topk_cut(m, c, a.gq, B, H, 0, 0, N, 0);
+    topk_cut(m, c, a.gk, B, H, 0, 0, N, 1);
     mask_rows(a.gk, c->keymask, B, H, N, Kc); /* a zero key writes nothing */
     linear_forward(scratch, h, MP(m, params, P_BW), MP(m, params, P_BB), B * N, m->Dm, H);
     g_ops->split_heads(a.gb, scratch, B, N, H, 1);
@@ -646,6 +701,8 @@ static void gma_decode(Mixer *m, real *y, const real *h, const real *params, rea
     if (g->delta) { /* gq, gk, gb in act */
         route_forward(m, params, a.gq, a.qh, B, 1);
         route_forward(m, params, a.gk, a.kh, B, 1);
+        topk_cut(m, NULL, a.gq, B, m->H, 0, 0, 1, 0);
+        topk_cut(m, NULL, a.gk, B, m->H, 0, 0, 1, 1);
         linear_forward(a.gb, h, MP(m, params, P_BW), MP(m, params, P_BB), B, m->Dm, H); /* [B,H] */
         g_ops->delta_step(a.oh, state, ss, a.gq, a.gk, a.vh, NULL, a.gb, NULL, NULL, slot_theta(m, params), B, H, Kc, d, 1);
         attn_proj_out(m, params, y, a.oh, scratch, B, 1);
@@ -656,12 +713,14 @@ static void gma_decode(Mixer *m, real *y, const real *h, const real *params, rea
         a.gk = a.gq + (size_t)B * gs;
     }
     route_forward(m, params, a.gq, a.qh, B, 1);
+    topk_cut(m, NULL, a.gq, B, H, 0, 0, 1, 0);
     if (g->ema) {
         for (int b = 0; b < B; b++)
             g_ops->matmul_strided(a.oh + b * hs, a.gq + b * gs, MP(m, params, P_MEM), 1, d, Kc, 0, 0, 1, 0, H, (size_t)Kc,
                                   (size_t)Kc * d, (size_t)d);
     } else {
         route_forward(m, params, a.gk, a.kh, B, 1);
+        topk_cut(m, NULL, a.gk, B, H, 0, 0, 1, 1);
         g_ops->linmix_step(a.oh, state, ss, a.gq, a.gk, a.vh, B, H, Kc, d, g->eps);
     }
     const real *o = a.oh;
@@ -689,6 +748,7 @@ static void gma_prefill(Mixer *m, const MixerCtx *c, const real *h, const real *
         return;
     }
     route_forward(m, params, scratch, a.kh, c->B, c->N);
+    topk_cut(m, NULL, scratch, c->B, m->H, 0, 0, c->N, 1);
     mask_rows(scratch, c->keymask, c->B, m->H, c->N, g->Kc);
     linmix_prefill(state, gma_dstate(m, Nmax), scratch, a.vh, c->B, m->H, c->N, g->Kc, m->d);
     if (g->win)
@@ -756,6 +816,8 @@ real *gma_mix_backward(Mixer *m, const MixerCtx *c, const real *params, real *gr
             real *gq = grp, *gk = gq + gg, *dgk = gk + gg, *dgq = in_dk ? dk + ox : dgk + gg;
             route_forward_heads(m, params, gq, a.qh + ox, nb, hn, h0, N);
             route_forward_heads(m, params, gk, a.kh + ox, nb, hn, h0, N);
+            topk_cut(m, c, gq, nb, hn, b, h0, N, 0);
+            topk_cut(m, c, gk, nb, hn, b, h0, N, 1);
             mask_rows(gk, km, nb, hn, N, Kc);
             g_ops->zero(dgq, sizeof(real) * gg);
             g_ops->zero(dgk, sizeof(real) * gg);
@@ -805,6 +867,8 @@ void gma_mix_step(Mixer *m, const real *params, real *oh, real *state, size_t st
     real *gq = scratch, *gk = gq + (size_t)B * m->H * g->Kc;
     route_forward(m, params, gq, qh, B, 1);
     route_forward(m, params, gk, kh, B, 1);
+    topk_cut(m, NULL, gq, B, m->H, 0, 0, 1, 0);
+    topk_cut(m, NULL, gk, B, m->H, 0, 0, 1, 1);
     g_ops->linmix_step(oh, state, stride, gq, gk, vh, B, m->H, g->Kc, m->d, g->eps);
 }
 
@@ -834,12 +898,13 @@ static int gma_rank_averaged(const Mixer *m, int tensor) {
 }
 
 /* ================= routing-health hooks (docs/routing.md; used by train/health.c) ================= */
-/* the query responsibilities of the last forward: saved with the EMA memory, else
- * recomputed from the saved qh into a buffer of the mixer (the parameter buffer that forward
- * read, with its current values) */
+/* the query responsibilities of the last forward: saved with the EMA memory and the delta
+ * write, else recomputed from the saved qh into a buffer of the mixer (the parameter buffer
+ * that forward read, with its current values); with gma.topk always recomputed, dense: the
+ * monitor describes the routing before the cut (docs/model.md §3.12) */
 static const real *query_resp(const Mixer *m, const real *act, int B, int N) {
     GmaPriv *g = m->priv;
-    if (g->ema || g->delta) return carve(m, B, N, act).gq;
+    if ((g->ema || g->delta) && g->topk <= 0) return carve(m, B, N, act).gq;
     if (!g->params_last) return NULL;
     size_t n = (size_t)B * m->H * N * g->Kc;
     if (n > g->gq_cap) {

@@ -39,6 +39,10 @@ typedef struct MixerCtx {
     /* attention dropout of this layer (host memory; NULL = none: evaluation, decoding,
      * rate 0), set by the model for training forwards and their backward (docs/model.md §8) */
     const GmaDrop *attn_drop;
+    /* the layer's stream of a mixer's own training noise (GMA's top-k routing noise, site
+     * GMA_DROP_ROUTE; host memory), set by the model for training forwards and their
+     * backward whatever the dropout rates; NULL = none (evaluation, decoding) */
+    const GmaDrop *noise;
     /* rows of all ranks for k-means and re-seeding (NULL: this process's rows) */
     MixerGatherFn gather;
     void *gather_ctx;
