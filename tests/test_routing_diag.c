@@ -59,6 +59,16 @@ START_TEST(test_causal_by_hand) {
     ck_assert_double_eq_tol(f.slot_share, share / 3, 1e-6);
     /* sequence 0 has one recall position (not counted); sequence 1 two, both in slot 1 */
     ck_assert_double_eq_tol(f.key_slots_distinct, 0.5, 1e-12);
+    /* by offset: o = 0 is j itself; o = -1 (rows 0 of sequence 0 and 1 of sequence 1: row 0
+     * of sequence 1 is padded); o = 2 (row 3 of sequence 0 only: the others are past i or
+     * the window); o = 3 none */
+    ck_assert_double_eq_tol(f.match_by_offset[1], f.match_mass, 1e-12);
+    ck_assert_double_eq_tol(f.lookup_by_offset[1], f.lookup_weight, 1e-12);
+    ck_assert_double_eq_tol(f.match_by_offset[0], (0.2 + 0.7) / 2, 1e-6);
+    ck_assert_double_eq_tol(f.lookup_by_offset[0], (0.2 / (1.7 + EPS) + 0.7 / (0.3 * 1.15 + 0.7 * 1.85 + EPS)) / 2, 1e-6);
+    ck_assert_double_eq_tol(f.match_by_offset[3], 0.2, 1e-6);
+    ck_assert_double_eq_tol(f.lookup_by_offset[3], 0.2 / (1.7 + EPS), 1e-6);
+    ck_assert(isnan(f.match_by_offset[4]) && isnan(f.lookup_by_offset[4]));
     /* no pairs: the pair figures are NAN, the others as before */
     in.jpos = NULL;
     memset(acc, 0, sizeof acc), memset(cq, 0, sizeof cq), memset(ck, 0, sizeof ck);
@@ -168,6 +178,11 @@ START_TEST(test_mqar_kc1) {
         ck_assert_double_eq_tol(num(o, "slot_share"), u, 1e-5 * u);
         ck_assert_double_eq_tol(num(o, "lookup_weight"), u, 1e-5 * u);
         ck_assert_double_eq_tol(num(o, "key_slots_distinct"), 0.25, 1e-12); /* 4 recall keys in one slot */
+        const cJSON *mo = cJSON_GetObjectItem(o, "match_by_offset"), *lo = cJSON_GetObjectItem(o, "lookup_by_offset");
+        ck_assert_int_eq(cJSON_GetArraySize(mo), 5);
+        ck_assert_int_eq(cJSON_GetArraySize(lo), 5);
+        for (const cJSON *v = mo->child; v; v = v->next) ck_assert_double_eq_tol(v->valuedouble, 1, 1e-6);
+        ck_assert_double_eq_tol(cJSON_GetArrayItem(lo, 1)->valuedouble, num(o, "lookup_weight"), 1e-9);
         /* one component: the responsibilities are constant, so the routing gets no gradient */
         ck_assert_double_eq(num(o, "grad_centre"), 0);
         ck_assert_double_eq(num(o, "grad_var"), 0);

@@ -90,6 +90,16 @@ void rdiag_accumulate(const RdiagBatch *in, double *acc, double *cq, double *ck)
                 acc[RD_LOOK] += dot / (den + in->eps);
                 acc[RD_UNIF] += nkeys > 0 ? 1 / nkeys : 0;
                 acc[RD_SHARE] += z[cs] > 0 ? kj[cs] / z[cs] : 0;
+                for (int o = 0; o < RDIAG_NOFF; o++) { /* the rows around j that i reads */
+                    int t = j + RDIAG_OFF0 + o;
+                    if (t < 0 || t >= nk || (in->causal && t > i) || !valid(in->kvalid, nk, b, t)) continue;
+                    const real *kt = K + (size_t)t * Kc;
+                    double dt = 0;
+                    for (int c = 0; c < Kc; c++) dt += (double)qi[c] * kt[c];
+                    acc[RD_OFF_CNT + o] += 1;
+                    acc[RD_OFF_MATCH + o] += qi[slot[t]];
+                    acc[RD_OFF_LOOK + o] += dt / (den + in->eps);
+                }
             }
             if (!jp) continue;
             /* distinct slots among the distinct recall positions of the sequence */
@@ -129,6 +139,10 @@ RdiagFigures rdiag_finish(const double *acc, const double *cq, const double *ck,
     f.lookup_uniform = ratio(acc[RD_UNIF], np);
     f.slot_share = ratio(acc[RD_SHARE], np);
     f.key_slots_distinct = ratio(acc[RD_DISTINCT], acc[RD_SEQS]);
+    for (int o = 0; o < RDIAG_NOFF; o++) {
+        f.match_by_offset[o] = ratio(acc[RD_OFF_MATCH + o], acc[RD_OFF_CNT + o]);
+        f.lookup_by_offset[o] = ratio(acc[RD_OFF_LOOK + o], acc[RD_OFF_CNT + o]);
+    }
     return f;
 }
 
@@ -214,6 +228,11 @@ static void diag_row(Model *m, const DiagLayer *dl, const RdiagBatch *in, long s
     add_num(o, "lookup_uniform", f.lookup_uniform);
     add_num(o, "slot_share", f.slot_share);
     add_num(o, "key_slots_distinct", f.key_slots_distinct);
+    cJSON *mo = cJSON_AddArrayToObject(o, "match_by_offset"), *lo = cJSON_AddArrayToObject(o, "lookup_by_offset");
+    for (int k = 0; k < RDIAG_NOFF; k++) {
+        cJSON_AddItemToArray(mo, isfinite(f.match_by_offset[k]) ? cJSON_CreateNumber(f.match_by_offset[k]) : cJSON_CreateNull());
+        cJSON_AddItemToArray(lo, isfinite(f.lookup_by_offset[k]) ? cJSON_CreateNumber(f.lookup_by_offset[k]) : cJSON_CreateNull());
+    }
     cJSON_AddNumberToObject(o, "live", n_live);
     add_num(o, "grad_centre", grad_norm_of(m, dl->centre));
     add_num(o, "grad_var", grad_norm_of(m, dl->var));

@@ -1,0 +1,200 @@
+#!/usr/bin/env python3
+"""routing_diag.py: the plots and tables of the recall diagnosis (scripts/reproduce_diagnosis.sh).
+
+  scripts/routing_diag.py DIR [--out OUT] [--command TEXT]
+
+Reads DIR/<kind>-s<seed>/metrics.jsonl (kind self or cross, the runs of
+reproduce_diagnosis.sh; "routing_diag" rows of gma.diag_every, "valid" and "test" rows) and
+writes into OUT (default DIR): results.json (per run: the test accuracy, the validation
+accuracy by step and every diagnosis row of the layers plotted), results.md (per run the
+figures at a few steps), <kind>.dat (one gnuplot block per run and layer) and
+routing_diag.gp, then, with gnuplot, <kind>.png (six panels against the step: validation
+accuracy, components used by queries and keys, responsibility entropies, match mass and
+slot share, the lookup weight over uniform attention's, the centres' gradient norms of live
+and dead components). Layers plotted: self, the GMA layer (part "self"); cross, the cross
+layers (part "cross"). Definitions of the fields: src/train/routing_diag.h, docs/routing.md.
+"""
+import json
+import math
+import os
+import re
+import shutil
+import subprocess
+import sys
+
+FIELDS = ["q_used", "k_used", "q_entropy", "k_entropy", "match_mass", "same_slot", "lookup_weight", "lookup_uniform",
+          "slot_share", "key_slots_distinct", "live", "grad_centre", "grad_var", "grad_bias", "grad_centre_live",
+          "grad_centre_dead"]
+PART = {"self": "self", "cross": "cross"}
+TITLE = {"self": "MQAR, bc-gma64+sc (self-attention GMA layer, Kc 64)",
+         "cross": "cross-sequence MQAR, GMA cross layers (Kc 64, causal GMA encoder)"}
+
+
+def usage(msg):
+    sys.exit("routing_diag.py: %s (usage: scripts/routing_diag.py DIR [--out OUT] [--command TEXT])" % msg)
+
+
+def read_run(path):
+    """valid accuracy by step, the test row, the diagnosis rows by layer"""
+    valid, test, diag = [], None, {}
+    with open(path) as f:
+        for n, line in enumerate(f, 1):
+            try:
+                r = json.loads(line)
+            except ValueError:
+                usage("%s line %d: not JSON" % (path, n))
+            if r.get("split") == "valid":
+                valid.append((r["step"], r.get("acc")))
+            elif r.get("split") == "test":
+                test = r
+            elif r.get("event") == "routing_diag":
+                diag.setdefault((r.get("part", "self"), r["layer"]), []).append(r)
+    return valid, test, diag
+
+
+def fmt(v, nd=3):
+    if v is None or (isinstance(v, float) and not math.isfinite(v)):
+        return "-"
+    if isinstance(v, float) and v != 0 and (abs(v) < 1e-3 or abs(v) >= 1e4):
+        return "%.2e" % v
+    return ("%." + str(nd) + "f") % v if isinstance(v, float) else str(v)
+
+
+def ratio(r):
+    u = r.get("lookup_uniform")
+    w = r.get("lookup_weight")
+    return w / u if u and w is not None else None
+
+
+def main():
+    args = sys.argv[1:]
+    if not args or args[0].startswith("--"):
+        usage("DIR missing")
+    d, out, command = args[0], None, None
+    i = 1
+    while i < len(args):
+        if args[i] in ("--out", "--command") and i + 1 < len(args):
+            if args[i] == "--out":
+                out = args[i + 1]
+            else:
+                command = args[i + 1]
+            i += 2
+        else:
+            usage("unknown argument %s" % args[i])
+    out = out or d
+    if not os.path.isdir(d):
+        usage("%s: no such directory" % d)
+    runs = {}
+    for name in sorted(os.listdir(d)):
+        m = re.fullmatch(r"(self|cross)-s(\d+)", name)
+        p = os.path.join(d, name, "metrics.jsonl")
+        if m and os.path.isfile(p):
+            runs[(m.group(1), int(m.group(2)))] = read_run(p)
+    if not runs:
+        usage("%s: no <self|cross>-s<seed>/metrics.jsonl" % d)
+    os.makedirs(out, exist_ok=True)
+    res = {"command": command, "fields": "src/train/routing_diag.h", "runs": []}
+    md = ["# Recall diagnosis of GMA's routing", "",
+          "Written by scripts/routing_diag.py%s. Fields: src/train/routing_diag.h and docs/routing.md; "
+          "lookup/unif = lookup_weight / lookup_uniform (1: the recall value gets the weight of uniform attention); "
+          "grad live/dead: mean norm of a live / dead component's centre gradient." % (
+              " from `%s`" % command if command else ""), ""]
+    gp = ["# written by scripts/routing_diag.py; cd to this directory and run: gnuplot routing_diag.gp",
+          "set terminal pngcairo size 1200,1150 font ',9'; set key top left font ',8'; set grid"]
+    pngs = []
+    for kind in ("self", "cross"):
+        keys = sorted(k for k in runs if k[0] == kind)
+        if not keys:
+            continue
+        blocks, names = [], []
+        vblocks = []
+        for key in keys:
+            valid, test, diag = runs[key]
+            seed = key[1]
+            layers = sorted(l for (p, l) in diag if p == PART[kind])
+            acc = test.get("acc") if test else None
+            entry = {"kind": kind, "seed": seed, "test_acc": acc, "valid_acc": [[s, a] for s, a in valid], "layers": {}}
+            vblocks.append(("seed %d" % seed, ["%d %s" % (s, a) for s, a in valid if a is not None]))
+            md += ["## %s, seed %d: test accuracy %s" % (TITLE[kind], seed, fmt(acc)), ""]
+            for l in layers:
+                rows = diag[(PART[kind], l)]
+                entry["layers"][str(l)] = [{k: r.get(k) for k in ["step", "pairs"] + FIELDS} for r in rows]
+                lines = []
+                for r in rows:
+                    vals = [r["step"]] + [r.get(k) for k in FIELDS] + [ratio(r)]
+                    lines.append(" ".join("NaN" if v is None else repr(v) for v in vals))
+                blocks.append(lines)
+                names.append("s%d L%d" % (seed, l))
+                steps = [r["step"] for r in rows]
+                pick = sorted(set(s for s in (steps[0], 100, 250, 500, 1000, 1500, 2000, 3000, steps[-1]) if s in steps))
+                md += ["%s layer %d:" % (PART[kind], l), "",
+                       "| step | q used | k used | q ent | k ent | match | same slot | lookup/unif | slot share | "
+                       "distinct | live | grad live | grad dead |", "|" + "---:|" * 13]
+                for r in rows:
+                    if r["step"] not in pick:
+                        continue
+                    md.append("| %d | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |" % (
+                        r["step"], fmt(r["q_used"], 1), fmt(r["k_used"], 1), fmt(r.get("q_entropy")),
+                        fmt(r.get("k_entropy")), fmt(r.get("match_mass")), fmt(r.get("same_slot")), fmt(ratio(r), 2),
+                        fmt(r.get("slot_share")), fmt(r.get("key_slots_distinct")), fmt(r["live"], 1),
+                        fmt(r.get("grad_centre_live")), fmt(r.get("grad_centre_dead"))))
+                md.append("")
+            res["runs"].append(entry)
+        with open(os.path.join(out, kind + ".dat"), "w") as f:
+            f.write("# step " + " ".join(FIELDS) + " lookup_ratio; blocks: " + ", ".join(names) + "\n")
+            for b in blocks:
+                f.write("\n".join(b) + "\n\n\n")
+        with open(os.path.join(out, kind + ".valid.dat"), "w") as f:
+            f.write("# step valid_acc; blocks: " + ", ".join(n for n, _ in vblocks) + "\n")
+            for _, b in vblocks:
+                f.write("\n".join(b) + "\n\n\n")
+        col = {k: i + 2 for i, k in enumerate(FIELDS)}
+        col["lookup_ratio"] = len(FIELDS) + 2
+        nb = len(blocks)
+        dat, vdat = kind + ".dat", kind + ".valid.dat"
+        nm = 'names = "%s"; vnames = "%s"' % (" ".join(names), " ".join("s%d" % k[1] for k in keys))
+
+        def panel(title, ylabel, series, extra=""):
+            plots = []
+            for fld, tag, dash in series:
+                plots.append("for [i=0:%d] '%s' index i using 1:%d with lines dt %d title word(names, i + 1).' %s'" % (
+                    nb - 1, dat, col[fld], dash, tag))
+            return ["set title '%s'; set ylabel '%s'; %s" % (title, ylabel, extra), "plot " + ", ".join(plots),
+                    "unset logscale y"]
+        gp += ["set output '%s.png'" % kind, nm,
+               "set multiplot layout 3,2 title '%s: the seed that learns and one that does not'" % TITLE[kind],
+               "set xlabel 'step'",
+               "set title 'validation accuracy (no lookup: 0.25)'; set ylabel 'accuracy'; set yrange [0:1]",
+               "plot for [i=0:%d] '%s' index i using 1:2 with linespoints title word(vnames, i + 1), 0.25 with lines dt 3 lc 'black' title '1/P'" % (len(keys) - 1, vdat),
+               "set yrange [*:*]"]
+        gp += panel("components in use (argmax of some row)", "components",
+                    [("q_used", "queries", 1), ("k_used", "keys", 2)])
+        gp += panel("responsibility entropy (nats)", "nats", [("q_entropy", "queries", 1), ("k_entropy", "keys", 2)])
+        gp += panel("mass of the query on the recall key slot; the key share of that slot", "",
+                    [("match_mass", "match mass", 1), ("slot_share", "slot share", 2)], "set yrange [0:1]")
+        gp += ["set yrange [*:*]"]
+        gp += panel("weight of the recall value over uniform attention", "ratio", [("lookup_ratio", "", 1)])
+        gp += panel("centre gradient norm per component", "norm",
+                    [("grad_centre_live", "live", 1), ("grad_centre_dead", "dead", 2)], "set logscale y")
+        gp += ["unset multiplot"]
+        pngs.append(kind + ".png")
+    with open(os.path.join(out, "routing_diag.gp"), "w") as f:
+        f.write("\n".join(gp) + "\n")
+    with open(os.path.join(out, "results.json"), "w") as f:
+        json.dump(res, f, indent=1)
+        f.write("\n")
+    with open(os.path.join(out, "results.md"), "w") as f:
+        f.write("\n".join(md) + "\n")
+    print("tables: %s" % os.path.join(out, "results.md"))
+    gnuplot = os.environ.get("GNUPLOT", "gnuplot")
+    if not shutil.which(gnuplot):
+        print("gnuplot not found: plots skipped (apt-get install gnuplot-nox)")
+        return
+    r = subprocess.run([gnuplot, "routing_diag.gp"], cwd=out, capture_output=True, text=True)
+    if r.returncode != 0:
+        sys.exit("routing_diag.py: gnuplot failed on %s: %s" % (os.path.join(out, "routing_diag.gp"), r.stderr.strip()))
+    print("plots: " + " ".join(os.path.join(out, p) for p in pngs))
+
+
+if __name__ == "__main__":
+    main()
