@@ -66,6 +66,10 @@ START_TEST(test_causal_by_hand) {
     ck_assert_double_eq_tol(f.lookup_by_offset[1], f.lookup_weight, 1e-12);
     ck_assert_double_eq_tol(f.match_by_offset[0], (0.2 + 0.7) / 2, 1e-6);
     ck_assert_double_eq_tol(f.lookup_by_offset[0], (0.2 / (1.7 + EPS) + 0.7 / (0.3 * 1.15 + 0.7 * 1.85 + EPS)) / 2, 1e-6);
+    ck_assert_double_eq_tol(f.share_by_offset[1], f.slot_share, 1e-12);
+    /* o = -1: row 0 of sequence 0 (slot 0, z_0 2.5), row 1 of sequence 1 (slot 1, z_1 1.85) */
+    ck_assert_double_eq_tol(f.share_by_offset[0], (1 / 2.5 + 1 / 1.85) / 2, 1e-6);
+    ck_assert_double_eq_tol(f.share_by_offset[3], 1 / 2.5, 1e-6);
     ck_assert_double_eq_tol(f.match_by_offset[3], 0.2, 1e-6);
     ck_assert_double_eq_tol(f.lookup_by_offset[3], 0.2 / (1.7 + EPS), 1e-6);
     ck_assert(isnan(f.match_by_offset[4]) && isnan(f.lookup_by_offset[4]));
@@ -183,6 +187,8 @@ START_TEST(test_mqar_kc1) {
         ck_assert_int_eq(cJSON_GetArraySize(lo), 5);
         for (const cJSON *v = mo->child; v; v = v->next) ck_assert_double_eq_tol(v->valuedouble, 1, 1e-6);
         ck_assert_double_eq_tol(cJSON_GetArrayItem(lo, 1)->valuedouble, num(o, "lookup_weight"), 1e-9);
+        ck_assert_double_eq_tol(cJSON_GetArrayItem(cJSON_GetObjectItem(o, "share_by_offset"), 1)->valuedouble,
+                                num(o, "slot_share"), 1e-9);
         /* one component: the responsibilities are constant, so the routing gets no gradient */
         ck_assert_double_eq(num(o, "grad_centre"), 0);
         ck_assert_double_eq(num(o, "grad_var"), 0);

@@ -99,6 +99,7 @@ void rdiag_accumulate(const RdiagBatch *in, double *acc, double *cq, double *ck)
                     acc[RD_OFF_CNT + o] += 1;
                     acc[RD_OFF_MATCH + o] += qi[slot[t]];
                     acc[RD_OFF_LOOK + o] += dt / (den + in->eps);
+                    acc[RD_OFF_SHARE + o] += z[slot[t]] > 0 ? kt[slot[t]] / z[slot[t]] : 0;
                 }
             }
             if (!jp) continue;
@@ -142,6 +143,7 @@ RdiagFigures rdiag_finish(const double *acc, const double *cq, const double *ck,
     for (int o = 0; o < RDIAG_NOFF; o++) {
         f.match_by_offset[o] = ratio(acc[RD_OFF_MATCH + o], acc[RD_OFF_CNT + o]);
         f.lookup_by_offset[o] = ratio(acc[RD_OFF_LOOK + o], acc[RD_OFF_CNT + o]);
+        f.share_by_offset[o] = ratio(acc[RD_OFF_SHARE + o], acc[RD_OFF_CNT + o]);
     }
     return f;
 }
@@ -165,6 +167,11 @@ void rdiag_centre_grads(const real *gc, const uint8_t *live, int Hp, int Kc, int
 static void add_num(cJSON *o, const char *k, double v) {
     if (isfinite(v)) cJSON_AddNumberToObject(o, k, v);
     else cJSON_AddNullToObject(o, k);
+}
+
+static void add_list(cJSON *o, const char *k, const double *v, int n) {
+    cJSON *a = cJSON_AddArrayToObject(o, k);
+    for (int i = 0; i < n; i++) cJSON_AddItemToArray(a, isfinite(v[i]) ? cJSON_CreateNumber(v[i]) : cJSON_CreateNull());
 }
 
 /* the Frobenius norm of tensor's gradient (tensor < 0: NAN) */
@@ -228,11 +235,9 @@ static void diag_row(Model *m, const DiagLayer *dl, const RdiagBatch *in, long s
     add_num(o, "lookup_uniform", f.lookup_uniform);
     add_num(o, "slot_share", f.slot_share);
     add_num(o, "key_slots_distinct", f.key_slots_distinct);
-    cJSON *mo = cJSON_AddArrayToObject(o, "match_by_offset"), *lo = cJSON_AddArrayToObject(o, "lookup_by_offset");
-    for (int k = 0; k < RDIAG_NOFF; k++) {
-        cJSON_AddItemToArray(mo, isfinite(f.match_by_offset[k]) ? cJSON_CreateNumber(f.match_by_offset[k]) : cJSON_CreateNull());
-        cJSON_AddItemToArray(lo, isfinite(f.lookup_by_offset[k]) ? cJSON_CreateNumber(f.lookup_by_offset[k]) : cJSON_CreateNull());
-    }
+    add_list(o, "match_by_offset", f.match_by_offset, RDIAG_NOFF);
+    add_list(o, "lookup_by_offset", f.lookup_by_offset, RDIAG_NOFF);
+    add_list(o, "share_by_offset", f.share_by_offset, RDIAG_NOFF);
     cJSON_AddNumberToObject(o, "live", n_live);
     add_num(o, "grad_centre", grad_norm_of(m, dl->centre));
     add_num(o, "grad_var", grad_norm_of(m, dl->var));
