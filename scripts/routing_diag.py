@@ -66,6 +66,18 @@ def ratio(r):
     return w / u if u and w is not None else None
 
 
+OFFS = [-1, 0, 1, 2, 3]  # the key rows j + o of the *_by_offset lists
+
+
+def offsets(r):
+    """match, lookup / uniform and slot share at each offset (None where missing)"""
+    u = r.get("lookup_uniform")
+    m = r.get("match_by_offset") or [None] * 5
+    lk = [(x / u if x is not None and u else None) for x in (r.get("lookup_by_offset") or [None] * 5)]
+    sh = r.get("share_by_offset") or [None] * 5
+    return list(m) + lk + list(sh)
+
+
 def main():
     args = sys.argv[1:]
     if not args or args[0].startswith("--"):
@@ -100,7 +112,7 @@ def main():
           "grad live/dead: mean norm of a live / dead component's centre gradient." % (
               " from `%s`" % command if command else ""), ""]
     gp = ["# written by scripts/routing_diag.py; cd to this directory and run: gnuplot routing_diag.gp",
-          "set terminal pngcairo size 1200,1150 font ',9'; set key top left font ',8'; set grid"]
+          "set terminal pngcairo size 1200,1500 font ',9'; set key top left font ',8'; set grid"]
     pngs = []
     for kind in ("self", "cross"):
         keys = sorted(k for k in runs if k[0] == kind)
@@ -118,30 +130,35 @@ def main():
             md += ["## %s, seed %d: test accuracy %s" % (TITLE[kind], seed, fmt(acc)), ""]
             for l in layers:
                 rows = diag[(PART[kind], l)]
-                entry["layers"][str(l)] = [{k: r.get(k) for k in ["step", "pairs"] + FIELDS} for r in rows]
+                entry["layers"][str(l)] = [{k: r.get(k) for k in ["step", "pairs"] + FIELDS + [
+                    "match_by_offset", "lookup_by_offset", "share_by_offset"]} for r in rows]
                 lines = []
                 for r in rows:
-                    vals = [r["step"]] + [r.get(k) for k in FIELDS] + [ratio(r)]
+                    vals = [r["step"]] + [r.get(k) for k in FIELDS] + [ratio(r)] + offsets(r)
                     lines.append(" ".join("NaN" if v is None else repr(v) for v in vals))
                 blocks.append(lines)
                 names.append("s%d L%d" % (seed, l))
                 steps = [r["step"] for r in rows]
                 pick = sorted(set(s for s in (steps[0], 100, 250, 500, 1000, 1500, 2000, 3000, steps[-1]) if s in steps))
                 md += ["%s layer %d:" % (PART[kind], l), "",
-                       "| step | q used | k used | q ent | k ent | match | same slot | lookup/unif | slot share | "
-                       "distinct | live | grad live | grad dead |", "|" + "---:|" * 13]
+                       "| step | q used | k used | q ent | k ent | match j-1 / j / j+1 | lookup/unif j-1 / j / j+1 | "
+                       "slot share j-1 / j / j+1 | distinct | live | grad live | grad dead |", "|" + "---:|" * 12]
                 for r in rows:
                     if r["step"] not in pick:
                         continue
-                    md.append("| %d | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |" % (
+                    ov = offsets(r)
+                    three = lambda base, nd: " / ".join(fmt(ov[base + k], nd) for k in (0, 1, 2))
+                    md.append("| %d | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |" % (
                         r["step"], fmt(r["q_used"], 1), fmt(r["k_used"], 1), fmt(r.get("q_entropy")),
-                        fmt(r.get("k_entropy")), fmt(r.get("match_mass")), fmt(r.get("same_slot")), fmt(ratio(r), 2),
-                        fmt(r.get("slot_share")), fmt(r.get("key_slots_distinct")), fmt(r["live"], 1),
+                        fmt(r.get("k_entropy")), three(0, 3), three(5, 2), three(10, 3),
+                        fmt(r.get("key_slots_distinct")), fmt(r["live"], 1),
                         fmt(r.get("grad_centre_live")), fmt(r.get("grad_centre_dead"))))
                 md.append("")
             res["runs"].append(entry)
         with open(os.path.join(out, kind + ".dat"), "w") as f:
-            f.write("# step " + " ".join(FIELDS) + " lookup_ratio; blocks: " + ", ".join(names) + "\n")
+            f.write("# step " + " ".join(FIELDS) + " lookup_ratio " + " ".join(
+                "%s%+d" % (w, o) for w in ("match", "lookup_ratio", "share") for o in OFFS) + "; blocks: " + ", ".join(
+                names) + "\n")
             for b in blocks:
                 f.write("\n".join(b) + "\n\n\n")
         with open(os.path.join(out, kind + ".valid.dat"), "w") as f:
@@ -150,6 +167,9 @@ def main():
                 f.write("\n".join(b) + "\n\n\n")
         col = {k: i + 2 for i, k in enumerate(FIELDS)}
         col["lookup_ratio"] = len(FIELDS) + 2
+        for wi, w in enumerate(("match", "lookup_ratio", "share")):
+            for oi, o in enumerate(OFFS):
+                col["%s%+d" % (w, o)] = len(FIELDS) + 3 + wi * len(OFFS) + oi
         nb = len(blocks)
         dat, vdat = kind + ".dat", kind + ".valid.dat"
         nm = 'names = "%s"; vnames = "%s"' % (" ".join(names), " ".join("s%d" % k[1] for k in keys))
@@ -157,12 +177,12 @@ def main():
         def panel(title, ylabel, series, extra=""):
             plots = []
             for fld, tag, dash in series:
-                plots.append("for [i=0:%d] '%s' index i using 1:%d with lines dt %d title word(names, i + 1).' %s'" % (
+                plots.append("for [i=0:%d] '%s' index i using 1:%d with lines lc i + 1 dt %d title word(names, i + 1).' %s'" % (
                     nb - 1, dat, col[fld], dash, tag))
             return ["set title '%s'; set ylabel '%s'; %s" % (title, ylabel, extra), "plot " + ", ".join(plots),
                     "unset logscale y"]
         gp += ["set output '%s.png'" % kind, nm,
-               "set multiplot layout 3,2 title '%s: the seed that learns and one that does not'" % TITLE[kind],
+               "set multiplot layout 4,2 title '%s: the seed that learns and one that does not'" % TITLE[kind],
                "set xlabel 'step'",
                "set title 'validation accuracy (no lookup: 0.25)'; set ylabel 'accuracy'; set yrange [0:1]",
                "plot for [i=0:%d] '%s' index i using 1:2 with linespoints title word(vnames, i + 1), 0.25 with lines dt 3 lc 'black' title '1/P'" % (len(keys) - 1, vdat),
@@ -170,13 +190,20 @@ def main():
         gp += panel("components in use (argmax of some row)", "components",
                     [("q_used", "queries", 1), ("k_used", "keys", 2)])
         gp += panel("responsibility entropy (nats)", "nats", [("q_entropy", "queries", 1), ("k_entropy", "keys", 2)])
-        gp += panel("mass of the query on the recall key slot; the key share of that slot", "",
-                    [("match_mass", "match mass", 1), ("slot_share", "slot share", 2)], "set yrange [0:1]")
+        gp += panel("mass of the query on the slot of key row j+o (j: the recall value)", "mass",
+                    [("match-1", "o=-1", 3), ("match+0", "o=0", 1), ("match+1", "o=+1", 2)], "set yrange [0:1]")
+        gp += panel("that row share of its slot when the query reads", "share",
+                    [("share-1", "o=-1", 3), ("share+0", "o=0", 1), ("share+1", "o=+1", 2)], "set yrange [0:1]")
         gp += ["set yrange [*:*]"]
-        gp += panel("weight of the recall value over uniform attention", "ratio", [("lookup_ratio", "", 1)])
+        gp += panel("weight of row j+o in the output over uniform attention", "ratio",
+                    [("lookup_ratio-1", "o=-1", 3), ("lookup_ratio+0", "o=0", 1), ("lookup_ratio+1", "o=+1", 2)],
+                    "set logscale y")
         gp += panel("centre gradient norm per component", "norm",
                     [("grad_centre_live", "live", 1), ("grad_centre_dead", "dead", 2)], "set logscale y")
-        gp += ["unset multiplot"]
+        gp += ["unset logscale y; set yrange [0:1.05]"]
+        gp += panel("recall keys of a sequence in distinct slots (fraction)", "fraction",
+                    [("key_slots_distinct", "", 1)])
+        gp += ["set yrange [*:*]", "unset multiplot"]
         pngs.append(kind + ".png")
     with open(os.path.join(out, "routing_diag.gp"), "w") as f:
         f.write("\n".join(gp) + "\n")
