@@ -73,6 +73,12 @@ START_TEST(test_causal_by_hand) {
     ck_assert_double_eq_tol(f.match_by_offset[3], 0.2, 1e-6);
     ck_assert_double_eq_tol(f.lookup_by_offset[3], 0.2 / (1.7 + EPS), 1e-6);
     ck_assert(isnan(f.match_by_offset[4]) && isnan(f.lookup_by_offset[4]));
+    /* distinct slots of rows j + o (sequence 1 only: sequence 0 has one recall position):
+     * o = -1 row 0 padded, so one row; o = 0 rows 1, 2 (slot 1 both); o = 1 rows 2, 3 (slots
+     * 1, 0); o = 2 row 3 (4 is past the window) */
+    ck_assert(isnan(f.distinct_by_offset[0]) && isnan(f.distinct_by_offset[3]));
+    ck_assert_double_eq_tol(f.distinct_by_offset[1], 0.5, 1e-12);
+    ck_assert_double_eq_tol(f.distinct_by_offset[2], 1, 1e-12);
     /* no pairs: the pair figures are NAN, the others as before */
     in.jpos = NULL;
     memset(acc, 0, sizeof acc), memset(cq, 0, sizeof cq), memset(ck, 0, sizeof ck);

@@ -103,18 +103,20 @@ void rdiag_accumulate(const RdiagBatch *in, double *acc, double *cq, double *ck)
                 }
             }
             if (!jp) continue;
-            /* distinct slots among the distinct recall positions of the sequence */
-            int n = 0, distinct = 0;
-            memset(markj, 0, (size_t)nk);
-            memset(markc, 0, (size_t)Kc);
-            for (int i = 0; i < nq; i++) {
-                int j = jp[i];
-                if (j < 0 || markj[j]) continue;
-                markj[j] = 1;
-                n++;
-                if (!markc[slot[j]]) markc[slot[j]] = 1, distinct++;
+            /* distinct slots among the rows j + o of the distinct recall positions j */
+            for (int o = 0; o < RDIAG_NOFF; o++) {
+                int n = 0, distinct = 0;
+                memset(markj, 0, (size_t)nk);
+                memset(markc, 0, (size_t)Kc);
+                for (int i = 0; i < nq; i++) {
+                    int j = jp[i], t = j + RDIAG_OFF0 + o;
+                    if (j < 0 || markj[j] || t < 0 || t >= nk || !valid(in->kvalid, nk, b, t)) continue;
+                    markj[j] = 1;
+                    n++;
+                    if (!markc[slot[t]]) markc[slot[t]] = 1, distinct++;
+                }
+                if (n >= 2) acc[RD_OFF_SEQS + o] += 1, acc[RD_OFF_DIST + o] += (double)distinct / n;
             }
-            if (n >= 2) acc[RD_SEQS] += 1, acc[RD_DISTINCT] += (double)distinct / n;
         }
     free(z);
     free(slot);
@@ -139,12 +141,13 @@ RdiagFigures rdiag_finish(const double *acc, const double *cq, const double *ck,
     f.lookup_weight = ratio(acc[RD_LOOK], np);
     f.lookup_uniform = ratio(acc[RD_UNIF], np);
     f.slot_share = ratio(acc[RD_SHARE], np);
-    f.key_slots_distinct = ratio(acc[RD_DISTINCT], acc[RD_SEQS]);
     for (int o = 0; o < RDIAG_NOFF; o++) {
         f.match_by_offset[o] = ratio(acc[RD_OFF_MATCH + o], acc[RD_OFF_CNT + o]);
         f.lookup_by_offset[o] = ratio(acc[RD_OFF_LOOK + o], acc[RD_OFF_CNT + o]);
         f.share_by_offset[o] = ratio(acc[RD_OFF_SHARE + o], acc[RD_OFF_CNT + o]);
+        f.distinct_by_offset[o] = ratio(acc[RD_OFF_DIST + o], acc[RD_OFF_SEQS + o]);
     }
+    f.key_slots_distinct = f.distinct_by_offset[-RDIAG_OFF0];
     return f;
 }
 
@@ -238,6 +241,7 @@ static void diag_row(Model *m, const DiagLayer *dl, const RdiagBatch *in, long s
     add_list(o, "match_by_offset", f.match_by_offset, RDIAG_NOFF);
     add_list(o, "lookup_by_offset", f.lookup_by_offset, RDIAG_NOFF);
     add_list(o, "share_by_offset", f.share_by_offset, RDIAG_NOFF);
+    add_list(o, "distinct_by_offset", f.distinct_by_offset, RDIAG_NOFF);
     cJSON_AddNumberToObject(o, "live", n_live);
     add_num(o, "grad_centre", grad_norm_of(m, dl->centre));
     add_num(o, "grad_var", grad_norm_of(m, dl->var));

@@ -7,7 +7,7 @@
  *    "q_used":9,"k_used":11,"q_entropy":0.8,"k_entropy":0.7,
  *    "pairs":256,"match_mass":0.4,"same_slot":0.5,"lookup_weight":0.06,"lookup_uniform":0.03,
  *    "slot_share":0.1,"key_slots_distinct":0.6,"match_by_offset":[...5],"lookup_by_offset":[...5],
- *    "share_by_offset":[...5],
+ *    "share_by_offset":[...5],"distinct_by_offset":[...5],
  *    "live":12,"grad_centre":0.01,"grad_var":0.002,"grad_bias":0.001,
  *    "grad_centre_live":0.003,"grad_centre_dead":1e-7}
  *
@@ -32,10 +32,11 @@
  *   key_slots_distinct  per (sequence, head) with two or more recall positions: distinct
  *                    argmax components among them / their number (1: no two recall keys
  *                    share a slot)
- *   match_by_offset, lookup_by_offset, share_by_offset  [5]: match_mass, lookup_weight and
- *                    slot_share with the key row
+ *   match_by_offset, lookup_by_offset, share_by_offset, distinct_by_offset  [5]: match_mass,
+ *                    lookup_weight, slot_share and key_slots_distinct with the key row
  *                    j + o in place of j, o = -1 (MQAR: the key token) .. 3, over the pairs
- *                    where query i reads row j + o (null where none does): where a token
+ *                    where query i reads row j + o (distinct: the sequences where two or more
+ *                    such rows exist; null where there are none): where a token
  *                    shift (model.short_conv, baseconv) binds a key to its value, the rows
  *                    after j hold both too
  *   live             components (per routing head, mean) that are an argmax of some query
@@ -62,9 +63,10 @@
 #define RDIAG_NOFF 5  /* the key rows j + o, o = RDIAG_OFF0 .. RDIAG_OFF0 + RDIAG_NOFF - 1, of the *_by_offset figures */
 #define RDIAG_OFF0 (-1)
 enum {
-    RD_QROWS, RD_KROWS, RD_QENT, RD_KENT, RD_PAIRS, RD_MATCH, RD_SAME, RD_LOOK, RD_UNIF, RD_SHARE, RD_SEQS, RD_DISTINCT,
+    RD_QROWS, RD_KROWS, RD_QENT, RD_KENT, RD_PAIRS, RD_MATCH, RD_SAME, RD_LOOK, RD_UNIF, RD_SHARE,
     RD_OFF_CNT, RD_OFF_MATCH = RD_OFF_CNT + RDIAG_NOFF, RD_OFF_LOOK = RD_OFF_MATCH + RDIAG_NOFF,
-    RD_OFF_SHARE = RD_OFF_LOOK + RDIAG_NOFF, RD_N = RD_OFF_SHARE + RDIAG_NOFF
+    RD_OFF_SHARE = RD_OFF_LOOK + RDIAG_NOFF, RD_OFF_SEQS = RD_OFF_SHARE + RDIAG_NOFF,
+    RD_OFF_DIST = RD_OFF_SEQS + RDIAG_NOFF, RD_N = RD_OFF_DIST + RDIAG_NOFF
 };
 
 /* One batch of a layer: gq [B,H,lq,Kc], gk [B,H,lk,Kc] host, of which the first nq query
@@ -92,7 +94,8 @@ void rdiag_accumulate(const RdiagBatch *in, double *acc, double *cq, double *ck)
 typedef struct RdiagFigures {
     double rows, q_used, k_used, q_entropy, k_entropy, pairs, match_mass, same_slot, lookup_weight, lookup_uniform,
         slot_share, key_slots_distinct;
-    double match_by_offset[RDIAG_NOFF], lookup_by_offset[RDIAG_NOFF], share_by_offset[RDIAG_NOFF];
+    double match_by_offset[RDIAG_NOFF], lookup_by_offset[RDIAG_NOFF], share_by_offset[RDIAG_NOFF],
+        distinct_by_offset[RDIAG_NOFF];
 } RdiagFigures;
 RdiagFigures rdiag_finish(const double *acc, const double *cq, const double *ck, int H, int Kc);
 
