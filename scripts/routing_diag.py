@@ -12,7 +12,8 @@ routing_diag.gp, then, with gnuplot, <kind>.png (six panels against the step: va
 accuracy, components used by queries and keys, responsibility entropies, match mass and
 slot share, the lookup weight over uniform attention's, the centres' gradient norms of live
 and dead components). Layers plotted: self, the GMA layer (part "self"); cross, the cross
-layers (part "cross"). Definitions of the fields: src/train/routing_diag.h, docs/routing.md.
+layers (part "cross"). Definitions of the fields: src/train/routing_diag.h, docs/routing.md; j is a query's recall
+position (the value of its pair), j+o the key rows around it (o = -1: the key token).
 """
 import json
 import math
@@ -75,7 +76,8 @@ def offsets(r):
     m = r.get("match_by_offset") or [None] * 5
     lk = [(x / u if x is not None and u else None) for x in (r.get("lookup_by_offset") or [None] * 5)]
     sh = r.get("share_by_offset") or [None] * 5
-    return list(m) + lk + list(sh)
+    di = r.get("distinct_by_offset") or [None] * 5
+    return list(m) + lk + list(sh) + list(di)
 
 
 def main():
@@ -131,7 +133,7 @@ def main():
             for l in layers:
                 rows = diag[(PART[kind], l)]
                 entry["layers"][str(l)] = [{k: r.get(k) for k in ["step", "pairs"] + FIELDS + [
-                    "match_by_offset", "lookup_by_offset", "share_by_offset"]} for r in rows]
+                    "match_by_offset", "lookup_by_offset", "share_by_offset", "distinct_by_offset"]} for r in rows]
                 lines = []
                 for r in rows:
                     vals = [r["step"]] + [r.get(k) for k in FIELDS] + [ratio(r)] + offsets(r)
@@ -142,7 +144,8 @@ def main():
                 pick = sorted(set(s for s in (steps[0], 100, 250, 500, 1000, 1500, 2000, 3000, steps[-1]) if s in steps))
                 md += ["%s layer %d:" % (PART[kind], l), "",
                        "| step | q used | k used | q ent | k ent | match j-1 / j / j+1 | lookup/unif j-1 / j / j+1 | "
-                       "slot share j-1 / j / j+1 | distinct | live | grad live | grad dead |", "|" + "---:|" * 12]
+                       "slot share j-1 / j / j+1 | distinct j-1 / j / j+1 | live | grad live | grad dead |",
+                       "|" + "---:|" * 12]
                 for r in rows:
                     if r["step"] not in pick:
                         continue
@@ -150,14 +153,14 @@ def main():
                     three = lambda base, nd: " / ".join(fmt(ov[base + k], nd) for k in (0, 1, 2))
                     md.append("| %d | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |" % (
                         r["step"], fmt(r["q_used"], 1), fmt(r["k_used"], 1), fmt(r.get("q_entropy")),
-                        fmt(r.get("k_entropy")), three(0, 3), three(5, 2), three(10, 3),
-                        fmt(r.get("key_slots_distinct")), fmt(r["live"], 1),
+                        fmt(r.get("k_entropy")), three(0, 3), three(5, 2), three(10, 3), three(15, 3),
+                        fmt(r["live"], 1),
                         fmt(r.get("grad_centre_live")), fmt(r.get("grad_centre_dead"))))
                 md.append("")
             res["runs"].append(entry)
         with open(os.path.join(out, kind + ".dat"), "w") as f:
             f.write("# step " + " ".join(FIELDS) + " lookup_ratio " + " ".join(
-                "%s%+d" % (w, o) for w in ("match", "lookup_ratio", "share") for o in OFFS) + "; blocks: " + ", ".join(
+                "%s%+d" % (w, o) for w in ("match", "lookup_ratio", "share", "distinct") for o in OFFS) + "; blocks: " + ", ".join(
                 names) + "\n")
             for b in blocks:
                 f.write("\n".join(b) + "\n\n\n")
@@ -167,7 +170,7 @@ def main():
                 f.write("\n".join(b) + "\n\n\n")
         col = {k: i + 2 for i, k in enumerate(FIELDS)}
         col["lookup_ratio"] = len(FIELDS) + 2
-        for wi, w in enumerate(("match", "lookup_ratio", "share")):
+        for wi, w in enumerate(("match", "lookup_ratio", "share", "distinct")):
             for oi, o in enumerate(OFFS):
                 col["%s%+d" % (w, o)] = len(FIELDS) + 3 + wi * len(OFFS) + oi
         nb = len(blocks)
@@ -201,8 +204,8 @@ def main():
         gp += panel("centre gradient norm per component", "norm",
                     [("grad_centre_live", "live", 1), ("grad_centre_dead", "dead", 2)], "set logscale y")
         gp += ["unset logscale y; set yrange [0:1.05]"]
-        gp += panel("recall keys of a sequence in distinct slots (fraction)", "fraction",
-                    [("key_slots_distinct", "", 1)])
+        gp += panel("rows j+o of the recall keys of a sequence in distinct slots (fraction)", "fraction",
+                    [("distinct-1", "o=-1", 3), ("distinct+0", "o=0", 1), ("distinct+1", "o=+1", 2)])
         gp += ["set yrange [*:*]", "unset multiplot"]
         pngs.append(kind + ".png")
     with open(os.path.join(out, "routing_diag.gp"), "w") as f:
