@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # reproduce_diagnosis.sh: the recall diagnosis of docs/routing.md ("Why GMA's routing stalls
-# on recall"): four training runs with gma.diag_every on (routing_diag rows in
+# on recall"): five training runs with gma.diag_every on (routing_diag rows in
 # metrics.jsonl), one at a time, then scripts/routing_diag.py for the plots and tables.
-#   scripts/reproduce_diagnosis.sh [--out DIR] [--every N] [--threads N] [--only self|cross]
+#   scripts/reproduce_diagnosis.sh [--out DIR] [--every N] [--threads N] [--only self|cross|reinit]
 #                                  [--write-docs] [--force]
 #   self   MQAR, reproduce_mqar.sh's small profile, bc-gma64+sc at width 64 and lr 2.2e-3
 #          (layer 0 baseconv, layer 1 GMA with Kc 64, short convolutions on q, k, v, no
@@ -12,10 +12,13 @@
 #   cross  configs/xmqar_long_gma.json (cross-sequence MQAR, causal GMA encoder, GMA cross
 #          layers with Kc 64, 3000 steps), seeds 1 and 2: docs/results.md has seed 1 off the
 #          plateau (test 0.823) and seed 2 on it (0.253)
+#   reinit the self run of seed 2 again with gma.on_collapse "reinit" (dead components
+#          re-seeded from query rows, docs/routing.md "Monitoring and repair"), checked every
+#          100 steps: does re-seeding alone move a seed off the plateau
 #   --out DIR     the runs, DIR/<kind>-s<seed>/ (default runs/routing_diag)
 #   --every N     gma.diag_every of the runs (default 25)
 #   --threads N   threads of each run (default 1)
-#   --only KIND   the self or the cross runs only
+#   --only KIND   the self, cross or reinit runs only
 #   --write-docs  the plots and tables into docs/results/routing_diag/ (else into DIR)
 #   --force       train again a run that has finished (else it is kept; one stopped part
 #                 way is trained afresh)
@@ -25,7 +28,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 . scripts/lib_reproduce.sh
 out=runs/routing_diag; every=25; threads=1; only=""; docs=0; force=0
-usage="[--out DIR] [--every N] [--threads N] [--only self|cross] [--write-docs] [--force]"
+usage="[--out DIR] [--every N] [--threads N] [--only self|cross|reinit] [--write-docs] [--force]"
 while [ $# -gt 0 ]; do
   case "$1" in
     --out) need_value "$@"; out="$2"; shift 2;;
@@ -41,7 +44,7 @@ done
 for v in "every:$every" "threads:$threads"; do
   case "${v#*:}" in ''|*[!0-9]*|0) echo "$0: --${v%%:*} must be a positive integer, not '${v#*:}'" >&2; exit 2;; esac
 done
-case "$only" in ""|self|cross) ;; *) echo "$0: --only must be self or cross, not '$only'" >&2; exit 2;; esac
+case "$only" in ""|self|cross|reinit) ;; *) echo "$0: --only must be self, cross or reinit, not '$only'" >&2; exit 2;; esac
 [ -x bin/gmatrain ] || { echo "$0: bin/gmatrain missing: run make first" >&2; exit 2; }
 
 # the small profile of reproduce_mqar.sh with its bc-gma64+sc token at width 64, lr 2.2e-3
@@ -51,8 +54,9 @@ self_sets="$self_sets --set data.mqar_vocab=256 --set train.batch_size=64 --set 
 self_sets="$self_sets --set train.eval_every=100 --set data.mqar_valid=128 --set data.mqar_test=1000"
 self_sets="$self_sets --set data.mqar_lengths=64 --set data.mqar_pairs=4 --set data.mqar_test_lengths=64,128 --set data.mqar_test_pairs=4,8"
 runs=""
-[ "$only" = cross ] || runs="$runs self:1 self:2"
-[ "$only" = self ] || runs="$runs cross:1 cross:2"
+case "$only" in ""|self) runs="$runs self:1 self:2";; esac
+case "$only" in ""|cross) runs="$runs cross:1 cross:2";; esac
+case "$only" in ""|reinit) runs="$runs reinit:2";; esac
 n=$(echo $runs | wc -w); k=0
 mkdir -p "$out"
 for r in $runs; do
@@ -62,10 +66,11 @@ for r in $runs; do
   fi
   rm -rf "$dir"
   progress $k $n "$kind seed $seed" "$dir"
-  if [ $kind = self ]; then
+  if [ $kind = self ] || [ $kind = reinit ]; then
+    extra=""; [ $kind = self ] || extra="--set gma.on_collapse=reinit"
     # shellcheck disable=SC2086
     bin/gmatrain --config configs/mqar.json --out "$dir" $self_sets --set seed=$seed --set threads=$threads \
-      --set gma.diag_every=$every --quiet
+      --set gma.diag_every=$every $extra --quiet
   else
     bin/gmatrain --config configs/xmqar_long_gma.json --out "$dir" --set seed=$seed --set threads=$threads \
       --set gma.diag_every=$every --quiet

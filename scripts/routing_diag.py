@@ -3,7 +3,7 @@
 
   scripts/routing_diag.py DIR [--out OUT] [--command TEXT]
 
-Reads DIR/<kind>-s<seed>/metrics.jsonl (kind self or cross, the runs of
+Reads DIR/<kind>-s<seed>/metrics.jsonl (kind self, cross or reinit, the runs of
 reproduce_diagnosis.sh; "routing_diag" rows of gma.diag_every, "valid" and "test" rows) and
 writes into OUT (default DIR): results.json (per run: the test accuracy, the validation
 accuracy by step and every diagnosis row of the layers plotted), results.md (per run the
@@ -12,7 +12,7 @@ routing_diag.gp, then, with gnuplot, <kind>.png (six panels against the step: va
 accuracy, components used by queries and keys, responsibility entropies, match mass and
 slot share, the lookup weight over uniform attention's, the centres' gradient norms of live
 and dead components). Layers plotted: self, the GMA layer (part "self"); cross, the cross
-layers (part "cross"). Definitions of the fields: src/train/routing_diag.h, docs/routing.md; j is a query's recall
+layers (part "cross"); reinit as self. Definitions of the fields: src/train/routing_diag.h, docs/routing.md; j is a query's recall
 position (the value of its pair), j+o the key rows around it (o = -1: the key token).
 """
 import json
@@ -26,9 +26,10 @@ import sys
 FIELDS = ["q_used", "k_used", "q_entropy", "k_entropy", "match_mass", "same_slot", "lookup_weight", "lookup_uniform",
           "slot_share", "key_slots_distinct", "live", "grad_centre", "grad_var", "grad_bias", "grad_centre_live",
           "grad_centre_dead"]
-PART = {"self": "self", "cross": "cross"}
-TITLE = {"self": "MQAR, bc-gma64+sc (self-attention GMA layer, Kc 64)",
-         "cross": "cross-sequence MQAR, GMA cross layers (Kc 64, causal GMA encoder)"}
+PART = {"self": "self", "cross": "cross", "reinit": "self"}
+TITLE = {"self": "MQAR, bc-gma64+sc (self-attention GMA layer, Kc 64): seed 1 learns, seed 2 does not",
+         "cross": "cross-sequence MQAR, GMA cross layers (Kc 64, causal GMA encoder): seed 1 learns, seed 2 does not",
+         "reinit": "MQAR, bc-gma64+sc with gma.on_collapse reinit"}
 
 
 def usage(msg):
@@ -100,12 +101,12 @@ def main():
         usage("%s: no such directory" % d)
     runs = {}
     for name in sorted(os.listdir(d)):
-        m = re.fullmatch(r"(self|cross)-s(\d+)", name)
+        m = re.fullmatch(r"(self|cross|reinit)-s(\d+)", name)
         p = os.path.join(d, name, "metrics.jsonl")
         if m and os.path.isfile(p):
             runs[(m.group(1), int(m.group(2)))] = read_run(p)
     if not runs:
-        usage("%s: no <self|cross>-s<seed>/metrics.jsonl" % d)
+        usage("%s: no <self|cross|reinit>-s<seed>/metrics.jsonl" % d)
     os.makedirs(out, exist_ok=True)
     res = {"command": command, "fields": "src/train/routing_diag.h", "runs": []}
     md = ["# Recall diagnosis of GMA's routing", "",
@@ -116,7 +117,7 @@ def main():
     gp = ["# written by scripts/routing_diag.py; cd to this directory and run: gnuplot routing_diag.gp",
           "set terminal pngcairo size 1200,1500 font ',9'; set key top left font ',8'; set grid"]
     pngs = []
-    for kind in ("self", "cross"):
+    for kind in ("self", "cross", "reinit"):
         keys = sorted(k for k in runs if k[0] == kind)
         if not keys:
             continue
@@ -185,7 +186,7 @@ def main():
             return ["set title '%s'; set ylabel '%s'; %s" % (title, ylabel, extra), "plot " + ", ".join(plots),
                     "unset logscale y"]
         gp += ["set output '%s.png'" % kind, nm,
-               "set multiplot layout 4,2 title '%s: the seed that learns and one that does not'" % TITLE[kind],
+               "set multiplot layout 4,2 title '%s'" % TITLE[kind],
                "set xlabel 'step'",
                "set title 'validation accuracy (no lookup: 0.25)'; set ylabel 'accuracy'; set yrange [0:1]",
                "plot for [i=0:%d] '%s' index i using 1:2 with linespoints title word(vnames, i + 1), 0.25 with lines dt 3 lc 'black' title '1/P'" % (len(keys) - 1, vdat),
