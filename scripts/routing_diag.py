@@ -8,12 +8,14 @@ reproduce_diagnosis.sh; "routing_diag" rows of gma.diag_every, "valid" and "test
 writes into OUT (default DIR): results.json (per run: the test accuracy, the validation
 accuracy by step and every diagnosis row of the layers plotted), results.md (per run the
 figures at a few steps), <kind>.dat (one gnuplot block per run and layer) and
-routing_diag.gp, then, with gnuplot, <kind>.png (six panels against the step: validation
-accuracy, components used by queries and keys, responsibility entropies, match mass and
-slot share, the lookup weight over uniform attention's, the centres' gradient norms of live
-and dead components). Layers plotted: self, the GMA layer (part "self"); cross, the cross
-layers (part "cross"); reinit as self. Definitions of the fields: src/train/routing_diag.h, docs/routing.md; j is a query's recall
-position (the value of its pair), j+o the key rows around it (o = -1: the key token).
+routing_diag.gp, then, with gnuplot, <kind>.png (eight panels against the step: validation
+accuracy, components used by queries and keys, responsibility entropies, and for the key
+rows j+o, o = -1, 0, 1, around each query's recall position j (the value of its pair; o = -1
+the key token): the query's mass on the row's slot, the row's share of that slot, the row's
+weight in the output over uniform attention's, the share of distinct slots among a
+sequence's rows; and the centres' gradient norms of live and dead components). Layers
+plotted: self and reinit, the GMA layer (part "self"); cross, the cross layers (part
+"cross"). Definitions of the fields: src/train/routing_diag.h, docs/routing.md.
 """
 import json
 import math
