@@ -117,7 +117,7 @@ def main():
           "grad live/dead: mean norm of a live / dead component's centre gradient." % (
               " from `%s`" % command if command else ""), ""]
     gp = ["# written by scripts/routing_diag.py; cd to this directory and run: gnuplot routing_diag.gp",
-          "set terminal pngcairo size 1200,1500 font ',9'; set key top left font ',8'; set grid"]
+          "set terminal pngcairo size 1200,1500 font ',9'; set key top left font ',8'; set grid; set format y '%g'"]
     pngs = []
     for kind in ("self", "cross", "reinit"):
         keys = sorted(k for k in runs if k[0] == kind)
@@ -142,7 +142,7 @@ def main():
                     vals = [r["step"]] + [r.get(k) for k in FIELDS] + [ratio(r)] + offsets(r)
                     lines.append(" ".join("NaN" if v is None else repr(v) for v in vals))
                 blocks.append(lines)
-                names.append("s%d L%d" % (seed, l))
+                names.append("s%d" % seed if kind != "cross" else "s%d-L%d" % (seed, l))
                 steps = [r["step"] for r in rows]
                 pick = sorted(set(s for s in (steps[0], 100, 250, 500, 1000, 1500, 2000, 3000, steps[-1]) if s in steps))
                 md += ["%s layer %d:" % (PART[kind], l), "",
