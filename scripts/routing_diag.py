@@ -6,7 +6,8 @@
 Reads DIR/<kind>-s<seed>/metrics.jsonl (kind self, cross or reinit, the runs of
 reproduce_diagnosis.sh; "routing_diag" rows of gma.diag_every, "valid" and "test" rows) and
 writes into OUT (default DIR): results.json (per run: the test accuracy, the validation
-accuracy by step and every diagnosis row of the layers plotted), results.md (per run the
+accuracy by step and the diagnosis rows of the layers plotted every 100 steps and the last;
+every row is in the .dat files), results.md (per run the
 figures at a few steps), <kind>.dat (one gnuplot block per run and layer) and
 routing_diag.gp, then, with gnuplot, <kind>.png (eight panels against the step: validation
 accuracy, components used by queries and keys, responsibility entropies, and for the key
@@ -29,6 +30,8 @@ FIELDS = ["q_used", "k_used", "q_entropy", "k_entropy", "match_mass", "same_slot
           "slot_share", "key_slots_distinct", "live", "grad_centre", "grad_var", "grad_bias", "grad_centre_live",
           "grad_centre_dead"]
 PART = {"self": "self", "cross": "cross", "reinit": "self"}
+HEAD = {"self": "MQAR, bc-gma64+sc", "cross": "cross-sequence MQAR, GMA Kc 64",
+        "reinit": "MQAR, bc-gma64+sc, gma.on_collapse reinit"}
 TITLE = {"self": "MQAR, bc-gma64+sc (self-attention GMA layer, Kc 64): seed 1 learns, seed 2 does not",
          "cross": "cross-sequence MQAR, GMA cross layers (Kc 64, causal GMA encoder): seed 1 learns, seed 2 does not",
          "reinit": "MQAR, bc-gma64+sc with gma.on_collapse reinit"}
@@ -132,11 +135,12 @@ def main():
             acc = test.get("acc") if test else None
             entry = {"kind": kind, "seed": seed, "test_acc": acc, "valid_acc": [[s, a] for s, a in valid], "layers": {}}
             vblocks.append(("seed %d" % seed, ["%d %s" % (s, a) for s, a in valid if a is not None]))
-            md += ["## %s, seed %d: test accuracy %s" % (TITLE[kind], seed, fmt(acc)), ""]
+            md += ["## %s, seed %d: test accuracy %s" % (HEAD[kind], seed, fmt(acc, 5)), ""]
             for l in layers:
                 rows = diag[(PART[kind], l)]
                 entry["layers"][str(l)] = [{k: r.get(k) for k in ["step", "pairs"] + FIELDS + [
-                    "match_by_offset", "lookup_by_offset", "share_by_offset", "distinct_by_offset"]} for r in rows]
+                    "match_by_offset", "lookup_by_offset", "share_by_offset", "distinct_by_offset"]}
+                    for r in rows if r["step"] % 100 == 0 or r is rows[-1]]
                 lines = []
                 for r in rows:
                     vals = [r["step"]] + [r.get(k) for k in FIELDS] + [ratio(r)] + offsets(r)
