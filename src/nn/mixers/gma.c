@@ -41,6 +41,7 @@ enum { MEMORY_NONE, MEMORY_EMA };
 enum { WRITE_ADD, WRITE_DELTA };
 enum { DIV_TOKEN, DIV_BATCH };
 enum { COLLAPSE_WARN, COLLAPSE_REINIT, COLLAPSE_STOP };
+enum { RESEED_QUERIES, RESEED_KEYS };
 
 typedef struct GmaCfg {
     CfgInts n_components;   /* Kc: one for every GMA layer, or one per GMA layer (gma_layer_kc) */
@@ -59,6 +60,7 @@ typedef struct GmaCfg {
     int monitor_every;
     int diag_every;         /* the recall diagnosis period (train/routing_diag.h), 0 = off */
     int on_collapse;        /* COLLAPSE_WARN | COLLAPSE_REINIT | COLLAPSE_STOP */
+    int reseed_rows;        /* RESEED_QUERIES | RESEED_KEYS: the rows a re-seed draws from */
     double entropy_min;
     double util_min_share;
     int patience;
@@ -99,6 +101,9 @@ static const CfgKey gma_keys[] = {
      "responsibilities, the routing of each scored query against its recall position, and the routing parameters' "
      "gradient norms, as \"routing_diag\" rows in metrics.jsonl (docs/routing.md)."},
     {"on_collapse", CFGT_ENUM, O(on_collapse), 0, "warn", 0, 0, "warn|reinit|stop", "Action on a collapse alert."},
+    {"reseed_rows", CFGT_ENUM, O(reseed_rows), 0, "queries", 0, 0, "queries|keys",
+     "With gma.on_collapse \"reinit\": the rows of the batch a dead component is re-seeded from, k-means++ style: the "
+     "query rows, or the key rows (docs/routing.md)."},
     {"entropy_min", CFGT_REAL, O(entropy_min), 0, "1.5", 0, 1e6, NULL, "Alert when mean responsibility entropy (nats) is below."},
     {"util_min_share", CFGT_REAL, O(util_min_share), 0, "0.02", 0, 1, NULL, "A component is dead below this share of 1/Kc."},
     {"patience", CFGT_INT, O(patience), 0, "3", 1, 1000000, NULL, "Checks a component must stay dead before an alert."},
@@ -266,6 +271,7 @@ static Mixer *gma_create(const Config *c, int layer, ParamTable *pt, const char 
     g->mon = (MixerMonitor){.every = gc->monitor_every,
                             .reinit = gc->on_collapse == COLLAPSE_REINIT,
                             .stop = gc->on_collapse == COLLAPSE_STOP,
+                            .reseed_keys = gc->reseed_rows == RESEED_KEYS,
                             .entropy_min = gc->entropy_min,
                             .util_min_share = gc->util_min_share,
                             .patience = gc->patience,
@@ -841,9 +847,10 @@ static void h_components(const Mixer *m, const real *act, int B, int N, MixerCom
                              .kmeans = g->kmeans,
                              .mon = g->mon,
                              .qh = act ? carve(m, B, N, act).qh : NULL,
+                             .kh = act ? carve(m, B, N, act).kh : NULL,
                              .gq = act ? query_resp(m, act, B, N) : NULL,
-                             /* only for the recall diagnosis: the monitor reads queries alone */
-                             .gk = act && g->mon.diag_every > 0 ? resp_of(m, act, B, N, 1) : NULL};
+                             /* only for the recall diagnosis and key re-seeding: the monitor reads queries alone */
+                             .gk = act && (g->mon.diag_every > 0 || g->mon.reseed_keys) ? resp_of(m, act, B, N, 1) : NULL};
 }
 
 static long valid_rows(const MixerCtx *c) {

@@ -49,6 +49,7 @@ typedef struct MixerCtx {
 typedef struct MixerMonitor {
     int every;             /* check period in steps (0 = off) */
     int reinit, stop;      /* on a collapse alert: re-seed dead components / stop the run */
+    int reseed_keys;       /* re-seed from the key rows (gma.reseed_rows "keys"), else the query rows */
     double entropy_min;    /* alert below this mean responsibility entropy (nats) */
     double util_min_share; /* a component is dead below this share of 1/Kc */
     int patience;          /* checks a component must stay dead before an alert */
@@ -91,6 +92,7 @@ typedef struct MixerComponents {
                       * NULL when act is NULL or that forward kept none (auto's sdpa path) */
     const real *gq;  /* [B,H,N,Kc] query responsibilities of the last forward (backend memory,
                       * inside act); NULL as qh */
+    const real *kh;  /* [B,H,N,d] key rows of the last forward, as qh */
     const real *gk;  /* [B,H,N,Kc] key responsibilities of the last forward, the same way (padded
                       * rows need not be zero: a reader skips them); NULL as qh */
 } MixerComponents;
