@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # reproduce_diagnosis.sh: the recall diagnosis of docs/routing.md ("Why GMA's routing stalls
-# on recall"): five training runs with gma.diag_every on (routing_diag rows in
+# on recall"): six training runs with gma.diag_every on (routing_diag rows in
 # metrics.jsonl), one at a time, then scripts/routing_diag.py for the plots and tables.
-#   scripts/reproduce_diagnosis.sh [--out DIR] [--every N] [--threads N] [--only self|cross|reinit]
+#   scripts/reproduce_diagnosis.sh [--out DIR] [--every N] [--threads N] [--only self|cross|reinit|reseedk]
 #                                  [--write-docs] [--force]
 #   self   MQAR, reproduce_mqar.sh's small profile, bc-gma64+sc at width 64 and lr 2.2e-3
 #          (layer 0 baseconv, layer 1 GMA with Kc 64, short convolutions on q, k, v, no
@@ -15,10 +15,11 @@
 #   reinit the self run of seed 2 again with gma.on_collapse "reinit" (dead components
 #          re-seeded from query rows, docs/routing.md "Monitoring and repair"), checked every
 #          100 steps: does re-seeding alone move a seed off the plateau
+#   reseedk the same with gma.reseed_rows "keys" (re-seeded from the key rows)
 #   --out DIR     the runs, DIR/<kind>-s<seed>/ (default runs/routing_diag)
 #   --every N     gma.diag_every of the runs (default 25)
 #   --threads N   threads of each run (default 1)
-#   --only KIND   the self, cross or reinit runs only
+#   --only KIND   the self, cross, reinit or reseedk runs only
 #   --write-docs  the plots and tables into docs/results/routing_diag/ (else into DIR)
 #   --force       train again a run that has finished (else it is kept; one stopped part
 #                 way is trained afresh)
@@ -28,7 +29,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 . scripts/lib_reproduce.sh
 out=runs/routing_diag; every=25; threads=1; only=""; docs=0; force=0
-usage="[--out DIR] [--every N] [--threads N] [--only self|cross|reinit] [--write-docs] [--force]"
+usage="[--out DIR] [--every N] [--threads N] [--only self|cross|reinit|reseedk] [--write-docs] [--force]"
 while [ $# -gt 0 ]; do
   case "$1" in
     --out) need_value "$@"; out="$2"; shift 2;;
@@ -44,7 +45,7 @@ done
 for v in "every:$every" "threads:$threads"; do
   case "${v#*:}" in ''|*[!0-9]*|0) echo "$0: --${v%%:*} must be a positive integer, not '${v#*:}'" >&2; exit 2;; esac
 done
-case "$only" in ""|self|cross|reinit) ;; *) echo "$0: --only must be self, cross or reinit, not '$only'" >&2; exit 2;; esac
+case "$only" in ""|self|cross|reinit|reseedk) ;; *) echo "$0: --only must be self, cross, reinit or reseedk, not '$only'" >&2; exit 2;; esac
 [ -x bin/gmatrain ] || { echo "$0: bin/gmatrain missing: run make first" >&2; exit 2; }
 
 # the small profile of reproduce_mqar.sh with its bc-gma64+sc token at width 64, lr 2.2e-3
@@ -57,6 +58,7 @@ runs=""
 case "$only" in ""|self) runs="$runs self:1 self:2";; esac
 case "$only" in ""|cross) runs="$runs cross:1 cross:2";; esac
 case "$only" in ""|reinit) runs="$runs reinit:2";; esac
+case "$only" in ""|reseedk) runs="$runs reseedk:2";; esac
 n=$(echo $runs | wc -w); k=0
 mkdir -p "$out"
 for r in $runs; do
@@ -66,8 +68,9 @@ for r in $runs; do
   fi
   rm -rf "$dir"
   progress $k $n "$kind seed $seed" "$dir"
-  if [ $kind = self ] || [ $kind = reinit ]; then
+  if [ $kind != cross ]; then
     extra=""; [ $kind = self ] || extra="--set gma.on_collapse=reinit"
+    [ $kind != reseedk ] || extra="$extra --set gma.reseed_rows=keys"
     # shellcheck disable=SC2086
     bin/gmatrain --config configs/mqar.json --out "$dir" $self_sets --set seed=$seed --set threads=$threads \
       --set gma.diag_every=$every $extra --quiet

@@ -3,7 +3,7 @@
 
   scripts/routing_diag.py DIR [--out OUT] [--command TEXT]
 
-Reads DIR/<kind>-s<seed>/metrics.jsonl (kind self, cross or reinit, the runs of
+Reads DIR/<kind>-s<seed>/metrics.jsonl (kind self, cross, reinit or reseedk, the runs of
 reproduce_diagnosis.sh; "routing_diag" rows of gma.diag_every, "valid" and "test" rows) and
 writes into OUT (default DIR): results.json (per run: the test accuracy, the validation
 accuracy by step and the diagnosis rows of the layers plotted every 100 steps and the last;
@@ -15,7 +15,7 @@ rows j+o, o = -1, 0, 1, around each query's recall position j (the value of its 
 the key token): the query's mass on the row's slot, the row's share of that slot, the row's
 weight in the output over uniform attention's, the share of distinct slots among a
 sequence's rows; and the centres' gradient norms of live and dead components). Layers
-plotted: self and reinit, the GMA layer (part "self"); cross, the cross layers (part
+plotted: self, reinit and reseedk, the GMA layer (part "self"); cross, the cross layers (part
 "cross"). Definitions of the fields: src/train/routing_diag.h, docs/routing.md.
 """
 import json
@@ -29,12 +29,14 @@ import sys
 FIELDS = ["q_used", "k_used", "q_entropy", "k_entropy", "match_mass", "same_slot", "lookup_weight", "lookup_uniform",
           "slot_share", "key_slots_distinct", "live", "grad_centre", "grad_var", "grad_bias", "grad_centre_live",
           "grad_centre_dead"]
-PART = {"self": "self", "cross": "cross", "reinit": "self"}
+PART = {"self": "self", "cross": "cross", "reinit": "self", "reseedk": "self"}
 HEAD = {"self": "MQAR, bc-gma64+sc", "cross": "cross-sequence MQAR, GMA Kc 64",
-        "reinit": "MQAR, bc-gma64+sc, gma.on_collapse reinit"}
+        "reinit": "MQAR, bc-gma64+sc, gma.on_collapse reinit",
+        "reseedk": "MQAR, bc-gma64+sc, gma.on_collapse reinit, gma.reseed_rows keys"}
 TITLE = {"self": "MQAR, bc-gma64+sc (self-attention GMA layer, Kc 64): seed 1 learns, seed 2 does not",
          "cross": "cross-sequence MQAR, GMA cross layers (Kc 64, causal GMA encoder): seed 1 learns, seed 2 does not",
-         "reinit": "MQAR, bc-gma64+sc with gma.on_collapse reinit"}
+         "reinit": "MQAR, bc-gma64+sc with gma.on_collapse reinit (query rows)",
+         "reseedk": "MQAR, bc-gma64+sc with gma.on_collapse reinit from key rows (gma.reseed_rows keys)"}
 
 
 def usage(msg):
@@ -106,12 +108,12 @@ def main():
         usage("%s: no such directory" % d)
     runs = {}
     for name in sorted(os.listdir(d)):
-        m = re.fullmatch(r"(self|cross|reinit)-s(\d+)", name)
+        m = re.fullmatch(r"(self|cross|reinit|reseedk)-s(\d+)", name)
         p = os.path.join(d, name, "metrics.jsonl")
         if m and os.path.isfile(p):
             runs[(m.group(1), int(m.group(2)))] = read_run(p)
     if not runs:
-        usage("%s: no <self|cross|reinit>-s<seed>/metrics.jsonl" % d)
+        usage("%s: no <self|cross|reinit|reseedk>-s<seed>/metrics.jsonl" % d)
     os.makedirs(out, exist_ok=True)
     res = {"command": command, "fields": "src/train/routing_diag.h", "runs": []}
     md = ["# Recall diagnosis of GMA's routing", "",
@@ -122,7 +124,7 @@ def main():
     gp = ["# written by scripts/routing_diag.py; cd to this directory and run: gnuplot routing_diag.gp",
           "set terminal pngcairo size 1200,1500 font ',9'; set key top left font ',8'; set grid; set format y '%g'"]
     pngs = []
-    for kind in ("self", "cross", "reinit"):
+    for kind in ("self", "cross", "reinit", "reseedk"):
         keys = sorted(k for k in runs if k[0] == kind)
         if not keys:
             continue

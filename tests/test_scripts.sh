@@ -676,7 +676,7 @@ out=$(GNUPLOT=no-such-gnuplot python3 scripts/routing_diag.py "$tmp/rd" 2>&1); r
   && ok "routing_diag.py: results.json and the table from the diagnosis rows, plots skipped without gnuplot" \
   || bad "routing_diag.py: exit $rc, '$out', $(grep '^| 50' "$tmp/rd/results.md" 2>/dev/null)"
 out=$(python3 scripts/routing_diag.py "$tmp/rd/self-s1" 2>&1); rc=$?
-[ $rc -ne 0 ] && [ "$(printf '%s\n' "$out" | wc -l)" = 1 ] && [[ "$out" == *"no <self|cross|reinit>-s<seed>/metrics.jsonl"* ]] \
+[ $rc -ne 0 ] && [ "$(printf '%s\n' "$out" | wc -l)" = 1 ] && [[ "$out" == *"no <self|cross|reinit|reseedk>-s<seed>/metrics.jsonl"* ]] \
   && ok "routing_diag.py: a directory without runs refused in one line" || bad "routing_diag.py without runs: exit $rc, '$out'"
 [ $fail -eq 0 ] && echo "scripts: ok"
 exit $fail
