@@ -33,9 +33,11 @@
 #include "data/lm/dataid.h"
 #include "data/lm/lmmeta.h"
 #include "model/init_from.h"
+#include "nn/mixers/gma_core.h"
 #include "optim/optim.h"
 #include "train/dist.h"
 #include "train/kadapt.h"
+#include "train/routing_diag.h"
 #include "train/run_dist.h"
 #include "train/run_distill.h"
 #include "train/run_cfg.h"
@@ -505,6 +507,8 @@ static int step_refuse(Run *r) {
     return 0;
 }
 
+static int due(long step, int every) { return every > 0 && step % every == 0; }
+
 int run_step(Run *r) {
     const TrainCfg *tc = &r->cfg.train;
     RunStep *s = &r->cur;
@@ -518,6 +522,9 @@ int run_step(Run *r) {
     /* rank 0's norm everywhere: the clip factor must not depend on a rank's thread count */
     if (r->R > 1) dist_bcast(&s->gn, sizeof s->gn, 0);
     if (!isfinite(s->gn)) s->bad = 1;
+    /* the recall diagnosis reads this step's gradients before the update (routing_diag.h) */
+    if (!s->bad && due(s->step + 1, gma_cfg_diag_every(&r->cfg)))
+        routing_diag(&r->m, s->step + 1, r->lead ? r->mf : NULL);
     s->lr = optim_lr(optim_cfg(&r->cfg), tc->steps, s->step);
     if (s->bad) {
         if ((rc = step_refuse(r)) != 0) return rc;
@@ -645,8 +652,6 @@ static int sample(Run *r) {
     if (train_sampler_run(&r->smp, &r->m, r->ts.step, r->mf, r->quiet ? NULL : stderr) != 0) return run_fatal(TRAIN_ERROR);
     return 0;
 }
-
-static int due(long step, int every) { return every > 0 && step % every == 0; }
 
 /* A metrics row that could not be written (a full disk) stops the run: TRAIN_ERROR. Only
  * the lead writes rows; with R > 1 the ranks learn of a failure from the next step's

@@ -178,6 +178,19 @@ static void route(const Cross *x, real *gamma, const real *xh, const real *param
     heads_zero_tail(gamma, B * m->H, n, L, x->Kc);
 }
 
+int cross_resp(const Cross *x, const real *params, const real *act, int B, int N, int M, real *gq, real *gk) {
+    if (x->kind != CROSS_GMA) return 0;
+    int L = (int)rows_l(N, M);
+    XActs a = carve(x, (real *)act, B, L);
+    route(x, gq, a.qh, params, B, N, L);
+    route(x, gk, a.kh, params, B, M, L);
+    return L;
+}
+
+void cross_routing_tensors(const Cross *x, int *mu, int *var, int *prior) {
+    *mu = x->m.p[XP_MU], *var = x->m.p[XP_VAR], *prior = x->m.p[XP_PRIOR];
+}
+
 static real attn_scale(const Cross *x) { return (real)(1.0 / sqrt((double)x->m.d)); }
 
 /* kbias [B,L]: 0 for the M context rows, -inf past them; the row is built once for each

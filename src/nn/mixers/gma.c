@@ -44,6 +44,7 @@ enum { MEMORY_NONE, MEMORY_EMA };
 enum { WRITE_ADD, WRITE_DELTA };
 enum { DIV_TOKEN, DIV_BATCH };
 enum { COLLAPSE_WARN, COLLAPSE_REINIT, COLLAPSE_STOP };
+enum { RESEED_QUERIES, RESEED_KEYS };
 
 typedef struct GmaCfg {
     CfgInts n_components;   /* Kc: one for every GMA layer, or one per GMA layer (gma_layer_kc) */
@@ -62,7 +63,9 @@ typedef struct GmaCfg {
     double div_weight;
     int div_mode;           /* DIV_TOKEN | DIV_BATCH */
     int monitor_every;
+    int diag_every;         /* the recall diagnosis period (train/routing_diag.h), 0 = off */
     int on_collapse;        /* COLLAPSE_WARN | COLLAPSE_REINIT | COLLAPSE_STOP */
+    int reseed_rows;        /* RESEED_QUERIES | RESEED_KEYS: the rows a re-seed draws from */
     double entropy_min;
     double util_min_share;
     int patience;
@@ -104,7 +107,14 @@ static const CfgKey gma_keys[] = {
     {"div_weight", CFGT_REAL, O(div_weight), 0, "0", 0, 1e6, NULL, "Weight of the diversity loss (0 = off)."},
     {"div_mode", CFGT_ENUM, O(div_mode), 0, "token", 0, 0, "token|batch", "Diversity loss form."},
     {"monitor_every", CFGT_INT, O(monitor_every), 0, "100", 0, 1000000000, NULL, "Routing health check period in steps (0 = off)."},
+    {"diag_every", CFGT_INT, O(diag_every), 0, "0", 0, 1000000000, NULL,
+     "Recall diagnosis period in steps (0 = off): per GMA layer, components in use and entropies of the query and key "
+     "responsibilities, the routing of each scored query against its recall position, and the routing parameters' "
+     "gradient norms, as \"routing_diag\" rows in metrics.jsonl (docs/routing.md)."},
     {"on_collapse", CFGT_ENUM, O(on_collapse), 0, "warn", 0, 0, "warn|reinit|stop", "Action on a collapse alert."},
+    {"reseed_rows", CFGT_ENUM, O(reseed_rows), 0, "queries", 0, 0, "queries|keys",
+     "With gma.on_collapse \"reinit\": the rows of the batch a dead component is re-seeded from, k-means++ style: the "
+     "query rows, or the key rows (docs/routing.md)."},
     {"entropy_min", CFGT_REAL, O(entropy_min), 0, "1.5", 0, 1e6, NULL, "Alert when mean responsibility entropy (nats) is below."},
     {"util_min_share", CFGT_REAL, O(util_min_share), 0, "0.02", 0, 1, NULL, "A component is dead below this share of 1/Kc."},
     {"patience", CFGT_INT, O(patience), 0, "3", 1, 1000000, NULL, "Checks a component must stay dead before an alert."},
@@ -155,6 +165,8 @@ typedef struct GmaPriv {
     const real *params_last;  /* of the last forward, for query_resp */
     real *gq_buf;             /* query_resp's recomputed responsibilities (backend memory) */
     size_t gq_cap;
+    real *gk_buf;             /* key_resp's, the same way */
+    size_t gk_cap;
     MixerMonitor mon;
     GmaWindow *win;           /* gma.window: the exact local window (gma_window.h); NULL without */
 } GmaPriv;
@@ -286,6 +298,7 @@ static Mixer *gma_create(const Config *c, int layer, ParamTable *pt, const char 
     g->mon = (MixerMonitor){.every = gc->monitor_every,
                             .reinit = gc->on_collapse == COLLAPSE_REINIT,
                             .stop = gc->on_collapse == COLLAPSE_STOP,
+                            .reseed_keys = gc->reseed_rows == RESEED_KEYS,
                             .entropy_min = gc->entropy_min,
                             .util_min_share = gc->util_min_share,
                             .patience = gc->patience,
@@ -298,7 +311,8 @@ static Mixer *gma_create(const Config *c, int layer, ParamTable *pt, const char 
                             .merge_dist = gc->merge_dist,
                             .prune_below = gc->prune_below,
                             .split_above = gc->split_above,
-                            .split_shift = gc->split_shift};
+                            .split_shift = gc->split_shift,
+                            .diag_every = gc->diag_every};
     g->div_mode = gc->div_mode == DIV_BATCH;
     if (g->softmax)
         g->mean_scale = gc->init_mean_scale > 0 ? gc->init_mean_scale : 1 / sqrt((double)m->d);
@@ -874,6 +888,7 @@ void gma_mix_step(Mixer *m, const real *params, real *oh, real *state, size_t st
 
 int gma_cfg_memory(const Config *c) { return gcfg(c)->memory == MEMORY_EMA; }
 int gma_cfg_delta(const Config *c) { return gcfg(c)->write == WRITE_DELTA; }
+int gma_cfg_diag_every(const Config *c) { return gcfg(c)->diag_every; }
 size_t gma_mix_step_state(const Mixer *m) { return linmix_decode_state(m->H, ((const GmaPriv *)m->priv)->Kc, m->d); }
 size_t gma_mix_step_scratch(const Mixer *m, int B) { return 2 * (size_t)B * m->H * ((const GmaPriv *)m->priv)->Kc; }
 
@@ -881,6 +896,7 @@ static void gma_destroy(Mixer *m) {
     GmaPriv *g = m->priv;
     if (g->gq_buf) g_ops->free(g->gq_buf);
     gma_window_destroy(g->win);
+    if (g->gk_buf) g_ops->free(g->gk_buf);
     free(m->priv);
     free(m);
 }
@@ -898,23 +914,28 @@ static int gma_rank_averaged(const Mixer *m, int tensor) {
 }
 
 /* ================= routing-health hooks (docs/routing.md; used by train/health.c) ================= */
-/* the query responsibilities of the last forward: saved with the EMA memory and the delta
- * write, else recomputed from the saved qh into a buffer of the mixer (the parameter buffer
- * that forward read, with its current values); with gma.topk always recomputed, dense: the
- * monitor describes the routing before the cut (docs/model.md §3.12) */
-static const real *query_resp(const Mixer *m, const real *act, int B, int N) {
+/* the query (key = 0) or key (key = 1) responsibilities of the last forward: saved with the
+ * EMA memory and the delta write, else recomputed from the saved qh or kh into a buffer of
+ * the mixer (the parameter buffer that forward read, with its current values); recomputed
+ * key rows of padding are not zeroed; with gma.topk always recomputed, dense: the monitor
+ * describes the routing before the cut (docs/model.md §3.12) */
+static const real *resp_of(const Mixer *m, const real *act, int B, int N, int key) {
     GmaPriv *g = m->priv;
-    if ((g->ema || g->delta) && g->topk <= 0) return carve(m, B, N, act).gq;
+    Acts a = carve(m, B, N, act);
+    if ((g->ema || g->delta) && g->topk <= 0) return key ? a.gk : a.gq;
     if (!g->params_last) return NULL;
     size_t n = (size_t)B * m->H * N * g->Kc;
-    if (n > g->gq_cap) {
-        if (g->gq_buf) g_ops->free(g->gq_buf);
-        g->gq_buf = g_ops->alloc(n * sizeof(real));
-        g->gq_cap = n;
+    real **buf = key ? &g->gk_buf : &g->gq_buf;
+    size_t *cap = key ? &g->gk_cap : &g->gq_cap;
+    if (n > *cap) {
+        if (*buf) g_ops->free(*buf);
+        *buf = g_ops->alloc(n * sizeof(real));
+        *cap = n;
     }
-    route_forward(m, g->params_last, g->gq_buf, carve(m, B, N, act).qh, B, N);
-    return g->gq_buf;
+    route_forward(m, g->params_last, *buf, key ? a.kh : a.qh, B, N);
+    return *buf;
 }
+static const real *query_resp(const Mixer *m, const real *act, int B, int N) { return resp_of(m, act, B, N, 0); }
 
 static void h_components(const Mixer *m, const real *act, int B, int N, MixerComponents *out) {
     const GmaPriv *g = m->priv;
@@ -929,7 +950,10 @@ static void h_components(const Mixer *m, const real *act, int B, int N, MixerCom
                              .kmeans = g->kmeans,
                              .mon = g->mon,
                              .qh = act ? carve(m, B, N, act).qh : NULL,
-                             .gq = act ? query_resp(m, act, B, N) : NULL};
+                             .kh = act ? carve(m, B, N, act).kh : NULL,
+                             .gq = act ? query_resp(m, act, B, N) : NULL,
+                             /* only for the recall diagnosis and key re-seeding: the monitor reads queries alone */
+                             .gk = act && (g->mon.diag_every > 0 || g->mon.reseed_keys) ? resp_of(m, act, B, N, 1) : NULL};
 }
 
 static long valid_rows(const MixerCtx *c) {

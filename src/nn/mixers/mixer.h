@@ -53,6 +53,7 @@ typedef struct MixerCtx {
 typedef struct MixerMonitor {
     int every;             /* check period in steps (0 = off) */
     int reinit, stop;      /* on a collapse alert: re-seed dead components / stop the run */
+    int reseed_keys;       /* re-seed from the key rows (gma.reseed_rows "keys"), else the query rows */
     double entropy_min;    /* alert below this mean responsibility entropy (nats) */
     double util_min_share; /* a component is dead below this share of 1/Kc */
     int patience;          /* checks a component must stay dead before an alert */
@@ -66,6 +67,7 @@ typedef struct MixerMonitor {
     double prune_below;    /* prune a component whose load is below this share of 1/K */
     double split_above;    /* split a component whose load is above this share of 1/K (0 = never) */
     double split_shift;    /* the copies' offset, in standard deviations along the widest axis */
+    int diag_every;        /* the recall diagnosis (gma.diag_every; train/routing_diag.h): every this many steps (0 = off) */
 } MixerMonitor;
 
 /* A dropped component's prior logit (gma.dirichlet_*, docs/model.md §4.1): its mixture
@@ -94,6 +96,9 @@ typedef struct MixerComponents {
                       * NULL when act is NULL or that forward kept none (auto's sdpa path) */
     const real *gq;  /* [B,H,N,Kc] query responsibilities of the last forward (backend memory,
                       * inside act); NULL as qh */
+    const real *kh;  /* [B,H,N,d] key rows of the last forward, as qh */
+    const real *gk;  /* [B,H,N,Kc] key responsibilities of the last forward, the same way (padded
+                      * rows need not be zero: a reader skips them); NULL as qh */
 } MixerComponents;
 
 /* Optional routing-health hooks (docs/routing.md), implemented by the GMA mixer (and
