@@ -1,6 +1,6 @@
 /* test_finetune.c: the fine-tuning controls of gmatrain on a tiny recall model.
  * train.freeze: the frozen tensors keep their bits through training and a resume, the
- * others change, the checkpoints hold no moments for them, a pattern that matches nothing
+ * others change ("!PATTERN" excepts tensors from the patterns before it), the checkpoints hold no moments for them, a pattern that matches nothing
  * is refused. train.distill: the KL to the teacher drops while distilling, weight 0 trains
  * the bits of no distillation, the head in chunks gives the KL of the whole head, a
  * teacher of another vocabulary is refused, a resume mid-window logs the kl rows of an
@@ -81,6 +81,14 @@ START_TEST(test_freeze) {
     /* the run's own config.json keeps the list; a resume trains on with it */
     ck_assert_msg(run("./bin/gmatrain --resume %s --quiet --threads 1 --set train.steps=6", F) == 0, "%s", g_out);
     for (int i = 0; i < 4; i++) ck_assert_msg(same_tensor(I, F, g_frozen[i]), "frozen %s changed on resume", g_frozen[i]);
+    /* "!PATTERN" trains what it matches after all: "*" then "!blocks.1.mixer.q.*" trains those alone */
+    char G[1100];
+    snprintf(G, sizeof G, "%s", tu_path("G"));
+    ck_assert_msg(run("./bin/gmatrain --config %s --out %s --threads 1 --set 'train.freeze=*,!blocks.1.mixer.q.*'", tiny(),
+                      G) == 0, "%s", g_out);
+    ck_assert_msg(!same_tensor(I, G, "blocks.1.mixer.q.weight"), "blocks.1.mixer.q.weight did not train");
+    for (int i = 1; i < 3; i++) ck_assert_msg(same_tensor(I, G, g_trained[i]), "%s trained", g_trained[i]);
+    for (int i = 0; i < 4; i++) ck_assert_msg(same_tensor(I, G, g_frozen[i]), "%s trained", g_frozen[i]);
     /* a pattern that matches no trained tensor: one line naming it, nothing written */
     ck_assert_int_eq(run("./bin/gmatrain --config %s --out %s/bad --quiet --set 'train.freeze=blocks.1.*,blocks.9.*'", tiny(),
                          tu_tmpdir()), 2);

@@ -751,12 +751,14 @@ static int fault_final_eval(int s) {
     return gma_errorf("fault injected by GMA_FAULT_FINAL_EVAL");
 }
 
-/* The final model on the valid and test splits (whole); have[s] for each that was
+/* The final model on the valid and test splits (whole, or a language model's first
+ * train.final_eval_batches batches); have[s] for each that was
  * evaluated. Returns the first split whose evaluation failed (gma_error), or -1. */
 static int final_eval(Run *r, EvalResult fin[3], int have[3]) {
     for (int s = SPLIT_VALID; s <= SPLIT_TEST; s++) {
         if (!r->task.have[s]) continue;
-        if (r->task.eval(&r->task, &r->m, s, 0, &fin[s]) != 0 || fault_final_eval(s)) return s;
+        long nb = r->task.classify ? 0 : run_keys(&r->cfg)->final_eval_batches;
+        if (r->task.eval(&r->task, &r->m, s, nb, &fin[s]) != 0 || fault_final_eval(s)) return s;
         have[s] = 1;
     }
     return -1;

@@ -83,6 +83,9 @@ static const CfgKey g_run[] = {
      "Classifier: the test accuracy summary.json reports (reported_test_acc): of the best-validation checkpoint, or of the last."},
     {"eval_every", CFGT_INT, RO(eval_every), 0, "100", 0, 1000000000, NULL, "Validation period in steps (0 = only at the end)."},
     {"eval_batches", CFGT_INT, RO(eval_batches), 0, "20", 0, 1000000000, NULL, "Validation batches (0 = the whole split)."},
+    {"final_eval_batches", CFGT_INT, RO(final_eval_batches), 0, "0", 0, 1000000000, NULL,
+     "Language models: batches of the final valid and test scores (summary.json, the last metrics rows) (0 = the whole "
+     "splits; fewer: the first ones, and no word perplexity)."},
     {"log_every", CFGT_INT, RO(log_every), 0, "10", 1, 1000000000, NULL, "metrics.jsonl / progress period in steps."},
     {"checkpoint_every", CFGT_INT, RO(checkpoint_every), 0, "500", 0, 1000000000, NULL, "Checkpoint period (0 = only at the end)."},
     {"keep_checkpoints", CFGT_INT, RO(keep_checkpoints), 0, "2", 1, 1000000, NULL, "Periodic checkpoints kept."},
