@@ -405,9 +405,10 @@ util_of() { # ANALYSIS.json: "layer frac min_load" lines
     END { for (i = 1; i <= no; i++) { l = order[i]; printf "%s %.4f %.4f\n", l, ok[l] / n[l], mn[l] } }' "$1"
 }
 
-run_or_resume() { # DIR CMD: a run of CMD in DIR, resumed from its checkpoint when it has one
+run_or_resume() { # DIR CMD [keep]: a run of CMD in DIR, resumed from its checkpoint when it has
+  # one (a finished run: nothing to do); else DIR made afresh (keep: the folder kept as it is)
   if [ -n "$(ls -d "$1"/ckpt_* 2> /dev/null)" ]; then bin/gmatrain --resume "$1" --quiet --threads "$threads"
-  else rm -rf "$1"; eval "$2"; fi
+  else [ "${3:-}" = keep ] || rm -rf "$1"; eval "$2"; fi
 }
 transfer_json() { # RUN: "transfer": per layer the first and the last logged transfer loss
   local f="$1/metrics.jsonl"
@@ -442,6 +443,8 @@ for ((i = 0; i < P; i++)); do
     echo "phase $k: finished in $d, skipped" >&2
   else
     if [ -z "$(ls -d "$d"/ckpt_* 2> /dev/null)" ]; then # a start of this plan that wrote no checkpoint yet
+      # (its transfer and control runs are this plan's only when its plan.txt.new is there)
+      [ -f "$d/plan.txt.new" ] || rm -rf "$d.transfer" "$out/control/phase$k"
       rm -rf "$d"; again=1 # the phases after this one start from it
     fi
     mkdir -p "$d"; [ -f "$d/plan.txt" ] || echo "$plan" > "$d/plan.txt.new"
@@ -450,7 +453,7 @@ for ((i = 0; i < P; i++)); do
       run_or_resume "$d.transfer" "$(transfer_cmd $k)"
     fi
     echo "$tag: GMA in layers $(layers_of $k), steps $(( $(end_of $k) - $(share_of $k) ))-$(end_of $k) of $T -> $d" >&2
-    run_or_resume "$d" "$(train_cmd $k)"
+    run_or_resume "$d" "$(train_cmd $k)" keep
   fi
   if [ $control = 1 ]; then
     echo "$tag: control, the teacher fine-tuned alike -> $out/control/phase$k" >&2
