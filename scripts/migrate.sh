@@ -584,10 +584,10 @@ if [ "$tsteps" -gt 0 ]; then
     f="$out/phase${plist[$i]}.transfer/metrics.jsonl"
     [ -s "$f" ] && grep '"transfer":{' "$f" | sed -E 's/^\{"step":([0-9]+),.*"transfer":\{([^}]*)\}.*/\1 \2/' | tr -d '"' |
       awk -v p="${plist[$i]}" '{ n = split($2, a, ","); for (j = 1; j <= n; j++) { split(a[j], kv, ":"); print p, kv[1], $1, kv[2] } }'
-  done > "$out/plots/transfer.dat"
+  done | sort -s -k1,1n -k2,2n -k3,3n > "$out/plots/transfer.dat" # each layer's rows together: one line each
   {
     echo "set terminal pngcairo size 900,540; set output '$out/plots/transfer.png'"
-    echo "set title 'attention transfer: sum (oh_gma - oh_sdpa)^2 / sum oh_sdpa^2 per layer'; set xlabel 'transfer step'; set ylabel 'relative squared gap'; set logscale y; set key outside"
+    echo "set title 'attention transfer: sum (oh_gma - oh_sdpa)^2 / sum oh_sdpa^2 per layer'; set xlabel 'transfer step'; set ylabel 'relative squared gap'; set logscale y; set key outside noenhanced; set termoption noenhanced"
     printf 'plot '
     awk '{ print $1, $2 }' "$out/plots/transfer.dat" | sort -u -k1,1n -k2,2n | awk -v f="$out/plots/transfer.dat" \
       '{ printf "%s\"%s\" using ($1 == %s && $2 == %s ? $3 : 1/0):4 with lines title \"phase %s layer %s\"", (NR > 1 ? ", " : ""), f, $1, $2, $1, $2 } END { print "" }'
