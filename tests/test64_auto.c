@@ -6,7 +6,8 @@
  * sdpa's, and without distillation GMA's components get no gradient below the threshold.
  * The stop-gradient: the checks hold the sdpa target of the first forward as a constant
  * (mixer_auto_hold_target), so the differences see the objective the backward
- * differentiates. */
+ * differentiates. Attention transfer: a model sdpa, auto, auto with train.lm_weight 0, every
+ * parameter's gradient of the auto layers' terms alone, its logits the all-sdpa model's. */
 #include <string.h>
 
 #include "gradcheck.h"
