@@ -155,7 +155,6 @@ case "$nph" in 1|2|3) ;; *) die "--phases must be 1, 2 or 3, not '$nph'";; esac
 [ $at_once = 0 ] || [ $phases_given = 0 ] || die "--all-at-once runs one phase: --phases does not go with it"
 case "$window" in ''|*[!0-9]*) die "--window must be a whole number (0 = none), not '$window'";; esac
 wset=(); [ "$window" = 0 ] || wset=(--set "gma.window=$window") # the GMA layers' window, trained and benchmarked
-[ "$tsteps" = 0 ] || [ "$window" = 0 ] || die "--transfer-steps needs --window 0: the transfer runs the replaced layers as auto, whose GMA path has no window"
 # the lengths: 1K = 1024; each a positive integer
 seqs=()
 for s in ${bench_seq//,/ }; do
@@ -195,6 +194,10 @@ else
   done
 fi
 P=${#plist[@]}
+# the transfer runs the new layers as auto, whose GMA path has no window (gma.window 0 there):
+# a later phase's transfer would drop the window of the earlier phases' GMA layers
+[ "$tsteps" = 0 ] || [ "$window" = 0 ] || [ $P = 1 ] \
+  || die "--transfer-steps with --window $window: only with --all-at-once or --phases 1 (the transfer runs the new layers as auto, which has no window, and would drop the window of the earlier phases' GMA layers), or give --window 0"
 idx_of() { local i; for ((i = 0; i < P; i++)); do [ "${plist[$i]}" = "$1" ] && echo $i; done; }
 prev_of() { local i; i=$(idx_of $1); [ "$i" -gt 0 ] && echo "${plist[$((i - 1))]}" || true; } # the phase before, or ""
 # the budget: T steps in all, phase i (0-based) ends at step (i + 1) T / P of one schedule
@@ -251,7 +254,7 @@ transfer_cmd() {
     --set "model.mixer=$(mixer_list "$(layers_of "$(prev_of $1)" 2> /dev/null)" "$n")" --set "data.path=$data"
     --set "train.steps=$tsteps" --set "seed=$seed" --set "train.lr=$tlr" --set train.warmup=0 --set train.schedule=constant
     --set model.auto_threshold=16777216 --set auto.distill_weight=1 --set train.lm_weight=0 --set gma.init=kmeans
-    --set "train.freeze=$fr" --set train.distill.teacher= --set "train.eval_every=$tsteps" --set "train.checkpoint_every=$tsteps"
+    --set "train.freeze=$fr" --set train.distill.teacher= --set gma.window=0 --set "train.eval_every=$tsteps" --set "train.checkpoint_every=$tsteps"
     --set "train.log_every=$(( tsteps < 10 ? 1 : tsteps / 10 ))" --set train.final_eval_batches=1)
   for s in "${sets[@]+"${sets[@]}"}"; do a+=(--set "$s"); done
   quote "${a[@]}"

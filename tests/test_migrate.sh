@@ -103,6 +103,7 @@ one_line "--bench-seq 1Q" "--bench-seq: '1Q' is not a length" "${common[@]}" --b
 one_line "--gate-util -1" "--gate-util must be a number >= 0" "${common[@]}" --gate-util -1
 one_line "--phases 4" "--phases must be 1, 2 or 3" "${common[@]}" --phases 4
 one_line "--window x" "--window must be a whole number" "${common[@]}" --window x
+one_line "--transfer-steps with a window over phases" "--transfer-steps with --window 64: only with --all-at-once or --phases 1" "${common[@]}" --transfer-steps 2
 one_line "--total-steps with --steps-per-phase" "--total-steps and --steps-per-phase: give one of them" "${common[@]}" --total-steps 9
 one_line "--transfer-steps x" "--transfer-steps must be a whole number" "${common[@]}" --transfer-steps x
 one_line "--eval-batches -1" "--eval-batches must be a whole number" "${common[@]}" --eval-batches -1
