@@ -48,7 +48,7 @@ bench_mpi.sh:--np --batch --steps --repeat --set --device --mpi-bin --one-bin
 bench_torch.sh:--mixers --B --T --V --steps --repeat --threads --out
 check_data_parallel.sh:--bin --device --out --way --steps
 gpu_check.sh:--out --bin --precisions --mixers --extra --sections
-migrate.sh:--teacher --data --steps-per-phase --out --name --seed --lr --threads --set --distill-weight --distill-temperature --bench-seq --gate-ppl-phase1 --gate-ppl-phase2 --phase2-against --gate-bench-phase3 --gate-util --phases --window
+migrate.sh:--teacher --data --steps-per-phase --total-steps --out --name --seed --lr --threads --set --transfer-steps --transfer-lr --eval-batches --distill-weight --distill-temperature --bench-seq --gate-ppl-phase1 --gate-ppl-phase2 --phase2-against --gate-bench-phase3 --gate-util --util-warn --phases --window
 reproduce_migration.sh:--sotu --steps --steps-per-phase --seeds --eval-speeches --threads --bench-seq --out --phases
 reproduce_cross.sh run:--out --kinds --steps --threads --seed --set
 reproduce_cross.sh write R.json:--out --note

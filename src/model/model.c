@@ -81,6 +81,7 @@ static void drop_site(const Model *m, real *x, int layer, int site, double p, in
 int model_build(Model *m, const Config *c) {
     memset(m, 0, sizeof *m);
     m->cfg = *c;
+    m->lm_weight = 1;
     const ModelCfg *mc = &c->model;
     if (mc->vocab_size <= 0) return gma_errorf("key model.vocab_size: not set and not given by the data");
     m->V = mc->vocab_size;
@@ -780,7 +781,7 @@ void model_backward(Model *m, double loss_scale) {
     } else { /* the mean over the scored rows */
         double count = g_ops->sum(m->valid_rows, R);
         if (count <= 0) return;
-        head_backward(m, R, (real)(loss_scale / count));
+        head_backward(m, R, (real)(m->lm_weight * loss_scale / count));
     }
     MixerCtx ctx = {.B = B, .N = N, .causal = m->causal, .keymask = m->keymask, .training = 1,
                     .aux_scale = loss_scale};

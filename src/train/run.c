@@ -102,6 +102,7 @@ static int open_data_and_model(Run *r) {
     if (rc) return rc;
     r->model_built = model_build(&r->m, &r->cfg) == 0;
     if ((rc = dist_agree(r->model_built ? 0 : TRAIN_BAD_INPUT)) != 0) return rc;
+    r->m.lm_weight = run_keys(&r->cfg)->lm_weight;
     int B = r->cfg.train.batch_size, N = r->task.N;
     MemPlan plan; /* planned once: checked here, reported below */
     if ((rc = dist_agree(model_check_memory_plan(&r->m, B, N, &plan) != 0 ? TRAIN_BAD_INPUT : 0)) != 0) return rc;
@@ -250,6 +251,26 @@ static int init_weights(Run *r) {
     return 0;
 }
 
+/* train.state_from (with --init-from): the step, data RNG, tokens seen and the moments of the
+ * tensors of the same name and shape of that checkpoint (ckpt_load_state); the step must
+ * leave steps to train. Every rank reads the same checkpoint; rank 0 reports. */
+static int take_state(Run *r) {
+    const char *from = run_keys(&r->cfg)->state_from;
+    if (!from[0]) return 0;
+    char dir[2048];
+    int n = 0;
+    if (ckpt_resolve(from, dir, sizeof dir) != 0 || ckpt_load_state(&r->m, &r->ts, dir, &n) != 0)
+        return gma_error_prefix("key train.state_from"), TRAIN_BAD_INPUT;
+    if (r->ts.step >= r->cfg.train.steps)
+        return gma_errorf("key train.state_from: %s is at step %ld, train.steps %d leaves nothing to train", dir,
+                          r->ts.step, r->cfg.train.steps),
+               TRAIN_BAD_INPUT;
+    if (!r->quiet)
+        fprintf(stderr, "gmatrain: training state from %s: step %ld (the schedule and data order continue there), "
+                        "optimiser moments of %d tensors (the others from 0)\n", dir, r->ts.step, n);
+    return 0;
+}
+
 /* The training state, fresh from the seed or from the checkpoint to resume; then every
  * replica starts from rank 0's parameters, moments and state (the same already: this
  * makes sure). */
@@ -270,6 +291,10 @@ static int open_state(Run *r) {
     } else if (r->o.init_from) {
         int rc = dist_agree(init_weights(r));
         if (rc) return rc;
+        if ((rc = dist_agree(take_state(r))) != 0) return rc;
+    } else if (run_keys(&r->cfg)->state_from[0]) {
+        return dist_agree((gma_errorf("key train.state_from: continues another run's training state in a run started "
+                                      "with --init-from (the weights), not from scratch"), TRAIN_BAD_INPUT));
     }
     if (r->cfg.train.distill_teacher[0] && !r->finished) { /* a resume: the teacher it started with (run_distill.h) */
         r->teacher_built = distill_open(&r->m, &r->cfg, &r->teacher, &r->teacher_id, r->quiet) == 0;
@@ -456,6 +481,10 @@ static int step_micro_batches(Run *r) {
         s->loss += l / accum;
         if (r->div_on) s->div += model_aux_loss(&r->m, NULL) / accum;
         if (r->teacher_built) s->kl += (st.count > 0 ? st.kl_sum / st.count : 0) / accum;
+        for (int l = 0; l < r->m.L && l < CFG_MAX_LAYERS; l++) {
+            double d;
+            if (mixer_auto_transfer(r->m.blocks[l].mixer, &d)) r->win_tr[l] += d, r->win_tr_n[l]++;
+        }
         s->tokens += ntok;
         /* with R ranks each backward carries 1/R, so the sum over ranks is the mean */
         model_backward(&r->m, 1.0 / ((double)accum * r->R));
@@ -580,6 +609,15 @@ static void log_window(Run *r) {
         cJSON_AddNumberToObject(row, "ce", loss);
         cJSON_AddNumberToObject(row, "kl", kl);
         cJSON_AddNumberToObject(row, "distill_loss", loss + r->cfg.train.distill_weight * T * T * kl);
+    }
+    cJSON *tr = NULL; /* "transfer": {"L": the mean attention-transfer loss of auto layer L} */
+    for (int l = 0; l < r->m.L && l < CFG_MAX_LAYERS; l++) {
+        if (!r->win_tr_n[l]) continue;
+        if (!tr) tr = cJSON_AddObjectToObject(row, "transfer");
+        char key[16];
+        snprintf(key, sizeof key, "%d", l);
+        cJSON_AddNumberToObject(tr, key, r->win_tr[l] / r->win_tr_n[l]);
+        r->win_tr[l] = 0, r->win_tr_n[l] = 0;
     }
     cJSON_AddNumberToObject(row, "lr", r->cur.lr);
     cJSON_AddNumberToObject(row, "grad_norm", r->cur.gn);
@@ -715,12 +753,14 @@ static int fault_final_eval(int s) {
     return gma_errorf("fault injected by GMA_FAULT_FINAL_EVAL");
 }
 
-/* The final model on the valid and test splits (whole); have[s] for each that was
+/* The final model on the valid and test splits (whole, or a language model's first
+ * train.final_eval_batches batches); have[s] for each that was
  * evaluated. Returns the first split whose evaluation failed (gma_error), or -1. */
 static int final_eval(Run *r, EvalResult fin[3], int have[3]) {
     for (int s = SPLIT_VALID; s <= SPLIT_TEST; s++) {
         if (!r->task.have[s]) continue;
-        if (r->task.eval(&r->task, &r->m, s, 0, &fin[s]) != 0 || fault_final_eval(s)) return s;
+        long nb = r->task.classify ? 0 : run_keys(&r->cfg)->final_eval_batches;
+        if (r->task.eval(&r->task, &r->m, s, nb, &fin[s]) != 0 || fault_final_eval(s)) return s;
         have[s] = 1;
     }
     return -1;

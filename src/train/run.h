@@ -72,6 +72,10 @@ typedef struct Run {
     int finished;
     long sched_from;
     double lr_from, lr_to;
+    /* the log window's sums of each auto layer's attention-transfer loss (mixer_auto_transfer,
+     * this rank's micro-batches since the window opened) and their counts */
+    double win_tr[CFG_MAX_LAYERS];
+    long win_tr_n[CFG_MAX_LAYERS];
     Model teacher;       /* train.distill.teacher (distilling when teacher_built) */
     int teacher_built;
     DistillId teacher_id; /* the teacher's checkpoint, step and digest (RUN/distill.json) */

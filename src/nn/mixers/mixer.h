@@ -245,6 +245,10 @@ int mixer_auto_probe(Mixer *m, int on);
 /* the probe's sums since it was switched on: *mse the mean squared gap, *rel sum of the
  * squared gaps over sum oh_sdpa^2; -1 when no forward ran with it */
 int mixer_auto_gap(const Mixer *m, double *mse, double *rel);
+/* any mixer: 1 when it is "auto" and its last forward was a distilled training call
+ * (auto.distill_weight > 0, the sdpa path), with *dist that call's unweighted
+ * sum (oh_gma - oh_sdpa)^2 / sum oh_sdpa^2 (the attention-transfer loss of the layer); else 0 */
+int mixer_auto_transfer(const Mixer *m, double *dist);
 /* gma.n_components of model layer `layer` (gma.c): the one number, or the entry of that
  * layer among the layers whose mixer holds a GMA path (MixerVT.gma_layer) */
 int gma_layer_kc(const Config *c, int layer);
