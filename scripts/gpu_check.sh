@@ -22,8 +22,8 @@
 #    precision (fp32, tf32, bf16): gmacheck runs a few training steps on the CPU and on
 #    the GPU from the same initial parameters and batch and compares the losses and every
 #    gradient (relative error; bounds: fp32 1e-4, tf32 1e-2, bf16 5e-2 -- see docs/cuda.md).
-#    GMA also runs with a sequence that is a multiple of the chunk, a single chunk, and
-#    shared components; every bidirectional mixer also as a classifier with padded rows
+#    GMA also runs with a sequence that is a multiple of the chunk, a single chunk, shared
+#    components, and the exact local window (gma.window, causal and bidirectional); every bidirectional mixer also as a classifier with padded rows
 #    (the key-padding paths), and GMA with cls pooling and the two-sequence head and with
 #    the convolutional stem (batch and instance norm), and with the language model's head
 #    in chunks of rows. Kernel launches are synchronised (GMA_CUDA_SYNC=1) so a fault names
@@ -141,6 +141,8 @@ for p in $PRECS; do
     check gma 1 "N=256" "$p" --seq 256
     check gma 1 "N=48 (one chunk)" "$p" --seq 48
     check gma 1 "shared, chunk 32" "$p" --seq 200 --set gma.shared_components=true --set gma.chunk=32
+    # the exact local window beside GMA (gma.window: the tiled window attention, the ring in decoding)
+    for c in 1 0; do check gma "$c" "window 48" "$p" --seq 200 --set gma.window=48; done
     [ $QUICK = 1 ] || check gma 1 "N=2048, Kc=128" "$p" --seq 2048 --batch 2 --set gma.n_components=128 --set model.n_layers=1
     # baselines: other head widths, state sizes, chunks and feature counts
     for c in 1 0; do

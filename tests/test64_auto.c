@@ -6,7 +6,8 @@
  * sdpa's, and without distillation GMA's components get no gradient below the threshold.
  * The stop-gradient: the checks hold the sdpa target of the first forward as a constant
  * (mixer_auto_hold_target), so the differences see the objective the backward
- * differentiates. */
+ * differentiates. Attention transfer: a model sdpa, auto, auto with train.lm_weight 0, every
+ * parameter's gradient of the auto layers' terms alone, its logits the all-sdpa model's. */
 #include <string.h>
 
 #include "gradcheck.h"
@@ -93,6 +94,62 @@ START_TEST(test_distill_model) {
 }
 END_TEST
 
+/* attention transfer (docs/migration.md): auto layers above an sdpa layer, train.lm_weight 0
+ * (Model.lm_weight), so the objective is the sum over the auto layers of
+ * w |oh_gma - sg(oh_sdpa)|^2 / |sg(oh_sdpa)|^2 alone, each layer fed the sdpa (teacher's)
+ * output of the layers below: every parameter's gradient against central differences of
+ * that sum; the logits are the all-sdpa model's (teacher-forced); each layer's logged
+ * transfer loss (mixer_auto_transfer) is its term / w; the head gets no gradient */
+static double transfer_loss(void *p) {
+    GcModel *c = p;
+    LossStats st;
+    ck_assert_int_eq(model_forward(&c->m, c->tok, c->tgt, 2, 7, NULL, 0, &st, 1, 0), 0);
+    double weighted = 0;
+    model_aux_loss(&c->m, &weighted);
+    return weighted;
+}
+
+START_TEST(test_transfer_model) {
+    Config cfg = tu_tiny_config("auto");
+    tu_apply_sets(&cfg, "model.n_layers=3;model.mixer=sdpa,auto,auto;model.auto_threshold=8;auto.distill_weight=0.6");
+    GcModel c;
+    gc_model_setup(&c, &cfg);
+    c.m.lm_weight = 0;
+    /* the teacher: the same weights in an all-sdpa model (the tensors of auto are gma's,
+     * a superset of sdpa's: copied by name) */
+    Config tcfg = cfg;
+    tu_apply_sets(&tcfg, "model.mixer=sdpa");
+    GcModel t;
+    gc_model_setup(&t, &tcfg);
+    for (int i = 0; i < t.m.pt.n; i++) {
+        int j = pt_find(&c.m.pt, t.m.pt.t[i].name);
+        ck_assert_int_ge(j, 0);
+        memcpy(t.m.params + t.m.pt.t[i].offset, c.m.params + c.m.pt.t[j].offset, t.m.pt.t[i].numel * sizeof(real));
+    }
+    LossStats a, b;
+    ck_assert_int_eq(model_forward(&c.m, c.tok, c.tgt, 2, 7, NULL, 0, &a, 1, 0), 0);
+    ck_assert_int_eq(model_forward(&t.m, t.tok, t.tgt, 2, 7, NULL, 0, &b, 1, 0), 0);
+    ck_assert_msg(fabs(a.loss_sum - b.loss_sum) <= 1e-12 * fabs(b.loss_sum), "teacher-forced loss %.17g, teacher %.17g",
+                  a.loss_sum, b.loss_sum);
+    double w = 0, sum = 0, d;
+    for (int l = 1; l < 3; l++) {
+        ck_assert(mixer_auto_transfer(c.m.blocks[l].mixer, &d));
+        ck_assert_msg(d > 0, "layer %d: transfer loss %g", l, d);
+        sum += d;
+    }
+    ck_assert(!mixer_auto_transfer(c.m.blocks[0].mixer, &d)); /* sdpa */
+    ck_assert_msg(fabs(model_aux_loss(&c.m, &w) - 0.6 * sum) <= 1e-12 * sum, "the aux loss is not w x the layers' sum");
+    for (int l = 1; l < 3; l++) mixer_auto_hold_target(c.m.blocks[l].mixer, 1);
+    double worst = gc_model_grads(&c.m, transfer_loss, &c, "attention transfer");
+    GC_ASSERT("attention transfer (sdpa, auto, auto; lm_weight 0)", worst);
+    int head = pt_find(&c.m.pt, "ln_f.weight");
+    ck_assert_int_ge(head, 0);
+    for (size_t j = 0; j < c.m.pt.t[head].numel; j++) ck_assert(c.m.grads[c.m.pt.t[head].offset + j] == 0);
+    model_free(&c.m);
+    model_free(&t.m);
+}
+END_TEST
+
 Suite *make_suite(void) {
     Suite *s = suite_create("auto with distillation (float64 gradient checks)");
     TCase *tc = tcase_create("auto");
@@ -100,6 +157,7 @@ Suite *make_suite(void) {
     tcase_add_loop_test(tc, test_distill, 0, N_CASES);
     tcase_add_test(tc, test_distill_output_and_off);
     tcase_add_test(tc, test_distill_model);
+    tcase_add_test(tc, test_transfer_model);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -1,10 +1,13 @@
-/* test64_gmavar.c: the GMA variants (docs/model.md §3.10) in the float64 build. gma.write
+/* test64_gmavar.c: the GMA variants (docs/model.md §3.10, §3.12) in the float64 build. gma.write
  * "delta": central-difference gradient checks of every parameter and the input (Gaussian and
  * softmax routing, shared components, key padding, the short convolutions, the diversity
  * loss and the Dirichlet prior, one chunk and several); a 2-layer model's gradients and
  * causality; the parameters the write registers (and that the add write registers none);
  * the layer against a naive float64 loop of its definition; and the config checks that
- * refuse the combinations it is not built for, naming the key. */
+ * refuse the combinations it is not built for, naming the key. gma.topk (§3.12): the
+ * layer's gradients with the cut and a fixed noise (each routing, both writes, the EMA
+ * memory, padding, bidirectional), the op against its definition and the Gumbel-max law, a
+ * model's gradients, the noise per seed and step and none at evaluation, the refusals. */
 #include <string.h>
 
 #include "gradcheck.h"
@@ -214,6 +217,201 @@ START_TEST(test_delta_config_errors) {
 }
 END_TEST
 
+/* ================= gma.topk (docs/model.md §3.12) ================= */
+static Config topk_config(const char *extra) {
+    Config c = tu_tiny_config("gma"); /* D 8, H 2: d 4; chunk 3 */
+    tu_apply_sets(&c, "gma.n_components=5;gma.topk=2");
+    if (extra) tu_apply_sets(&c, extra);
+    ck_assert_msg(cfg_validate(&c) == 0, "%s", gma_error());
+    return c;
+}
+
+/* a fixed noise stream, as the model's for layer 0 at step 3 */
+static const GmaDrop topk_stream = {.key = {7, 0}, .c2 = 3, .c3 = 6 /* layer 0, GMA_DROP_ROUTE */, .scale = 1,
+                                    .seg_local = 2, .seg_global = 2};
+
+/* the layer's gradients with the cut, with the noise of a training forward (fixed: the same
+ * stream in every probe) or none; the accumulate contract */
+static void topk_case(const char *extra, int causal, int padded, int noisy) {
+    Config cfg = topk_config(extra);
+    GcMix c;
+    gc_mix_setup(&c, &cfg, "gma", 2, 7, causal, padded ? gc_pad_mask : NULL, 42 + causal + 2 * padded);
+    if (noisy) c.ctx.noise = &topk_stream;
+    char label[160];
+    snprintf(label, sizeof label, "gma topk %s%s%s %s", causal ? "causal" : "bidir", padded ? " padded" : "",
+             noisy ? " noisy" : "", extra ? extra : "");
+    real *dh = gc_mix_check(&c, label);
+    real *g1 = xcalloc(c.pt.total, sizeof(real));
+    memcpy(g1, c.grads, c.pt.total * sizeof(real));
+    gc_mix_loss(&c);
+    c.m->vt->backward(c.m, &c.ctx, dh, c.r, c.h, c.params, c.grads, c.act, c.scratch);
+    for (size_t i = 0; i < c.pt.total; i++) ck_assert(fabs(c.grads[i] - 2 * g1[i]) <= 1e-12 * (1 + fabs(g1[i])));
+    free(g1);
+    free(dh);
+    gc_mix_free(&c);
+}
+START_TEST(test_topk_add) {
+    topk_case(NULL, 1, 0, 0);
+    topk_case(NULL, 1, 1, 1);
+    topk_case(NULL, 0, 1, 1);
+    topk_case("gma.routing=softmax;gma.temperature=0.7", 1, 0, 1);
+    topk_case("gma.routing=softmax;gma.topk=1", 0, 0, 1);
+    topk_case("gma.topk_noise=0.5;gma.chunk=64", 1, 0, 1);
+    topk_case("gma.div_weight=0.3", 1, 1, 1);
+    topk_case("gma.memory=ema", 1, 1, 1);
+}
+END_TEST
+/* the routing monitor reads the dense responsibilities (every entry > 0), the layer the cut */
+static void topk_monitor_case(const char *extra) {
+    Config cfg = topk_config(extra);
+    GcMix c;
+    gc_mix_setup(&c, &cfg, "gma", 2, 7, 1, NULL, 3);
+    gc_mix_loss(&c);
+    MixerComponents mc;
+    c.m->vt->health->components(c.m, c.act, 2, 7, &mc);
+    ck_assert(mc.gq != NULL);
+    for (size_t i = 0; i < (size_t)2 * 2 * 7 * 5; i++) ck_assert_msg(mc.gq[i] > 0, "%s: entry %zu cut", extra, i);
+    gc_mix_free(&c);
+}
+START_TEST(test_topk_monitor) {
+    topk_monitor_case("gma.write=add");
+    topk_monitor_case("gma.write=delta");
+    topk_monitor_case("gma.memory=ema");
+}
+END_TEST
+START_TEST(test_topk_delta) {
+    topk_case("gma.write=delta", 1, 0, 0);
+    topk_case("gma.write=delta", 1, 1, 1);
+    topk_case("gma.write=delta;gma.routing=softmax;gma.slot_decay=true;model.short_conv=2", 1, 0, 1);
+}
+END_TEST
+
+/* the op against its definition: each row's k largest of gamma m (m = 1 without noise, else
+ * the stream's multipliers), renormalised; with k = 1 the Gumbel-max trick picks component c
+ * with probability gamma_c (the noise's law and sign) */
+START_TEST(test_topk_op) {
+    int B = 2, H = 3, N = 4, Kc = 6;
+    size_t rows = (size_t)B * H * N, n = rows * Kc;
+    Rng rng;
+    rng_seed(&rng, 5);
+    real *g = xcalloc(n, sizeof(real)), *out = xcalloc(n, sizeof(real));
+    for (size_t r = 0; r < rows; r++) { /* softmax rows; row 0 all ties: the lower indices win */
+        double s = 0;
+        for (int c = 0; c < Kc; c++) s += g[r * Kc + c] = r == 0 ? 1 : exp(2 * rng_normal(&rng));
+        for (int c = 0; c < Kc; c++) g[r * Kc + c] /= s;
+    }
+    GmaTopkNoise z = {.drop = topk_stream, .scale = 0.7, .which = 1, .b0 = 0, .h0 = 0, .H = H};
+    for (int noisy = 0; noisy < 2; noisy++)
+        for (int k = 1; k < Kc; k++) {
+            g_ops->gma_topk_forward(out, g, B, H, N, Kc, k, noisy ? &z : NULL);
+            for (size_t r = 0; r < rows; r++) {
+                double w[6], m[6] = {1, 1, 1, 1, 1, 1}, sum = 0;
+                int i = (int)(r % N), h = (int)(r / N % H), b = (int)(r / (N * H)), keep[6] = {0};
+                if (noisy) gma_topk_mults(m, &z, b, h, N, i, Kc, 0, Kc);
+                for (int c = 0; c < Kc; c++) w[c] = g[r * Kc + c] * m[c];
+                for (int t = 0; t < k; t++) { /* the largest not yet kept, the lower index on ties */
+                    int best = -1;
+                    for (int c = 0; c < Kc; c++)
+                        if (!keep[c] && (best < 0 || w[c] > w[best])) best = c;
+                    keep[best] = 1, sum += w[best];
+                }
+                if (r == 0 && !noisy)
+                    for (int c = 0; c < Kc; c++) ck_assert_int_eq(keep[c], c < k);
+                for (int c = 0; c < Kc; c++) {
+                    double want = keep[c] ? w[c] / sum : 0;
+                    ck_assert_msg(fabs(out[r * Kc + c] - want) <= 1e-15, "row %zu k %d noise %d: %g, want %g", r, k,
+                                  noisy, (double)out[r * Kc + c], want);
+                }
+            }
+        }
+    /* Gumbel-max: 40000 rows of gamma (0.5, 0.3, 0.15, 0.05), k = 1 */
+    int R = 40000, K4 = 4, cnt[4] = {0};
+    real *g4 = xcalloc((size_t)R * K4, sizeof(real)), *o4 = xcalloc((size_t)R * K4, sizeof(real));
+    const double p[4] = {0.5, 0.3, 0.15, 0.05};
+    for (int r = 0; r < R; r++)
+        for (int c = 0; c < K4; c++) g4[(size_t)r * K4 + c] = p[c];
+    GmaTopkNoise z1 = {.drop = topk_stream, .scale = 1, .which = 0, .H = 1};
+    z1.drop.seg_local = z1.drop.seg_global = 1;
+    g_ops->gma_topk_forward(o4, g4, 1, 1, R, K4, 1, &z1);
+    for (int r = 0; r < R; r++)
+        for (int c = 0; c < K4; c++)
+            if (o4[(size_t)r * K4 + c] != 0) cnt[c]++, ck_assert(fabs(o4[(size_t)r * K4 + c] - 1) < 1e-15);
+    for (int c = 0; c < K4; c++) /* 5 standard deviations of a binomial share: at most 0.0125 */
+        ck_assert_msg(fabs((double)cnt[c] / R - p[c]) < 0.0125, "component %d picked %.4f of the rows, gamma %.2f", c,
+                      (double)cnt[c] / R, p[c]);
+    free(g), free(out), free(g4), free(o4);
+}
+END_TEST
+
+/* inside a model: the gradients of a 2-layer model in a training forward (the model's noise,
+ * fixed within a step); the noise depends on the step and the seed and is the same when
+ * drawn again; an evaluation forward has none (it equals a training forward with
+ * gma.topk_noise 0); k cuts (the loss differs from dense routing's) */
+static double topk_loss(const char *extra, int training, long step, int seed) {
+    Config cfg = topk_config(extra);
+    cfg.seed = seed;
+    Model m;
+    ck_assert_int_eq(model_build(&m, &cfg), 0);
+    model_alloc(&m, 2, 7);
+    model_init_params(&m, 7);
+    int32_t tok[14], tgt[14];
+    for (int i = 0; i < 14; i++) tok[i] = (i * 5 + 1) % 11, tgt[i] = (i * 3 + 2) % 11;
+    LossStats st;
+    ck_assert_int_eq(model_forward(&m, tok, tgt, 2, 7, NULL, 0, &st, training, step), 0);
+    model_free(&m);
+    return st.loss_sum / st.count;
+}
+START_TEST(test_topk_model) {
+    Config cfg = topk_config("model.mixer=sdpa,gma");
+    GcModel c;
+    gc_model_setup(&c, &cfg);
+    gc_model_check(&c, "sdpa,gma topk", "2-layer model sdpa,gma with gma.topk 2");
+    cfg = topk_config("gma.write=delta");
+    gc_model_setup(&c, &cfg);
+    gc_model_check(&c, "gma topk delta", "1-layer model gma.write delta with gma.topk 2");
+    double a = topk_loss(NULL, 1, 5, 1);
+    ck_assert(a == topk_loss(NULL, 1, 5, 1));
+    ck_assert(a != topk_loss(NULL, 1, 6, 1));
+    ck_assert(a != topk_loss(NULL, 1, 5, 2));
+    double e = topk_loss(NULL, 0, 5, 1);
+    ck_assert(e != a);
+    ck_assert(e == topk_loss("gma.topk_noise=0", 1, 5, 1));
+    ck_assert(e == topk_loss("gma.topk_noise=0", 0, 9, 1));
+    ck_assert(e != topk_loss("gma.topk=0", 0, 5, 1));
+    cfg = topk_config("model.short_conv=3");
+    gc_causal_case(&cfg, "gma", 0);
+}
+END_TEST
+
+START_TEST(test_topk_config_errors) {
+    static const char *bad[][3] = {
+        {"gma.topk=5", "gma.topk", "components"},
+        {"gma.n_components=8,4;model.mixer=gma,gma;gma.topk=4", "gma.topk", "layer 1"},
+        {"model.mixer=gated", "gma.topk", "gated"},
+        {"model.mixer=sdpa,auto", "gma.topk", "auto"},
+        {"cross.mixer=gma;cross.ctx_len=2;model.mixer=gma", "gma.topk", "cross"},
+        {"gma.adapt_every=10", "gma.topk", "adapt_every"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        Config c = tu_tiny_config("gma");
+        char buf[160];
+        snprintf(buf, sizeof buf, "gma.n_components=5;gma.topk=2;%s", bad[i][0]);
+        char *sv = NULL;
+        for (char *t = strtok_r(buf, ";", &sv); t; t = strtok_r(NULL, ";", &sv))
+            ck_assert_msg(cfg_set(&c, t) == 0, "%s", gma_error());
+        ck_assert_msg(cfg_validate(&c) != 0, "%s accepted", bad[i][0]);
+        ck_assert_msg(strstr(gma_error(), bad[i][1]) && strstr(gma_error(), bad[i][2]), "%s: %s", bad[i][0],
+                      gma_error());
+        ck_assert(!strchr(gma_error(), '\n'));
+    }
+    Config c = tu_tiny_config("gma");
+    ck_assert(cfg_set(&c, "gma.topk=-1") != 0);
+    ck_assert_msg(strstr(gma_error(), "gma.topk"), "%s", gma_error());
+    ck_assert(cfg_set(&c, "gma.topk_noise=-0.5") != 0);
+    ck_assert_msg(strstr(gma_error(), "gma.topk_noise"), "%s", gma_error());
+}
+END_TEST
+
 Suite *make_suite(void) {
     Suite *s = suite_create("gmavar64");
     TCase *tc = tcase_create("delta");
@@ -226,6 +424,15 @@ Suite *make_suite(void) {
     tcase_add_test(tc, test_delta_model);
     tcase_add_test(tc, test_delta_params);
     tcase_add_test(tc, test_delta_config_errors);
+    suite_add_tcase(s, tc);
+    tc = tcase_create("topk");
+    tcase_set_timeout(tc, 600);
+    tcase_add_test(tc, test_topk_add);
+    tcase_add_test(tc, test_topk_delta);
+    tcase_add_test(tc, test_topk_monitor);
+    tcase_add_test(tc, test_topk_op);
+    tcase_add_test(tc, test_topk_model);
+    tcase_add_test(tc, test_topk_config_errors);
     suite_add_tcase(s, tc);
     return s;
 }

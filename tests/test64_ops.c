@@ -505,6 +505,34 @@ static void g_rope(int B, int H, int N, int d, int pos0) {
     g_rng = keep;
 }
 
+/* ---- gma.topk (docs/model.md §3.12): the cut after a softmax is a softmax over the kept
+ * entries, so the routing's backward at the cut responsibilities is the composite's
+ * gradient (what gma.c relies on): y = topk(softmax(x)), dx = softmax_rows_backward(r, y),
+ * with and without a fixed Gumbel noise ---- */
+static void f_topk(Op *o) {
+    int *i = o->i;
+    memcpy(o->y[0], o->x[0], sizeof(real) * o->nx[0]);
+    g_ops->softmax_rows(o->y[0], i[0] * i[1] * i[2], i[3], 1, NULL);
+    g_ops->gma_topk_forward(o->y[0], o->y[0], i[0], i[1], i[2], i[3], i[4], o->p[0]);
+}
+static void g_topk(int B, int H, int N, int Kc, int k, int noisy) {
+    Rng keep = g_rng;
+    GmaTopkNoise z = {.drop = {.key = {11, 0}, .c2 = 5, .c3 = gma_drop_c3(0, 1, GMA_DROP_ROUTE), .seg_local = B,
+                               .seg_global = B},
+                      .scale = 1, .which = 0, .H = H};
+    size_t n = (size_t)B * H * N * Kc;
+    Op o = {.fwd = f_topk, .i = {B, H, N, Kc, k}, .p = {noisy ? &z : NULL}};
+    in(&o, "logits", n, 3, 0), out(&o, n);
+    o.fwd(&o);
+    size_t kept = 0;
+    for (size_t j = 0; j < n; j++) kept += o.y[0][j] != 0;
+    ck_assert_int_eq(kept, (size_t)B * H * N * k); /* k entries a row */
+    memcpy(o.g[0], o.r[0], sizeof(real) * n);
+    g_ops->softmax_rows_backward(o.g[0], o.y[0], B * H * N, Kc);
+    check(&o, noisy ? "gma_topk noisy" : "gma_topk");
+    g_rng = keep;
+}
+
 /* every row with a backward, in the table's order; each must check a gradient */
 #define GRAD_0(op, args) 0
 #define GRAD_1(op, args) (g_##op args, 1)

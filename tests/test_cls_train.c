@@ -286,6 +286,27 @@ START_TEST(test_two_sequences) {
 }
 END_TEST
 
+/* a classifier's sequences and the CLS slot within the window: checked by the task
+ * (train/cls_task.c) with the slots pooling adds (pool_slots), naming the keys */
+START_TEST(test_window_holds_sequence_and_slot) {
+    Config c;
+    cfg_defaults(&c);
+    tu_apply_sets(&c, "model.task=classify;data.source=cls;data.path=x;train.seq_len=32;model.max_seq_len=32");
+    ck_assert_int_eq(cfg_set(&c, "data.max_len=32"), 0);
+    ck_assert_msg(cfg_validate(&c) == 0, "%s", gma_error()); /* mean pooling: no slot */
+    ck_assert_int_eq(cfg_set(&c, "model.pooling=cls"), 0);
+    ck_assert_int_ne(cfg_validate(&c), 0);
+    ck_assert_msg(strstr(gma_error(), "key data.max_len: 32 plus the CLS slot does not fit train.seq_len = 32"), "%s",
+                  gma_error());
+    ck_assert_int_eq(cfg_set(&c, "data.max_len=31"), 0);
+    ck_assert_msg(cfg_validate(&c) == 0, "%s", gma_error());
+    ck_assert_int_eq(cfg_set(&c, "data.max_len=0"), 0);
+    ck_assert_int_eq(cfg_set(&c, "train.seq_len=1"), 0);
+    ck_assert_int_ne(cfg_validate(&c), 0);
+    ck_assert_msg(strstr(gma_error(), "key train.seq_len: needs at least 2 with model.pooling \"cls\""), "%s", gma_error());
+}
+END_TEST
+
 Suite *make_suite(void) {
     Suite *s = suite_create("classifier training end to end");
     TCase *tc = tcase_create("cls_train");
@@ -296,6 +317,7 @@ Suite *make_suite(void) {
     tcase_add_test(tc, test_bad_input);
     tcase_add_test(tc, test_padding_as_content);
     tcase_add_test(tc, test_two_sequences);
+    tcase_add_test(tc, test_window_holds_sequence_and_slot);
     suite_add_tcase(s, tc);
     return s;
 }

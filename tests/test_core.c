@@ -446,7 +446,8 @@ START_TEST(test_eval_windows) {
     for (int stride = 0; stride <= 7; stride += 7) {
         c.data.eval_stride = stride;
         LmData d;
-        ck_assert_msg(lmdata_open(&d, &c) == 0, "%s", gma_error());
+        LmSpec s = lmdata_spec(&c, 16);
+        ck_assert_msg(lmdata_open(&d, &s) == 0, "%s", gma_error());
         int N = 16, B = 3, hits[103] = {0};
         int32_t tk[48], tg[48];
         for (long b = 0; lmdata_eval_batch(&d, SPLIT_VALID, b, B, N, tk, tg) > 0; b++)

@@ -207,9 +207,9 @@ static int open_set(const char *dir) {
     cfg_defaults(&c);
     ck_assert_int_eq(cfg_set(&c, "data.source=shards"), 0);
     snprintf(c.data.path, sizeof c.data.path, "%s", dir);
-    c.train.seq_len = 16;
     LmData d;
-    int rc = lmdata_open(&d, &c);
+    LmSpec s = lmdata_spec(&c, 16);
+    int rc = lmdata_open(&d, &s);
     if (!rc) lmdata_close(&d);
     return rc;
 }

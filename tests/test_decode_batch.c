@@ -43,10 +43,14 @@ static const char *g_cases[][2] = {
     {"gma", "gma.write=delta"},
     {"gma", "gma.write=delta;model.short_conv=4;gma.n_components=5"},
     {"gma", "gma.write=delta;gma.slot_decay=true"},
+    {"gma", "gma.topk=2"}, /* sparse routing */
+    {"gma", "gma.topk=2;gma.write=delta;gma.n_components=5;model.short_conv=4"},
     {"sdpa", "model.pos=rope"}, /* rotary positions */
     {"sdpa_ref", "model.pos=rope;model.short_conv=2"},
     {"sdpa", "model.pos=rope;sdpa.window=3;model.short_conv=4"},
     {"gma", "model.mixer=sdpa,gma;model.pos=rope"},
+    {"gma", "gma.window=3"}, /* GMA and a ring of 3 rows, 10 positions */
+    {"gma", "gma.window=2;model.short_conv=4;gma.routing=softmax"},
 };
 
 static void tiny_model(Model *m, size_t c, int W, uint64_t seed) {
@@ -151,69 +155,86 @@ START_TEST(test_performer_far_maxima) {
 }
 END_TEST
 
-/* sliding-window sdpa (sdpa.window W, a ring of W key/value rows): each decoded token gets
- * the logits of a full forward over the tokens so far, at positions past W (the ring wraps
- * several times), for W = 1, 3 and one past the window of 12 (no wrap), and W = 3 with the
- * block recipe (RMSNorm, SwiGLU, untied head) */
+/* sliding-window attention (a ring of W key/value rows): sdpa.window, and the window inside a
+ * gma layer (gma.window, beside its GMA path); each decoded token gets the logits of a full
+ * forward over the tokens so far, at positions past W (the ring wraps several times), for
+ * W = 1, 3 and one past the window of 12 (no wrap), and W = 3 with the block recipe
+ * (RMSNorm, SwiGLU, untied head); the state holds min(W, 12) rows, not 12 */
+static const struct {
+    const char *mixer;
+    int window;
+    const char *more;
+} g_windows[] = {
+    {"sdpa", 1, ""},
+    {"sdpa", 3, ""},
+    {"sdpa", 13, ""},
+    {"sdpa", 3, ";model.norm=rmsnorm;model.mlp_act=swiglu;model.tie_embeddings=false"},
+    {"gma", 1, ""},
+    {"gma", 3, ";model.short_conv=4"},
+    {"gma", 13, ""},
+    {"gma", 3, ";model.mixer=sdpa,gma;gma.routing=softmax;model.norm=rmsnorm;model.mlp_act=swiglu"},
+};
+enum { N_WINDOWS = sizeof g_windows / sizeof g_windows[0] };
+
+/* model with the w-th window (window W, or 0: the same model without) */
+static void window_model(Model *m, int w, int W, int N, uint64_t seed) {
+    Config cfg = tu_tiny_config(g_windows[w].mixer);
+    cfg.model.vocab_size = V;
+    cfg.model.max_seq_len = cfg.train.seq_len = N;
+    char set[200];
+    snprintf(set, sizeof set, "%s.window=%d%s", g_windows[w].mixer, W, g_windows[w].more);
+    tu_apply_sets(&cfg, set);
+    ck_assert_int_eq(model_build(m, &cfg), 0);
+    model_alloc(m, 1, N);
+    model_init_params(m, seed);
+}
+
 START_TEST(test_window_decode_matches_forward) {
     ck_assert_int_eq(ops_select(OPS_CPU), 0);
-    const int windows[] = {1, 3, 13, 3};
     enum { N = 12 };
-    for (int w = 0; w < 4; w++) {
-        Config cfg = tu_tiny_config("sdpa");
-        cfg.model.vocab_size = V;
-        cfg.model.max_seq_len = cfg.train.seq_len = N;
-        char set[160];
-        snprintf(set, sizeof set, "sdpa.window=%d%s", windows[w],
-                 w == 3 ? ";model.norm=rmsnorm;model.mlp_act=swiglu;model.tie_embeddings=false" : "");
-        tu_apply_sets(&cfg, set);
-        Model m;
-        ck_assert_int_eq(model_build(&m, &cfg), 0);
-        model_alloc(&m, 1, N);
-        model_init_params(&m, 5 + w);
-        const Mixer *mx = m.blocks[0].mixer; /* its cache keeps min(W, 12) rows, not 12 */
-        ck_assert_uint_eq(mx->vt->decode_state(mx, N), attn_decode_state(mx->H, GMA_MIN(windows[w], N), mx->d));
-        int32_t tok[N] = {3, 1, 4, 1, 5, 9, 2, 6, 5, 3, 5, 8}, tgt[N] = {0};
-        real full[V], step[V];
-        double worst = 0;
-        DecodeState ds;
-        ck_assert_int_eq(model_decode_begin(&m, &ds), 0);
-        for (int n = 1; n <= N; n++) {
-            LossStats st;
-            ck_assert_int_eq(model_forward(&m, tok, tgt, 1, n, NULL, 0, &st, 0, 0), 0);
-            g_ops->to_host(full, m.logits + (size_t)(n - 1) * V, sizeof full);
-            ck_assert_int_eq(model_decode_step(&m, &ds, tok[n - 1]), 0);
-            g_ops->to_host(step, m.logits, sizeof step);
-            double mx = 0, e = 0;
-            for (int v = 0; v < V; v++) mx = fmax(mx, fabs((double)full[v])), e = fmax(e, fabs((double)full[v] - step[v]));
-            worst = fmax(worst, e / fmax(mx, 1e-6));
-        }
-        model_decode_end(&m, &ds);
-        ck_assert_msg(worst < 1e-5, "sdpa.window=%d: decoded logits differ from the forward's by %.2e", windows[w],
-                      worst);
-        printf("window decode %-75s vs forward over %d positions: max rel err %.1e\n", set, N, worst);
-        model_free(&m);
+    int w = _i, W = g_windows[w].window;
+    Model m;
+    window_model(&m, w, W, N, 5 + w);
+    int l = m.blocks[0].mixer->vt == mixer_find(g_windows[w].mixer) ? 0 : 1; /* the windowed layer */
+    const Mixer *mx = m.blocks[l].mixer;
+    size_t ring = attn_decode_state(mx->H, GMA_MIN(W, N), mx->d), rest = attn_proj_state_size(mx);
+    if (!strcmp(g_windows[w].mixer, "gma")) rest += linmix_decode_state(mx->H, 3, mx->d); /* gma.n_components 3 */
+    ck_assert_uint_eq(mx->vt->decode_state(mx, N), rest + ring);
+    int32_t tok[N] = {3, 1, 4, 1, 5, 9, 2, 6, 5, 3, 5, 8}, tgt[N] = {0};
+    real full[V], step[V];
+    double worst = 0;
+    DecodeState ds;
+    ck_assert_int_eq(model_decode_begin(&m, &ds), 0);
+    for (int n = 1; n <= N; n++) {
+        LossStats st;
+        ck_assert_int_eq(model_forward(&m, tok, tgt, 1, n, NULL, 0, &st, 0, 0), 0);
+        g_ops->to_host(full, m.logits + (size_t)(n - 1) * V, sizeof full);
+        ck_assert_int_eq(model_decode_step(&m, &ds, tok[n - 1]), 0);
+        g_ops->to_host(step, m.logits, sizeof step);
+        double mx = 0, e = 0;
+        for (int v = 0; v < V; v++) mx = fmax(mx, fabs((double)full[v])), e = fmax(e, fabs((double)full[v] - step[v]));
+        worst = fmax(worst, e / fmax(mx, 1e-6));
     }
-    /* the window changes the forward: W = 3 and full attention differ past position 3 */
-    double d = 0;
+    model_decode_end(&m, &ds);
+    ck_assert_msg(worst < 1e-5, "%s.window=%d%s: decoded logits differ from the forward's by %.2e", g_windows[w].mixer,
+                  W, g_windows[w].more, worst);
+    printf("window decode %s.window=%d%-70s vs forward over %d positions: max rel err %.1e\n", g_windows[w].mixer, W,
+           g_windows[w].more, N, worst);
+    model_free(&m);
+    /* the window changes the forward: W = 3 and none (sdpa: full attention; gma: no window
+     * path) differ at the last position */
+    if (W != 3) return;
     real lg[2][V];
-    for (int w = 0; w < 2; w++) {
-        Config cfg = tu_tiny_config("sdpa");
-        cfg.model.vocab_size = V;
-        cfg.model.max_seq_len = cfg.train.seq_len = N;
-        tu_apply_sets(&cfg, w ? "sdpa.window=3" : "sdpa.window=0");
-        Model m;
-        ck_assert_int_eq(model_build(&m, &cfg), 0);
-        model_alloc(&m, 1, N);
-        model_init_params(&m, 5);
-        int32_t tok[N] = {3, 1, 4, 1, 5, 9, 2, 6, 5, 3, 5, 8}, tgt[N] = {0};
+    for (int k = 0; k < 2; k++) {
+        window_model(&m, w, k ? W : 0, N, 5);
         LossStats st;
         ck_assert_int_eq(model_forward(&m, tok, tgt, 1, N, NULL, 0, &st, 0, 0), 0);
-        g_ops->to_host(lg[w], m.logits + (size_t)(N - 1) * V, sizeof lg[w]);
+        g_ops->to_host(lg[k], m.logits + (size_t)(N - 1) * V, sizeof lg[k]);
         model_free(&m);
     }
+    double d = 0;
     for (int v = 0; v < V; v++) d = fmax(d, fabs((double)lg[0][v] - lg[1][v]));
-    ck_assert_msg(d > 1e-3, "sdpa.window=3 gave the logits of full attention (%.1e)", d);
+    ck_assert_msg(d > 1e-3, "%s.window=3 gave the logits without the window (%.1e)", g_windows[w].mixer, d);
 }
 END_TEST
 
@@ -399,7 +420,7 @@ Suite *make_suite(void) {
     tcase_set_timeout(tc, 300);
     tcase_add_test(tc, test_batch_step_matches_single);
     tcase_add_test(tc, test_performer_far_maxima);
-    tcase_add_test(tc, test_window_decode_matches_forward);
+    tcase_add_loop_test(tc, test_window_decode_matches_forward, 0, N_WINDOWS);
     tcase_add_test(tc, test_route_cache_sees_in_place_changes);
     tcase_add_test(tc, test_generate_batch_is_separate_runs);
     tcase_add_test(tc, test_gmasample_batch);

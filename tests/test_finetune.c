@@ -1,10 +1,13 @@
 /* test_finetune.c: the fine-tuning controls of gmatrain on a tiny recall model.
  * train.freeze: the frozen tensors keep their bits through training and a resume, the
- * others change, the checkpoints hold no moments for them, a pattern that matches nothing
+ * others change ("!PATTERN" excepts tensors from the patterns before it), the checkpoints hold no moments for them, a pattern that matches nothing
  * is refused. train.distill: the KL to the teacher drops while distilling, weight 0 trains
  * the bits of no distillation, the head in chunks gives the KL of the whole head, a
  * teacher of another vocabulary is refused, a resume mid-window logs the kl rows of an
- * uninterrupted run, and a resume refuses a teacher trained on since the run began. */
+ * uninterrupted run, and a resume refuses a teacher trained on since the run began.
+ * train.state_from: a run started with --init-from from a checkpoint and continuing its
+ * state trains the bits of the uninterrupted run; without it, others; refused without
+ * --init-from and at a step that leaves nothing to train; not inherited by --init-from. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -78,6 +81,14 @@ START_TEST(test_freeze) {
     /* the run's own config.json keeps the list; a resume trains on with it */
     ck_assert_msg(run("./bin/gmatrain --resume %s --quiet --threads 1 --set train.steps=6", F) == 0, "%s", g_out);
     for (int i = 0; i < 4; i++) ck_assert_msg(same_tensor(I, F, g_frozen[i]), "frozen %s changed on resume", g_frozen[i]);
+    /* "!PATTERN" trains what it matches after all: "*" then "!blocks.1.mixer.q.*" trains those alone */
+    char G[1100];
+    snprintf(G, sizeof G, "%s", tu_path("G"));
+    ck_assert_msg(run("./bin/gmatrain --config %s --out %s --threads 1 --set 'train.freeze=*,!blocks.1.mixer.q.*'", tiny(),
+                      G) == 0, "%s", g_out);
+    ck_assert_msg(!same_tensor(I, G, "blocks.1.mixer.q.weight"), "blocks.1.mixer.q.weight did not train");
+    for (int i = 1; i < 3; i++) ck_assert_msg(same_tensor(I, G, g_trained[i]), "%s trained", g_trained[i]);
+    for (int i = 0; i < 4; i++) ck_assert_msg(same_tensor(I, G, g_frozen[i]), "%s trained", g_frozen[i]);
     /* a pattern that matches no trained tensor: one line naming it, nothing written */
     ck_assert_int_eq(run("./bin/gmatrain --config %s --out %s/bad --quiet --set 'train.freeze=blocks.1.*,blocks.9.*'", tiny(),
                          tu_tmpdir()), 2);
@@ -182,6 +193,50 @@ START_TEST(test_distill_teacher_moved) {
 }
 END_TEST
 
+START_TEST(test_state_from) {
+    char A[1100], B[1100], C[1100];
+    snprintf(A, sizeof A, "%s", tu_path("SA"));
+    snprintf(B, sizeof B, "%s", tu_path("SB"));
+    snprintf(C, sizeof C, "%s", tu_path("SC"));
+    /* one schedule over 8 steps (warmup 2, cosine decay over 6), checkpoints at 4 and 8 */
+    const char *sch = "--set train.steps=8 --set train.warmup=2 --set train.schedule=cosine --set train.decay_steps=6 "
+                      "--set train.checkpoint_every=4";
+    ck_assert_msg(run("./bin/gmatrain --config %s --out %s --quiet --threads 1 %s", tiny(), A, sch) == 0, "%s", g_out);
+    ck_assert_msg(run("./bin/gmatrain --init-from %s/ckpt_00000004 --out %s --threads 1 %s --set train.state_from=%s/ckpt_00000004",
+                      A, B, sch, A) == 0, "%s", g_out);
+    ck_assert_msg(strstr(g_out, "training state from ") && strstr(g_out, ": step 4 "), "%s", g_out);
+    static const char *const names[] = {"tok_emb.weight", "blocks.0.mixer.gma.mu", "blocks.0.mixer.q.weight",
+                                        "blocks.1.mixer.o.weight", "ln_f.weight"};
+    for (int i = 0; i < 5; i++) ck_assert_msg(same_tensor(A, B, names[i]), "%s: not the uninterrupted run's bits", names[i]);
+    /* without it: step 0, a fresh optimiser, other bits */
+    ck_assert_msg(run("./bin/gmatrain --init-from %s/ckpt_00000004 --out %s --quiet --threads 1 %s --set train.steps=4", A, C,
+                      sch) == 0, "%s", g_out);
+    ck_assert(!same_tensor(A, C, "blocks.1.mixer.o.weight"));
+    /* a run started from B does not inherit B's state_from */
+    char p[1200];
+    snprintf(p, sizeof p, "%s/config.json", B);
+    char *js = gma_read_file(p, NULL);
+    ck_assert_ptr_nonnull(js);
+    ck_assert_msg(strstr(js, "ckpt_00000004"), "B's config.json records its state_from");
+    free(js);
+    ck_assert_msg(run("./bin/gmatrain --init-from %s --out %s/D --quiet --threads 1 --set train.steps=1", B, tu_tmpdir()) == 0,
+                  "%s", g_out);
+    snprintf(p, sizeof p, "%s/D/config.json", tu_tmpdir());
+    js = gma_read_file(p, NULL);
+    ck_assert_ptr_nonnull(js);
+    ck_assert_msg(strstr(js, "\"state_from\":\t\"\""), "%s", js);
+    free(js);
+    /* refused: without --init-from; at a step that leaves nothing to train */
+    ck_assert_int_eq(run("./bin/gmatrain --config %s --out %s/bad --quiet --set train.state_from=%s", tiny(), tu_tmpdir(), A), 2);
+    ck_assert_msg(ce_lines(g_out) == 1 && strstr(g_out, "key train.state_from: ") && strstr(g_out, "--init-from"), "%s", g_out);
+    ck_assert_int_eq(run("./bin/gmatrain --init-from %s --out %s/bad --quiet %s --set train.state_from=%s", A, tu_tmpdir(), sch,
+                         A), 2);
+    ck_assert_msg(ce_lines(g_out) == 1 && strstr(g_out, "is at step 8, train.steps 8 leaves nothing to train"), "%s", g_out);
+    snprintf(p, sizeof p, "%s/bad", tu_tmpdir());
+    ck_assert(!gma_path_exists(p));
+}
+END_TEST
+
 Suite *make_suite(void) {
     Suite *s = suite_create("finetune");
     TCase *tc = tcase_create("finetune");
@@ -190,6 +245,7 @@ Suite *make_suite(void) {
     tcase_add_test(tc, test_distill);
     tcase_add_test(tc, test_distill_resume);
     tcase_add_test(tc, test_distill_teacher_moved);
+    tcase_add_test(tc, test_state_from);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -270,6 +270,49 @@ START_TEST(test_collapse_reinit_unit) {
 }
 END_TEST
 
+/* gma.reseed_rows: a re-seeded centre is one of the batch's query rows of its head
+ * ("queries", the default) or one of its key rows ("keys"), and not one of the other kind
+ * (the provoked collapse of test_collapse_reinit_unit) */
+static int row_of(const real *x, const real *rows, int B, int H, int N, int h, int d) {
+    for (int b = 0; b < B; b++)
+        for (int i = 0; i < N; i++) {
+            const real *r = rows + (((size_t)b * H + h) * N + i) * d;
+            if (!memcmp(r, x, sizeof(real) * d)) return 1;
+        }
+    return 0;
+}
+static void reseed_from(const char *rows) {
+    char sets[128];
+    snprintf(sets, sizeof sets, "gma.n_components=6;gma.reseed_rows=%s", rows);
+    Config c = small_cfg(sets);
+    One o;
+    int B = 4, N = 8, Kc = 6, H = 2, d = 4, keys = !strcmp(rows, "keys");
+    one_make(&o, &c, B, N, 5);
+    int imu = pt_find(&o.pt, "blocks.0.mixer.gma.mu"), ipr = pt_find(&o.pt, "blocks.0.mixer.gma.prior_logits");
+    for (size_t i = 0; i < o.pt.t[imu].numel; i++) o.params[o.pt.t[imu].offset + i] = 0.1f;
+    for (size_t i = 0; i < o.pt.t[ipr].numel; i += Kc) o.params[o.pt.t[ipr].offset + i] = 1e-3f;
+    one_fwd(&o);
+    MixerComponents mc;
+    o.m->vt->health->components(o.m, o.act, B, N, &mc);
+    ck_assert(mc.qh != NULL && mc.kh != NULL && mc.kh != mc.qh);
+    int dead[6] = {0, 1, 1, 1, 1, 1};
+    Rng r;
+    rng_seed(&r, 1);
+    for (int h = 0; h < H; h++) ck_assert_int_eq(routing_reinit(o.m, &o.ctx, o.params, NULL, NULL, o.act, h, dead, &r), 5);
+    for (int h = 0; h < H; h++)
+        for (int k = 1; k < Kc; k++) {
+            const real *mu = o.params + o.pt.t[imu].offset + ((size_t)h * Kc + k) * d;
+            ck_assert_msg(row_of(mu, keys ? mc.kh : mc.qh, B, H, N, h, d), "%s: head %d component %d is no %s row", rows, h, k, rows);
+            ck_assert_msg(!row_of(mu, keys ? mc.qh : mc.kh, B, H, N, h, d), "%s: head %d component %d from the other rows", rows, h, k);
+        }
+    one_free(&o);
+}
+START_TEST(test_reseed_rows) {
+    reseed_from("queries");
+    reseed_from("keys");
+}
+END_TEST
+
 /* train.freeze: re-seeding and k-means seeding leave frozen routing tensors' bits as they
  * are (unfrozen, the same calls change them: the checks can fail) */
 START_TEST(test_frozen_routing_kept) {
@@ -581,6 +624,7 @@ Suite *make_suite(void) {
     tcase_add_test(tc, test_nmi_tables);
     tcase_add_test(tc, test_token_categories);
     tcase_add_test(tc, test_collapse_reinit_unit);
+    tcase_add_test(tc, test_reseed_rows);
     tcase_add_test(tc, test_frozen_routing_kept);
     tcase_add_test(tc, test_reinit_gather_error);
     tcase_add_test(tc, test_auto_forwards_hooks);

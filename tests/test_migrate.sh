@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # test_migrate.sh: scripts/migrate.sh end to end on a tiny teacher (run by `make test`, seconds).
-# A 2-layer sdpa teacher (d_model 16, byte tokens, 6 steps) on a generated corpus; then
+# A 4-layer sdpa teacher (d_model 16, byte tokens, 6 steps) on a generated corpus; then
 # 1. --dry-run: the plan's three phases, their layers and gmatrain commands, nothing trained;
+#    a 2-layer teacher's phase 2 (the layers of phase 1) skipped and said so; --all-at-once;
 # 2. bad options: one line naming the option, exit 2, nothing written;
 # 3. a migration whose gates all pass: migration.json's three rows (layers replaced, Δppl
 #    recomputed from the row's own perplexities, utilisation, speeds: the time to first token
@@ -13,7 +14,12 @@
 # 5. a phase 1 gate no model can pass: one row, result the teacher, exit 3; --phases 1: one row;
 #    a teacher trained on since: the rerun refused naming both checkpoints, --force starts again;
 # 6. distillation by default (the KL in the phase's metrics, the teacher's digest in the phase's
-#    distill.json; without train.distill: one line, exit 2).
+#    distill.json; without train.distill: one line, exit 2);
+# 7. attention transfer, one schedule, the control, --eval-batches: the transfer runs (their
+#    per-layer loss in metrics.jsonl, migration.json and plots/transfer.dat, only the routing
+#    changed), the phase taking the transfer's routing, phase 2 continuing phase 1's step and
+#    schedule, the control's rows, the evaluations on 2 batches; utilisation a warning unless
+#    --gate-util makes it a gate.
 # Run from the repository root.
 set -u
 cd "$(dirname "$0")/.."
@@ -34,7 +40,7 @@ D="$tmp/txt" awk 'BEGIN { srand(3); split("the of and to a in that is we our nat
 bin/gmadata prepare "$tmp/txt" --tokenizer bytes --out "$tmp/shards" --quiet || bad "gmadata prepare"
 cat > "$tmp/teacher.json" <<EOF
 { "name": "tiny_teacher", "seed": 1,
-  "model": { "d_model": 16, "n_layers": 2, "n_heads": 2, "max_seq_len": 32, "mixer": "sdpa" },
+  "model": { "d_model": 16, "n_layers": 4, "n_heads": 2, "max_seq_len": 32, "mixer": "sdpa" },
   "gma": { "n_components": 4, "chunk": 16 },
   "train": { "steps": 6, "batch_size": 2, "seq_len": 32, "lr": 0.01, "warmup": 1, "eval_every": 0,
              "eval_batches": 2, "log_every": 1, "checkpoint_every": 0 },
@@ -49,14 +55,38 @@ before=$(ls -A | paste -sd' ' -)
 
 # 1. the plan
 out=$(scripts/migrate.sh "${common[@]}" --out "$tmp/dry" --dry-run 2>&1); rc=$?
-[ $rc -eq 0 ] && [ ! -e "$tmp/dry" ] && [[ "$out" == *'phase 1: GMA in layers 1; model.mixer ["sdpa","gma"]'* ]] \
-  && [[ "$out" == *'phase 3: GMA in layers 0 1; model.mixer ["gma","gma"]'* ]] \
+[ $rc -eq 0 ] && [ ! -e "$tmp/dry" ] && [[ "$out" == *'phase 1: GMA in layers 3; model.mixer ["sdpa","sdpa","sdpa","gma"]'* ]] \
+  && [[ "$out" == *'phase 2: GMA in layers 2 3; model.mixer ["sdpa","sdpa","gma","gma"]'* ]] \
+  && [[ "$out" == *'phase 3: GMA in layers 0 1 2 3; model.mixer ["gma","gma","gma","gma"]'* ]] \
   && [ "$(printf '%s\n' "$out" | grep -c '^  bin/gmatrain --init-from ')" = 3 ] \
   && [[ "$out" == *"--init-from $tmp/dry/phase2 --out $tmp/dry/phase3"* ]] \
   && ok "--dry-run: three phases, their layers and commands, nothing written" || bad "--dry-run: exit $rc, '$out'"
+[ "$(printf '%s\n' "$out" | grep -c -- '--set gma.window=64 ')" = 3 ] \
+  && ok "--dry-run: the migrated layers keep a window of 64 by default" || bad "--dry-run: no gma.window=64 in every phase: '$out'"
+w0=$(scripts/migrate.sh "${common[@]}" --out "$tmp/dry" --dry-run --window 0 2>&1)
+w16=$(scripts/migrate.sh "${common[@]}" --out "$tmp/dry" --dry-run --window 16 2>&1)
+[[ "$w0" != *gma.window* ]] && [ "$(printf '%s\n' "$w16" | grep -c -- '--set gma.window=16 ')" = 3 ] \
+  && ok "--window 0: no window; --window 16: gma.window=16 in every phase" || bad "--window: '$w0' '$w16'"
 out=$(scripts/migrate.sh "${common[@]/--no-distill/--freeze-kept}" --out "$tmp/dry" --dry-run 2>&1)
-[[ "$out" == *"train.distill.teacher=$T"* ]] && [[ "$out" == *"'train.freeze=blocks.0.*'"* ]] \
+[[ "$out" == *"train.distill.teacher=$T"* ]] && [[ "$out" == *"'train.freeze=blocks.0.*,blocks.1.*,blocks.2.*'"* ]] \
   && ok "--dry-run: distillation by default, --freeze-kept freezes the kept blocks" || bad "--dry-run distill/freeze: '$out'"
+# a 2-layer teacher: phase 2 would replace phase 1's layer again: skipped, said so
+mkdir -p "$tmp/t2"; sed 's/"n_layers":[[:space:]]*4/"n_layers": 2/' "$T/config.json" > "$tmp/t2/config.json"
+out=$(scripts/migrate.sh "${common[@]/$T/$tmp/t2}" --out "$tmp/dry" --dry-run 2>&1); rc=$?
+[ $rc -eq 0 ] && [[ "$out" == *"phase 2: GMA in layers 1, the layers of phase 1 (2 layers): skipped"* ]] \
+  && [ "$(printf '%s\n' "$out" | grep -c '^phase [13]: GMA in layers')" = 2 ] && [[ "$out" == *"--init-from $tmp/dry/phase1 --out $tmp/dry/phase3"* ]] \
+  && ok "a 2-layer teacher: phase 2 skipped and said so, phase 3 from phase 1" || bad "2-layer plan: exit $rc, '$out'"
+out=$(scripts/migrate.sh --teacher "$T" --data "$tmp/shards" --threads 1 --out "$tmp/dry" --dry-run --all-at-once --total-steps 7 2>&1); rc=$?
+[ $rc -eq 0 ] && [ "$(printf '%s\n' "$out" | grep -c '^phase ')" = 1 ] && [[ "$out" == *'phase 3: GMA in layers 0 1 2 3; model.mixer ["gma","gma","gma","gma"]; steps 0-7 of 7'* ]] \
+  && [[ "$out" == *"--init-from $T --out $tmp/dry/phase3 "* ]] && ok "--all-at-once: one phase, every layer, the whole budget" || bad "--all-at-once: exit $rc, '$out'"
+# one schedule: phase K ends at K T / 3, warmup a tenth of a share, decay to T, the state of
+# the phase before; --restart-schedule: each phase its own
+out=$(scripts/migrate.sh --teacher "$T" --data "$tmp/shards" --threads 1 --out "$tmp/dry" --dry-run --total-steps 30 2>&1)
+[[ "$out" == *"--out $tmp/dry/phase2 --quiet --threads 1 --set 'model.mixer=[\"sdpa\",\"sdpa\",\"gma\",\"gma\"]' --set data.path=$tmp/shards --set train.steps=20 --set train.warmup=1 --set train.schedule=cosine --set train.decay_steps=29 --set train.state_from=$tmp/dry/phase1 "* ]] \
+  && [[ "$out" == *"steps 10-20 of 30"* ]] && ok "--total-steps 30: phase 2 steps 10-20 of one schedule, phase 1's state" || bad "one schedule: '$out'"
+out=$(scripts/migrate.sh --teacher "$T" --data "$tmp/shards" --threads 1 --out "$tmp/dry" --dry-run --total-steps 30 --restart-schedule 2>&1)
+[[ "$out" == *"--out $tmp/dry/phase2 "*"--set train.steps=10 --set train.warmup=1 --set train.schedule=cosine --set train.decay_steps=0 --set seed"* ]] \
+  && [[ "$out" != *state_from* ]] && ok "--restart-schedule: each phase its own schedule, no state carried" || bad "restart: '$out'"
 
 # 2. bad options
 one_line() { # WHAT WANT ARGS...: exit 2, one line holding WANT, nothing in $tmp/bad
@@ -72,6 +102,13 @@ one_line "--phase2-against x" "--phase2-against must be phase1 or teacher" "${co
 one_line "--bench-seq 1Q" "--bench-seq: '1Q' is not a length" "${common[@]}" --bench-seq 1Q
 one_line "--gate-util -1" "--gate-util must be a number >= 0" "${common[@]}" --gate-util -1
 one_line "--phases 4" "--phases must be 1, 2 or 3" "${common[@]}" --phases 4
+one_line "--window x" "--window must be a whole number" "${common[@]}" --window x
+one_line "--transfer-steps with a window over phases" "--transfer-steps with --window 64: only with --all-at-once or --phases 1" "${common[@]}" --transfer-steps 2
+one_line "--total-steps with --steps-per-phase" "--total-steps and --steps-per-phase: give one of them" "${common[@]}" --total-steps 9
+one_line "--transfer-steps x" "--transfer-steps must be a whole number" "${common[@]}" --transfer-steps x
+one_line "--eval-batches -1" "--eval-batches must be a whole number" "${common[@]}" --eval-batches -1
+one_line "--all-at-once with --phases" "--all-at-once runs one phase: --phases does not go with it" "${common[@]}" --all-at-once --phases 2
+one_line "--total-steps below the phases" "--total-steps 2: fewer steps than the 3 phases run" --teacher "$T" --data "$tmp/shards" --total-steps 2
 one_line "an unknown option, given a value: named, not \"needs a value\"" 'unknown option "--frobnicate" (see --help)' "${common[@]}" --frobnicate 1
 one_line "a near miss of an option" 'unknown option "--teachr" (did you mean --teacher?)' --teachr "$T" --data "$tmp/shards"
 
@@ -82,17 +119,17 @@ J=$M/migration.json
 if [ $rc -eq 0 ] && [ -s "$J" ]; then
   rows=$(grep -c '^  {"phase"' "$J")
   r1=$(grep '^  {"phase": 1' "$J"); r2=$(grep '^  {"phase": 2' "$J"); r3=$(grep '^  {"phase": 3' "$J")
-  [ "$rows" = 3 ] && [[ "$r1" == *'"layers_replaced": [1]'* ]] && [[ "$r2" == *'"layers_replaced": [1]'* ]] \
-    && [[ "$r3" == *'"layers_replaced": [0,1]'* ]] && [[ "$r3" == *'"gate_passed": true'* ]] \
+  [ "$rows" = 3 ] && [[ "$r1" == *'"layers_replaced": [3]'* ]] && [[ "$r2" == *'"layers_replaced": [2,3]'* ]] \
+    && [[ "$r3" == *'"layers_replaced": [0,1,2,3]'* ]] && [[ "$r3" == *'"gate_passed": true'* ]] \
     && grep -q '"result": "phase3"' "$J" && [ "$(readlink "$M/result")" = phase3 ] \
-    && ok "all gates pass: three rows, layers 1 / 1 / 0,1, result phase3" || bad "rows: '$(cat "$J")'"
+    && ok "all gates pass: three rows, layers 3 / 2,3 / 0..3, result phase3" || bad "rows: '$(cat "$J")'"
   # the row's Δppl from its own perplexity and the teacher's (the teacher's own gmaeval)
   tv=$(jnum "$M/teacher.valid.json" ppl); v3=$(jnum "$M/phase3/valid.json" ppl)
   want=$(awk -v a="$v3" -v b="$tv" 'BEGIN { printf "%.3f", 100 * (a / b - 1) }')
   [[ "$r3" == *"\"dppl_teacher_pct\": $want,"* ]] && [ "$(jnum "$J" teacher_valid_ppl)" = "$tv" ] \
     && ok "Δppl of phase 3: $want % from its valid ppl and the teacher's" || bad "Δppl: want $want in '$r3'"
   [[ "$r3" == *'"utilisation": [{"layer": 0, "utilised_fraction": '*'{"layer": 1, "utilised_fraction": '* ]] \
-    && [[ "$r1" == *'"utilisation": [{"layer": 1, '* ]] && ok "utilisation: a figure for every GMA layer" || bad "utilisation: '$r3'"
+    && [[ "$r1" == *'"utilisation": [{"layer": 3, '* ]] && ok "utilisation: a figure for every GMA layer" || bad "utilisation: '$r3'"
   [[ "$r3" =~ \"speeds\":\ \{\"16\":\ \{\"ttft_ms\":\ [0-9.]+,\ \"decode_tokens_per_s\":\ [0-9.]+\},\ \"32\":\ \{\"ttft_ms\":\ [0-9.]+, ]] \
     && [ "$(grep -c '"ttft_s":' "$M/phase3/prefill.json" 2> /dev/null)" = 2 ] \
     && ok "speeds at --bench-seq 16,32: time to first token (gmabench prefill) and decoding" || bad "speeds: '$r3'"
@@ -104,10 +141,13 @@ if [ $rc -eq 0 ] && [ -s "$J" ]; then
     awk -v a="${m% *}" -v b="${m#* }" 'BEGIN { printf " %s | %.1f |", a, b }'; done)
   grep -qF "| phase 3 |$want" "$M/migration.md" && ok "migration.md's speed row of phase 3: each length's own figures" \
     || bad "speed row: want '| phase 3 |$want' in '$(grep '^| phase 3 |' "$M/migration.md")'"
-  grep '"mapped"' "$M/phase1/init_from.json" | grep -q '"blocks.1.mixer.q.weight <- blocks.1.mixer.q.weight"' \
-    && tr -d '\n\t' < "$M/phase1/init_from.json" | grep -q '"kmeans_seeded":.\{0,2\}\["blocks.1.mixer"\]' \
-    && grep -q '"mixer":.\["sdpa", "gma"\]' "$M/phase1/config.json" \
+  grep '"mapped"' "$M/phase1/init_from.json" | grep -q '"blocks.3.mixer.q.weight <- blocks.3.mixer.q.weight"' \
+    && tr -d '\n\t' < "$M/phase1/init_from.json" | grep -q '"kmeans_seeded":.\{0,2\}\["blocks.3.mixer"\]' \
+    && grep -q '"mixer":.\["sdpa", "sdpa", "sdpa", "gma"\]' "$M/phase1/config.json" \
     && ok "phase 1 made with --init-from the teacher (q/k/v/o of the replaced attention, routing seeded by k-means)" || bad "phase 1's init_from.json: '$(head -c 300 "$M/phase1/init_from.json")'"
+  tr -d ' \n\t' < "$M/phase1/config.json" | grep -q '"gma":{[^}]*"window":64' \
+    && tr -d ' \n\t' < "$M/phase1/init_from.json" | grep -q 'blocks.3.mixer.gma.window_gate' \
+    && ok "phase 1 trained with the window of 64 (gma.window), its gate new" || bad "phase 1 without gma.window 64"
   [ "$(grep -c '^| [123] |' "$M/migration.md")" = 3 ] && grep -q 'Result: \*\*phase3\*\*' "$M/migration.md" \
     && ok "migration.md: a table row per phase and the result" || bad "migration.md: '$(cat "$M/migration.md")'"
   [ -f "$M/plots/phase1.train.dat" ] && [ -f "$M/plots/phase3.train.dat" ] && [ -f "$M/plots/plots.gp" ] \
@@ -119,7 +159,7 @@ if [ $rc -eq 0 ] && [ -s "$J" ]; then
   r2=$(grep '^  {"phase": 2' "$J")
   [ $rc -eq 3 ] && [ "$(grep -c 'finished in .*skipped' "$tmp/m2.log")" = 2 ] && [ "$(cat "$M"/phase*/ckpt_*/model.safetensors | cksum)" = "$sum" ] \
     && grep -q '"result": "phase1"' "$J" && [ "$(grep -c '^  {"phase"' "$J")" = 2 ] && [[ "$r2" == *'"gate_passed": false'* ]] \
-    && grep -q 'phase 2: ppl FAILED: valid perplexity .* is .* % over phase1.s .* (gate < -1000 %)' "$tmp/m2.log" \
+    && grep -q 'phase 2: ppl FAILED: valid perplexity .* is .* % over phase 1.s .* (gate < -1000 %)' "$tmp/m2.log" \
     && [ "$(readlink "$M/result")" = phase1 ] \
     && ok "rerun: finished phases skipped, a failed phase 2 gate rolls back to phase 1 (named, by how much), exit 3" \
     || bad "rerun with --gate-ppl-phase2 -1000: exit $rc, '$(cat "$tmp/m2.log")'"
@@ -177,5 +217,59 @@ else
   out=$(scripts/migrate.sh --teacher "$T" --data "$tmp/shards" --out "$tmp/nd" 2>&1); rc=$?
   [ $rc -eq 2 ] && [[ "$out" == *"no train.distill"* ]] && [ ! -e "$tmp/nd" ] && ok "no train.distill: one line, exit 2" || bad "no distill: exit $rc, '$out'"
 fi
+# 7. attention transfer (3 steps before each phase), one schedule over 4 steps (phase 1 steps
+# 0-2, phase 2 steps 2-4), the control, the evaluations on the first 2 batches
+X=$tmp/x
+xcommon=(--teacher "$T" --data "$tmp/shards" --total-steps 4 --threads 1 --no-distill --window 0)
+scripts/migrate.sh "${xcommon[@]}" --phases 2 --transfer-steps 3 --control --eval-batches 2 --no-bench \
+  --gate-ppl-phase1 1000 --gate-ppl-phase2 1000 --util-warn 1000 --out "$X" > "$tmp/x.log" 2>&1; rc=$?
+J=$X/migration.json
+tr1=$(grep -o '"transfer":{[^}]*}' "$X/phase1.transfer/metrics.jsonl" 2> /dev/null | head -n 1)
+tr2=$(grep -o '"transfer":{[^}]*}' "$X/phase2.transfer/metrics.jsonl" 2> /dev/null | head -n 1)
+[ $rc -eq 0 ] && [[ "$tr1" =~ ^\"transfer\":\{\"3\":[0-9.e-]+\}$ ]] && [[ "$tr2" =~ ^\"transfer\":\{\"2\":[0-9.e-]+\}$ ]] \
+  && grep -q '"mixer":.\["sdpa", "sdpa", "sdpa", "auto"\]' "$X/phase1.transfer/config.json" 2> /dev/null \
+  && grep -q '"mixer":.\["sdpa", "sdpa", "auto", "gma"\]' "$X/phase2.transfer/config.json" \
+  && grep -q '^  {"phase": 1, .*"transfer": {"steps": 3, "layers": \[{"layer": 3, "first": [0-9.e-]*, "last": [0-9.e-]*}\]}' "$J" \
+  && [ "$(awk '$1 == 2 && $2 == 2' "$X/plots/transfer.dat" | wc -l)" = 3 ] && [ -s "$X/plots/transfer.gp" ] \
+  && ok "attention transfer: the new layers as auto, their loss per layer logged, in migration.json and plots/transfer.dat" \
+  || bad "transfer: exit $rc, '$tr1' '$tr2', '$(tail -3 "$tmp/x.log")'"
+# only the new layer's routing changed in the transfer; the phase took that routing (copied)
+sha_of() { # RUN TENSOR: the bytes of TENSOR in RUN/latest/model.safetensors, digested
+  python3 - "$1/latest/model.safetensors" "$2" << 'PY'
+import json, struct, sys, hashlib
+f = open(sys.argv[1], "rb"); n = struct.unpack("<Q", f.read(8))[0]; h = json.loads(f.read(n)); e = h[sys.argv[2]]
+f.seek(8 + n + e["data_offsets"][0]); print(hashlib.sha256(f.read(e["data_offsets"][1] - e["data_offsets"][0])).hexdigest())
+PY
+}
+if command -v python3 > /dev/null; then
+  [ "$(sha_of "$T" blocks.3.mixer.q.weight)" = "$(sha_of "$X/phase1.transfer" blocks.3.mixer.q.weight)" ] \
+    && [ "$(sha_of "$T" blocks.0.mlp.fc.weight)" = "$(sha_of "$X/phase1.transfer" blocks.0.mlp.fc.weight)" ] \
+    && [ "$(sha_of "$T" blocks.3.mlp.fc.weight)" = "$(sha_of "$X/phase1.transfer" blocks.3.mlp.fc.weight)" ] \
+    && tr -d '\n\t' < "$X/phase1/init_from.json" | grep -q '"copied":.*"blocks.3.mixer.gma.mu"' \
+    && ! tr -d '\n\t' < "$X/phase1/init_from.json" | grep -q '"kmeans_seeded":.\{0,2\}\["blocks.3' \
+    && ok "the transfer changed no q, k or MLP weight; phase 1 copied its routing (not re-seeded)" || bad "transfer weights: '$(head -c 400 "$X/phase1/init_from.json")'"
+else
+  echo "SKIP: the transfer's weights (no python3 to read the tensors)"
+fi
+# one schedule: phase 2 continues phase 1's step (its first row is step 3), its state_from
+# phase 1, ends at step 4; the control alike; the evaluations on 2 batches of 2 x 32 tokens
+[ "$(grep -o '"step":[0-9]*' "$X/phase2/metrics.jsonl" | head -n 1)" = '"step":3' ] && [ -d "$X/phase2/ckpt_00000004" ] \
+  && grep -q "\"state_from\":.\"$X/phase1\"" "$X/phase2/config.json" && grep -q '"decay_steps":.4' "$X/phase2/config.json" \
+  && grep -q "\"state_from\":.\"$X/control/phase1\"" "$X/control/phase2/config.json" && [ -d "$X/control/phase2/ckpt_00000004" ] \
+  && ok "one schedule: phase 2 steps 2-4 from phase 1's state, the control alike" || bad "schedule: '$(head -c 300 "$X/phase2/metrics.jsonl")'"
+cv=$(jnum "$X/control/phase1/valid.json" ppl); v1=$(jnum "$X/phase1/valid.json" ppl)
+want=$(awk -v a="$v1" -v b="$cv" 'BEGIN { printf "%.3f", 100 * (a / b - 1) }')
+grep -q "^  {\"phase\": 1, .*\"control_valid_ppl\": $cv, .*\"dppl_control_pct\": $want," "$J" \
+  && [ "$(jnum "$X/phase1/valid.json" tokens)" = 128 ] && [ "$(jnum "$X/teacher.valid.json" tokens)" = 128 ] && [ "$(jnum "$X/phase1/test.json" tokens)" = 128 ] \
+  && grep -q '\[1/2\] phase 1: gate evaluations (the first 2 batches, the control.s too)' "$tmp/x.log" \
+  && ok "the control's valid ppl ($cv) and Δppl ($want %) in the row; evaluations of 2 batches (128 tokens), a progress line" \
+  || bad "control/eval: want $cv, $want in '$(grep '"phase": 1' "$J")', log '$(cat "$tmp/x.log")'"
+# utilisation: a warning (not a gate) by default, even at a threshold nothing meets; a gate with --gate-util
+grep -q '^utilisation warning (not a gate): only 0.0 % of the (head, component) pairs' "$X/phase1/gates.txt" \
+  && grep -q '"result": "phase2"' "$J" && ok "utilisation below --util-warn: a warning line, the phases pass" || bad "util warn: '$(cat "$X/phase1/gates.txt")'"
+scripts/migrate.sh "${xcommon[@]}" --phases 2 --transfer-steps 3 --control --eval-batches 2 --no-bench \
+  --gate-ppl-phase1 1000 --gate-ppl-phase2 1000 --gate-util 1000 --out "$X" > "$tmp/x2.log" 2>&1; rc=$?
+[ $rc -eq 3 ] && grep -q 'phase 1: utilisation FAILED: only 0.0 % of the (head, component) pairs of a GMA layer hold >= 1000 %' "$tmp/x2.log" \
+  && [ "$(grep -c 'finished in .*skipped' "$tmp/x2.log")" = 1 ] && ok "--gate-util: utilisation a gate again (a rerun, nothing retrained)" || bad "--gate-util: exit $rc, '$(cat "$tmp/x2.log")'"
 [ "$(ls -A | paste -sd' ' -)" = "$before" ] && ok "nothing written into the working directory" || bad "new files here: $(ls -A | paste -sd' ' -)"
 exit $fail

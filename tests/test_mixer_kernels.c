@@ -615,12 +615,14 @@ static void table_matmul_strided(real *C, const real *A, const real *B, int M, i
 }
 
 /* products counted by the CPU backend inside its ops in one forward + backward of mixer
- * name (B 1, N tokens, D 32, H 2, Kc 8, linformer.k 32); *declared: its fused_flops at that shape */
-static double fused_of_layer(const char *name, int N, int causal, double *declared) {
+ * name (B 1, N tokens, D 32, H 2, Kc 8, linformer.k 32, and the key=value `set`, NULL: none);
+ * *declared: its fused_flops at that shape */
+static double fused_of_layer(const char *name, int N, int causal, const char *set, double *declared) {
     BenchOpts o;
     bench_opts_defaults(&o);
     o.D = 32, o.H = 2, o.Kc = 8, o.B = 1, o.causal = causal;
     o.sets[o.n_sets++] = "linformer.k=32"; /* below N */
+    if (set) o.sets[o.n_sets++] = set;
     Config c = bench_config(&o, name, N);
     ParamTable pt = {0};
     Mixer *m = mixer_find(name)->create(&c, 0, &pt, "blocks.0.mixer");
@@ -665,7 +667,7 @@ START_TEST(test_mixers_declare_fused_flops) {
     char *sv = NULL;
     for (char *t = strtok_r(names, "|", &sv); t; t = strtok_r(NULL, "|", &sv), n++) {
         int causal = !mixer_find(t)->bidir_ok;
-        double declared, counted = fused_of_layer(t, 128, causal, &declared);
+        double declared, counted = fused_of_layer(t, 128, causal, NULL, &declared);
         ck_assert_msg(fabs(declared - counted) <= 1e-9 * counted, "%s: declares %g fused FLOPs, the kernels ran %g", t,
                       declared, counted);
         n_fused += declared > 0;
@@ -675,9 +677,20 @@ START_TEST(test_mixers_declare_fused_flops) {
     ck_assert_int_ge(n, 8);
     ck_assert_int_ge(n_fused, 5);
     /* causal GMA: the chunked core's count (64 + 32 tokens: a ragged last chunk) */
-    double declared, counted = fused_of_layer("gma", 96, 1, &declared);
+    double declared, counted = fused_of_layer("gma", 96, 1, NULL, &declared);
     ck_assert_msg(declared > 0 && fabs(declared - counted) <= 1e-9 * counted, "causal gma: %g declared, %g ran",
                   declared, counted);
+    /* gma with its window (gma.window, docs/model.md §3.11) declares the window's tiles as
+     * sdpa.window does (the visible pairs of the band, sdpa_fused_flops), beside its own */
+    for (int causal = 0; causal < 2; causal++) {
+        double plain, swa;
+        fused_of_layer("gma", 160, causal, "gma.window=40", &declared);
+        fused_of_layer("gma", 160, causal, NULL, &plain);
+        fused_of_layer("sdpa", 160, causal, "sdpa.window=40", &swa);
+        ck_assert_msg(swa > 0 && fabs(declared - plain - swa) <= 1e-9 * declared,
+                      "gma.window=40 %s: %g declared, gma %g + sdpa.window %g", causal ? "causal" : "bidir", declared, plain,
+                      swa);
+    }
 }
 END_TEST
 

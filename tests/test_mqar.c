@@ -205,8 +205,9 @@ START_TEST(test_mqar_lmdata) {
     tu_apply_sets(&c, "data.source=mqar;data.mqar_lengths=64,128;data.mqar_pairs=4,8;data.mqar_test_lengths=128,256;"
                       "data.mqar_test_pairs=8,16;model.max_seq_len=256;train.seq_len=128;data.mqar_test=10");
     LmData d;
-    ck_assert_int_eq(lmdata_open(&d, &c), 0);
-    ck_assert(d.is_mqar);
+    LmSpec s = lmdata_spec(&c, 128);
+    ck_assert_int_eq(lmdata_open(&d, &s), 0);
+    ck_assert(d.source == DATA_mqar && lmdata_task(&d, DATA_mqar) && !lmdata_task(&d, DATA_recall) && d.src->scored);
     ck_assert_int_eq((int)d.vocab, 8192);
     ck_assert_int_eq(lmdata_eval_windows(&d, SPLIT_TEST, 128), 10);
     int32_t tok[2 * 128], tgt[2 * 128];
@@ -222,14 +223,15 @@ START_TEST(test_mqar_lmdata) {
     for (int i = 0; i < 128; i++) scored += tgt[i] >= 0;
     ck_assert_int_eq(scored, 8);
     lmdata_close(&d);
-    c.train.seq_len = 64;
-    ck_assert_int_ne(lmdata_open(&d, &c), 0);
+    s = lmdata_spec(&c, 64);
+    ck_assert_int_ne(lmdata_open(&d, &s), 0);
     ck_assert_ptr_nonnull(strstr(gma_error(), "key data.mqar_lengths"));
-    /* gmaeval --data test --seq-len 64 opens test alone: no test length 64, so the ones that fit */
-    c.train.seq_len = 128;
+    /* gmaeval --data test --seq-len 64 opens test alone (the spec's window, not train.seq_len):
+     * no test length 64, so the ones that fit */
     tu_apply_sets(&c, "data.mqar_test_lengths=64,128;data.mqar_test_pairs=4,8");
-    c.train.seq_len = 64;
-    ck_assert_int_eq(lmdata_open_splits(&d, &c, 1u << SPLIT_TEST, SPLIT_TEST), 0);
+    s = lmdata_spec(&c, 64);
+    ck_assert_int_eq(c.train.seq_len, 128);
+    ck_assert_int_eq(lmdata_open_splits(&d, &s, 1u << SPLIT_TEST, SPLIT_TEST), 0);
     ck_assert_int_eq(lmdata_eval_batch(&d, SPLIT_TEST, 0, 1, 64, tok, tgt), 1);
     scored = 0;
     for (int i = 0; i < 64; i++) scored += tgt[i] >= 0;
@@ -237,7 +239,7 @@ START_TEST(test_mqar_lmdata) {
     lmdata_close(&d);
     tu_apply_sets(&c, "data.mqar_test_lengths=128,256;data.mqar_test_pairs=8,16");
     tu_apply_sets(&c, "data.mqar_lengths=64;data.mqar_pairs=4");
-    ck_assert_int_ne(lmdata_open(&d, &c), 0);
+    ck_assert_int_ne(lmdata_open(&d, &s), 0);
     ck_assert_ptr_nonnull(strstr(gma_error(), "key data.mqar_test_lengths"));
 }
 END_TEST

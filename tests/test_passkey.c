@@ -30,7 +30,7 @@ static Config pk_config(const char *sets) {
 START_TEST(test_passkey_layout) {
     Config c = pk_config("data.passkey_digits=5;data.passkey_vocab=40");
     PasskeyTask t;
-    ck_assert_int_eq(passkey_init(&t, &c, 128), 0);
+    ck_assert_int_eq(passkey_init(&t, passkey_cfg(&c), (uint64_t)c.seed, 128), 0);
     int32_t tok[150], tgt[150];
     for (uint64_t i = 0; i < 300; i++) {
         int n = 100 + (int)(i % 28), k = 5;
@@ -64,20 +64,20 @@ START_TEST(test_passkey_depth_filler) {
     Config c = pk_config("data.passkey_depth_min=0;data.passkey_depth_max=0");
     PasskeyTask t;
     int32_t tok[128], tgt[128];
-    ck_assert_int_eq(passkey_init(&t, &c, 128), 0);
+    ck_assert_int_eq(passkey_init(&t, passkey_cfg(&c), (uint64_t)c.seed, 128), 0);
     for (uint64_t i = 0; i < 50; i++) ck_assert_int_eq(passkey_example(&t, 0, i, 128, 128, tok, tgt), 0);
     tu_apply_sets(&c, "data.passkey_depth_min=1;data.passkey_depth_max=1");
-    ck_assert_int_eq(passkey_init(&t, &c, 128), 0);
+    ck_assert_int_eq(passkey_init(&t, passkey_cfg(&c), (uint64_t)c.seed, 128), 0);
     for (uint64_t i = 0; i < 50; i++) ck_assert_int_eq(passkey_example(&t, 0, i, 128, 128, tok, tgt), 128 - 2 * 5 - 2);
     tu_apply_sets(&c, "data.passkey_depth_min=0.5;data.passkey_depth_max=0.5");
-    ck_assert_int_eq(passkey_init(&t, &c, 128), 0);
+    ck_assert_int_eq(passkey_init(&t, passkey_cfg(&c), (uint64_t)c.seed, 128), 0);
     int s = passkey_example(&t, 0, 3, 128, 128, tok, tgt);
     ck_assert_int_eq(s, 58); /* 0.5 x 116, rounded */
     ck_assert_int_eq(passkey_depth_bucket(&t, tok, 128), 5);
     /* repeat: the tokens before the key follow the sentence's period */
     for (int p = PASSKEY_SENTENCE; p < s; p++) ck_assert_int_eq(tok[p], tok[p - PASSKEY_SENTENCE]);
     tu_apply_sets(&c, "data.passkey_filler=random");
-    ck_assert_int_eq(passkey_init(&t, &c, 128), 0);
+    ck_assert_int_eq(passkey_init(&t, passkey_cfg(&c), (uint64_t)c.seed, 128), 0);
     s = passkey_example(&t, 0, 3, 128, 128, tok, tgt);
     int differ = 0;
     for (int p = PASSKEY_SENTENCE; p < s; p++) differ += tok[p] != tok[p - PASSKEY_SENTENCE];
@@ -90,8 +90,8 @@ END_TEST
 START_TEST(test_passkey_determinism) {
     Config c = pk_config(NULL);
     PasskeyTask t, u;
-    ck_assert_int_eq(passkey_init(&t, &c, 128), 0);
-    ck_assert_int_eq(passkey_init(&u, &c, 128), 0);
+    ck_assert_int_eq(passkey_init(&t, passkey_cfg(&c), (uint64_t)c.seed, 128), 0);
+    ck_assert_int_eq(passkey_init(&u, passkey_cfg(&c), (uint64_t)c.seed, 128), 0);
     int32_t a[128], ga[128], b[128], gb[128];
     passkey_example(&t, 1, 7, 128, 128, a, ga);
     passkey_example(&u, 1, 7, 128, 128, b, gb);
@@ -103,7 +103,7 @@ START_TEST(test_passkey_determinism) {
     passkey_example(&t, 1, 7, 120, 128, b, gb);
     ck_assert(memcmp(a, b, sizeof a) != 0);
     c.seed = 99;
-    ck_assert_int_eq(passkey_init(&u, &c, 128), 0);
+    ck_assert_int_eq(passkey_init(&u, passkey_cfg(&c), (uint64_t)c.seed, 128), 0);
     passkey_example(&u, 1, 7, 128, 128, b, gb);
     ck_assert(memcmp(a, b, sizeof a) != 0);
 }
@@ -148,8 +148,9 @@ END_TEST
 START_TEST(test_passkey_lmdata) {
     Config c = pk_config("data.passkey_lengths=64,128;data.passkey_test=10");
     LmData d;
-    ck_assert_int_eq(lmdata_open(&d, &c), 0);
-    ck_assert(d.is_passkey);
+    LmSpec s = lmdata_spec(&c, c.train.seq_len);
+    ck_assert_int_eq(lmdata_open(&d, &s), 0);
+    ck_assert(d.source == DATA_passkey && lmdata_task(&d, DATA_passkey) && d.src->scored);
     ck_assert_int_eq((int)d.vocab, 64);
     ck_assert_int_eq(lmdata_eval_windows(&d, SPLIT_TEST, 128), 10);
     int scored[4], last[4];
@@ -160,9 +161,9 @@ START_TEST(test_passkey_lmdata) {
             ck_assert_int_eq(last[k * 2 + b], (k ? 128 : 64) - 2);
         }
     lmdata_close(&d);
-    /* gmaeval --seq-len 1024 opens test alone at that window */
-    c.train.seq_len = 1024;
-    ck_assert_int_eq(lmdata_open_splits(&d, &c, 1u << SPLIT_TEST, SPLIT_TEST), 0);
+    /* gmaeval --seq-len 1024 opens test alone at that window (the spec's; train.seq_len as trained) */
+    s = lmdata_spec(&c, 1024);
+    ck_assert_int_eq(lmdata_open_splits(&d, &s, 1u << SPLIT_TEST, SPLIT_TEST), 0);
     int32_t *t2 = xmalloc(sizeof(int32_t) * 1024), *g2 = xmalloc(sizeof(int32_t) * 1024);
     ck_assert_int_eq(lmdata_eval_batch(&d, SPLIT_TEST, 0, 1, 1024, t2, g2), 1);
     ck_assert_int_eq(t2[1024 - 6], PASSKEY_ASK);
@@ -196,9 +197,9 @@ START_TEST(test_passkey_long_eval) {
         e.model.vocab_size = 16;
         ck_assert_int_eq(model_extend_window(&e, 48, NULL, "RUN"), 0);
         ck_assert_int_eq(e.model.max_seq_len, 48);
-        e.train.seq_len = 48;
         LmData d;
-        ck_assert_msg(lmdata_open_splits(&d, &e, 1u << SPLIT_TEST, SPLIT_TEST) == 0, "%s", gma_error());
+        LmSpec s = lmdata_spec(&e, 48);
+        ck_assert_msg(lmdata_open_splits(&d, &s, 1u << SPLIT_TEST, SPLIT_TEST) == 0, "%s", gma_error());
         Model m;
         ck_assert_int_eq(model_build(&m, &e), 0);
         model_alloc(&m, 4, 48);

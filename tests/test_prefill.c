@@ -60,11 +60,18 @@ static const char *g_cases[][2] = {
     {"gma", "gma.write=delta;gma.routing=softmax;model.short_conv=4"},
     {"gma", "model.mixer=baseconv,gma;model.pos=none;gma.write=delta;gma.chunk=5"},
     {"gma", "gma.write=delta;gma.slot_decay=true;model.short_conv=3"},
+    {"gma", "gma.topk=2"}, /* sparse routing: no noise outside training */
+    {"gma", "gma.topk=1;gma.routing=softmax;model.short_conv=4"},
+    {"gma", "gma.topk=2;gma.memory=ema"},
+    {"gma", "gma.topk=2;gma.write=delta;gma.n_components=5;gma.chunk=5"},
     {"sdpa", "model.pos=rope"}, /* rotary positions: the cache holds turned keys */
     {"sdpa_ref", "model.pos=rope;model.short_conv=3"},
     {"sdpa", "model.pos=rope;sdpa.window=4"},
     {"sdpa", "model.pos=rope;sdpa.window=3;model.short_conv=4"},
     {"gma", "model.mixer=sdpa,gma;model.pos=rope;model.short_conv=4"}, /* gma takes no positions */
+    {"gma", "gma.window=4"},                            /* GMA and a ring of 4 rows: prompts past it wrap */
+    {"gma", "gma.window=3;model.short_conv=4;gma.routing=softmax"}, /* the core, the convolutions and the ring */
+    {"gma", "model.mixer=sdpa,gma;gma.window=1"},       /* a ring of one row */
 };
 enum { W = 24, V = 23, NEW = 6 };
 

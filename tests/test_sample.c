@@ -269,6 +269,9 @@ START_TEST(test_decode_matches_forward) {
         {"gma", "gma.write=delta;gma.routing=softmax;model.short_conv=4"},
         {"gma", "model.mixer=baseconv,gma;model.pos=none;gma.write=delta;gma.n_components=5"},
         {"gma", "gma.write=delta;gma.slot_decay=true;gma.routing=softmax"},
+        {"gma", "gma.topk=2"}, /* sparse routing: evaluation has no noise */
+        {"gma", "gma.topk=1;gma.routing=softmax;gma.memory=ema"},
+        {"gma", "gma.topk=2;gma.write=delta;gma.n_components=5;model.short_conv=4"},
         {"sdpa", "model.pos=rope"}, /* rotary positions on q and k */
         {"sdpa_ref", "model.pos=rope;model.short_conv=2"},
         {"sdpa", "model.pos=rope;sdpa.window=3"},

@@ -48,7 +48,7 @@ bench_mpi.sh:--np --batch --steps --repeat --set --device --mpi-bin --one-bin
 bench_torch.sh:--mixers --B --T --V --steps --repeat --threads --out
 check_data_parallel.sh:--bin --device --out --way --steps
 gpu_check.sh:--out --bin --precisions --mixers --extra --sections
-migrate.sh:--teacher --data --steps-per-phase --out --name --seed --lr --threads --set --distill-weight --distill-temperature --bench-seq --gate-ppl-phase1 --gate-ppl-phase2 --phase2-against --gate-bench-phase3 --gate-util --phases
+migrate.sh:--teacher --data --steps-per-phase --total-steps --out --name --seed --lr --threads --set --transfer-steps --transfer-lr --eval-batches --distill-weight --distill-temperature --bench-seq --gate-ppl-phase1 --gate-ppl-phase2 --phase2-against --gate-bench-phase3 --gate-util --util-warn --phases --window
 reproduce_migration.sh:--sotu --steps --steps-per-phase --seeds --eval-speeches --threads --bench-seq --out --phases
 reproduce_cross.sh run:--out --kinds --steps --threads --seed --set
 reproduce_cross.sh write R.json:--out --note
@@ -81,6 +81,7 @@ lra_dry_run.sh|--step|--steps
 plot_runs.sh|--titel|--title
 plot_k.sh|--ot|--out
 gpu_check.sh|--quik|--quick
+reproduce_diagnosis.sh|--evry|--every
 EOF
 ok "unknown options: named in one line, a near miss suggested, exit 2"
 
@@ -678,5 +679,20 @@ out=$(cd "$tmp/rt" && env -u CK_TIMEOUT_MULTIPLIER -u GMA_TEST_TIMEOUT_SCALE "$O
 out=$(env -u CK_TIMEOUT_MULTIPLIER GMA_TEST_TIMEOUT_SCALE=x scripts/run_tests.sh "$tmp/fake_suite" 2>&1); rc=$?
 [ $rc -eq 2 ] && [[ "$out" == *"GMA_TEST_TIMEOUT_SCALE=x is not a whole number"* ]] && ok "run_tests.sh: a bad GMA_TEST_TIMEOUT_SCALE refused" \
   || bad "run_tests.sh GMA_TEST_TIMEOUT_SCALE=x: exit $rc, '$out'"
+# routing_diag.py (reproduce_diagnosis.sh's tables): two diagnosis rows and the test row of
+# a self run into results.json and results.md (gnuplot named absent: the plots skipped); a
+# directory without runs refused in one line
+mkdir -p "$tmp/rd/self-s1"
+row() { echo "{\"step\":$1,\"event\":\"routing_diag\",\"part\":\"self\",\"layer\":1,\"n_components\":8,\"rows\":64,\"q_used\":$2,\"k_used\":3,\"q_entropy\":0.5,\"k_entropy\":0.25,\"pairs\":8,\"match_mass\":0.5,\"same_slot\":0.5,\"lookup_weight\":0.2,\"lookup_uniform\":0.1,\"slot_share\":0.4,\"key_slots_distinct\":0.5,\"match_by_offset\":[0.1,0.5,0.9,null,null],\"lookup_by_offset\":[0.1,0.2,0.4,null,null],\"share_by_offset\":[0.3,0.4,0.6,null,null],\"distinct_by_offset\":[1,0.5,0.75,null,null],\"live\":4,\"grad_centre\":1,\"grad_var\":1,\"grad_bias\":1,\"grad_centre_live\":0.01,\"grad_centre_dead\":null}"; }
+{ row 25 2; row 50 5; echo '{"step":50,"split":"valid","acc":0.375}'; echo '{"step":50,"split":"test","acc":0.4375}'; } > "$tmp/rd/self-s1/metrics.jsonl"
+out=$(GNUPLOT=no-such-gnuplot python3 scripts/routing_diag.py "$tmp/rd" 2>&1); rc=$?
+[ $rc -eq 0 ] && [[ "$out" == *"plots skipped"* ]] && grep -q '"test_acc": 0.4375' "$tmp/rd/results.json" \
+  && grep -q '^| 50 | 5 | 3 | 0.500 | 0.250 | 0.100 / 0.500 / 0.900 | 1.00 / 2.00 / 4.00 | 0.300 / 0.400 / 0.600 | 1 / 0.500 / 0.750 | 4 | 0.010 | - |$' "$tmp/rd/results.md" \
+  && grep -q '^50 0.375$' "$tmp/rd/self.valid.dat" \
+  && ok "routing_diag.py: results.json and the table from the diagnosis rows, plots skipped without gnuplot" \
+  || bad "routing_diag.py: exit $rc, '$out', $(grep '^| 50' "$tmp/rd/results.md" 2>/dev/null)"
+out=$(python3 scripts/routing_diag.py "$tmp/rd/self-s1" 2>&1); rc=$?
+[ $rc -ne 0 ] && [ "$(printf '%s\n' "$out" | wc -l)" = 1 ] && [[ "$out" == *"no <self|cross|reinit|reseedk>-s<seed>/metrics.jsonl"* ]] \
+  && ok "routing_diag.py: a directory without runs refused in one line" || bad "routing_diag.py without runs: exit $rc, '$out'"
 [ $fail -eq 0 ] && echo "scripts: ok"
 exit $fail

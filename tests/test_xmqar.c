@@ -24,7 +24,7 @@ static Config xq_config(const char *sets) {
 START_TEST(test_xmqar_layout) {
     Config c = xq_config("data.xmqar_vocab=40;data.xmqar_pairs=6;data.xmqar_ctx=16");
     XmqarTask t;
-    ck_assert_int_eq(xmqar_init(&t, &c, 40), 0);
+    ck_assert_int_eq(xmqar_init(&t, xmqar_cfg(&c), (uint64_t)c.seed, 40), 0);
     int32_t tok[40], tgt[40];
     for (uint64_t i = 0; i < 200; i++) {
         xmqar_example(&t, (int)(i % 3), i, tok, tgt);
@@ -57,9 +57,9 @@ END_TEST
 START_TEST(test_xmqar_longer_context) {
     Config c = xq_config("data.xmqar_pairs=5;data.xmqar_ctx=16;train.seq_len=40;model.max_seq_len=100");
     XmqarTask a, b;
-    ck_assert_int_eq(xmqar_init(&a, &c, 40), 0);
+    ck_assert_int_eq(xmqar_init(&a, xmqar_cfg(&c), (uint64_t)c.seed, 40), 0);
     ck_assert(cfg_set(&c, "data.xmqar_ctx=64") == 0);
-    ck_assert_int_eq(xmqar_init(&b, &c, 88), 0);
+    ck_assert_int_eq(xmqar_init(&b, xmqar_cfg(&c), (uint64_t)c.seed, 88), 0);
     int32_t ta[40], ga[40], tb[88], gb[88];
     for (uint64_t i = 0; i < 50; i++) {
         xmqar_example(&a, (int)(i % 3), i, ta, ga);
@@ -75,7 +75,7 @@ END_TEST
 START_TEST(test_xmqar_determinism) {
     Config c = xq_config(NULL);
     XmqarTask t;
-    ck_assert_int_eq(xmqar_init(&t, &c, 40), 0);
+    ck_assert_int_eq(xmqar_init(&t, xmqar_cfg(&c), (uint64_t)c.seed, 40), 0);
     int32_t a[40], ta[40], b[40], tb[40];
     xmqar_example(&t, 1, 17, a, ta);
     xmqar_example(&t, 1, 17, b, tb);
@@ -90,18 +90,21 @@ END_TEST
 START_TEST(test_xmqar_lmdata) {
     Config c = xq_config("data.xmqar_valid=5");
     LmData d;
-    ck_assert_msg(lmdata_open(&d, &c) == 0, "%s", gma_error());
-    ck_assert(d.is_xmqar);
+    LmSpec s = lmdata_spec(&c, c.train.seq_len);
+    ck_assert_msg(lmdata_open(&d, &s) == 0, "%s", gma_error());
+    ck_assert(d.source == DATA_xmqar && d.src->scored);
+    const XmqarTask *t = lmdata_task(&d, DATA_xmqar);
+    ck_assert_ptr_nonnull(t);
     ck_assert_int_eq(d.vocab, 64);
     ck_assert_int_eq(lmdata_eval_windows(&d, SPLIT_VALID, 40), 5);
     int32_t tok[3 * 40], tgt[3 * 40], want[40], wt[40];
     Rng r;
     rng_seed(&r, 1);
     lmdata_train_batch(&d, &r, 2, 3, 40, tok, tgt);
-    xmqar_example(&d.xmqar, SPLIT_TRAIN, 2 * 3 + 1, want, wt);
+    xmqar_example(t, SPLIT_TRAIN, 2 * 3 + 1, want, wt);
     ck_assert(!memcmp(tok + 40, want, sizeof want) && !memcmp(tgt + 40, wt, sizeof wt));
     ck_assert_int_eq(lmdata_eval_batch(&d, SPLIT_VALID, 1, 3, 40, tok, tgt), 2);
-    xmqar_example(&d.xmqar, SPLIT_VALID, 4, want, wt);
+    xmqar_example(t, SPLIT_VALID, 4, want, wt);
     ck_assert(!memcmp(tok + 40, want, sizeof want));
     for (int i = 0; i < 40; i++) ck_assert_int_eq(tgt[80 + i], -1); /* past the split: padding */
     lmdata_close(&d);
@@ -126,6 +129,8 @@ START_TEST(test_xmqar_refusals) {
     refused("data.xmqar_vocab=16;data.xmqar_pairs=8", "key data.xmqar_pairs");
     refused("data.xmqar_pairs=9;data.xmqar_ctx=16", "key data.xmqar_pairs");
     refused("data.xmqar_ctx=40", "key data.xmqar_ctx");
+    /* a cross model's context is the xmqar context (checked at the run level, train/run_cfg.c) */
+    refused("cross.mixer=sdpa;cross.ctx_len=12;data.xmqar_ctx=16", "but the xmqar context is data.xmqar_ctx = 16");
 }
 END_TEST
 

@@ -10,6 +10,7 @@
 
 #include "analysis/route_plots.h"
 #include "analysis/routing.h"
+#include "data/lm/recall.h"
 #include "data/text/tokenizer.h"
 #include "ops/ops.h"
 
@@ -60,8 +61,9 @@ static void categories(Pass *p, const Config *cfg, const LmData *d, const RouteE
     int ncat;
     const char *const *names;
     p->cat = xcalloc(p->V, sizeof(int));
-    if (d->is_recall) {
-        int K = (d->recall.vocab - 2) / 2;
+    const RecallTask *rt = lmdata_task(d, DATA_recall);
+    if (rt) {
+        int K = (rt->vocab - 2) / 2;
         for (int i = 0; i < p->V; i++) p->cat[i] = i == 0 ? 0 : i == 1 ? 1 : i < 2 + K ? 2 : 3;
         ncat = 4, names = RECALL_CATS;
     } else {
@@ -157,7 +159,7 @@ static int pass_run(Pass *p, Model *m, const LmData *d, int split) {
         if (model_forward(m, p->tok, p->tgt, p->B, p->N, NULL, 0, &st, 0, 0) != 0) return -1;
         /* shards: the scored positions; recall (only query keys are scored): every non-pad input */
         for (long i = 0; i < BN; i++)
-            p->score[i] = i < (long)filled * p->N && (d->is_recall ? p->tok[i] != 0 : p->tgt[i] >= 0);
+            p->score[i] = i < (long)filled * p->N && (d->source == DATA_recall ? p->tok[i] != 0 : p->tgt[i] >= 0);
         for (int s = 0; s < p->L; s++) take_layer(p, m, s, b, filled, w0);
         if (p->df)
             for (int i = 0; i < filled && w0 + i < p->W; i++)
@@ -168,21 +170,22 @@ static int pass_run(Pass *p, Model *m, const LmData *d, int split) {
     return 0;
 }
 
-/* The gates of the gated layers (mixer "gated", docs/model.md §3.7): g_h = sigmoid(a_h), the
- * softmax path's share of head h, one line per layer to f and an entry of *arr (NULL: no
- * such layer) */
-static void gate_report(const Model *m, FILE *f, cJSON **arr) {
+/* The gates of the gated layers (mixer "gated", docs/model.md §3.7), or with `window` those of
+ * the gma layers' windows (gma.window, §3.11): g_h = sigmoid(a_h), the softmax (window)
+ * path's share of head h, one line per layer to f and an entry of *arr (NULL: no such layer) */
+static void gate_report(const Model *m, FILE *f, cJSON **arr, int window) {
     real *a = xmalloc(sizeof(real) * m->H);
     for (int l = 0; l < m->L; l++) {
         char name[64];
-        snprintf(name, sizeof name, "blocks.%d.mixer.gate", l);
+        snprintf(name, sizeof name, window ? "blocks.%d.mixer.gma.window_gate" : "blocks.%d.mixer.gate", l);
         int t = pt_find(&m->pt, name);
         if (t < 0) continue;
         g_ops->to_host(a, m->params + m->pt.t[t].offset, sizeof(real) * m->H);
         if (arr && !*arr) *arr = cJSON_CreateArray();
         cJSON *o = cJSON_CreateObject(), *g = cJSON_AddArrayToObject(o, "gate");
         cJSON_AddNumberToObject(o, "layer", l);
-        if (f) fprintf(f, "gate of layer %d (softmax path's share g per head):", l);
+        if (f) fprintf(f, window ? "window gate of layer %d (the window path's share g per head):" :
+                                   "gate of layer %d (softmax path's share g per head):", l);
         for (int h = 0; h < m->H; h++) {
             double v = 1 / (1 + exp(-(double)a[h]));
             cJSON_AddItemToArray(g, cJSON_CreateNumber(v));
@@ -232,12 +235,14 @@ static int write_analysis(const Pass *p, const Model *m, const RouteEvalOpts *o)
     } else snprintf(stem, sizeof stem, "analysis");
     const char *const *text = (const char *const *)p->text;
     char *js = ra_json(&p->ra, p->li, text, 10);
-    cJSON *gates = NULL, *autos = NULL;
-    gate_report(m, NULL, &gates);
+    cJSON *gates = NULL, *wgates = NULL, *autos = NULL;
+    gate_report(m, NULL, &gates, 0);
+    gate_report(m, NULL, &wgates, 1);
     auto_report(m, p->N, NULL, &autos);
-    if (gates || autos) { /* the gated layers' gates and the auto layers' paths beside the routing figures */
+    if (gates || wgates || autos) { /* the gates, the windows' gates and the auto layers' paths beside the routing figures */
         cJSON *root = cJSON_Parse(js);
         if (gates) cJSON_AddItemToObject(root, "gates", gates);
+        if (wgates) cJSON_AddItemToObject(root, "window_gates", wgates);
         if (autos) cJSON_AddItemToObject(root, "auto", autos);
         free(js);
         js = cJSON_Print(root);
@@ -248,14 +253,16 @@ static int write_analysis(const Pass *p, const Model *m, const RouteEvalOpts *o)
     int rc = gma_write_file_atomic(path, js, strlen(js));
     free(js);
     ra_report(&p->ra, p->li, text, stdout);
-    gate_report(m, stdout, NULL);
+    gate_report(m, stdout, NULL, 0);
+    gate_report(m, stdout, NULL, 1);
     auto_report(m, p->N, stdout, NULL);
     printf("analysis: %s\n", path);
     snprintf(path, sizeof path, "%s.txt", stem);
     FILE *f = fopen(path, "w");
     if (f) {
         ra_report(&p->ra, p->li, text, f);
-        gate_report(m, f, NULL);
+        gate_report(m, f, NULL, 0);
+        gate_report(m, f, NULL, 1);
         auto_report(m, p->N, f, NULL);
         fclose(f);
     }

@@ -1,5 +1,6 @@
 /* bench_report.c: gmabench's tables and JSON rows (bench_report.h). */
 #include "bench/bench_report.h"
+#include "core/json_nums.h"
 
 #include <omp.h>
 #include <stdio.h>
@@ -99,18 +100,12 @@ static void model_print(const BenchOpts *o, const BenchModelResult *r) {
 }
 
 static void model_json_ratios(cJSON *row, const BenchOpts *o, const BenchModelResult *r) {
-    cJSON_AddNumberToObject(row, "ratio", r->r_med);
-    cJSON_AddNumberToObject(row, "ratio_min", r->r_lo);
-    cJSON_AddNumberToObject(row, "ratio_max", r->r_hi);
-    cJSON_AddNumberToObject(row, "ratio_best", r->blas_time / r->tmin);
-    cJSON_AddNumberToObject(row, "share_outside_gemm", r->med_out);
-    if (r->time_all) {
-        cJSON_AddNumberToObject(row, "hidden_gflop_per_step", r->hid_step / 1e9);
-        cJSON_AddNumberToObject(row, "ratio_all", r->a_med);
-        cJSON_AddNumberToObject(row, "ratio_all_min", r->a_lo);
-        cJSON_AddNumberToObject(row, "ratio_all_max", r->a_hi);
-        cJSON_AddNumberToObject(row, "ratio_all_best", r->all_best);
-    }
+    const JsonNum ratios[] = {{"ratio", r->r_med}, {"ratio_min", r->r_lo}, {"ratio_max", r->r_hi},
+                              {"ratio_best", r->blas_time / r->tmin}, {"share_outside_gemm", r->med_out}};
+    const JsonNum all[] = {{"hidden_gflop_per_step", r->hid_step / 1e9}, {"ratio_all", r->a_med}, {"ratio_all_min", r->a_lo},
+                           {"ratio_all_max", r->a_hi}, {"ratio_all_best", r->all_best}};
+    json_add_nums(row, ratios, JSON_NUMS_N(ratios));
+    if (r->time_all) json_add_nums(row, all, JSON_NUMS_N(all));
     if (o->peak_tflops > 0) {
         cJSON_AddNumberToObject(row, "peak_tflops", o->peak_tflops);
         cJSON_AddNumberToObject(row, "mfu", r->flops_step / r->med / 1e9 / (o->peak_tflops * 1e3));

@@ -12,10 +12,12 @@
 #include <string.h>
 
 #include "core/config.h"
+#include "core/json_nums.h"
 #include "data/lm/lmdata.h"
 #include "data/lm/dataid.h"
 #include "data/lm/lmmeta.h"
 #include "data/lm/prepare.h"
+#include "data/lm/recall.h"
 #include "model/checkpoint.h"
 #include "model/model.h"
 #include "cli/args/opts.h"
@@ -139,16 +141,11 @@ static int fail(int code) {
 static int check_identity(const char *ckdir, const char *data_dir, const char *file) {
     char run[2048], what[512];
     if (lmmeta_run_dir(ckdir, run, sizeof run) != 0) return 0;
-    DataId want, have;
-    int got = dataid_of_run(run, &want);
-    if (got <= 0) return got;
-    if ((file ? dataid_of_file(file, &have) : dataid_of_dir(data_dir, &have)) != 0) return -1;
-    if (file && !have.tokenizer[0]) /* a bare shard: its vocabulary alone */
-        snprintf(have.tokenizer, sizeof have.tokenizer, "%s", want.tokenizer);
-    if (dataid_diff(&want, &have, 0, what, sizeof what))
+    int rc = dataid_check(run, data_dir, file, 0, what, sizeof what);
+    if (rc == 2)
         return gma_errorf("%s is not data of the tokenizer %s was trained on: %s (%s/data.json)", file ? file : data_dir, run,
                           what, run);
-    return 0;
+    return rc < 0 ? -1 : 0;
 }
 
 /* the classifier's figures as JSON: 0, or 1 with one line */
@@ -158,10 +155,8 @@ static int cls_json(const char *json, const Config *cfg, const char *dir, const 
     cJSON_AddStringToObject(o, "data", data);
     cJSON_AddStringToObject(o, "task", cfg_enum_name(cfg, "data.task"));
     cJSON_AddStringToObject(o, "path", cfg->data.path);
-    cJSON_AddNumberToObject(o, "examples", (double)r->examples);
-    cJSON_AddNumberToObject(o, "loss", r->loss);
-    cJSON_AddNumberToObject(o, "acc", r->acc);
-    cJSON_AddNumberToObject(o, "seconds", dt);
+    const JsonNum figures[] = {{"examples", (double)r->examples}, {"loss", r->loss}, {"acc", r->acc}, {"seconds", dt}};
+    json_add_nums(o, figures, JSON_NUMS_N(figures));
     return write_json(json, o) ? fail(1) : 0;
 }
 
@@ -226,15 +221,14 @@ static void recall_print(const EvalResult *r, const RecallTask *t) {
 static cJSON *recall_json(const EvalResult *r, const RecallTask *t) {
     int K = (t->vocab - 2) / 2;
     cJSON *o = cJSON_CreateObject(), *q = cJSON_AddArrayToObject(o, "by_query");
-    cJSON_AddNumberToObject(o, "queries", r->queries);
-    cJSON_AddNumberToObject(o, "most_frequent", r->base_freq);
-    cJSON_AddNumberToObject(o, "most_frequent_unanswered", r->base_unans);
-    cJSON_AddNumberToObject(o, "chance", 1.0 / (t->vocab - 2 - K));
+    const JsonNum figures[] = {{"queries", r->queries}, {"most_frequent", r->base_freq},
+                               {"most_frequent_unanswered", r->base_unans}, {"chance", 1.0 / (t->vocab - 2 - K)}};
+    json_add_nums(o, figures, JSON_NUMS_N(figures));
     for (int i = 0; i < GMA_MIN(r->queries, RECALL_EVAL_Q); i++) {
         cJSON *e = cJSON_CreateObject();
-        cJSON_AddNumberToObject(e, "acc", r->query_acc[i]);
-        cJSON_AddNumberToObject(e, "most_frequent", r->query_freq[i]);
-        cJSON_AddNumberToObject(e, "most_frequent_unanswered", r->query_unans[i]);
+        const JsonNum query[] = {{"acc", r->query_acc[i]}, {"most_frequent", r->query_freq[i]},
+                                 {"most_frequent_unanswered", r->query_unans[i]}};
+        json_add_nums(e, query, JSON_NUMS_N(query));
         cJSON_AddItemToArray(q, e);
     }
     return o;
@@ -251,17 +245,15 @@ static void passkey_print(const EvalResult *r) {
 
 static cJSON *passkey_json(const EvalResult *r) {
     cJSON *o = cJSON_CreateObject();
-    cJSON_AddNumberToObject(o, "examples", r->pk_examples);
-    cJSON_AddNumberToObject(o, "exact", r->pk_exact);
-    cJSON_AddNumberToObject(o, "digit", r->pk_digit);
+    const JsonNum figures[] = {{"examples", r->pk_examples}, {"exact", r->pk_exact}, {"digit", r->pk_digit}};
+    json_add_nums(o, figures, JSON_NUMS_N(figures));
     cJSON *a = cJSON_AddArrayToObject(o, "by_depth");
     for (int b = 0; b < PASSKEY_DEPTH_BUCKETS; b++) {
         cJSON *e = cJSON_CreateObject();
-        cJSON_AddNumberToObject(e, "from", (double)b / PASSKEY_DEPTH_BUCKETS);
-        cJSON_AddNumberToObject(e, "to", (double)(b + 1) / PASSKEY_DEPTH_BUCKETS);
-        cJSON_AddNumberToObject(e, "examples", r->pk_depth_n[b]);
-        cJSON_AddNumberToObject(e, "exact", r->pk_depth_exact[b]);
-        cJSON_AddNumberToObject(e, "digit", r->pk_depth_digit[b]);
+        const JsonNum depth[] = {{"from", (double)b / PASSKEY_DEPTH_BUCKETS}, {"to", (double)(b + 1) / PASSKEY_DEPTH_BUCKETS},
+                                 {"examples", r->pk_depth_n[b]}, {"exact", r->pk_depth_exact[b]},
+                                 {"digit", r->pk_depth_digit[b]}};
+        json_add_nums(e, depth, JSON_NUMS_N(depth));
         cJSON_AddItemToArray(a, e);
     }
     return o;
@@ -288,11 +280,10 @@ static cJSON *buckets_json(const EvalResult *r, int N) {
     cJSON *a = cJSON_AddArrayToObject(o, "buckets");
     for (int i = 0; i < r->n_buckets; i++) {
         cJSON *e = cJSON_CreateObject();
-        cJSON_AddNumberToObject(e, "from", (double)i * r->bucket);
-        cJSON_AddNumberToObject(e, "to", GMA_MIN((double)(i + 1) * r->bucket, (double)N));
-        cJSON_AddNumberToObject(e, "tokens", r->bucket_tokens[i]);
-        cJSON_AddNumberToObject(e, "loss", r->bucket_loss[i]);
-        cJSON_AddNumberToObject(e, "ppl", r->bucket_tokens[i] > 0 ? exp(r->bucket_loss[i]) : 0);
+        const JsonNum bucket[] = {{"from", (double)i * r->bucket}, {"to", GMA_MIN((double)(i + 1) * r->bucket, (double)N)},
+                                  {"tokens", r->bucket_tokens[i]}, {"loss", r->bucket_loss[i]},
+                                  {"ppl", r->bucket_tokens[i] > 0 ? exp(r->bucket_loss[i]) : 0}};
+        json_add_nums(e, bucket, JSON_NUMS_N(bucket));
         cJSON_AddItemToArray(a, e);
     }
     return o;
@@ -304,17 +295,14 @@ static int lm_json(const Args *a, const char *dir, const Config *cfg, const LmDa
     cJSON *o = cJSON_CreateObject();
     cJSON_AddStringToObject(o, "checkpoint", dir);
     cJSON_AddStringToObject(o, "data", a->data);
-    if (r->queries) cJSON_AddItemToObject(o, "recall", recall_json(r, &d->recall));
-    if (d->is_passkey) cJSON_AddItemToObject(o, "passkey", passkey_json(r));
+    if (r->queries) cJSON_AddItemToObject(o, "recall", recall_json(r, lmdata_task(d, DATA_recall)));
+    if (lmdata_task(d, DATA_passkey)) cJSON_AddItemToObject(o, "passkey", passkey_json(r));
     if (r->n_buckets) cJSON_AddItemToObject(o, "position_buckets", buckets_json(r, N));
     cJSON_AddNumberToObject(o, "seq_len", N);
     if (cross_cfg(cfg)->mixer != CROSS_NONE) cJSON_AddNumberToObject(o, "ctx_len", cross_cfg(cfg)->ctx_len);
-    cJSON_AddNumberToObject(o, "stride", cfg->data.eval_stride);
-    cJSON_AddNumberToObject(o, "windows", (double)r->windows);
-    cJSON_AddNumberToObject(o, "tokens", r->tokens);
-    cJSON_AddNumberToObject(o, "loss", r->loss);
-    cJSON_AddNumberToObject(o, "ppl", r->ppl);
-    cJSON_AddNumberToObject(o, "acc", r->acc);
+    const JsonNum figures[] = {{"stride", cfg->data.eval_stride}, {"windows", (double)r->windows}, {"tokens", r->tokens},
+                               {"loss", r->loss}, {"ppl", r->ppl}, {"acc", r->acc}};
+    json_add_nums(o, figures, JSON_NUMS_N(figures));
     if (r->word_ppl > 0) {
         cJSON_AddNumberToObject(o, "words", r->words);
         cJSON_AddNumberToObject(o, "word_ppl", r->word_ppl);
@@ -328,26 +316,26 @@ static int lm_json(const Args *a, const char *dir, const Config *cfg, const LmDa
 }
 
 /* labelled values: ppl; word ppl when the data counts words; acc where it is the measure
- * (the recall task); the JSON has them all */
+ * (the generated tasks: LmSource.scored); the JSON has them all */
 static void lm_print(const Args *a, const char *dir, const Config *cfg, const LmData *d, int split, int split_file,
                      const EvalResult *r, double dt, double bytes) {
     char nt[32], nw[32], nwin[32];
-    printf("checkpoint %s | data %s\n", dir, split_file ? a->data : d->is_recall ? "recall"
-           : d->is_mqar ? "mqar" : d->is_passkey ? "passkey" : d->is_xmqar ? "xmqar" : cfg->data.path);
+    printf("checkpoint %s | data %s\n", dir, split_file ? a->data : d->src->label ? d->src->label : cfg->data.path);
     printf("%s loss %.4f | ppl %.3f", a->text ? "text" : split_file ? "file" : lmdata_split_name(split), r->loss, r->ppl);
     if (r->word_ppl > 0) printf(" | word ppl %.3f (%s words)", r->word_ppl, fmt_count(nw, sizeof nw, r->words));
     if (bytes > 0) printf(" | bits/byte %.4f", r->loss * r->tokens / (bytes * M_LN2));
-    if (d->is_recall || d->is_mqar || d->is_passkey || d->is_xmqar) printf(" | acc %.4f", r->acc);
+    if (d->src->scored) printf(" | acc %.4f", r->acc);
     printf(" | %s tokens in %s windows | %.1f s\n", fmt_count(nt, sizeof nt, r->tokens),
            fmt_count(nwin, sizeof nwin, (double)r->windows), dt);
-    if (r->queries) recall_print(r, &d->recall);
-    if (d->is_passkey) passkey_print(r);
+    if (r->queries) recall_print(r, lmdata_task(d, DATA_recall));
+    if (lmdata_task(d, DATA_passkey)) passkey_print(r);
     if (r->n_buckets) buckets_print(r, r->window);
 }
 
-/* the data: a split of the run's (its directory found wherever the run and the data went,
- * lmmeta_find_data; only that split opened) or a shard file; *split set. 0 or 2. */
-static int open_data(LmData *d, Config *cfg, const Args *a, const char *dir, int *split) {
+/* the data at windows of N tokens: a split of the run's (its directory found wherever the
+ * run and the data went, lmmeta_find_data; only that split opened) or a shard file; *split
+ * set. 0 or 2. */
+static int open_data(LmData *d, Config *cfg, const Args *a, const char *dir, int N, int *split) {
     if ((*split = lmdata_split_index(a->data)) < 0) {
         if (lmdata_open_file(d, a->data) != 0) return fail(2);
         if (check_identity(dir, NULL, a->data) != 0) return lmdata_close(d), fail(2);
@@ -369,7 +357,8 @@ static int open_data(LmData *d, Config *cfg, const Args *a, const char *dir, int
             snprintf(cfg->data.path, sizeof cfg->data.path, "%s", found);
             if (check_identity(dir, found, NULL) != 0) return fail(2);
         }
-        if (lmdata_open_splits(d, cfg, 1u << *split, *split) != 0) return fail(2);
+        LmSpec spec = lmdata_spec(cfg, N);
+        if (lmdata_open_splits(d, &spec, 1u << *split, *split) != 0) return fail(2);
     }
     if (d->vocab > (uint32_t)cfg->model.vocab_size) {
         fprintf(stderr, "gmaeval: %s: vocabulary %u is larger than the model's %d\n", a->data, d->vocab, cfg->model.vocab_size);
@@ -457,7 +446,7 @@ static int eval_lm(const Args *a, Config *cfg, const char *dir, int B, int N) {
         fprintf(stderr, "gmaeval: --bucket-size %d makes more than %d buckets of a window of %d\n", a->bucket, EVAL_MAX_BUCKETS, N);
         return 2;
     }
-    if ((rc = a->text ? open_text(&d, cfg, a, dir, &ids, &bytes) : open_data(&d, cfg, a, dir, &split)) != 0 ||
+    if ((rc = a->text ? open_text(&d, cfg, a, dir, &ids, &bytes) : open_data(&d, cfg, a, dir, N, &split)) != 0 ||
         (rc = load_model(&m, a, cfg, dir, B, N)) != 0)
         return free(ids), rc;
     double t0 = gma_now();
@@ -466,7 +455,7 @@ static int eval_lm(const Args *a, Config *cfg, const char *dir, int B, int N) {
     if (r.tokens == 0) { /* a loss of 0 over no token is no figure: e.g. MQAR examples longer than the window */
         fprintf(stderr, "gmaeval: %s: no token of %s%s%s was scored in %ld windows of %d tokens%s\n", dir,
                 split_file ? "" : "the ", split_file ? a->data : lmdata_split_name(split), split_file ? "" : " split", r.windows, N,
-                d.is_mqar || d.is_recall || d.is_passkey || d.is_xmqar
+                d.src->scored
                     ? ": every example's targets lie past the window (give a --seq-len that holds the data's examples)"
                     : "");
         return 2;
@@ -538,8 +527,6 @@ int main(int argc, char **argv) {
         return 2;
     }
     if (a.stride >= 0) cfg.data.eval_stride = a.stride;
-    cfg.train.seq_len = N;
-    if (a.ctx_len && cfg_validate(&cfg) != 0) return fail(2); /* the cross and data keys of the new window */
     if (ops_select(cfg.device) != 0) return fail(2);
     ops_set_threads(cfg.threads);
     if (cfg.model.task == MODEL_CLASSIFY && a.text) {

@@ -32,7 +32,8 @@ static const char *const ABOUT =
     "(NAME or NAME.json), then in PREFIX/share/gma/configs (make install).\n"
     "A resume continues on the data the run was made on; other data\n"
     "(fine-tuning) is a new run: --init-from copies every tensor whose name and shape\n"
-    "match (step 0, fresh optimiser), lists them in RUN/init_from.json.\n"
+    "match (step 0, fresh optimiser; train.state_from continues another checkpoint's\n"
+    "step, data order and moments), lists them in RUN/init_from.json.\n"
     "Data parallel (MPI build, make mpi): mpirun -np R bin/mpi/gmatrain ... trains with\n"
     "train.batch_size per rank (global batch R x batch_size); see docs/distributed.md.\n";
 static const char *const EXIT_CODES =
@@ -152,6 +153,8 @@ static int load_config(Args *a, Config *cfg) {
             if (a->resume && (found || !run_lock_busy(a->resume))) ckpt_hint_intact(a->resume);
             return 2;
         }
+        /* where that run's own state came from is its history, not the new run's start */
+        if (!a->resume && cfg_set(cfg, "train.state_from=") != 0) return 2;
     }
     for (int i = 0; i < a->n_sets; i++)
         if (cfg_set(cfg, a->sets[i]) != 0) return 2;

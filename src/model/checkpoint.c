@@ -483,6 +483,57 @@ int ckpt_load(Model *m, TrainState *ts, const char *dir) {
     return rc;
 }
 
+/* the moments prefix (m. or v.) of every trained, unfrozen tensor of m that f holds in the
+ * same shape, into host + base; the others stay 0. Returns how many tensors were taken. */
+static int take_moments(const ParamTable *pt, real *host, const StFile *f, const char *prefix, size_t base) {
+    int n = 0;
+    for (int i = 0; i < pt->n; i++) {
+        const ParamInfo *p = &pt->t[i];
+        if (p->group == GROUP_BUFFER || p->frozen) continue;
+        char nm[128];
+        snprintf(nm, sizeof nm, "%s%s", prefix, p->name);
+        const StEntry *e = st_find(f, nm);
+        int same = e && e->ndim == p->ndim;
+        for (int d = 0; same && d < p->ndim; d++) same = e->shape[d] == p->shape[d];
+        if (!same) continue;
+        real *dst = host + base + p->offset;
+        st_read_tensor(e, dst);
+        for (size_t j = 0; j < p->numel; j++)
+            if (!isfinite(dst[j])) return gma_errorf("%s: tensor %s holds a non-finite value at element %zu", f->path, nm, j);
+        n++;
+    }
+    return n;
+}
+
+int ckpt_load_state(Model *m, TrainState *ts, const char *dir, int *n_taken) {
+    size_t P = m->pt.total;
+    char path[2100];
+    snprintf(path, sizeof path, "%s/model.safetensors", dir);
+    StFile f;
+    if (st_open(&f, path) != 0) return -1;
+    const char *s = st_meta(&f, "step"), *r = st_meta(&f, "rng"), *t = st_meta(&f, "tokens_seen");
+    TrainState got = *ts;
+    int rc = 0;
+    if (!s || !r || rng_from_hex(&got.rng, r) != 0) rc = gma_errorf("%s: metadata step or rng is missing or malformed", path);
+    else rc = read_train_state(&got, path, s, t, NULL, NULL, NULL);
+    st_close(&f);
+    if (rc) return rc;
+    snprintf(path, sizeof path, "%s/optim.safetensors", dir);
+    StFile o;
+    if (st_open(&o, path) != 0) return -1;
+    real *host = xcalloc(2 * P, sizeof(real));
+    int a = take_moments(&m->pt, host, &o, "m.", 0), b = a < 0 ? -1 : take_moments(&m->pt, host, &o, "v.", P);
+    st_close(&o);
+    if (a >= 0 && b >= 0) {
+        g_ops->to_device(m->m, host, P * sizeof(real));
+        g_ops->to_device(m->v, host + P, P * sizeof(real));
+        ts->step = got.step, ts->rng = got.rng, ts->tokens_seen = got.tokens_seen;
+        *n_taken = a;
+    }
+    free(host);
+    return a < 0 || b < 0 ? -1 : 0;
+}
+
 int ckpt_write_model(const Model *m, const real *host, const char *dir) {
     Rng rng;
     rng_seed(&rng, (uint64_t)m->cfg.seed);

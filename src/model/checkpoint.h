@@ -61,4 +61,10 @@ int ckpt_load(Model *m, TrainState *ts, const char *dir);
 /* The parameters of dir/model.safetensors into host (pt->total reals) with ckpt_load's
  * checks: every tensor of pt there with its shape and finite, and no other. 0 or -1. */
 int ckpt_read_params(const ParamTable *pt, real *host, const char *dir);
+/* train.state_from: the training state of the checkpoint in dir taken into a model whose
+ * weights came from elsewhere (--init-from): its step, data RNG and tokens seen into ts, and
+ * the AdamW/SGD moments of every trained, unfrozen tensor of m that its optim.safetensors
+ * holds under the same name and shape (the others' moments 0); the best scores, the log
+ * window and the clocks start afresh. n_taken: the tensors whose moments were taken. */
+int ckpt_load_state(Model *m, TrainState *ts, const char *dir, int *n_taken);
 #endif

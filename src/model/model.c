@@ -50,6 +50,22 @@ static const GmaDrop *site_drop(const Model *m, GmaDrop *g, int layer, int site,
                    .first = m->drop_first};
     return g;
 }
+/* the stream of layer's mixer noise (MixerCtx.noise: GMA's top-k routing noise, ops/gma_topk.h)
+ * in *g: the dropout stream's key and counters at site GMA_DROP_ROUTE, whatever the dropout
+ * rates; NULL outside a training forward and its backward */
+static const GmaDrop *site_noise(const Model *m, GmaDrop *g, int layer, int training) {
+    if (!training) return NULL;
+    uint64_t seed = (uint64_t)(uint32_t)m->cfg.seed;
+    int seg = m->cls ? m->cls->n_ex : m->B;
+    *g = (GmaDrop){.key = {(uint32_t)seed, (uint32_t)(seed >> 32)},
+                   .c2 = (uint32_t)m->drop_step,
+                   .c3 = gma_drop_c3((uint32_t)m->drop_micro, layer, GMA_DROP_ROUTE),
+                   .scale = 1,
+                   .seg_local = seg,
+                   .seg_global = m->drop_global > 0 ? m->drop_global : seg,
+                   .first = m->drop_first};
+    return g;
+}
 void model_drop_start(Model *m, int training, long step) {
     const ModelCfg *mc = &m->cfg.model;
     m->drop_live = training && (mc->dropout > 0 || mc->attn_dropout > 0 || model_keys(&m->cfg)->mlp_hidden_dropout > 0 ||
@@ -65,6 +81,7 @@ static void drop_site(const Model *m, real *x, int layer, int site, double p, in
 int model_build(Model *m, const Config *c) {
     memset(m, 0, sizeof *m);
     m->cfg = *c;
+    m->lm_weight = 1;
     const ModelCfg *mc = &c->model;
     if (mc->vocab_size <= 0) return gma_errorf("key model.vocab_size: not set and not given by the data");
     m->V = mc->vocab_size;
@@ -517,9 +534,10 @@ void model_blocks_forward(Model *m, const MixerCtx *ctx, const DecodeState *dec)
             b->mixer->vt->decode(b->mixer, b->mix, b->ln1, m->params, dec->layer[l], dec->B,
                                  dec->pos - (m->x ? m->x->M : 0), dec->W, dec->act, dec->scratch);
         else {
-            GmaDrop ga;
+            GmaDrop ga, gn;
             MixerCtx lc = *ctx;
             lc.attn_drop = site_drop(m, &ga, l, GMA_DROP_ATTN, mc->attn_dropout);
+            lc.noise = site_noise(m, &gn, l, ctx->training);
             b->mixer->vt->forward(b->mixer, &lc, b->mix, b->ln1, m->params, b->act, m->scratch);
             drop_site(m, b->mix, l, GMA_DROP_MIXER, mc->dropout, ctx->B, ctx->N, m->D);
         }
@@ -578,9 +596,10 @@ static void blocks_backward(Model *m, const MixerCtx *ctx) {
             g_ops->dropout(b->mix, m->dresid, ctx->B, (size_t)ctx->N * D, &gd);
             dmix = b->mix;
         }
-        GmaDrop ga;
+        GmaDrop ga, gn;
         MixerCtx lc = *ctx;
         lc.attn_drop = site_drop(m, &ga, l, GMA_DROP_ATTN, mc->attn_dropout);
+        lc.noise = site_noise(m, &gn, l, ctx->training);
         b->mixer->vt->backward(b->mixer, &lc, m->dtmp, dmix, b->ln1, m->params, m->grads, b->act, m->scratch);
         g_ops->layernorm_backward(m->dresid, GG(b->ln1w), GGB(b->ln1b), m->dtmp, m->resid[l], PP(b->ln1w),
                                   norm_mean(m, b->ln1_mean), b->ln1_rstd, R, D);
@@ -762,7 +781,7 @@ void model_backward(Model *m, double loss_scale) {
     } else { /* the mean over the scored rows */
         double count = g_ops->sum(m->valid_rows, R);
         if (count <= 0) return;
-        head_backward(m, R, (real)(loss_scale / count));
+        head_backward(m, R, (real)(m->lm_weight * loss_scale / count));
     }
     MixerCtx ctx = {.B = B, .N = N, .causal = m->causal, .keymask = m->keymask, .training = 1,
                     .aux_scale = loss_scale};

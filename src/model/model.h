@@ -108,6 +108,9 @@ typedef struct Model {
      * at temperature T to each chunk's loss gradient; kl_rows (R) the per-row KL */
     struct Model *teacher;
     real distill_w, distill_T;
+    /* the language-model objective's weight in model_backward's gradient (train.lm_weight;
+     * 1 as built): 0 leaves the mixers' auxiliary losses alone (attention transfer) */
+    double lm_weight;
     real *kl_rows;
     /* cross.mixer gma | sdpa: the context encoder and the decoder blocks' cross sub-layers
      * (model/model_cross.h); NULL for a plain decoder */

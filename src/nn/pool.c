@@ -31,7 +31,7 @@ void pool_backward(real *dx, const real *dout, const real *w, int R, int N, int 
     g_ops->matmul_strided(dx, w, dout, N, D, 1, 1, 0, 1, 1, R, (size_t)N, (size_t)D, (size_t)N * D);
 }
 
-/* ---- configuration: model.pooling and the CLS slot it adds ---- */
+/* ---- configuration: model.pooling ---- */
 
 #define O(f) CFG_OFF(f)
 static const CfgKey g_pool_keys[] = {
@@ -40,14 +40,4 @@ static const CfgKey g_pool_keys[] = {
 };
 #undef O
 
-static int validate_pool(const Config *c) {
-    if (c->model.task != MODEL_CLASSIFY) return 0;
-    int slot = c->model.pooling == POOL_CLS;
-    if (c->data.max_len + slot > c->train.seq_len)
-        return gma_errorf("key data.max_len: %d%s does not fit train.seq_len = %d", c->data.max_len,
-                          slot ? " plus the CLS slot" : "", c->train.seq_len);
-    if (slot && c->train.seq_len < 2) return gma_errorf("key train.seq_len: needs at least 2 with model.pooling \"cls\"");
-    return 0;
-}
-
-const CfgSection pool_cfg_section = {NULL, 0, g_pool_keys, CFG_N(g_pool_keys), validate_pool, NULL};
+const CfgSection pool_cfg_section = {NULL, 0, g_pool_keys, CFG_N(g_pool_keys), NULL, NULL};

@@ -19,7 +19,10 @@ void pool_weights(real *w, const uint8_t *keymask, int R, int N, PoolKind kind);
 void pool_forward(real *out, const real *x, const real *w, int R, int N, int D);
 /* dx [R,N,D] += w[r,n] dout[r,:] */
 void pool_backward(real *dx, const real *dout, const real *w, int R, int N, int D);
-/* The row model.pooling and its checks (the CLS slot within train.seq_len). */
+/* Positions a pooling adds in front of a sequence: the CLS slot (1), else 0; the caller
+ * fits a sequence and its slots in its window (train/cls_task.c). */
+static inline int pool_slots(PoolKind kind) { return kind == POOL_CLS; }
+/* The row model.pooling. */
 extern const CfgSection pool_cfg_section;
 
 #endif

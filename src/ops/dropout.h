@@ -19,9 +19,10 @@
 
 #include "ops/philox.h"
 
-/* dropout sites (the low 4 bits of counter word 3) */
+/* dropout sites (the low 4 bits of counter word 3); GMA_DROP_ROUTE is no dropout but the
+ * stream of GMA's top-k routing noise (ops/gma_topk.h) */
 enum { GMA_DROP_EMBED = 0, GMA_DROP_MIXER = 1, GMA_DROP_MLP_HIDDEN = 2, GMA_DROP_MLP = 3, GMA_DROP_ATTN = 4,
-       GMA_DROP_HEAD = 5 };
+       GMA_DROP_HEAD = 5, GMA_DROP_ROUTE = 6 };
 
 typedef struct GmaDrop {
     uint32_t key[2];     /* the run's seed */

@@ -18,6 +18,7 @@
 
 #include "core/common.h"
 #include "ops/dropout.h"
+#include "ops/gma_topk.h"
 
 /* The op list, written once: X(return type, op, (parameters)) for every op. It generates
  * the GmaOps members, the names ops_check_table verifies (ops.c), and each backend's
@@ -140,6 +141,12 @@
      * logits l, pi_h = softmax(l_h) (in double); dl[h,j] += c ([j live] - n_live(h) pi_hj),                           \
      * component j live when l_hj > live_above (a dropped one is out of the sum, pi ~ 0) */                            \
     X(void, gma_dirichlet_backward, (real *dl, const real *l, int Hp, int Kc, double c, real live_above))              \
+    /* GMA's sparse routing (gma.topk, docs/model.md §3.12): each row of gamma [B,H,N,Kc] cut                          \
+     * to its k largest entries (after the Gumbel noise of `noise`, host memory, NULL = none)                          \
+     * and renormalised, as ops/gma_topk.h's gma_topk_row; out may be gamma. Its backward is                           \
+     * the routing's at the cut responsibilities (gma_route_backward, softmax_rows_backward). */                       \
+    X(void, gma_topk_forward, (real *out, const real *gamma, int B, int H, int N, int Kc, int k,                       \
+        const GmaTopkNoise *noise))                                                                                    \
     /* convolutional stem (docs/model.md §2.1). S images of H x W pixels with C channels, x                          \
      * [S, H*W, C] (channels last: the token layout) -> col [S*H*W, 9*C], the 3 x 3 taps at                          \
      * dilation dil: col[(s,i,j), (3 ky + kx) C + c] = x[s, i + (ky-1) dil, j + (kx-1) dil, c],                      \

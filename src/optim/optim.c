@@ -109,15 +109,15 @@ int optim_freeze(Model *m, const Config *c, int *n_tensors, size_t *n_params) {
     *n_params = 0;
     for (int i = 0; i < m->pt.n; i++) m->pt.t[i].frozen = 0;
     for (const char *q = optim_freeze_list(c); cfg_list_next(&q, pat, sizeof pat);) {
-        int hit = 0;
+        int hit = 0, keep = pat[0] == '!'; /* "!PATTERN": the tensors it matches train after all */
         for (int i = 0; i < m->pt.n; i++) {
             ParamInfo *p = &m->pt.t[i];
-            if (p->group == GROUP_BUFFER || fnmatch(pat, p->name, 0) != 0) continue;
+            if (p->group == GROUP_BUFFER || fnmatch(pat + keep, p->name, 0) != 0) continue;
             hit = 1;
-            if (p->frozen) continue;
-            p->frozen = 1;
-            (*n_tensors)++;
-            *n_params += p->numel;
+            if (p->frozen == !keep) continue;
+            p->frozen = !keep;
+            (*n_tensors) += keep ? -1 : 1;
+            *n_params = keep ? *n_params - p->numel : *n_params + p->numel;
         }
         if (!hit) {
             for (int i = 0; i < m->pt.n; i++) m->pt.t[i].frozen = 0;
@@ -155,7 +155,8 @@ static const CfgKey g_optim_keys[] = {
     {"grad_clip", CFGT_REAL, O(grad_clip), 0, "1", 0, 1e9, NULL, "Clip the global gradient norm to this (0 = off)."},
     {"freeze", CFGT_STRLIST, O(freeze), sizeof(((OptimCfg *)0)->freeze), "", 0, 0, NULL,
      "Parameter-name patterns (globs: * any characters, dots included, ? one character, [...] a set; e.g. \"blocks.0.*\", \"tok_emb.weight\") of tensors left as they are: no update, "
-     "no weight decay, no optimiser moments, out of the gradient norm; a pattern that matches no trained tensor is "
+     "no weight decay, no optimiser moments, out of the gradient norm; \"!PATTERN\" trains the tensors it matches after "
+     "all (in order: [\"*\", \"!blocks.3.mixer.gma.*\"] trains those alone); a pattern that matches no trained tensor is "
      "refused. JSON: a list of strings; --set: comma-separated."},
 };
 #undef O

@@ -31,14 +31,27 @@ static const CfgKey g_task_keys[] = {
      "Generic classification data: drop everything up to the first empty line (mail headers)."},
 };
 #undef O
-const CfgSection clstask_cfg_section = {"cls_task", sizeof(ClsTaskCfg), g_task_keys, CFG_N(g_task_keys), NULL, "data"};
+
+/* a classifier's sequences and the slots its pooling adds (pool_slots) within the window */
+static int clstask_validate(const Config *c) {
+    if (c->model.task != MODEL_CLASSIFY) return 0;
+    int slot = pool_slots((PoolKind)c->model.pooling);
+    if (c->data.max_len + slot > c->train.seq_len)
+        return gma_errorf("key data.max_len: %d%s does not fit train.seq_len = %d", c->data.max_len,
+                          slot ? " plus the CLS slot" : "", c->train.seq_len);
+    if (slot && c->train.seq_len < 2) return gma_errorf("key train.seq_len: needs at least 2 with model.pooling \"cls\"");
+    return 0;
+}
+
+const CfgSection clstask_cfg_section = {"cls_task", sizeof(ClsTaskCfg), g_task_keys, CFG_N(g_task_keys), clstask_validate,
+                                        "data"};
 static const ClsTaskCfg *task_cfg(const Config *c) { return cfg_section_of(c, &clstask_cfg_section); }
 
 static const char *const g_split_name[3] = {"train", "valid", "test"};
 
 int clstask_max_len(const Config *c) {
     if (c->data.max_len > 0) return c->data.max_len;
-    return c->train.seq_len - (c->model.pooling == POOL_CLS);
+    return c->train.seq_len - pool_slots((PoolKind)c->model.pooling);
 }
 
 int clstask_open(ClsTask *t, const Config *c, unsigned splits, int B, FILE *warn) {

@@ -4,8 +4,6 @@
 #include "core/config.h"
 #include "data/cls/clsdata.h"
 #include "data/lm/lmdata.h"
-#include "data/lm/passkey.h"
-#include "data/lm/xmqar.h"
 #include "nn/cls_head.h"
 #include "nn/mixers/cross.h"
 #include "nn/mixers/mixer.h"
@@ -38,10 +36,8 @@ void config_register_all(void) {
         sections[n++] = &run_train_cfg_section;
         sections[n++] = &run_keys_cfg_section;
         sections[n++] = &optim_cfg_section;
-        n += lmdata_config_sections(sections + n, MAX_SECTIONS - 4 - n);
-        sections[n++] = &passkey_cfg_section;
+        n += lmdata_config_sections(sections + n, MAX_SECTIONS - 2 - n);
         sections[n++] = &clstask_cfg_section;
-        sections[n++] = &xmqar_cfg_section;
         sections[n++] = &clsdata_cfg_section;
         lists[0] = mixer_choice_list();
         reg = (CfgRegistry){.lists = lists, .n_lists = 1, .sections = sections, .n_sections = n};

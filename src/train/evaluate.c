@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "data/lm/recall.h"
 #include "ops/ops.h"
 #include "train/dist.h"
 
@@ -91,11 +92,13 @@ int evaluate_buckets(Model *m, const LmData *d, int s, int B, int N, long max_ba
     /* per-batch sums (loss, count, correct, windows, then the recall tallies), added up in
      * batch order; with R
      * data-parallel ranks rank r evaluates batches r, r+R, ... and the tables are summed */
-    int Q = d->is_recall ? d->recall.queries : 0, Qc = GMA_MIN(Q, RECALL_EVAL_Q);
+    const RecallTask *rt = lmdata_task(d, DATA_recall);
+    const PasskeyTask *pk = lmdata_task(d, DATA_passkey);
+    int Q = rt ? rt->queries : 0, Qc = GMA_MIN(Q, RECALL_EVAL_Q);
     int nbk = bucket > 0 ? GMA_DIV_UP(N, bucket) : 0;
     if (nbk > EVAL_MAX_BUCKETS) return gma_errorf("%d position buckets of %d tokens in a window of %d: more than %d", nbk, bucket, N,
                                                  EVAL_MAX_BUCKETS);
-    size_t WR = 7 + 4 * (size_t)Qc, WP = d->is_passkey ? 3 + 3 * PASSKEY_DEPTH_BUCKETS : 0, W = WR + WP + 2 * (size_t)nbk;
+    size_t WR = 7 + 4 * (size_t)Qc, WP = pk ? 3 + 3 * PASSKEY_DEPTH_BUCKETS : 0, W = WR + WP + 2 * (size_t)nbk;
     double *per = xcalloc((size_t)nb * W + 1, sizeof(double));
     real *loss = nbk ? xmalloc(sizeof(real) * (size_t)B * N) : NULL;
     int rc = 0;
@@ -107,8 +110,8 @@ int evaluate_buckets(Model *m, const LmData *d, int s, int B, int N, long max_ba
         if ((rc = model_forward(m, tok, tgt, B, N, NULL, 1, &st, 0, 0)) != 0) break;
         double *e = per + (size_t)b * W;
         e[0] = st.loss_sum, e[1] = st.count, e[2] = st.correct, e[3] = filled;
-        if (Q) recall_tally(&d->recall, tok, tgt, m->pred_host, filled, N, Qc, e + 4);
-        if (WP) passkey_tally(&d->passkey, tok, tgt, m->pred_host, filled, N, e + WR);
+        if (Q) recall_tally(rt, tok, tgt, m->pred_host, filled, N, Qc, e + 4);
+        if (WP) passkey_tally(pk, tok, tgt, m->pred_host, filled, N, e + WR);
         if (nbk) {
             g_ops->to_host(loss, m->loss_rows, sizeof(real) * (size_t)B * N);
             bucket_tally(loss, tgt, filled, N, bucket, e + WR + WP);

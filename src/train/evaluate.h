@@ -2,6 +2,7 @@
 #ifndef GMA_EVALUATE_H
 #define GMA_EVALUATE_H
 #include "data/lm/lmdata.h"
+#include "data/lm/passkey.h"
 #include "model/model.h"
 
 #define RECALL_EVAL_Q 64

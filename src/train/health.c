@@ -208,7 +208,8 @@ typedef struct Reseed {
     const Mixer *mx;
     const MixerComponents *mc;
     int hp;            /* routing head: 0 with shared components, else the head */
-    real *q, *gq;      /* host copies of the last forward's qh [B,H,N,d] and gq [B,H,N,Kc] */
+    real *q, *gq;      /* host copies of the last forward's qh [B,H,N,d] and gq [B,H,N,Kc] (the key
+                        * rows kh and gk with gma.reseed_rows "keys") */
     real *rows, *args; /* this rank's rows of the head [t,d] and their argmax [t] */
     real *C;           /* [Kc+1,d] centroids of the live components, then the picks */
     real *w, *bias;    /* the head's centres [Kc,d] and biases [Kc] */
@@ -323,12 +324,15 @@ int routing_reinit(Mixer *mx, const MixerCtx *c, real *params, real *mom1, real 
     MixerComponents mc;
     if (!components(mx, act, c->B, c->N, &mc) || !mc.qh) return 0;
     if (frozen(mx, mc.centre, "re-seeding")) return 0; /* a component cannot move: nothing re-seeded */
+    int keys = mc.mon.reseed_keys; /* gma.reseed_rows "keys": the key rows and their responsibilities */
+    const real *rows_dev = keys ? mc.kh : mc.qh, *resp_dev = keys ? mc.gk : mc.gq;
+    if (!rows_dev || !resp_dev) return 0;
     int d = mx->d, Kc = mc.Kc;
     Reseed r = {.mx = mx, .mc = &mc, .hp = mc.shared ? 0 : head};
     reseed_alloc(&r, c);
     size_t BN = (size_t)c->B * c->N, P3 = (size_t)Kc * d;
-    g_ops->to_host(r.q, mc.qh, sizeof(real) * BN * mx->D);
-    g_ops->to_host(r.gq, mc.gq, sizeof(real) * BN * mx->H * Kc);
+    g_ops->to_host(r.q, rows_dev, sizeof(real) * BN * mx->D);
+    g_ops->to_host(r.gq, resp_dev, sizeof(real) * BN * mx->H * Kc);
     if (reseed_rows(&r, c, head) != 0) return reseed_free(&r), -1;
     int nc = live_centroids(&r, dead);
     get(r.w, params, mx, mc.centre, (size_t)r.hp * P3, P3);

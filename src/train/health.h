@@ -27,7 +27,7 @@ double routing_stats(const Mixer *mx, const MixerCtx *c, const real *params, con
  * sets the centres (gma.init "kmeans") and/or the memory. Returns 0, -1 on an error. */
 int routing_kmeans(Mixer *mx, const MixerCtx *c, real *params, const real *act, Rng *rng);
 /* Re-seed the components k of head `head` with dead[k] != 0 from the last forward's query
- * rows (k-means++ style distance sampling away from the live components' centroids) and
+ * rows (key rows with the mixer's reseed_keys, gma.reseed_rows "keys") (k-means++ style distance sampling away from the live components' centroids) and
  * zero their optimiser moments mom1/mom2 (same offsets as params; NULL: none). Returns the
  * number re-seeded, or -1 (gma_error) when the gathered rows and their argmax disagree. */
 int routing_reinit(Mixer *mx, const MixerCtx *c, real *params, real *mom1, real *mom2, const real *act, int head,

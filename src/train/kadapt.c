@@ -345,6 +345,7 @@ static int rebuild(Model *m, Ad *ads, int nad) {
     if (rc != 0) return model_free(m), *m = old, -1;
     m->gather = old.gather;
     m->gather_ctx = old.gather_ctx;
+    m->lm_weight = old.lm_weight;
     m->drop_live = old.drop_live, m->drop_step = old.drop_step, m->drop_micro = old.drop_micro;
     m->drop_first = old.drop_first, m->drop_global = old.drop_global;
     old.teacher = NULL; /* not owned */

@@ -33,9 +33,11 @@
 #include "data/lm/dataid.h"
 #include "data/lm/lmmeta.h"
 #include "model/init_from.h"
+#include "nn/mixers/gma_core.h"
 #include "optim/optim.h"
 #include "train/dist.h"
 #include "train/kadapt.h"
+#include "train/routing_diag.h"
 #include "train/run_dist.h"
 #include "train/run_distill.h"
 #include "train/run_cfg.h"
@@ -100,6 +102,7 @@ static int open_data_and_model(Run *r) {
     if (rc) return rc;
     r->model_built = model_build(&r->m, &r->cfg) == 0;
     if ((rc = dist_agree(r->model_built ? 0 : TRAIN_BAD_INPUT)) != 0) return rc;
+    r->m.lm_weight = run_keys(&r->cfg)->lm_weight;
     int B = r->cfg.train.batch_size, N = r->task.N;
     MemPlan plan; /* planned once: checked here, reported below */
     if ((rc = dist_agree(model_check_memory_plan(&r->m, B, N, &plan) != 0 ? TRAIN_BAD_INPUT : 0)) != 0) return rc;
@@ -174,15 +177,14 @@ static int resume_check(Run *r, const char *dir) {
  * run; on resume (the run or the data may have moved) the first that exists of
  * RUN/data.json's absolute path, data.path from here, data.path from the run folder's
  * parent or grandparent (lmmeta_find_data), unless --set data.path changed it. */
-static char g_data_dir[CFG_STR];
-static int find_data(const Run *r) {
+static int find_data(Run *r) {
     const char *p = r->cfg.data.path;
-    snprintf(g_data_dir, sizeof g_data_dir, "%s", p);
+    snprintf(r->data_dir, sizeof r->data_dir, "%s", p);
     if (r->cfg.data.source != DATA_shards || !p[0] || !r->o.resume_dir) return 0;
     char recorded[CFG_STR];
     lmmeta_run_field(r->o.run_dir, "path", recorded, sizeof recorded);
     const char *override = recorded[0] && strcmp(recorded, p) ? p : NULL;
-    return lmmeta_find_data(p, r->o.run_dir, override, "--set data.path=DIR", g_data_dir, sizeof g_data_dir);
+    return lmmeta_find_data(p, r->o.run_dir, override, "--set data.path=DIR", r->data_dir, sizeof r->data_dir);
 }
 
 /* A resume continues on the data its run was made on: the identity RUN/data.json records
@@ -194,20 +196,18 @@ static int check_identity(Run *r) {
     char ck[2048], run[2048], what[512];
     if (ckpt_resolve(r->o.resume_dir, ck, sizeof ck) != 0) return 0; /* said when the checkpoint is loaded */
     lmmeta_run_dir(ck, run, sizeof run);
-    DataId want, have;
-    int got = dataid_of_run(run, &want);
-    if (got < 0) return TRAIN_BAD_INPUT;
-    if (got == 0) {
+    int rc = dataid_check(run, r->data_dir, NULL, 1, what, sizeof what);
+    if (rc < 0) return TRAIN_BAD_INPUT;
+    if (rc == 0) {
         if (!r->quiet)
             fprintf(stderr, "gmatrain: warning: %s/data.json records no data identity (a run made before identities were "
-                            "kept): the data at %s is not checked against the checkpoints\n", run, g_data_dir);
+                            "kept): the data at %s is not checked against the checkpoints\n", run, r->data_dir);
         return 0;
     }
-    if (dataid_of_dir(g_data_dir, &have) != 0) return TRAIN_BAD_INPUT;
-    if (dataid_diff(&want, &have, 1, what, sizeof what))
+    if (rc == 2)
         return gma_errorf("%s is not the data %s was trained on: %s (%s/data.json); a resume continues on the same data: "
                           "to train these weights on other data, start a new run with --init-from %s",
-                          g_data_dir, run, what, run, run),
+                          r->data_dir, run, what, run, run),
                TRAIN_BAD_INPUT;
     r->data_checked = 1;
     return 0;
@@ -220,8 +220,8 @@ static int write_data_json(const Run *r) {
     const char *dir = r->o.run_dir;
     char p[2100];
     snprintf(p, sizeof p, "%s/data.json", dir);
-    if (!r->o.resume_dir || !gma_path_exists(p)) return lmmeta_write_run(dir, r->cfg.data.path, g_data_dir);
-    return r->data_checked ? lmmeta_update_location(dir, r->cfg.data.path, g_data_dir) : 0;
+    if (!r->o.resume_dir || !gma_path_exists(p)) return lmmeta_write_run(dir, r->cfg.data.path, r->data_dir);
+    return r->data_checked ? lmmeta_update_location(dir, r->cfg.data.path, r->data_dir) : 0;
 }
 
 /* --init-from: the fresh model takes every tensor of the checkpoint whose name and shape
@@ -251,6 +251,26 @@ static int init_weights(Run *r) {
     return 0;
 }
 
+/* train.state_from (with --init-from): the step, data RNG, tokens seen and the moments of the
+ * tensors of the same name and shape of that checkpoint (ckpt_load_state); the step must
+ * leave steps to train. Every rank reads the same checkpoint; rank 0 reports. */
+static int take_state(Run *r) {
+    const char *from = run_keys(&r->cfg)->state_from;
+    if (!from[0]) return 0;
+    char dir[2048];
+    int n = 0;
+    if (ckpt_resolve(from, dir, sizeof dir) != 0 || ckpt_load_state(&r->m, &r->ts, dir, &n) != 0)
+        return gma_error_prefix("key train.state_from"), TRAIN_BAD_INPUT;
+    if (r->ts.step >= r->cfg.train.steps)
+        return gma_errorf("key train.state_from: %s is at step %ld, train.steps %d leaves nothing to train", dir,
+                          r->ts.step, r->cfg.train.steps),
+               TRAIN_BAD_INPUT;
+    if (!r->quiet)
+        fprintf(stderr, "gmatrain: training state from %s: step %ld (the schedule and data order continue there), "
+                        "optimiser moments of %d tensors (the others from 0)\n", dir, r->ts.step, n);
+    return 0;
+}
+
 /* The training state, fresh from the seed or from the checkpoint to resume; then every
  * replica starts from rank 0's parameters, moments and state (the same already: this
  * makes sure). */
@@ -271,6 +291,10 @@ static int open_state(Run *r) {
     } else if (r->o.init_from) {
         int rc = dist_agree(init_weights(r));
         if (rc) return rc;
+        if ((rc = dist_agree(take_state(r))) != 0) return rc;
+    } else if (run_keys(&r->cfg)->state_from[0]) {
+        return dist_agree((gma_errorf("key train.state_from: continues another run's training state in a run started "
+                                      "with --init-from (the weights), not from scratch"), TRAIN_BAD_INPUT));
     }
     if (r->cfg.train.distill_teacher[0] && !r->finished) { /* a resume: the teacher it started with (run_distill.h) */
         r->teacher_built = distill_open(&r->m, &r->cfg, &r->teacher, &r->teacher_id, r->quiet) == 0;
@@ -375,7 +399,7 @@ int run_open(Run *r, const Config *cfg, const TrainerOptions *o) {
      * checkpoints and data.json keep data.path as given */
     char user[CFG_STR];
     snprintf(user, sizeof user, "%s", r->cfg.data.path);
-    snprintf(r->cfg.data.path, sizeof r->cfg.data.path, "%s", g_data_dir);
+    snprintf(r->cfg.data.path, sizeof r->cfg.data.path, "%s", r->data_dir);
     if (!(rc = open_data_and_model(r)) && !(rc = open_state(r))) rc = open_sampler(r);
     snprintf(r->cfg.data.path, sizeof r->cfg.data.path, "%s", user);
     if (r->model_built) /* the model's copy goes into every checkpoint */
@@ -457,6 +481,10 @@ static int step_micro_batches(Run *r) {
         s->loss += l / accum;
         if (r->div_on) s->div += model_aux_loss(&r->m, NULL) / accum;
         if (r->teacher_built) s->kl += (st.count > 0 ? st.kl_sum / st.count : 0) / accum;
+        for (int l = 0; l < r->m.L && l < CFG_MAX_LAYERS; l++) {
+            double d;
+            if (mixer_auto_transfer(r->m.blocks[l].mixer, &d)) r->win_tr[l] += d, r->win_tr_n[l]++;
+        }
         s->tokens += ntok;
         /* with R ranks each backward carries 1/R, so the sum over ranks is the mean */
         model_backward(&r->m, 1.0 / ((double)accum * r->R));
@@ -508,6 +536,8 @@ static int step_refuse(Run *r) {
     return 0;
 }
 
+static int due(long step, int every) { return every > 0 && step % every == 0; }
+
 int run_step(Run *r) {
     const TrainCfg *tc = &r->cfg.train;
     RunStep *s = &r->cur;
@@ -521,6 +551,9 @@ int run_step(Run *r) {
     /* rank 0's norm everywhere: the clip factor must not depend on a rank's thread count */
     if (r->R > 1) dist_bcast(&s->gn, sizeof s->gn, 0);
     if (!isfinite(s->gn)) s->bad = 1;
+    /* the recall diagnosis reads this step's gradients before the update (routing_diag.h) */
+    if (!s->bad && due(s->step + 1, gma_cfg_diag_every(&r->cfg)))
+        routing_diag(&r->m, s->step + 1, r->lead ? r->mf : NULL);
     s->lr = optim_lr(optim_cfg(&r->cfg), tc->steps, s->step);
     if (s->bad) {
         if ((rc = step_refuse(r)) != 0) return rc;
@@ -576,6 +609,15 @@ static void log_window(Run *r) {
         cJSON_AddNumberToObject(row, "ce", loss);
         cJSON_AddNumberToObject(row, "kl", kl);
         cJSON_AddNumberToObject(row, "distill_loss", loss + r->cfg.train.distill_weight * T * T * kl);
+    }
+    cJSON *tr = NULL; /* "transfer": {"L": the mean attention-transfer loss of auto layer L} */
+    for (int l = 0; l < r->m.L && l < CFG_MAX_LAYERS; l++) {
+        if (!r->win_tr_n[l]) continue;
+        if (!tr) tr = cJSON_AddObjectToObject(row, "transfer");
+        char key[16];
+        snprintf(key, sizeof key, "%d", l);
+        cJSON_AddNumberToObject(tr, key, r->win_tr[l] / r->win_tr_n[l]);
+        r->win_tr[l] = 0, r->win_tr_n[l] = 0;
     }
     cJSON_AddNumberToObject(row, "lr", r->cur.lr);
     cJSON_AddNumberToObject(row, "grad_norm", r->cur.gn);
@@ -649,8 +691,6 @@ static int sample(Run *r) {
     return 0;
 }
 
-static int due(long step, int every) { return every > 0 && step % every == 0; }
-
 /* A metrics row that could not be written (a full disk) stops the run: TRAIN_ERROR. Only
  * the lead writes rows; with R > 1 the ranks learn of a failure from the next step's
  * reduction of the scalars (step_all_reduce: one step later, no broadcast per step), and
@@ -713,12 +753,14 @@ static int fault_final_eval(int s) {
     return gma_errorf("fault injected by GMA_FAULT_FINAL_EVAL");
 }
 
-/* The final model on the valid and test splits (whole); have[s] for each that was
+/* The final model on the valid and test splits (whole, or a language model's first
+ * train.final_eval_batches batches); have[s] for each that was
  * evaluated. Returns the first split whose evaluation failed (gma_error), or -1. */
 static int final_eval(Run *r, EvalResult fin[3], int have[3]) {
     for (int s = SPLIT_VALID; s <= SPLIT_TEST; s++) {
         if (!r->task.have[s]) continue;
-        if (r->task.eval(&r->task, &r->m, s, 0, &fin[s]) != 0 || fault_final_eval(s)) return s;
+        long nb = r->task.classify ? 0 : run_keys(&r->cfg)->final_eval_batches;
+        if (r->task.eval(&r->task, &r->m, s, nb, &fin[s]) != 0 || fault_final_eval(s)) return s;
         have[s] = 1;
     }
     return -1;

@@ -46,6 +46,7 @@ typedef struct Run {
     HealthMon hm;
     FILE *mf;            /* metrics.jsonl (rank 0 only) */
     int lock_fd;         /* RUN/.lock held by rank 0 (run_lock.h), -1 when not held */
+    char data_dir[CFG_STR]; /* the data directory opened (find_data: data.path, or where a resumed run's data moved) */
     int data_checked;    /* --resume: the data's identity matched RUN/data.json's */
     cJSON *init_json;    /* --init-from: what was copied (rank 0; RUN/init_from.json) */
     int task_opened, model_built, signals_set;
@@ -71,6 +72,10 @@ typedef struct Run {
     int finished;
     long sched_from;
     double lr_from, lr_to;
+    /* the log window's sums of each auto layer's attention-transfer loss (mixer_auto_transfer,
+     * this rank's micro-batches since the window opened) and their counts */
+    double win_tr[CFG_MAX_LAYERS];
+    long win_tr_n[CFG_MAX_LAYERS];
     Model teacher;       /* train.distill.teacher (distilling when teacher_built) */
     int teacher_built;
     DistillId teacher_id; /* the teacher's checkpoint, step and digest (RUN/distill.json) */

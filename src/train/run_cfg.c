@@ -5,6 +5,8 @@
 
 #include "core/common.h"
 #include "data/lm/lmdata.h"
+#include "data/lm/xmqar.h"
+#include "nn/mixers/cross.h"
 #include "nn/model_cfg.h"
 #include "ops/ops.h"
 
@@ -62,15 +64,22 @@ static int validate_top(const Config *c) {
     return 0;
 }
 
-/* after the mixers' checks: the model's task against the data's source, then samples */
+/* after the mixers' checks: the model's task and a cross model's context against the data's
+ * source, then samples */
 static int validate_train(const Config *c) {
     int classify = c->model.task == MODEL_CLASSIFY, cls_data = c->data.source == DATA_cls;
     if (classify && !cls_data) return gma_errorf("key data.source: model.task \"classify\" needs data.source \"cls\"");
     if (!classify && cls_data) return gma_errorf("key model.task: data.source \"cls\" needs model.task \"classify\"");
+    const CrossCfg *x = cross_cfg(c);
+    if (x->mixer != CROSS_NONE && c->data.source == DATA_xmqar && x->ctx_len != xmqar_cfg(c)->ctx)
+        return gma_errorf("key cross.ctx_len: %d, but the xmqar context is data.xmqar_ctx = %d positions", x->ctx_len,
+                          xmqar_cfg(c)->ctx);
     if (c->train.sample_every > 0 && (c->model.task != MODEL_LM || !cfg_causal(c)))
         return gma_errorf("key train.sample_every: only causal language models generate samples (model.task \"lm\", model.causal true)");
     if (c->train.distill_teacher[0] && classify)
         return gma_errorf("key train.distill.teacher: distillation is for language models (model.task \"lm\")");
+    if (cfg_num(c, "train.lm_weight") != 1 && classify)
+        return gma_errorf("key train.lm_weight: weighs the language-model objective (model.task \"lm\")");
     return 0;
 }
 
@@ -81,10 +90,22 @@ static const CfgKey g_run[] = {
      "Classifier: the test accuracy summary.json reports (reported_test_acc): of the best-validation checkpoint, or of the last."},
     {"eval_every", CFGT_INT, RO(eval_every), 0, "100", 0, 1000000000, NULL, "Validation period in steps (0 = only at the end)."},
     {"eval_batches", CFGT_INT, RO(eval_batches), 0, "20", 0, 1000000000, NULL, "Validation batches (0 = the whole split)."},
+    {"final_eval_batches", CFGT_INT, RO(final_eval_batches), 0, "0", 0, 1000000000, NULL,
+     "Language models: batches of the final valid and test scores (summary.json, the last metrics rows) (0 = the whole "
+     "splits; fewer: the first ones, and no word perplexity)."},
     {"log_every", CFGT_INT, RO(log_every), 0, "10", 1, 1000000000, NULL, "metrics.jsonl / progress period in steps."},
     {"checkpoint_every", CFGT_INT, RO(checkpoint_every), 0, "500", 0, 1000000000, NULL, "Checkpoint period (0 = only at the end)."},
     {"keep_checkpoints", CFGT_INT, RO(keep_checkpoints), 0, "2", 1, 1000000, NULL, "Periodic checkpoints kept."},
     {"max_bad_steps", CFGT_INT, RO(max_bad_steps), 0, "5", 1, 1000000, NULL, "Stop after this many NaN/Inf losses in a row."},
+    {"lm_weight", CFGT_REAL, RO(lm_weight), 0, "1", 0, 1, NULL,
+     "Language models: the weight of the language-model objective (the cross-entropy, with train.distill its "
+     "distillation term) in the gradient; 0 leaves the mixers' auxiliary losses alone, as the attention transfer "
+     "(auto.distill_weight) of docs/migration.md. The logged loss is the cross-entropy either way."},
+    {"state_from", CFGT_STR, RO(state_from), sizeof(((RunKeys *)0)->state_from), "", 0, 0, NULL,
+     "With --init-from: a checkpoint (resolved as --init-from resolves it) whose training state the new run continues: "
+     "its step (so the learning-rate schedule and the data order), data RNG and tokens seen, and the optimiser "
+     "moments of every tensor it holds under the same name and shape (others start at 0) (\"\" = a fresh state; "
+     "docs/migration.md)."},
 };
 #undef RO
 

@@ -11,11 +11,14 @@ extern const CfgSection run_top_cfg_section;   /* name, seed, device, precision,
 extern const CfgSection run_train_cfg_section; /* train.steps, batch_size, ..., sample_prompt */
 
 /* The keys only the training loop reads (train.grad_accum, report, eval_*, log_every,
- * checkpoint_every, keep_checkpoints, max_bad_steps): a stored section (prefix train). */
+ * checkpoint_every, keep_checkpoints, max_bad_steps, lm_weight, state_from,
+ * final_eval_batches): a stored section (prefix train). */
 typedef struct RunKeys {
     int grad_accum;
     int report; /* REPORT_BEST | REPORT_LAST: whose test accuracy a classifier reports */
-    int eval_every, eval_batches, log_every, checkpoint_every, keep_checkpoints, max_bad_steps;
+    int eval_every, eval_batches, final_eval_batches, log_every, checkpoint_every, keep_checkpoints, max_bad_steps;
+    double lm_weight;         /* train.lm_weight: the language-model objective's share of the gradient */
+    char state_from[CFG_STR]; /* train.state_from: the checkpoint whose training state a run continues */
 } RunKeys;
 extern const CfgSection run_keys_cfg_section;
 const RunKeys *run_keys(const Config *c);

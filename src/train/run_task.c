@@ -118,12 +118,13 @@ static int missing_data_hint(const Config *cfg) {
 }
 
 static int lm_open(Task *t, Config *cfg) {
-    if (lmdata_open(&t->lm, cfg) != 0) return missing_data_hint(cfg);
-    if (lmdata_check_train_window(&t->lm, cfg) != 0) {
+    LmSpec spec = lmdata_spec(cfg, t->N);
+    if (lmdata_open(&t->lm, &spec) != 0) return missing_data_hint(cfg);
+    if (lmdata_check_train_window(&t->lm, &spec) != 0) {
         lmdata_close(&t->lm);
         return -1;
     }
-    t->report_acc = t->lm.is_recall || t->lm.is_mqar || t->lm.is_passkey || t->lm.is_xmqar;
+    t->report_acc = t->lm.src->scored;
     for (int s = 0; s < 3; s++) t->have[s] = t->lm.have[s];
     t->train_forward = lm_train_forward;
     t->kmeans = lm_kmeans;

@@ -410,6 +410,28 @@ static void t_delta_step(int B, int H, int dk, int dv, int delta, int decay, int
         cmp("delta_step out", o2, o1); cmp("delta_step state", st2, st1);
     }
 }
+/* gma.topk's cut (ops/gma_topk.h) of softmax rows, with ties in the first row of each head
+ * (the lower index wins), with and without the Gumbel noise of a stream */
+static void t_topk(int B, int H, int N, int Kc, int k, int noisy) {
+    auto keep = rng; /* the rows before these draw what they drew before these were added */
+    printf("gma_topk B%d H%d N%d Kc%d k%d noise%d\n", B, H, N, Kc, k, noisy);
+    size_t rows = (size_t)B * H * N;
+    V x = rnd(rows * Kc, 3);
+    for (size_t r = 0; r < rows; r += N)
+        for (int c = 0; c < Kc; c++) x[r * Kc + c] = 0.5f; /* a row of ties */
+    CP->softmax_rows(F(x), (int)rows, Kc, 1.f, NULL);
+    GmaTopkNoise z = {};
+    z.drop.key[0] = 11, z.drop.c2 = 5, z.drop.c3 = gma_drop_c3(0, 1, GMA_DROP_ROUTE);
+    z.drop.seg_local = B, z.drop.seg_global = 2 * B, z.drop.first = 1;
+    z.scale = 1, z.which = 1, z.b0 = 1, z.h0 = 1, z.H = H + 2;
+    V a(x.size()), b(x.size()), c = x;
+    CP->gma_topk_forward(F(a), F(x), B, H, N, Kc, k, noisy ? &z : NULL);
+    CU->gma_topk_forward(F(b), F(x), B, H, N, Kc, k, noisy ? &z : NULL);
+    cmp("gma_topk out", b, a);
+    CU->gma_topk_forward(F(c), F(c), B, H, N, Kc, k, noisy ? &z : NULL); /* in place */
+    cmp("gma_topk in place", c, a);
+    rng = keep;
+}
 /* the table (op_rows.h, OP_ROWS) */
 static const Row ROWS[] = {OP_ROWS(ROW_ENTRY)};
 

@@ -98,7 +98,12 @@
     ROW(delta, delta, 0, (1, 2, 33, 64, 32, 64, 1, 1, 0)) /* one chunk */                                              \
     ROW(delta, delta_step, 0, (3, 2, 5, 7, 1, 1, 1))     /* B, H, dk, dv, delta, decay, rows' decays */               \
     ROW(delta, delta_step, 0, (2, 1, 33, 40, 0, 1, 0))                                                                 \
-    ROW(delta, delta_step, 0, (2, 2, 40, 70, 1, 0, 1))
+    ROW(delta, delta_step, 0, (2, 2, 40, 70, 1, 0, 1))                                                                 \
+    ROW(route, topk, 1, (2, 3, 5, 7, 2, 0))  /* B, H, N, Kc, k, Gumbel noise: gma.topk */                              \
+    ROW(route, topk, 1, (2, 3, 5, 7, 3, 1))                                                                            \
+    ROW(route, topk, 1, (1, 2, 9, 40, 1, 1))                                                                           \
+    ROW(route, topk, 0, (3, 2, 50, 70, 8, 1))                                                                          \
+    ROW(route, topk, 0, (2, 1, 1, 5, 4, 0))  /* one position (decoding) */
 
 #define BASE_ROWS(ROW)                                                                                                 \
     ROW(elem, elem, 1, (1000))                                                                                         \

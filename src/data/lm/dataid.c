@@ -216,3 +216,13 @@ int dataid_diff(const DataId *want, const DataId *have, int shards, char *out, s
     }
     return 0;
 }
+
+int dataid_check(const char *run, const char *data_dir, const char *file, int shards, char *what, size_t cap) {
+    DataId want, have;
+    int got = dataid_of_run(run, &want);
+    if (got <= 0) return got;
+    if ((file ? dataid_of_file(file, &have) : dataid_of_dir(data_dir, &have)) != 0) return -1;
+    if (file && !have.tokenizer[0]) /* a bare shard: its vocabulary alone */
+        snprintf(have.tokenizer, sizeof have.tokenizer, "%s", want.tokenizer);
+    return dataid_diff(&want, &have, shards, what, cap) ? 2 : 1;
+}

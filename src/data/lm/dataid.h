@@ -42,11 +42,17 @@ cJSON *dataid_to_json(const DataId *id);
 /* The identity RUN/data.json records: 1 (filled), 0 when it records none (a run made
  * before identities were kept, or no data.json), -1 with gma_error when it is malformed. */
 int dataid_of_run(const char *run_dir, DataId *id);
-/* 0 when `have` is the identity `want` (shards: compare the shards too, else the
- * tokenizer and vocabulary alone); 1 with the first difference in out ("vocabulary 50257
- * there, 4096 here"). */
 /* the SHA-256 (hex, 65 bytes) of the n files dir/files[i] read one after the other: the
  * tokenizer digest of a DataId. 0, or -1 when a file cannot be read (hex untouched). */
 int dataid_files_sha(const char *dir, const char *const *files, int n, char *hex);
+/* 0 when `have` is the identity `want` (shards: compare the shards too, else the
+ * tokenizer and vocabulary alone); 1 with the first difference in out ("vocabulary 50257
+ * there, 4096 here"). */
 int dataid_diff(const DataId *want, const DataId *have, int shards, char *out, size_t cap);
+/* The data at data_dir (file NULL) or the one shard `file` against the identity the run
+ * directory `run` records (gmatrain --resume with shards 1, gmaeval with 0; a bare shard
+ * without a meta.json beside it is compared by its vocabulary alone): 1 when they match,
+ * 0 when the run records none, 2 when they differ (the first difference in what), -1 with
+ * gma_error (a malformed data.json, unreadable data). */
+int dataid_check(const char *run, const char *data_dir, const char *file, int shards, char *what, size_t cap);
 #endif

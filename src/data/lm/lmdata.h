@@ -1,8 +1,9 @@
-/* lmdata.h: the language-model data a run trains and evaluates on (data.source, DATA_SOURCES
- * below): the embedded recall task (data/lm/recall.h), Zoology's MQAR (data/lm/mqar.h),
- * passkey retrieval (data/lm/passkey.h), cross-sequence MQAR for the encoder-decoder
- * (data/lm/xmqar.h), or token shards DIR/{train,valid,test}.bin (+ DIR/meta.json); "cls",
- * the classification data, is loaded by train/cls_task.c, not here.
+/* lmdata.h: the language-model data a run trains and evaluates on (data.source): the
+ * sources of the registry lm_sources.h, each its own file (lm_source.h says what one is):
+ * the embedded recall task (recall.h), Zoology's MQAR (mqar.h), passkey retrieval
+ * (passkey.h), cross-sequence MQAR for the encoder-decoder (xmqar.h), and token shards
+ * DIR/{train,valid,test}.bin (+ DIR/meta.json), read here; "cls", the classification data,
+ * is loaded by train/cls_task.c, not here.
  *
  * Training batches: the generated tasks' examples by index (step-determined), or random windows of
  * N+1 tokens drawn from the train shard with the given RNG. Evaluation walks a split in
@@ -15,40 +16,29 @@
 
 #include "core/config.h"
 #include "core/rng.h"
-#include "data/lm/mqar.h"
-#include "data/lm/passkey.h"
-#include "data/lm/recall.h"
-#include "data/lm/shard.h"
-#include "data/lm/xmqar.h"
+#include "data/lm/lm_source.h"
+#include "data/lm/lm_sources.h"
 #include "data/text/tokenizer.h"
 
-enum { SPLIT_TRAIN, SPLIT_VALID, SPLIT_TEST };
+/* The data sources (data.source) from the registry: the enum, the config's choices. */
+#define DATA_SOURCE_ENUM_(name, ...) DATA_##name,
+typedef enum { DATA_SOURCES(DATA_SOURCE_ENUM_, ) N_DATA_SOURCES } DataSource;
+#define DATA_SOURCE_NAME_(name, ...) #name
+#define DATA_SOURCE_CHOICES DATA_SOURCES(DATA_SOURCE_NAME_, "|") /* "recall|mqar|passkey|xmqar|shards|cls" */
 
-typedef struct LmData {
-    int is_recall;
-    RecallTask recall;
-    int n_recall[3];
-    int is_mqar; /* Zoology's MQAR (data/lm/mqar.h): examples by index, as the recall task */
-    MqarTask mqar;
-    int is_passkey; /* passkey retrieval (data/lm/passkey.h): examples by index, as the recall task */
-    PasskeyTask passkey;
-    int is_xmqar; /* cross-sequence MQAR (data/lm/xmqar.h): examples by index, as the recall task */
-    XmqarTask xmqar;
-    TokenShard shard[3];
-    int have[3];
-    uint32_t vocab;
-    double words[3];  /* words of the source text (meta.json), 0 = unknown */
-    int eval_stride;
-} LmData;
-
-/* Open the data a config names (train split required; valid/test optional for shards). */
-int lmdata_open(LmData *d, const Config *c);
-/* For training: the train split holds one window (train.seq_len + 1 tokens); 0, or -1
+/* The reader of source s (DataSource). */
+const LmSource *lmdata_source(int s);
+/* The spec of config c's source (data.source, seed, its section, data.path,
+ * data.eval_stride) for windows of `window` tokens. */
+LmSpec lmdata_spec(const Config *c, int window);
+/* Open the data of a spec (train split required; valid/test optional for shards). */
+int lmdata_open(LmData *d, const LmSpec *s);
+/* For training: the train split holds one window (s->window + 1 tokens); 0, or -1
  * with both counts in gma_error. */
-int lmdata_check_train_window(const LmData *d, const Config *c);
+int lmdata_check_train_window(const LmData *d, const LmSpec *s);
 /* The same with only the splits in mask (bit s: split s) opened, split `required` of them
  * required (gmaeval --data valid opens valid.bin alone). */
-int lmdata_open_splits(LmData *d, const Config *c, unsigned mask, int required);
+int lmdata_open_splits(LmData *d, const LmSpec *s, unsigned mask, int required);
 /* Open a single shard file as the evaluation split (for gmaeval --data FILE). */
 int lmdata_open_file(LmData *d, const char *path);
 /* Tokens in memory (n ids < vocab, kept by the caller until lmdata_close) as the evaluation
@@ -56,6 +46,8 @@ int lmdata_open_file(LmData *d, const char *path);
  * (gmaeval --text FILE). 0, or -1 with gma_error when there are fewer than 2. */
 int lmdata_open_tokens(LmData *d, const char *name, const uint32_t *ids, uint64_t n, uint32_t vocab, double words);
 void lmdata_close(LmData *d);
+/* The source's own state when d is of source s (e.g. the RecallTask of DATA_recall), else NULL. */
+const void *lmdata_task(const LmData *d, int s);
 int lmdata_split_index(const char *name); /* "train" | "valid" | "test" -> index or -1 */
 const char *lmdata_split_name(int s);      /* index -> "train" | "valid" | "test" */
 /* Fill tok/tgt [B,N] for training micro-batch `batch_index` (recall) or from rng (shards). */
@@ -73,22 +65,8 @@ long lmdata_eval_windows(const LmData *d, int s, int N);
 /* The tokenizer DIR/meta.json names (gmadata prepare writes it; lmmeta_tokenizer); NULL
  * with gma_error when there is none. */
 Tokenizer *lmdata_tokenizer(const char *dir);
-/* The data sources (data.source), one line each: name, whether it reads data.path (then
- * required), its own checks (NULL = none). A source is one line here, its reader and its
- * test; the enum, the config's choices and the messages come from this list. */
-#define DATA_SOURCES(X, SEP)                               \
-    X(recall, 0, validate_recall) /* the embedded generator */ SEP \
-    X(mqar, 0, NULL) /* Zoology's multi-query recall (mqar.h) */ SEP \
-    X(passkey, 0, validate_passkey) /* passkey retrieval (passkey.h) */ SEP \
-    X(xmqar, 0, validate_xmqar) /* MQAR split in a context and a query sequence (xmqar.h) */ SEP \
-    X(shards, 1, NULL) /* token shards */ SEP               \
-    X(cls, 1, NULL) /* a classification task (data.task) */
-#define DATA_SOURCE_ENUM_(name, ...) DATA_##name,
-typedef enum { DATA_SOURCES(DATA_SOURCE_ENUM_, ) N_DATA_SOURCES } DataSource;
-#define DATA_SOURCE_NAME_(name, ...) #name
-#define DATA_SOURCE_CHOICES DATA_SOURCES(DATA_SOURCE_NAME_, "|") /* "recall|mqar|passkey|xmqar|shards|cls" */
-/* The LM data sources' sections, in the reference's order: data.source, data.path and
- * data.recall_* with the checks; data.mqar_* (a stored section); data.eval_stride. Puts
+/* The LM data sources' sections, in the reference's order: data.source and data.path with
+ * the checks, each source's own section in the registry's order, data.eval_stride. Puts
  * them in out (room for max) and returns their number. */
 int lmdata_config_sections(const CfgSection **out, int max);
 

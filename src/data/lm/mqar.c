@@ -1,4 +1,5 @@
-/* mqar.c: the Zoology multi-query associative recall generator (see mqar.h). */
+/* mqar.c: the Zoology multi-query associative recall generator (see mqar.h) and the data
+ * source "mqar" that serves it (lm_source.h; its keys data.mqar_*). */
 #include "data/lm/mqar.h"
 
 #include <errno.h>
@@ -8,6 +9,7 @@
 
 #include "core/common.h"
 #include "core/rng.h"
+#include "data/lm/lm_source.h"
 
 #define MQAR_MAX_VOCAB (1 << 16)
 #define MQAR_MAX_LEN 16384
@@ -146,3 +148,69 @@ int mqar_eval_entry(const MqarTask *t, int split, uint64_t index, int N) {
             if (t->len[split][e] <= N) idx[k++] = e;
     return k ? idx[index % (uint64_t)k] : -1;
 }
+
+/* ---- the source "mqar" (lm_source.h): its keys data.mqar_* and its reader ---- */
+
+typedef struct MqarCfg {
+    int vocab, valid, test;
+    double power_a;
+    int filler; /* MQAR_FILLER_RANDOM | MQAR_FILLER_ZERO */
+    char lengths[128], pairs[128], test_lengths[128], test_pairs[128];
+} MqarCfg;
+
+#define MO(f) offsetof(MqarCfg, f)
+#define MS(f) sizeof(((MqarCfg *)0)->f)
+static const CfgKey g_mqar_keys[] = {
+    {"mqar_vocab", CFGT_INT, MO(vocab), 0, "8192", 8, 65536, NULL,
+     "MQAR: vocabulary V, even: keys from [1, V/2), values from [V/2, V) (docs/mqar.md)."},
+    {"mqar_lengths", CFGT_STR, MO(lengths), MS(lengths), "64", 0, 0, NULL,
+     "MQAR: training lengths, comma-separated; each training batch holds one of them, cycling, padded to train.seq_len."},
+    {"mqar_pairs", CFGT_STR, MO(pairs), MS(pairs), "4", 0, 0, NULL,
+     "MQAR: key-value pairs of each training length (one value for all, or one per length; 4 x pairs <= length)."},
+    {"mqar_test_lengths", CFGT_STR, MO(test_lengths), MS(test_lengths), "64", 0, 0, NULL,
+     "MQAR: test lengths, comma-separated (gmaeval --data test --seq-len N scores the test length N alone)."},
+    {"mqar_test_pairs", CFGT_STR, MO(test_pairs), MS(test_pairs), "4", 0, 0, NULL,
+     "MQAR: key-value pairs of each test length (one for all, or one per length)."},
+    {"mqar_power_a", CFGT_REAL, MO(power_a), 0, "0.01", 0, 1, NULL,
+     "MQAR: query gaps' power law p(g) proportional to a g^(a-1) (1 = uniform)."},
+    {"mqar_filler", CFGT_ENUM, MO(filler), 0, "random", 0, 0, "random|zero",
+     "MQAR: the positions after the pairs that hold no query: uniform over [0, V) (Zoology's random_non_queries), or 0."},
+    {"mqar_valid", CFGT_INT, MO(valid), 0, "256", 1, 100000000, NULL, "MQAR: validation examples."},
+    {"mqar_test", CFGT_INT, MO(test), 0, "1000", 1, 100000000, NULL, "MQAR: test examples per evaluation."},
+};
+#undef MO
+#undef MS
+static const CfgSection mqar_cfg_section = {"mqar", sizeof(MqarCfg), g_mqar_keys, CFG_N(g_mqar_keys), NULL, "data"};
+
+/* train and valid hold the training lengths (each within the window when train is opened;
+ * gmaeval opens one split at its own window), test the test lengths, of which one at least
+ * must fit the window it is evaluated at */
+static int mqar_open(LmData *d, const LmSpec *s, unsigned mask, int required) {
+    const MqarCfg *g = s->section;
+    MqarTask *t = d->task = xcalloc(1, sizeof *t);
+    if (mqar_init(t, g->vocab, g->power_a, g->filler, s->seed) != 0 ||
+        mqar_set_split(t, SPLIT_TRAIN, "data.mqar_lengths", g->lengths, "data.mqar_pairs", g->pairs,
+                       (mask & 1u) ? s->window : 0) != 0 ||
+        mqar_set_split(t, SPLIT_VALID, "data.mqar_lengths", g->lengths, "data.mqar_pairs", g->pairs, 0) != 0 ||
+        mqar_set_split(t, SPLIT_TEST, "data.mqar_test_lengths", g->test_lengths, "data.mqar_test_pairs",
+                       g->test_pairs, 0) != 0)
+        return -1;
+    if ((mask & 4u) && mqar_eval_entry(t, SPLIT_TEST, 0, s->window) < 0)
+        return gma_errorf("key data.mqar_test_lengths: no test length in \"%s\" fits the window of %d tokens "
+                          "(gmaeval --seq-len N)", g->test_lengths, s->window);
+    lm_generated(d, (uint32_t)g->vocab, g->valid, g->test);
+    return 0;
+}
+
+/* one length per batch, cycling over data.mqar_lengths */
+static void mqar_train(const LmData *d, Rng *rng, uint64_t batch, uint64_t index, int N, int32_t *tok, int32_t *tgt) {
+    if (tok) mqar_example(d->task, SPLIT_TRAIN, mqar_train_entry(d->task, batch), index, N, tok, tgt);
+}
+
+static void mqar_eval(const LmData *d, int split, uint64_t w, int N, int32_t *tok, int32_t *tgt) {
+    int e = mqar_eval_entry(d->task, split, w, N);
+    if (e >= 0) mqar_example(d->task, split, e, w, N, tok, tgt);
+}
+
+const LmSource mqar_source = {"mqar", "mqar", 1, 0, &mqar_cfg_section, NULL, mqar_open, NULL,
+                              mqar_train, lm_generated_count, mqar_eval};

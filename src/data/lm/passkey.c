@@ -1,4 +1,5 @@
-/* passkey.c: the passkey retrieval generator and its keys data.passkey_* (passkey.h). */
+/* passkey.c: the passkey retrieval generator (passkey.h) and the data source "passkey" that
+ * serves it (lm_source.h; its keys data.passkey_*). */
 #include "data/lm/passkey.h"
 
 #include <math.h>
@@ -7,6 +8,7 @@
 
 #include "core/common.h"
 #include "core/rng.h"
+#include "data/lm/lm_source.h"
 #include "data/lm/mqar.h"
 
 #define O(f) offsetof(PasskeyCfg, f)
@@ -29,11 +31,9 @@ static const CfgKey g_keys[] = {
 
 const PasskeyCfg *passkey_cfg(const Config *c) { return cfg_section_of(c, &passkey_cfg_section); }
 
-/* the checks run when data.source is "passkey" (lmdata.c's DATA_SOURCES row: passkey_init) */
 const CfgSection passkey_cfg_section = {"passkey", sizeof(PasskeyCfg), g_keys, CFG_N(g_keys), NULL, "data"};
 
-int passkey_init(PasskeyTask *t, const Config *c, int N) {
-    const PasskeyCfg *p = passkey_cfg(c);
+int passkey_init(PasskeyTask *t, const PasskeyCfg *p, uint64_t seed, int N) {
     memset(t, 0, sizeof *t);
     int k = p->digits, need = passkey_min_len(k);
     if (p->vocab < PASSKEY_FILLER0 + 1)
@@ -57,7 +57,7 @@ int passkey_init(PasskeyTask *t, const Config *c, int N) {
     t->random_filler = p->filler == PASSKEY_FILLER_RANDOM;
     t->depth_min = p->depth_min;
     t->depth_max = p->depth_max;
-    t->seed = (uint64_t)c->seed;
+    t->seed = seed;
     Rng r;
     rng_seed2(&r, t->seed ^ 0x504b4559ULL, 0x53454e54ULL);
     for (int i = 0; i < PASSKEY_SENTENCE; i++)
@@ -103,3 +103,35 @@ int passkey_depth_bucket(const PasskeyTask *t, const int32_t *tok, int N) {
     double depth = span > 0 ? (double)s / span : 0;
     return GMA_MIN((int)(depth * PASSKEY_DEPTH_BUCKETS), PASSKEY_DEPTH_BUCKETS - 1);
 }
+
+/* ---- the source "passkey" (lm_source.h) ---- */
+
+static int passkey_check(const LmSpec *s) {
+    PasskeyTask t;
+    return passkey_init(&t, s->section, s->seed, s->window);
+}
+
+/* the training lengths within the window when train is opened; the window (gmaeval's
+ * --seq-len for test) holds one example */
+static int passkey_open(LmData *d, const LmSpec *s, unsigned mask, int required) {
+    const PasskeyCfg *p = s->section;
+    PasskeyTask *t = d->task = xcalloc(1, sizeof *t);
+    if (passkey_init(t, p, s->seed, (mask & 1u) ? s->window : 0) != 0) return -1;
+    if (s->window < passkey_min_len(t->digits))
+        return gma_errorf("key train.seq_len: a window of %d tokens is too short for a passkey of data.passkey_digits %d "
+                          "(at least %d; gmaeval --seq-len N)", s->window, t->digits, passkey_min_len(t->digits));
+    lm_generated(d, (uint32_t)t->vocab, p->valid, p->test);
+    return 0;
+}
+
+/* one length per batch, cycling over data.passkey_lengths */
+static void passkey_train(const LmData *d, Rng *rng, uint64_t batch, uint64_t index, int N, int32_t *tok, int32_t *tgt) {
+    if (tok) passkey_example(d->task, SPLIT_TRAIN, index, passkey_train_len(d->task, batch, N), N, tok, tgt);
+}
+
+static void passkey_eval(const LmData *d, int split, uint64_t w, int N, int32_t *tok, int32_t *tgt) {
+    passkey_example(d->task, split, w, N, N, tok, tgt);
+}
+
+const LmSource passkey_source = {"passkey", "passkey", 1, 0, &passkey_cfg_section, passkey_check, passkey_open, NULL,
+                                 passkey_train, lm_generated_count, passkey_eval};

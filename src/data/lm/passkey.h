@@ -47,9 +47,9 @@ typedef struct PasskeyTask {
     uint64_t seed;
 } PasskeyTask;
 
-/* The task of config c for a window of N tokens (N 0: no training window to check):
- * 0, or -1 with an error naming the key. */
-int passkey_init(PasskeyTask *t, const Config *c, int N);
+/* The task of the keys p and the run's seed for a window of N tokens (N 0: no training
+ * window to check): 0, or -1 with an error naming the key. */
+int passkey_init(PasskeyTask *t, const PasskeyCfg *p, uint64_t seed, int N);
 /* The shortest example of k digits (key, question and one filler token). */
 static inline int passkey_min_len(int k) { return 2 * k + 4; }
 /* Example `index` of `split` at length n (<= N) into tok[N], tgt[N] (the rest padding);

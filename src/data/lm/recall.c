@@ -1,10 +1,12 @@
-/* recall.c: the multi-query associative recall generator (see recall.h). */
+/* recall.c: the multi-query associative recall generator (see recall.h) and the data source
+ * "recall" that serves it (lm_source.h; its keys data.recall_*). */
 #include "data/lm/recall.h"
 
 #include <string.h>
 
 #include "core/common.h"
 #include "core/rng.h"
+#include "data/lm/lm_source.h"
 
 int recall_init(RecallTask *t, int vocab, int pairs, int queries, int seq_len, uint64_t seed) {
     int K = (vocab - 2) / 2;
@@ -97,3 +99,50 @@ void recall_baselines(const RecallTask *t, const int32_t *tok, int32_t *freq, in
             if (tok[2 * i + 1] == answer && left[i] > 0) left[i]--;
     }
 }
+
+/* ---- the source "recall" (lm_source.h): its keys data.recall_* and its reader ---- */
+
+typedef struct RecallCfg {
+    int vocab, pairs, queries, valid, test;
+} RecallCfg;
+
+#define RO(f) offsetof(RecallCfg, f)
+static const CfgKey g_recall_keys[] = {
+    {"recall_vocab", CFGT_INT, RO(vocab), 0, "64", 8, 1000000, NULL, "Recall task: vocabulary (half keys, half values, minus 2 specials)."},
+    {"recall_pairs", CFGT_INT, RO(pairs), 0, "8", 1, 4096, NULL, "Recall task: key-value pairs per sequence."},
+    {"recall_queries", CFGT_INT, RO(queries), 0, "0", 0, 1000000, NULL, "Recall task: queried keys (0 = as many as fit)."},
+    {"recall_valid", CFGT_INT, RO(valid), 0, "256", 1, 100000000, NULL, "Recall task: validation sequences."},
+    {"recall_test", CFGT_INT, RO(test), 0, "256", 1, 100000000, NULL, "Recall task: test sequences."},
+};
+#undef RO
+static const CfgSection recall_cfg_section = {"recall", sizeof(RecallCfg), g_recall_keys, CFG_N(g_recall_keys), NULL, "data"};
+
+static int recall_check(const LmSpec *s) {
+    const RecallCfg *rc = s->section;
+    int need = 2 * rc->pairs + 2;
+    if (s->window < need)
+        return gma_errorf("key train.seq_len: %d is too short for %d recall pairs (need at least %d)", s->window, rc->pairs,
+                          need);
+    if (rc->vocab < 2 * rc->pairs + 2)
+        return gma_errorf("key data.recall_vocab: %d is too small for %d distinct keys", rc->vocab, rc->pairs);
+    return 0;
+}
+
+static int recall_open(LmData *d, const LmSpec *s, unsigned mask, int required) {
+    const RecallCfg *rc = s->section;
+    RecallTask *t = d->task = xcalloc(1, sizeof *t);
+    if (recall_init(t, rc->vocab, rc->pairs, rc->queries, s->window, s->seed) != 0) return -1;
+    lm_generated(d, (uint32_t)rc->vocab, rc->valid, rc->test);
+    return 0;
+}
+
+static void recall_train(const LmData *d, Rng *rng, uint64_t batch, uint64_t index, int N, int32_t *tok, int32_t *tgt) {
+    if (tok) recall_example(d->task, SPLIT_TRAIN, index, tok, tgt);
+}
+
+static void recall_eval(const LmData *d, int split, uint64_t w, int N, int32_t *tok, int32_t *tgt) {
+    recall_example(d->task, split, w, tok, tgt);
+}
+
+const LmSource recall_source = {"recall", "recall", 1, 0, &recall_cfg_section, recall_check, recall_open, NULL,
+                                recall_train, lm_generated_count, recall_eval};

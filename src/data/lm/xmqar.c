@@ -1,4 +1,5 @@
-/* xmqar.c: the cross-sequence MQAR generator (xmqar.h). */
+/* xmqar.c: the cross-sequence MQAR generator (xmqar.h) and the data source "xmqar" that
+ * serves it (lm_source.h; its keys data.xmqar_*). */
 #include "data/lm/xmqar.h"
 
 #include <stdlib.h>
@@ -6,6 +7,7 @@
 
 #include "core/common.h"
 #include "core/rng.h"
+#include "data/lm/lm_source.h"
 
 #define XMQAR_MAX_VOCAB 65536
 
@@ -25,8 +27,7 @@ static const CfgKey g_keys[] = {
 const CfgSection xmqar_cfg_section = {"xmqar", sizeof(XmqarCfg), g_keys, CFG_N(g_keys), NULL, "data"};
 const XmqarCfg *xmqar_cfg(const Config *c) { return cfg_section_of(c, &xmqar_cfg_section); }
 
-int xmqar_init(XmqarTask *t, const Config *c, int T) {
-    const XmqarCfg *x = xmqar_cfg(c);
+int xmqar_init(XmqarTask *t, const XmqarCfg *x, uint64_t seed, int T) {
     memset(t, 0, sizeof *t);
     if (x->vocab % 2)
         return gma_errorf("key data.xmqar_vocab: %d must be even (keys the lower half, values the upper)", x->vocab);
@@ -40,7 +41,7 @@ int xmqar_init(XmqarTask *t, const Config *c, int T) {
         return gma_errorf("key data.xmqar_ctx: a context of %d positions leaves no query in the window of %d "
                           "(train.seq_len)", x->ctx, T);
     t->vocab = x->vocab, t->pairs = x->pairs, t->ctx = x->ctx, t->T = T;
-    t->seed = (uint64_t)c->seed;
+    t->seed = seed;
     return 0;
 }
 
@@ -81,3 +82,31 @@ void xmqar_example(const XmqarTask *t, int split, uint64_t index, int32_t *tok, 
     }
     free(keys);
 }
+
+/* ---- the source "xmqar" (lm_source.h): examples of the window (gmaeval evaluates at the
+ * training window, or at --ctx-len's) ---- */
+
+static int xmqar_check(const LmSpec *s) {
+    XmqarTask t;
+    return xmqar_init(&t, s->section, s->seed, s->window);
+}
+
+static int xmqar_open(LmData *d, const LmSpec *s, unsigned mask, int required) {
+    const XmqarCfg *x = s->section;
+    XmqarTask *t = d->task = xcalloc(1, sizeof *t);
+    if (xmqar_init(t, x, s->seed, s->window) != 0) return -1;
+    lm_generated(d, (uint32_t)x->vocab, x->valid, x->test);
+    return 0;
+}
+
+static void xmqar_train(const LmData *d, Rng *rng, uint64_t batch, uint64_t index, int N, int32_t *tok, int32_t *tgt) {
+    if (tok) xmqar_example(d->task, SPLIT_TRAIN, index, tok, tgt);
+}
+
+static void xmqar_eval(const LmData *d, int split, uint64_t w, int N, int32_t *tok, int32_t *tgt) {
+    const XmqarTask *t = d->task;
+    if (N == t->T) xmqar_example(t, split, w, tok, tgt);
+}
+
+const LmSource xmqar_source = {"xmqar", "xmqar", 1, 0, &xmqar_cfg_section, xmqar_check, xmqar_open, NULL,
+                               xmqar_train, lm_generated_count, xmqar_eval};

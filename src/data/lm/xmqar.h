@@ -30,8 +30,9 @@ typedef struct XmqarTask {
     uint64_t seed;
 } XmqarTask;
 
-/* The task of config c for windows of T tokens: 0, or -1 with an error naming the key. */
-int xmqar_init(XmqarTask *t, const Config *c, int T);
+/* The task of the keys x and the run's seed for windows of T tokens: 0, or -1 with an
+ * error naming the key. */
+int xmqar_init(XmqarTask *t, const XmqarCfg *x, uint64_t seed, int T);
 /* Example `index` of `split` into tok[T], tgt[T]. */
 void xmqar_example(const XmqarTask *t, int split, uint64_t index, int32_t *tok, int32_t *tgt);
 #endif

@@ -299,6 +299,13 @@ int mixer_auto_probe(Mixer *m, int on) {
     p->gap_sq = p->ref_sq = p->gap_n = 0;
     return 0;
 }
+int mixer_auto_transfer(const Mixer *m, double *dist) {
+    if (m->vt != &mixer_auto) return 0;
+    const AutoPriv *p = m->priv;
+    if (!p->distilled || !p->ran_both) return 0;
+    *dist = p->dist;
+    return 1;
+}
 int mixer_auto_gap(const Mixer *m, double *mse, double *rel) {
     const AutoPriv *p = m->priv;
     if (!p->gap_n) return -1;

@@ -11,7 +11,6 @@
  *          dgk [B,H,L,Kc] (the backward routes again, as gma.c's does) */
 #include <stdlib.h>
 
-#include "data/lm/lmdata.h"
 #include "nn/linear.h"
 #include "nn/mixers/cross.h"
 #include "nn/mixers/linear_core.h"
@@ -53,9 +52,6 @@ static int cross_validate(const Config *c) {
         return gma_errorf("key cross.mixer: cross-attention is for language models (model.task \"lm\")");
     if (!cfg_causal(c))
         return gma_errorf("key cross.mixer: the decoder of a cross model is causal (model.causal)");
-    if (c->data.source == DATA_xmqar && x->ctx_len != xmqar_cfg(c)->ctx)
-        return gma_errorf("key cross.ctx_len: %d, but the xmqar context is data.xmqar_ctx = %d positions", x->ctx_len,
-                          xmqar_cfg(c)->ctx);
     return 0;
 }
 
@@ -180,6 +176,19 @@ static void route(const Cross *x, real *gamma, const real *xh, const real *param
     g_ops->gma_route_forward(gamma, xh, MP(m, params, XP_MU), MP(m, params, XP_VAR), MP(m, params, XP_PRIOR), B, m->H,
                              L, m->d, x->Kc, x->tau, x->var_floor, 0);
     heads_zero_tail(gamma, B * m->H, n, L, x->Kc);
+}
+
+int cross_resp(const Cross *x, const real *params, const real *act, int B, int N, int M, real *gq, real *gk) {
+    if (x->kind != CROSS_GMA) return 0;
+    int L = (int)rows_l(N, M);
+    XActs a = carve(x, (real *)act, B, L);
+    route(x, gq, a.qh, params, B, N, L);
+    route(x, gk, a.kh, params, B, M, L);
+    return L;
+}
+
+void cross_routing_tensors(const Cross *x, int *mu, int *var, int *prior) {
+    *mu = x->m.p[XP_MU], *var = x->m.p[XP_VAR], *prior = x->m.p[XP_PRIOR];
 }
 
 static real attn_scale(const Cross *x) { return (real)(1.0 / sqrt((double)x->m.d)); }

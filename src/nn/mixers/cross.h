@@ -61,6 +61,13 @@ typedef struct Cross {
  * initialised as gma's (sigma2 = 1, prior 0, mu ~ N(0, (2 d)^(-1/2))). */
 Cross *cross_create(const Config *c, int kind, int Kc, ParamTable *pt, const char *prefix);
 void cross_destroy(Cross *x);
+/* GMA (the recall diagnosis, train/routing_diag.h): the query and key responsibilities of
+ * the last forward over B x (N, M) rows, recomputed from its saved rows in act with params,
+ * into gq, gk [B,H,L,Kc] (backend memory, L = max(N, M); rows past N, M zero). Returns L;
+ * 0 for sdpa (nothing written). */
+int cross_resp(const Cross *x, const real *params, const real *act, int B, int N, int M, real *gq, real *gk);
+/* GMA: the routing tensors mu, var_raw, prior_logits (indices into the table; -1 for sdpa) */
+void cross_routing_tensors(const Cross *x, int *mu, int *var, int *prior);
 /* reals kept from forward to backward, and needed only during a call, for B x (N, M) */
 size_t cross_act_size(const Cross *x, int B, int N, int M);
 size_t cross_scratch_size(const Cross *x, int B, int N, int M);

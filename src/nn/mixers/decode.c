@@ -38,19 +38,15 @@ void linmix_prefill(real *state, size_t ss, const real *phk, const real *v, int 
     }
 }
 
-void attn_mixer_prefill(Mixer *m, const MixerCtx *c, const real *h, const real *params, const real *act, real *state,
-                        int Nmax, real *scratch) {
-    (void)h, (void)params, (void)scratch;
-    int B = c->B, N = c->N, H = m->H, d = m->d;
-    size_t hs = (size_t)B * N * m->D, ss = attn_mixer_decode_state(m, Nmax), hk = (size_t)Nmax * d;
-    const real *kh = act + hs, *vh = kh + hs;
+void attn_ring_prefill(real *cache, size_t ss, const real *kh, const real *vh, int B, int H, int N, int d, int Nmax) {
+    size_t hk = (size_t)Nmax * d;
     /* the last n = min(N, Nmax) tokens, token p in row p mod Nmax (attn_step's ring): rows
      * s0.. of the first run, then rows 0.. of the wrapped rest (none when N <= Nmax) */
     int n = GMA_MIN(N, Nmax), first = N - n, s0 = first % Nmax, run = GMA_MIN(n, Nmax - s0);
     for (int b = 0; b < B; b++)
         for (int j = 0; j < H; j++) { /* head j's rows of K and of V */
             size_t src = (((size_t)b * H + j) * N + first) * d;
-            real *K = state + b * ss + j * hk, *V = state + b * ss + (size_t)H * hk + j * hk;
+            real *K = cache + b * ss + j * hk, *V = cache + b * ss + (size_t)H * hk + j * hk;
             g_ops->copy(K + (size_t)s0 * d, kh + src, sizeof(real) * (size_t)run * d);
             g_ops->copy(V + (size_t)s0 * d, vh + src, sizeof(real) * (size_t)run * d);
             if (run < n) {
@@ -58,5 +54,14 @@ void attn_mixer_prefill(Mixer *m, const MixerCtx *c, const real *h, const real *
                 g_ops->copy(V, vh + src + (size_t)run * d, sizeof(real) * (size_t)(n - run) * d);
             }
         }
+}
+
+void attn_mixer_prefill(Mixer *m, const MixerCtx *c, const real *h, const real *params, const real *act, real *state,
+                        int Nmax, real *scratch) {
+    (void)h, (void)params, (void)scratch;
+    int B = c->B, N = c->N, H = m->H, d = m->d;
+    size_t hs = (size_t)B * N * m->D, ss = attn_mixer_decode_state(m, Nmax);
+    const real *kh = act + hs, *vh = kh + hs;
+    attn_ring_prefill(state, ss, kh, vh, B, H, N, d, Nmax);
     attn_proj_conv_prefill(m, c, attn_proj_act(m, act, B, N), state + attn_decode_state(H, Nmax, d), ss);
 }

@@ -21,6 +21,7 @@
 #include <stdlib.h>
 
 #include "nn/mixers/gma_core.h"
+#include "nn/mixers/head_gate.h"
 #include "nn/mixers/mixer.h"
 
 extern const MixerVT mixer_gma, mixer_sdpa;
@@ -94,29 +95,7 @@ static double gated_fused_flops(const Mixer *m, int B, int N, int causal) {
 
 /* g_h = sigmoid(a_h) into the host copy */
 static const real *gates(const Mixer *m, const real *params) {
-    GatedPriv *p = m->priv;
-    g_ops->to_host(p->gate, MP(m, params, P_GATE), sizeof(real) * m->H);
-    for (int h = 0; h < m->H; h++) p->gate[h] = (real)(1 / (1 + exp(-(double)p->gate[h])));
-    return p->gate;
-}
-
-/* out = ws x a + wg x b per head block ([B,H,L] blocks of L reals; out may be a or b only
- * when it is a and wg is 0) */
-static void mix_heads(const Mixer *m, real *out, const real *a, const real *b, const real *g, int B, size_t L, int sdpa_w,
-                      int gma_w) {
-    for (int bb = 0; bb < B; bb++)
-        for (int h = 0; h < m->H; h++) {
-            size_t o = ((size_t)bb * m->H + h) * L;
-            real ws = sdpa_w ? g[h] : 0, wg = gma_w ? 1 - g[h] : 0;
-            if (!gma_w) { /* out = ws a (in place allowed) */
-                if (out != a) g_ops->copy(out + o, a + o, sizeof(real) * L);
-                g_ops->scale(out + o, ws, L);
-                continue;
-            }
-            g_ops->copy(out + o, b + o, sizeof(real) * L);
-            g_ops->scale(out + o, wg, L);
-            if (sdpa_w) g_ops->axpy(out + o, ws, a + o, L);
-        }
+    return head_gate_values(((GatedPriv *)m->priv)->gate, MP(m, params, P_GATE), m->H);
 }
 
 static void gated_forward(Mixer *m, const MixerCtx *c, real *y, const real *h, const real *params, real *act,
@@ -128,7 +107,7 @@ static void gated_forward(Mixer *m, const MixerCtx *c, real *y, const real *h, c
     if (c->keymask) key_bias(k.kb, c->keymask, B, N);
     g_ops->attn_forward(k.ohs, k.lse, k.qh, k.kh, k.vh, c->keymask ? k.kb : NULL, B, m->H, N, m->d, c->causal, 0,
                         (real)((GatedPriv *)m->priv)->scale, NULL);
-    mix_heads(m, k.oh, k.ohs, k.ohg, gates(m, params), B, (size_t)N * m->d, 1, 1);
+    head_gate_mix(k.oh, k.ohs, k.ohg, gates(m, params), B, m->H, (size_t)N * m->d, 1, 1);
     attn_proj_out(m, params, y, k.oh, scratch, B, N);
 }
 
@@ -142,23 +121,12 @@ static void gated_backward(Mixer *m, const MixerCtx *c, real *dh, const real *dy
     attn_proj_out_backward(m, params, grads, doh, dy, k.oh, doh, tmp, B, N);
     const real *g = gates(m, params);
     /* the gate: dL/da_h = g (1 - g) <doh_h, oh_sdpa_h - oh_gma_h> */
-    for (int b = 0; b < B; b++) {
-        g_ops->matmul_strided(dots, doh + (size_t)b * H * L, k.ohs + (size_t)b * H * L, 1, 1, (int)L, 0, 0, 1, b > 0, H, L,
-                              L, 1);
-        g_ops->matmul_strided(dots + H, doh + (size_t)b * H * L, k.ohg + (size_t)b * H * L, 1, 1, (int)L, 0, 0, 1, b > 0,
-                              H, L, L, 1);
-    }
-    real *hd = xmalloc(sizeof(real) * 3 * H), *dg = hd + 2 * H;
-    g_ops->to_host(hd, dots, sizeof(real) * 2 * H);
-    g_ops->to_host(dg, MP(m, grads, P_GATE), sizeof(real) * H);
-    for (int i = 0; i < H; i++) dg[i] += g[i] * (1 - g[i]) * (hd[i] - hd[H + i]);
-    g_ops->to_device(MP(m, grads, P_GATE), dg, sizeof(real) * H);
-    free(hd);
+    head_gate_backward(MP(m, grads, P_GATE), g, doh, k.ohs, k.ohg, dots, B, H, L);
     /* the GMA path with (1 - g) doh, then the softmax path with g doh */
-    mix_heads(m, sg, NULL, doh, g, B, L, 0, 1);
+    head_gate_mix(sg, NULL, doh, g, B, H, L, 0, 1);
     real *free_sg = gma_mix_backward(CHILD(m), c, params, grads, act, sg);
     (void)free_sg;
-    mix_heads(m, doh, doh, NULL, g, B, L, 1, 0);
+    head_gate_mix(doh, doh, NULL, g, B, H, L, 1, 0);
     g_ops->zero(dq, sizeof(real) * 3 * hs);
     g_ops->attn_backward(dq, dk, dv, doh, k.ohs, k.lse, k.qh, k.kh, k.vh, c->keymask ? k.kb : NULL, B, H, N, m->d, c->causal,
                          0, (real)((GatedPriv *)m->priv)->scale, NULL);
@@ -187,7 +155,7 @@ static void gated_decode(Mixer *m, real *y, const real *h, const real *params, r
     attn_proj_qkv(m, params, h, k.qh, k.kh, k.vh, scratch, B, 1);
     gma_mix_step(CHILD(m), params, k.ohg, state, ss, k.qh, k.kh, k.vh, B, scratch + hs);
     g_ops->attn_step(k.ohs, state + ls, ss, k.qh, k.kh, k.vh, B, m->H, m->d, Nmax, pos, (real)((GatedPriv *)m->priv)->scale);
-    mix_heads(m, k.oh, k.ohs, k.ohg, gates(m, params), B, (size_t)m->d, 1, 1);
+    head_gate_mix(k.oh, k.ohs, k.ohg, gates(m, params), B, m->H, (size_t)m->d, 1, 1);
     attn_proj_out(m, params, y, k.oh, scratch, B, 1);
 }
 

@@ -6,6 +6,8 @@
  *   (gma.write "delta", §3.10: the gdn mixer's delta ops with route(K) as the keys, gate
  *   b_proj, and with gma.slot_decay the slots' decay logits slot_decay [H,Kc]);
  *   Hp = 1 with gma.shared_components, else H.
+ *   With gma.window W > 0 (the add write, §3.11; gma_window.h) the heads' outputs are mixed
+ *   per head with a sliding-window softmax attention over the same q, k, v before Wo.
  *   Parameters under PREFIX.gma.*: mu, var_raw [Hp,Kc,d], prior_logits [Hp,Kc] (gaussian),
  *   router.weight [Hp,Kc,d], router.bias [Hp,Kc] (softmax); memory [H,Kc,d] is a
  *   GROUP_BUFFER (checkpointed, never trained, updated by update_buffers after each training
@@ -27,6 +29,7 @@
 #include "nn/linear.h"
 #include "nn/mixers/cross.h"
 #include "nn/mixers/gma_core.h"
+#include "nn/mixers/gma_window.h"
 #include "nn/mixers/linear_core.h"
 #include "nn/mixers/mixer.h"
 
@@ -41,6 +44,7 @@ enum { MEMORY_NONE, MEMORY_EMA };
 enum { WRITE_ADD, WRITE_DELTA };
 enum { DIV_TOKEN, DIV_BATCH };
 enum { COLLAPSE_WARN, COLLAPSE_REINIT, COLLAPSE_STOP };
+enum { RESEED_QUERIES, RESEED_KEYS };
 
 typedef struct GmaCfg {
     CfgInts n_components;   /* Kc: one for every GMA layer, or one per GMA layer (gma_layer_kc) */
@@ -53,11 +57,15 @@ typedef struct GmaCfg {
     int memory;             /* MEMORY_NONE | MEMORY_EMA */
     int write;              /* WRITE_ADD | WRITE_DELTA (docs/model.md §3.10) */
     int slot_decay;         /* a learned decay of each slot (gma.write "delta") */
+    int topk;               /* sparse routing: keep the k largest responsibilities (0 = dense; docs/model.md §3.12) */
+    double topk_noise;      /* the scale of its Gumbel noise in training (0 = none) */
     double ema_decay;       /* 0 = 1 - 1/(B N) */
     double div_weight;
     int div_mode;           /* DIV_TOKEN | DIV_BATCH */
     int monitor_every;
+    int diag_every;         /* the recall diagnosis period (train/routing_diag.h), 0 = off */
     int on_collapse;        /* COLLAPSE_WARN | COLLAPSE_REINIT | COLLAPSE_STOP */
+    int reseed_rows;        /* RESEED_QUERIES | RESEED_KEYS: the rows a re-seed draws from */
     double entropy_min;
     double util_min_share;
     int patience;
@@ -89,11 +97,24 @@ static const CfgKey gma_keys[] = {
     {"slot_decay", CFGT_BOOL, O(slot_decay), 0, "false", 0, 0, NULL,
      "With gma.write \"delta\": a learned forgetting rate a_c = sigmoid(theta_c) of each slot (component) per head, "
      "S_t = diag(a) S_{t-1} before the write (docs/model.md 3.10)."},
+    {"topk", CFGT_INT, O(topk), 0, "0", 0, 65536, NULL,
+     "Sparse routing: each query's and key's responsibilities cut to their k largest and renormalised to sum 1, with "
+     "Gumbel noise on the routing logits in training (0 = dense; below Kc; docs/model.md 3.12)."},
+    {"topk_noise", CFGT_REAL, O(topk_noise), 0, "1", 0, 100, NULL,
+     "With gma.topk: the scale s of the Gumbel noise s g added to the routing logits l / tau in training forwards "
+     "(0 = none; never at evaluation, decoding or prefill)."},
     {"ema_decay", CFGT_REAL, O(ema_decay), 0, "0", 0, 0.999999999, NULL, "EMA decay alpha in (0,1) (0 = 1 - 1/(B N))."},
     {"div_weight", CFGT_REAL, O(div_weight), 0, "0", 0, 1e6, NULL, "Weight of the diversity loss (0 = off)."},
     {"div_mode", CFGT_ENUM, O(div_mode), 0, "token", 0, 0, "token|batch", "Diversity loss form."},
     {"monitor_every", CFGT_INT, O(monitor_every), 0, "100", 0, 1000000000, NULL, "Routing health check period in steps (0 = off)."},
+    {"diag_every", CFGT_INT, O(diag_every), 0, "0", 0, 1000000000, NULL,
+     "Recall diagnosis period in steps (0 = off): per GMA layer, components in use and entropies of the query and key "
+     "responsibilities, the routing of each scored query against its recall position, and the routing parameters' "
+     "gradient norms, as \"routing_diag\" rows in metrics.jsonl (docs/routing.md)."},
     {"on_collapse", CFGT_ENUM, O(on_collapse), 0, "warn", 0, 0, "warn|reinit|stop", "Action on a collapse alert."},
+    {"reseed_rows", CFGT_ENUM, O(reseed_rows), 0, "queries", 0, 0, "queries|keys",
+     "With gma.on_collapse \"reinit\": the rows of the batch a dead component is re-seeded from, k-means++ style: the "
+     "query rows, or the key rows (docs/routing.md)."},
     {"entropy_min", CFGT_REAL, O(entropy_min), 0, "1.5", 0, 1e6, NULL, "Alert when mean responsibility entropy (nats) is below."},
     {"util_min_share", CFGT_REAL, O(util_min_share), 0, "0.02", 0, 1, NULL, "A component is dead below this share of 1/Kc."},
     {"patience", CFGT_INT, O(patience), 0, "3", 1, 1000000, NULL, "Checks a component must stay dead before an alert."},
@@ -132,6 +153,8 @@ typedef struct GmaPriv {
     int softmax, ema, kmeans;
     int delta;                /* gma.write "delta": the delta-rule write (docs/model.md §3.10) */
     int slot_decay;           /* gma.slot_decay: the slots' decay logits theta [H,Kc] */
+    int topk;                 /* gma.topk: k (0 = dense) */
+    double topk_noise;        /* gma.topk_noise: s */
     real tau, var_floor, eps;
     double mean_scale, ema_decay, var0;
     int div_on, div_mode;
@@ -142,10 +165,14 @@ typedef struct GmaPriv {
     const real *params_last;  /* of the last forward, for query_resp */
     real *gq_buf;             /* query_resp's recomputed responsibilities (backend memory) */
     size_t gq_cap;
+    real *gk_buf;             /* key_resp's, the same way */
+    size_t gk_cap;
     MixerMonitor mon;
+    GmaWindow *win;           /* gma.window: the exact local window (gma_window.h); NULL without */
 } GmaPriv;
 
 static int gma_layers(const Config *c);
+static int topk_validate(const Config *c, const GmaCfg *g);
 static int gma_validate(const Config *c) {
     const GmaCfg *g = gcfg(c);
     if (g->init == GINIT_ORTHOGONAL && g->routing != ROUTING_SOFTMAX)
@@ -202,6 +229,7 @@ static int gma_validate(const Config *c) {
                                   "responsibilities and d %d values in shared memory: at most 1024 each", kc, d);
         }
     }
+    if (g->topk > 0 && topk_validate(c, g) != 0) return -1;
     if (g->dirichlet_weight > 0 && g->on_collapse == COLLAPSE_REINIT)
         return gma_errorf("key gma.dirichlet_weight: with gma.on_collapse \"reinit\" the monitor would re-seed the "
                           "components the prior drops; use \"warn\" or \"stop\"");
@@ -243,6 +271,7 @@ static Mixer *gma_create(const Config *c, int layer, ParamTable *pt, const char 
         return NULL;
     if (gcfg(c)->write == WRITE_DELTA && !cfg_causal(c)) /* also for callers that build without cfg_validate */
         return gma_errorf("key gma.write: \"delta\" (layer %d) is a causal recurrence", layer), NULL;
+    if (gma_window_need_ops(c) != 0) return NULL;
     Mixer *m = mixer_new(&mixer_gma, c, pt);
     GmaPriv *g = xcalloc(1, sizeof *g);
     const GmaCfg *gc = gcfg(c);
@@ -257,6 +286,8 @@ static Mixer *gma_create(const Config *c, int layer, ParamTable *pt, const char 
     g->ema = gc->memory == MEMORY_EMA;
     g->delta = gc->write == WRITE_DELTA;
     g->slot_decay = g->delta && gc->slot_decay;
+    g->topk = gc->topk;
+    g->topk_noise = gc->topk_noise;
     g->kmeans = gc->init == GINIT_KMEANS;
     g->orthogonal = gc->init == GINIT_ORTHOGONAL;
     g->ema_decay = gc->ema_decay;
@@ -267,6 +298,7 @@ static Mixer *gma_create(const Config *c, int layer, ParamTable *pt, const char 
     g->mon = (MixerMonitor){.every = gc->monitor_every,
                             .reinit = gc->on_collapse == COLLAPSE_REINIT,
                             .stop = gc->on_collapse == COLLAPSE_STOP,
+                            .reseed_keys = gc->reseed_rows == RESEED_KEYS,
                             .entropy_min = gc->entropy_min,
                             .util_min_share = gc->util_min_share,
                             .patience = gc->patience,
@@ -279,7 +311,8 @@ static Mixer *gma_create(const Config *c, int layer, ParamTable *pt, const char 
                             .merge_dist = gc->merge_dist,
                             .prune_below = gc->prune_below,
                             .split_above = gc->split_above,
-                            .split_shift = gc->split_shift};
+                            .split_shift = gc->split_shift,
+                            .diag_every = gc->diag_every};
     g->div_mode = gc->div_mode == DIV_BATCH;
     if (g->softmax)
         g->mean_scale = gc->init_mean_scale > 0 ? gc->init_mean_scale : 1 / sqrt((double)m->d);
@@ -321,6 +354,7 @@ static Mixer *gma_create(const Config *c, int layer, ParamTable *pt, const char 
         snprintf(name, sizeof name, "%s.gma.slot_decay", prefix);
         m->p[P_SD] = pt_add2(pt, name, m->H, g->Kc, INIT_CONST, SLOT_DECAY_INIT, GROUP_MIXTURE);
     }
+    g->win = gma_window_create(m, c, pt, prefix);
     return m;
 }
 
@@ -372,7 +406,12 @@ static size_t gma_act(const Mixer *m, int B, int N) {
     if (g->delta) /* qh kh vh oh gq gk gb Sck */
         return 4 * hs + 2 * gs + (size_t)B * m->H * N + (size_t)B * m->H * n_ck(m, N) * g->Kc * m->d +
                attn_proj_act_size(m, B, N);
-    return 4 * hs + (size_t)B * m->H * N + (g->ema ? 2 * gs : 0) + attn_proj_act_size(m, B, N);
+    return 4 * hs + (size_t)B * m->H * N + (g->ema ? 2 * gs : 0) + (g->win ? gma_window_act(m, B, N) : 0) +
+           attn_proj_act_size(m, B, N);
+}
+/* gma.window's blocks: in act just before the projections' block, in scratch at its end */
+static real *win_act(const Mixer *m, const real *act, int B, int N) {
+    return attn_proj_act(m, act, B, N) - gma_window_act(m, B, N);
 }
 
 /* (batch, head) rows in one backward group (see the top of the file): at least gh, and as
@@ -407,7 +446,10 @@ static size_t gma_scratch(const Mixer *m, int B, int N) {
     if (g->ema) return 5 * hs + 2 * gs;
     if (g->delta) return 5 * hs + 2 * gs + 2 * (size_t)B * m->H * N; /* the backward's; the forward's is smaller */
     size_t grp = (g->Kc <= m->d ? 3 : 4) * (size_t)group_heads(m, B, N) * N * g->Kc; /* dgq in dk's rows when it fits */
-    return GMA_MAX(fwd_dec_scratch(m, B, N), 3 * hs + GMA_MAX(hs, grp));
+    return GMA_MAX(fwd_dec_scratch(m, B, N), 3 * hs + GMA_MAX(hs, grp)) + (g->win ? gma_window_scratch(m, B, N) : 0);
+}
+static real *win_scratch(const Mixer *m, real *scratch, int B, int N) {
+    return scratch + gma_scratch(m, B, N) - gma_window_scratch(m, B, N);
 }
 
 /* the Gaussian routing of queries and keys (forward 2, backward 4 products of 2 N Kc d a
@@ -422,7 +464,7 @@ static double gma_fused_flops(const Mixer *m, int B, int N, int causal) {
     if (g->delta) /* the routing's 2 + 4 products (the responsibilities are saved) and cpu_delta.c's 22 d Kc a token */
         return (g->softmax ? 0 : 2 * BH * 6 * 2.0 * N * g->Kc * m->d) + BH * N * g->Kc * m->d * 22;
     return route + linmix_flops(BH, N, g->Kc, m->d, causal, g->chunk) +
-           linmix_rescan_flops(BH, N, g->Kc, m->d, causal, g->chunk);
+           linmix_rescan_flops(BH, N, g->Kc, m->d, causal, g->chunk) + (g->win ? gma_window_flops(g->win, m, B, N, causal) : 0);
 }
 
 /* the saved activations; gq, gk only with the EMA memory (NULL: in scratch, recomputed) */
@@ -475,6 +517,43 @@ static void route_forward(const Mixer *m, const real *params, real *gamma, const
     route_forward_heads(m, params, gamma, x, B, m->H, 0, N);
 }
 
+/* ---- gma.topk (docs/model.md §3.12): the responsibilities gamma [B,H,N,Kc] of sequences b0..,
+ * heads h0.. cut in place to each row's k largest and renormalised (gma_topk_forward), with
+ * the Gumbel noise of c->noise in a training forward and its backward (c NULL: none, as in
+ * decoding, prefill and the monitor's recomputation). which: 0 queries, 1 keys. The backward
+ * needs no op of its own: the cut after the routing's softmax is a softmax over the kept
+ * entries, whose gradient is the routing backward's at the cut responsibilities. */
+static void topk_cut(const Mixer *m, const MixerCtx *c, real *gamma, int B, int H, int b0, int h0, int N, int which) {
+    const GmaPriv *g = m->priv;
+    if (g->topk <= 0) return;
+    GmaTopkNoise z;
+    int noisy = c && c->training && c->noise && g->topk_noise > 0;
+    if (noisy) z = (GmaTopkNoise){.drop = *c->noise, .scale = g->topk_noise, .which = which, .b0 = b0, .h0 = h0, .H = m->H};
+    g_ops->gma_topk_forward(gamma, gamma, B, H, N, g->Kc, g->topk, noisy ? &z : NULL);
+}
+
+/* gma.topk's refusals: k below every GMA layer's Kc; the mixer gma only (auto, gated and GMA
+ * cross-attention route through other code); no structural adaptation of K */
+static int topk_validate(const Config *c, const GmaCfg *g) {
+    for (int l = 0; l < c->model.n_layers; l++) {
+        const MixerVT *vt = mixer_of_layer(c, l);
+        if (!vt || !vt->gma_layer) continue;
+        if (vt != &mixer_gma)
+            return gma_errorf("key gma.topk: built for mixer \"gma\"; layer %d's mixer \"%s\" keeps dense routing", l,
+                              vt->name);
+        if (g->topk >= gma_layer_kc(c, l))
+            return gma_errorf("key gma.topk: %d keeps all %d components of layer %d (gma.n_components): below Kc, "
+                              "or 0 for dense routing", g->topk, gma_layer_kc(c, l), l);
+    }
+    const CrossCfg *x = cross_cfg(c);
+    if (x->mixer == CROSS_GMA || (x->mixer != CROSS_NONE && x->enc_mixer == CROSS_GMA))
+        return gma_errorf("key gma.topk: built for mixer \"gma\"; the GMA cross-attention layers (cross.mixer, "
+                          "cross.enc_mixer) keep dense routing");
+    if (g->adapt_every > 0)
+        return gma_errorf("key gma.topk: the structural adaptation of K (gma.adapt_every) would move Kc under k");
+    return 0;
+}
+
 /* dx += ..., parameter gradients += ...; dgamma is overwritten (softmax routing); heads as
  * route_forward_heads */
 static void route_backward_heads(const Mixer *m, const real *params, real *grads, real *dx, real *dgamma,
@@ -521,6 +600,8 @@ void gma_mix_forward(Mixer *m, const MixerCtx *c, const real *params, real *act,
     }
     route_forward(m, params, a.gq, a.qh, B, N);
     route_forward(m, params, a.gk, a.kh, B, N);
+    topk_cut(m, c, a.gq, B, H, 0, 0, N, 0);
+    topk_cut(m, c, a.gk, B, H, 0, 0, N, 1);
     mask_rows(a.gk, c->keymask, B, H, N, Kc);
     if (g->ema) {
         const real *M = MP(m, params, P_MEM);
@@ -552,6 +633,8 @@ static void delta_mix_forward(Mixer *m, const MixerCtx *c, const real *params, c
     g->params_last = params;
     route_forward(m, params, a.gq, a.qh, B, N);
     route_forward(m, params, a.gk, a.kh, B, N);
+    topk_cut(m, c, a.gq, B, H, 0, 0, N, 0);
+    topk_cut(m, c, a.gk, B, H, 0, 0, N, 1);
     mask_rows(a.gk, c->keymask, B, H, N, Kc); /* a zero key writes nothing */
     linear_forward(scratch, h, MP(m, params, P_BW), MP(m, params, P_BB), B * N, m->Dm, H);
     g_ops->split_heads(a.gb, scratch, B, N, H, 1);
@@ -603,7 +686,9 @@ static void gma_forward(Mixer *m, const MixerCtx *c, real *y, const real *h, con
         delta_mix_forward(m, c, params, h, act, scratch);
     else
         gma_mix_forward(m, c, params, act, scratch);
-    attn_proj_out(m, params, y, a.oh, scratch, c->B, c->N);
+    const real *o = g->win ? gma_window_forward(g->win, m, c, params, a.qh, a.kh, a.vh, a.oh, win_act(m, act, c->B, c->N))
+                           : a.oh;
+    attn_proj_out(m, params, y, o, scratch, c->B, c->N);
 }
 
 /* incremental decoding: the routing of one token, then the linear core's state step, or a
@@ -614,7 +699,11 @@ static size_t gma_core_state(const Mixer *m) {
     if (g->delta) return (size_t)m->H * g->Kc * m->d; /* S [H,Kc,d] */
     return g->ema ? 0 : linmix_decode_state(m->H, g->Kc, m->d);
 }
-static size_t gma_dstate(const Mixer *m, int Nmax) { return gma_core_state(m) + attn_proj_state_size(m); }
+/* then gma.window's ring */
+static size_t gma_dstate(const Mixer *m, int Nmax) {
+    const GmaPriv *g = m->priv;
+    return gma_core_state(m) + attn_proj_state_size(m) + (g->win ? gma_window_state(g->win, m, Nmax) : 0);
+}
 static void gma_decode(Mixer *m, real *y, const real *h, const real *params, real *state, int B, int pos, int Nmax,
                        real *act, real *scratch) {
     const GmaPriv *g = m->priv;
@@ -626,6 +715,8 @@ static void gma_decode(Mixer *m, real *y, const real *h, const real *params, rea
     if (g->delta) { /* gq, gk, gb in act */
         route_forward(m, params, a.gq, a.qh, B, 1);
         route_forward(m, params, a.gk, a.kh, B, 1);
+        topk_cut(m, NULL, a.gq, B, m->H, 0, 0, 1, 0);
+        topk_cut(m, NULL, a.gk, B, m->H, 0, 0, 1, 1);
         linear_forward(a.gb, h, MP(m, params, P_BW), MP(m, params, P_BB), B, m->Dm, H); /* [B,H] */
         g_ops->delta_step(a.oh, state, ss, a.gq, a.gk, a.vh, NULL, a.gb, NULL, NULL, slot_theta(m, params), B, H, Kc, d, 1);
         attn_proj_out(m, params, y, a.oh, scratch, B, 1);
@@ -636,15 +727,21 @@ static void gma_decode(Mixer *m, real *y, const real *h, const real *params, rea
         a.gk = a.gq + (size_t)B * gs;
     }
     route_forward(m, params, a.gq, a.qh, B, 1);
+    topk_cut(m, NULL, a.gq, B, H, 0, 0, 1, 0);
     if (g->ema) {
         for (int b = 0; b < B; b++)
             g_ops->matmul_strided(a.oh + b * hs, a.gq + b * gs, MP(m, params, P_MEM), 1, d, Kc, 0, 0, 1, 0, H, (size_t)Kc,
                                   (size_t)Kc * d, (size_t)d);
     } else {
         route_forward(m, params, a.gk, a.kh, B, 1);
+        topk_cut(m, NULL, a.gk, B, H, 0, 0, 1, 1);
         g_ops->linmix_step(a.oh, state, ss, a.gq, a.gk, a.vh, B, H, Kc, d, g->eps);
     }
-    attn_proj_out(m, params, y, a.oh, scratch, B, 1);
+    const real *o = a.oh;
+    if (g->win)
+        o = gma_window_step(g->win, m, params, state + gma_core_state(m) + attn_proj_state_size(m), ss, a.qh, a.kh, a.vh,
+                            a.oh, B, pos, Nmax, win_act(m, act, B, 1));
+    attn_proj_out(m, params, y, o, scratch, B, 1);
 }
 
 /* prefill: the linear core's state from the forward's keys, routed again (the forward keeps
@@ -665,8 +762,12 @@ static void gma_prefill(Mixer *m, const MixerCtx *c, const real *h, const real *
         return;
     }
     route_forward(m, params, scratch, a.kh, c->B, c->N);
+    topk_cut(m, NULL, scratch, c->B, m->H, 0, 0, c->N, 1);
     mask_rows(scratch, c->keymask, c->B, m->H, c->N, g->Kc);
     linmix_prefill(state, gma_dstate(m, Nmax), scratch, a.vh, c->B, m->H, c->N, g->Kc, m->d);
+    if (g->win)
+        gma_window_prefill(g->win, m, c, a.kh, a.vh, state + gma_core_state(m) + attn_proj_state_size(m),
+                           gma_dstate(m, Nmax), Nmax);
 }
 
 /* The Dirichlet prior's gradient (docs/model.md §4.1), scale x dL/dl into the prior logits'
@@ -729,6 +830,8 @@ real *gma_mix_backward(Mixer *m, const MixerCtx *c, const real *params, real *gr
             real *gq = grp, *gk = gq + gg, *dgk = gk + gg, *dgq = in_dk ? dk + ox : dgk + gg;
             route_forward_heads(m, params, gq, a.qh + ox, nb, hn, h0, N);
             route_forward_heads(m, params, gk, a.kh + ox, nb, hn, h0, N);
+            topk_cut(m, c, gq, nb, hn, b, h0, N, 0);
+            topk_cut(m, c, gk, nb, hn, b, h0, N, 1);
             mask_rows(gk, km, nb, hn, N, Kc);
             g_ops->zero(dgq, sizeof(real) * gg);
             g_ops->zero(dgk, sizeof(real) * gg);
@@ -763,8 +866,12 @@ static void gma_backward(Mixer *m, const MixerCtx *c, real *dh, const real *dy, 
     }
     size_t hs = (size_t)B * N * m->D;
     real *doh = scratch, *dv = doh + hs, *dk = dv + hs;
-    attn_proj_out_backward(m, params, grads, doh, dy, carve(m, B, N, act).oh, doh, dv, B, N);
+    Acts a = carve(m, B, N, act);
+    real *wa = g->win ? win_act(m, act, B, N) : NULL, *ws = g->win ? win_scratch(m, scratch, B, N) : NULL;
+    attn_proj_out_backward(m, params, grads, doh, dy, g->win ? gma_window_mix(m, B, N, wa) : a.oh, doh, dv, B, N);
+    if (g->win) gma_window_backward_split(g->win, m, c, params, grads, doh, a.oh, wa, ws);
     real *tmp = gma_mix_backward(m, c, params, grads, act, scratch);
+    if (g->win) gma_window_backward_attn(g->win, m, c, doh, dk, dv, a.qh, a.kh, a.vh, wa, ws);
     attn_proj_qkv_conv_backward(m, c, params, grads, dh, h, doh, dk, dv, attn_proj_act(m, act, B, N), tmp);
 }
 
@@ -774,16 +881,22 @@ void gma_mix_step(Mixer *m, const real *params, real *oh, real *state, size_t st
     real *gq = scratch, *gk = gq + (size_t)B * m->H * g->Kc;
     route_forward(m, params, gq, qh, B, 1);
     route_forward(m, params, gk, kh, B, 1);
+    topk_cut(m, NULL, gq, B, m->H, 0, 0, 1, 0);
+    topk_cut(m, NULL, gk, B, m->H, 0, 0, 1, 1);
     g_ops->linmix_step(oh, state, stride, gq, gk, vh, B, m->H, g->Kc, m->d, g->eps);
 }
 
 int gma_cfg_memory(const Config *c) { return gcfg(c)->memory == MEMORY_EMA; }
+int gma_cfg_delta(const Config *c) { return gcfg(c)->write == WRITE_DELTA; }
+int gma_cfg_diag_every(const Config *c) { return gcfg(c)->diag_every; }
 size_t gma_mix_step_state(const Mixer *m) { return linmix_decode_state(m->H, ((const GmaPriv *)m->priv)->Kc, m->d); }
 size_t gma_mix_step_scratch(const Mixer *m, int B) { return 2 * (size_t)B * m->H * ((const GmaPriv *)m->priv)->Kc; }
 
 static void gma_destroy(Mixer *m) {
     GmaPriv *g = m->priv;
     if (g->gq_buf) g_ops->free(g->gq_buf);
+    gma_window_destroy(g->win);
+    if (g->gk_buf) g_ops->free(g->gk_buf);
     free(m->priv);
     free(m);
 }
@@ -801,22 +914,28 @@ static int gma_rank_averaged(const Mixer *m, int tensor) {
 }
 
 /* ================= routing-health hooks (docs/routing.md; used by train/health.c) ================= */
-/* the query responsibilities of the last forward: saved with the EMA memory, else
- * recomputed from the saved qh into a buffer of the mixer (the parameter buffer that forward
- * read, with its current values) */
-static const real *query_resp(const Mixer *m, const real *act, int B, int N) {
+/* the query (key = 0) or key (key = 1) responsibilities of the last forward: saved with the
+ * EMA memory and the delta write, else recomputed from the saved qh or kh into a buffer of
+ * the mixer (the parameter buffer that forward read, with its current values); recomputed
+ * key rows of padding are not zeroed; with gma.topk always recomputed, dense: the monitor
+ * describes the routing before the cut (docs/model.md §3.12) */
+static const real *resp_of(const Mixer *m, const real *act, int B, int N, int key) {
     GmaPriv *g = m->priv;
-    if (g->ema || g->delta) return carve(m, B, N, act).gq;
+    Acts a = carve(m, B, N, act);
+    if ((g->ema || g->delta) && g->topk <= 0) return key ? a.gk : a.gq;
     if (!g->params_last) return NULL;
     size_t n = (size_t)B * m->H * N * g->Kc;
-    if (n > g->gq_cap) {
-        if (g->gq_buf) g_ops->free(g->gq_buf);
-        g->gq_buf = g_ops->alloc(n * sizeof(real));
-        g->gq_cap = n;
+    real **buf = key ? &g->gk_buf : &g->gq_buf;
+    size_t *cap = key ? &g->gk_cap : &g->gq_cap;
+    if (n > *cap) {
+        if (*buf) g_ops->free(*buf);
+        *buf = g_ops->alloc(n * sizeof(real));
+        *cap = n;
     }
-    route_forward(m, g->params_last, g->gq_buf, carve(m, B, N, act).qh, B, N);
-    return g->gq_buf;
+    route_forward(m, g->params_last, *buf, key ? a.kh : a.qh, B, N);
+    return *buf;
 }
+static const real *query_resp(const Mixer *m, const real *act, int B, int N) { return resp_of(m, act, B, N, 0); }
 
 static void h_components(const Mixer *m, const real *act, int B, int N, MixerComponents *out) {
     const GmaPriv *g = m->priv;
@@ -831,7 +950,10 @@ static void h_components(const Mixer *m, const real *act, int B, int N, MixerCom
                              .kmeans = g->kmeans,
                              .mon = g->mon,
                              .qh = act ? carve(m, B, N, act).qh : NULL,
-                             .gq = act ? query_resp(m, act, B, N) : NULL};
+                             .kh = act ? carve(m, B, N, act).kh : NULL,
+                             .gq = act ? query_resp(m, act, B, N) : NULL,
+                             /* only for the recall diagnosis and key re-seeding: the monitor reads queries alone */
+                             .gk = act && (g->mon.diag_every > 0 || g->mon.reseed_keys) ? resp_of(m, act, B, N, 1) : NULL};
 }
 
 static long valid_rows(const MixerCtx *c) {

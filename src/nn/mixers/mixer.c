@@ -111,6 +111,7 @@ int mixer_config_sections(const CfgSection **out, int max) {
     if (n < max) out[n++] = &g_attn_section;
     if (n < max) out[n++] = &linear_core_section; /* gma.eps, gma.chunk: read by gma, linear and performer */
     if (n < max) out[n++] = &auto_threshold_section; /* model.auto_threshold (auto.c) */
+    if (n < max) out[n++] = &gma_window_section;     /* gma.window, gma.window_share (gma_window.c) */
     for (int i = 0; i < N_MIXERS; i++)
         if (g_mixers[i]->config && n < max) out[n++] = g_mixers[i]->config;
     if (n < max) out[n++] = &g_layers_section;
@@ -311,6 +312,18 @@ int mixer_need(const char *mixer, int present, const char *op) {
 }
 
 double mixer_no_fused_flops(const Mixer *m, int B, int N, int causal) { return 0; }
+
+/* the visible (query, key) pairs of N tokens: causal N (N + 1) / 2, bidirectional N^2; with
+ * a window W, each query's band: min(i + 1, W) causal, min(i + W, N) - max(0, i - W + 1) */
+static double visible_pairs(int N, int causal, int W) {
+    double n = N;
+    if (W <= 0 || W >= N) return causal ? n * (n + 1) / 2 : n * n;
+    double w = W, inner = w * (w + 1) / 2 + (n - w) * w; /* causal: the ramp, then W a row */
+    return causal ? inner : 2 * inner - n;                  /* the band is both sides less the diagonal */
+}
+
+/* S and P V forward; S again, dP, dV, dK, dQ backward: 2 d each per visible pair */
+double attn_tile_flops(double BH, int N, int d, int causal, int W) { return BH * 7 * 2.0 * d * visible_pairs(N, causal, W); }
 
 double linmix_flops(double BH, int N, int F, int d, int causal, int C) {
     if (!causal) return BH * 6 * 2.0 * N * F * d; /* S, out; dS, dphk, dV, dphq */

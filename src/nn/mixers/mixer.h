@@ -39,6 +39,10 @@ typedef struct MixerCtx {
     /* attention dropout of this layer (host memory; NULL = none: evaluation, decoding,
      * rate 0), set by the model for training forwards and their backward (docs/model.md §8) */
     const GmaDrop *attn_drop;
+    /* the layer's stream of a mixer's own training noise (GMA's top-k routing noise, site
+     * GMA_DROP_ROUTE; host memory), set by the model for training forwards and their
+     * backward whatever the dropout rates; NULL = none (evaluation, decoding) */
+    const GmaDrop *noise;
     /* rows of all ranks for k-means and re-seeding (NULL: this process's rows) */
     MixerGatherFn gather;
     void *gather_ctx;
@@ -49,6 +53,7 @@ typedef struct MixerCtx {
 typedef struct MixerMonitor {
     int every;             /* check period in steps (0 = off) */
     int reinit, stop;      /* on a collapse alert: re-seed dead components / stop the run */
+    int reseed_keys;       /* re-seed from the key rows (gma.reseed_rows "keys"), else the query rows */
     double entropy_min;    /* alert below this mean responsibility entropy (nats) */
     double util_min_share; /* a component is dead below this share of 1/Kc */
     int patience;          /* checks a component must stay dead before an alert */
@@ -62,6 +67,7 @@ typedef struct MixerMonitor {
     double prune_below;    /* prune a component whose load is below this share of 1/K */
     double split_above;    /* split a component whose load is above this share of 1/K (0 = never) */
     double split_shift;    /* the copies' offset, in standard deviations along the widest axis */
+    int diag_every;        /* the recall diagnosis (gma.diag_every; train/routing_diag.h): every this many steps (0 = off) */
 } MixerMonitor;
 
 /* A dropped component's prior logit (gma.dirichlet_*, docs/model.md §4.1): its mixture
@@ -90,6 +96,9 @@ typedef struct MixerComponents {
                       * NULL when act is NULL or that forward kept none (auto's sdpa path) */
     const real *gq;  /* [B,H,N,Kc] query responsibilities of the last forward (backend memory,
                       * inside act); NULL as qh */
+    const real *kh;  /* [B,H,N,d] key rows of the last forward, as qh */
+    const real *gk;  /* [B,H,N,Kc] key responsibilities of the last forward, the same way (padded
+                      * rows need not be zero: a reader skips them); NULL as qh */
 } MixerComponents;
 
 /* Optional routing-health hooks (docs/routing.md), implemented by the GMA mixer (and
@@ -221,6 +230,8 @@ int mixer_need(const char *mixer, int present, const char *op);
 const char *mixer_auto_choice(const Mixer *m, int N);
 /* model.auto_threshold's section (prefix model), owned by auto.c */
 extern const CfgSection auto_threshold_section;
+/* gma.window, gma.window_share: a stored section of gma_window.c (prefix gma) */
+extern const CfgSection gma_window_section;
 /* mixer "auto": its threshold (model.auto_threshold, or the calibrated one) */
 int mixer_auto_threshold(const Mixer *m);
 /* mixer "auto", for gradient checks of its distillation: on 1, the next forward's
@@ -234,6 +245,10 @@ int mixer_auto_probe(Mixer *m, int on);
 /* the probe's sums since it was switched on: *mse the mean squared gap, *rel sum of the
  * squared gaps over sum oh_sdpa^2; -1 when no forward ran with it */
 int mixer_auto_gap(const Mixer *m, double *mse, double *rel);
+/* any mixer: 1 when it is "auto" and its last forward was a distilled training call
+ * (auto.distill_weight > 0, the sdpa path), with *dist that call's unweighted
+ * sum (oh_gma - oh_sdpa)^2 / sum oh_sdpa^2 (the attention-transfer loss of the layer); else 0 */
+int mixer_auto_transfer(const Mixer *m, double *dist);
 /* gma.n_components of model layer `layer` (gma.c): the one number, or the entry of that
  * layer among the layers whose mixer holds a GMA path (MixerVT.gma_layer) */
 int gma_layer_kc(const Config *c, int layer);
@@ -306,6 +321,10 @@ void attn_proj_qkv_backward(const Mixer *m, const real *params, real *grads, rea
 /* ---- FLOP counts (MixerVT.fused_flops; mixer.c) ---- */
 /* the fused_flops of a mixer with no products outside the op table: 0 */
 double mixer_no_fused_flops(const Mixer *m, int B, int N, int causal);
+/* the tile products of the tiled softmax attention (ops.h attn_forward + attn_backward) over
+ * BH heads of N tokens, causal or not, with a sliding window W (0 = none): S and P V
+ * forward; S again, dP, dV, dK, dQ backward; 2 d each per visible (query, key) pair */
+double attn_tile_flops(double BH, int N, int d, int causal, int W);
 /* the products of the normalised linear mixing core (docs/model.md §3.1) over BH heads,
  * forward and backward, as the CPU backend runs them (cpu_linmix.c): bidirectional, or
  * causal in chunks of C; F features, d value channels */
@@ -333,6 +352,10 @@ void linmix_prefill(real *state, size_t ss, const real *phk, const real *v, int 
 /* the prefill of sdpa and sdpa_ref: the forward's k, v rows [B,H,N,d] (act: qh, kh, vh first)
  * into rows 0..N-1 of each head's cache of Nmax rows; with N > Nmax (sdpa.window's ring of
  * Nmax rows), the last Nmax tokens, token p in row p mod Nmax as attn_step leaves them */
+/* the ring copy of attn_mixer_prefill for any state layout: the forward's k, v rows [B,H,N,d]
+ * into the caches of Nmax rows (attn_decode_state) at cache + b ss, the last min(N, Nmax)
+ * tokens, token p in row p mod Nmax */
+void attn_ring_prefill(real *cache, size_t ss, const real *kh, const real *vh, int B, int H, int N, int d, int Nmax);
 void attn_mixer_prefill(Mixer *m, const MixerCtx *c, const real *h, const real *params, const real *act, real *state,
                         int Nmax, real *scratch);
 

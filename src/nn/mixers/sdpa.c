@@ -64,18 +64,8 @@ static size_t sdpa_act(const Mixer *m, int B, int N) {
     return 4 * (size_t)B * N * m->D + (size_t)B * m->H * N + (size_t)B * N + attn_proj_act_size(m, B, N);
 }
 static size_t sdpa_scratch(const Mixer *m, int B, int N) { return 5 * (size_t)B * N * m->D; }
-/* the visible (query, key) pairs of N tokens: causal N (N + 1) / 2, bidirectional N^2; with
- * a window W, each query's band: min(i + 1, W) causal, min(i + W, N) - max(0, i - W + 1) */
-static double visible_pairs(int N, int causal, int W) {
-    double n = N;
-    if (W <= 0 || W >= N) return causal ? n * (n + 1) / 2 : n * n;
-    double w = W, inner = w * (w + 1) / 2 + (n - w) * w; /* causal: the ramp, then W a row */
-    return causal ? inner : 2 * inner - n;                  /* the band is both sides less the diagonal */
-}
-/* the tile products: S and P V forward; S again, dP, dV, dK, dQ backward; 2 d each per
- * visible (query, key) pair */
 static double sdpa_fused_flops(const Mixer *m, int B, int N, int causal) {
-    return (double)B * m->H * 7 * 2.0 * m->d * visible_pairs(N, causal, window_of(m));
+    return attn_tile_flops((double)B * m->H, N, m->d, causal, window_of(m));
 }
 
 static void sdpa_forward(Mixer *m, const MixerCtx *c, real *y, const real *h, const real *params, real *act,

@@ -3,7 +3,7 @@
  * (ops/ops.h), the functions cuda_core.cu gathers into its GmaOps table. Each cuda_<op>
  * lives in the file named for its kind: cuda_core.cu (memory, the backend hooks, matrix
  * products, elementwise ops, reductions, the optimisers), cuda_nn.cu (GELU, LayerNorm,
- * embeddings, cross-entropy, heads, softmax, masks), cuda_linmix.cu, cuda_gma_route.cu,
+ * embeddings, cross-entropy, heads, softmax, masks), cuda_linmix.cu, cuda_gma_route.cu, cuda_gma_topk.cu,
  * cuda_gma_div.cu, cuda_cls.cu, cuda_baselines.cu, cuda_sdpa.cu, cuda_mamba.cu, cuda_delta.cu. */
 #ifndef GMA_OPS_CUDA_H
 #define GMA_OPS_CUDA_H
