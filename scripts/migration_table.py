@@ -12,7 +12,7 @@ import os
 import statistics
 import sys
 
-from results_page import kept_section
+from results_common import kept_section
 
 ARMS = [("full", "migrated: transfer + window + distillation"),
         ("notransfer", "migrated without the transfer"),

@@ -63,3 +63,21 @@ def verdict_word(v):
     return "n/a (one seed)" if v is None else ("yes" if v else "no")
 
 MQAR_HEAD = "## Associative recall (MQAR, Zoology protocol)"
+
+
+def kept_section(path, head):
+    """The section `head` of the page at path as it stands (scripts/reproduce_longctx.sh
+    --write-docs writes it from its own JSON), so that rewriting the page keeps it."""
+    try:
+        with open(path) as f:
+            lines = f.read().split("\n")
+    except OSError:
+        return []
+    if head not in lines:
+        return []
+    i = lines.index(head)
+    j = next((k for k in range(i + 1, len(lines)) if lines[k].startswith("## ")), len(lines))
+    sec = lines[i:j]
+    while sec and not sec[-1].strip():
+        sec.pop()
+    return sec + [""]

@@ -71,23 +71,6 @@ def split_lines(meta_path):
     except (OSError, ValueError, KeyError, TypeError):
         return []
 
-def kept_section(path, head):
-    """The section `head` of the page at path as it stands (scripts/reproduce_longctx.sh
-    --write-docs writes it from its own JSON), so that rewriting the page keeps it."""
-    try:
-        with open(path) as f:
-            lines = f.read().split("\n")
-    except OSError:
-        return []
-    if head not in lines:
-        return []
-    i = lines.index(head)
-    j = next((k for k in range(i + 1, len(lines)) if lines[k].startswith("## ")), len(lines))
-    sec = lines[i:j]
-    while sec and not sec[-1].strip():
-        sec.pop()
-    return sec + [""]
-
 def results_md(small_path, routing_path, out_path, figdir, do_plots, notes=()):
     small = load(small_path) if small_path else None
     routing = load(routing_path) if routing_path else None

@@ -49,7 +49,8 @@ bench_torch.sh:--mixers --B --T --V --steps --repeat --threads --out
 check_data_parallel.sh:--bin --device --out --way --steps
 gpu_check.sh:--out --bin --precisions --mixers --extra --sections
 migrate.sh:--teacher --data --steps-per-phase --total-steps --out --name --seed --lr --threads --set --transfer-steps --transfer-lr --eval-batches --distill-weight --distill-temperature --bench-seq --gate-ppl-phase1 --gate-ppl-phase2 --phase2-against --gate-bench-phase3 --gate-util --util-warn --phases --window
-reproduce_migration.sh:--sotu --steps --steps-per-phase --seeds --eval-speeches --threads --bench-seq --out --phases
+reproduce_migration.sh:--teacher --teacher-steps --budget --transfer-steps --window --seeds --threads --bench-seq --arms --out --sotu
+migrate_gpt2_shape.sh:--vocab --steps --transfer-steps --seq --threads --out --sotu
 reproduce_cross.sh run:--out --kinds --steps --threads --seed --set
 reproduce_cross.sh write R.json:--out --note
 reproduce_cross.sh collect DIR:--command
@@ -74,7 +75,8 @@ reproduce_future.sh|--varaints|--variants
 reproduce_mqar.sh|--widht|--widths
 reproduce_wikitext.sh|--profil|--profile
 reproduce_lra.sh|--task|--tasks
-reproduce_migration.sh|--step|--steps
+reproduce_migration.sh|--budgt|--budget
+migrate_gpt2_shape.sh|--vocb|--vocab
 reproduce_cross.sh run|--kind|--kinds
 migrate.sh|--teachr|--teacher
 lra_dry_run.sh|--step|--steps
@@ -694,5 +696,28 @@ out=$(GNUPLOT=no-such-gnuplot python3 scripts/routing_diag.py "$tmp/rd" 2>&1); r
 out=$(python3 scripts/routing_diag.py "$tmp/rd/self-s1" 2>&1); rc=$?
 [ $rc -ne 0 ] && [ "$(printf '%s\n' "$out" | wc -l)" = 1 ] && [[ "$out" == *"no <self|cross|reinit|reseedk>-s<seed>/metrics.jsonl"* ]] \
   && ok "routing_diag.py: a directory without runs refused in one line" || bad "routing_diag.py without runs: exit $rc, '$out'"
+# migration_table.py (reproduce_migration.sh's page) on a fixture of two seeds: every arm's
+# row with its mean, spread and differences, the gates counted, a page's "What it shows" kept
+mt=$tmp/mt; mkdir -p "$mt/teacher"
+echo '{"train": {"steps": 3000}}' > "$mt/teacher/config.json"
+sj() { printf '{"train_seconds": 100, "valid": {"ppl": %s}, "test": {"ppl": %s}}\n' "$2" "$3" > "$1/summary.json"; }
+sj "$mt/teacher" 120 160
+for s in 1337 1338; do
+  for a in full notransfer nowindow; do
+    mkdir -p "$mt/s$s/$a"
+    v=$([ $a = full ] && echo 121 || echo 130); [ $s = 1338 ] && v=$((v + 2))
+    printf '{"teacher_valid_ppl": 120, "teacher_test_ppl": 160, "n_components": 32, "total_steps": 200, "lr": 5e-4, "transfer": {"steps": 100, "lr": 0.01}, "distill": {"weight": 0.5, "temperature": 2},\n "phases": [{"phase": 3, "valid_ppl": %s, "test_ppl": 150, "gate_passed": %s, "gates": ["ppl passed"], "utilisation": [{"layer": 0, "utilised_fraction": 0.75}], "control_valid_ppl": 124, "control_test_ppl": 158}]}\n' "$v" "$([ $a = full ] && echo true || echo false)" > "$mt/s$s/$a/migration.json"
+  done
+  for a in scratch long; do mkdir -p "$mt/s$s/$a"; sj "$mt/s$s/$a" $([ $a = scratch ] && echo 300 || echo 110) 140; done
+done
+printf '# old\n\n## What it shows\n\nThe reading.\n' > "$mt/page.md"
+out=$(python3 scripts/migration_table.py "$mt" "$mt/teacher" "CMD" "$mt/page.md" 2>&1); rc=$?
+p=$(cat "$mt/page.md")
+[ $rc -eq 0 ] && [[ "$p" == *"| migrated: transfer + window + distillation | 2 | 122.0 ± 1.4 [121.0, 123.0] |"* ]] \
+  && [[ "$p" == *"| control: the teacher fine-tuned alike | 2 | 124.0 ± 0.0 [124.0, 124.0] |"* ]] \
+  && [[ "$p" == *"| +1.7 % | -1.6 % | -59.3 % | 2 of 2 | 0.750 |"* ]] && [[ "$p" == *"| 0 of 2 |"* ]] \
+  && [[ "$p" == *"trained 3000 steps"* ]] && [[ "$p" == *"The reading."* ]] && [[ "$p" != *"# old"* ]] \
+  && ok "migration_table.py: the arms' rows, spreads, differences and gates; the reading kept" \
+  || bad "migration_table.py on a fixture: exit $rc, '$out', page: $p"
 [ $fail -eq 0 ] && echo "scripts: ok"
 exit $fail
