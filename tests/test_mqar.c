@@ -264,6 +264,64 @@ START_TEST(test_mqar_gmaeval_nothing_scored) {
 }
 END_TEST
 
+/* data.mqar_train N: the training draws walk a fixed set of N examples, again every N
+ * (Zoology's fixed training set); 0 (the default) a fresh example every draw */
+START_TEST(test_mqar_fixed_train_set) {
+    Config c;
+    cfg_defaults(&c);
+    tu_apply_sets(&c, "data.source=mqar;data.mqar_vocab=256;data.mqar_lengths=64;data.mqar_pairs=4;"
+                      "data.mqar_test_lengths=64;data.mqar_test_pairs=4;model.max_seq_len=64;train.seq_len=64");
+    int32_t a[3][4 * 64], at[3][4 * 64];
+    for (int fixed = 0; fixed < 2; fixed++) {
+        if (fixed) tu_apply_sets(&c, "data.mqar_train=8");
+        LmData d;
+        LmSpec s = lmdata_spec(&c, 64);
+        ck_assert_int_eq(lmdata_open(&d, &s), 0);
+        Rng r;
+        rng_seed(&r, 1);
+        for (int k = 0; k < 3; k++) lmdata_train_batch(&d, &r, (uint64_t)k, 4, 64, a[k], at[k]); /* examples 4k..4k+3 */
+        int same02 = !memcmp(a[0], a[2], sizeof a[0]) && !memcmp(at[0], at[2], sizeof at[0]);
+        int same01 = !memcmp(a[0], a[1], sizeof a[0]);
+        ck_assert_msg(same02 == fixed, "fixed %d: batch 2 %s batch 0", fixed, same02 ? "repeats" : "differs from");
+        ck_assert_msg(!same01, "fixed %d: batches 0 and 1 hold the same examples", fixed);
+        lmdata_close(&d);
+    }
+}
+END_TEST
+
+/* train.stop_acc: the run ends at the first validation above it (Zoology's early stop), as
+ * at its last step (closing evaluations, summary.json with "early_stop"), and a resume of it
+ * has nothing to do; refused on data that scores no accuracy and without validations */
+START_TEST(test_mqar_stop_acc) {
+    const char *rd = tu_path("stop");
+    const char *common = "--threads 1 --quiet --set model.d_model=16 --set model.n_layers=1 --set train.batch_size=2 "
+                         "--set data.mqar_vocab=32 --set data.mqar_valid=64 --set data.mqar_test=8 --set model.max_seq_len=16 "
+                         "--set train.seq_len=16 --set data.mqar_lengths=16 --set data.mqar_pairs=4 "
+                         "--set data.mqar_test_lengths=16 --set data.mqar_test_pairs=4 --set train.steps=20";
+    /* 256 queries over 16 values: some answered right by any model, so the threshold 1e-9
+     * stops at the first validation, step 4 */
+    ck_assert_msg(run("./bin/gmatrain --config configs/mqar.json --out %s %s --set train.eval_every=4 --set train.stop_acc=1e-9 "
+                      "--set data.mqar_train=16", rd, common) == 0, "%s", g_out);
+    char p[512];
+    snprintf(p, sizeof p, "%s/summary.json", rd);
+    char *sum = gma_read_file(p, NULL);
+    ck_assert_ptr_nonnull(sum);
+    ck_assert_msg(strstr(sum, "\"steps\":\t4") && strstr(sum, "\"early_stop\":\ttrue") && strstr(sum, "\"test\""), "%s", sum);
+    free(sum);
+    snprintf(p, sizeof p, "%s/metrics.jsonl", rd);
+    char *m = gma_read_file(p, NULL);
+    ck_assert_msg(strstr(m, "\"event\":\"early_stop\"") && !strstr(m, "{\"step\":8,"), "%s", m);
+    free(m);
+    ck_assert_msg(run("./bin/gmatrain --resume %s --quiet", rd) == 0 && strstr(g_out, "stopped early at train.stop_acc"), "%s", g_out);
+    ck_assert_int_eq(run("./bin/gmatrain --config configs/mqar.json --out %s %s --set train.eval_every=0 --set train.stop_acc=0.99",
+                         tu_path("stop0"), common), 2);
+    ck_assert_msg(strstr(g_out, "key train.stop_acc: needs train.eval_every > 0"), "%s", g_out);
+    ck_assert_int_eq(run("./bin/gmatrain --config configs/quickstart.json --out %s --quiet --set data.source=shards "
+                         "--set data.path=%s --set train.stop_acc=0.5", tu_path("stop1"), tu_path("none")), 2);
+    ck_assert_msg(strstr(g_out, "key train.stop_acc: data.source \"shards\" scores no accuracy"), "%s", g_out);
+}
+END_TEST
+
 Suite *make_suite(void) {
     Suite *s = suite_create("mqar");
     TCase *tc = tcase_create("mqar");
@@ -276,6 +334,8 @@ Suite *make_suite(void) {
     tcase_add_test(tc, test_mqar_refusals);
     tcase_add_test(tc, test_mqar_lmdata);
     tcase_add_test(tc, test_mqar_gmaeval_nothing_scored);
+    tcase_add_test(tc, test_mqar_fixed_train_set);
+    tcase_add_test(tc, test_mqar_stop_acc);
     suite_add_tcase(s, tc);
     return s;
 }

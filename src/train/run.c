@@ -124,12 +124,14 @@ static int open_data_and_model(Run *r) {
     return 0;
 }
 
-/* 1 when the summary.json at path was written at step (the run ended there). */
-static int summary_at(const char *path, long step) {
+/* 1 when the summary.json at path was written at step (the run ended there): at
+ * train.steps, or (early) where train.stop_acc ended it. */
+static int summary_at(const char *path, long step, int early) {
     char *text = gma_path_exists(path) ? gma_read_file(path, NULL) : NULL;
     cJSON *j = text ? cJSON_Parse(text) : NULL;
     const cJSON *n = cJSON_GetObjectItemCaseSensitive(j, "steps");
     int at = cJSON_IsNumber(n) && (long)n->valuedouble == step; /* a summary of an earlier end does not count */
+    if (early) at = at && cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(j, "early_stop"));
     cJSON_Delete(j);
     free(text);
     return at;
@@ -148,13 +150,14 @@ static int resume_check(Run *r, const char *dir) {
                TRAIN_BAD_INPUT;
     char sum[2100];
     snprintf(sum, sizeof sum, "%s/summary.json", r->o.run_dir);
-    int finished = r->lead && step == steps && summary_at(sum, step);
+    int finished = r->lead && (step == steps ? summary_at(sum, step, 0) : summary_at(sum, step, 1));
     dist_bcast(&finished, sizeof finished, 0);
     if (finished) {
         r->finished = 1;
         if (r->lead)
-            fprintf(stderr, "gmatrain: %s finished at step %ld (train.steps %ld): nothing to do; its results are in %s "
-                            "(--set train.steps=N to train on)\n", r->o.run_dir, step, steps, sum);
+            fprintf(stderr, "gmatrain: %s finished at step %ld (train.steps %ld%s): nothing to do; its results are in %s "
+                            "(--set train.steps=N to train on)\n", r->o.run_dir, step, steps,
+                    step < steps ? ", stopped early at train.stop_acc" : "", sum);
         return 0;
     }
     Config old;
@@ -437,7 +440,7 @@ int run_open(Run *r, const Config *cfg, const TrainerOptions *o) {
     return TRAIN_OK;
 }
 
-int run_training(const Run *r) { return r->ts.step < r->cfg.train.steps && !stopping(r); }
+int run_training(const Run *r) { return r->ts.step < r->cfg.train.steps && !stopping(r) && !r->early; }
 
 /* ---------------- step ---------------- */
 
@@ -681,6 +684,19 @@ static int validate(Run *r) {
     run_metrics_row(r->mf, run_eval_row(r->ts.step, "valid", &e, &r->task));
     if (!r->quiet) run_print_eval("eval", "valid", r->ts.step, &e, &r->task, r->o.progress_tty);
     if (e.loss < r->ts.best_valid) r->ts.best_valid = e.loss;
+    double stop = run_keys(&r->cfg)->stop_acc;
+    if (stop > 0 && e.acc > stop) { /* Zoology's early stop (docs/mqar.md) */
+        r->early = 1;
+        cJSON *row = cJSON_CreateObject();
+        cJSON_AddNumberToObject(row, "step", (double)r->ts.step);
+        cJSON_AddStringToObject(row, "event", "early_stop");
+        cJSON_AddNumberToObject(row, "valid_acc", e.acc);
+        cJSON_AddNumberToObject(row, "stop_acc", stop);
+        run_metrics_row(r->mf, row);
+        if (!r->quiet)
+            fprintf(stderr, "gmatrain: step %ld: valid accuracy %.4f above train.stop_acc %g: training ends here\n",
+                    r->ts.step, e.acc, stop);
+    }
     if (r->task.classify) return clstask_keep_best(&r->m, &r->ts, r->o.run_dir, e.acc, r->quiet);
     return 0;
 }
@@ -771,6 +787,7 @@ static cJSON *summary_head(const Run *r) {
     cJSON *sum = cJSON_CreateObject();
     cJSON_AddStringToObject(sum, "name", r->cfg.name);
     cJSON_AddNumberToObject(sum, "steps", (double)ts->step);
+    if (r->early) cJSON_AddTrueToObject(sum, "early_stop"); /* train.stop_acc ended it */
     cJSON_AddNumberToObject(sum, "parameters", (double)model_param_count(&r->m));
     cJSON_AddNumberToObject(sum, "final_train_loss", r->last_loss);
     cJSON_AddNumberToObject(sum, "tokens_seen", ts->tokens_seen);

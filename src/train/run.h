@@ -70,6 +70,8 @@ typedef struct Run {
      * command line changed it (0: unchanged), lr_from/lr_to the rate at the resumed step
      * under the old and the new schedule */
     int finished;
+    /* train.stop_acc reached at a validation: the run ends at that step as at its last */
+    int early;
     long sched_from;
     double lr_from, lr_to;
     /* the log window's sums of each auto layer's attention-transfer loss (mixer_auto_transfer,

@@ -78,6 +78,10 @@ static int validate_train(const Config *c) {
         return gma_errorf("key train.sample_every: only causal language models generate samples (model.task \"lm\", model.causal true)");
     if (c->train.distill_teacher[0] && classify)
         return gma_errorf("key train.distill.teacher: distillation is for language models (model.task \"lm\")");
+    if (cfg_num(c, "train.stop_acc") > 0 && !classify && !lmdata_source(c->data.source)->scored)
+        return gma_errorf("key train.stop_acc: data.source \"%s\" scores no accuracy to stop on", lmdata_source(c->data.source)->name);
+    if (cfg_num(c, "train.stop_acc") > 0 && cfg_num(c, "train.eval_every") <= 0)
+        return gma_errorf("key train.stop_acc: needs train.eval_every > 0 (the validations it is checked at)");
     if (cfg_num(c, "train.lm_weight") != 1 && classify)
         return gma_errorf("key train.lm_weight: weighs the language-model objective (model.task \"lm\")");
     return 0;
@@ -97,6 +101,10 @@ static const CfgKey g_run[] = {
     {"checkpoint_every", CFGT_INT, RO(checkpoint_every), 0, "500", 0, 1000000000, NULL, "Checkpoint period (0 = only at the end)."},
     {"keep_checkpoints", CFGT_INT, RO(keep_checkpoints), 0, "2", 1, 1000000, NULL, "Periodic checkpoints kept."},
     {"max_bad_steps", CFGT_INT, RO(max_bad_steps), 0, "5", 1, 1000000, NULL, "Stop after this many NaN/Inf losses in a row."},
+    {"stop_acc", CFGT_REAL, RO(stop_acc), 0, "0", 0, 1, NULL,
+     "Stop training after a validation (train.eval_every) whose accuracy is above this (0 = never): Zoology's early "
+     "stop at 0.99 (docs/mqar.md). Needs data whose accuracy is scored and train.eval_every > 0; the run ends as "
+     "at its last step (closing evaluations, checkpoint, summary.json with \"early_stop\")."},
     {"lm_weight", CFGT_REAL, RO(lm_weight), 0, "1", 0, 1, NULL,
      "Language models: the weight of the language-model objective (the cross-entropy, with train.distill its "
      "distillation term) in the gradient; 0 leaves the mixers' auxiliary losses alone, as the attention transfer "

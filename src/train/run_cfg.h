@@ -18,6 +18,7 @@ typedef struct RunKeys {
     int report; /* REPORT_BEST | REPORT_LAST: whose test accuracy a classifier reports */
     int eval_every, eval_batches, final_eval_batches, log_every, checkpoint_every, keep_checkpoints, max_bad_steps;
     double lm_weight;         /* train.lm_weight: the language-model objective's share of the gradient */
+    double stop_acc;          /* train.stop_acc: stop after a validation accuracy above it (0 = never) */
     char state_from[CFG_STR]; /* train.state_from: the checkpoint whose training state a run continues */
 } RunKeys;
 extern const CfgSection run_keys_cfg_section;

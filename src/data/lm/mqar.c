@@ -152,7 +152,7 @@ int mqar_eval_entry(const MqarTask *t, int split, uint64_t index, int N) {
 /* ---- the source "mqar" (lm_source.h): its keys data.mqar_* and its reader ---- */
 
 typedef struct MqarCfg {
-    int vocab, valid, test;
+    int vocab, valid, test, train;
     double power_a;
     int filler; /* MQAR_FILLER_RANDOM | MQAR_FILLER_ZERO */
     char lengths[128], pairs[128], test_lengths[128], test_pairs[128];
@@ -176,6 +176,9 @@ static const CfgKey g_mqar_keys[] = {
     {"mqar_filler", CFGT_ENUM, MO(filler), 0, "random", 0, 0, "random|zero",
      "MQAR: the positions after the pairs that hold no query: uniform over [0, V) (Zoology's random_non_queries), or 0."},
     {"mqar_valid", CFGT_INT, MO(valid), 0, "256", 1, 100000000, NULL, "MQAR: validation examples."},
+    {"mqar_train", CFGT_INT, MO(train), 0, "0", 0, 1000000000, NULL,
+     "MQAR: training examples of each training length: 0 a fresh example for every draw; N a fixed set of N, "
+     "drawn in the same order every epoch of N, as Zoology's training data (docs/mqar.md)."},
     {"mqar_test", CFGT_INT, MO(test), 0, "1000", 1, 100000000, NULL, "MQAR: test examples per evaluation."},
 };
 #undef MO
@@ -198,13 +201,16 @@ static int mqar_open(LmData *d, const LmSpec *s, unsigned mask, int required) {
     if ((mask & 4u) && mqar_eval_entry(t, SPLIT_TEST, 0, s->window) < 0)
         return gma_errorf("key data.mqar_test_lengths: no test length in \"%s\" fits the window of %d tokens "
                           "(gmaeval --seq-len N)", g->test_lengths, s->window);
+    t->train_n = (uint64_t)g->train;
     lm_generated(d, (uint32_t)g->vocab, g->valid, g->test);
     return 0;
 }
 
-/* one length per batch, cycling over data.mqar_lengths */
+/* one length per batch, cycling over data.mqar_lengths; with data.mqar_train N the draws
+ * walk N examples in order, again every N (Zoology's fixed training set) */
 static void mqar_train(const LmData *d, Rng *rng, uint64_t batch, uint64_t index, int N, int32_t *tok, int32_t *tgt) {
-    if (tok) mqar_example(d->task, SPLIT_TRAIN, mqar_train_entry(d->task, batch), index, N, tok, tgt);
+    const MqarTask *t = d->task;
+    if (tok) mqar_example(t, SPLIT_TRAIN, mqar_train_entry(t, batch), t->train_n ? index % t->train_n : index, N, tok, tgt);
 }
 
 static void mqar_eval(const LmData *d, int split, uint64_t w, int N, int32_t *tok, int32_t *tgt) {

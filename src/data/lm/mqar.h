@@ -30,6 +30,7 @@ typedef struct MqarTask {
     int n[3];                          /* entries per split */
     int len[3][MQAR_MAX_ENTRIES], pairs[3][MQAR_MAX_ENTRIES];
     uint64_t seed;
+    uint64_t train_n;                  /* data.mqar_train: a fixed training set of this many examples (0: a fresh stream) */
 } MqarTask;
 
 /* Parse a comma-separated list of positive integers into out[max]; returns the count or -1
