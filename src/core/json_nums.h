@@ -10,7 +10,7 @@ typedef struct JsonNum {
     double value;
 } JsonNum;
 
-/* Add the n numbers of nums to object o, in order. */
+/* Add the n numbers of nums to object o, in order (a value that is not finite as null). */
 void json_add_nums(cJSON *o, const JsonNum *nums, int n);
 #define JSON_NUMS_N(a) ((int)(sizeof(a) / sizeof((a)[0])))
 

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/json_nums.h"
 #include "model/model_cross.h"
 #include "nn/mixers/linear_core.h"
 #include "train/dist.h"
@@ -167,11 +168,6 @@ void rdiag_centre_grads(const real *gc, const uint8_t *live, int Hp, int Kc, int
 
 /* ---------------- the model ---------------- */
 
-static void add_num(cJSON *o, const char *k, double v) {
-    if (isfinite(v)) cJSON_AddNumberToObject(o, k, v);
-    else cJSON_AddNullToObject(o, k);
-}
-
 static void add_list(cJSON *o, const char *k, const double *v, int n) {
     cJSON *a = cJSON_AddArrayToObject(o, k);
     for (int i = 0; i < n; i++) cJSON_AddItemToArray(a, isfinite(v[i]) ? cJSON_CreateNumber(v[i]) : cJSON_CreateNull());
@@ -224,30 +220,25 @@ static void diag_row(Model *m, const DiagLayer *dl, const RdiagBatch *in, long s
     cJSON_AddNumberToObject(o, "step", (double)step);
     cJSON_AddStringToObject(o, "event", "routing_diag");
     cJSON_AddStringToObject(o, "part", dl->part);
-    cJSON_AddNumberToObject(o, "layer", dl->layer);
-    cJSON_AddNumberToObject(o, "n_components", Kc);
-    cJSON_AddNumberToObject(o, "rows", f.rows);
-    cJSON_AddNumberToObject(o, "q_used", f.q_used);
-    cJSON_AddNumberToObject(o, "k_used", f.k_used);
-    add_num(o, "q_entropy", f.q_entropy);
-    add_num(o, "k_entropy", f.k_entropy);
-    cJSON_AddNumberToObject(o, "pairs", f.pairs);
-    add_num(o, "match_mass", f.match_mass);
-    add_num(o, "same_slot", f.same_slot);
-    add_num(o, "lookup_weight", f.lookup_weight);
-    add_num(o, "lookup_uniform", f.lookup_uniform);
-    add_num(o, "slot_share", f.slot_share);
-    add_num(o, "key_slots_distinct", f.key_slots_distinct);
+    const JsonNum head[] = {{"layer", dl->layer},          {"n_components", Kc},
+                            {"rows", f.rows},              {"q_used", f.q_used},
+                            {"k_used", f.k_used},          {"q_entropy", f.q_entropy},
+                            {"k_entropy", f.k_entropy},    {"pairs", f.pairs},
+                            {"match_mass", f.match_mass},  {"same_slot", f.same_slot},
+                            {"lookup_weight", f.lookup_weight}, {"lookup_uniform", f.lookup_uniform},
+                            {"slot_share", f.slot_share},  {"key_slots_distinct", f.key_slots_distinct}};
+    json_add_nums(o, head, JSON_NUMS_N(head));
     add_list(o, "match_by_offset", f.match_by_offset, RDIAG_NOFF);
     add_list(o, "lookup_by_offset", f.lookup_by_offset, RDIAG_NOFF);
     add_list(o, "share_by_offset", f.share_by_offset, RDIAG_NOFF);
     add_list(o, "distinct_by_offset", f.distinct_by_offset, RDIAG_NOFF);
-    cJSON_AddNumberToObject(o, "live", n_live);
-    add_num(o, "grad_centre", grad_norm_of(m, dl->centre));
-    add_num(o, "grad_var", grad_norm_of(m, dl->var));
-    add_num(o, "grad_bias", grad_norm_of(m, dl->bias));
-    add_num(o, "grad_centre_live", g_live);
-    add_num(o, "grad_centre_dead", g_dead);
+    const JsonNum grads[] = {{"live", n_live},
+                             {"grad_centre", grad_norm_of(m, dl->centre)},
+                             {"grad_var", grad_norm_of(m, dl->var)},
+                             {"grad_bias", grad_norm_of(m, dl->bias)},
+                             {"grad_centre_live", g_live},
+                             {"grad_centre_dead", g_dead}};
+    json_add_nums(o, grads, JSON_NUMS_N(grads));
     run_metrics_row(mf, o);
 }
 
