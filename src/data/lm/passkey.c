@@ -22,8 +22,7 @@ static const CfgKey g_keys[] = {
      "Passkey: the key's depth is uniform in [depth_min, depth_max] (0 = the start of the filler, 1 = its end)."},
     {"passkey_depth_max", CFGT_REAL, O(depth_max), 0, "1", 0, 1, NULL, "Passkey: see data.passkey_depth_min."},
     {"passkey_lengths", CFGT_STR, O(lengths), sizeof(((PasskeyCfg *)0)->lengths), "", 0, 0, NULL,
-     "Passkey: training lengths, comma-separated (each batch one, cycling, padded to train.seq_len; empty = train.seq_len). "
-     "Evaluation examples fill the window (gmaeval --seq-len N)."},
+     "Passkey: training lengths, comma-separated, one per batch in turn (empty = train.seq_len; docs/longctx.md)."},
     {"passkey_valid", CFGT_INT, O(valid), 0, "256", 1, 100000000, NULL, "Passkey: validation examples."},
     {"passkey_test", CFGT_INT, O(test), 0, "500", 1, 100000000, NULL, "Passkey: test examples per evaluation."},
 };
