@@ -856,7 +856,7 @@ static const CfgKey g_model_keys[] = {
     {"embed_init", CFGT_ENUM, O(embed_init), 0, "normal", 0, 0, "normal|ramp",
      "Initialisation of tok_emb: normal(embed_std), or ramp for tokens that are ordered levels (docs/model.md §1)."},
     {"mlp_bias_std", CFGT_REAL, O(mlp_bias_std), 0, "0", 0, 1, NULL,
-     "Standard deviation of the normal the MLP biases (fc, proj) are drawn from; 0 = zeros (the LRA release: 1e-6)."},
+     "Std of the MLP biases' normal initialisation (0 = zeros; the LRA release: 1e-6)."},
 };
 #undef O
 const CfgSection model_keys_section = {"model_keys", sizeof(ModelKeys), g_model_keys, CFG_N(g_model_keys), NULL, "model"};

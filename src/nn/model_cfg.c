@@ -22,7 +22,7 @@ static const CfgKey g_model[] = {
      "Language model: rows whose logits the head computes at a time (0 = as many as 64 MiB of logits hold; "
      "docs/model.md §1)."},
     {"model.dropout", CFGT_REAL, O(model.dropout), 0, "0", 0, 0.95, NULL,
-     "Dropout rate after the embedding sum and on each mixer's and MLP's output before the residual add (training only; 0 = off)."},
+     "Dropout rate on the embeddings and each mixer's and MLP's output (training only; docs/model.md §8)."},
     {"model.attn_dropout", CFGT_REAL, O(model.attn_dropout), 0, "0", 0, 0.95, NULL,
      "Dropout rate on the attention probabilities of sdpa, sdpa_ref and linformer layers (training only; "
      "docs/model.md §8)."},

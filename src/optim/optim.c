@@ -141,7 +141,7 @@ static const CfgKey g_optim_keys[] = {
     {"schedule", CFGT_ENUM, O(schedule), 0, "cosine", 0, 0, "cosine|linear|constant|rsqrt",
      "Learning-rate schedule after warmup; rsqrt: lr * sqrt(warmup / step) (docs/model.md §1)."},
     {"decay_steps", CFGT_INT, O(decay_steps), 0, "0", 0, 1000000000, NULL,
-     "cosine, linear: steps over which the rate decays after warmup, then stays at its floor (0 = train.steps - train.warmup)."},
+     "cosine, linear: steps of the decay after warmup (0 = train.steps - train.warmup; docs/model.md §1)."},
     {"beta1", CFGT_REAL, O(beta1), 0, "0.9", 0, 0.999999, NULL, "AdamW beta1."},
     {"beta2", CFGT_REAL, O(beta2), 0, "0.95", 0, 0.999999999, NULL, "AdamW beta2."},
     {"adam_eps", CFGT_REAL, O(adam_eps), 0, "1e-08", 0, 1, NULL, "AdamW epsilon."},

@@ -17,7 +17,7 @@ static const CfgKey g_top[] = {
     {"seed", CFGT_INT, O(seed), 0, "1337", 0, 2147483647, NULL, "Seed for initialisation, data order and generated data."},
     {"device", CFGT_ENUM, O(device), 0, "cpu", 0, 0, OPS_DEVICES, "Backend that runs the ops."},
     {"precision", CFGT_ENUM, O(precision), 0, "fp32", 0, 0, OPS_PRECISIONS,
-     "Matrix products: fp32; tf32 (tensor cores, cuda); bf16 (bf16 operands, fp32 accumulation and master weights, cuda)."},
+     "Matrix products: fp32; tf32 or bf16 (fp32 accumulation and master weights), cuda only (docs/cuda.md)."},
     {"threads", CFGT_INT, O(threads), 0, "0", 0, 1024, NULL, "OpenMP/BLAS threads (0 = all cores)."},
     {"out_dir", CFGT_STR, O(out_dir), S(out_dir), "", 0, 0, NULL, "Run directory (empty = runs/<name>)."},
 };
@@ -29,7 +29,7 @@ static const CfgKey g_train[] = {
     {"train.eval_drop_last", CFGT_BOOL, O(train.eval_drop_last), 0, "false", 0, 0, NULL,
      "Classifier: evaluations read whole batches only (tf.data's drop_remainder, as the LRA image tasks)."},
     {"train.sample_every", CFGT_INT, O(train.sample_every), 0, "0", 0, 1000000000, NULL,
-     "Language models: generate a sample every this many steps (0 = never), printed and logged to metrics.jsonl."},
+     "Language models: generate a sample every this many steps (0 = never)."},
     {"train.sample_tokens", CFGT_INT, O(train.sample_tokens), 0, "64", 1, 100000, NULL, "New tokens per training-time sample."},
     {"train.sample_prompt", CFGT_STR, O(train.sample_prompt), S(train.sample_prompt), "", 0, 0, NULL,
      "Prompt of the training-time samples: text for the data's tokenizer (empty = its <|endoftext|> or <eos>, else token 0)."},
@@ -37,7 +37,7 @@ static const CfgKey g_train[] = {
      "Language models: distil from this run folder or checkpoint (\"\" = none; same vocabulary; docs/model.md §1, "
      "docs/migration.md)."},
     {"train.distill.weight", CFGT_REAL, O(train.distill_weight), 0, "1", 0, 1e3, NULL,
-     "Weight w of the distillation term (0: the teacher runs and its KL is logged, the update is that of no distillation)."},
+     "Weight w of the distillation term (0: its KL is logged only)."},
     {"train.distill.temperature", CFGT_REAL, O(train.distill_temperature), 0, "1", 0.01, 100, NULL,
      "Temperature T that softens both models' logits in the distillation term."},
 };
@@ -85,7 +85,7 @@ static int validate_train(const Config *c) {
 static const CfgKey g_run[] = {
     {"grad_accum", CFGT_INT, RO(grad_accum), 0, "1", 1, 1000000, NULL, "Micro-batches per optimiser step."},
     {"report", CFGT_ENUM, RO(report), 0, "best", 0, 0, "best|last",
-     "Classifier: the test accuracy summary.json reports (reported_test_acc): of the best-validation checkpoint, or of the last."},
+     "Classifier: summary.json's reported_test_acc, of the best-validation checkpoint or the last."},
     {"eval_every", CFGT_INT, RO(eval_every), 0, "100", 0, 1000000000, NULL, "Validation period in steps (0 = only at the end)."},
     {"eval_batches", CFGT_INT, RO(eval_batches), 0, "20", 0, 1000000000, NULL, "Validation batches (0 = the whole split)."},
     {"final_eval_batches", CFGT_INT, RO(final_eval_batches), 0, "0", 0, 1000000000, NULL,

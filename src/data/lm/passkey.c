@@ -14,7 +14,7 @@
 #define O(f) offsetof(PasskeyCfg, f)
 static const CfgKey g_keys[] = {
     {"passkey_vocab", CFGT_INT, O(vocab), 0, "64", 16, 65536, NULL,
-     "Passkey: vocabulary (0 padding, 1 the key's mark, 2 the question's mark, 3..12 the digits, the rest filler; docs/longctx.md)."},
+     "Passkey: vocabulary (docs/longctx.md)."},
     {"passkey_digits", CFGT_INT, O(digits), 0, "5", 1, PASSKEY_MAX_DIGITS, NULL, "Passkey: digits of the hidden number."},
     {"passkey_filler", CFGT_ENUM, O(filler), 0, "repeat", 0, 0, "repeat|random",
      "Passkey: filler text: one fixed sentence of 16 tokens repeated, or uniform random filler tokens."},

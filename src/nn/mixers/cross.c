@@ -25,10 +25,9 @@ static const CfgKey g_keys[] = {
     {"n_components", CFGT_INT, O(n_components), 0, "16", 1, 65536, NULL,
      "Components per head Kc of the GMA cross layers and of the GMA encoder's layers (cross.mixer gma)."},
     {"enc_layers", CFGT_INT, O(enc_layers), 0, "1", 0, CFG_MAX_LAYERS, NULL,
-     "Blocks of the context encoder (LayerNorm, self-attention of kind cross.mixer, bidirectional unless cross.enc_causal, "
-     "residual; 0 = the context's embeddings and a LayerNorm)."},
+     "Blocks of the context encoder (0 = its embeddings and a LayerNorm; docs/model.md §3.8)."},
     {"ctx_len", CFGT_INT, O(ctx_len), 0, "0", 0, 1 << 24, NULL,
-     "Positions of the context at the start of the window (cross.mixer gma or sdpa; data.source xmqar: data.xmqar_ctx)."},
+     "Positions of the context at the start of the window (data.source xmqar: data.xmqar_ctx)."},
     {"enc_causal", CFGT_BOOL, O(enc_causal), 0, "false", 0, 0, NULL,
      "Context encoder causal instead of bidirectional (docs/model.md §3.8)."},
     {"enc_mixer", CFGT_ENUM, O(enc_mixer), 0, "same", 0, 0, CROSS_ENC_KINDS,

@@ -82,7 +82,7 @@ typedef struct GmaCfg {
 #define O(f) offsetof(GmaCfg, f)
 static const CfgKey gma_keys[] = {
     {"n_components", CFGT_INTS, O(n_components), 0, "64", 1, 65536, NULL,
-     "Components per head Kc: one number for every GMA layer, or a list with one entry per layer that holds a GMA path (mixer gma, auto or gated), in layer order."},
+     "Components per head Kc: one number, or one per layer holding a GMA path (docs/model.md §3.6)."},
     {"routing", CFGT_ENUM, O(routing), 0, "gaussian", 0, 0, "gaussian|softmax", "Routing of queries and keys."},
     {"temperature", CFGT_REAL, O(temperature), 0, "1", 1e-6, 1e6, NULL, "Responsibility temperature tau (fixed)."},
     {"var_floor", CFGT_REAL, O(var_floor), 0, "0.0001", 0, 1e6, NULL, "Added to softplus(var_raw)."},
@@ -115,26 +115,26 @@ static const CfgKey gma_keys[] = {
     {"patience", CFGT_INT, O(patience), 0, "3", 1, 1000000, NULL, "Checks a component must stay dead before an alert."},
     {"norm_growth_max", CFGT_REAL, O(norm_growth_max), 0, "10", 1, 1e9, NULL, "EMA memory norm alert factor over its start."},
     {"dirichlet_alpha", CFGT_REAL, O(dirichlet_alpha), 0, "0.5", 1e-6, 1, NULL,
-     "Concentration alpha of the Dirichlet prior on the mixture weights pi = softmax(prior_logits) (< 1: sparse; docs/model.md 4.1)."},
+     "Concentration alpha of the Dirichlet prior on the mixture weights (< 1: sparse; docs/model.md §4.1)."},
     {"dirichlet_weight", CFGT_REAL, O(dirichlet_weight), 0, "0", 0, 1e6, NULL,
      "Weight of the Dirichlet prior's term -(alpha - 1)/Hp sum log pi_k (0 = off; Gaussian routing)."},
     {"dirichlet_every", CFGT_INT, O(dirichlet_every), 0, "100", 1, 1000000000, NULL,
      "With the Dirichlet prior: steps between checks that drop components."},
     {"dirichlet_drop", CFGT_REAL, O(dirichlet_drop), 0, "0.001", 0, 1, NULL,
-     "With the Dirichlet prior: a component whose pi_k is below this is dropped (its prior logit set to -1e4)."},
+     "With the Dirichlet prior: drop a component whose mixture weight is below this."},
     {"adapt_every", CFGT_INT, O(adapt_every), 0, "0", 0, 1000000000, NULL,
      "Steps between structural adaptations of K: merge, prune, split (0 = off; Gaussian routing; docs/model.md "
      "§4.2)."},
     {"k_min", CFGT_INT, O(k_min), 0, "1", 1, 65536, NULL, "With gma.adapt_every: the fewest components per head a layer keeps."},
     {"k_max", CFGT_INT, O(k_max), 0, "65536", 1, 65536, NULL, "With gma.adapt_every: the most components per head a layer grows to."},
     {"merge_dist", CFGT_REAL, O(merge_dist), 0, "0.001", 0, 1e6, NULL,
-     "With gma.adapt_every: merge two components whose Bhattacharyya distance per dimension is below this (0 = never)."},
+     "With gma.adapt_every: merge two components closer than this (0 = never; docs/model.md §4.2)."},
     {"prune_below", CFGT_REAL, O(prune_below), 0, "0.02", 0, 1, NULL,
      "With gma.adapt_every: prune a component whose load is below this times 1/K (0 = never; docs/model.md §4.2)."},
     {"split_above", CFGT_REAL, O(split_above), 0, "0", 0, 1e6, NULL,
-     "With gma.adapt_every: split a component whose load is above this times 1/K into two (0 = never; > 1 to mean it)."},
+     "With gma.adapt_every: split a component whose load is above this times 1/K (0 = never)."},
     {"split_shift", CFGT_REAL, O(split_shift), 0, "0.5", 0, 100, NULL,
-     "With gma.adapt_every: a split's two copies sit this many standard deviations either side of the mean along its widest axis."},
+     "With gma.adapt_every: a split's copies sit this many standard deviations either side of the mean."},
 };
 #undef O
 static const CfgSection gma_section = {"gma", sizeof(GmaCfg), gma_keys, (int)(sizeof gma_keys / sizeof gma_keys[0]), NULL, NULL};

@@ -57,7 +57,7 @@ static const CfgKey perf_keys[] = {
      "docs/model.md §3.5)."},
     {"features", CFGT_INT, O(features), 0, "0", 0, 65536, NULL, "Performer: random features m per head (0 = 2 d)."},
     {"redraw", CFGT_INT, O(redraw), 0, "0", 0, 1000000000, NULL,
-     "Performer: redraw the random features every this many training steps (0 = never); the draw is saved in checkpoints."},
+     "Performer: redraw the random features every this many training steps (0 = never)."},
 };
 #undef O
 static const CfgSection perf_section = {"performer", sizeof(PerformerCfg), perf_keys,
