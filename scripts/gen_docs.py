@@ -61,7 +61,8 @@ def case_count(path, text):
 
 
 def header_sentence(name, path, text):
-    """the first sentence of the header comment, without the leading 'name.c:'"""
+    """the header comment's first sentence up to its first colon (outside brackets and code),
+    without the leading 'name.c:'"""
     if path.endswith(".c"):
         m = re.match(r"\s*/\*(.*?)\*/", text, re.S)
         if not m:
@@ -72,14 +73,15 @@ def header_sentence(name, path, text):
         body = " ".join(lines[:6])
     body = re.sub(r"\s+", " ", body).strip()
     body = re.sub(r"^%s\.(c|sh):\s*" % re.escape(name), "", body)
-    depth, s = 0, body
+    depth, code, s = 0, False, body
     for i, ch in enumerate(body):
         depth += (ch in "([") - (ch in ")]")
-        if depth == 0 and ch in ".;" and (i + 1 == len(body) or body[i + 1] == " "):
+        code ^= ch == "`"
+        if depth == 0 and not code and ch in ".;:" and (i + 1 == len(body) or body[i + 1] == " "):
             s = body[:i]
             break
-    if len(s) > 220:
-        s = s[:217].rsplit(" ", 1)[0] + " ..."
+    if len(s) > 160:
+        s = s[:157].rsplit(" ", 1)[0] + " ..."
     return s.replace("|", "\\|")
 
 

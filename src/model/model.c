@@ -846,19 +846,17 @@ void model_update_buffers(Model *m) {
 #define O(f) offsetof(ModelKeys, f)
 static const CfgKey g_model_keys[] = {
     {"pos", CFGT_ENUM, O(pos), 0, "learned", 0, 0, "learned|sinusoidal|none|rope",
-     "Position embedding: learned table, fixed sinusoidal table (not trained; docs/model.md §1), none, or rope: rotary "
-     "positions on q and k of the softmax-attention layers (sdpa, sdpa_ref; base 10000, rotate_half pairs, even head "
-     "width; docs/model.md §1), no table, nothing for the other mixers."},
+     "Position embedding: learned table, fixed sinusoidal, none, or rope on sdpa/sdpa_ref q and k (docs/model.md "
+     "§1)."},
     {"mlp", CFGT_BOOL, O(mlp), 0, "true", 0, 0, NULL, "Include the MLP in each block."},
     {"mlp_hidden_dropout", CFGT_REAL, O(mlp_hidden_dropout), 0, "0", 0, 0.95, NULL,
      "Dropout rate on the MLP hidden activation after GELU, as the LRA release's MlpBlock (training only)."},
     {"embed_std", CFGT_REAL, O(embed_std), 0, "-1", -1, 100, NULL,
      "Std of the normal initialisation of tok_emb (-1 = model.init_std)."},
     {"embed_init", CFGT_ENUM, O(embed_init), 0, "normal", 0, 0, "normal|ramp",
-     "Initialisation of tok_emb: normal(embed_std), or ramp: row t is max(t - 1, 0) / (V - 2) times one row drawn from "
-     "normal(embed_std), for tokens that are the levels of one quantity, as the pixel tasks' grey level + 1 (docs/model.md §1)."},
+     "Initialisation of tok_emb: normal(embed_std), or ramp for tokens that are ordered levels (docs/model.md §1)."},
     {"mlp_bias_std", CFGT_REAL, O(mlp_bias_std), 0, "0", 0, 1, NULL,
-     "Standard deviation of the normal the MLP biases (fc, proj) are drawn from; 0 = zeros (the LRA release: 1e-6)."},
+     "Std of the MLP biases' normal initialisation (0 = zeros; the LRA release: 1e-6)."},
 };
 #undef O
 const CfgSection model_keys_section = {"model_keys", sizeof(ModelKeys), g_model_keys, CFG_N(g_model_keys), NULL, "model"};

@@ -115,8 +115,8 @@ void cls_head_backward(const ClsHead *h, real *dpooled, real *grads, const real 
 #define O(f) offsetof(ClsHeadCfg, f)
 static const CfgKey g_head_keys[] = {
     {"key_padding_mask", CFGT_BOOL, O(key_padding_mask), 0, "true", 0, 0, NULL,
-     "Classifier: the mixers mask padded keys (false: padding tokens are keys like any other, as the LRA release's "
-     "linear, performer and linformer attention; needs data.pad_full)."},
+     "Classifier: mask padded keys (false: padding tokens are keys, as the LRA release's linear attentions; needs "
+     "data.pad_full)."},
     {"n_classes", CFGT_INT, O(n_classes), 0, "2", 2, 100000, NULL, "Classes of the classifier head."},
     {"n_seq", CFGT_INT, O(n_seq), 0, "0", 0, 2, NULL,
      "Classifier: sequences per example, 1 or 2 (two-sequence head, retrieval); 0 = from the data."},
@@ -131,7 +131,7 @@ static const CfgKey g_head_keys[] = {
     {"cls_std", CFGT_REAL, O(cls_std), 0, "-1", -1, 100, NULL,
      "Std of the normal initialisation of cls_token (-1 = model.init_std, 0 = zeros)."},
     {"head_init", CFGT_ENUM, O(head_init), 0, "normal", 0, 0, "normal|xavier_uniform|lecun_normal",
-     "Initialisation of the classifier head's weights: normal(init_std), xavier_uniform, or lecun_normal (JAX's: a normal truncated to +-2, scaled to variance 1/fan_in)."},
+     "Initialisation of the classifier head's weights (docs/model.md §1)."},
 };
 #undef O
 

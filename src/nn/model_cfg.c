@@ -19,18 +19,18 @@ static const CfgKey g_model[] = {
     {"model.init_std", CFGT_REAL, O(model.init_std), 0, "0.02", 0, 10, NULL,
      "Std of normal initialisation of linear and embedding weights (output projections scaled by 1/sqrt(2L))."},
     {"model.head_chunk", CFGT_INT, O(model.head_chunk), 0, "0", 0, 16777216, NULL,
-     "Language model: rows whose logits the head computes at a time (docs/model.md §1). Only one such chunk of "
-     "[rows, V] logits exists; a training step over more rows runs the head's backward on each chunk in the forward "
-     "(one extra [V, D] buffer). 0 = as many rows as 64 MiB of logits hold, a multiple of 64 (all rows when they fit)."},
+     "Language model: rows whose logits the head computes at a time (0 = as many as 64 MiB of logits hold; "
+     "docs/model.md §1)."},
     {"model.dropout", CFGT_REAL, O(model.dropout), 0, "0", 0, 0.95, NULL,
-     "Dropout rate after the embedding sum and on each mixer's and MLP's output before the residual add (training only; 0 = off)."},
+     "Dropout rate on the embeddings and each mixer's and MLP's output (training only; docs/model.md §8)."},
     {"model.attn_dropout", CFGT_REAL, O(model.attn_dropout), 0, "0", 0, 0.95, NULL,
-     "Dropout rate on the attention probabilities of sdpa, sdpa_ref and linformer layers (training only; other layers have none; refused when no layer has any)."},
+     "Dropout rate on the attention probabilities of sdpa, sdpa_ref and linformer layers (training only; "
+     "docs/model.md §8)."},
     {"model.qkv_dim", CFGT_INT, O(model.qkv_dim), 0, "0", 0, 65536, NULL,
      "Width of the q/k/v projections, split over the heads (0 = d_model; must be divisible by model.n_heads)."},
     {"model.dense_init", CFGT_ENUM, O(model.dense_init), 0, "normal", 0, 0, "normal|xavier_uniform",
-     "Initialisation of the blocks' dense weights (attention projections, MLP): normal(init_std) (output projections "
-     "scaled by 1/sqrt(2L)), or xavier_uniform U(-a, a), a = sqrt(6 / (fan_in + fan_out)) (docs/model.md §1)."},
+     "Initialisation of attention projections and MLP weights: normal(init_std) or xavier_uniform (docs/model.md "
+     "§1)."},
 };
 #undef O
 

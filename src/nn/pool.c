@@ -36,7 +36,7 @@ void pool_backward(real *dx, const real *dout, const real *w, int R, int N, int 
 #define O(f) CFG_OFF(f)
 static const CfgKey g_pool_keys[] = {
     {"model.pooling", CFGT_ENUM, O(model.pooling), 0, "mean", 0, 0, "mean|cls|max",
-     "Classifier pooling: the mean over the real positions, a learned CLS slot at position 0, or the largest value of each channel over the real positions."},
+     "Classifier pooling over real positions: mean, a learned CLS slot, or max per channel (docs/model.md §2)."},
 };
 #undef O
 

@@ -10,11 +10,9 @@
 #define O(f) offsetof(ModelRecipe, f)
 static const CfgKey g_recipe_keys[] = {
     {"norm", CFGT_ENUM, O(norm), 0, "layernorm", 0, 0, "layernorm|rmsnorm",
-     "Normalisation of ln1, ln2 and ln_f: layernorm (weight and bias, eps 1e-5) or rmsnorm (x / sqrt(mean(x^2) + 1e-6) "
-     "times a weight, no bias; docs/model.md §1)."},
+     "Block normalisation: layernorm or rmsnorm (docs/model.md §1)."},
     {"mlp_act", CFGT_ENUM, O(mlp_act), 0, "gelu", 0, 0, "gelu|swiglu",
-     "MLP of each block: gelu (fc, GELU, proj, with biases) or swiglu (down(silu(gate(x)) * up(x)), no biases; "
-     "model.d_ff 0 = 256 ceil(8 D / 3 / 256))."},
+     "MLP: gelu (fc, GELU, proj) or swiglu (no biases; docs/model.md §1)."},
     {"tie_embeddings", CFGT_BOOL, O(tie_embeddings), 0, "true", 0, 0, NULL,
      "Language model head: true = logits from tok_emb (tied), false = a separate lm_head.weight [V, D]."},
 };

@@ -231,15 +231,13 @@ int stem_rank_averaged(const Stem *st, int tensor) {
 #define O(f) offsetof(StemCfg, f)
 static const CfgKey g_stem_keys[] = {
     {"stem", CFGT_ENUM, O(stem), 0, "none", 0, 0, "none|conv",
-     "Classifier on images: a convolutional stem between the token embedding and the blocks (docs/model.md §2.1): "
-     "3 x 3 convolutions over the image of each sequence's tokens, each with normalisation and ReLU."},
+     "Image classifier: conv = a stem of dilated 3 x 3 convolutions before the blocks (docs/model.md §2.1)."},
     {"stem_dilations", CFGT_STR, O(dilations), sizeof(((StemCfg *)0)->dilations), "1,1,2,2,4,4,8", 0, 0, NULL,
-     "model.stem \"conv\": the dilation of each layer, comma-separated (the number of values is the number of layers)."},
+     "model.stem conv: one dilation per layer, comma-separated."},
     {"stem_norm", CFGT_ENUM, O(norm), 0, "batch", 0, 0, "batch|instance|none",
-     "model.stem \"conv\": per-channel normalisation after each convolution: batch statistics (running ones in "
-     "evaluation), each image's own, or none."},
+     "model.stem conv: normalisation after each convolution (docs/model.md §2.1)."},
     {"stem_width", CFGT_INT, O(width), 0, "0", 0, 65536, NULL,
-     "model.stem \"conv\": image width in tokens (0 = square images: the square root of the tokens per sequence)."},
+     "model.stem conv: image width in tokens (0 = square images)."},
 };
 #undef O
 

@@ -137,12 +137,11 @@ static const CfgKey g_optim_keys[] = {
     {"min_lr_ratio", CFGT_REAL, O(min_lr_ratio), 0, "0.1", 0, 1, NULL, "Final learning rate as a share of lr (cosine, linear)."},
     {"warmup", CFGT_INT, O(warmup), 0, "100", 0, 1000000000, NULL, "Linear warmup steps."},
     {"lr_first_step", CFGT_INT, O(lr_first_step), 0, "1", 0, 1, NULL,
-     "The step number the warmup and rsqrt schedules give the first update: 1 (lr/warmup), or 0 as the LRA release "
-     "(learning rate 0 at the first update, the peak one step later)."},
+     "Step number of the first update in warmup and rsqrt: 1, or 0 as the LRA release (docs/model.md §1)."},
     {"schedule", CFGT_ENUM, O(schedule), 0, "cosine", 0, 0, "cosine|linear|constant|rsqrt",
      "Learning-rate schedule after warmup; rsqrt: lr * sqrt(warmup / step) (docs/model.md §1)."},
     {"decay_steps", CFGT_INT, O(decay_steps), 0, "0", 0, 1000000000, NULL,
-     "cosine, linear: steps over which the rate decays after warmup, then stays at its floor (0 = train.steps - train.warmup)."},
+     "cosine, linear: steps of the decay after warmup (0 = train.steps - train.warmup; docs/model.md §1)."},
     {"beta1", CFGT_REAL, O(beta1), 0, "0.9", 0, 0.999999, NULL, "AdamW beta1."},
     {"beta2", CFGT_REAL, O(beta2), 0, "0.95", 0, 0.999999999, NULL, "AdamW beta2."},
     {"adam_eps", CFGT_REAL, O(adam_eps), 0, "1e-08", 0, 1, NULL, "AdamW epsilon."},
@@ -154,10 +153,8 @@ static const CfgKey g_optim_keys[] = {
     {"decay_mixture", CFGT_BOOL, O(decay_mixture), 0, "false", 0, 0, NULL, "Apply weight decay to GMA mixture parameters."},
     {"grad_clip", CFGT_REAL, O(grad_clip), 0, "1", 0, 1e9, NULL, "Clip the global gradient norm to this (0 = off)."},
     {"freeze", CFGT_STRLIST, O(freeze), sizeof(((OptimCfg *)0)->freeze), "", 0, 0, NULL,
-     "Parameter-name patterns (globs: * any characters, dots included, ? one character, [...] a set; e.g. \"blocks.0.*\", \"tok_emb.weight\") of tensors left as they are: no update, "
-     "no weight decay, no optimiser moments, out of the gradient norm; \"!PATTERN\" trains the tensors it matches after "
-     "all (in order: [\"*\", \"!blocks.3.mixer.gma.*\"] trains those alone); a pattern that matches no trained tensor is "
-     "refused. JSON: a list of strings; --set: comma-separated."},
+     "Parameter-name globs (* ? [...]; \"!PATTERN\" re-includes, in order) of tensors left untrained: no update, "
+     "decay or moments (docs/migration.md). JSON: a list; --set: comma-separated."},
 };
 #undef O
 

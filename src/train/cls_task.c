@@ -23,10 +23,10 @@ static const CfgKey g_task_keys[] = {
     {"task", CFGT_ENUM, O(task), 0, "listops", 0, 0, CLS_TASK_CHOICES,
      "Classification task (data.source \"cls\"); data.path as docs/lra.md gives for each."},
     {"truncate", CFGT_BOOL, O(truncate), 0, "true", 0, 0, NULL,
-     "Classification: truncate longer sequences to data.max_len with a counted warning (false = refuse the data)."},
+     "Classification: cut longer sequences to data.max_len with a warning (false = refuse the data)."},
     {"text_valid", CFGT_ENUM, O(text_valid), 0, "heldout", 0, 0, "heldout|test",
-     "Text task (IMDB): heldout = valid is 2,400 reviews held out of train (train the other 22,600); test = the LRA "
-     "release's split, valid is the test set and train all 25,000 (other tasks: unused)."},
+     "IMDB: heldout = valid is 2,400 reviews held out of train; test = the LRA release's split, valid is the test "
+     "set."},
     {"strip_headers", CFGT_BOOL, O(strip_headers), 0, "false", 0, 0, NULL,
      "Generic classification data: drop everything up to the first empty line (mail headers)."},
 };

@@ -17,7 +17,7 @@ static const CfgKey g_top[] = {
     {"seed", CFGT_INT, O(seed), 0, "1337", 0, 2147483647, NULL, "Seed for initialisation, data order and generated data."},
     {"device", CFGT_ENUM, O(device), 0, "cpu", 0, 0, OPS_DEVICES, "Backend that runs the ops."},
     {"precision", CFGT_ENUM, O(precision), 0, "fp32", 0, 0, OPS_PRECISIONS,
-     "Matrix products: fp32; tf32 (tensor cores, cuda); bf16 (bf16 operands, fp32 accumulation and master weights, cuda)."},
+     "Matrix products: fp32; tf32 or bf16 (fp32 accumulation and master weights), cuda only (docs/cuda.md)."},
     {"threads", CFGT_INT, O(threads), 0, "0", 0, 1024, NULL, "OpenMP/BLAS threads (0 = all cores)."},
     {"out_dir", CFGT_STR, O(out_dir), S(out_dir), "", 0, 0, NULL, "Run directory (empty = runs/<name>)."},
 };
@@ -27,19 +27,17 @@ static const CfgKey g_train[] = {
     {"train.batch_size", CFGT_INT, O(train.batch_size), 0, "8", 1, 1000000, NULL, "Sequences per micro-batch B."},
     {"train.seq_len", CFGT_INT, O(train.seq_len), 0, "256", 1, 16777216, NULL, "Training window N (<= model.max_seq_len)."},
     {"train.eval_drop_last", CFGT_BOOL, O(train.eval_drop_last), 0, "false", 0, 0, NULL,
-     "Classifier: the trainer's evaluations (validation, the final valid and test scores) read whole batches of "
-     "train.batch_size only, leaving out the rest of each split (tf.data's drop_remainder, as the LRA image tasks)."},
+     "Classifier: evaluations read whole batches only (tf.data's drop_remainder, as the LRA image tasks)."},
     {"train.sample_every", CFGT_INT, O(train.sample_every), 0, "0", 0, 1000000000, NULL,
-     "Language models: generate a sample every this many steps (0 = never), printed and logged to metrics.jsonl."},
+     "Language models: generate a sample every this many steps (0 = never)."},
     {"train.sample_tokens", CFGT_INT, O(train.sample_tokens), 0, "64", 1, 100000, NULL, "New tokens per training-time sample."},
     {"train.sample_prompt", CFGT_STR, O(train.sample_prompt), S(train.sample_prompt), "", 0, 0, NULL,
      "Prompt of the training-time samples: text for the data's tokenizer (empty = its <|endoftext|> or <eos>, else token 0)."},
     {"train.distill.teacher", CFGT_STR, O(train.distill_teacher), S(train.distill_teacher), "", 0, 0, NULL,
-     "Language models: knowledge distillation from this run folder or checkpoint (\"\" = none; resolved as --init-from "
-     "resolves it; its vocabulary must be this model's): loss = CE + weight T^2 KL(teacher || student) on the logits "
-     "divided by T (docs/migration.md)."},
+     "Language models: distil from this run folder or checkpoint (\"\" = none; same vocabulary; docs/model.md §1, "
+     "docs/migration.md)."},
     {"train.distill.weight", CFGT_REAL, O(train.distill_weight), 0, "1", 0, 1e3, NULL,
-     "Weight w of the distillation term (0: the teacher runs and its KL is logged, the update is that of no distillation)."},
+     "Weight w of the distillation term (0: its KL is logged only)."},
     {"train.distill.temperature", CFGT_REAL, O(train.distill_temperature), 0, "1", 0.01, 100, NULL,
      "Temperature T that softens both models' logits in the distillation term."},
 };
@@ -91,12 +89,11 @@ static int validate_train(const Config *c) {
 static const CfgKey g_run[] = {
     {"grad_accum", CFGT_INT, RO(grad_accum), 0, "1", 1, 1000000, NULL, "Micro-batches per optimiser step."},
     {"report", CFGT_ENUM, RO(report), 0, "best", 0, 0, "best|last",
-     "Classifier: the test accuracy summary.json reports (reported_test_acc): of the best-validation checkpoint, or of the last."},
+     "Classifier: summary.json's reported_test_acc, of the best-validation checkpoint or the last."},
     {"eval_every", CFGT_INT, RO(eval_every), 0, "100", 0, 1000000000, NULL, "Validation period in steps (0 = only at the end)."},
     {"eval_batches", CFGT_INT, RO(eval_batches), 0, "20", 0, 1000000000, NULL, "Validation batches (0 = the whole split)."},
     {"final_eval_batches", CFGT_INT, RO(final_eval_batches), 0, "0", 0, 1000000000, NULL,
-     "Language models: batches of the final valid and test scores (summary.json, the last metrics rows) (0 = the whole "
-     "splits; fewer: the first ones, and no word perplexity)."},
+     "Language models: batches of the final valid and test scores (0 = whole splits; fewer: no word perplexity)."},
     {"log_every", CFGT_INT, RO(log_every), 0, "10", 1, 1000000000, NULL, "metrics.jsonl / progress period in steps."},
     {"checkpoint_every", CFGT_INT, RO(checkpoint_every), 0, "500", 0, 1000000000, NULL, "Checkpoint period (0 = only at the end)."},
     {"keep_checkpoints", CFGT_INT, RO(keep_checkpoints), 0, "2", 1, 1000000, NULL, "Periodic checkpoints kept."},
@@ -106,14 +103,11 @@ static const CfgKey g_run[] = {
      "stop at 0.99 (docs/mqar.md). Needs data whose accuracy is scored and train.eval_every > 0; the run ends as "
      "at its last step (closing evaluations, checkpoint, summary.json with \"early_stop\")."},
     {"lm_weight", CFGT_REAL, RO(lm_weight), 0, "1", 0, 1, NULL,
-     "Language models: the weight of the language-model objective (the cross-entropy, with train.distill its "
-     "distillation term) in the gradient; 0 leaves the mixers' auxiliary losses alone, as the attention transfer "
-     "(auto.distill_weight) of docs/migration.md. The logged loss is the cross-entropy either way."},
+     "Language models: weight of the language-model objective in the gradient (0: the auxiliary losses alone, "
+     "attention transfer; docs/model.md §1)."},
     {"state_from", CFGT_STR, RO(state_from), sizeof(((RunKeys *)0)->state_from), "", 0, 0, NULL,
-     "With --init-from: a checkpoint (resolved as --init-from resolves it) whose training state the new run continues: "
-     "its step (so the learning-rate schedule and the data order), data RNG and tokens seen, and the optimiser "
-     "moments of every tensor it holds under the same name and shape (others start at 0) (\"\" = a fresh state; "
-     "docs/migration.md)."},
+     "With --init-from: a checkpoint whose step, data RNG, tokens seen and matching optimiser moments the run "
+     "continues (\"\" = fresh; docs/migration.md)."},
 };
 #undef RO
 

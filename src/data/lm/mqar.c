@@ -164,7 +164,7 @@ static const CfgKey g_mqar_keys[] = {
     {"mqar_vocab", CFGT_INT, MO(vocab), 0, "8192", 8, 65536, NULL,
      "MQAR: vocabulary V, even: keys from [1, V/2), values from [V/2, V) (docs/mqar.md)."},
     {"mqar_lengths", CFGT_STR, MO(lengths), MS(lengths), "64", 0, 0, NULL,
-     "MQAR: training lengths, comma-separated; each training batch holds one of them, cycling, padded to train.seq_len."},
+     "MQAR: training lengths, comma-separated, one per batch in turn (docs/mqar.md)."},
     {"mqar_pairs", CFGT_STR, MO(pairs), MS(pairs), "4", 0, 0, NULL,
      "MQAR: key-value pairs of each training length (one value for all, or one per length; 4 x pairs <= length)."},
     {"mqar_test_lengths", CFGT_STR, MO(test_lengths), MS(test_lengths), "64", 0, 0, NULL,
@@ -174,7 +174,7 @@ static const CfgKey g_mqar_keys[] = {
     {"mqar_power_a", CFGT_REAL, MO(power_a), 0, "0.01", 0, 1, NULL,
      "MQAR: query gaps' power law p(g) proportional to a g^(a-1) (1 = uniform)."},
     {"mqar_filler", CFGT_ENUM, MO(filler), 0, "random", 0, 0, "random|zero",
-     "MQAR: the positions after the pairs that hold no query: uniform over [0, V) (Zoology's random_non_queries), or 0."},
+     "MQAR: positions after the pairs that hold no query: random (Zoology's) or 0."},
     {"mqar_valid", CFGT_INT, MO(valid), 0, "256", 1, 100000000, NULL, "MQAR: validation examples."},
     {"mqar_train", CFGT_INT, MO(train), 0, "0", 0, 1000000000, NULL,
      "MQAR: training examples of each training length: 0 a fresh example for every draw; N a fixed set of N, "

@@ -14,7 +14,7 @@
 #define O(f) offsetof(PasskeyCfg, f)
 static const CfgKey g_keys[] = {
     {"passkey_vocab", CFGT_INT, O(vocab), 0, "64", 16, 65536, NULL,
-     "Passkey: vocabulary (0 padding, 1 the key's mark, 2 the question's mark, 3..12 the digits, the rest filler; docs/longctx.md)."},
+     "Passkey: vocabulary (docs/longctx.md)."},
     {"passkey_digits", CFGT_INT, O(digits), 0, "5", 1, PASSKEY_MAX_DIGITS, NULL, "Passkey: digits of the hidden number."},
     {"passkey_filler", CFGT_ENUM, O(filler), 0, "repeat", 0, 0, "repeat|random",
      "Passkey: filler text: one fixed sentence of 16 tokens repeated, or uniform random filler tokens."},
@@ -22,8 +22,7 @@ static const CfgKey g_keys[] = {
      "Passkey: the key's depth is uniform in [depth_min, depth_max] (0 = the start of the filler, 1 = its end)."},
     {"passkey_depth_max", CFGT_REAL, O(depth_max), 0, "1", 0, 1, NULL, "Passkey: see data.passkey_depth_min."},
     {"passkey_lengths", CFGT_STR, O(lengths), sizeof(((PasskeyCfg *)0)->lengths), "", 0, 0, NULL,
-     "Passkey: training lengths, comma-separated (each batch one, cycling, padded to train.seq_len; empty = train.seq_len). "
-     "Evaluation examples fill the window (gmaeval --seq-len N)."},
+     "Passkey: training lengths, comma-separated, one per batch in turn (empty = train.seq_len; docs/longctx.md)."},
     {"passkey_valid", CFGT_INT, O(valid), 0, "256", 1, 100000000, NULL, "Passkey: validation examples."},
     {"passkey_test", CFGT_INT, O(test), 0, "500", 1, 100000000, NULL, "Passkey: test examples per evaluation."},
 };

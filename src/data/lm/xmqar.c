@@ -18,7 +18,7 @@ static const CfgKey g_keys[] = {
     {"xmqar_pairs", CFGT_INT, O(pairs), 0, "8", 1, 16384, NULL,
      "Cross-sequence MQAR: key-value pairs in the context sequence (2 x pairs <= data.xmqar_ctx)."},
     {"xmqar_ctx", CFGT_INT, O(ctx), 0, "16", 2, 1 << 24, NULL,
-     "Cross-sequence MQAR: the context sequence's length M, the first M positions of the window; the query sequence is the other train.seq_len - M."},
+     "Cross-sequence MQAR: context length M, the first M positions of the window (docs/cross.md)."},
     {"xmqar_valid", CFGT_INT, O(valid), 0, "256", 1, 100000000, NULL, "Cross-sequence MQAR: validation examples."},
     {"xmqar_test", CFGT_INT, O(test), 0, "1000", 1, 100000000, NULL, "Cross-sequence MQAR: test examples."},
 };

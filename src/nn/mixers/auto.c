@@ -53,8 +53,8 @@ typedef struct AutoThrCfg {
 } AutoThrCfg;
 static const CfgKey auto_thr_keys[] = {
     {"auto_threshold", CFGT_INT, offsetof(AutoThrCfg, threshold), 0, "1024", 1, 16777216, "calibrated",
-     "mixer \"auto\": sequences shorter than this use sdpa, others gma; \"calibrated\": the crossover of the "
-     "file auto.calibration (gmabench calibrate), kept within 2048-4096 (docs/baselines.md)."},
+     "mixer auto: sdpa below this length, gma at or above; \"calibrated\": from gmabench calibrate's "
+     "auto.calibration (docs/model.md §3.6)."},
 };
 const CfgSection auto_threshold_section = {"auto_threshold", sizeof(AutoThrCfg), auto_thr_keys, CFG_N(auto_thr_keys),
                                            NULL, "model"};
@@ -67,8 +67,8 @@ typedef struct AutoCfg {
 #define O(f) offsetof(AutoCfg, f)
 static const CfgKey auto_keys[] = {
     {"distill_weight", CFGT_REAL, O(distill_weight), 0, "0", 0, 1e6, NULL,
-     "mixer \"auto\": weight w of the distillation of the GMA path from the sdpa path on training calls below the "
-     "threshold, w sum (oh_gma - stopgrad(oh_sdpa))^2 / sum stopgrad(oh_sdpa)^2 (0 = off; docs/model.md 3.6)."},
+     "mixer auto: weight of distilling the GMA path from the sdpa path below the threshold (0 = off; docs/model.md "
+     "§3.6)."},
     {"calibration", CFGT_STR, O(calibration), CFG_STR, "auto_calibration.json", 0, 0, NULL,
      "mixer \"auto\": the file of gmabench calibrate read when model.auto_threshold is \"calibrated\"."},
 };

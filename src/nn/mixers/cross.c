@@ -20,25 +20,20 @@ enum { XP_MU = AP_N, XP_VAR, XP_PRIOR };
 #define O(f) offsetof(CrossCfg, f)
 static const CfgKey g_keys[] = {
     {"mixer", CFGT_ENUM, O(mixer), 0, "none", 0, 0, CROSS_KINDS,
-     "Cross-attention (docs/model.md 3.8): none = a plain decoder over the window; gma or sdpa = the first cross.ctx_len "
-     "positions are a context, encoded by cross.enc_layers blocks (bidirectional; causal with cross.enc_causal) and "
-     "read by a cross sub-layer in every decoder block; the decoder runs over the other positions."},
+     "Cross-attention: none, or gma/sdpa: the first cross.ctx_len positions are an encoded context that every "
+     "decoder block reads (docs/model.md §3.8)."},
     {"n_components", CFGT_INT, O(n_components), 0, "16", 1, 65536, NULL,
      "Components per head Kc of the GMA cross layers and of the GMA encoder's layers (cross.mixer gma)."},
     {"enc_layers", CFGT_INT, O(enc_layers), 0, "1", 0, CFG_MAX_LAYERS, NULL,
-     "Blocks of the context encoder (LayerNorm, self-attention of kind cross.mixer, bidirectional unless cross.enc_causal, "
-     "residual; 0 = the context's embeddings and a LayerNorm)."},
+     "Blocks of the context encoder (0 = its embeddings and a LayerNorm; docs/model.md §3.8)."},
     {"ctx_len", CFGT_INT, O(ctx_len), 0, "0", 0, 1 << 24, NULL,
-     "Positions of the context at the start of the window (cross.mixer gma or sdpa; data.source xmqar: data.xmqar_ctx)."},
+     "Positions of the context at the start of the window (data.source xmqar: data.xmqar_ctx)."},
     {"enc_causal", CFGT_BOOL, O(enc_causal), 0, "false", 0, 0, NULL,
-     "The context encoder's self-attention causal (each context row reads the rows before it) instead of bidirectional; "
-     "the cross sub-layers still read the whole context."},
+     "Context encoder causal instead of bidirectional (docs/model.md §3.8)."},
     {"enc_mixer", CFGT_ENUM, O(enc_mixer), 0, "same", 0, 0, CROSS_ENC_KINDS,
-     "The kind of the context encoder's self-attention layers: same = cross.mixer's, or gma or sdpa whatever "
-     "cross.mixer is (e.g. an sdpa encoder read by GMA cross layers)."},
+     "Kind of the context encoder's self-attention: same = cross.mixer's, or gma or sdpa."},
     {"query_pos", CFGT_ENUM, O(query_pos), 0, "window", 0, 0, CROSS_POS_KINDS,
-     "The query sequence's positions: window = those of the window after the context (M..T-1); own = its own from 0 "
-     "(0..T-M-1), so that a longer context (gmaeval --ctx-len) leaves the queries' positions as in training."},
+     "Query positions: window (M..T-1) or own (0..T-M-1, unchanged by gmaeval --ctx-len; docs/model.md §3.8)."},
 };
 #undef O
 

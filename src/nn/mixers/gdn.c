@@ -48,12 +48,12 @@ typedef struct GdnCfg {
 #define O(f) offsetof(GdnCfg, f)
 static const CfgKey gdn_keys[] = {
     {"delta", CFGT_BOOL, O(delta), 0, "true", 0, 0, NULL,
-     "Gated DeltaNet: the delta rule (b_t, the update of S by the prediction error); false: S_t = a_t S_{t-1} + k_t v_t^T."},
+     "Gated DeltaNet: the delta rule; false: S_t = a_t S_{t-1} + k_t v_t^T (docs/model.md §3.5)."},
     {"decay", CFGT_BOOL, O(decay), 0, "true", 0, 0, NULL,
-     "Gated DeltaNet: the scalar decay a_t per head (A_log, dt_bias, a_proj); false: a_t = 1 (DeltaNet with delta true)."},
+     "Gated DeltaNet: the per-head decay a_t; false: a_t = 1."},
     {"conv_size", CFGT_INT, O(conv_size), 0, "4", 1, 64, NULL, "Gated DeltaNet: kernel of the causal depthwise convolutions of q, k and v."},
     {"expand_v", CFGT_INT, O(expand_v), 0, "1", 1, 8, NULL, "Gated DeltaNet: value (and state) width per head = expand_v * the key width d."},
-    {"chunk", CFGT_INT, O(chunk), 0, "64", 1, 65536, NULL, "Gated DeltaNet: steps between the states the backward pass recomputes from (memory/recompute trade-off)."},
+    {"chunk", CFGT_INT, O(chunk), 0, "64", 1, 65536, NULL, "Gated DeltaNet: steps between the states the backward recomputes from."},
 };
 #undef O
 static const CfgSection gdn_section = {"gdn", sizeof(GdnCfg), gdn_keys, (int)(sizeof gdn_keys / sizeof gdn_keys[0]), NULL,

@@ -82,7 +82,7 @@ typedef struct GmaCfg {
 #define O(f) offsetof(GmaCfg, f)
 static const CfgKey gma_keys[] = {
     {"n_components", CFGT_INTS, O(n_components), 0, "64", 1, 65536, NULL,
-     "Components per head Kc: one number for every GMA layer, or a list with one entry per layer that holds a GMA path (mixer gma, auto or gated), in layer order."},
+     "Components per head Kc: one number, or one per layer holding a GMA path (docs/model.md §3.6)."},
     {"routing", CFGT_ENUM, O(routing), 0, "gaussian", 0, 0, "gaussian|softmax", "Routing of queries and keys."},
     {"temperature", CFGT_REAL, O(temperature), 0, "1", 1e-6, 1e6, NULL, "Responsibility temperature tau (fixed)."},
     {"var_floor", CFGT_REAL, O(var_floor), 0, "0.0001", 0, 1e6, NULL, "Added to softplus(var_raw)."},
@@ -92,55 +92,49 @@ static const CfgKey gma_keys[] = {
      "Std of the initial means (0 = (2 d)^(-1/4): soft initial responsibilities, see README)."},
     {"memory", CFGT_ENUM, O(memory), 0, "none", 0, 0, "none|ema", "Value memory: from the sequence, or an EMA buffer."},
     {"write", CFGT_ENUM, O(write), 0, "add", 0, 0, "add|delta",
-     "How a key writes the values into the Kc slots: add = the normalised linear core (3.1); delta = a delta-rule write "
-     "with the key responsibilities as the key and a learned per-head gate, read without a denominator (docs/model.md 3.10; causal only)."},
+     "How keys write the slots: add = the normalised linear core; delta = a gated delta-rule write, causal only "
+     "(docs/model.md §3.10)."},
     {"slot_decay", CFGT_BOOL, O(slot_decay), 0, "false", 0, 0, NULL,
-     "With gma.write \"delta\": a learned forgetting rate a_c = sigmoid(theta_c) of each slot (component) per head, "
-     "S_t = diag(a) S_{t-1} before the write (docs/model.md 3.10)."},
+     "With gma.write delta: a learned forgetting rate per slot and head (docs/model.md §3.10)."},
     {"topk", CFGT_INT, O(topk), 0, "0", 0, 65536, NULL,
-     "Sparse routing: each query's and key's responsibilities cut to their k largest and renormalised to sum 1, with "
-     "Gumbel noise on the routing logits in training (0 = dense; below Kc; docs/model.md 3.12)."},
+     "Sparse routing: keep each row's k largest responsibilities, Gumbel noise in training (0 = dense; below Kc; "
+     "docs/model.md §3.12)."},
     {"topk_noise", CFGT_REAL, O(topk_noise), 0, "1", 0, 100, NULL,
-     "With gma.topk: the scale s of the Gumbel noise s g added to the routing logits l / tau in training forwards "
-     "(0 = none; never at evaluation, decoding or prefill)."},
+     "With gma.topk: scale of the Gumbel noise on the routing logits in training (0 = none; docs/model.md §3.12)."},
     {"ema_decay", CFGT_REAL, O(ema_decay), 0, "0", 0, 0.999999999, NULL, "EMA decay alpha in (0,1) (0 = 1 - 1/(B N))."},
     {"div_weight", CFGT_REAL, O(div_weight), 0, "0", 0, 1e6, NULL, "Weight of the diversity loss (0 = off)."},
     {"div_mode", CFGT_ENUM, O(div_mode), 0, "token", 0, 0, "token|batch", "Diversity loss form."},
     {"monitor_every", CFGT_INT, O(monitor_every), 0, "100", 0, 1000000000, NULL, "Routing health check period in steps (0 = off)."},
     {"diag_every", CFGT_INT, O(diag_every), 0, "0", 0, 1000000000, NULL,
-     "Recall diagnosis period in steps (0 = off): per GMA layer, components in use and entropies of the query and key "
-     "responsibilities, the routing of each scored query against its recall position, and the routing parameters' "
-     "gradient norms, as \"routing_diag\" rows in metrics.jsonl (docs/routing.md)."},
+     "Steps between recall diagnoses, \"routing_diag\" rows in metrics.jsonl (0 = off; docs/routing.md)."},
     {"on_collapse", CFGT_ENUM, O(on_collapse), 0, "warn", 0, 0, "warn|reinit|stop", "Action on a collapse alert."},
     {"reseed_rows", CFGT_ENUM, O(reseed_rows), 0, "queries", 0, 0, "queries|keys",
-     "With gma.on_collapse \"reinit\": the rows of the batch a dead component is re-seeded from, k-means++ style: the "
-     "query rows, or the key rows (docs/routing.md)."},
+     "With gma.on_collapse reinit: re-seed dead components from the batch's query or key rows (docs/routing.md)."},
     {"entropy_min", CFGT_REAL, O(entropy_min), 0, "1.5", 0, 1e6, NULL, "Alert when mean responsibility entropy (nats) is below."},
     {"util_min_share", CFGT_REAL, O(util_min_share), 0, "0.02", 0, 1, NULL, "A component is dead below this share of 1/Kc."},
     {"patience", CFGT_INT, O(patience), 0, "3", 1, 1000000, NULL, "Checks a component must stay dead before an alert."},
     {"norm_growth_max", CFGT_REAL, O(norm_growth_max), 0, "10", 1, 1e9, NULL, "EMA memory norm alert factor over its start."},
     {"dirichlet_alpha", CFGT_REAL, O(dirichlet_alpha), 0, "0.5", 1e-6, 1, NULL,
-     "Concentration alpha of the Dirichlet prior on the mixture weights pi = softmax(prior_logits) (< 1: sparse; docs/model.md 4.1)."},
+     "Concentration alpha of the Dirichlet prior on the mixture weights (< 1: sparse; docs/model.md §4.1)."},
     {"dirichlet_weight", CFGT_REAL, O(dirichlet_weight), 0, "0", 0, 1e6, NULL,
      "Weight of the Dirichlet prior's term -(alpha - 1)/Hp sum log pi_k (0 = off; Gaussian routing)."},
     {"dirichlet_every", CFGT_INT, O(dirichlet_every), 0, "100", 1, 1000000000, NULL,
      "With the Dirichlet prior: steps between checks that drop components."},
     {"dirichlet_drop", CFGT_REAL, O(dirichlet_drop), 0, "0.001", 0, 1, NULL,
-     "With the Dirichlet prior: a component whose pi_k is below this is dropped (its prior logit set to -1e4)."},
+     "With the Dirichlet prior: drop a component whose mixture weight is below this."},
     {"adapt_every", CFGT_INT, O(adapt_every), 0, "0", 0, 1000000000, NULL,
-     "Structural adaptation of K: every this many steps merge, prune and split components, rebuilding the layer at its new K "
-     "(0 = off; Gaussian routing; docs/model.md 4.2)."},
+     "Steps between structural adaptations of K: merge, prune, split (0 = off; Gaussian routing; docs/model.md "
+     "§4.2)."},
     {"k_min", CFGT_INT, O(k_min), 0, "1", 1, 65536, NULL, "With gma.adapt_every: the fewest components per head a layer keeps."},
     {"k_max", CFGT_INT, O(k_max), 0, "65536", 1, 65536, NULL, "With gma.adapt_every: the most components per head a layer grows to."},
     {"merge_dist", CFGT_REAL, O(merge_dist), 0, "0.001", 0, 1e6, NULL,
-     "With gma.adapt_every: merge two components whose Bhattacharyya distance per dimension is below this (0 = never)."},
+     "With gma.adapt_every: merge two components closer than this (0 = never; docs/model.md §4.2)."},
     {"prune_below", CFGT_REAL, O(prune_below), 0, "0.02", 0, 1, NULL,
-     "With gma.adapt_every: prune a component whose load (its mean query responsibility over the last training batch) is below this times 1/K (0 = never; "
-     "components the Dirichlet prior dropped are always removed)."},
+     "With gma.adapt_every: prune a component whose load is below this times 1/K (0 = never; docs/model.md §4.2)."},
     {"split_above", CFGT_REAL, O(split_above), 0, "0", 0, 1e6, NULL,
-     "With gma.adapt_every: split a component whose load is above this times 1/K into two (0 = never; > 1 to mean it)."},
+     "With gma.adapt_every: split a component whose load is above this times 1/K (0 = never)."},
     {"split_shift", CFGT_REAL, O(split_shift), 0, "0.5", 0, 100, NULL,
-     "With gma.adapt_every: a split's two copies sit this many standard deviations either side of the mean along its widest axis."},
+     "With gma.adapt_every: a split's copies sit this many standard deviations either side of the mean."},
 };
 #undef O
 static const CfgSection gma_section = {"gma", sizeof(GmaCfg), gma_keys, (int)(sizeof gma_keys / sizeof gma_keys[0]), NULL, NULL};

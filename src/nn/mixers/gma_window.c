@@ -20,12 +20,10 @@ typedef struct GmaWindowCfg {
 #define O(f) offsetof(GmaWindowCfg, f)
 static const CfgKey g_keys[] = {
     {"window", CFGT_INT, O(window), 0, "0", 0, 16777216, NULL,
-     "An exact local window inside each gma layer: its output is a learned per-head mix of the GMA path and causal "
-     "softmax attention over the last W tokens on the same q, k, v (bidirectional: the band of sdpa.window), at O(N W) "
-     "cost; decoding keeps W key/value rows (docs/model.md 3.11). 0 = none."},
+     "An exact local softmax window of W keys inside each gma layer, gated per head (0 = none; docs/model.md "
+     "§3.11)."},
     {"window_share", CFGT_REAL, O(share), 0, "0.5", 1e-6, 0.999999, NULL,
-     "With gma.window: the window path's initial share g = sigmoid(a) of each head's output (the gate logits "
-     "PREFIX.gma.window_gate start at logit(g)); the GMA path has 1 - g."},
+     "With gma.window: the window path's initial share of each head's output (docs/model.md §3.11)."},
 };
 #undef O
 

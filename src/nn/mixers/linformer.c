@@ -34,7 +34,7 @@ typedef struct LinformerCfg {
 static const CfgKey lf_keys[] = {
     {"k", CFGT_INT, O(k), 0, "256", 1, 16777216, NULL, "Linformer: projected length k of keys and values (<= model.max_seq_len)."},
     {"shared_kv", CFGT_BOOL, O(shared_kv), 0, "false", 0, 0, NULL,
-     "Linformer: one projection E for keys and values (the LRA release's lr_kernel), else E for keys and F for values."},
+     "Linformer: one projection E for keys and values (the LRA release's lr_kernel)."},
 };
 #undef O
 static const CfgSection lf_section = {"linformer", sizeof(LinformerCfg), lf_keys, (int)(sizeof lf_keys / sizeof lf_keys[0]), NULL, NULL};

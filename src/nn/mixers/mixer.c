@@ -61,9 +61,8 @@ static const CfgKey g_attn_keys[] = {
     {"attn_bias", CFGT_BOOL, offsetof(AttnProjCfg, bias), 0, "true", 0, 0, NULL,
      "Biases on the attention projections q, k, v and o (false: none, as LRA)."},
     {"short_conv", CFGT_INT, offsetof(AttnProjCfg, short_conv), 0, "0", 0, 64, NULL,
-     "Kernel K of a short causal depthwise convolution with SiLU on each of the q, k, v projections, as "
-     "flash-linear-attention's ShortConvolution (docs/model.md 3.9; 0 = none). Mixers gma, sdpa, sdpa_ref, linear "
-     "and performer; refused for the others."},
+     "Kernel K of a causal depthwise convolution with SiLU on q, k, v (0 = none; gma, sdpa, sdpa_ref, linear, "
+     "performer; docs/model.md §3.9)."},
 };
 static const CfgSection g_attn_section = {"attn_proj", sizeof(AttnProjCfg), g_attn_keys, CFG_N(g_attn_keys), NULL, "model"};
 static const AttnProjCfg *attn_cfg(const Config *c) { return cfg_section_of(c, &g_attn_section); }

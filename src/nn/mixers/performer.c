@@ -53,10 +53,11 @@ typedef struct PerformerCfg {
 #define O(f) offsetof(PerformerCfg, f)
 static const CfgKey perf_keys[] = {
     {"kernel", CFGT_ENUM, O(kernel), 0, "softmax", 0, 0, "softmax|relu",
-     "Performer: softmax (FAVOR+ positive random features) or relu (generalized attention, phi = relu(x) + 0.001 on the d channels: deterministic, no random features)."},
+     "Performer features: softmax (FAVOR+ random features) or relu (the LRA release's relu(x) + 0.001; "
+     "docs/model.md §3.5)."},
     {"features", CFGT_INT, O(features), 0, "0", 0, 65536, NULL, "Performer: random features m per head (0 = 2 d)."},
     {"redraw", CFGT_INT, O(redraw), 0, "0", 0, 1000000000, NULL,
-     "Performer: redraw the random features every this many training steps (0 = never); the draw is saved in checkpoints."},
+     "Performer: redraw the random features every this many training steps (0 = never)."},
 };
 #undef O
 static const CfgSection perf_section = {"performer", sizeof(PerformerCfg), perf_keys,
