@@ -125,7 +125,8 @@ done
 # core's S [Kc,d] and z [Kc]); linear d (d + 1); performer m (d + 1), m = 2 d features;
 # mamba expand d (d_state + d_conv - 1) (scan and convolution); hybrid one sdpa layer and one
 # gma Kc 64 layer; gdn its S [d, d] and convolution rows; a bc- token one such layer and the
-# baseconv layer's 2 d; model.short_conv K 3 (K - 1) d more in each layer that takes it
+# baseconv layer's 2 d; model.short_conv K 3 (K - 1) d more in each layer that takes it; a
+# --set gma.window=W the ring of min(W, n) key and value rows of each gma layer
 state_bytes() {
   local d=$2 n=$test_max layers=2 b
   token_parts "$1" || return 1
@@ -148,6 +149,10 @@ state_bytes() {
   [ $tk_sc = 0 ] || k=4
   case "$tk_name" in mamba|gdn|deltanet|gla) k="";; esac # their own convolutions, counted above
   [ -z "$k" ] || [ "$k" -le 1 ] || b=$((b + layers * 4 * 3 * (k - 1) * d))
+  # gma.window W (a --set of it): each gma layer's ring of min(W, n) key and value rows
+  local w
+  w=$(printf '%s\n' "$user_sets" | sed -n 's/.*gma\.window=\([0-9][0-9]*\).*/\1/p')
+  case "$tk_name" in gma*) [ -z "$w" ] || { [ "$w" -le "$n" ] || w=$n; b=$((b + layers * 4 * 2 * w * d)); };; esac
   echo $b
 }
 # token_parts TOKEN: a mixer token [bc-]NAME[+sc][+nopos] into tk_bc, tk_name, tk_sc,
