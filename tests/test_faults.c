@@ -116,13 +116,13 @@ START_TEST(test_small_disk) {
 }
 END_TEST
 
-/* metrics.jsonl on a full disk (RLIMIT_FSIZE of 4 KiB, ulimit -f 8 in 512-byte blocks: config.json fits, the log grows
- * past it): one line naming metrics.jsonl, exit 1, and the file keeps whole rows only. */
+/* metrics.jsonl on a full disk (RLIMIT_FSIZE of 8 KiB, ulimit -f 16 in 512-byte blocks: config.json, about 4 KiB, fits;
+ * the log grows past it): one line naming metrics.jsonl, exit 1, and the file keeps whole rows only. */
 START_TEST(test_metrics_full) {
     tu_write(tu_path("tiny.json"), CE_TINY);
     char rd[1100];
     snprintf(rd, sizeof rd, "%s", tu_path("mfull"));
-    ck_assert_int_eq(run("trap '' XFSZ; ulimit -f 8; ./bin/gmatrain --config %s --out %s --quiet --set train.steps=400 "
+    ck_assert_int_eq(run("trap '' XFSZ; ulimit -f 16; ./bin/gmatrain --config %s --out %s --quiet --set train.steps=400 "
                          "--set train.checkpoint_every=0", tu_path("tiny.json"), rd),
                      1);
     ck_assert_msg(ce_lines(g_out) == 1 && strstr(g_out, "metrics.jsonl: cannot write a row at step") &&
