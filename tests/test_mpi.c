@@ -331,12 +331,12 @@ START_TEST(test_bad_input_one_line) {
 }
 END_TEST
 
-/* a metrics row that cannot be written (RLIMIT_FSIZE of 4 KiB in each rank, rank 0 alone
+/* a metrics row that cannot be written (RLIMIT_FSIZE of 8 KiB in each rank, rank 0 alone
  * writes the log): every rank stops with exit 1 and the line naming metrics.jsonl, learnt
  * from the next step's reduction (no broadcast per step), not a rank left waiting */
 START_TEST(test_metrics_full_stops_all) {
     SKIP_WITHOUT_MPI();
-    ck_assert_int_eq(run("%s sh -c \"trap '' XFSZ; ulimit -f 8; exec %s --config configs/quickstart.json --out %s %s "
+    ck_assert_int_eq(run("%s sh -c \"trap '' XFSZ; ulimit -f 16; exec %s --config configs/quickstart.json --out %s %s "
                          "--set train.steps=400 --set train.checkpoint_every=0 %s\"",
                          mpirun(2), MPI_BIN, tu_path("mfull"), SMALL, ARGS),
                      1);
