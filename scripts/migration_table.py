@@ -5,8 +5,9 @@ std, min and max over the seeds of the whole valid and test splits' perplexity, 
 difference against the teacher, the control (the teacher fine-tuned the same steps) and GMA
 from scratch at the same budget, the gates migrate.sh passed and the smallest component
 utilisation; the first seed's speeds. A "## What it shows" section already in the page (the
-reading, by hand) is kept.
-  migration_table.py OUT TEACHER COMMAND PAGE"""
+reading, by hand) is kept. With GPT2_DIR (scripts/migrate_gpt2_shape.sh's folder) its cost
+table goes on the page too.
+  migration_table.py OUT TEACHER COMMAND PAGE [GPT2_DIR]"""
 import json
 import os
 import statistics
@@ -145,11 +146,23 @@ def page(out, teacher, command):
     return L
 
 
+def gpt2_section(d):
+    """The section of scripts/migrate_gpt2_shape.sh's cost.md in folder d."""
+    with open(os.path.join(d, "cost.md")) as f:
+        text = f.read().strip()
+    return ["## The pipeline at GPT-2 small's shape", "",
+            "`scripts/migrate_gpt2_shape.sh`: a random GPT-2-shaped run exported (gmadata export gpt2), imported",
+            "back (gmadata import gpt2) and migrated (migrate.sh --all-at-once, transfer, window, distillation); each",
+            "stage's wall time and peak resident memory (GNU time).", "", text, ""]
+
+
 def main():
-    if len(sys.argv) != 5:
+    if len(sys.argv) not in (5, 6):
         sys.exit(__doc__)
-    out, teacher, command, path = sys.argv[1:]
+    out, teacher, command, path = sys.argv[1:5]
     L = page(out, teacher, command)
+    if len(sys.argv) == 6:
+        L += gpt2_section(sys.argv[5])
     L += kept_section(path, "## What it shows")
     with open(path + ".new", "w") as f:
         f.write("\n".join(L).rstrip("\n") + "\n")

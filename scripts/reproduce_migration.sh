@@ -18,7 +18,7 @@
 #   scripts/reproduce_migration.sh [--teacher RUN | --teacher-steps T] [--budget B]
 #                                  [--transfer-steps X] [--window W] [--seeds N] [--threads N]
 #                                  [--bench-seq LIST] [--arms LIST] [--out DIR] [--sotu DIR]
-#                                  [--force] [--write-docs] [--help]
+#                                  [--gpt2-shape DIR] [--force] [--write-docs] [--help]
 #   --teacher RUN      a trained teacher (4 sdpa layers on data/sotu8-bpe4k); default: train one
 #                      in OUT/teacher for --teacher-steps T (default 3000)
 #   --budget B         conversion steps of every arm (default 300)
@@ -32,6 +32,7 @@
 #                      control comes with full)
 #   --out DIR          where the runs go (default runs/migration)
 #   --sotu DIR         the State of the Union corpus (also SOTU=DIR; until data/sotu8 is made)
+#   --gpt2-shape DIR   the folder of scripts/migrate_gpt2_shape.sh: its cost table goes on the page
 #   --force            train again a run made with other options (also migrate.sh --force)
 #   --write-docs       write docs/results/migration.md (else OUT/results.md only)
 # A rerun continues: finished runs are kept, stopped ones resumed (docs/reproducing.md,
@@ -40,14 +41,14 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 . scripts/lib_reproduce.sh
 teacher=""; tsteps=3000; budget=300; xsteps=100; window=16; seeds=3; threads=1; bseq=1K,4K,16K
-arms="full notransfer nowindow scratch long"; out=runs/migration; docs=0
-usage="[--teacher RUN | --teacher-steps T] [--budget B] [--transfer-steps X] [--window W] [--seeds N] [--threads N] [--bench-seq LIST] [--arms LIST] [--out DIR] [--sotu DIR] [--force] [--write-docs] [--help]"
+arms="full notransfer nowindow scratch long"; out=runs/migration; docs=0; gpt2=""
+usage="[--teacher RUN | --teacher-steps T] [--budget B] [--transfer-steps X] [--window W] [--seeds N] [--threads N] [--bench-seq LIST] [--arms LIST] [--out DIR] [--sotu DIR] [--gpt2-shape DIR] [--force] [--write-docs] [--help]"
 while [ $# -gt 0 ]; do
   case "$1" in
     --help|-h) script_help; exit 0;;
     --write-docs) docs=1; shift; continue;;
     --force) force=1; shift; continue;;
-    --teacher|--teacher-steps|--budget|--transfer-steps|--window|--seeds|--threads|--bench-seq|--arms|--out|--sotu) ;;
+    --teacher|--teacher-steps|--budget|--transfer-steps|--window|--seeds|--threads|--bench-seq|--arms|--out|--sotu|--gpt2-shape) ;;
     *) unknown_option "$1" "$usage";;
   esac
   need_value "$@"
@@ -63,6 +64,7 @@ while [ $# -gt 0 ]; do
     --arms) arms="$2";;
     --out) out=$(from_start "$2");;
     --sotu) SOTU="$2";;
+    --gpt2-shape) gpt2=$(from_start "$2");;
   esac
   shift 2
 done
@@ -73,6 +75,7 @@ case "$window" in ''|*[!0-9]*) echo "$0: --window: want an integer >= 0, got '$w
 for a in $arms; do
   case " full notransfer nowindow scratch long " in *" $a "*) ;; *) echo "$0: --arms: unknown arm '$a' (full notransfer nowindow scratch long)" >&2; exit 2;; esac
 done
+[ -z "$gpt2" ] || [ -f "$gpt2/cost.md" ] || { echo "$0: --gpt2-shape $gpt2: no cost.md there (scripts/migrate_gpt2_shape.sh --out DIR)" >&2; exit 2; }
 [ -z "$teacher" ] || [ -f "$teacher/config.json" ] || { echo "$0: --teacher $teacher: no config.json there (a gmatrain run folder)" >&2; exit 2; }
 prepare_sotu8
 data=data/sotu8-bpe4k
@@ -107,5 +110,5 @@ for ((i = 0; i < seeds; i++)); do
 done
 cmd="scripts/reproduce_migration.sh --teacher-steps $tsteps --budget $budget --transfer-steps $xsteps --window $window --seeds $seeds --threads $threads --bench-seq $bseq"
 page="$out/results.md"; [ $docs = 1 ] && page=docs/results/migration.md
-python3 -B scripts/migration_table.py "$out" "$teacher" "$cmd" "$page"
+python3 -B scripts/migration_table.py "$out" "$teacher" "$cmd" "$page" ${gpt2:+"$gpt2"}
 echo "wrote $page" >&2

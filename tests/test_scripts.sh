@@ -49,7 +49,7 @@ bench_torch.sh:--mixers --B --T --V --steps --repeat --threads --out
 check_data_parallel.sh:--bin --device --out --way --steps
 gpu_check.sh:--out --bin --precisions --mixers --extra --sections
 migrate.sh:--teacher --data --steps-per-phase --total-steps --out --name --seed --lr --threads --set --transfer-steps --transfer-lr --eval-batches --distill-weight --distill-temperature --bench-seq --gate-ppl-phase1 --gate-ppl-phase2 --phase2-against --gate-bench-phase3 --gate-util --util-warn --phases --window
-reproduce_migration.sh:--teacher --teacher-steps --budget --transfer-steps --window --seeds --threads --bench-seq --arms --out --sotu
+reproduce_migration.sh:--teacher --teacher-steps --budget --transfer-steps --window --seeds --threads --bench-seq --arms --out --sotu --gpt2-shape
 migrate_gpt2_shape.sh:--vocab --steps --transfer-steps --seq --threads --out --sotu
 reproduce_cross.sh run:--out --kinds --steps --threads --seed --set
 reproduce_cross.sh write R.json:--out --note
@@ -719,5 +719,10 @@ p=$(cat "$mt/page.md")
   && [[ "$p" == *"trained 3000 steps"* ]] && [[ "$p" == *"The reading."* ]] && [[ "$p" != *"# old"* ]] \
   && ok "migration_table.py: the arms' rows, spreads, differences and gates; the reading kept" \
   || bad "migration_table.py on a fixture: exit $rc, '$out', page: $p"
+mkdir -p "$mt/g"; printf '| stage | wall s | peak resident MB |\n|---|---:|---:|\n| migrate | 9.5 | 4321 |\n' > "$mt/g/cost.md"
+python3 scripts/migration_table.py "$mt" "$mt/teacher" "CMD" "$mt/page.md" "$mt/g" > /dev/null 2>&1
+p=$(cat "$mt/page.md")
+[[ "$p" == *"## The pipeline at GPT-2 small's shape"* ]] && [[ "$p" == *"| migrate | 9.5 | 4321 |"* ]] && [[ "$p" == *"The reading."* ]] \
+  && ok "migration_table.py: the GPT-2-shape cost table on the page" || bad "migration_table.py with GPT2_DIR: $p"
 [ $fail -eq 0 ] && echo "scripts: ok"
 exit $fail
