@@ -17,7 +17,8 @@
 #   --sotu DIR           the State of the Union corpus (also SOTU=DIR; until data/sotu8 is made)
 # Writes OUT/run (the random GPT-2-shaped run), OUT/hf (its export), OUT/teacher (the
 # import), OUT/migrate (migrate.sh's folder) and OUT/cost.json, OUT/cost.md: each stage's wall
-# seconds and peak resident memory (GNU time), the parameters, the commands.
+# seconds and peak resident memory (GNU time, OUT/STAGE.time), the parameters, the commands.
+# A rerun into the same OUT keeps the stages done (their .time files) and runs the rest.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . scripts/lib_reproduce.sh
@@ -45,22 +46,26 @@ positive_ints "steps:$steps" "transfer-steps:$xsteps" "seq:$seq" "threads:$threa
 [ -n "$vocab" ] && [ -f "$vocab/encoder.json" ] && [ -f "$vocab/vocab.bpe" ] ||
   { echo "$0: --vocab DIR: want GPT-2's encoder.json and vocab.bpe there (gmadata fetch gpt2)" >&2; exit 2; }
 [ -x /usr/bin/time ] || { echo "$0: /usr/bin/time (GNU time) not found: apt-get install time" >&2; exit 1; }
-[ ! -e "$out/cost.json" ] || { echo "$0: $out/cost.json exists: this pipeline ran there; give another --out" >&2; exit 2; }
 prepare_sotu8
 data=data/sotu8-gpt2
 [ -f "$data/meta.json" ] || bin/gmadata prepare data/sotu8 --tokenizer gpt2 --vocab "$vocab" --out "$data" --quiet
 mkdir -p "$out"
 rows=()
 stage() { # NAME CMD...: the command under GNU time; its wall seconds and peak RSS into rows
-  # (migrate.sh's exit 3, a failed gate, is its answer for random weights, not a failure)
+  # (migrate.sh's exit 3, a failed gate, is its answer for random weights, not a failure); a
+  # stage whose OUT/NAME.time holds its figures is done: a rerun keeps it
   local name=$1 t="$out/$1.time" rc=0
   shift
-  echo "$name: $*" >&2
-  /usr/bin/time -f '%e %M' -o "$t" "$@" > "$out/$name.log" 2>&1 || rc=$?
-  if [ $rc -ne 0 ] && ! { [ "$name" = migrate ] && [ $rc = 3 ]; }; then
-    echo "$0: $name failed (see $out/$name.log)" >&2; tail -n 5 "$out/$name.log" >&2; exit 1
+  if [ -s "$t" ] && tail -n 1 "$t" | grep -Eq '^[0-9.]+ [0-9]+$'; then
+    echo "$name: done before, kept" >&2
+  else
+    echo "$name: $*" >&2
+    /usr/bin/time -f '%e %M' -o "$t" "$@" > "$out/$name.log" 2>&1 || rc=$?
+    if [ $rc -ne 0 ] && ! { [ "$name" = migrate ] && [ $rc = 3 ]; }; then
+      rm -f "$t"; echo "$0: $name failed (see $out/$name.log)" >&2; tail -n 5 "$out/$name.log" >&2; exit 1
+    fi
   fi
-  read -r sec kb < "$t"
+  read -r sec kb < <(tail -n 1 "$t") # GNU time puts "Command exited with non-zero status N" first
   rows+=("{\"stage\": \"$name\", \"seconds\": $sec, \"peak_rss_mb\": $((kb / 1024)), \"command\": \"$(echo "$*" | sed 's/"/\\"/g')\"}")
 }
 gpt2=(--set model.mixer=sdpa --set model.n_layers=12 --set model.d_model=768 --set model.n_heads=12
@@ -80,7 +85,7 @@ params=$(python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))["param
   printf ' ]}\n'
 } > "$out/cost.json"
 {
-  echo "GPT-2 small's shape, random weights: $(printf "%'d" "$params") parameters; window $seq, $threads threads."
+  echo "GPT-2 small's shape, random weights: $(printf "%'d" "$params") parameters; context $seq tokens, $threads threads."
   echo "migrate.sh's result: $(sed -n 's/.*"result": "\([^"]*\)".*/\1/p' "$out/migrate/migration.json") (random weights: the gates measure nothing here)."
   echo
   echo "| stage | wall s | peak resident MB |"
