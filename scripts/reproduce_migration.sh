@@ -27,7 +27,7 @@
 #                      the 128-token context, as LoLCATs' 64 of its longer contexts)
 #   --seeds N          seeds 1337.. of every arm (default 3; the teacher is one run)
 #   --threads N        threads of every run (default 1)
-#   --bench-seq LIST   speed lengths (default 1K,4K,16K; migrate.sh --quick)
+#   --bench-seq LIST   prefill and decoding speed lengths of the first seed's full arm (default 1K,4K,16K)
 #   --arms LIST        the arms to run (default "full notransfer nowindow scratch long"; the
 #                      control comes with full)
 #   --out DIR          where the runs go (default runs/migration)
@@ -101,7 +101,7 @@ migrate() { # NAME SEED OPTIONS...: migrate.sh, every layer at once, the gates r
 has() { case " $arms " in *" $1 "*) return 0;; esac; return 1; }
 for ((i = 0; i < seeds; i++)); do
   s=$((1337 + i))
-  bench=(--no-bench); [ $i = 0 ] && bench=(--bench-seq "$bseq" --quick)
+  bench=(--no-bench); [ $i = 0 ] && bench=(--bench-seq "$bseq")
   if has full; then migrate full $s --total-steps $((budget - xsteps)) --transfer-steps "$xsteps" --window "$window" --control "${bench[@]}"; fi
   if has notransfer; then migrate notransfer $s --total-steps "$budget" --window "$window" --no-bench; fi
   if has nowindow; then migrate nowindow $s --total-steps $((budget - xsteps)) --transfer-steps "$xsteps" --window 0 --no-bench; fi
