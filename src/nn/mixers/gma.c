@@ -137,7 +137,9 @@ static const CfgKey gma_keys[] = {
      "With gma.adapt_every: a split's copies sit this many standard deviations either side of the mean."},
 };
 #undef O
-static const CfgSection gma_section = {"gma", sizeof(GmaCfg), gma_keys, (int)(sizeof gma_keys / sizeof gma_keys[0]), NULL, NULL};
+static int window_validate(const Config *c);
+static const CfgSection gma_section = {"gma", sizeof(GmaCfg), gma_keys, (int)(sizeof gma_keys / sizeof gma_keys[0]),
+                                       window_validate, NULL};
 static const GmaCfg *gcfg(const Config *c) { return cfg_section_of(c, &gma_section); }
 
 #define SLOT_DECAY_INIT 5.0 /* theta_c at the start (gma.slot_decay): a = sigmoid(5) = 0.9933, a half-life of ~100 steps */
@@ -167,6 +169,27 @@ typedef struct GmaPriv {
 
 static int gma_layers(const Config *c);
 static int topk_validate(const Config *c, const GmaCfg *g);
+/* gma.window (gma_window.h) is built on the add write's GMA path of mixer "gma" (inert, as
+ * gma's other keys, in a model without a GMA layer); checked for every model, as a section's
+ * check, so a model of gated or auto layers alone is refused too */
+static int window_validate(const Config *c) {
+    if (gma_window_of(c) == 0) return 0;
+    int gma = 0;
+    for (int l = 0; l < c->model.n_layers; l++) {
+        const MixerVT *vt = mixer_of_layer(c, l);
+        if (vt && vt->gma_layer && vt != &mixer_gma)
+            return gma_errorf("key gma.window: the window is built for mixer \"gma\"; layer %d's mixer \"%s\" holds a "
+                              "GMA path without it (set 0)", l, vt->name);
+        gma += vt == &mixer_gma;
+    }
+    if (!gma) return 0;
+    if (gcfg(c)->write == WRITE_DELTA)
+        return gma_errorf("key gma.window: built for gma.write \"add\" (the delta write keeps its own state)");
+    if (gcfg(c)->memory == MEMORY_EMA)
+        return gma_errorf("key gma.window: built for gma.memory \"none\" (gma.memory \"ema\" reads a buffer, not the "
+                          "sequence's values)");
+    return 0;
+}
 static int gma_validate(const Config *c) {
     const GmaCfg *g = gcfg(c);
     if (g->init == GINIT_ORTHOGONAL && g->routing != ROUTING_SOFTMAX)
@@ -881,7 +904,6 @@ void gma_mix_step(Mixer *m, const real *params, real *oh, real *state, size_t st
 }
 
 int gma_cfg_memory(const Config *c) { return gcfg(c)->memory == MEMORY_EMA; }
-int gma_cfg_delta(const Config *c) { return gcfg(c)->write == WRITE_DELTA; }
 int gma_cfg_diag_every(const Config *c) { return gcfg(c)->diag_every; }
 size_t gma_mix_step_state(const Mixer *m) { return linmix_decode_state(m->H, ((const GmaPriv *)m->priv)->Kc, m->d); }
 size_t gma_mix_step_scratch(const Mixer *m, int B) { return 2 * (size_t)B * m->H * ((const GmaPriv *)m->priv)->Kc; }

@@ -20,13 +20,11 @@ real *gma_mix_backward(Mixer *m, const MixerCtx *c, const real *params, real *gr
 void gma_mix_step(Mixer *m, const real *params, real *oh, real *state, size_t stride, const real *qh, const real *kh,
                   const real *vh, int B, real *scratch);
 size_t gma_mix_step_state(const Mixer *m);
+size_t gma_mix_step_scratch(const Mixer *m, int B);
 /* gma.diag_every of c: the recall diagnosis period (train/routing_diag.h; 0 = off) */
 int gma_cfg_diag_every(const Config *c);
 /* 1 when c asks for the EMA memory (gma.memory "ema") */
 int gma_cfg_memory(const Config *c);
-/* 1 when c asks for the delta write (gma.write "delta") */
-int gma_cfg_delta(const Config *c);
-size_t gma_mix_step_scratch(const Mixer *m, int B);
 /* (batch, head) rows the backward of a B x N batch recomputes at once (gma.c: at least
  * D / (2 Kc) heads, more where the forward's scratch has room; whole batches from H on) */
 int gma_backward_group(const Mixer *m, int B, int N);

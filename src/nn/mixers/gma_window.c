@@ -11,8 +11,6 @@
 #include "nn/mixers/gma_core.h"
 #include "nn/mixers/head_gate.h"
 
-extern const MixerVT mixer_gma;
-
 typedef struct GmaWindowCfg {
     int window;   /* W (0 = none) */
     double share; /* the window path's initial share g_h of every head */
@@ -27,31 +25,10 @@ static const CfgKey g_keys[] = {
 };
 #undef O
 
-static int window_validate(const Config *c);
-const CfgSection gma_window_section = {"gma_window", sizeof(GmaWindowCfg), g_keys, CFG_N(g_keys), window_validate, "gma"};
+/* its refusals (the mixers and writes it is built for) are gma.c's, which owns them */
+const CfgSection gma_window_section = {"gma_window", sizeof(GmaWindowCfg), g_keys, CFG_N(g_keys), NULL, "gma"};
 static const GmaWindowCfg *wcfg(const Config *c) { return cfg_section_of(c, &gma_window_section); }
 int gma_window_of(const Config *c) { return wcfg(c)->window; }
-
-/* the window is built on the add write's GMA path of mixer "gma" (inert, as gma's other
- * keys, in a model without a GMA layer) */
-static int window_validate(const Config *c) {
-    if (wcfg(c)->window == 0) return 0;
-    int gma = 0;
-    for (int l = 0; l < c->model.n_layers; l++) {
-        const MixerVT *vt = mixer_of_layer(c, l);
-        if (vt && vt->gma_layer && vt != &mixer_gma)
-            return gma_errorf("key gma.window: the window is built for mixer \"gma\"; layer %d's mixer \"%s\" holds a "
-                              "GMA path without it (set 0)", l, vt->name);
-        gma += vt == &mixer_gma;
-    }
-    if (!gma) return 0;
-    if (gma_cfg_delta(c))
-        return gma_errorf("key gma.window: built for gma.write \"add\" (the delta write keeps its own state)");
-    if (gma_cfg_memory(c))
-        return gma_errorf("key gma.window: built for gma.memory \"none\" (gma.memory \"ema\" reads a buffer, not the "
-                          "sequence's values)");
-    return 0;
-}
 
 struct GmaWindow {
     int W;        /* the window */
