@@ -178,6 +178,23 @@ START_TEST(test_delta_params) {
 }
 END_TEST
 
+/* each row {sets, key, word} of bad: the tiny gma config with base and then the row's sets
+ * (";"-separated) is refused by cfg_validate in one line naming key and word */
+static void assert_refusals(const char *base, const char *const (*bad)[3], size_t n) {
+    for (size_t i = 0; i < n; i++) {
+        Config c = tu_tiny_config("gma");
+        char buf[200];
+        snprintf(buf, sizeof buf, "%s%s", base, bad[i][0]);
+        char *sv = NULL;
+        for (char *t = strtok_r(buf, ";", &sv); t; t = strtok_r(NULL, ";", &sv))
+            ck_assert_msg(cfg_set(&c, t) == 0, "%s", gma_error());
+        ck_assert_msg(cfg_validate(&c) != 0, "%s accepted", bad[i][0]);
+        ck_assert_msg(strstr(gma_error(), bad[i][1]) && strstr(gma_error(), bad[i][2]), "%s: %s", bad[i][0],
+                      gma_error());
+        ck_assert(!strchr(gma_error(), '\n'));
+    }
+}
+
 START_TEST(test_delta_config_errors) {
     static const char *bad[][3] = {
         {"gma.memory=ema", "gma.write", "gma.memory"},
@@ -187,19 +204,7 @@ START_TEST(test_delta_config_errors) {
         {"model.mixer=sdpa,auto", "gma.write", "auto"},
         {"cross.mixer=gma;cross.ctx_len=2;model.mixer=gma", "gma.write", "cross"},
     };
-    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
-        Config c = tu_tiny_config("gma");
-        ck_assert(cfg_set(&c, "gma.write=delta") == 0);
-        char buf[128];
-        snprintf(buf, sizeof buf, "%s", bad[i][0]);
-        char *sv = NULL;
-        for (char *t = strtok_r(buf, ";", &sv); t; t = strtok_r(NULL, ";", &sv))
-            ck_assert_msg(cfg_set(&c, t) == 0, "%s", gma_error());
-        ck_assert_msg(cfg_validate(&c) != 0, "%s accepted", bad[i][0]);
-        ck_assert_msg(strstr(gma_error(), bad[i][1]) && strstr(gma_error(), bad[i][2]), "%s: %s", bad[i][0],
-                      gma_error());
-        ck_assert(!strchr(gma_error(), '\n'));
-    }
+    assert_refusals("gma.write=delta;", bad, sizeof bad / sizeof bad[0]);
     Config c = tu_tiny_config("gma"); /* the add write has no per-slot decay */
     ck_assert(cfg_set(&c, "gma.slot_decay=true") == 0);
     ck_assert_int_ne(cfg_validate(&c), 0);
@@ -392,18 +397,7 @@ START_TEST(test_topk_config_errors) {
         {"cross.mixer=gma;cross.ctx_len=2;model.mixer=gma", "gma.topk", "cross"},
         {"gma.adapt_every=10", "gma.topk", "adapt_every"},
     };
-    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
-        Config c = tu_tiny_config("gma");
-        char buf[160];
-        snprintf(buf, sizeof buf, "gma.n_components=5;gma.topk=2;%s", bad[i][0]);
-        char *sv = NULL;
-        for (char *t = strtok_r(buf, ";", &sv); t; t = strtok_r(NULL, ";", &sv))
-            ck_assert_msg(cfg_set(&c, t) == 0, "%s", gma_error());
-        ck_assert_msg(cfg_validate(&c) != 0, "%s accepted", bad[i][0]);
-        ck_assert_msg(strstr(gma_error(), bad[i][1]) && strstr(gma_error(), bad[i][2]), "%s: %s", bad[i][0],
-                      gma_error());
-        ck_assert(!strchr(gma_error(), '\n'));
-    }
+    assert_refusals("gma.n_components=5;gma.topk=2;", bad, sizeof bad / sizeof bad[0]);
     Config c = tu_tiny_config("gma");
     ck_assert(cfg_set(&c, "gma.topk=-1") != 0);
     ck_assert_msg(strstr(gma_error(), "gma.topk"), "%s", gma_error());
