@@ -191,6 +191,17 @@ static inline real *gc_mix_check(GcMix *c, const char *label) {
     START_TEST(test_##nm##_bidir_padded) { mixer_case(name, 0, 1); }       \
     END_TEST
 
+/* the accumulate contract after gc_mix_check: a second backward (into dh, the check's input
+ * gradient) doubles every parameter gradient */
+static inline void gc_mix_accumulates(GcMix *c, real *dh) {
+    real *g1 = xcalloc(c->pt.total, sizeof(real));
+    memcpy(g1, c->grads, c->pt.total * sizeof(real));
+    gc_mix_loss(c);
+    c->m->vt->backward(c->m, &c->ctx, dh, c->r, c->h, c->params, c->grads, c->act, c->scratch);
+    for (size_t i = 0; i < c->pt.total; i++) ck_assert(fabs(c->grads[i] - 2 * g1[i]) <= 1e-12 * (1 + fabs(g1[i])));
+    free(g1);
+}
+
 /* The mixer `name` of cfg on B 2, N 7, causal or not, padded (gc_pad_mask) or not: the
  * gradient check; the accumulate contract (a second backward doubles the gradients); with
  * padding, a change at a padded position leaves every other position's output unchanged. */
@@ -201,13 +212,7 @@ static inline void gc_mixer_case(const Config *cfg, const char *name, int causal
     char label[128];
     snprintf(label, sizeof label, "%s %s%s", name, causal ? "causal" : "bidir", padded ? " padded" : "");
     real *dh = gc_mix_check(&c, label);
-    /* accumulate contract: a second backward doubles the gradients */
-    real *g1 = xcalloc(c.pt.total, sizeof(real));
-    memcpy(g1, c.grads, c.pt.total * sizeof(real));
-    gc_mix_loss(&c);
-    c.m->vt->backward(c.m, &c.ctx, dh, c.r, c.h, c.params, c.grads, c.act, c.scratch);
-    for (size_t i = 0; i < c.pt.total; i++) ck_assert(fabs(c.grads[i] - 2 * g1[i]) <= 1e-12 * (1 + fabs(g1[i])));
-    free(g1);
+    gc_mix_accumulates(&c, dh);
     if (padded) { /* a change at a padded position leaves other positions' outputs unchanged */
         int D = c.m->D;
         gc_mix_loss(&c);
