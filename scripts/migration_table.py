@@ -8,12 +8,10 @@ utilisation; the first seed's speeds. A "## What it shows" section already in th
 reading, by hand) is kept. With GPT2_DIR (scripts/migrate_gpt2_shape.sh's folder) its cost
 table goes on the page too.
   migration_table.py OUT TEACHER COMMAND PAGE [GPT2_DIR]"""
-import json
 import os
-import statistics
 import sys
 
-from results_common import kept_section
+from results_common import kept_section, load, stats
 
 ARMS = [("full", "migrated: transfer + window + distillation"),
         ("notransfer", "migrated without the transfer"),
@@ -21,11 +19,6 @@ ARMS = [("full", "migrated: transfer + window + distillation"),
         ("control", "control: the teacher fine-tuned alike"),
         ("scratch", "GMA from scratch, the budget"),
         ("long", "GMA from scratch, the teacher's steps + the budget")]
-
-
-def load(path):
-    with open(path) as f:
-        return json.load(f)
 
 
 def closing(run):
@@ -64,10 +57,7 @@ def collect(out):
 
 
 def stat(xs):
-    if not xs:
-        return None
-    return {"n": len(xs), "mean": statistics.mean(xs), "std": statistics.stdev(xs) if len(xs) > 1 else 0.0,
-            "min": min(xs), "max": max(xs)}
+    return stats(xs) if xs else None
 
 
 def cell(s):
