@@ -39,6 +39,9 @@ def part(docs, paths, notes, title):
     return "\n".join(L)
 
 def put_part(old, text, title):
+    return put_part_nl("\n" + old, text, title)[1:]  # the heading found also at the page's start
+
+def put_part_nl(old, text, title):
     at = old.find("\n" + HEAD)
     if at < 0: die("no section '%s' to put the part into (write it first)" % HEAD)
     sub = old.find("\n### " + title + "\n", at)

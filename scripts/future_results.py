@@ -37,11 +37,12 @@ def main(argv):
         page = put_part(page, part(docs, mpaths, mnotes, title), title)
     elif docs:
         # the main table is rewritten; the section's "### " parts are kept
-        at = page.find("\n" + HEAD)
-        sec = page[at + 1:] if at >= 0 else ""
+        at = ("\n" + page).find("\n" + HEAD)  # where the heading starts (also at the page's start)
+        sec, before = (page[at:], page[:at]) if at >= 0 else ("", page)
         sa = sec.find("\n### ")
         kept = sec[sa:].rstrip("\n") if sa >= 0 else ""
-        page = (page[:at] if at >= 0 else page.rstrip("\n")) + "\n\n" + section(docs, mpaths, mnotes).rstrip("\n") + kept + "\n"
+        before = before.rstrip("\n") + "\n\n" if before.strip() else ""
+        page = before + section(docs, mpaths, mnotes).rstrip("\n") + kept + "\n"
     if ldocs:
         if page.find("\n" + HEAD) < 0 and not page.startswith(HEAD):
             page = page.rstrip("\n") + "\n\n" + HEAD + "\n"

@@ -61,7 +61,7 @@ def section(docs, paths, notes):
              time.strftime("%Y-%m-%d"), machine()),
          "shared with other jobs, so tokens/s are loose. `configs/small_gma.json` / `configs/small_sdpa.json` on the",
          "State of the Union split of `scripts/reproduce_small.sh`, `train.steps` as in the table (warmup 100), one seed (1337):",
-         "short runs, far from converged; the seed spread of the small table above (test ppl std 5-10 at 300 steps)",
+         "short runs, far from converged; the seed spread of the small profile's table (docs/results/small.md)",
          "is the yardstick for differences. ppl: gmatrain's closing evaluation on the whole valid and test splits.",
          "K: components per head of each GMA layer at the start and the end (the Dirichlet prior's live components,",
          "the mean over heads). K pi: the range of K pi_k over the layers' routing heads in the final checkpoint",

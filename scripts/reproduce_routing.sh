@@ -14,8 +14,9 @@
 #   --monitor-every N  gma.monitor_every of every run (default 25: with the default 100 and
 #                    patience 3 a short run never raises a dead_components alert, and reinit
 #                    never fires)
-#   --write-docs     write the results page into docs/results/small.md (figures docs/results/);
-#                    by default runs/results-<stamp>.md (figures runs/results-<stamp>/)
+#   --write-docs     write the results page into docs/results/routing_remedies.md (figures
+#                    docs/results/routing/); by default runs/results-routing-<stamp>.md
+#                    (figures runs/results-<stamp>/routing/)
 #   --no-results     write no results page (scripts/write_results.sh) at the end
 #   --stamp S        the stamp of the names below (default the time of the call, printed as it
 #                    starts): the stamp of an earlier call continues it (docs/reproducing.md, "Reruns")
@@ -104,7 +105,8 @@ done
 for f in runs/routing_*-"$stamp"/variant.json; do [ -f "$f" ] && [[ " ${outs[*]} " != *" $f "* ]] && outs+=("$f"); done
 scripts/write_results.sh combine-routing "runs/routing-$stamp" "$cmd" "${outs[@]}"
 cat "runs/routing-$stamp.txt"
-case $results in # the newest runs/small-*.json comes with it (write_results.sh)
+case $results in
   docs) scripts/write_results.sh --routing "runs/routing-$stamp.json";;
-  1) scripts/write_results.sh --routing "runs/routing-$stamp.json" --out "runs/results-$stamp.md" --figures "runs/results-$stamp";;
+  1) scripts/write_results.sh --routing "runs/routing-$stamp.json" --routing-out "runs/results-routing-$stamp.md" \
+       --figures "runs/results-$stamp";;
 esac

@@ -18,8 +18,10 @@
 #   --gmaeval      evaluate with gmaeval --data valid/test --json (default: the closing
 #                  evaluation rows of gmatrain's metrics.jsonl, the same full splits and numbers)
 #   --write-docs   write the results page into docs/results/small.md (and its figures into
-#                  docs/results/), the tracked page; by default it goes to
-#                  runs/results-<stamp>.md (figures runs/results-<stamp>/) and docs/ is untouched
+#                  docs/results/), the tracked page, with --remedies also
+#                  docs/results/routing_remedies.md; by default they go to runs/results-<stamp>.md
+#                  and runs/results-routing-<stamp>.md (figures runs/results-<stamp>/) and docs/
+#                  is untouched
 #   --no-results   write no results page (scripts/write_results.sh) at the end
 #   --stamp S      the stamp of the names below (default the time of the call, YYYYmmdd-HHMMSS,
 #                  printed as the call starts): the stamp of an earlier call continues it
@@ -97,7 +99,10 @@ cat "runs/small-$stamp.txt"
 if [ $remedies = 1 ]; then
   scripts/reproduce_routing.sh --steps "$steps" --threads "$threads" --no-results --stamp "$stamp" $([ "$force" = 1 ] && echo --force)
 fi
-case $results in # the newest runs/routing-*.json comes with it (write_results.sh)
-  docs) scripts/write_results.sh --small "runs/small-$stamp.json";;
-  1) scripts/write_results.sh --small "runs/small-$stamp.json" --out "runs/results-$stamp.md" --figures "runs/results-$stamp";;
+pages=(--small "runs/small-$stamp.json") # and the routing page of --remedies
+[ $remedies = 1 ] && pages+=(--routing "runs/routing-$stamp.json")
+case $results in
+  docs) scripts/write_results.sh "${pages[@]}";;
+  1) scripts/write_results.sh "${pages[@]}" --out "runs/results-$stamp.md" \
+       --routing-out "runs/results-routing-$stamp.md" --figures "runs/results-$stamp";;
 esac

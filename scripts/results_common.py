@@ -1,7 +1,6 @@
 """results_common.py: what the results pages of scripts/write_results.sh share: reading the JSON, statistics over seeds, number formats."""
 import glob, json, math, os, platform, shutil, subprocess, sys, time
 
-FUTURE_HEAD = "## Future work: per-layer K, adaptive K, gated hybrid"  # scripts/write_future_results.sh
 PAPER = {"used_components": 104.0, "usage_entropy": 0.933, "nmi": 0.244}
 KC = 128
 METRICS = [("valid_ppl", "valid ppl", 1), ("test_ppl", "test ppl", 1),
@@ -66,8 +65,8 @@ MQAR_HEAD = "## Associative recall (MQAR, Zoology protocol)"
 
 
 def kept_section(path, head):
-    """The section `head` of the page at path as it stands (scripts/reproduce_longctx.sh
-    --write-docs writes it from its own JSON), so that rewriting the page keeps it."""
+    """The section `head` of the page at path as it stands (the reading, written by hand),
+    so that rewriting the page keeps it."""
     try:
         with open(path) as f:
             lines = f.read().split("\n")

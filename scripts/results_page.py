@@ -1,8 +1,8 @@
-"""results_page.py: docs/results/small.md from the JSON of scripts/reproduce_small.sh and reproduce_routing.sh, and the commands of scripts/write_results.sh (see its --help)."""
+"""results_page.py: docs/results/small.md and routing_remedies.md from the JSON of scripts/reproduce_small.sh and reproduce_routing.sh, and the commands of scripts/write_results.sh (see its --help)."""
 from results_common import *
 from results_small import combine_small, small_md, verdict_lines
 from results_routing import combine_routing, routing_md
-from mqar_section import mqar_main, splice
+from mqar_section import mqar_main
 
 def newest(pattern):
     fs = sorted(f for f in glob.glob(pattern) if f.endswith(".json"))
@@ -71,65 +71,72 @@ def split_lines(meta_path):
     except (OSError, ValueError, KeyError, TypeError):
         return []
 
-def results_md(small_path, routing_path, out_path, figdir, do_plots, notes=()):
-    small = load(small_path) if small_path else None
-    routing = load(routing_path) if routing_path else None
-    if not small and not routing:
-        die("no runs/small-*.json or runs/routing-*.json (run scripts/reproduce_small.sh first)")
-    figs = plots(figdir, small, routing) if do_plots else []
-    rel = lambda p: os.path.relpath(p, os.path.dirname(out_path) or ".")
-    L = ["# Small language model: the mixers over seeds, and routing remedies at Kc 128", "",
-         "Written by `scripts/write_results.sh` from the JSON outputs of `scripts/reproduce_small.sh` and",
-         "`scripts/reproduce_routing.sh`; do not edit by hand, rerun the scripts (with `--write-docs` they write it here).", "",
-         "Machine: %s. Written %s." % (machine(), time.strftime("%Y-%m-%d")), ""]
-    if small:
-        L += ["## Small profile over seeds", "",
-              "Command: `%s` (%s; JSON `%s`)." % (small["command"], small["date"], small_path), "",
-              "Data: the State of the Union corpus split by `scripts/sotu_split.sh` (the last 8 speeches test,",
-              "the 8 before valid, the rest train), a 4096-token byte-level BPE trained on its train split;",
-              "configs `configs/small_<mixer>.json` with `train.steps` %d, evaluated on the full valid and test splits." % small["steps"], "",
-              ] + (["Splits (`data/sotu8-bpe4k/meta.json`): " + "; ".join(split_lines("data/sotu8-bpe4k/meta.json")) + ".", ""]
-                   if split_lines("data/sotu8-bpe4k/meta.json") else []) + [
-              small_md(small).rstrip(), "",
-              "Training tokens/s is the speed at the time of each run; on a machine shared with other jobs",
-              "it measures the load as much as the mixer.", "",
-              "Which differences against gma exceed the spread (%s):" % small["spread_rule"], ""]
-        L += ["* " + l for l in verdict_lines(small)]
-        L.append("")
-        for f in figs:
-            if f[0] == "small":
-                L += ["![%s](%s)" % (f[1], rel(f[2])), "", "%s: `%s`" % (f[1][0].upper() + f[1][1:], shell(f[3])), ""]
-    if routing:
-        L += ["## Routing remedies at Kc = 128", "",
-              "Command: `%s` (%s; JSON `%s`); `configs/small_gma.json` with `gma.n_components` 128 and" % (
-                  routing["command"], routing["date"], routing_path),
-              "`train.steps` %d on the same data, seed 1337, one run per variant; figures from" % routing["steps"],
-              "`gmaeval --data test --analyze-json` pooled over layers and heads; collapse alerts are the",
-              "`collapse_alert` rows of each run's metrics.jsonl (docs/routing.md).", "",
-              routing_md(routing).rstrip(), "",
-              "Distance: " + routing["distance_rule"] + ".", ""]
-        for f in figs:
-            if f[0] == "routing":
-                L += ["![%s](%s)" % (f[1], rel(f[2])), "", "%s: `%s`" % (f[1][0].upper() + f[1][1:], shell(f[3])), ""]
-    L += kept_section(out_path, "## Long context")
-    L += kept_section(out_path, "## What it shows")  # the page's reading, written by hand, stays
+def header(title, script):
+    return ["# " + title, "",
+            "Written by `scripts/write_results.sh` from the JSON output of `%s`;" % script,
+            "do not edit by hand, rerun the script (with `--write-docs` it writes this page).", "",
+            "Machine: %s. Written %s." % (machine(), time.strftime("%Y-%m-%d")), ""]
+
+def figure_lines(figs, kind, rel):
+    L = []
+    for f in figs:
+        if f[0] == kind:
+            L += ["![%s](%s)" % (f[1], rel(f[2])), "", "%s: `%s`" % (f[1][0].upper() + f[1][1:], shell(f[3])), ""]
+    return L
+
+def footer(out_path, notes, do_plots, figs):
+    L = kept_section(out_path, "## What it shows")  # the page's reading, written by hand, stays
     if notes:
         L += ["## Notes on these runs", ""]
         for n in notes:
             L += [n, ""]
     if do_plots and not figs:
         L += ["(No figures: scripts/plot_runs.sh is not there or drew nothing.)", ""]
-    kept = kept_section(out_path, MQAR_HEAD)
-    try:  # the section of scripts/write_future_results.sh, from its heading on, stays
-        old = open(out_path).read()
-        at = old.find("\n" + FUTURE_HEAD)
-        if at >= 0: L += [old[at + 1:].rstrip("\n"), ""]
-    except OSError:
-        pass
+    return L
+
+def small_page(small, small_path, out_path, figs, do_plots, notes):
+    rel = lambda p: os.path.relpath(p, os.path.dirname(out_path) or ".")
+    splits = split_lines("data/sotu8-bpe4k/meta.json")
+    L = header("Small language model: the mixers over seeds", "scripts/reproduce_small.sh")
+    L += ["Command: `%s` (%s; JSON `%s`)." % (small["command"], small["date"], small_path), "",
+          "Data: the State of the Union corpus split by `scripts/sotu_split.sh` (the last 8 speeches test,",
+          "the 8 before valid, the rest train), a 4096-token byte-level BPE trained on its train split;",
+          "configs `configs/small_<mixer>.json` with `train.steps` %d, evaluated on the full valid and test splits." % small["steps"], ""]
+    if splits:
+        L += ["Splits (`data/sotu8-bpe4k/meta.json`): " + "; ".join(splits) + ".", ""]
+    L += [small_md(small).rstrip(), "",
+          "Training tokens/s is the speed at the time of each run; on a machine shared with other jobs",
+          "it measures the load as much as the mixer.", "",
+          "Which differences against gma exceed the spread (%s):" % small["spread_rule"], ""]
+    L += ["* " + l for l in verdict_lines(small)] + [""]
+    L += figure_lines(figs, "small", rel) + footer(out_path, notes, do_plots, figs)
     write(out_path, "\n".join(L))
-    if kept:  # the MQAR section (written by the mqar command) stays on the page
-        splice(out_path, kept)
     print("%s: wrote %s" % (ME, out_path))
+
+def routing_page(routing, routing_path, out_path, figs, do_plots, notes):
+    rel = lambda p: os.path.relpath(p, os.path.dirname(out_path) or ".")
+    L = header("Routing remedies at Kc 128 (small language model)", "scripts/reproduce_routing.sh")
+    L += ["Command: `%s` (%s; JSON `%s`); `configs/small_gma.json` with `gma.n_components` 128 and" % (
+              routing["command"], routing["date"], routing_path),
+          "`train.steps` %d on the data of [the small profile](small.md), seed 1337, one run per variant;" % routing["steps"],
+          "figures from `gmaeval --data test --analyze-json` pooled over layers and heads; collapse alerts",
+          "are the `collapse_alert` rows of each run's metrics.jsonl (docs/routing.md).", "",
+          routing_md(routing).rstrip(), "",
+          "Distance: " + routing["distance_rule"] + ".", ""]
+    L += figure_lines(figs, "routing", rel) + footer(out_path, notes, do_plots, figs)
+    write(out_path, "\n".join(L))
+    print("%s: wrote %s" % (ME, out_path))
+
+def results_md(small_path, routing_path, out_path, routing_out, figdir, do_plots, notes=()):
+    small = load(small_path) if small_path else None
+    routing = load(routing_path) if routing_path else None
+    if not small and not routing:
+        die("no runs/small-*.json or runs/routing-*.json (run scripts/reproduce_small.sh first)")
+    figs = plots(figdir, small, routing) if do_plots else []
+    if small:
+        small_page(small, small_path, out_path, figs, do_plots, notes)
+    if routing:
+        routing_page(routing, routing_path, routing_out, figs, do_plots, notes)
 
 def main(argv):
     if argv and argv[0] == "mqar":
@@ -141,14 +148,14 @@ def main(argv):
         (combine_small if argv[0] == "combine-small" else combine_routing)(argv[1], argv[2], argv[3:])
         return
     small = routing = None
-    out, figdir, do_plots, notes = "docs/results/small.md", "docs/results", True, []
+    out, routing_out, figdir, do_plots, notes = "docs/results/small.md", "docs/results/routing_remedies.md", "docs/results", True, []
     i = 0
     while i < len(argv):
         a = argv[i]
         if a == "--no-plots":
             do_plots = False; i += 1; continue
-        if a not in ("--small", "--routing", "--out", "--figures", "--note"):
-            sys.stderr.write("usage: %s [--small FILE] [--routing FILE] [--out FILE] [--figures DIR] [--note TEXT]... [--no-plots]\n" % ME)
+        if a not in ("--small", "--routing", "--out", "--routing-out", "--figures", "--note"):
+            sys.stderr.write("usage: %s [--small FILE] [--routing FILE] [--out FILE] [--routing-out FILE] [--figures DIR] [--note TEXT]... [--no-plots]\n" % ME)
             sys.exit(2)
         if i + 1 >= len(argv) or argv[i + 1].startswith("--"):  # as need_value of lib_reproduce.sh
             sys.stderr.write("%s: %s needs a value (see --help)\n" % (ME, a))
@@ -158,10 +165,11 @@ def main(argv):
         elif a == "--small": small = v
         elif a == "--routing": routing = v
         elif a == "--out": out = v
+        elif a == "--routing-out": routing_out = v
         else: figdir = v
         i += 2
-    small = small or newest("runs/small-*.json")
-    routing = routing or newest("runs/routing-*.json")
-    results_md(small, routing, out, figdir, do_plots, notes)
+    if not small and not routing:  # neither named: the newest of each
+        small, routing = newest("runs/small-*.json"), newest("runs/routing-*.json")
+    results_md(small, routing, out, routing_out, figdir, do_plots, notes)
 
 main(sys.argv[1:])

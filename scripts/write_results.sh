@@ -1,14 +1,17 @@
 #!/usr/bin/env bash
-# write_results.sh: the tables and docs/results/small.md from the JSON files of
-# scripts/reproduce_small.sh and scripts/reproduce_routing.sh (python3, standard library only).
-#   scripts/write_results.sh [--small FILE] [--routing FILE] [--out FILE] [--figures DIR]
-#                            [--note TEXT]... [--no-plots]
-#       docs/results/small.md (or --out) from runs/small-*.json and runs/routing-*.json (the newest of
-#       each unless given): the tables, which differences exceed the spread, which remedy is
-#       closest to the paper, the commands, date and machine; figures through
-#       scripts/plot_runs.sh (when present) into docs/results/ (or --figures), embedded;
-#       each --note TEXT a paragraph under "Notes on these runs". The sections "## Long context"
-#       and "## What it shows" (the reading, by hand) already in the page are kept as they stand.
+# write_results.sh: the tables and the pages docs/results/small.md and
+# docs/results/routing_remedies.md from the JSON files of scripts/reproduce_small.sh and
+# scripts/reproduce_routing.sh (python3, standard library only).
+#   scripts/write_results.sh [--small FILE] [--routing FILE] [--out FILE] [--routing-out FILE]
+#                            [--figures DIR] [--note TEXT]... [--no-plots]
+#       The small page (--out, default docs/results/small.md) from --small FILE: the table over
+#       seeds, which differences exceed the spread, the command, date and machine; the routing
+#       page (--routing-out, default docs/results/routing_remedies.md) from --routing FILE: the
+#       table, which remedy is closest to the paper. Only the pages whose JSON is named are
+#       written; naming neither writes both from the newest runs/small-*.json and
+#       runs/routing-*.json. Figures through scripts/plot_runs.sh (when present) into
+#       docs/results/ (or --figures), embedded; each --note TEXT a paragraph under "Notes on
+#       these runs". A page's "## What it shows" (the reading, by hand) is kept as it stands.
 #   scripts/write_results.sh combine-small PREFIX COMMAND RUN.json...
 #       PREFIX.json, PREFIX.txt, PREFIX.md from the per-run files of reproduce_small.sh.
 #   scripts/write_results.sh combine-routing PREFIX COMMAND VARIANT.json...

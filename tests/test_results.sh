@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # test_results.sh: scripts/write_results.sh on the fixtures of tests/results/ (known numbers):
 # mean, sample std, Welch t and the "exceeds the spread" verdict of the seed table, the distance
-# to the paper and the closest routing variant, the page docs/results/small.md written from both, the MQAR
+# to the paper and the closest routing variant, the pages docs/results/small.md and routing_remedies.md written from them, the MQAR
 # section from its fixture (best lr per point, not-run list, spliced into a page), and bad input
 # refused with one line naming file and field, nothing written. Run from the repository root.
 set -u
@@ -46,38 +46,44 @@ check "closest is reinit" $r 'd["closest"] == "reinit"'
 check "reinit costs +10 ppl" $r 'abs(d["variants"][2]["ppl_cost_vs_default"] - 10) < 1e-9'
 grep -q '^Closest to .*: reinit (distance 0.148.*+10.0 against default' $tmp/routing.txt && ok "closest line" || bad "closest line"
 
-scripts/write_results.sh --small $s --routing $r --out $tmp/results.md --no-plots > /dev/null || bad "results.md exits 0"
-grep -q '^\* sdpa - gma: ' $tmp/results.md && grep -q 'Closest to .*reinit' $tmp/results.md && grep -q 'Command: `cmd small`' $tmp/results.md \
-  && ok "results.md holds the tables, verdicts and commands" || bad "results.md content"
-# a "## Long context" section (scripts/reproduce_longctx.sh --write-docs) and the page's reading
-# ("## What it shows", by hand) survive a rewrite, once each
-printf '\n## Long context\n\n| mixer | 128 (1x) |\n|---|---:|\n| gma | 0.5 |\n\n## What it shows\n\nthe reading\n' >> $tmp/results.md
-scripts/write_results.sh --small $s --routing $r --out $tmp/results.md --no-plots > /dev/null || bad "results.md rewrite exits 0"
-[ "$(grep -c '^## Long context$' $tmp/results.md)" = 1 ] && grep -q '^| gma | 0.5 |$' $tmp/results.md \
-  && [ "$(grep -c '^## What it shows$' $tmp/results.md)" = 1 ] && grep -q '^the reading$' $tmp/results.md \
-  && grep -q '^\* sdpa - gma: ' $tmp/results.md && ok "results.md keeps the long-context section and the reading" || bad "long-context section or reading lost"
+# the two pages: the small one (tables over seeds, verdicts, command) and the routing one
+# (table, closest variant), each only when its JSON is named; a page's reading ("## What it
+# shows", by hand) survives a rewrite, once
+P="--out $tmp/small_page.md --routing-out $tmp/routing_page.md --no-plots"
+scripts/write_results.sh --small $s --routing $r $P > /dev/null || bad "pages exit 0"
+grep -q '^\* sdpa - gma: ' $tmp/small_page.md && grep -q 'Command: `cmd small`' $tmp/small_page.md \
+  && ! grep -q 'Closest to' $tmp/small_page.md && grep -q 'Closest to .*reinit' $tmp/routing_page.md \
+  && grep -q 'Command: `cmd routing`' $tmp/routing_page.md && ! grep -q '^\* sdpa - gma: ' $tmp/routing_page.md \
+  && ok "two pages: the small page's tables, verdicts and command; the routing page's table and closest" \
+  || bad "pages' content"
+for p in small_page routing_page; do printf '\n## What it shows\n\nthe reading of %s\n' $p >> $tmp/$p.md; done
+scripts/write_results.sh --small $s --routing $r $P > /dev/null || bad "pages rewrite exits 0"
+for p in small_page routing_page; do
+  [ "$(grep -c '^## What it shows$' $tmp/$p.md)" = 1 ] && grep -q "^the reading of $p\$" $tmp/$p.md \
+    && ok "$p keeps its reading" || bad "$p: reading lost or repeated"
+done
+rm $tmp/routing_page.md
+scripts/write_results.sh --small $s $P > /dev/null && [ ! -e $tmp/routing_page.md ] && grep -q '^\* sdpa - gma: ' $tmp/small_page.md \
+  && ok "--small alone writes the small page alone" || bad "--small alone"
 
 # the future-work section (scripts/write_future_results.sh): the table, K, gates and the
-# comparisons from the fixture's numbers, after the page's own; write_results.sh keeps it
-scripts/write_future_results.sh $f/future.json --out $tmp/results.md > /dev/null || bad "future section exits 0"
-grep -q '^## Future work: per-layer K, adaptive K, gated hybrid' $tmp/results.md \
-  && grep -q '^| gma from K 64, Dirichlet prior | 150 | gma,gma | \[64, 64\] | \[40.5, 20\] | - | 490.0 | 505.0 | 800 | 120 |' $tmp/results.md \
-  && grep -q 'Gates of gated (sdpa + gma K 32), layer 0 .*: 0.600, 0.400\.' $tmp/results.md \
-  && grep -q 'gma from K 64, Dirichlet prior: test ppl -15.0 against gma K 32 (lower), at 0.80x its tokens/s; K went \[64, 64\] -> \[40.5, 20\]' $tmp/results.md \
-  && grep -q 'sdpa: test ppl -50.0 against gma K 32' $tmp/results.md && grep -q 'Closest to .*reinit' $tmp/results.md \
+# comparisons from the fixture's numbers
+scripts/write_future_results.sh $f/future.json --out $tmp/future.md > /dev/null || bad "future section exits 0"
+grep -q '^## Future work: per-layer K, adaptive K, gated hybrid' $tmp/future.md \
+  && grep -q '^| gma from K 64, Dirichlet prior | 150 | gma,gma | \[64, 64\] | \[40.5, 20\] | - | 490.0 | 505.0 | 800 | 120 |' $tmp/future.md \
+  && grep -q 'Gates of gated (sdpa + gma K 32), layer 0 .*: 0.600, 0.400\.' $tmp/future.md \
+  && grep -q 'gma from K 64, Dirichlet prior: test ppl -15.0 against gma K 32 (lower), at 0.80x its tokens/s; K went \[64, 64\] -> \[40.5, 20\]' $tmp/future.md \
+  && grep -q 'sdpa: test ppl -50.0 against gma K 32' $tmp/future.md \
   && ok "future section: table, gates, comparisons" || bad "future section content"
-scripts/write_results.sh --small $s --routing $r --out $tmp/results.md --no-plots > /dev/null
-[ "$(grep -c '^## Future work' $tmp/results.md)" = 1 ] && grep -q '^| sdpa | 150 | sdpa,sdpa | - | - | - | 450.0' $tmp/results.md \
-  && ok "write_results.sh keeps the future section" || bad "write_results.sh keeps the future section"
-scripts/write_future_results.sh $f/future.json --out $tmp/results.md > /dev/null
-[ "$(grep -c '^## Future work' $tmp/results.md)" = 1 ] && ok "future section replaced, not repeated" || bad "future section repeated"
+scripts/write_future_results.sh $f/future.json --out $tmp/future.md > /dev/null
+[ "$(grep -c '^## Future work' $tmp/future.md)" = 1 ] && ok "future section replaced, not repeated" || bad "future section repeated"
 scripts/write_future_results.sh $f/future.json $f/future.json --out $tmp/r3.md > /dev/null
 [ "$(grep -c '^| gma from K 64, Dirichlet prior | 150 ' $tmp/r3.md)" = 2 ] \
   && grep -q 'From the table (runs of 150 steps): .*; gma from K 64, Dirichlet prior at 150 steps: test ppl 505.0, K \[64, 64\] -> \[40.5, 20\]' $tmp/r3.md \
   && ok "future: two JSON files, the second's runs listed" || bad "future: two JSON files"
 # --part: a subsection of the future section, put in place of its own (the rest kept), its
 # comparisons with fixed K 256 and K 32 from the fixture's numbers; without the section refused
-cp $tmp/results.md $tmp/r4.md
+cp $tmp/future.md $tmp/r4.md
 for i in 1 2; do
   scripts/write_future_results.sh $f/future_kadapt.json --out $tmp/r4.md --part "Adaptive K" --note "note $i" > /dev/null \
     || bad "future --part exits 0"
@@ -132,9 +138,6 @@ scripts/write_results.sh mqar $tmp/flat.json --out $tmp/flat.md > /dev/null \
   && grep -q '^\*\*No mixer left the plateau: this sweep ranks nothing\.\*\*' $tmp/flat.md && ! grep -q '^At width' $tmp/flat.md \
   && ! grep -q '^\* width' $tmp/flat.md \
   && ok "mqar: every run on the plateau: the sweep ranks nothing" || bad "mqar flat: $(sed -n '/^No-lookup/,$p' $tmp/flat.md)"
-scripts/write_results.sh --small $s --out $tmp/page.md --no-plots > /dev/null && grep -q '^| gma64 | 64 | 0.01 |' $tmp/page.md \
-  && grep -q '^## Small profile over seeds' $tmp/page.md && ok "the whole page written again keeps the MQAR section" \
-  || bad "page rewritten: the MQAR section lost"
 
 # bad input: one line naming file and field, non-zero exit, nothing written
 sed 's/"test_ppl": [0-9]*,//' $f/gma_1337.json > $tmp/broken.json
