@@ -142,6 +142,12 @@ START_TEST(test_config_lookup_and_missing_data) {
                      2);
     ck_assert_msg(strstr(g_out, "docs/data.md, \"The data of the small configs\"") && !strchr(strchr(g_out, '\n') + 1, '\n'),
                   "%s", g_out);
+    /* a classification config without its data: the key, the path and the same page */
+    ck_assert_int_eq(run("./bin/gmatrain --config small_lra_listops_gma --set data.path=%s/listops --out %s", tu_tmpdir(),
+                         tu_path("w")), 2);
+    ck_assert_msg(strstr(g_out, "key data.path: ") && strstr(g_out, "/listops: no such file or directory") &&
+                      strstr(g_out, "docs/data.md, \"The data of the small configs\"") && !strchr(strchr(g_out, '\n') + 1, '\n'),
+                  "%s", g_out);
     ck_assert(!gma_path_exists(tu_path("w")) && !gma_path_exists(tu_path("q")));
 }
 END_TEST

@@ -58,6 +58,9 @@ int clstask_open(ClsTask *t, const Config *c, unsigned splits, int B, FILE *warn
     memset(t, 0, sizeof *t);
     t->max_len = clstask_max_len(c);
     if (t->max_len < 1) return gma_errorf("key data.max_len: no room for tokens (train.seq_len %d)", c->train.seq_len);
+    if (!gma_path_exists(c->data.path)) /* the same pointer as a language model's missing shards (run_task.c) */
+        return gma_errorf("key data.path: %s: no such file or directory (the command for each small config's data: "
+                          "docs/data.md, \"The data of the small configs\"; the LRA tasks: docs/lra.md)", c->data.path);
     const ClsTaskCfg *tc = task_cfg(c);
     ClsOptions o = clsdata_default_options();
     o.max_len = t->max_len;
