@@ -108,6 +108,8 @@ START_TEST(test_plan) {
     ck_assert_double_eq(pa.params, 4 * pb.params);
     ck_assert_double_eq(pb.params, (double)b.pt.total * sizeof(real));
     ck_assert(pb.acts < pa.acts && pb.total < pa.total);
+    ck_assert_double_eq(pa.rows, 4 * 8); /* the rows the backbone runs, the check's INT_MAX bound reads */
+    ck_assert_double_eq(pb.rows, 4 * 8);
     model_alloc(&b, 4, 8);
     ck_assert_double_eq((double)b.act_bytes, pb.acts); /* what the plan says is what is taken */
     model_free(&a), model_free(&b);
@@ -140,6 +142,9 @@ START_TEST(test_classifier) {
             loss[infer] = st.loss_sum;
         }
         ck_assert(m[1].cls->dpooled == NULL && m[1].cls->head_scratch == NULL);
+        MemPlan p; /* the rows the backbone runs: B sequences of the 6 tokens and the CLS slot (cls pooling) */
+        model_memory_plan(&m[1], B, 6, &p);
+        ck_assert_double_eq(p.rows, B * (6 + k));
         ck_assert_msg(memcmp(h[0], h[1], sizeof h[0]) == 0, "pooling %s: classifier logits differ", pool[k]);
         ck_assert(loss[0] == loss[1]);
         model_free(&m[0]), model_free(&m[1]);

@@ -367,25 +367,6 @@ static int open_data(LmData *d, Config *cfg, const Args *a, const char *dir, int
     return 0;
 }
 
-/* ids gathered from tokenizer_encode_file */
-typedef struct TextIds {
-    uint32_t *ids;
-    size_t n, cap;
-} TextIds;
-
-static int text_sink(void *ctx, const uint32_t *ids, size_t n) {
-    TextIds *t = ctx;
-    if (t->n + n > t->cap) {
-        size_t cap = GMA_MAX(2 * t->cap, t->n + n);
-        uint32_t *p = realloc(t->ids, cap * sizeof *p);
-        if (!p) return gma_errorf("out of memory for %zu tokens", cap);
-        t->ids = p, t->cap = cap;
-    }
-    memcpy(t->ids + t->n, ids, n * sizeof *ids);
-    t->n += n;
-    return 0;
-}
-
 /* --text FILE: its tokens through the run's tokenizer (the run's copy, else its data's, as
  * gmasample finds it), in memory as the test split, with the file's words; *ids (freed by the
  * caller) and *bytes set. 0 or 2 (one line: no tokenizer, an unreadable file, too few tokens). */
@@ -407,16 +388,21 @@ static int open_text(LmData *d, const Config *cfg, const Args *a, const char *di
         tokenizer_free(tk);
         return 2;
     }
+    /* the file read once: its words counted and its text encoded from the same bytes */
     TextCounts tc;
-    char hex[65];
-    TextIds t = {0};
-    uint64_t nbytes = 0;
-    int rc = prepare_count_file(a->text, &tc, hex) != 0 || tokenizer_encode_file(tk, a->text, 1, text_sink, &t, &nbytes) != 0 ||
-             lmdata_open_tokens(d, a->text, t.ids, t.n, tokenizer_vocab_size(tk), (double)tc.words) != 0;
+    size_t len = 0, n = 0;
+    uint32_t *t = NULL;
+    char *text = gma_read_file(a->text, &len);
+    if (text) {
+        prepare_count_text(text, len, &tc);
+        tokenizer_encode(tk, text, len, &t, &n);
+        free(text);
+    }
+    int rc = !text || lmdata_open_tokens(d, a->text, t, n, tokenizer_vocab_size(tk), (double)tc.words) != 0;
     tokenizer_free(tk);
-    if (rc) return free(t.ids), fail(2);
+    if (rc) return free(t), fail(2);
     d->eval_stride = cfg->data.eval_stride;
-    *ids = t.ids;
+    *ids = t;
     *bytes = (double)tc.bytes;
     return 0;
 }

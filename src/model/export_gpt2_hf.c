@@ -33,22 +33,6 @@ static void add(HfOut *o, const char *fmt, int layer, const real *data, int64_t 
 
 static real *owned(HfOut *o, size_t n) { return o->owned[o->n_owned++] = xmalloc(n * sizeof(real)); }
 
-/* columns col0 .. col0 + n_out - 1 of dst [n_in, cols] = src [n_out, n_in] transposed */
-static void transpose_into(real *dst, const real *src, int n_in, int cols, int col0, int n_out) {
-    for (int i = 0; i < n_in; i++)
-        for (int k = 0; k < n_out; k++) dst[(size_t)i * cols + col0 + k] = src[(size_t)k * n_in + i];
-}
-
-/* the model's [n_out, n_in] weight as a Conv1D [n_in, n_out] */
-static int conv_w(HfOut *o, Gpt2Dest *d, const char *fmt, const char *src, int l, int n_in, int n_out) {
-    const real *w = gpt2_dest_at(d, (size_t)n_in * n_out, src, l);
-    if (!w) return -1;
-    real *t = owned(o, (size_t)n_in * n_out);
-    transpose_into(t, w, n_in, n_out, 0, n_out);
-    add(o, fmt, l, t, n_in, n_out);
-    return 0;
-}
-
 /* a vector tensor as it is */
 static int vec(HfOut *o, Gpt2Dest *d, const char *fmt, const char *src, int l, int n) {
     const real *v = gpt2_dest_at(d, (size_t)n, src, l);
@@ -57,34 +41,12 @@ static int vec(HfOut *o, Gpt2Dest *d, const char *fmt, const char *src, int l, i
     return 0;
 }
 
-/* q, k and v into c_attn's weight [D, 3D] (or bias [3D]), columns q | k | v */
-static int attn_in(HfOut *o, Gpt2Dest *d, const Gpt2HfTensor *t, int l, int D) {
-    char fmt[96], hf[96];
-    int w = t->kind == GPT2_QKV_W;
-    real *dst = owned(o, w ? (size_t)3 * D * D : (size_t)3 * D);
-    for (int p = 0; p < 3; p++) {
-        gpt2_hf_formats(t, p, fmt, hf, sizeof fmt);
-        const real *s = gpt2_dest_at(d, w ? (size_t)D * D : (size_t)D, fmt, l);
-        if (!s) return -1;
-        if (w) transpose_into(dst, s, D, 3 * D, p * D, D);
-        else memcpy(dst + (size_t)p * D, s, (size_t)D * sizeof(real));
-    }
-    add(o, hf, l, dst, w ? D : 3 * D, w ? 3 * D : 0);
-    return 0;
-}
-
-/* layer l's tensors, as gpt2_hf_block lists them */
-static int block(HfOut *o, Gpt2Dest *d, int l, int D) {
-    for (int i = 0; i < GPT2_HF_BLOCK; i++) {
-        const Gpt2HfTensor *t = &gpt2_hf_block[i];
-        char fmt[96], hf[96];
-        gpt2_hf_formats(t, 0, fmt, hf, sizeof fmt);
-        int rc = t->kind == GPT2_VEC ? vec(o, d, hf, fmt, l, t->in * D)
-                 : t->kind == GPT2_CONV ? conv_w(o, d, hf, fmt, l, t->in * D, t->out * D)
-                                        : attn_in(o, d, t, l, D);
-        if (rc) return -1;
-    }
-    return 0;
+/* the walk's Hugging Face side (gpt2_hf_block_walk): a new tensor of the file, filled by the walk */
+static real *hf_side(void *ctx, const char *fmt, int l, int64_t d0, int64_t d1) {
+    HfOut *o = ctx;
+    real *t = owned(o, (size_t)d0 * (size_t)(d1 ? d1 : 1));
+    add(o, fmt, l, t, d0, d1);
+    return t;
 }
 
 /* config.json: the keys GPT2Config reads, GPT-2's values for the ones that fix the function */
@@ -130,7 +92,7 @@ int gpt2_write_hf(Gpt2Dest *d, const Gpt2Info *s, const char *dir) {
         add(o, "wte.weight", 0, wte, s->V, D);
         add(o, "wpe.weight", 0, wpe, s->T, D);
     }
-    for (int l = 0; !rc && l < s->L; l++) rc = block(o, d, l, D);
+    for (int l = 0; !rc && l < s->L; l++) rc = gpt2_hf_block_walk(d, l, D, 1, hf_side, o);
     if (!rc) rc = vec(o, d, "ln_f.weight", "ln_f.weight", 0, D) || vec(o, d, "ln_f.bias", "ln_f.bias", 0, D);
     char p[2300];
     snprintf(p, sizeof p, "%s/model.safetensors", dir);

@@ -1,4 +1,5 @@
-/* gpt2_dest.c: the model a GPT-2 reader fills (see gpt2_dest.h). */
+/* gpt2_dest.c: the model a GPT-2 reader fills, and the table of a block's Hugging Face
+ * tensors with the walk over it that the import and the export share (see gpt2_dest.h). */
 #include "model/gpt2_dest.h"
 
 #include <stdio.h>
@@ -85,4 +86,39 @@ void gpt2_block_tensor(int k, size_t D, char *fmt, size_t cap, size_t *numel) {
         *numel = t->kind == GPT2_VEC ? t->in * D : t->kind == GPT2_CONV ? t->in * t->out * D * D : t->kind == GPT2_QKV_W ? D * D : D;
         return;
     }
+}
+
+/* columns col0 .. col0 + n_out - 1 of the Conv1D layout c [n_in, cols] and the model's
+ * weight w [n_out, n_in]: copied into w (to_hf 0) or into c (to_hf 1) */
+static void conv_cols(real *w, real *c, int n_in, int cols, int col0, int n_out, int to_hf) {
+    if (to_hf)
+        for (int i = 0; i < n_in; i++)
+            for (int k = 0; k < n_out; k++) c[(size_t)i * cols + col0 + k] = w[(size_t)k * n_in + i];
+    else
+        for (int o = 0; o < n_out; o++)
+            for (int i = 0; i < n_in; i++) w[(size_t)o * n_in + i] = c[(size_t)i * cols + col0 + o];
+}
+
+int gpt2_hf_block_walk(Gpt2Dest *d, int l, int D, int to_hf, Gpt2HfSide side, void *ctx) {
+    for (int i = 0; i < GPT2_HF_BLOCK; i++) {
+        const Gpt2HfTensor *t = &gpt2_hf_block[i];
+        /* c_attn's three parts of D columns (weight) or D elements (bias); a Conv1D weight
+         * [in D, out D]; a vector [in D] */
+        int qkv = t->kind == GPT2_QKV_W || t->kind == GPT2_QKV_B, w = t->kind == GPT2_CONV || t->kind == GPT2_QKV_W;
+        int n_in = t->in * D, n_out = t->out * D, part = qkv ? D : w ? n_out : n_in;
+        char fmt[96], hf[96];
+        gpt2_hf_formats(t, 0, fmt, hf, sizeof fmt);
+        real *h = side(ctx, hf, l, n_in, w ? n_out : 0);
+        if (!h) return -1;
+        for (int p = 0; p < (qkv ? 3 : 1); p++) {
+            gpt2_hf_formats(t, p, fmt, NULL, sizeof fmt);
+            size_t numel = w ? (size_t)n_in * part : (size_t)part;
+            real *m = gpt2_dest_at(d, numel, fmt, l);
+            if (!m) return -1;
+            if (w) conv_cols(m, h, n_in, n_out, p * part, part, to_hf);
+            else if (to_hf) memcpy(h + (size_t)p * part, m, numel * sizeof(real));
+            else memcpy(m, h + (size_t)p * part, numel * sizeof(real));
+        }
+    }
+    return 0;
 }

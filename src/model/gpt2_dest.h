@@ -1,8 +1,11 @@
 /* gpt2_dest.h: the model a GPT-2 reader fills (import_gpt2_hf.c: Hugging Face,
- * import_gpt2_llmc.c: llm.c), for import_gpt2.c (docs/data.md, "Importing GPT-2"). */
+ * import_gpt2_llmc.c: llm.c), for import_gpt2.c (docs/data.md, "Importing GPT-2"), which
+ * the writers (export_gpt2.h) read back; a block's Hugging Face tensors and the walk over
+ * them in either direction. */
 #ifndef GMA_GPT2_DEST_H
 #define GMA_GPT2_DEST_H
 #include <stddef.h>
+#include <stdint.h>
 
 #include "model/model.h"
 
@@ -54,6 +57,15 @@ void gpt2_block_tensor(int k, size_t D, char *fmt, size_t cap, size_t *numel);
 /* The project-side format of row t ("blocks.%d." + dst, part p = 0, 1, 2 of a c_attn row
  * as q, k, v) into fmt; "h.%d." + hf into hf_fmt when it is non-NULL. */
 void gpt2_hf_formats(const Gpt2HfTensor *t, int p, char *fmt, char *hf_fmt, size_t cap);
+/* The Hugging Face side of gpt2_hf_block_walk: the memory of tensor hf_fmt (a format with the
+ * layer) of shape [d0] or [d0, d1] (d1 0: one axis), as GPT2Model holds it: on import the
+ * tensor read (and checked), on export a buffer the walk fills for the caller to write. NULL
+ * (with gma_error) stops the walk. */
+typedef real *(*Gpt2HfSide)(void *ctx, const char *hf_fmt, int layer, int64_t d0, int64_t d1);
+/* Layer l's tensors in the order of gpt2_hf_block, between the Hugging Face side and d's
+ * host parameters: into d (to_hf 0, import) or out of it (to_hf 1, export); Conv1D weights
+ * transposed, c_attn's columns q | k | v split or packed. 0, or -1 with gma_error. */
+int gpt2_hf_block_walk(Gpt2Dest *d, int l, int D, int to_hf, Gpt2HfSide side, void *ctx);
 
 /* Readers: the shape (into info) and every parameter (into d, built by them). 0 or -1. */
 int gpt2_read_hf(const char *st_path, const char *config_path, Gpt2Dest *d, Gpt2Info *info);

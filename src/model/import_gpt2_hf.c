@@ -73,7 +73,7 @@ typedef struct Hf {
 
 /* tensor name (fmt with the layer) of shape [d0] or [d0, d1] (d1 0: one axis), read into
  * h->buf; refused naming the tensor when it is missing or has another shape */
-static const real *get(Hf *h, const char *fmt, int layer, int64_t d0, int64_t d1) {
+static real *get(Hf *h, const char *fmt, int layer, int64_t d0, int64_t d1) {
     char base[128], name[160];
     snprintf(base, sizeof base, fmt, layer);
     snprintf(name, sizeof name, "%s%s", h->pre, base);
@@ -100,12 +100,6 @@ static const real *get(Hf *h, const char *fmt, int layer, int64_t d0, int64_t d1
     return h->buf;
 }
 
-/* dst [n_out, n_in] (out, in) = columns col0 .. col0 + n_out - 1 of src [n_in, cols] */
-static void transpose_cols(real *dst, const real *src, int n_in, int cols, int col0, int n_out) {
-    for (int o = 0; o < n_out; o++)
-        for (int i = 0; i < n_in; i++) dst[(size_t)o * n_in + i] = src[(size_t)i * cols + col0 + o];
-}
-
 /* copy tensor fmt (shape [n]) into the model's tensor dfmt */
 static int vec(Hf *h, Gpt2Dest *d, const char *fmt, const char *dfmt, int l, int n) {
     const real *s = get(h, fmt, l, n, 0);
@@ -115,44 +109,8 @@ static int vec(Hf *h, Gpt2Dest *d, const char *fmt, const char *dfmt, int l, int
     return 0;
 }
 
-/* a Conv1D weight [n_in, n_out] into the model's [n_out, n_in] */
-static int conv_w(Hf *h, Gpt2Dest *d, const char *fmt, const char *dfmt, int l, int n_in, int n_out) {
-    const real *s = get(h, fmt, l, n_in, n_out);
-    real *t = s ? gpt2_dest_at(d, (size_t)n_in * n_out, dfmt, l) : NULL;
-    if (!t) return -1;
-    transpose_cols(t, s, n_in, n_out, 0, n_out);
-    return 0;
-}
-
-/* c_attn's weight [D, 3D] (or bias [3D]), columns q | k | v, into q, k and v */
-static int attn_in(Hf *h, Gpt2Dest *d, const Gpt2HfTensor *t, int l, int D) {
-    char fmt[96], hf[96];
-    gpt2_hf_formats(t, 0, fmt, hf, sizeof fmt);
-    int w = t->kind == GPT2_QKV_W;
-    const real *s = get(h, hf, l, w ? D : 3 * D, w ? 3 * D : 0);
-    for (int p = 0; s && p < 3; p++) {
-        gpt2_hf_formats(t, p, fmt, NULL, sizeof fmt);
-        real *o = gpt2_dest_at(d, w ? (size_t)D * D : (size_t)D, fmt, l);
-        if (!o) return -1;
-        if (w) transpose_cols(o, s, D, 3 * D, p * D, D);
-        else memcpy(o, s + (size_t)p * D, (size_t)D * sizeof(real));
-    }
-    return s ? 0 : -1;
-}
-
-/* layer l's tensors, as gpt2_hf_block lists them */
-static int block(Hf *h, Gpt2Dest *d, int l, int D) {
-    for (int i = 0; i < GPT2_HF_BLOCK; i++) {
-        const Gpt2HfTensor *t = &gpt2_hf_block[i];
-        char fmt[96], hf[96];
-        gpt2_hf_formats(t, 0, fmt, hf, sizeof fmt);
-        int rc = t->kind == GPT2_VEC ? vec(h, d, hf, fmt, l, t->in * D)
-                 : t->kind == GPT2_CONV ? conv_w(h, d, hf, fmt, l, t->in * D, t->out * D)
-                                        : attn_in(h, d, t, l, D);
-        if (rc) return -1;
-    }
-    return 0;
-}
+/* the walk's Hugging Face side (gpt2_hf_block_walk): the tensor, read and checked */
+static real *hf_side(void *ctx, const char *fmt, int l, int64_t d0, int64_t d1) { return get(ctx, fmt, l, d0, d1); }
 
 /* 1 when name (after the prefix) is one GPT-2 tensor this reader takes, or a mask buffer */
 static int known(const char *name, int L, int *is_buffer) {
@@ -204,7 +162,7 @@ static int read_weights(Hf *h, Gpt2Dest *d, const Gpt2Info *s) {
     if (!(w = get(h, "wpe.weight", 0, s->T, D)) || !(t = gpt2_dest_at(d, (size_t)s->T * D, "pos_emb.weight", 0))) return -1;
     memcpy(t, w, (size_t)s->T * D * sizeof(real));
     for (int l = 0; l < s->L; l++)
-        if (block(h, d, l, D)) return -1;
+        if (gpt2_hf_block_walk(d, l, D, 0, hf_side, h)) return -1;
     return vec(h, d, "ln_f.weight", "ln_f.weight", 0, D) || vec(h, d, "ln_f.bias", "ln_f.bias", 0, D) ? -1 : 0;
 }
 

@@ -242,7 +242,7 @@ static int gma_kc_max(const Config *c) {
 void model_memory_plan(const Model *m, int Bmax, int Nmax, MemPlan *p) {
     memset(p, 0, sizeof *p);
     /* rough sizes in double first: the size_t plan could wrap for absurd shapes */
-    double R = (double)Bmax * seqs_per_row(m) * (Nmax + slots(m));
+    double R = p->rows = (double)Bmax * seqs_per_row(m) * (Nmax + slots(m));
     double rough = R * ((double)m->L * (6.0 * m->D + 2.0 * m->F)) + fmin(R, (double)model_head_rows(m, SIZE_MAX)) * (double)m->V;
     p->params = (m->infer ? 1.0 : 4.0) * (double)m->pt.total * sizeof(real); /* parameters, gradients, two moments */
     /* the exact plan only where its sizes hold: the mixers' sizes take B x N rows as an int */
@@ -303,10 +303,9 @@ int model_check_memory_plan(const Model *m, int Bmax, int Nmax, MemPlan *plan) {
                           Bmax, Nmax, p.total / 1073741824.0, m->infer ? "" : ", gradients and optimiser moments",
                           p.params / 1073741824.0, p.acts / 1073741824.0, p.drivers,
                           p.avail / 1073741824.0, p.avail_what);
-    double rows = (double)Bmax * seqs_per_row(m) * (Nmax + slots(m));
-    if (rows > INT_MAX) /* the layers index the B x N rows with an int */
+    if (p.rows > INT_MAX) /* the layers index the B x N rows with an int */
         return gma_errorf("batch %d x %d (train.batch_size x train.seq_len) is %.0f rows, more than the %d a model runs", Bmax,
-                          Nmax, rows, INT_MAX);
+                          Nmax, p.rows, INT_MAX);
     return 0;
 }
 

@@ -131,9 +131,11 @@ int model_extend_window(Config *c, int N, const char *given, const char *src);
  * what model_alloc and model_init_params hold for a while: a host copy of the parameters,
  * the sinusoidal position table); the keys that drive it (text for messages); what this
  * process can still take (avail, 0 when unknown: physical memory or the RLIMIT_AS left,
- * whichever is lower) and which that is. */
+ * whichever is lower) and which that is; rows: the rows the backbone runs (sequences x
+ * positions, a classifier's n_seq sequences and CLS slot counted), in double as it may
+ * pass INT_MAX. */
 typedef struct MemPlan {
-    double params, acts, total, avail;
+    double params, acts, total, avail, rows;
     const char *avail_what;
     char drivers[200];
 } MemPlan;

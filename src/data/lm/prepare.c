@@ -26,6 +26,28 @@
 
 static const char *SPLITS[3] = {"train", "valid", "test"};
 
+/* the counts of k more bytes of a text; *in_word and *line_open carry across calls */
+static void count_bytes(TextCounts *c, const unsigned char *buf, size_t k, int *in_word, int *line_open) {
+    uint64_t words = 0, lines = 0;
+    int w = *in_word, open = *line_open;
+    for (size_t i = 0; i < k; i++) {
+        unsigned char ch = buf[i];
+        int sp = ch == ' ' || ch == '\t' || ch == '\r' || ch == '\v' || ch == '\f' || ch == '\n';
+        if (!sp && !w) words++;
+        w = !sp;
+        if (ch == '\n') lines++, open = 0;
+        else open = 1;
+    }
+    c->bytes += k, c->words += words, c->lines += lines;
+    *in_word = w, *line_open = open;
+}
+
+/* the last line without its newline, and one word per line end */
+static void count_end(TextCounts *c, int line_open) {
+    if (line_open) c->lines++;
+    c->words += c->lines;
+}
+
 int prepare_count_file(const char *path, TextCounts *c, char *hex) {
     FILE *f = fopen(path, "rb");
     if (!f) return gma_errorf("%s: cannot open: %s", path, strerror(errno));
@@ -37,23 +59,21 @@ int prepare_count_file(const char *path, TextCounts *c, char *hex) {
     int in_word = 0, line_open = 0;
     while ((k = fread(buf, 1, sizeof buf, f)) > 0) {
         digest_update(&d, buf, k);
-        c->bytes += k;
-        for (size_t i = 0; i < k; i++) {
-            unsigned char ch = buf[i];
-            int sp = ch == ' ' || ch == '\t' || ch == '\r' || ch == '\v' || ch == '\f' || ch == '\n';
-            if (!sp && !in_word) c->words++;
-            in_word = !sp;
-            if (ch == '\n') c->lines++, line_open = 0;
-            else line_open = 1;
-        }
+        count_bytes(c, buf, k, &in_word, &line_open);
     }
     int bad = ferror(f);
     fclose(f);
     if (bad) return gma_errorf("%s: read failed", path);
-    if (line_open) c->lines++;
-    c->words += c->lines;
+    count_end(c, line_open);
     digest_final_hex(&d, hex);
     return 0;
+}
+
+void prepare_count_text(const char *text, size_t len, TextCounts *c) {
+    memset(c, 0, sizeof *c);
+    int in_word = 0, line_open = 0;
+    count_bytes(c, (const unsigned char *)text, len, &in_word, &line_open);
+    count_end(c, line_open);
 }
 
 int prepare_find_splits(const char *source, const char *data_dir, char paths[3][2048], char *name, size_t cap) {

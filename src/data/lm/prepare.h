@@ -21,6 +21,8 @@ typedef struct TextCounts {
     uint64_t bytes, words, lines;
 } TextCounts;
 int prepare_count_file(const char *path, TextCounts *c, char *sha256_hex);
+/* The same counts of len bytes of text in memory. */
+void prepare_count_text(const char *text, size_t len, TextCounts *c);
 
 /* Find the train/valid/test files of a source; paths[3] filled. Returns 0 or -1. */
 int prepare_find_splits(const char *source, const char *data_dir, char paths[3][2048], char *name, size_t name_cap);

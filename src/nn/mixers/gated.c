@@ -30,7 +30,7 @@ enum { P_GATE = AP_N };
 
 typedef struct GatedPriv {
     Mixer *gma;
-    real *gate;   /* host copy of g_h = sigmoid(a_h) of the last call */
+    real *gate;   /* host: g_h = sigmoid(a_h) of the last call, then the gate backward's work (HEAD_GATE_HOST) */
     double scale; /* 1 / sqrt(d) */
 } GatedPriv;
 
@@ -57,7 +57,7 @@ static Mixer *gated_create(const Config *c, int layer, ParamTable *pt, const cha
     char name[128];
     snprintf(name, sizeof name, "%s.gate", prefix);
     m->p[P_GATE] = pt_add1(pt, name, m->H, INIT_ZERO, 0, GROUP_BIAS);
-    p->gate = xcalloc(m->H, sizeof(real));
+    p->gate = xcalloc(HEAD_GATE_HOST(m->H), sizeof(real));
     p->scale = 1.0 / sqrt((double)m->d);
     m->priv = p;
     return m;
@@ -121,7 +121,7 @@ static void gated_backward(Mixer *m, const MixerCtx *c, real *dh, const real *dy
     attn_proj_out_backward(m, params, grads, doh, dy, k.oh, doh, tmp, B, N);
     const real *g = gates(m, params);
     /* the gate: dL/da_h = g (1 - g) <doh_h, oh_sdpa_h - oh_gma_h> */
-    head_gate_backward(MP(m, grads, P_GATE), g, doh, k.ohs, k.ohg, dots, B, H, L);
+    head_gate_backward(MP(m, grads, P_GATE), g, doh, k.ohs, k.ohg, dots, ((GatedPriv *)m->priv)->gate + H, B, H, L);
     /* the GMA path with (1 - g) doh, then the softmax path with g doh */
     head_gate_mix(sg, NULL, doh, g, B, H, L, 0, 1);
     real *free_sg = gma_mix_backward(CHILD(m), c, params, grads, act, sg);

@@ -33,7 +33,7 @@ int gma_window_of(const Config *c) { return wcfg(c)->window; }
 struct GmaWindow {
     int W;        /* the window */
     int gate;     /* PREFIX.gma.window_gate [H], index into the table */
-    real *g;      /* host copy of g_h of the last call */
+    real *g;      /* host: g_h of the last call, then the gate backward's work (HEAD_GATE_HOST) */
     double scale; /* 1 / sqrt(d) */
 };
 
@@ -51,7 +51,7 @@ GmaWindow *gma_window_create(Mixer *m, const Config *c, ParamTable *pt, const ch
     snprintf(name, sizeof name, "%s.gma.window_gate", prefix);
     w->W = W;
     w->gate = pt_add1(pt, name, m->H, INIT_CONST, log(s / (1 - s)), GROUP_BIAS);
-    w->g = xcalloc(m->H, sizeof(real));
+    w->g = xcalloc(HEAD_GATE_HOST(m->H), sizeof(real));
     w->scale = 1.0 / sqrt((double)m->d);
     return w;
 }
@@ -109,7 +109,7 @@ void gma_window_backward_split(GmaWindow *w, const Mixer *m, const MixerCtx *c, 
     WBlocks k = wcarve(m, B, N, wact);
     const real *g = gates(w, m, params);
     /* dL/da_h = g (1 - g) <doh_h, ohw_h - ohg_h> */
-    head_gate_backward(grads + m->pt->t[w->gate].offset, g, doh, k.ohw, ohg, wscr + hs, B, H, L);
+    head_gate_backward(grads + m->pt->t[w->gate].offset, g, doh, k.ohw, ohg, wscr + hs, w->g + H, B, H, L);
     head_gate_mix(wscr, doh, NULL, g, B, H, L, 1, 0); /* the window path's g doh */
     head_gate_mix(doh, NULL, doh, g, B, H, L, 0, 1);  /* the GMA path's (1 - g) doh, in place */
 }

@@ -3,7 +3,6 @@
 #include "nn/mixers/head_gate.h"
 
 #include <math.h>
-#include <stdlib.h>
 
 #include "ops/ops.h"
 
@@ -30,18 +29,17 @@ void head_gate_mix(real *out, const real *a, const real *b, const real *g, int B
         }
 }
 
-void head_gate_backward(real *dlogit, const real *g, const real *dout, const real *a, const real *b, real *dots, int B,
-                        int H, size_t L) {
+void head_gate_backward(real *dlogit, const real *g, const real *dout, const real *a, const real *b, real *dots,
+                        real *work, int B, int H, size_t L) {
     /* <dout_h, a_h> and <dout_h, b_h> of every head, one strided product each per sequence */
     for (int bb = 0; bb < B; bb++) {
         const real *db = dout + (size_t)bb * H * L;
         g_ops->matmul_strided(dots, db, a + (size_t)bb * H * L, 1, 1, (int)L, 0, 0, 1, bb > 0, H, L, L, 1);
         g_ops->matmul_strided(dots + H, db, b + (size_t)bb * H * L, 1, 1, (int)L, 0, 0, 1, bb > 0, H, L, L, 1);
     }
-    real *hd = xmalloc(sizeof(real) * 3 * H), *dg = hd + 2 * H;
+    real *hd = work, *dg = hd + 2 * H;
     g_ops->to_host(hd, dots, sizeof(real) * 2 * H);
     g_ops->to_host(dg, dlogit, sizeof(real) * H);
     for (int i = 0; i < H; i++) dg[i] += g[i] * (1 - g[i]) * (hd[i] - hd[H + i]);
     g_ops->to_device(dlogit, dg, sizeof(real) * H);
-    free(hd);
 }

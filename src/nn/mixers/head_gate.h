@@ -9,6 +9,9 @@
 
 #include "core/common.h"
 
+/* The host reals a layer holds for its gate, allocated once: g_h of the last call [H], then
+ * the backward's work [3 H] (head_gate_backward's `work`, at host + H) */
+#define HEAD_GATE_HOST(H) (4 * (size_t)(H))
 /* g_h = sigmoid(logit_h) of the H logits (backend memory) into host[0..H); returns host */
 const real *head_gate_values(real *host, const real *logits, int H);
 /* out = wa a + wb b per head, wa = g_h when use_a (else 0), wb = 1 - g_h when use_b (else 0).
@@ -17,7 +20,7 @@ const real *head_gate_values(real *host, const real *logits, int H);
 void head_gate_mix(real *out, const real *a, const real *b, const real *g, int B, int H, size_t L, int use_a,
                    int use_b);
 /* dlogit_h += g_h (1 - g_h) <dout_h, a_h - b_h> summed over the B sequences (dlogit backend
- * memory); dots: 2 H reals of backend scratch */
-void head_gate_backward(real *dlogit, const real *g, const real *dout, const real *a, const real *b, real *dots, int B,
-                        int H, size_t L);
+ * memory); dots: 2 H reals of backend scratch; work: 3 H host reals */
+void head_gate_backward(real *dlogit, const real *g, const real *dout, const real *a, const real *b, real *dots,
+                        real *work, int B, int H, size_t L);
 #endif

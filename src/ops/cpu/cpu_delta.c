@@ -128,11 +128,13 @@ static const real *row_decays(real *ad, const real *sd, int h, int dk) {
     return ad;
 }
 
-/* a_t and b_t (b_t = -1: no delta rule) of step t of head bh */
-static inline void step_gates(const real *ga, const real *gb, const real *A_log, const real *dt_bias, int h, size_t i,
-                              real *a, real *beta) {
-    *a = ga ? (real)exp(decay_log(ga[i], A_log[h], dt_bias[h])) : 1;
+/* a_t and b_t (b_t = -1: no delta rule) of step i of head h; returns log a_t (0 without ga) */
+static inline double step_gates(const real *ga, const real *gb, const real *A_log, const real *dt_bias, int h, size_t i,
+                                real *a, real *beta) {
+    double lg = ga ? decay_log(ga[i], A_log[h], dt_bias[h]) : 0;
+    *a = ga ? (real)exp(lg) : 1;
     *beta = gb ? (real)sigmoid_d(gb[i]) : -1;
+    return lg;
 }
 
 void cpu_delta_forward(real *o, real *Sck, const real *q, const real *k, const real *v, const real *ga, const real *gb,
@@ -169,11 +171,18 @@ void cpu_delta_backward(real *dq, real *dk_, real *dv_, real *dga, real *dgb, re
     for (int bh = 0; bh < BH; bh++) {
         int h = bh % H;
         double pA = 0, pdt = 0, *psd = sd ? part + np * bh + (ga ? 2 : 0) : NULL;
-        /* st: the chunk's states S_{t0-1} .. S_{t1-1}; rr: its r_t; dS; dd, du; with sd the rows'
-         * decays ad and S' du (tk) [dk] */
-        real *st = cpu_workspace(0, (C + 1) * SS + SS + (size_t)C * dv + 2 * (size_t)dv + 2 * (size_t)dk);
+        /* the chunk's gates, computed once a step by the recomputing walk for the adjoint one:
+         * lgc log a_t [C] (doubles, first), ac a_t, bc b_t [C]; st: the chunk's states
+         * S_{t0-1} .. S_{t1-1}; rr: its r_t; dS; dd, du; with sd the rows' decays ad and S' du
+         * (tk) [dk] */
+        size_t nlg = (size_t)C * (sizeof(double) / sizeof(real));
+        double *lgc = (double *)cpu_workspace(
+            0, nlg + (C + 1) * SS + SS + (size_t)C * dv + 2 * (size_t)dv + 2 * (size_t)dk + 2 * (size_t)C);
+        real *st = (real *)lgc + nlg;
         real *dS = st + (C + 1) * SS, *rr = dS + SS, *dd = rr + (size_t)C * dv, *du = dd + dv, *tk = du + dv + dk;
+        real *ac = tk + dk, *bc = ac + C;
         const real *ad = row_decays(du + dv, sd, h, dk);
+        const double nexpA = ga ? -exp(A_log[h]) : 0; /* d lg / d softplus */
         if (psd)
             for (int e = 0; e < dk; e++) psd[e] = 0;
         const real *ck = Sck + (size_t)bh * (nck + 1) * SS;
@@ -183,18 +192,17 @@ void cpu_delta_backward(real *dq, real *dk_, real *dv_, real *dga, real *dgb, re
             memcpy(st, ck + (size_t)c * SS, sizeof(real) * SS);
             for (int t = t0; t < t1; t++) {
                 size_t i = (size_t)bh * N + t;
-                real a, beta, *S = st + (size_t)(t - t0 + 1) * SS;
+                real *S = st + (size_t)(t - t0 + 1) * SS;
                 memcpy(S, S - SS, sizeof(real) * SS);
-                step_gates(ga, gb, A_log, dt_bias, h, i, &a, &beta);
-                delta_update(S, rr + (size_t)(t - t0) * dv, k + i * dk, v + i * dv, a, ad, beta, dk, dv);
+                lgc[t - t0] = step_gates(ga, gb, A_log, dt_bias, h, i, &ac[t - t0], &bc[t - t0]);
+                delta_update(S, rr + (size_t)(t - t0) * dv, k + i * dk, v + i * dv, ac[t - t0], ad, bc[t - t0], dk, dv);
             }
             for (int t = t1 - 1; t >= t0; t--) {
                 size_t i = (size_t)bh * N + t;
-                real a, beta;
+                real a = ac[t - t0], beta = bc[t - t0];
                 const real *Sp = st + (size_t)(t - t0) * SS, *St = Sp + SS, *r = rr + (size_t)(t - t0) * dv;
                 const real *qt = q + i * dk, *kt = k + i * dk, *vt = v + i * dv, *dot = dout + i * dv;
                 real *dqt = dq + i * dk, *dkt = dk_ + i * dk, *dvt = dv_ + i * dv;
-                step_gates(ga, gb, A_log, dt_bias, h, i, &a, &beta);
                 cpu_matmul(dS, qt, dot, dk, dv, 1, 0, 0, scale, 1); /* dS += scale q do^T */
                 cpu_matmul(dqt, dot, St, 1, dk, dv, 0, 1, scale, 1); /* dq += scale S_t do */
                 if (gb) {
@@ -218,8 +226,8 @@ void cpu_delta_backward(real *dq, real *dk_, real *dv_, real *dga, real *dgb, re
                     cpu_matmul(dvt, kt, dS, 1, dv, dk, 0, 0, 1, 1); /* dv += dS^T k */
                     cpu_matmul(dkt, vt, dS, 1, dk, dv, 0, 1, 1, 1); /* dk += dS v */
                 }
-                if (ad) { /* da_t = <dS, D S_{t-1}>, dsd; dS = a D dS */
-                    double da = 0;
+                double da = 0; /* da_t = <dS, D S_{t-1}> (D = I without sd) */
+                if (ad) { /* da_t, dsd; dS = a D dS */
                     for (int e = 0; e < dk; e++) {
                         double rs = 0;
                         for (int j = 0; j < dv; j++) rs += (double)dS[(size_t)e * dv + j] * Sp[(size_t)e * dv + j];
@@ -227,20 +235,14 @@ void cpu_delta_backward(real *dq, real *dk_, real *dv_, real *dga, real *dgb, re
                         psd[e] += a * rs * ad[e] * (1 - ad[e]);
                         for (int j = 0; j < dv; j++) dS[(size_t)e * dv + j] *= a * ad[e];
                     }
-                    if (ga) {
-                        double lg = decay_log(ga[i], A_log[h], dt_bias[h]);
-                        double dlg = da * a, dpre = dlg * -exp(A_log[h]) * sigmoid_d((double)ga[i] + dt_bias[h]);
-                        dga[i] += (real)dpre;
-                        pA += dlg * lg;
-                        pdt += dpre;
-                    }
-                } else if (ga) {
-                    double da = 0, lg = decay_log(ga[i], A_log[h], dt_bias[h]);
+                } else if (ga) { /* da_t; dS = a dS */
                     for (size_t e = 0; e < SS; e++) da += (double)dS[e] * Sp[e];
                     for (size_t e = 0; e < SS; e++) dS[e] *= a;
-                    double dlg = da * a, dpre = dlg * -exp(A_log[h]) * sigmoid_d((double)ga[i] + dt_bias[h]);
+                }
+                if (ga) {
+                    double dlg = da * a, dpre = dlg * nexpA * sigmoid_d((double)ga[i] + dt_bias[h]);
                     dga[i] += (real)dpre;
-                    pA += dlg * lg; /* d lg / d A_log = lg */
+                    pA += dlg * lgc[t - t0]; /* d lg / d A_log = lg */
                     pdt += dpre;
                 }
             }
