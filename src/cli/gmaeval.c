@@ -393,12 +393,13 @@ static int open_text(LmData *d, const Config *cfg, const Args *a, const char *di
     size_t len = 0, n = 0;
     uint32_t *t = NULL;
     char *text = gma_read_file(a->text, &len);
+    int rc = !text;
     if (text) {
         prepare_count_text(text, len, &tc);
-        tokenizer_encode(tk, text, len, &t, &n);
+        rc = tokenizer_encode(tk, text, len, &t, &n) != 0;
         free(text);
     }
-    int rc = !text || lmdata_open_tokens(d, a->text, t, n, tokenizer_vocab_size(tk), (double)tc.words) != 0;
+    rc = rc || lmdata_open_tokens(d, a->text, t, n, tokenizer_vocab_size(tk), (double)tc.words) != 0;
     tokenizer_free(tk);
     if (rc) return free(t), fail(2);
     d->eval_stride = cfg->data.eval_stride;
