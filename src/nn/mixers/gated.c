@@ -9,8 +9,7 @@
  *          kbias [B,N], oh [B,H,N,d] (the mix)
  * scratch: the child's block, then doh, tmp [B*N*D], dq, dk, dv of the softmax path
  *          [B,H,N,d], 2 H dot products
- * Decoding: a sequence's state is the child's linear-core state, then the softmax path's
- * key/value cache (attn_decode_state). */
+ * decode state: the child's linear-core state, then the softmax path's key/value cache. */
 #include <stdlib.h>
 
 #include "nn/mixers/gma_core.h"
