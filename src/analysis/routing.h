@@ -1,17 +1,9 @@
-/* routing.h: routing analysis of a trained GMA model (docs/model.md §6, gmaeval --analyze).
- *
- * Over the scored positions of an evaluation set, per GMA layer and head: the hard
- * assignment a_i = argmax_k gamma_k(q_i); used components #{k : count_k > 0} of Kc; the
- * normalised usage entropy H(u) / ln Kc; NMI(A; C) = I(A;C) / ((H(A) + H(C)) / 2) between
- * the assignments and the token categories (natural logs); the most frequent tokens of each
- * component. A layer's figures are the means over its heads; "pooled" the means over every
- * (layer, head).
- *
- * Token categories, from the token's text (leading spaces and the GPT-2 space marker
- * stripped): number (digits, with , . allowed), punctuation (no letter or digit), function
- * word (a fixed closed list of English determiners, pronouns, prepositions, conjunctions and
- * auxiliaries, any case), capitalised word (first letter upper case), other. The recall
- * task has no text: its categories are pad, separator, key, value (recall.h). */
+/* routing.h: routing analysis of a trained GMA model (gmaeval --analyze): over the scored
+ * positions of an evaluation set, per GMA layer and head, the hard assignments, used
+ * components, usage entropy, NMI against the token categories (the recall task's from
+ * recall.h) and each component's most frequent tokens; a layer's figures the means over its
+ * heads, "pooled" over every (layer, head). Definitions and categories: docs/model.md §6;
+ * output: docs/analysis.md. */
 #ifndef GMA_ROUTING_ANALYSIS_H
 #define GMA_ROUTING_ANALYSIS_H
 #include <stdint.h>

@@ -1,19 +1,9 @@
-/* bench_model.c: whole-model training steps (forward, backward, AdamW) through the
- * profiling table, measured in rounds: each round times one training step and then replays
- * the step's matrix shapes alone (bench_replay_shapes), so a round's ratio (replay time /
- * step time) compares the two under the same machine load. The row gives the medians over
- * the rounds with their ranges; "BLAS GF/s" uses each shape's best over all rounds, and
- * "best" is that best replay over the fastest step (best against best: on a shared machine
- * other work only adds time to either). On a GPU the time inside products comes from one
- * extra step with the device synchronised around each; the timed steps run unhindered.
- * Memory: on the CPU each row runs in a forked child; its peak is the resident high-water
- * mark during the training steps above its resident set before the model was made
- * (parameters, gradients, moments, the activation plan, which the backend's allocation
- * zeroes, and whatever the ops take beside it: per-thread buffers, caches, OpenBLAS's), the
- * mark being reset after the model is made so that model_init_params' host copy of the
- * parameters does not hide the steps' own buffers (where the system refuses the reset the
- * mark is the whole child's: JSON peak_includes_model_init); printed beside the plan (parameters + activations,
- * model_memory_plan) it should stay close to. On a GPU, the backend's device high-water mark. */
+/* bench_model.c: `gmabench model` (docs/benchmarks.md, "What each subcommand measures"):
+ * whole-model training steps (forward, backward, AdamW) through the profiling table,
+ * measured in rounds of one training step and a replay of its matrix shapes alone; a row
+ * per mixer with medians and ranges, and the peak memory beside the plan (model_memory_plan)
+ * it should stay close to. How the rounds, "best" and the peak are taken: run_rounds,
+ * summarise, model_row. */
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
@@ -44,7 +34,11 @@ static double train_step(Model *m, const int32_t *tok, const int32_t *tgt, int B
     return gma_now() - t0;
 }
 
-/* step -2 warms up, step -1 records the shapes and the time inside the products, rounds
+/* Each round times one training step and then replays the step's matrix shapes alone
+ * (bench_replay_shapes), so a round's ratio (replay time / step time) compares the two under
+ * the same machine load. On a GPU the time inside products comes from one extra step with
+ * the device synchronised around each; the timed steps run unhindered.
+ * step -2 warms up, step -1 records the shapes and the time inside the products, rounds
  * 0 .. S-1 each time a step and a replay of the shapes; returns S, or 0 when the warm-up
  * step took over max_seconds / (4 S + 2) (the rounds with their replays would take over
  * max_seconds): that step's time alone is the row's (its peak memory is the same) */
@@ -81,6 +75,9 @@ static double med_range(double *x, int S, double *lo, double *hi) {
     return x[S / 2];
 }
 
+/* the row: the medians over the rounds with their ranges; "BLAS GF/s" uses each shape's best
+ * over all rounds, and "best" is that best replay over the fastest step (best against best:
+ * on a shared machine other work only adds time to either) */
 static void summarise(const BenchProf *p, Rounds *r, int S, BenchModelResult *res) {
     res->med_out = med_range(r->outs, S, NULL, NULL);
     res->r_med = med_range(r->ratios, S, &res->r_lo, &res->r_hi);
@@ -142,7 +139,14 @@ static double model_row_here(const BenchOpts *o, BenchProf *p, cJSON *arr, const
 }
 
 /* model_row_here, on the CPU in a forked child so that its high-water mark is the row's own:
- * the child prints the row and hands back its median step ms and its JSON row */
+ * the child prints the row and hands back its median step ms and its JSON row. The peak is
+ * the resident high-water mark during the training steps above the resident set before the
+ * model was made (parameters, gradients, moments, the activation plan, which the backend's
+ * allocation zeroes, and whatever the ops take beside it: per-thread buffers, caches,
+ * OpenBLAS's), the mark being reset after the model is made so that model_init_params' host
+ * copy of the parameters does not hide the steps' own buffers (where the system refuses the
+ * reset the mark is the whole child's: JSON peak_includes_model_init). On a GPU: the
+ * backend's device high-water mark. */
 static double model_row(const BenchOpts *o, BenchProf *p, cJSON *arr, const char *t, const char *label, double drop,
                         double base_ms) {
     int fd[2];

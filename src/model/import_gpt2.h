@@ -1,18 +1,9 @@
-/* import_gpt2.h: a pretrained GPT-2 as a run folder of this project (docs/data.md,
- * "Importing GPT-2").
- *
- * Two sources: a Hugging Face GPT-2 folder (config.json + model.safetensors, Conv1D
- * weights [in, out], names with or without "transformer.") and llm.c's model file
- * (gpt2_124M.bin: 256 int32 of header, version 3 float32 or 5 bfloat16, then the
- * parameters in llm.c's fixed order). Either becomes a language model with mixer sdpa,
- * learned positions, attention biases and the tied head, which computes GPT-2's function
- * (docs/model.md §1, §3.5). The run folder holds config.json, model.safetensors (the
- * names of docs/model.md §7, no optimiser state) and, when the source folder has GPT-2's
- * tokenizer files (GPT2_TOKENIZER_FILES), data.json + tokenizer/; data.json records the
- * tokenizer's identity (dataid.h) as a trained run's does. Sizes are checked against what
- * the header or config.json promise before the model is allocated; a non-finite weight is
- * refused naming the tensor and index. Temporary folders of killed imports (RUN.tmp.PID,
- * PID gone) are removed (stale_tmp.h). */
+/* import_gpt2.h: a pretrained GPT-2 as a run folder of this project, from a Hugging Face
+ * GPT-2 folder or llm.c's model file (gpt2_124M.bin): the model it becomes, both formats,
+ * what the run folder holds and what is refused: docs/data.md, "Importing GPT-2". With
+ * GPT-2's tokenizer files in the source folder (GPT2_TOKENIZER_FILES), data.json records the
+ * tokenizer's identity (dataid.h) as a trained run's does. Temporary folders of killed
+ * imports (RUN.tmp.PID, PID gone) are removed (stale_tmp.h). */
 #ifndef GMA_IMPORT_GPT2_H
 #define GMA_IMPORT_GPT2_H
 #include "model/gpt2_dest.h" /* Gpt2Info */

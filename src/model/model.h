@@ -1,16 +1,11 @@
-/* model.h: the GPT-style decoder language model (docs/model.md §1) built from a config: token and
- * position embeddings, L blocks of (LN1, mixer, residual, LN2, MLP, residual), final LN and
- * the tied output projection with cross-entropy. With model.task "classify" the same
- * blocks form the encoder classifier (docs/model.md §2): bidirectional mixers with a key-padding
- * mask and, in place of the LM head, the classifier's parts (model/model_cls.h: the CLS slot,
- * the stem, pooling, head.*), for two-sequence tasks one shared encoder over both
- * sequences. Code: model.c (build, memory, forward, backward), model_cls.c (the
- * classifier's parts), model_cross.c (cross.mixer's encoder and cross sub-layers),
- * model_decode.c (incremental decoding and prefill). Parameters, gradients and optimiser
- * moments are four contiguous buffers indexed by one ParamTable (parameters alone for a model
- * allocated for inference, Model.infer); activations are planned for (B_max, N_max) once, so
- * a training step does not allocate.
- *
+/* model.h: the GPT-style decoder language model (docs/model.md §1) built from a config; with
+ * model.task "classify" the same blocks form the encoder classifier (§2; its parts in
+ * model/model_cls.h). Code: model.c (build, memory, forward, backward), model_cls.c,
+ * model_cross.c (cross.mixer's encoder and cross sub-layers, §3.8), model_decode.c
+ * (incremental decoding and prefill). Parameters, gradients and optimiser moments are four
+ * contiguous buffers indexed by one ParamTable (parameters alone for a model allocated for
+ * inference, Model.infer); activations are planned for (B_max, N_max) once, so a training
+ * step does not allocate.
  * Shapes: B batch (a classifier's backbone: B examples x n_seq sequences), N positions (a
  * classifier's: the CLS slot included), D = d_model, F = d_ff, V vocabulary, C classes,
  * L layers, R = B*N rows. Activations are backend memory unless marked host. */

@@ -1,18 +1,10 @@
-/* model_cross.h: the encoder-decoder of cross.mixer "gma" | "sdpa" (docs/model.md §3.8),
- * the parts model.c calls. A window of T tokens is a context (its first M = cross.ctx_len
- * positions) and a query sequence (the other N = T - M). Both are embedded as the model
- * embeds a window (token and position embeddings of positions 0..T-1). The context goes
- * through cross.enc_layers encoder blocks, e_{l+1} = e_l + A_l(LN_l(e_l)) with A_l a
- * bidirectional self-attention of the cross kind (the cross layer with the context as both
- * sequences), and a final LayerNorm: C = LN_c(e_E). The query rows go through the model's
- * decoder blocks, causal as ever, each with a cross sub-layer after its mixer:
- *   u = r + mixer(LN1(r)) ;  u' = u + X_l(LN3(u), C) ;  r' = u' + MLP(LN2(u')),
- * then ln_f and the tied head on the N query rows only (the context's targets are not
- * scored). Parameters: cross.enc.L.ln.{weight,bias}, cross.enc.L.attn.*, cross.enc.ln_f.*,
- * blocks.L.ln3.*, blocks.L.cross.* (nn/mixers/cross.h). Dropout does not act on the cross
- * sub-layers or the encoder. Decoding computes the context's memory once (model_prefill:
- * the encoder over the prompt's first M tokens, then cross_memory per layer) and feeds the
- * query tokens one at a time. */
+/* model_cross.h: the encoder-decoder of cross.mixer "gma" | "sdpa" (docs/model.md §3.8: the
+ * window's context and query sequence, the encoder, the decoder blocks' cross sub-layers,
+ * decoding), the parts model.c calls. Parameters: cross.enc.L.ln.{weight,bias},
+ * cross.enc.L.attn.*, cross.enc.ln_f.*, blocks.L.ln3.*, blocks.L.cross.* (nn/mixers/cross.h).
+ * The head scores the N = T - M query rows only. Decoding computes the context's memory once
+ * (model_prefill: the encoder over the prompt's first M tokens, then cross_memory per layer)
+ * and feeds the query tokens one at a time. */
 #ifndef GMA_MODEL_CROSS_H
 #define GMA_MODEL_CROSS_H
 #include "nn/mixers/cross.h"

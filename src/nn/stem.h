@@ -1,18 +1,9 @@
-/* stem.h: the convolutional stem of an image classifier (docs/model.md §2.1). The tokens of
- * a sequence are the pixels of an H x W image in raster order; after the token embedding
- * the stem runs n layers of (3 x 3 convolution at dilation dil_l, same padding, D to D
- * channels with a bias; per-channel normalisation; ReLU) over each image, and its output,
- * plus the position table, is the blocks' input. The convolution is im2col (op
- * im2col3x3) and a matrix product, y = col W^T + b with W [D, 9 D], the taps in (ky, kx,
- * channel) order, over runs of whole images (on the CPU as many as keep the im2col within a
- * cache-sized budget); the input gradient is the transposed convolution, im2col of dy with
- * the taps mirrored (dilation -dil) times W regrouped.
- *
- * Normalisation: "batch" (statistics of each channel over every pixel of the batch in
- * training; running statistics, updated after each training micro-batch with momentum
- * 0.1 and the unbiased variance as PyTorch's BatchNorm2d, in evaluation), "instance" (each
- * image's own statistics per channel, the same in training and evaluation) or "none".
- *
+/* stem.h: the convolutional stem of an image classifier (model.stem "conv"; math, the three
+ * normalisations, initialisation: docs/model.md §2.1): after the token embedding, n layers
+ * of 3 x 3 convolution, per-channel normalisation and ReLU over each image of pixels in
+ * raster order, its output plus the position table the blocks' input. The convolution is
+ * im2col (op im2col3x3) and a matrix product over runs of whole images (on the CPU as many
+ * as keep the im2col within a cache-sized budget).
  * Tensors (docs/model.md §7): stem.{l}.conv.weight [D, 9D], stem.{l}.conv.bias [D],
  * stem.{l}.norm.weight [D], stem.{l}.norm.bias [D], and with batch norm the buffers
  * stem.{l}.norm.running_mean [D], stem.{l}.norm.running_var [D]. */

@@ -1,18 +1,8 @@
-/* dropout.h: the dropout mask (docs/model.md §8), one definition for the CPU and CUDA
- * backends, so that both, any thread count, a resumed run and R data-parallel ranks draw
- * the same bits.
- *
- * Element e of a dropout site is kept iff word(e) < keep_below = round((1 - p) 2^32), and
- * a kept element is scaled by 1 / (1 - p) (inverted dropout). word(e) is word e mod 4 of
- *   Philox-4x32-10(counter = (e/4 low 32 bits, e/4 high 32 bits, step, micro << 16 | layer << 4 | site),
- *                  key = (seed low 32 bits, seed high 32 bits)),
- * one Philox call giving four consecutive elements. e indexes the site's tensor over the
- * GLOBAL batch: local sequence s of a tensor with `per_seq` elements per sequence has
- * element index gseq(s) * per_seq + (index inside the sequence), where
- *   gseq(s) = (s / seg_local) * seg_global + first + s mod seg_local
- * (a batch is n_seq segments of seg_local sequences, all first sequences of the examples,
- * then all second ones; data-parallel rank r holds sequences [first, first + seg_local) of
- * each segment of seg_global). Header-only, plain C11 and CUDA. */
+/* dropout.h: the dropout mask (docs/model.md §8: the Philox counter, key and element index),
+ * one definition for the CPU and CUDA backends, so that both, any thread count, a resumed
+ * run and R data-parallel ranks draw the same bits: element e of a site is kept iff
+ * word(e) < keep_below = round((1 - p) 2^32), and a kept element is scaled by 1 / (1 - p).
+ * One Philox call gives four consecutive elements. Header-only, plain C11 and CUDA. */
 #ifndef GMA_DROPOUT_H
 #define GMA_DROPOUT_H
 #include <stdint.h>

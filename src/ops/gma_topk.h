@@ -1,20 +1,9 @@
-/* gma_topk.h: GMA's sparse routing (gma.topk, docs/model.md §3.12), the cut of one row of
- * responsibilities written once for the CPU and CUDA backends, so that both keep the same
- * components and draw the same Gumbel noise, whatever the thread count or the grouping of
- * the rows into calls.
- *
- * A row gamma [Kc] (a softmax of the routing logits l / tau, docs/model.md §3.2-3.3) with
- * noise multipliers m_c = exp(s g_c) (g_c standard Gumbel, s the noise scale; m = 1
- * without noise) becomes
- *   w_c = gamma_c m_c,   T = the k largest w_c (ties: the lower index first),
- *   out_c = w_c / sum_{j in T} w_j for c in T, 0 elsewhere,
- * which is softmax over T of (l / tau + s g). The Gumbel variable is g_c = -log E_c with
- * E_c = -log u_c ~ Exp(1), so m_c = E_c^(-s); u_c = (word(e) + 1/2) 2^-32 in (0, 1), word
- * e of the dropout stream of ops/dropout.h (the run's seed, the step, the micro-batch, the
- * layer and site GMA_DROP_ROUTE), element
- *   e = (((gseq * 2 + which) * H + h) * N + i) * Kc + c
- * for global sequence gseq, queries (which 0) or keys (1), head h of H, position i.
- * Header-only, plain C11 and CUDA. */
+/* gma_topk.h: GMA's sparse routing (gma.topk; docs/model.md §3.12: the cut, its Gumbel noise
+ * and the noise's stream element), the cut of one row of responsibilities written once for
+ * the CPU and CUDA backends, so that both keep the same components and draw the same noise,
+ * whatever the thread count or the grouping of the rows into calls. The noise multiplier is
+ * m_c = exp(s g_c) = E_c^(-s), from ops/dropout.h's stream (the run's seed, the step, the
+ * micro-batch, the layer) at site GMA_DROP_ROUTE. Header-only, plain C11 and CUDA. */
 #ifndef GMA_TOPK_H
 #define GMA_TOPK_H
 #include <math.h>

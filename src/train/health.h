@@ -1,16 +1,11 @@
-/* health.h: GMA routing health (docs/routing.md, docs/model.md §5), over the mixer
- * interface (MixerHealth, MixerComponents in nn/mixers/mixer.h): k-means seeding of the
- * components, the routing statistics, re-seeding of dead components, and the monitor.
- *
- * The monitor: every gma.monitor_every steps, per GMA layer and head, from the last
- * training forward's query responsibilities: mean entropy (nats), utilisation u_k (share
- * of rows whose argmax is k: min, max, active = #{k : u_k > 0}) and, for the EMA variant,
- * the memory norm |M_h|. Alerts: entropy < gma.entropy_min; a component with u_k <
- * gma.util_min_share / Kc for gma.patience checks in a row; |M_h| > gma.norm_growth_max x
- * its value at the start of this process's training (after k-means, or at resume).
- * gma.on_collapse: warn (print and log), reinit (routing_reinit; entropy and memory alerts
- * are only warned about) or stop (the caller checkpoints and exits). The settings come
- * from each layer's mixer (MixerComponents.mon, model_monitor), never from Config. */
+/* health.h: GMA routing health (docs/routing.md, "Monitoring and repair"; docs/model.md §5:
+ * the statistics, alerts and their thresholds), over the mixer interface (MixerHealth,
+ * MixerComponents in nn/mixers/mixer.h): k-means seeding of the components, the routing
+ * statistics, re-seeding of dead components, and the monitor, every gma.monitor_every steps
+ * from the last training forward's query responsibilities. gma.on_collapse: warn (print and
+ * log), reinit (routing_reinit; entropy and memory alerts are only warned about) or stop
+ * (the caller checkpoints and exits). The settings come from each layer's mixer
+ * (MixerComponents.mon, model_monitor), never from Config. */
 #ifndef GMA_HEALTH_H
 #define GMA_HEALTH_H
 #include <stdio.h>

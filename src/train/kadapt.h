@@ -1,21 +1,12 @@
 /* kadapt.h: structural adaptation of the number of GMA components K per layer
- * (gma.adapt_every, gma.k_min, gma.k_max, gma.merge_dist, gma.prune_below,
- * gma.split_above, gma.split_shift; docs/model.md §4.2).
- *
- * At every gma.adapt_every-th step, in each layer with Gaussian components, per routing
- * head: components the Dirichlet prior dropped are removed; live components whose load
- * (their mean responsibility over the last training batch's query rows) is below prune_below / K are
- * pruned; the closest pairs whose largest per-dimension Bhattacharyya term is below
- * merge_dist are merged (moment matching, mixture weights added); components whose load is above
- * split_above / K are split into two copies split_shift standard deviations either side
- * of the mean along the widest axis, each with half the mixture weight. K is the layer's
- * tensor size, the same for every head: the largest live count over its routing heads,
- * within [k_min, k_max]; a head with fewer live components fills the rest with dropped
- * slots (logit MIXER_DROPPED_LOGIT). When some layer changed, the model is rebuilt from
- * its config with the new list gma.n_components and every tensor copied by name, the
- * component rows mapped; the AdamW moments move with their rows (a copy keeps them, a
- * merge takes their mixture-weighted mean, a prune drops them). The model's config (and
- * with it every later checkpoint) carries the new list, so a resume rebuilds the shapes. */
+ * (gma.adapt_every, gma.k_min, gma.k_max, gma.merge_dist, gma.prune_below, gma.split_above,
+ * gma.split_shift): the load, the prune, merge and split rules, K per layer and the rebuild
+ * are docs/model.md §4.2. K is the layer's tensor size, the same for every head; a head with
+ * fewer live components fills the rest with dropped slots (logit MIXER_DROPPED_LOGIT). A
+ * changed layer rebuilds the model from its config with the new gma.n_components list,
+ * which the model's config and every later checkpoint carry, so a resume rebuilds the
+ * shapes; the AdamW moments move with their rows (a copy keeps them, a merge takes their
+ * mixture-weighted mean, a prune drops them). */
 #ifndef GMA_KADAPT_H
 #define GMA_KADAPT_H
 #include <stdio.h>

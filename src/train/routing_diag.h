@@ -1,56 +1,8 @@
-/* routing_diag.h: the recall diagnosis of GMA's routing (gma.diag_every; docs/routing.md,
- * "Why GMA's routing stalls on recall"). Every gma.diag_every optimiser steps, from the
- * last training micro-batch and the step's summed gradients (before clipping and the
- * update), one row per GMA layer in metrics.jsonl:
- *
- *   {"step":100,"event":"routing_diag","part":"self","layer":1,"n_components":64,"rows":4096,
- *    "q_used":9,"k_used":11,"q_entropy":0.8,"k_entropy":0.7,
- *    "pairs":256,"match_mass":0.4,"same_slot":0.5,"lookup_weight":0.06,"lookup_uniform":0.03,
- *    "slot_share":0.1,"key_slots_distinct":0.6,"match_by_offset":[...5],"lookup_by_offset":[...5],
- *    "share_by_offset":[...5],"distinct_by_offset":[...5],
- *    "live":12,"grad_centre":0.01,"grad_var":0.002,"grad_bias":0.001,
- *    "grad_centre_live":0.003,"grad_centre_dead":1e-7}
- *
- * Definitions (over the non-padded rows of every rank; figures of a head averaged over
- * the heads; gamma(q_i), gamma(k_j) the query and key responsibilities of the layer,
- * recomputed from the saved rows under the parameters of that forward):
- *   q_used, k_used   components that are the argmax of at least one query / key row
- *   q_entropy, k_entropy  mean -sum_c gamma_c ln gamma_c (nats)
- *   a recall pair (i, j): a scored position i (target >= 0) and its recall position j,
- *     the first earlier position whose token is i's target (MQAR: the value token written
- *     right after the queried key, the only row that can hold both the key, through a token
- *     shift, and the value); pairs counts them (per head)
- *   match_mass       gamma_{c*}(q_i), c* = argmax_c gamma_c(k_j): the query's mass on the
- *                    component its recall key was written to
- *   same_slot        share of pairs with argmax gamma(q_i) = c*
- *   lookup_weight    the weight of v_j in the layer's output at i, the linear core's
- *                    gamma(q_i).gamma(k_j) / (gamma(q_i).z_i + eps), z_i = sum of gamma(k_t)
- *                    over the keys i reads (t <= i when causal); lookup_uniform: 1 / (keys
- *                    i reads), what uniform attention would give
- *   slot_share       gamma_{c*}(k_j) / z_{i,c*}: the recall key's share of what slot c*
- *                    holds when i reads it (1: the slot holds this key's value alone)
- *   key_slots_distinct  per (sequence, head) with two or more recall positions: distinct
- *                    argmax components among them / their number (1: no two recall keys
- *                    share a slot)
- *   match_by_offset, lookup_by_offset, share_by_offset, distinct_by_offset  [5]: match_mass,
- *                    lookup_weight, slot_share and key_slots_distinct with the key row
- *                    j + o in place of j, o = -1 (MQAR: the key token) .. 3, over the pairs
- *                    where query i reads row j + o (distinct: the sequences where two or more
- *                    such rows exist; null where there are none): where a token
- *                    shift (model.short_conv, baseconv) binds a key to its value, the rows
- *                    after j hold both too
- *   live             components (per routing head, mean) that are an argmax of some query
- *                    or key row of any head they serve; the others are dead
- *   grad_centre, grad_var, grad_bias  Frobenius norms of the gradients of the centres (mu,
- *                    or the softmax router's W), var_raw (gaussian; null otherwise) and
- *                    the biases (prior_logits, or the router's b)
- *   grad_centre_live, grad_centre_dead  the mean over live / dead components of the norm
- *                    of a component's centre gradient row [d] (null where there is none)
- * "part" says which layer: "self" (block `layer`'s mixer), "cross" (block `layer`'s cross
- * sub-layer, cross.mixer gma: queries the decoder rows, keys the context's encoded rows,
- * recall positions in the context) or "encoder" (encoder layer `layer`, no pairs). A cross
- * model's decoder self-mixers have no pairs (their keys are the query rows). "rows": the
- * query rows counted per head. */
+/* routing_diag.h: the recall diagnosis of GMA's routing (gma.diag_every). Every
+ * gma.diag_every optimiser steps, from the last training micro-batch and the step's summed
+ * gradients (before clipping and the update), one "routing_diag" row per GMA layer in
+ * metrics.jsonl. The row's fields and their definitions: docs/routing.md, "Recall
+ * diagnosis"; what they show: docs/routing.md, "Why GMA's routing stalls on recall". */
 #ifndef GMA_ROUTING_DIAG_H
 #define GMA_ROUTING_DIAG_H
 #include <stdint.h>

@@ -1,27 +1,11 @@
-/* run.c: the stages of a training run (see run.h).
- *
- * A step: zero gradients; for each micro-batch draw a batch, forward, backward with
- * scale 1/grad_accum; global gradient norm; a non-finite loss or norm refuses the update
- * (logged; the run stops after train.max_bad_steps in a row, leaving the last good
- * checkpoint); otherwise clip and update. SIGINT/SIGTERM finish the current step, write
- * a checkpoint and end with TRAIN_INTERRUPTED. A classifier also keeps the checkpoint of
- * the best validation accuracy and reports the test split from it (cls_task.h).
- *
- * Data parallel (dist.h, docs/distributed.md): with R ranks every rank draws the same
- * global micro-batch of R x batch_size and trains on its slice; after the micro-batches
- * the gradients (scaled by 1/R in the backward) and the loss statistics are summed over
- * ranks, so clipping and the update are the same on every rank. Rank 0 alone writes
- * logs, metrics, checkpoints and the summary; evaluation is shared out over ranks; a
- * signal on any rank stops all of them at the same step. With R = 1 every extra step
- * is skipped and the run is what it is without MPI.
- *
- * Rank 0 holds RUN/.lock (run_lock.h) from before its first write in RUN to the end, so
- * a second gmatrain on the run is refused. A resume carries on the checkpoint's log
- * window and clocks, cuts metrics.jsonl back to the checkpoint's step and refuses data of
- * another identity (dataid.h) than the run was made on.
- *
- * Testing hooks: GMA_FAULT_NAN_STEPS="3,4" forces a NaN loss at those (0-based) steps;
- * GMA_FAULT_FINAL_EVAL=valid|test makes the final evaluation of that split fail. */
+/* run.c: the stages of a training run (see run.h). A step: zero gradients; for each
+ * micro-batch draw a batch, forward, backward with scale 1/grad_accum; global gradient norm;
+ * a non-finite loss or norm refuses the update (step_refuse), else clip and update. What
+ * a run folder, a resume, a signal and a refusal promise: docs/programs.md, "Run folders,
+ * resuming, one writer", and docs/testing.md, "Reliability". Data parallel (every rank
+ * trains its slice of one global micro-batch, sums over ranks, rank 0 alone writes):
+ * docs/distributed.md; with R = 1 every extra step is skipped and the run is what it is
+ * without MPI. Testing hooks: fault_nan, fault_final_eval. */
 #include "train/run.h"
 
 #include <cjson/cJSON.h>
@@ -518,7 +502,8 @@ static void step_all_reduce(Run *r) {
     sync_buffers(&r->m);
 }
 
-/* A refused update: logged; too many in a row stop the run. */
+/* A refused update: logged; train.max_bad_steps in a row stop the run, leaving the last good
+ * checkpoint. */
 static int step_refuse(Run *r) {
     const RunStep *s = &r->cur;
     r->bad_row++;
@@ -763,6 +748,7 @@ static int finish_interrupted(Run *r) {
     return TRAIN_INTERRUPTED;
 }
 
+/* testing hook: GMA_FAULT_FINAL_EVAL=valid|test makes the final evaluation of that split fail */
 static int fault_final_eval(int s) {
     const char *f = getenv("GMA_FAULT_FINAL_EVAL");
     if (!f || strcmp(f, g_split[s])) return 0;

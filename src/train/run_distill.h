@@ -1,19 +1,9 @@
-/* run_distill.h: the teacher of knowledge distillation (train.distill, docs/migration.md).
- *
- * train.distill.teacher names a run folder or checkpoint, resolved as --init-from resolves
- * it; the teacher is built from its own config.json on the same backend, planned for the
- * student's batches (its head's chunks as many rows as the student's, so no more than one
- * chunk of logits of each model exists at a time) and loaded from model.safetensors; its
- * vocabulary must be the student's. Every data-parallel rank loads it and distils its own
- * slice of the batch. No gradient reaches it.
- *
- * The teacher a run distils from is recorded in RUN/distill.json ("teacher": the
- * checkpoint folder it resolved to, its step and the SHA-256 of its model.safetensors). A
- * resume resolves train.distill.teacher again and refuses, in one line naming both, a
- * teacher of another step or digest (a teacher run trained on since: its `latest` moved):
- * the student goes on distilling from the weights it started with, or not at all. A run
- * made before the record was kept is resumed with a warning, and the teacher found is
- * recorded. */
+/* run_distill.h: the teacher of knowledge distillation (train.distill): how it is resolved,
+ * built, run, recorded in RUN/distill.json, and what a resume refuses: docs/migration.md.
+ * The teacher is planned for the student's batches (its head's chunks as many rows as the
+ * student's) and loaded from model.safetensors; no gradient reaches it. A refused resume
+ * keeps the student distilling from the weights it started with, or not at all; a run made
+ * before the record was kept resumes with a warning and records the teacher found. */
 #ifndef GMA_RUN_DISTILL_H
 #define GMA_RUN_DISTILL_H
 #include "model/model.h"

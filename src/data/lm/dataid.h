@@ -1,17 +1,12 @@
 /* dataid.h: the identity of a data directory, so a run cannot be continued or scored on
- * data of another tokenizer or other shards (docs/data.md).
- *
- * The identity: the tokenizer's kind (meta.json "tokenizer" up to ':'), the vocabulary
- * (the largest of the shards' headers), the SHA-256 of the tokenizer's files (meta.json
- * "tokenizer_files", in order; "" when meta.json lists none or one is not there, and then
- * not compared) and, for each of
+ * data of another tokenizer or other shards (docs/data.md, "Data identity"): the tokenizer's
+ * kind (meta.json "tokenizer" up to ':'), the vocabulary (the largest of the shards'
+ * headers), the SHA-256 of the tokenizer's files (meta.json "tokenizer_files", in order; ""
+ * when it lists none or one is not there, then not compared) and, for each of
  * train/valid/test.bin present, its token count, vocabulary, the SHA-256 of its 32-byte
- * header and the SHA-256 of the whole file that meta.json's manifest records (manifest.h,
- * written by gmadata prepare and checked by the loader; "" for a data set without one).
- * gmatrain records it in RUN/data.json ("identity") when a run is made; a resume compares
- * all of it (a content digest only where both sides know it: runs recorded before it was
- * kept, and data without a manifest, compare the headers alone), gmaeval the tokenizer
- * and the vocabulary. */
+ * header and of the whole file that meta.json's manifest records (manifest.h; "" without
+ * one). gmatrain records it in RUN/data.json ("identity"); a resume compares all of it (a
+ * content digest only where both sides know it), gmaeval the tokenizer and vocabulary. */
 #ifndef GMA_DATAID_H
 #define GMA_DATAID_H
 #include <cjson/cJSON.h>

@@ -1,20 +1,11 @@
-/* mqar.h: the multi-query associative recall task of Zoology (data.source "mqar";
- * docs/mqar.md gives the protocol and its sources).
- *
- * Vocabulary V (even). An example of length N with P pairs: P distinct keys drawn from
- * [1, V/2) and P distinct values from [V/2, V) written as "k v" pairs in the first 2P
- * positions; then every key is queried once, at position 2P + 2g for a gap slot g drawn
- * from the (N - 2P)/2 slots with p(g) proportional to a (g+1)^(a-1), without replacement.
- * The target at a query position is the key's value (every other target is -1); every
- * other position after the pairs is filler, uniform over [0, V) (filler "random", as
- * Zoology's random_non_queries) or 0 (filler "zero"). Needs 4P <= N.
- *
- * A split holds one or more (length, pairs) entries: train and valid the training ones
- * (data.mqar_lengths, data.mqar_pairs), test the test ones (data.mqar_test_lengths,
- * data.mqar_test_pairs). Example i of split s is generated from (seed, s, i) alone; its
- * entry is the one its batch names (mqar_entry_of). Shorter examples are padded to the
- * window (token 0, target -1): with causal mixers the padding after an example changes
- * nothing before it. */
+/* mqar.h: the multi-query associative recall task of Zoology (data.source "mqar"). The
+ * example (keys, values, query gaps, targets, filler, checks) and the protocol with its
+ * sources: docs/mqar.md. A split holds one or more (length, pairs) entries: train and valid
+ * the training ones (data.mqar_lengths, data.mqar_pairs), test the test ones
+ * (data.mqar_test_lengths, data.mqar_test_pairs). Example i of split s is generated from
+ * (seed, s, i) alone; its entry is the one its batch names (mqar_entry_of). Shorter
+ * examples are padded to the window (token 0, target -1): with causal mixers the padding
+ * after an example changes nothing before it. */
 #ifndef GMA_MQAR_H
 #define GMA_MQAR_H
 #include <stdint.h>

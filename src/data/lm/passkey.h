@@ -1,21 +1,10 @@
-/* passkey.h: passkey retrieval (data.source "passkey"; docs/longctx.md): a number hidden at
- * a random depth in filler text, asked for at the end, as in the long-context evaluations
- * of Landmark Attention and LongLoRA, here as a generated token task.
- *
- * Vocabulary V (data.passkey_vocab >= 16): 0 padding, 1 the key's mark, 2 the question's
- * mark, 3..12 the digits 0..9, 13..V-1 filler. An example of length n with k digits:
- * filler over [0, n - k - 1) with the key "1 d1 .. dk" written over it at offset s, then the
- * question "2 d1 .. dk" in the last k + 1 positions. Scored: the question's mark (target d1)
- * and its first k - 1 digits (targets d2 .. dk); every other target is -1. Greedy decoding
- * after the mark reads back all k digits exactly when these k teacher-forced predictions
- * are all right, so exact match is read off one forward pass.
- * The depth s / (n - 2k - 2) is drawn uniformly from [depth_min, depth_max] (0 = the key at
- * the start, 1 = just before the question). Filler "repeat": one fixed sentence of
- * PASSKEY_SENTENCE filler tokens (drawn from the seed) repeated, as the "The grass is
- * green. The sky is blue." of the published test; "random": uniform filler tokens.
- * Example i of split s at length n is generated from (seed, s, i, n) alone. Training
- * batches cycle over data.passkey_lengths (empty: the window train.seq_len), padded to the
- * window; evaluation examples fill the window (gmaeval --seq-len N tests at length N). */
+/* passkey.h: passkey retrieval (data.source "passkey"), the long-context test of Landmark
+ * Attention and LongLoRA as a generated token task: a number hidden at a random depth in
+ * filler text, asked for at the end. Vocabulary, layout, targets, depth, filler
+ * (PASSKEY_SENTENCE tokens for "repeat") and lengths: docs/longctx.md, "Passkey retrieval".
+ * Scoring the question's mark and its first k - 1 digits makes exact match readable from one
+ * teacher-forced forward pass. Example i of split s at length n is generated from
+ * (seed, s, i, n) alone. */
 #ifndef GMA_PASSKEY_H
 #define GMA_PASSKEY_H
 #include <stdint.h>

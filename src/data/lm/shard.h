@@ -1,17 +1,9 @@
-/* shard.h: token shards, the on-disk format every dataset is tokenized into.
- *
- * Layout (little-endian), 32-byte header then the tokens:
- *   offset 0  char[8]  magic "GMATOKS\0"
- *   offset 8  u32      version (1)
- *   offset 12 u32      token width in bytes (2 or 4)
- *   offset 16 u64      token count
- *   offset 24 u32      vocabulary size (every token id is < this)
- *   offset 28 u32      reserved (0)
- *   offset 32 tokens   count * width bytes (u16 or u32)
- * A JSON sidecar (NAME.json beside train/valid/test shards) names the tokenizer and source.
- * Shards are read with mmap; writers write NAME.tmp.PID, fsync and rename, so a shard
- * under its final name is always complete.
- */
+/* shard.h: token shards, the on-disk format every dataset is tokenized into: a 32-byte
+ * little-endian header (magic "GMATOKS\0", version, token width 2 or 4, count, vocabulary)
+ * then the tokens; the layout and its checks: docs/formats.md, "Token shards". A JSON
+ * sidecar (NAME.json beside train/valid/test shards) names the tokenizer and source. Shards
+ * are read with mmap; writers write NAME.tmp.PID, fsync and rename, so a shard under its
+ * final name is always complete. */
 #ifndef GMA_SHARD_H
 #define GMA_SHARD_H
 #include <stddef.h>

@@ -1,41 +1,11 @@
-/* auto.c: `mixer: "auto"` (docs/model.md §3.6): a layer that holds both SDPA and GMA and picks
- * per call by sequence length: tiled softmax attention (sdpa) when N < model.auto_threshold,
- * GMA otherwise.
- *
- * Parameter sharing (a choice of the code, docs/model.md §3.6): SDPA's parameters are exactly the
- * Q/K/V/O projections, so the two paths share them and the layer's tensors are those of a
- * gma layer: PREFIX.{q,k,v,o}.{weight,bias} and PREFIX.gma.{mu,var_raw,prior_logits}.
- * Training at any length therefore trains the projections both paths use (separate
- * copies would leave one path at its initial values whenever training runs at a single
- * length), and an auto checkpoint loads into a gma model and back.
- *
- * Distillation (auto.distill_weight w > 0, docs/model.md §3.6): a training forward that
- * takes the sdpa path also runs the GMA path on the same projections and adds
- *   w * sum (oh_gma - stopgrad(oh_sdpa))^2 / sum stopgrad(oh_sdpa)^2
- * (sums over B,H,N,d: the squared gap relative to sdpa's own, free of the outputs' scale)
- * to the objective (oh: the heads' outputs before the shared output projection, where the
- * paths differ), so GMA's own tensors train at lengths below the threshold too; the
- * gradient reaches GMA's components and, through the GMA path, the shared q, k, v
- * projections, never the sdpa path. The output is the sdpa path's alone.
- *
- * act / scratch: with the tiled attention ops and gma.memory "none", room for both paths
- * side by side (distillation, and the analysis' probe mixer_auto_probe): the GMA child's
- * blocks (qh, kh, vh, oh_gma, ...), then oh_sdpa [B,H,N,d], lse [B,H,N], kbias [B,N];
- * scratch: the child's, then doh, tmp, dq, dk, dv [B*N*D]. Otherwise the larger of the two
- * single paths' needs.
- *
- * Every optional hook forwards to the children: validation and the gma.* keys are GMA's;
- * the auxiliary loss (with auto.distill_weight > 0: weight 1 and the value w x the
- * distillation loss + GMA's weighted diversity loss), the buffers the ranks average and
- * the routing-health hooks are GMA's and act on the last forward only when it ran the GMA
- * path, its own or both (a call on the sdpa path alone keeps
- * no responsibilities: the monitor then reports nothing, the EMA memory is neither
- * seeded nor updated from it, and the diversity loss is 0). Incremental decoding is the
- * decode step of the one child that a full forward over any prefix of the window takes:
- * sdpa when the whole window is shorter than model.auto_threshold, GMA when the threshold
- * is 1. A threshold inside the window cannot be decoded incrementally (a full forward past
- * it recomputes every earlier position, in every layer, through GMA), so can_decode says
- * no and generation falls back to full forwards. */
+/* auto.c: `mixer: "auto"` (docs/model.md §3.6; docs/baselines.md, "auto"): a layer holding a
+ * gma and a tiled sdpa child that picks per call by sequence length (sdpa when N <
+ * model.auto_threshold, GMA otherwise) and, with auto.distill_weight > 0, distils the GMA
+ * path from the sdpa path below the threshold (the output stays sdpa's). The paths share
+ * the projections, so the tensors are a gma layer's: PREFIX.{q,k,v,o}.{weight,bias},
+ * PREFIX.gma.{mu,var_raw,prior_logits}. Every optional hook (validation and the gma.* keys,
+ * the auxiliary loss, the buffers the ranks average, routing health) is GMA's and acts on
+ * the last forward only when that ran the GMA path. act / scratch: auto_act, auto_scratch. */
 #include <math.h>
 #include <stdlib.h>
 
@@ -108,7 +78,7 @@ typedef struct AutoPriv {
     int probe;     /* mixer_auto_probe: every forward runs both paths and sums their gap */
     int ran_both;  /* the last forward ran both paths (distillation or probe) */
     int distilled; /* ... and was a training call on the sdpa path with w > 0 */
-    double dist;   /* its sum (oh_gma - oh_sdpa)^2 / den */
+    double dist;   /* its sum (oh_gma - oh_sdpa)^2 / den (relative: free of the outputs' scale) */
     double den;    /* sum oh_sdpa^2 of that forward (1 when 0) */
     double gap_sq, ref_sq, gap_n; /* probe sums: (oh_gma - oh_sdpa)^2, oh_sdpa^2, their count */
     double scale;  /* 1 / sqrt(d) */
@@ -138,6 +108,9 @@ static Mixer *auto_create(const Config *c, int layer, ParamTable *pt, const char
     /* the tiled path, or the plain one on a backend without the tiled ops (as `sdpa` does) */
     int tiled = g_ops->attn_forward && g_ops->attn_backward;
     p->sdpa = mixer_new(tiled ? &mixer_sdpa : &mixer_sdpa_ref, c, pt);
+    /* one set of projections for both paths: training at any length trains what both use
+     * (separate copies would leave one path at its initial values whenever training runs at
+     * a single length), and auto and gma checkpoints load into each other */
     for (int i = 0; i < AP_N; i++) p->sdpa->p[i] = m->p[i] = p->gma->p[i];
     p->threshold = thr;
     p->distill_weight = acfg(c)->distill_weight;
@@ -162,7 +135,8 @@ static void auto_init(Mixer *m, real *params, Rng *rng) {
     if (p->gma->vt->init) p->gma->vt->init(p->gma, params, rng);
 }
 
-/* the blocks of both paths after the child's (act) */
+/* the blocks of both paths (distillation, and the analysis' probe mixer_auto_probe; act):
+ * the GMA child's (qh, kh, vh, oh_gma, ...), then oh_sdpa [B,H,N,d], lse [B,H,N], kbias [B,N] */
 typedef struct Both { real *qh, *kh, *vh, *ohg, *ohs, *lse, *kb; } Both;
 static Both carve(const Mixer *m, int B, int N, real *act) {
     const AutoPriv *p = m->priv;
@@ -175,6 +149,9 @@ static Both carve(const Mixer *m, int B, int N, real *act) {
     return b;
 }
 
+/* with the tiled attention ops and gma.memory "none" room for both paths side by side
+ * (carve; scratch: the child's, then doh, tmp, dq, dk, dv [B*N*D]), else the larger of the
+ * two single paths' needs */
 static size_t auto_act(const Mixer *m, int B, int N) {
     const AutoPriv *p = m->priv;
     size_t g = p->gma->vt->act_size(p->gma, B, N), s = p->sdpa->vt->act_size(p->sdpa, B, N);
@@ -326,7 +303,9 @@ static int auto_validate(const Config *c) {
 }
 
 /* the GMA child when the last forward ran it (its path, or both: its blocks start the
- * layer's act), else NULL */
+ * layer's act), else NULL: a call on the sdpa path alone keeps no responsibilities, so the
+ * monitor then reports nothing, the EMA memory is neither seeded nor updated from it, and
+ * the diversity loss is 0 */
 static Mixer *gma_ran(const Mixer *m) {
     const AutoPriv *p = m->priv;
     return p->last == p->gma || p->ran_both ? p->gma : NULL;
@@ -365,7 +344,11 @@ static const MixerHealth auto_health = {
     .update_buffers = ah_update_buffers,
 };
 
-/* decoding a window of Nmax tokens: the path every prefix takes, when it is one path */
+/* decoding a window of Nmax tokens: the decode step of the one child that a full forward
+ * over any prefix takes (sdpa when the whole window is shorter than the threshold, GMA when
+ * the threshold is 1). A threshold inside the window cannot be decoded incrementally (a
+ * full forward past it recomputes every earlier position, in every layer, through GMA), so
+ * generation falls back to full forwards. */
 static int auto_can_decode(const Mixer *m, int Nmax) {
     const AutoPriv *p = m->priv;
     return p->threshold <= 1 || Nmax < p->threshold;

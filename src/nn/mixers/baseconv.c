@@ -1,19 +1,10 @@
-/* baseconv.c: Zoology's BaseConv (Arora et al. 2023; docs/model.md §3.5, `mixer:
- * "baseconv"`), the gated short convolution that Zoology puts in the first layer of its
- * sub-quadratic MQAR models; causal only. With width D, kernel K and rows r = (b, t):
- *   c = conv1d_causal(h) + conv.bias        depthwise, kernel K (x before 0 is 0)
- *   p = h W^T + b                           the projection [D,D] with bias
- *   y = c * p + h                           (baseconv.act: silu(c) * silu(p) + h)
- * The "+ h" is the mixer's own, inside the block's residual. Every step is an op of the
- * table (conv1d_causal, the linear, mul or the SiLU gate, axpy): no kernel of its own.
- * Init (as Zoology's MQAR models): the projection as the blocks' dense weights
- * (model.dense_init; normal(model.init_std) by default, Zoology's 0.02), its bias zero;
- * the convolution PyTorch's Conv1d default, weight and bias U(-1/sqrt(K), 1/sqrt(K)).
- * The keymask is not used: the layer is causal, so right padding (the only padding a
- * causal model sees) cannot reach earlier positions.
- * Parameters: PREFIX.baseconv.{projection.weight [D,D], projection.bias [D], conv.weight
- * [D,K], conv.bias [D]}.
- *
+/* baseconv.c: Zoology's BaseConv (Arora et al. 2023; `mixer: "baseconv"`), the gated short
+ * convolution that Zoology puts in the first layer of its sub-quadratic MQAR models; causal
+ * only. Math and initialisation: docs/model.md §3.5; sources: docs/baselines.md. Every step
+ * is an op of the table (conv1d_causal, the linear, mul or the SiLU gate, axpy): no kernel
+ * of its own. Causal, so right padding never reaches earlier rows: the keymask is not used.
+ * Parameters (K = baseconv.kernel): PREFIX.baseconv.{projection.weight [D,D],
+ * projection.bias [D], conv.weight [D,K], conv.bias [D]}. Rows r = (b, t), R = B N.
  * act:     c, p [R,D]; with act also silu(c) [R,D]
  * scratch: the backward's dc, dp (and d silu(c)) [R,D]; a decoding step's windows and their
  *          convolution [B,K,D] each */

@@ -1,22 +1,14 @@
-/* cross.h: cross-attention layers (docs/model.md §3.8): the N query rows of one sequence
- * read the M rows of another (the context), y [B,N,Dm] from hq [B,N,Dm] and hc [B,M,Dm].
- * Queries come from hq (PREFIX.q), keys and values from hc (PREFIX.k, PREFIX.v), the output
- * projection PREFIX.o, as in the self-attention mixers (attn_proj_add). Two kinds:
- *   gma:  the context's keys are routed to Kc Gaussian components shared with the queries
- *         (PREFIX.gma.mu, var_raw, prior_logits), which write the values into a Kc-slot memory
- *         S = gamma(K)^T V, z = gamma(K)^T 1; each query reads it by its responsibilities,
- *         o = gamma(q) S / (gamma(q) z + eps): O((N + M) Kc d) a head.
- *   sdpa: softmax attention of the N queries over the M keys, O(N M d) a head, no N x M buffer.
- * Bidirectional on the context (the whole context is written before any query reads) and
- * row-wise on the queries (a query's output depends on no other query), so the same layer
- * serves a causal decoder. Both are built from the existing ops only: the two sequences are
- * laid out in L = max(N, M) rows per head, the shorter one padded with zero rows (GMA: zero
- * responsibilities; sdpa: a -inf key bias), and run through the bidirectional linmix_forward /
- * linmix_backward (GMA, with gma_route_forward / _backward) or attn_forward / attn_backward
- * (sdpa, causal off). The padding costs O(|N - M|) rows of routing (GMA) or of query/key
- * tiles (sdpa). Decoding reads a context memory computed once (cross_memory): GMA the Kc-slot
- * memory (S, z) of linmix_step's state, read with zero keys and values; sdpa the context's
- * key/value cache of attn_step, read at its last row. */
+/* cross.h: cross-attention layers (docs/model.md §3.8: both kinds' math, layout, decoding):
+ * the N query rows of one sequence read the M rows of another (the context), y [B,N,Dm] from
+ * hq [B,N,Dm] and hc [B,M,Dm]; queries from hq (PREFIX.q), keys and values from hc
+ * (PREFIX.k, PREFIX.v), output projection PREFIX.o, as in the self-attention mixers
+ * (attn_proj_add); gma adds PREFIX.gma.{mu,var_raw,prior_logits}. Existing ops only: both
+ * sequences laid out in L = max(N, M) rows a head, the shorter zero-padded, through the
+ * bidirectional linmix_* with gma_route_* (GMA) or attn_* with causal off (sdpa); the padding
+ * costs O(|N - M|) rows of routing or of query/key tiles. Decoding reads a context memory
+ * computed once (cross_memory): GMA the Kc-slot memory (S, z) of linmix_step's state, read
+ * with zero keys and values; sdpa the context's key/value cache of attn_step, read at its
+ * last row. */
 #ifndef GMA_CROSS_H
 #define GMA_CROSS_H
 #include "nn/mixers/mixer.h"

@@ -1,23 +1,15 @@
-/* gated.c: `mixer: "gated"` (docs/model.md §3.7): softmax attention and GMA side by side in
- * one layer, mixed per head by a learned gate, both paths run and train on every call:
- *   oh_h = g_h sdpa_h(q, k, v) + (1 - g_h) gma_h(q, k, v),   g_h = sigmoid(a_h),
- *   y = merge(oh) Wo^T + bo,
- * so y = g sdpa(x) + (1 - g) gma(x) head by head. The two paths share the Q/K/V/O
- * projections (a choice of the code, as `auto` shares them): the layer's tensors are a
- * gma layer's, PREFIX.{q,k,v,o}.{weight,bias} and PREFIX.gma.*, plus the gate logits
- * PREFIX.gate [H] (GROUP_BIAS), initialised to 0: g = 1/2, each path half of the output.
- *
- * The GMA path is a `gma` child (gma_core.h: its mixing between the projections; its
- * gma.* keys, K per layer, diversity loss, Dirichlet prior and routing-health hooks); the
- * softmax path is the tiled attention op (attn_forward / attn_backward, as `sdpa`). Not
- * with gma.memory "ema" (its mixing keeps no value path of this sequence to gate).
- *
+/* gated.c: `mixer: "gated"` (docs/model.md §3.7: the mix, tensors, gradients, refusals):
+ * softmax attention and GMA side by side in one layer, mixed per head by a learned gate;
+ * both paths run and train on every call and share the Q/K/V/O projections, so the tensors
+ * are a gma layer's plus PREFIX.gate [H]. The GMA path is a `gma` child (gma_core.h: its
+ * mixing between the projections, with its gma.* keys, K per layer, diversity loss,
+ * Dirichlet prior and routing-health hooks); the softmax path the tiled attention op
+ * (attn_forward / attn_backward, as `sdpa`).
  * act:     the child's block (qh, kh, vh, oh_gma, den), oh_sdpa [B,H,N,d], lse [B,H,N],
  *          kbias [B,N], oh [B,H,N,d] (the mix)
  * scratch: the child's block, then doh, tmp [B*N*D], dq, dk, dv of the softmax path
  *          [B,H,N,d], 2 H dot products
- * Decoding: the state of one sequence is the child's linear-core state, then the softmax
- * path's key/value cache (attn_decode_state). */
+ * decode state: the child's linear-core state, then the softmax path's key/value cache. */
 #include <stdlib.h>
 
 #include "nn/mixers/gma_core.h"

@@ -1,25 +1,12 @@
-/* gdn.c: the Gated DeltaNet family (Yang, Kautz & Hatamizadeh 2024; docs/model.md §3.5,
- * `mixer: "gdn"`), causal only, after flash-linear-attention's GatedDeltaNet layer
- * (docs/baselines.md). With H heads, key width d = D / H (D = model.qkv_dim) and value width
- * dv = gdn.expand_v d (Dv = H dv), kernel K (rows r = (b, t), R = B N):
- *   q, k, v = silu(conv(h Wq^T)), silu(conv(h Wk^T)), silu(conv(h Wv^T))  depthwise, kernel K, no bias
- *   q, k    = q / |q|, k / |k| per head (eps 1e-6 under the root)
- *   a_t     = exp(-exp(A_log) softplus(h Wa^T + dt_bias))  per head (gdn.decay; else 1)
- *   b_t     = sigmoid(h Wb^T)                               per head (gdn.delta)
- *   S_t     = a_t S_{t-1} + k_t (b_t (v_t - (a_t S_{t-1})^T k_t))^T   (delta; else + k_t v_t^T)
- *   o_t     = S_t^T q_t / sqrt(d)                                     (op delta_forward)
- *   y       = (rmsnorm(o) w * silu(h Wg^T)) Wo^T                      RMSNorm per head, eps 1e-5
- * The backward pass is hand-written through the ops' backward passes (the recurrence's
- * checkpoint-and-recompute adjoint in g_ops->delta_backward, ops/cpu/cpu_delta.c).
- * Init (as flash-linear-attention's model init): every projection and convolution weight
- * N(0, model.init_std), o_proj's scaled by 1/sqrt(2 n_layers) (as the other mixers');
- * A_log = log(A), A ~ U(0, 16]; dt_bias = softplus^-1(dt), dt log-uniform in [1e-3, 1e-1]
- * (floor 1e-4); o_norm.weight = 1. Right padding cannot reach earlier positions (causal), so
- * the keymask is not used.
- * Parameters: PREFIX.gdn.{q_proj,k_proj [D,Dm], v_proj, g_proj [Dv,Dm], q_conv, k_conv [D,K],
- * v_conv [Dv,K], a_proj [H,Dm] (decay), b_proj [H,Dm] (delta), o_proj [Dm,Dv]}.weight,
- * A_log, dt_bias [H] (decay), o_norm.weight [dv].
- *
+/* gdn.c: the Gated DeltaNet family (Yang, Kautz & Hatamizadeh 2024; `mixer: "gdn"`), causal
+ * only, after flash-linear-attention's GatedDeltaNet layer: math, backward, initialisation
+ * and decoding in docs/model.md §3.5, sources and differences in docs/baselines.md. The
+ * backward runs through the ops' backward passes (the recurrence: delta_backward,
+ * ops/cpu/cpu_delta.c). Causal, so right padding never reaches earlier rows: no keymask.
+ * Parameters (d = D / H, dv = gdn.expand_v d, Dv = H dv, K = gdn.conv_size): PREFIX.gdn.
+ * {q_proj, k_proj [D,Dm], v_proj, g_proj [Dv,Dm], q_conv, k_conv [D,K], v_conv [Dv,K], a_proj
+ * [H,Dm] (decay), b_proj [H,Dm] (delta), o_proj [Dm,Dv]}.weight, A_log, dt_bias [H] (decay),
+ * o_norm.weight [dv]. Rows r = (b, t), R = B N.
  * act:     xq, xk, cq, ck [R,D]; xv, cv [R,Dv]; qh, kh, qn, kn [B,H,N,d]; vh, oh [B,H,N,dv];
  *          om, gg, on [R,Dv]; rq, rk, ro, ga, gb [B H N]; Sck [B,H,ceil(N/chunk)+1,d,dv]
  * scratch: 5 [R,Dv], 4 [R,D], 3 [R,max(D,Dv)], 3 [R,H] */

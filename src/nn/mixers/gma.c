@@ -1,27 +1,15 @@
 /* gma.c: Gaussian Mixture Attention (`mixer: "gma"`). The math, defaults and tensor names are
- * docs/model.md's: routing §3.2 (gaussian) and §3.3 (softmax), the linear mixing core §3.1,
- * the EMA memory §3.4, the diversity loss §4, initialisation §5. Contract:
+ * docs/model.md's: the linear mixing core §3.1, routing §3.2 (gaussian) and §3.3 (softmax),
+ * the EMA memory §3.4 (a buffer, updated by update_buffers), the delta write §3.10 (the gdn
+ * mixer's delta ops), the window §3.11 (gma_window.h), top-k §3.12, the diversity loss §4
+ * (reported through aux_loss, its gradient added before the routing backward),
+ * initialisation §5, the tensors §7. Contract:
  *   y = linmix(route(Q), route(K), V) Wo^T + bo (gma.memory "none"; padded keys: zero rows),
- *   or the EMA memory's read (gma.memory "ema"), or the delta-rule slot memory's read
- *   (gma.write "delta", §3.10: the gdn mixer's delta ops with route(K) as the keys, gate
- *   b_proj, and with gma.slot_decay the slots' decay logits slot_decay [H,Kc]);
- *   Hp = 1 with gma.shared_components, else H.
- *   With gma.window W > 0 (the add write, §3.11; gma_window.h) the heads' outputs are mixed
- *   per head with a sliding-window softmax attention over the same q, k, v before Wo.
- *   Parameters under PREFIX.gma.*: mu, var_raw [Hp,Kc,d], prior_logits [Hp,Kc] (gaussian),
- *   router.weight [Hp,Kc,d], router.bias [Hp,Kc] (softmax); memory [H,Kc,d] is a
- *   GROUP_BUFFER (checkpointed, never trained, updated by update_buffers after each training
- *   micro-batch, never by evaluation; no gradient reaches Wk, Wv through it).
- *   The diversity loss is reported through aux_loss and its gradient added before the
- *   routing backward.
- * Memory: the forward saves qh, kh, vh, oh [B,H,N,d] and den [B,H,N] (with the EMA memory
- * also gq, gk [B,H,N,Kc]; with the delta write gq, gk, the gate's input and the op's
- * checkpoints of S instead of den); the add write's backward recomputes the
- * responsibilities and chunk states a group of (batch, head) rows at a time (group_heads),
- * as the tiled sdpa recomputes its probabilities, so a layer keeps O(N d), never O(N Kc)
- * (the delta write keeps O(N Kc)). With Kc <= d the group's dgq
- * lives in its own rows of dk. query_resp recomputes the query responsibilities from the
- * saved qh with the parameters as they are now. */
+ *   or the EMA memory's read, or the delta-rule slot memory's read (gma.write "delta");
+ *   with gma.window W > 0 the heads' outputs are mixed per head with a sliding-window
+ *   softmax attention over the same q, k, v before Wo.
+ * act / scratch: gma_act, gma_scratch; the add write's backward recomputes a group of
+ * (batch, head) rows at a time (group_heads), so a layer keeps O(N d), never O(N Kc). */
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
@@ -417,6 +405,9 @@ static size_t n_ck(const Mixer *m, int N) {
     return (size_t)(N + C - 1) / C + 1;
 }
 
+/* the forward saves qh, kh, vh, oh [B,H,N,d] and den [B,H,N]; with the EMA memory also gq, gk
+ * [B,H,N,Kc]; with the delta write gq, gk, the gate's input and the op's checkpoints of S
+ * instead of den */
 static size_t gma_act(const Mixer *m, int B, int N) {
     const GmaPriv *g = m->priv;
     size_t hs = (size_t)B * N * m->D, gs = (size_t)B * m->H * N * g->Kc;
@@ -431,7 +422,10 @@ static real *win_act(const Mixer *m, const real *act, int B, int N) {
     return attn_proj_act(m, act, B, N) - gma_window_act(m, B, N);
 }
 
-/* (batch, head) rows in one backward group (see the top of the file): at least gh, and as
+/* The add write's backward recomputes the responsibilities and chunk states a group of
+ * (batch, head) rows at a time, as the tiled sdpa recomputes its probabilities, so a layer
+ * keeps O(N d), never O(N Kc) (the delta write keeps O(N Kc)).
+ * (batch, head) rows in one backward group: at least gh, and as
  * many as the scratch that the forward and decoding need anyway leaves beside the
  * backward's three [B*N*D] buffers (so the scratch does not grow); a group of H or more is
  * whole batches (its rows contiguous). Fewer, larger groups: fewer and larger op calls. */
@@ -826,9 +820,10 @@ static void gma_backward_ema(Mixer *m, const MixerCtx *c, real *dh, const real *
     attn_proj_qkv_conv_backward(m, c, params, grads, dh, h, dq, dk, dv, attn_proj_act(m, act, B, N), t2);
 }
 
-/* the linear core's backward (see the top of the file for the scratch layout): per group of
- * heads, the routing again, linmix_backward with its states rescanned, the routing backward
- * into dq (over the group's dead rows of doh) and dk */
+/* the linear core's backward (scratch: gma_scratch): per group of heads (group_heads), the
+ * routing again, linmix_backward with its states rescanned, the routing backward into dq
+ * (over the group's dead rows of doh) and dk; with Kc <= d the group's dgq lives in its own
+ * rows of dk */
 real *gma_mix_backward(Mixer *m, const MixerCtx *c, const real *params, real *grads, real *act, real *scratch) {
     const GmaPriv *g = m->priv;
     if (g->dir_weight > 0 && c->aux_scale != 0) dirichlet_backward(m, params, grads, g->dir_weight * c->aux_scale);
@@ -843,7 +838,7 @@ real *gma_mix_backward(Mixer *m, const MixerCtx *c, const real *params, real *gr
             int nb = GMA_MIN(gb, B - b), hn = GMA_MIN(gh, H - h0), rows = nb * hn;
             size_t ox = ((size_t)b * H + h0) * N * d, on = ((size_t)b * H + h0) * N, gg = (size_t)rows * N * Kc;
             const uint8_t *km = c->keymask ? c->keymask + (size_t)b * N : NULL;
-            int in_dk = Kc <= d; /* dgq in the group's rows of dk (see the top of the file) */
+            int in_dk = Kc <= d; /* dgq in the group's rows of dk (see gma_mix_backward) */
             real *gq = grp, *gk = gq + gg, *dgk = gk + gg, *dgq = in_dk ? dk + ox : dgk + gg;
             route_forward_heads(m, params, gq, a.qh + ox, nb, hn, h0, N);
             route_forward_heads(m, params, gk, a.kh + ox, nb, hn, h0, N);
@@ -951,6 +946,7 @@ static const real *resp_of(const Mixer *m, const real *act, int B, int N, int ke
     route_forward(m, g->params_last, *buf, key ? a.kh : a.qh, B, N);
     return *buf;
 }
+/* the query responsibilities recomputed from the saved qh with the parameters as they are now */
 static const real *query_resp(const Mixer *m, const real *act, int B, int N) { return resp_of(m, act, B, N, 0); }
 
 static void h_components(const Mixer *m, const real *act, int B, int N, MixerComponents *out) {

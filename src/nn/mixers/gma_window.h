@@ -1,11 +1,9 @@
-/* gma_window.h: an exact local window inside a GMA layer (gma.window W > 0, docs/model.md
- * §3.11): beside the GMA path, softmax attention over the last W tokens on the same q, k, v
- * (the tiled sliding-window op of sdpa.window), the two heads' outputs mixed by a learned
- * gate per head (head_gate.h),
- *   oh_h = g_h swa_h(q, k, v) + (1 - g_h) gma_h(q, k, v),   g_h = sigmoid(a_h),
- * a_h the tensor PREFIX.gma.window_gate [H]. gma.c calls these hooks where its add write
- * (gma.write "add", gma.memory "none") has the GMA path's heads, then projects the mix.
- *
+/* gma_window.h: an exact local window inside a GMA layer (gma.window W > 0; the mix, its
+ * gradient, initialisation, cost and refusals: docs/model.md §3.11): softmax attention over
+ * the last W tokens on the same q, k, v (the tiled sliding-window op of sdpa.window), mixed
+ * with the GMA path by a gate per head (head_gate.h, PREFIX.gma.window_gate [H]). gma.c calls
+ * these hooks where its add write (gma.write "add", gma.memory "none") has the GMA path's
+ * heads, then projects the mix.
  * Its blocks: act (gma_window_act reals; gma.c places them after its own, before the
  * projections' block): ohw [B,H,N,d] the window path's heads, lse [B,H,N], kbias [B,N],
  * ohm [B,H,N,d] the mix; scratch (gma_window_scratch, after gma's): the window path's doh

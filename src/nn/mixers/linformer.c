@@ -1,19 +1,9 @@
-/* linformer.c: Linformer (Wang et al. 2020; docs/model.md §3.5, `mixer: "linformer"`),
- * bidirectional only. Keys and values are projected along the sequence axis by learned
- * E, F [k, N_max] (one pair per layer, shared by the heads), using their first N columns
- * for a sequence of N tokens:
- *   K' = E[:, :N] K, V' = F[:, :N] V  (per head, [k, d]),  O = softmax(Q K'^T / sqrt(d)) V'.
- * Padding-aware: the K and V rows of padded positions are zeroed before the projection, so
- * padding contributes nothing to K', V' (and gets no gradient). Cost O(N k d) per head.
- * A causal model is refused at config time (causal_ok = 0), and linformer.k must not
- * exceed model.max_seq_len (validate). Init: E, F ~ N(0, 1/N_max).
+/* linformer.c: Linformer (Wang et al. 2020; `mixer: "linformer"`), bidirectional only: keys
+ * and values projected along the sequence axis by learned E, F [k, N_max] (one pair a layer,
+ * shared by the heads; linformer.shared_kv: E alone); math, padding, init and tensors:
+ * docs/model.md §3.5. Cost O(N k d) a head. Refused: a causal model (causal_ok = 0),
+ * linformer.k above model.max_seq_len (lf_validate).
  * Parameters: PREFIX.{q,k,v,o}.{weight,bias}, PREFIX.linformer.E, PREFIX.linformer.F.
- *
- * linformer.shared_kv: one projection E for keys and values, K' = E[:, :N] K and
- * V' = E[:, :N] V, as the LRA release's single `lr_kernel` [max_len, k] (its transpose;
- * lra_benchmarks/models/linformer/linformer_attention.py:140-144). Then there is no
- * PREFIX.linformer.F, and E's gradient is the sum of the key and value paths'.
- *
  * act:     qh, kh, vh, oh [B,H,N,d]; En, Fn [k,N]; Kp, Vp [B,H,k,d]; P [B,H,N,k]
  * scratch: two [B*N*D] buffers, dq, dk, dv [B,H,N,d]; dP [B,H,N,k]; dKp, dVp [B,H,k,d];
  *          dEn, dFn [k,N] */
@@ -63,7 +53,10 @@ static Mixer *lf_create(const Config *c, int layer, ParamTable *pt, const char *
     snprintf(name, sizeof name, "%s.linformer.E", prefix);
     m->p[P_E] = pt_add2(pt, name, p->k, p->Nmax, INIT_NORMAL, std, GROUP_WEIGHT);
     if (p->shared) {
-        m->p[P_F] = m->p[P_E]; /* values through the same E */
+        /* values through the same E, as the LRA release's single `lr_kernel` [max_len, k] (its
+         * transpose; lra_benchmarks/models/linformer/linformer_attention.py:140-144); E's
+         * gradient is the sum of the key and value paths' */
+        m->p[P_F] = m->p[P_E];
         return m;
     }
     snprintf(name, sizeof name, "%s.linformer.F", prefix);

@@ -1,25 +1,11 @@
-/* mamba.c: the Mamba-1 selective state-space block (Gu & Dao 2023; docs/model.md §3.5,
- * `mixer: "mamba"`), causal only. With inner width E = expand D, S states, kernel K and
- * dt rank Rk (rows r = (b, t), R = B N):
- *   x, z = h Win[:E]^T, h Win[E:]^T                           [R,E] each (no bias)
- *   u    = silu(conv1d_causal(x) + conv.bias)                   depthwise, kernel K
- *   dt_low, Bm, Cm = u Wx[:Rk]^T, u Wx[Rk:Rk+S]^T, u Wx[Rk+S:]^T [R,Rk], [R,S], [R,S]
- *   dt   = softplus(dt_low Wdt^T + bdt)                         [R,E]
- *   A    = -exp(A_log)                                          [E,S]
- *   h_t  = exp(dt_t A) h_{t-1} + dt_t Bm_t u_t, ys_t = Cm_t . h_t + D u_t  (selective scan)
- *   y    = (ys * silu(z)) Wout^T                                [R,D]
- * The backward pass is hand-written: the reverse (adjoint) scan in g_ops->scan_backward
- * with states recomputed from checkpoints every mamba.chunk steps, then the gate, the
- * softplus, the projections, the SiLU and the causal convolution.
- * Init (as the reference implementation): A_log[c,s] = log(s+1); D = 1; dt_proj.bias =
- * softplus^-1(dt) with dt log-uniform in [1e-3, 1e-1]; dt_proj.weight ~ N(0, 1/(3 Rk));
- * conv.weight ~ N(0, 1/(3K)); in_proj, x_proj ~ N(0, 1/(3 fan_in)) (PyTorch's default
- * linear init, which the reference keeps); out_proj the same scaled by 1/sqrt(L). The keymask is not used: the block is causal, so right padding (the only
- * padding a causal model sees) cannot reach earlier positions.
- * Parameters: PREFIX.mamba.{in_proj.weight [2E,D], conv.weight [E,K], conv.bias [E],
- * x_proj.weight [Rk+2S,E], dt_proj.weight [E,Rk], dt_proj.bias [E], A_log [E,S], D [E],
- * out_proj.weight [D,E]}.
- *
+/* mamba.c: the Mamba-1 selective state-space block (Gu & Dao 2023; `mixer: "mamba"`),
+ * causal only: math and initialisation (the reference implementation's, which keeps
+ * PyTorch's default linear init for in_proj and x_proj) in docs/model.md §3.5. Causal, so
+ * right padding never reaches earlier rows: the keymask is not used.
+ * Parameters (E = mamba.expand D, S = mamba.d_state, K = mamba.d_conv, Rk = mamba.dt_rank):
+ * PREFIX.mamba.{in_proj.weight [2E,D], conv.weight [E,K], conv.bias [E], x_proj.weight
+ * [Rk+2S,E], dt_proj.weight [E,Rk], dt_proj.bias [E], A_log [E,S], D [E], out_proj.weight
+ * [D,E]}. Rows r = (b, t), R = B N.
  * act:     x, z, xc, u, dtr, dt, ys, g [R,E]; dtl [R,Rk]; Bm, Cm [R,S]; hck [B,ceil(N/chunk),E,S]
  * scratch: 8 [R,E] buffers; [R,Rk]; 2 [R,S] */
 #include <stdlib.h>
@@ -164,6 +150,9 @@ static void mb_forward(Mixer *m, const MixerCtx *c, real *y, const real *h, cons
     linear_forward(y, a.g, MP(m, params, P_OUT), NULL, R, E, D);
 }
 
+/* hand-written: the reverse (adjoint) scan in g_ops->scan_backward with states recomputed
+ * from checkpoints every mamba.chunk steps, then the gate, the softplus, the projections,
+ * the SiLU and the causal convolution */
 static void mb_backward(Mixer *m, const MixerCtx *c, real *dh, const real *dy, const real *h, const real *params,
                         real *grads, real *act, real *scratch) {
     const MbPriv *p = m->priv;

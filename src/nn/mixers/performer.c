@@ -1,36 +1,10 @@
-/* performer.c: Performer with FAVOR+ positive orthogonal random features (Choromanski et
- * al. 2021; docs/model.md §3.5, `mixer: "performer"`). Per head, with m random features
- * omega [m,d] and x' = x / d^(1/4):
- *   phi(x) = exp(omega x' - |x'|^2/2 - c) / sqrt(m),  then the shared core (3.1).
- * Stabiliser c: for queries the row maximum of the exponent (a per-row factor, which the
- * core's normalisation cancels; the backward pass differentiates through the argmax, so
- * gradients stay exact with eps > 0); for keys the global maximum over every real
- * (non-padded) key, feature, head and batch row, with the core's eps scaled by exp(-c) so
- * that c cancels exactly: O is the unstabilised FAVOR+ output. (The key maximum spans the
- * whole sequence; in causal mode a later key can therefore change an earlier output only
- * through floating-point rounding, never through the mathematics.)
- *
- * omega: rows drawn N(0, I) and orthogonalised in blocks of d (Gram-Schmidt), each row then
- * rescaled to the norm of an independent N(0, I_d) vector. The draw is a pure function of
- * (config seed, layer, draw index): draw index 0 at initialisation and, when
- * performer.redraw = R > 0, index step / R during training, redrawn on the first
- * training forward of each new index. It lives in the parameter table as the buffer
- * PREFIX.performer.omega [H,m,d] (not trained, saved in checkpoints).
- * Parameters: PREFIX.{q,k,v,o}.{weight,bias}, PREFIX.performer.omega (buffer).
- *
- * performer.kernel "relu": the LRA release's generalized attention with deterministic
- * features (lra_benchmarks/models/performer/performer_attention.py:263-270, its default
- * for every task but ListOps): features_type 'deterministic' makes matrix_creator None
- * (:282-283), so there is no projection and the features are the head's d channels;
- * normalize_data is False (:293) and generalized_kernel_feature_creator returns
- * kernel_fn(x) + kernel_epsilon (:185-186) with kernel_fn relu and kernel_epsilon 0.001:
- *   phi(x) = relu(x) + 0.001 (F = d), then the same renormalised core (3.1).
- * No random features, so no omega buffer and nothing to redraw (redraw_features False).
- * The release's denominator stabiliser is 0 there (numerical_stabilizer, :265, used at
- * :695-696); ours adds gma.eps as every user of the core does.
- *
- * With model.short_conv the projections go through the short convolutions (mixer.h).
- *
+/* performer.c: Performer (Choromanski et al. 2021; `mixer: "performer"`): FAVOR+ positive
+ * orthogonal random features (performer.kernel "softmax") or the LRA release's relu
+ * features ("relu"), then the shared normalised linear core; features, stabilisers, the
+ * omega draw and decoding: docs/model.md §3.5. With model.short_conv the projections go
+ * through the short convolutions (mixer.h).
+ * Parameters: PREFIX.{q,k,v,o}.{weight,bias}; FAVOR+ also PREFIX.performer.omega [H,m,d], a
+ * buffer (not trained, saved in checkpoints).
  * act:     qh, kh, vh, oh [B,H,N,d]; fq, fk [B,H,N,m]; argmax, den [B,H,N]; chunk states; the
  *          projections' block
  * scratch: two [B*N*D] buffers, dq, dk, dv [B,H,N,d]; dfq, dfk, e [B,H,N,m] */
@@ -63,6 +37,15 @@ static const CfgKey perf_keys[] = {
 static const CfgSection perf_section = {"performer", sizeof(PerformerCfg), perf_keys,
                                         (int)(sizeof perf_keys / sizeof perf_keys[0]), NULL, NULL};
 
+/* performer.kernel "relu": the LRA release's generalized attention with deterministic
+ * features (lra_benchmarks/models/performer/performer_attention.py:263-270, its default
+ * for every task but ListOps): features_type 'deterministic' makes matrix_creator None
+ * (:282-283), so there is no projection and the features are the head's d channels;
+ * normalize_data is False (:293) and generalized_kernel_feature_creator returns
+ * kernel_fn(x) + kernel_epsilon (:185-186) with kernel_fn relu and kernel_epsilon 0.001.
+ * No random features, so no omega buffer and nothing to redraw (redraw_features False).
+ * The release's denominator stabiliser is 0 there (numerical_stabilizer, :265, used at
+ * :695-696); ours adds gma.eps as every user of the core does. */
 #define RELU_KERNEL_EPS 0.001 /* kernel_epsilon of make_fast_generalized_attention */
 
 static int perf_validate(const Config *c) {
@@ -115,7 +98,8 @@ static Mixer *perf_create(const Config *c, int layer, ParamTable *pt, const char
     return m;
 }
 
-/* omega [H,m,d] on the host for draw index idx */
+/* omega [H,m,d] on the host for draw index idx (a pure function of seed, layer, idx; rows
+ * orthogonalised in blocks of d by Gram-Schmidt) */
 static void draw_omega(real *om, const Mixer *mx, long idx) {
     const PerfPriv *p = mx->priv;
     int d = mx->d, m = p->m;
@@ -195,6 +179,8 @@ static Acts carve(const Mixer *m, int B, int N, real *act) {
     return a;
 }
 
+/* with performer.redraw R > 0 the draw index is step / R, redrawn on the first training
+ * forward of each new index */
 static void maybe_redraw(Mixer *m, const MixerCtx *c, const real *params) {
     PerfPriv *p = m->priv;
     if (p->relu || !c->training || p->redraw <= 0) return;
@@ -229,6 +215,11 @@ static void perf_forward(Mixer *m, const MixerCtx *c, real *y, const real *h, co
     real *e = scratch + 2 * hs, sc = (real)(1.0 / sqrt((double)F));
     g_ops->favor_logits_forward(e, a.qh, om, B, H, N, d, F);
     g_ops->favor_exp_forward(a.fq, a.amax, e, R, F, 0, sc);
+    /* query stabiliser: each row's maximum, which the core's normalisation cancels (the
+     * backward differentiates through the argmax, so gradients stay exact with eps > 0);
+     * key stabiliser: the maximum over every real key, feature, head and sequence, with eps
+     * scaled by exp(-c) so that c cancels exactly. It spans the whole sequence, so in causal
+     * mode a later key can change an earlier output only through rounding. */
     g_ops->favor_logits_forward(e, a.kh, om, B, H, N, d, F);
     mask_rows(e, c->keymask, B, H, N, F);
     double cmax = g_ops->maxval(e, (size_t)R * F);

@@ -1,22 +1,11 @@
-/* sdpa.c: softmax attention, the optimised version that models use (docs/model.md §3.5,
- * `mixer: "sdpa"`): per head O = softmax(Q K^T / sqrt(d) + mask) V computed by the tiled
- * online-softmax op (g_ops->attn_forward), which never forms the N x N matrix; the
- * backward op recomputes the score tiles from Q, K and the saved row log-sum-exp. Causal
- * and bidirectional; padded keys get a -inf bias. Memory O(N d) per head, with attention
- * dropout too (the ops regenerate the mask in the backward pass, docs/model.md §8). The plain
- * version that stores P is registered as `sdpa_ref` (sdpa_ref.c) and is the test reference;
- * on a backend that lacks attn_forward/attn_backward, `sdpa` creates that plain version.
- * Parameters: PREFIX.{q,k,v,o}.{weight,bias}.
- *
- * With model.short_conv the projections go through the short convolutions (mixer.h); with
- * model.pos "rope" q and k then turn by their positions (attn_rope, mixer.h).
- *
- * sdpa.window W > 0: sliding-window attention (docs/model.md §3.5), query i sees keys
- * i-W+1..i (causal) or the symmetric band i-W+1..i+W-1 (bidirectional); the tiled ops skip
- * the tiles outside the band, so a layer costs O(N W). Decoding keeps a ring of min(W, Nmax)
- * key/value rows per head (ops.h attn_step) instead of Nmax, and prefill fills it from
- * the forward's last rows.
- *
+/* sdpa.c: softmax attention, the optimised version that models use (`mixer: "sdpa"`; math,
+ * sdpa.window and decoding: docs/model.md §3.5): the tiled online-softmax ops (g_ops->attn_*),
+ * causal or bidirectional, padded keys a -inf bias, memory O(N d) per head also with
+ * attention dropout (the ops regenerate the mask, §8). The plain version that stores P is
+ * `sdpa_ref` (sdpa_ref.c), the test reference; on a backend without attn_forward/
+ * attn_backward `sdpa` creates that one. With model.short_conv the projections go through
+ * the short convolutions, with model.pos "rope" q and k then turn by their positions
+ * (attn_rope; mixer.h). Parameters: PREFIX.{q,k,v,o}.{weight,bias}.
  * act:     qh, kh, vh, oh [B,H,N,d]; lse [B,H,N]; kbias [B,N]; the projections' block
  * scratch: two [B*N*D] buffers, dq, dk, dv [B,H,N,d] */
 #include <stdlib.h>

@@ -1,26 +1,14 @@
-/* cpu_delta.c: the Gated DeltaNet kernels on the CPU (docs/model.md §3.5 `gdn`): the row
- * normalisation (L2 norm of q and k, gated RMSNorm of the output) and the delta-rule
- * recurrence with its decoding step.
- *
- * Recurrence, per (batch, head) with the state S [dk,dv] (a thread walks time for a head):
- *   S' = a_t D S_{t-1} (D = diag(sigmoid(sd_h)), the rows' fixed decay; I without sd);  r_t = v_t - S'^T k_t;  S_t = S' + b_t k_t r_t^T;  o_t = scale S_t^T q_t
- * (without the delta rule S_t = S' + k_t v_t^T). Its products go through cpu_matmul (a
- * matrix-vector product or a rank-one update a step), so the profiler counts them.
- *
- * Backward: the adjoint recurrence needs S_{t-1} at every step. Reconstructing S_{t-1} from
- * S_t by undoing the rank-one update (dividing by a_t, inverting I - b_t k_t k_t^T, whose
- * eigenvalue 1 - b_t |k_t|^2 is 0 at b_t = 1 for a unit k_t) is unstable, so the forward
- * pass saves S before every `chunk` steps and the backward pass walks the chunks in reverse,
- * recomputing the chunk's states (and r_t) from its checkpoint into a work buffer of
- * (chunk + 1) states, then running the adjoint steps with dS the gradient of S_t:
- *   dS += scale q_t do_t^T;  dq_t = scale S_t do_t;  dd = dS^T k_t;  dk_t += b_t dS r_t
- *   db_t = dd . r_t;  dv_t += b_t dd;  du = -b_t dd;  dk_t += S' du;  dS += k_t du^T
- *   da_t = <dS, S_{t-1}>;  dS = a_t dS
- * (with sd: dk_t += S' du with S' = a_t D S_{t-1}; da_t = <dS, D S_{t-1}>;
- * dsd_c += a_t (dS S_{t-1}^T)_cc D_c (1 - D_c); dS = a_t D dS)
- * Memory O(N / chunk dk dv) a head, time linear in N. dA_log, ddt_bias: one partial a
- * (batch, head), summed over the batch in a fixed order after the parallel loop, so the
- * result does not depend on the number of threads. */
+/* cpu_delta.c: the Gated DeltaNet kernels on the CPU: the row normalisation (L2 norm of q
+ * and k, gated RMSNorm of the output) and the delta-rule recurrence with its decoding step,
+ * per (batch, head) with the state S [dk,dv]. Forward, adjoint and chunk checkpoints:
+ * docs/model.md §3.5 (`gdn`); the rows' decays sd (D = diag(sigmoid(sd_h)), NULL: I): §3.10,
+ * with both a_t and sd the transition S' = a_t D S_{t-1} taking a_t S_{t-1}'s place. A thread
+ * walks time for a head; a step's products go through cpu_matmul (a matrix-vector product
+ * or a rank-one update), so the profiler counts them. The backward walks the chunks in
+ * reverse, recomputing a chunk's states (and r_t) from its checkpoint into a work buffer of
+ * chunk + 1 states: memory O(N / chunk dk dv) a head, time linear in N. dA_log, ddt_bias:
+ * one partial a (batch, head), summed over the batch in a fixed order after the parallel
+ * loop, so the result does not depend on the number of threads. */
 #include <math.h>
 #include <string.h>
 

@@ -1,17 +1,11 @@
-/* cpu_linmix.c: the normalised linear mixing core (docs/model.md §3.1) on the CPU, shared by
- * GMA, the Linear Transformer and Performer.
- *
- * Per head, with feature rows phq_i, phk_j (width F) and values v_j (width d):
- *   out_i = (phq_i^T S) / (phq_i . z + eps),  S = sum_j phk_j v_j^T,  z = sum_j phk_j
- * with sums over all j (bidirectional) or j <= i (causal). The causal form runs in chunks
- * of C rows: inside a chunk a masked C x C product, across chunks a running (S, z). The
- * state at the start of each chunk is saved ([ceil(N/C)] x (F*d + F) per head), so the
- * backward pass walks the chunks in reverse without recomputing the scan; given no saved
- * state (NULL), the backward recomputes one head's states at a time by the forward's own
- * scan (the same sums in the same order), in segments of ~sqrt(nc) chunks (Rescan), into
- * a per-thread buffer of ~2 sqrt(nc) states. No N x N matrix
- * and no per-position F x d state is ever formed. Heads run in parallel (OpenMP); BLAS
- * calls inside run single-threaded. Per-thread work buffers are cached across calls. */
+/* cpu_linmix.c: the normalised linear mixing core on the CPU (docs/model.md §3.1: the sums,
+ * the causal chunks, the saved (S, z)), shared by GMA, the Linear Transformer and Performer.
+ * The state at the start of each chunk is saved ([ceil(N/C)] x (F*d + F) per head), so the
+ * backward walks the chunks in reverse without recomputing the scan; given no saved state
+ * (NULL), it recomputes one head's states at a time by the forward's own scan (the same sums
+ * in the same order; Rescan). No N x N matrix and no per-position F x d state is ever
+ * formed. Heads run in parallel (OpenMP); BLAS calls inside run single-threaded. Per-thread
+ * work buffers are cached across calls. */
 #include <stdlib.h>
 #include <string.h>
 

@@ -1,19 +1,10 @@
 /* cpu_mamba.c: the Mamba block's kernels on the CPU (docs/model.md §3.5 `mamba`): SiLU,
- * softplus, the SiLU gate, the product of two tensors (BaseConv's gate), the causal depthwise convolution and the selective scan.
- *
- * Selective scan, per batch row b and channel c with S states:
- *   h_t = exp(dt_t A_c) h_{t-1} + dt_t Bm_t u_t ,  y_t = Cm_t . h_t + Dskip_c u_t.
- * Channels are processed in fixed groups of SCAN_CW (a thread walks time for its group,
- * reading contiguous channel slices; the group's arrays are state-major so that the
- * inner loops vectorise over its channels). The forward pass saves the state at the start of
- * every `chunk` steps; the backward pass walks the chunks in reverse, recomputes the
- * chunk's states from its checkpoint, and runs the reverse (adjoint) scan:
- *   dh_t = dh_{t+1} exp(dt_{t+1} A) + dy_t Cm_t
- *   ddt_t = sum_s dh_t (A h_{t-1} e^{dt A} + Bm_t u_t), dA += dh_t h_{t-1} e^{dt A} dt,
- *   dBm_t += dh_t dt u_t, du_t += dh_t . (dt Bm_t) + dy_t Dskip, dCm_t += dy_t h_t.
- * dBm, dCm (shared by all channels) go to one partial buffer per channel group and
- * dA_log, dDskip to one per batch row; the partials are summed in a fixed order, so the
- * result does not depend on the number of threads. Time and memory are linear in N. */
+ * softplus, the SiLU gate, the product of two tensors (BaseConv's gate), the causal
+ * depthwise convolution and the selective scan per batch row b and channel c with S states,
+ *   h_t = exp(dt_t A_c) h_{t-1} + dt_t Bm_t u_t ,  y_t = Cm_t . h_t + Dskip_c u_t,
+ * the forward saving the state at the start of every `chunk` steps (hck). Sums run in a
+ * fixed order, so results do not depend on the number of threads; time and memory are
+ * linear in N. */
 /* -std=c11 turns off the contraction of a * b + c into one fused multiply-add; the scan's
  * recurrences and its exp polynomial are chains of them (each rounds once instead of
  * twice, and takes one instruction). */
@@ -221,7 +212,9 @@ void cpu_conv1d_causal_backward(real *dx, real *dw, real *db, const real *dout, 
     }
 }
 
-/* Within a channel group the state, A and exp(dt A) are held state-major, [s][c]: every
+/* Channels are processed in fixed groups of SCAN_CW (a thread walks time for its group,
+ * reading contiguous channel slices).
+ * Within a channel group the state, A and exp(dt A) are held state-major, [s][c]: every
  * inner loop runs over the group's contiguous channels (vectorised), and the sums over s
  * (y, du, ddt) become per-channel vector accumulators. hck keeps the [E][S] layout. */
 static void scan_load_A(real *A, const real *A_log, int c0, int cw, int S) {
@@ -513,6 +506,13 @@ GMA_INLINE void scan_bwd_group(const ScanArgs *a, real *du, real *ddt, real *dBg
     }
 }
 
+/* The backward walks the chunks in reverse, recomputes the chunk's states from its
+ * checkpoint, and runs the reverse (adjoint) scan:
+ *   dh_t = dh_{t+1} exp(dt_{t+1} A) + dy_t Cm_t
+ *   ddt_t = sum_s dh_t (A h_{t-1} e^{dt A} + Bm_t u_t), dA += dh_t h_{t-1} e^{dt A} dt,
+ *   dBm_t += dh_t dt u_t, du_t += dh_t . (dt Bm_t) + dy_t Dskip, dCm_t += dy_t h_t.
+ * dBm, dCm (shared by all channels) go to one partial buffer per channel group and
+ * dA_log, dDskip to one per batch row; the partials are summed in a fixed order. */
 static real *g_scan_part;
 static size_t g_scan_cap;
 

@@ -1,23 +1,8 @@
-/* cpu_sdpa.c: tiled softmax attention on the CPU (docs/model.md §3.5, the optimised `sdpa`).
- *
- * Forward (FlashAttention-style online softmax): for each head and tile of TQ (128) query rows,
- * walk the key tiles of TK columns (only up to the diagonal when causal), keeping per row
- * the running max m, the running sum l and the unnormalised output; at the end
- * out = acc / l and lse = m + log l is saved. Only TQ x TK scores exist at a time, so the
- * extra memory is O(N d) (out, lse) instead of O(N^2).
- *
- * Backward recomputes each score tile from q, k and lse: P = exp(scale q k^T + bias - lse),
- * dP = dO V^T, dS = P (dP - rowsum(dO * O)), dV += P^T dO, dK += scale dS^T Q,
- * dQ += scale dS K. With at least as many heads as threads each thread owns whole heads
- * (one pass); otherwise the key tiles (dK, dV) and the query tiles (dQ) are two parallel
- * passes, so no two threads write the same rows. Every sum runs in a fixed order.
- *
- * Sliding window W > 0 (docs/model.md §3.5): query i sees keys band_lo(i)..band_hi(i)-1,
- * i-W+1..i causal, i-W+1..i+W-1 bidirectional. A query tile walks only the key tiles from its
- * first row's band_lo to its last row's band_hi, a key tile only the query tiles that see it,
- * so the work is O(N W); the boundary tiles are masked row by row (mask_row).
- *
- * Shapes: q, k, v, out [B,H,N,d]; lse [B,H,N]; kbias [B,N]. */
+/* cpu_sdpa.c: tiled softmax attention on the CPU (docs/model.md §3.5, the optimised `sdpa`)
+ * and its decoding step. Shapes: q, k, v, out [B,H,N,d]; lse [B,H,N]; kbias [B,N] additive
+ * key bias or NULL; causal hides j > i; window W > 0 the band of §3.5; drop the attention
+ * dropout (§8) or NULL. Only TQ x TK scores exist at a time: extra memory O(N d) (out, lse)
+ * instead of O(N^2). Every sum runs in a fixed order. */
 #include <omp.h>
 #include <string.h>
 
@@ -32,7 +17,10 @@
 #define TK 128
 #endif
 
-/* the band of keys query i sees: [band_lo, band_hi) */
+/* the band of keys query i sees: [band_lo, band_hi), with W > 0 i-W+1..i causal,
+ * i-W+1..i+W-1 bidirectional. A query tile walks only the key tiles from its first row's
+ * band_lo to its last row's band_hi, a key tile only the query tiles that see it, so the
+ * work is O(N W); the boundary tiles are masked row by row (mask_row). */
 static inline int band_lo(int i, int window) { return window ? GMA_MAX(0, i - window + 1) : 0; }
 static inline int band_hi(int i, int N, int causal, int window) {
     return causal ? i + 1 : window ? GMA_MIN(N, i + window) : N;
@@ -66,6 +54,10 @@ static void drop_row(real *row, real *mul, const GmaDrop *g, int bh, int H, int 
     }
 }
 
+/* FlashAttention-style online softmax: for each head and tile of TQ query rows, walk the key
+ * tiles of TK columns (only up to the diagonal when causal), keeping per row the running max
+ * m, the running sum l and the unnormalised output; at the end out = acc / l and
+ * lse = m + log l is saved. */
 void cpu_attn_forward(real *out, real *lse, const real *q, const real *k, const real *v, const real *kbias, int B,
                       int H, int N, int d, int causal, int window, real scale, const GmaDrop *drop) {
     int nq = (N + TQ - 1) / TQ;
@@ -196,6 +188,11 @@ static void q_tile(real *dq, const real *dout, const real *out, const real *lse,
     }
 }
 
+/* Recomputes each score tile from q, k and lse: P = exp(scale q k^T + bias - lse),
+ * dP = dO V^T, dS = P (dP - rowsum(dO * O)), dV += P^T dO, dK += scale dS^T Q,
+ * dQ += scale dS K. With at least as many heads as threads each thread owns whole heads
+ * (one pass); otherwise the key tiles (dK, dV) and the query tiles (dQ) are two parallel
+ * passes, so no two threads write the same rows. */
 void cpu_attn_backward(real *dq, real *dk, real *dv, const real *dout, const real *out, const real *lse, const real *q,
                        const real *k, const real *v, const real *kbias, int B, int H, int N, int d, int causal,
                        int window, real scale, const GmaDrop *drop) {

@@ -1,24 +1,9 @@
-/* cuda_delta.cu: the Gated DeltaNet kernels on the GPU, twins of ops/cpu/cpu_delta.c with
- * the same saved-state layout (Sck [B, H, ceil(N/chunk)+1, dk, dv]).
- *
- * rownorm: one warp per row (a fixed shuffle tree for the sum of squares); the backward
- * writes dx and dg per row and the products dw sums into a work buffer, whose column sums
- * (cuda_colsum_acc, fixed order) go into dw.
- *
- * The delta rule: one block per (batch, head), sequential over time, the state S in global
- * memory (a work buffer, [B H, dk, dv]). In the forward pass thread j owns column j of S
- * (S^T k, the rank-one update and S^T q are all per column), so the only barrier a step
- * is the one around loading q_t, k_t into shared memory. The backward pass recomputes a
- * chunk's states from its checkpoint into a work buffer [B H, chunk+1, dk, dv] (with r_t),
- * then runs the adjoint steps in three phases a step: per column (dS += scale q do^T,
- * dd = dS^T k, dv, du), per row (dq, dk: sums over the columns in order), per column
- * (dS += k du^T, <dS, S_{t-1}>, dS *= a); the step's scalars (db, da) are summed over the
- * columns in order by thread 0. With the rows' decays D = diag(sigmoid(sd_h)) (sd) the
- * forward scales row i of S by a_t D_i, and the backward adds a per-row phase after the
- * third (<dS, S_{t-1}> of each row, summed over the columns in order, then dS *= a D).
- * dA_log, ddt_bias, dsd: one partial a (batch, head), summed over the batch in order by a
- * second kernel. No atomics: results repeat bit for bit. A
- * decoding step is one block per (sequence, head) on the state in the decode buffer. */
+/* cuda_delta.cu: the Gated DeltaNet kernels on the GPU (docs/model.md §3.5, `gdn`; the rows'
+ * decays sd: §3.10), twins of ops/cpu/cpu_delta.c with the same arguments and saved-state
+ * layout (Sck [B, H, ceil(N/chunk)+1, dk, dv]): the row normalisation, the delta rule and its
+ * decoding step (one block per (sequence, head) on the state in the decode buffer). Every
+ * sum runs in a fixed order, with no atomics, so results repeat bit for bit. dk, dv at most
+ * DELTA_MAXD. */
 #include "ops/cuda/cuda_common.cuh"
 
 #define WS_DSTATE 0 /* delta forward: the running states; backward: recomputed chunk states */
@@ -28,7 +13,9 @@
 /* ---------------------------------------------------------------- row normalisation */
 __device__ __forceinline__ float sigm_f(float x) { return 1.f / (1.f + expf(-x)); }
 
-/* one warp per row; 8 rows a block */
+/* one warp per row (a fixed shuffle tree for the sum of squares); 8 rows a block. The
+ * backward writes dx and dg per row and the products dw sums into a work buffer, whose
+ * column sums (cuda_colsum_acc, fixed order) go into dw. */
 __global__ void k_rownorm_fwd(float *out, float *rstd, const float *x, const float *w, const float *g, int R, int C,
                               float eps, int mean) {
     int r = blockIdx.x * 8 + (threadIdx.x >> 5), lane = threadIdx.x & 31;
@@ -144,6 +131,10 @@ __device__ __forceinline__ const float *row_decays(float *ad, const float *sd, i
     return ad;
 }
 
+/* One block per (batch, head), sequential over time, the state S in global memory (a work
+ * buffer, [B H, dk, dv]). Thread j owns column j of S (S^T k, the rank-one update and S^T q
+ * are all per column), so the only barrier a step is the one around loading q_t, k_t into
+ * shared memory. With sd, row i of S is scaled by a_t D_i, D = diag(sigmoid(sd_h)). */
 __global__ void k_delta_fwd(float *o, float *Sck, float *Sws, const float *q, const float *k, const float *v,
                             const float *ga, const float *gb, const float *A_log, const float *dt_bias, const float *sd,
                             int H, int N, int dk, int dv, int chunk, float scale) {
@@ -182,6 +173,13 @@ void cuda_delta_forward(real *o, real *Sck, const real *q, const real *k, const 
     KERNEL_CHECK("k_delta_fwd");
 }
 
+/* Recomputes a chunk's states from its checkpoint into a work buffer [B H, chunk+1, dk, dv]
+ * (with r_t), then runs the adjoint steps in three phases a step: per column (dS += scale
+ * q do^T, dd = dS^T k, dv, du), per row (dq, dk: sums over the columns in order), per column
+ * (dS += k du^T, <dS, S_{t-1}>, dS *= a); the step's scalars (db, da) are summed over the
+ * columns in order by thread 0. With sd a per-row phase follows the third (<dS, S_{t-1}> of
+ * each row, summed over the columns in order, then dS *= a D). dA_log, ddt_bias, dsd: one
+ * partial a (batch, head), summed over the batch in order by a second kernel. */
 __global__ void k_delta_bwd(float *dq, float *dk_, float *dv_, float *dga, float *dgb, float *part, int np, float *ws,
                             const float *dout, const float *Sck, const float *q, const float *k, const float *v,
                             const float *ga, const float *gb, const float *A_log, const float *dt_bias, const float *sd,

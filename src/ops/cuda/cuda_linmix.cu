@@ -1,20 +1,9 @@
 /* cuda_linmix.cu: the normalised linear mixing core (docs/model.md §3.1) on the GPU, twin of
- * ops/cpu/cpu_linmix.c, with the same saved state layout ([BH, nc, F*d + F], the (S, z)
- * at the START of each chunk; one slot holding the full (S, z) when bidirectional), so
- * the backward pass and the CPU backend read it the same way.
- *
- * Bidirectional: S = phk^T V and O = phq S are strided-batched GEMMs over heads.
- * Causal (chunked scan, chunk C): every chunk of every head at once --
- *   T_c = phk_c^T V_c, z-part colsum(phk_c)        (batched GEMM + kernel)
- *   state_c = sum_{c' < c} T_c'                    (exclusive scan over chunks, in order)
- *   A_c = mask(phq_c phk_c^T)                      (batched C x C GEMM + mask kernel)
- *   O_c = (phq_c S_c + A_c V_c) / (phq_c . z_c + rowsum A_c + eps)
- * The backward pass is the same in reverse: the gradient of each chunk's state is the
- * reverse exclusive scan of G_c = phq_c^T dnum_c (and phq_c^T dden_c for z). Given no saved
- * state (NULL), the backward first recomputes it by the forward's own kernels.
- * Full chunks run as one batched GEMM (or one per head when N is not a multiple of C);
- * the shorter last chunk of every head as one more. Memory: chunk buffers of
- * BH * ceil(N/C) * C^2 floats, never N x N. */
+ * ops/cpu/cpu_linmix.c with the same arguments and saved state layout ([BH, nc, F*d + F],
+ * the (S, z) at the START of each chunk; one slot holding the full (S, z) when
+ * bidirectional), so the backward pass and the CPU backend read it the same way; given no
+ * saved state (NULL), the backward first recomputes it by the forward's own kernels.
+ * Memory: chunk buffers of BH * ceil(N/C) * C^2 floats, never N x N. */
 #include "ops/cuda/cuda_common.cuh"
 
 #define WS_T 0    /* T / G chunk sums [BH, nc, st] */
@@ -162,6 +151,14 @@ static void bidir_state(float *state, const float *phk, const float *v, int BH, 
     KERNEL_CHECK("k_chunk_colsum (z)");
 }
 
+/* Bidirectional: S = phk^T V and O = phq S are strided-batched GEMMs over heads.
+ * Causal (chunked scan, chunk C): every chunk of every head at once --
+ *   T_c = phk_c^T V_c, z-part colsum(phk_c)        (batched GEMM + kernel)
+ *   state_c = sum_{c' < c} T_c'                    (exclusive scan over chunks, in order)
+ *   A_c = mask(phq_c phk_c^T)                      (batched C x C GEMM + mask kernel)
+ *   O_c = (phq_c S_c + A_c V_c) / (phq_c . z_c + rowsum A_c + eps)
+ * Full chunks run as one batched GEMM (or one per head when N is not a multiple of C); the
+ * shorter last chunk of every head as one more. */
 void cuda_linmix_forward(real *out, real *den, real *state, const real *phq, const real *phk, const real *v, int BH,
                          int N, int F, int d, int causal, int chunk, real eps) {
     if (BH <= 0 || N <= 0) return;
@@ -241,6 +238,8 @@ __global__ void k_mask_dA(float *A, float *dA, const float *dden, int BH, int N,
     }
 }
 
+/* The forward in reverse: the gradient of each chunk's state is the reverse exclusive scan
+ * of G_c = phq_c^T dnum_c (and phq_c^T dden_c for z). */
 void cuda_linmix_backward(real *dphq, real *dphk, real *dv, const real *dout, const real *out, const real *den,
                           const real *state, const real *phq, const real *phk, const real *v, int BH, int N, int F,
                           int d, int causal, int chunk) {

@@ -1,24 +1,9 @@
 /* cuda_mamba.cu: the Mamba block's causal depthwise convolution and selective scan on the
- * GPU, twins of ops/cpu/cpu_mamba.c with the same saved-state layout
- * (hck [B, ceil(N/chunk), E, S]: the state at the start of every chunk).
- *
- * conv1d: forward one thread per output; backward dx one thread per input element
- * (gathering the K outputs it feeds), dw/db as fixed row-block partials summed in block
- * order by a second kernel.
- *
- * Selective scan: parallel over (batch row, channel, state), sequential over time. A
- * channel's S states sit on a group of G lanes of one warp (G = the power of two >= S,
- * at most 32; a lane holds SL = ceil(S/G) states: registers for SL 1 and 4, local
- * memory for SL 32, i.e. S up to 1024, the config's limit), so y_t = Cm_t . h_t
- * is a fixed shuffle tree within the group. The backward pass walks the chunks in
- * reverse: it recomputes the chunk's states from its checkpoint into a work buffer
- * [B, E, chunk+1, S] (each lane reads back only what it wrote), then runs the adjoint
- * scan. dBm, dCm are shared by all channels: each block (one batch row, CPB channels)
- * sums its channels in shared memory in a fixed order per time step and writes one
- * partial per channel block; dA_log and dDskip get one partial per batch row. The
- * partials are summed in a fixed order afterwards, so there are no atomics and results
- * repeat bit for bit. A decoding step (scan_step) is one thread per (sequence, channel)
- * over its S states, on the state kept in the decode buffer. */
+ * GPU (docs/model.md §3.5, `mamba`), twins of ops/cpu/cpu_mamba.c with the same arguments and
+ * saved-state layout (hck [B, ceil(N/chunk), E, S]: the state at the start of every chunk),
+ * and the scan's decoding step (scan_step) on the state kept in the decode buffer. Every sum
+ * runs in a fixed order, with no atomics, so results repeat bit for bit. S up to
+ * 32 * SCAN_SL_MAX = 1024 states (the config's limit). */
 #include "ops/cuda/cuda_common.cuh"
 
 #define WS_CONV 0   /* conv partials */
@@ -29,6 +14,9 @@
 #define SCAN_TPB 256
 
 /* ---------------------------------------------------------------- conv1d */
+/* forward one thread per output; backward dx one thread per input element (gathering the K
+ * outputs it feeds), dw/db as fixed row-block partials summed in block order by a second
+ * kernel */
 __global__ void k_conv_fwd(float *out, const float *x, const float *w, const float *b, int B, int N, int C, int K) {
     GRID_STRIDE(i, (size_t)B * N * C) {
         int c = (int)(i % C);
@@ -121,6 +109,10 @@ void cuda_conv1d_causal_backward(real *dx, real *dw, real *db, const real *dout,
 }
 
 /* ---------------------------------------------------------------- selective scan */
+/* Parallel over (batch row, channel, state), sequential over time. A channel's S states sit
+ * on a group of G lanes of one warp (G = the power of two >= S, at most 32; a lane holds
+ * SL = ceil(S/G) states: registers for SL 1 and 4, local memory for SL 32), so
+ * y_t = Cm_t . h_t is a fixed shuffle tree within the group. */
 static int scan_group(int S) {
     int G = 1;
     while (G < S && G < 32) G <<= 1;
@@ -191,7 +183,13 @@ void cuda_scan_forward(real *y, real *hck, const real *u, const real *dt, const 
     KERNEL_CHECK("k_scan_fwd");
 }
 
-/* hbuf [B, E, chunk+1, S]; dBC [nblk, 2, B*N, S] (dBm then dCm partials of channel block);
+/* The backward walks the chunks in reverse: it recomputes the chunk's states from its
+ * checkpoint into hbuf (each lane reads back only what it wrote), then runs the adjoint scan.
+ * dBm, dCm are shared by all channels: each block (one batch row, CPB channels) sums its
+ * channels in shared memory in a fixed order per time step and writes one partial per
+ * channel block; dA_log and dDskip get one partial per batch row; the partials are summed
+ * in a fixed order afterwards (k_scan_sum_bc, k_scan_sum_ad).
+ * hbuf [B, E, chunk+1, S]; dBC [nblk, 2, B*N, S] (dBm then dCm partials of channel block);
  * dAD [B, E*S + E] (dA partial, w.r.t. A, then dDskip partial). Dynamic shared memory:
  * 2 * CPB * S floats. */
 template <int SCAN_SL>

@@ -1,35 +1,11 @@
-/* cuda_sdpa.cu: tiled softmax attention (online softmax, FlashAttention-style) on the GPU,
- * twin of ops/cpu/cpu_sdpa.c: q, k, v, out [B,H,N,d], lse [B,H,N] (-inf and a zero output
- * for a row that sees no key), kbias [B,N] additive key bias or NULL, causal hides j > i.
- * No N x N buffer exists; extra memory is O(B H N).
- *
- * Forward: one block per (batch*head, tile of AT_Q = 32 query rows), 8 warps, each warp
- * owning 4 of the tile's rows. Key/value tiles of AT_K = 32 rows are streamed through
- * shared memory (rows padded to d+1 floats, so lane j reading key j is free of bank
- * conflicts); lane j computes the score of key j, the warp keeps each row's running max
- * and sum, and lane e holds output columns e, e+32, ... of the unnormalised output in
- * registers (d <= 32 * AT_DT_MAX). At the end out = acc / l and lse = m + log l.
- *
- * Backward (no atomics, every sum in a fixed order): D = rowsum(dO * O) first; then
- *   dQ pass: per (head, query tile) as the forward, recomputing P = exp(s - lse) and
- *            dS = P (dO V^T - D) tile by tile, dQ += scale dS K;
- *   dK/dV pass: per (head, key tile of 32 rows), each warp owning 4 keys, streaming the
- *            query tiles (q, dO, lse, D) through shared memory: dV += P^T dO,
- *            dK += scale dS^T Q.
- * Each output row has exactly one writer, so results repeat bit for bit.
- *
- * Attention dropout (drop != NULL, docs/model.md §8): the lane that computes the probability
- * of key j also computes its mask multiplier from ops/dropout.h (the CPU's bits), so the
- * forward accumulates P * mask / (1 - p) into the output while l sums the undropped P; the
- * backward regenerates the multipliers: dS = P (mask dP' - D), dV += (P mask)^T dO.
- *
- * Sliding window W > 0 (docs/model.md §3.5): query i sees keys [band_lo(i), band_hi(i)),
- * i-W+1..i causal, i-W+1..i+W-1 bidirectional; a query block streams only the key tiles
- * from its first row's band_lo to its last row's band_hi, a key block only the query tiles
- * that see its keys (O(N W) work); attn_score masks the boundary tiles.
- *
- * Head width: d <= 256 (AT_DT_MAX = 8 registers per lane per row); a larger d stops with
- * a message. */
+/* cuda_sdpa.cu: tiled softmax attention (online softmax, FlashAttention-style; docs/model.md
+ * §3.5) on the GPU, twin of ops/cpu/cpu_sdpa.c with its arguments: q, k, v, out [B,H,N,d],
+ * lse [B,H,N] (-inf and a zero output for a row that sees no key), kbias [B,N] additive key
+ * bias or NULL, causal hides j > i, window W > 0 the band of §3.5, drop the attention dropout
+ * (§8) or NULL; and its decoding step. No N x N buffer exists: extra memory O(B H N). No
+ * atomics, every sum in a fixed order and one writer per output row, so results repeat bit
+ * for bit. Head width d <= 256 (AT_DT_MAX = 8 registers per lane per row); a larger d stops
+ * with a message. */
 #include <stdio.h>
 
 #include "ops/cuda/cuda_common.cuh"
@@ -81,7 +57,10 @@ __device__ __forceinline__ void dot2(float &s, float &t, const float *a, const f
 }
 
 /* the band of keys query i sees, [band_lo, band_hi), and the queries that see key j,
- * [query_lo, query_hi) (window 0: no band) */
+ * [query_lo, query_hi) (window 0: no band): W > 0 gives i-W+1..i causal, i-W+1..i+W-1
+ * bidirectional. A query block streams only the key tiles from its first row's band_lo to
+ * its last row's band_hi, a key block only the query tiles that see its keys (O(N W) work);
+ * attn_score masks the boundary tiles. */
 __device__ __forceinline__ int band_lo(int i, int window) { return window ? max(0, i - window + 1) : 0; }
 __device__ __forceinline__ int band_hi(int i, int N, int causal, int window) {
     return causal ? i + 1 : window ? min(N, i + window) : N;
@@ -103,7 +82,10 @@ __device__ __forceinline__ float attn_score(float qk, float scale, float kbj, in
     return attn_visible(i, j, N, causal, window) ? s : -INFINITY;
 }
 
-/* the dropout multiplier of probability (bh, i, j) */
+/* the dropout multiplier of probability (bh, i, j) (docs/model.md §8): the lane that computes
+ * the probability of key j also computes its multiplier from ops/dropout.h (the CPU's bits),
+ * so the forward accumulates P * mask / (1 - p) into the output while l sums the undropped P;
+ * the backward regenerates the multipliers: dS = P (mask dP' - D), dV += (P mask)^T dO */
 __device__ __forceinline__ float drop_mul(const GmaDrop &g, int bh, int H, int N, int i, int j) {
     return (float)gma_drop_mult(&g, gma_drop_attn_index(&g, bh / H, bh % H, H, N, i, j));
 }
@@ -127,7 +109,12 @@ __device__ __forceinline__ void lane_put(float *row, const float (&acc)[DT], flo
 }
 
 /* ---------------------------------------------------------------- forward */
-/* shared: Q [AT_Q][d], K [AT_K][d+1], V [AT_K][d+1] */
+/* One block per (batch*head, tile of AT_Q query rows), AT_WARPS warps, each owning AT_RPW of
+ * the tile's rows. Key/value tiles of AT_K rows stream through shared memory (rows padded to
+ * d+1 floats, so lane j reading key j is free of bank conflicts); lane j computes the score
+ * of key j, the warp keeps each row's running max and sum, and lane e holds output columns
+ * e, e+32, ... of the unnormalised output in registers. At the end out = acc / l and
+ * lse = m + log l. shared: Q [AT_Q][d], K [AT_K][d+1], V [AT_K][d+1] */
 template <int DT>
 __global__ void __launch_bounds__(AT_WARPS * 32) k_attn_fwd(float *out, float *lse, const float *q, const float *k,
                                                              const float *v, const float *kbias, int H, int N, int d,
@@ -185,6 +172,10 @@ __global__ void __launch_bounds__(AT_WARPS * 32) k_attn_fwd(float *out, float *l
 }
 
 /* ---------------------------------------------------------------- backward */
+/* D = rowsum(dO * O) first; then the dQ pass per (head, query tile) as the forward,
+ * recomputing P = exp(s - lse) and dS = P (dO V^T - D) tile by tile, dQ += scale dS K; and
+ * the dK/dV pass per (head, key tile), streaming the query tiles (q, dO, lse, D):
+ * dV += P^T dO, dK += scale dS^T Q. */
 /* D[row] = sum_e dout[row, e] out[row, e]; one warp per row */
 __global__ void k_attn_drow(float *D, const float *dout, const float *out, size_t R, int d) {
     size_t row = (size_t)blockIdx.x * (blockDim.x / 32) + threadIdx.x / 32;
