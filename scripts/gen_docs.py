@@ -14,6 +14,7 @@ Sections (page: NAME <- source):
   docs/testing.md: test-map      <- the suites' header comments and #include lines
   docs/benchmarks.md: bench-summary <- the gmabench outputs under docs/results/gpu_h200/ and
                                    docs/results/scaling/
+  docs/results/routing_diag/results.md: diag-summary <- its results.json (scripts/routing_diag.py --summary)
 Results pages whose JSON is committed, each rewritten by the script that measured it (the
 page's "## What it shows" and other sections kept):
   docs/results/mqar.md           <- scripts/write_results.sh mqar docs/results/mqar/results.json
@@ -290,12 +291,23 @@ def gen_bench_summary():
     return "\n".join(out)
 
 
+def gen_diag_summary():
+    """the diagnosis' summary tables, as scripts/routing_diag.py writes them, from its committed JSON"""
+    r = subprocess.run([sys.executable, "-B", os.path.join(ROOT, "scripts", "routing_diag.py"), "--summary",
+                        os.path.join(ROOT, "docs/results/routing_diag/results.json")],
+                       stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True)
+    if r.returncode != 0:
+        raise Bad("docs/results/routing_diag/results.md: routing_diag.py --summary failed: %s" % r.stderr.strip())
+    return r.stdout.rstrip("\n")
+
+
 SECTIONS = [
     ("README.md", "test-counts", gen_test_counts),
     ("README.md", "headline", gen_headline),
     ("docs/programs.md", "synopsis", gen_synopsis),
     ("docs/testing.md", "test-map", gen_test_map),
     ("docs/benchmarks.md", "bench-summary", gen_bench_summary),
+    ("docs/results/routing_diag/results.md", "diag-summary", gen_diag_summary),
 ]
 
 

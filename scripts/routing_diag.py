@@ -2,13 +2,15 @@
 """routing_diag.py: the plots and tables of the recall diagnosis (scripts/reproduce_diagnosis.sh).
 
   scripts/routing_diag.py DIR [--out OUT] [--command TEXT]
+  scripts/routing_diag.py --summary RESULTS.json   (print the summary tables of results.md)
 
 Reads DIR/<kind>-s<seed>/metrics.jsonl (kind self, cross, reinit or reseedk, the runs of
 reproduce_diagnosis.sh; "routing_diag" rows of gma.diag_every, "valid" and "test" rows) and
 writes into OUT (default DIR): results.json (per run: the test accuracy, the validation
 accuracy by step and the diagnosis rows of the layers plotted every 100 steps and the last;
-every row is in the .dat files), results.md (per run the
-figures at a few steps), <kind>.dat (one gnuplot block per run and layer) and
+every row is in the .dat files), results.md (the summary tables at the last step, made from
+results.json alone, between the markers <!-- gen:diag-summary --> that scripts/gen_docs.py
+checks; then per run the figures at a few steps), <kind>.dat (one gnuplot block per run and layer) and
 routing_diag.gp, then, with gnuplot, <kind>.png (eight panels against the step: validation
 accuracy, components used by queries and keys, responsibility entropies, and for the key
 rows j+o, o = -1, 0, 1, around each query's recall position j (the value of its pair; o = -1
@@ -88,8 +90,72 @@ def offsets(r):
     return list(m) + lk + list(sh) + list(di)
 
 
+def last_row(run, layer):
+    rows = run["layers"].get(str(layer)) or []
+    return rows[-1] if rows else None
+
+
+def read_at(r):
+    """the row a query reads: of its pair's value row j and the next row j+1, the one with the
+    larger weight over uniform attention (OFFS index 1 or 2)"""
+    lk = offsets(r)[5:10]
+    return 2 if (lk[2] or 0) > (lk[1] or 0) else 1
+
+
+def summary(res):
+    """the summary tables of results.md from results.json's runs (their last rows)"""
+    runs = {(e["kind"], e["seed"]): e for e in res["runs"]}
+    L = ["## At the last step", "",
+         "j: a query's recall position (the value of its pair), j+1 the next pair's key token (its short-convolution "
+         "window also holds the pair); row read: of j and j+1, the one with the larger weight over uniform "
+         "attention; lookup: that weight as a multiple of uniform attention's, in brackets the next pair's row "
+         "of the same kind (read + 2); components of 64; the cross layers' figures the mean of their 2 heads.", "",
+         "| run | test acc | query / key components used | query entropy (nats) | row read | query mass on its slot "
+         "| lookup / uniform (next pair's row) | row's share of its slot | recall rows in distinct slots "
+         "| dead / live centre gradient |",
+         "|---|---:|---:|---:|---|---:|---:|---:|---:|---:|"]
+    for kind, part in (("self", "self"), ("cross", "cross")):
+        layers = sorted({int(l) for (k, _), e in runs.items() if k == kind for l in e["layers"]}, reverse=True)
+        for l in layers:
+            for (k, seed), e in sorted(runs.items()):
+                r = last_row(e, l) if k == kind else None
+                if not r:
+                    continue
+                o = offsets(r)
+                a = read_at(r)
+                gl, gd = r.get("grad_centre_live"), r.get("grad_centre_dead")
+                name = "self, seed %d" % seed if kind == "self" else "cross layer %d, seed %d" % (l, seed)
+                acc = fmt(e["test_acc"], 5) if kind == "self" or l == max(layers) else ""
+                L.append("| %s | %s | %s / %s | %s | %s | %s | %s (%s) | %s | %s | %s |" % (
+                    name, acc, fmt(r["q_used"], 1), fmt(r["k_used"], 1), fmt(r.get("q_entropy"), 2),
+                    "j" if a == 1 else "j+%d" % (a - 1), fmt(o[a], 3), fmt(o[5 + a], 1), fmt(o[5 + a + 2], 1),
+                    fmt(o[10 + a], 2), fmt(o[15 + a], 2), fmt(gd / gl, 2) if gl and gd is not None else "-"))
+    reseed = [(k, e) for k, e in ((k, runs.get((k, 2))) for k in ("self", "reinit", "reseedk")) if e]
+    if len(reseed) > 1:
+        label = {"self": "no re-seed", "reinit": "re-seed from query rows", "reseedk": "re-seed from key rows"}
+        L += ["", "## Re-seeding dead components on seed 2 (`gma.on_collapse` reinit, `gma.reseed_rows`)", "",
+              "At the last step, the pair's value row j:", "",
+              "| run | test acc | query / key components used | recall rows in distinct slots | row's share of its slot "
+              "| dead / live centre gradient |", "|---|---:|---:|---:|---:|---:|"]
+        for k, e in reseed:
+            r = last_row(e, max(int(l) for l in e["layers"]))
+            o = offsets(r)
+            gl, gd = r.get("grad_centre_live"), r.get("grad_centre_dead")
+            L.append("| %s | %s | %s / %s | %s | %s | %s |" % (
+                label[k], fmt(e["test_acc"], 5), fmt(r["q_used"], 1), fmt(r["k_used"], 1), fmt(o[16], 2),
+                fmt(o[11], 2), fmt(gd / gl, 2) if gl and gd is not None else "-"))
+    return "\n".join(L)
+
+
 def main():
     args = sys.argv[1:]
+    if len(args) == 2 and args[0] == "--summary":
+        try:
+            with open(args[1]) as f:
+                print(summary(json.load(f)))
+        except (OSError, ValueError, KeyError, TypeError) as e:
+            usage("%s: not a results.json of this script (%s)" % (args[1], e))
+        return
     if not args or args[0].startswith("--"):
         usage("DIR missing")
     d, out, command = args[0], None, None
@@ -222,6 +288,7 @@ def main():
     with open(os.path.join(out, "results.json"), "w") as f:
         json.dump(res, f, indent=1)
         f.write("\n")
+    md[4:4] = ["<!-- gen:diag-summary -->", summary(res), "<!-- /gen:diag-summary -->", ""]
     with open(os.path.join(out, "results.md"), "w") as f:
         f.write("\n".join(md) + "\n")
     print("tables: %s" % os.path.join(out, "results.md"))

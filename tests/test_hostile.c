@@ -1,4 +1,4 @@
-/* test_hostile.c: hostile input that once crashed or was silently accepted (issue 15):
+/* test_hostile.c: hostile input that once crashed or was silently accepted:
  * a pax record shorter than its own prefix, 0- and 1-token shards, a directory and text for
  * gmaeval --data, malformed
  * checkpoint steps, orphaned checkpoint directories, gmacheck sizes, an empty BPE key,

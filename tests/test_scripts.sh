@@ -652,7 +652,7 @@ out=$(scripts/reproduce_cross.sh write "$tmp/xc/none.json" --out "$tmp/xc/p2.md"
 g=$tmp/gen; mkdir -p "$g/scripts" "$g/bin"
 cp -r README.md docs tests "$g/" && cp bin/gm* "$g/bin/" \
   && cp scripts/gen_docs.py scripts/write_results.sh scripts/results_*.py scripts/mqar_section.py \
-        scripts/reproduce_cross.sh scripts/lib_reproduce.sh scripts/cross_*.py "$g/scripts/"
+        scripts/reproduce_cross.sh scripts/lib_reproduce.sh scripts/cross_*.py scripts/routing_diag.py "$g/scripts/"
 if "$g/scripts/gen_docs.py" --check > /dev/null 2>&1; then ok "gen_docs.py --check: the committed sections current"; else bad "gen_docs.py --check on the committed text"; fi
 sed -i 's/^\(| small language model, State[^|]*|[^|]*| \)[0-9.]*/\1999.9/' "$g/README.md"
 out=$("$g/scripts/gen_docs.py" --check 2>&1); rc=$?
@@ -682,8 +682,10 @@ out=$(env -u CK_TIMEOUT_MULTIPLIER GMA_TEST_TIMEOUT_SCALE=x scripts/run_tests.sh
 [ $rc -eq 2 ] && [[ "$out" == *"GMA_TEST_TIMEOUT_SCALE=x is not a whole number"* ]] && ok "run_tests.sh: a bad GMA_TEST_TIMEOUT_SCALE refused" \
   || bad "run_tests.sh GMA_TEST_TIMEOUT_SCALE=x: exit $rc, '$out'"
 # routing_diag.py (reproduce_diagnosis.sh's tables): two diagnosis rows and the test row of
-# a self run into results.json and results.md (gnuplot named absent: the plots skipped); a
-# directory without runs refused in one line
+# a self run into results.json and results.md (gnuplot named absent: the plots skipped), the
+# summary at the last step (the row read j+1, where the lookup is larger; no next pair's row:
+# "-") in the page and, the same, from results.json alone (--summary); a directory without runs
+# refused in one line
 mkdir -p "$tmp/rd/self-s1"
 row() { echo "{\"step\":$1,\"event\":\"routing_diag\",\"part\":\"self\",\"layer\":1,\"n_components\":8,\"rows\":64,\"q_used\":$2,\"k_used\":3,\"q_entropy\":0.5,\"k_entropy\":0.25,\"pairs\":8,\"match_mass\":0.5,\"same_slot\":0.5,\"lookup_weight\":0.2,\"lookup_uniform\":0.1,\"slot_share\":0.4,\"key_slots_distinct\":0.5,\"match_by_offset\":[0.1,0.5,0.9,null,null],\"lookup_by_offset\":[0.1,0.2,0.4,null,null],\"share_by_offset\":[0.3,0.4,0.6,null,null],\"distinct_by_offset\":[1,0.5,0.75,null,null],\"live\":4,\"grad_centre\":1,\"grad_var\":1,\"grad_bias\":1,\"grad_centre_live\":0.01,\"grad_centre_dead\":null}"; }
 { row 25 2; row 50 5; echo '{"step":50,"split":"valid","acc":0.375}'; echo '{"step":50,"split":"test","acc":0.4375}'; } > "$tmp/rd/self-s1/metrics.jsonl"
@@ -693,6 +695,11 @@ out=$(GNUPLOT=no-such-gnuplot python3 scripts/routing_diag.py "$tmp/rd" 2>&1); r
   && grep -q '^50 0.375$' "$tmp/rd/self.valid.dat" \
   && ok "routing_diag.py: results.json and the table from the diagnosis rows, plots skipped without gnuplot" \
   || bad "routing_diag.py: exit $rc, '$out', $(grep '^| 50' "$tmp/rd/results.md" 2>/dev/null)"
+sum=$(python3 scripts/routing_diag.py --summary "$tmp/rd/results.json" 2>&1)
+grep -qx '| self, seed 1 | 0.43750 | 5 / 3 | 0.50 | j+1 | 0.900 | 4.0 (-) | 0.60 | 0.75 | - |' "$tmp/rd/results.md" \
+  && [[ "$(sed -n '/^<!-- gen:diag-summary -->$/,/^<!-- \/gen:diag-summary -->$/p' "$tmp/rd/results.md" | sed '1d;$d')" == "$sum" ]] \
+  && ok "routing_diag.py: the summary at the last step, in the page and from results.json alone the same" \
+  || bad "routing_diag.py summary: '$sum'"
 out=$(python3 scripts/routing_diag.py "$tmp/rd/self-s1" 2>&1); rc=$?
 [ $rc -ne 0 ] && [ "$(printf '%s\n' "$out" | wc -l)" = 1 ] && [[ "$out" == *"no <self|cross|reinit|reseedk>-s<seed>/metrics.jsonl"* ]] \
   && ok "routing_diag.py: a directory without runs refused in one line" || bad "routing_diag.py without runs: exit $rc, '$out'"
