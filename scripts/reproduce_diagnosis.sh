@@ -10,8 +10,8 @@
 #          docs/results/mqar/results.json has seed 1 off the plateau (test 0.507 at length
 #          64) and seed 2 on it (0.223); validated every 100 steps
 #   cross  configs/xmqar_long_gma.json (cross-sequence MQAR, causal GMA encoder, GMA cross
-#          layers with Kc 64, 3000 steps), seeds 1 and 2: docs/results.md has seed 1 off the
-#          plateau (test 0.823) and seed 2 on it (0.253)
+#          layers with Kc 64, 3000 steps), seeds 1 and 2: docs/results/cross.md has seed 1
+#          off the plateau and seed 2 on it
 #   reinit the self run of seed 2 again with gma.on_collapse "reinit" (dead components
 #          re-seeded from query rows, docs/routing.md "Monitoring and repair"), checked every
 #          100 steps: does re-seeding alone move a seed off the plateau
