@@ -15,6 +15,7 @@ Sections (page: NAME <- source):
   docs/benchmarks.md: bench-summary <- the gmabench outputs under docs/results/gpu_h200/ and
                                    docs/results/scaling/
   docs/results/routing_diag/results.md: diag-summary <- its results.json (scripts/routing_diag.py --summary)
+  docs/quickstart.md: quickstart-table <- docs/results/quickstart/results.json (scripts/quickstart_table.py)
 Results pages whose JSON is committed, each rewritten by the script that measured it (the
 page's "## What it shows" and other sections kept):
   docs/results/mqar.md           <- scripts/write_results.sh mqar docs/results/mqar/results.json
@@ -291,14 +292,24 @@ def gen_bench_summary():
     return "\n".join(out)
 
 
-def gen_diag_summary():
-    """the diagnosis' summary tables, as scripts/routing_diag.py writes them, from its committed JSON"""
-    r = subprocess.run([sys.executable, "-B", os.path.join(ROOT, "scripts", "routing_diag.py"), "--summary",
-                        os.path.join(ROOT, "docs/results/routing_diag/results.json")],
+def script_output(page, script, args):
+    """the stdout of scripts/SCRIPT ARGS (a table writer run on its committed JSON)"""
+    r = subprocess.run([sys.executable, "-B", os.path.join(ROOT, "scripts", script)] + args, cwd=ROOT,
                        stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True)
     if r.returncode != 0:
-        raise Bad("docs/results/routing_diag/results.md: routing_diag.py --summary failed: %s" % r.stderr.strip())
+        raise Bad("%s: %s failed: %s" % (page, script, r.stderr.strip()))
     return r.stdout.rstrip("\n")
+
+
+def gen_diag_summary():
+    """the diagnosis' summary tables, as scripts/routing_diag.py writes them, from its committed JSON"""
+    return script_output("docs/results/routing_diag/results.md", "routing_diag.py",
+                         ["--summary", "docs/results/routing_diag/results.json"])
+
+
+def gen_quickstart_table():
+    """docs/quickstart.md's table from the JSON of scripts/reproduce_quickstart.sh"""
+    return script_output("docs/quickstart.md", "quickstart_table.py", ["table", "docs/results/quickstart/results.json"])
 
 
 SECTIONS = [
@@ -308,6 +319,7 @@ SECTIONS = [
     ("docs/testing.md", "test-map", gen_test_map),
     ("docs/benchmarks.md", "bench-summary", gen_bench_summary),
     ("docs/results/routing_diag/results.md", "diag-summary", gen_diag_summary),
+    ("docs/quickstart.md", "quickstart-table", gen_quickstart_table),
 ]
 
 

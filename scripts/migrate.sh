@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# migrate.sh: a trained transformer moved to GMA in the three phases of the practitioner's
-# guide, each phase gated; a failed gate rolls back to the last passing phase (docs/migration.md).
+# migrate.sh: a trained transformer moved to GMA in three phases, each phase gated; a failed
+# gate rolls back to the last passing phase (docs/migration.md).
 #   scripts/migrate.sh --teacher RUN --data DIR [--total-steps N | --steps-per-phase N] [--out DIR]
 #                      [--name NAME] [--seed S] [--lr X] [--threads N] [--set key=value ...]
 #                      [--transfer-steps N] [--transfer-lr X] [--transfer-qk] [--all-at-once]
@@ -42,8 +42,8 @@
 #   --no-distill         fine-tune on the cross-entropy alone (default: distillation from the
 #                        teacher, train.distill, weight 0.5, temperature 2)
 #   --distill-weight W, --distill-temperature T   the distillation's w and T
-#   --freeze-kept        also freeze the blocks a phase keeps as they were (train.freeze); the
-#                        guide does not ask for it, so it is off by default
+#   --freeze-kept        also freeze the blocks a phase keeps as they were (train.freeze); off
+#                        by default
 #   --bench-seq LIST     prompt lengths of the speed measurements (default 1K,4K,16K): the time
 #                        to the first token (gmabench prefill) and decoding (gmabench decode) of
 #                        each phase's model.mixer at the teacher's shape (random weights)

@@ -652,7 +652,7 @@ out=$(scripts/reproduce_cross.sh write "$tmp/xc/none.json" --out "$tmp/xc/p2.md"
 g=$tmp/gen; mkdir -p "$g/scripts" "$g/bin"
 cp -r README.md docs tests "$g/" && cp bin/gm* "$g/bin/" \
   && cp scripts/gen_docs.py scripts/write_results.sh scripts/results_*.py scripts/mqar_section.py \
-        scripts/reproduce_cross.sh scripts/lib_reproduce.sh scripts/cross_*.py scripts/routing_diag.py "$g/scripts/"
+        scripts/reproduce_cross.sh scripts/lib_reproduce.sh scripts/cross_*.py scripts/routing_diag.py scripts/quickstart_table.py "$g/scripts/"
 if "$g/scripts/gen_docs.py" --check > /dev/null 2>&1; then ok "gen_docs.py --check: the committed sections current"; else bad "gen_docs.py --check on the committed text"; fi
 sed -i 's/^\(| small language model, State[^|]*|[^|]*| \)[0-9.]*/\1999.9/' "$g/README.md"
 out=$("$g/scripts/gen_docs.py" --check 2>&1); rc=$?
@@ -703,6 +703,25 @@ grep -qx '| self, seed 1 | 0.43750 | 5 / 3 | 0.50 | j+1 | 0.900 | 4.0 (-) | 0.60
 out=$(python3 scripts/routing_diag.py "$tmp/rd/self-s1" 2>&1); rc=$?
 [ $rc -ne 0 ] && [ "$(printf '%s\n' "$out" | wc -l)" = 1 ] && [[ "$out" == *"no <self|cross|reinit|reseedk>-s<seed>/metrics.jsonl"* ]] \
   && ok "routing_diag.py: a directory without runs refused in one line" || bad "routing_diag.py without runs: exit $rc, '$out'"
+# reproduce_quickstart.sh (docs/quickstart.md's table): two variants of 5 steps, each scored
+# by gmaeval; the table from results.json (a change named, the rules' line); a run done is kept;
+# an unknown variant refused in one line before anything runs
+q=$tmp/qt
+if scripts/reproduce_quickstart.sh --steps 5 --variants "gma sdpa_noconv" --out "$q" > "$q.log" 2>&1 \
+  && grep -q '^| gma | none | [0-9.]* | [0-9.]* |$' "$q.log" \
+  && grep -q '^| sdpa_noconv | `model.mixer=sdpa`, `model.short_conv=0` | [0-9.]* | [0-9.]* |$' "$q.log" \
+  && grep -q '^The key-blind rules .*: at the first query 0.219 (both), over all queries 0.212 .* and 0.395 ' "$q.log" \
+  && python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); sys.exit(0 if [r["variant"] for r in d["runs"]] == ["gma", "sdpa_noconv"] and d["runs"][1]["sets"] == ["model.mixer=sdpa", "model.short_conv=0"] else 1)' "$q/results.json"
+then ok "reproduce_quickstart.sh: runs, results.json and the table with the rules"; else bad "reproduce_quickstart.sh: $(tail -5 "$q.log")"; fi
+out=$(scripts/reproduce_quickstart.sh --steps 5 --variants "gma" --out "$q" 2>&1)
+[[ "$out" == *"gma-s1337: done, kept"* ]] && ok "reproduce_quickstart.sh: a finished run kept" || bad "reproduce_quickstart.sh rerun: '$out'"
+out=$(scripts/reproduce_quickstart.sh --variants "gma lstm" --out "$tmp/qt2" 2>&1); rc=$?
+[ $rc -eq 2 ] && [ "$(printf '%s\n' "$out" | wc -l)" = 1 ] && [[ "$out" == *"unknown variant 'lstm'"* ]] && [ ! -e "$tmp/qt2" ] \
+  && ok "reproduce_quickstart.sh: an unknown variant refused in one line, nothing made" || bad "reproduce_quickstart.sh --variants lstm: exit $rc, '$out'"
+echo '{"runs": [{"variant": "gma"}]}' > "$tmp/qbad.json"
+out=$(python3 scripts/quickstart_table.py table "$tmp/qbad.json" 2>&1); rc=$?
+[ $rc -ne 0 ] && [[ "$out" == *"qbad.json: not a results.json of scripts/reproduce_quickstart.sh"* ]] \
+  && ok "quickstart_table.py: a results.json without its fields refused naming it" || bad "quickstart_table.py bad JSON: exit $rc, '$out'"
 # migration_table.py (reproduce_migration.sh's page) on a fixture of two seeds: every arm's
 # row with its mean, spread and differences, the gates counted, a page's "What it shows" kept
 mt=$tmp/mt; mkdir -p "$mt/teacher"
