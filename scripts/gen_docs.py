@@ -8,7 +8,7 @@ facts, written between the markers <!-- gen:NAME --> and <!-- /gen:NAME --> of i
 
 Sections (page: NAME <- source):
   README.md: test-counts         <- tests/test_*.c, tests/test64_*.c, tests/*.sh
-  README.md: headline            <- the tables of docs/results/{small,longctx,mqar}.md,
+  README.md: headline            <- the tables of docs/results/{small,longctx,mqar,migration}.md,
                                    docs/results/cross/xmqar_long_seed*.json
   docs/programs.md: synopsis     <- `bin/PROGRAM --help` of the six programs (built first)
   docs/testing.md: test-map      <- the suites' header comments and #include lines
@@ -196,6 +196,19 @@ def gen_headline():
                "64 tokens (no lookup: 0.25), mean (range) over seeds | %s %s | %s | %s | "
                "[results](docs/results/mqar.md) |"
                % (g["mixer"], g["acc@64"], s["acc@64"], best_other(others, "acc@64", first, skip=())))
+    # migration of a converged teacher at one budget: the full arm, the control (the teacher
+    # fine-tuned alike) and GMA from scratch on the same budget
+    name, res = page("migration")
+    mg = table_rows(res, "arm")
+    pick = lambda prefix: [r for r in mg if r["arm"].startswith(prefix)][0]
+    try:
+        m, c, z = pick("migrated: "), pick("control"), pick("GMA from scratch, the budget")
+    except IndexError:
+        raise Bad("%s: the migration table lacks the full arm, the control or GMA from scratch on the budget" % name)
+    out.append("| migrating a converged softmax teacher to GMA, one budget, %s seeds | valid perplexity (mean ± std) | "
+               "migrated %s | the teacher fine-tuned alike %s | GMA from scratch, the same budget %s | "
+               "[results](docs/results/migration.md) |" % (m["seeds"], cut(m["valid ppl"]), cut(c["valid ppl"]),
+                                                           cut(z["valid ppl"])))
     acc = {"gma_causal": [], "sdpa_causal": []}
     sec = {"gma_causal": [], "sdpa_causal": []}
     files = sorted(glob.glob(os.path.join(ROOT, "docs/results/cross/xmqar_long_seed*.json")))
