@@ -21,8 +21,9 @@
 #   --threads N   threads of each run (default 1)
 #   --only KIND   the self, cross, reinit or reseedk runs only
 #   --write-docs  the plots and tables into docs/results/routing_diag/ (else into DIR)
-#   --force       train again a run that has finished (else it is kept; one stopped part
-#                 way is trained afresh)
+#   --force       train again a run made with other options (or not by this script); a run
+#                 finished with the same options is kept, one stopped part way resumed
+#                 (docs/reproducing.md, "Reruns")
 # The training itself is the same with the diagnosis off (it only reads the last
 # micro-batch's rows and the step's gradients), so the runs reproduce the accuracies above.
 set -euo pipefail
@@ -42,9 +43,7 @@ while [ $# -gt 0 ]; do
     *) unknown_option "$1" "$usage --help";;
   esac
 done
-for v in "every:$every" "threads:$threads"; do
-  case "${v#*:}" in ''|*[!0-9]*|0) echo "$0: --${v%%:*} must be a positive integer, not '${v#*:}'" >&2; exit 2;; esac
-done
+positive_ints "every:$every" "threads:$threads"
 case "$only" in ""|self|cross|reinit|reseedk) ;; *) echo "$0: --only must be self, cross, reinit or reseedk, not '$only'" >&2; exit 2;; esac
 [ -x bin/gmatrain ] || { echo "$0: bin/gmatrain missing: run make first" >&2; exit 2; }
 
@@ -63,20 +62,16 @@ n=$(echo $runs | wc -w); k=0
 mkdir -p "$out"
 for r in $runs; do
   kind=${r%%:*}; seed=${r#*:}; k=$((k + 1)); dir="$out/$kind-s$seed"
-  if [ $force = 0 ] && [ -f "$dir/metrics.jsonl" ] && grep -q '"split":"test"' "$dir/metrics.jsonl"; then
-    echo "[$k/$n] $dir: done, kept" >&2; continue
-  fi
-  rm -rf "$dir"
   progress $k $n "$kind seed $seed" "$dir"
   if [ $kind != cross ]; then
     extra=""; [ $kind = self ] || extra="--set gma.on_collapse=reinit"
     [ $kind != reseedk ] || extra="$extra --set gma.reseed_rows=keys"
     # shellcheck disable=SC2086
-    bin/gmatrain --config configs/mqar.json --out "$dir" $self_sets --set seed=$seed --set threads=$threads \
-      --set gma.diag_every=$every $extra --quiet
+    run_train "$dir" bin/gmatrain --config configs/mqar.json --out "$dir" $self_sets --set seed=$seed \
+      --set threads=$threads --set gma.diag_every=$every $extra --quiet
   else
-    bin/gmatrain --config configs/xmqar_long_gma.json --out "$dir" --set seed=$seed --set threads=$threads \
-      --set gma.diag_every=$every --quiet
+    run_train "$dir" bin/gmatrain --config configs/xmqar_long_gma.json --out "$dir" --set seed=$seed \
+      --set threads=$threads --set gma.diag_every=$every --quiet
   fi
 done
 dest="$out"; [ $docs = 0 ] || dest=docs/results/routing_diag

@@ -13,7 +13,9 @@
 #   --variants LIST  which of the variants below (default all, in this order)
 #   --write-docs     results.json into docs/results/quickstart/ (docs/quickstart.md's table is
 #                    generated from it by scripts/gen_docs.py); else into DIR
-#   --force          train again a run that has finished (else it is kept)
+#   --force          train again a run made with other options (or not by this script); a run
+#                    finished with the same options is kept, one stopped part way resumed
+#                    (docs/reproducing.md, "Reruns")
 # Variants: gma (none), gma_noconv (model.short_conv 0), gma_zoology (model.mixer baseconv,gma
 # and model.pos none), sdpa (model.mixer sdpa), sdpa_noconv (sdpa, model.short_conv 0).
 # Writes DIR/results.json and prints the table (scripts/quickstart_table.py).
@@ -36,12 +38,8 @@ while [ $# -gt 0 ]; do
     *) unknown_option "$1" "$usage --help";;
   esac
 done
-for v in "threads:$threads" ${steps:+"steps:$steps"}; do
-  case "${v#*:}" in ''|*[!0-9]*|0) echo "$0: --${v%%:*} must be a positive integer, not '${v#*:}'" >&2; exit 2;; esac
-done
-for s in $seeds; do
-  case "$s" in ''|*[!0-9]*) echo "$0: --seeds must list whole numbers, not '$s'" >&2; exit 2;; esac
-done
+positive_ints "threads:$threads" ${steps:+"steps:$steps"}
+for s in $seeds; do positive_ints "seeds:$s"; done
 for v in $variants; do
   [[ " $all " == *" $v "* ]] || { echo "$0: unknown variant '$v' (one of: $all)" >&2; exit 2; }
 done
@@ -64,14 +62,12 @@ for v in $variants; do
     k=$((k + 1)); dir="$out/$v-s$seed"
     args=(); for s in $(sets $v); do args+=(--set "$s"); done
     [ -z "$steps" ] || args+=(--set "train.steps=$steps")
-    if [ $force = 1 ] || [ ! -s "$dir/test.json" ]; then
-      rm -rf "$dir"
-      progress $k $n "$v seed $seed" "$dir"
-      bin/gmatrain --config configs/quickstart.json --out "$dir" --threads "$threads" --quiet --set seed=$seed "${args[@]}"
+    progress $k $n "$v seed $seed" "$dir"
+    run_train "$dir" bin/gmatrain --config configs/quickstart.json --out "$dir" --threads "$threads" --quiet \
+      --set seed=$seed "${args[@]+"${args[@]}"}"
+    if [ ! "$dir/test.json" -nt "$dir/summary.json" ]; then # a run (re)trained: scored again
       bin/gmaeval --checkpoint "$dir" --data test --threads "$threads" --json "$dir/test.json.tmp" > /dev/null
       mv "$dir/test.json.tmp" "$dir/test.json"
-    else
-      echo "[$k/$n] $dir: done, kept" >&2
     fi
     rows+=("$v" "$seed" "$(sets $v)" "$dir/test.json")
   done

@@ -704,8 +704,9 @@ out=$(python3 scripts/routing_diag.py "$tmp/rd/self-s1" 2>&1); rc=$?
 [ $rc -ne 0 ] && [ "$(printf '%s\n' "$out" | wc -l)" = 1 ] && [[ "$out" == *"no <self|cross|reinit|reseedk>-s<seed>/metrics.jsonl"* ]] \
   && ok "routing_diag.py: a directory without runs refused in one line" || bad "routing_diag.py without runs: exit $rc, '$out'"
 # reproduce_quickstart.sh (docs/quickstart.md's table): two variants of 5 steps, each scored
-# by gmaeval; the table from results.json (a change named, the rules' line); a run done is kept;
-# an unknown variant refused in one line before anything runs
+# by gmaeval; the table from results.json (a change named, the rules' line); a run done is kept,
+# a folder the script did not make refused and left alone; an unknown variant refused in one
+# line before anything runs
 q=$tmp/qt
 if scripts/reproduce_quickstart.sh --steps 5 --variants "gma sdpa_noconv" --out "$q" > "$q.log" 2>&1 \
   && grep -q '^| gma | none | [0-9.]* | [0-9.]* |$' "$q.log" \
@@ -714,7 +715,11 @@ if scripts/reproduce_quickstart.sh --steps 5 --variants "gma sdpa_noconv" --out 
   && python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); sys.exit(0 if [r["variant"] for r in d["runs"]] == ["gma", "sdpa_noconv"] and d["runs"][1]["sets"] == ["model.mixer=sdpa", "model.short_conv=0"] else 1)' "$q/results.json"
 then ok "reproduce_quickstart.sh: runs, results.json and the table with the rules"; else bad "reproduce_quickstart.sh: $(tail -5 "$q.log")"; fi
 out=$(scripts/reproduce_quickstart.sh --steps 5 --variants "gma" --out "$q" 2>&1)
-[[ "$out" == *"gma-s1337: done, kept"* ]] && ok "reproduce_quickstart.sh: a finished run kept" || bad "reproduce_quickstart.sh rerun: '$out'"
+[[ "$out" == *"gma-s1337: finished before, kept"* ]] && ok "reproduce_quickstart.sh: a finished run kept" || bad "reproduce_quickstart.sh rerun: '$out'"
+mkdir -p "$tmp/qt3/gma-s1337" && echo mine > "$tmp/qt3/gma-s1337/notes"
+out=$(scripts/reproduce_quickstart.sh --steps 5 --variants "gma" --out "$tmp/qt3" 2>&1); rc=$?
+[ $rc -eq 2 ] && [[ "$out" == *"was not made by this script"* ]] && [ "$(cat "$tmp/qt3/gma-s1337/notes")" = mine ] \
+  && ok "reproduce_quickstart.sh: a folder it did not make refused, left as it was" || bad "reproduce_quickstart.sh foreign folder: exit $rc, '$out'"
 out=$(scripts/reproduce_quickstart.sh --variants "gma lstm" --out "$tmp/qt2" 2>&1); rc=$?
 [ $rc -eq 2 ] && [ "$(printf '%s\n' "$out" | wc -l)" = 1 ] && [[ "$out" == *"unknown variant 'lstm'"* ]] && [ ! -e "$tmp/qt2" ] \
   && ok "reproduce_quickstart.sh: an unknown variant refused in one line, nothing made" || bad "reproduce_quickstart.sh --variants lstm: exit $rc, '$out'"
