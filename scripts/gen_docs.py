@@ -16,6 +16,7 @@ Sections (page: NAME <- source):
                                    docs/results/scaling/
   docs/results/routing_diag/results.md: diag-summary <- its results.json (scripts/routing_diag.py --summary)
   docs/quickstart.md: quickstart-table <- docs/results/quickstart/results.json (scripts/quickstart_table.py)
+  docs/lra.md: lra-small         <- docs/results/lra/small.txt (scripts/reproduce_lra.sh's table, as its md_table)
 Results pages whose JSON is committed, each rewritten by the script that measured it (the
 page's "## What it shows" and other sections kept):
   docs/results/mqar.md           <- scripts/write_results.sh mqar docs/results/mqar/results.json
@@ -325,6 +326,16 @@ def gen_quickstart_table():
     return script_output("docs/quickstart.md", "quickstart_table.py", ["table", "docs/results/quickstart/results.json"])
 
 
+def gen_lra_small():
+    """docs/lra.md's small-profile table: reproduce_lra.sh's own table file, as its Markdown"""
+    r = subprocess.run(["bash", "-c", '. scripts/lib_reproduce.sh && md_table "$LRA_TXT" /dev/stdout'], cwd=ROOT,
+                       env=dict(os.environ, LRA_TXT="docs/results/lra/small.txt"), stdout=subprocess.PIPE,
+                       stderr=subprocess.PIPE, universal_newlines=True)
+    if r.returncode != 0 or not r.stdout.strip():
+        raise Bad("docs/lra.md: the table of docs/results/lra/small.txt: %s" % (r.stderr.strip() or "empty"))
+    return r.stdout.rstrip("\n")
+
+
 SECTIONS = [
     ("README.md", "test-counts", gen_test_counts),
     ("README.md", "headline", gen_headline),
@@ -333,6 +344,7 @@ SECTIONS = [
     ("docs/benchmarks.md", "bench-summary", gen_bench_summary),
     ("docs/results/routing_diag/results.md", "diag-summary", gen_diag_summary),
     ("docs/quickstart.md", "quickstart-table", gen_quickstart_table),
+    ("docs/lra.md", "lra-small", gen_lra_small),
 ]
 
 

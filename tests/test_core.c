@@ -2,6 +2,7 @@
  * token shards, the recall generator, evaluation windows and learning-rate schedules. */
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "core/config.h"
@@ -46,6 +47,36 @@ START_TEST(test_hash_every_byte_counts) {
 END_TEST
 
 /* command-line numbers: the whole string, in range; a seed is any non-negative 64-bit value */
+/* gma_write_file_atomic: a plain path replaced whole; through a symbolic link the linked
+ * file is replaced and the link kept; a path that is not a regular file (a pipe through
+ * /proc/self/fd, as /dev/stdout is) written straight, the link left a link */
+START_TEST(test_write_atomic_targets) {
+    size_t n;
+    char *b, link[4096], target[4096];
+    snprintf(target, sizeof target, "%s", tu_path("target.json"));
+    snprintf(link, sizeof link, "%s", tu_path("link.json"));
+    ck_assert_int_eq(gma_write_file_atomic(target, "old", 3), 0);
+    ck_assert_int_eq(symlink(target, link), 0);
+    ck_assert_int_eq(gma_write_file_atomic(link, "new!", 4), 0);
+    struct stat st;
+    ck_assert(lstat(link, &st) == 0 && S_ISLNK(st.st_mode));
+    b = gma_read_file(target, &n);
+    ck_assert(b && n == 4 && !memcmp(b, "new!", 4));
+    free(b);
+    int fds[2];
+    ck_assert_int_eq(pipe(fds), 0);
+    char fdpath[64], pipelink[4096], got[16] = {0};
+    snprintf(fdpath, sizeof fdpath, "/proc/self/fd/%d", fds[1]);
+    snprintf(pipelink, sizeof pipelink, "%s", tu_path("stdout"));
+    ck_assert_int_eq(symlink(fdpath, pipelink), 0);
+    ck_assert_msg(gma_write_file_atomic(pipelink, "piped", 5) == 0, "%s", gma_error());
+    ck_assert_int_eq(read(fds[0], got, sizeof got - 1), 5);
+    ck_assert_str_eq(got, "piped");
+    ck_assert(lstat(pipelink, &st) == 0 && S_ISLNK(st.st_mode));
+    close(fds[0]), close(fds[1]);
+}
+END_TEST
+
 START_TEST(test_parse_numbers) {
     long x;
     ck_assert_int_eq(gma_parse_long("42", 0, 100, &x), 0);
@@ -582,6 +613,7 @@ Suite *make_suite(void) {
     Suite *s = suite_create("core");
     TCase *tc = tcase_create("core");
     tcase_add_test(tc, test_hash_every_byte_counts);
+    tcase_add_test(tc, test_write_atomic_targets);
     tcase_add_test(tc, test_parse_numbers);
     tcase_add_test(tc, test_config_errors);
     tcase_add_test(tc, test_config_text_values);

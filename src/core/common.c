@@ -233,24 +233,53 @@ static void fsync_dir_of(const char *path) {
     free(tmp);
 }
 
-int gma_write_file_atomic(const char *path, const void *data, size_t len) {
-    char tmp[4096];
-    snprintf(tmp, sizeof tmp, "%s.tmp.%d", path, (int)getpid());
-    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    if (fd < 0) return gma_errorf("%s: cannot create: %s", tmp, strerror(errno));
-    const char *p = data;
-    size_t left = len;
+/* all of len bytes to fd; 0, or errno */
+static int write_all(int fd, const char *p, size_t left) {
     while (left > 0) {
         ssize_t w = write(fd, p, left);
         if (w < 0) {
             if (errno == EINTR) continue;
-            int e = errno;
-            close(fd);
-            unlink(tmp);
-            return gma_errorf("%s: write failed: %s", tmp, strerror(e));
+            return errno;
         }
         p += w;
         left -= (size_t)w;
+    }
+    return 0;
+}
+
+/* Where an atomic write of path lands: 1 when path is there and not a regular file (a pipe,
+ * a terminal, /dev/stdout: written straight, nothing renamed over it); else 0 with the file
+ * to replace in dest: path, or the regular file a symbolic link at path names (replaced in
+ * its own directory, so the link is kept). */
+static int write_target(const char *path, char *dest, size_t cap) {
+    struct stat st, lst;
+    snprintf(dest, cap, "%s", path);
+    if (stat(path, &st) != 0) return 0;
+    if (!S_ISREG(st.st_mode)) return 1;
+    char *real = lstat(path, &lst) == 0 && S_ISLNK(lst.st_mode) ? realpath(path, NULL) : NULL;
+    if (real) snprintf(dest, cap, "%s", real);
+    free(real);
+    return 0;
+}
+
+int gma_write_file_atomic(const char *path, const void *data, size_t len) {
+    char tmp[4096 + 32], dest[4096];
+    if (write_target(path, dest, sizeof dest)) {
+        int fd = open(path, O_WRONLY | O_TRUNC);
+        if (fd < 0) return gma_errorf("%s: cannot open for writing: %s", path, strerror(errno));
+        int e = write_all(fd, data, len);
+        if (close(fd) != 0 && !e) e = errno;
+        return e ? gma_errorf("%s: write failed: %s", path, strerror(e)) : 0;
+    }
+    path = dest;
+    snprintf(tmp, sizeof tmp, "%s.tmp.%d", path, (int)getpid());
+    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    if (fd < 0) return gma_errorf("%s: cannot create: %s", tmp, strerror(errno));
+    int we = write_all(fd, data, len);
+    if (we) {
+        close(fd);
+        unlink(tmp);
+        return gma_errorf("%s: write failed: %s", tmp, strerror(we));
     }
     if (fsync(fd) != 0 || close(fd) != 0) {
         int e = errno;

@@ -80,7 +80,9 @@ uint64_t gma_hash(const void *p, size_t n, uint64_t h);
 /* Read a whole file into a NUL-terminated buffer. Returns NULL and sets the error. */
 char *gma_read_file(const char *path, size_t *len_out);
 /* Write bytes to path atomically: path.tmp, fsync, rename, fsync the directory.
- * On failure the previous file at path is untouched. */
+ * On failure the previous file at path is untouched. A symbolic link at path keeps pointing
+ * where it did (the file it names is the one replaced); a path that is there and not a
+ * regular file (a pipe, a terminal, /dev/stdout) is written straight. */
 int gma_write_file_atomic(const char *path, const void *data, size_t len);
 /* from's bytes into to, written as gma_write_file_atomic does; 0 or -1 with gma_error */
 int gma_copy_file(const char *from, const char *to);
