@@ -1,5 +1,6 @@
 """cross_section.py: RESULTS.json... [--out FILE] [--note TEXT]...: the section "## Cross-attention" of docs/results/cross.md (scripts/reproduce_cross.sh write)."""
 from cross_common import *
+from results_common import read_page
 
 def section(results, notes):
     L = [HEAD, "", "Written by `%s write` from the JSON of `%s run` and `%s bench` (docs/cross.md: the task, the model, the" % (ME, ME, ME),
@@ -105,7 +106,7 @@ def write(args):
         try: results.append(json.load(open(f)))
         except (OSError, ValueError) as e: die("%s: %s" % (f, e))
     sec = section(results, notes)
-    page = open(out).read() if os.path.exists(out) else "# Cross-attention\n"
+    page = read_page(out) or "# Cross-attention\n"
     if HEAD + "\n" in page:
         a = page.index(HEAD + "\n")
         b = page.find("\n## ", a + len(HEAD))

@@ -2,6 +2,7 @@
 from future_common import *
 from future_section import section, sub_section
 from future_part import part, put_part
+from results_common import read_page, write
 
 def main(argv):
     paths, out, notes, i, title = [], "docs/results/future.md", [], 0, None
@@ -31,7 +32,7 @@ def main(argv):
             lpaths.append(path); ldocs.append(d)
         d = dict(d, runs=[r for r in d["runs"] if "long_len" not in r])
         if d["runs"]: docs.append(d); mpaths.append(path)
-    old = open(out).read() if os.path.exists(out) else ""
+    old = read_page(out) or ""
     page, mnotes = old, [] if ldocs else notes
     if docs and title:
         page = put_part(page, part(docs, mpaths, mnotes, title), title)
@@ -47,9 +48,7 @@ def main(argv):
         if page.find("\n" + HEAD) < 0 and not page.startswith(HEAD):
             page = page.rstrip("\n") + "\n\n" + HEAD + "\n"
         page = put_part(page, sub_section(ldocs, lpaths, notes).rstrip("\n") + "\n", SUB[4:])
-    tmp = out + ".tmp"
-    with open(tmp, "w") as f: f.write(page.lstrip("\n") if not old else page)
-    os.replace(tmp, out)
+    write(out, page.lstrip("\n") if not old else page)
     print("%s: wrote %s" % (ME, out))
 
 main(sys.argv[1:])

@@ -11,7 +11,7 @@ table goes on the page too.
 import os
 import sys
 
-from results_common import kept_section, load, stats
+from results_common import kept_section, load, stats, write
 
 ARMS = [("full", "migrated: transfer + window + distillation"),
         ("notransfer", "migrated without the transfer"),
@@ -154,9 +154,7 @@ def main():
     if len(sys.argv) == 6:
         L += gpt2_section(sys.argv[5])
     L += kept_section(path, "## What it shows")
-    with open(path + ".new", "w") as f:
-        f.write("\n".join(L).rstrip("\n") + "\n")
-    os.replace(path + ".new", path)
+    write(path, "\n".join(L).rstrip("\n") + "\n")
 
 
 if __name__ == "__main__":

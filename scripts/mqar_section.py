@@ -201,10 +201,10 @@ def mqar_section(path, notes=(), page_dir=None):
 
 def splice(page_path, section):
     try:
-        with open(page_path) as f:
-            lines = f.read().split("\n")
+        text = read_page(page_path)
     except OSError:
-        lines = ["# Results", ""]
+        text = None
+    lines = text.split("\n") if text is not None else ["# Results", ""]
     if MQAR_HEAD in lines:
         i = lines.index(MQAR_HEAD)
         j = next((k for k in range(i + 1, len(lines)) if lines[k].startswith("## ")), len(lines))

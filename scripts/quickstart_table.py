@@ -9,8 +9,9 @@
       docs/quickstart.md between <!-- gen:quickstart-table --> markers)
 """
 import json
-import os
 import sys
+
+from results_common import write
 
 ME = "scripts/quickstart_table.py"
 
@@ -38,10 +39,7 @@ def collect(out, command, args):
             die("%s: %s" % (path, e.strerror))
         except (ValueError, KeyError, IndexError, TypeError) as e:
             die("%s: not gmaeval --json of the recall task (%s)" % (path, e))
-    with open(out + ".tmp", "w") as f:
-        json.dump({"command": command, "config": "configs/quickstart.json", "runs": runs}, f, indent=1)
-        f.write("\n")
-    os.replace(out + ".tmp", out)
+    write(out, json.dumps({"command": command, "config": "configs/quickstart.json", "runs": runs}, indent=1) + "\n")
 
 
 def cell(xs):

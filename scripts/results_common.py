@@ -1,5 +1,5 @@
 """results_common.py: what the results pages of scripts/write_results.sh share: reading the JSON, statistics over seeds, number formats."""
-import glob, json, math, os, platform, shutil, subprocess, sys, time
+import glob, json, math, os, platform, re, shutil, subprocess, sys, time
 
 PAPER = {"used_components": 104.0, "usage_entropy": 0.933, "nmi": 0.244}
 KC = 128
@@ -45,11 +45,58 @@ def compare(a, b):
         verdict = a["min"] > b["max"] or a["max"] < b["min"]
     return {"diff": diff, "welch_t": t, "exceeds_spread": verdict}
 
+def descriptor(path):
+    """the descriptor path names (/proc/self/fd/N, /dev/fd/N, /dev/stdout, /dev/stderr, as path
+    or a link on the way to its file), -2 for another path under /dev or /proc, else -1"""
+    cur = path
+    for _ in range(16):
+        m = re.fullmatch(r"/(?:proc/self|dev)/fd/(\d+)", cur)
+        if m:
+            return int(m.group(1))
+        if cur in ("/dev/stdout", "/dev/stderr"):
+            return 1 if cur == "/dev/stdout" else 2
+        if cur.startswith(("/dev/", "/proc/")):
+            return -2
+        if not os.path.islink(cur):
+            return -1
+        link = os.readlink(cur)
+        cur = link if link.startswith("/") else os.path.join(os.path.dirname(cur), link)
+    return -1
+
+
+def read_page(path):
+    """the text of the page at path, or None where there is none to keep: a missing file, or
+    one that is not a regular file of its own (/dev/stdout: reading it would wait on a pipe)"""
+    if descriptor(path) != -1 or not os.path.isfile(path):
+        return None
+    with open(path) as f:
+        return f.read()
+
+
 def write(path, text):
+    """text into path through path.tmp and a rename, so a failure leaves the old file whole; a
+    symbolic link at path keeps pointing where it did (the file it names is replaced);
+    /dev/stdout and the like are written through their descriptor, another path that is there
+    and not a regular file (a pipe) straight: nothing is renamed over a link or a device (as
+    gma_write_file_atomic, src/core/common.c)"""
+    fd = descriptor(path)
+    if fd >= 0:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        data = text.encode()
+        while data:
+            data = data[os.write(fd, data):]
+        return
+    if fd == -2 or (os.path.exists(path) and not os.path.isfile(path)):
+        with open(path, "a") as f:
+            f.write(text)
+        return
+    path = os.path.realpath(path) if os.path.islink(path) else path
     tmp = path + ".tmp"
     with open(tmp, "w") as f:
         f.write(text)
     os.replace(tmp, path)
+
 
 def fmt(x, d):
     return ("%%.%df" % d) % x
@@ -66,12 +113,15 @@ MQAR_HEAD = "## Associative recall (MQAR, Zoology protocol)"
 
 def kept_section(path, head):
     """The section `head` of the page at path as it stands (the reading, written by hand),
-    so that rewriting the page keeps it."""
+    so that rewriting the page keeps it; none from a path that is no regular file of its own
+    (/dev/stdout: reading it would wait on the pipe)."""
     try:
-        with open(path) as f:
-            lines = f.read().split("\n")
+        text = read_page(path)
     except OSError:
         return []
+    if text is None:
+        return []
+    lines = text.split("\n")
     if head not in lines:
         return []
     i = lines.index(head)

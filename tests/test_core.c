@@ -1,5 +1,6 @@
 /* test_core.c: configuration (validation messages, overrides, resolved JSON), safetensors,
  * token shards, the recall generator, evaluation windows and learning-rate schedules. */
+#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -74,6 +75,20 @@ START_TEST(test_write_atomic_targets) {
     ck_assert_str_eq(got, "piped");
     ck_assert(lstat(pipelink, &st) == 0 && S_ISLNK(st.st_mode));
     close(fds[0]), close(fds[1]);
+    /* a shell's redirection to a file (/dev/stdout > FILE): appended to what is there, the
+     * file not replaced */
+    int fd = open(tu_path("redirected"), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    ck_assert(fd >= 0 && write(fd, "head\n", 5) == 5);
+    char fdlink[4096];
+    snprintf(fdpath, sizeof fdpath, "/proc/self/fd/%d", fd);
+    snprintf(fdlink, sizeof fdlink, "%s", tu_path("fdlink"));
+    ck_assert_int_eq(symlink(fdpath, fdlink), 0);
+    ck_assert_msg(gma_write_file_atomic(fdlink, "json\n", 5) == 0, "%s", gma_error());
+    close(fd);
+    b = gma_read_file(tu_path("redirected"), &n);
+    ck_assert_msg(b && n == 10 && !memcmp(b, "head\njson\n", 10), "%s", b ? b : "(none)");
+    free(b);
+    ck_assert(lstat(fdlink, &st) == 0 && S_ISLNK(st.st_mode));
 }
 END_TEST
 

@@ -66,6 +66,15 @@ rm $tmp/routing_page.md
 scripts/write_results.sh --small $s $P > /dev/null && [ ! -e $tmp/routing_page.md ] && grep -q '^\* sdpa - gma: ' $tmp/small_page.md \
   && ok "--small alone writes the small page alone" || bad "--small alone"
 
+# the page through a symbolic link: the file it names rewritten, the link kept; to /dev/stdout:
+# printed, /dev/stdout left a link
+echo old > $tmp/target.md && ln -s $tmp/target.md $tmp/link.md
+scripts/write_results.sh --small $s --out $tmp/link.md --no-plots > /dev/null && [ -L $tmp/link.md ] \
+  && grep -q '^\* sdpa - gma: ' $tmp/target.md && ok "a page written through a link keeps the link" || bad "page through a link"
+out=$(scripts/write_results.sh --small $s --out /dev/stdout --no-plots)
+[[ "$out" == *"* sdpa - gma: "* ]] && [ -L /dev/stdout ] && ok "a page to /dev/stdout printed, the link left" \
+  || bad "page to /dev/stdout: $(ls -l /dev/stdout)"
+
 # the future-work section (scripts/write_future_results.sh): the table, K, gates and the
 # comparisons from the fixture's numbers
 scripts/write_future_results.sh $f/future.json --out $tmp/future.md > /dev/null || bad "future section exits 0"

@@ -81,8 +81,10 @@ uint64_t gma_hash(const void *p, size_t n, uint64_t h);
 char *gma_read_file(const char *path, size_t *len_out);
 /* Write bytes to path atomically: path.tmp, fsync, rename, fsync the directory.
  * On failure the previous file at path is untouched. A symbolic link at path keeps pointing
- * where it did (the file it names is the one replaced); a path that is there and not a
- * regular file (a pipe, a terminal, /dev/stdout) is written straight. */
+ * where it did (the file it names is the one replaced); /dev/stdout, /dev/stderr and
+ * /proc/self/fd/N are written through that descriptor (also when the shell sends it to a
+ * file), and another path that is there and not a regular file (a pipe, a terminal) is
+ * written straight: nothing is renamed over a link, a device or a descriptor. */
 int gma_write_file_atomic(const char *path, const void *data, size_t len);
 /* from's bytes into to, written as gma_write_file_atomic does; 0 or -1 with gma_error */
 int gma_copy_file(const char *from, const char *to);
