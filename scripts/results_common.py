@@ -47,7 +47,7 @@ def compare(a, b):
 
 def descriptor(path):
     """the descriptor path names (/proc/self/fd/N, /dev/fd/N, /dev/stdout, /dev/stderr, as path
-    or a link on the way to its file), -2 for another path under /dev or /proc, else -1"""
+    or a link on the way to its file), else -1"""
     cur = path
     for _ in range(16):
         m = re.fullmatch(r"/(?:proc/self|dev)/fd/(\d+)", cur)
@@ -55,8 +55,6 @@ def descriptor(path):
             return int(m.group(1))
         if cur in ("/dev/stdout", "/dev/stderr"):
             return 1 if cur == "/dev/stdout" else 2
-        if cur.startswith(("/dev/", "/proc/")):
-            return -2
         if not os.path.islink(cur):
             return -1
         link = os.readlink(cur)
@@ -87,7 +85,7 @@ def write(path, text):
         while data:
             data = data[os.write(fd, data):]
         return
-    if fd == -2 or (os.path.exists(path) and not os.path.isfile(path)):
+    if os.path.exists(path) and not os.path.isfile(path):
         with open(path, "a") as f:
             f.write(text)
         return

@@ -248,8 +248,7 @@ static int write_all(int fd, const char *p, size_t left) {
 }
 
 /* The descriptor path names: N for /proc/self/fd/N, /dev/fd/N, /dev/stdout (1), /dev/stderr
- * (2), as path or as a symbolic link on the way to its file; -2 for another path under /dev or
- * /proc; -1 otherwise */
+ * (2), as path or as a symbolic link on the way to its file; -1 otherwise */
 static int descriptor_of(const char *path) {
     char cur[4096], link[4096];
     snprintf(cur, sizeof cur, "%s", path);
@@ -260,7 +259,6 @@ static int descriptor_of(const char *path) {
         if (sscanf(cur, "/proc/self/fd/%d%c", &fd, &end) == 1 || sscanf(cur, "/dev/fd/%d%c", &fd, &end) == 1) return fd;
         if (!strcmp(cur, "/dev/stdout")) return 1;
         if (!strcmp(cur, "/dev/stderr")) return 2;
-        if (!strncmp(cur, "/dev/", 5) || !strncmp(cur, "/proc/", 6)) return -2;
         if (lstat(cur, &lst) != 0 || !S_ISLNK(lst.st_mode)) return -1;
         ssize_t n = readlink(cur, link, sizeof link - 1);
         if (n < 0) return -1;
@@ -278,8 +276,8 @@ static int descriptor_of(const char *path) {
 
 /* Where an atomic write of path lands: a descriptor of this process (>= 0: /dev/stdout, also
  * when the shell sends it to a file, written through that descriptor at its offset); -2 for
- * a path that is there and not a regular file or is another path under /dev or /proc (a
- * pipe, a terminal: opened and written straight); else -1 with the file to replace in dest:
+ * a path that is there and not a regular file (a pipe, a terminal, /dev/null: opened and
+ * written straight); else -1 with the file to replace in dest:
  * path, or the regular file a symbolic link at path names (replaced in its own directory, so
  * the link is kept). Nothing is ever renamed over a link, a device or a descriptor. */
 static int write_target(const char *path, char *dest, size_t cap) {
@@ -298,16 +296,12 @@ static int write_target(const char *path, char *dest, size_t cap) {
 int gma_write_file_atomic(const char *path, const void *data, size_t len) {
     char tmp[4096 + 32], dest[4096];
     int target = write_target(path, dest, sizeof dest);
-    if (target >= 0) { /* after what stdio holds for it, through the same descriptor */
-        fflush(stdout), fflush(stderr);
-        int e = write_all(target, data, len);
-        return e ? gma_errorf("%s: write failed: %s", path, strerror(e)) : 0;
-    }
-    if (target == -2) {
-        int fd = open(path, O_WRONLY | O_APPEND);
+    if (target != -1) { /* written straight: a descriptor after what stdio holds for it */
+        int fd = target >= 0 ? target : open(path, O_WRONLY | O_APPEND);
         if (fd < 0) return gma_errorf("%s: cannot open for writing: %s", path, strerror(errno));
+        if (target >= 0) fflush(stdout), fflush(stderr);
         int e = write_all(fd, data, len);
-        if (close(fd) != 0 && !e) e = errno;
+        if (target < 0 && close(fd) != 0 && !e) e = errno;
         return e ? gma_errorf("%s: write failed: %s", path, strerror(e)) : 0;
     }
     path = dest;
