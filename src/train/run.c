@@ -134,7 +134,7 @@ static int resume_check(Run *r, const char *dir) {
                TRAIN_BAD_INPUT;
     char sum[2100];
     snprintf(sum, sizeof sum, "%s/summary.json", r->o.run_dir);
-    int finished = r->lead && (step == steps ? summary_at(sum, step, 0) : summary_at(sum, step, 1));
+    int finished = r->lead && summary_at(sum, step, step != steps);
     dist_bcast(&finished, sizeof finished, 0);
     if (finished) {
         r->finished = 1;
